@@ -1,0 +1,305 @@
+//! x86_64 restartable sequences.
+//!
+//! # ABI facts (Linux `include/uapi/linux/rseq.h`)
+//!
+//! | field | offset | meaning |
+//! | --- | --- | --- |
+//! | `cpu_id_start` | 0 | CPU number, always valid (0 before registration) |
+//! | `cpu_id` | 4 | CPU number, or -1 (not registered) / -2 (registration failed) |
+//! | `rseq_cs` | 8 | pointer to the descriptor of the critical section being entered |
+//!
+//! The descriptor (`struct rseq_cs`, 32-byte aligned) holds `version` (0), `flags` (0),
+//! `start_ip`, `post_commit_offset` and `abort_ip`. The 4 bytes before `abort_ip` must be the
+//! signature [`RSEQ_SIG`], encoded as the operand of a `ud1` (`0f b9 3d`) so that falling into
+//! it by accident traps.
+//!
+//! glibc 2.35 and later registers an rseq area for every thread at thread pointer +
+//! `__rseq_offset`; `__rseq_size` is 0 if it did not. We never register our own: two
+//! registrations for one thread conflict, and glibc owns the thread's area.
+//!
+//! # The critical sections
+//!
+//! Every section has the same shape (`[n]` are the numbered local labels used below):
+//!
+//! ```text
+//!     rseq->rseq_cs = &descriptor           // arm
+//! [1] ret = ABORT
+//!     if rseq->cpu_id != cpu: goto [6]      // migrated since the caller read the CPU
+//!     for i in 0..n:                         // the checks
+//!         ret = MISMATCH + i
+//!         if *checks[i].word != checks[i].expected: goto [6]
+//!     (inject delay, feature "inject")
+//!     (speculative store)                    // only in store_add
+//!     commit                                 // one instruction: add or store
+//! [2] ret = OK                               // post-commit: outside the section
+//! [6] return ret
+//! [4] abort handler (section __rseq_failure): ret = ABORT; goto [6]
+//! ```
+//!
+//! A preemption, migration or signal between [1] and [2] makes the kernel jump to [4]: nothing
+//! before the commit is visible except the speculative store, which every user of `store_add`
+//! must tolerate (PAYGO stores a key into a slot whose counters sum to zero: an entry that
+//! counts nothing).
+
+use core::arch::asm;
+use core::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
+
+/// The rseq signature (librseq's and glibc's choice for x86).
+pub const RSEQ_SIG: u32 = 0x5305_3053;
+
+/// Byte offset of `cpu_id` in `struct rseq`.
+const CPU_ID: usize = 4;
+
+/// The delay the "inject" feature spins for inside every critical section (iterations).
+#[cfg(feature = "inject")]
+pub(crate) static INJECT_LOOPS: AtomicU64 = AtomicU64::new(0);
+
+static OFFSET: OnceLock<isize> = OnceLock::new();
+
+/// Finds glibc's rseq area. Returns whether this thread has a registered one.
+pub(crate) fn init() -> bool {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks up a symbol.
+    let off = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) };
+    // SAFETY: as above.
+    let size = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) };
+    if off.is_null() || size.is_null() {
+        return false;
+    }
+    // SAFETY: glibc defines `const unsigned int __rseq_size` and `const ptrdiff_t
+    // __rseq_offset`; dlsym returned their addresses, which stay valid for the process.
+    let (size, off) = unsafe { (*(size as *const u32), *(off as *const isize)) };
+    if size < 20 {
+        return false;
+    }
+    let _ = OFFSET.set(off);
+    // SAFETY: OFFSET is set, so area() points at this thread's registered rseq area.
+    let cpu = unsafe { (area().add(CPU_ID) as *const i32).read_volatile() };
+    cpu >= 0
+}
+
+/// This thread's rseq area. Only valid once [`init`] returned true.
+#[inline(always)]
+fn area() -> *mut u8 {
+    let tp: *mut u8;
+    // SAFETY: on x86_64 Linux, %fs:0 holds the thread pointer (the TCB's self pointer); reading
+    // it has no side effect.
+    unsafe { asm!("movq %fs:0, {}", out(reg) tp, options(att_syntax, nostack, readonly, preserves_flags)) };
+    // Unreachable before init() succeeded: mode() is Rseq only after it.
+    let off = *OFFSET.get().unwrap_or(&0);
+    tp.wrapping_offset(off)
+}
+
+/// `cpu_id_start` of this thread's rseq area.
+#[inline(always)]
+pub(crate) fn cpu_id_start() -> u32 {
+    // SAFETY: area() is this thread's registered rseq area (mode is Rseq); the kernel keeps
+    // cpu_id_start valid and we only read it.
+    unsafe { (area() as *const u32).read_volatile() }
+}
+
+/// One check of a critical section, laid out as the assembly reads it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct RawCheck {
+    pub(crate) word: *const AtomicU64,
+    pub(crate) expected: u64,
+}
+
+macro_rules! cs_head {
+    () => {
+        concat!(
+            ".pushsection __rseq_cs, \"aw\"\n",
+            ".balign 32\n",
+            "3:\n",
+            ".long 0x0, 0x0\n",
+            ".quad 1f, (2f - 1f), 4f\n",
+            ".popsection\n",
+            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
+            ".quad 3b\n",
+            ".popsection\n",
+            "leaq 3b(%rip), {ret}\n",
+            "movq {ret}, 8({rseq})\n",
+            "1:\n",
+            "movl $1, {ret:e}\n",
+            "cmpl {cpu:e}, 4({rseq})\n",
+            "jnz 6f\n",
+            "movl $2, {ret:e}\n",
+            "testq {n}, {n}\n",
+            "jz 7f\n",
+            "5:\n",
+            "movq 0({checks}), {tmp}\n",
+            "movq ({tmp}), {tmp}\n",
+            "cmpq 8({checks}), {tmp}\n",
+            "jnz 6f\n",
+            "addq $16, {checks}\n",
+            "incl {ret:e}\n",
+            "decq {n}\n",
+            "jnz 5b\n",
+            "7:\n",
+        )
+    };
+}
+
+#[cfg(feature = "inject")]
+macro_rules! cs_inject {
+    () => {
+        concat!(
+            "movq {inject}(%rip), {tmp}\n",
+            "testq {tmp}, {tmp}\n",
+            "jz 8f\n",
+            "9:\n",
+            "pause\n",
+            "decq {tmp}\n",
+            "jnz 9b\n",
+            "8:\n",
+        )
+    };
+}
+#[cfg(not(feature = "inject"))]
+macro_rules! cs_inject {
+    () => {
+        ""
+    };
+}
+
+macro_rules! cs_tail {
+    () => {
+        concat!(
+            "2:\n",
+            "xorl {ret:e}, {ret:e}\n",
+            "6:\n",
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long {sig}\n",
+            "4:\n",
+            "movl $1, {ret:e}\n",
+            "jmp 6b\n",
+            ".popsection\n",
+        )
+    };
+}
+
+/// Critical section `checks; *target += delta`.
+///
+/// Returns 0 when committed, 1 when aborted (or `cpu` is not the current CPU), `2 + i` when
+/// check `i` failed.
+///
+/// # Safety
+/// The mode is Rseq; every `checks[i].word` and `target` point to live 8-byte-aligned words
+/// that other threads access only atomically.
+#[inline(always)]
+pub(crate) unsafe fn cs_add(cpu: u32, checks: &[RawCheck], target: *const AtomicU64, delta: u64) -> u32 {
+    let ret: u64;
+    // SAFETY: the caller guarantees the pointers; the asm writes only *target (and the rseq
+    // area's rseq_cs field, which is ours to write), reads the checks and the rseq area.
+    unsafe {
+        #[cfg(feature = "inject")]
+        asm!(
+            cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            target = in(reg) target, delta = in(reg) delta,
+            inject = sym INJECT_LOOPS,
+            ret = out(reg) ret, tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+        #[cfg(not(feature = "inject"))]
+        asm!(
+            cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            target = in(reg) target, delta = in(reg) delta,
+            ret = out(reg) ret, tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+    }
+    ret as u32
+}
+
+/// Critical section `checks; *target = value`.
+///
+/// # Safety
+/// As [`cs_add`].
+#[inline(always)]
+pub(crate) unsafe fn cs_store(cpu: u32, checks: &[RawCheck], target: *const AtomicU64, value: u64) -> u32 {
+    let ret: u64;
+    // SAFETY: as in cs_add.
+    unsafe {
+        #[cfg(feature = "inject")]
+        asm!(
+            cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            target = in(reg) target, value = in(reg) value,
+            inject = sym INJECT_LOOPS,
+            ret = out(reg) ret, tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+        #[cfg(not(feature = "inject"))]
+        asm!(
+            cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            target = in(reg) target, value = in(reg) value,
+            ret = out(reg) ret, tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+    }
+    ret as u32
+}
+
+/// Critical section `checks; *spec = spec_value; *target += delta` (a speculative store, then
+/// the committing add).
+///
+/// # Safety
+/// As [`cs_add`], and `spec` too.
+#[inline(always)]
+pub(crate) unsafe fn cs_store_add(
+    cpu: u32,
+    checks: &[RawCheck],
+    spec: *const AtomicU64,
+    spec_value: u64,
+    target: *const AtomicU64,
+    delta: u64,
+) -> u32 {
+    let ret: u64;
+    // SAFETY: as in cs_add; the asm also writes *spec.
+    unsafe {
+        #[cfg(feature = "inject")]
+        asm!(
+            cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            spec = in(reg) spec, sv = in(reg) spec_value,
+            target = in(reg) target, delta = in(reg) delta,
+            inject = sym INJECT_LOOPS,
+            ret = out(reg) ret, tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+        #[cfg(not(feature = "inject"))]
+        asm!(
+            cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            spec = in(reg) spec, sv = in(reg) spec_value,
+            target = in(reg) target, delta = in(reg) delta,
+            ret = out(reg) ret, tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+    }
+    ret as u32
+}
+
+/// The `cpu_id` field (negative when this thread has no registered area).
+pub(crate) fn cpu_id() -> i32 {
+    // SAFETY: area() is this thread's rseq area; reading cpu_id has no side effect.
+    unsafe { (area().add(CPU_ID) as *const i32).read_volatile() }
+}
+

@@ -1,0 +1,19 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod arch;
+mod cpu;
+pub mod membarrier;
+mod mode;
+mod percpu;
+pub mod sync;
+mod word;
+
+#[cfg(loom)]
+pub use cpu::loom_set_cpu;
+pub use cpu::{current_cpu, online_cpus, parse_cpu_list_max, possible_cpus};
+pub use mode::{fast_path_available, mode, FallbackReason, Mode, FORCE_FALLBACK_ENV};
+#[cfg(feature = "inject")]
+pub use percpu::set_inject_delay;
+pub use percpu::{aborts, Fail, PerCpu, Retry};
+pub use word::{Check, Word};

@@ -1,0 +1,86 @@
+//! Which path is in use: the rseq fast path or the locked fallback, decided once per process.
+
+use std::sync::OnceLock;
+
+/// The environment variable that forces the fallback path when set to anything but `0` or the
+/// empty string. Read once, the first time any function of this crate needs the mode.
+pub const FORCE_FALLBACK_ENV: &str = "PERCPU_FORCE_FALLBACK";
+
+/// How per-CPU critical sections run in this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Restartable sequences: glibc registered an rseq area for every thread, and the kernel
+    /// supports `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`. Critical sections run without a system
+    /// call, a lock or an atomic read-modify-write.
+    Rseq,
+    /// A lock per CPU slot, taken around each critical section; the CPU id is only a hint
+    /// (from `sched_getcpu`). Correct everywhere; slower.
+    Fallback(FallbackReason),
+}
+
+/// Why the fallback path was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FallbackReason {
+    /// [`FORCE_FALLBACK_ENV`] asked for it.
+    Forced,
+    /// Not x86_64 Linux, or running under miri or loom.
+    Unsupported,
+    /// glibc did not register rseq (`__rseq_size` is 0 or missing: old glibc, or
+    /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`), or the kernel refused the registration.
+    NotRegistered,
+    /// rseq is registered but the kernel lacks `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`, which
+    /// [`crate::PerCpu::fence`] needs.
+    NoMembarrier,
+}
+
+impl core::fmt::Display for Mode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Mode::Rseq => f.write_str("rseq"),
+            Mode::Fallback(FallbackReason::Forced) => f.write_str("fallback (forced by PERCPU_FORCE_FALLBACK)"),
+            Mode::Fallback(FallbackReason::Unsupported) => f.write_str("fallback (platform without rseq support)"),
+            Mode::Fallback(FallbackReason::NotRegistered) => f.write_str("fallback (rseq not registered by libc)"),
+            Mode::Fallback(FallbackReason::NoMembarrier) => f.write_str("fallback (no membarrier rseq support)"),
+        }
+    }
+}
+
+static MODE: OnceLock<Mode> = OnceLock::new();
+
+/// The path in use in this process (decided on the first call, then fixed).
+pub fn mode() -> Mode {
+    *MODE.get_or_init(detect)
+}
+
+/// Whether critical sections run on the rseq fast path.
+#[inline]
+pub fn fast_path_available() -> bool {
+    matches!(mode(), Mode::Rseq)
+}
+
+fn forced() -> bool {
+    match std::env::var_os(FORCE_FALLBACK_ENV) {
+        Some(v) => !(v.is_empty() || v == "0"),
+        None => false,
+    }
+}
+
+fn detect() -> Mode {
+    if forced() {
+        return Mode::Fallback(FallbackReason::Forced);
+    }
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    {
+        if !crate::arch::rseq::init() {
+            return Mode::Fallback(FallbackReason::NotRegistered);
+        }
+        if !crate::membarrier::register_rseq() {
+            return Mode::Fallback(FallbackReason::NoMembarrier);
+        }
+        Mode::Rseq
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+    {
+        Mode::Fallback(FallbackReason::Unsupported)
+    }
+}

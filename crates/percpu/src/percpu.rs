@@ -1,0 +1,297 @@
+//! `PerCpu<T>`: one cache-padded value per possible CPU, and the critical sections on it.
+
+use crate::sync::{Mutex, Ordering};
+use crate::{Check, Word};
+use crossbeam_utils::CachePadded;
+
+/// Why a critical section did not commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fail {
+    /// Preempted, migrated or interrupted by a signal, or the thread is no longer on the CPU
+    /// the caller named: nothing was committed. Read the CPU again and retry.
+    Abort,
+    /// Check number `i` (0-based) did not hold; nothing was stored.
+    Mismatch(usize),
+}
+
+#[inline(always)]
+fn status(s: u32) -> Result<(), Fail> {
+    match s {
+        0 => Ok(()),
+        1 => {
+            note_abort();
+            Err(Fail::Abort)
+        }
+        n => Err(Fail::Mismatch(n as usize - 2)),
+    }
+}
+
+#[cfg(not(loom))]
+static ABORTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[cold]
+fn note_abort() {
+    #[cfg(not(loom))]
+    ABORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many critical sections of this process aborted so far (rseq path; 0 on the fallback).
+pub fn aborts() -> u64 {
+    #[cfg(not(loom))]
+    {
+        ABORTS.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    #[cfg(loom)]
+    {
+        0
+    }
+}
+
+/// Sets the spin delay (iterations of `pause`) built into every critical section between its
+/// checks and its commit, so that preemption lands inside sections and forces aborts. Only
+/// with the `inject` feature; 0 turns it off.
+#[cfg(feature = "inject")]
+pub fn set_inject_delay(loops: u64) {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    crate::arch::rseq::INJECT_LOOPS.store(loops, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+    let _ = loops;
+}
+
+struct Slot<T> {
+    /// Taken around every critical section on the fallback path; unused on the rseq path.
+    lock: Mutex<()>,
+    value: T,
+}
+
+/// One value per possible CPU, each on its own cache line(s).
+///
+/// The critical sections ([`PerCpu::add`], [`PerCpu::store`], [`PerCpu::store_add`]) take the
+/// CPU whose value they update; they commit only if the thread is still on that CPU (rseq
+/// path) or hold that CPU slot's lock (fallback), so two sections for the same slot never
+/// interleave. The words they write must live in that slot's value (or be otherwise owned by
+/// that CPU slot): see [`Word`].
+pub struct PerCpu<T> {
+    slots: Box<[CachePadded<Slot<T>>]>,
+}
+
+impl<T> PerCpu<T> {
+    /// One value per possible CPU, made by `init(cpu)`.
+    pub fn new(init: impl FnMut(usize) -> T) -> Self {
+        Self::with_cpus(crate::possible_cpus(), init)
+    }
+
+    /// `n` slots. With fewer slots than possible CPUs, the rseq path cannot be used for CPUs
+    /// past the end: [`PerCpu::current`] then maps CPUs onto slots modulo `n`, and the critical
+    /// sections take the slot lock (as on the fallback) for such a slot.
+    pub fn with_cpus(n: usize, mut init: impl FnMut(usize) -> T) -> Self {
+        assert!(n > 0, "PerCpu needs at least one slot");
+        let slots = (0..n).map(|cpu| CachePadded::new(Slot { lock: Mutex::new(()), value: init(cpu) })).collect();
+        PerCpu { slots }
+    }
+
+    /// The number of slots.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Always false: a `PerCpu` has at least one slot.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The value of slot `cpu`.
+    ///
+    /// # Panics
+    /// If `cpu >= self.len()`.
+    #[inline(always)]
+    pub fn get(&self, cpu: usize) -> &T {
+        &self.slots[cpu].value
+    }
+
+    /// The slot of the CPU this thread runs on now (see [`crate::current_cpu`]), and its value.
+    #[inline(always)]
+    pub fn current(&self) -> (usize, &T) {
+        let cpu = crate::current_cpu() % self.slots.len();
+        (cpu, &self.slots[cpu].value)
+    }
+
+    /// All values, in CPU order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &T> + '_ {
+        self.slots.iter().map(|s| &s.value)
+    }
+
+    /// Exclusive access to every value.
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = &mut T> + '_ {
+        self.slots.iter_mut().map(|s| &mut s.value)
+    }
+
+    #[inline(always)]
+    fn rseq_ok(&self, cpu: usize) -> bool {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        {
+            crate::fast_path_available() && cpu < self.slots.len() && self.slots.len() >= crate::possible_cpus()
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+        {
+            let _ = cpu;
+            false
+        }
+    }
+
+    #[inline]
+    fn locked(&self, cpu: usize, checks: &[Check<'_>], body: impl FnOnce()) -> Result<(), Fail> {
+        let slot = &self.slots[cpu % self.slots.len()];
+        let _g = slot.lock.lock().unwrap_or_else(|e| e.into_inner());
+        status(crate::arch::generic::run(checks, body))
+    }
+
+    /// Critical section: if every check holds, `*target += delta` (wrapping).
+    ///
+    /// Pseudocode (`load_cbne_add_store` with any number of checks):
+    /// ```text
+    /// if current CPU != cpu: abort
+    /// for (word, expected) in checks: if *word != expected: return Mismatch(i)
+    /// *target += delta            // commit
+    /// ```
+    #[inline(always)]
+    pub fn add<W: Word>(&self, cpu: usize, checks: &[Check<'_>], target: &W, delta: W::Value) -> Result<(), Fail> {
+        if self.rseq_ok(cpu) {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
+            return status(unsafe { crate::arch::rseq::cs_add(cpu as u32, Check::as_raw(checks), target.raw(), W::to_bits(delta)) });
+        }
+        self.locked(cpu, checks, || target.add_bits(W::to_bits(delta), Ordering::Relaxed))
+    }
+
+    /// Critical section: if every check holds, `*target = value` (`load_cbne_store`).
+    #[inline(always)]
+    pub fn store<W: Word>(&self, cpu: usize, checks: &[Check<'_>], target: &W, value: W::Value) -> Result<(), Fail> {
+        if self.rseq_ok(cpu) {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
+            return status(unsafe { crate::arch::rseq::cs_store(cpu as u32, Check::as_raw(checks), target.raw(), W::to_bits(value)) });
+        }
+        self.locked(cpu, checks, || target.store_bits(W::to_bits(value), Ordering::Relaxed))
+    }
+
+    /// Critical section: if every check holds, `*spec = spec_value` (speculative: it may become
+    /// visible even if the section then aborts) and `*target += delta` (the commit).
+    ///
+    /// ```text
+    /// if current CPU != cpu: abort
+    /// for (word, expected) in checks: if *word != expected: return Mismatch(i)
+    /// *spec = spec_value          // may land without the commit
+    /// *target += delta            // commit
+    /// ```
+    #[inline(always)]
+    pub fn store_add<S: Word, W: Word>(
+        &self,
+        cpu: usize,
+        checks: &[Check<'_>],
+        spec: &S,
+        spec_value: S::Value,
+        target: &W,
+        delta: W::Value,
+    ) -> Result<(), Fail> {
+        if self.rseq_ok(cpu) {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            // SAFETY: mode is Rseq; checks, spec and target borrow live 8-byte atomics.
+            return status(unsafe {
+                crate::arch::rseq::cs_store_add(
+                    cpu as u32,
+                    Check::as_raw(checks),
+                    spec.raw(),
+                    S::to_bits(spec_value),
+                    target.raw(),
+                    W::to_bits(delta),
+                )
+            });
+        }
+        self.locked(cpu, checks, || {
+            spec.store_bits(S::to_bits(spec_value), Ordering::Relaxed);
+            target.add_bits(W::to_bits(delta), Ordering::Relaxed);
+        })
+    }
+
+    /// `*pick(value of this CPU) += delta`, retried until it commits (no checks).
+    #[inline(always)]
+    pub fn add_current<W: Word>(&self, pick: impl Fn(&T) -> &W, delta: W::Value) {
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, v) = self.current();
+            match self.add(cpu, &[], pick(v), delta) {
+                Ok(()) => return,
+                Err(_) => retry.aborted(),
+            }
+        }
+    }
+
+    /// The fence that pairs with every critical section on this `PerCpu`: when it returns,
+    /// every section that committed before the call is visible to the caller, and every section
+    /// that commits after it sees everything the caller stored before the call (its checks
+    /// read the new values). rseq path: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)`,
+    /// which aborts in-flight sections; fallback: takes and releases every slot lock in turn
+    /// (the release of each pairs with the acquire by the next section on that slot).
+    pub fn fence(&self) {
+        if self.rseq_ok(0) {
+            crate::membarrier::rseq_fence();
+            return;
+        }
+        crate::sync::fence(Ordering::SeqCst);
+        for s in self.slots.iter() {
+            drop(s.lock.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+}
+
+impl<T: Default> Default for PerCpu<T> {
+    fn default() -> Self {
+        Self::new(|_| T::default())
+    }
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for PerCpu<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Book-keeping for a retry loop around critical sections: yields under loom, and detects a
+/// thread whose rseq area is not registered (every section would abort forever).
+pub struct Retry {
+    aborts: u32,
+}
+
+impl Retry {
+    /// A fresh loop.
+    #[inline(always)]
+    pub fn new() -> Self {
+        Retry { aborts: 0 }
+    }
+
+    /// Records an abort before the next attempt.
+    ///
+    /// # Panics
+    /// After a million consecutive aborts if this thread's rseq area reports no CPU (the thread
+    /// was not registered by libc): retrying could never succeed.
+    #[inline]
+    pub fn aborted(&mut self) {
+        self.aborts += 1;
+        crate::sync::spin_hint();
+        if self.aborts % (1 << 20) == 0 {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            if crate::fast_path_available() && crate::arch::rseq::cpu_id() < 0 {
+                panic!("percpu: this thread has no registered rseq area (cpu_id < 0); every critical section aborts");
+            }
+        }
+    }
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self::new()
+    }
+}

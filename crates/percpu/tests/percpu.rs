@@ -1,0 +1,191 @@
+//! Public-API tests of the per-CPU substrate. Run on both paths: plain, and with
+//! `PERCPU_FORCE_FALLBACK=1` (CI does both).
+
+use percpu::{Check, Fail, PerCpu};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+fn sum(pc: &PerCpu<AtomicI64>) -> i64 {
+    pc.iter().map(|v| v.load(Ordering::Relaxed)).sum()
+}
+
+#[test]
+fn mode_is_reported_and_env_forces_fallback() {
+    let forced = std::env::var(percpu::FORCE_FALLBACK_ENV).map(|v| !v.is_empty() && v != "0").unwrap_or(false);
+    let m = percpu::mode();
+    eprintln!("percpu mode: {m}");
+    if forced {
+        assert_eq!(m, percpu::Mode::Fallback(percpu::FallbackReason::Forced));
+        assert!(!percpu::fast_path_available());
+    }
+    assert_eq!(percpu::fast_path_available(), m == percpu::Mode::Rseq);
+}
+
+#[test]
+fn single_thread_sections_follow_their_pseudocode() {
+    let pc: PerCpu<[AtomicU64; 3]> = PerCpu::new(|_| Default::default());
+    let (cpu, w) = pc.current();
+    let flag = AtomicU64::new(0);
+    // add with a holding check commits (retry on abort: we may be migrated)
+    loop {
+        let (cpu, w) = pc.current();
+        match pc.add(cpu, &[Check::new(&flag, 0)], &w[0], 5) {
+            Ok(()) => break,
+            Err(Fail::Abort) => continue,
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    let total: u64 = pc.iter().map(|w| w[0].load(Ordering::Relaxed)).sum();
+    assert_eq!(total, 5);
+    // a failing second check reports its index and stores nothing
+    flag.store(7, Ordering::Relaxed);
+    let one = AtomicU64::new(1);
+    let r = pc.store_add(cpu, &[Check::new(&one, 1), Check::new(&flag, 0)], &w[1], 9, &w[2], 1);
+    assert!(matches!(r, Err(Fail::Mismatch(1)) | Err(Fail::Abort)), "{r:?}");
+    assert_eq!(w[1].load(Ordering::Relaxed), 0);
+    assert_eq!(w[2].load(Ordering::Relaxed), 0);
+    // store and store_add commit
+    loop {
+        let (cpu, w) = pc.current();
+        if pc.store(cpu, &[Check::new(&flag, 7)], &w[1], 42).is_ok() {
+            break;
+        }
+    }
+    loop {
+        let (cpu, w) = pc.current();
+        if pc.store_add(cpu, &[Check::new(&flag, 7), Check::new(&one, 1)], &w[0], 100, &w[2], 3).is_ok() {
+            break;
+        }
+    }
+    assert_eq!(pc.iter().map(|w| w[1].load(Ordering::Relaxed)).sum::<u64>(), 42);
+    assert_eq!(pc.iter().map(|w| w[2].load(Ordering::Relaxed)).sum::<u64>(), 3);
+    assert!(pc.iter().any(|w| w[0].load(Ordering::Relaxed) == 100));
+}
+
+#[test]
+fn oversubscribed_sum_is_exact() {
+    const THREADS: usize = 16;
+    const ITERS: i64 = 200_000;
+    let pc: Arc<PerCpu<AtomicI64>> = Arc::new(PerCpu::default());
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let pc = pc.clone();
+            thread::spawn(move || {
+                for i in 0..ITERS {
+                    // mix of +2 and -1 so a lost update of either sign shows
+                    if (i + t as i64) % 3 == 0 {
+                        pc.add_current(|v| v, -1);
+                    } else {
+                        pc.add_current(|v| v, 2);
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let expected: i64 = (0..THREADS as i64).map(|t| (0..ITERS).map(|i| if (i + t) % 3 == 0 { -1 } else { 2 }).sum::<i64>()).sum();
+    assert_eq!(sum(&pc), expected);
+}
+
+extern "C" fn noop_handler(_: libc::c_int) {}
+
+/// Forces aborts two ways, an injected delay inside every section and a storm of signals at
+/// the worker threads, and checks that no update is lost or doubled.
+#[test]
+fn forced_aborts_lose_nothing() {
+    const THREADS: usize = 8;
+    const ITERS: i64 = 20_000;
+    // SAFETY: installing a handler that does nothing, for a signal nothing else uses.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = noop_handler as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+    percpu::set_inject_delay(2_000);
+    let before = percpu::aborts();
+    let pc: Arc<PerCpu<AtomicI64>> = Arc::new(PerCpu::default());
+    let done = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(THREADS + 1));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let hs: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (pc, done, start, tx) = (pc.clone(), done.clone(), start.clone(), tx.clone());
+            thread::spawn(move || {
+                // SAFETY: pthread_self has no preconditions.
+                tx.send(unsafe { libc::pthread_self() }).unwrap();
+                start.wait();
+                for _ in 0..ITERS {
+                    pc.add_current(|v| v, 1);
+                }
+                done.fetch_add(1, Ordering::Release);
+            })
+        })
+        .collect();
+    let tids: Vec<libc::pthread_t> = (0..THREADS).map(|_| rx.recv().unwrap()).collect();
+    start.wait();
+    let mut signals = 0u64;
+    while done.load(Ordering::Acquire) < THREADS {
+        for (i, &t) in tids.iter().enumerate() {
+            if i % 2 == 0 {
+                // SAFETY: the thread is alive until it is joined below (it may have finished
+                // its loop, in which case the signal is delivered to an exiting thread and
+                // ignored by the no-op handler).
+                unsafe { libc::pthread_kill(t, libc::SIGUSR1) };
+                signals += 1;
+            }
+        }
+        thread::yield_now();
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    percpu::set_inject_delay(0);
+    let aborts = percpu::aborts() - before;
+    eprintln!("mode {}: {signals} signals, {aborts} aborts", percpu::mode());
+    assert_eq!(sum(&pc), THREADS as i64 * ITERS);
+    if percpu::fast_path_available() {
+        assert!(aborts > 0, "the injected delay and signals should have aborted some sections");
+    }
+}
+
+/// The flag protocol the fence exists for: workers add only while the flag is clear (checked
+/// inside the section); after `flag = 1; fence()`, the sum must never move again.
+#[test]
+fn fence_stops_sections_that_check_a_flag() {
+    const THREADS: usize = 4;
+    percpu::set_inject_delay(200);
+    for round in 0..20 {
+        let pc: Arc<PerCpu<AtomicI64>> = Arc::new(PerCpu::default());
+        let flag = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let hs: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (pc, flag, stop) = (pc.clone(), flag.clone(), stop.clone());
+                thread::spawn(move || {
+                    let mut mine = 0i64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let (cpu, v) = pc.current();
+                        if pc.add(cpu, &[Check::new(&*flag, 0)], v, 1).is_ok() {
+                            mine += 1;
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        thread::sleep(std::time::Duration::from_millis(2 + round % 3));
+        flag.store(1, Ordering::Relaxed);
+        pc.fence();
+        let at_fence = sum(&pc);
+        thread::sleep(std::time::Duration::from_millis(5));
+        stop.store(true, Ordering::Relaxed);
+        let committed: i64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(sum(&pc), at_fence, "a section committed after the fence (round {round})");
+        assert_eq!(committed, at_fence);
+    }
+    percpu::set_inject_delay(0);
+}
