@@ -1,0 +1,459 @@
+//! One conformance suite for every scheme.
+//!
+//! Each function here checks one promise of [`RefCounter`] against a model; the
+//! [`conformance_suite!`](crate::conformance_suite) macro instantiates all of them as `#[test]`s
+//! for a scheme, so every scheme (in this crate, in `paygo`, in `oplog`) runs the same suite:
+//!
+//! ```ignore
+//! refcount::conformance_suite!(atomic, refcount::atomic::Atomic);
+//! ```
+//!
+//! What is checked depends on [`RefCounter::READ_ALL`]: `Exact` schemes must report the model's
+//! count whenever no operation runs; `NonZeroOnly` schemes must report whether it is non-zero;
+//! `Approximate` schemes are checked only where they promise something (never reclaimed while
+//! referenced, reclaimable once unreferenced, exact after a successful reclaim).
+
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::{Objects, Precision, RefCounter};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+
+/// How many attempts a scheme whose zero detection lags (RefCache's epochs) may need before
+/// `try_reclaim` of an unreferenced object succeeds.
+pub const RECLAIM_ATTEMPTS: usize = 10_000;
+
+/// A small deterministic generator (xorshift64*), so failures reproduce.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded generator (a zero seed is replaced).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// Next value.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// Moves the calling thread to one CPU of those it may run on, chosen by `pick` (modulo the
+/// allowed count). Returns false where affinity cannot be set. This is how tests force the
+/// migrations that exercise PAYGO's anchor path.
+pub fn migrate(pick: usize) -> bool {
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    {
+        let n = percpu::online_cpus();
+        let cpu = pick % n.max(1);
+        // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it, and
+        // sched_setaffinity(0, ...) only affects the calling thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            libc::CPU_ZERO(&mut set);
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+    {
+        let _ = pick;
+        false
+    }
+}
+
+/// Lets the calling thread run on every online CPU again.
+pub fn unpin() {
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    // SAFETY: as in migrate().
+    unsafe {
+        let mut set: libc::cpu_set_t = core::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for c in 0..percpu::online_cpus() {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn check_count<C: RefCounter>(s: &C, objs: &Objects<C>, i: usize, model: usize, ctx: &str) {
+    let got = s.read_all(objs.get(i));
+    match C::READ_ALL {
+        Precision::Exact => assert_eq!(
+            got,
+            model as i64,
+            "{}: read_all of object {i} {ctx}",
+            C::NAME
+        ),
+        Precision::NonZeroOnly => {
+            assert_eq!(
+                got > 0,
+                model > 0,
+                "{}: non-zero indicator of object {i} {ctx}",
+                C::NAME
+            )
+        }
+        Precision::Approximate => {}
+    }
+    if C::READ_ALL != Precision::Approximate {
+        assert_eq!(
+            s.is_referenced(objs.get(i)),
+            model > 0,
+            "{}: is_referenced of object {i} {ctx}",
+            C::NAME
+        );
+    }
+}
+
+/// Reclaims an unreferenced object, allowing lagging schemes [`RECLAIM_ATTEMPTS`] tries.
+pub fn reclaim_eventually<C: RefCounter>(s: &C, obj: core::pin::Pin<&C::Object>) -> bool {
+    (0..RECLAIM_ATTEMPTS).any(|_| s.try_reclaim(obj))
+}
+
+/// Single thread, random get/put over a few objects against a model of held tokens; reclaim
+/// fails while referenced and succeeds at zero; re-init makes the object usable again.
+pub fn single_thread_model<C: RefCounter>(s: &C) {
+    const N: usize = 8;
+    let objs = Objects::new(s, N);
+    let mut held: Vec<Vec<C::Token>> = (0..N).map(|_| Vec::new()).collect();
+    let mut rng = Rng::new(42);
+    for step in 0..20_000 {
+        let i = rng.below(N);
+        if held[i].is_empty() || rng.below(3) != 0 {
+            let t = s
+                .try_get(objs.get(i))
+                .unwrap_or_else(|| panic!("{}: try_get failed on a live object", C::NAME));
+            held[i].push(t);
+        } else {
+            let t = held[i].pop().unwrap();
+            s.put(objs.get(i), t);
+        }
+        if step % 97 == 0 {
+            for (j, h) in held.iter().enumerate() {
+                check_count(s, &objs, j, h.len(), &format!("at step {step}"));
+            }
+            let j = rng.below(N);
+            if !held[j].is_empty() {
+                assert!(
+                    !s.try_reclaim(objs.get(j)),
+                    "{}: reclaimed object {j} with {} references",
+                    C::NAME,
+                    held[j].len()
+                );
+                assert!(
+                    s.try_get(objs.get(j))
+                        .map(|t| s.put(objs.get(j), t))
+                        .is_some(),
+                    "{}: a failed reclaim left object {j} dead",
+                    C::NAME
+                );
+            }
+        }
+    }
+    for (i, h) in held.iter_mut().enumerate() {
+        for t in h.drain(..) {
+            s.put(objs.get(i), t);
+        }
+        check_count(s, &objs, i, 0, "after all puts");
+        assert!(
+            reclaim_eventually(s, objs.get(i)),
+            "{}: could not reclaim unreferenced object {i}",
+            C::NAME
+        );
+        assert!(
+            s.try_get(objs.get(i)).is_none(),
+            "{}: try_get succeeded on a reclaimed object",
+            C::NAME
+        );
+        assert!(
+            !s.try_reclaim(objs.get(i)),
+            "{}: reclaimed a dead object twice",
+            C::NAME
+        );
+        assert_eq!(
+            s.read_all(objs.get(i)),
+            0,
+            "{}: dead object has a count",
+            C::NAME
+        );
+        s.reinit(objs.get(i));
+        let t = s
+            .try_get(objs.get(i))
+            .unwrap_or_else(|| panic!("{}: try_get failed after reinit", C::NAME));
+        check_count(s, &objs, i, 1, "after reinit and one get");
+        s.put(objs.get(i), t);
+        assert!(
+            reclaim_eventually(s, objs.get(i)),
+            "{}: could not reclaim after reinit",
+            C::NAME
+        );
+    }
+    let mem = s.memory(&mut objs.iter());
+    assert!(
+        mem.objects > 0 || mem.shared > 0,
+        "{}: reports no memory at all",
+        C::NAME
+    );
+}
+
+/// `Ref` guards: taken and dropped on another thread; counts follow.
+pub fn guards_move_between_threads<C: RefCounter>(s: Arc<C>) {
+    let objs = Arc::new(Objects::new(&*s, 1));
+    let (tx, rx) = std::sync::mpsc::channel::<C::Token>();
+    for _ in 0..100 {
+        tx.send(s.try_get(objs.get(0)).unwrap()).unwrap();
+    }
+    check_count(&*s, &objs, 0, 100, "with 100 tokens in a channel");
+    let (s2, o2) = (s.clone(), objs.clone());
+    thread::spawn(move || {
+        migrate(1);
+        for t in rx.iter().take(100) {
+            s2.put(o2.get(0), t);
+        }
+    })
+    .join()
+    .unwrap();
+    check_count(&*s, &objs, 0, 0, "after another thread put them");
+    assert!(reclaim_eventually(&*s, objs.get(0)));
+}
+
+/// Many threads (more than cores), random forced migration between get and put, tokens handed
+/// to other threads; at checkpoints every thread stops with a known number of references, and
+/// the counts must equal the model; at the end everything is zero and reclaimable.
+pub fn concurrent_exact_with_migration<C: RefCounter>(s: Arc<C>, threads: usize, rounds: usize) {
+    const N: usize = 16;
+    let objs = Arc::new(Objects::new(&*s, N));
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    // tokens handed over: thread t sends to (t + 1) % threads
+    let mailboxes: Arc<Vec<Mutex<Vec<(usize, C::Token)>>>> =
+        Arc::new((0..threads).map(|_| Mutex::new(Vec::new())).collect());
+    let held_counts: Arc<Vec<AtomicU64>> = Arc::new((0..N).map(|_| AtomicU64::new(0)).collect());
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let (s, objs, barrier, mailboxes, held_counts) = (
+                s.clone(),
+                objs.clone(),
+                barrier.clone(),
+                mailboxes.clone(),
+                held_counts.clone(),
+            );
+            thread::spawn(move || {
+                let mut rng = Rng::new(1000 + t as u64);
+                let mut mine: Vec<(usize, C::Token)> = Vec::new();
+                for _round in 0..rounds {
+                    for _ in 0..2_000 {
+                        match rng.below(8) {
+                            0 => {
+                                migrate(rng.below(64));
+                            }
+                            1 | 2 | 3 => {
+                                let i = rng.below(N);
+                                let tok = s
+                                    .try_get(objs.get(i))
+                                    .expect("try_get failed on a live object");
+                                mine.push((i, tok));
+                            }
+                            4 if !mine.is_empty() => {
+                                let k = rng.below(mine.len());
+                                let item = mine.swap_remove(k);
+                                mailboxes[(t + 1) % mailboxes.len()]
+                                    .lock()
+                                    .unwrap()
+                                    .push(item);
+                            }
+                            _ => {
+                                let inbox: Vec<_> =
+                                    core::mem::take(&mut *mailboxes[t].lock().unwrap());
+                                mine.extend(inbox);
+                                if !mine.is_empty() {
+                                    let k = rng.below(mine.len());
+                                    let (i, tok) = mine.swap_remove(k);
+                                    s.put(objs.get(i), tok);
+                                }
+                            }
+                        }
+                    }
+                    // checkpoint: publish what we hold, let the main thread check
+                    for (i, _) in &mine {
+                        held_counts[*i].fetch_add(1, Ordering::Relaxed);
+                    }
+                    barrier.wait();
+                    barrier.wait();
+                }
+                unpin();
+                let inbox: Vec<_> = core::mem::take(&mut *mailboxes[t].lock().unwrap());
+                mine.extend(inbox);
+                barrier.wait();
+                for (i, tok) in mine {
+                    s.put(objs.get(i), tok);
+                }
+            })
+        })
+        .collect();
+    for round in 0..rounds {
+        barrier.wait();
+        for i in 0..N {
+            let in_mail: usize = mailboxes
+                .iter()
+                .map(|m| m.lock().unwrap().iter().filter(|(j, _)| *j == i).count())
+                .sum();
+            let model = held_counts[i].swap(0, Ordering::Relaxed) as usize + in_mail;
+            check_count(&*s, &objs, i, model, &format!("at checkpoint {round}"));
+        }
+        barrier.wait();
+    }
+    barrier.wait();
+    for h in hs {
+        h.join().unwrap();
+    }
+    for i in 0..N {
+        check_count(&*s, &objs, i, 0, "at the end");
+        assert!(
+            reclaim_eventually(&*s, objs.get(i)),
+            "{}: object {i} not reclaimable at the end",
+            C::NAME
+        );
+    }
+}
+
+const ALIVE: u64 = 0xA11CE;
+const RECLAIMED: u64 = 0xDEAD;
+
+/// Readers get/put while a reclaimer loops over `try_reclaim`; objects carry a canary the
+/// reclaimer poisons after each successful reclaim (and restores before `reinit`). A reader
+/// that ever sees the poison while holding a reference has caught a reclaim while referenced.
+/// Every successful reclaim must also read zero.
+pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, millis: u64) {
+    const N: usize = 4;
+    let objs = Arc::new(Objects::new(&*s, N));
+    let canary: Arc<Vec<AtomicU64>> = Arc::new((0..N).map(|_| AtomicU64::new(ALIVE)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let hs: Vec<_> = (0..readers)
+        .map(|t| {
+            let (s, objs, canary, stop) = (s.clone(), objs.clone(), canary.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut rng = Rng::new(7 + t as u64);
+                let (mut got, mut failed) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    if rng.below(64) == 0 {
+                        migrate(rng.below(64));
+                    }
+                    let i = rng.below(N);
+                    match s.try_get(objs.get(i)) {
+                        Some(tok) => {
+                            // Acquire pairs with the reclaimer's Release stores of the canary.
+                            let c = canary[i].load(Ordering::Acquire);
+                            assert_eq!(
+                                c,
+                                ALIVE,
+                                "{}: reader holds a reference to reclaimed object {i}",
+                                C::NAME
+                            );
+                            for _ in 0..rng.below(50) {
+                                core::hint::spin_loop();
+                            }
+                            let c = canary[i].load(Ordering::Acquire);
+                            assert_eq!(
+                                c,
+                                ALIVE,
+                                "{}: object {i} reclaimed under a reader",
+                                C::NAME
+                            );
+                            s.put(objs.get(i), tok);
+                            got += 1;
+                        }
+                        None => failed += 1,
+                    }
+                }
+                unpin();
+                (got, failed)
+            })
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(millis);
+    let mut rng = Rng::new(99);
+    let mut reclaimed = 0u64;
+    while std::time::Instant::now() < deadline {
+        let i = rng.below(N);
+        if s.try_reclaim(objs.get(i)) {
+            reclaimed += 1;
+            canary[i].store(RECLAIMED, Ordering::Release);
+            assert_eq!(
+                s.read_all(objs.get(i)),
+                0,
+                "{}: reclaimed object {i} has a count",
+                C::NAME
+            );
+            assert!(
+                s.try_get(objs.get(i)).is_none(),
+                "{}: try_get succeeded on reclaimed object {i}",
+                C::NAME
+            );
+            for _ in 0..rng.below(2000) {
+                core::hint::spin_loop();
+            }
+            canary[i].store(ALIVE, Ordering::Release);
+            s.reinit(objs.get(i));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (mut got, mut failed) = (0, 0);
+    for h in hs {
+        let (g, f) = h.join().unwrap();
+        got += g;
+        failed += f;
+    }
+    assert!(got > 0, "{}: readers never got a reference", C::NAME);
+    let _ = (failed, reclaimed);
+    for i in 0..N {
+        check_count(&*s, &objs, i, 0, "after the reclaim race");
+    }
+}
+
+/// Instantiates the whole conformance suite as `#[test]`s in a module `$name`, for the scheme
+/// built by the expression `$make` (evaluated once per test).
+#[macro_export]
+macro_rules! conformance_suite {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[test]
+            fn single_thread_model() {
+                $crate::conformance::single_thread_model(&$make);
+            }
+
+            #[test]
+            fn guards_move_between_threads() {
+                $crate::conformance::guards_move_between_threads(::std::sync::Arc::new($make));
+            }
+
+            #[test]
+            fn concurrent_exact_with_migration() {
+                $crate::conformance::concurrent_exact_with_migration(
+                    ::std::sync::Arc::new($make),
+                    8,
+                    6,
+                );
+            }
+
+            #[test]
+            fn reclaim_safety_with_canaries() {
+                $crate::conformance::reclaim_safety_with_canaries(
+                    ::std::sync::Arc::new($make),
+                    4,
+                    300,
+                );
+            }
+        }
+    };
+}

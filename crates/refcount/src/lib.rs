@@ -1,0 +1,188 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub use percpu::sync;
+
+use core::mem::ManuallyDrop;
+use core::pin::Pin;
+
+pub mod atomic;
+pub mod conformance;
+
+/// How exact [`RefCounter::read_all`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// The true count when no `try_get`/`put` runs concurrently; while the object is being
+    /// reclaimed (no new reference can be taken) never below the true count at the end of the
+    /// read.
+    Exact,
+    /// The scheme's global view, which lags local updates (RefCache between epochs, sloppy
+    /// counters' spares). Exact only once the scheme has been flushed.
+    Approximate,
+    /// 0 or 1: whether some reference exists (SNZI).
+    NonZeroOnly,
+}
+
+/// Bytes a scheme uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// State shared by all objects (per-CPU tables, caches, queues).
+    pub shared: usize,
+    /// Per-object state: the inline size of each object's [`RefCounter::Object`] plus what it
+    /// owns on the heap, summed over the objects asked about.
+    pub objects: usize,
+}
+
+impl Memory {
+    /// Shared plus per-object bytes.
+    pub fn total(&self) -> usize {
+        self.shared + self.objects
+    }
+}
+
+/// A reference counting scheme. See the crate documentation for the model.
+///
+/// `&self` is the scheme's shared state; each counted object embeds a [`Self::Object`].
+/// Every method takes the object pinned: a scheme may record its address (PAYGO and RefCache
+/// key per-CPU tables by it), so it must not move while referenced.
+pub trait RefCounter: Send + Sync + Sized + 'static {
+    /// Per-object state.
+    type Object: Send + Sync;
+    /// What [`Self::try_get`] hands back and [`Self::put`] takes: neither `Clone` nor `Copy`,
+    /// and not constructible outside the scheme.
+    type Token: Send;
+    /// The scheme's name in benchmarks and reports (`atomic`, `paygo`, ...).
+    const NAME: &'static str;
+    /// The precision of [`Self::read_all`].
+    const READ_ALL: Precision;
+
+    /// A live object with no reference.
+    fn new_object(&self) -> Self::Object;
+
+    /// Takes a reference, or returns `None` if the object is being reclaimed or dead.
+    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token>;
+
+    /// Gives back the reference `token` stands for. `token` must come from `try_get` on this
+    /// scheme and this object (checked with `debug_assert!` where the token records it).
+    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token);
+
+    /// The number of references (see [`Self::READ_ALL`] for its precision).
+    fn read_all(&self, obj: Pin<&Self::Object>) -> i64;
+
+    /// Whether some reference exists; may stop early (PAYGO stops at the first CPU with a
+    /// positive count, SNZI reads its root). Same precision as `read_all`.
+    fn is_referenced(&self, obj: Pin<&Self::Object>) -> bool {
+        self.read_all(obj) > 0
+    }
+
+    /// Succeeds only if no reference exists, and then the object is dead: no later `try_get`
+    /// succeeds until [`Self::reinit`]. On failure the object is live and unchanged.
+    ///
+    /// Calling it on a dead object returns `false`.
+    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool;
+
+    /// `try_reclaim` on each object, writing the outcome of `objs[i]` to `out[i]`, and returning
+    /// how many succeeded. Schemes whose reclaim needs a global fence override it to pay the
+    /// fence once per batch.
+    ///
+    /// # Panics
+    /// If `objs` and `out` differ in length.
+    fn try_reclaim_many(&self, objs: &[Pin<&Self::Object>], out: &mut [bool]) -> usize {
+        assert_eq!(
+            objs.len(),
+            out.len(),
+            "try_reclaim_many: objs and out differ in length"
+        );
+        let mut n = 0;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            *r = self.try_reclaim(*o);
+            n += *r as usize;
+        }
+        n
+    }
+
+    /// Makes a dead object live again with no reference, for reuse of its memory.
+    ///
+    /// # Panics
+    /// In debug builds, if the object is not dead.
+    fn reinit(&self, obj: Pin<&Self::Object>);
+
+    /// Bytes used: the shared state, plus the per-object state of `objs`.
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> Memory;
+}
+
+/// A fixed arena of objects that never moves, so it can hand out `Pin<&Object>` safely.
+pub struct Objects<C: RefCounter> {
+    items: Pin<Box<[C::Object]>>,
+}
+
+impl<C: RefCounter> Objects<C> {
+    /// `n` live objects made by `scheme`.
+    pub fn new(scheme: &C, n: usize) -> Self {
+        let v: Vec<C::Object> = (0..n).map(|_| scheme.new_object()).collect();
+        Objects {
+            items: Box::into_pin(v.into_boxed_slice()),
+        }
+    }
+
+    /// Object `i`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> Pin<&C::Object> {
+        // SAFETY: the boxed slice is pinned and never reallocated, so its elements never move
+        // (structural pinning of slice elements).
+        unsafe { self.items.as_ref().map_unchecked(|s| &s[i]) }
+    }
+
+    /// The number of objects.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// All objects, pinned.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Pin<&C::Object>> + '_ {
+        (0..self.len()).map(move |i| self.get(i))
+    }
+}
+
+/// A reference held as a value: taken by [`Ref::try_new`], given back on drop. `Send` whenever
+/// the scheme's token is, so it may be dropped on another thread (PAYGO then takes its anchor
+/// path).
+pub struct Ref<'a, C: RefCounter> {
+    scheme: &'a C,
+    obj: Pin<&'a C::Object>,
+    token: ManuallyDrop<C::Token>,
+}
+
+impl<'a, C: RefCounter> Ref<'a, C> {
+    /// Takes a reference, or `None` if the object is being reclaimed or dead.
+    #[inline]
+    pub fn try_new(scheme: &'a C, obj: Pin<&'a C::Object>) -> Option<Self> {
+        scheme.try_get(obj).map(|t| Ref {
+            scheme,
+            obj,
+            token: ManuallyDrop::new(t),
+        })
+    }
+
+    /// The referenced object.
+    pub fn object(&self) -> Pin<&'a C::Object> {
+        self.obj
+    }
+}
+
+impl<C: RefCounter> Drop for Ref<'_, C> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the token is taken exactly once, here, and self is never used again.
+        let t = unsafe { ManuallyDrop::take(&mut self.token) };
+        self.scheme.put(self.obj, t);
+    }
+}
