@@ -225,6 +225,9 @@ pub fn guards_move_between_threads<C: RefCounter>(s: Arc<C>) {
     assert!(reclaim_eventually(&*s, objs.get(0)));
 }
 
+/// One mailbox of `(object, token)` per thread.
+type Mailboxes<C> = Arc<Vec<Mutex<Vec<(usize, <C as RefCounter>::Token)>>>>;
+
 /// Many threads (more than cores), random forced migration between get and put, tokens handed
 /// to other threads; at checkpoints every thread stops with a known number of references, and
 /// the counts must equal the model; at the end everything is zero and reclaimable.
@@ -233,8 +236,7 @@ pub fn concurrent_exact_with_migration<C: RefCounter>(s: Arc<C>, threads: usize,
     let objs = Arc::new(Objects::new(&*s, N));
     let barrier = Arc::new(Barrier::new(threads + 1));
     // tokens handed over: thread t sends to (t + 1) % threads
-    let mailboxes: Arc<Vec<Mutex<Vec<(usize, C::Token)>>>> =
-        Arc::new((0..threads).map(|_| Mutex::new(Vec::new())).collect());
+    let mailboxes: Mailboxes<C> = Arc::new((0..threads).map(|_| Mutex::new(Vec::new())).collect());
     let held_counts: Arc<Vec<AtomicU64>> = Arc::new((0..N).map(|_| AtomicU64::new(0)).collect());
     let hs: Vec<_> = (0..threads)
         .map(|t| {
@@ -254,7 +256,7 @@ pub fn concurrent_exact_with_migration<C: RefCounter>(s: Arc<C>, threads: usize,
                             0 => {
                                 migrate(rng.below(64));
                             }
-                            1 | 2 | 3 => {
+                            1..=3 => {
                                 let i = rng.below(N);
                                 let tok = s
                                     .try_get(objs.get(i))

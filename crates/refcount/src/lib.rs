@@ -7,7 +7,14 @@ use core::mem::ManuallyDrop;
 use core::pin::Pin;
 
 pub mod atomic;
+pub mod brc;
+pub mod cas;
 pub mod conformance;
+pub mod frozen_bit;
+pub mod percpu_ref;
+pub mod refcache;
+pub mod sloppy;
+pub mod snzi;
 
 /// How exact [`RefCounter::read_all`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,294 @@
+//! `brc`: biased reference counting (Choi, Shull, Torrellas, PACT'18; the CPython free-threaded
+//! build's `ob_tid` / `ob_ref_local` / `ob_ref_shared`).
+//!
+//! Each object is *owned* by the thread that created it ([`RefCounter::new_object`]). The owner
+//! counts its references in a local word with plain loads and stores (no atomic
+//! read-modify-write); every other thread counts on a shared atomic word.
+//!
+//! # Words and who writes them
+//!
+//! | word | written by | meaning |
+//! | --- | --- | --- |
+//! | `owner` | `new_object` (the creating thread), the owner when it merges (to 0) | the owning thread's id, 0 once merged |
+//! | `local` (`u64`) | the owner only, load + store | references the owner took and gave back itself |
+//! | `shared` (`i64`) | everyone, atomic RMW | `count << 2 | flags`: the other references, may go negative |
+//! | `state` | the reclaimer and `reinit` | `LIVE`, `RECLAIMING`, `DEAD` |
+//!
+//! **Invariant.** The count is `local + (shared >> 2)`. `shared` goes negative when a reference
+//! the owner took (in `local`) is given back by another thread (tokens are `Send`; the token
+//! records which word the reference was taken on, so `local` itself never goes negative).
+//!
+//! * Flags: `QUEUED` is set by the non-owner decrement that takes `shared` below zero (CPython
+//!   then queues the object to its owner); `MERGED` marks an object that has no owner any more.
+//! * **Merge.** When the owner's `local` reaches zero and `QUEUED` is set, the owner gives up
+//!   the object: `owner = 0`, `shared |= MERGED` (CPython's `_Py_MergeZeroLocalRefcount`). From
+//!   then on every thread, the old owner included, counts on `shared`. [`Brc::merge`] lets the
+//!   owner merge at any time (folding `local` into `shared` first), which is what CPython's
+//!   queue processing does. Deviation from CPython: there is no per-thread queue of objects
+//!   (it would hold object addresses past their lifetime in this API); a queued object is merged
+//!   the next time the owner's local count reaches zero, or when the owner calls
+//!   [`Brc::merge`]. Nothing depends on it for correctness: `read_all` and `try_reclaim` add
+//!   both counts.
+//!
+//! # Reclamation (flag + asymmetric fence)
+//!
+//! The owner's increment is a plain store, so the reclaimer cannot see it atomically. Owner
+//! get: `local += 1`, [`light_fence`] (a compiler fence when membarrier is available), then
+//! check `state`, undo and fail if it is not `LIVE`. `try_reclaim`: `state = RECLAIMING`,
+//! [`heavy_fence`] (`membarrier(PRIVATE_EXPEDITED)`: every running thread passes a full
+//! barrier), then read `local` *then* `shared`; zero means dead. Either the owner's state load
+//! comes after the heavy fence and sees the flag, or its increment is visible to the reclaimer
+//! (folly's TLRefCount pattern). Non-owners use SeqCst `fetch_add` then SeqCst load of `state`,
+//! pairing with the reclaimer's SeqCst store then load. Reading `local` before `shared` keeps a
+//! concurrent merge (which adds to `shared` first, then zeroes `local`) from hiding references.
+//!
+//! # Consequences of ownership (what a benchmark must know)
+//!
+//! * Only the creating thread takes the fast path. Objects created by a set-up thread and used
+//!   by workers are counted entirely on `shared` (a CAS loop on put): create each object on
+//!   the thread that will use it most.
+//! * Once merged, an object never becomes owned again (as in CPython).
+//! * Thread ids are never reused, so an object whose owner thread exited is simply shared.
+
+use crate::sync::{AtomicI64, AtomicU64, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+use percpu::membarrier::{heavy_fence, light_fence};
+
+const LIVE: u64 = 0;
+const RECLAIMING: u64 = 1;
+const DEAD: u64 = 2;
+
+/// `shared` flag: a non-owner took the shared count below zero; the owner should merge.
+pub const QUEUED: i64 = 1;
+/// `shared` flag: the object has no owner; every thread counts on `shared`.
+pub const MERGED: i64 = 2;
+const SHIFT: u32 = 2;
+const ONE: i64 = 1 << SHIFT;
+const FLAGS: i64 = ONE - 1;
+
+/// This thread's id (never 0, never reused).
+#[inline]
+pub fn thread_id() -> u64 {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicU64 as StdAtomicU64;
+    static NEXT: StdAtomicU64 = StdAtomicU64::new(1);
+    thread_local! {
+        static TID: Cell<u64> = const { Cell::new(0) };
+    }
+    TID.with(|t| {
+        let v = t.get();
+        if v != 0 {
+            return v;
+        }
+        let v = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        t.set(v);
+        v
+    })
+}
+
+/// The `brc` scheme (no shared state).
+#[derive(Debug, Clone, Copy)]
+pub struct Brc(());
+
+impl Brc {
+    /// The scheme. Registers the process for the asymmetric fence, so that owner gets pay only
+    /// a compiler fence.
+    pub fn new() -> Self {
+        let _ = percpu::membarrier::asymmetric_available();
+        Brc(())
+    }
+
+    /// The owner folds its local count into `shared` and gives the object up (CPython's
+    /// merge). Returns false (and does nothing) when called by another thread than the owner.
+    pub fn merge(&self, obj: Pin<&BrcObject>) -> bool {
+        if obj.owner.load(Ordering::Relaxed) != thread_id() {
+            return false;
+        }
+        let l = obj.local.load(Ordering::Relaxed) as i64;
+        let mut s = obj.shared.load(Ordering::Relaxed);
+        loop {
+            let new = ((s + l * ONE) & !QUEUED) | MERGED;
+            // SeqCst: the fold is visible before local is zeroed (the reclaimer reads local,
+            // then shared).
+            match obj
+                .shared
+                .compare_exchange_weak(s, new, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(cur) => s = cur,
+            }
+        }
+        // Release pairs with the reclaimer's Acquire load of local: a reclaimer that sees 0
+        // here also sees the fold above.
+        obj.local.store(0, Ordering::Release);
+        obj.owner.store(0, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether the calling thread owns `obj`.
+    pub fn is_owner(&self, obj: Pin<&BrcObject>) -> bool {
+        obj.owner.load(Ordering::Relaxed) == thread_id()
+    }
+
+    /// The `(local, shared count, shared flags)` of `obj` (for tests).
+    pub fn parts(&self, obj: Pin<&BrcObject>) -> (u64, i64, i64) {
+        let s = obj.shared.load(Ordering::Acquire);
+        (obj.local.load(Ordering::Acquire), s >> SHIFT, s & FLAGS)
+    }
+
+    #[inline]
+    fn shared_dec(&self, obj: &BrcObject) {
+        let mut s = obj.shared.load(Ordering::Relaxed);
+        loop {
+            let mut new = s - ONE;
+            if new >> SHIFT < 0 && s & (QUEUED | MERGED) == 0 {
+                new |= QUEUED;
+            }
+            // Release pairs with the reclaimer's SeqCst load of shared.
+            match obj
+                .shared
+                .compare_exchange_weak(s, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(cur) => s = cur,
+            }
+        }
+    }
+}
+
+impl Default for Brc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Per-object state of [`Brc`].
+#[derive(Debug)]
+pub struct BrcObject {
+    owner: AtomicU64,
+    local: AtomicU64,
+    shared: AtomicI64,
+    state: AtomicU64,
+}
+
+/// The token of [`Brc`]: whether the reference was taken on the owner's local count.
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct BrcToken {
+    local: bool,
+}
+
+impl RefCounter for Brc {
+    type Object = BrcObject;
+    type Token = BrcToken;
+    const NAME: &'static str = "brc";
+    const READ_ALL: Precision = Precision::Exact;
+
+    /// An object owned by the calling thread.
+    fn new_object(&self) -> BrcObject {
+        BrcObject {
+            owner: AtomicU64::new(thread_id()),
+            local: AtomicU64::new(0),
+            shared: AtomicI64::new(0),
+            state: AtomicU64::new(LIVE),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&BrcObject>) -> Option<BrcToken> {
+        if obj.owner.load(Ordering::Relaxed) == thread_id() {
+            if obj.state.load(Ordering::Relaxed) != LIVE {
+                return None;
+            }
+            let l = obj.local.load(Ordering::Relaxed);
+            obj.local.store(l + 1, Ordering::Relaxed);
+            // Pairs with the heavy_fence in try_reclaim: either this load sees the flag, or
+            // the reclaimer sees the store above.
+            light_fence();
+            // Acquire pairs with the Release store of state in reinit.
+            if obj.state.load(Ordering::Acquire) != LIVE {
+                obj.local.store(l, Ordering::Relaxed);
+                return None;
+            }
+            return Some(BrcToken { local: true });
+        }
+        // SeqCst store-then-load, pairs with the reclaimer's SeqCst state store and shared
+        // load.
+        obj.shared.fetch_add(ONE, Ordering::SeqCst);
+        if obj.state.load(Ordering::SeqCst) != LIVE {
+            self.shared_dec(&obj);
+            return None;
+        }
+        Some(BrcToken { local: false })
+    }
+
+    #[inline]
+    fn put(&self, obj: Pin<&BrcObject>, token: BrcToken) {
+        if token.local && obj.owner.load(Ordering::Relaxed) == thread_id() {
+            let l = obj.local.load(Ordering::Relaxed);
+            debug_assert!(l > 0, "brc: put without a reference");
+            // Release pairs with the reclaimer's Acquire load of local: the owner's accesses
+            // to the object happen before a reclaim that sees this store.
+            obj.local.store(l - 1, Ordering::Release);
+            if l == 1 && obj.shared.load(Ordering::Relaxed) & QUEUED != 0 {
+                self.merge(obj);
+            }
+            return;
+        }
+        self.shared_dec(&obj);
+    }
+
+    fn read_all(&self, obj: Pin<&BrcObject>) -> i64 {
+        if obj.state.load(Ordering::Acquire) == DEAD {
+            return 0;
+        }
+        // local first, then shared (see the module docs).
+        let l = obj.local.load(Ordering::Acquire) as i64;
+        l + (obj.shared.load(Ordering::SeqCst) >> SHIFT)
+    }
+
+    fn try_reclaim(&self, obj: Pin<&BrcObject>) -> bool {
+        // SeqCst: store-then-load with the non-owners' SeqCst fetch_add and state load.
+        if obj
+            .state
+            .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // Pairs with the owner's light_fence in try_get.
+        heavy_fence();
+        // Acquire pairs with the owner's Release store of local in put/merge.
+        let l = obj.local.load(Ordering::Acquire) as i64;
+        let n = l + (obj.shared.load(Ordering::SeqCst) >> SHIFT);
+        debug_assert!(n >= 0, "brc: negative count");
+        if n == 0 {
+            obj.state.store(DEAD, Ordering::Release);
+            true
+        } else {
+            // Release pairs with the Acquire loads of state in try_get.
+            obj.state.store(LIVE, Ordering::Release);
+            false
+        }
+    }
+
+    fn reinit(&self, obj: Pin<&BrcObject>) {
+        debug_assert_eq!(
+            obj.state.load(Ordering::Relaxed),
+            DEAD,
+            "brc: reinit of a live object"
+        );
+        // Release pairs with the Acquire loads of state in try_get.
+        let _ = obj
+            .state
+            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&BrcObject>>) -> Memory {
+        Memory {
+            shared: 0,
+            objects: objs.count() * core::mem::size_of::<BrcObject>(),
+        }
+    }
+}

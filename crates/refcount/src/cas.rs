@@ -1,0 +1,129 @@
+//! `cas`: the Linux `page_ref` scheme (`include/linux/page_ref.h`): one atomic word per object,
+//! zero meaning "dead or frozen", try-get as an add-unless-zero CAS loop.
+//!
+//! # The word
+//!
+//! `count` (a `u64`) is `1 + transient references` while the object is live: the 1 is the
+//! owner's *base reference* (the page cache's "in the cache, unreferenced" page has count 1).
+//! 0 means dead (reclaimed) or frozen. Everyone writes it, with atomic read-modify-writes only.
+//!
+//! * `try_get` = `folio_try_get` = `page_ref_add_unless(1, 0)`: load, then
+//!   `compare_exchange(v -> v + 1)` until it succeeds, failing if it ever reads 0. The loop is
+//!   what the 2026 folio patch removes: under contention every CAS that loses restarts.
+//! * `put`: `fetch_sub(1)` (the transient reference; it never reaches 0, because the base
+//!   reference remains).
+//! * `try_reclaim` = `page_ref_freeze(1)`: `compare_exchange(1 -> 0)`: succeeds only if the base
+//!   reference is the only one. From then on every `try_get` reads 0 and fails.
+//! * `reinit` = `set_page_count(1)`: a plain store of 1. It is safe as a store because a failing
+//!   try-get never writes (unlike `atomic`'s add-then-undo).
+//!
+//! [`Cas::freeze`] and [`Cas::unfreeze`] are the general `page_ref_freeze(expected)` and
+//! `page_ref_unfreeze(count)` (an `atomic_set_release`).
+
+use crate::sync::{AtomicU64, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+
+/// The `cas` scheme (no shared state).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Cas;
+
+/// Per-object state: one word, `1 + references` while live, 0 when dead or frozen.
+#[derive(Debug)]
+pub struct CasObject {
+    count: AtomicU64,
+}
+
+/// The token of [`Cas`].
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct CasToken(());
+
+impl Cas {
+    /// `page_ref_freeze`: `compare_exchange(expected -> 0)`, where `expected` counts the base
+    /// reference (so `freeze(obj, 1)` is `try_reclaim`). While frozen every `try_get` fails.
+    pub fn freeze(&self, obj: Pin<&CasObject>, expected: u64) -> bool {
+        // Acquire pairs with the Release fetch_sub in put(): the holders' accesses happen
+        // before the freeze.
+        obj.count
+            .compare_exchange(expected, 0, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// `page_ref_unfreeze`: `count` (including the base reference, so at least 1) is stored with
+    /// Release.
+    ///
+    /// # Panics
+    /// In debug builds, if the object is not frozen or `count` is 0.
+    pub fn unfreeze(&self, obj: Pin<&CasObject>, count: u64) {
+        debug_assert!(count > 0, "cas: unfreeze to 0");
+        debug_assert_eq!(obj.count.load(Ordering::Relaxed), 0, "cas: not frozen");
+        // Release pairs with the Acquire CAS in try_get.
+        obj.count.store(count, Ordering::Release);
+    }
+}
+
+impl RefCounter for Cas {
+    type Object = CasObject;
+    type Token = CasToken;
+    const NAME: &'static str = "cas";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> CasObject {
+        CasObject {
+            count: AtomicU64::new(1),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&CasObject>) -> Option<CasToken> {
+        let mut v = obj.count.load(Ordering::Relaxed);
+        loop {
+            if v == 0 {
+                return None;
+            }
+            // Acquire pairs with the Release store in reinit()/unfreeze(): a reader of a reused
+            // object sees its re-initialisation.
+            match obj
+                .count
+                .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(CasToken(())),
+                Err(cur) => v = cur,
+            }
+        }
+    }
+
+    #[inline]
+    fn put(&self, obj: Pin<&CasObject>, _token: CasToken) {
+        // Release pairs with the Acquire CAS of try_reclaim/freeze.
+        let old = obj.count.fetch_sub(1, Ordering::Release);
+        debug_assert!(old > 1, "cas: put without a reference");
+    }
+
+    fn read_all(&self, obj: Pin<&CasObject>) -> i64 {
+        // Acquire pairs with the Release fetch_sub in put().
+        obj.count.load(Ordering::Acquire).saturating_sub(1) as i64
+    }
+
+    fn try_reclaim(&self, obj: Pin<&CasObject>) -> bool {
+        self.freeze(obj, 1)
+    }
+
+    fn reinit(&self, obj: Pin<&CasObject>) {
+        debug_assert_eq!(
+            obj.count.load(Ordering::Relaxed),
+            0,
+            "cas: reinit of a live object"
+        );
+        // Release pairs with the Acquire CAS in try_get().
+        obj.count.store(1, Ordering::Release);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&CasObject>>) -> Memory {
+        Memory {
+            shared: 0,
+            objects: objs.count() * core::mem::size_of::<CasObject>(),
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! `percpu-ref`: Linux's `percpu_ref` (`lib/percpu-refcount.c`): per-object per-CPU counters
+//! while the object is live, no zero detection at all until it is killed; killing switches the
+//! object to one atomic counter, folds the per-CPU counters into it, and only then can zero be
+//! seen.
+//!
+//! # Words and who writes them
+//!
+//! Each object owns one slot in the scheme's per-CPU arena ([`CpuSlots`]): one 8-byte word per
+//! CPU, laid out as the kernel's percpu allocator does (the words of one CPU for many objects
+//! are contiguous, so two CPUs never share a cache line for the same object).
+//!
+//! | word | written by | meaning |
+//! | --- | --- | --- |
+//! | `pcpu[cpu]` (`u64`, wraps) | critical sections of CPU `cpu` only (the owner rule) | gets minus puts done on `cpu` in per-CPU mode |
+//! | `atomic` (`u64`, wraps) | `fetch_add`/`fetch_sub` by anyone | puts done outside per-CPU mode, the fold, the bias |
+//! | `base` | the reclaimer, while the object is not in per-CPU mode | the sum of `pcpu` at the last fold |
+//! | `mode` | the reclaimer and `reinit` | `generation << 2 | state` |
+//!
+//! The states are `PERCPU` (live), `KILLED` (being reclaimed, fold pending), `ATOMIC` (being
+//! reclaimed, folded) and `DEAD`. Every state change bumps the generation, so a reader that sees
+//! the same `mode` word before and after its reads knows no state change happened in between.
+//!
+//! **Invariant.** With `S = Σ pcpu` (wrapping), the count is `atomic − BIAS + (S − base)` in
+//! `PERCPU` and `KILLED`, and `atomic` in `ATOMIC` (and 0 when `DEAD`).
+//!
+//! # Operations
+//!
+//! * `try_get`: one critical section `if mode == m: pcpu[cpu] += 1` where `m` is the `PERCPU`
+//!   mode word read just before. It fails (`None`) as soon as the object is not in per-CPU mode:
+//!   this is the kernel's `percpu_ref_tryget_live`. The check inside the section is the user
+//!   space analogue of the kernel's RCU-sched read side: the reclaimer's [`PerCpu::fence`]
+//!   (membarrier, which restarts every in-flight section) plays `synchronize_rcu`.
+//! * `put`: the same section with `-1`; if the object is not in per-CPU mode,
+//!   `atomic.fetch_sub(1)`.
+//! * `try_reclaim` (kill, then confirm): `mode` `PERCPU → KILLED` (a CAS, so one reclaimer at a
+//!   time), [`PerCpu::fence`] (no section that saw `PERCPU` can commit after it, and every one
+//!   that committed is visible), fold `atomic += S − base − BIAS` and `base = S`, state
+//!   `ATOMIC`; then `atomic == 0` means no reference exists, and since no get can succeed
+//!   outside per-CPU mode it stays zero: `DEAD`. Otherwise the object is *resurrected*
+//!   (`percpu_ref_resurrect`): `atomic += BIAS`, state `PERCPU`.
+//! * `reinit`: `DEAD → PERCPU` with `atomic += BIAS`.
+//!
+//! **The bias.** Between the kill and the fold, puts of references taken in per-CPU mode
+//! decrement `atomic` although their increments are still in the per-CPU words. Without a bias
+//! `atomic` would pass through zero (or below) while references exist, and anyone reading it
+//! then (the kernel's `percpu_ref_put` in atomic mode, which releases at zero; our `read_all`)
+//! would see a false zero. `atomic` therefore carries `BIAS = 1 << 63` while the per-CPU words
+//! are live, and the fold removes it in the same `fetch_add` that adds the per-CPU sum.
+//!
+//! **No remote writes to per-CPU words.** The kernel zeroes the per-CPU counters when it
+//! switches back to per-CPU mode. Here the per-CPU words belong to their CPU's critical
+//! sections, so the reclaimer never writes them: it records their sum in `base` instead, and
+//! the counts are always taken relative to it (wrapping arithmetic, like the kernel's unsigned
+//! per-CPU counters).
+//!
+//! [`RefCounter::try_reclaim_many`] kills every object of the batch first and pays one fence.
+//!
+//! Memory: 8 bytes per CPU per object in the arena plus the object header.
+
+use crate::sync::{AtomicU64, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+use percpu::{Check, Fail, PerCpu, Retry};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Objects per arena chunk.
+const CHUNK: usize = 512;
+/// Chunks an arena may hold (so at most `CHUNK * MAX_CHUNKS` live objects per scheme).
+#[cfg(not(loom))]
+const MAX_CHUNKS: usize = 8192;
+#[cfg(loom)]
+const MAX_CHUNKS: usize = 2;
+
+/// A per-CPU arena of 8-byte words: slot `i` is one word per CPU, with the words of one CPU for
+/// consecutive slots contiguous (as the kernel's percpu allocator lays them out), so objects
+/// need no per-object padding and two CPUs never write the same cache line for one object.
+///
+/// Word `(i, cpu)` is written only by critical sections of CPU slot `cpu` (the owner rule), and
+/// by [`CpuSlots::alloc`], which zeroes a slot before it is handed out (no section can run on it
+/// then: the object it belonged to is gone).
+pub(crate) struct CpuSlots {
+    cpus: usize,
+    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    free: Mutex<FreeList>,
+}
+
+struct FreeList {
+    next: u32,
+    free: Vec<u32>,
+}
+
+impl CpuSlots {
+    pub(crate) fn new(cpus: usize) -> Self {
+        CpuSlots {
+            cpus,
+            chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect(),
+            free: Mutex::new(FreeList {
+                next: 0,
+                free: Vec::new(),
+            }),
+        }
+    }
+
+    /// A slot whose words are all zero.
+    ///
+    /// # Panics
+    /// When `CHUNK * MAX_CHUNKS` slots are in use.
+    pub(crate) fn alloc(&self) -> u32 {
+        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let idx = match f.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = f.next;
+                assert!(
+                    (i as usize) < CHUNK * MAX_CHUNKS,
+                    "per-CPU arena full ({} objects)",
+                    CHUNK * MAX_CHUNKS
+                );
+                f.next += 1;
+                i
+            }
+        };
+        let chunk = self.chunks[idx as usize / CHUNK]
+            .get_or_init(|| (0..self.cpus * CHUNK).map(|_| AtomicU64::new(0)).collect());
+        for cpu in 0..self.cpus {
+            // Relaxed: the slot is published with its object (new_object returns it), which
+            // gives every later user a happens-before edge to this store.
+            chunk[cpu * CHUNK + idx as usize % CHUNK].store(0, Ordering::Relaxed);
+        }
+        idx
+    }
+
+    /// Gives a slot back (its object is being dropped: no section can run on it any more).
+    pub(crate) fn release(&self, idx: u32) {
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .free
+            .push(idx);
+    }
+
+    /// Word `(idx, cpu)`.
+    #[inline(always)]
+    pub(crate) fn word(&self, idx: u32, cpu: usize) -> &AtomicU64 {
+        let i = idx as usize;
+        let chunk = self.chunks[i / CHUNK]
+            .get()
+            .expect("per-CPU slot of a live object");
+        &chunk[cpu * CHUNK + i % CHUNK]
+    }
+
+    /// Wrapping sum of slot `idx` over all CPUs.
+    pub(crate) fn sum(&self, idx: u32) -> u64 {
+        (0..self.cpus).fold(0u64, |s, c| {
+            s.wrapping_add(self.word(idx, c).load(Ordering::Relaxed))
+        })
+    }
+
+    /// The number of CPUs (words per slot).
+    pub(crate) fn cpus(&self) -> usize {
+        self.cpus
+    }
+
+    /// Bytes of the arena that are not per-object words (the chunk table).
+    pub(crate) fn overhead(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + self.chunks.len() * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
+    }
+}
+
+/// A slot of a [`CpuSlots`] arena, given back when dropped.
+pub(crate) struct SlotHandle {
+    pub(crate) idx: u32,
+    arena: Arc<CpuSlots>,
+}
+
+impl SlotHandle {
+    pub(crate) fn new(arena: &Arc<CpuSlots>) -> Self {
+        SlotHandle {
+            idx: arena.alloc(),
+            arena: arena.clone(),
+        }
+    }
+}
+
+impl Drop for SlotHandle {
+    fn drop(&mut self) {
+        self.arena.release(self.idx);
+    }
+}
+
+/// The bias `atomic` carries while the per-CPU words are live (the kernel's
+/// `PERCPU_COUNT_BIAS`).
+pub const BIAS: u64 = 1 << 63;
+
+const STATE_MASK: u64 = 3;
+const PERCPU: u64 = 0;
+const KILLED: u64 = 1;
+const ATOMIC: u64 = 2;
+const DEAD: u64 = 3;
+
+#[inline(always)]
+fn next_mode(m: u64, state: u64) -> u64 {
+    ((m & !STATE_MASK).wrapping_add(STATE_MASK + 1)) | state
+}
+
+/// The `percpu-ref` scheme: the critical sections' [`PerCpu`] and the per-CPU arena.
+pub struct PercpuRef {
+    pc: PerCpu<()>,
+    slots: Arc<CpuSlots>,
+}
+
+impl PercpuRef {
+    /// A scheme for this machine's possible CPUs.
+    pub fn new() -> Self {
+        let pc = PerCpu::new(|_| ());
+        let cpus = pc.len();
+        PercpuRef {
+            pc,
+            slots: Arc::new(CpuSlots::new(cpus)),
+        }
+    }
+
+    fn kill(&self, obj: &PercpuRefObject) -> bool {
+        let m = obj.mode.load(Ordering::Relaxed);
+        // SeqCst orders the kill before the fence that follows (pairs with the check inside
+        // every get's critical section, through the fence).
+        m & STATE_MASK == PERCPU
+            && obj
+                .mode
+                .compare_exchange(m, next_mode(m, KILLED), Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Fold and confirm; called after `kill` succeeded and a fence followed it.
+    fn fold_and_confirm(&self, obj: &PercpuRefObject) -> bool {
+        let s = self.slots.sum(obj.slot.idx);
+        // Acquire: after the fence every committed section is visible; this fence orders the
+        // holders' accesses (made before their puts) before our verdict.
+        crate::sync::fence(Ordering::Acquire);
+        let b = obj.base.load(Ordering::Relaxed);
+        // AcqRel: pairs with the Release fetch_sub of puts outside per-CPU mode.
+        obj.atomic
+            .fetch_add(s.wrapping_sub(b).wrapping_sub(BIAS), Ordering::AcqRel);
+        obj.base.store(s, Ordering::Relaxed);
+        let m = obj.mode.load(Ordering::Relaxed);
+        debug_assert_eq!(m & STATE_MASK, KILLED);
+        // Release: read_all's Acquire load of mode sees the fold's writes.
+        let m = next_mode(m, ATOMIC);
+        obj.mode.store(m, Ordering::Release);
+        // Acquire pairs with the Release fetch_sub of the last put.
+        if obj.atomic.load(Ordering::Acquire) == 0 {
+            obj.mode.store(next_mode(m, DEAD), Ordering::Release);
+            true
+        } else {
+            obj.atomic.fetch_add(BIAS, Ordering::Relaxed);
+            // Release pairs with the Acquire in try_get's mode load: a get after the
+            // resurrection sees the restored bias and base.
+            obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
+            false
+        }
+    }
+}
+
+impl Default for PercpuRef {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Per-object state of [`PercpuRef`].
+pub struct PercpuRefObject {
+    mode: AtomicU64,
+    atomic: AtomicU64,
+    base: AtomicU64,
+    slot: SlotHandle,
+}
+
+/// The token of [`PercpuRef`].
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct PercpuRefToken(());
+
+impl RefCounter for PercpuRef {
+    type Object = PercpuRefObject;
+    type Token = PercpuRefToken;
+    const NAME: &'static str = "percpu-ref";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> PercpuRefObject {
+        PercpuRefObject {
+            mode: AtomicU64::new(PERCPU),
+            atomic: AtomicU64::new(BIAS),
+            base: AtomicU64::new(0),
+            slot: SlotHandle::new(&self.slots),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&PercpuRefObject>) -> Option<PercpuRefToken> {
+        let mut retry = Retry::new();
+        loop {
+            // Acquire pairs with the Release stores of mode in reinit/resurrect.
+            let m = obj.mode.load(Ordering::Acquire);
+            if m & STATE_MASK != PERCPU {
+                return None;
+            }
+            let (cpu, _) = self.pc.current();
+            let w = self.slots.word(obj.slot.idx, cpu);
+            match self.pc.add(cpu, &[Check::new(&obj.mode, m)], w, 1u64) {
+                Ok(()) => return Some(PercpuRefToken(())),
+                Err(Fail::Abort) => retry.aborted(),
+                Err(Fail::Mismatch(_)) => {}
+            }
+        }
+    }
+
+    #[inline]
+    fn put(&self, obj: Pin<&PercpuRefObject>, _token: PercpuRefToken) {
+        let mut retry = Retry::new();
+        loop {
+            let m = obj.mode.load(Ordering::Relaxed);
+            if m & STATE_MASK != PERCPU {
+                break;
+            }
+            let (cpu, _) = self.pc.current();
+            let w = self.slots.word(obj.slot.idx, cpu);
+            match self
+                .pc
+                .add(cpu, &[Check::new(&obj.mode, m)], w, 1u64.wrapping_neg())
+            {
+                Ok(()) => return,
+                Err(Fail::Abort) => retry.aborted(),
+                Err(Fail::Mismatch(_)) => {}
+            }
+        }
+        // Release pairs with the Acquire load of atomic in fold_and_confirm.
+        let old = obj.atomic.fetch_sub(1, Ordering::Release);
+        debug_assert!(
+            obj.mode.load(Ordering::Relaxed) & STATE_MASK != DEAD || old != 0,
+            "percpu-ref: put on a dead object"
+        );
+    }
+
+    fn read_all(&self, obj: Pin<&PercpuRefObject>) -> i64 {
+        loop {
+            // Acquire pairs with the Release stores of mode: the fold's writes are visible.
+            let m = obj.mode.load(Ordering::Acquire);
+            let v = match m & STATE_MASK {
+                DEAD => return 0,
+                ATOMIC => obj.atomic.load(Ordering::Acquire) as i64,
+                KILLED => {
+                    crate::sync::spin_hint();
+                    continue;
+                }
+                _ => {
+                    let a = obj.atomic.load(Ordering::Acquire);
+                    let b = obj.base.load(Ordering::Relaxed);
+                    let s = self.slots.sum(obj.slot.idx);
+                    a.wrapping_sub(BIAS).wrapping_add(s.wrapping_sub(b)) as i64
+                }
+            };
+            crate::sync::fence(Ordering::Acquire);
+            if obj.mode.load(Ordering::Relaxed) == m {
+                return v;
+            }
+        }
+    }
+
+    fn try_reclaim(&self, obj: Pin<&PercpuRefObject>) -> bool {
+        if !self.kill(&obj) {
+            return false;
+        }
+        self.pc.fence();
+        self.fold_and_confirm(&obj)
+    }
+
+    fn try_reclaim_many(&self, objs: &[Pin<&PercpuRefObject>], out: &mut [bool]) -> usize {
+        assert_eq!(
+            objs.len(),
+            out.len(),
+            "try_reclaim_many: objs and out differ in length"
+        );
+        let mut any = false;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            *r = self.kill(o);
+            any |= *r;
+        }
+        if !any {
+            return 0;
+        }
+        self.pc.fence();
+        let mut n = 0;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            if *r {
+                *r = self.fold_and_confirm(o);
+                n += *r as usize;
+            }
+        }
+        n
+    }
+
+    fn reinit(&self, obj: Pin<&PercpuRefObject>) {
+        let m = obj.mode.load(Ordering::Relaxed);
+        debug_assert_eq!(m & STATE_MASK, DEAD, "percpu-ref: reinit of a live object");
+        if m & STATE_MASK != DEAD {
+            return;
+        }
+        obj.atomic.fetch_add(BIAS, Ordering::Relaxed);
+        // Release pairs with the Acquire mode load in try_get.
+        obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&PercpuRefObject>>) -> Memory {
+        let per = core::mem::size_of::<PercpuRefObject>() + 8 * self.slots.cpus();
+        Memory {
+            shared: self.slots.overhead()
+                + core::mem::size_of::<PerCpu<()>>()
+                + 128 * self.pc.len(),
+            objects: objs.count() * per,
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::thread;
+
+    /// Kill against get: a reference taken while the reclaimer kills is either refused or
+    /// makes the reclaim fail; never both a successful reclaim and a held reference.
+    #[test]
+    fn kill_vs_get() {
+        loom::model(|| {
+            let s = crate::sync::Arc::new(PercpuRef::new());
+            let obj = crate::sync::Arc::new(s.new_object());
+            let holding = crate::sync::Arc::new(AtomicU64::new(0));
+            let (s2, o2, h2) = (s.clone(), obj.clone(), holding.clone());
+            let t = thread::spawn(move || {
+                percpu::loom_set_cpu(1);
+                // SAFETY: the object lives in an Arc that is never moved out of.
+                let o = unsafe { Pin::new_unchecked(&*o2) };
+                if let Some(tok) = s2.try_get(o) {
+                    h2.store(1, Ordering::SeqCst);
+                    percpu::loom_set_cpu(0);
+                    h2.store(0, Ordering::SeqCst);
+                    s2.put(o, tok);
+                }
+            });
+            percpu::loom_set_cpu(0);
+            // SAFETY: as above.
+            let o = unsafe { Pin::new_unchecked(&*obj) };
+            if s.try_reclaim(o) {
+                assert_eq!(
+                    holding.load(Ordering::SeqCst),
+                    0,
+                    "reclaimed under a holder"
+                );
+                assert!(s.try_get(o).is_none());
+            }
+            t.join().unwrap();
+            assert_eq!(s.read_all(o), 0);
+        });
+    }
+}

@@ -1,0 +1,753 @@
+//! `refcache`: RadixVM's RefCache (Clements, Kaashoek, Zeldovich, EuroSys'13; sv6
+//! `include/refcache.hh`, `kernel/refcache.cc`): a per-CPU direct-mapped cache of count deltas
+//! in front of each object's global count, with epochs and a review queue for zero detection.
+//!
+//! # Words and who writes them
+//!
+//! * **Per-CPU cache** (`ways` entries per CPU, 4096 by default): a way is `{tag, delta}`, two
+//!   8-byte words written only by critical sections of its CPU (the owner rule). `tag` names an
+//!   object (`generation << 32 | slot + 1`, 0 when empty), `delta` (an `i64` in a `u64` word) is
+//!   the change of that object's count not yet flushed. An object always maps to way
+//!   `slot % ways`, so a CPU holds at most one delta per object.
+//! * **Per-object core** (in a type-stable slab owned by the scheme, so a cached tag can always
+//!   be followed, even after the object is dropped): under a lock, `global` (`i64`, may be
+//!   negative, as in sv6), the object's generation, and the review state (`queued`, `dirty`,
+//!   the epoch it was queued in, `zero_confirmed`).
+//! * **Per-object `state`** (inline): `LIVE`, `RECLAIMING`, `DEAD`, checked inside every get's
+//!   critical section.
+//!
+//! **Invariant.** The count is `global + Σ_cpu delta(cpu, way of the object)` (for the ways whose
+//! tag is the object's).
+//!
+//! # Operations
+//!
+//! * `try_get` / `put`: if this CPU's way holds the object, one critical section
+//!   `if state == LIVE && tag == ours: delta += 1` (put: `delta -= 1`, no state check).
+//!   Otherwise (a conflict: another object's delta lives there; or the delta is at the limit,
+//!   `i32::MAX` by default as sv6's `int32` delta) the way is *evicted*: under the lock of the
+//!   object it holds, a critical section takes the delta (`delta -= d`, checking tag and
+//!   delta), `d` is added to that object's `global`, and a second critical section replaces the
+//!   tag (checking the delta is still 0). Taking and flushing under the object's lock is what
+//!   lets the reclaimer read a consistent sum: a delta is never "in flight" outside both the
+//!   cache and `global` while someone holds that lock, and an object's tag never leaves a way
+//!   while its lock is held.
+//! * **Epochs.** A background thread, owned by the scheme (started by [`RefCache::new`], stopped
+//!   when the scheme is dropped), runs an epoch every `epoch` (10 ms by default): it moves itself
+//!   to each CPU in turn and flushes that CPU's non-zero deltas (the user-space analogue of
+//!   sv6's per-core timer flush), then advances the epoch and reviews the queue.
+//! * **Review queue.** When a flush leaves an object's `global` at 0, the object is queued with
+//!   the current epoch; a flush that changes a queued object's `global` marks it *dirty*. At the
+//!   end of an epoch, an object queued at least two epochs ago is re-queued if dirty, confirmed
+//!   zero ([`RefCache::zero_confirmed`]) if still at 0, and dropped from the queue otherwise.
+//!   This is sv6's zero detection; one queue under a mutex stands in for sv6's per-core queues.
+//! * `try_reclaim`: the trait needs a verdict now and must block new gets, so it does not wait
+//!   for the epochs: `state` `LIVE -> RECLAIMING`, [`PerCpu::fence`] (no get can commit after
+//!   it), then under the object's lock `global + Σ_cpu delta` (one way per CPU); zero means no
+//!   reference: `DEAD`; otherwise back to `LIVE`. The sum can only overstate the count at the
+//!   end of the read: gets are blocked, flushes of this object wait for the lock, so the only
+//!   changes are puts (`−1`, the count falls too) and new ways taking the object's tag (read as
+//!   zero, so missing their puts overstates). [`RefCounter::try_reclaim_many`] pays one fence
+//!   per batch.
+//! * `read_all` takes the same sum under the object's lock: exact when nothing runs
+//!   concurrently ([`Precision::Exact`]). [`RefCache::global_count`] is RefCache's own lagging
+//!   view (exact only after an epoch with no activity).
+//!
+//! sv6's bug in `get_consistent()` (a `continue` inside the seqcount retry that does not restart
+//! the outer loop) has no counterpart here: reads of a way's two words happen under the lock
+//! that pins its tag.
+
+use crate::sync::{AtomicU64, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+use percpu::{Check, Fail, PerCpu, Retry};
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+const LIVE: u64 = 0;
+const RECLAIMING: u64 = 1;
+const DEAD: u64 = 2;
+
+const EMPTY: u64 = 0;
+
+/// Default number of ways per CPU (sv6's `CACHE_SLOTS`).
+pub const DEFAULT_WAYS: usize = 4096;
+/// Default epoch length.
+pub const DEFAULT_EPOCH: Duration = Duration::from_millis(10);
+
+/// Configuration of a [`RefCache`].
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Ways per CPU (rounded up to a power of two).
+    pub ways: usize,
+    /// Epoch length of the background thread.
+    pub epoch: Duration,
+    /// A delta whose magnitude would exceed this forces an eviction (sv6: the `int32` range).
+    pub delta_limit: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ways: DEFAULT_WAYS,
+            epoch: DEFAULT_EPOCH,
+            delta_limit: i32::MAX as i64,
+        }
+    }
+}
+
+struct Way {
+    tag: AtomicU64,
+    delta: AtomicU64,
+}
+
+struct Cache {
+    ways: Box<[Way]>,
+}
+
+#[derive(Default)]
+struct CoreState {
+    global: i64,
+    generation: u32,
+    queued: bool,
+    dirty: bool,
+    queued_epoch: u64,
+    zero_confirmed: bool,
+}
+
+#[derive(Default)]
+struct Core {
+    state: Mutex<CoreState>,
+}
+
+impl Core {
+    fn lock(&self) -> MutexGuard<'_, CoreState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+const CHUNK: usize = 512;
+const MAX_CHUNKS: usize = 8192;
+
+/// Type-stable storage for the per-object cores: a slot is reused, never freed, while the
+/// scheme lives, so a tag left in a way can always be followed.
+struct Slab {
+    chunks: Box<[OnceLock<Box<[Core]>>]>,
+    free: Mutex<(u32, Vec<u32>)>,
+}
+
+impl Slab {
+    fn new() -> Self {
+        Slab {
+            chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect(),
+            free: Mutex::new((0, Vec::new())),
+        }
+    }
+    fn alloc(&self) -> u32 {
+        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let idx = match f.1.pop() {
+            Some(i) => i,
+            None => {
+                let i = f.0;
+                assert!((i as usize) < CHUNK * MAX_CHUNKS, "refcache: slab full");
+                f.0 += 1;
+                i
+            }
+        };
+        self.chunks[idx as usize / CHUNK]
+            .get_or_init(|| (0..CHUNK).map(|_| Core::default()).collect());
+        idx
+    }
+    fn release(&self, idx: u32) {
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .push(idx);
+    }
+    #[inline]
+    fn get(&self, idx: u32) -> &Core {
+        let i = idx as usize;
+        &self.chunks[i / CHUNK]
+            .get()
+            .expect("refcache: core of a known slot")[i % CHUNK]
+    }
+    fn allocated(&self) -> usize {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).0 as usize
+    }
+}
+
+#[inline(always)]
+fn slot_of(tag: u64) -> u32 {
+    (tag as u32).wrapping_sub(1)
+}
+#[inline(always)]
+fn gen_of(tag: u64) -> u32 {
+    (tag >> 32) as u32
+}
+
+/// Event counts of a [`RefCache`] (cumulative).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Ways evicted to make room for another object (conflicts).
+    pub conflict_evictions: u64,
+    /// Ways flushed because their delta reached the limit.
+    pub overflow_evictions: u64,
+    /// Deltas flushed by the epoch thread (or [`RefCache::run_epoch`]).
+    pub epoch_flushes: u64,
+    /// Epochs completed.
+    pub epochs: u64,
+    /// Objects confirmed zero by the review queue.
+    pub confirmed: u64,
+}
+
+struct Shared {
+    pc: PerCpu<Cache>,
+    mask: usize,
+    limit: i64,
+    cores: Slab,
+    epoch: StdAtomicU64,
+    review: Mutex<Vec<(u32, u32)>>,
+    epoch_lock: Mutex<()>,
+    conflict_evictions: StdAtomicU64,
+    overflow_evictions: StdAtomicU64,
+    epoch_flushes: StdAtomicU64,
+    confirmed: StdAtomicU64,
+}
+
+impl Shared {
+    #[inline(always)]
+    fn way(&self, cpu: usize, slot: u32) -> &Way {
+        &self.pc.get(cpu).ways[slot as usize & self.mask]
+    }
+
+    /// Adds a taken delta to the object `tag` names (under its lock, held by the caller).
+    fn flush_locked(&self, st: &mut CoreState, slot: u32, tag: u64, d: i64) {
+        if st.generation != gen_of(tag) || d == 0 {
+            // The object of this tag was dropped: its delta died with it.
+            return;
+        }
+        st.global += d;
+        st.zero_confirmed = false;
+        if st.queued {
+            st.dirty = true;
+        } else if st.global == 0 {
+            st.queued = true;
+            st.dirty = false;
+            st.queued_epoch = self.epoch.load(Ordering::Relaxed);
+            self.review
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((slot, gen_of(tag)));
+        }
+    }
+
+    /// Evicts (or, when `tag` is already there, flushes) CPU `cpu`'s way for `slot`, then
+    /// installs `tag` in it. Returns after one attempt; the caller re-reads the way.
+    #[cold]
+    fn make_room(&self, cpu: usize, way: &Way, tag: u64) {
+        let cur = way.tag.load(Ordering::Acquire);
+        if cur == EMPTY {
+            let _ = self
+                .pc
+                .store(cpu, &[Check::new(&way.tag, EMPTY)], &way.tag, tag);
+            return;
+        }
+        let core = self.cores.get(slot_of(cur));
+        let mut st = core.lock();
+        let d = way.delta.load(Ordering::Relaxed);
+        if d != 0 {
+            match self.pc.add(
+                cpu,
+                &[Check::new(&way.tag, cur), Check::new(&way.delta, d)],
+                &way.delta,
+                d.wrapping_neg(),
+            ) {
+                Ok(()) => self.flush_locked(&mut st, slot_of(cur), cur, d as i64),
+                Err(_) => return,
+            }
+        }
+        if cur == tag {
+            self.overflow_evictions.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.conflict_evictions.fetch_add(1, Ordering::Relaxed);
+            let _ = self.pc.store(
+                cpu,
+                &[Check::new(&way.tag, cur), Check::new(&way.delta, 0u64)],
+                &way.tag,
+                tag,
+            );
+        }
+        drop(st);
+    }
+
+    /// Flushes every non-zero delta of CPU `cpu`. Returns false if the thread is not on `cpu`
+    /// (rseq path), so that nothing could be flushed.
+    fn flush_cpu(&self, cpu: usize) -> bool {
+        for way in self.pc.get(cpu).ways.iter() {
+            loop {
+                let d = way.delta.load(Ordering::Relaxed);
+                if d == 0 {
+                    break;
+                }
+                let cur = way.tag.load(Ordering::Acquire);
+                let core = self.cores.get(slot_of(cur));
+                let mut st = core.lock();
+                match self.pc.add(
+                    cpu,
+                    &[Check::new(&way.tag, cur), Check::new(&way.delta, d)],
+                    &way.delta,
+                    d.wrapping_neg(),
+                ) {
+                    Ok(()) => {
+                        self.flush_locked(&mut st, slot_of(cur), cur, d as i64);
+                        self.epoch_flushes.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                    Err(Fail::Mismatch(_)) => {}
+                    Err(Fail::Abort) => {
+                        if percpu::current_cpu() != cpu {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn review(&self) {
+        let now = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
+        let list = core::mem::take(&mut *self.review.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut keep = Vec::new();
+        for (slot, generation) in list {
+            let mut st = self.cores.get(slot).lock();
+            if st.generation != generation || !st.queued {
+                continue;
+            }
+            if now < st.queued_epoch + 2 {
+                keep.push((slot, generation));
+            } else if st.dirty {
+                st.dirty = false;
+                st.queued_epoch = now;
+                keep.push((slot, generation));
+            } else {
+                st.queued = false;
+                if st.global == 0 {
+                    st.zero_confirmed = true;
+                    self.confirmed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self.review
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(keep);
+    }
+
+    fn run_epoch(&self) {
+        let _g = self.epoch_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let cpus = self.pc.len();
+        if percpu::fast_path_available() {
+            let saved = affinity::get();
+            for cpu in 0..cpus {
+                if affinity::pin(cpu) {
+                    // A failure means we were moved away (CPU going offline): skip it.
+                    let _ = self.flush_cpu(cpu);
+                }
+            }
+            if let Some(s) = saved {
+                affinity::set(&s);
+            }
+        } else {
+            // Fallback path: a critical section for any CPU slot may run anywhere.
+            for cpu in 0..cpus {
+                let _ = self.flush_cpu(cpu);
+            }
+        }
+        self.review();
+    }
+}
+
+mod affinity {
+    //! Moving the epoch thread between CPUs.
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    pub(super) fn get() -> Option<libc::cpu_set_t> {
+        // SAFETY: cpu_set_t is plain data, filled by the kernel for the calling thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            (libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+                .then_some(set)
+        }
+    }
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    pub(super) fn set(set: &libc::cpu_set_t) -> bool {
+        // SAFETY: sets the calling thread's affinity from a valid cpu_set_t.
+        unsafe { libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), set) == 0 }
+    }
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    pub(super) fn pin(cpu: usize) -> bool {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return false;
+        }
+        // SAFETY: CPU_ZERO/CPU_SET write inside the local set.
+        let one = unsafe {
+            let mut one: libc::cpu_set_t = core::mem::zeroed();
+            libc::CPU_ZERO(&mut one);
+            libc::CPU_SET(cpu, &mut one);
+            one
+        };
+        set(&one) && percpu::current_cpu() == cpu
+    }
+    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+    pub(super) fn get() -> Option<()> {
+        None
+    }
+    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+    pub(super) fn set(_: &()) -> bool {
+        false
+    }
+    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+    pub(super) fn pin(_: usize) -> bool {
+        false
+    }
+}
+
+/// The `refcache` scheme: the per-CPU caches, the slab of per-object cores, the review queue,
+/// and the epoch thread (stopped when the scheme is dropped).
+pub struct RefCache {
+    shared: Arc<Shared>,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    config: Config,
+}
+
+impl RefCache {
+    /// 4096 ways per CPU, 10 ms epochs.
+    pub fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    /// A scheme with `config`.
+    pub fn with_config(config: Config) -> Self {
+        let ways = config.ways.max(1).next_power_of_two();
+        let shared = Arc::new(Shared {
+            pc: PerCpu::new(|_| Cache {
+                ways: (0..ways)
+                    .map(|_| Way {
+                        tag: AtomicU64::new(EMPTY),
+                        delta: AtomicU64::new(0),
+                    })
+                    .collect(),
+            }),
+            mask: ways - 1,
+            limit: config.delta_limit.max(1),
+            cores: Slab::new(),
+            epoch: StdAtomicU64::new(0),
+            review: Mutex::new(Vec::new()),
+            epoch_lock: Mutex::new(()),
+            conflict_evictions: StdAtomicU64::new(0),
+            overflow_evictions: StdAtomicU64::new(0),
+            epoch_flushes: StdAtomicU64::new(0),
+            confirmed: StdAtomicU64::new(0),
+        });
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let (sh, st, len) = (shared.clone(), stop.clone(), config.epoch);
+        let thread = std::thread::Builder::new()
+            .name("refcache-epoch".into())
+            .spawn(move || loop {
+                let (m, cv) = &*st;
+                let g = m.lock().unwrap_or_else(|e| e.into_inner());
+                let (g, _) = cv
+                    .wait_timeout_while(g, len, |stop| !*stop)
+                    .unwrap_or_else(|e| e.into_inner());
+                if *g {
+                    return;
+                }
+                drop(g);
+                sh.run_epoch();
+            })
+            .expect("refcache: cannot start the epoch thread");
+        RefCache {
+            shared,
+            stop,
+            thread: Some(thread),
+            config: Config { ways, ..config },
+        }
+    }
+
+    /// The configuration in use (ways rounded up).
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// Runs one epoch now on the calling thread: flushes every CPU's cache (moving the thread
+    /// to each CPU in turn on the rseq path, restoring its affinity after), advances the epoch,
+    /// reviews the queue.
+    pub fn run_epoch(&self) {
+        self.shared.run_epoch();
+    }
+
+    /// The current epoch.
+    pub fn epoch(&self) -> u64 {
+        self.shared.epoch.load(Ordering::Relaxed)
+    }
+
+    /// The object's global count: RefCache's own view, which lags the per-CPU deltas until
+    /// they are flushed.
+    pub fn global_count(&self, obj: Pin<&RefCacheObject>) -> i64 {
+        self.shared.cores.get(obj.slot).lock().global
+    }
+
+    /// Whether the review queue confirmed the object at zero: its global count stayed 0,
+    /// untouched, for two epochs. A later flush clears it.
+    pub fn zero_confirmed(&self, obj: Pin<&RefCacheObject>) -> bool {
+        self.shared.cores.get(obj.slot).lock().zero_confirmed
+    }
+
+    /// Whether the review queue holds the object.
+    pub fn queued_for_review(&self, obj: Pin<&RefCacheObject>) -> bool {
+        self.shared.cores.get(obj.slot).lock().queued
+    }
+
+    /// Event counts so far.
+    pub fn stats(&self) -> Stats {
+        let s = &self.shared;
+        Stats {
+            conflict_evictions: s.conflict_evictions.load(Ordering::Relaxed),
+            overflow_evictions: s.overflow_evictions.load(Ordering::Relaxed),
+            epoch_flushes: s.epoch_flushes.load(Ordering::Relaxed),
+            epochs: s.epoch.load(Ordering::Relaxed),
+            confirmed: s.confirmed.load(Ordering::Relaxed),
+        }
+    }
+
+    fn block(&self, obj: &RefCacheObject) -> bool {
+        // SeqCst: the flag is ordered before the fence that follows.
+        obj.state
+            .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// `global + Σ deltas` under the object's lock.
+    fn sum(&self, obj: &RefCacheObject) -> i64 {
+        let sh = &*self.shared;
+        let st = sh.cores.get(obj.slot).lock();
+        let mut sum = st.global;
+        for cpu in 0..sh.pc.len() {
+            let way = sh.way(cpu, obj.slot);
+            // Acquire: pairs with the lock release of the evicting thread (through our lock)
+            // and orders the delta read after the tag read.
+            if way.tag.load(Ordering::Acquire) == obj.tag {
+                sum += way.delta.load(Ordering::Acquire) as i64;
+            }
+        }
+        drop(st);
+        sum
+    }
+
+    fn confirm(&self, obj: &RefCacheObject) -> bool {
+        let n = self.sum(obj);
+        // Acquire: holders' accesses made before their puts happen before the verdict.
+        crate::sync::fence(Ordering::Acquire);
+        debug_assert!(n >= 0, "refcache: negative count {n}");
+        if n == 0 {
+            obj.state.store(DEAD, Ordering::Release);
+            true
+        } else {
+            // Release pairs with the state checks of later gets.
+            obj.state.store(LIVE, Ordering::Release);
+            false
+        }
+    }
+}
+
+impl Default for RefCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for RefCache {
+    fn drop(&mut self) {
+        let (m, cv) = &*self.stop;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Per-object state of [`RefCache`]: the reclamation state, the object's tag, and a handle
+/// on the scheme's shared state (to retire the slot when the object is dropped).
+pub struct RefCacheObject {
+    state: AtomicU64,
+    tag: u64,
+    slot: u32,
+    shared: Arc<Shared>,
+}
+
+impl Drop for RefCacheObject {
+    fn drop(&mut self) {
+        let mut st = self.shared.cores.get(self.slot).lock();
+        // A new generation: deltas still cached under the old tag are discarded when evicted.
+        *st = CoreState {
+            generation: st.generation.wrapping_add(1),
+            ..CoreState::default()
+        };
+        drop(st);
+        self.shared.cores.release(self.slot);
+    }
+}
+
+/// The token of [`RefCache`].
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct RefCacheToken(());
+
+impl RefCounter for RefCache {
+    type Object = RefCacheObject;
+    type Token = RefCacheToken;
+    const NAME: &'static str = "refcache";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> RefCacheObject {
+        let slot = self.shared.cores.alloc();
+        let generation = self.shared.cores.get(slot).lock().generation;
+        RefCacheObject {
+            state: AtomicU64::new(LIVE),
+            tag: ((generation as u64) << 32) | (slot as u64 + 1),
+            slot,
+            shared: self.shared.clone(),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&RefCacheObject>) -> Option<RefCacheToken> {
+        let sh = &*self.shared;
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, cache) = sh.pc.current();
+            let way = &cache.ways[obj.slot as usize & sh.mask];
+            if way.tag.load(Ordering::Relaxed) == obj.tag
+                && (way.delta.load(Ordering::Relaxed) as i64) < sh.limit
+            {
+                match sh.pc.add(
+                    cpu,
+                    &[Check::new(&obj.state, LIVE), Check::new(&way.tag, obj.tag)],
+                    &way.delta,
+                    1u64,
+                ) {
+                    Ok(()) => return Some(RefCacheToken(())),
+                    Err(Fail::Mismatch(0)) => return None,
+                    Err(_) => {
+                        retry.aborted();
+                        continue;
+                    }
+                }
+            }
+            if obj.state.load(Ordering::Relaxed) != LIVE {
+                return None;
+            }
+            sh.make_room(cpu, way, obj.tag);
+        }
+    }
+
+    #[inline]
+    fn put(&self, obj: Pin<&RefCacheObject>, _token: RefCacheToken) {
+        let sh = &*self.shared;
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, cache) = sh.pc.current();
+            let way = &cache.ways[obj.slot as usize & sh.mask];
+            if way.tag.load(Ordering::Relaxed) == obj.tag
+                && (way.delta.load(Ordering::Relaxed) as i64) > -sh.limit
+            {
+                match sh.pc.add(
+                    cpu,
+                    &[Check::new(&way.tag, obj.tag)],
+                    &way.delta,
+                    1u64.wrapping_neg(),
+                ) {
+                    Ok(()) => return,
+                    Err(_) => {
+                        retry.aborted();
+                        continue;
+                    }
+                }
+            }
+            sh.make_room(cpu, way, obj.tag);
+        }
+    }
+
+    fn read_all(&self, obj: Pin<&RefCacheObject>) -> i64 {
+        if obj.state.load(Ordering::Acquire) == DEAD {
+            return 0;
+        }
+        self.sum(&obj)
+    }
+
+    fn try_reclaim(&self, obj: Pin<&RefCacheObject>) -> bool {
+        if !self.block(&obj) {
+            return false;
+        }
+        self.shared.pc.fence();
+        self.confirm(&obj)
+    }
+
+    fn try_reclaim_many(&self, objs: &[Pin<&RefCacheObject>], out: &mut [bool]) -> usize {
+        assert_eq!(
+            objs.len(),
+            out.len(),
+            "try_reclaim_many: objs and out differ in length"
+        );
+        let mut any = false;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            *r = self.block(o);
+            any |= *r;
+        }
+        if !any {
+            return 0;
+        }
+        self.shared.pc.fence();
+        let mut n = 0;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            if *r {
+                *r = self.confirm(o);
+                n += *r as usize;
+            }
+        }
+        n
+    }
+
+    fn reinit(&self, obj: Pin<&RefCacheObject>) {
+        debug_assert_eq!(
+            obj.state.load(Ordering::Relaxed),
+            DEAD,
+            "refcache: reinit of a live object"
+        );
+        // Release pairs with the state checks of later gets.
+        let _ = obj
+            .state
+            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RefCacheObject>>) -> Memory {
+        let sh = &*self.shared;
+        let caches = sh.pc.len() * (sh.mask + 1) * core::mem::size_of::<Way>();
+        let slab = sh.chunks_overhead();
+        Memory {
+            shared: caches + slab,
+            objects: objs.count()
+                * (core::mem::size_of::<RefCacheObject>() + core::mem::size_of::<Core>()),
+        }
+    }
+}
+
+impl Shared {
+    fn chunks_overhead(&self) -> usize {
+        let _ = self.cores.allocated();
+        self.cores.chunks.len() * core::mem::size_of::<OnceLock<Box<[Core]>>>()
+    }
+}

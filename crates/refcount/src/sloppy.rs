@@ -1,0 +1,284 @@
+//! `sloppy`: sloppy counters (Boyd-Wickizer et al., "An analysis of Linux scalability to many
+//! cores", OSDI'10, section 4.3): a central counter plus per-CPU *spare references*.
+//!
+//! # Words and who writes them
+//!
+//! | word | written by | meaning |
+//! | --- | --- | --- |
+//! | `central` (`i64`) | `fetch_add`/`fetch_sub` by anyone | references in use + spares held by CPUs |
+//! | `spare[cpu]` (an `i64` in a `u64` word, per object, in the per-CPU arena) | critical sections of CPU `cpu` only | spare references CPU `cpu` holds |
+//! | `state` | the reclaimer and `reinit` | `LIVE`, `RECLAIMING` or `DEAD` |
+//!
+//! **Invariant.** The count is `central − Σ spare`: every reference taken from `central` and
+//! every spare is counted once in `central`; a spare is a reference some CPU holds for later.
+//!
+//! # Operations
+//!
+//! * `try_get`: if this CPU has a spare, take it: a critical section
+//!   `if state == LIVE && spare == v: spare -= 1` (the check of `state` inside the section is
+//!   what blocks gets during reclamation). Otherwise `central.fetch_add(1)` (SeqCst), then check
+//!   `state` (SeqCst) and undo on failure.
+//! * `put`: give the reference to this CPU as a spare, `spare += 1` in a critical section; if
+//!   the spares then exceed the threshold, the same section leaves `threshold / 2` spares and
+//!   the excess is subtracted from `central` after it (the paper's "spares returned above a
+//!   threshold").
+//! * `try_reclaim`: `state` `LIVE -> RECLAIMING` (SeqCst), [`PerCpu::fence`], read `central`
+//!   *then* the spares, and succeed if `central − Σ spare == 0`. Gets are blocked from the
+//!   fence on; puts go on. Why the result is never below the true count at the end of the read:
+//!   reading `central` first, every later change of a spare is either a put (+1, the count fell
+//!   by the same amount) or a return (−k, and `central` falls by k only *after* our read, so it
+//!   was counted in our `central`): the sum can only overstate. A central-path get that raced
+//!   with the flag either saw the flag (and undoes: overstates until then) or its increment is
+//!   in our SeqCst read of `central` (store-then-load on both sides).
+//!   On success the state is `DEAD`; on failure `LIVE` again.
+//!
+//! **Collecting the spares.** The paper's reclaim takes the spares back into the central
+//! counter. Here the spare words belong to their CPU's critical sections, so the reclaimer does
+//! not write them: it *accounts* for them (subtracts their sum), and they stay with their CPU,
+//! as spares of the object's next life after `reinit` (the count `central − Σ spare` is 0 at
+//! death and stays so).
+//!
+//! `read_all` reads `central` then the spares, so it is exact when nothing runs concurrently and
+//! never below the true count while the object is being reclaimed: [`Precision::Exact`].
+//!
+//! Memory: 8 bytes per CPU per object in the arena, plus the object header.
+
+use crate::percpu_ref::{CpuSlots, SlotHandle};
+use crate::sync::{AtomicI64, AtomicU64, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+use percpu::{Check, Fail, PerCpu, Retry};
+use std::sync::Arc;
+
+const LIVE: u64 = 0;
+const RECLAIMING: u64 = 1;
+const DEAD: u64 = 2;
+
+/// The default spare threshold per CPU per object.
+pub const DEFAULT_THRESHOLD: i64 = 64;
+
+/// The `sloppy` scheme: the critical sections' [`PerCpu`], the per-CPU arena of spares, the
+/// threshold.
+pub struct Sloppy {
+    pc: PerCpu<()>,
+    slots: Arc<CpuSlots>,
+    threshold: i64,
+}
+
+impl Sloppy {
+    /// A scheme with [`DEFAULT_THRESHOLD`].
+    pub fn new() -> Self {
+        Self::with_threshold(DEFAULT_THRESHOLD)
+    }
+
+    /// A scheme whose CPUs keep at most `threshold` spares per object (at least 1).
+    pub fn with_threshold(threshold: i64) -> Self {
+        let pc = PerCpu::new(|_| ());
+        let cpus = pc.len();
+        Sloppy {
+            pc,
+            slots: Arc::new(CpuSlots::new(cpus)),
+            threshold: threshold.max(1),
+        }
+    }
+
+    /// CPU `cpu`'s spare word of `obj` (an `i64` kept in a `u64` word, two's complement).
+    #[inline(always)]
+    fn spare(&self, obj: &SloppyObject, cpu: usize) -> &AtomicU64 {
+        self.slots.word(obj.slot.idx, cpu)
+    }
+
+    fn spares(&self, obj: &SloppyObject) -> i64 {
+        self.slots.sum(obj.slot.idx) as i64
+    }
+
+    /// The spares CPU `cpu` holds for `obj` (for tests).
+    pub fn spares_of(&self, obj: Pin<&SloppyObject>, cpu: usize) -> i64 {
+        self.spare(&obj, cpu).load(Ordering::Relaxed) as i64
+    }
+
+    /// The central counter of `obj` (for tests).
+    pub fn central(&self, obj: Pin<&SloppyObject>) -> i64 {
+        obj.central.load(Ordering::Relaxed)
+    }
+
+    fn block(&self, obj: &SloppyObject) -> bool {
+        // SeqCst: the flag store precedes the fence and the SeqCst read of central (pairs
+        // with the SeqCst fetch_add then load of state in the central-path get).
+        obj.state
+            .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn confirm(&self, obj: &SloppyObject) -> bool {
+        let c = obj.central.load(Ordering::SeqCst);
+        let s = self.spares(obj);
+        // Acquire: holders' accesses made before their puts happen before the verdict.
+        crate::sync::fence(Ordering::Acquire);
+        debug_assert!(c - s >= 0, "sloppy: negative count");
+        if c == s {
+            obj.state.store(DEAD, Ordering::Release);
+            true
+        } else {
+            // Release pairs with the Acquire load of state in try_get.
+            obj.state.store(LIVE, Ordering::Release);
+            false
+        }
+    }
+}
+
+impl Default for Sloppy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Per-object state of [`Sloppy`].
+pub struct SloppyObject {
+    state: AtomicU64,
+    central: AtomicI64,
+    slot: SlotHandle,
+}
+
+/// The token of [`Sloppy`].
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct SloppyToken(());
+
+impl RefCounter for Sloppy {
+    type Object = SloppyObject;
+    type Token = SloppyToken;
+    const NAME: &'static str = "sloppy";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> SloppyObject {
+        SloppyObject {
+            state: AtomicU64::new(LIVE),
+            central: AtomicI64::new(0),
+            slot: SlotHandle::new(&self.slots),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&SloppyObject>) -> Option<SloppyToken> {
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, _) = self.pc.current();
+            let w = self.spare(&obj, cpu);
+            let v = w.load(Ordering::Relaxed);
+            if v as i64 <= 0 {
+                break;
+            }
+            match self.pc.add(
+                cpu,
+                &[Check::new(&obj.state, LIVE), Check::new(w, v)],
+                w,
+                1u64.wrapping_neg(),
+            ) {
+                Ok(()) => return Some(SloppyToken(())),
+                Err(Fail::Abort) | Err(Fail::Mismatch(1)) => retry.aborted(),
+                Err(Fail::Mismatch(_)) => return None,
+            }
+        }
+        // SeqCst: store-then-load, pairs with the reclaimer's SeqCst state store and central
+        // load.
+        obj.central.fetch_add(1, Ordering::SeqCst);
+        if obj.state.load(Ordering::SeqCst) != LIVE {
+            obj.central.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(SloppyToken(()))
+    }
+
+    #[inline]
+    fn put(&self, obj: Pin<&SloppyObject>, _token: SloppyToken) {
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, _) = self.pc.current();
+            let w = self.spare(&obj, cpu);
+            let v = w.load(Ordering::Relaxed);
+            if (v as i64) < self.threshold {
+                match self.pc.add(cpu, &[Check::new(w, v)], w, 1u64) {
+                    Ok(()) => return,
+                    Err(_) => retry.aborted(),
+                }
+            } else {
+                let keep = self.threshold / 2;
+                let excess = v as i64 + 1 - keep;
+                match self
+                    .pc
+                    .add(cpu, &[Check::new(w, v)], w, (1 - excess) as u64)
+                {
+                    Ok(()) => {
+                        // Release pairs with the reclaimer's SeqCst load of central.
+                        obj.central.fetch_sub(excess, Ordering::Release);
+                        return;
+                    }
+                    Err(_) => retry.aborted(),
+                }
+            }
+        }
+    }
+
+    fn read_all(&self, obj: Pin<&SloppyObject>) -> i64 {
+        if obj.state.load(Ordering::Acquire) == DEAD {
+            return 0;
+        }
+        // central first, then the spares (see the module docs).
+        let c = obj.central.load(Ordering::SeqCst);
+        c - self.spares(&obj)
+    }
+
+    fn try_reclaim(&self, obj: Pin<&SloppyObject>) -> bool {
+        if !self.block(&obj) {
+            return false;
+        }
+        self.pc.fence();
+        self.confirm(&obj)
+    }
+
+    fn try_reclaim_many(&self, objs: &[Pin<&SloppyObject>], out: &mut [bool]) -> usize {
+        assert_eq!(
+            objs.len(),
+            out.len(),
+            "try_reclaim_many: objs and out differ in length"
+        );
+        let mut any = false;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            *r = self.block(o);
+            any |= *r;
+        }
+        if !any {
+            return 0;
+        }
+        self.pc.fence();
+        let mut n = 0;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            if *r {
+                *r = self.confirm(o);
+                n += *r as usize;
+            }
+        }
+        n
+    }
+
+    fn reinit(&self, obj: Pin<&SloppyObject>) {
+        debug_assert_eq!(
+            obj.state.load(Ordering::Relaxed),
+            DEAD,
+            "sloppy: reinit of a live object"
+        );
+        // Release pairs with the Acquire loads of state.
+        let _ = obj
+            .state
+            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SloppyObject>>) -> Memory {
+        let per = core::mem::size_of::<SloppyObject>() + 8 * self.slots.cpus();
+        Memory {
+            shared: self.slots.overhead() + 128 * self.pc.len(),
+            objects: objs.count() * per,
+        }
+    }
+}

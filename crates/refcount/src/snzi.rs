@@ -1,0 +1,372 @@
+//! `snzi`: a scalable non-zero indicator (Ellen, Lev, Luchangco, Moir, PODC'07), the lock-free
+//! tree with the ½ intermediate state and version numbers.
+//!
+//! SNZI answers "is the count non-zero?" in O(1) (one load of the root) and gives no count:
+//! [`Precision::NonZeroOnly`]. Arrivals and departures spread over a tree, so that only the
+//! first arrival (and last departure) below a node propagates to its parent.
+//!
+//! # The tree and its words
+//!
+//! Each object owns a complete binary tree of `2 × leaves − 1` nodes, each on its own cache
+//! line, in heap order (node 0 is the root, node `i`'s parent is `(i − 1) / 2`). A node is one
+//! `u64` written by CAS by anyone: `version << 32 | c`, where `c` (an `i32`) is the number of
+//! arrivals minus departures at this node, or [`HALF`] (−1) for the intermediate ½ state.
+//!
+//! * `arrive(x)` (the paper's *Arrive* for a non-root node): if `c ≥ 1`, CAS `c + 1`; if
+//!   `c == 0`, CAS to `(½, v + 1)` — this thread now owes the parent an arrival; if `c == ½`
+//!   (ours or another thread's), arrive at the parent, then CAS `(½, v) -> (1, v)`; whoever
+//!   loses that CAS has arrived at the parent once too often and departs from it at the end.
+//!   The version makes the last CAS fail if the node went ½ → 1 → 0 → ½ meanwhile.
+//! * `depart(x)`: CAS `c − 1`; if `c` was 1, depart from the parent.
+//! * The root is a node without a parent: its `c > 0` is the indicator (the ½ state of the root
+//!   reads as zero: an arrival is complete only when `arrive` returns).
+//!
+//! `try_get` arrives at the leaf of the current CPU and returns the leaf in the token; `put`
+//! departs from that same leaf (the "go home" of PAYGO's anchor). Versions are 32 bits: a CAS
+//! could succeed wrongly only if 2³² arrivals at one node happened between its load and its CAS.
+//!
+//! # Reclamation
+//!
+//! A `state` word with the usual flag protocol, the indicator standing in for the count:
+//! `try_get` arrives, then loads `state` (SeqCst) and departs and fails if it is not `LIVE`;
+//! `try_reclaim` stores `RECLAIMING` (SeqCst), then queries the root (SeqCst): with SeqCst on
+//! both sides either the getter sees the flag or the reclaimer sees its arrival. A non-zero
+//! root fails the reclaim (state back to `LIVE`); a zero root means no reference exists, and
+//! none can be taken: `DEAD`.
+//!
+//! A loom model of arrive/depart/query with the reclaimer is beside this code
+//! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`).
+
+use crate::sync::{AtomicU64, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+use crossbeam_utils::CachePadded;
+
+/// The ½ state of a node's counter.
+pub const HALF: i32 = -1;
+
+const LIVE: u64 = 0;
+const RECLAIMING: u64 = 1;
+const DEAD: u64 = 2;
+
+#[inline(always)]
+fn c_of(w: u64) -> i32 {
+    w as u32 as i32
+}
+#[inline(always)]
+fn v_of(w: u64) -> u32 {
+    (w >> 32) as u32
+}
+#[inline(always)]
+fn make(c: i32, v: u32) -> u64 {
+    ((v as u64) << 32) | c as u32 as u64
+}
+
+/// The `snzi` scheme: the tree shape.
+#[derive(Debug, Clone, Copy)]
+pub struct Snzi {
+    leaves: usize,
+}
+
+impl Snzi {
+    /// One leaf per online CPU (rounded up to a power of two, at most 16).
+    pub fn new() -> Self {
+        Self::with_leaves(percpu::online_cpus().clamp(1, 16))
+    }
+
+    /// `leaves` leaves (rounded up to a power of two, at least 1). One leaf makes the tree a
+    /// single root node.
+    pub fn with_leaves(leaves: usize) -> Self {
+        Snzi {
+            leaves: leaves.max(1).next_power_of_two(),
+        }
+    }
+
+    /// The number of leaves.
+    pub fn leaves(&self) -> usize {
+        self.leaves
+    }
+
+    fn arrive(&self, obj: &SnziObject, node: usize) {
+        let x = &obj.nodes[node];
+        let parent = (node > 0).then(|| (node - 1) / 2);
+        let mut succ = false;
+        // Arrivals at the parent made by this call beyond the one the node needs.
+        let mut surplus = 0u32;
+        while !succ {
+            // Relaxed load: every decision is validated by a CAS.
+            let mut w = x.load(Ordering::Relaxed);
+            if c_of(w) >= 1 {
+                // SeqCst: arrivals are ordered with the reclaimer's SeqCst flag store and
+                // query (see the module docs).
+                succ = x
+                    .compare_exchange(
+                        w,
+                        make(c_of(w) + 1, v_of(w)),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok();
+            } else if c_of(w) == 0 {
+                let half = make(HALF, v_of(w).wrapping_add(1));
+                // SeqCst: as above.
+                if x.compare_exchange(w, half, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    succ = true;
+                    w = half;
+                }
+            }
+            if c_of(w) == HALF {
+                // Arrive at the parent before completing ½ -> 1 (ours or another thread's):
+                // this is what keeps "a node is non-zero only if its parent is".
+                if let Some(p) = parent {
+                    self.arrive(obj, p);
+                }
+                // SeqCst: as above. Losing this CAS means another thread completed the step
+                // (and arrived at the parent for it): our parent arrival is surplus.
+                let completed = x
+                    .compare_exchange(w, make(1, v_of(w)), Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok();
+                if !completed && parent.is_some() {
+                    surplus += 1;
+                }
+            }
+        }
+        if let Some(p) = parent {
+            for _ in 0..surplus {
+                self.depart(obj, p);
+            }
+        }
+    }
+
+    fn depart(&self, obj: &SnziObject, mut node: usize) {
+        loop {
+            let x = &obj.nodes[node];
+            let mut w = x.load(Ordering::Relaxed);
+            loop {
+                debug_assert!(c_of(w) >= 1, "snzi: depart from a node at {}", c_of(w));
+                // SeqCst (Release at least): the holder's accesses happen before a reclaimer
+                // that reads the root at zero.
+                match x.compare_exchange_weak(
+                    w,
+                    make(c_of(w) - 1, v_of(w)),
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(cur) => w = cur,
+                }
+            }
+            if c_of(w) != 1 || node == 0 {
+                return;
+            }
+            node = (node - 1) / 2;
+        }
+    }
+
+    /// Whether the root is non-zero (the indicator).
+    pub fn query(&self, obj: Pin<&SnziObject>) -> bool {
+        // SeqCst: pairs with the getter's SeqCst arrival and state load (module docs).
+        c_of(obj.nodes[0].load(Ordering::SeqCst)) > 0
+    }
+
+    #[inline]
+    fn leaf_of_current_cpu(&self) -> usize {
+        self.leaves - 1 + percpu::current_cpu() % self.leaves
+    }
+}
+
+impl Default for Snzi {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Per-object state of [`Snzi`]: the tree and the reclamation state.
+pub struct SnziObject {
+    state: AtomicU64,
+    nodes: Box<[CachePadded<AtomicU64>]>,
+}
+
+/// The token of [`Snzi`]: the leaf `put` must depart from.
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct SnziToken {
+    leaf: u32,
+}
+
+impl SnziToken {
+    /// The leaf (node index) this reference arrived at.
+    pub fn leaf(&self) -> usize {
+        self.leaf as usize
+    }
+}
+
+impl RefCounter for Snzi {
+    type Object = SnziObject;
+    type Token = SnziToken;
+    const NAME: &'static str = "snzi";
+    const READ_ALL: Precision = Precision::NonZeroOnly;
+
+    fn new_object(&self) -> SnziObject {
+        SnziObject {
+            state: AtomicU64::new(LIVE),
+            nodes: (0..2 * self.leaves - 1)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&SnziObject>) -> Option<SnziToken> {
+        // Cheap early exit; the SeqCst load after the arrival is the one that matters.
+        if obj.state.load(Ordering::Relaxed) != LIVE {
+            return None;
+        }
+        let leaf = self.leaf_of_current_cpu();
+        self.arrive(&obj, leaf);
+        // SeqCst: after the arrival (store), pairs with the reclaimer's SeqCst state store
+        // followed by its query.
+        if obj.state.load(Ordering::SeqCst) != LIVE {
+            self.depart(&obj, leaf);
+            return None;
+        }
+        Some(SnziToken { leaf: leaf as u32 })
+    }
+
+    #[inline]
+    fn put(&self, obj: Pin<&SnziObject>, token: SnziToken) {
+        debug_assert!(
+            token.leaf() < obj.nodes.len(),
+            "snzi: token of another tree"
+        );
+        self.depart(&obj, token.leaf());
+    }
+
+    /// 1 if the indicator is set, else 0.
+    fn read_all(&self, obj: Pin<&SnziObject>) -> i64 {
+        if obj.state.load(Ordering::Acquire) == DEAD {
+            return 0;
+        }
+        self.query(obj) as i64
+    }
+
+    fn is_referenced(&self, obj: Pin<&SnziObject>) -> bool {
+        obj.state.load(Ordering::Acquire) != DEAD && self.query(obj)
+    }
+
+    fn try_reclaim(&self, obj: Pin<&SnziObject>) -> bool {
+        // SeqCst: the flag store precedes the query (store-then-load), pairing with try_get.
+        if obj
+            .state
+            .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        if self.query(obj) {
+            // Release pairs with the Acquire/SeqCst loads of state.
+            obj.state.store(LIVE, Ordering::Release);
+            false
+        } else {
+            obj.state.store(DEAD, Ordering::Release);
+            true
+        }
+    }
+
+    fn reinit(&self, obj: Pin<&SnziObject>) {
+        debug_assert_eq!(
+            obj.state.load(Ordering::Relaxed),
+            DEAD,
+            "snzi: reinit of a live object"
+        );
+        // Release pairs with the state loads in try_get.
+        let _ = obj
+            .state
+            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SnziObject>>) -> Memory {
+        let per = core::mem::size_of::<SnziObject>()
+            + (2 * self.leaves - 1) * core::mem::size_of::<CachePadded<AtomicU64>>();
+        Memory {
+            shared: core::mem::size_of::<Self>(),
+            objects: objs.count() * per,
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    fn pin(o: &Arc<SnziObject>) -> Pin<&SnziObject> {
+        // SAFETY: the object lives in an Arc and is never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    /// Two threads arrive and depart at two different leaves while a third queries; the
+    /// indicator is set whenever some arrival has completed and its departure has not begun,
+    /// and everything returns to zero.
+    #[test]
+    fn arrive_depart_query() {
+        loom::model(|| {
+            let s = Snzi::with_leaves(2);
+            let obj = Arc::new(s.new_object());
+            let held = Arc::new(AtomicU64::new(0));
+            let mut hs = Vec::new();
+            for leaf in 0..2 {
+                let (o, h) = (obj.clone(), held.clone());
+                hs.push(thread::spawn(move || {
+                    let s = Snzi::with_leaves(2);
+                    s.arrive(&o, 1 + leaf);
+                    h.fetch_add(1, Ordering::SeqCst);
+                    assert!(s.query(pin(&o)), "indicator clear while held");
+                    h.fetch_sub(1, Ordering::SeqCst);
+                    s.depart(&o, 1 + leaf);
+                }));
+            }
+            if held.load(Ordering::SeqCst) > 0 {
+                assert!(s.query(pin(&obj)), "indicator clear while held");
+            }
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert!(!s.query(pin(&obj)));
+            for n in obj.nodes.iter() {
+                assert_eq!(c_of(n.load(Ordering::Relaxed)), 0);
+            }
+        });
+    }
+
+    /// A get racing with a reclaim: never both a successful reclaim and a held reference.
+    #[test]
+    fn get_vs_reclaim() {
+        loom::model(|| {
+            let s = Snzi::with_leaves(2);
+            let obj = Arc::new(s.new_object());
+            let holding = Arc::new(AtomicU64::new(0));
+            let (o, h) = (obj.clone(), holding.clone());
+            let t = thread::spawn(move || {
+                let s = Snzi::with_leaves(2);
+                if let Some(tok) = s.try_get(pin(&o)) {
+                    h.store(1, Ordering::SeqCst);
+                    h.store(0, Ordering::SeqCst);
+                    s.put(pin(&o), tok);
+                }
+            });
+            if s.try_reclaim(pin(&obj)) {
+                assert_eq!(
+                    holding.load(Ordering::SeqCst),
+                    0,
+                    "reclaimed under a holder"
+                );
+                assert!(s.try_get(pin(&obj)).is_none());
+            }
+            t.join().unwrap();
+        });
+    }
+}
