@@ -1,0 +1,106 @@
+/*
+ * paygo.h: PAYGO (FAST'19) reference counting in user space, the C interface.
+ *
+ * The paper's user-level interface (section 5): paygo_ref(obj), paygo_unref(obj),
+ * paygo_read_all(obj), plus try-reclaim and domain set-up, over one process-wide domain of
+ * per-CPU tables. Link with libpaygo.a (and -lpthread -ldl -lm) or libpaygo.so.
+ *
+ * Objects embed a paygo_obj_t, initialised with paygo_obj_init() and not moved or copied while
+ * initialised. Each thread keeps anchor information: the anchors of the references it holds
+ * (several per object if taken on different CPUs). paygo_unref(obj) gives back one of the
+ * calling thread's references to obj, so a reference must be given back by the thread that
+ * took it. When a thread exits, the references it still holds are released for it and
+ * counted (paygo_leftovers_released()).
+ *
+ * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
+ * that fails changes nothing.
+ */
+#ifndef PAYGO_H
+#define PAYGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: negative, errno-like; each means one thing. */
+typedef enum paygo_error {
+    PAYGO_OK = 0,
+    PAYGO_EINVAL = -22,     /* a null pointer, or an invalid configuration */
+    PAYGO_ENOTOBJ = -2,     /* not an initialised paygo object (bad magic: never initialised,
+                               destroyed, or copied to another address) */
+    PAYGO_ENOREF = -61,     /* unref: the calling thread holds no reference to the object */
+    PAYGO_EDEAD = -43,      /* the object has been reclaimed: no ref/unref until reinit */
+    PAYGO_EBUSY = -16,      /* try_reclaim/destroy: the object is referenced, or another thread
+                               is reclaiming it */
+    PAYGO_ELIVE = -17,      /* reinit: the object is live (not reclaimed) */
+    PAYGO_EALREADY = -114,  /* domain_init: the domain is already set up */
+    PAYGO_ESHUTDOWN = -108  /* ref/unref: the calling thread is exiting */
+} paygo_error;
+
+/* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */
+typedef struct paygo_obj {
+    uint64_t opaque_[6];
+} paygo_obj_t;
+
+/* Statistics of the process-wide domain. */
+typedef struct paygo_stats {
+    uint64_t anchor_puts;        /* unrefs after migration (anchor counter) */
+    uint64_t overflow_puts;      /* unrefs of evicted entries (overflow list) */
+    uint64_t evictions;          /* entries evicted to overflow lists */
+    uint64_t claims;             /* refs that claimed a free slot */
+    uint64_t reclaims;           /* successful try-reclaims */
+    uint64_t leftovers_released; /* references released at thread exit */
+    uint64_t table_bytes;        /* bytes of the per-CPU tables */
+    uint64_t overflow_bytes;     /* bytes held by overflow lists now */
+} paygo_stats_t;
+
+/* Sets up the domain: slots_per_cpu a power of two, 1 <= window <= slots_per_cpu. Optional:
+ * the first other call sets up a default domain (4096 slots per CPU, window 8).
+ * PAYGO_EALREADY if the domain exists. */
+int paygo_domain_init(size_t slots_per_cpu, size_t window);
+
+/* Initialises obj: live, no reference. obj must not be in use. */
+int paygo_obj_init(paygo_obj_t *obj);
+
+/* Reclaims obj if live (PAYGO_EBUSY if referenced: nothing changes), then uninitialises it. */
+int paygo_obj_destroy(paygo_obj_t *obj);
+
+/* REF: takes a reference for the calling thread. Waits out a concurrent try-reclaim that
+ * fails; PAYGO_EDEAD if the object is reclaimed. */
+int paygo_ref(paygo_obj_t *obj);
+
+/* UNREF: gives back one of the calling thread's references to obj (one taken on the current
+ * CPU if any). PAYGO_ENOREF if the thread holds none; PAYGO_EDEAD if obj is reclaimed. */
+int paygo_unref(paygo_obj_t *obj);
+
+/* READ-ALL: the number of references (>= 0), or a negative paygo_error. */
+int64_t paygo_read_all(paygo_obj_t *obj);
+
+/* 1 if obj is referenced, 0 if not (READ-ALL with early exit), or a negative paygo_error. */
+int paygo_is_referenced(paygo_obj_t *obj);
+
+/* Try-reclaim: PAYGO_OK if obj had no reference (it is now dead: every paygo_ref fails with
+ * PAYGO_EDEAD), PAYGO_EBUSY if referenced or being reclaimed (nothing changed), PAYGO_EDEAD if
+ * already dead. */
+int paygo_try_reclaim(paygo_obj_t *obj);
+
+/* Makes a reclaimed object live again; PAYGO_ELIVE if it is not dead. */
+int paygo_reinit(paygo_obj_t *obj);
+
+/* References that exiting threads still held, released for them so far. */
+uint64_t paygo_leftovers_released(void);
+
+/* Fills *out with the domain's statistics. */
+int paygo_stats(paygo_stats_t *out);
+
+/* A static description of a paygo_error. */
+const char *paygo_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PAYGO_H */

@@ -1,0 +1,207 @@
+//! The common case without a reclaim loop: [`Owner`] publishes a value, readers hold
+//! [`Handle`]s and take [`Ref`]s, and the value is dropped once the owner has let go and the
+//! last `Ref` is gone (percpu_ref's kill-then-release). See README, "the handle".
+
+use crate::sync::{AtomicUsize, Ordering};
+use crate::{Domain, Header};
+use core::cell::UnsafeCell;
+use core::mem::ManuallyDrop;
+use core::pin::Pin;
+use core::ptr::NonNull;
+use std::sync::Arc;
+
+struct Inner<T> {
+    header: Header,
+    domain: Arc<Domain>,
+    /// Owner + handles alive; the allocation is freed when it reaches zero.
+    handles: AtomicUsize,
+    /// Dropped exactly once, by whoever moves the header to DEAD (the kill or the last Ref).
+    value: UnsafeCell<ManuallyDrop<T>>,
+}
+
+impl<T> Inner<T> {
+    fn header(&self) -> Pin<&Header> {
+        // SAFETY: Inner lives in a Box that is never moved until freed.
+        unsafe { Pin::new_unchecked(&self.header) }
+    }
+
+    /// # Safety
+    /// Called once, by the party that moved the header to DEAD.
+    unsafe fn drop_value(&self) {
+        // SAFETY: DEAD means no Ref exists or can be taken, and the owner is gone: nobody else
+        // touches the value (the caller is the unique winner).
+        unsafe { ManuallyDrop::drop(&mut *self.value.get()) }
+    }
+}
+
+/// Frees the allocation when the last owner/handle goes.
+///
+/// # Safety
+/// `p` is a live allocation and the caller gives up its count.
+unsafe fn release_handle<T>(p: NonNull<Inner<T>>) {
+    // SAFETY: the caller holds a count, so the allocation is live.
+    let inner = unsafe { p.as_ref() };
+    // Release: pairs with the Acquire fence below on the thread that frees.
+    if inner.handles.fetch_sub(1, Ordering::Release) == 1 {
+        crate::sync::fence(Ordering::Acquire);
+        // SAFETY: the count reached zero: no owner, handle or Ref remains; the value was
+        // dropped by the kill or the last Ref (an owner cannot be gone without a kill).
+        drop(unsafe { Box::from_raw(p.as_ptr()) });
+    }
+}
+
+/// The owner of a published value. Dereferences to it; dropping the owner (or
+/// [`Owner::kill`]) forbids new references, and the value is dropped once the last [`Ref`] is
+/// gone.
+pub struct Owner<T> {
+    inner: NonNull<Inner<T>>,
+}
+
+/// A reader's way to the value: cheap to clone, `Send + Sync`; it keeps the memory (not the
+/// value) alive. [`Handle::try_get`] fails once the owner has let go.
+pub struct Handle<T> {
+    inner: NonNull<Inner<T>>,
+}
+
+/// A reference to the value, taken on the PAYGO fast path. `Send` when `T: Sync`: dropped on
+/// another thread it takes the anchor path.
+pub struct Ref<'a, T> {
+    inner: &'a Inner<T>,
+    anchor: ManuallyDrop<crate::Anchor>,
+}
+
+// SAFETY: the owner gives shared access to T (Deref) from any thread and may drop it on any
+// thread: T: Send + Sync.
+unsafe impl<T: Send + Sync> Send for Owner<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Owner<T> {}
+// SAFETY: handles give &T through Refs on any thread, and the last Ref may drop T there.
+unsafe impl<T: Send + Sync> Send for Handle<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Handle<T> {}
+// SAFETY: a Ref gives &T and may drop T: T: Send + Sync; its anchor may be put from any thread.
+unsafe impl<T: Send + Sync> Send for Ref<'_, T> {}
+// SAFETY: shared access to a Ref is shared access to T.
+unsafe impl<T: Sync> Sync for Ref<'_, T> {}
+
+impl<T> Owner<T> {
+    /// Publishes `value` in `domain`.
+    pub fn new(domain: &Arc<Domain>, value: T) -> Self {
+        let b = Box::new(Inner {
+            header: Header::new(),
+            domain: domain.clone(),
+            handles: AtomicUsize::new(1),
+            value: UnsafeCell::new(ManuallyDrop::new(value)),
+        });
+        Owner {
+            inner: NonNull::from(Box::leak(b)),
+        }
+    }
+
+    fn inner(&self) -> &Inner<T> {
+        // SAFETY: the owner holds a count, so the allocation is live.
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// A new handle for readers.
+    pub fn handle(&self) -> Handle<T> {
+        self.inner().handles.fetch_add(1, Ordering::Relaxed);
+        Handle { inner: self.inner }
+    }
+
+    /// Lets go: no reference can be taken from now on, and the value is dropped now if none is
+    /// held, else by the last [`Ref`]. Same as dropping the owner.
+    pub fn kill(self) {
+        drop(self)
+    }
+}
+
+impl<T> core::ops::Deref for Owner<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the value is dropped only after the owner is gone (kill needs `self`).
+        unsafe { &*self.inner().value.get() }
+    }
+}
+
+impl<T> Drop for Owner<T> {
+    fn drop(&mut self) {
+        let inner = self.inner();
+        if inner.domain.kill(inner.header()) {
+            // SAFETY: the kill moved the header to DEAD: we are the unique winner.
+            unsafe { inner.drop_value() };
+        }
+        // SAFETY: the owner's count is given up exactly once, here.
+        unsafe { release_handle(self.inner) };
+    }
+}
+
+impl<T> Handle<T> {
+    fn inner(&self) -> &Inner<T> {
+        // SAFETY: the handle holds a count, so the allocation is live.
+        unsafe { self.inner.as_ref() }
+    }
+
+    /// Takes a reference, or `None` once the owner has let go.
+    #[inline]
+    pub fn try_get(&self) -> Option<Ref<'_, T>> {
+        let inner = self.inner();
+        inner.domain.try_get(inner.header()).map(|a| Ref {
+            inner,
+            anchor: ManuallyDrop::new(a),
+        })
+    }
+
+    /// Whether the value has been dropped.
+    pub fn is_released(&self) -> bool {
+        self.inner().header.is_dead()
+    }
+}
+
+impl<T> Clone for Handle<T> {
+    fn clone(&self) -> Self {
+        self.inner().handles.fetch_add(1, Ordering::Relaxed);
+        Handle { inner: self.inner }
+    }
+}
+
+impl<T> Drop for Handle<T> {
+    fn drop(&mut self) {
+        // SAFETY: this handle's count is given up exactly once, here.
+        unsafe { release_handle(self.inner) };
+    }
+}
+
+impl<T> core::ops::Deref for Ref<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: a Ref is a counted reference: the value cannot be dropped while it exists.
+        unsafe { &*self.inner.value.get() }
+    }
+}
+
+impl<T> Ref<'_, T> {
+    /// The CPU whose table counts this reference.
+    pub fn anchor_cpu(&self) -> usize {
+        self.anchor.cpu()
+    }
+}
+
+impl<T> Drop for Ref<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the anchor is taken exactly once, here.
+        let a = unsafe { ManuallyDrop::take(&mut self.anchor) };
+        if self.inner.domain.put_release(self.inner.header(), a) {
+            // SAFETY: this UNREF moved the header to DEAD: we are the unique winner.
+            unsafe { self.inner.drop_value() };
+        }
+    }
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for Ref<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        (**self).fmt(f)
+    }
+}

@@ -1,0 +1,177 @@
+//! loom models of REF vs try-reclaim and of the anchor path with eviction, on two mocked CPUs.
+//! Sections take the locked fallback path under loom, whose semantics are those of an rseq
+//! section; `percpu::loom_set_cpu` migrates a model thread.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
+//! RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
+//! ```
+//! The second builds the bug switch: the `bug_*` tests remove the fence or the flag check and
+//! expect loom to find the reader holding a reclaimed object.
+
+use crate::{Config, Domain, Header};
+use core::pin::Pin;
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+use percpu::loom_set_cpu;
+
+const ALIVE: u64 = 1;
+const RECLAIMED: u64 = 2;
+
+struct Obj {
+    hdr: Header,
+    payload: UnsafeCell<u64>,
+}
+
+impl Obj {
+    fn new() -> Self {
+        Obj {
+            hdr: Header::new(),
+            payload: UnsafeCell::new(ALIVE),
+        }
+    }
+    fn hdr(&self) -> Pin<&Header> {
+        // SAFETY: every Obj lives in an Arc allocation and never moves.
+        unsafe { Pin::new_unchecked(&self.hdr) }
+    }
+}
+
+fn tiny() -> Domain {
+    Domain::with_config(Config {
+        slots_per_cpu: 1,
+        window: 1,
+    })
+}
+
+/// A reader on CPU 0 takes a reference, reads the payload, and gives it back (on CPU 0, or
+/// after migrating to CPU 1: the anchor path); a reclaimer on CPU 1 tries to reclaim and, if
+/// it succeeds, writes the payload. loom reports a causality violation if the write can race
+/// with the read, and the assertion catches a reader that sees the reclaimed payload.
+fn ref_vs_reclaim(migrate: bool) {
+    loom::model(move || {
+        let d = Arc::new(tiny());
+        let o = Arc::new(Obj::new());
+        let (d1, o1) = (d.clone(), o.clone());
+        let reader = thread::spawn(move || {
+            loom_set_cpu(0);
+            if let Some(a) = d1.try_get(o1.hdr()) {
+                // SAFETY: loom checks this access against the reclaimer's write.
+                o1.payload
+                    .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reclaimed object"));
+                if migrate {
+                    loom_set_cpu(1);
+                }
+                d1.put(o1.hdr(), a);
+                true
+            } else {
+                false
+            }
+        });
+        loom_set_cpu(1);
+        let reclaimed = d.try_reclaim(o.hdr());
+        if reclaimed {
+            // SAFETY: loom checks this access against the reader's.
+            o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
+        }
+        let got = reader.join().unwrap();
+        assert_eq!(d.read_all(o.hdr()), 0);
+        assert!(got || reclaimed || true);
+        if reclaimed {
+            assert!(
+                d.try_get(o.hdr()).is_none(),
+                "REF succeeded on a dead object"
+            );
+        }
+    });
+}
+
+#[test]
+fn loom_ref_vs_reclaim_home() {
+    ref_vs_reclaim(false);
+}
+
+#[test]
+fn loom_ref_vs_reclaim_anchor_path() {
+    ref_vs_reclaim(true);
+}
+
+/// One slot per CPU: a reference to X is taken on CPU 0 and given back after migrating to
+/// CPU 1, while another thread on CPU 0 takes Y, which evicts X's live entry to X's overflow
+/// list. Whichever order, both counts end at zero, the overflow list is empty, and both
+/// objects can be reclaimed.
+#[test]
+fn loom_anchor_path_with_eviction() {
+    loom::model(|| {
+        let d = Arc::new(tiny());
+        let x = Arc::new(Obj::new());
+        let y = Arc::new(Obj::new());
+        let (d1, x1) = (d.clone(), x.clone());
+        let holder = thread::spawn(move || {
+            loom_set_cpu(0);
+            let a = d1.try_get(x1.hdr()).unwrap();
+            loom_set_cpu(1);
+            d1.put(x1.hdr(), a)
+        });
+        loom_set_cpu(0);
+        let b = d.try_get(y.hdr()).unwrap();
+        assert_eq!(d.read_all(y.hdr()), 1);
+        d.put(y.hdr(), b);
+        holder.join().unwrap();
+        assert_eq!(d.read_all(x.hdr()), 0);
+        assert_eq!(d.read_all(y.hdr()), 0);
+        assert_eq!(d.memory_usage().overflow_entries, 0);
+        assert!(d.try_reclaim(x.hdr()));
+        assert!(d.try_reclaim(y.hdr()));
+    });
+}
+
+/// The handle protocol in miniature: a reader holds a reference (taken on CPU 0, given back
+/// on CPU 0 or 1) while the owner kills; exactly one of them observes the release.
+#[test]
+fn loom_kill_then_release() {
+    for migrate in [false, true] {
+        loom::model(move || {
+            let d = Arc::new(tiny());
+            let o = Arc::new(Obj::new());
+            loom_set_cpu(0);
+            let a = d.try_get(o.hdr()).unwrap();
+            let (d1, o1) = (d.clone(), o.clone());
+            let reader = thread::spawn(move || {
+                loom_set_cpu(if migrate { 1 } else { 0 });
+                d1.put_release(o1.hdr(), a)
+            });
+            loom_set_cpu(1);
+            let by_kill = d.kill(o.hdr());
+            let by_reader = reader.join().unwrap();
+            assert!(
+                by_kill ^ by_reader,
+                "released {} times",
+                by_kill as u8 + by_reader as u8
+            );
+            assert!(o.hdr.is_dead());
+        });
+    }
+}
+
+#[cfg(paygo_loom_bug)]
+mod bugs {
+    use crate::domain::bug;
+
+    fn with_bug(mode: u8, f: impl FnOnce()) {
+        bug::MODE.with(|c| c.set(mode));
+        f();
+    }
+
+    #[test]
+    #[should_panic]
+    fn bug_no_fence_is_caught() {
+        with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false));
+    }
+
+    #[test]
+    #[should_panic]
+    fn bug_no_flag_check_is_caught() {
+        with_bug(bug::NO_FLAG_CHECK, || super::ref_vs_reclaim(false));
+    }
+}

@@ -1,0 +1,166 @@
+/* The C API from several threads: ref/unref with forced migration, several references to
+ * one object per thread, misuse, try-reclaim, leftovers at thread exit, evictions. */
+#define _GNU_SOURCE
+#include "paygo.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define THREADS 6
+#define ROUNDS 20000
+#define PRIVATE 64
+#define LEFTOVER 3
+
+static int failures;
+
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
+        }                                                                                   \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                      \
+    do {                                                                                    \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
+        if (a_ != b_) {                                                                     \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,   \
+                    a_, b_);                                                                \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
+        }                                                                                   \
+    } while (0)
+
+struct object {
+    paygo_obj_t hdr;
+    int payload;
+};
+
+static struct object shared;
+static long ncpus;
+
+static void migrate(unsigned long pick) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(pick % (unsigned long)ncpus), &set);
+    sched_setaffinity(0, sizeof set, &set);
+}
+
+static unsigned long rnd(unsigned long *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void *worker(void *arg) {
+    unsigned long seed = 0x9e3779b97f4a7c15UL * ((unsigned long)(size_t)arg + 1);
+    struct object *mine = calloc(PRIVATE, sizeof *mine);
+    int held[PRIVATE] = {0};
+    for (int i = 0; i < PRIVATE; i++) CHECK_EQ(paygo_obj_init(&mine[i].hdr), PAYGO_OK);
+
+    for (int r = 0; r < ROUNDS; r++) {
+        unsigned long x = rnd(&seed);
+        if (x % 16 == 0) migrate(x >> 8);
+        /* Two references to the shared object, possibly on different CPUs. */
+        CHECK_EQ(paygo_ref(&shared.hdr), PAYGO_OK);
+        if (x % 3 == 0) migrate(x >> 12);
+        CHECK_EQ(paygo_ref(&shared.hdr), PAYGO_OK);
+        CHECK(paygo_is_referenced(&shared.hdr) == 1);
+        CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_OK);
+        CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_OK);
+        /* Private objects: the model is `held`. */
+        int k = (int)((x >> 20) % PRIVATE);
+        if (held[k] > 0 && (x >> 30) % 2 == 0) {
+            CHECK_EQ(paygo_unref(&mine[k].hdr), PAYGO_OK);
+            held[k]--;
+        } else {
+            CHECK_EQ(paygo_ref(&mine[k].hdr), PAYGO_OK);
+            held[k]++;
+        }
+        if (r % 1000 == 0) {
+            for (int i = 0; i < PRIVATE; i++) CHECK_EQ(paygo_read_all(&mine[i].hdr), held[i]);
+        }
+    }
+    /* Misuse changes nothing. */
+    for (int i = 0; i < PRIVATE; i++) {
+        while (held[i] > 0) {
+            CHECK_EQ(paygo_unref(&mine[i].hdr), PAYGO_OK);
+            held[i]--;
+        }
+        CHECK_EQ(paygo_unref(&mine[i].hdr), PAYGO_ENOREF);
+        CHECK_EQ(paygo_read_all(&mine[i].hdr), 0);
+        CHECK_EQ(paygo_try_reclaim(&mine[i].hdr), PAYGO_OK);
+        CHECK_EQ(paygo_ref(&mine[i].hdr), PAYGO_EDEAD);
+        CHECK_EQ(paygo_unref(&mine[i].hdr), PAYGO_EDEAD);
+        CHECK_EQ(paygo_try_reclaim(&mine[i].hdr), PAYGO_EDEAD);
+        CHECK_EQ(paygo_obj_destroy(&mine[i].hdr), PAYGO_OK);
+        CHECK_EQ(paygo_ref(&mine[i].hdr), PAYGO_ENOTOBJ);
+    }
+    free(mine);
+    /* Leave references behind: released at thread exit. */
+    for (int i = 0; i < LEFTOVER; i++) CHECK_EQ(paygo_ref(&shared.hdr), PAYGO_OK);
+    return NULL;
+}
+
+int main(void) {
+    ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpus < 1) ncpus = 1;
+    /* A small table, so evictions and overflow lists are exercised too. */
+    CHECK_EQ(paygo_domain_init(16, 4), PAYGO_OK);
+    CHECK_EQ(paygo_domain_init(16, 4), PAYGO_EALREADY);
+    CHECK_EQ(paygo_obj_init(NULL), PAYGO_EINVAL);
+    CHECK_EQ(paygo_obj_init(&shared.hdr), PAYGO_OK);
+
+    /* Null, uninitialised and copied objects are refused. */
+    struct object junk;
+    memset(&junk, 0, sizeof junk);
+    CHECK_EQ(paygo_ref(NULL), PAYGO_EINVAL);
+    CHECK_EQ(paygo_unref(NULL), PAYGO_EINVAL);
+    CHECK_EQ(paygo_read_all(NULL), PAYGO_EINVAL);
+    CHECK_EQ(paygo_ref(&junk.hdr), PAYGO_ENOTOBJ);
+    CHECK_EQ(paygo_read_all(&junk.hdr), PAYGO_ENOTOBJ);
+    memcpy(&junk, &shared, sizeof junk);
+    CHECK_EQ(paygo_ref(&junk.hdr), PAYGO_ENOTOBJ);
+    CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_ENOREF);
+    CHECK_EQ(paygo_read_all(&shared.hdr), 0);
+
+    /* Reclaim fails while referenced, and nothing changes. */
+    CHECK_EQ(paygo_ref(&shared.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_try_reclaim(&shared.hdr), PAYGO_EBUSY);
+    CHECK_EQ(paygo_obj_destroy(&shared.hdr), PAYGO_EBUSY);
+    CHECK_EQ(paygo_read_all(&shared.hdr), 1);
+    CHECK_EQ(paygo_reinit(&shared.hdr), PAYGO_ELIVE);
+
+    pthread_t t[THREADS];
+    for (long i = 0; i < THREADS; i++) CHECK(pthread_create(&t[i], NULL, worker, (void *)i) == 0);
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+
+    CHECK_EQ(paygo_leftovers_released(), THREADS * LEFTOVER);
+    CHECK_EQ(paygo_read_all(&shared.hdr), 1);
+    CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_read_all(&shared.hdr), 0);
+    CHECK_EQ(paygo_is_referenced(&shared.hdr), 0);
+    CHECK_EQ(paygo_try_reclaim(&shared.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_reinit(&shared.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_ref(&shared.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_obj_destroy(&shared.hdr), PAYGO_OK);
+
+    paygo_stats_t st;
+    CHECK_EQ(paygo_stats(&st), PAYGO_OK);
+    CHECK_EQ(paygo_stats(NULL), PAYGO_EINVAL);
+    CHECK(st.evictions > 0);
+    CHECK(st.overflow_bytes == 0);
+    CHECK(strlen(paygo_strerror(PAYGO_ENOREF)) > 0);
+    printf("paygo C API: anchor_puts=%llu overflow_puts=%llu evictions=%llu claims=%llu "
+           "leftovers=%llu failures=%d\n",
+           (unsigned long long)st.anchor_puts, (unsigned long long)st.overflow_puts,
+           (unsigned long long)st.evictions, (unsigned long long)st.claims,
+           (unsigned long long)st.leftovers_released, failures);
+    return failures == 0 ? 0 : 1;
+}

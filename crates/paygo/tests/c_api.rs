@@ -1,0 +1,98 @@
+//! The C API from C: builds `tests/c/threads.c` against `include/paygo.h` and the crate's
+//! static library (built by cargo next to this test binary, since the crate's lib target is a
+//! `staticlib` too), runs it, and checks that the header also compiles as C++.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `libpaygo.a`: cargo writes it into the same `deps` directory as this test binary when it
+/// builds the library for the tests. If it is missing (an unusual cargo layout), build it.
+fn staticlib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let lib = deps.join("libpaygo.a");
+    if lib.exists() {
+        return lib;
+    }
+    let profile_dir = deps.parent().unwrap();
+    let target_dir = profile_dir.parent().unwrap();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-p", "paygo", "--lib"])
+        .env("CARGO_TARGET_DIR", target_dir);
+    if profile_dir.file_name().unwrap() == "release" {
+        cmd.arg("--release");
+    }
+    let st = cmd.status().expect("running cargo build for libpaygo.a");
+    assert!(st.success(), "cargo build -p paygo --lib failed");
+    for cand in [deps.join("libpaygo.a"), profile_dir.join("libpaygo.a")] {
+        if cand.exists() {
+            return cand;
+        }
+    }
+    panic!("libpaygo.a not found under {}", profile_dir.display());
+}
+
+fn compiler(var: &str, default: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| default.to_string())
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (the C API tests need cc and c++)"));
+    if !out.status.success() {
+        panic!(
+            "{cmd:?} failed ({}):\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+#[test]
+fn c_program_uses_the_header_from_several_threads() {
+    let dir = crate_dir();
+    let lib = staticlib();
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("paygo_c_threads");
+    run(Command::new(compiler("CC", "cc"))
+        .args([
+            "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
+        ])
+        .arg("-I")
+        .arg(dir.join("include"))
+        .arg(dir.join("tests/c/threads.c"))
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
+        .arg("-o")
+        .arg(&exe));
+    let out = run(&mut Command::new(&exe));
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    assert!(text.contains("failures=0"), "{text}");
+}
+
+#[test]
+fn header_compiles_as_cxx_and_pedantic_c() {
+    let h = crate_dir().join("include/paygo.h");
+    run(Command::new(compiler("CXX", "c++"))
+        .args(["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-x", "c++"])
+        .arg(&h));
+    run(Command::new(compiler("CC", "cc"))
+        .args([
+            "-fsyntax-only",
+            "-std=c99",
+            "-pedantic",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-x",
+            "c",
+        ])
+        .arg(&h));
+}

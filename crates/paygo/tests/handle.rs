@@ -1,0 +1,138 @@
+//! The handle: an owner publishes a value, readers take references, and the value is dropped
+//! exactly once, after the owner let go and the last reference is gone.
+
+use paygo::{Config, Domain, Owner};
+use refcount::conformance::{migrate, unpin, Rng};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+struct Value {
+    alive: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Value {
+    fn drop(&mut self) {
+        assert_eq!(self.alive, 0xA11CE, "dropped twice or corrupted");
+        self.alive = 0;
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn kill_without_references_drops_at_once() {
+    let d = Arc::new(Domain::new());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let o = Owner::new(
+        &d,
+        Value {
+            alive: 0xA11CE,
+            drops: drops.clone(),
+        },
+    );
+    let h = o.handle();
+    assert_eq!(h.try_get().unwrap().alive, 0xA11CE);
+    assert_eq!(o.alive, 0xA11CE);
+    o.kill();
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(h.try_get().is_none());
+    assert!(h.is_released());
+}
+
+#[test]
+fn last_reference_drops_after_kill() {
+    let d = Arc::new(Domain::new());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let o = Owner::new(
+        &d,
+        Value {
+            alive: 0xA11CE,
+            drops: drops.clone(),
+        },
+    );
+    let h = o.handle();
+    let r1 = h.try_get().unwrap();
+    let r2 = h.try_get().unwrap();
+    drop(o);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    assert!(h.try_get().is_none(), "REF after kill");
+    drop(r1);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    // The last reference, dropped on another thread after a migration.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            migrate(1);
+            assert_eq!(r2.alive, 0xA11CE);
+            drop(r2);
+        });
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+/// Many owners, readers racing with the kill on every object; each value dropped exactly once
+/// and never while a reader holds it.
+#[test]
+fn kill_races_with_readers() {
+    for cfg in [
+        Config::default(),
+        Config {
+            slots_per_cpu: 2,
+            window: 1,
+        },
+    ] {
+        let d = Arc::new(Domain::with_config(cfg));
+        let drops = Arc::new(AtomicUsize::new(0));
+        const OBJECTS: usize = 300;
+        const READERS: usize = 4;
+        let barrier = Barrier::new(READERS + 1);
+        for round in 0..OBJECTS {
+            let o = Owner::new(
+                &d,
+                Value {
+                    alive: 0xA11CE,
+                    drops: drops.clone(),
+                },
+            );
+            let h = o.handle();
+            std::thread::scope(|s| {
+                for t in 0..READERS {
+                    let (h, barrier) = (&h, &barrier);
+                    s.spawn(move || {
+                        let mut rng = Rng::new((round * READERS + t) as u64 + 1);
+                        barrier.wait();
+                        let mut held = Vec::new();
+                        for _ in 0..200 {
+                            if rng.below(8) == 0 {
+                                migrate(rng.below(4));
+                            }
+                            match h.try_get() {
+                                Some(r) => {
+                                    assert_eq!(r.alive, 0xA11CE);
+                                    held.push(r);
+                                }
+                                None => break,
+                            }
+                            if rng.below(2) == 0 && !held.is_empty() {
+                                let k = rng.below(held.len());
+                                drop(held.swap_remove(k));
+                            }
+                        }
+                        unpin();
+                        for r in &held {
+                            assert_eq!(r.alive, 0xA11CE);
+                        }
+                        drop(held);
+                    });
+                }
+                barrier.wait();
+                for _ in 0..Rng::new(round as u64).below(2000) {
+                    core::hint::spin_loop();
+                }
+                drop(o);
+            });
+            assert_eq!(drops.load(Ordering::SeqCst), round + 1, "round {round}");
+            assert!(h.try_get().is_none());
+        }
+        assert_eq!(d.memory_usage().overflow_entries, 0);
+    }
+}

@@ -1,0 +1,85 @@
+//! Table overflow (§3.5): one thread holds 1,000,000 references to distinct objects, far more
+//! than the tables can hold, so live entries are evicted to their objects' overflow lists.
+//! Counts stay exact, the UNREFs find the evicted entries (some after migrating), and the
+//! memory held by overflow lists returns to its baseline (zero) once everything is given back.
+
+use paygo::{Config, Domain, Header, PutPath};
+use refcount::conformance::{migrate, unpin};
+use std::pin::Pin;
+
+const N: usize = 1_000_000;
+
+#[test]
+fn a_million_live_references_on_distinct_objects() {
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 4096,
+        window: 8,
+    });
+    let base = d.memory_usage();
+    assert_eq!(base.overflow_bytes, 0);
+    let headers: Pin<Box<[Header]>> =
+        Box::into_pin((0..N).map(|_| Header::new()).collect::<Box<[Header]>>());
+    let hdr = |i: usize| -> Pin<&Header> {
+        // SAFETY: pinned slice, never moves.
+        unsafe { headers.as_ref().map_unchecked(|s| &s[i]) }
+    };
+    let pinned = migrate(0);
+    let mut anchors = Vec::with_capacity(N);
+    for i in 0..N {
+        anchors.push(d.try_get(hdr(i)).expect("REF failed"));
+    }
+    // A second reference to every 1000th object.
+    let extra: Vec<_> = (0..N)
+        .step_by(1000)
+        .map(|i| (i, d.try_get(hdr(i)).unwrap()))
+        .collect();
+    let st = d.stats();
+    assert!(
+        st.evictions as usize >= N - d.cpus() * 4096,
+        "expected evictions, got {st:?}"
+    );
+    let held = d.memory_usage();
+    assert!(held.overflow_entries > 0 && held.overflow_bytes > 0);
+    for i in (0..N).step_by(997) {
+        let want = if i % 1000 == 0 { 2 } else { 1 };
+        assert_eq!(d.read_all(hdr(i)), want, "object {i}");
+        assert!(d.is_referenced(hdr(i)));
+        assert!(!d.try_reclaim(hdr(i)), "reclaimed a referenced object");
+    }
+    // Give back: the first half where they were taken, the second half after migrating.
+    let mut paths = [0usize; 3];
+    for (i, a) in anchors.drain(..).enumerate() {
+        if i == N / 2 && pinned {
+            migrate(1);
+        }
+        paths[d.put(hdr(i), a) as usize] += 1;
+    }
+    unpin();
+    for i in (0..N).step_by(997) {
+        let want = if i % 1000 == 0 { 1 } else { 0 };
+        assert_eq!(d.read_all(hdr(i)), want, "object {i} after the first puts");
+    }
+    for (i, a) in extra {
+        d.put(hdr(i), a);
+    }
+    for i in 0..N {
+        if i % 10 == 0 {
+            assert_eq!(d.read_all(hdr(i)), 0, "object {i} at the end");
+        }
+    }
+    let end = d.memory_usage();
+    assert_eq!(end.overflow_entries, 0);
+    assert_eq!(
+        end.overflow_bytes, base.overflow_bytes,
+        "overflow memory not returned"
+    );
+    assert_eq!(end.table_bytes, base.table_bytes);
+    for cpu in 0..d.cpus() {
+        assert_eq!(d.live_entries(cpu), 0);
+    }
+    assert!(paths[PutPath::Overflow as usize] > 0);
+    println!(
+        "paths (home, anchor, overflow) = {paths:?}, {:?}",
+        d.stats()
+    );
+}
