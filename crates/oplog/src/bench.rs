@@ -1,0 +1,471 @@
+//! The paper's experiments as library functions (refbench wires them to its command line):
+//!
+//! * [`tsc_check`]: §6.1, are the timestamp counters of different CPUs synchronized?
+//! * [`list_workload`]: §7.3, Figure 12, the list benchmark (lock-free list and three OpLog
+//!   lists);
+//! * [`read_ratio`]: §7.2, Figure 11, fork-truncate: updates with a read every `k`.
+//!
+//! Threads are pinned round-robin to the online CPUs.
+
+use crate::clock;
+use crate::list::{BasicList, GlobalList, ListLog, LocalList};
+use crate::lockfree::LockFreeList;
+use crate::object::Domain;
+use crate::rmap::{IntervalMap, Mapping, Rmap, RmapLog};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+/// Pins the calling thread to `cpu` (modulo the online CPUs); false where that fails.
+pub fn pin_to(cpu: usize) -> bool {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        let n = percpu::online_cpus().max(1);
+        // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it, and
+        // sched_setaffinity(0, ...) only affects the calling thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            libc::CPU_ZERO(&mut set);
+            libc::CPU_SET(cpu % n, &mut set);
+            libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    {
+        let _ = cpu;
+        false
+    }
+}
+
+/// One pair of CPUs of the timestamp experiment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TscRow {
+    /// The CPU that reads the counter (`rdtsc`) and stores it.
+    pub cpu_a: usize,
+    /// The CPU that loads the stored value and then reads its own counter (`rdtscp`).
+    pub cpu_b: usize,
+    /// Round trips measured.
+    pub samples: u64,
+    /// Samples where B's reading was not greater than A's (expected: 0).
+    pub violations: u64,
+    /// The largest amount by which B's reading was behind A's, over the violations (0 if none).
+    pub max_skew_cycles: u64,
+    /// The smallest `B - A` seen over the other samples: an upper bound on how far B's counter
+    /// can be ahead of A's plus the one-way communication time.
+    pub min_gap_cycles: u64,
+}
+
+fn wait_spin(spins: &mut u32) {
+    *spins += 1;
+    if (*spins).is_multiple_of(1024) {
+        std::thread::yield_now();
+    } else {
+        core::hint::spin_loop();
+    }
+}
+
+/// The paper's §6.1 experiment. For each ordered pair of distinct online CPUs (at most `pairs`
+/// of them; 0 means all; with one CPU, the pair (0, 0)), CPU A repeatedly reads its timestamp
+/// counter and stores it in a shared word; CPU B waits for the value, then reads its own
+/// counter with `rdtscp` (which is not executed before the load) and compares. A correct,
+/// synchronized counter never shows B's reading at or below A's.
+pub fn tsc_check(pairs: usize, samples: u64) -> Vec<TscRow> {
+    let n = percpu::online_cpus().max(1);
+    let mut all: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
+        .collect();
+    if all.is_empty() {
+        all.push((0, 0));
+    }
+    if pairs > 0 {
+        all.truncate(pairs);
+    }
+    all.into_iter()
+        .map(|(a, b)| tsc_pair(a, b, samples))
+        .collect()
+}
+
+fn tsc_pair(cpu_a: usize, cpu_b: usize, samples: u64) -> TscRow {
+    let slot = Arc::new(AtomicU64::new(0));
+    let s = slot.clone();
+    let writer = std::thread::spawn(move || {
+        pin_to(cpu_a);
+        for _ in 0..samples {
+            let mut spins = 0;
+            // Acquire pairs with the reader's Release store of 0.
+            while s.load(Ordering::Acquire) != 0 {
+                wait_spin(&mut spins);
+            }
+            let t = clock::rdtsc().max(1);
+            // Release pairs with the reader's Acquire load.
+            s.store(t, Ordering::Release);
+        }
+    });
+    let reader = std::thread::spawn(move || {
+        pin_to(cpu_b);
+        let mut row = TscRow {
+            cpu_a,
+            cpu_b,
+            samples,
+            violations: 0,
+            max_skew_cycles: 0,
+            min_gap_cycles: u64::MAX,
+        };
+        for _ in 0..samples {
+            let mut spins = 0;
+            let v = loop {
+                // Acquire pairs with the writer's Release store.
+                let v = slot.load(Ordering::Acquire);
+                if v != 0 {
+                    break v;
+                }
+                wait_spin(&mut spins);
+            };
+            let t = clock::rdtscp();
+            if t <= v {
+                row.violations += 1;
+                row.max_skew_cycles = row.max_skew_cycles.max(v - t);
+            } else {
+                row.min_gap_cycles = row.min_gap_cycles.min(t - v);
+            }
+            // Release pairs with the writer's Acquire load.
+            slot.store(0, Ordering::Release);
+        }
+        if row.min_gap_cycles == u64::MAX {
+            row.min_gap_cycles = 0;
+        }
+        row
+    });
+    writer.join().expect("tsc_check writer panicked");
+    reader.join().expect("tsc_check reader panicked")
+}
+
+/// The list implementations of Figure 12.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ListVariant {
+    /// The lock-free (Harris) list with epoch reclamation.
+    LockFreeList,
+    /// "OpLog basic": logged, applied in batches, no absorption.
+    Basic,
+    /// "OpLog global absorption": a remove cancels the pending add during synchronize.
+    Global,
+    /// "OpLog local absorption": a remove cancels the add in the same CPU's log.
+    Local,
+}
+
+impl ListVariant {
+    /// All four, in the paper's order (slowest expected first).
+    pub const ALL: [ListVariant; 4] = [
+        ListVariant::LockFreeList,
+        ListVariant::Basic,
+        ListVariant::Global,
+        ListVariant::Local,
+    ];
+
+    /// The scheme's name on refbench's command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListVariant::LockFreeList => "lockfree-list",
+            ListVariant::Basic => "oplog-basic",
+            ListVariant::Global => "oplog-global",
+            ListVariant::Local => "oplog-local",
+        }
+    }
+
+    /// The variant called `name` (see [`ListVariant::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+/// Runs `body(thread, stop)` on `threads` pinned threads for `duration`, then `finish()`;
+/// returns (sum of the bodies' counts, seconds from the start to the end of `finish`).
+fn run_timed(
+    threads: usize,
+    duration: Duration,
+    body: impl Fn(usize, &AtomicBool) -> u64 + Send + Sync,
+    finish: impl FnOnce(),
+) -> (u64, f64) {
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let (stop, barrier, body) = (&stop, &barrier, &body);
+                s.spawn(move || {
+                    pin_to(t);
+                    barrier.wait();
+                    body(t, stop)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+        let total: u64 = hs.into_iter().map(|h| h.join().expect("worker")).sum();
+        finish();
+        (total, start.elapsed().as_secs_f64())
+    })
+}
+
+fn oplog_list_loop<const L: bool, const G: bool>(
+    list: &crate::list::OpList<L, G>,
+    t: usize,
+    stop: &AtomicBool,
+    spin: u64,
+) -> u64 {
+    let base = (t as u64 + 1) << 40;
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        // A fresh element every iteration (the list's contract; see crate::paired).
+        let key = base | n;
+        list.add(key);
+        clock::spin_cycles(spin);
+        list.remove(key);
+        clock::spin_cycles(spin);
+        n += 1;
+    }
+    n
+}
+
+/// Figure 12: each of `threads` threads adds an element of its own (a fresh key each
+/// iteration) to one shared list, spins
+/// `spin_cycles` timestamp-counter cycles, removes the element, spins again, for `duration`.
+/// Returns iterations (one add + one remove) per second, over all threads, timed until the
+/// last pending update has been applied.
+pub fn list_workload(
+    variant: ListVariant,
+    threads: usize,
+    duration: Duration,
+    spin_cycles: u64,
+) -> f64 {
+    let threads = threads.max(1);
+    let (ops, secs) = match variant {
+        ListVariant::LockFreeList => {
+            let list = LockFreeList::new();
+            run_timed(
+                threads,
+                duration,
+                |t, stop| {
+                    let base = (t as u64 + 1) << 40;
+                    let mut n = 0u64;
+                    let mut guard = crossbeam_epoch::pin();
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = base | n;
+                        list.insert(key, &guard);
+                        clock::spin_cycles(spin_cycles);
+                        list.remove(key, &guard);
+                        clock::spin_cycles(spin_cycles);
+                        n += 1;
+                        if n.is_multiple_of(64) {
+                            guard.repin();
+                        }
+                    }
+                    n
+                },
+                || {},
+            )
+        }
+        ListVariant::Basic => {
+            let d = Domain::<ListLog<false, false>>::new();
+            let list = BasicList::new(&d);
+            run_timed(
+                threads,
+                duration,
+                |t, stop| oplog_list_loop(&list, t, stop, spin_cycles),
+                || drop(list.object().synchronize()),
+            )
+        }
+        ListVariant::Global => {
+            let d = Domain::<ListLog<false, true>>::new();
+            let list = GlobalList::new(&d);
+            run_timed(
+                threads,
+                duration,
+                |t, stop| oplog_list_loop(&list, t, stop, spin_cycles),
+                || drop(list.object().synchronize()),
+            )
+        }
+        ListVariant::Local => {
+            let d = Domain::<ListLog<true, false>>::new();
+            let list = LocalList::new(&d);
+            run_timed(
+                threads,
+                duration,
+                |t, stop| oplog_list_loop(&list, t, stop, spin_cycles),
+                || drop(list.object().synchronize()),
+            )
+        }
+    };
+    ops as f64 / secs
+}
+
+/// The structures of the fork-truncate benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadRatioVariant {
+    /// The OpLog rmap with local and global absorption (the paper's OpLog rmap).
+    OpLog,
+    /// The OpLog rmap with no absorption (batching only).
+    OpLogBasic,
+    /// The same interval map, each file's behind one mutex (the stock kernel's design).
+    Locked,
+}
+
+impl ReadRatioVariant {
+    /// All variants.
+    pub const ALL: [ReadRatioVariant; 3] = [
+        ReadRatioVariant::OpLog,
+        ReadRatioVariant::OpLogBasic,
+        ReadRatioVariant::Locked,
+    ];
+
+    /// The scheme's name on refbench's command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadRatioVariant::OpLog => "oplog",
+            ReadRatioVariant::OpLogBasic => "oplog-basic",
+            ReadRatioVariant::Locked => "locked",
+        }
+    }
+
+    /// The variant called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+/// Files (rmaps) in the fork-truncate benchmark.
+pub const READ_RATIO_FILES: usize = 4;
+const FILE_SIZE: u64 = 1 << 20;
+
+trait RmapLike: Sync {
+    fn add(&self, m: Mapping);
+    fn remove(&self, id: u64);
+    fn truncate(&self, offset: u64) -> usize;
+}
+
+impl<const L: bool, const G: bool> RmapLike for Rmap<L, G> {
+    fn add(&self, m: Mapping) {
+        Rmap::add(self, m)
+    }
+    fn remove(&self, id: u64) {
+        Rmap::remove(self, id)
+    }
+    fn truncate(&self, offset: u64) -> usize {
+        Rmap::truncate(self, offset).0
+    }
+}
+
+impl RmapLike for Mutex<IntervalMap> {
+    fn add(&self, m: Mapping) {
+        self.lock().unwrap().add(m)
+    }
+    fn remove(&self, id: u64) {
+        self.lock().unwrap().remove(id);
+    }
+    fn truncate(&self, offset: u64) -> usize {
+        self.lock().unwrap().overlapping(offset).count()
+    }
+}
+
+fn fork_truncate<R: RmapLike>(
+    files: &[R],
+    t: usize,
+    stop: &AtomicBool,
+    read_every: u64,
+    seen: &AtomicU64,
+) -> u64 {
+    let whole = |id| Mapping {
+        id,
+        start: 0,
+        end: FILE_SIZE,
+    };
+    // This process's own mapping of every file (lives for the whole run).
+    let own = (t as u64) << 48;
+    for f in files {
+        f.add(whole(own));
+    }
+    let mut forks = 0u64;
+    let mut next_id = own + 1;
+    let mut found = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        // fork: the child inherits a mapping of every file; exit: it goes away.
+        let id = next_id;
+        next_id += 1;
+        for f in files {
+            f.add(whole(id));
+        }
+        for f in files {
+            f.remove(id);
+        }
+        forks += 1;
+        if forks.is_multiple_of(read_every) {
+            // truncate one file by a page: visit every mapping of its last page.
+            let f = &files[(t + (forks / read_every) as usize) % files.len()];
+            found += f.truncate(FILE_SIZE - 4096) as u64;
+        }
+    }
+    seen.fetch_add(found, Ordering::Relaxed);
+    forks
+}
+
+/// Figure 11 (fork-truncate): each of `threads` threads repeatedly "forks" (adds a mapping
+/// of each of [`READ_RATIO_FILES`] files for a child) and "exits" (removes them), and every
+/// `read_every` forks truncates one file (a read of its rmap: every mapping overlapping the
+/// truncated page). Returns forks per second over all threads.
+pub fn read_ratio(
+    variant: ReadRatioVariant,
+    threads: usize,
+    duration: Duration,
+    read_every: u64,
+) -> f64 {
+    let threads = threads.max(1);
+    let read_every = read_every.max(1);
+    let seen = AtomicU64::new(0);
+    let (forks, secs) = match variant {
+        ReadRatioVariant::OpLog => {
+            let d = Domain::<RmapLog<true, true>>::new();
+            let files: Vec<Rmap<true, true>> =
+                (0..READ_RATIO_FILES).map(|_| Rmap::new(&d)).collect();
+            run_timed(
+                threads,
+                duration,
+                |t, stop| fork_truncate(&files, t, stop, read_every, &seen),
+                || files.iter().for_each(|f| drop(f.object().synchronize())),
+            )
+        }
+        ReadRatioVariant::OpLogBasic => {
+            let d = Domain::<RmapLog<false, false>>::new();
+            let files: Vec<Rmap<false, false>> =
+                (0..READ_RATIO_FILES).map(|_| Rmap::new(&d)).collect();
+            run_timed(
+                threads,
+                duration,
+                |t, stop| fork_truncate(&files, t, stop, read_every, &seen),
+                || files.iter().for_each(|f| drop(f.object().synchronize())),
+            )
+        }
+        ReadRatioVariant::Locked => {
+            let files: Vec<Mutex<IntervalMap>> = (0..READ_RATIO_FILES)
+                .map(|_| Mutex::new(IntervalMap::new()))
+                .collect();
+            run_timed(
+                threads,
+                duration,
+                |t, stop| fork_truncate(&files, t, stop, read_every, &seen),
+                || {},
+            )
+        }
+    };
+    forks as f64 / secs
+}
+
+/// The smallest `k` in `ks` at which `oplog[i] >= locked[i]` (OpLog at least as fast), given
+/// the throughputs measured at each `k`; `None` if OpLog never catches up.
+pub fn break_even(ks: &[u64], oplog: &[f64], locked: &[f64]) -> Option<u64> {
+    ks.iter()
+        .zip(oplog.iter().zip(locked))
+        .find(|(_, (o, l))| o >= l)
+        .map(|(k, _)| *k)
+}

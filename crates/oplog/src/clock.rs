@@ -1,0 +1,203 @@
+//! The timestamp clock: the CPU timestamp counter where it is invariant, else a monotonic clock.
+//!
+//! OpLog orders updates logged on different CPUs by the time at which they were logged, so it
+//! needs a clock that every CPU reads consistently: if an event on one CPU happens before an
+//! event on another (one stored a value the other then loaded), the first must read an earlier
+//! time. On x86_64 the timestamp counter (`rdtscp`) is such a clock when it is *invariant*
+//! (CPUID leaf `0x8000_0007`, EDX bit 8: it ticks at a constant rate in every power state) and
+//! synchronised across CPUs, which the paper's §6.1 experiment checks empirically (see
+//! [`crate::bench::tsc_check`]). Where the counter is not invariant (or `rdtscp` is missing, or
+//! the build is for another architecture, or runs under miri), the clock is
+//! `CLOCK_MONOTONIC`, in nanoseconds, through [`std::time::Instant`].
+//!
+//! The source is chosen once, at the first call, and can be forced to the monotonic clock with
+//! the environment variable [`FORCE_MONOTONIC_ENV`]` = 1` (tests run both ways).
+//!
+//! `rdtscp` waits until every earlier instruction has executed and every earlier load is
+//! globally visible before it reads the counter; OpLog reads it after taking the per-CPU log
+//! slot's lock (a locked read-modify-write, which also drains the store buffer), so the
+//! timestamp is taken after everything the lock acquisition ordered.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Setting this environment variable to `1` makes the clock `CLOCK_MONOTONIC` even where the
+/// timestamp counter is invariant.
+pub const FORCE_MONOTONIC_ENV: &str = "OPLOG_FORCE_MONOTONIC";
+
+/// Where timestamps come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The invariant CPU timestamp counter, read with `rdtscp` (cycles of the counter).
+    Tsc,
+    /// `CLOCK_MONOTONIC` (nanoseconds since the first use).
+    Monotonic,
+}
+
+const UNKNOWN: u8 = 0;
+const TSC: u8 = 1;
+const MONOTONIC: u8 = 2;
+
+/// The chosen source, cached; Relaxed is enough: every thread that sees UNKNOWN computes the
+/// same answer.
+static SOURCE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// The clock source in use (detected at the first call).
+pub fn source() -> Source {
+    match SOURCE.load(Ordering::Relaxed) {
+        TSC => Source::Tsc,
+        MONOTONIC => Source::Monotonic,
+        _ => {
+            let s = detect();
+            SOURCE.store(
+                if s == Source::Tsc { TSC } else { MONOTONIC },
+                Ordering::Relaxed,
+            );
+            s
+        }
+    }
+}
+
+fn detect() -> Source {
+    if std::env::var(FORCE_MONOTONIC_ENV).is_ok_and(|v| v == "1") {
+        return Source::Monotonic;
+    }
+    if tsc_invariant() {
+        Source::Tsc
+    } else {
+        Source::Monotonic
+    }
+}
+
+/// Whether this CPU has an invariant timestamp counter and `rdtscp` (CPUID `0x8000_0007` EDX
+/// bit 8, and `0x8000_0001` EDX bit 27). Always false off x86_64 and under miri.
+pub fn tsc_invariant() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use core::arch::x86_64::__cpuid;
+        #[allow(unused_unsafe)]
+        // SAFETY: cpuid exists on every x86_64 CPU; leaves above the maximum extended leaf
+        // are not queried (checked first).
+        unsafe {
+            let max_ext = __cpuid(0x8000_0000).eax;
+            if max_ext < 0x8000_0007 {
+                return false;
+            }
+            let rdtscp = __cpuid(0x8000_0001).edx & (1 << 27) != 0;
+            let invariant = __cpuid(0x8000_0007).edx & (1 << 8) != 0;
+            rdtscp && invariant
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+fn base() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC` since the first use, plus one (never zero).
+#[inline]
+pub fn monotonic() -> u64 {
+    base().elapsed().as_nanos() as u64 + 1
+}
+
+/// `rdtscp`: the timestamp counter, read after every earlier instruction has executed.
+/// Falls back to [`monotonic`] off x86_64.
+#[inline(always)]
+pub fn rdtscp() -> u64 {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        let mut aux = 0u32;
+        // SAFETY: rdtscp only writes `aux`, a local; the CPU supports it (checked by
+        // tsc_invariant() before the Tsc source is chosen; the benchmark that calls it directly
+        // runs on such CPUs only, see bench::tsc_check).
+        unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        monotonic()
+    }
+}
+
+/// `rdtsc`: the timestamp counter, not ordered with earlier instructions (the first read of
+/// the paper's skew experiment). Falls back to [`monotonic`] off x86_64.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        monotonic()
+    }
+}
+
+/// The current time from the chosen [`source`].
+#[inline(always)]
+pub fn now() -> u64 {
+    if SOURCE.load(Ordering::Relaxed) == TSC {
+        return rdtscp();
+    }
+    now_slow()
+}
+
+#[inline(never)]
+fn now_slow() -> u64 {
+    match source() {
+        Source::Tsc => rdtscp(),
+        Source::Monotonic => monotonic(),
+    }
+}
+
+/// Busy-waits for about `cycles` timestamp-counter ticks (the benchmarks' "spin 1000 cycles").
+/// Off x86_64, or when the counter is not invariant, one tick is taken as one nanosecond.
+#[inline]
+pub fn spin_cycles(cycles: u64) {
+    if cycles == 0 {
+        return;
+    }
+    let tsc = source() == Source::Tsc;
+    let read = || if tsc { rdtsc() } else { monotonic() };
+    let start = read();
+    while read().wrapping_sub(start) < cycles {
+        core::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn now_is_monotonic_on_one_thread() {
+        let mut last = now();
+        for _ in 0..10_000 {
+            let t = now();
+            assert!(t >= last, "clock went back: {t} < {last}");
+            last = t;
+        }
+    }
+
+    #[test]
+    fn monotonic_never_zero_and_advances() {
+        let a = monotonic();
+        spin_cycles(10_000);
+        let b = monotonic();
+        assert!(a > 0 && b > a);
+    }
+
+    #[test]
+    fn source_is_stable() {
+        assert_eq!(source(), source());
+        if std::env::var(FORCE_MONOTONIC_ENV).is_ok_and(|v| v == "1") {
+            assert_eq!(source(), Source::Monotonic);
+        }
+    }
+}

@@ -1,0 +1,21 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod clock;
+pub mod counter;
+pub mod list;
+pub mod lockfree;
+mod log;
+pub mod notify;
+mod object;
+pub mod paired;
+pub mod refcounter;
+pub mod rmap;
+pub mod set;
+mod spin;
+
+pub use counter::{Counter, CounterLog};
+pub use log::{merge, Entry, Log, Op, OpVec, Stamp};
+pub use object::{Domain, Object, SyncGuard, DEFAULT_BOUND, DEFAULT_WAYS};
+pub use refcounter::OpLogCounter;

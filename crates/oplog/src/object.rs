@@ -1,0 +1,418 @@
+//! [`Domain`] (the per-CPU logger caches of one log type) and [`Object`] (an underlying data
+//! structure whose updates are logged): the paper's `Object::log`, `Object::synchronize` and
+//! `unlock` (dropping the [`SyncGuard`]).
+
+use crate::clock;
+use crate::log::{Log, Stamp};
+use crate::spin::SpinLock;
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+use percpu::PerCpu;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+
+/// Ways per CPU in a domain made by [`Domain::new`] (the C++ OpLog's `CACHE_SLOTS`).
+pub const DEFAULT_WAYS: usize = 4096;
+/// Entries one CPU's log of one object may hold before `log` synchronizes the object.
+pub const DEFAULT_BOUND: usize = 4096;
+
+/// One slot of a CPU's logger cache: the object whose log it holds (the *tag*) and the log.
+struct Way<L: Log> {
+    /// Guards `tag` changes, `last` and `log`.
+    lock: SpinLock,
+    /// The object whose log this is, or null. Written only with `lock` held; read with `lock`
+    /// held (Relaxed: the lock orders it).
+    tag: AtomicPtr<Core<L>>,
+    /// The last timestamp given out in this way (stamps of one way strictly increase).
+    last: UnsafeCell<u64>,
+    log: UnsafeCell<L>,
+}
+
+// SAFETY: `last` and `log` are only touched with `lock` held, so a `Way` shared between threads
+// hands each of them to one thread at a time; `L: Send` lets the log move between threads.
+unsafe impl<L: Log> Sync for Way<L> {}
+
+impl<L: Log> Way<L> {
+    fn new() -> Self {
+        Way {
+            lock: SpinLock::new(),
+            tag: AtomicPtr::new(core::ptr::null_mut()),
+            last: UnsafeCell::new(0),
+            log: UnsafeCell::new(L::default()),
+        }
+    }
+}
+
+/// The logger caches of one log type: for each CPU, a table of `ways` slots, each holding at
+/// most one object's log. Objects hash to a way by address; an object that needs a log on a
+/// CPU where its way holds another object's log synchronizes that object first (eviction).
+/// A CPU's table is allocated the first time something is logged on that CPU.
+pub struct Domain<L: Log> {
+    caches: PerCpu<OnceLock<Box<[Way<L>]>>>,
+    ways: usize,
+    bound: usize,
+    words: usize,
+}
+
+impl<L: Log> Domain<L> {
+    /// A domain with [`DEFAULT_WAYS`] ways per CPU and logs bounded to [`DEFAULT_BOUND`].
+    pub fn new() -> Arc<Self> {
+        Self::with_config(DEFAULT_WAYS, DEFAULT_BOUND)
+    }
+
+    /// A domain with `ways` ways per CPU (rounded up to a power of two) and logs bounded to
+    /// `bound` entries per CPU per object.
+    pub fn with_config(ways: usize, bound: usize) -> Arc<Self> {
+        let caches = PerCpu::new(|_| OnceLock::new());
+        let words = caches.len().div_ceil(64);
+        Arc::new(Domain {
+            caches,
+            ways: ways.max(1).next_power_of_two(),
+            bound: bound.max(1),
+            words,
+        })
+    }
+
+    /// Ways per CPU.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+
+    /// The per-CPU bound on a log's length.
+    pub fn bound(&self) -> usize {
+        self.bound
+    }
+
+    /// Bytes of the logger caches allocated so far (not counting what the logs own on the
+    /// heap).
+    pub fn memory(&self) -> usize {
+        let per = self.ways * core::mem::size_of::<Way<L>>();
+        core::mem::size_of::<Self>()
+            + self.caches.len() * core::mem::size_of::<OnceLock<Box<[Way<L>]>>>()
+            + self.caches.iter().filter(|c| c.get().is_some()).count() * per
+    }
+
+    fn table(&self, cpu: usize) -> &[Way<L>] {
+        self.caches
+            .get(cpu)
+            .get_or_init(|| (0..self.ways).map(|_| Way::new()).collect())
+    }
+
+    #[inline]
+    fn way_of(&self, cpu: usize, core: *const Core<L>) -> &Way<L> {
+        let t = self.table(cpu);
+        // Fibonacci hashing of the address (objects are heap blocks: low bits carry little).
+        let h = ((core as usize as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &t[(h >> 32) as usize & (self.ways - 1)]
+    }
+}
+
+/// The shared part of an object: it stays at one address (ways record it) while the
+/// [`Object`] handle moves.
+struct Core<L: Log> {
+    domain: Arc<Domain<L>>,
+    /// The underlying structure; its mutex is the paper's per-object lock, held by
+    /// synchronize and by the guard it returns.
+    target: Mutex<L::Target>,
+    /// Bit `cpu` is set while way `(cpu, hash(self))` is tagged with this object. Set (with the
+    /// tag) by `log` holding the way's lock; cleared (with the tag) holding the way's lock, by
+    /// synchronize or drop (holding `target`) or by an evicter that spills the log.
+    pending: Box<[AtomicU64]>,
+    /// Logs taken out of evicted ways while `target` was busy; applied by the next synchronize.
+    spill: Mutex<Vec<L>>,
+    /// Entries in `spill` (a hint for the bound).
+    spilled: AtomicUsize,
+}
+
+impl<L: Log> Core<L> {
+    /// Moves every pending log of this object out of the logger caches (and the spill list)
+    /// and applies them. The caller holds `target`'s lock (passed as `target`).
+    ///
+    /// Repeats passes until one finds no pending bit and an empty spill list. Stamps of the
+    /// applied entries are all earlier than the first load of that final pass, and every entry
+    /// logged later is stamped later (see the crate docs, "the cut"), so entries are applied
+    /// in timestamp order across synchronizes as well as within one.
+    fn gather_and_apply(&self, target: &mut L::Target) {
+        let logs = self.gather();
+        if !logs.is_empty() {
+            L::apply(logs, target);
+        }
+    }
+
+    fn gather(&self) -> Vec<L> {
+        let mut logs: Vec<L> = Vec::new();
+        loop {
+            let mut any = false;
+            for (w, word) in self.pending.iter().enumerate() {
+                // SeqCst pairs with the SeqCst fetch_or in Object::log (and with the fetch_and
+                // of an evicter, whose spill push it then sees).
+                let mut bits = word.load(Ordering::SeqCst);
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let cpu = w * 64 + b;
+                    let way = self.domain.way_of(cpu, self);
+                    let g = way.lock.lock();
+                    if core::ptr::eq(way.tag.load(Ordering::Relaxed), self) {
+                        // SAFETY: the way's lock is held.
+                        logs.push(core::mem::take(unsafe { &mut *way.log.get() }));
+                        self.untag(way, cpu);
+                        any = true;
+                    }
+                    drop(g);
+                }
+            }
+            // Taken after the scan of the bits, in the same pass: an evicter pushes to `spill`
+            // before it clears the bit.
+            let mut spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
+            if !spill.is_empty() {
+                logs.append(&mut spill);
+                self.spilled.store(0, Ordering::Relaxed);
+                any = true;
+            }
+            drop(spill);
+            if !any {
+                return logs;
+            }
+        }
+    }
+
+    /// Clears the way's tag and this object's bit for `cpu`. The way's lock is held.
+    fn untag(&self, way: &Way<L>, cpu: usize) {
+        way.tag.store(core::ptr::null_mut(), Ordering::Relaxed);
+        // SeqCst: pairs with the SeqCst loads of the bits in gather().
+        self.pending[cpu / 64].fetch_and(!(1u64 << (cpu % 64)), Ordering::SeqCst);
+    }
+
+    fn lock_target(&self) -> MutexGuard<'_, L::Target> {
+        self.target.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn try_lock_target(&self) -> Option<MutexGuard<'_, L::Target>> {
+        match self.target.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
+/// An underlying data structure (`L::Target`) whose deferrable updates are logged per CPU
+/// (the paper's OpLog-augmented object).
+///
+/// * [`Object::log`] appends an update to the current CPU's log (no shared cache line is
+///   written unless this object has no log on this CPU yet);
+/// * [`Object::synchronize`] applies every CPU's pending updates in timestamp order and returns
+///   a guard with exclusive access to the structure, for reads (dropping it is the paper's
+///   `unlock`).
+///
+/// An object with no pending update costs its structure plus a small header (a mutex, the
+/// per-CPU pending bits, the domain pointer): logs live in the domain's per-CPU caches.
+pub struct Object<L: Log> {
+    core: NonNull<Core<L>>,
+}
+
+// SAFETY: the core is shared by &-references only: `target` and `spill` are mutexes, the rest
+// atomics; the logs it owns (through the domain) are `Send`.
+unsafe impl<L: Log> Send for Object<L> where L::Target: Send {}
+// SAFETY: as for Send: every shared access goes through a mutex or an atomic.
+unsafe impl<L: Log> Sync for Object<L> where L::Target: Send {}
+
+/// Exclusive access to an object's underlying structure, with every update logged before the
+/// synchronize applied. Dropping it releases the object (the paper's `unlock`).
+pub struct SyncGuard<'a, L: Log> {
+    target: MutexGuard<'a, L::Target>,
+}
+
+impl<L: Log> core::ops::Deref for SyncGuard<'_, L> {
+    type Target = L::Target;
+    fn deref(&self) -> &L::Target {
+        &self.target
+    }
+}
+
+impl<L: Log> core::ops::DerefMut for SyncGuard<'_, L> {
+    fn deref_mut(&mut self) -> &mut L::Target {
+        &mut self.target
+    }
+}
+
+impl<L: Log> Object<L> {
+    /// Wraps `target`; updates will be logged in `domain`'s caches.
+    pub fn new(domain: &Arc<Domain<L>>, target: L::Target) -> Self {
+        let core = Box::new(Core {
+            domain: domain.clone(),
+            target: Mutex::new(target),
+            pending: (0..domain.words).map(|_| AtomicU64::new(0)).collect(),
+            spill: Mutex::new(Vec::new()),
+            spilled: AtomicUsize::new(0),
+        });
+        Object {
+            core: NonNull::from(Box::leak(core)),
+        }
+    }
+
+    #[inline(always)]
+    fn core(&self) -> &Core<L> {
+        // SAFETY: the core is allocated in new() and freed only in drop().
+        unsafe { self.core.as_ref() }
+    }
+
+    /// The domain whose caches hold this object's logs.
+    pub fn domain(&self) -> &Arc<Domain<L>> {
+        &self.core().domain
+    }
+
+    /// Logs `op` on the current CPU and returns its stamp. The update takes effect at the next
+    /// synchronize, ordered by its stamp among every CPU's updates.
+    ///
+    /// Never blocks on the object's lock: if this CPU's log passes the domain's bound, the
+    /// object is synchronized only if its lock is free (so logging while holding this object's
+    /// guard, or another object's, cannot deadlock).
+    pub fn log(&self, op: L::Op) -> Stamp {
+        let core = self.core();
+        let me = core as *const Core<L> as *mut Core<L>;
+        let dom = &*core.domain;
+        let (cpu, _) = dom.caches.current();
+        let way = dom.way_of(cpu, me);
+        let mut check_spill = false;
+        let guard = loop {
+            let g = way.lock.lock();
+            let tag = way.tag.load(Ordering::Relaxed);
+            if tag == me {
+                break g;
+            }
+            if tag.is_null() {
+                way.tag.store(me, Ordering::Relaxed);
+                // SeqCst: pairs with the SeqCst loads in gather(); on x86 this locked
+                // instruction also orders the clock read below after the bit is visible.
+                core.pending[cpu / 64].fetch_or(1u64 << (cpu % 64), Ordering::SeqCst);
+                check_spill = true;
+                break g;
+            }
+            // Another object holds this way: evict it.
+            // SAFETY: an object clears its tags (under the way's lock) before it is freed, so
+            // while we hold the way's lock and the tag names it, it is alive.
+            let other = unsafe { &*tag };
+            match other.try_lock_target() {
+                Some(mut t) => {
+                    drop(g);
+                    // The other object cannot be freed while we hold its target lock (its drop
+                    // takes that lock first).
+                    other.gather_and_apply(&mut t);
+                }
+                None => {
+                    // Its owner is synchronizing or reading it: spill the log to it instead.
+                    // SAFETY: the way's lock is held.
+                    let l = core::mem::take(unsafe { &mut *way.log.get() });
+                    let n = l.len();
+                    let mut s = other.spill.lock().unwrap_or_else(|e| e.into_inner());
+                    s.push(l);
+                    other.spilled.fetch_add(n, Ordering::Relaxed);
+                    drop(s);
+                    other.untag(way, cpu);
+                    drop(g);
+                }
+            }
+        };
+        let ts = if L::ORDERED {
+            #[cfg(not(target_arch = "x86_64"))]
+            std::sync::atomic::fence(Ordering::SeqCst);
+            // SAFETY: the way's lock is held.
+            let last = unsafe { &mut *way.last.get() };
+            let t = clock::now().max(*last + 1);
+            *last = t;
+            t
+        } else {
+            0
+        };
+        let stamp = Stamp {
+            ts,
+            cpu: cpu as u32,
+        };
+        // SAFETY: the way's lock is held.
+        let log = unsafe { &mut *way.log.get() };
+        log.push(stamp, op);
+        let over = log.len() > dom.bound
+            || (check_spill && core.spilled.load(Ordering::Relaxed) > dom.bound);
+        drop(guard);
+        if over {
+            if let Some(mut t) = core.try_lock_target() {
+                core.gather_and_apply(&mut t);
+            }
+        }
+        stamp
+    }
+
+    /// Applies every pending update of every CPU, in timestamp order, and returns exclusive
+    /// access to the underlying structure. Blocks while another thread holds the guard.
+    pub fn synchronize(&self) -> SyncGuard<'_, L> {
+        let core = self.core();
+        let mut target = core.lock_target();
+        core.gather_and_apply(&mut target);
+        SyncGuard { target }
+    }
+
+    /// Like [`Object::synchronize`], but returns `None` instead of blocking if the object is
+    /// locked.
+    pub fn try_synchronize(&self) -> Option<SyncGuard<'_, L>> {
+        let core = self.core();
+        let mut target = core.try_lock_target()?;
+        core.gather_and_apply(&mut target);
+        Some(SyncGuard { target })
+    }
+
+    /// How many CPUs hold a log of this object now (a snapshot).
+    pub fn cpus_with_logs(&self) -> usize {
+        self.core()
+            .pending
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed).count_ones() as usize)
+            .sum()
+    }
+
+    /// Bytes this object uses outside the domain: the header, its pending bits and the
+    /// structure's inline size (not what the structure owns on the heap).
+    pub fn memory(&self) -> usize {
+        core::mem::size_of::<Self>()
+            + core::mem::size_of::<Core<L>>()
+            + self.core().pending.len() * core::mem::size_of::<AtomicU64>()
+    }
+
+    /// Applies every pending update and returns the underlying structure.
+    pub fn into_inner(self) -> L::Target
+    where
+        L::Target: Default,
+    {
+        let mut g = self.synchronize();
+        let t = core::mem::take(&mut *g);
+        drop(g);
+        t
+    }
+}
+
+impl<L: Log> Drop for Object<L> {
+    fn drop(&mut self) {
+        {
+            let core = self.core();
+            let mut t = core.lock_target();
+            // Apply (rather than discard) pending updates: the structure may own resources the
+            // updates hand over. Afterwards no way is tagged with this object.
+            core.gather_and_apply(&mut t);
+            debug_assert_eq!(self.cpus_with_logs(), 0);
+        }
+        // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather cleared
+        // every tag holding the target lock, and a new tag needs a `log` call, impossible on an
+        // object being dropped); an evicter that read the tag before it was cleared held that
+        // way's lock, which gather took after it, and gave up on our busy target lock.
+        drop(unsafe { Box::from_raw(self.core.as_ptr()) });
+    }
+}
+
+impl<L: Log> core::fmt::Debug for Object<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Object")
+            .field("cpus_with_logs", &self.cpus_with_logs())
+            .finish_non_exhaustive()
+    }
+}

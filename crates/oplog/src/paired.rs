@@ -1,0 +1,148 @@
+//! [`PairedLog`]: a log for structures whose elements are added once and removed once (the
+//! paper's list and rmap: a mapping is inserted when a page is mapped and removed when it is
+//! unmapped, and its identifier is not reused while an update of it may be pending).
+//!
+//! **The contract.** A key is added only when absent, removed only when present, and once
+//! removed it is not added again until a synchronize has started after the remove returned
+//! (the paper's rmap pins each `vm_area_struct` with a reference while it may sit in a log).
+//! Fresh keys, or keys recycled only after a read, keep it.
+//!
+//! Under that contract an `add(k)` followed, with no other update of `k` in between, by a
+//! `remove(k)` has no effect at all, so the pair can be dropped:
+//!
+//! * **local absorption** (`LOCAL`): `push(remove(k))` looks for `add(k)` among the most recent
+//!   [`LOCAL_SCAN`] entries of this CPU's log and, if it finds it, deletes it and logs nothing
+//!   (no other CPU can hold an update of `k` stamped between the two: a remove of `k` there
+//!   would have to be followed by a re-add before a synchronize);
+//! * **global absorption** (`GLOBAL`, the paper's `try_absorb`): in the merged batch, an
+//!   `add(k)` and the first later `remove(k)` are dropped together, so neither is executed.
+//!
+//! Both give the same structure as executing everything, for every history that keeps the
+//! contract (property tests check it against a sequential model). A history that re-adds a
+//! key from another CPU before a read can make local absorption cancel the wrong pair.
+
+use crate::log::{merge, Entry, Log, Stamp};
+use core::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashMap;
+
+/// How many of the most recent local entries `push(remove(k))` searches for `add(k)`.
+pub const LOCAL_SCAN: usize = 64;
+
+/// An update that adds or removes one element identified by a key.
+pub trait PairedOp: Send + 'static {
+    /// The underlying data structure.
+    type Target: Send;
+    /// The element's identifier.
+    fn key(&self) -> u64;
+    /// Whether this is the add (else the remove).
+    fn is_add(&self) -> bool;
+    /// Applies the update.
+    fn exec(self, target: &mut Self::Target);
+}
+
+/// A multiplicative hasher for `u64` keys (absorption hashes every key of a batch).
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7C_C1_B7_27_22_0A_95);
+    }
+}
+
+/// A `HashMap` keyed by `u64` with [`KeyHasher`].
+pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// The log of a [`PairedOp`] structure, with local and/or global absorption switched on by the
+/// const parameters.
+#[derive(Debug)]
+pub struct PairedLog<O, const LOCAL: bool, const GLOBAL: bool> {
+    entries: Vec<Entry<O>>,
+}
+
+impl<O, const LOCAL: bool, const GLOBAL: bool> Default for PairedLog<O, LOCAL, GLOBAL> {
+    fn default() -> Self {
+        PairedLog {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<O, const LOCAL: bool, const GLOBAL: bool> PairedLog<O, LOCAL, GLOBAL> {
+    /// The entries, oldest first.
+    pub fn entries(&self) -> &[Entry<O>] {
+        &self.entries
+    }
+}
+
+impl<O: PairedOp, const LOCAL: bool, const GLOBAL: bool> Log for PairedLog<O, LOCAL, GLOBAL> {
+    type Target = O::Target;
+    type Op = O;
+
+    #[inline]
+    fn push(&mut self, stamp: Stamp, op: O) {
+        if LOCAL && !op.is_add() {
+            let k = op.key();
+            let n = self.entries.len();
+            let lo = n.saturating_sub(LOCAL_SCAN);
+            if let Some(i) = (lo..n)
+                .rev()
+                .find(|&i| self.entries[i].op.is_add() && self.entries[i].op.key() == k)
+            {
+                self.entries.remove(i);
+                return;
+            }
+        }
+        self.entries.push(Entry { stamp, op });
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn apply(logs: Vec<Self>, target: &mut O::Target) {
+        let mut batch = merge(logs.into_iter().map(|l| l.entries));
+        if GLOBAL {
+            Self::try_absorb(&mut batch);
+        }
+        for e in batch {
+            e.op.exec(target);
+        }
+    }
+
+    fn try_absorb(batch: &mut Vec<Entry<O>>) {
+        // key -> index of its add not yet matched by a remove
+        let mut adds: KeyMap<usize> = KeyMap::default();
+        let mut dead = vec![false; batch.len()];
+        let mut any = false;
+        for (i, e) in batch.iter().enumerate() {
+            let k = e.op.key();
+            if e.op.is_add() {
+                adds.insert(k, i);
+            } else if let Some(j) = adds.remove(&k) {
+                dead[i] = true;
+                dead[j] = true;
+                any = true;
+            }
+        }
+        if any {
+            let mut i = 0;
+            batch.retain(|_| {
+                i += 1;
+                !dead[i - 1]
+            });
+        }
+    }
+}

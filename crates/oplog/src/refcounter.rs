@@ -1,0 +1,153 @@
+//! `oplog-counter`: a [`RefCounter`] scheme built on [`CounterLog`]: every `try_get`/`put` logs
+//! `+1`/`-1` on the current CPU (absorbed there into one delta), `read_all` synchronizes.
+//!
+//! # Reclamation
+//!
+//! The per-object `state` word holds [`DEAD`] (bit 63) and, in its low bits, the number of
+//! reclaimers in progress. `try_get` fails whenever the word is non-zero.
+//!
+//! * `try_get`: log `+1`, then load `state` (SeqCst); if non-zero, log `-1` and fail.
+//! * `try_reclaim`: `state += 1` (SeqCst), synchronize (holding the object's lock), and if the
+//!   sum is zero and the object is not dead yet, set `DEAD`; then `state -= 1`.
+//!
+//! Why a reclaim cannot miss a reference: a `try_get` that loaded `state == 0` did so before
+//! the reclaimer's increment in the single total order of SeqCst operations. Its `+1` sits in
+//! the way of its CPU whose pending bit was set by a SeqCst `fetch_or` earlier still in that
+//! order (by this `log` or by an earlier one on the same CPU, which happens before it through
+//! the way's lock). So the reclaimer's SeqCst loads of the pending bits, which come after its
+//! increment, see the bit (or the log has already left the way: applied by an earlier
+//! synchronize, or spilled to the object, where the same synchronize picks it up), and it then
+//! takes the way's lock: either before the getter's (then the getter's lock acquisition
+//! happens after the increment and its load sees it) or after the getter released it (then it
+//! collects the `+1`). Reclaimers serialize on the object's lock, so only one can set `DEAD`.
+
+use crate::counter::CounterLog;
+use crate::object::{Domain, Object};
+use core::pin::Pin;
+use refcount::{Memory, Precision, RefCounter};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The bit of `state` that marks a dead object.
+pub const DEAD: u64 = 1 << 63;
+
+/// The `oplog-counter` scheme: its shared state is the counter domain (per-CPU logger caches).
+pub struct OpLogCounter {
+    domain: Arc<Domain<CounterLog>>,
+}
+
+impl OpLogCounter {
+    /// A scheme with a domain of `ways` ways per CPU.
+    pub fn with_ways(ways: usize) -> Self {
+        OpLogCounter {
+            domain: Domain::with_config(ways, crate::object::DEFAULT_BOUND),
+        }
+    }
+
+    /// The logger caches.
+    pub fn domain(&self) -> &Arc<Domain<CounterLog>> {
+        &self.domain
+    }
+}
+
+impl Default for OpLogCounter {
+    /// A scheme with 1024 ways per CPU.
+    fn default() -> Self {
+        Self::with_ways(1024)
+    }
+}
+
+/// Per-object state of [`OpLogCounter`].
+pub struct OpLogCounterObject {
+    count: Object<CounterLog>,
+    /// [`DEAD`] | reclaimers in progress.
+    state: AtomicU64,
+}
+
+/// Proof of one reference taken from an [`OpLogCounter`] object.
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct OpLogToken(());
+
+impl RefCounter for OpLogCounter {
+    type Object = OpLogCounterObject;
+    type Token = OpLogToken;
+    const NAME: &'static str = "oplog-counter";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> OpLogCounterObject {
+        OpLogCounterObject {
+            count: Object::new(&self.domain, 0),
+            state: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&OpLogCounterObject>) -> Option<OpLogToken> {
+        obj.count.log(1);
+        // SeqCst: pairs with the SeqCst increment of `state` in try_reclaim (see the module
+        // docs) and, through reinit's SeqCst clear, makes a reused object's reset visible.
+        if obj.state.load(Ordering::SeqCst) != 0 {
+            obj.count.log(-1);
+            return None;
+        }
+        Some(OpLogToken(()))
+    }
+
+    #[inline]
+    fn put(&self, obj: Pin<&OpLogCounterObject>, _token: OpLogToken) {
+        obj.count.log(-1);
+    }
+
+    fn read_all(&self, obj: Pin<&OpLogCounterObject>) -> i64 {
+        let v = *obj.count.synchronize();
+        // A dead object has no reference; failing try_gets may have a +1 logged for a moment.
+        if obj.state.load(Ordering::SeqCst) & DEAD != 0 {
+            0
+        } else {
+            v
+        }
+    }
+
+    fn try_reclaim(&self, obj: Pin<&OpLogCounterObject>) -> bool {
+        // SeqCst: pairs with the SeqCst load in try_get (module docs).
+        let prev = obj.state.fetch_add(1, Ordering::SeqCst);
+        let ok = if prev & DEAD != 0 {
+            false
+        } else {
+            let g = obj.count.synchronize();
+            // Holding the object's lock: no other reclaimer decides now.
+            let dead = obj.state.load(Ordering::Relaxed) & DEAD != 0;
+            if *g == 0 && !dead {
+                // SeqCst: as the increment above.
+                obj.state.fetch_or(DEAD, Ordering::SeqCst);
+                true
+            } else {
+                false
+            }
+        };
+        // SeqCst: as the increment above.
+        obj.state.fetch_sub(1, Ordering::SeqCst);
+        ok
+    }
+
+    fn reinit(&self, obj: Pin<&OpLogCounterObject>) {
+        // SeqCst: pairs with the SeqCst load in try_get.
+        let old = obj.state.fetch_and(!DEAD, Ordering::SeqCst);
+        debug_assert!(old & DEAD != 0, "oplog-counter: reinit of a live object");
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&OpLogCounterObject>>) -> Memory {
+        let objects = objs
+            .map(|o| {
+                core::mem::size_of::<OpLogCounterObject>()
+                    - core::mem::size_of::<Object<CounterLog>>()
+                    + o.count.memory()
+            })
+            .sum();
+        Memory {
+            shared: self.domain.memory(),
+            objects,
+        }
+    }
+}

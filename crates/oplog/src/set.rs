@@ -1,0 +1,158 @@
+//! A set with idempotent `insert`/`remove` (no contract on the caller), as an OpLog object.
+//!
+//! The final membership of a key is decided by the last update of that key, so:
+//!
+//! * **local absorption** (`LOCAL`): `push` of an update of `k` deletes this CPU's earlier
+//!   pending update of `k` (a remove cancels the insert before it, and vice versa; the later
+//!   one stays, since another CPU may have an earlier update of `k` it must override);
+//! * **global absorption** (`GLOBAL`): in the merged batch only the last update of each key is
+//!   executed.
+//!
+//! Both are exact for every history; the tests check all four combinations against a
+//! sequential model applied in stamp order.
+
+use crate::log::{merge, Entry, Log, Stamp};
+use crate::object::{Domain, Object};
+use crate::paired::KeyMap;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// An update of a set of `u64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetOp {
+    /// Make the key a member.
+    Insert(u64),
+    /// Make the key not a member.
+    Remove(u64),
+}
+
+impl SetOp {
+    /// The key updated.
+    pub fn key(&self) -> u64 {
+        match *self {
+            SetOp::Insert(k) | SetOp::Remove(k) => k,
+        }
+    }
+
+    /// Applies the update to a set.
+    pub fn exec(self, s: &mut BTreeSet<u64>) {
+        match self {
+            SetOp::Insert(k) => {
+                s.insert(k);
+            }
+            SetOp::Remove(k) => {
+                s.remove(&k);
+            }
+        }
+    }
+}
+
+/// The set's per-CPU log.
+#[derive(Debug)]
+pub struct SetLog<const LOCAL: bool, const GLOBAL: bool> {
+    /// Entries in stamp order; `None` where local absorption deleted one.
+    entries: Vec<Option<Entry<SetOp>>>,
+    /// With `LOCAL`: key -> index of its pending entry in `entries`.
+    index: KeyMap<usize>,
+    live: usize,
+}
+
+impl<const LOCAL: bool, const GLOBAL: bool> Default for SetLog<LOCAL, GLOBAL> {
+    fn default() -> Self {
+        SetLog {
+            entries: Vec::new(),
+            index: KeyMap::default(),
+            live: 0,
+        }
+    }
+}
+
+impl<const LOCAL: bool, const GLOBAL: bool> Log for SetLog<LOCAL, GLOBAL> {
+    type Target = BTreeSet<u64>;
+    type Op = SetOp;
+
+    fn push(&mut self, stamp: Stamp, op: SetOp) {
+        if LOCAL {
+            if let Some(i) = self.index.insert(op.key(), self.entries.len()) {
+                self.entries[i] = None;
+                self.live -= 1;
+            }
+        }
+        self.entries.push(Some(Entry { stamp, op }));
+        self.live += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.live
+    }
+
+    fn apply(logs: Vec<Self>, target: &mut BTreeSet<u64>) {
+        let mut batch = merge(
+            logs.into_iter()
+                .map(|l| l.entries.into_iter().flatten().collect()),
+        );
+        if GLOBAL {
+            Self::try_absorb(&mut batch);
+        }
+        for e in batch {
+            e.op.exec(target);
+        }
+    }
+
+    fn try_absorb(batch: &mut Vec<Entry<SetOp>>) {
+        // Keep the last update of each key.
+        let mut last: KeyMap<usize> = KeyMap::default();
+        for (i, e) in batch.iter().enumerate() {
+            last.insert(e.op.key(), i);
+        }
+        let mut i = 0;
+        batch.retain(|e| {
+            i += 1;
+            last[&e.op.key()] == i - 1
+        });
+    }
+}
+
+/// An OpLog set.
+pub struct OpSet<const LOCAL: bool, const GLOBAL: bool> {
+    obj: Object<SetLog<LOCAL, GLOBAL>>,
+}
+
+impl<const LOCAL: bool, const GLOBAL: bool> OpSet<LOCAL, GLOBAL> {
+    /// An empty set logging in `domain`.
+    pub fn new(domain: &Arc<Domain<SetLog<LOCAL, GLOBAL>>>) -> Self {
+        OpSet {
+            obj: Object::new(domain, BTreeSet::new()),
+        }
+    }
+
+    /// Logs `insert(k)`; returns its stamp.
+    pub fn insert(&self, k: u64) -> Stamp {
+        self.obj.log(SetOp::Insert(k))
+    }
+
+    /// Logs `remove(k)`; returns its stamp.
+    pub fn remove(&self, k: u64) -> Stamp {
+        self.obj.log(SetOp::Remove(k))
+    }
+
+    /// Logs `op`; returns its stamp.
+    pub fn update(&self, op: SetOp) -> Stamp {
+        self.obj.log(op)
+    }
+
+    /// Whether `k` is a member (synchronizes).
+    pub fn contains(&self, k: u64) -> bool {
+        self.obj.synchronize().contains(&k)
+    }
+
+    /// The members, sorted (synchronizes).
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.obj.synchronize().iter().copied().collect()
+    }
+
+    /// The underlying object.
+    pub fn object(&self) -> &Object<SetLog<LOCAL, GLOBAL>> {
+        &self.obj
+    }
+}

@@ -1,0 +1,268 @@
+//! Concurrent histories, more threads than CPUs, forced migration, small logger caches (so
+//! eviction and the bound fire): every result must equal a sequential model applied in stamp
+//! order, and every read must equal the model after some prefix of the stamp order (the cut).
+
+use oplog::list::{ListLog, OpList};
+use oplog::notify::{Event, NotifyLog, NotifyQueue};
+use oplog::set::{OpSet, SetLog, SetOp};
+use oplog::{Domain, Stamp};
+use refcount::conformance::{migrate, unpin, Rng};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+const THREADS: usize = 4;
+
+fn mask(s: &BTreeSet<u64>) -> u64 {
+    s.iter().fold(0, |m, k| m | 1 << k)
+}
+
+fn set_history<const L: bool, const G: bool>(ways: usize, bound: usize, ops: usize) {
+    let d = Domain::<SetLog<L, G>>::with_config(ways, bound);
+    let set = Arc::new(OpSet::<L, G>::new(&d));
+    // Another object in the same domain, so that the two evict each other.
+    let other = Arc::new(OpSet::<L, G>::new(&d));
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (set, stop) = (set.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut reads = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                reads.push(mask(&set.object().synchronize()));
+                thread::yield_now();
+            }
+            reads
+        })
+    };
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (set, other) = (set.clone(), other.clone());
+            thread::spawn(move || {
+                let mut rng = Rng::new(t as u64 + 11);
+                let mut logged: Vec<(Stamp, SetOp)> = Vec::new();
+                for _ in 0..ops {
+                    if rng.below(50) == 0 {
+                        migrate(rng.below(8));
+                    }
+                    let k = rng.below(24) as u64;
+                    let op = if rng.below(2) == 0 {
+                        SetOp::Insert(k)
+                    } else {
+                        SetOp::Remove(k)
+                    };
+                    logged.push((set.update(op), op));
+                    if rng.below(8) == 0 {
+                        other.insert(k);
+                    }
+                }
+                unpin();
+                logged
+            })
+        })
+        .collect();
+    let mut all: Vec<(Stamp, SetOp)> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    all.sort_by_key(|e| e.0);
+    let distinct: HashSet<Stamp> = all.iter().map(|e| e.0).collect();
+    assert_eq!(distinct.len(), all.len(), "stamps are unique");
+    let mut model = BTreeSet::new();
+    let mut prefixes = HashSet::new();
+    prefixes.insert(0u64);
+    for (_, op) in &all {
+        op.exec(&mut model);
+        prefixes.insert(mask(&model));
+    }
+    for (i, r) in reads.iter().enumerate() {
+        assert!(
+            prefixes.contains(r),
+            "read {i} ({r:#x}) is not the model after any prefix of the stamp order"
+        );
+    }
+    assert_eq!(
+        set.to_vec(),
+        model.iter().copied().collect::<Vec<_>>(),
+        "final set differs from the model in stamp order (LOCAL={L}, GLOBAL={G})"
+    );
+}
+
+#[test]
+fn set_history_basic() {
+    set_history::<false, false>(4, 32, 3000);
+}
+
+#[test]
+fn set_history_global() {
+    set_history::<false, true>(4, 32, 3000);
+}
+
+#[test]
+fn set_history_local() {
+    set_history::<true, false>(4, 32, 3000);
+}
+
+#[test]
+fn set_history_both() {
+    set_history::<true, true>(4, 32, 3000);
+}
+
+#[test]
+fn set_history_one_way_small_bound() {
+    set_history::<true, true>(1, 4, 2000);
+}
+
+fn list_history<const L: bool, const G: bool>() -> Vec<u64> {
+    let d = Domain::<ListLog<L, G>>::with_config(2, 64);
+    let list = Arc::new(OpList::<L, G>::new(&d));
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let list = list.clone();
+            thread::spawn(move || {
+                let mut rng = Rng::new(t as u64 + 100);
+                let mut kept = Vec::new();
+                for i in 0..2_000u64 {
+                    let k = ((t as u64) << 32) | i;
+                    list.add(k);
+                    if rng.below(10) == 0 {
+                        migrate(rng.below(8));
+                    }
+                    if rng.below(4) == 0 {
+                        kept.push(k);
+                    } else {
+                        list.remove(k);
+                    }
+                    if rng.below(200) == 0 {
+                        assert!(list.len() >= kept.len());
+                    }
+                }
+                unpin();
+                kept
+            })
+        })
+        .collect();
+    let mut want: Vec<u64> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    want.sort_unstable();
+    assert_eq!(
+        list.to_sorted_vec(),
+        want,
+        "list differs from the model (LOCAL={L}, GLOBAL={G})"
+    );
+    want
+}
+
+#[test]
+fn list_histories_agree_with_and_without_absorption() {
+    let a = list_history::<false, false>();
+    let b = list_history::<false, true>();
+    let c = list_history::<true, false>();
+    let e = list_history::<true, true>();
+    // Same seeds: same kept elements, whatever the absorption.
+    assert_eq!(a, b);
+    assert_eq!(a, c);
+    assert_eq!(a, e);
+}
+
+#[test]
+fn notification_queue_delivers_in_stamp_order() {
+    const PRODUCERS: usize = 3;
+    const EVENTS: u64 = 3_000;
+    let d = Domain::<NotifyLog>::with_config(8, 256);
+    let q = Arc::new(NotifyQueue::new(&d));
+    let done = Arc::new(AtomicBool::new(false));
+    let consumer = {
+        let (q, done) = (q.clone(), done.clone());
+        thread::spawn(move || {
+            let mut got = Vec::new();
+            loop {
+                let finished = done.load(Ordering::Acquire);
+                while let Some(e) = q.pop() {
+                    got.push(e);
+                }
+                if finished {
+                    return got;
+                }
+                thread::yield_now();
+            }
+        })
+    };
+    let hs: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let q = q.clone();
+            thread::spawn(move || {
+                let mut rng = Rng::new(p as u64 + 7);
+                let mut stamps = Vec::new();
+                for seq in 0..EVENTS {
+                    if rng.below(100) == 0 {
+                        migrate(rng.below(8));
+                    }
+                    stamps.push(q.notify(Event {
+                        watch: p as u32,
+                        mask: 1,
+                        cookie: seq,
+                    }));
+                }
+                unpin();
+                stamps
+            })
+        })
+        .collect();
+    let stamps: Vec<Vec<Stamp>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    // Release pairs with the consumer's Acquire: it drains after every producer finished.
+    done.store(true, Ordering::Release);
+    let got = consumer.join().unwrap();
+    assert_eq!(got.len() as u64, PRODUCERS as u64 * EVENTS, "events lost");
+    let mut last = Stamp::default();
+    let mut next: HashMap<u32, u64> = HashMap::new();
+    for e in &got {
+        let n = next.entry(e.watch).or_default();
+        assert_eq!(e.cookie, *n, "producer {} out of order", e.watch);
+        *n += 1;
+        let s = stamps[e.watch as usize][e.cookie as usize];
+        assert!(s > last, "delivery not in stamp order");
+        last = s;
+    }
+}
+
+#[test]
+fn counters_exact_under_migration_and_eviction() {
+    let d = oplog::Domain::<oplog::CounterLog>::with_config(2, 1 << 20);
+    let cs: Arc<Vec<oplog::Counter>> =
+        Arc::new((0..6).map(|_| oplog::Counter::new(&d, 0)).collect());
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let cs = cs.clone();
+            thread::spawn(move || {
+                let mut rng = Rng::new(t as u64 + 3);
+                let mut mine = [0i64; 6];
+                for _ in 0..20_000 {
+                    if rng.below(500) == 0 {
+                        migrate(rng.below(8));
+                    }
+                    let i = rng.below(6);
+                    if rng.below(3) == 0 {
+                        cs[i].dec();
+                        mine[i] -= 1;
+                    } else {
+                        cs[i].inc();
+                        mine[i] += 1;
+                    }
+                    if rng.below(1000) == 0 {
+                        let _ = cs[rng.below(6)].read();
+                    }
+                }
+                unpin();
+                mine
+            })
+        })
+        .collect();
+    let mut want = [0i64; 6];
+    for h in hs {
+        for (w, m) in want.iter_mut().zip(h.join().unwrap()) {
+            *w += m;
+        }
+    }
+    for (c, w) in cs.iter().zip(want) {
+        assert_eq!(c.read(), w);
+    }
+}
