@@ -1,8 +1,8 @@
 //! `CounterLog`: the paper's distributed counter (Figure 8). A CPU's "log" is one integer: `push`
 //! adds the update to it at once (local absorption of every update into one delta), `apply`
-//! sums the deltas into the shared value. No timestamps are read: additions commute.
+//! sums the deltas into the shared value. The clock is never read: additions commute.
 
-use crate::log::{Log, Stamp};
+use crate::log::{Log, Stamper};
 use crate::object::{Domain, Object};
 use std::sync::Arc;
 
@@ -16,10 +16,8 @@ impl Log for CounterLog {
     type Target = i64;
     /// The amount to add (`+1` for inc, `-1` for dec).
     type Op = i64;
-    const ORDERED: bool = false;
-
     #[inline]
-    fn push(&mut self, _stamp: Stamp, op: i64) {
+    fn push(&mut self, op: i64, _stamper: &mut Stamper) {
         self.delta = self.delta.wrapping_add(op);
     }
 

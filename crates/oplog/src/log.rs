@@ -4,14 +4,78 @@
 /// When and where an update was logged: the clock reading taken under the log slot's lock,
 /// and the CPU slot whose log holds it. Ordered by time, then CPU; within one slot the times
 /// are strictly increasing, so every stamp of one object is distinct.
-///
-/// A log that does not need ordering ([`Log::ORDERED`] false, e.g. a counter) gets `ts == 0`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Stamp {
     /// The clock reading (see [`crate::clock`]).
     pub ts: u64,
     /// The CPU slot of the log.
     pub cpu: u32,
+}
+
+/// Hands [`Log::push`] the stamp of the update being logged, reading the clock only if the
+/// log asks: an update absorbed without being stored (a remove that cancels a logged add, a
+/// counter increment) costs no clock read (`rdtscp` is tens of cycles, more under a
+/// hypervisor).
+#[derive(Debug)]
+pub struct Stamper {
+    cpu: u32,
+    last: u64,
+    fixed: Option<u64>,
+    taken: Option<Stamp>,
+}
+
+impl Stamper {
+    /// Reads the clock for slot `cpu`, never returning a time at or below `last`.
+    pub(crate) fn new(cpu: u32, last: u64) -> Self {
+        Stamper {
+            cpu,
+            last,
+            fixed: None,
+            taken: None,
+        }
+    }
+
+    /// A stamper that gives `stamp` (to drive a [`Log`] by hand, as tests do).
+    pub fn fixed(stamp: Stamp) -> Self {
+        Stamper {
+            cpu: stamp.cpu,
+            last: 0,
+            fixed: Some(stamp.ts),
+            taken: None,
+        }
+    }
+
+    /// The update's stamp: the clock is read at the first call (with the slot locked), later
+    /// calls return the same stamp.
+    #[inline]
+    pub fn stamp(&mut self) -> Stamp {
+        if let Some(s) = self.taken {
+            return s;
+        }
+        let ts = match self.fixed {
+            Some(t) => t,
+            None => {
+                // On x86_64 the slot lock's `lock cmpxchg` already ordered the read after
+                // everything before it (see the crate docs, "the cut").
+                #[cfg(not(target_arch = "x86_64"))]
+                std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+                crate::clock::now().max(self.last + 1)
+            }
+        };
+        self.last = ts;
+        let s = Stamp { ts, cpu: self.cpu };
+        self.taken = Some(s);
+        s
+    }
+
+    /// The stamp, if [`Stamper::stamp`] was called.
+    pub fn taken(&self) -> Option<Stamp> {
+        self.taken
+    }
+
+    pub(crate) fn last(&self) -> u64 {
+        self.last
+    }
 }
 
 /// One logged operation and its stamp.
@@ -40,13 +104,10 @@ pub trait Log: Default + Send + 'static {
     /// A deferred update.
     type Op: Send;
 
-    /// Whether the updates must be applied in timestamp order. When false (a counter whose
-    /// updates commute) `log` does not read the clock and every stamp is `ts == 0`.
-    const ORDERED: bool = true;
-
-    /// Records `op`, logged at `stamp`, in this CPU's log. Stamps pushed to one log are
-    /// increasing. Local absorption happens here.
-    fn push(&mut self, stamp: Stamp, op: Self::Op);
+    /// Records `op` in this CPU's log. A log that stores the update takes its stamp from
+    /// `stamper` (stamps taken by one log increase); local absorption happens here, and an
+    /// update absorbed without being stored need not be stamped at all.
+    fn push(&mut self, op: Self::Op, stamper: &mut Stamper);
 
     /// The number of entries held: when it passes the domain's bound, `log` synchronizes the
     /// object. A log whose size does not grow (a counter) returns 0.
@@ -119,8 +180,11 @@ impl<O: Op> Log for OpVec<O> {
     type Op = O;
 
     #[inline]
-    fn push(&mut self, stamp: Stamp, op: O) {
-        self.entries.push(Entry { stamp, op });
+    fn push(&mut self, op: O, stamper: &mut Stamper) {
+        self.entries.push(Entry {
+            stamp: stamper.stamp(),
+            op,
+        });
     }
 
     #[inline]
@@ -183,9 +247,9 @@ mod tests {
     fn opvec_applies_in_stamp_order() {
         let mut l0 = OpVec::default();
         let mut l1 = OpVec::default();
-        l0.push(st(2, 0), Push(2));
-        l1.push(st(1, 1), Push(1));
-        l1.push(st(3, 1), Push(3));
+        l0.push(Push(2), &mut Stamper::fixed(st(2, 0)));
+        l1.push(Push(1), &mut Stamper::fixed(st(1, 1)));
+        l1.push(Push(3), &mut Stamper::fixed(st(3, 1)));
         assert_eq!(l0.len() + l1.len(), 3);
         let mut v = Vec::new();
         OpVec::apply(vec![l0, l1], &mut v);

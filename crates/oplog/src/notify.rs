@@ -52,7 +52,7 @@ impl NotifyQueue {
     /// Queues `e` (logged on this CPU).
     #[inline]
     pub fn notify(&self, e: Event) -> crate::Stamp {
-        self.obj.log(Enqueue(e))
+        self.obj.log(Enqueue(e)).expect("OpVec stamps every entry")
     }
 
     /// The oldest event, if any (synchronizes).

@@ -2,8 +2,7 @@
 //! structure whose updates are logged): the paper's `Object::log`, `Object::synchronize` and
 //! `unlock` (dropping the [`SyncGuard`]).
 
-use crate::clock;
-use crate::log::{Log, Stamp};
+use crate::log::{Log, Stamp, Stamper};
 use crate::spin::SpinLock;
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
@@ -263,13 +262,14 @@ impl<L: Log> Object<L> {
         &self.core().domain
     }
 
-    /// Logs `op` on the current CPU and returns its stamp. The update takes effect at the next
-    /// synchronize, ordered by its stamp among every CPU's updates.
+    /// Logs `op` on the current CPU. The update takes effect at the next synchronize, ordered
+    /// by its stamp among every CPU's updates. Returns the stamp, or `None` if the log absorbed
+    /// the update without stamping it (a cancelled pair, a counter delta).
     ///
     /// Never blocks on the object's lock: if this CPU's log passes the domain's bound, the
     /// object is synchronized only if its lock is free (so logging while holding this object's
     /// guard, or another object's, cannot deadlock).
-    pub fn log(&self, op: L::Op) -> Stamp {
+    pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         let me = core as *const Core<L> as *mut Core<L>;
         let dom = &*core.domain;
@@ -315,24 +315,11 @@ impl<L: Log> Object<L> {
                 }
             }
         };
-        let ts = if L::ORDERED {
-            #[cfg(not(target_arch = "x86_64"))]
-            std::sync::atomic::fence(Ordering::SeqCst);
-            // SAFETY: the way's lock is held.
-            let last = unsafe { &mut *way.last.get() };
-            let t = clock::now().max(*last + 1);
-            *last = t;
-            t
-        } else {
-            0
-        };
-        let stamp = Stamp {
-            ts,
-            cpu: cpu as u32,
-        };
-        // SAFETY: the way's lock is held.
-        let log = unsafe { &mut *way.log.get() };
-        log.push(stamp, op);
+        // SAFETY: the way's lock is held (for `last` and `log`).
+        let (last, log) = unsafe { (&mut *way.last.get(), &mut *way.log.get()) };
+        let mut stamper = Stamper::new(cpu as u32, *last);
+        log.push(op, &mut stamper);
+        *last = stamper.last();
         let over = log.len() > dom.bound
             || (check_spill && core.spilled.load(Ordering::Relaxed) > dom.bound);
         drop(guard);
@@ -341,7 +328,7 @@ impl<L: Log> Object<L> {
                 core.gather_and_apply(&mut t);
             }
         }
-        stamp
+        stamper.taken()
     }
 
     /// Applies every pending update of every CPU, in timestamp order, and returns exclusive

@@ -11,8 +11,8 @@
 //! `remove(k)` has no effect at all, so the pair can be dropped:
 //!
 //! * **local absorption** (`LOCAL`): `push(remove(k))` looks for `add(k)` among the most recent
-//!   [`LOCAL_SCAN`] entries of this CPU's log and, if it finds it, deletes it and logs nothing
-//!   (no other CPU can hold an update of `k` stamped between the two: a remove of `k` there
+//!   [`LOCAL_SCAN`] entries of this CPU's log and, if it finds it, deletes it and logs nothing (nor reads
+//!   the clock; no other CPU can hold an update of `k` stamped between the two: a remove of `k` there
 //!   would have to be followed by a re-add before a synchronize);
 //! * **global absorption** (`GLOBAL`, the paper's `try_absorb`): in the merged batch, an
 //!   `add(k)` and the first later `remove(k)` are dropped together, so neither is executed.
@@ -21,7 +21,7 @@
 //! contract (property tests check it against a sequential model). A history that re-adds a
 //! key from another CPU before a read can make local absorption cancel the wrong pair.
 
-use crate::log::{merge, Entry, Log, Stamp};
+use crate::log::{merge, Entry, Log, Stamper};
 use core::hash::{BuildHasherDefault, Hasher};
 use std::collections::HashMap;
 
@@ -91,7 +91,7 @@ impl<O: PairedOp, const LOCAL: bool, const GLOBAL: bool> Log for PairedLog<O, LO
     type Op = O;
 
     #[inline]
-    fn push(&mut self, stamp: Stamp, op: O) {
+    fn push(&mut self, op: O, stamper: &mut Stamper) {
         if LOCAL && !op.is_add() {
             let k = op.key();
             let n = self.entries.len();
@@ -104,7 +104,10 @@ impl<O: PairedOp, const LOCAL: bool, const GLOBAL: bool> Log for PairedLog<O, LO
                 return;
             }
         }
-        self.entries.push(Entry { stamp, op });
+        self.entries.push(Entry {
+            stamp: stamper.stamp(),
+            op,
+        });
     }
 
     #[inline]

@@ -11,7 +11,7 @@
 //! Both are exact for every history; the tests check all four combinations against a
 //! sequential model applied in stamp order.
 
-use crate::log::{merge, Entry, Log, Stamp};
+use crate::log::{merge, Entry, Log, Stamp, Stamper};
 use crate::object::{Domain, Object};
 use crate::paired::KeyMap;
 use std::collections::BTreeSet;
@@ -71,14 +71,17 @@ impl<const LOCAL: bool, const GLOBAL: bool> Log for SetLog<LOCAL, GLOBAL> {
     type Target = BTreeSet<u64>;
     type Op = SetOp;
 
-    fn push(&mut self, stamp: Stamp, op: SetOp) {
+    fn push(&mut self, op: SetOp, stamper: &mut Stamper) {
         if LOCAL {
             if let Some(i) = self.index.insert(op.key(), self.entries.len()) {
                 self.entries[i] = None;
                 self.live -= 1;
             }
         }
-        self.entries.push(Some(Entry { stamp, op }));
+        self.entries.push(Some(Entry {
+            stamp: stamper.stamp(),
+            op,
+        }));
         self.live += 1;
     }
 
@@ -128,17 +131,17 @@ impl<const LOCAL: bool, const GLOBAL: bool> OpSet<LOCAL, GLOBAL> {
 
     /// Logs `insert(k)`; returns its stamp.
     pub fn insert(&self, k: u64) -> Stamp {
-        self.obj.log(SetOp::Insert(k))
+        self.update(SetOp::Insert(k))
     }
 
     /// Logs `remove(k)`; returns its stamp.
     pub fn remove(&self, k: u64) -> Stamp {
-        self.obj.log(SetOp::Remove(k))
+        self.update(SetOp::Remove(k))
     }
 
     /// Logs `op`; returns its stamp.
     pub fn update(&self, op: SetOp) -> Stamp {
-        self.obj.log(op)
+        self.obj.log(op).expect("the set log stamps every update")
     }
 
     /// Whether `k` is a member (synchronizes).

@@ -4,7 +4,7 @@
 
 use oplog::list::{List, ListLog, ListOp};
 use oplog::set::{SetLog, SetOp};
-use oplog::{Log, Stamp};
+use oplog::{Log, Stamp, Stamper};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -23,11 +23,11 @@ where
             Some((cpu, op)) => {
                 ts += 1;
                 logs[*cpu].push(
-                    Stamp {
+                    op.clone(),
+                    &mut Stamper::fixed(Stamp {
                         ts,
                         cpu: *cpu as u32,
-                    },
-                    op.clone(),
+                    }),
                 );
                 max_len = max_len.max(logs.iter().map(|l| l.len()).sum());
             }
@@ -148,19 +148,24 @@ proptest! {
 fn local_absorption_cancels_add_remove_on_one_cpu() {
     let mut l = ListLog::<true, false>::default();
     for k in 0..100 {
-        l.push(Stamp { ts: 2 * k, cpu: 0 }, ListOp::Add(k));
         l.push(
-            Stamp {
-                ts: 2 * k + 1,
-                cpu: 0,
-            },
-            ListOp::Remove(k),
+            ListOp::Add(k),
+            &mut Stamper::fixed(Stamp { ts: 2 * k, cpu: 0 }),
         );
+        let mut st = Stamper::fixed(Stamp {
+            ts: 2 * k + 1,
+            cpu: 0,
+        });
+        l.push(ListOp::Remove(k), &mut st);
+        assert_eq!(st.taken(), None, "an absorbed remove is not stamped");
     }
     assert_eq!(l.len(), 0);
     let mut basic = ListLog::<false, false>::default();
-    basic.push(Stamp { ts: 1, cpu: 0 }, ListOp::Add(1));
-    basic.push(Stamp { ts: 2, cpu: 0 }, ListOp::Remove(1));
+    basic.push(ListOp::Add(1), &mut Stamper::fixed(Stamp { ts: 1, cpu: 0 }));
+    basic.push(
+        ListOp::Remove(1),
+        &mut Stamper::fixed(Stamp { ts: 2, cpu: 0 }),
+    );
     assert_eq!(basic.len(), 2);
 }
 
