@@ -21,7 +21,9 @@ fn ops(c: &mut Criterion) {
             shared.fetch_sub(black_box(1), Ordering::Relaxed);
         })
     });
-    g.bench_function("current_cpu", |b| b.iter(|| black_box(percpu::current_cpu())));
+    g.bench_function("current_cpu", |b| {
+        b.iter(|| black_box(percpu::current_cpu()))
+    });
     g.finish();
 }
 

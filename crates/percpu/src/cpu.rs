@@ -1,7 +1,5 @@
 //! CPU numbering: how many CPUs may exist, and which one this thread runs on.
 
-use std::sync::OnceLock;
-
 /// The number of possible CPUs: one more than the highest CPU number the kernel may ever
 /// report (from `/sys/devices/system/cpu/possible`, else `sysconf(_SC_NPROCESSORS_CONF)`).
 /// Per-CPU arrays are sized by it, so CPU hot-plug never indexes past the end.
@@ -12,7 +10,7 @@ pub fn possible_cpus() -> usize {
     }
     #[cfg(not(loom))]
     {
-        static N: OnceLock<usize> = OnceLock::new();
+        static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         *N.get_or_init(detect_possible)
     }
 }
@@ -128,7 +126,10 @@ fn thread_slot() -> usize {
 /// Changing it between two operations is how a loom model migrates a thread.
 #[cfg(loom)]
 pub fn loom_set_cpu(cpu: usize) {
-    assert!(cpu < crate::sync::LOOM_CPUS, "loom_set_cpu: cpu {cpu} out of range");
+    assert!(
+        cpu < crate::sync::LOOM_CPUS,
+        "loom_set_cpu: cpu {cpu} out of range"
+    );
     crate::sync::LOOM_CPU.with(|c| c.set(cpu));
 }
 

@@ -58,7 +58,12 @@ pub fn register_rseq() -> bool {
 /// seccomp filter that lets the registration through and not the command).
 pub fn rseq_fence() {
     let r = membarrier(CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0);
-    assert_eq!(r, 0, "membarrier(PRIVATE_EXPEDITED_RSEQ) failed: {}", std::io::Error::last_os_error());
+    assert_eq!(
+        r,
+        0,
+        "membarrier(PRIVATE_EXPEDITED_RSEQ) failed: {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 const UNKNOWN: u8 = 0;

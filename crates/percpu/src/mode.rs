@@ -1,5 +1,6 @@
 //! Which path is in use: the rseq fast path or the locked fallback, decided once per process.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// The environment variable that forces the fallback path when set to anything but `0` or the
@@ -37,25 +38,43 @@ impl core::fmt::Display for Mode {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Mode::Rseq => f.write_str("rseq"),
-            Mode::Fallback(FallbackReason::Forced) => f.write_str("fallback (forced by PERCPU_FORCE_FALLBACK)"),
-            Mode::Fallback(FallbackReason::Unsupported) => f.write_str("fallback (platform without rseq support)"),
-            Mode::Fallback(FallbackReason::NotRegistered) => f.write_str("fallback (rseq not registered by libc)"),
-            Mode::Fallback(FallbackReason::NoMembarrier) => f.write_str("fallback (no membarrier rseq support)"),
+            Mode::Fallback(FallbackReason::Forced) => {
+                f.write_str("fallback (forced by PERCPU_FORCE_FALLBACK)")
+            }
+            Mode::Fallback(FallbackReason::Unsupported) => {
+                f.write_str("fallback (platform without rseq support)")
+            }
+            Mode::Fallback(FallbackReason::NotRegistered) => {
+                f.write_str("fallback (rseq not registered by libc)")
+            }
+            Mode::Fallback(FallbackReason::NoMembarrier) => {
+                f.write_str("fallback (no membarrier rseq support)")
+            }
         }
     }
 }
 
 static MODE: OnceLock<Mode> = OnceLock::new();
 
+/// 0: not decided yet; 1: rseq; 2: fallback. A copy of `MODE` that the fast path reads with
+/// one relaxed load.
+static FAST: AtomicU8 = AtomicU8::new(0);
+
 /// The path in use in this process (decided on the first call, then fixed).
 pub fn mode() -> Mode {
-    *MODE.get_or_init(detect)
+    let m = *MODE.get_or_init(detect);
+    FAST.store(if m == Mode::Rseq { 1 } else { 2 }, Ordering::Relaxed);
+    m
 }
 
 /// Whether critical sections run on the rseq fast path.
-#[inline]
+#[inline(always)]
 pub fn fast_path_available() -> bool {
-    matches!(mode(), Mode::Rseq)
+    match FAST.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => mode() == Mode::Rseq,
+    }
 }
 
 fn forced() -> bool {

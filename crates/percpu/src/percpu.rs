@@ -73,6 +73,8 @@ struct Slot<T> {
 /// that CPU slot): see [`Word`].
 pub struct PerCpu<T> {
     slots: Box<[CachePadded<Slot<T>>]>,
+    /// Sections take the rseq path: the process is on it and every possible CPU has a slot.
+    rseq: bool,
 }
 
 impl<T> PerCpu<T> {
@@ -86,8 +88,22 @@ impl<T> PerCpu<T> {
     /// sections take the slot lock (as on the fallback) for such a slot.
     pub fn with_cpus(n: usize, mut init: impl FnMut(usize) -> T) -> Self {
         assert!(n > 0, "PerCpu needs at least one slot");
-        let slots = (0..n).map(|cpu| CachePadded::new(Slot { lock: Mutex::new(()), value: init(cpu) })).collect();
-        PerCpu { slots }
+        let slots = (0..n)
+            .map(|cpu| {
+                CachePadded::new(Slot {
+                    lock: Mutex::new(()),
+                    value: init(cpu),
+                })
+            })
+            .collect();
+        let rseq = cfg!(all(
+            target_arch = "x86_64",
+            target_os = "linux",
+            not(miri),
+            not(loom)
+        )) && crate::fast_path_available()
+            && n >= crate::possible_cpus();
+        PerCpu { slots, rseq }
     }
 
     /// The number of slots.
@@ -130,15 +146,7 @@ impl<T> PerCpu<T> {
 
     #[inline(always)]
     fn rseq_ok(&self, cpu: usize) -> bool {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        {
-            crate::fast_path_available() && cpu < self.slots.len() && self.slots.len() >= crate::possible_cpus()
-        }
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
-        {
-            let _ = cpu;
-            false
-        }
+        self.rseq && cpu < self.slots.len()
     }
 
     #[inline]
@@ -157,24 +165,54 @@ impl<T> PerCpu<T> {
     /// *target += delta            // commit
     /// ```
     #[inline(always)]
-    pub fn add<W: Word>(&self, cpu: usize, checks: &[Check<'_>], target: &W, delta: W::Value) -> Result<(), Fail> {
+    pub fn add<W: Word>(
+        &self,
+        cpu: usize,
+        checks: &[Check<'_>],
+        target: &W,
+        delta: W::Value,
+    ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
-            return status(unsafe { crate::arch::rseq::cs_add(cpu as u32, Check::as_raw(checks), target.raw(), W::to_bits(delta)) });
+            return status(unsafe {
+                crate::arch::rseq::cs_add(
+                    cpu as u32,
+                    Check::as_raw(checks),
+                    target.raw(),
+                    W::to_bits(delta),
+                )
+            });
         }
-        self.locked(cpu, checks, || target.add_bits(W::to_bits(delta), Ordering::Relaxed))
+        self.locked(cpu, checks, || {
+            target.add_bits(W::to_bits(delta), Ordering::Relaxed)
+        })
     }
 
     /// Critical section: if every check holds, `*target = value` (`load_cbne_store`).
     #[inline(always)]
-    pub fn store<W: Word>(&self, cpu: usize, checks: &[Check<'_>], target: &W, value: W::Value) -> Result<(), Fail> {
+    pub fn store<W: Word>(
+        &self,
+        cpu: usize,
+        checks: &[Check<'_>],
+        target: &W,
+        value: W::Value,
+    ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
-            return status(unsafe { crate::arch::rseq::cs_store(cpu as u32, Check::as_raw(checks), target.raw(), W::to_bits(value)) });
+            return status(unsafe {
+                crate::arch::rseq::cs_store(
+                    cpu as u32,
+                    Check::as_raw(checks),
+                    target.raw(),
+                    W::to_bits(value),
+                )
+            });
         }
-        self.locked(cpu, checks, || target.store_bits(W::to_bits(value), Ordering::Relaxed))
+        self.locked(cpu, checks, || {
+            target.store_bits(W::to_bits(value), Ordering::Relaxed)
+        })
     }
 
     /// Critical section: if every check holds, `*spec = spec_value` (speculative: it may become
@@ -293,5 +331,60 @@ impl Retry {
 impl Default for Retry {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::{Arc, AtomicI64, AtomicU64};
+
+    /// Two threads on the same CPU: their sections never interleave, so no update is lost.
+    #[test]
+    fn same_cpu_sections_do_not_interleave() {
+        loom::model(|| {
+            let pc = Arc::new(PerCpu::with_cpus(crate::sync::LOOM_CPUS, |_| {
+                AtomicI64::new(0)
+            }));
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let pc = pc.clone();
+                    loom::thread::spawn(move || {
+                        crate::loom_set_cpu(0);
+                        pc.add_current(|v| v, 1);
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert_eq!(pc.get(0).load(Ordering::Relaxed), 2);
+        });
+    }
+
+    /// The flag protocol: a section that checks `flag == 0` either commits before the fence
+    /// (and the fencer sees its update) or sees the flag and stores nothing.
+    #[test]
+    fn fence_orders_flag_against_sections() {
+        loom::model(|| {
+            let pc = Arc::new(PerCpu::with_cpus(crate::sync::LOOM_CPUS, |_| {
+                AtomicI64::new(0)
+            }));
+            let flag = Arc::new(AtomicU64::new(0));
+            let (pc2, flag2) = (pc.clone(), flag.clone());
+            let h = loom::thread::spawn(move || {
+                crate::loom_set_cpu(1);
+                let (cpu, v) = pc2.current();
+                pc2.add(cpu, &[Check::new(&*flag2, 0)], v, 1).is_ok()
+            });
+            flag.store(1, Ordering::Relaxed);
+            pc.fence();
+            let seen: i64 = pc.iter().map(|v| v.load(Ordering::Relaxed)).sum();
+            let committed = h.join().unwrap();
+            assert_eq!(
+                seen, committed as i64,
+                "a section committed after the fence, or its update was missed"
+            );
+        });
     }
 }

@@ -9,13 +9,17 @@
 
 #[cfg(not(loom))]
 pub use std::sync::{
-    atomic::{fence, AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    atomic::{
+        fence, AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
     Arc, Mutex, MutexGuard,
 };
 
 #[cfg(loom)]
 pub use loom::sync::{
-    atomic::{fence, AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    atomic::{
+        fence, AtomicBool, AtomicI64, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    },
     Arc, Mutex, MutexGuard,
 };
 
@@ -25,7 +29,7 @@ pub const LOOM_CPUS: usize = 2;
 
 #[cfg(loom)]
 loom::thread_local! {
-    pub(crate) static LOOM_CPU: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+    pub(crate) static LOOM_CPU: core::cell::Cell<usize> = core::cell::Cell::new(0);
 }
 
 /// Spin-wait hint (a real `pause` on hardware, a yield point under loom).

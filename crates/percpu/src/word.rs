@@ -113,11 +113,18 @@ impl<'a> Check<'a> {
     pub fn new<W: Word>(word: &'a W, expected: W::Value) -> Self {
         #[cfg(not(loom))]
         {
-            Check { word: word.raw(), expected: W::to_bits(expected), _word: core::marker::PhantomData }
+            Check {
+                word: word.raw(),
+                expected: W::to_bits(expected),
+                _word: core::marker::PhantomData,
+            }
         }
         #[cfg(loom)]
         {
-            Check { word, expected: W::to_bits(expected) }
+            Check {
+                word,
+                expected: W::to_bits(expected),
+            }
         }
     }
 

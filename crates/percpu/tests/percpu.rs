@@ -12,7 +12,9 @@ fn sum(pc: &PerCpu<AtomicI64>) -> i64 {
 
 #[test]
 fn mode_is_reported_and_env_forces_fallback() {
-    let forced = std::env::var(percpu::FORCE_FALLBACK_ENV).map(|v| !v.is_empty() && v != "0").unwrap_or(false);
+    let forced = std::env::var(percpu::FORCE_FALLBACK_ENV)
+        .map(|v| !v.is_empty() && v != "0")
+        .unwrap_or(false);
     let m = percpu::mode();
     eprintln!("percpu mode: {m}");
     if forced {
@@ -41,8 +43,18 @@ fn single_thread_sections_follow_their_pseudocode() {
     // a failing second check reports its index and stores nothing
     flag.store(7, Ordering::Relaxed);
     let one = AtomicU64::new(1);
-    let r = pc.store_add(cpu, &[Check::new(&one, 1), Check::new(&flag, 0)], &w[1], 9, &w[2], 1);
-    assert!(matches!(r, Err(Fail::Mismatch(1)) | Err(Fail::Abort)), "{r:?}");
+    let r = pc.store_add(
+        cpu,
+        &[Check::new(&one, 1), Check::new(&flag, 0)],
+        &w[1],
+        9,
+        &w[2],
+        1,
+    );
+    assert!(
+        matches!(r, Err(Fail::Mismatch(1)) | Err(Fail::Abort)),
+        "{r:?}"
+    );
     assert_eq!(w[1].load(Ordering::Relaxed), 0);
     assert_eq!(w[2].load(Ordering::Relaxed), 0);
     // store and store_add commit
@@ -54,12 +66,28 @@ fn single_thread_sections_follow_their_pseudocode() {
     }
     loop {
         let (cpu, w) = pc.current();
-        if pc.store_add(cpu, &[Check::new(&flag, 7), Check::new(&one, 1)], &w[0], 100, &w[2], 3).is_ok() {
+        if pc
+            .store_add(
+                cpu,
+                &[Check::new(&flag, 7), Check::new(&one, 1)],
+                &w[0],
+                100,
+                &w[2],
+                3,
+            )
+            .is_ok()
+        {
             break;
         }
     }
-    assert_eq!(pc.iter().map(|w| w[1].load(Ordering::Relaxed)).sum::<u64>(), 42);
-    assert_eq!(pc.iter().map(|w| w[2].load(Ordering::Relaxed)).sum::<u64>(), 3);
+    assert_eq!(
+        pc.iter().map(|w| w[1].load(Ordering::Relaxed)).sum::<u64>(),
+        42
+    );
+    assert_eq!(
+        pc.iter().map(|w| w[2].load(Ordering::Relaxed)).sum::<u64>(),
+        3
+    );
     assert!(pc.iter().any(|w| w[0].load(Ordering::Relaxed) == 100));
 }
 
@@ -86,7 +114,13 @@ fn oversubscribed_sum_is_exact() {
     for h in hs {
         h.join().unwrap();
     }
-    let expected: i64 = (0..THREADS as i64).map(|t| (0..ITERS).map(|i| if (i + t) % 3 == 0 { -1 } else { 2 }).sum::<i64>()).sum();
+    let expected: i64 = (0..THREADS as i64)
+        .map(|t| {
+            (0..ITERS)
+                .map(|i| if (i + t) % 3 == 0 { -1 } else { 2 })
+                .sum::<i64>()
+        })
+        .sum();
     assert_eq!(sum(&pc), expected);
 }
 
@@ -145,10 +179,16 @@ fn forced_aborts_lose_nothing() {
     }
     percpu::set_inject_delay(0);
     let aborts = percpu::aborts() - before;
-    eprintln!("mode {}: {signals} signals, {aborts} aborts", percpu::mode());
+    eprintln!(
+        "mode {}: {signals} signals, {aborts} aborts",
+        percpu::mode()
+    );
     assert_eq!(sum(&pc), THREADS as i64 * ITERS);
     if percpu::fast_path_available() {
-        assert!(aborts > 0, "the injected delay and signals should have aborted some sections");
+        assert!(
+            aborts > 0,
+            "the injected delay and signals should have aborted some sections"
+        );
     }
 }
 
@@ -184,7 +224,11 @@ fn fence_stops_sections_that_check_a_flag() {
         thread::sleep(std::time::Duration::from_millis(5));
         stop.store(true, Ordering::Relaxed);
         let committed: i64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
-        assert_eq!(sum(&pc), at_fence, "a section committed after the fence (round {round})");
+        assert_eq!(
+            sum(&pc),
+            at_fence,
+            "a section committed after the fence (round {round})"
+        );
         assert_eq!(committed, at_fence);
     }
     percpu::set_inject_delay(0);

@@ -116,6 +116,12 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
 
     /// Bytes used: the shared state, plus the per-object state of `objs`.
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> Memory;
+
+    /// Cumulative scheme-specific event counts, for benchmarks (PAYGO reports `put_home`,
+    /// `put_anchor` and `put_overflow`: which path each UNREF took). Empty by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// A fixed arena of objects that never moves, so it can hand out `Pin<&Object>` safely.

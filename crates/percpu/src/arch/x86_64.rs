@@ -43,7 +43,7 @@
 
 use core::arch::asm;
 use core::sync::atomic::AtomicU64;
-use std::sync::OnceLock;
+use core::sync::atomic::{AtomicIsize, Ordering};
 
 /// The rseq signature (librseq's and glibc's choice for x86).
 pub const RSEQ_SIG: u32 = 0x5305_3053;
@@ -55,7 +55,8 @@ const CPU_ID: usize = 4;
 #[cfg(feature = "inject")]
 pub(crate) static INJECT_LOOPS: AtomicU64 = AtomicU64::new(0);
 
-static OFFSET: OnceLock<isize> = OnceLock::new();
+/// `__rseq_offset`, copied once by [`init`].
+static OFFSET: AtomicIsize = AtomicIsize::new(0);
 
 /// Finds glibc's rseq area. Returns whether this thread has a registered one.
 pub(crate) fn init() -> bool {
@@ -72,7 +73,7 @@ pub(crate) fn init() -> bool {
     if size < 20 {
         return false;
     }
-    let _ = OFFSET.set(off);
+    OFFSET.store(off, Ordering::Relaxed);
     // SAFETY: OFFSET is set, so area() points at this thread's registered rseq area.
     let cpu = unsafe { (area().add(CPU_ID) as *const i32).read_volatile() };
     cpu >= 0
@@ -84,10 +85,11 @@ fn area() -> *mut u8 {
     let tp: *mut u8;
     // SAFETY: on x86_64 Linux, %fs:0 holds the thread pointer (the TCB's self pointer); reading
     // it has no side effect.
-    unsafe { asm!("movq %fs:0, {}", out(reg) tp, options(att_syntax, nostack, readonly, preserves_flags)) };
-    // Unreachable before init() succeeded: mode() is Rseq only after it.
-    let off = *OFFSET.get().unwrap_or(&0);
-    tp.wrapping_offset(off)
+    unsafe {
+        asm!("movq %fs:0, {}", out(reg) tp, options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    // Only called once init() succeeded (mode is Rseq only after it), which set OFFSET.
+    tp.wrapping_offset(OFFSET.load(Ordering::Relaxed))
 }
 
 /// `cpu_id_start` of this thread's rseq area.
@@ -189,7 +191,12 @@ macro_rules! cs_tail {
 /// The mode is Rseq; every `checks[i].word` and `target` point to live 8-byte-aligned words
 /// that other threads access only atomically.
 #[inline(always)]
-pub(crate) unsafe fn cs_add(cpu: u32, checks: &[RawCheck], target: *const AtomicU64, delta: u64) -> u32 {
+pub(crate) unsafe fn cs_add(
+    cpu: u32,
+    checks: &[RawCheck],
+    target: *const AtomicU64,
+    delta: u64,
+) -> u32 {
     let ret: u64;
     // SAFETY: the caller guarantees the pointers; the asm writes only *target (and the rseq
     // area's rseq_cs field, which is ours to write), reads the checks and the rseq area.
@@ -224,7 +231,12 @@ pub(crate) unsafe fn cs_add(cpu: u32, checks: &[RawCheck], target: *const Atomic
 /// # Safety
 /// As [`cs_add`].
 #[inline(always)]
-pub(crate) unsafe fn cs_store(cpu: u32, checks: &[RawCheck], target: *const AtomicU64, value: u64) -> u32 {
+pub(crate) unsafe fn cs_store(
+    cpu: u32,
+    checks: &[RawCheck],
+    target: *const AtomicU64,
+    value: u64,
+) -> u32 {
     let ret: u64;
     // SAFETY: as in cs_add.
     unsafe {
@@ -302,4 +314,3 @@ pub(crate) fn cpu_id() -> i32 {
     // SAFETY: area() is this thread's rseq area; reading cpu_id has no side effect.
     unsafe { (area().add(CPU_ID) as *const i32).read_volatile() }
 }
-

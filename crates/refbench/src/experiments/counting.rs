@@ -1,0 +1,350 @@
+//! The counting experiments, generic over the scheme.
+
+use super::Params;
+use crate::harness::{median, run_counting, Pattern, RunOpts};
+use crate::output::Row;
+use crate::schemes::{self, SchemeInfo, Visit};
+use refcount::{Objects, RefCounter};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+type Key = (String, usize, usize, u64);
+
+struct Measure<'a> {
+    pattern: Pattern,
+    threads: &'a [usize],
+    objects: &'a [usize],
+    migrate_every: &'a [u64],
+    p: &'a Params,
+    out: &'a mut BTreeMap<Key, (Vec<f64>, BTreeMap<&'static str, u64>)>,
+    tick: &'a mut dyn FnMut(&str),
+}
+
+impl Visit for Measure<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, info: &SchemeInfo, scheme: C) {
+        for &objects in self.objects {
+            let objs = Objects::new(&scheme, objects);
+            for &threads in self.threads {
+                for &m in self.migrate_every {
+                    let before = scheme.counters();
+                    let r = run_counting(
+                        &scheme,
+                        &objs,
+                        self.pattern,
+                        RunOpts {
+                            threads,
+                            duration: self.p.duration,
+                            pin: self.p.pin || m != 0,
+                            migrate_every: m,
+                        },
+                    );
+                    let after = scheme.counters();
+                    let e = self
+                        .out
+                        .entry((info.name.to_string(), threads, objects, m))
+                        .or_default();
+                    e.0.push(r.ops_per_sec);
+                    for (k, v) in after {
+                        let b = before
+                            .iter()
+                            .find(|(bk, _)| *bk == k)
+                            .map(|x| x.1)
+                            .unwrap_or(0);
+                        *e.1.entry(k).or_default() += v - b;
+                    }
+                    (self.tick)(info.name);
+                }
+            }
+        }
+    }
+}
+
+fn collect(
+    p: &Params,
+    pattern: Pattern,
+    objects: &[usize],
+    migrate_every: &[u64],
+    tick: &mut dyn FnMut(&str),
+) -> BTreeMap<Key, (Vec<f64>, BTreeMap<&'static str, u64>)> {
+    let mut out = BTreeMap::new();
+    for _rep in 0..p.reps {
+        for name in &p.schemes {
+            let m = Measure {
+                pattern,
+                threads: &p.threads,
+                objects,
+                migrate_every,
+                p,
+                out: &mut out,
+                tick: &mut *tick,
+            };
+            schemes::visit(name, &p.scheme_config, m)
+                .expect("scheme names are validated before running");
+        }
+    }
+    out
+}
+
+fn row(
+    experiment: &str,
+    scheme: &str,
+    threads: usize,
+    objects: usize,
+    reps: Vec<f64>,
+    extra: Map<String, Value>,
+) -> Row {
+    Row {
+        experiment: experiment.to_string(),
+        scheme: scheme.to_string(),
+        kind: schemes::find(scheme)
+            .map(|s| s.kind)
+            .unwrap_or(schemes::Kind::Scheme),
+        threads,
+        objects,
+        ops_per_sec: Some(median(&reps)),
+        reps,
+        extra,
+    }
+}
+
+/// `single-object` and `object-spectrum`.
+pub fn single_or_spread(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let (pattern, objects) = if experiment == "single-object" {
+        (Pattern::Single, vec![1])
+    } else {
+        (Pattern::Spread, p.objects.clone())
+    };
+    let m = collect(p, pattern, &objects, &[0], tick);
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        for &o in &objects {
+            for &t in &p.threads {
+                if let Some((reps, _)) = m.get(&(name.clone(), t, o, 0)) {
+                    rows.push(row(experiment, name, t, o, reps.clone(), Map::new()));
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// `migration`: get, (every M ops) move to the next CPU, put.
+pub fn migration(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let mut every = p.migrate_every.clone();
+    if !every.contains(&0) {
+        every.insert(0, 0);
+    }
+    let m = collect(p, Pattern::Single, &[1], &every, tick);
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        for &t in &p.threads {
+            let base = m
+                .get(&(name.clone(), t, 1, 0))
+                .map(|(r, _)| median(r))
+                .unwrap_or(0.0);
+            for &e in &every {
+                let Some((reps, counters)) = m.get(&(name.clone(), t, 1, e)) else {
+                    continue;
+                };
+                let mut extra = Map::new();
+                extra.insert("migrate_every".into(), json!(e));
+                if base > 0.0 {
+                    extra.insert("vs_no_migration".into(), json!(median(reps) / base));
+                }
+                let puts: u64 = ["put_home", "put_anchor", "put_overflow"]
+                    .iter()
+                    .filter_map(|k| counters.get(k))
+                    .sum();
+                if puts > 0 {
+                    extra.insert(
+                        "anchor_share".into(),
+                        json!(*counters.get("put_anchor").unwrap_or(&0) as f64 / puts as f64),
+                    );
+                }
+                for (k, v) in counters {
+                    extra.insert((*k).into(), json!(v));
+                }
+                rows.push(row("migration", name, t, 1, reps.clone(), extra));
+            }
+        }
+    }
+    rows
+}
+
+struct MemoryVisit<'a> {
+    objects: usize,
+    referenced: usize,
+    out: &'a mut Option<refcount::Memory>,
+}
+
+impl Visit for MemoryVisit<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
+        let objs = Objects::new(&scheme, self.objects);
+        let step = if self.referenced == 0 {
+            usize::MAX
+        } else {
+            (self.objects / self.referenced).max(1)
+        };
+        let held: Vec<(usize, C::Token)> = (0..self.objects)
+            .step_by(step.min(self.objects.max(1)))
+            .take(self.referenced)
+            .map(|i| {
+                (
+                    i,
+                    scheme
+                        .try_get(objs.get(i))
+                        .expect("try_get failed on a live object"),
+                )
+            })
+            .collect();
+        *self.out = Some(scheme.memory(&mut objs.iter()));
+        for (i, t) in held {
+            scheme.put(objs.get(i), t);
+        }
+    }
+}
+
+/// `memory`: bytes for N objects of which `referenced_pct`% hold one reference.
+pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        for &n in &p.objects {
+            let referenced = ((n as f64) * p.referenced_pct / 100.0).round() as usize;
+            let mut out = None;
+            schemes::visit(
+                name,
+                &p.scheme_config,
+                MemoryVisit {
+                    objects: n,
+                    referenced,
+                    out: &mut out,
+                },
+            )
+            .expect("validated");
+            let m = out.expect("memory visit reports");
+            let mut extra = Map::new();
+            extra.insert("referenced".into(), json!(referenced));
+            extra.insert("bytes_total".into(), json!(m.total()));
+            extra.insert("bytes_shared".into(), json!(m.shared));
+            extra.insert("bytes_objects".into(), json!(m.objects));
+            extra.insert(
+                "bytes_per_object".into(),
+                json!(m.total() as f64 / n.max(1) as f64),
+            );
+            let mut r = row("memory", name, 1, n, Vec::new(), extra);
+            r.ops_per_sec = None;
+            rows.push(r);
+            tick(name);
+        }
+    }
+    rows
+}
+
+struct QueryVisit<'a> {
+    objects: usize,
+    background: usize,
+    pin: bool,
+    out: &'a mut Vec<f64>,
+}
+
+impl Visit for QueryVisit<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
+        let objs = Objects::new(&scheme, self.objects);
+        let others = Objects::new(&scheme, 64);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let secs = std::thread::scope(|s| {
+            for t in 0..self.background {
+                let (scheme, others, stop) = (&scheme, &others, &stop);
+                let pin = self.pin;
+                s.spawn(move || {
+                    if pin {
+                        crate::harness::pin_to(t + 1);
+                    }
+                    let mut i = t;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            let o = others.get(i % others.len());
+                            let tok = scheme.try_get(o).expect("live");
+                            scheme.put(o, tok);
+                            i += 1;
+                        }
+                    }
+                });
+            }
+            // Touch every object once so per-CPU schemes hold (zero) entries for them.
+            for o in objs.iter() {
+                let t = scheme.try_get(o).expect("live");
+                scheme.put(o, t);
+            }
+            let start = Instant::now();
+            let mut done = 0;
+            for o in objs.iter() {
+                if refcount::conformance::reclaim_eventually(&scheme, o) {
+                    done += 1;
+                }
+            }
+            let secs = start.elapsed().as_secs_f64();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(
+                done, self.objects,
+                "query: an unreferenced object could not be reclaimed"
+            );
+            secs
+        });
+        self.out.push(self.objects as f64 / secs.max(1e-9));
+    }
+}
+
+/// `query`: reclaims per second over N unreferenced objects, with 0 and with `threads - 1`
+/// (at least 1) background threads doing get/put on other objects.
+pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let bg = p
+        .threads
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(2)
+        .saturating_sub(1)
+        .max(1);
+    let mut res: BTreeMap<(String, usize, usize), Vec<f64>> = BTreeMap::new();
+    for _ in 0..p.reps {
+        for name in p
+            .schemes
+            .iter()
+            .filter(|n| schemes::find(n).map(|s| s.kind) == Some(schemes::Kind::Scheme))
+        {
+            for &n in &p.objects {
+                for background in [0, bg] {
+                    let out = res.entry((name.clone(), n, background)).or_default();
+                    schemes::visit(
+                        name,
+                        &p.scheme_config,
+                        QueryVisit {
+                            objects: n,
+                            background,
+                            pin: p.pin,
+                            out,
+                        },
+                    )
+                    .expect("validated");
+                    tick(name);
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for ((name, n, background), reps) in res {
+        let mut extra = Map::new();
+        extra.insert("background".into(), json!(background));
+        extra.insert(
+            "ns_per_reclaim".into(),
+            json!(1e9 / median(&reps).max(1e-9)),
+        );
+        rows.push(row("query", &name, background + 1, n, reps, extra));
+    }
+    rows
+}

@@ -1,0 +1,93 @@
+//! The experiments: each reproduces a figure of the source papers for every scheme asked for,
+//! measuring the schemes side by side (repetitions interleaved across schemes, so that noise on
+//! a shared machine touches all of them alike).
+
+mod counting;
+
+use crate::output::Row;
+use crate::schemes::SchemeConfig;
+use std::time::Duration;
+
+/// One experiment.
+#[derive(Clone, Copy, Debug)]
+pub struct ExperimentInfo {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// What it reproduces.
+    pub about: &'static str,
+}
+
+/// Every experiment, in display order.
+pub const EXPERIMENTS: &[ExperimentInfo] = &[
+    ExperimentInfo { name: "single-object", about: "PAYGO Fig. 11: all threads get/put one shared object" },
+    ExperimentInfo { name: "object-spectrum", about: "PAYGO Fig. 12 (and Fig. 2/10): threads get/put objects spread over a set of N objects" },
+    ExperimentInfo {
+        name: "migration",
+        about: "PAYGO 6.2.3 anchoring overhead: forced migration between get and put every M ops; anchor-path share and throughput vs no migration",
+    },
+    ExperimentInfo { name: "memory", about: "bytes used for N objects of which a given share is referenced" },
+    ExperimentInfo { name: "query", about: "PAYGO 6.3 query overhead: time to try-reclaim N unreferenced objects, with and without background get/put" },
+];
+
+/// Everything an experiment may be asked.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Schemes, in order.
+    pub schemes: Vec<String>,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Object counts (experiments that take them).
+    pub objects: Vec<usize>,
+    /// Measured time of one repetition.
+    pub duration: Duration,
+    /// Repetitions (the median is reported).
+    pub reps: usize,
+    /// Pin worker `t` to CPU `t % online`.
+    pub pin: bool,
+    /// `migration`: migrate between get and put every this many operations (0 = never).
+    pub migrate_every: Vec<u64>,
+    /// `memory`: percentage of objects that hold a reference.
+    pub referenced_pct: f64,
+    /// Scheme settings.
+    pub scheme_config: SchemeConfig,
+}
+
+/// Default object counts of an experiment where the user gave none.
+pub fn default_objects(experiment: &str) -> Vec<usize> {
+    match experiment {
+        "object-spectrum" => vec![1, 4, 16, 64, 256, 1024, 4096, 16384, 65536],
+        "memory" => vec![100_000],
+        "query" => vec![10_000],
+        _ => vec![1],
+    }
+}
+
+/// Runs `experiment`; `tick` is called after each measurement (for progress).
+pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, String> {
+    match experiment {
+        "single-object" => Ok(counting::single_or_spread(experiment, p, tick)),
+        "object-spectrum" => Ok(counting::single_or_spread(experiment, p, tick)),
+        "migration" => Ok(counting::migration(p, tick)),
+        "memory" => Ok(counting::memory(p, tick)),
+        "query" => Ok(counting::query(p, tick)),
+        other => Err(format!(
+            "unknown experiment '{other}' (see `refbench list`)"
+        )),
+    }
+}
+
+/// How many measurements `run` will make (for the progress bar).
+pub fn steps(experiment: &str, p: &Params) -> u64 {
+    let s = p.schemes.len() as u64;
+    let r = p.reps as u64;
+    let t = p.threads.len() as u64;
+    let o = p.objects.len() as u64;
+    match experiment {
+        "single-object" => s * r * t,
+        "object-spectrum" => s * r * t * o,
+        "migration" => s * r * t * p.migrate_every.len() as u64,
+        "memory" => s * o,
+        "query" => s * r * o * 2,
+        _ => 0,
+    }
+}

@@ -1,0 +1,165 @@
+//! Running threads against a scheme and timing them.
+
+use refcount::{Objects, RefCounter};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Operations between two looks at the stop flag.
+pub const BATCH: u64 = 256;
+
+/// Pins the calling thread to online CPU `i % online`. Returns whether it worked.
+pub fn pin_to(i: usize) -> bool {
+    refcount::conformance::migrate(i)
+}
+
+/// How threads pick objects.
+#[derive(Clone, Copy, Debug)]
+pub enum Pattern {
+    /// Every operation on object 0.
+    Single,
+    /// Thread `t` walks the objects in order from `t * n / threads`, wrapping (FXMARK-style
+    /// sequential reads of a shared file).
+    Spread,
+}
+
+/// Options of one timed run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunOpts {
+    /// Worker threads.
+    pub threads: usize,
+    /// Measured time.
+    pub duration: Duration,
+    /// Pin thread `t` to CPU `t % online`.
+    pub pin: bool,
+    /// Force a migration between get and put every this many operations (0: never).
+    pub migrate_every: u64,
+}
+
+/// The result of one timed run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunResult {
+    /// get+put pairs per second, all threads together.
+    pub ops_per_sec: f64,
+    /// Pairs done.
+    pub ops: u64,
+}
+
+/// Runs `opts.threads` threads doing get+put pairs on `objs` for `opts.duration`.
+pub fn run_counting<C: RefCounter>(
+    scheme: &C,
+    objs: &Objects<C>,
+    pattern: Pattern,
+    opts: RunOpts,
+) -> RunResult {
+    let n = objs.len();
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(opts.threads + 1);
+    let online = percpu::online_cpus();
+    let (start, results) = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..opts.threads)
+            .map(|t| {
+                let (stop, barrier) = (&stop, &barrier);
+                s.spawn(move || {
+                    if opts.pin {
+                        pin_to(t);
+                    }
+                    let mut idx = match pattern {
+                        Pattern::Single => 0,
+                        Pattern::Spread => t * n / opts.threads,
+                    };
+                    let mut ops = 0u64;
+                    let mut home = t;
+                    barrier.wait();
+                    loop {
+                        for _ in 0..BATCH {
+                            let o = objs.get(idx);
+                            let tok = scheme.try_get(o).expect("try_get failed on a live object");
+                            if opts.migrate_every != 0 && ops % opts.migrate_every == 0 {
+                                home = (home + 1) % online;
+                                pin_to(home);
+                            }
+                            scheme.put(o, tok);
+                            ops += 1;
+                            if let Pattern::Spread = pattern {
+                                idx += 1;
+                                if idx == n {
+                                    idx = 0;
+                                }
+                            }
+                        }
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    (ops, Instant::now())
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(opts.duration);
+        stop.store(true, Ordering::Relaxed);
+        (
+            start,
+            hs.into_iter()
+                .map(|h| h.join().expect("worker panicked"))
+                .collect::<Vec<_>>(),
+        )
+    });
+    let ops: u64 = results.iter().map(|r| r.0).sum();
+    let end = results.iter().map(|r| r.1).max().unwrap_or(start);
+    let secs = end.duration_since(start).as_secs_f64().max(1e-9);
+    RunResult {
+        ops_per_sec: ops as f64 / secs,
+        ops,
+    }
+}
+
+/// The median of `v` (mean of the middle two for an even count); 0 for an empty slice.
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn counting_run_counts_and_leaves_zero() {
+        let s = refcount::atomic::Atomic;
+        let objs = Objects::new(&s, 8);
+        let r = run_counting(
+            &s,
+            &objs,
+            Pattern::Spread,
+            RunOpts {
+                threads: 2,
+                duration: Duration::from_millis(20),
+                pin: false,
+                migrate_every: 0,
+            },
+        );
+        assert!(r.ops >= 2 * BATCH);
+        for o in objs.iter() {
+            assert_eq!(s.read_all(o), 0);
+        }
+    }
+}

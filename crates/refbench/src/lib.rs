@@ -1,0 +1,13 @@
+//! refbench: the experiments of the PAYGO, OpLog and frozen-bit papers, run side by side for
+//! every scheme of this workspace. See the README at the repository root for usage.
+
+#![warn(missing_docs)]
+
+pub mod experiments;
+pub mod harness;
+pub mod limit;
+pub mod meta;
+pub mod output;
+pub mod plot;
+pub mod report;
+pub mod schemes;

@@ -1,0 +1,227 @@
+//! The `refbench` command line.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use refbench::experiments::{self, Params, EXPERIMENTS};
+use refbench::meta::Meta;
+use refbench::output::{self, Results};
+use refbench::schemes::{SchemeConfig, SCHEMES};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "refbench",
+    version,
+    about = "Scalable reference counting experiments, side by side for every scheme"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one experiment.
+    Run {
+        /// The experiment (see `refbench list`).
+        experiment: String,
+        /// Schemes, comma-separated (default: every scheme and reference row).
+        #[arg(long, value_delimiter = ',')]
+        schemes: Vec<String>,
+        /// Thread counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 2])]
+        threads: Vec<usize>,
+        /// Object counts, comma-separated (default depends on the experiment).
+        #[arg(long, value_delimiter = ',')]
+        objects: Vec<usize>,
+        /// Measured time of one repetition, in milliseconds.
+        #[arg(long, default_value_t = 500)]
+        duration_ms: u64,
+        /// Repetitions; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Pin worker t to CPU t % online CPUs.
+        #[arg(long)]
+        pin: bool,
+        /// `migration`: migrate between get and put every this many operations (comma-separated; 0 = never).
+        #[arg(long, value_delimiter = ',', default_values_t = vec![0u64, 10000, 1000, 100])]
+        migrate_every: Vec<u64>,
+        /// `memory`: percentage of objects holding a reference.
+        #[arg(long, default_value_t = 1.0)]
+        referenced_pct: f64,
+        /// Epoch of schemes with a background thread (RefCache), in microseconds.
+        #[arg(long, default_value_t = 10_000)]
+        epoch_us: u64,
+        /// What to print on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Also write <experiment>.json, .csv, .svg and .png into this folder.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// List the experiments and schemes, one per line.
+    List,
+    /// Regenerate DIR/REPORT.md from the JSON results in DIR.
+    Report {
+        /// Folder of results written by `run --out`.
+        dir: PathBuf,
+    },
+}
+
+fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("refbench: {msg}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::List => {
+            for e in EXPERIMENTS {
+                println!("experiment  {:<18} {}", e.name, e.about);
+            }
+            for s in SCHEMES {
+                let kind = match s.kind {
+                    refbench::schemes::Kind::Scheme => "scheme   ",
+                    refbench::schemes::Kind::Reference => "reference",
+                };
+                println!("{kind}   {:<18} {}", s.name, s.about);
+            }
+            ExitCode::SUCCESS
+        }
+        Cmd::Report { dir } => match refbench::report::write_report(&dir) {
+            Ok(p) => {
+                println!("{}", p.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => usage_error(e),
+        },
+        Cmd::Run {
+            experiment,
+            schemes,
+            threads,
+            objects,
+            duration_ms,
+            reps,
+            pin,
+            migrate_every,
+            referenced_pct,
+            epoch_us,
+            format,
+            out,
+        } => {
+            if !EXPERIMENTS.iter().any(|e| e.name == experiment) {
+                return usage_error(format!(
+                    "unknown experiment '{experiment}' (known: {})",
+                    EXPERIMENTS
+                        .iter()
+                        .map(|e| e.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            let schemes: Vec<String> = if schemes.is_empty() {
+                SCHEMES.iter().map(|s| s.name.to_string()).collect()
+            } else {
+                schemes
+            };
+            for s in &schemes {
+                if refbench::schemes::find(s).is_none() {
+                    return usage_error(format!(
+                        "unknown scheme '{s}' (known: {})",
+                        SCHEMES
+                            .iter()
+                            .map(|s| s.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+            if threads.is_empty() || threads.contains(&0) {
+                return usage_error("--threads: every thread count must be at least 1");
+            }
+            if objects.contains(&0) {
+                return usage_error("--objects: every object count must be at least 1");
+            }
+            if reps == 0 {
+                return usage_error("--reps must be at least 1");
+            }
+            if duration_ms == 0 {
+                return usage_error("--duration-ms must be at least 1");
+            }
+            if !(0.0..=100.0).contains(&referenced_pct) {
+                return usage_error("--referenced-pct must be between 0 and 100");
+            }
+            let objects = if objects.is_empty() {
+                experiments::default_objects(&experiment)
+            } else {
+                objects
+            };
+            let params = Params {
+                schemes,
+                threads,
+                objects,
+                duration: Duration::from_millis(duration_ms),
+                reps,
+                pin,
+                migrate_every,
+                referenced_pct,
+                scheme_config: SchemeConfig { epoch_us },
+            };
+            let meta = Meta::collect();
+            let bar = ProgressBar::new(experiments::steps(&experiment, &params));
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} {msg:<14} [{bar:30}] {pos}/{len} {elapsed}",
+                )
+                .expect("template")
+                .progress_chars("=> "),
+            );
+            let mut tick = |name: &str| {
+                bar.set_message(name.to_string());
+                bar.inc(1);
+            };
+            let rows = match experiments::run(&experiment, &params, &mut tick) {
+                Ok(r) => r,
+                Err(e) => return usage_error(e),
+            };
+            bar.finish_and_clear();
+            let results = Results { meta, rows };
+            match format {
+                Format::Table => print!("{}", output::table(&results)),
+                Format::Json => println!("{}", output::json(&results)),
+                Format::Csv => print!("{}", output::csv(&results)),
+            }
+            if let Some(dir) = out {
+                if let Err(e) = std::fs::create_dir_all(&dir) {
+                    eprintln!("refbench: cannot create {}: {e}", dir.display());
+                    return ExitCode::FAILURE;
+                }
+                let write = |name: String, text: String| {
+                    std::fs::write(dir.join(&name), text).map_err(|e| format!("{name}: {e}"))
+                };
+                let r = write(format!("{experiment}.json"), output::json(&results))
+                    .and_then(|_| write(format!("{experiment}.csv"), output::csv(&results)))
+                    .and_then(|_| refbench::plot::write_plots(&results, &dir).map(|_| ()));
+                if let Err(e) = r {
+                    eprintln!("refbench: writing results: {e}");
+                    return ExitCode::FAILURE;
+                }
+                eprintln!(
+                    "refbench: wrote {}/{experiment}.{{json,csv,svg,png}}",
+                    dir.display()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The machine and build a result was measured on.
+
+use serde::Serialize;
+
+/// Recorded with every result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Meta {
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// CPUs online.
+    pub online_cpus: usize,
+    /// CPUs possible (the size of per-CPU arrays).
+    pub possible_cpus: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// Compiler that built refbench.
+    pub rustc: String,
+    /// Git commit refbench was built from (`-dirty` with uncommitted changes).
+    pub git_commit: String,
+    /// Whether critical sections run on the rseq fast path.
+    pub rseq_fast_path: bool,
+    /// The per-CPU path in words.
+    pub percpu_mode: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix: u64,
+    /// The command line.
+    pub command: String,
+}
+
+impl Meta {
+    /// Reads the machine now.
+    pub fn collect() -> Meta {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        Meta {
+            cpu_model,
+            online_cpus: percpu::online_cpus(),
+            possible_cpus: percpu::possible_cpus(),
+            kernel,
+            rustc: env!("REFBENCH_RUSTC").to_string(),
+            git_commit: env!("REFBENCH_GIT").to_string(),
+            rseq_fast_path: percpu::fast_path_available(),
+            percpu_mode: percpu::mode().to_string(),
+            started_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Rows, and writing them as a table, JSON and CSV.
+
+use crate::meta::Meta;
+use crate::schemes::Kind;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt::Write as _;
+
+/// One measured configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Experiment name.
+    pub experiment: String,
+    /// Scheme name.
+    pub scheme: String,
+    /// Scheme or reference row.
+    pub kind: Kind,
+    /// Worker threads.
+    pub threads: usize,
+    /// Objects the threads spread over.
+    pub objects: usize,
+    /// Median over repetitions of the operations per second (one op = one get+put pair for the
+    /// counting experiments); `None` for experiments that measure something else.
+    pub ops_per_sec: Option<f64>,
+    /// The per-repetition values the median is taken over.
+    pub reps: Vec<f64>,
+    /// Experiment-specific fields (bytes, anchor share, violations, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Results {
+    /// Machine and build.
+    pub meta: Meta,
+    /// The rows, in measurement order.
+    pub rows: Vec<Row>,
+}
+
+fn mops(v: f64) -> String {
+    format!("{:.2}", v / 1e6)
+}
+
+fn extra_text(m: &Map<String, Value>) -> String {
+    m.iter()
+        .map(|(k, v)| match v {
+            Value::Number(n) if n.is_f64() => format!("{k}={:.3}", n.as_f64().unwrap_or(0.0)),
+            Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The table printed on screen: one line per row, with the spread of the repetitions and the
+/// scaling against the same scheme's 1-thread row, and a note on reference rows.
+pub fn table(results: &Results) -> String {
+    let mut out = String::new();
+    let m = &results.meta;
+    let _ = writeln!(
+        out,
+        "# {} | {} online CPUs | kernel {} | per-CPU path: {} | commit {}",
+        m.cpu_model, m.online_cpus, m.kernel, m.percpu_mode, m.git_commit
+    );
+    let header = [
+        "experiment",
+        "scheme",
+        "threads",
+        "objects",
+        "Mops/s",
+        "min..max",
+        "vs 1T",
+        "extra",
+    ];
+    let mut lines: Vec<[String; 8]> = Vec::new();
+    for r in &results.rows {
+        let base = results
+            .rows
+            .iter()
+            .find(|b| {
+                b.experiment == r.experiment
+                    && b.scheme == r.scheme
+                    && b.objects == r.objects
+                    && b.threads == 1
+                    && same_extra_key(b, r)
+            })
+            .and_then(|b| b.ops_per_sec);
+        let (med, spread, scale) = match r.ops_per_sec {
+            Some(v) => {
+                let lo = r.reps.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = r.reps.iter().cloned().fold(0.0, f64::max);
+                let scale = base
+                    .filter(|b| *b > 0.0)
+                    .map(|b| format!("{:.2}x", v / b))
+                    .unwrap_or_default();
+                (mops(v), format!("{}..{}", mops(lo), mops(hi)), scale)
+            }
+            None => ("-".into(), String::new(), String::new()),
+        };
+        let scheme = if r.kind == Kind::Reference {
+            format!("{} (ref)", r.scheme)
+        } else {
+            r.scheme.clone()
+        };
+        lines.push([
+            r.experiment.clone(),
+            scheme,
+            r.threads.to_string(),
+            r.objects.to_string(),
+            med,
+            spread,
+            scale,
+            extra_text(&r.extra),
+        ]);
+    }
+    let mut w = header.map(|h| h.len());
+    for l in &lines {
+        for (i, c) in l.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let fmt = |cells: [&str; 8]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if (2..=6).contains(&i) {
+                let _ = write!(s, "{:>width$}  ", c, width = w[i]);
+            } else {
+                let _ = write!(s, "{:<width$}  ", c, width = w[i]);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", fmt(header));
+    for l in &lines {
+        let _ = writeln!(
+            out,
+            "{}",
+            fmt([&l[0], &l[1], &l[2], &l[3], &l[4], &l[5], &l[6], &l[7]])
+        );
+    }
+    if results.rows.iter().any(|r| r.kind == Kind::Reference) {
+        let _ = writeln!(out, "(ref) = reference row: a bare per-CPU counter with no per-object state; it cannot detect zero and marks the physical ceiling.");
+    }
+    out
+}
+
+fn same_extra_key(a: &Row, b: &Row) -> bool {
+    ["migrate_every", "read_every", "background"]
+        .iter()
+        .all(|k| a.extra.get(*k) == b.extra.get(*k))
+}
+
+/// The JSON document `{"meta": {...}, "rows": [...]}`.
+pub fn json(results: &Results) -> String {
+    serde_json::to_string_pretty(results).expect("results serialize")
+}
+
+/// CSV: one line per row; `reps` joined with `;`, extra fields as their own columns.
+pub fn csv(results: &Results) -> String {
+    let mut keys: Vec<String> = Vec::new();
+    for r in &results.rows {
+        for k in r.extra.keys() {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec![
+        "experiment",
+        "scheme",
+        "kind",
+        "threads",
+        "objects",
+        "ops_per_sec",
+        "reps",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    header.extend(keys.iter().cloned());
+    w.write_record(&header).expect("csv header");
+    for r in &results.rows {
+        let mut rec = vec![
+            r.experiment.clone(),
+            r.scheme.clone(),
+            serde_json::to_value(r.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            r.threads.to_string(),
+            r.objects.to_string(),
+            r.ops_per_sec.map(|v| format!("{v:.0}")).unwrap_or_default(),
+            r.reps
+                .iter()
+                .map(|v| format!("{v:.0}"))
+                .collect::<Vec<_>>()
+                .join(";"),
+        ];
+        for k in &keys {
+            rec.push(match r.extra.get(k) {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => String::new(),
+            });
+        }
+        w.write_record(&rec).expect("csv row");
+    }
+    String::from_utf8(w.into_inner().expect("csv flush")).expect("csv is utf-8")
+}

@@ -1,0 +1,134 @@
+//! The command line contract: exit codes, the JSON shape, the files `--out` writes.
+
+use std::process::Command;
+
+fn refbench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_refbench"))
+        .args(args)
+        .output()
+        .expect("refbench runs")
+}
+
+#[test]
+fn bad_arguments_exit_2_with_a_message() {
+    for args in [
+        &["run", "no-such-experiment"][..],
+        &["run", "single-object", "--schemes", "atomic,nope"],
+        &["run", "single-object", "--threads", "0"],
+        &["run", "single-object", "--threads", "1,x"],
+        &["run", "object-spectrum", "--objects", "0"],
+        &["run", "single-object", "--reps", "0"],
+        &["frobnicate"],
+    ] {
+        let o = refbench(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.trim().is_empty(), "{args:?} printed no message");
+    }
+}
+
+#[test]
+fn list_names_every_experiment_and_scheme() {
+    let o = refbench(&["list"]);
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    for name in ["single-object", "object-spectrum", "atomic", "percpu-limit"] {
+        assert!(
+            s.lines().any(|l| l.split_whitespace().nth(1) == Some(name)),
+            "list lacks {name}:\n{s}"
+        );
+    }
+}
+
+#[test]
+fn json_has_meta_and_rows_with_medians() {
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic,percpu-limit",
+        "--threads",
+        "1,2",
+        "--duration-ms",
+        "20",
+        "--reps",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON object");
+    let meta = &v["meta"];
+    for k in [
+        "cpu_model",
+        "online_cpus",
+        "kernel",
+        "rustc",
+        "git_commit",
+        "rseq_fast_path",
+    ] {
+        assert!(!meta[k].is_null(), "meta lacks {k}");
+    }
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        let reps: Vec<f64> = r["reps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(reps.len(), 3);
+        let mut s = reps.clone();
+        s.sort_by(|a, b| a.total_cmp(b));
+        assert_eq!(
+            r["ops_per_sec"].as_f64().unwrap(),
+            s[1],
+            "ops_per_sec is the median of reps"
+        );
+        assert_eq!(r["experiment"], "single-object");
+        assert_eq!(r["objects"], 1);
+    }
+    assert!(rows
+        .iter()
+        .any(|r| r["scheme"] == "percpu-limit" && r["kind"] == "reference"));
+}
+
+#[test]
+fn out_writes_json_csv_plots_and_report() {
+    let dir = std::env::temp_dir().join(format!("refbench-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let o = refbench(&[
+        "run",
+        "object-spectrum",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--objects",
+        "1,16",
+        "--duration-ms",
+        "10",
+        "--reps",
+        "1",
+        "--out",
+        d,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in [
+        "object-spectrum.json",
+        "object-spectrum.csv",
+        "object-spectrum.svg",
+    ] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(dir.join("object-spectrum.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "header + 2 rows:\n{csv}");
+    let o = refbench(&["report", d]);
+    assert!(o.status.success());
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    assert!(report.contains("| atomic | 1 | 16 |"), "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
