@@ -130,7 +130,12 @@ impl<T> PerCpu<T> {
     /// The slot of the CPU this thread runs on now (see [`crate::current_cpu`]), and its value.
     #[inline(always)]
     pub fn current(&self) -> (usize, &T) {
-        let cpu = crate::current_cpu() % self.slots.len();
+        let mut cpu = crate::current_cpu();
+        if cpu >= self.slots.len() {
+            // Only with fewer slots than possible CPUs (never on the rseq path, where a
+            // division here would cost more than the whole critical section).
+            cpu %= self.slots.len();
+        }
         (cpu, &self.slots[cpu].value)
     }
 
