@@ -65,6 +65,17 @@ macro_rules! registry {
 
 registry! {
     "atomic", Scheme, "one shared atomic word, fetch_add/fetch_sub (FAA)" => |c| refcount::atomic::Atomic;
+    "cas", Scheme, "Linux page_ref: add-unless-zero CAS loop, dec-and-test, freeze by cmpxchg" => |c| refcount::cas::Cas;
+    "frozen-bit", Scheme, "2026 folio patch: dedicated frozen bit, try-get is one fetch_add" => |c| refcount::frozen_bit::FrozenBit;
+    "sloppy", Scheme, "sloppy counters (OSDI'10): per-CPU spare references over a central count" => |c| refcount::sloppy::Sloppy::new();
+    "percpu-ref", Scheme, "Linux percpu_ref: per-object per-CPU counters, kill to atomic mode" => |c| refcount::percpu_ref::PercpuRef::new();
+    "refcache", Scheme, "RadixVM RefCache: per-CPU direct-mapped delta cache (4096 ways), epochs" => |c| refcount::refcache::RefCache::with_config(refcount::refcache::Config {
+        epoch: std::time::Duration::from_micros(c.epoch_us),
+        ..Default::default()
+    });
+    "snzi", Scheme, "scalable non-zero indicator tree (lock-free, 1/2 state, versions)" => |c| refcount::snzi::Snzi::new();
+    "brc", Scheme, "biased reference counting: owner non-atomic, others atomic" => |c| refcount::brc::Brc::new();
+    "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => |c| paygo::Domain::new();
     "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (physical ceiling)" => |c| crate::limit::PercpuLimit::new();
 }
 
