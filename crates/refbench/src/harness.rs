@@ -43,6 +43,21 @@ pub struct RunResult {
     pub ops_per_sec: f64,
     /// Pairs done.
     pub ops: u64,
+    /// CPU time the workers got, as a share of `threads x wall time` (1.0: every worker ran
+    /// the whole time; lower: the machine was busy with something else, and the figure is
+    /// disturbed).
+    pub cpu_util: f64,
+}
+
+/// CPU time of the calling thread, in seconds.
+pub fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// Runs `opts.threads` threads doing get+put pairs on `objs` for `opts.duration`.
@@ -71,6 +86,7 @@ pub fn run_counting<C: RefCounter>(
                     let mut ops = 0u64;
                     let mut home = t;
                     barrier.wait();
+                    let cpu0 = thread_cpu_secs();
                     loop {
                         for _ in 0..BATCH {
                             let o = objs.get(idx);
@@ -92,7 +108,7 @@ pub fn run_counting<C: RefCounter>(
                             break;
                         }
                     }
-                    (ops, Instant::now())
+                    (ops, Instant::now(), thread_cpu_secs() - cpu0)
                 })
             })
             .collect();
@@ -110,9 +126,11 @@ pub fn run_counting<C: RefCounter>(
     let ops: u64 = results.iter().map(|r| r.0).sum();
     let end = results.iter().map(|r| r.1).max().unwrap_or(start);
     let secs = end.duration_since(start).as_secs_f64().max(1e-9);
+    let cpu: f64 = results.iter().map(|r| r.2).sum();
     RunResult {
         ops_per_sec: ops as f64 / secs,
         ops,
+        cpu_util: cpu / (secs * opts.threads as f64),
     }
 }
 

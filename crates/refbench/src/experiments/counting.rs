@@ -11,13 +11,16 @@ use std::time::Instant;
 
 type Key = (String, usize, usize, u64);
 
+/// Per configuration: throughput per repetition, CPU utilisation per repetition, counters.
+type Collected = BTreeMap<Key, (Vec<f64>, Vec<f64>, BTreeMap<&'static str, u64>)>;
+
 struct Measure<'a> {
     pattern: Pattern,
     threads: &'a [usize],
     objects: &'a [usize],
     migrate_every: &'a [u64],
     p: &'a Params,
-    out: &'a mut BTreeMap<Key, (Vec<f64>, BTreeMap<&'static str, u64>)>,
+    out: &'a mut Collected,
     tick: &'a mut dyn FnMut(&str),
 }
 
@@ -46,13 +49,14 @@ impl Visit for Measure<'_> {
                         .entry((info.name.to_string(), threads, objects, m))
                         .or_default();
                     e.0.push(r.ops_per_sec);
+                    e.1.push(r.cpu_util);
                     for (k, v) in after {
                         let b = before
                             .iter()
                             .find(|(bk, _)| *bk == k)
                             .map(|x| x.1)
                             .unwrap_or(0);
-                        *e.1.entry(k).or_default() += v - b;
+                        *e.2.entry(k).or_default() += v - b;
                     }
                     (self.tick)(info.name);
                 }
@@ -67,7 +71,7 @@ fn collect(
     objects: &[usize],
     migrate_every: &[u64],
     tick: &mut dyn FnMut(&str),
-) -> BTreeMap<Key, (Vec<f64>, BTreeMap<&'static str, u64>)> {
+) -> Collected {
     let mut out = BTreeMap::new();
     for _rep in 0..p.reps {
         for name in &p.schemes {
@@ -121,8 +125,10 @@ pub fn single_or_spread(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)
     for name in &p.schemes {
         for &o in &objects {
             for &t in &p.threads {
-                if let Some((reps, _)) = m.get(&(name.clone(), t, o, 0)) {
-                    rows.push(row(experiment, name, t, o, reps.clone(), Map::new()));
+                if let Some((reps, util, _)) = m.get(&(name.clone(), t, o, 0)) {
+                    let mut extra = Map::new();
+                    extra.insert("cpu_util".into(), json!(median(util)));
+                    rows.push(row(experiment, name, t, o, reps.clone(), extra));
                 }
             }
         }
@@ -142,13 +148,14 @@ pub fn migration(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         for &t in &p.threads {
             let base = m
                 .get(&(name.clone(), t, 1, 0))
-                .map(|(r, _)| median(r))
+                .map(|(r, _, _)| median(r))
                 .unwrap_or(0.0);
             for &e in &every {
-                let Some((reps, counters)) = m.get(&(name.clone(), t, 1, e)) else {
+                let Some((reps, util, counters)) = m.get(&(name.clone(), t, 1, e)) else {
                     continue;
                 };
                 let mut extra = Map::new();
+                extra.insert("cpu_util".into(), json!(median(util)));
                 extra.insert("migrate_every".into(), json!(e));
                 if base > 0.0 {
                     extra.insert("vs_no_migration".into(), json!(median(reps) / base));
