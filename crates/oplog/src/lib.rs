@@ -16,6 +16,6 @@ pub mod set;
 mod spin;
 
 pub use counter::{Counter, CounterLog};
-pub use log::{merge, Entry, Log, Op, OpVec, Stamp, Stamper};
+pub use log::{merge, take_entries, Entry, Log, Op, OpVec, Stamp, Stamper, KEEP_CAPACITY};
 pub use object::{Domain, Object, SyncGuard, DEFAULT_BOUND, DEFAULT_WAYS};
 pub use refcounter::OpLogCounter;

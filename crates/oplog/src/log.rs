@@ -118,6 +118,15 @@ pub trait Log: Default + Send + 'static {
         self.len() == 0
     }
 
+    /// Moves this log's content out, for a synchronize (called with the slot locked), leaving
+    /// an empty log. The default moves the whole value; a log that owns a buffer should keep
+    /// a small one in place ([`take_entries`]), so the logging CPU does not allocate again
+    /// and the synchronizer does not free memory another thread allocated (cross-thread frees
+    /// serialize on the allocator's locks).
+    fn take(&mut self) -> Self {
+        core::mem::take(self)
+    }
+
     /// Applies the logs gathered by one synchronize (from every CPU that had one, in no
     /// particular order) to `target`, in timestamp order.
     fn apply(logs: Vec<Self>, target: &mut Self::Target);
@@ -129,6 +138,23 @@ pub trait Log: Default + Send + 'static {
     /// operation; seeing the whole batch lets it look ahead, which cancelling an insert needs.)
     fn try_absorb(batch: &mut Vec<Entry<Self::Op>>) {
         let _ = batch;
+    }
+}
+
+/// Buffers of at most this many entries stay in their slot when [`take_entries`] empties them.
+pub const KEEP_CAPACITY: usize = 64;
+
+/// Takes the entries out of a per-CPU buffer: a small buffer (capacity at most
+/// [`KEEP_CAPACITY`]) is copied out and keeps its memory in the slot, a large one is moved out
+/// whole (so a slot never pins more than a small buffer).
+pub fn take_entries<T>(v: &mut Vec<T>) -> Vec<T> {
+    if v.capacity() <= KEEP_CAPACITY {
+        // `append` moves the elements and leaves `v` empty with its capacity.
+        let mut out = Vec::with_capacity(v.len());
+        out.append(v);
+        out
+    } else {
+        core::mem::take(v)
     }
 }
 
@@ -190,6 +216,12 @@ impl<O: Op> Log for OpVec<O> {
     #[inline]
     fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    fn take(&mut self) -> Self {
+        OpVec {
+            entries: take_entries(&mut self.entries),
+        }
     }
 
     fn apply(logs: Vec<Self>, target: &mut O::Target) {

@@ -154,7 +154,7 @@ impl<L: Log> Core<L> {
                     let g = way.lock.lock();
                     if core::ptr::eq(way.tag.load(Ordering::Relaxed), self) {
                         // SAFETY: the way's lock is held.
-                        logs.push(core::mem::take(unsafe { &mut *way.log.get() }));
+                        logs.push(unsafe { &mut *way.log.get() }.take());
                         self.untag(way, cpu);
                         any = true;
                     }
@@ -304,7 +304,7 @@ impl<L: Log> Object<L> {
                 None => {
                     // Its owner is synchronizing or reading it: spill the log to it instead.
                     // SAFETY: the way's lock is held.
-                    let l = core::mem::take(unsafe { &mut *way.log.get() });
+                    let l = unsafe { &mut *way.log.get() }.take();
                     let n = l.len();
                     let mut s = other.spill.lock().unwrap_or_else(|e| e.into_inner());
                     s.push(l);

@@ -21,7 +21,7 @@
 //! contract (property tests check it against a sequential model). A history that re-adds a
 //! key from another CPU before a read can make local absorption cancel the wrong pair.
 
-use crate::log::{merge, Entry, Log, Stamper};
+use crate::log::{merge, take_entries, Entry, Log, Stamper};
 use core::hash::{BuildHasherDefault, Hasher};
 use std::collections::HashMap;
 
@@ -115,6 +115,12 @@ impl<O: PairedOp, const LOCAL: bool, const GLOBAL: bool> Log for PairedLog<O, LO
         self.entries.len()
     }
 
+    fn take(&mut self) -> Self {
+        PairedLog {
+            entries: take_entries(&mut self.entries),
+        }
+    }
+
     fn apply(logs: Vec<Self>, target: &mut O::Target) {
         let mut batch = merge(logs.into_iter().map(|l| l.entries));
         if GLOBAL {
@@ -127,7 +133,10 @@ impl<O: PairedOp, const LOCAL: bool, const GLOBAL: bool> Log for PairedLog<O, LO
 
     fn try_absorb(batch: &mut Vec<Entry<O>>) {
         // key -> index of its add not yet matched by a remove
-        let mut adds: KeyMap<usize> = KeyMap::default();
+        let mut adds: KeyMap<usize> = KeyMap::with_capacity_and_hasher(
+            batch.len() / 2 + 1,
+            core::hash::BuildHasherDefault::default(),
+        );
         let mut dead = vec![false; batch.len()];
         let mut any = false;
         for (i, e) in batch.iter().enumerate() {

@@ -11,7 +11,7 @@
 //! Both are exact for every history; the tests check all four combinations against a
 //! sequential model applied in stamp order.
 
-use crate::log::{merge, Entry, Log, Stamp, Stamper};
+use crate::log::{merge, take_entries, Entry, Log, Stamp, Stamper};
 use crate::object::{Domain, Object};
 use crate::paired::KeyMap;
 use std::collections::BTreeSet;
@@ -87,6 +87,16 @@ impl<const LOCAL: bool, const GLOBAL: bool> Log for SetLog<LOCAL, GLOBAL> {
 
     fn len(&self) -> usize {
         self.live
+    }
+
+    fn take(&mut self) -> Self {
+        self.index.clear();
+        let live = core::mem::replace(&mut self.live, 0);
+        SetLog {
+            entries: take_entries(&mut self.entries),
+            index: KeyMap::default(),
+            live,
+        }
     }
 
     fn apply(logs: Vec<Self>, target: &mut BTreeSet<u64>) {
