@@ -267,6 +267,17 @@ mod tests {
         assert_eq!(m, "abcd");
     }
 
+    #[test]
+    fn take_entries_keeps_small_buffers_in_place() {
+        let mut small: Vec<u32> = Vec::with_capacity(8);
+        small.extend([1, 2, 3]);
+        assert_eq!(take_entries(&mut small), [1, 2, 3]);
+        assert!(small.is_empty() && small.capacity() >= 8);
+        let mut big: Vec<u32> = (0..1000).collect();
+        assert_eq!(take_entries(&mut big).len(), 1000);
+        assert_eq!(big.capacity(), 0);
+    }
+
     struct Push(u32);
     impl Op for Push {
         type Target = Vec<u32>;
