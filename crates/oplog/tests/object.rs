@@ -140,3 +140,43 @@ fn objects_move_freely() {
     c.inc();
     assert_eq!(c.read(), 2);
 }
+
+#[test]
+fn objects_created_and_dropped_while_others_evict_them() {
+    // One way per CPU shared by every object of every thread: each log evicts someone else's
+    // log (synchronizing or spilling it) while its owner may be reading or dropping it.
+    let d = Domain::<SetLog<true, false>>::with_config(1, 8);
+    let hs: Vec<_> = (0..4u64)
+        .map(|t| {
+            let d = d.clone();
+            std::thread::spawn(move || {
+                let mut rng = refcount::conformance::Rng::new(t + 1);
+                for round in 0..300u64 {
+                    let s = OpSet::new(&d);
+                    let mut model = BTreeSet::new();
+                    for _ in 0..rng.below(20) {
+                        let k = rng.below(16) as u64;
+                        if rng.below(3) == 0 {
+                            s.remove(k);
+                            model.remove(&k);
+                        } else {
+                            s.insert(k);
+                            model.insert(k);
+                        }
+                        if rng.below(10) == 0 {
+                            refcount::conformance::migrate(rng.below(4));
+                        }
+                    }
+                    if round % 2 == 0 {
+                        assert_eq!(s.to_vec(), model.into_iter().collect::<Vec<_>>());
+                    }
+                    // dropped here, possibly with logs on several CPUs
+                }
+                refcount::conformance::unpin();
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+}
