@@ -60,10 +60,6 @@ impl Slot {
     }
 }
 
-struct Table {
-    slots: Box<[Slot]>,
-}
-
 /// Per-CPU statistics, bumped only on slow paths (relaxed atomics on the current CPU's line).
 #[derive(Default)]
 struct StatCells {
@@ -267,7 +263,13 @@ pub enum OnReclaim {
 /// A PAYGO domain: one table of anchored entries per possible CPU, the stripe locks that
 /// protect overflow lists, and statistics.
 pub struct Domain {
-    tables: PerCpu<Table>,
+    /// The critical sections' per-CPU context (fallback locks, fence). The words they write
+    /// live in `slots`: CPU `c`'s table is `slots[c << bits ..][..mask + 1]`, written by
+    /// critical sections of slot `c` only.
+    tables: PerCpu<()>,
+    /// All tables, one after the other (one allocation; no pointer chase on the fast path).
+    slots: Box<[Slot]>,
+    bits: u32,
     stats: PerCpu<StatCells>,
     stripes: Box<[CachePadded<Mutex<()>>]>,
     mask: usize,
@@ -329,16 +331,18 @@ impl Domain {
         );
         let bits = cfg.slots_per_cpu.trailing_zeros();
         Domain {
-            tables: PerCpu::new(|_| Table {
-                slots: (0..cfg.slots_per_cpu).map(|_| Slot::new()).collect(),
-            }),
+            tables: PerCpu::new(|_| ()),
+            slots: (0..percpu::possible_cpus() << bits)
+                .map(|_| Slot::new())
+                .collect(),
+            bits,
             stats: PerCpu::new(|_| StatCells::default()),
             stripes: (0..STRIPES)
                 .map(|_| CachePadded::new(Mutex::new(())))
                 .collect(),
             mask: cfg.slots_per_cpu - 1,
-            // bits == 0: one slot; the shift of 64 is avoided in home().
-            shift: 64 - bits,
+            // bits == 0 (one slot): any shift, the mask makes it 0.
+            shift: (64 - bits).min(63),
             window: cfg.window,
             overflow_bytes: AtomicUsize::new(0),
             overflow_entries: AtomicUsize::new(0),
@@ -360,16 +364,12 @@ impl Domain {
 
     #[inline(always)]
     fn home(&self, obj: usize) -> usize {
-        if self.mask == 0 {
-            return 0;
-        }
         ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) & self.mask
     }
 
     #[inline(always)]
     fn slot(&self, cpu: usize, i: usize) -> &Slot {
-        // SAFETY: i & mask < slots.len() (the table has mask + 1 slots).
-        unsafe { self.tables.get(cpu).slots.get_unchecked(i & self.mask) }
+        &self.slots[(cpu << self.bits) | (i & self.mask)]
     }
 
     fn stripe(&self, obj: usize) -> MutexGuard<'_, ()> {
@@ -511,6 +511,7 @@ impl Domain {
             let victim = self.slot(cpu, base + turn % self.window);
             turn = turn.wrapping_add(1);
             self.evict(cpu, victim);
+            retry.aborted();
         }
     }
 

@@ -16,6 +16,15 @@ use loom::sync::Arc;
 use loom::thread;
 use percpu::loom_set_cpu;
 
+/// loom's builder with room for the branches of a REF that evicts (the default of 1,000 is
+/// for models with a handful of operations); the preemption bound comes from
+/// `LOOM_MAX_PREEMPTIONS` as usual.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.max_branches = 100_000;
+    b.check(f);
+}
+
 const ALIVE: u64 = 1;
 const RECLAIMED: u64 = 2;
 
@@ -49,7 +58,7 @@ fn tiny() -> Domain {
 /// it succeeds, writes the payload. loom reports a causality violation if the write can race
 /// with the read, and the assertion catches a reader that sees the reclaimed payload.
 fn ref_vs_reclaim(migrate: bool) {
-    loom::model(move || {
+    model(move || {
         let d = Arc::new(tiny());
         let o = Arc::new(Obj::new());
         let (d1, o1) = (d.clone(), o.clone());
@@ -76,7 +85,7 @@ fn ref_vs_reclaim(migrate: bool) {
         }
         let got = reader.join().unwrap();
         assert_eq!(d.read_all(o.hdr()), 0);
-        assert!(got || reclaimed || true);
+        let _ = got;
         if reclaimed {
             assert!(
                 d.try_get(o.hdr()).is_none(),
@@ -102,7 +111,7 @@ fn loom_ref_vs_reclaim_anchor_path() {
 /// objects can be reclaimed.
 #[test]
 fn loom_anchor_path_with_eviction() {
-    loom::model(|| {
+    model(|| {
         let d = Arc::new(tiny());
         let x = Arc::new(Obj::new());
         let y = Arc::new(Obj::new());
@@ -131,7 +140,7 @@ fn loom_anchor_path_with_eviction() {
 #[test]
 fn loom_kill_then_release() {
     for migrate in [false, true] {
-        loom::model(move || {
+        model(move || {
             let d = Arc::new(tiny());
             let o = Arc::new(Obj::new());
             loom_set_cpu(0);
@@ -164,13 +173,13 @@ mod bugs {
     }
 
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "Causality violation")]
     fn bug_no_fence_is_caught() {
         with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false));
     }
 
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "Causality violation")]
     fn bug_no_flag_check_is_caught() {
         with_bug(bug::NO_FLAG_CHECK, || super::ref_vs_reclaim(false));
     }

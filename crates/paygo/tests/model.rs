@@ -3,6 +3,8 @@
 //! every checkpoint READ-ALL of every object equals the model; at the end everything is zero,
 //! the overflow lists are empty and every object can be reclaimed.
 
+#![allow(clippy::needless_range_loop)]
+
 use paygo::{Config, Domain, Guard, Header};
 use refcount::conformance::{migrate, unpin, Rng};
 use std::pin::Pin;
