@@ -14,21 +14,24 @@
 //! | `shared` (`i64`) | everyone, atomic RMW | `count << 2 | flags`: the other references, may go negative |
 //! | `state` | the reclaimer and `reinit` | `LIVE`, `RECLAIMING`, `DEAD` |
 //!
-//! **Invariant.** The count is `local + (shared >> 2)`. `shared` goes negative when a reference
-//! the owner took (in `local`) is given back by another thread (tokens are `Send`; the token
-//! records which word the reference was taken on, so `local` itself never goes negative).
+//! **Invariant.** The count is `local + (shared >> 2)`. As in CPython, a reference is given
+//! back on the word of the thread that gives it back, whoever took it: the owner decrements
+//! `local` (while it is positive), everyone else `shared`, which therefore may go negative (a
+//! reference the owner took, given back by another thread; tokens are `Send`).
 //!
 //! * Flags: `QUEUED` is set by the non-owner decrement that takes `shared` below zero (CPython
 //!   then queues the object to its owner); `MERGED` marks an object that has no owner any more.
-//! * **Merge.** When the owner's `local` reaches zero and `QUEUED` is set, the owner gives up
-//!   the object: `owner = 0`, `shared |= MERGED` (CPython's `_Py_MergeZeroLocalRefcount`). From
-//!   then on every thread, the old owner included, counts on `shared`. [`Brc::merge`] lets the
-//!   owner merge at any time (folding `local` into `shared` first), which is what CPython's
-//!   queue processing does. Deviation from CPython: there is no per-thread queue of objects
-//!   (it would hold object addresses past their lifetime in this API); a queued object is merged
-//!   the next time the owner's local count reaches zero, or when the owner calls
-//!   [`Brc::merge`]. Nothing depends on it for correctness: `read_all` and `try_reclaim` add
-//!   both counts.
+//! * **Merge** (CPython's `_Py_MergeZeroLocalRefcount`). When the owner's put brings `local` to
+//!   zero while `shared` is non-zero (others hold references, or the object is queued), the
+//!   owner gives the object up: `owner = 0`, `shared |= MERGED`. From then on every thread, the
+//!   old owner included, counts on `shared`. An owner put with `local` already at zero (a
+//!   reference taken by another thread, `shared` at zero otherwise impossible) goes to `shared`.
+//! * **The queue.** In CPython a queued object is merged by its owner at its next eval-breaker
+//!   check, because `local` then overstates (a reference the owner took went back on `shared`)
+//!   and may never reach zero. There is no per-thread queue here (it would hold object
+//!   addresses past their lifetime in this API): the owner merges a queued object when it calls
+//!   [`Brc::merge`]. Nothing depends on the merge for correctness: `read_all` and
+//!   `try_reclaim` add both counts; it only decides which path later operations take.
 //!
 //! # Reclamation (flag + asymmetric fence)
 //!
@@ -47,7 +50,9 @@
 //! * Only the creating thread takes the fast path. Objects created by a set-up thread and used
 //!   by workers are counted entirely on `shared` (a CAS loop on put): create each object on
 //!   the thread that will use it most.
-//! * Once merged, an object never becomes owned again (as in CPython).
+//! * An object the owner shares is merged the first time the owner's local count drops to zero
+//!   while another thread holds a reference; from then on it costs what a shared atomic costs
+//!   (a CAS loop on put). Once merged, an object never becomes owned again (as in CPython).
 //! * Thread ids are never reused, so an object whose owner thread exited is simply shared.
 
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
@@ -172,12 +177,10 @@ pub struct BrcObject {
     state: AtomicU64,
 }
 
-/// The token of [`Brc`]: whether the reference was taken on the owner's local count.
+/// The token of [`Brc`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct BrcToken {
-    local: bool,
-}
+pub struct BrcToken(());
 
 impl RefCounter for Brc {
     type Object = BrcObject;
@@ -211,7 +214,7 @@ impl RefCounter for Brc {
                 obj.local.store(l, Ordering::Relaxed);
                 return None;
             }
-            return Some(BrcToken { local: true });
+            return Some(BrcToken(()));
         }
         // SeqCst store-then-load, pairs with the reclaimer's SeqCst state store and shared
         // load.
@@ -220,21 +223,24 @@ impl RefCounter for Brc {
             self.shared_dec(&obj);
             return None;
         }
-        Some(BrcToken { local: false })
+        Some(BrcToken(()))
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&BrcObject>, token: BrcToken) {
-        if token.local && obj.owner.load(Ordering::Relaxed) == thread_id() {
+    fn put(&self, obj: Pin<&BrcObject>, _token: BrcToken) {
+        if obj.owner.load(Ordering::Relaxed) == thread_id() {
             let l = obj.local.load(Ordering::Relaxed);
-            debug_assert!(l > 0, "brc: put without a reference");
-            // Release pairs with the reclaimer's Acquire load of local: the owner's accesses
-            // to the object happen before a reclaim that sees this store.
-            obj.local.store(l - 1, Ordering::Release);
-            if l == 1 && obj.shared.load(Ordering::Relaxed) & QUEUED != 0 {
-                self.merge(obj);
+            if l > 0 {
+                // Release pairs with the reclaimer's Acquire load of local: the owner's
+                // accesses to the object happen before a reclaim that sees this store.
+                obj.local.store(l - 1, Ordering::Release);
+                if l == 1 && obj.shared.load(Ordering::Relaxed) != 0 {
+                    // CPython's _Py_MergeZeroLocalRefcount: others hold references (or the
+                    // object is queued): give the object up.
+                    self.merge(obj);
+                }
+                return;
             }
-            return;
         }
         self.shared_dec(&obj);
     }

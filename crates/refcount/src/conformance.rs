@@ -420,6 +420,88 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
     }
 }
 
+/// `try_reclaim_many` over a batch where some objects are referenced: each outcome matches
+/// the model, the return value counts the successes, referenced objects stay live with their
+/// counts, and a second batch after the puts reclaims exactly the rest.
+pub fn reclaim_many_matches_model<C: RefCounter>(s: &C) {
+    const N: usize = 12;
+    let objs = Objects::new(s, N);
+    let mut rng = Rng::new(3);
+    let held: Vec<(usize, C::Token)> = (0..N)
+        .filter(|i| i % 3 == 1)
+        .flat_map(|i| {
+            (0..1 + rng.below(3))
+                .map(|_| (i, s.try_get(objs.get(i)).unwrap()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let pins: Vec<_> = objs.iter().collect();
+    let referenced = |i: usize| i % 3 == 1;
+    // Lagging schemes may need several batches: repeat until every unreferenced object died.
+    let batches = |want: &dyn Fn(usize) -> bool, ctx: &str| {
+        let mut out = vec![false; N];
+        let mut dead = [false; N];
+        let mut total = 0;
+        for _ in 0..RECLAIM_ATTEMPTS {
+            let n = s.try_reclaim_many(&pins, &mut out);
+            assert_eq!(
+                n,
+                out.iter().filter(|&&r| r).count(),
+                "{}: try_reclaim_many return value ({ctx})",
+                C::NAME
+            );
+            total += n;
+            for i in 0..N {
+                assert!(
+                    !(out[i] && (dead[i] || !want(i))),
+                    "{}: try_reclaim_many reclaimed object {i} ({ctx})",
+                    C::NAME
+                );
+                dead[i] |= out[i];
+            }
+            if (0..N).all(|i| dead[i] == want(i)) {
+                break;
+            }
+        }
+        for (i, d) in dead.iter().enumerate() {
+            assert_eq!(
+                *d,
+                want(i),
+                "{}: batch outcome of object {i} ({ctx})",
+                C::NAME
+            );
+        }
+        total
+    };
+    assert_eq!(batches(&|i| !referenced(i), "first batch"), N - N / 3);
+    for i in (0..N).filter(|&i| referenced(i)) {
+        let n = held.iter().filter(|(j, _)| *j == i).count();
+        check_count(s, &objs, i, n, "after a failed batch reclaim");
+    }
+    for (i, t) in held {
+        s.put(objs.get(i), t);
+    }
+    assert_eq!(batches(&|i| referenced(i), "second batch"), N / 3);
+}
+
+/// Misuse: `reinit` of a live object panics in debug builds (the trait's contract), and
+/// leaves a scheme usable for other objects.
+pub fn misuse_reinit_of_live_object_panics<C: RefCounter>(s: &C) {
+    let objs = Objects::new(s, 2);
+    if cfg!(debug_assertions) {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.reinit(objs.get(0))));
+        assert!(
+            r.is_err(),
+            "{}: reinit of a live object did not panic",
+            C::NAME
+        );
+    }
+    let t = s.try_get(objs.get(1)).expect("other objects unaffected");
+    check_count(s, &objs, 1, 1, "after a misuse on another object");
+    s.put(objs.get(1), t);
+    assert!(reclaim_eventually(s, objs.get(1)));
+}
+
 /// Instantiates the whole conformance suite as `#[test]`s in a module `$name`, for the scheme
 /// built by the expression `$make` (evaluated once per test).
 #[macro_export]
@@ -446,6 +528,16 @@ macro_rules! conformance_suite {
                     8,
                     6,
                 );
+            }
+
+            #[test]
+            fn reclaim_many_matches_model() {
+                $crate::conformance::reclaim_many_matches_model(&$make);
+            }
+
+            #[test]
+            fn misuse_reinit_of_live_object_panics() {
+                $crate::conformance::misuse_reinit_of_live_object_panics(&$make);
             }
 
             #[test]

@@ -269,13 +269,16 @@ mod loom_tests {
     /// drops it (dec-and-test); T2 takes a speculative reference, drops it, and if it wins the
     /// free, reuses the object (reinit, life g+1) and drops the new life's base reference.
     /// Exactly one thread frees each life; T1 never frees life g+1.
+    fn pin(o: &Arc<FrozenBitObject>) -> Pin<&FrozenBitObject> {
+        // SAFETY: the object is in an Arc and never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
     #[test]
     fn no_aba_on_reuse() {
         loom::model(|| {
             let s = FrozenBit;
             let obj = Arc::new(s.new_object());
-            // SAFETY: the object is in an Arc and never moved out of it.
-            let pin = |o: &Arc<FrozenBitObject>| unsafe { Pin::new_unchecked(&**o) };
             let t1_token = s.try_get(pin(&obj)).unwrap();
             assert!(!s.release_base(pin(&obj)));
             let o1 = obj.clone();

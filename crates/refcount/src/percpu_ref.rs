@@ -5,7 +5,7 @@
 //!
 //! # Words and who writes them
 //!
-//! Each object owns one slot in the scheme's per-CPU arena ([`CpuSlots`]): one 8-byte word per
+//! Each object owns one slot in the scheme's per-CPU arena (`CpuSlots`): one 8-byte word per
 //! CPU, laid out as the kernel's percpu allocator does (the words of one CPU for many objects
 //! are contiguous, so two CPUs never share a cache line for the same object).
 //!

@@ -62,6 +62,15 @@ fn make(c: i32, v: u32) -> u64 {
     ((v as u64) << 32) | c as u32 as u64
 }
 
+/// Orders a SeqCst store before a SeqCst load of another word (the store-buffering pattern).
+/// SeqCst accesses already do so in the Rust/C++ model, and on x86 the CAS before it is a full
+/// barrier; loom models SeqCst accesses as AcqRel, so under loom an explicit fence stands in.
+#[inline(always)]
+fn store_load_order() {
+    #[cfg(loom)]
+    crate::sync::fence(Ordering::SeqCst);
+}
+
 /// The `snzi` scheme: the tree shape.
 #[derive(Debug, Clone, Copy)]
 pub struct Snzi {
@@ -226,6 +235,7 @@ impl RefCounter for Snzi {
         }
         let leaf = self.leaf_of_current_cpu();
         self.arrive(&obj, leaf);
+        store_load_order();
         // SeqCst: after the arrival (store), pairs with the reclaimer's SeqCst state store
         // followed by its query.
         if obj.state.load(Ordering::SeqCst) != LIVE {
@@ -265,6 +275,7 @@ impl RefCounter for Snzi {
         {
             return false;
         }
+        store_load_order();
         if self.query(obj) {
             // Release pairs with the Acquire/SeqCst loads of state.
             obj.state.store(LIVE, Ordering::Release);
@@ -308,25 +319,25 @@ mod loom_tests {
         unsafe { Pin::new_unchecked(&**o) }
     }
 
-    /// Two threads arrive and depart at two different leaves while a third queries; the
-    /// indicator is set whenever some arrival has completed and its departure has not begun,
-    /// and everything returns to zero.
-    #[test]
-    fn arrive_depart_query() {
-        loom::model(|| {
-            let s = Snzi::with_leaves(2);
+    /// Two threads arrive and depart at leaves `at` of a tree of `leaves` leaves while the main
+    /// thread queries; the indicator is set whenever some arrival has completed and its
+    /// departure has not begun, and every node returns to zero.
+    fn arrive_depart_query(leaves: usize, at: [usize; 2]) {
+        loom::model(move || {
+            let s = Snzi::with_leaves(leaves);
             let obj = Arc::new(s.new_object());
             let held = Arc::new(AtomicU64::new(0));
             let mut hs = Vec::new();
-            for leaf in 0..2 {
+            for leaf in at {
                 let (o, h) = (obj.clone(), held.clone());
                 hs.push(thread::spawn(move || {
-                    let s = Snzi::with_leaves(2);
-                    s.arrive(&o, 1 + leaf);
+                    let s = Snzi::with_leaves(leaves);
+                    let node = leaves - 1 + leaf;
+                    s.arrive(&o, node);
                     h.fetch_add(1, Ordering::SeqCst);
                     assert!(s.query(pin(&o)), "indicator clear while held");
                     h.fetch_sub(1, Ordering::SeqCst);
-                    s.depart(&o, 1 + leaf);
+                    s.depart(&o, node);
                 }));
             }
             if held.load(Ordering::SeqCst) > 0 {
@@ -340,6 +351,24 @@ mod loom_tests {
                 assert_eq!(c_of(n.load(Ordering::Relaxed)), 0);
             }
         });
+    }
+
+    #[test]
+    fn arrive_depart_query_two_leaves() {
+        arrive_depart_query(2, [0, 1]);
+    }
+
+    /// Both threads at one leaf of a two-level tree: the ½ state, helping, and the surplus
+    /// parent arrival undone.
+    #[test]
+    fn arrive_depart_query_same_leaf() {
+        arrive_depart_query(4, [0, 0]);
+    }
+
+    /// Siblings under one inner node of a two-level tree.
+    #[test]
+    fn arrive_depart_query_siblings() {
+        arrive_depart_query(4, [0, 1]);
     }
 
     /// A get racing with a reclaim: never both a successful reclaim and a held reference.

@@ -1,0 +1,91 @@
+//! `brc`: owner and non-owner paths, references crossing between them, the merge.
+
+use refcount::brc::{Brc, MERGED, QUEUED};
+use refcount::{Objects, RefCounter};
+use std::sync::Arc;
+
+fn on_other_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::spawn(f).join().unwrap()
+}
+
+#[test]
+fn owner_counts_locally_others_on_shared() {
+    let s = Arc::new(Brc::new());
+    let objs = Arc::new(Objects::new(&*s, 1));
+    let o = objs.get(0);
+    assert!(s.is_owner(o));
+    let mine: Vec<_> = (0..3).map(|_| s.try_get(o).unwrap()).collect();
+    assert_eq!(s.parts(o), (3, 0, 0));
+    let (s2, objs2) = (s.clone(), objs.clone());
+    let theirs = on_other_thread(move || {
+        assert!(!s2.is_owner(objs2.get(0)));
+        (0..2)
+            .map(|_| s2.try_get(objs2.get(0)).unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(s.parts(o), (3, 2, 0));
+    assert_eq!(s.read_all(o), 5);
+    // Another thread gives back two of the owner's references: on shared.
+    let (s2, objs2) = (s.clone(), objs.clone());
+    on_other_thread(move || {
+        for t in theirs {
+            s2.put(objs2.get(0), t);
+        }
+    });
+    assert_eq!(s.parts(o), (3, 0, 0));
+    // The owner gives back the rest locally; local reaches 0 with shared at 0: no merge.
+    for t in mine {
+        s.put(o, t);
+    }
+    assert_eq!(s.parts(o), (0, 0, 0));
+    assert!(s.is_owner(o));
+    assert!(s.try_reclaim(o));
+}
+
+#[test]
+fn local_reaching_zero_while_others_hold_merges() {
+    let s = Arc::new(Brc::new());
+    let objs = Arc::new(Objects::new(&*s, 1));
+    let o = objs.get(0);
+    let mine = s.try_get(o).unwrap();
+    let (s2, objs2) = (s.clone(), objs.clone());
+    let theirs = on_other_thread(move || s2.try_get(objs2.get(0)).unwrap());
+    assert_eq!(s.parts(o), (1, 1, 0));
+    s.put(o, mine);
+    assert!(!s.is_owner(o), "merged");
+    assert_eq!(s.parts(o), (0, 1, MERGED));
+    let again = s.try_get(o).unwrap();
+    assert_eq!(
+        s.parts(o),
+        (0, 2, MERGED),
+        "the old owner now counts on shared"
+    );
+    s.put(o, again);
+    s.put(o, theirs);
+    assert_eq!(s.read_all(o), 0);
+    assert!(s.try_reclaim(o));
+}
+
+#[test]
+fn shared_going_negative_queues_and_merge_folds_local() {
+    let s = Arc::new(Brc::new());
+    let objs = Arc::new(Objects::new(&*s, 1));
+    let o = objs.get(0);
+    let a = s.try_get(o).unwrap();
+    let b = s.try_get(o).unwrap();
+    let (s2, objs2) = (s.clone(), objs.clone());
+    on_other_thread(move || s2.put(objs2.get(0), a));
+    assert_eq!(s.parts(o), (2, -1, QUEUED));
+    assert_eq!(s.read_all(o), 1);
+    assert!(!s.try_reclaim(o));
+    // Only the owner may merge.
+    let (s2, objs2) = (s.clone(), objs.clone());
+    assert!(!on_other_thread(move || s2.merge(objs2.get(0))));
+    assert!(s.merge(o));
+    assert!(!s.is_owner(o));
+    assert_eq!(s.parts(o), (0, 1, MERGED));
+    s.put(o, b);
+    assert_eq!(s.parts(o), (0, 0, MERGED));
+    assert!(s.try_reclaim(o));
+    assert!(s.try_get(o).is_none());
+}

@@ -1,0 +1,145 @@
+//! `refcache`: conflict and overflow evictions, epochs and the review queue, dropped objects'
+//! cached deltas, the background epoch thread.
+
+use refcount::conformance::{migrate, unpin};
+use refcount::refcache::{Config, RefCache};
+use refcount::{Objects, RefCounter};
+use std::time::Duration;
+
+/// Epochs driven by the test only (the background thread sleeps for an hour).
+fn manual(ways: usize, delta_limit: i64) -> RefCache {
+    RefCache::with_config(Config {
+        ways,
+        epoch: Duration::from_secs(3600),
+        delta_limit,
+    })
+}
+
+#[test]
+fn conflicting_objects_evict_each_other() {
+    let s = manual(4, i32::MAX as i64);
+    let objs = Objects::new(&s, 8); // slots 0..8: objects i and i + 4 share a way
+    if !migrate(0) {
+        return;
+    }
+    let a = s.try_get(objs.get(0)).unwrap();
+    assert_eq!(s.global_count(objs.get(0)), 0, "the delta is cached");
+    let before = s.stats().conflict_evictions;
+    let b = s.try_get(objs.get(4)).unwrap();
+    assert!(s.stats().conflict_evictions > before);
+    assert_eq!(
+        s.global_count(objs.get(0)),
+        1,
+        "evicted: flushed to the global count"
+    );
+    assert_eq!(s.read_all(objs.get(0)), 1);
+    assert_eq!(s.read_all(objs.get(4)), 1);
+    s.put(objs.get(0), a); // evicts object 4 in turn
+    assert_eq!(s.global_count(objs.get(4)), 1);
+    assert_eq!(s.read_all(objs.get(0)), 0);
+    assert!(!s.try_reclaim(objs.get(4)));
+    assert!(s.try_reclaim(objs.get(0)));
+    s.put(objs.get(4), b);
+    assert!(s.try_reclaim(objs.get(4)));
+    unpin();
+}
+
+#[test]
+fn delta_at_the_limit_forces_an_eviction() {
+    let s = manual(16, 3);
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let toks: Vec<_> = (0..10).map(|_| s.try_get(o).unwrap()).collect();
+    assert!(s.stats().overflow_evictions >= 2);
+    assert!(s.global_count(o) >= 6);
+    assert_eq!(s.read_all(o), 10);
+    for t in toks {
+        s.put(o, t);
+    }
+    assert_eq!(s.read_all(o), 0);
+    assert!(s.try_reclaim(o));
+}
+
+#[test]
+fn review_confirms_zero_after_two_clean_epochs() {
+    let s = manual(64, i32::MAX as i64);
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let t = s.try_get(o).unwrap();
+    s.run_epoch();
+    assert_eq!(s.global_count(o), 1);
+    s.put(o, t);
+    s.run_epoch(); // flushes -1: global 0, queued
+    assert_eq!(s.global_count(o), 0);
+    assert!(s.queued_for_review(o));
+    assert!(!s.zero_confirmed(o));
+    // Touched while queued: dirty, so the next review re-queues instead of confirming.
+    let t = s.try_get(o).unwrap();
+    s.run_epoch(); // +1 flushed: dirty
+    s.put(o, t);
+    s.run_epoch(); // -1 flushed: global 0 again, still dirty; review re-queues
+    assert!(!s.zero_confirmed(o));
+    assert!(s.queued_for_review(o));
+    s.run_epoch();
+    s.run_epoch();
+    s.run_epoch();
+    assert!(s.zero_confirmed(o), "two clean epochs at zero");
+    assert!(!s.queued_for_review(o));
+    assert!(s.stats().confirmed >= 1);
+    // A later flush clears the confirmation.
+    let t = s.try_get(o).unwrap();
+    s.run_epoch();
+    assert!(!s.zero_confirmed(o));
+    s.put(o, t);
+}
+
+#[test]
+fn deltas_of_dropped_objects_are_discarded() {
+    let s = manual(4, i32::MAX as i64);
+    {
+        let objs = Objects::new(&s, 4);
+        for o in objs.iter() {
+            drop(s.try_get(o).unwrap()); // a leaked reference: cached +1, dropped with the object
+        }
+    }
+    let objs = Objects::new(&s, 4); // the same slots, a new generation
+    for o in objs.iter() {
+        assert_eq!(s.read_all(o), 0);
+        let t = s.try_get(o).unwrap();
+        assert_eq!(s.read_all(o), 1);
+        s.put(o, t);
+    }
+    s.run_epoch();
+    for o in objs.iter() {
+        assert_eq!(s.global_count(o), 0);
+        assert!(s.try_reclaim(o));
+    }
+}
+
+/// The background thread flushes the caches by itself, and stops when the scheme is dropped.
+#[test]
+fn background_epochs_flush_and_stop_on_drop() {
+    let s = RefCache::with_config(Config {
+        epoch: Duration::from_millis(1),
+        ..Config::default()
+    });
+    let objs = Objects::new(&s, 1);
+    let t = s.try_get(objs.get(0)).unwrap();
+    let e0 = s.epoch();
+    // Not a timing assertion: wait (up to a minute) until the thread has run 3 epochs.
+    for _ in 0..60_000 {
+        if s.epoch() >= e0 + 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(s.epoch() >= e0 + 3, "the epoch thread does not run");
+    assert_eq!(
+        s.global_count(objs.get(0)),
+        1,
+        "flushed by the epoch thread"
+    );
+    s.put(objs.get(0), t);
+    drop(objs);
+    drop(s); // joins the thread: hangs here if it does not stop
+}

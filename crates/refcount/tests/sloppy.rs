@@ -1,0 +1,73 @@
+//! `sloppy`: spares taken and returned above the threshold; reclaim accounts for the spares.
+
+use refcount::conformance::{migrate, unpin};
+use refcount::sloppy::Sloppy;
+use refcount::{Objects, RefCounter};
+
+#[test]
+fn spares_are_kept_up_to_the_threshold() {
+    let s = Sloppy::with_threshold(4);
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    if !migrate(0) {
+        return; // cannot pin: the per-CPU expectations below would not hold
+    }
+    let cpu = percpu::current_cpu();
+    let toks: Vec<_> = (0..10).map(|_| s.try_get(o).unwrap()).collect();
+    assert_eq!(
+        s.central(o),
+        10,
+        "no spares yet: every get went to the central counter"
+    );
+    assert_eq!(s.read_all(o), 10);
+    for t in toks {
+        s.put(o, t);
+        assert!(s.spares_of(o, cpu) <= 4, "spares above the threshold");
+    }
+    let spares = s.spares_of(o, cpu);
+    assert!(spares > 0);
+    assert_eq!(s.central(o), spares, "central = references in use + spares");
+    assert_eq!(s.read_all(o), 0);
+    // Gets now take local spares: the central counter does not move.
+    let c = s.central(o);
+    let toks: Vec<_> = (0..spares).map(|_| s.try_get(o).unwrap()).collect();
+    assert_eq!(s.central(o), c);
+    assert_eq!(s.spares_of(o, cpu), 0);
+    assert_eq!(s.read_all(o), spares);
+    for t in toks {
+        s.put(o, t);
+    }
+    // The reclaim accounts for the spares without taking them.
+    assert!(s.try_reclaim(o));
+    assert!(s.try_get(o).is_none());
+    assert_eq!(s.spares_of(o, cpu), spares);
+    s.reinit(o);
+    let t = s.try_get(o).unwrap();
+    assert_eq!(
+        s.spares_of(o, cpu),
+        spares - 1,
+        "the next life uses the spares"
+    );
+    assert_eq!(s.read_all(o), 1);
+    s.put(o, t);
+    unpin();
+}
+
+#[test]
+fn spares_on_other_cpus_still_count() {
+    let s = Sloppy::with_threshold(8);
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let mut held = Vec::new();
+    for i in 0..40 {
+        migrate(i);
+        held.push(s.try_get(o).unwrap());
+    }
+    for (i, t) in held.drain(..).enumerate() {
+        migrate(i * 7 + 1);
+        s.put(o, t);
+        assert!(!s.try_reclaim(o) || i == 39);
+    }
+    unpin();
+    assert_eq!(s.read_all(o), 0);
+}
