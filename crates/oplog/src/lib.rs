@@ -7,6 +7,8 @@ pub mod counter;
 pub mod list;
 pub mod lockfree;
 mod log;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub mod notify;
 mod object;
 pub mod paired;
@@ -14,6 +16,7 @@ pub mod refcounter;
 pub mod rmap;
 pub mod set;
 mod spin;
+mod sync;
 
 pub use counter::{Counter, CounterLog};
 pub use log::{merge, take_entries, Entry, Log, Op, OpVec, Stamp, Stamper, KEEP_CAPACITY};

@@ -188,7 +188,7 @@ impl Drop for LockFreeList {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

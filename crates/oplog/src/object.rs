@@ -4,11 +4,11 @@
 
 use crate::log::{Log, Stamp, Stamper};
 use crate::spin::SpinLock;
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use percpu::PerCpu;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::{Arc, TryLockError};
 
 /// Ways per CPU in a domain made by [`Domain::new`] (the C++ OpLog's `CACHE_SLOTS`).
 pub const DEFAULT_WAYS: usize = 4096;
@@ -42,12 +42,63 @@ impl<L: Log> Way<L> {
     }
 }
 
+/// One CPU's ways, allocated at the first use (eagerly under loom, which has no `OnceLock`).
+struct Table<L: Log> {
+    #[cfg(not(loom))]
+    ways: std::sync::OnceLock<Box<[Way<L>]>>,
+    #[cfg(loom)]
+    ways: Box<[Way<L>]>,
+}
+
+impl<L: Log> Table<L> {
+    fn new(n: usize) -> Self {
+        #[cfg(not(loom))]
+        {
+            let _ = n;
+            Table {
+                ways: std::sync::OnceLock::new(),
+            }
+        }
+        #[cfg(loom)]
+        {
+            Table {
+                ways: (0..n).map(|_| Way::new()).collect(),
+            }
+        }
+    }
+
+    #[inline]
+    fn get(&self, n: usize) -> &[Way<L>] {
+        #[cfg(not(loom))]
+        {
+            self.ways
+                .get_or_init(|| (0..n).map(|_| Way::new()).collect())
+        }
+        #[cfg(loom)]
+        {
+            let _ = n;
+            &self.ways
+        }
+    }
+
+    fn allocated(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            self.ways.get().is_some()
+        }
+        #[cfg(loom)]
+        {
+            true
+        }
+    }
+}
+
 /// The logger caches of one log type: for each CPU, a table of `ways` slots, each holding at
 /// most one object's log. Objects hash to a way by address; an object that needs a log on a
 /// CPU where its way holds another object's log synchronizes that object first (eviction).
 /// A CPU's table is allocated the first time something is logged on that CPU.
 pub struct Domain<L: Log> {
-    caches: PerCpu<OnceLock<Box<[Way<L>]>>>,
+    caches: PerCpu<Table<L>>,
     ways: usize,
     bound: usize,
     words: usize,
@@ -62,11 +113,12 @@ impl<L: Log> Domain<L> {
     /// A domain with `ways` ways per CPU (rounded up to a power of two) and logs bounded to
     /// `bound` entries per CPU per object.
     pub fn with_config(ways: usize, bound: usize) -> Arc<Self> {
-        let caches = PerCpu::new(|_| OnceLock::new());
+        let ways = ways.max(1).next_power_of_two();
+        let caches = PerCpu::new(|_| Table::new(ways));
         let words = caches.len().div_ceil(64);
         Arc::new(Domain {
             caches,
-            ways: ways.max(1).next_power_of_two(),
+            ways,
             bound: bound.max(1),
             words,
         })
@@ -87,14 +139,12 @@ impl<L: Log> Domain<L> {
     pub fn memory(&self) -> usize {
         let per = self.ways * core::mem::size_of::<Way<L>>();
         core::mem::size_of::<Self>()
-            + self.caches.len() * core::mem::size_of::<OnceLock<Box<[Way<L>]>>>()
-            + self.caches.iter().filter(|c| c.get().is_some()).count() * per
+            + self.caches.len() * core::mem::size_of::<Table<L>>()
+            + self.caches.iter().filter(|c| c.allocated()).count() * per
     }
 
     fn table(&self, cpu: usize) -> &[Way<L>] {
-        self.caches
-            .get(cpu)
-            .get_or_init(|| (0..self.ways).map(|_| Way::new()).collect())
+        self.caches.get(cpu).get(self.ways)
     }
 
     #[inline]
@@ -145,6 +195,7 @@ impl<L: Log> Core<L> {
             for (w, word) in self.pending.iter().enumerate() {
                 // SeqCst pairs with the SeqCst fetch_or in Object::log (and with the fetch_and
                 // of an evicter, whose spill push it then sees).
+                crate::sync::loom_sc_fence();
                 let mut bits = word.load(Ordering::SeqCst);
                 while bits != 0 {
                     let b = bits.trailing_zeros() as usize;
@@ -181,6 +232,7 @@ impl<L: Log> Core<L> {
         way.tag.store(core::ptr::null_mut(), Ordering::Relaxed);
         // SeqCst: pairs with the SeqCst loads of the bits in gather().
         self.pending[cpu / 64].fetch_and(!(1u64 << (cpu % 64)), Ordering::SeqCst);
+        crate::sync::loom_sc_fence();
     }
 
     fn lock_target(&self) -> MutexGuard<'_, L::Target> {
@@ -287,6 +339,7 @@ impl<L: Log> Object<L> {
                 // SeqCst: pairs with the SeqCst loads in gather(); on x86 this locked
                 // instruction also orders the clock read below after the bit is visible.
                 core.pending[cpu / 64].fetch_or(1u64 << (cpu % 64), Ordering::SeqCst);
+                crate::sync::loom_sc_fence();
                 check_spill = true;
                 break g;
             }

@@ -23,9 +23,9 @@
 
 use crate::counter::CounterLog;
 use crate::object::{Domain, Object};
+use crate::sync::{AtomicU64, Ordering};
 use core::pin::Pin;
 use refcount::{Memory, Precision, RefCounter};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The bit of `state` that marks a dead object.
@@ -87,6 +87,7 @@ impl RefCounter for OpLogCounter {
         obj.count.log(1);
         // SeqCst: pairs with the SeqCst increment of `state` in try_reclaim (see the module
         // docs) and, through reinit's SeqCst clear, makes a reused object's reset visible.
+        crate::sync::loom_sc_fence();
         if obj.state.load(Ordering::SeqCst) != 0 {
             obj.count.log(-1);
             return None;
@@ -112,6 +113,7 @@ impl RefCounter for OpLogCounter {
     fn try_reclaim(&self, obj: Pin<&OpLogCounterObject>) -> bool {
         // SeqCst: pairs with the SeqCst load in try_get (module docs).
         let prev = obj.state.fetch_add(1, Ordering::SeqCst);
+        crate::sync::loom_sc_fence();
         let ok = if prev & DEAD != 0 {
             false
         } else {

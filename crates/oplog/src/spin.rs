@@ -5,7 +5,7 @@
 //! a remote CPU only while it synchronizes an object that has a log in the slot. A holder may
 //! be preempted (more threads than CPUs), so waiters yield after a short spin.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, Ordering};
 
 pub(crate) struct SpinLock {
     locked: AtomicBool,
@@ -16,7 +16,7 @@ pub(crate) struct SpinGuard<'a> {
 }
 
 impl SpinLock {
-    pub(crate) const fn new() -> Self {
+    pub(crate) fn new() -> Self {
         SpinLock {
             locked: AtomicBool::new(false),
         }
@@ -27,7 +27,7 @@ impl SpinLock {
         // Acquire pairs with the Release store in SpinGuard::drop of the previous holder.
         if self
             .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             self.lock_slow();
@@ -43,16 +43,16 @@ impl SpinLock {
                 // Acquire: as in lock().
                 && self
                     .locked
-                    .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
                 return;
             }
             spins += 1;
             if spins < 64 {
-                core::hint::spin_loop();
+                crate::sync::spin_hint();
             } else {
-                std::thread::yield_now();
+                crate::sync::yield_now();
             }
         }
     }

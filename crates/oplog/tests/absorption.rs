@@ -2,6 +2,8 @@
 //! with increasing stamps, synchronizes at random points; every absorption setting must give
 //! exactly the structure of the sequential model (all updates in stamp order).
 
+#![cfg(not(loom))]
+
 use oplog::list::{List, ListLog, ListOp};
 use oplog::set::{SetLog, SetOp};
 use oplog::{Log, Stamp, Stamper};

@@ -1,5 +1,7 @@
 //! Smoke tests of the experiment functions refbench calls (no timing assertions).
 
+#![cfg(not(loom))]
+
 use oplog::bench::{
     break_even, list_workload, read_ratio, tsc_check, ListVariant, ReadRatioVariant,
 };

@@ -2,6 +2,8 @@
 //! eviction and the bound fire): every result must equal a sequential model applied in stamp
 //! order, and every read must equal the model after some prefix of the stamp order (the cut).
 
+#![cfg(not(loom))]
+
 use oplog::list::{ListLog, OpList};
 use oplog::notify::{Event, NotifyLog, NotifyQueue};
 use oplog::set::{OpSet, SetLog, SetOp};

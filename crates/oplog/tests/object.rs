@@ -1,5 +1,7 @@
 //! The object API: log/synchronize, dynamic log allocation (eviction, spill), the bound, drop.
 
+#![cfg(not(loom))]
+
 use oplog::list::{ListLog, OpList};
 use oplog::set::{OpSet, SetLog};
 use oplog::{Counter, CounterLog, Domain, Object};

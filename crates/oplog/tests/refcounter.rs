@@ -1,5 +1,7 @@
 //! The `oplog-counter` RefCounter scheme passes the workspace's conformance suite.
 
+#![cfg(not(loom))]
+
 use oplog::OpLogCounter;
 
 refcount::conformance_suite!(oplog_counter, OpLogCounter::default());

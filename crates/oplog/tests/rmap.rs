@@ -1,5 +1,7 @@
 //! The rmap-like interval map.
 
+#![cfg(not(loom))]
+
 use oplog::rmap::{IntervalMap, Mapping, Rmap, RmapLog};
 use oplog::Domain;
 use refcount::conformance::{migrate, unpin};

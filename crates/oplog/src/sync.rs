@@ -1,0 +1,128 @@
+//! The facade: the only module that names `std::sync` primitives the protocol relies on, or
+//! `loom`. Under `cfg(loom)` the atomics and the mutex come from loom (so a loom model explores
+//! their interleavings), the clock is a modelled global counter, and per-CPU tables are
+//! allocated eagerly.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    Mutex, MutexGuard,
+};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+#[cfg(loom)]
+pub(crate) use loom_mutex::{Mutex, MutexGuard};
+
+/// Under loom, the object's lock is a yielding lock on a loom atomic rather than loom's
+/// `Mutex`: loom marks a thread whose *pending* operation is a `try_lock` of a mutex as blocked
+/// when another thread takes it (loom 0.7 `rt::mutex::post_acquire`), which turns `log`'s
+/// non-blocking `try_lock` into a false deadlock in the model.
+#[cfg(loom)]
+mod loom_mutex {
+    use super::{AtomicBool, Ordering};
+    use core::cell::UnsafeCell;
+    use std::sync::{LockResult, TryLockError, TryLockResult};
+
+    pub(crate) struct Mutex<T> {
+        locked: AtomicBool,
+        data: UnsafeCell<T>,
+    }
+
+    // SAFETY: the data is reached only through a guard, and one guard exists at a time.
+    unsafe impl<T: Send> Sync for Mutex<T> {}
+    // SAFETY: as above.
+    unsafe impl<T: Send> Send for Mutex<T> {}
+
+    pub(crate) struct MutexGuard<'a, T> {
+        lock: &'a Mutex<T>,
+    }
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(t: T) -> Self {
+            Mutex {
+                locked: AtomicBool::new(false),
+                data: UnsafeCell::new(t),
+            }
+        }
+
+        pub(crate) fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
+            // Acquire pairs with the Release in MutexGuard::drop.
+            match self
+                .locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => Ok(MutexGuard { lock: self }),
+                Err(_) => Err(TryLockError::WouldBlock),
+            }
+        }
+
+        pub(crate) fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
+            loop {
+                if let Ok(g) = self.try_lock() {
+                    return Ok(g);
+                }
+                loom::thread::yield_now();
+            }
+        }
+    }
+
+    impl<T> core::ops::Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            // SAFETY: this guard holds the lock.
+            unsafe { &*self.lock.data.get() }
+        }
+    }
+
+    impl<T> core::ops::DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            // SAFETY: this guard holds the lock.
+            unsafe { &mut *self.lock.data.get() }
+        }
+    }
+
+    impl<T> Drop for MutexGuard<'_, T> {
+        fn drop(&mut self) {
+            // Release pairs with the Acquire in try_lock.
+            self.lock.locked.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// Gives the CPU away (a real `sched_yield`, or a loom yield point).
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+}
+
+/// Spin-wait hint (a `pause`, or a loom yield point).
+#[inline]
+pub(crate) fn spin_hint() {
+    percpu::sync::spin_hint();
+}
+
+/// Nothing, except under loom: a SeqCst fence. Loom models SeqCst *accesses* as AcqRel
+/// (its documented limitation, tokio-rs/loom#180), which admits store-buffering outcomes that
+/// SeqCst forbids; placed after each SeqCst read-modify-write and before each SeqCst load of
+/// the protocol, the fence gives the model the single total order the real accesses have.
+#[inline(always)]
+pub(crate) fn loom_sc_fence() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Under loom: the clock is one SeqCst counter, which is consistent with happens-before (the
+/// property OpLog assumes of synchronized timestamp counters).
+#[cfg(loom)]
+pub(crate) fn loom_clock() -> u64 {
+    loom::lazy_static! {
+        static ref CLOCK: loom::sync::atomic::AtomicU64 = loom::sync::atomic::AtomicU64::new(0);
+    }
+    // SeqCst: the modelled clock's reads are totally ordered and follow happens-before.
+    CLOCK.fetch_add(1, Ordering::SeqCst) + 1
+}
