@@ -89,3 +89,66 @@ fn shared_going_negative_queues_and_merge_folds_local() {
     assert!(s.try_reclaim(o));
     assert!(s.try_get(o).is_none());
 }
+
+/// The owner's non-atomic path against a reclaimer on another thread (the light/heavy fence
+/// pairing): the owner never holds a reference to a reclaimed object, and every reclaim
+/// happens at a true zero.
+#[test]
+fn owner_path_races_a_remote_reclaimer() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    const ALIVE: u64 = 1;
+    const RECLAIMED: u64 = 2;
+    let s = Arc::new(Brc::new());
+    let canary = Arc::new(AtomicU64::new(ALIVE));
+    let done = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (s2, canary2, done2) = (s.clone(), canary.clone(), done.clone());
+    let owner = std::thread::spawn(move || {
+        let objs = Arc::new(Objects::new(&*s2, 1));
+        tx.send(objs.clone()).unwrap();
+        let o = objs.get(0);
+        let (mut got, mut failed) = (0u64, 0u64);
+        for i in 0..200_000u64 {
+            match s2.try_get(o) {
+                Some(t) => {
+                    assert_eq!(
+                        canary2.load(Ordering::Acquire),
+                        ALIVE,
+                        "owner holds a reclaimed object"
+                    );
+                    if i % 7 == 0 {
+                        std::hint::spin_loop();
+                    }
+                    assert_eq!(
+                        canary2.load(Ordering::Acquire),
+                        ALIVE,
+                        "reclaimed under the owner"
+                    );
+                    s2.put(o, t);
+                    got += 1;
+                }
+                None => failed += 1,
+            }
+        }
+        done2.store(true, Ordering::Release);
+        assert!(s2.is_owner(o), "never shared: stays owned");
+        (got, failed)
+    });
+    let objs = rx.recv().unwrap();
+    let o = objs.get(0);
+    let mut reclaimed = 0u64;
+    while !done.load(Ordering::Acquire) {
+        if s.try_reclaim(o) {
+            reclaimed += 1;
+            canary.store(RECLAIMED, Ordering::Release);
+            assert_eq!(s.read_all(o), 0);
+            assert!(s.try_get(o).is_none());
+            canary.store(ALIVE, Ordering::Release);
+            s.reinit(o);
+        }
+    }
+    let (got, _failed) = owner.join().unwrap();
+    assert!(got > 0);
+    let _ = reclaimed;
+    assert_eq!(s.read_all(o), 0);
+}
