@@ -138,6 +138,7 @@ impl Brc {
 
     /// The `(local, shared count, shared flags)` of `obj` (for tests).
     pub fn parts(&self, obj: Pin<&BrcObject>) -> (u64, i64, i64) {
+        // Acquire pairs with the Release updates of shared and local.
         let s = obj.shared.load(Ordering::Acquire);
         (obj.local.load(Ordering::Acquire), s >> SHIFT, s & FLAGS)
     }
@@ -246,10 +247,11 @@ impl RefCounter for Brc {
     }
 
     fn read_all(&self, obj: Pin<&BrcObject>) -> i64 {
+        // Acquire pairs with the Release store of DEAD in try_reclaim.
         if obj.state.load(Ordering::Acquire) == DEAD {
             return 0;
         }
-        // local first, then shared (see the module docs).
+        // local first, then shared (see the module docs); orderings as in try_reclaim.
         let l = obj.local.load(Ordering::Acquire) as i64;
         l + (obj.shared.load(Ordering::SeqCst) >> SHIFT)
     }
@@ -270,6 +272,7 @@ impl RefCounter for Brc {
         let n = l + (obj.shared.load(Ordering::SeqCst) >> SHIFT);
         debug_assert!(n >= 0, "brc: negative count");
         if n == 0 {
+            // Release pairs with the Acquire load of state in read_all.
             obj.state.store(DEAD, Ordering::Release);
             true
         } else {

@@ -169,6 +169,8 @@ impl FrozenBit {
 
     /// Whether the frozen bit is set (dead or frozen).
     pub fn is_frozen(&self, obj: Pin<&FrozenBitObject>) -> bool {
+        // Acquire pairs with the Release fetch_sub of the puts (the freeing CAS continues
+        // their release sequence).
         obj.word.load(Ordering::Acquire) & FROZEN != 0
     }
 

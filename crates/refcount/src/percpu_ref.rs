@@ -250,6 +250,7 @@ impl PercpuRef {
         obj.mode.store(m, Ordering::Release);
         // Acquire pairs with the Release fetch_sub of the last put.
         if obj.atomic.load(Ordering::Acquire) == 0 {
+            // Release pairs with read_all's Acquire load of mode.
             obj.mode.store(next_mode(m, DEAD), Ordering::Release);
             true
         } else {
@@ -348,18 +349,22 @@ impl RefCounter for PercpuRef {
             let m = obj.mode.load(Ordering::Acquire);
             let v = match m & STATE_MASK {
                 DEAD => return 0,
+                // Acquire pairs with the Release fetch_sub of puts outside per-CPU mode.
                 ATOMIC => obj.atomic.load(Ordering::Acquire) as i64,
                 KILLED => {
                     crate::sync::spin_hint();
                     continue;
                 }
                 _ => {
+                    // Acquire: as above.
                     let a = obj.atomic.load(Ordering::Acquire);
                     let b = obj.base.load(Ordering::Relaxed);
                     let s = self.slots.sum(obj.slot.idx);
                     a.wrapping_sub(BIAS).wrapping_add(s.wrapping_sub(b)) as i64
                 }
             };
+            // Acquire fence: the reads above happen before the re-check of mode (a seqlock
+            // read side: an unchanged mode word means no state change happened meanwhile).
             crate::sync::fence(Ordering::Acquire);
             if obj.mode.load(Ordering::Relaxed) == m {
                 return v;

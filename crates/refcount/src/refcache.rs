@@ -246,6 +246,8 @@ impl Shared {
     /// installs `tag` in it. Returns after one attempt; the caller re-reads the way.
     #[cold]
     fn make_room(&self, cpu: usize, way: &Way, tag: u64) {
+        // Acquire: the reads that follow (the core, the delta) come after the tag read; the tag
+        // itself is pinned by the core lock taken next (installs over it need that lock).
         let cur = way.tag.load(Ordering::Acquire);
         if cur == EMPTY {
             let _ = self
@@ -290,6 +292,7 @@ impl Shared {
                 if d == 0 {
                     break;
                 }
+                // Acquire: as in make_room.
                 let cur = way.tag.load(Ordering::Acquire);
                 let core = self.cores.get(slot_of(cur));
                 let mut st = core.lock();
@@ -552,6 +555,7 @@ impl RefCache {
         crate::sync::fence(Ordering::Acquire);
         debug_assert!(n >= 0, "refcache: negative count {n}");
         if n == 0 {
+            // Release pairs with the Acquire load of state in read_all.
             obj.state.store(DEAD, Ordering::Release);
             true
         } else {
@@ -682,6 +686,7 @@ impl RefCounter for RefCache {
     }
 
     fn read_all(&self, obj: Pin<&RefCacheObject>) -> i64 {
+        // Acquire pairs with the Release store of DEAD in confirm.
         if obj.state.load(Ordering::Acquire) == DEAD {
             return 0;
         }

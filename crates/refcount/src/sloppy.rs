@@ -111,12 +111,15 @@ impl Sloppy {
     }
 
     fn confirm(&self, obj: &SloppyObject) -> bool {
+        // SeqCst: the load half of the store-then-load begun in block (pairs with the
+        // central-path get's SeqCst fetch_add then state load).
         let c = obj.central.load(Ordering::SeqCst);
         let s = self.spares(obj);
         // Acquire: holders' accesses made before their puts happen before the verdict.
         crate::sync::fence(Ordering::Acquire);
         debug_assert!(c - s >= 0, "sloppy: negative count");
         if c == s {
+            // Release pairs with the Acquire load of state in read_all.
             obj.state.store(DEAD, Ordering::Release);
             true
         } else {
@@ -221,10 +224,11 @@ impl RefCounter for Sloppy {
     }
 
     fn read_all(&self, obj: Pin<&SloppyObject>) -> i64 {
+        // Acquire pairs with the Release store of DEAD in confirm.
         if obj.state.load(Ordering::Acquire) == DEAD {
             return 0;
         }
-        // central first, then the spares (see the module docs).
+        // central first, then the spares (see the module docs); SeqCst as in confirm.
         let c = obj.central.load(Ordering::SeqCst);
         c - self.spares(&obj)
     }

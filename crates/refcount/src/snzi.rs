@@ -256,6 +256,7 @@ impl RefCounter for Snzi {
 
     /// 1 if the indicator is set, else 0.
     fn read_all(&self, obj: Pin<&SnziObject>) -> i64 {
+        // Acquire pairs with the Release store of DEAD in try_reclaim.
         if obj.state.load(Ordering::Acquire) == DEAD {
             return 0;
         }
@@ -263,6 +264,7 @@ impl RefCounter for Snzi {
     }
 
     fn is_referenced(&self, obj: Pin<&SnziObject>) -> bool {
+        // Acquire: as in read_all.
         obj.state.load(Ordering::Acquire) != DEAD && self.query(obj)
     }
 
@@ -281,6 +283,7 @@ impl RefCounter for Snzi {
             obj.state.store(LIVE, Ordering::Release);
             false
         } else {
+            // Release pairs with the Acquire loads of state in read_all/is_referenced.
             obj.state.store(DEAD, Ordering::Release);
             true
         }
