@@ -324,7 +324,7 @@ impl Retry {
     pub fn aborted(&mut self) {
         self.aborts += 1;
         crate::sync::spin_hint();
-        if self.aborts % (1 << 20) == 0 {
+        if self.aborts.is_multiple_of(1 << 20) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             if crate::fast_path_available() && crate::arch::rseq::cpu_id() < 0 {
                 panic!("percpu: this thread has no registered rseq area (cpu_id < 0); every critical section aborts");

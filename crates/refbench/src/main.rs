@@ -58,6 +58,15 @@ enum Cmd {
         /// `memory`: percentage of objects holding a reference.
         #[arg(long, default_value_t = 1.0)]
         referenced_pct: f64,
+        /// `oplog-list`: cycles spun after each add and each remove.
+        #[arg(long, default_value_t = 1000)]
+        spin_cycles: u64,
+        /// `oplog-read-ratio`: read every k updates, for each k (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = vec![1u64, 2, 3, 4, 5, 6, 7, 8, 9, 10])]
+        read_every: Vec<u64>,
+        /// `tsc-check`: round trips per ordered pair of CPUs.
+        #[arg(long, default_value_t = 1_000_000)]
+        samples: u64,
         /// Epoch of schemes with a background thread (RefCache), in microseconds.
         #[arg(long, default_value_t = 10_000)]
         epoch_us: u64,
@@ -115,11 +124,14 @@ fn main() -> ExitCode {
             pin,
             migrate_every,
             referenced_pct,
+            spin_cycles,
+            read_every,
+            samples,
             epoch_us,
             format,
             out,
         } => {
-            if !EXPERIMENTS.iter().any(|e| e.name == experiment) {
+            let Some(info) = experiments::find(&experiment) else {
                 return usage_error(format!(
                     "unknown experiment '{experiment}' (known: {})",
                     EXPERIMENTS
@@ -128,21 +140,21 @@ fn main() -> ExitCode {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
-            }
+            };
+            let known: Vec<&str> = match info.variants {
+                Some(v) => v.to_vec(),
+                None => SCHEMES.iter().map(|s| s.name).collect(),
+            };
             let schemes: Vec<String> = if schemes.is_empty() {
-                SCHEMES.iter().map(|s| s.name.to_string()).collect()
+                known.iter().map(|s| s.to_string()).collect()
             } else {
                 schemes
             };
             for s in &schemes {
-                if refbench::schemes::find(s).is_none() {
+                if !known.contains(&s.as_str()) {
                     return usage_error(format!(
-                        "unknown scheme '{s}' (known: {})",
-                        SCHEMES
-                            .iter()
-                            .map(|s| s.name)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "unknown scheme '{s}' for {experiment} (known: {})",
+                        known.join(", ")
                     ));
                 }
             }
@@ -151,6 +163,12 @@ fn main() -> ExitCode {
             }
             if objects.contains(&0) {
                 return usage_error("--objects: every object count must be at least 1");
+            }
+            if read_every.is_empty() || read_every.contains(&0) {
+                return usage_error("--read-every: every k must be at least 1");
+            }
+            if samples == 0 {
+                return usage_error("--samples must be at least 1");
             }
             if reps == 0 {
                 return usage_error("--reps must be at least 1");
@@ -176,6 +194,9 @@ fn main() -> ExitCode {
                 migrate_every,
                 referenced_pct,
                 scheme_config: SchemeConfig { epoch_us },
+                spin_cycles,
+                read_every,
+                samples,
             };
             let meta = Meta::collect();
             let bar = ProgressBar::new(experiments::steps(&experiment, &params));

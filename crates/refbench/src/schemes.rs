@@ -75,6 +75,7 @@ registry! {
     });
     "snzi", Scheme, "scalable non-zero indicator tree (lock-free, 1/2 state, versions)" => |c| refcount::snzi::Snzi::new();
     "brc", Scheme, "biased reference counting: owner non-atomic, others atomic" => |c| refcount::brc::Brc::new();
+    "oplog-counter", Scheme, "OpLog distributed counter: per-CPU deltas in a logger cache, read_all synchronizes" => |c| oplog::OpLogCounter::default();
     "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => |c| paygo::Domain::new();
     "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (physical ceiling)" => |c| crate::limit::PercpuLimit::new();
 }

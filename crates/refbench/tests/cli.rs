@@ -18,6 +18,8 @@ fn bad_arguments_exit_2_with_a_message() {
         &["run", "single-object", "--threads", "1,x"],
         &["run", "object-spectrum", "--objects", "0"],
         &["run", "single-object", "--reps", "0"],
+        &["run", "oplog-list", "--schemes", "atomic"],
+        &["run", "oplog-read-ratio", "--read-every", "0"],
         &["frobnicate"],
     ] {
         let o = refbench(args);
@@ -32,7 +34,27 @@ fn list_names_every_experiment_and_scheme() {
     let o = refbench(&["list"]);
     assert!(o.status.success());
     let s = String::from_utf8_lossy(&o.stdout);
-    for name in ["single-object", "object-spectrum", "atomic", "percpu-limit"] {
+    for name in [
+        "single-object",
+        "object-spectrum",
+        "migration",
+        "memory",
+        "query",
+        "tsc-check",
+        "oplog-list",
+        "oplog-read-ratio",
+        "atomic",
+        "cas",
+        "frozen-bit",
+        "sloppy",
+        "percpu-ref",
+        "refcache",
+        "snzi",
+        "brc",
+        "oplog-counter",
+        "paygo",
+        "percpu-limit",
+    ] {
         assert!(
             s.lines().any(|l| l.split_whitespace().nth(1) == Some(name)),
             "list lacks {name}:\n{s}"
@@ -131,4 +153,17 @@ fn out_writes_json_csv_plots_and_report() {
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("| atomic | 1 | 16 |"), "{report}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tsc_check_rows_carry_violations() {
+    let o = refbench(&["run", "tsc-check", "--samples", "2000", "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert_eq!(r["samples"], 2000);
+        assert!(r["violations"].is_u64(), "violations field missing: {r}");
+    }
 }

@@ -3,6 +3,7 @@
 //! a shared machine touches all of them alike).
 
 mod counting;
+mod oplog_exp;
 
 use crate::output::Row;
 use crate::schemes::SchemeConfig;
@@ -15,19 +16,51 @@ pub struct ExperimentInfo {
     pub name: &'static str,
     /// What it reproduces.
     pub about: &'static str,
+    /// The names `--schemes` takes: `None` for the reference counting schemes of the registry,
+    /// or the experiment's own variants.
+    pub variants: Option<&'static [&'static str]>,
 }
 
 /// Every experiment, in display order.
 pub const EXPERIMENTS: &[ExperimentInfo] = &[
-    ExperimentInfo { name: "single-object", about: "PAYGO Fig. 11: all threads get/put one shared object" },
-    ExperimentInfo { name: "object-spectrum", about: "PAYGO Fig. 12 (and Fig. 2/10): threads get/put objects spread over a set of N objects" },
+    ExperimentInfo { name: "single-object", about: "PAYGO Fig. 11: all threads get/put one shared object", variants: None },
+    ExperimentInfo {
+        name: "object-spectrum",
+        about: "PAYGO Fig. 12 (and Fig. 2/10): threads get/put objects spread over a set of N objects",
+        variants: None,
+    },
     ExperimentInfo {
         name: "migration",
         about: "PAYGO 6.2.3 anchoring overhead: forced migration between get and put every M ops; anchor-path share and throughput vs no migration",
+        variants: None,
     },
-    ExperimentInfo { name: "memory", about: "bytes used for N objects of which a given share is referenced" },
-    ExperimentInfo { name: "query", about: "PAYGO 6.3 query overhead: time to try-reclaim N unreferenced objects, with and without background get/put" },
+    ExperimentInfo { name: "memory", about: "bytes used for N objects of which a given share is referenced", variants: None },
+    ExperimentInfo {
+        name: "query",
+        about: "PAYGO 6.3 query overhead: time to try-reclaim N unreferenced objects, with and without background get/put",
+        variants: None,
+    },
+    ExperimentInfo {
+        name: "tsc-check",
+        about: "OpLog 6.1: a timestamp stored on one CPU, compared with one read after it on another; violations expected 0",
+        variants: Some(&["tsc"]),
+    },
+    ExperimentInfo {
+        name: "oplog-list",
+        about: "OpLog Fig. 12: add an element, spin, remove it, spin; lock-free list vs OpLog without/with global/local absorption",
+        variants: Some(&["lockfree-list", "oplog-basic", "oplog-global", "oplog-local"]),
+    },
+    ExperimentInfo {
+        name: "oplog-read-ratio",
+        about: "OpLog Fig. 11 (fork-truncate): updates with a read every k; OpLog vs the same map under one lock; break-even k",
+        variants: Some(&["oplog", "oplog-basic", "locked"]),
+    },
 ];
+
+/// The experiment called `name`.
+pub fn find(name: &str) -> Option<&'static ExperimentInfo> {
+    EXPERIMENTS.iter().find(|e| e.name == name)
+}
 
 /// Everything an experiment may be asked.
 #[derive(Clone, Debug)]
@@ -50,6 +83,12 @@ pub struct Params {
     pub referenced_pct: f64,
     /// Scheme settings.
     pub scheme_config: SchemeConfig,
+    /// `oplog-list`: cycles spun after each add and each remove.
+    pub spin_cycles: u64,
+    /// `oplog-read-ratio`: read (truncate) every k updates, for each k.
+    pub read_every: Vec<u64>,
+    /// `tsc-check`: round trips per pair of CPUs.
+    pub samples: u64,
 }
 
 /// Default object counts of an experiment where the user gave none.
@@ -70,6 +109,9 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
         "migration" => Ok(counting::migration(p, tick)),
         "memory" => Ok(counting::memory(p, tick)),
         "query" => Ok(counting::query(p, tick)),
+        "tsc-check" => Ok(oplog_exp::tsc_check(p, tick)),
+        "oplog-list" => Ok(oplog_exp::list(p, tick)),
+        "oplog-read-ratio" => Ok(oplog_exp::read_ratio(p, tick)),
         other => Err(format!(
             "unknown experiment '{other}' (see `refbench list`)"
         )),
@@ -88,6 +130,9 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         "migration" => s * r * t * p.migrate_every.len() as u64,
         "memory" => s * o,
         "query" => s * r * o * 2,
+        "tsc-check" => 1,
+        "oplog-list" => s * r * t,
+        "oplog-read-ratio" => s * r * t * p.read_every.len() as u64,
         _ => 0,
     }
 }
