@@ -1,6 +1,7 @@
 //! Get/put pairs on one shared object, 1 and 2 threads pinned to distinct CPUs, for every
 //! scheme of this crate: `cargo bench -p refcount --bench scaling` (optionally
-//! `-- <milliseconds> <schemes,...>`). Prints million pairs per second and the 2/1 ratio.
+//! `-- <milliseconds> <schemes,...> <threads>`; with `<threads>` only that thread count runs).
+//! Prints million pairs per second and the 2/1 ratio.
 //!
 //! Objects are created by the main thread, so for `brc` every worker is a non-owner (its
 //! shared path); `brc-owner` creates the object on worker 0, which then owns it.
@@ -64,6 +65,16 @@ fn run<C: RefCounter>(s: Arc<C>, threads: usize, ms: u64, owner_creates: bool) -
 }
 
 fn row<C: RefCounter>(name: &str, make: impl Fn() -> C, ms: u64, owner_creates: bool) {
+    if let Some(n) = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .nth(2)
+        .and_then(|a| a.parse::<usize>().ok())
+    {
+        let r = run(Arc::new(make()), n, ms, owner_creates);
+        println!("{name:<12} {n} threads {r:>10.1}");
+        return;
+    }
     let one = run(Arc::new(make()), 1, ms, owner_creates);
     let two = run(Arc::new(make()), 2, ms, owner_creates);
     println!("{name:<12} {one:>10.1} {two:>10.1} {:>8.2}", two / one);

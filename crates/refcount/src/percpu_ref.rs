@@ -140,20 +140,12 @@ impl CpuSlots {
     }
 
     /// Word `(idx, cpu)`.
-    #[inline(always)]
-    pub(crate) fn word(&self, idx: u32, cpu: usize) -> &AtomicU64 {
+    fn word(&self, idx: u32, cpu: usize) -> &AtomicU64 {
         let i = idx as usize;
         let chunk = self.chunks[i / CHUNK]
             .get()
             .expect("per-CPU slot of a live object");
         &chunk[cpu * CHUNK + i % CHUNK]
-    }
-
-    /// Wrapping sum of slot `idx` over all CPUs.
-    pub(crate) fn sum(&self, idx: u32) -> u64 {
-        (0..self.cpus).fold(0u64, |s, c| {
-            s.wrapping_add(self.word(idx, c).load(Ordering::Relaxed))
-        })
     }
 
     /// The number of CPUs (words per slot).
@@ -168,18 +160,44 @@ impl CpuSlots {
     }
 }
 
-/// A slot of a [`CpuSlots`] arena, given back when dropped.
+/// A slot of a [`CpuSlots`] arena, given back when dropped. Keeps the address of its CPU-0
+/// word, so that the fast paths reach a CPU's word with one multiply-add.
 pub(crate) struct SlotHandle {
-    pub(crate) idx: u32,
+    base: core::ptr::NonNull<AtomicU64>,
+    idx: u32,
     arena: Arc<CpuSlots>,
 }
 
+// SAFETY: `base` points into a chunk owned by `arena` (kept alive by the Arc), which is never
+// freed or moved while the arena lives; the words are atomics, safe to share.
+unsafe impl Send for SlotHandle {}
+// SAFETY: as above.
+unsafe impl Sync for SlotHandle {}
+
 impl SlotHandle {
     pub(crate) fn new(arena: &Arc<CpuSlots>) -> Self {
+        let idx = arena.alloc();
         SlotHandle {
-            idx: arena.alloc(),
+            base: core::ptr::NonNull::from(arena.word(idx, 0)),
+            idx,
             arena: arena.clone(),
         }
+    }
+
+    /// CPU `cpu`'s word of this slot.
+    #[inline(always)]
+    pub(crate) fn word(&self, cpu: usize) -> &AtomicU64 {
+        debug_assert!(cpu < self.arena.cpus);
+        // SAFETY: the words of one slot are CHUNK apart in one chunk (CpuSlots layout), for
+        // `cpus` CPUs; the chunk outlives self (see the Send impl).
+        unsafe { &*self.base.as_ptr().add(cpu * CHUNK) }
+    }
+
+    /// Wrapping sum over all CPUs.
+    pub(crate) fn sum(&self) -> u64 {
+        (0..self.arena.cpus).fold(0u64, |s, c| {
+            s.wrapping_add(self.word(c).load(Ordering::Relaxed))
+        })
     }
 }
 
@@ -234,7 +252,7 @@ impl PercpuRef {
 
     /// Fold and confirm; called after `kill` succeeded and a fence followed it.
     fn fold_and_confirm(&self, obj: &PercpuRefObject) -> bool {
-        let s = self.slots.sum(obj.slot.idx);
+        let s = obj.slot.sum();
         // Acquire: after the fence every committed section is visible; this fence orders the
         // holders' accesses (made before their puts) before our verdict.
         crate::sync::fence(Ordering::Acquire);
@@ -307,7 +325,7 @@ impl RefCounter for PercpuRef {
                 return None;
             }
             let (cpu, _) = self.pc.current();
-            let w = self.slots.word(obj.slot.idx, cpu);
+            let w = obj.slot.word(cpu);
             match self.pc.add(cpu, &[Check::new(&obj.mode, m)], w, 1u64) {
                 Ok(()) => return Some(PercpuRefToken(())),
                 Err(Fail::Abort) => retry.aborted(),
@@ -325,7 +343,7 @@ impl RefCounter for PercpuRef {
                 break;
             }
             let (cpu, _) = self.pc.current();
-            let w = self.slots.word(obj.slot.idx, cpu);
+            let w = obj.slot.word(cpu);
             match self
                 .pc
                 .add(cpu, &[Check::new(&obj.mode, m)], w, 1u64.wrapping_neg())
@@ -359,7 +377,7 @@ impl RefCounter for PercpuRef {
                     // Acquire: as above.
                     let a = obj.atomic.load(Ordering::Acquire);
                     let b = obj.base.load(Ordering::Relaxed);
-                    let s = self.slots.sum(obj.slot.idx);
+                    let s = obj.slot.sum();
                     a.wrapping_sub(BIAS).wrapping_add(s.wrapping_sub(b)) as i64
                 }
             };

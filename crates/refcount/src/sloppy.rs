@@ -84,12 +84,12 @@ impl Sloppy {
 
     /// CPU `cpu`'s spare word of `obj` (an `i64` kept in a `u64` word, two's complement).
     #[inline(always)]
-    fn spare(&self, obj: &SloppyObject, cpu: usize) -> &AtomicU64 {
-        self.slots.word(obj.slot.idx, cpu)
+    fn spare<'o>(&self, obj: &'o SloppyObject, cpu: usize) -> &'o AtomicU64 {
+        obj.slot.word(cpu)
     }
 
     fn spares(&self, obj: &SloppyObject) -> i64 {
-        self.slots.sum(obj.slot.idx) as i64
+        obj.slot.sum() as i64
     }
 
     /// The spares CPU `cpu` holds for `obj` (for tests).
