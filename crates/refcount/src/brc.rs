@@ -220,6 +220,7 @@ impl RefCounter for Brc {
         // SeqCst store-then-load, pairs with the reclaimer's SeqCst state store and shared
         // load.
         obj.shared.fetch_add(ONE, Ordering::SeqCst);
+        crate::snzi::store_load_order();
         if obj.state.load(Ordering::SeqCst) != LIVE {
             self.shared_dec(&obj);
             return None;

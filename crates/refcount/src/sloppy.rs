@@ -42,6 +42,9 @@
 //! never below the true count while the object is being reclaimed: [`Precision::Exact`].
 //!
 //! Memory: 8 bytes per CPU per object in the arena, plus the object header.
+//!
+//! A loom model beside this code races a get (spare path and central path) and its put against
+//! a reclaim (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`).
 
 use crate::percpu_ref::{CpuSlots, SlotHandle};
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
@@ -186,6 +189,7 @@ impl RefCounter for Sloppy {
         // SeqCst: store-then-load, pairs with the reclaimer's SeqCst state store and central
         // load.
         obj.central.fetch_add(1, Ordering::SeqCst);
+        crate::snzi::store_load_order();
         if obj.state.load(Ordering::SeqCst) != LIVE {
             obj.central.fetch_sub(1, Ordering::Relaxed);
             return None;
@@ -238,6 +242,7 @@ impl RefCounter for Sloppy {
             return false;
         }
         self.pc.fence();
+        crate::snzi::store_load_order();
         self.confirm(&obj)
     }
 
@@ -284,5 +289,62 @@ impl RefCounter for Sloppy {
             shared: self.slots.overhead() + 128 * self.pc.len(),
             objects: objs.count() * per,
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::thread;
+
+    fn pin(o: &crate::sync::Arc<SloppyObject>) -> Pin<&SloppyObject> {
+        // SAFETY: the object lives in an Arc and is never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    /// A get (from a spare when `spare`, else from the central counter) and its put (which
+    /// returns the spares: threshold 1) race a reclaim: never both a successful reclaim and a
+    /// held reference, and the count ends at zero.
+    fn get_vs_reclaim(spare: bool) {
+        loom::model(move || {
+            let s = crate::sync::Arc::new(Sloppy::with_threshold(1));
+            let obj = crate::sync::Arc::new(s.new_object());
+            if spare {
+                percpu::loom_set_cpu(1);
+                let t = s.try_get(pin(&obj)).unwrap();
+                s.put(pin(&obj), t); // leaves one spare on CPU 1
+            }
+            let holding = crate::sync::Arc::new(AtomicU64::new(0));
+            let (s2, o2, h2) = (s.clone(), obj.clone(), holding.clone());
+            let t = thread::spawn(move || {
+                percpu::loom_set_cpu(1);
+                if let Some(tok) = s2.try_get(pin(&o2)) {
+                    h2.store(1, Ordering::SeqCst);
+                    h2.store(0, Ordering::SeqCst);
+                    s2.put(pin(&o2), tok);
+                }
+            });
+            percpu::loom_set_cpu(0);
+            if s.try_reclaim(pin(&obj)) {
+                assert_eq!(
+                    holding.load(Ordering::SeqCst),
+                    0,
+                    "reclaimed under a holder"
+                );
+                assert!(s.try_get(pin(&obj)).is_none());
+            }
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+        });
+    }
+
+    #[test]
+    fn spare_get_vs_reclaim() {
+        get_vs_reclaim(true);
+    }
+
+    #[test]
+    fn central_get_vs_reclaim() {
+        get_vs_reclaim(false);
     }
 }

@@ -63,10 +63,11 @@ fn make(c: i32, v: u32) -> u64 {
 }
 
 /// Orders a SeqCst store before a SeqCst load of another word (the store-buffering pattern).
-/// SeqCst accesses already do so in the Rust/C++ model, and on x86 the CAS before it is a full
-/// barrier; loom models SeqCst accesses as AcqRel, so under loom an explicit fence stands in.
+/// SeqCst accesses already do so in the Rust/C++ model, and on x86 the read-modify-write before
+/// it is a full barrier; loom models SeqCst accesses as AcqRel, so under loom an explicit fence
+/// stands in. (Used by `sloppy` and `brc` too.)
 #[inline(always)]
-fn store_load_order() {
+pub(crate) fn store_load_order() {
     #[cfg(loom)]
     crate::sync::fence(Ordering::SeqCst);
 }
