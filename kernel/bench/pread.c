@@ -10,6 +10,7 @@
  *   paygo_secs=S       seconds per repetition (default 2)
  *   paygo_reps=R       repetitions per thread count (default 5)
  *   paygo_threads=T    maximum thread count (default 2)
+ *   paygo_run=selftest run /paygo_test instead of the benchmark
  *
  * Build: gcc -static -O2 -pthread -o init pread.c
  */
@@ -25,6 +26,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +113,24 @@ static const char *env(const char *k, const char *d)
 	return v && *v ? v : d;
 }
 
+/* paygo_run=selftest: run /paygo_test (tools/testing/selftests/paygo) */
+static void run_selftest(void)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char *argv[] = { "/paygo_test", NULL };
+
+		execv(argv[0], argv);
+		perror("execv /paygo_test");
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	printf("# paygo selftest exit status %d\n",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 int main(void)
 {
 	const char *scheme = env("paygo_scheme", "unknown");
@@ -120,6 +140,10 @@ int main(void)
 	char page[4096];
 	int threads, r;
 
+	if (!strcmp(env("paygo_run", "pread"), "selftest")) {
+		run_selftest();
+		goto out;
+	}
 	mkdir("/tmp", 0755);
 	if (mount("tmpfs", "/tmp", "tmpfs", 0, "size=16m"))
 		perror("mount tmpfs");
