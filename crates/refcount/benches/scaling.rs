@@ -11,6 +11,39 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+/// The ceiling: one bare per-CPU rseq counter (`add_current(+1)` / `add_current(-1)`), no
+/// per-object state and no way to detect zero. Not a scheme: a reference row.
+struct PercpuLimit(percpu::PerCpu<std::sync::atomic::AtomicU64>);
+
+impl RefCounter for PercpuLimit {
+    type Object = ();
+    type Token = ();
+    const NAME: &'static str = "percpu-limit";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+    fn new_object(&self) {}
+    #[inline]
+    fn try_get(&self, _: std::pin::Pin<&()>) -> Option<()> {
+        self.0.add_current(|w| w, 1u64);
+        Some(())
+    }
+    #[inline]
+    fn put(&self, _: std::pin::Pin<&()>, _: ()) {
+        self.0.add_current(|w| w, 1u64.wrapping_neg());
+    }
+    fn read_all(&self, _: std::pin::Pin<&()>) -> i64 {
+        self.0
+            .iter()
+            .fold(0u64, |s, w| s.wrapping_add(w.load(Ordering::Relaxed))) as i64
+    }
+    fn try_reclaim(&self, _: std::pin::Pin<&()>) -> bool {
+        false
+    }
+    fn reinit(&self, _: std::pin::Pin<&()>) {}
+    fn memory(&self, _: &mut dyn Iterator<Item = std::pin::Pin<&()>>) -> refcount::Memory {
+        refcount::Memory::default()
+    }
+}
+
 fn pin(cpu: usize) {
     let _ = refcount::conformance::migrate(cpu);
 }
@@ -99,6 +132,14 @@ fn main() {
         "{:<12} {:>10} {:>10} {:>8}",
         "scheme", "1 thr Mp/s", "2 thr Mp/s", "2/1"
     );
+    if want("percpu-limit") {
+        row(
+            "percpu-limit",
+            || PercpuLimit(percpu::PerCpu::new(|_| AtomicU64::new(0))),
+            ms,
+            false,
+        );
+    }
     if want("atomic") {
         row("atomic", || refcount::atomic::Atomic, ms, false);
     }

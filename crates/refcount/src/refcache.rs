@@ -738,6 +738,19 @@ impl RefCounter for RefCache {
             .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
     }
 
+    /// `conflict_evictions`, `overflow_evictions`, `epoch_flushes`, `epochs`, `confirmed` (see
+    /// [`Stats`]).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = self.stats();
+        vec![
+            ("conflict_evictions", s.conflict_evictions),
+            ("overflow_evictions", s.overflow_evictions),
+            ("epoch_flushes", s.epoch_flushes),
+            ("epochs", s.epochs),
+            ("confirmed", s.confirmed),
+        ]
+    }
+
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RefCacheObject>>) -> Memory {
         let sh = &*self.shared;
         let caches = sh.pc.len() * (sh.mask + 1) * core::mem::size_of::<Way>();

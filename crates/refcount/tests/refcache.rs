@@ -27,6 +27,9 @@ fn conflicting_objects_evict_each_other() {
     let before = s.stats().conflict_evictions;
     let b = s.try_get(objs.get(4)).unwrap();
     assert!(s.stats().conflict_evictions > before);
+    assert!(s
+        .counters()
+        .contains(&("conflict_evictions", s.stats().conflict_evictions)));
     assert_eq!(
         s.global_count(objs.get(0)),
         1,
