@@ -11,6 +11,19 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Barrier, Mutex};
 
+/// Aborts the process if a worker panics: the others would wait at the barrier for ever, and
+/// a failure must fail, not hang.
+struct AbortOnPanic;
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("a worker panicked; aborting so that the test fails instead of hanging");
+            std::process::abort();
+        }
+    }
+}
+
 const OBJECTS: usize = 24;
 const THREADS: usize = 6;
 const ROUNDS: usize = 5;
@@ -31,10 +44,12 @@ fn run(domain: &Domain) {
     let mailboxes: Vec<Mutex<Vec<(usize, Guard<'_>)>>> =
         (0..THREADS).map(|_| Mutex::new(Vec::new())).collect();
     let barrier = Barrier::new(THREADS + 1);
+    let _abort = AbortOnPanic;
     std::thread::scope(|s| {
         for t in 0..THREADS {
             let (model, mailboxes, barrier, hdr) = (&model, &mailboxes, &barrier, &hdr);
             s.spawn(move || {
+                let _abort = AbortOnPanic;
                 let mut rng = Rng::new(77 + t as u64);
                 let mut mine: Vec<(usize, Guard<'_>)> = Vec::new();
                 for _ in 0..ROUNDS {
