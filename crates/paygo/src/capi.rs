@@ -100,7 +100,7 @@ impl Drop for AnchorInfo {
             // SAFETY: as above; the header does not move while it is referenced.
             let hdr = unsafe { Pin::new_unchecked(&(*obj).hdr) };
             for a in anchors {
-                d.put(hdr, a);
+                d.unref(hdr, a);
                 LEFTOVERS.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -210,7 +210,7 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
         Err(e) => return e,
     };
     let d = domain();
-    let Some(a) = d.get_or_wait(hdr) else {
+    let Some(a) = d.ref_or_wait(hdr) else {
         return PAYGO_EDEAD;
     };
     let mut a = Some(a);
@@ -225,7 +225,7 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
         Ok(()) => PAYGO_OK,
         Err(_) => {
             if let Some(a) = a {
-                d.put(hdr, a);
+                d.unref(hdr, a);
             }
             PAYGO_ESHUTDOWN
         }
@@ -263,7 +263,7 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
     });
     match taken {
         Ok(Some(a)) => {
-            domain().put(hdr, a);
+            domain().unref(hdr, a);
             PAYGO_OK
         }
         Ok(None) => PAYGO_ENOREF,

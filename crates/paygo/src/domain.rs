@@ -195,7 +195,7 @@ impl core::fmt::Debug for Header {
 }
 
 /// The anchor of one reference: where its REF was counted (CPU, slot, generation). UNREF goes
-/// straight back to it, with no search. Neither `Clone` nor `Copy`; made only by `try_get`.
+/// straight back to it, with no search. Neither `Clone` nor `Copy`; made only by REF ([`Domain::try_ref`]).
 #[must_use = "a reference must be given back with put"]
 pub struct Anchor {
     slot: NonNull<Slot>,
@@ -206,7 +206,7 @@ pub struct Anchor {
 }
 
 // SAFETY: an anchor is plain data (a slot address inside a domain that outlives it, by the
-// contract of `put`); it may be given back from any thread.
+// contract of `unref`); it may be given back from any thread.
 unsafe impl Send for Anchor {}
 // SAFETY: as above; shared access only reads the fields.
 unsafe impl Sync for Anchor {}
@@ -389,13 +389,14 @@ impl Domain {
 
     // ---------------------------------------------------------------- REF
 
-    /// REF: takes a reference to the object, or `None` if it is being reclaimed or dead.
+    /// REF: takes a reference to the object and returns its anchor, or `None` if the object is
+    /// being reclaimed or dead. [`Domain::try_get`] wraps it in a guard.
     ///
     /// Fast path: the current CPU's entry for the object at its hash position; one critical
     /// section that checks the entry's key and generation and the object's flag, and adds 1
     /// to the local counter. No atomic read-modify-write, no fence.
     #[inline]
-    pub fn try_get(&self, hdr: Pin<&Header>) -> Option<Anchor> {
+    pub fn try_ref(&self, hdr: Pin<&Header>) -> Option<Anchor> {
         let obj = hdr.addr();
         let cpu = percpu::current_cpu();
         let s = self.slot(cpu, self.home(obj));
@@ -424,8 +425,8 @@ impl Domain {
     /// REF that waits out a concurrent `try_reclaim` (the paper's retry): fails only if the
     /// object is dead (or killed).
     #[inline]
-    pub fn get_or_wait(&self, hdr: Pin<&Header>) -> Option<Anchor> {
-        self.try_get(hdr)
+    pub fn ref_or_wait(&self, hdr: Pin<&Header>) -> Option<Anchor> {
+        self.try_ref(hdr)
             .or_else(|| self.get_slow(hdr, OnReclaim::Wait))
     }
 
@@ -604,14 +605,14 @@ impl Domain {
 
     // ---------------------------------------------------------------- UNREF
 
-    /// UNREF: gives back the reference `anchor` stands for. `anchor` must come from `try_get`
+    /// UNREF: gives back the reference `anchor` stands for. `anchor` must come from `try_ref`
     /// on this domain and this object.
     ///
     /// On the reference's CPU: one critical section subtracting 1 from the local counter.
     /// Elsewhere: a compare-and-swap on the entry's anchor counter. If the entry was evicted:
     /// its overflow list entry, under the stripe lock.
     #[inline]
-    pub fn put(&self, hdr: Pin<&Header>, anchor: Anchor) -> PutPath {
+    pub fn unref(&self, hdr: Pin<&Header>, anchor: Anchor) -> PutPath {
         let obj = hdr.addr();
         #[cfg(debug_assertions)]
         debug_assert_eq!(
@@ -637,12 +638,12 @@ impl Domain {
         self.put_slow(hdr, anchor, false).0
     }
 
-    /// UNREF for handles: like [`Domain::put`], and if the object was killed and this UNREF
+    /// UNREF for handles: like [`Domain::unref`], and if the object was killed and this UNREF
     /// finds it at zero, marks it dead and returns true (the caller then drops the value).
     #[inline]
     pub(crate) fn put_release(&self, hdr: Pin<&Header>, anchor: Anchor) -> bool {
         let obj = hdr.addr();
-        // SAFETY: as in put().
+        // SAFETY: as in unref().
         let s = unsafe { anchor.slot.as_ref() };
         let cpu = anchor.cpu as usize;
         if percpu::current_cpu() == cpu
@@ -671,7 +672,7 @@ impl Domain {
     #[inline(never)]
     fn put_slow(&self, hdr: Pin<&Header>, anchor: Anchor, handle: bool) -> (PutPath, bool) {
         let obj = hdr.addr();
-        // SAFETY: as in put().
+        // SAFETY: as in unref().
         let s = unsafe { anchor.slot.as_ref() };
         let home = anchor.cpu as usize;
         let g = anchor.gen;

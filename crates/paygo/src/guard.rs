@@ -4,7 +4,7 @@ use crate::{Anchor, Domain, Header, PutPath};
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 
-/// A reference to an object of a [`Domain`], taken by [`Domain::get`] and given back when
+/// A reference to an object of a [`Domain`], taken by [`Domain::try_get`] and given back when
 /// dropped. It remembers its anchor, so the UNREF needs no search. `Send`: dropped on another
 /// thread (or after a migration) it takes the anchor path.
 #[must_use = "dropping a guard at once gives the reference back at once"]
@@ -15,10 +15,22 @@ pub struct Guard<'a> {
 }
 
 impl Domain {
-    /// REF as a guard: `None` if the object is being reclaimed or dead.
+    /// REF as a guard that remembers its anchor: `None` if the object is being reclaimed or
+    /// dead.
     #[inline]
-    pub fn get<'a>(&'a self, hdr: Pin<&'a Header>) -> Option<Guard<'a>> {
-        self.try_get(hdr).map(|a| Guard {
+    pub fn try_get<'a>(&'a self, hdr: Pin<&'a Header>) -> Option<Guard<'a>> {
+        self.try_ref(hdr).map(|a| Guard {
+            domain: self,
+            hdr,
+            anchor: ManuallyDrop::new(a),
+        })
+    }
+
+    /// REF as a guard, waiting out a concurrent `try_reclaim` (the paper's retry): `None` only
+    /// if the object is dead.
+    #[inline]
+    pub fn get_or_wait<'a>(&'a self, hdr: Pin<&'a Header>) -> Option<Guard<'a>> {
+        self.ref_or_wait(hdr).map(|a| Guard {
             domain: self,
             hdr,
             anchor: ManuallyDrop::new(a),
@@ -42,7 +54,7 @@ impl<'a> Guard<'a> {
         let mut me = ManuallyDrop::new(self);
         // SAFETY: the anchor is taken exactly once, here; `me` is never dropped.
         let a = unsafe { ManuallyDrop::take(&mut me.anchor) };
-        me.domain.put(me.hdr, a)
+        me.domain.unref(me.hdr, a)
     }
 }
 
@@ -51,7 +63,7 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         // SAFETY: the anchor is taken exactly once, here, and self is never used again.
         let a = unsafe { ManuallyDrop::take(&mut self.anchor) };
-        self.domain.put(self.hdr, a);
+        self.domain.unref(self.hdr, a);
     }
 }
 

@@ -146,7 +146,7 @@ impl<T> Handle<T> {
     #[inline]
     pub fn try_get(&self) -> Option<Ref<'_, T>> {
         let inner = self.inner();
-        inner.domain.try_get(inner.header()).map(|a| Ref {
+        inner.domain.try_ref(inner.header()).map(|a| Ref {
             inner,
             anchor: ManuallyDrop::new(a),
         })

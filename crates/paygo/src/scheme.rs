@@ -16,12 +16,12 @@ impl RefCounter for Domain {
 
     #[inline]
     fn try_get(&self, obj: Pin<&Header>) -> Option<Anchor> {
-        Domain::try_get(self, obj)
+        Domain::try_ref(self, obj)
     }
 
     #[inline]
     fn put(&self, obj: Pin<&Header>, token: Anchor) {
-        Domain::put(self, obj, token);
+        Domain::unref(self, obj, token);
     }
 
     fn read_all(&self, obj: Pin<&Header>) -> i64 {

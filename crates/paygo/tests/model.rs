@@ -60,7 +60,8 @@ fn run(domain: &Domain) {
                             }
                             2..=4 => {
                                 let i = rng.below(OBJECTS);
-                                let g = domain.get(hdr(i)).expect("REF failed on a live object");
+                                let g =
+                                    domain.try_get(hdr(i)).expect("REF failed on a live object");
                                 model[i].fetch_add(1, Ordering::Relaxed);
                                 mine.push((i, g));
                             }
@@ -157,7 +158,7 @@ fn guard_dropped_on_another_cpu_takes_the_anchor_path() {
     if !migrate(0) || percpu::online_cpus() < 2 {
         return;
     }
-    let g = d.get(h.as_ref()).unwrap();
+    let g = d.try_get(h.as_ref()).unwrap();
     assert_eq!(g.anchor_cpu(), 0);
     std::thread::scope(|s| {
         s.spawn(|| {

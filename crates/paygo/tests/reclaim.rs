@@ -50,9 +50,9 @@ fn run(domain: &Domain, batch: bool) {
                         let i = rng.below(OBJECTS);
                         let wait = rng.below(2) == 0;
                         let a = if wait {
-                            domain.get_or_wait(hdr(i))
+                            domain.ref_or_wait(hdr(i))
                         } else {
-                            domain.try_get(hdr(i))
+                            domain.try_ref(hdr(i))
                         };
                         if let Some(a) = a {
                             objs[i].holders.fetch_add(1, Ordering::SeqCst);
@@ -66,7 +66,7 @@ fn run(domain: &Domain, batch: bool) {
                                 migrate(rng.below(64));
                             }
                             objs[i].holders.fetch_sub(1, Ordering::SeqCst);
-                            domain.put(hdr(i), a);
+                            domain.unref(hdr(i), a);
                             got += 1;
                         }
                     }
@@ -98,7 +98,7 @@ fn run(domain: &Domain, batch: bool) {
                 objs[i].canary.store(RECLAIMED, Ordering::Release);
                 assert_eq!(domain.read_all(hdr(i)), 0);
                 assert!(
-                    domain.try_get(hdr(i)).is_none(),
+                    domain.try_ref(hdr(i)).is_none(),
                     "REF succeeded on a dead object"
                 );
                 assert!(!domain.try_reclaim(hdr(i)));
