@@ -91,7 +91,7 @@ pub fn run_counting<C: RefCounter>(
                         for _ in 0..BATCH {
                             let o = objs.get(idx);
                             let tok = scheme.try_get(o).expect("try_get failed on a live object");
-                            if opts.migrate_every != 0 && ops % opts.migrate_every == 0 {
+                            if opts.migrate_every != 0 && ops.is_multiple_of(opts.migrate_every) {
                                 home = (home + 1) % online;
                                 pin_to(home);
                             }

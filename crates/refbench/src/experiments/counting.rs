@@ -190,11 +190,12 @@ impl Visit for MemoryVisit<'_> {
     type Out = ();
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
         let objs = Objects::new(&scheme, self.objects);
-        let step = if self.referenced == 0 {
-            usize::MAX
-        } else {
-            (self.objects / self.referenced).max(1)
-        };
+        // Referenced objects spread evenly over the arena.
+        let step = self
+            .objects
+            .checked_div(self.referenced)
+            .unwrap_or(usize::MAX)
+            .max(1);
         let held: Vec<(usize, C::Token)> = (0..self.objects)
             .step_by(step.min(self.objects.max(1)))
             .take(self.referenced)
