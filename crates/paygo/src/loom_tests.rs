@@ -20,9 +20,16 @@ use percpu::loom_set_cpu;
 /// for models with a handful of operations); the preemption bound comes from
 /// `LOOM_MAX_PREEMPTIONS` as usual.
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let runs = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
     let mut b = loom::model::Builder::new();
     b.max_branches = 100_000;
-    b.check(f);
+    b.check(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        f()
+    });
+    eprintln!("loom: {} executions", runs.load(Ordering::Relaxed));
 }
 
 const ALIVE: u64 = 1;
@@ -132,6 +139,44 @@ fn loom_anchor_path_with_eviction() {
         assert_eq!(d.memory_usage().overflow_entries, 0);
         assert!(d.try_reclaim(x.hdr()));
         assert!(d.try_reclaim(y.hdr()));
+    });
+}
+
+/// Eviction racing with the victim's reclamation: a holder of X (taken on CPU 0) reads X and
+/// gives it back after migrating to CPU 1; another thread on CPU 0 takes Y, evicting X's live
+/// entry to X's overflow list; a reclaimer on CPU 1 tries to reclaim X and writes X's payload
+/// if it succeeds. The count must never be missed while it moves from the table to the list.
+#[test]
+fn loom_eviction_vs_reclaim() {
+    model(|| {
+        let d = Arc::new(tiny());
+        let x = Arc::new(Obj::new());
+        let y = Arc::new(Obj::new());
+        loom_set_cpu(0);
+        let a = d.try_ref(x.hdr()).unwrap();
+        let (d1, x1) = (d.clone(), x.clone());
+        let holder = thread::spawn(move || {
+            // SAFETY: loom checks this access against the reclaimer's write.
+            x1.payload
+                .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reclaimed object"));
+            loom_set_cpu(1);
+            d1.unref(x1.hdr(), a);
+        });
+        let (d2, y2) = (d.clone(), y.clone());
+        let other = thread::spawn(move || {
+            loom_set_cpu(0);
+            let b = d2.try_ref(y2.hdr()).unwrap();
+            d2.unref(y2.hdr(), b);
+        });
+        loom_set_cpu(1);
+        if d.try_reclaim(x.hdr()) {
+            // SAFETY: loom checks this access against the holder's read.
+            x.payload.with_mut(|p| unsafe { *p = RECLAIMED });
+        }
+        holder.join().unwrap();
+        other.join().unwrap();
+        assert_eq!(d.read_all(y.hdr()), 0);
+        assert_eq!(d.memory_usage().overflow_entries, 0);
     });
 }
 
