@@ -49,6 +49,9 @@ pub(crate) struct Slot {
     anchor: AnchorWord,
 }
 
+#[cfg(all(not(loom), target_pointer_width = "64"))]
+const _: () = assert!(core::mem::size_of::<Slot>() == 64);
+
 impl Slot {
     fn new() -> Self {
         Slot {
@@ -151,6 +154,9 @@ pub struct Header {
     overflow: LockedCell<Vec<OverflowEntry>>,
     _pin: PhantomPinned,
 }
+
+#[cfg(all(not(loom), target_pointer_width = "64"))]
+const _: () = assert!(core::mem::size_of::<Header>() == 32);
 
 // SAFETY: the overflow list is only accessed under the domain's stripe lock for this header's
 // address; every other field is atomic.
