@@ -170,3 +170,19 @@ fn guard_dropped_on_another_cpu_takes_the_anchor_path() {
     assert_eq!(d.read_all(h.as_ref()), 0);
     assert_eq!(d.stats().anchor_puts, 1);
 }
+
+#[test]
+fn the_types_that_cross_threads_do() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Domain>();
+    sync::<Domain>();
+    send::<Header>();
+    sync::<Header>();
+    send::<Guard<'static>>();
+    send::<paygo::Anchor>();
+    send::<paygo::Ref<'static, u64>>();
+    send::<paygo::Handle<u64>>();
+    sync::<paygo::Handle<u64>>();
+    send::<paygo::Owner<u64>>();
+}
