@@ -592,6 +592,10 @@ impl Domain {
             let grown = unsafe {
                 hdr.overflow.with_mut(|v| {
                     let before = v.capacity();
+                    if v.len() == before {
+                        // Most lists hold one entry: grow 1, 2, 4, ... (not Vec's minimum of 4).
+                        v.reserve_exact(before.max(1));
+                    }
                     v.push(OverflowEntry {
                         slot: s as *const Slot as usize,
                         gen: g,

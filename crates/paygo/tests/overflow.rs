@@ -5,7 +5,32 @@
 
 use paygo::{Config, Domain, Header, PutPath};
 use refcount::conformance::{migrate, unpin};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+/// Counts the heap bytes live in this test process, to check that memory really returns to
+/// its baseline (not only the domain's own accounting).
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: forwards to the system allocator and only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
 
 const N: usize = 1_000_000;
 
@@ -24,6 +49,7 @@ fn a_million_live_references_on_distinct_objects() {
         unsafe { headers.as_ref().map_unchecked(|s| &s[i]) }
     };
     let pinned = migrate(0);
+    let heap_base = LIVE.load(Ordering::Relaxed);
     let mut anchors = Vec::with_capacity(N);
     for i in 0..N {
         anchors.push(d.try_ref(hdr(i)).expect("REF failed"));
@@ -40,6 +66,12 @@ fn a_million_live_references_on_distinct_objects() {
     );
     let held = d.memory_usage();
     assert!(held.overflow_entries > 0 && held.overflow_bytes > 0);
+    let heap_held = LIVE.load(Ordering::Relaxed) - heap_base;
+    assert!(
+        heap_held >= held.overflow_bytes as isize,
+        "overflow lists not on the heap? {heap_held} < {}",
+        held.overflow_bytes
+    );
     for i in (0..N).step_by(997) {
         let want = if i % 1000 == 0 { 2 } else { 1 };
         assert_eq!(d.read_all(hdr(i)), want, "object {i}");
@@ -67,6 +99,14 @@ fn a_million_live_references_on_distinct_objects() {
             assert_eq!(d.read_all(hdr(i)), 0, "object {i} at the end");
         }
     }
+    drop(anchors);
+    let heap_end = LIVE.load(Ordering::Relaxed) - heap_base;
+    // Everything taken since the baseline (anchors, the extra references' vector, overflow
+    // lists) has been given back.
+    assert!(
+        heap_end.abs() < 64 * 1024,
+        "heap did not return to its baseline: {heap_end} bytes (held {heap_held})"
+    );
     let end = d.memory_usage();
     assert_eq!(end.overflow_entries, 0);
     assert_eq!(
