@@ -119,7 +119,7 @@ fn a_million_live_references_on_distinct_objects() {
     }
     assert!(paths[PutPath::Overflow as usize] > 0);
     println!(
-        "paths (home, anchor, overflow) = {paths:?}, {:?}",
+        "paths (home, anchor, overflow) = {paths:?}, {:?}; while held: {held:?}, heap +{heap_held}",
         d.stats()
     );
 }
