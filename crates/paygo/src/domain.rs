@@ -182,6 +182,7 @@ impl Header {
     /// Whether the object has been reclaimed (a successful `try_reclaim`, or a handle's
     /// release).
     pub fn is_dead(&self) -> bool {
+        // Acquire: pairs with the Release store of DEAD in the reclaim's decision.
         self.flag.load(Ordering::Acquire) == DEAD
     }
 }
@@ -443,6 +444,8 @@ impl Domain {
         let mut retry = Retry::new();
         let mut turn = 0usize;
         'outer: loop {
+            // Acquire: pairs with the Release flag stores of the reclaim's decision and of
+            // reinit (the critical section re-checks the flag itself).
             let state = hdr.flag.load(Ordering::Acquire);
             #[cfg(paygo_loom_bug)]
             let state = if bug::is(bug::NO_FLAG_CHECK) {
@@ -489,10 +492,12 @@ impl Domain {
             //    (speculatively) and adds 1 to the local counter (commit).
             for i in 0..self.window {
                 let s = self.slot(cpu, base + i);
-                let k = s.key.load(Ordering::Acquire);
-                let gw = s.gen.load(Ordering::Acquire);
+                // Relaxed: key, local and gen are re-checked inside the claiming section; the
+                // anchor word is read SeqCst (README, "why the slot really is free").
+                let k = s.key.load(Ordering::Relaxed);
+                let gw = s.gen.load(Ordering::Relaxed);
                 let (ga, a) = s.anchor.load();
-                let l = s.local.load(Ordering::Acquire);
+                let l = s.local.load(Ordering::Relaxed);
                 if ga != gw || l.wrapping_add(a) != 0 {
                     continue;
                 }
@@ -532,12 +537,13 @@ impl Domain {
     /// again either way.
     #[cold]
     fn evict(&self, cpu: usize, s: &Slot) {
-        let mut k = s.key.load(Ordering::Acquire);
+        // Relaxed: step 1's section re-checks key and gen.
+        let mut k = s.key.load(Ordering::Relaxed);
         let victim = k & !TAG;
         if victim == 0 {
             return;
         }
-        let g = s.gen.load(Ordering::Acquire);
+        let g = s.gen.load(Ordering::Relaxed);
         let _stripe = self.stripe(victim);
         // Step 1 (critical section of CPU `cpu`): key := victim | TAG (speculative), gen += 1
         // (commit). From the commit on no critical section touches this identity's local
@@ -558,7 +564,7 @@ impl Domain {
                     if percpu::current_cpu() != cpu {
                         return;
                     }
-                    k = s.key.load(Ordering::Acquire);
+                    k = s.key.load(Ordering::Relaxed);
                     if k & !TAG != victim {
                         return;
                     }
@@ -568,7 +574,9 @@ impl Domain {
         }
         // Step 2: the local counter is final; close the anchor counter of generation g and
         // open generation g + 1 with anchor = -l, so the slot's sum is 0 (free).
-        let l = s.local.load(Ordering::Acquire);
+        // Relaxed: the last sections to write `local` ran on CPU `cpu` before step 1 (rseq: in
+        // that CPU's program order; fallback: under the slot lock step 1 then took).
+        let l = s.local.load(Ordering::Relaxed);
         let mut cur = s.anchor.load();
         let count = loop {
             debug_assert_eq!(cur.0, g, "paygo: anchor generation out of step");
@@ -800,6 +808,9 @@ impl Domain {
             let mut here = 0i64;
             for i in 0..self.window {
                 let s = self.slot(cpu, base + i);
+                // Acquire (key and local): pairs with the committing store of the critical
+                // sections (a release store on x86-64; on the fallback, the slot lock and the
+                // reclaimer's second fence order them).
                 let k = s.key.load(Ordering::Acquire);
                 if k & !TAG != obj {
                     continue;
@@ -1018,7 +1029,7 @@ impl Domain {
             .filter(|&i| {
                 let s = self.slot(cpu, i);
                 s.local
-                    .load(Ordering::Acquire)
+                    .load(Ordering::Relaxed)
                     .wrapping_add(s.anchor.load().1)
                     != 0
             })
