@@ -1,5 +1,6 @@
 /* The C API from several threads: ref/unref with forced migration, several references to
- * one object per thread, misuse, try-reclaim, leftovers at thread exit, evictions. */
+ * one object per thread, misuse, try-reclaim (also racing readers that check a canary),
+ * leftovers at thread exit, evictions. */
 #define _GNU_SOURCE
 #include "paygo.h"
 
@@ -41,7 +42,13 @@ struct object {
 };
 
 static struct object shared;
+static struct object victim; /* reclaimed and revived over and over while readers use it */
+static int stop_reclaimer;
+static unsigned long victim_refs, victim_busy;
 static long ncpus;
+
+#define ALIVE 0xA11CE
+#define RECLAIMED 0xDEAD
 
 static void migrate(unsigned long pick) {
     cpu_set_t set;
@@ -82,6 +89,18 @@ static void *worker(void *arg) {
             CHECK_EQ(paygo_ref(&mine[k].hdr), PAYGO_OK);
             held[k]++;
         }
+        /* The victim: ref waits out a reclaim in progress, fails only if it is dead. */
+        int e = r % 4 == 0 ? paygo_ref(&victim.hdr) : PAYGO_EDEAD;
+        if (e == PAYGO_OK) {
+            __atomic_add_fetch(&victim_refs, 1, __ATOMIC_RELAXED);
+            CHECK_EQ(__atomic_load_n(&victim.payload, __ATOMIC_ACQUIRE), ALIVE);
+            for (volatile int spin = 0; spin < 500; spin++) {
+            }
+            CHECK_EQ(__atomic_load_n(&victim.payload, __ATOMIC_ACQUIRE), ALIVE);
+            CHECK_EQ(paygo_unref(&victim.hdr), PAYGO_OK);
+        } else {
+            CHECK_EQ(e, PAYGO_EDEAD);
+        }
         if (r % 1000 == 0) {
             for (int i = 0; i < PRIVATE; i++) CHECK_EQ(paygo_read_all(&mine[i].hdr), held[i]);
         }
@@ -104,6 +123,26 @@ static void *worker(void *arg) {
     free(mine);
     /* Leave references behind: released at thread exit. */
     for (int i = 0; i < LEFTOVER; i++) CHECK_EQ(paygo_ref(&shared.hdr), PAYGO_OK);
+    return NULL;
+}
+
+static void *reclaimer(void *arg) {
+    unsigned long *successes = arg;
+    for (int n = 0; n < 200000 && !__atomic_load_n(&stop_reclaimer, __ATOMIC_ACQUIRE); n++) {
+        usleep(200);
+        int e = paygo_try_reclaim(&victim.hdr);
+        if (e == PAYGO_OK) {
+            ++*successes;
+            __atomic_store_n(&victim.payload, RECLAIMED, __ATOMIC_RELEASE);
+            CHECK_EQ(paygo_read_all(&victim.hdr), 0);
+            CHECK_EQ(paygo_ref(&victim.hdr), PAYGO_EDEAD);
+            __atomic_store_n(&victim.payload, ALIVE, __ATOMIC_RELEASE);
+            CHECK_EQ(paygo_reinit(&victim.hdr), PAYGO_OK);
+        } else {
+            CHECK_EQ(e, PAYGO_EBUSY);
+            victim_busy++;
+        }
+    }
     return NULL;
 }
 
@@ -136,9 +175,19 @@ int main(void) {
     CHECK_EQ(paygo_read_all(&shared.hdr), 1);
     CHECK_EQ(paygo_reinit(&shared.hdr), PAYGO_ELIVE);
 
+    CHECK_EQ(paygo_obj_init(&victim.hdr), PAYGO_OK);
+    victim.payload = ALIVE;
+    unsigned long reclaims = 0;
+    pthread_t rec;
+    CHECK(pthread_create(&rec, NULL, reclaimer, &reclaims) == 0);
     pthread_t t[THREADS];
     for (long i = 0; i < THREADS; i++) CHECK(pthread_create(&t[i], NULL, worker, (void *)i) == 0);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    __atomic_store_n(&stop_reclaimer, 1, __ATOMIC_RELEASE);
+    pthread_join(rec, NULL);
+    CHECK(reclaims > 0);
+    CHECK(victim_refs > 0);
+    CHECK_EQ(paygo_read_all(&victim.hdr), 0);
 
     CHECK_EQ(paygo_leftovers_released(), THREADS * LEFTOVER);
     CHECK_EQ(paygo_read_all(&shared.hdr), 1);
@@ -157,7 +206,9 @@ int main(void) {
     CHECK(st.evictions > 0);
     CHECK(st.overflow_bytes == 0);
     CHECK(strlen(paygo_strerror(PAYGO_ENOREF)) > 0);
-    printf("paygo C API: anchor_puts=%llu overflow_puts=%llu evictions=%llu claims=%llu "
+    printf("paygo C API: victim reclaimed %lu times, busy %lu, referenced %lu times; ", reclaims,
+           victim_busy, victim_refs);
+    printf("anchor_puts=%llu overflow_puts=%llu evictions=%llu claims=%llu "
            "leftovers=%llu failures=%d\n",
            (unsigned long long)st.anchor_puts, (unsigned long long)st.overflow_puts,
            (unsigned long long)st.evictions, (unsigned long long)st.claims,
