@@ -181,7 +181,7 @@ impl<T> PerCpu<T> {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
             return status(unsafe {
-                crate::arch::rseq::cs_add(
+                crate::arch::rseq::add(
                     cpu as u32,
                     Check::as_raw(checks),
                     target.raw(),
@@ -207,7 +207,7 @@ impl<T> PerCpu<T> {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
             return status(unsafe {
-                crate::arch::rseq::cs_store(
+                crate::arch::rseq::store(
                     cpu as u32,
                     Check::as_raw(checks),
                     target.raw(),

@@ -233,3 +233,57 @@ fn fence_stops_sections_that_check_a_flag() {
     }
     percpu::set_inject_delay(0);
 }
+
+/// Every arity of `add` and `store` (0 to 4 checks: the unrolled sections and the looping one)
+/// reports the index of the first failing check, stores nothing then, and commits otherwise.
+#[test]
+fn every_check_arity_reports_the_failing_index() {
+    let pc: PerCpu<AtomicI64> = PerCpu::default();
+    let words: Vec<AtomicU64> = (0..4).map(|i| AtomicU64::new(10 + i)).collect();
+    let total = |pc: &PerCpu<AtomicI64>| pc.iter().map(|v| v.load(Ordering::Relaxed)).sum::<i64>();
+    let mut expected_total = 0;
+    for n in 0..=4usize {
+        for fail in (0..n).map(Some).chain([None]) {
+            let checks: Vec<Check<'_>> = (0..n)
+                .map(|i| Check::new(&words[i], if Some(i) == fail { 99 } else { 10 + i as u64 }))
+                .collect();
+            let r = loop {
+                let (cpu, v) = pc.current();
+                match pc.add(cpu, &checks, v, 3) {
+                    Err(Fail::Abort) => continue,
+                    r => break r,
+                }
+            };
+            match fail {
+                Some(i) => assert_eq!(
+                    r,
+                    Err(Fail::Mismatch(i)),
+                    "add with {n} checks, check {i} failing"
+                ),
+                None => {
+                    assert_eq!(r, Ok(()), "add with {n} checks, all holding");
+                    expected_total += 3;
+                }
+            }
+            assert_eq!(total(&pc), expected_total);
+            let target = AtomicI64::new(0);
+            let r = loop {
+                let (cpu, _) = pc.current();
+                match pc.store(cpu, &checks, &target, 77) {
+                    Err(Fail::Abort) => continue,
+                    r => break r,
+                }
+            };
+            match fail {
+                Some(i) => {
+                    assert_eq!(r, Err(Fail::Mismatch(i)));
+                    assert_eq!(target.load(Ordering::Relaxed), 0);
+                }
+                None => {
+                    assert_eq!(r, Ok(()));
+                    assert_eq!(target.load(Ordering::Relaxed), 77);
+                }
+            }
+        }
+    }
+}

@@ -314,3 +314,190 @@ pub(crate) fn cpu_id() -> i32 {
     // SAFETY: area() is this thread's rseq area; reading cpu_id has no side effect.
     unsafe { (area().add(CPU_ID) as *const i32).read_volatile() }
 }
+
+// ------------------------------------------------------------------------------------------
+// Unrolled sections: up to three checks with every operand in a register. Same pseudocode and
+// return values as the looping sections above; each check is one `cmpq` and one untaken branch
+// to an out-of-line stub that sets the mismatch code.
+
+macro_rules! fixed_head {
+    () => {
+        concat!(
+            ".pushsection __rseq_cs, \"aw\"\n",
+            ".balign 32\n",
+            "3:\n",
+            ".long 0x0, 0x0\n",
+            ".quad 1f, (2f - 1f), 4f\n",
+            ".popsection\n",
+            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
+            ".quad 3b\n",
+            ".popsection\n",
+            "leaq 3b(%rip), {ret}\n",
+            "movq {ret}, 8({rseq})\n",
+            "1:\n",
+            "cmpl {cpu:e}, 4({rseq})\n",
+            "jnz 5f\n",
+        )
+    };
+}
+
+macro_rules! fixed_tail {
+    () => {
+        concat!(
+            "2:\n",
+            "xorl {ret:e}, {ret:e}\n",
+            "jmp 6f\n",
+            "5:\n",
+            "movl $1, {ret:e}\n",
+            "jmp 6f\n",
+        )
+    };
+}
+
+macro_rules! fixed_end {
+    () => {
+        concat!(
+            "6:\n",
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long {sig}\n",
+            "4:\n",
+            "movl $1, {ret:e}\n",
+            "jmp 6b\n",
+            ".popsection\n",
+        )
+    };
+}
+
+#[cfg(feature = "inject")]
+macro_rules! fixed_inject {
+    () => {
+        concat!(
+            "movq {inject}(%rip), {ret}\n",
+            "testq {ret}, {ret}\n",
+            "jz 8f\n",
+            "9:\n",
+            "pause\n",
+            "decq {ret}\n",
+            "jnz 9b\n",
+            "8:\n",
+        )
+    };
+}
+
+macro_rules! fixed_section {
+    ($(#[$doc:meta])* $name:ident, $commit:literal, [$($c:ident, $e:ident, $label:literal, $code:literal);*]) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As [`cs_add`].
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $name(cpu: u32, $($c: *const AtomicU64, $e: u64,)* target: *const AtomicU64, operand: u64) -> u32 {
+            let ret: u64;
+            // SAFETY: the caller guarantees the pointers; the asm writes only *target and the
+            // rseq area's rseq_cs field, and reads the checked words and the rseq area.
+            unsafe {
+                #[cfg(feature = "inject")]
+                asm!(
+                    fixed_head!(),
+                    $(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz ", $label, "f\n"),)*
+                    fixed_inject!(),
+                    $commit,
+                    fixed_tail!(),
+                    $(concat!($label, ":\n", "movl $", $code, ", {ret:e}\n", "jmp 6f\n"),)*
+                    fixed_end!(),
+                    rseq = in(reg) area(), cpu = in(reg) cpu,
+                    $($c = in(reg) $c, $e = in(reg) $e,)*
+                    target = in(reg) target, operand = in(reg) operand,
+                    inject = sym INJECT_LOOPS,
+                    sig = const RSEQ_SIG,
+                    ret = out(reg) ret,
+                    options(att_syntax, nostack),
+                );
+                #[cfg(not(feature = "inject"))]
+                asm!(
+                    fixed_head!(),
+                    $(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz ", $label, "f\n"),)*
+                    $commit,
+                    fixed_tail!(),
+                    $(concat!($label, ":\n", "movl $", $code, ", {ret:e}\n", "jmp 6f\n"),)*
+                    fixed_end!(),
+                    rseq = in(reg) area(), cpu = in(reg) cpu,
+                    $($c = in(reg) $c, $e = in(reg) $e,)*
+                    target = in(reg) target, operand = in(reg) operand,
+                    sig = const RSEQ_SIG,
+                    ret = out(reg) ret,
+                    options(att_syntax, nostack),
+                );
+            }
+            ret as u32
+        }
+    };
+}
+
+fixed_section!(
+    /// `*target += operand`, no check.
+    cs_add0, "addq {operand}, ({target})\n", []);
+fixed_section!(
+    /// `check 0; *target += operand`.
+    cs_add1, "addq {operand}, ({target})\n", [c0, e0, "10", "2"]);
+fixed_section!(
+    /// `check 0, 1; *target += operand`.
+    cs_add2, "addq {operand}, ({target})\n", [c0, e0, "10", "2"; c1, e1, "11", "3"]);
+fixed_section!(
+    /// `check 0, 1, 2; *target += operand`.
+    cs_add3, "addq {operand}, ({target})\n", [c0, e0, "10", "2"; c1, e1, "11", "3"; c2, e2, "12", "4"]);
+fixed_section!(
+    /// `check 0; *target = operand`.
+    cs_store1, "movq {operand}, ({target})\n", [c0, e0, "10", "2"]);
+fixed_section!(
+    /// `check 0, 1; *target = operand`.
+    cs_store2, "movq {operand}, ({target})\n", [c0, e0, "10", "2"; c1, e1, "11", "3"]);
+
+/// `cs_add` dispatched to the unrolled sections for up to three checks (the length is a
+/// constant after inlining, so the match folds away).
+///
+/// # Safety
+/// As [`cs_add`].
+#[inline(always)]
+pub(crate) unsafe fn add(
+    cpu: u32,
+    checks: &[RawCheck],
+    target: *const AtomicU64,
+    delta: u64,
+) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match checks {
+            [] => cs_add0(cpu, target, delta),
+            [a] => cs_add1(cpu, a.word, a.expected, target, delta),
+            [a, b] => cs_add2(cpu, a.word, a.expected, b.word, b.expected, target, delta),
+            [a, b, c] => cs_add3(
+                cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, target, delta,
+            ),
+            _ => cs_add(cpu, checks, target, delta),
+        }
+    }
+}
+
+/// `cs_store` dispatched like [`add`].
+///
+/// # Safety
+/// As [`cs_add`].
+#[inline(always)]
+pub(crate) unsafe fn store(
+    cpu: u32,
+    checks: &[RawCheck],
+    target: *const AtomicU64,
+    value: u64,
+) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match checks {
+            [a] => cs_store1(cpu, a.word, a.expected, target, value),
+            [a, b] => cs_store2(cpu, a.word, a.expected, b.word, b.expected, target, value),
+            _ => cs_store(cpu, checks, target, value),
+        }
+    }
+}
