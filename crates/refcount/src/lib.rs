@@ -23,8 +23,10 @@ pub enum Precision {
     /// reclaimed (no new reference can be taken) never below the true count at the end of the
     /// read.
     Exact,
-    /// The scheme's global view, which lags local updates (RefCache between epochs, sloppy
-    /// counters' spares). Exact only once the scheme has been flushed.
+    /// A view that may lag local updates (a scheme that only flushes its per-CPU deltas at
+    /// epochs would say so). No scheme of this workspace needs it: RefCache and sloppy counters
+    /// sum their per-CPU parts on demand and are `Exact`; the `percpu-limit` reference row of
+    /// refbench, which has no per-object state, uses it.
     Approximate,
     /// 0 or 1: whether some reference exists (SNZI).
     NonZeroOnly,
