@@ -91,7 +91,8 @@ pub struct Stats {
     /// Live or empty entries evicted to make room for a new object.
     pub evictions: u64,
     /// REFs that claimed a free slot (the first REF of an object on a CPU since its entry there
-    /// was last reused).
+    /// was last reused). Approximate: counted without an atomic read-modify-write, so two
+    /// threads racing on one CPU may lose an increment.
     pub claims: u64,
     /// Successful `try_reclaim`s and kills.
     pub reclaims: u64,
@@ -394,6 +395,22 @@ impl Domain {
         self.stats.get(percpu::current_cpu())
     }
 
+    /// Adds 1 to a statistic of the current CPU.
+    #[inline]
+    fn count(&self, pick: impl Fn(&StatCells) -> &AtomicU64) {
+        pick(self.stat()).fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds 1 to a statistic of the current CPU with a plain load and store, for the claim,
+    /// which is on the fast path of workloads over many objects: an increment may be lost when
+    /// two threads race on one CPU's cell, so the statistic is approximate (documented on
+    /// [`Stats::claims`]).
+    #[inline(always)]
+    fn count_approx(&self, pick: impl Fn(&StatCells) -> &AtomicU64) {
+        let c = pick(self.stat());
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
     // ---------------------------------------------------------------- REF
 
     /// REF: takes a reference to the object and returns its anchor, or `None` if the object is
@@ -402,7 +419,7 @@ impl Domain {
     /// Fast path: the current CPU's entry for the object at its hash position; one critical
     /// section that checks the entry's key and generation and the object's flag, and adds 1
     /// to the local counter. No atomic read-modify-write, no fence.
-    #[inline]
+    #[inline(always)]
     pub fn try_ref(&self, hdr: Pin<&Header>) -> Option<Anchor> {
         let obj = hdr.addr();
         let cpu = percpu::current_cpu();
@@ -425,6 +442,17 @@ impl Domain {
             {
                 return Some(Anchor::new(s, g, cpu, obj));
             }
+        } else {
+            // The home slot holds another object's entry: claim it if it is free (the
+            // paper's immediate reuse of zero entries, on the fast path).
+            let gw = s.gen.load(Ordering::Relaxed);
+            let (ga, a) = s.anchor.load();
+            let l = s.local.load(Ordering::Relaxed);
+            if ga == gw && l.wrapping_add(a) == 0 {
+                if let Some(anchor) = self.claim(cpu, s, &hdr, obj, gw, l) {
+                    return Some(anchor);
+                }
+            }
         }
         self.get_slow(hdr, OnReclaim::Fail)
     }
@@ -435,6 +463,37 @@ impl Domain {
     pub fn ref_or_wait(&self, hdr: Pin<&Header>) -> Option<Anchor> {
         self.try_ref(hdr)
             .or_else(|| self.get_slow(hdr, OnReclaim::Wait))
+    }
+
+    /// Claims free slot `s` of CPU `cpu` (read with `gen == gw`, `local == l`, count 0) for
+    /// `obj`: one critical section that checks `local`, `gen` and the flag, stores the key
+    /// (speculatively) and adds 1 to `local` (commit). `None` if it did not commit.
+    #[inline(always)]
+    fn claim(
+        &self,
+        cpu: usize,
+        s: &Slot,
+        hdr: &Header,
+        obj: usize,
+        gw: u64,
+        l: i64,
+    ) -> Option<Anchor> {
+        self.tables
+            .store_add(
+                cpu,
+                &[
+                    Check::new(&s.local, l),
+                    Check::new(&s.gen, gw),
+                    flag_check(hdr, Check::new(&s.gen, gw)),
+                ],
+                &s.key,
+                obj,
+                &s.local,
+                1,
+            )
+            .ok()?;
+        self.count_approx(|c| &c.claims);
+        Some(Anchor::new(s, gw, cpu, obj))
     }
 
     #[cold]
@@ -463,62 +522,47 @@ impl Domain {
             }
             let cpu = percpu::current_cpu();
             let base = self.home(obj);
-            // 1. The object's entry on this CPU.
+            // One pass over the window, taking the first slot that is either this object's
+            // entry (1) or free (2). An object may so end up with two entries on one CPU (a
+            // free slot before its older entry): harmless, since READ-ALL sums every entry of
+            // the object in the window and each token names its own slot; it saves the miss
+            // path a second walk over the window's cache lines.
             for i in 0..self.window {
                 let s = self.slot(cpu, base + i);
-                if s.key.load(Ordering::Relaxed) != obj {
-                    continue;
-                }
-                let g = s.gen.load(Ordering::Relaxed);
-                match self.tables.add(
-                    cpu,
-                    &[
-                        Check::new(&s.key, obj),
-                        Check::new(&s.gen, g),
-                        flag_check(&hdr, Check::new(&s.gen, g)),
-                    ],
-                    &s.local,
-                    1,
-                ) {
-                    Ok(()) => return Some(Anchor::new(s, g, cpu, obj)),
-                    Err(_) => {
-                        retry.aborted();
-                        continue 'outer;
+                // Relaxed: local and gen are re-checked inside the critical sections.
+                if s.key.load(Ordering::Relaxed) == obj {
+                    // 1. The object's entry on this CPU.
+                    let g = s.gen.load(Ordering::Relaxed);
+                    match self.tables.add(
+                        cpu,
+                        &[
+                            Check::new(&s.key, obj),
+                            Check::new(&s.gen, g),
+                            flag_check(&hdr, Check::new(&s.gen, g)),
+                        ],
+                        &s.local,
+                        1,
+                    ) {
+                        Ok(()) => return Some(Anchor::new(s, g, cpu, obj)),
+                        Err(_) => {
+                            retry.aborted();
+                            continue 'outer;
+                        }
                     }
                 }
-            }
-            // 2. A free slot: identity consistent (gen word == anchor's gen) and
-            //    local + anchor == 0. Claimed by one critical section that stores the key
-            //    (speculatively) and adds 1 to the local counter (commit).
-            for i in 0..self.window {
-                let s = self.slot(cpu, base + i);
-                // Relaxed: key, local and gen are re-checked inside the claiming section; the
-                // anchor word is read SeqCst (README, "why the slot really is free").
-                let k = s.key.load(Ordering::Relaxed);
+                // 2. A free slot: identity consistent (gen word == anchor's gen) and
+                //    local + anchor == 0. Claimed by one critical section that stores the key
+                //    (speculatively) and adds 1 to the local counter (commit). The anchor word
+                //    is read SeqCst (README, "why the slot really is free").
                 let gw = s.gen.load(Ordering::Relaxed);
                 let (ga, a) = s.anchor.load();
                 let l = s.local.load(Ordering::Relaxed);
                 if ga != gw || l.wrapping_add(a) != 0 {
                     continue;
                 }
-                match self.tables.store_add(
-                    cpu,
-                    &[
-                        Check::new(&s.key, k),
-                        Check::new(&s.local, l),
-                        Check::new(&s.gen, gw),
-                        flag_check(&hdr, Check::new(&s.gen, gw)),
-                    ],
-                    &s.key,
-                    obj,
-                    &s.local,
-                    1,
-                ) {
-                    Ok(()) => {
-                        self.stat().claims.fetch_add(1, Ordering::Relaxed);
-                        return Some(Anchor::new(s, gw, cpu, obj));
-                    }
-                    Err(_) => {
+                match self.claim(cpu, s, &hdr, obj, gw, l) {
+                    Some(anchor) => return Some(anchor),
+                    None => {
                         retry.aborted();
                         continue 'outer;
                     }
@@ -618,7 +662,7 @@ impl Domain {
             );
             self.overflow.entries.fetch_add(1, Ordering::Relaxed);
         }
-        self.stat().evictions.fetch_add(1, Ordering::Relaxed);
+        self.count(|c| &c.evictions);
     }
 
     // ---------------------------------------------------------------- UNREF
@@ -629,7 +673,7 @@ impl Domain {
     /// On the reference's CPU: one critical section subtracting 1 from the local counter.
     /// Elsewhere: a compare-and-swap on the entry's anchor counter. If the entry was evicted:
     /// its overflow list entry, under the stripe lock.
-    #[inline]
+    #[inline(always)]
     pub fn unref(&self, hdr: Pin<&Header>, anchor: Anchor) -> PutPath {
         let obj = hdr.addr();
         #[cfg(debug_assertions)]
@@ -733,7 +777,7 @@ impl Domain {
                 while cur.0 == g {
                     match s.anchor.compare_exchange(cur, (g, cur.1.wrapping_sub(1))) {
                         Ok(()) => {
-                            self.stat().anchor_puts.fetch_add(1, Ordering::Relaxed);
+                            self.count(|c| &c.anchor_puts);
                             // SeqCst load after the SeqCst compare-and-swap: see README, "the
                             // handle" (pairs with the kill's SeqCst store of KILLED).
                             let released = handle
@@ -771,7 +815,7 @@ impl Domain {
             })
         };
         let path = if found.is_some() {
-            self.stat().overflow_puts.fetch_add(1, Ordering::Relaxed);
+            self.count(|c| &c.overflow_puts);
             PutPath::Overflow
         } else {
             // Not evicted: under the stripe lock no eviction of this object can close the
@@ -788,7 +832,7 @@ impl Domain {
                     Err(now) => cur = now,
                 }
             }
-            self.stat().anchor_puts.fetch_add(1, Ordering::Relaxed);
+            self.count(|c| &c.anchor_puts);
             PutPath::Anchor
         };
         let released = handle

@@ -14,12 +14,12 @@ impl RefCounter for Domain {
         Header::new()
     }
 
-    #[inline]
+    #[inline(always)]
     fn try_get(&self, obj: Pin<&Header>) -> Option<Anchor> {
         Domain::try_ref(self, obj)
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&self, obj: Pin<&Header>, token: Anchor) {
         Domain::unref(self, obj, token);
     }
@@ -42,6 +42,20 @@ impl RefCounter for Domain {
 
     fn reinit(&self, obj: Pin<&Header>) {
         Domain::reinit(self, obj)
+    }
+
+    /// `put_anchor` and `put_overflow` count the UNREFs that left the home path (home UNREFs
+    /// are not counted, to keep the fast path one critical section: the caller derives them
+    /// from its own count of puts); `claims` and `evictions` count the REFs that found no
+    /// entry for their object on their CPU.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = self.stats();
+        vec![
+            ("put_anchor", s.anchor_puts),
+            ("put_overflow", s.overflow_puts),
+            ("claims", s.claims),
+            ("evictions", s.evictions),
+        ]
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Header>>) -> Memory {

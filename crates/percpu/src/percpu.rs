@@ -243,7 +243,7 @@ impl<T> PerCpu<T> {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             // SAFETY: mode is Rseq; checks, spec and target borrow live 8-byte atomics.
             return status(unsafe {
-                crate::arch::rseq::cs_store_add(
+                crate::arch::rseq::store_add(
                     cpu as u32,
                     Check::as_raw(checks),
                     spec.raw(),

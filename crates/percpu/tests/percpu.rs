@@ -287,3 +287,47 @@ fn every_check_arity_reports_the_failing_index() {
         }
     }
 }
+
+/// `store_add` with 0 to 4 checks (the unrolled three-check section among them): the failing
+/// index, nothing stored on failure, both stores on success.
+#[test]
+fn store_add_every_arity() {
+    let pc: PerCpu<AtomicI64> = PerCpu::default();
+    let words: Vec<AtomicU64> = (0..4).map(|i| AtomicU64::new(5 + i)).collect();
+    for n in 0..=4usize {
+        for fail in (0..n).map(Some).chain([None]) {
+            let checks: Vec<Check<'_>> = (0..n)
+                .map(|i| Check::new(&words[i], if Some(i) == fail { 0 } else { 5 + i as u64 }))
+                .collect();
+            let spec = AtomicU64::new(0);
+            let target = AtomicI64::new(10);
+            let r = loop {
+                let (cpu, _) = pc.current();
+                match pc.store_add(cpu, &checks, &spec, 42, &target, -3) {
+                    Err(Fail::Abort) => continue,
+                    r => break r,
+                }
+            };
+            match fail {
+                Some(i) => {
+                    assert_eq!(
+                        r,
+                        Err(Fail::Mismatch(i)),
+                        "store_add with {n} checks, check {i} failing"
+                    );
+                    assert_eq!(
+                        (spec.load(Ordering::Relaxed), target.load(Ordering::Relaxed)),
+                        (0, 10)
+                    );
+                }
+                None => {
+                    assert_eq!(r, Ok(()));
+                    assert_eq!(
+                        (spec.load(Ordering::Relaxed), target.load(Ordering::Relaxed)),
+                        (42, 7)
+                    );
+                }
+            }
+        }
+    }
+}

@@ -448,6 +448,103 @@ fixed_section!(
 fixed_section!(
     /// `check 0, 1, 2; *target += operand`.
     cs_add3, "addq {operand}, ({target})\n", [c0, e0, "10", "2"; c1, e1, "11", "3"; c2, e2, "12", "4"]);
+/// `check 0, 1, 2; *spec = spec_value; *target += delta`, unrolled (13 registers: all the
+/// general-purpose registers an asm block may use on x86_64).
+///
+/// # Safety
+/// As [`cs_store_add`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn cs_store_add3(
+    cpu: u32,
+    c0: *const AtomicU64,
+    e0: u64,
+    c1: *const AtomicU64,
+    e1: u64,
+    c2: *const AtomicU64,
+    e2: u64,
+    spec: *const AtomicU64,
+    spec_value: u64,
+    target: *const AtomicU64,
+    delta: u64,
+) -> u32 {
+    let ret: u64;
+    // SAFETY: the caller guarantees the pointers; the asm writes only *spec, *target and the
+    // rseq area's rseq_cs field, and reads the checked words and the rseq area.
+    unsafe {
+        #[cfg(feature = "inject")]
+        asm!(
+            fixed_head!(),
+            "cmpq {e0}, ({c0})\n", "jnz 10f\n",
+            "cmpq {e1}, ({c1})\n", "jnz 11f\n",
+            "cmpq {e2}, ({c2})\n", "jnz 12f\n",
+            fixed_inject!(),
+            "movq {sv}, ({spec})\n",
+            "addq {delta}, ({target})\n",
+            fixed_tail!(),
+            "10:\n", "movl $2, {ret:e}\n", "jmp 6f\n",
+            "11:\n", "movl $3, {ret:e}\n", "jmp 6f\n",
+            "12:\n", "movl $4, {ret:e}\n", "jmp 6f\n",
+            fixed_end!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
+            spec = in(reg) spec, sv = in(reg) spec_value,
+            target = in(reg) target, delta = in(reg) delta,
+            inject = sym INJECT_LOOPS,
+            sig = const RSEQ_SIG,
+            ret = out(reg) ret,
+            options(att_syntax, nostack),
+        );
+        #[cfg(not(feature = "inject"))]
+        asm!(
+            fixed_head!(),
+            "cmpq {e0}, ({c0})\n", "jnz 10f\n",
+            "cmpq {e1}, ({c1})\n", "jnz 11f\n",
+            "cmpq {e2}, ({c2})\n", "jnz 12f\n",
+            "movq {sv}, ({spec})\n",
+            "addq {delta}, ({target})\n",
+            fixed_tail!(),
+            "10:\n", "movl $2, {ret:e}\n", "jmp 6f\n",
+            "11:\n", "movl $3, {ret:e}\n", "jmp 6f\n",
+            "12:\n", "movl $4, {ret:e}\n", "jmp 6f\n",
+            fixed_end!(),
+            rseq = in(reg) area(), cpu = in(reg) cpu,
+            c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
+            spec = in(reg) spec, sv = in(reg) spec_value,
+            target = in(reg) target, delta = in(reg) delta,
+            sig = const RSEQ_SIG,
+            ret = out(reg) ret,
+            options(att_syntax, nostack),
+        );
+    }
+    ret as u32
+}
+
+/// `cs_store_add` dispatched to the unrolled section for three checks.
+///
+/// # Safety
+/// As [`cs_store_add`].
+#[inline(always)]
+pub(crate) unsafe fn store_add(
+    cpu: u32,
+    checks: &[RawCheck],
+    spec: *const AtomicU64,
+    spec_value: u64,
+    target: *const AtomicU64,
+    delta: u64,
+) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match checks {
+            [a, b, c] => cs_store_add3(
+                cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, spec, spec_value,
+                target, delta,
+            ),
+            _ => cs_store_add(cpu, checks, spec, spec_value, target, delta),
+        }
+    }
+}
+
 fixed_section!(
     /// `check 0; *target = operand`.
     cs_store1, "movq {operand}, ({target})\n", [c0, e0, "10", "2"]);

@@ -14,6 +14,9 @@ type Key = (String, usize, usize, u64);
 /// Per configuration: throughput per repetition, CPU utilisation per repetition, counters.
 type Collected = BTreeMap<Key, (Vec<f64>, Vec<f64>, BTreeMap<&'static str, u64>)>;
 
+/// The pseudo-counter under which the number of get+put pairs of a configuration is summed.
+const OPS: &str = "ops";
+
 struct Measure<'a> {
     pattern: Pattern,
     threads: &'a [usize],
@@ -50,6 +53,7 @@ impl Visit for Measure<'_> {
                         .or_default();
                     e.0.push(r.ops_per_sec);
                     e.1.push(r.cpu_util);
+                    *e.2.entry(OPS).or_default() += r.ops;
                     for (k, v) in after {
                         let b = before
                             .iter()
@@ -113,6 +117,19 @@ fn row(
     }
 }
 
+/// Adds each scheme counter as `<name>_per_op` (events per get+put pair).
+fn per_op(extra: &mut Map<String, Value>, counters: &BTreeMap<&'static str, u64>) {
+    let ops = *counters.get(OPS).unwrap_or(&0);
+    if ops == 0 {
+        return;
+    }
+    for (k, v) in counters {
+        if *k != OPS {
+            extra.insert(format!("{k}_per_op"), json!(*v as f64 / ops as f64));
+        }
+    }
+}
+
 /// `single-object` and `object-spectrum`.
 pub fn single_or_spread(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     let (pattern, objects) = if experiment == "single-object" {
@@ -125,9 +142,10 @@ pub fn single_or_spread(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)
     for name in &p.schemes {
         for &o in &objects {
             for &t in &p.threads {
-                if let Some((reps, util, _)) = m.get(&(name.clone(), t, o, 0)) {
+                if let Some((reps, util, counters)) = m.get(&(name.clone(), t, o, 0)) {
                     let mut extra = Map::new();
                     extra.insert("cpu_util".into(), json!(median(util)));
+                    per_op(&mut extra, counters);
                     rows.push(row(experiment, name, t, o, reps.clone(), extra));
                 }
             }
@@ -160,11 +178,9 @@ pub fn migration(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 if base > 0.0 {
                     extra.insert("vs_no_migration".into(), json!(median(reps) / base));
                 }
-                let puts: u64 = ["put_home", "put_anchor", "put_overflow"]
-                    .iter()
-                    .filter_map(|k| counters.get(k))
-                    .sum();
-                if puts > 0 {
+                // Every pair is one put: the share of puts that took the anchor path.
+                let puts = *counters.get(OPS).unwrap_or(&0);
+                if puts > 0 && counters.contains_key("put_anchor") {
                     extra.insert(
                         "anchor_share".into(),
                         json!(*counters.get("put_anchor").unwrap_or(&0) as f64 / puts as f64),
