@@ -10,6 +10,7 @@ use core::pin::Pin;
 use core::ptr::NonNull;
 use crossbeam_utils::CachePadded;
 use percpu::{Check, Fail, PerCpu, Retry};
+use thin_vec::ThinVec;
 
 /// Object state: live, references may be taken.
 pub(crate) const LIVE: u64 = 0;
@@ -23,6 +24,11 @@ pub(crate) const KILLED: u64 = 3;
 /// Object state (handles only): killed and fenced: the count only goes down from here, and
 /// whoever reads zero under the stripe lock frees the object.
 pub(crate) const KILL_FENCED: u64 = 4;
+
+/// Heap bytes of an overflow list's allocation beyond its entries: a `ThinVec` keeps its
+/// length and capacity there, so that an object without overflow pays one pointer in its
+/// header (16-byte headers).
+const THIN_HEADER: usize = 2 * core::mem::size_of::<usize>();
 
 /// Low bit of a slot's key: the entry is being (or was) evicted from this slot.
 const TAG: usize = 1;
@@ -152,12 +158,12 @@ pub struct Header {
     /// REF critical section.
     flag: AtomicU64,
     /// Evicted entries; protected by the domain's stripe lock of this header's address.
-    overflow: LockedCell<Vec<OverflowEntry>>,
+    overflow: LockedCell<ThinVec<OverflowEntry>>,
     _pin: PhantomPinned,
 }
 
 #[cfg(all(not(loom), target_pointer_width = "64"))]
-const _: () = assert!(core::mem::size_of::<Header>() == 32);
+const _: () = assert!(core::mem::size_of::<Header>() == 16);
 
 // SAFETY: the overflow list is only accessed under the domain's stripe lock for this header's
 // address; every other field is atomic.
@@ -170,7 +176,7 @@ impl Header {
     pub fn new() -> Self {
         Header {
             flag: AtomicU64::new(LIVE),
-            overflow: LockedCell::new(Vec::new()),
+            overflow: LockedCell::new(ThinVec::new()),
             _pin: PhantomPinned,
         }
     }
@@ -653,13 +659,12 @@ impl Domain {
                         gen: g,
                         count,
                     });
-                    v.capacity() - before
+                    // A first allocation also carries the list's length and capacity.
+                    let header = if before == 0 { THIN_HEADER } else { 0 };
+                    (v.capacity() - before) * core::mem::size_of::<OverflowEntry>() + header
                 })
             };
-            self.overflow.bytes.fetch_add(
-                grown * core::mem::size_of::<OverflowEntry>(),
-                Ordering::Relaxed,
-            );
+            self.overflow.bytes.fetch_add(grown, Ordering::Relaxed);
             self.overflow.entries.fetch_add(1, Ordering::Relaxed);
         }
         self.count(|c| &c.evictions);
@@ -805,10 +810,10 @@ impl Domain {
                     self.overflow.entries.fetch_sub(1, Ordering::Relaxed);
                     if v.is_empty() {
                         self.overflow.bytes.fetch_sub(
-                            v.capacity() * core::mem::size_of::<OverflowEntry>(),
+                            v.capacity() * core::mem::size_of::<OverflowEntry>() + THIN_HEADER,
                             Ordering::Relaxed,
                         );
-                        *v = Vec::new();
+                        *v = ThinVec::new();
                     }
                 }
                 Some(())
