@@ -108,7 +108,9 @@ pub(crate) struct RawCheck {
     pub(crate) expected: u64,
 }
 
-macro_rules! cs_head {
+/// The descriptor of a critical section (labels 1 = start, 2 = post-commit, 4 = abort, in
+/// sections `__rseq_cs` and `__rseq_cs_ptr_array`), and the store that arms it.
+macro_rules! cs_arm {
     () => {
         concat!(
             ".pushsection __rseq_cs, \"aw\"\n",
@@ -122,6 +124,29 @@ macro_rules! cs_head {
             ".popsection\n",
             "leaq 3b(%rip), {ret}\n",
             "movq {ret}, 8({rseq})\n",
+        )
+    };
+}
+
+/// The abort handler, in section `__rseq_failure` behind the signature: returns ABORT.
+macro_rules! cs_abort {
+    () => {
+        concat!(
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long {sig}\n",
+            "4:\n",
+            "movl $1, {ret:e}\n",
+            "jmp 6b\n",
+            ".popsection\n",
+        )
+    };
+}
+
+macro_rules! cs_head {
+    () => {
+        concat!(
+            cs_arm!(),
             "1:\n",
             "movl $1, {ret:e}\n",
             "cmpl {cpu:e}, 4({rseq})\n",
@@ -167,18 +192,7 @@ macro_rules! cs_inject {
 
 macro_rules! cs_tail {
     () => {
-        concat!(
-            "2:\n",
-            "xorl {ret:e}, {ret:e}\n",
-            "6:\n",
-            ".pushsection __rseq_failure, \"ax\"\n",
-            ".byte 0x0f, 0xb9, 0x3d\n",
-            ".long {sig}\n",
-            "4:\n",
-            "movl $1, {ret:e}\n",
-            "jmp 6b\n",
-            ".popsection\n",
-        )
+        concat!("2:\n", "xorl {ret:e}, {ret:e}\n", "6:\n", cs_abort!(),)
     };
 }
 
@@ -322,22 +336,7 @@ pub(crate) fn cpu_id() -> i32 {
 
 macro_rules! fixed_head {
     () => {
-        concat!(
-            ".pushsection __rseq_cs, \"aw\"\n",
-            ".balign 32\n",
-            "3:\n",
-            ".long 0x0, 0x0\n",
-            ".quad 1f, (2f - 1f), 4f\n",
-            ".popsection\n",
-            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
-            ".quad 3b\n",
-            ".popsection\n",
-            "leaq 3b(%rip), {ret}\n",
-            "movq {ret}, 8({rseq})\n",
-            "1:\n",
-            "cmpl {cpu:e}, 4({rseq})\n",
-            "jnz 5f\n",
-        )
+        concat!(cs_arm!(), "1:\n", "cmpl {cpu:e}, 4({rseq})\n", "jnz 5f\n",)
     };
 }
 
@@ -356,16 +355,7 @@ macro_rules! fixed_tail {
 
 macro_rules! fixed_end {
     () => {
-        concat!(
-            "6:\n",
-            ".pushsection __rseq_failure, \"ax\"\n",
-            ".byte 0x0f, 0xb9, 0x3d\n",
-            ".long {sig}\n",
-            "4:\n",
-            "movl $1, {ret:e}\n",
-            "jmp 6b\n",
-            ".popsection\n",
-        )
+        concat!("6:\n", cs_abort!(),)
     };
 }
 
