@@ -375,6 +375,30 @@ macro_rules! fixed_inject {
     };
 }
 
+/// Emits an unrolled section's `asm!` twice: with the injected delay between its checks and
+/// its stores (feature `inject`), and without. `ret` receives the status.
+macro_rules! fixed_asm {
+    (checks: [$($chk:expr),*], commit: [$($com:expr),*], stubs: [$($stub:expr),*], ret: $ret:ident, $($op:tt)*) => {
+        #[cfg(feature = "inject")]
+        asm!(
+            fixed_head!(), $($chk,)* fixed_inject!(), $($com,)* fixed_tail!(), $($stub,)* fixed_end!(),
+            $($op)*
+            inject = sym INJECT_LOOPS,
+            sig = const RSEQ_SIG,
+            ret = out(reg) $ret,
+            options(att_syntax, nostack),
+        );
+        #[cfg(not(feature = "inject"))]
+        asm!(
+            fixed_head!(), $($chk,)* $($com,)* fixed_tail!(), $($stub,)* fixed_end!(),
+            $($op)*
+            sig = const RSEQ_SIG,
+            ret = out(reg) $ret,
+            options(att_syntax, nostack),
+        );
+    };
+}
+
 macro_rules! fixed_section {
     ($(#[$doc:meta])* $name:ident, $commit:literal, [$($c:ident, $e:ident, $label:literal, $code:literal);*]) => {
         $(#[$doc])*
@@ -388,37 +412,14 @@ macro_rules! fixed_section {
             // SAFETY: the caller guarantees the pointers; the asm writes only *target and the
             // rseq area's rseq_cs field, and reads the checked words and the rseq area.
             unsafe {
-                #[cfg(feature = "inject")]
-                asm!(
-                    fixed_head!(),
-                    $(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz ", $label, "f\n"),)*
-                    fixed_inject!(),
-                    $commit,
-                    fixed_tail!(),
-                    $(concat!($label, ":\n", "movl $", $code, ", {ret:e}\n", "jmp 6f\n"),)*
-                    fixed_end!(),
+                fixed_asm!(
+                    checks: [$(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz ", $label, "f\n")),*],
+                    commit: [$commit],
+                    stubs: [$(concat!($label, ":\n", "movl $", $code, ", {ret:e}\n", "jmp 6f\n")),*],
+                    ret: ret,
                     rseq = in(reg) area(), cpu = in(reg) cpu,
                     $($c = in(reg) $c, $e = in(reg) $e,)*
                     target = in(reg) target, operand = in(reg) operand,
-                    inject = sym INJECT_LOOPS,
-                    sig = const RSEQ_SIG,
-                    ret = out(reg) ret,
-                    options(att_syntax, nostack),
-                );
-                #[cfg(not(feature = "inject"))]
-                asm!(
-                    fixed_head!(),
-                    $(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz ", $label, "f\n"),)*
-                    $commit,
-                    fixed_tail!(),
-                    $(concat!($label, ":\n", "movl $", $code, ", {ret:e}\n", "jmp 6f\n"),)*
-                    fixed_end!(),
-                    rseq = in(reg) area(), cpu = in(reg) cpu,
-                    $($c = in(reg) $c, $e = in(reg) $e,)*
-                    target = in(reg) target, operand = in(reg) operand,
-                    sig = const RSEQ_SIG,
-                    ret = out(reg) ret,
-                    options(att_syntax, nostack),
                 );
             }
             ret as u32
@@ -462,49 +463,19 @@ pub(crate) unsafe fn cs_store_add3(
     // SAFETY: the caller guarantees the pointers; the asm writes only *spec, *target and the
     // rseq area's rseq_cs field, and reads the checked words and the rseq area.
     unsafe {
-        #[cfg(feature = "inject")]
-        asm!(
-            fixed_head!(),
-            "cmpq {e0}, ({c0})\n", "jnz 10f\n",
-            "cmpq {e1}, ({c1})\n", "jnz 11f\n",
-            "cmpq {e2}, ({c2})\n", "jnz 12f\n",
-            fixed_inject!(),
-            "movq {sv}, ({spec})\n",
-            "addq {delta}, ({target})\n",
-            fixed_tail!(),
-            "10:\n", "movl $2, {ret:e}\n", "jmp 6f\n",
-            "11:\n", "movl $3, {ret:e}\n", "jmp 6f\n",
-            "12:\n", "movl $4, {ret:e}\n", "jmp 6f\n",
-            fixed_end!(),
+        fixed_asm!(
+            checks: ["cmpq {e0}, ({c0})\n", "jnz 10f\n", "cmpq {e1}, ({c1})\n", "jnz 11f\n", "cmpq {e2}, ({c2})\n", "jnz 12f\n"],
+            commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
+            stubs: [
+                "10:\n", "movl $2, {ret:e}\n", "jmp 6f\n",
+                "11:\n", "movl $3, {ret:e}\n", "jmp 6f\n",
+                "12:\n", "movl $4, {ret:e}\n", "jmp 6f\n"
+            ],
+            ret: ret,
             rseq = in(reg) area(), cpu = in(reg) cpu,
             c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
             spec = in(reg) spec, sv = in(reg) spec_value,
             target = in(reg) target, delta = in(reg) delta,
-            inject = sym INJECT_LOOPS,
-            sig = const RSEQ_SIG,
-            ret = out(reg) ret,
-            options(att_syntax, nostack),
-        );
-        #[cfg(not(feature = "inject"))]
-        asm!(
-            fixed_head!(),
-            "cmpq {e0}, ({c0})\n", "jnz 10f\n",
-            "cmpq {e1}, ({c1})\n", "jnz 11f\n",
-            "cmpq {e2}, ({c2})\n", "jnz 12f\n",
-            "movq {sv}, ({spec})\n",
-            "addq {delta}, ({target})\n",
-            fixed_tail!(),
-            "10:\n", "movl $2, {ret:e}\n", "jmp 6f\n",
-            "11:\n", "movl $3, {ret:e}\n", "jmp 6f\n",
-            "12:\n", "movl $4, {ret:e}\n", "jmp 6f\n",
-            fixed_end!(),
-            rseq = in(reg) area(), cpu = in(reg) cpu,
-            c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
-            spec = in(reg) spec, sv = in(reg) spec_value,
-            target = in(reg) target, delta = in(reg) delta,
-            sig = const RSEQ_SIG,
-            ret = out(reg) ret,
-            options(att_syntax, nostack),
         );
     }
     ret as u32
