@@ -25,6 +25,40 @@ pub(crate) const KILLED: u64 = 3;
 /// whoever reads zero under the stripe lock frees the object.
 pub(crate) const KILL_FENCED: u64 = 4;
 
+/// The bits of a header's word that hold its state; the bits above hold its placement.
+const STATE_MASK: u64 = 0xff;
+/// Where a header's placement starts in its word.
+const PLACE_SHIFT: u32 = 8;
+/// Placements a thread reserves at a time (see [`next_place`]).
+const PLACE_BLOCK: u64 = 256;
+
+/// The next placement for a new header: consecutive for the headers one thread creates, so
+/// objects created together (the pages of one read-ahead, the nodes of one batch) get
+/// neighbouring home slots. A thread reserves [`PLACE_BLOCK`] placements at a time from one
+/// process-wide counter, so creating objects on many threads does not contend.
+fn next_place() -> u64 {
+    use core::cell::Cell;
+    // Not part of any protocol (the placement only picks a slot): plain std atomics, also
+    // under loom.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    std::thread_local! {
+        static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    let grab = || NEXT.fetch_add(PLACE_BLOCK, std::sync::atomic::Ordering::Relaxed);
+    BLOCK
+        .try_with(|b| {
+            let (mut next, mut end) = b.get();
+            if next == end {
+                next = grab();
+                end = next + PLACE_BLOCK;
+            }
+            b.set((next + 1, end));
+            next
+        })
+        // During thread exit (thread-locals gone): a block of one.
+        .unwrap_or_else(|_| grab())
+}
+
 /// Heap bytes of an overflow list's allocation beyond its entries: a `ThinVec` keeps its
 /// length and capacity there, so that an object without overflow pays one pointer in its
 /// header (16-byte headers).
@@ -124,7 +158,7 @@ pub struct MemoryUsage {
 pub struct Config {
     /// Slots in each CPU's table (a power of two, at least `window`).
     pub slots_per_cpu: usize,
-    /// How many consecutive slots from an object's hash position may hold its entry (the probe
+    /// How many consecutive slots from an object's home slot may hold its entry (the probe
     /// window READ-ALL scans on every CPU). At least 1.
     pub window: usize,
 }
@@ -154,8 +188,10 @@ struct OverflowEntry {
 /// while referenced: every method takes it pinned (it is `!Unpin`).
 #[repr(C)]
 pub struct Header {
-    /// [`LIVE`], [`RECLAIMING`], [`DEAD`], [`KILLED`] or [`KILL_FENCED`]. Checked inside every
-    /// REF critical section.
+    /// Low 8 bits: the state, [`LIVE`], [`RECLAIMING`], [`DEAD`], [`KILLED`] or
+    /// [`KILL_FENCED`]; checked inside every REF critical section. Bits 8 and up: the
+    /// placement (fixed at creation, see [`next_place`]): the object's home slot is
+    /// `placement mod slots_per_cpu`.
     flag: AtomicU64,
     /// Evicted entries; protected by the domain's stripe lock of this header's address.
     overflow: LockedCell<ThinVec<OverflowEntry>>,
@@ -175,7 +211,7 @@ impl Header {
     /// A live header with no reference.
     pub fn new() -> Self {
         Header {
-            flag: AtomicU64::new(LIVE),
+            flag: AtomicU64::new((next_place() << PLACE_SHIFT) | LIVE),
             overflow: LockedCell::new(ThinVec::new()),
             _pin: PhantomPinned,
         }
@@ -186,11 +222,45 @@ impl Header {
         &*self as *const Header as usize
     }
 
+    /// The header word with its state replaced by `state` (the placement bits never change,
+    /// so any load gives them).
+    #[inline(always)]
+    fn word(&self, state: u64) -> u64 {
+        (self.flag.load(Ordering::Relaxed) & !STATE_MASK) | state
+    }
+
+    /// The object's state.
+    #[inline(always)]
+    fn state(&self, order: Ordering) -> u64 {
+        self.flag.load(order) & STATE_MASK
+    }
+
+    /// Sets the state, keeping the placement.
+    #[inline]
+    fn set_state(&self, state: u64, order: Ordering) {
+        self.flag.store(self.word(state), order);
+    }
+
+    /// Sets the state and returns the old one.
+    #[inline]
+    fn swap_state(&self, state: u64, order: Ordering) -> u64 {
+        self.flag.swap(self.word(state), order) & STATE_MASK
+    }
+
+    /// `from -> to` if the state is `from`.
+    #[inline]
+    fn cas_state(&self, from: u64, to: u64, order: Ordering) -> bool {
+        let w = self.word(from);
+        self.flag
+            .compare_exchange(w, (w & !STATE_MASK) | to, order, Ordering::Relaxed)
+            .is_ok()
+    }
+
     /// Whether the object has been reclaimed (a successful `try_reclaim`, or a handle's
     /// release).
     pub fn is_dead(&self) -> bool {
         // Acquire: pairs with the Release store of DEAD in the reclaim's decision.
-        self.flag.load(Ordering::Acquire) == DEAD
+        self.state(Ordering::Acquire) == DEAD
     }
 }
 
@@ -203,7 +273,11 @@ impl Default for Header {
 impl core::fmt::Debug for Header {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Header")
-            .field("flag", &self.flag.load(Ordering::Relaxed))
+            .field("state", &self.state(Ordering::Relaxed))
+            .field(
+                "placement",
+                &(self.flag.load(Ordering::Relaxed) >> PLACE_SHIFT),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -287,7 +361,6 @@ pub struct Domain {
     stats: PerCpu<StatCells>,
     stripes: Box<[CachePadded<Mutex<()>>]>,
     mask: usize,
-    shift: u32,
     window: usize,
     /// Overflow accounting, on its own line: bumped by evictions, never read on fast paths.
     overflow: CachePadded<OverflowCounters>,
@@ -319,14 +392,15 @@ pub(crate) mod bug {
 
 /// The REF critical section's check of the object's flag. Under the loom bug demonstration
 /// (`NO_FLAG_CHECK`) it is replaced by `instead`, a check that always holds.
+/// `live` is the header's word in state LIVE.
 #[inline(always)]
-fn flag_check<'a>(hdr: &'a Header, instead: Check<'a>) -> Check<'a> {
+fn flag_check<'a>(hdr: &'a Header, live: u64, instead: Check<'a>) -> Check<'a> {
     #[cfg(paygo_loom_bug)]
     if bug::is(bug::NO_FLAG_CHECK) {
         return instead;
     }
     let _ = instead;
-    Check::new(&hdr.flag, LIVE)
+    Check::new(&hdr.flag, live)
 }
 
 impl Domain {
@@ -361,8 +435,6 @@ impl Domain {
                 .map(|_| CachePadded::new(Mutex::new(())))
                 .collect(),
             mask: cfg.slots_per_cpu - 1,
-            // bits == 0 (one slot): any shift, the mask makes it 0.
-            shift: (64 - bits).min(63),
             window: cfg.window,
             overflow: CachePadded::new(OverflowCounters::default()),
         }
@@ -381,9 +453,10 @@ impl Domain {
         self.tables.len()
     }
 
+    /// The home slot of the object whose header word is `word`.
     #[inline(always)]
-    fn home(&self, obj: usize) -> usize {
-        ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) & self.mask
+    fn home(&self, word: u64) -> usize {
+        (word >> PLACE_SHIFT) as usize & self.mask
     }
 
     #[inline(always)]
@@ -422,14 +495,16 @@ impl Domain {
     /// REF: takes a reference to the object and returns its anchor, or `None` if the object is
     /// being reclaimed or dead. [`Domain::try_get`] wraps it in a guard.
     ///
-    /// Fast path: the current CPU's entry for the object at its hash position; one critical
+    /// Fast path: the current CPU's entry for the object at its home slot; one critical
     /// section that checks the entry's key and generation and the object's flag, and adds 1
     /// to the local counter. No atomic read-modify-write, no fence.
     #[inline(always)]
     pub fn try_ref(&self, hdr: Pin<&Header>) -> Option<Anchor> {
         let obj = hdr.addr();
+        // The header word as it is if the object is live (the section checks it).
+        let live = (hdr.flag.load(Ordering::Relaxed) & !STATE_MASK) | LIVE;
         let cpu = percpu::current_cpu();
-        let s = self.slot(cpu, self.home(obj));
+        let s = self.slot(cpu, self.home(live));
         if s.key.load(Ordering::Relaxed) == obj {
             let g = s.gen.load(Ordering::Relaxed);
             if self
@@ -439,7 +514,7 @@ impl Domain {
                     &[
                         Check::new(&s.key, obj),
                         Check::new(&s.gen, g),
-                        flag_check(&hdr, Check::new(&s.gen, g)),
+                        flag_check(&hdr, live, Check::new(&s.gen, g)),
                     ],
                     &s.local,
                     1,
@@ -455,7 +530,7 @@ impl Domain {
             let (ga, a) = s.anchor.load();
             let l = s.local.load(Ordering::Relaxed);
             if ga == gw && l.wrapping_add(a) == 0 {
-                if let Some(anchor) = self.claim(cpu, s, &hdr, obj, gw, l) {
+                if let Some(anchor) = self.claim(cpu, s, &hdr, live, obj, gw, l) {
                     return Some(anchor);
                 }
             }
@@ -475,11 +550,13 @@ impl Domain {
     /// `obj`: one critical section that checks `local`, `gen` and the flag, stores the key
     /// (speculatively) and adds 1 to `local` (commit). `None` if it did not commit.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn claim(
         &self,
         cpu: usize,
         s: &Slot,
         hdr: &Header,
+        live: u64,
         obj: usize,
         gw: u64,
         l: i64,
@@ -490,7 +567,7 @@ impl Domain {
                 &[
                     Check::new(&s.local, l),
                     Check::new(&s.gen, gw),
-                    flag_check(hdr, Check::new(&s.gen, gw)),
+                    flag_check(hdr, live, Check::new(&s.gen, gw)),
                 ],
                 &s.key,
                 obj,
@@ -511,7 +588,9 @@ impl Domain {
         'outer: loop {
             // Acquire: pairs with the Release flag stores of the reclaim's decision and of
             // reinit (the critical section re-checks the flag itself).
-            let state = hdr.flag.load(Ordering::Acquire);
+            let word = hdr.flag.load(Ordering::Acquire);
+            let state = word & STATE_MASK;
+            let live = (word & !STATE_MASK) | LIVE;
             #[cfg(paygo_loom_bug)]
             let state = if bug::is(bug::NO_FLAG_CHECK) {
                 LIVE
@@ -527,7 +606,7 @@ impl Domain {
                 _ => return None,
             }
             let cpu = percpu::current_cpu();
-            let base = self.home(obj);
+            let base = self.home(word);
             // One pass over the window, taking the first slot that is either this object's
             // entry (1) or free (2). An object may so end up with two entries on one CPU (a
             // free slot before its older entry): harmless, since READ-ALL sums every entry of
@@ -544,7 +623,7 @@ impl Domain {
                         &[
                             Check::new(&s.key, obj),
                             Check::new(&s.gen, g),
-                            flag_check(&hdr, Check::new(&s.gen, g)),
+                            flag_check(&hdr, live, Check::new(&s.gen, g)),
                         ],
                         &s.local,
                         1,
@@ -566,7 +645,7 @@ impl Domain {
                 if ga != gw || l.wrapping_add(a) != 0 {
                     continue;
                 }
-                match self.claim(cpu, s, &hdr, obj, gw, l) {
+                match self.claim(cpu, s, &hdr, live, obj, gw, l) {
                     Some(anchor) => return Some(anchor),
                     None => {
                         retry.aborted();
@@ -675,15 +754,18 @@ impl Domain {
     /// UNREF: gives back the reference `anchor` stands for. `anchor` must come from `try_ref`
     /// on this domain and this object.
     ///
-    /// On the reference's CPU: one critical section subtracting 1 from the local counter.
+    /// On the reference's CPU: one critical section subtracting 1 from the local counter if
+    /// the slot's generation is still the anchor's (no key check: a slot holding an
+    /// outstanding reference is never claimed by another object, so only an eviction, which
+    /// moves the generation on, can take the identity away).
     /// Elsewhere: a compare-and-swap on the entry's anchor counter. If the entry was evicted:
     /// its overflow list entry, under the stripe lock.
     #[inline(always)]
     pub fn unref(&self, hdr: Pin<&Header>, anchor: Anchor) -> PutPath {
-        let obj = hdr.addr();
         #[cfg(debug_assertions)]
         debug_assert_eq!(
-            anchor.obj, obj,
+            anchor.obj,
+            hdr.addr(),
             "paygo: anchor given back to another object"
         );
         // SAFETY: the anchor came from this domain (put's contract), whose tables outlive it.
@@ -692,12 +774,7 @@ impl Domain {
         if percpu::current_cpu() == cpu
             && self
                 .tables
-                .add(
-                    cpu,
-                    &[Check::new(&s.key, obj), Check::new(&s.gen, anchor.gen)],
-                    &s.local,
-                    -1,
-                )
+                .add(cpu, &[Check::new(&s.gen, anchor.gen)], &s.local, -1)
                 .is_ok()
         {
             return PutPath::Home;
@@ -709,7 +786,6 @@ impl Domain {
     /// finds it at zero, marks it dead and returns true (the caller then drops the value).
     #[inline]
     pub(crate) fn put_release(&self, hdr: Pin<&Header>, anchor: Anchor) -> bool {
-        let obj = hdr.addr();
         // SAFETY: as in unref().
         let s = unsafe { anchor.slot.as_ref() };
         let cpu = anchor.cpu as usize;
@@ -719,9 +795,8 @@ impl Domain {
                 .add(
                     cpu,
                     &[
-                        Check::new(&s.key, obj),
                         Check::new(&s.gen, anchor.gen),
-                        Check::new(&hdr.flag, LIVE),
+                        Check::new(&hdr.flag, hdr.word(LIVE)),
                     ],
                     &s.local,
                     -1,
@@ -743,27 +818,20 @@ impl Domain {
         let s = unsafe { anchor.slot.as_ref() };
         let home = anchor.cpu as usize;
         let g = anchor.gen;
+        let live = hdr.word(LIVE);
         let mut retry = Retry::new();
         loop {
             if percpu::current_cpu() == home {
                 let r = if handle {
                     self.tables.add(
                         home,
-                        &[
-                            Check::new(&s.key, obj),
-                            Check::new(&s.gen, g),
-                            Check::new(&hdr.flag, LIVE),
-                        ],
+                        &[Check::new(&s.gen, g), Check::new(&hdr.flag, live)],
                         &s.local,
                         -1,
                     )
                 } else {
-                    self.tables.add(
-                        home,
-                        &[Check::new(&s.key, obj), Check::new(&s.gen, g)],
-                        &s.local,
-                        -1,
-                    )
+                    self.tables
+                        .add(home, &[Check::new(&s.gen, g)], &s.local, -1)
                 };
                 match r {
                     Ok(()) => return (PutPath::Home, false),
@@ -786,7 +854,7 @@ impl Domain {
                             // SeqCst load after the SeqCst compare-and-swap: see README, "the
                             // handle" (pairs with the kill's SeqCst store of KILLED).
                             let released = handle
-                                && hdr.flag.load(Ordering::SeqCst) == KILL_FENCED
+                                && hdr.state(Ordering::SeqCst) == KILL_FENCED
                                 && self.release_if_zero(hdr, &self.stripe(obj));
                             return (PutPath::Anchor, released);
                         }
@@ -841,7 +909,7 @@ impl Domain {
             PutPath::Anchor
         };
         let released = handle
-            && hdr.flag.load(Ordering::SeqCst) == KILL_FENCED
+            && hdr.state(Ordering::SeqCst) == KILL_FENCED
             && self.release_if_zero(hdr, &stripe);
         (path, released)
     }
@@ -850,8 +918,8 @@ impl Domain {
 
     /// Sum over every CPU's entries for `obj` (local + anchor), stopping at the first CPU with
     /// a positive sum if `early`. Caller holds the object's stripe lock.
-    fn scan(&self, obj: usize, early: bool) -> i64 {
-        let base = self.home(obj);
+    fn scan(&self, hdr: &Header, obj: usize, early: bool) -> i64 {
+        let base = self.home(hdr.flag.load(Ordering::Relaxed));
         let mut total = 0i64;
         for cpu in 0..self.tables.len() {
             let mut here = 0i64;
@@ -897,7 +965,7 @@ impl Domain {
     pub fn read_all(&self, hdr: Pin<&Header>) -> i64 {
         let obj = hdr.addr();
         let _stripe = self.stripe(obj);
-        self.scan(obj, false) + self.overflow_sum(&hdr).0
+        self.scan(&hdr, obj, false) + self.overflow_sum(&hdr).0
     }
 
     /// Whether some reference exists: READ-ALL with the early exit of §3.4 (the first CPU
@@ -905,7 +973,7 @@ impl Domain {
     pub fn is_referenced(&self, hdr: Pin<&Header>) -> bool {
         let obj = hdr.addr();
         let _stripe = self.stripe(obj);
-        self.overflow_sum(&hdr).1 > 0 || self.scan(obj, true) > 0
+        self.overflow_sum(&hdr).1 > 0 || self.scan(&hdr, obj, true) > 0
     }
 
     // ---------------------------------------------------------------- reclamation
@@ -935,14 +1003,14 @@ impl Domain {
     fn decide(&self, hdr: Pin<&Header>) -> bool {
         let obj = hdr.addr();
         let _stripe = self.stripe(obj);
-        let busy = self.overflow_sum(&hdr).1 > 0 || self.scan(obj, true) > 0;
+        let busy = self.overflow_sum(&hdr).1 > 0 || self.scan(&hdr, obj, true) > 0;
         // Release: pairs with the Acquire flag load of REFs and of is_dead().
         if busy {
-            hdr.flag.store(LIVE, Ordering::Release);
+            hdr.set_state(LIVE, Ordering::Release);
             self.stat().failed_reclaims.fetch_add(1, Ordering::Relaxed);
             false
         } else {
-            hdr.flag.store(DEAD, Ordering::Release);
+            hdr.set_state(DEAD, Ordering::Release);
             self.stat().reclaims.fetch_add(1, Ordering::Relaxed);
             true
         }
@@ -954,11 +1022,7 @@ impl Domain {
     /// changed. Returns false at once if the object is dead or another reclaim is deciding.
     pub fn try_reclaim(&self, hdr: Pin<&Header>) -> bool {
         // SeqCst: the flag store must precede the fence (which orders it for every REF).
-        if hdr
-            .flag
-            .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
-            .is_err()
-        {
+        if !hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst) {
             return false;
         }
         self.reclaim_fence();
@@ -978,10 +1042,7 @@ impl Domain {
         assert_eq!(objs.len(), out.len(), "try_reclaim_many: lengths differ");
         let mut any = false;
         for (h, o) in objs.iter().zip(out.iter_mut()) {
-            *o = h
-                .flag
-                .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok();
+            *o = h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst);
             any |= *o;
         }
         if !any {
@@ -1007,7 +1068,7 @@ impl Domain {
     /// In debug builds, if the object is not dead.
     pub fn reinit(&self, hdr: Pin<&Header>) {
         // Release: pairs with the Acquire flag load of REFs.
-        let old = hdr.flag.swap(LIVE, Ordering::Release);
+        let old = hdr.swap_state(LIVE, Ordering::Release);
         debug_assert_eq!(old, DEAD, "paygo: reinit of an object that is not dead");
     }
 
@@ -1015,11 +1076,11 @@ impl Domain {
     /// otherwise the last UNREF will (see README, "the handle").
     pub(crate) fn kill(&self, hdr: Pin<&Header>) -> bool {
         // SeqCst: pairs with the SeqCst flag load after an anchor-path UNREF.
-        let old = hdr.flag.swap(KILLED, Ordering::SeqCst);
+        let old = hdr.swap_state(KILLED, Ordering::SeqCst);
         debug_assert_eq!(old, LIVE, "paygo: kill of an object that is not live");
         self.reclaim_fence();
         let stripe = self.stripe(hdr.addr());
-        hdr.flag.store(KILL_FENCED, Ordering::SeqCst);
+        hdr.set_state(KILL_FENCED, Ordering::SeqCst);
         self.release_if_zero(hdr, &stripe)
     }
 
@@ -1027,13 +1088,13 @@ impl Domain {
     /// marks the object dead and returns true. Exactly one caller can see KILL_FENCED and
     /// zero, since both are decided under the lock and the first one stores DEAD.
     fn release_if_zero(&self, hdr: Pin<&Header>, _stripe: &MutexGuard<'_, ()>) -> bool {
-        if hdr.flag.load(Ordering::SeqCst) != KILL_FENCED {
+        if hdr.state(Ordering::SeqCst) != KILL_FENCED {
             return false;
         }
-        if self.overflow_sum(&hdr).1 > 0 || self.scan(hdr.addr(), true) > 0 {
+        if self.overflow_sum(&hdr).1 > 0 || self.scan(&hdr, hdr.addr(), true) > 0 {
             return false;
         }
-        hdr.flag.store(DEAD, Ordering::SeqCst);
+        hdr.set_state(DEAD, Ordering::SeqCst);
         self.stat().reclaims.fetch_add(1, Ordering::Relaxed);
         self.acquire_holders();
         true
@@ -1155,7 +1216,7 @@ mod tests {
     }
 
     #[test]
-    fn half_evicted_entry_takes_unrefs_through_its_anchor_counter() {
+    fn half_evicted_entry_takes_home_and_remote_unrefs() {
         let pinned = migrate(0);
         let d = Domain::with_config(Config {
             slots_per_cpu: 1,
@@ -1167,14 +1228,18 @@ mod tests {
         let b = d.try_ref(hdr).unwrap();
         half_evict(&a, hdr.addr());
         if pinned {
-            // On the home CPU, the section's key check fails: the locked path decrements the
-            // anchor counter of the unchanged generation.
-            assert_eq!(d.unref(hdr, a), PutPath::Anchor);
+            // On the home CPU the generation is unchanged: the local counter takes it.
+            assert_eq!(d.unref(hdr, a), PutPath::Home);
         } else {
             d.unref(hdr, a);
         }
         assert_eq!(d.read_all(hdr), 1);
-        d.unref(hdr, b);
+        // From another CPU: the anchor counter of the unchanged generation.
+        if pinned && migrate(1) && percpu::current_cpu() != b.cpu() {
+            assert_eq!(d.unref(hdr, b), PutPath::Anchor);
+        } else {
+            d.unref(hdr, b);
+        }
         assert_eq!(d.read_all(hdr), 0);
         for cpu in 0..d.cpus() {
             assert_eq!(d.live_entries(cpu), 0);
