@@ -480,13 +480,13 @@ impl Domain {
         pick(self.stat()).fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Adds 1 to a statistic of the current CPU with a plain load and store, for the claim,
+    /// Adds 1 to a statistic of CPU `cpu` with a plain load and store, for the claim,
     /// which is on the fast path of workloads over many objects: an increment may be lost when
     /// two threads race on one CPU's cell, so the statistic is approximate (documented on
     /// [`Stats::claims`]).
     #[inline(always)]
-    fn count_approx(&self, pick: impl Fn(&StatCells) -> &AtomicU64) {
-        let c = pick(self.stat());
+    fn count_approx(&self, cpu: usize, pick: impl Fn(&StatCells) -> &AtomicU64) {
+        let c = pick(self.stats.get(cpu));
         c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 
@@ -503,7 +503,7 @@ impl Domain {
         let obj = hdr.addr();
         // The header word as it is if the object is live (the section checks it).
         let live = (hdr.flag.load(Ordering::Relaxed) & !STATE_MASK) | LIVE;
-        let cpu = percpu::current_cpu();
+        let cpu = self.tables.cpu();
         let s = self.slot(cpu, self.home(live));
         if s.key.load(Ordering::Relaxed) == obj {
             let g = s.gen.load(Ordering::Relaxed);
@@ -575,7 +575,7 @@ impl Domain {
                 1,
             )
             .ok()?;
-        self.count_approx(|c| &c.claims);
+        self.count_approx(cpu, |c| &c.claims);
         Some(Anchor::new(s, gw, cpu, obj))
     }
 
@@ -771,7 +771,8 @@ impl Domain {
         // SAFETY: the anchor came from this domain (put's contract), whose tables outlive it.
         let s = unsafe { anchor.slot.as_ref() };
         let cpu = anchor.cpu as usize;
-        if percpu::current_cpu() == cpu
+        // On the rseq path the section itself fails if the thread is not on `cpu`.
+        if (self.tables.sections_check_cpu() || self.tables.cpu() == cpu)
             && self
                 .tables
                 .add(cpu, &[Check::new(&s.gen, anchor.gen)], &s.local, -1)
@@ -779,7 +780,7 @@ impl Domain {
         {
             return PutPath::Home;
         }
-        self.put_slow(hdr, anchor, false).0
+        self.put_slow(hdr, s, cpu, anchor.gen, false).0
     }
 
     /// UNREF for handles: like [`Domain::unref`], and if the object was killed and this UNREF
@@ -789,7 +790,8 @@ impl Domain {
         // SAFETY: as in unref().
         let s = unsafe { anchor.slot.as_ref() };
         let cpu = anchor.cpu as usize;
-        if percpu::current_cpu() == cpu
+        // On the rseq path the section itself fails if the thread is not on `cpu`.
+        if (self.tables.sections_check_cpu() || self.tables.cpu() == cpu)
             && self
                 .tables
                 .add(
@@ -807,17 +809,23 @@ impl Domain {
             // fence reached this CPU, so the kill's READ-ALL sees it.
             return false;
         }
-        self.put_slow(hdr, anchor, true).1
+        self.put_slow(hdr, s, cpu, anchor.gen, true).1
     }
 
     #[cold]
     #[inline(never)]
-    fn put_slow(&self, hdr: Pin<&Header>, anchor: Anchor, handle: bool) -> (PutPath, bool) {
+    /// The anchor comes in pieces (slot `s` of CPU `home`, generation `g`), not as an
+    /// [`Anchor`]: passing the aggregate to this out-of-line call made the fast path copy it
+    /// through the stack before its own critical section.
+    fn put_slow(
+        &self,
+        hdr: Pin<&Header>,
+        s: &Slot,
+        home: usize,
+        g: u64,
+        handle: bool,
+    ) -> (PutPath, bool) {
         let obj = hdr.addr();
-        // SAFETY: as in unref().
-        let s = unsafe { anchor.slot.as_ref() };
-        let home = anchor.cpu as usize;
-        let g = anchor.gen;
         let live = hdr.word(LIVE);
         let mut retry = Retry::new();
         loop {

@@ -14,6 +14,13 @@ pub enum Fail {
     Mismatch(usize),
 }
 
+/// Status of a section that found the thread on another CPU than the one named (not counted
+/// as an abort: nothing was tried). The x86-64 sections return it; see `arch::x86_64`.
+const WRONG_CPU: u32 = 0xffff;
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+const _: () = assert!(WRONG_CPU == crate::arch::rseq::WRONG_CPU);
+
 #[inline(always)]
 fn status(s: u32) -> Result<(), Fail> {
     match s {
@@ -22,6 +29,7 @@ fn status(s: u32) -> Result<(), Fail> {
             note_abort();
             Err(Fail::Abort)
         }
+        WRONG_CPU => Err(Fail::Abort),
         n => Err(Fail::Mismatch(n as usize - 2)),
     }
 }
@@ -36,6 +44,8 @@ fn note_abort() {
 }
 
 /// How many critical sections of this process aborted so far (rseq path; 0 on the fallback).
+/// A section called for a CPU the thread is not on fails with [`Fail::Abort`] too, but is not
+/// counted: it never started.
 pub fn aborts() -> u64 {
     #[cfg(not(loom))]
     {
@@ -149,9 +159,33 @@ impl<T> PerCpu<T> {
         self.slots.iter_mut().map(|s| &mut s.value)
     }
 
+    /// Whether sections take the rseq path. No bound check on `cpu`: on that path every
+    /// possible CPU has a slot, and a section for a CPU number past them fails (the thread is
+    /// never on it).
     #[inline(always)]
-    fn rseq_ok(&self, cpu: usize) -> bool {
-        self.rseq && cpu < self.slots.len()
+    fn rseq_ok(&self, _cpu: usize) -> bool {
+        self.rseq
+    }
+
+    /// Whether a critical section for a CPU the thread is not on fails by itself
+    /// ([`Fail::Abort`]) — true on the rseq path, where each section compares the CPU as its
+    /// first step. Then a caller that needs "on CPU `c`, else another way" can call the section
+    /// at once instead of reading the CPU first. On the fallback a section for CPU `c` runs
+    /// under `c`'s lock from any CPU.
+    #[inline(always)]
+    pub fn sections_check_cpu(&self) -> bool {
+        self.rseq
+    }
+
+    /// The CPU this thread runs on now, as [`crate::current_cpu`], but with the path decided
+    /// by this value's own flag (one global load fewer on the rseq path).
+    #[inline(always)]
+    pub fn cpu(&self) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if self.rseq {
+            return crate::arch::rseq::cpu_id_start() as usize;
+        }
+        crate::current_cpu()
     }
 
     #[inline]

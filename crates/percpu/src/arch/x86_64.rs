@@ -92,6 +92,10 @@ fn area() -> *mut u8 {
     tp.wrapping_offset(OFFSET.load(Ordering::Relaxed))
 }
 
+/// A section's status when the thread is not on the CPU the caller named (the `0xffff` the
+/// sections load before their CPU compare).
+pub(crate) const WRONG_CPU: u32 = 0xffff;
+
 /// `cpu_id_start` of this thread's rseq area.
 #[inline(always)]
 pub(crate) fn cpu_id_start() -> u32 {
@@ -148,7 +152,7 @@ macro_rules! cs_head {
         concat!(
             cs_arm!(),
             "1:\n",
-            "movl $1, {ret:e}\n",
+            "movl $0xffff, {ret:e}\n",
             "cmpl {cpu:e}, 4({rseq})\n",
             "jnz 6f\n",
             "movl $2, {ret:e}\n",
@@ -198,7 +202,8 @@ macro_rules! cs_tail {
 
 /// Critical section `checks; *target += delta`.
 ///
-/// Returns 0 when committed, 1 when aborted (or `cpu` is not the current CPU), `2 + i` when
+/// Returns 0 when committed, 1 when aborted, [`WRONG_CPU`] when `cpu` is not the current CPU
+/// (nothing was tried), `2 + i` when
 /// check `i` failed.
 ///
 /// # Safety
@@ -347,7 +352,7 @@ macro_rules! fixed_tail {
             "xorl {ret:e}, {ret:e}\n",
             "jmp 6f\n",
             "5:\n",
-            "movl $1, {ret:e}\n",
+            "movl $0xffff, {ret:e}\n",
             "jmp 6f\n",
         )
     };
