@@ -331,3 +331,48 @@ fn store_add_every_arity() {
         }
     }
 }
+
+/// Pins the calling thread to `cpu`; false if that is not possible here.
+fn pin(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+#[test]
+fn section_for_another_cpu_fails_on_the_rseq_path_and_runs_locked_on_the_fallback() {
+    if percpu::online_cpus() < 2 || !pin(0) {
+        return;
+    }
+    let pc = PerCpu::new(|_| AtomicI64::new(0));
+    assert_eq!(pc.cpu(), 0);
+    assert_eq!(pc.sections_check_cpu(), percpu::fast_path_available());
+    let other = pc.get(1);
+    let w = AtomicU64::new(0);
+    let r = pc.add(1, &[], other, 5);
+    if pc.sections_check_cpu() {
+        // Not on CPU 1: the section fails before touching anything, with no checks (unrolled
+        // sections) and with four (the looping one).
+        assert_eq!(r, Err(Fail::Abort));
+        let four = [Check::new(&w, 0); 4];
+        assert_eq!(pc.add(1, &four, other, 5), Err(Fail::Abort));
+        assert_eq!(pc.store(1, &four, other, 7), Err(Fail::Abort));
+        assert_eq!(other.load(Ordering::Relaxed), 0);
+    } else {
+        // Fallback: CPU 1's lock makes it a section of that slot from anywhere.
+        assert_eq!(r, Ok(()));
+        assert_eq!(other.load(Ordering::Relaxed), 5);
+    }
+    // Every CPU allowed again.
+    // SAFETY: as in pin().
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in 0..percpu::possible_cpus().min(libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
