@@ -140,7 +140,7 @@ impl<T> PerCpu<T> {
     /// The slot of the CPU this thread runs on now (see [`crate::current_cpu`]), and its value.
     #[inline(always)]
     pub fn current(&self) -> (usize, &T) {
-        let mut cpu = crate::current_cpu();
+        let mut cpu = self.cpu();
         if cpu >= self.slots.len() {
             // Only with fewer slots than possible CPUs (never on the rseq path, where a
             // division here would cost more than the whole critical section).
