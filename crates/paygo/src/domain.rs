@@ -453,6 +453,14 @@ impl Domain {
         self.tables.len()
     }
 
+    /// Whether a home critical section for `cpu` is worth trying now: on the rseq path always
+    /// (the section itself fails if the thread is not on `cpu`, so the CPU is not read first),
+    /// on the fallback only when the thread runs on `cpu`.
+    #[inline(always)]
+    fn may_be_on(&self, cpu: usize) -> bool {
+        self.tables.sections_check_cpu() || self.tables.cpu() == cpu
+    }
+
     /// The home slot of the object whose header word is `word`.
     #[inline(always)]
     fn home(&self, word: u64) -> usize {
@@ -502,7 +510,7 @@ impl Domain {
     pub fn try_ref(&self, hdr: Pin<&Header>) -> Option<Anchor> {
         let obj = hdr.addr();
         // The header word as it is if the object is live (the section checks it).
-        let live = (hdr.flag.load(Ordering::Relaxed) & !STATE_MASK) | LIVE;
+        let live = hdr.word(LIVE);
         let cpu = self.tables.cpu();
         let s = self.slot(cpu, self.home(live));
         if s.key.load(Ordering::Relaxed) == obj {
@@ -771,8 +779,7 @@ impl Domain {
         // SAFETY: the anchor came from this domain (put's contract), whose tables outlive it.
         let s = unsafe { anchor.slot.as_ref() };
         let cpu = anchor.cpu as usize;
-        // On the rseq path the section itself fails if the thread is not on `cpu`.
-        if (self.tables.sections_check_cpu() || self.tables.cpu() == cpu)
+        if self.may_be_on(cpu)
             && self
                 .tables
                 .add(cpu, &[Check::new(&s.gen, anchor.gen)], &s.local, -1)
@@ -790,8 +797,7 @@ impl Domain {
         // SAFETY: as in unref().
         let s = unsafe { anchor.slot.as_ref() };
         let cpu = anchor.cpu as usize;
-        // On the rseq path the section itself fails if the thread is not on `cpu`.
-        if (self.tables.sections_check_cpu() || self.tables.cpu() == cpu)
+        if self.may_be_on(cpu)
             && self
                 .tables
                 .add(
