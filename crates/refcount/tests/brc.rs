@@ -92,7 +92,10 @@ fn shared_going_negative_queues_and_merge_folds_local() {
 
 /// The owner's non-atomic path against a reclaimer on another thread (the light/heavy fence
 /// pairing): the owner never holds a reference to a reclaimed object, and every reclaim
-/// happens at a true zero.
+/// happens at a true zero. After each reclaim the reclaimer leaves the object live until the
+/// owner has made 16 more attempts, so that the owner's gets succeed however the two threads
+/// are scheduled (a reclaimer descheduled while the object is dead would otherwise fail all of
+/// them).
 #[test]
 fn owner_path_races_a_remote_reclaimer() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -101,14 +104,17 @@ fn owner_path_races_a_remote_reclaimer() {
     let s = Arc::new(Brc::new());
     let canary = Arc::new(AtomicU64::new(ALIVE));
     let done = Arc::new(AtomicBool::new(false));
+    let attempts = Arc::new(AtomicU64::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
-    let (s2, canary2, done2) = (s.clone(), canary.clone(), done.clone());
+    let (s2, canary2, done2, attempts2) =
+        (s.clone(), canary.clone(), done.clone(), attempts.clone());
     let owner = std::thread::spawn(move || {
         let objs = Arc::new(Objects::new(&*s2, 1));
         tx.send(objs.clone()).unwrap();
         let o = objs.get(0);
         let (mut got, mut failed) = (0u64, 0u64);
         for i in 0..200_000u64 {
+            attempts2.store(i, Ordering::Relaxed);
             match s2.try_get(o) {
                 Some(t) => {
                     assert_eq!(
@@ -145,10 +151,17 @@ fn owner_path_races_a_remote_reclaimer() {
             assert!(s.try_get(o).is_none());
             canary.store(ALIVE, Ordering::Release);
             s.reinit(o);
+            let from = attempts.load(Ordering::Relaxed);
+            while attempts.load(Ordering::Relaxed) < from + 16 && !done.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
         }
     }
-    let (got, _failed) = owner.join().unwrap();
-    assert!(got > 0);
-    let _ = reclaimed;
+    let (got, failed) = owner.join().unwrap();
+    assert_eq!(got + failed, 200_000);
+    assert!(
+        got > 0,
+        "owner got no reference across {reclaimed} reclaims"
+    );
     assert_eq!(s.read_all(o), 0);
 }
