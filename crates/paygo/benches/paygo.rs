@@ -4,7 +4,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use paygo::{Domain, Header};
-use std::pin::Pin;
+use refcount::Objects;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn benches(c: &mut Criterion) {
@@ -24,14 +24,12 @@ fn benches(c: &mut Criterion) {
             d.unref(hdr, t);
         })
     });
-    let many: Pin<Box<[Header]>> =
-        Box::into_pin((0..256).map(|_| Header::new()).collect::<Box<[Header]>>());
+    let many = Objects::new(&d, 256);
     let mut i = 0usize;
     c.bench_function("paygo get+put, 256 objects round robin", |b| {
         b.iter(|| {
             i = (i + 1) & 255;
-            // SAFETY: pinned slice.
-            let h = unsafe { many.as_ref().map_unchecked(|s| &s[i]) };
+            let h = many.get(i);
             let t = d.try_ref(h).unwrap();
             d.unref(h, t);
         })

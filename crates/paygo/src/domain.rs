@@ -1053,23 +1053,14 @@ impl Domain {
     /// # Panics
     /// If `objs` and `out` differ in length.
     pub fn try_reclaim_many(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
-        assert_eq!(objs.len(), out.len(), "try_reclaim_many: lengths differ");
-        let mut any = false;
-        for (h, o) in objs.iter().zip(out.iter_mut()) {
-            *o = h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst);
-            any |= *o;
-        }
-        if !any {
-            return 0;
-        }
-        self.reclaim_fence();
-        let mut n = 0;
-        for (h, o) in objs.iter().zip(out.iter_mut()) {
-            if *o {
-                *o = self.decide(*h);
-                n += *o as usize;
-            }
-        }
+        // The flags: SeqCst as in try_reclaim.
+        let n = refcount::reclaim_batch(
+            objs,
+            out,
+            |h| h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst),
+            || self.reclaim_fence(),
+            |h| self.decide(*h),
+        );
         if n > 0 {
             self.acquire_holders();
         }

@@ -4,9 +4,9 @@
 //! equal the model. (On the locked fallback the delay is not built in and this is a plain
 //! stress test.)
 
-use paygo::{Anchor, Config, Domain, Header};
+use paygo::{Anchor, Config, Domain};
 use refcount::conformance::{migrate, unpin, Rng};
-use std::pin::Pin;
+use refcount::Objects;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Barrier;
 
@@ -31,15 +31,8 @@ fn counts_survive_forced_aborts() {
         slots_per_cpu: 8,
         window: 2,
     });
-    let headers: Pin<Box<[Header]>> = Box::into_pin(
-        (0..OBJECTS)
-            .map(|_| Header::new())
-            .collect::<Box<[Header]>>(),
-    );
-    let hdr = |i: usize| -> Pin<&Header> {
-        // SAFETY: pinned slice, never moves.
-        unsafe { headers.as_ref().map_unchecked(|s| &s[i]) }
-    };
+    let headers = Objects::new(&d, OBJECTS);
+    let hdr = |i: usize| headers.get(i);
     let model: Vec<AtomicI64> = (0..OBJECTS).map(|_| AtomicI64::new(0)).collect();
     let aborts_before = percpu::aborts();
     percpu::set_inject_delay(300);

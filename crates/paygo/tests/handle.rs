@@ -11,6 +11,16 @@ struct Value {
     drops: Arc<AtomicUsize>,
 }
 
+impl Value {
+    /// A live value that counts its drop in `drops`.
+    fn new(drops: &Arc<AtomicUsize>) -> Self {
+        Value {
+            alive: 0xA11CE,
+            drops: drops.clone(),
+        }
+    }
+}
+
 impl Drop for Value {
     fn drop(&mut self) {
         assert_eq!(self.alive, 0xA11CE, "dropped twice or corrupted");
@@ -23,13 +33,7 @@ impl Drop for Value {
 fn kill_without_references_drops_at_once() {
     let d = Arc::new(Domain::new());
     let drops = Arc::new(AtomicUsize::new(0));
-    let o = Owner::new(
-        &d,
-        Value {
-            alive: 0xA11CE,
-            drops: drops.clone(),
-        },
-    );
+    let o = Owner::new(&d, Value::new(&drops));
     let h = o.handle();
     assert_eq!(h.try_get().unwrap().alive, 0xA11CE);
     assert_eq!(o.alive, 0xA11CE);
@@ -43,13 +47,7 @@ fn kill_without_references_drops_at_once() {
 fn last_reference_drops_after_kill() {
     let d = Arc::new(Domain::new());
     let drops = Arc::new(AtomicUsize::new(0));
-    let o = Owner::new(
-        &d,
-        Value {
-            alive: 0xA11CE,
-            drops: drops.clone(),
-        },
-    );
+    let o = Owner::new(&d, Value::new(&drops));
     let h = o.handle();
     let r1 = h.try_get().unwrap();
     let r2 = h.try_get().unwrap();
@@ -86,13 +84,7 @@ fn kill_races_with_readers() {
         const READERS: usize = 4;
         let barrier = Barrier::new(READERS + 1);
         for round in 0..OBJECTS {
-            let o = Owner::new(
-                &d,
-                Value {
-                    alive: 0xA11CE,
-                    drops: drops.clone(),
-                },
-            );
+            let o = Owner::new(&d, Value::new(&drops));
             let h = o.handle();
             std::thread::scope(|s| {
                 for t in 0..READERS {

@@ -7,7 +7,7 @@
 
 use paygo::{Config, Domain, Guard, Header};
 use refcount::conformance::{migrate, unpin, Rng};
-use std::pin::Pin;
+use refcount::Objects;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Barrier, Mutex};
 
@@ -30,15 +30,8 @@ const ROUNDS: usize = 5;
 const STEPS: usize = 3_000;
 
 fn run(domain: &Domain) {
-    let headers: Pin<Box<[Header]>> = Box::into_pin(
-        (0..OBJECTS)
-            .map(|_| Header::new())
-            .collect::<Box<[Header]>>(),
-    );
-    let hdr = |i: usize| -> Pin<&Header> {
-        // SAFETY: the boxed slice is pinned and never moves.
-        unsafe { headers.as_ref().map_unchecked(|s| &s[i]) }
-    };
+    let headers = Objects::new(domain, OBJECTS);
+    let hdr = |i: usize| headers.get(i);
     // The model: references held (by threads or in mailboxes) per object.
     let model: Vec<AtomicI64> = (0..OBJECTS).map(|_| AtomicI64::new(0)).collect();
     let mailboxes: Vec<Mutex<Vec<(usize, Guard<'_>)>>> =

@@ -3,10 +3,10 @@
 //! Counts stay exact, the UNREFs find the evicted entries (some after migrating), and the
 //! memory held by overflow lists returns to its baseline (zero) once everything is given back.
 
-use paygo::{Config, Domain, Header, PutPath};
+use paygo::{Config, Domain, PutPath};
 use refcount::conformance::{migrate, unpin};
+use refcount::Objects;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// Counts the heap bytes live in this test process, to check that memory really returns to
@@ -42,12 +42,8 @@ fn a_million_live_references_on_distinct_objects() {
     });
     let base = d.memory_usage();
     assert_eq!(base.overflow_bytes, 0);
-    let headers: Pin<Box<[Header]>> =
-        Box::into_pin((0..N).map(|_| Header::new()).collect::<Box<[Header]>>());
-    let hdr = |i: usize| -> Pin<&Header> {
-        // SAFETY: pinned slice, never moves.
-        unsafe { headers.as_ref().map_unchecked(|s| &s[i]) }
-    };
+    let headers = Objects::new(&d, N);
+    let hdr = |i: usize| headers.get(i);
     let pinned = migrate(0);
     let heap_base = LIVE.load(Ordering::Relaxed);
     let mut anchors = Vec::with_capacity(N);

@@ -29,6 +29,18 @@ pub struct Row {
     pub extra: Map<String, Value>,
 }
 
+/// The names of [`Row`]'s own fields, in order: the first columns of the CSV; every other key
+/// of a row's JSON object is one of its `extra` fields.
+pub const ROW_FIELDS: [&str; 7] = [
+    "experiment",
+    "scheme",
+    "kind",
+    "threads",
+    "objects",
+    "ops_per_sec",
+    "reps",
+];
+
 /// A whole run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Results {
@@ -167,18 +179,7 @@ pub fn csv(results: &Results) -> String {
         }
     }
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec![
-        "experiment",
-        "scheme",
-        "kind",
-        "threads",
-        "objects",
-        "ops_per_sec",
-        "reps",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect::<Vec<_>>();
+    let mut header = ROW_FIELDS.map(String::from).to_vec();
     header.extend(keys.iter().cloned());
     w.write_record(&header).expect("csv header");
     for r in &results.rows {
@@ -208,4 +209,29 @@ pub fn csv(results: &Results) -> String {
         w.write_record(&rec).expect("csv row");
     }
     String::from_utf8(w.into_inner().expect("csv flush")).expect("csv is utf-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_fields_name_every_own_field_of_a_row() {
+        let r = Row {
+            experiment: "e".into(),
+            scheme: "s".into(),
+            kind: Kind::Scheme,
+            threads: 1,
+            objects: 1,
+            ops_per_sec: None,
+            reps: vec![],
+            extra: Map::new(),
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let mut want = ROW_FIELDS.to_vec();
+        keys.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(keys, want);
+    }
 }

@@ -48,20 +48,11 @@ pub fn write_report(dir: &Path) -> Result<std::path::PathBuf, String> {
             cell(meta.get("git_commit")),
             cell(meta.get("rustc")),
         );
-        let fixed = [
-            "experiment",
-            "scheme",
-            "kind",
-            "threads",
-            "objects",
-            "ops_per_sec",
-            "reps",
-        ];
         let mut extra: Vec<String> = Vec::new();
         for r in rows {
             if let Some(o) = r.as_object() {
                 for k in o.keys() {
-                    if !fixed.contains(&k.as_str()) && !extra.contains(k) {
+                    if !crate::output::ROW_FIELDS.contains(&k.as_str()) && !extra.contains(k) {
                         extra.push(k.clone());
                     }
                 }

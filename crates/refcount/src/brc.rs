@@ -55,14 +55,11 @@
 //!   (a CAS loop on put). Once merged, an object never becomes owned again (as in CPython).
 //! * Thread ids are never reused, so an object whose owner thread exited is simply shared.
 
+use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
 use percpu::membarrier::{heavy_fence, light_fence};
-
-const LIVE: u64 = 0;
-const RECLAIMING: u64 = 1;
-const DEAD: u64 = 2;
 
 /// `shared` flag: a non-owner took the shared count below zero; the owner should merge.
 pub const QUEUED: i64 = 1;
@@ -220,7 +217,7 @@ impl RefCounter for Brc {
         // SeqCst store-then-load, pairs with the reclaimer's SeqCst state store and shared
         // load.
         obj.shared.fetch_add(ONE, Ordering::SeqCst);
-        crate::snzi::store_load_order();
+        crate::lifecycle::store_load_order();
         if obj.state.load(Ordering::SeqCst) != LIVE {
             self.shared_dec(&obj);
             return None;
@@ -284,15 +281,7 @@ impl RefCounter for Brc {
     }
 
     fn reinit(&self, obj: Pin<&BrcObject>) {
-        debug_assert_eq!(
-            obj.state.load(Ordering::Relaxed),
-            DEAD,
-            "brc: reinit of a live object"
-        );
-        // Release pairs with the Acquire loads of state in try_get.
-        let _ = obj
-            .state
-            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+        revive(&obj.state, Self::NAME);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&BrcObject>>) -> Memory {

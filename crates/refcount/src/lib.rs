@@ -6,11 +6,14 @@ pub use percpu::sync;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 
+pub use lifecycle::reclaim_batch;
+
 pub mod atomic;
 pub mod brc;
 pub mod cas;
 pub mod conformance;
 pub mod frozen_bit;
+mod lifecycle;
 pub mod percpu_ref;
 pub mod refcache;
 pub mod sloppy;

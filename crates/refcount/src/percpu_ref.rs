@@ -399,28 +399,13 @@ impl RefCounter for PercpuRef {
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&PercpuRefObject>], out: &mut [bool]) -> usize {
-        assert_eq!(
-            objs.len(),
-            out.len(),
-            "try_reclaim_many: objs and out differ in length"
-        );
-        let mut any = false;
-        for (o, r) in objs.iter().zip(out.iter_mut()) {
-            *r = self.kill(o);
-            any |= *r;
-        }
-        if !any {
-            return 0;
-        }
-        self.pc.fence();
-        let mut n = 0;
-        for (o, r) in objs.iter().zip(out.iter_mut()) {
-            if *r {
-                *r = self.fold_and_confirm(o);
-                n += *r as usize;
-            }
-        }
-        n
+        crate::reclaim_batch(
+            objs,
+            out,
+            |o| self.kill(o),
+            || self.pc.fence(),
+            |o| self.fold_and_confirm(o),
+        )
     }
 
     fn reinit(&self, obj: Pin<&PercpuRefObject>) {

@@ -56,6 +56,7 @@
 //! the outer loop) has no counterpart here: reads of a way's two words happen under the lock
 //! that pins its tag.
 
+use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
@@ -63,10 +64,6 @@ use percpu::{Check, Fail, PerCpu, Retry};
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
-
-const LIVE: u64 = 0;
-const RECLAIMING: u64 = 1;
-const DEAD: u64 = 2;
 
 const EMPTY: u64 = 0;
 
@@ -702,40 +699,17 @@ impl RefCounter for RefCache {
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&RefCacheObject>], out: &mut [bool]) -> usize {
-        assert_eq!(
-            objs.len(),
-            out.len(),
-            "try_reclaim_many: objs and out differ in length"
-        );
-        let mut any = false;
-        for (o, r) in objs.iter().zip(out.iter_mut()) {
-            *r = self.block(o);
-            any |= *r;
-        }
-        if !any {
-            return 0;
-        }
-        self.shared.pc.fence();
-        let mut n = 0;
-        for (o, r) in objs.iter().zip(out.iter_mut()) {
-            if *r {
-                *r = self.confirm(o);
-                n += *r as usize;
-            }
-        }
-        n
+        crate::reclaim_batch(
+            objs,
+            out,
+            |o| self.block(o),
+            || self.shared.pc.fence(),
+            |o| self.confirm(o),
+        )
     }
 
     fn reinit(&self, obj: Pin<&RefCacheObject>) {
-        debug_assert_eq!(
-            obj.state.load(Ordering::Relaxed),
-            DEAD,
-            "refcache: reinit of a live object"
-        );
-        // Release pairs with the state checks of later gets.
-        let _ = obj
-            .state
-            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+        revive(&obj.state, Self::NAME);
     }
 
     /// `conflict_evictions`, `overflow_evictions`, `epoch_flushes`, `epochs`, `confirmed` (see

@@ -46,16 +46,13 @@
 //! A loom model beside this code races a get (spare path and central path) and its put against
 //! a reclaim (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`).
 
+use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::percpu_ref::{CpuSlots, SlotHandle};
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
 use percpu::{Check, Fail, PerCpu, Retry};
 use std::sync::Arc;
-
-const LIVE: u64 = 0;
-const RECLAIMING: u64 = 1;
-const DEAD: u64 = 2;
 
 /// The default spare threshold per CPU per object.
 pub const DEFAULT_THRESHOLD: i64 = 64;
@@ -189,7 +186,7 @@ impl RefCounter for Sloppy {
         // SeqCst: store-then-load, pairs with the reclaimer's SeqCst state store and central
         // load.
         obj.central.fetch_add(1, Ordering::SeqCst);
-        crate::snzi::store_load_order();
+        crate::lifecycle::store_load_order();
         if obj.state.load(Ordering::SeqCst) != LIVE {
             obj.central.fetch_sub(1, Ordering::Relaxed);
             return None;
@@ -242,45 +239,22 @@ impl RefCounter for Sloppy {
             return false;
         }
         self.pc.fence();
-        crate::snzi::store_load_order();
+        crate::lifecycle::store_load_order();
         self.confirm(&obj)
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&SloppyObject>], out: &mut [bool]) -> usize {
-        assert_eq!(
-            objs.len(),
-            out.len(),
-            "try_reclaim_many: objs and out differ in length"
-        );
-        let mut any = false;
-        for (o, r) in objs.iter().zip(out.iter_mut()) {
-            *r = self.block(o);
-            any |= *r;
-        }
-        if !any {
-            return 0;
-        }
-        self.pc.fence();
-        let mut n = 0;
-        for (o, r) in objs.iter().zip(out.iter_mut()) {
-            if *r {
-                *r = self.confirm(o);
-                n += *r as usize;
-            }
-        }
-        n
+        crate::reclaim_batch(
+            objs,
+            out,
+            |o| self.block(o),
+            || self.pc.fence(),
+            |o| self.confirm(o),
+        )
     }
 
     fn reinit(&self, obj: Pin<&SloppyObject>) {
-        debug_assert_eq!(
-            obj.state.load(Ordering::Relaxed),
-            DEAD,
-            "sloppy: reinit of a live object"
-        );
-        // Release pairs with the Acquire loads of state.
-        let _ = obj
-            .state
-            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+        revive(&obj.state, Self::NAME);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SloppyObject>>) -> Memory {

@@ -37,6 +37,7 @@
 //! A loom model of arrive/depart/query with the reclaimer is beside this code
 //! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`).
 
+use crate::lifecycle::{revive, store_load_order, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
@@ -44,10 +45,6 @@ use crossbeam_utils::CachePadded;
 
 /// The ½ state of a node's counter.
 pub const HALF: i32 = -1;
-
-const LIVE: u64 = 0;
-const RECLAIMING: u64 = 1;
-const DEAD: u64 = 2;
 
 #[inline(always)]
 fn c_of(w: u64) -> i32 {
@@ -60,16 +57,6 @@ fn v_of(w: u64) -> u32 {
 #[inline(always)]
 fn make(c: i32, v: u32) -> u64 {
     ((v as u64) << 32) | c as u32 as u64
-}
-
-/// Orders a SeqCst store before a SeqCst load of another word (the store-buffering pattern).
-/// SeqCst accesses already do so in the Rust/C++ model, and on x86 the read-modify-write before
-/// it is a full barrier; loom models SeqCst accesses as AcqRel, so under loom an explicit fence
-/// stands in. (Used by `sloppy` and `brc` too.)
-#[inline(always)]
-pub(crate) fn store_load_order() {
-    #[cfg(loom)]
-    crate::sync::fence(Ordering::SeqCst);
 }
 
 /// The `snzi` scheme: the tree shape.
@@ -291,15 +278,7 @@ impl RefCounter for Snzi {
     }
 
     fn reinit(&self, obj: Pin<&SnziObject>) {
-        debug_assert_eq!(
-            obj.state.load(Ordering::Relaxed),
-            DEAD,
-            "snzi: reinit of a live object"
-        );
-        // Release pairs with the state loads in try_get.
-        let _ = obj
-            .state
-            .compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+        revive(&obj.state, Self::NAME);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SnziObject>>) -> Memory {
