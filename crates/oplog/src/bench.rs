@@ -17,25 +17,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 /// Pins the calling thread to `cpu` (modulo the online CPUs); false where that fails.
-pub fn pin_to(cpu: usize) -> bool {
-    #[cfg(all(target_os = "linux", not(miri)))]
-    {
-        let n = percpu::online_cpus().max(1);
-        // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it, and
-        // sched_setaffinity(0, ...) only affects the calling thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = core::mem::zeroed();
-            libc::CPU_ZERO(&mut set);
-            libc::CPU_SET(cpu % n, &mut set);
-            libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-        }
-    }
-    #[cfg(not(all(target_os = "linux", not(miri))))]
-    {
-        let _ = cpu;
-        false
-    }
-}
+pub use percpu::affinity::migrate as pin_to;
 
 /// One pair of CPUs of the timestamp experiment.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,13 +9,22 @@ use std::collections::BTreeSet;
 
 #[test]
 fn log_then_synchronize_applies_in_order() {
+    // Held on one CPU, the three operations go to one log; a thread that may migrate between
+    // them leaves a log on each CPU it ran on.
+    let _saved = percpu::affinity::Saved::take();
+    let pinned = percpu::affinity::pin(percpu::current_cpu());
     let d = Domain::<SetLog<false, false>>::new();
     let s = OpSet::new(&d);
     let a = s.insert(1);
     let b = s.remove(1);
     let c = s.insert(2);
     assert!(a < b && b < c, "stamps of one thread increase");
-    assert_eq!(s.object().cpus_with_logs(), 1);
+    let logs = s.object().cpus_with_logs();
+    if pinned {
+        assert_eq!(logs, 1);
+    } else {
+        assert!((1..=3).contains(&logs), "{logs} logs for 3 operations");
+    }
     assert_eq!(s.to_vec(), [2]);
     assert_eq!(
         s.object().cpus_with_logs(),

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod affinity;
 mod arch;
 mod cpu;
 pub mod membarrier;

@@ -332,21 +332,10 @@ fn store_add_every_arity() {
     }
 }
 
-/// Lets the calling thread run on `cpus` only; false if that is not possible here.
-fn allow(cpus: impl Iterator<Item = usize>) -> bool {
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
-}
-
 #[test]
 fn section_for_another_cpu_fails_on_the_rseq_path_and_runs_locked_on_the_fallback() {
-    if percpu::online_cpus() < 2 || !allow(0..1) {
+    let _saved = percpu::affinity::Saved::take();
+    if percpu::online_cpus() < 2 || !percpu::affinity::pin(0) {
         return;
     }
     let pc = PerCpu::new(|_| AtomicI64::new(0));
@@ -368,6 +357,4 @@ fn section_for_another_cpu_fails_on_the_rseq_path_and_runs_locked_on_the_fallbac
         assert_eq!(r, Ok(()));
         assert_eq!(other.load(Ordering::Relaxed), 5);
     }
-    // Every CPU allowed again.
-    allow(0..percpu::possible_cpus().min(libc::CPU_SETSIZE as usize));
 }

@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 pub const BATCH: u64 = 256;
 
 /// Pins the calling thread to online CPU `i % online`. Returns whether it worked.
-pub fn pin_to(i: usize) -> bool {
-    refcount::conformance::migrate(i)
-}
+pub use percpu::affinity::migrate as pin_to;
 
 /// How threads pick objects.
 #[derive(Clone, Copy, Debug)]

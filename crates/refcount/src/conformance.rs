@@ -46,43 +46,9 @@ impl Rng {
     }
 }
 
-/// Moves the calling thread to one CPU of those it may run on, chosen by `pick` (modulo the
-/// allowed count). Returns false where affinity cannot be set. This is how tests force the
-/// migrations that exercise PAYGO's anchor path.
-pub fn migrate(pick: usize) -> bool {
-    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    {
-        let n = percpu::online_cpus();
-        let cpu = pick % n.max(1);
-        // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it, and
-        // sched_setaffinity(0, ...) only affects the calling thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = core::mem::zeroed();
-            libc::CPU_ZERO(&mut set);
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-        }
-    }
-    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
-    {
-        let _ = pick;
-        false
-    }
-}
-
-/// Lets the calling thread run on every online CPU again.
-pub fn unpin() {
-    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    // SAFETY: as in migrate().
-    unsafe {
-        let mut set: libc::cpu_set_t = core::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        for c in 0..percpu::online_cpus() {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
+/// Moving the calling thread between CPUs: this is how tests force the migrations that
+/// exercise PAYGO's anchor path and the other schemes' cross-CPU paths.
+pub use percpu::affinity::{migrate, unpin};
 
 fn check_count<C: RefCounter>(s: &C, objs: &Objects<C>, i: usize, model: usize, ctx: &str) {
     let got = s.read_all(objs.get(i));

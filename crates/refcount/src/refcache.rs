@@ -349,16 +349,14 @@ impl Shared {
         let _g = self.epoch_lock.lock().unwrap_or_else(|e| e.into_inner());
         let cpus = self.pc.len();
         if percpu::fast_path_available() {
-            let saved = affinity::get();
+            let saved = percpu::affinity::Saved::take();
             for cpu in 0..cpus {
-                if affinity::pin(cpu) {
+                if percpu::affinity::pin(cpu) {
                     // A failure means we were moved away (CPU going offline): skip it.
                     let _ = self.flush_cpu(cpu);
                 }
             }
-            if let Some(s) = saved {
-                affinity::set(&s);
-            }
+            drop(saved);
         } else {
             // Fallback path: a critical section for any CPU slot may run anywhere.
             for cpu in 0..cpus {
@@ -366,50 +364,6 @@ impl Shared {
             }
         }
         self.review();
-    }
-}
-
-mod affinity {
-    //! Moving the epoch thread between CPUs.
-    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    pub(super) fn get() -> Option<libc::cpu_set_t> {
-        // SAFETY: cpu_set_t is plain data, filled by the kernel for the calling thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = core::mem::zeroed();
-            (libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
-                .then_some(set)
-        }
-    }
-    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    pub(super) fn set(set: &libc::cpu_set_t) -> bool {
-        // SAFETY: sets the calling thread's affinity from a valid cpu_set_t.
-        unsafe { libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), set) == 0 }
-    }
-    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
-    pub(super) fn pin(cpu: usize) -> bool {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return false;
-        }
-        // SAFETY: CPU_ZERO/CPU_SET write inside the local set.
-        let one = unsafe {
-            let mut one: libc::cpu_set_t = core::mem::zeroed();
-            libc::CPU_ZERO(&mut one);
-            libc::CPU_SET(cpu, &mut one);
-            one
-        };
-        set(&one) && percpu::current_cpu() == cpu
-    }
-    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
-    pub(super) fn get() -> Option<()> {
-        None
-    }
-    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
-    pub(super) fn set(_: &()) -> bool {
-        false
-    }
-    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
-    pub(super) fn pin(_: usize) -> bool {
-        false
     }
 }
 

@@ -52,15 +52,20 @@ fn delta_at_the_limit_forces_an_eviction() {
     let s = manual(16, 3);
     let objs = Objects::new(&s, 1);
     let o = objs.get(0);
+    // On one CPU the ten deltas meet the limit in one cache; spread over CPUs they may not.
+    let pinned = migrate(0);
     let toks: Vec<_> = (0..10).map(|_| s.try_get(o).unwrap()).collect();
-    assert!(s.stats().overflow_evictions >= 2);
-    assert!(s.global_count(o) >= 6);
+    if pinned {
+        assert!(s.stats().overflow_evictions >= 2);
+        assert!(s.global_count(o) >= 6);
+    }
     assert_eq!(s.read_all(o), 10);
     for t in toks {
         s.put(o, t);
     }
     assert_eq!(s.read_all(o), 0);
     assert!(s.try_reclaim(o));
+    unpin();
 }
 
 #[test]

@@ -1,0 +1,157 @@
+//! Moving the calling thread between CPUs (`sched_setaffinity`).
+//!
+//! Tests use it to force the migrations that exercise per-CPU schemes' cross-CPU paths (and to
+//! keep a thread still where a test counts per-CPU state); benchmarks use it to place threads;
+//! RefCache's flush uses it to visit each CPU. Every function affects the calling thread only.
+//! Where affinity cannot be set (not Linux, miri, loom), the functions do nothing and report
+//! failure, so callers degrade to "no forced migration".
+
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
+mod imp {
+    pub(super) type Set = libc::cpu_set_t;
+
+    pub(super) fn make(cpus: &mut dyn Iterator<Item = usize>) -> Option<Set> {
+        // SAFETY: cpu_set_t is plain data, valid when zeroed; CPU_SET writes inside it for
+        // indices below CPU_SETSIZE, which the filter guarantees.
+        unsafe {
+            let mut set: Set = core::mem::zeroed();
+            let mut any = false;
+            for c in cpus.filter(|&c| c < libc::CPU_SETSIZE as usize) {
+                libc::CPU_SET(c, &mut set);
+                any = true;
+            }
+            any.then_some(set)
+        }
+    }
+
+    pub(super) fn set(set: &Set) -> bool {
+        // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+        unsafe { libc::sched_setaffinity(0, core::mem::size_of::<Set>(), set) == 0 }
+    }
+
+    pub(super) fn get() -> Option<Set> {
+        // SAFETY: the kernel fills a cpu_set_t of the size passed for the calling thread.
+        unsafe {
+            let mut set: Set = core::mem::zeroed();
+            (libc::sched_getaffinity(0, core::mem::size_of::<Set>(), &mut set) == 0).then_some(set)
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+mod imp {
+    pub(super) type Set = ();
+
+    pub(super) fn make(_: &mut dyn Iterator<Item = usize>) -> Option<Set> {
+        None
+    }
+
+    pub(super) fn set(_: &Set) -> bool {
+        false
+    }
+
+    pub(super) fn get() -> Option<Set> {
+        None
+    }
+}
+
+/// Lets the calling thread run on `cpus` only. False if the set is empty (CPU numbers at or
+/// past `CPU_SETSIZE` are ignored) or the kernel refuses it (no such CPU online, or a cgroup
+/// forbids them all); the thread's affinity is then unchanged.
+pub fn allow(cpus: impl IntoIterator<Item = usize>) -> bool {
+    imp::make(&mut cpus.into_iter()).is_some_and(|s| imp::set(&s))
+}
+
+/// Pins the calling thread to `cpu` and returns whether it now runs there (the kernel moves a
+/// thread off a CPU it may no longer use before `sched_setaffinity` returns).
+pub fn pin(cpu: usize) -> bool {
+    allow([cpu]) && crate::current_cpu() == cpu
+}
+
+/// Pins the calling thread to online CPU `pick % online_cpus()`: any `pick` names a CPU, so a
+/// random number forces a random migration. Returns whether affinity could be set.
+pub fn migrate(pick: usize) -> bool {
+    allow([pick % crate::online_cpus().max(1)])
+}
+
+/// Lets the calling thread run on every online CPU again.
+pub fn unpin() {
+    allow(0..crate::online_cpus());
+}
+
+/// The calling thread's affinity, saved to be put back: [`Saved::restore`], or dropping it.
+///
+/// ```
+/// let saved = percpu::affinity::Saved::take();
+/// for cpu in 0..percpu::online_cpus() {
+///     if percpu::affinity::pin(cpu) {
+///         // ... work on `cpu` ...
+///     }
+/// }
+/// drop(saved); // back to the CPUs the thread had before
+/// ```
+#[must_use = "dropping it at once restores the affinity at once"]
+pub struct Saved(Option<imp::Set>);
+
+impl Saved {
+    /// Saves the calling thread's affinity (nothing where it cannot be read).
+    pub fn take() -> Self {
+        Saved(imp::get())
+    }
+
+    /// Puts the saved affinity back; false where nothing was saved or the kernel refuses it.
+    pub fn restore(&self) -> bool {
+        self.0.as_ref().is_some_and(imp::set)
+    }
+}
+
+impl Drop for Saved {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+impl core::fmt::Debug for Saved {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Saved")
+            .field("saved", &self.0.is_some())
+            .finish()
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(miri), not(loom)))]
+mod tests {
+    use super::*;
+
+    fn same(a: &imp::Set, b: &imp::Set) -> bool {
+        // SAFETY: CPU_EQUAL reads two valid sets.
+        unsafe { libc::CPU_EQUAL(a, b) }
+    }
+
+    #[test]
+    fn pin_moves_the_thread_and_saved_puts_it_back() {
+        let before = imp::get().expect("sched_getaffinity");
+        // The CPUs this thread may use (a cpuset may leave out CPU 0).
+        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: CPU_ISSET reads a valid set at an index below CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &before) })
+            .collect();
+        {
+            let _saved = Saved::take();
+            for &cpu in [allowed[0], *allowed.last().unwrap()].iter() {
+                assert!(pin(cpu), "pin({cpu})");
+                assert_eq!(crate::current_cpu(), cpu);
+            }
+            assert!(!same(&before, &imp::get().unwrap()) || allowed.len() == 1);
+        }
+        assert!(same(&before, &imp::get().unwrap()));
+    }
+
+    #[test]
+    fn allow_refuses_an_empty_set_and_changes_nothing() {
+        let before = imp::get().expect("sched_getaffinity");
+        assert!(!allow([]));
+        assert!(!allow([usize::MAX]));
+        assert!(same(&before, &imp::get().unwrap()));
+    }
+}
