@@ -199,7 +199,8 @@ fn oplog_list_loop<const L: bool, const G: bool>(
 ) -> u64 {
     let base = (t as u64 + 1) << 40;
     let mut n = 0;
-    while !stop.load(Ordering::Relaxed) {
+    // At least one iteration: every thread counts, however late it is scheduled.
+    loop {
         // A fresh element every iteration (the list's contract; see crate::paired).
         let key = base | n;
         list.add(key);
@@ -207,6 +208,9 @@ fn oplog_list_loop<const L: bool, const G: bool>(
         list.remove(key);
         clock::spin_cycles(spin);
         n += 1;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
     }
     n
 }
@@ -233,7 +237,8 @@ pub fn list_workload(
                     let base = (t as u64 + 1) << 40;
                     let mut n = 0u64;
                     let mut guard = crossbeam_epoch::pin();
-                    while !stop.load(Ordering::Relaxed) {
+                    // At least one iteration: every thread counts, however late it is scheduled.
+                    loop {
                         let key = base | n;
                         list.insert(key, &guard);
                         clock::spin_cycles(spin_cycles);
@@ -242,6 +247,9 @@ pub fn list_workload(
                         n += 1;
                         if n.is_multiple_of(64) {
                             guard.repin();
+                        }
+                        if stop.load(Ordering::Relaxed) {
+                            break;
                         }
                     }
                     n
@@ -371,7 +379,8 @@ fn fork_truncate<R: RmapLike>(
     let mut forks = 0u64;
     let mut next_id = own + 1;
     let mut found = 0u64;
-    while !stop.load(Ordering::Relaxed) {
+    // At least one iteration: every thread counts, however late it is scheduled.
+    loop {
         // fork: the child inherits a mapping of every file; exit: it goes away.
         let id = next_id;
         next_id += 1;
@@ -386,6 +395,9 @@ fn fork_truncate<R: RmapLike>(
             // truncate one file by a page: visit every mapping of its last page.
             let f = &files[(t + (forks / read_every) as usize) % files.len()];
             found += f.truncate(FILE_SIZE - 4096) as u64;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
         }
     }
     seen.fetch_add(found, Ordering::Relaxed);

@@ -304,9 +304,18 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
     let objs = Arc::new(Objects::new(&*s, N));
     let canary: Arc<Vec<AtomicU64>> = Arc::new((0..N).map(|_| AtomicU64::new(ALIVE)).collect());
     let stop = Arc::new(AtomicBool::new(false));
+    // References taken so far, all readers together: the reclaimer goes on past `millis`
+    // until the readers have run (a loaded machine may not schedule them before).
+    let progress = Arc::new(AtomicU64::new(0));
     let hs: Vec<_> = (0..readers)
         .map(|t| {
-            let (s, objs, canary, stop) = (s.clone(), objs.clone(), canary.clone(), stop.clone());
+            let (s, objs, canary, stop, progress) = (
+                s.clone(),
+                objs.clone(),
+                canary.clone(),
+                stop.clone(),
+                progress.clone(),
+            );
             thread::spawn(move || {
                 let mut rng = Rng::new(7 + t as u64);
                 let (mut got, mut failed) = (0u64, 0u64);
@@ -337,6 +346,7 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
                             );
                             s.put(objs.get(i), tok);
                             got += 1;
+                            progress.fetch_add(1, Ordering::Relaxed);
                         }
                         None => failed += 1,
                     }
@@ -346,10 +356,16 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
             })
         })
         .collect();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(millis);
+    let start = std::time::Instant::now();
+    let (deadline, cap) = (
+        std::time::Duration::from_millis(millis),
+        std::time::Duration::from_secs(60),
+    );
     let mut rng = Rng::new(99);
     let mut reclaimed = 0u64;
-    while std::time::Instant::now() < deadline {
+    while start.elapsed() < deadline
+        || (progress.load(Ordering::Relaxed) < 1000 && start.elapsed() < cap)
+    {
         let i = rng.below(N);
         if s.try_reclaim(objs.get(i)) {
             reclaimed += 1;
