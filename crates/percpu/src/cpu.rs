@@ -79,7 +79,7 @@ pub fn online_cpus() -> usize {
 ///
 /// On the rseq path this reads `cpu_id_start` from the thread's rseq area (one load); on the
 /// fallback path it calls `sched_getcpu` (a vDSO call); under loom it returns the CPU that
-/// [`crate::loom_set_cpu`] set for the model thread.
+/// `loom_set_cpu` set for the model thread.
 #[inline]
 pub fn current_cpu() -> usize {
     #[cfg(loom)]

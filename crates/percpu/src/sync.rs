@@ -1,8 +1,8 @@
 //! The facade: the only module that names `std::sync` or `loom`.
 //!
 //! Under `cfg(loom)` the atomics, the mutex and the thread-local come from loom, and the
-//! environment is mocked: the machine has [`LOOM_CPUS`] CPUs and each model thread says which
-//! CPU it runs on with [`crate::loom_set_cpu`]. Loom cannot see inline assembly or rseq aborts,
+//! environment is mocked: the machine has `LOOM_CPUS` CPUs and each model thread says which
+//! CPU it runs on with `loom_set_cpu`. Loom cannot see inline assembly or rseq aborts,
 //! so under loom every critical section takes the locked fallback path, whose semantics are
 //! those of an rseq critical section (atomic with respect to other sections of the same CPU,
 //! not with respect to remote atomics or readers).
