@@ -59,7 +59,10 @@ fn run(cmd: &mut Command) -> std::process::Output {
 fn c_program_uses_the_header_from_several_threads() {
     let dir = crate_dir();
     let lib = staticlib();
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("paygo_c_threads");
+    // One name per process: two test runs sharing a target directory must not exec the
+    // program while the other's linker is writing it (ETXTBSY).
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("paygo_c_threads.{}", std::process::id()));
     run(Command::new(compiler("CC", "cc"))
         .args([
             "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
@@ -74,6 +77,7 @@ fn c_program_uses_the_header_from_several_threads() {
     let out = run(&mut Command::new(&exe));
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");
+    let _ = std::fs::remove_file(&exe);
     assert!(text.contains("failures=0"), "{text}");
 }
 
