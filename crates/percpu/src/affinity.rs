@@ -30,11 +30,30 @@ mod imp {
     }
 
     pub(super) fn get() -> Option<Set> {
-        // SAFETY: the kernel fills a cpu_set_t of the size passed for the calling thread.
+        of(0)
+    }
+
+    /// The affinity of thread `tid` (0: the calling thread; the process id: the main thread).
+    fn of(tid: libc::pid_t) -> Option<Set> {
+        // SAFETY: the kernel fills a cpu_set_t of the size passed.
         unsafe {
             let mut set: Set = core::mem::zeroed();
-            (libc::sched_getaffinity(0, core::mem::size_of::<Set>(), &mut set) == 0).then_some(set)
+            (libc::sched_getaffinity(tid, core::mem::size_of::<Set>(), &mut set) == 0)
+                .then_some(set)
         }
+    }
+
+    /// The CPUs in the main thread's affinity mask.
+    pub(super) fn process_cpus() -> Vec<usize> {
+        // SAFETY: getpid has no preconditions.
+        let set = of(unsafe { libc::getpid() });
+        set.map(|set| {
+            (0..libc::CPU_SETSIZE as usize)
+                // SAFETY: CPU_ISSET reads a valid set at an index below CPU_SETSIZE.
+                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+                .collect()
+        })
+        .unwrap_or_default()
     }
 }
 
@@ -53,6 +72,18 @@ mod imp {
     pub(super) fn get() -> Option<Set> {
         None
     }
+
+    pub(super) fn process_cpus() -> Vec<usize> {
+        Vec::new()
+    }
+}
+
+/// The CPUs this process may run on: the main thread's affinity when first asked (a cpuset or
+/// `taskset` may leave out some online CPUs, and their numbers need not be contiguous). Empty
+/// where affinity cannot be read.
+pub fn process_cpus() -> &'static [usize] {
+    static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    CPUS.get_or_init(imp::process_cpus)
 }
 
 /// Lets the calling thread run on `cpus` only. False if the set is empty (CPU numbers at or
@@ -68,15 +99,17 @@ pub fn pin(cpu: usize) -> bool {
     allow([cpu]) && crate::current_cpu() == cpu
 }
 
-/// Pins the calling thread to online CPU `pick % online_cpus()`: any `pick` names a CPU, so a
-/// random number forces a random migration. Returns whether affinity could be set.
+/// Pins the calling thread to CPU number `pick % n` of the `n` [`process_cpus`]: any `pick`
+/// names a CPU the process may use, so a random number forces a random migration. Returns
+/// whether affinity could be set.
 pub fn migrate(pick: usize) -> bool {
-    allow([pick % crate::online_cpus().max(1)])
+    let cpus = process_cpus();
+    !cpus.is_empty() && allow([cpus[pick % cpus.len()]])
 }
 
-/// Lets the calling thread run on every online CPU again.
+/// Lets the calling thread run on every CPU of [`process_cpus`] again.
 pub fn unpin() {
-    allow(0..crate::online_cpus());
+    allow(process_cpus().iter().copied());
 }
 
 /// The calling thread's affinity, saved to be put back: [`Saved::restore`], or dropping it.
@@ -132,10 +165,7 @@ mod tests {
     fn pin_moves_the_thread_and_saved_puts_it_back() {
         let before = imp::get().expect("sched_getaffinity");
         // The CPUs this thread may use (a cpuset may leave out CPU 0).
-        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            // SAFETY: CPU_ISSET reads a valid set at an index below CPU_SETSIZE.
-            .filter(|&c| unsafe { libc::CPU_ISSET(c, &before) })
-            .collect();
+        let allowed = process_cpus();
         {
             let _saved = Saved::take();
             for &cpu in [allowed[0], *allowed.last().unwrap()].iter() {
@@ -145,6 +175,25 @@ mod tests {
             assert!(!same(&before, &imp::get().unwrap()) || allowed.len() == 1);
         }
         assert!(same(&before, &imp::get().unwrap()));
+    }
+
+    #[test]
+    fn migrate_picks_among_the_process_cpus() {
+        let _saved = Saved::take();
+        let cpus = process_cpus();
+        assert!(!cpus.is_empty());
+        for pick in 0..2 * cpus.len() + 1 {
+            assert!(migrate(pick));
+            assert_eq!(crate::current_cpu(), cpus[pick % cpus.len()], "pick {pick}");
+        }
+        unpin();
+        assert_eq!(
+            imp::get().map(|s| {
+                // SAFETY: CPU_COUNT reads a valid set.
+                unsafe { libc::CPU_COUNT(&s) as usize }
+            }),
+            Some(cpus.len())
+        );
     }
 
     #[test]
