@@ -5,19 +5,11 @@
 //! cargo run -p oplog --release --example bench_list [millis-per-run] [spin-cycles] [max-threads]
 //! ```
 
-use oplog::bench::{list_workload, ListVariant};
+use oplog::bench::{list_workload, median, numeric_args, ListVariant};
 use std::time::Duration;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numeric argument"))
-        .collect();
+    let args = numeric_args();
     let millis = args.first().copied().unwrap_or(1000);
     let spin = args.get(1).copied().unwrap_or(1000);
     let max_threads = args.get(2).copied().unwrap_or(2) as usize;
@@ -34,7 +26,7 @@ fn main() {
             let runs: Vec<f64> = (0..3)
                 .map(|_| list_workload(v, t, Duration::from_millis(millis), spin))
                 .collect();
-            let m = median(runs.clone());
+            let m = median(&runs);
             println!(
                 "{:>14} threads={} median {:>10.0} ops/ms  runs {:?}",
                 v.name(),

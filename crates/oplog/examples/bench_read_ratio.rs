@@ -5,19 +5,11 @@
 //! cargo run -p oplog --release --example bench_read_ratio [millis-per-run] [threads]
 //! ```
 
-use oplog::bench::{break_even, read_ratio, ReadRatioVariant};
+use oplog::bench::{break_even, median, numeric_args, read_ratio, ReadRatioVariant};
 use std::time::Duration;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numeric argument"))
-        .collect();
+    let args = numeric_args();
     let millis = args.first().copied().unwrap_or(300);
     let threads = args.get(1).copied().unwrap_or(2) as usize;
     let ks: Vec<u64> = (1..=10).collect();
@@ -27,9 +19,9 @@ fn main() {
             .iter()
             .map(|&k| {
                 median(
-                    (0..3)
+                    &(0..3)
                         .map(|_| read_ratio(v, threads, Duration::from_millis(millis), k))
-                        .collect(),
+                        .collect::<Vec<_>>(),
                 )
             })
             .collect();

@@ -19,6 +19,29 @@ use std::time::{Duration, Instant};
 /// Pins the calling thread to `cpu` (modulo the online CPUs); false where that fails.
 pub use percpu::affinity::migrate as pin_to;
 
+/// The median of `v` (mean of the middle two for an even count); 0 for an empty slice.
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+/// The examples' command-line arguments, all numbers (panics with a message otherwise).
+pub fn numeric_args() -> Vec<u64> {
+    std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("numeric argument"))
+        .collect()
+}
+
 /// One pair of CPUs of the timestamp experiment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TscRow {

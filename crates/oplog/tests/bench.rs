@@ -51,3 +51,11 @@ fn break_even_picks_the_first_k_where_oplog_wins() {
     );
     assert_eq!(break_even(&[1, 2], &[1.0, 1.0], &[3.0, 3.0]), None);
 }
+
+#[test]
+fn median_of_odd_and_even() {
+    use oplog::bench::median;
+    assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+    assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    assert_eq!(median(&[]), 0.0);
+}

@@ -1183,13 +1183,20 @@ mod tests {
         s.key.store(obj | TAG, Ordering::Relaxed);
     }
 
-    #[test]
-    fn half_evicted_entry_counts_and_is_finished_by_the_next_eviction() {
+    /// The thread pinned to one CPU (where affinity can be set), and a domain of one slot per
+    /// CPU with a window of 1, so that any second object evicts the first.
+    fn pinned_one_slot_domain() -> (bool, Domain) {
         let pinned = migrate(0);
         let d = Domain::with_config(Config {
             slots_per_cpu: 1,
             window: 1,
         });
+        (pinned, d)
+    }
+
+    #[test]
+    fn half_evicted_entry_counts_and_is_finished_by_the_next_eviction() {
+        let (pinned, d) = pinned_one_slot_domain();
         let h = Box::pin(Header::new());
         let hdr = h.as_ref();
         let a = d.try_ref(hdr).unwrap();
@@ -1222,11 +1229,7 @@ mod tests {
 
     #[test]
     fn half_evicted_entry_takes_home_and_remote_unrefs() {
-        let pinned = migrate(0);
-        let d = Domain::with_config(Config {
-            slots_per_cpu: 1,
-            window: 1,
-        });
+        let (pinned, d) = pinned_one_slot_domain();
         let h = Box::pin(Header::new());
         let hdr = h.as_ref();
         let a = d.try_ref(hdr).unwrap();
