@@ -20,8 +20,8 @@ fn benches(c: &mut Criterion) {
     });
     c.bench_function("paygo get+put, one object", |b| {
         b.iter(|| {
-            let t = d.try_ref(black_box(hdr)).unwrap();
-            d.unref(hdr, t);
+            let t = d.try_get(black_box(hdr)).unwrap();
+            d.put(hdr, t);
         })
     });
     let many = Objects::new(&d, 256);
@@ -30,15 +30,15 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) & 255;
             let h = many.get(i);
-            let t = d.try_ref(h).unwrap();
-            d.unref(h, t);
+            let t = d.try_get(h).unwrap();
+            d.put(h, t);
         })
     });
-    let held = d.try_ref(hdr).unwrap();
+    let held = d.try_get(hdr).unwrap();
     c.bench_function("paygo read_all (2 CPUs x window 8)", |b| {
         b.iter(|| black_box(d.read_all(hdr)))
     });
-    d.unref(hdr, held);
+    d.put(hdr, held);
     let h2 = Box::pin(Header::new());
     c.bench_function("paygo try_reclaim + reinit (one fence)", |b| {
         b.iter(|| {

@@ -75,8 +75,8 @@ fn main() {
     let a = AtomicU64::new(0);
     println!("mode: {}", percpu::mode());
     let paygo = || {
-        let t = d.try_ref(black_box(hdr)).unwrap();
-        d.unref(hdr, t);
+        let t = d.try_get(black_box(hdr)).unwrap();
+        d.put(hdr, t);
     };
     let atomic = || {
         a.fetch_add(1, Ordering::Acquire);

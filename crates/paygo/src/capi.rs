@@ -9,13 +9,22 @@
 //!   several references to one object, taken on different CPUs). `paygo_unref(obj)` gives back
 //!   one of them, preferring one taken on the current CPU (home path).
 //! * When a thread exits, the anchors it still holds are given back and counted
-//!   ([`paygo_leftovers_released`]), as the paper's task exit does.
-//! * Misuse returns a negative `paygo_error` and changes nothing.
+//!   ([`paygo_leftovers_released`]), as the paper's task exit does. The anchor information
+//!   lives in a `pthread` key whose destructor gives them back, so references taken during
+//!   thread teardown (in thread-local destructors, or in other keys' destructors that run
+//!   before ours) are given back too; a `paygo_ref` after our destructor ran is refused with
+//!   `PAYGO_ESHUTDOWN`.
+//! * Misuse returns a negative `paygo_error` and changes nothing. No Rust panic crosses the
+//!   boundary: every entry point catches one and returns `PAYGO_EINTERNAL`.
+//! * State changes are single compare-and-swaps: of two threads that reinit or destroy one
+//!   object, one succeeds.
 
-use crate::{Anchor, Config, Domain, Header};
+use crate::arc::{default_domain, init_default_domain};
+use crate::{Anchor, Config, Domain, Header, ReclaimError};
+use core::cell::{Cell, RefCell};
 use core::pin::Pin;
-use std::cell::RefCell;
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -37,6 +46,15 @@ pub const PAYGO_ELIVE: i32 = -17;
 pub const PAYGO_EALREADY: i32 = -114;
 /// The calling thread is exiting: its anchor information is gone.
 pub const PAYGO_ESHUTDOWN: i32 = -108;
+/// domain_init: the tables could not be allocated; ref: the anchor information could not be.
+pub const PAYGO_ENOMEM: i32 = -12;
+/// An internal error (a Rust panic, caught at the boundary): a bug; nothing was changed.
+pub const PAYGO_EINTERNAL: i32 = -131;
+
+/// Runs an entry point's body, turning a panic into `err`.
+fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
+}
 
 /// The magic value (xor the object's address) of an initialised object.
 pub const MAGIC: u64 = 0x5041_5947_4f4f_424a; // "PAYGOOBJ"
@@ -73,26 +91,27 @@ pub struct CStats {
     pub overflow_bytes: u64,
 }
 
-static DOMAIN: OnceLock<Domain> = OnceLock::new();
 static LEFTOVERS: AtomicU64 = AtomicU64::new(0);
 
 fn domain() -> &'static Domain {
-    DOMAIN.get_or_init(Domain::new)
+    default_domain()
 }
 
 /// A thread's anchor information: object address -> anchors held.
+#[derive(Default)]
 struct AnchorInfo {
     held: RefCell<HashMap<usize, Vec<Anchor>>>,
 }
 
-impl Drop for AnchorInfo {
-    fn drop(&mut self) {
+impl AnchorInfo {
+    /// Gives back every anchor held (the thread is exiting).
+    fn release_all(&self) {
         let held = core::mem::take(&mut *self.held.borrow_mut());
         let d = domain();
         for (addr, anchors) in held {
             let obj = addr as *const CObj;
-            // SAFETY: the thread holds references to the object, so (by the API's contract) its
-            // memory is still there; the magic check catches one destroyed meanwhile.
+            // SAFETY: the thread holds references to the object, so (by the API's contract)
+            // its memory is still there; the magic check catches one destroyed meanwhile.
             let ok = unsafe { (*obj).magic.load(Ordering::Acquire) } == MAGIC ^ addr as u64;
             if !ok {
                 continue;
@@ -100,7 +119,7 @@ impl Drop for AnchorInfo {
             // SAFETY: as above; the header does not move while it is referenced.
             let hdr = unsafe { Pin::new_unchecked(&(*obj).hdr) };
             for a in anchors {
-                d.unref(hdr, a);
+                d.put(hdr, a);
                 LEFTOVERS.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -108,7 +127,56 @@ impl Drop for AnchorInfo {
 }
 
 std::thread_local! {
-    static INFO: AnchorInfo = AnchorInfo { held: RefCell::new(HashMap::new()) };
+    /// Set once the thread's anchor information was released at its exit: later calls are
+    /// refused. A const thread-local without destructor, so it can be read at any point of
+    /// the thread's teardown.
+    static RELEASED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The `pthread` key holding each thread's `AnchorInfo` (a `Box` pointer). glibc runs key
+/// destructors after the thread-local destructors, and again while a destructor sets a key,
+/// so a reference taken in either is still released.
+fn key() -> Option<libc::pthread_key_t> {
+    static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
+    *KEY.get_or_init(|| {
+        let mut k: libc::pthread_key_t = 0;
+        // SAFETY: `k` is writable; the destructor is a valid extern "C" function.
+        let rc = unsafe { libc::pthread_key_create(&mut k, Some(release_at_exit)) };
+        (rc == 0).then_some(k)
+    })
+}
+
+/// The key's destructor: gives back what the exiting thread still holds.
+extern "C" fn release_at_exit(p: *mut core::ffi::c_void) {
+    let _ = RELEASED.try_with(|r| r.set(true));
+    boundary((), || {
+        // SAFETY: the key's values are only ever `Box<AnchorInfo>` pointers set by
+        // `with_info`; glibc hands each to us once, at the thread's exit.
+        let info = unsafe { Box::from_raw(p as *mut AnchorInfo) };
+        info.release_all();
+    })
+}
+
+/// Runs `f` on the calling thread's anchor information (made on first use).
+fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
+    if RELEASED.try_with(|r| r.get()).unwrap_or(true) {
+        return Err(PAYGO_ESHUTDOWN);
+    }
+    let k = key().ok_or(PAYGO_ENOMEM)?;
+    // SAFETY: `k` is a valid key.
+    let mut p = unsafe { libc::pthread_getspecific(k) } as *mut AnchorInfo;
+    if p.is_null() {
+        p = Box::into_raw(Box::<AnchorInfo>::default());
+        // SAFETY: `k` is a valid key and `p` a valid pointer.
+        if unsafe { libc::pthread_setspecific(k, p as *const core::ffi::c_void) } != 0 {
+            // SAFETY: not published: still ours.
+            drop(unsafe { Box::from_raw(p) });
+            return Err(PAYGO_ENOMEM);
+        }
+    }
+    // SAFETY: the pointer is this thread's own, live until its key destructor runs, which
+    // cannot happen during this call.
+    Ok(f(unsafe { &*p }))
 }
 
 /// Checks the pointer and the magic; the pinned header.
@@ -128,26 +196,29 @@ unsafe fn check<'a>(obj: *const CObj) -> Result<Pin<&'a Header>, i32> {
     Ok(unsafe { Pin::new_unchecked(&(*obj).hdr) })
 }
 
-/// Sets up the process-wide domain. `slots_per_cpu` a power of two, `1 <= window <=
-/// slots_per_cpu`.
+/// Sets up the process-wide domain. `slots_per_cpu` a power of two no larger than
+/// [`crate::MAX_SLOTS_PER_CPU`], `1 <= window <= slots_per_cpu`; `PAYGO_EINVAL` otherwise,
+/// `PAYGO_ENOMEM` if the tables cannot be allocated, `PAYGO_EALREADY` if the domain exists.
 #[no_mangle]
 pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 {
-    if !slots_per_cpu.is_power_of_two() || window == 0 || window > slots_per_cpu {
-        return PAYGO_EINVAL;
-    }
-    let mut fresh = false;
-    DOMAIN.get_or_init(|| {
-        fresh = true;
-        Domain::with_config(Config {
+    boundary(PAYGO_EINTERNAL, || {
+        let cfg = Config {
             slots_per_cpu,
             window,
-        })
-    });
-    if fresh {
-        PAYGO_OK
-    } else {
-        PAYGO_EALREADY
-    }
+        };
+        if crate::arc::default_domain_exists() {
+            return PAYGO_EALREADY;
+        }
+        let d = match Domain::try_with_config(cfg) {
+            Ok(d) => d,
+            Err(crate::ConfigError::OutOfMemory { .. }) => return PAYGO_ENOMEM,
+            Err(_) => return PAYGO_EINVAL,
+        };
+        match init_default_domain(|| d) {
+            Ok(_) => PAYGO_OK,
+            Err(_) => PAYGO_EALREADY,
+        }
+    })
 }
 
 /// Initialises an object header (live, no reference).
@@ -159,42 +230,52 @@ pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
     if obj.is_null() {
         return PAYGO_EINVAL;
     }
-    // SAFETY: the caller gives us the memory; nothing else uses it.
-    unsafe {
-        core::ptr::write(
-            obj,
-            CObj {
-                magic: AtomicU64::new(0),
-                hdr: Header::new(),
-            },
-        );
-        // Release: pairs with the Acquire magic load in check().
-        (*obj).magic.store(MAGIC ^ obj as u64, Ordering::Release);
-    }
-    PAYGO_OK
+    boundary(PAYGO_EINTERNAL, || {
+        // SAFETY: the caller gives us the memory; nothing else uses it.
+        unsafe {
+            core::ptr::write(
+                obj,
+                CObj {
+                    magic: AtomicU64::new(0),
+                    hdr: Header::new(),
+                },
+            );
+            // Release: pairs with the Acquire magic load in check().
+            (*obj).magic.store(MAGIC ^ obj as u64, Ordering::Release);
+        }
+        PAYGO_OK
+    })
 }
 
-/// Ends an object's life: reclaims it if live (`PAYGO_EBUSY` if referenced, and nothing
-/// changes), then clears the magic.
+/// Ends an object's life: reclaims it if live (`PAYGO_EBUSY` if referenced or being reclaimed,
+/// and nothing changes), then clears the magic with a compare-and-swap, so that of two
+/// concurrent destroys one succeeds and the other gets `PAYGO_ENOTOBJ`.
 ///
 /// # Safety
 /// As [`paygo_ref`].
 #[no_mangle]
 pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
-    // SAFETY: forwarded contract.
-    let hdr = match unsafe { check(obj) } {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    if !hdr.is_dead() && !domain().try_reclaim(hdr) {
-        return PAYGO_EBUSY;
-    }
-    // SAFETY: obj is an initialised object (checked); dead, so unreferenced.
-    unsafe {
-        (*obj).magic.store(0, Ordering::Release);
-        core::ptr::drop_in_place(&mut (*obj).hdr);
-    }
-    PAYGO_OK
+    boundary(PAYGO_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        match domain().try_reclaim_detailed(hdr) {
+            Ok(()) | Err(ReclaimError::Dead) => {}
+            Err(ReclaimError::Referenced | ReclaimError::InProgress) => return PAYGO_EBUSY,
+        }
+        // SAFETY: `check` read the magic through this pointer: the memory is readable.
+        let magic = unsafe { &(*obj).magic };
+        // AcqRel: pairs with the Acquire magic load in check() and with another destroy.
+        if magic
+            .compare_exchange(MAGIC ^ obj as u64, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return PAYGO_ENOTOBJ;
+        }
+        PAYGO_OK
+    })
 }
 
 /// REF: takes a reference (waits out a concurrent try-reclaim, as the paper's REF retries)
@@ -204,32 +285,35 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
 /// `obj` is null or points to readable memory of a `paygo_obj_t`.
 #[no_mangle]
 pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
-    // SAFETY: forwarded contract.
-    let hdr = match unsafe { check(obj) } {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    let d = domain();
-    let Some(a) = d.ref_or_wait(hdr) else {
-        return PAYGO_EDEAD;
-    };
-    let mut a = Some(a);
-    let r = INFO.try_with(|i| {
-        i.held
-            .borrow_mut()
-            .entry(obj as usize)
-            .or_default()
-            .push(a.take().unwrap());
-    });
-    match r {
-        Ok(()) => PAYGO_OK,
-        Err(_) => {
-            if let Some(a) = a {
-                d.unref(hdr, a);
-            }
-            PAYGO_ESHUTDOWN
+    boundary(PAYGO_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        // Make the anchor information first: a thread that cannot record a reference takes
+        // none.
+        if let Err(e) = with_info(|_| ()) {
+            return e;
         }
-    }
+        let d = domain();
+        let Some(a) = d.get_or_wait(hdr) else {
+            return PAYGO_EDEAD;
+        };
+        let mut a = Some(a);
+        let r = with_info(|i| {
+            if let Some(a) = a.take() {
+                i.held.borrow_mut().entry(obj as usize).or_default().push(a);
+            }
+        });
+        if let Some(a) = a {
+            d.put(hdr, a);
+        }
+        match r {
+            Ok(()) => PAYGO_OK,
+            Err(e) => e,
+        }
+    })
 }
 
 /// UNREF: gives back one of the calling thread's references to `obj` (one taken on the
@@ -239,36 +323,38 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
 /// As [`paygo_ref`].
 #[no_mangle]
 pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
-    // SAFETY: forwarded contract.
-    let hdr = match unsafe { check(obj) } {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    if hdr.is_dead() {
-        return PAYGO_EDEAD;
-    }
-    let cpu = percpu::current_cpu();
-    let taken = INFO.try_with(|i| {
-        let mut held = i.held.borrow_mut();
-        let v = held.get_mut(&(obj as usize))?;
-        let k = v
-            .iter()
-            .rposition(|a| a.cpu() == cpu)
-            .unwrap_or(v.len() - 1);
-        let a = v.swap_remove(k);
-        if v.is_empty() {
-            held.remove(&(obj as usize));
+    boundary(PAYGO_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        if hdr.is_dead() {
+            return PAYGO_EDEAD;
         }
-        Some(a)
-    });
-    match taken {
-        Ok(Some(a)) => {
-            domain().unref(hdr, a);
-            PAYGO_OK
+        let cpu = percpu::current_cpu();
+        let taken = with_info(|i| {
+            let mut held = i.held.borrow_mut();
+            let v = held.get_mut(&(obj as usize))?;
+            let k = v
+                .iter()
+                .rposition(|a| a.cpu() == cpu)
+                .unwrap_or(v.len() - 1);
+            let a = v.swap_remove(k);
+            if v.is_empty() {
+                held.remove(&(obj as usize));
+            }
+            Some(a)
+        });
+        match taken {
+            Ok(Some(a)) => {
+                domain().put(hdr, a);
+                PAYGO_OK
+            }
+            Ok(None) => PAYGO_ENOREF,
+            Err(e) => e,
         }
-        Ok(None) => PAYGO_ENOREF,
-        Err(_) => PAYGO_ESHUTDOWN,
-    }
+    })
 }
 
 /// READ-ALL: the number of references (>= 0), or a negative error.
@@ -277,11 +363,13 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
 /// As [`paygo_ref`].
 #[no_mangle]
 pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
-    // SAFETY: forwarded contract.
-    match unsafe { check(obj) } {
-        Ok(h) => domain().read_all(h),
-        Err(e) => e as i64,
-    }
+    boundary(PAYGO_EINTERNAL as i64, || {
+        // SAFETY: forwarded contract.
+        match unsafe { check(obj) } {
+            Ok(h) => domain().read_all(h),
+            Err(e) => e as i64,
+        }
+    })
 }
 
 /// 1 if some reference exists, 0 if none, or a negative error (early-exit READ-ALL).
@@ -290,52 +378,57 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
 /// As [`paygo_ref`].
 #[no_mangle]
 pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
-    // SAFETY: forwarded contract.
-    match unsafe { check(obj) } {
-        Ok(h) => domain().is_referenced(h) as i32,
-        Err(e) => e,
-    }
+    boundary(PAYGO_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        match unsafe { check(obj) } {
+            Ok(h) => domain().is_referenced(h) as i32,
+            Err(e) => e,
+        }
+    })
 }
 
 /// Try-reclaim: `PAYGO_OK` if the object had no reference (it is now dead), `PAYGO_EBUSY` if
 /// it is referenced or being reclaimed by another thread (nothing changed), `PAYGO_EDEAD` if
-/// it was already dead.
+/// it was already dead (also when another reclaim finished during the call).
 ///
 /// # Safety
 /// As [`paygo_ref`].
 #[no_mangle]
 pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
-    // SAFETY: forwarded contract.
-    let hdr = match unsafe { check(obj) } {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    if hdr.is_dead() {
-        return PAYGO_EDEAD;
-    }
-    if domain().try_reclaim(hdr) {
-        PAYGO_OK
-    } else {
-        PAYGO_EBUSY
-    }
+    boundary(PAYGO_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        match domain().try_reclaim_detailed(hdr) {
+            Ok(()) => PAYGO_OK,
+            Err(ReclaimError::Dead) => PAYGO_EDEAD,
+            Err(ReclaimError::Referenced | ReclaimError::InProgress) => PAYGO_EBUSY,
+        }
+    })
 }
 
-/// Makes a reclaimed object live again (`PAYGO_ELIVE` if it is not dead).
+/// Makes a reclaimed object live again (`PAYGO_ELIVE` if it is not dead). One
+/// compare-and-swap: of two concurrent reinits, one succeeds; a reinit never disturbs a
+/// reclaim in progress.
 ///
 /// # Safety
 /// As [`paygo_ref`].
 #[no_mangle]
 pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
-    // SAFETY: forwarded contract.
-    let hdr = match unsafe { check(obj) } {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    if !hdr.is_dead() {
-        return PAYGO_ELIVE;
-    }
-    domain().reinit(hdr);
-    PAYGO_OK
+    boundary(PAYGO_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        if domain().try_reinit(hdr) {
+            PAYGO_OK
+        } else {
+            PAYGO_ELIVE
+        }
+    })
 }
 
 /// How many references threads still held when they exited (released for them).
@@ -353,23 +446,25 @@ pub unsafe extern "C" fn paygo_stats(out: *mut CStats) -> i32 {
     if out.is_null() {
         return PAYGO_EINVAL;
     }
-    let d = domain();
-    let s = d.stats();
-    let m = d.memory_usage();
-    // SAFETY: the caller gives writable memory.
-    unsafe {
-        out.write(CStats {
-            anchor_puts: s.anchor_puts,
-            overflow_puts: s.overflow_puts,
-            evictions: s.evictions,
-            claims: s.claims,
-            reclaims: s.reclaims,
-            leftovers_released: LEFTOVERS.load(Ordering::Relaxed),
-            table_bytes: m.table_bytes as u64,
-            overflow_bytes: m.overflow_bytes as u64,
-        })
-    };
-    PAYGO_OK
+    boundary(PAYGO_EINTERNAL, || {
+        let d = domain();
+        let s = d.stats();
+        let m = d.memory_usage();
+        // SAFETY: the caller gives writable memory.
+        unsafe {
+            out.write(CStats {
+                anchor_puts: s.anchor_puts,
+                overflow_puts: s.overflow_puts,
+                evictions: s.evictions,
+                claims: s.claims,
+                reclaims: s.reclaims,
+                leftovers_released: LEFTOVERS.load(Ordering::Relaxed),
+                table_bytes: m.table_bytes as u64,
+                overflow_bytes: m.overflow_bytes as u64,
+            })
+        };
+        PAYGO_OK
+    })
 }
 
 /// A static, NUL-terminated description of an error code.
@@ -385,6 +480,8 @@ pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
         PAYGO_ELIVE => c"the object is live",
         PAYGO_EALREADY => c"the domain is already set up",
         PAYGO_ESHUTDOWN => c"the calling thread is exiting",
+        PAYGO_ENOMEM => c"out of memory",
+        PAYGO_EINTERNAL => c"internal error (a bug in libpaygo); nothing was changed",
         _ => c"unknown paygo error",
     };
     s.as_ptr()

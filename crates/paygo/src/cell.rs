@@ -1,8 +1,7 @@
-//! The two primitives this crate adds to the `percpu::sync` facade: the 16-byte
-//! (generation, anchor counter) word updated with a double-width compare-and-swap, and the cell
-//! that holds an object's overflow list (protected by the domain's stripe lock, not by itself).
+//! The primitive this crate adds to the `percpu::sync` facade: the 16-byte (generation, anchor
+//! counter) word updated with a double-width compare-and-swap.
 //!
-//! Under `cfg(loom)` both are built from loom's primitives so that the models see every access.
+//! Under `cfg(loom)` it is built from loom's primitives so that the models see every access.
 
 #[cfg(not(loom))]
 use crate::sync::Ordering;
@@ -105,44 +104,6 @@ impl AnchorWord {
         #[cfg(loom)]
         {
             false
-        }
-    }
-}
-
-/// A cell whose contents are protected by a lock kept elsewhere (the domain's stripe lock of
-/// the object's address).
-pub(crate) struct LockedCell<T> {
-    #[cfg(not(loom))]
-    inner: core::cell::UnsafeCell<T>,
-    #[cfg(loom)]
-    inner: loom::cell::UnsafeCell<T>,
-}
-
-impl<T> LockedCell<T> {
-    pub(crate) fn new(v: T) -> Self {
-        LockedCell {
-            #[cfg(not(loom))]
-            inner: core::cell::UnsafeCell::new(v),
-            #[cfg(loom)]
-            inner: loom::cell::UnsafeCell::new(v),
-        }
-    }
-
-    /// Runs `f` on the contents.
-    ///
-    /// # Safety
-    /// The caller holds the lock that protects this cell, and the cell is alive.
-    #[inline]
-    pub(crate) unsafe fn with_mut<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        #[cfg(not(loom))]
-        {
-            // SAFETY: the caller holds the protecting lock, so no other reference exists.
-            f(unsafe { &mut *self.inner.get() })
-        }
-        #[cfg(loom)]
-        {
-            // SAFETY: as above; loom checks it.
-            self.inner.with_mut(|p| f(unsafe { &mut *p }))
         }
     }
 }

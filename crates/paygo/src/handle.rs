@@ -1,6 +1,6 @@
 //! The common case without a reclaim loop: [`Owner`] publishes a value, readers hold
-//! [`Handle`]s and take [`Ref`]s, and the value is dropped once the owner has let go and the
-//! last `Ref` is gone (percpu_ref's kill-then-release). See README, "the handle".
+//! [`Handle`]s and take [`HandleRef`]s, and the value is dropped once the owner has let go and the
+//! last `HandleRef` is gone (percpu_ref's kill-then-release). See README, "the handle".
 
 use crate::sync::{AtomicUsize, Ordering};
 use crate::{Domain, Header};
@@ -15,7 +15,7 @@ struct Inner<T> {
     domain: Arc<Domain>,
     /// Owner + handles alive; the allocation is freed when it reaches zero.
     handles: AtomicUsize,
-    /// Dropped exactly once, by whoever moves the header to DEAD (the kill or the last Ref).
+    /// Dropped exactly once, by whoever moves the header to DEAD (the kill or the last HandleRef).
     value: UnsafeCell<ManuallyDrop<T>>,
 }
 
@@ -28,7 +28,7 @@ impl<T> Inner<T> {
     /// # Safety
     /// Called once, by the party that moved the header to DEAD.
     unsafe fn drop_value(&self) {
-        // SAFETY: DEAD means no Ref exists or can be taken, and the owner is gone: nobody else
+        // SAFETY: DEAD means no HandleRef exists or can be taken, and the owner is gone: nobody else
         // touches the value (the caller is the unique winner).
         unsafe { ManuallyDrop::drop(&mut *self.value.get()) }
     }
@@ -44,14 +44,20 @@ unsafe fn release_handle<T>(p: NonNull<Inner<T>>) {
     // Release: pairs with the Acquire fence below on the thread that frees.
     if inner.handles.fetch_sub(1, Ordering::Release) == 1 {
         crate::sync::fence(Ordering::Acquire);
-        // SAFETY: the count reached zero: no owner, handle or Ref remains; the value was
-        // dropped by the kill or the last Ref (an owner cannot be gone without a kill).
+        if !inner.header.is_dead() {
+            // A reference was leaked (`mem::forget` of a HandleRef): the domain still counts it, so
+            // the value was never dropped. Leak the allocation rather than free memory that a
+            // counted reference names.
+            return;
+        }
+        // SAFETY: the count reached zero: no owner, handle or HandleRef remains; the header is dead,
+        // so the value was dropped by the kill or the last HandleRef and no reference is counted.
         drop(unsafe { Box::from_raw(p.as_ptr()) });
     }
 }
 
 /// The owner of a published value. Dereferences to it; dropping the owner (or
-/// [`Owner::kill`]) forbids new references, and the value is dropped once the last [`Ref`] is
+/// [`Owner::kill`]) forbids new references, and the value is dropped once the last [`HandleRef`] is
 /// gone.
 pub struct Owner<T> {
     inner: NonNull<Inner<T>>,
@@ -65,7 +71,7 @@ pub struct Handle<T> {
 
 /// A reference to the value, taken on the PAYGO fast path. `Send` when `T: Sync`: dropped on
 /// another thread it takes the anchor path.
-pub struct Ref<'a, T> {
+pub struct HandleRef<'a, T> {
     inner: &'a Inner<T>,
     anchor: ManuallyDrop<crate::Anchor>,
 }
@@ -75,14 +81,14 @@ pub struct Ref<'a, T> {
 unsafe impl<T: Send + Sync> Send for Owner<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send + Sync> Sync for Owner<T> {}
-// SAFETY: handles give &T through Refs on any thread, and the last Ref may drop T there.
+// SAFETY: handles give &T through Refs on any thread, and the last HandleRef may drop T there.
 unsafe impl<T: Send + Sync> Send for Handle<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send + Sync> Sync for Handle<T> {}
-// SAFETY: a Ref gives &T and may drop T: T: Send + Sync; its anchor may be put from any thread.
-unsafe impl<T: Send + Sync> Send for Ref<'_, T> {}
-// SAFETY: shared access to a Ref is shared access to T.
-unsafe impl<T: Sync> Sync for Ref<'_, T> {}
+// SAFETY: a HandleRef gives &T and may drop T: T: Send + Sync; its anchor may be put from any thread.
+unsafe impl<T: Send + Sync> Send for HandleRef<'_, T> {}
+// SAFETY: shared access to a HandleRef is shared access to T.
+unsafe impl<T: Sync> Sync for HandleRef<'_, T> {}
 
 impl<T> Owner<T> {
     /// Publishes `value` in `domain`.
@@ -110,7 +116,7 @@ impl<T> Owner<T> {
     }
 
     /// Lets go: no reference can be taken from now on, and the value is dropped now if none is
-    /// held, else by the last [`Ref`]. Same as dropping the owner.
+    /// held, else by the last [`HandleRef`]. Same as dropping the owner.
     pub fn kill(self) {
         drop(self)
     }
@@ -144,9 +150,9 @@ impl<T> Handle<T> {
 
     /// Takes a reference, or `None` once the owner has let go.
     #[inline]
-    pub fn try_get(&self) -> Option<Ref<'_, T>> {
+    pub fn try_get(&self) -> Option<HandleRef<'_, T>> {
         let inner = self.inner();
-        inner.domain.try_ref(inner.header()).map(|a| Ref {
+        inner.domain.try_get(inner.header()).map(|a| HandleRef {
             inner,
             anchor: ManuallyDrop::new(a),
         })
@@ -172,23 +178,23 @@ impl<T> Drop for Handle<T> {
     }
 }
 
-impl<T> core::ops::Deref for Ref<'_, T> {
+impl<T> core::ops::Deref for HandleRef<'_, T> {
     type Target = T;
     #[inline]
     fn deref(&self) -> &T {
-        // SAFETY: a Ref is a counted reference: the value cannot be dropped while it exists.
+        // SAFETY: a HandleRef is a counted reference: the value cannot be dropped while it exists.
         unsafe { &*self.inner.value.get() }
     }
 }
 
-impl<T> Ref<'_, T> {
+impl<T> HandleRef<'_, T> {
     /// The CPU whose table counts this reference.
     pub fn anchor_cpu(&self) -> usize {
         self.anchor.cpu()
     }
 }
 
-impl<T> Drop for Ref<'_, T> {
+impl<T> Drop for HandleRef<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: the anchor is taken exactly once, here.
@@ -200,7 +206,7 @@ impl<T> Drop for Ref<'_, T> {
     }
 }
 
-impl<T: core::fmt::Debug> core::fmt::Debug for Ref<'_, T> {
+impl<T: core::fmt::Debug> core::fmt::Debug for HandleRef<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         (**self).fmt(f)
     }

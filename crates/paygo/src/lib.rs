@@ -1,22 +1,44 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
-pub use percpu::sync;
+use percpu::sync;
 
+mod anchor;
 mod cell;
-mod domain;
-mod guard;
+mod evict;
+mod get;
+mod header;
+mod overflow;
+mod put;
+mod read_all;
+mod reclaim;
+mod scheme;
+mod table;
+
+#[cfg(not(loom))]
+mod arc;
 #[cfg(not(loom))]
 mod handle;
-mod scheme;
 
 #[cfg(not(loom))]
 pub mod capi;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
-pub use domain::{Anchor, Config, Domain, Header, MemoryUsage, OnReclaim, PutPath, Stats};
-pub use guard::Guard;
+pub use anchor::{Anchor, PutPath};
 #[cfg(not(loom))]
-pub use handle::{Handle, Owner, Ref};
+pub use arc::{collect, default_domain, Arc};
+#[cfg(not(loom))]
+pub use handle::{Handle, HandleRef, Owner};
+pub use header::Header;
+pub use reclaim::ReclaimError;
+pub use table::{Config, ConfigError, Domain, MemoryUsage, Stats, MAX_SLOTS_PER_CPU};
+
+/// A reference to an object of a [`Domain`], given back when dropped: the workspace's one guard
+/// type, [`refcount::Ref`], for scheme `paygo`. It remembers its [`Anchor`], so the UNREF needs
+/// no search; `Send`: dropped on another thread (or after a migration) it takes the anchor
+/// path. Made by [`Domain::try_ref`] and [`Domain::ref_or_wait`].
+pub type Guard<'a> = refcount::Ref<'a, Domain>;

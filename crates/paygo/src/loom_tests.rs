@@ -71,14 +71,14 @@ fn ref_vs_reclaim(migrate: bool) {
         let (d1, o1) = (d.clone(), o.clone());
         let reader = thread::spawn(move || {
             loom_set_cpu(0);
-            if let Some(a) = d1.try_ref(o1.hdr()) {
+            if let Some(a) = d1.try_get(o1.hdr()) {
                 // SAFETY: loom checks this access against the reclaimer's write.
                 o1.payload
                     .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reclaimed object"));
                 if migrate {
                     loom_set_cpu(1);
                 }
-                d1.unref(o1.hdr(), a);
+                d1.put(o1.hdr(), a);
                 true
             } else {
                 false
@@ -95,7 +95,7 @@ fn ref_vs_reclaim(migrate: bool) {
         let _ = got;
         if reclaimed {
             assert!(
-                d.try_ref(o.hdr()).is_none(),
+                d.try_get(o.hdr()).is_none(),
                 "REF succeeded on a dead object"
             );
         }
@@ -125,14 +125,14 @@ fn loom_anchor_path_with_eviction() {
         let (d1, x1) = (d.clone(), x.clone());
         let holder = thread::spawn(move || {
             loom_set_cpu(0);
-            let a = d1.try_ref(x1.hdr()).unwrap();
+            let a = d1.try_get(x1.hdr()).unwrap();
             loom_set_cpu(1);
-            d1.unref(x1.hdr(), a)
+            d1.put(x1.hdr(), a)
         });
         loom_set_cpu(0);
-        let b = d.try_ref(y.hdr()).unwrap();
+        let b = d.try_get(y.hdr()).unwrap();
         assert_eq!(d.read_all(y.hdr()), 1);
-        d.unref(y.hdr(), b);
+        d.put(y.hdr(), b);
         holder.join().unwrap();
         assert_eq!(d.read_all(x.hdr()), 0);
         assert_eq!(d.read_all(y.hdr()), 0);
@@ -153,20 +153,20 @@ fn loom_eviction_vs_reclaim() {
         let x = Arc::new(Obj::new());
         let y = Arc::new(Obj::new());
         loom_set_cpu(0);
-        let a = d.try_ref(x.hdr()).unwrap();
+        let a = d.try_get(x.hdr()).unwrap();
         let (d1, x1) = (d.clone(), x.clone());
         let holder = thread::spawn(move || {
             // SAFETY: loom checks this access against the reclaimer's write.
             x1.payload
                 .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reclaimed object"));
             loom_set_cpu(1);
-            d1.unref(x1.hdr(), a);
+            d1.put(x1.hdr(), a);
         });
         let (d2, y2) = (d.clone(), y.clone());
         let other = thread::spawn(move || {
             loom_set_cpu(0);
-            let b = d2.try_ref(y2.hdr()).unwrap();
-            d2.unref(y2.hdr(), b);
+            let b = d2.try_get(y2.hdr()).unwrap();
+            d2.put(y2.hdr(), b);
         });
         loom_set_cpu(1);
         if d.try_reclaim(x.hdr()) {
@@ -189,7 +189,7 @@ fn loom_kill_then_release() {
             let d = Arc::new(tiny());
             let o = Arc::new(Obj::new());
             loom_set_cpu(0);
-            let a = d.try_ref(o.hdr()).unwrap();
+            let a = d.try_get(o.hdr()).unwrap();
             let (d1, o1) = (d.clone(), o.clone());
             let reader = thread::spawn(move || {
                 loom_set_cpu(if migrate { 1 } else { 0 });

@@ -16,12 +16,12 @@ impl RefCounter for Domain {
 
     #[inline(always)]
     fn try_get(&self, obj: Pin<&Header>) -> Option<Anchor> {
-        Domain::try_ref(self, obj)
+        Domain::try_get(self, obj)
     }
 
     #[inline(always)]
     fn put(&self, obj: Pin<&Header>, token: Anchor) {
-        Domain::unref(self, obj, token);
+        Domain::put(self, obj, token);
     }
 
     fn read_all(&self, obj: Pin<&Header>) -> i64 {

@@ -52,13 +52,13 @@ fn counts_survive_forced_aborts() {
                         }
                         1..=4 => {
                             let i = rng.below(OBJECTS);
-                            mine.push((i, d.try_ref(hdr(i)).expect("REF failed")));
+                            mine.push((i, d.try_get(hdr(i)).expect("REF failed")));
                             model[i].fetch_add(1, Ordering::Relaxed);
                         }
                         _ if !mine.is_empty() => {
                             let (i, a) = mine.swap_remove(rng.below(mine.len()));
                             model[i].fetch_sub(1, Ordering::Relaxed);
-                            d.unref(hdr(i), a);
+                            d.put(hdr(i), a);
                         }
                         _ => {}
                     }
@@ -67,7 +67,7 @@ fn counts_survive_forced_aborts() {
                 barrier.wait();
                 for (i, a) in mine.drain(..) {
                     model[i].fetch_sub(1, Ordering::Relaxed);
-                    d.unref(hdr(i), a);
+                    d.put(hdr(i), a);
                 }
                 unpin();
             });

@@ -54,7 +54,7 @@ fn run(domain: &Domain) {
                             2..=4 => {
                                 let i = rng.below(OBJECTS);
                                 let g =
-                                    domain.try_get(hdr(i)).expect("REF failed on a live object");
+                                    domain.try_ref(hdr(i)).expect("REF failed on a live object");
                                 model[i].fetch_add(1, Ordering::Relaxed);
                                 mine.push((i, g));
                             }
@@ -152,12 +152,12 @@ fn guard_dropped_on_another_cpu_takes_the_anchor_path() {
     if cpus.len() < 2 || !migrate(0) {
         return;
     }
-    let g = d.try_get(h.as_ref()).unwrap();
-    assert_eq!(g.anchor_cpu(), cpus[0]);
+    let g = d.try_ref(h.as_ref()).unwrap();
+    assert_eq!(g.token().cpu(), cpus[0]);
     std::thread::scope(|s| {
         s.spawn(|| {
             assert!(migrate(1));
-            assert_eq!(g.release(), paygo::PutPath::Anchor);
+            assert_eq!(d.put(h.as_ref(), g.into_token()), paygo::PutPath::Anchor);
         });
     });
     unpin();
@@ -175,7 +175,7 @@ fn the_types_that_cross_threads_do() {
     sync::<Header>();
     send::<Guard<'static>>();
     send::<paygo::Anchor>();
-    send::<paygo::Ref<'static, u64>>();
+    send::<paygo::HandleRef<'static, u64>>();
     send::<paygo::Handle<u64>>();
     sync::<paygo::Handle<u64>>();
     send::<paygo::Owner<u64>>();

@@ -48,12 +48,12 @@ fn a_million_live_references_on_distinct_objects() {
     let heap_base = LIVE.load(Ordering::Relaxed);
     let mut anchors = Vec::with_capacity(N);
     for i in 0..N {
-        anchors.push(d.try_ref(hdr(i)).expect("REF failed"));
+        anchors.push(d.try_get(hdr(i)).expect("REF failed"));
     }
     // A second reference to every 1000th object.
     let extra: Vec<_> = (0..N)
         .step_by(1000)
-        .map(|i| (i, d.try_ref(hdr(i)).unwrap()))
+        .map(|i| (i, d.try_get(hdr(i)).unwrap()))
         .collect();
     let st = d.stats();
     assert!(
@@ -80,7 +80,7 @@ fn a_million_live_references_on_distinct_objects() {
         if i == N / 2 && pinned {
             migrate(1);
         }
-        paths[d.unref(hdr(i), a) as usize] += 1;
+        paths[d.put(hdr(i), a) as usize] += 1;
     }
     unpin();
     for i in (0..N).step_by(997) {
@@ -88,7 +88,7 @@ fn a_million_live_references_on_distinct_objects() {
         assert_eq!(d.read_all(hdr(i)), want, "object {i} after the first puts");
     }
     for (i, a) in extra {
-        d.unref(hdr(i), a);
+        d.put(hdr(i), a);
     }
     for i in 0..N {
         if i % 10 == 0 {

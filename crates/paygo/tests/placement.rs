@@ -11,14 +11,14 @@ fn hold_all(d: &Domain, headers: &[Pin<Box<Header>>]) -> u64 {
     let before = d.stats().evictions;
     let anchors: Vec<Anchor> = headers
         .iter()
-        .map(|h| d.try_ref(h.as_ref()).expect("live object"))
+        .map(|h| d.try_get(h.as_ref()).expect("live object"))
         .collect();
     let evictions = d.stats().evictions - before;
     for h in headers {
         assert_eq!(d.read_all(h.as_ref()), 1);
     }
     for (h, a) in headers.iter().zip(anchors) {
-        d.unref(h.as_ref(), a);
+        d.put(h.as_ref(), a);
     }
     for h in headers {
         assert_eq!(d.read_all(h.as_ref()), 0);

@@ -55,9 +55,9 @@ fn run(domain: &Domain, batch: bool) -> usize {
                         let i = rng.below(OBJECTS);
                         let wait = rng.below(2) == 0;
                         let a = if wait {
-                            domain.ref_or_wait(hdr(i))
+                            domain.get_or_wait(hdr(i))
                         } else {
-                            domain.try_ref(hdr(i))
+                            domain.try_get(hdr(i))
                         };
                         if let Some(a) = a {
                             objs[i].holders.fetch_add(1, Ordering::SeqCst);
@@ -71,7 +71,7 @@ fn run(domain: &Domain, batch: bool) -> usize {
                                 migrate(rng.below(64));
                             }
                             objs[i].holders.fetch_sub(1, Ordering::SeqCst);
-                            domain.unref(hdr(i), a);
+                            domain.put(hdr(i), a);
                             got += 1;
                             progress.fetch_add(1, Ordering::Relaxed);
                         }
@@ -109,7 +109,7 @@ fn run(domain: &Domain, batch: bool) -> usize {
                 objs[i].canary.store(RECLAIMED, Ordering::Release);
                 assert_eq!(domain.read_all(hdr(i)), 0);
                 assert!(
-                    domain.try_ref(hdr(i)).is_none(),
+                    domain.try_get(hdr(i)).is_none(),
                     "REF succeeded on a dead object"
                 );
                 assert!(!domain.try_reclaim(hdr(i)));

@@ -7,6 +7,9 @@ mod cpu;
 pub mod membarrier;
 mod mode;
 mod percpu;
+/// The workspace's std-or-loom facade (used by the crates built on this one); not part of the
+/// public API.
+#[doc(hidden)]
 pub mod sync;
 mod word;
 

@@ -6,8 +6,8 @@
 //! update can be on this machine. Every table labels it as a reference row.
 
 use core::pin::Pin;
+use percpu::sync::AtomicI64;
 use percpu::PerCpu;
-use refcount::sync::AtomicI64;
 use refcount::{Memory, Precision, RefCounter};
 
 /// The reference row.
@@ -56,7 +56,7 @@ impl RefCounter for PercpuLimit {
     fn read_all(&self, _obj: Pin<&()>) -> i64 {
         self.counters
             .iter()
-            .map(|c| c.load(refcount::sync::Ordering::Relaxed))
+            .map(|c| c.load(percpu::sync::Ordering::Relaxed))
             .sum()
     }
 

@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
-pub use percpu::sync;
+use percpu::sync;
 
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
@@ -119,6 +119,13 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// In debug builds, if the object is not dead.
     fn reinit(&self, obj: Pin<&Self::Object>);
 
+    /// Takes a reference as a guard ([`Ref`]) that gives it back when dropped; `None` if the
+    /// object is being reclaimed or dead.
+    #[inline]
+    fn try_ref<'a>(&'a self, obj: Pin<&'a Self::Object>) -> Option<Ref<'a, Self>> {
+        Ref::try_new(self, obj)
+    }
+
     /// Bytes used: the shared state, plus the per-object state of `objs`.
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> Memory;
 
@@ -183,16 +190,38 @@ impl<'a, C: RefCounter> Ref<'a, C> {
     /// Takes a reference, or `None` if the object is being reclaimed or dead.
     #[inline]
     pub fn try_new(scheme: &'a C, obj: Pin<&'a C::Object>) -> Option<Self> {
-        scheme.try_get(obj).map(|t| Ref {
+        scheme
+            .try_get(obj)
+            .map(|t| Self::from_token(scheme, obj, t))
+    }
+
+    /// Wraps a reference taken with [`RefCounter::try_get`] on `scheme` and `obj`, so that it
+    /// is given back when the guard is dropped.
+    #[inline]
+    pub fn from_token(scheme: &'a C, obj: Pin<&'a C::Object>, token: C::Token) -> Self {
+        Ref {
             scheme,
             obj,
-            token: ManuallyDrop::new(t),
-        })
+            token: ManuallyDrop::new(token),
+        }
     }
 
     /// The referenced object.
     pub fn object(&self) -> Pin<&'a C::Object> {
         self.obj
+    }
+
+    /// The scheme's token for this reference (PAYGO's anchor says which CPU counts it).
+    pub fn token(&self) -> &C::Token {
+        &self.token
+    }
+
+    /// Gives up the guard without giving the reference back: the caller now owns the token
+    /// and must [`RefCounter::put`] it.
+    pub fn into_token(self) -> C::Token {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: the token is taken exactly once, here; `me` is never dropped.
+        unsafe { ManuallyDrop::take(&mut me.token) }
     }
 }
 

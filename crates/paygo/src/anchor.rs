@@ -1,0 +1,58 @@
+//! The anchor of a reference: where its REF counted it, so that its UNREF goes straight back.
+
+use crate::table::Slot;
+
+/// The anchor of one reference: where its REF was counted (CPU, slot, generation) and for
+/// which object. UNREF goes straight back to it, with no search. Neither `Clone` nor `Copy`;
+/// made only by REF ([`Domain::try_get`](crate::Domain::try_get)).
+///
+/// An anchor is only an address and numbers: nothing is read through it until a domain has
+/// checked that the slot is one of its own ([`Domain::put`](crate::Domain::put) panics on an
+/// anchor of another domain, or of another object). Forgetting an anchor leaks its reference:
+/// the object stays counted as referenced, and nothing else happens.
+#[must_use = "a reference must be given back with put"]
+pub struct Anchor {
+    /// Address of the slot (only compared with the domain's own slots, never dereferenced).
+    pub(crate) slot: usize,
+    pub(crate) gen: u64,
+    pub(crate) obj: usize,
+    pub(crate) cpu: u32,
+}
+
+impl Anchor {
+    #[inline(always)]
+    pub(crate) fn new(slot: &Slot, gen: u64, cpu: usize, obj: usize) -> Self {
+        Anchor {
+            slot: crate::Domain::slot_addr(slot),
+            gen,
+            obj,
+            cpu: cpu as u32,
+        }
+    }
+
+    /// The CPU whose table counted this reference.
+    pub fn cpu(&self) -> usize {
+        self.cpu as usize
+    }
+}
+
+impl core::fmt::Debug for Anchor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Anchor")
+            .field("cpu", &self.cpu)
+            .field("slot", &(self.slot as *const Slot))
+            .field("gen", &self.gen)
+            .finish()
+    }
+}
+
+/// Which path an UNREF took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutPath {
+    /// On the reference's CPU: the local counter, in a critical section.
+    Home,
+    /// Migrated: the anchor counter of the reference's entry, by compare-and-swap.
+    Anchor,
+    /// The entry had been evicted: its overflow list entry, under the stripe lock.
+    Overflow,
+}

@@ -1,0 +1,475 @@
+//! [`Arc`]: a drop-in for `std::sync::Arc` when many threads clone and drop the same value.
+//!
+//! Every `Arc` is one PAYGO reference: `clone` is a REF and `drop` an UNREF, both one critical
+//! section on the current CPU's table, with no shared `fetch_add`. What a per-CPU count cannot
+//! do cheaply is notice that it reached zero: that takes a READ-ALL over every CPU, and a
+//! reclaim (flag, asymmetric fence, READ-ALL) to be sure. So the value is dropped by one of two
+//! parties, both through [`Domain::try_reclaim`] (which succeeds only at a true zero, once):
+//!
+//! * **At once, by the drop that looks last.** A drop whose UNREF leaves its entry at zero
+//!   scans the object's entries (no fence, no flag); if none is visibly positive it reclaims the
+//!   object, drops the value and frees the allocation before returning. This is the common
+//!   case: one thread dropping its last clone, a value shared for a while and then let go.
+//!   A thread that keeps finding the same object still referenced (clone and drop in a loop
+//!   while another clone is held elsewhere) checks it only every [`RECHECK`]th time.
+//! * **Later, by the collector**, for the drops that did not check or that raced: each domain
+//!   keeps a registry of its live `Arc` allocations; every [`COLLECT_EVERY`]th drop on a thread
+//!   collects one shard of it (reclaims, with one fence per batch, the objects that no longer
+//!   count a reference), and [`collect`] collects all of them. Until then the value of such an
+//!   object lives on: use `std::sync::Arc` where `Drop` must run at the last drop, whatever
+//!   the interleaving.
+//!
+//! Leaking an `Arc` (`mem::forget`) leaks the value: the domain counts the reference for ever,
+//! and no reclaim can succeed.
+
+use crate::{Anchor, Domain, Header};
+use core::cell::{Cell, UnsafeCell};
+use core::mem::ManuallyDrop;
+use core::pin::Pin;
+use core::ptr::NonNull;
+use std::sync::{Mutex, OnceLock};
+
+/// How many times a thread skips the check of an object it found still referenced.
+pub const RECHECK: u32 = 64;
+/// Drops on a thread between two collections of one registry shard.
+pub const COLLECT_EVERY: u64 = 4096;
+/// Registry shards per domain.
+const SHARDS: usize = 16;
+
+static DEFAULT: OnceLock<Domain> = OnceLock::new();
+
+/// The process-wide domain of [`Arc::new`] and of the C API, made with the default
+/// configuration on first use (the C API's `paygo_domain_init` may size it first).
+pub fn default_domain() -> &'static Domain {
+    DEFAULT.get_or_init(Domain::new)
+}
+
+/// Whether the default domain has been made.
+pub(crate) fn default_domain_exists() -> bool {
+    DEFAULT.get().is_some()
+}
+
+/// Makes the default domain with `make` if it does not exist yet: `Ok` with the new domain, or
+/// `Err` with the one already there.
+pub(crate) fn init_default_domain(
+    make: impl FnOnce() -> Domain,
+) -> Result<&'static Domain, &'static Domain> {
+    let mut fresh = false;
+    let d = DEFAULT.get_or_init(|| {
+        fresh = true;
+        make()
+    });
+    if fresh {
+        Ok(d)
+    } else {
+        Err(d)
+    }
+}
+
+/// The type-independent head of every `Arc` allocation.
+#[repr(C)]
+struct Meta {
+    header: Header,
+    domain: &'static Domain,
+    /// Drops the value in place.
+    drop_value: unsafe fn(NonNull<Meta>),
+    /// Frees the allocation.
+    free: unsafe fn(NonNull<Meta>),
+    /// The registry shard that lists this allocation.
+    shard: usize,
+    /// Its position in the shard's list; read and written only under the shard's lock.
+    index: UnsafeCell<usize>,
+}
+
+#[repr(C)]
+struct ArcInner<T> {
+    meta: Meta,
+    value: ManuallyDrop<T>,
+}
+
+/// # Safety
+/// `m` heads a live `ArcInner<T>` whose value has not been dropped, and the caller is the one
+/// party allowed to drop it (it moved the header to DEAD).
+unsafe fn drop_value<T>(m: NonNull<Meta>) {
+    let inner = m.cast::<ArcInner<T>>().as_ptr();
+    // SAFETY: by the contract, the value is live and ours alone to drop.
+    unsafe { ManuallyDrop::drop(&mut (*inner).value) }
+}
+
+/// # Safety
+/// `m` heads a live `ArcInner<T>` made by `Box`, whose value was dropped, listed in no registry
+/// and named by no `Arc`.
+unsafe fn free<T>(m: NonNull<Meta>) {
+    // SAFETY: by the contract, the allocation is ours; ManuallyDrop keeps the value from being
+    // dropped twice.
+    drop(unsafe { Box::from_raw(m.cast::<ArcInner<T>>().as_ptr()) })
+}
+
+/// A registered allocation.
+#[derive(Clone, Copy)]
+struct Entry(NonNull<Meta>);
+// SAFETY: the registry only hands entries between threads under its locks; the allocations
+// they name are `Send + Sync` (Arc<T> requires T: Send + Sync to be shared).
+unsafe impl Send for Entry {}
+
+/// A domain's list of live `Arc` allocations, in shards.
+pub(crate) struct Registry {
+    shards: Box<[Mutex<Vec<Entry>>]>,
+}
+
+impl Registry {
+    pub(crate) fn new() -> Self {
+        Registry {
+            shards: (0..SHARDS).map(|_| Mutex::new(Vec::new())).collect(),
+        }
+    }
+
+    fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Vec<Entry>> {
+        self.shards[shard].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add(&self, m: NonNull<Meta>) {
+        // SAFETY: `m` is live and not yet shared.
+        let meta = unsafe { m.as_ref() };
+        let mut v = self.lock(meta.shard);
+        // SAFETY: the index is only accessed under the shard lock, which we hold.
+        unsafe { *meta.index.get() = v.len() };
+        v.push(Entry(m));
+    }
+
+    /// Unlists `m`. Caller holds shard `m.shard`'s lock (`v`).
+    fn remove_locked(v: &mut Vec<Entry>, m: NonNull<Meta>) {
+        // SAFETY: listed allocations are live; the index is accessed under the lock we hold.
+        let i = unsafe { *m.as_ref().index.get() };
+        debug_assert!(v[i].0 == m, "paygo: Arc registry out of step");
+        v.swap_remove(i);
+        if let Some(moved) = v.get(i) {
+            // SAFETY: as above, for the entry that moved into position i.
+            unsafe { *moved.0.as_ref().index.get() = i };
+        }
+    }
+
+    fn len(&self) -> usize {
+        (0..SHARDS).map(|s| self.lock(s).len()).sum()
+    }
+}
+
+impl Domain {
+    /// Collects one shard: reclaims (one fence for the batch) every listed object that counts
+    /// no reference, unlists it, and then, outside the lock, drops its value and frees it.
+    /// Returns how many were examined and how many freed.
+    fn collect_shard(&self, shard: usize) -> (usize, usize) {
+        let mut dead = Vec::new();
+        let examined;
+        {
+            let mut v = self.arcs.lock(shard);
+            let metas: Vec<NonNull<Meta>> = v.iter().map(|e| e.0).collect();
+            examined = metas.len();
+            // SAFETY (for the derefs below): listed allocations are live while we hold the
+            // lock: they are freed only after being unlisted under it.
+            let hdrs: Vec<Pin<&Header>> = metas
+                .iter()
+                // SAFETY: live (above); headers never move.
+                .map(|m| unsafe { Pin::new_unchecked(&m.as_ref().header) })
+                .collect();
+            let mut out = vec![false; hdrs.len()];
+            if self.try_reclaim_many(&hdrs, &mut out) > 0 {
+                for (m, ok) in metas.iter().zip(&out) {
+                    if *ok {
+                        Registry::remove_locked(&mut v, *m);
+                        dead.push(*m);
+                    }
+                }
+            }
+        }
+        for m in &dead {
+            // SAFETY: our reclaim moved the header to DEAD: we alone drop the value; the
+            // allocation is unlisted and no Arc names it (a counted reference would have made
+            // the reclaim fail).
+            unsafe {
+                (m.as_ref().drop_value)(*m);
+                (m.as_ref().free)(*m);
+            }
+        }
+        (examined, dead.len())
+    }
+
+    /// The number of `Arc` allocations of this domain not yet freed.
+    pub fn arcs_alive(&self) -> usize {
+        self.arcs.len()
+    }
+}
+
+/// Frees every `Arc` value of `domain` whose last reference is gone and that is still waiting
+/// for the collector; returns how many were freed. The collector also runs by itself (see the
+/// module docs): call this where a program wants those values dropped now (before measuring
+/// memory, at shutdown).
+pub fn collect(domain: &Domain) -> usize {
+    (0..SHARDS).map(|s| domain.collect_shard(s).1).sum()
+}
+
+/// A thread's state for its drops.
+#[derive(Clone, Copy)]
+struct Recent {
+    /// The last object this thread found still referenced when its drop looked last...
+    addr: usize,
+    /// ... and how many more such drops of it skip the check.
+    skip: u32,
+    /// Drops since the thread's last collection...
+    drops: u64,
+    /// ... and how many to wait for before the next one.
+    due: u64,
+    /// The shard collected next.
+    shard: usize,
+}
+
+std::thread_local! {
+    static RECENT: Cell<Recent> = const {
+        Cell::new(Recent { addr: 0, skip: 0, drops: 0, due: COLLECT_EVERY, shard: 0 })
+    };
+    /// The registry shard of the Arcs this thread makes.
+    static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn my_shard() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    SHARD
+        .try_with(|s| {
+            if s.get() == usize::MAX {
+                s.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+            }
+            s.get()
+        })
+        .unwrap_or(0)
+}
+
+/// A thread-safe reference-counted pointer, like `std::sync::Arc`, whose `clone` and `drop`
+/// count on the current CPU (PAYGO) instead of one shared counter: threads cloning and
+/// dropping the same value do not contend.
+///
+/// ```
+/// let config = paygo::Arc::new(String::from("shared"));
+/// let workers: Vec<_> = (0..4)
+///     .map(|_| {
+///         let mine = config.clone();
+///         std::thread::spawn(move || {
+///             for _ in 0..1000 {
+///                 let tmp = mine.clone(); // a REF on this CPU, no shared write
+///                 assert_eq!(tmp.len(), 6);
+///             } // an UNREF on this CPU
+///         })
+///     })
+///     .collect();
+/// for w in workers {
+///     w.join().unwrap();
+/// }
+/// assert_eq!(*config, "shared");
+/// ```
+///
+/// Differences from `std::sync::Arc`: no weak references, no `get_mut`/`make_mut`; an `Arc` is
+/// 40 bytes (the pointer and its reference's [`Anchor`]); and the value of an object whose last
+/// `Arc` was dropped is dropped either by that drop or later by the collector (module
+/// documentation of [`collect`]).
+pub struct Arc<T> {
+    inner: NonNull<ArcInner<T>>,
+    anchor: ManuallyDrop<Anchor>,
+}
+
+// SAFETY: as std::sync::Arc: an Arc gives &T on any thread and may drop T on any thread.
+unsafe impl<T: Send + Sync> Send for Arc<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Arc<T> {}
+
+impl<T> Arc<T> {
+    /// Puts `value` in the process-wide [`default_domain`].
+    pub fn new(value: T) -> Self {
+        Self::new_in(value, default_domain())
+    }
+
+    /// Puts `value` in `domain`.
+    pub fn new_in(value: T, domain: &'static Domain) -> Self {
+        let b = Box::new(ArcInner {
+            meta: Meta {
+                header: Header::new(),
+                domain,
+                drop_value: drop_value::<T>,
+                free: free::<T>,
+                shard: my_shard(),
+                index: UnsafeCell::new(0),
+            },
+            value: ManuallyDrop::new(value),
+        });
+        let inner = NonNull::from(Box::leak(b));
+        let me = Arc {
+            inner,
+            anchor: ManuallyDrop::new(Self::get(inner)),
+        };
+        domain.arcs.add(inner.cast());
+        me
+    }
+
+    fn meta(&self) -> &Meta {
+        // SAFETY: an Arc's reference keeps the allocation live.
+        unsafe { &self.inner.as_ref().meta }
+    }
+
+    fn header(inner: NonNull<ArcInner<T>>) -> Pin<&'static Header> {
+        // SAFETY: the header is at a fixed place in a heap allocation that a counted reference
+        // (held by the caller) keeps alive; it never moves.
+        unsafe { Pin::new_unchecked(&(*inner.as_ptr()).meta.header) }
+    }
+
+    /// A new reference to the object, for a caller that holds one (so it cannot be dead; a
+    /// concurrent collector's reclaim fails because of the caller's reference, and is waited
+    /// out).
+    fn get(inner: NonNull<ArcInner<T>>) -> Anchor {
+        // SAFETY: the caller holds a reference, so the allocation is live.
+        let d = unsafe { inner.as_ref().meta.domain };
+        match d.get_or_wait(Self::header(inner)) {
+            Some(a) => a,
+            None => unreachable!("paygo: Arc object dead while referenced"),
+        }
+    }
+
+    /// Whether two `Arc`s point to the same value.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.inner == b.inner
+    }
+
+    /// The address of the value.
+    pub fn as_ptr(this: &Self) -> *const T {
+        // SAFETY: the allocation is live; no reference is created here (ManuallyDrop<T> has T's
+        // layout).
+        unsafe { core::ptr::addr_of!((*this.inner.as_ptr()).value) as *const T }
+    }
+
+    /// The CPU whose table counts this reference.
+    pub fn anchor_cpu(this: &Self) -> usize {
+        this.anchor.cpu()
+    }
+
+    /// The number of references now (a READ-ALL over every CPU: for tests and diagnostics,
+    /// as costly as the number of CPUs, and out of date as soon as another thread clones or
+    /// drops).
+    pub fn count(this: &Self) -> i64 {
+        this.meta().domain.read_all(Self::header(this.inner))
+    }
+}
+
+impl<T> Clone for Arc<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        Arc {
+            inner: self.inner,
+            anchor: ManuallyDrop::new(Self::get(self.inner)),
+        }
+    }
+}
+
+impl<T> core::ops::Deref for Arc<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: a counted reference: the value is dropped only after a reclaim succeeds,
+        // which needs every reference, ours included, to be gone.
+        unsafe { &self.inner.as_ref().value }
+    }
+}
+
+impl<T> Drop for Arc<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // Everything read from the allocation is read now, while our reference keeps it live.
+        let d = self.meta().domain;
+        let hdr = Self::header(self.inner);
+        let addr = self.inner.as_ptr() as usize;
+        let last_on_entry = d.slot_at(self.anchor.slot).is_some_and(|s| s.count() == 1);
+        let mut r = RECENT.try_with(|c| c.get()).unwrap_or(Recent {
+            addr: 0,
+            skip: 0,
+            drops: 0,
+            due: u64::MAX,
+            shard: 0,
+        });
+        // SAFETY: the anchor is taken exactly once, here.
+        let a = unsafe { ManuallyDrop::take(&mut self.anchor) };
+        if last_on_entry && !(r.addr == addr && r.skip > 0) {
+            if !self.drop_if_last(d, hdr, a) {
+                r.addr = addr;
+                r.skip = RECHECK;
+            }
+        } else {
+            if last_on_entry {
+                r.skip -= 1;
+            }
+            d.put(hdr, a);
+        }
+        // The allocation may be gone from here on: nothing is read through `self.inner`.
+        r.drops += 1;
+        if r.drops >= r.due {
+            // One shard per collection, each collection paid for by as many drops as the
+            // shard had objects (times 16), so a large registry costs each drop O(1).
+            let (n, _) = d.collect_shard(r.shard);
+            r.drops = 0;
+            r.due = COLLECT_EVERY.max(16 * n as u64);
+            r.shard = (r.shard + 1) % SHARDS;
+        }
+        let _ = RECENT.try_with(|c| c.set(r));
+    }
+}
+
+impl<T> Arc<T> {
+    /// The drop whose UNREF leaves its entry at zero. If another entry visibly counts a
+    /// reference, just the UNREF (and false). Otherwise, holding the allocation's registry
+    /// lock (every free of a listed allocation takes it first, so the allocation stays live
+    /// after our UNREF), UNREF and reclaim; on success unlist it and, after the lock, drop the
+    /// value and free the allocation. Returns whether the object was found unreferenced.
+    #[cold]
+    #[inline(never)]
+    fn drop_if_last(&self, d: &Domain, hdr: Pin<&Header>, a: Anchor) -> bool {
+        if d.scan(&hdr, hdr.addr(), false) > 1 {
+            d.put(hdr, a);
+            return false;
+        }
+        let m: NonNull<Meta> = self.inner.cast();
+        let mut v = d.arcs.lock(self.meta().shard);
+        d.put(hdr, a);
+        if !d.try_reclaim(hdr) {
+            return false;
+        }
+        Registry::remove_locked(&mut v, m);
+        drop(v);
+        // SAFETY: our reclaim moved the header to DEAD: we alone drop the value; the
+        // allocation is unlisted and no Arc names it any more.
+        unsafe {
+            drop_value::<T>(m);
+            free::<T>(m);
+        }
+        true
+    }
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for Arc<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<T: core::fmt::Display> core::fmt::Display for Arc<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<T: Default> Default for Arc<T> {
+    fn default() -> Self {
+        Arc::new(T::default())
+    }
+}
+
+impl<T> From<T> for Arc<T> {
+    fn from(value: T) -> Self {
+        Arc::new(value)
+    }
+}

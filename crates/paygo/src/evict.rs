@@ -1,0 +1,84 @@
+//! Eviction (§3.5): when a REF finds no free slot in its window, one entry moves from the
+//! table to its object's overflow list (kept in the domain), and the slot becomes free.
+
+use crate::overflow::OverflowEntry;
+use crate::sync::Ordering;
+use crate::table::{Slot, TAG};
+use crate::Domain;
+use percpu::{Check, Fail};
+
+impl Domain {
+    /// Evicts the entry of slot `s` of CPU `cpu` (the caller's current CPU) to its object's
+    /// overflow list. May give up (the slot changed, or the thread migrated); the caller looks
+    /// again either way. The victim is known only by its key: its header is never read.
+    #[cold]
+    pub(crate) fn evict(&self, cpu: usize, s: &Slot) {
+        // Relaxed: step 1's section re-checks key and gen.
+        let mut k = s.key.load(Ordering::Relaxed);
+        let victim = k & !TAG;
+        if victim == 0 {
+            return;
+        }
+        let g = s.gen.load(Ordering::Relaxed);
+        let mut lists = self.stripe(victim);
+        // Step 1 (critical section of CPU `cpu`): key := victim | TAG (speculative), gen += 1
+        // (commit). From the commit on no critical section touches this identity's local
+        // counter (they all check key == victim or gen == g).
+        loop {
+            match self.tables.store_add(
+                cpu,
+                &[Check::new(&s.key, k), Check::new(&s.gen, g)],
+                &s.key,
+                victim | TAG,
+                &s.gen,
+                1,
+            ) {
+                Ok(()) => break,
+                Err(Fail::Abort) => {
+                    // The speculative key may have landed: the entry is then "half-evicted"
+                    // (key tagged, generation unchanged), a valid state (README).
+                    if percpu::current_cpu() != cpu {
+                        return;
+                    }
+                    k = s.key.load(Ordering::Relaxed);
+                    if k & !TAG != victim {
+                        return;
+                    }
+                }
+                Err(Fail::Mismatch(_)) => return,
+            }
+        }
+        // Step 2: the local counter is final; close the anchor counter of generation g and
+        // open generation g + 1 with anchor = -l, so the slot's sum is 0 (free).
+        // Relaxed: the last sections to write `local` ran on CPU `cpu` before step 1 (rseq: in
+        // that CPU's program order; fallback: under the slot lock step 1 then took).
+        let l = s.local.load(Ordering::Relaxed);
+        let mut cur = s.anchor.load();
+        let count = loop {
+            debug_assert_eq!(cur.0, g, "paygo: anchor generation out of step");
+            match s
+                .anchor
+                .compare_exchange(cur, (g.wrapping_add(1), l.wrapping_neg()))
+            {
+                Ok(()) => break l.wrapping_add(cur.1),
+                Err(now) => cur = now,
+            }
+        };
+        debug_assert!(count >= 0, "paygo: evicted entry with a negative count");
+        // Step 3: keep the count on the victim's overflow list, in the domain (we hold the
+        // victim's stripe lock, which protects it).
+        if count > 0 {
+            let d = lists.push(
+                victim,
+                OverflowEntry {
+                    slot: Domain::slot_addr(s),
+                    gen: g,
+                    count,
+                },
+            );
+            self.account_overflow(d.bytes, d.entries);
+        }
+        drop(lists);
+        self.count(|c| &c.evictions);
+    }
+}

@@ -1,0 +1,236 @@
+//! REF (§3.1, §3.2): the fast path on the object's home slot, the claim of a free slot, and the
+//! slow path over the probe window that evicts when the window is full.
+
+use crate::header::{Header, LIVE, RECLAIMING, STATE_MASK};
+use crate::sync::Ordering;
+use crate::table::Slot;
+use crate::{Anchor, Domain, Guard};
+use core::pin::Pin;
+use percpu::{Check, Retry};
+
+/// What a REF does when it finds the object being reclaimed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OnReclaim {
+    /// Fail at once.
+    Fail,
+    /// Wait until the reclaim is decided; fail only if the object died.
+    Wait,
+}
+
+// The bug switch of the loom demonstration (see loom_tests.rs).
+#[cfg(paygo_loom_bug)]
+pub(crate) mod bug {
+    use std::cell::Cell;
+    /// No bug.
+    pub const NONE: u8 = 0;
+    /// try_reclaim skips the asymmetric fence.
+    pub const NO_FENCE: u8 = 1;
+    /// REF does not check the flag inside its critical section.
+    pub const NO_FLAG_CHECK: u8 = 2;
+    std::thread_local! {
+        pub static MODE: Cell<u8> = const { Cell::new(NONE) };
+    }
+    pub fn is(m: u8) -> bool {
+        MODE.with(|c| c.get()) == m
+    }
+}
+
+/// The REF critical section's check of the object's flag. Under the loom bug demonstration
+/// (`NO_FLAG_CHECK`) it is replaced by `instead`, a check that always holds.
+/// `live` is the header's word in state LIVE.
+#[inline(always)]
+fn flag_check<'a>(hdr: &'a Header, live: u64, instead: Check<'a>) -> Check<'a> {
+    #[cfg(paygo_loom_bug)]
+    if bug::is(bug::NO_FLAG_CHECK) {
+        return instead;
+    }
+    let _ = instead;
+    Check::new(&hdr.flag, live)
+}
+
+impl Domain {
+    /// REF: takes a reference to the object and returns its anchor, or `None` if the object is
+    /// being reclaimed or dead. Give it back with [`Domain::put`]; [`Domain::try_ref`] wraps
+    /// the pair in a guard.
+    ///
+    /// Fast path: the current CPU's entry for the object at its home slot; one critical
+    /// section that checks the entry's key and generation and the object's flag, and adds 1
+    /// to the local counter. No atomic read-modify-write, no fence.
+    #[inline(always)]
+    pub fn try_get(&self, hdr: Pin<&Header>) -> Option<Anchor> {
+        let obj = hdr.addr();
+        // The header word as it is if the object is live (the section checks it).
+        let live = hdr.word(LIVE);
+        let cpu = self.tables.cpu();
+        let s = self.slot(cpu, self.home(live));
+        if s.key.load(Ordering::Relaxed) == obj {
+            let g = s.gen.load(Ordering::Relaxed);
+            if self
+                .tables
+                .add(
+                    cpu,
+                    &[
+                        Check::new(&s.key, obj),
+                        Check::new(&s.gen, g),
+                        flag_check(&hdr, live, Check::new(&s.gen, g)),
+                    ],
+                    &s.local,
+                    1,
+                )
+                .is_ok()
+            {
+                return Some(Anchor::new(s, g, cpu, obj));
+            }
+        } else {
+            // The home slot holds another object's entry: claim it if it is free (the
+            // paper's immediate reuse of zero entries, on the fast path).
+            let gw = s.gen.load(Ordering::Relaxed);
+            let (ga, a) = s.anchor.load();
+            let l = s.local.load(Ordering::Relaxed);
+            if ga == gw && l.wrapping_add(a) == 0 {
+                if let Some(anchor) = self.claim(cpu, s, &hdr, live, obj, gw, l) {
+                    return Some(anchor);
+                }
+            }
+        }
+        self.get_slow(hdr, OnReclaim::Fail)
+    }
+
+    /// REF that waits out a concurrent `try_reclaim` (the paper's retry): fails only if the
+    /// object is dead (or its handle's owner let go).
+    #[inline]
+    pub fn get_or_wait(&self, hdr: Pin<&Header>) -> Option<Anchor> {
+        self.try_get(hdr)
+            .or_else(|| self.get_slow(hdr, OnReclaim::Wait))
+    }
+
+    /// REF as a guard that gives the reference back when dropped: `None` if the object is
+    /// being reclaimed or dead.
+    #[inline]
+    pub fn try_ref<'a>(&'a self, hdr: Pin<&'a Header>) -> Option<Guard<'a>> {
+        self.try_get(hdr).map(|a| Guard::from_token(self, hdr, a))
+    }
+
+    /// REF as a guard, waiting out a concurrent `try_reclaim`: `None` only if the object is
+    /// dead.
+    #[inline]
+    pub fn ref_or_wait<'a>(&'a self, hdr: Pin<&'a Header>) -> Option<Guard<'a>> {
+        self.get_or_wait(hdr)
+            .map(|a| Guard::from_token(self, hdr, a))
+    }
+
+    /// Claims free slot `s` of CPU `cpu` (read with `gen == gw`, `local == l`, count 0) for
+    /// `obj`: one critical section that checks `local`, `gen` and the flag, stores the key
+    /// (speculatively) and adds 1 to `local` (commit). `None` if it did not commit.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn claim(
+        &self,
+        cpu: usize,
+        s: &Slot,
+        hdr: &Header,
+        live: u64,
+        obj: usize,
+        gw: u64,
+        l: i64,
+    ) -> Option<Anchor> {
+        self.tables
+            .store_add(
+                cpu,
+                &[
+                    Check::new(&s.local, l),
+                    Check::new(&s.gen, gw),
+                    flag_check(hdr, live, Check::new(&s.gen, gw)),
+                ],
+                &s.key,
+                obj,
+                &s.local,
+                1,
+            )
+            .ok()?;
+        self.count_approx(cpu, |c| &c.claims);
+        Some(Anchor::new(s, gw, cpu, obj))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_slow(&self, hdr: Pin<&Header>, on_reclaim: OnReclaim) -> Option<Anchor> {
+        let obj = hdr.addr();
+        let mut retry = Retry::new();
+        let mut turn = 0usize;
+        'outer: loop {
+            // Acquire: pairs with the Release flag stores of the reclaim's decision and of
+            // reinit (the critical section re-checks the flag itself).
+            let word = hdr.flag.load(Ordering::Acquire);
+            let state = word & STATE_MASK;
+            let live = (word & !STATE_MASK) | LIVE;
+            #[cfg(paygo_loom_bug)]
+            let state = if bug::is(bug::NO_FLAG_CHECK) {
+                LIVE
+            } else {
+                state
+            };
+            match state {
+                LIVE => {}
+                RECLAIMING if on_reclaim == OnReclaim::Wait => {
+                    retry.aborted();
+                    continue;
+                }
+                _ => return None,
+            }
+            let cpu = percpu::current_cpu();
+            let base = self.home(word);
+            // One pass over the window, taking the first slot that is either this object's
+            // entry (1) or free (2). An object may so end up with two entries on one CPU (a
+            // free slot before its older entry): harmless, since READ-ALL sums every entry of
+            // the object in the window and each token names its own slot; it saves the miss
+            // path a second walk over the window's cache lines.
+            for i in 0..self.window {
+                let s = self.slot(cpu, base + i);
+                // Relaxed: local and gen are re-checked inside the critical sections.
+                if s.key.load(Ordering::Relaxed) == obj {
+                    // 1. The object's entry on this CPU.
+                    let g = s.gen.load(Ordering::Relaxed);
+                    match self.tables.add(
+                        cpu,
+                        &[
+                            Check::new(&s.key, obj),
+                            Check::new(&s.gen, g),
+                            flag_check(&hdr, live, Check::new(&s.gen, g)),
+                        ],
+                        &s.local,
+                        1,
+                    ) {
+                        Ok(()) => return Some(Anchor::new(s, g, cpu, obj)),
+                        Err(_) => {
+                            retry.aborted();
+                            continue 'outer;
+                        }
+                    }
+                }
+                // 2. A free slot: identity consistent (gen word == anchor's gen) and
+                //    local + anchor == 0. Claimed by one critical section that stores the key
+                //    (speculatively) and adds 1 to the local counter (commit). The anchor word
+                //    is read SeqCst (README, "why the slot really is free").
+                let gw = s.gen.load(Ordering::Relaxed);
+                let (ga, a) = s.anchor.load();
+                let l = s.local.load(Ordering::Relaxed);
+                if ga != gw || l.wrapping_add(a) != 0 {
+                    continue;
+                }
+                match self.claim(cpu, s, &hdr, live, obj, gw, l) {
+                    Some(anchor) => return Some(anchor),
+                    None => {
+                        retry.aborted();
+                        continue 'outer;
+                    }
+                }
+            }
+            // 3. No free slot in the window: evict one entry, then look again.
+            let victim = self.slot(cpu, base + turn % self.window);
+            turn = turn.wrapping_add(1);
+            self.evict(cpu, victim);
+            retry.aborted();
+        }
+    }
+}

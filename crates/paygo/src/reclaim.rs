@@ -1,0 +1,195 @@
+//! Reclamation (§3.3): flag, asymmetric fence, READ-ALL; batches with one fence; `reinit`; and
+//! the kill of the kill-then-release handle.
+
+#[cfg(paygo_loom_bug)]
+use crate::get::bug;
+use crate::header::{Header, DEAD, KILLED, KILL_FENCED, LIVE, RECLAIMING};
+use crate::overflow::Lists;
+use crate::sync::Ordering;
+use crate::Domain;
+use core::pin::Pin;
+
+/// Why [`Domain::try_reclaim_detailed`] did not reclaim the object. In every case nothing
+/// changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReclaimError {
+    /// The object is referenced (or was, during the call).
+    Referenced,
+    /// The object was already dead.
+    Dead,
+    /// Another thread is reclaiming it (or its handle's owner is letting go).
+    InProgress,
+}
+
+impl core::fmt::Display for ReclaimError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ReclaimError::Referenced => "the object is referenced",
+            ReclaimError::Dead => "the object is already dead",
+            ReclaimError::InProgress => "another thread is reclaiming the object",
+        })
+    }
+}
+
+impl std::error::Error for ReclaimError {}
+
+/// The error for a header whose state is `state` (not LIVE).
+fn not_live(state: u64) -> ReclaimError {
+    if state == DEAD {
+        ReclaimError::Dead
+    } else {
+        ReclaimError::InProgress
+    }
+}
+
+impl Domain {
+    /// The asymmetric fence that pairs with the flag check inside every REF critical section.
+    fn reclaim_fence(&self) {
+        #[cfg(paygo_loom_bug)]
+        if bug::is(bug::NO_FENCE) {
+            return;
+        }
+        self.stat().fences.fetch_add(1, Ordering::Relaxed);
+        self.tables.fence();
+    }
+
+    /// After a successful reclaim on the locked fallback path (and under loom): a second
+    /// fence, whose lock cycling orders every holder's last critical section before the
+    /// caller's use of the object. On the rseq path (x86-64 only) the committing store of a
+    /// critical section is already a release (TSO), see README.
+    fn acquire_holders(&self) {
+        if !percpu::fast_path_available() {
+            self.tables.fence();
+        }
+    }
+
+    /// Step 2 of reclamation: under the stripe lock, READ-ALL; at zero the object is dead,
+    /// otherwise live again.
+    fn decide(&self, hdr: Pin<&Header>) -> bool {
+        let obj = hdr.addr();
+        let lists = self.stripe(obj);
+        let busy = self.busy(&hdr, obj, &lists);
+        // Release: pairs with the Acquire flag load of REFs and of is_dead().
+        if busy {
+            hdr.set_state(LIVE, Ordering::Release);
+            self.stat().failed_reclaims.fetch_add(1, Ordering::Relaxed);
+            false
+        } else {
+            hdr.set_state(DEAD, Ordering::Release);
+            self.stat().reclaims.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+    }
+
+    /// Before the flag: if the object visibly holds a reference, the reclaim fails at once,
+    /// with no flag (so readers are never held up by it) and no fence. A scan without the
+    /// stripe lock can miss a reference that is moving (the flagged scan then decides), and
+    /// every positive count it reads was held during the call.
+    fn visibly_referenced(&self, hdr: Pin<&Header>) -> bool {
+        self.scan(&hdr, hdr.addr(), true) > 0
+    }
+
+    /// Try-reclaim (§3.3): sets the object's flag, makes it visible to every CPU with one
+    /// asymmetric fence, then READ-ALL. Succeeds only at zero, and then the object is dead: no
+    /// REF succeeds until [`Domain::reinit`]. On failure nothing changed: the object is
+    /// referenced (seen before any flag is set, at no cost to its readers), already dead, or
+    /// being reclaimed by another thread ([`Domain::try_reclaim_detailed`] says which).
+    pub fn try_reclaim(&self, hdr: Pin<&Header>) -> bool {
+        self.try_reclaim_detailed(hdr).is_ok()
+    }
+
+    /// [`Domain::try_reclaim`], saying why it failed.
+    pub fn try_reclaim_detailed(&self, hdr: Pin<&Header>) -> Result<(), ReclaimError> {
+        // Relaxed: only a hint; the compare-and-swap below decides.
+        let state = hdr.state(Ordering::Relaxed);
+        if state != LIVE {
+            return Err(not_live(state));
+        }
+        if self.visibly_referenced(hdr) {
+            self.stat().failed_reclaims.fetch_add(1, Ordering::Relaxed);
+            return Err(ReclaimError::Referenced);
+        }
+        // SeqCst: the flag store must precede the fence (which orders it for every REF).
+        hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst)
+            .map_err(not_live)?;
+        self.reclaim_fence();
+        if self.decide(hdr) {
+            self.acquire_holders();
+            Ok(())
+        } else {
+            Err(ReclaimError::Referenced)
+        }
+    }
+
+    /// Try-reclaim for many objects with one fence: sets every flag, fences once, then decides
+    /// each. `out[i]` receives the outcome for `objs[i]`; returns how many succeeded. Objects
+    /// visibly referenced are left alone before any flag is set, as in `try_reclaim`.
+    ///
+    /// # Panics
+    /// If `objs` and `out` differ in length.
+    pub fn try_reclaim_many(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
+        // The flags: SeqCst as in try_reclaim.
+        let n = refcount::reclaim_batch(
+            objs,
+            out,
+            |h| {
+                h.state(Ordering::Relaxed) == LIVE
+                    && !self.visibly_referenced(*h)
+                    && h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).is_ok()
+            },
+            || self.reclaim_fence(),
+            |h| self.decide(*h),
+        );
+        if n > 0 {
+            self.acquire_holders();
+        }
+        n
+    }
+
+    /// Makes a dead object live again with no reference, for reuse of its memory: `true` if
+    /// it was dead, `false` (and nothing changes) otherwise. One compare-and-swap, so of two
+    /// threads reviving one object, one succeeds.
+    pub fn try_reinit(&self, hdr: Pin<&Header>) -> bool {
+        // Release: pairs with the Acquire flag load of REFs.
+        hdr.cas_state(DEAD, LIVE, Ordering::Release).is_ok()
+    }
+
+    /// Makes a dead object live again with no reference.
+    ///
+    /// # Panics
+    /// If the object is not dead (nothing changes).
+    pub fn reinit(&self, hdr: Pin<&Header>) {
+        assert!(
+            self.try_reinit(hdr),
+            "paygo: reinit of an object that is not dead"
+        );
+    }
+
+    /// The handle's kill: no new reference from now on; frees (returns true) if none is left,
+    /// otherwise the last UNREF will (see README, "the handle").
+    pub(crate) fn kill(&self, hdr: Pin<&Header>) -> bool {
+        // SeqCst: pairs with the SeqCst flag load after an anchor-path UNREF.
+        let old = hdr.cas_state(LIVE, KILLED, Ordering::SeqCst);
+        debug_assert_eq!(old, Ok(()), "paygo: kill of an object that is not live");
+        self.reclaim_fence();
+        let lists = self.stripe(hdr.addr());
+        hdr.set_state(KILL_FENCED, Ordering::SeqCst);
+        self.release_if_zero(hdr, &lists)
+    }
+
+    /// Under the stripe lock (`lists`), with the flag at KILL_FENCED: if nothing is counted,
+    /// marks the object dead and returns true. Exactly one caller can see KILL_FENCED and
+    /// zero, since both are decided under the lock and the first one stores DEAD.
+    pub(crate) fn release_if_zero(&self, hdr: Pin<&Header>, lists: &Lists) -> bool {
+        if hdr.state(Ordering::SeqCst) != KILL_FENCED {
+            return false;
+        }
+        if self.busy(&hdr, hdr.addr(), lists) {
+            return false;
+        }
+        hdr.set_state(DEAD, Ordering::SeqCst);
+        self.stat().reclaims.fetch_add(1, Ordering::Relaxed);
+        self.acquire_holders();
+        true
+    }
+}

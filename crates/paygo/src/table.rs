@@ -1,0 +1,399 @@
+//! The domain and its per-CPU tables: slot layout, configuration, stripe locks, statistics.
+
+use crate::cell::AnchorWord;
+use crate::overflow::Lists;
+use crate::sync::{AtomicI64, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crossbeam_utils::CachePadded;
+use percpu::PerCpu;
+
+/// Low bit of a slot's key: the entry is being (or was) evicted from this slot.
+pub(crate) const TAG: usize = 1;
+
+/// Number of stripe locks (power of two).
+#[cfg(not(loom))]
+pub(crate) const STRIPES: usize = 256;
+#[cfg(loom)]
+pub(crate) const STRIPES: usize = 4;
+
+/// The most slots a CPU's table may have (2^24: a gigabyte per CPU).
+pub const MAX_SLOTS_PER_CPU: usize = 1 << 24;
+
+/// One entry of a per-CPU table: PAYGO's `{object, local counter, anchor counter}` plus the
+/// generation that names the entry's identity. One cache line.
+#[repr(C, align(64))]
+pub(crate) struct Slot {
+    /// Header address of the object (0: never used; `| TAG`: evicted or being evicted).
+    /// Written only by critical sections of the owning CPU. Only ever compared, never
+    /// dereferenced.
+    pub(crate) key: AtomicUsize,
+    /// Local counter. Written only by critical sections of the owning CPU.
+    pub(crate) local: AtomicI64,
+    /// Generation of the entry's identity, for the critical sections' checks. Written only by
+    /// critical sections of the owning CPU (the eviction's first step).
+    pub(crate) gen: AtomicU64,
+    /// `(generation, anchor counter)`, updated by compare-and-swap from any CPU.
+    pub(crate) anchor: AnchorWord,
+}
+
+#[cfg(all(not(loom), target_pointer_width = "64"))]
+const _: () = assert!(core::mem::size_of::<Slot>() == 64);
+
+impl Slot {
+    /// The entry's count, `local + anchor` (a snapshot: exact only when nothing changes it).
+    #[inline(always)]
+    pub(crate) fn count(&self) -> i64 {
+        self.local
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.anchor.load().1)
+    }
+
+    fn new() -> Self {
+        Slot {
+            key: AtomicUsize::new(0),
+            local: AtomicI64::new(0),
+            gen: AtomicU64::new(0),
+            anchor: AnchorWord::new(),
+        }
+    }
+}
+
+/// Per-CPU statistics, bumped only on slow paths (relaxed atomics on the current CPU's line).
+#[derive(Default)]
+pub(crate) struct StatCells {
+    pub(crate) anchor_puts: AtomicU64,
+    pub(crate) overflow_puts: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) claims: AtomicU64,
+    pub(crate) reclaims: AtomicU64,
+    pub(crate) failed_reclaims: AtomicU64,
+    pub(crate) fences: AtomicU64,
+}
+
+/// Counters of the slow paths, summed over CPUs (see [`Domain::stats`]).
+///
+/// UNREFs that took the home path are not counted (that would cost the fast path a second
+/// critical section): `home = puts - anchor_puts - overflow_puts`, where the caller knows how
+/// many puts it made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// UNREFs that ran on a CPU other than their reference's and decremented the anchor counter
+    /// (including UNREFs on the home CPU of an entry in the half-evicted state, which use the
+    /// anchor counter too).
+    pub anchor_puts: u64,
+    /// UNREFs whose entry had been evicted: they decremented the object's overflow list.
+    pub overflow_puts: u64,
+    /// Live or empty entries evicted to make room for a new object.
+    pub evictions: u64,
+    /// REFs that claimed a free slot (the first REF of an object on a CPU since its entry there
+    /// was last reused). Approximate: counted without an atomic read-modify-write, so two
+    /// threads racing on one CPU may lose an increment.
+    pub claims: u64,
+    /// Successful `try_reclaim`s and kills.
+    pub reclaims: u64,
+    /// Failed `try_reclaim`s (the object was referenced).
+    pub failed_reclaims: u64,
+    /// Asymmetric fences issued (one per `try_reclaim` that found no reference before its
+    /// flag, one per batch, one per kill).
+    pub fences: u64,
+}
+
+/// Bytes a domain uses (see [`Domain::memory_usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// The per-CPU tables (slots × 64 bytes × CPUs) and the stripe locks.
+    pub table_bytes: usize,
+    /// Heap bytes held by overflow lists now (the lists and the maps that find them).
+    pub overflow_bytes: usize,
+    /// Overflow entries alive now (evicted entries that still count references).
+    pub overflow_entries: usize,
+}
+
+/// The size of a domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Slots in each CPU's table (a power of two, at least `window`, at most
+    /// [`MAX_SLOTS_PER_CPU`]).
+    pub slots_per_cpu: usize,
+    /// How many consecutive slots from an object's home slot may hold its entry (the probe
+    /// window READ-ALL scans on every CPU). At least 1.
+    pub window: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            slots_per_cpu: 4096,
+            window: 8,
+        }
+    }
+}
+
+/// Why a [`Config`] was refused by [`Domain::try_with_config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// `slots_per_cpu` is not a power of two, or above [`MAX_SLOTS_PER_CPU`].
+    SlotsPerCpu(usize),
+    /// `window` is 0 or larger than `slots_per_cpu`.
+    Window(usize),
+    /// The tables could not be allocated.
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConfigError::SlotsPerCpu(n) => write!(
+                f,
+                "slots_per_cpu must be a power of two no larger than {MAX_SLOTS_PER_CPU} (got {n})"
+            ),
+            ConfigError::Window(w) => write!(f, "window must be in 1..=slots_per_cpu (got {w})"),
+            ConfigError::OutOfMemory { bytes } => {
+                write!(f, "could not allocate {bytes} bytes of per-CPU tables")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A PAYGO domain: one table of anchored entries per possible CPU, the stripe locks that
+/// protect the overflow lists (kept here, keyed by header address), and statistics.
+///
+/// ```
+/// use paygo::{Config, Domain, Header};
+///
+/// let domain = Domain::with_config(Config { slots_per_cpu: 64, window: 4 });
+/// let header = Box::pin(Header::new());
+/// let anchor = domain.try_get(header.as_ref()).expect("live");
+/// assert_eq!(domain.read_all(header.as_ref()), 1);
+/// domain.put(header.as_ref(), anchor);
+/// assert!(domain.try_reclaim(header.as_ref()));
+/// ```
+pub struct Domain {
+    /// The critical sections' per-CPU context (fallback locks, fence). The words they write
+    /// live in `slots`: CPU `c`'s table is `slots[c << bits ..][..mask + 1]`, written by
+    /// critical sections of slot `c` only.
+    pub(crate) tables: PerCpu<()>,
+    /// All tables, one after the other (one allocation; no pointer chase on the fast path).
+    pub(crate) slots: Box<[Slot]>,
+    pub(crate) bits: u32,
+    pub(crate) stats: PerCpu<StatCells>,
+    /// The overflow lists of the objects whose addresses hash to each stripe; the lock also
+    /// serialises evictions, READ-ALL and reclaim decisions of those objects.
+    pub(crate) stripes: Box<[CachePadded<Mutex<Lists>>]>,
+    pub(crate) mask: usize,
+    pub(crate) window: usize,
+    /// Overflow accounting, on its own line: bumped by evictions, never read on fast paths.
+    pub(crate) overflow: CachePadded<OverflowCounters>,
+    /// The live allocations of this domain's [`Arc`](crate::Arc)s, for the collector.
+    #[cfg(not(loom))]
+    pub(crate) arcs: crate::arc::Registry,
+}
+
+#[derive(Default)]
+pub(crate) struct OverflowCounters {
+    pub(crate) bytes: AtomicUsize,
+    pub(crate) entries: AtomicUsize,
+}
+
+impl Domain {
+    /// A domain with the default configuration (4096 slots per CPU, window 8).
+    pub fn new() -> Self {
+        Self::with_config(Config::default())
+    }
+
+    /// A domain of the given size.
+    ///
+    /// # Panics
+    /// If [`Domain::try_with_config`] refuses the configuration.
+    pub fn with_config(cfg: Config) -> Self {
+        Self::try_with_config(cfg).unwrap_or_else(|e| panic!("paygo: {e}"))
+    }
+
+    /// A domain of the given size, or why not: `slots_per_cpu` must be a power of two no larger
+    /// than [`MAX_SLOTS_PER_CPU`], `window` in `1..=slots_per_cpu`, and the tables
+    /// (`possible CPUs × slots_per_cpu × 64` bytes) must be allocatable.
+    pub fn try_with_config(cfg: Config) -> Result<Self, ConfigError> {
+        if !cfg.slots_per_cpu.is_power_of_two() || cfg.slots_per_cpu > MAX_SLOTS_PER_CPU {
+            return Err(ConfigError::SlotsPerCpu(cfg.slots_per_cpu));
+        }
+        if cfg.window == 0 || cfg.window > cfg.slots_per_cpu {
+            return Err(ConfigError::Window(cfg.window));
+        }
+        let bits = cfg.slots_per_cpu.trailing_zeros();
+        let n = percpu::possible_cpus()
+            .checked_mul(cfg.slots_per_cpu)
+            .ok_or(ConfigError::OutOfMemory { bytes: usize::MAX })?;
+        let bytes = n.saturating_mul(core::mem::size_of::<Slot>());
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(n)
+            .map_err(|_| ConfigError::OutOfMemory { bytes })?;
+        slots.extend((0..n).map(|_| Slot::new()));
+        Ok(Domain {
+            tables: PerCpu::new(|_| ()),
+            slots: slots.into_boxed_slice(),
+            bits,
+            stats: PerCpu::new(|_| StatCells::default()),
+            stripes: (0..STRIPES)
+                .map(|_| CachePadded::new(Mutex::new(Lists::default())))
+                .collect(),
+            mask: cfg.slots_per_cpu - 1,
+            window: cfg.window,
+            overflow: CachePadded::new(OverflowCounters::default()),
+            #[cfg(not(loom))]
+            arcs: crate::arc::Registry::new(),
+        })
+    }
+
+    /// The configuration this domain was made with.
+    pub fn config(&self) -> Config {
+        Config {
+            slots_per_cpu: self.mask + 1,
+            window: self.window,
+        }
+    }
+
+    /// The number of per-CPU tables (possible CPUs).
+    pub fn cpus(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// Whether a home critical section for `cpu` is worth trying now: on the rseq path always
+    /// (the section itself fails if the thread is not on `cpu`, so the CPU is not read first),
+    /// on the fallback only when the thread runs on `cpu`.
+    #[inline(always)]
+    pub(crate) fn may_be_on(&self, cpu: usize) -> bool {
+        self.tables.sections_check_cpu() || self.tables.cpu() == cpu
+    }
+
+    /// The home slot of the object whose header word is `word`.
+    #[inline(always)]
+    pub(crate) fn home(&self, word: u64) -> usize {
+        (word >> crate::header::PLACE_SHIFT) as usize & self.mask
+    }
+
+    #[inline(always)]
+    pub(crate) fn slot(&self, cpu: usize, i: usize) -> &Slot {
+        &self.slots[(cpu << self.bits) | (i & self.mask)]
+    }
+
+    /// The address of slot `s` (which is one of this domain's).
+    #[inline(always)]
+    pub(crate) fn slot_addr(s: &Slot) -> usize {
+        s as *const Slot as usize
+    }
+
+    /// The slot at address `addr`, if it is one of this domain's slots. Plain arithmetic on
+    /// the address: nothing is read through it unless it is in range.
+    #[inline(always)]
+    pub(crate) fn slot_at(&self, addr: usize) -> Option<&Slot> {
+        let off = addr.wrapping_sub(self.slots.as_ptr() as usize);
+        let size = core::mem::size_of::<Slot>();
+        if off % size != 0 {
+            return None;
+        }
+        self.slots.get(off / size)
+    }
+
+    /// The object's stripe lock, which guards its overflow list.
+    pub(crate) fn stripe(&self, obj: usize) -> MutexGuard<'_, Lists> {
+        let i = ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & (STRIPES - 1);
+        self.stripes[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[inline]
+    pub(crate) fn stat(&self) -> &StatCells {
+        self.stats.get(percpu::current_cpu())
+    }
+
+    /// Adds 1 to a statistic of the current CPU.
+    #[inline]
+    pub(crate) fn count(&self, pick: impl Fn(&StatCells) -> &AtomicU64) {
+        pick(self.stat()).fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds 1 to a statistic of CPU `cpu` with a plain load and store, for the claim,
+    /// which is on the fast path of workloads over many objects: an increment may be lost when
+    /// two threads race on one CPU's cell, so the statistic is approximate (documented on
+    /// [`Stats::claims`]).
+    #[inline(always)]
+    pub(crate) fn count_approx(&self, cpu: usize, pick: impl Fn(&StatCells) -> &AtomicU64) {
+        let c = pick(self.stats.get(cpu));
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// Records a change of the overflow lists' heap bytes and entries.
+    pub(crate) fn account_overflow(&self, bytes: isize, entries: isize) {
+        if bytes != 0 {
+            self.overflow
+                .bytes
+                .fetch_add(bytes as usize, Ordering::Relaxed);
+        }
+        if entries != 0 {
+            self.overflow
+                .entries
+                .fetch_add(entries as usize, Ordering::Relaxed);
+        }
+    }
+
+    /// Slow-path counters, summed over CPUs.
+    pub fn stats(&self) -> Stats {
+        let mut s = Stats::default();
+        for c in self.stats.iter() {
+            s.anchor_puts += c.anchor_puts.load(Ordering::Relaxed);
+            s.overflow_puts += c.overflow_puts.load(Ordering::Relaxed);
+            s.evictions += c.evictions.load(Ordering::Relaxed);
+            s.claims += c.claims.load(Ordering::Relaxed);
+            s.reclaims += c.reclaims.load(Ordering::Relaxed);
+            s.failed_reclaims += c.failed_reclaims.load(Ordering::Relaxed);
+            s.fences += c.fences.load(Ordering::Relaxed);
+        }
+        s
+    }
+
+    /// Bytes used by the tables and, now, by overflow lists.
+    pub fn memory_usage(&self) -> MemoryUsage {
+        MemoryUsage {
+            table_bytes: self.tables.len() * (self.mask + 1) * core::mem::size_of::<Slot>()
+                + STRIPES * core::mem::size_of::<CachePadded<Mutex<Lists>>>(),
+            overflow_bytes: self.overflow.bytes.load(Ordering::Relaxed),
+            overflow_entries: self.overflow.entries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether the (generation, anchor) compare-and-swap is a real 16-byte instruction.
+    pub fn anchor_cas_is_lock_free() -> bool {
+        AnchorWord::is_lock_free()
+    }
+
+    /// The number of live entries (non-zero count) in CPU `cpu`'s table: what a thread's
+    /// references occupy there (tests and benchmarks use it to see where entries went).
+    ///
+    /// # Panics
+    /// If `cpu >= self.cpus()`.
+    pub fn live_entries(&self, cpu: usize) -> usize {
+        assert!(cpu < self.cpus(), "paygo: no CPU {cpu}");
+        (0..=self.mask)
+            .filter(|&i| self.slot(cpu, i).count() != 0)
+            .count()
+    }
+}
+
+impl Default for Domain {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for Domain {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Domain")
+            .field("config", &self.config())
+            .field("cpus", &self.cpus())
+            .finish_non_exhaustive()
+    }
+}
