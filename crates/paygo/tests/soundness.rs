@@ -1,0 +1,205 @@
+//! What safe code can do to the API, and what happens: a leak leaks, a mix-up panics, nothing
+//! reads or writes freed memory. CI also runs this file under valgrind (`.ci/valgrind`).
+//!
+//! The "freed" headers below are scribbled over instead of freed, so that a read of one (the
+//! bug this guards against: an eviction that follows a table key to its header) crashes or
+//! misbehaves deterministically even without valgrind.
+
+use paygo::{Config, Domain, Header, Owner};
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One slot per CPU, window 1: any second object on a CPU evicts the first.
+fn one_slot() -> Domain {
+    Domain::with_config(Config {
+        slots_per_cpu: 1,
+        window: 1,
+    })
+}
+
+/// Storage for a header that the test can "free" (scribble over) while the domain still
+/// counts a reference to it.
+struct Scribbled {
+    mem: Box<MaybeUninit<Header>>,
+}
+
+impl Scribbled {
+    fn new() -> Self {
+        let mut mem = Box::new(MaybeUninit::uninit());
+        mem.write(Header::new());
+        Scribbled { mem }
+    }
+
+    fn hdr(&self) -> Pin<&Header> {
+        // SAFETY: initialised in `new`; the box never moves its contents; used only before
+        // `scribble`.
+        unsafe { Pin::new_unchecked(self.mem.assume_init_ref()) }
+    }
+
+    /// Ends the header's life and overwrites its bytes (as a free and a reuse would).
+    fn scribble(&mut self) {
+        // SAFETY: the header is initialised and not used again after this.
+        unsafe {
+            self.mem.assume_init_drop();
+            std::ptr::write_bytes(self.mem.as_mut_ptr() as *mut u8, 0xA5, size_of::<Header>());
+        }
+    }
+}
+
+/// Churns the current CPU's one-slot table with fresh objects, evicting whatever it holds,
+/// and checks their counts.
+fn churn(d: &Domain, n: usize) {
+    for _ in 0..n {
+        let h = Box::pin(Header::new());
+        let a = d.try_get(h.as_ref()).expect("live");
+        let b = d.try_get(h.as_ref()).expect("live");
+        assert_eq!(d.read_all(h.as_ref()), 2);
+        d.put(h.as_ref(), a);
+        d.put(h.as_ref(), b);
+        assert!(d.try_reclaim(h.as_ref()));
+    }
+}
+
+/// Issue case 1: a reference whose anchor is dropped (never given back), then its object's
+/// memory reused. The eviction of its entry keeps the count in the domain, reading nothing.
+#[test]
+fn a_leaked_anchor_then_a_freed_header() {
+    let d = one_slot();
+    let mut obj = Scribbled::new();
+    let anchor = d.try_get(obj.hdr()).expect("live");
+    drop(anchor); // never given back: the reference leaks
+    obj.scribble();
+    churn(&d, 1000);
+    // The leaked reference went to an overflow list (or stays in its slot if this thread
+    // migrated away from that CPU), still counted under the old address; nothing else
+    // changed.
+    assert!(d.memory_usage().overflow_entries <= 1);
+    for cpu in 0..d.cpus() {
+        assert!(d.live_entries(cpu) <= 1);
+    }
+}
+
+/// Issue case 2: an anchor that outlives its domain, or is given to another domain, is
+/// refused with a panic before anything is read through it.
+#[test]
+#[should_panic(expected = "another domain")]
+fn an_anchor_given_to_another_domain_panics() {
+    let d1 = Domain::new();
+    let d2 = Domain::new();
+    let h = Box::pin(Header::new());
+    let a = d1.try_get(h.as_ref()).expect("live");
+    d2.put(h.as_ref(), a);
+}
+
+#[test]
+#[should_panic(expected = "another domain")]
+fn an_anchor_that_outlived_its_domain_panics() {
+    let h = Box::pin(Header::new());
+    let a = {
+        let d1 = Domain::with_config(Config {
+            slots_per_cpu: 64,
+            window: 4,
+        });
+        d1.try_get(h.as_ref()).expect("live")
+    };
+    // A domain of another size cannot cover the old tables exactly, and even one that reused
+    // their memory would only see a miscount, never freed memory: the slot is found by
+    // address arithmetic among the domain's own slots.
+    let d2 = Domain::with_config(Config {
+        slots_per_cpu: 1 << 16,
+        window: 8,
+    });
+    let keep = Box::new([0u8; 64]); // take the freed tables' place if the allocator wants
+    d2.put(h.as_ref(), a);
+    drop(keep);
+}
+
+#[test]
+#[should_panic(expected = "other than the one")]
+fn an_anchor_given_back_to_another_object_panics() {
+    let d = Domain::new();
+    let x = Box::pin(Header::new());
+    let y = Box::pin(Header::new());
+    let a = d.try_get(x.as_ref()).expect("live");
+    d.put(y.as_ref(), a);
+}
+
+/// Issue case 3: one header used with two domains. Each domain counts its own references and
+/// keeps its own overflow lists; evictions in both at once touch no shared list.
+#[test]
+fn one_header_two_domains() {
+    let d1 = one_slot();
+    let d2 = one_slot();
+    let shared = Box::pin(Header::new());
+    std::thread::scope(|s| {
+        for d in [&d1, &d2, &d1, &d2] {
+            let hdr = shared.as_ref();
+            s.spawn(move || {
+                let mut held = Vec::new();
+                for i in 0..2000 {
+                    held.push(d.try_get(hdr).expect("live"));
+                    if i % 3 == 0 {
+                        churn(d, 1);
+                    }
+                    if held.len() > 4 {
+                        d.put(hdr, held.remove(0));
+                    }
+                }
+                for a in held {
+                    d.put(hdr, a);
+                }
+            });
+        }
+    });
+    assert_eq!(d1.read_all(shared.as_ref()), 0);
+    assert_eq!(d2.read_all(shared.as_ref()), 0);
+    assert_eq!(d1.memory_usage().overflow_entries, 0);
+    assert_eq!(d2.memory_usage().overflow_entries, 0);
+}
+
+/// Issue case 4: a handle reference leaked with `mem::forget`, then the owner and the last
+/// handle dropped. The value is never dropped (it is still counted) and the allocation is
+/// leaked, not freed; later evictions of the leaked entry read nothing.
+#[test]
+fn a_forgotten_handle_ref_leaks_the_value() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct V;
+    impl Drop for V {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = std::sync::Arc::new(one_slot());
+    let owner = Owner::new(&d, V);
+    let handle = owner.handle();
+    std::mem::forget(handle.try_get().expect("live"));
+    drop(owner);
+    assert!(!handle.is_released());
+    drop(handle);
+    churn(&d, 1000);
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst),
+        0,
+        "a counted value was dropped"
+    );
+}
+
+/// A leaked `paygo::Arc`: same as case 4 for the front door.
+#[test]
+fn a_forgotten_arc_leaks_the_value() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct V;
+    impl Drop for V {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d: &'static Domain = Box::leak(Box::new(one_slot()));
+    let a = paygo::Arc::new_in(V, d);
+    std::mem::forget(a.clone());
+    drop(a);
+    churn(d, 1000);
+    assert_eq!(paygo::collect(d), 0);
+    assert_eq!(DROPS.load(Ordering::SeqCst), 0);
+}
