@@ -1,6 +1,7 @@
 //! Micro-benchmarks of the PAYGO paths on one thread: the REF+UNREF pair (home path) on one
 //! object and on many, the anchor counter's compare-and-swap, READ-ALL, and try-reclaim (one
-//! asymmetric fence), against a shared atomic's fetch_add + fetch_sub.
+//! asymmetric fence), against a shared atomic's fetch_add + fetch_sub; `paygo::Arc` against
+//! `std::sync::Arc`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use paygo::{Domain, Header};
@@ -45,6 +46,20 @@ fn benches(c: &mut Criterion) {
             assert!(d.try_reclaim(h2.as_ref()));
             d.reinit(h2.as_ref());
         })
+    });
+    let held = d.try_get(hdr).unwrap();
+    c.bench_function(
+        "paygo try_reclaim of a referenced object (no flag, no fence)",
+        |b| b.iter(|| assert!(!d.try_reclaim(black_box(hdr)))),
+    );
+    d.put(hdr, held);
+    let s = std::sync::Arc::new(7u64);
+    c.bench_function("std::sync::Arc clone+drop", |b| {
+        b.iter(|| drop(black_box(s.clone())))
+    });
+    let p = paygo::Arc::new(7u64);
+    c.bench_function("paygo::Arc clone+drop", |b| {
+        b.iter(|| drop(black_box(p.clone())))
     });
 }
 

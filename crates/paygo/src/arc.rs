@@ -31,7 +31,8 @@ use std::sync::{Mutex, OnceLock};
 
 /// How many times a thread skips the check of an object it found still referenced.
 pub const RECHECK: u32 = 64;
-/// Drops on a thread between two collections of one registry shard.
+/// Creations and candidate drops (drops that left their entry at zero) on a thread between
+/// two collections of one registry shard.
 pub const COLLECT_EVERY: u64 = 4096;
 /// Registry shards per domain.
 const SHARDS: usize = 16;
@@ -268,11 +269,14 @@ fn my_shard() -> usize {
 /// ```
 ///
 /// Differences from `std::sync::Arc`: no weak references, no `get_mut`/`make_mut`; an `Arc` is
-/// 40 bytes (the pointer and its reference's [`Anchor`]); and the value of an object whose last
+/// 48 bytes (the pointer, its domain and its reference's [`Anchor`]); and the value of an object whose last
 /// `Arc` was dropped is dropped either by that drop or later by the collector (module
 /// documentation of [`collect`]).
 pub struct Arc<T> {
     inner: NonNull<ArcInner<T>>,
+    /// The allocation's domain (also in its `Meta`): kept here too, so that clone and drop
+    /// need not load it through the allocation first.
+    domain: &'static Domain,
     anchor: ManuallyDrop<Anchor>,
 }
 
@@ -303,17 +307,21 @@ impl<T> Arc<T> {
         let inner = NonNull::from(Box::leak(b));
         let me = Arc {
             inner,
-            anchor: ManuallyDrop::new(Self::get(inner)),
+            domain,
+            anchor: ManuallyDrop::new(Self::get(domain, inner)),
         };
         domain.arcs.add(inner.cast());
+        tick(domain);
         me
     }
 
+    #[inline(always)]
     fn meta(&self) -> &Meta {
         // SAFETY: an Arc's reference keeps the allocation live.
         unsafe { &self.inner.as_ref().meta }
     }
 
+    #[inline(always)]
     fn header(inner: NonNull<ArcInner<T>>) -> Pin<&'static Header> {
         // SAFETY: the header is at a fixed place in a heap allocation that a counted reference
         // (held by the caller) keeps alive; it never moves.
@@ -323,9 +331,8 @@ impl<T> Arc<T> {
     /// A new reference to the object, for a caller that holds one (so it cannot be dead; a
     /// concurrent collector's reclaim fails because of the caller's reference, and is waited
     /// out).
-    fn get(inner: NonNull<ArcInner<T>>) -> Anchor {
-        // SAFETY: the caller holds a reference, so the allocation is live.
-        let d = unsafe { inner.as_ref().meta.domain };
+    #[inline(always)]
+    fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> Anchor {
         match d.get_or_wait(Self::header(inner)) {
             Some(a) => a,
             None => unreachable!("paygo: Arc object dead while referenced"),
@@ -358,11 +365,12 @@ impl<T> Arc<T> {
 }
 
 impl<T> Clone for Arc<T> {
-    #[inline]
+    #[inline(always)]
     fn clone(&self) -> Self {
         Arc {
             inner: self.inner,
-            anchor: ManuallyDrop::new(Self::get(self.inner)),
+            domain: self.domain,
+            anchor: ManuallyDrop::new(Self::get(self.domain, self.inner)),
         }
     }
 }
@@ -378,48 +386,82 @@ impl<T> core::ops::Deref for Arc<T> {
 }
 
 impl<T> Drop for Arc<T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         // Everything read from the allocation is read now, while our reference keeps it live.
-        let d = self.meta().domain;
+        let d = self.domain;
         let hdr = Self::header(self.inner);
-        let addr = self.inner.as_ptr() as usize;
-        let last_on_entry = d.slot_at(self.anchor.slot).is_some_and(|s| s.count() == 1);
-        let mut r = RECENT.try_with(|c| c.get()).unwrap_or(Recent {
-            addr: 0,
-            skip: 0,
-            drops: 0,
-            due: u64::MAX,
-            shard: 0,
-        });
+        let s = d.anchor_slot(hdr.addr(), &self.anchor);
         // SAFETY: the anchor is taken exactly once, here.
         let a = unsafe { ManuallyDrop::take(&mut self.anchor) };
-        if last_on_entry && !(r.addr == addr && r.skip > 0) {
-            if !self.drop_if_last(d, hdr, a) {
-                r.addr = addr;
-                r.skip = RECHECK;
-            }
+        if s.count() == 1 {
+            self.drop_candidate(d, hdr, a);
         } else {
-            if last_on_entry {
-                r.skip -= 1;
-            }
-            d.put(hdr, a);
+            d.put_in(hdr, s, a);
         }
         // The allocation may be gone from here on: nothing is read through `self.inner`.
-        r.drops += 1;
-        if r.drops >= r.due {
-            // One shard per collection, each collection paid for by as many drops as the
-            // shard had objects (times 16), so a large registry costs each drop O(1).
-            let (n, _) = d.collect_shard(r.shard);
-            r.drops = 0;
+    }
+}
+
+/// Counts a creation or a candidate drop on this thread; every so often, collects one shard
+/// of `d` (each collection paid for by 16 such events per object it examined, so that a
+/// large registry costs each event O(1)).
+fn tick(d: &Domain) {
+    let due = RECENT
+        .try_with(|c| {
+            let mut r = c.get();
+            r.drops += 1;
+            let due = r.drops >= r.due;
+            if due {
+                r.drops = 0;
+            }
+            c.set(r);
+            due.then_some(r.shard)
+        })
+        .ok()
+        .flatten();
+    if let Some(shard) = due {
+        let (n, _) = d.collect_shard(shard);
+        let _ = RECENT.try_with(|c| {
+            let mut r = c.get();
             r.due = COLLECT_EVERY.max(16 * n as u64);
-            r.shard = (r.shard + 1) % SHARDS;
-        }
-        let _ = RECENT.try_with(|c| c.set(r));
+            r.shard = (shard + 1) % SHARDS;
+            c.set(r);
+        });
     }
 }
 
 impl<T> Arc<T> {
+    /// A drop whose UNREF leaves its entry at zero: unless this thread found the object still
+    /// referenced recently, look whether it was the last reference.
+    #[cold]
+    #[inline(never)]
+    fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, a: Anchor) {
+        let addr = self.inner.as_ptr() as usize;
+        let skip = RECENT
+            .try_with(|c| {
+                let mut r = c.get();
+                let skip = r.addr == addr && r.skip > 0;
+                if skip {
+                    r.skip -= 1;
+                    c.set(r);
+                }
+                skip
+            })
+            .unwrap_or(false);
+        if skip {
+            d.put(hdr, a);
+        } else if !self.drop_if_last(d, hdr, a) {
+            let _ = RECENT.try_with(|c| {
+                let mut r = c.get();
+                r.addr = addr;
+                r.skip = RECHECK;
+                c.set(r);
+            });
+        }
+        tick(d);
+    }
+
     /// The drop whose UNREF leaves its entry at zero. If another entry visibly counts a
     /// reference, just the UNREF (and false). Otherwise, holding the allocation's registry
     /// lock (every free of a listed allocation takes it first, so the allocation stays live

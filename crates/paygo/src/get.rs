@@ -58,6 +58,14 @@ impl Domain {
     /// to the local counter. No atomic read-modify-write, no fence.
     #[inline(always)]
     pub fn try_get(&self, hdr: Pin<&Header>) -> Option<Anchor> {
+        self.get_fast(hdr)
+            .or_else(|| self.get_slow(hdr, OnReclaim::Fail))
+    }
+
+    /// REF's fast path: the home slot (its entry, or a free slot claimed); `None` sends the
+    /// caller to the slow path.
+    #[inline(always)]
+    fn get_fast(&self, hdr: Pin<&Header>) -> Option<Anchor> {
         let obj = hdr.addr();
         // The header word as it is if the object is live (the section checks it).
         let live = hdr.word(LIVE);
@@ -88,19 +96,17 @@ impl Domain {
             let (ga, a) = s.anchor.load();
             let l = s.local.load(Ordering::Relaxed);
             if ga == gw && l.wrapping_add(a) == 0 {
-                if let Some(anchor) = self.claim(cpu, s, &hdr, live, obj, gw, l) {
-                    return Some(anchor);
-                }
+                return self.claim(cpu, s, &hdr, live, obj, gw, l);
             }
         }
-        self.get_slow(hdr, OnReclaim::Fail)
+        None
     }
 
     /// REF that waits out a concurrent `try_reclaim` (the paper's retry): fails only if the
     /// object is dead (or its handle's owner let go).
-    #[inline]
+    #[inline(always)]
     pub fn get_or_wait(&self, hdr: Pin<&Header>) -> Option<Anchor> {
-        self.try_get(hdr)
+        self.get_fast(hdr)
             .or_else(|| self.get_slow(hdr, OnReclaim::Wait))
     }
 

@@ -210,7 +210,7 @@ fn loom_kill_then_release() {
 
 #[cfg(paygo_loom_bug)]
 mod bugs {
-    use crate::domain::bug;
+    use crate::get::bug;
 
     fn with_bug(mode: u8, f: impl FnOnce()) {
         bug::MODE.with(|c| c.set(mode));

@@ -26,7 +26,7 @@ impl Domain {
     /// # Panics
     /// If the anchor's slot is not one of this domain's, or it counts another object.
     #[inline(always)]
-    fn anchor_slot(&self, obj: usize, anchor: &Anchor) -> &Slot {
+    pub(crate) fn anchor_slot(&self, obj: usize, anchor: &Anchor) -> &Slot {
         if anchor.obj != obj {
             wrong_object();
         }
@@ -50,6 +50,13 @@ impl Domain {
     #[inline(always)]
     pub fn put(&self, hdr: Pin<&Header>, anchor: Anchor) -> PutPath {
         let s = self.anchor_slot(hdr.addr(), &anchor);
+        self.put_in(hdr, s, anchor)
+    }
+
+    /// UNREF of `anchor`, whose slot `s` the caller found among this domain's for `hdr`.
+    #[inline(always)]
+    pub(crate) fn put_in(&self, hdr: Pin<&Header>, s: &Slot, anchor: Anchor) -> PutPath {
+        debug_assert_eq!(anchor.obj, hdr.addr());
         let cpu = anchor.cpu as usize;
         if self.may_be_on(cpu)
             && self

@@ -293,7 +293,7 @@ impl Domain {
     pub(crate) fn slot_at(&self, addr: usize) -> Option<&Slot> {
         let off = addr.wrapping_sub(self.slots.as_ptr() as usize);
         let size = core::mem::size_of::<Slot>();
-        if off % size != 0 {
+        if !off.is_multiple_of(size) {
             return None;
         }
         self.slots.get(off / size)

@@ -128,7 +128,7 @@ fn many_threads_clone_drop_and_migrate() {
     let mailbox: Mutex<Vec<Arc<Tracked<'static>>>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for t in 0..THREADS {
-            let mine: Vec<_> = roots.iter().map(|r| r.clone()).collect();
+            let mine: Vec<_> = roots.to_vec();
             let mailbox = &mailbox;
             let flags = &flags;
             s.spawn(move || {

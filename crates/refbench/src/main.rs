@@ -146,7 +146,11 @@ fn main() -> ExitCode {
                 None => SCHEMES.iter().map(|s| s.name).collect(),
             };
             let schemes: Vec<String> = if schemes.is_empty() {
-                known.iter().map(|s| s.to_string()).collect()
+                experiments::default_schemes(&experiment)
+                    .unwrap_or(&known)
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
             } else {
                 schemes
             };

@@ -3,6 +3,7 @@
 //! a shared machine touches all of them alike).
 
 mod counting;
+mod front;
 mod oplog_exp;
 
 use crate::output::Row;
@@ -55,7 +56,25 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         about: "OpLog Fig. 11 (fork-truncate): updates with a read every k; OpLog vs the same map under one lock; break-even k",
         variants: Some(&["oplog", "oplog-basic", "locked"]),
     },
+    ExperimentInfo {
+        name: "arc-clone",
+        about: "threads clone and drop one shared pointer: std::sync::Arc, triomphe::Arc, paygo::Arc (vs_std_arc)",
+        variants: Some(front::ARCS),
+    },
+    ExperimentInfo {
+        name: "reclaim-pressure",
+        about: "readers of one referenced object while a thread loops try_reclaim on it (vs_no_reclaimer)",
+        variants: None,
+    },
 ];
+
+/// The schemes an experiment runs when `--schemes` names none (`None`: all it knows).
+pub fn default_schemes(experiment: &str) -> Option<&'static [&'static str]> {
+    match experiment {
+        "reclaim-pressure" => Some(front::PRESSURE_DEFAULT),
+        _ => None,
+    }
+}
 
 /// The experiment called `name`.
 pub fn find(name: &str) -> Option<&'static ExperimentInfo> {
@@ -112,6 +131,8 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
         "tsc-check" => Ok(oplog_exp::tsc_check(p, tick)),
         "oplog-list" => Ok(oplog_exp::list(p, tick)),
         "oplog-read-ratio" => Ok(oplog_exp::read_ratio(p, tick)),
+        "arc-clone" => Ok(front::arc_clone(p, tick)),
+        "reclaim-pressure" => Ok(front::reclaim_pressure(p, tick)),
         other => Err(format!(
             "unknown experiment '{other}' (see `refbench list`)"
         )),
@@ -133,6 +154,8 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         "tsc-check" => 1,
         "oplog-list" => s * r * t,
         "oplog-read-ratio" => s * r * t * p.read_every.len() as u64,
+        "arc-clone" => s * r * t,
+        "reclaim-pressure" => s * r * t * 2,
         _ => 0,
     }
 }

@@ -1,0 +1,260 @@
+//! What a user of the library meets first: `arc-clone` (a shared pointer cloned and dropped by
+//! every thread: `std::sync::Arc`, `paygo::Arc`, `triomphe::Arc`) and `reclaim-pressure`
+//! (readers of one object while another thread keeps trying to reclaim it).
+
+use super::Params;
+use crate::harness::{median, thread_cpu_secs};
+use crate::output::Row;
+use crate::schemes::{self, SchemeInfo, Visit};
+use refcount::{Objects, RefCounter};
+use serde_json::{json, Map};
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// The pointer types of `arc-clone`.
+pub const ARCS: &[&str] = &["std-arc", "triomphe-arc", "paygo-arc"];
+
+/// `threads` workers run `work(t, stop)` (which returns its operation count) between a
+/// barrier and the stop flag; returns operations per second and the workers' CPU share.
+fn timed<W: Fn(usize, &AtomicBool) -> u64 + Sync>(
+    threads: usize,
+    duration: Duration,
+    pin: bool,
+    work: &W,
+) -> (f64, f64) {
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let (start, results) = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let (stop, barrier) = (&stop, &barrier);
+                s.spawn(move || {
+                    if pin {
+                        percpu::affinity::migrate(t);
+                    }
+                    barrier.wait();
+                    let cpu0 = thread_cpu_secs();
+                    let ops = work(t, stop);
+                    (ops, Instant::now(), thread_cpu_secs() - cpu0)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+        let r: Vec<_> = hs.into_iter().map(|h| h.join().expect("worker")).collect();
+        (start, r)
+    });
+    let ops: u64 = results.iter().map(|r| r.0).sum();
+    let end = results.iter().map(|r| r.1).max().unwrap_or(start);
+    let secs = end.duration_since(start).as_secs_f64().max(1e-9);
+    let cpu: f64 = results.iter().map(|r| r.2).sum();
+    (ops as f64 / secs, (cpu / (secs * threads as f64)).min(1.0))
+}
+
+/// Clone and drop in a loop, `BATCH` pairs between looks at the stop flag.
+const BATCH: u64 = 256;
+
+/// One repetition of `arc-clone` for pointer type `name`: each thread is handed a clone of one
+/// shared value (made on the main thread, as `let mine = shared.clone(); spawn(move || ..)`
+/// does) and clones and drops it in a loop.
+fn arc_clone_once(name: &str, threads: usize, p: &Params) -> (f64, f64) {
+    macro_rules! run {
+        ($arc:ty, $new:expr) => {{
+            let shared: $arc = $new;
+            let mine: Vec<$arc> = (0..threads).map(|_| shared.clone()).collect();
+            let work = |t: usize, stop: &AtomicBool| {
+                let held = &mine[t];
+                let mut ops = 0;
+                loop {
+                    for _ in 0..BATCH {
+                        let c = black_box(held.clone());
+                        black_box(*c);
+                        drop(c);
+                    }
+                    ops += BATCH;
+                    if stop.load(Ordering::Relaxed) {
+                        return ops;
+                    }
+                }
+            };
+            timed(threads, p.duration, p.pin, &work)
+        }};
+    }
+    match name {
+        "std-arc" => run!(std::sync::Arc<u64>, std::sync::Arc::new(7)),
+        "triomphe-arc" => run!(triomphe::Arc<u64>, triomphe::Arc::new(7)),
+        "paygo-arc" => run!(paygo::Arc<u64>, paygo::Arc::new(7)),
+        other => unreachable!("unknown pointer type {other}"),
+    }
+}
+
+/// `arc-clone`: one row per pointer type and thread count, with `vs_std_arc`, the ratio to
+/// `std::sync::Arc` at the same thread count in the same run.
+pub fn arc_clone(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let mut res: BTreeMap<(usize, String), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for _ in 0..p.reps {
+        for &t in &p.threads {
+            for name in &p.schemes {
+                let (ops, util) = arc_clone_once(name, t, p);
+                let e = res.entry((t, name.clone())).or_default();
+                e.0.push(ops);
+                e.1.push(util);
+                tick(name);
+            }
+        }
+    }
+    let std_at: BTreeMap<usize, f64> = res
+        .iter()
+        .filter(|((_, n), _)| n == "std-arc")
+        .map(|((t, _), (r, _))| (*t, median(r)))
+        .collect();
+    res.into_iter()
+        .map(|((t, name), (reps, utils))| {
+            let mut extra = Map::new();
+            extra.insert("cpu_util".into(), json!(median(&utils)));
+            if let Some(s) = std_at.get(&t) {
+                extra.insert("vs_std_arc".into(), json!(median(&reps) / s.max(1e-9)));
+            }
+            Row {
+                experiment: "arc-clone".into(),
+                scheme: name,
+                kind: schemes::Kind::Scheme,
+                threads: t,
+                objects: 1,
+                ops_per_sec: Some(median(&reps)),
+                reps,
+                extra,
+            }
+        })
+        .collect()
+}
+
+/// One repetition of `reclaim-pressure` for one scheme: `threads` readers get/put one object
+/// that the main thread keeps referenced, with or without one more thread looping
+/// `try_reclaim` on it (which must always fail).
+struct Pressure<'a> {
+    threads: usize,
+    reclaimer: bool,
+    p: &'a Params,
+    out: &'a mut (f64, f64, u64),
+}
+
+impl Visit for Pressure<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
+        let objs = Objects::new(&scheme, 1);
+        let o = objs.get(0);
+        let held = scheme.try_get(o).expect("live");
+        let attempts = std::sync::atomic::AtomicU64::new(0);
+        let done = AtomicBool::new(false);
+        let (ops, util) = std::thread::scope(|s| {
+            if self.reclaimer {
+                s.spawn(|| {
+                    let mut n = 0;
+                    while !done.load(Ordering::Relaxed) {
+                        assert!(!scheme.try_reclaim(o), "reclaimed a referenced object");
+                        n += 1;
+                    }
+                    attempts.store(n, Ordering::Relaxed);
+                });
+            }
+            let work = |_t: usize, stop: &AtomicBool| {
+                let mut ops = 0;
+                loop {
+                    for _ in 0..BATCH {
+                        // A REF refused while a reclaim is deciding is tried again: that
+                        // wait is the stall this experiment measures.
+                        loop {
+                            if let Some(tok) = scheme.try_get(o) {
+                                scheme.put(o, tok);
+                                break;
+                            }
+                            std::hint::spin_loop();
+                        }
+                    }
+                    ops += BATCH;
+                    if stop.load(Ordering::Relaxed) {
+                        return ops;
+                    }
+                }
+            };
+            let r = timed(self.threads, self.p.duration, self.p.pin, &work);
+            done.store(true, Ordering::Relaxed);
+            r
+        });
+        scheme.put(o, held);
+        assert_eq!(scheme.read_all(o), 0);
+        *self.out = (ops, util, attempts.load(Ordering::Relaxed));
+    }
+}
+
+/// The schemes `reclaim-pressure` runs when none is named.
+pub const PRESSURE_DEFAULT: &[&str] = &["cas", "percpu-ref", "paygo"];
+
+/// `reclaim-pressure`: readers' throughput with one thread looping `try_reclaim` on their
+/// (referenced) object, against the same readers without it (`vs_no_reclaimer`), and the
+/// reclaimer's attempts per second.
+pub fn reclaim_pressure(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    type Acc = (Vec<f64>, Vec<f64>, Vec<f64>);
+    let mut res: BTreeMap<(String, usize, bool), Acc> = BTreeMap::new();
+    for _ in 0..p.reps {
+        for &t in &p.threads {
+            for name in &p.schemes {
+                for reclaimer in [false, true] {
+                    let mut out = (0.0, 0.0, 0);
+                    schemes::visit(
+                        name,
+                        &p.scheme_config,
+                        Pressure {
+                            threads: t,
+                            reclaimer,
+                            p,
+                            out: &mut out,
+                        },
+                    )
+                    .expect("validated");
+                    let e = res.entry((name.clone(), t, reclaimer)).or_default();
+                    e.0.push(out.0);
+                    e.1.push(out.1);
+                    e.2.push(out.2 as f64 / p.duration.as_secs_f64());
+                    tick(name);
+                }
+            }
+        }
+    }
+    let base: BTreeMap<(String, usize), f64> = res
+        .iter()
+        .filter(|((_, _, r), _)| !r)
+        .map(|((n, t, _), v)| ((n.clone(), *t), median(&v.0)))
+        .collect();
+    res.into_iter()
+        .map(|((name, t, reclaimer), (reps, utils, attempts))| {
+            let mut extra = Map::new();
+            extra.insert("reclaimer".into(), json!(reclaimer));
+            extra.insert("cpu_util".into(), json!(median(&utils)));
+            if reclaimer {
+                extra.insert("reclaims_per_sec".into(), json!(median(&attempts)));
+                if let Some(b) = base.get(&(name.clone(), t)) {
+                    extra.insert("vs_no_reclaimer".into(), json!(median(&reps) / b.max(1e-9)));
+                }
+            }
+            Row {
+                experiment: "reclaim-pressure".into(),
+                kind: schemes::find(&name)
+                    .map(|s| s.kind)
+                    .unwrap_or(schemes::Kind::Scheme),
+                scheme: name,
+                threads: t,
+                objects: 1,
+                ops_per_sec: Some(median(&reps)),
+                reps,
+                extra,
+            }
+        })
+        .collect()
+}
