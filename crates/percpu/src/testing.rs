@@ -158,6 +158,11 @@ mod tests {
     #[should_panic(expected = "cannot append it to")]
     fn an_unwritable_log_fails_the_test() {
         let mut out = Vec::new();
-        report("SKIPPED: a: one", Some(std::path::Path::new("/")), false, &mut out);
+        report(
+            "SKIPPED: a: one",
+            Some(std::path::Path::new("/")),
+            false,
+            &mut out,
+        );
     }
 }
