@@ -18,7 +18,14 @@ fn meta_names_the_checked_out_commit() {
         return;
     };
     let out = Command::new(env!("CARGO_BIN_EXE_refbench"))
-        .args(["run", "single-object", "--schemes", "atomic", "--threads", "1"])
+        .args([
+            "run",
+            "single-object",
+            "--schemes",
+            "atomic",
+            "--threads",
+            "1",
+        ])
         .args(["--duration-ms", "5", "--reps", "1", "--format", "json"])
         .output()
         .expect("refbench runs");
