@@ -10,7 +10,7 @@ use oplog::set::{OpSet, SetLog, SetOp};
 use oplog::{Domain, Stamp};
 use refcount::conformance::{migrate, unpin, Rng};
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
@@ -26,12 +26,17 @@ fn set_history<const L: bool, const G: bool>(ways: usize, bound: usize, ops: usi
     // Another object in the same domain, so that the two evict each other.
     let other = Arc::new(OpSet::<L, G>::new(&d));
     let stop = Arc::new(AtomicBool::new(false));
+    // Reads finished so far: each writer waits, halfway through its history, until a read
+    // has begun and ended since it got there, so that reads of partial histories are checked
+    // however the machine schedules the reader.
+    let reads_done = Arc::new(AtomicUsize::new(0));
     let reader = {
-        let (set, stop) = (set.clone(), stop.clone());
+        let (set, stop, reads_done) = (set.clone(), stop.clone(), reads_done.clone());
         thread::spawn(move || {
             let mut reads = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 reads.push(mask(&set.object().synchronize()));
+                reads_done.fetch_add(1, Ordering::Relaxed);
                 thread::yield_now();
             }
             reads
@@ -39,11 +44,19 @@ fn set_history<const L: bool, const G: bool>(ways: usize, bound: usize, ops: usi
     };
     let hs: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (set, other) = (set.clone(), other.clone());
+            let (set, other, reads_done) = (set.clone(), other.clone(), reads_done.clone());
             thread::spawn(move || {
                 let mut rng = Rng::new(t as u64 + 11);
                 let mut logged: Vec<(Stamp, SetOp)> = Vec::new();
-                for _ in 0..ops {
+                for n in 0..ops {
+                    if n == ops / 2 {
+                        // The count may already include a read that began before this point:
+                        // wait for the one after it.
+                        let seen = reads_done.load(Ordering::Relaxed);
+                        while reads_done.load(Ordering::Relaxed) < seen + 2 {
+                            thread::yield_now();
+                        }
+                    }
                     if rng.below(50) == 0 {
                         migrate(rng.below(8));
                     }
@@ -66,6 +79,11 @@ fn set_history<const L: bool, const G: bool>(ways: usize, bound: usize, ops: usi
     let mut all: Vec<(Stamp, SetOp)> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
     stop.store(true, Ordering::Relaxed);
     let reads = reader.join().unwrap();
+    assert!(
+        reads.len() >= 2,
+        "{} reads: each writer waited for two",
+        reads.len()
+    );
     all.sort_by_key(|e| e.0);
     let distinct: HashSet<Stamp> = all.iter().map(|e| e.0).collect();
     assert_eq!(distinct.len(), all.len(), "stamps are unique");

@@ -18,7 +18,13 @@ struct AbortOnPanic;
 impl Drop for AbortOnPanic {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("a worker panicked; aborting so that the test fails instead of hanging");
+            // Straight to the standard error: the harness would print a captured message only
+            // after the test returns, which it never does.
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(
+                b"a thread panicked while the others wait at a barrier; aborting so that the \
+                  test fails instead of hanging (run with --nocapture to see the message)\n",
+            );
             std::process::abort();
         }
     }
@@ -37,7 +43,7 @@ fn run(domain: &Domain) {
     let mailboxes: Vec<Mutex<Vec<(usize, Guard<'_>)>>> =
         (0..THREADS).map(|_| Mutex::new(Vec::new())).collect();
     let barrier = Barrier::new(THREADS + 1);
-    let _abort = AbortOnPanic;
+    let abort = AbortOnPanic;
     std::thread::scope(|s| {
         for t in 0..THREADS {
             let (model, mailboxes, barrier, hdr) = (&model, &mailboxes, &barrier, &hdr);
@@ -104,6 +110,8 @@ fn run(domain: &Domain) {
         }
         barrier.wait();
     });
+    // The workers are joined: from here on a failure fails the test normally.
+    drop(abort);
     for i in 0..OBJECTS {
         assert_eq!(model[i].load(Ordering::Relaxed), 0);
         assert_eq!(domain.read_all(hdr(i)), 0, "object {i} at the end");
@@ -148,15 +156,19 @@ fn model_small_domain_with_evictions() {
 fn guard_dropped_on_another_cpu_takes_the_anchor_path() {
     let d = Domain::new();
     let h = Box::pin(Header::new());
-    let cpus = percpu::affinity::process_cpus();
-    if cpus.len() < 2 || !migrate(0) {
+    let what = "a guard dropped on another CPU";
+    let Some((here, there)) = percpu::testing::two_cpus_or_skip(what) else {
+        return;
+    };
+    if !percpu::affinity::pin(here) {
+        percpu::testing::skip(format_args!("cannot pin the thread to CPU {here}: {what}"));
         return;
     }
     let g = d.try_ref(h.as_ref()).unwrap();
-    assert_eq!(g.token().cpu(), cpus[0]);
+    assert_eq!(g.token().cpu(), here);
     std::thread::scope(|s| {
         s.spawn(|| {
-            assert!(migrate(1));
+            assert!(percpu::affinity::pin(there));
             assert_eq!(d.put(h.as_ref(), g.into_token()), paygo::PutPath::Anchor);
         });
     });

@@ -4,7 +4,7 @@
 //! memory held by overflow lists returns to its baseline (zero) once everything is given back.
 
 use paygo::{Config, Domain, PutPath};
-use refcount::conformance::{migrate, unpin};
+use refcount::conformance::unpin;
 use refcount::Objects;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -44,7 +44,17 @@ fn a_million_live_references_on_distinct_objects() {
     assert_eq!(base.overflow_bytes, 0);
     let headers = Objects::new(&d, N);
     let hdr = |i: usize| headers.get(i);
-    let pinned = migrate(0);
+    // The second half of the UNREFs runs on another CPU than the REFs: two CPUs, pinned.
+    let cpus = percpu::testing::two_cpus_or_skip("the UNREFs after migrating (anchor path)")
+        .filter(|&(here, _)| {
+            let pinned = percpu::affinity::pin(here);
+            if !pinned {
+                percpu::testing::skip(format_args!(
+                    "cannot pin the thread to CPU {here}: the UNREFs after migrating (anchor path)"
+                ));
+            }
+            pinned
+        });
     let heap_base = LIVE.load(Ordering::Relaxed);
     let mut anchors = Vec::with_capacity(N);
     for i in 0..N {
@@ -77,8 +87,8 @@ fn a_million_live_references_on_distinct_objects() {
     // Give back: the first half where they were taken, the second half after migrating.
     let mut paths = [0usize; 3];
     for (i, a) in anchors.drain(..).enumerate() {
-        if i == N / 2 && pinned {
-            migrate(1);
+        if let (true, Some((_, there))) = (i == N / 2, cpus) {
+            assert!(percpu::affinity::pin(there), "pin to CPU {there}");
         }
         paths[d.put(hdr(i), a) as usize] += 1;
     }
@@ -114,6 +124,15 @@ fn a_million_live_references_on_distinct_objects() {
         assert_eq!(d.live_entries(cpu), 0);
     }
     assert!(paths[PutPath::Overflow as usize] > 0);
+    if cpus.is_some() {
+        // Every entry of the first half was evicted long before its UNREF, and the second
+        // half's UNREFs run on another CPU than their entries: none is on its home path.
+        assert_eq!(paths[PutPath::Home as usize], 0, "{paths:?}");
+        assert!(
+            paths[PutPath::Anchor as usize] > 0,
+            "no UNREF took the anchor path after migrating: {paths:?}"
+        );
+    }
     println!(
         "paths (home, anchor, overflow) = {paths:?}, {:?}; while held: {held:?}, heap +{heap_held}",
         d.stats()

@@ -11,6 +11,7 @@ mod percpu;
 /// public API.
 #[doc(hidden)]
 pub mod sync;
+pub mod testing;
 mod word;
 
 #[cfg(loom)]

@@ -189,47 +189,81 @@ fn forced_aborts_lose_nothing() {
             aborts > 0,
             "the injected delay and signals should have aborted some sections"
         );
+    } else {
+        percpu::testing::skip(format_args!(
+            "percpu mode {}: no rseq section to abort, the sum is checked without forced aborts",
+            percpu::mode()
+        ));
     }
 }
 
 /// The flag protocol the fence exists for: workers add only while the flag is clear (checked
-/// inside the section); after `flag = 1; fence()`, the sum must never move again.
+/// inside the section); after `flag = 1; fence()`, the sum must never move again. The fence
+/// comes only once every worker has committed (those sections must be visible after it), and
+/// the workers stop only once each has been refused by the flag after it.
 #[test]
 fn fence_stops_sections_that_check_a_flag() {
     const THREADS: usize = 4;
-    percpu::set_inject_delay(200);
-    for round in 0..20 {
+    percpu::set_inject_delay(2_000);
+    for round in 0..40 {
         let pc: Arc<PerCpu<AtomicI64>> = Arc::new(PerCpu::default());
         let flag = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
+        // Per worker: sections committed, and sections refused by the flag.
+        let committed: Arc<Vec<AtomicU64>> = Arc::new((0..THREADS).map(|_| 0.into()).collect());
+        let refused: Arc<Vec<AtomicU64>> = Arc::new((0..THREADS).map(|_| 0.into()).collect());
         let hs: Vec<_> = (0..THREADS)
-            .map(|_| {
+            .map(|t| {
                 let (pc, flag, stop) = (pc.clone(), flag.clone(), stop.clone());
+                let (committed, refused) = (committed.clone(), refused.clone());
                 thread::spawn(move || {
-                    let mut mine = 0i64;
                     while !stop.load(Ordering::Relaxed) {
                         let (cpu, v) = pc.current();
-                        if pc.add(cpu, &[Check::new(&*flag, 0)], v, 1).is_ok() {
-                            mine += 1;
+                        match pc.add(cpu, &[Check::new(&*flag, 0)], v, 1) {
+                            // Release pairs with the main thread's Acquire load below: this
+                            // section happens before the fence.
+                            Ok(()) => {
+                                committed[t].fetch_add(1, Ordering::Release);
+                            }
+                            Err(Fail::Mismatch(0)) => {
+                                refused[t].fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(Fail::Abort) => {}
+                            Err(e) => panic!("unexpected {e:?}"),
                         }
                     }
-                    mine
                 })
             })
             .collect();
-        thread::sleep(std::time::Duration::from_millis(2 + round % 3));
+        // Every worker has committed at least once (the later rounds let them run longer, so
+        // that the fence meets sections in flight at different points).
+        let before = 1 + round as u64 * 10;
+        while committed.iter().any(|c| c.load(Ordering::Acquire) < before) {
+            thread::yield_now();
+        }
+        let seen: u64 = committed.iter().map(|c| c.load(Ordering::Acquire)).sum();
         flag.store(1, Ordering::Relaxed);
         pc.fence();
         let at_fence = sum(&pc);
-        thread::sleep(std::time::Duration::from_millis(5));
+        assert!(
+            at_fence >= seen as i64,
+            "sections committed before the fence are not visible after it: {at_fence} < {seen} (round {round})"
+        );
+        // Every worker has tried again after the fence and been refused.
+        while refused.iter().any(|r| r.load(Ordering::Relaxed) == 0) {
+            thread::yield_now();
+        }
         stop.store(true, Ordering::Relaxed);
-        let committed: i64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let total: u64 = committed.iter().map(|c| c.load(Ordering::Relaxed)).sum();
         assert_eq!(
             sum(&pc),
             at_fence,
             "a section committed after the fence (round {round})"
         );
-        assert_eq!(committed, at_fence);
+        assert_eq!(total as i64, at_fence);
     }
     percpu::set_inject_delay(0);
 }
@@ -335,25 +369,30 @@ fn store_add_every_arity() {
 #[test]
 fn section_for_another_cpu_fails_on_the_rseq_path_and_runs_locked_on_the_fallback() {
     let _saved = percpu::affinity::Saved::take();
-    if percpu::online_cpus() < 2 || !percpu::affinity::pin(0) {
+    let what = "a section for another CPU than the thread's";
+    let Some((here, there)) = percpu::testing::two_cpus_or_skip(what) else {
+        return;
+    };
+    if !percpu::affinity::pin(here) {
+        percpu::testing::skip(format_args!("cannot pin the thread to CPU {here}: {what}"));
         return;
     }
     let pc = PerCpu::new(|_| AtomicI64::new(0));
-    assert_eq!(pc.cpu(), 0);
+    assert_eq!(pc.cpu(), here);
     assert_eq!(pc.sections_check_cpu(), percpu::fast_path_available());
-    let other = pc.get(1);
+    let other = pc.get(there);
     let w = AtomicU64::new(0);
-    let r = pc.add(1, &[], other, 5);
+    let r = pc.add(there, &[], other, 5);
     if pc.sections_check_cpu() {
-        // Not on CPU 1: the section fails before touching anything, with no checks (unrolled
-        // sections) and with four (the looping one).
+        // Not on that CPU: the section fails before touching anything, with no checks
+        // (unrolled sections) and with four (the looping one).
         assert_eq!(r, Err(Fail::Abort));
         let four = [Check::new(&w, 0); 4];
-        assert_eq!(pc.add(1, &four, other, 5), Err(Fail::Abort));
-        assert_eq!(pc.store(1, &four, other, 7), Err(Fail::Abort));
+        assert_eq!(pc.add(there, &four, other, 5), Err(Fail::Abort));
+        assert_eq!(pc.store(there, &four, other, 7), Err(Fail::Abort));
         assert_eq!(other.load(Ordering::Relaxed), 0);
     } else {
-        // Fallback: CPU 1's lock makes it a section of that slot from anywhere.
+        // Fallback: that CPU's lock makes it a section of its slot from anywhere.
         assert_eq!(r, Ok(()));
         assert_eq!(other.load(Ordering::Relaxed), 5);
     }

@@ -9,10 +9,10 @@ fn spares_are_kept_up_to_the_threshold() {
     let s = Sloppy::with_threshold(4);
     let objs = Objects::new(&s, 1);
     let o = objs.get(0);
-    if !migrate(0) {
-        return; // cannot pin: the per-CPU expectations below would not hold
-    }
-    let cpu = percpu::current_cpu();
+    // Unpinned, the per-CPU expectations below would not hold.
+    let Some(cpu) = percpu::testing::pin_or_skip("the spares of one CPU") else {
+        return;
+    };
     let toks: Vec<_> = (0..10).map(|_| s.try_get(o).unwrap()).collect();
     assert_eq!(
         s.central(o),

@@ -1,0 +1,168 @@
+//! Tests that cannot run here say so.
+//!
+//! Some checks need what a machine may not give: two CPUs the process may use, a thread pinned
+//! where it asked to be, the rseq fast path. A test that meets such a machine must not return
+//! early and be reported as `ok`: it calls [`skip`] with its reason, and then either returns or
+//! goes on with the checks that still hold. Where the condition is known at compile time, use
+//! `#[ignore = "reason"]` (or `#[cfg_attr(COND, ignore = "reason")]`) instead.
+//!
+//! [`skip`] prints one line, `SKIPPED: <test>: <reason>`, straight to the standard error (not
+//! through `eprintln!`, which the test harness captures and shows only for failing tests), so
+//! the line appears in every test run. Two environment variables make the count visible:
+//!
+//! * [`SKIP_LOG_ENV`] (`SKIPPED_TESTS_LOG=FILE`): the line is also appended to `FILE`; CI
+//!   (`.ci/run`) counts the lines of that file and prints them.
+//! * [`NO_SKIP_ENV`] (`NO_SKIPPED_TESTS=1`): a skip fails the test instead, for a machine on
+//!   which every check is expected to run.
+
+use std::io::Write;
+
+/// Append every `SKIPPED:` line to this file, when set.
+pub const SKIP_LOG_ENV: &str = "SKIPPED_TESTS_LOG";
+
+/// Set (to anything but `0` or the empty string) to make every [`skip`] fail its test.
+pub const NO_SKIP_ENV: &str = "NO_SKIPPED_TESTS";
+
+/// The name the test harness gives the calling thread (the test's path), prefixed with the
+/// test binary's name without cargo's hash: `percpu::fence_stops_sections_that_check_a_flag`.
+pub fn test_name() -> String {
+    let exe = std::env::args().next().unwrap_or_default();
+    let stem = std::path::Path::new(&exe)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // cargo names test binaries NAME-HASH, with a 16-digit hexadecimal hash.
+    let binary = match stem.rsplit_once('-') {
+        Some((name, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            name.to_string()
+        }
+        _ => stem,
+    };
+    let thread = std::thread::current();
+    match thread.name() {
+        Some(t) if t != "main" => format!("{binary}::{t}"),
+        _ => binary,
+    }
+}
+
+/// The line [`skip`] prints, without its newline.
+pub fn skip_line(test: &str, reason: &str) -> String {
+    format!("SKIPPED: {test}: {}", reason.replace('\n', " "))
+}
+
+/// Reports that the calling test (or the part of it named in `reason`) cannot run here, and
+/// why: prints `SKIPPED: <test>: <reason>` to the standard error, bypassing the harness's
+/// capture, and appends it to the file named by [`SKIP_LOG_ENV`] if set.
+///
+/// # Panics
+/// If [`NO_SKIP_ENV`] is set: the skip fails the test. Also if the log file cannot be written
+/// (a skip that CI would not count must not pass unnoticed).
+pub fn skip(reason: impl std::fmt::Display) {
+    let line = skip_line(&test_name(), &reason.to_string());
+    let strict = std::env::var(NO_SKIP_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
+    let log = std::env::var_os(SKIP_LOG_ENV).filter(|p| !p.is_empty());
+    let log = log.as_deref().map(std::path::Path::new);
+    report(&line, log, strict, &mut std::io::stderr());
+}
+
+fn report(line: &str, log: Option<&std::path::Path>, strict: bool, out: &mut dyn Write) {
+    assert!(!strict, "{line} (and {NO_SKIP_ENV} is set)");
+    // One write of the whole line, so that lines of tests running in parallel do not mix.
+    let _ = out.write_all(format!("\n{line}\n").as_bytes());
+    if let Some(path) = log {
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        if let Err(e) = written {
+            panic!("{line}; and cannot append it to {}: {e}", path.display());
+        }
+    }
+}
+
+/// Pins the calling thread to one of the CPUs the process may use (the first of
+/// [`crate::affinity::process_cpus`]) and returns it, or reports the skip (`what` names the
+/// checks that cannot run) and returns `None`. Restore the affinity with
+/// [`crate::affinity::unpin`] or a [`crate::affinity::Saved`] taken before.
+pub fn pin_or_skip(what: &str) -> Option<usize> {
+    let cpus = crate::affinity::process_cpus();
+    match cpus.first() {
+        Some(&cpu) if crate::affinity::pin(cpu) => Some(cpu),
+        Some(&cpu) => {
+            skip(format_args!("cannot pin the thread to CPU {cpu}: {what}"));
+            None
+        }
+        None => {
+            skip(format_args!(
+                "thread affinity cannot be set on this platform: {what}"
+            ));
+            None
+        }
+    }
+}
+
+/// The first two CPUs the process may use, or the skip reported (`what` names the checks that
+/// cannot run) and `None` when it may use fewer than two.
+pub fn two_cpus_or_skip(what: &str) -> Option<(usize, usize)> {
+    match crate::affinity::process_cpus() {
+        [a, b, ..] => Some((*a, *b)),
+        cpus => {
+            skip(format_args!(
+                "the process may use {} CPU(s) ({cpus:?}), this needs two: {what}",
+                cpus.len()
+            ));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_names_the_test_and_keeps_to_one_line() {
+        assert_eq!(
+            skip_line("percpu::t", "needs two CPUs\n(has one)"),
+            "SKIPPED: percpu::t: needs two CPUs (has one)"
+        );
+        let name = test_name();
+        assert!(
+            name.ends_with("::testing::tests::the_line_names_the_test_and_keeps_to_one_line"),
+            "{name}"
+        );
+        assert!(name.starts_with("percpu"), "{name}");
+    }
+
+    #[test]
+    fn report_appends_one_line_per_skip() {
+        let path = std::env::temp_dir().join(format!("percpu-skips.{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut out = Vec::new();
+        report("SKIPPED: a: one", Some(&path), false, &mut out);
+        report("SKIPPED: b: two", Some(&path), false, &mut out);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(text, "SKIPPED: a: one\nSKIPPED: b: two\n");
+        assert_eq!(out, b"\nSKIPPED: a: one\n\nSKIPPED: b: two\n");
+    }
+
+    #[test]
+    #[should_panic(expected = "SKIPPED: a: one (and NO_SKIPPED_TESTS is set)")]
+    fn strict_mode_fails_the_test() {
+        report("SKIPPED: a: one", None, true, &mut Vec::new());
+    }
+
+    #[test]
+    #[should_panic(expected = "cannot append it to")]
+    fn an_unwritable_log_fails_the_test() {
+        let mut out = Vec::new();
+        report(
+            "SKIPPED: a: one",
+            Some(std::path::Path::new("/")),
+            false,
+            &mut out,
+        );
+    }
+}
