@@ -35,6 +35,24 @@ impl Log for CounterLog {
 
 /// A distributed counter: increments and decrements go to the current CPU's delta; `read`
 /// synchronizes. An idle counter costs one `i64` plus the object header.
+///
+/// ```
+/// use oplog::{Counter, CounterLog, Domain};
+///
+/// let domain = Domain::<CounterLog>::new();
+/// let hits = Counter::new(&domain, 0);
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             for _ in 0..1000 {
+///                 hits.inc(); // into this CPU's delta: no shared write
+///             }
+///         });
+///     }
+/// });
+/// hits.dec();
+/// assert_eq!(hits.read(), 3999); // every CPU's delta folded in
+/// ```
 pub struct Counter {
     obj: Object<CounterLog>,
 }

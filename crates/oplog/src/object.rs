@@ -259,6 +259,16 @@ impl<L: Log> Core<L> {
 ///
 /// An object with no pending update costs its structure plus a small header (a mutex, the
 /// per-CPU pending bits, the domain pointer): logs live in the domain's per-CPU caches.
+///
+/// ```
+/// use oplog::{CounterLog, Domain, Object};
+///
+/// let domain = Domain::<CounterLog>::new();
+/// let total = Object::new(&domain, 10i64);
+/// total.log(5); // appended to this CPU's log (for a counter: added to its delta)
+/// total.log(-2);
+/// assert_eq!(*total.synchronize(), 13); // logs applied, structure locked while the guard lives
+/// ```
 pub struct Object<L: Log> {
     core: NonNull<Core<L>>,
 }

@@ -81,6 +81,27 @@ struct Slot<T> {
 /// path) or hold that CPU slot's lock (fallback), so two sections for the same slot never
 /// interleave. The words they write must live in that slot's value (or be otherwise owned by
 /// that CPU slot): see [`Word`].
+///
+/// ```
+/// use percpu::PerCpu;
+/// use std::sync::atomic::{AtomicI64, Ordering};
+///
+/// // One counter per CPU: each thread adds to the counter of the CPU it runs on, inside a
+/// // critical section (rseq: no atomic instruction; fallback: that CPU's lock).
+/// let hits = PerCpu::new(|_| AtomicI64::new(0));
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             for _ in 0..1000 {
+///                 hits.add_current(|c| c, 1);
+///             }
+///         });
+///     }
+/// });
+/// let total: i64 = hits.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+/// assert_eq!(total, 4000);
+/// println!("per-CPU path: {:?}", percpu::mode());
+/// ```
 pub struct PerCpu<T> {
     slots: Box<[CachePadded<Slot<T>>]>,
     /// Sections take the rseq path: the process is on it and every possible CPU has a slot.

@@ -45,7 +45,7 @@ impl RefCounter for PercpuLimit {
 }
 
 fn pin(cpu: usize) {
-    let _ = refcount::conformance::migrate(cpu);
+    let _ = percpu::affinity::migrate(cpu);
 }
 
 fn run<C: RefCounter>(s: Arc<C>, threads: usize, ms: u64, owner_creates: bool) -> f64 {

@@ -18,9 +18,7 @@ use crate::{Objects, Precision, RefCounter};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
-/// How many attempts a scheme whose zero detection lags (RefCache's epochs) may need before
-/// `try_reclaim` of an unreferenced object succeeds.
-pub const RECLAIM_ATTEMPTS: usize = 10_000;
+pub use crate::lifecycle::{reclaim_eventually, RECLAIM_ATTEMPTS};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 #[derive(Clone, Debug)]
@@ -77,11 +75,6 @@ fn check_count<C: RefCounter>(s: &C, objs: &Objects<C>, i: usize, model: usize, 
             C::NAME
         );
     }
-}
-
-/// Reclaims an unreferenced object, allowing lagging schemes [`RECLAIM_ATTEMPTS`] tries.
-pub fn reclaim_eventually<C: RefCounter>(s: &C, obj: core::pin::Pin<&C::Object>) -> bool {
-    (0..RECLAIM_ATTEMPTS).any(|_| s.try_reclaim(obj))
 }
 
 /// Single thread, random get/put over a few objects against a model of held tokens; reclaim

@@ -6,11 +6,14 @@ use percpu::sync;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 
-pub use lifecycle::reclaim_batch;
+pub use lifecycle::{reclaim_batch, reclaim_eventually, RECLAIM_ATTEMPTS};
 
 pub mod atomic;
 pub mod brc;
 pub mod cas;
+/// The conformance suite every scheme passes (feature `conformance`, for the workspace's
+/// tests).
+#[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod frozen_bit;
 mod lifecycle;
@@ -53,6 +56,21 @@ impl Memory {
 }
 
 /// A reference counting scheme. See the crate documentation for the model.
+///
+/// ```
+/// use refcount::{Objects, RefCounter};
+///
+/// // Any scheme: here Linux's page_ref CAS loop.
+/// let scheme = refcount::cas::Cas;
+/// let objs = Objects::new(&scheme, 2);
+/// let token = scheme.try_get(objs.get(0)).expect("live");
+/// assert_eq!(scheme.read_all(objs.get(0)), 1);
+/// assert!(!scheme.try_reclaim(objs.get(0))); // referenced: fails, nothing changes
+/// scheme.put(objs.get(0), token);
+/// assert!(scheme.try_reclaim(objs.get(0))); // no reference: dead from now on
+/// assert!(scheme.try_get(objs.get(0)).is_none());
+/// scheme.reinit(objs.get(0)); // live again, for reuse of its memory
+/// ```
 ///
 /// `&self` is the scheme's shared state; each counted object embeds a [`Self::Object`].
 /// Every method takes the object pinned: a scheme may record its address (PAYGO and RefCache
@@ -137,6 +155,17 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
 }
 
 /// A fixed arena of objects that never moves, so it can hand out `Pin<&Object>` safely.
+///
+/// ```
+/// use refcount::{Objects, RefCounter};
+///
+/// let scheme = refcount::percpu_ref::PercpuRef::new();
+/// let pages = Objects::new(&scheme, 64);
+/// assert_eq!(pages.len(), 64);
+/// let held: Vec<_> = pages.iter().map(|p| scheme.try_ref(p).unwrap()).collect();
+/// assert!(pages.iter().all(|p| scheme.is_referenced(p)));
+/// drop(held);
+/// ```
 pub struct Objects<C: RefCounter> {
     items: Pin<Box<[C::Object]>>,
 }
@@ -177,7 +206,20 @@ impl<C: RefCounter> Objects<C> {
     }
 }
 
-/// A reference held as a value: taken by [`Ref::try_new`], given back on drop. `Send` whenever
+/// A reference held as a value: taken by [`Ref::try_new`] (or [`RefCounter::try_ref`]), given
+/// back on drop: the workspace's one guard type.
+///
+/// ```
+/// use refcount::{Objects, Ref, RefCounter};
+///
+/// let scheme = refcount::atomic::Atomic;
+/// let objs = Objects::new(&scheme, 1);
+/// let r: Ref<'_, _> = scheme.try_ref(objs.get(0)).unwrap();
+/// let moved = std::thread::scope(|s| s.spawn(move || scheme.read_all(r.object())).join());
+/// assert_eq!(moved.unwrap(), 1); // the guard went to the thread and was dropped there
+/// assert_eq!(scheme.read_all(objs.get(0)), 0);
+/// ```
+/// `Send` whenever
 /// the scheme's token is, so it may be dropped on another thread (PAYGO then takes its anchor
 /// path).
 pub struct Ref<'a, C: RefCounter> {

@@ -69,3 +69,13 @@ pub fn reclaim_batch<O>(
     }
     n
 }
+
+/// Tries a reclaim this many times before [`reclaim_eventually`] gives up.
+pub const RECLAIM_ATTEMPTS: usize = 10_000;
+
+/// Reclaims an object that no one references, allowing schemes whose counts lag (RefCache
+/// settles its per-CPU deltas at epochs) up to [`RECLAIM_ATTEMPTS`] tries; whether it
+/// succeeded.
+pub fn reclaim_eventually<C: crate::RefCounter>(s: &C, obj: core::pin::Pin<&C::Object>) -> bool {
+    (0..RECLAIM_ATTEMPTS).any(|_| s.try_reclaim(obj))
+}

@@ -307,7 +307,7 @@ impl Visit for QueryVisit<'_> {
             let start = Instant::now();
             let mut done = 0;
             for o in objs.iter() {
-                if refcount::conformance::reclaim_eventually(&scheme, o) {
+                if refcount::reclaim_eventually(&scheme, o) {
                     done += 1;
                 }
             }
