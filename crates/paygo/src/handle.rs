@@ -57,8 +57,23 @@ unsafe fn release_handle<T>(p: NonNull<Inner<T>>) {
 }
 
 /// The owner of a published value. Dereferences to it; dropping the owner (or
-/// [`Owner::kill`]) forbids new references, and the value is dropped once the last [`HandleRef`] is
-/// gone.
+/// [`Owner::kill`]) forbids new references, and the value is dropped once the last
+/// [`HandleRef`] is gone.
+///
+/// ```
+/// use paygo::{Domain, Owner};
+/// use std::sync::Arc;
+///
+/// let domain = Arc::new(Domain::new());
+/// let owner = Owner::new(&domain, String::from("config v1"));
+/// let handle = owner.handle(); // for readers, on any thread
+/// let r = handle.try_get().expect("published");
+/// owner.kill(); // no new reference from now on...
+/// assert!(handle.try_get().is_none());
+/// assert_eq!(*r, "config v1"); // ...but the ones held stay valid
+/// drop(r); // the last one drops the value
+/// assert!(handle.is_released());
+/// ```
 pub struct Owner<T> {
     inner: NonNull<Inner<T>>,
 }

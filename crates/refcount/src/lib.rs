@@ -219,8 +219,8 @@ impl<C: RefCounter> Objects<C> {
 /// assert_eq!(moved.unwrap(), 1); // the guard went to the thread and was dropped there
 /// assert_eq!(scheme.read_all(objs.get(0)), 0);
 /// ```
-/// `Send` whenever
-/// the scheme's token is, so it may be dropped on another thread (PAYGO then takes its anchor
+///
+/// `Send` whenever the scheme's token is, so it may be dropped on another thread (PAYGO then takes its anchor
 /// path).
 pub struct Ref<'a, C: RefCounter> {
     scheme: &'a C,
