@@ -19,10 +19,14 @@ fn main() -> ExitCode {
         let r = match a.as_str() {
             "--scheme" => value("--scheme").map(|v| scheme = v),
             "--pages" => value("--pages").and_then(|v| {
-                v.parse().map(|n| pages = n).map_err(|e| format!("--pages {v}: {e}"))
+                v.parse()
+                    .map(|n| pages = n)
+                    .map_err(|e| format!("--pages {v}: {e}"))
             }),
             "--passes" => value("--passes").and_then(|v| {
-                v.parse().map(|n| passes = n).map_err(|e| format!("--passes {v}: {e}"))
+                v.parse()
+                    .map(|n| passes = n)
+                    .map_err(|e| format!("--passes {v}: {e}"))
             }),
             "-h" | "--help" => {
                 println!("usage: pcat FILE [--scheme S] [--pages N] [--passes P]");

@@ -178,7 +178,11 @@ impl<C: RefCounter> Inner<C> {
     /// Writes frame `i` (page `page` of `f`) back, up to the file's length.
     fn write_back(&self, f: &FileState, i: u32, page: u64) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
-        let len = f.len.load(Ordering::Acquire).saturating_sub(off).min(PAGE_SIZE as u64) as usize;
+        let len = f
+            .len
+            .load(Ordering::Acquire)
+            .saturating_sub(off)
+            .min(PAGE_SIZE as u64) as usize;
         let mut buf = [0u8; PAGE_SIZE];
         copy_out(self.words(i), 0, &mut buf[..len]);
         self.hook(IoKind::WriteBack, f, off, len)?;
@@ -465,7 +469,10 @@ impl<C: RefCounter> PageCacheOf<C> {
         if let Some(why) = schemes::find(C::NAME).and_then(|s| s.unfit_for_page_cache) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("pagecache: scheme '{}' cannot serve a page cache: {why}", C::NAME),
+                format!(
+                    "pagecache: scheme '{}' cannot serve a page cache: {why}",
+                    C::NAME
+                ),
             ));
         }
         let frames: Vec<Frame<C>> = (0..n)
@@ -595,7 +602,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         if offset >= end {
             return Ok(0);
         }
-        let n = buf.len().min((end - offset).min(usize::MAX as u64) as usize);
+        let n = buf
+            .len()
+            .min((end - offset).min(usize::MAX as u64) as usize);
         let mut done = 0;
         while done < n {
             let at = offset + done as u64;

@@ -86,7 +86,10 @@ fn hammer(scheme: &str, mode: Mode) {
     });
     let st = cache.stats();
     assert!(st.resident <= 6 && st.resident_high_water <= 6, "{st:?}");
-    assert!(st.evictions > 0, "{scheme}: the tiny limit forced no eviction: {st:?}");
+    assert!(
+        st.evictions > 0,
+        "{scheme}: the tiny limit forced no eviction: {st:?}"
+    );
     drop(file);
     let disk = std::fs::read(&path).expect("read back");
     assert_eq!(disk.len() as u64, LEN);

@@ -19,12 +19,18 @@ fn check_reads(file: &pagecache::CachedFile, len: u64) {
 
 #[test]
 fn bad_configs_are_refused() {
-    let e = PageCache::new(Config::new(0, "paygo")).err().expect("limit 0");
+    let e = PageCache::new(Config::new(0, "paygo"))
+        .err()
+        .expect("limit 0");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
-    let e = PageCache::new(Config::new(8, "no-such")).err().expect("unknown");
+    let e = PageCache::new(Config::new(8, "no-such"))
+        .err()
+        .expect("unknown");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("no-such"));
-    let e = PageCache::new(Config::new(8, "percpu-limit")).err().expect("unfit");
+    let e = PageCache::new(Config::new(8, "percpu-limit"))
+        .err()
+        .expect("unfit");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("cannot detect zero"), "{e}");
 }
@@ -35,7 +41,10 @@ fn missing_files_and_directories_are_refused_and_the_cache_goes_on() {
     let path = pattern_file(&dir, "ok", 3 * 4096 + 5);
     let cache = PageCache::new(Config::new(2, "paygo")).expect("cache");
     let file = cache.open(&path).expect("open");
-    let e = cache.open(dir.path().join("missing")).err().expect("missing");
+    let e = cache
+        .open(dir.path().join("missing"))
+        .err()
+        .expect("missing");
     assert_eq!(e.kind(), ErrorKind::NotFound);
     let e = cache.open(dir.path()).err().expect("directory");
     assert_eq!(e.kind(), ErrorKind::IsADirectory);
@@ -51,7 +60,10 @@ fn reads_past_the_end_are_short() {
     let file = cache.open(&path).expect("open");
     let mut buf = [0u8; 100];
     assert_eq!(file.read_at(&mut buf, len - 4).expect("read"), 4);
-    assert_eq!(&buf[..4], &[pat(len - 4), pat(len - 3), pat(len - 2), pat(len - 1)]);
+    assert_eq!(
+        &buf[..4],
+        &[pat(len - 4), pat(len - 3), pat(len - 2), pat(len - 1)]
+    );
     assert_eq!(file.read_at(&mut buf, len).expect("at end"), 0);
     assert_eq!(file.read_at(&mut buf, len + 5000).expect("past end"), 0);
     check_reads(&file, len);
@@ -85,7 +97,11 @@ fn a_failed_fill_is_returned_and_the_next_read_succeeds() {
     let e = file.read_at(&mut buf, 2 * 4096 + 8).expect_err("injected");
     assert_eq!(e.kind(), ErrorKind::Other);
     assert!(e.to_string().contains("injected"));
-    assert_eq!(cache.stats().resident, 0, "the failed fill left a frame in use");
+    assert_eq!(
+        cache.stats().resident,
+        0,
+        "the failed fill left a frame in use"
+    );
     check_reads(&file, len);
 }
 
@@ -115,12 +131,18 @@ fn a_failed_write_back_keeps_the_page_dirty() {
     file.write_at(b"hello", 4096 + 3).expect("write");
     assert_eq!(file.sync().expect_err("injected").kind(), ErrorKind::Other);
     // Not on disk yet, still in the cache.
-    assert_ne!(&std::fs::read(&path).expect("disk")[4096 + 3..4096 + 8], b"hello");
+    assert_ne!(
+        &std::fs::read(&path).expect("disk")[4096 + 3..4096 + 8],
+        b"hello"
+    );
     let mut buf = [0u8; 5];
     file.read_at(&mut buf, 4096 + 3).expect("read");
     assert_eq!(&buf, b"hello");
     file.sync().expect("second sync");
-    assert_eq!(&std::fs::read(&path).expect("disk")[4096 + 3..4096 + 8], b"hello");
+    assert_eq!(
+        &std::fs::read(&path).expect("disk")[4096 + 3..4096 + 8],
+        b"hello"
+    );
 }
 
 #[test]
@@ -146,6 +168,12 @@ fn a_leaked_page_guard_pins_one_frame_and_nothing_else_breaks() {
     file.read_at(&mut buf[..6], 3 * 4096).expect("read");
     assert_eq!(&buf[..6], b"direct");
     assert!(cache.stats().direct_ios > 0);
-    assert_eq!(file.page(2).err().expect("no frame").kind(), ErrorKind::OutOfMemory);
-    assert_eq!(file.page(9).err().expect("past end").kind(), ErrorKind::UnexpectedEof);
+    assert_eq!(
+        file.page(2).err().expect("no frame").kind(),
+        ErrorKind::OutOfMemory
+    );
+    assert_eq!(
+        file.page(9).err().expect("past end").kind(),
+        ErrorKind::UnexpectedEof
+    );
 }

@@ -36,7 +36,11 @@ fn random_writes(scheme: &str) {
                 let n = file.read_at(&mut buf[..want], off as u64).expect("read");
                 let expect = model.len().saturating_sub(off).min(want);
                 assert_eq!(n, expect, "{scheme} step {step}: read length at {off}");
-                assert_eq!(&buf[..n], &model[off..off + n], "{scheme} step {step} at {off}");
+                assert_eq!(
+                    &buf[..n],
+                    &model[off..off + n],
+                    "{scheme} step {step} at {off}"
+                );
             }
             8 => file.sync().expect("sync"),
             _ => {
@@ -49,7 +53,11 @@ fn random_writes(scheme: &str) {
     assert!(st.resident_high_water <= 3);
     // Dropping the file writes the rest back.
     drop(file);
-    assert_eq!(std::fs::read(&path).expect("read back"), model, "{scheme}: disk differs");
+    assert_eq!(
+        std::fs::read(&path).expect("read back"),
+        model,
+        "{scheme}: disk differs"
+    );
 }
 
 #[test]
