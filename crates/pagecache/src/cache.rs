@@ -16,6 +16,10 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// Frames a CLOCK sweep hands to one `try_reclaim_many`.
 const RECLAIM_BATCH: usize = 32;
 
+/// Frames `drop_cache` hands to one `try_reclaim_many` (large: a scheme whose reclaim needs a
+/// global fence, PAYGO's membarrier, pays it once per batch).
+const DROP_BATCH: usize = 1024;
+
 /// How many times `drop_cache` tries again to reclaim a page that nobody references (schemes
 /// whose zero detection lags, RefCache's epochs, may refuse a few times).
 const DROP_RETRIES: usize = 10_000;
@@ -328,7 +332,7 @@ impl<C: RefCounter> Inner<C> {
                     batch.push(i);
                 }
             }
-            self.evict(a, &batch);
+            self.evict(a, &batch, None);
             if let Some(i) = a.free.pop() {
                 return Some(i);
             }
@@ -337,45 +341,55 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Tries to evict the frames `batch` (filled, under the allocator lock): one
-    /// `try_reclaim_many`, then write-back and unmapping of each reclaimed frame. Returns how
+    /// `try_reclaim_many`, then write-back and unmapping of each reclaimed frame. `known` is
+    /// the file most frames belong to, if the caller has it (no lookup for those). Returns how
     /// many were freed, and the first write-back error.
-    fn evict(&self, a: &mut Alloc, batch: &[u32]) -> (usize, Option<io::Error>) {
+    fn evict(
+        &self,
+        a: &mut Alloc,
+        batch: &[u32],
+        known: Option<&Arc<FileState>>,
+    ) -> (usize, Option<io::Error>) {
         if batch.is_empty() {
             return (0, None);
         }
-        // The files, held while we write back (dropped after the loop, with the lock still
-        // held: a file's last handle is never one of these, see CachedFileOf::drop).
-        let owners: Vec<Option<Arc<FileState>>> = {
-            let files = lock(&self.files);
-            batch
-                .iter()
-                .map(|&i| {
-                    files
-                        .get(&self.frames[i as usize].file.load(Ordering::Relaxed))
-                        .and_then(Weak::upgrade)
-                })
-                .collect()
-        };
-        let pins: Vec<Pin<&C::Object>> = batch
-            .iter()
-            .zip(&owners)
-            .filter(|(_, o)| o.is_some())
-            .map(|(&i, _)| self.obj(i))
-            .collect();
-        let idx: Vec<(u32, &Arc<FileState>)> = batch
-            .iter()
-            .zip(&owners)
-            .filter_map(|(&i, o)| o.as_ref().map(|o| (i, o)))
-            .collect();
+        // The files, held while we write back (dropped at the end, with the lock still held:
+        // a file's last handle is never one of these, see CachedFileOf::drop, and FileState
+        // has no drop code of its own).
+        let mut owners: Vec<Arc<FileState>> = known.into_iter().cloned().collect();
+        let mut owner_of: Vec<usize> = Vec::with_capacity(batch.len());
+        let mut pins: Vec<Pin<&C::Object>> = Vec::with_capacity(batch.len());
+        let mut frames: Vec<u32> = Vec::with_capacity(batch.len());
+        let mut files = None;
+        for &i in batch {
+            let id = self.frames[i as usize].file.load(Ordering::Relaxed);
+            let k = match owners.iter().position(|o| o.id == id) {
+                Some(k) => k,
+                None => {
+                    let map = files.get_or_insert_with(|| lock(&self.files));
+                    match map.get(&id).and_then(Weak::upgrade) {
+                        Some(o) => {
+                            owners.push(o);
+                            owners.len() - 1
+                        }
+                        None => continue, // its file is being dropped; that drop frees it
+                    }
+                }
+            };
+            owner_of.push(k);
+            pins.push(self.obj(i));
+            frames.push(i);
+        }
+        drop(files);
         let mut out = vec![false; pins.len()];
         self.scheme.try_reclaim_many(&pins, &mut out);
         let mut freed = 0;
         let mut err = None;
-        for (&(i, f), &ok) in idx.iter().zip(&out) {
+        for ((&i, &k), &ok) in frames.iter().zip(&owner_of).zip(&out) {
             if !ok {
                 continue;
             }
-            match self.finish_evict(a, i, f) {
+            match self.finish_evict(a, i, &owners[k]) {
                 Ok(()) => freed += 1,
                 Err(e) => {
                     err.get_or_insert(e);
@@ -778,10 +792,10 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut freed = 0;
         let mut first = None;
         let mut retry: Vec<u32> = Vec::new();
-        let mut batch: Vec<u32> = Vec::with_capacity(RECLAIM_BATCH * 2);
+        let mut batch: Vec<u32> = Vec::with_capacity(DROP_BATCH);
         let mut a = lock(&c.alloc);
         let mut run = |a: &mut Alloc, batch: &mut Vec<u32>, retry: &mut Vec<u32>| {
-            let (n, e) = c.evict(a, batch);
+            let (n, e) = c.evict(a, batch, Some(&self.state));
             freed += n;
             if let Some(e) = e {
                 first.get_or_insert(e);
@@ -807,7 +821,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 continue; // being filled
             }
             batch.push(i);
-            if batch.len() == RECLAIM_BATCH * 2 {
+            if batch.len() == DROP_BATCH {
                 run(&mut a, &mut batch, &mut retry);
             }
         }
@@ -816,7 +830,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         while !retry.is_empty() && rounds < DROP_RETRIES {
             rounds += 1;
             let mut again = Vec::new();
-            for chunk in retry.chunks(RECLAIM_BATCH * 2) {
+            for chunk in retry.chunks(DROP_BATCH) {
                 let mut b = chunk.to_vec();
                 run(&mut a, &mut b, &mut again);
             }
