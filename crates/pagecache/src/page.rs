@@ -18,7 +18,7 @@ pub(crate) const WORDS: usize = PAGE_SIZE / 8;
 #[inline]
 pub(crate) fn copy_out(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
     assert!(off + buf.len() <= PAGE_SIZE, "copy_out past the page");
-    if off % 8 == 0 && buf.len() % 8 == 0 {
+    if off.is_multiple_of(8) && buf.len().is_multiple_of(8) {
         // Whole words: the common case of aligned reads.
         for (b, w) in buf.chunks_exact_mut(8).zip(&words[off / 8..]) {
             b.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());

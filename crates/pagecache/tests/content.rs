@@ -67,7 +67,7 @@ fn hammer(scheme: &str, mode: Mode) {
             s.spawn(move || {
                 let mut k = 0u64;
                 while !done.load(Ordering::Relaxed) || k < 4 {
-                    if k % 2 == 0 {
+                    if k.is_multiple_of(2) {
                         file.sync().expect("sync");
                     } else {
                         file.drop_cache().expect("drop_cache");

@@ -303,6 +303,10 @@ struct Cell {
 
 type Cells = BTreeMap<(String, usize, usize), Cell>;
 
+/// Per (scheme, MiB, background readers): pages dropped per second per rep, the largest
+/// resident count, the limit.
+type DropCells = BTreeMap<(String, usize, usize), (Vec<f64>, usize, usize)>;
+
 /// What a read experiment measures for one scheme in one repetition.
 struct ReadJob<'a> {
     label: &'a str,
@@ -660,7 +664,7 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         .iter()
         .map(|&mib| (mib, make_files(1, (mib as u64) << 20)))
         .collect();
-    let mut res: BTreeMap<(String, usize, usize), (Vec<f64>, usize, usize)> = BTreeMap::new();
+    let mut res: DropCells = BTreeMap::new();
     for _ in 0..p.reps {
         for name in &p.schemes {
             if unfit(name).is_some() {
