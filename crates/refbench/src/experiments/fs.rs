@@ -303,9 +303,10 @@ struct Cell {
 
 type Cells = BTreeMap<(String, usize, usize), Cell>;
 
-/// Per (scheme, MiB, background readers): pages dropped per second per rep, the largest
+/// Per (scheme, MiB, background readers): pages dropped per second and the dropper's
+/// cpu_util per rep, the largest
 /// resident count, the limit.
-type DropCells = BTreeMap<(String, usize, usize), (Vec<f64>, usize, usize)>;
+type DropCells = BTreeMap<(String, usize, usize), (Vec<f64>, Vec<f64>, usize, usize)>;
 
 /// What a read experiment measures for one scheme in one repetition.
 struct ReadJob<'a> {
@@ -601,7 +602,7 @@ struct DropJob<'a> {
     hot: &'a Files,
     background: usize,
     pin: bool,
-    out: &'a mut Vec<(usize, f64, usize)>,
+    out: &'a mut Vec<(usize, (f64, f64), usize)>,
 }
 
 impl Visit for DropJob<'_> {
@@ -634,11 +635,11 @@ impl Visit for DropJob<'_> {
                     });
                 }
                 started.wait();
-                let t0 = Instant::now();
+                let (t0, c0) = (Instant::now(), thread_cpu_secs());
                 let freed = file.drop_cache().expect("drop_cache");
-                let secs = t0.elapsed().as_secs_f64();
+                let (secs, cpu) = (t0.elapsed().as_secs_f64(), thread_cpu_secs() - c0);
                 stop.store(true, Ordering::Relaxed);
-                (secs, freed)
+                ((secs, cpu / secs.max(1e-9)), freed)
             });
             assert_eq!(freed, pages, "drop-file: {} left pages cached", C::NAME);
             self.out
@@ -684,11 +685,12 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                     },
                 )
                 .expect("validated");
-                for (background, secs, resident) in out {
+                for (background, (secs, util), resident) in out {
                     let e = res.entry((name.clone(), *mib, background)).or_default();
                     e.0.push(files.pages as f64 / secs.max(1e-9));
-                    e.1 = e.1.max(resident);
-                    e.2 = files.pages as usize + 64;
+                    e.1.push(util);
+                    e.2 = e.2.max(resident);
+                    e.3 = files.pages as usize + 64;
                     tick(name);
                 }
             }
@@ -702,13 +704,15 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
         for (mib, _) in &sets {
             for background in [0, bg] {
-                let Some((reps, resident, limit)) = res.get(&(name.clone(), *mib, background))
+                let Some((reps, util, resident, limit)) =
+                    res.get(&(name.clone(), *mib, background))
                 else {
                     continue;
                 };
                 let pps = median(reps);
                 let mut extra = Map::new();
                 extra.insert("background".into(), json!(background));
+                extra.insert("cpu_util".into(), json!(median(util)));
                 extra.insert("file_mib".into(), json!(mib));
                 extra.insert(
                     "ms_to_drop".into(),
