@@ -1,7 +1,8 @@
 //! The cache generic over its counting scheme: frames, lookup, fill, write-back, CLOCK.
 
+use crate::frame::FrameMeta;
 use crate::page::{copy_in, copy_out, PAGE_SIZE, WORDS};
-use crate::sync::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{Config, IoEvent, IoKind, Mode, Stats};
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
@@ -29,20 +30,8 @@ const DROP_RETRIES: usize = 10_000;
 struct Frame<C: RefCounter> {
     /// The scheme's per-object state: the page's reference count.
     obj: C::Object,
-    /// Even: the frame holds the filled page (`file`, `index`). Odd: free, being filled, or
-    /// being evicted. Bumped (to odd) by the evictor after a successful try-reclaim and (to
-    /// even) by the filler after the bytes are in; the optimistic mode validates copies by it.
-    ver: AtomicU64,
-    /// Id of the file whose page the frame holds (0: none). Written under the allocator lock
-    /// while no reader can use the frame (version odd).
-    file: AtomicU64,
-    /// Page index within `file`.
-    index: AtomicU64,
-    /// CLOCK's bit: set on a hit only when clear (test before set, so a hot page is not
-    /// written on every hit), cleared by the sweeping hand.
-    accessed: AtomicBool,
-    /// Written since the last write-back.
-    dirty: AtomicBool,
+    /// The version, the key, the CLOCK and dirty bits (see `frame.rs` and the crate docs).
+    meta: FrameMeta,
 }
 
 /// The allocator's state, under one lock: every try-reclaim, every frame (re)assignment and
@@ -212,17 +201,9 @@ impl<C: RefCounter> Inner<C> {
             if s != 0 {
                 let i = s - 1;
                 if let Some(tok) = self.scheme.try_get(self.obj(i)) {
-                    let fr = &self.frames[i as usize];
-                    // Acquire: pairs with the filler's Release store of the even version (the
-                    // bytes are in); the reference keeps the version even until the put.
-                    let v = fr.ver.load(Ordering::Acquire);
-                    if v & 1 == 0
-                        && fr.file.load(Ordering::Relaxed) == f.id
-                        && fr.index.load(Ordering::Relaxed) == page
-                    {
-                        if !fr.accessed.load(Ordering::Relaxed) {
-                            fr.accessed.store(true, Ordering::Relaxed);
-                        }
+                    let m = &self.frames[i as usize].meta;
+                    if m.holds(f.id, page) {
+                        m.touch();
                         return Ok(Got::Frame(i, tok));
                     }
                     self.scheme.put(self.obj(i), tok);
@@ -259,11 +240,7 @@ impl<C: RefCounter> Inner<C> {
                 self.direct.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(Got::Bypassed));
             };
-            let fr = &self.frames[i as usize];
-            fr.file.store(f.id, Ordering::Relaxed);
-            fr.index.store(page, Ordering::Relaxed);
-            fr.dirty.store(false, Ordering::Relaxed);
-            fr.accessed.store(true, Ordering::Relaxed);
+            self.frames[i as usize].meta.assign(f.id, page);
             // Release: pairs with the Acquire slot load of `acquire` and optimistic reads (the
             // key above is visible before the frame is found).
             slot.store(i + 1, Ordering::Release);
@@ -283,24 +260,18 @@ impl<C: RefCounter> Inner<C> {
             // live, like every free frame).
             let mut a = lock(&self.alloc);
             slot.store(0, Ordering::Relaxed);
-            self.frames[i as usize].file.store(0, Ordering::Relaxed);
+            self.frames[i as usize].meta.clear();
             self.scheme.put(self.obj(i), tok);
             a.free.push(i);
             return Err(e);
         }
-        let fr = &self.frames[i as usize];
-        let words = self.words(i);
-        for (w, b) in words.iter().zip(buf.chunks_exact(8)) {
+        for (w, b) in self.words(i).iter().zip(buf.chunks_exact(8)) {
             w.store(
                 u64::from_ne_bytes(b.try_into().expect("8 bytes")),
                 Ordering::Relaxed,
             );
         }
-        let v = fr.ver.load(Ordering::Relaxed);
-        debug_assert_eq!(v & 1, 1, "filling a frame whose version is even");
-        // Release: pairs with the Acquire version loads of readers (counting and optimistic):
-        // the bytes are visible before the even version.
-        fr.ver.store(v + 1, Ordering::Release);
+        self.frames[i as usize].meta.publish();
         self.fills.fetch_add(1, Ordering::Relaxed);
         Ok(Some(Got::Frame(i, tok)))
     }
@@ -320,12 +291,12 @@ impl<C: RefCounter> Inner<C> {
                 let i = a.hand as u32;
                 a.hand = (a.hand + 1) % n;
                 swept += 1;
-                let fr = &self.frames[i as usize];
-                if fr.ver.load(Ordering::Relaxed) & 1 == 1 {
+                let m = &self.frames[i as usize].meta;
+                if m.unfilled() {
                     continue; // free or being filled
                 }
-                if fr.accessed.load(Ordering::Relaxed) {
-                    fr.accessed.store(false, Ordering::Relaxed);
+                if m.accessed.load(Ordering::Relaxed) {
+                    m.accessed.store(false, Ordering::Relaxed);
                     continue;
                 }
                 if !batch.contains(&i) {
@@ -362,7 +333,7 @@ impl<C: RefCounter> Inner<C> {
         let mut frames: Vec<u32> = Vec::with_capacity(batch.len());
         let mut files = None;
         for &i in batch {
-            let id = self.frames[i as usize].file.load(Ordering::Relaxed);
+            let id = self.frames[i as usize].meta.file.load(Ordering::Relaxed);
             let k = match owners.iter().position(|o| o.id == id) {
                 Some(k) => k,
                 None => {
@@ -403,23 +374,19 @@ impl<C: RefCounter> Inner<C> {
     /// unmaps it and frees it. On a write-back error the frame is made live again, still
     /// mapped and dirty: nothing written is lost.
     fn finish_evict(&self, a: &mut Alloc, i: u32, f: &FileState) -> io::Result<()> {
-        let fr = &self.frames[i as usize];
-        let page = fr.index.load(Ordering::Relaxed);
+        let m = &self.frames[i as usize].meta;
+        let page = m.index.load(Ordering::Relaxed);
         // Acquire: pairs with the Release store of writers that set the bit after their bytes.
-        if fr.dirty.load(Ordering::Acquire) {
+        if m.dirty.load(Ordering::Acquire) {
             if let Err(e) = self.write_back(f, i, page) {
                 self.scheme.reinit(self.obj(i));
                 return Err(e);
             }
-            fr.dirty.store(false, Ordering::Relaxed);
+            m.dirty.store(false, Ordering::Relaxed);
         }
-        let v = fr.ver.load(Ordering::Relaxed);
-        fr.ver.store(v + 1, Ordering::Relaxed);
-        // Release: the odd version is visible before the frame's key or bytes change; pairs
-        // with the Acquire fence of optimistic reads before their second version load.
-        fence(Ordering::Release);
+        m.unpublish();
         f.slots[page as usize].store(0, Ordering::Relaxed);
-        fr.file.store(0, Ordering::Relaxed);
+        m.clear();
         self.scheme.reinit(self.obj(i));
         a.free.push(i);
         self.evictions.fetch_add(1, Ordering::Relaxed);
@@ -439,23 +406,10 @@ impl<C: RefCounter> Inner<C> {
                 return false;
             }
             let i = s - 1;
-            let fr = &self.frames[i as usize];
-            // Acquire: pairs with the filler's Release store of the even version.
-            let v1 = fr.ver.load(Ordering::Acquire);
-            if v1 & 1 == 0
-                && fr.file.load(Ordering::Relaxed) == f.id
-                && fr.index.load(Ordering::Relaxed) == page
-            {
-                copy_out(self.words(i), off, buf);
-                // Acquire: pairs with the evictor's Release fence after it makes the version
-                // odd, so a copy that read new bytes sees the new version below.
-                fence(Ordering::Acquire);
-                if fr.ver.load(Ordering::Relaxed) == v1 {
-                    if !fr.accessed.load(Ordering::Relaxed) {
-                        fr.accessed.store(true, Ordering::Relaxed);
-                    }
-                    return true;
-                }
+            let m = &self.frames[i as usize].meta;
+            if m.read_optimistic(f.id, page, || copy_out(self.words(i), off, &mut *buf)) {
+                m.touch();
+                return true;
             }
             spin(&mut tries);
         }
@@ -492,11 +446,7 @@ impl<C: RefCounter> PageCacheOf<C> {
         let frames: Vec<Frame<C>> = (0..n)
             .map(|_| Frame {
                 obj: scheme.new_object(),
-                ver: AtomicU64::new(1),
-                file: AtomicU64::new(0),
-                index: AtomicU64::new(0),
-                accessed: AtomicBool::new(false),
-                dirty: AtomicBool::new(false),
+                meta: FrameMeta::new(),
             })
             .collect();
         let data: Vec<AtomicU64> = (0..n * WORDS).map(|_| AtomicU64::new(0)).collect();
@@ -723,7 +673,10 @@ impl<C: RefCounter> CachedFileOf<C> {
                     copy_in(c.words(i), off, part);
                     // Release: pairs with the Acquire loads/swaps of write-back (sync,
                     // eviction): the bytes are visible before the bit.
-                    c.frames[i as usize].dirty.store(true, Ordering::Release);
+                    c.frames[i as usize]
+                        .meta
+                        .dirty
+                        .store(true, Ordering::Release);
                     c.scheme.put(c.obj(i), tok);
                 }
             }
@@ -747,22 +700,18 @@ impl<C: RefCounter> CachedFileOf<C> {
                     break;
                 }
                 let i = s - 1;
-                let fr = &c.frames[i as usize];
+                let m = &c.frames[i as usize].meta;
                 let Some(tok) = c.scheme.try_get(c.obj(i)) else {
                     // Being evicted (written back before the slot is cleared) or filled: wait.
                     spin(&mut tries);
                     continue;
                 };
-                let v = fr.ver.load(Ordering::Acquire);
-                if v & 1 == 0
-                    && fr.file.load(Ordering::Relaxed) == f.id
-                    && fr.index.load(Ordering::Relaxed) == page as u64
-                {
+                if m.holds(f.id, page as u64) {
                     // Acquire: pairs with the writers' Release store of the bit. Cleared
                     // before the copy, so a write after the copy sets it again.
-                    if fr.dirty.swap(false, Ordering::AcqRel) {
+                    if m.dirty.swap(false, Ordering::AcqRel) {
                         if let Err(e) = c.write_back(f, i, page as u64) {
-                            fr.dirty.store(true, Ordering::Release);
+                            m.dirty.store(true, Ordering::Release);
                             first.get_or_insert(e);
                         }
                     }
@@ -770,7 +719,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                     break;
                 }
                 c.scheme.put(c.obj(i), tok);
-                if v & 1 == 1 && slot.load(Ordering::Acquire) == s {
+                if m.unfilled() && slot.load(Ordering::Acquire) == s {
                     spin(&mut tries);
                     continue; // being filled: a fresh page is clean, but wait for its key
                 }
@@ -802,8 +751,9 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             for &i in batch.iter() {
                 // Not reclaimed although unreferenced: a scheme whose zero detection lags.
-                if c.frames[i as usize].file.load(Ordering::Relaxed) == f.id
-                    && c.frames[i as usize].ver.load(Ordering::Relaxed) & 1 == 0
+                let m = &c.frames[i as usize].meta;
+                if m.file.load(Ordering::Relaxed) == f.id
+                    && !m.unfilled()
                     && !c.scheme.is_referenced(c.obj(i))
                 {
                     retry.push(i);
@@ -817,7 +767,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 continue;
             }
             let i = s - 1;
-            if c.frames[i as usize].ver.load(Ordering::Relaxed) & 1 == 1 {
+            if c.frames[i as usize].meta.unfilled() {
                 continue; // being filled
             }
             batch.push(i);

@@ -2,6 +2,9 @@
 #![warn(missing_docs)]
 
 mod cache;
+mod frame;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod page;
 mod sync;
 
