@@ -19,7 +19,7 @@ const RECLAIM_BATCH: usize = 32;
 
 /// Frames `drop_cache` hands to one `try_reclaim_many` (large: a scheme whose reclaim needs a
 /// global fence, PAYGO's membarrier, pays it once per batch).
-const DROP_BATCH: usize = 1024;
+const DROP_BATCH: usize = 4096;
 
 /// How many times `drop_cache` tries again to reclaim a page that nobody references (schemes
 /// whose zero detection lags, RefCache's epochs, may refuse a few times).
