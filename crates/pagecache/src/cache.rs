@@ -171,6 +171,8 @@ impl<C: RefCounter> Inner<C> {
     /// Writes frame `i` (page `page` of `f`) back, up to the file's length.
     fn write_back(&self, f: &FileState, i: u32, page: u64) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
+        // Acquire: pairs with the AcqRel `fetch_max` of `write_at`, done before the write
+        // marks the page dirty (the length covers the bytes written back).
         let len = f
             .len
             .load(Ordering::Acquire)
@@ -196,7 +198,7 @@ impl<C: RefCounter> Inner<C> {
         let slot = &f.slots[page as usize];
         let mut tries = 0;
         loop {
-            // Acquire: pairs with the Release compare-exchange that installs the frame.
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);
             if s != 0 {
                 let i = s - 1;
@@ -400,7 +402,7 @@ impl<C: RefCounter> Inner<C> {
         let slot = &f.slots[page as usize];
         let mut tries = 0;
         loop {
-            // Acquire: pairs with the Release store that installs the frame.
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);
             if s == 0 {
                 return false;
@@ -546,6 +548,7 @@ impl<C: RefCounter> PageCacheOf<C> {
 impl<C: RefCounter> CachedFileOf<C> {
     /// The file's length in bytes (the size at open, grown by writes through the cache).
     pub fn len(&self) -> u64 {
+        // Acquire: pairs with the AcqRel `fetch_max` of `write_at`.
         self.state.len.load(Ordering::Acquire)
     }
 
@@ -659,16 +662,19 @@ impl<C: RefCounter> CachedFileOf<C> {
             if page >= f.slots.len() as u64 {
                 c.hook(IoKind::Direct, f, at, k)?;
                 f.file.write_all_at(part, at)?;
+                // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
                 f.len.fetch_max(at + k as u64, Ordering::AcqRel);
             } else {
                 let got = c.acquire(f, page, &mut || {
                     c.hook(IoKind::Direct, f, at, k)?;
                     f.file.write_all_at(part, at)?;
+                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
                     f.len.fetch_max(at + k as u64, Ordering::AcqRel);
                     Ok(())
                 })?;
                 if let Got::Frame(i, tok) = got {
                     // The length first, so a write-back after the bit covers these bytes.
+                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
                     f.len.fetch_max(at + k as u64, Ordering::AcqRel);
                     copy_in(c.words(i), off, part);
                     // Release: pairs with the Acquire loads/swaps of write-back (sync,
@@ -695,6 +701,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         for (page, slot) in f.slots.iter().enumerate() {
             let mut tries = 0;
             loop {
+                // Acquire: pairs with the Release store of `fill` that installs the frame.
                 let s = slot.load(Ordering::Acquire);
                 if s == 0 {
                     break;
@@ -711,6 +718,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                     // before the copy, so a write after the copy sets it again.
                     if m.dirty.swap(false, Ordering::AcqRel) {
                         if let Err(e) = c.write_back(f, i, page as u64) {
+                            // Release: pairs with the Acquire loads of later write-backs.
                             m.dirty.store(true, Ordering::Release);
                             first.get_or_insert(e);
                         }
@@ -719,6 +727,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                     break;
                 }
                 c.scheme.put(c.obj(i), tok);
+                // Acquire: as the slot load above.
                 if m.unfilled() && slot.load(Ordering::Acquire) == s {
                     spin(&mut tries);
                     continue; // being filled: a fresh page is clean, but wait for its key
@@ -762,6 +771,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             batch.clear();
         };
         for slot in f.slots.iter() {
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);
             if s == 0 {
                 continue;

@@ -44,6 +44,7 @@ impl<C: RefCounter> Shared<C> {
         s.meta.assign(FILE, A);
         s.word.store(A, Ordering::Relaxed);
         s.meta.publish();
+        // Release: pairs with the readers' Acquire slot loads, as in `fill`.
         s.slot_a.store(1, Ordering::Release);
         Arc::new(s)
     }
@@ -58,6 +59,7 @@ impl<C: RefCounter> Shared<C> {
         self.meta.clear();
         self.scheme.reinit(self.obj());
         self.meta.assign(FILE, B);
+        // Release: pairs with Acquire slot loads of page B, as in `fill`.
         self.slot_b.store(1, Ordering::Release);
         // The filler's get loops, as in the cache: a scheme's get may fail transiently (a
         // stale reader's failed get of the dead frame is still being undone).
@@ -75,6 +77,7 @@ impl<C: RefCounter> Shared<C> {
 
     /// One counting lookup of page A: the bytes it accepted, if any.
     fn read_counting(&self) -> Option<u64> {
+        // Acquire: pairs with the Release store that installed page A.
         if self.slot_a.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -89,6 +92,7 @@ impl<C: RefCounter> Shared<C> {
 
     /// One optimistic lookup of page A.
     fn read_optimistic(&self) -> Option<u64> {
+        // Acquire: pairs with the Release store that installed page A.
         if self.slot_a.load(Ordering::Acquire) == 0 {
             return None;
         }
