@@ -5,9 +5,11 @@
 
 pub mod experiments;
 pub mod harness;
-pub mod limit;
 pub mod meta;
 pub mod output;
 pub mod plot;
 pub mod report;
-pub mod schemes;
+/// The scheme registry (its own crate, shared with `pagecache`).
+pub use ::schemes;
+/// The `percpu-limit` reference row.
+pub use ::schemes::limit;

@@ -143,7 +143,11 @@ fn main() -> ExitCode {
             };
             let known: Vec<&str> = match info.variants {
                 Some(v) => v.to_vec(),
-                None => SCHEMES.iter().map(|s| s.name).collect(),
+                None => SCHEMES
+                    .iter()
+                    .map(|s| s.name)
+                    .chain(experiments::fs::baselines(&experiment).iter().copied())
+                    .collect(),
             };
             let schemes: Vec<String> = if schemes.is_empty() {
                 experiments::default_schemes(&experiment)

@@ -4,6 +4,7 @@
 
 mod counting;
 mod front;
+pub mod fs;
 mod oplog_exp;
 
 use crate::output::Row;
@@ -66,6 +67,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         about: "readers of one referenced object while a thread loops try_reclaim on it (vs_no_reclaimer)",
         variants: None,
     },
+    ExperimentInfo { name: "drbh", about: "PAYGO Fig. 7 (FxMark DRBH): every thread reads 64 bytes of the same 4 KiB page through the page cache; also kernel pread(2), quick_cache, optimistic", variants: None },
+    ExperimentInfo { name: "randomread", about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files through the page cache; also kernel, quick_cache, optimistic", variants: None },
+    ExperimentInfo { name: "file-spectrum", about: "PAYGO Fig. 10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)", variants: None },
+    ExperimentInfo { name: "drop-file", about: "PAYGO Fig. 13: time to drop a cached file of --objects MiB (default 64,256), without and with background readers", variants: None },
+    ExperimentInfo { name: "pread-table", about: "2026 frozen-bit patch's table: drbh for cas (vanilla) and frozen-bit (patched) at each thread count, boost in percent", variants: Some(&["cas", "frozen-bit"]) },
 ];
 
 /// The schemes an experiment runs when `--schemes` names none (`None`: all it knows).
@@ -116,6 +122,7 @@ pub fn default_objects(experiment: &str) -> Vec<usize> {
         "object-spectrum" => vec![1, 4, 16, 64, 256, 1024, 4096, 16384, 65536],
         "memory" => vec![100_000],
         "query" => vec![10_000],
+        e if fs::handles(e) => fs::default_objects(e),
         _ => vec![1],
     }
 }
@@ -133,6 +140,7 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
         "oplog-read-ratio" => Ok(oplog_exp::read_ratio(p, tick)),
         "arc-clone" => Ok(front::arc_clone(p, tick)),
         "reclaim-pressure" => Ok(front::reclaim_pressure(p, tick)),
+        e if fs::handles(e) => Ok(fs::run(e, p, tick)),
         other => Err(format!(
             "unknown experiment '{other}' (see `refbench list`)"
         )),
@@ -156,6 +164,7 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         "oplog-read-ratio" => s * r * t * p.read_every.len() as u64,
         "arc-clone" => s * r * t,
         "reclaim-pressure" => s * r * t * 2,
+        e if fs::handles(e) => fs::steps(e, p),
         _ => 0,
     }
 }

@@ -1,4 +1,7 @@
-//! The registry of schemes: one line per scheme, dispatched to generic experiment code.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+pub mod limit;
 
 use refcount::RefCounter;
 
@@ -21,6 +24,8 @@ pub struct SchemeInfo {
     pub kind: Kind,
     /// One line about it.
     pub about: &'static str,
+    /// Why it cannot count the frames of a page cache (`pagecache`), or `None` if it can.
+    pub unfit_for_page_cache: Option<&'static str>,
 }
 
 /// Settings that some schemes take.
@@ -45,10 +50,17 @@ pub trait Visit {
 }
 
 macro_rules! registry {
-    ($( $name:literal, $kind:ident, $about:literal => |$cfg:ident| $make:expr ;)*) => {
+    (@unfit) => { None };
+    (@unfit $why:literal) => { Some($why) };
+    ($( $name:literal, $kind:ident, $about:literal $(, unfit $why:literal)? => |$cfg:ident| $make:expr ;)*) => {
         /// Every scheme, in display order.
         pub const SCHEMES: &[SchemeInfo] = &[
-            $( SchemeInfo { name: $name, kind: Kind::$kind, about: $about }, )*
+            $( SchemeInfo {
+                name: $name,
+                kind: Kind::$kind,
+                about: $about,
+                unfit_for_page_cache: registry!(@unfit $($why)?),
+            }, )*
         ];
 
         /// Runs `v` with the scheme called `name`; `None` if there is none.
@@ -77,7 +89,8 @@ registry! {
     "brc", Scheme, "biased reference counting: owner non-atomic, others atomic" => |c| refcount::brc::Brc::new();
     "oplog-counter", Scheme, "OpLog distributed counter: per-CPU deltas in a logger cache, read_all synchronizes" => |c| oplog::OpLogCounter::default();
     "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => |c| paygo::Domain::new();
-    "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (physical ceiling)" => |c| crate::limit::PercpuLimit::new();
+    "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (physical ceiling)",
+        unfit "it cannot detect zero, so its try_reclaim never succeeds and no frame could ever be evicted or dropped" => |c| crate::limit::PercpuLimit::new();
 }
 
 /// The scheme called `name`.

@@ -4,6 +4,9 @@
 //! whatever CPU the thread is on then). There is no per-object state, so it cannot tell one
 //! object from another, cannot detect zero and cannot reclaim: it only shows how fast a per-CPU
 //! update can be on this machine. Every table labels it as a reference row.
+//!
+//! It cannot serve a page cache (`pagecache` refuses it, refbench's file-system experiments
+//! report it as skipped): its `try_reclaim` never succeeds, so no frame could ever be evicted.
 
 use core::pin::Pin;
 use percpu::sync::AtomicI64;

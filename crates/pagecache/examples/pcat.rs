@@ -1,0 +1,87 @@
+//! `pcat FILE [--scheme S] [--pages N] [--passes P]`: cats FILE through the page cache (to
+//! stdout, once) and prints the hit and miss counts of P passes (default 2: the first misses,
+//! the second hits) on stderr.
+
+use pagecache::{Config, PageCache, PAGE_SIZE};
+use std::io::Write;
+use std::process::ExitCode;
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("pcat: {msg}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let (mut path, mut scheme, mut pages, mut passes) = (None, "paygo".to_string(), 1024, 2);
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        let r = match a.as_str() {
+            "--scheme" => value("--scheme").map(|v| scheme = v),
+            "--pages" => value("--pages").and_then(|v| {
+                v.parse()
+                    .map(|n| pages = n)
+                    .map_err(|e| format!("--pages {v}: {e}"))
+            }),
+            "--passes" => value("--passes").and_then(|v| {
+                v.parse()
+                    .map(|n| passes = n)
+                    .map_err(|e| format!("--passes {v}: {e}"))
+            }),
+            "-h" | "--help" => {
+                println!("usage: pcat FILE [--scheme S] [--pages N] [--passes P]");
+                return ExitCode::SUCCESS;
+            }
+            _ if path.is_none() && !a.starts_with('-') => {
+                path = Some(a);
+                Ok(())
+            }
+            _ => Err(format!("unexpected argument '{a}'")),
+        };
+        if let Err(e) = r {
+            return fail(e);
+        }
+    }
+    let Some(path) = path else {
+        return fail("usage: pcat FILE [--scheme S] [--pages N] [--passes P]");
+    };
+    let cache = match PageCache::new(Config::new(pages, &scheme)) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let file = match cache.open(&path) {
+        Ok(f) => f,
+        Err(e) => return fail(format!("{path}: {e}")),
+    };
+    let mut out = std::io::stdout().lock();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    let mut page_reads = 0u64;
+    for pass in 0..passes.max(1) {
+        let mut off = 0u64;
+        loop {
+            let n = match file.read_at(&mut buf, off) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => return fail(format!("{path}: {e}")),
+            };
+            page_reads += 1;
+            if pass == 0 && out.write_all(&buf[..n]).is_err() {
+                return ExitCode::FAILURE;
+            }
+            off += n as u64;
+        }
+    }
+    let _ = out.flush();
+    let st = cache.stats();
+    eprintln!(
+        "pcat: {} ({}): {page_reads} page reads in {passes} passes, {} hits, {} misses, {} evictions, {} of {} frames used",
+        path,
+        cache.scheme(),
+        page_reads - st.fills,
+        st.fills,
+        st.evictions,
+        st.resident_high_water,
+        st.limit
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,885 @@
+//! The cache generic over its counting scheme: frames, lookup, fill, write-back, CLOCK.
+
+use crate::frame::FrameMeta;
+use crate::page::{copy_in, copy_out, PAGE_SIZE, WORDS};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::{Config, IoEvent, IoKind, Mode, Stats};
+use core::mem::ManuallyDrop;
+use core::pin::Pin;
+use refcount::RefCounter;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Frames a CLOCK sweep hands to one `try_reclaim_many`.
+const RECLAIM_BATCH: usize = 32;
+
+/// Frames `drop_cache` hands to one `try_reclaim_many` (large: a scheme whose reclaim needs a
+/// global fence, PAYGO's membarrier, pays it once per batch).
+const DROP_BATCH: usize = 4096;
+
+/// How many times `drop_cache` tries again to reclaim a page that nobody references (schemes
+/// whose zero detection lags, RefCache's epochs, may refuse a few times).
+const DROP_RETRIES: usize = 10_000;
+
+/// One type-stable frame: allocated with the cache, never freed or moved before it.
+#[repr(align(64))]
+struct Frame<C: RefCounter> {
+    /// The scheme's per-object state: the page's reference count.
+    obj: C::Object,
+    /// The version, the key, the CLOCK and dirty bits (see `frame.rs` and the crate docs).
+    meta: FrameMeta,
+}
+
+/// The allocator's state, under one lock: every try-reclaim, every frame (re)assignment and
+/// every slot change from or to empty happens under it.
+struct Alloc {
+    free: Vec<u32>,
+    hand: usize,
+    high_water: usize,
+}
+
+/// One open file.
+pub(crate) struct FileState {
+    id: u64,
+    file: File,
+    path: PathBuf,
+    writable: bool,
+    /// Page index -> frame + 1 (0: not cached). Sized at open; pages past it go straight to
+    /// the file.
+    slots: Box<[AtomicU32]>,
+    /// Length in bytes: the size at open, grown by writes.
+    len: AtomicU64,
+}
+
+pub(crate) struct Inner<C: RefCounter> {
+    scheme: C,
+    frames: Box<[Frame<C>]>,
+    data: Box<[AtomicU64]>,
+    mode: Mode,
+    alloc: Mutex<Alloc>,
+    files: Mutex<HashMap<u64, Weak<FileState>>>,
+    next_id: AtomicU64,
+    fault: Option<crate::FaultHook>,
+    fills: AtomicU64,
+    evictions: AtomicU64,
+    writebacks: AtomicU64,
+    direct: AtomicU64,
+}
+
+/// A page cache counting its frames with the scheme `C` (see the crate documentation). Cloning
+/// it gives another handle to the same cache.
+pub struct PageCacheOf<C: RefCounter> {
+    inner: Arc<Inner<C>>,
+}
+
+impl<C: RefCounter> Clone for PageCacheOf<C> {
+    fn clone(&self) -> Self {
+        PageCacheOf {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+/// A file read and written through a [`PageCacheOf`]. Dropping it writes its dirty pages back
+/// and frees its frames (errors are ignored there, as by `std::fs::File`; call
+/// [`CachedFileOf::sync`] to see them).
+pub struct CachedFileOf<C: RefCounter> {
+    cache: Arc<Inner<C>>,
+    state: Arc<FileState>,
+}
+
+/// A held reference to one cached page: the page stays in its frame until the guard is dropped
+/// (a leaked guard pins the page for ever, and the cache goes on with one frame fewer).
+pub struct PageRef<'a, C: RefCounter> {
+    cache: &'a Inner<C>,
+    frame: u32,
+    len: usize,
+    token: ManuallyDrop<C::Token>,
+}
+
+enum Got<T> {
+    /// A referenced frame holding the filled page.
+    Frame(u32, T),
+    /// No frame could be had (all referenced); the bypass ran under the allocator lock.
+    Bypassed,
+}
+
+#[inline]
+fn spin(tries: &mut u32) {
+    *tries += 1;
+    if *tries < 64 {
+        core::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic under the lock leaves the state consistent (every step is published atomically),
+    // so a poisoned lock is used as is.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<C: RefCounter> Inner<C> {
+    #[inline(always)]
+    fn obj(&self, i: u32) -> Pin<&C::Object> {
+        // SAFETY: `frames` is allocated once in `new` and never moved out of, reallocated or
+        // shrunk before `self` is dropped, so every frame (and the object in it) stays at its
+        // address for as long as any `&self` exists.
+        unsafe { Pin::new_unchecked(&self.frames[i as usize].obj) }
+    }
+
+    #[inline(always)]
+    fn words(&self, i: u32) -> &[AtomicU64] {
+        let s = i as usize * WORDS;
+        &self.data[s..s + WORDS]
+    }
+
+    fn hook(&self, kind: IoKind, f: &FileState, offset: u64, len: usize) -> io::Result<()> {
+        match &self.fault {
+            Some(h) => h(&IoEvent {
+                kind,
+                path: &f.path,
+                offset,
+                len,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads page `page` of `f` into `buf` (zeros past the end of the file).
+    fn pread_page(&self, f: &FileState, page: u64, buf: &mut [u8; PAGE_SIZE]) -> io::Result<()> {
+        let off = page * PAGE_SIZE as u64;
+        self.hook(IoKind::Fill, f, off, PAGE_SIZE)?;
+        let mut done = 0;
+        while done < PAGE_SIZE {
+            match f.file.read_at(&mut buf[done..], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf[done..].fill(0);
+        Ok(())
+    }
+
+    /// Writes frame `i` (page `page` of `f`) back, up to the file's length.
+    fn write_back(&self, f: &FileState, i: u32, page: u64) -> io::Result<()> {
+        let off = page * PAGE_SIZE as u64;
+        // Acquire: pairs with the AcqRel `fetch_max` of `write_at`, done before the write
+        // marks the page dirty (the length covers the bytes written back).
+        let len = f
+            .len
+            .load(Ordering::Acquire)
+            .saturating_sub(off)
+            .min(PAGE_SIZE as u64) as usize;
+        let mut buf = [0u8; PAGE_SIZE];
+        copy_out(self.words(i), 0, &mut buf[..len]);
+        self.hook(IoKind::WriteBack, f, off, len)?;
+        f.file.write_all_at(&buf[..len], off)?;
+        self.writebacks.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A referenced frame holding page `page` of `f`, filled; on a miss fills it. If no frame
+    /// can be had, runs `bypass` under the allocator lock while the page is verifiably not
+    /// cached (so the file itself is up to date for it) and returns `Bypassed`.
+    fn acquire(
+        &self,
+        f: &FileState,
+        page: u64,
+        bypass: &mut dyn FnMut() -> io::Result<()>,
+    ) -> io::Result<Got<C::Token>> {
+        let slot = &f.slots[page as usize];
+        let mut tries = 0;
+        loop {
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
+            let s = slot.load(Ordering::Acquire);
+            if s != 0 {
+                let i = s - 1;
+                if let Some(tok) = self.scheme.try_get(self.obj(i)) {
+                    let m = &self.frames[i as usize].meta;
+                    if m.holds(f.id, page) {
+                        m.touch();
+                        return Ok(Got::Frame(i, tok));
+                    }
+                    self.scheme.put(self.obj(i), tok);
+                }
+                // Being filled, evicted or reused (or the scheme's try-get failed transiently
+                // while a try-reclaim decides): look again.
+                spin(&mut tries);
+                continue;
+            }
+            if let Some(got) = self.fill(f, page, bypass)? {
+                return Ok(got);
+            }
+        }
+    }
+
+    /// The miss path: takes a frame, installs it in the slot, fills it. `None`: another thread
+    /// installed a frame first (look up again).
+    fn fill(
+        &self,
+        f: &FileState,
+        page: u64,
+        bypass: &mut dyn FnMut() -> io::Result<()>,
+    ) -> io::Result<Option<Got<C::Token>>> {
+        let slot = &f.slots[page as usize];
+        let (i, tok) = {
+            let mut a = lock(&self.alloc);
+            if slot.load(Ordering::Relaxed) != 0 {
+                return Ok(None);
+            }
+            let Some(i) = self.take_frame(&mut a) else {
+                // Every frame is referenced. The slot is empty and stays so while we hold the
+                // lock, so the file holds this page's latest bytes.
+                bypass()?;
+                self.direct.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(Got::Bypassed));
+            };
+            self.frames[i as usize].meta.assign(f.id, page);
+            // Release: pairs with the Acquire slot load of `acquire` and optimistic reads (the
+            // key above is visible before the frame is found).
+            slot.store(i + 1, Ordering::Release);
+            let mut tries = 0;
+            let tok = loop {
+                if let Some(t) = self.scheme.try_get(self.obj(i)) {
+                    break t;
+                }
+                spin(&mut tries);
+            };
+            a.high_water = a.high_water.max(self.frames.len() - a.free.len());
+            (i, tok)
+        };
+        let mut buf = [0u8; PAGE_SIZE];
+        if let Err(e) = self.pread_page(f, page, &mut buf) {
+            // The version stayed odd: no reader used the frame. Unmap it and free it (it is
+            // live, like every free frame).
+            let mut a = lock(&self.alloc);
+            slot.store(0, Ordering::Relaxed);
+            self.frames[i as usize].meta.clear();
+            self.scheme.put(self.obj(i), tok);
+            a.free.push(i);
+            return Err(e);
+        }
+        for (w, b) in self.words(i).iter().zip(buf.chunks_exact(8)) {
+            w.store(
+                u64::from_ne_bytes(b.try_into().expect("8 bytes")),
+                Ordering::Relaxed,
+            );
+        }
+        self.frames[i as usize].meta.publish();
+        self.fills.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(Got::Frame(i, tok)))
+    }
+
+    /// A free frame: the free list, else CLOCK eviction. `None` if every frame is referenced.
+    fn take_frame(&self, a: &mut Alloc) -> Option<u32> {
+        if let Some(i) = a.free.pop() {
+            return Some(i);
+        }
+        // Up to two turns of the hand: the first clears accessed bits, the second finds them
+        // clear unless the page was used again.
+        let n = self.frames.len();
+        let mut swept = 0;
+        while swept < 2 * n + RECLAIM_BATCH {
+            let mut batch: Vec<u32> = Vec::with_capacity(RECLAIM_BATCH);
+            while batch.len() < RECLAIM_BATCH && swept < 2 * n + RECLAIM_BATCH {
+                let i = a.hand as u32;
+                a.hand = (a.hand + 1) % n;
+                swept += 1;
+                let m = &self.frames[i as usize].meta;
+                if m.unfilled() {
+                    continue; // free or being filled
+                }
+                if m.accessed.load(Ordering::Relaxed) {
+                    m.accessed.store(false, Ordering::Relaxed);
+                    continue;
+                }
+                if !batch.contains(&i) {
+                    batch.push(i);
+                }
+            }
+            self.evict(a, &batch, None);
+            if let Some(i) = a.free.pop() {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Tries to evict the frames `batch` (filled, under the allocator lock): one
+    /// `try_reclaim_many`, then write-back and unmapping of each reclaimed frame. `known` is
+    /// the file most frames belong to, if the caller has it (no lookup for those). Returns how
+    /// many were freed, and the first write-back error.
+    fn evict(
+        &self,
+        a: &mut Alloc,
+        batch: &[u32],
+        known: Option<&Arc<FileState>>,
+    ) -> (usize, Option<io::Error>) {
+        if batch.is_empty() {
+            return (0, None);
+        }
+        // The files, held while we write back (dropped at the end, with the lock still held:
+        // a file's last handle is never one of these, see CachedFileOf::drop, and FileState
+        // has no drop code of its own).
+        let mut owners: Vec<Arc<FileState>> = known.into_iter().cloned().collect();
+        let mut owner_of: Vec<usize> = Vec::with_capacity(batch.len());
+        let mut pins: Vec<Pin<&C::Object>> = Vec::with_capacity(batch.len());
+        let mut frames: Vec<u32> = Vec::with_capacity(batch.len());
+        let mut files = None;
+        for &i in batch {
+            let id = self.frames[i as usize].meta.file.load(Ordering::Relaxed);
+            let k = match owners.iter().position(|o| o.id == id) {
+                Some(k) => k,
+                None => {
+                    let map = files.get_or_insert_with(|| lock(&self.files));
+                    match map.get(&id).and_then(Weak::upgrade) {
+                        Some(o) => {
+                            owners.push(o);
+                            owners.len() - 1
+                        }
+                        None => continue, // its file is being dropped; that drop frees it
+                    }
+                }
+            };
+            owner_of.push(k);
+            pins.push(self.obj(i));
+            frames.push(i);
+        }
+        drop(files);
+        let mut out = vec![false; pins.len()];
+        self.scheme.try_reclaim_many(&pins, &mut out);
+        let mut freed = 0;
+        let mut err = None;
+        for ((&i, &k), &ok) in frames.iter().zip(&owner_of).zip(&out) {
+            if !ok {
+                continue;
+            }
+            match self.finish_evict(a, i, &owners[k]) {
+                Ok(()) => freed += 1,
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
+            }
+        }
+        (freed, err)
+    }
+
+    /// Frame `i` was reclaimed (no reference, none can be taken): writes it back if dirty,
+    /// unmaps it and frees it. On a write-back error the frame is made live again, still
+    /// mapped and dirty: nothing written is lost.
+    fn finish_evict(&self, a: &mut Alloc, i: u32, f: &FileState) -> io::Result<()> {
+        let m = &self.frames[i as usize].meta;
+        let page = m.index.load(Ordering::Relaxed);
+        // Acquire: pairs with the Release store of writers that set the bit after their bytes.
+        if m.dirty.load(Ordering::Acquire) {
+            if let Err(e) = self.write_back(f, i, page) {
+                self.scheme.reinit(self.obj(i));
+                return Err(e);
+            }
+            m.dirty.store(false, Ordering::Relaxed);
+        }
+        m.unpublish();
+        f.slots[page as usize].store(0, Ordering::Relaxed);
+        m.clear();
+        self.scheme.reinit(self.obj(i));
+        a.free.push(i);
+        self.evictions.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads `buf.len()` bytes at `off` of page `page` (the range inside the page), without a
+    /// reference: copy between two equal even versions.
+    #[inline]
+    fn read_optimistic(&self, f: &FileState, page: u64, off: usize, buf: &mut [u8]) -> bool {
+        let slot = &f.slots[page as usize];
+        let mut tries = 0;
+        loop {
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
+            let s = slot.load(Ordering::Acquire);
+            if s == 0 {
+                return false;
+            }
+            let i = s - 1;
+            let m = &self.frames[i as usize].meta;
+            if m.read_optimistic(f.id, page, || copy_out(self.words(i), off, &mut *buf)) {
+                m.touch();
+                return true;
+            }
+            spin(&mut tries);
+        }
+    }
+}
+
+impl<C: RefCounter> PageCacheOf<C> {
+    /// A cache of `config.memory_limit_pages` frames counted by `scheme` (`config.scheme` is
+    /// not used: the scheme is the one given). Errors: a limit of zero or above `u32::MAX - 1`
+    /// frames, or a scheme that cannot serve a page cache (`InvalidInput`).
+    pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
+        let n = config.memory_limit_pages;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "pagecache: the memory limit must be at least one page",
+            ));
+        }
+        if n >= u32::MAX as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("pagecache: a memory limit of {n} pages is too large"),
+            ));
+        }
+        if let Some(why) = schemes::find(C::NAME).and_then(|s| s.unfit_for_page_cache) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "pagecache: scheme '{}' cannot serve a page cache: {why}",
+                    C::NAME
+                ),
+            ));
+        }
+        let frames: Vec<Frame<C>> = (0..n)
+            .map(|_| Frame {
+                obj: scheme.new_object(),
+                meta: FrameMeta::new(),
+            })
+            .collect();
+        let data: Vec<AtomicU64> = (0..n * WORDS).map(|_| AtomicU64::new(0)).collect();
+        Ok(PageCacheOf {
+            inner: Arc::new(Inner {
+                scheme,
+                frames: frames.into_boxed_slice(),
+                data: data.into_boxed_slice(),
+                mode: config.mode,
+                alloc: Mutex::new(Alloc {
+                    free: (0..n as u32).rev().collect(),
+                    hand: 0,
+                    high_water: 0,
+                }),
+                files: Mutex::new(HashMap::new()),
+                next_id: AtomicU64::new(1),
+                fault: config.fault.clone(),
+                fills: AtomicU64::new(0),
+                evictions: AtomicU64::new(0),
+                writebacks: AtomicU64::new(0),
+                direct: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Opens `path` through the cache: read-write if permitted, else read-only. Errors: the
+    /// file's own (`NotFound`, `PermissionDenied`, ...), `IsADirectory`, or `InvalidInput` for
+    /// anything that is not a regular file.
+    pub fn open(&self, path: impl AsRef<Path>) -> io::Result<CachedFileOf<C>> {
+        let path = path.as_ref();
+        let (file, writable) = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => (f, true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied
+                        | io::ErrorKind::ReadOnlyFilesystem
+                        | io::ErrorKind::IsADirectory
+                ) =>
+            {
+                (File::open(path)?, false)
+            }
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!("pagecache: {} is a directory", path.display()),
+            ));
+        }
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("pagecache: {} is not a regular file", path.display()),
+            ));
+        }
+        let len = meta.len();
+        let pages = len.div_ceil(PAGE_SIZE as u64) as usize;
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let state = Arc::new(FileState {
+            id,
+            file,
+            path: path.to_path_buf(),
+            writable,
+            slots: (0..pages).map(|_| AtomicU32::new(0)).collect(),
+            len: AtomicU64::new(len),
+        });
+        lock(&self.inner.files).insert(id, Arc::downgrade(&state));
+        Ok(CachedFileOf {
+            cache: self.inner.clone(),
+            state,
+        })
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> Stats {
+        let i = &self.inner;
+        let a = lock(&i.alloc);
+        Stats {
+            fills: i.fills.load(Ordering::Relaxed),
+            evictions: i.evictions.load(Ordering::Relaxed),
+            write_backs: i.writebacks.load(Ordering::Relaxed),
+            direct_ios: i.direct.load(Ordering::Relaxed),
+            resident: i.frames.len() - a.free.len(),
+            resident_high_water: a.high_water,
+            limit: i.frames.len(),
+        }
+    }
+
+    /// The counting scheme.
+    pub fn scheme(&self) -> &C {
+        &self.inner.scheme
+    }
+}
+
+impl<C: RefCounter> CachedFileOf<C> {
+    /// The file's length in bytes (the size at open, grown by writes through the cache).
+    pub fn len(&self) -> u64 {
+        // Acquire: pairs with the AcqRel `fetch_max` of `write_at`.
+        self.state.len.load(Ordering::Acquire)
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The path it was opened with.
+    pub fn path(&self) -> &Path {
+        &self.state.path
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`, like `pread`: fewer at the end of the file,
+    /// 0 at or past it.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let end = self.len();
+        if offset >= end {
+            return Ok(0);
+        }
+        let n = buf
+            .len()
+            .min((end - offset).min(usize::MAX as u64) as usize);
+        let mut done = 0;
+        while done < n {
+            let at = offset + done as u64;
+            let page = at / PAGE_SIZE as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let k = (PAGE_SIZE - off).min(n - done);
+            let part = &mut buf[done..done + k];
+            self.read_page(page, off, part)?;
+            done += k;
+        }
+        Ok(n)
+    }
+
+    #[inline]
+    fn read_page(&self, page: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
+        let c = &*self.cache;
+        let f = &*self.state;
+        if page >= f.slots.len() as u64 {
+            return self.direct_read(part, page * PAGE_SIZE as u64 + off as u64);
+        }
+        if c.mode == Mode::Optimistic && c.read_optimistic(f, page, off, part) {
+            return Ok(());
+        }
+        let at = page * PAGE_SIZE as u64 + off as u64;
+        let len = part.len();
+        let mut direct = None;
+        let got = c.acquire(f, page, &mut || {
+            direct = Some(self.direct_read_inner(len, at));
+            Ok(())
+        })?;
+        match got {
+            Got::Frame(i, tok) => {
+                copy_out(c.words(i), off, part);
+                c.scheme.put(c.obj(i), tok);
+            }
+            Got::Bypassed => {
+                let bytes = direct.expect("bypass ran")?;
+                part.copy_from_slice(&bytes);
+            }
+        }
+        Ok(())
+    }
+
+    fn direct_read_inner(&self, len: usize, at: u64) -> io::Result<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        self.direct_read(&mut v, at)?;
+        Ok(v)
+    }
+
+    fn direct_read(&self, part: &mut [u8], at: u64) -> io::Result<()> {
+        let f = &*self.state;
+        self.cache.hook(IoKind::Direct, f, at, part.len())?;
+        let mut done = 0;
+        while done < part.len() {
+            match f.file.read_at(&mut part[done..], at + done as u64) {
+                Ok(0) => break,
+                Ok(k) => done += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        part[done..].fill(0);
+        Ok(())
+    }
+
+    /// Writes `buf` at `offset` into the cached pages and marks them dirty; grows the file when
+    /// it ends past it. Returns `buf.len()`. Errors: `PermissionDenied` on a file opened
+    /// read-only; a fill's error (the page is read first).
+    pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        let f = &*self.state;
+        let c = &*self.cache;
+        if !f.writable {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("pagecache: {} was opened read-only", f.path.display()),
+            ));
+        }
+        let end = offset.checked_add(buf.len() as u64).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "pagecache: write past 2^64")
+        })?;
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let page = at / PAGE_SIZE as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let k = (PAGE_SIZE - off).min(buf.len() - done);
+            let part = &buf[done..done + k];
+            if page >= f.slots.len() as u64 {
+                c.hook(IoKind::Direct, f, at, k)?;
+                f.file.write_all_at(part, at)?;
+                // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                f.len.fetch_max(at + k as u64, Ordering::AcqRel);
+            } else {
+                let got = c.acquire(f, page, &mut || {
+                    c.hook(IoKind::Direct, f, at, k)?;
+                    f.file.write_all_at(part, at)?;
+                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                    f.len.fetch_max(at + k as u64, Ordering::AcqRel);
+                    Ok(())
+                })?;
+                if let Got::Frame(i, tok) = got {
+                    // The length first, so a write-back after the bit covers these bytes.
+                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                    f.len.fetch_max(at + k as u64, Ordering::AcqRel);
+                    copy_in(c.words(i), off, part);
+                    // Release: pairs with the Acquire loads/swaps of write-back (sync,
+                    // eviction): the bytes are visible before the bit.
+                    c.frames[i as usize]
+                        .meta
+                        .dirty
+                        .store(true, Ordering::Release);
+                    c.scheme.put(c.obj(i), tok);
+                }
+            }
+            done += k;
+        }
+        debug_assert!(self.len() >= end);
+        Ok(buf.len())
+    }
+
+    /// Writes every dirty page back (`pwrite`), then `fdatasync`s the file. A page that fails
+    /// stays dirty; the first error is returned.
+    pub fn sync(&self) -> io::Result<()> {
+        let c = &*self.cache;
+        let f = &*self.state;
+        let mut first = None;
+        for (page, slot) in f.slots.iter().enumerate() {
+            let mut tries = 0;
+            loop {
+                // Acquire: pairs with the Release store of `fill` that installs the frame.
+                let s = slot.load(Ordering::Acquire);
+                if s == 0 {
+                    break;
+                }
+                let i = s - 1;
+                let m = &c.frames[i as usize].meta;
+                let Some(tok) = c.scheme.try_get(c.obj(i)) else {
+                    // Being evicted (written back before the slot is cleared) or filled: wait.
+                    spin(&mut tries);
+                    continue;
+                };
+                if m.holds(f.id, page as u64) {
+                    // Acquire: pairs with the writers' Release store of the bit. Cleared
+                    // before the copy, so a write after the copy sets it again.
+                    if m.dirty.swap(false, Ordering::AcqRel) {
+                        if let Err(e) = c.write_back(f, i, page as u64) {
+                            // Release: pairs with the Acquire loads of later write-backs.
+                            m.dirty.store(true, Ordering::Release);
+                            first.get_or_insert(e);
+                        }
+                    }
+                    c.scheme.put(c.obj(i), tok);
+                    break;
+                }
+                c.scheme.put(c.obj(i), tok);
+                // Acquire: as the slot load above.
+                if m.unfilled() && slot.load(Ordering::Acquire) == s {
+                    spin(&mut tries);
+                    continue; // being filled: a fresh page is clean, but wait for its key
+                }
+            }
+        }
+        if let Some(e) = first {
+            return Err(e);
+        }
+        f.file.sync_data()
+    }
+
+    /// Writes the file's dirty pages back and frees every frame of it that nobody references
+    /// (like `posix_fadvise(POSIX_FADV_DONTNEED)`). Returns how many frames were freed; pages
+    /// held by a [`PageRef`] or a concurrent read stay. Write-back errors leave that page
+    /// cached and dirty; the first is returned.
+    pub fn drop_cache(&self) -> io::Result<usize> {
+        let c = &*self.cache;
+        let f = &*self.state;
+        let mut freed = 0;
+        let mut first = None;
+        let mut retry: Vec<u32> = Vec::new();
+        let mut batch: Vec<u32> = Vec::with_capacity(DROP_BATCH);
+        let mut a = lock(&c.alloc);
+        let mut run = |a: &mut Alloc, batch: &mut Vec<u32>, retry: &mut Vec<u32>| {
+            let (n, e) = c.evict(a, batch, Some(&self.state));
+            freed += n;
+            if let Some(e) = e {
+                first.get_or_insert(e);
+            }
+            for &i in batch.iter() {
+                // Not reclaimed although unreferenced: a scheme whose zero detection lags.
+                let m = &c.frames[i as usize].meta;
+                if m.file.load(Ordering::Relaxed) == f.id
+                    && !m.unfilled()
+                    && !c.scheme.is_referenced(c.obj(i))
+                {
+                    retry.push(i);
+                }
+            }
+            batch.clear();
+        };
+        for slot in f.slots.iter() {
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
+            let s = slot.load(Ordering::Acquire);
+            if s == 0 {
+                continue;
+            }
+            let i = s - 1;
+            if c.frames[i as usize].meta.unfilled() {
+                continue; // being filled
+            }
+            batch.push(i);
+            if batch.len() == DROP_BATCH {
+                run(&mut a, &mut batch, &mut retry);
+            }
+        }
+        run(&mut a, &mut batch, &mut retry);
+        let mut rounds = 0;
+        while !retry.is_empty() && rounds < DROP_RETRIES {
+            rounds += 1;
+            let mut again = Vec::new();
+            for chunk in retry.chunks(DROP_BATCH) {
+                let mut b = chunk.to_vec();
+                run(&mut a, &mut b, &mut again);
+            }
+            retry = again;
+            if !retry.is_empty() {
+                drop(a);
+                std::thread::yield_now();
+                a = lock(&c.alloc);
+            }
+        }
+        drop(a);
+        match first {
+            Some(e) => Err(e),
+            None => Ok(freed),
+        }
+    }
+
+    /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end
+    /// of the file (`UnexpectedEof`), a fill's error, or every frame referenced
+    /// (`OutOfMemory`).
+    pub fn page(&self, index: u64) -> io::Result<PageRef<'_, C>> {
+        let f = &*self.state;
+        let len = self.len();
+        if index >= f.slots.len() as u64 || index * PAGE_SIZE as u64 >= len {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "pagecache: page {index} is past the cached part of {}",
+                    f.path.display()
+                ),
+            ));
+        }
+        match self.cache.acquire(f, index, &mut || Ok(()))? {
+            Got::Frame(i, tok) => Ok(PageRef {
+                cache: &self.cache,
+                frame: i,
+                len: (len - index * PAGE_SIZE as u64).min(PAGE_SIZE as u64) as usize,
+                token: ManuallyDrop::new(tok),
+            }),
+            Got::Bypassed => Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "pagecache: every frame is referenced",
+            )),
+        }
+    }
+}
+
+impl<C: RefCounter> FileExt for CachedFileOf<C> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        CachedFileOf::read_at(self, buf, offset)
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        CachedFileOf::write_at(self, buf, offset)
+    }
+}
+
+impl<C: RefCounter> Drop for CachedFileOf<C> {
+    fn drop(&mut self) {
+        let _ = self.sync();
+        let _ = self.drop_cache();
+        lock(&self.cache.files).remove(&self.state.id);
+    }
+}
+
+impl<C: RefCounter> PageRef<'_, C> {
+    /// Bytes of the page that are inside the file.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the page holds no byte of the file.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `buf.len()` bytes at `offset` within the page.
+    ///
+    /// # Panics
+    /// If the range is outside the page.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) {
+        copy_out(self.cache.words(self.frame), offset, buf);
+    }
+}
+
+impl<C: RefCounter> Drop for PageRef<'_, C> {
+    fn drop(&mut self) {
+        // SAFETY: the token is taken exactly once, here, and self is never used again.
+        let t = unsafe { ManuallyDrop::take(&mut self.token) };
+        self.cache.scheme.put(self.cache.obj(self.frame), t);
+    }
+}

@@ -1,0 +1,111 @@
+//! A frame's words and the steps of the fill/evict/lookup protocol on them, kept apart from
+//! the cache so that the loom model (`loom_tests.rs`) runs the same code.
+
+use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
+
+/// Everything of a frame except the scheme's counter and the bytes.
+pub(crate) struct FrameMeta {
+    /// Even: the frame holds the filled page named by the key. Odd: free, being filled, or
+    /// evicted.
+    pub(crate) ver: AtomicU64,
+    /// Id of the file whose page the frame holds (0: none).
+    pub(crate) file: AtomicU64,
+    /// Page index within `file`.
+    pub(crate) index: AtomicU64,
+    /// CLOCK's bit.
+    pub(crate) accessed: AtomicBool,
+    /// Written since the last write-back.
+    pub(crate) dirty: AtomicBool,
+}
+
+impl FrameMeta {
+    /// A free frame: odd version, no key.
+    pub(crate) fn new() -> Self {
+        FrameMeta {
+            ver: AtomicU64::new(1),
+            file: AtomicU64::new(0),
+            index: AtomicU64::new(0),
+            accessed: AtomicBool::new(false),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// With a reference held: whether the frame holds the filled page (`file`, `index`). The
+    /// kernel's re-check after `folio_try_get`.
+    #[inline(always)]
+    pub(crate) fn holds(&self, file: u64, index: u64) -> bool {
+        // Acquire: pairs with the Release store of `publish` (the bytes are in before the even
+        // version); the caller's reference keeps the version even until its put.
+        let v = self.ver.load(Ordering::Acquire);
+        v & 1 == 0
+            && self.file.load(Ordering::Relaxed) == file
+            && self.index.load(Ordering::Relaxed) == index
+    }
+
+    /// Whether the version is odd (free, filling, evicted).
+    #[inline(always)]
+    pub(crate) fn unfilled(&self) -> bool {
+        self.ver.load(Ordering::Relaxed) & 1 == 1
+    }
+
+    /// Marks a hit for CLOCK, writing only when the bit is clear.
+    #[inline(always)]
+    pub(crate) fn touch(&self) {
+        if !self.accessed.load(Ordering::Relaxed) {
+            self.accessed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Names the page a free frame is about to hold (the version is odd, so no reader uses
+    /// the key until `publish`).
+    pub(crate) fn assign(&self, file: u64, index: u64) {
+        debug_assert!(self.unfilled(), "assigning a frame that holds a page");
+        self.file.store(file, Ordering::Relaxed);
+        self.index.store(index, Ordering::Relaxed);
+        self.dirty.store(false, Ordering::Relaxed);
+        self.accessed.store(true, Ordering::Relaxed);
+    }
+
+    /// Clears the key of an unfilled frame.
+    pub(crate) fn clear(&self) {
+        self.file.store(0, Ordering::Relaxed);
+    }
+
+    /// The filler's last step: the bytes are in; odd -> even.
+    pub(crate) fn publish(&self) {
+        let v = self.ver.load(Ordering::Relaxed);
+        debug_assert_eq!(v & 1, 1, "publishing a frame whose version is even");
+        // Release: pairs with the Acquire version loads of `holds` and `read_optimistic`.
+        self.ver.store(v + 1, Ordering::Release);
+    }
+
+    /// The evictor's first step after a successful try-reclaim: even -> odd, before the key or
+    /// the bytes change.
+    pub(crate) fn unpublish(&self) {
+        let v = self.ver.load(Ordering::Relaxed);
+        debug_assert_eq!(v & 1, 0, "evicting a frame whose version is odd");
+        self.ver.store(v + 1, Ordering::Relaxed);
+        // Release: orders the odd version before the key and byte stores that follow; pairs
+        // with the Acquire fence of `read_optimistic` before its second version load.
+        fence(Ordering::Release);
+    }
+
+    /// Without a reference: runs `copy` if the frame holds the filled page (`file`, `index`)
+    /// and returns whether the copy is valid (the version did not change around it).
+    #[inline(always)]
+    pub(crate) fn read_optimistic(&self, file: u64, index: u64, copy: impl FnOnce()) -> bool {
+        // Acquire: pairs with the Release store of `publish`.
+        let v1 = self.ver.load(Ordering::Acquire);
+        if v1 & 1 == 1
+            || self.file.load(Ordering::Relaxed) != file
+            || self.index.load(Ordering::Relaxed) != index
+        {
+            return false;
+        }
+        copy();
+        // Acquire: pairs with the Release fence of `unpublish`: a copy that read bytes stored
+        // after it sees the odd (or later) version here.
+        fence(Ordering::Acquire);
+        self.ver.load(Ordering::Relaxed) == v1
+    }
+}

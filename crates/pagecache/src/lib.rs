@@ -1,0 +1,270 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod cache;
+mod frame;
+#[cfg(all(test, loom))]
+mod loom_tests;
+mod page;
+mod sync;
+
+pub use cache::{CachedFileOf, PageCacheOf, PageRef};
+pub use page::PAGE_SIZE;
+pub use schemes::SchemeConfig;
+
+use refcount::RefCounter;
+use schemes::{SchemeInfo, Visit};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+/// How reads find their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Every read takes a reference with the scheme's try-get, re-checks the frame, copies and
+    /// puts.
+    #[default]
+    Counting,
+    /// Reads of cached pages take no reference: they copy between two loads of the frame's
+    /// version and retry if it changed (LeanStore-style optimistic reads). Misses, writes,
+    /// `sync` and [`CachedFileOf::page`] still count.
+    Optimistic,
+}
+
+/// What an I/O of the cache is for (see [`FaultHook`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoKind {
+    /// `pread` of a page on a miss.
+    Fill,
+    /// `pwrite` of a dirty page (sync, eviction, drop_cache).
+    WriteBack,
+    /// A read or write that goes straight to the file: pages past the size the file had at
+    /// open, or any page while every frame is referenced.
+    Direct,
+}
+
+/// One I/O about to be issued.
+#[derive(Debug)]
+pub struct IoEvent<'a> {
+    /// What for.
+    pub kind: IoKind,
+    /// The file's path as opened.
+    pub path: &'a Path,
+    /// Byte offset.
+    pub offset: u64,
+    /// Bytes.
+    pub len: usize,
+}
+
+/// Called before every I/O; an `Err` is returned as that I/O's error instead of issuing it
+/// (fault injection for tests).
+pub type FaultHook = Arc<dyn Fn(&IoEvent<'_>) -> io::Result<()> + Send + Sync>;
+
+/// What a cache is made with.
+#[derive(Clone)]
+pub struct Config {
+    /// Frames (4 KiB pages) the cache may hold; at least 1.
+    pub memory_limit_pages: usize,
+    /// The counting scheme, by name (see `refbench list` or [`schemes::SCHEMES`]).
+    pub scheme: String,
+    /// Settings some schemes take.
+    pub scheme_config: SchemeConfig,
+    /// Counting or optimistic reads.
+    pub mode: Mode,
+    /// Fault injection: called before each I/O.
+    pub fault: Option<FaultHook>,
+}
+
+impl Config {
+    /// `pages` frames counted by `scheme`, counting reads, no fault hook.
+    pub fn new(pages: usize, scheme: &str) -> Self {
+        Config {
+            memory_limit_pages: pages,
+            scheme: scheme.to_string(),
+            scheme_config: SchemeConfig::default(),
+            mode: Mode::Counting,
+            fault: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("memory_limit_pages", &self.memory_limit_pages)
+            .field("scheme", &self.scheme)
+            .field("scheme_config", &self.scheme_config)
+            .field("mode", &self.mode)
+            .field("fault", &self.fault.as_ref().map(|_| "hook"))
+            .finish()
+    }
+}
+
+/// Counts of a cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Misses that filled a frame (`pread`).
+    pub fills: u64,
+    /// Frames evicted or dropped.
+    pub evictions: u64,
+    /// Dirty pages written back.
+    pub write_backs: u64,
+    /// Reads and writes that went straight to a file because every frame was referenced.
+    pub direct_ios: u64,
+    /// Frames holding a page (or being filled) now.
+    pub resident: usize,
+    /// The most frames that ever held a page at once.
+    pub resident_high_water: usize,
+    /// The memory limit, in frames.
+    pub limit: usize,
+}
+
+trait DynCache: Send + Sync {
+    fn open(&self, path: &Path) -> io::Result<Box<dyn DynFile>>;
+    fn stats(&self) -> Stats;
+    fn scheme(&self) -> &'static str;
+}
+
+trait DynFile: Send + Sync {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
+    fn sync(&self) -> io::Result<()>;
+    fn drop_cache(&self) -> io::Result<usize>;
+    fn len(&self) -> u64;
+}
+
+impl<C: RefCounter> DynCache for PageCacheOf<C> {
+    fn open(&self, path: &Path) -> io::Result<Box<dyn DynFile>> {
+        Ok(Box::new(PageCacheOf::open(self, path)?))
+    }
+    fn stats(&self) -> Stats {
+        PageCacheOf::stats(self)
+    }
+    fn scheme(&self) -> &'static str {
+        C::NAME
+    }
+}
+
+impl<C: RefCounter> DynFile for CachedFileOf<C> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        CachedFileOf::read_at(self, buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        CachedFileOf::write_at(self, buf, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        CachedFileOf::sync(self)
+    }
+    fn drop_cache(&self) -> io::Result<usize> {
+        CachedFileOf::drop_cache(self)
+    }
+    fn len(&self) -> u64 {
+        CachedFileOf::len(self)
+    }
+}
+
+/// A page cache whose counting scheme is chosen at run time by name ([`Config::scheme`]).
+/// [`PageCacheOf`] is the same cache with the scheme as a type parameter (no dynamic call).
+pub struct PageCache {
+    inner: Box<dyn DynCache>,
+}
+
+/// A file opened through a [`PageCache`]; see [`CachedFileOf`] for the semantics.
+pub struct CachedFile {
+    inner: Box<dyn DynFile>,
+}
+
+struct Build<'a>(&'a Config);
+
+impl Visit for Build<'_> {
+    type Out = io::Result<Box<dyn DynCache>>;
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) -> Self::Out {
+        Ok(Box::new(PageCacheOf::with_scheme(scheme, self.0)?))
+    }
+}
+
+impl PageCache {
+    /// A cache of `config.memory_limit_pages` frames counted by the scheme named
+    /// `config.scheme`. Errors (`InvalidInput`): an unknown scheme, a scheme that cannot serve
+    /// a page cache, a memory limit of zero.
+    pub fn new(config: Config) -> io::Result<Self> {
+        match schemes::visit(&config.scheme, &config.scheme_config, Build(&config)) {
+            Some(r) => Ok(PageCache { inner: r? }),
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "pagecache: unknown scheme '{}' (known: {})",
+                    config.scheme,
+                    schemes::SCHEMES
+                        .iter()
+                        .filter(|s| s.unfit_for_page_cache.is_none())
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// Opens `path` through the cache (see [`PageCacheOf::open`]).
+    pub fn open(&self, path: impl AsRef<Path>) -> io::Result<CachedFile> {
+        Ok(CachedFile {
+            inner: self.inner.open(path.as_ref())?,
+        })
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// The counting scheme's name.
+    pub fn scheme(&self) -> &'static str {
+        self.inner.scheme()
+    }
+}
+
+impl CachedFile {
+    /// See [`CachedFileOf::read_at`].
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    /// See [`CachedFileOf::write_at`].
+    pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        self.inner.write_at(buf, offset)
+    }
+    /// See [`CachedFileOf::sync`].
+    pub fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    /// See [`CachedFileOf::drop_cache`].
+    pub fn drop_cache(&self) -> io::Result<usize> {
+        self.inner.drop_cache()
+    }
+    /// See [`CachedFileOf::len`].
+    pub fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl FileExt for CachedFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        self.inner.write_at(buf, offset)
+    }
+}
+
+/// Schemes that can count the frames of a page cache, by name, in the registry's order.
+pub fn usable_schemes() -> impl Iterator<Item = &'static str> {
+    schemes::SCHEMES
+        .iter()
+        .filter(|s| s.unfit_for_page_cache.is_none())
+        .map(|s| s.name)
+}

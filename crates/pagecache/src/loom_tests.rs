@@ -1,0 +1,139 @@
+//! Loom model of the frame protocol (`frame.rs`) with the orderings the cache uses: a reader
+//! (counting or optimistic) looks page A up while an evictor reclaims the frame, unmaps A and
+//! refills the frame with page B. A reader must never accept B's bytes for A, and a counting
+//! reader's reference must make the eviction fail.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pagecache --release --lib`.
+
+use crate::frame::FrameMeta;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use core::pin::Pin;
+use loom::sync::Arc;
+use refcount::RefCounter;
+
+const FILE: u64 = 1;
+const A: u64 = 10;
+const B: u64 = 11;
+
+/// The page's bytes are its index (one word is enough to see a mix-up).
+struct Shared<C: RefCounter> {
+    scheme: C,
+    obj: C::Object,
+    meta: FrameMeta,
+    word: AtomicU64,
+    slot_a: AtomicU32,
+    slot_b: AtomicU32,
+}
+
+impl<C: RefCounter> Shared<C> {
+    fn obj(&self) -> Pin<&C::Object> {
+        // SAFETY: `Shared` lives in an Arc that is never moved out of; the object stays put.
+        unsafe { Pin::new_unchecked(&self.obj) }
+    }
+
+    /// Frame 0 holds page A, filled, as after a miss.
+    fn new(scheme: C) -> Arc<Self> {
+        let s = Shared {
+            obj: scheme.new_object(),
+            scheme,
+            meta: FrameMeta::new(),
+            word: AtomicU64::new(0),
+            slot_a: AtomicU32::new(0),
+            slot_b: AtomicU32::new(0),
+        };
+        s.meta.assign(FILE, A);
+        s.word.store(A, Ordering::Relaxed);
+        s.meta.publish();
+        // Release: pairs with the readers' Acquire slot loads, as in `fill`.
+        s.slot_a.store(1, Ordering::Release);
+        Arc::new(s)
+    }
+
+    /// `finish_evict` then `fill` of page B into the same frame, as the cache does them.
+    fn evict_and_refill(&self) -> bool {
+        if !self.scheme.try_reclaim(self.obj()) {
+            return false;
+        }
+        self.meta.unpublish();
+        self.slot_a.store(0, Ordering::Relaxed);
+        self.meta.clear();
+        self.scheme.reinit(self.obj());
+        self.meta.assign(FILE, B);
+        // Release: pairs with Acquire slot loads of page B, as in `fill`.
+        self.slot_b.store(1, Ordering::Release);
+        // The filler's get loops, as in the cache: a scheme's get may fail transiently (a
+        // stale reader's failed get of the dead frame is still being undone).
+        let tok = loop {
+            if let Some(t) = self.scheme.try_get(self.obj()) {
+                break t;
+            }
+            loom::thread::yield_now();
+        };
+        self.word.store(B, Ordering::Relaxed);
+        self.meta.publish();
+        self.scheme.put(self.obj(), tok);
+        true
+    }
+
+    /// One counting lookup of page A: the bytes it accepted, if any.
+    fn read_counting(&self) -> Option<u64> {
+        // Acquire: pairs with the Release store that installed page A.
+        if self.slot_a.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let tok = self.scheme.try_get(self.obj())?;
+        let got = self
+            .meta
+            .holds(FILE, A)
+            .then(|| self.word.load(Ordering::Relaxed));
+        self.scheme.put(self.obj(), tok);
+        got
+    }
+
+    /// One optimistic lookup of page A.
+    fn read_optimistic(&self) -> Option<u64> {
+        // Acquire: pairs with the Release store that installed page A.
+        if self.slot_a.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut w = 0;
+        self.meta
+            .read_optimistic(FILE, A, || w = self.word.load(Ordering::Relaxed))
+            .then_some(w)
+    }
+}
+
+fn model<C: RefCounter>(make: fn() -> C, optimistic: bool) {
+    loom::model(move || {
+        let s = Shared::new(make());
+        let r = {
+            let s = s.clone();
+            loom::thread::spawn(move || {
+                if optimistic {
+                    s.read_optimistic()
+                } else {
+                    s.read_counting()
+                }
+            })
+        };
+        s.evict_and_refill();
+        if let Some(w) = r.join().expect("reader") {
+            assert_eq!(w, A, "a reader of page A accepted page B's bytes");
+        }
+    });
+}
+
+#[test]
+fn counting_reader_never_sees_another_page_cas() {
+    model(|| refcount::cas::Cas, false);
+}
+
+#[test]
+fn counting_reader_never_sees_another_page_atomic() {
+    model(|| refcount::atomic::Atomic, false);
+}
+
+#[test]
+fn optimistic_reader_never_sees_another_page() {
+    model(|| refcount::cas::Cas, true);
+}

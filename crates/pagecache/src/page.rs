@@ -1,0 +1,101 @@
+//! Page bytes kept in atomic words, so that a copy racing a write (or, in the optimistic mode,
+//! a refill) is a data race on nothing: it may read a mix of old and new bytes, which the
+//! callers rule out or validate, but never undefined behaviour.
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// Bytes in a page.
+pub const PAGE_SIZE: usize = 4096;
+/// Words in a page.
+pub(crate) const WORDS: usize = PAGE_SIZE / 8;
+
+/// Copies `buf.len()` bytes starting at byte `off` of the page held in `words` into `buf`.
+/// Relaxed loads: the caller orders them (a reference taken after the fill's Release, or the
+/// optimistic mode's version check).
+///
+/// # Panics
+/// If `off + buf.len()` exceeds the page.
+#[inline]
+pub(crate) fn copy_out(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
+    assert!(off + buf.len() <= PAGE_SIZE, "copy_out past the page");
+    if off.is_multiple_of(8) && buf.len().is_multiple_of(8) {
+        // Whole words: the common case of aligned reads.
+        for (b, w) in buf.chunks_exact_mut(8).zip(&words[off / 8..]) {
+            b.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+        }
+        return;
+    }
+    let mut pos = 0;
+    let mut at = off;
+    while pos < buf.len() {
+        let w = words[at / 8].load(Ordering::Relaxed).to_ne_bytes();
+        let b = at % 8;
+        let n = (8 - b).min(buf.len() - pos);
+        buf[pos..pos + n].copy_from_slice(&w[b..b + n]);
+        pos += n;
+        at += n;
+    }
+}
+
+/// Copies `buf` into the page held in `words` at byte `off`. Whole words are stored; a word
+/// written in part is updated by a compare-exchange loop, so that concurrent writes to other
+/// bytes of the same word are not lost.
+///
+/// # Panics
+/// If `off + buf.len()` exceeds the page.
+#[inline]
+pub(crate) fn copy_in(words: &[AtomicU64], off: usize, buf: &[u8]) {
+    assert!(off + buf.len() <= PAGE_SIZE, "copy_in past the page");
+    let mut pos = 0;
+    let mut at = off;
+    while pos < buf.len() {
+        let b = at % 8;
+        let n = (8 - b).min(buf.len() - pos);
+        let w = &words[at / 8];
+        if n == 8 {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&buf[pos..pos + 8]);
+            w.store(u64::from_ne_bytes(v), Ordering::Relaxed);
+        } else {
+            let mut cur = w.load(Ordering::Relaxed);
+            loop {
+                let mut v = cur.to_ne_bytes();
+                v[b..b + n].copy_from_slice(&buf[pos..pos + n]);
+                match w.compare_exchange_weak(
+                    cur,
+                    u64::from_ne_bytes(v),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(now) => cur = now,
+                }
+            }
+        }
+        pos += n;
+        at += n;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_round_trip_at_every_alignment() {
+        let words: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+        let mut model = vec![0u8; PAGE_SIZE];
+        for (k, off) in [0usize, 1, 7, 8, 13, 4000, 4089].into_iter().enumerate() {
+            let len = (PAGE_SIZE - off).min(37 + k * 11);
+            let src: Vec<u8> = (0..len).map(|i| (i * 7 + k) as u8).collect();
+            copy_in(&words, off, &src);
+            model[off..off + len].copy_from_slice(&src);
+            let mut all = vec![0u8; PAGE_SIZE];
+            copy_out(&words, 0, &mut all);
+            assert_eq!(all, model, "after writing {len} bytes at {off}");
+            let mut part = vec![0u8; len];
+            copy_out(&words, off, &mut part);
+            assert_eq!(part, src);
+        }
+    }
+}

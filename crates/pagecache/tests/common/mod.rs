@@ -1,0 +1,43 @@
+//! Shared by the tests: files with known content, a small generator.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The byte at offset `off` of a pattern file: derived from the offset and its page, so a
+/// byte of another page or another place in the page is caught.
+pub fn pat(off: u64) -> u8 {
+    let page = off / 4096;
+    (off.wrapping_mul(31) ^ page.wrapping_mul(0x9e37_79b9)) as u8 ^ ((off >> 8) as u8)
+}
+
+/// A file of `len` pattern bytes in `dir`.
+pub fn pattern_file(dir: &tempfile::TempDir, name: &str, len: u64) -> PathBuf {
+    let p = dir.path().join(name);
+    let bytes: Vec<u8> = (0..len).map(pat).collect();
+    std::fs::File::create(&p)
+        .and_then(|mut f| f.write_all(&bytes))
+        .expect("create pattern file");
+    p
+}
+
+/// xorshift64*, so failures reproduce.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

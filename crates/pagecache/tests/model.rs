@@ -1,0 +1,113 @@
+//! After writes, evictions, syncs and drops, the file on disk equals a model of what was
+//! written, and every read in between equals the model.
+
+mod common;
+
+use common::{pattern_file, Rng};
+use pagecache::{Config, PageCache};
+
+fn random_writes(scheme: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len0 = 20 * 4096 + 123;
+    let path = pattern_file(&dir, "m", len0);
+    let mut model = std::fs::read(&path).expect("read");
+    let cache = PageCache::new(Config::new(3, scheme)).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let mut rng = Rng::new(7);
+    let mut buf = vec![0u8; 10_000];
+    for step in 0..600 {
+        match rng.below(10) {
+            0..=3 => {
+                // Some writes grow the file past its size at open (those pages go straight
+                // to the file).
+                let off = rng.below(model.len() as u64 + 3000) as usize;
+                let n = rng.below(7000) as usize + 1;
+                let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                assert_eq!(file.write_at(&bytes, off as u64).expect("write"), n);
+                if model.len() < off + n {
+                    model.resize(off + n, 0);
+                }
+                model[off..off + n].copy_from_slice(&bytes);
+                assert_eq!(file.len(), model.len() as u64);
+            }
+            4..=7 => {
+                let off = rng.below(model.len() as u64 + 500) as usize;
+                let want = rng.below(10_000) as usize;
+                let n = file.read_at(&mut buf[..want], off as u64).expect("read");
+                let expect = model.len().saturating_sub(off).min(want);
+                assert_eq!(n, expect, "{scheme} step {step}: read length at {off}");
+                assert_eq!(
+                    &buf[..n],
+                    &model[off..off + n],
+                    "{scheme} step {step} at {off}"
+                );
+            }
+            8 => file.sync().expect("sync"),
+            _ => {
+                file.drop_cache().expect("drop");
+            }
+        }
+    }
+    let st = cache.stats();
+    assert!(st.write_backs > 0 && st.evictions > 0, "{scheme}: {st:?}");
+    assert!(st.resident_high_water <= 3);
+    // Dropping the file writes the rest back.
+    drop(file);
+    assert_eq!(
+        std::fs::read(&path).expect("read back"),
+        model,
+        "{scheme}: disk differs"
+    );
+}
+
+#[test]
+fn disk_equals_the_model_for_every_scheme() {
+    for scheme in pagecache::usable_schemes() {
+        random_writes(scheme);
+    }
+}
+
+#[test]
+fn concurrent_writers_of_disjoint_pages_all_land() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "c", 64 * 4096);
+    let mut model = std::fs::read(&path).expect("read");
+    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let threads = 4;
+    let writes: Vec<Vec<(usize, Vec<u8>)>> = (0..threads)
+        .map(|t| {
+            let mut rng = Rng::new(t as u64 + 100);
+            (0..200)
+                .map(|_| {
+                    // Thread t owns pages t, t + 4, ...; a write stays inside one page.
+                    let page = (rng.below(16) as usize) * threads + t;
+                    let off = rng.below(4000) as usize;
+                    let n = rng.below(96) as usize + 1;
+                    let bytes = (0..n).map(|_| rng.next() as u8).collect();
+                    (page * 4096 + off, bytes)
+                })
+                .collect()
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for (t, w) in writes.iter().enumerate() {
+            let file = &file;
+            s.spawn(move || {
+                for (k, (off, bytes)) in w.iter().enumerate() {
+                    if k % 25 == 0 {
+                        percpu::affinity::migrate(t + k);
+                    }
+                    file.write_at(bytes, *off as u64).expect("write");
+                }
+            });
+        }
+    });
+    for w in &writes {
+        for (off, bytes) in w {
+            model[*off..*off + bytes.len()].copy_from_slice(bytes);
+        }
+    }
+    file.sync().expect("sync");
+    assert_eq!(std::fs::read(&path).expect("read back"), model);
+}

@@ -1,0 +1,739 @@
+//! The file-system experiments, run through the `pagecache` crate on files created in a
+//! temporary directory (tmpfs, `/dev/shm`, where available): PAYGO's Figures 7 (`drbh`),
+//! 8 (`randomread`), 10 (`file-spectrum`) and 13 (`drop-file`), and the 2026 frozen-bit
+//! patch's table (`pread-table`).
+//!
+//! Beside the schemes, the alternatives a user would pick, measured in the same run:
+//! * `kernel`: the same loop through `pread(2)` on the file. It compares a user-space cache
+//!   with a system call into the kernel's page cache (whose own counting is the kernel's), not
+//!   two caches of the same kind.
+//! * `quick_cache`: the `quick_cache` crate's concurrent cache holding `Arc` pages (a hit
+//!   clones the `Arc`, copies, and drops it; a miss `pread`s).
+//! * `optimistic`: the page cache's optimistic mode (no reference on a hit: copy between two
+//!   equal versions, PAYGO counting everything else). It serves small reads of cached pages;
+//!   a reader that must hold the page (a long copy racing eviction, I/O from the page, a
+//!   long-lived reference) takes the counting path.
+//!
+//! A scheme that cannot serve a page cache (`percpu-limit`) gets a row without a figure whose
+//! `skipped` field gives the reason.
+
+use super::Params;
+use crate::harness::{median, pin_to, thread_cpu_secs};
+use crate::output::Row;
+use crate::schemes::{self, Kind, SchemeInfo, Visit};
+use pagecache::{CachedFileOf, Config, Mode, PageCacheOf, PAGE_SIZE};
+use refcount::RefCounter;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// The experiments of this module.
+pub const NAMES: &[&str] = &[
+    "drbh",
+    "randomread",
+    "file-spectrum",
+    "drop-file",
+    "pread-table",
+];
+
+/// The alternatives measured beside the schemes.
+pub const BASELINES: &[&str] = &["kernel", "quick_cache", "optimistic"];
+
+/// Bytes per read.
+const READ: usize = 64;
+/// Files of `randomread`.
+const RANDOM_FILES: usize = 10;
+/// Size of each `randomread` file.
+const RANDOM_FILE_BYTES: u64 = 1 << 20;
+/// Reads between two looks at the stop flag.
+const BATCH: u64 = 256;
+
+/// Whether `experiment` is one of this module's.
+pub fn handles(experiment: &str) -> bool {
+    NAMES.contains(&experiment)
+}
+
+/// The baselines `experiment` takes in `--schemes` besides the registry's schemes.
+pub fn baselines(experiment: &str) -> &'static [&'static str] {
+    match experiment {
+        "drbh" | "randomread" | "file-spectrum" => BASELINES,
+        _ => &[],
+    }
+}
+
+/// Default `--objects`: file sizes in MiB for `file-spectrum` and `drop-file`.
+pub fn default_objects(experiment: &str) -> Vec<usize> {
+    match experiment {
+        "file-spectrum" => vec![1, 4, 16, 64],
+        "drop-file" => vec![64, 256],
+        _ => vec![1],
+    }
+}
+
+/// How many measurements `run` makes.
+pub fn steps(experiment: &str, p: &Params) -> u64 {
+    let (s, r, t, o) = (
+        p.schemes.len() as u64,
+        p.reps as u64,
+        p.threads.len() as u64,
+        p.objects.len() as u64,
+    );
+    match experiment {
+        "file-spectrum" => s * r * t * o,
+        "drop-file" => s * r * o * 2,
+        _ => s * r * t,
+    }
+}
+
+/// Which access pattern a timed run makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pattern {
+    /// Every thread reads 64 bytes at offset 0 of file 0 (FxMark DRBH).
+    SamePage,
+    /// 64-byte reads at random 64-byte-aligned offsets of a random file (filebench
+    /// randomread).
+    Random,
+    /// Thread t reads 64 bytes of each page in turn from page `t * pages / threads`, wrapping
+    /// (FxMark-style sequential reads of one shared file).
+    Sequential,
+}
+
+/// Something the timed loop reads from.
+trait Source: Sync {
+    fn read(&self, file: usize, buf: &mut [u8], off: u64);
+}
+
+struct CacheSource<'a, C: RefCounter> {
+    files: &'a [CachedFileOf<C>],
+}
+
+impl<C: RefCounter> Source for CacheSource<'_, C> {
+    #[inline]
+    fn read(&self, file: usize, buf: &mut [u8], off: u64) {
+        let n = self.files[file]
+            .read_at(buf, off)
+            .expect("read through the cache");
+        debug_assert_eq!(n, buf.len());
+    }
+}
+
+struct KernelSource<'a> {
+    files: &'a [File],
+}
+
+impl Source for KernelSource<'_> {
+    #[inline]
+    fn read(&self, file: usize, buf: &mut [u8], off: u64) {
+        let n = self.files[file].read_at(buf, off).expect("pread");
+        debug_assert_eq!(n, buf.len());
+    }
+}
+
+type Page = Arc<[u8; PAGE_SIZE]>;
+
+struct QuickSource<'a> {
+    cache: quick_cache::sync::Cache<(usize, u64), Page>,
+    files: &'a [File],
+}
+
+impl Source for QuickSource<'_> {
+    #[inline]
+    fn read(&self, file: usize, buf: &mut [u8], off: u64) {
+        let page = off / PAGE_SIZE as u64;
+        let p = self
+            .cache
+            .get_or_insert_with(&(file, page), || {
+                let mut b = [0u8; PAGE_SIZE];
+                let mut done = 0;
+                while done < PAGE_SIZE {
+                    match self.files[file]
+                        .read_at(&mut b[done..], page * PAGE_SIZE as u64 + done as u64)?
+                    {
+                        0 => break,
+                        n => done += n,
+                    }
+                }
+                Ok::<_, std::io::Error>(Arc::new(b))
+            })
+            .expect("pread on a miss");
+        let o = (off % PAGE_SIZE as u64) as usize;
+        buf.copy_from_slice(&p[o..o + buf.len()]);
+    }
+}
+
+/// The files of one experiment, in a temporary directory.
+struct Files {
+    _dir: tempfile::TempDir,
+    paths: Vec<PathBuf>,
+    pages: u64,
+}
+
+fn temp_dir() -> tempfile::TempDir {
+    let b = tempfile::Builder::new().prefix("refbench-fs-").to_owned();
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = b.tempdir_in(shm) {
+            return d;
+        }
+    }
+    b.tempdir()
+        .expect("refbench: cannot create a temporary directory")
+}
+
+fn make_files(count: usize, bytes: u64) -> Files {
+    let dir = temp_dir();
+    let mut chunk = vec![0u8; 1 << 20];
+    let paths = (0..count)
+        .map(|i| {
+            let p = dir.path().join(format!("f{i}"));
+            let mut f = File::create(&p).expect("refbench: cannot create a test file");
+            let mut left = bytes;
+            let mut off = 0u64;
+            while left > 0 {
+                let n = left.min(chunk.len() as u64) as usize;
+                for (k, b) in chunk[..n].iter_mut().enumerate() {
+                    *b = ((off + k as u64) * 7 + i as u64) as u8;
+                }
+                f.write_all(&chunk[..n])
+                    .expect("refbench: cannot write a test file");
+                left -= n as u64;
+                off += n as u64;
+            }
+            p
+        })
+        .collect();
+    Files {
+        _dir: dir,
+        paths,
+        pages: bytes.div_ceil(PAGE_SIZE as u64),
+    }
+}
+
+/// One timed run: `threads` threads reading with `pattern` for `duration`. Returns (reads per
+/// second, cpu_util).
+fn timed<S: Source>(
+    src: &S,
+    pattern: Pattern,
+    files: usize,
+    pages: u64,
+    threads: usize,
+    duration: Duration,
+    pin: bool,
+) -> (f64, f64) {
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let (start, results) = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let (stop, barrier) = (&stop, &barrier);
+                s.spawn(move || {
+                    if pin {
+                        pin_to(t);
+                    }
+                    let mut buf = [0u8; READ];
+                    let mut rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                    let mut page = t as u64 * pages / threads as u64;
+                    let mut ops = 0u64;
+                    barrier.wait();
+                    let cpu0 = thread_cpu_secs();
+                    loop {
+                        for _ in 0..BATCH {
+                            let (file, off) = match pattern {
+                                Pattern::SamePage => (0, 0),
+                                Pattern::Random => {
+                                    rng ^= rng >> 12;
+                                    rng ^= rng << 25;
+                                    rng ^= rng >> 27;
+                                    let r = rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                                    let slots = pages * (PAGE_SIZE / READ) as u64;
+                                    ((r >> 40) as usize % files, (r % slots) * READ as u64)
+                                }
+                                Pattern::Sequential => {
+                                    let p = page;
+                                    page += 1;
+                                    if page == pages {
+                                        page = 0;
+                                    }
+                                    (0, p * PAGE_SIZE as u64)
+                                }
+                            };
+                            src.read(file, &mut buf, off);
+                        }
+                        ops += BATCH;
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    (ops, Instant::now(), thread_cpu_secs() - cpu0)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+        let r: Vec<_> = hs
+            .into_iter()
+            .map(|h| h.join().expect("reader panicked"))
+            .collect();
+        (start, r)
+    });
+    let ops: u64 = results.iter().map(|r| r.0).sum();
+    let end = results.iter().map(|r| r.1).max().unwrap_or(start);
+    let secs = end.duration_since(start).as_secs_f64().max(1e-9);
+    let cpu: f64 = results.iter().map(|r| r.2).sum();
+    (ops as f64 / secs, cpu / (secs * threads as f64))
+}
+
+/// Per (scheme, threads, objects): reps, cpu_util, and the largest resident count seen with
+/// the memory limit.
+#[derive(Default)]
+struct Cell {
+    reps: Vec<f64>,
+    util: Vec<f64>,
+    resident_max: usize,
+    limit: usize,
+}
+
+type Cells = BTreeMap<(String, usize, usize), Cell>;
+
+/// Per (scheme, MiB, background readers): pages dropped per second and the dropper's
+/// cpu_util per rep, the largest
+/// resident count, the limit.
+type DropCells = BTreeMap<(String, usize, usize), (Vec<f64>, Vec<f64>, usize, usize)>;
+
+/// What a read experiment measures for one scheme in one repetition.
+struct ReadJob<'a> {
+    label: &'a str,
+    mode: Mode,
+    pattern: Pattern,
+    files: &'a Files,
+    objects: usize,
+    p: &'a Params,
+    cells: &'a mut Cells,
+    tick: &'a mut dyn FnMut(&str),
+}
+
+fn limit_for(files: &Files) -> usize {
+    files.paths.len() * files.pages as usize + 64
+}
+
+impl Visit for ReadJob<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
+        let limit = limit_for(self.files);
+        let mut cfg = Config::new(limit, C::NAME);
+        cfg.mode = self.mode;
+        let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("refbench: page cache");
+        let files: Vec<CachedFileOf<C>> = self
+            .files
+            .paths
+            .iter()
+            .map(|p| cache.open(p).expect("refbench: open through the cache"))
+            .collect();
+        warm(&files, self.files.pages);
+        let src = CacheSource { files: &files };
+        for &t in &self.p.threads {
+            let (ops, util) = timed(
+                &src,
+                self.pattern,
+                files.len(),
+                self.files.pages,
+                t,
+                self.p.duration,
+                self.p.pin,
+            );
+            let st = cache.stats();
+            let c = self
+                .cells
+                .entry((self.label.to_string(), t, self.objects))
+                .or_default();
+            c.reps.push(ops);
+            c.util.push(util);
+            c.resident_max = c.resident_max.max(st.resident_high_water);
+            c.limit = st.limit;
+            (self.tick)(self.label);
+        }
+    }
+}
+
+fn warm<C: RefCounter>(files: &[CachedFileOf<C>], pages: u64) {
+    let mut b = [0u8; READ];
+    for f in files {
+        for p in 0..pages {
+            f.read_at(&mut b, p * PAGE_SIZE as u64)
+                .expect("warm-up read");
+        }
+    }
+}
+
+/// Measures one name (scheme or baseline) for one repetition.
+fn measure_reads(
+    name: &str,
+    pattern: Pattern,
+    files: &Files,
+    objects: usize,
+    p: &Params,
+    cells: &mut Cells,
+    tick: &mut dyn FnMut(&str),
+) {
+    let limit = limit_for(files);
+    let mut record = |cells: &mut Cells, t: usize, ops: f64, util: f64, resident: usize| {
+        let c = cells.entry((name.to_string(), t, objects)).or_default();
+        c.reps.push(ops);
+        c.util.push(util);
+        c.resident_max = c.resident_max.max(resident);
+        c.limit = limit;
+        tick(name);
+    };
+    match name {
+        "kernel" => {
+            let fs: Vec<File> = files
+                .paths
+                .iter()
+                .map(|p| File::open(p).expect("open"))
+                .collect();
+            let src = KernelSource { files: &fs };
+            for &t in &p.threads {
+                let (ops, util) = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
+                record(cells, t, ops, util, 0);
+            }
+        }
+        "quick_cache" => {
+            let fs: Vec<File> = files
+                .paths
+                .iter()
+                .map(|p| File::open(p).expect("open"))
+                .collect();
+            let src = QuickSource {
+                cache: quick_cache::sync::Cache::new(limit),
+                files: &fs,
+            };
+            let mut b = [0u8; READ];
+            for f in 0..fs.len() {
+                for pg in 0..files.pages {
+                    src.read(f, &mut b, pg * PAGE_SIZE as u64);
+                }
+            }
+            for &t in &p.threads {
+                let (ops, util) = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
+                let resident = src.cache.len();
+                record(cells, t, ops, util, resident);
+            }
+        }
+        _ => {
+            let (scheme, mode) = if name == "optimistic" {
+                ("paygo", Mode::Optimistic)
+            } else {
+                (name, Mode::Counting)
+            };
+            schemes::visit(
+                scheme,
+                &p.scheme_config,
+                ReadJob {
+                    label: name,
+                    mode,
+                    pattern,
+                    files,
+                    objects,
+                    p,
+                    cells,
+                    tick,
+                },
+            )
+            .expect("scheme names are validated before running");
+        }
+    }
+}
+
+/// Why `name` cannot be measured here, if it cannot.
+fn unfit(name: &str) -> Option<&'static str> {
+    schemes::find(name).and_then(|s| s.unfit_for_page_cache)
+}
+
+fn skipped_row(experiment: &str, name: &str, why: &str) -> Row {
+    eprintln!("refbench: {experiment}: {name} skipped: it cannot serve a page cache: {why}");
+    let mut extra = Map::new();
+    extra.insert(
+        "skipped".into(),
+        json!(format!("cannot serve a page cache: {why}")),
+    );
+    Row {
+        experiment: experiment.to_string(),
+        scheme: name.to_string(),
+        kind: kind_of(name),
+        threads: 1,
+        objects: 1,
+        ops_per_sec: None,
+        reps: Vec::new(),
+        extra,
+    }
+}
+
+fn kind_of(name: &str) -> Kind {
+    schemes::find(name).map(|s| s.kind).unwrap_or(Kind::Scheme)
+}
+
+fn note(name: &str) -> Option<&'static str> {
+    match name {
+        "kernel" => Some(
+            "pread(2) per read: a system call into the kernel page cache, not a user-space cache",
+        ),
+        "quick_cache" => Some("quick_cache crate holding Arc pages; a hit clones the Arc"),
+        "optimistic" => Some("no reference on a hit (version-validated copy); cannot hold a page"),
+        _ => None,
+    }
+}
+
+fn rows_from(experiment: &str, p: &Params, objects: &[usize], cells: &Cells) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        if let Some(why) = unfit(name) {
+            rows.push(skipped_row(experiment, name, why));
+            continue;
+        }
+        for &o in objects {
+            for &t in &p.threads {
+                let Some(c) = cells.get(&(name.clone(), t, o)) else {
+                    continue;
+                };
+                let mut extra: Map<String, Value> = Map::new();
+                extra.insert("cpu_util".into(), json!(median(&c.util)));
+                extra.insert("limit_pages".into(), json!(c.limit));
+                extra.insert("resident_max".into(), json!(c.resident_max));
+                extra.insert("limit_held".into(), json!(c.resident_max <= c.limit));
+                if experiment == "file-spectrum" {
+                    extra.insert("file_mib".into(), json!(o));
+                }
+                if let Some(n) = note(name) {
+                    extra.insert("note".into(), json!(n));
+                }
+                rows.push(Row {
+                    experiment: experiment.to_string(),
+                    scheme: name.clone(),
+                    kind: kind_of(name),
+                    threads: t,
+                    objects: o,
+                    ops_per_sec: Some(median(&c.reps)),
+                    reps: c.reps.clone(),
+                    extra,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Runs one of this module's experiments.
+pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    match experiment {
+        "drop-file" => drop_file(p, tick),
+        "pread-table" => pread_table(p, tick),
+        _ => reads(experiment, p, tick),
+    }
+}
+
+fn reads(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let (pattern, sets): (Pattern, Vec<(usize, Files)>) = match experiment {
+        "drbh" => (
+            Pattern::SamePage,
+            vec![(1, make_files(1, PAGE_SIZE as u64))],
+        ),
+        "randomread" => (
+            Pattern::Random,
+            vec![(1, make_files(RANDOM_FILES, RANDOM_FILE_BYTES))],
+        ),
+        _ => (
+            Pattern::Sequential,
+            p.objects
+                .iter()
+                .map(|&mib| (mib, make_files(1, (mib as u64) << 20)))
+                .collect(),
+        ),
+    };
+    let mut cells = Cells::new();
+    for _ in 0..p.reps {
+        for name in &p.schemes {
+            if unfit(name).is_some() {
+                continue;
+            }
+            for (o, files) in &sets {
+                measure_reads(name, pattern, files, *o, p, &mut cells, tick);
+            }
+        }
+    }
+    let objects: Vec<usize> = sets.iter().map(|s| s.0).collect();
+    rows_from(experiment, p, &objects, &cells)
+}
+
+/// `pread-table`: `drbh` for `cas` (vanilla) and `frozen-bit` (patched) at each thread count,
+/// with the patch's boost in percent.
+fn pread_table(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let mut rows = reads("drbh", p, tick);
+    let by = |rows: &[Row], s: &str, t: usize| {
+        rows.iter()
+            .find(|r| r.scheme == s && r.threads == t)
+            .and_then(|r| r.ops_per_sec)
+    };
+    let snapshot = rows.clone();
+    for r in &mut rows {
+        r.experiment = "pread-table".into();
+        if let (Some(v), Some(f)) = (
+            by(&snapshot, "cas", r.threads),
+            by(&snapshot, "frozen-bit", r.threads),
+        ) {
+            if r.scheme == "frozen-bit" && v > 0.0 {
+                r.extra
+                    .insert("boost_pct".into(), json!((f / v - 1.0) * 100.0));
+            }
+        }
+    }
+    rows
+}
+
+struct DropJob<'a> {
+    files: &'a Files,
+    hot: &'a Files,
+    background: usize,
+    pin: bool,
+    out: &'a mut Vec<(usize, (f64, f64), usize)>,
+}
+
+impl Visit for DropJob<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
+        let pages = self.files.pages as usize;
+        let cfg = Config::new(pages + 64, C::NAME);
+        let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("refbench: page cache");
+        let file = cache.open(&self.files.paths[0]).expect("open");
+        let hot = cache.open(&self.hot.paths[0]).expect("open");
+        warm(std::slice::from_ref(&hot), 1);
+        for background in [0, self.background] {
+            warm(std::slice::from_ref(&file), self.files.pages);
+            let stop = AtomicBool::new(false);
+            let started = Barrier::new(background + 1);
+            let (secs, freed) = std::thread::scope(|s| {
+                for t in 0..background {
+                    let (hot, stop, started, pin) = (&hot, &stop, &started, self.pin);
+                    s.spawn(move || {
+                        if pin {
+                            pin_to(t + 1);
+                        }
+                        started.wait();
+                        let mut b = [0u8; READ];
+                        while !stop.load(Ordering::Relaxed) {
+                            for _ in 0..64 {
+                                hot.read_at(&mut b, 0).expect("background read");
+                            }
+                        }
+                    });
+                }
+                started.wait();
+                let (t0, c0) = (Instant::now(), thread_cpu_secs());
+                let freed = file.drop_cache().expect("drop_cache");
+                let (secs, cpu) = (t0.elapsed().as_secs_f64(), thread_cpu_secs() - c0);
+                stop.store(true, Ordering::Relaxed);
+                ((secs, cpu / secs.max(1e-9)), freed)
+            });
+            assert_eq!(freed, pages, "drop-file: {} left pages cached", C::NAME);
+            self.out
+                .push((background, secs, cache.stats().resident_high_water));
+        }
+    }
+}
+
+/// `drop-file`: time to drop a cached file of each size (`--objects`, MiB), without and with
+/// `max(threads) - 1` (at least 1) threads reading another file through the same cache.
+fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let bg = p
+        .threads
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(2)
+        .saturating_sub(1)
+        .max(1);
+    let hot = make_files(1, PAGE_SIZE as u64);
+    let sets: Vec<(usize, Files)> = p
+        .objects
+        .iter()
+        .map(|&mib| (mib, make_files(1, (mib as u64) << 20)))
+        .collect();
+    let mut res: DropCells = BTreeMap::new();
+    for _ in 0..p.reps {
+        for name in &p.schemes {
+            if unfit(name).is_some() {
+                continue;
+            }
+            for (mib, files) in &sets {
+                let mut out = Vec::new();
+                schemes::visit(
+                    name,
+                    &p.scheme_config,
+                    DropJob {
+                        files,
+                        hot: &hot,
+                        background: bg,
+                        pin: p.pin,
+                        out: &mut out,
+                    },
+                )
+                .expect("validated");
+                for (background, (secs, util), resident) in out {
+                    let e = res.entry((name.clone(), *mib, background)).or_default();
+                    e.0.push(files.pages as f64 / secs.max(1e-9));
+                    e.1.push(util);
+                    e.2 = e.2.max(resident);
+                    e.3 = files.pages as usize + 64;
+                    tick(name);
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        if let Some(why) = unfit(name) {
+            rows.push(skipped_row("drop-file", name, why));
+            continue;
+        }
+        for (mib, _) in &sets {
+            for background in [0, bg] {
+                let Some((reps, util, resident, limit)) =
+                    res.get(&(name.clone(), *mib, background))
+                else {
+                    continue;
+                };
+                let pps = median(reps);
+                let mut extra = Map::new();
+                extra.insert("background".into(), json!(background));
+                extra.insert("cpu_util".into(), json!(median(util)));
+                extra.insert("file_mib".into(), json!(mib));
+                extra.insert(
+                    "ms_to_drop".into(),
+                    json!((*mib as f64 * 256.0) / pps * 1e3),
+                );
+                extra.insert("ns_per_page".into(), json!(1e9 / pps));
+                extra.insert("limit_pages".into(), json!(limit));
+                extra.insert("resident_max".into(), json!(resident));
+                extra.insert("limit_held".into(), json!(resident <= limit));
+                rows.push(Row {
+                    experiment: "drop-file".into(),
+                    scheme: name.clone(),
+                    kind: kind_of(name),
+                    threads: background + 1,
+                    objects: *mib,
+                    ops_per_sec: Some(pps),
+                    reps: reps.clone(),
+                    extra,
+                });
+            }
+        }
+    }
+    rows
+}

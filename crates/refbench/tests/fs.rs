@@ -1,0 +1,110 @@
+//! The file-system experiments' contract: rows for schemes and baselines, the memory limit
+//! reported and held, a reasoned skip for a scheme that cannot serve a page cache.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn run_json(args: &[&str]) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+        .args(args)
+        .args(["--duration-ms", "20", "--reps", "1", "--format", "json"])
+        .output()
+        .expect("refbench runs");
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    v["rows"].as_array().expect("rows").clone()
+}
+
+#[test]
+fn drbh_measures_schemes_and_baselines_and_skips_percpu_limit_with_the_reason() {
+    let rows = run_json(&[
+        "run",
+        "drbh",
+        "--schemes",
+        "cas,paygo,percpu-limit,kernel,quick_cache,optimistic",
+        "--threads",
+        "1,2",
+    ]);
+    for name in ["cas", "paygo", "kernel", "quick_cache", "optimistic"] {
+        for t in [1, 2] {
+            let r = rows
+                .iter()
+                .find(|r| r["scheme"] == name && r["threads"] == t)
+                .unwrap_or_else(|| panic!("no row for {name} at {t} threads"));
+            assert!(r["ops_per_sec"].as_f64().expect("figure") > 0.0, "{r}");
+            assert_eq!(r["limit_held"], true, "{r}");
+            assert!(
+                r["resident_max"].as_u64() <= r["limit_pages"].as_u64(),
+                "{r}"
+            );
+        }
+    }
+    let skip = rows
+        .iter()
+        .find(|r| r["scheme"] == "percpu-limit")
+        .expect("a row for percpu-limit");
+    assert!(skip["ops_per_sec"].is_null());
+    assert!(skip["skipped"]
+        .as_str()
+        .expect("reason")
+        .contains("cannot detect zero"));
+}
+
+#[test]
+fn drop_file_drops_every_page_with_and_without_readers() {
+    let rows = run_json(&[
+        "run",
+        "drop-file",
+        "--schemes",
+        "cas,paygo",
+        "--objects",
+        "1",
+        "--threads",
+        "2",
+    ]);
+    for name in ["cas", "paygo"] {
+        for bg in [0, 1] {
+            let r = rows
+                .iter()
+                .find(|r| r["scheme"] == name && r["background"] == bg)
+                .unwrap_or_else(|| panic!("no row for {name} with {bg} readers"));
+            assert!(r["ns_per_page"].as_f64().expect("time") > 0.0);
+            assert_eq!(r["file_mib"], 1);
+            assert_eq!(r["limit_held"], true);
+        }
+    }
+}
+
+#[test]
+fn pread_table_reports_the_boost_of_frozen_bit_over_cas() {
+    let rows = run_json(&["run", "pread-table", "--threads", "1,2"]);
+    for t in [1, 2] {
+        let fb = rows
+            .iter()
+            .find(|r| r["scheme"] == "frozen-bit" && r["threads"] == t)
+            .expect("frozen-bit row");
+        assert!(fb["boost_pct"].is_f64(), "{fb}");
+        assert!(rows
+            .iter()
+            .any(|r| r["scheme"] == "cas" && r["threads"] == t));
+    }
+}
+
+#[test]
+fn baselines_belong_to_the_read_experiments_only() {
+    for args in [
+        &["run", "drop-file", "--schemes", "kernel"][..],
+        &["run", "pread-table", "--schemes", "paygo"],
+        &["run", "single-object", "--schemes", "quick_cache"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(args)
+            .output()
+            .expect("refbench runs");
+        assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2");
+    }
+}
