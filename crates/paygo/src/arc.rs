@@ -174,7 +174,7 @@ impl Domain {
                 .map(|m| unsafe { Pin::new_unchecked(&m.as_ref().header) })
                 .collect();
             let mut out = vec![false; hdrs.len()];
-            if self.try_reclaim_many(&hdrs, &mut out) > 0 {
+            if self.reclaim_batch(&hdrs, &mut out, true) > 0 {
                 for (m, ok) in metas.iter().zip(&out) {
                     if *ok {
                         Registry::remove_locked(&mut v, *m);

@@ -122,19 +122,34 @@ impl Domain {
     }
 
     /// Try-reclaim for many objects with one fence: sets every flag, fences once, then decides
-    /// each. `out[i]` receives the outcome for `objs[i]`; returns how many succeeded. Objects
-    /// visibly referenced are left alone before any flag is set, as in `try_reclaim`.
+    /// each. `out[i]` receives the outcome for `objs[i]`; returns how many succeeded.
+    ///
+    /// Unlike [`Domain::try_reclaim`], no object is scanned before its flag: a batch is for
+    /// objects expected to be unreferenced (a file's pages being dropped), where that scan
+    /// would double the work; a referenced object in the batch holds its readers up for the
+    /// one fence.
     ///
     /// # Panics
     /// If `objs` and `out` differ in length.
     pub fn try_reclaim_many(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
+        self.reclaim_batch(objs, out, false)
+    }
+
+    /// The batch reclaim; with `prescan`, objects visibly referenced are left alone before any
+    /// flag is set, as in `try_reclaim` (the `Arc` collector's batches hold hot objects).
+    pub(crate) fn reclaim_batch(
+        &self,
+        objs: &[Pin<&Header>],
+        out: &mut [bool],
+        prescan: bool,
+    ) -> usize {
         // The flags: SeqCst as in try_reclaim.
         let n = refcount::reclaim_batch(
             objs,
             out,
             |h| {
                 h.state(Ordering::Relaxed) == LIVE
-                    && !self.visibly_referenced(*h)
+                    && !(prescan && self.visibly_referenced(*h))
                     && h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).is_ok()
             },
             || self.reclaim_fence(),
