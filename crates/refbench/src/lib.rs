@@ -3,12 +3,14 @@
 
 #![warn(missing_docs)]
 
+pub mod claims;
 pub mod experiments;
 pub mod harness;
 pub mod meta;
 pub mod output;
 pub mod plot;
 pub mod report;
+pub mod reproduce;
 /// The scheme registry (its own crate, shared with `pagecache`).
 pub use ::schemes;
 /// The `percpu-limit` reference row.

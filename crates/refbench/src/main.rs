@@ -77,6 +77,20 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run every experiment with every scheme that applies into a folder, with a report and
+    /// the claims table of the source documents.
+    Reproduce {
+        /// Short repetitions and fewer sizes: under three minutes on 2 cores.
+        #[arg(long)]
+        quick: bool,
+        /// Thread counts, comma-separated (default: 1, 2 and every power of two up to the
+        /// online CPUs).
+        #[arg(long, value_delimiter = ',')]
+        threads: Vec<usize>,
+        /// The folder for the results, the plots and REPORT.md.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// List the experiments and schemes, one per line.
     List,
     /// Regenerate DIR/REPORT.md from the JSON results in DIR.
@@ -114,6 +128,42 @@ fn main() -> ExitCode {
             }
             Err(e) => usage_error(e),
         },
+        Cmd::Reproduce {
+            quick,
+            threads,
+            out,
+        } => {
+            if threads.contains(&0) {
+                return usage_error("--threads: every thread count must be at least 1");
+            }
+            let threads = if threads.is_empty() {
+                let online = percpu::online_cpus().max(1);
+                let mut t = vec![1];
+                let mut n = 2;
+                while n <= online.max(2) {
+                    t.push(n);
+                    n *= 2;
+                }
+                t
+            } else {
+                threads
+            };
+            let depth = if quick {
+                refbench::reproduce::Depth::Quick
+            } else {
+                refbench::reproduce::Depth::Full
+            };
+            match refbench::reproduce::reproduce(depth, &threads, &out) {
+                Ok(p) => {
+                    println!("{}", p.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("refbench: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Run {
             experiment,
             schemes,

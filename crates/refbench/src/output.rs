@@ -2,12 +2,12 @@
 
 use crate::meta::Meta;
 use crate::schemes::Kind;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 
 /// One measured configuration.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {
     /// Experiment name.
     pub experiment: String,

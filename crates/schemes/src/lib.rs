@@ -6,7 +6,7 @@ pub mod limit;
 use refcount::RefCounter;
 
 /// What a row measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// A reference counting scheme.

@@ -1,0 +1,852 @@
+//! The claims table of `refbench reproduce`: one row per headline claim of the source
+//! documents, the figure measured here, and a verdict computed from the measured rows by the
+//! rule written beside the claim (never typed by hand).
+//!
+//! Each rule compares figures of one run (one machine, repetitions interleaved), at the
+//! smallest (`t1`) and the largest (`tn`) thread count measured. A claim whose experiment was
+//! not run, or whose rule needs two thread counts where one was measured, is "not measured"
+//! with the reason.
+
+use crate::output::Row;
+
+/// What the rows say about a claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The claim's figure holds as stated (scaled to this machine where the rule says so).
+    Holds,
+    /// The direction or shape holds, not the magnitude.
+    HoldsInShape,
+    /// It does not hold here.
+    DoesNotHold,
+    /// The rows needed were not measured.
+    NotMeasured,
+}
+
+impl Verdict {
+    /// The verdict as the report prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::HoldsInShape => "holds in shape",
+            Verdict::DoesNotHold => "does not hold",
+            Verdict::NotMeasured => "not measured",
+        }
+    }
+}
+
+/// A claim's verdict with the figure behind it and, where it does not hold, why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What was measured, in words and numbers.
+    pub measured: String,
+    /// Why not, where the verdict is not `Holds`.
+    pub reason: String,
+}
+
+/// One headline claim of a source document.
+pub struct Claim {
+    /// Where it is made.
+    pub source: &'static str,
+    /// What it says.
+    pub claim: &'static str,
+    /// The rule that decides it, in words (the code is `check`).
+    pub rule: &'static str,
+    /// The experiments whose rows it reads.
+    pub experiments: &'static [&'static str],
+    /// Applies the rule.
+    pub check: fn(&Rows<'_>) -> Outcome,
+}
+
+/// The rows of a run, with the look-ups the rules need.
+pub struct Rows<'a>(pub &'a [Row]);
+
+impl Rows<'_> {
+    fn of<'r>(&'r self, exp: &'r str) -> impl Iterator<Item = &'r Row> + 'r {
+        self.0.iter().filter(move |r| r.experiment == exp)
+    }
+
+    /// The thread counts measured in `exp`, ascending.
+    pub fn threads(&self, exp: &str) -> Vec<usize> {
+        let mut t: Vec<usize> = self.of(exp).map(|r| r.threads).collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// Median ops/s of `scheme` in `exp` at `threads` and `objects` (any object count if
+    /// `None`; the first row found).
+    pub fn ops(
+        &self,
+        exp: &str,
+        scheme: &str,
+        threads: usize,
+        objects: Option<usize>,
+    ) -> Option<f64> {
+        self.of(exp)
+            .find(|r| {
+                r.scheme == scheme
+                    && r.threads == threads
+                    && objects.is_none_or(|o| r.objects == o)
+                    && r
+                        .extra
+                        .get("background")
+                        .is_none_or(|b| b.as_u64() == Some(0))
+            })
+            .and_then(|r| r.ops_per_sec)
+    }
+
+    /// A numeric extra field of the first row of `exp` for `scheme` matching `pick`.
+    pub fn extra(
+        &self,
+        exp: &str,
+        scheme: &str,
+        key: &str,
+        pick: impl Fn(&Row) -> bool,
+    ) -> Option<f64> {
+        self.of(exp)
+            .filter(|r| r.scheme == scheme && pick(r))
+            .find_map(|r| r.extra.get(key).and_then(|v| v.as_f64()))
+    }
+
+    /// Every row of `exp`.
+    pub fn rows(&self, exp: &str) -> Vec<&Row> {
+        self.0.iter().filter(|r| r.experiment == exp).collect()
+    }
+}
+
+fn not_measured(why: impl Into<String>) -> Outcome {
+    Outcome {
+        verdict: Verdict::NotMeasured,
+        measured: String::new(),
+        reason: why.into(),
+    }
+}
+
+fn outcome(verdict: Verdict, measured: String, reason: &str) -> Outcome {
+    Outcome {
+        verdict,
+        measured,
+        reason: if verdict == Verdict::Holds {
+            String::new()
+        } else {
+            reason.to_string()
+        },
+    }
+}
+
+/// `(t1, tn)` of `exp`, or why the rule cannot be applied.
+fn span(rows: &Rows<'_>, exp: &str) -> Result<(usize, usize), Outcome> {
+    let t = rows.threads(exp);
+    match (t.first(), t.last()) {
+        (Some(&a), Some(&b)) if a < b => Ok((a, b)),
+        (Some(_), _) => Err(not_measured(format!(
+            "{exp}: one thread count measured, the rule compares two"
+        ))),
+        _ => Err(not_measured(format!("{exp} was not run"))),
+    }
+}
+
+/// `ops(tn) / ops(t1)` of `scheme` in `exp`.
+fn scaling(
+    rows: &Rows<'_>,
+    exp: &str,
+    scheme: &str,
+    t1: usize,
+    tn: usize,
+    objects: Option<usize>,
+) -> Option<f64> {
+    Some(rows.ops(exp, scheme, tn, objects)? / rows.ops(exp, scheme, t1, objects)?.max(1e-9))
+}
+
+macro_rules! need {
+    ($e:expr, $why:expr) => {
+        match $e {
+            Some(v) => v,
+            None => return not_measured($why),
+        }
+    };
+}
+
+fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
+    let exp = "object-spectrum";
+    let t = rows.threads(exp);
+    let tn = *need!(t.last(), "object-spectrum was not run");
+    let series: Vec<(usize, f64)> = rows
+        .rows(exp)
+        .into_iter()
+        .filter(|r| r.scheme == "refcache" && r.threads == tn)
+        .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
+        .collect();
+    let within = need!(
+        series
+            .iter()
+            .filter(|(n, _)| *n <= 4096)
+            .map(|x| x.1)
+            .reduce(f64::max),
+        "refcache not measured at 4,096 objects or fewer"
+    );
+    let past = need!(
+        series
+            .iter()
+            .filter(|(n, _)| *n > 4096)
+            .map(|x| x.1)
+            .reduce(f64::min),
+        "refcache not measured past its 4,096-entry cache"
+    );
+    let r = past / within;
+    let v = if r <= 0.5 {
+        Verdict::Holds
+    } else if r < 0.9 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("refcache past 4,096 objects / within: {r:.2}x ({tn} threads)"),
+        "falls by less than 2x",
+    )
+}
+
+fn fig7_drbh(rows: &Rows<'_>) -> Outcome {
+    let (t1, tn) = match span(rows, "drbh") {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let cas = need!(
+        scaling(rows, "drbh", "cas", t1, tn, None),
+        "drbh: no cas rows"
+    );
+    let paygo = need!(
+        scaling(rows, "drbh", "paygo", t1, tn, None),
+        "drbh: no paygo rows"
+    );
+    let refcache = scaling(rows, "drbh", "refcache", t1, tn, None).unwrap_or(f64::NAN);
+    let ideal = tn as f64 / t1 as f64;
+    let v = if cas <= 1.1 && paygo >= 0.75 * ideal && refcache >= 0.75 * ideal {
+        Verdict::Holds
+    } else if paygo > cas {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("{tn}T/{t1}T: cas {cas:.2}x, paygo {paygo:.2}x, refcache {refcache:.2}x"),
+        "PAYGO/RefCache below 0.75x ideal scaling, or vanilla (cas) not flat",
+    )
+}
+
+fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
+    let (t1, tn) = match span(rows, "randomread") {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let at = |t| {
+        Some(
+            rows.ops("randomread", "paygo", t, None)?
+                / rows.ops("randomread", "refcache", t, None)?,
+        )
+    };
+    let hi = need!(at(tn), "randomread: paygo or refcache missing");
+    let lo = need!(at(t1), "randomread: paygo or refcache missing");
+    let v = if hi >= 1.0 && hi >= lo {
+        Verdict::Holds
+    } else if hi >= lo {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("paygo / refcache: {lo:.2}x at {t1}T, {hi:.2}x at {tn}T"),
+        "PAYGO not ahead of RefCache at the most threads",
+    )
+}
+
+fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
+    let exp = "single-object";
+    let (t1, tn) = match span(rows, exp) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let paygo = need!(scaling(rows, exp, "paygo", t1, tn, None), "no paygo rows");
+    let atomic = need!(scaling(rows, exp, "atomic", t1, tn, None), "no atomic rows");
+    let cas = scaling(rows, exp, "cas", t1, tn, None).unwrap_or(atomic);
+    let ideal = tn as f64 / t1 as f64;
+    let v = if paygo >= 0.75 * ideal && atomic <= 1.0 && cas <= 1.0 {
+        Verdict::Holds
+    } else if paygo > atomic.max(cas) {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("{tn}T/{t1}T: paygo {paygo:.2}x, atomic {atomic:.2}x, cas {cas:.2}x"),
+        "PAYGO below 0.75x ideal scaling, or FAA/CAS still gaining",
+    )
+}
+
+fn fig12_spectrum(rows: &Rows<'_>) -> Outcome {
+    let exp = "object-spectrum";
+    let t = rows.threads(exp);
+    let tn = *need!(t.last(), "object-spectrum was not run");
+    let series = |s: &str| -> Vec<(usize, f64)> {
+        let mut v: Vec<(usize, f64)> = rows
+            .rows(exp)
+            .into_iter()
+            .filter(|r| r.scheme == s && r.threads == tn)
+            .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    let p = series("paygo");
+    let a = series("atomic");
+    if p.len() < 2 || a.len() < 2 {
+        return not_measured("paygo and atomic need two object counts");
+    }
+    let flat =
+        p.iter().map(|x| x.1).fold(f64::MAX, f64::min) / p.iter().map(|x| x.1).fold(0.0, f64::max);
+    let recover = a.last().unwrap().1 / a.first().unwrap().1;
+    let v = if flat >= 0.5 && recover >= 1.5 {
+        Verdict::Holds
+    } else if flat >= 0.33 || recover > 1.0 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!(
+            "paygo min/max over objects {flat:.2}; atomic at {} / at {} objects {recover:.2}x",
+            a.last().unwrap().0,
+            a.first().unwrap().0
+        ),
+        "PAYGO varies more than 2x over the spectrum, or FAA does not recover 1.5x",
+    )
+}
+
+fn fig13_drop(rows: &Rows<'_>) -> Outcome {
+    let exp = "drop-file";
+    let ms = |s: &str, bg: bool| {
+        rows.rows(exp)
+            .into_iter()
+            .filter(|r| {
+                r.scheme == s
+                    && (r
+                        .extra
+                        .get("background")
+                        .and_then(|b| b.as_u64())
+                        .unwrap_or(0)
+                        > 0)
+                        == bg
+            })
+            .filter_map(|r| r.extra.get("ms_to_drop").and_then(|v| v.as_f64()))
+            .reduce(f64::max)
+    };
+    let p = need!(
+        ms("paygo", false),
+        "drop-file: no paygo row without readers"
+    );
+    let c = need!(ms("cas", false), "drop-file: no cas row without readers");
+    let pb = ms("paygo", true);
+    let r = p / c.max(1e-9);
+    let v = if r <= 2.0 {
+        Verdict::Holds
+    } else if r <= 4.0 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    let with = pb
+        .map(|x| format!(", {x:.2} ms with readers"))
+        .unwrap_or_default();
+    outcome(
+        v,
+        format!("paygo {p:.2} ms{with}, cas {c:.2} ms: {r:.2}x"),
+        "PAYGO's drop more than 2x vanilla's (cas)",
+    )
+}
+
+fn anchoring_overhead(rows: &Rows<'_>) -> Outcome {
+    let r = rows
+        .rows("migration")
+        .into_iter()
+        .filter(|r| r.scheme == "paygo")
+        .filter_map(|r| {
+            let every = r.extra.get("migrate_every")?.as_u64()?;
+            (every > 0).then_some((every, r.extra.get("vs_no_migration")?.as_f64()?))
+        })
+        .max_by_key(|x| x.0);
+    let (every, ratio) = need!(r, "migration: no paygo row with migration");
+    let v = if ratio >= 0.5 {
+        Verdict::Holds
+    } else if ratio >= 0.25 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("paygo migrating every {every} ops: {ratio:.2}x of no migration"),
+        "anchor path costs more than half the throughput",
+    )
+}
+
+fn section_vs_lock(rows: &Rows<'_>) -> Outcome {
+    let exp = "section-vs-lock";
+    let t = rows.threads(exp);
+    let tn = *need!(t.last(), "section-vs-lock was not run (the rseq path is not available here, or the fallback run failed)");
+    let rseq = need!(rows.ops(exp, "paygo", tn, None), "no rseq row");
+    let lock = need!(rows.ops(exp, "paygo-locked", tn, None), "no locked row");
+    let r = rseq / lock.max(1e-9);
+    let v = if r >= 1.2 {
+        Verdict::Holds
+    } else if r > 1.0 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("paygo rseq sections / per-CPU locks at {tn}T: {r:.2}x"),
+        "the restartable section is not 1.2x a lock",
+    )
+}
+
+fn per_object_bytes(rows: &Rows<'_>, scheme: &str) -> Option<f64> {
+    rows.rows("memory")
+        .into_iter()
+        .find(|r| r.scheme == scheme)
+        .and_then(|r| Some(r.extra.get("bytes_total")?.as_f64()? / r.objects.max(1) as f64))
+}
+
+fn space(rows: &Rows<'_>) -> Outcome {
+    let p = need!(per_object_bytes(rows, "paygo"), "memory: no paygo row");
+    let pr = need!(
+        per_object_bytes(rows, "percpu-ref"),
+        "memory: no percpu-ref row"
+    );
+    let rc = need!(
+        per_object_bytes(rows, "refcache"),
+        "memory: no refcache row"
+    );
+    let v = if p < pr && p < rc {
+        Verdict::Holds
+    } else if p < pr {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("bytes per object: paygo {p:.1}, percpu-ref {pr:.1}, refcache {rc:.1}"),
+        "PAYGO not the smallest per-CPU scheme",
+    )
+}
+
+fn pread_table(rows: &Rows<'_>) -> Outcome {
+    let exp = "pread-table";
+    let t: Vec<usize> = rows.threads(exp).into_iter().filter(|&t| t >= 2).collect();
+    if t.is_empty() {
+        return not_measured("pread-table: no run at 2 threads or more");
+    }
+    let mut boosts = Vec::new();
+    for &n in &t {
+        let f = need!(
+            rows.ops(exp, "frozen-bit", n, None),
+            "pread-table: no frozen-bit row"
+        );
+        let c = need!(rows.ops(exp, "cas", n, None), "pread-table: no cas row");
+        boosts.push((n, 100.0 * (f / c.max(1e-9) - 1.0)));
+    }
+    let all = boosts.iter().all(|b| b.1 >= 0.0);
+    let last = boosts.last().unwrap().1 >= 0.0;
+    let v = if all {
+        Verdict::Holds
+    } else if last {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    let m = boosts
+        .iter()
+        .map(|(n, b)| format!("{n}T {b:+.1}%"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    outcome(
+        v,
+        format!("frozen-bit over cas: {m}"),
+        "frozen-bit below cas at some thread count",
+    )
+}
+
+fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
+    let k = rows
+        .rows("oplog-read-ratio")
+        .into_iter()
+        .find_map(|r| r.extra.get("break_even_k").and_then(|v| v.as_f64()));
+    if rows.rows("oplog-read-ratio").is_empty() {
+        return not_measured("oplog-read-ratio was not run");
+    }
+    match k {
+        Some(k) => outcome(
+            Verdict::Holds,
+            format!("OpLog beats the locked map from one read every {k} updates"),
+            "",
+        ),
+        None => outcome(
+            Verdict::DoesNotHold,
+            "no break-even in the k measured".into(),
+            "OpLog never beat the locked map",
+        ),
+    }
+}
+
+fn oplog_fig12(rows: &Rows<'_>) -> Outcome {
+    let exp = "oplog-list";
+    let (t1, tn) = match span(rows, exp) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let local = need!(
+        scaling(rows, exp, "oplog-local", t1, tn, None),
+        "no oplog-local rows"
+    );
+    let lf = need!(
+        scaling(rows, exp, "lockfree-list", t1, tn, None),
+        "no lockfree-list rows"
+    );
+    let ideal = tn as f64 / t1 as f64;
+    let v = if local >= 0.75 * ideal && local > lf {
+        Verdict::Holds
+    } else if local > lf {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("{tn}T/{t1}T: local absorption {local:.2}x, lock-free list {lf:.2}x"),
+        "local absorption does not scale past the lock-free list",
+    )
+}
+
+fn tsc(rows: &Rows<'_>) -> Outcome {
+    let r = rows.rows("tsc-check");
+    if r.is_empty() {
+        return not_measured("tsc-check was not run");
+    }
+    let v: f64 = r
+        .iter()
+        .filter_map(|r| r.extra.get("violations").and_then(|v| v.as_f64()))
+        .sum();
+    let samples: f64 = r
+        .iter()
+        .filter_map(|r| r.extra.get("samples").and_then(|v| v.as_f64()))
+        .sum();
+    let verdict = if v == 0.0 {
+        Verdict::Holds
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        verdict,
+        format!("{v} violations in {samples} cross-CPU samples"),
+        "a later read was ordered before an earlier stamp",
+    )
+}
+
+fn oplog_memory(rows: &Rows<'_>) -> Outcome {
+    let o = need!(
+        per_object_bytes(rows, "oplog-counter"),
+        "memory: no oplog-counter row"
+    );
+    let pr = need!(
+        per_object_bytes(rows, "percpu-ref"),
+        "memory: no percpu-ref row"
+    );
+    let v = if o < pr {
+        Verdict::Holds
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("bytes per object: oplog-counter {o:.1}, per-core counters (percpu-ref) {pr:.1}"),
+        "logs cost more than per-core counters",
+    )
+}
+
+fn lodic_drbh(rows: &Rows<'_>) -> Outcome {
+    let (t1, tn) = match span(rows, "drbh") {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let name = ["lodic-file", "lodic", "lodic-process"]
+        .into_iter()
+        .find(|s| rows.ops("drbh", s, tn, None).is_some());
+    let name = need!(name, "drbh: no lodic rows");
+    let gain = need!(
+        scaling(rows, "drbh", name, t1, tn, None),
+        "drbh: lodic at one thread count"
+    );
+    let vs_paygo = need!(rows.ops("drbh", name, tn, None), "lodic")
+        / need!(rows.ops("drbh", "paygo", tn, None), "drbh: no paygo rows");
+    let ideal = tn as f64 / t1 as f64;
+    let v = if gain >= 0.75 * ideal && vs_paygo >= 0.67 {
+        Verdict::Holds
+    } else if gain > 1.0 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("{name} {tn}T/{t1}T {gain:.2}x, {vs_paygo:.2}x paygo at {tn}T"),
+        "below 0.75x ideal scaling or 1.5x behind PAYGO",
+    )
+}
+
+fn lodic_query(rows: &Rows<'_>) -> Outcome {
+    let r = rows.rows("lodic-query");
+    if r.is_empty() {
+        return not_measured("lodic-query was not run");
+    }
+    let at = |pct: f64| {
+        r.iter()
+            .filter(|r| r.scheme.contains("file"))
+            .find(|r| r.extra.get("mapped_pct").and_then(|v| v.as_f64()) == Some(pct))
+            .and_then(|r| r.extra.get("ms_to_drop").and_then(|v| v.as_f64()))
+    };
+    let ten = need!(at(10.0), "lodic-query: no 10% row (file-space)");
+    let all = need!(at(100.0), "lodic-query: no 100% row (file-space)");
+    let r = all / ten.max(1e-9);
+    let v = if r >= 5.0 {
+        Verdict::Holds
+    } else if r > 1.0 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("drop with 100% mapped / 10% mapped: {r:.2}x (file-space)"),
+        "query cost does not follow the mapped share 5x",
+    )
+}
+
+fn lodic_memory(rows: &Rows<'_>) -> Outcome {
+    let r = rows.rows("lodic-memory");
+    if r.is_empty() {
+        return not_measured("lodic-memory was not run");
+    }
+    let bytes = |s: &str| {
+        r.iter()
+            .filter(|r| r.scheme.starts_with(s) && r.threads == 2)
+            .find_map(|r| {
+                r.extra
+                    .get("bytes")
+                    .or(r.extra.get("bytes_total"))
+                    .and_then(|v| v.as_f64())
+            })
+    };
+    let l = need!(
+        bytes("lodic"),
+        "lodic-memory: no lodic row at 2 sharing threads"
+    );
+    let p = need!(
+        bytes("percpu-ref"),
+        "lodic-memory: no percpu-ref row at 2 sharing threads"
+    );
+    let ratio = p / l.max(1e-9);
+    let v = if ratio >= 8.0 {
+        Verdict::Holds
+    } else if ratio > 1.0 {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    };
+    outcome(
+        v,
+        format!("per-core counters / lodic at 2 sharing threads: {ratio:.1}x"),
+        "less than 8x smaller than per-core counters",
+    )
+}
+
+/// Every claim, in the order of the report.
+pub const CLAIMS: &[Claim] = &[
+    Claim { source: "PAYGO Fig. 2/10", claim: "RefCache falls once the objects outgrow its per-CPU cache", rule: "refcache past 4,096 objects <= 0.5x its best within (shape: < 0.9x)", experiments: &["object-spectrum"], check: fig2_refcache_falls },
+    Claim { source: "PAYGO Fig. 7", claim: "DRBH: vanilla collapses, PAYGO and RefCache scale", rule: "cas tn/t1 <= 1.1 and paygo, refcache >= 0.75x ideal (shape: paygo scales better than cas)", experiments: &["drbh"], check: fig7_drbh },
+    Claim { source: "PAYGO Fig. 8", claim: "randomread: PAYGO ahead of RefCache as threads grow", rule: "paygo/refcache >= 1 at tn and not falling (shape: not falling)", experiments: &["randomread"], check: fig8_randomread },
+    Claim { source: "PAYGO Fig. 11", claim: "one object: PAYGO scales, FAA and CAS saturate", rule: "paygo tn/t1 >= 0.75x ideal, atomic and cas <= 1 (shape: paygo scales better)", experiments: &["single-object"], check: fig11_single_object },
+    Claim { source: "PAYGO Fig. 12", claim: "object spectrum: PAYGO flat, FAA/CAS recover as objects spread", rule: "paygo min/max >= 0.5 and atomic at most objects >= 1.5x at one (shape: either)", experiments: &["object-spectrum"], check: fig12_spectrum },
+    Claim { source: "PAYGO Fig. 13", claim: "dropping a cached file stays affordable with PAYGO", rule: "paygo drop <= 2x cas without readers (shape: <= 4x)", experiments: &["drop-file"], check: fig13_drop },
+    Claim { source: "PAYGO §6.2.3", claim: "anchoring costs little under migration", rule: "paygo migrated every N ops (the largest N measured) >= 0.5x no migration (shape: >= 0.25x)", experiments: &["migration"], check: anchoring_overhead },
+    Claim { source: "PAYGO §6.2.5", claim: "preempt-disable beats a spin lock (here: rseq section vs per-CPU lock)", rule: "paygo with rseq sections >= 1.2x paygo on the locked fallback (shape: > 1x)", experiments: &["section-vs-lock"], check: section_vs_lock },
+    Claim { source: "PAYGO §6.4", claim: "space: PAYGO needs less than per-object per-CPU counters", rule: "paygo bytes/object below percpu-ref and refcache (shape: below percpu-ref)", experiments: &["memory"], check: space },
+    Claim { source: "2026 folio patch", claim: "pread table: the frozen bit beats the CAS loop", rule: "frozen-bit >= cas at every thread count >= 2 (shape: at the most threads)", experiments: &["pread-table"], check: pread_table },
+    Claim { source: "OpLog Fig. 11", claim: "fork-truncate: logging pays off past a break-even read ratio", rule: "a break-even k is found", experiments: &["oplog-read-ratio"], check: oplog_break_even },
+    Claim { source: "OpLog Fig. 12", claim: "lock-free list peaks early, local absorption scales", rule: "oplog-local tn/t1 >= 0.75x ideal and above the lock-free list (shape: above)", experiments: &["oplog-list"], check: oplog_fig12 },
+    Claim { source: "OpLog §6.1", claim: "synchronised TSCs order events across CPUs", rule: "0 violations", experiments: &["tsc-check"], check: tsc },
+    Claim { source: "OpLog §3.4", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref", experiments: &["memory"], check: oplog_memory },
+    Claim { source: "LODIC", claim: "DRBH: logical counters scale like per-core ones", rule: "lodic tn/t1 >= 0.75x ideal and >= 0.67x paygo (shape: scales)", experiments: &["drbh"], check: lodic_drbh },
+    Claim { source: "LODIC", claim: "query cost follows the share of mapped pages", rule: "drop with 100% mapped >= 5x the 10% case (file-space)", experiments: &["lodic-query"], check: lodic_query },
+    Claim { source: "LODIC", claim: "counter memory far below per-core counters", rule: "percpu-ref >= 8x lodic at 2 sharing threads", experiments: &["lodic-memory"], check: lodic_memory },
+];
+
+/// The claims table in Markdown.
+pub fn table(rows: &[Row]) -> String {
+    let r = Rows(rows);
+    let mut out = String::from("| source | claim | measured here | verdict | rule | why not |\n| --- | --- | --- | --- | --- | --- |\n");
+    for c in CLAIMS {
+        let o = (c.check)(&r);
+        out.push_str(&format!(
+            "| {} | {} | {} | **{}** | {} | {} |\n",
+            c.source,
+            c.claim,
+            o.measured,
+            o.verdict.label(),
+            c.rule,
+            o.reason
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schemes::Kind;
+    use serde_json::{json, Map, Value};
+
+    fn row(exp: &str, scheme: &str, threads: usize, objects: usize, ops: f64, extra: Value) -> Row {
+        let extra: Map<String, Value> = extra.as_object().cloned().unwrap_or_default();
+        Row {
+            experiment: exp.into(),
+            scheme: scheme.into(),
+            kind: Kind::Scheme,
+            threads,
+            objects,
+            ops_per_sec: Some(ops),
+            reps: vec![ops],
+            extra,
+        }
+    }
+
+    #[test]
+    fn single_object_rule() {
+        let holds = [
+            row("single-object", "paygo", 1, 1, 100.0, json!({})),
+            row("single-object", "paygo", 2, 1, 190.0, json!({})),
+            row("single-object", "atomic", 1, 1, 90.0, json!({})),
+            row("single-object", "atomic", 2, 1, 30.0, json!({})),
+            row("single-object", "cas", 1, 1, 90.0, json!({})),
+            row("single-object", "cas", 2, 1, 35.0, json!({})),
+        ];
+        assert_eq!(fig11_single_object(&Rows(&holds)).verdict, Verdict::Holds);
+        let mut shape = holds.clone();
+        shape[1].ops_per_sec = Some(120.0); // 1.2x: scales, below 0.75 x ideal
+        let o = fig11_single_object(&Rows(&shape));
+        assert_eq!(o.verdict, Verdict::HoldsInShape);
+        assert!(!o.reason.is_empty());
+        let mut not = holds.clone();
+        not[1].ops_per_sec = Some(20.0);
+        assert_eq!(
+            fig11_single_object(&Rows(&not)).verdict,
+            Verdict::DoesNotHold
+        );
+        assert_eq!(
+            fig11_single_object(&Rows(&holds[..1])).verdict,
+            Verdict::NotMeasured
+        );
+        assert_eq!(
+            fig11_single_object(&Rows(&[])).verdict,
+            Verdict::NotMeasured
+        );
+    }
+
+    #[test]
+    fn refcache_and_spectrum_rules() {
+        let mut rows = Vec::new();
+        for (n, rc, p, a) in [
+            (1, 200.0, 400.0, 60.0),
+            (4096, 210.0, 380.0, 140.0),
+            (65536, 30.0, 300.0, 170.0),
+        ] {
+            rows.push(row("object-spectrum", "refcache", 2, n, rc, json!({})));
+            rows.push(row("object-spectrum", "paygo", 2, n, p, json!({})));
+            rows.push(row("object-spectrum", "atomic", 2, n, a, json!({})));
+        }
+        let o = fig2_refcache_falls(&Rows(&rows));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(o.measured.contains("0.14x"));
+        assert_eq!(fig12_spectrum(&Rows(&rows)).verdict, Verdict::Holds);
+        rows[6].ops_per_sec = Some(205.0);
+        assert_eq!(
+            fig2_refcache_falls(&Rows(&rows)).verdict,
+            Verdict::DoesNotHold
+        );
+    }
+
+    #[test]
+    fn pread_tsc_and_memory_rules() {
+        let rows = [
+            row("pread-table", "cas", 1, 1, 10.0, json!({})),
+            row("pread-table", "frozen-bit", 1, 1, 9.0, json!({})),
+            row("pread-table", "cas", 2, 1, 10.0, json!({})),
+            row("pread-table", "frozen-bit", 2, 1, 11.0, json!({})),
+            row(
+                "tsc-check",
+                "tsc",
+                2,
+                1,
+                0.0,
+                json!({"violations": 0, "samples": 1000}),
+            ),
+            row("memory", "paygo", 1, 100, 0.0, json!({"bytes_total": 1400})),
+            row(
+                "memory",
+                "percpu-ref",
+                1,
+                100,
+                0.0,
+                json!({"bytes_total": 6600}),
+            ),
+            row(
+                "memory",
+                "refcache",
+                1,
+                100,
+                0.0,
+                json!({"bytes_total": 6700}),
+            ),
+            row(
+                "memory",
+                "oplog-counter",
+                1,
+                100,
+                0.0,
+                json!({"bytes_total": 10400}),
+            ),
+        ];
+        let r = Rows(&rows);
+        assert_eq!(pread_table(&r).verdict, Verdict::Holds);
+        assert!(pread_table(&r).measured.contains("+10.0%"));
+        assert_eq!(tsc(&r).verdict, Verdict::Holds);
+        assert_eq!(space(&r).verdict, Verdict::Holds);
+        assert_eq!(oplog_memory(&r).verdict, Verdict::DoesNotHold);
+        assert_eq!(lodic_memory(&r).verdict, Verdict::NotMeasured);
+    }
+
+    #[test]
+    fn every_claim_has_a_row_even_with_no_data() {
+        let t = table(&[]);
+        assert_eq!(t.lines().count(), 2 + CLAIMS.len());
+        assert_eq!(t.matches("not measured").count(), CLAIMS.len());
+    }
+}

@@ -1,0 +1,215 @@
+//! `refbench reproduce`: every experiment with every scheme that applies, written to one folder
+//! with its plots, and a report whose claims table says which claims of the source documents
+//! hold here ([`crate::claims`]).
+
+use crate::experiments::{self, Params, EXPERIMENTS};
+use crate::meta::Meta;
+use crate::output::{self, Results, Row};
+use crate::schemes::{SchemeConfig, SCHEMES};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How much to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Under three minutes on 2 cores: short repetitions, fewer object counts and sizes.
+    Quick,
+    /// The experiments' own defaults, three repetitions of 300 ms.
+    Full,
+}
+
+/// Object counts (or file sizes in MiB) for `--quick`, where an experiment's defaults are too
+/// many for three minutes.
+fn quick_objects(experiment: &str) -> Option<Vec<usize>> {
+    Some(match experiment {
+        "object-spectrum" => vec![1, 64, 4096, 65536],
+        "memory" => vec![20_000],
+        "query" => vec![2_000],
+        "drop-file" => vec![32],
+        "file-spectrum" => vec![1, 16],
+        _ => return None,
+    })
+}
+
+/// The parameters `reproduce` runs `experiment` with.
+pub fn params(experiment: &str, depth: Depth, threads: &[usize]) -> Params {
+    let info = experiments::find(experiment).expect("a listed experiment");
+    let known: Vec<&str> = match info.variants {
+        Some(v) => v.to_vec(),
+        None => SCHEMES.iter().map(|s| s.name).collect(),
+    };
+    let schemes = experiments::default_schemes(experiment)
+        .map(|s| s.to_vec())
+        .unwrap_or(known);
+    let quick = depth == Depth::Quick;
+    Params {
+        schemes: schemes.into_iter().map(String::from).collect(),
+        threads: threads.to_vec(),
+        objects: quick
+            .then(|| quick_objects(experiment))
+            .flatten()
+            .unwrap_or_else(|| experiments::default_objects(experiment)),
+        duration: Duration::from_millis(if quick { 120 } else { 300 }),
+        reps: if quick { 1 } else { 3 },
+        pin: false,
+        migrate_every: if quick {
+            vec![0, 10_000]
+        } else {
+            vec![0, 10_000, 1000, 100]
+        },
+        referenced_pct: 1.0,
+        scheme_config: SchemeConfig::default(),
+        spin_cycles: 1000,
+        read_every: if quick {
+            vec![1, 2, 4, 8]
+        } else {
+            (1..=10).collect()
+        },
+        samples: if quick { 100_000 } else { 1_000_000 },
+    }
+}
+
+/// Writes `EXPERIMENT.json`, `.csv` and the plots of `results` into `dir`; the paths written.
+fn write(dir: &Path, experiment: &str, results: &Results) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    for (ext, text) in [
+        ("json", output::json(results)),
+        ("csv", output::csv(results)),
+    ] {
+        let p = dir.join(format!("{experiment}.{ext}"));
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        written.push(p);
+    }
+    written.extend(crate::plot::write_plots(results, dir)?);
+    Ok(written)
+}
+
+/// The rseq section against a lock (PAYGO §6.2.5): `single-object` for `paygo` here, and again
+/// in a child `refbench` on the locked fallback (`PERCPU_FORCE_FALLBACK=1`), as experiment
+/// `section-vs-lock` with the fallback's rows named `paygo-locked`. `Err` says why not.
+fn section_vs_lock(p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, String> {
+    if !percpu::fast_path_available() {
+        return Err("the rseq path is not in use here: nothing to compare the lock with".into());
+    }
+    let mut q = p.clone();
+    q.schemes = vec!["paygo".into()];
+    let mut rows = experiments::run("single-object", &q, tick)?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find refbench: {e}"))?;
+    let threads: Vec<String> = q.threads.iter().map(|t| t.to_string()).collect();
+    let out = std::process::Command::new(exe)
+        .args([
+            "run",
+            "single-object",
+            "--schemes",
+            "paygo",
+            "--format",
+            "json",
+        ])
+        .args(["--threads", &threads.join(",")])
+        .args(["--reps", &q.reps.to_string()])
+        .args(["--duration-ms", &q.duration.as_millis().to_string()])
+        .env("PERCPU_FORCE_FALLBACK", "1")
+        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run refbench on the fallback: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("refbench on the fallback failed ({})", out.status));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("refbench on the fallback printed no JSON: {e}"))?;
+    let locked: Vec<Row> = serde_json::from_value(v["rows"].clone())
+        .map_err(|e| format!("refbench on the fallback: unexpected rows: {e}"))?;
+    for mut r in locked {
+        r.scheme = "paygo-locked".into();
+        rows.push(r);
+    }
+    for r in &mut rows {
+        r.experiment = "section-vs-lock".into();
+    }
+    Ok(rows)
+}
+
+/// Runs everything into `dir` and writes `dir/REPORT.md`; returns its path.
+pub fn reproduce(depth: Depth, threads: &[usize], dir: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let plan: Vec<(&str, Params)> = EXPERIMENTS
+        .iter()
+        .map(|e| (e.name, params(e.name, depth, threads)))
+        .collect();
+    let total: u64 = plan
+        .iter()
+        .map(|(n, p)| experiments::steps(n, p))
+        .sum::<u64>()
+        + 1;
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {prefix:<16} {msg:<14} [{bar:30}] {pos}/{len} {elapsed}",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    let meta = Meta::collect();
+    let mut all = Vec::new();
+    let mut notes = Vec::new();
+    for (name, p) in &plan {
+        bar.set_prefix(name.to_string());
+        let mut tick = |s: &str| {
+            bar.set_message(s.to_string());
+            bar.inc(1);
+        };
+        let rows = experiments::run(name, p, &mut tick)?;
+        write(
+            dir,
+            name,
+            &Results {
+                meta: meta.clone(),
+                rows: rows.clone(),
+            },
+        )?;
+        all.extend(rows);
+    }
+    bar.set_prefix("section-vs-lock");
+    let single = &plan
+        .iter()
+        .find(|(n, _)| *n == "single-object")
+        .expect("listed")
+        .1;
+    match section_vs_lock(single, &mut |s: &str| bar.set_message(s.to_string())) {
+        Ok(rows) => {
+            write(
+                dir,
+                "section-vs-lock",
+                &Results {
+                    meta: meta.clone(),
+                    rows: rows.clone(),
+                },
+            )?;
+            all.extend(rows);
+        }
+        Err(e) => notes.push(format!("section-vs-lock not measured: {e}")),
+    }
+    bar.inc(1);
+    bar.finish_and_clear();
+    let report = crate::report::write_report(dir)?;
+    let body =
+        std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
+    let (head, rest) = body
+        .split_once("\n## ")
+        .map(|(h, r)| (h.to_string(), format!("\n## {r}")))
+        .unwrap_or((body.clone(), String::new()));
+    let mut claims = format!(
+        "\n## Claims of the source documents\n\nMeasured by `refbench reproduce{}` on {} ({} CPUs online), kernel {}, per-CPU path {}, commit {}. Each verdict is computed from the rows below by the rule beside it (`crates/refbench/src/claims.rs`).\n\n",
+        if depth == Depth::Quick { " --quick" } else { "" },
+        meta.cpu_model, meta.online_cpus, meta.kernel, meta.percpu_mode, meta.git_commit,
+    );
+    claims.push_str(&crate::claims::table(&all));
+    for n in &notes {
+        claims.push_str(&format!("\n{n}\n"));
+    }
+    std::fs::write(&report, format!("{head}{claims}{rest}"))
+        .map_err(|e| format!("{}: {e}", report.display()))?;
+    Ok(report)
+}
