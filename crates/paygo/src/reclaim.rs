@@ -66,18 +66,28 @@ impl Domain {
     /// Step 2 of reclamation: under the stripe lock, READ-ALL; at zero the object is dead,
     /// otherwise live again.
     fn decide(&self, hdr: Pin<&Header>) -> bool {
+        let ok = self.decide_quietly(hdr);
+        self.count_reclaims(ok as u64, !ok as u64);
+        ok
+    }
+
+    /// `decide` without the statistics (a batch adds them once).
+    fn decide_quietly(&self, hdr: Pin<&Header>) -> bool {
         let obj = hdr.addr();
         let lists = self.stripe(obj);
         let busy = self.busy(&hdr, obj, &lists);
         // Release: pairs with the Acquire flag load of REFs and of is_dead().
-        if busy {
-            hdr.set_state(LIVE, Ordering::Release);
-            self.stat().failed_reclaims.fetch_add(1, Ordering::Relaxed);
-            false
-        } else {
-            hdr.set_state(DEAD, Ordering::Release);
-            self.stat().reclaims.fetch_add(1, Ordering::Relaxed);
-            true
+        hdr.set_state(if busy { LIVE } else { DEAD }, Ordering::Release);
+        !busy
+    }
+
+    fn count_reclaims(&self, ok: u64, failed: u64) {
+        let s = self.stat();
+        if ok > 0 {
+            s.reclaims.fetch_add(ok, Ordering::Relaxed);
+        }
+        if failed > 0 {
+            s.failed_reclaims.fetch_add(failed, Ordering::Relaxed);
         }
     }
 
@@ -144,17 +154,21 @@ impl Domain {
         prescan: bool,
     ) -> usize {
         // The flags: SeqCst as in try_reclaim.
+        let mut flagged = 0u64;
         let n = refcount::reclaim_batch(
             objs,
             out,
             |h| {
-                h.state(Ordering::Relaxed) == LIVE
+                let f = h.state(Ordering::Relaxed) == LIVE
                     && !(prescan && self.visibly_referenced(*h))
-                    && h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).is_ok()
+                    && h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).is_ok();
+                flagged += f as u64;
+                f
             },
             || self.reclaim_fence(),
-            |h| self.decide(*h),
+            |h| self.decide_quietly(*h),
         );
+        self.count_reclaims(n as u64, flagged - n as u64);
         if n > 0 {
             self.acquire_holders();
         }
