@@ -6,7 +6,7 @@
 //! time. On x86_64 the timestamp counter (`rdtscp`) is such a clock when it is *invariant*
 //! (CPUID leaf `0x8000_0007`, EDX bit 8: it ticks at a constant rate in every power state) and
 //! synchronised across CPUs, which the paper's §6.1 experiment checks empirically (see
-//! [`crate::bench::tsc_check`]). Where the counter is not invariant (or `rdtscp` is missing, or
+//! `refbench run tsc-check`). Where the counter is not invariant (or `rdtscp` is missing, or
 //! the build is for another architecture, or runs under miri), the clock is
 //! `CLOCK_MONOTONIC`, in nanoseconds, through [`std::time::Instant`].
 //!
@@ -115,7 +115,7 @@ pub fn rdtscp() -> u64 {
         let mut aux = 0u32;
         // SAFETY: rdtscp only writes `aux`, a local; the CPU supports it (checked by
         // tsc_invariant() before the Tsc source is chosen; the benchmark that calls it directly
-        // runs on such CPUs only, see bench::tsc_check).
+        // runs on such CPUs only: refbench's tsc-check).
         unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]

@@ -1,11 +1,9 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
-pub mod bench;
 pub mod clock;
 pub mod counter;
 pub mod list;
-pub mod lockfree;
 mod log;
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -94,14 +94,20 @@ impl<L: Log> Table<L> {
 }
 
 /// The logger caches of one log type: for each CPU, a table of `ways` slots, each holding at
-/// most one object's log. Objects hash to a way by address; an object that needs a log on a
-/// CPU where its way holds another object's log synchronizes that object first (eviction).
-/// A CPU's table is allocated the first time something is logged on that CPU.
+/// most one object's log. Each object gets its way (the same on every CPU) when it is made, in
+/// creation order: object `i` of the domain uses way `i mod ways`, so up to `ways` objects made
+/// in a row never share a way, and past that they share it evenly (an address hash would put
+/// two of them in one way long before: with 1,024 objects in 1,024 ways, about a third of
+/// them). An object that needs a log on a CPU where its way holds another object's log
+/// synchronizes that object first (eviction). A CPU's table is allocated the first time
+/// something is logged on that CPU.
 pub struct Domain<L: Log> {
     caches: PerCpu<Table<L>>,
     ways: usize,
     bound: usize,
     words: usize,
+    /// The way of the next object made (counts objects; taken modulo `ways`).
+    next_way: AtomicUsize,
 }
 
 impl<L: Log> Domain<L> {
@@ -121,6 +127,7 @@ impl<L: Log> Domain<L> {
             ways,
             bound: bound.max(1),
             words,
+            next_way: AtomicUsize::new(0),
         })
     }
 
@@ -148,11 +155,14 @@ impl<L: Log> Domain<L> {
     }
 
     #[inline]
-    fn way_of(&self, cpu: usize, core: *const Core<L>) -> &Way<L> {
-        let t = self.table(cpu);
-        // Fibonacci hashing of the address (objects are heap blocks: low bits carry little).
-        let h = ((core as usize as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        &t[(h >> 32) as usize & (self.ways - 1)]
+    fn way_of(&self, cpu: usize, core: &Core<L>) -> &Way<L> {
+        &self.table(cpu)[core.way]
+    }
+
+    /// The way of a new object: the next in creation order.
+    fn assign_way(&self) -> usize {
+        // Relaxed: any spread of the numbers is correct; this only places objects.
+        self.next_way.fetch_add(1, Ordering::Relaxed) & (self.ways - 1)
     }
 }
 
@@ -160,10 +170,12 @@ impl<L: Log> Domain<L> {
 /// [`Object`] handle moves.
 struct Core<L: Log> {
     domain: Arc<Domain<L>>,
+    /// This object's way in every CPU's table (below the domain's `ways`).
+    way: usize,
     /// The underlying structure; its mutex is the paper's per-object lock, held by
     /// synchronize and by the guard it returns.
     target: Mutex<L::Target>,
-    /// Bit `cpu` is set while way `(cpu, hash(self))` is tagged with this object. Set (with the
+    /// Bit `cpu` is set while way `(cpu, self.way)` is tagged with this object. Set (with the
     /// tag) by `log` holding the way's lock; cleared (with the tag) holding the way's lock, by
     /// synchronize or drop (holding `target`) or by an evicter that spills the log.
     pending: Box<[AtomicU64]>,
@@ -303,6 +315,7 @@ impl<L: Log> Object<L> {
     pub fn new(domain: &Arc<Domain<L>>, target: L::Target) -> Self {
         let core = Box::new(Core {
             domain: domain.clone(),
+            way: domain.assign_way(),
             target: Mutex::new(target),
             pending: (0..domain.words).map(|_| AtomicU64::new(0)).collect(),
             spill: Mutex::new(Vec::new()),
@@ -336,7 +349,7 @@ impl<L: Log> Object<L> {
         let me = core as *const Core<L> as *mut Core<L>;
         let dom = &*core.domain;
         let (cpu, _) = dom.caches.current();
-        let way = dom.way_of(cpu, me);
+        let way = dom.way_of(cpu, core);
         let mut check_spill = false;
         let guard = loop {
             let g = way.lock.lock();

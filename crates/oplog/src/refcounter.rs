@@ -51,9 +51,10 @@ impl OpLogCounter {
 }
 
 impl Default for OpLogCounter {
-    /// A scheme with 1024 ways per CPU.
+    /// A scheme with [`DEFAULT_WAYS`](crate::object::DEFAULT_WAYS) (4,096) ways per CPU: up to
+    /// that many objects made in a row never evict one another.
     fn default() -> Self {
-        Self::with_ways(1024)
+        Self::with_ways(crate::object::DEFAULT_WAYS)
     }
 }
 

@@ -23,7 +23,9 @@ fn mask(s: &BTreeSet<u64>) -> u64 {
 fn set_history<const L: bool, const G: bool>(ways: usize, bound: usize, ops: usize) {
     let d = Domain::<SetLog<L, G>>::with_config(ways, bound);
     let set = Arc::new(OpSet::<L, G>::new(&d));
-    // Another object in the same domain, so that the two evict each other.
+    // Another object in the same domain, in the same way (objects take ways in creation order,
+    // so `ways - 1` objects between them), so that the two evict each other.
+    let _between: Vec<_> = (1..d.ways()).map(|_| OpSet::<L, G>::new(&d)).collect();
     let other = Arc::new(OpSet::<L, G>::new(&d));
     let stop = Arc::new(AtomicBool::new(false));
     // Reads finished so far: each writer waits, halfway through its history, until a read

@@ -47,6 +47,46 @@ fn idle_objects_hold_no_log() {
     }
 }
 
+/// Objects take ways in creation order: `ways` objects made in a row never evict one another
+/// (with an address hash, 256 objects in 256 ways would share ways by the dozen), and object
+/// `ways` shares a way with object 0 again.
+#[test]
+fn objects_made_in_a_row_get_their_own_ways() {
+    const WAYS: usize = 256;
+    let d = Domain::<CounterLog>::with_config(WAYS, 1 << 20);
+    let cs: Vec<Counter> = (0..WAYS).map(|_| Counter::new(&d, 0)).collect();
+    for _ in 0..3 {
+        for c in &cs {
+            c.inc();
+        }
+    }
+    // Every object still holds a log on some CPU: none was evicted.
+    let evicted = cs
+        .iter()
+        .filter(|c| c.object().cpus_with_logs() == 0)
+        .count();
+    assert_eq!(evicted, 0, "{evicted} of {WAYS} objects were evicted");
+    // The next object shares object 0's way: logging it on every CPU where object 0 holds a
+    // log evicts object 0 there.
+    let next = Counter::new(&d, 0);
+    let _saved = percpu::affinity::Saved::take();
+    for &cpu in percpu::affinity::process_cpus() {
+        if percpu::affinity::pin(cpu) {
+            cs[0].inc();
+            next.inc();
+            assert_eq!(
+                cs[0].object().cpus_with_logs(),
+                0,
+                "object {WAYS} did not take object 0's way on CPU {cpu}"
+            );
+        }
+    }
+    for c in &cs[1..] {
+        assert_eq!(c.read(), 3);
+    }
+    assert!(cs[0].read() >= 3);
+}
+
 #[test]
 fn eviction_synchronizes_the_evicted_object() {
     // One way per CPU: every object logged evicts the previous one.

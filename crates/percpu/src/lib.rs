@@ -20,5 +20,5 @@ pub use cpu::{current_cpu, online_cpus, parse_cpu_list_max, possible_cpus};
 pub use mode::{fast_path_available, mode, FallbackReason, Mode, FORCE_FALLBACK_ENV};
 #[cfg(feature = "inject")]
 pub use percpu::set_inject_delay;
-pub use percpu::{aborts, Fail, PerCpu, Retry};
+pub use percpu::{aborts, Fail, PerCpu, Retry, ThisCpu};
 pub use word::{Check, Word};

@@ -345,6 +345,139 @@ impl<T> PerCpu<T> {
     }
 }
 
+impl<W: Word> PerCpu<W> {
+    /// `*(this CPU's word) += delta`, retried until it commits: Linux's `this_cpu_add`. On the
+    /// rseq path the CPU is read inside the critical section (one section, no CPU read before
+    /// it, no bound check: every possible CPU has a slot), which makes this the cheapest
+    /// per-CPU update there is; elsewhere it is [`PerCpu::add_current`]. For many updates in a
+    /// row from one thread, [`PerCpu::this_cpu`] also keeps the addresses in registers.
+    #[inline(always)]
+    pub fn add_this_cpu(&self, delta: W::Value) {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if self.rseq {
+            let area = crate::arch::rseq::area();
+            // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
+            let base = unsafe { self.slots.get_unchecked(0) }.value.raw();
+            // SAFETY: the rseq path; area is this thread's, base this PerCpu's slot 0.
+            if unsafe { ThisCpu::<W>::try_section(area, base, W::to_bits(delta)) } {
+                return;
+            }
+            return ThisCpu::add_slow(self, area, base, delta);
+        }
+        self.add_current(|v| v, delta)
+    }
+
+    /// A handle for [`ThisCpu::add`] from the calling thread (it is neither `Send` nor `Sync`:
+    /// it holds the address of this thread's rseq area).
+    #[inline(always)]
+    pub fn this_cpu(&self) -> ThisCpu<'_, W> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if self.rseq {
+            return ThisCpu {
+                pc: self,
+                area: crate::arch::rseq::area(),
+                // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
+                base: unsafe { self.slots.get_unchecked(0) }.value.raw(),
+            };
+        }
+        ThisCpu {
+            pc: self,
+            area: core::ptr::null_mut(),
+            #[cfg(not(loom))]
+            base: core::ptr::null(),
+        }
+    }
+}
+
+/// [`PerCpu::add_this_cpu`] for one thread, with the rseq area's and the slots' addresses read
+/// once (made by [`PerCpu::this_cpu`]).
+pub struct ThisCpu<'a, W> {
+    pc: &'a PerCpu<W>,
+    /// This thread's rseq area on the rseq path; null on the locked path.
+    area: *mut u8,
+    /// The word of slot 0 (rseq path only).
+    #[cfg(not(loom))]
+    base: *const std::sync::atomic::AtomicU64,
+}
+
+impl<W: Word> ThisCpu<'_, W> {
+    /// `*(this CPU's word) += delta`, retried until it commits. The rseq path is one section
+    /// and one untaken branch; a retry after an abort, and the locked path, are out of line.
+    #[inline(always)]
+    pub fn add(&self, delta: W::Value) {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        // SAFETY: area is not null: the rseq path.
+        if !self.area.is_null()
+            && unsafe { Self::try_section(self.area, self.base, W::to_bits(delta)) }
+        {
+            return;
+        }
+        Self::add_slow(self.pc, self.area, self.base(), delta)
+    }
+
+    #[cfg(not(loom))]
+    #[inline(always)]
+    fn base(&self) -> *const std::sync::atomic::AtomicU64 {
+        self.base
+    }
+
+    #[cfg(loom)]
+    #[inline(always)]
+    fn base(&self) -> *const () {
+        core::ptr::null()
+    }
+
+    /// One attempt of the rseq section; true if it committed.
+    ///
+    /// # Safety
+    /// `area` and `base` are a [`ThisCpu`]'s on the rseq path (area not null), used by the
+    /// thread that made it.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    #[inline(always)]
+    unsafe fn try_section(
+        area: *mut u8,
+        base: *const std::sync::atomic::AtomicU64,
+        bits: u64,
+    ) -> bool {
+        let stride = core::mem::size_of::<CachePadded<Slot<W>>>();
+        const { assert!(core::mem::size_of::<CachePadded<Slot<W>>>().is_power_of_two()) };
+        // SAFETY: area is set only on the rseq path, to the area of the thread that made the
+        // handle (which is neither Send nor Sync, so that thread is the caller). The rseq flag
+        // means every possible CPU has a slot, so for each CPU number the kernel reports,
+        // base + (cpu << log2(stride)) is the word of that CPU's slot (the slots are one contiguous
+        // array of `CachePadded<Slot<W>>`), a live 8-byte atomic that only that CPU's sections
+        // write.
+        unsafe { crate::arch::rseq::cs_add_this_cpu(area, base, stride.trailing_zeros(), bits) }
+    }
+
+    /// After an abort: retry until the section commits; or the locked path. Takes the handle's
+    /// fields by value, so that the fast path keeps them in registers.
+    #[cold]
+    #[inline(never)]
+    #[cfg_attr(loom, allow(unused_variables))]
+    fn add_slow(
+        pc: &PerCpu<W>,
+        area: *mut u8,
+        #[cfg(not(loom))] base: *const std::sync::atomic::AtomicU64,
+        #[cfg(loom)] base: *const (),
+        delta: W::Value,
+    ) {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if !area.is_null() {
+            let mut retry = Retry::new();
+            loop {
+                note_abort();
+                retry.aborted();
+                // SAFETY: area is not null (checked above), from the caller's handle.
+                if unsafe { Self::try_section(area, base, W::to_bits(delta)) } {
+                    return;
+                }
+            }
+        }
+        pc.add_current(|v| v, delta)
+    }
+}
+
 impl<T: Default> Default for PerCpu<T> {
     fn default() -> Self {
         Self::new(|_| T::default())

@@ -101,11 +101,14 @@ fn oversubscribed_sum_is_exact() {
             let pc = pc.clone();
             thread::spawn(move || {
                 for i in 0..ITERS {
-                    // mix of +2 and -1 so a lost update of either sign shows
+                    // mix of +2 and -1 so a lost update of either sign shows, and of both
+                    // ways to update this CPU's word
                     if (i + t as i64) % 3 == 0 {
                         pc.add_current(|v| v, -1);
-                    } else {
+                    } else if t % 2 == 0 {
                         pc.add_current(|v| v, 2);
+                    } else {
+                        pc.add_this_cpu(2);
                     }
                 }
             })
@@ -146,14 +149,19 @@ fn forced_aborts_lose_nothing() {
     let start = Arc::new(Barrier::new(THREADS + 1));
     let (tx, rx) = std::sync::mpsc::channel();
     let hs: Vec<_> = (0..THREADS)
-        .map(|_| {
+        .map(|t| {
             let (pc, done, start, tx) = (pc.clone(), done.clone(), start.clone(), tx.clone());
             thread::spawn(move || {
                 // SAFETY: pthread_self has no preconditions.
                 tx.send(unsafe { libc::pthread_self() }).unwrap();
                 start.wait();
                 for _ in 0..ITERS {
-                    pc.add_current(|v| v, 1);
+                    // Half the threads use the section that reads the CPU inside itself.
+                    if t % 2 == 0 {
+                        pc.add_current(|v| v, 1);
+                    } else {
+                        pc.add_this_cpu(1);
+                    }
                 }
                 done.fetch_add(1, Ordering::Release);
             })

@@ -89,8 +89,7 @@ impl Rows<'_> {
                 r.scheme == scheme
                     && r.threads == threads
                     && objects.is_none_or(|o| r.objects == o)
-                    && r
-                        .extra
+                    && r.extra
                         .get("background")
                         .is_none_or(|b| b.as_u64() == Some(0))
             })

@@ -47,6 +47,16 @@ pub struct RunResult {
     pub cpu_util: f64,
 }
 
+/// The CPUs this process may use (at least one entry: CPU 0 where affinity cannot be read).
+pub fn process_cpus_or_one() -> Vec<usize> {
+    let cpus = percpu::affinity::process_cpus();
+    if cpus.is_empty() {
+        vec![0]
+    } else {
+        cpus.to_vec()
+    }
+}
+
 /// CPU time of the calling thread, in seconds.
 pub fn thread_cpu_secs() -> f64 {
     let mut ts = libc::timespec {
@@ -58,6 +68,99 @@ pub fn thread_cpu_secs() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
+/// What one worker measured, all inside its own window: the wall-clock instants it started and
+/// stopped counting, the operations it did between them and the CPU time it got between them
+/// (read after the start instant and before the stop instant, so it lies inside the window).
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerSample {
+    /// Operations done.
+    pub ops: u64,
+    /// When it started counting.
+    pub start: Instant,
+    /// When it stopped counting.
+    pub end: Instant,
+    /// CPU time it got in between, in seconds.
+    pub cpu_secs: f64,
+}
+
+/// One run's result from its workers' samples: the window runs from the first worker's start to
+/// the last worker's end, and holds every operation counted and every CPU second measured, so
+/// `cpu_util` (CPU time over `threads x window`) cannot exceed 1 (but for the few parts per
+/// million by which the CPU-time clock and the wall clock may run at different rates).
+pub fn summarize(samples: &[WorkerSample]) -> RunResult {
+    let (Some(start), Some(end)) = (
+        samples.iter().map(|s| s.start).min(),
+        samples.iter().map(|s| s.end).max(),
+    ) else {
+        return RunResult::default();
+    };
+    let secs = end.duration_since(start).as_secs_f64().max(1e-9);
+    let ops: u64 = samples.iter().map(|s| s.ops).sum();
+    let cpu: f64 = samples.iter().map(|s| s.cpu_secs).sum();
+    RunResult {
+        ops_per_sec: ops as f64 / secs,
+        ops,
+        cpu_util: cpu / (secs * samples.len() as f64),
+    }
+}
+
+/// Runs `threads` workers, each `work(t, stop)` from the moment a barrier releases them until
+/// it sees `stop` (set `duration` after the main thread passed the barrier), and returns what
+/// they did per second. `work` returns its operation count; it must look at `stop` often (every
+/// [`BATCH`] operations: [`batches`]). With `pin`, worker `t` is pinned first.
+pub fn run_workers<W>(threads: usize, duration: Duration, pin: bool, work: W) -> RunResult
+where
+    W: Fn(usize, &AtomicBool) -> u64 + Sync,
+{
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let samples = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let (stop, barrier, work) = (&stop, &barrier, &work);
+                s.spawn(move || {
+                    if pin {
+                        pin_to(t);
+                    }
+                    barrier.wait();
+                    let start = Instant::now();
+                    let cpu0 = thread_cpu_secs();
+                    let ops = work(t, stop);
+                    let cpu_secs = thread_cpu_secs() - cpu0;
+                    WorkerSample {
+                        ops,
+                        start,
+                        end: Instant::now(),
+                        cpu_secs,
+                    }
+                })
+            })
+            .collect();
+        barrier.wait();
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+        hs.into_iter()
+            .map(|h| h.join().expect("worker panicked"))
+            .collect::<Vec<_>>()
+    });
+    summarize(&samples)
+}
+
+/// Calls `op` in batches of [`BATCH`] until `stop` is seen after a batch; returns the count.
+#[inline(always)]
+pub fn batches(stop: &AtomicBool, mut op: impl FnMut()) -> u64 {
+    let mut ops = 0u64;
+    loop {
+        for _ in 0..BATCH {
+            op();
+        }
+        ops += BATCH;
+        if stop.load(Ordering::Relaxed) {
+            return ops;
+        }
+    }
+}
+
 /// Runs `opts.threads` threads doing get+put pairs on `objs` for `opts.duration`.
 pub fn run_counting<C: RefCounter>(
     scheme: &C,
@@ -66,74 +169,70 @@ pub fn run_counting<C: RefCounter>(
     opts: RunOpts,
 ) -> RunResult {
     let n = objs.len();
-    let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(opts.threads + 1);
     let online = percpu::online_cpus();
-    let (start, results) = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..opts.threads)
-            .map(|t| {
-                let (stop, barrier) = (&stop, &barrier);
-                s.spawn(move || {
-                    if opts.pin {
-                        pin_to(t);
+    let pair = |o| {
+        let tok = scheme.try_get(o).expect("try_get failed on a live object");
+        scheme.put(o, tok);
+    };
+    run_workers(opts.threads, opts.duration, opts.pin, |t, stop| {
+        match (pattern, opts.migrate_every) {
+            // The common case with nothing in the loop but the pair.
+            (Pattern::Single, 0) => {
+                let o = objs.get(0);
+                batches(stop, || pair(o))
+            }
+            (Pattern::Spread, 0) => {
+                let mut idx = t * n / opts.threads;
+                batches(stop, || {
+                    pair(objs.get(idx));
+                    idx += 1;
+                    if idx == n {
+                        idx = 0;
                     }
-                    let mut idx = match pattern {
-                        Pattern::Single => 0,
-                        Pattern::Spread => t * n / opts.threads,
-                    };
-                    let mut ops = 0u64;
-                    let mut home = t;
-                    barrier.wait();
-                    let cpu0 = thread_cpu_secs();
-                    loop {
-                        for _ in 0..BATCH {
-                            let o = objs.get(idx);
-                            let tok = scheme.try_get(o).expect("try_get failed on a live object");
-                            if opts.migrate_every != 0 && ops.is_multiple_of(opts.migrate_every) {
-                                home = (home + 1) % online;
-                                pin_to(home);
-                            }
-                            scheme.put(o, tok);
-                            ops += 1;
-                            if let Pattern::Spread = pattern {
-                                idx += 1;
-                                if idx == n {
-                                    idx = 0;
-                                }
-                            }
-                        }
-                        if stop.load(Ordering::Relaxed) {
-                            break;
-                        }
-                    }
-                    (ops, Instant::now(), thread_cpu_secs() - cpu0)
                 })
-            })
-            .collect();
-        barrier.wait();
-        let start = Instant::now();
-        std::thread::sleep(opts.duration);
-        stop.store(true, Ordering::Relaxed);
-        (
-            start,
-            hs.into_iter()
-                .map(|h| h.join().expect("worker panicked"))
-                .collect::<Vec<_>>(),
-        )
-    });
-    let ops: u64 = results.iter().map(|r| r.0).sum();
-    let end = results.iter().map(|r| r.1).max().unwrap_or(start);
-    let secs = end.duration_since(start).as_secs_f64().max(1e-9);
-    let cpu: f64 = results.iter().map(|r| r.2).sum();
-    RunResult {
-        ops_per_sec: ops as f64 / secs,
-        ops,
-        cpu_util: cpu / (secs * opts.threads as f64),
-    }
+            }
+            (_, every) => {
+                let mut idx = match pattern {
+                    Pattern::Single => 0,
+                    Pattern::Spread => t * n / opts.threads,
+                };
+                let (mut home, mut ops) = (t, 0u64);
+                batches(stop, || {
+                    let o = objs.get(idx);
+                    let tok = scheme.try_get(o).expect("try_get failed on a live object");
+                    if ops.is_multiple_of(every) {
+                        home = (home + 1) % online;
+                        pin_to(home);
+                    }
+                    scheme.put(o, tok);
+                    ops += 1;
+                    if let Pattern::Spread = pattern {
+                        idx += 1;
+                        if idx == n {
+                            idx = 0;
+                        }
+                    }
+                })
+            }
+        }
+    })
 }
 
-/// The median of a run's repetitions (refbench's tables report it).
-pub use oplog::bench::median;
+/// The median of `v` (mean of the middle two for an even count); 0 for an empty slice: what
+/// refbench's tables report of a run's repetitions.
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -155,8 +254,67 @@ mod tests {
             },
         );
         assert!(r.ops >= 2 * BATCH);
+        assert!(
+            r.cpu_util > 0.0 && r.cpu_util <= 1.001,
+            "cpu_util {}",
+            r.cpu_util
+        );
         for o in objs.iter() {
             assert_eq!(s.read_all(o), 0);
+        }
+    }
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    /// The window holds every worker's counting: a worker that started before another (the
+    /// case where the old harness, timing from the main thread, saw `cpu_util` above 1) counts
+    /// from its own start.
+    #[test]
+    fn summary_window_spans_every_worker() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let samples = [
+            WorkerSample {
+                ops: 1000,
+                start: at(0),
+                end: at(100),
+                cpu_secs: 0.100,
+            },
+            WorkerSample {
+                ops: 500,
+                start: at(20),
+                end: at(120),
+                cpu_secs: 0.050,
+            },
+        ];
+        let r = summarize(&samples);
+        assert_eq!(r.ops, 1500);
+        assert!((r.ops_per_sec - 1500.0 / 0.120).abs() < 1e-6);
+        assert!((r.cpu_util - 0.150 / 0.240).abs() < 1e-9);
+        assert_eq!(summarize(&[]).ops, 0);
+    }
+
+    /// Every worker's CPU time is read inside its own window, so on a real run the share never
+    /// exceeds 1, whatever the machine does.
+    #[test]
+    fn cpu_util_never_exceeds_one() {
+        for threads in [1, 2, 3] {
+            let r = run_workers(threads, Duration::from_millis(10), false, |_, stop| {
+                batches(stop, || {
+                    std::hint::black_box(0u64);
+                })
+            });
+            assert!(r.ops >= threads as u64 * BATCH);
+            assert!(
+                r.cpu_util > 0.0 && r.cpu_util <= 1.001,
+                "{threads} threads: cpu_util {}",
+                r.cpu_util
+            );
         }
     }
 }

@@ -3,10 +3,14 @@
 
 #![warn(missing_docs)]
 
+pub mod bare_loop;
+pub mod c_loop;
 pub mod claims;
 pub mod experiments;
 pub mod harness;
+pub mod lockfree;
 pub mod meta;
+pub mod oplog_workloads;
 pub mod output;
 pub mod plot;
 pub mod report;

@@ -73,7 +73,7 @@ enum Cmd {
         /// What to print on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Also write <experiment>.json, .csv, .svg and .png into this folder.
+        /// Also write <experiment>.json and .csv, and (for experiments with throughput rows) .svg and .png, into this folder.
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -286,19 +286,29 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
                 let write = |name: String, text: String| {
-                    std::fs::write(dir.join(&name), text).map_err(|e| format!("{name}: {e}"))
+                    let path = dir.join(&name);
+                    std::fs::write(&path, text)
+                        .map(|_| path)
+                        .map_err(|e| format!("{name}: {e}"))
                 };
-                let r = write(format!("{experiment}.json"), output::json(&results))
-                    .and_then(|_| write(format!("{experiment}.csv"), output::csv(&results)))
-                    .and_then(|_| refbench::plot::write_plots(&results, &dir).map(|_| ()));
-                if let Err(e) = r {
-                    eprintln!("refbench: writing results: {e}");
-                    return ExitCode::FAILURE;
+                // Only the files really written are reported.
+                let r = write(format!("{experiment}.json"), output::json(&results)).and_then(|j| {
+                    let c = write(format!("{experiment}.csv"), output::csv(&results))?;
+                    let mut files = vec![j, c];
+                    files.extend(refbench::plot::write_plots(&results, &dir)?);
+                    Ok(files)
+                });
+                match r {
+                    Ok(files) => {
+                        for f in files {
+                            eprintln!("refbench: wrote {}", f.display());
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("refbench: writing results: {e}");
+                        return ExitCode::FAILURE;
+                    }
                 }
-                eprintln!(
-                    "refbench: wrote {}/{experiment}.{{json,csv,svg,png}}",
-                    dir.display()
-                );
             }
             ExitCode::SUCCESS
         }

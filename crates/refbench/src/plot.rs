@@ -4,32 +4,27 @@ use crate::output::{Results, Row};
 use plotters::prelude::*;
 use std::path::Path;
 
-const FONT_PATHS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-];
+/// The font every plot is drawn with, compiled in: DejaVu Sans, cut down to Latin-1 and a few
+/// symbols (`assets/DejaVuSans-subset.ttf`; license in `assets/LICENSE-DejaVu.txt`). Plots never
+/// read a font from the system, so they look the same on a machine with no fonts installed.
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
 
-/// Registers a system font for text layout (both backends measure text with it). Returns
-/// whether one was found.
-fn register_font() -> bool {
-    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FOUND.get_or_init(|| {
-        for p in FONT_PATHS {
-            if let Ok(bytes) = std::fs::read(p) {
-                let leaked: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                if plotters::style::register_font("sans-serif", FontStyle::Normal, leaked).is_ok() {
-                    return true;
-                }
-            }
-        }
-        false
+/// Registers [`FONT`] as "sans-serif" for both backends (once).
+fn register_font() -> Result<(), String> {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
+            .map_err(|_| "the compiled-in font does not parse".to_string())
     })
+    .clone()
 }
 
 struct Series {
     label: String,
+    /// Series with the same key share a colour (a scheme's `single` and `batched` query rows).
+    key: String,
+    /// Drawn dashed (the `batched` form).
+    dashed: bool,
     points: Vec<(f64, f64)>,
 }
 
@@ -48,6 +43,12 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
             Some(m) => format!("{label} every {m}"),
             None => label,
         };
+        let key = label.clone();
+        let form = r.extra.get("form").and_then(|f| f.as_str());
+        let label = match form {
+            Some(f) => format!("{label} {f}"),
+            None => label,
+        };
         let x = if by_objects {
             r.objects as f64
         } else {
@@ -57,6 +58,8 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
             Some(s) => s.points.push((x, v / 1e6)),
             None => out.push(Series {
                 label,
+                key,
+                dashed: form == Some("batched"),
                 points: vec![(x, v / 1e6)],
             }),
         }
@@ -75,9 +78,100 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
     )
 }
 
+/// Line colours, distinct on white (the "tab10" set).
+const COLORS: &[RGBColor] = &[
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(0, 0, 128),
+];
+
+/// A linear `f64` axis with ticks exactly at the given values (the measured thread or object
+/// counts, or round values), labelled by the chart's formatter.
+struct TickedAxis {
+    range: std::ops::Range<f64>,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for TickedAxis {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let span = (self.range.end - self.range.start).max(1e-12);
+        let f = (value - self.range.start) / span;
+        limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.clone()
+    }
+}
+
+/// What one operation of the rows' experiment is, per second, in millions.
+fn unit(rows: &[&Row]) -> &'static str {
+    match rows.first().map(|r| r.experiment.as_str()) {
+        Some("query") => "M reclaims/s",
+        Some("oplog-list") => "M add+remove iterations/s",
+        Some("oplog-read-ratio") => "M forks/s",
+        _ => "M get+put pairs/s",
+    }
+}
+
+/// Tick values for a linear axis from 0 to `max`: steps of 1, 2 or 5 times a power of ten,
+/// at most about eight of them.
+fn linear_ticks(max: f64) -> Vec<f64> {
+    let raw = (max / 8.0).max(1e-9);
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    (0..)
+        .map(|i| i as f64 * step)
+        .take_while(|v| *v <= max)
+        .collect()
+}
+
+/// Whether the positive values span a decade or more (then the y axis is logarithmic).
+fn spans_decades(values: &[f64]) -> bool {
+    let pos: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
+    let (lo, hi) = pos
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    !pos.is_empty() && hi / lo >= 10.0
+}
+
+/// A label for a value: an integer where it is one, else three significant digits.
+fn label(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{}", v.round() as i64)
+    } else if v >= 10.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
+    footer: &str,
     rows: &[&Row],
 ) -> Result<(), String>
 where
@@ -85,60 +179,112 @@ where
 {
     let (xlabel, logx, series) = series(rows);
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let xmax = series
+    let (_, h) = root.dim_in_pixel();
+    let (area, foot) = root.split_vertically(h.saturating_sub(26));
+    foot.draw(&Text::new(
+        footer.to_string(),
+        (12, 4),
+        ("sans-serif", 14).into_font().color(&BLACK.mix(0.75)),
+    ))
+    .map_err(|e| e.to_string())?;
+    // The x axis: ticks exactly at the measured values (thread or object counts), on a log2
+    // scale for object counts.
+    let mut xs: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
-        .fold(1.0, f64::max);
-    let ymax = series
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let fx = |x: f64| if logx { x.log2() } else { x };
+    let (xlo, xhi) = match (xs.first(), xs.last()) {
+        (Some(&a), Some(&b)) => (fx(a), fx(b)),
+        _ => (0.0, 1.0),
+    };
+    let pad = ((xhi - xlo) * 0.05).max(0.5);
+    let xticks: Vec<f64> = xs.iter().map(|&x| fx(x)).collect();
+    // The y axis: logarithmic where the values span a decade or more.
+    let ys: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
-        .fold(0.0, f64::max)
-        * 1.15
-        + 1e-9;
-    let mut chart = ChartBuilder::on(&root)
+        .collect();
+    let logy = spans_decades(&ys);
+    let ymax = ys.iter().copied().fold(0.0, f64::max).max(1e-9);
+    let fy = |y: f64| if logy { y.max(1e-9).log10() } else { y };
+    let (yrange, yticks) = if logy {
+        let ymin = ys
+            .iter()
+            .copied()
+            .filter(|v| *v > 0.0)
+            .fold(f64::MAX, f64::min);
+        let (lo, hi) = (ymin.log10().floor(), (ymax * 1.15).log10().ceil());
+        let ticks = (lo as i32..=hi as i32)
+            .flat_map(|e| [1.0, 2.0, 5.0].map(|m| (m * 10f64.powi(e)).log10()))
+            .filter(|t| *t >= lo && *t <= hi)
+            .collect();
+        (lo..hi, ticks)
+    } else {
+        (0.0..ymax * 1.15, linear_ticks(ymax * 1.15))
+    };
+    let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(
-            if logx {
-                0.0..(xmax.log2() + 0.5)
-            } else {
-                0.5..(xmax + 0.5)
+            TickedAxis {
+                range: (xlo - pad)..(xhi + pad),
+                ticks: xticks,
             },
-            0.0..ymax,
+            TickedAxis {
+                range: yrange,
+                ticks: yticks,
+            },
         )
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .x_desc(if logx {
-            format!("{xlabel} (log2)")
+            format!("{xlabel} (log scale)")
         } else {
             xlabel
         })
-        .y_desc("M get+put pairs/s")
-        .x_label_formatter(&|x| {
-            if logx {
-                format!("{}", 2f64.powf(*x).round())
-            } else {
-                format!("{x:.0}")
-            }
+        .y_desc(if logy {
+            format!("{} (log scale)", unit(rows))
+        } else {
+            unit(rows).to_string()
         })
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .x_label_formatter(&|x| label(if logx { 2f64.powf(*x) } else { *x }))
+        .y_label_formatter(&|y| label(if logy { 10f64.powf(*y) } else { *y }))
         .draw()
         .map_err(|e| e.to_string())?;
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let pts: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .map(|&(x, y)| (if logx { x.log2() } else { x }, y))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+    let mut keys: Vec<&str> = Vec::new();
+    for s in &series {
+        if !keys.contains(&s.key.as_str()) {
+            keys.push(&s.key);
+        }
+    }
+    for s in &series {
+        let i = keys.iter().position(|k| *k == s.key).unwrap_or(0);
+        let color = COLORS[i % COLORS.len()].to_rgba();
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (fx(x), fy(y))).collect();
+        let style = color.stroke_width(2);
+        let drawn = if s.dashed {
+            chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 5, style))
+        } else {
+            chart.draw_series(LineSeries::new(pts.clone(), style))
+        };
+        let dashed = s.dashed;
+        drawn
             .map_err(|e| e.to_string())?
             .label(s.label.clone())
             .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                if dashed {
+                    PathElement::new(vec![(x, y), (x + 7, y)], style)
+                } else {
+                    PathElement::new(vec![(x, y), (x + 18, y)], style)
+                }
             });
         chart
             .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
@@ -146,6 +292,7 @@ where
     }
     chart
         .configure_series_labels()
+        .label_font(("sans-serif", 14))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .position(SeriesLabelPosition::UpperRight)
@@ -155,19 +302,23 @@ where
     Ok(())
 }
 
-/// Writes `<dir>/<experiment>.svg` and `.png` for every experiment with throughput rows.
-/// Returns the files written.
+/// Writes `<dir>/<experiment>.svg` and `.png` for every experiment with throughput rows, each
+/// with the machine and the commit under it. Returns the files written (none for experiments
+/// without throughput rows, such as `memory` and `tsc-check`).
 pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    register_font()?;
     let mut written = Vec::new();
-    if !register_font() {
-        eprintln!(
-            "refbench: no TrueType font found ({}); plots skipped (install fonts-dejavu-core)",
-            FONT_PATHS.join(", ")
-        );
-        return Ok(written);
-    }
     let mut experiments: Vec<&str> = results.rows.iter().map(|r| r.experiment.as_str()).collect();
     experiments.dedup();
+    let m = &results.meta;
+    let footer = format!(
+        "{} | {} online CPUs | kernel {} | per-CPU path: {} | commit {}",
+        m.cpu_model,
+        m.online_cpus,
+        m.kernel,
+        m.percpu_mode,
+        m.git_commit.chars().take(12).collect::<String>()
+    );
     for exp in experiments {
         let rows: Vec<&Row> = results
             .rows
@@ -177,24 +328,49 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathB
         if rows.is_empty() {
             continue;
         }
-        let title = format!(
-            "{exp} ({} CPUs, {})",
-            results.meta.online_cpus, results.meta.percpu_mode
-        );
         let svg = dir.join(format!("{exp}.svg"));
         draw(
-            SVGBackend::new(&svg, (900, 560)).into_drawing_area(),
-            &title,
+            SVGBackend::new(&svg, (900, 580)).into_drawing_area(),
+            exp,
+            &footer,
             &rows,
         )?;
         written.push(svg);
         let png = dir.join(format!("{exp}.png"));
         draw(
-            BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
-            &title,
+            BitMapBackend::new(&png, (900, 580)).into_drawing_area(),
+            exp,
+            &footer,
             &rows,
         )?;
         written.push(png);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compiled_in_font_registers() {
+        assert_eq!(register_font(), Ok(()));
+    }
+
+    #[test]
+    fn linear_ticks_are_round_and_cover_the_range() {
+        assert_eq!(linear_ticks(10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            linear_ticks(700.0),
+            vec![0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0]
+        );
+    }
+
+    #[test]
+    fn log_y_only_where_values_span_a_decade() {
+        assert!(spans_decades(&[7.7, 773.0]));
+        assert!(!spans_decades(&[61.0, 174.0]));
+        assert_eq!(label(4096.0), "4096");
+        assert_eq!(label(2.0), "2");
+    }
 }

@@ -117,12 +117,34 @@ fn json_has_meta_and_rows_with_medians() {
         .any(|r| r["scheme"] == "percpu-limit" && r["kind"] == "reference"));
 }
 
+/// `refbench args` with the system's font folders hidden (a private mount namespace with an
+/// empty tmpfs over each), where `unshare` allows it; else as is, saying so. Plots must not need
+/// a system font.
+fn refbench_without_fonts(args: &[&str]) -> std::process::Output {
+    let hide = "for d in /usr/share/fonts /usr/local/share/fonts; do \
+                if [ -d $d ]; then mount -t tmpfs none $d || exit 97; fi; done; \
+                echo 'fonts hidden' >&2; exec \"$0\" \"$@\"";
+    let o = Command::new("unshare")
+        .args(["-rm", "sh", "-c", hide, env!("CARGO_BIN_EXE_refbench")])
+        .args(args)
+        .output();
+    match o {
+        Ok(o) if String::from_utf8_lossy(&o.stderr).starts_with("fonts hidden") => o,
+        _ => {
+            eprintln!(
+                "note: cannot hide the system fonts here (no unshare -rm); running with them"
+            );
+            refbench(args)
+        }
+    }
+}
+
 #[test]
 fn out_writes_json_csv_plots_and_report() {
     let dir = std::env::temp_dir().join(format!("refbench-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.to_str().unwrap();
-    let o = refbench(&[
+    let o = refbench_without_fonts(&[
         "run",
         "object-spectrum",
         "--schemes",
@@ -139,12 +161,25 @@ fn out_writes_json_csv_plots_and_report() {
         d,
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
     for f in [
         "object-spectrum.json",
         "object-spectrum.csv",
         "object-spectrum.svg",
+        "object-spectrum.png",
     ] {
         assert!(dir.join(f).exists(), "{f} missing");
+        assert!(
+            stderr.contains(&format!("wrote {}", dir.join(f).display())),
+            "{f} not reported:\n{stderr}"
+        );
+    }
+    let png = std::fs::read(dir.join("object-spectrum.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let svg = std::fs::read_to_string(dir.join("object-spectrum.svg")).unwrap();
+    // The text is there (axis labels, the ticks at the measured object counts, the commit).
+    for text in ["objects (log scale)", "\n16\n</text>", "commit "] {
+        assert!(svg.contains(text), "the SVG lacks {text:?}");
     }
     let csv = std::fs::read_to_string(dir.join("object-spectrum.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "header + 2 rows:\n{csv}");

@@ -18,9 +18,11 @@ pub mod conformance;
 pub mod frozen_bit;
 mod lifecycle;
 pub mod percpu_ref;
+pub mod rcuref;
 pub mod refcache;
 pub mod sloppy;
 pub mod snzi;
+pub mod sticky;
 
 /// How exact [`RefCounter::read_all`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,6 +3,8 @@
 refcount::conformance_suite!(atomic, refcount::atomic::Atomic);
 refcount::conformance_suite!(cas, refcount::cas::Cas);
 refcount::conformance_suite!(frozen_bit, refcount::frozen_bit::FrozenBit);
+refcount::conformance_suite!(rcuref, refcount::rcuref::RcuRef);
+refcount::conformance_suite!(sticky, refcount::sticky::Sticky);
 refcount::conformance_suite!(sloppy, refcount::sloppy::Sloppy::new());
 refcount::conformance_suite!(
     sloppy_threshold_1,

@@ -1,9 +1,16 @@
 //! `percpu-limit`: the physical ceiling, not a reference counter.
 //!
 //! One bare per-CPU counter updated by an rseq critical section (`+1` at get, `-1` at put on
-//! whatever CPU the thread is on then). There is no per-object state, so it cannot tell one
+//! whatever CPU the thread is on then: [`percpu::PerCpu::add_this_cpu`], one section that reads
+//! the CPU itself). There is no per-object state, so it cannot tell one
 //! object from another, cannot detect zero and cannot reclaim: it only shows how fast a per-CPU
 //! update can be on this machine. Every table labels it as a reference row.
+//!
+//! refbench's counting experiments run the row as a bare loop (`refbench::bare_loop`: the
+//! harness's workers, nothing per pair but the two sections, the rseq area's and the
+//! counters' addresses kept in registers by [`percpu::ThisCpu`]); through this
+//! [`RefCounter`] every pair also reloads them, which on a fast core costs a third of the
+//! ceiling (refbench's `ceiling` experiment shows both, and a C loop built apart).
 //!
 //! It cannot serve a page cache (`pagecache` refuses it, refbench's file-system experiments
 //! report it as skipped): its `try_reclaim` never succeeds, so no frame could ever be evicted.
@@ -46,13 +53,13 @@ impl RefCounter for PercpuLimit {
 
     #[inline(always)]
     fn try_get(&self, _obj: Pin<&()>) -> Option<LimitToken> {
-        self.counters.add_current(|c| c, 1);
+        self.counters.add_this_cpu(1);
         Some(LimitToken(()))
     }
 
     #[inline(always)]
     fn put(&self, _obj: Pin<&()>, _token: LimitToken) {
-        self.counters.add_current(|c| c, -1);
+        self.counters.add_this_cpu(-1);
     }
 
     /// The sum of all CPUs' counters: every object's references together.

@@ -81,7 +81,7 @@ pub(crate) fn init() -> bool {
 
 /// This thread's rseq area. Only valid once [`init`] returned true.
 #[inline(always)]
-fn area() -> *mut u8 {
+pub(crate) fn area() -> *mut u8 {
     let tp: *mut u8;
     // SAFETY: on x86_64 Linux, %fs:0 holds the thread pointer (the TCB's self pointer); reading
     // it has no side effect.
@@ -326,6 +326,106 @@ pub(crate) unsafe fn cs_store_add(
         );
     }
     ret as u32
+}
+
+/// Critical section `*(base + (cpu_id << shift)) += delta` (Linux's `this_cpu_add`): the CPU is
+/// read inside the section, so no compare against a CPU read before it is needed, and the abort
+/// path is a jump straight to the caller's retry (no status code to decode).
+///
+/// ```text
+///     rseq->rseq_cs = &descriptor           // arm
+/// [1] cpu = rseq->cpu_id
+///     if cpu < 0: goto abort                // no registered area: never commits
+///     *(base + (cpu << shift)) += delta     // commit
+/// [2]
+/// [4] abort handler (section __rseq_failure): goto abort
+/// ```
+///
+/// Returns whether it committed.
+///
+/// # Safety
+/// The mode is Rseq; `rseq` is [`area`] of the calling thread; for every CPU number the kernel
+/// may report, `base + (cpu << shift)` is a
+/// live, 8-byte-aligned word that other threads access only atomically and that only sections
+/// of that CPU write.
+#[inline(always)]
+pub(crate) unsafe fn cs_add_this_cpu(
+    rseq: *mut u8,
+    base: *const AtomicU64,
+    shift: u32,
+    delta: u64,
+) -> bool {
+    // SAFETY: the caller guarantees every word the address can name; the asm writes only that
+    // word and the rseq area's rseq_cs field, and reads the rseq area.
+    unsafe {
+        #[cfg(feature = "inject")]
+        asm!(
+            ".pushsection __rseq_cs, \"aw\"\n",
+            ".balign 32\n",
+            "3:\n",
+            ".long 0x0, 0x0\n",
+            ".quad 1f, (2f - 1f), 4f\n",
+            ".popsection\n",
+            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
+            ".quad 3b\n",
+            ".popsection\n",
+            "leaq 3b(%rip), {tmp}\n",
+            "movq {tmp}, 8({rseq})\n",
+            "1:\n",
+            "movslq 4({rseq}), {cpu}\n",
+            "testq {cpu}, {cpu}\n",
+            "js {abort}\n",
+            "shlq %cl, {cpu}\n",
+            cs_inject!(),
+            "addq {delta}, ({base}, {cpu})\n",
+            "2:\n",
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long {sig}\n",
+            "4:\n",
+            "jmp {abort}\n",
+            ".popsection\n",
+            rseq = in(reg) rseq, base = in(reg) base, in("ecx") shift,
+            delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
+            inject = sym INJECT_LOOPS,
+            sig = const RSEQ_SIG,
+            abort = label { return false; },
+            options(att_syntax, nostack),
+        );
+        #[cfg(not(feature = "inject"))]
+        asm!(
+            ".pushsection __rseq_cs, \"aw\"\n",
+            ".balign 32\n",
+            "3:\n",
+            ".long 0x0, 0x0\n",
+            ".quad 1f, (2f - 1f), 4f\n",
+            ".popsection\n",
+            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
+            ".quad 3b\n",
+            ".popsection\n",
+            "leaq 3b(%rip), {tmp}\n",
+            "movq {tmp}, 8({rseq})\n",
+            "1:\n",
+            "movslq 4({rseq}), {cpu}\n",
+            "testq {cpu}, {cpu}\n",
+            "js {abort}\n",
+            "shlq %cl, {cpu}\n",
+            "addq {delta}, ({base}, {cpu})\n",
+            "2:\n",
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long {sig}\n",
+            "4:\n",
+            "jmp {abort}\n",
+            ".popsection\n",
+            rseq = in(reg) rseq, base = in(reg) base, in("ecx") shift,
+            delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            abort = label { return false; },
+            options(att_syntax, nostack),
+        );
+    }
+    true
 }
 
 /// The `cpu_id` field (negative when this thread has no registered area).

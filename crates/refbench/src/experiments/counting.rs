@@ -35,17 +35,19 @@ impl Visit for Measure<'_> {
             for &threads in self.threads {
                 for &m in self.migrate_every {
                     let before = scheme.counters();
-                    let r = run_counting(
-                        &scheme,
-                        &objs,
-                        self.pattern,
-                        RunOpts {
-                            threads,
-                            duration: self.p.duration,
-                            pin: self.p.pin || m != 0,
-                            migrate_every: m,
-                        },
-                    );
+                    let opts = RunOpts {
+                        threads,
+                        duration: self.p.duration,
+                        pin: self.p.pin || m != 0,
+                        migrate_every: m,
+                    };
+                    // The reference row is the bare per-CPU loop (no object, nothing per
+                    // operation but the two sections), except where it must migrate.
+                    let r = if info.kind == schemes::Kind::Reference && m == 0 {
+                        crate::bare_loop::run_rseq_loop(threads, opts.duration, opts.pin)
+                    } else {
+                        run_counting(&scheme, &objs, self.pattern, opts)
+                    };
                     let after = scheme.counters();
                     let e = self
                         .out
@@ -271,8 +273,14 @@ struct QueryVisit<'a> {
     objects: usize,
     background: usize,
     pin: bool,
+    /// `try_reclaim_many` over all the objects at once (repeated for the ones a lagging scheme
+    /// could not reclaim yet) instead of `try_reclaim` on each.
+    batched: bool,
     out: &'a mut Vec<f64>,
 }
+
+/// How `query` reclaims: one `try_reclaim` per object, or one `try_reclaim_many` over all.
+const FORMS: [(&str, bool); 2] = [("single", false), ("batched", true)];
 
 impl Visit for QueryVisit<'_> {
     type Out = ();
@@ -306,9 +314,26 @@ impl Visit for QueryVisit<'_> {
             }
             let start = Instant::now();
             let mut done = 0;
-            for o in objs.iter() {
-                if refcount::reclaim_eventually(&scheme, o) {
-                    done += 1;
+            if self.batched {
+                let mut left: Vec<_> = objs.iter().collect();
+                let mut out = vec![false; left.len()];
+                for _ in 0..refcount::RECLAIM_ATTEMPTS {
+                    done += scheme.try_reclaim_many(&left, &mut out);
+                    let mut i = 0;
+                    left.retain(|_| {
+                        i += 1;
+                        !out[i - 1]
+                    });
+                    if left.is_empty() {
+                        break;
+                    }
+                    out.truncate(left.len());
+                }
+            } else {
+                for o in objs.iter() {
+                    if refcount::reclaim_eventually(&scheme, o) {
+                        done += 1;
+                    }
                 }
             }
             let secs = start.elapsed().as_secs_f64();
@@ -324,7 +349,10 @@ impl Visit for QueryVisit<'_> {
 }
 
 /// `query`: reclaims per second over N unreferenced objects, with 0 and with `threads - 1`
-/// (at least 1) background threads doing get/put on other objects.
+/// (at least 1) background threads doing get/put on other objects, one `try_reclaim` per
+/// object (`form` = `single`) and one `try_reclaim_many` over all of them (`batched`, which
+/// per-CPU schemes use to pay their fence once per batch). Batched rows carry
+/// `vs_single`: their per-object cost over the single form's, same scheme and background.
 pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     let bg = p
         .threads
@@ -334,7 +362,7 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         .unwrap_or(2)
         .saturating_sub(1)
         .max(1);
-    let mut res: BTreeMap<(String, usize, usize), Vec<f64>> = BTreeMap::new();
+    let mut res: BTreeMap<(String, usize, usize, bool), Vec<f64>> = BTreeMap::new();
     for _ in 0..p.reps {
         for name in p
             .schemes
@@ -343,32 +371,104 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         {
             for &n in &p.objects {
                 for background in [0, bg] {
-                    let out = res.entry((name.clone(), n, background)).or_default();
-                    schemes::visit(
-                        name,
-                        &p.scheme_config,
-                        QueryVisit {
-                            objects: n,
-                            background,
-                            pin: p.pin,
-                            out,
-                        },
-                    )
-                    .expect("validated");
-                    tick(name);
+                    for (_, batched) in FORMS {
+                        let out = res
+                            .entry((name.clone(), n, background, batched))
+                            .or_default();
+                        schemes::visit(
+                            name,
+                            &p.scheme_config,
+                            QueryVisit {
+                                objects: n,
+                                background,
+                                pin: p.pin,
+                                batched,
+                                out,
+                            },
+                        )
+                        .expect("validated");
+                        tick(name);
+                    }
                 }
             }
         }
     }
     let mut rows = Vec::new();
-    for ((name, n, background), reps) in res {
+    for ((name, n, background, batched), reps) in &res {
         let mut extra = Map::new();
+        let form = FORMS
+            .iter()
+            .find(|f| f.1 == *batched)
+            .map_or("single", |f| f.0);
+        extra.insert("form".into(), json!(form));
         extra.insert("background".into(), json!(background));
-        extra.insert(
-            "ns_per_reclaim".into(),
-            json!(1e9 / median(&reps).max(1e-9)),
-        );
-        rows.push(row("query", &name, background + 1, n, reps, extra));
+        let ns = 1e9 / median(reps).max(1e-9);
+        extra.insert("ns_per_reclaim".into(), json!(ns));
+        if *batched {
+            if let Some(single) = res.get(&(name.clone(), *n, *background, false)) {
+                extra.insert(
+                    "vs_single".into(),
+                    json!(ns / (1e9 / median(single).max(1e-9))),
+                );
+            }
+        }
+        rows.push(row("query", name, background + 1, *n, reps.clone(), extra));
+    }
+    rows
+}
+
+/// Batches of `pair-cost`, and pairs per batch.
+const PAIR_BATCHES: usize = 2000;
+const PAIRS_PER_BATCH: usize = 2000;
+
+struct PairCostVisit<'a> {
+    out: &'a mut Vec<f64>,
+}
+
+impl Visit for PairCostVisit<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
+        let objs = Objects::new(&scheme, 1);
+        let o = objs.get(0);
+        let mut best = f64::MAX;
+        for _ in 0..PAIR_BATCHES {
+            let t = Instant::now();
+            for _ in 0..PAIRS_PER_BATCH {
+                let tok = scheme
+                    .try_get(std::hint::black_box(o))
+                    .expect("try_get failed on a live object");
+                scheme.put(o, tok);
+            }
+            best = best.min(t.elapsed().as_nanos() as f64 / PAIRS_PER_BATCH as f64);
+        }
+        self.out.push(best);
+    }
+}
+
+/// `pair-cost`: one thread, one object; the cost of one get+put pair in nanoseconds, the best of
+/// 2,000 batches of 2,000 pairs (a figure that a busy machine can only make worse, never
+/// better), median over the repetitions. `ops_per_sec` is its inverse.
+pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let mut res: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for _ in 0..p.reps {
+        for name in &p.schemes {
+            let out = res.entry(name.clone()).or_default();
+            schemes::visit(name, &p.scheme_config, PairCostVisit { out }).expect("validated");
+            tick(name);
+        }
+    }
+    let atomic = res.get("atomic").map(|v| median(v));
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        let Some(ns) = res.get(name) else { continue };
+        let best = median(ns);
+        let mut extra = Map::new();
+        extra.insert("ns_per_pair".into(), json!(best));
+        if let Some(a) = atomic {
+            extra.insert("vs_atomic".into(), json!(a / best));
+        }
+        let reps: Vec<f64> = ns.iter().map(|n| 1e9 / n).collect();
+        rows.push(row("pair-cost", name, 1, 1, reps, extra));
     }
     rows
 }

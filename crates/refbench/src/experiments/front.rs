@@ -3,7 +3,7 @@
 //! (readers of one object while another thread keeps trying to reclaim it).
 
 use super::Params;
-use crate::harness::{median, thread_cpu_secs};
+use crate::harness::{median, run_workers};
 use crate::output::Row;
 use crate::schemes::{self, SchemeInfo, Visit};
 use refcount::{Objects, RefCounter};
@@ -11,49 +11,22 @@ use serde_json::{json, Map};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The pointer types of `arc-clone`.
 pub const ARCS: &[&str] = &["std-arc", "triomphe-arc", "paygo-arc"];
 
-/// `threads` workers run `work(t, stop)` (which returns its operation count) between a
-/// barrier and the stop flag; returns operations per second and the workers' CPU share.
+/// `threads` workers run `work(t, stop)` (which returns its operation count) in the harness's
+/// runner ([`run_workers`]: operations, CPU time and window all taken by the workers); returns
+/// operations per second and the workers' CPU share.
 fn timed<W: Fn(usize, &AtomicBool) -> u64 + Sync>(
     threads: usize,
     duration: Duration,
     pin: bool,
     work: &W,
 ) -> (f64, f64) {
-    let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(threads + 1);
-    let (start, results) = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                let (stop, barrier) = (&stop, &barrier);
-                s.spawn(move || {
-                    if pin {
-                        percpu::affinity::migrate(t);
-                    }
-                    barrier.wait();
-                    let cpu0 = thread_cpu_secs();
-                    let ops = work(t, stop);
-                    (ops, Instant::now(), thread_cpu_secs() - cpu0)
-                })
-            })
-            .collect();
-        barrier.wait();
-        let start = Instant::now();
-        std::thread::sleep(duration);
-        stop.store(true, Ordering::Relaxed);
-        let r: Vec<_> = hs.into_iter().map(|h| h.join().expect("worker")).collect();
-        (start, r)
-    });
-    let ops: u64 = results.iter().map(|r| r.0).sum();
-    let end = results.iter().map(|r| r.1).max().unwrap_or(start);
-    let secs = end.duration_since(start).as_secs_f64().max(1e-9);
-    let cpu: f64 = results.iter().map(|r| r.2).sum();
-    (ops as f64 / secs, (cpu / (secs * threads as f64)).min(1.0))
+    let r = run_workers(threads, duration, pin, work);
+    (r.ops_per_sec, r.cpu_util)
 }
 
 /// Clone and drop in a loop, `BATCH` pairs between looks at the stop flag.

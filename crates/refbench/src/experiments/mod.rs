@@ -2,6 +2,7 @@
 //! measuring the schemes side by side (repetitions interleaved across schemes, so that noise on
 //! a shared machine touches all of them alike).
 
+mod ceiling;
 mod counting;
 mod front;
 pub mod fs;
@@ -32,6 +33,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         variants: None,
     },
     ExperimentInfo {
+        name: "pair-cost",
+        about: "one thread, one object: ns per get+put pair, best of 2,000 batches of 2,000 (the uncontended fast path)",
+        variants: None,
+    },
+    ExperimentInfo {
         name: "migration",
         about: "PAYGO 6.2.3 anchoring overhead: forced migration between get and put every M ops; anchor-path share and throughput vs no migration",
         variants: None,
@@ -39,8 +45,13 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     ExperimentInfo { name: "memory", about: "bytes used for N objects of which a given share is referenced", variants: None },
     ExperimentInfo {
         name: "query",
-        about: "PAYGO 6.3 query overhead: time to try-reclaim N unreferenced objects, with and without background get/put",
+        about: "PAYGO 6.3 query overhead: time to try-reclaim N unreferenced objects, one by one and batched (try_reclaim_many), with and without background get/put",
         variants: None,
+    },
+    ExperimentInfo {
+        name: "ceiling",
+        about: "the reference row percpu-limit (through the harness and the RefCounter trait) against a bare per-CPU rseq add/sub loop",
+        variants: Some(ceiling::VARIANTS),
     },
     ExperimentInfo {
         name: "tsc-check",
@@ -132,9 +143,11 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
     match experiment {
         "single-object" => Ok(counting::single_or_spread(experiment, p, tick)),
         "object-spectrum" => Ok(counting::single_or_spread(experiment, p, tick)),
+        "pair-cost" => Ok(counting::pair_cost(p, tick)),
         "migration" => Ok(counting::migration(p, tick)),
         "memory" => Ok(counting::memory(p, tick)),
         "query" => Ok(counting::query(p, tick)),
+        "ceiling" => Ok(ceiling::ceiling(p, tick)),
         "tsc-check" => Ok(oplog_exp::tsc_check(p, tick)),
         "oplog-list" => Ok(oplog_exp::list(p, tick)),
         "oplog-read-ratio" => Ok(oplog_exp::read_ratio(p, tick)),
@@ -156,9 +169,11 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
     match experiment {
         "single-object" => s * r * t,
         "object-spectrum" => s * r * t * o,
+        "pair-cost" => s * r,
         "migration" => s * r * t * p.migrate_every.len() as u64,
         "memory" => s * o,
-        "query" => s * r * o * 2,
+        "query" => s * r * o * 4,
+        "ceiling" => s * r * t,
         "tsc-check" => 1,
         "oplog-list" => s * r * t,
         "oplog-read-ratio" => s * r * t * p.read_every.len() as u64,

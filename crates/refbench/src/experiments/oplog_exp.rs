@@ -2,9 +2,9 @@
 
 use super::Params;
 use crate::harness::median;
+use crate::oplog_workloads::{self as workloads, ListVariant, ReadRatioVariant};
 use crate::output::Row;
 use crate::schemes::Kind;
-use oplog::bench::{ListVariant, ReadRatioVariant};
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
 
@@ -29,7 +29,7 @@ fn row(
 
 /// `tsc-check`: one row per ordered pair of CPUs.
 pub fn tsc_check(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
-    let rows = oplog::bench::tsc_check(0, p.samples);
+    let rows = workloads::tsc_check(0, p.samples);
     tick("tsc");
     rows.into_iter()
         .map(|r| {
@@ -61,7 +61,7 @@ pub fn list(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             for &t in &p.threads {
                 m.entry((name.clone(), t))
                     .or_default()
-                    .push(oplog::bench::list_workload(v, t, p.duration, p.spin_cycles));
+                    .push(workloads::list_workload(v, t, p.duration, p.spin_cycles));
                 tick(name);
             }
         }
@@ -99,7 +99,7 @@ pub fn read_ratio(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 for &k in &p.read_every {
                     m.entry((name.clone(), t, k))
                         .or_default()
-                        .push(oplog::bench::read_ratio(v, t, p.duration, k));
+                        .push(workloads::read_ratio(v, t, p.duration, k));
                     tick(name);
                 }
             }
@@ -116,7 +116,7 @@ pub fn read_ratio(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             };
             let break_even = match (name.as_str(), curve(name), curve("locked")) {
                 ("locked", _, _) => None,
-                (_, Some(o), Some(l)) => Some(oplog::bench::break_even(&p.read_every, &o, &l)),
+                (_, Some(o), Some(l)) => Some(workloads::break_even(&p.read_every, &o, &l)),
                 _ => None,
             };
             for &k in &p.read_every {

@@ -1,4 +1,5 @@
-//! The paper's experiments as library functions (refbench wires them to its command line):
+//! The OpLog paper's workloads, on the `oplog` crate's structures (the experiments in
+//! `experiments/oplog_exp.rs` run them and make the rows):
 //!
 //! * [`tsc_check`]: §6.1, are the timestamp counters of different CPUs synchronized?
 //! * [`list_workload`]: §7.3, Figure 12, the list benchmark (lock-free list and three OpLog
@@ -7,40 +8,16 @@
 //!
 //! Threads are pinned round-robin to the online CPUs.
 
-use crate::clock;
-use crate::list::{BasicList, GlobalList, ListLog, LocalList};
 use crate::lockfree::LockFreeList;
-use crate::object::Domain;
-use crate::rmap::{IntervalMap, Mapping, Rmap, RmapLog};
+use oplog::clock;
+use oplog::list::{BasicList, GlobalList, ListLog, LocalList};
+use oplog::rmap::{IntervalMap, Mapping, Rmap, RmapLog};
+use oplog::Domain;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-/// Pins the calling thread to `cpu` (modulo the online CPUs); false where that fails.
-pub use percpu::affinity::migrate as pin_to;
-
-/// The median of `v` (mean of the middle two for an even count); 0 for an empty slice.
-pub fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
-}
-
-/// The examples' command-line arguments, all numbers (panics with a message otherwise).
-pub fn numeric_args() -> Vec<u64> {
-    std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("numeric argument"))
-        .collect()
-}
+use crate::harness::pin_to;
 
 /// One pair of CPUs of the timestamp experiment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,11 +63,19 @@ pub fn tsc_check(pairs: usize, samples: u64) -> Vec<TscRow> {
         all.truncate(pairs);
     }
     all.into_iter()
-        .map(|(a, b)| tsc_pair(a, b, samples))
+        .map(|(a, b)| clock_pair(a, b, samples, clock::rdtsc, clock::rdtscp))
         .collect()
 }
 
-fn tsc_pair(cpu_a: usize, cpu_b: usize, samples: u64) -> TscRow {
+/// One pair of the experiment with the clocks given: `read_a` on CPU A before its store,
+/// `read_b` on CPU B after its load (the checker itself, whatever clock it is handed).
+pub fn clock_pair(
+    cpu_a: usize,
+    cpu_b: usize,
+    samples: u64,
+    read_a: fn() -> u64,
+    read_b: fn() -> u64,
+) -> TscRow {
     let slot = Arc::new(AtomicU64::new(0));
     let s = slot.clone();
     let writer = std::thread::spawn(move || {
@@ -101,7 +86,7 @@ fn tsc_pair(cpu_a: usize, cpu_b: usize, samples: u64) -> TscRow {
             while s.load(Ordering::Acquire) != 0 {
                 wait_spin(&mut spins);
             }
-            let t = clock::rdtsc().max(1);
+            let t = read_a().max(1);
             // Release pairs with the reader's Acquire load.
             s.store(t, Ordering::Release);
         }
@@ -126,7 +111,7 @@ fn tsc_pair(cpu_a: usize, cpu_b: usize, samples: u64) -> TscRow {
                 }
                 wait_spin(&mut spins);
             };
-            let t = clock::rdtscp();
+            let t = read_b();
             if t <= v {
                 row.violations += 1;
                 row.max_skew_cycles = row.max_skew_cycles.max(v - t);
@@ -215,7 +200,7 @@ fn run_timed(
 }
 
 fn oplog_list_loop<const L: bool, const G: bool>(
-    list: &crate::list::OpList<L, G>,
+    list: &oplog::list::OpList<L, G>,
     t: usize,
     stop: &AtomicBool,
     spin: u64,
@@ -224,7 +209,7 @@ fn oplog_list_loop<const L: bool, const G: bool>(
     let mut n = 0;
     // At least one iteration: every thread counts, however late it is scheduled.
     loop {
-        // A fresh element every iteration (the list's contract; see crate::paired).
+        // A fresh element every iteration (the list's contract; see oplog::paired).
         let key = base | n;
         list.add(key);
         clock::spin_cycles(spin);
@@ -485,4 +470,85 @@ pub fn break_even(ks: &[u64], oplog: &[f64], locked: &[f64]) -> Option<u64> {
         .zip(oplog.iter().zip(locked))
         .find(|(_, (o, l))| o >= l)
         .map(|(k, _)| *k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    /// A clock every CPU reads in one order: one shared counter, incremented at each read.
+    static SHARED: AtomicU64 = AtomicU64::new(1 << 32);
+
+    fn shared_clock() -> u64 {
+        SHARED.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The same counter, read 10^6 behind: a clock that lags the writer's.
+    fn lagging_clock() -> u64 {
+        SHARED.fetch_add(1, Ordering::SeqCst) - 1_000_000
+    }
+
+    /// The checker, not the host's counter: a clock that is ordered across CPUs shows no
+    /// violation, and one that lags shows every sample as one, with its skew. (Whether this
+    /// machine's timestamp counter is synchronized is what `refbench run tsc-check` reports;
+    /// it is a property of the host, not a test verdict.)
+    #[test]
+    fn clock_pair_counts_violations_of_a_model_clock() {
+        let cpus = crate::harness::process_cpus_or_one();
+        let (a, b) = (cpus[0], *cpus.last().unwrap());
+        let ok = clock_pair(a, b, 2_000, shared_clock, shared_clock);
+        assert_eq!(
+            (ok.samples, ok.violations, ok.max_skew_cycles),
+            (2_000, 0, 0)
+        );
+        assert!(ok.min_gap_cycles >= 1);
+        let bad = clock_pair(a, b, 2_000, shared_clock, lagging_clock);
+        assert_eq!(bad.violations, 2_000);
+        assert!(
+            (999_000..=1_000_000).contains(&bad.max_skew_cycles),
+            "{bad:?}"
+        );
+    }
+
+    #[test]
+    fn tsc_check_covers_the_pairs_asked() {
+        let rows = tsc_check(2, 100);
+        assert!(!rows.is_empty() && rows.len() <= 2);
+        for r in &rows {
+            assert_eq!(r.samples, 100);
+            assert!(r.violations <= r.samples);
+        }
+    }
+
+    #[test]
+    fn list_workload_runs_every_variant() {
+        for v in ListVariant::ALL {
+            assert_eq!(ListVariant::from_name(v.name()), Some(v));
+            for t in [1, 3] {
+                let r = list_workload(v, t, Duration::from_millis(20), 100);
+                assert!(r > 0.0, "{v:?} {t} threads: {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn read_ratio_runs_every_variant() {
+        for v in ReadRatioVariant::ALL {
+            assert_eq!(ReadRatioVariant::from_name(v.name()), Some(v));
+            for k in [1, 10] {
+                let r = read_ratio(v, 2, Duration::from_millis(20), k);
+                assert!(r > 0.0, "{v:?} k={k}: {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn break_even_picks_the_first_k_where_oplog_wins() {
+        assert_eq!(
+            break_even(&[1, 2, 3], &[1.0, 2.0, 5.0], &[3.0, 3.0, 3.0]),
+            Some(3)
+        );
+        assert_eq!(break_even(&[1, 2], &[1.0, 1.0], &[3.0, 3.0]), None);
+    }
 }

@@ -1,0 +1,141 @@
+/* The bare per-CPU loop refbench's `ceiling` experiment checks its reference row against,
+ * written apart from the Rust code: each thread adds +1 then -1 to its CPU's counter, one rseq
+ * critical section each (librseq's shape: read cpu_id_start, arm, compare cpu_id, add), with
+ * nothing else in the loop. glibc (2.35 or later) registers every thread's rseq area.
+ *
+ *   rseq_loop THREADS MILLIS PIN
+ *
+ * prints "ops=N secs=S cpu=C": pairs done, the window from the first thread's start to the
+ * last one's end, and the CPU time the threads got inside it. Exit 3: no rseq here. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/rseq.h>
+#include <time.h>
+
+#define MAX_CPUS 4096
+#define MAX_THREADS 1024
+#define BATCH 256
+
+struct __attribute__((aligned(128))) slot { int64_t v; };
+static struct slot counters[MAX_CPUS];
+static atomic_int stop, go;
+static int pin, ncpus, cpus[MAX_CPUS];
+
+struct result { uint64_t ops; double start, end, cpu; };
+static struct result results[MAX_THREADS];
+
+static inline struct rseq *area(void)
+{
+	return (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+}
+
+/* *p += d if the thread is still on `cpu`; 1 if the section aborted or the CPU changed. */
+static inline int add_on(struct rseq *rs, int64_t *p, int64_t d, uint32_t cpu)
+{
+	__asm__ goto(
+		".pushsection __rseq_cs, \"aw\"\n.balign 32\n3:\n.long 0, 0\n"
+		".quad 1f, (2f - 1f), 4f\n.popsection\n"
+		".pushsection __rseq_cs_ptr_array, \"aw\"\n.quad 3b\n.popsection\n"
+		"leaq 3b(%%rip), %%rax\nmovq %%rax, 8(%[rs])\n"
+		"1:\ncmpl %[cpu], 4(%[rs])\njnz %l[abort]\n"
+		"addq %[d], (%[p])\n2:\n"
+		".pushsection __rseq_failure, \"ax\"\n.byte 0x0f, 0xb9, 0x3d\n.long 0x53053053\n"
+		"4:\njmp %l[abort]\n.popsection\n"
+		:
+		: [rs] "r"(rs), [cpu] "r"(cpu), [p] "r"(p), [d] "r"(d)
+		: "memory", "cc", "rax"
+		: abort);
+	return 0;
+abort:
+	return 1;
+}
+
+static double clock_secs(clockid_t c)
+{
+	struct timespec t;
+	clock_gettime(c, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void *worker(void *arg)
+{
+	long t = (long)arg;
+	struct rseq *rs = area();
+	uint64_t ops = 0;
+	if (pin) {
+		cpu_set_t s;
+		CPU_ZERO(&s);
+		CPU_SET(cpus[t % ncpus], &s);
+		sched_setaffinity(0, sizeof s, &s);
+	}
+	while (!atomic_load(&go))
+		;
+	results[t].start = clock_secs(CLOCK_MONOTONIC);
+	double cpu0 = clock_secs(CLOCK_THREAD_CPUTIME_ID);
+	do {
+		for (int i = 0; i < BATCH; i++) {
+			uint32_t c;
+			do c = rs->cpu_id_start; while (add_on(rs, &counters[c].v, 1, c));
+			do c = rs->cpu_id_start; while (add_on(rs, &counters[c].v, -1, c));
+		}
+		ops += BATCH;
+	} while (!atomic_load_explicit(&stop, memory_order_relaxed));
+	results[t].cpu = clock_secs(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	results[t].end = clock_secs(CLOCK_MONOTONIC);
+	results[t].ops = ops;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: rseq_loop THREADS MILLIS PIN\n");
+		return 2;
+	}
+	int threads = atoi(argv[1]);
+	long millis = atol(argv[2]);
+	pin = atoi(argv[3]);
+	if (threads < 1 || threads > MAX_THREADS || millis < 1) {
+		fprintf(stderr, "rseq_loop: bad arguments\n");
+		return 2;
+	}
+	if (__rseq_size == 0 || (int)area()->cpu_id < 0) {
+		fprintf(stderr, "rseq_loop: glibc registered no rseq area\n");
+		return 3;
+	}
+	cpu_set_t all;
+	sched_getaffinity(0, sizeof all, &all);
+	for (int c = 0; c < CPU_SETSIZE && ncpus < MAX_CPUS; c++)
+		if (CPU_ISSET(c, &all))
+			cpus[ncpus++] = c;
+	pthread_t h[MAX_THREADS];
+	for (long t = 0; t < threads; t++)
+		pthread_create(&h[t], NULL, worker, (void *)t);
+	atomic_store(&go, 1);
+	struct timespec d = { millis / 1000, (millis % 1000) * 1000000L };
+	nanosleep(&d, NULL);
+	atomic_store(&stop, 1);
+	uint64_t ops = 0;
+	double start = 1e300, end = 0, cpu = 0;
+	int64_t sum = 0;
+	for (int t = 0; t < threads; t++) {
+		pthread_join(h[t], NULL);
+		ops += results[t].ops;
+		cpu += results[t].cpu;
+		start = results[t].start < start ? results[t].start : start;
+		end = results[t].end > end ? results[t].end : end;
+	}
+	for (int c = 0; c < MAX_CPUS; c++)
+		sum += counters[c].v;
+	if (sum != 0) {
+		fprintf(stderr, "rseq_loop: counters sum to %lld, not 0\n", (long long)sum);
+		return 1;
+	}
+	printf("ops=%llu secs=%.9f cpu=%.9f\n", (unsigned long long)ops, end - start, cpu);
+	return 0;
+}

@@ -1,0 +1,153 @@
+//! The `c-rseq-loop` row of the `ceiling` experiment: `c/rseq_loop.c`, a bare per-CPU loop
+//! written apart from this workspace's rseq code, compiled with the system's `cc` into a
+//! temporary folder and run as a child process.
+
+use crate::harness::RunResult;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const SOURCE: &str = include_str!("../c/rseq_loop.c");
+
+/// Compiles the loop; the path of the program, or why there is none (not x86-64 Linux, no
+/// `cc`, or a glibc without `sys/rseq.h`).
+pub fn build() -> Result<PathBuf, String> {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        return Err("the C loop is x86-64 Linux only".into());
+    }
+    let dir = std::env::temp_dir().join(format!("refbench-c-loop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join("rseq_loop.c");
+    let exe = dir.join("rseq_loop");
+    std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
+    let out = Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-lpthread")
+        .output()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cc failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(exe)
+}
+
+/// Parses the program's `ops=N secs=S cpu=C` line for `threads` threads.
+pub fn parse(line: &str, threads: usize) -> Option<RunResult> {
+    let mut ops = None;
+    let mut secs = None;
+    let mut cpu = None;
+    for field in line.split_whitespace() {
+        let (k, v) = field.split_once('=')?;
+        match k {
+            "ops" => ops = v.parse::<u64>().ok(),
+            "secs" => secs = v.parse::<f64>().ok(),
+            "cpu" => cpu = v.parse::<f64>().ok(),
+            _ => return None,
+        }
+    }
+    let (ops, secs, cpu) = (ops?, secs?.max(1e-9), cpu?);
+    Some(RunResult {
+        ops_per_sec: ops as f64 / secs,
+        ops,
+        cpu_util: cpu / (secs * threads as f64),
+    })
+}
+
+/// What one run of the program gave.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Its measurement.
+    Ran(RunResult),
+    /// glibc registered no rseq area in it (rseq disabled, or an old glibc): no row here.
+    NoRseq,
+    /// It failed; the message says how.
+    Failed(String),
+}
+
+/// Exit status of the program when there is no rseq area.
+const NO_RSEQ: i32 = 3;
+
+/// Runs the program once.
+pub fn run_once(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Outcome {
+    let out = match Command::new(exe)
+        .arg(threads.to_string())
+        .arg(duration.as_millis().max(1).to_string())
+        .arg(if pin { "1" } else { "0" })
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => return Outcome::Failed(format!("{}: {e}", exe.display())),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    match out.status.code() {
+        Some(0) => match parse(String::from_utf8_lossy(&out.stdout).trim(), threads) {
+            Some(r) => Outcome::Ran(r),
+            None => Outcome::Failed("unreadable output".into()),
+        },
+        Some(NO_RSEQ) => Outcome::NoRseq,
+        _ => Outcome::Failed(stderr),
+    }
+}
+
+/// Runs the program once; `None` (with a message) if there is no row.
+pub fn run(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Option<RunResult> {
+    match run_once(exe, threads, duration, pin) {
+        Outcome::Ran(r) => Some(r),
+        Outcome::NoRseq => {
+            eprintln!("refbench: c-rseq-loop: glibc registered no rseq area; no row");
+            None
+        }
+        Outcome::Failed(e) => {
+            eprintln!("refbench: c-rseq-loop: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_reads_the_line_and_rejects_others() {
+        let r = parse("ops=2000 secs=0.5 cpu=0.9", 2).unwrap();
+        assert_eq!(r.ops, 2000);
+        assert_eq!(r.ops_per_sec, 4000.0);
+        assert!((r.cpu_util - 0.9).abs() < 1e-12);
+        assert!(parse("ops=2000 secs=0.5", 2).is_none());
+        assert!(parse("ops=x secs=0.5 cpu=1", 2).is_none());
+        assert!(parse("hello", 1).is_none());
+    }
+
+    /// Where a C compiler is installed (the README's requirements) and glibc registers rseq,
+    /// the loop builds and counts pairs with every +1 undone (the program checks that the
+    /// counters sum to zero); elsewhere the test says what it skipped.
+    #[test]
+    fn the_c_loop_builds_and_runs() {
+        let exe = match build() {
+            Ok(e) => e,
+            Err(e) => return percpu::testing::skip(format_args!("no C loop here: {e}")),
+        };
+        let outcome = run_once(&exe, 2, Duration::from_millis(20), false);
+        let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+        match outcome {
+            Outcome::Ran(r) => {
+                assert!(r.ops >= 2 * 256, "{r:?}");
+                assert!(r.cpu_util > 0.0 && r.cpu_util <= 1.001, "{r:?}");
+            }
+            Outcome::NoRseq => {
+                assert!(
+                    !percpu::fast_path_available(),
+                    "the C loop found no rseq area where this process has one"
+                );
+                percpu::testing::skip("glibc registered no rseq area: the C loop cannot run");
+            }
+            Outcome::Failed(e) => panic!("the C loop failed: {e}"),
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! `rcuref`: Linux's scalable reference count for RCU-managed objects (`include/linux/rcuref.h`,
+//! `lib/rcuref.c`, Linux 6.4 and later): get is one unconditional atomic add, with zones of one
+//! word telling a live count from a saturated, released or dead one.
+//!
+//! # The word
+//!
+//! One `u32` per object holding *references − 1* (so the owner's one reference is `0`), read as
+//! unsigned and cut into zones by its top bits:
+//!
+//! | value | zone | meaning |
+//! | --- | --- | --- |
+//! | `0x0000_0000` ([`ONEREF`]) .. `0x7fff_ffff` ([`MAXREF`]) | valid | `value + 1` references |
+//! | `0x8000_0000` .. `0x9fff_ffff` | saturation | too many references; gets still succeed |
+//! | `0xa000_0000` ([`SATURATED`]) | saturation | the mean saturated value: the object leaks |
+//! | `0xc000_0000` ([`RELEASED`]) .. `0xdfff_ffff` | released | the last put is deciding |
+//! | `0xe000_0000` ([`DEAD`]) .. `0xffff_fffe` | dead | no get may succeed |
+//! | `0xffff_ffff` ([`NOREF`]) | no reference | a put just dropped the last one |
+//!
+//! The zones are wide (2²⁹ values each) so that racing unconditional adds (gets on a dead
+//! object, puts in flight) cannot carry the word out of its zone before the slow path puts it
+//! back to the zone's mean.
+//!
+//! # Operations (the kernel's)
+//!
+//! * `get` (`rcuref_get`): `atomic_add_negative_relaxed(1)`: `fetch_add(1)`; success if the
+//!   result is below `0x8000_0000` (one instruction, no loop, no compare). Else the slow path:
+//!   a result at or past `RELEASED` means dead (put `DEAD` back, fail); past `MAXREF`,
+//!   saturated (put `SATURATED` back, succeed).
+//! * `put` (`rcuref_put`): `atomic_add_negative_release(-1)`: `fetch_sub(1)`, Release; done if
+//!   the result is below `0x8000_0000`. Else the slow path: if the result is `NOREF` this put
+//!   dropped the last reference, and `compare_exchange(NOREF -> DEAD)` decides: it fails if a
+//!   get raised the count again in between (the object lives on, with the getter's
+//!   reference), and the one that succeeds must free the object. A put into the dead zone is
+//!   an imbalance (stores `DEAD`), into saturation keeps `SATURATED`.
+//!
+//! # Onto [`RefCounter`]
+//!
+//! A new object holds the owner's reference (`ONEREF`); the count [`RefCounter::read_all`]
+//! reports is the transient references, `value` in the valid zone. The owner releases its
+//! reference with [`RcuRef::release_base`] (the kernel's last `rcuref_put` from the owner);
+//! the put that then reaches `NOREF` and wins the `cmpxchg` frees. [`RefCounter::try_reclaim`]
+//! is this crate's freeze: `compare_exchange(ONEREF -> DEAD)` (only the owner's reference
+//! left: no transient reference, and no get can succeed after it); a get racing with it either
+//! lands first (the exchange fails) or after (it sees the dead zone). [`RefCounter::reinit`]
+//! stores `ONEREF` (Release).
+//!
+//! # Reuse in place
+//!
+//! The kernel relies on RCU: a dead object's memory is not reused while a get on it may still
+//! run, so its slow paths can read the word again and store the zone's mean. Here objects are
+//! type-stable but re-initialised in place ([`RefCounter::reinit`]) at any time after a
+//! reclaim, and a get that added to a dead word may read the word only after the reinit: the
+//! kernel's reload would then see a live count and report success for an increment the reinit
+//! wiped out (a reference nobody counts: the object can be reclaimed under its holder), and its
+//! store of `DEAD` would kill the new life. So both slow paths decide on the value their own
+//! add or subtract produced, and put the word back to a zone's mean only with a
+//! `compare_exchange` from that value (best effort, as the kernel's store is). The conformance
+//! suite's canary test catches the reload.
+
+use crate::sync::{AtomicU32, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+
+/// One reference (the owner's): the value of a new object.
+pub const ONEREF: u32 = 0x0000_0000;
+/// The most references the valid zone holds (minus one).
+pub const MAXREF: u32 = 0x7fff_ffff;
+/// The mean of the saturation zone.
+pub const SATURATED: u32 = 0xa000_0000;
+/// The start of the released zone.
+pub const RELEASED: u32 = 0xc000_0000;
+/// The mean of the dead zone.
+pub const DEAD: u32 = 0xe000_0000;
+/// The value after the last reference was dropped.
+pub const NOREF: u32 = 0xffff_ffff;
+
+/// The `rcuref` scheme (no shared state).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RcuRef;
+
+/// Per-object state: the zoned word.
+#[derive(Debug)]
+pub struct RcuRefObject {
+    refcnt: AtomicU32,
+}
+
+impl RcuRefObject {
+    /// An object whose word holds `raw` (for tests of the zones).
+    #[doc(hidden)]
+    pub fn with_raw(raw: u32) -> Self {
+        RcuRefObject {
+            refcnt: AtomicU32::new(raw),
+        }
+    }
+}
+
+/// The token of [`RcuRef`].
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct RcuRefToken(());
+
+/// Whether an `add_negative` result is negative as an `i32`.
+#[inline(always)]
+fn negative(v: u32) -> bool {
+    v >= 0x8000_0000
+}
+
+impl RcuRef {
+    /// The get's slow path, decided on `new`, the value its own add produced (the kernel
+    /// reads the word again; see "Reuse in place" in the module docs for why this cannot).
+    #[cold]
+    fn get_slowpath(&self, obj: &RcuRefObject, new: u32) -> bool {
+        if new >= RELEASED {
+            // Dead (or being released): put the word back to the middle of the dead zone,
+            // unless it changed since (a reinit must not be undone).
+            let _ = obj
+                .refcnt
+                .compare_exchange(new, DEAD, Ordering::Relaxed, Ordering::Relaxed);
+            return false;
+        }
+        // Saturated: back to the zone's mean, unless the word moved on.
+        let _ = obj
+            .refcnt
+            .compare_exchange(new, SATURATED, Ordering::Relaxed, Ordering::Relaxed);
+        true
+    }
+
+    /// `rcuref_put`: drops a reference; true if it was the last one and this caller won the
+    /// right to free the object (which is then dead until `reinit`).
+    #[inline]
+    fn put_raw(&self, obj: &RcuRefObject) -> bool {
+        // Release pairs with the Acquire of the exchange that frees (put_slowpath, try_reclaim):
+        // every holder's accesses happen before the free.
+        let new = obj.refcnt.fetch_sub(1, Ordering::Release).wrapping_sub(1);
+        if !negative(new) {
+            return false;
+        }
+        self.put_slowpath(obj, new)
+    }
+
+    /// The put's slow path, decided on `new`, the value its own decrement produced.
+    #[cold]
+    fn put_slowpath(&self, obj: &RcuRefObject, new: u32) -> bool {
+        if new == NOREF {
+            // AcqRel: Release as the kernel's try_cmpxchg_release; Acquire pairs with the
+            // Release decrements of every earlier put (smp_acquire__after_ctrl_dep). Fails if
+            // a get raised the count again since: then this put frees nothing.
+            return obj
+                .refcnt
+                .compare_exchange(NOREF, DEAD, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok();
+        }
+        // An imbalanced put into the dead zone keeps the object dead; a put on a saturated
+        // count keeps it saturated; neither frees, and neither undoes a change made since.
+        let mean = if new >= RELEASED { DEAD } else { SATURATED };
+        let _ = obj
+            .refcnt
+            .compare_exchange(new, mean, Ordering::Relaxed, Ordering::Relaxed);
+        false
+    }
+
+    /// A put that reports whether it freed the object (the kernel's `rcuref_put` return).
+    pub fn put_and_test(&self, obj: Pin<&RcuRefObject>, token: RcuRefToken) -> bool {
+        let _ = token;
+        self.put_raw(&obj)
+    }
+
+    /// The owner drops its own reference (the kernel's last `rcuref_put` by the owner): true if
+    /// no transient reference was left and the caller must free the object; otherwise the last
+    /// transient put frees it ([`RcuRef::put_and_test`] returns true there).
+    pub fn release_base(&self, obj: Pin<&RcuRefObject>) -> bool {
+        self.put_raw(&obj)
+    }
+
+    /// `try_get` in two steps, for tests that put a reclaim and a reinit between them: the
+    /// add (returns the value it produced), then [`RcuRef::get_finish`].
+    #[doc(hidden)]
+    #[inline]
+    pub fn get_begin(&self, obj: Pin<&RcuRefObject>) -> u32 {
+        // Acquire: as in try_get.
+        obj.refcnt.fetch_add(1, Ordering::Acquire).wrapping_add(1)
+    }
+
+    /// The second step of [`RcuRef::get_begin`]: the token if the get succeeded.
+    #[doc(hidden)]
+    #[inline]
+    pub fn get_finish(&self, obj: Pin<&RcuRefObject>, new: u32) -> Option<RcuRefToken> {
+        (!negative(new) || self.get_slowpath(&obj, new)).then_some(RcuRefToken(()))
+    }
+
+    /// The raw word (for tests and debugging).
+    pub fn raw(&self, obj: Pin<&RcuRefObject>) -> u32 {
+        obj.refcnt.load(Ordering::Relaxed)
+    }
+}
+
+impl RefCounter for RcuRef {
+    type Object = RcuRefObject;
+    type Token = RcuRefToken;
+    const NAME: &'static str = "rcuref";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> RcuRefObject {
+        RcuRefObject::with_raw(ONEREF)
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&RcuRefObject>) -> Option<RcuRefToken> {
+        // Acquire pairs with the Release store in reinit() (a getter of a reused object sees
+        // its re-initialisation); the kernel's add is relaxed because RCU orders that part.
+        let new = self.get_begin(obj);
+        self.get_finish(obj, new)
+    }
+
+    /// `rcuref_put`. If it frees the object (the owner released its reference earlier with
+    /// [`RcuRef::release_base`]), the object is dead; [`RcuRef::put_and_test`] tells.
+    #[inline]
+    fn put(&self, obj: Pin<&RcuRefObject>, token: RcuRefToken) {
+        let _ = self.put_and_test(obj, token);
+    }
+
+    fn read_all(&self, obj: Pin<&RcuRefObject>) -> i64 {
+        // Acquire pairs with the Release decrements of the puts.
+        let c = obj.refcnt.load(Ordering::Acquire);
+        if c >= RELEASED {
+            0
+        } else {
+            // `rcuref_read` is c + 1, the owner's reference included.
+            c as i64
+        }
+    }
+
+    fn try_reclaim(&self, obj: Pin<&RcuRefObject>) -> bool {
+        // Acquire pairs with the Release decrements of every put: the holders' accesses happen
+        // before the reclaim.
+        obj.refcnt
+            .compare_exchange(ONEREF, DEAD, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn reinit(&self, obj: Pin<&RcuRefObject>) {
+        debug_assert!(
+            obj.refcnt.load(Ordering::Relaxed) >= RELEASED,
+            "rcuref: reinit of a live object"
+        );
+        // Release pairs with the Acquire fetch_add in try_get().
+        obj.refcnt.store(ONEREF, Ordering::Release);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RcuRefObject>>) -> Memory {
+        Memory {
+            shared: 0,
+            objects: objs.count() * core::mem::size_of::<RcuRefObject>(),
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! `sticky`: parlaylib's wait-free sticky counter (the counter of its concurrent deferred
+//! reference counting, after Anderson, Blelloch and Wei): a counter that, once it reaches zero,
+//! stays at zero. Increment is one `fetch_add` guarded by a flag in the top bit — the idea of
+//! the frozen bit ([`frozen_bit`](crate::frozen_bit)), published earlier — and a reader that
+//! finds the count at zero before the decrementer could mark it *helps*: it marks it itself, and
+//! the decrementer learns from a second flag that its decrement was the one that reached zero.
+//!
+//! # The word
+//!
+//! One `u64` per object:
+//!
+//! ```text
+//!   63     62                       0
+//! +------+---------+------------------+
+//! | ZERO | HELPED  |      count       |
+//! +------+---------+------------------+
+//! ```
+//!
+//! * `count` is `1 + transient references` while live (the 1 is the owner's reference).
+//! * `ZERO`: the count reached zero; the counter is stuck there (every value with the bit set
+//!   reads as zero, whatever increments that failed left in the low bits) until [`reinit`].
+//! * `HELPED`: set together with `ZERO` by a reader that found the count at zero before the
+//!   decrementer marked it; the decrementer's `swap` takes it and so still learns it reached
+//!   zero, exactly once.
+//!
+//! # Operations (parlaylib's)
+//!
+//! * `increment`: `fetch_add(1)`; success iff the old value lacks `ZERO`. Wait-free: no loop.
+//! * `decrement`: `fetch_sub(1)`; if that brought the count to 0, `compare_exchange(0 -> ZERO)`;
+//!   if that fails because a reader helped (`HELPED` set), `swap(ZERO)` and if the swapped-out
+//!   value still had `HELPED`, this decrement is the one that reached zero. True for exactly
+//!   one decrement per life.
+//! * `load`: a value with `ZERO` reads 0; a plain 0 (a decrement in flight) is marked
+//!   `ZERO | HELPED` by `compare_exchange` and reads 0; anything else is the count.
+//!
+//! # Onto [`RefCounter`]
+//!
+//! `try_get` is the increment, `put` the decrement (the owner's [`Sticky::release_base`] too).
+//! [`RefCounter::try_reclaim`] is the freeze: `compare_exchange(1 -> ZERO)` succeeds only when
+//! the owner's reference is the only one. `read_all` is `load - 1`. [`RefCounter::reinit`]
+//! stores 1 (Release). Failed increments pile up in the low bits of a dead word: 2⁶² of them
+//! before they could reach `HELPED`, and `reinit` clears them.
+//!
+//! [`reinit`]: RefCounter::reinit
+
+use crate::sync::{AtomicU64, Ordering};
+use crate::{Memory, Precision, RefCounter};
+use core::pin::Pin;
+
+/// The counter is stuck at zero.
+pub const ZERO: u64 = 1 << 63;
+/// A reader marked the zero before the decrementer did.
+pub const HELPED: u64 = 1 << 62;
+
+/// The `sticky` scheme (no shared state).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Sticky;
+
+/// Per-object state: `ZERO | HELPED | count`.
+#[derive(Debug)]
+pub struct StickyObject {
+    word: AtomicU64,
+}
+
+/// The token of [`Sticky`].
+#[derive(Debug)]
+#[must_use = "a reference must be given back with put"]
+pub struct StickyToken(());
+
+impl Sticky {
+    /// parlaylib's `decrement(1)`: true for the one decrement that brought the count to zero.
+    #[inline]
+    fn decrement(&self, obj: &StickyObject) -> bool {
+        Self::dec_begin(obj) && Self::dec_finish(obj)
+    }
+
+    /// The decrement's `fetch_sub`: whether it brought the count to zero (then
+    /// [`Self::dec_finish`] decides).
+    #[inline]
+    fn dec_begin(obj: &StickyObject) -> bool {
+        // Release pairs with the Acquire of whichever operation then marks the zero (below,
+        // load_helping, try_reclaim): every holder's accesses happen before the free.
+        let old = obj.word.fetch_sub(1, Ordering::Release);
+        debug_assert!(
+            old & ZERO == 0 && old != 0,
+            "sticky: put without a reference"
+        );
+        old == 1
+    }
+
+    /// After a decrement reached zero: mark it stuck, or take a helping reader's mark. False if
+    /// a get raised the count again in between (that getter's put will reach zero later).
+    #[cold]
+    fn dec_finish(obj: &StickyObject) -> bool {
+        // Acquire: as in dec_begin.
+        match obj
+            .word
+            .compare_exchange(0, ZERO, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => true,
+            // A reader helped: take its mark; exactly one swap sees HELPED.
+            Err(cur) => cur & HELPED != 0 && obj.word.swap(ZERO, Ordering::Acquire) & HELPED != 0,
+        }
+    }
+
+    /// The owner's release in two steps, for tests that put a reader or a getter between
+    /// them: the `fetch_sub` (true if it reached zero), then [`Sticky::release_base_finish`].
+    #[doc(hidden)]
+    pub fn release_base_begin(&self, obj: Pin<&StickyObject>) -> bool {
+        Self::dec_begin(&obj)
+    }
+
+    /// The second step of [`Sticky::release_base_begin`]: true if the caller must free.
+    #[doc(hidden)]
+    pub fn release_base_finish(&self, obj: Pin<&StickyObject>) -> bool {
+        Self::dec_finish(&obj)
+    }
+
+    /// parlaylib's `load`: the count, 0 once stuck; a 0 seen before the decrementer marked it
+    /// is marked here.
+    fn load_helping(&self, obj: &StickyObject) -> u64 {
+        // Acquire pairs with the Release decrements.
+        let v = obj.word.load(Ordering::Acquire);
+        if v == 0 {
+            // Acquire: as above. Whether it succeeds or another thread marked it first, the
+            // counter is now stuck at zero.
+            let _ =
+                obj.word
+                    .compare_exchange(0, ZERO | HELPED, Ordering::Acquire, Ordering::Relaxed);
+            return 0;
+        }
+        if v & ZERO != 0 {
+            0
+        } else {
+            v
+        }
+    }
+
+    /// A put that reports whether it freed the object (its decrement reached zero).
+    pub fn put_and_test(&self, obj: Pin<&StickyObject>, token: StickyToken) -> bool {
+        let _ = token;
+        self.decrement(&obj)
+    }
+
+    /// The owner drops its own reference: true if no transient reference was left and the
+    /// caller must free the object; otherwise the last transient put frees it.
+    pub fn release_base(&self, obj: Pin<&StickyObject>) -> bool {
+        self.decrement(&obj)
+    }
+
+    /// parlaylib's `load` (the count including the owner's reference; 0 once stuck at zero).
+    pub fn load(&self, obj: Pin<&StickyObject>) -> u64 {
+        self.load_helping(&obj)
+    }
+
+    /// The raw word (for tests and debugging).
+    pub fn raw(&self, obj: Pin<&StickyObject>) -> u64 {
+        obj.word.load(Ordering::Relaxed)
+    }
+}
+
+impl RefCounter for Sticky {
+    type Object = StickyObject;
+    type Token = StickyToken;
+    const NAME: &'static str = "sticky";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> StickyObject {
+        StickyObject {
+            word: AtomicU64::new(1),
+        }
+    }
+
+    #[inline]
+    fn try_get(&self, obj: Pin<&StickyObject>) -> Option<StickyToken> {
+        // Acquire pairs with the Release store in reinit().
+        let old = obj.word.fetch_add(1, Ordering::Acquire);
+        (old & ZERO == 0).then_some(StickyToken(()))
+    }
+
+    /// The decrement. If it brings the count to zero (the owner released its reference with
+    /// [`Sticky::release_base`]), the object is dead; [`Sticky::put_and_test`] tells.
+    #[inline]
+    fn put(&self, obj: Pin<&StickyObject>, token: StickyToken) {
+        let _ = self.put_and_test(obj, token);
+    }
+
+    fn read_all(&self, obj: Pin<&StickyObject>) -> i64 {
+        (self.load_helping(&obj) as i64 - 1).max(0)
+    }
+
+    fn try_reclaim(&self, obj: Pin<&StickyObject>) -> bool {
+        // Acquire pairs with the Release decrements of the puts.
+        obj.word
+            .compare_exchange(1, ZERO, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn reinit(&self, obj: Pin<&StickyObject>) {
+        debug_assert!(
+            obj.word.load(Ordering::Relaxed) & ZERO != 0,
+            "sticky: reinit of a live object"
+        );
+        // Release pairs with the Acquire fetch_add in try_get().
+        obj.word.store(1, Ordering::Release);
+    }
+
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&StickyObject>>) -> Memory {
+        Memory {
+            shared: 0,
+            objects: objs.count() * core::mem::size_of::<StickyObject>(),
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! `rcuref`: the zones of the word against a model, saturation and the dead zone, and the race
+//! of the last put with gets (exactly one put frees).
+
+use refcount::rcuref::{RcuRef, RcuRefObject, DEAD, MAXREF, ONEREF, RELEASED, SATURATED};
+use refcount::{Objects, RefCounter};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Random gets and puts on one object, then the owner's release and the last puts, against a
+/// model of the references: the word is always `references - 1` while some are held, and the
+/// put that drops the last one (and only it) frees.
+#[test]
+fn word_follows_the_model() {
+    let s = RcuRef;
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let mut rng = refcount::conformance::Rng::new(7);
+    let mut held = Vec::new();
+    for _ in 0..10_000 {
+        if held.is_empty() || rng.below(2) == 0 {
+            held.push(s.try_get(o).expect("live"));
+        } else {
+            assert!(
+                !s.put_and_test(o, held.pop().unwrap()),
+                "a put freed a live object"
+            );
+        }
+        // The owner's reference is `ONEREF`; each transient one adds 1.
+        assert_eq!(s.raw(o), ONEREF + held.len() as u32);
+        assert_eq!(s.read_all(o), held.len() as i64);
+    }
+    assert_eq!(s.release_base(o), held.is_empty());
+    let last = held.len();
+    for (i, t) in held.drain(..).enumerate() {
+        assert_eq!(s.put_and_test(o, t), i + 1 == last, "put {i} of {last}");
+    }
+    assert_eq!(
+        s.raw(o),
+        DEAD,
+        "freed objects sit in the middle of the dead zone"
+    );
+    assert!(s.try_get(o).is_none());
+    assert_eq!(s.raw(o), DEAD, "a failed get puts the word back to DEAD");
+    assert_eq!(s.read_all(o), 0);
+    s.reinit(o);
+    assert_eq!(s.raw(o), ONEREF);
+}
+
+#[test]
+fn saturation_keeps_gets_succeeding_and_never_frees() {
+    let s = RcuRef;
+    let o = pin!(RcuRefObject::with_raw(MAXREF));
+    let o = o.as_ref();
+    let t = s.try_get(o).expect("a saturating get succeeds");
+    assert_eq!(s.raw(o), SATURATED);
+    assert!(
+        !s.put_and_test(o, t),
+        "a put on a saturated count frees nothing"
+    );
+    assert_eq!(
+        s.raw(o),
+        SATURATED,
+        "the slow path restores the zone's mean"
+    );
+    let t = s.try_get(o).expect("saturated");
+    assert_eq!(s.raw(o), SATURATED);
+    assert!(!s.put_and_test(o, t));
+    assert_eq!(
+        s.read_all(o),
+        SATURATED as i64,
+        "a saturated count reads as huge"
+    );
+}
+
+#[test]
+fn dead_zone_absorbs_gets_and_imbalanced_puts() {
+    let s = RcuRef;
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    assert!(s.try_reclaim(o));
+    assert_eq!(s.raw(o), DEAD);
+    for _ in 0..1000 {
+        assert!(s.try_get(o).is_none());
+    }
+    assert_eq!(s.raw(o), DEAD);
+    // An imbalanced put (the owner releasing twice) lands in the dead zone and frees nothing.
+    assert!(!s.release_base(o));
+    assert!(s.raw(o) >= RELEASED);
+    assert_eq!(s.raw(o), DEAD);
+}
+
+/// Reuse in place: a get that added to a dead word and decides only after the object was
+/// re-initialised must still fail, and must not kill the new life (the kernel's slow path,
+/// which reads the word again, would report success here for an increment the reinit wiped
+/// out, and then store DEAD over the live count).
+#[test]
+fn get_racing_a_reinit_fails_and_leaves_the_new_life_alone() {
+    let s = RcuRef;
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    assert!(s.try_reclaim(o));
+    let new = s.get_begin(o);
+    assert_eq!(new, DEAD + 1);
+    s.reinit(o);
+    assert!(
+        s.get_finish(o, new).is_none(),
+        "a get on the dead word succeeded"
+    );
+    assert_eq!(s.raw(o), ONEREF, "the failed get undid the reinit");
+    let t = s.try_get(o).expect("the new life is live");
+    assert_eq!(s.read_all(o), 1);
+    s.put(o, t);
+    assert!(s.try_reclaim(o));
+}
+
+/// The owner releases its reference while threads take and drop references: exactly one put
+/// (or the release) frees, and after that no get succeeds.
+#[test]
+fn exactly_one_put_frees_under_racing_gets() {
+    const THREADS: usize = 4;
+    for round in 0..10 {
+        let s = RcuRef;
+        let objs = Objects::new(&s, 1);
+        let frees = AtomicUsize::new(0);
+        let dead = AtomicBool::new(false);
+        let started = AtomicUsize::new(0);
+        std::thread::scope(|sc| {
+            for _ in 0..THREADS {
+                sc.spawn(|| {
+                    let o = objs.get(0);
+                    let mut n = 0u64;
+                    while let Some(t) = s.try_get(o) {
+                        assert!(
+                            !dead.load(Ordering::SeqCst),
+                            "a get succeeded after the free"
+                        );
+                        if n == 10 {
+                            started.fetch_add(1, Ordering::SeqCst);
+                        }
+                        n += 1;
+                        if s.put_and_test(o, t) {
+                            frees.fetch_add(1, Ordering::SeqCst);
+                            dead.store(true, Ordering::SeqCst);
+                        }
+                    }
+                });
+            }
+            while started.load(Ordering::SeqCst) < THREADS {
+                std::hint::spin_loop();
+            }
+            if s.release_base(objs.get(0)) {
+                frees.fetch_add(1, Ordering::SeqCst);
+                dead.store(true, Ordering::SeqCst);
+            }
+        });
+        assert_eq!(frees.load(Ordering::SeqCst), 1, "round {round}");
+        assert_eq!(s.read_all(objs.get(0)), 0);
+        assert!(s.raw(objs.get(0)) >= RELEASED);
+    }
+}

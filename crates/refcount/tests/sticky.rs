@@ -1,0 +1,140 @@
+//! `sticky`: the word against a model, stickiness, and the race of the last decrement with
+//! gets and helping readers (exactly one decrement reports zero).
+
+use refcount::sticky::{Sticky, HELPED, ZERO};
+use refcount::{Objects, RefCounter};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+#[test]
+fn word_follows_the_model() {
+    let s = Sticky;
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let mut rng = refcount::conformance::Rng::new(11);
+    let mut held = Vec::new();
+    for _ in 0..10_000 {
+        if held.is_empty() || rng.below(2) == 0 {
+            held.push(s.try_get(o).expect("live"));
+        } else {
+            assert!(
+                !s.put_and_test(o, held.pop().unwrap()),
+                "a put freed a live object"
+            );
+        }
+        // The owner's reference is 1; each transient one adds 1.
+        assert_eq!(s.raw(o), 1 + held.len() as u64);
+        assert_eq!(s.load(o), 1 + held.len() as u64);
+        assert_eq!(s.read_all(o), held.len() as i64);
+    }
+    assert_eq!(s.release_base(o), held.is_empty());
+    let last = held.len();
+    for (i, t) in held.drain(..).enumerate() {
+        assert_eq!(s.put_and_test(o, t), i + 1 == last, "put {i} of {last}");
+    }
+    assert_eq!(s.raw(o), ZERO);
+    // Stuck at zero: failed increments only add to the low bits, which read as zero.
+    for k in 1..=100 {
+        assert!(s.try_get(o).is_none());
+        assert_eq!(s.raw(o), ZERO | k);
+        assert_eq!(s.load(o), 0);
+    }
+    assert!(!s.try_reclaim(o), "a dead counter is not reclaimed twice");
+    s.reinit(o);
+    assert_eq!(s.raw(o), 1);
+    assert!(s.try_reclaim(o));
+    assert_eq!(s.raw(o), ZERO);
+}
+
+/// The two interleavings parlaylib's helping exists for, step by step: a reader that loads
+/// between the decrement to zero and its mark makes the zero stick itself, and the decrementer
+/// still learns it was the one; a get in the same window keeps the object alive instead.
+#[test]
+fn helping_reader_and_racing_get_replayed() {
+    let s = Sticky;
+    let objs = Objects::new(&s, 2);
+    // A reader in the window.
+    let o = objs.get(0);
+    assert!(
+        s.release_base_begin(o),
+        "the owner's decrement reaches zero"
+    );
+    assert_eq!(s.raw(o), 0);
+    assert_eq!(s.load(o), 0, "the reader sees zero");
+    assert_eq!(s.raw(o), ZERO | HELPED, "and marks it");
+    assert!(s.try_get(o).is_none(), "stuck: no get succeeds any more");
+    assert!(
+        s.release_base_finish(o),
+        "the decrementer takes the mark: it frees"
+    );
+    assert_eq!(s.raw(o) & (ZERO | HELPED), ZERO);
+    // A get in the window.
+    let o = objs.get(1);
+    assert!(s.release_base_begin(o));
+    let t = s.try_get(o).expect("not stuck yet: the get succeeds");
+    assert!(
+        !s.release_base_finish(o),
+        "the count moved: this decrement does not free"
+    );
+    assert_eq!(
+        s.read_all(o),
+        0,
+        "the getter holds the only reference (read_all: load - 1)"
+    );
+    assert!(
+        s.put_and_test(o, t),
+        "the getter's put reaches zero and frees"
+    );
+    assert!(s.try_get(o).is_none());
+}
+
+/// The owner releases its reference while threads take and drop references and readers load
+/// (and so help mark the zero): exactly one decrement reports zero, and after that no get
+/// succeeds.
+#[test]
+fn exactly_one_decrement_reaches_zero_with_helping_readers() {
+    const THREADS: usize = 3;
+    let mut helped = 0;
+    for round in 0..10 {
+        let s = Sticky;
+        let objs = Objects::new(&s, 1);
+        let zeros = AtomicUsize::new(0);
+        let dead = AtomicBool::new(false);
+        let started = AtomicUsize::new(0);
+        std::thread::scope(|sc| {
+            for _ in 0..THREADS {
+                sc.spawn(|| {
+                    let o = objs.get(0);
+                    let mut n = 0u64;
+                    while let Some(t) = s.try_get(o) {
+                        assert!(!dead.load(Ordering::SeqCst), "a get succeeded after zero");
+                        if n == 10 {
+                            started.fetch_add(1, Ordering::SeqCst);
+                        }
+                        n += 1;
+                        if s.put_and_test(o, t) {
+                            zeros.fetch_add(1, Ordering::SeqCst);
+                            dead.store(true, Ordering::SeqCst);
+                        }
+                    }
+                });
+            }
+            sc.spawn(|| {
+                let o = objs.get(0);
+                while s.load(o) != 0 {}
+            });
+            while started.load(Ordering::SeqCst) < THREADS {
+                std::hint::spin_loop();
+            }
+            if s.release_base(objs.get(0)) {
+                zeros.fetch_add(1, Ordering::SeqCst);
+                dead.store(true, Ordering::SeqCst);
+            }
+        });
+        assert_eq!(zeros.load(Ordering::SeqCst), 1, "round {round}");
+        let w = s.raw(objs.get(0));
+        assert!(w & ZERO != 0);
+        helped += (w & HELPED != 0) as usize;
+        assert_eq!(s.read_all(objs.get(0)), 0);
+    }
+    eprintln!("readers helped in {helped} of 10 rounds");
+}
