@@ -269,15 +269,16 @@ fn my_shard() -> usize {
 /// ```
 ///
 /// Differences from `std::sync::Arc`: no weak references, no `get_mut`/`make_mut`; an `Arc` is
-/// 48 bytes (the pointer, its domain and its reference's [`Anchor`]); and the value of an object whose last
+/// three words (the pointer, and where its reference is counted: CPU, slot and generation);
+/// and the value of an object whose last
 /// `Arc` was dropped is dropped either by that drop or later by the collector (module
 /// documentation of [`collect`]).
 pub struct Arc<T> {
     inner: NonNull<ArcInner<T>>,
-    /// The allocation's domain (also in its `Meta`): kept here too, so that clone and drop
-    /// need not load it through the allocation first.
-    domain: &'static Domain,
-    anchor: ManuallyDrop<Anchor>,
+    /// Where the reference is counted: `cpu << 32 | slot` (the slot within that CPU's table).
+    pos: u64,
+    /// The generation of the entry that counts it.
+    gen: u64,
 }
 
 // SAFETY: as std::sync::Arc: an Arc gives &T on any thread and may drop T on any thread.
@@ -305,11 +306,8 @@ impl<T> Arc<T> {
             value: ManuallyDrop::new(value),
         });
         let inner = NonNull::from(Box::leak(b));
-        let me = Arc {
-            inner,
-            domain,
-            anchor: ManuallyDrop::new(Self::get(domain, inner)),
-        };
+        let (pos, gen) = Self::get(domain, inner);
+        let me = Arc { inner, pos, gen };
         domain.arcs.add(inner.cast());
         tick(domain);
         me
@@ -332,9 +330,9 @@ impl<T> Arc<T> {
     /// concurrent collector's reclaim fails because of the caller's reference, and is waited
     /// out).
     #[inline(always)]
-    fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> Anchor {
+    fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> (u64, u64) {
         match d.get_or_wait(Self::header(inner)) {
-            Some(a) => a,
+            Some(a) => (d.anchor_pos(&a), a.gen),
             None => unreachable!("paygo: Arc object dead while referenced"),
         }
     }
@@ -353,7 +351,7 @@ impl<T> Arc<T> {
 
     /// The CPU whose table counts this reference.
     pub fn anchor_cpu(this: &Self) -> usize {
-        this.anchor.cpu()
+        (this.pos >> 32) as usize
     }
 
     /// The number of references now (a READ-ALL over every CPU: for tests and diagnostics,
@@ -367,10 +365,11 @@ impl<T> Arc<T> {
 impl<T> Clone for Arc<T> {
     #[inline(always)]
     fn clone(&self) -> Self {
+        let (pos, gen) = Self::get(self.meta().domain, self.inner);
         Arc {
             inner: self.inner,
-            domain: self.domain,
-            anchor: ManuallyDrop::new(Self::get(self.domain, self.inner)),
+            pos,
+            gen,
         }
     }
 }
@@ -389,15 +388,14 @@ impl<T> Drop for Arc<T> {
     #[inline(always)]
     fn drop(&mut self) {
         // Everything read from the allocation is read now, while our reference keeps it live.
-        let d = self.domain;
+        let d = self.meta().domain;
         let hdr = Self::header(self.inner);
-        let s = d.anchor_slot(hdr.addr(), &self.anchor);
-        // SAFETY: the anchor is taken exactly once, here.
-        let a = unsafe { ManuallyDrop::take(&mut self.anchor) };
+        let cpu = (self.pos >> 32) as usize;
+        let s = d.slot(cpu, self.pos as u32 as usize);
         if s.count() == 1 {
-            self.drop_candidate(d, hdr, a);
+            self.drop_candidate(d, hdr, Anchor::new(s, self.gen, cpu, hdr.addr()));
         } else {
-            d.put_in(hdr, s, a);
+            d.put_at(hdr, s, cpu, self.gen);
         }
         // The allocation may be gone from here on: nothing is read through `self.inner`.
     }

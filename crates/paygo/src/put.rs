@@ -57,16 +57,24 @@ impl Domain {
     #[inline(always)]
     pub(crate) fn put_in(&self, hdr: Pin<&Header>, s: &Slot, anchor: Anchor) -> PutPath {
         debug_assert_eq!(anchor.obj, hdr.addr());
-        let cpu = anchor.cpu as usize;
+        self.put_at(hdr, s, anchor.cpu as usize, anchor.gen)
+    }
+
+    /// UNREF of the reference counted in slot `s` (one of this domain's, for `hdr`) of CPU
+    /// `cpu` in generation `gen`: the anchor in pieces, for callers that keep an anchor's
+    /// fields in their own struct (reading them one by one, not copying the struct, lets the
+    /// loads forward from the stores that wrote them).
+    #[inline(always)]
+    pub(crate) fn put_at(&self, hdr: Pin<&Header>, s: &Slot, cpu: usize, gen: u64) -> PutPath {
         if self.may_be_on(cpu)
             && self
                 .tables
-                .add(cpu, &[Check::new(&s.gen, anchor.gen)], &s.local, -1)
+                .add(cpu, &[Check::new(&s.gen, gen)], &s.local, -1)
                 .is_ok()
         {
             return PutPath::Home;
         }
-        self.put_slow(hdr, s, cpu, anchor.gen, false).0
+        self.put_slow(hdr, s, cpu, gen, false).0
     }
 
     /// UNREF for handles: like [`Domain::put`], and if the object was killed and this UNREF

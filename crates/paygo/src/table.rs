@@ -281,6 +281,13 @@ impl Domain {
         &self.slots[(cpu << self.bits) | (i & self.mask)]
     }
 
+    /// Where `a` counts its reference, as `cpu << 32 | slot within the CPU's table`.
+    #[inline(always)]
+    pub(crate) fn anchor_pos(&self, a: &crate::Anchor) -> u64 {
+        let i = a.slot.wrapping_sub(self.slots.as_ptr() as usize) / core::mem::size_of::<Slot>();
+        ((a.cpu as u64) << 32) | (i & self.mask) as u64
+    }
+
     /// The address of slot `s` (which is one of this domain's).
     #[inline(always)]
     pub(crate) fn slot_addr(s: &Slot) -> usize {
