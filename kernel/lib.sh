@@ -8,8 +8,25 @@ PAYGO_LINUX_VERSION=6.12.117-1~deb12u1
 PAYGO_LINUX_TARBALL=/usr/src/linux-source-6.12.tar.xz
 
 KERNEL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KERNEL_WORKDIR=${KERNEL_WORKDIR:-/var/tmp/paygo-kernel}
+# One work folder per checkout, named after the checkout's path, so that
+# two checkouts (or two CI runs in different clones) on one machine never
+# share or overwrite each other's trees, builds and logs.
+paygo_default_workdir() {
+	local repo
+	repo=$(cd "$KERNEL_DIR/.." && pwd -P)
+	printf '/var/tmp/paygo-kernel/%s-%s\n' "$(basename "$repo")" \
+		"$(printf '%s' "$repo" | sha256sum | cut -c1-12)"
+}
+KERNEL_WORKDIR=${KERNEL_WORKDIR:-$(paygo_default_workdir)}
+mkdir -p "$KERNEL_WORKDIR"
 JOBS=${JOBS:-$(nproc)}
+# Builds are niced (the machine is shared) and cached with ccache, whose
+# cache lives in the work folder; kunit.py gets the same compiler through
+# KUNIT_MAKE_OPTS.
+NICE=${NICE:-nice -n 19}
+export CCACHE_DIR=${CCACHE_DIR:-$KERNEL_WORKDIR/ccache}
+export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
+export CCACHE_NOHASHDIR=1
 export DEBIAN_FRONTEND=noninteractive
 
 log() { printf '[kernel %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -21,7 +38,7 @@ as_root() {
 # install_deps [extra packages...]
 install_deps() {
 	local pkgs=(bc bison flex libelf-dev libssl-dev gcc make perl python3
-		    xz-utils git cpio kmod "$@")
+		    xz-utils git cpio kmod ccache "$@")
 	local missing=() p have
 	for p in "${pkgs[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
@@ -69,6 +86,19 @@ apply_series() {
 		# refuses fuzz and reports the failing hunk.
 		(cd "$dir" && git apply --whitespace=nowarn "$p")
 	done
+}
+
+# kunit_py DIR SUBCOMMAND ARGS...: kunit.py of the tree in DIR, niced, with
+# ccache as the compiler
+kunit_py() {
+	local dir=$1; shift
+	(cd "$dir" && $NICE python3 tools/testing/kunit/kunit.py "$@" \
+		--make_options "CC=ccache gcc")
+}
+
+# kmake ARGS...: make for a kernel build, niced, with ccache
+kmake() {
+	$NICE make CC="ccache gcc" "$@"
 }
 
 # prepare_tree DIR [N]: unpack and apply, reusing DIR if it already holds

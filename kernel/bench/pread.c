@@ -2,7 +2,7 @@
 /*
  * /init of the benchmark initramfs: N pinned threads each doing
  * pread(fd, buf, 64, 0) on the same tmpfs file (will-it-scale pread2),
- * for 1 and 2 threads.  Prints one JSON object per line, then reboots
+ * for 1 to paygo_threads threads.  Prints one JSON object per line, then reboots
  * (qemu runs with -no-reboot, so that ends the VM).
  *
  * Kernel command line parameters (passed to init in the environment):
@@ -11,6 +11,8 @@
  *   paygo_reps=R       repetitions per thread count (default 5)
  *   paygo_threads=T    maximum thread count (default 2)
  *   paygo_run=selftest run /paygo_test instead of the benchmark
+ *   paygo_run=fsx      run the fsx stress (kernel/fsx) instead
+ *   paygo_fsx_ops=N    operations per fsx instance (default 100000)
  *
  * Build: gcc -static -O2 -pthread -o init pread.c
  */
@@ -23,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -131,6 +136,214 @@ static void run_selftest(void)
 	       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+/*
+ * paygo_run=fsx: fsx on a tmpfs file, and on an ext4 file if the
+ * initramfs has /ext4.img and the kernel can loop-mount it, while other
+ * processes pread() the fsx files, drop their page cache with
+ * fadvise(DONTNEED), and, on each file system, a checker reads a file
+ * that another process keeps truncating to 0 and rewriting with 'c':
+ * every byte a read returns must be 'c' or 0.  (A read that overlaps the
+ * truncation can return zeroes of the hole for pages below the size it
+ * saw before the truncation: reads are not atomic against truncate, on
+ * the vanilla kernel too.  Any other byte would be another page's.)
+ */
+struct stress {
+	atomic_int stop;
+	atomic_long reads, bad, zeroes, rewrites, drops, foreign, nofadvise;
+};
+
+static struct stress *st;
+
+static void stress_reader(const char *path)
+{
+	static char buf[65536];
+	long i, zero;
+	int fd;
+
+	while ((fd = open(path, O_RDONLY)) < 0 && !atomic_load(&st->stop))
+		usleep(1000);
+	while (!atomic_load(&st->stop)) {
+		ssize_t n = pread(fd, buf, sizeof(buf), 0);
+
+		for (i = 0, zero = 0; i < n; i++) {
+			if (!buf[i])
+				zero = 1;
+			else if (buf[i] != 'c')
+				break;
+		}
+		if (zero)
+			atomic_fetch_add(&st->zeroes, 1);
+		if (n > 0 && i < n) {
+			atomic_fetch_add(&st->bad, 1);
+			fprintf(stderr, "# BAD byte 0x%02x at %ld of %zd in %s\n",
+				buf[i], i, n, path);
+		}
+		atomic_fetch_add(&st->reads, 1);
+	}
+	_exit(0);
+}
+
+static void stress_rewriter(const char *path)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDWR | O_CREAT, 0644);
+
+	memset(buf, 'c', sizeof(buf));
+	while (!atomic_load(&st->stop)) {
+		if (ftruncate(fd, 0) || pwrite(fd, buf, sizeof(buf), 0) != sizeof(buf))
+			perror("rewrite");
+		atomic_fetch_add(&st->rewrites, 1);
+	}
+	_exit(0);
+}
+
+static const char *stress_files[] = {
+	"/tmp/fsx.file", "/mnt/fsx.file", "/tmp/check", "/mnt/check",
+};
+
+/* foreign pread()s of the fsx files, at pseudo-random offsets */
+static void stress_foreign(void)
+{
+	static char buf[8192];
+	unsigned int x = 12345;
+	int i, fd;
+
+	while (!atomic_load(&st->stop)) {
+		for (i = 0; i < 2; i++) {
+			fd = open(stress_files[i], O_RDONLY);
+			if (fd < 0)
+				continue;
+			x = x * 1103515245 + 12345;
+			if (pread(fd, buf, 1 + x % sizeof(buf), (x >> 8) % 262144) >= 0)
+				atomic_fetch_add(&st->foreign, 1);
+			close(fd);
+		}
+	}
+	_exit(0);
+}
+
+static void stress_dropper(void)
+{
+	unsigned int i;
+	int fd;
+
+	while (!atomic_load(&st->stop)) {
+		for (i = 0; i < sizeof(stress_files) / sizeof(*stress_files); i++) {
+			fd = open(stress_files[i], O_RDONLY);
+			if (fd < 0)
+				continue;
+			if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == ENOSYS)
+				atomic_store(&st->nofadvise, 1);
+			close(fd);
+		}
+		atomic_fetch_add(&st->drops, 1);
+		usleep(2000);
+	}
+	_exit(0);
+}
+
+static pid_t spawn_fsx(const char *ops, const char *seed, const char *art,
+		       const char *file)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char *argv[] = { "/fsx", "-N", (char *)ops, "-S", (char *)seed,
+				 "-f", "/fsx.toml", "-P", (char *)art,
+				 (char *)file, NULL };
+
+		mkdir(art, 0755);
+		execv(argv[0], argv);
+		perror("execv /fsx");
+		_exit(127);
+	}
+	return pid;
+}
+
+static int loop_mount(const char *img, const char *dir)
+{
+	char dev[32];
+	int ctl, n, lfd, ffd;
+
+	ctl = open("/dev/loop-control", O_RDWR);
+	n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
+	if (n < 0) {
+		perror("loop-control");
+		return -1;
+	}
+	snprintf(dev, sizeof(dev), "/dev/loop%d", n);
+	lfd = open(dev, O_RDWR);
+	ffd = open(img, O_RDWR);
+	if (lfd < 0 || ffd < 0 || ioctl(lfd, LOOP_SET_FD, ffd)) {
+		perror(dev);
+		return -1;
+	}
+	mkdir(dir, 0755);
+	if (mount(dev, dir, "ext4", 0, NULL)) {
+		perror("mount ext4");
+		return -1;
+	}
+	return 0;
+}
+
+static void run_fsx(void)
+{
+	const char *ops = env("paygo_fsx_ops", "100000");
+	pid_t helpers[8], f1, f2 = -1;
+	int s1 = -1, s2 = 0, nh = 0, i, ext4;
+	double t0 = now();
+
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (st == MAP_FAILED) {
+		printf("# fsx stress: setup failed\n");
+		return;
+	}
+	ext4 = !access("/ext4.img", R_OK) && !loop_mount("/ext4.img", "/mnt");
+	printf("# fsx stress: cpus=%ld ops=%s per fsx, tmpfs /tmp%s\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), ops,
+	       ext4 ? " and ext4 /mnt" : " (no ext4 image or no ext4 in this kernel)");
+	fflush(stdout);
+	f1 = spawn_fsx(ops, "1", "/tmp/art-tmpfs", "/tmp/fsx.file");
+	if (ext4)
+		f2 = spawn_fsx(ops, "2", "/tmp/art-ext4", "/mnt/fsx.file");
+	if ((helpers[nh++] = fork()) == 0)
+		stress_rewriter("/tmp/check");
+	if ((helpers[nh++] = fork()) == 0)
+		stress_reader("/tmp/check");
+	if (ext4 && (helpers[nh++] = fork()) == 0)
+		stress_rewriter("/mnt/check");
+	if (ext4 && (helpers[nh++] = fork()) == 0)
+		stress_reader("/mnt/check");
+	if ((helpers[nh++] = fork()) == 0)
+		stress_foreign();
+	if ((helpers[nh++] = fork()) == 0)
+		stress_dropper();
+	waitpid(f1, &s1, 0);
+	if (ext4)
+		waitpid(f2, &s2, 0);
+	atomic_store(&st->stop, 1);
+	for (i = 0; i < nh; i++)
+		waitpid(helpers[i], NULL, 0);
+	printf("# fsx tmpfs exit %d\n", WIFEXITED(s1) ? WEXITSTATUS(s1) : -1);
+	if (ext4)
+		printf("# fsx ext4 exit %d\n", WIFEXITED(s2) ? WEXITSTATUS(s2) : -1);
+	printf("# checker reads %ld bad %ld (with zeroes of a hole %ld), rewrites %ld, foreign preads %ld, fadvise rounds %ld%s, %.0f s\n",
+	       atomic_load(&st->reads), atomic_load(&st->bad),
+	       atomic_load(&st->zeroes),
+	       atomic_load(&st->rewrites), atomic_load(&st->foreign),
+	       atomic_load(&st->drops),
+	       atomic_load(&st->nofadvise) ? " (fadvise: ENOSYS in this kernel)" : "",
+	       now() - t0);
+	printf("# fsx stress %s\n",
+	       WIFEXITED(s1) && !WEXITSTATUS(s1) && WIFEXITED(s2) &&
+	       !WEXITSTATUS(s2) && !atomic_load(&st->bad) &&
+	       atomic_load(&st->reads) > 0 ? "passed" : "FAILED");
+	fflush(stdout);
+	if (ext4)
+		umount("/mnt");
+}
+
 int main(void)
 {
 	const char *scheme = env("paygo_scheme", "unknown");
@@ -145,8 +358,12 @@ int main(void)
 		goto out;
 	}
 	mkdir("/tmp", 0755);
-	if (mount("tmpfs", "/tmp", "tmpfs", 0, "size=16m"))
+	if (mount("tmpfs", "/tmp", "tmpfs", 0, "size=64m"))
 		perror("mount tmpfs");
+	if (!strcmp(env("paygo_run", "pread"), "fsx")) {
+		run_fsx();
+		goto out;
+	}
 	fd = open("/tmp/file", O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0) {
 		perror("open");
@@ -169,8 +386,8 @@ int main(void)
 		for (r = 0; r < reps; r++)
 			s[r] = v[r] = run(threads, secs);
 		qsort(s, reps, sizeof(double), cmp);
-		printf("{\"experiment\":\"kernel-pread\",\"scheme\":\"%s\",\"threads\":%d,\"objects\":1,\"ops_per_sec\":%.0f,\"reps\":[",
-		       scheme, threads, s[reps / 2]);
+		printf("{\"experiment\":\"kernel-pread\",\"scheme\":\"%s\",\"cpus\":%ld,\"threads\":%d,\"objects\":1,\"ops_per_sec\":%.0f,\"reps\":[",
+		       scheme, sysconf(_SC_NPROCESSORS_ONLN), threads, s[reps / 2]);
 		for (r = 0; r < reps; r++)
 			printf("%s%.0f", r ? "," : "", v[r]);
 		printf("]}\n");
