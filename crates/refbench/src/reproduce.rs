@@ -37,7 +37,11 @@ pub fn params(experiment: &str, depth: Depth, threads: &[usize]) -> Params {
     let info = experiments::find(experiment).expect("a listed experiment");
     let known: Vec<&str> = match info.variants {
         Some(v) => v.to_vec(),
-        None => SCHEMES.iter().map(|s| s.name).collect(),
+        None => SCHEMES
+            .iter()
+            .map(|s| s.name)
+            .chain(experiments::fs::baselines(experiment).iter().copied())
+            .collect(),
     };
     let schemes = experiments::default_schemes(experiment)
         .map(|s| s.to_vec())
@@ -152,7 +156,6 @@ pub fn reproduce(depth: Depth, threads: &[usize], dir: &Path) -> Result<PathBuf,
         .progress_chars("=> "),
     );
     let meta = Meta::collect();
-    let mut all = Vec::new();
     let mut notes = Vec::new();
     for (name, p) in &plan {
         bar.set_prefix(name.to_string());
@@ -166,10 +169,9 @@ pub fn reproduce(depth: Depth, threads: &[usize], dir: &Path) -> Result<PathBuf,
             name,
             &Results {
                 meta: meta.clone(),
-                rows: rows.clone(),
+                rows,
             },
         )?;
-        all.extend(rows);
     }
     bar.set_prefix("section-vs-lock");
     let single = &plan
@@ -184,32 +186,23 @@ pub fn reproduce(depth: Depth, threads: &[usize], dir: &Path) -> Result<PathBuf,
                 "section-vs-lock",
                 &Results {
                     meta: meta.clone(),
-                    rows: rows.clone(),
+                    rows,
                 },
             )?;
-            all.extend(rows);
         }
         Err(e) => notes.push(format!("section-vs-lock not measured: {e}")),
     }
     bar.inc(1);
     bar.finish_and_clear();
     let report = crate::report::write_report(dir)?;
-    let body =
-        std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
-    let (head, rest) = body
-        .split_once("\n## ")
-        .map(|(h, r)| (h.to_string(), format!("\n## {r}")))
-        .unwrap_or((body.clone(), String::new()));
-    let mut claims = format!(
-        "\n## Claims of the source documents\n\nMeasured by `refbench reproduce{}` on {} ({} CPUs online), kernel {}, per-CPU path {}, commit {}. Each verdict is computed from the rows below by the rule beside it (`crates/refbench/src/claims.rs`).\n\n",
-        if depth == Depth::Quick { " --quick" } else { "" },
-        meta.cpu_model, meta.online_cpus, meta.kernel, meta.percpu_mode, meta.git_commit,
-    );
-    claims.push_str(&crate::claims::table(&all));
-    for n in &notes {
-        claims.push_str(&format!("\n{n}\n"));
+    if !notes.is_empty() {
+        let mut body =
+            std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
+        body.push_str("\n## Notes\n\n");
+        for n in &notes {
+            body.push_str(&format!("* {n}\n"));
+        }
+        std::fs::write(&report, body).map_err(|e| format!("{}: {e}", report.display()))?;
     }
-    std::fs::write(&report, format!("{head}{claims}{rest}"))
-        .map_err(|e| format!("{}: {e}", report.display()))?;
     Ok(report)
 }
