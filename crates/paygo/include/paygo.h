@@ -10,7 +10,11 @@
  * (several per object if taken on different CPUs). paygo_unref(obj) gives back one of the
  * calling thread's references to obj, so a reference must be given back by the thread that
  * took it. When a thread exits, the references it still holds are released for it and
- * counted (paygo_leftovers_released()).
+ * counted (paygo_leftovers_released()), also those taken in thread-local or pthread key
+ * destructors that run before the release; a paygo_ref after it gets PAYGO_ESHUTDOWN.
+ *
+ * No call aborts the process: a Rust panic inside the library is caught at the boundary and
+ * returned as PAYGO_EINTERNAL.
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing.
@@ -37,7 +41,13 @@ typedef enum paygo_error {
                                is reclaiming it */
     PAYGO_ELIVE = -17,      /* reinit: the object is live (not reclaimed) */
     PAYGO_EALREADY = -114,  /* domain_init: the domain is already set up */
-    PAYGO_ESHUTDOWN = -108  /* ref/unref: the calling thread is exiting */
+    PAYGO_ESHUTDOWN = -108, /* ref/unref: the calling thread's anchor information was already
+                               released at its exit (a call from a later thread-exit
+                               destructor) */
+    PAYGO_ENOMEM = -12,     /* domain_init: the tables cannot be allocated; ref: the thread's
+                               anchor information cannot be */
+    PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary);
+                               nothing was changed */
 } paygo_error;
 
 /* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */
@@ -57,15 +67,18 @@ typedef struct paygo_stats {
     uint64_t overflow_bytes;     /* bytes held by overflow lists now */
 } paygo_stats_t;
 
-/* Sets up the domain: slots_per_cpu a power of two, 1 <= window <= slots_per_cpu. Optional:
- * the first other call sets up a default domain (4096 slots per CPU, window 8).
+/* Sets up the domain: slots_per_cpu a power of two no larger than 2^24, 1 <= window <=
+ * slots_per_cpu (PAYGO_EINVAL otherwise; PAYGO_ENOMEM if the tables cannot be allocated).
+ * Optional: the first other call sets up a default domain (4096 slots per CPU, window 8).
  * PAYGO_EALREADY if the domain exists. */
 int paygo_domain_init(size_t slots_per_cpu, size_t window);
 
 /* Initialises obj: live, no reference. obj must not be in use. */
 int paygo_obj_init(paygo_obj_t *obj);
 
-/* Reclaims obj if live (PAYGO_EBUSY if referenced: nothing changes), then uninitialises it. */
+/* Reclaims obj if live (PAYGO_EBUSY if referenced or being reclaimed: nothing changes), then
+ * uninitialises it. Of two concurrent destroys one succeeds; the other gets PAYGO_ENOTOBJ (or
+ * PAYGO_EBUSY while the first is reclaiming). */
 int paygo_obj_destroy(paygo_obj_t *obj);
 
 /* REF: takes a reference for the calling thread. Waits out a concurrent try-reclaim that
@@ -87,7 +100,8 @@ int paygo_is_referenced(paygo_obj_t *obj);
  * already dead. */
 int paygo_try_reclaim(paygo_obj_t *obj);
 
-/* Makes a reclaimed object live again; PAYGO_ELIVE if it is not dead. */
+/* Makes a reclaimed object live again; PAYGO_ELIVE if it is not dead. One compare-and-swap:
+ * of two concurrent reinits one succeeds, and a reinit never disturbs a reclaim in progress. */
 int paygo_reinit(paygo_obj_t *obj);
 
 /* References that exiting threads still held, released for them so far. */

@@ -56,21 +56,22 @@ fn run(cmd: &mut Command) -> std::process::Output {
     out
 }
 
-#[test]
-fn c_program_uses_the_header_from_several_threads() {
+/// Builds `tests/c/NAME.c` against the header and `libpaygo.a`, runs it, and checks that it
+/// reports no failure.
+fn build_and_run(name: &str) {
     let dir = crate_dir();
     let lib = staticlib();
     // One name per process: two test runs sharing a target directory must not exec the
     // program while the other's linker is writing it (ETXTBSY).
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("paygo_c_threads.{}", std::process::id()));
+        .join(format!("paygo_c_{name}.{}", std::process::id()));
     run(Command::new(compiler("CC", "cc"))
         .args([
             "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
         ])
         .arg("-I")
         .arg(dir.join("include"))
-        .arg(dir.join("tests/c/threads.c"))
+        .arg(dir.join(format!("tests/c/{name}.c")))
         .arg(&lib)
         .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
         .arg("-o")
@@ -80,6 +81,19 @@ fn c_program_uses_the_header_from_several_threads() {
     println!("{text}");
     let _ = std::fs::remove_file(&exe);
     assert!(text.contains("failures=0"), "{text}");
+}
+
+#[test]
+fn c_program_uses_the_header_from_several_threads() {
+    build_and_run("threads");
+}
+
+/// State changes under races (reinit, destroy, try-reclaim by two threads at once; reinit
+/// against a reclaim of a referenced object), a reference taken in a pthread key destructor,
+/// and domain sizes that cannot be made: each an error code or exactly one winner.
+#[test]
+fn c_races_and_edges_of_life() {
+    build_and_run("races");
 }
 
 /// Whether `cmd` can be started at all (a missing compiler is not a failing one).

@@ -1,0 +1,193 @@
+/* The C API's state changes under races, and calls at the edges of a thread's and a
+ * process's life:
+ *  - domain set-up with sizes that cannot be allocated or are invalid: an error code, no abort
+ *    (this must run first: the domain is process-wide);
+ *  - two threads reinit one reclaimed object: exactly one PAYGO_OK per round;
+ *  - reinit racing try-reclaim of a referenced object: the reclaim never succeeds;
+ *  - two threads destroy one object: exactly one PAYGO_OK per round (the other is told the
+ *    object is gone, or is being reclaimed);
+ *  - two threads try-reclaim one unreferenced object: exactly one PAYGO_OK, and a reclaim
+ *    after the winner finished says PAYGO_EDEAD;
+ *  - a paygo_ref made in a pthread key destructor, as the thread's first paygo call, is
+ *    released at the thread's exit (or refused with PAYGO_ESHUTDOWN). */
+#define _GNU_SOURCE
+#include "paygo.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ROUNDS 20000
+
+static int failures;
+
+#define CHECK_EQ(a, b)                                                                      \
+    do {                                                                                    \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
+        if (a_ != b_) {                                                                     \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,   \
+                    a_, b_);                                                                \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
+        }                                                                                   \
+    } while (0)
+
+/* Two threads meet at each round: a sense-reversing spin barrier. */
+static int arrived, sense;
+
+static void meet(int *local) {
+    *local = !*local;
+    if (__atomic_add_fetch(&arrived, 1, __ATOMIC_ACQ_REL) == 2) {
+        __atomic_store_n(&arrived, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&sense, *local, __ATOMIC_RELEASE);
+    } else {
+        while (__atomic_load_n(&sense, __ATOMIC_ACQUIRE) != *local) {
+        }
+    }
+}
+
+enum op { REINIT, DESTROY, RECLAIM };
+
+static paygo_obj_t obj;
+static enum op current;
+static int results[2][ROUNDS];
+
+static void *racer(void *arg) {
+    int me = (int)(intptr_t)arg, local = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        meet(&local); /* the object is ready */
+        switch (current) {
+        case REINIT: results[me][r] = paygo_reinit(&obj); break;
+        case DESTROY: results[me][r] = paygo_obj_destroy(&obj); break;
+        case RECLAIM: results[me][r] = paygo_try_reclaim(&obj); break;
+        }
+        meet(&local); /* both are done */
+        if (me == 0) {
+            /* Set the object up for the next round. */
+            switch (current) {
+            case REINIT: CHECK_EQ(paygo_try_reclaim(&obj), PAYGO_OK); break;
+            case DESTROY: CHECK_EQ(paygo_obj_init(&obj), PAYGO_OK); break;
+            case RECLAIM:
+                CHECK_EQ(paygo_try_reclaim(&obj), PAYGO_EDEAD);
+                CHECK_EQ(paygo_reinit(&obj), PAYGO_OK);
+                break;
+            }
+        }
+        meet(&local);
+    }
+    return NULL;
+}
+
+/* Runs ROUNDS rounds of `op` on two threads; returns how many rounds had exactly one OK. */
+static int race(enum op op, int other_ok, int other_alt) {
+    current = op;
+    pthread_t t[2];
+    for (intptr_t i = 0; i < 2; i++) pthread_create(&t[i], NULL, racer, (void *)i);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    int one = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        int a = results[0][r], b = results[1][r];
+        int oks = (a == PAYGO_OK) + (b == PAYGO_OK);
+        one += oks == 1;
+        int loser = a == PAYGO_OK ? b : a;
+        if (oks != 1 || (loser != other_ok && loser != other_alt)) {
+            if (__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED) < 5)
+                fprintf(stderr, "op %d round %d: results %d and %d\n", (int)op, r, a, b);
+        }
+    }
+    return one;
+}
+
+/* Reinit racing try-reclaim while a reference is held: the reclaim must never succeed. */
+static int stop;
+static void *reviver(void *arg) {
+    (void)arg;
+    long n = 0;
+    while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+        int r = paygo_reinit(&obj);
+        if (r != PAYGO_ELIVE) {
+            fprintf(stderr, "reinit of a live, referenced object returned %d\n", r);
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+        }
+        n++;
+    }
+    return (void *)n;
+}
+
+/* A pthread key destructor that takes a reference as the thread's first paygo call. */
+static pthread_key_t key;
+static int ref_in_destructor = 1;
+static void late_ref(void *p) {
+    (void)p;
+    __atomic_store_n(&ref_in_destructor, paygo_ref(&obj), __ATOMIC_RELEASE);
+}
+static void *exiting(void *arg) {
+    (void)arg;
+    pthread_setspecific(key, &key);
+    return NULL;
+}
+
+int main(void) {
+    /* Domain set-up: invalid or unallocatable sizes, then a valid one, then again. */
+    CHECK_EQ(paygo_domain_init((size_t)1 << 40, 8), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init((size_t)1 << 58, 8), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init((size_t)1 << 62, 8), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init(0, 1), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init(3, 1), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init(64, 0), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init(64, 65), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init(64, 4), PAYGO_OK);
+    CHECK_EQ(paygo_domain_init(128, 8), PAYGO_EALREADY);
+
+    CHECK_EQ(paygo_obj_init(&obj), PAYGO_OK);
+    CHECK_EQ(paygo_try_reclaim(&obj), PAYGO_OK);
+    int reinits = race(REINIT, PAYGO_ELIVE, PAYGO_ELIVE);
+    /* The object is dead again after the last round's set-up: revive it for the next race. */
+    CHECK_EQ(paygo_reinit(&obj), PAYGO_OK);
+    int destroys = race(DESTROY, PAYGO_ENOTOBJ, PAYGO_EBUSY);
+    /* After the last round the object was initialised again. */
+    int reclaims = race(RECLAIM, PAYGO_EDEAD, PAYGO_EBUSY);
+
+    /* Reinit racing try-reclaim of a referenced object. */
+    CHECK_EQ(paygo_ref(&obj), PAYGO_OK);
+    pthread_t rv;
+    pthread_create(&rv, NULL, reviver, NULL);
+    long busy = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        int r = paygo_try_reclaim(&obj);
+        busy += r == PAYGO_EBUSY;
+        if (r == PAYGO_OK) {
+            fprintf(stderr, "try_reclaim succeeded while a reference is held\n");
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+            CHECK_EQ(paygo_reinit(&obj), PAYGO_OK);
+        }
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    void *revived;
+    pthread_join(rv, &revived);
+    CHECK_EQ(busy, ROUNDS);
+    CHECK_EQ(paygo_read_all(&obj), 1);
+    CHECK_EQ(paygo_unref(&obj), PAYGO_OK);
+
+    /* A reference taken during thread teardown is released at the thread's exit. */
+    CHECK_EQ(pthread_key_create(&key, late_ref), 0);
+    uint64_t leftovers = paygo_leftovers_released();
+    pthread_t ex;
+    pthread_create(&ex, NULL, exiting, NULL);
+    pthread_join(ex, NULL);
+    int late = __atomic_load_n(&ref_in_destructor, __ATOMIC_ACQUIRE);
+    if (late != PAYGO_OK && late != PAYGO_ESHUTDOWN) {
+        fprintf(stderr, "paygo_ref in a key destructor returned %d\n", late);
+        failures++;
+    }
+    CHECK_EQ(paygo_read_all(&obj), 0);
+    if (late == PAYGO_OK) CHECK_EQ(paygo_leftovers_released(), leftovers + 1);
+    CHECK_EQ(paygo_try_reclaim(&obj), PAYGO_OK);
+    CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_OK);
+    CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_ENOTOBJ);
+
+    printf("reinit races with one winner: %d/%d; destroy: %d/%d; reclaim: %d/%d; "
+           "reclaims refused while referenced: %ld; ref in a key destructor: %d; failures=%d\n",
+           reinits, ROUNDS, destroys, ROUNDS, reclaims, ROUNDS, busy, late, failures);
+    return failures != 0;
+}
