@@ -110,6 +110,11 @@ uint64_t paygo_leftovers_released(void);
 /* Fills *out with the domain's statistics. */
 int paygo_stats(paygo_stats_t *out);
 
+/* Before dlclose() of libpaygo.so: every thread that used the library calls this, so that the
+ * kernel no longer points the thread at a critical section's descriptor inside the library
+ * (it would read it, unmapped, at the thread's next preemption). A later call re-arms it. */
+int paygo_prepare_unload(void);
+
 /* A static description of a paygo_error. */
 const char *paygo_strerror(int code);
 

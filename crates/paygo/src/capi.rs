@@ -431,6 +431,17 @@ pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
     })
 }
 
+/// Prepares the calling thread for `dlclose` of the library: clears its rseq area's pointer to
+/// the last critical section's descriptor (which lives in the library). Every thread that used
+/// the library must call it before the library is unloaded; a later call re-arms it.
+#[no_mangle]
+pub extern "C" fn paygo_prepare_unload() -> i32 {
+    boundary(PAYGO_EINTERNAL, || {
+        percpu::prepare_unload();
+        PAYGO_OK
+    })
+}
+
 /// How many references threads still held when they exited (released for them).
 #[no_mangle]
 pub extern "C" fn paygo_leftovers_released() -> u64 {

@@ -22,3 +22,17 @@ pub use mode::{fast_path_available, mode, FallbackReason, Mode, FORCE_FALLBACK_E
 pub use percpu::set_inject_delay;
 pub use percpu::{aborts, Fail, PerCpu, Retry, ThisCpu};
 pub use word::{Check, Word};
+
+/// Prepares the calling thread for the unloading (`dlclose`) of the code that holds this
+/// crate's critical sections: after a section the thread's rseq area still points at the
+/// section's descriptor, which the kernel reads at the thread's next preemption or signal, so
+/// once the code is unmapped that read would fault. Clears the pointer (librseq's
+/// `rseq_prepare_unload`). Every thread that ran a critical section of the library must call
+/// it before the library is unloaded; a later section arms the pointer again. Nothing to do on
+/// the locked fallback.
+pub fn prepare_unload() {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    if mode() == Mode::Rseq {
+        arch::rseq::clear_rseq_cs();
+    }
+}

@@ -9,14 +9,20 @@
  *  - two threads try-reclaim one unreferenced object: exactly one PAYGO_OK, and a reclaim
  *    after the winner finished says PAYGO_EDEAD;
  *  - a paygo_ref made in a pthread key destructor, as the thread's first paygo call, is
- *    released at the thread's exit (or refused with PAYGO_ESHUTDOWN). */
+ *    released at the thread's exit (or refused with PAYGO_ESHUTDOWN);
+ *  - paygo_prepare_unload leaves the thread's rseq area pointing at no descriptor. */
 #define _GNU_SOURCE
 #include "paygo.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* glibc's rseq registration (glibc >= 2.35); weak so that an older glibc links too. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
 
 #define ROUNDS 20000
 
@@ -49,6 +55,7 @@ static void meet(int *local) {
 enum op { REINIT, DESTROY, RECLAIM };
 
 static paygo_obj_t obj;
+static paygo_obj_t shared_for_unload;
 static enum op current;
 static int results[2][ROUNDS];
 
@@ -140,6 +147,7 @@ int main(void) {
     CHECK_EQ(paygo_domain_init(128, 8), PAYGO_EALREADY);
 
     CHECK_EQ(paygo_obj_init(&obj), PAYGO_OK);
+    CHECK_EQ(paygo_obj_init(&shared_for_unload), PAYGO_OK);
     CHECK_EQ(paygo_try_reclaim(&obj), PAYGO_OK);
     int reinits = race(REINIT, PAYGO_ELIVE, PAYGO_ELIVE);
     /* The object is dead again after the last round's set-up: revive it for the next race. */
@@ -186,8 +194,23 @@ int main(void) {
     CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_OK);
     CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_ENOTOBJ);
 
+    /* Before dlclose: the thread's rseq_cs (8 bytes at offset 8 of its rseq area) is cleared,
+     * so that the kernel reads no descriptor from the unloaded library. */
+    int unload_checked = 0;
+    CHECK_EQ(paygo_ref(&shared_for_unload), PAYGO_OK);
+    CHECK_EQ(paygo_unref(&shared_for_unload), PAYGO_OK);
+    CHECK_EQ(paygo_prepare_unload(), PAYGO_OK);
+    if (&__rseq_size && __rseq_size >= 20) {
+        volatile uint64_t *cs =
+            (volatile uint64_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 8);
+        CHECK_EQ(*cs, 0);
+        unload_checked = 1;
+    }
+    CHECK_EQ(paygo_ref(&shared_for_unload), PAYGO_OK); /* the library still works after it */
+    CHECK_EQ(paygo_unref(&shared_for_unload), PAYGO_OK);
+
     printf("reinit races with one winner: %d/%d; destroy: %d/%d; reclaim: %d/%d; "
-           "reclaims refused while referenced: %ld; ref in a key destructor: %d; failures=%d\n",
-           reinits, ROUNDS, destroys, ROUNDS, reclaims, ROUNDS, busy, late, failures);
+           "reclaims refused while referenced: %ld; ref in a key destructor: %d; rseq_cs cleared checked: %d; failures=%d\n",
+           reinits, ROUNDS, destroys, ROUNDS, reclaims, ROUNDS, busy, late, unload_checked, failures);
     return failures != 0;
 }

@@ -50,6 +50,8 @@ pub const RSEQ_SIG: u32 = 0x5305_3053;
 
 /// Byte offset of `cpu_id` in `struct rseq`.
 const CPU_ID: usize = 4;
+/// Offset of `rseq_cs` in the rseq area.
+const RSEQ_CS: usize = 8;
 
 /// The delay the "inject" feature spins for inside every critical section (iterations).
 #[cfg(feature = "inject")]
@@ -90,6 +92,16 @@ pub(crate) fn area() -> *mut u8 {
     };
     // Only called once init() succeeded (mode is Rseq only after it), which set OFFSET.
     tp.wrapping_offset(OFFSET.load(Ordering::Relaxed))
+}
+
+/// Clears this thread's `rseq_cs`, so that the kernel no longer reads the descriptor of the
+/// last critical section this thread entered (it stays armed after a section commits, and the
+/// kernel reads it at the next preemption or signal). librseq's `rseq_prepare_unload`.
+pub(crate) fn clear_rseq_cs() {
+    // SAFETY: area() is this thread's registered rseq area (the caller checked the mode);
+    // `rseq_cs` is written by this thread's own sections and cleared by the kernel on this
+    // thread's behalf, never concurrently with this thread's code.
+    unsafe { (area().add(RSEQ_CS) as *mut u64).write_volatile(0) }
 }
 
 /// A section's status when the thread is not on the CPU the caller named (the `0xffff` the
