@@ -1,6 +1,7 @@
 //! The cache generic over its counting scheme: frames, lookup, fill, write-back, CLOCK.
 
 use crate::frame::FrameMeta;
+use crate::lodic::{FileMaps, Lodic, Rmap};
 use crate::page::{copy_in, copy_out, PAGE_SIZE, WORDS};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{Config, IoEvent, IoKind, Mode, Stats};
@@ -44,19 +45,22 @@ struct Alloc {
 
 /// One open file.
 pub(crate) struct FileState {
-    id: u64,
+    pub(crate) id: u64,
     file: File,
-    path: PathBuf,
+    pub(crate) path: PathBuf,
     writable: bool,
     /// Page index -> frame + 1 (0: not cached). Sized at open; pages past it go straight to
     /// the file.
-    slots: Box<[AtomicU32]>,
+    pub(crate) slots: Box<[AtomicU32]>,
+    /// LODIC: the mappings of the file and the per-page mapping counts (see `lodic.rs`).
+    /// Every map and unmap of the file, and every reclaim of a page of it, holds this lock.
+    pub(crate) maps: Mutex<FileMaps>,
     /// Length in bytes: the size at open, grown by writes.
     len: AtomicU64,
 }
 
 pub(crate) struct Inner<C: RefCounter> {
-    scheme: C,
+    pub(crate) scheme: C,
     frames: Box<[Frame<C>]>,
     data: Box<[AtomicU64]>,
     mode: Mode,
@@ -68,6 +72,8 @@ pub(crate) struct Inner<C: RefCounter> {
     evictions: AtomicU64,
     writebacks: AtomicU64,
     direct: AtomicU64,
+    /// LODIC's reverse maps.
+    pub(crate) lodic: Lodic,
 }
 
 /// A page cache counting its frames with the scheme `C` (see the crate documentation). Cloning
@@ -101,7 +107,7 @@ pub struct PageRef<'a, C: RefCounter> {
     token: ManuallyDrop<C::Token>,
 }
 
-enum Got<T> {
+pub(crate) enum Got<T> {
     /// A referenced frame holding the filled page.
     Frame(u32, T),
     /// No frame could be had (all referenced); the bypass ran under the allocator lock.
@@ -118,7 +124,7 @@ fn spin(tries: &mut u32) {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic under the lock leaves the state consistent (every step is published atomically),
     // so a poisoned lock is used as is.
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -126,7 +132,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<C: RefCounter> Inner<C> {
     #[inline(always)]
-    fn obj(&self, i: u32) -> Pin<&C::Object> {
+    pub(crate) fn obj(&self, i: u32) -> Pin<&C::Object> {
         // SAFETY: `frames` is allocated once in `new` and never moved out of, reallocated or
         // shrunk before `self` is dropped, so every frame (and the object in it) stays at its
         // address for as long as any `&self` exists.
@@ -134,9 +140,14 @@ impl<C: RefCounter> Inner<C> {
     }
 
     #[inline(always)]
-    fn words(&self, i: u32) -> &[AtomicU64] {
+    pub(crate) fn words(&self, i: u32) -> &[AtomicU64] {
         let s = i as usize * WORDS;
         &self.data[s..s + WORDS]
+    }
+
+    #[inline(always)]
+    pub(crate) fn meta(&self, i: u32) -> &FrameMeta {
+        &self.frames[i as usize].meta
     }
 
     fn hook(&self, kind: IoKind, f: &FileState, offset: u64, len: usize) -> io::Result<()> {
@@ -189,7 +200,7 @@ impl<C: RefCounter> Inner<C> {
     /// A referenced frame holding page `page` of `f`, filled; on a miss fills it. If no frame
     /// can be had, runs `bypass` under the allocator lock while the page is verifiably not
     /// cached (so the file itself is up to date for it) and returns `Bypassed`.
-    fn acquire(
+    pub(crate) fn acquire(
         &self,
         f: &FileState,
         page: u64,
@@ -316,15 +327,16 @@ impl<C: RefCounter> Inner<C> {
     /// Tries to evict the frames `batch` (filled, under the allocator lock): one
     /// `try_reclaim_many`, then write-back and unmapping of each reclaimed frame. `known` is
     /// the file most frames belong to, if the caller has it (no lookup for those). Returns how
-    /// many were freed, and the first write-back error.
+    /// many were freed, the first write-back error, and the frames kept because a LODIC
+    /// mapping counts a reference on them.
     fn evict(
         &self,
         a: &mut Alloc,
         batch: &[u32],
         known: Option<&Arc<FileState>>,
-    ) -> (usize, Option<io::Error>) {
+    ) -> (usize, Option<io::Error>, Vec<u32>) {
         if batch.is_empty() {
-            return (0, None);
+            return (0, None, Vec::new());
         }
         // The files, held while we write back (dropped at the end, with the lock still held:
         // a file's last handle is never one of these, see CachedFileOf::drop, and FileState
@@ -354,8 +366,50 @@ impl<C: RefCounter> Inner<C> {
             frames.push(i);
         }
         drop(files);
+        // LODIC: the mapped pages' embedded counters, under each file's mapping lock (held
+        // until the reclaimed frames are unpublished). `owners` holds distinct files.
+        let maps: Vec<MutexGuard<'_, FileMaps>> = owners.iter().map(|o| lock(&o.maps)).collect();
+        let mut flagged: Vec<usize> = Vec::new();
+        for (n, (&i, &k)) in frames.iter().zip(&owner_of).enumerate() {
+            let page = self.frames[i as usize].meta.index.load(Ordering::Relaxed);
+            if maps[k].mapped(page) {
+                // Relaxed: ordered before the sums by the heavy fence below.
+                self.frames[i as usize]
+                    .meta
+                    .lodic
+                    .store(true, Ordering::Relaxed);
+                flagged.push(n);
+            }
+        }
+        let mut busy = vec![false; frames.len()];
+        if !flagged.is_empty() {
+            // Pairs with the owners' light fence between their counter store and flag load.
+            crate::lodic::heavy_fence();
+            let o = (self.lodic.rmap == Rmap::Process).then(|| lock(&self.lodic.owners));
+            for &n in &flagged {
+                let (i, k) = (frames[n], owner_of[n]);
+                let page = self.frames[i as usize].meta.index.load(Ordering::Relaxed);
+                if self
+                    .lodic
+                    .sum(&maps[k], o.as_deref(), owners[k].id, page, i)
+                    > 0
+                {
+                    busy[n] = true;
+                }
+            }
+        }
         let mut out = vec![false; pins.len()];
-        self.scheme.try_reclaim_many(&pins, &mut out);
+        if busy.iter().any(|&b| b) {
+            let keep: Vec<usize> = (0..frames.len()).filter(|&n| !busy[n]).collect();
+            let sub: Vec<Pin<&C::Object>> = keep.iter().map(|&n| pins[n]).collect();
+            let mut sub_out = vec![false; sub.len()];
+            self.scheme.try_reclaim_many(&sub, &mut sub_out);
+            for (&n, ok) in keep.iter().zip(sub_out) {
+                out[n] = ok;
+            }
+        } else {
+            self.scheme.try_reclaim_many(&pins, &mut out);
+        }
         let mut freed = 0;
         let mut err = None;
         for ((&i, &k), &ok) in frames.iter().zip(&owner_of).zip(&out) {
@@ -369,7 +423,22 @@ impl<C: RefCounter> Inner<C> {
                 }
             }
         }
-        (freed, err)
+        for &n in &flagged {
+            // Release: pairs with the owners' Acquire flag load; a reclaimed frame's odd
+            // version (finish_evict) is visible to an owner that sees the flag clear.
+            self.frames[frames[n] as usize]
+                .meta
+                .lodic
+                .store(false, Ordering::Release);
+        }
+        drop(maps);
+        let busy = frames
+            .iter()
+            .zip(&busy)
+            .filter(|(_, &b)| b)
+            .map(|(&i, _)| i)
+            .collect();
+        (freed, err, busy)
     }
 
     /// Frame `i` was reclaimed (no reference, none can be taken): writes it back if dirty,
@@ -470,6 +539,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 evictions: AtomicU64::new(0),
                 writebacks: AtomicU64::new(0),
                 direct: AtomicU64::new(0),
+                lodic: Lodic::new(config.rmap),
             }),
         })
     }
@@ -515,6 +585,7 @@ impl<C: RefCounter> PageCacheOf<C> {
             path: path.to_path_buf(),
             writable,
             slots: (0..pages).map(|_| AtomicU32::new(0)).collect(),
+            maps: Mutex::new(FileMaps::default()),
             len: AtomicU64::new(len),
         });
         lock(&self.inner.files).insert(id, Arc::downgrade(&state));
@@ -546,6 +617,12 @@ impl<C: RefCounter> PageCacheOf<C> {
 }
 
 impl<C: RefCounter> CachedFileOf<C> {
+    /// The cache and the file's state.
+    #[inline(always)]
+    pub(crate) fn parts(&self) -> (&Inner<C>, &FileState) {
+        (&self.cache, &self.state)
+    }
+
     /// The file's length in bytes (the size at open, grown by writes through the cache).
     pub fn len(&self) -> u64 {
         // Acquire: pairs with the AcqRel `fetch_max` of `write_at`.
@@ -599,7 +676,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let len = part.len();
         let mut direct = None;
         let got = c.acquire(f, page, &mut || {
-            direct = Some(self.direct_read_inner(len, at));
+            direct = Some(self.direct_bytes(len, at));
             Ok(())
         })?;
         match got {
@@ -615,7 +692,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         Ok(())
     }
 
-    fn direct_read_inner(&self, len: usize, at: u64) -> io::Result<Vec<u8>> {
+    pub(crate) fn direct_bytes(&self, len: usize, at: u64) -> io::Result<Vec<u8>> {
         let mut v = vec![0u8; len];
         self.direct_read(&mut v, at)?;
         Ok(v)
@@ -753,7 +830,8 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut batch: Vec<u32> = Vec::with_capacity(DROP_BATCH);
         let mut a = lock(&c.alloc);
         let mut run = |a: &mut Alloc, batch: &mut Vec<u32>, retry: &mut Vec<u32>| {
-            let (n, e) = c.evict(a, batch, Some(&self.state));
+            let (n, e, mut mapped) = c.evict(a, batch, Some(&self.state));
+            mapped.sort_unstable();
             freed += n;
             if let Some(e) = e {
                 first.get_or_insert(e);
@@ -763,6 +841,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 let m = &c.frames[i as usize].meta;
                 if m.file.load(Ordering::Relaxed) == f.id
                     && !m.unfilled()
+                    && mapped.binary_search(&i).is_err()
                     && !c.scheme.is_referenced(c.obj(i))
                 {
                     retry.push(i);

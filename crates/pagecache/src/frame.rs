@@ -16,6 +16,9 @@ pub(crate) struct FrameMeta {
     pub(crate) accessed: AtomicBool,
     /// Written since the last write-back.
     pub(crate) dirty: AtomicBool,
+    /// LODIC: a reclaimer is summing the embedded counters of the page (see `lodic.rs`).
+    /// Set and cleared only under the file's mapping lock and the allocator lock.
+    pub(crate) lodic: AtomicBool,
 }
 
 impl FrameMeta {
@@ -27,6 +30,7 @@ impl FrameMeta {
             index: AtomicU64::new(0),
             accessed: AtomicBool::new(false),
             dirty: AtomicBool::new(false),
+            lodic: AtomicBool::new(false),
         }
     }
 

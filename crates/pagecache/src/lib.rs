@@ -3,12 +3,14 @@
 
 mod cache;
 mod frame;
+pub mod lodic;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod page;
 mod sync;
 
 pub use cache::{CachedFileOf, PageCacheOf, PageRef};
+pub use lodic::{MappedPage, Mapping, Rmap};
 pub use page::PAGE_SIZE;
 pub use schemes::SchemeConfig;
 
@@ -74,6 +76,8 @@ pub struct Config {
     pub mode: Mode,
     /// Fault injection: called before each I/O.
     pub fault: Option<FaultHook>,
+    /// Which reverse map finds the LODIC mappings of a page ([`CachedFileOf::map`]).
+    pub rmap: Rmap,
 }
 
 impl Config {
@@ -85,6 +89,7 @@ impl Config {
             scheme_config: SchemeConfig::default(),
             mode: Mode::Counting,
             fault: None,
+            rmap: Rmap::File,
         }
     }
 }
@@ -97,6 +102,7 @@ impl std::fmt::Debug for Config {
             .field("scheme_config", &self.scheme_config)
             .field("mode", &self.mode)
             .field("fault", &self.fault.as_ref().map(|_| "hook"))
+            .field("rmap", &self.rmap)
             .finish()
     }
 }

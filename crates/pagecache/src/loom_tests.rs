@@ -3,7 +3,8 @@
 //! refills the frame with page B. A reader must never accept B's bytes for A, and a counting
 //! reader's reference must make the eviction fail.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pagecache --release --lib`.
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pagecache --release --lib`;
+//! add `--cfg lodic_loom_bug` to see the LODIC models catch a missing owner fence.
 
 use crate::frame::FrameMeta;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -136,4 +137,57 @@ fn counting_reader_never_sees_another_page_atomic() {
 #[test]
 fn optimistic_reader_never_sees_another_page() {
     model(|| refcount::cas::Cas, true);
+}
+
+/// LODIC (`lodic.rs`): an owner reads page A through its mapping entry (embedded counter,
+/// light fence, flag, re-check) while a reclaimer flags the frame, fences, sums the entry and,
+/// if it reads zero, reclaims the global counter and refills the frame with page B. The owner
+/// must never accept B's bytes, and a reclaim must never succeed while the owner is counted.
+/// `--cfg lodic_loom_bug` removes the owner's fence (in `lodic.rs` itself); the models are then
+/// expected to fail, and do.
+fn lodic_model<C: RefCounter>(make: fn() -> C) {
+    use crate::lodic::{embedded_count, entry, heavy_fence, owner_enter, owner_exit, owner_undo};
+    loom::model(move || {
+        let s = Shared::new(make());
+        let e = Arc::new(AtomicU64::new(entry(0, 0)));
+        let r = {
+            let (s, e) = (s.clone(), e.clone());
+            loom::thread::spawn(move || {
+                let v = e.load(Ordering::Relaxed);
+                owner_enter(&e, v);
+                // Acquire: as in `enter_frame`.
+                if !s.meta.lodic.load(Ordering::Acquire) && s.meta.holds(FILE, A) {
+                    let w = s.word.load(Ordering::Relaxed);
+                    owner_exit(&e);
+                    Some(w)
+                } else {
+                    owner_undo(&e);
+                    None
+                }
+            })
+        };
+        // The reclaimer, as `Inner::evict` does it for a mapped page.
+        s.meta.lodic.store(true, Ordering::Relaxed);
+        heavy_fence();
+        if embedded_count(&e, 0) == 0 {
+            s.evict_and_refill();
+        }
+        // Release: as in `Inner::evict`.
+        s.meta.lodic.store(false, Ordering::Release);
+        if let Some(w) = r.join().expect("owner") {
+            assert_eq!(w, A, "an owner of page A accepted page B's bytes");
+        }
+    });
+}
+
+#[test]
+#[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted page B"))]
+fn lodic_owner_never_reads_a_reclaimed_frame_atomic() {
+    lodic_model(|| refcount::atomic::Atomic);
+}
+
+#[test]
+#[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted page B"))]
+fn lodic_owner_never_reads_a_reclaimed_frame_cas() {
+    lodic_model(|| refcount::cas::Cas);
 }

@@ -1,0 +1,692 @@
+//! LODIC (logical distributed counting, USENIX ATC'21): a page's count is its global counter
+//! (the cache's scheme) plus one small counter per *mapping* of the page, embedded in the
+//! mapping's entry for that page, found at reclaim time through a reverse map.
+//!
+//! # The entry
+//!
+//! A [`Mapping`] is a thread's table of 64-bit entries, one per page it maps, laid out like a
+//! page-table entry: bit 0 "present", bits 12..44 the frame, bits 52..63 an 11-bit counter
+//! (the unused bits 52-62 of an x86-64 PTE). Only the thread that made the mapping writes its
+//! entries (the type is neither `Send` nor `Sync`), with plain stores: a read through a mapping
+//! executes no atomic read-modify-write instruction and no restartable sequence, and a thread
+//! that migrates has nothing to do.
+//!
+//! # The protocol (the owner against a reclaimer)
+//!
+//! Owner, per read: `entry.count += 1` (a plain store), light fence, load the frame's
+//! `lodic` flag (Acquire); if clear, re-check that the frame holds the page (version even, key
+//! right), copy, and `entry.count -= 1` (a Release store, so the copy is done before the count
+//! drops). If the flag is set or the frame changed, the increment is undone and the read takes
+//! the slow path: the scheme's `try_get` (the page's global counter), as every other read.
+//!
+//! Reclaimer (under the allocator lock and the file's mapping lock, which every map and unmap
+//! of the file takes): for each page that a mapping covers, set the frame's flag; one heavy
+//! fence (`membarrier`) for the batch; sum the embedded counters of the entries that name this
+//! frame (Acquire loads) over the mappings the reverse map finds. A page with a non-zero sum is
+//! kept (flag cleared); the others go on to the scheme's `try_reclaim_many`. The flag of a
+//! reclaimed frame stays set until its version is odd (the frame no longer holds the page), and
+//! is then cleared with a Release store. The light and the heavy fence make the two sides a
+//! Dekker pair: either the reclaimer's sum sees the owner's increment, or the owner's flag load
+//! sees the flag. The loom model in `loom_tests.rs` checks it, and catches the missing fence.
+//!
+//! An unmapped page (no mapping covers it) is reclaimed as in any cache: no flag, no fence, no
+//! search. That is LODIC's point about query cost: it follows the share of mapped pages.
+//!
+//! # Overflow and unmapping
+//!
+//! A [`MappedPage`] holds a reference as long as it lives. At 2,047 (11 bits) references on one
+//! entry the next one *spills* into the page's global counter (a token of the scheme), as a PTE
+//! counter about to overflow would. Unmapping (dropping the [`Mapping`]) removes it from the
+//! reverse maps under the file's mapping lock, so a reclaim in progress either sees all of it or
+//! none. A mapping whose counters are not all zero when it is dropped (its guards were leaked
+//! with `mem::forget`) stays in the reverse maps for ever: the pages it counts stay referenced,
+//! which is what a leak may do; nothing is miscounted.
+//!
+//! # The two reverse maps
+//!
+//! * File-space ([`Rmap::File`]): each file keeps the mappings of it sorted by first page; the
+//!   mappings covering page `p` are found by a binary search.
+//! * Process-space ([`Rmap::Process`]): each owner (here a thread, the user-space "process")
+//!   keeps its mappings ordered by address, as `[start, size, file, offset]` records; the
+//!   reclaimer searches every owner's records for the file and page.
+//!
+//! Both keep a per-page count of the mappings covering it (the kernel's `_mapcount`), so a page
+//! that no mapping covers is never searched.
+
+use crate::cache::{CachedFileOf, FileState, Got, Inner};
+use crate::page::{copy_out, PAGE_SIZE};
+use crate::sync::{AtomicU64, Ordering};
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use refcount::RefCounter;
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
+use std::sync::Arc;
+
+/// Which reverse map finds the mappings of a page at reclaim time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rmap {
+    /// Each file keeps the mappings of it, sorted by first page.
+    #[default]
+    File,
+    /// Each owner (thread) keeps its mappings ordered by address; a reclaim searches every
+    /// owner.
+    Process,
+}
+
+/// The largest count an entry holds; one more reference spills into the global counter.
+pub const EMBEDDED_MAX: u64 = (1 << COUNT_BITS) - 1;
+const COUNT_BITS: u32 = 11;
+const COUNT_SHIFT: u32 = 52;
+const ONE: u64 = 1 << COUNT_SHIFT;
+const PRESENT: u64 = 1;
+const FRAME_SHIFT: u32 = 12;
+const FRAME_MASK: u64 = 0xffff_ffff;
+
+/// An entry naming frame `frame` with `count` references.
+#[inline(always)]
+pub(crate) fn entry(frame: u32, count: u64) -> u64 {
+    debug_assert!(count <= EMBEDDED_MAX);
+    PRESENT | (u64::from(frame) << FRAME_SHIFT) | (count << COUNT_SHIFT)
+}
+
+/// The frame an entry names, if present.
+#[inline(always)]
+pub(crate) fn frame_of(e: u64) -> Option<u32> {
+    (e & PRESENT != 0).then_some(((e >> FRAME_SHIFT) & FRAME_MASK) as u32)
+}
+
+/// The entry's embedded counter.
+#[inline(always)]
+pub(crate) fn count_of(e: u64) -> u64 {
+    (e >> COUNT_SHIFT) & EMBEDDED_MAX
+}
+
+/// The owner's light fence between its counter store and its flag load (pairs with the
+/// reclaimer's [`heavy_fence`]). Under loom both are `SeqCst` fences, except in the mutation
+/// the model must catch (`--cfg lodic_loom_bug`: no fence on the owner's side).
+#[inline(always)]
+pub(crate) fn light_fence() {
+    #[cfg(not(loom))]
+    percpu::membarrier::light_fence();
+    #[cfg(all(loom, not(lodic_loom_bug)))]
+    crate::sync::fence(Ordering::SeqCst);
+}
+
+/// The reclaimer's heavy fence after setting the flags of a batch and before summing.
+pub(crate) fn heavy_fence() {
+    #[cfg(not(loom))]
+    percpu::membarrier::heavy_fence();
+    #[cfg(loom)]
+    crate::sync::fence(Ordering::SeqCst);
+}
+
+/// The owner's first step: counts one reference on `e` (whose value is `v`, naming a frame,
+/// below the maximum), then fences. The caller then loads the frame's flag.
+#[inline(always)]
+pub(crate) fn owner_enter(e: &AtomicU64, v: u64) {
+    debug_assert!(count_of(v) < EMBEDDED_MAX);
+    // Relaxed: only the owner writes the entry; the light fence orders it before the flag
+    // load, and the reclaimer's heavy fence before its sum.
+    e.store(v + ONE, Ordering::Relaxed);
+    light_fence();
+}
+
+/// The owner's last step: drops the reference counted by [`owner_enter`] after using the page.
+#[inline(always)]
+pub(crate) fn owner_exit(e: &AtomicU64) {
+    let v = e.load(Ordering::Relaxed);
+    debug_assert!(count_of(v) > 0);
+    // Release: pairs with the Acquire load of `embedded_count`: the owner's copy is done
+    // before a reclaimer can see the count drop and free the frame.
+    e.store(v - ONE, Ordering::Release);
+}
+
+/// Undoes [`owner_enter`] when the flag was seen or the frame changed (nothing was read).
+#[inline(always)]
+pub(crate) fn owner_undo(e: &AtomicU64) {
+    let v = e.load(Ordering::Relaxed);
+    e.store(v - ONE, Ordering::Relaxed);
+}
+
+/// The reclaimer's read of one entry: its count if it names `frame`.
+#[inline]
+pub(crate) fn embedded_count(e: &AtomicU64, frame: u32) -> u64 {
+    // Acquire: pairs with the Release store of `owner_exit`.
+    let v = e.load(Ordering::Acquire);
+    if frame_of(v) == Some(frame) {
+        count_of(v)
+    } else {
+        0
+    }
+}
+
+/// One mapping as the reverse maps see it: `[start, size, file, offset]` and the entries.
+pub(crate) struct MapRec {
+    /// Address of the first page in the owner's (virtual) address space.
+    va: u64,
+    /// Owner (thread) id.
+    owner: u64,
+    /// File id.
+    file: u64,
+    /// First page of the file mapped.
+    first: u64,
+    /// The entries, one per page.
+    entries: Box<[AtomicU64]>,
+}
+
+impl MapRec {
+    fn pages(&self) -> u64 {
+        self.entries.len() as u64
+    }
+
+    fn covers(&self, file: u64, page: u64) -> bool {
+        self.file == file && page >= self.first && page - self.first < self.pages()
+    }
+
+    fn entry(&self, page: u64) -> &AtomicU64 {
+        &self.entries[(page - self.first) as usize]
+    }
+
+    fn counted(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| count_of(e.load(Ordering::Relaxed)) != 0)
+    }
+}
+
+/// A file's side of the reverse maps, under its lock.
+#[derive(Default)]
+pub(crate) struct FileMaps {
+    /// Per page: how many mappings cover it (sized at the first mapping).
+    mapcount: Vec<u32>,
+    /// File-space map: the mappings of the file, sorted by first page.
+    maps: Vec<Arc<MapRec>>,
+    /// The most pages any mapping in `maps` ever had (bounds the binary search).
+    max_pages: u64,
+}
+
+impl FileMaps {
+    /// Whether a mapping covers `page`.
+    pub(crate) fn mapped(&self, page: u64) -> bool {
+        self.mapcount.get(page as usize).is_some_and(|&c| c > 0)
+    }
+
+    /// The sum of the embedded counters naming `frame` of the mappings covering `page`,
+    /// through the file-space map.
+    fn sum_file_space(&self, page: u64, frame: u32) -> u64 {
+        let end = self.maps.partition_point(|m| m.first <= page);
+        let mut sum = 0;
+        for m in self.maps[..end].iter().rev() {
+            if m.first + self.max_pages <= page {
+                break;
+            }
+            if page - m.first < m.pages() {
+                sum += embedded_count(m.entry(page), frame);
+            }
+        }
+        sum
+    }
+}
+
+/// The owners' side of the process-space map.
+#[derive(Default)]
+pub(crate) struct Owners {
+    /// Per owner: its mappings by address, and its next free address.
+    by_owner: BTreeMap<u64, (Vec<Arc<MapRec>>, u64)>,
+}
+
+impl Owners {
+    /// The sum of the embedded counters naming `frame` of every owner's mappings covering
+    /// (`file`, `page`): a search of each owner's address-ordered records.
+    fn sum(&self, file: u64, page: u64, frame: u32) -> u64 {
+        let mut sum = 0;
+        for (maps, _) in self.by_owner.values() {
+            for m in maps {
+                if m.covers(file, page) {
+                    sum += embedded_count(m.entry(page), frame);
+                }
+            }
+        }
+        sum
+    }
+}
+
+/// The reverse-map state of a cache.
+pub(crate) struct Lodic {
+    pub(crate) rmap: Rmap,
+    pub(crate) owners: std::sync::Mutex<Owners>,
+}
+
+impl Lodic {
+    pub(crate) fn new(rmap: Rmap) -> Self {
+        Lodic {
+            rmap,
+            owners: std::sync::Mutex::new(Owners::default()),
+        }
+    }
+
+    /// The sum of the embedded counters of (`f`, `page`) held in `frame`, through the
+    /// configured reverse map. `fm` is the file's locked side; `owners` the locked owners
+    /// (process-space only).
+    pub(crate) fn sum(
+        &self,
+        fm: &FileMaps,
+        owners: Option<&Owners>,
+        file: u64,
+        page: u64,
+        frame: u32,
+    ) -> u64 {
+        if !fm.mapped(page) {
+            return 0;
+        }
+        match (self.rmap, owners) {
+            (Rmap::Process, Some(o)) => o.sum(file, page, frame),
+            _ => fm.sum_file_space(page, frame),
+        }
+    }
+}
+
+static NEXT_OWNER: StdAtomicU64 = StdAtomicU64::new(1);
+
+std::thread_local! {
+    static OWNER: u64 = NEXT_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A thread's mapping of pages of a cached file (see the module documentation of
+/// [`crate::lodic`]): reads through it count on its own entries, with plain stores.
+///
+/// Neither `Send` nor `Sync`: only the thread that made it may use it, which the compiler
+/// checks. Dropping it unmaps it.
+///
+/// ```
+/// # use pagecache::{Config, PageCacheOf};
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("f");
+/// # std::fs::write(&path, vec![7u8; 3 * 4096])?;
+/// let cache = PageCacheOf::with_scheme(refcount::atomic::Atomic, &Config::new(64, "atomic"))?;
+/// let file = cache.open(&path)?;
+/// let map = file.map(0, 3)?; // pages 0..3
+/// let mut buf = [0u8; 16];
+/// map.read_at(&mut buf, 4096 + 8)?; // page 1, through the embedded counter
+/// assert_eq!(buf, [7u8; 16]);
+/// let held = map.page(2)?; // a held reference, counted in the entry
+/// assert_eq!(file.page_count(2), 1);
+/// drop(held);
+/// assert_eq!(file.page_count(2), 0);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Mapping<'f, C: RefCounter> {
+    file: &'f CachedFileOf<C>,
+    rec: Arc<MapRec>,
+    /// Not `Send`, not `Sync`: the entries are written by the owning thread only.
+    _owner: PhantomData<*const ()>,
+}
+
+/// A reference to one page held through a [`Mapping`]: counted in the mapping's entry (or,
+/// past [`EMBEDDED_MAX`] references on one entry, in the page's global counter). The page stays
+/// cached while it lives; a leaked one pins the page (and the mapping) for ever.
+pub struct MappedPage<'m, 'f, C: RefCounter> {
+    map: &'m Mapping<'f, C>,
+    page: u64,
+    frame: u32,
+    /// `Some`: the reference is a token of the scheme (spilled); `None`: embedded.
+    spilled: Option<ManuallyDrop<C::Token>>,
+    _owner: PhantomData<*const ()>,
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+impl<C: RefCounter> CachedFileOf<C> {
+    /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors
+    /// (`InvalidInput`): no pages, or a range past the pages the file had when it was opened.
+    pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
+        let (c, f) = self.parts();
+        let have = f.slots.len() as u64;
+        if pages == 0 {
+            return Err(invalid("pagecache: a mapping of no pages".into()));
+        }
+        if first.checked_add(pages).is_none_or(|end| end > have) {
+            return Err(invalid(format!(
+                "pagecache: mapping pages {first}..{} of {}, which has {have}",
+                first.saturating_add(pages),
+                f.path.display()
+            )));
+        }
+        // The light fence is a compiler fence only once the process is registered for the
+        // heavy one; register before the first owner relies on it.
+        let _ = percpu::membarrier::asymmetric_available();
+        let owner = OWNER.with(|o| *o);
+        let mut fm = crate::cache::lock(&f.maps);
+        let mut owners = crate::cache::lock(&c.lodic.owners);
+        let (list, next_va) = owners
+            .by_owner
+            .entry(owner)
+            .or_insert_with(|| (Vec::new(), 0x1000_0000));
+        let rec = Arc::new(MapRec {
+            va: *next_va,
+            owner,
+            file: f.id,
+            first,
+            entries: (0..pages).map(|_| AtomicU64::new(0)).collect(),
+        });
+        *next_va += pages * PAGE_SIZE as u64;
+        // The owner's address-ordered records exist in both modes (they are its address
+        // space); only the process-space reclaim searches them.
+        let at = list.partition_point(|m| m.va < rec.va);
+        list.insert(at, rec.clone());
+        drop(owners);
+        if fm.mapcount.is_empty() {
+            fm.mapcount = vec![0; have as usize];
+        }
+        for m in &mut fm.mapcount[first as usize..(first + pages) as usize] {
+            *m += 1;
+        }
+        if c.lodic.rmap == Rmap::File {
+            let at = fm.maps.partition_point(|m| m.first <= first);
+            fm.maps.insert(at, rec.clone());
+            fm.max_pages = fm.max_pages.max(pages);
+        }
+        Ok(Mapping {
+            file: self,
+            rec,
+            _owner: PhantomData,
+        })
+    }
+
+    /// READ-ALL of page `index`: its global counter (the scheme's `read_all`) plus every
+    /// embedded counter of the mappings that cover it, found through the reverse map (0 for a
+    /// page not cached). A snapshot: exact when no thread is taking or dropping references.
+    pub fn page_count(&self, index: u64) -> i64 {
+        let (c, f) = self.parts();
+        let Some(slot) = f.slots.get(index as usize) else {
+            return 0;
+        };
+        // Acquire: pairs with the Release store of `fill` that installs the frame.
+        let s = slot.load(Ordering::Acquire);
+        if s == 0 {
+            return 0;
+        }
+        let i = s - 1;
+        let fm = crate::cache::lock(&f.maps);
+        let owners = (c.lodic.rmap == Rmap::Process).then(|| crate::cache::lock(&c.lodic.owners));
+        c.scheme.read_all(c.obj(i)) + c.lodic.sum(&fm, owners.as_deref(), f.id, index, i) as i64
+    }
+
+    /// How many mappings cover page `index` now.
+    pub fn mapcount(&self, index: u64) -> u32 {
+        let f = self.parts().1;
+        crate::cache::lock(&f.maps)
+            .mapcount
+            .get(index as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl<'f, C: RefCounter> Mapping<'f, C> {
+    /// Pages mapped.
+    pub fn pages(&self) -> u64 {
+        self.rec.pages()
+    }
+
+    /// The first page of the file mapped.
+    pub fn first_page(&self) -> u64 {
+        self.rec.first
+    }
+
+    /// Bytes mapped (`pages() * PAGE_SIZE`).
+    pub fn len(&self) -> u64 {
+        self.pages() * PAGE_SIZE as u64
+    }
+
+    /// Always false: a mapping has at least one page.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The mapping's address in its owner's address space (process-space records).
+    pub fn address(&self) -> u64 {
+        self.rec.va
+    }
+
+    /// The file.
+    pub fn file(&self) -> &'f CachedFileOf<C> {
+        self.file
+    }
+
+    /// The embedded counter of the entry of mapped page `k` (relative to the mapping), and
+    /// the frame it names. For tests and inspection.
+    pub fn entry(&self, k: u64) -> Option<(u32, u64)> {
+        let v = self.rec.entries.get(k as usize)?.load(Ordering::Relaxed);
+        frame_of(v).map(|f| (f, count_of(v)))
+    }
+
+    fn check(&self, offset: u64, len: usize) -> io::Result<()> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.len())
+        {
+            return Err(invalid(format!(
+                "pagecache: read of {len} bytes at {offset} outside a mapping of {} bytes",
+                self.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies `buf.len()` bytes at `offset` (from the start of the mapping) into `buf`, like a
+    /// load from mapped memory: bytes of the last page past the end of the file read as they
+    /// are cached (zeros unless written). Errors: a range outside the mapping
+    /// (`InvalidInput`), a fill's error.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.check(offset, buf.len())?;
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let k = at / PAGE_SIZE as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let n = (PAGE_SIZE - off).min(buf.len() - done);
+            self.read_page(k, off, &mut buf[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// The fast path: an embedded reference around the copy.
+    #[inline]
+    fn read_page(&self, k: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
+        let (c, f) = self.file.parts();
+        let page = self.rec.first + k;
+        let e = &self.rec.entries[k as usize];
+        let v = e.load(Ordering::Relaxed);
+        if let Some(i) = frame_of(v) {
+            if count_of(v) < EMBEDDED_MAX && enter_frame(c, f, e, v, i, page) {
+                copy_out(c.words(i), off, part);
+                owner_exit(e);
+                return Ok(());
+            }
+        }
+        self.read_slow(k, off, part)
+    }
+
+    /// The slow path: the page's global counter, as a read of the file; then the entry is
+    /// pointed at the frame when it counts nothing.
+    #[cold]
+    fn read_slow(&self, k: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
+        let (c, f) = self.file.parts();
+        let page = self.rec.first + k;
+        let at = page * PAGE_SIZE as u64 + off as u64;
+        let mut direct = None;
+        let got = c.acquire(f, page, &mut || {
+            direct = Some(self.file.direct_bytes(part.len(), at));
+            Ok(())
+        })?;
+        match got {
+            Got::Frame(i, tok) => {
+                copy_out(c.words(i), off, part);
+                self.install(k, i);
+                c.scheme.put(c.obj(i), tok);
+            }
+            Got::Bypassed => part.copy_from_slice(&direct.expect("bypass ran")?),
+        }
+        Ok(())
+    }
+
+    /// Points entry `k` at frame `i` if it counts nothing (its references, if any, are on the
+    /// frame it names).
+    fn install(&self, k: u64, i: u32) {
+        let e = &self.rec.entries[k as usize];
+        if count_of(e.load(Ordering::Relaxed)) == 0 {
+            // Relaxed: a count of zero names nothing a reclaimer must see; the next
+            // `owner_enter` orders itself.
+            e.store(entry(i, 0), Ordering::Relaxed);
+        }
+    }
+
+    /// A held reference to mapped page `k` (relative to the mapping), filled. Errors: a page
+    /// outside the mapping (`InvalidInput`), a fill's error, every frame referenced
+    /// (`OutOfMemory`).
+    pub fn page(&self, k: u64) -> io::Result<MappedPage<'_, 'f, C>> {
+        if k >= self.pages() {
+            return Err(invalid(format!(
+                "pagecache: page {k} outside a mapping of {} pages",
+                self.pages()
+            )));
+        }
+        let (c, f) = self.file.parts();
+        let page = self.rec.first + k;
+        let e = &self.rec.entries[k as usize];
+        let v = e.load(Ordering::Relaxed);
+        if let Some(i) = frame_of(v) {
+            if count_of(v) < EMBEDDED_MAX && enter_frame(c, f, e, v, i, page) {
+                return Ok(MappedPage {
+                    map: self,
+                    page,
+                    frame: i,
+                    spilled: None,
+                    _owner: PhantomData,
+                });
+            }
+        }
+        match c.acquire(f, page, &mut || Ok(()))? {
+            Got::Frame(i, tok) => {
+                self.install(k, i);
+                let v = e.load(Ordering::Relaxed);
+                if frame_of(v) == Some(i)
+                    && count_of(v) < EMBEDDED_MAX
+                    && enter_frame(c, f, e, v, i, page)
+                {
+                    // Counted in the entry now; the global reference can go.
+                    c.scheme.put(c.obj(i), tok);
+                    return Ok(MappedPage {
+                        map: self,
+                        page,
+                        frame: i,
+                        spilled: None,
+                        _owner: PhantomData,
+                    });
+                }
+                // The entry is full or counts another frame: spill into the global counter.
+                Ok(MappedPage {
+                    map: self,
+                    page,
+                    frame: i,
+                    spilled: Some(ManuallyDrop::new(tok)),
+                    _owner: PhantomData,
+                })
+            }
+            Got::Bypassed => Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "pagecache: every frame is referenced",
+            )),
+        }
+    }
+}
+
+/// `owner_enter` on entry `e` (value `v`, naming frame `i`), then the flag and the re-check.
+/// `true`: the reference is counted and the frame holds `page`; `false`: undone.
+#[inline(always)]
+fn enter_frame<C: RefCounter>(
+    c: &Inner<C>,
+    f: &FileState,
+    e: &AtomicU64,
+    v: u64,
+    i: u32,
+    page: u64,
+) -> bool {
+    owner_enter(e, v);
+    let m = c.meta(i);
+    // Acquire: pairs with the Release clear of the flag after a reclaimed frame's version was
+    // made odd (`Inner::evict`): a clear flag seen here shows that odd version to `holds`.
+    if !m.lodic.load(Ordering::Acquire) && m.holds(f.id, page) {
+        m.touch();
+        return true;
+    }
+    owner_undo(e);
+    false
+}
+
+impl<C: RefCounter> MappedPage<'_, '_, C> {
+    /// The page of the file.
+    pub fn index(&self) -> u64 {
+        self.page
+    }
+
+    /// Whether the reference spilled into the page's global counter.
+    pub fn spilled(&self) -> bool {
+        self.spilled.is_some()
+    }
+
+    /// Copies `buf.len()` bytes at `offset` within the page.
+    ///
+    /// # Panics
+    /// If the range is outside the page.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) {
+        copy_out(self.map.file.parts().0.words(self.frame), offset, buf);
+    }
+}
+
+impl<C: RefCounter> Drop for MappedPage<'_, '_, C> {
+    fn drop(&mut self) {
+        let c = self.map.file.parts().0;
+        match self.spilled.as_mut() {
+            Some(t) => {
+                // SAFETY: the token is taken exactly once, here, and self is never used again.
+                let t = unsafe { ManuallyDrop::take(t) };
+                c.scheme.put(c.obj(self.frame), t);
+            }
+            None => owner_exit(&self.map.rec.entries[(self.page - self.map.rec.first) as usize]),
+        }
+    }
+}
+
+impl<C: RefCounter> Drop for Mapping<'_, C> {
+    fn drop(&mut self) {
+        let (c, f) = self.file.parts();
+        let mut fm = crate::cache::lock(&f.maps);
+        if self.rec.counted() {
+            // Leaked references: the mapping stays in the reverse maps, counting them.
+            return;
+        }
+        let mut owners = crate::cache::lock(&c.lodic.owners);
+        if let Some((list, _)) = owners.by_owner.get_mut(&self.rec.owner) {
+            list.retain(|m| !Arc::ptr_eq(m, &self.rec));
+            if list.is_empty() {
+                owners.by_owner.remove(&self.rec.owner);
+            }
+        }
+        drop(owners);
+        fm.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
+        let (a, b) = (
+            self.rec.first as usize,
+            (self.rec.first + self.rec.pages()) as usize,
+        );
+        for m in &mut fm.mapcount[a..b] {
+            *m -= 1;
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! LODIC mappings over the page cache: content through mappings, exact counts (global plus
+//! embedded) against a model, overflow into the global counter, reclaim refused while any
+//! mapping counts a reference, both reverse maps, bad input, and a stress of map / read / hold
+//! / unmap / drop_cache / eviction with forced migration and content checks.
+
+mod common;
+
+use common::{pat, pattern_file, Rng};
+use pagecache::lodic::EMBEDDED_MAX;
+use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
+use refcount::atomic::Atomic;
+use refcount::RefCounter;
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+
+const RMAPS: [Rmap; 2] = [Rmap::File, Rmap::Process];
+
+fn cache<C: RefCounter>(scheme: C, pages: usize, rmap: Rmap) -> PageCacheOf<C> {
+    let mut cfg = Config::new(pages, C::NAME);
+    cfg.rmap = rmap;
+    PageCacheOf::with_scheme(scheme, &cfg).expect("cache")
+}
+
+fn check_bytes(buf: &[u8], at: u64) {
+    for (k, &b) in buf.iter().enumerate() {
+        assert_eq!(b, pat(at + k as u64), "byte at {}", at + k as u64);
+    }
+}
+
+#[test]
+fn reads_through_a_mapping_see_the_file_and_count_nothing_after() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 10 * PAGE_SIZE as u64 + 100);
+        let c = cache(Atomic, 64, rmap);
+        let f = c.open(&path).unwrap();
+        let m = f.map(2, 9).unwrap(); // pages 2..11, the last one partial
+        assert_eq!((m.first_page(), m.pages()), (2, 9));
+        let mut buf = vec![0u8; 3 * PAGE_SIZE + 17];
+        m.read_at(&mut buf, 5).unwrap(); // first read: slow path, installs entries
+        check_bytes(&buf, 2 * PAGE_SIZE as u64 + 5);
+        for k in 0..4 {
+            let (frame, count) = m.entry(k).expect("installed");
+            assert_eq!(count, 0, "entry {k} counts nothing after the read");
+            assert!(frame < 64);
+        }
+        assert_eq!(m.entry(5), None, "never touched");
+        m.read_at(&mut buf, 7).unwrap(); // fast path now
+        check_bytes(&buf, 2 * PAGE_SIZE as u64 + 7);
+        // The partial last page: the file's 100 bytes, then zeros.
+        let mut last = vec![0u8; PAGE_SIZE];
+        m.read_at(&mut last, 8 * PAGE_SIZE as u64).unwrap();
+        check_bytes(&last[..100], 10 * PAGE_SIZE as u64);
+        assert!(last[100..].iter().all(|&b| b == 0));
+        for p in 0..11 {
+            assert_eq!(f.page_count(p), 0, "{rmap:?}: page {p}");
+            assert_eq!(f.mapcount(p), u32::from((2..11).contains(&p)));
+        }
+        drop(m);
+        assert_eq!(f.mapcount(3), 0);
+        assert_eq!(f.drop_cache().unwrap(), 5, "pages 2..6 and 10 were read");
+    }
+}
+
+#[test]
+fn held_pages_count_exactly_and_refuse_reclaim() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 8 * PAGE_SIZE as u64);
+        let c = cache(Atomic, 16, rmap);
+        let f = c.open(&path).unwrap();
+        let a = f.map(0, 8).unwrap();
+        let b = f.map(4, 4).unwrap();
+        let mut model = [0i64; 8];
+        let mut held = Vec::new();
+        let mut rng = Rng::new(7);
+        for _ in 0..200 {
+            let p = rng.below(8);
+            let g = if p >= 4 && rng.below(2) == 0 {
+                b.page(p - 4).unwrap()
+            } else {
+                a.page(p).unwrap()
+            };
+            assert_eq!(g.index(), p);
+            assert!(!g.spilled());
+            let mut x = [0u8; 9];
+            g.read(100, &mut x);
+            check_bytes(&x, p * PAGE_SIZE as u64 + 100);
+            model[p as usize] += 1;
+            held.push(g);
+            if rng.below(3) == 0 {
+                let k = rng.below(held.len() as u64) as usize;
+                let g = held.swap_remove(k);
+                model[g.index() as usize] -= 1;
+            }
+        }
+        for p in 0..8 {
+            assert_eq!(f.page_count(p), model[p as usize], "{rmap:?}: page {p}");
+        }
+        let referenced = model.iter().filter(|&&n| n > 0).count();
+        let freed = f.drop_cache().unwrap();
+        assert_eq!(
+            freed,
+            8 - referenced,
+            "{rmap:?}: only unreferenced pages drop"
+        );
+        for p in 0..8u64 {
+            if model[p as usize] > 0 {
+                assert_eq!(f.page_count(p), model[p as usize], "kept with its count");
+            }
+        }
+        drop(held);
+        assert_eq!(f.drop_cache().unwrap(), referenced);
+        for p in 0..8 {
+            assert_eq!(f.page_count(p), 0);
+        }
+    }
+}
+
+#[test]
+fn an_entry_past_its_eleven_bits_spills_into_the_global_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", PAGE_SIZE as u64);
+    let c = cache(Atomic, 4, Rmap::File);
+    let f = c.open(&path).unwrap();
+    let m = f.map(0, 1).unwrap();
+    let n = EMBEDDED_MAX as usize + 5;
+    let guards: Vec<_> = (0..n).map(|_| m.page(0).unwrap()).collect();
+    let spilled = guards.iter().filter(|g| g.spilled()).count();
+    assert_eq!(spilled, 5, "2,047 embedded, the rest in the global counter");
+    assert_eq!(m.entry(0).unwrap().1, EMBEDDED_MAX);
+    // READ-ALL: 5 in the global counter plus the 2,047 of the entry.
+    assert_eq!(f.page_count(0), n as i64);
+    // A read while the entry is full goes the global way and leaves the counts as they were.
+    let mut x = [0u8; 8];
+    m.read_at(&mut x, 8).unwrap();
+    check_bytes(&x, 8);
+    assert_eq!(f.page_count(0), n as i64);
+    assert_eq!(f.drop_cache().unwrap(), 0);
+    drop(guards);
+    assert_eq!(f.page_count(0), 0);
+    assert_eq!(f.drop_cache().unwrap(), 1);
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", 4 * PAGE_SIZE as u64);
+    let c = cache(Atomic, 8, Rmap::File);
+    let f = c.open(&path).unwrap();
+    for (first, pages) in [(0, 0), (0, 5), (4, 1), (3, 2), (u64::MAX, 2)] {
+        let e = f.map(first, pages).err().expect("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{first}+{pages}: {e}");
+    }
+    assert_eq!(f.mapcount(0), 0, "a refused map registers nothing");
+    let m = f.map(1, 2).unwrap();
+    let mut buf = [0u8; 16];
+    for at in [2 * PAGE_SIZE as u64 - 8, 2 * PAGE_SIZE as u64, u64::MAX - 3] {
+        let e = m.read_at(&mut buf, at).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "read at {at}: {e}");
+    }
+    assert!(m.page(2).is_err());
+    assert_eq!(f.page_count(1), 0);
+    assert_eq!(f.page_count(2), 0);
+    m.read_at(&mut buf, 2 * PAGE_SIZE as u64 - 16).unwrap();
+    check_bytes(&buf, 3 * PAGE_SIZE as u64 - 16);
+}
+
+#[test]
+fn a_leaked_guard_pins_its_page_and_its_mapping_but_miscounts_nothing() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 4 * PAGE_SIZE as u64);
+        let c = cache(Atomic, 8, rmap);
+        let f = c.open(&path).unwrap();
+        let m = f.map(0, 4).unwrap();
+        m.read_at(&mut vec![0u8; 4 * PAGE_SIZE], 0).unwrap();
+        std::mem::forget(m.page(1).unwrap());
+        drop(m); // stays in the reverse maps, counting the leaked reference
+        assert_eq!(f.mapcount(1), 1);
+        assert_eq!(f.page_count(1), 1);
+        assert_eq!(
+            f.drop_cache().unwrap(),
+            3,
+            "{rmap:?}: the leaked page stays"
+        );
+        assert_eq!(f.page_count(1), 1);
+        // A new mapping of the same page works beside it.
+        let m2 = f.map(1, 1).unwrap();
+        let g = m2.page(0).unwrap();
+        assert_eq!(f.page_count(1), 2);
+        drop(g);
+        drop(m2);
+        assert_eq!(f.page_count(1), 1);
+    }
+}
+
+#[test]
+fn mappings_of_many_threads_count_exactly() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 4 * PAGE_SIZE as u64);
+        let c = cache(Atomic, 8, rmap);
+        let f = c.open(&path).unwrap();
+        let threads = 6;
+        let held = Barrier::new(threads + 1);
+        let checked = Barrier::new(threads + 1);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (f, held, checked) = (&f, &held, &checked);
+                s.spawn(move || {
+                    let m = f.map(0, 4).unwrap();
+                    let g: Vec<_> = (0..=t).map(|_| m.page(2).unwrap()).collect();
+                    let g1 = m.page(t as u64 % 4).unwrap();
+                    held.wait();
+                    checked.wait();
+                    drop((g, g1));
+                });
+            }
+            held.wait();
+            let mut want = [0i64; 4];
+            want[2] = (1..=threads as i64).sum();
+            for t in 0..threads {
+                want[t % 4] += 1;
+            }
+            for p in 0..4 {
+                assert_eq!(f.page_count(p), want[p as usize], "{rmap:?}: page {p}");
+                assert_eq!(f.mapcount(p), threads as u32);
+            }
+            assert_eq!(f.drop_cache().unwrap(), 0, "every page is held");
+            checked.wait();
+        });
+        for p in 0..4 {
+            assert_eq!(f.page_count(p), 0);
+            assert_eq!(f.mapcount(p), 0, "threads that exit unmap");
+        }
+        assert_eq!(f.drop_cache().unwrap(), 4);
+    }
+}
+
+/// Readers map, read (content-checked), hold pages across a migration, and unmap, while a
+/// dropper empties the file and the cache (fewer frames than pages) evicts: no read sees
+/// another page's bytes, no held page is reclaimed (its bytes are checked after the drops),
+/// and every count is zero at the end.
+fn stress<C: RefCounter>(scheme: C, rmap: Rmap) {
+    const PAGES: u64 = 48;
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", PAGES * PAGE_SIZE as u64);
+    let c = cache(scheme, 24, rmap);
+    let f = c.open(&path).unwrap();
+    let stop = AtomicBool::new(false);
+    let reads = AtomicU64::new(0);
+    let threads = 4;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (f, stop, reads) = (&f, &stop, &reads);
+            s.spawn(move || {
+                let mut rng = Rng::new(t as u64 + 1);
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) || n < 2_000 {
+                    let first = rng.below(PAGES - 8);
+                    let m = f.map(first, 8).unwrap();
+                    for _ in 0..50 {
+                        let k = rng.below(8);
+                        let off = rng.below(PAGE_SIZE as u64 - 64);
+                        let mut buf = [0u8; 64];
+                        m.read_at(&mut buf, k * PAGE_SIZE as u64 + off).unwrap();
+                        check_bytes(&buf, (first + k) * PAGE_SIZE as u64 + off);
+                        n += 1;
+                        if rng.below(16) == 0 {
+                            let g = m.page(k).unwrap();
+                            if rng.below(4) == 0 {
+                                percpu::affinity::migrate(rng.below(64) as usize);
+                            }
+                            std::thread::yield_now();
+                            let mut x = [0u8; 32];
+                            g.read(off as usize, &mut x);
+                            check_bytes(&x, (first + k) * PAGE_SIZE as u64 + off);
+                        }
+                    }
+                    drop(m);
+                }
+                reads.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        let mut drops = 0;
+        while drops < 200 {
+            f.drop_cache().unwrap();
+            drops += 1;
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(reads.load(Ordering::Relaxed) >= 2_000 * threads as u64);
+    for p in 0..PAGES {
+        assert_eq!(f.page_count(p), 0, "{rmap:?}: page {p}");
+        assert_eq!(f.mapcount(p), 0);
+    }
+    f.drop_cache().unwrap();
+    assert_eq!(
+        c.stats().resident,
+        0,
+        "{rmap:?}: every page drops at the end"
+    );
+}
+
+#[test]
+fn stress_file_space_atomic() {
+    stress(Atomic, Rmap::File);
+}
+
+#[test]
+fn stress_process_space_atomic() {
+    stress(Atomic, Rmap::Process);
+}
+
+#[test]
+fn stress_file_space_over_paygo() {
+    stress(paygo::Domain::new(), Rmap::File);
+}

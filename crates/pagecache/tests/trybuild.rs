@@ -1,0 +1,9 @@
+//! What the type system forbids of LODIC mappings: each file of `tests/compile_fail/` must fail
+//! to compile, with the error recorded beside it (`TRYBUILD=overwrite cargo test -p pagecache
+//! --test trybuild` records new ones).
+
+#[test]
+fn compile_fail() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/compile_fail/*.rs");
+}
