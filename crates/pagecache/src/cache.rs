@@ -614,6 +614,18 @@ impl<C: RefCounter> PageCacheOf<C> {
     pub fn scheme(&self) -> &C {
         &self.inner.scheme
     }
+
+    /// The bytes of the scheme's counters over every frame of the cache (its `memory`).
+    pub fn counter_memory(&self) -> refcount::Memory {
+        let i = &self.inner;
+        i.scheme
+            .memory(&mut (0..i.frames.len() as u32).map(|k| i.obj(k)))
+    }
+
+    /// What the LODIC mappings of the cache hold now (see [`crate::lodic::LodicMemory`]).
+    pub fn lodic_memory(&self) -> crate::lodic::LodicMemory {
+        self.inner.lodic.memory()
+    }
 }
 
 impl<C: RefCounter> CachedFileOf<C> {

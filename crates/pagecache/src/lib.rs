@@ -10,7 +10,7 @@ mod page;
 mod sync;
 
 pub use cache::{CachedFileOf, PageCacheOf, PageRef};
-pub use lodic::{MappedPage, Mapping, Rmap};
+pub use lodic::{LodicMemory, MappedPage, Mapping, Rmap};
 pub use page::PAGE_SIZE;
 pub use schemes::SchemeConfig;
 

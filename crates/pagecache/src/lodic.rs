@@ -253,6 +253,21 @@ impl Owners {
     }
 }
 
+/// The memory of a cache's LODIC mappings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LodicMemory {
+    /// Mappings in the reverse maps.
+    pub mappings: usize,
+    /// Entries (mapped pages, summed over the mappings).
+    pub entries: usize,
+    /// The embedded counters: 11 bits per entry, in bytes (rounded up). They live in bits the
+    /// entries have anyway (a PTE's unused bits), so they add nothing to the tables.
+    pub counter_bytes: usize,
+    /// The tables themselves (8 bytes per entry) and the reverse-map records: what a mapping
+    /// costs whether or not it counts (the page tables and VMAs of a process).
+    pub table_bytes: usize,
+}
+
 /// The reverse-map state of a cache.
 pub(crate) struct Lodic {
     pub(crate) rmap: Rmap,
@@ -265,6 +280,21 @@ impl Lodic {
             rmap,
             owners: std::sync::Mutex::new(Owners::default()),
         }
+    }
+
+    /// What the mappings hold now (every mapping is in its owner's records).
+    pub(crate) fn memory(&self) -> LodicMemory {
+        let o = crate::cache::lock(&self.owners);
+        let mut m = LodicMemory::default();
+        for (maps, _) in o.by_owner.values() {
+            for r in maps {
+                m.mappings += 1;
+                m.entries += r.entries.len();
+                m.table_bytes += r.entries.len() * 8 + core::mem::size_of::<MapRec>();
+            }
+        }
+        m.counter_bytes = (m.entries * COUNT_BITS as usize).div_ceil(8);
+        m
     }
 
     /// The sum of the embedded counters of (`f`, `page`) held in `frame`, through the

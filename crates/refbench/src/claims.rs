@@ -644,9 +644,17 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
     if r.is_empty() {
         return not_measured("lodic-memory was not run");
     }
+    // The fully mapped file where it was measured (LODIC's worst case), else any share.
+    let full = |r: &Row| r.extra.get("mapped_pct").and_then(|v| v.as_f64()) == Some(100.0);
     let bytes = |s: &str| {
-        r.iter()
+        let at2: Vec<&Row> = r
+            .iter()
+            .copied()
             .filter(|r| r.scheme.starts_with(s) && r.threads == 2)
+            .collect();
+        at2.iter()
+            .filter(|r| full(r))
+            .chain(at2.iter())
             .find_map(|r| {
                 r.extra
                     .get("bytes")
@@ -840,6 +848,126 @@ mod tests {
         assert_eq!(space(&r).verdict, Verdict::Holds);
         assert_eq!(oplog_memory(&r).verdict, Verdict::DoesNotHold);
         assert_eq!(lodic_memory(&r).verdict, Verdict::NotMeasured);
+    }
+
+    #[test]
+    fn lodic_rules() {
+        // Memory: the fully mapped row is the one judged, whatever the order of the rows.
+        let mem = |l10: f64, l100: f64, p: f64| {
+            vec![
+                row(
+                    "lodic-memory",
+                    "lodic-file",
+                    2,
+                    10,
+                    0.0,
+                    json!({"bytes": l10, "mapped_pct": 10}),
+                ),
+                row(
+                    "lodic-memory",
+                    "lodic-file",
+                    2,
+                    100,
+                    0.0,
+                    json!({"bytes": l100, "mapped_pct": 100}),
+                ),
+                row(
+                    "lodic-memory",
+                    "lodic-file",
+                    16,
+                    100,
+                    0.0,
+                    json!({"bytes": 1.0, "mapped_pct": 100}),
+                ),
+                row(
+                    "lodic-memory",
+                    "percpu-ref",
+                    2,
+                    100,
+                    0.0,
+                    json!({"bytes": p, "mapped_pct": 100}),
+                ),
+            ]
+        };
+        assert_eq!(
+            lodic_memory(&Rows(&mem(1.0, 10.0, 100.0))).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            lodic_memory(&Rows(&mem(1.0, 20.0, 100.0))).verdict,
+            Verdict::HoldsInShape
+        );
+        assert_eq!(
+            lodic_memory(&Rows(&mem(1.0, 200.0, 100.0))).verdict,
+            Verdict::DoesNotHold
+        );
+        // Query: file-space rows only; 100% against 10%.
+        let q = |ten: f64, all: f64, process_all: f64| {
+            vec![
+                row(
+                    "lodic-query",
+                    "lodic-file",
+                    2,
+                    10,
+                    0.0,
+                    json!({"mapped_pct": 10, "ms_to_drop": ten}),
+                ),
+                row(
+                    "lodic-query",
+                    "lodic-file",
+                    2,
+                    100,
+                    0.0,
+                    json!({"mapped_pct": 100, "ms_to_drop": all}),
+                ),
+                row(
+                    "lodic-query",
+                    "lodic-process",
+                    2,
+                    10,
+                    0.0,
+                    json!({"mapped_pct": 10, "ms_to_drop": 1.0}),
+                ),
+                row(
+                    "lodic-query",
+                    "lodic-process",
+                    2,
+                    100,
+                    0.0,
+                    json!({"mapped_pct": 100, "ms_to_drop": process_all}),
+                ),
+            ]
+        };
+        assert_eq!(
+            lodic_query(&Rows(&q(1.0, 6.0, 1.0))).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            lodic_query(&Rows(&q(1.0, 2.0, 100.0))).verdict,
+            Verdict::HoldsInShape
+        );
+        assert_eq!(
+            lodic_query(&Rows(&q(1.0, 0.9, 100.0))).verdict,
+            Verdict::DoesNotHold
+        );
+        // DRBH: scaling and the distance to PAYGO.
+        let d = |l2: f64, p2: f64| {
+            vec![
+                row("drbh", "lodic-file", 1, 1, 100.0, json!({})),
+                row("drbh", "lodic-file", 2, 1, l2, json!({})),
+                row("drbh", "paygo", 1, 1, 100.0, json!({})),
+                row("drbh", "paygo", 2, 1, p2, json!({})),
+            ]
+        };
+        assert_eq!(lodic_drbh(&Rows(&d(190.0, 190.0))).verdict, Verdict::Holds);
+        assert_eq!(
+            lodic_drbh(&Rows(&d(190.0, 400.0))).verdict,
+            Verdict::HoldsInShape
+        );
+        assert_eq!(
+            lodic_drbh(&Rows(&d(90.0, 190.0))).verdict,
+            Verdict::DoesNotHold
+        );
     }
 
     #[test]

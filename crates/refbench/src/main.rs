@@ -67,6 +67,9 @@ enum Cmd {
         /// `tsc-check`: round trips per ordered pair of CPUs.
         #[arg(long, default_value_t = 1_000_000)]
         samples: u64,
+        /// `lodic-query`, `lodic-memory`: size of the file, MiB.
+        #[arg(long, default_value_t = 256)]
+        file_mib: usize,
         /// Epoch of schemes with a background thread (RefCache), in microseconds.
         #[arg(long, default_value_t = 10_000)]
         epoch_us: u64,
@@ -177,6 +180,7 @@ fn main() -> ExitCode {
             spin_cycles,
             read_every,
             samples,
+            file_mib,
             epoch_us,
             format,
             out,
@@ -228,6 +232,14 @@ fn main() -> ExitCode {
             if samples == 0 {
                 return usage_error("--samples must be at least 1");
             }
+            if file_mib == 0 {
+                return usage_error("--file-mib must be at least 1");
+            }
+            if experiment.starts_with("lodic-") && objects.iter().any(|&o| o > 100) {
+                return usage_error(format!(
+                    "--objects: {experiment} takes mapped percentages, 1 to 100"
+                ));
+            }
             if reps == 0 {
                 return usage_error("--reps must be at least 1");
             }
@@ -255,6 +267,7 @@ fn main() -> ExitCode {
                 spin_cycles,
                 read_every,
                 samples,
+                file_mib,
             };
             let meta = Meta::collect();
             let bar = ProgressBar::new(experiments::steps(&experiment, &params));

@@ -30,7 +30,9 @@ struct Series {
 
 /// x axis of an experiment: threads, or objects for object-spectrum.
 fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
-    let by_objects = rows.iter().any(|r| r.experiment == "object-spectrum");
+    // lodic-query: by mapped share (percent, in `objects`), on a linear axis.
+    let by_share = rows.iter().any(|r| r.experiment == "lodic-query");
+    let by_objects = by_share || rows.iter().any(|r| r.experiment == "object-spectrum");
     let mut out: Vec<Series> = Vec::new();
     for r in rows {
         let Some(v) = r.ops_per_sec else { continue };
@@ -68,12 +70,14 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     (
-        if by_objects {
+        if by_share {
+            "mapped pages (%)".into()
+        } else if by_objects {
             "objects".into()
         } else {
             "threads".into()
         },
-        by_objects,
+        by_objects && !by_share,
         out,
     )
 }
@@ -126,6 +130,8 @@ fn unit(rows: &[&Row]) -> &'static str {
         Some("query") => "M reclaims/s",
         Some("oplog-list") => "M add+remove iterations/s",
         Some("oplog-read-ratio") => "M forks/s",
+        Some("drop-file" | "lodic-query") => "M pages dropped/s",
+        Some("drbh" | "randomread" | "file-spectrum" | "pread-table") => "M reads/s",
         _ => "M get+put pairs/s",
     }
 }

@@ -71,6 +71,10 @@ pub fn params(experiment: &str, depth: Depth, threads: &[usize]) -> Params {
             (1..=10).collect()
         },
         samples: if quick { 100_000 } else { 1_000_000 },
+        file_mib: match (experiment, quick) {
+            ("lodic-query", false) => 1024,
+            _ => 64,
+        },
     }
 }
 

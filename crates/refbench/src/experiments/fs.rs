@@ -21,7 +21,7 @@ use super::Params;
 use crate::harness::{median, pin_to, thread_cpu_secs};
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
-use pagecache::{CachedFileOf, Config, Mode, PageCacheOf, PAGE_SIZE};
+use pagecache::{CachedFileOf, Config, Mapping, Mode, PageCacheOf, Rmap, PAGE_SIZE};
 use refcount::RefCounter;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -42,8 +42,24 @@ pub const NAMES: &[&str] = &[
     "pread-table",
 ];
 
-/// The alternatives measured beside the schemes.
-pub const BASELINES: &[&str] = &["kernel", "quick_cache", "optimistic"];
+/// The alternatives measured beside the schemes: LODIC over the page's own atomic counter
+/// with either reverse map, and what a user would pick instead of a counted cache.
+pub const BASELINES: &[&str] = &[
+    "lodic-file",
+    "lodic-process",
+    "kernel",
+    "quick_cache",
+    "optimistic",
+];
+
+/// The reverse map of a `lodic-*` name.
+pub fn lodic_rmap(name: &str) -> Option<Rmap> {
+    match name {
+        "lodic-file" => Some(Rmap::File),
+        "lodic-process" => Some(Rmap::Process),
+        _ => None,
+    }
+}
 
 /// Bytes per read.
 const READ: usize = 64;
@@ -104,9 +120,25 @@ enum Pattern {
     Sequential,
 }
 
-/// Something the timed loop reads from.
+/// Something the timed loop reads from; each reading thread makes its own `Local` state (a
+/// LODIC mapping) on its own thread.
 trait Source: Sync {
-    fn read(&self, file: usize, buf: &mut [u8], off: u64);
+    type Local<'s>
+    where
+        Self: 's;
+    fn local(&self) -> Self::Local<'_>;
+    fn read<'s>(&'s self, local: &mut Self::Local<'s>, file: usize, buf: &mut [u8], off: u64);
+}
+
+/// Sources without per-thread state.
+macro_rules! stateless {
+    () => {
+        type Local<'s>
+            = ()
+        where
+            Self: 's;
+        fn local(&self) {}
+    };
 }
 
 struct CacheSource<'a, C: RefCounter> {
@@ -114,8 +146,9 @@ struct CacheSource<'a, C: RefCounter> {
 }
 
 impl<C: RefCounter> Source for CacheSource<'_, C> {
+    stateless!();
     #[inline]
-    fn read(&self, file: usize, buf: &mut [u8], off: u64) {
+    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) {
         let n = self.files[file]
             .read_at(buf, off)
             .expect("read through the cache");
@@ -128,10 +161,36 @@ struct KernelSource<'a> {
 }
 
 impl Source for KernelSource<'_> {
+    stateless!();
     #[inline]
-    fn read(&self, file: usize, buf: &mut [u8], off: u64) {
+    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) {
         let n = self.files[file].read_at(buf, off).expect("pread");
         debug_assert_eq!(n, buf.len());
+    }
+}
+
+/// LODIC: each reading thread maps every file whole and reads through its mappings.
+struct LodicSource<'a, C: RefCounter> {
+    files: &'a [CachedFileOf<C>],
+    pages: u64,
+}
+
+impl<C: RefCounter> Source for LodicSource<'_, C> {
+    type Local<'s>
+        = Vec<Mapping<'s, C>>
+    where
+        Self: 's;
+    fn local(&self) -> Vec<Mapping<'_, C>> {
+        self.files
+            .iter()
+            .map(|f| f.map(0, self.pages).expect("refbench: map the file"))
+            .collect()
+    }
+    #[inline]
+    fn read<'s>(&'s self, local: &mut Vec<Mapping<'s, C>>, file: usize, buf: &mut [u8], off: u64) {
+        local[file]
+            .read_at(buf, off)
+            .expect("read through a mapping");
     }
 }
 
@@ -143,8 +202,9 @@ struct QuickSource<'a> {
 }
 
 impl Source for QuickSource<'_> {
+    stateless!();
     #[inline]
-    fn read(&self, file: usize, buf: &mut [u8], off: u64) {
+    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) {
         let page = off / PAGE_SIZE as u64;
         let p = self
             .cache
@@ -168,10 +228,10 @@ impl Source for QuickSource<'_> {
 }
 
 /// The files of one experiment, in a temporary directory.
-struct Files {
+pub(super) struct Files {
     _dir: tempfile::TempDir,
-    paths: Vec<PathBuf>,
-    pages: u64,
+    pub(super) paths: Vec<PathBuf>,
+    pub(super) pages: u64,
 }
 
 fn temp_dir() -> tempfile::TempDir {
@@ -186,7 +246,7 @@ fn temp_dir() -> tempfile::TempDir {
         .expect("refbench: cannot create a temporary directory")
 }
 
-fn make_files(count: usize, bytes: u64) -> Files {
+pub(super) fn make_files(count: usize, bytes: u64) -> Files {
     let dir = temp_dir();
     let mut chunk = vec![0u8; 1 << 20];
     let paths = (0..count)
@@ -240,6 +300,7 @@ fn timed<S: Source>(
                     let mut rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
                     let mut page = t as u64 * pages / threads as u64;
                     let mut ops = 0u64;
+                    let mut local = src.local();
                     barrier.wait();
                     let cpu0 = thread_cpu_secs();
                     loop {
@@ -263,7 +324,7 @@ fn timed<S: Source>(
                                     (0, p * PAGE_SIZE as u64)
                                 }
                             };
-                            src.read(file, &mut buf, off);
+                            src.read(&mut local, file, &mut buf, off);
                         }
                         ops += BATCH;
                         if stop.load(Ordering::Relaxed) {
@@ -312,6 +373,8 @@ type DropCells = BTreeMap<(String, usize, usize), (Vec<f64>, Vec<f64>, usize, us
 struct ReadJob<'a> {
     label: &'a str,
     mode: Mode,
+    /// LODIC: read through per-thread mappings with this reverse map.
+    lodic: Option<Rmap>,
     pattern: Pattern,
     files: &'a Files,
     objects: usize,
@@ -330,6 +393,9 @@ impl Visit for ReadJob<'_> {
         let limit = limit_for(self.files);
         let mut cfg = Config::new(limit, C::NAME);
         cfg.mode = self.mode;
+        if let Some(r) = self.lodic {
+            cfg.rmap = r;
+        }
         let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("refbench: page cache");
         let files: Vec<CachedFileOf<C>> = self
             .files
@@ -338,17 +404,32 @@ impl Visit for ReadJob<'_> {
             .map(|p| cache.open(p).expect("refbench: open through the cache"))
             .collect();
         warm(&files, self.files.pages);
-        let src = CacheSource { files: &files };
+        let cache_src = CacheSource { files: &files };
+        let lodic_src = LodicSource {
+            files: &files,
+            pages: self.files.pages,
+        };
         for &t in &self.p.threads {
-            let (ops, util) = timed(
-                &src,
-                self.pattern,
-                files.len(),
-                self.files.pages,
-                t,
-                self.p.duration,
-                self.p.pin,
-            );
+            let (ops, util) = match self.lodic {
+                Some(_) => timed(
+                    &lodic_src,
+                    self.pattern,
+                    files.len(),
+                    self.files.pages,
+                    t,
+                    self.p.duration,
+                    self.p.pin,
+                ),
+                None => timed(
+                    &cache_src,
+                    self.pattern,
+                    files.len(),
+                    self.files.pages,
+                    t,
+                    self.p.duration,
+                    self.p.pin,
+                ),
+            };
             let st = cache.stats();
             let c = self
                 .cells
@@ -363,7 +444,7 @@ impl Visit for ReadJob<'_> {
     }
 }
 
-fn warm<C: RefCounter>(files: &[CachedFileOf<C>], pages: u64) {
+pub(super) fn warm<C: RefCounter>(files: &[CachedFileOf<C>], pages: u64) {
     let mut b = [0u8; READ];
     for f in files {
         for p in 0..pages {
@@ -418,7 +499,7 @@ fn measure_reads(
             let mut b = [0u8; READ];
             for f in 0..fs.len() {
                 for pg in 0..files.pages {
-                    src.read(f, &mut b, pg * PAGE_SIZE as u64);
+                    src.read(&mut (), f, &mut b, pg * PAGE_SIZE as u64);
                 }
             }
             for &t in &p.threads {
@@ -428,8 +509,12 @@ fn measure_reads(
             }
         }
         _ => {
+            let lodic = lodic_rmap(name);
             let (scheme, mode) = if name == "optimistic" {
                 ("paygo", Mode::Optimistic)
+            } else if lodic.is_some() {
+                // LODIC's global counter is the page's own atomic count, as in Linux.
+                ("atomic", Mode::Counting)
             } else {
                 (name, Mode::Counting)
             };
@@ -439,6 +524,7 @@ fn measure_reads(
                 ReadJob {
                     label: name,
                     mode,
+                    lodic,
                     pattern,
                     files,
                     objects,
@@ -487,6 +573,8 @@ fn note(name: &str) -> Option<&'static str> {
         ),
         "quick_cache" => Some("quick_cache crate holding Arc pages; a hit clones the Arc"),
         "optimistic" => Some("no reference on a hit (version-validated copy); cannot hold a page"),
+        "lodic-file" => Some("LODIC: per-thread mappings, 11-bit counters in their entries over the page's atomic count; file-space reverse map"),
+        "lodic-process" => Some("LODIC: per-thread mappings, 11-bit counters in their entries over the page's atomic count; process-space reverse map"),
         _ => None,
     }
 }

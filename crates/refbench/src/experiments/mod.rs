@@ -6,6 +6,7 @@ mod ceiling;
 mod counting;
 mod front;
 pub mod fs;
+mod lodic_exp;
 mod oplog_exp;
 
 use crate::output::Row;
@@ -82,6 +83,8 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     ExperimentInfo { name: "randomread", about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files through the page cache; also kernel, quick_cache, optimistic", variants: None },
     ExperimentInfo { name: "file-spectrum", about: "PAYGO Fig. 10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)", variants: None },
     ExperimentInfo { name: "drop-file", about: "PAYGO Fig. 13: time to drop a cached file of --objects MiB (default 64,256), without and with background readers", variants: None },
+    ExperimentInfo { name: "lodic-query", about: "LODIC query cost (the slides' fadvise): time to drop a cached file of --file-mib MiB with --objects percent of it mapped (default 10,20,100) by max(--threads) threads, file-space vs process-space reverse map", variants: Some(lodic_exp::QUERY_VARIANTS) },
+    ExperimentInfo { name: "lodic-memory", about: "LODIC counter memory vs per-object schemes over a cached file of --file-mib MiB, 1 to 16 sharing threads, --objects percent mapped (default 10,50,100)", variants: Some(lodic_exp::MEMORY_VARIANTS) },
     ExperimentInfo { name: "pread-table", about: "2026 frozen-bit patch's table: drbh for cas (vanilla) and frozen-bit (patched) at each thread count, boost in percent", variants: Some(&["cas", "frozen-bit"]) },
 ];
 
@@ -125,6 +128,8 @@ pub struct Params {
     pub read_every: Vec<u64>,
     /// `tsc-check`: round trips per pair of CPUs.
     pub samples: u64,
+    /// `lodic-query`, `lodic-memory`: size of the file, MiB.
+    pub file_mib: usize,
 }
 
 /// Default object counts of an experiment where the user gave none.
@@ -133,6 +138,8 @@ pub fn default_objects(experiment: &str) -> Vec<usize> {
         "object-spectrum" => vec![1, 4, 16, 64, 256, 1024, 4096, 16384, 65536],
         "memory" => vec![100_000],
         "query" => vec![10_000],
+        "lodic-query" => vec![10, 20, 100],
+        "lodic-memory" => vec![10, 50, 100],
         e if fs::handles(e) => fs::default_objects(e),
         _ => vec![1],
     }
@@ -153,6 +160,8 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
         "oplog-read-ratio" => Ok(oplog_exp::read_ratio(p, tick)),
         "arc-clone" => Ok(front::arc_clone(p, tick)),
         "reclaim-pressure" => Ok(front::reclaim_pressure(p, tick)),
+        "lodic-query" => Ok(lodic_exp::query(p, tick)),
+        "lodic-memory" => Ok(lodic_exp::memory(p, tick)),
         e if fs::handles(e) => Ok(fs::run(e, p, tick)),
         other => Err(format!(
             "unknown experiment '{other}' (see `refbench list`)"
@@ -179,6 +188,8 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         "oplog-read-ratio" => s * r * t * p.read_every.len() as u64,
         "arc-clone" => s * r * t,
         "reclaim-pressure" => s * r * t * 2,
+        "lodic-query" => s * r * o,
+        "lodic-memory" => s * o,
         e if fs::handles(e) => fs::steps(e, p),
         _ => 0,
     }

@@ -1,0 +1,281 @@
+//! LODIC's own experiments, through the `pagecache` crate's mappings (`pagecache::lodic`):
+//!
+//! * `lodic-query` (the slides' fadvise experiment): time to drop a cached file (`--file-mib`,
+//!   1 GiB in the full reproduce run) while `max(--threads)` threads each map `--objects`
+//!   percent of its pages (10, 20, 100 by default) and have read each mapped page once, with
+//!   the file-space and the process-space reverse map. An unmapped page is dropped as in any
+//!   cache; a mapped one is flagged, fenced (once per batch) and its embedded counters summed
+//!   through the reverse map.
+//! * `lodic-memory`: counter memory of LODIC against per-object schemes as the number of
+//!   sharing threads grows (1, 2, 4, 8, 16) and as the mapped share grows (`--objects`
+//!   percent): LODIC counts the page's global counter plus 11 bits per mapped page per sharing
+//!   thread; the others count their counters over the same cached pages (on this machine's
+//!   CPUs).
+
+use super::fs::{lodic_rmap, make_files, warm, Files};
+use super::Params;
+use crate::harness::{median, thread_cpu_secs};
+use crate::output::Row;
+use crate::schemes::{self, Kind, SchemeInfo, Visit};
+use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
+use refcount::atomic::Atomic;
+use refcount::RefCounter;
+use serde_json::{json, Map};
+use std::collections::BTreeMap;
+use std::sync::Barrier;
+use std::time::Instant;
+
+/// `lodic-query`'s variants.
+pub const QUERY_VARIANTS: &[&str] = &["lodic-file", "lodic-process"];
+
+/// `lodic-memory`'s variants: LODIC, and the schemes it is compared with.
+pub const MEMORY_VARIANTS: &[&str] = &["lodic-file", "percpu-ref", "paygo", "refcache", "atomic"];
+
+/// Sharing threads of `lodic-memory`.
+pub const SHARING: &[usize] = &[1, 2, 4, 8, 16];
+
+/// Pages per mapping: a mapped share is laid out as runs of this many pages.
+const RUN: u64 = 64;
+
+/// Whether the run of pages starting at run `r` is mapped at `pct` percent (spread evenly).
+fn run_mapped(r: u64, pct: usize) -> bool {
+    (r * pct as u64) % 100 < pct as u64
+}
+
+/// The (first page, pages) runs of a file of `pages` pages mapped at `pct` percent.
+fn runs(pages: u64, pct: usize) -> Vec<(u64, u64)> {
+    (0..pages.div_ceil(RUN))
+        .filter(|&r| run_mapped(r, pct))
+        .map(|r| (r * RUN, RUN.min(pages - r * RUN)))
+        .collect()
+}
+
+/// `threads` threads each map `runs` of `file` and read one byte of every mapped page; while
+/// they hold their mappings, `f` runs on the calling thread.
+fn with_mappings<C: RefCounter, R>(
+    file: &pagecache::CachedFileOf<C>,
+    runs: &[(u64, u64)],
+    threads: usize,
+    f: impl FnOnce() -> R,
+) -> R {
+    let mapped = Barrier::new(threads + 1);
+    let done = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (mapped, done) = (&mapped, &done);
+            s.spawn(move || {
+                let maps: Vec<_> = runs
+                    .iter()
+                    .map(|&(first, n)| {
+                        let m = file.map(first, n).expect("refbench: map");
+                        let mut b = [0u8; 1];
+                        for k in 0..n {
+                            m.read_at(&mut b, k * PAGE_SIZE as u64)
+                                .expect("refbench: read through a mapping");
+                        }
+                        m
+                    })
+                    .collect();
+                mapped.wait();
+                done.wait();
+                drop(maps);
+            });
+        }
+        mapped.wait();
+        let r = f();
+        done.wait();
+        r
+    })
+}
+
+/// `lodic-query`.
+pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let threads = p.threads.iter().copied().max().unwrap_or(2);
+    let files = make_files(1, (p.file_mib as u64) << 20);
+    // (variant, pct) -> (ms per rep, cpu_util per rep)
+    let mut cells: BTreeMap<(String, usize), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for _ in 0..p.reps {
+        for name in &p.schemes {
+            let rmap = lodic_rmap(name).expect("validated variant");
+            for &pct in &p.objects {
+                let (ms, util) = drop_once(&files, rmap, pct, threads);
+                let c = cells.entry((name.clone(), pct)).or_default();
+                c.0.push(ms);
+                c.1.push(util);
+                tick(name);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        for &pct in &p.objects {
+            let Some((ms, util)) = cells.get(&(name.clone(), pct)) else {
+                continue;
+            };
+            let m = median(ms);
+            let mut extra = Map::new();
+            extra.insert("mapped_pct".into(), json!(pct));
+            extra.insert("ms_to_drop".into(), json!(m));
+            extra.insert("file_mib".into(), json!(p.file_mib));
+            extra.insert("sharing_threads".into(), json!(threads));
+            extra.insert(
+                "mapped_pages".into(),
+                json!(runs(files.pages, pct).iter().map(|r| r.1).sum::<u64>()),
+            );
+            extra.insert("cpu_util".into(), json!(median(util)));
+            extra.insert(
+                "ns_per_page".into(),
+                json!(m * 1e6 / files.pages.max(1) as f64),
+            );
+            rows.push(Row {
+                experiment: "lodic-query".into(),
+                scheme: name.clone(),
+                kind: Kind::Scheme,
+                threads,
+                objects: pct,
+                ops_per_sec: Some(files.pages as f64 / (m / 1e3).max(1e-12)),
+                reps: ms
+                    .iter()
+                    .map(|ms| files.pages as f64 / (ms / 1e3).max(1e-12))
+                    .collect(),
+                extra,
+            });
+        }
+    }
+    rows
+}
+
+/// One timed drop of the whole file with `pct` percent of it mapped by `threads` threads.
+/// Returns (milliseconds, the dropper's cpu_util).
+fn drop_once(files: &Files, rmap: Rmap, pct: usize, threads: usize) -> (f64, f64) {
+    let mut cfg = Config::new(files.pages as usize + 64, "atomic");
+    cfg.rmap = rmap;
+    let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("refbench: page cache");
+    let file = cache.open(&files.paths[0]).expect("refbench: open");
+    warm(std::slice::from_ref(&file), files.pages);
+    let runs = runs(files.pages, pct);
+    let (ms, util, freed) = with_mappings(&file, &runs, threads, || {
+        let (t0, c0) = (Instant::now(), thread_cpu_secs());
+        let freed = file.drop_cache().expect("drop_cache");
+        let secs = t0.elapsed().as_secs_f64();
+        let cpu = thread_cpu_secs() - c0;
+        (secs * 1e3, (cpu / secs.max(1e-9)).min(1.0), freed)
+    });
+    assert_eq!(
+        freed, files.pages as usize,
+        "lodic-query: pages mapped but not referenced must all drop"
+    );
+    (ms, util)
+}
+
+struct MemoryJob<'a> {
+    files: &'a Files,
+    out: &'a mut Option<refcount::Memory>,
+}
+
+impl Visit for MemoryJob<'_> {
+    type Out = ();
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
+        let cfg = Config::new(self.files.pages as usize, C::NAME);
+        let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("refbench: page cache");
+        let file = cache.open(&self.files.paths[0]).expect("refbench: open");
+        warm(std::slice::from_ref(&file), self.files.pages);
+        *self.out = Some(cache.counter_memory());
+    }
+}
+
+/// `lodic-memory`.
+pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let files = make_files(1, (p.file_mib as u64) << 20);
+    let pages = files.pages;
+    let cpus = percpu::possible_cpus();
+    let mut rows = Vec::new();
+    for name in &p.schemes {
+        for &pct in &p.objects {
+            let runs = runs(pages, pct);
+            let mapped: u64 = runs.iter().map(|r| r.1).sum();
+            // The other schemes' counters do not depend on the sharing threads: measure once.
+            let fixed = if lodic_rmap(name).is_none() {
+                let mut out = None;
+                schemes::visit(
+                    name,
+                    &p.scheme_config,
+                    MemoryJob {
+                        files: &files,
+                        out: &mut out,
+                    },
+                )
+                .expect("validated");
+                out
+            } else {
+                None
+            };
+            for &t in SHARING {
+                let mut extra = Map::new();
+                let bytes = match &fixed {
+                    Some(m) => {
+                        extra.insert("bytes_shared".into(), json!(m.shared));
+                        extra.insert("bytes_objects".into(), json!(m.objects));
+                        m.total()
+                    }
+                    None => {
+                        let mut cfg = Config::new(pages as usize, "atomic");
+                        cfg.rmap = lodic_rmap(name).expect("a lodic name");
+                        let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+                        let file = cache.open(&files.paths[0]).expect("refbench: open");
+                        warm(std::slice::from_ref(&file), pages);
+                        let (global, lm) = with_mappings(&file, &runs, t, || {
+                            (cache.counter_memory(), cache.lodic_memory())
+                        });
+                        assert_eq!(lm.entries as u64, mapped * t as u64);
+                        extra.insert("bytes_global".into(), json!(global.total()));
+                        extra.insert("bytes_embedded".into(), json!(lm.counter_bytes));
+                        extra.insert("bytes_tables".into(), json!(lm.table_bytes));
+                        extra.insert("mappings".into(), json!(lm.mappings));
+                        global.total() + lm.counter_bytes
+                    }
+                };
+                extra.insert("bytes".into(), json!(bytes));
+                extra.insert(
+                    "bytes_per_page".into(),
+                    json!(bytes as f64 / pages.max(1) as f64),
+                );
+                extra.insert("mapped_pct".into(), json!(pct));
+                extra.insert("mapped_pages".into(), json!(mapped));
+                extra.insert("pages".into(), json!(pages));
+                extra.insert("cpus".into(), json!(cpus));
+                let mut r = Row {
+                    experiment: "lodic-memory".into(),
+                    scheme: name.clone(),
+                    kind: Kind::Scheme,
+                    threads: t,
+                    objects: pct,
+                    ops_per_sec: None,
+                    reps: Vec::new(),
+                    extra,
+                };
+                r.ops_per_sec = None;
+                rows.push(r);
+            }
+            tick(name);
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_map_the_share_asked_for() {
+        for (pct, want) in [(10, 10), (20, 20), (50, 50), (100, 100)] {
+            let r = runs(100 * RUN, pct);
+            assert_eq!(r.len(), want, "{pct}%");
+            assert!(r.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0));
+        }
+        // A short last run.
+        let r = runs(RUN + 3, 100);
+        assert_eq!(r, vec![(0, RUN), (RUN, 3)]);
+    }
+}
