@@ -83,7 +83,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     ExperimentInfo { name: "randomread", about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files through the page cache; also kernel, quick_cache, optimistic", variants: None },
     ExperimentInfo { name: "file-spectrum", about: "PAYGO Fig. 10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)", variants: None },
     ExperimentInfo { name: "drop-file", about: "PAYGO Fig. 13: time to drop a cached file of --objects MiB (default 64,256), without and with background readers", variants: None },
-    ExperimentInfo { name: "lodic-query", about: "LODIC query cost (the slides' fadvise): time to drop a cached file of --file-mib MiB with --objects percent of it mapped (default 10,20,100) by max(--threads) threads, file-space vs process-space reverse map", variants: Some(lodic_exp::QUERY_VARIANTS) },
+    ExperimentInfo { name: "lodic-query", about: "LODIC query cost (the slides' fadvise): time to drop a cached file of --file-mib MiB with --objects percent of it mapped (default 10,20,100) by max(--threads) and by 16 threads, file-space vs process-space reverse map", variants: Some(lodic_exp::QUERY_VARIANTS) },
     ExperimentInfo { name: "lodic-memory", about: "LODIC counter memory vs per-object schemes over a cached file of --file-mib MiB, 1 to 16 sharing threads, --objects percent mapped (default 10,50,100)", variants: Some(lodic_exp::MEMORY_VARIANTS) },
     ExperimentInfo { name: "pread-table", about: "2026 frozen-bit patch's table: drbh for cas (vanilla) and frozen-bit (patched) at each thread count, boost in percent", variants: Some(&["cas", "frozen-bit"]) },
 ];
@@ -188,7 +188,7 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         "oplog-read-ratio" => s * r * t * p.read_every.len() as u64,
         "arc-clone" => s * r * t,
         "reclaim-pressure" => s * r * t * 2,
-        "lodic-query" => s * r * o,
+        "lodic-query" => s * r * o * lodic_exp::query_sharing(p).len() as u64,
         "lodic-memory" => s * o,
         e if fs::handles(e) => fs::steps(e, p),
         _ => 0,
