@@ -14,35 +14,51 @@ impl Domain {
     /// of the object moves between a table and the overflow list during the scan); without it,
     /// a hint (used before a reclaim's flag, see `try_reclaim`).
     pub(crate) fn scan(&self, hdr: &Header, obj: usize, early: bool) -> i64 {
+        let per = self.mask + 1;
         let base = self.home(hdr.flag.load(Ordering::Relaxed));
+        // The window as one or two runs of each table (it wraps at the table's end), so the
+        // loop over it indexes nothing.
+        let end = base + self.window;
+        let (first, wrapped) = if end <= per {
+            (base..end, 0..0)
+        } else {
+            (base..per, 0..end - per)
+        };
         let mut total = 0i64;
-        for cpu in 0..self.tables.len() {
-            let mut here = 0i64;
-            for i in 0..self.window {
-                let s = self.slot(cpu, base + i);
-                // Acquire (key and local): pairs with the committing store of the critical
-                // sections (a release store on x86-64; on the fallback, the slot lock and the
-                // reclaimer's second fence order them).
-                let k = s.key.load(Ordering::Acquire);
-                if k & !TAG != obj {
-                    continue;
-                }
-                // Local first, then anchor: while the object is being reclaimed neither can
-                // grow, so the value read is never below the entry's count at the end.
-                let l = s.local.load(Ordering::Acquire);
-                let (_, a) = s.anchor.load();
-                if s.key.load(Ordering::Acquire) != k {
-                    // Claimed by another object meanwhile: our entry was at zero.
-                    continue;
-                }
-                here = here.wrapping_add(l.wrapping_add(a));
-            }
+        for table in self.slots.chunks_exact(per) {
+            let here = Self::scan_run(&table[first.clone()], obj)
+                .wrapping_add(Self::scan_run(&table[wrapped.clone()], obj));
             total = total.wrapping_add(here);
             if early && here > 0 {
                 return total.max(1);
             }
         }
         total
+    }
+
+    /// The sum of `obj`'s entries among `run` (local + anchor).
+    #[inline(always)]
+    fn scan_run(run: &[crate::table::Slot], obj: usize) -> i64 {
+        let mut here = 0i64;
+        for s in run {
+            // Acquire (key and local): pairs with the committing store of the critical
+            // sections (a release store on x86-64; on the fallback, the slot lock and the
+            // reclaimer's second fence order them).
+            let k = s.key.load(Ordering::Acquire);
+            if k & !TAG != obj {
+                continue;
+            }
+            // Local first, then anchor: while the object is being reclaimed neither can
+            // grow, so the value read is never below the entry's count at the end.
+            let l = s.local.load(Ordering::Acquire);
+            let (_, a) = s.anchor.load();
+            if s.key.load(Ordering::Acquire) != k {
+                // Claimed by another object meanwhile: our entry was at zero.
+                continue;
+            }
+            here = here.wrapping_add(l.wrapping_add(a));
+        }
+        here
     }
 
     /// Whether the object counts a reference: overflow list first, then the tables with the
