@@ -138,29 +138,44 @@ static void run_selftest(void)
 
 /*
  * paygo_run=fsx: fsx on a tmpfs file, and on an ext4 file if the
- * initramfs has /ext4.img and the kernel can loop-mount it, while other
- * processes pread() the fsx files, drop their page cache with
- * fadvise(DONTNEED), and, on each file system, a checker reads a file
- * that another process keeps truncating to 0 and rewriting with 'c':
- * every byte a read returns must be 'c' or 0.  (A read that overlaps the
- * truncation can return zeroes of the hole for pages below the size it
- * saw before the truncation: reads are not atomic against truncate, on
- * the vanilla kernel too.  Any other byte would be another page's.)
+ * initramfs has /ext4.img (kernel/fsx puts it there) and the kernel can
+ * loop-mount it, while other processes pread() the fsx files, drop their
+ * page cache with fadvise(DONTNEED), and, on each file system, a checker
+ * reads a file that another process keeps truncating to 0 and rewriting
+ * with 'c': every byte a read returns must be 'c' or 0.  (A read that
+ * overlaps the truncation can return zeroes of the hole for pages below
+ * the size it saw before the truncation: reads are not atomic against
+ * truncate, on the vanilla kernel too.  Any other byte would be another
+ * page's.)  The dropper counts, with mincore() before and after each
+ * fadvise(DONTNEED), the calls after which fewer pages were resident:
+ * tmpfs ignores the advice, so there that count is only the truncations
+ * and hole punches that fell between the two mincore() calls, the noise
+ * floor for ext4's count.  If /ext4.img exists but cannot be mounted,
+ * the run fails.
  */
+enum { FS_TMPFS, FS_EXT4, NFS };
+static const char *const fs_name[NFS] = { "tmpfs", "ext4" };
+/* per file system: its fsx file and its checker's file */
+static const char *const fsx_file[NFS] = { "/tmp/fsx.file", "/mnt/fsx.file" };
+static const char *const check_file[NFS] = { "/tmp/check", "/mnt/check" };
+
 struct stress {
-	atomic_int stop;
-	atomic_long reads, bad, zeroes, rewrites, drops, foreign, nofadvise;
+	atomic_int stop, nofadvise;
+	struct {
+		atomic_long reads, bad, zeroes, rewrites, foreign;
+		atomic_long fadvise, dropping, dropped;
+	} fs[NFS];
 };
 
 static struct stress *st;
 
-static void stress_reader(const char *path)
+static void stress_reader(int f)
 {
 	static char buf[65536];
 	long i, zero;
 	int fd;
 
-	while ((fd = open(path, O_RDONLY)) < 0 && !atomic_load(&st->stop))
+	while ((fd = open(check_file[f], O_RDONLY)) < 0 && !atomic_load(&st->stop))
 		usleep(1000);
 	while (!atomic_load(&st->stop)) {
 		ssize_t n = pread(fd, buf, sizeof(buf), 0);
@@ -172,71 +187,109 @@ static void stress_reader(const char *path)
 				break;
 		}
 		if (zero)
-			atomic_fetch_add(&st->zeroes, 1);
-		if (n > 0 && i < n) {
-			atomic_fetch_add(&st->bad, 1);
+			atomic_fetch_add(&st->fs[f].zeroes, 1);
+		/* a wrong byte or a failed read is bad; the first 20 are printed */
+		if (n > 0 && i < n &&
+		    atomic_fetch_add(&st->fs[f].bad, 1) < 20)
 			fprintf(stderr, "# BAD byte 0x%02x at %ld of %zd in %s\n",
-				buf[i], i, n, path);
-		}
-		atomic_fetch_add(&st->reads, 1);
+				(unsigned char)buf[i], i, n, check_file[f]);
+		if (n < 0 && atomic_fetch_add(&st->fs[f].bad, 1) < 20)
+			fprintf(stderr, "# BAD read of %s: %s\n", check_file[f],
+				strerror(errno));
+		atomic_fetch_add(&st->fs[f].reads, 1);
 	}
 	_exit(0);
 }
 
-static void stress_rewriter(const char *path)
+static void stress_rewriter(int f)
 {
 	static char buf[65536];
-	int fd = open(path, O_RDWR | O_CREAT, 0644);
+	int fd = open(check_file[f], O_RDWR | O_CREAT, 0644);
 
+	if (fd < 0) {
+		perror(check_file[f]);
+		_exit(1);
+	}
 	memset(buf, 'c', sizeof(buf));
 	while (!atomic_load(&st->stop)) {
 		if (ftruncate(fd, 0) || pwrite(fd, buf, sizeof(buf), 0) != sizeof(buf))
 			perror("rewrite");
-		atomic_fetch_add(&st->rewrites, 1);
+		atomic_fetch_add(&st->fs[f].rewrites, 1);
 	}
 	_exit(0);
 }
 
-static const char *stress_files[] = {
-	"/tmp/fsx.file", "/mnt/fsx.file", "/tmp/check", "/mnt/check",
-};
-
 /* foreign pread()s of the fsx files, at pseudo-random offsets */
-static void stress_foreign(void)
+static void stress_foreign(int nfs)
 {
 	static char buf[8192];
 	unsigned int x = 12345;
-	int i, fd;
+	int f, fd;
 
 	while (!atomic_load(&st->stop)) {
-		for (i = 0; i < 2; i++) {
-			fd = open(stress_files[i], O_RDONLY);
+		for (f = 0; f < nfs; f++) {
+			fd = open(fsx_file[f], O_RDONLY);
 			if (fd < 0)
 				continue;
 			x = x * 1103515245 + 12345;
 			if (pread(fd, buf, 1 + x % sizeof(buf), (x >> 8) % 262144) >= 0)
-				atomic_fetch_add(&st->foreign, 1);
+				atomic_fetch_add(&st->fs[f].foreign, 1);
 			close(fd);
 		}
 	}
 	_exit(0);
 }
 
-static void stress_dropper(void)
+#define DROP_SPAN (256 << 10)	/* fsx.toml's flen; the checker's file is 64 KiB */
+
+/* pages of the first DROP_SPAN bytes of fd's file in the page cache, or -1 */
+static long resident(int fd)
 {
-	unsigned int i;
-	int fd;
+	unsigned char vec[DROP_SPAN / 4096];
+	long i, n = 0;
+	void *p;
+
+	p = mmap(NULL, DROP_SPAN, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	if (mincore(p, DROP_SPAN, vec))
+		n = -1;
+	for (i = 0; n >= 0 && i < (long)sizeof(vec); i++)
+		n += vec[i] & 1;
+	munmap(p, DROP_SPAN);
+	return n;
+}
+
+static void stress_dropper(int nfs)
+{
+	const char *path;
+	long before, after;
+	int f, k, fd, r;
 
 	while (!atomic_load(&st->stop)) {
-		for (i = 0; i < sizeof(stress_files) / sizeof(*stress_files); i++) {
-			fd = open(stress_files[i], O_RDONLY);
-			if (fd < 0)
-				continue;
-			if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == ENOSYS)
-				atomic_store(&st->nofadvise, 1);
-			close(fd);
+		for (f = 0; f < nfs; f++) {
+			for (k = 0; k < 2; k++) {
+				path = k ? check_file[f] : fsx_file[f];
+				fd = open(path, O_RDONLY);
+				if (fd < 0)
+					continue;
+				before = resident(fd);
+				r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+				after = resident(fd);
+				close(fd);
+				if (r == ENOSYS) {
+					atomic_store(&st->nofadvise, 1);
+					continue;
+				}
+				if (r)
+					fprintf(stderr, "# fadvise %s: %s\n", path, strerror(r));
+				atomic_fetch_add(&st->fs[f].fadvise, 1);
+				if (before > 0 && after >= 0 && after < before) {
+					atomic_fetch_add(&st->fs[f].dropping, 1);
+					atomic_fetch_add(&st->fs[f].dropped, before - after);
+				}
+			}
 		}
-		atomic_fetch_add(&st->drops, 1);
 		usleep(2000);
 	}
 	_exit(0);
@@ -260,37 +313,58 @@ static pid_t spawn_fsx(const char *ops, const char *seed, const char *art,
 	return pid;
 }
 
+/*
+ * Attach img to a free loop device and mount it as ext4 on dir.  The
+ * initramfs has no /dev/loop*: devtmpfs is mounted on /dev here (the
+ * kernel mounts it itself only when it mounts a root file system, not
+ * for an initramfs /init).
+ */
 static int loop_mount(const char *img, const char *dir)
 {
 	char dev[32];
 	int ctl, n, lfd, ffd;
 
+	mkdir("/dev", 0755);
+	if (access("/dev/loop-control", F_OK) &&
+	    mount("devtmpfs", "/dev", "devtmpfs", 0, NULL)) {
+		perror("# ext4: mount devtmpfs on /dev");
+		return -1;
+	}
 	ctl = open("/dev/loop-control", O_RDWR);
 	n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
 	if (n < 0) {
-		perror("loop-control");
+		perror("# ext4: /dev/loop-control");
 		return -1;
 	}
+	close(ctl);
 	snprintf(dev, sizeof(dev), "/dev/loop%d", n);
 	lfd = open(dev, O_RDWR);
 	ffd = open(img, O_RDWR);
 	if (lfd < 0 || ffd < 0 || ioctl(lfd, LOOP_SET_FD, ffd)) {
-		perror(dev);
+		fprintf(stderr, "# ext4: %s on %s: %s\n", img, dev, strerror(errno));
 		return -1;
 	}
+	close(ffd);
 	mkdir(dir, 0755);
 	if (mount(dev, dir, "ext4", 0, NULL)) {
-		perror("mount ext4");
+		perror("# ext4: mount ext4");
+		ioctl(lfd, LOOP_CLR_FD, 0);
 		return -1;
 	}
+	close(lfd);
 	return 0;
+}
+
+static int exited_ok(int status)
+{
+	return WIFEXITED(status) && !WEXITSTATUS(status);
 }
 
 static void run_fsx(void)
 {
 	const char *ops = env("paygo_fsx_ops", "100000");
-	pid_t helpers[8], f1, f2 = -1;
-	int s1 = -1, s2 = 0, nh = 0, i, ext4;
+	pid_t helpers[8], pid[NFS];
+	int status[NFS] = { -1, -1 }, nh = 0, i, f, nfs, want_ext4, ok;
 	double t0 = now();
 
 	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE,
@@ -299,49 +373,57 @@ static void run_fsx(void)
 		printf("# fsx stress: setup failed\n");
 		return;
 	}
-	ext4 = !access("/ext4.img", R_OK) && !loop_mount("/ext4.img", "/mnt");
+	want_ext4 = !access("/ext4.img", R_OK);
+	nfs = want_ext4 && !loop_mount("/ext4.img", "/mnt") ? 2 : 1;
 	printf("# fsx stress: cpus=%ld ops=%s per fsx, tmpfs /tmp%s\n",
 	       sysconf(_SC_NPROCESSORS_ONLN), ops,
-	       ext4 ? " and ext4 /mnt" : " (no ext4 image or no ext4 in this kernel)");
+	       nfs == 2 ? " and ext4 /mnt" :
+	       want_ext4 ? " (ext4: could not mount /ext4.img)" :
+	       " (no /ext4.img in the initramfs)");
 	fflush(stdout);
-	f1 = spawn_fsx(ops, "1", "/tmp/art-tmpfs", "/tmp/fsx.file");
-	if (ext4)
-		f2 = spawn_fsx(ops, "2", "/tmp/art-ext4", "/mnt/fsx.file");
+	for (f = 0; f < nfs; f++)
+		pid[f] = spawn_fsx(ops, f ? "2" : "1",
+				   f ? "/tmp/art-ext4" : "/tmp/art-tmpfs",
+				   fsx_file[f]);
+	for (f = 0; f < nfs; f++) {
+		if ((helpers[nh++] = fork()) == 0)
+			stress_rewriter(f);
+		if ((helpers[nh++] = fork()) == 0)
+			stress_reader(f);
+	}
 	if ((helpers[nh++] = fork()) == 0)
-		stress_rewriter("/tmp/check");
+		stress_foreign(nfs);
 	if ((helpers[nh++] = fork()) == 0)
-		stress_reader("/tmp/check");
-	if (ext4 && (helpers[nh++] = fork()) == 0)
-		stress_rewriter("/mnt/check");
-	if (ext4 && (helpers[nh++] = fork()) == 0)
-		stress_reader("/mnt/check");
-	if ((helpers[nh++] = fork()) == 0)
-		stress_foreign();
-	if ((helpers[nh++] = fork()) == 0)
-		stress_dropper();
-	waitpid(f1, &s1, 0);
-	if (ext4)
-		waitpid(f2, &s2, 0);
+		stress_dropper(nfs);
+	for (f = 0; f < nfs; f++)
+		waitpid(pid[f], &status[f], 0);
 	atomic_store(&st->stop, 1);
 	for (i = 0; i < nh; i++)
 		waitpid(helpers[i], NULL, 0);
-	printf("# fsx tmpfs exit %d\n", WIFEXITED(s1) ? WEXITSTATUS(s1) : -1);
-	if (ext4)
-		printf("# fsx ext4 exit %d\n", WIFEXITED(s2) ? WEXITSTATUS(s2) : -1);
-	printf("# checker reads %ld bad %ld (with zeroes of a hole %ld), rewrites %ld, foreign preads %ld, fadvise rounds %ld%s, %.0f s\n",
-	       atomic_load(&st->reads), atomic_load(&st->bad),
-	       atomic_load(&st->zeroes),
-	       atomic_load(&st->rewrites), atomic_load(&st->foreign),
-	       atomic_load(&st->drops),
-	       atomic_load(&st->nofadvise) ? " (fadvise: ENOSYS in this kernel)" : "",
-	       now() - t0);
-	printf("# fsx stress %s\n",
-	       WIFEXITED(s1) && !WEXITSTATUS(s1) && WIFEXITED(s2) &&
-	       !WEXITSTATUS(s2) && !atomic_load(&st->bad) &&
-	       atomic_load(&st->reads) > 0 ? "passed" : "FAILED");
+	ok = !want_ext4 || nfs == 2;
+	for (f = 0; f < nfs; f++) {
+		printf("# fsx %s exit %d\n", fs_name[f],
+		       WIFEXITED(status[f]) ? WEXITSTATUS(status[f]) : -1);
+		printf("# checker %s reads %ld bad %ld (with zeroes of a hole %ld), rewrites %ld, foreign preads %ld\n",
+		       fs_name[f], atomic_load(&st->fs[f].reads),
+		       atomic_load(&st->fs[f].bad),
+		       atomic_load(&st->fs[f].zeroes),
+		       atomic_load(&st->fs[f].rewrites),
+		       atomic_load(&st->fs[f].foreign));
+		printf("# fadvise %s DONTNEED calls %ld, fewer pages resident after the call than before %ld times (%ld pages in all)%s\n",
+		       fs_name[f], atomic_load(&st->fs[f].fadvise),
+		       atomic_load(&st->fs[f].dropping),
+		       atomic_load(&st->fs[f].dropped),
+		       atomic_load(&st->nofadvise) ? " (fadvise: ENOSYS in this kernel)" : "");
+		ok &= exited_ok(status[f]) && !atomic_load(&st->fs[f].bad) &&
+		      atomic_load(&st->fs[f].reads) > 0;
+	}
+	if (nfs == 2 && umount("/mnt")) {
+		perror("# ext4: umount /mnt");
+		ok = 0;
+	}
+	printf("# fsx stress %s, %.0f s\n", ok ? "passed" : "FAILED", now() - t0);
 	fflush(stdout);
-	if (ext4)
-		umount("/mnt");
 }
 
 int main(void)
