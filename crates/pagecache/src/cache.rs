@@ -684,16 +684,31 @@ impl<C: RefCounter> CachedFileOf<C> {
         if c.mode == Mode::Optimistic && c.read_optimistic(f, page, off, part) {
             return Ok(());
         }
+        self.read_counted(page, off, part, |_| {})
+    }
+
+    /// Reads `part` at `off` of cached page `page` under a reference taken with the scheme's
+    /// try-get (filling the page on a miss); `held(frame)` runs while the reference is held.
+    /// If no frame can be had, reads the file directly.
+    pub(crate) fn read_counted(
+        &self,
+        page: u64,
+        off: usize,
+        part: &mut [u8],
+        held: impl FnOnce(u32),
+    ) -> io::Result<()> {
+        let c = &*self.cache;
         let at = page * PAGE_SIZE as u64 + off as u64;
         let len = part.len();
         let mut direct = None;
-        let got = c.acquire(f, page, &mut || {
+        let got = c.acquire(&self.state, page, &mut || {
             direct = Some(self.direct_bytes(len, at));
             Ok(())
         })?;
         match got {
             Got::Frame(i, tok) => {
                 copy_out(c.words(i), off, part);
+                held(i);
                 c.scheme.put(c.obj(i), tok);
             }
             Got::Bypassed => {
@@ -704,7 +719,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         Ok(())
     }
 
-    pub(crate) fn direct_bytes(&self, len: usize, at: u64) -> io::Result<Vec<u8>> {
+    fn direct_bytes(&self, len: usize, at: u64) -> io::Result<Vec<u8>> {
         let mut v = vec![0u8; len];
         self.direct_read(&mut v, at)?;
         Ok(v)

@@ -311,9 +311,11 @@ impl Lodic {
         if !fm.mapped(page) {
             return 0;
         }
-        match (self.rmap, owners) {
-            (Rmap::Process, Some(o)) => o.sum(file, page, frame),
-            _ => fm.sum_file_space(page, frame),
+        match self.rmap {
+            Rmap::Process => owners
+                .expect("process-space sums need the owners' records")
+                .sum(file, page, frame),
+            Rmap::File => fm.sum_file_space(page, frame),
         }
     }
 }
@@ -526,44 +528,44 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
         Ok(())
     }
 
+    /// Counts one reference in entry `k` if it names a frame that holds the page and is not
+    /// full: the frame, or `None` (nothing counted).
+    #[inline(always)]
+    fn enter(&self, k: u64) -> Option<u32> {
+        let (c, f) = self.file.parts();
+        let e = &self.rec.entries[k as usize];
+        let v = e.load(Ordering::Relaxed);
+        let i = frame_of(v)?;
+        (count_of(v) < EMBEDDED_MAX && enter_frame(c, f, e, v, i, self.rec.first + k)).then_some(i)
+    }
+
     /// The fast path: an embedded reference around the copy.
     #[inline]
     fn read_page(&self, k: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
-        let (c, f) = self.file.parts();
-        let page = self.rec.first + k;
-        let e = &self.rec.entries[k as usize];
-        let v = e.load(Ordering::Relaxed);
-        if let Some(i) = frame_of(v) {
-            if count_of(v) < EMBEDDED_MAX && enter_frame(c, f, e, v, i, page) {
-                copy_out(c.words(i), off, part);
-                owner_exit(e);
-                return Ok(());
-            }
+        if let Some(i) = self.enter(k) {
+            copy_out(self.file.parts().0.words(i), off, part);
+            owner_exit(&self.rec.entries[k as usize]);
+            return Ok(());
         }
         self.read_slow(k, off, part)
+    }
+
+    fn guard(&self, k: u64, frame: u32, spilled: Option<C::Token>) -> MappedPage<'_, 'f, C> {
+        MappedPage {
+            map: self,
+            page: self.rec.first + k,
+            frame,
+            spilled: spilled.map(ManuallyDrop::new),
+            _owner: PhantomData,
+        }
     }
 
     /// The slow path: the page's global counter, as a read of the file; then the entry is
     /// pointed at the frame when it counts nothing.
     #[cold]
     fn read_slow(&self, k: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
-        let (c, f) = self.file.parts();
-        let page = self.rec.first + k;
-        let at = page * PAGE_SIZE as u64 + off as u64;
-        let mut direct = None;
-        let got = c.acquire(f, page, &mut || {
-            direct = Some(self.file.direct_bytes(part.len(), at));
-            Ok(())
-        })?;
-        match got {
-            Got::Frame(i, tok) => {
-                copy_out(c.words(i), off, part);
-                self.install(k, i);
-                c.scheme.put(c.obj(i), tok);
-            }
-            Got::Bypassed => part.copy_from_slice(&direct.expect("bypass ran")?),
-        }
-        Ok(())
+        self.file
+            .read_counted(self.rec.first + k, off, part, |i| self.install(k, i))
     }
 
     /// Points entry `k` at frame `i` if it counts nothing (its references, if any, are on the
@@ -587,47 +589,21 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
                 self.pages()
             )));
         }
-        let (c, f) = self.file.parts();
-        let page = self.rec.first + k;
-        let e = &self.rec.entries[k as usize];
-        let v = e.load(Ordering::Relaxed);
-        if let Some(i) = frame_of(v) {
-            if count_of(v) < EMBEDDED_MAX && enter_frame(c, f, e, v, i, page) {
-                return Ok(MappedPage {
-                    map: self,
-                    page,
-                    frame: i,
-                    spilled: None,
-                    _owner: PhantomData,
-                });
-            }
+        if let Some(i) = self.enter(k) {
+            return Ok(self.guard(k, i, None));
         }
-        match c.acquire(f, page, &mut || Ok(()))? {
+        let (c, f) = self.file.parts();
+        match c.acquire(f, self.rec.first + k, &mut || Ok(()))? {
             Got::Frame(i, tok) => {
                 self.install(k, i);
-                let v = e.load(Ordering::Relaxed);
-                if frame_of(v) == Some(i)
-                    && count_of(v) < EMBEDDED_MAX
-                    && enter_frame(c, f, e, v, i, page)
-                {
+                let named = frame_of(self.rec.entries[k as usize].load(Ordering::Relaxed));
+                if named == Some(i) && self.enter(k) == Some(i) {
                     // Counted in the entry now; the global reference can go.
                     c.scheme.put(c.obj(i), tok);
-                    return Ok(MappedPage {
-                        map: self,
-                        page,
-                        frame: i,
-                        spilled: None,
-                        _owner: PhantomData,
-                    });
+                    return Ok(self.guard(k, i, None));
                 }
                 // The entry is full or counts another frame: spill into the global counter.
-                Ok(MappedPage {
-                    map: self,
-                    page,
-                    frame: i,
-                    spilled: Some(ManuallyDrop::new(tok)),
-                    _owner: PhantomData,
-                })
+                Ok(self.guard(k, i, Some(tok)))
             }
             Got::Bypassed => Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,

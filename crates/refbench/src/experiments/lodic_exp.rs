@@ -265,7 +265,7 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 extra.insert("mapped_pages".into(), json!(mapped));
                 extra.insert("pages".into(), json!(pages));
                 extra.insert("cpus".into(), json!(cpus));
-                let mut r = Row {
+                rows.push(Row {
                     experiment: "lodic-memory".into(),
                     scheme: name.clone(),
                     kind: Kind::Scheme,
@@ -274,9 +274,7 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                     ops_per_sec: None,
                     reps: Vec::new(),
                     extra,
-                };
-                r.ops_per_sec = None;
-                rows.push(r);
+                });
             }
             tick(name);
         }
