@@ -1,7 +1,8 @@
 //! CPU numbering: how many CPUs may exist, and which one this thread runs on.
 
 /// The number of possible CPUs: one more than the highest CPU number the kernel may ever
-/// report (from `/sys/devices/system/cpu/possible`, else `sysconf(_SC_NPROCESSORS_CONF)`).
+/// report (from `/sys/devices/system/cpu/possible`, else `sysconf(_SC_NPROCESSORS_CONF)`),
+/// or more if [`size_for_cpus`] asked for more before the first call.
 /// Per-CPU arrays are sized by it, so CPU hot-plug never indexes past the end.
 pub fn possible_cpus() -> usize {
     #[cfg(loom)]
@@ -10,8 +11,79 @@ pub fn possible_cpus() -> usize {
     }
     #[cfg(not(loom))]
     {
-        static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        *N.get_or_init(detect_possible)
+        *POSSIBLE.get_or_init(detect_possible)
+    }
+}
+
+#[cfg(not(loom))]
+static POSSIBLE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// The most CPUs [`size_for_cpus`] accepts (the kernel's `NR_CPUS` limit on x86_64).
+pub const MAX_SIZED_CPUS: usize = 8192;
+
+/// Why [`size_for_cpus`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeError {
+    /// Per-CPU structures were already sized: [`possible_cpus`] was called before (its value
+    /// is fixed for the life of the process).
+    AlreadySized(usize),
+    /// Fewer CPUs than the kernel may report: arrays that small could be indexed past their
+    /// end. The payload is the machine's count.
+    BelowMachine(usize),
+    /// More than [`MAX_SIZED_CPUS`].
+    TooMany,
+}
+
+impl core::fmt::Display for SizeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SizeError::AlreadySized(n) => write!(
+                f,
+                "per-CPU structures are already sized for {n} CPUs in this process"
+            ),
+            SizeError::BelowMachine(n) => {
+                write!(f, "this machine may have {n} CPUs: cannot size for fewer")
+            }
+            SizeError::TooMany => write!(f, "cannot size for more than {MAX_SIZED_CPUS} CPUs"),
+        }
+    }
+}
+
+impl std::error::Error for SizeError {}
+
+/// Sizes every per-CPU structure of this process for `n` CPUs instead of the machine's
+/// possible CPUs: [`possible_cpus`] returns `n` from now on. `n` may only be at least the
+/// machine's count (more slots than CPUs is always safe: the extra ones stay unused), and it
+/// must be set before anything asks for [`possible_cpus`] (the first [`crate::PerCpu`] does).
+///
+/// What it is for: memory measured as a machine with `n` CPUs would use it (the counters'
+/// footprint grows with the CPUs, not with the work), and head-room for CPUs hot-plugged
+/// beyond what the kernel reports. Returns the count now in force.
+pub fn size_for_cpus(n: usize) -> Result<usize, SizeError> {
+    #[cfg(loom)]
+    {
+        let _ = n;
+        Err(SizeError::AlreadySized(crate::sync::LOOM_CPUS))
+    }
+    #[cfg(not(loom))]
+    {
+        if n > MAX_SIZED_CPUS {
+            return Err(SizeError::TooMany);
+        }
+        let machine = detect_possible();
+        if n < machine {
+            return Err(SizeError::BelowMachine(machine));
+        }
+        let mut set = false;
+        let now = *POSSIBLE.get_or_init(|| {
+            set = true;
+            n
+        });
+        if set || now == n {
+            Ok(now)
+        } else {
+            Err(SizeError::AlreadySized(now))
+        }
     }
 }
 

@@ -16,7 +16,10 @@ mod word;
 
 #[cfg(loom)]
 pub use cpu::loom_set_cpu;
-pub use cpu::{current_cpu, online_cpus, parse_cpu_list_max, possible_cpus};
+pub use cpu::{
+    current_cpu, online_cpus, parse_cpu_list_max, possible_cpus, size_for_cpus, SizeError,
+    MAX_SIZED_CPUS,
+};
 pub use mode::{fast_path_available, mode, FallbackReason, Mode, FORCE_FALLBACK_ENV};
 #[cfg(feature = "inject")]
 pub use percpu::set_inject_delay;

@@ -417,10 +417,36 @@ fn section_vs_lock(rows: &Rows<'_>) -> Outcome {
     )
 }
 
+/// The CPUs a memory row's per-CPU structures were sized for (0 where the row does not say).
+fn row_cpus(r: &Row) -> u64 {
+    r.extra.get("cpus").and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+/// The most CPUs the rows of memory experiment `exp` were sized for: the memory claims are
+/// judged there (they are about many-core machines; `reproduce` also sizes the memory
+/// experiments for 16 CPUs on smaller machines).
+fn most_cpus(rows: &Rows<'_>, exp: &str) -> u64 {
+    rows.rows(exp)
+        .iter()
+        .map(|r| row_cpus(r))
+        .max()
+        .unwrap_or(0)
+}
+
+/// " at N CPUs" for the outcome's text, if the rows say.
+fn at_cpus(n: u64) -> String {
+    if n > 0 {
+        format!(" at {n} CPUs")
+    } else {
+        String::new()
+    }
+}
+
 fn per_object_bytes(rows: &Rows<'_>, scheme: &str) -> Option<f64> {
+    let cpus = most_cpus(rows, "memory");
     rows.rows("memory")
         .into_iter()
-        .find(|r| r.scheme == scheme)
+        .find(|r| r.scheme == scheme && row_cpus(r) == cpus)
         .and_then(|r| Some(r.extra.get("bytes_total")?.as_f64()? / r.objects.max(1) as f64))
 }
 
@@ -443,7 +469,10 @@ fn space(rows: &Rows<'_>) -> Outcome {
     };
     outcome(
         v,
-        format!("bytes per object: paygo {p:.1}, percpu-ref {pr:.1}, refcache {rc:.1}"),
+        format!(
+            "bytes per object{}: paygo {p:.1}, percpu-ref {pr:.1}, refcache {rc:.1}",
+            at_cpus(most_cpus(rows, "memory"))
+        ),
         "PAYGO not the smallest per-CPU scheme",
     )
 }
@@ -576,7 +605,10 @@ fn oplog_memory(rows: &Rows<'_>) -> Outcome {
     };
     outcome(
         v,
-        format!("bytes per object: oplog-counter {o:.1}, per-core counters (percpu-ref) {pr:.1}"),
+        format!(
+            "bytes per object{}: oplog-counter {o:.1}, per-core counters (percpu-ref) {pr:.1}",
+            at_cpus(most_cpus(rows, "memory"))
+        ),
         "logs cost more than per-core counters",
     )
 }
@@ -646,13 +678,15 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
     if r.is_empty() {
         return not_measured("lodic-memory was not run");
     }
-    // The fully mapped file where it was measured (LODIC's worst case), else any share.
+    // The fully mapped file where it was measured (LODIC's worst case), else any share; at
+    // the most CPUs the per-CPU counters were sized for.
+    let cpus = most_cpus(rows, "lodic-memory");
     let full = |r: &Row| r.extra.get("mapped_pct").and_then(|v| v.as_f64()) == Some(100.0);
     let bytes = |s: &str| {
         let at2: Vec<&Row> = r
             .iter()
             .copied()
-            .filter(|r| r.scheme.starts_with(s) && r.threads == 2)
+            .filter(|r| r.scheme.starts_with(s) && r.threads == 2 && row_cpus(r) == cpus)
             .collect();
         at2.iter()
             .filter(|r| full(r))
@@ -682,7 +716,10 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
     };
     outcome(
         v,
-        format!("per-core counters / lodic at 2 sharing threads: {ratio:.1}x"),
+        format!(
+            "per-core counters / lodic at 2 sharing threads{}: {ratio:.1}x",
+            at_cpus(cpus)
+        ),
         "less than 8x smaller than per-core counters",
     )
 }
@@ -697,15 +734,15 @@ pub const CLAIMS: &[Claim] = &[
     Claim { source: "PAYGO Fig. 13", claim: "dropping a cached file stays affordable with PAYGO", rule: "paygo drop <= 2x cas without readers (shape: <= 4x)", experiments: &["drop-file"], check: fig13_drop },
     Claim { source: "PAYGO §6.2.3", claim: "anchoring costs little under migration", rule: "paygo migrated every N ops (the largest N measured) >= 0.5x no migration (shape: >= 0.25x)", experiments: &["migration"], check: anchoring_overhead },
     Claim { source: "PAYGO §6.2.5", claim: "preempt-disable beats a spin lock (here: rseq section vs per-CPU lock)", rule: "paygo with rseq sections >= 1.2x paygo on the locked fallback (shape: > 1x)", experiments: &["section-vs-lock"], check: section_vs_lock },
-    Claim { source: "PAYGO §6.4", claim: "space: PAYGO needs less than per-object per-CPU counters", rule: "paygo bytes/object below percpu-ref and refcache (shape: below percpu-ref)", experiments: &["memory"], check: space },
+    Claim { source: "PAYGO §6.4", claim: "space: PAYGO needs less than per-object per-CPU counters", rule: "paygo bytes/object below percpu-ref and refcache, at the most CPUs measured or sized for (shape: below percpu-ref)", experiments: &["memory"], check: space },
     Claim { source: "2026 folio patch", claim: "pread table: the frozen bit beats the CAS loop", rule: "frozen-bit >= cas at every thread count >= 2 (shape: at the most threads)", experiments: &["pread-table"], check: pread_table },
     Claim { source: "OpLog Fig. 11", claim: "fork-truncate: logging pays off past a break-even read ratio", rule: "a break-even k is found", experiments: &["oplog-read-ratio"], check: oplog_break_even },
     Claim { source: "OpLog Fig. 12", claim: "lock-free list peaks early, local absorption scales", rule: "oplog-local tn/t1 >= 0.75x ideal and above the lock-free list (shape: above)", experiments: &["oplog-list"], check: oplog_fig12 },
     Claim { source: "OpLog §6.1", claim: "synchronised TSCs order events across CPUs", rule: "0 violations", experiments: &["tsc-check"], check: tsc },
-    Claim { source: "OpLog §3.4", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref", experiments: &["memory"], check: oplog_memory },
+    Claim { source: "OpLog §3.4", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref, at the most CPUs measured or sized for", experiments: &["memory"], check: oplog_memory },
     Claim { source: "LODIC", claim: "DRBH: logical counters scale like per-core ones", rule: "lodic tn/t1 >= 0.75x ideal and >= 0.67x paygo (shape: scales)", experiments: &["drbh"], check: lodic_drbh },
     Claim { source: "LODIC", claim: "query cost follows the share of mapped pages", rule: "drop with 100% mapped >= 5x the 10% case (file-space, most sharing threads)", experiments: &["lodic-query"], check: lodic_query },
-    Claim { source: "LODIC", claim: "counter memory far below per-core counters", rule: "percpu-ref >= 8x lodic at 2 sharing threads", experiments: &["lodic-memory"], check: lodic_memory },
+    Claim { source: "LODIC", claim: "counter memory far below per-core counters", rule: "percpu-ref >= 8x lodic at 2 sharing threads, at the most CPUs measured or sized for", experiments: &["lodic-memory"], check: lodic_memory },
 ];
 
 /// The claims table in Markdown.
@@ -850,6 +887,65 @@ mod tests {
         assert_eq!(space(&r).verdict, Verdict::Holds);
         assert_eq!(oplog_memory(&r).verdict, Verdict::DoesNotHold);
         assert_eq!(lodic_memory(&r).verdict, Verdict::NotMeasured);
+    }
+
+    #[test]
+    fn memory_rules_judge_at_the_most_cpus() {
+        let mem = |scheme: &str, cpus: u64, bytes: u64| {
+            row(
+                "memory",
+                scheme,
+                1,
+                100,
+                0.0,
+                json!({"bytes_total": bytes, "cpus": cpus}),
+            )
+        };
+        // On 2 CPUs the logs cost more than per-core counters; sized for 16, less.
+        let mut rows = vec![
+            mem("oplog-counter", 2, 11_300),
+            mem("percpu-ref", 2, 6_600),
+            mem("paygo", 2, 1_400),
+            mem("refcache", 2, 6_700),
+        ];
+        assert_eq!(oplog_memory(&Rows(&rows)).verdict, Verdict::DoesNotHold);
+        rows.extend([
+            mem("oplog-counter", 16, 11_300),
+            mem("percpu-ref", 16, 17_800),
+            mem("paygo", 16, 5_000),
+            mem("refcache", 16, 7_600),
+        ]);
+        // Whatever the order of the rows.
+        rows.reverse();
+        let o = oplog_memory(&Rows(&rows));
+        assert_eq!(o.verdict, Verdict::Holds);
+        assert!(o.measured.contains("at 16 CPUs"), "{}", o.measured);
+        assert!(o.measured.contains("178.0"), "{}", o.measured);
+        assert_eq!(space(&Rows(&rows)).verdict, Verdict::Holds);
+        // LODIC: per-core counters 7x at 2 CPUs, 16x sized for 16.
+        let lm = |scheme: &str, cpus: u64, bytes: u64| {
+            row(
+                "lodic-memory",
+                scheme,
+                2,
+                100,
+                0.0,
+                json!({"bytes": bytes, "cpus": cpus, "mapped_pct": 100}),
+            )
+        };
+        let rows = [
+            lm("lodic-file", 2, 1_000),
+            lm("percpu-ref", 2, 7_000),
+            lm("lodic-file", 16, 1_000),
+            lm("percpu-ref", 16, 16_000),
+        ];
+        let o = lodic_memory(&Rows(&rows));
+        assert_eq!(o.verdict, Verdict::Holds);
+        assert!(o.measured.contains("at 16 CPUs: 16.0x"), "{}", o.measured);
+        assert_eq!(
+            lodic_memory(&Rows(&rows[..2])).verdict,
+            Verdict::HoldsInShape
+        );
     }
 
     #[test]

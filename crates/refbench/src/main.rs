@@ -73,6 +73,10 @@ enum Cmd {
         /// Epoch of schemes with a background thread (RefCache), in microseconds.
         #[arg(long, default_value_t = 10_000)]
         epoch_us: u64,
+        /// `memory`, `lodic-memory`: size every per-CPU structure for this many CPUs (at least
+        /// the machine's possible CPUs): the bytes a machine with that many CPUs would use.
+        #[arg(long)]
+        size_cpus: Option<usize>,
         /// What to print on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -182,6 +186,7 @@ fn main() -> ExitCode {
             samples,
             file_mib,
             epoch_us,
+            size_cpus,
             format,
             out,
         } => {
@@ -248,6 +253,18 @@ fn main() -> ExitCode {
             }
             if !(0.0..=100.0).contains(&referenced_pct) {
                 return usage_error("--referenced-pct must be between 0 and 100");
+            }
+            if let Some(n) = size_cpus {
+                if !experiments::SIZED_BY_CPUS.contains(&experiment.as_str()) {
+                    return usage_error(format!(
+                        "--size-cpus applies to {} only",
+                        experiments::SIZED_BY_CPUS.join(" and ")
+                    ));
+                }
+                // Before anything sizes a per-CPU structure (Meta, the schemes).
+                if let Err(e) = percpu::size_for_cpus(n) {
+                    return usage_error(format!("--size-cpus {n}: {e}"));
+                }
             }
             let objects = if objects.is_empty() {
                 experiments::default_objects(&experiment)

@@ -70,9 +70,14 @@ fn extra_text(m: &Map<String, Value>) -> String {
 pub fn table(results: &Results) -> String {
     let mut out = String::new();
     let m = &results.meta;
+    let sized = if m.possible_cpus > m.online_cpus {
+        format!(" (per-CPU structures sized for {})", m.possible_cpus)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "# {} | {} online CPUs | kernel {} | per-CPU path: {} | commit {}",
+        "# {} | {} online CPUs{sized} | kernel {} | per-CPU path: {} | commit {}",
         m.cpu_model, m.online_cpus, m.kernel, m.percpu_mode, m.git_commit
     );
     let header = [

@@ -2,7 +2,7 @@
 //! with its plots, and a report whose claims table says which claims of the source documents
 //! hold here ([`crate::claims`]).
 
-use crate::experiments::{self, Params, EXPERIMENTS};
+use crate::experiments::{self, Params, EXPERIMENTS, SIZED_CPUS};
 use crate::meta::Meta;
 use crate::output::{self, Results, Row};
 use crate::schemes::{SchemeConfig, SCHEMES};
@@ -15,7 +15,7 @@ use std::time::Duration;
 pub enum Depth {
     /// Under three minutes on 2 cores: short repetitions, fewer object counts and sizes.
     Quick,
-    /// The experiments' own defaults, three repetitions of 300 ms.
+    /// The experiments' own defaults, three repetitions of 300 ms (nine for `pread-table`).
     Full,
 }
 
@@ -55,7 +55,14 @@ pub fn params(experiment: &str, depth: Depth, threads: &[usize]) -> Params {
             .flatten()
             .unwrap_or_else(|| experiments::default_objects(experiment)),
         duration: Duration::from_millis(if quick { 120 } else { 300 }),
-        reps: if quick { 1 } else { 3 },
+        // The pread table's claim compares two close figures (one atomic instruction's worth
+        // per read): more repetitions of its four cheap rows, so noise does not decide it.
+        reps: match (experiment, quick) {
+            ("pread-table", true) => 3,
+            ("pread-table", false) => 9,
+            (_, true) => 1,
+            (_, false) => 3,
+        },
         pin: false,
         migrate_every: if quick {
             vec![0, 10_000]
@@ -76,6 +83,60 @@ pub fn params(experiment: &str, depth: Depth, threads: &[usize]) -> Params {
             _ => 64,
         },
     }
+}
+
+/// The rows a child `refbench` prints as JSON when run with `args` (plus `--format json`) and
+/// the environment `env`; `what` names the run in errors.
+fn child_rows(args: &[&str], env: &[(&str, &str)], what: &str) -> Result<Vec<Row>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find refbench: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .args(args)
+        .args(["--format", "json"])
+        .envs(env.iter().copied())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run refbench on {what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("refbench on {what} failed ({})", out.status));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("refbench on {what} printed no JSON: {e}"))?;
+    serde_json::from_value(v["rows"].clone())
+        .map_err(|e| format!("refbench on {what}: unexpected rows: {e}"))
+}
+
+/// A memory experiment again with every per-CPU structure sized for `cpus` CPUs (a child
+/// `refbench run --size-cpus`, since the size is fixed once per process): the rows carry
+/// `cpus`, and sit beside the machine's own in the experiment's table.
+fn sized_rows(experiment: &str, p: &Params, cpus: usize) -> Result<Vec<Row>, String> {
+    let list = |v: &[usize]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    child_rows(
+        &[
+            "run",
+            experiment,
+            "--size-cpus",
+            &cpus.to_string(),
+            "--schemes",
+            &p.schemes.join(","),
+            "--threads",
+            &list(&p.threads),
+            "--objects",
+            &list(&p.objects),
+            "--referenced-pct",
+            &p.referenced_pct.to_string(),
+            "--file-mib",
+            &p.file_mib.to_string(),
+            "--epoch-us",
+            &p.scheme_config.epoch_us.to_string(),
+        ],
+        &[],
+        &format!("{experiment} sized for {cpus} CPUs"),
+    )
 }
 
 /// Writes `EXPERIMENT.json`, `.csv` and the plots of `results` into `dir`; the paths written.
@@ -103,32 +164,26 @@ fn section_vs_lock(p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, S
     let mut q = p.clone();
     q.schemes = vec!["paygo".into()];
     let mut rows = experiments::run("single-object", &q, tick)?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find refbench: {e}"))?;
     let threads: Vec<String> = q.threads.iter().map(|t| t.to_string()).collect();
-    let out = std::process::Command::new(exe)
-        .args([
+    let locked = child_rows(
+        &[
             "run",
             "single-object",
             "--schemes",
             "paygo",
-            "--format",
-            "json",
-        ])
-        .args(["--threads", &threads.join(",")])
-        .args(["--reps", &q.reps.to_string()])
-        .args(["--duration-ms", &q.duration.as_millis().to_string()])
-        .env("PERCPU_FORCE_FALLBACK", "1")
-        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
-        .stderr(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run refbench on the fallback: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("refbench on the fallback failed ({})", out.status));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("refbench on the fallback printed no JSON: {e}"))?;
-    let locked: Vec<Row> = serde_json::from_value(v["rows"].clone())
-        .map_err(|e| format!("refbench on the fallback: unexpected rows: {e}"))?;
+            "--threads",
+            &threads.join(","),
+            "--reps",
+            &q.reps.to_string(),
+            "--duration-ms",
+            &q.duration.as_millis().to_string(),
+        ],
+        &[
+            ("PERCPU_FORCE_FALLBACK", "1"),
+            ("GLIBC_TUNABLES", "glibc.pthread.rseq=0"),
+        ],
+        "the fallback",
+    )?;
     for mut r in locked {
         r.scheme = "paygo-locked".into();
         rows.push(r);
@@ -167,7 +222,14 @@ pub fn reproduce(depth: Depth, threads: &[usize], dir: &Path) -> Result<PathBuf,
             bar.set_message(s.to_string());
             bar.inc(1);
         };
-        let rows = experiments::run(name, p, &mut tick)?;
+        let mut rows = experiments::run(name, p, &mut tick)?;
+        if experiments::SIZED_BY_CPUS.contains(name) && percpu::possible_cpus() < SIZED_CPUS {
+            bar.set_message(format!("{SIZED_CPUS} CPUs"));
+            match sized_rows(name, p, SIZED_CPUS) {
+                Ok(r) => rows.extend(r),
+                Err(e) => notes.push(format!("{name} for {SIZED_CPUS} CPUs not measured: {e}")),
+            }
+        }
         write(
             dir,
             name,

@@ -20,6 +20,9 @@ fn bad_arguments_exit_2_with_a_message() {
         &["run", "single-object", "--reps", "0"],
         &["run", "oplog-list", "--schemes", "atomic"],
         &["run", "oplog-read-ratio", "--read-every", "0"],
+        &["run", "single-object", "--size-cpus", "16"],
+        &["run", "memory", "--size-cpus", "0"],
+        &["run", "memory", "--size-cpus", "100000"],
         &["frobnicate"],
     ] {
         let o = refbench(args);
@@ -27,6 +30,51 @@ fn bad_arguments_exit_2_with_a_message() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!err.trim().is_empty(), "{args:?} printed no message");
     }
+}
+
+/// `--size-cpus`: the memory of every per-CPU scheme as a machine with more CPUs would use it;
+/// the per-object schemes do not change.
+#[test]
+fn memory_sized_for_more_cpus() {
+    let per_object = |size: Option<&str>| {
+        let mut args = vec![
+            "run",
+            "memory",
+            "--schemes",
+            "atomic,percpu-ref",
+            "--objects",
+            "1000",
+            "--format",
+            "json",
+        ];
+        if let Some(n) = size {
+            args.extend(["--size-cpus", n]);
+        }
+        let o = refbench(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        v["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| {
+                (
+                    r["scheme"].as_str().unwrap().to_string(),
+                    r["cpus"].as_u64().unwrap(),
+                    r["bytes_objects"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let machine = per_object(None);
+    let cpus = machine[0].1 as usize;
+    let big = (cpus + 14).to_string();
+    let sized = per_object(Some(&big));
+    assert_eq!(sized[0], ("atomic".into(), cpus as u64 + 14, 8 * 1000));
+    assert_eq!(machine[0].2, sized[0].2);
+    // percpu-ref's per-object part grows by 8 bytes per CPU.
+    assert_eq!(sized[1].0, "percpu-ref");
+    assert_eq!(sized[1].2 - machine[1].2, 14 * 8 * 1000);
 }
 
 #[test]

@@ -253,6 +253,7 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             let m = out.expect("memory visit reports");
             let mut extra = Map::new();
             extra.insert("referenced".into(), json!(referenced));
+            extra.insert("cpus".into(), json!(percpu::possible_cpus()));
             extra.insert("bytes_total".into(), json!(m.total()));
             extra.insert("bytes_shared".into(), json!(m.shared));
             extra.insert("bytes_objects".into(), json!(m.objects));

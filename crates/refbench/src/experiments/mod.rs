@@ -25,6 +25,15 @@ pub struct ExperimentInfo {
     pub variants: Option<&'static [&'static str]>,
 }
 
+/// The experiments that measure memory, whose figures depend on how many CPUs the per-CPU
+/// structures are sized for (`refbench run --size-cpus`, and `reproduce`'s second run of them
+/// sized for [`SIZED_CPUS`]).
+pub const SIZED_BY_CPUS: &[&str] = &["memory", "lodic-memory"];
+
+/// The CPU count `reproduce` also sizes the memory experiments for, on machines with fewer:
+/// the source documents' claims on memory are about many-core machines.
+pub const SIZED_CPUS: usize = 16;
+
 /// Every experiment, in display order.
 pub const EXPERIMENTS: &[ExperimentInfo] = &[
     ExperimentInfo { name: "single-object", about: "PAYGO Fig. 11: all threads get/put one shared object", variants: None },
