@@ -48,6 +48,16 @@ impl Domain {
                 Err(Fail::Mismatch(_)) => return,
             }
         }
+        // Steps 2 and 3 move the count from the table to the list: a move for the stripe's
+        // lock-free deciders (`Stripe::quiet`), from before the slot reads 0 until the list
+        // holds the count.
+        #[cfg(paygo_loom_bug)]
+        let bracket = !crate::get::bug::is(crate::get::bug::NO_MOVE_BRACKET);
+        #[cfg(not(paygo_loom_bug))]
+        let bracket = true;
+        if bracket {
+            lists.begin_move();
+        }
         // Step 2: the local counter is final; close the anchor counter of generation g and
         // open generation g + 1 with anchor = -l, so the slot's sum is 0 (free).
         // Relaxed: the last sections to write `local` ran on CPU `cpu` before step 1 (rseq: in
@@ -77,6 +87,9 @@ impl Domain {
                 },
             );
             self.account_overflow(d.bytes, d.entries);
+        }
+        if bracket {
+            lists.end_move();
         }
         drop(lists);
         self.count(|c| &c.evictions);

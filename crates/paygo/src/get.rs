@@ -27,6 +27,9 @@ pub(crate) mod bug {
     pub const NO_FENCE: u8 = 1;
     /// REF does not check the flag inside its critical section.
     pub const NO_FLAG_CHECK: u8 = 2;
+    /// An eviction does not bracket its move with the stripe's sequence (a reclaim may then
+    /// decide without the lock while the count is in neither the table nor the list).
+    pub const NO_MOVE_BRACKET: u8 = 3;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }

@@ -6,8 +6,9 @@
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
 //! RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
 //! ```
-//! The second builds the bug switch: the `bug_*` tests remove the fence or the flag check and
-//! expect loom to find the reader holding a reclaimed object.
+//! The second builds the bug switch: the `bug_*` tests remove the fence, the flag check, or the
+//! eviction's move bracket (which lets a reclaim decide without the stripe lock) and expect
+//! loom to find the reader holding a reclaimed object.
 
 use crate::{Config, Domain, Header};
 use core::pin::Pin;
@@ -148,6 +149,10 @@ fn loom_anchor_path_with_eviction() {
 /// if it succeeds. The count must never be missed while it moves from the table to the list.
 #[test]
 fn loom_eviction_vs_reclaim() {
+    eviction_vs_reclaim();
+}
+
+fn eviction_vs_reclaim() {
     model(|| {
         let d = Arc::new(tiny());
         let x = Arc::new(Obj::new());
@@ -221,6 +226,14 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_fence_is_caught() {
         with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false));
+    }
+
+    /// The reclaim decides without the stripe lock when no move is in progress: an eviction
+    /// that does not say so lets it miss the count between the table and the list.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_move_bracket_is_caught() {
+        with_bug(bug::NO_MOVE_BRACKET, super::eviction_vs_reclaim);
     }
 
     #[test]

@@ -7,7 +7,113 @@
 //! keeps its entry counted for ever; the object's memory is the caller's to free). Nothing is
 //! ever read through a key.
 
+use crate::sync::{fence, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use std::collections::HashMap;
+
+/// One stripe: the overflow lists of the objects whose addresses hash to it, behind its lock,
+/// and what lets a reclaim decide without that lock when nothing can be moving (see
+/// [`Stripe::quiet`]).
+#[derive(Default)]
+pub(crate) struct Stripe {
+    /// Odd while an eviction moves an entry of one of this stripe's objects out of a table
+    /// (from the anchor counter's closing compare-and-swap to the push on the list); bumped
+    /// only under the lock.
+    moves: AtomicU64,
+    /// Entries on this stripe's lists (written under the lock).
+    listed: AtomicUsize,
+    lists: Mutex<Lists>,
+}
+
+impl Stripe {
+    /// Locks the stripe.
+    pub(crate) fn lock(&self) -> StripeGuard<'_> {
+        StripeGuard {
+            stripe: self,
+            lists: self.lists.lock().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
+    /// `f()` if, from before it ran until after, no entry of this stripe's objects was moving
+    /// from a table to a list and every list was empty: then the tables alone hold every count
+    /// of those objects, and a READ-ALL over them (what `f` does) is what it would be under
+    /// the lock. `None` otherwise (the caller takes the lock). A sequence lock: `moves` is
+    /// the sequence, evictions the writers.
+    #[inline]
+    pub(crate) fn quiet<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        // Acquire: pairs with the Release store that ends a move (`end_move`): a move that
+        // ended before is seen whole, its list entry in `listed`.
+        let before = self.moves.load(Ordering::Acquire);
+        if before & 1 == 1 || self.listed.load(Ordering::Relaxed) != 0 {
+            return None;
+        }
+        let r = f();
+        // Acquire fence: pairs with `begin_move`'s Release fence. If `f` read a value a move
+        // wrote, the move's odd `moves` is visible to the load below.
+        fence(Ordering::Acquire);
+        (self.moves.load(Ordering::Relaxed) == before).then_some(r)
+    }
+}
+
+/// A locked stripe: its lists, and the bracket of a move.
+pub(crate) struct StripeGuard<'a> {
+    stripe: &'a Stripe,
+    lists: MutexGuard<'a, Lists>,
+}
+
+impl StripeGuard<'_> {
+    /// Opens a move (an eviction of one of this stripe's objects, before the anchor counter's
+    /// closing compare-and-swap): `quiet` readers from now on fall back to the lock.
+    pub(crate) fn begin_move(&self) {
+        let m = self.stripe.moves.load(Ordering::Relaxed);
+        self.stripe
+            .moves
+            .store(m.wrapping_add(1), Ordering::Relaxed);
+        // Release fence: orders the odd store before the move's writes (pairs with the
+        // Acquire fence of `quiet`).
+        fence(Ordering::Release);
+    }
+
+    /// Closes the move opened by `begin_move`.
+    pub(crate) fn end_move(&self) {
+        let m = self.stripe.moves.load(Ordering::Relaxed);
+        debug_assert_eq!(m & 1, 1, "paygo: end_move without begin_move");
+        // Release: pairs with the Acquire load that starts `quiet`.
+        self.stripe
+            .moves
+            .store(m.wrapping_add(1), Ordering::Release);
+    }
+
+    /// [`Lists::push`], counting the entry for `quiet`.
+    pub(crate) fn push(&mut self, obj: usize, e: OverflowEntry) -> Delta {
+        let d = self.lists.push(obj, e);
+        self.recount(d.entries);
+        d
+    }
+
+    /// [`Lists::take_one`], counting a removed entry for `quiet`.
+    pub(crate) fn take_one(&mut self, obj: usize, slot: usize, gen: u64) -> Option<Delta> {
+        let d = self.lists.take_one(obj, slot, gen)?;
+        self.recount(d.entries);
+        Some(d)
+    }
+
+    fn recount(&self, entries: isize) {
+        if entries != 0 {
+            // Relaxed: written under the lock; `quiet` reads it inside the sequence.
+            let n = self.stripe.listed.load(Ordering::Relaxed);
+            self.stripe
+                .listed
+                .store(n.wrapping_add_signed(entries), Ordering::Relaxed);
+        }
+    }
+}
+
+impl core::ops::Deref for StripeGuard<'_> {
+    type Target = Lists;
+    fn deref(&self) -> &Lists {
+        &self.lists
+    }
+}
 
 /// An evicted entry, kept until its count reaches zero.
 #[derive(Clone, Copy, Debug)]
@@ -42,7 +148,7 @@ impl Lists {
     }
 
     /// Appends `e` to `obj`'s list.
-    pub(crate) fn push(&mut self, obj: usize, e: OverflowEntry) -> Delta {
+    fn push(&mut self, obj: usize, e: OverflowEntry) -> Delta {
         let before = self.map_bytes();
         let v = self.map.entry(obj).or_default();
         let cap = v.capacity();
@@ -60,7 +166,7 @@ impl Lists {
 
     /// Takes one reference off the entry of `obj`'s list for `(slot, gen)`, removing it at
     /// zero; `None` if there is no such entry.
-    pub(crate) fn take_one(&mut self, obj: usize, slot: usize, gen: u64) -> Option<Delta> {
+    fn take_one(&mut self, obj: usize, slot: usize, gen: u64) -> Option<Delta> {
         let v = self.map.get_mut(&obj)?;
         let i = v.iter().position(|e| e.slot == slot && e.gen == gen)?;
         v[i].count -= 1;

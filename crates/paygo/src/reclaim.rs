@@ -71,11 +71,18 @@ impl Domain {
         ok
     }
 
-    /// `decide` without the statistics (a batch adds them once).
+    /// `decide` without the statistics (a batch adds them once). Without the stripe lock
+    /// when no entry of the stripe's objects is on a list or moving to one (the common case:
+    /// the tables hold every count, and the scan under the flag is exact); under it otherwise.
     fn decide_quietly(&self, hdr: Pin<&Header>) -> bool {
         let obj = hdr.addr();
-        let lists = self.stripe(obj);
-        let busy = self.busy(&hdr, obj, &lists);
+        let busy = match self.stripe_of(obj).quiet(|| self.scan(&hdr, obj, true) > 0) {
+            Some(b) => b,
+            None => {
+                let lists = self.stripe(obj);
+                self.busy(&hdr, obj, &lists)
+            }
+        };
         // Release: pairs with the Acquire flag load of REFs and of is_dead().
         hdr.set_state(if busy { LIVE } else { DEAD }, Ordering::Release);
         !busy

@@ -1,8 +1,8 @@
 //! The domain and its per-CPU tables: slot layout, configuration, stripe locks, statistics.
 
 use crate::cell::AnchorWord;
-use crate::overflow::Lists;
-use crate::sync::{AtomicI64, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::overflow::{Stripe, StripeGuard};
+use crate::sync::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
 use percpu::PerCpu;
 
@@ -183,7 +183,7 @@ pub struct Domain {
     pub(crate) stats: PerCpu<StatCells>,
     /// The overflow lists of the objects whose addresses hash to each stripe; the lock also
     /// serialises evictions, READ-ALL and reclaim decisions of those objects.
-    pub(crate) stripes: Box<[CachePadded<Mutex<Lists>>]>,
+    pub(crate) stripes: Box<[CachePadded<Stripe>]>,
     pub(crate) mask: usize,
     pub(crate) window: usize,
     /// Overflow accounting, on its own line: bumped by evictions, never read on fast paths.
@@ -239,7 +239,7 @@ impl Domain {
             bits,
             stats: PerCpu::new(|_| StatCells::default()),
             stripes: (0..STRIPES)
-                .map(|_| CachePadded::new(Mutex::new(Lists::default())))
+                .map(|_| CachePadded::new(Stripe::default()))
                 .collect(),
             mask: cfg.slots_per_cpu - 1,
             window: cfg.window,
@@ -307,9 +307,15 @@ impl Domain {
     }
 
     /// The object's stripe lock, which guards its overflow list.
-    pub(crate) fn stripe(&self, obj: usize) -> MutexGuard<'_, Lists> {
+    pub(crate) fn stripe(&self, obj: usize) -> StripeGuard<'_> {
+        self.stripe_of(obj).lock()
+    }
+
+    /// The object's stripe, unlocked.
+    #[inline]
+    pub(crate) fn stripe_of(&self, obj: usize) -> &Stripe {
         let i = ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & (STRIPES - 1);
-        self.stripes[i].lock().unwrap_or_else(|e| e.into_inner())
+        &self.stripes[i]
     }
 
     #[inline]
@@ -366,7 +372,7 @@ impl Domain {
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             table_bytes: self.tables.len() * (self.mask + 1) * core::mem::size_of::<Slot>()
-                + STRIPES * core::mem::size_of::<CachePadded<Mutex<Lists>>>(),
+                + STRIPES * core::mem::size_of::<CachePadded<Stripe>>(),
             overflow_bytes: self.overflow.bytes.load(Ordering::Relaxed),
             overflow_entries: self.overflow.entries.load(Ordering::Relaxed),
         }
