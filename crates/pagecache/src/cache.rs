@@ -139,6 +139,12 @@ impl<C: RefCounter> Inner<C> {
         unsafe { Pin::new_unchecked(&self.frames[i as usize].obj) }
     }
 
+    /// The scheme's try-get on frame `i`'s object, with its placement (see `new`).
+    #[inline(always)]
+    pub(crate) fn get(&self, i: u32) -> Option<C::Token> {
+        self.scheme.try_get_placed(self.obj(i), i as usize)
+    }
+
     #[inline(always)]
     pub(crate) fn words(&self, i: u32) -> &[AtomicU64] {
         let s = i as usize * WORDS;
@@ -213,7 +219,7 @@ impl<C: RefCounter> Inner<C> {
             let s = slot.load(Ordering::Acquire);
             if s != 0 {
                 let i = s - 1;
-                if let Some(tok) = self.scheme.try_get(self.obj(i)) {
+                if let Some(tok) = self.get(i) {
                     let m = &self.frames[i as usize].meta;
                     if m.holds(f.id, page) {
                         m.touch();
@@ -259,7 +265,7 @@ impl<C: RefCounter> Inner<C> {
             slot.store(i + 1, Ordering::Release);
             let mut tries = 0;
             let tok = loop {
-                if let Some(t) = self.scheme.try_get(self.obj(i)) {
+                if let Some(t) = self.get(i) {
                     break t;
                 }
                 spin(&mut tries);
@@ -514,9 +520,11 @@ impl<C: RefCounter> PageCacheOf<C> {
                 ),
             ));
         }
+        // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
+        // per-CPU state by placement (PAYGO) finds it without reading the frame first.
         let frames: Vec<Frame<C>> = (0..n)
-            .map(|_| Frame {
-                obj: scheme.new_object(),
+            .map(|i| Frame {
+                obj: scheme.new_object_placed(i),
                 meta: FrameMeta::new(),
             })
             .collect();
@@ -812,7 +820,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 }
                 let i = s - 1;
                 let m = &c.frames[i as usize].meta;
-                let Some(tok) = c.scheme.try_get(c.obj(i)) else {
+                let Some(tok) = c.get(i) else {
                     // Being evicted (written back before the slot is cleared) or filled: wait.
                     spin(&mut tries);
                     continue;

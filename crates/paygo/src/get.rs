@@ -65,13 +65,31 @@ impl Domain {
             .or_else(|| self.get_slow(hdr, OnReclaim::Fail))
     }
 
+    /// REF for a header made with [`Header::with_place`]`(place)`: the home slot comes from
+    /// `place`, so the header is first read inside the critical section (its flag check),
+    /// and a cold header's miss overlaps with the slot's. A `place` that is not the header's
+    /// fails that check and takes the slow path, which reads the header: the result is
+    /// [`Domain::try_get`]'s whatever `place` is.
+    #[inline(always)]
+    pub fn try_get_placed(&self, hdr: Pin<&Header>, place: usize) -> Option<Anchor> {
+        self.get_fast_as(hdr, crate::header::place_word(place as u64) | LIVE)
+            .or_else(|| self.get_slow(hdr, OnReclaim::Fail))
+    }
+
     /// REF's fast path: the home slot (its entry, or a free slot claimed); `None` sends the
     /// caller to the slow path.
     #[inline(always)]
     fn get_fast(&self, hdr: Pin<&Header>) -> Option<Anchor> {
-        let obj = hdr.addr();
         // The header word as it is if the object is live (the section checks it).
-        let live = hdr.word(LIVE);
+        self.get_fast_as(hdr, hdr.word(LIVE))
+    }
+
+    /// The fast path for a header whose word, live, is expected to be `live`: every critical
+    /// section it runs checks the header's word against `live`, so a wrong expectation only
+    /// fails.
+    #[inline(always)]
+    fn get_fast_as(&self, hdr: Pin<&Header>, live: u64) -> Option<Anchor> {
+        let obj = hdr.addr();
         let cpu = self.tables.cpu();
         let s = self.slot(cpu, self.home(live));
         if s.key.load(Ordering::Relaxed) == obj {

@@ -57,6 +57,12 @@ fn next_place() -> u64 {
         .unwrap_or_else(|_| grab())
 }
 
+/// The placement bits of a header word for placement `place` (its low 56 bits).
+#[inline(always)]
+pub(crate) fn place_word(place: u64) -> u64 {
+    place << PLACE_SHIFT
+}
+
 /// The per-object part of PAYGO, embedded in each counted object: one word holding the
 /// object's state (checked inside every REF critical section) and its placement (which picks
 /// its home slot). Its address is the object's key in the per-CPU tables, so it must not move
@@ -92,6 +98,16 @@ impl Header {
     pub fn new() -> Self {
         Header {
             flag: AtomicU64::new((next_place() << PLACE_SHIFT) | LIVE),
+            _pin: PhantomPinned,
+        }
+    }
+
+    /// A live header with no reference at placement `place` (its home slot is `place mod
+    /// slots_per_cpu`) instead of the next one: for callers that number their objects and
+    /// pass the same number to [`crate::Domain::try_get_placed`]. Only the low 56 bits count.
+    pub fn with_place(place: u64) -> Self {
+        Header {
+            flag: AtomicU64::new(place_word(place) | LIVE),
             _pin: PhantomPinned,
         }
     }

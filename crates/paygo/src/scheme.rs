@@ -19,6 +19,15 @@ impl RefCounter for Domain {
         Domain::try_get(self, obj)
     }
 
+    fn new_object_placed(&self, place: usize) -> Header {
+        Header::with_place(place as u64)
+    }
+
+    #[inline(always)]
+    fn try_get_placed(&self, obj: Pin<&Header>, place: usize) -> Option<Anchor> {
+        Domain::try_get_placed(self, obj, place)
+    }
+
     #[inline(always)]
     fn put(&self, obj: Pin<&Header>, token: Anchor) {
         Domain::put(self, obj, token);

@@ -488,6 +488,91 @@ pub fn misuse_reinit_of_live_object_panics<C: RefCounter>(s: &C) {
     assert!(reclaim_eventually(s, objs.get(1)));
 }
 
+/// Objects made with placements, references taken with the right place, a wrong one, or none
+/// (`try_get`), by `threads` threads that migrate: every count stays the model's, and every
+/// object is reclaimable at the end. A wrong place may only cost time.
+pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads: usize) {
+    const N: usize = 16;
+    const STEPS: usize = 4_000;
+    let objs = Arc::new(Objects::new_placed(&*s, N));
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let (s, objs) = (s.clone(), objs.clone());
+            thread::spawn(move || {
+                let mut rng = Rng::new(1000 + t as u64);
+                let mut held: Vec<Vec<C::Token>> = (0..N).map(|_| Vec::new()).collect();
+                for step in 0..STEPS {
+                    let i = rng.below(N);
+                    if held[i].is_empty() || rng.below(3) != 0 {
+                        let o = objs.get(i);
+                        let t = match rng.below(4) {
+                            0 => s.try_get(o),
+                            1 => s.try_get_placed(o, i + 1 + rng.below(N)),
+                            2 => s.try_get_placed(o, usize::MAX - i),
+                            _ => s.try_get_placed(o, i),
+                        };
+                        let t = t.unwrap_or_else(|| {
+                            panic!("{}: try_get_placed failed on a live object", C::NAME)
+                        });
+                        held[i].push(t);
+                    } else {
+                        let tok = held[i].pop().unwrap();
+                        s.put(objs.get(i), tok);
+                    }
+                    if step % 500 == 0 {
+                        migrate(t + step);
+                    }
+                }
+                for (i, h) in held.iter_mut().enumerate() {
+                    for tok in h.drain(..) {
+                        s.put(objs.get(i), tok);
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().expect("worker");
+    }
+    for i in 0..N {
+        check_count(
+            &*s,
+            &objs,
+            i,
+            0,
+            "after every placed reference was given back",
+        );
+        assert!(
+            reclaim_eventually(&*s, objs.get(i)),
+            "{}: could not reclaim placed object {i}",
+            C::NAME
+        );
+    }
+    // Exact while held, on one thread: the right place, a wrong one, none.
+    let fresh = Objects::new_placed(&*s, 2);
+    // Wrong places near and far from the right one (far: outside any probe window).
+    let toks = [
+        s.try_get_placed(fresh.get(1), 1),
+        s.try_get_placed(fresh.get(1), 7),
+        s.try_get_placed(fresh.get(1), 1 + 1_000),
+        s.try_get_placed(fresh.get(1), usize::MAX / 3),
+        s.try_get(fresh.get(1)),
+    ];
+    let toks: Vec<C::Token> = toks.into_iter().map(|t| t.expect("live")).collect();
+    check_count(&*s, &fresh, 1, 5, "with five placed references");
+    check_count(&*s, &fresh, 0, 0, "beside a placed object");
+    assert!(
+        !s.try_reclaim(fresh.get(1)),
+        "{}: reclaimed while held",
+        C::NAME
+    );
+    for t in toks {
+        s.put(fresh.get(1), t);
+    }
+    check_count(&*s, &fresh, 1, 0, "after the five were given back");
+    assert!(reclaim_eventually(&*s, fresh.get(1)));
+}
+
 /// Instantiates the whole conformance suite as `#[test]`s in a module `$name`, for the scheme
 /// built by the expression `$make` (evaluated once per test).
 #[macro_export]
@@ -519,6 +604,14 @@ macro_rules! conformance_suite {
             #[test]
             fn reclaim_many_matches_model() {
                 $crate::conformance::reclaim_many_matches_model(&$make);
+            }
+
+            #[test]
+            fn placed_objects_count_whatever_the_place() {
+                $crate::conformance::placed_objects_count_whatever_the_place(
+                    ::std::sync::Arc::new($make),
+                    4,
+                );
             }
 
             #[test]

@@ -94,6 +94,26 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// Takes a reference, or returns `None` if the object is being reclaimed or dead.
     fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token>;
 
+    /// A live object with no reference, made for callers that number their objects (a page
+    /// cache's frames): `place` says where the scheme may keep the object's per-CPU state, and
+    /// the same number given to [`Self::try_get_placed`] lets it find that state without
+    /// reading the object first. By default [`Self::new_object`].
+    fn new_object_placed(&self, place: usize) -> Self::Object {
+        let _ = place;
+        self.new_object()
+    }
+
+    /// [`Self::try_get`] for an object made by [`Self::new_object_placed`] with `place`.
+    /// PAYGO computes the object's home slot from `place` instead of from the object's header,
+    /// so that the two cache misses of a cold object overlap instead of following each other.
+    /// Any `place` is safe: a wrong one only sends the call to the slow path, and the result
+    /// is [`Self::try_get`]'s. By default [`Self::try_get`].
+    #[inline(always)]
+    fn try_get_placed(&self, obj: Pin<&Self::Object>, place: usize) -> Option<Self::Token> {
+        let _ = place;
+        self.try_get(obj)
+    }
+
     /// Gives back the reference `token` stands for. `token` must come from `try_get` on this
     /// scheme and this object (checked with `debug_assert!` where the token records it).
     fn put(&self, obj: Pin<&Self::Object>, token: Self::Token);
@@ -176,6 +196,15 @@ impl<C: RefCounter> Objects<C> {
     /// `n` live objects made by `scheme`.
     pub fn new(scheme: &C, n: usize) -> Self {
         let v: Vec<C::Object> = (0..n).map(|_| scheme.new_object()).collect();
+        Objects {
+            items: Box::into_pin(v.into_boxed_slice()),
+        }
+    }
+
+    /// `n` live objects made by `scheme`, object `i` with [`RefCounter::new_object_placed`]`(i)`
+    /// (take references with [`RefCounter::try_get_placed`]`(objs.get(i), i)`).
+    pub fn new_placed(scheme: &C, n: usize) -> Self {
+        let v: Vec<C::Object> = (0..n).map(|i| scheme.new_object_placed(i)).collect();
         Objects {
             items: Box::into_pin(v.into_boxed_slice()),
         }
