@@ -72,7 +72,7 @@ impl Domain {
     /// [`Domain::try_get`]'s whatever `place` is.
     #[inline(always)]
     pub fn try_get_placed(&self, hdr: Pin<&Header>, place: usize) -> Option<Anchor> {
-        self.get_fast_as(hdr, crate::header::place_word(place as u64) | LIVE)
+        self.get_fast_as(hdr, crate::header::live_word_at(place as u64))
             .or_else(|| self.get_slow(hdr, OnReclaim::Fail))
     }
 

@@ -57,10 +57,11 @@ fn next_place() -> u64 {
         .unwrap_or_else(|_| grab())
 }
 
-/// The placement bits of a header word for placement `place` (its low 56 bits).
+/// The word of a live header at placement `place` (its low 56 bits count): what
+/// [`Header::with_place`] stores and `Domain::try_get_placed` expects.
 #[inline(always)]
-pub(crate) fn place_word(place: u64) -> u64 {
-    place << PLACE_SHIFT
+pub(crate) fn live_word_at(place: u64) -> u64 {
+    (place << PLACE_SHIFT) | LIVE
 }
 
 /// The per-object part of PAYGO, embedded in each counted object: one word holding the
@@ -107,7 +108,7 @@ impl Header {
     /// pass the same number to [`crate::Domain::try_get_placed`]. Only the low 56 bits count.
     pub fn with_place(place: u64) -> Self {
         Header {
-            flag: AtomicU64::new(place_word(place) | LIVE),
+            flag: AtomicU64::new(live_word_at(place)),
             _pin: PhantomPinned,
         }
     }

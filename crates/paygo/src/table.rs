@@ -182,7 +182,8 @@ pub struct Domain {
     pub(crate) bits: u32,
     pub(crate) stats: PerCpu<StatCells>,
     /// The overflow lists of the objects whose addresses hash to each stripe; the lock also
-    /// serialises evictions, READ-ALL and reclaim decisions of those objects.
+    /// serialises evictions and READ-ALL of those objects, and the reclaim decisions that
+    /// cannot be made without it (see `Stripe::quiet`).
     pub(crate) stripes: Box<[CachePadded<Stripe>]>,
     pub(crate) mask: usize,
     pub(crate) window: usize,

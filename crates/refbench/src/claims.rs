@@ -442,8 +442,8 @@ fn at_cpus(n: u64) -> String {
     }
 }
 
-fn per_object_bytes(rows: &Rows<'_>, scheme: &str) -> Option<f64> {
-    let cpus = most_cpus(rows, "memory");
+/// Bytes per object of `scheme` in the `memory` rows sized for `cpus` CPUs.
+fn per_object_bytes(rows: &Rows<'_>, scheme: &str, cpus: u64) -> Option<f64> {
     rows.rows("memory")
         .into_iter()
         .find(|r| r.scheme == scheme && row_cpus(r) == cpus)
@@ -451,13 +451,17 @@ fn per_object_bytes(rows: &Rows<'_>, scheme: &str) -> Option<f64> {
 }
 
 fn space(rows: &Rows<'_>) -> Outcome {
-    let p = need!(per_object_bytes(rows, "paygo"), "memory: no paygo row");
+    let cpus = most_cpus(rows, "memory");
+    let p = need!(
+        per_object_bytes(rows, "paygo", cpus),
+        "memory: no paygo row"
+    );
     let pr = need!(
-        per_object_bytes(rows, "percpu-ref"),
+        per_object_bytes(rows, "percpu-ref", cpus),
         "memory: no percpu-ref row"
     );
     let rc = need!(
-        per_object_bytes(rows, "refcache"),
+        per_object_bytes(rows, "refcache", cpus),
         "memory: no refcache row"
     );
     let v = if p < pr && p < rc {
@@ -471,7 +475,7 @@ fn space(rows: &Rows<'_>) -> Outcome {
         v,
         format!(
             "bytes per object{}: paygo {p:.1}, percpu-ref {pr:.1}, refcache {rc:.1}",
-            at_cpus(most_cpus(rows, "memory"))
+            at_cpus(cpus)
         ),
         "PAYGO not the smallest per-CPU scheme",
     )
@@ -590,12 +594,13 @@ fn tsc(rows: &Rows<'_>) -> Outcome {
 }
 
 fn oplog_memory(rows: &Rows<'_>) -> Outcome {
+    let cpus = most_cpus(rows, "memory");
     let o = need!(
-        per_object_bytes(rows, "oplog-counter"),
+        per_object_bytes(rows, "oplog-counter", cpus),
         "memory: no oplog-counter row"
     );
     let pr = need!(
-        per_object_bytes(rows, "percpu-ref"),
+        per_object_bytes(rows, "percpu-ref", cpus),
         "memory: no percpu-ref row"
     );
     let v = if o < pr {
@@ -607,7 +612,7 @@ fn oplog_memory(rows: &Rows<'_>) -> Outcome {
         v,
         format!(
             "bytes per object{}: oplog-counter {o:.1}, per-core counters (percpu-ref) {pr:.1}",
-            at_cpus(most_cpus(rows, "memory"))
+            at_cpus(cpus)
         ),
         "logs cost more than per-core counters",
     )
