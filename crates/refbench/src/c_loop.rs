@@ -1,6 +1,8 @@
 //! The `c-rseq-loop` row of the `ceiling` experiment: `c/rseq_loop.c`, a bare per-CPU loop
 //! written apart from this workspace's rseq code, compiled with the system's `cc` into a
-//! temporary folder and run as a child process.
+//! temporary folder and run as a child process. On a machine without a C compiler, set
+//! `REFBENCH_C_LOOP` to the program built elsewhere (`cc -O2 -o rseq_loop rseq_loop.c
+//! -lpthread`, what `.ci/device-pack` does).
 
 use crate::harness::RunResult;
 use std::path::{Path, PathBuf};
@@ -9,11 +11,23 @@ use std::time::Duration;
 
 const SOURCE: &str = include_str!("../c/rseq_loop.c");
 
-/// Compiles the loop; the path of the program, or why there is none (not x86-64 Linux, no
-/// `cc`, or a glibc without `sys/rseq.h`).
+/// The environment variable naming a prebuilt loop program.
+pub const PREBUILT: &str = "REFBENCH_C_LOOP";
+
+/// Compiles the loop (or takes the program `REFBENCH_C_LOOP` names); the path of the program,
+/// or why there is none (not x86-64 Linux, no `cc`, a glibc without `sys/rseq.h`, or a
+/// `REFBENCH_C_LOOP` that names no file).
 pub fn build() -> Result<PathBuf, String> {
     if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
         return Err("the C loop is x86-64 Linux only".into());
+    }
+    if let Some(exe) = std::env::var_os(PREBUILT) {
+        let exe = PathBuf::from(exe);
+        return if exe.is_file() {
+            Ok(exe)
+        } else {
+            Err(format!("{PREBUILT}={}: no such program", exe.display()))
+        };
     }
     let dir = std::env::temp_dir().join(format!("refbench-c-loop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -94,6 +94,15 @@ enum Cmd {
         /// online CPUs).
         #[arg(long, value_delimiter = ',')]
         threads: Vec<usize>,
+        /// Only these experiments, comma-separated (default: all; `section-vs-lock` comes with
+        /// `single-object`). Results already in the folder are kept, and the report covers
+        /// every experiment found there, so a long run can be taken in parts.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Measured time of one repetition, in milliseconds (default: 300, 120 with --quick):
+        /// shorter on a machine lent for a limited time.
+        #[arg(long)]
+        duration_ms: Option<u64>,
         /// The folder for the results, the plots and REPORT.md.
         #[arg(long)]
         out: PathBuf,
@@ -138,10 +147,20 @@ fn main() -> ExitCode {
         Cmd::Reproduce {
             quick,
             threads,
+            only,
+            duration_ms,
             out,
         } => {
+            if duration_ms == Some(0) {
+                return usage_error("--duration-ms must be at least 1");
+            }
             if threads.contains(&0) {
                 return usage_error("--threads: every thread count must be at least 1");
+            }
+            if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
+                return usage_error(format!(
+                    "--only: unknown experiment '{bad}' (see `refbench list`)"
+                ));
             }
             let threads = if threads.is_empty() {
                 let online = percpu::online_cpus().max(1);
@@ -160,7 +179,15 @@ fn main() -> ExitCode {
             } else {
                 refbench::reproduce::Depth::Full
             };
-            match refbench::reproduce::reproduce(depth, &threads, &out) {
+            match refbench::reproduce::reproduce(
+                &refbench::reproduce::Plan {
+                    depth,
+                    threads,
+                    only,
+                    duration: duration_ms.map(Duration::from_millis),
+                },
+                &out,
+            ) {
                 Ok(p) => {
                     println!("{}", p.display());
                     ExitCode::SUCCESS

@@ -197,12 +197,35 @@ fn section_vs_lock(p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, S
     Ok(rows)
 }
 
-/// Runs everything into `dir` and writes `dir/REPORT.md`; returns its path.
-pub fn reproduce(depth: Depth, threads: &[usize], dir: &Path) -> Result<PathBuf, String> {
+/// What `reproduce` runs.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// How much.
+    pub depth: Depth,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Only these experiments (every one if empty).
+    pub only: Vec<String>,
+    /// Measured time of one repetition, instead of the depth's.
+    pub duration: Option<Duration>,
+}
+
+/// Runs every experiment of `plan` (`section-vs-lock` with `single-object`) into `dir` and
+/// writes `dir/REPORT.md` from every result in `dir` (those of earlier runs included);
+/// returns its path.
+pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let only = &plan.only;
     let plan: Vec<(&str, Params)> = EXPERIMENTS
         .iter()
-        .map(|e| (e.name, params(e.name, depth, threads)))
+        .filter(|e| only.is_empty() || only.iter().any(|o| o == e.name))
+        .map(|e| {
+            let mut p = params(e.name, plan.depth, &plan.threads);
+            if let Some(d) = plan.duration {
+                p.duration = d;
+            }
+            (e.name, p)
+        })
         .collect();
     let total: u64 = plan
         .iter()
@@ -242,24 +265,21 @@ pub fn reproduce(depth: Depth, threads: &[usize], dir: &Path) -> Result<PathBuf,
             },
         )?;
     }
-    bar.set_prefix("section-vs-lock");
-    let single = &plan
-        .iter()
-        .find(|(n, _)| *n == "single-object")
-        .expect("listed")
-        .1;
-    match section_vs_lock(single, &mut |s: &str| bar.set_message(s.to_string())) {
-        Ok(rows) => {
-            write(
-                dir,
-                "section-vs-lock",
-                &Results {
-                    meta: meta.clone(),
-                    rows,
-                },
-            )?;
+    if let Some((_, single)) = plan.iter().find(|(n, _)| *n == "single-object") {
+        bar.set_prefix("section-vs-lock");
+        match section_vs_lock(single, &mut |s: &str| bar.set_message(s.to_string())) {
+            Ok(rows) => {
+                write(
+                    dir,
+                    "section-vs-lock",
+                    &Results {
+                        meta: meta.clone(),
+                        rows,
+                    },
+                )?;
+            }
+            Err(e) => notes.push(format!("section-vs-lock not measured: {e}")),
         }
-        Err(e) => notes.push(format!("section-vs-lock not measured: {e}")),
     }
     bar.inc(1);
     bar.finish_and_clear();

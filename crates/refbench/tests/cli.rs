@@ -23,6 +23,15 @@ fn bad_arguments_exit_2_with_a_message() {
         &["run", "single-object", "--size-cpus", "16"],
         &["run", "memory", "--size-cpus", "0"],
         &["run", "memory", "--size-cpus", "100000"],
+        &[
+            "reproduce",
+            "--quick",
+            "--only",
+            "nope",
+            "--out",
+            "/nonexistent/x",
+        ],
+        &["reproduce", "--duration-ms", "0", "--out", "/nonexistent/x"],
         &["frobnicate"],
     ] {
         let o = refbench(args);
@@ -235,6 +244,38 @@ fn out_writes_json_csv_plots_and_report() {
     assert!(o.status.success());
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("| atomic | 1 | 16 |"), "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `reproduce --only` in two parts into one folder: each part writes its experiments, and the
+/// report covers both.
+#[test]
+fn reproduce_in_parts() {
+    let dir = std::env::temp_dir().join(format!("refbench-parts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    for only in ["tsc-check", "ceiling"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(["reproduce", "--quick", "--threads", "1", "--only", only])
+            .args(["--duration-ms", "20", "--out", d])
+            // A prebuilt loop that is not there: the C loop's row says why it is missing.
+            .env("REFBENCH_C_LOOP", dir.join("no-such-loop"))
+            .output()
+            .expect("refbench runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["ceiling.json", "tsc-check.json"], "{names:?}");
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    assert!(report.contains("\n## tsc-check\n"), "{report}");
+    assert!(report.contains("\n## ceiling\n"), "{report}");
+    assert!(report.contains("no-such-loop: no such program"), "{report}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -54,11 +54,14 @@ fn measure(
 
 /// Runs the experiment: one row per variant and thread count.
 pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    // Why the C loop has no figures, for its row.
+    let mut skipped = None;
     let c_loop = if p.schemes.iter().any(|s| s == C_LOOP) {
         match crate::c_loop::build() {
             Ok(exe) => Some(exe),
             Err(e) => {
                 eprintln!("refbench: no {C_LOOP} row: {e}");
+                skipped = Some(e);
                 None
             }
         }
@@ -79,6 +82,20 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
     }
     let mut rows = Vec::new();
+    if let Some(why) = skipped {
+        let mut extra = Map::new();
+        extra.insert("skipped".into(), json!(why));
+        rows.push(Row {
+            experiment: "ceiling".into(),
+            scheme: C_LOOP.into(),
+            kind: Kind::Reference,
+            threads: 1,
+            objects: 1,
+            ops_per_sec: None,
+            reps: Vec::new(),
+            extra,
+        });
+    }
     for name in &p.schemes {
         for &t in &p.threads {
             let Some((reps, util)) = m.get(&(name.clone(), t)) else {
