@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 mod cache;
+pub mod capi;
 mod frame;
 pub mod lodic;
 #[cfg(all(test, loom))]

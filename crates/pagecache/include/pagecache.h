@@ -1,0 +1,190 @@
+/*
+ * pagecache.h: a page cache over real files, its frames counted by a reference counting scheme
+ * chosen by name at run time, the C interface.
+ *
+ * A cache holds at most memory_limit_pages frames of 4096 bytes. Files are opened through it
+ * and read and written with the shape of pread(2)/pwrite(2): a read of a cached page copies
+ * from its frame under a reference of the cache's counting scheme ("paygo", "atomic",
+ * "percpu-ref", "refcache", ...); a miss fills a frame with one pread; writes go into the frames
+ * and are written back by pagecache_sync(), by eviction (CLOCK, when no frame is free) and by
+ * pagecache_drop_cache(). Pages past the size a file had when it was opened are not cached:
+ * reads and writes of them go straight to the file.
+ *
+ * Linking: libpagecache.a (and -lpthread -ldl -lm) or libpagecache.so, both built by
+ * `cargo build --release -p pagecache` (under target/release/). The static library carries its
+ * own Rust runtime, so it is not linked together with another Rust static library such as
+ * libpaygo.a; it exports paygo.h's functions as well (PAYGO's process-wide domain, separate
+ * from the caches' counters), so a program that needs both links libpagecache alone. Before
+ * dlclose() of libpagecache.so, every thread that used it calls pagecache_prepare_unload().
+ *
+ * Errors: every function that can fail returns a negative code, and nothing else is negative:
+ *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL and PAGECACHE_ENOMEM equal
+ *     -EINVAL and -ENOMEM; the others are -1000 and below, never an errno;
+ *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
+ *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
+ *     for a file that is not a regular file, -EACCES for a write to a file opened read-only).
+ * pagecache_strerror() describes both. A call refused for its arguments (PAGECACHE_EINVAL,
+ * PAGECACHE_ENOSCHEME, ...) changes nothing and leaves *out as it was; the cache and its files
+ * go on working after any error. An I/O error of a read or a write may come after part of the
+ * range was done, as with pread and pwrite: a read leaves the buffer's contents unspecified, a
+ * write may have written a prefix of its range. No call aborts the process: a Rust panic
+ * inside the library is caught at the boundary and returned as PAGECACHE_EINTERNAL.
+ *
+ * Threads: handles are thread-safe. One pagecache_t and one pagecache_file_t may be used from
+ * many threads at once (reads, writes, sync, drop_cache, len, open, stats); reads and writes
+ * of overlapping ranges racing each other see, byte by byte, the old or the new bytes, as
+ * pread racing pwrite may.
+ *
+ * Lifetimes (the unsafe contract: breaking it is undefined behaviour, as with free(3) and
+ * close(2)):
+ *   - pagecache_free(cache) and pagecache_close(file) must be called once per handle, when no
+ *     other thread is using that handle or will use it again. Closing a file handle (or
+ *     freeing a cache handle) while another thread is inside a call with it is the caller's
+ *     bug, like close(2) of a file descriptor another thread is reading.
+ *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with
+ *     files still open is allowed, and those files go on working (reads, writes, sync,
+ *     drop_cache, len, close) on the cache's frames, which are freed with the last of them.
+ *     Only the cache handle itself is gone: pagecache_open, pagecache_stats and
+ *     pagecache_scheme must not be given it again.
+ *   - Pointers passed in are only used during the call; buffers must be valid for len bytes
+ *     and not written by another thread during the call.
+ *
+ * Strings returned (pagecache_scheme, pagecache_strerror) are static: never freed, valid for
+ * the life of the process.
+ */
+#ifndef PAGECACHE_H
+#define PAGECACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h> /* ssize_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's error codes: negative; each means one thing. Any other negative value a
+ * function returns is -errno. */
+typedef enum pagecache_error {
+    PAGECACHE_OK = 0,
+    PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer, a memory limit of 0 or above
+                                    4294967294 pages, a mode other than 0 or 1, a length above
+                                    SSIZE_MAX, a write ending past 2^64 */
+    PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
+                                    cannot be allocated */
+    PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
+                                    boundary) */
+    PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
+                                    that is not UTF-8 included) */
+    PAGECACHE_EUNFIT = -1002     /* pagecache_new: the scheme exists but cannot count the
+                                    frames of a page cache ("percpu-limit" cannot detect zero,
+                                    so no frame could ever be evicted) */
+} pagecache_error;
+
+/* How reads of cached pages find their bytes (the mode of pagecache_new). */
+typedef enum pagecache_mode {
+    /* Every read takes a reference with the scheme's try-get, re-checks the frame, copies
+     * and puts it back. */
+    PAGECACHE_MODE_COUNTING = 0,
+    /* Reads of cached pages take no reference: they copy between two loads of the frame's
+     * version and retry if it changed. Misses, writes and sync still count. */
+    PAGECACHE_MODE_OPTIMISTIC = 1
+} pagecache_mode;
+
+/* The size of a page (of a frame), in bytes. */
+#define PAGECACHE_PAGE_SIZE 4096
+
+/* A cache (opaque). */
+typedef struct pagecache pagecache_t;
+
+/* A file opened through a cache (opaque). */
+typedef struct pagecache_file pagecache_file_t;
+
+/* Counts of a cache. */
+typedef struct pagecache_stats {
+    uint64_t fills;               /* misses that filled a frame (pread) */
+    uint64_t evictions;           /* frames evicted or dropped */
+    uint64_t write_backs;         /* dirty pages written back */
+    uint64_t direct_ios;          /* reads and writes that went straight to a file because
+                                     every frame was referenced */
+    uint64_t resident;            /* frames holding a page (or being filled) now; <= limit */
+    uint64_t resident_high_water; /* the most frames that ever held a page at once */
+    uint64_t limit;               /* the memory limit, in frames */
+} pagecache_stats_t;
+
+/* Makes a cache of memory_limit_pages frames (1 to 4294967294) counted by the scheme named
+ * scheme (NULL: "paygo"; `refbench list` names them all), reading in mode (a pagecache_mode),
+ * and stores its handle in *out. Errors: PAGECACHE_EINVAL (out is NULL, a limit of 0 or too
+ * large, another mode), PAGECACHE_ENOSCHEME (no such scheme), PAGECACHE_EUNFIT (a scheme that
+ * cannot serve a page cache), PAGECACHE_ENOMEM (the frames cannot be allocated). The frames
+ * are allocated here. */
+int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagecache_t **out);
+
+/* Frees a cache handle; NULL does nothing. Files opened through it stay open and usable (see
+ * Lifetimes above); the frames are freed with the last of them, or here if none is open. */
+void pagecache_free(pagecache_t *cache);
+
+/* Opens the file at path through the cache, read-write if permitted, else read-only, and
+ * stores its handle in *out. Errors: PAGECACHE_EINVAL (cache, path or out is NULL), the open's
+ * -errno (-ENOENT: no such file, -EACCES: no permission to read, ...), -EISDIR (a directory),
+ * -EINVAL (not a regular file: a FIFO, a device). One file may be opened several times, but
+ * each handle caches its pages separately and the handles are not kept coherent with each
+ * other: open a file once and share the handle between threads. */
+int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
+
+/* Closes a file handle; NULL does nothing. Writes its dirty pages back (errors are not
+ * reported: call pagecache_sync first to see them) and frees its frames. */
+void pagecache_close(pagecache_file_t *file);
+
+/* Reads up to len bytes at offset into buf, like pread(2): returns the number of bytes read,
+ * fewer than len at the end of the file and 0 at or past it. Errors: PAGECACHE_EINVAL (file is
+ * NULL, buf is NULL with len > 0, len > SSIZE_MAX), a fill's -errno (the pread of a missed
+ * page failed: the page is not cached, and the next read tries again). buf is written only up
+ * to the number of bytes the file holds past offset. */
+ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_t offset);
+
+/* Writes len bytes of buf at offset through the cache: each page is filled first (a page past
+ * the size the file had at open goes straight to the file), the bytes are copied in and the
+ * page marked dirty; the file grows when the range ends past it. Returns len. Errors:
+ * PAGECACHE_EINVAL (file is NULL, buf is NULL with len > 0, len > SSIZE_MAX, offset + len
+ * above 2^64), -EACCES (the file was opened read-only), a fill's or a direct write's -errno.
+ * The bytes reach the file by pagecache_sync, eviction, pagecache_drop_cache or
+ * pagecache_close. */
+ssize_t pagecache_write_at(pagecache_file_t *file, const void *buf, size_t len, uint64_t offset);
+
+/* Writes every dirty page of the file back (pwrite), then fdatasync(2)s it. Errors:
+ * PAGECACHE_EINVAL (file is NULL), the first failed write-back's or fdatasync's -errno (a page
+ * that failed stays dirty). */
+int pagecache_sync(pagecache_file_t *file);
+
+/* Writes the file's dirty pages back and frees every frame of it that no concurrent read or
+ * write holds (like posix_fadvise(POSIX_FADV_DONTNEED)): returns how many frames were freed
+ * (>= 0). Errors: PAGECACHE_EINVAL (file is NULL), the first failed write-back's -errno (that
+ * page stays cached and dirty). */
+ssize_t pagecache_drop_cache(pagecache_file_t *file);
+
+/* The file's length in bytes (its size at open, grown by writes through this handle), or
+ * PAGECACHE_EINVAL (file is NULL). */
+int64_t pagecache_len(pagecache_file_t *file);
+
+/* Fills *out with the cache's counts. Errors: PAGECACHE_EINVAL (cache or out is NULL). */
+int pagecache_stats(pagecache_t *cache, pagecache_stats_t *out);
+
+/* The name of the cache's counting scheme ("paygo", ...), static; NULL if cache is NULL. */
+const char *pagecache_scheme(pagecache_t *cache);
+
+/* Before dlclose() of libpagecache.so: every thread that used the library calls this, so
+ * that the kernel no longer points the thread at a restartable sequence's descriptor inside
+ * the library (the "paygo" scheme and other per-CPU schemes run them). A later call into the
+ * library re-arms it. Returns PAGECACHE_OK. */
+int pagecache_prepare_unload(void);
+
+/* A static description of a pagecache_error or of a -errno (the system's text); "unknown
+ * error" for any other value. Thread-safe; never NULL. */
+const char *pagecache_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PAGECACHE_H */

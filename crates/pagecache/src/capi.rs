@@ -1,0 +1,857 @@
+//! The C API (`include/pagecache.h`): the run-time-dispatched [`PageCache`] and
+//! [`CachedFile`] behind opaque handles.
+//!
+//! * `pagecache_t` is a boxed [`CCache`] (the cache and its scheme's name as a static C
+//!   string), `pagecache_file_t` a boxed [`CFile`]. Both are `Send + Sync`: one handle may be
+//!   used from many threads at once.
+//! * A file handle holds the cache's shared state (an `Arc`), so it may outlive its
+//!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
+//!   freed when the last of them is closed.
+//! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`] and
+//!   [`PAGECACHE_ENOMEM`] equal `-EINVAL` and `-ENOMEM`; the others are below -999, outside
+//!   the errno range), or `-errno` for an I/O error (`-raw_os_error()`, or the errno closest to
+//!   the `io::ErrorKind` of an error the cache makes itself).
+//! * A call refused for its arguments changes nothing. No Rust panic crosses the boundary:
+//!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`].
+
+use crate::{CachedFile, Config, Mode, PageCache, PAGE_SIZE};
+use core::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+/// Success.
+pub const PAGECACHE_OK: i32 = 0;
+/// A null pointer, a memory limit of zero or above `u32::MAX - 1` pages, an unknown mode, a
+/// length above `SSIZE_MAX`. Equal to `-EINVAL`.
+pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
+/// `pagecache_new`: the frames of the memory limit cannot be allocated. Equal to `-ENOMEM`.
+pub const PAGECACHE_ENOMEM: i32 = -libc::ENOMEM;
+/// An internal error (a Rust panic, caught at the boundary): a bug.
+pub const PAGECACHE_EINTERNAL: i32 = -1000;
+/// `pagecache_new`: no scheme has that name (also a name that is not UTF-8).
+pub const PAGECACHE_ENOSCHEME: i32 = -1001;
+/// `pagecache_new`: the scheme exists but cannot count the frames of a page cache
+/// (`percpu-limit`: it cannot detect zero, so no frame could ever be evicted).
+pub const PAGECACHE_EUNFIT: i32 = -1002;
+
+/// `mode` of `pagecache_new`: every read takes a reference ([`Mode::Counting`]).
+pub const PAGECACHE_MODE_COUNTING: i32 = 0;
+/// `mode` of `pagecache_new`: reads of cached pages take no reference ([`Mode::Optimistic`]).
+pub const PAGECACHE_MODE_OPTIMISTIC: i32 = 1;
+
+/// The scheme used when `pagecache_new` is given a null name.
+pub const DEFAULT_SCHEME: &str = "paygo";
+
+/// A cache, `pagecache_t` (opaque to C).
+pub struct CCache {
+    cache: PageCache,
+    scheme: &'static CStr,
+}
+
+/// A file opened through a cache, `pagecache_file_t` (opaque to C).
+pub struct CFile {
+    file: CachedFile,
+}
+
+// The header promises that both handles may be used from many threads at once.
+const _: fn() = || {
+    fn thread_safe<T: Send + Sync>() {}
+    thread_safe::<CCache>();
+    thread_safe::<CFile>();
+};
+
+/// Statistics of a cache (`pagecache_stats_t`): [`crate::Stats`] in fixed-width fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CStats {
+    /// Misses that filled a frame (`pread`).
+    pub fills: u64,
+    /// Frames evicted or dropped.
+    pub evictions: u64,
+    /// Dirty pages written back.
+    pub write_backs: u64,
+    /// Reads and writes that went straight to a file because every frame was referenced.
+    pub direct_ios: u64,
+    /// Frames holding a page (or being filled) now.
+    pub resident: u64,
+    /// The most frames that ever held a page at once.
+    pub resident_high_water: u64,
+    /// The memory limit, in frames.
+    pub limit: u64,
+}
+
+/// Runs an entry point's body, turning a panic into `err`.
+fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
+}
+
+/// The negative errno of an I/O error: its OS code, or the errno closest to its kind (errors
+/// the cache makes itself: a directory, a read-only file, a write past 2^64).
+fn io_code(e: &io::Error) -> i32 {
+    if let Some(n) = e.raw_os_error() {
+        if n > 0 {
+            return -n;
+        }
+    }
+    use io::ErrorKind as K;
+    -match e.kind() {
+        K::NotFound => libc::ENOENT,
+        K::PermissionDenied => libc::EACCES,
+        K::IsADirectory => libc::EISDIR,
+        K::NotADirectory => libc::ENOTDIR,
+        K::InvalidInput => libc::EINVAL,
+        K::OutOfMemory => libc::ENOMEM,
+        K::ReadOnlyFilesystem => libc::EROFS,
+        K::StorageFull => libc::ENOSPC,
+        K::FileTooLarge => libc::EFBIG,
+        K::AlreadyExists => libc::EEXIST,
+        K::Interrupted => libc::EINTR,
+        K::WouldBlock => libc::EAGAIN,
+        K::TimedOut => libc::ETIMEDOUT,
+        K::Unsupported => libc::EOPNOTSUPP,
+        _ => libc::EIO,
+    }
+}
+
+/// The scheme's name as a static C string (every registered name, made once).
+fn scheme_cstr(name: &str) -> &'static CStr {
+    static NAMES: OnceLock<Vec<(&'static str, CString)>> = OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            schemes::SCHEMES
+                .iter()
+                .filter_map(|s| Some((s.name, CString::new(s.name).ok()?)))
+                .collect()
+        })
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(c"unknown", |(_, c)| c.as_c_str())
+}
+
+/// Whether the frames of `pages` pages (their bytes and a generous bound on their metadata)
+/// can be allocated now: one allocation of that size, given back at once. A cache whose
+/// memory cannot be had is refused with `PAGECACHE_ENOMEM` here, instead of aborting the
+/// process in the cache's own allocation.
+fn can_allocate(pages: usize) -> bool {
+    let Some(bytes) = pages.checked_mul(PAGE_SIZE + 1024) else {
+        return false;
+    };
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(bytes).is_ok()
+}
+
+/// Makes a cache of `memory_limit_pages` frames counted by the scheme named `scheme` (null:
+/// `"paygo"`), with counting (`mode` 0) or optimistic (1) reads, and stores its handle in
+/// `*out`. Errors: `PAGECACHE_EINVAL` (null `out`, a limit of 0 or above `u32::MAX - 1`, another
+/// mode), `PAGECACHE_ENOSCHEME` (no such scheme, or a name that is not UTF-8),
+/// `PAGECACHE_EUNFIT` (a scheme that cannot serve a page cache), `PAGECACHE_ENOMEM`.
+///
+/// # Safety
+/// `scheme` is null or a NUL-terminated string; `out` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_new(
+    memory_limit_pages: usize,
+    scheme: *const c_char,
+    mode: c_int,
+    out: *mut *mut CCache,
+) -> i32 {
+    boundary(PAGECACHE_EINTERNAL, || {
+        if out.is_null() {
+            return PAGECACHE_EINVAL;
+        }
+        let mode = match mode {
+            PAGECACHE_MODE_COUNTING => Mode::Counting,
+            PAGECACHE_MODE_OPTIMISTIC => Mode::Optimistic,
+            _ => return PAGECACHE_EINVAL,
+        };
+        if memory_limit_pages == 0 || memory_limit_pages >= u32::MAX as usize {
+            return PAGECACHE_EINVAL;
+        }
+        let name = if scheme.is_null() {
+            DEFAULT_SCHEME
+        } else {
+            // SAFETY: the caller passes a NUL-terminated string that stays valid during the
+            // call.
+            match unsafe { CStr::from_ptr(scheme) }.to_str() {
+                Ok(s) => s,
+                Err(_) => return PAGECACHE_ENOSCHEME,
+            }
+        };
+        let Some(info) = schemes::find(name) else {
+            return PAGECACHE_ENOSCHEME;
+        };
+        if info.unfit_for_page_cache.is_some() {
+            return PAGECACHE_EUNFIT;
+        }
+        if !can_allocate(memory_limit_pages) {
+            return PAGECACHE_ENOMEM;
+        }
+        let mut cfg = Config::new(memory_limit_pages, name);
+        cfg.mode = mode;
+        let cache = match PageCache::new(cfg) {
+            Ok(c) => c,
+            Err(e) => return io_code(&e),
+        };
+        let scheme = scheme_cstr(cache.scheme());
+        let h = Box::into_raw(Box::new(CCache { cache, scheme }));
+        // SAFETY: `out` is not null, and the caller gives writable memory for a pointer.
+        unsafe { out.write(h) };
+        PAGECACHE_OK
+    })
+}
+
+/// Frees a cache handle (null: nothing). Files opened through it stay usable; the frames are
+/// freed with the last of them.
+///
+/// # Safety
+/// `cache` is null or a handle from [`pagecache_new`] not yet freed, that no other thread
+/// uses during or after the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
+    if cache.is_null() {
+        return;
+    }
+    boundary((), || {
+        // SAFETY: a handle from `Box::into_raw` in `pagecache_new`, given back once (the
+        // caller's contract).
+        drop(unsafe { Box::from_raw(cache) });
+    })
+}
+
+/// Opens `path` through the cache (read-write if permitted, else read-only) and stores the
+/// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), the open's `-errno`
+/// (`-ENOENT`, `-EACCES`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
+/// is not a regular file.
+///
+/// # Safety
+/// `cache` is null or a live handle; `path` is null or a NUL-terminated string; `out` is null
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_open(
+    cache: *const CCache,
+    path: *const c_char,
+    out: *mut *mut CFile,
+) -> i32 {
+    boundary(PAGECACHE_EINTERNAL, || {
+        if path.is_null() || out.is_null() {
+            return PAGECACHE_EINVAL;
+        }
+        // SAFETY: null or a live handle (the caller's contract), only read through.
+        let Some(c) = (unsafe { cache.as_ref() }) else {
+            return PAGECACHE_EINVAL;
+        };
+        // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
+        let path = OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes());
+        match c.cache.open(path) {
+            Ok(file) => {
+                let h = Box::into_raw(Box::new(CFile { file }));
+                // SAFETY: `out` is not null, and the caller gives writable memory for a
+                // pointer.
+                unsafe { out.write(h) };
+                PAGECACHE_OK
+            }
+            Err(e) => io_code(&e),
+        }
+    })
+}
+
+/// Closes a file handle (null: nothing): writes its dirty pages back and frees its frames
+/// (write-back errors are not reported: call [`pagecache_sync`] first to see them).
+///
+/// # Safety
+/// `file` is null or a handle from [`pagecache_open`] not yet closed, that no other thread
+/// uses during or after the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_close(file: *mut CFile) {
+    if file.is_null() {
+        return;
+    }
+    boundary((), || {
+        // SAFETY: a handle from `Box::into_raw` in `pagecache_open`, given back once (the
+        // caller's contract).
+        drop(unsafe { Box::from_raw(file) });
+    })
+}
+
+/// The file behind a handle.
+///
+/// # Safety
+/// `file` is null or a live handle.
+unsafe fn file_ref<'a>(file: *const CFile) -> Option<&'a CachedFile> {
+    // SAFETY: null or a live handle (the caller's contract), only read through; handles are
+    // `Sync`.
+    unsafe { file.as_ref() }.map(|f| &f.file)
+}
+
+/// Reads up to `len` bytes at `offset` into `buf`, like `pread`: the number of bytes read
+/// (fewer at the end of the file, 0 at or past it), or a negative error: `PAGECACHE_EINVAL`
+/// (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`), a fill's `-errno`.
+///
+/// # Safety
+/// `file` is null or a live handle; `buf` is null or writable for `len` bytes, and no other
+/// thread accesses those bytes during the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_read_at(
+    file: *const CFile,
+    buf: *mut c_void,
+    len: usize,
+    offset: u64,
+) -> isize {
+    boundary(PAGECACHE_EINTERNAL as isize, || {
+        // SAFETY: forwarded contract.
+        let Some(f) = (unsafe { file_ref(file) }) else {
+            return PAGECACHE_EINVAL as isize;
+        };
+        if len > isize::MAX as usize || (buf.is_null() && len > 0) {
+            return PAGECACHE_EINVAL as isize;
+        }
+        // At most the bytes the file has past `offset` now: the read loads the length once
+        // too, so it could not return more.
+        let n = f.len().saturating_sub(offset).min(len as u64) as usize;
+        if n == 0 {
+            return 0;
+        }
+        let buf = buf.cast::<u8>();
+        // SAFETY: `buf` is not null and writable for `len >= n` bytes that nobody else
+        // accesses during the call (the caller's contract). They are zeroed first, so the
+        // slice holds initialised bytes whatever the caller's buffer held.
+        let part = unsafe {
+            core::ptr::write_bytes(buf, 0, n);
+            core::slice::from_raw_parts_mut(buf, n)
+        };
+        match f.read_at(part, offset) {
+            Ok(k) => k as isize,
+            Err(e) => io_code(&e) as isize,
+        }
+    })
+}
+
+/// Writes `len` bytes of `buf` at `offset` through the cache (the pages are filled first,
+/// then marked dirty; the file grows when the range ends past it): `len`, or a negative error:
+/// `PAGECACHE_EINVAL` (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`,
+/// `offset + len` above 2^64), `-EACCES` on a file opened read-only, a fill's or write's
+/// `-errno`.
+///
+/// # Safety
+/// `file` is null or a live handle; `buf` is null or readable for `len` bytes that no other
+/// thread writes during the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_write_at(
+    file: *const CFile,
+    buf: *const c_void,
+    len: usize,
+    offset: u64,
+) -> isize {
+    boundary(PAGECACHE_EINTERNAL as isize, || {
+        // SAFETY: forwarded contract.
+        let Some(f) = (unsafe { file_ref(file) }) else {
+            return PAGECACHE_EINVAL as isize;
+        };
+        if len > isize::MAX as usize || (buf.is_null() && len > 0) {
+            return PAGECACHE_EINVAL as isize;
+        }
+        let data: &[u8] = if len == 0 {
+            &[]
+        } else {
+            // SAFETY: `buf` is not null and readable for `len` bytes that nobody writes during
+            // the call (the caller's contract).
+            unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) }
+        };
+        match f.write_at(data, offset) {
+            Ok(k) => k as isize,
+            Err(e) => io_code(&e) as isize,
+        }
+    })
+}
+
+/// Writes the file's dirty pages back and `fdatasync`s it: `PAGECACHE_OK`, `PAGECACHE_EINVAL`
+/// (a null handle) or the first `-errno` (a page that failed stays dirty).
+///
+/// # Safety
+/// `file` is null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_sync(file: *const CFile) -> i32 {
+    boundary(PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let Some(f) = (unsafe { file_ref(file) }) else {
+            return PAGECACHE_EINVAL;
+        };
+        match f.sync() {
+            Ok(()) => PAGECACHE_OK,
+            Err(e) => io_code(&e),
+        }
+    })
+}
+
+/// Writes the file's dirty pages back and frees its unreferenced frames: how many were freed,
+/// or `PAGECACHE_EINVAL` (a null handle) or the first write-back's `-errno`.
+///
+/// # Safety
+/// `file` is null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
+    boundary(PAGECACHE_EINTERNAL as isize, || {
+        // SAFETY: forwarded contract.
+        let Some(f) = (unsafe { file_ref(file) }) else {
+            return PAGECACHE_EINVAL as isize;
+        };
+        match f.drop_cache() {
+            Ok(n) => n.min(isize::MAX as usize) as isize,
+            Err(e) => io_code(&e) as isize,
+        }
+    })
+}
+
+/// The file's length in bytes (its size at open, grown by writes through the cache), or
+/// `PAGECACHE_EINVAL` (a null handle).
+///
+/// # Safety
+/// `file` is null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
+    boundary(PAGECACHE_EINTERNAL as i64, || {
+        // SAFETY: forwarded contract.
+        match unsafe { file_ref(file) } {
+            Some(f) => i64::try_from(f.len()).unwrap_or(i64::MAX),
+            None => PAGECACHE_EINVAL as i64,
+        }
+    })
+}
+
+/// Fills `*out` with the cache's counts: `PAGECACHE_OK` or `PAGECACHE_EINVAL` (a null
+/// pointer).
+///
+/// # Safety
+/// `cache` is null or a live handle; `out` is null or writable for a `pagecache_stats_t`.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats) -> i32 {
+    boundary(PAGECACHE_EINTERNAL, || {
+        if out.is_null() {
+            return PAGECACHE_EINVAL;
+        }
+        // SAFETY: null or a live handle (the caller's contract), only read through.
+        let Some(c) = (unsafe { cache.as_ref() }) else {
+            return PAGECACHE_EINVAL;
+        };
+        let s = c.cache.stats();
+        let stats = CStats {
+            fills: s.fills,
+            evictions: s.evictions,
+            write_backs: s.write_backs,
+            direct_ios: s.direct_ios,
+            resident: s.resident as u64,
+            resident_high_water: s.resident_high_water as u64,
+            limit: s.limit as u64,
+        };
+        // SAFETY: `out` is not null, and the caller gives writable memory for the struct.
+        unsafe { out.write(stats) };
+        PAGECACHE_OK
+    })
+}
+
+/// The name of the cache's counting scheme (static storage), or null for a null handle.
+///
+/// # Safety
+/// `cache` is null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_scheme(cache: *const CCache) -> *const c_char {
+    boundary(core::ptr::null(), || {
+        // SAFETY: null or a live handle (the caller's contract), only read through.
+        match unsafe { cache.as_ref() } {
+            Some(c) => c.scheme.as_ptr(),
+            None => core::ptr::null(),
+        }
+    })
+}
+
+/// Prepares the calling thread for `dlclose` of `libpagecache.so` (see
+/// [`percpu::prepare_unload`]): every thread that used the library calls it before the
+/// library is unloaded.
+#[no_mangle]
+pub extern "C" fn pagecache_prepare_unload() -> i32 {
+    boundary(PAGECACHE_EINTERNAL, || {
+        percpu::prepare_unload();
+        PAGECACHE_OK
+    })
+}
+
+/// Negative errnos that [`pagecache_strerror`] describes with the system's text.
+const ERRNO_TEXTS: i32 = 256;
+
+/// The system's texts of errnos 1 to [`ERRNO_TEXTS`] - 1, made once (through `strerror_r`,
+/// thread-safe) and kept for the life of the process.
+fn errno_texts() -> &'static [CString] {
+    static TEXTS: OnceLock<Vec<CString>> = OnceLock::new();
+    TEXTS.get_or_init(|| {
+        (1..ERRNO_TEXTS)
+            .map(|n| {
+                let s = io::Error::from_raw_os_error(n).to_string();
+                let s = s
+                    .strip_suffix(&format!(" (os error {n})"))
+                    .unwrap_or(&s)
+                    .replace('\0', "");
+                CString::new(s).unwrap_or_default()
+            })
+            .collect()
+    })
+}
+
+/// A static, NUL-terminated description of an error code: the library's own codes, and
+/// `-errno` (the system's text). Thread-safe.
+#[no_mangle]
+pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
+    let s: &'static CStr = match code {
+        PAGECACHE_OK => c"success",
+        PAGECACHE_EINVAL => {
+            c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a length above SSIZE_MAX, or not a regular file)"
+        }
+        PAGECACHE_ENOMEM => c"out of memory (the cache's frames cannot be allocated)",
+        PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",
+        PAGECACHE_ENOSCHEME => c"no counting scheme of that name",
+        PAGECACHE_EUNFIT => c"the counting scheme cannot serve a page cache",
+        c if c < 0 && c > -ERRNO_TEXTS => boundary(c"unknown error", || {
+            errno_texts()
+                .get((-c - 1) as usize)
+                .map_or(c"unknown error", |t| t.as_c_str())
+        }),
+        _ => c"unknown error",
+    };
+    s.as_ptr()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use core::ptr::{null, null_mut};
+    use std::ffi::CString;
+
+    /// A temporary file of `len` bytes (byte k is `k as u8`), and its directory.
+    fn file_of(len: usize) -> (tempfile::TempDir, CString) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("f");
+        std::fs::write(&p, (0..len).map(|k| k as u8).collect::<Vec<u8>>()).expect("write");
+        let c = CString::new(p.as_os_str().as_bytes()).expect("path");
+        (dir, c)
+    }
+
+    fn new_cache(pages: usize, scheme: &CStr, mode: i32) -> *mut CCache {
+        let mut c = null_mut();
+        // SAFETY: a NUL-terminated name and a writable out pointer.
+        let rc = unsafe { pagecache_new(pages, scheme.as_ptr(), mode, &mut c) };
+        assert_eq!(rc, PAGECACHE_OK);
+        assert!(!c.is_null());
+        c
+    }
+
+    fn open(c: *mut CCache, path: &CStr) -> *mut CFile {
+        let mut f = null_mut();
+        // SAFETY: a live handle, a NUL-terminated path, a writable out pointer.
+        assert_eq!(unsafe { pagecache_open(c, path.as_ptr(), &mut f) }, 0);
+        f
+    }
+
+    /// Reads the whole file through `f` and checks it.
+    fn check(f: *mut CFile, len: usize) {
+        let mut buf = vec![0u8; len + 10];
+        // SAFETY: a live handle and a buffer of `buf.len()` bytes.
+        let n = unsafe { pagecache_read_at(f, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        assert_eq!(n, len as isize);
+        for (k, &b) in buf[..len].iter().enumerate() {
+            assert_eq!(b, k as u8, "byte {k}");
+        }
+    }
+
+    fn text(code: i32) -> String {
+        // SAFETY: strerror returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(pagecache_strerror(code)) }
+            .to_str()
+            .expect("utf-8")
+            .to_string()
+    }
+
+    #[test]
+    fn new_refuses_bad_arguments_with_distinct_codes() {
+        let mut c: *mut CCache = null_mut();
+        // SAFETY (every call of this test): names are NUL-terminated or null, `c` is writable
+        // or the out pointer is null.
+        unsafe {
+            assert_eq!(pagecache_new(8, null(), 0, null_mut()), PAGECACHE_EINVAL);
+            assert_eq!(pagecache_new(0, null(), 0, &mut c), PAGECACHE_EINVAL);
+            assert_eq!(
+                pagecache_new(u32::MAX as usize, null(), 0, &mut c),
+                PAGECACHE_EINVAL
+            );
+            assert_eq!(pagecache_new(8, null(), 2, &mut c), PAGECACHE_EINVAL);
+            assert_eq!(pagecache_new(8, null(), -1, &mut c), PAGECACHE_EINVAL);
+            assert_eq!(
+                pagecache_new(8, c"no-such".as_ptr(), 0, &mut c),
+                PAGECACHE_ENOSCHEME
+            );
+            assert_eq!(
+                pagecache_new(8, c"pay\xffgo".as_ptr(), 0, &mut c),
+                PAGECACHE_ENOSCHEME
+            );
+            assert_eq!(
+                pagecache_new(8, c"percpu-limit".as_ptr(), 0, &mut c),
+                PAGECACHE_EUNFIT
+            );
+        }
+        // Far more than any machine has (22 TB): refused, not an abort. Where the kernel
+        // grants any allocation (overcommit mode 1) the cache would be made and touched, so
+        // the check is not run there.
+        let always = std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+            .is_ok_and(|m| m.trim() == "1");
+        if always {
+            percpu::testing::skip("vm.overcommit_memory is 1: PAGECACHE_ENOMEM is not checked");
+        } else {
+            // SAFETY: a writable out pointer.
+            let rc = unsafe { pagecache_new(u32::MAX as usize - 1, null(), 0, &mut c) };
+            assert_eq!(rc, PAGECACHE_ENOMEM);
+        }
+        assert!(c.is_null(), "a failed call wrote *out");
+        // SAFETY: as above.
+        let rc = unsafe { pagecache_new(8, null(), PAGECACHE_MODE_OPTIMISTIC, &mut c) };
+        assert_eq!(rc, PAGECACHE_OK);
+        // SAFETY: a live handle; the name is static.
+        let name = unsafe { CStr::from_ptr(pagecache_scheme(c)) };
+        assert_eq!(name, c"paygo");
+        // SAFETY: a live handle, freed once; then null handles.
+        unsafe {
+            pagecache_free(c);
+            pagecache_free(null_mut());
+            pagecache_close(null_mut());
+            assert!(pagecache_scheme(null()).is_null());
+        }
+    }
+
+    #[test]
+    fn every_usable_scheme_gets_its_name_back() {
+        for name in crate::usable_schemes() {
+            let cname = CString::new(name).expect("name");
+            let c = new_cache(2, &cname, PAGECACHE_MODE_COUNTING);
+            // SAFETY: a live handle; the name is static; freed once.
+            unsafe {
+                assert_eq!(CStr::from_ptr(pagecache_scheme(c)), cname.as_c_str());
+                pagecache_free(c);
+            }
+        }
+    }
+
+    #[test]
+    fn open_errors_are_negative_errnos_and_change_nothing() {
+        let (dir, path) = file_of(3 * PAGE_SIZE + 5);
+        let c = new_cache(2, c"atomic", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        let missing = CString::new(dir.path().join("missing").as_os_str().as_bytes()).unwrap();
+        let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        let mut g: *mut CFile = null_mut();
+        // SAFETY (every call of this block): live or null handles, NUL-terminated or null
+        // paths, writable or null out pointers.
+        unsafe {
+            assert_eq!(pagecache_open(c, missing.as_ptr(), &mut g), -libc::ENOENT);
+            assert_eq!(pagecache_open(c, d.as_ptr(), &mut g), -libc::EISDIR);
+            assert_eq!(pagecache_open(c, c"".as_ptr(), &mut g), -libc::ENOENT);
+            assert_eq!(
+                pagecache_open(null(), path.as_ptr(), &mut g),
+                PAGECACHE_EINVAL
+            );
+            assert_eq!(pagecache_open(c, null(), &mut g), PAGECACHE_EINVAL);
+            assert_eq!(
+                pagecache_open(c, path.as_ptr(), null_mut()),
+                PAGECACHE_EINVAL
+            );
+        }
+        assert!(g.is_null(), "a failed open wrote *out");
+        check(f, 3 * PAGE_SIZE + 5);
+        // SAFETY: live handles, closed and freed once.
+        unsafe {
+            pagecache_close(f);
+            pagecache_free(c);
+        }
+    }
+
+    #[test]
+    fn io_calls_refuse_null_and_oversized_arguments() {
+        let len = 2 * PAGE_SIZE + 10;
+        let (_dir, path) = file_of(len);
+        let c = new_cache(1, c"paygo", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        let mut b = [0u8; 16];
+        let mut st = CStats::default();
+        let big = isize::MAX as usize + 1;
+        // SAFETY (every call of this block): live or null handles; buffers of at least the
+        // length given, or null (and then the call refuses them before any access), or
+        // lengths above SSIZE_MAX (refused before any access).
+        unsafe {
+            let p = b.as_mut_ptr().cast::<c_void>();
+            assert_eq!(pagecache_read_at(null(), p, 16, 0), -22);
+            assert_eq!(pagecache_read_at(f, null_mut(), 16, 0), -22);
+            assert_eq!(pagecache_read_at(f, null_mut(), 0, 0), 0);
+            assert_eq!(pagecache_read_at(f, p, big, 0), -22);
+            assert_eq!(pagecache_read_at(f, p, usize::MAX, 0), -22);
+            assert_eq!(pagecache_write_at(null(), p, 16, 0), -22);
+            assert_eq!(pagecache_write_at(f, null(), 16, 0), -22);
+            assert_eq!(pagecache_write_at(f, p, big, 0), -22);
+            assert_eq!(
+                pagecache_write_at(f, p, 16, u64::MAX - 4),
+                -libc::EINVAL as isize
+            );
+            assert_eq!(pagecache_write_at(f, null(), 0, 0), 0);
+            assert_eq!(pagecache_sync(null()), PAGECACHE_EINVAL);
+            assert_eq!(pagecache_drop_cache(null()), PAGECACHE_EINVAL as isize);
+            assert_eq!(pagecache_len(null()), PAGECACHE_EINVAL as i64);
+            assert_eq!(pagecache_stats(null(), &mut st), PAGECACHE_EINVAL);
+            assert_eq!(pagecache_stats(c, null_mut()), PAGECACHE_EINVAL);
+            // Reads at and past the end are short, as pread.
+            assert_eq!(pagecache_read_at(f, p, 16, len as u64 - 4), 4);
+            assert_eq!(
+                &b[..4],
+                &[
+                    (len - 4) as u8,
+                    (len - 3) as u8,
+                    (len - 2) as u8,
+                    (len - 1) as u8
+                ]
+            );
+            assert_eq!(pagecache_read_at(f, p, 16, len as u64), 0);
+            assert_eq!(pagecache_read_at(f, p, 16, u64::MAX), 0);
+            assert_eq!(pagecache_len(f), len as i64);
+        }
+        check(f, len);
+        // SAFETY: live handles.
+        unsafe {
+            assert_eq!(pagecache_stats(c, &mut st), PAGECACHE_OK);
+        }
+        assert_eq!(st.limit, 1);
+        assert!(
+            st.resident <= 1 && st.evictions > 0 && st.fills > 0,
+            "{st:?}"
+        );
+        // SAFETY: live handles, closed and freed once.
+        unsafe {
+            pagecache_close(f);
+            pagecache_free(c);
+        }
+    }
+
+    #[test]
+    fn writes_sync_drop_and_a_file_outliving_its_cache() {
+        let len = 3 * PAGE_SIZE;
+        let (dir, path) = file_of(len);
+        let c = new_cache(2, c"refcache", PAGECACHE_MODE_OPTIMISTIC);
+        let f = open(c, &path);
+        let msg = b"across a page boundary";
+        let at = PAGE_SIZE as u64 - 5;
+        // SAFETY: live handles and a buffer of `msg.len()` bytes.
+        unsafe {
+            let n = pagecache_write_at(f, msg.as_ptr().cast(), msg.len(), at);
+            assert_eq!(n, msg.len() as isize);
+            assert_eq!(pagecache_sync(f), PAGECACHE_OK);
+            assert!(pagecache_drop_cache(f) >= 0);
+            // The file keeps the cache's state alive.
+            pagecache_free(c);
+        }
+        let disk = std::fs::read(dir.path().join("f")).expect("read");
+        assert_eq!(&disk[at as usize..at as usize + msg.len()], msg);
+        let mut b = vec![0u8; msg.len()];
+        // SAFETY: a live file handle (its cache freed: allowed) and a buffer of `b.len()`.
+        unsafe {
+            let n = pagecache_read_at(f, b.as_mut_ptr().cast(), b.len(), at);
+            assert_eq!(n, msg.len() as isize);
+            // A write past the end grows the file.
+            let n = pagecache_write_at(f, msg.as_ptr().cast(), msg.len(), len as u64 + 100);
+            assert_eq!(n, msg.len() as isize);
+            assert_eq!(pagecache_len(f), (len + 100 + msg.len()) as i64);
+            pagecache_close(f);
+        }
+        assert_eq!(&b, msg);
+    }
+
+    #[test]
+    fn a_read_only_file_refuses_writes_with_eacces() {
+        // A file with no write permission (root ignores the mode: then there is nothing to
+        // check).
+        let (dir, path) = file_of(PAGE_SIZE);
+        let p = dir.path().join("f");
+        let mut perm = std::fs::metadata(&p).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o400);
+        std::fs::set_permissions(&p, perm).expect("chmod");
+        if std::fs::OpenOptions::new().write(true).open(&p).is_ok() {
+            percpu::testing::skip("the file mode does not stop this user (root) from writing");
+            return;
+        }
+        let c = new_cache(2, c"cas", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        // SAFETY: live handles and a buffer of 2 bytes.
+        unsafe {
+            assert_eq!(
+                pagecache_write_at(f, b"hi".as_ptr().cast(), 2, 0),
+                -(libc::EACCES as isize)
+            );
+        }
+        check(f, PAGE_SIZE);
+        // SAFETY: live handles, closed and freed once.
+        unsafe {
+            pagecache_close(f);
+            pagecache_free(c);
+        }
+    }
+
+    #[test]
+    fn strerror_covers_own_codes_and_errnos() {
+        for code in [
+            PAGECACHE_OK,
+            PAGECACHE_EINVAL,
+            PAGECACHE_ENOMEM,
+            PAGECACHE_EINTERNAL,
+            PAGECACHE_ENOSCHEME,
+            PAGECACHE_EUNFIT,
+        ] {
+            assert!(!text(code).is_empty());
+        }
+        assert_eq!(text(PAGECACHE_ENOSCHEME), "no counting scheme of that name");
+        let t = text(-libc::ENOENT);
+        assert!(!t.is_empty() && !t.contains("os error"), "{t}");
+        assert_eq!(
+            t,
+            io::Error::from_raw_os_error(libc::ENOENT)
+                .to_string()
+                .split(" (os error")
+                .next()
+                .unwrap()
+        );
+        assert_eq!(text(1), "unknown error");
+        assert_eq!(text(-100_000), "unknown error");
+        assert_eq!(text(i32::MIN), "unknown error");
+        // Static storage: the same pointer every time.
+        assert_eq!(
+            pagecache_strerror(-libc::EIO),
+            pagecache_strerror(-libc::EIO)
+        );
+    }
+
+    #[test]
+    fn io_errors_map_to_errnos() {
+        use io::ErrorKind as K;
+        assert_eq!(
+            io_code(&io::Error::from_raw_os_error(libc::ENOSPC)),
+            -libc::ENOSPC
+        );
+        assert_eq!(
+            io_code(&io::Error::new(K::IsADirectory, "d")),
+            -libc::EISDIR
+        );
+        assert_eq!(
+            io_code(&io::Error::new(K::InvalidInput, "i")),
+            -libc::EINVAL
+        );
+        assert_eq!(
+            io_code(&io::Error::new(K::PermissionDenied, "p")),
+            -libc::EACCES
+        );
+        assert_eq!(io_code(&io::Error::other("o")), -libc::EIO);
+    }
+}

@@ -1,0 +1,383 @@
+/* The C API from several threads: for each of several counting schemes and both read modes,
+ * a cache of 8 frames over a 64-page file (so reads evict all the time); 4 threads read random
+ * ranges (unaligned, page-crossing, past the end) and check every byte against the pattern,
+ * while one thread writes a region and syncs; then the file itself is checked with pread, the
+ * counts with pagecache_stats, and every error case gets its documented code and leaves the
+ * cache working. Prints one "ok" line per part and "failures=N"; exits non-zero on any
+ * failure. */
+#define _GNU_SOURCE
+#include "pagecache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PAGE PAGECACHE_PAGE_SIZE
+#define PAGES 64
+#define TAIL 24 /* the last page is partial */
+#define FILE_LEN ((uint64_t)PAGES * PAGE + TAIL)
+#define LIMIT 8
+#define READERS 4
+#define READS 3000
+#define MAX_READ (3 * PAGE + 17)
+/* The region the writer rewrites (generation 1 of the pattern). */
+#define W_BEGIN ((uint64_t)40 * PAGE + 100)
+#define W_END ((uint64_t)48 * PAGE - 60)
+#define W_ROUNDS 3
+
+static int failures;
+
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
+        }                                                                                   \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                      \
+    do {                                                                                    \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
+        if (a_ != b_) {                                                                     \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld (%s)\n", __FILE__, __LINE__,  \
+                    #a, a_, b_, pagecache_strerror((int)a_));                               \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
+        }                                                                                   \
+    } while (0)
+
+/* The 8-byte word at offset off8 (a multiple of 8) of generation gen, derived from the offset
+ * (so a byte of another place, another page or another generation is caught). */
+static uint64_t word_of(uint64_t off8, int gen) {
+    uint64_t x = (off8 + 1) * 0x9E3779B97F4A7C15ULL;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 32;
+    return gen ? ~x ^ 0x5A5A5A5A5A5A5A5AULL : x;
+}
+
+/* The byte at offset off: the words are stored little-endian. */
+static unsigned char byte_at(uint64_t off, int gen) {
+    return (unsigned char)(word_of(off & ~(uint64_t)7, gen) >> (8 * (off & 7)));
+}
+
+static int in_region(uint64_t off) { return off >= W_BEGIN && off < W_END; }
+
+/* The byte at off of the file after the writer finished. */
+static unsigned char model_at(uint64_t off) { return byte_at(off, in_region(off)); }
+
+static unsigned long rnd(unsigned long *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static const char *tmpdir(void) {
+    const char *d = getenv("TMPDIR");
+    return d && *d ? d : "/tmp";
+}
+
+/* A temporary pattern file (generation 0); its path in path, its descriptor returned. */
+static int make_file(char *path, size_t cap) {
+    snprintf(path, cap, "%s/pagecache-readers-XXXXXX", tmpdir());
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("mkstemp");
+        exit(2);
+    }
+    unsigned char *b = malloc(FILE_LEN);
+    for (uint64_t o = 0; o < FILE_LEN; o++) b[o] = byte_at(o, 0);
+    if (pwrite(fd, b, FILE_LEN, 0) != (ssize_t)FILE_LEN) {
+        perror("pwrite");
+        exit(2);
+    }
+    free(b);
+    return fd;
+}
+
+/* Reads [off, off + len) through f and checks it: the length pread would return, and every
+ * byte (in the writer's region, while it writes, either generation). */
+static void read_and_check(pagecache_file_t *f, uint64_t off, size_t len, unsigned char *dst,
+                           int writing) {
+    ssize_t n = pagecache_read_at(f, dst, len, off);
+    uint64_t want = off >= FILE_LEN ? 0 : FILE_LEN - off;
+    if (want > len) want = len;
+    if (n != (ssize_t)want) {
+        CHECK_EQ(n, want);
+        return;
+    }
+    for (uint64_t k = 0; k < want; k++) {
+        uint64_t o = off + k;
+        unsigned char b = dst[k];
+        int ok;
+        if (!in_region(o))
+            ok = b == byte_at(o, 0);
+        else if (writing)
+            ok = b == byte_at(o, 0) || b == byte_at(o, 1);
+        else
+            ok = b == byte_at(o, 1);
+        if (!ok) {
+            fprintf(stderr, "byte %llu (read of %zu at %llu): %u, expected %u\n",
+                    (unsigned long long)o, len, (unsigned long long)off, b, model_at(o));
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+}
+
+struct reader_arg {
+    pagecache_file_t *f;
+    unsigned long seed;
+};
+
+static void *reader(void *p) {
+    struct reader_arg *a = p;
+    unsigned long s = a->seed;
+    unsigned char *buf = malloc(MAX_READ + 8);
+    for (int i = 0; i < READS; i++) {
+        unsigned long x = rnd(&s);
+        uint64_t off;
+        size_t len;
+        switch (x % 8) {
+        case 0: /* one whole page */
+            off = (rnd(&s) % (PAGES + 1)) * PAGE;
+            len = PAGE;
+            break;
+        case 1: /* across the end of the file, or past it */
+            off = FILE_LEN - 64 + rnd(&s) % 128;
+            len = 1 + rnd(&s) % 200;
+            break;
+        case 2: /* a few bytes across a page boundary */
+            off = (1 + rnd(&s) % PAGES) * PAGE - 1 - rnd(&s) % 7;
+            len = 2 + rnd(&s) % 14;
+            break;
+        default: /* anywhere, any length up to three pages and a bit */
+            off = rnd(&s) % FILE_LEN;
+            len = 1 + rnd(&s) % MAX_READ;
+            break;
+        }
+        /* An unaligned destination too. */
+        read_and_check(a->f, off, len, buf + (x >> 8) % 8, 1);
+        if (x % 64 == 0) CHECK_EQ(pagecache_len(a->f), FILE_LEN);
+    }
+    free(buf);
+    return NULL;
+}
+
+static void *writer(void *p) {
+    pagecache_file_t *f = p;
+    unsigned long s = 0x2545F4914F6CDD1DUL;
+    unsigned char *buf = malloc(W_END - W_BEGIN);
+    for (uint64_t o = W_BEGIN; o < W_END; o++) buf[o - W_BEGIN] = byte_at(o, 1);
+    for (int r = 0; r < W_ROUNDS; r++) {
+        /* The region in chunks of unaligned, page-crossing lengths. */
+        uint64_t o = W_BEGIN;
+        while (o < W_END) {
+            uint64_t len = 1 + rnd(&s) % (2 * PAGE + 3);
+            if (len > W_END - o) len = W_END - o;
+            CHECK_EQ(pagecache_write_at(f, buf + (o - W_BEGIN), len, o), len);
+            o += len;
+        }
+    }
+    CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
+    free(buf);
+    return NULL;
+}
+
+/* The whole file through f, every byte against the model. */
+static void check_all(pagecache_file_t *f) {
+    unsigned char *buf = malloc(FILE_LEN + 100);
+    read_and_check(f, 0, FILE_LEN + 100, buf, 0);
+    free(buf);
+}
+
+/* A short verified read: the cache still works after an error. */
+static void still_works(pagecache_file_t *f) {
+    unsigned char b[2 * PAGE];
+    read_and_check(f, 3 * PAGE - 100, sizeof b, b, 0);
+}
+
+/* Every error case of an open cache and file; each leaves them working. */
+static void errors_with(pagecache_t *c, pagecache_file_t *f) {
+    char path[4096];
+    pagecache_file_t *g = NULL;
+    unsigned char b[64];
+    pagecache_stats_t st;
+
+    snprintf(path, sizeof path, "%s/pagecache-no-such-file-%d", tmpdir(), (int)getpid());
+    CHECK_EQ(pagecache_open(c, path, &g), -ENOENT);
+    CHECK(g == NULL);
+    still_works(f);
+    CHECK_EQ(pagecache_open(c, tmpdir(), &g), -EISDIR);
+    CHECK(g == NULL);
+    still_works(f);
+    CHECK_EQ(pagecache_open(c, "", &g), -ENOENT);
+    CHECK_EQ(pagecache_open(NULL, path, &g), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_open(c, NULL, &g), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_open(c, path, NULL), PAGECACHE_EINVAL);
+    CHECK(g == NULL);
+    still_works(f);
+
+    CHECK_EQ(pagecache_read_at(NULL, b, sizeof b, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_read_at(f, NULL, sizeof b, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_read_at(f, NULL, 0, 0), 0);
+    CHECK_EQ(pagecache_read_at(f, b, (size_t)SSIZE_MAX + 1, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_read_at(f, b, SIZE_MAX, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, FILE_LEN), 0);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, FILE_LEN + 12345), 0);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, UINT64_MAX), 0);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, FILE_LEN - 5), 5);
+    for (int k = 0; k < 5; k++) CHECK_EQ(b[k], byte_at(FILE_LEN - 5 + k, 0));
+    still_works(f);
+
+    CHECK_EQ(pagecache_write_at(NULL, b, sizeof b, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_write_at(f, NULL, sizeof b, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_write_at(f, b, (size_t)SSIZE_MAX + 1, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_write_at(f, b, sizeof b, UINT64_MAX - 10), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_len(f), FILE_LEN);
+    CHECK_EQ(pagecache_sync(NULL), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_drop_cache(NULL), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_len(NULL), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_stats(NULL, &st), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_stats(c, NULL), PAGECACHE_EINVAL);
+    CHECK(pagecache_scheme(NULL) == NULL);
+    still_works(f);
+}
+
+/* One cache: readers and a writer, then the file, the counts and the errors. */
+static void run(const char *scheme, int mode) {
+    char path[4096];
+    int fd = make_file(path, sizeof path);
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = NULL;
+    CHECK_EQ(pagecache_new(LIMIT, scheme, mode, &c), PAGECACHE_OK);
+    if (!c) return;
+    CHECK(strcmp(pagecache_scheme(c), scheme) == 0);
+    CHECK_EQ(pagecache_open(c, path, &f), PAGECACHE_OK);
+    if (!f) return;
+    CHECK_EQ(pagecache_len(f), FILE_LEN);
+
+    pthread_t t[READERS + 1];
+    struct reader_arg args[READERS];
+    for (int i = 0; i < READERS; i++) {
+        args[i].f = f;
+        args[i].seed = 0x9E3779B97F4A7C15UL * (unsigned long)(i + 1) + (unsigned long)mode;
+        pthread_create(&t[i], NULL, reader, &args[i]);
+    }
+    pthread_create(&t[READERS], NULL, writer, f);
+    for (int i = 0; i <= READERS; i++) pthread_join(t[i], NULL);
+
+    /* Through the cache, then the file itself (synced by the writer). */
+    check_all(f);
+    unsigned char *disk = malloc(FILE_LEN + 1);
+    CHECK_EQ(pread(fd, disk, FILE_LEN + 1, 0), FILE_LEN);
+    for (uint64_t o = 0; o < FILE_LEN; o++) {
+        if (disk[o] != model_at(o)) {
+            fprintf(stderr, "%s: file byte %llu is %u, expected %u\n", scheme,
+                    (unsigned long long)o, disk[o], model_at(o));
+            failures++;
+            break;
+        }
+    }
+    free(disk);
+
+    pagecache_stats_t st;
+    CHECK_EQ(pagecache_stats(c, &st), PAGECACHE_OK);
+    CHECK(st.fills > 0);
+    CHECK(st.evictions > 0);
+    CHECK(st.write_backs > 0);
+    CHECK_EQ(st.limit, LIMIT);
+    CHECK(st.resident <= st.limit);
+    CHECK(st.resident_high_water <= st.limit);
+    ssize_t dropped = pagecache_drop_cache(f);
+    CHECK(dropped >= 0);
+    CHECK_EQ(pagecache_stats(c, &st), PAGECACHE_OK);
+    CHECK(st.resident <= st.limit);
+
+    errors_with(c, f);
+
+    /* The file outlives its cache handle. */
+    pagecache_free(c);
+    check_all(f);
+    pagecache_close(f);
+
+    unlink(path);
+    close(fd);
+    printf("ok scheme=%s mode=%s\n", scheme,
+           mode == PAGECACHE_MODE_OPTIMISTIC ? "optimistic" : "counting");
+}
+
+/* Errors that need no open file. */
+static void errors(void) {
+    pagecache_t *c = NULL;
+    CHECK_EQ(pagecache_new(LIMIT, "no-such-scheme", 0, &c), PAGECACHE_ENOSCHEME);
+    CHECK_EQ(pagecache_new(LIMIT, "percpu-limit", 0, &c), PAGECACHE_EUNFIT);
+    CHECK_EQ(pagecache_new(0, "paygo", 0, &c), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_new(LIMIT, "paygo", 2, &c), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_new(LIMIT, "paygo", -1, &c), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_new(LIMIT, "paygo", 0, NULL), PAGECACHE_EINVAL);
+    CHECK(c == NULL);
+    pagecache_free(NULL);
+    pagecache_close(NULL);
+
+    /* A null name means paygo. */
+    CHECK_EQ(pagecache_new(LIMIT, NULL, PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    if (c) CHECK(strcmp(pagecache_scheme(c), "paygo") == 0);
+
+    /* A file without write permission is opened read-only; writes get -EACCES (root ignores
+     * the mode: nothing to check then). */
+    char path[4096];
+    int fd = make_file(path, sizeof path);
+    fchmod(fd, 0400);
+    int wfd = open(path, O_WRONLY);
+    if (wfd >= 0) {
+        close(wfd);
+        printf("skip read-only file check (this user writes whatever the mode)\n");
+    } else if (c) {
+        pagecache_file_t *f = NULL;
+        CHECK_EQ(pagecache_open(c, path, &f), PAGECACHE_OK);
+        if (f) {
+            CHECK_EQ(pagecache_write_at(f, "x", 1, 0), -EACCES);
+            still_works(f);
+            pagecache_close(f);
+        }
+    }
+    unlink(path);
+    close(fd);
+    pagecache_free(c);
+
+    const int codes[] = {PAGECACHE_OK,        PAGECACHE_EINVAL,    PAGECACHE_ENOMEM,
+                         PAGECACHE_EINTERNAL, PAGECACHE_ENOSCHEME, PAGECACHE_EUNFIT,
+                         -ENOENT,             -EISDIR,             -EACCES,
+                         12345,               -100000};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        const char *s = pagecache_strerror(codes[i]);
+        CHECK(s != NULL && s[0] != '\0');
+    }
+    CHECK(strcmp(pagecache_strerror(-ENOENT), strerror(ENOENT)) == 0);
+    CHECK(strcmp(pagecache_strerror(PAGECACHE_ENOSCHEME), pagecache_strerror(-ENOENT)) != 0);
+    printf("ok errors\n");
+}
+
+int main(void) {
+    static const struct {
+        const char *scheme;
+        int mode;
+    } runs[] = {
+        {"paygo", PAGECACHE_MODE_COUNTING},      {"atomic", PAGECACHE_MODE_COUNTING},
+        {"percpu-ref", PAGECACHE_MODE_COUNTING}, {"refcache", PAGECACHE_MODE_COUNTING},
+        {"paygo", PAGECACHE_MODE_OPTIMISTIC},
+    };
+    errors();
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) run(runs[i].scheme, runs[i].mode);
+    CHECK(pagecache_prepare_unload() == PAGECACHE_OK);
+    printf("failures=%d\n", failures);
+    return failures != 0;
+}
