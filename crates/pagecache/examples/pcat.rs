@@ -1,6 +1,6 @@
 //! `pcat FILE [--scheme S] [--pages N] [--passes P]`: cats FILE through the page cache (to
 //! stdout, once) and prints the hit and miss counts of P passes (default 2: the first misses,
-//! the second hits) on stderr.
+//! or hits on the pages read ahead of a miss; the second hits) on stderr.
 
 use pagecache::{Config, PageCache, PAGE_SIZE};
 use std::io::Write;
@@ -74,11 +74,12 @@ fn main() -> ExitCode {
     let _ = out.flush();
     let st = cache.stats();
     eprintln!(
-        "pcat: {} ({}): {page_reads} page reads in {passes} passes, {} hits, {} misses, {} evictions, {} of {} frames used",
+        "pcat: {} ({}): {page_reads} page reads in {passes} passes, {} hits, {} misses ({} pages read ahead), {} evictions, {} of {} frames used",
         path,
         cache.scheme(),
-        page_reads - st.fills,
-        st.fills,
+        page_reads - (st.fills - st.read_ahead),
+        st.fills - st.read_ahead,
+        st.read_ahead,
         st.evictions,
         st.resident_high_water,
         st.limit

@@ -5,7 +5,8 @@
  * A cache holds at most memory_limit_pages frames of 4096 bytes. Files are opened through it
  * and read and written with the shape of pread(2)/pwrite(2): a read of a cached page copies
  * from its frame under a reference of the cache's counting scheme ("paygo", "atomic",
- * "percpu-ref", "refcache", ...); a miss fills a frame with one pread; writes go into the frames
+ * "percpu-ref", "refcache", ...); a miss fills a frame with one pread (with up to 32 following
+ * pages when the reads are sequential: readahead); writes go into the frames
  * and are written back by pagecache_sync(), by eviction (CLOCK, when no frame is free) and by
  * pagecache_drop_cache(). Pages past the size a file had when it was opened are not cached:
  * reads and writes of them go straight to the file.
@@ -102,7 +103,8 @@ typedef struct pagecache_file pagecache_file_t;
 
 /* Counts of a cache. */
 typedef struct pagecache_stats {
-    uint64_t fills;               /* misses that filled a frame (pread) */
+    uint64_t fills;               /* pages filled from their files (pread), read ahead
+                                     included */
     uint64_t evictions;           /* frames evicted or dropped */
     uint64_t write_backs;         /* dirty pages written back */
     uint64_t direct_ios;          /* reads and writes that went straight to a file because
@@ -110,6 +112,8 @@ typedef struct pagecache_stats {
     uint64_t resident;            /* frames holding a page (or being filled) now; <= limit */
     uint64_t resident_high_water; /* the most frames that ever held a page at once */
     uint64_t limit;               /* the memory limit, in frames */
+    uint64_t read_ahead;          /* of the fills, pages read ahead of a sequential miss (up
+                                     to 32 after it, in the same pread) */
 } pagecache_stats_t;
 
 /* Makes a cache of memory_limit_pages frames (1 to 4294967294) counted by the scheme named

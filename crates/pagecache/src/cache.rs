@@ -22,6 +22,10 @@ const RECLAIM_BATCH: usize = 32;
 /// global fence, PAYGO's membarrier, pays it once per batch).
 const DROP_BATCH: usize = 4096;
 
+/// Readahead: the first window after a sequential miss, and the largest (pages).
+const RA_FIRST: u64 = 4;
+const RA_MAX: u64 = 32;
+
 /// How many times `drop_cache` tries again to reclaim a page that nobody references (schemes
 /// whose zero detection lags, RefCache's epochs, may refuse a few times).
 const DROP_RETRIES: usize = 10_000;
@@ -57,6 +61,9 @@ pub(crate) struct FileState {
     pub(crate) maps: Mutex<FileMaps>,
     /// Length in bytes: the size at open, grown by writes.
     len: AtomicU64,
+    /// Readahead state, read and written under the allocator lock only: the page whose miss
+    /// would continue a sequential read (bits 16 and up) and the last window (low 16 bits).
+    ra: AtomicU64,
 }
 
 pub(crate) struct Inner<C: RefCounter> {
@@ -69,6 +76,7 @@ pub(crate) struct Inner<C: RefCounter> {
     next_id: AtomicU64,
     fault: Option<crate::FaultHook>,
     fills: AtomicU64,
+    read_ahead: AtomicU64,
     evictions: AtomicU64,
     writebacks: AtomicU64,
     direct: AtomicU64,
@@ -169,11 +177,12 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Reads page `page` of `f` into `buf` (zeros past the end of the file).
-    fn pread_page(&self, f: &FileState, page: u64, buf: &mut [u8; PAGE_SIZE]) -> io::Result<()> {
+    /// Reads the pages from `page` on into `buf` (whole pages), zeros past the end of the file.
+    fn pread_pages(&self, f: &FileState, page: u64, buf: &mut [u8]) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
-        self.hook(IoKind::Fill, f, off, PAGE_SIZE)?;
+        self.hook(IoKind::Fill, f, off, buf.len())?;
         let mut done = 0;
-        while done < PAGE_SIZE {
+        while done < buf.len() {
             match f.file.read_at(&mut buf[done..], off + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
@@ -238,7 +247,8 @@ impl<C: RefCounter> Inner<C> {
         }
     }
 
-    /// The miss path: takes a frame, installs it in the slot, fills it. `None`: another thread
+    /// The miss path: takes a frame, installs it in the slot, fills it, and with it the pages
+    /// read ahead (see [`Inner::read_ahead`]): one `pread` for all. `None`: another thread
     /// installed a frame first (look up again).
     fn fill(
         &self,
@@ -247,7 +257,7 @@ impl<C: RefCounter> Inner<C> {
         bypass: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<Option<Got<C::Token>>> {
         let slot = &f.slots[page as usize];
-        let (i, tok) = {
+        let (i, tok, ahead) = {
             let mut a = lock(&self.alloc);
             if slot.load(Ordering::Relaxed) != 0 {
                 return Ok(None);
@@ -270,29 +280,82 @@ impl<C: RefCounter> Inner<C> {
                 }
                 spin(&mut tries);
             };
+            let ahead = self.read_ahead(&mut a, f, page);
             a.high_water = a.high_water.max(self.frames.len() - a.free.len());
-            (i, tok)
+            (i, tok, ahead)
         };
-        let mut buf = [0u8; PAGE_SIZE];
-        if let Err(e) = self.pread_page(f, page, &mut buf) {
-            // The version stayed odd: no reader used the frame. Unmap it and free it (it is
-            // live, like every free frame).
+        let mut buf = vec![0u8; (1 + ahead.len()) * PAGE_SIZE];
+        if let Err(e) = self.pread_pages(f, page, &mut buf) {
+            // The versions stayed odd: no reader used the frames. Unmap them and free them
+            // (they are live, like every free frame).
             let mut a = lock(&self.alloc);
             slot.store(0, Ordering::Relaxed);
             self.frames[i as usize].meta.clear();
             self.scheme.put(self.obj(i), tok);
             a.free.push(i);
+            for (k, &j) in ahead.iter().enumerate() {
+                f.slots[page as usize + 1 + k].store(0, Ordering::Relaxed);
+                self.frames[j as usize].meta.clear();
+                a.free.push(j);
+            }
             return Err(e);
         }
-        for (w, b) in self.words(i).iter().zip(buf.chunks_exact(8)) {
-            w.store(
-                u64::from_ne_bytes(b.try_into().expect("8 bytes")),
-                Ordering::Relaxed,
-            );
+        for (k, &j) in core::iter::once(&i).chain(&ahead).enumerate() {
+            let bytes = &buf[k * PAGE_SIZE..(k + 1) * PAGE_SIZE];
+            for (w, b) in self.words(j).iter().zip(bytes.chunks_exact(8)) {
+                w.store(
+                    u64::from_ne_bytes(b.try_into().expect("8 bytes")),
+                    Ordering::Relaxed,
+                );
+            }
+            self.frames[j as usize].meta.publish();
         }
-        self.frames[i as usize].meta.publish();
-        self.fills.fetch_add(1, Ordering::Relaxed);
+        self.fills
+            .fetch_add(1 + ahead.len() as u64, Ordering::Relaxed);
+        self.read_ahead
+            .fetch_add(ahead.len() as u64, Ordering::Relaxed);
         Ok(Some(Got::Frame(i, tok)))
+    }
+
+    /// Readahead after a miss on `page` of `f` (under the allocator lock): if the miss continues
+    /// a sequential read (page 0, or the page after the last one filled), frames for the
+    /// uncached pages that follow, installed in their slots with odd versions and no
+    /// reference (readers wait for them as for any fill): a window of [`RA_FIRST`] pages,
+    /// doubled on each further sequential miss up to [`RA_MAX`], never more than an eighth of
+    /// the cache, stopping at a cached page, the end of the file's slots, or when no frame can
+    /// be had. A random miss reads nothing ahead.
+    fn read_ahead(&self, a: &mut Alloc, f: &FileState, page: u64) -> Vec<u32> {
+        // Relaxed: `ra` is only used under the allocator lock.
+        let st = f.ra.load(Ordering::Relaxed);
+        let (next, last) = (st >> 16, st & 0xffff);
+        let window = if page == 0 || page == next {
+            if last == 0 {
+                RA_FIRST
+            } else {
+                (last * 2).min(RA_MAX)
+            }
+        } else {
+            0
+        };
+        let want = window.min(self.frames.len() as u64 / 8);
+        let mut ahead = Vec::new();
+        let mut p = page + 1;
+        while (ahead.len() as u64) < want && (p as usize) < f.slots.len() {
+            let s = &f.slots[p as usize];
+            if s.load(Ordering::Relaxed) != 0 {
+                break;
+            }
+            let Some(j) = self.take_frame(a) else {
+                break;
+            };
+            self.frames[j as usize].meta.assign(f.id, p);
+            // Release: as the missed page's slot store in `fill`.
+            s.store(j + 1, Ordering::Release);
+            ahead.push(j);
+            p += 1;
+        }
+        f.ra.store((p << 16) | window.min(0xffff), Ordering::Relaxed);
+        ahead
     }
 
     /// A free frame: the free list, else CLOCK eviction. `None` if every frame is referenced.
@@ -544,6 +607,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 next_id: AtomicU64::new(1),
                 fault: config.fault.clone(),
                 fills: AtomicU64::new(0),
+                read_ahead: AtomicU64::new(0),
                 evictions: AtomicU64::new(0),
                 writebacks: AtomicU64::new(0),
                 direct: AtomicU64::new(0),
@@ -595,6 +659,7 @@ impl<C: RefCounter> PageCacheOf<C> {
             slots: (0..pages).map(|_| AtomicU32::new(0)).collect(),
             maps: Mutex::new(FileMaps::default()),
             len: AtomicU64::new(len),
+            ra: AtomicU64::new(0),
         });
         lock(&self.inner.files).insert(id, Arc::downgrade(&state));
         Ok(CachedFileOf {
@@ -609,6 +674,7 @@ impl<C: RefCounter> PageCacheOf<C> {
         let a = lock(&i.alloc);
         Stats {
             fills: i.fills.load(Ordering::Relaxed),
+            read_ahead: i.read_ahead.load(Ordering::Relaxed),
             evictions: i.evictions.load(Ordering::Relaxed),
             write_backs: i.writebacks.load(Ordering::Relaxed),
             direct_ios: i.direct.load(Ordering::Relaxed),

@@ -67,7 +67,7 @@ const _: fn() = || {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CStats {
-    /// Misses that filled a frame (`pread`).
+    /// Pages filled from their files (`pread`), read ahead included.
     pub fills: u64,
     /// Frames evicted or dropped.
     pub evictions: u64,
@@ -81,6 +81,8 @@ pub struct CStats {
     pub resident_high_water: u64,
     /// The memory limit, in frames.
     pub limit: u64,
+    /// Of the fills, the pages read ahead of a sequential miss.
+    pub read_ahead: u64,
 }
 
 /// Runs an entry point's body, turning a panic into `err`.
@@ -445,6 +447,7 @@ pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats)
             resident: s.resident as u64,
             resident_high_water: s.resident_high_water as u64,
             limit: s.limit as u64,
+            read_ahead: s.read_ahead,
         };
         // SAFETY: `out` is not null, and the caller gives writable memory for the struct.
         unsafe { out.write(stats) };

@@ -38,7 +38,7 @@ pub enum Mode {
 /// What an I/O of the cache is for (see [`FaultHook`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoKind {
-    /// `pread` of a page on a miss.
+    /// `pread` of a page on a miss, with the pages read ahead after it (`len` covers them).
     Fill,
     /// `pwrite` of a dirty page (sync, eviction, drop_cache).
     WriteBack,
@@ -111,8 +111,12 @@ impl std::fmt::Debug for Config {
 /// Counts of a cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Misses that filled a frame (`pread`).
+    /// Pages filled from their files (`pread`): on a miss, and read ahead of a sequential
+    /// miss.
     pub fills: u64,
+    /// Of the fills, the pages read ahead: after a miss that continues a sequential read, up
+    /// to 32 following pages (an eighth of the cache at most) in the same `pread`.
+    pub read_ahead: u64,
     /// Frames evicted or dropped.
     pub evictions: u64,
     /// Dirty pages written back.

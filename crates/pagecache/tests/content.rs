@@ -1,6 +1,7 @@
 //! Every byte a reader gets is checked against the file's known content, while other threads
 //! write (the same bytes), sync and drop the cache and a tiny memory limit forces eviction; for
-//! every scheme, in both read modes; more threads than cores, with forced migration.
+//! every scheme, in both read modes; more threads than cores, with forced migration; and again
+//! with a limit large enough for readahead (reads that cross pages are sequential misses).
 
 mod common;
 
@@ -13,10 +14,22 @@ const LEN: u64 = PAGES * 4096 - 1000; // the last page is partial
 const READERS: usize = 3;
 const READS: usize = 1500;
 
-fn hammer(scheme: &str, mode: Mode) {
+/// Sets the flag if its thread panics, so that a failing reader stops the writer and the
+/// keeper (the test then fails instead of waiting for them).
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+fn hammer(scheme: &str, mode: Mode, limit: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = pattern_file(&dir, "f", LEN);
-    let mut cfg = Config::new(6, scheme);
+    let mut cfg = Config::new(limit, scheme);
     cfg.mode = mode;
     let cache = PageCache::new(cfg).expect("cache");
     let file = cache.open(&path).expect("open");
@@ -24,8 +37,9 @@ fn hammer(scheme: &str, mode: Mode) {
     std::thread::scope(|s| {
         let readers: Vec<_> = (0..READERS)
             .map(|t| {
-                let file = &file;
+                let (file, done) = (&file, &done);
                 s.spawn(move || {
+                    let _stop = StopOnPanic(done);
                     let mut rng = Rng::new(t as u64 + 1);
                     let mut buf = vec![0u8; 9000];
                     for op in 0..READS {
@@ -85,11 +99,16 @@ fn hammer(scheme: &str, mode: Mode) {
         keeper.join().expect("keeper");
     });
     let st = cache.stats();
-    assert!(st.resident <= 6 && st.resident_high_water <= 6, "{st:?}");
+    assert!(
+        st.resident <= limit && st.resident_high_water <= limit,
+        "{st:?}"
+    );
     assert!(
         st.evictions > 0,
-        "{scheme}: the tiny limit forced no eviction: {st:?}"
+        "{scheme}: the limit forced no eviction: {st:?}"
     );
+    // An eighth of the cache may be read ahead: none with 6 frames, some with more.
+    assert_eq!(st.read_ahead > 0, limit >= 16, "{scheme}: {st:?}");
     drop(file);
     let disk = std::fs::read(&path).expect("read back");
     assert_eq!(disk.len() as u64, LEN);
@@ -101,13 +120,21 @@ fn hammer(scheme: &str, mode: Mode) {
 #[test]
 fn every_scheme_reads_only_the_right_bytes() {
     for scheme in pagecache::usable_schemes() {
-        hammer(scheme, Mode::Counting);
+        hammer(scheme, Mode::Counting, 6);
     }
+}
+
+#[test]
+fn every_scheme_reads_only_the_right_bytes_with_readahead() {
+    for scheme in pagecache::usable_schemes() {
+        hammer(scheme, Mode::Counting, 24);
+    }
+    hammer("paygo", Mode::Optimistic, 24);
 }
 
 #[test]
 fn optimistic_reads_only_the_right_bytes() {
     for scheme in ["paygo", "atomic"] {
-        hammer(scheme, Mode::Optimistic);
+        hammer(scheme, Mode::Optimistic, 6);
     }
 }
