@@ -288,6 +288,26 @@ unsafe fn file_ref<'a>(file: *const CFile) -> Option<&'a CachedFile> {
     unsafe { file.as_ref() }.map(|f| &f.file)
 }
 
+/// The file of a read or write of `len` bytes at `buf`, or `PAGECACHE_EINVAL` for a null
+/// handle, a null `buf` with `len > 0`, or `len > SSIZE_MAX`.
+///
+/// # Safety
+/// `file` is null or a live handle.
+unsafe fn io_args<'a>(
+    file: *const CFile,
+    buf: *const c_void,
+    len: usize,
+) -> Result<&'a CachedFile, isize> {
+    // SAFETY: forwarded contract.
+    let Some(f) = (unsafe { file_ref(file) }) else {
+        return Err(PAGECACHE_EINVAL as isize);
+    };
+    if len > isize::MAX as usize || (buf.is_null() && len > 0) {
+        return Err(PAGECACHE_EINVAL as isize);
+    }
+    Ok(f)
+}
+
 /// Reads up to `len` bytes at `offset` into `buf`, like `pread`: the number of bytes read
 /// (fewer at the end of the file, 0 at or past it), or a negative error: `PAGECACHE_EINVAL`
 /// (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`), a fill's `-errno`.
@@ -304,12 +324,10 @@ pub unsafe extern "C" fn pagecache_read_at(
 ) -> isize {
     boundary(PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
-        let Some(f) = (unsafe { file_ref(file) }) else {
-            return PAGECACHE_EINVAL as isize;
+        let f = match unsafe { io_args(file, buf.cast_const(), len) } {
+            Ok(f) => f,
+            Err(code) => return code,
         };
-        if len > isize::MAX as usize || (buf.is_null() && len > 0) {
-            return PAGECACHE_EINVAL as isize;
-        }
         // At most the bytes the file has past `offset` now: the read loads the length once
         // too, so it could not return more.
         let n = f.len().saturating_sub(offset).min(len as u64) as usize;
@@ -349,12 +367,10 @@ pub unsafe extern "C" fn pagecache_write_at(
 ) -> isize {
     boundary(PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
-        let Some(f) = (unsafe { file_ref(file) }) else {
-            return PAGECACHE_EINVAL as isize;
+        let f = match unsafe { io_args(file, buf, len) } {
+            Ok(f) => f,
+            Err(code) => return code,
         };
-        if len > isize::MAX as usize || (buf.is_null() && len > 0) {
-            return PAGECACHE_EINVAL as isize;
-        }
         let data: &[u8] = if len == 0 {
             &[]
         } else {

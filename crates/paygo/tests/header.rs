@@ -2,106 +2,17 @@
 //! exported function (name and arity), the statistics struct's fields (names and order) and
 //! the object's size agree.
 
+use capi_check::header::{enum_values, functions, read, rust_fields, rust_functions, u64_fields};
 use paygo::capi;
 use std::collections::BTreeMap;
 
-fn read(rel: &str) -> String {
-    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel))
-        .unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
-
-/// `PAYGO_X = -N` entries of the header's `paygo_error` enum.
-fn header_codes(h: &str) -> BTreeMap<String, i32> {
-    let start = h.find("typedef enum paygo_error").expect("the error enum");
-    let body = &h[start..h[start..].find("} paygo_error;").unwrap() + start];
-    body.lines()
-        .filter_map(|l| {
-            let l = l.trim();
-            let (name, rest) = l.split_once('=')?;
-            let value: String = rest
-                .trim()
-                .chars()
-                .take_while(|c| *c == '-' || c.is_ascii_digit())
-                .collect();
-            Some((name.trim().to_string(), value.parse().ok()?))
-        })
-        .collect()
-}
-
-/// The header without its `/* ... */` comments.
-fn strip_comments(h: &str) -> String {
-    let mut out = String::new();
-    let mut rest = h;
-    while let Some(i) = rest.find("/*") {
-        out.push_str(&rest[..i]);
-        rest = &rest[i + 2..];
-        rest = &rest[rest.find("*/").map_or(rest.len(), |j| j + 2)..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `name -> number of parameters` of the `paygo_*` prototypes of the header.
-fn header_functions(h: &str) -> BTreeMap<String, usize> {
-    let flat = strip_comments(h).replace('\n', " ");
-    flat.split(';')
-        .filter_map(|decl| {
-            let open = decl.find("paygo_")?;
-            let name_end = open + decl[open..].find('(')?;
-            let name = decl[open..name_end].trim().to_string();
-            if name.contains(' ') || decl.contains("typedef") {
-                return None;
-            }
-            let params = &decl[name_end + 1..decl.rfind(')')?];
-            let n = if params.trim() == "void" {
-                0
-            } else {
-                params.split(',').count()
-            };
-            Some((name, n))
-        })
-        .collect()
-}
-
-/// `name -> number of parameters` of the `extern "C"` functions of capi.rs.
-fn rust_functions(src: &str) -> BTreeMap<String, usize> {
-    src.split("extern \"C\" fn ")
-        .skip(1)
-        .filter_map(|rest| {
-            let name_end = rest.find('(')?;
-            let name = rest[..name_end].to_string();
-            if !name.starts_with("paygo_") {
-                return None;
-            }
-            let params = &rest[name_end + 1..rest.find(')')?];
-            let n = if params.trim().is_empty() {
-                0
-            } else {
-                params.split(',').filter(|p| !p.trim().is_empty()).count()
-            };
-            Some((name, n))
-        })
-        .collect()
-}
-
-fn fields(body: &str, marker: &str) -> Vec<String> {
-    body.lines()
-        .filter_map(|l| {
-            let l = l.trim();
-            let l = l.strip_prefix(marker)?;
-            let name: String = l
-                .trim()
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            (!name.is_empty()).then_some(name)
-        })
-        .collect()
+fn file(rel: &str) -> String {
+    read(env!("CARGO_MANIFEST_DIR"), rel)
 }
 
 #[test]
 fn error_codes_agree() {
-    let h = header_codes(&read("include/paygo.h"));
+    let h = enum_values(&file("include/paygo.h"), "paygo_error");
     let rust: BTreeMap<String, i32> = [
         ("PAYGO_OK", capi::PAYGO_OK),
         ("PAYGO_EINVAL", capi::PAYGO_EINVAL),
@@ -120,7 +31,7 @@ fn error_codes_agree() {
     .collect();
     assert_eq!(h, rust);
     // And capi.rs declares no code the list above forgot.
-    let src = read("src/capi.rs");
+    let src = file("src/capi.rs");
     let declared = src.matches("pub const PAYGO_").count();
     assert_eq!(
         declared,
@@ -131,23 +42,17 @@ fn error_codes_agree() {
 
 #[test]
 fn functions_agree() {
-    let h = header_functions(&read("include/paygo.h"));
-    let r = rust_functions(&read("src/capi.rs"));
+    let h = functions(&file("include/paygo.h"), "paygo_");
+    let r = rust_functions(&file("src/capi.rs"), "paygo_");
     assert!(h.len() >= 10, "parsed too few prototypes: {h:?}");
     assert_eq!(h, r);
 }
 
 #[test]
 fn stats_and_object_layout_agree() {
-    let h = read("include/paygo.h");
-    let start = h.find("typedef struct paygo_stats").unwrap();
-    let body = &h[start..start + h[start..].find("} paygo_stats_t;").unwrap()];
-    let header_fields = fields(body, "uint64_t");
-    let src = read("src/capi.rs");
-    let start = src.find("pub struct CStats").unwrap();
-    let start = start + src[start..].find('{').unwrap();
-    let body = &src[start..start + src[start..].find("\n}").unwrap()];
-    let rust_fields = fields(body, "pub");
+    let h = file("include/paygo.h");
+    let header_fields = u64_fields(&h, "paygo_stats");
+    let rust_fields = rust_fields(&file("src/capi.rs"), "CStats");
     assert_eq!(header_fields, rust_fields);
     assert_eq!(
         core::mem::size_of::<capi::CStats>(),

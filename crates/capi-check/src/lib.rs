@@ -1,0 +1,291 @@
+//! Test support for the workspace's C APIs (`paygo.h`, `pagecache.h`), shared by their tests:
+//!
+//! * [`header`]: a header's enums, prototypes and struct fields, and the same of the Rust side
+//!   (`src/capi.rs`), so that a test can check that the two cannot drift;
+//! * [`cc`]: building a C program against a crate's static library and running it, and
+//!   compiling a header as C++ and as pedantic C99.
+//!
+//! The parsers read this workspace's own headers (one declaration per statement, `/* */`
+//! comments); they are not a C parser.
+#![warn(missing_docs)]
+
+pub mod header {
+    //! Reading a C header and the Rust file that implements it.
+
+    use std::collections::BTreeMap;
+
+    /// The text of `rel`, a path relative to `manifest_dir` (a crate's `CARGO_MANIFEST_DIR`).
+    ///
+    /// # Panics
+    /// If it cannot be read.
+    pub fn read(manifest_dir: &str, rel: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(manifest_dir).join(rel))
+            .unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    /// The header without its `/* ... */` comments.
+    pub fn strip_comments(h: &str) -> String {
+        let mut out = String::new();
+        let mut rest = h;
+        while let Some(i) = rest.find("/*") {
+            out.push_str(&rest[..i]);
+            rest = &rest[i + 2..];
+            rest = &rest[rest.find("*/").map_or(rest.len(), |j| j + 2)..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The `NAME = N` entries of `typedef enum name { ... } name;`.
+    ///
+    /// # Panics
+    /// If the header has no such enum.
+    pub fn enum_values(h: &str, name: &str) -> BTreeMap<String, i32> {
+        let h = strip_comments(h);
+        let start = h
+            .find(&format!("typedef enum {name}"))
+            .unwrap_or_else(|| panic!("no enum {name}"));
+        let end = start
+            + h[start..]
+                .find(&format!("}} {name};"))
+                .unwrap_or_else(|| panic!("enum {name} has no end"));
+        h[start..end]
+            .split([',', '{'])
+            .filter_map(|e| {
+                let (name, rest) = e.split_once('=')?;
+                let value: String = rest
+                    .trim()
+                    .chars()
+                    .take_while(|c| *c == '-' || c.is_ascii_digit())
+                    .collect();
+                Some((name.trim().to_string(), value.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// `name -> number of parameters` of the header's prototypes of functions named
+    /// `prefix...`.
+    pub fn functions(h: &str, prefix: &str) -> BTreeMap<String, usize> {
+        let flat = strip_comments(h).replace('\n', " ");
+        flat.split(';')
+            .filter_map(|decl| {
+                let open = decl.find(prefix)?;
+                let name_end = open + decl[open..].find('(')?;
+                let name = decl[open..name_end].trim().to_string();
+                if name.contains(' ') || decl.contains("typedef") {
+                    return None;
+                }
+                let params = &decl[name_end + 1..decl.rfind(')')?];
+                let n = if params.trim() == "void" {
+                    0
+                } else {
+                    params.split(',').count()
+                };
+                Some((name, n))
+            })
+            .collect()
+    }
+
+    /// `name -> number of parameters` of the `extern "C"` functions named `prefix...` of a
+    /// Rust source file.
+    pub fn rust_functions(src: &str, prefix: &str) -> BTreeMap<String, usize> {
+        src.split("extern \"C\" fn ")
+            .skip(1)
+            .filter_map(|rest| {
+                let name_end = rest.find('(')?;
+                let name = rest[..name_end].to_string();
+                if !name.starts_with(prefix) {
+                    return None;
+                }
+                let params = &rest[name_end + 1..rest.find(')')?];
+                let n = params.split(',').filter(|p| !p.trim().is_empty()).count();
+                Some((name, n))
+            })
+            .collect()
+    }
+
+    /// The names of the lines of `body` that start with `marker` (`uint64_t` fields of a C
+    /// struct, `pub` fields of a Rust one), in order.
+    fn fields(body: &str, marker: &str) -> Vec<String> {
+        body.lines()
+            .filter_map(|l| {
+                let l = l.trim().strip_prefix(marker)?;
+                let name: String = l
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                (!name.is_empty()).then_some(name)
+            })
+            .collect()
+    }
+
+    /// The `uint64_t` fields of `typedef struct name { ... } name_t;`, in order.
+    ///
+    /// # Panics
+    /// If the header has no such struct.
+    pub fn u64_fields(h: &str, name: &str) -> Vec<String> {
+        let start = h
+            .find(&format!("typedef struct {name}"))
+            .unwrap_or_else(|| panic!("no struct {name}"));
+        let end = start
+            + h[start..]
+                .find(&format!("}} {name}_t;"))
+                .unwrap_or_else(|| panic!("struct {name} has no end"));
+        fields(&h[start..end], "uint64_t")
+    }
+
+    /// The `pub` fields of `pub struct name { ... }` of a Rust source file, in order.
+    ///
+    /// # Panics
+    /// If the file has no such struct.
+    pub fn rust_fields(src: &str, name: &str) -> Vec<String> {
+        let start = src
+            .find(&format!("pub struct {name}"))
+            .unwrap_or_else(|| panic!("no struct {name}"));
+        let start = start + src[start..].find('{').expect("a struct body");
+        let end = start + src[start..].find("\n}").expect("the end of the struct");
+        fields(&src[start..end], "pub")
+    }
+}
+
+pub mod cc {
+    //! Building and running C programs against a crate's static library.
+
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
+
+    /// `lib<name>.a`: cargo writes it into the same `deps` directory as the test binary that
+    /// calls this when it builds the crate's library (a `staticlib` too) for its tests. If it
+    /// is missing (an unusual cargo layout), builds it with `cargo` (the `CARGO` the test was
+    /// built by) in the same target directory.
+    ///
+    /// # Panics
+    /// If it cannot be found or built.
+    pub fn staticlib(package: &str, cargo: &str) -> PathBuf {
+        let file = format!("lib{}.a", package.replace('-', "_"));
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let deps = exe.parent().expect("a deps directory");
+        let lib = deps.join(&file);
+        if lib.exists() {
+            return lib;
+        }
+        let profile_dir = deps.parent().expect("a profile directory");
+        let target_dir = profile_dir.parent().expect("a target directory");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", package, "--lib"])
+            .env("CARGO_TARGET_DIR", target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let st = cmd
+            .status()
+            .unwrap_or_else(|e| panic!("running cargo build for {file}: {e}"));
+        assert!(st.success(), "cargo build -p {package} --lib failed");
+        for cand in [deps.join(&file), profile_dir.join(&file)] {
+            if cand.exists() {
+                return cand;
+            }
+        }
+        panic!("{file} not found under {}", profile_dir.display());
+    }
+
+    /// The compiler `$var` names, else `default`.
+    pub fn compiler(var: &str, default: &str) -> String {
+        std::env::var(var).unwrap_or_else(|_| default.to_string())
+    }
+
+    /// Runs `cmd` and returns its output.
+    ///
+    /// # Panics
+    /// If it cannot be started or exits unsuccessfully (with its output in the message).
+    pub fn run(cmd: &mut Command) -> Output {
+        let out = cmd.output().unwrap_or_else(|e| {
+            panic!("cannot run {cmd:?}: {e} (the C API tests need cc and c++)")
+        });
+        if !out.status.success() {
+            panic!(
+                "{cmd:?} failed ({}):\n{}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        out
+    }
+
+    /// Whether `cmd` can be started at all (a missing compiler is not a failing one).
+    ///
+    /// # Panics
+    /// If starting it fails for another reason than its absence.
+    pub fn exists(cmd: &str) -> bool {
+        match Command::new(cmd).arg("--version").output() {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => panic!("cannot run {cmd}: {e}"),
+        }
+    }
+
+    /// Compiles `crate_dir/tests/c/NAME.c` with `$CC` (C11, warnings as errors, `-pthread`)
+    /// against `crate_dir/include` and `lib` with the `link` flags, into `out_dir` under a name
+    /// of its own per process (two test runs sharing a target directory must not exec the
+    /// program while the other's linker writes it: ETXTBSY). Returns the program's path.
+    ///
+    /// # Panics
+    /// If the compiler fails.
+    pub fn build(
+        crate_dir: &Path,
+        name: &str,
+        lib: &Path,
+        link: &[&str],
+        out_dir: &Path,
+    ) -> PathBuf {
+        let exe = out_dir.join(format!("c_{name}.{}", std::process::id()));
+        run(Command::new(compiler("CC", "cc"))
+            .args([
+                "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
+            ])
+            .arg("-I")
+            .arg(crate_dir.join("include"))
+            .arg(crate_dir.join(format!("tests/c/{name}.c")))
+            .arg(lib)
+            .args(link)
+            .arg("-o")
+            .arg(&exe));
+        exe
+    }
+
+    /// Checks that `header` compiles as C++ (`$CXX`; skipped, with a message, where no C++
+    /// compiler is installed) and as pedantic C99 (`$CC`), warnings as errors.
+    ///
+    /// # Panics
+    /// If a compiler rejects it.
+    pub fn check_header(header: &Path) {
+        let name = header
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let cxx = compiler("CXX", "c++");
+        if exists(&cxx) {
+            run(Command::new(&cxx)
+                .args(["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-x", "c++"])
+                .arg(header));
+        } else {
+            // Debian's gcc package has no C++ compiler; g++ (or $CXX) brings one.
+            percpu::testing::skip(format_args!(
+                "no C++ compiler `{cxx}` (install g++ or set CXX): {name} is not checked as C++"
+            ));
+        }
+        run(Command::new(compiler("CC", "cc"))
+            .args([
+                "-fsyntax-only",
+                "-std=c99",
+                "-pedantic",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-x",
+                "c",
+            ])
+            .arg(header));
+    }
+}
