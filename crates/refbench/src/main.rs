@@ -158,9 +158,12 @@ fn main() -> ExitCode {
                 return usage_error("--threads: every thread count must be at least 1");
             }
             if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
-                return usage_error(format!(
-                    "--only: unknown experiment '{bad}' (see `refbench list`)"
-                ));
+                let hint = if bad == "section-vs-lock" {
+                    "it is measured with single-object: --only single-object"
+                } else {
+                    "see `refbench list`"
+                };
+                return usage_error(format!("--only: unknown experiment '{bad}' ({hint})"));
             }
             let threads = if threads.is_empty() {
                 let online = percpu::online_cpus().max(1);

@@ -32,6 +32,13 @@ fn bad_arguments_exit_2_with_a_message() {
             "/nonexistent/x",
         ],
         &["reproduce", "--duration-ms", "0", "--out", "/nonexistent/x"],
+        &[
+            "reproduce",
+            "--only",
+            "section-vs-lock",
+            "--out",
+            "/nonexistent/x",
+        ],
         &["frobnicate"],
     ] {
         let o = refbench(args);
