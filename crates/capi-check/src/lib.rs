@@ -36,20 +36,27 @@ pub mod header {
         out
     }
 
+    /// The text of `h` from `open` up to (not including) the first `close` after it.
+    ///
+    /// # Panics
+    /// If either is missing.
+    fn block<'a>(h: &'a str, open: &str, close: &str) -> &'a str {
+        let start = h
+            .find(open)
+            .unwrap_or_else(|| panic!("no `{open}` in the header"));
+        let len = h[start..]
+            .find(close)
+            .unwrap_or_else(|| panic!("`{open}` has no `{close}`"));
+        &h[start..start + len]
+    }
+
     /// The `NAME = N` entries of `typedef enum name { ... } name;`.
     ///
     /// # Panics
     /// If the header has no such enum.
     pub fn enum_values(h: &str, name: &str) -> BTreeMap<String, i32> {
         let h = strip_comments(h);
-        let start = h
-            .find(&format!("typedef enum {name}"))
-            .unwrap_or_else(|| panic!("no enum {name}"));
-        let end = start
-            + h[start..]
-                .find(&format!("}} {name};"))
-                .unwrap_or_else(|| panic!("enum {name} has no end"));
-        h[start..end]
+        block(&h, &format!("typedef enum {name}"), &format!("}} {name};"))
             .split([',', '{'])
             .filter_map(|e| {
                 let (name, rest) = e.split_once('=')?;
@@ -125,14 +132,12 @@ pub mod header {
     /// # Panics
     /// If the header has no such struct.
     pub fn u64_fields(h: &str, name: &str) -> Vec<String> {
-        let start = h
-            .find(&format!("typedef struct {name}"))
-            .unwrap_or_else(|| panic!("no struct {name}"));
-        let end = start
-            + h[start..]
-                .find(&format!("}} {name}_t;"))
-                .unwrap_or_else(|| panic!("struct {name} has no end"));
-        fields(&h[start..end], "uint64_t")
+        let body = block(
+            h,
+            &format!("typedef struct {name}"),
+            &format!("}} {name}_t;"),
+        );
+        fields(body, "uint64_t")
     }
 
     /// The `pub` fields of `pub struct name { ... }` of a Rust source file, in order.

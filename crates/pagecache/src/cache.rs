@@ -289,12 +289,9 @@ impl<C: RefCounter> Inner<C> {
             // The versions stayed odd: no reader used the frames. Unmap them and free them
             // (they are live, like every free frame).
             let mut a = lock(&self.alloc);
-            slot.store(0, Ordering::Relaxed);
-            self.frames[i as usize].meta.clear();
             self.scheme.put(self.obj(i), tok);
-            a.free.push(i);
-            for (k, &j) in ahead.iter().enumerate() {
-                f.slots[page as usize + 1 + k].store(0, Ordering::Relaxed);
+            for (k, &j) in core::iter::once(&i).chain(&ahead).enumerate() {
+                f.slots[page as usize + k].store(0, Ordering::Relaxed);
                 self.frames[j as usize].meta.clear();
                 a.free.push(j);
             }

@@ -213,14 +213,8 @@ pub unsafe extern "C" fn pagecache_new(
 /// uses during or after the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
-    if cache.is_null() {
-        return;
-    }
-    boundary((), || {
-        // SAFETY: a handle from `Box::into_raw` in `pagecache_new`, given back once (the
-        // caller's contract).
-        drop(unsafe { Box::from_raw(cache) });
-    })
+    // SAFETY: forwarded contract (a handle from `Box::into_raw` in `pagecache_new`).
+    unsafe { free_handle(cache) }
 }
 
 /// Opens `path` through the cache (read-write if permitted, else read-only) and stores the
@@ -268,13 +262,22 @@ pub unsafe extern "C" fn pagecache_open(
 /// uses during or after the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_close(file: *mut CFile) {
-    if file.is_null() {
+    // SAFETY: forwarded contract (a handle from `Box::into_raw` in `pagecache_open`).
+    unsafe { free_handle(file) }
+}
+
+/// Drops the handle `h` (null: nothing), a panic in its drop caught.
+///
+/// # Safety
+/// `h` is null or from `Box::into_raw`, not yet freed, and no other thread uses it during or
+/// after the call.
+unsafe fn free_handle<T>(h: *mut T) {
+    if h.is_null() {
         return;
     }
     boundary((), || {
-        // SAFETY: a handle from `Box::into_raw` in `pagecache_open`, given back once (the
-        // caller's contract).
-        drop(unsafe { Box::from_raw(file) });
+        // SAFETY: a handle from `Box::into_raw`, given back once (the caller's contract).
+        drop(unsafe { Box::from_raw(h) });
     })
 }
 
