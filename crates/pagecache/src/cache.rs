@@ -498,6 +498,8 @@ impl<C: RefCounter> Inner<C> {
                 .store(false, Ordering::Release);
         }
         drop(maps);
+        // One update of the shared statistic per batch, not one locked add per page.
+        self.evictions.fetch_add(freed as u64, Ordering::Relaxed);
         let busy = frames
             .iter()
             .zip(&busy)
@@ -508,8 +510,8 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Frame `i` was reclaimed (no reference, none can be taken): writes it back if dirty,
-    /// unmaps it and frees it. On a write-back error the frame is made live again, still
-    /// mapped and dirty: nothing written is lost.
+    /// unmaps it and frees it (the caller counts the eviction). On a write-back error the
+    /// frame is made live again, still mapped and dirty: nothing written is lost.
     fn finish_evict(&self, a: &mut Alloc, i: u32, f: &FileState) -> io::Result<()> {
         let m = &self.frames[i as usize].meta;
         let page = m.index.load(Ordering::Relaxed);
@@ -526,7 +528,6 @@ impl<C: RefCounter> Inner<C> {
         m.clear();
         self.scheme.reinit(self.obj(i));
         a.free.push(i);
-        self.evictions.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -1,14 +1,24 @@
 //! Micro-benchmarks of the PAYGO paths on one thread: the REF+UNREF pair (home path) on one
 //! object and on many, the anchor counter's compare-and-swap, READ-ALL, and try-reclaim (one
 //! asymmetric fence), against a shared atomic's fetch_add + fetch_sub; `paygo::Arc` against
-//! `std::sync::Arc`.
+//! `std::sync::Arc`; and the batch reclaim of 4,096 objects with neighbouring home slots (a
+//! file's pages), per object.
+//!
+//! `PAYGO_BENCH_CPUS=N` sizes the per-CPU tables for `N` CPUs (at least the machine's): the
+//! batch reclaim then reads as many tables as a machine with `N` CPUs has, e.g.
+//! `PAYGO_BENCH_CPUS=16 cargo bench -p paygo -- try_reclaim_many`.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use paygo::{Domain, Header};
 use refcount::Objects;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn benches(c: &mut Criterion) {
+    if let Ok(n) = std::env::var("PAYGO_BENCH_CPUS") {
+        let n: usize = n.parse().expect("PAYGO_BENCH_CPUS: a number of CPUs");
+        percpu::size_for_cpus(n).expect("PAYGO_BENCH_CPUS");
+    }
     let d = Domain::new();
     let h = Box::pin(Header::new());
     let hdr = h.as_ref();
@@ -53,6 +63,7 @@ fn benches(c: &mut Criterion) {
         |b| b.iter(|| assert!(!d.try_reclaim(black_box(hdr)))),
     );
     d.put(hdr, held);
+    reclaim_many(c, &d);
     let s = std::sync::Arc::new(7u64);
     c.bench_function("std::sync::Arc clone+drop", |b| {
         b.iter(|| drop(black_box(s.clone())))
@@ -61,6 +72,36 @@ fn benches(c: &mut Criterion) {
     c.bench_function("paygo::Arc clone+drop", |b| {
         b.iter(|| drop(black_box(p.clone())))
     });
+}
+
+/// `try_reclaim_many` of 4,096 unreferenced objects at placements 0..4096 (each with an entry
+/// on this CPU), then `reinit` of each: per object.
+fn reclaim_many(c: &mut Criterion, d: &Domain) {
+    const N: usize = 4096;
+    let hdrs: Pin<Box<[Header]>> =
+        Box::into_pin((0..N).map(|i| Header::with_place(i as u64)).collect());
+    // SAFETY: a pinned slice: its elements never move.
+    let hdr = |i: usize| unsafe { hdrs.as_ref().map_unchecked(|s| &s[i]) };
+    for i in 0..N {
+        let t = d.try_get_placed(hdr(i), i).unwrap();
+        d.put(hdr(i), t);
+    }
+    let pins: Vec<Pin<&Header>> = (0..N).map(hdr).collect();
+    let mut out = vec![false; N];
+    let mut g = c.benchmark_group("paygo try_reclaim_many");
+    g.throughput(Throughput::Elements(N as u64));
+    g.bench_function(
+        format!("{N} placed objects + reinit, {} CPU tables", d.cpus()),
+        |b| {
+            b.iter(|| {
+                assert_eq!(d.try_reclaim_many(&pins, &mut out), N);
+                for h in &pins {
+                    d.reinit(*h);
+                }
+            })
+        },
+    );
+    g.finish();
 }
 
 criterion_group!(paygo_benches, benches);

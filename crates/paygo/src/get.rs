@@ -30,6 +30,15 @@ pub(crate) mod bug {
     /// An eviction does not bracket its move with the stripe's sequence (a reclaim may then
     /// decide without the lock while the count is in neither the table nor the list).
     pub const NO_MOVE_BRACKET: u8 = 3;
+    /// A batch decided by one sweep does not check its stripes' sequences again after the
+    /// sweep (a move that began during the sweep goes unseen).
+    pub const NO_SWEEP_RECHECK: u8 = 4;
+    /// The count of listed overflow entries is written and read Relaxed: a lock-free decision
+    /// that finds the lists emptied by an UNREF is not ordered after that UNREF.
+    pub const RELAXED_LISTED: u8 = 5;
+    /// READ-ALL's re-check of a slot's key takes the tag that an eviction's first step sets
+    /// for a claim by another object (the entry's count, still in the slot, is dropped).
+    pub const TAG_IS_CLAIM: u8 = 6;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }

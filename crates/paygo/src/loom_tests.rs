@@ -3,12 +3,15 @@
 //! section; `percpu::loom_set_cpu` migrates a model thread.
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
-//! RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p paygo --release --lib loom
+//! RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" LOOM_MAX_PREEMPTIONS=3 cargo test -p paygo --release --lib loom
 //! ```
-//! The second builds the bug switch: the `bug_*` tests remove the fence, the flag check, or the
-//! eviction's move bracket (which lets a reclaim decide without the stripe lock) and expect
-//! loom to find the reader holding a reclaimed object.
+//! The second builds the bug switch: the `bug_*` tests remove the fence, the flag check, the
+//! eviction's move bracket (which lets a reclaim decide without the stripe lock), a swept
+//! batch's second look at the stripe sequences, the ordering of the listed-entry count, or
+//! READ-ALL's reading of a tagged key as the same object's, and expect loom to find the
+//! reader holding a reclaimed object. The models that catch the last two need
+//! `LOOM_MAX_PREEMPTIONS=3` (CI's setting for this crate).
 
 use crate::{Config, Domain, Header};
 use core::pin::Pin;
@@ -65,7 +68,18 @@ fn tiny() -> Domain {
 /// after migrating to CPU 1: the anchor path); a reclaimer on CPU 1 tries to reclaim and, if
 /// it succeeds, writes the payload. loom reports a causality violation if the write can race
 /// with the read, and the assertion catches a reader that sees the reclaimed payload.
-fn ref_vs_reclaim(migrate: bool) {
+/// The reclaimer's try-reclaim: alone, or as a batch of one (which loom's builds decide with
+/// the batch's sweep of the tables).
+fn reclaim(d: &Domain, hdr: Pin<&Header>, batch: bool) -> bool {
+    if batch {
+        let mut out = [false];
+        d.try_reclaim_many(&[hdr], &mut out) == 1 && out[0]
+    } else {
+        d.try_reclaim(hdr)
+    }
+}
+
+fn ref_vs_reclaim(migrate: bool, batch: bool) {
     model(move || {
         let d = Arc::new(tiny());
         let o = Arc::new(Obj::new());
@@ -86,7 +100,7 @@ fn ref_vs_reclaim(migrate: bool) {
             }
         });
         loom_set_cpu(1);
-        let reclaimed = d.try_reclaim(o.hdr());
+        let reclaimed = reclaim(&d, o.hdr(), batch);
         if reclaimed {
             // SAFETY: loom checks this access against the reader's.
             o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
@@ -105,12 +119,17 @@ fn ref_vs_reclaim(migrate: bool) {
 
 #[test]
 fn loom_ref_vs_reclaim_home() {
-    ref_vs_reclaim(false);
+    ref_vs_reclaim(false, false);
 }
 
 #[test]
 fn loom_ref_vs_reclaim_anchor_path() {
-    ref_vs_reclaim(true);
+    ref_vs_reclaim(true, false);
+}
+
+#[test]
+fn loom_ref_vs_swept_batch() {
+    ref_vs_reclaim(true, true);
 }
 
 /// One slot per CPU: a reference to X is taken on CPU 0 and given back after migrating to
@@ -149,11 +168,18 @@ fn loom_anchor_path_with_eviction() {
 /// if it succeeds. The count must never be missed while it moves from the table to the list.
 #[test]
 fn loom_eviction_vs_reclaim() {
-    eviction_vs_reclaim();
+    eviction_vs_reclaim(false);
 }
 
-fn eviction_vs_reclaim() {
-    model(|| {
+/// The same with a batch reclaim decided by one sweep: a move that begins during the sweep
+/// must send the object to the locked decision.
+#[test]
+fn loom_eviction_vs_swept_batch() {
+    eviction_vs_reclaim(true);
+}
+
+fn eviction_vs_reclaim(batch: bool) {
+    model(move || {
         let d = Arc::new(tiny());
         let x = Arc::new(Obj::new());
         let y = Arc::new(Obj::new());
@@ -174,7 +200,7 @@ fn eviction_vs_reclaim() {
             d2.put(y2.hdr(), b);
         });
         loom_set_cpu(1);
-        if d.try_reclaim(x.hdr()) {
+        if reclaim(&d, x.hdr(), batch) {
             // SAFETY: loom checks this access against the holder's read.
             x.payload.with_mut(|p| unsafe { *p = RECLAIMED });
         }
@@ -225,7 +251,7 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_no_fence_is_caught() {
-        with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false));
+        with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false, false));
     }
 
     /// The reclaim decides without the stripe lock when no move is in progress: an eviction
@@ -233,12 +259,36 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_no_move_bracket_is_caught() {
-        with_bug(bug::NO_MOVE_BRACKET, super::eviction_vs_reclaim);
+        with_bug(bug::NO_MOVE_BRACKET, || super::eviction_vs_reclaim(false));
+    }
+
+    /// A swept batch that does not check its stripes' sequences after the sweep misses the
+    /// count that an eviction moves from the table to the list meanwhile.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_sweep_recheck_is_caught() {
+        with_bug(bug::NO_SWEEP_RECHECK, || super::eviction_vs_reclaim(true));
+    }
+
+    /// A decision that finds the lists empty must be ordered after the UNREF that emptied
+    /// them: the holder's read of the object comes before that UNREF.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_listed_is_caught() {
+        with_bug(bug::RELAXED_LISTED, || super::eviction_vs_reclaim(false));
+    }
+
+    /// An entry whose key an eviction has only tagged still counts: its count leaves the slot
+    /// inside the move, which the decision sees; the tag itself comes before the move.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_tag_is_claim_is_caught() {
+        with_bug(bug::TAG_IS_CLAIM, || super::eviction_vs_reclaim(true));
     }
 
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_no_flag_check_is_caught() {
-        with_bug(bug::NO_FLAG_CHECK, || super::ref_vs_reclaim(false));
+        with_bug(bug::NO_FLAG_CHECK, || super::ref_vs_reclaim(false, false));
     }
 }

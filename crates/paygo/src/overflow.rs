@@ -10,6 +10,17 @@
 use crate::sync::{fence, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use std::collections::HashMap;
 
+/// The ordering of the accesses to `Stripe::listed`: `order`, or Relaxed under the loom bug
+/// demonstration `RELAXED_LISTED`.
+#[inline(always)]
+fn listed_order(order: Ordering) -> Ordering {
+    #[cfg(paygo_loom_bug)]
+    if crate::get::bug::is(crate::get::bug::RELAXED_LISTED) {
+        return Ordering::Relaxed;
+    }
+    order
+}
+
 /// One stripe: the overflow lists of the objects whose addresses hash to it, behind its lock,
 /// and what lets a reclaim decide without that lock when nothing can be moving (see
 /// [`Stripe::quiet`]).
@@ -40,17 +51,36 @@ impl Stripe {
     /// the sequence, evictions the writers.
     #[inline]
     pub(crate) fn quiet<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let before = self.enter()?;
+        let r = f();
+        // Acquire fence: pairs with `begin_move`'s Release fence. If `f` read a value a move
+        // wrote, the move's odd `moves` is visible to the load of `settled`.
+        fence(Ordering::Acquire);
+        self.settled(before).then_some(r)
+    }
+
+    /// The first half of [`Stripe::quiet`] (for a batch that reads many objects' entries in
+    /// one sweep): the sequence to give [`Stripe::settled`] if no move is under way and every
+    /// list is empty, `None` otherwise.
+    #[inline]
+    pub(crate) fn enter(&self) -> Option<u64> {
         // Acquire: pairs with the Release store that ends a move (`end_move`): a move that
         // ended before is seen whole, its list entry in `listed`.
         let before = self.moves.load(Ordering::Acquire);
-        if before & 1 == 1 || self.listed.load(Ordering::Relaxed) != 0 {
-            return None;
-        }
-        let r = f();
-        // Acquire fence: pairs with `begin_move`'s Release fence. If `f` read a value a move
-        // wrote, the move's odd `moves` is visible to the load below.
-        fence(Ordering::Acquire);
-        (self.moves.load(Ordering::Relaxed) == before).then_some(r)
+        // Acquire: pairs with the Release store of `recount`. An UNREF that took the last
+        // listed entry (its reference given back through the list) is seen whole: what its
+        // holder did with the object happens before a reclaim decided on the empty lists.
+        (before & 1 == 0 && self.listed.load(listed_order(Ordering::Acquire)) == 0)
+            .then_some(before)
+    }
+
+    /// The second half of [`Stripe::quiet`]: whether no move began since [`Stripe::enter`]
+    /// returned `before`. The caller issues an Acquire fence between its reads of the tables
+    /// and this call.
+    #[inline]
+    pub(crate) fn settled(&self, before: u64) -> bool {
+        // Relaxed: ordered after the caller's reads by its Acquire fence.
+        self.moves.load(Ordering::Relaxed) == before
     }
 }
 
@@ -99,11 +129,14 @@ impl StripeGuard<'_> {
 
     fn recount(&self, entries: isize) {
         if entries != 0 {
-            // Relaxed: written under the lock; `quiet` reads it inside the sequence.
+            // Relaxed load: written only under the lock.
             let n = self.stripe.listed.load(Ordering::Relaxed);
-            self.stripe
-                .listed
-                .store(n.wrapping_add_signed(entries), Ordering::Relaxed);
+            // Release: pairs with the Acquire load of `enter` (a lock-free decision that finds
+            // the lists empty after this UNREF emptied them is ordered after the UNREF).
+            self.stripe.listed.store(
+                n.wrapping_add_signed(entries),
+                listed_order(Ordering::Release),
+            );
         }
     }
 }

@@ -48,17 +48,144 @@ impl Domain {
             if k & !TAG != obj {
                 continue;
             }
-            // Local first, then anchor: while the object is being reclaimed neither can
-            // grow, so the value read is never below the entry's count at the end.
-            let l = s.local.load(Ordering::Acquire);
-            let (_, a) = s.anchor.load();
-            if s.key.load(Ordering::Acquire) != k {
-                // Claimed by another object meanwhile: our entry was at zero.
-                continue;
-            }
-            here = here.wrapping_add(l.wrapping_add(a));
+            here = here.wrapping_add(Self::entry_count(s, k));
         }
         here
+    }
+
+    /// The count of the entry in `s`, whose key was read as `k` (tagged or not): local first,
+    /// then anchor (while the object is being reclaimed neither can grow, so the value read is
+    /// never below the entry's count at the end); 0 if the slot was claimed by another object
+    /// meanwhile (our entry was then at zero).
+    #[inline(always)]
+    fn entry_count(s: &crate::table::Slot, k: usize) -> i64 {
+        // Acquire: as the key load of the caller.
+        let l = s.local.load(Ordering::Acquire);
+        let (_, a) = s.anchor.load();
+        // The same object's entry, tagged or not: an eviction's first step tags the key
+        // before the stripe's move begins, and the count is still in the slot until the move
+        // (which a lock-free decision sees) takes it out.
+        #[cfg(paygo_loom_bug)]
+        let k = if crate::get::bug::is(crate::get::bug::TAG_IS_CLAIM) {
+            if s.key.load(Ordering::Acquire) != k {
+                return 0;
+            }
+            k
+        } else {
+            k
+        };
+        if s.key.load(Ordering::Acquire) & !TAG != k & !TAG {
+            return 0;
+        }
+        l.wrapping_add(a)
+    }
+
+    /// The slot runs (start, end) of table positions covering the probe windows whose first
+    /// slots are `homes`, merged, in order, without wrapping; and how many slots they cover.
+    /// One bit per table position: no sort, linear in the homes and the table's size / 64.
+    pub(crate) fn window_runs(
+        &self,
+        homes: impl Iterator<Item = usize>,
+    ) -> (Vec<(usize, usize)>, usize) {
+        let per = self.mask + 1;
+        let mut bits = vec![0u64; per.div_ceil(64)];
+        // Sets positions [a, b) of one table (a word at a time: no chain of stores to one word).
+        let mut set = |a: usize, b: usize| {
+            let mut p = a;
+            while p < b {
+                let (w, off) = (p / 64, p % 64);
+                let n = (64 - off).min(b - p);
+                bits[w] |= (u64::MAX >> (64 - n)) << off;
+                p += n;
+            }
+        };
+        for h in homes {
+            let end = h + self.window;
+            if end <= per {
+                set(h, end);
+            } else {
+                set(h, per);
+                set(0, end - per);
+            }
+        }
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut covered = 0;
+        for (w, &word) in bits.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                // The next run of set bits in this word: [a, b).
+                let a = rest.trailing_zeros() as usize;
+                let b = (a + (!(rest >> a)).trailing_zeros() as usize).min(64);
+                let (a, b) = (w * 64 + a, (w * 64 + b).min(per));
+                covered += b - a;
+                match runs.last_mut() {
+                    Some(last) if last.1 == a => last.1 = b,
+                    _ => runs.push((a, b)),
+                }
+                rest &= if b - w * 64 >= 64 {
+                    0
+                } else {
+                    !0u64 << (b - w * 64)
+                };
+            }
+        }
+        (runs, covered)
+    }
+
+    /// READ-ALL over the tables of many objects at once: `sums[i]` receives the sum of
+    /// `objs[i]`'s entries on every CPU (as [`Domain::scan`] without the early exit), for
+    /// objects whose probe windows lie within `runs` (from [`Domain::window_runs`]). Each
+    /// slot of the runs is read once per CPU, where a scan per object reads its whole window:
+    /// for objects with neighbouring home slots (consecutive placements) a window's worth of
+    /// reads fewer per object and CPU. No entry of an object lies outside its window, so the
+    /// slots of the runs that are outside it never hold its key.
+    pub(crate) fn sweep(&self, objs: &[usize], runs: &[(usize, usize)], sums: &mut [i64]) {
+        debug_assert_eq!(objs.len(), sums.len());
+        // Open addressing from an object's address to its index in `objs` (stored + 1; 0 is
+        // empty), at most half full.
+        let bits = (objs.len() * 2).next_power_of_two().trailing_zeros().max(1);
+        let cap = 1usize << bits;
+        let hash = |k: usize| {
+            (((k as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+        };
+        let mut index = vec![0u32; cap];
+        for (i, &o) in objs.iter().enumerate() {
+            debug_assert!(
+                o != 0 && o & TAG == 0,
+                "paygo: an object address has the tag bit"
+            );
+            let mut p = hash(o);
+            while index[p] != 0 && objs[index[p] as usize - 1] != o {
+                p = (p + 1) & (cap - 1);
+            }
+            index[p] = i as u32 + 1;
+        }
+        let find = |k: usize| -> Option<usize> {
+            let mut p = hash(k);
+            loop {
+                match index[p] {
+                    0 => return None,
+                    i if objs[i as usize - 1] == k => return Some(i as usize - 1),
+                    _ => p = (p + 1) & (cap - 1),
+                }
+            }
+        };
+        sums.fill(0);
+        let per = self.mask + 1;
+        for table in self.slots.chunks_exact(per) {
+            for &(a, b) in runs {
+                for s in &table[a..b] {
+                    // Acquire: as in `scan_run`.
+                    let k = s.key.load(Ordering::Acquire);
+                    if k == 0 {
+                        continue;
+                    }
+                    if let Some(i) = find(k & !TAG) {
+                        sums[i] = sums[i].wrapping_add(Self::entry_count(s, k));
+                    }
+                }
+            }
+        }
     }
 
     /// Whether the object counts a reference: overflow list first, then the tables with the
@@ -82,5 +209,33 @@ impl Domain {
         let obj = hdr.addr();
         let lists = self.stripe(obj);
         self.busy(&hdr, obj, &lists)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{Config, Domain};
+
+    fn runs(slots: usize, window: usize, homes: &[usize]) -> (Vec<(usize, usize)>, usize) {
+        let d = Domain::with_config(Config {
+            slots_per_cpu: slots,
+            window,
+        });
+        d.window_runs(homes.iter().copied())
+    }
+
+    #[test]
+    fn window_runs_merge_wrap_and_count() {
+        // Neighbouring homes merge into one run.
+        assert_eq!(runs(4096, 8, &[10, 11, 12]), (vec![(10, 20)], 10));
+        // Apart: two runs; in any order.
+        assert_eq!(runs(4096, 8, &[100, 10]), (vec![(10, 18), (100, 108)], 16));
+        // A window past the end wraps to the start.
+        assert_eq!(runs(16, 4, &[14]), (vec![(0, 2), (14, 16)], 4));
+        // Runs across word boundaries, and a window as wide as the table.
+        assert_eq!(runs(256, 8, &[60, 68]), (vec![(60, 76)], 16));
+        assert_eq!(runs(128, 128, &[5]), (vec![(0, 128)], 128));
+        // No homes: nothing to sweep.
+        assert_eq!(runs(64, 4, &[]), (vec![], 0));
     }
 }

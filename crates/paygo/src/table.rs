@@ -67,6 +67,7 @@ pub(crate) struct StatCells {
     pub(crate) reclaims: AtomicU64,
     pub(crate) failed_reclaims: AtomicU64,
     pub(crate) fences: AtomicU64,
+    pub(crate) swept: AtomicU64,
 }
 
 /// Counters of the slow paths, summed over CPUs (see [`Domain::stats`]).
@@ -95,6 +96,10 @@ pub struct Stats {
     /// Asymmetric fences issued (one per `try_reclaim` that found no reference before its
     /// flag, one per batch, one per kill).
     pub fences: u64,
+    /// Objects of [`Domain::try_reclaim_many`] batches decided by one sweep of the tables
+    /// (batches of objects with neighbouring home slots, on machines with enough CPUs that the
+    /// sweep reads fewer slots than a scan per object would).
+    pub swept: u64,
 }
 
 /// Bytes a domain uses (see [`Domain::memory_usage`]).
@@ -365,6 +370,7 @@ impl Domain {
             s.reclaims += c.reclaims.load(Ordering::Relaxed);
             s.failed_reclaims += c.failed_reclaims.load(Ordering::Relaxed);
             s.fences += c.fences.load(Ordering::Relaxed);
+            s.swept += c.swept.load(Ordering::Relaxed);
         }
         s
     }

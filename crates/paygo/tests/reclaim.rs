@@ -1,6 +1,10 @@
 //! Reclaim safety: objects carry a canary; a reclaimer loops over try-reclaim (single and
 //! batch) while readers get/put and migrate; a reader never holds a reclaimed object, and every
 //! reclaim that succeeded was at a true zero (no reader had counted itself in).
+//!
+//! Every domain here has tables for 16 CPUs (`percpu::size_for_cpus`, whatever the machine),
+//! as on a 16-core machine: batches of neighbouring objects are then decided by one sweep of
+//! the tables, which the `swept` tests check happened.
 
 use paygo::{Config, Domain, Header};
 use refcount::conformance::{migrate, unpin, Rng};
@@ -9,7 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const ALIVE: u64 = 0xA11CE;
 const RECLAIMED: u64 = 0xDEAD;
+/// Objects of the races; `run` takes more for batches the domain decides in one sweep.
 const OBJECTS: usize = 4;
+/// Enough flagged objects for a batch to be decided by one sweep of the tables.
+const SWEPT: usize = 40;
 const READERS: usize = 4;
 /// Reclaim attempts at least; more while the readers have not run (see `run`).
 const ATTEMPTS: usize = 20_000;
@@ -21,10 +28,26 @@ struct Obj {
     holders: AtomicU64,
 }
 
-/// Runs the race; returns the number of reclaim attempts made.
-fn run(domain: &Domain, batch: bool) -> usize {
+/// Sizes every per-CPU structure of this test process for 16 CPUs (before the first is made).
+fn sixteen_cpus() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| match percpu::size_for_cpus(16) {
+        // A machine with more CPUs keeps its own count.
+        Ok(_) | Err(percpu::SizeError::BelowMachine(_)) => {}
+        Err(e) => panic!("tables for 16 CPUs: {e:?}"),
+    });
+}
+
+/// A domain with tables for 16 CPUs (see the module docs).
+fn domain(cfg: Config) -> Domain {
+    sixteen_cpus();
+    Domain::with_config(cfg)
+}
+
+/// Runs the race on `objects` objects; returns the number of reclaim attempts made.
+fn run(domain: &Domain, batch: bool, objects: usize) -> usize {
     let objs: Pin<Box<[Obj]>> = Box::into_pin(
-        (0..OBJECTS)
+        (0..objects)
             .map(|_| Obj {
                 hdr: Header::new(),
                 canary: AtomicU64::new(ALIVE),
@@ -52,7 +75,7 @@ fn run(domain: &Domain, batch: bool) -> usize {
                         if rng.below(32) == 0 {
                             migrate(rng.below(64));
                         }
-                        let i = rng.below(OBJECTS);
+                        let i = rng.below(objects);
                         let wait = rng.below(2) == 0;
                         let a = if wait {
                             domain.get_or_wait(hdr(i))
@@ -88,12 +111,12 @@ fn run(domain: &Domain, batch: bool) -> usize {
                 && start.elapsed() < std::time::Duration::from_secs(60))
         {
             attempts += 1;
-            let mut outcomes = [false; OBJECTS];
+            let mut outcomes = vec![false; objects];
             if batch {
-                let hs: Vec<_> = (0..OBJECTS).map(hdr).collect();
+                let hs: Vec<_> = (0..objects).map(hdr).collect();
                 domain.try_reclaim_many(&hs, &mut outcomes);
             } else {
-                let i = rng.below(OBJECTS);
+                let i = rng.below(objects);
                 outcomes[i] = domain.try_reclaim(hdr(i));
             }
             for (i, ok) in outcomes.iter().enumerate() {
@@ -127,7 +150,7 @@ fn run(domain: &Domain, batch: bool) -> usize {
     });
     assert!(reclaimed > 0, "no reclaim ever succeeded");
     assert!(got > 0, "readers never got a reference");
-    for i in 0..OBJECTS {
+    for i in 0..objects {
         assert_eq!(domain.read_all(hdr(i)), 0);
     }
     println!(
@@ -139,13 +162,13 @@ fn run(domain: &Domain, batch: bool) -> usize {
 
 #[test]
 fn reclaim_one_at_a_time() {
-    run(&Domain::new(), false);
+    run(&domain(Config::default()), false, OBJECTS);
 }
 
 #[test]
 fn reclaim_in_batches() {
-    let d = Domain::new();
-    let attempts = run(&d, true);
+    let d = domain(Config::default());
+    let attempts = run(&d, true, OBJECTS);
     let st = d.stats();
     assert!(st.fences <= attempts as u64, "a batch must cost one fence");
 }
@@ -153,10 +176,102 @@ fn reclaim_in_batches() {
 #[test]
 fn reclaim_with_evictions() {
     run(
-        &Domain::with_config(Config {
+        &domain(Config {
             slots_per_cpu: 2,
             window: 1,
         }),
         false,
+        OBJECTS,
     );
+}
+
+/// Batches large enough to be decided by one sweep of the tables (consecutive placements),
+/// while readers take and give back references and migrate.
+#[test]
+fn reclaim_in_swept_batches() {
+    let d = domain(Config::default());
+    let attempts = run(&d, true, SWEPT);
+    let st = d.stats();
+    assert!(st.fences <= attempts as u64, "a batch must cost one fence");
+    assert!(st.swept > 0, "no batch was swept");
+}
+
+/// The same with tables too small for the objects: entries are evicted to overflow lists, so
+/// some stripes are not quiet and their objects are decided one by one under the lock.
+#[test]
+fn reclaim_in_swept_batches_with_evictions() {
+    let d = domain(Config {
+        slots_per_cpu: 4,
+        window: 2,
+    });
+    run(&d, true, SWEPT);
+    let st = d.stats();
+    assert!(st.evictions > 0, "the tables never overflowed");
+    assert!(st.swept > 0, "no batch was swept");
+}
+
+/// A swept batch against a model: references held on every CPU, some given back on another
+/// CPU (the anchor path: the entry's local and anchor counters then cancel only in sum) and,
+/// with small tables, some evicted to overflow lists. Each object is reclaimed exactly when
+/// the model holds no reference to it, and every count reads back exactly.
+#[test]
+fn swept_batch_matches_the_model() {
+    for cfg in [
+        Config::default(),
+        Config {
+            slots_per_cpu: 16,
+            window: 4,
+        },
+    ] {
+        let d = domain(cfg);
+        let n = 64;
+        let hdrs: Pin<Box<[Header]>> =
+            Box::into_pin((0..n).map(|_| Header::new()).collect::<Box<[Header]>>());
+        let hdr = |i: usize| -> Pin<&Header> {
+            // SAFETY: pinned slice, never moves.
+            unsafe { hdrs.as_ref().map_unchecked(|s| &s[i]) }
+        };
+        let mut rng = Rng::new(7);
+        let mut held: Vec<Vec<paygo::Anchor>> = (0..n).map(|_| Vec::new()).collect();
+        for round in 0..4 * n {
+            let i = rng.below(n);
+            migrate(rng.below(64));
+            // Objects 0, 5, 10, ... are never referenced: the batch must reclaim them.
+            if i.is_multiple_of(5) {
+                continue;
+            }
+            held[i].push(d.try_get(hdr(i)).expect("live"));
+            if round.is_multiple_of(3) {
+                // Give one back elsewhere (the anchor path when the CPU differs).
+                migrate(rng.below(64));
+                let a = held[i].remove(0);
+                d.put(hdr(i), a);
+            }
+        }
+        unpin();
+        for (i, h) in held.iter().enumerate() {
+            assert_eq!(d.read_all(hdr(i)), h.len() as i64, "object {i}");
+        }
+        let pins: Vec<Pin<&Header>> = (0..n).map(hdr).collect();
+        let mut out = vec![false; n];
+        let got = d.try_reclaim_many(&pins, &mut out);
+        for (i, h) in held.iter().enumerate() {
+            assert_eq!(out[i], h.is_empty(), "object {i} holds {}", h.len());
+            assert_eq!(hdr(i).is_dead(), h.is_empty(), "object {i}");
+        }
+        assert_eq!(got, held.iter().filter(|h| h.is_empty()).count());
+        assert!(d.stats().swept > 0, "the batch was not swept");
+        // Give everything back (from anywhere) and reclaim the rest in one batch.
+        for (i, h) in held.iter_mut().enumerate() {
+            for a in h.drain(..) {
+                migrate(rng.below(64));
+                d.put(hdr(i), a);
+            }
+        }
+        unpin();
+        let rest: Vec<Pin<&Header>> = (0..n).map(hdr).filter(|h| !h.is_dead()).collect();
+        let mut out = vec![false; rest.len()];
+        assert_eq!(d.try_reclaim_many(&rest, &mut out), rest.len());
+        assert_eq!(d.memory_usage().overflow_entries, 0);
+    }
 }

@@ -73,8 +73,9 @@ enum Cmd {
         /// Epoch of schemes with a background thread (RefCache), in microseconds.
         #[arg(long, default_value_t = 10_000)]
         epoch_us: u64,
-        /// `memory`, `lodic-memory`: size every per-CPU structure for this many CPUs (at least
-        /// the machine's possible CPUs): the bytes a machine with that many CPUs would use.
+        /// `memory`, `lodic-memory`, `query`: size every per-CPU structure for this many CPUs
+        /// (at least the machine's possible CPUs): the bytes a machine with that many CPUs
+        /// would use, and what a READ-ALL over that many CPUs' state costs.
         #[arg(long)]
         size_cpus: Option<usize>,
         /// What to print on stdout.

@@ -93,6 +93,37 @@ fn memory_sized_for_more_cpus() {
     assert_eq!(sized[1].2 - machine[1].2, 14 * 8 * 1000);
 }
 
+/// `query --size-cpus`: the reclaims run over state sized for more CPUs than the machine has,
+/// and every row says for how many.
+#[test]
+fn query_sized_for_more_cpus() {
+    let machine = percpu::possible_cpus();
+    let n = (machine + 14).to_string();
+    let o = refbench(&[
+        "run",
+        "query",
+        "--schemes",
+        "paygo,percpu-ref",
+        "--objects",
+        "256",
+        "--reps",
+        "1",
+        "--size-cpus",
+        &n,
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    // Two schemes, two forms, with and without a background thread.
+    assert_eq!(rows.len(), 8);
+    for r in rows {
+        assert_eq!(r["cpus"].as_u64(), Some(machine as u64 + 14), "{r}");
+        assert!(r["ns_per_reclaim"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+    }
+}
+
 #[test]
 fn list_names_every_experiment_and_scheme() {
     let o = refbench(&["list"]);

@@ -403,6 +403,8 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             .map_or("single", |f| f.0);
         extra.insert("form".into(), json!(form));
         extra.insert("background".into(), json!(background));
+        // READ-ALL visits every CPU's per-CPU state: the cost follows the CPUs sized for.
+        extra.insert("cpus".into(), json!(percpu::possible_cpus()));
         let ns = 1e9 / median(reps).max(1e-9);
         extra.insert("ns_per_reclaim".into(), json!(ns));
         if *batched {

@@ -25,10 +25,12 @@ pub struct ExperimentInfo {
     pub variants: Option<&'static [&'static str]>,
 }
 
-/// The experiments that measure memory, whose figures depend on how many CPUs the per-CPU
-/// structures are sized for (`refbench run --size-cpus`, and `reproduce`'s second run of them
-/// sized for [`SIZED_CPUS`]).
-pub const SIZED_BY_CPUS: &[&str] = &["memory", "lodic-memory"];
+/// The experiments whose figures depend on how many CPUs the per-CPU structures are sized for
+/// (`refbench run --size-cpus`, and `reproduce`'s second run of them sized for
+/// [`SIZED_CPUS`]): the memory experiments, and `query` (a READ-ALL visits every CPU's state,
+/// so its cost on a machine with more CPUs is measured by sizing for them; the threads that
+/// take references are the machine's own).
+pub const SIZED_BY_CPUS: &[&str] = &["memory", "lodic-memory", "query"];
 
 /// The CPU count `reproduce` also sizes the memory experiments for, on machines with fewer:
 /// the source documents' claims on memory are about many-core machines.
