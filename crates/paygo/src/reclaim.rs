@@ -208,18 +208,21 @@ impl Domain {
             return 0;
         }
         self.reclaim_fence();
-        let n = if flagged >= SWEEP_MIN {
-            self.decide_swept(objs, out)
-        } else {
-            let mut n = 0;
-            for (h, r) in objs.iter().zip(out.iter_mut()) {
-                if *r {
-                    *r = self.decide_quietly(*h);
-                    n += *r as usize;
+        // The sweep covers at least one window: if even that costs more than the scans (few
+        // CPUs), the batch is decided object by object without looking at its homes.
+        let n =
+            if flagged >= SWEEP_MIN && sweep_pays(self.window, flagged, self.window, self.cpus()) {
+                self.decide_swept(objs, out)
+            } else {
+                let mut n = 0;
+                for (h, r) in objs.iter().zip(out.iter_mut()) {
+                    if *r {
+                        *r = self.decide_quietly(*h);
+                        n += *r as usize;
+                    }
                 }
-            }
-            n
-        };
+                n
+            };
         self.count_reclaims(n as u64, (flagged - n) as u64);
         if n > 0 {
             self.acquire_holders();
