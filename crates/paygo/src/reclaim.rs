@@ -248,11 +248,7 @@ impl Domain {
         if flagged.len() >= u32::MAX as usize
             || !sweep_pays(covered, flagged.len(), self.window, self.cpus())
         {
-            for &i in &flagged {
-                out[i] = self.decide_quietly(objs[i]);
-                n += out[i] as usize;
-            }
-            return n;
+            return self.decide_each(objs, out, flagged);
         }
         // (index in objs, stripe sequence) of the objects decided by the sweep.
         let mut swept: Vec<(usize, u64)> = Vec::with_capacity(flagged.len());
@@ -288,7 +284,19 @@ impl Domain {
         if decided > 0 {
             self.stat().swept.fetch_add(decided, Ordering::Relaxed);
         }
-        for i in alone {
+        n + self.decide_each(objs, out, alone)
+    }
+
+    /// Decides the flagged objects `objs[i]`, `i` in `which`, one by one (`decide_quietly`);
+    /// `out[i]` receives each outcome. Returns how many were reclaimed.
+    fn decide_each(
+        &self,
+        objs: &[Pin<&Header>],
+        out: &mut [bool],
+        which: impl IntoIterator<Item = usize>,
+    ) -> usize {
+        let mut n = 0;
+        for i in which {
             out[i] = self.decide_quietly(objs[i]);
             n += out[i] as usize;
         }
