@@ -1,8 +1,8 @@
 //! Micro-benchmarks of the PAYGO paths on one thread: the REF+UNREF pair (home path) on one
 //! object and on many, the anchor counter's compare-and-swap, READ-ALL, and try-reclaim (one
 //! asymmetric fence), against a shared atomic's fetch_add + fetch_sub; `paygo::Arc` against
-//! `std::sync::Arc`; and the batch reclaim of 4,096 objects with neighbouring home slots (a
-//! file's pages), per object.
+//! `std::sync::Arc` (clone+drop, and `get_mut` of the only `Arc`); and the batch reclaim of
+//! 4,096 objects with neighbouring home slots (a file's pages), per object.
 //!
 //! `PAYGO_BENCH_CPUS=N` sizes the per-CPU tables for `N` CPUs (at least the machine's): the
 //! batch reclaim then reads as many tables as a machine with `N` CPUs has, e.g.
@@ -71,6 +71,15 @@ fn benches(c: &mut Criterion) {
     let p = paygo::Arc::new(7u64);
     c.bench_function("paygo::Arc clone+drop", |b| {
         b.iter(|| drop(black_box(p.clone())))
+    });
+    // The unique-owner check: std loads its counts; paygo flags, fences and reads every CPU.
+    let mut s = std::sync::Arc::new(7u64);
+    c.bench_function("std::sync::Arc get_mut (the only Arc)", |b| {
+        b.iter(|| *std::sync::Arc::get_mut(black_box(&mut s)).unwrap() += 1)
+    });
+    let mut p = paygo::Arc::new(7u64);
+    c.bench_function("paygo::Arc get_mut (the only Arc)", |b| {
+        b.iter(|| *paygo::Arc::get_mut(black_box(&mut p)).unwrap() += 1)
     });
 }
 

@@ -268,7 +268,9 @@ fn my_shard() -> usize {
 /// assert_eq!(*config, "shared");
 /// ```
 ///
-/// Differences from `std::sync::Arc`: no weak references, no `get_mut`/`make_mut`; an `Arc` is
+/// Differences from `std::sync::Arc`: no weak references; `T` must be sized; [`Arc::get_mut`],
+/// [`Arc::make_mut`] and [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a per-CPU
+/// count is exact only under a reclaim's flag), where `std`'s load one counter; an `Arc` is
 /// three words (the pointer, and where its reference is counted: CPU, slot and generation);
 /// and the value of an object whose last
 /// `Arc` was dropped is dropped either by that drop or later by the collector (module
@@ -359,6 +361,161 @@ impl<T> Arc<T> {
     /// drops).
     pub fn count(this: &Self) -> i64 {
         this.meta().domain.read_all(Self::header(this.inner))
+    }
+
+    /// A mutable reference to the value if `this` is its only `Arc`, as
+    /// `std::sync::Arc::get_mut`; `None` otherwise (a leaked `Arc` counts as another).
+    ///
+    /// Unlike `std`'s, this is not a load: a per-CPU count is known exactly only under a
+    /// reclaim's flag, so it sets the flag, issues the asymmetric fence and reads every CPU's
+    /// entries (about a [`Domain::try_reclaim`]), and clears the flag again.
+    ///
+    /// ```
+    /// let mut a = paygo::Arc::new(1);
+    /// *paygo::Arc::get_mut(&mut a).unwrap() += 1;
+    /// let b = a.clone();
+    /// assert!(paygo::Arc::get_mut(&mut a).is_none());
+    /// drop(b);
+    /// assert_eq!(*paygo::Arc::get_mut(&mut a).unwrap(), 2);
+    /// ```
+    pub fn get_mut(this: &mut Self) -> Option<&mut T> {
+        if !this.is_only() {
+            return None;
+        }
+        // SAFETY: no other Arc to the value exists (is_only: every other reference was given
+        // back, ordered before this point), and none can be made but from `this`, which the
+        // returned borrow holds mutably. Only the value is borrowed: the collector may read
+        // the allocation's header meanwhile.
+        Some(unsafe { &mut *core::ptr::addr_of_mut!((*this.inner.as_ptr()).value).cast::<T>() })
+    }
+
+    /// A mutable reference to the value, cloning it into a new `Arc` first unless `this` is
+    /// its only `Arc` (clone-on-write), as `std::sync::Arc::make_mut`.
+    ///
+    /// ```
+    /// let mut a = paygo::Arc::new(vec![1]);
+    /// let b = a.clone();
+    /// paygo::Arc::make_mut(&mut a).push(2); // b still points at [1]
+    /// assert_eq!((&*a, &*b), (&vec![1, 2], &vec![1]));
+    /// ```
+    pub fn make_mut(this: &mut Self) -> &mut T
+    where
+        T: Clone,
+    {
+        if !this.is_only() {
+            *this = Arc::new_in((**this).clone(), this.meta().domain);
+        }
+        // SAFETY: `this` is the value's only Arc: found so above, or made just now and not
+        // cloned since (as in get_mut).
+        unsafe { &mut *core::ptr::addr_of_mut!((*this.inner.as_ptr()).value).cast::<T>() }
+    }
+
+    /// The value, if `this` is its only `Arc` (the allocation is freed); `this` back
+    /// otherwise, as `std::sync::Arc::try_unwrap`.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(3);
+    /// let b = a.clone();
+    /// let a = paygo::Arc::try_unwrap(a).unwrap_err();
+    /// drop(b);
+    /// assert_eq!(paygo::Arc::try_unwrap(a), Ok(3));
+    /// ```
+    pub fn try_unwrap(this: Self) -> Result<T, Self> {
+        let d = this.meta().domain;
+        let mut v = d.arcs.lock(this.meta().shard);
+        if !this.is_only_locked() {
+            drop(v);
+            return Err(this);
+        }
+        // The only reference: give it back and reclaim, under the lock as a drop would.
+        Ok(this.release_locked(&mut v).expect(
+            "paygo: an Arc found to be the only one could not be reclaimed once given back",
+        ))
+    }
+
+    /// The value, if `this` is its last `Arc`; `None` otherwise (and `this` is dropped), as
+    /// `std::sync::Arc::into_inner`: of threads calling it on every `Arc` of one value, exactly
+    /// one gets it (without leaks: a leaked `Arc` keeps it from everyone).
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(String::from("x"));
+    /// let b = a.clone();
+    /// let t = std::thread::spawn(move || paygo::Arc::into_inner(b));
+    /// let here = paygo::Arc::into_inner(a);
+    /// let there = t.join().unwrap();
+    /// assert!(here.is_some() != there.is_some());
+    /// ```
+    pub fn into_inner(this: Self) -> Option<T> {
+        let d = this.meta().domain;
+        let mut v = d.arcs.lock(this.meta().shard);
+        this.release_locked(&mut v)
+    }
+
+    /// The value if `this` is its only `Arc`, else a clone of it, as
+    /// `std::sync::Arc::unwrap_or_clone`.
+    pub fn unwrap_or_clone(this: Self) -> T
+    where
+        T: Clone,
+    {
+        Arc::try_unwrap(this).unwrap_or_else(|a| (*a).clone())
+    }
+
+    /// [`Domain::only_reference`] under the allocation's registry lock, which every other
+    /// reclaim of an `Arc` allocation (a drop that looks last, the collector) holds.
+    fn is_only(&self) -> bool {
+        let _v = self.meta().domain.arcs.lock(self.meta().shard);
+        self.is_only_locked()
+    }
+
+    /// [`Domain::only_reference`]; the caller holds the allocation's registry lock.
+    fn is_only_locked(&self) -> bool {
+        self.meta().domain.only_reference(Self::header(self.inner))
+    }
+
+    /// Gives back `this`'s reference and reclaims the object; on success unlists the
+    /// allocation, frees it and returns the value. The caller holds the allocation's registry
+    /// lock (`v`).
+    fn release_locked(self, v: &mut Vec<Entry>) -> Option<T> {
+        let this = ManuallyDrop::new(self);
+        let d = this.meta().domain;
+        if !Self::unref_and_reclaim(d, this.inner, this.anchor(d), v) {
+            // Another Arc counts a reference: the value is its holder's now.
+            return None;
+        }
+        // SAFETY: our reclaim moved the header to DEAD: we alone own the value, which is
+        // moved out once, and the allocation, unlisted and named by no Arc; `free` does not
+        // drop the value (ManuallyDrop).
+        unsafe {
+            let value = ManuallyDrop::take(&mut (*this.inner.as_ptr()).value);
+            free::<T>(this.inner.cast());
+            Some(value)
+        }
+    }
+
+    /// This `Arc`'s reference as an [`Anchor`] of `d` (its domain).
+    fn anchor(&self, d: &Domain) -> Anchor {
+        let cpu = (self.pos >> 32) as usize;
+        let s = d.slot(cpu, self.pos as u32 as usize);
+        Anchor::new(s, self.gen, cpu, Self::header(self.inner).addr())
+    }
+
+    /// UNREF of `a` (an `Arc`'s reference to `inner`), then a reclaim; on success, unlists
+    /// the allocation: the caller then owns its value and the allocation. The caller holds
+    /// the allocation's registry lock (`v`), as every free of a listed allocation does, so
+    /// the allocation stays live after the UNREF.
+    fn unref_and_reclaim(
+        d: &Domain,
+        inner: NonNull<ArcInner<T>>,
+        a: Anchor,
+        v: &mut Vec<Entry>,
+    ) -> bool {
+        let hdr = Self::header(inner);
+        d.put(hdr, a);
+        if !d.try_reclaim(hdr) {
+            return false;
+        }
+        Registry::remove_locked(v, inner.cast());
+        true
     }
 }
 
@@ -474,11 +631,9 @@ impl<T> Arc<T> {
         }
         let m: NonNull<Meta> = self.inner.cast();
         let mut v = d.arcs.lock(self.meta().shard);
-        d.put(hdr, a);
-        if !d.try_reclaim(hdr) {
+        if !Self::unref_and_reclaim(d, self.inner, a, &mut v) {
             return false;
         }
-        Registry::remove_locked(&mut v, m);
         drop(v);
         // SAFETY: our reclaim moved the header to DEAD: we alone drop the value; the
         // allocation is unlisted and no Arc names it any more.
@@ -499,6 +654,50 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Arc<T> {
 impl<T: core::fmt::Display> core::fmt::Display for Arc<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         (**self).fmt(f)
+    }
+}
+
+impl<T: PartialEq> PartialEq for Arc<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Eq> Eq for Arc<T> {}
+
+impl<T: PartialOrd> PartialOrd for Arc<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        (**self).partial_cmp(&**other)
+    }
+}
+
+impl<T: Ord> Ord for Arc<T> {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl<T: core::hash::Hash> core::hash::Hash for Arc<T> {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state)
+    }
+}
+
+impl<T> core::fmt::Pointer for Arc<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Pointer::fmt(&Arc::as_ptr(self), f)
+    }
+}
+
+impl<T> core::borrow::Borrow<T> for Arc<T> {
+    fn borrow(&self) -> &T {
+        self
+    }
+}
+
+impl<T> AsRef<T> for Arc<T> {
+    fn as_ref(&self) -> &T {
+        self
     }
 }
 

@@ -39,6 +39,9 @@ pub(crate) mod bug {
     /// READ-ALL's re-check of a slot's key takes the tag that an eviction's first step sets
     /// for a claim by another object (the entry's count, still in the slot, is dropped).
     pub const TAG_IS_CLAIM: u8 = 6;
+    /// `only_reference` reads the counts without the flag and the fence: a REF taken from
+    /// another reference while it reads goes unseen.
+    pub const ONLY_WITHOUT_FLAG: u8 = 7;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }

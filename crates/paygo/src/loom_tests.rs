@@ -1,4 +1,5 @@
-//! loom models of REF vs try-reclaim and of the anchor path with eviction, on two mocked CPUs.
+//! loom models of REF vs try-reclaim, of the anchor path with eviction, and of the check that
+//! a reference is the only one (`paygo::Arc::get_mut`), on two mocked CPUs.
 //! Sections take the locked fallback path under loom, whose semantics are those of an rseq
 //! section; `percpu::loom_set_cpu` migrates a model thread.
 //!
@@ -8,9 +9,9 @@
 //! ```
 //! The second builds the bug switch: the `bug_*` tests remove the fence, the flag check, the
 //! eviction's move bracket (which lets a reclaim decide without the stripe lock), a swept
-//! batch's second look at the stripe sequences, the ordering of the listed-entry count, or
-//! READ-ALL's reading of a tagged key as the same object's, and expect loom to find the
-//! reader holding a reclaimed object. The models that catch the last two need
+//! batch's second look at the stripe sequences, the ordering of the listed-entry count,
+//! READ-ALL's reading of a tagged key as the same object's, or the flag of the only-reference
+//! check, and expect loom to find the reader holding a reclaimed (or written) object. The models that catch the last two need
 //! `LOOM_MAX_PREEMPTIONS=3` (CI's setting for this crate).
 
 use crate::{Config, Domain, Header};
@@ -239,6 +240,68 @@ fn loom_kill_then_release() {
     }
 }
 
+/// `only_reference` (what `paygo::Arc::get_mut` asks) against a reference taken from another
+/// one: the owner holds a reference on CPU 0 and asks whether it is the only one; a reader
+/// holding a reference on CPU 1 reads the payload, takes a second reference on CPU 0 (from
+/// the first, as a clone), gives the first back on CPU 1, and reads the payload again with
+/// the second. If the owner is told it is alone it writes the payload: loom reports a
+/// causality violation if the write can race with a read of the reader.
+fn only_vs_ref_from_another() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Executions in which the owner was told it is alone, and in which the reader's second
+    // reference was taken: both outcomes must occur (the model is not vacuous).
+    let alone = std::sync::Arc::new(AtomicUsize::new(0));
+    let second_taken = std::sync::Arc::new(AtomicUsize::new(0));
+    let (alone1, second1) = (alone.clone(), second_taken.clone());
+    model(move || {
+        let second_taken = second1.clone();
+        let d = Arc::new(tiny());
+        let o = Arc::new(Obj::new());
+        loom_set_cpu(1);
+        let first = d.try_get(o.hdr()).expect("live");
+        loom_set_cpu(0);
+        let mine = d.try_get(o.hdr()).expect("live");
+        let (d1, o1) = (d.clone(), o.clone());
+        let reader = thread::spawn(move || {
+            let read = || {
+                // SAFETY: loom checks this access against the owner's write.
+                o1.payload
+                    .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read while written"));
+            };
+            loom_set_cpu(1);
+            read();
+            loom_set_cpu(0);
+            let second = d1.try_get(o1.hdr());
+            loom_set_cpu(1);
+            d1.put(o1.hdr(), first);
+            if let Some(a) = second {
+                second_taken.fetch_add(1, Ordering::Relaxed);
+                read();
+                d1.put(o1.hdr(), a);
+            }
+        });
+        if d.only_reference(o.hdr()) {
+            alone1.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: loom checks this access against the reader's.
+            o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
+        }
+        reader.join().unwrap();
+        d.put(o.hdr(), mine);
+        assert_eq!(d.read_all(o.hdr()), 0);
+        assert!(d.try_reclaim(o.hdr()), "the flag was not cleared");
+    });
+    assert!(alone.load(Ordering::Relaxed) > 0, "never told it is alone");
+    assert!(
+        second_taken.load(Ordering::Relaxed) > 0,
+        "never took the second reference"
+    );
+}
+
+#[test]
+fn loom_only_reference_vs_ref_from_another() {
+    only_vs_ref_from_another();
+}
+
 #[cfg(paygo_loom_bug)]
 mod bugs {
     use crate::get::bug;
@@ -284,6 +347,14 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_tag_is_claim_is_caught() {
         with_bug(bug::TAG_IS_CLAIM, || super::eviction_vs_reclaim(true));
+    }
+
+    /// Without the flag and the fence, the counts read can miss a reference taken from one
+    /// that is given back meanwhile.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_only_without_flag_is_caught() {
+        with_bug(bug::ONLY_WITHOUT_FLAG, super::only_vs_ref_from_another);
     }
 
     #[test]

@@ -164,6 +164,47 @@ impl Domain {
         }
     }
 
+    /// Whether the caller's reference is the only one to the object: the flag, the asymmetric
+    /// fence and an exact READ-ALL, as in [`Domain::try_reclaim`], after which the object is
+    /// live again whatever the answer. While it runs, REFs of the object wait
+    /// ([`Domain::get_or_wait`]) or fail ([`Domain::try_get`]).
+    ///
+    /// For a caller that holds one counted reference and with whom no other party reclaims
+    /// the object (one that does makes the answer `false`). `true`: no other reference was
+    /// counted at the end of the READ-ALL, and every one given back before is ordered before
+    /// the return (what its holder did with the object happens before what the caller does
+    /// next). A REF after the return needs a reference the caller hands out (`paygo::Arc`:
+    /// an `Arc` to clone).
+    pub(crate) fn only_reference(&self, hdr: Pin<&Header>) -> bool {
+        // A second reference visibly counted: no flag, no fence.
+        if self.scan(&hdr, hdr.addr(), false) > 1 {
+            return false;
+        }
+        #[cfg(paygo_loom_bug)]
+        let flag = !bug::is(bug::ONLY_WITHOUT_FLAG);
+        #[cfg(not(paygo_loom_bug))]
+        let flag = true;
+        if flag {
+            // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
+            if hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).is_err() {
+                return false;
+            }
+            self.reclaim_fence();
+        }
+        // Under the flag, never below the true count at its end (no REF commits, UNREFs only
+        // lower it); the caller's reference is one of them.
+        let n = self.read_all(hdr);
+        if flag {
+            // Release: pairs with the Acquire flag load of REFs.
+            hdr.set_state(LIVE, Ordering::Release);
+        }
+        if n != 1 {
+            return false;
+        }
+        self.acquire_holders();
+        true
+    }
+
     /// Try-reclaim for many objects with one fence: sets every flag, fences once, then decides
     /// each. `out[i]` receives the outcome for `objs[i]`; returns how many succeeded.
     ///

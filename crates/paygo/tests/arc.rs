@@ -217,3 +217,237 @@ fn arc_is_send_and_sync_like_std() {
     send_sync::<Arc<String>>();
     send_sync::<Arc<std::sync::Mutex<u8>>>();
 }
+
+#[test]
+fn get_mut_only_when_no_other_arc_exists() {
+    let d = tiny_domain();
+    let mut a = Arc::new_in(vec![1u32], d);
+    Arc::get_mut(&mut a).expect("the only Arc").push(2);
+    let b = a.clone();
+    assert!(Arc::get_mut(&mut a).is_none(), "a clone on this thread");
+    let t = std::thread::spawn(move || {
+        let _ = migrate(1);
+        let c = b.clone();
+        drop(b);
+        c
+    });
+    let c = t.join().unwrap();
+    assert!(
+        Arc::get_mut(&mut a).is_none(),
+        "a clone made and held elsewhere"
+    );
+    drop(c);
+    assert_eq!(Arc::get_mut(&mut a).map(|v| v.clone()), Some(vec![1, 2]));
+    // A leaked Arc is another one for ever.
+    std::mem::forget(a.clone());
+    assert!(Arc::get_mut(&mut a).is_none(), "a leaked clone");
+    assert_eq!(Arc::count(&a), 2);
+}
+
+#[test]
+fn make_mut_clones_only_a_shared_value() {
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    #[derive(Debug)]
+    struct V(u32, &'static AtomicUsize);
+    impl Clone for V {
+        fn clone(&self) -> Self {
+            V(self.0, self.1)
+        }
+    }
+    impl Drop for V {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let _ = dropped;
+    let d = leak(Domain::new());
+    let mut a = Arc::new_in(V(1, drops), d);
+    let before = Arc::as_ptr(&a);
+    Arc::make_mut(&mut a).0 = 2;
+    assert_eq!(Arc::as_ptr(&a), before, "the only Arc: changed in place");
+    let b = a.clone();
+    Arc::make_mut(&mut a).0 = 3;
+    assert_ne!(Arc::as_ptr(&a), before, "shared: cloned first");
+    assert_eq!((a.0, b.0), (3, 2));
+    assert_eq!(Arc::as_ptr(&b), before);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(b);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the original, at its last drop"
+    );
+    drop(a);
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+#[test]
+fn try_unwrap_and_unwrap_or_clone() {
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let d = tiny_domain();
+    let a = Arc::new_in(
+        Tracked {
+            id: 9,
+            drops,
+            dropped,
+        },
+        d,
+    );
+    let b = a.clone();
+    let a = Arc::try_unwrap(a).map(|_| ()).expect_err("shared");
+    assert_eq!(a.id, 9, "the Arc given back still works");
+    assert_eq!(Arc::count(&b), 2);
+    drop(b);
+    let v = Arc::try_unwrap(a).map_err(|_| ()).expect("the only Arc");
+    assert_eq!((v.id, drops.load(Ordering::SeqCst)), (9, 0));
+    assert_eq!(
+        d.arcs_alive(),
+        0,
+        "the allocation is freed, the value moved out"
+    );
+    drop(v);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+
+    let a = Arc::new_in(String::from("x"), d);
+    let b = a.clone();
+    assert_eq!(Arc::unwrap_or_clone(a), "x");
+    assert_eq!(Arc::count(&b), 1);
+    assert_eq!(Arc::unwrap_or_clone(b), "x");
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// Threads each holding one `Arc` of a value call `into_inner` at once, migrating: exactly one
+/// gets the value, which is dropped exactly once, by it.
+#[test]
+fn into_inner_gives_the_value_to_exactly_one() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 300;
+    let d = tiny_domain();
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let got = AtomicUsize::new(0);
+    for round in 0..ROUNDS {
+        let a = Arc::new_in(
+            Tracked {
+                id: round,
+                drops,
+                dropped,
+            },
+            d,
+        );
+        let mut mine: Vec<_> = (1..THREADS).map(|_| a.clone()).collect();
+        mine.push(a);
+        let start = std::sync::Barrier::new(THREADS);
+        let winners = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for (t, a) in mine.into_iter().enumerate() {
+                let (start, winners, got) = (&start, &winners, &got);
+                s.spawn(move || {
+                    let _ = migrate(t + round);
+                    start.wait();
+                    if t % 2 == 1 {
+                        let _ = migrate(t + round + 1);
+                    }
+                    if let Some(v) = Arc::into_inner(a) {
+                        assert_eq!(v.id, round);
+                        assert_eq!(drops.load(Ordering::SeqCst), round, "dropped before");
+                        winners.fetch_add(1, Ordering::SeqCst);
+                        got.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert_eq!(winners.load(Ordering::SeqCst), 1, "round {round}");
+        assert_eq!(drops.load(Ordering::SeqCst), round + 1);
+    }
+    unpin();
+    assert_eq!(got.load(Ordering::SeqCst), ROUNDS);
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// Readers get clones of one value over channels, read it (two fields that must be equal),
+/// migrate, and drop the clones; the owner keeps trying `get_mut` and, when it succeeds,
+/// checks that no reader holds a clone and rewrites both fields. A `get_mut` that succeeded
+/// while a reader still held a clone would fail the owner's check or a reader's. Every fourth
+/// round the owner first waits for every clone it sent to be dropped: `get_mut` must then
+/// succeed.
+#[test]
+fn get_mut_never_while_a_clone_is_held() {
+    const READERS: usize = 3;
+    const ROUNDS: u64 = 4000;
+    struct Pair {
+        a: u64,
+        b: u64,
+    }
+    let holders = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let d = tiny_domain();
+    let mut root = Arc::new_in(Pair { a: 0, b: 0 }, d);
+    let mut wrote = 0u64;
+    std::thread::scope(|s| {
+        let txs: Vec<_> = (0..READERS)
+            .map(|r| {
+                let (tx, rx) = std::sync::mpsc::channel::<Arc<Pair>>();
+                let (holders, done) = (&holders, &done);
+                s.spawn(move || {
+                    for (i, a) in rx.into_iter().enumerate() {
+                        holders.fetch_add(1, Ordering::SeqCst);
+                        let c = a.clone();
+                        drop(a);
+                        if i % 3 == r % 3 {
+                            let _ = migrate(i);
+                        }
+                        assert_eq!(c.a, c.b, "a reader saw a write in progress");
+                        holders.fetch_sub(1, Ordering::SeqCst);
+                        drop(c);
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                    unpin();
+                });
+                tx
+            })
+            .collect();
+        for round in 0..ROUNDS {
+            txs[round as usize % READERS].send(root.clone()).unwrap();
+            let quiet = round % 4 == 0;
+            if quiet {
+                while done.load(Ordering::SeqCst) as u64 != round + 1 {
+                    std::thread::yield_now();
+                }
+            }
+            let got = Arc::get_mut(&mut root);
+            assert!(
+                !quiet || got.is_some(),
+                "round {round}: every clone was dropped"
+            );
+            if let Some(p) = got {
+                assert_eq!(holders.load(Ordering::SeqCst), 0, "get_mut while held");
+                p.a = round;
+                p.b = round;
+                wrote += 1;
+            }
+        }
+    });
+    assert!(wrote > 0, "get_mut never succeeded");
+    let p = Arc::try_unwrap(root)
+        .map_err(|_| ())
+        .expect("readers are gone");
+    assert_eq!(p.a, p.b);
+}
+
+#[test]
+fn comparisons_hashing_and_formatting_forward_to_the_value() {
+    use std::collections::{BTreeSet, HashSet};
+    let (a, b, c) = (Arc::new(2), Arc::new(2), Arc::new(3));
+    assert!(a == b && a != c && a < c && c.cmp(&b) == std::cmp::Ordering::Greater);
+    let set: HashSet<Arc<i32>> = [a.clone(), b.clone(), c.clone()].into_iter().collect();
+    assert_eq!(set.len(), 2);
+    assert!(set.contains(&2), "Borrow<T>: looked up by value");
+    let ord: BTreeSet<Arc<i32>> = [c.clone(), a.clone()].into_iter().collect();
+    assert_eq!(ord.iter().map(|x| **x).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(format!("{a:p}"), format!("{:p}", Arc::as_ptr(&a)));
+    assert_eq!(a.as_ref(), &2);
+}

@@ -203,3 +203,42 @@ fn a_forgotten_arc_leaks_the_value() {
     assert_eq!(paygo::collect(d), 0);
     assert_eq!(DROPS.load(Ordering::SeqCst), 0);
 }
+
+/// The unique-owner calls of `paygo::Arc` with a leaked clone: the leaked reference is another
+/// `Arc` for ever, so none of them hands out the value (`get_mut`, `make_mut` in place,
+/// `try_unwrap`, `into_inner`); the value is never dropped and the allocation leaks.
+#[test]
+fn a_forgotten_arc_clone_keeps_the_value_shared() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    #[derive(Clone)]
+    struct V(u64);
+    impl Drop for V {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d: &'static Domain = Box::leak(Box::new(one_slot()));
+    let mut a = paygo::Arc::new_in(V(1), d);
+    let leaked = paygo::Arc::as_ptr(&a);
+    std::mem::forget(a.clone());
+    churn(d, 1000);
+    assert!(paygo::Arc::get_mut(&mut a).is_none());
+    let a = paygo::Arc::try_unwrap(a)
+        .map(|_| ())
+        .expect_err("shared with the leaked clone");
+    let mut b = a.clone();
+    paygo::Arc::make_mut(&mut b).0 = 2; // a copy: the leaked value is not written
+    assert_ne!(paygo::Arc::as_ptr(&b), leaked);
+    assert_eq!((a.0, b.0), (1, 2));
+    drop(b);
+    assert_eq!(DROPS.load(Ordering::SeqCst), 1, "the copy only");
+    assert!(paygo::Arc::into_inner(a).is_none());
+    churn(d, 1000);
+    assert_eq!(paygo::collect(d), 0);
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst),
+        1,
+        "the leaked value is never dropped"
+    );
+    assert_eq!(d.arcs_alive(), 1);
+}
