@@ -1,8 +1,8 @@
 //! Micro-benchmarks of the PAYGO paths on one thread: the REF+UNREF pair (home path) on one
 //! object and on many, the anchor counter's compare-and-swap, READ-ALL, and try-reclaim (one
 //! asymmetric fence), against a shared atomic's fetch_add + fetch_sub; `paygo::Arc` against
-//! `std::sync::Arc` (clone+drop, and `get_mut` of the only `Arc`); and the batch reclaim of
-//! 4,096 objects with neighbouring home slots (a file's pages), per object.
+//! `std::sync::Arc` (clone+drop, `get_mut` of the only `Arc`, `Weak` upgrade+drop); and the
+//! batch reclaim of 4,096 objects with neighbouring home slots (a file's pages), per object.
 //!
 //! `PAYGO_BENCH_CPUS=N` sizes the per-CPU tables for `N` CPUs (at least the machine's): the
 //! batch reclaim then reads as many tables as a machine with `N` CPUs has, e.g.
@@ -80,6 +80,14 @@ fn benches(c: &mut Criterion) {
     let mut p = paygo::Arc::new(7u64);
     c.bench_function("paygo::Arc get_mut (the only Arc)", |b| {
         b.iter(|| *paygo::Arc::get_mut(black_box(&mut p)).unwrap() += 1)
+    });
+    let ws = std::sync::Arc::downgrade(&s);
+    c.bench_function("std::sync::Weak upgrade+drop", |b| {
+        b.iter(|| drop(black_box(ws.upgrade())))
+    });
+    let wp = paygo::Arc::downgrade(&p);
+    c.bench_function("paygo::Weak upgrade+drop", |b| {
+        b.iter(|| drop(black_box(wp.upgrade())))
     });
 }
 

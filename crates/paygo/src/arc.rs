@@ -27,6 +27,7 @@ use core::cell::{Cell, UnsafeCell};
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// How many times a thread skips the check of an object it found still referenced.
@@ -80,6 +81,9 @@ struct Meta {
     shard: usize,
     /// Its position in the shard's list; read and written only under the shard's lock.
     index: UnsafeCell<usize>,
+    /// [`Weak`]s to the allocation, plus one held by the value while it lives (as in
+    /// `std::sync::Arc`): whoever takes it to zero frees the allocation.
+    weak: AtomicUsize,
 }
 
 #[repr(C)]
@@ -99,11 +103,30 @@ unsafe fn drop_value<T>(m: NonNull<Meta>) {
 
 /// # Safety
 /// `m` heads a live `ArcInner<T>` made by `Box`, whose value was dropped, listed in no registry
-/// and named by no `Arc`.
+/// and named by no `Arc` or `Weak`.
 unsafe fn free<T>(m: NonNull<Meta>) {
     // SAFETY: by the contract, the allocation is ours; ManuallyDrop keeps the value from being
     // dropped twice.
     drop(unsafe { Box::from_raw(m.cast::<ArcInner<T>>().as_ptr()) })
+}
+
+/// Gives back one weak count of the allocation `m` (a [`Weak`]'s, or the value's once it was
+/// dropped or moved out), freeing the allocation if it was the last.
+///
+/// # Safety
+/// `m` heads a live allocation whose value was dropped or moved out if the caller gives back
+/// the value's count, and the caller holds the count it gives back.
+unsafe fn release_weak(m: NonNull<Meta>) {
+    // SAFETY: the count we hold keeps the allocation live.
+    let meta = unsafe { m.as_ref() };
+    // Release: pairs with the Acquire fence of the party that takes the count to zero (what
+    // this party did with the allocation happens before its free).
+    if meta.weak.fetch_sub(1, Ordering::Release) == 1 {
+        std::sync::atomic::fence(Ordering::Acquire);
+        // SAFETY: the last count: the value is gone (its count was given back) and no Arc or
+        // Weak names the allocation; it was unlisted before the value's count went.
+        unsafe { (meta.free)(m) }
+    }
 }
 
 /// A registered allocation.
@@ -189,7 +212,7 @@ impl Domain {
             // the reclaim fail).
             unsafe {
                 (m.as_ref().drop_value)(*m);
-                (m.as_ref().free)(*m);
+                release_weak(*m);
             }
         }
         (examined, dead.len())
@@ -268,13 +291,13 @@ fn my_shard() -> usize {
 /// assert_eq!(*config, "shared");
 /// ```
 ///
-/// Differences from `std::sync::Arc`: no weak references; `T` must be sized; [`Arc::get_mut`],
-/// [`Arc::make_mut`] and [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a per-CPU
-/// count is exact only under a reclaim's flag), where `std`'s load one counter; an `Arc` is
-/// three words (the pointer, and where its reference is counted: CPU, slot and generation);
-/// and the value of an object whose last
+/// Differences from `std::sync::Arc`: `T` must be sized; the value of an object whose last
 /// `Arc` was dropped is dropped either by that drop or later by the collector (module
-/// documentation of [`collect`]).
+/// documentation of [`collect`]), and a [`Weak`] upgrades until then; [`Arc::get_mut`],
+/// [`Arc::make_mut`] and [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a
+/// per-CPU count is exact only under a reclaim's flag), where `std`'s load one counter; and an
+/// `Arc` is three words (the pointer, and where its reference is counted: CPU, slot and
+/// generation).
 pub struct Arc<T> {
     inner: NonNull<ArcInner<T>>,
     /// Where the reference is counted: `cpu << 32 | slot` (the slot within that CPU's table).
@@ -304,6 +327,7 @@ impl<T> Arc<T> {
                 free: free::<T>,
                 shard: my_shard(),
                 index: UnsafeCell::new(0),
+                weak: AtomicUsize::new(1),
             },
             value: ManuallyDrop::new(value),
         });
@@ -363,8 +387,9 @@ impl<T> Arc<T> {
         this.meta().domain.read_all(Self::header(this.inner))
     }
 
-    /// A mutable reference to the value if `this` is its only `Arc`, as
-    /// `std::sync::Arc::get_mut`; `None` otherwise (a leaked `Arc` counts as another).
+    /// A mutable reference to the value if `this` is its only `Arc` and no [`Weak`] to it
+    /// exists, as `std::sync::Arc::get_mut`; `None` otherwise (a leaked `Arc` or `Weak`
+    /// counts as another).
     ///
     /// Unlike `std`'s, this is not a load: a per-CPU count is known exactly only under a
     /// reclaim's flag, so it sets the flag, issues the asymmetric fence and reads every CPU's
@@ -390,7 +415,9 @@ impl<T> Arc<T> {
     }
 
     /// A mutable reference to the value, cloning it into a new `Arc` first unless `this` is
-    /// its only `Arc` (clone-on-write), as `std::sync::Arc::make_mut`.
+    /// its only `Arc` and no [`Weak`] to it exists (clone-on-write), as
+    /// `std::sync::Arc::make_mut` (which moves the value, rather than cloning it, away from
+    /// `Weak`s).
     ///
     /// ```
     /// let mut a = paygo::Arc::new(vec![1]);
@@ -423,14 +450,22 @@ impl<T> Arc<T> {
     pub fn try_unwrap(this: Self) -> Result<T, Self> {
         let d = this.meta().domain;
         let mut v = d.arcs.lock(this.meta().shard);
-        if !this.is_only_locked() {
+        // Under the lock, as every other reclaim of an Arc allocation (a drop that looks last,
+        // the collector): it cannot make the check fail.
+        if d.reclaim_only(Self::header(this.inner), this.anchor(d))
+            .is_err()
+        {
+            // The anchor was a copy of `this`'s reference, which is still counted.
             drop(v);
             return Err(this);
         }
-        // The only reference: give it back and reclaim, under the lock as a drop would.
-        Ok(this.release_locked(&mut v).expect(
-            "paygo: an Arc found to be the only one could not be reclaimed once given back",
-        ))
+        let this = ManuallyDrop::new(this);
+        Registry::remove_locked(&mut v, this.inner.cast());
+        drop(v);
+        // SAFETY: our reclaim moved the header to DEAD with our reference given back: we alone
+        // own the value, moved out once; the allocation is unlisted, and `Weak`s to it find
+        // it dead. `release_weak` does not drop the value (ManuallyDrop).
+        unsafe { Ok(Self::take_value(this.inner)) }
     }
 
     /// The value, if `this` is its last `Arc`; `None` otherwise (and `this` is dropped), as
@@ -460,16 +495,68 @@ impl<T> Arc<T> {
         Arc::try_unwrap(this).unwrap_or_else(|a| (*a).clone())
     }
 
+    /// Whether `self` is the value's only `Arc` and no [`Weak`] to it exists (one could make
+    /// another `Arc`): the weak count locked at 1 (as `std` does, so that no `Weak` is made
+    /// meanwhile; one given back before is ordered before, with the `Arc`s it made), then
     /// [`Domain::only_reference`] under the allocation's registry lock, which every other
     /// reclaim of an `Arc` allocation (a drop that looks last, the collector) holds.
     fn is_only(&self) -> bool {
-        let _v = self.meta().domain.arcs.lock(self.meta().shard);
-        self.is_only_locked()
+        let m = self.meta();
+        // Acquire: pairs with the Release decrement of a `Weak`'s drop: the REFs of the Arcs
+        // it made (and so their counts) are seen by the READ-ALL below.
+        if m.weak
+            .compare_exchange(1, WEAK_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        let only = {
+            let _v = m.domain.arcs.lock(m.shard);
+            m.domain.only_reference(Self::header(self.inner))
+        };
+        // Release: pairs with the Acquire compare-and-swap of `downgrade`.
+        m.weak.store(1, Ordering::Release);
+        only
     }
 
-    /// [`Domain::only_reference`]; the caller holds the allocation's registry lock.
-    fn is_only_locked(&self) -> bool {
-        self.meta().domain.only_reference(Self::header(self.inner))
+    /// A [`Weak`] to the value, as `std::sync::Arc::downgrade`: it keeps the allocation, not
+    /// the value, and gives an `Arc` back while the value lives.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(5);
+    /// let w = paygo::Arc::downgrade(&a);
+    /// assert_eq!(w.upgrade().as_deref(), Some(&5));
+    /// drop(a); // the last Arc: the value goes at once, or with the collector
+    /// paygo::collect(paygo::default_domain());
+    /// assert!(w.upgrade().is_none());
+    /// ```
+    pub fn downgrade(this: &Self) -> Weak<T> {
+        let weak = &this.meta().weak;
+        let mut cur = weak.load(Ordering::Relaxed);
+        loop {
+            if cur == WEAK_LOCKED {
+                // Another Arc's `get_mut` or `make_mut` is looking (it will find ours): wait.
+                core::hint::spin_loop();
+                cur = weak.load(Ordering::Relaxed);
+                continue;
+            }
+            if cur >= WEAK_MAX {
+                weak_overflow();
+            }
+            // Acquire: pairs with the Release store that unlocks the count.
+            match weak.compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Weak { inner: this.inner },
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// The number of [`Weak`]s to the value (a snapshot).
+    pub fn weak_count(this: &Self) -> usize {
+        match this.meta().weak.load(Ordering::Relaxed) {
+            WEAK_LOCKED => 0,
+            n => n - 1,
+        }
     }
 
     /// Gives back `this`'s reference and reclaims the object; on success unlists the
@@ -482,13 +569,24 @@ impl<T> Arc<T> {
             // Another Arc counts a reference: the value is its holder's now.
             return None;
         }
-        // SAFETY: our reclaim moved the header to DEAD: we alone own the value, which is
-        // moved out once, and the allocation, unlisted and named by no Arc; `free` does not
-        // drop the value (ManuallyDrop).
+        // SAFETY: our reclaim moved the header to DEAD: we alone own the value, moved out
+        // once; the allocation is unlisted, and `Weak`s to it find it dead.
+        unsafe { Some(Self::take_value(this.inner)) }
+    }
+
+    /// Moves the value out and gives back its weak count (freeing the allocation if no `Weak`
+    /// is left).
+    ///
+    /// # Safety
+    /// The caller reclaimed the object (DEAD), unlisted the allocation, and moves the value
+    /// out only this once.
+    unsafe fn take_value(inner: NonNull<ArcInner<T>>) -> T {
+        // SAFETY: by the contract the value is live and ours; ManuallyDrop keeps `free` from
+        // dropping it again.
         unsafe {
-            let value = ManuallyDrop::take(&mut (*this.inner.as_ptr()).value);
-            free::<T>(this.inner.cast());
-            Some(value)
+            let value = ManuallyDrop::take(&mut (*inner.as_ptr()).value);
+            release_weak(inner.cast());
+            value
         }
     }
 
@@ -639,7 +737,7 @@ impl<T> Arc<T> {
         // allocation is unlisted and no Arc names it any more.
         unsafe {
             drop_value::<T>(m);
-            free::<T>(m);
+            release_weak(m);
         }
         true
     }
@@ -710,5 +808,106 @@ impl<T: Default> Default for Arc<T> {
 impl<T> From<T> for Arc<T> {
     fn from(value: T) -> Self {
         Arc::new(value)
+    }
+}
+
+/// The weak count while `get_mut` looks (no `Weak` may be made then).
+const WEAK_LOCKED: usize = usize::MAX;
+/// The most `Weak`s of one value: past it the process aborts (as `std`'s, so that leaked
+/// `Weak`s cannot wrap the count and free the allocation under a live one).
+const WEAK_MAX: usize = isize::MAX as usize;
+
+#[cold]
+fn weak_overflow() -> ! {
+    eprintln!("paygo: too many Weak references to one value");
+    std::process::abort()
+}
+
+/// A weak reference to a [`Arc`]'s value, as `std::sync::Weak`: it keeps the allocation, not
+/// the value, and [`Weak::upgrade`] gives an `Arc` while the value lives. Made by
+/// [`Arc::downgrade`] (or [`Weak::new`], which never upgrades).
+///
+/// The value lives until it is reclaimed, which may be after its last `Arc` was dropped (by the
+/// collector: see [`Arc`]); until then `upgrade` succeeds, and the value lives on with the
+/// `Arc` it gave.
+pub struct Weak<T> {
+    /// The allocation, or a dangling pointer for [`Weak::new`].
+    inner: NonNull<ArcInner<T>>,
+}
+
+// SAFETY: as std::sync::Weak: it gives an Arc<T> on any thread.
+unsafe impl<T: Send + Sync> Send for Weak<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Weak<T> {}
+
+impl<T> Weak<T> {
+    /// A `Weak` to nothing: `upgrade` always gives `None`.
+    pub const fn new() -> Self {
+        Weak {
+            inner: NonNull::dangling(),
+        }
+    }
+
+    /// The allocation's head, unless this is a [`Weak::new`].
+    fn meta(&self) -> Option<&Meta> {
+        // A real allocation is never at the address of a dangling pointer (the type's
+        // alignment, in the first page).
+        if self.inner == NonNull::dangling() {
+            return None;
+        }
+        // SAFETY: our weak count keeps the allocation live (its value may be gone).
+        Some(unsafe { &self.inner.as_ref().meta })
+    }
+
+    /// An [`Arc`] to the value, if it was not reclaimed. Waits out a reclaim under way (the
+    /// collector's, or a drop's) and fails if it succeeded.
+    pub fn upgrade(&self) -> Option<Arc<T>> {
+        let m = self.meta()?;
+        let d = m.domain;
+        // A REF: it fails on a dead header, and a reclaim fails while it holds.
+        let a = d.get_or_wait(Arc::header(self.inner))?;
+        Some(Arc {
+            inner: self.inner,
+            pos: d.anchor_pos(&a),
+            gen: a.gen,
+        })
+    }
+
+    /// Whether two `Weak`s point to the same allocation (two [`Weak::new`]s do).
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.inner == b.inner
+    }
+}
+
+impl<T> Clone for Weak<T> {
+    fn clone(&self) -> Self {
+        if let Some(m) = self.meta() {
+            // Relaxed: we hold a count, so the allocation stays; as std's.
+            if m.weak.fetch_add(1, Ordering::Relaxed) >= WEAK_MAX {
+                weak_overflow();
+            }
+        }
+        Weak { inner: self.inner }
+    }
+}
+
+impl<T> Drop for Weak<T> {
+    fn drop(&mut self) {
+        if self.meta().is_some() {
+            // SAFETY: we hold one weak count of the live allocation and give it back.
+            unsafe { release_weak(self.inner.cast()) }
+        }
+    }
+}
+
+impl<T> Default for Weak<T> {
+    fn default() -> Self {
+        Weak::new()
+    }
+}
+
+impl<T> core::fmt::Debug for Weak<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("(Weak)")
     }
 }

@@ -30,7 +30,7 @@ mod tests;
 
 pub use anchor::{Anchor, PutPath};
 #[cfg(not(loom))]
-pub use arc::{collect, default_domain, Arc};
+pub use arc::{collect, default_domain, Arc, Weak};
 #[cfg(not(loom))]
 pub use handle::{Handle, HandleRef, Owner};
 pub use header::Header;

@@ -240,13 +240,14 @@ fn loom_kill_then_release() {
     }
 }
 
-/// `only_reference` (what `paygo::Arc::get_mut` asks) against a reference taken from another
-/// one: the owner holds a reference on CPU 0 and asks whether it is the only one; a reader
-/// holding a reference on CPU 1 reads the payload, takes a second reference on CPU 0 (from
-/// the first, as a clone), gives the first back on CPU 1, and reads the payload again with
-/// the second. If the owner is told it is alone it writes the payload: loom reports a
-/// causality violation if the write can race with a read of the reader.
-fn only_vs_ref_from_another() {
+/// `only_reference` (what `paygo::Arc::get_mut` asks) or `reclaim_only` (`try_unwrap`)
+/// against a reference taken from another one: the owner holds a reference on CPU 0 and asks
+/// whether it is the only one (or reclaims if so); a reader holding a reference on CPU 1 reads
+/// the payload, takes a second reference on CPU 0 (from the first, as a clone), gives the
+/// first back on CPU 1, and reads the payload again with the second. If the owner is told it
+/// is alone it writes the payload: loom reports a causality violation if the write can race
+/// with a read of the reader.
+fn only_vs_ref_from_another(reclaim: bool) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     // Executions in which the owner was told it is alone, and in which the reader's second
     // reference was taken: both outcomes must occur (the model is not vacuous).
@@ -280,15 +281,32 @@ fn only_vs_ref_from_another() {
                 d1.put(o1.hdr(), a);
             }
         });
-        if d.only_reference(o.hdr()) {
+        let (alone, mine) = if reclaim {
+            match d.reclaim_only(o.hdr(), mine) {
+                Ok(()) => (true, None),
+                Err(m) => (false, Some(m)),
+            }
+        } else {
+            (d.only_reference(o.hdr()), Some(mine))
+        };
+        if alone {
             alone1.fetch_add(1, Ordering::Relaxed);
             // SAFETY: loom checks this access against the reader's.
             o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
         }
         reader.join().unwrap();
-        d.put(o.hdr(), mine);
+        if let Some(m) = mine {
+            d.put(o.hdr(), m);
+        }
+        if reclaim && alone {
+            assert!(
+                d.try_get(o.hdr()).is_none(),
+                "REF succeeded on a dead object"
+            );
+        } else {
+            assert!(d.try_reclaim(o.hdr()), "the flag was not cleared");
+        }
         assert_eq!(d.read_all(o.hdr()), 0);
-        assert!(d.try_reclaim(o.hdr()), "the flag was not cleared");
     });
     assert!(alone.load(Ordering::Relaxed) > 0, "never told it is alone");
     assert!(
@@ -299,7 +317,12 @@ fn only_vs_ref_from_another() {
 
 #[test]
 fn loom_only_reference_vs_ref_from_another() {
-    only_vs_ref_from_another();
+    only_vs_ref_from_another(false);
+}
+
+#[test]
+fn loom_reclaim_only_vs_ref_from_another() {
+    only_vs_ref_from_another(true);
 }
 
 #[cfg(paygo_loom_bug)]
@@ -354,7 +377,17 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_only_without_flag_is_caught() {
-        with_bug(bug::ONLY_WITHOUT_FLAG, super::only_vs_ref_from_another);
+        with_bug(bug::ONLY_WITHOUT_FLAG, || {
+            super::only_vs_ref_from_another(false)
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_reclaim_only_without_flag_is_caught() {
+        with_bug(bug::ONLY_WITHOUT_FLAG, || {
+            super::only_vs_ref_from_another(true)
+        });
     }
 
     #[test]

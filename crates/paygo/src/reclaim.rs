@@ -6,7 +6,7 @@ use crate::get::bug;
 use crate::header::{Header, DEAD, KILLED, KILL_FENCED, LIVE, RECLAIMING};
 use crate::overflow::Lists;
 use crate::sync::Ordering;
-use crate::Domain;
+use crate::{Anchor, Domain};
 use core::pin::Pin;
 
 /// Why [`Domain::try_reclaim_detailed`] did not reclaim the object. In every case nothing
@@ -176,33 +176,64 @@ impl Domain {
     /// next). A REF after the return needs a reference the caller hands out (`paygo::Arc`:
     /// an `Arc` to clone).
     pub(crate) fn only_reference(&self, hdr: Pin<&Header>) -> bool {
-        // A second reference visibly counted: no flag, no fence.
-        if self.scan(&hdr, hdr.addr(), false) > 1 {
+        let Some(n) = self.flagged_count(hdr) else {
             return false;
-        }
-        #[cfg(paygo_loom_bug)]
-        let flag = !bug::is(bug::ONLY_WITHOUT_FLAG);
-        #[cfg(not(paygo_loom_bug))]
-        let flag = true;
-        if flag {
-            // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
-            if hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).is_err() {
-                return false;
-            }
-            self.reclaim_fence();
-        }
-        // Under the flag, never below the true count at its end (no REF commits, UNREFs only
-        // lower it); the caller's reference is one of them.
-        let n = self.read_all(hdr);
-        if flag {
-            // Release: pairs with the Acquire flag load of REFs.
-            hdr.set_state(LIVE, Ordering::Release);
-        }
+        };
+        // Release: pairs with the Acquire flag load of REFs.
+        hdr.set_state(LIVE, Ordering::Release);
         if n != 1 {
             return false;
         }
         self.acquire_holders();
         true
+    }
+
+    /// Reclaims the object if the caller's reference `anchor` is the only one, giving it back
+    /// under the reclaim's flag (so no REF can come in between): `Ok` and the object is dead,
+    /// or `Err` with the anchor, still counted, and the object live. The caller's side of
+    /// [`Domain::only_reference`] (same conditions); a success is ordered after every
+    /// reference given back before it, as a reclaim's.
+    pub(crate) fn reclaim_only(&self, hdr: Pin<&Header>, anchor: Anchor) -> Result<(), Anchor> {
+        let Some(n) = self.flagged_count(hdr) else {
+            return Err(anchor);
+        };
+        if n != 1 {
+            // Release: pairs with the Acquire flag load of REFs.
+            hdr.set_state(LIVE, Ordering::Release);
+            return Err(anchor);
+        }
+        // The one reference counted is the caller's: with it given back nothing is counted,
+        // and no REF commits under the flag.
+        self.put(hdr, anchor);
+        // Release: pairs with the Acquire flag load of REFs and of is_dead().
+        hdr.set_state(DEAD, Ordering::Release);
+        self.count_reclaims(1, 0);
+        self.acquire_holders();
+        Ok(())
+    }
+
+    /// The first steps of both: with no second reference visibly counted, the flag
+    /// (LIVE -> RECLAIMING), the asymmetric fence and READ-ALL. `Some(count)` with the flag
+    /// left set (the caller clears it or decides), under which the count is never below the
+    /// true count at its end (no REF commits, UNREFs only lower it); `None` with nothing
+    /// changed.
+    fn flagged_count(&self, hdr: Pin<&Header>) -> Option<i64> {
+        // A second reference visibly counted: no flag, no fence.
+        if self.scan(&hdr, hdr.addr(), false) > 1 {
+            return None;
+        }
+        #[cfg(paygo_loom_bug)]
+        if bug::is(bug::ONLY_WITHOUT_FLAG) {
+            // The bug: the counts without the flag and the fence (the state is still moved so
+            // that the callers' stores of LIVE or DEAD keep their meaning).
+            let n = self.read_all(hdr);
+            hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
+            return Some(n);
+        }
+        // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
+        hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
+        self.reclaim_fence();
+        Some(self.read_all(hdr))
     }
 
     /// Try-reclaim for many objects with one fence: sets every flag, fences once, then decides

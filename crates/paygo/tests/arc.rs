@@ -1,7 +1,7 @@
 //! `paygo::Arc`: the value is dropped exactly once, never while an `Arc` to it exists, and a
 //! leaked `Arc` leaks the value (and nothing else happens).
 
-use paygo::{collect, Arc, Config, Domain};
+use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::affinity::{migrate, unpin};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -273,12 +273,14 @@ fn make_mut_clones_only_a_shared_value() {
     assert_eq!(Arc::as_ptr(&b), before);
     assert_eq!(drops.load(Ordering::SeqCst), 0);
     drop(b);
+    collect(d);
     assert_eq!(
         drops.load(Ordering::SeqCst),
         1,
-        "the original, at its last drop"
+        "the original, with its last Arc"
     );
     drop(a);
+    collect(d);
     assert_eq!(drops.load(Ordering::SeqCst), 2);
     assert_eq!(d.arcs_alive(), 0);
 }
@@ -450,4 +452,128 @@ fn comparisons_hashing_and_formatting_forward_to_the_value() {
     assert_eq!(ord.iter().map(|x| **x).collect::<Vec<_>>(), vec![2, 3]);
     assert_eq!(format!("{a:p}"), format!("{:p}", Arc::as_ptr(&a)));
     assert_eq!(a.as_ref(), &2);
+}
+
+#[test]
+fn weak_upgrades_while_the_value_lives() {
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let d = tiny_domain();
+    let a = Arc::new_in(
+        Tracked {
+            id: 4,
+            drops,
+            dropped,
+        },
+        d,
+    );
+    let w = Arc::downgrade(&a);
+    let w2 = w.clone();
+    assert_eq!(Arc::weak_count(&a), 2);
+    let b = w.upgrade().expect("the value lives");
+    assert!(Arc::ptr_eq(&a, &b) && b.id == 4);
+    assert_eq!(Arc::count(&a), 2);
+    drop((a, b));
+    collect(d); // for a last drop that raced with the other (see Arc)
+                // The value went with its last Arc; the Weaks keep the allocation.
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(w.upgrade().is_none() && w2.upgrade().is_none());
+    assert!(Weak::ptr_eq(&w, &w2));
+    assert!(Weak::<u8>::new().upgrade().is_none());
+    assert_eq!(format!("{w:?}"), "(Weak)");
+    assert_eq!(d.arcs_alive(), 0);
+    drop((w, w2)); // the last weak count frees the allocation (valgrind checks the reads)
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn unique_owner_calls_see_weaks() {
+    let d = tiny_domain();
+    let mut a = Arc::new_in(String::from("v"), d);
+    let w = Arc::downgrade(&a);
+    assert!(
+        Arc::get_mut(&mut a).is_none(),
+        "a Weak could make another Arc"
+    );
+    let before = Arc::as_ptr(&a);
+    Arc::make_mut(&mut a).push('2');
+    assert_ne!(Arc::as_ptr(&a), before, "made away from the Weak");
+    assert_eq!(*a, "v2");
+    collect(d);
+    assert!(
+        w.upgrade().is_none(),
+        "the old value went with its last Arc"
+    );
+    let w = Arc::downgrade(&a);
+    assert!(Arc::get_mut(&mut a).is_none());
+    drop(w);
+    assert!(Arc::get_mut(&mut a).is_some(), "no Weak left");
+    // try_unwrap and into_inner succeed with Weaks, which then find the value gone.
+    let w = Arc::downgrade(&a);
+    assert_eq!(Arc::try_unwrap(a).map_err(|_| ()), Ok(String::from("v2")));
+    assert!(w.upgrade().is_none());
+    let a = Arc::new_in(7u8, d);
+    let w = Arc::downgrade(&a);
+    assert_eq!(Arc::into_inner(a), Some(7));
+    assert!(w.upgrade().is_none());
+    drop(w);
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// Threads holding only `Weak`s upgrade, check the value, migrate and drop, while the owner
+/// clones, tries `get_mut` (when it succeeds, no upgraded `Arc` may be held) and drops the
+/// last `Arc`: every upgrade that succeeds sees the value undropped, and the value is dropped
+/// exactly once.
+#[test]
+fn weaks_upgrade_against_the_last_drop() {
+    const THREADS: usize = 3;
+    const ROUNDS: usize = 200;
+    let d = tiny_domain();
+    for round in 0..ROUNDS {
+        let drops = leak(AtomicUsize::new(0));
+        let dropped = leak(AtomicBool::new(false));
+        let holders = AtomicUsize::new(0);
+        let mut a = Arc::new_in(
+            Tracked {
+                id: round,
+                drops,
+                dropped,
+            },
+            d,
+        );
+        let weaks: Vec<Weak<Tracked<'static>>> = (0..THREADS).map(|_| Arc::downgrade(&a)).collect();
+        let start = std::sync::Barrier::new(THREADS + 1);
+        std::thread::scope(|s| {
+            for (t, w) in weaks.into_iter().enumerate() {
+                let (start, holders) = (&start, &holders);
+                s.spawn(move || {
+                    start.wait();
+                    for i in 0..50 {
+                        let Some(b) = w.upgrade() else { break };
+                        holders.fetch_add(1, Ordering::SeqCst);
+                        assert!(!dropped.load(Ordering::SeqCst), "upgraded a dropped value");
+                        if i % 4 == t {
+                            let _ = migrate(i + t);
+                        }
+                        assert_eq!(b.id, round);
+                        holders.fetch_sub(1, Ordering::SeqCst);
+                        drop(b);
+                    }
+                });
+            }
+            start.wait();
+            for _ in 0..round % 8 {
+                drop(a.clone());
+            }
+            if Arc::get_mut(&mut a).is_some() {
+                assert_eq!(holders.load(Ordering::SeqCst), 0, "get_mut while upgraded");
+                assert_eq!(Arc::weak_count(&a), 0);
+            }
+            drop(a);
+        });
+        collect(d);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "round {round}");
+    }
+    unpin();
+    assert_eq!(d.arcs_alive(), 0);
 }

@@ -231,6 +231,7 @@ fn a_forgotten_arc_clone_keeps_the_value_shared() {
     assert_ne!(paygo::Arc::as_ptr(&b), leaked);
     assert_eq!((a.0, b.0), (1, 2));
     drop(b);
+    paygo::collect(d);
     assert_eq!(DROPS.load(Ordering::SeqCst), 1, "the copy only");
     assert!(paygo::Arc::into_inner(a).is_none());
     churn(d, 1000);
@@ -241,4 +242,29 @@ fn a_forgotten_arc_clone_keeps_the_value_shared() {
         "the leaked value is never dropped"
     );
     assert_eq!(d.arcs_alive(), 1);
+}
+
+/// A leaked `paygo::Weak`: the value is still dropped at its last `Arc` (a `Weak` holds the
+/// allocation, not the value), the allocation is leaked, and the `Weak`s left find the value
+/// gone without reading freed memory.
+#[test]
+fn a_forgotten_weak_leaks_the_allocation_only() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct V;
+    impl Drop for V {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d: &'static Domain = Box::leak(Box::new(one_slot()));
+    let a = paygo::Arc::new_in(V, d);
+    let w = paygo::Arc::downgrade(&a);
+    std::mem::forget(w.clone());
+    drop(a);
+    churn(d, 1000);
+    paygo::collect(d);
+    assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+    assert!(w.upgrade().is_none());
+    drop(w);
+    assert_eq!(d.arcs_alive(), 0);
 }
