@@ -23,8 +23,9 @@
 //! and no reclaim can succeed.
 
 use crate::{Anchor, Domain, Header};
+use core::alloc::Layout;
 use core::cell::{Cell, UnsafeCell};
-use core::mem::ManuallyDrop;
+use core::mem::{ManuallyDrop, MaybeUninit};
 use core::pin::Pin;
 use core::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,8 +76,6 @@ struct Meta {
     domain: &'static Domain,
     /// Drops the value in place.
     drop_value: unsafe fn(NonNull<Meta>),
-    /// Frees the allocation.
-    free: unsafe fn(NonNull<Meta>),
     /// The registry shard that lists this allocation.
     shard: usize,
     /// Its position in the shard's list; read and written only under the shard's lock.
@@ -84,30 +83,98 @@ struct Meta {
     /// [`Weak`]s to the allocation, plus one held by the value while it lives (as in
     /// `std::sync::Arc`): whoever takes it to zero frees the allocation.
     weak: AtomicUsize,
+    /// The allocation's layout, for its free.
+    layout: Layout,
+    /// The allocation as the `*mut ArcInner<T>` of its value's type (a wide pointer for a
+    /// slice or `str`), for `drop_value::<T>`, which is given `Meta`'s address only. Written
+    /// once, before the allocation is shared.
+    wide: MaybeUninit<[*mut (); 2]>,
 }
 
 #[repr(C)]
-struct ArcInner<T> {
+struct ArcInner<T: ?Sized> {
     meta: Meta,
     value: ManuallyDrop<T>,
+}
+
+/// `*mut ArcInner<T>` fits `Meta::wide` (a wide pointer is two words).
+const fn fits_wide<T: ?Sized>() -> bool {
+    core::mem::size_of::<*mut ArcInner<T>>() <= core::mem::size_of::<[*mut (); 2]>()
 }
 
 /// # Safety
 /// `m` heads a live `ArcInner<T>` whose value has not been dropped, and the caller is the one
 /// party allowed to drop it (it moved the header to DEAD).
-unsafe fn drop_value<T>(m: NonNull<Meta>) {
-    let inner = m.cast::<ArcInner<T>>().as_ptr();
-    // SAFETY: by the contract, the value is live and ours alone to drop.
-    unsafe { ManuallyDrop::drop(&mut (*inner).value) }
+unsafe fn drop_value<T: ?Sized>(m: NonNull<Meta>) {
+    // SAFETY: `wide` holds the allocation's `*mut ArcInner<T>`, written by `allocate` as
+    // that type (it fits: checked there) and read back as that type; by the contract, the
+    // value is live and ours alone to drop.
+    unsafe {
+        let inner = m
+            .as_ref()
+            .wide
+            .as_ptr()
+            .cast::<*mut ArcInner<T>>()
+            .read_unaligned();
+        ManuallyDrop::drop(&mut (*inner).value)
+    }
 }
 
 /// # Safety
-/// `m` heads a live `ArcInner<T>` made by `Box`, whose value was dropped, listed in no registry
-/// and named by no `Arc` or `Weak`.
-unsafe fn free<T>(m: NonNull<Meta>) {
-    // SAFETY: by the contract, the allocation is ours; ManuallyDrop keeps the value from being
-    // dropped twice.
-    drop(unsafe { Box::from_raw(m.cast::<ArcInner<T>>().as_ptr()) })
+/// `m` heads a live allocation made by `allocate`, whose value was dropped or moved out,
+/// listed in no registry and named by no `Arc` or `Weak`.
+unsafe fn free(m: NonNull<Meta>) {
+    // SAFETY: by the contract, the allocation is ours, made by `alloc` with this layout;
+    // nothing in `Meta` needs dropping.
+    unsafe {
+        let layout = m.as_ref().layout;
+        std::alloc::dealloc(m.as_ptr().cast(), layout)
+    }
+}
+
+/// Allocates an `ArcInner<T>` whose value has layout `value` in `domain`, and writes its
+/// `Meta`; `wide(p)` makes the allocation's `*mut ArcInner<T>` from its address `p` (a cast
+/// for a sized `T`, the slice length added for a slice). The value is left for the caller to
+/// write.
+fn allocate<T: ?Sized>(
+    value: Layout,
+    domain: &'static Domain,
+    wide: impl FnOnce(*mut u8) -> *mut ArcInner<T>,
+) -> NonNull<ArcInner<T>> {
+    const { assert!(fits_wide::<T>(), "paygo: a pointer wider than two words") };
+    let (layout, _) = Layout::new::<Meta>()
+        .extend(value)
+        .unwrap_or_else(|_| panic!("paygo: Arc value too large ({} bytes)", value.size()));
+    let layout = layout.pad_to_align();
+    // SAFETY: the layout's size is at least Meta's, not zero.
+    let p = unsafe { std::alloc::alloc(layout) };
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    let inner = wide(p);
+    let mut stored = MaybeUninit::<[*mut (); 2]>::uninit();
+    // SAFETY: it fits (asserted above); written as `*mut ArcInner<T>`, read back as that
+    // type by `drop_value::<T>` only.
+    unsafe {
+        stored
+            .as_mut_ptr()
+            .cast::<*mut ArcInner<T>>()
+            .write_unaligned(inner)
+    };
+    // SAFETY: `p` is a fresh allocation of `layout`, which starts with a Meta (repr(C)).
+    unsafe {
+        p.cast::<Meta>().write(Meta {
+            header: Header::new(),
+            domain,
+            drop_value: drop_value::<T>,
+            shard: my_shard(),
+            index: UnsafeCell::new(0),
+            weak: AtomicUsize::new(1),
+            layout,
+            wide: stored,
+        });
+        NonNull::new_unchecked(inner)
+    }
 }
 
 /// Gives back one weak count of the allocation `m` (a [`Weak`]'s, or the value's once it was
@@ -125,7 +192,7 @@ unsafe fn release_weak(m: NonNull<Meta>) {
         std::sync::atomic::fence(Ordering::Acquire);
         // SAFETY: the last count: the value is gone (its count was given back) and no Arc or
         // Weak names the allocation; it was unlisted before the value's count went.
-        unsafe { (meta.free)(m) }
+        unsafe { free(m) }
     }
 }
 
@@ -291,14 +358,17 @@ fn my_shard() -> usize {
 /// assert_eq!(*config, "shared");
 /// ```
 ///
-/// Differences from `std::sync::Arc`: `T` must be sized; the value of an object whose last
-/// `Arc` was dropped is dropped either by that drop or later by the collector (module
-/// documentation of [`collect`]), and a [`Weak`] upgrades until then; [`Arc::get_mut`],
-/// [`Arc::make_mut`] and [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a
-/// per-CPU count is exact only under a reclaim's flag), where `std`'s load one counter; and an
-/// `Arc` is three words (the pointer, and where its reference is counted: CPU, slot and
-/// generation).
-pub struct Arc<T> {
+/// `T` may be a slice or `str` ([`Arc::from_vec_in`], [`Arc::from_str_in`], and `From` a
+/// `Vec`, a slice, a `Box`, a `String`, as `std`'s); not a trait object: `Arc<dyn Trait>`
+/// needs the unsizing coercion, which only `std` may implement on stable Rust.
+///
+/// Differences from `std::sync::Arc`: the value of an object whose last `Arc` was dropped is
+/// dropped either by that drop or later by the collector (module documentation of
+/// [`collect`]), and a [`Weak`] upgrades until then; [`Arc::get_mut`], [`Arc::make_mut`] and
+/// [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a per-CPU count is exact
+/// only under a reclaim's flag), where `std`'s load one counter; and an `Arc` is two words
+/// more than the pointer (where its reference is counted: CPU, slot and generation).
+pub struct Arc<T: ?Sized> {
     inner: NonNull<ArcInner<T>>,
     /// Where the reference is counted: `cpu << 32 | slot` (the slot within that CPU's table).
     pos: u64,
@@ -307,9 +377,9 @@ pub struct Arc<T> {
 }
 
 // SAFETY: as std::sync::Arc: an Arc gives &T on any thread and may drop T on any thread.
-unsafe impl<T: Send + Sync> Send for Arc<T> {}
+unsafe impl<T: ?Sized + Send + Sync> Send for Arc<T> {}
 // SAFETY: as above.
-unsafe impl<T: Send + Sync> Sync for Arc<T> {}
+unsafe impl<T: ?Sized + Send + Sync> Sync for Arc<T> {}
 
 impl<T> Arc<T> {
     /// Puts `value` in the process-wide [`default_domain`].
@@ -319,99 +389,11 @@ impl<T> Arc<T> {
 
     /// Puts `value` in `domain`.
     pub fn new_in(value: T, domain: &'static Domain) -> Self {
-        let b = Box::new(ArcInner {
-            meta: Meta {
-                header: Header::new(),
-                domain,
-                drop_value: drop_value::<T>,
-                free: free::<T>,
-                shard: my_shard(),
-                index: UnsafeCell::new(0),
-                weak: AtomicUsize::new(1),
-            },
-            value: ManuallyDrop::new(value),
-        });
-        let inner = NonNull::from(Box::leak(b));
-        let (pos, gen) = Self::get(domain, inner);
-        let me = Arc { inner, pos, gen };
-        domain.arcs.add(inner.cast());
-        tick(domain);
-        me
-    }
-
-    #[inline(always)]
-    fn meta(&self) -> &Meta {
-        // SAFETY: an Arc's reference keeps the allocation live.
-        unsafe { &self.inner.as_ref().meta }
-    }
-
-    #[inline(always)]
-    fn header(inner: NonNull<ArcInner<T>>) -> Pin<&'static Header> {
-        // SAFETY: the header is at a fixed place in a heap allocation that a counted reference
-        // (held by the caller) keeps alive; it never moves.
-        unsafe { Pin::new_unchecked(&(*inner.as_ptr()).meta.header) }
-    }
-
-    /// A new reference to the object, for a caller that holds one (so it cannot be dead; a
-    /// concurrent collector's reclaim fails because of the caller's reference, and is waited
-    /// out).
-    #[inline(always)]
-    fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> (u64, u64) {
-        match d.get_or_wait(Self::header(inner)) {
-            Some(a) => (d.anchor_pos(&a), a.gen),
-            None => unreachable!("paygo: Arc object dead while referenced"),
-        }
-    }
-
-    /// Whether two `Arc`s point to the same value.
-    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-        a.inner == b.inner
-    }
-
-    /// The address of the value.
-    pub fn as_ptr(this: &Self) -> *const T {
-        // SAFETY: the allocation is live; no reference is created here (ManuallyDrop<T> has T's
-        // layout).
-        unsafe { core::ptr::addr_of!((*this.inner.as_ptr()).value) as *const T }
-    }
-
-    /// The CPU whose table counts this reference.
-    pub fn anchor_cpu(this: &Self) -> usize {
-        (this.pos >> 32) as usize
-    }
-
-    /// The number of references now (a READ-ALL over every CPU: for tests and diagnostics,
-    /// as costly as the number of CPUs, and out of date as soon as another thread clones or
-    /// drops).
-    pub fn count(this: &Self) -> i64 {
-        this.meta().domain.read_all(Self::header(this.inner))
-    }
-
-    /// A mutable reference to the value if `this` is its only `Arc` and no [`Weak`] to it
-    /// exists, as `std::sync::Arc::get_mut`; `None` otherwise (a leaked `Arc` or `Weak`
-    /// counts as another).
-    ///
-    /// Unlike `std`'s, this is not a load: a per-CPU count is known exactly only under a
-    /// reclaim's flag, so it sets the flag, issues the asymmetric fence and reads every CPU's
-    /// entries (about a [`Domain::try_reclaim`]), and clears the flag again.
-    ///
-    /// ```
-    /// let mut a = paygo::Arc::new(1);
-    /// *paygo::Arc::get_mut(&mut a).unwrap() += 1;
-    /// let b = a.clone();
-    /// assert!(paygo::Arc::get_mut(&mut a).is_none());
-    /// drop(b);
-    /// assert_eq!(*paygo::Arc::get_mut(&mut a).unwrap(), 2);
-    /// ```
-    pub fn get_mut(this: &mut Self) -> Option<&mut T> {
-        if !this.is_only() {
-            return None;
-        }
-        // SAFETY: no other Arc to the value exists (is_only: every other reference was given
-        // back, ordered before this point), and none can be made but from `this`, which the
-        // returned borrow holds mutably. Only the value is borrowed: the collector may read
-        // the allocation's header meanwhile.
-        Some(unsafe { &mut *core::ptr::addr_of_mut!((*this.inner.as_ptr()).value).cast::<T>() })
+        let inner = allocate::<T>(Layout::new::<T>(), domain, |p| p.cast());
+        // SAFETY: a fresh allocation with room for the value, which we write once.
+        unsafe { core::ptr::addr_of_mut!((*inner.as_ptr()).value).write(ManuallyDrop::new(value)) };
+        // SAFETY: made by `allocate`, the value written, not yet shared.
+        unsafe { Self::publish(inner, domain) }
     }
 
     /// A mutable reference to the value, cloning it into a new `Arc` first unless `this` is
@@ -434,7 +416,7 @@ impl<T> Arc<T> {
         }
         // SAFETY: `this` is the value's only Arc: found so above, or made just now and not
         // cloned since (as in get_mut).
-        unsafe { &mut *core::ptr::addr_of_mut!((*this.inner.as_ptr()).value).cast::<T>() }
+        unsafe { &mut *core::ptr::addr_of_mut!((*this.inner.as_ptr()).value) }
     }
 
     /// The value, if `this` is its only `Arc` (the allocation is freed); `this` back
@@ -493,6 +475,127 @@ impl<T> Arc<T> {
         T: Clone,
     {
         Arc::try_unwrap(this).unwrap_or_else(|a| (*a).clone())
+    }
+
+    /// Gives back `this`'s reference and reclaims the object; on success unlists the
+    /// allocation, frees it and returns the value. The caller holds the allocation's registry
+    /// lock (`v`).
+    fn release_locked(self, v: &mut Vec<Entry>) -> Option<T> {
+        let this = ManuallyDrop::new(self);
+        let d = this.meta().domain;
+        if !Self::unref_and_reclaim(d, this.inner, this.anchor(d), v) {
+            // Another Arc counts a reference: the value is its holder's now.
+            return None;
+        }
+        // SAFETY: our reclaim moved the header to DEAD: we alone own the value, moved out
+        // once; the allocation is unlisted, and `Weak`s to it find it dead.
+        unsafe { Some(Self::take_value(this.inner)) }
+    }
+
+    /// Moves the value out and gives back its weak count (freeing the allocation if no `Weak`
+    /// is left).
+    ///
+    /// # Safety
+    /// The caller reclaimed the object (DEAD), unlisted the allocation, and moves the value
+    /// out only this once.
+    unsafe fn take_value(inner: NonNull<ArcInner<T>>) -> T {
+        // SAFETY: by the contract the value is live and ours; ManuallyDrop keeps `free` from
+        // dropping it again.
+        unsafe {
+            let value = ManuallyDrop::take(&mut (*inner.as_ptr()).value);
+            release_weak(inner.cast());
+            value
+        }
+    }
+}
+
+impl<T: ?Sized> Arc<T> {
+    /// The first `Arc` of a new allocation: its reference, and the allocation listed in its
+    /// domain's registry.
+    ///
+    /// # Safety
+    /// `inner` was made by `allocate` in `domain`, its value written; nothing else names it.
+    unsafe fn publish(inner: NonNull<ArcInner<T>>, domain: &'static Domain) -> Self {
+        let (pos, gen) = Self::get(domain, inner);
+        let me = Arc { inner, pos, gen };
+        domain.arcs.add(inner.cast());
+        tick(domain);
+        me
+    }
+
+    #[inline(always)]
+    fn meta(&self) -> &Meta {
+        // SAFETY: an Arc's reference keeps the allocation live.
+        unsafe { &self.inner.as_ref().meta }
+    }
+
+    #[inline(always)]
+    fn header(inner: NonNull<ArcInner<T>>) -> Pin<&'static Header> {
+        // SAFETY: the header is at a fixed place in a heap allocation that a counted reference
+        // (held by the caller) keeps alive; it never moves.
+        unsafe { Pin::new_unchecked(&(*inner.as_ptr()).meta.header) }
+    }
+
+    /// A new reference to the object, for a caller that holds one (so it cannot be dead; a
+    /// concurrent collector's reclaim fails because of the caller's reference, and is waited
+    /// out).
+    #[inline(always)]
+    fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> (u64, u64) {
+        match d.get_or_wait(Self::header(inner)) {
+            Some(a) => (d.anchor_pos(&a), a.gen),
+            None => unreachable!("paygo: Arc object dead while referenced"),
+        }
+    }
+
+    /// Whether two `Arc`s point to the same value.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        core::ptr::addr_eq(a.inner.as_ptr(), b.inner.as_ptr())
+    }
+
+    /// The address of the value.
+    pub fn as_ptr(this: &Self) -> *const T {
+        // SAFETY: the allocation is live; no reference is created here (ManuallyDrop<T> has T's
+        // layout).
+        unsafe { core::ptr::addr_of!((*this.inner.as_ptr()).value) as *const T }
+    }
+
+    /// The CPU whose table counts this reference.
+    pub fn anchor_cpu(this: &Self) -> usize {
+        (this.pos >> 32) as usize
+    }
+
+    /// The number of references now (a READ-ALL over every CPU: for tests and diagnostics,
+    /// as costly as the number of CPUs, and out of date as soon as another thread clones or
+    /// drops).
+    pub fn count(this: &Self) -> i64 {
+        this.meta().domain.read_all(Self::header(this.inner))
+    }
+
+    /// A mutable reference to the value if `this` is its only `Arc` and no [`Weak`] to it
+    /// exists, as `std::sync::Arc::get_mut`; `None` otherwise (a leaked `Arc` or `Weak`
+    /// counts as another).
+    ///
+    /// Unlike `std`'s, this is not a load: a per-CPU count is known exactly only under a
+    /// reclaim's flag, so it sets the flag, issues the asymmetric fence and reads every CPU's
+    /// entries (about a [`Domain::try_reclaim`]), and clears the flag again.
+    ///
+    /// ```
+    /// let mut a = paygo::Arc::new(1);
+    /// *paygo::Arc::get_mut(&mut a).unwrap() += 1;
+    /// let b = a.clone();
+    /// assert!(paygo::Arc::get_mut(&mut a).is_none());
+    /// drop(b);
+    /// assert_eq!(*paygo::Arc::get_mut(&mut a).unwrap(), 2);
+    /// ```
+    pub fn get_mut(this: &mut Self) -> Option<&mut T> {
+        if !this.is_only() {
+            return None;
+        }
+        // SAFETY: no other Arc to the value exists (is_only: every other reference was given
+        // back, ordered before this point), and none can be made but from `this`, which the
+        // returned borrow holds mutably. Only the value is borrowed: the collector may read
+        // the allocation's header meanwhile.
+        Some(unsafe { &mut **core::ptr::addr_of_mut!((*this.inner.as_ptr()).value) })
     }
 
     /// Whether `self` is the value's only `Arc` and no [`Weak`] to it exists (one could make
@@ -559,37 +662,6 @@ impl<T> Arc<T> {
         }
     }
 
-    /// Gives back `this`'s reference and reclaims the object; on success unlists the
-    /// allocation, frees it and returns the value. The caller holds the allocation's registry
-    /// lock (`v`).
-    fn release_locked(self, v: &mut Vec<Entry>) -> Option<T> {
-        let this = ManuallyDrop::new(self);
-        let d = this.meta().domain;
-        if !Self::unref_and_reclaim(d, this.inner, this.anchor(d), v) {
-            // Another Arc counts a reference: the value is its holder's now.
-            return None;
-        }
-        // SAFETY: our reclaim moved the header to DEAD: we alone own the value, moved out
-        // once; the allocation is unlisted, and `Weak`s to it find it dead.
-        unsafe { Some(Self::take_value(this.inner)) }
-    }
-
-    /// Moves the value out and gives back its weak count (freeing the allocation if no `Weak`
-    /// is left).
-    ///
-    /// # Safety
-    /// The caller reclaimed the object (DEAD), unlisted the allocation, and moves the value
-    /// out only this once.
-    unsafe fn take_value(inner: NonNull<ArcInner<T>>) -> T {
-        // SAFETY: by the contract the value is live and ours; ManuallyDrop keeps `free` from
-        // dropping it again.
-        unsafe {
-            let value = ManuallyDrop::take(&mut (*inner.as_ptr()).value);
-            release_weak(inner.cast());
-            value
-        }
-    }
-
     /// This `Arc`'s reference as an [`Anchor`] of `d` (its domain).
     fn anchor(&self, d: &Domain) -> Anchor {
         let cpu = (self.pos >> 32) as usize;
@@ -617,7 +689,7 @@ impl<T> Arc<T> {
     }
 }
 
-impl<T> Clone for Arc<T> {
+impl<T: ?Sized> Clone for Arc<T> {
     #[inline(always)]
     fn clone(&self) -> Self {
         let (pos, gen) = Self::get(self.meta().domain, self.inner);
@@ -629,7 +701,7 @@ impl<T> Clone for Arc<T> {
     }
 }
 
-impl<T> core::ops::Deref for Arc<T> {
+impl<T: ?Sized> core::ops::Deref for Arc<T> {
     type Target = T;
     #[inline]
     fn deref(&self) -> &T {
@@ -639,7 +711,7 @@ impl<T> core::ops::Deref for Arc<T> {
     }
 }
 
-impl<T> Drop for Arc<T> {
+impl<T: ?Sized> Drop for Arc<T> {
     #[inline(always)]
     fn drop(&mut self) {
         // Everything read from the allocation is read now, while our reference keeps it live.
@@ -684,13 +756,13 @@ fn tick(d: &Domain) {
     }
 }
 
-impl<T> Arc<T> {
+impl<T: ?Sized> Arc<T> {
     /// A drop whose UNREF leaves its entry at zero: unless this thread found the object still
     /// referenced recently, look whether it was the last reference.
     #[cold]
     #[inline(never)]
     fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, a: Anchor) {
-        let addr = self.inner.as_ptr() as usize;
+        let addr = self.inner.as_ptr().cast::<u8>() as usize;
         let skip = RECENT
             .try_with(|c| {
                 let mut r = c.get();
@@ -743,57 +815,57 @@ impl<T> Arc<T> {
     }
 }
 
-impl<T: core::fmt::Debug> core::fmt::Debug for Arc<T> {
+impl<T: ?Sized + core::fmt::Debug> core::fmt::Debug for Arc<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         (**self).fmt(f)
     }
 }
 
-impl<T: core::fmt::Display> core::fmt::Display for Arc<T> {
+impl<T: ?Sized + core::fmt::Display> core::fmt::Display for Arc<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         (**self).fmt(f)
     }
 }
 
-impl<T: PartialEq> PartialEq for Arc<T> {
+impl<T: ?Sized + PartialEq> PartialEq for Arc<T> {
     fn eq(&self, other: &Self) -> bool {
         **self == **other
     }
 }
 
-impl<T: Eq> Eq for Arc<T> {}
+impl<T: ?Sized + Eq> Eq for Arc<T> {}
 
-impl<T: PartialOrd> PartialOrd for Arc<T> {
+impl<T: ?Sized + PartialOrd> PartialOrd for Arc<T> {
     fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
         (**self).partial_cmp(&**other)
     }
 }
 
-impl<T: Ord> Ord for Arc<T> {
+impl<T: ?Sized + Ord> Ord for Arc<T> {
     fn cmp(&self, other: &Self) -> core::cmp::Ordering {
         (**self).cmp(&**other)
     }
 }
 
-impl<T: core::hash::Hash> core::hash::Hash for Arc<T> {
+impl<T: ?Sized + core::hash::Hash> core::hash::Hash for Arc<T> {
     fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
         (**self).hash(state)
     }
 }
 
-impl<T> core::fmt::Pointer for Arc<T> {
+impl<T: ?Sized> core::fmt::Pointer for Arc<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         core::fmt::Pointer::fmt(&Arc::as_ptr(self), f)
     }
 }
 
-impl<T> core::borrow::Borrow<T> for Arc<T> {
+impl<T: ?Sized> core::borrow::Borrow<T> for Arc<T> {
     fn borrow(&self) -> &T {
         self
     }
 }
 
-impl<T> AsRef<T> for Arc<T> {
+impl<T: ?Sized> AsRef<T> for Arc<T> {
     fn as_ref(&self) -> &T {
         self
     }
@@ -808,6 +880,100 @@ impl<T: Default> Default for Arc<T> {
 impl<T> From<T> for Arc<T> {
     fn from(value: T) -> Self {
         Arc::new(value)
+    }
+}
+
+impl<T> Arc<[T]> {
+    /// An `Arc` of the vector's elements (moved; the vector's buffer is freed) in `domain`.
+    /// `Arc::from(vec)` is this in the [`default_domain`].
+    pub fn from_vec_in(v: Vec<T>, domain: &'static Domain) -> Self {
+        let len = v.len();
+        let layout = Layout::array::<T>(len).expect("paygo: a Vec's elements fit a Layout");
+        let inner = allocate::<[T]>(layout, domain, |p| {
+            core::ptr::slice_from_raw_parts_mut(p.cast::<T>(), len) as *mut ArcInner<[T]>
+        });
+        let mut v = ManuallyDrop::new(v);
+        // SAFETY: the allocation has room for `len` elements where its value goes; they are
+        // moved there once, and the vector then frees its buffer without dropping them.
+        unsafe {
+            let dst = core::ptr::addr_of_mut!((*inner.as_ptr()).value) as *mut T;
+            core::ptr::copy_nonoverlapping(v.as_ptr(), dst, len);
+            v.set_len(0);
+            ManuallyDrop::drop(&mut v);
+            Self::publish(inner, domain)
+        }
+    }
+}
+
+impl Arc<str> {
+    /// An `Arc` of a copy of `s` in `domain`. `Arc::from(s)` is this in the
+    /// [`default_domain`].
+    pub fn from_str_in(s: &str, domain: &'static Domain) -> Self {
+        let len = s.len();
+        let layout = Layout::array::<u8>(len).expect("paygo: a str fits a Layout");
+        let inner = allocate::<str>(layout, domain, |p| {
+            core::ptr::slice_from_raw_parts_mut(p, len) as *mut ArcInner<str>
+        });
+        // SAFETY: room for `len` bytes where the value goes, written once with valid UTF-8.
+        unsafe {
+            let dst = core::ptr::addr_of_mut!((*inner.as_ptr()).value) as *mut u8;
+            core::ptr::copy_nonoverlapping(s.as_ptr(), dst, len);
+            Self::publish(inner, domain)
+        }
+    }
+}
+
+impl<T> From<Vec<T>> for Arc<[T]> {
+    fn from(v: Vec<T>) -> Self {
+        Arc::from_vec_in(v, default_domain())
+    }
+}
+
+impl<T: Clone> From<&[T]> for Arc<[T]> {
+    fn from(s: &[T]) -> Self {
+        Arc::from_vec_in(s.to_vec(), default_domain())
+    }
+}
+
+impl<T> From<Box<[T]>> for Arc<[T]> {
+    fn from(b: Box<[T]>) -> Self {
+        Arc::from_vec_in(b.into_vec(), default_domain())
+    }
+}
+
+impl<T> FromIterator<T> for Arc<[T]> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Arc::from_vec_in(iter.into_iter().collect(), default_domain())
+    }
+}
+
+impl<T> Default for Arc<[T]> {
+    fn default() -> Self {
+        Arc::from_vec_in(Vec::new(), default_domain())
+    }
+}
+
+impl From<&str> for Arc<str> {
+    fn from(s: &str) -> Self {
+        Arc::from_str_in(s, default_domain())
+    }
+}
+
+impl From<String> for Arc<str> {
+    fn from(s: String) -> Self {
+        Arc::from_str_in(&s, default_domain())
+    }
+}
+
+impl From<Box<str>> for Arc<str> {
+    fn from(s: Box<str>) -> Self {
+        Arc::from_str_in(&s, default_domain())
+    }
+}
+
+impl Default for Arc<str> {
+    fn default() -> Self {
+        Arc::from_str_in("", default_domain())
     }
 }
 
@@ -830,29 +996,35 @@ fn weak_overflow() -> ! {
 /// The value lives until it is reclaimed, which may be after its last `Arc` was dropped (by the
 /// collector: see [`Arc`]); until then `upgrade` succeeds, and the value lives on with the
 /// `Arc` it gave.
-pub struct Weak<T> {
+pub struct Weak<T: ?Sized> {
     /// The allocation, or a dangling pointer for [`Weak::new`].
     inner: NonNull<ArcInner<T>>,
 }
 
 // SAFETY: as std::sync::Weak: it gives an Arc<T> on any thread.
-unsafe impl<T: Send + Sync> Send for Weak<T> {}
+unsafe impl<T: ?Sized + Send + Sync> Send for Weak<T> {}
 // SAFETY: as above.
-unsafe impl<T: Send + Sync> Sync for Weak<T> {}
+unsafe impl<T: ?Sized + Send + Sync> Sync for Weak<T> {}
+
+/// The address of a [`Weak::new`]'s pointer: no allocation is there (as `std`'s).
+const NO_ALLOCATION: usize = usize::MAX;
 
 impl<T> Weak<T> {
     /// A `Weak` to nothing: `upgrade` always gives `None`.
     pub const fn new() -> Self {
         Weak {
-            inner: NonNull::dangling(),
+            // SAFETY: not null; never dereferenced (`meta` checks the address first).
+            inner: unsafe {
+                NonNull::new_unchecked(core::ptr::without_provenance_mut(NO_ALLOCATION))
+            },
         }
     }
+}
 
+impl<T: ?Sized> Weak<T> {
     /// The allocation's head, unless this is a [`Weak::new`].
     fn meta(&self) -> Option<&Meta> {
-        // A real allocation is never at the address of a dangling pointer (the type's
-        // alignment, in the first page).
-        if self.inner == NonNull::dangling() {
+        if self.inner.as_ptr().cast::<u8>().addr() == NO_ALLOCATION {
             return None;
         }
         // SAFETY: our weak count keeps the allocation live (its value may be gone).
@@ -875,11 +1047,11 @@ impl<T> Weak<T> {
 
     /// Whether two `Weak`s point to the same allocation (two [`Weak::new`]s do).
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-        a.inner == b.inner
+        core::ptr::addr_eq(a.inner.as_ptr(), b.inner.as_ptr())
     }
 }
 
-impl<T> Clone for Weak<T> {
+impl<T: ?Sized> Clone for Weak<T> {
     fn clone(&self) -> Self {
         if let Some(m) = self.meta() {
             // Relaxed: we hold a count, so the allocation stays; as std's.
@@ -891,7 +1063,7 @@ impl<T> Clone for Weak<T> {
     }
 }
 
-impl<T> Drop for Weak<T> {
+impl<T: ?Sized> Drop for Weak<T> {
     fn drop(&mut self) {
         if self.meta().is_some() {
             // SAFETY: we hold one weak count of the live allocation and give it back.
@@ -906,7 +1078,7 @@ impl<T> Default for Weak<T> {
     }
 }
 
-impl<T> core::fmt::Debug for Weak<T> {
+impl<T: ?Sized> core::fmt::Debug for Weak<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("(Weak)")
     }

@@ -577,3 +577,77 @@ fn weaks_upgrade_against_the_last_drop() {
     unpin();
     assert_eq!(d.arcs_alive(), 0);
 }
+
+#[test]
+fn arcs_of_str_and_slices() {
+    use std::collections::HashSet;
+    let d = tiny_domain();
+    let s: Arc<str> = Arc::from_str_in("hello", d);
+    let t = s.clone();
+    assert_eq!(
+        (&*t, t.len(), format!("{s}")),
+        ("hello", 5, String::from("hello"))
+    );
+    let set: HashSet<Arc<str>> = [Arc::from("a"), Arc::from(String::from("b"))].into();
+    assert!(
+        set.contains("a") && set.contains("b"),
+        "Borrow<str>: looked up by &str"
+    );
+    assert_eq!(&*Arc::<str>::default(), "");
+    let w = Arc::downgrade(&s);
+    assert_eq!(w.upgrade().as_deref(), Some("hello"));
+    drop((s, t));
+    collect(d);
+    assert!(w.upgrade().is_none());
+
+    let mut v: Arc<[u32]> = Arc::from_vec_in(vec![1, 2, 3], d);
+    Arc::get_mut(&mut v).expect("the only Arc")[1] = 20;
+    assert_eq!(&*v, &[1, 20, 3]);
+    let v2 = v.clone();
+    assert!(Arc::get_mut(&mut v).is_none());
+    assert!(Arc::ptr_eq(&v, &v2) && v == v2);
+    let it: Arc<[u64]> = (0..4u64).map(|x| x * x).collect();
+    assert_eq!(&*it, &[0, 1, 4, 9]);
+    let empty: Arc<[String]> = Arc::default();
+    assert!(empty.is_empty());
+    let units: Arc<[()]> = Arc::from(vec![(); 5]);
+    assert_eq!(units.len(), 5);
+    let boxed: Arc<[u8]> = Arc::from(vec![7u8; 3].into_boxed_slice());
+    assert_eq!(&*boxed, &[7, 7, 7]);
+    let cloned: Arc<[String]> = Arc::from(&[String::from("x")][..]);
+    assert_eq!(cloned[0], "x");
+}
+
+/// A slice of values that count their drops, cloned to migrating threads that drop the
+/// clones while the owner drops its own: every element is dropped exactly once, through
+/// the last drop or the collector.
+#[test]
+fn a_shared_slice_drops_each_element_once() {
+    const ROUNDS: usize = 100;
+    let d = tiny_domain();
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    for round in 0..ROUNDS {
+        let v: Vec<Tracked<'static>> = (0..5).map(|id| Tracked { id, drops, dropped }).collect();
+        let a: Arc<[Tracked<'static>]> = Arc::from_vec_in(v, d);
+        let clones: Vec<_> = (0..3).map(|_| a.clone()).collect();
+        std::thread::scope(|s| {
+            for (t, c) in clones.into_iter().enumerate() {
+                s.spawn(move || {
+                    let _ = migrate(t + round);
+                    assert_eq!(c.iter().map(|x| x.id).sum::<usize>(), 10);
+                    drop(c);
+                });
+            }
+            drop(a);
+        });
+        collect(d);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            5 * (round + 1),
+            "round {round}"
+        );
+    }
+    unpin();
+    assert_eq!(d.arcs_alive(), 0);
+}
