@@ -142,7 +142,7 @@ fn allocate<T: ?Sized>(
     wide: impl FnOnce(*mut u8) -> *mut ArcInner<T>,
 ) -> NonNull<ArcInner<T>> {
     const { assert!(fits_wide::<T>(), "paygo: a pointer wider than two words") };
-    let (layout, _) = Layout::new::<Meta>()
+    let (layout, offset) = Layout::new::<Meta>()
         .extend(value)
         .unwrap_or_else(|_| panic!("paygo: Arc value too large ({} bytes)", value.size()));
     let layout = layout.pad_to_align();
@@ -152,6 +152,12 @@ fn allocate<T: ?Sized>(
         std::alloc::handle_alloc_error(layout);
     }
     let inner = wide(p);
+    // The value where repr(C) puts it (no reference is made to the uninitialised memory).
+    debug_assert_eq!(
+        // SAFETY: a place inside the allocation; only its address is taken.
+        unsafe { core::ptr::addr_of!((*inner).value) }.cast::<u8>() as usize - p as usize,
+        offset
+    );
     let mut stored = MaybeUninit::<[*mut (); 2]>::uninit();
     // SAFETY: it fits (asserted above); written as `*mut ArcInner<T>`, read back as that
     // type by `drop_value::<T>` only.

@@ -616,6 +616,15 @@ fn arcs_of_str_and_slices() {
     assert_eq!(&*boxed, &[7, 7, 7]);
     let cloned: Arc<[String]> = Arc::from(&[String::from("x")][..]);
     assert_eq!(cloned[0], "x");
+    // Values aligned past the header: placed where their alignment asks, sized and sliced.
+    #[derive(Clone, Debug, PartialEq)]
+    #[repr(align(256))]
+    struct Aligned(u8);
+    let one = Arc::new_in(Aligned(9), d);
+    let many: Arc<[Aligned]> = Arc::from_vec_in(vec![Aligned(1), Aligned(2)], d);
+    assert_eq!(Arc::as_ptr(&one) as usize % 256, 0);
+    assert_eq!(many.as_ptr() as usize % 256, 0);
+    assert_eq!((one.0, &*many), (9, &[Aligned(1), Aligned(2)][..]));
 }
 
 /// A slice of values that count their drops, cloned to migrating threads that drop the
