@@ -7,8 +7,9 @@ use crate::table::Slot;
 /// made only by REF ([`Domain::try_get`](crate::Domain::try_get)).
 ///
 /// An anchor is only an address and numbers: nothing is read through it until a domain has
-/// checked that the slot is one of its own ([`Domain::put`](crate::Domain::put) panics on an
-/// anchor of another domain, or of another object). Forgetting an anchor leaks its reference:
+/// checked that it made it and that the slot is one of its own
+/// ([`Domain::put`](crate::Domain::put) panics on an anchor of another domain, or of another
+/// object). Forgetting an anchor leaks its reference:
 /// the object stays counted as referenced, and nothing else happens.
 #[must_use = "a reference must be given back with put"]
 pub struct Anchor {
@@ -17,16 +18,19 @@ pub struct Anchor {
     pub(crate) gen: u64,
     pub(crate) obj: usize,
     pub(crate) cpu: u32,
+    /// The number of the domain that made it ([`Domain`](crate::Domain)'s `id`).
+    pub(crate) domain: u32,
 }
 
 impl Anchor {
     #[inline(always)]
-    pub(crate) fn new(slot: &Slot, gen: u64, cpu: usize, obj: usize) -> Self {
+    pub(crate) fn new(domain: u32, slot: &Slot, gen: u64, cpu: usize, obj: usize) -> Self {
         Anchor {
             slot: crate::Domain::slot_addr(slot),
             gen,
             obj,
             cpu: cpu as u32,
+            domain,
         }
     }
 

@@ -672,7 +672,7 @@ impl<T: ?Sized> Arc<T> {
     fn anchor(&self, d: &Domain) -> Anchor {
         let cpu = (self.pos >> 32) as usize;
         let s = d.slot(cpu, self.pos as u32 as usize);
-        Anchor::new(s, self.gen, cpu, Self::header(self.inner).addr())
+        Anchor::new(d.id, s, self.gen, cpu, Self::header(self.inner).addr())
     }
 
     /// UNREF of `a` (an `Arc`'s reference to `inner`), then a reclaim; on success, unlists
@@ -726,7 +726,7 @@ impl<T: ?Sized> Drop for Arc<T> {
         let cpu = (self.pos >> 32) as usize;
         let s = d.slot(cpu, self.pos as u32 as usize);
         if s.count() == 1 {
-            self.drop_candidate(d, hdr, Anchor::new(s, self.gen, cpu, hdr.addr()));
+            self.drop_candidate(d, hdr, Anchor::new(d.id, s, self.gen, cpu, hdr.addr()));
         } else {
             d.put_at(hdr, s, cpu, self.gen);
         }

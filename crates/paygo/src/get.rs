@@ -120,7 +120,7 @@ impl Domain {
                 )
                 .is_ok()
             {
-                return Some(Anchor::new(s, g, cpu, obj));
+                return Some(Anchor::new(self.id, s, g, cpu, obj));
             }
         } else {
             // The home slot holds another object's entry: claim it if it is free (the
@@ -188,7 +188,7 @@ impl Domain {
             )
             .ok()?;
         self.count_approx(cpu, |c| &c.claims);
-        Some(Anchor::new(s, gw, cpu, obj))
+        Some(Anchor::new(self.id, s, gw, cpu, obj))
     }
 
     #[cold]
@@ -240,7 +240,7 @@ impl Domain {
                         &s.local,
                         1,
                     ) {
-                        Ok(()) => return Some(Anchor::new(s, g, cpu, obj)),
+                        Ok(()) => return Some(Anchor::new(self.id, s, g, cpu, obj)),
                         Err(_) => {
                             retry.aborted();
                             continue 'outer;

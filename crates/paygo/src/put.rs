@@ -21,14 +21,21 @@ fn wrong_object() -> ! {
 
 impl Domain {
     /// The slot of `anchor`, after checking that the anchor was made by this domain for
-    /// `obj`. Both checks are plain comparisons: an anchor is never dereferenced.
+    /// `obj`. The checks are plain comparisons: an anchor is never dereferenced. The domain's
+    /// number catches an anchor of a dropped domain whose tables' memory this domain reuses
+    /// (its slot address would pass); the address check, the rest (numbers repeat after 2^32
+    /// domains).
     ///
     /// # Panics
-    /// If the anchor's slot is not one of this domain's, or it counts another object.
+    /// If the anchor was made by another domain (or its slot is not one of this domain's), or
+    /// it counts another object.
     #[inline(always)]
     pub(crate) fn anchor_slot(&self, obj: usize, anchor: &Anchor) -> &Slot {
         if anchor.obj != obj {
             wrong_object();
+        }
+        if anchor.domain != self.id {
+            foreign_anchor();
         }
         match self.slot_at(anchor.slot) {
             Some(s) => s,

@@ -15,6 +15,12 @@ pub(crate) const STRIPES: usize = 256;
 #[cfg(loom)]
 pub(crate) const STRIPES: usize = 4;
 
+/// A number for a new domain: consecutive, wrapping after 2^32 domains.
+fn next_domain_id() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The most slots a CPU's table may have (2^24: a gigabyte per CPU).
 pub const MAX_SLOTS_PER_CPU: usize = 1 << 24;
 
@@ -192,6 +198,9 @@ pub struct Domain {
     pub(crate) stripes: Box<[CachePadded<Stripe>]>,
     pub(crate) mask: usize,
     pub(crate) window: usize,
+    /// This domain's number, in its anchors: an anchor made by another domain is refused by
+    /// `put` even if that domain's tables were where this one's are.
+    pub(crate) id: u32,
     /// Overflow accounting, on its own line: bumped by evictions, never read on fast paths.
     pub(crate) overflow: CachePadded<OverflowCounters>,
     /// The live allocations of this domain's [`Arc`](crate::Arc)s, for the collector.
@@ -249,6 +258,7 @@ impl Domain {
                 .collect(),
             mask: cfg.slots_per_cpu - 1,
             window: cfg.window,
+            id: next_domain_id(),
             overflow: CachePadded::new(OverflowCounters::default()),
             #[cfg(not(loom))]
             arcs: crate::arc::Registry::new(),

@@ -102,3 +102,25 @@ fn half_evicted_entry_takes_home_and_remote_unrefs() {
     assert!(d.try_reclaim(hdr));
     unpin();
 }
+
+/// An anchor of a dropped domain whose slot address is one of this domain's own slots (what
+/// a new domain on the old tables' memory would see) is refused by the domain's number.
+#[test]
+#[should_panic(expected = "another domain")]
+fn an_anchor_of_another_domain_on_this_domains_slot_is_refused() {
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 4,
+        window: 1,
+    });
+    let h = Box::pin(Header::new());
+    let hdr = h.as_ref();
+    let mine = d.try_get(hdr).expect("live");
+    let forged = Anchor::new(
+        d.id.wrapping_add(1),
+        d.slot_at(mine.slot).expect("the domain's slot"),
+        mine.gen,
+        mine.cpu(),
+        hdr.addr(),
+    );
+    d.put(hdr, forged);
+}
