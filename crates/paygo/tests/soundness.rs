@@ -61,6 +61,21 @@ fn churn(d: &Domain, n: usize) {
     }
 }
 
+/// A value that counts its drops in a counter of its own test's (`counter()`), and carries
+/// a number.
+#[derive(Clone)]
+struct Counted(u64, &'static AtomicUsize);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counter() -> &'static AtomicUsize {
+    Box::leak(Box::new(AtomicUsize::new(0)))
+}
+
 /// Issue case 1: a reference whose anchor is dropped (never given back), then its object's
 /// memory reused. The eviction of its entry keeps the count in the domain, reading nothing.
 #[test]
@@ -159,15 +174,9 @@ fn one_header_two_domains() {
 /// leaked, not freed; later evictions of the leaked entry read nothing.
 #[test]
 fn a_forgotten_handle_ref_leaks_the_value() {
-    static DROPS: AtomicUsize = AtomicUsize::new(0);
-    struct V;
-    impl Drop for V {
-        fn drop(&mut self) {
-            DROPS.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    let drops = counter();
     let d = std::sync::Arc::new(one_slot());
-    let owner = Owner::new(&d, V);
+    let owner = Owner::new(&d, Counted(0, drops));
     let handle = owner.handle();
     std::mem::forget(handle.try_get().expect("live"));
     drop(owner);
@@ -175,7 +184,7 @@ fn a_forgotten_handle_ref_leaks_the_value() {
     drop(handle);
     churn(&d, 1000);
     assert_eq!(
-        DROPS.load(Ordering::SeqCst),
+        drops.load(Ordering::SeqCst),
         0,
         "a counted value was dropped"
     );
@@ -184,20 +193,14 @@ fn a_forgotten_handle_ref_leaks_the_value() {
 /// A leaked `paygo::Arc`: same as case 4 for the front door.
 #[test]
 fn a_forgotten_arc_leaks_the_value() {
-    static DROPS: AtomicUsize = AtomicUsize::new(0);
-    struct V;
-    impl Drop for V {
-        fn drop(&mut self) {
-            DROPS.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    let drops = counter();
     let d: &'static Domain = Box::leak(Box::new(one_slot()));
-    let a = paygo::Arc::new_in(V, d);
+    let a = paygo::Arc::new_in(Counted(0, drops), d);
     std::mem::forget(a.clone());
     drop(a);
     churn(d, 1000);
     assert_eq!(paygo::collect(d), 0);
-    assert_eq!(DROPS.load(Ordering::SeqCst), 0);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
 }
 
 /// The unique-owner calls of `paygo::Arc` with a leaked clone: the leaked reference is another
@@ -205,16 +208,9 @@ fn a_forgotten_arc_leaks_the_value() {
 /// `try_unwrap`, `into_inner`); the value is never dropped and the allocation leaks.
 #[test]
 fn a_forgotten_arc_clone_keeps_the_value_shared() {
-    static DROPS: AtomicUsize = AtomicUsize::new(0);
-    #[derive(Clone)]
-    struct V(u64);
-    impl Drop for V {
-        fn drop(&mut self) {
-            DROPS.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    let drops = counter();
     let d: &'static Domain = Box::leak(Box::new(one_slot()));
-    let mut a = paygo::Arc::new_in(V(1), d);
+    let mut a = paygo::Arc::new_in(Counted(1, drops), d);
     let leaked = paygo::Arc::as_ptr(&a);
     std::mem::forget(a.clone());
     churn(d, 1000);
@@ -228,12 +224,12 @@ fn a_forgotten_arc_clone_keeps_the_value_shared() {
     assert_eq!((a.0, b.0), (1, 2));
     drop(b);
     paygo::collect(d);
-    assert_eq!(DROPS.load(Ordering::SeqCst), 1, "the copy only");
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the copy only");
     assert!(paygo::Arc::into_inner(a).is_none());
     churn(d, 1000);
     assert_eq!(paygo::collect(d), 0);
     assert_eq!(
-        DROPS.load(Ordering::SeqCst),
+        drops.load(Ordering::SeqCst),
         1,
         "the leaked value is never dropped"
     );
@@ -245,21 +241,15 @@ fn a_forgotten_arc_clone_keeps_the_value_shared() {
 /// gone without reading freed memory.
 #[test]
 fn a_forgotten_weak_leaks_the_allocation_only() {
-    static DROPS: AtomicUsize = AtomicUsize::new(0);
-    struct V;
-    impl Drop for V {
-        fn drop(&mut self) {
-            DROPS.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    let drops = counter();
     let d: &'static Domain = Box::leak(Box::new(one_slot()));
-    let a = paygo::Arc::new_in(V, d);
+    let a = paygo::Arc::new_in(Counted(0, drops), d);
     let w = paygo::Arc::downgrade(&a);
     std::mem::forget(w.clone());
     drop(a);
     churn(d, 1000);
     paygo::collect(d);
-    assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert!(w.upgrade().is_none());
     drop(w);
     assert_eq!(d.arcs_alive(), 0);
