@@ -81,13 +81,24 @@ fn reclaim(d: &Domain, hdr: Pin<&Header>, batch: bool) -> bool {
 }
 
 fn ref_vs_reclaim(migrate: bool, batch: bool) {
+    ref_vs_reclaim_as(migrate, batch, false)
+}
+
+/// `ref_vs_reclaim`, the reader's REF waiting out a reclaim under way (`get_or_wait`: what
+/// `paygo::Arc::clone` and `Weak::upgrade` do) if `wait`.
+fn ref_vs_reclaim_as(migrate: bool, batch: bool, wait: bool) {
     model(move || {
         let d = Arc::new(tiny());
         let o = Arc::new(Obj::new());
         let (d1, o1) = (d.clone(), o.clone());
         let reader = thread::spawn(move || {
             loom_set_cpu(0);
-            if let Some(a) = d1.try_get(o1.hdr()) {
+            let got = if wait {
+                d1.get_or_wait(o1.hdr())
+            } else {
+                d1.try_get(o1.hdr())
+            };
+            if let Some(a) = got {
                 // SAFETY: loom checks this access against the reclaimer's write.
                 o1.payload
                     .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reclaimed object"));
@@ -131,6 +142,13 @@ fn loom_ref_vs_reclaim_anchor_path() {
 #[test]
 fn loom_ref_vs_swept_batch() {
     ref_vs_reclaim(true, true);
+}
+
+/// The REF of `Arc::clone` and `Weak::upgrade`, which waits while the flag is set: it either
+/// holds before the reclaim decides (which then fails) or finds the object dead.
+#[test]
+fn loom_waiting_ref_vs_reclaim() {
+    ref_vs_reclaim_as(true, false, true);
 }
 
 /// One slot per CPU: a reference to X is taken on CPU 0 and given back after migrating to
@@ -338,6 +356,14 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_fence_is_caught() {
         with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false, false));
+    }
+
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_fence_is_caught_with_a_waiting_ref() {
+        with_bug(bug::NO_FENCE, || {
+            super::ref_vs_reclaim_as(true, false, true)
+        });
     }
 
     /// The reclaim decides without the stripe lock when no move is in progress: an eviction
