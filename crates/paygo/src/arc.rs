@@ -226,11 +226,16 @@ impl Registry {
     }
 
     fn add(&self, m: NonNull<Meta>) {
-        // SAFETY: `m` is live and not yet shared.
-        let meta = unsafe { m.as_ref() };
-        let mut v = self.lock(meta.shard);
-        // SAFETY: the index is only accessed under the shard lock, which we hold.
-        unsafe { *meta.index.get() = v.len() };
+        // SAFETY: `m` is live and not yet listed.
+        let mut v = self.lock(unsafe { m.as_ref() }.shard);
+        Self::add_locked(&mut v, m);
+    }
+
+    /// Lists `m`. Caller holds shard `m.shard`'s lock (`v`).
+    fn add_locked(v: &mut Vec<Entry>, m: NonNull<Meta>) {
+        // SAFETY: `m` is live and not yet listed; the index is only accessed under the shard
+        // lock, which the caller holds.
+        unsafe { *m.as_ref().index.get() = v.len() };
         v.push(Entry(m));
     }
 
@@ -400,6 +405,67 @@ impl<T> Arc<T> {
         unsafe { core::ptr::addr_of_mut!((*inner.as_ptr()).value).write(ManuallyDrop::new(value)) };
         // SAFETY: made by `allocate`, the value written, not yet shared.
         unsafe { Self::publish(inner, domain) }
+    }
+
+    /// An `Arc` to the value `make` returns, given a [`Weak`] to that value before it exists
+    /// (for values that point at themselves), as `std::sync::Arc::new_cyclic`: the `Weak`
+    /// does not upgrade until `make` has returned. In the [`default_domain`].
+    ///
+    /// ```
+    /// struct Node {
+    ///     me: paygo::Weak<Node>,
+    /// }
+    /// let n = paygo::Arc::new_cyclic(|me| {
+    ///     assert!(me.upgrade().is_none()); // not made yet
+    ///     Node { me: me.clone() }
+    /// });
+    /// assert!(paygo::Arc::ptr_eq(&n.me.upgrade().unwrap(), &n));
+    /// ```
+    pub fn new_cyclic<F: FnOnce(&Weak<T>) -> T>(make: F) -> Self {
+        Self::new_cyclic_in(make, default_domain())
+    }
+
+    /// [`Arc::new_cyclic`] in `domain`.
+    ///
+    /// The object is dead while `make` runs (so the `Weak`'s upgrades fail) and is made live
+    /// under the allocation's registry lock, with the first reference taken before the lock
+    /// is let go: an `Arc` upgraded and dropped meanwhile cannot reclaim it (every reclaim of
+    /// an `Arc` allocation takes that lock). If `make` panics, the allocation is freed once
+    /// the last `Weak` to it is gone, and no value is dropped.
+    pub fn new_cyclic_in<F: FnOnce(&Weak<T>) -> T>(make: F, domain: &'static Domain) -> Self {
+        let inner = allocate::<T>(Layout::new::<T>(), domain, |p| p.cast());
+        let hdr = Self::header(inner);
+        // Not shared yet: dead, so that REFs fail until the value is written.
+        hdr.set_state(crate::header::DEAD, Ordering::Relaxed);
+        // SAFETY: made by `allocate`: live and not shared.
+        let meta = unsafe { &inner.as_ref().meta };
+        // The value's count and this `Weak`'s (fresh: nobody else sees it).
+        meta.weak.store(2, Ordering::Relaxed);
+        let weak = Weak { inner };
+        /// Gives back the value's count if `make` unwinds (the value was never written).
+        struct Unwritten(NonNull<Meta>);
+        impl Drop for Unwritten {
+            fn drop(&mut self) {
+                // SAFETY: the allocation has no value and its value's count is ours.
+                unsafe { release_weak(self.0) }
+            }
+        }
+        let unwritten = Unwritten(inner.cast());
+        let value = make(&weak);
+        core::mem::forget(unwritten);
+        // SAFETY: room for the value, written once, before the object is made live.
+        unsafe { core::ptr::addr_of_mut!((*inner.as_ptr()).value).write(ManuallyDrop::new(value)) };
+        let (pos, gen) = {
+            let mut v = domain.arcs.lock(meta.shard);
+            Registry::add_locked(&mut v, inner.cast());
+            // Release: pairs with the Acquire flag load of REFs: an upgrade that succeeds
+            // sees the value.
+            domain.reinit(hdr);
+            Self::get(domain, inner)
+        };
+        drop(weak);
+        tick(domain);
+        Arc { inner, pos, gen }
     }
 
     /// A mutable reference to the value, cloning it into a new `Arc` first unless `this` is

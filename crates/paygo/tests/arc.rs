@@ -660,3 +660,74 @@ fn a_shared_slice_drops_each_element_once() {
     unpin();
     assert_eq!(d.arcs_alive(), 0);
 }
+
+/// `new_cyclic`: the `Weak` given to `make` does not upgrade until the value exists; a thread
+/// that got a clone of it from `make` and upgrades in a loop while the `Arc` is made, and
+/// dropped, sees the value whole or nothing; the value is dropped once; a `make` that panics
+/// leaves no value and a `Weak` that never upgrades.
+#[test]
+fn new_cyclic_gives_a_weak_that_upgrades_once_made() {
+    struct Node {
+        me: Weak<Node>,
+        magic: u64,
+        drops: &'static AtomicUsize,
+    }
+    impl Drop for Node {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = tiny_domain();
+    for round in 0..100 {
+        let drops = leak(AtomicUsize::new(0));
+        let (tx, rx) = std::sync::mpsc::channel::<Weak<Node>>();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let w = rx.recv().unwrap();
+                let _ = migrate(round);
+                let mut seen = 0;
+                for _ in 0..2000 {
+                    if let Some(n) = w.upgrade() {
+                        assert_eq!(n.magic, 0xfeed, "upgraded before the value was written");
+                        seen += 1;
+                    }
+                }
+                seen
+            });
+            let n = Arc::new_cyclic_in(
+                |me| {
+                    assert!(me.upgrade().is_none(), "upgraded while being made");
+                    tx.send(me.clone()).unwrap();
+                    Node {
+                        me: me.clone(),
+                        magic: 0xfeed,
+                        drops,
+                    }
+                },
+                d,
+            );
+            assert!(Arc::ptr_eq(&n.me.upgrade().expect("made"), &n));
+            drop(n);
+        });
+        collect(d);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "round {round}");
+    }
+    unpin();
+    assert_eq!(d.arcs_alive(), 0);
+
+    let kept: Mutex<Option<Weak<String>>> = Mutex::new(None);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Arc::new_cyclic_in(
+            |me: &Weak<String>| {
+                *kept.lock().unwrap() = Some(me.clone());
+                panic!("make failed")
+            },
+            d,
+        )
+    }));
+    assert!(r.is_err());
+    let w = kept.lock().unwrap().take().expect("kept");
+    assert!(w.upgrade().is_none(), "no value was made");
+    assert_eq!(d.arcs_alive(), 0);
+    drop(w); // the last count: the allocation is freed (valgrind checks the reads)
+}
