@@ -792,7 +792,7 @@ impl<T: ?Sized> Drop for Arc<T> {
         let cpu = (self.pos >> 32) as usize;
         let s = d.slot(cpu, self.pos as u32 as usize);
         if s.count() == 1 {
-            self.drop_candidate(d, hdr, Anchor::new(d.id, s, self.gen, cpu, hdr.addr()));
+            self.drop_candidate(d, hdr, self.anchor(d));
         } else {
             d.put_at(hdr, s, cpu, self.gen);
         }
