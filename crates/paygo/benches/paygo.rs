@@ -1,7 +1,8 @@
 //! Micro-benchmarks of the PAYGO paths on one thread: the REF+UNREF pair (home path) on one
 //! object and on many, the anchor counter's compare-and-swap, READ-ALL, and try-reclaim (one
 //! asymmetric fence), against a shared atomic's fetch_add + fetch_sub; `paygo::Arc` against
-//! `std::sync::Arc` (clone+drop, `get_mut` of the only `Arc`, `Weak` upgrade+drop); and the
+//! `std::sync::Arc` (clone+drop, `get_mut` of the only `Arc`, `Weak` upgrade+drop, a clone
+//! through `into_raw`/`from_raw`); and the
 //! batch reclaim of 4,096 objects with neighbouring home slots (a file's pages), per object.
 //!
 //! `PAYGO_BENCH_CPUS=N` sizes the per-CPU tables for `N` CPUs (at least the machine's): the
@@ -88,6 +89,22 @@ fn benches(c: &mut Criterion) {
     let wp = paygo::Arc::downgrade(&p);
     c.bench_function("paygo::Weak upgrade+drop", |b| {
         b.iter(|| drop(black_box(wp.upgrade())))
+    });
+    // A clone through a raw pointer and back: std moves nothing; paygo moves the reference
+    // into the allocation's count and out, under the registry lock, twice.
+    c.bench_function("std::sync::Arc clone+into_raw+from_raw+drop", |b| {
+        b.iter(|| {
+            let raw = std::sync::Arc::into_raw(black_box(s.clone()));
+            // SAFETY: from into_raw, taken over once.
+            drop(unsafe { std::sync::Arc::from_raw(black_box(raw)) })
+        })
+    });
+    c.bench_function("paygo::Arc clone+into_raw+from_raw+drop", |b| {
+        b.iter(|| {
+            let raw = paygo::Arc::into_raw(black_box(p.clone()));
+            // SAFETY: from into_raw, taken over once.
+            drop(unsafe { paygo::Arc::from_raw(black_box(raw)) })
+        })
     });
 }
 

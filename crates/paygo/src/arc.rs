@@ -21,6 +21,11 @@
 //!
 //! Leaking an `Arc` (`mem::forget`) leaks the value: the domain counts the reference for ever,
 //! and no reclaim can succeed.
+//!
+//! [`Arc::into_raw`] turns a reference into a pointer, which cannot say where a per-CPU count
+//! holds it: the reference moves into a count kept in the allocation under its registry lock,
+//! which every reclaim of an `Arc` allocation holds and none passes while the count is not
+//! zero; [`Arc::from_raw`] moves it back.
 
 use crate::{Anchor, Domain, Header};
 use core::alloc::Layout;
@@ -83,6 +88,10 @@ struct Meta {
     /// [`Weak`]s to the allocation, plus one held by the value while it lives (as in
     /// `std::sync::Arc`): whoever takes it to zero frees the allocation.
     weak: AtomicUsize,
+    /// References held as raw pointers ([`Arc::into_raw`]): counted here, not in the domain's
+    /// tables, and changed only under the allocation's registry lock, which every reclaim of
+    /// an `Arc` allocation holds; none reclaims while it is not zero.
+    raw: AtomicUsize,
     /// The allocation's layout, for its free.
     layout: Layout,
     /// The allocation as the `*mut ArcInner<T>` of its value's type (a wide pointer for a
@@ -176,6 +185,7 @@ fn allocate<T: ?Sized>(
             shard: my_shard(),
             index: UnsafeCell::new(0),
             weak: AtomicUsize::new(1),
+            raw: AtomicUsize::new(0),
             layout,
             wide: stored,
         });
@@ -265,10 +275,17 @@ impl Domain {
         let examined;
         {
             let mut v = self.arcs.lock(shard);
-            let metas: Vec<NonNull<Meta>> = v.iter().map(|e| e.0).collect();
-            examined = metas.len();
-            // SAFETY (for the derefs below): listed allocations are live while we hold the
-            // lock: they are freed only after being unlisted under it.
+            examined = v.len();
+            // SAFETY (for the derefs here and below): listed allocations are live while we
+            // hold the lock: they are freed only after being unlisted under it. Those with
+            // references held as raw pointers are referenced (their count is stable under the
+            // lock).
+            let metas: Vec<NonNull<Meta>> = v
+                .iter()
+                .map(|e| e.0)
+                // SAFETY: listed, so live (above).
+                .filter(|m| unsafe { m.as_ref() }.raw.load(Ordering::Relaxed) == 0)
+                .collect();
             let hdrs: Vec<Pin<&Header>> = metas
                 .iter()
                 // SAFETY: live (above); headers never move.
@@ -505,9 +522,11 @@ impl<T> Arc<T> {
         let d = this.meta().domain;
         let mut v = d.arcs.lock(this.meta().shard);
         // Under the lock, as every other reclaim of an Arc allocation (a drop that looks last,
-        // the collector): it cannot make the check fail.
-        if d.reclaim_only(Self::header(this.inner), this.anchor(d))
-            .is_err()
+        // the collector): it cannot make the check fail. A reference held as a raw pointer is
+        // another (Relaxed: `raw` changes only under the lock).
+        if this.meta().raw.load(Ordering::Relaxed) > 0
+            || d.reclaim_only(Self::header(this.inner), this.anchor(d))
+                .is_err()
         {
             // The anchor was a copy of `this`'s reference, which is still counted.
             drop(v);
@@ -631,16 +650,140 @@ impl<T: ?Sized> Arc<T> {
         unsafe { core::ptr::addr_of!((*this.inner.as_ptr()).value) as *const T }
     }
 
+    /// Consumes `this` and returns a pointer to the value, which stays alive until the
+    /// reference is turned back into an `Arc` with [`Arc::from_raw`] (or given back with
+    /// [`Arc::decrement_strong_count`]), as `std::sync::Arc::into_raw`: for handing a value to
+    /// C code or storing it in a word.
+    ///
+    /// A pointer cannot say on which CPU's table its reference is counted, so the reference
+    /// moves into a count in the allocation, changed under the allocation's registry lock:
+    /// this and `from_raw` take a lock each (on one thread, a clone turned into a pointer and
+    /// back costs about 20 ns more than a clone and drop; paygo's criterion benchmark), where
+    /// `std`'s cost nothing.
+    /// A pointer never turned back leaks the value, as a leaked `Arc` does.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(String::from("hello"));
+    /// let p: *const String = paygo::Arc::into_raw(a);
+    /// // SAFETY: the reference held by `p` keeps the value alive.
+    /// assert_eq!(unsafe { &*p }, "hello");
+    /// // SAFETY: `p` came from into_raw and is turned back once.
+    /// let a = unsafe { paygo::Arc::from_raw(p) };
+    /// assert_eq!(*a, "hello");
+    /// ```
+    pub fn into_raw(this: Self) -> *const T {
+        let this = ManuallyDrop::new(this);
+        let m = this.meta();
+        let d = m.domain;
+        let ptr = Self::as_ptr(&this);
+        let _v = d.arcs.lock(m.shard);
+        // Relaxed: `raw` changes only under the lock we hold. The count goes up before the
+        // reference is given back: a reclaim (under the same lock) sees one or the other.
+        raw_add(&m.raw, 1);
+        d.put(Self::header(this.inner), this.anchor(d));
+        ptr
+    }
+
+    /// An `Arc` from a pointer that [`Arc::into_raw`] returned, taking over the reference
+    /// that pointer holds, as `std::sync::Arc::from_raw`.
+    ///
+    /// # Safety
+    /// `ptr` was returned by `Arc::<T>::into_raw` (or counted again by
+    /// [`Arc::increment_strong_count`]), and the reference it holds was not yet taken over
+    /// (each `into_raw` and each `increment_strong_count` allows one `from_raw` or one
+    /// `decrement_strong_count`).
+    ///
+    /// # Panics
+    /// If no reference held as a raw pointer is left on the value (a second `from_raw` for one
+    /// `into_raw`, while another `Arc` keeps the value alive): nothing is changed.
+    pub unsafe fn from_raw(ptr: *const T) -> Self {
+        // SAFETY: forwarded contract: `ptr` points at the value of a live allocation.
+        let inner = unsafe { Self::inner_of(ptr) };
+        // SAFETY: the reference `ptr` holds keeps the allocation and its value alive.
+        let m = unsafe { &inner.as_ref().meta };
+        let d = m.domain;
+        let (pos, gen) = {
+            let _v = d.arcs.lock(m.shard);
+            // Relaxed: `raw` changes only under the lock we hold. The REF comes before the
+            // count goes down; no reclaim runs meanwhile (each holds the lock), so it takes
+            // the reference at once.
+            let raw = m.raw.load(Ordering::Relaxed);
+            if raw == 0 {
+                drop(_v);
+                no_raw_reference();
+            }
+            let r = Self::get(d, inner);
+            m.raw.store(raw - 1, Ordering::Relaxed);
+            r
+        };
+        Arc { inner, pos, gen }
+    }
+
+    /// Adds one reference held by `ptr` (as `std::sync::Arc::increment_strong_count`): one
+    /// more [`Arc::from_raw`] or [`Arc::decrement_strong_count`] of `ptr` is then allowed.
+    ///
+    /// # Safety
+    /// As [`Arc::from_raw`]: `ptr` came from `Arc::<T>::into_raw` and still holds a reference.
+    ///
+    /// # Panics
+    /// As [`Arc::from_raw`].
+    pub unsafe fn increment_strong_count(ptr: *const T) {
+        // SAFETY: forwarded contract.
+        let inner = unsafe { Self::inner_of(ptr) };
+        // SAFETY: the reference `ptr` holds keeps the allocation alive.
+        let m = unsafe { &inner.as_ref().meta };
+        let _v = m.domain.arcs.lock(m.shard);
+        // Relaxed: under the lock, as every change of `raw`.
+        if m.raw.load(Ordering::Relaxed) == 0 {
+            drop(_v);
+            no_raw_reference();
+        }
+        raw_add(&m.raw, 1);
+    }
+
+    /// Gives back one reference held by `ptr` (as `std::sync::Arc::decrement_strong_count`):
+    /// `drop(Arc::from_raw(ptr))`.
+    ///
+    /// # Safety
+    /// As [`Arc::from_raw`].
+    ///
+    /// # Panics
+    /// As [`Arc::from_raw`].
+    pub unsafe fn decrement_strong_count(ptr: *const T) {
+        // SAFETY: forwarded contract.
+        drop(unsafe { Self::from_raw(ptr) });
+    }
+
+    /// The allocation of the value at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` points at the live value of an `Arc<T>` allocation.
+    unsafe fn inner_of(ptr: *const T) -> NonNull<ArcInner<T>> {
+        // SAFETY: by the contract the value is live, so a shared borrow of it is valid here.
+        let align = core::mem::align_of_val(unsafe { &*ptr });
+        // Where `allocate` put the value: after the Meta, aligned (repr(C)).
+        let offset = Layout::new::<Meta>()
+            .extend(Layout::from_size_align(0, align).expect("an alignment of a live value"))
+            .expect("a layout `allocate` made")
+            .1;
+        // SAFETY: the value lies `offset` bytes into its allocation, so the result is the
+        // allocation's start (same provenance, wide metadata kept).
+        let inner = unsafe { ptr.byte_sub(offset) } as *mut ArcInner<T>;
+        // SAFETY: an allocation's address is not null.
+        unsafe { NonNull::new_unchecked(inner) }
+    }
+
     /// The CPU whose table counts this reference.
     pub fn anchor_cpu(this: &Self) -> usize {
         (this.pos >> 32) as usize
     }
 
-    /// The number of references now (a READ-ALL over every CPU: for tests and diagnostics,
-    /// as costly as the number of CPUs, and out of date as soon as another thread clones or
-    /// drops).
+    /// The number of references now (a READ-ALL over every CPU, plus those held as raw
+    /// pointers: for tests and diagnostics, as costly as the number of CPUs, and out of date
+    /// as soon as another thread clones or drops).
     pub fn count(this: &Self) -> i64 {
-        this.meta().domain.read_all(Self::header(this.inner))
+        let m = this.meta();
+        m.domain.read_all(Self::header(this.inner)) + m.raw.load(Ordering::Relaxed) as i64
     }
 
     /// A mutable reference to the value if `this` is its only `Arc` and no [`Weak`] to it
@@ -687,7 +830,8 @@ impl<T: ?Sized> Arc<T> {
         }
         let only = {
             let _v = m.domain.arcs.lock(m.shard);
-            m.domain.only_reference(Self::header(self.inner))
+            // Relaxed: `raw` changes only under the lock we hold.
+            m.raw.load(Ordering::Relaxed) == 0 && m.domain.only_reference(Self::header(self.inner))
         };
         // Release: pairs with the Acquire compare-and-swap of `downgrade`.
         m.weak.store(1, Ordering::Release);
@@ -753,7 +897,11 @@ impl<T: ?Sized> Arc<T> {
     ) -> bool {
         let hdr = Self::header(inner);
         d.put(hdr, a);
-        if !d.try_reclaim(hdr) {
+        // SAFETY: the registry lock we hold keeps the listed allocation live.
+        let raw = unsafe { inner.as_ref() }.meta.raw.load(Ordering::Relaxed);
+        // Relaxed: `raw` changes only under the lock we hold. A reference held as a raw
+        // pointer keeps the value.
+        if raw > 0 || !d.try_reclaim(hdr) {
             return false;
         }
         Registry::remove_locked(v, inner.cast());
@@ -1054,6 +1202,24 @@ const WEAK_LOCKED: usize = usize::MAX;
 /// The most `Weak`s of one value: past it the process aborts (as `std`'s, so that leaked
 /// `Weak`s cannot wrap the count and free the allocation under a live one).
 const WEAK_MAX: usize = isize::MAX as usize;
+
+/// `*raw += n` under the registry lock, aborting before the count could pass `isize::MAX`
+/// (leaked raw pointers, as leaked `Weak`s, must not wrap it).
+fn raw_add(raw: &AtomicUsize, n: usize) {
+    // Relaxed: the caller holds the registry lock, under which `raw` changes.
+    let now = raw.load(Ordering::Relaxed);
+    if now >= WEAK_MAX - n {
+        eprintln!("paygo: too many references held as raw pointers to one value");
+        std::process::abort();
+    }
+    raw.store(now + n, Ordering::Relaxed);
+}
+
+#[cold]
+#[inline(never)]
+fn no_raw_reference() -> ! {
+    panic!("paygo: Arc::from_raw of a value with no reference held as a raw pointer")
+}
 
 #[cold]
 fn weak_overflow() -> ! {

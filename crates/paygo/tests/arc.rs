@@ -731,3 +731,179 @@ fn new_cyclic_gives_a_weak_that_upgrades_once_made() {
     assert_eq!(d.arcs_alive(), 0);
     drop(w); // the last count: the allocation is freed (valgrind checks the reads)
 }
+
+/// `into_raw` / `from_raw`: the value lives while only a raw pointer holds it (the collector
+/// and the drop that looks last leave it), every unique-owner call counts the pointer as
+/// another reference, and it is dropped once, at the last drop after `from_raw`.
+#[test]
+fn a_raw_pointer_holds_its_reference() {
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let d = tiny_domain();
+    let a = Arc::new_in(
+        Tracked {
+            id: 11,
+            drops,
+            dropped,
+        },
+        d,
+    );
+    let w = Arc::downgrade(&a);
+    let p = Arc::into_raw(a);
+    // Only the pointer holds the value: the collector leaves it.
+    assert_eq!(collect(d), 0);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    // SAFETY: `p` holds a reference, so the value is alive.
+    assert_eq!(unsafe { &*p }.id, 11);
+    let up = w.upgrade().expect("the value lives");
+    assert_eq!(Arc::count(&up), 2, "the Arc from upgrade and the pointer");
+    drop(up); // looks like the last drop: the pointer keeps the value
+    assert_eq!(collect(d), 0);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(w);
+
+    // SAFETY: from into_raw, taken over once.
+    let mut a = unsafe { Arc::from_raw(p) };
+    assert_eq!(Arc::count(&a), 1);
+    assert!(Arc::get_mut(&mut a).is_some(), "no other reference now");
+
+    // The unique-owner calls see a pointer's reference.
+    let p = Arc::into_raw(a.clone());
+    assert!(Arc::get_mut(&mut a).is_none());
+    let a = Arc::try_unwrap(a)
+        .map(|_| ())
+        .expect_err("a pointer holds one");
+    assert!(Arc::into_inner(a).is_none(), "a pointer holds one");
+    assert_eq!(collect(d), 0);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    // SAFETY: from into_raw, taken over once.
+    let a = unsafe { Arc::from_raw(p) };
+    let v = Arc::into_inner(a).expect("the last reference");
+    assert_eq!((v.id, drops.load(Ordering::SeqCst)), (11, 0));
+    drop(v);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// `increment_strong_count` / `decrement_strong_count` on a pointer; a second `from_raw` of
+/// one pointer (a broken contract) panics and changes nothing; a pointer never turned back
+/// leaks the value and nothing else.
+#[test]
+fn raw_counts_add_up_and_a_lost_pointer_leaks() {
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let d = tiny_domain();
+    let a = Arc::new_in(
+        Tracked {
+            id: 12,
+            drops,
+            dropped,
+        },
+        d,
+    );
+    let p = Arc::into_raw(a);
+    // SAFETY: `p` holds a reference (each call below keeps one held until the last).
+    unsafe {
+        Arc::increment_strong_count(p);
+        Arc::increment_strong_count(p);
+        let a = Arc::from_raw(p);
+        assert_eq!(Arc::count(&a), 3);
+        Arc::decrement_strong_count(p);
+        Arc::decrement_strong_count(p);
+        assert_eq!(Arc::count(&a), 1);
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        // No reference is held by a pointer any more: from_raw refuses.
+        let again = std::panic::catch_unwind(|| drop(Arc::from_raw(p)));
+        assert!(again.is_err());
+        assert_eq!(Arc::count(&a), 1, "the refused call changed nothing");
+        drop(a);
+    }
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+
+    let lost = Arc::into_raw(Arc::new_in(
+        Tracked {
+            id: 13,
+            drops,
+            dropped,
+        },
+        d,
+    ));
+    assert_eq!(collect(d), 0);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the lost pointer's value leaks"
+    );
+    assert_eq!(d.arcs_alive(), 1);
+    let _ = lost;
+}
+
+/// Threads (more than this machine's cores) pass references to each other as raw pointers
+/// in words, turn them back on other CPUs and clone and drop them, while the collector runs:
+/// no value is dropped while a pointer or an `Arc` holds it, each exactly once at the end.
+#[test]
+fn raw_pointers_cross_threads_and_cpus() {
+    const THREADS: usize = 4;
+    const VALUES: usize = 4;
+    const ROUNDS: usize = 2000;
+    let d = tiny_domain();
+    let drops: Vec<&'static AtomicUsize> = (0..VALUES).map(|_| leak(AtomicUsize::new(0))).collect();
+    let flags: Vec<&'static AtomicBool> =
+        (0..VALUES).map(|_| leak(AtomicBool::new(false))).collect();
+    let words: Vec<std::sync::atomic::AtomicPtr<Tracked<'static>>> = (0..VALUES)
+        .map(|i| {
+            let a = Arc::new_in(
+                Tracked {
+                    id: i,
+                    drops: drops[i],
+                    dropped: flags[i],
+                },
+                d,
+            );
+            std::sync::atomic::AtomicPtr::new(Arc::into_raw(a).cast_mut())
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (words, flags) = (&words, &flags);
+            s.spawn(move || {
+                for round in 0..ROUNDS {
+                    let i = (round * 7 + t) % VALUES;
+                    // Take the word's pointer (null while another thread has it).
+                    let p = words[i].swap(core::ptr::null_mut(), Ordering::AcqRel);
+                    if p.is_null() {
+                        continue;
+                    }
+                    let _ = migrate(round + t);
+                    // SAFETY: the word held a pointer from into_raw; we took it alone.
+                    let a = unsafe { Arc::from_raw(p) };
+                    assert!(!flags[a.id].load(Ordering::SeqCst), "dropped while held");
+                    let b = a.clone();
+                    if round % 64 == 0 {
+                        collect(d);
+                    }
+                    drop(a);
+                    assert_eq!(b.id, i);
+                    words[i].store(Arc::into_raw(b).cast_mut(), Ordering::Release);
+                }
+                unpin();
+            });
+        }
+    });
+    for (i, w) in words.iter().enumerate() {
+        collect(d);
+        assert_eq!(
+            drops[i].load(Ordering::SeqCst),
+            0,
+            "value {i} dropped early"
+        );
+        // SAFETY: every thread put a pointer back; this is the last one.
+        drop(unsafe { Arc::from_raw(w.load(Ordering::Acquire)) });
+    }
+    collect(d);
+    for (i, n) in drops.iter().enumerate() {
+        assert_eq!(n.load(Ordering::SeqCst), 1, "value {i}");
+    }
+    assert_eq!(d.arcs_alive(), 0);
+}
