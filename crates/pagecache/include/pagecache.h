@@ -131,9 +131,11 @@ void pagecache_free(pagecache_t *cache);
 /* Opens the file at path through the cache, read-write if permitted, else read-only, and
  * stores its handle in *out. Errors: PAGECACHE_EINVAL (cache, path or out is NULL), the open's
  * -errno (-ENOENT: no such file, -EACCES: no permission to read, ...), -EISDIR (a directory),
- * -EINVAL (not a regular file: a FIFO, a device). One file may be opened several times, but
- * each handle caches its pages separately and the handles are not kept coherent with each
- * other: open a file once and share the handle between threads. */
+ * -EINVAL (not a regular file: a FIFO, a device). A file already open in the cache (the same
+ * device and inode, by any path) is shared, as in the kernel's page cache: the handles read and
+ * write the same cached pages (a write through one is read through the other at once), through
+ * the first open's descriptor and access mode; the pages are written back and dropped when the
+ * last handle of the file is closed. */
 int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
 
 /* Closes a file handle; NULL does nothing. Writes its dirty pages back (errors are not

@@ -11,7 +11,7 @@ use refcount::RefCounter;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -47,6 +47,23 @@ struct Alloc {
     high_water: usize,
 }
 
+/// The open files, by id and by (device, inode).
+#[derive(Default)]
+struct Files {
+    by_id: HashMap<u64, Open>,
+    /// A file opened again while open (by any path) gets the open one's state.
+    by_inode: HashMap<(u64, u64), u64>,
+}
+
+/// An open file's entry.
+struct Open {
+    state: Weak<FileState>,
+    /// Its `CachedFileOf` handles. The last one's drop writes back and drops the file's
+    /// pages, then removes the entry unless the file was opened again meanwhile.
+    handles: usize,
+    inode: (u64, u64),
+}
+
 /// One open file.
 pub(crate) struct FileState {
     pub(crate) id: u64,
@@ -72,7 +89,7 @@ pub(crate) struct Inner<C: RefCounter> {
     data: Box<[AtomicU64]>,
     mode: Mode,
     alloc: Mutex<Alloc>,
-    files: Mutex<HashMap<u64, Weak<FileState>>>,
+    files: Mutex<Files>,
     next_id: AtomicU64,
     fault: Option<crate::FaultHook>,
     fills: AtomicU64,
@@ -418,7 +435,7 @@ impl<C: RefCounter> Inner<C> {
                 Some(k) => k,
                 None => {
                     let map = files.get_or_insert_with(|| lock(&self.files));
-                    match map.get(&id).and_then(Weak::upgrade) {
+                    match map.by_id.get(&id).and_then(|o| o.state.upgrade()) {
                         Some(o) => {
                             owners.push(o);
                             owners.len() - 1
@@ -601,7 +618,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                     hand: 0,
                     high_water: 0,
                 }),
-                files: Mutex::new(HashMap::new()),
+                files: Mutex::new(Files::default()),
                 next_id: AtomicU64::new(1),
                 fault: config.fault.clone(),
                 fills: AtomicU64::new(0),
@@ -617,6 +634,12 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// Opens `path` through the cache: read-write if permitted, else read-only. Errors: the
     /// file's own (`NotFound`, `PermissionDenied`, ...), `IsADirectory`, or `InvalidInput` for
     /// anything that is not a regular file.
+    ///
+    /// A file already open in this cache (the same device and inode, by whatever path) is
+    /// shared, as the kernel's page cache is: the new handle reads and writes the same cached
+    /// pages (a write through one is seen by a read through the other at once), through the
+    /// first open's descriptor, access mode and path. Its pages are written back and dropped
+    /// when its last handle is dropped.
     pub fn open(&self, path: impl AsRef<Path>) -> io::Result<CachedFileOf<C>> {
         let path = path.as_ref();
         let (file, writable) = match OpenOptions::new().read(true).write(true).open(path) {
@@ -646,6 +669,23 @@ impl<C: RefCounter> PageCacheOf<C> {
                 format!("pagecache: {} is not a regular file", path.display()),
             ));
         }
+        let inode = (meta.dev(), meta.ino());
+        let mut files = lock(&self.inner.files);
+        if let Some(&id) = files.by_inode.get(&inode) {
+            let open = files
+                .by_id
+                .get_mut(&id)
+                .expect("pagecache: open files out of step");
+            // Listed, so live: the last handle unlists it (under this lock) before its state
+            // goes.
+            if let Some(state) = open.state.upgrade() {
+                open.handles += 1;
+                return Ok(CachedFileOf {
+                    cache: self.inner.clone(),
+                    state,
+                });
+            }
+        }
         let len = meta.len();
         let pages = len.div_ceil(PAGE_SIZE as u64) as usize;
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
@@ -659,7 +699,16 @@ impl<C: RefCounter> PageCacheOf<C> {
             len: AtomicU64::new(len),
             ra: AtomicU64::new(0),
         });
-        lock(&self.inner.files).insert(id, Arc::downgrade(&state));
+        files.by_id.insert(
+            id,
+            Open {
+                state: Arc::downgrade(&state),
+                handles: 1,
+                inode,
+            },
+        );
+        files.by_inode.insert(inode, id);
+        drop(files);
         Ok(CachedFileOf {
             cache: self.inner.clone(),
             state,
@@ -1028,9 +1077,27 @@ impl<C: RefCounter> FileExt for CachedFileOf<C> {
 
 impl<C: RefCounter> Drop for CachedFileOf<C> {
     fn drop(&mut self) {
+        let id = self.state.id;
+        {
+            let mut files = lock(&self.cache.files);
+            let open = files
+                .by_id
+                .get_mut(&id)
+                .expect("pagecache: open files out of step");
+            open.handles -= 1;
+            if open.handles > 0 {
+                return;
+            }
+        }
+        // The last handle: the pages go (an open meanwhile shares the state and finds them
+        // written back, some of them dropped); the entry goes unless that open came.
         let _ = self.sync();
         let _ = self.drop_cache();
-        lock(&self.cache.files).remove(&self.state.id);
+        let mut files = lock(&self.cache.files);
+        if files.by_id.get(&id).is_some_and(|o| o.handles == 0) {
+            let open = files.by_id.remove(&id).expect("present");
+            files.by_inode.remove(&open.inode);
+        }
     }
 }
 

@@ -220,7 +220,8 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 /// Opens `path` through the cache (read-write if permitted, else read-only) and stores the
 /// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), the open's `-errno`
 /// (`-ENOENT`, `-EACCES`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
-/// is not a regular file.
+/// is not a regular file. A file already open in the cache is shared (see
+/// [`PageCacheOf::open`](crate::PageCacheOf::open)).
 ///
 /// # Safety
 /// `cache` is null or a live handle; `path` is null or a NUL-terminated string; `out` is null

@@ -1,0 +1,169 @@
+//! A file opened twice (by one path or by two: a hard link, a symbolic link) shares its cached
+//! pages, as in the kernel's page cache: a write through one handle is read through the other
+//! before any write-back, a page filled through one is a hit through the other, and the pages
+//! stay until the last handle goes, which writes them back.
+
+mod common;
+
+use common::{pat, pattern_file, Rng};
+use pagecache::{Config, PageCache};
+
+#[test]
+fn two_opens_share_pages_and_writes() {
+    for scheme in pagecache::usable_schemes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", 8 * 4096);
+        let link = dir.path().join("hard");
+        std::fs::hard_link(&path, &link).expect("hard link");
+        let sym = dir.path().join("sym");
+        std::os::unix::fs::symlink(&path, &sym).expect("symlink");
+        let cache = PageCache::new(Config::new(16, scheme)).expect("cache");
+        let a = cache.open(&path).expect("open");
+        let b = cache.open(&link).expect("open the hard link");
+        let c = cache.open(&sym).expect("open the symlink");
+
+        // A fill through one is a hit through the others.
+        let mut buf = [0u8; 8];
+        a.read_at(&mut buf, 4096).expect("read");
+        let fills = cache.stats().fills;
+        for h in [&b, &c] {
+            h.read_at(&mut buf, 4096 + 8).expect("read");
+            assert_eq!(buf, core::array::from_fn(|i| pat(4096 + 8 + i as u64)));
+        }
+        assert_eq!(cache.stats().fills, fills, "{scheme}: the others hit");
+
+        // A write through one is read through the others at once (no sync).
+        b.write_at(b"shared!!", 100).expect("write");
+        for h in [&a, &c] {
+            h.read_at(&mut buf, 100).expect("read");
+            assert_eq!(&buf, b"shared!!", "{scheme}");
+        }
+        assert_ne!(
+            &std::fs::read(&path).expect("read")[100..108],
+            b"shared!!",
+            "{scheme}: not written back yet"
+        );
+
+        // Dropping two of the three keeps the pages (and the unwritten bytes) cached.
+        drop(a);
+        drop(c);
+        let st = cache.stats();
+        assert!(
+            st.resident > 0,
+            "{scheme}: pages kept while a handle is open"
+        );
+        assert_eq!(st.write_backs, 0);
+        b.read_at(&mut buf, 100).expect("read");
+        assert_eq!(&buf, b"shared!!");
+
+        // The last one writes back and frees the frames; a new open starts afresh.
+        drop(b);
+        let st = cache.stats();
+        assert_eq!(st.resident, 0, "{scheme}");
+        assert_eq!(&std::fs::read(&path).expect("read")[100..108], b"shared!!");
+        let d = cache.open(&link).expect("open again");
+        d.read_at(&mut buf, 100).expect("read");
+        assert_eq!(&buf, b"shared!!");
+        assert!(cache.stats().fills > st.fills, "{scheme}: filled afresh");
+    }
+}
+
+/// Two files are never shared, whatever their names.
+#[test]
+fn distinct_files_stay_apart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pattern_file(&dir, "p", 4096);
+    let q = pattern_file(&dir, "q", 4096);
+    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
+    let (a, b) = (cache.open(&p).expect("open"), cache.open(&q).expect("open"));
+    a.write_at(b"only p", 0).expect("write");
+    let mut buf = [0u8; 6];
+    b.read_at(&mut buf, 0).expect("read");
+    assert_eq!(buf, core::array::from_fn(|i| pat(i as u64)));
+}
+
+/// Threads (more than this machine's cores) each open and drop their own handles of one file
+/// in a loop, writing their own pages and reading every page, with a memory limit that forces
+/// eviction: every read equals the model (a thread's own pages hold its last write), and the
+/// file on disk equals the model at the end.
+#[test]
+fn handles_opened_and_dropped_concurrently_lose_nothing() {
+    const THREADS: usize = 4;
+    const PAGES: usize = 16;
+    const ROUNDS: usize = 150;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "c", (PAGES * 4096) as u64);
+    let cache = PageCache::new(Config::new(6, "paygo")).expect("cache");
+    // A value per (thread, round) written at the start of the thread's pages t, t + 4, ...
+    let stamp = |t: usize, r: usize| ((t as u64) << 32 | r as u64).to_le_bytes();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (cache, path) = (&cache, &path);
+            s.spawn(move || {
+                let mut rng = Rng::new(t as u64 + 1);
+                // What this thread last wrote at the start of each of its pages.
+                let mut mine: Vec<Option<[u8; 8]>> = vec![None; PAGES];
+                let head = |p: usize, w: Option<[u8; 8]>| {
+                    w.unwrap_or_else(|| core::array::from_fn(|i| pat((p * 4096 + i) as u64)))
+                };
+                for r in 0..ROUNDS {
+                    let f = cache.open(path).expect("open");
+                    let page = (rng.below((PAGES / THREADS) as u64) as usize) * THREADS + t;
+                    if r % 10 == 0 {
+                        percpu::affinity::migrate(t + r);
+                    }
+                    // Every page of this thread holds exactly its last write (through handles
+                    // since dropped, the pages perhaps evicted and filled again).
+                    let mut got = [0u8; 8];
+                    for p in (t..PAGES).step_by(THREADS) {
+                        f.read_at(&mut got, (p * 4096) as u64).expect("read");
+                        assert_eq!(got, head(p, mine[p]), "thread {t} round {r} page {p}");
+                    }
+                    f.write_at(&stamp(t, r), (page * 4096) as u64)
+                        .expect("write");
+                    mine[page] = Some(stamp(t, r));
+                    // Bytes of any page past the stamps: the pattern.
+                    let other = rng.below(PAGES as u64) as usize;
+                    f.read_at(&mut got, (other * 4096 + 8) as u64)
+                        .expect("read");
+                    assert_eq!(
+                        got,
+                        core::array::from_fn(|i| pat((other * 4096 + 8 + i) as u64))
+                    );
+                    drop(f);
+                }
+            });
+        }
+    });
+    assert_eq!(
+        cache.stats().resident,
+        0,
+        "the last handle dropped every page"
+    );
+    // On disk: each page holds its pattern but for the first 8 bytes, a stamp of its thread
+    // when it was written (the model keeps which: replay each thread's generator).
+    let disk = std::fs::read(&path).expect("read back");
+    for t in 0..THREADS {
+        let mut rng = Rng::new(t as u64 + 1);
+        let mut want: Vec<Option<[u8; 8]>> = vec![None; PAGES];
+        for r in 0..ROUNDS {
+            let page = (rng.below((PAGES / THREADS) as u64) as usize) * THREADS + t;
+            want[page] = Some(stamp(t, r));
+            let _ = rng.below(PAGES as u64);
+        }
+        for p in (t..PAGES).step_by(THREADS) {
+            let head = &disk[p * 4096..p * 4096 + 8];
+            match want[p] {
+                Some(s) => assert_eq!(head, s, "page {p}"),
+                None => assert!(head
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &b)| b == pat((p * 4096 + i) as u64))),
+            }
+            assert!(
+                (8..4096).all(|i| disk[p * 4096 + i] == pat((p * 4096 + i) as u64)),
+                "page {p} beyond its stamp"
+            );
+        }
+    }
+}
