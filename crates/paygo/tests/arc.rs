@@ -837,6 +837,21 @@ fn raw_counts_add_up_and_a_lost_pointer_leaks() {
     );
     assert_eq!(d.arcs_alive(), 1);
     let _ = lost;
+
+    // Unsized values: the pointer is wide, and from_raw finds the allocation from it.
+    let s: Arc<str> = Arc::from_str_in("wide", d);
+    let p: *const str = Arc::into_raw(s);
+    // SAFETY: from into_raw, taken over once.
+    let s = unsafe { Arc::from_raw(p) };
+    assert_eq!(&*s, "wide");
+    let v: Arc<[u64]> = Arc::from_vec_in(vec![1, 2, 3], d);
+    let p = Arc::into_raw(v);
+    // SAFETY: from into_raw, taken over once.
+    let v = unsafe { Arc::from_raw(p) };
+    assert_eq!(&*v, &[1, 2, 3]);
+    drop((s, v));
+    collect(d);
+    assert_eq!(d.arcs_alive(), 1, "only the lost pointer's value");
 }
 
 /// Threads (more than this machine's cores) pass references to each other as raw pointers
