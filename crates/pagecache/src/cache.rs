@@ -39,6 +39,23 @@ struct Frame<C: RefCounter> {
     meta: FrameMeta,
 }
 
+/// A hint to bring `w`'s cache line in (nothing on targets without one). The slot it is
+/// found through may change meanwhile: a stale hint costs a wasted line, never a wrong read.
+#[inline(always)]
+fn prefetch(w: &AtomicU64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` only hints at an address (here a live word's); it reads nothing
+    // the program sees and cannot fault. SSE is part of x86_64's baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(
+            (w as *const AtomicU64).cast::<i8>(),
+            core::arch::x86_64::_MM_HINT_T0,
+        )
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = w;
+}
+
 /// The allocator's state, under one lock: every try-reclaim, every frame (re)assignment and
 /// every slot change from or to empty happens under it.
 struct Alloc {
@@ -821,6 +838,13 @@ impl<C: RefCounter> CachedFileOf<C> {
         let c = &*self.cache;
         let at = page * PAGE_SIZE as u64 + off as u64;
         let len = part.len();
+        // The line the copy reads, asked for now: on a hit its miss overlaps the scheme's
+        // try-get (and the frame's re-check) instead of following them. Relaxed: only a hint;
+        // `acquire` reads the slot again.
+        let s = self.state.slots[page as usize].load(Ordering::Relaxed);
+        if s != 0 {
+            prefetch(&c.words(s - 1)[off / 8]);
+        }
         let mut direct = None;
         let got = c.acquire(&self.state, page, &mut || {
             direct = Some(self.direct_bytes(len, at));
