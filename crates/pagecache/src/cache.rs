@@ -42,7 +42,7 @@ struct Frame<C: RefCounter> {
 /// A hint to bring `w`'s cache line in (nothing on targets without one). The slot it is
 /// found through may change meanwhile: a stale hint costs a wasted line, never a wrong read.
 #[inline(always)]
-fn prefetch(w: &AtomicU64) {
+pub(crate) fn prefetch(w: &AtomicU64) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `prefetcht0` only hints at an address (here a live word's); it reads nothing
     // the program sees and cannot fault. SSE is part of x86_64's baseline.
@@ -578,6 +578,8 @@ impl<C: RefCounter> Inner<C> {
                 return false;
             }
             let i = s - 1;
+            // The copy's line, asked for before the version's (see `read_counted`).
+            prefetch(&self.words(i)[off / 8]);
             let m = &self.frames[i as usize].meta;
             if m.read_optimistic(f.id, page, || copy_out(self.words(i), off, &mut *buf)) {
                 m.touch();

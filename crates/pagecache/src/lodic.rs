@@ -542,6 +542,11 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// The fast path: an embedded reference around the copy.
     #[inline]
     fn read_page(&self, k: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
+        // The copy's line, asked for through the entry before the entry's count is taken (see
+        // `CachedFileOf::read_counted`). Relaxed: only a hint; `enter` reads the entry again.
+        if let Some(i) = frame_of(self.rec.entries[k as usize].load(Ordering::Relaxed)) {
+            crate::cache::prefetch(&self.file.parts().0.words(i)[off / 8]);
+        }
         if let Some(i) = self.enter(k) {
             copy_out(self.file.parts().0.words(i), off, part);
             owner_exit(&self.rec.entries[k as usize]);
