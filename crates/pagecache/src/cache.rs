@@ -249,10 +249,15 @@ impl<C: RefCounter> Inner<C> {
     /// A referenced frame holding page `page` of `f`, filled; on a miss fills it. If no frame
     /// can be had, runs `bypass` under the allocator lock while the page is verifiably not
     /// cached (so the file itself is up to date for it) and returns `Bypassed`.
+    ///
+    /// `copy_at`: the byte of the page the caller will copy next, whose line is prefetched
+    /// as soon as the frame is found: on a hit its miss overlaps the scheme's try-get and the
+    /// frame's re-check instead of following them (a stale slot only wastes the hint).
     pub(crate) fn acquire(
         &self,
         f: &FileState,
         page: u64,
+        copy_at: Option<usize>,
         bypass: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<Got<C::Token>> {
         let slot = &f.slots[page as usize];
@@ -262,6 +267,9 @@ impl<C: RefCounter> Inner<C> {
             let s = slot.load(Ordering::Acquire);
             if s != 0 {
                 let i = s - 1;
+                if let Some(at) = copy_at {
+                    prefetch(&self.words(i)[at / 8]);
+                }
                 if let Some(tok) = self.get(i) {
                     let m = &self.frames[i as usize].meta;
                     if m.holds(f.id, page) {
@@ -578,7 +586,7 @@ impl<C: RefCounter> Inner<C> {
                 return false;
             }
             let i = s - 1;
-            // The copy's line, asked for before the version's (see `read_counted`).
+            // The copy's line, asked for before the version's (see `acquire`).
             prefetch(&self.words(i)[off / 8]);
             let m = &self.frames[i as usize].meta;
             if m.read_optimistic(f.id, page, || copy_out(self.words(i), off, &mut *buf)) {
@@ -840,15 +848,8 @@ impl<C: RefCounter> CachedFileOf<C> {
         let c = &*self.cache;
         let at = page * PAGE_SIZE as u64 + off as u64;
         let len = part.len();
-        // The line the copy reads, asked for now: on a hit its miss overlaps the scheme's
-        // try-get (and the frame's re-check) instead of following them. Relaxed: only a hint;
-        // `acquire` reads the slot again.
-        let s = self.state.slots[page as usize].load(Ordering::Relaxed);
-        if s != 0 {
-            prefetch(&c.words(s - 1)[off / 8]);
-        }
         let mut direct = None;
-        let got = c.acquire(&self.state, page, &mut || {
+        let got = c.acquire(&self.state, page, Some(off), &mut || {
             direct = Some(self.direct_bytes(len, at));
             Ok(())
         })?;
@@ -916,7 +917,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
                 f.len.fetch_max(at + k as u64, Ordering::AcqRel);
             } else {
-                let got = c.acquire(f, page, &mut || {
+                let got = c.acquire(f, page, None, &mut || {
                     c.hook(IoKind::Direct, f, at, k)?;
                     f.file.write_all_at(part, at)?;
                     // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
@@ -1076,7 +1077,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 ),
             ));
         }
-        match self.cache.acquire(f, index, &mut || Ok(()))? {
+        match self.cache.acquire(f, index, None, &mut || Ok(()))? {
             Got::Frame(i, tok) => Ok(PageRef {
                 cache: &self.cache,
                 frame: i,

@@ -529,25 +529,26 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     }
 
     /// Counts one reference in entry `k` if it names a frame that holds the page and is not
-    /// full: the frame, or `None` (nothing counted).
+    /// full: the frame, or `None` (nothing counted). `copy_at`: the byte of the page the
+    /// caller will copy, whose line is prefetched once the entry names a frame.
     #[inline(always)]
-    fn enter(&self, k: u64) -> Option<u32> {
+    fn enter(&self, k: u64, copy_at: Option<usize>) -> Option<u32> {
         let (c, f) = self.file.parts();
         let e = &self.rec.entries[k as usize];
         let v = e.load(Ordering::Relaxed);
         let i = frame_of(v)?;
+        if let Some(at) = copy_at {
+            // The copy's line, asked for before the entry's count is taken (see
+            // `Inner::acquire`).
+            crate::cache::prefetch(&c.words(i)[at / 8]);
+        }
         (count_of(v) < EMBEDDED_MAX && enter_frame(c, f, e, v, i, self.rec.first + k)).then_some(i)
     }
 
     /// The fast path: an embedded reference around the copy.
     #[inline]
     fn read_page(&self, k: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
-        // The copy's line, asked for through the entry before the entry's count is taken (see
-        // `CachedFileOf::read_counted`). Relaxed: only a hint; `enter` reads the entry again.
-        if let Some(i) = frame_of(self.rec.entries[k as usize].load(Ordering::Relaxed)) {
-            crate::cache::prefetch(&self.file.parts().0.words(i)[off / 8]);
-        }
-        if let Some(i) = self.enter(k) {
+        if let Some(i) = self.enter(k, Some(off)) {
             copy_out(self.file.parts().0.words(i), off, part);
             owner_exit(&self.rec.entries[k as usize]);
             return Ok(());
@@ -594,15 +595,15 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
                 self.pages()
             )));
         }
-        if let Some(i) = self.enter(k) {
+        if let Some(i) = self.enter(k, None) {
             return Ok(self.guard(k, i, None));
         }
         let (c, f) = self.file.parts();
-        match c.acquire(f, self.rec.first + k, &mut || Ok(()))? {
+        match c.acquire(f, self.rec.first + k, None, &mut || Ok(()))? {
             Got::Frame(i, tok) => {
                 self.install(k, i);
                 let named = frame_of(self.rec.entries[k as usize].load(Ordering::Relaxed));
-                if named == Some(i) && self.enter(k) == Some(i) {
+                if named == Some(i) && self.enter(k, None) == Some(i) {
                     // Counted in the entry now; the global reference can go.
                     c.scheme.put(c.obj(i), tok);
                     return Ok(self.guard(k, i, None));

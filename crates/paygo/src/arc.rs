@@ -100,6 +100,39 @@ struct Meta {
     wide: MaybeUninit<[*mut (); 2]>,
 }
 
+impl Meta {
+    /// Whether a reference is held as a raw pointer. Exact for a caller holding the
+    /// allocation's registry lock (Relaxed: `raw` changes only under it).
+    fn raw_held(&self) -> bool {
+        self.raw.load(Ordering::Relaxed) > 0
+    }
+
+    /// The allocation's registry lock, for a caller whose raw pointer holds a reference.
+    ///
+    /// # Panics
+    /// If no reference is held as a raw pointer (nothing is changed).
+    fn lock_raw(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
+        let v = self.domain.arcs.lock(self.shard);
+        if !self.raw_held() {
+            drop(v);
+            no_raw_reference();
+        }
+        v
+    }
+
+    /// `raw += 1`, under the registry lock, aborting before the count could pass
+    /// `isize::MAX` (leaked raw pointers, as leaked `Weak`s, must not wrap it).
+    fn raw_increment(&self) {
+        // Relaxed: the caller holds the registry lock, under which `raw` changes.
+        let now = self.raw.load(Ordering::Relaxed);
+        if now >= WEAK_MAX {
+            eprintln!("paygo: too many references held as raw pointers to one value");
+            std::process::abort();
+        }
+        self.raw.store(now + 1, Ordering::Relaxed);
+    }
+}
+
 #[repr(C)]
 struct ArcInner<T: ?Sized> {
     meta: Meta,
@@ -284,7 +317,7 @@ impl Domain {
                 .iter()
                 .map(|e| e.0)
                 // SAFETY: listed, so live (above).
-                .filter(|m| unsafe { m.as_ref() }.raw.load(Ordering::Relaxed) == 0)
+                .filter(|m| !unsafe { m.as_ref() }.raw_held())
                 .collect();
             let hdrs: Vec<Pin<&Header>> = metas
                 .iter()
@@ -523,8 +556,8 @@ impl<T> Arc<T> {
         let mut v = d.arcs.lock(this.meta().shard);
         // Under the lock, as every other reclaim of an Arc allocation (a drop that looks last,
         // the collector): it cannot make the check fail. A reference held as a raw pointer is
-        // another (Relaxed: `raw` changes only under the lock).
-        if this.meta().raw.load(Ordering::Relaxed) > 0
+        // another.
+        if this.meta().raw_held()
             || d.reclaim_only(Self::header(this.inner), this.anchor(d))
                 .is_err()
         {
@@ -677,9 +710,9 @@ impl<T: ?Sized> Arc<T> {
         let d = m.domain;
         let ptr = Self::as_ptr(&this);
         let _v = d.arcs.lock(m.shard);
-        // Relaxed: `raw` changes only under the lock we hold. The count goes up before the
-        // reference is given back: a reclaim (under the same lock) sees one or the other.
-        raw_add(&m.raw, 1);
+        // The count goes up before the reference is given back: a reclaim (under the same
+        // lock) sees one or the other.
+        m.raw_increment();
         d.put(Self::header(this.inner), this.anchor(d));
         ptr
     }
@@ -703,17 +736,12 @@ impl<T: ?Sized> Arc<T> {
         let m = unsafe { &inner.as_ref().meta };
         let d = m.domain;
         let (pos, gen) = {
-            let _v = d.arcs.lock(m.shard);
-            // Relaxed: `raw` changes only under the lock we hold. The REF comes before the
-            // count goes down; no reclaim runs meanwhile (each holds the lock), so it takes
-            // the reference at once.
-            let raw = m.raw.load(Ordering::Relaxed);
-            if raw == 0 {
-                drop(_v);
-                no_raw_reference();
-            }
+            let _v = m.lock_raw();
+            // The REF comes before the count goes down; no reclaim runs meanwhile (each holds
+            // the lock), so it takes the reference at once.
             let r = Self::get(d, inner);
-            m.raw.store(raw - 1, Ordering::Relaxed);
+            // Relaxed: `raw` changes only under the lock we hold.
+            m.raw.fetch_sub(1, Ordering::Relaxed);
             r
         };
         Arc { inner, pos, gen }
@@ -732,13 +760,8 @@ impl<T: ?Sized> Arc<T> {
         let inner = unsafe { Self::inner_of(ptr) };
         // SAFETY: the reference `ptr` holds keeps the allocation alive.
         let m = unsafe { &inner.as_ref().meta };
-        let _v = m.domain.arcs.lock(m.shard);
-        // Relaxed: under the lock, as every change of `raw`.
-        if m.raw.load(Ordering::Relaxed) == 0 {
-            drop(_v);
-            no_raw_reference();
-        }
-        raw_add(&m.raw, 1);
+        let _v = m.lock_raw();
+        m.raw_increment();
     }
 
     /// Gives back one reference held by `ptr` (as `std::sync::Arc::decrement_strong_count`):
@@ -830,8 +853,7 @@ impl<T: ?Sized> Arc<T> {
         }
         let only = {
             let _v = m.domain.arcs.lock(m.shard);
-            // Relaxed: `raw` changes only under the lock we hold.
-            m.raw.load(Ordering::Relaxed) == 0 && m.domain.only_reference(Self::header(self.inner))
+            !m.raw_held() && m.domain.only_reference(Self::header(self.inner))
         };
         // Release: pairs with the Acquire compare-and-swap of `downgrade`.
         m.weak.store(1, Ordering::Release);
@@ -897,11 +919,9 @@ impl<T: ?Sized> Arc<T> {
     ) -> bool {
         let hdr = Self::header(inner);
         d.put(hdr, a);
-        // SAFETY: the registry lock we hold keeps the listed allocation live.
-        let raw = unsafe { inner.as_ref() }.meta.raw.load(Ordering::Relaxed);
-        // Relaxed: `raw` changes only under the lock we hold. A reference held as a raw
-        // pointer keeps the value.
-        if raw > 0 || !d.try_reclaim(hdr) {
+        // SAFETY: the registry lock we hold keeps the listed allocation live. A reference
+        // held as a raw pointer keeps the value.
+        if unsafe { inner.as_ref() }.meta.raw_held() || !d.try_reclaim(hdr) {
             return false;
         }
         Registry::remove_locked(v, inner.cast());
@@ -1202,18 +1222,6 @@ const WEAK_LOCKED: usize = usize::MAX;
 /// The most `Weak`s of one value: past it the process aborts (as `std`'s, so that leaked
 /// `Weak`s cannot wrap the count and free the allocation under a live one).
 const WEAK_MAX: usize = isize::MAX as usize;
-
-/// `*raw += n` under the registry lock, aborting before the count could pass `isize::MAX`
-/// (leaked raw pointers, as leaked `Weak`s, must not wrap it).
-fn raw_add(raw: &AtomicUsize, n: usize) {
-    // Relaxed: the caller holds the registry lock, under which `raw` changes.
-    let now = raw.load(Ordering::Relaxed);
-    if now >= WEAK_MAX - n {
-        eprintln!("paygo: too many references held as raw pointers to one value");
-        std::process::abort();
-    }
-    raw.store(now + n, Ordering::Relaxed);
-}
 
 #[cold]
 #[inline(never)]
