@@ -22,6 +22,25 @@ const RECLAIM_BATCH: usize = 32;
 /// global fence, PAYGO's membarrier, pays it once per batch).
 const DROP_BATCH: usize = 4096;
 
+/// How many pages ahead `drop_cache` asks for a frame's line.
+const DROP_PREFETCH: usize = 64;
+
+/// How many frames ahead `evict` asks for a frame's line.
+const EVICT_PREFETCH: usize = 16;
+
+/// What one `evict` did.
+#[derive(Default)]
+struct Evicted {
+    /// Frames freed.
+    freed: usize,
+    /// The first write-back error (that frame stays cached and dirty).
+    err: Option<io::Error>,
+    /// Frames kept because a LODIC mapping counts a reference on them (sorted).
+    busy: Vec<u32>,
+    /// Frames the scheme did not reclaim (sorted).
+    failed: Vec<u32>,
+}
+
 /// Readahead: the first window after a sequential miss, and the largest (pages).
 const RA_FIRST: u64 = 4;
 const RA_MAX: u64 = 32;
@@ -435,128 +454,139 @@ impl<C: RefCounter> Inner<C> {
     /// Tries to evict the frames `batch` (filled, under the allocator lock): one
     /// `try_reclaim_many`, then write-back and unmapping of each reclaimed frame. `known` is
     /// the file most frames belong to, if the caller has it (no lookup for those). Returns how
-    /// many were freed, the first write-back error, and the frames kept because a LODIC
-    /// mapping counts a reference on them.
-    fn evict(
-        &self,
-        a: &mut Alloc,
-        batch: &[u32],
-        known: Option<&Arc<FileState>>,
-    ) -> (usize, Option<io::Error>, Vec<u32>) {
+    /// many were freed, the first write-back error, the frames kept because a LODIC mapping
+    /// counts a reference on them, and the frames the scheme did not reclaim (sorted).
+    fn evict(&self, a: &mut Alloc, batch: &[u32], known: Option<&Arc<FileState>>) -> Evicted {
+        let mut done = Evicted::default();
         if batch.is_empty() {
-            return (0, None, Vec::new());
+            return done;
         }
         // The files, held while we write back (dropped at the end, with the lock still held:
         // a file's last handle is never one of these, see CachedFileOf::drop, and FileState
         // has no drop code of its own).
         let mut owners: Vec<Arc<FileState>> = known.into_iter().cloned().collect();
-        let mut owner_of: Vec<usize> = Vec::with_capacity(batch.len());
+        // Per frame kept: (frame, owner, page), and the scheme's object.
+        let mut frames: Vec<(u32, usize, u64)> = Vec::with_capacity(batch.len());
         let mut pins: Vec<Pin<&C::Object>> = Vec::with_capacity(batch.len());
-        let mut frames: Vec<u32> = Vec::with_capacity(batch.len());
         let mut files = None;
-        for &i in batch {
-            let id = self.frames[i as usize].meta.file.load(Ordering::Relaxed);
-            let k = match owners.iter().position(|o| o.id == id) {
-                Some(k) => k,
-                None => {
-                    let map = files.get_or_insert_with(|| lock(&self.files));
-                    match map.by_id.get(&id).and_then(|o| o.state.upgrade()) {
-                        Some(o) => {
-                            owners.push(o);
-                            owners.len() - 1
+        let mut last = (u64::MAX, 0usize);
+        for (n, &i) in batch.iter().enumerate() {
+            if let Some(&j) = batch.get(n + EVICT_PREFETCH) {
+                if let Some(fr) = self.frames.get(j as usize) {
+                    prefetch(&fr.meta.ver);
+                }
+            }
+            let m = &self.frames[i as usize].meta;
+            let id = m.file.load(Ordering::Relaxed);
+            let k = if id == last.0 {
+                last.1
+            } else {
+                match owners.iter().position(|o| o.id == id) {
+                    Some(k) => k,
+                    None => {
+                        let map = files.get_or_insert_with(|| lock(&self.files));
+                        match map.by_id.get(&id).and_then(|o| o.state.upgrade()) {
+                            Some(o) => {
+                                owners.push(o);
+                                owners.len() - 1
+                            }
+                            None => continue, // its file is being dropped; that drop frees it
                         }
-                        None => continue, // its file is being dropped; that drop frees it
                     }
                 }
             };
-            owner_of.push(k);
+            last = (id, k);
+            frames.push((i, k, m.index.load(Ordering::Relaxed)));
             pins.push(self.obj(i));
-            frames.push(i);
         }
         drop(files);
         // LODIC: the mapped pages' embedded counters, under each file's mapping lock (held
         // until the reclaimed frames are unpublished). `owners` holds distinct files.
         let maps: Vec<MutexGuard<'_, FileMaps>> = owners.iter().map(|o| lock(&o.maps)).collect();
         let mut flagged: Vec<usize> = Vec::new();
-        for (n, (&i, &k)) in frames.iter().zip(&owner_of).enumerate() {
-            let page = self.frames[i as usize].meta.index.load(Ordering::Relaxed);
-            if maps[k].mapped(page) {
-                // Relaxed: ordered before the sums by the heavy fence below.
-                self.frames[i as usize]
-                    .meta
-                    .lodic
-                    .store(true, Ordering::Relaxed);
-                flagged.push(n);
+        if maps.iter().any(|m| m.any_mapped()) {
+            for (n, &(i, k, page)) in frames.iter().enumerate() {
+                if maps[k].mapped(page) {
+                    // Relaxed: ordered before the sums by the heavy fence below.
+                    self.frames[i as usize]
+                        .meta
+                        .lodic
+                        .store(true, Ordering::Relaxed);
+                    flagged.push(n);
+                }
             }
         }
-        let mut busy = vec![false; frames.len()];
+        let mut out = vec![false; pins.len()];
+        let mut busy = Vec::new();
         if !flagged.is_empty() {
             // Pairs with the owners' light fence between their counter store and flag load.
             crate::lodic::heavy_fence();
             let o = (self.lodic.rmap == Rmap::Process).then(|| lock(&self.lodic.owners));
             for &n in &flagged {
-                let (i, k) = (frames[n], owner_of[n]);
-                let page = self.frames[i as usize].meta.index.load(Ordering::Relaxed);
+                let (i, k, page) = frames[n];
                 if self
                     .lodic
                     .sum(&maps[k], o.as_deref(), owners[k].id, page, i)
                     > 0
                 {
-                    busy[n] = true;
+                    busy.push(n);
                 }
             }
         }
-        let mut out = vec![false; pins.len()];
-        if busy.iter().any(|&b| b) {
-            let keep: Vec<usize> = (0..frames.len()).filter(|&n| !busy[n]).collect();
+        if busy.is_empty() {
+            self.scheme.try_reclaim_many(&pins, &mut out);
+        } else {
+            // `busy` is in ascending order (as `flagged`).
+            let mut held = busy.iter().peekable();
+            let keep: Vec<usize> = (0..frames.len())
+                .filter(|&n| held.next_if_eq(&&n).is_none())
+                .collect();
             let sub: Vec<Pin<&C::Object>> = keep.iter().map(|&n| pins[n]).collect();
             let mut sub_out = vec![false; sub.len()];
             self.scheme.try_reclaim_many(&sub, &mut sub_out);
             for (&n, ok) in keep.iter().zip(sub_out) {
                 out[n] = ok;
             }
-        } else {
-            self.scheme.try_reclaim_many(&pins, &mut out);
         }
-        let mut freed = 0;
-        let mut err = None;
-        for ((&i, &k), &ok) in frames.iter().zip(&owner_of).zip(&out) {
+        let mut held = busy.iter().peekable();
+        for (n, (&(i, k, page), &ok)) in frames.iter().zip(&out).enumerate() {
             if !ok {
+                if held.next_if_eq(&&n).is_some() {
+                    done.busy.push(i);
+                } else {
+                    done.failed.push(i);
+                }
                 continue;
             }
-            match self.finish_evict(a, i, &owners[k]) {
-                Ok(()) => freed += 1,
+            match self.finish_evict(a, i, page, &owners[k]) {
+                Ok(()) => done.freed += 1,
                 Err(e) => {
-                    err.get_or_insert(e);
+                    done.err.get_or_insert(e);
                 }
             }
         }
         for &n in &flagged {
             // Release: pairs with the owners' Acquire flag load; a reclaimed frame's odd
             // version (finish_evict) is visible to an owner that sees the flag clear.
-            self.frames[frames[n] as usize]
+            self.frames[frames[n].0 as usize]
                 .meta
                 .lodic
                 .store(false, Ordering::Release);
         }
         drop(maps);
         // One update of the shared statistic per batch, not one locked add per page.
-        self.evictions.fetch_add(freed as u64, Ordering::Relaxed);
-        let busy = frames
-            .iter()
-            .zip(&busy)
-            .filter(|(_, &b)| b)
-            .map(|(&i, _)| i)
-            .collect();
-        (freed, err, busy)
+        self.evictions
+            .fetch_add(done.freed as u64, Ordering::Relaxed);
+        done.busy.sort_unstable();
+        done.failed.sort_unstable();
+        done
     }
 
     /// Frame `i` was reclaimed (no reference, none can be taken): writes it back if dirty,
     /// unmaps it and frees it (the caller counts the eviction). On a write-back error the
     /// frame is made live again, still mapped and dirty: nothing written is lost.
-    fn finish_evict(&self, a: &mut Alloc, i: u32, f: &FileState) -> io::Result<()> {
+    fn finish_evict(&self, a: &mut Alloc, i: u32, page: u64, f: &FileState) -> io::Result<()> {
         let m = &self.frames[i as usize].meta;
-        let page = m.index.load(Ordering::Relaxed);
         // Acquire: pairs with the Release store of writers that set the bit after their bytes.
         if m.dirty.load(Ordering::Acquire) {
             if let Err(e) = self.write_back(f, i, page) {
@@ -1005,18 +1035,16 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut batch: Vec<u32> = Vec::with_capacity(DROP_BATCH);
         let mut a = lock(&c.alloc);
         let mut run = |a: &mut Alloc, batch: &mut Vec<u32>, retry: &mut Vec<u32>| {
-            let (n, e, mut mapped) = c.evict(a, batch, Some(&self.state));
-            mapped.sort_unstable();
-            freed += n;
-            if let Some(e) = e {
+            let done = c.evict(a, batch, Some(&self.state));
+            freed += done.freed;
+            if let Some(e) = done.err {
                 first.get_or_insert(e);
             }
-            for &i in batch.iter() {
+            for &i in &done.failed {
                 // Not reclaimed although unreferenced: a scheme whose zero detection lags.
                 let m = &c.frames[i as usize].meta;
                 if m.file.load(Ordering::Relaxed) == f.id
                     && !m.unfilled()
-                    && mapped.binary_search(&i).is_err()
                     && !c.scheme.is_referenced(c.obj(i))
                 {
                     retry.push(i);
@@ -1024,7 +1052,17 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             batch.clear();
         };
-        for slot in f.slots.iter() {
+        for (k, slot) in f.slots.iter().enumerate() {
+            // The frame a few pages on, asked for now: the frames of a file's pages lie
+            // anywhere, so each check below would otherwise wait for its own miss.
+            if let Some(ahead) = f.slots.get(k + DROP_PREFETCH) {
+                let s = ahead.load(Ordering::Relaxed);
+                if s != 0 {
+                    if let Some(fr) = c.frames.get(s as usize - 1) {
+                        prefetch(&fr.meta.ver);
+                    }
+                }
+            }
             // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);
             if s == 0 {

@@ -62,6 +62,7 @@ impl FrameMeta {
 
     /// Names the page a free frame is about to hold (the version is odd, so no reader uses
     /// the key until `publish`).
+    #[inline]
     pub(crate) fn assign(&self, file: u64, index: u64) {
         debug_assert!(self.unfilled(), "assigning a frame that holds a page");
         self.file.store(file, Ordering::Relaxed);
@@ -71,6 +72,7 @@ impl FrameMeta {
     }
 
     /// Clears the key of an unfilled frame.
+    #[inline]
     pub(crate) fn clear(&self) {
         self.file.store(0, Ordering::Relaxed);
     }
@@ -85,6 +87,7 @@ impl FrameMeta {
 
     /// The evictor's first step after a successful try-reclaim: even -> odd, before the key or
     /// the bytes change.
+    #[inline]
     pub(crate) fn unpublish(&self) {
         let v = self.ver.load(Ordering::Relaxed);
         debug_assert_eq!(v & 1, 0, "evicting a frame whose version is odd");

@@ -205,9 +205,18 @@ pub(crate) struct FileMaps {
     maps: Vec<Arc<MapRec>>,
     /// The most pages any mapping in `maps` ever had (bounds the binary search).
     max_pages: u64,
+    /// Mappings of the file now (either reverse map): while 0, no page is mapped.
+    live: usize,
 }
 
 impl FileMaps {
+    /// Whether some mapping of the file exists (a reclaim then asks [`FileMaps::mapped`] per
+    /// page).
+    #[inline]
+    pub(crate) fn any_mapped(&self) -> bool {
+        self.live > 0
+    }
+
     /// Whether a mapping covers `page`.
     pub(crate) fn mapped(&self, page: u64) -> bool {
         self.mapcount.get(page as usize).is_some_and(|&c| c > 0)
@@ -417,6 +426,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         for m in &mut fm.mapcount[first as usize..(first + pages) as usize] {
             *m += 1;
         }
+        fm.live += 1;
         if c.lodic.rmap == Rmap::File {
             let at = fm.maps.partition_point(|m| m.first <= first);
             fm.maps.insert(at, rec.clone());
@@ -700,5 +710,6 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
         for m in &mut fm.mapcount[a..b] {
             *m -= 1;
         }
+        fm.live -= 1;
     }
 }
