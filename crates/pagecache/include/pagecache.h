@@ -181,8 +181,9 @@ const char *pagecache_scheme(pagecache_t *cache);
 
 /* Before dlclose() of libpagecache.so: every thread that used the library calls this, so
  * that the kernel no longer points the thread at a restartable sequence's descriptor inside
- * the library (the "paygo" scheme and other per-CPU schemes run them). A later call into the
- * library re-arms it. Returns PAGECACHE_OK. */
+ * the library (the "paygo" scheme and other per-CPU schemes run them), and, where the thread's
+ * rseq area is the library's own (glibc 2.34 and older), no longer writes that area. A later
+ * call into the library re-arms both. Returns PAGECACHE_OK. */
 int pagecache_prepare_unload(void);
 
 /* A static description of a pagecache_error or of a -errno (the system's text); "unknown

@@ -112,7 +112,9 @@ int paygo_stats(paygo_stats_t *out);
 
 /* Before dlclose() of libpaygo.so: every thread that used the library calls this, so that the
  * kernel no longer points the thread at a critical section's descriptor inside the library
- * (it would read it, unmapped, at the thread's next preemption). A later call re-arms it. */
+ * (it would read it, unmapped, at the thread's next preemption), and, where the thread's rseq
+ * area is the library's own (glibc 2.34 and older), no longer writes that area. A later call
+ * re-arms both. */
 int paygo_prepare_unload(void);
 
 /* A static description of a paygo_error. */

@@ -162,7 +162,7 @@ pub fn current_cpu() -> usize {
     {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
         if crate::mode::fast_path_available() {
-            return crate::arch::rseq::cpu_id_start() as usize;
+            return crate::arch::rseq::registered_cpu_id_start() as usize;
         }
         fallback_cpu()
     }

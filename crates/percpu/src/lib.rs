@@ -20,7 +20,9 @@ pub use cpu::{
     current_cpu, online_cpus, parse_cpu_list_max, possible_cpus, size_for_cpus, SizeError,
     MAX_SIZED_CPUS,
 };
-pub use mode::{fast_path_available, mode, FallbackReason, Mode, FORCE_FALLBACK_ENV};
+pub use mode::{
+    fast_path_available, mode, registrar, FallbackReason, Mode, Registrar, FORCE_FALLBACK_ENV,
+};
 #[cfg(feature = "inject")]
 pub use percpu::set_inject_delay;
 pub use percpu::{aborts, Fail, PerCpu, Retry, ThisCpu};
@@ -30,12 +32,14 @@ pub use word::{Check, Word};
 /// crate's critical sections: after a section the thread's rseq area still points at the
 /// section's descriptor, which the kernel reads at the thread's next preemption or signal, so
 /// once the code is unmapped that read would fault. Clears the pointer (librseq's
-/// `rseq_prepare_unload`). Every thread that ran a critical section of the library must call
+/// `rseq_prepare_unload`); where the thread's rseq area is this crate's own (see
+/// [`Registrar::Percpu`]), also unregisters it, since the area goes away with the library. Every thread that ran a critical section of the library must call
 /// it before the library is unloaded; a later section arms the pointer again. Nothing to do on
 /// the locked fallback.
 pub fn prepare_unload() {
     #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
     if mode() == Mode::Rseq {
         arch::rseq::clear_rseq_cs();
+        arch::rseq::unregister_own();
     }
 }

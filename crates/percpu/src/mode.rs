@@ -10,9 +10,10 @@ pub const FORCE_FALLBACK_ENV: &str = "PERCPU_FORCE_FALLBACK";
 /// How per-CPU critical sections run in this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// Restartable sequences: glibc registered an rseq area for every thread, and the kernel
-    /// supports `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`. Critical sections run without a system
-    /// call, a lock or an atomic read-modify-write.
+    /// Restartable sequences: every thread has a registered rseq area (glibc's, or this
+    /// crate's own where libc registers none: see [`registrar`]), and the kernel supports
+    /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`. Critical sections run without a system call, a
+    /// lock or an atomic read-modify-write.
     Rseq,
     /// A lock per CPU slot, taken around each critical section; the CPU id is only a hint
     /// (from `sched_getcpu`). Correct everywhere; slower.
@@ -26,8 +27,12 @@ pub enum FallbackReason {
     Forced,
     /// Not x86_64 Linux, or running under miri or loom.
     Unsupported,
-    /// glibc did not register rseq (`__rseq_size` is 0 or missing: old glibc, or
-    /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`), or the kernel refused the registration.
+    /// No rseq area could be registered: the kernel refused glibc's (or has no rseq: before
+    /// Linux 4.18), or, where libc registers none (glibc before 2.35, or
+    /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`), this crate's own could not be: the kernel
+    /// refused it, another library registered rseq for the thread first, or this crate's
+    /// thread-local storage is not at one offset from every thread pointer (a library loaded
+    /// with `dlopen`).
     NotRegistered,
     /// rseq is registered but the kernel lacks `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`, which
     /// [`crate::PerCpu::fence`] needs.
@@ -37,7 +42,10 @@ pub enum FallbackReason {
 impl core::fmt::Display for Mode {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Mode::Rseq => f.write_str("rseq"),
+            Mode::Rseq => match registrar() {
+                Some(Registrar::Percpu) => f.write_str("rseq (areas registered by percpu)"),
+                _ => f.write_str("rseq"),
+            },
             Mode::Fallback(FallbackReason::Forced) => {
                 f.write_str("fallback (forced by PERCPU_FORCE_FALLBACK)")
             }
@@ -52,6 +60,33 @@ impl core::fmt::Display for Mode {
             }
         }
     }
+}
+
+/// Who registered the rseq areas that the critical sections use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Registrar {
+    /// The C library (glibc 2.35 and later registers one for every thread).
+    Libc,
+    /// This crate, where libc registers none (glibc before 2.35, or
+    /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`): one area per thread in thread-local storage,
+    /// registered when the thread's first critical section fails for want of it (or by its
+    /// first [`crate::current_cpu`]), as librseq does. A thread for which another library
+    /// registered rseq first cannot run critical sections: its first one panics, naming
+    /// `PERCPU_FORCE_FALLBACK`. Code that unloads this crate's library must call
+    /// [`crate::prepare_unload`] on every thread that used it.
+    Percpu,
+}
+
+/// Who registered the rseq areas, on the rseq path; `None` on the fallback.
+pub fn registrar() -> Option<Registrar> {
+    if mode() != Mode::Rseq {
+        return None;
+    }
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    if crate::arch::rseq::own_areas() {
+        return Some(Registrar::Percpu);
+    }
+    Some(Registrar::Libc)
 }
 
 static MODE: OnceLock<Mode> = OnceLock::new();

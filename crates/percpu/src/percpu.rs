@@ -29,7 +29,12 @@ fn status(s: u32) -> Result<(), Fail> {
             note_abort();
             Err(Fail::Abort)
         }
-        WRONG_CPU => Err(Fail::Abort),
+        WRONG_CPU => {
+            // The thread's own rseq area may not be registered yet (see `arch::rseq`).
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            crate::arch::rseq::on_wrong_cpu();
+            Err(Fail::Abort)
+        }
         n => Err(Fail::Mismatch(n as usize - 2)),
     }
 }
@@ -464,6 +469,9 @@ impl<W: Word> ThisCpu<'_, W> {
     ) {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
         if !area.is_null() {
+            // The section fails while the thread's own area is not registered (its cpu_id is
+            // -1): registers it (see `arch::rseq`).
+            crate::arch::rseq::on_wrong_cpu();
             let mut retry = Retry::new();
             loop {
                 note_abort();

@@ -14,8 +14,10 @@
 //! it by accident traps.
 //!
 //! glibc 2.35 and later registers an rseq area for every thread at thread pointer +
-//! `__rseq_offset`; `__rseq_size` is 0 if it did not. We never register our own: two
-//! registrations for one thread conflict, and glibc owns the thread's area.
+//! `__rseq_offset`; `__rseq_size` is 0 if it did not. Then the sections use glibc's area (two
+//! registrations for one thread conflict, and glibc owns it). Where libc registered none (glibc
+//! before 2.35, or `GLIBC_TUNABLES=glibc.pthread.rseq=0`), this crate registers its own, one
+//! per thread in static TLS, as librseq does: see [`init_own`].
 //!
 //! # The critical sections
 //!
@@ -42,8 +44,9 @@
 //! counts nothing).
 
 use core::arch::asm;
+use core::cell::UnsafeCell;
 use core::sync::atomic::AtomicU64;
-use core::sync::atomic::{AtomicIsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
 /// The rseq signature (librseq's and glibc's choice for x86).
 pub const RSEQ_SIG: u32 = 0x5305_3053;
@@ -57,41 +60,200 @@ const RSEQ_CS: usize = 8;
 #[cfg(feature = "inject")]
 pub(crate) static INJECT_LOOPS: AtomicU64 = AtomicU64::new(0);
 
-/// `__rseq_offset`, copied once by [`init`].
+/// The offset of this thread's rseq area from the thread pointer, set once by [`init`]:
+/// glibc's `__rseq_offset`, or the offset of this crate's own area ([`OwnArea`]).
 static OFFSET: AtomicIsize = AtomicIsize::new(0);
 
-/// Finds glibc's rseq area. Returns whether this thread has a registered one.
-pub(crate) fn init() -> bool {
-    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks up a symbol.
-    let off = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) };
-    // SAFETY: as above.
-    let size = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) };
-    if off.is_null() || size.is_null() {
-        return false;
-    }
-    // SAFETY: glibc defines `const unsigned int __rseq_size` and `const ptrdiff_t
-    // __rseq_offset`; dlsym returned their addresses, which stay valid for the process.
-    let (size, off) = unsafe { (*(size as *const u32), *(off as *const isize)) };
-    if size < 20 {
-        return false;
-    }
-    OFFSET.store(off, Ordering::Relaxed);
-    // SAFETY: OFFSET is set, so area() points at this thread's registered rseq area.
-    let cpu = unsafe { (area().add(CPU_ID) as *const i32).read_volatile() };
-    cpu >= 0
+/// Whether the areas are this crate's own (registered by [`register_own`]) rather than glibc's.
+static OWN: AtomicBool = AtomicBool::new(false);
+
+/// The most bytes below the thread pointer that this crate's own area may lie at (the static
+/// TLS block of a program and of the libraries loaded with it is far smaller).
+const STATIC_TLS_SPAN: isize = 1 << 20;
+
+/// The size this crate registers its own area with (the original `struct rseq`).
+const OWN_SIZE: u32 = 32;
+
+/// `RSEQ_FLAG_UNREGISTER`.
+const FLAG_UNREGISTER: libc::c_int = 1;
+
+/// This crate's own rseq area of a thread, for a process in which libc registered none (glibc
+/// before 2.35, or `GLIBC_TUNABLES=glibc.pthread.rseq=0`): `struct rseq` as 8 words, with
+/// `cpu_id_start` = 0 and `cpu_id` = -1 until the thread registers it (as the kernel leaves an
+/// area it does not serve). Every section of a thread whose area is not registered fails its
+/// CPU check (no CPU is -1) before it commits anything, and its caller's retry registers the
+/// area ([`on_wrong_cpu`]).
+#[repr(C, align(32))]
+struct OwnArea(UnsafeCell<[u32; 8]>);
+
+// SAFETY: the area is thread-local; only its thread (with volatile accesses and the sections'
+// assembly) and the kernel on that thread's behalf read and write it.
+unsafe impl Sync for OwnArea {}
+
+std::thread_local! {
+    static OWN_AREA: OwnArea = const {
+        OwnArea(UnsafeCell::new([0, u32::MAX, 0, 0, 0, 0, 0, 0]))
+    };
 }
 
-/// This thread's rseq area. Only valid once [`init`] returned true.
+/// The thread pointer (`%fs:0`, the TCB's self pointer).
 #[inline(always)]
-pub(crate) fn area() -> *mut u8 {
+fn thread_pointer() -> *mut u8 {
     let tp: *mut u8;
     // SAFETY: on x86_64 Linux, %fs:0 holds the thread pointer (the TCB's self pointer); reading
     // it has no side effect.
     unsafe {
         asm!("movq %fs:0, {}", out(reg) tp, options(att_syntax, nostack, readonly, preserves_flags))
     };
+    tp
+}
+
+/// The offset of the calling thread's own area from its thread pointer.
+fn own_offset() -> isize {
+    let a = OWN_AREA.with(|a| a.0.get() as isize);
+    a.wrapping_sub(thread_pointer() as isize)
+}
+
+/// Finds the rseq area of this process: glibc's where glibc registers one, else this crate's
+/// own ([`init_own`]). Returns whether the calling thread has a registered one.
+pub(crate) fn init() -> bool {
+    match libc_offset() {
+        Some(off) => init_libc(off),
+        None => init_own(),
+    }
+}
+
+/// glibc's `__rseq_offset` if glibc registers an rseq area for every thread (`__rseq_size` at
+/// least 20), else `None` (glibc before 2.35, another libc, or registration turned off).
+fn libc_offset() -> Option<isize> {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks up a symbol.
+    let off = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) };
+    // SAFETY: as above.
+    let size = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) };
+    if off.is_null() || size.is_null() {
+        return None;
+    }
+    // SAFETY: glibc defines `const unsigned int __rseq_size` and `const ptrdiff_t
+    // __rseq_offset`; dlsym returned their addresses, which stay valid for the process.
+    let (size, off) = unsafe { (*(size as *const u32), *(off as *const isize)) };
+    (size >= 20).then_some(off)
+}
+
+/// Uses glibc's area at thread pointer + `off`. Returns whether this thread's is registered
+/// (glibc tried: if the kernel refused it, no area of this process is, and this crate does
+/// not try its own).
+fn init_libc(off: isize) -> bool {
+    OFFSET.store(off, Ordering::Relaxed);
+    // SAFETY: OFFSET is set, so area() points at this thread's registered rseq area.
+    let cpu = unsafe { (area().add(CPU_ID) as *const i32).read_volatile() };
+    cpu >= 0
+}
+
+/// libc registered no rseq area: this crate registers its own, a thread-local [`OwnArea`], in
+/// each thread when its first section fails for it ([`on_wrong_cpu`]). Sections find the
+/// area at thread pointer + [`OFFSET`], so the area must lie at the same offset in every
+/// thread, which holds when it is in the static TLS block (an executable, or a library loaded
+/// at start-up) and not in a block allocated per thread (a library loaded later with
+/// `dlopen`): checked here against a second thread. Returns whether the calling thread
+/// registered.
+fn init_own() -> bool {
+    let off = own_offset();
+    // x86_64 places the static TLS block just below the thread pointer (TLS variant II); a
+    // block allocated per thread lies anywhere.
+    if !(-STATIC_TLS_SPAN..0).contains(&off) {
+        return false;
+    }
+    let other = std::thread::Builder::new()
+        .name("percpu-tls-probe".into())
+        .spawn(own_offset)
+        .ok()
+        .and_then(|h| h.join().ok());
+    if other != Some(off) {
+        return false;
+    }
+    OFFSET.store(off, Ordering::Relaxed);
+    if !register_own() {
+        return false;
+    }
+    OWN.store(true, Ordering::Relaxed);
+    true
+}
+
+/// Registers the calling thread's own area. True if it is registered now: by this call, or
+/// already (by a signal handler that interrupted this thread's first registration; the kernel
+/// then answers `EBUSY` for the same area). False if the kernel has no rseq or another
+/// library registered a different area for this thread.
+fn register_own() -> bool {
+    // Checked by init_own for two threads; a thread whose area is elsewhere would have its
+    // sections find another word at thread pointer + OFFSET.
+    assert_eq!(
+        own_offset(),
+        OFFSET.load(Ordering::Relaxed),
+        "percpu: this thread's rseq area is not at the offset of the first thread's"
+    );
+    let a = OWN_AREA.with(|a| a.0.get().cast::<u8>());
+    // SAFETY: `a` is this thread's 32-byte aligned area of OWN_SIZE bytes, which lives as long
+    // as the thread (static TLS: freed only after the thread exited, when the kernel no longer
+    // writes it); the kernel writes only the area's fields.
+    let _ = unsafe { libc::syscall(libc::SYS_rseq, a, OWN_SIZE, 0, RSEQ_SIG) };
+    // SAFETY: as above; the kernel writes a CPU number into cpu_id at registration, before the
+    // system call returns to this thread.
+    let cpu = unsafe { (a.add(CPU_ID) as *const i32).read_volatile() };
+    cpu >= 0
+}
+
+/// Whether the rseq areas are this crate's own (libc registered none).
+pub(crate) fn own_areas() -> bool {
+    OWN.load(Ordering::Relaxed)
+}
+
+/// A section found the thread on another CPU than the one named: if that is because the
+/// thread's own area is not registered yet, registers it (the caller then reads the CPU again
+/// and retries).
+///
+/// # Panics
+/// If the area cannot be registered (another library registered rseq for this thread): every
+/// section of this thread would fail, and no other path may be mixed with the sections.
+#[cold]
+#[inline(never)]
+pub(crate) fn on_wrong_cpu() {
+    if own_areas() && cpu_id() < 0 {
+        assert!(
+            register_own(),
+            "percpu: cannot register an rseq area for this thread (another library registered \
+             its own?); run with PERCPU_FORCE_FALLBACK=1"
+        );
+    }
+}
+
+/// `cpu_id_start`, for a caller that is not about to run a section (whose failure would
+/// register the area): registers this thread's own area first if it is not yet.
+pub(crate) fn registered_cpu_id_start() -> u32 {
+    if cpu_id() < 0 {
+        on_wrong_cpu();
+    }
+    cpu_id_start()
+}
+
+/// Unregisters the calling thread's own area if it is registered (for [`crate::prepare_unload`]:
+/// the kernel must stop writing an area whose memory goes away with the library). The next
+/// section, or CPU read through [`registered_cpu_id_start`], registers it again.
+pub(crate) fn unregister_own() {
+    if !own_areas() || cpu_id() < 0 {
+        return;
+    }
+    let a = OWN_AREA.with(|a| a.0.get().cast::<u8>());
+    // SAFETY: unregistering names the area and signature it was registered with; afterwards the
+    // kernel no longer touches it, and has set cpu_id_start to 0 and cpu_id to -1 (so every
+    // section fails its CPU check until the area is registered again).
+    unsafe { libc::syscall(libc::SYS_rseq, a, OWN_SIZE, FLAG_UNREGISTER, RSEQ_SIG) };
+}
+
+/// This thread's rseq area. Only valid once [`init`] returned true.
+#[inline(always)]
+pub(crate) fn area() -> *mut u8 {
     // Only called once init() succeeded (mode is Rseq only after it), which set OFFSET.
-    tp.wrapping_offset(OFFSET.load(Ordering::Relaxed))
+    thread_pointer().wrapping_offset(OFFSET.load(Ordering::Relaxed))
 }
 
 /// Clears this thread's `rseq_cs`, so that the kernel no longer reads the descriptor of the
@@ -108,10 +270,11 @@ pub(crate) fn clear_rseq_cs() {
 /// sections load before their CPU compare).
 pub(crate) const WRONG_CPU: u32 = 0xffff;
 
-/// `cpu_id_start` of this thread's rseq area.
+/// `cpu_id_start` of this thread's rseq area (0 while this crate's own area is not registered:
+/// a number every section then fails to match, see [`OwnArea`]).
 #[inline(always)]
 pub(crate) fn cpu_id_start() -> u32 {
-    // SAFETY: area() is this thread's registered rseq area (mode is Rseq); the kernel keeps
+    // SAFETY: area() is this thread's rseq area (mode is Rseq); the kernel keeps
     // cpu_id_start valid and we only read it.
     unsafe { (area() as *const u32).read_volatile() }
 }

@@ -1,0 +1,196 @@
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
+//! The crate's own rseq registration, where libc registers none (glibc before 2.35, or
+//! `GLIBC_TUNABLES=glibc.pthread.rseq=0`). glibc reads its tunables at start-up only, so each
+//! test runs itself again in a child process of this test binary started with the tunable
+//! ([`in_child`]), where the checks run.
+
+use percpu::{Mode, PerCpu, Registrar};
+use std::process::Command;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Set in the child's environment.
+const CHILD_ENV: &str = "PERCPU_OWN_RSEQ_CHILD";
+
+/// What a child prints when this machine cannot take the rseq path at all.
+const NO_RSEQ: &str = "CHILD-NO-RSEQ";
+
+/// In the child process: runs `checks`. Otherwise: runs the test `name` of this binary again in
+/// a child process in which glibc registers no rseq area, and checks that its checks ran and
+/// passed (or reports the skip where the kernel has no rseq).
+fn in_child(name: &str, checks: fn()) {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        checks();
+        return;
+    }
+    if let Some(out) = run_child(name) {
+        assert!(out.contains("CHILD-OK"), "{out}");
+    }
+}
+
+/// Runs the test `name` of this binary in a child process in which glibc registers no rseq
+/// area. Returns its standard output, or `None` (the skip reported) where the kernel has no
+/// rseq.
+fn run_child(name: &str) -> Option<String> {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+        .env(CHILD_ENV, "1")
+        .env_remove(percpu::FORCE_FALLBACK_ENV)
+        .output()
+        .expect("starting the child");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "child {name} failed: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "child {name} ran no test:\n{stdout}"
+    );
+    if stdout.contains(NO_RSEQ) {
+        percpu::testing::skip(format_args!(
+            "no rseq path in a process where glibc registers none: {}",
+            stdout.lines().find(|l| l.contains(NO_RSEQ)).unwrap_or("")
+        ));
+        return None;
+    }
+    Some(stdout)
+}
+
+/// In the child: whether the checks can run (the rseq path, with the crate's own areas).
+fn child_on_own_areas() -> bool {
+    match percpu::mode() {
+        Mode::Rseq => {
+            assert_eq!(percpu::registrar(), Some(Registrar::Percpu));
+            assert_eq!(
+                percpu::mode().to_string(),
+                "rseq (areas registered by percpu)"
+            );
+            true
+        }
+        m => {
+            // Only a kernel without rseq (or one that refuses it) gets here.
+            println!("{NO_RSEQ}: {m}");
+            false
+        }
+    }
+}
+
+/// Eight threads (more than this machine's CPUs), each moved to another CPU every 1,000
+/// sections, add 1 to the current CPU's counter 100,000 times: each registers its area when its
+/// first section fails for want of it, and the total is exact.
+fn count_on_many_threads() {
+    let counters = PerCpu::new(|_| AtomicI64::new(0));
+    let cpus = percpu::affinity::process_cpus().to_vec();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let (counters, cpus) = (&counters, &cpus);
+            s.spawn(move || {
+                // Half the threads start with a ThisCpu handle, whose section reads the CPU
+                // inside: its first add registers the area on its slow path.
+                let handle = (t % 2 == 0).then(|| counters.this_cpu());
+                for i in 0..100_000usize {
+                    if i % 1000 == 0 && !cpus.is_empty() {
+                        percpu::affinity::migrate(t + i / 1000);
+                    }
+                    match &handle {
+                        Some(h) => h.add(1),
+                        None => counters.add_current(|c| c, 1),
+                    }
+                }
+                assert!(percpu::current_cpu() < percpu::possible_cpus());
+            });
+        }
+    });
+    let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    assert_eq!(total, 800_000);
+}
+
+fn serve_every_thread() {
+    if !child_on_own_areas() {
+        return;
+    }
+    count_on_many_threads();
+    // prepare_unload unregisters this thread's area; its next CPU read registers it again.
+    percpu::prepare_unload();
+    let counters = PerCpu::new(|_| AtomicI64::new(0));
+    for _ in 0..1000 {
+        counters.add_current(|c| c, 2);
+    }
+    let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    assert_eq!(total, 2000);
+    println!("CHILD-OK");
+}
+
+#[test]
+fn own_areas_serve_every_thread() {
+    in_child("own_areas_serve_every_thread", serve_every_thread);
+}
+
+fn registered_by_another_library() {
+    if !child_on_own_areas() {
+        return;
+    }
+    let r = std::thread::spawn(|| {
+        // Another library's area, registered before this crate's first use on the thread
+        // (leaked: the kernel may write it until the thread exits).
+        #[repr(C, align(32))]
+        struct Area([u32; 8]);
+        let foreign: &'static mut Area = Box::leak(Box::new(Area([0, u32::MAX, 0, 0, 0, 0, 0, 0])));
+        // SAFETY: a 32-byte aligned, 32-byte area that lives for ever; the signature is the
+        // one every x86 rseq user takes.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_rseq,
+                foreign as *mut Area,
+                32u32,
+                0,
+                0x5305_3053u32,
+            )
+        };
+        assert_eq!(rc, 0, "registering the foreign area");
+        let counters = PerCpu::new(|_| AtomicI64::new(0));
+        let section = std::panic::catch_unwind(|| counters.add_current(|c| c, 1));
+        let read = std::panic::catch_unwind(percpu::current_cpu);
+        let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        (section.map(|_| ()), read.map(|_| ()), total)
+    })
+    .join()
+    .expect("the thread itself does not panic");
+    let message = |e: Box<dyn std::any::Any + Send>| {
+        e.downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| e.downcast_ref::<String>().cloned())
+            .unwrap_or_default()
+    };
+    // The first section and a CPU read both panic, naming the way out; nothing was counted.
+    let (section, read, total) = r;
+    for (what, r) in [("section", section), ("CPU read", read)] {
+        let msg = message(r.expect_err(what));
+        assert!(msg.contains("PERCPU_FORCE_FALLBACK"), "{what}: {msg}");
+    }
+    assert_eq!(total, 0);
+    // Other threads are unaffected.
+    count_on_many_threads();
+    println!("CHILD-OK");
+}
+
+#[test]
+fn a_thread_registered_by_another_library_panics() {
+    in_child(
+        "a_thread_registered_by_another_library_panics",
+        registered_by_another_library,
+    );
+}
+
+#[test]
+fn registrar_matches_the_mode() {
+    match percpu::mode() {
+        Mode::Rseq => assert!(percpu::registrar().is_some()),
+        Mode::Fallback(_) => assert_eq!(percpu::registrar(), None),
+    }
+}
