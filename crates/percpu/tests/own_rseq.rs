@@ -115,14 +115,22 @@ fn serve_every_thread() {
         return;
     }
     count_on_many_threads();
-    // prepare_unload unregisters this thread's area; its next CPU read registers it again.
-    percpu::prepare_unload();
+    // prepare_unload unregisters this thread's area (twice is harmless); its next section
+    // registers it again, through a PerCpu or through a ThisCpu handle made before.
     let counters = PerCpu::new(|_| AtomicI64::new(0));
-    for _ in 0..1000 {
-        counters.add_current(|c| c, 2);
+    let handle = counters.this_cpu();
+    handle.add(1);
+    for _ in 0..2 {
+        percpu::prepare_unload();
+        handle.add(1);
+        percpu::prepare_unload();
+        percpu::prepare_unload();
+        for _ in 0..1000 {
+            counters.add_current(|c| c, 2);
+        }
     }
     let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-    assert_eq!(total, 2000);
+    assert_eq!(total, 4003);
     println!("CHILD-OK");
 }
 
