@@ -98,14 +98,17 @@ static FAST: AtomicU8 = AtomicU8::new(0);
 /// The path in use in this process (decided on the first call, then fixed).
 pub fn mode() -> Mode {
     let m = *MODE.get_or_init(detect);
-    FAST.store(if m == Mode::Rseq { 1 } else { 2 }, Ordering::Relaxed);
+    // Release: pairs with the Acquire load of `fast_path_available`; what `detect` set up (the
+    // rseq area's offset, whose areas they are) is visible to a thread that reads 1 there.
+    FAST.store(if m == Mode::Rseq { 1 } else { 2 }, Ordering::Release);
     m
 }
 
 /// Whether critical sections run on the rseq fast path.
 #[inline(always)]
 pub fn fast_path_available() -> bool {
-    match FAST.load(Ordering::Relaxed) {
+    // Acquire: pairs with the Release store of `mode` (a plain load on x86-64).
+    match FAST.load(Ordering::Acquire) {
         1 => true,
         2 => false,
         _ => mode() == Mode::Rseq,
