@@ -131,6 +131,28 @@ fn serve_every_thread() {
     }
     let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
     assert_eq!(total, 4003);
+    // A child of fork() keeps the registration of the thread that forked (the kernel copies
+    // it): it counts on, without a system call or an allocation, and exits 0 if the total is
+    // right.
+    // SAFETY: the child only runs critical sections (no lock, no allocation, no system call on
+    // the rseq path) and _exit, which are safe after fork whatever other threads held.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        for _ in 0..1000 {
+            counters.add_current(|c| c, 3);
+        }
+        let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        // SAFETY: ends the child at once, running no destructor of the parent's state.
+        unsafe { libc::_exit(if total == 7003 { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child made above; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the forked child counted wrong or failed: status {status}"
+    );
     println!("CHILD-OK");
 }
 
