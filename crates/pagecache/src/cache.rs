@@ -217,6 +217,15 @@ impl<C: RefCounter> Inner<C> {
         &self.frames[i as usize].meta
     }
 
+    /// Asks for frame `i`'s line (its key and the scheme's object): a hint for a loop that will
+    /// read it a few iterations on. A number past the frames asks for nothing.
+    #[inline(always)]
+    fn prefetch_frame(&self, i: u32) {
+        if let Some(fr) = self.frames.get(i as usize) {
+            prefetch(&fr.meta.ver);
+        }
+    }
+
     fn hook(&self, kind: IoKind, f: &FileState, offset: u64, len: usize) -> io::Result<()> {
         match &self.fault {
             Some(h) => h(&IoEvent {
@@ -472,9 +481,7 @@ impl<C: RefCounter> Inner<C> {
         let mut last = (u64::MAX, 0usize);
         for (n, &i) in batch.iter().enumerate() {
             if let Some(&j) = batch.get(n + EVICT_PREFETCH) {
-                if let Some(fr) = self.frames.get(j as usize) {
-                    prefetch(&fr.meta.ver);
-                }
+                self.prefetch_frame(j);
             }
             let m = &self.frames[i as usize].meta;
             let id = m.file.load(Ordering::Relaxed);
@@ -1056,12 +1063,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             // The frame a few pages on, asked for now: the frames of a file's pages lie
             // anywhere, so each check below would otherwise wait for its own miss.
             if let Some(ahead) = f.slots.get(k + DROP_PREFETCH) {
-                let s = ahead.load(Ordering::Relaxed);
-                if s != 0 {
-                    if let Some(fr) = c.frames.get(s as usize - 1) {
-                        prefetch(&fr.meta.ver);
-                    }
-                }
+                // 0 (no frame) wraps to a number past the frames: no hint.
+                c.prefetch_frame(ahead.load(Ordering::Relaxed).wrapping_sub(1));
             }
             // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);

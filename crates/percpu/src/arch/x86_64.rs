@@ -108,10 +108,14 @@ fn thread_pointer() -> *mut u8 {
     tp
 }
 
+/// The calling thread's own area.
+fn own_area() -> *mut u8 {
+    OWN_AREA.with(|a| a.0.get().cast::<u8>())
+}
+
 /// The offset of the calling thread's own area from its thread pointer.
 fn own_offset() -> isize {
-    let a = OWN_AREA.with(|a| a.0.get() as isize);
-    a.wrapping_sub(thread_pointer() as isize)
+    (own_area() as isize).wrapping_sub(thread_pointer() as isize)
 }
 
 /// Finds the rseq area of this process: glibc's where glibc registers one, else this crate's
@@ -191,7 +195,7 @@ fn register_own() -> bool {
         OFFSET.load(Ordering::Relaxed),
         "percpu: this thread's rseq area is not at the offset of the first thread's"
     );
-    let a = OWN_AREA.with(|a| a.0.get().cast::<u8>());
+    let a = own_area();
     // SAFETY: `a` is this thread's 32-byte aligned area of OWN_SIZE bytes, which lives as long
     // as the thread (static TLS: freed only after the thread exited, when the kernel no longer
     // writes it); the kernel writes only the area's fields.
@@ -242,7 +246,7 @@ pub(crate) fn unregister_own() {
     if !own_areas() || cpu_id() < 0 {
         return;
     }
-    let a = OWN_AREA.with(|a| a.0.get().cast::<u8>());
+    let a = own_area();
     // SAFETY: unregistering names the area and signature it was registered with; afterwards the
     // kernel no longer touches it, and has set cpu_id_start to 0 and cpu_id to -1 (so every
     // section fails its CPU check until the area is registered again).
