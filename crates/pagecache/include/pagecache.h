@@ -8,8 +8,8 @@
  * "percpu-ref", "refcache", ...); a miss fills a frame with one pread (with up to 32 following
  * pages when the reads are sequential: readahead); writes go into the frames
  * and are written back by pagecache_sync(), by eviction (CLOCK, when no frame is free) and by
- * pagecache_drop_cache(). Pages past the size a file had when it was opened are not cached:
- * reads and writes of them go straight to the file.
+ * pagecache_drop_cache(). A file grows through the cache (writes past its end, or
+ * pagecache_set_len), and its new pages are cached as the others.
  *
  * Linking: libpagecache.a (and -lpthread -ldl -lm) or libpagecache.so, both built by
  * `cargo build --release -p pagecache` (under target/release/). The static library carries its
@@ -70,7 +70,8 @@ typedef enum pagecache_error {
     PAGECACHE_OK = 0,
     PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer, a memory limit of 0 or above
                                     4294967294 pages, a mode other than 0 or 1, a length above
-                                    SSIZE_MAX, a write ending past 2^64 */
+                                    SSIZE_MAX, a write ending past 2^63 - 1, a
+                                    negative length */
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
                                     cannot be allocated */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
@@ -149,11 +150,11 @@ void pagecache_close(pagecache_file_t *file);
  * to the number of bytes the file holds past offset. */
 ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_t offset);
 
-/* Writes len bytes of buf at offset through the cache: each page is filled first (a page past
- * the size the file had at open goes straight to the file), the bytes are copied in and the
- * page marked dirty; the file grows when the range ends past it. Returns len. Errors:
- * PAGECACHE_EINVAL (file is NULL, buf is NULL with len > 0, len > SSIZE_MAX, offset + len
- * above 2^64), -EACCES (the file was opened read-only), a fill's or a direct write's -errno.
+/* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes
+ * are copied in and the page marked dirty; the file grows when the range ends past it.
+ * Returns len. Errors: PAGECACHE_EINVAL (file is NULL, buf is NULL with len > 0, len >
+ * SSIZE_MAX, offset + len above 2^63 - 1), -EACCES (the file was opened read-only), a fill's
+ * or a direct write's -errno (a direct write: every frame was held).
  * The bytes reach the file by pagecache_sync, eviction, pagecache_drop_cache or
  * pagecache_close. */
 ssize_t pagecache_write_at(pagecache_file_t *file, const void *buf, size_t len, uint64_t offset);
@@ -169,9 +170,17 @@ int pagecache_sync(pagecache_file_t *file);
  * page stays cached and dirty). */
 ssize_t pagecache_drop_cache(pagecache_file_t *file);
 
-/* The file's length in bytes (its size at open, grown by writes through this handle), or
- * PAGECACHE_EINVAL (file is NULL). */
+/* The file's length in bytes (its size at open, grown by writes, set by pagecache_set_len),
+ * or PAGECACHE_EINVAL (file is NULL). */
 int64_t pagecache_len(pagecache_file_t *file);
+
+/* Sets the file's length, as ftruncate(2) does, through the cache. Growing: the new bytes read
+ * as zeros. Shrinking: the bytes past the new end are gone, cached, dirty or not (a later growth
+ * reads zeros there); pages wholly past it leave the cache unless a read holds them (they stay,
+ * zeroed, until let go). Writes and pagecache_sync of the file wait meanwhile. Errors:
+ * PAGECACHE_EINVAL (file is NULL, len < 0), -EACCES (opened read-only), ftruncate's -errno
+ * (-EFBIG, -EIO, ...; nothing changed then). */
+int pagecache_set_len(pagecache_file_t *file, int64_t len);
 
 /* Fills *out with the cache's counts. Errors: PAGECACHE_EINVAL (cache or out is NULL). */
 int pagecache_stats(pagecache_t *cache, pagecache_stats_t *out);

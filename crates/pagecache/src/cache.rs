@@ -3,6 +3,7 @@
 use crate::frame::FrameMeta;
 use crate::lodic::{FileMaps, Lodic, Rmap};
 use crate::page::{copy_in, copy_out, PAGE_SIZE, WORDS};
+use crate::slots::Slots;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{Config, IoEvent, IoKind, Mode, Stats};
 use core::mem::ManuallyDrop;
@@ -13,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 /// Frames a CLOCK sweep hands to one `try_reclaim_many`.
 const RECLAIM_BATCH: usize = 32;
@@ -27,6 +28,9 @@ const DROP_PREFETCH: usize = 64;
 
 /// How many frames ahead `evict` asks for a frame's line.
 const EVICT_PREFETCH: usize = 16;
+
+/// The largest file length the cache writes or sets: `i64::MAX`, the most `off_t` holds.
+pub(crate) const MAX_LEN: u64 = i64::MAX as u64;
 
 /// What one `evict` did.
 #[derive(Default)]
@@ -106,17 +110,29 @@ pub(crate) struct FileState {
     file: File,
     pub(crate) path: PathBuf,
     writable: bool,
-    /// Page index -> frame + 1 (0: not cached). Sized at open; pages past it go straight to
-    /// the file.
-    pub(crate) slots: Box<[AtomicU32]>,
+    /// Page index -> frame + 1 (0: not cached): a flat array for the pages at open, a sparse
+    /// tree past them (see `slots.rs`).
+    pub(crate) slots: Slots,
     /// LODIC: the mappings of the file and the per-page mapping counts (see `lodic.rs`).
     /// Every map and unmap of the file, and every reclaim of a page of it, holds this lock.
     pub(crate) maps: Mutex<FileMaps>,
-    /// Length in bytes: the size at open, grown by writes.
+    /// Length in bytes: the size at open, grown by writes, set by `set_len`.
     len: AtomicU64,
+    /// Held shared by every write and exclusively by `set_len`, so that a length change
+    /// never interleaves with a write's copy and length update.
+    resize: RwLock<()>,
     /// Readahead state, read and written under the allocator lock only: the page whose miss
     /// would continue a sequential read (bits 16 and up) and the last window (low 16 bits).
     ra: AtomicU64,
+}
+
+impl FileState {
+    /// The slot of a page that has (or had, under the allocator lock) a frame.
+    fn slot(&self, page: u64) -> &AtomicU32 {
+        self.slots
+            .get(page)
+            .expect("pagecache: a page that was given a frame has a slot")
+    }
 }
 
 pub(crate) struct Inner<C: RefCounter> {
@@ -238,7 +254,6 @@ impl<C: RefCounter> Inner<C> {
         }
     }
 
-    /// Reads page `page` of `f` into `buf` (zeros past the end of the file).
     /// Reads the pages from `page` on into `buf` (whole pages), zeros past the end of the file.
     fn pread_pages(&self, f: &FileState, page: u64, buf: &mut [u8]) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
@@ -253,7 +268,7 @@ impl<C: RefCounter> Inner<C> {
             }
         }
         buf[done..].fill(0);
-        Ok(())
+        self.hook(IoKind::Filled, f, off, buf.len())
     }
 
     /// Writes frame `i` (page `page` of `f`) back, up to the file's length.
@@ -288,11 +303,12 @@ impl<C: RefCounter> Inner<C> {
         copy_at: Option<usize>,
         bypass: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<Got<C::Token>> {
-        let slot = &f.slots[page as usize];
+        let mut slot = f.slots.get(page);
         let mut tries = 0;
         loop {
-            // Acquire: pairs with the Release store of `fill` that installs the frame.
-            let s = slot.load(Ordering::Acquire);
+            // Acquire: pairs with the Release store of `fill` that installs the frame. A page
+            // past the flat array without a slot yet is not cached.
+            let s = slot.map_or(0, |s| s.load(Ordering::Acquire));
             if s != 0 {
                 let i = s - 1;
                 if let Some(at) = copy_at {
@@ -314,6 +330,7 @@ impl<C: RefCounter> Inner<C> {
             if let Some(got) = self.fill(f, page, bypass)? {
                 return Ok(got);
             }
+            slot = f.slots.get(page);
         }
     }
 
@@ -326,7 +343,12 @@ impl<C: RefCounter> Inner<C> {
         page: u64,
         bypass: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<Option<Got<C::Token>>> {
-        let slot = &f.slots[page as usize];
+        let Some(slot) = f.slots.get_or_alloc(page) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("pagecache: page {page} is past any file's end"),
+            ));
+        };
         let (i, tok, ahead) = {
             let mut a = lock(&self.alloc);
             if slot.load(Ordering::Relaxed) != 0 {
@@ -361,7 +383,7 @@ impl<C: RefCounter> Inner<C> {
             let mut a = lock(&self.alloc);
             self.scheme.put(self.obj(i), tok);
             for (k, &j) in core::iter::once(&i).chain(&ahead).enumerate() {
-                f.slots[page as usize + k].store(0, Ordering::Relaxed);
+                f.slot(page + k as u64).store(0, Ordering::Relaxed);
                 self.frames[j as usize].meta.clear();
                 a.free.push(j);
             }
@@ -405,10 +427,14 @@ impl<C: RefCounter> Inner<C> {
             0
         };
         let want = window.min(self.frames.len() as u64 / 8);
+        // Relaxed: the length only bounds how far to read; pages past it read as zeros.
+        let pages = f.len.load(Ordering::Relaxed).div_ceil(PAGE_SIZE as u64);
         let mut ahead = Vec::new();
         let mut p = page + 1;
-        while (ahead.len() as u64) < want && (p as usize) < f.slots.len() {
-            let s = &f.slots[p as usize];
+        while (ahead.len() as u64) < want && p < pages {
+            let Some(s) = f.slots.get_or_alloc(p) else {
+                break;
+            };
             if s.load(Ordering::Relaxed) != 0 {
                 break;
             }
@@ -603,7 +629,7 @@ impl<C: RefCounter> Inner<C> {
             m.dirty.store(false, Ordering::Relaxed);
         }
         m.unpublish();
-        f.slots[page as usize].store(0, Ordering::Relaxed);
+        f.slot(page).store(0, Ordering::Relaxed);
         m.clear();
         self.scheme.reinit(self.obj(i));
         a.free.push(i);
@@ -614,7 +640,9 @@ impl<C: RefCounter> Inner<C> {
     /// reference: copy between two equal even versions.
     #[inline]
     fn read_optimistic(&self, f: &FileState, page: u64, off: usize, buf: &mut [u8]) -> bool {
-        let slot = &f.slots[page as usize];
+        let Some(slot) = f.slots.get(page) else {
+            return false;
+        };
         let mut tries = 0;
         loop {
             // Acquire: pairs with the Release store of `fill` that installs the frame.
@@ -758,9 +786,10 @@ impl<C: RefCounter> PageCacheOf<C> {
             file,
             path: path.to_path_buf(),
             writable,
-            slots: (0..pages).map(|_| AtomicU32::new(0)).collect(),
+            slots: Slots::new(pages),
             maps: Mutex::new(FileMaps::default()),
             len: AtomicU64::new(len),
+            resize: RwLock::new(()),
             ra: AtomicU64::new(0),
         });
         files.by_id.insert(
@@ -820,9 +849,11 @@ impl<C: RefCounter> CachedFileOf<C> {
         (&self.cache, &self.state)
     }
 
-    /// The file's length in bytes (the size at open, grown by writes through the cache).
+    /// The file's length in bytes (the size at open, grown by writes through the cache, set by
+    /// [`CachedFileOf::set_len`]).
     pub fn len(&self) -> u64 {
-        // Acquire: pairs with the AcqRel `fetch_max` of `write_at`.
+        // Acquire: pairs with the AcqRel `fetch_max` of `write_at` (made after its copy) and
+        // the Release stores of `set_len`.
         self.state.len.load(Ordering::Acquire)
     }
 
@@ -863,9 +894,6 @@ impl<C: RefCounter> CachedFileOf<C> {
     fn read_page(&self, page: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
-        if page >= f.slots.len() as u64 {
-            return self.direct_read(part, page * PAGE_SIZE as u64 + off as u64);
-        }
         if c.mode == Mode::Optimistic && c.read_optimistic(f, page, off, part) {
             return Ok(());
         }
@@ -938,9 +966,19 @@ impl<C: RefCounter> CachedFileOf<C> {
                 format!("pagecache: {} was opened read-only", f.path.display()),
             ));
         }
-        let end = offset.checked_add(buf.len() as u64).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "pagecache: write past 2^64")
-        })?;
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= MAX_LEN)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "pagecache: a write of {} bytes at {offset} ends past 2^63",
+                        buf.len()
+                    ),
+                )
+            })?;
+        let _resize = self.state.resize.read().unwrap_or_else(|e| e.into_inner());
         let mut done = 0;
         while done < buf.len() {
             let at = offset + done as u64;
@@ -948,32 +986,27 @@ impl<C: RefCounter> CachedFileOf<C> {
             let off = (at % PAGE_SIZE as u64) as usize;
             let k = (PAGE_SIZE - off).min(buf.len() - done);
             let part = &buf[done..done + k];
-            if page >= f.slots.len() as u64 {
+            let got = c.acquire(f, page, None, &mut || {
                 c.hook(IoKind::Direct, f, at, k)?;
                 f.file.write_all_at(part, at)?;
                 // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
                 f.len.fetch_max(at + k as u64, Ordering::AcqRel);
-            } else {
-                let got = c.acquire(f, page, None, &mut || {
-                    c.hook(IoKind::Direct, f, at, k)?;
-                    f.file.write_all_at(part, at)?;
-                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
-                    f.len.fetch_max(at + k as u64, Ordering::AcqRel);
-                    Ok(())
-                })?;
-                if let Got::Frame(i, tok) = got {
-                    // The length first, so a write-back after the bit covers these bytes.
-                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
-                    f.len.fetch_max(at + k as u64, Ordering::AcqRel);
-                    copy_in(c.words(i), off, part);
-                    // Release: pairs with the Acquire loads/swaps of write-back (sync,
-                    // eviction): the bytes are visible before the bit.
-                    c.frames[i as usize]
-                        .meta
-                        .dirty
-                        .store(true, Ordering::Release);
-                    c.scheme.put(c.obj(i), tok);
-                }
+                Ok(())
+            })?;
+            if let Got::Frame(i, tok) = got {
+                copy_in(c.words(i), off, part);
+                // After the bytes, so a reader that sees the new length sees them (as the
+                // kernel updates i_size after the copy); before the dirty bit, so a
+                // write-back that sees the bit covers them.
+                // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                f.len.fetch_max(at + k as u64, Ordering::AcqRel);
+                // Release: pairs with the Acquire loads/swaps of write-back (sync, eviction):
+                // the bytes and the length are visible before the bit.
+                c.frames[i as usize]
+                    .meta
+                    .dirty
+                    .store(true, Ordering::Release);
+                c.scheme.put(c.obj(i), tok);
             }
             done += k;
         }
@@ -984,10 +1017,28 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// Writes every dirty page back (`pwrite`), then `fdatasync`s the file. A page that fails
     /// stays dirty; the first error is returned.
     pub fn sync(&self) -> io::Result<()> {
+        let f = &*self.state;
+        // Shared: a length change waits, so no write-back of a page past a new end is issued
+        // with the old length after the file was cut.
+        let _resize = f.resize.read().unwrap_or_else(|e| e.into_inner());
+        let mut first = None;
+        for (page, slot) in f.slots.base().iter().enumerate() {
+            self.sync_slot(page as u64, slot, &mut first);
+        }
+        f.slots
+            .ext_for_each(|page, slot| self.sync_slot(page, slot, &mut first));
+        if let Some(e) = first {
+            return Err(e);
+        }
+        f.file.sync_data()
+    }
+
+    /// `sync`'s step for one slot: writes the page it holds back if dirty (the first error
+    /// into `first`).
+    fn sync_slot(&self, page: u64, slot: &AtomicU32, first: &mut Option<io::Error>) {
         let c = &*self.cache;
         let f = &*self.state;
-        let mut first = None;
-        for (page, slot) in f.slots.iter().enumerate() {
+        {
             let mut tries = 0;
             loop {
                 // Acquire: pairs with the Release store of `fill` that installs the frame.
@@ -1002,11 +1053,11 @@ impl<C: RefCounter> CachedFileOf<C> {
                     spin(&mut tries);
                     continue;
                 };
-                if m.holds(f.id, page as u64) {
+                if m.holds(f.id, page) {
                     // Acquire: pairs with the writers' Release store of the bit. Cleared
                     // before the copy, so a write after the copy sets it again.
                     if m.dirty.swap(false, Ordering::AcqRel) {
-                        if let Err(e) = c.write_back(f, i, page as u64) {
+                        if let Err(e) = c.write_back(f, i, page) {
                             // Release: pairs with the Acquire loads of later write-backs.
                             m.dirty.store(true, Ordering::Release);
                             first.get_or_insert(e);
@@ -1023,10 +1074,6 @@ impl<C: RefCounter> CachedFileOf<C> {
                 }
             }
         }
-        if let Some(e) = first {
-            return Err(e);
-        }
-        f.file.sync_data()
     }
 
     /// Writes the file's dirty pages back and frees every frame of it that nobody references
@@ -1034,6 +1081,11 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// held by a [`PageRef`] or a concurrent read stay. Write-back errors leave that page
     /// cached and dirty; the first is returned.
     pub fn drop_cache(&self) -> io::Result<usize> {
+        self.drop_from(0)
+    }
+
+    /// `drop_cache` of the pages from `from` on.
+    fn drop_from(&self, from: u64) -> io::Result<usize> {
         let c = &*self.cache;
         let f = &*self.state;
         let mut freed = 0;
@@ -1059,10 +1111,15 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             batch.clear();
         };
-        for (k, slot) in f.slots.iter().enumerate() {
+        let base = f.slots.base();
+        for (k, slot) in base
+            .iter()
+            .enumerate()
+            .skip(from.min(base.len() as u64) as usize)
+        {
             // The frame a few pages on, asked for now: the frames of a file's pages lie
             // anywhere, so each check below would otherwise wait for its own miss.
-            if let Some(ahead) = f.slots.get(k + DROP_PREFETCH) {
+            if let Some(ahead) = base.get(k + DROP_PREFETCH) {
                 // 0 (no frame) wraps to a number past the frames: no hint.
                 c.prefetch_frame(ahead.load(Ordering::Relaxed).wrapping_sub(1));
             }
@@ -1080,6 +1137,17 @@ impl<C: RefCounter> CachedFileOf<C> {
                 run(&mut a, &mut batch, &mut retry);
             }
         }
+        // The pages past the flat array (the file grew through the cache).
+        f.slots.ext_for_each(|page, slot| {
+            // Acquire: as above.
+            let s = slot.load(Ordering::Acquire);
+            if page >= from && s != 0 && !c.frames[s as usize - 1].meta.unfilled() {
+                batch.push(s - 1);
+                if batch.len() == DROP_BATCH {
+                    run(&mut a, &mut batch, &mut retry);
+                }
+            }
+        });
         run(&mut a, &mut batch, &mut retry);
         let mut rounds = 0;
         while !retry.is_empty() && rounds < DROP_RETRIES {
@@ -1103,17 +1171,125 @@ impl<C: RefCounter> CachedFileOf<C> {
         }
     }
 
+    /// Sets the file's length, as `File::set_len` (`ftruncate`) does, through the cache.
+    ///
+    /// Growing: the new bytes read as zeros. Shrinking: the bytes past the new end are gone,
+    /// cached or written or not; a later growth reads zeros there, never the old bytes. Pages
+    /// wholly past the new end are dropped from the cache, except those held (a [`PageRef`], a
+    /// read in progress, a LODIC mapping's reference): those stay cached, zeroed, until let
+    /// go. A [`PageRef`] taken before keeps its [`PageRef::len`].
+    ///
+    /// Writes and `sync` of the file wait while the length changes; reads do not (a read
+    /// concurrent with a shrink may see the old bytes or zeros past the new end).
+    ///
+    /// Errors: `PermissionDenied` on a file opened read-only; `InvalidInput` for a length past
+    /// `i64::MAX`; the file system's error (nothing is changed then).
+    pub fn set_len(&self, size: u64) -> io::Result<()> {
+        let c = &*self.cache;
+        let f = &*self.state;
+        if !f.writable {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("pagecache: {} was opened read-only", f.path.display()),
+            ));
+        }
+        if size > MAX_LEN {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("pagecache: a length of {size} bytes is past 2^63 - 1"),
+            ));
+        }
+        let _resize = f.resize.write().unwrap_or_else(|e| e.into_inner());
+        // Relaxed: writes, the only other stores, wait on `resize`.
+        let old = f.len.load(Ordering::Relaxed);
+        if size >= old {
+            c.hook(IoKind::SetLen, f, size, 0)?;
+            f.file.set_len(size)?;
+            // Release: pairs with the Acquire loads of `len`.
+            f.len.store(size, Ordering::Release);
+            return Ok(());
+        }
+        {
+            // Under the allocator lock, no eviction writes a page back with the old length
+            // once the file is cut (sync waits on `resize`), and a fill that begins after it
+            // reads the cut file; the fills installed before are waited for below.
+            let _a = lock(&c.alloc);
+            // Release: pairs with the Acquire loads of `len` (write-back bounds its copy
+            // with it).
+            f.len.store(size, Ordering::Release);
+            let cut = c
+                .hook(IoKind::SetLen, f, size, 0)
+                .and_then(|()| f.file.set_len(size));
+            if let Err(e) = cut {
+                // Release: as above.
+                f.len.store(old, Ordering::Release);
+                return Err(e);
+            }
+        }
+        // The bytes past the end, in every cached page from the one that holds the end: zero
+        // (a full page past the end is then clean: the file reads zeros there too).
+        let first = size / PAGE_SIZE as u64;
+        let base = f.slots.base();
+        for (page, slot) in base
+            .iter()
+            .enumerate()
+            .skip(first.min(base.len() as u64) as usize)
+        {
+            self.zero_past(page as u64, slot, size);
+        }
+        f.slots.ext_for_each(|page, slot| {
+            if page >= first {
+                self.zero_past(page, slot, size);
+            }
+        });
+        // Nothing is dirty past the end, so nothing is written back here.
+        self.drop_from(size.div_ceil(PAGE_SIZE as u64))?;
+        Ok(())
+    }
+
+    /// `set_len`'s step for one slot at or past the new end `size`: zeros the bytes of the
+    /// page it holds from `size` on (under a reference; a page being filled is waited for),
+    /// and marks a page wholly past the end clean.
+    fn zero_past(&self, page: u64, slot: &AtomicU32, size: u64) {
+        let c = &*self.cache;
+        let f = &*self.state;
+        let mut tries = 0;
+        loop {
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
+            let s = slot.load(Ordering::Acquire);
+            if s == 0 {
+                return;
+            }
+            let i = s - 1;
+            let m = &c.frames[i as usize].meta;
+            if let Some(tok) = c.get(i) {
+                if m.holds(f.id, page) {
+                    let off = size.saturating_sub(page * PAGE_SIZE as u64) as usize;
+                    copy_in(c.words(i), off, &[0u8; PAGE_SIZE][off..]);
+                    if off == 0 {
+                        m.dirty.store(false, Ordering::Relaxed);
+                    }
+                    c.scheme.put(c.obj(i), tok);
+                    return;
+                }
+                c.scheme.put(c.obj(i), tok);
+            }
+            // Being filled (its bytes may predate the cut), evicted or reused: look again.
+            spin(&mut tries);
+        }
+    }
+
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end
     /// of the file (`UnexpectedEof`), a fill's error, or every frame referenced
     /// (`OutOfMemory`).
     pub fn page(&self, index: u64) -> io::Result<PageRef<'_, C>> {
         let f = &*self.state;
         let len = self.len();
-        if index >= f.slots.len() as u64 || index * PAGE_SIZE as u64 >= len {
+        if index >= len.div_ceil(PAGE_SIZE as u64) {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!(
-                    "pagecache: page {index} is past the cached part of {}",
+                    "pagecache: page {index} is past the end of {} ({len} bytes)",
                     f.path.display()
                 ),
             ));

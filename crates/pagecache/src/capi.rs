@@ -91,7 +91,7 @@ fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
 }
 
 /// The negative errno of an I/O error: its OS code, or the errno closest to its kind (errors
-/// the cache makes itself: a directory, a read-only file, a write past 2^64).
+/// the cache makes itself: a directory, a read-only file, a write or length past 2^63 - 1).
 fn io_code(e: &io::Error) -> i32 {
     if let Some(n) = e.raw_os_error() {
         if n > 0 {
@@ -356,7 +356,7 @@ pub unsafe extern "C" fn pagecache_read_at(
 /// Writes `len` bytes of `buf` at `offset` through the cache (the pages are filled first,
 /// then marked dirty; the file grows when the range ends past it): `len`, or a negative error:
 /// `PAGECACHE_EINVAL` (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`,
-/// `offset + len` above 2^64), `-EACCES` on a file opened read-only, a fill's or write's
+/// `offset + len` above 2^63 - 1), `-EACCES` on a file opened read-only, a fill's or write's
 /// `-errno`.
 ///
 /// # Safety
@@ -427,8 +427,31 @@ pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
     })
 }
 
-/// The file's length in bytes (its size at open, grown by writes through the cache), or
-/// `PAGECACHE_EINVAL` (a null handle).
+/// Sets the file's length, as `ftruncate(2)` (see `CachedFileOf::set_len`): `PAGECACHE_OK`,
+/// `PAGECACHE_EINVAL` (a null handle, a negative length), `-EACCES` on a file opened
+/// read-only, or `ftruncate`'s `-errno` (nothing changed).
+///
+/// # Safety
+/// `file` is null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 {
+    boundary(PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let Some(f) = (unsafe { file_ref(file) }) else {
+            return PAGECACHE_EINVAL;
+        };
+        let Ok(len) = u64::try_from(len) else {
+            return PAGECACHE_EINVAL;
+        };
+        match f.set_len(len) {
+            Ok(()) => PAGECACHE_OK,
+            Err(e) => io_code(&e),
+        }
+    })
+}
+
+/// The file's length in bytes (its size at open, grown by writes through the cache, set by
+/// `pagecache_set_len`), or `PAGECACHE_EINVAL` (a null handle).
 ///
 /// # Safety
 /// `file` is null or a live handle.

@@ -8,6 +8,7 @@ pub mod lodic;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod page;
+mod slots;
 mod sync;
 
 pub use cache::{CachedFileOf, PageCacheOf, PageRef};
@@ -42,9 +43,15 @@ pub enum IoKind {
     Fill,
     /// `pwrite` of a dirty page (sync, eviction, drop_cache).
     WriteBack,
-    /// A read or write that goes straight to the file: pages past the size the file had at
-    /// open, or any page while every frame is referenced.
+    /// A read or write that goes straight to the file because every frame is referenced.
     Direct,
+    /// `ftruncate` of [`CachedFileOf::set_len`] (`offset` is the new length, `len` 0).
+    SetLen,
+    /// Not an I/O: a fill's `pread` is done and its pages are not yet published (`offset` and
+    /// `len` as for its [`IoKind::Fill`]). An `Err` fails the fill as a read error would (a
+    /// checksum that does not match, say); a test may also stall here, to hold a fill
+    /// between its read and its publication.
+    Filled,
 }
 
 /// One I/O about to be issued.
@@ -60,8 +67,8 @@ pub struct IoEvent<'a> {
     pub len: usize,
 }
 
-/// Called before every I/O; an `Err` is returned as that I/O's error instead of issuing it
-/// (fault injection for tests).
+/// Called before every I/O, and after a fill's read ([`IoKind::Filled`]); an `Err` is
+/// returned as that I/O's error instead of issuing it (fault injection for tests).
 pub type FaultHook = Arc<dyn Fn(&IoEvent<'_>) -> io::Result<()> + Send + Sync>;
 
 /// What a cache is made with.
@@ -143,6 +150,7 @@ trait DynFile: Send + Sync {
     fn sync(&self) -> io::Result<()>;
     fn drop_cache(&self) -> io::Result<usize>;
     fn len(&self) -> u64;
+    fn set_len(&self, size: u64) -> io::Result<()>;
 }
 
 impl<C: RefCounter> DynCache for PageCacheOf<C> {
@@ -172,6 +180,9 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     }
     fn len(&self) -> u64 {
         CachedFileOf::len(self)
+    }
+    fn set_len(&self, size: u64) -> io::Result<()> {
+        CachedFileOf::set_len(self, size)
     }
 }
 
@@ -256,6 +267,10 @@ impl CachedFile {
     /// See [`CachedFileOf::len`].
     pub fn len(&self) -> u64 {
         self.inner.len()
+    }
+    /// See [`CachedFileOf::set_len`].
+    pub fn set_len(&self, size: u64) -> io::Result<()> {
+        self.inner.set_len(size)
     }
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {

@@ -386,7 +386,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// (`InvalidInput`): no pages, or a range past the pages the file had when it was opened.
     pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
         let (c, f) = self.parts();
-        let have = f.slots.len() as u64;
+        let have = f.slots.base().len() as u64;
         if pages == 0 {
             return Err(invalid("pagecache: a mapping of no pages".into()));
         }
@@ -444,7 +444,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// page not cached). A snapshot: exact when no thread is taking or dropping references.
     pub fn page_count(&self, index: u64) -> i64 {
         let (c, f) = self.parts();
-        let Some(slot) = f.slots.get(index as usize) else {
+        let Some(slot) = f.slots.get(index) else {
             return 0;
         };
         // Acquire: pairs with the Release store of `fill` that installs the frame.

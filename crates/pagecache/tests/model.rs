@@ -18,8 +18,8 @@ fn random_writes(scheme: &str) {
     for step in 0..600 {
         match rng.below(10) {
             0..=3 => {
-                // Some writes grow the file past its size at open (those pages go straight
-                // to the file).
+                // Some writes grow the file past its size at open (those pages are cached in
+                // the slots' tree).
                 let off = rng.below(model.len() as u64 + 3000) as usize;
                 let n = rng.below(7000) as usize + 1;
                 let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();

@@ -245,6 +245,18 @@ static void errors_with(pagecache_t *c, pagecache_file_t *f) {
     CHECK_EQ(pagecache_sync(NULL), PAGECACHE_EINVAL);
     CHECK_EQ(pagecache_drop_cache(NULL), PAGECACHE_EINVAL);
     CHECK_EQ(pagecache_len(NULL), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_set_len(NULL, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_set_len(f, -1), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_len(f), FILE_LEN);
+    /* Grown by 5000 bytes (they read as zeros), then cut back: the same file. */
+    CHECK_EQ(pagecache_set_len(f, FILE_LEN + 5000), PAGECACHE_OK);
+    CHECK_EQ(pagecache_len(f), FILE_LEN + 5000);
+    memset(b, 0xff, sizeof b);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, FILE_LEN + 100), (ssize_t)sizeof b);
+    for (size_t k = 0; k < sizeof b; k++) CHECK_EQ(b[k], 0);
+    CHECK_EQ(pagecache_set_len(f, FILE_LEN), PAGECACHE_OK);
+    CHECK_EQ(pagecache_len(f), FILE_LEN);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, FILE_LEN + 100), 0);
     CHECK_EQ(pagecache_stats(NULL, &st), PAGECACHE_EINVAL);
     CHECK_EQ(pagecache_stats(c, NULL), PAGECACHE_EINVAL);
     CHECK(pagecache_scheme(NULL) == NULL);

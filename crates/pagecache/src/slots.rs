@@ -1,0 +1,228 @@
+//! A file's page table: page index -> frame + 1 (0: not cached).
+//!
+//! The pages the file had when it was opened are a flat array, allocated at open: a lookup is
+//! one bounds check and one load, as before any growth. Pages past them (the file grew through
+//! the cache, or was extended with `set_len`) live in a sparse radix tree of 64-slot leaves,
+//! allocated as pages are first filled, like the kernel's xarray: a write at 1 TiB into an
+//! empty file allocates one path of nodes, not a terabyte's worth of slots.
+//!
+//! The tree is a row of trees of growing height: tree `k` has `k` levels of 64-way inner nodes
+//! above its leaves and covers the next `64^(k+1)` pages, so that no root ever has to be
+//! replaced (nine trees cover the 2^52 pages of a 2^64-byte file). Every node is a `OnceLock`:
+//! created once, never moved or freed while the file is open, so a slot found through it is a
+//! plain reference for as long as the file's state lives, with no unsafe code. Lookups that
+//! find no node see a page not cached.
+
+use crate::sync::AtomicU32;
+use std::sync::OnceLock;
+
+/// Bits of the page index per level.
+const FAN_BITS: u32 = 6;
+/// Children per inner node, slots per leaf.
+const FAN: usize = 1 << FAN_BITS;
+/// Trees past the flat array: tree `k` spans `64^(k+1)` pages; nine span more than 2^52.
+const TREES: usize = 9;
+
+struct Leaf([AtomicU32; FAN]);
+
+struct InnerNode([OnceLock<Node>; FAN]);
+
+enum Node {
+    Leaf(Box<Leaf>),
+    Inner(Box<InnerNode>),
+}
+
+impl Node {
+    /// A node `levels` levels above the leaves (0: a leaf).
+    fn new(levels: u32) -> Node {
+        if levels == 0 {
+            Node::Leaf(Box::new(Leaf(std::array::from_fn(|_| AtomicU32::new(0)))))
+        } else {
+            Node::Inner(Box::new(InnerNode(std::array::from_fn(|_| {
+                OnceLock::new()
+            }))))
+        }
+    }
+}
+
+/// A file's slots (see the module documentation).
+pub(crate) struct Slots {
+    base: Box<[AtomicU32]>,
+    trees: [OnceLock<Node>; TREES],
+}
+
+/// Tree and index within it of extension page `x` (pages counted from the end of the flat
+/// array).
+#[inline]
+fn locate(mut x: u64) -> Option<(usize, u64)> {
+    for k in 0..TREES {
+        let span = 1u64 << (FAN_BITS * (k as u32 + 1));
+        if x < span {
+            return Some((k, x));
+        }
+        x -= span;
+    }
+    None
+}
+
+/// The first extension page of tree `k`.
+fn tree_start(k: usize) -> u64 {
+    (0..k).map(|j| 1u64 << (FAN_BITS * (j as u32 + 1))).sum()
+}
+
+impl Slots {
+    /// `pages` slots in the flat array, all empty.
+    pub(crate) fn new(pages: usize) -> Slots {
+        Slots {
+            base: (0..pages).map(|_| AtomicU32::new(0)).collect(),
+            trees: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    /// Pages of the flat array (the file's pages at open).
+    #[inline(always)]
+    pub(crate) fn base(&self) -> &[AtomicU32] {
+        &self.base
+    }
+
+    /// The slot of `page`, if it has one (every page of the flat array has; a page past it
+    /// has one once it was filled, or read ahead, or a neighbour within its leaf was).
+    #[inline(always)]
+    pub(crate) fn get(&self, page: u64) -> Option<&AtomicU32> {
+        match usize::try_from(page).ok().and_then(|p| self.base.get(p)) {
+            Some(s) => Some(s),
+            None => self.ext_get(page),
+        }
+    }
+
+    #[inline(never)]
+    fn ext_get(&self, page: u64) -> Option<&AtomicU32> {
+        let (k, r) = locate(page.checked_sub(self.base.len() as u64)?)?;
+        let mut node = self.trees[k].get()?;
+        let mut shift = FAN_BITS * k as u32;
+        loop {
+            match node {
+                Node::Leaf(l) => return Some(&l.0[(r as usize) & (FAN - 1)]),
+                Node::Inner(n) => {
+                    node = n.0[((r >> shift) as usize) & (FAN - 1)].get()?;
+                    shift -= FAN_BITS;
+                }
+            }
+        }
+    }
+
+    /// The slot of `page`, creating the nodes on its path. `None` only for a page past
+    /// 2^52 + the flat array (past any file's end).
+    pub(crate) fn get_or_alloc(&self, page: u64) -> Option<&AtomicU32> {
+        if let Some(s) = usize::try_from(page).ok().and_then(|p| self.base.get(p)) {
+            return Some(s);
+        }
+        let (k, r) = locate(page.checked_sub(self.base.len() as u64)?)?;
+        let mut levels = k as u32;
+        let mut node = self.trees[k].get_or_init(|| Node::new(levels));
+        loop {
+            match node {
+                Node::Leaf(l) => return Some(&l.0[(r as usize) & (FAN - 1)]),
+                Node::Inner(n) => {
+                    let shift = FAN_BITS * levels;
+                    levels -= 1;
+                    node =
+                        n.0[((r >> shift) as usize) & (FAN - 1)].get_or_init(|| Node::new(levels));
+                }
+            }
+        }
+    }
+
+    /// Every slot past the flat array that exists, in page order, with its page.
+    pub(crate) fn ext_for_each(&self, mut f: impl FnMut(u64, &AtomicU32)) {
+        let base = self.base.len() as u64;
+        for (k, t) in self.trees.iter().enumerate() {
+            if let Some(n) = t.get() {
+                walk(n, base + tree_start(k), k as u32, &mut f);
+            }
+        }
+    }
+}
+
+/// The slots under `n` (`levels` above the leaves), whose first page is `first`.
+fn walk(n: &Node, first: u64, levels: u32, f: &mut impl FnMut(u64, &AtomicU32)) {
+    match n {
+        Node::Leaf(l) => {
+            for (j, s) in l.0.iter().enumerate() {
+                f(first + j as u64, s);
+            }
+        }
+        Node::Inner(inner) => {
+            let span = 1u64 << (FAN_BITS * levels);
+            for (j, c) in inner.0.iter().enumerate() {
+                if let Some(c) = c.get() {
+                    walk(c, first + j as u64 * span, levels - 1, f);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn trees_tile_the_pages_past_the_array() {
+        assert_eq!(locate(0), Some((0, 0)));
+        assert_eq!(locate(63), Some((0, 63)));
+        assert_eq!(locate(64), Some((1, 0)));
+        assert_eq!(locate(64 + 4095), Some((1, 4095)));
+        assert_eq!(locate(64 + 4096), Some((2, 0)));
+        for k in 0..TREES {
+            assert_eq!(locate(tree_start(k)), Some((k, 0)));
+        }
+        // Every page of a 2^64-byte file has a place.
+        assert!(locate(1 << 52).is_some());
+    }
+
+    /// Slots set through `get_or_alloc` at pages spread over every tree read back through
+    /// `get` and `ext_for_each` (in order, each once); others are absent or empty.
+    #[test]
+    fn sparse_pages_against_a_map() {
+        let s = Slots::new(10);
+        let mut model = BTreeMap::new();
+        let mut x = 1u64;
+        let mut pages = vec![0, 9, 10, 11, 73, 74, 10 + 64 + 4096, 1 << 40, (1 << 52) - 1];
+        for _ in 0..500 {
+            // xorshift: pages at every scale
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            pages.push((x >> (x % 50)) % (1 << 52));
+        }
+        for (v, &p) in pages.iter().enumerate() {
+            let v = v as u32 + 1;
+            s.get_or_alloc(p).expect("slot").store(v, Ordering::Relaxed);
+            model.insert(p, v);
+        }
+        for (&p, &v) in &model {
+            assert_eq!(
+                s.get(p).map(|a| a.load(Ordering::Relaxed)),
+                Some(v),
+                "page {p}"
+            );
+        }
+        let mut seen = Vec::new();
+        s.ext_for_each(|p, a| {
+            let v = a.load(Ordering::Relaxed);
+            if v != 0 {
+                seen.push((p, v));
+            }
+        });
+        let want: Vec<(u64, u32)> = model.range(10..).map(|(&p, &v)| (p, v)).collect();
+        assert_eq!(seen, want);
+        // A page whose leaf was never made has no slot; one sharing a leaf has an empty one.
+        assert!(s.get(10 + 64 + 4096 + 64 * 64 * 5).is_none());
+        assert_eq!(s.get(12).map(|a| a.load(Ordering::Relaxed)), Some(0));
+        assert!(s.get(u64::MAX).is_none());
+        assert!(s.get_or_alloc(u64::MAX).is_none());
+    }
+}
