@@ -973,7 +973,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 io::Error::new(
                     io::ErrorKind::InvalidInput,
                     format!(
-                        "pagecache: a write of {} bytes at {offset} ends past 2^63",
+                        "pagecache: a write of {} bytes at {offset} ends past 2^63 - 1",
                         buf.len()
                     ),
                 )
@@ -1038,40 +1038,38 @@ impl<C: RefCounter> CachedFileOf<C> {
     fn sync_slot(&self, page: u64, slot: &AtomicU32, first: &mut Option<io::Error>) {
         let c = &*self.cache;
         let f = &*self.state;
-        {
-            let mut tries = 0;
-            loop {
-                // Acquire: pairs with the Release store of `fill` that installs the frame.
-                let s = slot.load(Ordering::Acquire);
-                if s == 0 {
-                    break;
-                }
-                let i = s - 1;
-                let m = &c.frames[i as usize].meta;
-                let Some(tok) = c.get(i) else {
-                    // Being evicted (written back before the slot is cleared) or filled: wait.
-                    spin(&mut tries);
-                    continue;
-                };
-                if m.holds(f.id, page) {
-                    // Acquire: pairs with the writers' Release store of the bit. Cleared
-                    // before the copy, so a write after the copy sets it again.
-                    if m.dirty.swap(false, Ordering::AcqRel) {
-                        if let Err(e) = c.write_back(f, i, page) {
-                            // Release: pairs with the Acquire loads of later write-backs.
-                            m.dirty.store(true, Ordering::Release);
-                            first.get_or_insert(e);
-                        }
+        let mut tries = 0;
+        loop {
+            // Acquire: pairs with the Release store of `fill` that installs the frame.
+            let s = slot.load(Ordering::Acquire);
+            if s == 0 {
+                break;
+            }
+            let i = s - 1;
+            let m = &c.frames[i as usize].meta;
+            let Some(tok) = c.get(i) else {
+                // Being evicted (written back before the slot is cleared) or filled: wait.
+                spin(&mut tries);
+                continue;
+            };
+            if m.holds(f.id, page) {
+                // Acquire: pairs with the writers' Release store of the bit. Cleared
+                // before the copy, so a write after the copy sets it again.
+                if m.dirty.swap(false, Ordering::AcqRel) {
+                    if let Err(e) = c.write_back(f, i, page) {
+                        // Release: pairs with the Acquire loads of later write-backs.
+                        m.dirty.store(true, Ordering::Release);
+                        first.get_or_insert(e);
                     }
-                    c.scheme.put(c.obj(i), tok);
-                    break;
                 }
                 c.scheme.put(c.obj(i), tok);
-                // Acquire: as the slot load above.
-                if m.unfilled() && slot.load(Ordering::Acquire) == s {
-                    spin(&mut tries);
-                    continue; // being filled: a fresh page is clean, but wait for its key
-                }
+                break;
+            }
+            c.scheme.put(c.obj(i), tok);
+            // Acquire: as the slot load above.
+            if m.unfilled() && slot.load(Ordering::Acquire) == s {
+                spin(&mut tries);
+                continue; // being filled: a fresh page is clean, but wait for its key
             }
         }
     }

@@ -521,9 +521,10 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     }
 
     /// Copies `buf.len()` bytes at `offset` (from the start of the mapping) into `buf`, like a
-    /// load from mapped memory: bytes of the last page past the end of the file read as they
-    /// are cached (zeros unless written). Errors: a range outside the mapping
-    /// (`InvalidInput`), a fill's error.
+    /// load from mapped memory: bytes past the end of the file (in its last page, or in pages
+    /// a [`CachedFileOf::set_len`] cut off) read as they are cached (zeros unless written; a
+    /// mapping outlives cuts, where the kernel would raise `SIGBUS`). Errors: a range outside
+    /// the mapping (`InvalidInput`), a fill's error.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.check(offset, buf.len())?;
         let mut done = 0;
