@@ -998,8 +998,13 @@ impl<C: RefCounter> CachedFileOf<C> {
                 // After the bytes, so a reader that sees the new length sees them (as the
                 // kernel updates i_size after the copy); before the dirty bit, so a
                 // write-back that sees the bit covers them.
-                // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
-                f.len.fetch_max(at + k as u64, Ordering::AcqRel);
+                // Only when the write ends past the length: an overwrite writes no shared word
+                // but the page's (the length only grows while `resize` is held shared).
+                // Relaxed: a stale smaller value only takes the `fetch_max`.
+                if f.len.load(Ordering::Relaxed) < at + k as u64 {
+                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                    f.len.fetch_max(at + k as u64, Ordering::AcqRel);
+                }
                 // Release: pairs with the Acquire loads/swaps of write-back (sync, eviction):
                 // the bytes and the length are visible before the bit.
                 c.frames[i as usize]
