@@ -1,0 +1,118 @@
+//! Micro-benchmarks of the page cache's single-thread paths, each beside what a user would call
+//! instead on the same file (`pread(2)`/`pwrite(2)` through `std::os::unix::fs::FileExt`):
+//! a 64-byte read of a cached page (counting with `paygo` and `atomic`, and optimistic), a
+//! 64-byte overwrite, a 64-byte append (the file grows through the cache; cut back every
+//! 4,096), and a `set_len` that cuts one page off and grows it back.
+//!
+//! The paper's experiments (threads, files, the schemes side by side) are refbench's
+//! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
+//! one call at a time: `cargo bench -p pagecache`.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use pagecache::{Config, Mode, PageCacheOf, PAGE_SIZE};
+use refcount::RefCounter;
+use std::os::unix::fs::FileExt;
+
+const PAGES: u64 = 64;
+const P: u64 = PAGE_SIZE as u64;
+
+fn file(dir: &tempfile::TempDir, name: &str) -> std::path::PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, vec![7u8; (PAGES * P) as usize]).expect("bench file");
+    p
+}
+
+fn reads<C: RefCounter>(c: &mut Criterion, dir: &tempfile::TempDir, scheme: C, mode: Mode) {
+    let name = format!(
+        "read 64 B, cached, {}{}",
+        C::NAME,
+        if mode == Mode::Optimistic {
+            ", optimistic"
+        } else {
+            ""
+        }
+    );
+    let mut cfg = Config::new(2 * PAGES as usize, C::NAME);
+    cfg.mode = mode;
+    let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("cache");
+    let f = cache
+        .open(file(dir, &name.replace([' ', ','], "_")))
+        .expect("open");
+    let mut b = [0u8; 64];
+    for p in 0..PAGES {
+        f.read_at(&mut b, p * P).expect("warm");
+    }
+    let mut k = 0u64;
+    c.bench_function(&name, |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            f.read_at(black_box(&mut b), k * P + 128).expect("read")
+        })
+    });
+}
+
+fn benches(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file(&dir, "plain"))
+        .expect("open");
+    let mut b = [0u8; 64];
+    let mut k = 0u64;
+    c.bench_function("read 64 B, pread(2)", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            plain
+                .read_at(black_box(&mut b), k * P + 128)
+                .expect("pread")
+        })
+    });
+    reads(c, &dir, paygo::Domain::new(), Mode::Counting);
+    reads(c, &dir, refcount::atomic::Atomic, Mode::Counting);
+    reads(c, &dir, paygo::Domain::new(), Mode::Optimistic);
+
+    let cfg = Config::new(2 * PAGES as usize, "paygo");
+    let cache = PageCacheOf::with_scheme(paygo::Domain::new(), &cfg).expect("cache");
+    let f = cache.open(file(&dir, "w")).expect("open");
+    for p in 0..PAGES {
+        f.read_at(&mut b, p * P).expect("warm");
+    }
+    let data = [3u8; 64];
+    c.bench_function("overwrite 64 B, pwrite(2)", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            plain
+                .write_at(black_box(&data), k * P + 128)
+                .expect("pwrite")
+        })
+    });
+    c.bench_function("overwrite 64 B, cached, paygo", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            f.write_at(black_box(&data), k * P + 128).expect("write")
+        })
+    });
+    let base = PAGES * P;
+    let mut n = 0u64;
+    c.bench_function("append 64 B, cached, paygo (cut back every 4,096)", |bn| {
+        bn.iter(|| {
+            if n == 4096 {
+                f.set_len(base).expect("cut back");
+                n = 0;
+            }
+            f.write_at(black_box(&data), base + n * 64).expect("append");
+            n += 1;
+        })
+    });
+    f.set_len(base).expect("cut back");
+    c.bench_function("set_len: cut one page, grow it back, paygo", |bn| {
+        bn.iter(|| {
+            f.set_len(base - P).expect("cut");
+            f.set_len(base).expect("grow");
+        })
+    });
+}
+
+criterion_group!(g, benches);
+criterion_main!(g);
