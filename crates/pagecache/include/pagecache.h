@@ -32,9 +32,10 @@
  * inside the library is caught at the boundary and returned as PAGECACHE_EINTERNAL.
  *
  * Threads: handles are thread-safe. One pagecache_t and one pagecache_file_t may be used from
- * many threads at once (reads, writes, sync, drop_cache, len, open, stats); reads and writes
- * of overlapping ranges racing each other see, byte by byte, the old or the new bytes, as
- * pread racing pwrite may.
+ * many threads at once (reads, writes, sync, drop_cache, len, set_len, open, stats); reads and
+ * writes of overlapping ranges racing each other see, byte by byte, the old or the new bytes,
+ * as pread racing pwrite may (and a read racing a pagecache_set_len that cuts, the old bytes
+ * or zeros).
  *
  * Lifetimes (the unsafe contract: breaking it is undefined behaviour, as with free(3) and
  * close(2)):
