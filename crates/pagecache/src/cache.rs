@@ -1042,40 +1042,44 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// into `first`).
     fn sync_slot(&self, page: u64, slot: &AtomicU32, first: &mut Option<io::Error>) {
         let c = &*self.cache;
-        let f = &*self.state;
+        self.with_cached(page, slot, |i, m| {
+            // Acquire: pairs with the writers' Release store of the bit. Cleared before the
+            // copy, so a write after the copy sets it again.
+            if m.dirty.swap(false, Ordering::AcqRel) {
+                if let Err(e) = c.write_back(&self.state, i, page) {
+                    // Release: pairs with the Acquire loads of later write-backs.
+                    m.dirty.store(true, Ordering::Release);
+                    first.get_or_insert(e);
+                }
+            }
+        });
+    }
+
+    /// Runs `f` on the frame that holds `page` (whose slot is `slot`), filled, under a
+    /// reference; waits while the page is being filled (a fresh page's bytes are not final)
+    /// or its frame evicted. Nothing if the page is not cached.
+    fn with_cached(&self, page: u64, slot: &AtomicU32, f: impl FnOnce(u32, &FrameMeta)) {
+        let c = &*self.cache;
         let mut tries = 0;
         loop {
             // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);
             if s == 0 {
-                break;
+                return;
             }
             let i = s - 1;
             let m = &c.frames[i as usize].meta;
-            let Some(tok) = c.get(i) else {
-                // Being evicted (written back before the slot is cleared) or filled: wait.
-                spin(&mut tries);
-                continue;
-            };
-            if m.holds(f.id, page) {
-                // Acquire: pairs with the writers' Release store of the bit. Cleared
-                // before the copy, so a write after the copy sets it again.
-                if m.dirty.swap(false, Ordering::AcqRel) {
-                    if let Err(e) = c.write_back(f, i, page) {
-                        // Release: pairs with the Acquire loads of later write-backs.
-                        m.dirty.store(true, Ordering::Release);
-                        first.get_or_insert(e);
-                    }
+            if let Some(tok) = c.get(i) {
+                if m.holds(self.state.id, page) {
+                    f(i, m);
+                    c.scheme.put(c.obj(i), tok);
+                    return;
                 }
                 c.scheme.put(c.obj(i), tok);
-                break;
             }
-            c.scheme.put(c.obj(i), tok);
-            // Acquire: as the slot load above.
-            if m.unfilled() && slot.load(Ordering::Acquire) == s {
-                spin(&mut tries);
-                continue; // being filled: a fresh page is clean, but wait for its key
-            }
+            // Being filled, evicted (written back before its slot is cleared) or reused (the
+            // slot then changes): look again.
+            spin(&mut tries);
         }
     }
 
@@ -1251,35 +1255,17 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// `set_len`'s step for one slot at or past the new end `size`: zeros the bytes of the
-    /// page it holds from `size` on (under a reference; a page being filled is waited for),
-    /// and marks a page wholly past the end clean.
+    /// page it holds from `size` on (a page being filled is waited for: its bytes may predate
+    /// the cut), and marks a page wholly past the end clean.
     fn zero_past(&self, page: u64, slot: &AtomicU32, size: u64) {
         let c = &*self.cache;
-        let f = &*self.state;
-        let mut tries = 0;
-        loop {
-            // Acquire: pairs with the Release store of `fill` that installs the frame.
-            let s = slot.load(Ordering::Acquire);
-            if s == 0 {
-                return;
+        self.with_cached(page, slot, |i, m| {
+            let off = size.saturating_sub(page * PAGE_SIZE as u64) as usize;
+            copy_in(c.words(i), off, &[0u8; PAGE_SIZE][off..]);
+            if off == 0 {
+                m.dirty.store(false, Ordering::Relaxed);
             }
-            let i = s - 1;
-            let m = &c.frames[i as usize].meta;
-            if let Some(tok) = c.get(i) {
-                if m.holds(f.id, page) {
-                    let off = size.saturating_sub(page * PAGE_SIZE as u64) as usize;
-                    copy_in(c.words(i), off, &[0u8; PAGE_SIZE][off..]);
-                    if off == 0 {
-                        m.dirty.store(false, Ordering::Relaxed);
-                    }
-                    c.scheme.put(c.obj(i), tok);
-                    return;
-                }
-                c.scheme.put(c.obj(i), tok);
-            }
-            // Being filled (its bytes may predate the cut), evicted or reused: look again.
-            spin(&mut tries);
-        }
+        });
     }
 
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end

@@ -38,6 +38,7 @@ pub enum Mode {
 
 /// What an I/O of the cache is for (see [`FaultHook`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IoKind {
     /// `pread` of a page on a miss, with the pages read ahead after it (`len` covers them).
     Fill,
@@ -54,7 +55,7 @@ pub enum IoKind {
     Filled,
 }
 
-/// One I/O about to be issued.
+/// One I/O about to be issued (or, for [`IoKind::Filled`], one just done).
 #[derive(Debug)]
 pub struct IoEvent<'a> {
     /// What for.

@@ -446,6 +446,26 @@ fn cuts_under_concurrent_reads_and_drops() {
     }
 }
 
+/// `cfg` with a fault hook that, once `stall` is set, holds the first event of `kind` at
+/// `offset` for 300 ms (setting `hit` first) and clears `stall`. Returns (config, stall, hit).
+fn stall_at(
+    mut cfg: Config,
+    kind: IoKind,
+    offset: u64,
+) -> (Config, Arc<AtomicBool>, Arc<AtomicBool>) {
+    let stall = Arc::new(AtomicBool::new(false));
+    let hit = Arc::new(AtomicBool::new(false));
+    let (s2, h2) = (stall.clone(), hit.clone());
+    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+        if ev.kind == kind && ev.offset == offset && s2.swap(false, Ordering::SeqCst) {
+            h2.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        Ok(())
+    }));
+    (cfg, stall, hit)
+}
+
 /// A fill that read a page before a cut and publishes it after: `set_len` waits for it and
 /// zeros the bytes past the cut, so a growth after reads zeros, not the bytes the fill read.
 /// The fill is held between its read and its publication by the fault hook.
@@ -453,17 +473,7 @@ fn cuts_under_concurrent_reads_and_drops() {
 fn a_fill_in_flight_across_a_cut_does_not_bring_old_bytes_back() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = pattern_file(&dir, "f", 4 * P);
-    let stall = Arc::new(AtomicBool::new(false));
-    let read = Arc::new(AtomicBool::new(false));
-    let (s2, r2) = (stall.clone(), read.clone());
-    let mut cfg = Config::new(16, "paygo");
-    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
-        if ev.kind == IoKind::Filled && ev.offset == 3 * P && s2.swap(false, Ordering::SeqCst) {
-            r2.store(true, Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(300));
-        }
-        Ok(())
-    }));
+    let (cfg, stall, read) = stall_at(Config::new(16, "paygo"), IoKind::Filled, 3 * P);
     let cache = PageCache::new(cfg).expect("cache");
     let file = cache.open(&path).expect("open");
     std::thread::scope(|s| {
@@ -495,17 +505,8 @@ fn a_fill_in_flight_across_a_cut_does_not_bring_old_bytes_back() {
 fn write_back_in_flight_across_a_cut(by_eviction: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = pattern_file(&dir, "w", 4 * P);
-    let stall = Arc::new(AtomicBool::new(false));
-    let held = Arc::new(AtomicBool::new(false));
-    let (s2, h2) = (stall.clone(), held.clone());
-    let mut cfg = Config::new(if by_eviction { 1 } else { 16 }, "atomic");
-    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
-        if ev.kind == IoKind::WriteBack && ev.offset == 3 * P && s2.swap(false, Ordering::SeqCst) {
-            h2.store(true, Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(300));
-        }
-        Ok(())
-    }));
+    let cfg = Config::new(if by_eviction { 1 } else { 16 }, "atomic");
+    let (cfg, stall, held) = stall_at(cfg, IoKind::WriteBack, 3 * P);
     let cache = PageCache::new(cfg).expect("cache");
     let file = cache.open(&path).expect("open");
     file.write_at(&[0xEE; 4096], 3 * P).expect("write page 3");
