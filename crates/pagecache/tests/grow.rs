@@ -14,6 +14,17 @@ use std::sync::Arc;
 
 const P: u64 = PAGE_SIZE as u64;
 
+/// Sets the flag when dropped: at the end of the thread that drives a test, or when that
+/// thread (or a reader holding one) panics, so that the other threads stop and the test fails
+/// instead of waiting for them.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Random writes (many past the end, some far past it), cuts and growths with `set_len`,
 /// reads, syncs and drops on a file of 3 pages and a bit, in a cache of `limit` frames; after
 /// each step the length, and after some the whole file through the cache and on disk (synced),
@@ -236,6 +247,7 @@ fn appends_read_back_by_migrating_threads() {
             for t in 0..4u64 {
                 let (file, done, checked) = (&file, &done, &checked);
                 s.spawn(move || {
+                    let _stop = SetOnDrop(done);
                     let mut rng = Rng::new(t + 1);
                     let mut b = [0u8; 700];
                     let mut k = 0u64;
@@ -269,20 +281,21 @@ fn appends_read_back_by_migrating_threads() {
                     }
                 });
             }
+            let _stop = SetOnDrop(&done);
             let mut at = 0u64;
-            while at < END {
+            while at < END && !done.load(Ordering::Relaxed) {
                 let rec: Vec<u8> = (at..at + REC).map(pat).collect();
                 file.write_at(&rec, at).expect("append");
                 at += REC;
                 if (at / REC).is_multiple_of(256) {
                     // Let the readers read meanwhile, however the threads are scheduled.
                     let c0 = checked.load(Ordering::Relaxed);
-                    while checked.load(Ordering::Relaxed) < c0 + 4 {
+                    while checked.load(Ordering::Relaxed) < c0 + 4 && !done.load(Ordering::Relaxed)
+                    {
                         std::thread::yield_now();
                     }
                 }
             }
-            done.store(true, Ordering::Relaxed);
         });
         assert!(checked.load(Ordering::Relaxed) > 0);
         drop(file);
@@ -370,6 +383,7 @@ fn cuts_under_concurrent_reads_and_drops() {
             for t in 0..3u64 {
                 let (file, done) = (&file, &done);
                 s.spawn(move || {
+                    let _stop = SetOnDrop(done);
                     let mut rng = Rng::new(t + 7);
                     let mut b = [0u8; 300];
                     let mut k = 0u64;
@@ -408,9 +422,13 @@ fn cuts_under_concurrent_reads_and_drops() {
                     std::thread::yield_now();
                 }
             });
+            let _stop = SetOnDrop(done);
             let garbage = vec![0xEEu8; X as usize];
             let mut b = vec![0u8; X as usize];
             for round in 0..300 {
+                if done.load(Ordering::Relaxed) {
+                    break; // a reader failed
+                }
                 file.write_at(&garbage, A).expect("write the region");
                 file.set_len(A + CUT).expect("cut");
                 file.set_len(A + X).expect("grow");
@@ -427,7 +445,6 @@ fn cuts_under_concurrent_reads_and_drops() {
                     );
                 }
             }
-            done.store(true, Ordering::Relaxed);
         });
         drop(file);
         let disk = std::fs::read(&path).expect("disk");
