@@ -127,6 +127,14 @@ pub(crate) struct FileState {
 }
 
 impl FileState {
+    /// The error of a write or a length change to a file opened read-only.
+    fn read_only(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("pagecache: {} was opened read-only", self.path.display()),
+        )
+    }
+
     /// The slot of a page that has (or had, under the allocator lock) a frame.
     fn slot(&self, page: u64) -> &AtomicU32 {
         self.slots
@@ -961,10 +969,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let f = &*self.state;
         let c = &*self.cache;
         if !f.writable {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!("pagecache: {} was opened read-only", f.path.display()),
-            ));
+            return Err(f.read_only());
         }
         let end = offset
             .checked_add(buf.len() as u64)
@@ -1195,10 +1200,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let c = &*self.cache;
         let f = &*self.state;
         if !f.writable {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!("pagecache: {} was opened read-only", f.path.display()),
-            ));
+            return Err(f.read_only());
         }
         if size > MAX_LEN {
             return Err(io::Error::new(
