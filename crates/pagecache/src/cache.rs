@@ -19,9 +19,12 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 /// Frames a CLOCK sweep hands to one `try_reclaim_many`.
 const RECLAIM_BATCH: usize = 32;
 
-/// Frames `drop_cache` hands to one `try_reclaim_many` (large: a scheme whose reclaim needs a
-/// global fence, PAYGO's membarrier, pays it once per batch).
-const DROP_BATCH: usize = 4096;
+/// Frames `drop_cache` hands to one `try_reclaim_many` (256 MiB of pages). Large, because a
+/// scheme's batch may cost the same however many objects it holds: PAYGO pays one global fence
+/// (membarrier) per batch, and its READ-ALL sweep reads each CPU's table once per batch, a
+/// whole table as soon as the batch's objects spread over it (4096 slots of 64 bytes per CPU
+/// by default: 16 cache lines per page on 16 CPUs with 4096 pages a batch, one with 65,536).
+const DROP_BATCH: usize = 65_536;
 
 /// How many pages ahead `drop_cache` asks for a frame's line.
 const DROP_PREFETCH: usize = 64;
@@ -1103,7 +1106,8 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut freed = 0;
         let mut first = None;
         let mut retry: Vec<u32> = Vec::new();
-        let mut batch: Vec<u32> = Vec::with_capacity(DROP_BATCH);
+        // Grown as pages are found: most files hold far fewer pages than a batch.
+        let mut batch: Vec<u32> = Vec::new();
         let mut a = lock(&c.alloc);
         let mut run = |a: &mut Alloc, batch: &mut Vec<u32>, retry: &mut Vec<u32>| {
             let done = c.evict(a, batch, Some(&self.state));

@@ -104,6 +104,10 @@ enum Cmd {
         /// shorter on a machine lent for a limited time.
         #[arg(long)]
         duration_ms: Option<u64>,
+        /// Pin worker t to CPU t % online CPUs in every experiment (as `run --pin`): the
+        /// scaling figures of a many-core machine, where an unpinned thread may share a CPU.
+        #[arg(long)]
+        pin: bool,
         /// The folder for the results, the plots and REPORT.md.
         #[arg(long)]
         out: PathBuf,
@@ -150,6 +154,7 @@ fn main() -> ExitCode {
             threads,
             only,
             duration_ms,
+            pin,
             out,
         } => {
             if duration_ms == Some(0) {
@@ -189,6 +194,7 @@ fn main() -> ExitCode {
                     threads,
                     only,
                     duration: duration_ms.map(Duration::from_millis),
+                    pin,
                 },
                 &out,
             ) {

@@ -208,6 +208,8 @@ pub struct Plan {
     pub only: Vec<String>,
     /// Measured time of one repetition, instead of the depth's.
     pub duration: Option<Duration>,
+    /// Pin worker `t` to CPU `t % online` in every experiment that pins (as `run --pin`).
+    pub pin: bool,
 }
 
 /// Runs every experiment of `plan` (`section-vs-lock` with `single-object`) into `dir` and
@@ -224,6 +226,7 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
             if let Some(d) = plan.duration {
                 p.duration = d;
             }
+            p.pin = plan.pin;
             (e.name, p)
         })
         .collect();
