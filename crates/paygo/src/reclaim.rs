@@ -33,26 +33,6 @@ impl core::fmt::Display for ReclaimError {
 
 impl std::error::Error for ReclaimError {}
 
-/// How many objects ahead a pass over a batch asks for a header's line: a batch may hold more
-/// headers than the caches, and each pass would otherwise wait for each header's miss in turn.
-const PREFETCH_AHEAD: usize = 8;
-
-/// Asks for the line of `w` (a hint: it reads nothing the program sees).
-#[inline(always)]
-fn prefetch(w: &crate::sync::AtomicU64) {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    // SAFETY: `prefetcht0` only hints at an address (here a live word's); it cannot fault and
-    // changes nothing the program sees. SSE is part of x86_64's baseline.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(
-            (w as *const crate::sync::AtomicU64).cast::<i8>(),
-            core::arch::x86_64::_MM_HINT_T0,
-        )
-    };
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = w;
-}
-
 /// The error for a header whose state is `state` (not LIVE).
 /// Fewest flagged objects a batch decides with one sweep of the tables (fewer are scanned one
 /// by one). loom's models take the sweep with a single object.
@@ -288,41 +268,34 @@ impl Domain {
             out.len(),
             "try_reclaim_many: objs and out differ in length"
         );
-        // (index in objs, home slot) of each object flagged: the home is read here, where the
-        // header's line is at hand, not again by the sweep (a batch may outgrow the caches).
-        let mut flagged: Vec<(usize, usize)> = Vec::new();
-        for (i, (h, r)) in objs.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(ahead) = objs.get(i + PREFETCH_AHEAD) {
-                prefetch(&ahead.flag);
-            }
+        let mut flagged = 0usize;
+        for (h, r) in objs.iter().zip(out.iter_mut()) {
             // The flags: SeqCst as in try_reclaim.
             *r = h.state(Ordering::Relaxed) == LIVE
                 && !(prescan && self.visibly_referenced(*h))
                 && h.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).is_ok();
-            if *r {
-                flagged.push((i, self.home(h.flag.load(Ordering::Relaxed))));
-            }
+            flagged += *r as usize;
         }
-        if flagged.is_empty() {
+        if flagged == 0 {
             return 0;
         }
-        let count = flagged.len();
         self.reclaim_fence();
         // The sweep covers at least one window: if even that costs more than the scans (few
         // CPUs), the batch is decided object by object without looking at its homes.
-        let n = if count >= SWEEP_MIN && sweep_pays(self.window, count, self.window, self.cpus()) {
-            self.decide_swept(objs, out, &flagged)
-        } else {
-            let mut n = 0;
-            for (h, r) in objs.iter().zip(out.iter_mut()) {
-                if *r {
-                    *r = self.decide_quietly(*h);
-                    n += *r as usize;
+        let n =
+            if flagged >= SWEEP_MIN && sweep_pays(self.window, flagged, self.window, self.cpus()) {
+                self.decide_swept(objs, out)
+            } else {
+                let mut n = 0;
+                for (h, r) in objs.iter().zip(out.iter_mut()) {
+                    if *r {
+                        *r = self.decide_quietly(*h);
+                        n += *r as usize;
+                    }
                 }
-            }
-            n
-        };
-        self.count_reclaims(n as u64, (count - n) as u64);
+                n
+            };
+        self.count_reclaims(n as u64, (flagged - n) as u64);
         if n > 0 {
             self.acquire_holders();
         }
@@ -335,25 +308,24 @@ impl Domain {
     /// stripe sequence before the sweep, one Acquire fence after it, each sequence again.
     /// Objects whose stripe was not quiet, or saw a move begin, are decided one by one as in
     /// `try_reclaim`. Returns how many were reclaimed; `out` receives each outcome.
-    /// `flagged` lists (index in `objs`, home slot) of the objects flagged (`out[i]` true).
-    fn decide_swept(
-        &self,
-        objs: &[Pin<&Header>],
-        out: &mut [bool],
-        flagged: &[(usize, usize)],
-    ) -> usize {
-        let (runs, covered) = self.window_runs(flagged.iter().map(|&(_, home)| home));
+    fn decide_swept(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
+        let flagged: Vec<usize> = (0..objs.len()).filter(|&i| out[i]).collect();
+        let (runs, covered) = self.window_runs(
+            flagged
+                .iter()
+                .map(|&i| self.home(objs[i].flag.load(Ordering::Relaxed))),
+        );
         let mut n = 0;
         // The sweep's map numbers the objects with u32s.
         if flagged.len() >= u32::MAX as usize
             || !sweep_pays(covered, flagged.len(), self.window, self.cpus())
         {
-            return self.decide_each(objs, out, flagged.iter().map(|&(i, _)| i));
+            return self.decide_each(objs, out, flagged);
         }
         // (index in objs, stripe sequence) of the objects decided by the sweep.
         let mut swept: Vec<(usize, u64)> = Vec::with_capacity(flagged.len());
         let mut alone: Vec<usize> = Vec::new();
-        for &(i, _) in flagged {
+        for &i in &flagged {
             match self.stripe_of(objs[i].addr()).enter() {
                 Some(seq) => swept.push((i, seq)),
                 None => alone.push(i),
@@ -365,10 +337,7 @@ impl Domain {
         let mut decided = 0u64;
         // Acquire fence: pairs with `begin_move`'s Release fence, as in `Stripe::quiet`.
         crate::sync::fence(Ordering::Acquire);
-        for (k, (&(i, seq), &sum)) in swept.iter().zip(&sums).enumerate() {
-            if let Some(&(ahead, _)) = swept.get(k + PREFETCH_AHEAD) {
-                prefetch(&objs[ahead].flag);
-            }
+        for (&(i, seq), &sum) in swept.iter().zip(&sums) {
             let h = objs[i];
             let settled = self.stripe_of(h.addr()).settled(seq);
             #[cfg(paygo_loom_bug)]
