@@ -16,6 +16,13 @@ fn cell(v: Option<&Value>) -> String {
     }
 }
 
+/// Whether the run that wrote `meta` pinned its workers (`--pin` on its command line).
+fn pinned(meta: &Value) -> bool {
+    meta.get("command")
+        .and_then(|c| c.as_str())
+        .is_some_and(|c| c.split_whitespace().any(|a| a == "--pin"))
+}
+
 /// Reads every `*.json` result in `dir` and writes `dir/REPORT.md`. Returns its path.
 pub fn write_report(dir: &Path) -> Result<std::path::PathBuf, String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -51,13 +58,18 @@ pub fn write_report(dir: &Path) -> Result<std::path::PathBuf, String> {
         let _ = writeln!(out, "\n## {stem}\n");
         let _ = writeln!(
             out,
-            "Machine: {} ({} CPUs online), kernel {}, per-CPU path: {}, commit {}, {}.\n",
+            "Machine: {} ({} CPUs online), kernel {}, per-CPU path: {}, commit {}, {}{}.\n",
             cell(meta.get("cpu_model")),
             cell(meta.get("online_cpus")),
             cell(meta.get("kernel")),
             cell(meta.get("percpu_mode")),
             cell(meta.get("git_commit")),
             cell(meta.get("rustc")),
+            if pinned(meta) {
+                "; workers pinned (`--pin`)"
+            } else {
+                ""
+            },
         );
         let mut extra: Vec<String> = Vec::new();
         for r in rows {

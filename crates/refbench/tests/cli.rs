@@ -286,16 +286,17 @@ fn out_writes_json_csv_plots_and_report() {
 }
 
 /// `reproduce --only` in two parts into one folder: each part writes its experiments, and the
-/// report covers both.
+/// report covers both, saying of each whether its workers were pinned (the second part's were).
 #[test]
 fn reproduce_in_parts() {
     let dir = std::env::temp_dir().join(format!("refbench-parts-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.to_str().unwrap();
-    for only in ["tsc-check", "ceiling"] {
+    for (only, pin) in [("tsc-check", None), ("ceiling", Some("--pin"))] {
         let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
             .args(["reproduce", "--quick", "--threads", "1", "--only", only])
             .args(["--duration-ms", "20", "--out", d])
+            .args(pin)
             // A prebuilt loop that is not there: the C loop's row says why it is missing.
             .env("REFBENCH_C_LOOP", dir.join("no-such-loop"))
             .output()
@@ -314,6 +315,14 @@ fn reproduce_in_parts() {
     assert!(report.contains("\n## tsc-check\n"), "{report}");
     assert!(report.contains("\n## ceiling\n"), "{report}");
     assert!(report.contains("no-such-loop: no such program"), "{report}");
+    let section = |name: &str| {
+        let start = report.find(&format!("\n## {name}\n")).expect("a section");
+        let rest = &report[start + 1..];
+        rest[..rest[1..].find("\n## ").map_or(rest.len(), |e| e + 1)].to_string()
+    };
+    let pinned = "workers pinned (`--pin`)";
+    assert!(section("ceiling").contains(pinned), "{report}");
+    assert!(!section("tsc-check").contains(pinned), "{report}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
