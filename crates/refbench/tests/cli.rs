@@ -338,3 +338,32 @@ fn tsc_check_rows_carry_violations() {
         assert!(r["violations"].is_u64(), "violations field missing: {r}");
     }
 }
+
+/// `pair-cost` times the pair on the calling thread and on a spawned one: both costs, their
+/// ratio, and the inverse of the first as the row's throughput.
+#[test]
+fn pair_cost_times_the_main_thread_and_a_worker() {
+    let o = refbench(&[
+        "run",
+        "pair-cost",
+        "--schemes",
+        "atomic",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let r = &rows[0];
+    let main = r["ns_per_pair"].as_f64().unwrap();
+    let worker = r["ns_per_pair_worker"].as_f64().unwrap();
+    assert!(main > 0.0 && worker > 0.0, "{r}");
+    let ratio = r["worker_vs_main"].as_f64().unwrap();
+    assert!((ratio - worker / main).abs() < 1e-9, "{r}");
+    assert!((r["vs_atomic"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{r}");
+    let ops = r["ops_per_sec"].as_f64().unwrap();
+    assert!((ops - 1e9 / main).abs() / ops < 1e-9, "{r}");
+}

@@ -425,7 +425,24 @@ const PAIR_BATCHES: usize = 2000;
 const PAIRS_PER_BATCH: usize = 2000;
 
 struct PairCostVisit<'a> {
-    out: &'a mut Vec<f64>,
+    /// The best ns per pair on the calling thread, and on a thread spawned for it.
+    out: &'a mut (Vec<f64>, Vec<f64>),
+}
+
+/// The best ns per pair over `PAIR_BATCHES` batches on the calling thread.
+fn best_pair_ns<C: RefCounter>(scheme: &C, o: core::pin::Pin<&C::Object>) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..PAIR_BATCHES {
+        let t = Instant::now();
+        for _ in 0..PAIRS_PER_BATCH {
+            let tok = scheme
+                .try_get(std::hint::black_box(o))
+                .expect("try_get failed on a live object");
+            scheme.put(o, tok);
+        }
+        best = best.min(t.elapsed().as_nanos() as f64 / PAIRS_PER_BATCH as f64);
+    }
+    best
 }
 
 impl Visit for PairCostVisit<'_> {
@@ -433,26 +450,25 @@ impl Visit for PairCostVisit<'_> {
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
         let objs = Objects::new(&scheme, 1);
         let o = objs.get(0);
-        let mut best = f64::MAX;
-        for _ in 0..PAIR_BATCHES {
-            let t = Instant::now();
-            for _ in 0..PAIRS_PER_BATCH {
-                let tok = scheme
-                    .try_get(std::hint::black_box(o))
-                    .expect("try_get failed on a live object");
-                scheme.put(o, tok);
-            }
-            best = best.min(t.elapsed().as_nanos() as f64 / PAIRS_PER_BATCH as f64);
-        }
-        self.out.push(best);
+        self.out.0.push(best_pair_ns(&scheme, o));
+        // The same loop on a thread of its own, as the other experiments' workers run: its
+        // stack and thread-local area (the rseq area among them) lie elsewhere.
+        let worker = std::thread::scope(|s| {
+            s.spawn(|| best_pair_ns(&scheme, o))
+                .join()
+                .expect("pair-cost worker panicked")
+        });
+        self.out.1.push(worker);
     }
 }
 
 /// `pair-cost`: one thread, one object; the cost of one get+put pair in nanoseconds, the best of
 /// 2,000 batches of 2,000 pairs (a figure that a busy machine can only make worse, never
-/// better), median over the repetitions. `ops_per_sec` is its inverse.
+/// better), median over the repetitions. `ops_per_sec` is its inverse. The same loop again on a
+/// spawned thread (`ns_per_pair_worker`, and `worker_vs_main`, the ratio of the two costs):
+/// the other experiments time their pairs on spawned workers.
 pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
-    let mut res: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut res: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for _ in 0..p.reps {
         for name in &p.schemes {
             let out = res.entry(name.clone()).or_default();
@@ -460,13 +476,18 @@ pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             tick(name);
         }
     }
-    let atomic = res.get("atomic").map(|v| median(v));
+    let atomic = res.get("atomic").map(|v| median(&v.0));
     let mut rows = Vec::new();
     for name in &p.schemes {
-        let Some(ns) = res.get(name) else { continue };
+        let Some((ns, worker)) = res.get(name) else {
+            continue;
+        };
         let best = median(ns);
+        let on_worker = median(worker);
         let mut extra = Map::new();
         extra.insert("ns_per_pair".into(), json!(best));
+        extra.insert("ns_per_pair_worker".into(), json!(on_worker));
+        extra.insert("worker_vs_main".into(), json!(on_worker / best));
         if let Some(a) = atomic {
             extra.insert("vs_atomic".into(), json!(a / best));
         }
