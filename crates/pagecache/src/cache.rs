@@ -19,13 +19,6 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 /// Frames a CLOCK sweep hands to one `try_reclaim_many`.
 const RECLAIM_BATCH: usize = 32;
 
-/// Frames `drop_cache` hands to one `try_reclaim_many` (256 MiB of pages). Large, because a
-/// scheme's batch may cost the same however many objects it holds: PAYGO pays one global fence
-/// (membarrier) per batch, and its READ-ALL sweep reads each CPU's table once per batch, a
-/// whole table as soon as the batch's objects spread over it (4096 slots of 64 bytes per CPU
-/// by default: 16 cache lines per page on 16 CPUs with 4096 pages a batch, one with 65,536).
-const DROP_BATCH: usize = 65_536;
-
 /// How many pages ahead `drop_cache` asks for a frame's line.
 const DROP_PREFETCH: usize = 64;
 
@@ -1106,6 +1099,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut freed = 0;
         let mut first = None;
         let mut retry: Vec<u32> = Vec::new();
+        // Frames per `try_reclaim_many`: the scheme's batch (large enough to pay a fence or a
+        // sweep of per-CPU state once for many pages, small enough to stay in the caches).
+        let per = c.scheme.reclaim_batch_hint().max(1);
         // Grown as pages are found: most files hold far fewer pages than a batch.
         let mut batch: Vec<u32> = Vec::new();
         let mut a = lock(&c.alloc);
@@ -1149,7 +1145,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 continue; // being filled
             }
             batch.push(i);
-            if batch.len() == DROP_BATCH {
+            if batch.len() == per {
                 run(&mut a, &mut batch, &mut retry);
             }
         }
@@ -1159,7 +1155,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             let s = slot.load(Ordering::Acquire);
             if page >= from && s != 0 && !c.frames[s as usize - 1].meta.unfilled() {
                 batch.push(s - 1);
-                if batch.len() == DROP_BATCH {
+                if batch.len() == per {
                     run(&mut a, &mut batch, &mut retry);
                 }
             }
@@ -1169,7 +1165,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         while !retry.is_empty() && rounds < DROP_RETRIES {
             rounds += 1;
             let mut again = Vec::new();
-            for chunk in retry.chunks(DROP_BATCH) {
+            for chunk in retry.chunks(per) {
                 let mut b = chunk.to_vec();
                 run(&mut a, &mut b, &mut again);
             }

@@ -49,6 +49,10 @@ impl RefCounter for Domain {
         Domain::try_reclaim_many(self, objs, out)
     }
 
+    fn reclaim_batch_hint(&self) -> usize {
+        Domain::reclaim_batch_hint(self)
+    }
+
     fn reinit(&self, obj: Pin<&Header>) {
         Domain::reinit(self, obj)
     }

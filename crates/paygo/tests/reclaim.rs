@@ -8,6 +8,7 @@
 
 use paygo::{Config, Domain, Header};
 use refcount::conformance::{migrate, unpin, Rng};
+use refcount::RefCounter;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -274,4 +275,38 @@ fn swept_batch_matches_the_model() {
         assert_eq!(d.try_reclaim_many(&rest, &mut out), rest.len());
         assert_eq!(d.memory_usage().overflow_entries, 0);
     }
+}
+
+/// The batch PAYGO asks a caller with many objects to reclaim for: a quarter of its tables'
+/// slots over all CPUs (a sweep then reads about four slots per object), within
+/// 4,096..=65,536.
+#[test]
+fn reclaim_batch_hint_follows_the_tables() {
+    let tiny = domain(Config {
+        slots_per_cpu: 64,
+        window: 4,
+    });
+    assert_eq!(tiny.reclaim_batch_hint(), 4096, "at least 4,096");
+    // The default tables, on the 16 CPUs (or more) this test sizes for.
+    let default = domain(Config::default());
+    assert!(default.cpus() >= 16);
+    assert_eq!(
+        default.reclaim_batch_hint(),
+        (1024 * default.cpus()).clamp(4096, 65_536),
+        "a quarter of 4,096 slots over {} CPUs",
+        default.cpus()
+    );
+    if default.cpus() == 16 {
+        assert_eq!(default.reclaim_batch_hint(), 16_384);
+    }
+    let huge = domain(Config {
+        slots_per_cpu: 1 << 16,
+        window: 8,
+    });
+    assert_eq!(huge.reclaim_batch_hint(), 65_536, "at most 65,536");
+    assert_eq!(
+        RefCounter::reclaim_batch_hint(&default),
+        default.reclaim_batch_hint(),
+        "the RefCounter hint is the domain's"
+    );
 }

@@ -73,9 +73,9 @@ enum Cmd {
         /// Epoch of schemes with a background thread (RefCache), in microseconds.
         #[arg(long, default_value_t = 10_000)]
         epoch_us: u64,
-        /// `memory`, `lodic-memory`, `query`: size every per-CPU structure for this many CPUs
-        /// (at least the machine's possible CPUs): the bytes a machine with that many CPUs
-        /// would use, and what a READ-ALL over that many CPUs' state costs.
+        /// `memory`, `lodic-memory`, `query`, `drop-file`: size every per-CPU structure for
+        /// this many CPUs (at least the machine's possible CPUs): the bytes a machine with that
+        /// many CPUs would use, and what a READ-ALL over that many CPUs' state costs.
         #[arg(long)]
         size_cpus: Option<usize>,
         /// What to print on stdout.
@@ -292,10 +292,10 @@ fn main() -> ExitCode {
                 return usage_error("--referenced-pct must be between 0 and 100");
             }
             if let Some(n) = size_cpus {
-                if !experiments::SIZED_BY_CPUS.contains(&experiment.as_str()) {
+                if !experiments::SIZABLE.contains(&experiment.as_str()) {
                     return usage_error(format!(
                         "--size-cpus applies to {} only",
-                        experiments::SIZED_BY_CPUS.join(" and ")
+                        experiments::SIZABLE.join(", ")
                     ));
                 }
                 // Before anything sizes a per-CPU structure (Meta, the schemes).

@@ -124,6 +124,39 @@ fn query_sized_for_more_cpus() {
     }
 }
 
+/// `drop-file --size-cpus`: a drop over per-CPU state sized for more CPUs than the machine
+/// has (PAYGO's batch sweeps every CPU's table), every row saying for how many.
+#[test]
+fn drop_file_sized_for_more_cpus() {
+    let machine = percpu::possible_cpus();
+    let n = (machine + 14).to_string();
+    let o = refbench(&[
+        "run",
+        "drop-file",
+        "--schemes",
+        "paygo,cas",
+        "--objects",
+        "1",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+        "--size-cpus",
+        &n,
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    // Two schemes, without and with a background reader.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in rows {
+        assert_eq!(r["cpus"].as_u64(), Some(machine as u64 + 14), "{r}");
+        assert!(r["ms_to_drop"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+    }
+}
+
 #[test]
 fn list_names_every_experiment_and_scheme() {
     let o = refbench(&["list"]);

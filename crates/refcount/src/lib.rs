@@ -153,6 +153,16 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
         n
     }
 
+    /// How many objects a caller with many to reclaim (a page cache dropping a file) should hand
+    /// to one [`Self::try_reclaim_many`]. The batch should be large enough to pay its fixed costs
+    /// once for many objects, and small enough that its passes over them stay in the caches.
+    ///
+    /// The default is 4,096, for schemes whose fixed cost is one fence per batch. A scheme whose
+    /// batch reads a fixed amount of per-CPU state says more.
+    fn reclaim_batch_hint(&self) -> usize {
+        4096
+    }
+
     /// Makes a dead object live again with no reference, for reuse of its memory.
     ///
     /// # Panics

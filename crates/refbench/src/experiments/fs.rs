@@ -802,6 +802,8 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 extra.insert("background".into(), json!(background));
                 extra.insert("cpu_util".into(), json!(median(util)));
                 extra.insert("file_mib".into(), json!(mib));
+                // The CPUs every per-CPU structure is sized for (`--size-cpus`).
+                extra.insert("cpus".into(), json!(percpu::possible_cpus()));
                 extra.insert(
                     "ms_to_drop".into(),
                     json!((*mib as f64 * 256.0) / pps * 1e3),

@@ -32,6 +32,11 @@ pub struct ExperimentInfo {
 /// take references are the machine's own).
 pub const SIZED_BY_CPUS: &[&str] = &["memory", "lodic-memory", "query"];
 
+/// The experiments `refbench run --size-cpus` takes: those of [`SIZED_BY_CPUS`], and
+/// `drop-file`, whose PAYGO drop sweeps every CPU's table (how it costs on a machine with more
+/// CPUs; its rows say `cpus`).
+pub const SIZABLE: &[&str] = &["memory", "lodic-memory", "query", "drop-file"];
+
 /// The CPU count `reproduce` also sizes the memory experiments for, on machines with fewer:
 /// the source documents' claims on memory are about many-core machines.
 pub const SIZED_CPUS: usize = 16;

@@ -1,0 +1,110 @@
+//! `drop_cache` hands the scheme batches of the size the scheme asks for
+//! (`RefCounter::reclaim_batch_hint`), and loses nothing across batches.
+
+mod common;
+
+use common::{pat, pattern_file};
+use core::pin::Pin;
+use pagecache::{Config, PageCacheOf, PAGE_SIZE};
+use refcount::atomic::{Atomic, AtomicObject, AtomicToken};
+use refcount::{Memory, Precision, RefCounter};
+use std::os::unix::fs::FileExt;
+use std::sync::Mutex;
+
+/// `atomic` with a batch of `BATCH` objects, recording the size of every batch it is given.
+#[derive(Default)]
+struct SmallBatches {
+    inner: Atomic,
+    batches: Mutex<Vec<usize>>,
+}
+
+const BATCH: usize = 3;
+
+impl RefCounter for SmallBatches {
+    type Object = AtomicObject;
+    type Token = AtomicToken;
+    const NAME: &'static str = "small-batches";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> AtomicObject {
+        self.inner.new_object()
+    }
+    fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<AtomicToken> {
+        self.inner.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&AtomicObject>, token: AtomicToken) {
+        self.inner.put(obj, token)
+    }
+    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
+        self.inner.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    fn try_reclaim_many(&self, objs: &[Pin<&AtomicObject>], out: &mut [bool]) -> usize {
+        self.batches.lock().unwrap().push(objs.len());
+        self.inner.try_reclaim_many(objs, out)
+    }
+    fn reclaim_batch_hint(&self) -> usize {
+        BATCH
+    }
+    fn reinit(&self, obj: Pin<&AtomicObject>) {
+        self.inner.reinit(obj)
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> Memory {
+        self.inner.memory(objs)
+    }
+}
+
+/// Ten cached pages, two of them dirty and one held, dropped in batches of at most three:
+/// every unheld page is freed, the dirty ones reach the file, the held one stays, and the
+/// content read back equals the model.
+#[test]
+fn drop_cache_hands_the_scheme_its_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = 10u64;
+    let path = pattern_file(&dir, "f", pages * PAGE_SIZE as u64);
+    let cache =
+        PageCacheOf::with_scheme(SmallBatches::default(), &Config::new(64, "small-batches"))
+            .unwrap();
+    let file = cache.open(&path).unwrap();
+    let mut model: Vec<u8> = (0..pages * PAGE_SIZE as u64).map(pat).collect();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..pages {
+        file.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
+    }
+    for p in [2u64, 7] {
+        let off = p * PAGE_SIZE as u64 + 100;
+        file.write_at(b"written", off).unwrap();
+        model[off as usize..off as usize + 7].copy_from_slice(b"written");
+    }
+    let held = file.page(4).unwrap();
+    let before = cache.stats();
+    assert_eq!(
+        file.drop_cache().unwrap(),
+        9,
+        "every page but the held one freed"
+    );
+    let batches = cache.scheme().batches.lock().unwrap().clone();
+    assert_eq!(
+        batches,
+        vec![3, 3, 3, 1],
+        "batches handed to try_reclaim_many"
+    );
+    let after = cache.stats();
+    assert_eq!(
+        after.write_backs - before.write_backs,
+        2,
+        "the two dirty pages"
+    );
+    let mut disk = vec![0u8; model.len()];
+    std::fs::File::open(&path)
+        .unwrap()
+        .read_exact_at(&mut disk, 0)
+        .unwrap();
+    assert!(disk == model, "the file holds what was written");
+    drop(held);
+    let mut back = vec![0u8; model.len()];
+    assert_eq!(file.read_at(&mut back, 0).unwrap(), model.len());
+    assert!(back == model, "the cache reads back what was written");
+}
