@@ -13,14 +13,12 @@ use std::sync::Mutex;
 
 /// `atomic` with a batch of `BATCH` objects, recording the size of every batch it is given.
 #[derive(Default)]
-struct SmallBatches {
+struct SmallBatches<const BATCH: usize> {
     inner: Atomic,
     batches: Mutex<Vec<usize>>,
 }
 
-const BATCH: usize = 3;
-
-impl RefCounter for SmallBatches {
+impl<const BATCH: usize> RefCounter for SmallBatches<BATCH> {
     type Object = AtomicObject;
     type Token = AtomicToken;
     const NAME: &'static str = "small-batches";
@@ -56,17 +54,18 @@ impl RefCounter for SmallBatches {
     }
 }
 
-/// Ten cached pages, two of them dirty and one held, dropped in batches of at most three:
-/// every unheld page is freed, the dirty ones reach the file, the held one stays, and the
-/// content read back equals the model.
-#[test]
-fn drop_cache_hands_the_scheme_its_batches() {
+/// Ten cached pages, two of them dirty and one held, dropped in the scheme's batches: every
+/// unheld page is freed, the dirty ones reach the file, the held one stays, and the content
+/// read back equals the model. Returns the sizes of the batches handed to the scheme.
+fn drop_in_batches<const BATCH: usize>() -> Vec<usize> {
     let dir = tempfile::tempdir().unwrap();
     let pages = 10u64;
     let path = pattern_file(&dir, "f", pages * PAGE_SIZE as u64);
-    let cache =
-        PageCacheOf::with_scheme(SmallBatches::default(), &Config::new(64, "small-batches"))
-            .unwrap();
+    let cache = PageCacheOf::with_scheme(
+        SmallBatches::<BATCH>::default(),
+        &Config::new(64, "small-batches"),
+    )
+    .unwrap();
     let file = cache.open(&path).unwrap();
     let mut model: Vec<u8> = (0..pages * PAGE_SIZE as u64).map(pat).collect();
     let mut buf = vec![0u8; PAGE_SIZE];
@@ -86,11 +85,6 @@ fn drop_cache_hands_the_scheme_its_batches() {
         "every page but the held one freed"
     );
     let batches = cache.scheme().batches.lock().unwrap().clone();
-    assert_eq!(
-        batches,
-        vec![3, 3, 3, 1],
-        "batches handed to try_reclaim_many"
-    );
     let after = cache.stats();
     assert_eq!(
         after.write_backs - before.write_backs,
@@ -107,4 +101,16 @@ fn drop_cache_hands_the_scheme_its_batches() {
     let mut back = vec![0u8; model.len()];
     assert_eq!(file.read_at(&mut back, 0).unwrap(), model.len());
     assert!(back == model, "the cache reads back what was written");
+    batches
+}
+
+#[test]
+fn drop_cache_hands_the_scheme_its_batches() {
+    assert_eq!(drop_in_batches::<3>(), vec![3, 3, 3, 1]);
+}
+
+/// A scheme that asks for batches of 0 gets batches of one page.
+#[test]
+fn a_batch_of_zero_is_one() {
+    assert_eq!(drop_in_batches::<0>(), vec![1; 10]);
 }

@@ -158,7 +158,7 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// once for many objects, and small enough that its passes over them stay in the caches.
     ///
     /// The default is 4,096, for schemes whose fixed cost is one fence per batch. A scheme whose
-    /// batch reads a fixed amount of per-CPU state says more.
+    /// batch reads a fixed amount of per-CPU state says more. A caller treats 0 as 1.
     fn reclaim_batch_hint(&self) -> usize {
         4096
     }
