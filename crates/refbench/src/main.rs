@@ -292,10 +292,10 @@ fn main() -> ExitCode {
                 return usage_error("--referenced-pct must be between 0 and 100");
             }
             if let Some(n) = size_cpus {
-                if !experiments::SIZABLE.contains(&experiment.as_str()) {
+                if !experiments::sizable().any(|e| e == experiment) {
                     return usage_error(format!(
                         "--size-cpus applies to {} only",
-                        experiments::SIZABLE.join(", ")
+                        experiments::sizable().collect::<Vec<_>>().join(", ")
                     ));
                 }
                 // Before anything sizes a per-CPU structure (Meta, the schemes).

@@ -93,33 +93,42 @@ fn memory_sized_for_more_cpus() {
     assert_eq!(sized[1].2 - machine[1].2, 14 * 8 * 1000);
 }
 
+/// Runs `run EXPERIMENT ARGS --size-cpus (machine + 14) --format json` and returns its rows,
+/// each checked to say it was sized for that many CPUs.
+fn sized_for_more_cpus(experiment: &str, args: &[&str]) -> Vec<serde_json::Value> {
+    let cpus = percpu::possible_cpus() + 14;
+    let n = cpus.to_string();
+    let mut all = vec!["run", experiment];
+    all.extend_from_slice(args);
+    all.extend(["--size-cpus", &n, "--format", "json"]);
+    let o = refbench(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = v["rows"].as_array().expect("rows").clone();
+    for r in &rows {
+        assert_eq!(r["cpus"].as_u64(), Some(cpus as u64), "{r}");
+    }
+    rows
+}
+
 /// `query --size-cpus`: the reclaims run over state sized for more CPUs than the machine has,
 /// and every row says for how many.
 #[test]
 fn query_sized_for_more_cpus() {
-    let machine = percpu::possible_cpus();
-    let n = (machine + 14).to_string();
-    let o = refbench(&[
-        "run",
+    let rows = sized_for_more_cpus(
         "query",
-        "--schemes",
-        "paygo,percpu-ref",
-        "--objects",
-        "256",
-        "--reps",
-        "1",
-        "--size-cpus",
-        &n,
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let rows = v["rows"].as_array().expect("rows");
+        &[
+            "--schemes",
+            "paygo,percpu-ref",
+            "--objects",
+            "256",
+            "--reps",
+            "1",
+        ],
+    );
     // Two schemes, two forms, with and without a background thread.
     assert_eq!(rows.len(), 8);
-    for r in rows {
-        assert_eq!(r["cpus"].as_u64(), Some(machine as u64 + 14), "{r}");
+    for r in &rows {
         assert!(r["ns_per_reclaim"].as_f64().is_some_and(|x| x > 0.0), "{r}");
     }
 }
@@ -128,31 +137,22 @@ fn query_sized_for_more_cpus() {
 /// has (PAYGO's batch sweeps every CPU's table), every row saying for how many.
 #[test]
 fn drop_file_sized_for_more_cpus() {
-    let machine = percpu::possible_cpus();
-    let n = (machine + 14).to_string();
-    let o = refbench(&[
-        "run",
+    let rows = sized_for_more_cpus(
         "drop-file",
-        "--schemes",
-        "paygo,cas",
-        "--objects",
-        "1",
-        "--threads",
-        "1",
-        "--reps",
-        "1",
-        "--size-cpus",
-        &n,
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let rows = v["rows"].as_array().expect("rows");
+        &[
+            "--schemes",
+            "paygo,cas",
+            "--objects",
+            "1",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+        ],
+    );
     // Two schemes, without and with a background reader.
     assert_eq!(rows.len(), 4, "{rows:?}");
-    for r in rows {
-        assert_eq!(r["cpus"].as_u64(), Some(machine as u64 + 14), "{r}");
+    for r in &rows {
         assert!(r["ms_to_drop"].as_f64().is_some_and(|x| x > 0.0), "{r}");
     }
 }

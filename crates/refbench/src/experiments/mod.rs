@@ -32,10 +32,15 @@ pub struct ExperimentInfo {
 /// take references are the machine's own).
 pub const SIZED_BY_CPUS: &[&str] = &["memory", "lodic-memory", "query"];
 
-/// The experiments `refbench run --size-cpus` takes: those of [`SIZED_BY_CPUS`], and
+/// The experiments `refbench run --size-cpus` takes besides those of [`SIZED_BY_CPUS`]:
 /// `drop-file`, whose PAYGO drop sweeps every CPU's table (how it costs on a machine with more
 /// CPUs; its rows say `cpus`).
-pub const SIZABLE: &[&str] = &["memory", "lodic-memory", "query", "drop-file"];
+pub const SIZABLE_IN_RUN: &[&str] = &["drop-file"];
+
+/// The experiments `refbench run --size-cpus` takes.
+pub fn sizable() -> impl Iterator<Item = &'static str> {
+    SIZED_BY_CPUS.iter().chain(SIZABLE_IN_RUN).copied()
+}
 
 /// The CPU count `reproduce` also sizes the memory experiments for, on machines with fewer:
 /// the source documents' claims on memory are about many-core machines.
