@@ -418,6 +418,23 @@ impl Domain {
         );
     }
 
+    /// [`Domain::reinit`] without the compare-and-swap, for a caller that is the only one to
+    /// reinit or reclaim the object (the `RefCounter` trait's contract, as a page cache under its
+    /// allocator lock): a load and a store. Nothing but a reinit writes a dead object's word (a
+    /// REF only reads it), so the store loses nothing.
+    ///
+    /// # Panics
+    /// If the object is not dead (nothing changes).
+    pub(crate) fn reinit_dead(&self, hdr: Pin<&Header>) {
+        assert_eq!(
+            hdr.state(Ordering::Relaxed),
+            DEAD,
+            "paygo: reinit of an object that is not dead"
+        );
+        // Release: pairs with the Acquire flag load of REFs.
+        hdr.set_state(LIVE, Ordering::Release);
+    }
+
     /// The handle's kill: no new reference from now on; frees (returns true) if none is left,
     /// otherwise the last UNREF will (see README, "the handle").
     pub(crate) fn kill(&self, hdr: Pin<&Header>) -> bool {

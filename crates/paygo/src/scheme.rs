@@ -54,7 +54,7 @@ impl RefCounter for Domain {
     }
 
     fn reinit(&self, obj: Pin<&Header>) {
-        Domain::reinit(self, obj)
+        Domain::reinit_dead(self, obj)
     }
 
     /// `put_anchor` and `put_overflow` count the UNREFs that left the home path (home UNREFs

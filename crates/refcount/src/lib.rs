@@ -165,8 +165,14 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
 
     /// Makes a dead object live again with no reference, for reuse of its memory.
     ///
+    /// The caller is the one thread reusing the object: no other thread reinits or reclaims it
+    /// meanwhile (as after the caller's own successful `try_reclaim`, or under the lock of a
+    /// cache's allocator). Schemes may then make it a plain store (`cas`, `paygo`); a racing
+    /// reinit or reclaim of the same object is the caller's miscount, which may leave it live or
+    /// dead but touches no memory outside the scheme's own state.
+    ///
     /// # Panics
-    /// In debug builds, if the object is not dead.
+    /// In debug builds, if the object is not dead (`paygo` checks it in every build).
     fn reinit(&self, obj: Pin<&Self::Object>);
 
     /// Takes a reference as a guard ([`Ref`]) that gives it back when dropped; `None` if the

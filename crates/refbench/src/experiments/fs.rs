@@ -42,8 +42,8 @@ pub const NAMES: &[&str] = &[
     "pread-table",
 ];
 
-/// The alternatives measured beside the schemes: LODIC over the page's own atomic counter
-/// with either reverse map, and what a user would pick instead of a counted cache.
+/// The alternatives measured beside the schemes: LODIC over the page's own counter with either
+/// reverse map, and what a user would pick instead of a counted cache.
 pub const BASELINES: &[&str] = &[
     "lodic-file",
     "lodic-process",
@@ -51,6 +51,14 @@ pub const BASELINES: &[&str] = &[
     "quick_cache",
     "optimistic",
 ];
+
+/// LODIC's global counter: the page's own count, as in Linux, where LODIC keeps the page's
+/// `_refcount` (`page_ref`: a `cmpxchg` freezes it to reclaim, a plain store unfreezes it),
+/// which is the scheme `cas`.
+pub const LODIC_GLOBAL: &str = "cas";
+
+/// [`LODIC_GLOBAL`]'s type, for the experiments that build LODIC caches themselves.
+pub use refcount::cas::Cas as LodicGlobal;
 
 /// The reverse map of a `lodic-*` name.
 pub fn lodic_rmap(name: &str) -> Option<Rmap> {
@@ -513,8 +521,7 @@ fn measure_reads(
             let (scheme, mode) = if name == "optimistic" {
                 ("paygo", Mode::Optimistic)
             } else if lodic.is_some() {
-                // LODIC's global counter is the page's own atomic count, as in Linux.
-                ("atomic", Mode::Counting)
+                (LODIC_GLOBAL, Mode::Counting)
             } else {
                 (name, Mode::Counting)
             };
@@ -573,8 +580,8 @@ fn note(name: &str) -> Option<&'static str> {
         ),
         "quick_cache" => Some("quick_cache crate holding Arc pages; a hit clones the Arc"),
         "optimistic" => Some("no reference on a hit (version-validated copy); cannot hold a page"),
-        "lodic-file" => Some("LODIC: per-thread mappings, 11-bit counters in their entries over the page's atomic count; file-space reverse map"),
-        "lodic-process" => Some("LODIC: per-thread mappings, 11-bit counters in their entries over the page's atomic count; process-space reverse map"),
+        "lodic-file" => Some("LODIC: per-thread mappings, 11-bit counters in their entries over the page's count (Linux page_ref, `cas`); file-space reverse map"),
+        "lodic-process" => Some("LODIC: per-thread mappings, 11-bit counters in their entries over the page's count (Linux page_ref, `cas`); process-space reverse map"),
         _ => None,
     }
 }

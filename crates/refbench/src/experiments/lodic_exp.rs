@@ -14,13 +14,12 @@
 //!   thread; the others count their counters over the same cached pages (on this machine's
 //!   CPUs).
 
-use super::fs::{lodic_rmap, make_files, warm, Files};
+use super::fs::{lodic_rmap, make_files, warm, Files, LodicGlobal, LODIC_GLOBAL};
 use super::Params;
 use crate::harness::{median, thread_cpu_secs};
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
 use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
-use refcount::atomic::Atomic;
 use refcount::RefCounter;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
@@ -169,9 +168,9 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 /// One timed drop of the whole file with `pct` percent of it mapped by `threads` threads.
 /// Returns (milliseconds, the dropper's cpu_util).
 fn drop_once(files: &Files, rmap: Rmap, pct: usize, threads: usize) -> (f64, f64) {
-    let mut cfg = Config::new(files.pages as usize + 64, "atomic");
+    let mut cfg = Config::new(files.pages as usize + 64, LODIC_GLOBAL);
     cfg.rmap = rmap;
-    let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("refbench: page cache");
+    let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).expect("refbench: page cache");
     let file = cache.open(&files.paths[0]).expect("refbench: open");
     warm(std::slice::from_ref(&file), files.pages);
     let runs = runs(files.pages, pct);
@@ -240,9 +239,9 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                         m.total()
                     }
                     None => {
-                        let mut cfg = Config::new(pages as usize, "atomic");
+                        let mut cfg = Config::new(pages as usize, LODIC_GLOBAL);
                         cfg.rmap = lodic_rmap(name).expect("a lodic name");
-                        let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+                        let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).expect("cache");
                         let file = cache.open(&files.paths[0]).expect("refbench: open");
                         warm(std::slice::from_ref(&file), pages);
                         let (global, lm) = with_mappings(&file, &runs, t, || {
