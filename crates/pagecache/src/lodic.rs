@@ -47,8 +47,11 @@
 //! * File-space ([`Rmap::File`]): each file keeps the mappings of it sorted by first page; the
 //!   mappings covering page `p` are found by a binary search.
 //! * Process-space ([`Rmap::Process`]): each owner (here a thread, the user-space "process")
-//!   keeps its mappings ordered by address, as `[start, size, file, offset]` records; the
-//!   reclaimer searches every owner's records for the file and page.
+//!   keeps its mappings as `[start, size, file, offset]` records ordered by address, where a
+//!   file block's address is computed from the file and the offset (the slides' "map the file
+//!   block to the process address space"): the reclaimer finds a page's entries in each owner
+//!   by a binary search of that owner's records. It searches every owner, whether it maps the
+//!   file or not, so its cost grows with the number of owners as well as with their mappings.
 //!
 //! Both keep a per-page count of the mappings covering it (the kernel's `_mapcount`), so a page
 //! that no mapping covers is never searched.
@@ -162,10 +165,14 @@ pub(crate) fn embedded_count(e: &AtomicU64, frame: u32) -> u64 {
     }
 }
 
-/// One mapping as the reverse maps see it: `[start, size, file, offset]` and the entries.
+/// Where an owner's address space places file blocks: block `page` of file `file` at
+/// `MAP_BASE + file << FILE_SHIFT + page * PAGE_SIZE` (wrapping past 2^64).
+const MAP_BASE: u64 = 0x1000_0000;
+const FILE_SHIFT: u32 = 44;
+
+/// One mapping as the reverse maps see it: `[start, size, file, offset]` and the entries (the
+/// start is computed from the file and the offset, [`MapRec::address`]).
 pub(crate) struct MapRec {
-    /// Address of the first page in the owner's (virtual) address space.
-    va: u64,
     /// Owner (thread) id.
     owner: u64,
     /// File id.
@@ -179,6 +186,18 @@ pub(crate) struct MapRec {
 impl MapRec {
     fn pages(&self) -> u64 {
         self.entries.len() as u64
+    }
+
+    /// The address of the first page in the owner's address space.
+    fn address(&self) -> u64 {
+        MAP_BASE
+            .wrapping_add(self.file << FILE_SHIFT)
+            .wrapping_add(self.first.wrapping_mul(PAGE_SIZE as u64))
+    }
+
+    /// The records' order: by address, which is by (file, first page).
+    fn key(&self) -> (u64, u64) {
+        (self.file, self.first)
     }
 
     fn covers(&self, file: u64, page: u64) -> bool {
@@ -239,26 +258,49 @@ impl FileMaps {
     }
 }
 
+/// One owner's records.
+#[derive(Default)]
+struct OwnerMaps {
+    /// Its mappings, ordered by address (by [`MapRec::key`]).
+    maps: Vec<Arc<MapRec>>,
+    /// The most pages any of them ever had (bounds the search).
+    max_pages: u64,
+}
+
+impl OwnerMaps {
+    /// The sum of the embedded counters naming `frame` of this owner's mappings covering
+    /// (`file`, `page`): a binary search for the page's address, then back over the records
+    /// that may reach it.
+    fn sum(&self, file: u64, page: u64, frame: u32) -> u64 {
+        let end = self.maps.partition_point(|m| m.key() <= (file, page));
+        let mut sum = 0;
+        for m in self.maps[..end].iter().rev() {
+            if m.file != file || m.first + self.max_pages <= page {
+                break;
+            }
+            if m.covers(file, page) {
+                sum += embedded_count(m.entry(page), frame);
+            }
+        }
+        sum
+    }
+}
+
 /// The owners' side of the process-space map.
 #[derive(Default)]
 pub(crate) struct Owners {
-    /// Per owner: its mappings by address, and its next free address.
-    by_owner: BTreeMap<u64, (Vec<Arc<MapRec>>, u64)>,
+    /// Per owner (thread id): its records.
+    by_owner: BTreeMap<u64, OwnerMaps>,
 }
 
 impl Owners {
     /// The sum of the embedded counters naming `frame` of every owner's mappings covering
     /// (`file`, `page`): a search of each owner's address-ordered records.
     fn sum(&self, file: u64, page: u64, frame: u32) -> u64 {
-        let mut sum = 0;
-        for (maps, _) in self.by_owner.values() {
-            for m in maps {
-                if m.covers(file, page) {
-                    sum += embedded_count(m.entry(page), frame);
-                }
-            }
-        }
-        sum
+        self.by_owner
+            .values()
+            .map(|o| o.sum(file, page, frame))
+            .sum()
     }
 }
 
@@ -295,8 +337,8 @@ impl Lodic {
     pub(crate) fn memory(&self) -> LodicMemory {
         let o = crate::cache::lock(&self.owners);
         let mut m = LodicMemory::default();
-        for (maps, _) in o.by_owner.values() {
-            for r in maps {
+        for o in o.by_owner.values() {
+            for r in &o.maps {
                 m.mappings += 1;
                 m.entries += r.entries.len();
                 m.table_bytes += r.entries.len() * 8 + core::mem::size_of::<MapRec>();
@@ -403,22 +445,18 @@ impl<C: RefCounter> CachedFileOf<C> {
         let owner = OWNER.with(|o| *o);
         let mut fm = crate::cache::lock(&f.maps);
         let mut owners = crate::cache::lock(&c.lodic.owners);
-        let (list, next_va) = owners
-            .by_owner
-            .entry(owner)
-            .or_insert_with(|| (Vec::new(), 0x1000_0000));
+        let own = owners.by_owner.entry(owner).or_default();
         let rec = Arc::new(MapRec {
-            va: *next_va,
             owner,
             file: f.id,
             first,
             entries: (0..pages).map(|_| AtomicU64::new(0)).collect(),
         });
-        *next_va += pages * PAGE_SIZE as u64;
         // The owner's address-ordered records exist in both modes (they are its address
         // space); only the process-space reclaim searches them.
-        let at = list.partition_point(|m| m.va < rec.va);
-        list.insert(at, rec.clone());
+        let at = own.maps.partition_point(|m| m.key() <= rec.key());
+        own.maps.insert(at, rec.clone());
+        own.max_pages = own.max_pages.max(pages);
         drop(owners);
         if fm.mapcount.is_empty() {
             fm.mapcount = vec![0; have as usize];
@@ -490,9 +528,11 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
         false
     }
 
-    /// The mapping's address in its owner's address space (process-space records).
+    /// The mapping's address in its owner's address space (process-space records): computed
+    /// from the file and the first page, as LODIC places a file block where a reclaimer can
+    /// find it, so two mappings of the same pages by one thread have the same address.
     pub fn address(&self) -> u64 {
-        self.rec.va
+        self.rec.address()
     }
 
     /// The file.
@@ -696,9 +736,9 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
             return;
         }
         let mut owners = crate::cache::lock(&c.lodic.owners);
-        if let Some((list, _)) = owners.by_owner.get_mut(&self.rec.owner) {
-            list.retain(|m| !Arc::ptr_eq(m, &self.rec));
-            if list.is_empty() {
+        if let Some(own) = owners.by_owner.get_mut(&self.rec.owner) {
+            own.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
+            if own.maps.is_empty() {
                 owners.by_owner.remove(&self.rec.owner);
             }
         }
