@@ -241,49 +241,38 @@ impl FileMaps {
         self.mapcount.get(page as usize).is_some_and(|&c| c > 0)
     }
 
-    /// The sum of the embedded counters naming `frame` of the mappings covering `page`,
-    /// through the file-space map.
-    fn sum_file_space(&self, page: u64, frame: u32) -> u64 {
-        let end = self.maps.partition_point(|m| m.first <= page);
-        let mut sum = 0;
-        for m in self.maps[..end].iter().rev() {
-            if m.first + self.max_pages <= page {
-                break;
-            }
-            if page - m.first < m.pages() {
-                sum += embedded_count(m.entry(page), frame);
-            }
-        }
-        sum
+    /// The sum of the embedded counters naming `frame` of the mappings covering `page` of
+    /// file `file` (this one), through the file-space map.
+    fn sum_file_space(&self, file: u64, page: u64, frame: u32) -> u64 {
+        sum_sorted(&self.maps, self.max_pages, file, page, frame)
     }
+}
+
+/// The sum of the embedded counters naming `frame` of the mappings in `maps` (ordered by
+/// [`MapRec::key`], none longer than `max_pages`) that cover (`file`, `page`): a binary search
+/// for the page, then back over the mappings that may reach it.
+fn sum_sorted(maps: &[Arc<MapRec>], max_pages: u64, file: u64, page: u64, frame: u32) -> u64 {
+    let end = maps.partition_point(|m| m.key() <= (file, page));
+    let mut sum = 0;
+    for m in maps[..end].iter().rev() {
+        if m.file != file || m.first + max_pages <= page {
+            break;
+        }
+        if m.covers(file, page) {
+            sum += embedded_count(m.entry(page), frame);
+        }
+    }
+    sum
 }
 
 /// One owner's records.
 #[derive(Default)]
 struct OwnerMaps {
-    /// Its mappings, ordered by address (by [`MapRec::key`]).
+    /// Its mappings, ordered by [`MapRec::key`], (file, first page): the order of their
+    /// addresses.
     maps: Vec<Arc<MapRec>>,
     /// The most pages any of them ever had (bounds the search).
     max_pages: u64,
-}
-
-impl OwnerMaps {
-    /// The sum of the embedded counters naming `frame` of this owner's mappings covering
-    /// (`file`, `page`): a binary search for the page's address, then back over the records
-    /// that may reach it.
-    fn sum(&self, file: u64, page: u64, frame: u32) -> u64 {
-        let end = self.maps.partition_point(|m| m.key() <= (file, page));
-        let mut sum = 0;
-        for m in self.maps[..end].iter().rev() {
-            if m.file != file || m.first + self.max_pages <= page {
-                break;
-            }
-            if m.covers(file, page) {
-                sum += embedded_count(m.entry(page), frame);
-            }
-        }
-        sum
-    }
 }
 
 /// The owners' side of the process-space map.
@@ -299,7 +288,7 @@ impl Owners {
     fn sum(&self, file: u64, page: u64, frame: u32) -> u64 {
         self.by_owner
             .values()
-            .map(|o| o.sum(file, page, frame))
+            .map(|o| sum_sorted(&o.maps, o.max_pages, file, page, frame))
             .sum()
     }
 }
@@ -366,7 +355,7 @@ impl Lodic {
             Rmap::Process => owners
                 .expect("process-space sums need the owners' records")
                 .sum(file, page, frame),
-            Rmap::File => fm.sum_file_space(page, frame),
+            Rmap::File => fm.sum_file_space(file, page, frame),
         }
     }
 }
