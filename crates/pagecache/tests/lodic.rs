@@ -76,15 +76,19 @@ fn held_pages_count_exactly_and_refuse_reclaim() {
         let f = c.open(&path).unwrap();
         let a = f.map(0, 8).unwrap();
         let b = f.map(4, 4).unwrap();
+        // The same pages twice by one thread: the same address, two records to find.
+        let b2 = f.map(4, 4).unwrap();
+        assert_eq!(b2.address(), b.address());
+        assert_eq!(b.address() - a.address(), 4 * PAGE_SIZE as u64);
         let mut model = [0i64; 8];
         let mut held = Vec::new();
         let mut rng = Rng::new(7);
-        for _ in 0..200 {
+        for _ in 0..300 {
             let p = rng.below(8);
-            let g = if p >= 4 && rng.below(2) == 0 {
-                b.page(p - 4).unwrap()
-            } else {
-                a.page(p).unwrap()
+            let g = match (p >= 4).then(|| rng.below(3)) {
+                Some(0) => b.page(p - 4).unwrap(),
+                Some(1) => b2.page(p - 4).unwrap(),
+                _ => a.page(p).unwrap(),
             };
             assert_eq!(g.index(), p);
             assert!(!g.spilled());
