@@ -396,6 +396,10 @@ fn pair_cost_times_the_main_thread_and_a_worker() {
     assert!(main > 0.0 && worker > 0.0, "{r}");
     let ratio = r["worker_vs_main"].as_f64().unwrap();
     assert!((ratio - worker / main).abs() < 1e-9, "{r}");
+    // Over 64 objects on the worker: a lowest and a highest best, in that order.
+    let lo = r["ns_per_pair_objects_min"].as_f64().unwrap();
+    let hi = r["ns_per_pair_objects_max"].as_f64().unwrap();
+    assert!(0.0 < lo && lo <= hi, "{r}");
     assert!((r["vs_atomic"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{r}");
     let ops = r["ops_per_sec"].as_f64().unwrap();
     assert!((ops - 1e9 / main).abs() / ops < 1e-9, "{r}");

@@ -424,15 +424,31 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 const PAIR_BATCHES: usize = 2000;
 const PAIRS_PER_BATCH: usize = 2000;
 
-struct PairCostVisit<'a> {
-    /// The best ns per pair on the calling thread, and on a thread spawned for it.
-    out: &'a mut (Vec<f64>, Vec<f64>),
+/// `pair-cost`'s objects of the spread (one after another: for PAYGO, 64 neighbouring home
+/// slots, one per cache line of a 4 KiB page of its table), and batches per object.
+const SPREAD_OBJECTS: usize = 64;
+const SPREAD_BATCHES: usize = 200;
+
+/// One repetition of `pair-cost` for one scheme.
+#[derive(Default)]
+struct PairCosts {
+    /// The best ns per pair on the calling thread.
+    main: Vec<f64>,
+    /// The same on a thread spawned for it.
+    worker: Vec<f64>,
+    /// On a spawned thread, the lowest and the highest of the best ns per pair over
+    /// `SPREAD_OBJECTS` objects.
+    spread: Vec<(f64, f64)>,
 }
 
-/// The best ns per pair over `PAIR_BATCHES` batches on the calling thread.
-fn best_pair_ns<C: RefCounter>(scheme: &C, o: core::pin::Pin<&C::Object>) -> f64 {
+struct PairCostVisit<'a> {
+    out: &'a mut PairCosts,
+}
+
+/// The best ns per pair over `batches` batches on the calling thread.
+fn best_pair_ns<C: RefCounter>(scheme: &C, o: core::pin::Pin<&C::Object>, batches: usize) -> f64 {
     let mut best = f64::MAX;
-    for _ in 0..PAIR_BATCHES {
+    for _ in 0..batches {
         let t = Instant::now();
         for _ in 0..PAIRS_PER_BATCH {
             let tok = scheme
@@ -450,15 +466,27 @@ impl Visit for PairCostVisit<'_> {
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
         let objs = Objects::new(&scheme, 1);
         let o = objs.get(0);
-        self.out.0.push(best_pair_ns(&scheme, o));
+        self.out.main.push(best_pair_ns(&scheme, o, PAIR_BATCHES));
         // The same loop on a thread of its own, as the other experiments' workers run: its
-        // stack and thread-local area (the rseq area among them) lie elsewhere.
-        let worker = std::thread::scope(|s| {
-            s.spawn(|| best_pair_ns(&scheme, o))
-                .join()
-                .expect("pair-cost worker panicked")
+        // stack and thread-local area (the rseq area among them) lie elsewhere. Then over
+        // many objects: a cost that depends on where the object's state lies (a line that
+        // aliases the thread's own, 4 KiB apart) shows as a spread.
+        let spread = Objects::new(&scheme, SPREAD_OBJECTS);
+        let (worker, costs) = std::thread::scope(|s| {
+            s.spawn(|| {
+                let w = best_pair_ns(&scheme, o, PAIR_BATCHES);
+                let costs: Vec<f64> = (0..SPREAD_OBJECTS)
+                    .map(|k| best_pair_ns(&scheme, spread.get(k), SPREAD_BATCHES))
+                    .collect();
+                (w, costs)
+            })
+            .join()
+            .expect("pair-cost worker panicked")
         });
-        self.out.1.push(worker);
+        self.out.worker.push(worker);
+        let lo = costs.iter().copied().fold(f64::MAX, f64::min);
+        let hi = costs.iter().copied().fold(0.0, f64::max);
+        self.out.spread.push((lo, hi));
     }
 }
 
@@ -466,9 +494,12 @@ impl Visit for PairCostVisit<'_> {
 /// 2,000 batches of 2,000 pairs (a figure that a busy machine can only make worse, never
 /// better), median over the repetitions. `ops_per_sec` is its inverse. The same loop again on a
 /// spawned thread (`ns_per_pair_worker`, and `worker_vs_main`, the ratio of the two costs):
-/// the other experiments time their pairs on spawned workers.
+/// the other experiments time their pairs on spawned workers. And on the spawned thread, the
+/// best of 200 batches for each of 64 objects made one after another: the lowest and highest
+/// (`ns_per_pair_objects_min`, `_max`, medians over the repetitions), which differ where the
+/// cost depends on where an object's state lies.
 pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
-    let mut res: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut res: BTreeMap<String, PairCosts> = BTreeMap::new();
     for _ in 0..p.reps {
         for name in &p.schemes {
             let out = res.entry(name.clone()).or_default();
@@ -476,22 +507,26 @@ pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             tick(name);
         }
     }
-    let atomic = res.get("atomic").map(|v| median(&v.0));
+    let atomic = res.get("atomic").map(|v| median(&v.main));
     let mut rows = Vec::new();
     for name in &p.schemes {
-        let Some((ns, worker)) = res.get(name) else {
+        let Some(c) = res.get(name) else {
             continue;
         };
-        let best = median(ns);
-        let on_worker = median(worker);
+        let best = median(&c.main);
+        let on_worker = median(&c.worker);
         let mut extra = Map::new();
         extra.insert("ns_per_pair".into(), json!(best));
         extra.insert("ns_per_pair_worker".into(), json!(on_worker));
         extra.insert("worker_vs_main".into(), json!(on_worker / best));
+        let lo: Vec<f64> = c.spread.iter().map(|s| s.0).collect();
+        let hi: Vec<f64> = c.spread.iter().map(|s| s.1).collect();
+        extra.insert("ns_per_pair_objects_min".into(), json!(median(&lo)));
+        extra.insert("ns_per_pair_objects_max".into(), json!(median(&hi)));
         if let Some(a) = atomic {
             extra.insert("vs_atomic".into(), json!(a / best));
         }
-        let reps: Vec<f64> = ns.iter().map(|n| 1e9 / n).collect();
+        let reps: Vec<f64> = c.main.iter().map(|n| 1e9 / n).collect();
         rows.push(row("pair-cost", name, 1, 1, reps, extra));
     }
     rows
