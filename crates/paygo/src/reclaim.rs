@@ -270,11 +270,14 @@ impl Domain {
     ///
     /// | batch | ns per page |
     /// | ---: | ---: |
-    /// | 4,096 | 85-87 |
-    /// | 8,192 | 72-76 |
-    /// | 16,384 | 62-70 |
-    /// | 32,768 | 68-72 |
-    /// | 65,536 | 80-82 |
+    /// | 4,096 | 81-86 |
+    /// | 8,192 | 67-68 |
+    /// | 16,384 | 58-67 |
+    /// | 32,768 | 53-64 |
+    /// | 65,536 | 78-81 |
+    ///
+    /// 16,384 and 32,768 are close there (32,768 ahead in 6 of 7 alternating runs); the hint
+    /// stays at a quarter until a machine with 16 CPUs measures the two.
     pub fn reclaim_batch_hint(&self) -> usize {
         (self.config().slots_per_cpu.saturating_mul(self.cpus()) / 4).clamp(4096, 65_536)
     }
