@@ -42,6 +42,9 @@ pub(crate) mod bug {
     /// `only_reference` reads the counts without the flag and the fence: a REF taken from
     /// another reference while it reads goes unseen.
     pub const ONLY_WITHOUT_FLAG: u8 = 7;
+    /// A claim does not mark its group in the CPU's claim summary: READ-ALL skips the group
+    /// and misses the entry.
+    pub const NO_CLAIM_MARK: u8 = 8;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }
@@ -103,8 +106,10 @@ impl Domain {
     fn get_fast_as(&self, hdr: Pin<&Header>, live: u64) -> Option<Anchor> {
         let obj = hdr.addr();
         let cpu = self.tables.cpu();
-        let s = self.slot(cpu, self.home(live));
-        if s.key.load(Ordering::Relaxed) == obj {
+        let home = self.home(live);
+        let s = self.slot(cpu, home);
+        let k = s.key.load(Ordering::Relaxed);
+        if k == obj {
             let g = s.gen.load(Ordering::Relaxed);
             if self
                 .tables
@@ -129,7 +134,7 @@ impl Domain {
             let (ga, a) = s.anchor.load();
             let l = s.local.load(Ordering::Relaxed);
             if ga == gw && l.wrapping_add(a) == 0 {
-                return self.claim(cpu, s, &hdr, live, obj, gw, l);
+                return self.claim(cpu, s, k, &hdr, live, obj, gw, l);
             }
         }
         None
@@ -158,21 +163,37 @@ impl Domain {
             .map(|a| Guard::from_token(self, hdr, a))
     }
 
-    /// Claims free slot `s` of CPU `cpu` (read with `gen == gw`, `local == l`, count 0) for
-    /// `obj`: one critical section that checks `local`, `gen` and the flag, stores the key
-    /// (speculatively) and adds 1 to `local` (commit). `None` if it did not commit.
+    /// Claims free slot `s` of CPU `cpu` (read with `key == k`, `gen == gw`, `local == l`,
+    /// count 0) for `obj`: marks its group in the CPU's claim summary if the slot was never
+    /// used (`k == 0`), then one critical section that checks `local`, `gen` and the flag,
+    /// stores the key (speculatively) and adds 1 to `local` (commit). `None` if it did not
+    /// commit.
+    ///
+    /// A slot whose key is not 0 needs no mark: its key was stored by an earlier claim on this
+    /// CPU's table, which marked the group before it (marks are never cleared). That claim's
+    /// mark is ordered before this claim's critical section as its key store is: on the rseq
+    /// path by the mark's locked instruction and x86-64's store order, on the locked fallback
+    /// by the CPU's lock, which both critical sections take.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn claim(
         &self,
         cpu: usize,
         s: &Slot,
+        k: usize,
         hdr: &Header,
         live: u64,
         obj: usize,
         gw: u64,
         l: i64,
     ) -> Option<Anchor> {
+        #[cfg(paygo_loom_bug)]
+        let mark = !bug::is(bug::NO_CLAIM_MARK);
+        #[cfg(not(paygo_loom_bug))]
+        let mark = true;
+        if mark && k == 0 {
+            self.note_claim(cpu, s);
+        }
         self.tables
             .store_add(
                 cpu,
@@ -227,7 +248,8 @@ impl Domain {
             for i in 0..self.window {
                 let s = self.slot(cpu, base + i);
                 // Relaxed: local and gen are re-checked inside the critical sections.
-                if s.key.load(Ordering::Relaxed) == obj {
+                let k = s.key.load(Ordering::Relaxed);
+                if k == obj {
                     // 1. The object's entry on this CPU.
                     let g = s.gen.load(Ordering::Relaxed);
                     match self.tables.add(
@@ -257,7 +279,7 @@ impl Domain {
                 if ga != gw || l.wrapping_add(a) != 0 {
                     continue;
                 }
-                match self.claim(cpu, s, &hdr, live, obj, gw, l) {
+                match self.claim(cpu, s, k, &hdr, live, obj, gw, l) {
                     Some(anchor) => return Some(anchor),
                     None => {
                         retry.aborted();

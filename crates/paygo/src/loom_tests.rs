@@ -416,6 +416,21 @@ mod bugs {
         });
     }
 
+    /// READ-ALL skips the slot groups a CPU never marked as claimed: a claim that does not
+    /// mark its group goes unseen, and the object is reclaimed under its reader.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_claim_mark_is_caught() {
+        with_bug(bug::NO_CLAIM_MARK, || super::ref_vs_reclaim(false, false));
+    }
+
+    /// The same for a batch decided by one sweep of the tables.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_claim_mark_is_caught_by_the_swept_batch() {
+        with_bug(bug::NO_CLAIM_MARK, || super::ref_vs_reclaim(false, true));
+    }
+
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_no_flag_check_is_caught() {

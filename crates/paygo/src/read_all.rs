@@ -25,9 +25,13 @@ impl Domain {
             (base..per, 0..end - per)
         };
         let mut total = 0i64;
-        for table in self.slots.chunks_exact(per) {
-            let here = Self::scan_run(&table[first.clone()], obj)
-                .wrapping_add(Self::scan_run(&table[wrapped.clone()], obj));
+        for cpu in 0..self.cpus() {
+            let mut here = 0i64;
+            for run in [first.clone(), wrapped.clone()] {
+                self.for_claimed(cpu, run.start, run.end, |slots| {
+                    here = here.wrapping_add(Self::scan_run(slots, obj));
+                });
+            }
             total = total.wrapping_add(here);
             if early && here > 0 {
                 return total.max(1);
@@ -171,19 +175,20 @@ impl Domain {
             }
         };
         sums.fill(0);
-        let per = self.mask + 1;
-        for table in self.slots.chunks_exact(per) {
+        for cpu in 0..self.cpus() {
             for &(a, b) in runs {
-                for s in &table[a..b] {
-                    // Acquire: as in `scan_run`.
-                    let k = s.key.load(Ordering::Acquire);
-                    if k == 0 {
-                        continue;
+                self.for_claimed(cpu, a, b, |slots| {
+                    for s in slots {
+                        // Acquire: as in `scan_run`.
+                        let k = s.key.load(Ordering::Acquire);
+                        if k == 0 {
+                            continue;
+                        }
+                        if let Some(i) = find(k & !TAG) {
+                            sums[i] = sums[i].wrapping_add(Self::entry_count(s, k));
+                        }
                     }
-                    if let Some(i) = find(k & !TAG) {
-                        sums[i] = sums[i].wrapping_add(Self::entry_count(s, k));
-                    }
-                }
+                });
             }
         }
     }
@@ -237,5 +242,57 @@ mod tests {
         assert_eq!(runs(128, 128, &[5]), (vec![(0, 128)], 128));
         // No homes: nothing to sweep.
         assert_eq!(runs(64, 4, &[]), (vec![], 0));
+    }
+
+    /// The runs `for_claimed` hands over for `a..b` of CPU 0's table, as (start, end) slot
+    /// positions, with groups `marked` marked in CPU 0's summary (and every group of CPU 1).
+    fn claimed_runs(slots: usize, marked: &[usize], a: usize, b: usize) -> Vec<(usize, usize)> {
+        use crate::sync::Ordering;
+        use crate::table::GROUP_SHIFT;
+        let d = Domain::with_config(Config {
+            slots_per_cpu: slots,
+            window: 1,
+        });
+        for &g in marked {
+            d.claimed[g / 64].fetch_or(1 << (g % 64), Ordering::Relaxed);
+        }
+        if d.cpus() > 1 {
+            for w in &d.claimed[d.claimed_stride..2 * d.claimed_stride] {
+                w.store(u64::MAX, Ordering::Relaxed);
+            }
+        }
+        let base = d.slots.as_ptr() as usize;
+        let mut out = Vec::new();
+        d.for_claimed(0, a, b, |run| {
+            let start = (run.as_ptr() as usize - base) / 64;
+            out.push((start, start + run.len()));
+        });
+        // Every run lies in marked groups, and every marked slot of a..b is in a run.
+        for p in a..b {
+            let inside = out.iter().any(|&(s, e)| s <= p && p < e);
+            assert_eq!(inside, marked.contains(&(p >> GROUP_SHIFT)), "slot {p}");
+        }
+        out
+    }
+
+    #[test]
+    fn for_claimed_reads_only_marked_groups() {
+        // Nothing marked: nothing read.
+        assert_eq!(claimed_runs(4096, &[], 0, 4096), vec![]);
+        // Neighbouring groups make one run; a range cuts them.
+        assert_eq!(claimed_runs(4096, &[2, 3], 0, 4096), vec![(16, 32)]);
+        assert_eq!(claimed_runs(4096, &[2, 3], 20, 27), vec![(20, 27)]);
+        assert_eq!(claimed_runs(4096, &[2, 5], 0, 64), vec![(16, 24), (40, 48)]);
+        // Split where a word of the summary (64 groups) ends; the last group of the table.
+        assert_eq!(
+            claimed_runs(4096, &[63, 64], 500, 530),
+            vec![(504, 512), (512, 520)]
+        );
+        assert_eq!(claimed_runs(4096, &[511], 0, 4096), vec![(4088, 4096)]);
+        // A marked group past the range is not read.
+        assert_eq!(claimed_runs(4096, &[100], 0, 800), vec![]);
+        // Tables smaller than a group.
+        assert_eq!(claimed_runs(1, &[0], 0, 1), vec![(0, 1)]);
+        assert_eq!(claimed_runs(4, &[], 0, 4), vec![]);
     }
 }

@@ -258,28 +258,35 @@ impl Domain {
     /// How many objects to hand to one [`Domain::try_reclaim_many`] when there are many (the
     /// `RefCounter` hint).
     ///
-    /// A batch of objects spread over the tables is decided by one sweep of every CPU's whole
-    /// table (`slots_per_cpu` × CPUs slots). The hint is a quarter of that many objects, so the
-    /// sweep reads about four slots per object, bounded to 4,096..=65,536:
-    /// - 4,096 on 2 CPUs, where no batch is swept;
-    /// - 16,384 with the default tables on 16 CPUs.
+    /// A batch of objects spread over the tables is decided by one sweep of the slots that
+    /// READ-ALL reads: those of the groups marked in the CPUs' claim summaries, on a machine
+    /// whose every CPU counted references in every part of its table `slots_per_cpu` × CPUs.
+    /// The hint is a quarter of the marked slots now, so the sweep reads about four slots per
+    /// object, bounded to 4,096..=65,536:
+    /// - 4,096 on 2 CPUs, where no batch is swept, and wherever the tables are mostly unused;
+    /// - 16,384 with the default tables on 16 CPUs whose every table is marked throughout.
     ///
     /// A larger batch reads fewer slots per object, but its passes over the objects (flag,
     /// decision) fall out of the caches. Dropping a 256 MiB file through the page cache (refbench
-    /// `drop-file`), on an x86-64 with 2 CPUs and the tables sized for 16, ns per page:
+    /// `drop-file`), on an x86-64 with 2 CPUs and the tables sized for 16, ns per page, with
+    /// the file read on one CPU (one table marked) and with every slot read (the sweep of every
+    /// table whole that a table marked throughout costs):
     ///
-    /// | batch | ns per page |
-    /// | ---: | ---: |
-    /// | 4,096 | 81-86 |
-    /// | 8,192 | 67-68 |
-    /// | 16,384 | 58-67 |
-    /// | 32,768 | 53-64 |
-    /// | 65,536 | 78-81 |
-    ///
-    /// 16,384 and 32,768 are close there (32,768 ahead in 6 of 7 alternating runs); the hint
-    /// stays at a quarter until a machine with 16 CPUs measures the two.
+    /// | batch | one table marked | every table read |
+    /// | ---: | ---: | ---: |
+    /// | 1,024 | 38.5-40.4 | |
+    /// | 4,096 | 38.1-40.2 | 81-86 |
+    /// | 8,192 | 40.7-41.9 | 67-68 |
+    /// | 16,384 | 45.4-48.3 | 58-67 |
+    /// | 32,768 | 54.3-57.3 | 53-64 |
+    /// | 65,536 | 76.7-77.1 | 78-81 |
     pub fn reclaim_batch_hint(&self) -> usize {
-        (self.config().slots_per_cpu.saturating_mul(self.cpus()) / 4).clamp(4096, 65_536)
+        let marked: usize = self
+            .claimed
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed).count_ones() as usize)
+            .sum();
+        ((marked << crate::table::GROUP_SHIFT) / 4).clamp(4096, 65_536)
     }
 
     /// The batch reclaim; with `prescan`, objects visibly referenced are left alone before any

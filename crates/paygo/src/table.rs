@@ -21,6 +21,10 @@ fn next_domain_id() -> u32 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Slots per bit of a CPU's claim summary (`1 << GROUP_SHIFT`: a group of 8 slots, 512 bytes
+/// of table).
+pub(crate) const GROUP_SHIFT: u32 = 3;
+
 /// The most slots a CPU's table may have (2^24: a gigabyte per CPU).
 pub const MAX_SLOTS_PER_CPU: usize = 1 << 24;
 
@@ -111,7 +115,8 @@ pub struct Stats {
 /// Bytes a domain uses (see [`Domain::memory_usage`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryUsage {
-    /// The per-CPU tables (slots × 64 bytes × CPUs) and the stripe locks.
+    /// The per-CPU tables (slots × 64 bytes × CPUs), their claim summaries (a bit per 8 slots)
+    /// and the stripe locks.
     pub table_bytes: usize,
     /// Heap bytes held by overflow lists now (the lists and the maps that find them).
     pub overflow_bytes: usize,
@@ -201,6 +206,14 @@ pub struct Domain {
     /// This domain's number, in its anchors: an anchor made by another domain is refused by
     /// `put` even if that domain's tables were where this one's are.
     pub(crate) id: u32,
+    /// Each CPU's claim summary: bit `g` of CPU `c` (word `c * claimed_stride + g / 64`) is set
+    /// once a REF has set out to claim a slot of group `g` (slots `g << GROUP_SHIFT ..`) of
+    /// `c`'s table, and is never cleared. A slot whose key names an object lies in a marked
+    /// group, so READ-ALL skips unmarked groups: on a machine whose tables were used by a few
+    /// CPUs, a reclaim reads those CPUs' tables, not every CPU's (see [`Domain::note_claim`]).
+    pub(crate) claimed: Box<[AtomicU64]>,
+    /// Words of `claimed` per CPU (a multiple of 8: each CPU's summary on its own lines).
+    pub(crate) claimed_stride: usize,
     /// Overflow accounting, on its own line: bumped by evictions, never read on fast paths.
     pub(crate) overflow: CachePadded<OverflowCounters>,
     /// The live allocations of this domain's [`Arc`](crate::Arc)s, for the collector.
@@ -248,6 +261,14 @@ impl Domain {
             .try_reserve_exact(n)
             .map_err(|_| ConfigError::OutOfMemory { bytes })?;
         slots.extend((0..n).map(|_| Slot::new()));
+        let claimed_stride = cfg
+            .slots_per_cpu
+            .div_ceil(1 << GROUP_SHIFT)
+            .div_ceil(64)
+            .next_multiple_of(8);
+        let claimed = (0..percpu::possible_cpus() * claimed_stride)
+            .map(|_| AtomicU64::new(0))
+            .collect();
         Ok(Domain {
             tables: PerCpu::new(|_| ()),
             slots: slots.into_boxed_slice(),
@@ -259,6 +280,8 @@ impl Domain {
             mask: cfg.slots_per_cpu - 1,
             window: cfg.window,
             id: next_domain_id(),
+            claimed,
+            claimed_stride,
             overflow: CachePadded::new(OverflowCounters::default()),
             #[cfg(not(loom))]
             arcs: crate::arc::Registry::new(),
@@ -320,6 +343,65 @@ impl Domain {
             return None;
         }
         self.slots.get(off / size)
+    }
+
+    /// Marks the group of slot `s` (one of CPU `cpu`'s) in the CPU's claim summary, before a
+    /// critical section that may store a key into that slot (a claim of a slot never used:
+    /// see `claim` for why a used one needs no mark). Out of line: a CPU marks each group once.
+    ///
+    /// Why READ-ALL may skip an unmarked group: the mark is in memory before the claim's
+    /// critical section starts. A claim for an object being reclaimed either committed before
+    /// the reclaimer's asymmetric fence, and then the mark (earlier in program order) is
+    /// visible to the reclaimer's loads after the fence as the key is, or it runs after the
+    /// fence and fails on the object's flag. A mark whose claim fails or runs elsewhere (the
+    /// thread migrated) only makes a group read for nothing.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn note_claim(&self, cpu: usize, s: &Slot) {
+        let i = (Self::slot_addr(s).wrapping_sub(self.slots.as_ptr() as usize)
+            / core::mem::size_of::<Slot>())
+            & self.mask;
+        let g = i >> GROUP_SHIFT;
+        let w = &self.claimed[cpu * self.claimed_stride + g / 64];
+        let bit = 1u64 << (g % 64);
+        // Acquire: pairs with the SeqCst `fetch_or` of whichever thread marked the group, so
+        // that the mark happens before this thread's claim as if it had made it.
+        if w.load(Ordering::Acquire) & bit == 0 {
+            // SeqCst: ordered before the claim's critical section; pairs with the
+            // reclaimer's asymmetric fence (`reclaim_fence`), after which `for_claimed` reads
+            // the word.
+            w.fetch_or(bit, Ordering::SeqCst);
+        }
+    }
+
+    /// Calls `f` with the runs of slots `a..b` (`a <= b <= slots_per_cpu`) of CPU `cpu`'s table
+    /// that lie in groups marked in its claim summary: the only slots of the range whose key
+    /// can name an object (see [`Domain::note_claim`]).
+    #[inline(always)]
+    pub(crate) fn for_claimed(&self, cpu: usize, a: usize, b: usize, mut f: impl FnMut(&[Slot])) {
+        let table = &self.slots[cpu << self.bits..][..self.mask + 1];
+        let words = &self.claimed[cpu * self.claimed_stride..][..self.claimed_stride];
+        let mut p = a;
+        while p < b {
+            let g = p >> GROUP_SHIFT;
+            // Acquire: pairs with `mark_group`'s SeqCst fetch_or (read after the reclaimer's
+            // fence; see `note_claim`).
+            let word = words[g / 64].load(Ordering::Acquire) >> (g % 64);
+            if word == 0 {
+                // No group marked from here to the end of the word.
+                p = ((g / 64 + 1) * 64) << GROUP_SHIFT;
+                continue;
+            }
+            // The run of marked groups from `g` (within this word), or the first one after it.
+            let skip = word.trailing_zeros() as usize;
+            let len = (!(word >> skip)).trailing_zeros() as usize;
+            let start = ((g + skip) << GROUP_SHIFT).max(p);
+            let end = ((g + skip + len) << GROUP_SHIFT).min(b);
+            if start < end {
+                f(&table[start..end]);
+            }
+            p = end.max(start);
+        }
     }
 
     /// The object's stripe lock, which guards its overflow list.
@@ -389,6 +471,7 @@ impl Domain {
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
             table_bytes: self.tables.len() * (self.mask + 1) * core::mem::size_of::<Slot>()
+                + self.claimed.len() * 8
                 + STRIPES * core::mem::size_of::<CachePadded<Stripe>>(),
             overflow_bytes: self.overflow.bytes.load(Ordering::Relaxed),
             overflow_entries: self.overflow.entries.load(Ordering::Relaxed),

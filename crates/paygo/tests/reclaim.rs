@@ -277,36 +277,51 @@ fn swept_batch_matches_the_model() {
     }
 }
 
-/// The batch PAYGO asks a caller with many objects to reclaim for: a quarter of its tables'
-/// slots over all CPUs (a sweep then reads about four slots per object), within
-/// 4,096..=65,536.
+/// The batch PAYGO asks a caller with many objects to reclaim for: a quarter of the slots
+/// marked in its CPUs' claim summaries (a sweep then reads about four slots per object),
+/// within 4,096..=65,536.
 #[test]
-fn reclaim_batch_hint_follows_the_tables() {
-    let tiny = domain(Config {
-        slots_per_cpu: 64,
-        window: 4,
-    });
-    assert_eq!(tiny.reclaim_batch_hint(), 4096, "at least 4,096");
-    // The default tables, on the 16 CPUs (or more) this test sizes for.
-    let default = domain(Config::default());
-    assert!(default.cpus() >= 16);
-    assert_eq!(
-        default.reclaim_batch_hint(),
-        (1024 * default.cpus()).clamp(4096, 65_536),
-        "a quarter of 4,096 slots over {} CPUs",
-        default.cpus()
-    );
-    if default.cpus() == 16 {
-        assert_eq!(default.reclaim_batch_hint(), 16_384);
-    }
+fn reclaim_batch_hint_follows_the_marked_slots() {
+    sixteen_cpus();
+    // Tables no REF used: the least batch, whatever their size.
     let huge = domain(Config {
         slots_per_cpu: 1 << 16,
         window: 8,
     });
-    assert_eq!(huge.reclaim_batch_hint(), 65_536, "at most 65,536");
+    assert!(huge.cpus() >= 16);
+    assert_eq!(huge.reclaim_batch_hint(), 4096, "at least 4,096");
+    // A reference to an object placed on each slot of the table: every CPU a REF ran on marked
+    // the groups it used there (one CPU's whole table if the thread stayed on one CPU).
+    let pinned = percpu::testing::pin_or_skip("the hint of one CPU's marked table").is_some();
+    let objs: Vec<Pin<Box<Header>>> = (0..1usize << 16)
+        .map(|i| Box::pin(Header::with_place(i as u64)))
+        .collect();
+    for h in &objs {
+        let a = huge.try_get(h.as_ref()).expect("live");
+        huge.put(h.as_ref(), a);
+    }
+    let hint = huge.reclaim_batch_hint();
+    if pinned {
+        assert_eq!(hint, 16_384, "a quarter of one CPU's 65,536 marked slots");
+    }
+    assert!((16_384..=65_536).contains(&hint), "{hint}");
     assert_eq!(
-        RefCounter::reclaim_batch_hint(&default),
-        default.reclaim_batch_hint(),
+        RefCounter::reclaim_batch_hint(&huge),
+        hint,
         "the RefCounter hint is the domain's"
     );
+    // Marked slots beyond four batches of 65,536: the most.
+    let wide = domain(Config {
+        slots_per_cpu: 1 << 18,
+        window: 8,
+    });
+    let objs: Vec<Pin<Box<Header>>> = (0..1usize << 18)
+        .map(|i| Box::pin(Header::with_place(i as u64)))
+        .collect();
+    for h in &objs {
+        let a = wide.try_get(h.as_ref()).expect("live");
+        wide.put(h.as_ref(), a);
+    }
+    assert_eq!(wide.reclaim_batch_hint(), 65_536, "at most 65,536");
+    unpin();
 }
