@@ -281,12 +281,8 @@ impl Domain {
     /// | 32,768 | 54.3-57.3 | 53-64 |
     /// | 65,536 | 76.7-77.1 | 78-81 |
     pub fn reclaim_batch_hint(&self) -> usize {
-        let marked: usize = self
-            .claimed
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed).count_ones() as usize)
-            .sum();
-        ((marked << crate::table::GROUP_SHIFT) / 4).clamp(4096, 65_536)
+        let marked = self.overflow.marked_groups.load(Ordering::Relaxed);
+        (marked.saturating_mul(1 << crate::table::GROUP_SHIFT) / 4).clamp(4096, 65_536)
     }
 
     /// The batch reclaim; with `prescan`, objects visibly referenced are left alone before any

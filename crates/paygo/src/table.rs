@@ -207,14 +207,15 @@ pub struct Domain {
     /// `put` even if that domain's tables were where this one's are.
     pub(crate) id: u32,
     /// Each CPU's claim summary: bit `g` of CPU `c` (word `c * claimed_stride + g / 64`) is set
-    /// once a REF has set out to claim a slot of group `g` (slots `g << GROUP_SHIFT ..`) of
-    /// `c`'s table, and is never cleared. A slot whose key names an object lies in a marked
+    /// before the first claim of a never-used slot of group `g` (slots `g << GROUP_SHIFT ..`)
+    /// of `c`'s table, and is never cleared. A slot whose key names an object lies in a marked
     /// group, so READ-ALL skips unmarked groups: on a machine whose tables were used by a few
     /// CPUs, a reclaim reads those CPUs' tables, not every CPU's (see [`Domain::note_claim`]).
     pub(crate) claimed: Box<[AtomicU64]>,
     /// Words of `claimed` per CPU (a multiple of 8: each CPU's summary on its own lines).
     pub(crate) claimed_stride: usize,
-    /// Overflow accounting, on its own line: bumped by evictions, never read on fast paths.
+    /// Overflow accounting and the count of marked claim groups, on their own line: bumped by
+    /// evictions and first claims, never read on fast paths.
     pub(crate) overflow: CachePadded<OverflowCounters>,
     /// The live allocations of this domain's [`Arc`](crate::Arc)s, for the collector.
     #[cfg(not(loom))]
@@ -225,6 +226,8 @@ pub struct Domain {
 pub(crate) struct OverflowCounters {
     pub(crate) bytes: AtomicUsize,
     pub(crate) entries: AtomicUsize,
+    /// Groups marked in the claim summaries, over all CPUs (bumped once per group and CPU).
+    pub(crate) marked_groups: AtomicUsize,
 }
 
 impl Domain {
@@ -370,7 +373,10 @@ impl Domain {
             // SeqCst: ordered before the claim's critical section; pairs with the
             // reclaimer's asymmetric fence (`reclaim_fence`), after which `for_claimed` reads
             // the word.
-            w.fetch_or(bit, Ordering::SeqCst);
+            if w.fetch_or(bit, Ordering::SeqCst) & bit == 0 {
+                // The batch hint's count only: no ordering.
+                self.overflow.marked_groups.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
