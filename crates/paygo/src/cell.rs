@@ -73,11 +73,12 @@ mod vload {
         }
         let (lo, hi): (u64, u64);
         // SAFETY: STATE is 1 only on a CPU with AVX, where a VEX.128 `vmovdqa` of an aligned
-        // 16-byte location is one atomic access (Intel SDM vol. 3A §10.1.1, AMD APM vol. 2
-        // §7.3.2; what portable-atomic's own load and LLVM rely on), and every write of the
-        // word is a `lock cmpxchg16b` (checked by `detect`). `src` is valid and aligned (the
-        // caller's contract). A load on x86-64 is SeqCst against locked writes, as
-        // portable-atomic's is. `vmovq`/`vpextrq` exist wherever AVX does.
+        // 16-byte location is one atomic access (Intel SDM vol. 3A, "Guaranteed Atomic
+        // Operations"; AMD APM vol. 2, "Memory Access Atomicity"; what portable-atomic's own
+        // load and LLVM rely on), and every write of the word is a `lock cmpxchg16b` (checked
+        // by `detect`). `src` is valid and aligned (the caller's contract). A load on x86-64
+        // is SeqCst against locked writes, as portable-atomic's is. `vmovq` and `vpextrq`
+        // exist wherever AVX does.
         unsafe {
             core::arch::asm!(
                 "vmovdqa {x}, xmmword ptr [{src}]",
