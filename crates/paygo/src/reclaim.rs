@@ -33,7 +33,6 @@ impl core::fmt::Display for ReclaimError {
 
 impl std::error::Error for ReclaimError {}
 
-/// The error for a header whose state is `state` (not LIVE).
 /// Fewest flagged objects a batch decides with one sweep of the tables (fewer are scanned one
 /// by one). loom's models take the sweep with a single object.
 #[cfg(not(loom))]
@@ -60,6 +59,7 @@ fn sweep_pays(covered: usize, objects: usize, window: usize, cpus: usize) -> boo
     cfg!(loom) || sweep < each
 }
 
+/// The error for a header whose state is `state` (not LIVE).
 fn not_live(state: u64) -> ReclaimError {
     if state == DEAD {
         ReclaimError::Dead
