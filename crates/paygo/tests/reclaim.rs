@@ -280,6 +280,17 @@ fn swept_batch_matches_the_model() {
 /// The batch PAYGO asks a caller with many objects to reclaim for: a quarter of the slots
 /// marked in its CPUs' claim summaries (a sweep then reads about four slots per object),
 /// within 4,096..=65,536.
+/// Takes and gives back a reference to an object placed on each slot of `d`'s tables.
+fn use_every_slot(d: &Domain) {
+    let objs: Vec<Pin<Box<Header>>> = (0..d.config().slots_per_cpu as u64)
+        .map(|i| Box::pin(Header::with_place(i)))
+        .collect();
+    for h in &objs {
+        let a = d.try_get(h.as_ref()).expect("live");
+        d.put(h.as_ref(), a);
+    }
+}
+
 #[test]
 fn reclaim_batch_hint_follows_the_marked_slots() {
     sixteen_cpus();
@@ -293,13 +304,7 @@ fn reclaim_batch_hint_follows_the_marked_slots() {
     // A reference to an object placed on each slot of the table: every CPU a REF ran on marked
     // the groups it used there (one CPU's whole table if the thread stayed on one CPU).
     let pinned = percpu::testing::pin_or_skip("the hint of one CPU's marked table").is_some();
-    let objs: Vec<Pin<Box<Header>>> = (0..1usize << 16)
-        .map(|i| Box::pin(Header::with_place(i as u64)))
-        .collect();
-    for h in &objs {
-        let a = huge.try_get(h.as_ref()).expect("live");
-        huge.put(h.as_ref(), a);
-    }
+    use_every_slot(&huge);
     let hint = huge.reclaim_batch_hint();
     if pinned {
         assert_eq!(hint, 16_384, "a quarter of one CPU's 65,536 marked slots");
@@ -315,13 +320,7 @@ fn reclaim_batch_hint_follows_the_marked_slots() {
         slots_per_cpu: 1 << 18,
         window: 8,
     });
-    let objs: Vec<Pin<Box<Header>>> = (0..1usize << 18)
-        .map(|i| Box::pin(Header::with_place(i as u64)))
-        .collect();
-    for h in &objs {
-        let a = wide.try_get(h.as_ref()).expect("live");
-        wide.put(h.as_ref(), a);
-    }
+    use_every_slot(&wide);
     assert_eq!(wide.reclaim_batch_hint(), 65_536, "at most 65,536");
     unpin();
 }
