@@ -106,8 +106,7 @@ impl Domain {
     fn get_fast_as(&self, hdr: Pin<&Header>, live: u64) -> Option<Anchor> {
         let obj = hdr.addr();
         let cpu = self.tables.cpu();
-        let home = self.home(live);
-        let s = self.slot(cpu, home);
+        let s = self.slot(cpu, self.home(live));
         let k = s.key.load(Ordering::Relaxed);
         if k == obj {
             let g = s.gen.load(Ordering::Relaxed);

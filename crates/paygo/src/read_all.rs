@@ -261,10 +261,9 @@ mod tests {
                 w.store(u64::MAX, Ordering::Relaxed);
             }
         }
-        let base = d.slots.as_ptr() as usize;
         let mut out = Vec::new();
         d.for_claimed(0, a, b, |run| {
-            let start = (run.as_ptr() as usize - base) / 64;
+            let start = d.index_in_table(run.as_ptr() as usize);
             out.push((start, start + run.len()));
         });
         // Every run lies in marked groups, and every marked slot of a..b is in a run.

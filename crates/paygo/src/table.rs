@@ -326,8 +326,14 @@ impl Domain {
     /// Where `a` counts its reference, as `cpu << 32 | slot within the CPU's table`.
     #[inline(always)]
     pub(crate) fn anchor_pos(&self, a: &crate::Anchor) -> u64 {
-        let i = a.slot.wrapping_sub(self.slots.as_ptr() as usize) / core::mem::size_of::<Slot>();
-        ((a.cpu as u64) << 32) | (i & self.mask) as u64
+        ((a.cpu as u64) << 32) | self.index_in_table(a.slot) as u64
+    }
+
+    /// The position within its CPU's table of the slot at address `addr` (one of this
+    /// domain's slots).
+    #[inline(always)]
+    pub(crate) fn index_in_table(&self, addr: usize) -> usize {
+        (addr.wrapping_sub(self.slots.as_ptr() as usize) / core::mem::size_of::<Slot>()) & self.mask
     }
 
     /// The address of slot `s` (which is one of this domain's).
@@ -361,10 +367,7 @@ impl Domain {
     #[cold]
     #[inline(never)]
     pub(crate) fn note_claim(&self, cpu: usize, s: &Slot) {
-        let i = (Self::slot_addr(s).wrapping_sub(self.slots.as_ptr() as usize)
-            / core::mem::size_of::<Slot>())
-            & self.mask;
-        let g = i >> GROUP_SHIFT;
+        let g = self.index_in_table(Self::slot_addr(s)) >> GROUP_SHIFT;
         let w = &self.claimed[cpu * self.claimed_stride + g / 64];
         let bit = 1u64 << (g % 64);
         // Acquire: pairs with the SeqCst `fetch_or` of whichever thread marked the group, so
