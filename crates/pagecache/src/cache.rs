@@ -28,6 +28,10 @@ const EVICT_PREFETCH: usize = 16;
 /// The largest file length the cache writes or sets: `i64::MAX`, the most `off_t` holds.
 pub(crate) const MAX_LEN: u64 = i64::MAX as u64;
 
+/// A frame to evict, named with what its eviction needs: (frame, index of its file among the
+/// batch's files, page).
+type Keyed = (u32, usize, u64);
+
 /// What one `evict` did.
 #[derive(Default)]
 struct Evicted {
@@ -132,6 +136,7 @@ impl FileState {
     }
 
     /// The slot of a page that has (or had, under the allocator lock) a frame.
+    #[inline]
     fn slot(&self, page: u64) -> &AtomicU32 {
         self.slots
             .get(page)
@@ -482,7 +487,7 @@ impl<C: RefCounter> Inner<C> {
                     batch.push(i);
                 }
             }
-            self.evict(a, &batch, None);
+            self.evict(a, &batch);
             if let Some(i) = a.free.pop() {
                 return Some(i);
             }
@@ -490,23 +495,14 @@ impl<C: RefCounter> Inner<C> {
         None
     }
 
-    /// Tries to evict the frames `batch` (filled, under the allocator lock): one
-    /// `try_reclaim_many`, then write-back and unmapping of each reclaimed frame. `known` is
-    /// the file most frames belong to, if the caller has it (no lookup for those). Returns how
-    /// many were freed, the first write-back error, the frames kept because a LODIC mapping
-    /// counts a reference on them, and the frames the scheme did not reclaim (sorted).
-    fn evict(&self, a: &mut Alloc, batch: &[u32], known: Option<&Arc<FileState>>) -> Evicted {
-        let mut done = Evicted::default();
-        if batch.is_empty() {
-            return done;
-        }
+    /// Tries to evict the frames `batch` (filled, under the allocator lock), of any files:
+    /// finds each frame's file and page, then [`Self::evict_keyed`].
+    fn evict(&self, a: &mut Alloc, batch: &[u32]) -> Evicted {
         // The files, held while we write back (dropped at the end, with the lock still held:
         // a file's last handle is never one of these, see CachedFileOf::drop, and FileState
         // has no drop code of its own).
-        let mut owners: Vec<Arc<FileState>> = known.into_iter().cloned().collect();
-        // Per frame kept: (frame, owner, page), and the scheme's object.
-        let mut frames: Vec<(u32, usize, u64)> = Vec::with_capacity(batch.len());
-        let mut pins: Vec<Pin<&C::Object>> = Vec::with_capacity(batch.len());
+        let mut owners: Vec<Arc<FileState>> = Vec::new();
+        let mut frames: Vec<Keyed> = Vec::with_capacity(batch.len());
         let mut files = None;
         let mut last = (u64::MAX, 0usize);
         for (n, &i) in batch.iter().enumerate() {
@@ -534,9 +530,22 @@ impl<C: RefCounter> Inner<C> {
             };
             last = (id, k);
             frames.push((i, k, m.index.load(Ordering::Relaxed)));
-            pins.push(self.obj(i));
         }
         drop(files);
+        self.evict_keyed(a, &frames, &owners)
+    }
+
+    /// Tries to evict `frames` (filled, under the allocator lock; each `(frame, owner, page)`
+    /// with `owners[owner]` the distinct files holding them): one `try_reclaim_many`, then
+    /// write-back and unmapping of each reclaimed frame. Returns how many were freed, the
+    /// first write-back error, the frames kept because a LODIC mapping counts a reference on
+    /// them, and the frames the scheme did not reclaim (sorted).
+    fn evict_keyed(&self, a: &mut Alloc, frames: &[Keyed], owners: &[Arc<FileState>]) -> Evicted {
+        let mut done = Evicted::default();
+        if frames.is_empty() {
+            return done;
+        }
+        let pins: Vec<Pin<&C::Object>> = frames.iter().map(|f| self.obj(f.0)).collect();
         // LODIC: the mapped pages' embedded counters, under each file's mapping lock (held
         // until the reclaimed frames are unpublished). `owners` holds distinct files.
         let maps: Vec<MutexGuard<'_, FileMaps>> = owners.iter().map(|o| lock(&o.maps)).collect();
@@ -1098,15 +1107,16 @@ impl<C: RefCounter> CachedFileOf<C> {
         let f = &*self.state;
         let mut freed = 0;
         let mut first = None;
-        let mut retry: Vec<u32> = Vec::new();
+        let mut retry: Vec<Keyed> = Vec::new();
         // Frames per `try_reclaim_many`: the scheme's batch (large enough to pay a fence or a
         // sweep of per-CPU state once for many pages, small enough to stay in the caches).
         let per = c.scheme.reclaim_batch_hint().max(1);
         // Grown as pages are found: most files hold far fewer pages than a batch.
-        let mut batch: Vec<u32> = Vec::new();
+        let mut batch: Vec<Keyed> = Vec::new();
+        let owners = std::slice::from_ref(&self.state);
         let mut a = lock(&c.alloc);
-        let mut run = |a: &mut Alloc, batch: &mut Vec<u32>, retry: &mut Vec<u32>| {
-            let done = c.evict(a, batch, Some(&self.state));
+        let mut run = |a: &mut Alloc, batch: &mut Vec<Keyed>, retry: &mut Vec<Keyed>| {
+            let done = c.evict_keyed(a, batch, owners);
             freed += done.freed;
             if let Some(e) = done.err {
                 first.get_or_insert(e);
@@ -1118,7 +1128,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                     && !m.unfilled()
                     && !c.scheme.is_referenced(c.obj(i))
                 {
-                    retry.push(i);
+                    retry.push((i, 0, m.index.load(Ordering::Relaxed)));
                 }
             }
             batch.clear();
@@ -1144,7 +1154,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             if c.frames[i as usize].meta.unfilled() {
                 continue; // being filled
             }
-            batch.push(i);
+            // Under the allocator lock, the frame in the page's slot holds that page.
+            batch.push((i, 0, k as u64));
             if batch.len() == per {
                 run(&mut a, &mut batch, &mut retry);
             }
@@ -1154,7 +1165,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             // Acquire: as above.
             let s = slot.load(Ordering::Acquire);
             if page >= from && s != 0 && !c.frames[s as usize - 1].meta.unfilled() {
-                batch.push(s - 1);
+                batch.push((s - 1, 0, page));
                 if batch.len() == per {
                     run(&mut a, &mut batch, &mut retry);
                 }

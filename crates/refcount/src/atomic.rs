@@ -64,6 +64,7 @@ impl RefCounter for Atomic {
         debug_assert!(old & !DEAD != 0, "atomic: put without a reference");
     }
 
+    #[inline]
     fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
         let w = obj.word.load(Ordering::Acquire);
         // A dead object has no reference; its low bits may hold failing try_gets in flight.
@@ -74,6 +75,7 @@ impl RefCounter for Atomic {
         }
     }
 
+    #[inline]
     fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
         // Acquire pairs with the Release in put().
         obj.word
@@ -81,6 +83,7 @@ impl RefCounter for Atomic {
             .is_ok()
     }
 
+    #[inline]
     fn reinit(&self, obj: Pin<&AtomicObject>) {
         // Release pairs with the Acquire in try_get().
         let old = obj.word.fetch_sub(DEAD, Ordering::Release);

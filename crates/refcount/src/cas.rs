@@ -42,6 +42,7 @@ pub struct CasToken(());
 impl Cas {
     /// `page_ref_freeze`: `compare_exchange(expected -> 0)`, where `expected` counts the base
     /// reference (so `freeze(obj, 1)` is `try_reclaim`). While frozen every `try_get` fails.
+    #[inline]
     pub fn freeze(&self, obj: Pin<&CasObject>, expected: u64) -> bool {
         // Acquire pairs with the Release fetch_sub in put(): the holders' accesses happen
         // before the freeze.
@@ -55,6 +56,7 @@ impl Cas {
     ///
     /// # Panics
     /// In debug builds, if the object is not frozen or `count` is 0.
+    #[inline]
     pub fn unfreeze(&self, obj: Pin<&CasObject>, count: u64) {
         debug_assert!(count > 0, "cas: unfreeze to 0");
         debug_assert_eq!(obj.count.load(Ordering::Relaxed), 0, "cas: not frozen");
@@ -101,15 +103,18 @@ impl RefCounter for Cas {
         debug_assert!(old > 1, "cas: put without a reference");
     }
 
+    #[inline]
     fn read_all(&self, obj: Pin<&CasObject>) -> i64 {
         // Acquire pairs with the Release fetch_sub in put().
         obj.count.load(Ordering::Acquire).saturating_sub(1) as i64
     }
 
+    #[inline]
     fn try_reclaim(&self, obj: Pin<&CasObject>) -> bool {
         self.freeze(obj, 1)
     }
 
+    #[inline]
     fn reinit(&self, obj: Pin<&CasObject>) {
         debug_assert_eq!(
             obj.count.load(Ordering::Relaxed),

@@ -218,6 +218,7 @@ impl RefCounter for FrozenBit {
         let _ = self.put_and_test(obj, token);
     }
 
+    #[inline]
     fn read_all(&self, obj: Pin<&FrozenBitObject>) -> i64 {
         // Acquire pairs with the Release fetch_sub in put().
         let w = obj.word.load(Ordering::Acquire);
@@ -228,6 +229,7 @@ impl RefCounter for FrozenBit {
         }
     }
 
+    #[inline]
     fn try_reclaim(&self, obj: Pin<&FrozenBitObject>) -> bool {
         let mut w = obj.word.load(Ordering::Relaxed);
         while w & (FROZEN | COUNT) == 1 {
@@ -245,6 +247,7 @@ impl RefCounter for FrozenBit {
         false
     }
 
+    #[inline]
     fn reinit(&self, obj: Pin<&FrozenBitObject>) {
         let w = obj.word.load(Ordering::Relaxed);
         debug_assert!(w & FROZEN != 0, "frozen-bit: reinit of a live object");

@@ -219,6 +219,7 @@ impl RefCounter for RcuRef {
         let _ = self.put_and_test(obj, token);
     }
 
+    #[inline]
     fn read_all(&self, obj: Pin<&RcuRefObject>) -> i64 {
         // Acquire pairs with the Release decrements of the puts.
         let c = obj.refcnt.load(Ordering::Acquire);
@@ -230,6 +231,7 @@ impl RefCounter for RcuRef {
         }
     }
 
+    #[inline]
     fn try_reclaim(&self, obj: Pin<&RcuRefObject>) -> bool {
         // Acquire pairs with the Release decrements of every put: the holders' accesses happen
         // before the reclaim.
@@ -238,6 +240,7 @@ impl RefCounter for RcuRef {
             .is_ok()
     }
 
+    #[inline]
     fn reinit(&self, obj: Pin<&RcuRefObject>) {
         debug_assert!(
             obj.refcnt.load(Ordering::Relaxed) >= RELEASED,

@@ -185,10 +185,12 @@ impl RefCounter for Sticky {
         let _ = self.put_and_test(obj, token);
     }
 
+    #[inline]
     fn read_all(&self, obj: Pin<&StickyObject>) -> i64 {
         (self.load_helping(&obj) as i64 - 1).max(0)
     }
 
+    #[inline]
     fn try_reclaim(&self, obj: Pin<&StickyObject>) -> bool {
         // Acquire pairs with the Release decrements of the puts.
         obj.word
@@ -196,6 +198,7 @@ impl RefCounter for Sticky {
             .is_ok()
     }
 
+    #[inline]
     fn reinit(&self, obj: Pin<&StickyObject>) {
         debug_assert!(
             obj.word.load(Ordering::Relaxed) & ZERO != 0,
