@@ -275,6 +275,30 @@ mod tests {
     }
 
     #[test]
+    fn marked_slots_counts_what_a_sweep_reads() {
+        use crate::sync::Ordering;
+        let d = Domain::with_config(Config {
+            slots_per_cpu: 4096,
+            window: 8,
+        });
+        let runs = [(16, 32), (100, 108)];
+        assert_eq!(
+            d.marked_slots(&runs),
+            0,
+            "a fresh domain has nothing to read"
+        );
+        // CPU 0: groups 2 and 3 (slots 16..32); CPU 1 (if any): every group.
+        d.claimed[0].fetch_or(0b1100, Ordering::Relaxed);
+        if d.cpus() > 1 {
+            for w in &d.claimed[d.claimed_stride..2 * d.claimed_stride] {
+                w.store(u64::MAX, Ordering::Relaxed);
+            }
+        }
+        let others = if d.cpus() > 1 { 16 + 8 } else { 0 };
+        assert_eq!(d.marked_slots(&runs), 16 + others);
+    }
+
+    #[test]
     fn for_claimed_reads_only_marked_groups() {
         // Nothing marked: nothing read.
         assert_eq!(claimed_runs(4096, &[], 0, 4096), vec![]);

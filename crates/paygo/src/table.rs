@@ -413,6 +413,18 @@ impl Domain {
         }
     }
 
+    /// How many slots of `runs` (of every CPU's table) lie in marked groups: what a sweep of
+    /// the runs reads.
+    pub(crate) fn marked_slots(&self, runs: &[(usize, usize)]) -> usize {
+        let mut n = 0;
+        for cpu in 0..self.cpus() {
+            for &(a, b) in runs {
+                self.for_claimed(cpu, a, b, |slots| n += slots.len());
+            }
+        }
+        n
+    }
+
     /// The object's stripe lock, which guards its overflow list.
     pub(crate) fn stripe(&self, obj: usize) -> StripeGuard<'_> {
         self.stripe_of(obj).lock()
