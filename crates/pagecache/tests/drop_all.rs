@@ -1,0 +1,194 @@
+//! `drop_cache` over more pages than one batch, for every scheme that can serve a page cache
+//! and for one whose zero detection lags (the drop's retries): every page nobody holds is
+//! freed, every held page stays and reads back its bytes, written pages reach the file first,
+//! and once the references are given back a second drop frees exactly the held pages.
+
+mod common;
+
+use common::{pat, pattern_file};
+use core::pin::Pin;
+use pagecache::{Config, PageCacheOf, PAGE_SIZE};
+use refcount::atomic::{Atomic, AtomicObject, AtomicToken};
+use refcount::{Memory, Precision, RefCounter};
+use schemes::{SchemeInfo, Visit};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// More pages than PAYGO's smallest batch (4,096), so that the drop takes two batches, the
+/// first decided by a sweep of the tables.
+const PAGES: u64 = 4096 + 600;
+
+/// Pages held by a `PageRef` during the first drop.
+fn held(page: u64) -> bool {
+    page % 97 == 5
+}
+
+/// Pages written through the cache before the first drop (none held: a held page stays
+/// cached and dirty).
+fn written(page: u64) -> bool {
+    page % 211 == 7 && !held(page)
+}
+
+/// The byte the file holds at `off` after the writes.
+fn model(off: u64) -> u8 {
+    if written(off / PAGE_SIZE as u64) {
+        !pat(off)
+    } else {
+        pat(off)
+    }
+}
+
+/// [`check_now`] on a thread of its own, failing (instead of hanging) if it has not finished
+/// within a minute: a drop that left a slot naming a freed frame makes reads of that page wait
+/// for a fill that never comes.
+fn check<C: RefCounter>(name: &'static str, scheme: C, path: PathBuf) {
+    let (done, wait) = channel();
+    let t = std::thread::spawn(move || {
+        check_now(name, scheme, &path);
+        let _ = done.send(());
+    });
+    match wait.recv_timeout(Duration::from_secs(60)) {
+        Ok(()) => {}
+        Err(RecvTimeoutError::Disconnected) => {
+            if let Err(p) = t.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+        Err(RecvTimeoutError::Timeout) => panic!("{name}: the drops and reads did not finish"),
+    }
+}
+
+/// Caches the file at `path` whole through `scheme`, writes and holds some pages, and checks
+/// two drops against the model.
+fn check_now<C: RefCounter>(name: &str, scheme: C, path: &Path) {
+    let cache =
+        PageCacheOf::with_scheme(scheme, &Config::new(PAGES as usize + 16, name)).expect("cache");
+    let file = cache.open(path).expect("open");
+    let mut page = vec![0u8; PAGE_SIZE];
+    for p in 0..PAGES {
+        let at = p * PAGE_SIZE as u64;
+        if written(p) {
+            let bytes: Vec<u8> = (at..at + PAGE_SIZE as u64).map(|o| !pat(o)).collect();
+            file.write_at(&bytes, at).expect("write");
+        } else {
+            file.read_at(&mut page[..1], at).expect("read");
+        }
+    }
+    let refs: Vec<_> = (0..PAGES)
+        .filter(|&p| held(p))
+        .map(|p| (p, file.page(p).expect("page")))
+        .collect();
+    let freed = file.drop_cache().expect("drop_cache");
+    assert_eq!(freed as u64, PAGES - refs.len() as u64, "{name}: freed");
+    for (p, r) in &refs {
+        r.read(0, &mut page);
+        let at = p * PAGE_SIZE as u64;
+        for (k, &b) in page.iter().enumerate() {
+            assert_eq!(b, model(at + k as u64), "{name}: held page {p}, byte {k}");
+        }
+    }
+    // The written pages were written back before their frames were freed.
+    let on_disk = std::fs::read(path).expect("read the file");
+    for p in (0..PAGES).filter(|&p| written(p)) {
+        let at = (p * PAGE_SIZE as u64) as usize;
+        assert!(
+            (0..PAGE_SIZE).all(|k| on_disk[at + k] == model((at + k) as u64)),
+            "{name}: written page {p} not on disk"
+        );
+    }
+    let n = refs.len();
+    drop(refs);
+    assert_eq!(
+        file.drop_cache().expect("second drop_cache"),
+        n,
+        "{name}: held pages"
+    );
+    assert_eq!(
+        file.drop_cache().expect("third drop_cache"),
+        0,
+        "{name}: nothing left"
+    );
+    let mut all = vec![0u8; (PAGES * PAGE_SIZE as u64) as usize];
+    assert_eq!(file.read_at(&mut all, 0).expect("read back"), all.len());
+    assert!(
+        all.iter().enumerate().all(|(o, &b)| b == model(o as u64)),
+        "{name}: the file reads back its model"
+    );
+}
+
+struct Registered(PathBuf);
+
+impl Visit for Registered {
+    type Out = ();
+    fn visit<C: RefCounter>(self, info: &SchemeInfo, scheme: C) {
+        check(info.name, scheme, self.0)
+    }
+}
+
+/// `atomic` whose zero detection lags, as RefCache's epochs can: each object's first
+/// try-reclaim after it was made live fails although nobody references it.
+#[derive(Default)]
+struct Lagging {
+    inner: Atomic,
+    /// Objects refused once since they were last made live.
+    refused: Mutex<HashSet<usize>>,
+}
+
+impl RefCounter for Lagging {
+    type Object = AtomicObject;
+    type Token = AtomicToken;
+    const NAME: &'static str = "lagging";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> AtomicObject {
+        self.inner.new_object()
+    }
+    fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<AtomicToken> {
+        self.inner.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&AtomicObject>, token: AtomicToken) {
+        self.inner.put(obj, token)
+    }
+    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
+        self.inner.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
+        let at = &*obj as *const AtomicObject as usize;
+        if self.refused.lock().unwrap().insert(at) {
+            return false;
+        }
+        self.inner.try_reclaim(obj)
+    }
+    fn reinit(&self, obj: Pin<&AtomicObject>) {
+        self.refused
+            .lock()
+            .unwrap()
+            .remove(&(&*obj as *const AtomicObject as usize));
+        self.inner.reinit(obj)
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> Memory {
+        self.inner.memory(objs)
+    }
+}
+
+#[test]
+fn drop_cache_frees_exactly_the_unheld_pages_for_every_scheme() {
+    let mut names = 0;
+    for name in pagecache::usable_schemes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", PAGES * PAGE_SIZE as u64);
+        schemes::visit(name, &Default::default(), Registered(path)).expect("a registered scheme");
+        names += 1;
+    }
+    assert!(names >= 10, "only {names} schemes serve a page cache");
+}
+
+#[test]
+fn a_lagging_zero_detection_is_retried() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", PAGES * PAGE_SIZE as u64);
+    check("lagging", Lagging::default(), path);
+}
