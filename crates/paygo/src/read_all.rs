@@ -85,12 +85,9 @@ impl Domain {
     }
 
     /// The slot runs (start, end) of table positions covering the probe windows whose first
-    /// slots are `homes`, merged, in order, without wrapping; and how many slots they cover.
-    /// One bit per table position: no sort, linear in the homes and the table's size / 64.
-    pub(crate) fn window_runs(
-        &self,
-        homes: impl Iterator<Item = usize>,
-    ) -> (Vec<(usize, usize)>, usize) {
+    /// slots are `homes`, merged, in order, without wrapping. One bit per table position: no
+    /// sort, linear in the homes and the table's size / 64.
+    pub(crate) fn window_runs(&self, homes: impl Iterator<Item = usize>) -> Vec<(usize, usize)> {
         let per = self.mask + 1;
         let mut bits = vec![0u64; per.div_ceil(64)];
         // Sets positions [a, b) of one table (a word at a time: no chain of stores to one word).
@@ -113,7 +110,6 @@ impl Domain {
             }
         }
         let mut runs: Vec<(usize, usize)> = Vec::new();
-        let mut covered = 0;
         for (w, &word) in bits.iter().enumerate() {
             let mut rest = word;
             while rest != 0 {
@@ -121,7 +117,6 @@ impl Domain {
                 let a = rest.trailing_zeros() as usize;
                 let b = (a + (!(rest >> a)).trailing_zeros() as usize).min(64);
                 let (a, b) = (w * 64 + a, (w * 64 + b).min(per));
-                covered += b - a;
                 match runs.last_mut() {
                     Some(last) if last.1 == a => last.1 = b,
                     _ => runs.push((a, b)),
@@ -133,7 +128,7 @@ impl Domain {
                 };
             }
         }
-        (runs, covered)
+        runs
     }
 
     /// READ-ALL over the tables of many objects at once: `sums[i]` receives the sum of
@@ -221,12 +216,15 @@ impl Domain {
 mod tests {
     use crate::{Config, Domain};
 
+    /// The runs of `homes`' windows, and how many slots they cover.
     fn runs(slots: usize, window: usize, homes: &[usize]) -> (Vec<(usize, usize)>, usize) {
         let d = Domain::with_config(Config {
             slots_per_cpu: slots,
             window,
         });
-        d.window_runs(homes.iter().copied())
+        let runs = d.window_runs(homes.iter().copied());
+        let covered = runs.iter().map(|(a, b)| b - a).sum();
+        (runs, covered)
     }
 
     #[test]

@@ -341,7 +341,7 @@ impl Domain {
     /// `try_reclaim`. Returns how many were reclaimed; `out` receives each outcome.
     fn decide_swept(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
         let flagged: Vec<usize> = (0..objs.len()).filter(|&i| out[i]).collect();
-        let (runs, _) = self.window_runs(
+        let runs = self.window_runs(
             flagged
                 .iter()
                 .map(|&i| self.home(objs[i].flag.load(Ordering::Relaxed))),
