@@ -1,13 +1,14 @@
 //! `drop_cache` hands the scheme batches of the size the scheme asks for
 //! (`RefCounter::reclaim_batch_hint`), and loses nothing across batches.
 
+#[macro_use]
 mod common;
 
 use common::{pat, pattern_file};
 use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
-use refcount::atomic::{Atomic, AtomicObject, AtomicToken};
-use refcount::{Memory, Precision, RefCounter};
+use refcount::atomic::{Atomic, AtomicObject};
+use refcount::RefCounter;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
@@ -19,23 +20,9 @@ struct SmallBatches<const BATCH: usize> {
 }
 
 impl<const BATCH: usize> RefCounter for SmallBatches<BATCH> {
-    type Object = AtomicObject;
-    type Token = AtomicToken;
     const NAME: &'static str = "small-batches";
-    const READ_ALL: Precision = Precision::Exact;
+    atomic_passthrough!();
 
-    fn new_object(&self) -> AtomicObject {
-        self.inner.new_object()
-    }
-    fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<AtomicToken> {
-        self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&AtomicObject>, token: AtomicToken) {
-        self.inner.put(obj, token)
-    }
-    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
-        self.inner.read_all(obj)
-    }
     fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
         self.inner.try_reclaim(obj)
     }
@@ -48,9 +35,6 @@ impl<const BATCH: usize> RefCounter for SmallBatches<BATCH> {
     }
     fn reinit(&self, obj: Pin<&AtomicObject>) {
         self.inner.reinit(obj)
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> Memory {
-        self.inner.memory(objs)
     }
 }
 

@@ -3,13 +3,14 @@
 //! freed, every held page stays and reads back its bytes, written pages reach the file first,
 //! and once the references are given back a second drop frees exactly the held pages.
 
+#[macro_use]
 mod common;
 
 use common::{pat, pattern_file};
 use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
-use refcount::atomic::{Atomic, AtomicObject, AtomicToken};
-use refcount::{Memory, Precision, RefCounter};
+use refcount::atomic::{Atomic, AtomicObject};
+use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -138,23 +139,9 @@ struct Lagging {
 }
 
 impl RefCounter for Lagging {
-    type Object = AtomicObject;
-    type Token = AtomicToken;
     const NAME: &'static str = "lagging";
-    const READ_ALL: Precision = Precision::Exact;
+    atomic_passthrough!();
 
-    fn new_object(&self) -> AtomicObject {
-        self.inner.new_object()
-    }
-    fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<AtomicToken> {
-        self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&AtomicObject>, token: AtomicToken) {
-        self.inner.put(obj, token)
-    }
-    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
-        self.inner.read_all(obj)
-    }
     fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
         let at = &*obj as *const AtomicObject as usize;
         if self.refused.lock().unwrap().insert(at) {
@@ -168,9 +155,6 @@ impl RefCounter for Lagging {
             .unwrap()
             .remove(&(&*obj as *const AtomicObject as usize));
         self.inner.reinit(obj)
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> Memory {
-        self.inner.memory(objs)
     }
 }
 

@@ -1,6 +1,7 @@
-//! Shared by the tests: files with known content, a small generator.
+//! Shared by the tests: files with known content, a small generator, and the parts of a test
+//! scheme that wraps `atomic`.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -40,4 +41,33 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// Inside `impl RefCounter for S`, where `S` wraps `atomic` in its field `inner`: the types and
+/// the methods passed through unchanged (the test's own methods come after).
+macro_rules! atomic_passthrough {
+    () => {
+        type Object = refcount::atomic::AtomicObject;
+        type Token = refcount::atomic::AtomicToken;
+        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+        fn new_object(&self) -> Self::Object {
+            self.inner.new_object()
+        }
+        fn try_get(&self, obj: core::pin::Pin<&Self::Object>) -> Option<Self::Token> {
+            self.inner.try_get(obj)
+        }
+        fn put(&self, obj: core::pin::Pin<&Self::Object>, token: Self::Token) {
+            self.inner.put(obj, token)
+        }
+        fn read_all(&self, obj: core::pin::Pin<&Self::Object>) -> i64 {
+            self.inner.read_all(obj)
+        }
+        fn memory(
+            &self,
+            objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
+        ) -> refcount::Memory {
+            self.inner.memory(objs)
+        }
+    };
 }
