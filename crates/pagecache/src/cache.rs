@@ -1107,7 +1107,8 @@ impl<C: RefCounter> CachedFileOf<C> {
         let f = &*self.state;
         let mut freed = 0;
         let mut first = None;
-        let mut retry: Vec<Keyed> = Vec::new();
+        // Frames to try again: named by frame only, as the lock is let go between rounds.
+        let mut retry: Vec<u32> = Vec::new();
         // Frames per `try_reclaim_many`: the scheme's batch (large enough to pay a fence or a
         // sweep of per-CPU state once for many pages, small enough to stay in the caches).
         let per = c.scheme.reclaim_batch_hint().max(1);
@@ -1115,7 +1116,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut batch: Vec<Keyed> = Vec::new();
         let owners = std::slice::from_ref(&self.state);
         let mut a = lock(&c.alloc);
-        let mut run = |a: &mut Alloc, batch: &mut Vec<Keyed>, retry: &mut Vec<Keyed>| {
+        let mut run = |a: &mut Alloc, batch: &mut Vec<Keyed>, retry: &mut Vec<u32>| {
             let done = c.evict_keyed(a, batch, owners);
             freed += done.freed;
             if let Some(e) = done.err {
@@ -1128,7 +1129,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                     && !m.unfilled()
                     && !c.scheme.is_referenced(c.obj(i))
                 {
-                    retry.push((i, 0, m.index.load(Ordering::Relaxed)));
+                    retry.push(i);
                 }
             }
             batch.clear();
@@ -1177,7 +1178,17 @@ impl<C: RefCounter> CachedFileOf<C> {
             rounds += 1;
             let mut again = Vec::new();
             for chunk in retry.chunks(per) {
-                let mut b = chunk.to_vec();
+                // The lock was let go since the frames were named: each may have been evicted
+                // and reused meanwhile. Only those that still hold a filled page of this file
+                // are tried again, with the page they hold now.
+                let mut b: Vec<Keyed> = chunk
+                    .iter()
+                    .filter_map(|&i| {
+                        let m = &c.frames[i as usize].meta;
+                        (m.file.load(Ordering::Relaxed) == f.id && !m.unfilled())
+                            .then(|| (i, 0, m.index.load(Ordering::Relaxed)))
+                    })
+                    .collect();
                 run(&mut a, &mut b, &mut again);
             }
             retry = again;
