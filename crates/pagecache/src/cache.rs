@@ -1115,6 +1115,13 @@ impl<C: RefCounter> CachedFileOf<C> {
         // Grown as pages are found: most files hold far fewer pages than a batch.
         let mut batch: Vec<Keyed> = Vec::new();
         let owners = std::slice::from_ref(&self.state);
+        // Under the allocator lock: frame `i` with the page of this file it holds, if it holds
+        // a filled one.
+        let ours = |i: u32| -> Option<Keyed> {
+            let m = &c.frames[i as usize].meta;
+            (m.file.load(Ordering::Relaxed) == f.id && !m.unfilled())
+                .then(|| (i, 0, m.index.load(Ordering::Relaxed)))
+        };
         let mut a = lock(&c.alloc);
         let mut run = |a: &mut Alloc, batch: &mut Vec<Keyed>, retry: &mut Vec<u32>| {
             let done = c.evict_keyed(a, batch, owners);
@@ -1124,11 +1131,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             for &i in &done.failed {
                 // Not reclaimed although unreferenced: a scheme whose zero detection lags.
-                let m = &c.frames[i as usize].meta;
-                if m.file.load(Ordering::Relaxed) == f.id
-                    && !m.unfilled()
-                    && !c.scheme.is_referenced(c.obj(i))
-                {
+                if ours(i).is_some() && !c.scheme.is_referenced(c.obj(i)) {
                     retry.push(i);
                 }
             }
@@ -1181,14 +1184,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 // The lock was let go since the frames were named: each may have been evicted
                 // and reused meanwhile. Only those that still hold a filled page of this file
                 // are tried again, with the page they hold now.
-                let mut b: Vec<Keyed> = chunk
-                    .iter()
-                    .filter_map(|&i| {
-                        let m = &c.frames[i as usize].meta;
-                        (m.file.load(Ordering::Relaxed) == f.id && !m.unfilled())
-                            .then(|| (i, 0, m.index.load(Ordering::Relaxed)))
-                    })
-                    .collect();
+                let mut b: Vec<Keyed> = chunk.iter().filter_map(|&i| ours(i)).collect();
                 run(&mut a, &mut b, &mut again);
             }
             retry = again;
