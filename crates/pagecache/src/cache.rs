@@ -580,7 +580,10 @@ impl<C: RefCounter> Inner<C> {
             }
         }
         if busy.is_empty() {
-            self.scheme.try_reclaim_many(&pins, &mut out);
+            // SAFETY: the cache's frames are reclaimed and reinited only here and in
+            // `finish_evict`, both under the allocator lock (`a`), which this thread holds;
+            // their objects are the cache's own, never handed out.
+            unsafe { self.scheme.try_reclaim_many_exclusive(&pins, &mut out) };
         } else {
             // `busy` is in ascending order (as `flagged`).
             let mut held = busy.iter().peekable();
@@ -589,7 +592,8 @@ impl<C: RefCounter> Inner<C> {
                 .collect();
             let sub: Vec<Pin<&C::Object>> = keep.iter().map(|&n| pins[n]).collect();
             let mut sub_out = vec![false; sub.len()];
-            self.scheme.try_reclaim_many(&sub, &mut sub_out);
+            // SAFETY: as above, under the allocator lock.
+            unsafe { self.scheme.try_reclaim_many_exclusive(&sub, &mut sub_out) };
             for (&n, ok) in keep.iter().zip(sub_out) {
                 out[n] = ok;
             }

@@ -325,7 +325,7 @@ impl Domain {
                 .map(|m| unsafe { Pin::new_unchecked(&m.as_ref().header) })
                 .collect();
             let mut out = vec![false; hdrs.len()];
-            if self.reclaim_batch(&hdrs, &mut out, true) > 0 {
+            if self.reclaim_batch(&hdrs, &mut out, true, false) > 0 {
                 for (m, ok) in metas.iter().zip(&out) {
                     if *ok {
                         Registry::remove_locked(&mut v, *m);

@@ -69,14 +69,26 @@ fn tiny() -> Domain {
 /// after migrating to CPU 1: the anchor path); a reclaimer on CPU 1 tries to reclaim and, if
 /// it succeeds, writes the payload. loom reports a causality violation if the write can race
 /// with the read, and the assertion catches a reader that sees the reclaimed payload.
-/// The reclaimer's try-reclaim: alone, or as a batch of one (which loom's builds decide with
-/// the batch's sweep of the tables).
-fn reclaim(d: &Domain, hdr: Pin<&Header>, batch: bool) -> bool {
-    if batch {
-        let mut out = [false];
-        d.try_reclaim_many(&[hdr], &mut out) == 1 && out[0]
-    } else {
-        d.try_reclaim(hdr)
+/// How the reclaimer tries to reclaim.
+#[derive(Clone, Copy)]
+enum Reclaim {
+    /// `try_reclaim`.
+    One,
+    /// A batch of one (which loom's builds decide with the batch's sweep of the tables).
+    Batch,
+    /// A batch of one by the object's only reclaimer: the flag is a plain store.
+    Exclusive,
+}
+
+fn reclaim(d: &Domain, hdr: Pin<&Header>, how: Reclaim) -> bool {
+    let mut out = [false];
+    match how {
+        Reclaim::One => d.try_reclaim(hdr),
+        Reclaim::Batch => d.try_reclaim_many(&[hdr], &mut out) == 1 && out[0],
+        // SAFETY: this thread is the object's only reclaimer in every model.
+        Reclaim::Exclusive => {
+            (unsafe { d.try_reclaim_many_exclusive(&[hdr], &mut out) }) == 1 && out[0]
+        }
     }
 }
 
@@ -84,9 +96,14 @@ fn ref_vs_reclaim(migrate: bool, batch: bool) {
     ref_vs_reclaim_as(migrate, batch, false)
 }
 
+fn ref_vs_reclaim_as(migrate: bool, batch: bool, wait: bool) {
+    let how = if batch { Reclaim::Batch } else { Reclaim::One };
+    ref_vs_reclaim_by(migrate, how, wait)
+}
+
 /// `ref_vs_reclaim`, the reader's REF waiting out a reclaim under way (`get_or_wait`: what
 /// `paygo::Arc::clone` and `Weak::upgrade` do) if `wait`.
-fn ref_vs_reclaim_as(migrate: bool, batch: bool, wait: bool) {
+fn ref_vs_reclaim_by(migrate: bool, how: Reclaim, wait: bool) {
     model(move || {
         let d = Arc::new(tiny());
         let o = Arc::new(Obj::new());
@@ -112,7 +129,7 @@ fn ref_vs_reclaim_as(migrate: bool, batch: bool, wait: bool) {
             }
         });
         loom_set_cpu(1);
-        let reclaimed = reclaim(&d, o.hdr(), batch);
+        let reclaimed = reclaim(&d, o.hdr(), how);
         if reclaimed {
             // SAFETY: loom checks this access against the reader's.
             o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
@@ -142,6 +159,14 @@ fn loom_ref_vs_reclaim_anchor_path() {
 #[test]
 fn loom_ref_vs_swept_batch() {
     ref_vs_reclaim(true, true);
+}
+
+/// The batch of a sole reclaimer (a page cache under its allocator lock), whose flag is a
+/// plain store ordered by the fence alone.
+#[test]
+fn loom_ref_vs_exclusive_batch() {
+    ref_vs_reclaim_by(true, Reclaim::Exclusive, false);
+    ref_vs_reclaim_by(false, Reclaim::Exclusive, false);
 }
 
 /// The REF of `Arc::clone` and `Weak::upgrade`, which waits while the flag is set: it either
@@ -219,7 +244,11 @@ fn eviction_vs_reclaim(batch: bool) {
             d2.put(y2.hdr(), b);
         });
         loom_set_cpu(1);
-        if reclaim(&d, x.hdr(), batch) {
+        if reclaim(
+            &d,
+            x.hdr(),
+            if batch { Reclaim::Batch } else { Reclaim::One },
+        ) {
             // SAFETY: loom checks this access against the holder's read.
             x.payload.with_mut(|p| unsafe { *p = RECLAIMED });
         }
@@ -356,6 +385,14 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_fence_is_caught() {
         with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false, false));
+    }
+
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_fence_is_caught_by_the_exclusive_batch() {
+        with_bug(bug::NO_FENCE, || {
+            super::ref_vs_reclaim_by(false, super::Reclaim::Exclusive, false)
+        });
     }
 
     #[test]

@@ -49,6 +49,11 @@ impl RefCounter for Domain {
         Domain::try_reclaim_many(self, objs, out)
     }
 
+    unsafe fn try_reclaim_many_exclusive(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
+        // SAFETY: the caller's contract is the trait method's, which is Domain's.
+        unsafe { Domain::try_reclaim_many_exclusive(self, objs, out) }
+    }
+
     fn reclaim_batch_hint(&self) -> usize {
         Domain::reclaim_batch_hint(self)
     }

@@ -45,8 +45,19 @@ fn domain(cfg: Config) -> Domain {
     Domain::with_config(cfg)
 }
 
+/// How the reclaimer of `run` reclaims.
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    /// `try_reclaim`, one object at a time.
+    One,
+    /// `try_reclaim_many` of every object.
+    Batch,
+    /// `try_reclaim_many_exclusive` of every object (the reclaimer is the only one).
+    Exclusive,
+}
+
 /// Runs the race on `objects` objects; returns the number of reclaim attempts made.
-fn run(domain: &Domain, batch: bool, objects: usize) -> usize {
+fn run(domain: &Domain, how: How, objects: usize) -> usize {
     let objs: Pin<Box<[Obj]>> = Box::into_pin(
         (0..objects)
             .map(|_| Obj {
@@ -113,9 +124,14 @@ fn run(domain: &Domain, batch: bool, objects: usize) -> usize {
         {
             attempts += 1;
             let mut outcomes = vec![false; objects];
-            if batch {
+            if how != How::One {
                 let hs: Vec<_> = (0..objects).map(hdr).collect();
-                domain.try_reclaim_many(&hs, &mut outcomes);
+                if how == How::Exclusive {
+                    // SAFETY: this thread is the only one to reclaim or reinit the objects.
+                    unsafe { domain.try_reclaim_many_exclusive(&hs, &mut outcomes) };
+                } else {
+                    domain.try_reclaim_many(&hs, &mut outcomes);
+                }
             } else {
                 let i = rng.below(objects);
                 outcomes[i] = domain.try_reclaim(hdr(i));
@@ -163,13 +179,13 @@ fn run(domain: &Domain, batch: bool, objects: usize) -> usize {
 
 #[test]
 fn reclaim_one_at_a_time() {
-    run(&domain(Config::default()), false, OBJECTS);
+    run(&domain(Config::default()), How::One, OBJECTS);
 }
 
 #[test]
 fn reclaim_in_batches() {
     let d = domain(Config::default());
-    let attempts = run(&d, true, OBJECTS);
+    let attempts = run(&d, How::Batch, OBJECTS);
     let st = d.stats();
     assert!(st.fences <= attempts as u64, "a batch must cost one fence");
 }
@@ -181,7 +197,7 @@ fn reclaim_with_evictions() {
             slots_per_cpu: 2,
             window: 1,
         }),
-        false,
+        How::One,
         OBJECTS,
     );
 }
@@ -191,7 +207,17 @@ fn reclaim_with_evictions() {
 #[test]
 fn reclaim_in_swept_batches() {
     let d = domain(Config::default());
-    let attempts = run(&d, true, SWEPT);
+    let attempts = run(&d, How::Batch, SWEPT);
+    let st = d.stats();
+    assert!(st.fences <= attempts as u64, "a batch must cost one fence");
+    assert!(st.swept > 0, "no batch was swept");
+}
+
+/// The same by the objects' only reclaimer, whose flags are plain stores.
+#[test]
+fn reclaim_in_exclusive_batches() {
+    let d = domain(Config::default());
+    let attempts = run(&d, How::Exclusive, SWEPT);
     let st = d.stats();
     assert!(st.fences <= attempts as u64, "a batch must cost one fence");
     assert!(st.swept > 0, "no batch was swept");
@@ -205,7 +231,7 @@ fn reclaim_in_swept_batches_with_evictions() {
         slots_per_cpu: 4,
         window: 2,
     });
-    run(&d, true, SWEPT);
+    run(&d, How::Batch, SWEPT);
     let st = d.stats();
     assert!(st.evictions > 0, "the tables never overflowed");
     assert!(st.swept > 0, "no batch was swept");

@@ -408,8 +408,14 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
 
 /// `try_reclaim_many` over a batch where some objects are referenced: each outcome matches
 /// the model, the return value counts the successes, referenced objects stay live with their
-/// counts, and a second batch after the puts reclaims exactly the rest.
+/// counts, and a second batch after the puts reclaims exactly the rest. The same again with
+/// `try_reclaim_many_exclusive`.
 pub fn reclaim_many_matches_model<C: RefCounter>(s: &C) {
+    reclaim_many_matches_model_by(s, false);
+    reclaim_many_matches_model_by(s, true);
+}
+
+fn reclaim_many_matches_model_by<C: RefCounter>(s: &C, exclusive: bool) {
     const N: usize = 12;
     let objs = Objects::new(s, N);
     let mut rng = Rng::new(3);
@@ -429,7 +435,12 @@ pub fn reclaim_many_matches_model<C: RefCounter>(s: &C) {
         let mut dead = [false; N];
         let mut total = 0;
         for _ in 0..RECLAIM_ATTEMPTS {
-            let n = s.try_reclaim_many(&pins, &mut out);
+            let n = if exclusive {
+                // SAFETY: this thread is the only one to reclaim or reinit these objects.
+                unsafe { s.try_reclaim_many_exclusive(&pins, &mut out) }
+            } else {
+                s.try_reclaim_many(&pins, &mut out)
+            };
             assert_eq!(
                 n,
                 out.iter().filter(|&&r| r).count(),

@@ -153,6 +153,29 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
         n
     }
 
+    /// [`Self::try_reclaim_many`] for the one thread that reclaims and reinits these objects
+    /// while it runs (a cache under its allocator lock). Schemes may then move each object to
+    /// its reclaim state with a plain store where `try_reclaim_many` needs a compare-and-swap
+    /// against a concurrent reclaimer (`paygo`: one locked instruction fewer per object). By
+    /// default [`Self::try_reclaim_many`].
+    ///
+    /// # Safety
+    /// While the call runs, no other thread calls `try_reclaim`, `try_reclaim_many`, this
+    /// method or `reinit` on any object of `objs` (nor kills it, for schemes with handles).
+    /// `try_get`, `put`, `read_all` and `is_referenced` may run concurrently. With two
+    /// reclaimers, both could see the object unreferenced and both succeed, and a caller that
+    /// frees memory on success would free it twice.
+    ///
+    /// # Panics
+    /// If `objs` and `out` differ in length.
+    unsafe fn try_reclaim_many_exclusive(
+        &self,
+        objs: &[Pin<&Self::Object>],
+        out: &mut [bool],
+    ) -> usize {
+        self.try_reclaim_many(objs, out)
+    }
+
     /// How many objects a caller with many to reclaim (a page cache dropping a file) should hand
     /// to one [`Self::try_reclaim_many`]. The batch should be large enough to pay its fixed costs
     /// once for many objects, and small enough that its passes over them stay in the caches.
