@@ -16,7 +16,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
-/// Frames a CLOCK sweep hands to one `try_reclaim_many`.
+/// Frames a CLOCK sweep hands to one `try_reclaim_many_exclusive`.
 const RECLAIM_BATCH: usize = 32;
 
 /// How many pages ahead `drop_cache` asks for a frame's line.
@@ -536,10 +536,10 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Tries to evict `frames` (filled, under the allocator lock; each `(frame, owner, page)`
-    /// with `owners[owner]` the distinct files holding them): one `try_reclaim_many`, then
-    /// write-back and unmapping of each reclaimed frame. Returns how many were freed, the
-    /// first write-back error, the frames kept because a LODIC mapping counts a reference on
-    /// them, and the frames the scheme did not reclaim (sorted).
+    /// with `owners[owner]` the distinct files holding them): one
+    /// `try_reclaim_many_exclusive`, then write-back and unmapping of each reclaimed frame.
+    /// Returns how many were freed, the first write-back error, the frames kept because a LODIC
+    /// mapping counts a reference on them, and the frames the scheme did not reclaim (sorted).
     fn evict_keyed(&self, a: &mut Alloc, frames: &[Keyed], owners: &[Arc<FileState>]) -> Evicted {
         let mut done = Evicted::default();
         if frames.is_empty() {
@@ -1113,8 +1113,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut first = None;
         // Frames to try again: named by frame only, as the lock is let go between rounds.
         let mut retry: Vec<u32> = Vec::new();
-        // Frames per `try_reclaim_many`: the scheme's batch (large enough to pay a fence or a
-        // sweep of per-CPU state once for many pages, small enough to stay in the caches).
+        // Frames per `try_reclaim_many_exclusive`: the scheme's batch (large enough to pay a
+        // fence or a sweep of per-CPU state once for many pages, small enough to stay in the
+        // caches).
         let per = c.scheme.reclaim_batch_hint().max(1);
         // Grown as pages are found: most files hold far fewer pages than a batch.
         let mut batch: Vec<Keyed> = Vec::new();

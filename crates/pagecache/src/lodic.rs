@@ -23,9 +23,9 @@
 //! of the file takes): for each page that a mapping covers, set the frame's flag; one heavy
 //! fence (`membarrier`) for the batch; sum the embedded counters of the entries that name this
 //! frame (Acquire loads) over the mappings the reverse map finds. A page with a non-zero sum is
-//! kept (flag cleared); the others go on to the scheme's `try_reclaim_many`. The flag of a
-//! reclaimed frame stays set until its version is odd (the frame no longer holds the page), and
-//! is then cleared with a Release store. The light and the heavy fence make the two sides a
+//! kept (flag cleared); the others go on to the scheme's `try_reclaim_many_exclusive`. The flag
+//! of a reclaimed frame stays set until its version is odd (the frame no longer holds the page),
+//! and is then cleared with a Release store. The light and the heavy fence make the two sides a
 //! Dekker pair: either the reclaimer's sum sees the owner's increment, or the owner's flag load
 //! sees the flag. The loom model in `loom_tests.rs` checks it, and catches the missing fence.
 //!
