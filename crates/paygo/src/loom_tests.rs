@@ -65,10 +65,6 @@ fn tiny() -> Domain {
     })
 }
 
-/// A reader on CPU 0 takes a reference, reads the payload, and gives it back (on CPU 0, or
-/// after migrating to CPU 1: the anchor path); a reclaimer on CPU 1 tries to reclaim and, if
-/// it succeeds, writes the payload. loom reports a causality violation if the write can race
-/// with the read, and the assertion catches a reader that sees the reclaimed payload.
 /// How the reclaimer tries to reclaim.
 #[derive(Clone, Copy)]
 enum Reclaim {
@@ -101,8 +97,12 @@ fn ref_vs_reclaim_as(migrate: bool, batch: bool, wait: bool) {
     ref_vs_reclaim_by(migrate, how, wait)
 }
 
-/// `ref_vs_reclaim`, the reader's REF waiting out a reclaim under way (`get_or_wait`: what
-/// `paygo::Arc::clone` and `Weak::upgrade` do) if `wait`.
+/// A reader on CPU 0 takes a reference, reads the payload, and gives it back (on CPU 0, or
+/// after migrating to CPU 1: the anchor path); a reclaimer on CPU 1 tries to reclaim and, if
+/// it succeeds, writes the payload. loom reports a causality violation if the write can race
+/// with the read, and the assertion catches a reader that sees the reclaimed payload.
+/// The reader's REF waits out a reclaim under way (`get_or_wait`: what `paygo::Arc::clone` and
+/// `Weak::upgrade` do) if `wait`.
 fn ref_vs_reclaim_by(migrate: bool, how: Reclaim, wait: bool) {
     model(move || {
         let d = Arc::new(tiny());

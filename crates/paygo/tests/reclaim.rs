@@ -350,3 +350,39 @@ fn reclaim_batch_hint_follows_the_marked_slots() {
     assert_eq!(wide.reclaim_batch_hint(), 65_536, "at most 65,536");
     unpin();
 }
+
+/// The exclusive batch on what a caller may hand it: a dead object and an object given twice
+/// are refused (out false, counted nowhere) and stay as they were, a referenced object stays
+/// live with its count, and outs of the wrong length panic before any flag is set.
+#[test]
+fn exclusive_batch_refuses_dead_repeated_and_referenced_objects() {
+    let d = domain(Config::default());
+    let objs: Pin<Box<[Header]>> = Box::into_pin((0..4).map(|_| Header::new()).collect());
+    // SAFETY: pinned slice, never moves.
+    let hdr = |i: usize| unsafe { Pin::new_unchecked(&objs[i]) };
+    assert!(d.try_reclaim(hdr(0)), "object 0 dies first");
+    let held = d.try_get(hdr(2)).expect("live");
+    let batch = [hdr(0), hdr(1), hdr(1), hdr(2), hdr(3)];
+    let mut out = [true; 5];
+    // SAFETY: this thread is the objects' only reclaimer and reiniter.
+    let n = unsafe { d.try_reclaim_many_exclusive(&batch, &mut out) };
+    assert_eq!(out, [false, true, false, false, true]);
+    assert_eq!(n, 2);
+    assert!(hdr(0).is_dead() && hdr(1).is_dead() && hdr(3).is_dead());
+    assert!(!hdr(2).is_dead());
+    assert_eq!(d.read_all(hdr(2)), 1);
+    d.put(hdr(2), held);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut short = [false; 1];
+        // SAFETY: as above.
+        unsafe { d.try_reclaim_many_exclusive(&[hdr(2), hdr(2)], &mut short) }
+    }));
+    assert!(r.is_err(), "outs of the wrong length must panic");
+    assert!(!hdr(2).is_dead(), "nothing was flagged");
+    let mut out = [false];
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { d.try_reclaim_many_exclusive(&[hdr(2)], &mut out) },
+        1
+    );
+}
