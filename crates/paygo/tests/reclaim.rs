@@ -203,24 +203,24 @@ fn reclaim_with_evictions() {
 }
 
 /// Batches large enough to be decided by one sweep of the tables (consecutive placements),
-/// while readers take and give back references and migrate.
-#[test]
-fn reclaim_in_swept_batches() {
+/// while readers take and give back references and migrate: each costs one fence.
+fn swept_batches(how: How) {
     let d = domain(Config::default());
-    let attempts = run(&d, How::Batch, SWEPT);
+    let attempts = run(&d, how, SWEPT);
     let st = d.stats();
     assert!(st.fences <= attempts as u64, "a batch must cost one fence");
     assert!(st.swept > 0, "no batch was swept");
 }
 
+#[test]
+fn reclaim_in_swept_batches() {
+    swept_batches(How::Batch);
+}
+
 /// The same by the objects' only reclaimer, whose flags are plain stores.
 #[test]
 fn reclaim_in_exclusive_batches() {
-    let d = domain(Config::default());
-    let attempts = run(&d, How::Exclusive, SWEPT);
-    let st = d.stats();
-    assert!(st.fences <= attempts as u64, "a batch must cost one fence");
-    assert!(st.swept > 0, "no batch was swept");
+    swept_batches(How::Exclusive);
 }
 
 /// The same with tables too small for the objects: entries are evicted to overflow lists, so
