@@ -1,10 +1,15 @@
 //! Placement: headers get home slots in creation order, so objects made together never
-//! collide in a table that can hold them all. One test function, so that no other test of
-//! this binary makes headers meanwhile (placements are process-wide).
+//! collide in a table that can hold them all. Placements are process-wide: each test holds
+//! [`ALONE`], so that no other test of this binary makes headers meanwhile (a block of
+//! placements taken in between would spread one test's objects past a table's size).
 
 use paygo::{Anchor, Config, Domain, Header};
 use refcount::conformance::unpin;
 use std::pin::Pin;
+use std::sync::Mutex;
+
+/// Held by each test of this binary for its whole run.
+static ALONE: Mutex<()> = Mutex::new(());
 
 /// Takes one reference on every header, checks every count, gives them all back.
 fn hold_all(d: &Domain, headers: &[Pin<Box<Header>>]) -> u64 {
@@ -28,6 +33,7 @@ fn hold_all(d: &Domain, headers: &[Pin<Box<Header>>]) -> u64 {
 
 #[test]
 fn objects_made_together_fill_a_table_without_collision() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     const SLOTS: usize = 4096;
     // Window 1: any two objects with one home slot would force an eviction.
     let d = Domain::with_config(Config {
@@ -79,6 +85,7 @@ fn objects_made_together_fill_a_table_without_collision() {
 /// entry must be found, and must stop a reclaim.
 #[test]
 fn read_all_finds_entries_in_windows_that_wrap_the_table() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     // One CPU's table for both references of a pair (unpinned, a pair may land on two tables:
     // still checked, just not wrapped).
     let _saved = percpu::affinity::Saved::take();
