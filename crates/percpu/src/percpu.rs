@@ -214,6 +214,21 @@ impl<T> PerCpu<T> {
         crate::current_cpu()
     }
 
+    /// The locked fallback of a critical section, given the caller's checks copied into an
+    /// array of its own (up to 3; more stay borrowed). The caller's array then never has its
+    /// address taken, so on the rseq path the compiler keeps its checks in registers instead of
+    /// storing them to the stack for a branch it does not take.
+    #[inline(always)]
+    fn fallback(&self, cpu: usize, checks: &[Check<'_>], body: impl FnOnce()) -> Result<(), Fail> {
+        match *checks {
+            [] => self.locked(cpu, &[], body),
+            [a] => self.locked(cpu, &[a], body),
+            [a, b] => self.locked(cpu, &[a, b], body),
+            [a, b, c] => self.locked(cpu, &[a, b, c], body),
+            _ => self.locked(cpu, checks, body),
+        }
+    }
+
     #[inline]
     fn locked(&self, cpu: usize, checks: &[Check<'_>], body: impl FnOnce()) -> Result<(), Fail> {
         let slot = &self.slots[cpu % self.slots.len()];
@@ -249,7 +264,7 @@ impl<T> PerCpu<T> {
                 )
             });
         }
-        self.locked(cpu, checks, || {
+        self.fallback(cpu, checks, || {
             target.add_bits(W::to_bits(delta), Ordering::Relaxed)
         })
     }
@@ -275,7 +290,7 @@ impl<T> PerCpu<T> {
                 )
             });
         }
-        self.locked(cpu, checks, || {
+        self.fallback(cpu, checks, || {
             target.store_bits(W::to_bits(value), Ordering::Relaxed)
         })
     }
@@ -313,7 +328,7 @@ impl<T> PerCpu<T> {
                 )
             });
         }
-        self.locked(cpu, checks, || {
+        self.fallback(cpu, checks, || {
             spec.store_bits(S::to_bits(spec_value), Ordering::Relaxed);
             target.add_bits(W::to_bits(delta), Ordering::Relaxed);
         })
