@@ -89,12 +89,8 @@ fn reclaim(d: &Domain, hdr: Pin<&Header>, how: Reclaim) -> bool {
 }
 
 fn ref_vs_reclaim(migrate: bool, batch: bool) {
-    ref_vs_reclaim_as(migrate, batch, false)
-}
-
-fn ref_vs_reclaim_as(migrate: bool, batch: bool, wait: bool) {
     let how = if batch { Reclaim::Batch } else { Reclaim::One };
-    ref_vs_reclaim_by(migrate, how, wait)
+    ref_vs_reclaim_by(migrate, how, false)
 }
 
 /// A reader on CPU 0 takes a reference, reads the payload, and gives it back (on CPU 0, or
@@ -173,7 +169,7 @@ fn loom_ref_vs_exclusive_batch() {
 /// holds before the reclaim decides (which then fails) or finds the object dead.
 #[test]
 fn loom_waiting_ref_vs_reclaim() {
-    ref_vs_reclaim_as(true, false, true);
+    ref_vs_reclaim_by(true, Reclaim::One, true);
 }
 
 /// One slot per CPU: a reference to X is taken on CPU 0 and given back after migrating to
@@ -399,7 +395,7 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_fence_is_caught_with_a_waiting_ref() {
         with_bug(bug::NO_FENCE, || {
-            super::ref_vs_reclaim_as(true, false, true)
+            super::ref_vs_reclaim_by(true, super::Reclaim::One, true)
         });
     }
 
