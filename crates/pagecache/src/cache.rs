@@ -653,6 +653,41 @@ impl<C: RefCounter> Inner<C> {
         Ok(())
     }
 
+    /// The hit path of a counted read: copies `buf.len()` bytes at `off` of page `page` under
+    /// a reference, if the page has a frame that holds it once the reference is taken. `false`
+    /// sends the caller to [`CachedFileOf::read_counted`], which fills, waits and retries: a
+    /// page without a frame, a frame being filled, evicted or reused, a try-get that failed.
+    /// One try, no loop, no closure: the code of the common case stays small.
+    #[inline]
+    fn read_hit(&self, f: &FileState, page: u64, off: usize, buf: &mut [u8]) -> bool {
+        let Some(slot) = f.slots.get(page) else {
+            return false;
+        };
+        // Acquire: pairs with the Release store of `fill` that installs the frame.
+        let s = slot.load(Ordering::Acquire);
+        if s == 0 {
+            return false;
+        }
+        let i = s - 1;
+        // The frame and its words, each looked up once for the whole read.
+        let fr = &self.frames[i as usize];
+        let words = self.words(i);
+        // The copy's line, asked for before the scheme's (see `acquire`).
+        prefetch(&words[off / 8]);
+        // SAFETY: as in `obj`: the frames never move before `self` is dropped.
+        let obj = unsafe { Pin::new_unchecked(&fr.obj) };
+        let Some(tok) = self.scheme.try_get_placed(obj, i as usize) else {
+            return false;
+        };
+        let held = fr.meta.holds(f.id, page);
+        if held {
+            fr.meta.touch();
+            copy_out(words, off, buf);
+        }
+        self.scheme.put(obj, tok);
+        held
+    }
+
     /// Reads `buf.len()` bytes at `off` of page `page` (the range inside the page), without a
     /// reference: copy between two equal even versions.
     #[inline]
@@ -894,6 +929,12 @@ impl<C: RefCounter> CachedFileOf<C> {
         let n = buf
             .len()
             .min((end - offset).min(usize::MAX as u64) as usize);
+        let off = (offset % PAGE_SIZE as u64) as usize;
+        if off + n <= PAGE_SIZE {
+            // Within one page: the common small read, without the loop.
+            self.read_page(offset / PAGE_SIZE as u64, off, &mut buf[..n])?;
+            return Ok(n);
+        }
         let mut done = 0;
         while done < n {
             let at = offset + done as u64;
@@ -911,7 +952,11 @@ impl<C: RefCounter> CachedFileOf<C> {
     fn read_page(&self, page: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
-        if c.mode == Mode::Optimistic && c.read_optimistic(f, page, off, part) {
+        let hit = match c.mode {
+            Mode::Optimistic => c.read_optimistic(f, page, off, part),
+            Mode::Counting => c.read_hit(f, page, off, part),
+        };
+        if hit {
             return Ok(());
         }
         self.read_counted(page, off, part, |_| {})

@@ -15,16 +15,22 @@ pub(crate) const WORDS: usize = PAGE_SIZE / 8;
 ///
 /// # Panics
 /// If `off + buf.len()` exceeds the page.
-#[inline]
+#[inline(always)]
 pub(crate) fn copy_out(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
     assert!(off + buf.len() <= PAGE_SIZE, "copy_out past the page");
     if off.is_multiple_of(8) && buf.len().is_multiple_of(8) {
-        // Whole words: the common case of aligned reads.
+        // Whole words: the common case of aligned reads, inlined into the read's hit path.
         for (b, w) in buf.chunks_exact_mut(8).zip(&words[off / 8..]) {
             b.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
         }
         return;
     }
+    copy_out_bytes(words, off, buf);
+}
+
+/// `copy_out` of a range that does not start or end on a word.
+#[inline(never)]
+fn copy_out_bytes(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
     let mut pos = 0;
     let mut at = off;
     while pos < buf.len() {
