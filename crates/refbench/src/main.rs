@@ -277,6 +277,16 @@ fn main() -> ExitCode {
             if file_mib == 0 {
                 return usage_error("--file-mib must be at least 1");
             }
+            if experiment == "randomread"
+                && objects
+                    .iter()
+                    .any(|&o| o > experiments::fs::MAX_RANDOM_FILES)
+            {
+                return usage_error(format!(
+                    "--objects: randomread takes 1 to {} files of 1 MiB",
+                    experiments::fs::MAX_RANDOM_FILES
+                ));
+            }
             if experiment.starts_with("lodic-") && objects.iter().any(|&o| o > 100) {
                 return usage_error(format!(
                     "--objects: {experiment} takes mapped percentages, 1 to 100"

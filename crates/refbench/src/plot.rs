@@ -28,40 +28,81 @@ struct Series {
     points: Vec<(f64, f64)>,
 }
 
-/// x axis of an experiment: threads, or objects for object-spectrum.
+/// What the x axis of an experiment's plot shows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum XAxis {
+    /// Thread counts.
+    Threads,
+    /// Object counts (log scale): `object-spectrum`, a series per scheme and thread count.
+    Objects,
+    /// Mapped share in percent (`lodic-query`, linear).
+    Share,
+    /// File size in MiB (log scale): `file-spectrum` and `drop-file` (the papers' Figures 10
+    /// and 13), and `randomread` run over several file counts (number of 1 MiB files).
+    Files,
+}
+
+/// The x axis of `rows` (one experiment's), by experiment and by whether the rows span
+/// several object counts.
+fn x_axis(rows: &[&Row]) -> XAxis {
+    let exp = rows.first().map_or("", |r| r.experiment.as_str());
+    let several = rows.iter().any(|r| r.objects != rows[0].objects);
+    match exp {
+        "lodic-query" => XAxis::Share,
+        "object-spectrum" => XAxis::Objects,
+        "file-spectrum" | "drop-file" => XAxis::Files,
+        "randomread" if several => XAxis::Files,
+        _ => XAxis::Threads,
+    }
+}
+
+/// The series of a plot, its x axis caption, and whether that axis is logarithmic.
+///
+/// A plot by file size draws one thread count only, the largest (the paper's figures are at
+/// one core count; every count stays in the CSV and JSON), and `drop-file` a series per
+/// scheme with and without its background reader.
 fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
-    // lodic-query: by mapped share (percent, in `objects`), on a linear axis.
-    let by_share = rows.iter().any(|r| r.experiment == "lodic-query");
-    let by_objects = by_share || rows.iter().any(|r| r.experiment == "object-spectrum");
+    let axis = x_axis(rows);
+    let exp = rows.first().map_or("", |r| r.experiment.as_str());
+    let most = rows.iter().map(|r| r.threads).max().unwrap_or(1);
     let mut out: Vec<Series> = Vec::new();
     for r in rows {
         let Some(v) = r.ops_per_sec else { continue };
-        let label = if by_objects {
-            format!("{} {}T", r.scheme, r.threads)
-        } else {
-            r.scheme.clone()
+        let background = r.extra.get("background").and_then(|b| b.as_u64());
+        if axis == XAxis::Files && background.is_none() && r.threads != most {
+            continue;
+        }
+        let label = match axis {
+            XAxis::Objects | XAxis::Share => format!("{} {}T", r.scheme, r.threads),
+            _ => r.scheme.clone(),
         };
         let label = match r.extra.get("migrate_every") {
             Some(m) => format!("{label} every {m}"),
             None => label,
         };
         let key = label.clone();
-        let form = r.extra.get("form").and_then(|f| f.as_str());
+        // A second form of the same series, in its colour but dashed: a batched query, a drop
+        // with background readers.
+        let form = match (r.extra.get("form").and_then(|f| f.as_str()), background) {
+            (Some(f), _) => Some(f.to_string()),
+            (None, Some(b)) if b > 0 => Some(format!("+{b} reader")),
+            _ => None,
+        };
+        let dashed = form.is_some();
         let label = match form {
             Some(f) => format!("{label} {f}"),
             None => label,
         };
-        let x = if by_objects {
-            r.objects as f64
-        } else {
-            r.threads as f64
+        let x = match axis {
+            XAxis::Threads => r.threads as f64,
+            _ => r.objects as f64,
         };
         match out.iter_mut().find(|s| s.label == label) {
             Some(s) => s.points.push((x, v / 1e6)),
             None => out.push(Series {
                 label,
                 key,
-                dashed: form == Some("batched"),
+                dashed,
                 points: vec![(x, v / 1e6)],
             }),
         }
@@ -69,17 +110,24 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
     for s in &mut out {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    (
-        if by_share {
-            "mapped pages (%)".into()
-        } else if by_objects {
-            "objects".into()
-        } else {
-            "threads".into()
-        },
-        by_objects && !by_share,
-        out,
-    )
+    let caption = match axis {
+        XAxis::Threads => "threads".to_string(),
+        XAxis::Objects => "objects".to_string(),
+        XAxis::Share => "mapped pages (%)".to_string(),
+        XAxis::Files if exp == "randomread" => format!("files of 1 MiB, {}", at(most)),
+        XAxis::Files if exp == "drop-file" => "file size (MiB)".to_string(),
+        XAxis::Files => format!("file size (MiB), {}", at(most)),
+    };
+    let log = matches!(axis, XAxis::Objects | XAxis::Files);
+    (caption, log, out)
+}
+
+/// "at N threads".
+fn at(threads: usize) -> String {
+    match threads {
+        1 => "at 1 thread".to_string(),
+        n => format!("at {n} threads"),
+    }
 }
 
 /// Line colours, distinct on white (the "tab10" set).
@@ -357,6 +405,90 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathB
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(exp: &str, scheme: &str, threads: usize, objects: usize, ops: f64) -> Row {
+        Row {
+            experiment: exp.into(),
+            scheme: scheme.into(),
+            kind: crate::schemes::Kind::Scheme,
+            threads,
+            objects,
+            ops_per_sec: Some(ops),
+            reps: vec![ops],
+            extra: Default::default(),
+        }
+    }
+
+    fn points(series: &[Series], label: &str) -> Vec<(f64, f64)> {
+        let s = series.iter().find(|s| s.label == label);
+        s.unwrap_or_else(|| panic!("no series {label}"))
+            .points
+            .clone()
+    }
+
+    #[test]
+    fn file_spectrum_is_drawn_by_file_size_at_the_most_threads() {
+        let rows: Vec<Row> = [(1, 1, 10e6), (1, 64, 5e6), (2, 64, 9e6), (2, 1, 20e6)]
+            .into_iter()
+            .flat_map(|(t, mib, ops)| {
+                [
+                    row("file-spectrum", "paygo", t, mib, ops),
+                    row("file-spectrum", "atomic", t, mib, ops / 2.0),
+                ]
+            })
+            .collect();
+        let refs: Vec<&Row> = rows.iter().collect();
+        let (caption, log, series) = series(&refs);
+        assert_eq!(caption, "file size (MiB), at 2 threads");
+        assert!(log);
+        assert_eq!(series.len(), 2);
+        assert_eq!(points(&series, "paygo"), vec![(1.0, 20.0), (64.0, 9.0)]);
+        assert_eq!(points(&series, "atomic"), vec![(1.0, 10.0), (64.0, 4.5)]);
+    }
+
+    #[test]
+    fn drop_file_has_a_dashed_series_with_its_reader() {
+        let mut rows = Vec::new();
+        for (mib, b, ops) in [(64, 0, 30e6), (256, 0, 34e6), (64, 1, 20e6), (256, 1, 25e6)] {
+            let mut r = row("drop-file", "paygo", 1 + b, mib, ops);
+            r.extra.insert("background".into(), (b as u64).into());
+            rows.push(r);
+        }
+        let refs: Vec<&Row> = rows.iter().collect();
+        let (caption, _, series) = series(&refs);
+        assert_eq!(caption, "file size (MiB)");
+        assert_eq!(points(&series, "paygo"), vec![(64.0, 30.0), (256.0, 34.0)]);
+        assert_eq!(
+            points(&series, "paygo +1 reader"),
+            vec![(64.0, 20.0), (256.0, 25.0)]
+        );
+        let dashed: Vec<bool> = series.iter().map(|s| s.dashed).collect();
+        assert_eq!(dashed, vec![false, true]);
+        assert_eq!(series[0].key, series[1].key, "one colour for both forms");
+    }
+
+    #[test]
+    fn randomread_is_drawn_by_threads_unless_the_file_count_varies() {
+        let one: Vec<Row> = vec![
+            row("randomread", "paygo", 1, 10, 20e6),
+            row("randomread", "paygo", 2, 10, 40e6),
+        ];
+        let refs: Vec<&Row> = one.iter().collect();
+        let (caption, log, s) = series(&refs);
+        assert_eq!((caption.as_str(), log), ("threads", false));
+        assert_eq!(points(&s, "paygo"), vec![(1.0, 20.0), (2.0, 40.0)]);
+        let several: Vec<Row> = vec![
+            row("randomread", "paygo", 1, 1, 50e6),
+            row("randomread", "paygo", 1, 10, 20e6),
+        ];
+        let refs: Vec<&Row> = several.iter().collect();
+        let (caption, log, s) = series(&refs);
+        assert_eq!(
+            (caption.as_str(), log),
+            ("files of 1 MiB, at 1 thread", true)
+        );
+        assert_eq!(points(&s, "paygo"), vec![(1.0, 50.0), (10.0, 20.0)]);
+    }
 
     #[test]
     fn the_compiled_in_font_registers() {

@@ -17,6 +17,7 @@ fn bad_arguments_exit_2_with_a_message() {
         &["run", "single-object", "--threads", "0"],
         &["run", "single-object", "--threads", "1,x"],
         &["run", "object-spectrum", "--objects", "0"],
+        &["run", "randomread", "--objects", "1025"],
         &["run", "single-object", "--reps", "0"],
         &["run", "oplog-list", "--schemes", "atomic"],
         &["run", "oplog-read-ratio", "--read-every", "0"],

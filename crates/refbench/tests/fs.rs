@@ -55,6 +55,30 @@ fn drbh_measures_schemes_and_baselines_and_skips_percpu_limit_with_the_reason() 
 }
 
 #[test]
+fn randomread_reads_over_each_number_of_files() {
+    let rows = run_json(&[
+        "run",
+        "randomread",
+        "--schemes",
+        "paygo,atomic",
+        "--objects",
+        "1,3",
+    ]);
+    for name in ["paygo", "atomic"] {
+        for files in [1u64, 3] {
+            let r = rows
+                .iter()
+                .find(|r| r["scheme"] == name && r["objects"] == files)
+                .unwrap_or_else(|| panic!("no row for {name} over {files} files"));
+            assert!(r["ops_per_sec"].as_f64().expect("figure") > 0.0, "{r}");
+            // Every page of the files is resident (256 pages per MiB), under the limit.
+            assert_eq!(r["resident_max"].as_u64(), Some(256 * files), "{r}");
+            assert_eq!(r["limit_held"], true, "{r}");
+        }
+    }
+}
+
+#[test]
 fn drop_file_drops_every_page_with_and_without_readers() {
     let rows = run_json(&[
         "run",

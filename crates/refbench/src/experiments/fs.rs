@@ -71,8 +71,10 @@ pub fn lodic_rmap(name: &str) -> Option<Rmap> {
 
 /// Bytes per read.
 const READ: usize = 64;
-/// Files of `randomread`.
+/// Files of `randomread` by default (`--objects` sets the number).
 const RANDOM_FILES: usize = 10;
+/// The most files `randomread` takes (`--objects`): a GiB of files.
+pub const MAX_RANDOM_FILES: usize = 1024;
 /// Size of each `randomread` file.
 const RANDOM_FILE_BYTES: u64 = 1 << 20;
 /// Reads between two looks at the stop flag.
@@ -91,10 +93,12 @@ pub fn baselines(experiment: &str) -> &'static [&'static str] {
     }
 }
 
-/// Default `--objects`: file sizes in MiB for `file-spectrum` and `drop-file`.
+/// Default `--objects`: file sizes in MiB for `file-spectrum` and `drop-file`, the number of
+/// 1 MiB files for `randomread`.
 pub fn default_objects(experiment: &str) -> Vec<usize> {
     match experiment {
         "file-spectrum" => vec![1, 4, 16, 64],
+        "randomread" => vec![RANDOM_FILES],
         "drop-file" => vec![64, 256],
         _ => vec![1],
     }
@@ -109,7 +113,7 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         p.objects.len() as u64,
     );
     match experiment {
-        "file-spectrum" => s * r * t * o,
+        "file-spectrum" | "randomread" => s * r * t * o,
         "drop-file" => s * r * o * 2,
         _ => s * r * t,
     }
@@ -642,7 +646,10 @@ fn reads(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         ),
         "randomread" => (
             Pattern::Random,
-            vec![(1, make_files(RANDOM_FILES, RANDOM_FILE_BYTES))],
+            p.objects
+                .iter()
+                .map(|&n| (n, make_files(n, RANDOM_FILE_BYTES)))
+                .collect(),
         ),
         _ => (
             Pattern::Sequential,

@@ -101,7 +101,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         variants: None,
     },
     ExperimentInfo { name: "drbh", about: "PAYGO Fig. 7 (FxMark DRBH): every thread reads 64 bytes of the same 4 KiB page through the page cache; also kernel pread(2), quick_cache, optimistic", variants: None },
-    ExperimentInfo { name: "randomread", about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files through the page cache; also kernel, quick_cache, optimistic", variants: None },
+    ExperimentInfo { name: "randomread", about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files (`--objects`: how many) through the page cache; also kernel, quick_cache, optimistic", variants: None },
     ExperimentInfo { name: "file-spectrum", about: "PAYGO Fig. 10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)", variants: None },
     ExperimentInfo { name: "drop-file", about: "PAYGO Fig. 13: time to drop a cached file of --objects MiB (default 64,256), without and with background readers", variants: None },
     ExperimentInfo { name: "lodic-query", about: "LODIC query cost (the slides' fadvise): time to drop a cached file of --file-mib MiB with --objects percent of it mapped (default 10,20,100) by max(--threads) and by 16 threads, file-space vs process-space reverse map", variants: Some(lodic_exp::QUERY_VARIANTS) },
