@@ -114,7 +114,8 @@ enum Cmd {
     },
     /// List the experiments and schemes, one per line.
     List,
-    /// Regenerate DIR/REPORT.md from the JSON results in DIR.
+    /// Regenerate DIR/REPORT.md and the plots (EXPERIMENT.svg and .png) from the JSON results in
+    /// DIR.
     Report {
         /// Folder of results written by `run --out`.
         dir: PathBuf,
@@ -142,13 +143,19 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Cmd::Report { dir } => match refbench::report::write_report(&dir) {
-            Ok(p) => {
-                println!("{}", p.display());
-                ExitCode::SUCCESS
+        Cmd::Report { dir } => {
+            match refbench::report::redraw_plots(&dir)
+                .and_then(|plots| Ok((plots, refbench::report::write_report(&dir)?)))
+            {
+                Ok((plots, report)) => {
+                    for p in plots.iter().chain([&report]) {
+                        println!("{}", p.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => usage_error(e),
             }
-            Err(e) => usage_error(e),
-        },
+        }
         Cmd::Reproduce {
             quick,
             threads,

@@ -83,12 +83,11 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
         let key = label.clone();
         // A second form of the same series, in its colour but dashed: a batched query, a drop
         // with background readers.
-        let form = match (r.extra.get("form").and_then(|f| f.as_str()), background) {
-            (Some(f), _) => Some(f.to_string()),
-            (None, Some(b)) if b > 0 => Some(format!("+{b} reader")),
-            _ => None,
+        let (form, dashed) = match (r.extra.get("form").and_then(|f| f.as_str()), background) {
+            (Some(f), _) => (Some(f.to_string()), f == "batched"),
+            (None, Some(b)) if b > 0 => (Some(format!("+{b} reader")), true),
+            _ => (None, false),
         };
-        let dashed = form.is_some();
         let label = match form {
             Some(f) => format!("{label} {f}"),
             None => label,
@@ -360,22 +359,43 @@ where
 /// with the machine and the commit under it. Returns the files written (none for experiments
 /// without throughput rows, such as `memory` and `tsc-check`).
 pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let m = &results.meta;
+    let footer = footer(
+        &m.cpu_model,
+        &m.online_cpus.to_string(),
+        &m.kernel,
+        &m.percpu_mode,
+        &m.git_commit,
+    );
+    write_plots_of(&results.rows, &footer, dir)
+}
+
+/// The line under every plot: the machine and the commit it was measured at.
+pub fn footer(
+    cpu_model: &str,
+    online_cpus: &str,
+    kernel: &str,
+    mode: &str,
+    commit: &str,
+) -> String {
+    format!(
+        "{cpu_model} | {online_cpus} online CPUs | kernel {kernel} | per-CPU path: {mode} | commit {}",
+        commit.chars().take(12).collect::<String>()
+    )
+}
+
+/// [`write_plots`] for rows read back from a run's JSON, under `footer`.
+pub fn write_plots_of(
+    rows: &[Row],
+    footer: &str,
+    dir: &Path,
+) -> Result<Vec<std::path::PathBuf>, String> {
     register_font()?;
     let mut written = Vec::new();
-    let mut experiments: Vec<&str> = results.rows.iter().map(|r| r.experiment.as_str()).collect();
+    let mut experiments: Vec<&str> = rows.iter().map(|r| r.experiment.as_str()).collect();
     experiments.dedup();
-    let m = &results.meta;
-    let footer = format!(
-        "{} | {} online CPUs | kernel {} | per-CPU path: {} | commit {}",
-        m.cpu_model,
-        m.online_cpus,
-        m.kernel,
-        m.percpu_mode,
-        m.git_commit.chars().take(12).collect::<String>()
-    );
     for exp in experiments {
-        let rows: Vec<&Row> = results
-            .rows
+        let rows: Vec<&Row> = rows
             .iter()
             .filter(|r| r.experiment == exp && r.ops_per_sec.is_some())
             .collect();
@@ -386,7 +406,7 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathB
         draw(
             SVGBackend::new(&svg, (900, 580)).into_drawing_area(),
             exp,
-            &footer,
+            footer,
             &rows,
         )?;
         written.push(svg);
@@ -394,7 +414,7 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathB
         draw(
             BitMapBackend::new(&png, (900, 580)).into_drawing_area(),
             exp,
-            &footer,
+            footer,
             &rows,
         )?;
         written.push(png);

@@ -312,8 +312,26 @@ fn out_writes_json_csv_plots_and_report() {
     }
     let csv = std::fs::read_to_string(dir.join("object-spectrum.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "header + 2 rows:\n{csv}");
-    let o = refbench(&["report", d]);
-    assert!(o.status.success());
+    // `report` draws the plots again from the JSON (here after they were removed), under the
+    // machine and commit of the run, and names every file it wrote.
+    for f in ["object-spectrum.svg", "object-spectrum.png"] {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+    let o = refbench_without_fonts(&["report", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for f in ["object-spectrum.svg", "object-spectrum.png", "REPORT.md"] {
+        assert!(dir.join(f).exists(), "{f} missing after report");
+        assert!(
+            stdout.contains(&dir.join(f).display().to_string()),
+            "{f} not reported:\n{stdout}"
+        );
+    }
+    let redrawn = std::fs::read_to_string(dir.join("object-spectrum.svg")).unwrap();
+    assert_eq!(
+        redrawn, svg,
+        "the plot drawn from the JSON differs from the run's"
+    );
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("| atomic | 1 | 16 |"), "{report}");
     let _ = std::fs::remove_dir_all(&dir);
