@@ -111,6 +111,14 @@ pub struct PerCpu<T> {
     slots: Box<[CachePadded<Slot<T>>]>,
     /// Sections take the rseq path: the process is on it and every possible CPU has a slot.
     rseq: bool,
+    /// On the rseq path, the offset of every thread's rseq area from its thread pointer, kept
+    /// here so that code inlined into other crates finds the area from this value instead of
+    /// from the percpu crate's static (one load through the GOT fewer per section).
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))),
+        allow(dead_code)
+    )]
+    offset: isize,
 }
 
 impl<T> PerCpu<T> {
@@ -139,7 +147,22 @@ impl<T> PerCpu<T> {
             not(loom)
         )) && crate::fast_path_available()
             && n >= crate::possible_cpus();
-        PerCpu { slots, rseq }
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        let offset = if rseq { crate::arch::rseq::offset() } else { 0 };
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+        let offset = 0;
+        PerCpu {
+            slots,
+            rseq,
+            offset,
+        }
+    }
+
+    /// This thread's rseq area (only on the rseq path).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    #[inline(always)]
+    fn area(&self) -> *mut u8 {
+        crate::arch::rseq::area_at(self.offset)
     }
 
     /// The number of slots.
@@ -209,7 +232,8 @@ impl<T> PerCpu<T> {
     pub fn cpu(&self) -> usize {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
         if self.rseq {
-            return crate::arch::rseq::cpu_id_start() as usize;
+            // SAFETY: on the rseq path `area()` is this thread's rseq area.
+            return unsafe { crate::arch::rseq::cpu_id_start_in(self.area()) } as usize;
         }
         crate::current_cpu()
     }
@@ -254,9 +278,11 @@ impl<T> PerCpu<T> {
     ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
+            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area; checks and
+            // target borrow live 8-byte atomics.
             return status(unsafe {
                 crate::arch::rseq::add(
+                    self.area(),
                     cpu as u32,
                     Check::as_raw(checks),
                     target.raw(),
@@ -280,9 +306,11 @@ impl<T> PerCpu<T> {
     ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq; checks and target borrow live 8-byte atomics.
+            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area; checks and
+            // target borrow live 8-byte atomics.
             return status(unsafe {
                 crate::arch::rseq::store(
+                    self.area(),
                     cpu as u32,
                     Check::as_raw(checks),
                     target.raw(),
@@ -316,9 +344,11 @@ impl<T> PerCpu<T> {
     ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq; checks, spec and target borrow live 8-byte atomics.
+            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area; checks, spec
+            // and target borrow live 8-byte atomics.
             return status(unsafe {
                 crate::arch::rseq::store_add(
+                    self.area(),
                     cpu as u32,
                     Check::as_raw(checks),
                     spec.raw(),
@@ -375,7 +405,7 @@ impl<W: Word> PerCpu<W> {
     pub fn add_this_cpu(&self, delta: W::Value) {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
         if self.rseq {
-            let area = crate::arch::rseq::area();
+            let area = self.area();
             // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
             let base = unsafe { self.slots.get_unchecked(0) }.value.raw();
             // SAFETY: the rseq path; area is this thread's, base this PerCpu's slot 0.
@@ -395,7 +425,7 @@ impl<W: Word> PerCpu<W> {
         if self.rseq {
             return ThisCpu {
                 pc: self,
-                area: crate::arch::rseq::area(),
+                area: self.area(),
                 // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
                 base: unsafe { self.slots.get_unchecked(0) }.value.raw(),
             };

@@ -257,7 +257,21 @@ pub(crate) fn unregister_own() {
 #[inline(always)]
 pub(crate) fn area() -> *mut u8 {
     // Only called once init() succeeded (mode is Rseq only after it), which set OFFSET.
-    thread_pointer().wrapping_offset(OFFSET.load(Ordering::Relaxed))
+    area_at(offset())
+}
+
+/// The offset of every thread's rseq area from its thread pointer (the same for all threads
+/// of the process, and fixed once [`init`] returned true).
+pub(crate) fn offset() -> isize {
+    OFFSET.load(Ordering::Relaxed)
+}
+
+/// This thread's rseq area, given the process's [`offset`]. A caller that keeps the offset in
+/// its own memory (a `PerCpu`'s field) finds the area with one load fewer than [`area`] takes
+/// from code inlined into another crate, which reaches this crate's static through the GOT.
+#[inline(always)]
+pub(crate) fn area_at(offset: isize) -> *mut u8 {
+    thread_pointer().wrapping_offset(offset)
 }
 
 /// Clears this thread's `rseq_cs`, so that the kernel no longer reads the descriptor of the
@@ -278,9 +292,19 @@ pub(crate) const WRONG_CPU: u32 = 0xffff;
 /// a number every section then fails to match, see [`OwnArea`]).
 #[inline(always)]
 pub(crate) fn cpu_id_start() -> u32 {
-    // SAFETY: area() is this thread's rseq area (mode is Rseq); the kernel keeps
-    // cpu_id_start valid and we only read it.
-    unsafe { (area() as *const u32).read_volatile() }
+    // SAFETY: area() is this thread's rseq area (mode is Rseq).
+    unsafe { cpu_id_start_in(area()) }
+}
+
+/// [`cpu_id_start`] of the rseq area `area`.
+///
+/// # Safety
+/// `area` is this thread's rseq area ([`area`] or [`area_at`] of [`offset`], mode Rseq).
+#[inline(always)]
+pub(crate) unsafe fn cpu_id_start_in(area: *mut u8) -> u32 {
+    // SAFETY: the caller's contract: `area` is this thread's rseq area, whose cpu_id_start
+    // the kernel keeps valid; we only read it.
+    unsafe { (area as *const u32).read_volatile() }
 }
 
 /// One check of a critical section, laid out as the assembly reads it.
@@ -386,10 +410,12 @@ macro_rules! cs_tail {
 /// check `i` failed.
 ///
 /// # Safety
-/// The mode is Rseq; every `checks[i].word` and `target` point to live 8-byte-aligned words
-/// that other threads access only atomically.
+/// The mode is Rseq; `area` is this thread's rseq area ([`area`], or [`area_at`] of
+/// [`offset`]); every `checks[i].word` and `target` point to live 8-byte-aligned words that
+/// other threads access only atomically.
 #[inline(always)]
 pub(crate) unsafe fn cs_add(
+    area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
     target: *const AtomicU64,
@@ -402,7 +428,7 @@ pub(crate) unsafe fn cs_add(
         #[cfg(feature = "inject")]
         asm!(
             cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area(), cpu = in(reg) cpu,
+            rseq = in(reg) area, cpu = in(reg) cpu,
             checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
             target = in(reg) target, delta = in(reg) delta,
             inject = sym INJECT_LOOPS,
@@ -413,7 +439,7 @@ pub(crate) unsafe fn cs_add(
         #[cfg(not(feature = "inject"))]
         asm!(
             cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area(), cpu = in(reg) cpu,
+            rseq = in(reg) area, cpu = in(reg) cpu,
             checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
             target = in(reg) target, delta = in(reg) delta,
             ret = out(reg) ret, tmp = out(reg) _,
@@ -430,6 +456,7 @@ pub(crate) unsafe fn cs_add(
 /// As [`cs_add`].
 #[inline(always)]
 pub(crate) unsafe fn cs_store(
+    area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
     target: *const AtomicU64,
@@ -441,7 +468,7 @@ pub(crate) unsafe fn cs_store(
         #[cfg(feature = "inject")]
         asm!(
             cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area(), cpu = in(reg) cpu,
+            rseq = in(reg) area, cpu = in(reg) cpu,
             checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
             target = in(reg) target, value = in(reg) value,
             inject = sym INJECT_LOOPS,
@@ -452,7 +479,7 @@ pub(crate) unsafe fn cs_store(
         #[cfg(not(feature = "inject"))]
         asm!(
             cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area(), cpu = in(reg) cpu,
+            rseq = in(reg) area, cpu = in(reg) cpu,
             checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
             target = in(reg) target, value = in(reg) value,
             ret = out(reg) ret, tmp = out(reg) _,
@@ -470,6 +497,7 @@ pub(crate) unsafe fn cs_store(
 /// As [`cs_add`], and `spec` too.
 #[inline(always)]
 pub(crate) unsafe fn cs_store_add(
+    area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
     spec: *const AtomicU64,
@@ -483,7 +511,7 @@ pub(crate) unsafe fn cs_store_add(
         #[cfg(feature = "inject")]
         asm!(
             cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area(), cpu = in(reg) cpu,
+            rseq = in(reg) area, cpu = in(reg) cpu,
             checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
             spec = in(reg) spec, sv = in(reg) spec_value,
             target = in(reg) target, delta = in(reg) delta,
@@ -495,7 +523,7 @@ pub(crate) unsafe fn cs_store_add(
         #[cfg(not(feature = "inject"))]
         asm!(
             cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area(), cpu = in(reg) cpu,
+            rseq = in(reg) area, cpu = in(reg) cpu,
             checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
             spec = in(reg) spec, sv = in(reg) spec_value,
             target = in(reg) target, delta = in(reg) delta,
@@ -691,7 +719,7 @@ macro_rules! fixed_section {
         /// As [`cs_add`].
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
-        pub(crate) unsafe fn $name(cpu: u32, $($c: *const AtomicU64, $e: u64,)* target: *const AtomicU64, operand: u64) -> u32 {
+        pub(crate) unsafe fn $name(area: *mut u8, cpu: u32, $($c: *const AtomicU64, $e: u64,)* target: *const AtomicU64, operand: u64) -> u32 {
             let ret: u64;
             // SAFETY: the caller guarantees the pointers; the asm writes only *target and the
             // rseq area's rseq_cs field, and reads the checked words and the rseq area.
@@ -701,7 +729,7 @@ macro_rules! fixed_section {
                     commit: [$commit],
                     stubs: [$(concat!($label, ":\n", "movl $", $code, ", {ret:e}\n", "jmp 6f\n")),*],
                     ret: ret,
-                    rseq = in(reg) area(), cpu = in(reg) cpu,
+                    rseq = in(reg) area, cpu = in(reg) cpu,
                     $($c = in(reg) $c, $e = in(reg) $e,)*
                     target = in(reg) target, operand = in(reg) operand,
                 );
@@ -731,6 +759,7 @@ fixed_section!(
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn cs_store_add3(
+    area: *mut u8,
     cpu: u32,
     c0: *const AtomicU64,
     e0: u64,
@@ -756,7 +785,7 @@ pub(crate) unsafe fn cs_store_add3(
                 "12:\n", "movl $4, {ret:e}\n", "jmp 6f\n"
             ],
             ret: ret,
-            rseq = in(reg) area(), cpu = in(reg) cpu,
+            rseq = in(reg) area, cpu = in(reg) cpu,
             c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
             spec = in(reg) spec, sv = in(reg) spec_value,
             target = in(reg) target, delta = in(reg) delta,
@@ -771,6 +800,7 @@ pub(crate) unsafe fn cs_store_add3(
 /// As [`cs_store_add`].
 #[inline(always)]
 pub(crate) unsafe fn store_add(
+    area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
     spec: *const AtomicU64,
@@ -782,10 +812,10 @@ pub(crate) unsafe fn store_add(
     unsafe {
         match checks {
             [a, b, c] => cs_store_add3(
-                cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, spec, spec_value,
-                target, delta,
+                area, cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, spec,
+                spec_value, target, delta,
             ),
-            _ => cs_store_add(cpu, checks, spec, spec_value, target, delta),
+            _ => cs_store_add(area, cpu, checks, spec, spec_value, target, delta),
         }
     }
 }
@@ -804,6 +834,7 @@ fixed_section!(
 /// As [`cs_add`].
 #[inline(always)]
 pub(crate) unsafe fn add(
+    area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
     target: *const AtomicU64,
@@ -812,13 +843,16 @@ pub(crate) unsafe fn add(
     // SAFETY: forwarded contract.
     unsafe {
         match checks {
-            [] => cs_add0(cpu, target, delta),
-            [a] => cs_add1(cpu, a.word, a.expected, target, delta),
-            [a, b] => cs_add2(cpu, a.word, a.expected, b.word, b.expected, target, delta),
-            [a, b, c] => cs_add3(
-                cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, target, delta,
+            [] => cs_add0(area, cpu, target, delta),
+            [a] => cs_add1(area, cpu, a.word, a.expected, target, delta),
+            [a, b] => cs_add2(
+                area, cpu, a.word, a.expected, b.word, b.expected, target, delta,
             ),
-            _ => cs_add(cpu, checks, target, delta),
+            [a, b, c] => cs_add3(
+                area, cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, target,
+                delta,
+            ),
+            _ => cs_add(area, cpu, checks, target, delta),
         }
     }
 }
@@ -829,6 +863,7 @@ pub(crate) unsafe fn add(
 /// As [`cs_add`].
 #[inline(always)]
 pub(crate) unsafe fn store(
+    area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
     target: *const AtomicU64,
@@ -837,9 +872,11 @@ pub(crate) unsafe fn store(
     // SAFETY: forwarded contract.
     unsafe {
         match checks {
-            [a] => cs_store1(cpu, a.word, a.expected, target, value),
-            [a, b] => cs_store2(cpu, a.word, a.expected, b.word, b.expected, target, value),
-            _ => cs_store(cpu, checks, target, value),
+            [a] => cs_store1(area, cpu, a.word, a.expected, target, value),
+            [a, b] => cs_store2(
+                area, cpu, a.word, a.expected, b.word, b.expected, target, value,
+            ),
+            _ => cs_store(area, cpu, checks, target, value),
         }
     }
 }
