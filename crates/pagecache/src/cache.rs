@@ -930,6 +930,10 @@ impl<C: RefCounter> CachedFileOf<C> {
             .len()
             .min((end - offset).min(usize::MAX as u64) as usize);
         let off = (offset % PAGE_SIZE as u64) as usize;
+        if n == 0 {
+            // Like `pread` of no bytes: nothing is read, filled or counted.
+            return Ok(0);
+        }
         if off + n <= PAGE_SIZE {
             // Within one page: the common small read, without the loop.
             self.read_page(offset / PAGE_SIZE as u64, off, &mut buf[..n])?;

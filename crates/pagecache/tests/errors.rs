@@ -70,6 +70,24 @@ fn reads_past_the_end_are_short() {
 }
 
 #[test]
+fn an_empty_read_reads_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "empty", 3 * 4096);
+    let cache = PageCache::new(Config::new(2, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    for at in [0, 100, 4096, 3 * 4096, 9 * 4096] {
+        assert_eq!(file.read_at(&mut [], at).expect("empty read"), 0, "at {at}");
+    }
+    let st = cache.stats();
+    assert_eq!(
+        (st.fills, st.resident),
+        (0, 0),
+        "an empty read filled a page"
+    );
+    check_reads(&file, 3 * 4096);
+}
+
+#[test]
 fn a_failed_fill_is_returned_and_the_next_read_succeeds() {
     let dir = tempfile::tempdir().expect("tempdir");
     let len = 5 * 4096;
