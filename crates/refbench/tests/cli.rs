@@ -422,4 +422,17 @@ fn pair_cost_times_the_main_thread_and_a_worker() {
     assert!((r["vs_atomic"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{r}");
     let ops = r["ops_per_sec"].as_f64().unwrap();
     assert!((ops - 1e9 / main).abs() / ops < 1e-9, "{r}");
+    // On each CPU in turn (where there are two and threads can be pinned): the first CPU's
+    // figure, and the others' lowest and highest, in that order.
+    let cpus = percpu::affinity::process_cpus().len();
+    let pinnable = cpus > 1 && percpu::affinity::pin(percpu::affinity::process_cpus()[1]);
+    match r.get("ns_per_pair_first_cpu") {
+        Some(first) => {
+            assert!(first.as_f64().unwrap() > 0.0, "{r}");
+            let lo = r["ns_per_pair_other_cpus_min"].as_f64().unwrap();
+            let hi = r["ns_per_pair_other_cpus_max"].as_f64().unwrap();
+            assert!(0.0 < lo && lo <= hi, "{r}");
+        }
+        None => assert!(!pinnable, "no per-CPU figures with {cpus} CPUs: {r}"),
+    }
 }

@@ -439,6 +439,9 @@ struct PairCosts {
     /// On a spawned thread, the lowest and the highest of the best ns per pair over
     /// `SPREAD_OBJECTS` objects.
     spread: Vec<(f64, f64)>,
+    /// On a thread pinned to each CPU the process may use in turn: the best ns per pair on the
+    /// first (lowest-numbered) CPU, and the lowest and highest on the others.
+    by_cpu: Vec<(f64, f64, f64)>,
 }
 
 struct PairCostVisit<'a> {
@@ -484,10 +487,36 @@ impl Visit for PairCostVisit<'_> {
             .expect("pair-cost worker panicked")
         });
         self.out.worker.push(worker);
-        let lo = costs.iter().copied().fold(f64::MAX, f64::min);
-        let hi = costs.iter().copied().fold(0.0, f64::max);
+        let (lo, hi) = min_max(&costs);
         self.out.spread.push((lo, hi));
+        // And on each CPU: a cost that depends on the CPU (one the host keeps busier, or a
+        // CPU whose interrupts land there) shows as the first CPU against the others.
+        let cpus = percpu::affinity::process_cpus();
+        let on_cpus: Vec<f64> = std::thread::scope(|s| {
+            cpus.iter()
+                .filter_map(|&cpu| {
+                    let (scheme, o) = (&scheme, o);
+                    s.spawn(move || {
+                        percpu::affinity::pin(cpu).then(|| best_pair_ns(scheme, o, SPREAD_BATCHES))
+                    })
+                    .join()
+                    .expect("pair-cost worker panicked")
+                })
+                .collect()
+        });
+        if on_cpus.len() == cpus.len() && cpus.len() > 1 {
+            let (lo, hi) = min_max(&on_cpus[1..]);
+            self.out.by_cpu.push((on_cpus[0], lo, hi));
+        }
     }
+}
+
+/// The lowest and the highest of `v`.
+fn min_max(v: &[f64]) -> (f64, f64) {
+    (
+        v.iter().copied().fold(f64::MAX, f64::min),
+        v.iter().copied().fold(0.0, f64::max),
+    )
 }
 
 /// `pair-cost`: one thread, one object; the cost of one get+put pair in nanoseconds, the best of
@@ -497,7 +526,10 @@ impl Visit for PairCostVisit<'_> {
 /// the other experiments time their pairs on spawned workers. And on the spawned thread, the
 /// best of 200 batches for each of 64 objects made one after another: the lowest and highest
 /// (`ns_per_pair_objects_min`, `_max`, medians over the repetitions), which differ where the
-/// cost depends on where an object's state lies.
+/// cost depends on where an object's state lies. And on a thread pinned to each CPU in turn
+/// (200 batches each): the first CPU (`ns_per_pair_first_cpu`, normally CPU 0) and the lowest
+/// and highest of the others (`ns_per_pair_other_cpus_min`, `_max`), which differ where the
+/// cost depends on the CPU (omitted where the threads cannot be pinned).
 pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     let mut res: BTreeMap<String, PairCosts> = BTreeMap::new();
     for _ in 0..p.reps {
@@ -523,6 +555,14 @@ pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         let hi: Vec<f64> = c.spread.iter().map(|s| s.1).collect();
         extra.insert("ns_per_pair_objects_min".into(), json!(median(&lo)));
         extra.insert("ns_per_pair_objects_max".into(), json!(median(&hi)));
+        if !c.by_cpu.is_empty() {
+            let pick = |f: fn(&(f64, f64, f64)) -> f64| {
+                median(&c.by_cpu.iter().map(f).collect::<Vec<_>>())
+            };
+            extra.insert("ns_per_pair_first_cpu".into(), json!(pick(|b| b.0)));
+            extra.insert("ns_per_pair_other_cpus_min".into(), json!(pick(|b| b.1)));
+            extra.insert("ns_per_pair_other_cpus_max".into(), json!(pick(|b| b.2)));
+        }
         if let Some(a) = atomic {
             extra.insert("vs_atomic".into(), json!(a / best));
         }
