@@ -298,6 +298,33 @@ impl<C: RefCounter> Inner<C> {
         Ok(())
     }
 
+    /// A reference on frame `i`, found in page `page`'s slot of `f`, if the frame still holds
+    /// that page once the reference is taken (the kernel's re-check after `folio_try_get`);
+    /// else no reference (a failed try-get, or the one taken given back). The page's CLOCK bit
+    /// is set on success. `copy_at`: the byte of the page the caller will copy next, whose line
+    /// is asked for first, so that its miss overlaps the try-get and the re-check (a stale slot
+    /// only wastes the hint).
+    #[inline(always)]
+    fn take_held(
+        &self,
+        f: &FileState,
+        page: u64,
+        i: u32,
+        copy_at: Option<usize>,
+    ) -> Option<C::Token> {
+        if let Some(at) = copy_at {
+            prefetch(&self.words(i)[at / 8]);
+        }
+        let tok = self.get(i)?;
+        let m = self.meta(i);
+        if m.holds(f.id, page) {
+            m.touch();
+            return Some(tok);
+        }
+        self.scheme.put(self.obj(i), tok);
+        None
+    }
+
     /// A referenced frame holding page `page` of `f`, filled; on a miss fills it. If no frame
     /// can be had, runs `bypass` under the allocator lock while the page is verifiably not
     /// cached (so the file itself is up to date for it) and returns `Bypassed`.
@@ -320,16 +347,8 @@ impl<C: RefCounter> Inner<C> {
             let s = slot.map_or(0, |s| s.load(Ordering::Acquire));
             if s != 0 {
                 let i = s - 1;
-                if let Some(at) = copy_at {
-                    prefetch(&self.words(i)[at / 8]);
-                }
-                if let Some(tok) = self.get(i) {
-                    let m = &self.frames[i as usize].meta;
-                    if m.holds(f.id, page) {
-                        m.touch();
-                        return Ok(Got::Frame(i, tok));
-                    }
-                    self.scheme.put(self.obj(i), tok);
+                if let Some(tok) = self.take_held(f, page, i, copy_at) {
+                    return Ok(Got::Frame(i, tok));
                 }
                 // Being filled, evicted or reused (or the scheme's try-get failed transiently
                 // while a try-reclaim decides): look again.
@@ -669,23 +688,12 @@ impl<C: RefCounter> Inner<C> {
             return false;
         }
         let i = s - 1;
-        // The frame and its words, each looked up once for the whole read.
-        let fr = &self.frames[i as usize];
-        let words = self.words(i);
-        // The copy's line, asked for before the scheme's (see `acquire`).
-        prefetch(&words[off / 8]);
-        // SAFETY: as in `obj`: the frames never move before `self` is dropped.
-        let obj = unsafe { Pin::new_unchecked(&fr.obj) };
-        let Some(tok) = self.scheme.try_get_placed(obj, i as usize) else {
+        let Some(tok) = self.take_held(f, page, i, Some(off)) else {
             return false;
         };
-        let held = fr.meta.holds(f.id, page);
-        if held {
-            fr.meta.touch();
-            copy_out(words, off, buf);
-        }
-        self.scheme.put(obj, tok);
-        held
+        copy_out(self.words(i), off, buf);
+        self.scheme.put(self.obj(i), tok);
+        true
     }
 
     /// Reads `buf.len()` bytes at `off` of page `page` (the range inside the page), without a
