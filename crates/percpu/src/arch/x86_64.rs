@@ -643,31 +643,45 @@ pub(crate) fn cpu_id() -> i32 {
 
 // ------------------------------------------------------------------------------------------
 // Unrolled sections: up to three checks with every operand in a register. Same pseudocode and
-// return values as the looping sections above; each check is one `cmpq` and one untaken branch
-// to an out-of-line stub that sets the mismatch code.
+// return values as the looping sections above, but no status register: each outcome is a jump
+// to its own label (`asm!` label operands), whose block returns the status as a constant. After
+// inlining, the caller's match on the status folds into those jumps, so a committed section
+// falls through to the caller's next instruction: no status to set, test and branch on.
 
 macro_rules! fixed_head {
     () => {
-        concat!(cs_arm!(), "1:\n", "cmpl {cpu:e}, 4({rseq})\n", "jnz 5f\n",)
-    };
-}
-
-macro_rules! fixed_tail {
-    () => {
         concat!(
-            "2:\n",
-            "xorl {ret:e}, {ret:e}\n",
-            "jmp 6f\n",
-            "5:\n",
-            "movl $0xffff, {ret:e}\n",
-            "jmp 6f\n",
+            ".pushsection __rseq_cs, \"aw\"\n",
+            ".balign 32\n",
+            "3:\n",
+            ".long 0x0, 0x0\n",
+            ".quad 1f, (2f - 1f), 4f\n",
+            ".popsection\n",
+            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
+            ".quad 3b\n",
+            ".popsection\n",
+            "leaq 3b(%rip), {tmp}\n",
+            "movq {tmp}, 8({rseq})\n",
+            "1:\n",
+            "cmpl {cpu:e}, 4({rseq})\n",
+            "jnz {wrong}\n",
         )
     };
 }
 
+/// The end of an unrolled section: the post-commit label, and the abort handler (in section
+/// `__rseq_failure`, behind the signature), which jumps to the `abort` label.
 macro_rules! fixed_end {
     () => {
-        concat!("6:\n", cs_abort!(),)
+        concat!(
+            "2:\n",
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long {sig}\n",
+            "4:\n",
+            "jmp {abort}\n",
+            ".popsection\n",
+        )
     };
 }
 
@@ -675,12 +689,12 @@ macro_rules! fixed_end {
 macro_rules! fixed_inject {
     () => {
         concat!(
-            "movq {inject}(%rip), {ret}\n",
-            "testq {ret}, {ret}\n",
+            "movq {inject}(%rip), {tmp}\n",
+            "testq {tmp}, {tmp}\n",
             "jz 8f\n",
             "9:\n",
             "pause\n",
-            "decq {ret}\n",
+            "decq {tmp}\n",
             "jnz 9b\n",
             "8:\n",
         )
@@ -688,31 +702,37 @@ macro_rules! fixed_inject {
 }
 
 /// Emits an unrolled section's `asm!` twice: with the injected delay between its checks and
-/// its stores (feature `inject`), and without. `ret` receives the status.
+/// its stores (feature `inject`), and without. The section returns, from the enclosing
+/// function, 1 when aborted and [`WRONG_CPU`] when on another CPU; the caller's check labels
+/// return the mismatch codes; a committed section falls through.
 macro_rules! fixed_asm {
-    (checks: [$($chk:expr),*], commit: [$($com:expr),*], stubs: [$($stub:expr),*], ret: $ret:ident, $($op:tt)*) => {
+    (checks: [$($chk:expr),*], commit: [$($com:expr),*], $($op:tt)*) => {
         #[cfg(feature = "inject")]
         asm!(
-            fixed_head!(), $($chk,)* fixed_inject!(), $($com,)* fixed_tail!(), $($stub,)* fixed_end!(),
+            fixed_head!(), $($chk,)* fixed_inject!(), $($com,)* fixed_end!(),
             $($op)*
             inject = sym INJECT_LOOPS,
             sig = const RSEQ_SIG,
-            ret = out(reg) $ret,
+            tmp = out(reg) _,
+            wrong = label { return WRONG_CPU; },
+            abort = label { return 1; },
             options(att_syntax, nostack),
         );
         #[cfg(not(feature = "inject"))]
         asm!(
-            fixed_head!(), $($chk,)* $($com,)* fixed_tail!(), $($stub,)* fixed_end!(),
+            fixed_head!(), $($chk,)* $($com,)* fixed_end!(),
             $($op)*
             sig = const RSEQ_SIG,
-            ret = out(reg) $ret,
+            tmp = out(reg) _,
+            wrong = label { return WRONG_CPU; },
+            abort = label { return 1; },
             options(att_syntax, nostack),
         );
     };
 }
 
 macro_rules! fixed_section {
-    ($(#[$doc:meta])* $name:ident, $commit:literal, [$($c:ident, $e:ident, $label:literal, $code:literal);*]) => {
+    ($(#[$doc:meta])* $name:ident, $commit:literal, [$($c:ident, $e:ident, $m:ident, $code:literal);*]) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -720,21 +740,19 @@ macro_rules! fixed_section {
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe fn $name(area: *mut u8, cpu: u32, $($c: *const AtomicU64, $e: u64,)* target: *const AtomicU64, operand: u64) -> u32 {
-            let ret: u64;
             // SAFETY: the caller guarantees the pointers; the asm writes only *target and the
             // rseq area's rseq_cs field, and reads the checked words and the rseq area.
             unsafe {
                 fixed_asm!(
-                    checks: [$(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz ", $label, "f\n")),*],
+                    checks: [$(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz {", stringify!($m), "}\n")),*],
                     commit: [$commit],
-                    stubs: [$(concat!($label, ":\n", "movl $", $code, ", {ret:e}\n", "jmp 6f\n")),*],
-                    ret: ret,
                     rseq = in(reg) area, cpu = in(reg) cpu,
                     $($c = in(reg) $c, $e = in(reg) $e,)*
                     target = in(reg) target, operand = in(reg) operand,
+                    $($m = label { return $code; },)*
                 );
             }
-            ret as u32
+            0
         }
     };
 }
@@ -744,13 +762,13 @@ fixed_section!(
     cs_add0, "addq {operand}, ({target})\n", []);
 fixed_section!(
     /// `check 0; *target += operand`.
-    cs_add1, "addq {operand}, ({target})\n", [c0, e0, "10", "2"]);
+    cs_add1, "addq {operand}, ({target})\n", [c0, e0, m0, 2]);
 fixed_section!(
     /// `check 0, 1; *target += operand`.
-    cs_add2, "addq {operand}, ({target})\n", [c0, e0, "10", "2"; c1, e1, "11", "3"]);
+    cs_add2, "addq {operand}, ({target})\n", [c0, e0, m0, 2; c1, e1, m1, 3]);
 fixed_section!(
     /// `check 0, 1, 2; *target += operand`.
-    cs_add3, "addq {operand}, ({target})\n", [c0, e0, "10", "2"; c1, e1, "11", "3"; c2, e2, "12", "4"]);
+    cs_add3, "addq {operand}, ({target})\n", [c0, e0, m0, 2; c1, e1, m1, 3; c2, e2, m2, 4]);
 /// `check 0, 1, 2; *spec = spec_value; *target += delta`, unrolled (13 registers: all the
 /// general-purpose registers an asm block may use on x86_64).
 ///
@@ -772,26 +790,22 @@ pub(crate) unsafe fn cs_store_add3(
     target: *const AtomicU64,
     delta: u64,
 ) -> u32 {
-    let ret: u64;
     // SAFETY: the caller guarantees the pointers; the asm writes only *spec, *target and the
     // rseq area's rseq_cs field, and reads the checked words and the rseq area.
     unsafe {
         fixed_asm!(
-            checks: ["cmpq {e0}, ({c0})\n", "jnz 10f\n", "cmpq {e1}, ({c1})\n", "jnz 11f\n", "cmpq {e2}, ({c2})\n", "jnz 12f\n"],
+            checks: ["cmpq {e0}, ({c0})\n", "jnz {m0}\n", "cmpq {e1}, ({c1})\n", "jnz {m1}\n", "cmpq {e2}, ({c2})\n", "jnz {m2}\n"],
             commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
-            stubs: [
-                "10:\n", "movl $2, {ret:e}\n", "jmp 6f\n",
-                "11:\n", "movl $3, {ret:e}\n", "jmp 6f\n",
-                "12:\n", "movl $4, {ret:e}\n", "jmp 6f\n"
-            ],
-            ret: ret,
             rseq = in(reg) area, cpu = in(reg) cpu,
             c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
             spec = in(reg) spec, sv = in(reg) spec_value,
             target = in(reg) target, delta = in(reg) delta,
+            m0 = label { return 2; },
+            m1 = label { return 3; },
+            m2 = label { return 4; },
         );
     }
-    ret as u32
+    0
 }
 
 /// `cs_store_add` dispatched to the unrolled section for three checks.
@@ -822,10 +836,10 @@ pub(crate) unsafe fn store_add(
 
 fixed_section!(
     /// `check 0; *target = operand`.
-    cs_store1, "movq {operand}, ({target})\n", [c0, e0, "10", "2"]);
+    cs_store1, "movq {operand}, ({target})\n", [c0, e0, m0, 2]);
 fixed_section!(
     /// `check 0, 1; *target = operand`.
-    cs_store2, "movq {operand}, ({target})\n", [c0, e0, "10", "2"; c1, e1, "11", "3"]);
+    cs_store2, "movq {operand}, ({target})\n", [c0, e0, m0, 2; c1, e1, m1, 3]);
 
 /// `cs_add` dispatched to the unrolled sections for up to three checks (the length is a
 /// constant after inlining, so the match folds away).
