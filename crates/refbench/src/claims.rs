@@ -261,7 +261,11 @@ fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
     outcome(
         v,
         format!("paygo / refcache: {lo:.2}x at {t1}T, {hi:.2}x at {tn}T"),
-        "PAYGO not ahead of RefCache at the most threads",
+        if hi < 1.0 {
+            "PAYGO not ahead of RefCache at the most threads"
+        } else {
+            "PAYGO ahead of RefCache, but by less at the most threads than at one"
+        },
     )
 }
 
@@ -819,6 +823,26 @@ mod tests {
             fig11_single_object(&Rows(&[])).verdict,
             Verdict::NotMeasured
         );
+    }
+
+    #[test]
+    fn randomread_rule_says_why() {
+        let rows = |p16: f64| {
+            vec![
+                row("randomread", "paygo", 1, 10, 116.0, json!({})),
+                row("randomread", "refcache", 1, 10, 100.0, json!({})),
+                row("randomread", "paygo", 16, 10, p16, json!({})),
+                row("randomread", "refcache", 16, 10, 100.0, json!({})),
+            ]
+        };
+        assert_eq!(fig8_randomread(&Rows(&rows(130.0))).verdict, Verdict::Holds);
+        // Ahead at 16 threads, by less than at one.
+        let o = fig8_randomread(&Rows(&rows(115.0)));
+        assert_eq!(o.verdict, Verdict::DoesNotHold);
+        assert!(o.reason.contains("by less"), "{o:?}");
+        let o = fig8_randomread(&Rows(&rows(90.0)));
+        assert_eq!(o.verdict, Verdict::DoesNotHold);
+        assert!(o.reason.contains("not ahead"), "{o:?}");
     }
 
     #[test]
