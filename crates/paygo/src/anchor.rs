@@ -1,19 +1,18 @@
 //! The anchor of a reference: where its REF counted it, so that its UNREF goes straight back.
 
-use crate::table::Slot;
-
 /// The anchor of one reference: where its REF was counted (CPU, slot, generation) and for
 /// which object. UNREF goes straight back to it, with no search. Neither `Clone` nor `Copy`;
 /// made only by REF ([`Domain::try_get`](crate::Domain::try_get)).
 ///
-/// An anchor is only an address and numbers: nothing is read through it until a domain has
-/// checked that it made it and that the slot is one of its own
+/// An anchor is only numbers: nothing is read through it until a domain has checked that it
+/// made it and that its slot number is in range
 /// ([`Domain::put`](crate::Domain::put) panics on an anchor of another domain, or of another
 /// object). Forgetting an anchor leaks its reference:
 /// the object stays counted as referenced, and nothing else happens.
 #[must_use = "a reference must be given back with put"]
 pub struct Anchor {
-    /// Address of the slot (only compared with the domain's own slots, never dereferenced).
+    /// The number of the slot among all the domain's slots (`cpu << bits | slot within the
+    /// CPU's table`), used only after a bounds check.
     pub(crate) slot: usize,
     pub(crate) gen: u64,
     pub(crate) obj: usize,
@@ -24,9 +23,9 @@ pub struct Anchor {
 
 impl Anchor {
     #[inline(always)]
-    pub(crate) fn new(domain: u32, slot: &Slot, gen: u64, cpu: usize, obj: usize) -> Self {
+    pub(crate) fn new(domain: u32, slot: usize, gen: u64, cpu: usize, obj: usize) -> Self {
         Anchor {
-            slot: crate::Domain::slot_addr(slot),
+            slot,
             gen,
             obj,
             cpu: cpu as u32,
@@ -44,7 +43,7 @@ impl core::fmt::Debug for Anchor {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Anchor")
             .field("cpu", &self.cpu)
-            .field("slot", &(self.slot as *const Slot))
+            .field("slot", &self.slot)
             .field("gen", &self.gen)
             .finish()
     }

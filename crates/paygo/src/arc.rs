@@ -903,8 +903,8 @@ impl<T: ?Sized> Arc<T> {
     /// This `Arc`'s reference as an [`Anchor`] of `d` (its domain).
     fn anchor(&self, d: &Domain) -> Anchor {
         let cpu = (self.pos >> 32) as usize;
-        let s = d.slot(cpu, self.pos as u32 as usize);
-        Anchor::new(d.id, s, self.gen, cpu, Self::header(self.inner).addr())
+        let slot = d.slot_number(cpu, self.pos as u32 as usize);
+        Anchor::new(d.id, slot, self.gen, cpu, Self::header(self.inner).addr())
     }
 
     /// UNREF of `a` (an `Arc`'s reference to `inner`), then a reclaim; on success, unlists

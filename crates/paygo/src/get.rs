@@ -6,7 +6,7 @@ use crate::sync::Ordering;
 use crate::table::Slot;
 use crate::{Anchor, Domain, Guard};
 use core::pin::Pin;
-use percpu::{Check, Retry};
+use percpu::{Check, Here, Retry};
 
 /// What a REF does when it finds the object being reclaimed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,15 +105,16 @@ impl Domain {
     #[inline(always)]
     fn get_fast_as(&self, hdr: Pin<&Header>, live: u64) -> Option<Anchor> {
         let obj = hdr.addr();
-        let cpu = self.tables.cpu();
-        let s = self.slot(cpu, self.home(live));
+        // The CPU, the path and the rseq area, read once for the lookup and the section.
+        let here = self.tables.here();
+        let cpu = here.cpu();
+        let n = self.slot_number(cpu, self.home(live));
+        let s = &self.slots[n];
         let k = s.key.load(Ordering::Relaxed);
         if k == obj {
             let g = s.gen.load(Ordering::Relaxed);
-            if self
-                .tables
+            if here
                 .add(
-                    cpu,
                     &[
                         Check::new(&s.key, obj),
                         Check::new(&s.gen, g),
@@ -124,7 +125,7 @@ impl Domain {
                 )
                 .is_ok()
             {
-                return Some(Anchor::new(self.id, s, g, cpu, obj));
+                return Some(Anchor::new(self.id, n, g, cpu, obj));
             }
         } else {
             // The home slot holds another object's entry: claim it if it is free (the
@@ -133,7 +134,7 @@ impl Domain {
             let (ga, a) = s.anchor.load();
             let l = s.local.load(Ordering::Relaxed);
             if ga == gw && l.wrapping_add(a) == 0 {
-                return self.claim(cpu, s, k, &hdr, live, obj, gw, l);
+                return self.claim(&here, n, s, k, &hdr, live, obj, gw, l);
             }
         }
         None
@@ -162,11 +163,11 @@ impl Domain {
             .map(|a| Guard::from_token(self, hdr, a))
     }
 
-    /// Claims free slot `s` of CPU `cpu` (read with `key == k`, `gen == gw`, `local == l`,
-    /// count 0) for `obj`: marks its group in the CPU's claim summary if the slot was never
-    /// used (`k == 0`), then one critical section that checks `local`, `gen` and the flag,
-    /// stores the key (speculatively) and adds 1 to `local` (commit). `None` if it did not
-    /// commit.
+    /// Claims free slot `s` (number `n`) of the CPU `here` names (read with `key == k`,
+    /// `gen == gw`, `local == l`, count 0) for `obj`: marks its group in the CPU's claim
+    /// summary if the slot was never used (`k == 0`), then one critical section that checks
+    /// `local`, `gen` and the flag, stores the key (speculatively) and adds 1 to `local`
+    /// (commit). `None` if it did not commit.
     ///
     /// A slot whose key is not 0 needs no mark: its key was stored by an earlier claim on this
     /// CPU's table, which marked the group before it (marks are never cleared). That claim's
@@ -177,7 +178,8 @@ impl Domain {
     #[allow(clippy::too_many_arguments)]
     fn claim(
         &self,
-        cpu: usize,
+        here: &Here<'_, ()>,
+        n: usize,
         s: &Slot,
         k: usize,
         hdr: &Header,
@@ -190,25 +192,24 @@ impl Domain {
         let mark = !bug::is(bug::NO_CLAIM_MARK);
         #[cfg(not(paygo_loom_bug))]
         let mark = true;
+        let cpu = here.cpu();
         if mark && k == 0 {
             self.note_claim(cpu, s);
         }
-        self.tables
-            .store_add(
-                cpu,
-                &[
-                    Check::new(&s.local, l),
-                    Check::new(&s.gen, gw),
-                    flag_check(hdr, live, Check::new(&s.gen, gw)),
-                ],
-                &s.key,
-                obj,
-                &s.local,
-                1,
-            )
-            .ok()?;
+        here.store_add(
+            &[
+                Check::new(&s.local, l),
+                Check::new(&s.gen, gw),
+                flag_check(hdr, live, Check::new(&s.gen, gw)),
+            ],
+            &s.key,
+            obj,
+            &s.local,
+            1,
+        )
+        .ok()?;
         self.count_approx(cpu, |c| &c.claims);
-        Some(Anchor::new(self.id, s, gw, cpu, obj))
+        Some(Anchor::new(self.id, n, gw, cpu, obj))
     }
 
     #[cold]
@@ -237,7 +238,8 @@ impl Domain {
                 }
                 _ => return None,
             }
-            let cpu = percpu::current_cpu();
+            let here = self.tables.here();
+            let cpu = here.cpu();
             let base = self.home(word);
             // One pass over the window, taking the first slot that is either this object's
             // entry (1) or free (2). An object may so end up with two entries on one CPU (a
@@ -245,14 +247,14 @@ impl Domain {
             // the object in the window and each token names its own slot; it saves the miss
             // path a second walk over the window's cache lines.
             for i in 0..self.window {
-                let s = self.slot(cpu, base + i);
+                let n = self.slot_number(cpu, base + i);
+                let s = &self.slots[n];
                 // Relaxed: local and gen are re-checked inside the critical sections.
                 let k = s.key.load(Ordering::Relaxed);
                 if k == obj {
                     // 1. The object's entry on this CPU.
                     let g = s.gen.load(Ordering::Relaxed);
-                    match self.tables.add(
-                        cpu,
+                    match here.add(
                         &[
                             Check::new(&s.key, obj),
                             Check::new(&s.gen, g),
@@ -261,7 +263,7 @@ impl Domain {
                         &s.local,
                         1,
                     ) {
-                        Ok(()) => return Some(Anchor::new(self.id, s, g, cpu, obj)),
+                        Ok(()) => return Some(Anchor::new(self.id, n, g, cpu, obj)),
                         Err(_) => {
                             retry.aborted();
                             continue 'outer;
@@ -278,7 +280,7 @@ impl Domain {
                 if ga != gw || l.wrapping_add(a) != 0 {
                     continue;
                 }
-                match self.claim(cpu, s, k, &hdr, live, obj, gw, l) {
+                match self.claim(&here, n, s, k, &hdr, live, obj, gw, l) {
                     Some(anchor) => return Some(anchor),
                     None => {
                         retry.aborted();

@@ -22,9 +22,8 @@ fn wrong_object() -> ! {
 impl Domain {
     /// The slot of `anchor`, after checking that the anchor was made by this domain for
     /// `obj`. The checks are plain comparisons: an anchor is never dereferenced. The domain's
-    /// number catches an anchor of a dropped domain whose tables' memory this domain reuses
-    /// (its slot address would pass); the address check, the rest (numbers repeat after 2^32
-    /// domains).
+    /// number catches an anchor of another domain (its slot number may be in range here); the
+    /// bounds check, the rest (numbers repeat after 2^32 domains).
     ///
     /// # Panics
     /// If the anchor was made by another domain (or its slot is not one of this domain's), or
@@ -37,7 +36,7 @@ impl Domain {
         if anchor.domain != self.id {
             foreign_anchor();
         }
-        match self.slot_at(anchor.slot) {
+        match self.slots.get(anchor.slot) {
             Some(s) => s,
             None => foreign_anchor(),
         }

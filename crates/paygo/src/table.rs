@@ -320,13 +320,20 @@ impl Domain {
 
     #[inline(always)]
     pub(crate) fn slot(&self, cpu: usize, i: usize) -> &Slot {
-        &self.slots[(cpu << self.bits) | (i & self.mask)]
+        &self.slots[self.slot_number(cpu, i)]
+    }
+
+    /// The number among all the domain's slots of slot `i` (modulo the table's size) of CPU
+    /// `cpu`'s table: what an [`Anchor`](crate::Anchor) keeps.
+    #[inline(always)]
+    pub(crate) fn slot_number(&self, cpu: usize, i: usize) -> usize {
+        (cpu << self.bits) | (i & self.mask)
     }
 
     /// Where `a` counts its reference, as `cpu << 32 | slot within the CPU's table`.
     #[inline(always)]
     pub(crate) fn anchor_pos(&self, a: &crate::Anchor) -> u64 {
-        ((a.cpu as u64) << 32) | self.index_in_table(a.slot) as u64
+        ((a.cpu as u64) << 32) | (a.slot & self.mask) as u64
     }
 
     /// The position within its CPU's table of the slot at address `addr` (one of this
@@ -340,18 +347,6 @@ impl Domain {
     #[inline(always)]
     pub(crate) fn slot_addr(s: &Slot) -> usize {
         s as *const Slot as usize
-    }
-
-    /// The slot at address `addr`, if it is one of this domain's slots. Plain arithmetic on
-    /// the address: nothing is read through it unless it is in range.
-    #[inline(always)]
-    pub(crate) fn slot_at(&self, addr: usize) -> Option<&Slot> {
-        let off = addr.wrapping_sub(self.slots.as_ptr() as usize);
-        let size = core::mem::size_of::<Slot>();
-        if !off.is_multiple_of(size) {
-            return None;
-        }
-        self.slots.get(off / size)
     }
 
     /// Marks the group of slot `s` (one of CPU `cpu`'s) in the CPU's claim summary, before a

@@ -9,7 +9,7 @@ use percpu::affinity::{pin, unpin};
 use percpu::testing::{pin_or_skip, two_cpus_or_skip};
 
 fn half_evict(d: &Domain, a: &Anchor, obj: usize) {
-    let s = d.slot_at(a.slot).expect("the domain's slot");
+    let s = d.slots.get(a.slot).expect("the domain's slot");
     assert_eq!(s.key.load(Ordering::Relaxed), obj);
     // What a landed speculative store of step 1 leaves (single-threaded test).
     s.key.store(obj | TAG, Ordering::Relaxed);
@@ -117,7 +117,7 @@ fn an_anchor_of_another_domain_on_this_domains_slot_is_refused() {
     let mine = d.try_get(hdr).expect("live");
     let forged = Anchor::new(
         d.id.wrapping_add(1),
-        d.slot_at(mine.slot).expect("the domain's slot"),
+        mine.slot,
         mine.gen,
         mine.cpu(),
         hdr.addr(),

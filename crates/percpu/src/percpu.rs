@@ -73,6 +73,99 @@ pub fn set_inject_delay(loops: u64) {
     let _ = loops;
 }
 
+/// The CPU a thread was on when it called [`PerCpu::here`], and what the value's critical
+/// sections need for it: on the rseq path, the thread's rseq area (a null pointer on the
+/// locked path). The sections behave as [`PerCpu::add`] and [`PerCpu::store_add`] called with
+/// [`Here::cpu`]: if the thread has moved since, they fail with [`Fail::Abort`] on the rseq
+/// path, and run under that CPU's lock on the locked path.
+///
+/// ```
+/// use percpu::{Fail, PerCpu};
+/// use std::sync::atomic::AtomicI64;
+///
+/// let hits = PerCpu::new(|_| AtomicI64::new(0));
+/// loop {
+///     let here = hits.here();
+///     match here.add(&[], hits.get(here.cpu()), 1) {
+///         Ok(()) => break,
+///         Err(Fail::Abort) => continue, // moved or preempted: read the CPU again
+///         Err(Fail::Mismatch(_)) => unreachable!("no checks"),
+///     }
+/// }
+/// assert_eq!(hits.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).sum::<i64>(), 1);
+/// ```
+#[derive(Clone, Copy)]
+pub struct Here<'a, T> {
+    pc: &'a PerCpu<T>,
+    cpu: usize,
+    /// This thread's rseq area on the rseq path, else null. The raw pointer also keeps a
+    /// `Here` on its thread (neither `Send` nor `Sync`).
+    area: *mut u8,
+}
+
+impl<T> Here<'_, T> {
+    /// The CPU the thread was on.
+    #[inline(always)]
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
+
+    /// [`PerCpu::add`] for [`Here::cpu`].
+    #[inline(always)]
+    pub fn add<W: Word>(
+        &self,
+        checks: &[Check<'_>],
+        target: &W,
+        delta: W::Value,
+    ) -> Result<(), Fail> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if !self.area.is_null() {
+            // SAFETY: `area` is not null only when `here` found the value on the rseq path,
+            // and then it is this thread's rseq area (a `Here` stays on its thread); checks and
+            // target borrow live 8-byte atomics.
+            return status(unsafe {
+                crate::arch::rseq::add(
+                    self.area,
+                    self.cpu as u32,
+                    Check::as_raw(checks),
+                    target.raw(),
+                    W::to_bits(delta),
+                )
+            });
+        }
+        self.pc.add(self.cpu, checks, target, delta)
+    }
+
+    /// [`PerCpu::store_add`] for [`Here::cpu`].
+    #[inline(always)]
+    pub fn store_add<S: Word, W: Word>(
+        &self,
+        checks: &[Check<'_>],
+        spec: &S,
+        spec_value: S::Value,
+        target: &W,
+        delta: W::Value,
+    ) -> Result<(), Fail> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if !self.area.is_null() {
+            // SAFETY: as in `add`; spec borrows a live 8-byte atomic too.
+            return status(unsafe {
+                crate::arch::rseq::store_add(
+                    self.area,
+                    self.cpu as u32,
+                    Check::as_raw(checks),
+                    spec.raw(),
+                    S::to_bits(spec_value),
+                    target.raw(),
+                    W::to_bits(delta),
+                )
+            });
+        }
+        self.pc
+            .store_add(self.cpu, checks, spec, spec_value, target, delta)
+    }
+}
+
 struct Slot<T> {
     /// Taken around every critical section on the fallback path; unused on the rseq path.
     lock: Mutex<()>,
@@ -236,6 +329,32 @@ impl<T> PerCpu<T> {
             return unsafe { crate::arch::rseq::cpu_id_start_in(self.area()) } as usize;
         }
         crate::current_cpu()
+    }
+
+    /// The CPU this thread runs on now, with what this value's critical sections for that CPU
+    /// need, read once: the path (rseq or locked) and, on the rseq path, the thread's rseq area.
+    /// A caller that reads the CPU and then runs a section for it ([`Here::add`],
+    /// [`Here::store_add`]) saves the second look at both.
+    ///
+    /// A `Here` is neither `Send` nor `Sync`: the area it holds is its thread's.
+    #[inline(always)]
+    pub fn here(&self) -> Here<'_, T> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if self.rseq {
+            let area = self.area();
+            // SAFETY: on the rseq path `area` is this thread's rseq area.
+            let cpu = unsafe { crate::arch::rseq::cpu_id_start_in(area) } as usize;
+            return Here {
+                pc: self,
+                cpu,
+                area,
+            };
+        }
+        Here {
+            pc: self,
+            cpu: crate::current_cpu(),
+            area: core::ptr::null_mut(),
+        }
     }
 
     /// The locked fallback of a critical section, given the caller's checks copied into an

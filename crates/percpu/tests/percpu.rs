@@ -405,3 +405,59 @@ fn section_for_another_cpu_fails_on_the_rseq_path_and_runs_locked_on_the_fallbac
         assert_eq!(other.load(Ordering::Relaxed), 5);
     }
 }
+
+/// `Here`'s sections behave as the `PerCpu` ones called with its CPU: the failing check's
+/// index, nothing stored on failure, the add (and `store_add`'s store) on success; and from
+/// several threads, more than there are CPUs, no add is lost.
+#[test]
+fn here_sections_match_the_cpu_named_ones() {
+    let pc: PerCpu<AtomicI64> = PerCpu::default();
+    let words: Vec<AtomicU64> = (0..3).map(|i| AtomicU64::new(20 + i)).collect();
+    let total = |pc: &PerCpu<AtomicI64>| pc.iter().map(|v| v.load(Ordering::Relaxed)).sum::<i64>();
+    let mut expected_total = 0;
+    for n in 0..=3usize {
+        for fail in (0..n).map(Some).chain([None]) {
+            let checks: Vec<Check<'_>> = (0..n)
+                .map(|i| Check::new(&words[i], if Some(i) == fail { 0 } else { 20 + i as u64 }))
+                .collect();
+            let spec = AtomicU64::new(0);
+            let r = loop {
+                let here = pc.here();
+                let r = if n % 2 == 0 {
+                    here.add(&checks, pc.get(here.cpu()), 5)
+                } else {
+                    here.store_add(&checks, &spec, 9, pc.get(here.cpu()), 5)
+                };
+                if r != Err(Fail::Abort) {
+                    break r;
+                }
+            };
+            match fail {
+                Some(i) => assert_eq!(r, Err(Fail::Mismatch(i)), "{n} checks, check {i} failing"),
+                None => {
+                    assert_eq!(r, Ok(()), "{n} checks, all holding");
+                    expected_total += 5;
+                }
+            }
+            assert_eq!(total(&pc), expected_total);
+            let stored = n % 2 == 1 && fail.is_none();
+            assert_eq!(spec.load(Ordering::Relaxed), if stored { 9 } else { 0 });
+        }
+    }
+    let threads = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for _ in 0..20_000 {
+                    loop {
+                        let here = pc.here();
+                        if here.add(&[], pc.get(here.cpu()), 1).is_ok() {
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(total(&pc), expected_total + threads as i64 * 20_000);
+}
