@@ -317,8 +317,9 @@ pub(crate) struct RawCheck {
 
 /// The descriptor of a critical section (labels 1 = start, 2 = post-commit, 4 = abort, in
 /// sections `__rseq_cs` and `__rseq_cs_ptr_array`), and the store that arms it.
+/// `$reg` names the operand the store goes through (any register the section may clobber).
 macro_rules! cs_arm {
-    () => {
+    ($reg:literal) => {
         concat!(
             ".pushsection __rseq_cs, \"aw\"\n",
             ".balign 32\n",
@@ -329,8 +330,8 @@ macro_rules! cs_arm {
             ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
             ".quad 3b\n",
             ".popsection\n",
-            "leaq 3b(%rip), {ret}\n",
-            "movq {ret}, 8({rseq})\n",
+            "leaq 3b(%rip), {", $reg, "}\n",
+            "movq {", $reg, "}, 8({rseq})\n",
         )
     };
 }
@@ -350,10 +351,24 @@ macro_rules! cs_abort {
     };
 }
 
+/// The abort handler of a section that leaves by label operands: a jump to its `abort` label.
+macro_rules! cs_abort_to_label {
+    () => {
+        concat!(
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long {sig}\n",
+            "4:\n",
+            "jmp {abort}\n",
+            ".popsection\n",
+        )
+    };
+}
+
 macro_rules! cs_head {
     () => {
         concat!(
-            cs_arm!(),
+            cs_arm!("ret"),
             "1:\n",
             "movl $0xffff, {ret:e}\n",
             "cmpl {cpu:e}, 4({rseq})\n",
@@ -567,17 +582,7 @@ pub(crate) unsafe fn cs_add_this_cpu(
     unsafe {
         #[cfg(feature = "inject")]
         asm!(
-            ".pushsection __rseq_cs, \"aw\"\n",
-            ".balign 32\n",
-            "3:\n",
-            ".long 0x0, 0x0\n",
-            ".quad 1f, (2f - 1f), 4f\n",
-            ".popsection\n",
-            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
-            ".quad 3b\n",
-            ".popsection\n",
-            "leaq 3b(%rip), {tmp}\n",
-            "movq {tmp}, 8({rseq})\n",
+            cs_arm!("tmp"),
             "1:\n",
             "movslq 4({rseq}), {cpu}\n",
             "testq {cpu}, {cpu}\n",
@@ -586,12 +591,7 @@ pub(crate) unsafe fn cs_add_this_cpu(
             cs_inject!(),
             "addq {delta}, ({base}, {cpu})\n",
             "2:\n",
-            ".pushsection __rseq_failure, \"ax\"\n",
-            ".byte 0x0f, 0xb9, 0x3d\n",
-            ".long {sig}\n",
-            "4:\n",
-            "jmp {abort}\n",
-            ".popsection\n",
+            cs_abort_to_label!(),
             rseq = in(reg) rseq, base = in(reg) base, in("ecx") shift,
             delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
             inject = sym INJECT_LOOPS,
@@ -601,17 +601,7 @@ pub(crate) unsafe fn cs_add_this_cpu(
         );
         #[cfg(not(feature = "inject"))]
         asm!(
-            ".pushsection __rseq_cs, \"aw\"\n",
-            ".balign 32\n",
-            "3:\n",
-            ".long 0x0, 0x0\n",
-            ".quad 1f, (2f - 1f), 4f\n",
-            ".popsection\n",
-            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
-            ".quad 3b\n",
-            ".popsection\n",
-            "leaq 3b(%rip), {tmp}\n",
-            "movq {tmp}, 8({rseq})\n",
+            cs_arm!("tmp"),
             "1:\n",
             "movslq 4({rseq}), {cpu}\n",
             "testq {cpu}, {cpu}\n",
@@ -619,12 +609,7 @@ pub(crate) unsafe fn cs_add_this_cpu(
             "shlq %cl, {cpu}\n",
             "addq {delta}, ({base}, {cpu})\n",
             "2:\n",
-            ".pushsection __rseq_failure, \"ax\"\n",
-            ".byte 0x0f, 0xb9, 0x3d\n",
-            ".long {sig}\n",
-            "4:\n",
-            "jmp {abort}\n",
-            ".popsection\n",
+            cs_abort_to_label!(),
             rseq = in(reg) rseq, base = in(reg) base, in("ecx") shift,
             delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
             sig = const RSEQ_SIG,
@@ -650,22 +635,7 @@ pub(crate) fn cpu_id() -> i32 {
 
 macro_rules! fixed_head {
     () => {
-        concat!(
-            ".pushsection __rseq_cs, \"aw\"\n",
-            ".balign 32\n",
-            "3:\n",
-            ".long 0x0, 0x0\n",
-            ".quad 1f, (2f - 1f), 4f\n",
-            ".popsection\n",
-            ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
-            ".quad 3b\n",
-            ".popsection\n",
-            "leaq 3b(%rip), {tmp}\n",
-            "movq {tmp}, 8({rseq})\n",
-            "1:\n",
-            "cmpl {cpu:e}, 4({rseq})\n",
-            "jnz {wrong}\n",
-        )
+        concat!(cs_arm!("tmp"), "1:\n", "cmpl {cpu:e}, 4({rseq})\n", "jnz {wrong}\n",)
     };
 }
 
@@ -673,15 +643,7 @@ macro_rules! fixed_head {
 /// `__rseq_failure`, behind the signature), which jumps to the `abort` label.
 macro_rules! fixed_end {
     () => {
-        concat!(
-            "2:\n",
-            ".pushsection __rseq_failure, \"ax\"\n",
-            ".byte 0x0f, 0xb9, 0x3d\n",
-            ".long {sig}\n",
-            "4:\n",
-            "jmp {abort}\n",
-            ".popsection\n",
-        )
+        concat!("2:\n", cs_abort_to_label!())
     };
 }
 
