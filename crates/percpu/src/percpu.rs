@@ -39,6 +39,62 @@ fn status(s: u32) -> Result<(), Fail> {
     }
 }
 
+/// The rseq section `checks; *target += delta` for CPU `cpu`, with its status decoded.
+///
+/// # Safety
+/// The mode is Rseq and `area` is the calling thread's rseq area.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+#[inline(always)]
+unsafe fn rseq_add<W: Word>(
+    area: *mut u8,
+    cpu: usize,
+    checks: &[Check<'_>],
+    target: &W,
+    delta: W::Value,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's contract for the area; checks and target borrow live 8-byte atomics.
+    status(unsafe {
+        crate::arch::rseq::add(
+            area,
+            cpu as u32,
+            Check::as_raw(checks),
+            target.raw(),
+            W::to_bits(delta),
+        )
+    })
+}
+
+/// The rseq section `checks; *spec = spec_value; *target += delta` for CPU `cpu`, with its
+/// status decoded.
+///
+/// # Safety
+/// As [`rseq_add`].
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+#[inline(always)]
+unsafe fn rseq_store_add<S: Word, W: Word>(
+    area: *mut u8,
+    cpu: usize,
+    checks: &[Check<'_>],
+    spec: &S,
+    spec_value: S::Value,
+    target: &W,
+    delta: W::Value,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's contract for the area; checks, spec and target borrow live 8-byte
+    // atomics.
+    status(unsafe {
+        crate::arch::rseq::store_add(
+            area,
+            cpu as u32,
+            Check::as_raw(checks),
+            spec.raw(),
+            S::to_bits(spec_value),
+            target.raw(),
+            W::to_bits(delta),
+        )
+    })
+}
+
 #[cfg(not(loom))]
 static ABORTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -121,17 +177,8 @@ impl<T> Here<'_, T> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
         if !self.area.is_null() {
             // SAFETY: `area` is not null only when `here` found the value on the rseq path,
-            // and then it is this thread's rseq area (a `Here` stays on its thread); checks and
-            // target borrow live 8-byte atomics.
-            return status(unsafe {
-                crate::arch::rseq::add(
-                    self.area,
-                    self.cpu as u32,
-                    Check::as_raw(checks),
-                    target.raw(),
-                    W::to_bits(delta),
-                )
-            });
+            // and then it is this thread's rseq area (a `Here` stays on its thread).
+            return unsafe { rseq_add(self.area, self.cpu, checks, target, delta) };
         }
         self.pc.add(self.cpu, checks, target, delta)
     }
@@ -148,18 +195,10 @@ impl<T> Here<'_, T> {
     ) -> Result<(), Fail> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
         if !self.area.is_null() {
-            // SAFETY: as in `add`; spec borrows a live 8-byte atomic too.
-            return status(unsafe {
-                crate::arch::rseq::store_add(
-                    self.area,
-                    self.cpu as u32,
-                    Check::as_raw(checks),
-                    spec.raw(),
-                    S::to_bits(spec_value),
-                    target.raw(),
-                    W::to_bits(delta),
-                )
-            });
+            // SAFETY: as in `add`.
+            return unsafe {
+                rseq_store_add(self.area, self.cpu, checks, spec, spec_value, target, delta)
+            };
         }
         self.pc
             .store_add(self.cpu, checks, spec, spec_value, target, delta)
@@ -397,17 +436,8 @@ impl<T> PerCpu<T> {
     ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area; checks and
-            // target borrow live 8-byte atomics.
-            return status(unsafe {
-                crate::arch::rseq::add(
-                    self.area(),
-                    cpu as u32,
-                    Check::as_raw(checks),
-                    target.raw(),
-                    W::to_bits(delta),
-                )
-            });
+            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area.
+            return unsafe { rseq_add(self.area(), cpu, checks, target, delta) };
         }
         self.fallback(cpu, checks, || {
             target.add_bits(W::to_bits(delta), Ordering::Relaxed)
@@ -463,19 +493,10 @@ impl<T> PerCpu<T> {
     ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area; checks, spec
-            // and target borrow live 8-byte atomics.
-            return status(unsafe {
-                crate::arch::rseq::store_add(
-                    self.area(),
-                    cpu as u32,
-                    Check::as_raw(checks),
-                    spec.raw(),
-                    S::to_bits(spec_value),
-                    target.raw(),
-                    W::to_bits(delta),
-                )
-            });
+            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area.
+            return unsafe {
+                rseq_store_add(self.area(), cpu, checks, spec, spec_value, target, delta)
+            };
         }
         self.fallback(cpu, checks, || {
             spec.store_bits(S::to_bits(spec_value), Ordering::Relaxed);

@@ -330,38 +330,42 @@ macro_rules! cs_arm {
             ".pushsection __rseq_cs_ptr_array, \"aw\"\n",
             ".quad 3b\n",
             ".popsection\n",
-            "leaq 3b(%rip), {", $reg, "}\n",
-            "movq {", $reg, "}, 8({rseq})\n",
+            "leaq 3b(%rip), {",
+            $reg,
+            "}\n",
+            "movq {",
+            $reg,
+            "}, 8({rseq})\n",
         )
     };
 }
 
-/// The abort handler, in section `__rseq_failure` behind the signature: returns ABORT.
-macro_rules! cs_abort {
-    () => {
+/// A section's abort handler, in section `__rseq_failure` behind the signature (label 4),
+/// running the given instructions.
+macro_rules! cs_failure {
+    ($($body:expr),*) => {
         concat!(
             ".pushsection __rseq_failure, \"ax\"\n",
             ".byte 0x0f, 0xb9, 0x3d\n",
             ".long {sig}\n",
             "4:\n",
-            "movl $1, {ret:e}\n",
-            "jmp 6b\n",
+            $($body,)*
             ".popsection\n",
         )
+    };
+}
+
+/// The abort handler of a section that returns a status: ABORT.
+macro_rules! cs_abort {
+    () => {
+        cs_failure!("movl $1, {ret:e}\n", "jmp 6b\n")
     };
 }
 
 /// The abort handler of a section that leaves by label operands: a jump to its `abort` label.
 macro_rules! cs_abort_to_label {
     () => {
-        concat!(
-            ".pushsection __rseq_failure, \"ax\"\n",
-            ".byte 0x0f, 0xb9, 0x3d\n",
-            ".long {sig}\n",
-            "4:\n",
-            "jmp {abort}\n",
-            ".popsection\n",
-        )
+        cs_failure!("jmp {abort}\n")
     };
 }
 
@@ -635,7 +639,12 @@ pub(crate) fn cpu_id() -> i32 {
 
 macro_rules! fixed_head {
     () => {
-        concat!(cs_arm!("tmp"), "1:\n", "cmpl {cpu:e}, 4({rseq})\n", "jnz {wrong}\n",)
+        concat!(
+            cs_arm!("tmp"),
+            "1:\n",
+            "cmpl {cpu:e}, 4({rseq})\n",
+            "jnz {wrong}\n",
+        )
     };
 }
 
