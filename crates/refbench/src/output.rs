@@ -157,7 +157,7 @@ pub fn table(results: &Results) -> String {
         );
     }
     if results.rows.iter().any(|r| r.kind == Kind::Reference) {
-        let _ = writeln!(out, "(ref) = reference row: a bare per-CPU counter with no per-object state; it cannot detect zero and marks the physical ceiling.");
+        let _ = writeln!(out, "(ref) = reference row: a bare per-CPU counter with no per-object state; it cannot detect zero and shows what a bare per-CPU update costs.");
     }
     out
 }

@@ -11,7 +11,7 @@ use refcount::RefCounter;
 pub enum Kind {
     /// A reference counting scheme.
     Scheme,
-    /// A reference row: a physical ceiling, not a usable counter.
+    /// A reference row: a yardstick (the bare per-CPU update), not a usable counter.
     Reference,
 }
 
@@ -91,7 +91,7 @@ registry! {
     "brc", Scheme, "biased reference counting: owner non-atomic, others atomic" => |c| refcount::brc::Brc::new();
     "oplog-counter", Scheme, "OpLog distributed counter: per-CPU deltas in a logger cache, read_all synchronizes" => |c| oplog::OpLogCounter::default();
     "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => |c| paygo::Domain::new();
-    "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (physical ceiling)",
+    "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (the bare per-CPU update)",
         unfit "it cannot detect zero, so its try_reclaim never succeeds and no frame could ever be evicted or dropped" => |c| crate::limit::PercpuLimit::new();
 }
 

@@ -1,4 +1,4 @@
-//! `percpu-limit`: the physical ceiling, not a reference counter.
+//! `percpu-limit`: what a bare per-CPU update costs, not a reference counter.
 //!
 //! One bare per-CPU counter updated by an rseq critical section (`+1` at get, `-1` at put on
 //! whatever CPU the thread is on then: [`percpu::PerCpu::add_this_cpu`], one section that reads
