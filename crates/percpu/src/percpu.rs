@@ -156,6 +156,10 @@ pub struct Here<'a, T> {
     cpu: usize,
     /// This thread's rseq area on the rseq path, else null. The raw pointer also keeps a
     /// `Here` on its thread (neither `Send` nor `Sync`).
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))),
+        allow(dead_code)
+    )]
     area: *mut u8,
 }
 
