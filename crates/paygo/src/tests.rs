@@ -103,8 +103,8 @@ fn half_evicted_entry_takes_home_and_remote_unrefs() {
     unpin();
 }
 
-/// An anchor of a dropped domain whose slot address is one of this domain's own slots (what
-/// a new domain on the old tables' memory would see) is refused by the domain's number.
+/// An anchor of another domain whose slot number is in range here (what an anchor of a dropped
+/// domain of the same size would be) is refused by the domain's number.
 #[test]
 #[should_panic(expected = "another domain")]
 fn an_anchor_of_another_domain_on_this_domains_slot_is_refused() {
