@@ -366,12 +366,7 @@ impl<T> PerCpu<T> {
     /// by this value's own flag (one global load fewer on the rseq path).
     #[inline(always)]
     pub fn cpu(&self) -> usize {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if self.rseq {
-            // SAFETY: on the rseq path `area()` is this thread's rseq area.
-            return unsafe { crate::arch::rseq::cpu_id_start_in(self.area()) } as usize;
-        }
-        crate::current_cpu()
+        self.here().cpu()
     }
 
     /// The CPU this thread runs on now, with what this value's critical sections for that CPU
