@@ -304,24 +304,32 @@ impl<C: RefCounter> Inner<C> {
     /// is set on success. `copy_at`: the byte of the page the caller will copy next, whose line
     /// is asked for first, so that its miss overlaps the try-get and the re-check (a stale slot
     /// only wastes the hint).
+    ///
+    /// Returns the token with the frame's object and bytes: the frame is looked up once, since
+    /// the scheme's critical sections clobber memory and a lookup after them would load the
+    /// arrays' bounds again.
     #[inline(always)]
+    #[allow(clippy::type_complexity)]
     fn take_held(
         &self,
         f: &FileState,
         page: u64,
         i: u32,
         copy_at: Option<usize>,
-    ) -> Option<C::Token> {
+    ) -> Option<(C::Token, Pin<&C::Object>, &[AtomicU64])> {
+        let fr = self.frames.get(i as usize)?;
+        let words = self.words(i);
         if let Some(at) = copy_at {
-            prefetch(&self.words(i)[at / 8]);
+            prefetch(&words[(at / 8) % WORDS]);
         }
-        let tok = self.get(i)?;
-        let m = self.meta(i);
-        if m.holds(f.id, page) {
-            m.touch();
-            return Some(tok);
+        // SAFETY: as in `obj`: the frames never move before `self` is dropped.
+        let obj = unsafe { Pin::new_unchecked(&fr.obj) };
+        let tok = self.scheme.try_get_placed(obj, i as usize)?;
+        if fr.meta.holds(f.id, page) {
+            fr.meta.touch();
+            return Some((tok, obj, words));
         }
-        self.scheme.put(self.obj(i), tok);
+        self.scheme.put(obj, tok);
         None
     }
 
@@ -347,7 +355,7 @@ impl<C: RefCounter> Inner<C> {
             let s = slot.map_or(0, |s| s.load(Ordering::Acquire));
             if s != 0 {
                 let i = s - 1;
-                if let Some(tok) = self.take_held(f, page, i, copy_at) {
+                if let Some((tok, _, _)) = self.take_held(f, page, i, copy_at) {
                     return Ok(Got::Frame(i, tok));
                 }
                 // Being filled, evicted or reused (or the scheme's try-get failed transiently
@@ -688,11 +696,11 @@ impl<C: RefCounter> Inner<C> {
             return false;
         }
         let i = s - 1;
-        let Some(tok) = self.take_held(f, page, i, Some(off)) else {
+        let Some((tok, obj, words)) = self.take_held(f, page, i, Some(off)) else {
             return false;
         };
-        copy_out(self.words(i), off, buf);
-        self.scheme.put(self.obj(i), tok);
+        copy_out(words, off, buf);
+        self.scheme.put(obj, tok);
         true
     }
 
