@@ -180,6 +180,14 @@ pub fn migration(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 if base > 0.0 {
                     extra.insert("vs_no_migration".into(), json!(median(reps) / base));
                 }
+                // Against the bare per-CPU loop moved the same way: what the scheme costs
+                // beyond the forced migrations, which every scheme pays (the claims table's
+                // rule for PAYGO's §6.2.3).
+                if let Some((bare, _, _)) = m.get(&("percpu-limit".to_string(), t, 1, e)) {
+                    if median(bare) > 0.0 {
+                        extra.insert("vs_bare_loop".into(), json!(median(reps) / median(bare)));
+                    }
+                }
                 // Every pair is one put: the share of puts that took the anchor path.
                 let puts = *counters.get(OPS).unwrap_or(&0);
                 if puts > 0 && counters.contains_key("put_anchor") {
