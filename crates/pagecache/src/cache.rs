@@ -317,7 +317,7 @@ impl<C: RefCounter> Inner<C> {
         i: u32,
         copy_at: Option<usize>,
     ) -> Option<(C::Token, Pin<&C::Object>, &[AtomicU64])> {
-        let fr = self.frames.get(i as usize)?;
+        let fr = &self.frames[i as usize];
         let words = self.words(i);
         if let Some(at) = copy_at {
             prefetch(&words[(at / 8) % WORDS]);

@@ -4,7 +4,8 @@
 use percpu::sync::AtomicI64;
 use percpu::PerCpu;
 
-/// The name of the bare loop (the reference row) in the `ceiling` experiment.
+/// The name of the bare loop (the reference row) in the `ceiling` and `migration` experiments
+/// and the claims table.
 pub const LIMIT_ROW: &str = "percpu-limit";
 
 /// One worker of the bare loop (a function of its own, so that its machine code can be read

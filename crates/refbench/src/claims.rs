@@ -7,6 +7,7 @@
 //! not run, or whose rule needs two thread counts where one was measured, is "not measured"
 //! with the reason.
 
+use crate::bare_loop::LIMIT_ROW;
 use crate::output::Row;
 
 /// What the rows say about a claim.
@@ -375,10 +376,6 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     )
 }
 
-/// The bare per-CPU loop: migrated the same way, it pays what the forced migrations cost and
-/// nothing for anchoring.
-const BARE_LOOP: &str = "percpu-limit";
-
 /// PAYGO's §6.2.3 under forced migration. refbench moves a thread between its get and its put
 /// with `sched_setaffinity`, which costs tens of microseconds on every scheme, the bare loop
 /// included (it has no anchor at all): the raw ratio to no migration mostly measures that. What
@@ -406,11 +403,11 @@ fn anchoring_overhead(rows: &Rows<'_>) -> Outcome {
     let p0 = need!(at("paygo", 0), "migration: no paygo row without migration");
     let pm = need!(at("paygo", every), "migration: no paygo row with migration");
     let l0 = need!(
-        at(BARE_LOOP, 0),
+        at(LIMIT_ROW, 0),
         "migration: the bare per-CPU loop (percpu-limit) was not measured without migration"
     );
     let lm = need!(
-        at(BARE_LOOP, every),
+        at(LIMIT_ROW, every),
         "migration: the bare per-CPU loop (percpu-limit) was not measured with migration"
     );
     let raw = pm / p0.max(1e-9);

@@ -183,7 +183,9 @@ pub fn migration(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 // Against the bare per-CPU loop moved the same way: what the scheme costs
                 // beyond the forced migrations, which every scheme pays (the claims table's
                 // rule for PAYGO's §6.2.3).
-                if let Some((bare, _, _)) = m.get(&("percpu-limit".to_string(), t, 1, e)) {
+                if let Some((bare, _, _)) =
+                    m.get(&(crate::bare_loop::LIMIT_ROW.to_string(), t, 1, e))
+                {
                     if median(bare) > 0.0 {
                         extra.insert("vs_bare_loop".into(), json!(median(reps) / median(bare)));
                     }
