@@ -10,6 +10,27 @@ fn sum(pc: &PerCpu<AtomicI64>) -> i64 {
     pc.iter().map(|v| v.load(Ordering::Relaxed)).sum()
 }
 
+/// `n` checks, check `i` expecting `base + i` of `words[i]` (the words' values), except check
+/// `fail` (if any), which expects `wrong`.
+fn checks_failing_at(
+    words: &[AtomicU64],
+    n: usize,
+    fail: Option<usize>,
+    base: u64,
+    wrong: u64,
+) -> Vec<Check<'_>> {
+    (0..n)
+        .map(|i| {
+            let want = if Some(i) == fail {
+                wrong
+            } else {
+                base + i as u64
+            };
+            Check::new(&words[i], want)
+        })
+        .collect()
+}
+
 #[test]
 fn mode_is_reported_and_env_forces_fallback() {
     let forced = std::env::var(percpu::FORCE_FALLBACK_ENV)
@@ -282,13 +303,10 @@ fn fence_stops_sections_that_check_a_flag() {
 fn every_check_arity_reports_the_failing_index() {
     let pc: PerCpu<AtomicI64> = PerCpu::default();
     let words: Vec<AtomicU64> = (0..4).map(|i| AtomicU64::new(10 + i)).collect();
-    let total = |pc: &PerCpu<AtomicI64>| pc.iter().map(|v| v.load(Ordering::Relaxed)).sum::<i64>();
     let mut expected_total = 0;
     for n in 0..=4usize {
         for fail in (0..n).map(Some).chain([None]) {
-            let checks: Vec<Check<'_>> = (0..n)
-                .map(|i| Check::new(&words[i], if Some(i) == fail { 99 } else { 10 + i as u64 }))
-                .collect();
+            let checks = checks_failing_at(&words, n, fail, 10, 99);
             let r = loop {
                 let (cpu, v) = pc.current();
                 match pc.add(cpu, &checks, v, 3) {
@@ -307,7 +325,7 @@ fn every_check_arity_reports_the_failing_index() {
                     expected_total += 3;
                 }
             }
-            assert_eq!(total(&pc), expected_total);
+            assert_eq!(sum(&pc), expected_total);
             let target = AtomicI64::new(0);
             let r = loop {
                 let (cpu, _) = pc.current();
@@ -338,9 +356,7 @@ fn store_add_every_arity() {
     let words: Vec<AtomicU64> = (0..4).map(|i| AtomicU64::new(5 + i)).collect();
     for n in 0..=4usize {
         for fail in (0..n).map(Some).chain([None]) {
-            let checks: Vec<Check<'_>> = (0..n)
-                .map(|i| Check::new(&words[i], if Some(i) == fail { 0 } else { 5 + i as u64 }))
-                .collect();
+            let checks = checks_failing_at(&words, n, fail, 5, 0);
             let spec = AtomicU64::new(0);
             let target = AtomicI64::new(10);
             let r = loop {
@@ -413,13 +429,10 @@ fn section_for_another_cpu_fails_on_the_rseq_path_and_runs_locked_on_the_fallbac
 fn here_sections_match_the_cpu_named_ones() {
     let pc: PerCpu<AtomicI64> = PerCpu::default();
     let words: Vec<AtomicU64> = (0..3).map(|i| AtomicU64::new(20 + i)).collect();
-    let total = |pc: &PerCpu<AtomicI64>| pc.iter().map(|v| v.load(Ordering::Relaxed)).sum::<i64>();
     let mut expected_total = 0;
     for n in 0..=3usize {
         for fail in (0..n).map(Some).chain([None]) {
-            let checks: Vec<Check<'_>> = (0..n)
-                .map(|i| Check::new(&words[i], if Some(i) == fail { 0 } else { 20 + i as u64 }))
-                .collect();
+            let checks = checks_failing_at(&words, n, fail, 20, 0);
             let spec = AtomicU64::new(0);
             let r = loop {
                 let here = pc.here();
@@ -439,7 +452,7 @@ fn here_sections_match_the_cpu_named_ones() {
                     expected_total += 5;
                 }
             }
-            assert_eq!(total(&pc), expected_total);
+            assert_eq!(sum(&pc), expected_total);
             let stored = n % 2 == 1 && fail.is_none();
             assert_eq!(spec.load(Ordering::Relaxed), if stored { 9 } else { 0 });
         }
@@ -459,5 +472,5 @@ fn here_sections_match_the_cpu_named_ones() {
             });
         }
     });
-    assert_eq!(total(&pc), expected_total + threads as i64 * 20_000);
+    assert_eq!(sum(&pc), expected_total + threads as i64 * 20_000);
 }
