@@ -79,15 +79,10 @@ pub fn tsc_invariant() -> bool {
         #[allow(unused_unsafe)]
         // SAFETY: cpuid exists on every x86_64 CPU; leaves above the maximum extended leaf
         // are not queried (checked first).
-        unsafe {
-            let max_ext = __cpuid(0x8000_0000).eax;
-            if max_ext < 0x8000_0007 {
-                return false;
-            }
-            let rdtscp = __cpuid(0x8000_0001).edx & (1 << 27) != 0;
-            let invariant = __cpuid(0x8000_0007).edx & (1 << 8) != 0;
-            rdtscp && invariant
-        }
+        let invariant = unsafe {
+            __cpuid(0x8000_0000).eax >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0
+        };
+        invariant && has_rdtscp()
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
@@ -106,16 +101,62 @@ pub fn monotonic() -> u64 {
     base().elapsed().as_nanos() as u64 + 1
 }
 
-/// `rdtscp`: the timestamp counter, read after every earlier instruction has executed.
-/// Falls back to [`monotonic`] off x86_64.
+/// Whether this CPU has `rdtscp` (CPUID `0x8000_0001` EDX bit 27), asked once. Always false
+/// off x86_64 and under miri.
+pub fn has_rdtscp() -> bool {
+    /// 0: not asked yet; 1: yes; 2: no. Relaxed: every thread that sees 0 computes the same.
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    match HAS.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let yes = cpuid_rdtscp();
+            HAS.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
+fn cpuid_rdtscp() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use core::arch::x86_64::__cpuid;
+        #[allow(unused_unsafe)]
+        // SAFETY: cpuid exists on every x86_64 CPU; the extended leaf is queried only if the
+        // CPU has it.
+        unsafe {
+            __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).edx & (1 << 27) != 0
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+/// `rdtscp`: the timestamp counter, read after every earlier instruction has executed. Falls
+/// back to [`monotonic`] where the CPU has no `rdtscp` ([`has_rdtscp`]) and off x86_64.
 #[inline(always)]
 pub fn rdtscp() -> u64 {
+    if has_rdtscp() {
+        // SAFETY: the CPU has rdtscp (asked just now).
+        unsafe { rdtscp_unchecked() }
+    } else {
+        monotonic()
+    }
+}
+
+/// `rdtscp` without asking whether the CPU has it.
+///
+/// # Safety
+/// The CPU has `rdtscp`: [`has_rdtscp`] (or [`tsc_invariant`], which asks the same) said so.
+#[inline(always)]
+unsafe fn rdtscp_unchecked() -> u64 {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         let mut aux = 0u32;
-        // SAFETY: rdtscp only writes `aux`, a local; the CPU supports it (checked by
-        // tsc_invariant() before the Tsc source is chosen; the benchmark that calls it directly
-        // runs on such CPUs only: refbench's tsc-check).
+        // SAFETY: rdtscp only writes `aux`, a local; the CPU supports it (the caller's
+        // contract).
         unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
@@ -146,7 +187,8 @@ pub fn now() -> u64 {
     return crate::sync::loom_clock();
     #[allow(unreachable_code)]
     if SOURCE.load(Ordering::Relaxed) == TSC {
-        return rdtscp();
+        // SAFETY: TSC is chosen only where `tsc_invariant` found rdtscp.
+        return unsafe { rdtscp_unchecked() };
     }
     now_slow()
 }
@@ -154,7 +196,8 @@ pub fn now() -> u64 {
 #[inline(never)]
 fn now_slow() -> u64 {
     match source() {
-        Source::Tsc => rdtscp(),
+        // SAFETY: as in `now`.
+        Source::Tsc => unsafe { rdtscp_unchecked() },
         Source::Monotonic => monotonic(),
     }
 }
@@ -194,6 +237,21 @@ mod tests {
         spin_cycles(10_000);
         let b = monotonic();
         assert!(a > 0 && b > a);
+    }
+
+    #[test]
+    fn rdtscp_is_the_counter_where_the_cpu_has_it() {
+        // The TSC source is chosen only where rdtscp exists.
+        assert!(!tsc_invariant() || has_rdtscp());
+        let a = rdtscp();
+        spin_cycles(10_000);
+        let b = rdtscp();
+        assert!(b > a, "rdtscp did not advance: {a} then {b}");
+        if has_rdtscp() {
+            // The counter, not the fallback's nanoseconds since the first use: rdtsc read
+            // after it is at least as late.
+            assert!(rdtsc() >= b);
+        }
     }
 
     #[test]

@@ -19,6 +19,12 @@
 //!   object lives on: use `std::sync::Arc` where `Drop` must run at the last drop, whatever
 //!   the interleaving.
 //!
+//! Since the collector may drop a value on any thread, after every `Arc` to it is gone, an
+//! `Arc` takes only values that are `Send + 'static` (`std`'s takes any): a value that borrows
+//! (`Arc<&'a T>` for a local `'a`) or must stay on its thread (an `Rc`, a `MutexGuard`) does
+//! not compile, where it would be dropped after its borrow ended or on another thread
+//! (`tests/compile_fail/arc_of_borrow.rs`, `arc_of_rc.rs`).
+//!
 //! Leaking an `Arc` (`mem::forget`) leaks the value: the domain counts the reference for ever,
 //! and no reclaim can succeed.
 //!
@@ -178,7 +184,10 @@ unsafe fn free(m: NonNull<Meta>) {
 /// `Meta`; `wide(p)` makes the allocation's `*mut ArcInner<T>` from its address `p` (a cast
 /// for a sized `T`, the slice length added for a slice). The value is left for the caller to
 /// write.
-fn allocate<T: ?Sized>(
+///
+/// `T: Send + 'static`: the value may be dropped by the collector, on whatever thread runs it,
+/// after every `Arc` to it is gone (module documentation); every allocation comes here.
+fn allocate<T: ?Sized + Send + 'static>(
     value: Layout,
     domain: &'static Domain,
     wide: impl FnOnce(*mut u8) -> *mut ArcInner<T>,
@@ -248,8 +257,11 @@ unsafe fn release_weak(m: NonNull<Meta>) {
 /// A registered allocation.
 #[derive(Clone, Copy)]
 struct Entry(NonNull<Meta>);
-// SAFETY: the registry only hands entries between threads under its locks; the allocations
-// they name are `Send + Sync` (Arc<T> requires T: Send + Sync to be shared).
+// SAFETY: the registry only hands entries between threads under its locks, and the collector
+// may drop a listed value on any thread: every allocation is made by `allocate`, which takes
+// only values that are `Send + 'static` (an `Arc` of a value that is not `Sync` is itself
+// neither `Send` nor `Sync`, so its value is only ever read on one thread; dropping it
+// elsewhere needs `Send` alone).
 unsafe impl Send for Entry {}
 
 /// A domain's list of live `Arc` allocations, in shards.
@@ -425,7 +437,7 @@ fn my_shard() -> usize {
 ///
 /// Differences from `std::sync::Arc`: the value of an object whose last `Arc` was dropped is
 /// dropped either by that drop or later by the collector (module documentation of
-/// [`collect`]), and a [`Weak`] upgrades until then; [`Arc::get_mut`], [`Arc::make_mut`] and
+/// [`collect`]), so the value must be `Send + 'static`, and a [`Weak`] upgrades until then; [`Arc::get_mut`], [`Arc::make_mut`] and
 /// [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a per-CPU count is exact
 /// only under a reclaim's flag), where `std`'s load one counter; and an `Arc` is two words
 /// more than the pointer (where its reference is counted: CPU, slot and generation).
@@ -444,12 +456,18 @@ unsafe impl<T: ?Sized + Send + Sync> Sync for Arc<T> {}
 
 impl<T> Arc<T> {
     /// Puts `value` in the process-wide [`default_domain`].
-    pub fn new(value: T) -> Self {
+    pub fn new(value: T) -> Self
+    where
+        T: Send + 'static,
+    {
         Self::new_in(value, default_domain())
     }
 
     /// Puts `value` in `domain`.
-    pub fn new_in(value: T, domain: &'static Domain) -> Self {
+    pub fn new_in(value: T, domain: &'static Domain) -> Self
+    where
+        T: Send + 'static,
+    {
         let inner = allocate::<T>(Layout::new::<T>(), domain, |p| p.cast());
         // SAFETY: a fresh allocation with room for the value, which we write once.
         unsafe { core::ptr::addr_of_mut!((*inner.as_ptr()).value).write(ManuallyDrop::new(value)) };
@@ -471,7 +489,10 @@ impl<T> Arc<T> {
     /// });
     /// assert!(paygo::Arc::ptr_eq(&n.me.upgrade().unwrap(), &n));
     /// ```
-    pub fn new_cyclic<F: FnOnce(&Weak<T>) -> T>(make: F) -> Self {
+    pub fn new_cyclic<F: FnOnce(&Weak<T>) -> T>(make: F) -> Self
+    where
+        T: Send + 'static,
+    {
         Self::new_cyclic_in(make, default_domain())
     }
 
@@ -482,7 +503,10 @@ impl<T> Arc<T> {
     /// is let go: an `Arc` upgraded and dropped meanwhile cannot reclaim it (every reclaim of
     /// an `Arc` allocation takes that lock). If `make` panics, the allocation is freed once
     /// the last `Weak` to it is gone, and no value is dropped.
-    pub fn new_cyclic_in<F: FnOnce(&Weak<T>) -> T>(make: F, domain: &'static Domain) -> Self {
+    pub fn new_cyclic_in<F: FnOnce(&Weak<T>) -> T>(make: F, domain: &'static Domain) -> Self
+    where
+        T: Send + 'static,
+    {
         let inner = allocate::<T>(Layout::new::<T>(), domain, |p| p.cast());
         let hdr = Self::header(inner);
         // Not shared yet: dead, so that REFs fail until the value is written.
@@ -531,7 +555,7 @@ impl<T> Arc<T> {
     /// ```
     pub fn make_mut(this: &mut Self) -> &mut T
     where
-        T: Clone,
+        T: Clone + Send + 'static,
     {
         if !this.is_only() {
             *this = Arc::new_in((**this).clone(), this.meta().domain);
@@ -1111,19 +1135,19 @@ impl<T: ?Sized> AsRef<T> for Arc<T> {
     }
 }
 
-impl<T: Default> Default for Arc<T> {
+impl<T: Default + Send + 'static> Default for Arc<T> {
     fn default() -> Self {
         Arc::new(T::default())
     }
 }
 
-impl<T> From<T> for Arc<T> {
+impl<T: Send + 'static> From<T> for Arc<T> {
     fn from(value: T) -> Self {
         Arc::new(value)
     }
 }
 
-impl<T> Arc<[T]> {
+impl<T: Send + 'static> Arc<[T]> {
     /// An `Arc` of the vector's elements (moved; the vector's buffer is freed) in `domain`.
     /// `Arc::from(vec)` is this in the [`default_domain`].
     pub fn from_vec_in(v: Vec<T>, domain: &'static Domain) -> Self {
@@ -1163,31 +1187,31 @@ impl Arc<str> {
     }
 }
 
-impl<T> From<Vec<T>> for Arc<[T]> {
+impl<T: Send + 'static> From<Vec<T>> for Arc<[T]> {
     fn from(v: Vec<T>) -> Self {
         Arc::from_vec_in(v, default_domain())
     }
 }
 
-impl<T: Clone> From<&[T]> for Arc<[T]> {
+impl<T: Clone + Send + 'static> From<&[T]> for Arc<[T]> {
     fn from(s: &[T]) -> Self {
         Arc::from_vec_in(s.to_vec(), default_domain())
     }
 }
 
-impl<T> From<Box<[T]>> for Arc<[T]> {
+impl<T: Send + 'static> From<Box<[T]>> for Arc<[T]> {
     fn from(b: Box<[T]>) -> Self {
         Arc::from_vec_in(b.into_vec(), default_domain())
     }
 }
 
-impl<T> FromIterator<T> for Arc<[T]> {
+impl<T: Send + 'static> FromIterator<T> for Arc<[T]> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         Arc::from_vec_in(iter.into_iter().collect(), default_domain())
     }
 }
 
-impl<T> Default for Arc<[T]> {
+impl<T: Send + 'static> Default for Arc<[T]> {
     fn default() -> Self {
         Arc::from_vec_in(Vec::new(), default_domain())
     }
