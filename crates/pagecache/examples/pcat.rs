@@ -23,10 +23,13 @@ fn main() -> ExitCode {
                     .map(|n| pages = n)
                     .map_err(|e| format!("--pages {v}: {e}"))
             }),
-            "--passes" => value("--passes").and_then(|v| {
-                v.parse()
-                    .map(|n| passes = n)
-                    .map_err(|e| format!("--passes {v}: {e}"))
+            "--passes" => value("--passes").and_then(|v| match v.parse() {
+                Ok(0) => Err("--passes 0: at least one pass (the one that cats the file)".into()),
+                Ok(n) => {
+                    passes = n;
+                    Ok(())
+                }
+                Err(e) => Err(format!("--passes {v}: {e}")),
             }),
             "-h" | "--help" => {
                 println!("usage: pcat FILE [--scheme S] [--pages N] [--passes P]");
@@ -56,7 +59,7 @@ fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0u8; PAGE_SIZE];
     let mut page_reads = 0u64;
-    for pass in 0..passes.max(1) {
+    for pass in 0..passes {
         let mut off = 0u64;
         loop {
             let n = match file.read_at(&mut buf, off) {

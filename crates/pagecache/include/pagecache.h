@@ -23,7 +23,8 @@
  *     -EINVAL and -ENOMEM; the others are -1000 and below, never an errno;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
- *     for a file that is not a regular file, -EACCES for a write to a file opened read-only).
+ *     for a file that is not a regular file or is on a pseudo file system such as procfs or
+ *     sysfs, -EACCES for a write to a file opened read-only).
  * pagecache_strerror() describes both. A call refused for its arguments (PAGECACHE_EINVAL,
  * PAGECACHE_ENOSCHEME, ...) changes nothing and leaves *out as it was; the cache and its files
  * go on working after any error. An I/O error of a read or a write may come after part of the
@@ -133,7 +134,10 @@ void pagecache_free(pagecache_t *cache);
 /* Opens the file at path through the cache, read-write if permitted, else read-only, and
  * stores its handle in *out. Errors: PAGECACHE_EINVAL (cache, path or out is NULL), the open's
  * -errno (-ENOENT: no such file, -EACCES: no permission to read, ...), -EISDIR (a directory),
- * -EINVAL (not a regular file: a FIFO, a device). A file already open in the cache (the same
+ * -EINVAL (not a regular file: a FIFO, a device; or a file of a pseudo file system, procfs,
+ * sysfs and the like, whose size is not its length). A program being run opens read-only. The
+ * cache takes the file's size at open and does not see changes that others make to the file
+ * while it is open. A file already open in the cache (the same
  * device and inode, by any path) is shared, as in the kernel's page cache: the handles read and
  * write the same cached pages (a write through one is read through the other at once), through
  * the first open's descriptor and access mode; the pages are written back and dropped when the

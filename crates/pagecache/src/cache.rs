@@ -110,9 +110,11 @@ pub(crate) struct FileState {
     file: File,
     pub(crate) path: PathBuf,
     writable: bool,
-    /// Page index -> frame + 1 (0: not cached): a flat array for the pages at open, a sparse
-    /// tree past them (see `slots.rs`).
+    /// Page index -> frame + 1 (0: not cached): a flat array for the pages at open (up to 4
+    /// GiB), a sparse tree past them (see `slots.rs`).
     pub(crate) slots: Slots,
+    /// Pages of the file when it was opened (LODIC maps these).
+    pub(crate) pages_at_open: u64,
     /// LODIC: the mappings of the file and the per-page mapping counts (see `lodic.rs`).
     /// Every map and unmap of the file, and every reclaim of a page of it, holds this lock.
     pub(crate) maps: Mutex<FileMaps>,
@@ -121,6 +123,8 @@ pub(crate) struct FileState {
     /// Held shared by every write and exclusively by `set_len`, so that a length change
     /// never interleaves with a write's copy and length update.
     resize: RwLock<()>,
+    /// Held by `sync` throughout: one sync of the file at a time.
+    syncing: Mutex<()>,
     /// Readahead state, read and written under the allocator lock only: the page whose miss
     /// would continue a sequential read (bits 16 and up) and the last window (low 16 bits).
     ra: AtomicU64,
@@ -267,9 +271,12 @@ impl<C: RefCounter> Inner<C> {
     fn pread_pages(&self, f: &FileState, page: u64, buf: &mut [u8]) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
         self.hook(IoKind::Fill, f, off, buf.len())?;
+        // No byte at or past 2^63 - 1 (no file has one): `pread` refuses a range that ends
+        // past it, as the last page's does.
+        let want = (buf.len() as u64).min(MAX_LEN.saturating_sub(off)) as usize;
         let mut done = 0;
-        while done < buf.len() {
-            match f.file.read_at(&mut buf[done..], off + done as u64) {
+        while done < want {
+            match f.file.read_at(&mut buf[done..want], off + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -530,6 +537,7 @@ impl<C: RefCounter> Inner<C> {
         // has no drop code of its own).
         let mut owners: Vec<Arc<FileState>> = Vec::new();
         let mut frames: Vec<Keyed> = Vec::with_capacity(batch.len());
+        let mut orphans: Vec<u32> = Vec::new();
         let mut files = None;
         let mut last = (u64::MAX, 0usize);
         for (n, &i) in batch.iter().enumerate() {
@@ -550,7 +558,12 @@ impl<C: RefCounter> Inner<C> {
                                 owners.push(o);
                                 owners.len() - 1
                             }
-                            None => continue, // its file is being dropped; that drop frees it
+                            None => {
+                                // Its file's last handle is gone: a frame its drop could not
+                                // free (see `evict_orphans`).
+                                orphans.push(i);
+                                continue;
+                            }
                         }
                     }
                 }
@@ -559,7 +572,40 @@ impl<C: RefCounter> Inner<C> {
             frames.push((i, k, m.index.load(Ordering::Relaxed)));
         }
         drop(files);
-        self.evict_keyed(a, &frames, &owners)
+        let mut done = self.evict_keyed(a, &frames, &owners);
+        done.freed += self.evict_orphans(a, &orphans);
+        done
+    }
+
+    /// Frees the frames of `orphans` that no reference counts (under the allocator lock):
+    /// frames still holding a page of a file whose last handle was dropped, which that drop
+    /// could not free. A page whose write-back failed there (a full disk, a file past the file
+    /// system's size limit) is lost, as the drop ignores errors (call `sync` first to see
+    /// them); a page pinned by a leaked `PageRef` stays pinned. No reader can find these
+    /// frames: the file's slots went with its state.
+    fn evict_orphans(&self, a: &mut Alloc, orphans: &[u32]) -> usize {
+        if orphans.is_empty() {
+            return 0;
+        }
+        let pins: Vec<Pin<&C::Object>> = orphans.iter().map(|&i| self.obj(i)).collect();
+        let mut out = vec![false; pins.len()];
+        // SAFETY: as in `evict_keyed`: under the allocator lock, which this thread holds.
+        unsafe { self.scheme.try_reclaim_many_exclusive(&pins, &mut out) };
+        let mut freed = 0;
+        for (&i, ok) in orphans.iter().zip(out) {
+            if !ok {
+                continue;
+            }
+            let m = &self.frames[i as usize].meta;
+            m.unpublish();
+            m.dirty.store(false, Ordering::Relaxed);
+            m.clear();
+            self.scheme.reinit(self.obj(i));
+            a.free.push(i);
+            freed += 1;
+        }
+        self.evictions.fetch_add(freed as u64, Ordering::Relaxed);
+        freed
     }
 
     /// Tries to evict `frames` (filled, under the allocator lock; each `(frame, owner, page)`
@@ -731,6 +777,32 @@ impl<C: RefCounter> Inner<C> {
     }
 }
 
+/// The name of the file system of `file` if it is one of Linux's pseudo file systems, whose
+/// files are generated when read: their size (0 for procfs, 4096 for sysfs) is not their
+/// length, so a cache that sizes the file at open would serve nothing or zeros.
+fn pseudo_file_system(file: &File) -> Option<&'static str> {
+    use std::os::fd::AsRawFd;
+    let mut st = core::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `st` is room for one statfs, which fstatfs fills on success; the descriptor is
+    // the open file's.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: fstatfs succeeded, so it wrote the whole struct.
+    let magic = unsafe { st.assume_init() }.f_type as u64;
+    Some(match magic {
+        0x9fa0 => "procfs",
+        0x6265_6572 => "sysfs",
+        0x6462_6720 => "debugfs",
+        0x7472_6163 => "tracefs",
+        0x6367_7270 => "cgroup2",
+        0x0027_e0eb => "cgroupfs",
+        0x6265_6570 => "configfs",
+        0x7363_6673 => "securityfs",
+        _ => return None,
+    })
+}
+
 impl<C: RefCounter> PageCacheOf<C> {
     /// A cache of `config.memory_limit_pages` frames counted by `scheme` (`config.scheme` is
     /// not used: the scheme is the one given). Errors: a limit of zero or above `u32::MAX - 1`
@@ -791,9 +863,16 @@ impl<C: RefCounter> PageCacheOf<C> {
         })
     }
 
-    /// Opens `path` through the cache: read-write if permitted, else read-only. Errors: the
-    /// file's own (`NotFound`, `PermissionDenied`, ...), `IsADirectory`, or `InvalidInput` for
-    /// anything that is not a regular file.
+    /// Opens `path` through the cache: read-write if permitted, else read-only (as for a
+    /// program being run, which Linux lets no one open for writing). Errors: the file's own
+    /// (`NotFound`, `PermissionDenied`, ...), `IsADirectory`, or `InvalidInput` for anything
+    /// that is not a regular file or is a file of a pseudo file system (procfs, sysfs and
+    /// the like: their files are made when read, and their size is not their length).
+    ///
+    /// The cache takes the file's size at open and is its only writer from then on, as a
+    /// database's buffer pool is: it does not see changes that others (other processes, or
+    /// descriptors opened outside the cache) make to the file while it is open, and writes
+    /// back its own pages over them.
     ///
     /// A file already open in this cache (the same device and inode, by whatever path) is
     /// shared, as the kernel's page cache is: the new handle reads and writes the same cached
@@ -809,6 +888,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                     e.kind(),
                     io::ErrorKind::PermissionDenied
                         | io::ErrorKind::ReadOnlyFilesystem
+                        | io::ErrorKind::ExecutableFileBusy
                         | io::ErrorKind::IsADirectory
                 ) =>
             {
@@ -829,6 +909,16 @@ impl<C: RefCounter> PageCacheOf<C> {
                 format!("pagecache: {} is not a regular file", path.display()),
             ));
         }
+        if let Some(fs) = pseudo_file_system(&file) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "pagecache: {} is on {fs}, whose files are made when read and whose size \
+                     is not their length",
+                    path.display()
+                ),
+            ));
+        }
         let inode = (meta.dev(), meta.ino());
         let mut files = lock(&self.inner.files);
         if let Some(&id) = files.by_inode.get(&inode) {
@@ -847,7 +937,7 @@ impl<C: RefCounter> PageCacheOf<C> {
             }
         }
         let len = meta.len();
-        let pages = len.div_ceil(PAGE_SIZE as u64) as usize;
+        let pages = len.div_ceil(PAGE_SIZE as u64);
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let state = Arc::new(FileState {
             id,
@@ -855,9 +945,11 @@ impl<C: RefCounter> PageCacheOf<C> {
             path: path.to_path_buf(),
             writable,
             slots: Slots::new(pages),
+            pages_at_open: pages,
             maps: Mutex::new(FileMaps::default()),
             len: AtomicU64::new(len),
             resize: RwLock::new(()),
+            syncing: Mutex::new(()),
             ra: AtomicU64::new(0),
         });
         files.by_id.insert(
@@ -1099,9 +1191,17 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// Writes every dirty page back (`pwrite`), then `fdatasync`s the file. A page that fails
-    /// stays dirty; the first error is returned.
+    /// stays dirty; the first error is returned. Every write that returned before the call is
+    /// in the file when it returns (and on the device, unless it failed): a `sync` racing
+    /// another waits for the other's write-backs, which took the pages' dirty bits.
     pub fn sync(&self) -> io::Result<()> {
         let f = &*self.state;
+        // One sync of the file at a time: a page whose dirty bit another sync cleared is not
+        // in the file until that sync's `pwrite` returns (the kernel's fsync waits on
+        // PG_writeback for the same reason). The last handle's drop syncs too, so a drop that
+        // races another's finds the file up to date before it unlists it, and a later open,
+        // which reads the file itself, sees every write.
+        let _one = lock(&f.syncing);
         // Shared: a length change waits, so no write-back of a page past a new end is issued
         // with the old length after the file was cut.
         let _resize = f.resize.read().unwrap_or_else(|e| e.into_inner());

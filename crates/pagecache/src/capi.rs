@@ -220,7 +220,8 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 /// Opens `path` through the cache (read-write if permitted, else read-only) and stores the
 /// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), the open's `-errno`
 /// (`-ENOENT`, `-EACCES`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
-/// is not a regular file. A file already open in the cache is shared (see
+/// is not a regular file or is on a pseudo file system (procfs, sysfs, ...). A program being
+/// run opens read-only. A file already open in the cache is shared (see
 /// [`PageCacheOf::open`](crate::PageCacheOf::open)).
 ///
 /// # Safety
@@ -552,7 +553,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
     let s: &'static CStr = match code {
         PAGECACHE_OK => c"success",
         PAGECACHE_EINVAL => {
-            c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a length above SSIZE_MAX, or not a regular file)"
+            c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a length above SSIZE_MAX, a negative length, a write or length past 2^63 - 1, or not a regular file)"
         }
         PAGECACHE_ENOMEM => c"out of memory (the cache's frames cannot be allocated)",
         PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",

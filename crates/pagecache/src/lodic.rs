@@ -58,6 +58,7 @@
 
 use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::page::{copy_out, PAGE_SIZE};
+use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
@@ -218,8 +219,10 @@ impl MapRec {
 /// A file's side of the reverse maps, under its lock.
 #[derive(Default)]
 pub(crate) struct FileMaps {
-    /// Per page: how many mappings cover it (sized at the first mapping).
-    mapcount: Vec<u32>,
+    /// Per page: how many mappings cover it, in a table shaped as the file's slots (a flat
+    /// array for the pages at open, up to 4 GiB of them, a sparse tree past them), made at the
+    /// first mapping; pages without a count have none.
+    mapcount: Option<Slots>,
     /// File-space map: the mappings of the file, sorted by first page.
     maps: Vec<Arc<MapRec>>,
     /// The most pages any mapping in `maps` ever had (bounds the binary search).
@@ -238,7 +241,33 @@ impl FileMaps {
 
     /// Whether a mapping covers `page`.
     pub(crate) fn mapped(&self, page: u64) -> bool {
-        self.mapcount.get(page as usize).is_some_and(|&c| c > 0)
+        self.count(page) > 0
+    }
+
+    /// How many mappings cover `page`.
+    fn count(&self, page: u64) -> u32 {
+        self.mapcount
+            .as_ref()
+            .and_then(|m| m.get(page))
+            // Relaxed: changed only under the file's mapping lock, which the caller holds.
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Adds `delta` to the counts of pages `first..end` (making their slots).
+    fn add(&mut self, pages_at_open: u64, first: u64, end: u64, delta: i32) {
+        let m = self
+            .mapcount
+            .get_or_insert_with(|| Slots::new(pages_at_open));
+        for page in first..end {
+            let c = m
+                .get_or_alloc(page)
+                .expect("pagecache: a mapped page is inside the file's pages at open");
+            // Relaxed: under the file's mapping lock.
+            c.store(
+                c.load(Ordering::Relaxed).wrapping_add_signed(delta),
+                Ordering::Relaxed,
+            );
+        }
     }
 
     /// The sum of the embedded counters naming `frame` of the mappings covering `page` of
@@ -413,11 +442,13 @@ fn invalid(msg: String) -> io::Error {
 }
 
 impl<C: RefCounter> CachedFileOf<C> {
-    /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors
-    /// (`InvalidInput`): no pages, or a range past the pages the file had when it was opened.
+    /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors:
+    /// no pages, or a range past the pages the file had when it was opened (`InvalidInput`);
+    /// no memory for the mapping's entries, 8 bytes a page (`OutOfMemory`; nothing is
+    /// mapped).
     pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
         let (c, f) = self.parts();
-        let have = f.slots.base().len() as u64;
+        let have = f.pages_at_open;
         if pages == 0 {
             return Err(invalid("pagecache: a mapping of no pages".into()));
         }
@@ -432,6 +463,21 @@ impl<C: RefCounter> CachedFileOf<C> {
         // heavy one; register before the first owner relies on it.
         let _ = percpu::membarrier::asymmetric_available();
         let owner = OWNER.with(|o| *o);
+        let no_memory = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "pagecache: no memory for the {what} of a mapping of {pages} pages of {}",
+                    f.path.display()
+                ),
+            )
+        };
+        let end = first + pages;
+        let mut entries = Vec::new();
+        entries
+            .try_reserve_exact(pages as usize)
+            .map_err(|_| no_memory("entries"))?;
+        entries.extend((0..pages).map(|_| AtomicU64::new(0)));
         let mut fm = crate::cache::lock(&f.maps);
         let mut owners = crate::cache::lock(&c.lodic.owners);
         let own = owners.by_owner.entry(owner).or_default();
@@ -439,7 +485,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             owner,
             file: f.id,
             first,
-            entries: (0..pages).map(|_| AtomicU64::new(0)).collect(),
+            entries: entries.into_boxed_slice(),
         });
         // The owner's address-ordered records exist in both modes (they are its address
         // space); only the process-space reclaim searches them.
@@ -447,12 +493,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         own.maps.insert(at, rec.clone());
         own.max_pages = own.max_pages.max(pages);
         drop(owners);
-        if fm.mapcount.is_empty() {
-            fm.mapcount = vec![0; have as usize];
-        }
-        for m in &mut fm.mapcount[first as usize..(first + pages) as usize] {
-            *m += 1;
-        }
+        fm.add(have, first, end, 1);
         fm.live += 1;
         if c.lodic.rmap == Rmap::File {
             let at = fm.maps.partition_point(|m| m.first <= first);
@@ -488,11 +529,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// How many mappings cover page `index` now.
     pub fn mapcount(&self, index: u64) -> u32 {
         let f = self.parts().1;
-        crate::cache::lock(&f.maps)
-            .mapcount
-            .get(index as usize)
-            .copied()
-            .unwrap_or(0)
+        crate::cache::lock(&f.maps).count(index)
     }
 }
 
@@ -733,13 +770,8 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
         }
         drop(owners);
         fm.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
-        let (a, b) = (
-            self.rec.first as usize,
-            (self.rec.first + self.rec.pages()) as usize,
-        );
-        for m in &mut fm.mapcount[a..b] {
-            *m -= 1;
-        }
+        let (a, b) = (self.rec.first, self.rec.first + self.rec.pages());
+        fm.add(self.file.parts().1.pages_at_open, a, b, -1);
         fm.live -= 1;
     }
 }

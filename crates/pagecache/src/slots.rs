@@ -1,10 +1,11 @@
 //! A file's page table: page index -> frame + 1 (0: not cached).
 //!
-//! The pages the file had when it was opened are a flat array, allocated at open: a lookup is
-//! one bounds check and one load, as before any growth. Pages past them (the file grew through
-//! the cache, or was extended with `set_len`) live in a sparse radix tree of 64-slot leaves,
-//! allocated as pages are first filled, like the kernel's xarray: a write at 1 TiB into an
-//! empty file allocates one path of nodes, not a terabyte's worth of slots.
+//! The pages the file had when it was opened, up to [`FLAT_MAX`], are a flat array, allocated
+//! at open: a lookup is one bounds check and one load, as before any growth. Pages past them
+//! (the file grew through the cache, or was extended with `set_len`, or is larger than 4 GiB)
+//! live in a sparse radix tree of 64-slot leaves, allocated as pages are first filled, like
+//! the kernel's xarray: a write at 1 TiB into an empty file allocates one path of nodes, not a
+//! terabyte's worth of slots, and opening a sparse file of a petabyte allocates 4 MiB.
 //!
 //! The tree is a row of trees of growing height: tree `k` has `k` levels of 64-way inner nodes
 //! above its leaves and covers the next `64^(k+1)` pages, so that no root ever has to be
@@ -20,6 +21,9 @@ use std::sync::OnceLock;
 const FAN_BITS: u32 = 6;
 /// Children per inner node, slots per leaf.
 const FAN: usize = 1 << FAN_BITS;
+/// The most pages of the flat array (4 MiB of slots: the first 4 GiB of a file).
+pub(crate) const FLAT_MAX: usize = 1 << 20;
+
 /// Trees past the flat array: tree `k` spans `64^(k+1)` pages; nine span more than 2^52.
 const TREES: usize = 9;
 
@@ -71,15 +75,17 @@ fn tree_start(k: usize) -> u64 {
 }
 
 impl Slots {
-    /// `pages` slots in the flat array, all empty.
-    pub(crate) fn new(pages: usize) -> Slots {
+    /// The slots of a file of `pages` pages, all empty: the first [`FLAT_MAX`] in the flat
+    /// array.
+    pub(crate) fn new(pages: u64) -> Slots {
+        let flat = pages.min(FLAT_MAX as u64) as usize;
         Slots {
-            base: (0..pages).map(|_| AtomicU32::new(0)).collect(),
+            base: (0..flat).map(|_| AtomicU32::new(0)).collect(),
             trees: std::array::from_fn(|_| OnceLock::new()),
         }
     }
 
-    /// Pages of the flat array (the file's pages at open).
+    /// The flat array (the file's pages at open, up to [`FLAT_MAX`]).
     #[inline(always)]
     pub(crate) fn base(&self) -> &[AtomicU32] {
         &self.base
@@ -224,5 +230,26 @@ mod tests {
         assert_eq!(s.get(12).map(|a| a.load(Ordering::Relaxed)), Some(0));
         assert!(s.get(u64::MAX).is_none());
         assert!(s.get_or_alloc(u64::MAX).is_none());
+    }
+
+    /// A file of 2^51 pages (an 8 EiB sparse file) gets a flat array of `FLAT_MAX` slots; its
+    /// other pages, up to its last, have slots in the trees.
+    #[test]
+    fn a_huge_file_keeps_a_bounded_flat_array() {
+        let pages = 1u64 << 51;
+        let s = Slots::new(pages);
+        assert_eq!(s.base().len(), FLAT_MAX);
+        assert_eq!(Slots::new(3).base().len(), 3);
+        for p in [FLAT_MAX as u64 - 1, FLAT_MAX as u64, pages / 2, pages - 1] {
+            s.get_or_alloc(p).expect("slot").store(7, Ordering::Relaxed);
+            assert_eq!(
+                s.get(p).map(|a| a.load(Ordering::Relaxed)),
+                Some(7),
+                "page {p}"
+            );
+        }
+        assert!(s
+            .get(pages - 2)
+            .is_some_and(|a| a.load(Ordering::Relaxed) == 0));
     }
 }

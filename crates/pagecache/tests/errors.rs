@@ -195,3 +195,144 @@ fn a_leaked_page_guard_pins_one_frame_and_nothing_else_breaks() {
         ErrorKind::UnexpectedEof
     );
 }
+
+/// A page whose write-back fails at its file's last close is lost (the drop ignores errors),
+/// but its frame is not: the next eviction frees it. With two frames, both serve the next
+/// file at once.
+#[test]
+fn a_frame_whose_write_back_failed_at_close_is_freed_by_the_next_eviction() {
+    orphan_case(refcount::atomic::Atomic, "atomic");
+    orphan_case(paygo::Domain::new(), "paygo");
+}
+
+fn orphan_case<C: refcount::RefCounter>(scheme: C, name: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 4 * 4096;
+    let lost = pattern_file(&dir, "lost", len);
+    let next = pattern_file(&dir, "next", len);
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let hook = {
+        let fail = fail.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == IoKind::WriteBack && fail.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("injected write error"));
+            }
+            Ok(())
+        })
+    };
+    let mut cfg = Config::new(2, name);
+    cfg.fault = Some(hook);
+    let cache = pagecache::PageCacheOf::with_scheme(scheme, &cfg).expect("cache");
+    {
+        let file = cache.open(&lost).expect("open");
+        file.write_at(b"never written", 4096).expect("write");
+    } // the last handle: its sync and drop fail on the page
+    fail.store(false, Ordering::SeqCst);
+    assert_eq!(cache.stats().resident, 1, "{name}: the failed page's frame");
+    let file = cache.open(&next).expect("open");
+    let (a, b) = (file.page(0).expect("page 0"), file.page(1).expect("page 1"));
+    let mut x = [0u8; 1];
+    b.read(7, &mut x);
+    assert_eq!(x[0], pat(4096 + 7), "{name}");
+    a.read(7, &mut x);
+    assert_eq!(x[0], pat(7), "{name}");
+    assert_eq!(cache.stats().direct_ios, 0, "{name}: both pages had frames");
+    drop((a, b));
+    let mut buf = vec![0u8; len as usize];
+    assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
+    assert!(
+        buf.iter().enumerate().all(|(k, &x)| x == pat(k as u64)),
+        "{name}"
+    );
+    // The lost write is not in the file.
+    assert_eq!(
+        std::fs::read(&lost).expect("disk")[4096..4096 + 13],
+        (4096..4096 + 13).map(pat).collect::<Vec<u8>>()[..],
+        "{name}"
+    );
+}
+
+/// A sparse file of a petabyte (8 TiB without tmpfs) opens with a bounded page table (nothing proportional to its
+/// size is allocated) and reads and writes at both ends.
+#[test]
+fn a_huge_sparse_file_opens_and_reads_at_both_ends() {
+    // tmpfs takes a petabyte; ext4 at most 16 TiB (a flat table of 8 GiB for 8 TiB).
+    let places = [
+        (tempfile::tempdir_in("/dev/shm"), 1u64 << 50),
+        (tempfile::tempdir(), 1 << 43),
+    ];
+    let Some((dir, size)) = places.into_iter().find_map(|(d, size)| {
+        let d = d.ok()?;
+        let f = std::fs::File::create(d.path().join("sparse")).ok()?;
+        f.set_len(size).ok().map(|()| (d, size))
+    }) else {
+        percpu::testing::skip("no temporary file system takes a sparse file of 8 TiB");
+        return;
+    };
+    let path = dir.path().join("sparse");
+    let cache = PageCache::new(Config::new(8, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    assert_eq!(file.len(), size);
+    let mut buf = [7u8; 16];
+    assert_eq!(file.read_at(&mut buf, size - 8).expect("read"), 8);
+    assert_eq!(&buf[..8], &[0; 8]);
+    file.write_at(b"end", size - 3).expect("write");
+    file.write_at(b"middle", size / 2).expect("write");
+    file.sync().expect("sync");
+    use std::os::unix::fs::FileExt;
+    let disk = std::fs::File::open(&path).expect("open");
+    let mut b = [0u8; 6];
+    disk.read_exact_at(&mut b[..3], size - 3).expect("pread");
+    assert_eq!(&b[..3], b"end");
+    disk.read_exact_at(&mut b, size / 2).expect("pread");
+    assert_eq!(&b, b"middle");
+}
+
+/// A program being run cannot be opened for writing (`ETXTBSY`): it opens read-only.
+#[test]
+fn a_running_program_opens_read_only() {
+    let exe = std::env::current_exe().expect("current_exe");
+    let cache = PageCache::new(Config::new(4, "atomic")).expect("cache");
+    let file = cache.open(&exe).expect("open the running test binary");
+    let want = std::fs::read(&exe).expect("read");
+    let mut buf = vec![0u8; 4096.min(want.len())];
+    assert_eq!(file.read_at(&mut buf, 0).expect("read"), buf.len());
+    assert_eq!(buf, want[..buf.len()]);
+    assert_eq!(
+        file.write_at(b"x", 0).expect_err("read-only").kind(),
+        ErrorKind::PermissionDenied
+    );
+}
+
+/// Files of procfs and sysfs are made when read, and their size is not their length (0, or
+/// 4096): the cache refuses them, and goes on.
+#[test]
+fn pseudo_file_system_files_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "ok", 4096);
+    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
+    let mut tried = 0;
+    for p in [
+        "/proc/self/status",
+        "/proc/cpuinfo",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+    ] {
+        if !std::path::Path::new(p).exists() {
+            continue;
+        }
+        tried += 1;
+        let e = cache
+            .open(p)
+            .err()
+            .unwrap_or_else(|| panic!("{p} was opened"));
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{p}: {e}");
+        assert!(
+            e.to_string().contains("size is not their length"),
+            "{p}: {e}"
+        );
+    }
+    if tried == 0 {
+        percpu::testing::skip("no /proc or /sys mounted");
+    }
+    check_reads(&cache.open(&path).expect("open"), 4096);
+}

@@ -562,3 +562,36 @@ fn a_write_back_in_flight_does_not_undo_a_cut() {
     write_back_in_flight_across_a_cut(false);
     write_back_in_flight_across_a_cut(true);
 }
+
+/// The last page of a file of 2^63 - 1 bytes (the largest) reads and writes like any other:
+/// its fill asks `pread` for the bytes before 2^63 - 1 only.
+#[test]
+fn the_last_page_of_the_largest_file_reads_and_writes() {
+    let end = i64::MAX as u64;
+    let Some(dir) = tempfile::tempdir_in("/dev/shm").ok().filter(|d| {
+        std::fs::File::create(d.path().join("max"))
+            .and_then(|f| f.set_len(end))
+            .is_ok()
+    }) else {
+        percpu::testing::skip("no tmpfs at /dev/shm takes a file of 2^63 - 1 bytes");
+        return;
+    };
+    let path = dir.path().join("max");
+    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    assert_eq!(file.len(), end);
+    let mut buf = [9u8; 8];
+    assert_eq!(file.read_at(&mut buf, end - 4).expect("last bytes"), 4);
+    assert_eq!(buf, [0, 0, 0, 0, 9, 9, 9, 9]);
+    assert_eq!(file.write_at(b"y", end - 1).expect("last byte"), 1);
+    assert_eq!(file.read_at(&mut buf, end - 2).expect("read"), 2);
+    assert_eq!(&buf[..2], b"\0y");
+    file.sync().expect("sync");
+    let mut b = [0u8; 1];
+    use std::os::unix::fs::FileExt;
+    std::fs::File::open(&path)
+        .expect("open")
+        .read_exact_at(&mut b, end - 1)
+        .expect("pread");
+    assert_eq!(&b, b"y");
+}

@@ -175,6 +175,47 @@ fn bad_input_is_refused_and_changes_nothing() {
     check_bytes(&buf, 3 * PAGE_SIZE as u64 - 16);
 }
 
+/// Pages far into a sparse file of 8 TiB (2^31 pages, past the flat part of the page table)
+/// map, read, count and drop like any other: the per-page mapping counts take room for the
+/// pages mapped, not for the file.
+#[test]
+fn pages_far_into_a_huge_sparse_file_map_and_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sparse");
+    let size = 1u64 << 43;
+    let made = std::fs::File::create(&path).and_then(|f| f.set_len(size));
+    if let Err(e) = made {
+        percpu::testing::skip(format!("no sparse file of 8 TiB here: {e}"));
+        return;
+    }
+    let last = size / PAGE_SIZE as u64 - 1;
+    for rmap in RMAPS {
+        let c = cache(Atomic, 8, rmap);
+        let f = c.open(&path).unwrap();
+        f.write_at(b"far", last * PAGE_SIZE as u64 + 7).unwrap();
+        let m = f.map(last - 1, 2).unwrap();
+        let n = f.map(last, 1).unwrap();
+        assert_eq!(
+            (f.mapcount(last - 1), f.mapcount(last), f.mapcount(5)),
+            (1, 2, 0)
+        );
+        let held = n.page(0).unwrap();
+        let mut buf = [0u8; 3];
+        m.read_at(&mut buf, PAGE_SIZE as u64 + 7).unwrap();
+        assert_eq!(&buf, b"far");
+        assert_eq!(f.page_count(last), 1, "{rmap:?}: the held page");
+        assert_eq!(f.drop_cache().unwrap(), 0, "{rmap:?}: a held page stays");
+        drop(held);
+        drop((m, n));
+        assert_eq!((f.mapcount(last - 1), f.mapcount(last)), (0, 0));
+        assert_eq!(f.drop_cache().unwrap(), 1, "{rmap:?}");
+        assert_eq!(
+            f.map(last, 2).err().unwrap().kind(),
+            ErrorKind::InvalidInput
+        );
+    }
+}
+
 #[test]
 fn a_leaked_guard_pins_its_page_and_its_mapping_but_miscounts_nothing() {
     for rmap in RMAPS {

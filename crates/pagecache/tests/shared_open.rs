@@ -167,3 +167,43 @@ fn handles_opened_and_dropped_concurrently_lose_nothing() {
         }
     }
 }
+
+/// A file closed by two handles at once: the first drop's write-back of a page is held up (the
+/// fault hook stalls it before its `pwrite`); the second drop must not unlist the file before
+/// that write is in it, or an open right after would read the page from the file without it.
+#[test]
+fn a_drop_racing_a_slow_write_back_leaves_the_write_for_the_next_open() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Barrier};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "slow", 2 * 4096);
+    let stall = Arc::new(AtomicBool::new(true));
+    let entered = Arc::new(Barrier::new(2));
+    let hook = {
+        let (stall, entered) = (stall.clone(), entered.clone());
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == pagecache::IoKind::WriteBack && stall.swap(false, Ordering::SeqCst) {
+                entered.wait();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Ok(())
+        })
+    };
+    let mut cfg = Config::new(8, "paygo");
+    cfg.fault = Some(hook);
+    let cache = PageCache::new(cfg).expect("cache");
+    let a = cache.open(&path).expect("open");
+    a.write_at(b"written", 4096 + 5).expect("write");
+    std::thread::scope(|s| {
+        s.spawn(move || drop(a)); // its sync stalls before the pwrite
+        entered.wait();
+        // A second handle of the same file, opened and dropped while the first drop writes.
+        drop(cache.open(&path).expect("open again"));
+        let c = cache.open(&path).expect("open after both drops");
+        let mut buf = [0u8; 7];
+        c.read_at(&mut buf, 4096 + 5).expect("read");
+        assert_eq!(&buf, b"written");
+    });
+    let disk = std::fs::read(&path).expect("disk");
+    assert_eq!(&disk[4096 + 5..4096 + 12], b"written");
+}
