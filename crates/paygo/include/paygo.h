@@ -68,9 +68,12 @@ typedef struct paygo_stats {
 } paygo_stats_t;
 
 /* Sets up the domain: slots_per_cpu a power of two no larger than 2^24, 1 <= window <=
- * slots_per_cpu (PAYGO_EINVAL otherwise; PAYGO_ENOMEM if the tables cannot be allocated).
- * Optional: the first other call sets up a default domain (4096 slots per CPU, window 8).
- * PAYGO_EALREADY if the domain exists. */
+ * slots_per_cpu (PAYGO_EINVAL otherwise, whether or not the domain exists; PAYGO_ENOMEM if
+ * the tables cannot be allocated). PAYGO_EALREADY if the domain exists. Optional: the first
+ * call that counts in the domain (paygo_ref, paygo_unref, paygo_read_all,
+ * paygo_is_referenced, paygo_try_reclaim, paygo_reinit, paygo_obj_destroy, paygo_stats) sets
+ * up a default domain (4096 slots per CPU, window 8); paygo_obj_init, paygo_strerror and
+ * calls refused for their arguments do not. */
 int paygo_domain_init(size_t slots_per_cpu, size_t window);
 
 /* Initialises obj: live, no reference. obj must not be in use. */

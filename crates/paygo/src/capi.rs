@@ -197,8 +197,9 @@ unsafe fn check<'a>(obj: *const CObj) -> Result<Pin<&'a Header>, i32> {
 }
 
 /// Sets up the process-wide domain. `slots_per_cpu` a power of two no larger than
-/// [`crate::MAX_SLOTS_PER_CPU`], `1 <= window <= slots_per_cpu`; `PAYGO_EINVAL` otherwise,
-/// `PAYGO_ENOMEM` if the tables cannot be allocated, `PAYGO_EALREADY` if the domain exists.
+/// [`crate::MAX_SLOTS_PER_CPU`], `1 <= window <= slots_per_cpu`; `PAYGO_EINVAL` otherwise
+/// (whether or not the domain exists), `PAYGO_EALREADY` if the domain exists, `PAYGO_ENOMEM`
+/// if the tables cannot be allocated.
 #[no_mangle]
 pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
@@ -206,6 +207,9 @@ pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 
             slots_per_cpu,
             window,
         };
+        if cfg.check().is_err() {
+            return PAYGO_EINVAL;
+        }
         if crate::arc::default_domain_exists() {
             return PAYGO_EALREADY;
         }

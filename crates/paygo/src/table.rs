@@ -144,6 +144,20 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// Whether the sizes are valid, before anything is allocated: `slots_per_cpu` a power of
+    /// two no larger than [`MAX_SLOTS_PER_CPU`], `window` in `1..=slots_per_cpu`.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if !self.slots_per_cpu.is_power_of_two() || self.slots_per_cpu > MAX_SLOTS_PER_CPU {
+            return Err(ConfigError::SlotsPerCpu(self.slots_per_cpu));
+        }
+        if self.window == 0 || self.window > self.slots_per_cpu {
+            return Err(ConfigError::Window(self.window));
+        }
+        Ok(())
+    }
+}
+
 /// Why a [`Config`] was refused by [`Domain::try_with_config`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigError {
@@ -248,12 +262,7 @@ impl Domain {
     /// than [`MAX_SLOTS_PER_CPU`], `window` in `1..=slots_per_cpu`, and the tables
     /// (`possible CPUs × slots_per_cpu × 64` bytes) must be allocatable.
     pub fn try_with_config(cfg: Config) -> Result<Self, ConfigError> {
-        if !cfg.slots_per_cpu.is_power_of_two() || cfg.slots_per_cpu > MAX_SLOTS_PER_CPU {
-            return Err(ConfigError::SlotsPerCpu(cfg.slots_per_cpu));
-        }
-        if cfg.window == 0 || cfg.window > cfg.slots_per_cpu {
-            return Err(ConfigError::Window(cfg.window));
-        }
+        cfg.check()?;
         let bits = cfg.slots_per_cpu.trailing_zeros();
         let n = percpu::possible_cpus()
             .checked_mul(cfg.slots_per_cpu)

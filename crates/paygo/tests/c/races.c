@@ -145,6 +145,9 @@ int main(void) {
     CHECK_EQ(paygo_domain_init(64, 65), PAYGO_EINVAL);
     CHECK_EQ(paygo_domain_init(64, 4), PAYGO_OK);
     CHECK_EQ(paygo_domain_init(128, 8), PAYGO_EALREADY);
+    /* Arguments are checked first: invalid ones are EINVAL whether or not the domain exists. */
+    CHECK_EQ(paygo_domain_init(3, 1), PAYGO_EINVAL);
+    CHECK_EQ(paygo_domain_init(64, 65), PAYGO_EINVAL);
 
     CHECK_EQ(paygo_obj_init(&obj), PAYGO_OK);
     CHECK_EQ(paygo_obj_init(&shared_for_unload), PAYGO_OK);
