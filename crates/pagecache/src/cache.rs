@@ -48,6 +48,11 @@ struct Evicted {
 /// Readahead: the first window after a sequential miss, and the largest (pages).
 const RA_FIRST: u64 = 4;
 const RA_MAX: u64 = 32;
+/// The readahead state word: the next page in the bits from `RA_SHIFT` on (a page index is
+/// below 2^51, so it fits), the last window below them.
+const RA_SHIFT: u32 = 8;
+const RA_MASK: u64 = (1 << RA_SHIFT) - 1;
+const _: () = assert!(RA_MAX <= RA_MASK);
 
 /// How many times `drop_cache` tries again to reclaim a page that nobody references (schemes
 /// whose zero detection lags, RefCache's epochs, may refuse a few times).
@@ -126,7 +131,7 @@ pub(crate) struct FileState {
     /// Held by `sync` throughout: one sync of the file at a time.
     syncing: Mutex<()>,
     /// Readahead state, read and written under the allocator lock only: the page whose miss
-    /// would continue a sequential read (bits 16 and up) and the last window (low 16 bits).
+    /// would continue a sequential read (bits 8 and up) and the last window (low 8 bits).
     ra: AtomicU64,
 }
 
@@ -459,7 +464,7 @@ impl<C: RefCounter> Inner<C> {
     fn read_ahead(&self, a: &mut Alloc, f: &FileState, page: u64) -> Vec<u32> {
         // Relaxed: `ra` is only used under the allocator lock.
         let st = f.ra.load(Ordering::Relaxed);
-        let (next, last) = (st >> 16, st & 0xffff);
+        let (next, last) = (st >> RA_SHIFT, st & RA_MASK);
         let window = if page == 0 || page == next {
             if last == 0 {
                 RA_FIRST
@@ -490,7 +495,7 @@ impl<C: RefCounter> Inner<C> {
             ahead.push(j);
             p += 1;
         }
-        f.ra.store((p << 16) | window.min(0xffff), Ordering::Relaxed);
+        f.ra.store((p << RA_SHIFT) | window, Ordering::Relaxed);
         ahead
     }
 

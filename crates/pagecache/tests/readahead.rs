@@ -118,3 +118,30 @@ fn a_failed_readahead_fill_is_returned_and_leaves_no_frame_in_use() {
     }
     assert_eq!(cache.stats().fills, PAGES);
 }
+
+/// A sequential read at the far end of the largest file (pages near 2^51) is recognised as
+/// one: the readahead state keeps page numbers that large.
+#[test]
+fn a_sequential_read_near_the_largest_offset_reads_ahead() {
+    let end = i64::MAX as u64;
+    let Some(dir) = tempfile::tempdir_in("/dev/shm").ok().filter(|d| {
+        std::fs::File::create(d.path().join("max"))
+            .and_then(|f| f.set_len(end))
+            .is_ok()
+    }) else {
+        percpu::testing::skip("no tmpfs at /dev/shm takes a file of 2^63 - 1 bytes");
+        return;
+    };
+    let cache = PageCache::new(Config::new(256, "paygo")).expect("cache");
+    let file = cache.open(dir.path().join("max")).expect("open");
+    let first = end / 4096 - 200;
+    let mut buf = [1u8; 4096];
+    for page in first..first + 100 {
+        assert_eq!(file.read_at(&mut buf, page * 4096).expect("read"), 4096);
+        assert!(buf.iter().all(|&b| b == 0), "page {page}");
+    }
+    let s = cache.stats();
+    // The first miss is not known to be sequential; from the second on, windows of 4, 8, 16
+    // and then 32 pages are read ahead: 7 misses for 100 pages.
+    assert_eq!(s.fills - s.read_ahead, 7, "{s:?}");
+}
