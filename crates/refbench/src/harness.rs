@@ -2,11 +2,17 @@
 
 use refcount::{Objects, RefCounter};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 /// Operations between two looks at the stop flag.
 pub const BATCH: u64 = 256;
+
+/// The most worker threads a run takes (`--threads`): far more than the CPUs of any machine
+/// these experiments are meant for, and few enough that their stacks (2 MiB of address space
+/// each) fit.
+pub const MAX_THREADS: usize = 4096;
 
 /// Pins the calling thread to online CPU `i % online`. Returns whether it worked.
 pub use percpu::affinity::migrate as pin_to;
@@ -104,39 +110,172 @@ pub fn summarize(samples: &[WorkerSample]) -> RunResult {
     }
 }
 
-/// Runs `threads` workers, each `work(t, stop)` from the moment a barrier releases them until
-/// it sees `stop` (set `duration` after the main thread passed the barrier), and returns what
+/// Why a run was abandoned: a thread it needed could not be started (the system refused it:
+/// the process's thread or memory limit). [`spawn_workers`] raises it with
+/// `std::panic::resume_unwind` once the threads it did start have been told to finish, so it
+/// passes through the experiments (which return rows, not errors) without a panic message, and
+/// the scopes on its way join those threads; [`catch_spawn_failure`] turns it back into an
+/// error where the command line runs an experiment.
+#[derive(Debug)]
+pub struct SpawnFailed(pub String);
+
+/// Runs `f`, returning the message of a [`SpawnFailed`] raised in it as an `Err`. Any other
+/// panic goes on unwinding.
+pub fn catch_spawn_failure<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        match payload.downcast::<SpawnFailed>() {
+            Ok(failed) => failed.0,
+            Err(other) => std::panic::resume_unwind(other),
+        }
+    })
+}
+
+/// Spawns `threads` scoped threads in `s`, thread `t` running `f(t)`, and returns their
+/// handles. A thread the system refuses is not a panic: `release` is called to let the threads
+/// already started finish (whatever they wait for: a [`Gate`], a stop flag), and the run is
+/// abandoned with [`SpawnFailed`].
+pub fn spawn_workers<'scope, T, F>(
+    s: &'scope Scope<'scope, '_>,
+    threads: usize,
+    f: F,
+    release: impl FnOnce(),
+) -> Vec<ScopedJoinHandle<'scope, T>>
+where
+    F: FnOnce(usize) -> T + Send + Clone + 'scope,
+    T: Send + 'scope,
+{
+    // One at a time, each running before the next is spawned: a thread takes memory of its own
+    // as it starts (its signal stack), which the next thread's stack could otherwise take
+    // first, and that refusal aborts the process from the new thread instead of failing a
+    // spawn here.
+    let (started, running) = std::sync::mpsc::channel::<()>();
+    let mut hs = Vec::new();
+    for t in 0..threads {
+        let (f, started) = (f.clone(), started.clone());
+        let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+            // The receiver outlives every spawn that waits for this.
+            let _ = started.send(());
+            f(t)
+        });
+        match spawned {
+            Ok(h) => {
+                hs.push(h);
+                // Err only where the thread ended without sending, which it cannot.
+                let _ = running.recv();
+            }
+            Err(e) => {
+                release();
+                std::panic::resume_unwind(Box::new(SpawnFailed(format!(
+                    "cannot start thread {} of {threads}: {e} (fewer --threads, or a higher \
+                     limit on threads or memory: ulimit -u, ulimit -v)",
+                    t + 1
+                ))));
+            }
+        }
+    }
+    hs
+}
+
+/// Sets its flag when dropped: a stop flag that threads loop on is set however the code that
+/// owns it ends, a [`SpawnFailed`] unwinding through it included, so that the scope joining
+/// those threads does not wait for ever.
+pub struct SetOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A start line for spawned threads: each one [`arrive`](Gate::arrive)s and waits, and the
+/// spawner [`open_when`](Gate::open_when)s it once all of them are there. Unlike a
+/// `std::sync::Barrier`, whose count is fixed before the threads are spawned, the count is given
+/// when opening, and [`release`](Gate::release) lets the threads go without it: a spawner whose
+/// later threads could not be started does not leave the earlier ones waiting for ever.
+#[derive(Debug, Default)]
+pub struct Gate {
+    /// Threads arrived, and whether the gate is open.
+    state: Mutex<(usize, bool)>,
+    arrived: Condvar,
+    opened: Condvar,
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (usize, bool)> {
+        // Nothing runs under the lock that could leave the state half-updated.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Called by a spawned thread: waits until the gate opens.
+    pub fn arrive(&self) {
+        let mut g = self.lock();
+        g.0 += 1;
+        self.arrived.notify_one();
+        while !g.1 {
+            g = self.opened.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Called by the spawner: waits until `threads` threads have arrived, then lets them go.
+    pub fn open_when(&self, threads: usize) {
+        let mut g = self.lock();
+        while g.0 < threads {
+            g = self.arrived.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+        g.1 = true;
+        self.opened.notify_all();
+    }
+
+    /// Opens the gate now, for the threads waiting and those still to arrive.
+    pub fn release(&self) {
+        self.lock().1 = true;
+        self.opened.notify_all();
+    }
+}
+
+/// Runs `threads` workers, each `work(t, stop)` from the moment a [`Gate`] releases them until
+/// it sees `stop` (set `duration` after the main thread opened the gate), and returns what
 /// they did per second. `work` returns its operation count; it must look at `stop` often (every
-/// [`BATCH`] operations: [`batches`]). With `pin`, worker `t` is pinned first.
+/// [`BATCH`] operations: [`batches`]). With `pin`, worker `t` is pinned first. A worker the
+/// system refuses abandons the run ([`spawn_workers`]).
 pub fn run_workers<W>(threads: usize, duration: Duration, pin: bool, work: W) -> RunResult
 where
     W: Fn(usize, &AtomicBool) -> u64 + Sync,
 {
     let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(threads + 1);
+    let gate = Gate::new();
     let samples = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                let (stop, barrier, work) = (&stop, &barrier, &work);
-                s.spawn(move || {
-                    if pin {
-                        pin_to(t);
-                    }
-                    barrier.wait();
-                    let start = Instant::now();
-                    let cpu0 = thread_cpu_secs();
-                    let ops = work(t, stop);
-                    let cpu_secs = thread_cpu_secs() - cpu0;
-                    WorkerSample {
-                        ops,
-                        start,
-                        end: Instant::now(),
-                        cpu_secs,
-                    }
-                })
-            })
-            .collect();
-        barrier.wait();
+        let (stop, gate, work) = (&stop, &gate, &work);
+        let hs = spawn_workers(
+            s,
+            threads,
+            move |t| {
+                if pin {
+                    pin_to(t);
+                }
+                gate.arrive();
+                let start = Instant::now();
+                let cpu0 = thread_cpu_secs();
+                let ops = work(t, stop);
+                let cpu_secs = thread_cpu_secs() - cpu0;
+                WorkerSample {
+                    ops,
+                    start,
+                    end: Instant::now(),
+                    cpu_secs,
+                }
+            },
+            || {
+                stop.store(true, Ordering::Relaxed);
+                gate.release();
+            },
+        );
+        gate.open_when(threads);
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
         hs.into_iter()
@@ -262,6 +401,78 @@ mod tests {
         for o in objs.iter() {
             assert_eq!(s.read_all(o), 0);
         }
+    }
+
+    /// The gate lets its threads go once as many as it is opened for have arrived, and
+    /// `release` lets them go without the rest: what a spawner whose later threads were refused
+    /// does.
+    #[test]
+    fn gate_opens_for_its_count_or_on_release() {
+        let gate = Gate::new();
+        let passed = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    gate.arrive();
+                    passed.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            gate.open_when(3);
+        });
+        assert_eq!(passed.load(Ordering::Relaxed), 3);
+        // Two arrive at a gate meant for five, which is released.
+        let gate = Gate::new();
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    gate.arrive();
+                    passed.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            while gate.lock().0 < 2 {
+                std::thread::yield_now();
+            }
+            gate.release();
+        });
+        assert_eq!(passed.load(Ordering::Relaxed), 5);
+        // A thread arriving after the release is not held.
+        gate.arrive();
+    }
+
+    /// A `SpawnFailed` raised inside a scope, after the threads waiting for a stop flag were
+    /// told to stop, comes out of the scope as the error it carries; another panic does not.
+    #[test]
+    fn spawn_failure_is_caught_as_its_message() {
+        let stop = AtomicBool::new(false);
+        let r: Result<(), String> = catch_spawn_failure(|| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+                let _stop = SetOnDrop(&stop);
+                std::panic::resume_unwind(Box::new(SpawnFailed("no thread".into())));
+            })
+        });
+        assert_eq!(r, Err("no thread".to_string()));
+        let other = std::panic::catch_unwind(|| {
+            catch_spawn_failure(|| std::panic::resume_unwind(Box::new("something else")))
+        });
+        let payload = other.expect_err("another panic goes on");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"something else"));
+    }
+
+    /// `spawn_workers` starts every thread, each with its index.
+    #[test]
+    fn spawn_workers_starts_each_index() {
+        let got: Vec<usize> = std::thread::scope(|s| {
+            spawn_workers(s, 4, |t| t * 10, || {})
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect()
+        });
+        assert_eq!(got, [0, 10, 20, 30]);
     }
 
     #[test]

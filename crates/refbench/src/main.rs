@@ -34,13 +34,17 @@ enum Cmd {
     Run {
         /// The experiment (see `refbench list`).
         experiment: String,
-        /// Schemes, comma-separated (default: every scheme and reference row).
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', help = schemes_help())]
         schemes: Vec<String>,
-        /// Thread counts, comma-separated.
+        /// Thread counts, comma-separated, 1 to 4096.
         #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 2])]
         threads: Vec<usize>,
-        /// Object counts, comma-separated (default depends on the experiment).
+        /// Object counts, comma-separated (default depends on the experiment): at most 2^24, and
+        /// at most 2^27 objects x the CPUs the per-CPU structures are sized for (the memory a
+        /// per-CPU scheme keeps grows with both). File sizes (MiB) or numbers of 1 MiB files
+        /// for the file experiments, which must fit in the free space of the temporary
+        /// directory (/dev/shm where there is one) and their page cache in the memory
+        /// available; mapped percentages for `lodic-*`.
         #[arg(long, value_delimiter = ',')]
         objects: Vec<usize>,
         /// Measured time of one repetition, in milliseconds.
@@ -67,7 +71,8 @@ enum Cmd {
         /// `tsc-check`: round trips per ordered pair of CPUs.
         #[arg(long, default_value_t = 1_000_000)]
         samples: u64,
-        /// `lodic-query`, `lodic-memory`: size of the file, MiB.
+        /// `lodic-query`, `lodic-memory`: size of the file, MiB (it must fit in the free space of
+        /// the temporary directory, /dev/shm where there is one, and in the memory available).
         #[arg(long, default_value_t = 256)]
         file_mib: usize,
         /// Epoch of schemes with a background thread (RefCache), in microseconds.
@@ -81,7 +86,8 @@ enum Cmd {
         /// What to print on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Also write <experiment>.json and .csv, and (for experiments with throughput rows) .svg and .png, into this folder.
+        /// Also write <experiment>.json and .csv, and (for experiments with throughput rows) .svg and .png, into this folder
+        /// (made if missing, and checked to be writable before the experiment runs).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -91,8 +97,8 @@ enum Cmd {
         /// Short repetitions and fewer sizes: under three minutes on 2 cores.
         #[arg(long)]
         quick: bool,
-        /// Thread counts, comma-separated (default: 1, 2 and every power of two up to the
-        /// online CPUs).
+        /// Thread counts, comma-separated, 1 to 4096 (default: 1, 2 and every power of two up to
+        /// the online CPUs).
         #[arg(long, value_delimiter = ',')]
         threads: Vec<usize>,
         /// Only these experiments, comma-separated (default: all; `section-vs-lock` comes with
@@ -108,7 +114,9 @@ enum Cmd {
         /// scaling figures of a many-core machine, where an unpinned thread may share a CPU.
         #[arg(long)]
         pin: bool,
-        /// The folder for the results, the plots and REPORT.md.
+        /// The folder for the results, the plots and REPORT.md (made if missing). The report
+        /// covers every *.json there, so each one this run does not replace must be a refbench
+        /// result: checked, with the folder writable, before anything runs.
         #[arg(long)]
         out: PathBuf,
     },
@@ -122,9 +130,55 @@ enum Cmd {
     },
 }
 
+/// `run --schemes`' help: what each experiment runs when none is named, from the tables that
+/// decide it.
+fn schemes_help() -> String {
+    let defaults: Vec<String> = EXPERIMENTS
+        .iter()
+        .filter_map(|e| {
+            experiments::default_schemes(e.name).map(|d| format!("{}: {}", e.name, d.join(", ")))
+        })
+        .collect();
+    let with_variants: Vec<&str> = EXPERIMENTS
+        .iter()
+        .filter(|e| e.variants.is_some() && experiments::default_schemes(e.name).is_none())
+        .map(|e| e.name)
+        .collect();
+    let with_baselines: Vec<&str> = experiments::fs::NAMES
+        .iter()
+        .copied()
+        .filter(|e| !experiments::fs::baselines(e).is_empty())
+        .collect();
+    format!(
+        "Schemes, comma-separated. Default: {}; every variant of {}; every scheme and \
+         reference row of `refbench list` for the others, with the baselines {} for {}",
+        defaults.join("; "),
+        with_variants.join(", "),
+        experiments::fs::BASELINES.join(", "),
+        with_baselines.join(", "),
+    )
+}
+
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("refbench: {msg}");
     ExitCode::from(2)
+}
+
+/// Checks `--threads`: every count from 1 to [`MAX_THREADS`].
+///
+/// [`MAX_THREADS`]: refbench::harness::MAX_THREADS
+fn check_threads(threads: &[usize]) -> Result<(), String> {
+    use refbench::harness::MAX_THREADS;
+    if threads.contains(&0) {
+        return Err("--threads: every thread count must be at least 1".into());
+    }
+    match threads.iter().find(|&&t| t > MAX_THREADS) {
+        Some(t) => Err(format!(
+            "--threads {t}: at most {MAX_THREADS} threads (each one's stack takes address space, \
+             and the experiments are meant for up to that many CPUs)"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn main() -> ExitCode {
@@ -167,8 +221,8 @@ fn main() -> ExitCode {
             if duration_ms == Some(0) {
                 return usage_error("--duration-ms must be at least 1");
             }
-            if threads.contains(&0) {
-                return usage_error("--threads: every thread count must be at least 1");
+            if let Err(e) = check_threads(&threads) {
+                return usage_error(e);
             }
             if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
                 let hint = if bad == "section-vs-lock" {
@@ -195,16 +249,17 @@ fn main() -> ExitCode {
             } else {
                 refbench::reproduce::Depth::Full
             };
-            match refbench::reproduce::reproduce(
-                &refbench::reproduce::Plan {
-                    depth,
-                    threads,
-                    only,
-                    duration: duration_ms.map(Duration::from_millis),
-                    pin,
-                },
-                &out,
-            ) {
+            let plan = refbench::reproduce::Plan {
+                depth,
+                threads,
+                only,
+                duration: duration_ms.map(Duration::from_millis),
+                pin,
+            };
+            if let Err(e) = refbench::reproduce::check_out(&plan, &out) {
+                return usage_error(format!("--out: {e}"));
+            }
+            match refbench::reproduce::reproduce(&plan, &out) {
                 Ok(p) => {
                     println!("{}", p.display());
                     ExitCode::SUCCESS
@@ -269,8 +324,11 @@ fn main() -> ExitCode {
                     ));
                 }
             }
-            if threads.is_empty() || threads.contains(&0) {
+            if threads.is_empty() {
                 return usage_error("--threads: every thread count must be at least 1");
+            }
+            if let Err(e) = check_threads(&threads) {
+                return usage_error(e);
             }
             if objects.contains(&0) {
                 return usage_error("--objects: every object count must be at least 1");
@@ -320,11 +378,32 @@ fn main() -> ExitCode {
                     return usage_error(format!("--size-cpus {n}: {e}"));
                 }
             }
+            if experiments::counts_objects(&experiment) {
+                // After --size-cpus: the CPUs every per-CPU structure is sized for.
+                let cpus = percpu::possible_cpus();
+                let max = experiments::max_objects(cpus);
+                if let Some(n) = objects.iter().find(|&&n| n > max) {
+                    return usage_error(format!(
+                        "--objects {n}: {experiment} takes at most {max} objects here: at most \
+                         2^24, and at most 2^27 objects x CPUs, with per-CPU structures sized for \
+                         {cpus} CPUs (a per-CPU scheme keeps state for every object on every CPU, \
+                         and all of it must fit in memory)"
+                    ));
+                }
+            }
             let objects = if objects.is_empty() {
                 experiments::default_objects(&experiment)
             } else {
                 objects
             };
+            if let Err(e) = experiments::fs::check_file_room(&experiment, &objects, file_mib) {
+                return usage_error(e);
+            }
+            if let Some(dir) = &out {
+                if let Err(e) = output::prepare_out_dir(dir) {
+                    return usage_error(format!("--out: {e}"));
+                }
+            }
             let params = Params {
                 schemes,
                 threads,
@@ -353,9 +432,16 @@ fn main() -> ExitCode {
                 bar.set_message(name.to_string());
                 bar.inc(1);
             };
-            let rows = match experiments::run(&experiment, &params, &mut tick) {
-                Ok(r) => r,
-                Err(e) => return usage_error(e),
+            let rows = match refbench::harness::catch_spawn_failure(|| {
+                experiments::run(&experiment, &params, &mut tick)
+            }) {
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => return usage_error(e),
+                Err(e) => {
+                    bar.finish_and_clear();
+                    eprintln!("refbench: {experiment}: {e}");
+                    return ExitCode::FAILURE;
+                }
             };
             bar.finish_and_clear();
             let results = Results { meta, rows };
@@ -365,10 +451,6 @@ fn main() -> ExitCode {
                 Format::Csv => print!("{}", output::csv(&results)),
             }
             if let Some(dir) = out {
-                if let Err(e) = std::fs::create_dir_all(&dir) {
-                    eprintln!("refbench: cannot create {}: {e}", dir.display());
-                    return ExitCode::FAILURE;
-                }
                 let write = |name: String, text: String| {
                     let path = dir.join(&name);
                     std::fs::write(&path, text)

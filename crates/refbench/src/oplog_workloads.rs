@@ -14,10 +14,10 @@ use oplog::list::{BasicList, GlobalList, ListLog, LocalList};
 use oplog::rmap::{IntervalMap, Mapping, Rmap, RmapLog};
 use oplog::Domain;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::harness::pin_to;
+use crate::harness::{pin_to, spawn_workers, Gate};
 
 /// One pair of CPUs of the timestamp experiment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,19 +177,23 @@ fn run_timed(
     finish: impl FnOnce(),
 ) -> (u64, f64) {
     let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(threads + 1);
+    let gate = Gate::new();
     std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                let (stop, barrier, body) = (&stop, &barrier, &body);
-                s.spawn(move || {
-                    pin_to(t);
-                    barrier.wait();
-                    body(t, stop)
-                })
-            })
-            .collect();
-        barrier.wait();
+        let (stop, gate, body) = (&stop, &gate, &body);
+        let hs = spawn_workers(
+            s,
+            threads,
+            move |t| {
+                pin_to(t);
+                gate.arrive();
+                body(t, stop)
+            },
+            || {
+                stop.store(true, Ordering::Relaxed);
+                gate.release();
+            },
+        );
+        gate.open_when(threads);
         let start = Instant::now();
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);

@@ -41,6 +41,20 @@ pub const ROW_FIELDS: [&str; 7] = [
     "reps",
 ];
 
+/// Makes `dir` (and its parents) if it is not there, and checks that files can be created in
+/// it: what a run that will write there checks before it measures anything, so that an `--out`
+/// that is a file, lies under one, or is not writable costs no run.
+pub fn prepare_out_dir(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    let probe = dir.join(format!(".refbench-probe-{}", std::process::id()));
+    std::fs::File::create_new(&probe)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("{}: {e}", probe.display()))
+}
+
 /// A whole run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Results {

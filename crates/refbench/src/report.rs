@@ -23,29 +23,65 @@ fn pinned(meta: &Value) -> bool {
         .is_some_and(|c| c.split_whitespace().any(|a| a == "--pin"))
 }
 
-/// The `*.json` results in `dir`, sorted; an error if there are none.
-fn results_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
+/// The `*.json` files in `dir`, sorted.
+fn json_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
+    Ok(files)
+}
+
+/// The `*.json` results in `dir`, sorted; an error if there are none.
+fn results_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let files = json_files(dir)?;
     if files.is_empty() {
         return Err(format!("no *.json results in {}", dir.display()));
     }
     Ok(files)
 }
 
-/// One result file's meta and rows.
-fn read_results(f: &Path) -> Result<(Value, Vec<Value>), String> {
+/// One result file's meta and rows, each row checked to be a refbench [`Row`]: every row
+/// refbench writes is one, so a row that is not means the file is not (or no longer) a
+/// refbench result, and a report that left it out would claim what it does not show.
+///
+/// [`Row`]: crate::output::Row
+fn read_results(f: &Path) -> Result<(Value, Vec<Value>, Vec<crate::output::Row>), String> {
     let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not refbench JSON: {e}", f.display()))?;
-    match (v.get("meta"), v.get("rows").and_then(|r| r.as_array())) {
-        (Some(meta), Some(rows)) => Ok((meta.clone(), rows.clone())),
-        _ => Err(format!("{}: missing meta or rows", f.display())),
+    let (Some(meta), Some(values)) = (v.get("meta"), v.get("rows").and_then(|r| r.as_array()))
+    else {
+        return Err(format!("{}: missing meta or rows", f.display()));
+    };
+    let rows = values
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            serde_json::from_value(r.clone())
+                .map_err(|e| format!("{}: row {} is not a refbench row: {e}", f.display(), i + 1))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((meta.clone(), values.clone(), rows))
+}
+
+/// Checks that every `*.json` file in `dir` but those named `EXPERIMENT.json` for an
+/// experiment of `except` is a refbench result that [`write_report`] can read: what `reproduce`
+/// looks at before it runs, so that a file it would not replace cannot fail its report at the
+/// end.
+pub fn check_results(dir: &Path, except: &[&str]) -> Result<(), String> {
+    if !dir.exists() {
+        return Ok(());
     }
+    for f in json_files(dir)? {
+        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        if !except.contains(&stem) {
+            read_results(&f)?;
+        }
+    }
+    Ok(())
 }
 
 /// Draws the plots of every `*.json` result in `dir` again (`EXPERIMENT.svg` and `.png`, as
@@ -54,11 +90,7 @@ fn read_results(f: &Path) -> Result<(Value, Vec<Value>), String> {
 pub fn redraw_plots(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
     for f in results_in(dir)? {
-        let (meta, rows) = read_results(&f)?;
-        let rows: Vec<crate::output::Row> = rows
-            .into_iter()
-            .filter_map(|r| serde_json::from_value(r).ok())
-            .collect();
+        let (meta, _, rows) = read_results(&f)?;
         let footer = crate::plot::footer(
             &cell(meta.get("cpu_model")),
             &cell(meta.get("online_cpus")),
@@ -79,16 +111,13 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
     let mut first_meta: Option<Value> = None;
     let mut sections = String::new();
     for f in files {
-        let (meta, rows) = read_results(&f)?;
+        let (meta, rows, parsed) = read_results(&f)?;
         let (meta, rows) = (&meta, &rows);
         let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("results");
         if first_meta.is_none() {
             first_meta = Some(meta.clone());
         }
-        all_rows.extend(
-            rows.iter()
-                .filter_map(|r| serde_json::from_value::<crate::output::Row>(r.clone()).ok()),
-        );
+        all_rows.extend(parsed);
         let out = &mut sections;
         let _ = writeln!(out, "\n## {stem}\n");
         let _ = writeln!(

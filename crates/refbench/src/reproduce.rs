@@ -166,7 +166,8 @@ fn section_vs_lock(p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, S
     }
     let mut q = p.clone();
     q.schemes = vec!["paygo".into()];
-    let mut rows = experiments::run("single-object", &q, tick)?;
+    let mut rows =
+        crate::harness::catch_spawn_failure(|| experiments::run("single-object", &q, tick))??;
     let threads: Vec<String> = q.threads.iter().map(|t| t.to_string()).collect();
     let locked = child_rows(
         &[
@@ -212,22 +213,38 @@ pub struct Plan {
     pub pin: bool,
 }
 
+/// The experiments `plan` runs, in order.
+fn planned<'a>(plan: &'a Plan) -> impl Iterator<Item = &'static str> + 'a {
+    EXPERIMENTS
+        .iter()
+        .filter(|e| plan.only.is_empty() || plan.only.iter().any(|o| o == e.name))
+        .map(|e| e.name)
+}
+
+/// Checks, before [`reproduce`] runs anything, that it can finish: `dir` is (or can be made) a
+/// folder it can write in, and every `*.json` there that the run does not replace is a result
+/// its report can read (the report covers them all, so one that is not would fail it at the
+/// end). `section-vs-lock.json` counts as not replaced: that run may not happen here.
+pub fn check_out(plan: &Plan, dir: &Path) -> Result<(), String> {
+    output::prepare_out_dir(dir)?;
+    let replaced: Vec<&str> = planned(plan).collect();
+    crate::report::check_results(dir, &replaced)
+        .map_err(|e| format!("{e} (the report covers every *.json in the folder: move it away)"))
+}
+
 /// Runs every experiment of `plan` (`section-vs-lock` with `single-object`) into `dir` and
 /// writes `dir/REPORT.md` from every result in `dir` (those of earlier runs included);
 /// returns its path.
 pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let only = &plan.only;
-    let plan: Vec<(&str, Params)> = EXPERIMENTS
-        .iter()
-        .filter(|e| only.is_empty() || only.iter().any(|o| o == e.name))
-        .map(|e| {
-            let mut p = params(e.name, plan.depth, &plan.threads);
+    let plan: Vec<(&str, Params)> = planned(plan)
+        .map(|name| {
+            let mut p = params(name, plan.depth, &plan.threads);
             if let Some(d) = plan.duration {
                 p.duration = d;
             }
             p.pin = plan.pin;
-            (e.name, p)
+            (name, p)
         })
         .collect();
     let total: u64 = plan
@@ -251,7 +268,14 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
             bar.set_message(s.to_string());
             bar.inc(1);
         };
-        let mut rows = experiments::run(name, p, &mut tick)?;
+        let mut rows =
+            match crate::harness::catch_spawn_failure(|| experiments::run(name, p, &mut tick)) {
+                Ok(Ok(rows)) => rows,
+                Ok(Err(e)) | Err(e) => {
+                    bar.finish_and_clear();
+                    return Err(format!("{name}: {e}"));
+                }
+            };
         if experiments::SIZED_BY_CPUS.contains(name) && percpu::possible_cpus() < SIZED_CPUS {
             bar.set_message(format!("{SIZED_CPUS} CPUs"));
             match sized_rows(name, p, SIZED_CPUS) {

@@ -41,6 +41,17 @@ fn bad_arguments_exit_2_with_a_message() {
             "/nonexistent/x",
         ],
         &["frobnicate"],
+        // Sizes past what the machine can hold: refused before anything is made or allocated.
+        &["run", "file-spectrum", "--objects", "17592186044416"],
+        &["run", "drop-file", "--objects", "17592186044416"],
+        &["run", "lodic-memory", "--file-mib", "17592186044416"],
+        &["run", "lodic-query", "--file-mib", "100000000"],
+        &["run", "object-spectrum", "--objects", "1000000000000"],
+        &["run", "memory", "--objects", "1000000000000"],
+        &["run", "query", "--objects", "16777217"],
+        &["run", "single-object", "--threads", "18446744073709551615"],
+        &["run", "single-object", "--threads", "1,4097"],
+        &["reproduce", "--threads", "4097", "--out", "/nonexistent/x"],
     ] {
         let o = refbench(args);
         assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2");
@@ -434,5 +445,237 @@ fn pair_cost_times_the_main_thread_and_a_worker() {
             assert!(0.0 < lo && lo <= hi, "{r}");
         }
         None => assert!(!pinnable, "no per-CPU figures with {cpus} CPUs: {r}"),
+    }
+}
+
+/// Each limit is said with the refusal: what was asked, the bound, and why.
+#[test]
+fn sizes_past_the_limits_say_the_limit() {
+    for (args, says) in [
+        (
+            &["run", "lodic-query", "--file-mib", "100000000"][..],
+            &["--file-mib 100000000", "MiB free", "at most"][..],
+        ),
+        (
+            &["run", "file-spectrum", "--objects", "17592186044416"],
+            &["17592186044416 MiB", "MiB free"],
+        ),
+        (
+            &["run", "memory", "--objects", "1000000000000"],
+            &[
+                "--objects 1000000000000",
+                "at most 16777216 objects",
+                "2^24",
+            ],
+        ),
+        (
+            &["run", "single-object", "--threads", "18446744073709551615"],
+            &["at most 4096 threads"],
+        ),
+    ] {
+        let o = refbench(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        for s in says {
+            assert!(err.contains(s), "{args:?}: {s:?} not in {err}");
+        }
+    }
+    // With per-CPU structures sized for more CPUs, fewer objects: 2^27 over the CPUs.
+    let o = refbench(&["run", "memory", "--size-cpus", "4096", "--objects", "32769"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("at most 32768 objects"), "{err}");
+}
+
+/// A folder for one test, emptied first.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("refbench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An `--out` that is a file, lies under one or cannot be written in is refused before anything
+/// runs: exit 2, and nothing measured (no table on stdout, for a run of 100 seconds).
+#[test]
+fn out_that_cannot_hold_results_exits_2_before_running() {
+    let dir = scratch("bad-out");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "kept").unwrap();
+    let file = file.to_str().unwrap();
+    let under = format!("{file}/x");
+    for out in [file, &under, "/proc/version/x", "/proc"] {
+        let o = refbench(&[
+            "run",
+            "single-object",
+            "--schemes",
+            "atomic",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--duration-ms",
+            "100000",
+            "--out",
+            out,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "run --out {out}");
+        assert!(o.stdout.is_empty(), "run --out {out} measured first");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--out") && err.contains(out), "{err}");
+        let o = refbench(&["reproduce", "--quick", "--only", "tsc-check", "--out", out]);
+        assert_eq!(o.status.code(), Some(2), "reproduce --out {out}");
+        assert!(o.stdout.is_empty(), "reproduce --out {out} ran");
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("a-file")).unwrap(), "kept");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `reproduce` checks the results already in its folder before it runs (its report covers them
+/// all): one that is not a refbench result, and that this run would not replace, is named and
+/// refused with exit 2, with nothing run; one the run replaces is no obstacle.
+#[test]
+fn reproduce_refuses_a_folder_whose_report_would_fail() {
+    let run = |dir: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args([
+                "reproduce",
+                "--quick",
+                "--threads",
+                "1",
+                "--only",
+                "tsc-check",
+            ])
+            .args(["--duration-ms", "20", "--out", dir.to_str().unwrap()])
+            .output()
+            .expect("refbench runs")
+    };
+    let wrong_rows = r#"{"meta": {}, "rows": [{"scheme": "atomic", "threads": 1}]}"#;
+    for (file, text, says) in [
+        ("notes.json", "{ not json", "not refbench JSON"),
+        ("other.json", wrong_rows, "row 1 is not a refbench row"),
+    ] {
+        let dir = scratch("reproduce-check");
+        std::fs::write(dir.join(file), text).unwrap();
+        let o = run(&dir);
+        assert_eq!(o.status.code(), Some(2), "{file}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(file) && err.contains(says), "{err}");
+        assert!(!dir.join("tsc-check.json").exists(), "ran before refusing");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // A broken result of the experiment being run is replaced.
+    let dir = scratch("reproduce-replace");
+    std::fs::write(dir.join("tsc-check.json"), "{ cut short").unwrap();
+    let o = run(&dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("tsc-check.json")).unwrap())
+            .expect("replaced by a result");
+    assert_eq!(v["rows"][0]["experiment"], "tsc-check");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `report` refuses a file whose rows are not refbench rows (naming the file and the row)
+/// rather than leaving them out of the report and its claims.
+#[test]
+fn report_refuses_rows_that_are_not_refbench_rows() {
+    let dir = scratch("report-rows");
+    std::fs::write(
+        dir.join("mine.json"),
+        r#"{"meta": {"cpu_model": "x"}, "rows": [{"name": "not a row", "value": 3}]}"#,
+    )
+    .unwrap();
+    let o = refbench(&["report", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("mine.json: row 1 is not a refbench row"),
+        "{err}"
+    );
+    assert!(!dir.join("REPORT.md").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run --help` says what each experiment runs without `--schemes`, as the code decides it.
+#[test]
+fn help_says_the_default_schemes_of_every_experiment() {
+    let o = refbench(&["run", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let pressure = refbench::experiments::default_schemes("reclaim-pressure").unwrap();
+    assert!(
+        help.contains(&format!("reclaim-pressure: {}", pressure.join(", "))),
+        "{help}"
+    );
+    assert!(
+        help.contains(&refbench::experiments::fs::BASELINES.join(", ")),
+        "{help}"
+    );
+    for e in [
+        "drbh",
+        "randomread",
+        "file-spectrum",
+        "lodic-query",
+        "arc-clone",
+    ] {
+        assert!(help.contains(e), "{e} not in {help}");
+    }
+    assert!(
+        !help.contains("default: every scheme and reference row)"),
+        "{help}"
+    );
+}
+
+/// `refbench run ARGS` in a shell whose address space is limited to 3 GB, so that the system
+/// refuses threads long before 4,000; killed (and the test failed) if it has not ended in a
+/// minute.
+fn refbench_short_of_threads(args: &[&str]) -> std::process::Output {
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -v 3000000 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_refbench"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} hung after the system refused a thread");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// A thread the system refuses ends the run with exit 1 and a message saying so: no panic, and
+/// no hang of the threads already started (waiting at the start line, or for a stop flag), in
+/// every kind of spawner the experiments have.
+#[test]
+fn a_refused_thread_exits_1_without_a_panic_or_a_hang() {
+    for args in [
+        &["single-object", "--schemes", "atomic"][..],
+        &["drbh", "--schemes", "kernel"],
+        &["oplog-list", "--schemes", "oplog-basic"],
+        &["lodic-query", "--file-mib", "1", "--objects", "10"],
+        &["drop-file", "--schemes", "cas", "--objects", "1"],
+        &["query", "--schemes", "atomic", "--objects", "10"],
+        &["reclaim-pressure", "--schemes", "cas"],
+    ] {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend(["--threads", "4000", "--duration-ms", "10", "--reps", "1"]);
+        let o = refbench_short_of_threads(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("cannot start thread"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: rows of an abandoned run");
     }
 }

@@ -1,7 +1,7 @@
 //! The counting experiments, generic over the scheme.
 
 use super::Params;
-use crate::harness::{median, run_counting, Pattern, RunOpts};
+use crate::harness::{median, run_counting, spawn_workers, Pattern, RunOpts};
 use crate::output::Row;
 use crate::schemes::{self, SchemeInfo, Visit};
 use refcount::{Objects, RefCounter};
@@ -299,14 +299,22 @@ impl Visit for QueryVisit<'_> {
         let objs = Objects::new(&scheme, self.objects);
         let others = Objects::new(&scheme, 64);
         let stop = std::sync::atomic::AtomicBool::new(false);
+        // The background threads start together, once all are there: spinning ones would slow
+        // the spawning of the others.
+        let gate = crate::harness::Gate::new();
         let secs = std::thread::scope(|s| {
-            for t in 0..self.background {
-                let (scheme, others, stop) = (&scheme, &others, &stop);
-                let pin = self.pin;
-                s.spawn(move || {
+            let (scheme, others, stop, gate) = (&scheme, &others, &stop, &gate);
+            let pin = self.pin;
+            // The background threads stop however this scope ends.
+            let _stop = crate::harness::SetOnDrop(stop);
+            crate::harness::spawn_workers(
+                s,
+                self.background,
+                move |t| {
                     if pin {
                         crate::harness::pin_to(t + 1);
                     }
+                    gate.arrive();
                     let mut i = t;
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         for _ in 0..64 {
@@ -316,8 +324,13 @@ impl Visit for QueryVisit<'_> {
                             i += 1;
                         }
                     }
-                });
-            }
+                },
+                || {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    gate.release();
+                },
+            );
+            gate.open_when(self.background);
             // Touch every object once so per-CPU schemes hold (zero) entries for them.
             for o in objs.iter() {
                 let t = scheme.try_get(o).expect("live");
@@ -342,7 +355,7 @@ impl Visit for QueryVisit<'_> {
                 }
             } else {
                 for o in objs.iter() {
-                    if refcount::reclaim_eventually(&scheme, o) {
+                    if refcount::reclaim_eventually(scheme, o) {
                         done += 1;
                     }
                 }
@@ -486,15 +499,20 @@ impl Visit for PairCostVisit<'_> {
         // aliases the thread's own, 4 KiB apart) shows as a spread.
         let spread = Objects::new(&scheme, SPREAD_OBJECTS);
         let (worker, costs) = std::thread::scope(|s| {
-            s.spawn(|| {
-                let w = best_pair_ns(&scheme, o, PAIR_BATCHES);
-                let costs: Vec<f64> = (0..SPREAD_OBJECTS)
-                    .map(|k| best_pair_ns(&scheme, spread.get(k), SPREAD_BATCHES))
-                    .collect();
-                (w, costs)
-            })
-            .join()
-            .expect("pair-cost worker panicked")
+            let (scheme, spread) = (&scheme, &spread);
+            let mut w = spawn_workers(
+                s,
+                1,
+                move |_| {
+                    let w = best_pair_ns(scheme, o, PAIR_BATCHES);
+                    let costs: Vec<f64> = (0..SPREAD_OBJECTS)
+                        .map(|k| best_pair_ns(scheme, spread.get(k), SPREAD_BATCHES))
+                        .collect();
+                    (w, costs)
+                },
+                || {},
+            );
+            w.remove(0).join().expect("pair-cost worker panicked")
         });
         self.out.worker.push(worker);
         let (lo, hi) = min_max(&costs);
@@ -506,11 +524,16 @@ impl Visit for PairCostVisit<'_> {
             cpus.iter()
                 .filter_map(|&cpu| {
                     let (scheme, o) = (&scheme, o);
-                    s.spawn(move || {
-                        percpu::affinity::pin(cpu).then(|| best_pair_ns(scheme, o, SPREAD_BATCHES))
-                    })
-                    .join()
-                    .expect("pair-cost worker panicked")
+                    let mut w = spawn_workers(
+                        s,
+                        1,
+                        move |_| {
+                            percpu::affinity::pin(cpu)
+                                .then(|| best_pair_ns(scheme, o, SPREAD_BATCHES))
+                        },
+                        || {},
+                    );
+                    w.remove(0).join().expect("pair-cost worker panicked")
                 })
                 .collect()
         });

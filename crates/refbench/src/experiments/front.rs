@@ -3,7 +3,7 @@
 //! (readers of one object while another thread keeps trying to reclaim it).
 
 use super::Params;
-use crate::harness::{median, run_workers};
+use crate::harness::{median, run_workers, spawn_workers, SetOnDrop};
 use crate::output::Row;
 use crate::schemes::{self, SchemeInfo, Visit};
 use refcount::{Objects, RefCounter};
@@ -126,16 +126,23 @@ impl Visit for Pressure<'_> {
         let attempts = std::sync::atomic::AtomicU64::new(0);
         let done = AtomicBool::new(false);
         let (ops, util) = std::thread::scope(|s| {
-            if self.reclaimer {
-                s.spawn(|| {
+            let (scheme, done, attempts) = (&scheme, &done, &attempts);
+            // The reclaimer stops however this scope ends (the readers' run may be abandoned:
+            // `SpawnFailed`).
+            let _done = SetOnDrop(done);
+            spawn_workers(
+                s,
+                usize::from(self.reclaimer),
+                move |_| {
                     let mut n = 0;
                     while !done.load(Ordering::Relaxed) {
                         assert!(!scheme.try_reclaim(o), "reclaimed a referenced object");
                         n += 1;
                     }
                     attempts.store(n, Ordering::Relaxed);
-                });
-            }
+                },
+                || {},
+            );
             let work = |_t: usize, stop: &AtomicBool| {
                 let mut ops = 0;
                 loop {

@@ -18,7 +18,7 @@
 //! `skipped` field gives the reason.
 
 use super::Params;
-use crate::harness::{median, pin_to, thread_cpu_secs};
+use crate::harness::{median, pin_to, spawn_workers, thread_cpu_secs, Gate};
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
 use pagecache::{CachedFileOf, Config, Mapping, Mode, PageCacheOf, Rmap, PAGE_SIZE};
@@ -30,7 +30,7 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The experiments of this module.
@@ -258,6 +258,105 @@ fn temp_dir() -> tempfile::TempDir {
         .expect("refbench: cannot create a temporary directory")
 }
 
+/// The bytes of `mib` MiB; `None` where they do not fit in a `u64`.
+pub fn mib_bytes(mib: usize) -> Option<u64> {
+    u64::try_from(mib).ok()?.checked_mul(1 << 20)
+}
+
+/// What the files of one run need, in MiB: all its files together (they are made before the
+/// first measurement and kept to the end) and the most that one page cache holds at once (it
+/// reads every page of its files into memory of its own).
+fn file_mib_needed(experiment: &str, objects: &[usize], file_mib: usize) -> (u128, u128) {
+    let sum = |v: &[usize]| v.iter().map(|&x| x as u128).sum::<u128>();
+    let max = |v: &[usize]| v.iter().map(|&x| x as u128).max().unwrap_or(0);
+    match experiment {
+        // Sizes of one file each, or numbers of 1 MiB files, all made at once.
+        "file-spectrum" | "randomread" | "drop-file" => (sum(objects), max(objects)),
+        e if e.starts_with("lodic-") => (file_mib as u128, file_mib as u128),
+        // One page.
+        _ => (0, 0),
+    }
+}
+
+/// MiB free for an unprivileged writer on the file system holding `dir`, and whether it is a
+/// tmpfs (its files are in memory).
+fn space_of(dir: &Path) -> Result<(u128, bool), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: a NUL in the path", dir.display()))?;
+    // SAFETY: a struct of integers, for which all zeroes is a value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statfs reads a NUL-terminated path and writes only the struct we pass.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(format!(
+            "cannot read the free space of {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    let free = (st.f_bavail as u128 * st.f_bsize as u128) >> 20;
+    // The two are of different types on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    let tmpfs = st.f_type as i64 == libc::TMPFS_MAGIC as i64;
+    Ok((free, tmpfs))
+}
+
+/// MemAvailable of `/proc/meminfo`, in MiB; `None` where it cannot be read.
+fn mem_available_mib() -> Option<u128> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib >> 10)
+}
+
+/// Checks, before anything is made, that the files `experiment` would make with these sizes
+/// (`--objects`, `--file-mib`) fit: all of them in the free space of the temporary directory the
+/// files go to (`/dev/shm` where there is one), and the largest set one page cache reads into
+/// memory in the memory available (beside the files themselves where that directory is a
+/// tmpfs, which keeps them in memory too). `Err` says what was asked, the limit and why.
+pub fn check_file_room(experiment: &str, objects: &[usize], file_mib: usize) -> Result<(), String> {
+    let (all, cached) = file_mib_needed(experiment, objects, file_mib);
+    if all == 0 {
+        return Ok(());
+    }
+    let what = if experiment.starts_with("lodic-") {
+        format!("--file-mib {file_mib}")
+    } else if experiment == "randomread" {
+        format!("--objects: {all} files of 1 MiB")
+    } else {
+        format!("--objects: files of {all} MiB in all")
+    };
+    let dir = temp_dir();
+    let (free, tmpfs) = space_of(dir.path())?;
+    let place = dir
+        .path()
+        .parent()
+        .unwrap_or(dir.path())
+        .display()
+        .to_string();
+    if all > free {
+        return Err(format!(
+            "{what}: {experiment} makes its files in {place} before it measures, and it has \
+             {free} MiB free: at most {free} MiB of files in all"
+        ));
+    }
+    if let Some(avail) = mem_available_mib() {
+        let in_memory = cached + if tmpfs { all } else { 0 };
+        if in_memory > avail {
+            let files = if tmpfs {
+                format!(" beside the files themselves ({place} is a tmpfs, in memory)")
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "{what}: {experiment}'s page cache reads {cached} MiB of files into memory{files}, \
+                 {in_memory} MiB in all, and {avail} MiB of memory is available"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn make_files(count: usize, bytes: u64) -> Files {
     let dir = temp_dir();
     let mut chunk = vec![0u8; 1 << 20];
@@ -299,55 +398,59 @@ fn timed<S: Source>(
     pin: bool,
 ) -> (f64, f64) {
     let stop = AtomicBool::new(false);
-    let barrier = Barrier::new(threads + 1);
+    let gate = Gate::new();
     let (start, results) = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                let (stop, barrier) = (&stop, &barrier);
-                s.spawn(move || {
-                    if pin {
-                        pin_to(t);
-                    }
-                    let mut buf = [0u8; READ];
-                    let mut rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-                    let mut page = t as u64 * pages / threads as u64;
-                    let mut ops = 0u64;
-                    let mut local = src.local();
-                    barrier.wait();
-                    let cpu0 = thread_cpu_secs();
-                    loop {
-                        for _ in 0..BATCH {
-                            let (file, off) = match pattern {
-                                Pattern::SamePage => (0, 0),
-                                Pattern::Random => {
-                                    rng ^= rng >> 12;
-                                    rng ^= rng << 25;
-                                    rng ^= rng >> 27;
-                                    let r = rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-                                    let slots = pages * (PAGE_SIZE / READ) as u64;
-                                    ((r >> 40) as usize % files, (r % slots) * READ as u64)
+        let (stop, gate) = (&stop, &gate);
+        let hs = spawn_workers(
+            s,
+            threads,
+            move |t| {
+                if pin {
+                    pin_to(t);
+                }
+                let mut buf = [0u8; READ];
+                let mut rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                let mut page = t as u64 * pages / threads as u64;
+                let mut ops = 0u64;
+                let mut local = src.local();
+                gate.arrive();
+                let cpu0 = thread_cpu_secs();
+                loop {
+                    for _ in 0..BATCH {
+                        let (file, off) = match pattern {
+                            Pattern::SamePage => (0, 0),
+                            Pattern::Random => {
+                                rng ^= rng >> 12;
+                                rng ^= rng << 25;
+                                rng ^= rng >> 27;
+                                let r = rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                                let slots = pages * (PAGE_SIZE / READ) as u64;
+                                ((r >> 40) as usize % files, (r % slots) * READ as u64)
+                            }
+                            Pattern::Sequential => {
+                                let p = page;
+                                page += 1;
+                                if page == pages {
+                                    page = 0;
                                 }
-                                Pattern::Sequential => {
-                                    let p = page;
-                                    page += 1;
-                                    if page == pages {
-                                        page = 0;
-                                    }
-                                    (0, p * PAGE_SIZE as u64)
-                                }
-                            };
-                            src.read(&mut local, file, &mut buf, off);
-                        }
-                        ops += BATCH;
-                        if stop.load(Ordering::Relaxed) {
-                            break;
-                        }
+                                (0, p * PAGE_SIZE as u64)
+                            }
+                        };
+                        src.read(&mut local, file, &mut buf, off);
                     }
-                    (ops, Instant::now(), thread_cpu_secs() - cpu0)
-                })
-            })
-            .collect();
-        barrier.wait();
+                    ops += BATCH;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+                (ops, Instant::now(), thread_cpu_secs() - cpu0)
+            },
+            || {
+                stop.store(true, Ordering::Relaxed);
+                gate.release();
+            },
+        );
+        gate.open_when(threads);
         let start = Instant::now();
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
@@ -655,7 +758,15 @@ fn reads(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             Pattern::Sequential,
             p.objects
                 .iter()
-                .map(|&mib| (mib, make_files(1, (mib as u64) << 20)))
+                .map(|&mib| {
+                    (
+                        mib,
+                        make_files(
+                            1,
+                            mib_bytes(mib).expect("file sizes are checked before running"),
+                        ),
+                    )
+                })
                 .collect(),
         ),
     };
@@ -719,24 +830,30 @@ impl Visit for DropJob<'_> {
         for background in [0, self.background] {
             warm(std::slice::from_ref(&file), self.files.pages);
             let stop = AtomicBool::new(false);
-            let started = Barrier::new(background + 1);
+            let started = Gate::new();
             let (secs, freed) = std::thread::scope(|s| {
-                for t in 0..background {
-                    let (hot, stop, started, pin) = (&hot, &stop, &started, self.pin);
-                    s.spawn(move || {
+                let (hot, stop, started, pin) = (&hot, &stop, &started, self.pin);
+                spawn_workers(
+                    s,
+                    background,
+                    move |t| {
                         if pin {
                             pin_to(t + 1);
                         }
-                        started.wait();
+                        started.arrive();
                         let mut b = [0u8; READ];
                         while !stop.load(Ordering::Relaxed) {
                             for _ in 0..64 {
                                 hot.read_at(&mut b, 0).expect("background read");
                             }
                         }
-                    });
-                }
-                started.wait();
+                    },
+                    || {
+                        stop.store(true, Ordering::Relaxed);
+                        started.release();
+                    },
+                );
+                started.open_when(background);
                 let (t0, c0) = (Instant::now(), thread_cpu_secs());
                 let freed = file.drop_cache().expect("drop_cache");
                 let (secs, cpu) = (t0.elapsed().as_secs_f64(), thread_cpu_secs() - c0);
@@ -765,7 +882,15 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     let sets: Vec<(usize, Files)> = p
         .objects
         .iter()
-        .map(|&mib| (mib, make_files(1, (mib as u64) << 20)))
+        .map(|&mib| {
+            (
+                mib,
+                make_files(
+                    1,
+                    mib_bytes(mib).expect("file sizes are checked before running"),
+                ),
+            )
+        })
         .collect();
     let mut res: DropCells = BTreeMap::new();
     for _ in 0..p.reps {
@@ -840,4 +965,38 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mib_bytes_refuses_what_overflows() {
+        assert_eq!(mib_bytes(1), Some(1 << 20));
+        assert_eq!(mib_bytes(1 << 43), Some(1 << 63));
+        // 2^44 MiB is 2^64 bytes: it used to wrap to an empty file.
+        assert_eq!(mib_bytes(1 << 44), None);
+    }
+
+    /// The room asked for is every file made at once, and the largest set one cache reads.
+    #[test]
+    fn room_needed_counts_every_file_made_at_once() {
+        assert_eq!(file_mib_needed("file-spectrum", &[1, 4, 16], 256), (21, 16));
+        assert_eq!(file_mib_needed("randomread", &[10, 3], 256), (13, 10));
+        assert_eq!(file_mib_needed("drop-file", &[64, 256], 1), (320, 256));
+        assert_eq!(file_mib_needed("lodic-query", &[10, 20], 256), (256, 256));
+        assert_eq!(file_mib_needed("drbh", &[1 << 60], 1 << 60), (0, 0));
+        // Sums that overflow a u64 of bytes are still counted.
+        let huge = file_mib_needed("file-spectrum", &[usize::MAX, usize::MAX], 1);
+        assert_eq!(huge.0, 2 * usize::MAX as u128);
+    }
+
+    #[test]
+    fn room_check_takes_small_files_and_refuses_huge_ones() {
+        assert_eq!(check_file_room("drop-file", &[1], 1), Ok(()));
+        assert_eq!(check_file_room("drbh", &[1], 1), Ok(()));
+        let e = check_file_room("lodic-memory", &[10], 1 << 44).unwrap_err();
+        assert!(e.contains("MiB free"), "{e}");
+    }
 }

@@ -14,16 +14,15 @@
 //!   thread; the others count their counters over the same cached pages (on this machine's
 //!   CPUs).
 
-use super::fs::{lodic_rmap, make_files, warm, Files, LodicGlobal, LODIC_GLOBAL};
+use super::fs::{lodic_rmap, make_files, mib_bytes, warm, Files, LodicGlobal, LODIC_GLOBAL};
 use super::Params;
-use crate::harness::{median, thread_cpu_secs};
+use crate::harness::{median, spawn_workers, thread_cpu_secs, Gate};
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
 use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
 use refcount::RefCounter;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
-use std::sync::Barrier;
 use std::time::Instant;
 
 /// `lodic-query`'s variants.
@@ -69,12 +68,14 @@ fn with_mappings<C: RefCounter, R>(
     threads: usize,
     f: impl FnOnce() -> R,
 ) -> R {
-    let mapped = Barrier::new(threads + 1);
-    let done = Barrier::new(threads + 1);
+    let mapped = Gate::new();
+    let done = Gate::new();
     std::thread::scope(|s| {
-        for _ in 0..threads {
-            let (mapped, done) = (&mapped, &done);
-            s.spawn(move || {
+        let (mapped, done) = (&mapped, &done);
+        spawn_workers(
+            s,
+            threads,
+            move |_| {
                 let maps: Vec<_> = runs
                     .iter()
                     .map(|&(first, n)| {
@@ -87,14 +88,18 @@ fn with_mappings<C: RefCounter, R>(
                         m
                     })
                     .collect();
-                mapped.wait();
-                done.wait();
+                mapped.arrive();
+                done.arrive();
                 drop(maps);
-            });
-        }
-        mapped.wait();
+            },
+            || {
+                mapped.release();
+                done.release();
+            },
+        );
+        mapped.open_when(threads);
         let r = f();
-        done.wait();
+        done.open_when(threads);
         r
     })
 }
@@ -105,7 +110,10 @@ type Reps = (Vec<f64>, Vec<f64>);
 /// `lodic-query`.
 pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     let sharing = query_sharing(p);
-    let files = make_files(1, (p.file_mib as u64) << 20);
+    let files = make_files(
+        1,
+        mib_bytes(p.file_mib).expect("file sizes are checked before running"),
+    );
     // (variant, sharing threads, pct) -> (ms per rep, cpu_util per rep)
     let mut cells: BTreeMap<(String, usize, usize), Reps> = BTreeMap::new();
     for _ in 0..p.reps {
@@ -206,7 +214,10 @@ impl Visit for MemoryJob<'_> {
 
 /// `lodic-memory`.
 pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
-    let files = make_files(1, (p.file_mib as u64) << 20);
+    let files = make_files(
+        1,
+        mib_bytes(p.file_mib).expect("file sizes are checked before running"),
+    );
     let pages = files.pages;
     let cpus = percpu::possible_cpus();
     let mut rows = Vec::new();

@@ -153,6 +153,31 @@ pub struct Params {
     pub file_mib: usize,
 }
 
+/// The most objects `--objects` takes where it counts objects (not file sizes, files or mapped
+/// percentages): 2^24, over 160 times the largest default (`memory`'s 100,000). The
+/// memory experiment's heaviest scheme (`snzi`) keeps some 400 bytes an object: 7 GiB at this
+/// bound.
+pub const MAX_OBJECTS: usize = 1 << 24;
+
+/// The most objects times CPUs the per-CPU structures are sized for (`--size-cpus`, else the
+/// machine's possible CPUs): 2^27. A per-CPU scheme keeps state for every object on every CPU
+/// (`percpu-ref` 8 bytes, `paygo` up to some 26), so the memory grows with the product: at most
+/// some 3.5 GiB here, for 2^24 objects on up to 8 CPUs, or 131,072 (above the memory
+/// experiment's default, 100,000) on 1,024.
+pub const MAX_OBJECT_CPUS: usize = 1 << 27;
+
+/// Whether `--objects` of `experiment` counts objects (rather than file sizes, files or mapped
+/// percentages).
+pub fn counts_objects(experiment: &str) -> bool {
+    !fs::handles(experiment) && !experiment.starts_with("lodic-")
+}
+
+/// The most objects an experiment that counts them takes with per-CPU structures sized for
+/// `cpus` CPUs: [`MAX_OBJECTS`], and [`MAX_OBJECT_CPUS`] over the CPUs.
+pub fn max_objects(cpus: usize) -> usize {
+    MAX_OBJECTS.min(MAX_OBJECT_CPUS / cpus.max(1))
+}
+
 /// Default object counts of an experiment where the user gave none.
 pub fn default_objects(experiment: &str) -> Vec<usize> {
     match experiment {
@@ -213,5 +238,29 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         "lodic-memory" => s * o,
         e if fs::handles(e) => fs::steps(e, p),
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every default object count fits the bound on a machine of up to 1,024 CPUs, so the
+    /// bound refuses only what a user asks beyond the defaults.
+    #[test]
+    fn default_objects_fit_the_bound() {
+        assert_eq!(max_objects(2), MAX_OBJECTS);
+        assert_eq!(max_objects(1024), 131_072);
+        for e in EXPERIMENTS.iter().filter(|e| counts_objects(e.name)) {
+            for n in default_objects(e.name) {
+                assert!(n <= max_objects(1024), "{}: {n}", e.name);
+            }
+        }
+        // reproduce also sizes memory and query for SIZED_CPUS.
+        for e in SIZED_BY_CPUS.iter().filter(|e| counts_objects(e)) {
+            for n in default_objects(e) {
+                assert!(n <= max_objects(SIZED_CPUS), "{e}: {n}");
+            }
+        }
     }
 }
