@@ -1,7 +1,8 @@
 //! CPU numbering: how many CPUs may exist, and which one this thread runs on.
 
 /// The number of possible CPUs: one more than the highest CPU number the kernel may ever
-/// report (from `/sys/devices/system/cpu/possible`, else `sysconf(_SC_NPROCESSORS_CONF)`),
+/// report (from `/sys/devices/system/cpu/possible`; without sysfs, the larger of
+/// `sysconf(_SC_NPROCESSORS_CONF)` and the size of the kernel's CPU mask),
 /// or more if [`size_for_cpus`] asked for more before the first call.
 /// Per-CPU arrays are sized by it, so CPU hot-plug never indexes past the end.
 pub fn possible_cpus() -> usize {
@@ -94,12 +95,36 @@ fn detect_possible() -> usize {
             return n + 1;
         }
     }
+    // Without sysfs, `sysconf(_SC_NPROCESSORS_CONF)` counts CPUs (from /proc/stat, which a
+    // container may shorten and renumber), which is not one more than the highest number: the
+    // kernel's CPU mask size is a bound on every number it reports.
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-    if n > 0 {
-        n as usize
-    } else {
-        1
+    (n.max(1) as usize).max(kernel_mask_bits().unwrap_or(0))
+}
+
+/// The bits of the kernel's CPU mask (`nr_cpu_ids` rounded up to a multiple of 64): every CPU
+/// number the kernel reports is below it. The `sched_getaffinity` system call refuses a buffer
+/// smaller than the mask and returns the mask's size in bytes.
+#[cfg(not(loom))]
+pub(crate) fn kernel_mask_bits() -> Option<usize> {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        let mut len = 8usize;
+        while len <= 1 << 20 {
+            let mut buf = vec![0u64; len / 8];
+            // SAFETY: the buffer has `len` writable bytes; pid 0 is the calling thread.
+            let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, len, buf.as_mut_ptr()) };
+            if r > 0 {
+                return Some(r as usize * 8);
+            }
+            len *= 2;
+        }
+        None
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    {
+        None
     }
 }
 
@@ -217,6 +242,26 @@ mod tests {
         assert_eq!(parse_cpu_list_max("0,2,5"), Some(5));
         assert_eq!(parse_cpu_list_max("3-1"), None);
         assert_eq!(parse_cpu_list_max("x"), None);
+    }
+
+    /// The kernel's CPU mask covers every possible CPU (the count sysfs gives), rounded up to
+    /// a multiple of 64: the bound used where sysfs cannot be read.
+    #[cfg(all(not(loom), target_os = "linux", not(miri)))]
+    #[test]
+    fn the_kernel_mask_bounds_the_possible_cpus() {
+        let bits = kernel_mask_bits().expect("sched_getaffinity");
+        assert_eq!(bits % 64, 0);
+        match std::fs::read_to_string("/sys/devices/system/cpu/possible") {
+            Ok(s) => {
+                let n = parse_cpu_list_max(s.trim()).expect("a CPU list") + 1;
+                assert!(
+                    n <= bits && bits < n + 64,
+                    "{n} possible CPUs, a mask of {bits}"
+                );
+            }
+            Err(e) => crate::testing::skip(format_args!("no sysfs to compare with: {e}")),
+        }
+        assert!(current_cpu() < bits);
     }
 
     #[cfg(not(loom))]

@@ -25,7 +25,7 @@ pub use mode::{
 };
 #[cfg(feature = "inject")]
 pub use percpu::set_inject_delay;
-pub use percpu::{aborts, Fail, Here, PerCpu, Retry, ThisCpu};
+pub use percpu::{aborts, Fail, Here, PerCpu, Retry, ThisCpu, MAX_CHECKS};
 pub use word::{Check, Word};
 
 /// Prepares the calling thread for the unloading (`dlclose`) of the code that holds this

@@ -90,12 +90,25 @@ pub fn asymmetric_available() -> bool {
 }
 
 /// The heavy side of an asymmetric fence: pairs with [`light_fence`] on every other thread.
+///
+/// # Panics
+/// If the registered barrier keeps failing (the kernel cannot allocate its CPU mask: `ENOMEM`,
+/// tried 100 times): the other threads' light fences are compiler fences then, and a `SeqCst`
+/// fence on this side alone would not pair with them.
 pub fn heavy_fence() {
     if expedited() {
-        let r = membarrier(CMD_PRIVATE_EXPEDITED, 0, 0);
-        if r == 0 {
-            return;
+        let mut last = 0;
+        for _ in 0..100 {
+            if membarrier(CMD_PRIVATE_EXPEDITED, 0, 0) == 0 {
+                return;
+            }
+            last = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            std::thread::yield_now();
         }
+        panic!(
+            "membarrier(PRIVATE_EXPEDITED) failed: {}",
+            std::io::Error::from_raw_os_error(last)
+        );
     }
     std::sync::atomic::fence(Ordering::SeqCst);
 }

@@ -21,6 +21,36 @@ const WRONG_CPU: u32 = 0xffff;
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
 const _: () = assert!(WRONG_CPU == crate::arch::rseq::WRONG_CPU);
 
+/// The most checks one critical section takes: each check's failure has its own status, and
+/// those must stay below the status of a section run on the wrong CPU.
+pub const MAX_CHECKS: usize = WRONG_CPU as usize - 3;
+
+/// Panics if a section is given more than [`MAX_CHECKS`] checks (the callers' slices are
+/// almost always arrays, for which this folds away).
+#[inline(always)]
+fn count_checks(checks: &[Check<'_>]) {
+    if checks.len() > MAX_CHECKS {
+        too_many_checks(checks.len());
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_checks(n: usize) -> ! {
+    panic!("percpu: a critical section takes at most {MAX_CHECKS} checks, not {n}")
+}
+
+/// `cpu` as the 32 bits the sections compare with the rseq area's `cpu_id`, which is -1 (or
+/// -2) on a thread without a registered area: modulo 2^31, so that no number matches those
+/// and a section never commits unprotected. A CPU number is below 2^31; a larger one names
+/// the CPU it is congruent to, as the fallback takes CPU numbers modulo its slots (one `and`,
+/// where a branch that refuses such numbers cost PAYGO's UNREF a tenth).
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+#[inline(always)]
+fn section_cpu(cpu: usize) -> u32 {
+    cpu as u32 & i32::MAX as u32
+}
+
 #[inline(always)]
 fn status(s: u32) -> Result<(), Fail> {
     match s {
@@ -52,11 +82,12 @@ unsafe fn rseq_add<W: Word>(
     target: &W,
     delta: W::Value,
 ) -> Result<(), Fail> {
+    count_checks(checks);
     // SAFETY: the caller's contract for the area; checks and target borrow live 8-byte atomics.
     status(unsafe {
         crate::arch::rseq::add(
             area,
-            cpu as u32,
+            section_cpu(cpu),
             Check::as_raw(checks),
             target.raw(),
             W::to_bits(delta),
@@ -80,12 +111,13 @@ unsafe fn rseq_store_add<S: Word, W: Word>(
     target: &W,
     delta: W::Value,
 ) -> Result<(), Fail> {
+    count_checks(checks);
     // SAFETY: the caller's contract for the area; checks, spec and target borrow live 8-byte
     // atomics.
     status(unsafe {
         crate::arch::rseq::store_add(
             area,
-            cpu as u32,
+            section_cpu(cpu),
             Check::as_raw(checks),
             spec.raw(),
             S::to_bits(spec_value),
@@ -221,7 +253,9 @@ struct Slot<T> {
 /// CPU whose value they update; they commit only if the thread is still on that CPU (rseq
 /// path) or hold that CPU slot's lock (fallback), so two sections for the same slot never
 /// interleave. The words they write must live in that slot's value (or be otherwise owned by
-/// that CPU slot): see [`Word`].
+/// that CPU slot): see [`Word`]. A CPU number at or above 2^31 (no CPU has one) names the CPU
+/// it is congruent to modulo 2^31 on the rseq path, and modulo the slots on the fallback; a
+/// section given more than [`MAX_CHECKS`] checks panics.
 ///
 /// ```
 /// use percpu::PerCpu;
@@ -346,7 +380,7 @@ impl<T> PerCpu<T> {
 
     /// Whether sections take the rseq path. No bound check on `cpu`: on that path every
     /// possible CPU has a slot, and a section for a CPU number past them fails (the thread is
-    /// never on it).
+    /// never on it); a number at or above 2^31 is taken modulo 2^31 ([`section_cpu`]).
     #[inline(always)]
     fn rseq_ok(&self, _cpu: usize) -> bool {
         self.rseq
@@ -401,6 +435,7 @@ impl<T> PerCpu<T> {
     /// storing them to the stack for a branch it does not take.
     #[inline(always)]
     fn fallback(&self, cpu: usize, checks: &[Check<'_>], body: impl FnOnce()) -> Result<(), Fail> {
+        count_checks(checks);
         match *checks {
             [] => self.locked(cpu, &[], body),
             [a] => self.locked(cpu, &[a], body),
@@ -453,13 +488,14 @@ impl<T> PerCpu<T> {
         value: W::Value,
     ) -> Result<(), Fail> {
         if self.rseq_ok(cpu) {
+            count_checks(checks);
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area; checks and
             // target borrow live 8-byte atomics.
             return status(unsafe {
                 crate::arch::rseq::store(
                     self.area(),
-                    cpu as u32,
+                    section_cpu(cpu),
                     Check::as_raw(checks),
                     target.raw(),
                     W::to_bits(value),
@@ -537,8 +573,13 @@ impl<T> PerCpu<T> {
 impl<W: Word> PerCpu<W> {
     /// `*(this CPU's word) += delta`, retried until it commits: Linux's `this_cpu_add`. On the
     /// rseq path the CPU is read inside the critical section (one section, no CPU read before
-    /// it, no bound check: every possible CPU has a slot), which makes this the cheapest
-    /// per-CPU update there is; elsewhere it is [`PerCpu::add_current`]. For many updates in a
+    /// it; the CPU is compared with the slots' count where a `testq` would test its sign), which
+    /// makes this the cheapest per-CPU update there is; elsewhere it is
+    /// [`PerCpu::add_current`].
+    ///
+    /// # Panics
+    /// If the kernel reports a CPU numbered at or past the possible CPUs (a count of possible
+    /// CPUs that a sandbox's `/sys` understated): nothing is written past the slots. For many updates in a
     /// row from one thread, [`PerCpu::this_cpu`] also keeps the addresses in registers.
     #[inline(always)]
     pub fn add_this_cpu(&self, delta: W::Value) {
@@ -547,8 +588,10 @@ impl<W: Word> PerCpu<W> {
             let area = self.area();
             // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
             let base = unsafe { self.slots.get_unchecked(0) }.value.raw();
-            // SAFETY: the rseq path; area is this thread's, base this PerCpu's slot 0.
-            if unsafe { ThisCpu::<W>::try_section(area, base, W::to_bits(delta)) } {
+            let n = self.slots.len() as u64;
+            // SAFETY: the rseq path; area is this thread's, base this PerCpu's slot 0, n its
+            // slots.
+            if unsafe { ThisCpu::<W>::try_section(area, base, n, W::to_bits(delta)) } {
                 return;
             }
             return ThisCpu::add_slow(self, area, base, delta);
@@ -567,6 +610,7 @@ impl<W: Word> PerCpu<W> {
                 area: self.area(),
                 // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
                 base: unsafe { self.slots.get_unchecked(0) }.value.raw(),
+                n: self.slots.len() as u64,
             };
         }
         ThisCpu {
@@ -574,6 +618,7 @@ impl<W: Word> PerCpu<W> {
             area: core::ptr::null_mut(),
             #[cfg(not(loom))]
             base: core::ptr::null(),
+            n: self.slots.len() as u64,
         }
     }
 }
@@ -587,6 +632,12 @@ pub struct ThisCpu<'a, W> {
     /// The word of slot 0 (rseq path only).
     #[cfg(not(loom))]
     base: *const std::sync::atomic::AtomicU64,
+    /// The slots (the section commits only for a CPU below it).
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))),
+        allow(dead_code)
+    )]
+    n: u64,
 }
 
 impl<W: Word> ThisCpu<'_, W> {
@@ -597,7 +648,7 @@ impl<W: Word> ThisCpu<'_, W> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
         // SAFETY: area is not null: the rseq path.
         if !self.area.is_null()
-            && unsafe { Self::try_section(self.area, self.base, W::to_bits(delta)) }
+            && unsafe { Self::try_section(self.area, self.base, self.n, W::to_bits(delta)) }
         {
             return;
         }
@@ -626,17 +677,17 @@ impl<W: Word> ThisCpu<'_, W> {
     unsafe fn try_section(
         area: *mut u8,
         base: *const std::sync::atomic::AtomicU64,
+        n: u64,
         bits: u64,
     ) -> bool {
         let stride = core::mem::size_of::<CachePadded<Slot<W>>>();
         const { assert!(core::mem::size_of::<CachePadded<Slot<W>>>().is_power_of_two()) };
         // SAFETY: area is set only on the rseq path, to the area of the thread that made the
-        // handle (which is neither Send nor Sync, so that thread is the caller). The rseq flag
-        // means every possible CPU has a slot, so for each CPU number the kernel reports,
-        // base + (cpu << log2(stride)) is the word of that CPU's slot (the slots are one contiguous
-        // array of `CachePadded<Slot<W>>`), a live 8-byte atomic that only that CPU's sections
-        // write.
-        unsafe { crate::arch::rseq::cs_add_this_cpu(area, base, stride.trailing_zeros(), bits) }
+        // handle (which is neither Send nor Sync, so that thread is the caller). `n` is the
+        // slots' count, so for each CPU number below it, base + (cpu << log2(stride)) is the
+        // word of that CPU's slot (the slots are one contiguous array of
+        // `CachePadded<Slot<W>>`), a live 8-byte atomic that only that CPU's sections write.
+        unsafe { crate::arch::rseq::cs_add_this_cpu(area, base, n, stride.trailing_zeros(), bits) }
     }
 
     /// After an abort: retry until the section commits; or the locked path. Takes the handle's
@@ -656,12 +707,17 @@ impl<W: Word> ThisCpu<'_, W> {
             // The section fails while the thread's own area is not registered (its cpu_id is
             // -1): registers it (see `arch::rseq`).
             crate::arch::rseq::on_wrong_cpu();
+            let n = pc.slots.len() as u64;
             let mut retry = Retry::new();
             loop {
+                let cpu = crate::arch::rseq::cpu_id();
+                if cpu >= 0 && cpu as u64 >= n {
+                    past_the_slots(cpu, n);
+                }
                 note_abort();
                 retry.aborted();
                 // SAFETY: area is not null (checked above), from the caller's handle.
-                if unsafe { Self::try_section(area, base, W::to_bits(delta)) } {
+                if unsafe { Self::try_section(area, base, n, W::to_bits(delta)) } {
                     return;
                 }
             }
@@ -680,6 +736,17 @@ impl<T: core::fmt::Debug> core::fmt::Debug for PerCpu<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+#[cold]
+#[inline(never)]
+fn past_the_slots(cpu: i32, n: u64) -> ! {
+    panic!(
+        "percpu: the kernel reports CPU {cpu}, but per-CPU structures have {n} slots: the count \
+         of possible CPUs ({}) was understated",
+        crate::possible_cpus()
+    )
 }
 
 /// Book-keeping for a retry loop around critical sections: yields under loom, and detects a
@@ -771,5 +838,65 @@ mod loom_tests {
                 "a section committed after the fence, or its update was missed"
             );
         });
+    }
+}
+
+#[cfg(all(
+    test,
+    target_arch = "x86_64",
+    target_os = "linux",
+    not(miri),
+    not(loom)
+))]
+mod bound_tests {
+    use super::*;
+    use std::sync::atomic::AtomicI64;
+
+    /// `add_this_cpu` on the rseq path with fewer slots than the CPU numbers the kernel
+    /// reports (what an understated count of possible CPUs makes): the section compares the CPU
+    /// with the slots' count and never writes past them; the retry panics, naming the cause.
+    #[test]
+    fn this_cpu_add_never_writes_past_the_slots() {
+        if !crate::fast_path_available() {
+            crate::testing::skip("the rseq fast path is not available");
+            return;
+        }
+        let what = "a thread on a CPU numbered past a 1-slot PerCpu";
+        let Some((_, high)) = crate::testing::two_cpus_or_skip(what) else {
+            return;
+        };
+        // The slots of a machine whose count of possible CPUs was 1 (`with_cpus` takes the rseq
+        // path only where every possible CPU has a slot).
+        let pc = PerCpu {
+            slots: vec![CachePadded::new(Slot {
+                lock: Mutex::new(()),
+                value: AtomicI64::new(0),
+            })]
+            .into_boxed_slice(),
+            rseq: true,
+            offset: crate::arch::rseq::offset(),
+        };
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                if !crate::affinity::pin(high) || high == 0 {
+                    return None;
+                }
+                let one = std::panic::catch_unwind(|| pc.add_this_cpu(1));
+                let handle = std::panic::catch_unwind(|| pc.this_cpu().add(1));
+                Some((one, handle))
+            })
+            .join()
+            .expect("thread")
+        });
+        let Some((one, handle)) = r else {
+            crate::testing::skip(format_args!("cannot pin to CPU {high}: {what}"));
+            return;
+        };
+        for r in [one, handle] {
+            let msg = r.expect_err("a section for a CPU past the slots");
+            let msg = msg.downcast::<String>().expect("a message");
+            assert!(msg.contains("understated"), "{msg}");
+        }
+        assert_eq!(pc.get(0).load(Ordering::Relaxed), 0);
     }
 }

@@ -474,3 +474,86 @@ fn here_sections_match_the_cpu_named_ones() {
     });
     assert_eq!(sum(&pc), expected_total + threads as i64 * 20_000);
 }
+
+/// A CPU number at or above 2^31 names no CPU: on the rseq path it is taken modulo 2^31, so
+/// no number matches the `cpu_id` of a thread without a registered area (-1, or -2: a fresh
+/// thread's, where percpu registers areas itself, until its first section), and a section for
+/// it never commits unprotected. On the fallback it runs under the lock of `cpu % slots`.
+#[test]
+fn sections_for_cpu_numbers_no_cpu_has_never_commit_unprotected() {
+    let pc = Arc::new(PerCpu::new(|_| AtomicI64::new(0)));
+    let rseq = pc.sections_check_cpu();
+    // -1 and -2 as 32 and as 64 bits.
+    let bad = [
+        usize::MAX,
+        usize::MAX - 1,
+        u32::MAX as usize,
+        u32::MAX as usize - 1,
+    ];
+    let attempt = move |pc: &PerCpu<AtomicI64>| {
+        for &cpu in &bad {
+            let flag = AtomicU64::new(0);
+            let target = pc.get(0);
+            let before = sum(pc);
+            let results = [
+                pc.add(cpu, &[Check::new(&flag, 0)], target, 1),
+                pc.store(cpu, &[], target, before + 100),
+                pc.store_add(cpu, &[], &flag, 7, target, 1),
+            ];
+            if rseq {
+                assert_eq!(results, [Err(Fail::Abort); 3], "cpu {cpu:#x}");
+                assert_eq!(sum(pc), before, "cpu {cpu:#x}: a section for it committed");
+                assert_eq!(flag.load(Ordering::Relaxed), 0, "cpu {cpu:#x}");
+            } else {
+                assert_eq!(results, [Ok(()); 3], "cpu {cpu:#x}: the fallback runs it");
+                pc.get(0).store(0, Ordering::Relaxed);
+            }
+        }
+    };
+    attempt(&pc);
+    let pc2 = pc.clone();
+    thread::spawn(move || attempt(&pc2))
+        .join()
+        .expect("fresh thread");
+    if rseq {
+        // A number congruent to the thread's CPU is a section for that CPU.
+        let r = loop {
+            let here = pc.here();
+            let c = here.cpu();
+            match pc.add(c + (1 << 31), &[], pc.get(c), 5) {
+                Err(Fail::Abort) => continue,
+                r => break r,
+            }
+        };
+        assert_eq!((r, sum(&pc)), (Ok(()), 5));
+    }
+}
+
+/// A section takes up to `MAX_CHECKS` checks, each failure reported with its index; more is
+/// refused with a panic, not a status that reads as another (an abort, or success).
+#[test]
+fn the_most_checks_report_their_index_and_more_panic() {
+    let pc = PerCpu::new(|_| AtomicI64::new(0));
+    let (ok, bad) = (AtomicU64::new(0), AtomicU64::new(1));
+    let mut checks = vec![Check::new(&ok, 0); percpu::MAX_CHECKS];
+    *checks.last_mut().unwrap() = Check::new(&bad, 0);
+    let r = loop {
+        let here = pc.here();
+        match here.add(&checks, pc.get(here.cpu()), 1) {
+            Err(Fail::Abort) => continue,
+            r => break r,
+        }
+    };
+    assert_eq!(r, Err(Fail::Mismatch(percpu::MAX_CHECKS - 1)));
+    assert_eq!(sum(&pc), 0);
+    checks.push(Check::new(&ok, 0));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = pc.add(percpu::current_cpu(), &checks, pc.get(0), 1);
+    }));
+    let msg = panicked
+        .expect_err("too many checks")
+        .downcast::<String>()
+        .expect("message");
+    assert!(msg.contains("at most"), "{msg}");
+    assert_eq!(sum(&pc), 0);
+}

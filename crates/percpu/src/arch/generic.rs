@@ -4,7 +4,10 @@
 //! This gives exactly the guarantee of an rseq critical section: atomic with respect to every
 //! other critical section on the same CPU slot, and to nothing else (remote atomics and readers
 //! do not take the lock). The CPU id is only a hint that spreads threads over the locks; a stale
-//! one costs contention, never correctness. Loom models run this code with loom's mutex.
+//! one costs contention, never correctness. One difference: a section run by a signal handler
+//! that interrupted a section of the same slot on its thread waits for a lock its own thread
+//! holds (a deadlock), where an rseq section would abort the interrupted one. Loom models run
+//! this code with loom's mutex.
 
 use crate::Check;
 

@@ -561,7 +561,8 @@ pub(crate) unsafe fn cs_store_add(
 /// ```text
 ///     rseq->rseq_cs = &descriptor           // arm
 /// [1] cpu = rseq->cpu_id
-///     if cpu < 0: goto abort                // no registered area: never commits
+///     if cpu >= n (unsigned): goto abort    // no registered area (-1), or no slot: never
+///                                           // commits
 ///     *(base + (cpu << shift)) += delta     // commit
 /// [2]
 /// [4] abort handler (section __rseq_failure): goto abort
@@ -570,33 +571,36 @@ pub(crate) unsafe fn cs_store_add(
 /// Returns whether it committed.
 ///
 /// # Safety
-/// The mode is Rseq; `rseq` is [`area`] of the calling thread; for every CPU number the kernel
-/// may report, `base + (cpu << shift)` is a
-/// live, 8-byte-aligned word that other threads access only atomically and that only sections
-/// of that CPU write.
+/// The mode is Rseq; `rseq` is [`area`] of the calling thread; for every CPU number below
+/// `n`, `base + (cpu << shift)` is a live, 8-byte-aligned word that other threads access only
+/// atomically and that only sections of that CPU write. (A CPU numbered `n` or more, which
+/// the kernel never reports where `n` is the possible CPUs, aborts: the bound holds whatever
+/// the count of possible CPUs was read from.)
 #[inline(always)]
 pub(crate) unsafe fn cs_add_this_cpu(
     rseq: *mut u8,
     base: *const AtomicU64,
+    n: u64,
     shift: u32,
     delta: u64,
 ) -> bool {
-    // SAFETY: the caller guarantees every word the address can name; the asm writes only that
-    // word and the rseq area's rseq_cs field, and reads the rseq area.
+    // SAFETY: the caller guarantees every word the address can name below `n`, and the asm
+    // commits only below it; it writes only that word and the rseq area's rseq_cs field, and
+    // reads the rseq area.
     unsafe {
         #[cfg(feature = "inject")]
         asm!(
             cs_arm!("tmp"),
             "1:\n",
             "movslq 4({rseq}), {cpu}\n",
-            "testq {cpu}, {cpu}\n",
-            "js {abort}\n",
+            "cmpq {n}, {cpu}\n",
+            "jae {abort}\n",
             "shlq %cl, {cpu}\n",
             cs_inject!(),
             "addq {delta}, ({base}, {cpu})\n",
             "2:\n",
             cs_abort_to_label!(),
-            rseq = in(reg) rseq, base = in(reg) base, in("ecx") shift,
+            rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
             delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
             inject = sym INJECT_LOOPS,
             sig = const RSEQ_SIG,
@@ -608,13 +612,13 @@ pub(crate) unsafe fn cs_add_this_cpu(
             cs_arm!("tmp"),
             "1:\n",
             "movslq 4({rseq}), {cpu}\n",
-            "testq {cpu}, {cpu}\n",
-            "js {abort}\n",
+            "cmpq {n}, {cpu}\n",
+            "jae {abort}\n",
             "shlq %cl, {cpu}\n",
             "addq {delta}, ({base}, {cpu})\n",
             "2:\n",
             cs_abort_to_label!(),
-            rseq = in(reg) rseq, base = in(reg) base, in("ecx") shift,
+            rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
             delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
             sig = const RSEQ_SIG,
             abort = label { return false; },
