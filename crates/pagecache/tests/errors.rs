@@ -257,19 +257,12 @@ fn orphan_case<C: refcount::RefCounter>(scheme: C, name: &str) {
 #[test]
 fn a_huge_sparse_file_opens_and_reads_at_both_ends() {
     // tmpfs takes a petabyte; ext4 at most 16 TiB (a flat table of 8 GiB for 8 TiB).
-    let places = [
-        (tempfile::tempdir_in("/dev/shm"), 1u64 << 50),
-        (tempfile::tempdir(), 1 << 43),
-    ];
-    let Some((dir, size)) = places.into_iter().find_map(|(d, size)| {
-        let d = d.ok()?;
-        let f = std::fs::File::create(d.path().join("sparse")).ok()?;
-        f.set_len(size).ok().map(|()| (d, size))
-    }) else {
+    let Some((_dir, path, size)) =
+        common::sparse_file(&[(Some("/dev/shm"), 1 << 50), (None, 1 << 43)])
+    else {
         percpu::testing::skip("no temporary file system takes a sparse file of 8 TiB");
         return;
     };
-    let path = dir.path().join("sparse");
     let cache = PageCache::new(Config::new(8, "paygo")).expect("cache");
     let file = cache.open(&path).expect("open");
     assert_eq!(file.len(), size);

@@ -567,16 +567,11 @@ fn a_write_back_in_flight_does_not_undo_a_cut() {
 /// its fill asks `pread` for the bytes before 2^63 - 1 only.
 #[test]
 fn the_last_page_of_the_largest_file_reads_and_writes() {
-    let end = i64::MAX as u64;
-    let Some(dir) = tempfile::tempdir_in("/dev/shm").ok().filter(|d| {
-        std::fs::File::create(d.path().join("max"))
-            .and_then(|f| f.set_len(end))
-            .is_ok()
-    }) else {
+    let Some((_dir, path, end)) = common::sparse_file(&[(Some("/dev/shm"), i64::MAX as u64)])
+    else {
         percpu::testing::skip("no tmpfs at /dev/shm takes a file of 2^63 - 1 bytes");
         return;
     };
-    let path = dir.path().join("max");
     let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
     let file = cache.open(&path).expect("open");
     assert_eq!(file.len(), end);

@@ -180,14 +180,10 @@ fn bad_input_is_refused_and_changes_nothing() {
 /// pages mapped, not for the file.
 #[test]
 fn pages_far_into_a_huge_sparse_file_map_and_count() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sparse");
-    let size = 1u64 << 43;
-    let made = std::fs::File::create(&path).and_then(|f| f.set_len(size));
-    if let Err(e) = made {
-        percpu::testing::skip(format!("no sparse file of 8 TiB here: {e}"));
+    let Some((_dir, path, size)) = common::sparse_file(&[(None, 1 << 43)]) else {
+        percpu::testing::skip("no sparse file of 8 TiB in the temporary folder");
         return;
-    }
+    };
     let last = size / PAGE_SIZE as u64 - 1;
     for rmap in RMAPS {
         let c = cache(Atomic, 8, rmap);

@@ -123,17 +123,13 @@ fn a_failed_readahead_fill_is_returned_and_leaves_no_frame_in_use() {
 /// one: the readahead state keeps page numbers that large.
 #[test]
 fn a_sequential_read_near_the_largest_offset_reads_ahead() {
-    let end = i64::MAX as u64;
-    let Some(dir) = tempfile::tempdir_in("/dev/shm").ok().filter(|d| {
-        std::fs::File::create(d.path().join("max"))
-            .and_then(|f| f.set_len(end))
-            .is_ok()
-    }) else {
+    let Some((_dir, path, end)) = common::sparse_file(&[(Some("/dev/shm"), i64::MAX as u64)])
+    else {
         percpu::testing::skip("no tmpfs at /dev/shm takes a file of 2^63 - 1 bytes");
         return;
     };
     let cache = PageCache::new(Config::new(256, "paygo")).expect("cache");
-    let file = cache.open(dir.path().join("max")).expect("open");
+    let file = cache.open(&path).expect("open");
     let first = end / 4096 - 200;
     let mut buf = [1u8; 4096];
     for page in first..first + 100 {

@@ -23,6 +23,23 @@ pub fn pattern_file(dir: &tempfile::TempDir, name: &str, len: u64) -> PathBuf {
     p
 }
 
+/// A sparse file named `sparse` in a new temporary folder, of the size of the first of `places`
+/// (a parent folder, `None` for the system's temporary folder, and a size) whose file system
+/// takes it: `(folder, path, size)`. `None` where none does (the caller skips).
+pub fn sparse_file(places: &[(Option<&str>, u64)]) -> Option<(tempfile::TempDir, PathBuf, u64)> {
+    places.iter().find_map(|&(parent, size)| {
+        let dir = match parent {
+            Some(p) => tempfile::tempdir_in(p),
+            None => tempfile::tempdir(),
+        }
+        .ok()?;
+        let path = dir.path().join("sparse");
+        let f = std::fs::File::create(&path).ok()?;
+        f.set_len(size).ok()?;
+        Some((dir, path, size))
+    })
+}
+
 /// xorshift64*, so failures reproduce.
 pub struct Rng(u64);
 
