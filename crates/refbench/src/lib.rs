@@ -15,6 +15,7 @@ pub mod output;
 pub mod plot;
 pub mod report;
 pub mod reproduce;
+pub mod scratch;
 /// The scheme registry (its own crate, shared with `pagecache`).
 pub use ::schemes;
 /// The `percpu-limit` reference row.

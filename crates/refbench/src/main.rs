@@ -183,6 +183,8 @@ fn check_threads(threads: &[usize]) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // An interrupt removes the file experiments' test files before exiting (130).
+    refbench::scratch::install();
     match cli.cmd {
         Cmd::List => {
             for e in EXPERIMENTS {
@@ -256,6 +258,9 @@ fn main() -> ExitCode {
                 duration: duration_ms.map(Duration::from_millis),
                 pin,
             };
+            if let Err(e) = refbench::scratch::Scratch::new() {
+                return usage_error(format!("the file experiments' test files: {e}"));
+            }
             if let Err(e) = refbench::reproduce::check_out(&plan, &out) {
                 return usage_error(format!("--out: {e}"));
             }

@@ -679,3 +679,72 @@ fn a_refused_thread_exits_1_without_a_panic_or_a_hang() {
         assert!(o.stdout.is_empty(), "{args:?}: rows of an abandoned run");
     }
 }
+
+/// A `REFBENCH_TMPDIR` in which no folder can be made is refused before anything runs.
+#[test]
+fn a_tmpdir_that_cannot_hold_the_files_exits_2() {
+    for args in [
+        &["run", "drbh", "--reps", "1", "--duration-ms", "100000"][..],
+        &[
+            "reproduce",
+            "--quick",
+            "--only",
+            "drbh",
+            "--out",
+            "/tmp/refbench-never-made",
+        ][..],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(args)
+            .env(refbench::scratch::DIR_ENV, "/nonexistent/refbench")
+            .output()
+            .expect("refbench runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("REFBENCH_TMPDIR"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: it ran");
+    }
+}
+
+/// An interrupted file experiment removes its test files: SIGINT, then SIGTERM, each while a
+/// `drbh` run of a minute measures over its file, in a folder named by `REFBENCH_TMPDIR`. Exit
+/// code 130, and the folder is left empty.
+#[test]
+fn an_interrupt_removes_the_test_files() {
+    use std::time::{Duration, Instant};
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let dir = scratch(&format!("interrupt-{signal}"));
+        let child = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(["run", "drbh", "--schemes", "atomic", "--threads", "1"])
+            .args(["--reps", "1", "--duration-ms", "60000"])
+            .env(refbench::scratch::DIR_ENV, &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("refbench runs");
+        // Wait for its file (made before the measured minute starts).
+        let start = Instant::now();
+        let made = || {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|e| std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_some()))
+        };
+        while !made() {
+            assert!(
+                start.elapsed() < Duration::from_secs(50),
+                "no test file appeared"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet waited.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "signal {signal}: {err}");
+        assert!(err.contains("interrupted"), "signal {signal}: {err}");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "signal {signal}: left behind: {left:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -241,21 +241,15 @@ impl Source for QuickSource<'_> {
 
 /// The files of one experiment, in a temporary directory.
 pub(super) struct Files {
-    _dir: tempfile::TempDir,
+    _dir: crate::scratch::Scratch,
     pub(super) paths: Vec<PathBuf>,
     pub(super) pages: u64,
 }
 
-fn temp_dir() -> tempfile::TempDir {
-    let b = tempfile::Builder::new().prefix("refbench-fs-").to_owned();
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = b.tempdir_in(shm) {
-            return d;
-        }
-    }
-    b.tempdir()
-        .expect("refbench: cannot create a temporary directory")
+/// A folder for the test files (checked to be possible before the run: [`check_file_room`]).
+fn temp_dir() -> crate::scratch::Scratch {
+    crate::scratch::Scratch::new()
+        .unwrap_or_else(|e| panic!("refbench: a folder for the test files: {e}"))
 }
 
 /// The bytes of `mib` MiB; `None` where they do not fit in a `u64`.
@@ -313,8 +307,13 @@ fn mem_available_mib() -> Option<u128> {
 /// (`--objects`, `--file-mib`) fit: all of them in the free space of the temporary directory the
 /// files go to (`/dev/shm` where there is one), and the largest set one page cache reads into
 /// memory in the memory available (beside the files themselves where that directory is a
-/// tmpfs, which keeps them in memory too). `Err` says what was asked, the limit and why.
+/// tmpfs, which keeps them in memory too), and that a folder for them can be made there at all
+/// (`REFBENCH_TMPDIR` may name one that cannot hold it). `Err` says what was asked, the limit
+/// and why.
 pub fn check_file_room(experiment: &str, objects: &[usize], file_mib: usize) -> Result<(), String> {
+    if handles(experiment) || experiment.starts_with("lodic-") {
+        crate::scratch::Scratch::new().map_err(|e| format!("{experiment}'s test files: {e}"))?;
+    }
     let (all, cached) = file_mib_needed(experiment, objects, file_mib);
     if all == 0 {
         return Ok(());
@@ -326,7 +325,7 @@ pub fn check_file_room(experiment: &str, objects: &[usize], file_mib: usize) -> 
     } else {
         format!("--objects: files of {all} MiB in all")
     };
-    let dir = temp_dir();
+    let dir = crate::scratch::Scratch::new().map_err(|e| format!("{what}: {e}"))?;
     let (free, tmpfs) = space_of(dir.path())?;
     let place = dir
         .path()
