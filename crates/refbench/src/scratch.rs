@@ -1,7 +1,8 @@
-//! The folders of test files that the file-system experiments make, removed however refbench
-//! ends: dropped as usual, or on an interrupt (SIGINT, SIGTERM, SIGHUP), whose handler removes
-//! every folder still listed and exits with 130. Without it, an interrupted run would leave its
-//! files behind, on tmpfs (in memory) where there is one: a gigabyte for `lodic-query`.
+//! The folders of test files that the file-system experiments make, removed when dropped (at
+//! the end of a run, or by a panic's unwinding) and on an interrupt (SIGINT, SIGTERM, SIGHUP),
+//! whose handler removes every folder still listed and exits with 130. Without it, an
+//! interrupted run would leave its files behind, on tmpfs (in memory) where there is one: a
+//! gigabyte for `lodic-query`. A process killed outright (SIGKILL, an abort) still leaves them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
