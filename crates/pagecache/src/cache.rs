@@ -601,12 +601,9 @@ impl<C: RefCounter> Inner<C> {
             if !ok {
                 continue;
             }
-            let m = &self.frames[i as usize].meta;
-            m.unpublish();
-            m.dirty.store(false, Ordering::Relaxed);
-            m.clear();
-            self.scheme.reinit(self.obj(i));
-            a.free.push(i);
+            self.frames[i as usize].meta.unpublish();
+            // No slot to clear: it went with the file's state.
+            self.free_reclaimed(a, i);
             freed += 1;
         }
         self.evictions.fetch_add(freed as u64, Ordering::Relaxed);
@@ -725,10 +722,17 @@ impl<C: RefCounter> Inner<C> {
         }
         m.unpublish();
         f.slot(page).store(0, Ordering::Relaxed);
-        m.clear();
+        self.free_reclaimed(a, i);
+        Ok(())
+    }
+
+    /// The last steps of freeing reclaimed frame `i`, unpublished and out of its slot: clears
+    /// its key, makes its object live again and puts it on the free list (`assign` resets the
+    /// rest when it is taken).
+    fn free_reclaimed(&self, a: &mut Alloc, i: u32) {
+        self.frames[i as usize].meta.clear();
         self.scheme.reinit(self.obj(i));
         a.free.push(i);
-        Ok(())
     }
 
     /// The hit path of a counted read: copies `buf.len()` bytes at `off` of page `page` under

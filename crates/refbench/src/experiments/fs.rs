@@ -311,9 +311,11 @@ fn mem_available_mib() -> Option<u128> {
 /// (`REFBENCH_TMPDIR` may name one that cannot hold it). `Err` says what was asked, the limit
 /// and why.
 pub fn check_file_room(experiment: &str, objects: &[usize], file_mib: usize) -> Result<(), String> {
-    if handles(experiment) || experiment.starts_with("lodic-") {
-        crate::scratch::Scratch::new().map_err(|e| format!("{experiment}'s test files: {e}"))?;
+    if !handles(experiment) && !experiment.starts_with("lodic-") {
+        return Ok(());
     }
+    let dir =
+        crate::scratch::Scratch::new().map_err(|e| format!("{experiment}'s test files: {e}"))?;
     let (all, cached) = file_mib_needed(experiment, objects, file_mib);
     if all == 0 {
         return Ok(());
@@ -325,7 +327,6 @@ pub fn check_file_room(experiment: &str, objects: &[usize], file_mib: usize) -> 
     } else {
         format!("--objects: files of {all} MiB in all")
     };
-    let dir = crate::scratch::Scratch::new().map_err(|e| format!("{what}: {e}"))?;
     let (free, tmpfs) = space_of(dir.path())?;
     let place = dir
         .path()
