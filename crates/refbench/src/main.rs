@@ -1,8 +1,9 @@
 //! The `refbench` command line.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use refbench::experiments::{self, Params, EXPERIMENTS};
+use refbench::experiments::{self, Flag, Params, EXPERIMENTS};
 use refbench::meta::Meta;
 use refbench::output::{self, Results};
 use refbench::schemes::{SchemeConfig, SCHEMES};
@@ -31,57 +32,106 @@ enum Format {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run one experiment.
+    ///
+    /// A flag the experiment does not use is refused with exit code 2; each flag's help names
+    /// the experiments that use it.
     Run {
         /// The experiment (see `refbench list`).
         experiment: String,
         #[arg(long, value_delimiter = ',', help = schemes_help())]
         schemes: Vec<String>,
-        /// Thread counts, comma-separated, 1 to 4096.
-        #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 2])]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_values_t = vec![1usize, 2],
+            help = flag_help(Flag::Threads, "Thread counts, comma-separated, 1 to 4096.")
+        )]
         threads: Vec<usize>,
-        /// Object counts, comma-separated (default depends on the experiment): at most 2^24, and
-        /// at most 2^27 objects x the CPUs the per-CPU structures are sized for (the memory a
-        /// per-CPU scheme keeps grows with both). File sizes (MiB) or numbers of 1 MiB files
-        /// for the file experiments, which must fit in the free space of the temporary
-        /// directory (/dev/shm where there is one) and their page cache in the memory
-        /// available; mapped percentages for `lodic-*`.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            help = flag_help(
+                Flag::Objects,
+                "Object counts, comma-separated (default depends on the experiment): at most \
+                 2^24, and at most 2^27 objects x the CPUs the per-CPU structures are sized for \
+                 (the memory a per-CPU scheme keeps grows with both). File sizes (MiB) or \
+                 numbers of 1 MiB files for the file experiments, which must fit in the free \
+                 space of the temporary directory (/dev/shm where there is one) and their page \
+                 cache in the memory available; mapped percentages for `lodic-*`."
+            )
+        )]
         objects: Vec<usize>,
-        /// Measured time of one repetition, in milliseconds.
-        #[arg(long, default_value_t = 500)]
+        #[arg(
+            long,
+            default_value_t = 500,
+            help = flag_help(Flag::DurationMs, "Measured time of one repetition, in milliseconds.")
+        )]
         duration_ms: u64,
-        /// Repetitions; the median is reported.
-        #[arg(long, default_value_t = 3)]
+        #[arg(
+            long,
+            default_value_t = 3,
+            help = flag_help(Flag::Reps, "Repetitions; the median is reported.")
+        )]
         reps: usize,
-        /// Pin worker t to CPU t % online CPUs.
-        #[arg(long)]
+        #[arg(long, help = flag_help(Flag::Pin, "Pin worker t to CPU t % online CPUs."))]
         pin: bool,
-        /// `migration`: migrate between get and put every this many operations (comma-separated; 0 = never).
-        #[arg(long, value_delimiter = ',', default_values_t = vec![0u64, 10000, 1000, 100])]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_values_t = vec![0u64, 10000, 1000, 100],
+            help = flag_help(
+                Flag::MigrateEvery,
+                "Migrate between get and put every this many operations (comma-separated; 0 = \
+                 never)."
+            )
+        )]
         migrate_every: Vec<u64>,
-        /// `memory`: percentage of objects holding a reference.
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(
+            long,
+            default_value_t = 1.0,
+            help = flag_help(Flag::ReferencedPct, "Percentage of objects holding a reference.")
+        )]
         referenced_pct: f64,
-        /// `oplog-list`: cycles spun after each add and each remove.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(
+            long,
+            default_value_t = 1000,
+            help = flag_help(Flag::SpinCycles, "Cycles spun after each add and each remove.")
+        )]
         spin_cycles: u64,
-        /// `oplog-read-ratio`: read every k updates, for each k (comma-separated).
-        #[arg(long, value_delimiter = ',', default_values_t = vec![1u64, 2, 3, 4, 5, 6, 7, 8, 9, 10])]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_values_t = vec![1u64, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+            help = flag_help(Flag::ReadEvery, "Read every k updates, for each k (comma-separated).")
+        )]
         read_every: Vec<u64>,
-        /// `tsc-check`: round trips per ordered pair of CPUs.
-        #[arg(long, default_value_t = 1_000_000)]
+        #[arg(
+            long,
+            default_value_t = 1_000_000,
+            help = flag_help(Flag::Samples, "Round trips per ordered pair of CPUs.")
+        )]
         samples: u64,
-        /// `lodic-query`, `lodic-memory`: size of the file, MiB (it must fit in the free space of
-        /// the temporary directory, /dev/shm where there is one, and in the memory available).
-        #[arg(long, default_value_t = 256)]
+        #[arg(
+            long,
+            default_value_t = 256,
+            help = flag_help(
+                Flag::FileMib,
+                "Size of the file, MiB (it must fit in the free space of the temporary \
+                 directory, /dev/shm where there is one, and in the memory available)."
+            )
+        )]
         file_mib: usize,
-        /// Epoch of schemes with a background thread (RefCache), in microseconds.
-        #[arg(long, default_value_t = 10_000)]
+        #[arg(long, default_value_t = 10_000, help = epoch_help())]
         epoch_us: u64,
-        /// `memory`, `lodic-memory`, `query`, `drop-file`: size every per-CPU structure for
-        /// this many CPUs (at least the machine's possible CPUs): the bytes a machine with that
-        /// many CPUs would use, and what a READ-ALL over that many CPUs' state costs.
-        #[arg(long)]
+        #[arg(
+            long,
+            help = flag_help(
+                Flag::SizeCpus,
+                "Size every per-CPU structure for this many CPUs (at least the machine's \
+                 possible CPUs): the bytes a machine with that many CPUs would use, and what a \
+                 READ-ALL over that many CPUs' state costs."
+            )
+        )]
         size_cpus: Option<usize>,
         /// What to print on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -93,6 +143,8 @@ enum Cmd {
     },
     /// Run every experiment with every scheme that applies into a folder, with a report and
     /// the claims table of the source documents.
+    ///
+    /// A flag that none of the experiments run uses (`--only`) is refused with exit code 2.
     Reproduce {
         /// Short repetitions and fewer sizes: under three minutes on 2 cores.
         #[arg(long)]
@@ -110,7 +162,7 @@ enum Cmd {
         /// shorter on a machine lent for a limited time.
         #[arg(long)]
         duration_ms: Option<u64>,
-        /// Pin worker t to CPU t % online CPUs in every experiment (as `run --pin`): the
+        /// Pin worker t to CPU t % online CPUs in every experiment that takes `run --pin`: the
         /// scaling figures of a many-core machine, where an unpinned thread may share a CPU.
         #[arg(long)]
         pin: bool,
@@ -141,7 +193,11 @@ fn schemes_help() -> String {
         .collect();
     let with_variants: Vec<&str> = EXPERIMENTS
         .iter()
-        .filter(|e| e.variants.is_some() && experiments::default_schemes(e.name).is_none())
+        .filter(|e| {
+            e.uses(Flag::Schemes)
+                && e.variants.is_some()
+                && experiments::default_schemes(e.name).is_none()
+        })
         .map(|e| e.name)
         .collect();
     let with_baselines: Vec<&str> = experiments::fs::NAMES
@@ -149,19 +205,61 @@ fn schemes_help() -> String {
         .copied()
         .filter(|e| !experiments::fs::baselines(e).is_empty())
         .collect();
-    format!(
-        "Schemes, comma-separated. Default: {}; every variant of {}; every scheme and \
-         reference row of `refbench list` for the others, with the baselines {} for {}",
-        defaults.join("; "),
-        with_variants.join(", "),
-        experiments::fs::BASELINES.join(", "),
-        with_baselines.join(", "),
+    flag_help(
+        Flag::Schemes,
+        &format!(
+            "Schemes, comma-separated. Default: {}; every variant of {}; every scheme and \
+             reference row of `refbench list` for the others, with the baselines {} for {}.",
+            defaults.join("; "),
+            with_variants.join(", "),
+            experiments::fs::BASELINES.join(", "),
+            with_baselines.join(", "),
+        ),
+    )
+}
+
+/// The help of `flag`: `what` it sets, and the experiments that use it, from the table that
+/// decides which `run` refuses it for ([`experiments::used_by`]).
+fn flag_help(flag: Flag, what: &str) -> String {
+    format!("{what} Used by {}.", experiments::used_by(flag))
+}
+
+/// `run --epoch-us`' help: the schemes it sets the epoch of, and where it is used.
+fn epoch_help() -> String {
+    flag_help(
+        Flag::EpochUs,
+        &format!(
+            "Epoch of the schemes with a background thread ({}), in microseconds (refused where \
+             none of them runs).",
+            experiments::EPOCH_SCHEMES.join(", ")
+        ),
     )
 }
 
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("refbench: {msg}");
     ExitCode::from(2)
+}
+
+/// `errors`, one a line, and exit code 2; `None` where there are none.
+fn usage_errors(errors: &[String]) -> Option<ExitCode> {
+    for e in errors {
+        eprintln!("refbench: {e}");
+    }
+    (!errors.is_empty()).then(|| ExitCode::from(2))
+}
+
+/// Those of `flags` given on the command line of the subcommand `name` (a default value is not
+/// given).
+fn given(matches: &ArgMatches, name: &str, flags: &[Flag]) -> Vec<Flag> {
+    let m = matches
+        .subcommand_matches(name)
+        .expect("the subcommand parsed");
+    flags
+        .iter()
+        .copied()
+        .filter(|f| m.value_source(f.id()) == Some(ValueSource::CommandLine))
+        .collect()
 }
 
 /// Checks `--threads`: every count from 1 to [`MAX_THREADS`].
@@ -182,7 +280,10 @@ fn check_threads(threads: &[usize]) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // As `Cli::parse()`, keeping the matches: they say which flags were given.
+    let matches = Cli::command().get_matches();
+    let cli =
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
     // An interrupt removes the file experiments' test files before exiting (130).
     refbench::scratch::install();
     match cli.cmd {
@@ -258,6 +359,14 @@ fn main() -> ExitCode {
                 duration: duration_ms.map(Duration::from_millis),
                 pin,
             };
+            let flags = given(
+                &matches,
+                "reproduce",
+                &[Flag::Threads, Flag::DurationMs, Flag::Pin],
+            );
+            if let Some(code) = usage_errors(&refbench::reproduce::check_flags(&plan, &flags)) {
+                return code;
+            }
             if let Err(e) = refbench::scratch::Scratch::new() {
                 return usage_error(format!("the file experiments' test files: {e}"));
             }
@@ -304,6 +413,10 @@ fn main() -> ExitCode {
                         .join(", ")
                 ));
             };
+            let flags = given(&matches, "run", &Flag::ALL);
+            if let Some(code) = usage_errors(&experiments::check_flags(info, &flags)) {
+                return code;
+            }
             let known: Vec<&str> = match info.variants {
                 Some(v) => v.to_vec(),
                 None => SCHEMES
@@ -327,6 +440,11 @@ fn main() -> ExitCode {
                         "unknown scheme '{s}' for {experiment} (known: {})",
                         known.join(", ")
                     ));
+                }
+            }
+            if flags.contains(&Flag::EpochUs) {
+                if let Err(e) = experiments::check_epoch(&experiment, &schemes) {
+                    return usage_error(e);
                 }
             }
             if threads.is_empty() {
@@ -372,12 +490,6 @@ fn main() -> ExitCode {
                 return usage_error("--referenced-pct must be between 0 and 100");
             }
             if let Some(n) = size_cpus {
-                if !experiments::sizable().any(|e| e == experiment) {
-                    return usage_error(format!(
-                        "--size-cpus applies to {} only",
-                        experiments::sizable().collect::<Vec<_>>().join(", ")
-                    ));
-                }
                 // Before anything sizes a per-CPU structure (Meta, the schemes).
                 if let Err(e) = percpu::size_for_cpus(n) {
                     return usage_error(format!("--size-cpus {n}: {e}"));

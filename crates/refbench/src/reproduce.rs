@@ -2,7 +2,7 @@
 //! with its plots, and a report whose claims table says which claims of the source documents
 //! hold here ([`crate::claims`]).
 
-use crate::experiments::{self, Params, EXPERIMENTS, SIZED_CPUS};
+use crate::experiments::{self, ExperimentInfo, Flag, Params, EXPERIMENTS, SIZED_CPUS};
 use crate::meta::Meta;
 use crate::output::{self, Results, Row};
 use crate::schemes::{SchemeConfig, SCHEMES};
@@ -108,35 +108,52 @@ fn child_rows(args: &[&str], env: &[(&str, &str)], what: &str) -> Result<Vec<Row
         .map_err(|e| format!("refbench on {what}: unexpected rows: {e}"))
 }
 
+/// The arguments of a child `refbench run experiment` with the parameters `p`: every flag the
+/// experiment reads with `p.schemes` ([`experiments::flags_read`]) but `--size-cpus`, which
+/// `Params` does not hold (a list left empty is left to the experiment's default).
+fn run_args(experiment: &str, p: &Params) -> Vec<String> {
+    let info = experiments::find(experiment).expect("a listed experiment");
+    fn list<T: ToString>(v: &[T]) -> String {
+        v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
+    }
+    let mut args = vec!["run".to_string(), experiment.to_string()];
+    for flag in experiments::flags_read(info, &p.schemes) {
+        let value = match flag {
+            Flag::Schemes => list(&p.schemes),
+            Flag::Threads => list(&p.threads),
+            Flag::Objects => list(&p.objects),
+            Flag::DurationMs => p.duration.as_millis().to_string(),
+            Flag::Reps => p.reps.to_string(),
+            Flag::Pin => {
+                if p.pin {
+                    args.push(flag.to_string());
+                }
+                continue;
+            }
+            Flag::MigrateEvery => list(&p.migrate_every),
+            Flag::ReferencedPct => p.referenced_pct.to_string(),
+            Flag::SpinCycles => p.spin_cycles.to_string(),
+            Flag::ReadEvery => list(&p.read_every),
+            Flag::Samples => p.samples.to_string(),
+            Flag::FileMib => p.file_mib.to_string(),
+            Flag::EpochUs => p.scheme_config.epoch_us.to_string(),
+            Flag::SizeCpus => continue,
+        };
+        if !value.is_empty() {
+            args.extend([flag.to_string(), value]);
+        }
+    }
+    args
+}
+
 /// A memory experiment again with every per-CPU structure sized for `cpus` CPUs (a child
 /// `refbench run --size-cpus`, since the size is fixed once per process): the rows carry
 /// `cpus`, and sit beside the machine's own in the experiment's table.
 fn sized_rows(experiment: &str, p: &Params, cpus: usize) -> Result<Vec<Row>, String> {
-    let list = |v: &[usize]| {
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let mut args = run_args(experiment, p);
+    args.extend([Flag::SizeCpus.to_string(), cpus.to_string()]);
     child_rows(
-        &[
-            "run",
-            experiment,
-            "--size-cpus",
-            &cpus.to_string(),
-            "--schemes",
-            &p.schemes.join(","),
-            "--threads",
-            &list(&p.threads),
-            "--objects",
-            &list(&p.objects),
-            "--referenced-pct",
-            &p.referenced_pct.to_string(),
-            "--file-mib",
-            &p.file_mib.to_string(),
-            "--epoch-us",
-            &p.scheme_config.epoch_us.to_string(),
-        ],
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
         &[],
         &format!("{experiment} sized for {cpus} CPUs"),
     )
@@ -168,20 +185,9 @@ fn section_vs_lock(p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, S
     q.schemes = vec!["paygo".into()];
     let mut rows =
         crate::harness::catch_spawn_failure(|| experiments::run("single-object", &q, tick))??;
-    let threads: Vec<String> = q.threads.iter().map(|t| t.to_string()).collect();
+    let args = run_args("single-object", &q);
     let locked = child_rows(
-        &[
-            "run",
-            "single-object",
-            "--schemes",
-            "paygo",
-            "--threads",
-            &threads.join(","),
-            "--reps",
-            &q.reps.to_string(),
-            "--duration-ms",
-            &q.duration.as_millis().to_string(),
-        ],
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
         &[
             ("PERCPU_FORCE_FALLBACK", "1"),
             ("GLIBC_TUNABLES", "glibc.pthread.rseq=0"),
@@ -219,6 +225,27 @@ fn planned<'a>(plan: &'a Plan) -> impl Iterator<Item = &'static str> + 'a {
         .iter()
         .filter(|e| plan.only.is_empty() || plan.only.iter().any(|o| o == e.name))
         .map(|e| e.name)
+}
+
+/// What is wrong with giving `given` (`--threads`, `--duration-ms`, `--pin`) to `reproduce`
+/// with `plan`: one message for each flag none of its experiments reads (with `--only`), naming
+/// the flag, the experiments and those that read it. Empty where nothing is.
+pub fn check_flags(plan: &Plan, given: &[Flag]) -> Vec<String> {
+    let run: Vec<&ExperimentInfo> = planned(plan)
+        .map(|e| experiments::find(e).expect("a listed experiment"))
+        .collect();
+    given
+        .iter()
+        .filter(|f| !run.iter().any(|e| e.uses(**f)))
+        .map(|f| {
+            let names: Vec<&str> = run.iter().map(|e| e.name).collect();
+            format!(
+                "{f}: none of the experiments run ({}) uses it (it is used by {})",
+                names.join(", "),
+                experiments::used_by(*f)
+            )
+        })
+        .collect()
 }
 
 /// Checks, before [`reproduce`] runs anything, that it can finish: `dir` is (or can be made) a
@@ -321,4 +348,71 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
         std::fs::write(&report, body).map_err(|e| format!("{}: {e}", report.display()))?;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child run gets every flag its experiment reads, with the parent's values, and no
+    /// other (it would refuse that one).
+    #[test]
+    fn children_get_the_flags_their_experiment_reads() {
+        for e in EXPERIMENTS {
+            let mut p = params(e.name, Depth::Quick, &[1, 2]);
+            p.pin = true;
+            let args = run_args(e.name, &p);
+            assert_eq!(args[..2], ["run", e.name]);
+            let given: Vec<&String> = args[2..].iter().filter(|a| a.starts_with("--")).collect();
+            for a in &given {
+                let f = Flag::ALL.iter().find(|f| f.to_string() == **a);
+                let f = f.unwrap_or_else(|| panic!("{}: {a} is no flag", e.name));
+                assert!(e.uses(*f), "{}: {a}", e.name);
+            }
+            for f in experiments::flags_read(e, &p.schemes) {
+                if f != Flag::SizeCpus {
+                    assert!(
+                        given.iter().any(|a| **a == f.to_string()),
+                        "{}: {f}",
+                        e.name
+                    );
+                }
+            }
+        }
+        let p = params("query", Depth::Quick, &[1, 2]);
+        let args = run_args("query", &p);
+        let value = |flag: &str| &args[args.iter().position(|a| a == flag).unwrap() + 1];
+        assert_eq!(value("--reps"), "1");
+        assert_eq!(value("--threads"), "1,2");
+        assert_eq!(value("--epoch-us"), "10000");
+        assert!(!args.iter().any(|a| a == "--pin"));
+        // Without a scheme that has an epoch thread, no --epoch-us.
+        let mut p = params("single-object", Depth::Quick, &[1]);
+        p.schemes = vec!["paygo".into()];
+        assert!(!run_args("single-object", &p).contains(&"--epoch-us".to_string()));
+    }
+
+    /// `reproduce --only` with experiments none of which reads a flag given refuses it.
+    #[test]
+    fn a_flag_none_of_the_experiments_reads_is_refused() {
+        let plan = |only: &[&str]| Plan {
+            depth: Depth::Quick,
+            threads: vec![1],
+            only: only.iter().map(|s| s.to_string()).collect(),
+            duration: None,
+            pin: false,
+        };
+        let all = [Flag::Threads, Flag::DurationMs, Flag::Pin];
+        assert!(check_flags(&plan(&[]), &all).is_empty());
+        assert!(check_flags(&plan(&["tsc-check", "ceiling"]), &all).is_empty());
+        let e = check_flags(&plan(&["tsc-check", "memory"]), &all);
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(
+            e[0].starts_with("--threads: none of the experiments run (memory, tsc-check)"),
+            "{e:?}"
+        );
+        let e = check_flags(&plan(&["query"]), &all);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("--duration-ms: "), "{e:?}");
+    }
 }

@@ -355,11 +355,12 @@ fn reproduce_in_parts() {
     let dir = std::env::temp_dir().join(format!("refbench-parts-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.to_str().unwrap();
-    for (only, pin) in [("tsc-check", None), ("ceiling", Some("--pin"))] {
+    // tsc-check uses neither threads, nor a duration, nor pinning.
+    let ceiling = ["--threads", "1", "--duration-ms", "20", "--pin"];
+    for (only, args) in [("tsc-check", &[][..]), ("ceiling", &ceiling)] {
         let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
-            .args(["reproduce", "--quick", "--threads", "1", "--only", only])
-            .args(["--duration-ms", "20", "--out", d])
-            .args(pin)
+            .args(["reproduce", "--quick", "--only", only, "--out", d])
+            .args(args)
             // A prebuilt loop that is not there: the C loop's row says why it is missing.
             .env("REFBENCH_C_LOOP", dir.join("no-such-loop"))
             .output()
@@ -538,15 +539,8 @@ fn out_that_cannot_hold_results_exits_2_before_running() {
 fn reproduce_refuses_a_folder_whose_report_would_fail() {
     let run = |dir: &std::path::Path| {
         Command::new(env!("CARGO_BIN_EXE_refbench"))
-            .args([
-                "reproduce",
-                "--quick",
-                "--threads",
-                "1",
-                "--only",
-                "tsc-check",
-            ])
-            .args(["--duration-ms", "20", "--out", dir.to_str().unwrap()])
+            .args(["reproduce", "--quick", "--only", "tsc-check"])
+            .args(["--out", dir.to_str().unwrap()])
             .output()
             .expect("refbench runs")
     };
@@ -660,17 +654,35 @@ fn refbench_short_of_threads(args: &[&str]) -> std::process::Output {
 #[test]
 fn a_refused_thread_exits_1_without_a_panic_or_a_hang() {
     for args in [
-        &["single-object", "--schemes", "atomic"][..],
-        &["drbh", "--schemes", "kernel"],
-        &["oplog-list", "--schemes", "oplog-basic"],
+        &[
+            "single-object",
+            "--schemes",
+            "atomic",
+            "--duration-ms",
+            "10",
+        ][..],
+        &["drbh", "--schemes", "kernel", "--duration-ms", "10"],
+        &[
+            "oplog-list",
+            "--schemes",
+            "oplog-basic",
+            "--duration-ms",
+            "10",
+        ],
         &["lodic-query", "--file-mib", "1", "--objects", "10"],
         &["drop-file", "--schemes", "cas", "--objects", "1"],
         &["query", "--schemes", "atomic", "--objects", "10"],
-        &["reclaim-pressure", "--schemes", "cas"],
+        &[
+            "reclaim-pressure",
+            "--schemes",
+            "cas",
+            "--duration-ms",
+            "10",
+        ],
     ] {
         let mut all = vec!["run"];
         all.extend_from_slice(args);
-        all.extend(["--threads", "4000", "--duration-ms", "10", "--reps", "1"]);
+        all.extend(["--threads", "4000", "--reps", "1"]);
         let o = refbench_short_of_threads(&all);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
@@ -746,5 +758,289 @@ fn an_interrupt_removes_the_test_files() {
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert!(left.is_empty(), "signal {signal}: left behind: {left:?}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A flag the experiment does not use is refused before anything runs: exit 2, a message
+/// naming the flag, the experiment and an experiment that uses it, nothing measured (no table)
+/// and nothing written (the `--out` folder is not even made). One case for each kind: a flag of
+/// one experiment given to another, `--size-cpus`, a general flag that an experiment ignores,
+/// `--schemes` where there is nothing to choose, and `--epoch-us` where no scheme with an
+/// epoch thread can run.
+#[test]
+fn a_flag_the_experiment_does_not_use_exits_2_before_running() {
+    let dir = scratch("unused-flag");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    // (experiment, flags it uses, the flag refused, the experiments that use that one). Where
+    // the experiment takes a duration, 100 seconds: a run would show.
+    let long = ["--threads", "1", "--reps", "1", "--duration-ms", "100000"];
+    let atomic = ["--schemes", "atomic"];
+    for (experiment, own, flag, users) in [
+        (
+            "single-object",
+            &long[..],
+            &["--file-mib", "64"][..],
+            "lodic-query and lodic-memory",
+        ),
+        ("drbh", &long, &["--migrate-every", "5"], "migration"),
+        ("query", &atomic, &["--read-every", "3"], "oplog-read-ratio"),
+        ("object-spectrum", &long, &["--samples", "10"], "tsc-check"),
+        ("oplog-list", &long, &["--referenced-pct", "5"], "memory"),
+        (
+            "lodic-query",
+            &["--file-mib", "1"],
+            &["--spin-cycles", "5"],
+            "oplog-list",
+        ),
+        (
+            "single-object",
+            &long,
+            &["--size-cpus", "16"],
+            "memory, query, drop-file and lodic-memory",
+        ),
+        (
+            "single-object",
+            &long,
+            &["--objects", "4"],
+            "object-spectrum, memory, query, randomread",
+        ),
+        (
+            "pair-cost",
+            &atomic,
+            &["--threads", "2"],
+            "every experiment but pair-cost",
+        ),
+        (
+            "memory",
+            &atomic,
+            &["--reps", "2"],
+            "every experiment but memory",
+        ),
+        (
+            "query",
+            &atomic,
+            &["--duration-ms", "10"],
+            "but pair-cost, memory, query",
+        ),
+        (
+            "oplog-read-ratio",
+            &long,
+            &["--pin"],
+            "oplog-list, oplog-read-ratio, lodic-query",
+        ),
+        (
+            "tsc-check",
+            &[],
+            &["--schemes", "tsc"],
+            "every experiment but tsc-check",
+        ),
+        (
+            "ceiling",
+            &long,
+            &["--epoch-us", "100"],
+            "ceiling, tsc-check",
+        ),
+    ] {
+        let mut args = vec!["run", experiment];
+        args.extend_from_slice(own);
+        args.extend_from_slice(flag);
+        args.extend(["--out", out]);
+        let o = refbench(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let says = format!("{}: {experiment} does not use it (it is used by ", flag[0]);
+        assert!(err.contains(&says), "{args:?}: {says:?} not in {err}");
+        assert!(err.contains(users), "{args:?}: {users:?} not in {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: it ran");
+        assert!(!dir.join("out").exists(), "{args:?}: --out was made");
+    }
+    // --epoch-us where the experiment may run refcache, but the schemes asked for do not.
+    let mut args = vec!["run", "single-object", "--schemes", "atomic,paygo"];
+    args.extend_from_slice(&long);
+    args.extend(["--epoch-us", "100", "--out", out]);
+    let o = refbench(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for s in ["--epoch-us: single-object", "atomic, paygo", "refcache"] {
+        assert!(err.contains(s), "{s:?} not in {err}");
+    }
+    assert!(o.stdout.is_empty() && !dir.join("out").exists(), "it ran");
+    // Several at once: each is named, on a line of its own.
+    let o = refbench(&["run", "tsc-check", "--threads", "2", "--pin", "--out", out]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(err.contains("--threads: tsc-check") && err.contains("--pin: tsc-check"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The flags an experiment uses run, and change what it measures.
+#[test]
+fn a_flag_the_experiment_uses_runs() {
+    let rows = |args: &[&str]| {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend(["--format", "json"]);
+        let o = refbench(&all);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        v["rows"].as_array().expect("rows").clone()
+    };
+    let short = ["--threads", "1", "--duration-ms", "20", "--reps", "1"];
+    let mut args = vec![
+        "migration",
+        "--schemes",
+        "atomic",
+        "--migrate-every",
+        "0,50",
+    ];
+    args.extend_from_slice(&short);
+    let r = rows(&args);
+    let every: Vec<u64> = r
+        .iter()
+        .map(|r| r["migrate_every"].as_u64().unwrap())
+        .collect();
+    assert_eq!(every, [0, 50], "{r:?}");
+    let mut args = vec![
+        "single-object",
+        "--schemes",
+        "atomic,refcache",
+        "--epoch-us",
+        "1000",
+    ];
+    args.extend_from_slice(&short);
+    args.push("--pin");
+    assert_eq!(rows(&args).len(), 2);
+    let r = rows(&[
+        "memory",
+        "--schemes",
+        "atomic",
+        "--objects",
+        "100",
+        "--referenced-pct",
+        "50",
+    ]);
+    assert_eq!(r[0]["referenced"], 50, "{r:?}");
+    let r = rows(&["pair-cost", "--schemes", "atomic", "--reps", "1"]);
+    assert_eq!(r.len(), 1, "{r:?}");
+}
+
+/// `reproduce` refuses a flag that none of the experiments of `--only` uses, before anything
+/// runs (the `--out` folder is not made).
+#[test]
+fn reproduce_refuses_a_flag_none_of_its_experiments_uses() {
+    let dir = scratch("reproduce-unused");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    for (only, flag, users) in [
+        (
+            "tsc-check",
+            &["--pin"][..],
+            "every experiment but pair-cost",
+        ),
+        (
+            "memory,tsc-check",
+            &["--threads", "1"],
+            "every experiment but pair-cost",
+        ),
+        (
+            "query,drop-file",
+            &["--duration-ms", "10"],
+            "but pair-cost, memory, query",
+        ),
+    ] {
+        let mut args = vec!["reproduce", "--quick", "--only", only, "--out", out];
+        args.extend_from_slice(flag);
+        let o = refbench(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let says = format!("{}: none of the experiments run", flag[0]);
+        assert!(err.contains(&says), "{args:?}: {says:?} not in {err}");
+        assert!(err.contains(&only.replace(',', ", ")), "{args:?}: {err}");
+        assert!(err.contains(users), "{args:?}: {users:?} not in {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: it ran");
+        assert!(!dir.join("out").exists(), "{args:?}: --out was made");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `reproduce` measures `memory` again sized for 16 CPUs in a child `refbench run` (where the
+/// machine has fewer), which it gives only the flags `memory` uses: the child's rows are there.
+#[test]
+fn reproduce_sizes_memory_for_16_cpus_in_a_child() {
+    if percpu::possible_cpus() >= refbench::experiments::SIZED_CPUS {
+        percpu::testing::skip("the machine has 16 CPUs or more: no run sized for 16");
+        return;
+    }
+    let dir = scratch("reproduce-sized");
+    let o = refbench(&[
+        "reproduce",
+        "--quick",
+        "--only",
+        "memory",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("memory.json")).unwrap()).unwrap();
+    let sized = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["cpus"] == 16)
+        .count();
+    assert!(sized > 0, "no row sized for 16 CPUs: {v}");
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    assert!(!report.contains("not measured: "), "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The options of `run --help`, each with its help text on one line.
+fn run_help_options() -> Vec<(String, String)> {
+    let o = refbench(&["run", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout).to_string();
+    let mut options: Vec<(String, String)> = Vec::new();
+    for line in help.lines() {
+        let t = line.trim_start();
+        let name = t.strip_prefix("-h, ").unwrap_or(t);
+        if line.starts_with("  ") && name.starts_with("--") {
+            let name = name[2..].split([' ', '<']).next().unwrap().to_string();
+            options.push((name, t.to_string()));
+        } else if let Some(last) = options.last_mut() {
+            last.1.push(' ');
+            last.1.push_str(t);
+        }
+    }
+    options
+}
+
+/// Every option of `run` but `--format`, `--out` and `--help` is in the flag table, every flag
+/// of the table is an option of `run`, and each one's help names the experiments that use it,
+/// from the table.
+#[test]
+fn run_help_names_the_users_of_each_flag_from_the_table() {
+    use refbench::experiments::{used_by, Flag};
+    let options = run_help_options();
+    for (name, _) in &options {
+        let known = Flag::ALL
+            .iter()
+            .any(|f| f.to_string() == format!("--{name}"));
+        assert!(
+            known || ["format", "out", "help"].contains(&name.as_str()),
+            "--{name} is not in experiments::Flag"
+        );
+    }
+    for f in Flag::ALL {
+        let (_, help) = options
+            .iter()
+            .find(|(n, _)| format!("--{n}") == f.to_string())
+            .unwrap_or_else(|| panic!("{f} is not an option of run"));
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let users = format!("Used by {}.", used_by(f));
+        assert!(help.contains(&users), "{f}: {users:?} not in {help}");
     }
 }

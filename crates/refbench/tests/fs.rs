@@ -4,10 +4,11 @@
 use serde_json::Value;
 use std::process::Command;
 
+/// The rows of `refbench ARGS --reps 1 --format json`.
 fn run_json(args: &[&str]) -> Vec<Value> {
     let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
         .args(args)
-        .args(["--duration-ms", "20", "--reps", "1", "--format", "json"])
+        .args(["--reps", "1", "--format", "json"])
         .output()
         .expect("refbench runs");
     assert!(
@@ -28,6 +29,8 @@ fn drbh_measures_schemes_and_baselines_and_skips_percpu_limit_with_the_reason() 
         "cas,paygo,percpu-limit,kernel,quick_cache,optimistic",
         "--threads",
         "1,2",
+        "--duration-ms",
+        "20",
     ]);
     for name in ["cas", "paygo", "kernel", "quick_cache", "optimistic"] {
         for t in [1, 2] {
@@ -63,6 +66,8 @@ fn randomread_reads_over_each_number_of_files() {
         "paygo,atomic",
         "--objects",
         "1,3",
+        "--duration-ms",
+        "20",
     ]);
     for name in ["paygo", "atomic"] {
         for files in [1u64, 3] {
@@ -105,7 +110,14 @@ fn drop_file_drops_every_page_with_and_without_readers() {
 
 #[test]
 fn pread_table_reports_the_boost_of_frozen_bit_over_cas() {
-    let rows = run_json(&["run", "pread-table", "--threads", "1,2"]);
+    let rows = run_json(&[
+        "run",
+        "pread-table",
+        "--threads",
+        "1,2",
+        "--duration-ms",
+        "20",
+    ]);
     for t in [1, 2] {
         let fb = rows
             .iter()

@@ -12,6 +12,10 @@ mod oplog_exp;
 use crate::output::Row;
 use crate::schemes::SchemeConfig;
 use std::time::Duration;
+use Flag::{
+    DurationMs, EpochUs, FileMib, MigrateEvery, Objects, Pin, ReadEvery, ReferencedPct, Reps,
+    Samples, Schemes, SizeCpus, SpinCycles, Threads,
+};
 
 /// One experiment.
 #[derive(Clone, Copy, Debug)]
@@ -23,90 +27,312 @@ pub struct ExperimentInfo {
     /// The names `--schemes` takes: `None` for the reference counting schemes of the registry,
     /// or the experiment's own variants.
     pub variants: Option<&'static [&'static str]>,
+    /// The flags of `refbench run` it reads: `run` refuses the others ([`check_flags`]).
+    pub flags: &'static [Flag],
 }
 
-/// The experiments whose figures depend on how many CPUs the per-CPU structures are sized for
-/// (`refbench run --size-cpus`, and `reproduce`'s second run of them sized for
-/// [`SIZED_CPUS`]): the memory experiments, and `query` (a READ-ALL visits every CPU's state,
-/// so its cost on a machine with more CPUs is measured by sizing for them; the threads that
-/// take references are the machine's own).
+impl ExperimentInfo {
+    /// Whether it reads `flag`.
+    pub fn uses(&self, flag: Flag) -> bool {
+        self.flags.contains(&flag)
+    }
+}
+
+/// A flag of `refbench run` that not every experiment reads (`--format` and `--out` apply to
+/// every one). Each experiment's [`ExperimentInfo::flags`] says which it reads; `run` refuses
+/// the others with exit code 2, and each flag's help names the experiments that read it
+/// ([`used_by`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flag {
+    /// `--schemes`.
+    Schemes,
+    /// `--threads`.
+    Threads,
+    /// `--objects`.
+    Objects,
+    /// `--duration-ms`.
+    DurationMs,
+    /// `--reps`.
+    Reps,
+    /// `--pin`.
+    Pin,
+    /// `--migrate-every`.
+    MigrateEvery,
+    /// `--referenced-pct`.
+    ReferencedPct,
+    /// `--spin-cycles`.
+    SpinCycles,
+    /// `--read-every`.
+    ReadEvery,
+    /// `--samples`.
+    Samples,
+    /// `--file-mib`.
+    FileMib,
+    /// `--epoch-us`: read only where one of the schemes run has an epoch thread
+    /// ([`EPOCH_SCHEMES`], [`check_epoch`]).
+    EpochUs,
+    /// `--size-cpus`.
+    SizeCpus,
+}
+
+impl Flag {
+    /// Every flag, in the order of `refbench run --help`.
+    pub const ALL: [Flag; 14] = [
+        Flag::Schemes,
+        Flag::Threads,
+        Flag::Objects,
+        Flag::DurationMs,
+        Flag::Reps,
+        Flag::Pin,
+        Flag::MigrateEvery,
+        Flag::ReferencedPct,
+        Flag::SpinCycles,
+        Flag::ReadEvery,
+        Flag::Samples,
+        Flag::FileMib,
+        Flag::EpochUs,
+        Flag::SizeCpus,
+    ];
+
+    /// The id of its argument in the command line parser (the field of `refbench run`):
+    /// `migrate_every`.
+    pub const fn id(self) -> &'static str {
+        match self {
+            Flag::Schemes => "schemes",
+            Flag::Threads => "threads",
+            Flag::Objects => "objects",
+            Flag::DurationMs => "duration_ms",
+            Flag::Reps => "reps",
+            Flag::Pin => "pin",
+            Flag::MigrateEvery => "migrate_every",
+            Flag::ReferencedPct => "referenced_pct",
+            Flag::SpinCycles => "spin_cycles",
+            Flag::ReadEvery => "read_every",
+            Flag::Samples => "samples",
+            Flag::FileMib => "file_mib",
+            Flag::EpochUs => "epoch_us",
+            Flag::SizeCpus => "size_cpus",
+        }
+    }
+}
+
+/// Its name on the command line: `--migrate-every`.
+impl std::fmt::Display for Flag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--{}", self.id().replace('_', "-"))
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The experiments that read `flag`, in words for its help and its refusal: their names, or
+/// `every experiment but` the others where those are fewer.
+pub fn used_by(flag: Flag) -> String {
+    let (users, others): (Vec<&ExperimentInfo>, Vec<&ExperimentInfo>) =
+        EXPERIMENTS.iter().partition(|e| e.uses(flag));
+    let names = |v: &[&ExperimentInfo]| and_list(&v.iter().map(|e| e.name).collect::<Vec<_>>());
+    if others.is_empty() {
+        "every experiment".into()
+    } else if others.len() < users.len() {
+        format!("every experiment but {}", names(&others))
+    } else {
+        names(&users)
+    }
+}
+
+/// What is wrong with giving `given` to `refbench run` of `experiment`: one message for each
+/// flag the experiment does not read, naming the flag, the experiment and the experiments that
+/// read it. Empty where nothing is.
+pub fn check_flags(experiment: &ExperimentInfo, given: &[Flag]) -> Vec<String> {
+    given
+        .iter()
+        .filter(|f| !experiment.uses(**f))
+        .map(|f| {
+            format!(
+                "{f}: {} does not use it (it is used by {})",
+                experiment.name,
+                used_by(*f)
+            )
+        })
+        .collect()
+}
+
+/// The schemes with a background epoch thread, whose epoch `--epoch-us` sets.
+pub const EPOCH_SCHEMES: &[&str] = &["refcache"];
+
+/// Whether one of `schemes` has an epoch thread ([`EPOCH_SCHEMES`]).
+fn runs_an_epoch(schemes: &[String]) -> bool {
+    schemes.iter().any(|s| EPOCH_SCHEMES.contains(&s.as_str()))
+}
+
+/// `Err` (why) where `--epoch-us` would change nothing in a run of `experiment` with `schemes`:
+/// none of them has an epoch thread.
+pub fn check_epoch(experiment: &str, schemes: &[String]) -> Result<(), String> {
+    if runs_an_epoch(schemes) {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: {experiment} does not use it with the schemes {} (it sets the epoch of the schemes \
+         with a background thread: add {} to --schemes)",
+        Flag::EpochUs,
+        schemes.join(", "),
+        EPOCH_SCHEMES.join(" or "),
+    ))
+}
+
+/// The flags a run of `experiment` with `schemes` reads: its [`ExperimentInfo::flags`], less
+/// `--epoch-us` where none of `schemes` has an epoch thread.
+pub fn flags_read<'a>(
+    experiment: &'a ExperimentInfo,
+    schemes: &'a [String],
+) -> impl Iterator<Item = Flag> + 'a {
+    experiment
+        .flags
+        .iter()
+        .copied()
+        .filter(move |&f| f != Flag::EpochUs || runs_an_epoch(schemes))
+}
+
+/// The experiments `reproduce` runs a second time with every per-CPU structure sized for
+/// [`SIZED_CPUS`] (a child `refbench run --size-cpus`): the memory experiments, and `query` (a
+/// READ-ALL visits every CPU's state, so its cost on a machine with more CPUs is measured by
+/// sizing for them; the threads that take references are the machine's own). Each reads
+/// `--size-cpus` ([`Flag::SizeCpus`]), as does `drop-file`, whose PAYGO drop sweeps every CPU's
+/// table.
 pub const SIZED_BY_CPUS: &[&str] = &["memory", "lodic-memory", "query"];
-
-/// The experiments `refbench run --size-cpus` takes besides those of [`SIZED_BY_CPUS`]:
-/// `drop-file`, whose PAYGO drop sweeps every CPU's table (how it costs on a machine with more
-/// CPUs; its rows say `cpus`).
-pub const SIZABLE_IN_RUN: &[&str] = &["drop-file"];
-
-/// The experiments `refbench run --size-cpus` takes.
-pub fn sizable() -> impl Iterator<Item = &'static str> {
-    SIZED_BY_CPUS.iter().chain(SIZABLE_IN_RUN).copied()
-}
 
 /// The CPU count `reproduce` also sizes the memory experiments for, on machines with fewer:
 /// the source documents' claims on memory are about many-core machines.
 pub const SIZED_CPUS: usize = 16;
 
-/// Every experiment, in display order.
+/// Every experiment, in display order, with the flags it reads. `--epoch-us` where a scheme
+/// with an epoch thread may run and its epoch can change a figure (the memory experiments
+/// count bytes, which it does not change). `--pin` where the workers are pinned on request
+/// (`pair-cost` pins a thread to each CPU in turn for figures of its own, the OpLog
+/// experiments pin their workers always, `tsc-check` each pair, and the LODIC experiments'
+/// sharing threads only hold mappings).
 pub const EXPERIMENTS: &[ExperimentInfo] = &[
-    ExperimentInfo { name: "single-object", about: "PAYGO Fig. 11: all threads get/put one shared object", variants: None },
+    ExperimentInfo {
+        name: "single-object",
+        about: "PAYGO Fig. 11: all threads get/put one shared object",
+        variants: None,
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs],
+    },
     ExperimentInfo {
         name: "object-spectrum",
         about: "PAYGO Fig. 12 (and Fig. 2/10): threads get/put objects spread over a set of N objects",
         variants: None,
+        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
     },
     ExperimentInfo {
         name: "pair-cost",
         about: "one thread, one object: ns per get+put pair, best of 2,000 batches of 2,000 (the uncontended fast path)",
         variants: None,
+        flags: &[Schemes, Reps, EpochUs],
     },
     ExperimentInfo {
         name: "migration",
         about: "PAYGO 6.2.3 anchoring overhead: forced migration between get and put every M ops; anchor-path share and throughput vs no migration",
         variants: None,
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, MigrateEvery, EpochUs],
     },
-    ExperimentInfo { name: "memory", about: "bytes used for N objects of which a given share is referenced", variants: None },
+    ExperimentInfo {
+        name: "memory",
+        about: "bytes used for N objects of which a given share is referenced",
+        variants: None,
+        flags: &[Schemes, Objects, ReferencedPct, SizeCpus],
+    },
     ExperimentInfo {
         name: "query",
         about: "PAYGO 6.3 query overhead: time to try-reclaim N unreferenced objects, one by one and batched (try_reclaim_many), with and without background get/put",
         variants: None,
+        flags: &[Schemes, Threads, Objects, Reps, Pin, EpochUs, SizeCpus],
     },
     ExperimentInfo {
         name: "ceiling",
         about: "the reference row percpu-limit (through the harness and the RefCounter trait) against a bare per-CPU rseq add/sub loop",
         variants: Some(ceiling::VARIANTS),
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin],
     },
     ExperimentInfo {
         name: "tsc-check",
         about: "OpLog 6.1: a timestamp stored on one CPU, compared with one read after it on another; violations expected 0",
         variants: Some(&["tsc"]),
+        flags: &[Samples],
     },
     ExperimentInfo {
         name: "oplog-list",
         about: "OpLog Fig. 12: add an element, spin, remove it, spin; lock-free list vs OpLog without/with global/local absorption",
         variants: Some(&["lockfree-list", "oplog-basic", "oplog-global", "oplog-local"]),
+        flags: &[Schemes, Threads, DurationMs, Reps, SpinCycles],
     },
     ExperimentInfo {
         name: "oplog-read-ratio",
         about: "OpLog Fig. 11 (fork-truncate): updates with a read every k; OpLog vs the same map under one lock; break-even k",
         variants: Some(&["oplog", "oplog-basic", "locked"]),
+        flags: &[Schemes, Threads, DurationMs, Reps, ReadEvery],
     },
     ExperimentInfo {
         name: "arc-clone",
         about: "threads clone and drop one shared pointer: std::sync::Arc, triomphe::Arc, paygo::Arc (vs_std_arc)",
         variants: Some(front::ARCS),
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin],
     },
     ExperimentInfo {
         name: "reclaim-pressure",
         about: "readers of one referenced object while a thread loops try_reclaim on it (vs_no_reclaimer)",
         variants: None,
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs],
     },
-    ExperimentInfo { name: "drbh", about: "PAYGO Fig. 7 (FxMark DRBH): every thread reads 64 bytes of the same 4 KiB page through the page cache; also kernel pread(2), quick_cache, optimistic", variants: None },
-    ExperimentInfo { name: "randomread", about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files (`--objects`: how many) through the page cache; also kernel, quick_cache, optimistic", variants: None },
-    ExperimentInfo { name: "file-spectrum", about: "PAYGO Fig. 10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)", variants: None },
-    ExperimentInfo { name: "drop-file", about: "PAYGO Fig. 13: time to drop a cached file of --objects MiB (default 64,256), without and with background readers", variants: None },
-    ExperimentInfo { name: "lodic-query", about: "LODIC query cost (the slides' fadvise): time to drop a cached file of --file-mib MiB with --objects percent of it mapped (default 10,20,100) by max(--threads) and by 16 threads, file-space vs process-space reverse map", variants: Some(lodic_exp::QUERY_VARIANTS) },
-    ExperimentInfo { name: "lodic-memory", about: "LODIC counter memory vs per-object schemes over a cached file of --file-mib MiB, 1 to 16 sharing threads, --objects percent mapped (default 10,50,100)", variants: Some(lodic_exp::MEMORY_VARIANTS) },
-    ExperimentInfo { name: "pread-table", about: "2026 frozen-bit patch's table: drbh for cas (vanilla) and frozen-bit (patched) at each thread count, boost in percent", variants: Some(&["cas", "frozen-bit"]) },
+    ExperimentInfo {
+        name: "drbh",
+        about: "PAYGO Fig. 7 (FxMark DRBH): every thread reads 64 bytes of the same 4 KiB page through the page cache; also kernel pread(2), quick_cache, optimistic",
+        variants: None,
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs],
+    },
+    ExperimentInfo {
+        name: "randomread",
+        about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files (`--objects`: how many) through the page cache; also kernel, quick_cache, optimistic",
+        variants: None,
+        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
+    },
+    ExperimentInfo {
+        name: "file-spectrum",
+        about: "PAYGO Fig. 10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)",
+        variants: None,
+        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
+    },
+    ExperimentInfo {
+        name: "drop-file",
+        about: "PAYGO Fig. 13: time to drop a cached file of --objects MiB (default 64,256), without and with background readers",
+        variants: None,
+        flags: &[Schemes, Threads, Objects, Reps, Pin, EpochUs, SizeCpus],
+    },
+    ExperimentInfo {
+        name: "lodic-query",
+        about: "LODIC query cost (the slides' fadvise): time to drop a cached file of --file-mib MiB with --objects percent of it mapped (default 10,20,100) by max(--threads) and by 16 threads, file-space vs process-space reverse map",
+        variants: Some(lodic_exp::QUERY_VARIANTS),
+        flags: &[Schemes, Threads, Objects, Reps, FileMib],
+    },
+    ExperimentInfo {
+        name: "lodic-memory",
+        about: "LODIC counter memory vs per-object schemes over a cached file of --file-mib MiB, 1 to 16 sharing threads, --objects percent mapped (default 10,50,100)",
+        variants: Some(lodic_exp::MEMORY_VARIANTS),
+        flags: &[Schemes, Objects, FileMib, SizeCpus],
+    },
+    ExperimentInfo {
+        name: "pread-table",
+        about: "2026 frozen-bit patch's table: drbh for cas (vanilla) and frozen-bit (patched) at each thread count, boost in percent",
+        variants: Some(&["cas", "frozen-bit"]),
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin],
+    },
 ];
 
 /// The schemes an experiment runs when `--schemes` names none (`None`: all it knows).
@@ -244,6 +470,81 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The flag table covers every experiment (its flags are a field of [`EXPERIMENTS`], each
+    /// name there once) and every flag: each experiment reads some flags, none twice; each flag
+    /// is read by some experiments and not by others (one that every experiment read would
+    /// apply to all, as `--format` does); `--epoch-us` is read only where a scheme with an
+    /// epoch thread may run; every experiment `reproduce` sizes for more CPUs reads
+    /// `--size-cpus`. That the flags are `run`'s options is checked in `tests/cli.rs`.
+    #[test]
+    fn the_flag_table_covers_every_experiment_and_flag() {
+        let ids: Vec<&str> = Flag::ALL.iter().map(|f| f.id()).collect();
+        for (i, id) in ids.iter().enumerate() {
+            assert!(!ids[..i].contains(id), "{id} twice in Flag::ALL");
+        }
+        for e in EXPERIMENTS {
+            assert!(!e.flags.is_empty(), "{} reads no flag", e.name);
+            for (i, f) in e.flags.iter().enumerate() {
+                assert!(!e.flags[..i].contains(f), "{}: {f} twice", e.name);
+            }
+            let names: Vec<&str> = match e.variants {
+                Some(v) => v.to_vec(),
+                None => crate::schemes::SCHEMES.iter().map(|s| s.name).collect(),
+            };
+            let may_run_an_epoch = names.iter().any(|n| EPOCH_SCHEMES.contains(n));
+            if e.uses(Flag::EpochUs) {
+                assert!(may_run_an_epoch, "{} reads --epoch-us", e.name);
+            }
+            let named = EXPERIMENTS.iter().filter(|x| x.name == e.name).count();
+            assert_eq!(named, 1, "{} in EXPERIMENTS {named} times", e.name);
+        }
+        for f in Flag::ALL {
+            let users = EXPERIMENTS.iter().filter(|e| e.uses(f)).count();
+            assert!(users > 0, "no experiment reads {f}");
+            assert!(users < EXPERIMENTS.len(), "every experiment reads {f}");
+        }
+        for e in SIZED_BY_CPUS {
+            assert!(find(e).expect("an experiment").uses(Flag::SizeCpus), "{e}");
+        }
+        for s in EPOCH_SCHEMES {
+            assert!(crate::schemes::find(s).is_some(), "{s}");
+        }
+    }
+
+    /// A flag's users in words, and the refusal of a flag an experiment does not read.
+    #[test]
+    fn refusals_name_the_flag_the_experiment_and_the_users() {
+        assert_eq!(Flag::MigrateEvery.to_string(), "--migrate-every");
+        assert_eq!(used_by(Flag::MigrateEvery), "migration");
+        assert_eq!(used_by(Flag::FileMib), "lodic-query and lodic-memory");
+        assert_eq!(
+            used_by(Flag::SizeCpus),
+            "memory, query, drop-file and lodic-memory"
+        );
+        assert_eq!(used_by(Flag::Schemes), "every experiment but tsc-check");
+        let single = find("single-object").unwrap();
+        assert!(check_flags(single, &[Flag::Threads, Flag::EpochUs]).is_empty());
+        assert_eq!(
+            check_flags(single, &[Flag::Threads, Flag::FileMib, Flag::SizeCpus]),
+            [
+                "--file-mib: single-object does not use it (it is used by lodic-query and \
+                 lodic-memory)",
+                "--size-cpus: single-object does not use it (it is used by memory, query, \
+                 drop-file and lodic-memory)",
+            ]
+        );
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_epoch("drbh", &names(&["paygo", "refcache"])).is_ok());
+        let e = check_epoch("reclaim-pressure", &names(&["cas", "paygo"])).unwrap_err();
+        assert!(e.starts_with("--epoch-us: reclaim-pressure"), "{e}");
+        assert!(e.contains("cas, paygo") && e.contains("refcache"), "{e}");
+        let query = find("query").unwrap();
+        let read = |s: &[&str]| flags_read(query, &names(s)).collect::<Vec<_>>();
+        assert!(read(&["refcache"]).contains(&Flag::EpochUs));
+        assert!(!read(&["paygo"]).contains(&Flag::EpochUs));
+        assert!(read(&["paygo"]).contains(&Flag::SizeCpus));
+    }
 
     /// Every default object count fits the bound on a machine of up to 1,024 CPUs, so the
     /// bound refuses only what a user asks beyond the defaults.
