@@ -19,8 +19,9 @@
  * dlclose() of libpagecache.so, every thread that used it calls pagecache_prepare_unload().
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
- *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL and PAGECACHE_ENOMEM equal
- *     -EINVAL and -ENOMEM; the others are -1000 and below, never an errno;
+ *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM and
+ *     PAGECACHE_EFBIG equal -EINVAL, -ENOMEM and -EFBIG; the others are -1000 and below,
+ *     never an errno;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
  *     for a file that is not a regular file or is on a pseudo file system such as procfs or
@@ -76,6 +77,12 @@ typedef enum pagecache_error {
                                     negative length */
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
                                     cannot be allocated */
+    PAGECACHE_EFBIG = -27,       /* (= -EFBIG) pagecache_write_at, pagecache_set_len: the file
+                                    cannot hold the write or the length, which ends past the
+                                    largest file of its file system (16 TiB - 4 KiB on ext4
+                                    with 4 KiB blocks) or past the process's RLIMIT_FSIZE;
+                                    refused before anything changed, so the write-back never
+                                    fails for it (nor raises SIGXFSZ) */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
                                     boundary) */
     PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
@@ -157,11 +164,18 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
 
 /* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes
  * are copied in and the page marked dirty; the file grows when the range ends past it.
- * Returns len. Errors: PAGECACHE_EINVAL (file is NULL, buf is NULL with len > 0, len >
- * SSIZE_MAX, offset + len above 2^63 - 1), -EACCES (the file was opened read-only), a fill's
- * or a direct write's -errno (a direct write: every frame was held).
+ * Returns len (0 for len 0, at any offset up to 2^63 - 1). Errors: PAGECACHE_EINVAL (file is
+ * NULL, buf is NULL with len > 0, len > SSIZE_MAX, offset + len above 2^63 - 1), -EACCES (the
+ * file was opened read-only), PAGECACHE_EFBIG (the file cannot hold the write: it ends past
+ * the largest file of its file system, or past the process's RLIMIT_FSIZE, where pwrite(2)
+ * would raise SIGXFSZ; for a file already longer than RLIMIT_FSIZE, so does a write into the
+ * page that holds the limit, as write-back rewrites that page up to the file's length; nothing
+ * is written), a fill's or a direct write's -errno (a direct write: every frame was held).
  * The bytes reach the file by pagecache_sync, eviction, pagecache_drop_cache or
- * pagecache_close. */
+ * pagecache_close. Only writes ending past what the file was checked for (its size at open,
+ * then the pages of earlier checked writes) are checked, with getrlimit(2) and lseek(2);
+ * RLIMIT_FSIZE lowered below what was already checked is not seen, and the write-back of the
+ * pages past it then raises SIGXFSZ, as pwrite(2) would. */
 ssize_t pagecache_write_at(pagecache_file_t *file, const void *buf, size_t len, uint64_t offset);
 
 /* Writes every dirty page of the file back (pwrite), then fdatasync(2)s it. Errors:
@@ -183,8 +197,9 @@ int64_t pagecache_len(pagecache_file_t *file);
  * as zeros. Shrinking: the bytes past the new end are gone, cached, dirty or not (a later growth
  * reads zeros there); pages wholly past it leave the cache unless a read holds them (they stay,
  * zeroed, until let go). Writes and pagecache_sync of the file wait meanwhile. Errors:
- * PAGECACHE_EINVAL (file is NULL, len < 0), -EACCES (opened read-only), ftruncate's -errno
- * (-EFBIG, -EIO, ...; nothing changed then). */
+ * PAGECACHE_EINVAL (file is NULL, len < 0), -EACCES (opened read-only), PAGECACHE_EFBIG (a
+ * growth past the largest file of the file system or past RLIMIT_FSIZE, checked as a write's
+ * end is), ftruncate's -errno (-EIO, ...). Nothing is changed on an error. */
 int pagecache_set_len(pagecache_file_t *file, int64_t len);
 
 /* Fills *out with the cache's counts. Errors: PAGECACHE_EINVAL (cache or out is NULL). */

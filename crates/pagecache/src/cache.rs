@@ -125,6 +125,12 @@ pub(crate) struct FileState {
     pub(crate) maps: Mutex<FileMaps>,
     /// Length in bytes: the size at open, grown by writes, set by `set_len`.
     len: AtomicU64,
+    /// Writes and lengths that end at or before this fit the file: their write-back stays
+    /// within the file system's largest file and the process's `RLIMIT_FSIZE` (see
+    /// [`FileState::check_room`]). The size at open, or, for a file longer than
+    /// `RLIMIT_FSIZE` then, the last page boundary at or below the limit; raised by each
+    /// check that passes, never lowered.
+    room: AtomicU64,
     /// Held shared by every write and exclusively by `set_len`, so that a length change
     /// never interleaves with a write's copy and length update.
     resize: RwLock<()>,
@@ -141,6 +147,58 @@ impl FileState {
         io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("pagecache: {} was opened read-only", self.path.display()),
+        )
+    }
+
+    /// Refuses a write or a length (`what` names it, with the file) that ends at `end`, past
+    /// `room`, if the file cannot hold it; else raises `room`. Called under `resize` (shared
+    /// by a write, exclusive by `set_len`), only past `room`: a write inside what was checked
+    /// before makes no system call.
+    ///
+    /// The bound checked is where the write-back of `end`'s page would end: `end`, or the
+    /// file's length if that ends the page later (write-back rewrites a page up to the
+    /// length). It must be within the process's `RLIMIT_FSIZE`, read here each time (a raised
+    /// limit is seen; past it, `pwrite` would raise `SIGXFSZ`, which kills the process by
+    /// default), and the file system's largest file ([`fs_holds`]). `room` becomes the end of
+    /// `end`'s page if that fits too, so a file growing by small writes pays one check per
+    /// page, else the bound.
+    #[cold]
+    #[inline(never)]
+    fn check_room(&self, end: u64, what: &dyn Fn() -> String) -> io::Result<()> {
+        // `end` is at most 2^63 - 1, so its page's end does not overflow.
+        let page_end = end.next_multiple_of(PAGE_SIZE as u64).min(MAX_LEN);
+        // Relaxed: under `resize` the length only grows by writes, each checked itself.
+        let len = self.len.load(Ordering::Relaxed);
+        let bound = end.max(len.min(page_end));
+        let limit = fsize_limit();
+        if bound > limit {
+            return Err(self.too_large(what, end, bound, &format!("RLIMIT_FSIZE ({limit} bytes)")));
+        }
+        let good = if page_end > bound && page_end <= limit && fs_holds(&self.file, page_end) {
+            page_end
+        } else if fs_holds(&self.file, bound) {
+            bound
+        } else {
+            return Err(self.too_large(what, end, bound, "the largest file of its file system"));
+        };
+        // Relaxed: `room` is a bound checked by system calls, not a publication of memory.
+        self.room.fetch_max(good, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The error of [`FileState::check_room`]: `FileTooLarge`, the kind of `EFBIG`.
+    fn too_large(&self, what: &dyn Fn() -> String, end: u64, bound: u64, past: &str) -> io::Error {
+        let page = if bound > end {
+            format!(" (the write-back of its page, up to the file's length, ends at {bound})")
+        } else {
+            String::new()
+        };
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "pagecache: file too large: {} goes past {past}{page}",
+                what()
+            ),
         )
     }
 
@@ -584,10 +642,10 @@ impl<C: RefCounter> Inner<C> {
 
     /// Frees the frames of `orphans` that no reference counts (under the allocator lock):
     /// frames still holding a page of a file whose last handle was dropped, which that drop
-    /// could not free. A page whose write-back failed there (a full disk, a file past the file
-    /// system's size limit) is lost, as the drop ignores errors (call `sync` first to see
-    /// them); a page pinned by a leaked `PageRef` stays pinned. No reader can find these
-    /// frames: the file's slots went with its state.
+    /// could not free. A page whose write-back failed there (a full disk, an I/O error) is
+    /// lost, as the drop ignores errors (call `sync` first to see them); a page pinned by a
+    /// leaked `PageRef` stays pinned. No reader can find these frames: the file's slots went
+    /// with its state.
     fn evict_orphans(&self, a: &mut Alloc, orphans: &[u32]) -> usize {
         if orphans.is_empty() {
             return 0;
@@ -786,6 +844,43 @@ impl<C: RefCounter> Inner<C> {
     }
 }
 
+/// The soft `RLIMIT_FSIZE` of the process now, in bytes (`u64::MAX`: none). A `pwrite` past it,
+/// or an `ftruncate` that grows a file past it, raises `SIGXFSZ` (which kills the process
+/// unless it is handled or ignored) and fails with `EFBIG`.
+fn fsize_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: `r` is a writable rlimit, which getrlimit fills on success.
+    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut r) } != 0 {
+        return u64::MAX;
+    }
+    if r.rlim_cur == libc::RLIM_INFINITY {
+        return u64::MAX;
+    }
+    // `rlim_t` is u64 here, 32 bits on some 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    let cur = r.rlim_cur as u64;
+    cur
+}
+
+/// Whether the file system of `file` holds a file of `len` bytes (at most `i64::MAX`). Linux's
+/// `lseek` refuses (`EINVAL`) an offset past the largest file of the file system
+/// (`s_maxbytes`, 16 TiB - 4 KiB for ext4 with 4 KiB blocks, `i64::MAX` for tmpfs) and takes one
+/// at it: the same bound past which `pwrite` and a growing `ftruncate` fail with `EFBIG`. Only
+/// `EINVAL` says no: a file system whose `lseek` does not check the offset says nothing, and
+/// its writes go as before. Moves the descriptor's offset, which the cache never uses (it reads
+/// and writes with `pread` and `pwrite`).
+fn fs_holds(file: &File, len: u64) -> bool {
+    use std::io::Seek;
+    let mut f = file;
+    match f.seek(io::SeekFrom::Start(len)) {
+        Ok(_) => true,
+        Err(e) => e.raw_os_error() != Some(libc::EINVAL),
+    }
+}
+
 /// The name of the file system of `file` if it is one of Linux's pseudo file systems, whose
 /// files are generated when read: their size (0 for procfs, 4096 for sysfs) is not their
 /// length, so a cache that sizes the file at open would serve nothing or zeros.
@@ -947,6 +1042,15 @@ impl<C: RefCounter> PageCacheOf<C> {
         }
         let len = meta.len();
         let pages = len.div_ceil(PAGE_SIZE as u64);
+        // The file system holds the file's size. A file longer than RLIMIT_FSIZE may only be
+        // written below it, in pages that end at or below it (write-back rewrites whole pages
+        // up to the length).
+        let limit = fsize_limit();
+        let room = if len <= limit {
+            len
+        } else {
+            limit - limit % PAGE_SIZE as u64
+        };
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let state = Arc::new(FileState {
             id,
@@ -957,6 +1061,7 @@ impl<C: RefCounter> PageCacheOf<C> {
             pages_at_open: pages,
             maps: Mutex::new(FileMaps::default()),
             len: AtomicU64::new(len),
+            room: AtomicU64::new(room),
             resize: RwLock::new(()),
             syncing: Mutex::new(()),
             ra: AtomicU64::new(0),
@@ -1138,8 +1243,25 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// Writes `buf` at `offset` into the cached pages and marks them dirty; grows the file when
-    /// it ends past it. Returns `buf.len()`. Errors: `PermissionDenied` on a file opened
-    /// read-only; a fill's error (the page is read first).
+    /// it ends past it. Returns `buf.len()`; an empty `buf` writes nothing and returns 0 at any
+    /// offset up to `i64::MAX`, as `pwrite` does.
+    ///
+    /// Errors: `PermissionDenied` on a file opened read-only; `InvalidInput` (`EINVAL`, as
+    /// from `pwrite`) for a write ending past `i64::MAX`; `FileTooLarge` (the kind of `EFBIG`,
+    /// with the offset and the file in the message) for a write the file cannot hold, whose
+    /// write-back would fail: one ending past the largest file of the file system (`lseek`
+    /// finds it: 16 TiB - 4 KiB on ext4 with 4 KiB blocks), or past the process's
+    /// `RLIMIT_FSIZE`, where `pwrite` would raise `SIGXFSZ`, which kills the process by default
+    /// (for a file already longer than the limit, so is a write into the page that holds
+    /// the limit, since write-back rewrites that page up to the file's length); a fill's error
+    /// (the page is read first). These refusals change nothing: no byte is written, the
+    /// length stays. Only writes that end past what was checked before (the size at open, the
+    /// ends of earlier checked writes rounded up to their page) are checked, with one
+    /// `getrlimit` and one or two `lseek`s.
+    ///
+    /// `RLIMIT_FSIZE` is read when a write is checked: a limit raised later is seen, but one
+    /// lowered later below what was already checked is not, and the write-back of the pages
+    /// past it then raises `SIGXFSZ`, as `pwrite` would.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         let f = &*self.state;
         let c = &*self.cache;
@@ -1158,7 +1280,21 @@ impl<C: RefCounter> CachedFileOf<C> {
                     ),
                 )
             })?;
+        if buf.is_empty() {
+            // As `pwrite` of no bytes: nothing is written, and the file does not grow.
+            return Ok(0);
+        }
         let _resize = self.state.resize.read().unwrap_or_else(|e| e.into_inner());
+        // Relaxed: `room` only grows, and a stale value only costs a check.
+        if end > f.room.load(Ordering::Relaxed) {
+            f.check_room(end, &|| {
+                format!(
+                    "a write of {} bytes at {offset} to {}",
+                    buf.len(),
+                    f.path.display()
+                )
+            })?;
+        }
         let mut done = 0;
         while done < buf.len() {
             let at = offset + done as u64;
@@ -1392,7 +1528,10 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// concurrent with a shrink may see the old bytes or zeros past the new end).
     ///
     /// Errors: `PermissionDenied` on a file opened read-only; `InvalidInput` for a length past
-    /// `i64::MAX`; the file system's error (nothing is changed then).
+    /// `i64::MAX`; `FileTooLarge` for a growth past the largest file of the file system or
+    /// past the process's `RLIMIT_FSIZE` (where `ftruncate` would raise `SIGXFSZ`), checked as
+    /// a write's end is (see [`CachedFileOf::write_at`]); the file system's error. Nothing is
+    /// changed on an error.
     pub fn set_len(&self, size: u64) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
@@ -1408,6 +1547,14 @@ impl<C: RefCounter> CachedFileOf<C> {
         let _resize = f.resize.write().unwrap_or_else(|e| e.into_inner());
         // Relaxed: writes, the only other stores, wait on `resize`.
         let old = f.len.load(Ordering::Relaxed);
+        // No check at or below the cache's length: `ftruncate` checks the limits only where it
+        // grows the file on disk, and the disk's length is below the cache's only by writes
+        // not yet written back, which were checked. Relaxed: as in `write_at`.
+        if size > old && size > f.room.load(Ordering::Relaxed) {
+            f.check_room(size, &|| {
+                format!("a length of {size} bytes for {}", f.path.display())
+            })?;
+        }
         if size >= old {
             c.hook(IoKind::SetLen, f, size, 0)?;
             f.file.set_len(size)?;

@@ -7,10 +7,10 @@
 //! * A file handle holds the cache's shared state (an `Arc`), so it may outlive its
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
-//! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`] and
-//!   [`PAGECACHE_ENOMEM`] equal `-EINVAL` and `-ENOMEM`; the others are below -999, outside
-//!   the errno range), or `-errno` for an I/O error (`-raw_os_error()`, or the errno closest to
-//!   the `io::ErrorKind` of an error the cache makes itself).
+//! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`], [`PAGECACHE_ENOMEM`]
+//!   and [`PAGECACHE_EFBIG`] equal `-EINVAL`, `-ENOMEM` and `-EFBIG`; the others are below
+//!   -999, outside the errno range), or `-errno` for an I/O error (`-raw_os_error()`, or the
+//!   errno closest to the `io::ErrorKind` of an error the cache makes itself).
 //! * A call refused for its arguments changes nothing. No Rust panic crosses the boundary:
 //!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`].
 
@@ -29,6 +29,11 @@ pub const PAGECACHE_OK: i32 = 0;
 pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
 /// `pagecache_new`: the frames of the memory limit cannot be allocated. Equal to `-ENOMEM`.
 pub const PAGECACHE_ENOMEM: i32 = -libc::ENOMEM;
+/// `pagecache_write_at`, `pagecache_set_len`: the file cannot hold the write or the length,
+/// refused before anything changed: it ends past the largest file of its file system, or past
+/// the process's `RLIMIT_FSIZE` (see [`crate::CachedFileOf::write_at`]). Equal to `-EFBIG`,
+/// which `pwrite` and `ftruncate` return there.
+pub const PAGECACHE_EFBIG: i32 = -libc::EFBIG;
 /// An internal error (a Rust panic, caught at the boundary): a bug.
 pub const PAGECACHE_EINTERNAL: i32 = -1000;
 /// `pagecache_new`: no scheme has that name (also a name that is not UTF-8).
@@ -91,7 +96,8 @@ fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
 }
 
 /// The negative errno of an I/O error: its OS code, or the errno closest to its kind (errors
-/// the cache makes itself: a directory, a read-only file, a write or length past 2^63 - 1).
+/// the cache makes itself: a directory, a read-only file, a write or length past 2^63 - 1,
+/// one the file cannot hold: `FileTooLarge`, [`PAGECACHE_EFBIG`]).
 fn io_code(e: &io::Error) -> i32 {
     if let Some(n) = e.raw_os_error() {
         if n > 0 {
@@ -357,8 +363,9 @@ pub unsafe extern "C" fn pagecache_read_at(
 /// Writes `len` bytes of `buf` at `offset` through the cache (the pages are filled first,
 /// then marked dirty; the file grows when the range ends past it): `len`, or a negative error:
 /// `PAGECACHE_EINVAL` (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`,
-/// `offset + len` above 2^63 - 1), `-EACCES` on a file opened read-only, a fill's or write's
-/// `-errno`.
+/// `offset + len` above 2^63 - 1), `-EACCES` on a file opened read-only, `PAGECACHE_EFBIG` (a
+/// write the file cannot hold: past the largest file of its file system or past
+/// `RLIMIT_FSIZE`; nothing written), a fill's or write's `-errno`. `len` 0 returns 0.
 ///
 /// # Safety
 /// `file` is null or a live handle; `buf` is null or readable for `len` bytes that no other
@@ -430,7 +437,8 @@ pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
 
 /// Sets the file's length, as `ftruncate(2)` (see `CachedFileOf::set_len`): `PAGECACHE_OK`,
 /// `PAGECACHE_EINVAL` (a null handle, a negative length), `-EACCES` on a file opened
-/// read-only, or `ftruncate`'s `-errno` (nothing changed).
+/// read-only, `PAGECACHE_EFBIG` (a growth past the largest file of the file system or past
+/// `RLIMIT_FSIZE`), or `ftruncate`'s `-errno` (nothing changed).
 ///
 /// # Safety
 /// `file` is null or a live handle.
@@ -556,6 +564,9 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
             c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a length above SSIZE_MAX, a negative length, a write or length past 2^63 - 1, or not a regular file)"
         }
         PAGECACHE_ENOMEM => c"out of memory (the cache's frames cannot be allocated)",
+        PAGECACHE_EFBIG => {
+            c"file too large (a write or length past the largest file of the file system or past RLIMIT_FSIZE)"
+        }
         PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",
         PAGECACHE_ENOSCHEME => c"no counting scheme of that name",
         PAGECACHE_EUNFIT => c"the counting scheme cannot serve a page cache",
@@ -853,12 +864,14 @@ mod tests {
             PAGECACHE_OK,
             PAGECACHE_EINVAL,
             PAGECACHE_ENOMEM,
+            PAGECACHE_EFBIG,
             PAGECACHE_EINTERNAL,
             PAGECACHE_ENOSCHEME,
             PAGECACHE_EUNFIT,
         ] {
             assert!(!text(code).is_empty());
         }
+        assert!(text(PAGECACHE_EFBIG).starts_with("file too large ("));
         assert_eq!(text(PAGECACHE_ENOSCHEME), "no counting scheme of that name");
         let t = text(-libc::ENOENT);
         assert!(!t.is_empty() && !t.contains("os error"), "{t}");
@@ -900,5 +913,14 @@ mod tests {
             -libc::EACCES
         );
         assert_eq!(io_code(&io::Error::other("o")), -libc::EIO);
+        // The cache's own refusal and the system's error get the same code.
+        assert_eq!(
+            io_code(&io::Error::new(K::FileTooLarge, "f")),
+            PAGECACHE_EFBIG
+        );
+        assert_eq!(
+            io_code(&io::Error::from_raw_os_error(libc::EFBIG)),
+            PAGECACHE_EFBIG
+        );
     }
 }

@@ -1,7 +1,8 @@
-//! The C API from C: builds `tests/c/readers.c` against `include/pagecache.h` and the crate's
-//! static library (built by cargo next to this test binary, since the crate's lib target is a
-//! `staticlib` too), runs it, and checks that the header also compiles as C++ (or says that
-//! check is skipped where no C++ compiler is installed).
+//! The C API from C: builds `tests/c/readers.c` and `tests/c/limits.c` against
+//! `include/pagecache.h` and the crate's static library (built by cargo next to this test
+//! binary, since the crate's lib target is a `staticlib` too), runs them, and checks that the
+//! header also compiles as C++ (or says that check is skipped where no C++ compiler is
+//! installed).
 
 use capi_check::cc;
 use std::path::Path;
@@ -50,6 +51,30 @@ fn c_program_reads_and_writes_from_several_threads() {
     if let Some(l) = text.lines().find(|l| l.starts_with("skip ")) {
         percpu::testing::skip(format_args!("readers.c: {l}"));
     }
+}
+
+/// `PAGECACHE_EFBIG`: writes and lengths past the largest file of the file system of the
+/// program's `TMPDIR` (skipped where that is 2^63 - 1 bytes) and past the `RLIMIT_FSIZE` the
+/// program sets are refused with it, nothing changed, and writes ending at the limit are
+/// written back (`tests/c/limits.c`; a write-back past `RLIMIT_FSIZE` would kill it with
+/// `SIGXFSZ`).
+#[test]
+fn c_program_gets_pagecache_efbig_past_the_limits() {
+    let text = build_and_run("limits");
+    for line in ["ok rlimit", "failures=0"] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in:\n{text}"
+        );
+    }
+    for l in text.lines().filter(|l| l.starts_with("skip ")) {
+        percpu::testing::skip(format_args!("limits.c: {l}"));
+    }
+    assert!(
+        text.lines()
+            .any(|l| l == "ok fs-limit" || l.starts_with("skip fs-limit")),
+        "{text}"
+    );
 }
 
 #[test]

@@ -366,9 +366,9 @@ static void errors(void) {
     pagecache_free(c);
 
     const int codes[] = {PAGECACHE_OK,        PAGECACHE_EINVAL,    PAGECACHE_ENOMEM,
-                         PAGECACHE_EINTERNAL, PAGECACHE_ENOSCHEME, PAGECACHE_EUNFIT,
-                         -ENOENT,             -EISDIR,             -EACCES,
-                         12345,               -100000};
+                         PAGECACHE_EFBIG,     PAGECACHE_EINTERNAL, PAGECACHE_ENOSCHEME,
+                         PAGECACHE_EUNFIT,    -ENOENT,             -EISDIR,
+                         -EACCES,             12345,               -100000};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         const char *s = pagecache_strerror(codes[i]);
         CHECK(s != NULL && s[0] != '\0');

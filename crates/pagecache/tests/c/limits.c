@@ -1,0 +1,160 @@
+/* PAGECACHE_EFBIG from C: a write or a length that the file cannot hold is refused with it
+ * before anything changes, and a write ending at the limit is accepted and written back. First
+ * past the largest file of the file system of $TMPDIR (found with ftruncate; skipped where it
+ * is 2^63 - 1 bytes, as on tmpfs), then past RLIMIT_FSIZE, set by this program with SIGXFSZ at
+ * its default action (a write-back past the limit would kill the program). Prints "ok fs-limit"
+ * (or a "skip" line), "ok rlimit" and "failures=N"; exits non-zero on any failure. */
+#define _GNU_SOURCE
+#include "pagecache.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PAGE PAGECACHE_PAGE_SIZE
+/* The soft RLIMIT_FSIZE set for the second part: not a multiple of the page size. */
+#define LIMIT ((uint64_t)16 * PAGE + 123)
+
+static int failures;
+
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \
+            failures++;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                      \
+    do {                                                                                    \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
+        if (a_ != b_) {                                                                     \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld (%s)\n", __FILE__, __LINE__,  \
+                    #a, a_, b_, pagecache_strerror((int)a_));                               \
+            failures++;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+/* A new empty file in $TMPDIR (else /tmp): its descriptor, its path in path. */
+static int temp_file(char *path, size_t cap) {
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    snprintf(path, cap, "%s/pagecache-limits-XXXXXX", dir);
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    return fd;
+}
+
+/* The cache and one file opened through it, or NULL. */
+static pagecache_file_t *open_in(pagecache_t **c, const char *path) {
+    pagecache_file_t *f = NULL;
+    CHECK_EQ(pagecache_new(8, "paygo", PAGECACHE_MODE_COUNTING, c), PAGECACHE_OK);
+    if (*c) CHECK_EQ(pagecache_open(*c, path, &f), PAGECACHE_OK);
+    return f;
+}
+
+/* Past the largest file of the file system of $TMPDIR. */
+static void fs_limit(void) {
+    struct rlimit r;
+    CHECK_EQ(getrlimit(RLIMIT_FSIZE, &r), 0);
+    if (r.rlim_cur != RLIM_INFINITY) {
+        /* The bisection below would go past it. */
+        printf("skip fs-limit: RLIMIT_FSIZE is set\n");
+        return;
+    }
+    char path[4096];
+    int fd = temp_file(path, sizeof path);
+    if (fd < 0) return;
+    int64_t lo = 0, hi = INT64_MAX;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2 + 1;
+        if (ftruncate(fd, mid) == 0)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    if (lo == INT64_MAX) {
+        printf("skip fs-limit: the file system of %s holds files of 2^63 - 1 bytes\n", path);
+        unlink(path);
+        close(fd);
+        return;
+    }
+    const int64_t limit = lo, size = limit - 2 * PAGE;
+    CHECK_EQ(ftruncate(fd, size), 0);
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = open_in(&c, path);
+    if (f) {
+        CHECK_EQ(pagecache_write_at(f, "x", 1, (uint64_t)limit), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_write_at(f, "xy", 2, (uint64_t)limit - 1), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_write_at(f, "x", 1, (uint64_t)1 << 62), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_set_len(f, limit + 1), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_len(f), size);
+        CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
+        CHECK_EQ(pagecache_write_at(f, "end", 3, (uint64_t)limit - 3), 3);
+        CHECK_EQ(pagecache_len(f), limit);
+        CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
+        pagecache_close(f);
+    }
+    pagecache_free(c);
+    char b[4] = {0};
+    CHECK_EQ(pread(fd, b, sizeof b, limit - 3), 3);
+    CHECK(memcmp(b, "end", 3) == 0);
+    unlink(path);
+    close(fd);
+    printf("ok fs-limit\n");
+}
+
+/* Past RLIMIT_FSIZE (this program's, from here on). */
+static void rlimit(void) {
+    struct rlimit r;
+    CHECK_EQ(getrlimit(RLIMIT_FSIZE, &r), 0);
+    if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < LIMIT) {
+        printf("skip rlimit: RLIMIT_FSIZE is already below %llu bytes\n",
+               (unsigned long long)LIMIT);
+        return;
+    }
+    char path[4096];
+    int fd = temp_file(path, sizeof path);
+    if (fd < 0) return;
+    CHECK(signal(SIGXFSZ, SIG_DFL) != SIG_ERR);
+    r.rlim_cur = LIMIT;
+    CHECK_EQ(setrlimit(RLIMIT_FSIZE, &r), 0);
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = open_in(&c, path);
+    if (f) {
+        unsigned char buf[PAGE];
+        memset(buf, 0xab, sizeof buf);
+        CHECK_EQ(pagecache_write_at(f, buf, 123, LIMIT - 123), 123);
+        CHECK_EQ(pagecache_write_at(f, buf, 1, LIMIT), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_write_at(f, buf, 10, LIMIT - 5), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_write_at(f, buf, sizeof buf, (uint64_t)1 << 40), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_set_len(f, (int64_t)LIMIT + 1), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_len(f), LIMIT);
+        CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
+        pagecache_close(f);
+    }
+    pagecache_free(c);
+    struct stat st;
+    CHECK_EQ(fstat(fd, &st), 0);
+    CHECK_EQ(st.st_size, LIMIT);
+    unsigned char last = 0;
+    CHECK_EQ(pread(fd, &last, 1, LIMIT - 1), 1);
+    CHECK_EQ(last, 0xab);
+    CHECK(strstr(pagecache_strerror(PAGECACHE_EFBIG), "RLIMIT_FSIZE") != NULL);
+    unlink(path);
+    close(fd);
+    printf("ok rlimit\n");
+}
+
+int main(void) {
+    fs_limit();
+    rlimit();
+    printf("failures=%d\n", failures);
+    return failures != 0;
+}
