@@ -33,6 +33,7 @@
 //! which every reclaim of an `Arc` allocation holds and none passes while the count is not
 //! zero; [`Arc::from_raw`] moves it back.
 
+use crate::table::Slot;
 use crate::{Anchor, Domain, Header};
 use core::alloc::Layout;
 use core::cell::{Cell, UnsafeCell};
@@ -984,7 +985,7 @@ impl<T: ?Sized> Drop for Arc<T> {
         let cpu = (self.pos >> 32) as usize;
         let s = d.slot(cpu, self.pos as u32 as usize);
         if s.count() == 1 {
-            self.drop_candidate(d, hdr, self.anchor(d));
+            self.drop_candidate(d, hdr, s, cpu);
         } else {
             d.put_at(hdr, s, cpu, self.gen);
         }
@@ -999,48 +1000,74 @@ fn tick(d: &Domain) {
     let due = RECENT
         .try_with(|c| {
             let mut r = c.get();
-            r.drops += 1;
-            let due = r.drops >= r.due;
-            if due {
-                r.drops = 0;
-            }
+            let due = r.count_event();
             c.set(r);
-            due.then_some(r.shard)
+            due
         })
         .ok()
         .flatten();
+    collect_due(d, due);
+}
+
+/// The collection a counted event found due (`Some(shard)`), if any.
+#[inline(always)]
+fn collect_due(d: &Domain, due: Option<usize>) {
     if let Some(shard) = due {
-        let (n, _) = d.collect_shard(shard);
-        let _ = RECENT.try_with(|c| {
-            let mut r = c.get();
-            r.due = COLLECT_EVERY.max(16 * n as u64);
-            r.shard = (shard + 1) % SHARDS;
-            c.set(r);
-        });
+        collect_now(d, shard);
+    }
+}
+
+/// Collects shard `shard` of `d`, and sets when this thread collects next, and which shard.
+#[cold]
+#[inline(never)]
+fn collect_now(d: &Domain, shard: usize) {
+    let (n, _) = d.collect_shard(shard);
+    let _ = RECENT.try_with(|c| {
+        let mut r = c.get();
+        r.due = COLLECT_EVERY.max(16 * n as u64);
+        r.shard = (shard + 1) % SHARDS;
+        c.set(r);
+    });
+}
+
+impl Recent {
+    /// Counts a creation or a candidate drop: the shard to collect now, if one is due.
+    #[inline(always)]
+    fn count_event(&mut self) -> Option<usize> {
+        self.drops += 1;
+        let due = self.drops >= self.due;
+        if due {
+            self.drops = 0;
+        }
+        due.then_some(self.shard)
     }
 }
 
 impl<T: ?Sized> Arc<T> {
-    /// A drop whose UNREF leaves its entry at zero: unless this thread found the object still
-    /// referenced recently, look whether it was the last reference.
+    /// A drop whose UNREF leaves its entry at zero (slot `s` of CPU `cpu`, the reference's):
+    /// unless this thread found the object still referenced recently, look whether it was the
+    /// last reference. The thread's state is read and written once for the skip and for
+    /// [`tick`]'s count: this runs on every drop of a loop that clones and drops a value
+    /// another clone keeps (the entry goes from 0 to 1 and back).
     #[cold]
     #[inline(never)]
-    fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, a: Anchor) {
+    fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, s: &Slot, cpu: usize) {
         let addr = self.inner.as_ptr().cast::<u8>() as usize;
-        let skip = RECENT
+        let (skip, due) = RECENT
             .try_with(|c| {
                 let mut r = c.get();
                 let skip = r.addr == addr && r.skip > 0;
                 if skip {
                     r.skip -= 1;
-                    c.set(r);
                 }
-                skip
+                let due = r.count_event();
+                c.set(r);
+                (skip, due)
             })
-            .unwrap_or(false);
+            .unwrap_or((false, None));
         if skip {
-            d.put(hdr, a);
-        } else if !self.drop_if_last(d, hdr, a) {
+            d.put_at(hdr, s, cpu, self.gen);
+        } else if !self.drop_if_last(d, hdr, self.anchor(d)) {
             let _ = RECENT.try_with(|c| {
                 let mut r = c.get();
                 r.addr = addr;
@@ -1048,7 +1075,7 @@ impl<T: ?Sized> Arc<T> {
                 c.set(r);
             });
         }
-        tick(d);
+        collect_due(d, due);
     }
 
     /// The drop whose UNREF leaves its entry at zero. If another entry visibly counts a
