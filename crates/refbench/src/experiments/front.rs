@@ -3,7 +3,7 @@
 //! (readers of one object while another thread keeps trying to reclaim it).
 
 use super::Params;
-use crate::harness::{median, run_workers, spawn_workers, SetOnDrop};
+use crate::harness::{median, pin_to, run_workers, spawn_workers, SetOnDrop};
 use crate::output::Row;
 use crate::schemes::{self, SchemeInfo, Visit};
 use refcount::{Objects, RefCounter};
@@ -35,11 +35,24 @@ const BATCH: u64 = 256;
 /// One repetition of `arc-clone` for pointer type `name`: each thread is handed a clone of one
 /// shared value (made on the main thread, as `let mine = shared.clone(); spawn(move || ..)`
 /// does) and clones and drops it in a loop.
+///
+/// With `--pin`, the main thread makes the value and the clones on the CPU after the workers'
+/// (the process's CPU number `threads`, modulo their count), as worker t runs on CPU number t.
+/// `paygo::Arc` counts a reference on the CPU that took it, so a worker on another CPU than
+/// its clone's takes every clone of the loop on an entry of its own CPU that goes from 0 to 1
+/// and back (each drop is a candidate last drop), and a worker on the same CPU does not.
+/// Unpinned, which workers share the main thread's CPU changes from run to run.
 fn arc_clone_once(name: &str, threads: usize, p: &Params) -> (f64, f64) {
     macro_rules! run {
         ($arc:ty, $new:expr) => {{
+            let setup = p.pin.then(|| {
+                let saved = percpu::affinity::Saved::take();
+                pin_to(threads);
+                saved
+            });
             let shared: $arc = $new;
             let mine: Vec<$arc> = (0..threads).map(|_| shared.clone()).collect();
+            drop(setup);
             let work = |t: usize, stop: &AtomicBool| {
                 let held = &mine[t];
                 let mut ops = 0;
