@@ -2,7 +2,7 @@
 //! leaked `Arc` leaks the value (and nothing else happens).
 
 use paygo::{collect, Arc, Config, Domain, Weak};
-use percpu::affinity::{migrate, unpin};
+use percpu::affinity::{migrate, pin, unpin};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -59,6 +59,75 @@ fn one_thread_drops_the_value_at_the_last_drop() {
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert_eq!(d.arcs_alive(), 0);
     assert_eq!(collect(d), 0);
+}
+
+/// A thread that clones and drops a value in a loop while another thread's clone, counted on
+/// another CPU, keeps it alive: every drop of the loop takes the entry of its CPU from 1 back
+/// to 0 (a candidate last drop), finds the value referenced one time in `RECHECK` and skips
+/// the check the other times. None of that drops the value, and the holder's drop, the last,
+/// still drops it at once.
+#[test]
+fn the_last_drop_after_another_threads_skipped_checks_drops_the_value_at_once() {
+    let cpus = percpu::affinity::process_cpus();
+    if cpus.len() < 2 {
+        percpu::testing::skip(format_args!(
+            "needs 2 CPUs, the process may use {}",
+            cpus.len()
+        ));
+        return;
+    }
+    let (holder_cpu, looper_cpu) = (cpus[0], cpus[1]);
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let d = leak(Domain::new());
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            if !pin(holder_cpu) {
+                percpu::testing::skip(format_args!("cannot pin a thread to CPU {holder_cpu}"));
+                return;
+            }
+            let held = Arc::new_in(
+                Tracked {
+                    id: 1,
+                    drops,
+                    dropped,
+                },
+                d,
+            );
+            let held_ref = &held;
+            let looped = std::thread::scope(|s| {
+                s.spawn(move || {
+                    if !pin(looper_cpu) {
+                        return false;
+                    }
+                    // Ten times the arc module's RECHECK (64): about ten checks, the rest skips.
+                    for _ in 0..640 {
+                        let c = held_ref.clone();
+                        assert!(!dropped.load(Ordering::SeqCst), "value dropped while held");
+                        drop(c);
+                    }
+                    true
+                })
+                .join()
+                .unwrap()
+            });
+            if !looped {
+                percpu::testing::skip(format_args!("cannot pin a thread to CPU {looper_cpu}"));
+            }
+            assert_eq!(drops.load(Ordering::SeqCst), 0);
+            assert_eq!(Arc::count(&held), 1);
+            assert_eq!(d.arcs_alive(), 1);
+            drop(held);
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                1,
+                "the last drop dropped the value"
+            );
+            assert_eq!(d.arcs_alive(), 0);
+        });
+    });
+    assert_eq!(collect(d), 0);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
 
 #[test]
