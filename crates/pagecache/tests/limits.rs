@@ -76,11 +76,7 @@ fn fs_limit(
     parent: Option<&str>,
     len: impl Fn(u64) -> u64,
 ) -> Option<(tempfile::TempDir, PathBuf, u64)> {
-    let dir = match parent {
-        Some(p) => tempfile::tempdir_in(p),
-        None => tempfile::tempdir(),
-    }
-    .ok()?;
+    let dir = common::temp_dir(parent).ok()?;
     let path = dir.path().join("edge");
     let f = std::fs::File::create(&path).ok()?;
     let (mut lo, mut hi) = (0u64, i64::MAX as u64);

@@ -21,25 +21,7 @@
 /* The soft RLIMIT_FSIZE set for the second part: not a multiple of the page size. */
 #define LIMIT ((uint64_t)16 * PAGE + 123)
 
-static int failures;
-
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \
-            failures++;                                                                     \
-        }                                                                                   \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld (%s)\n", __FILE__, __LINE__,  \
-                    #a, a_, b_, pagecache_strerror((int)a_));                               \
-            failures++;                                                                     \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
 
 /* A new empty file in $TMPDIR (else /tmp): its descriptor, its path in path. */
 static int temp_file(char *path, size_t cap) {

@@ -32,25 +32,7 @@
 #define W_END ((uint64_t)48 * PAGE - 60)
 #define W_ROUNDS 3
 
-static int failures;
-
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld (%s)\n", __FILE__, __LINE__,  \
-                    #a, a_, b_, pagecache_strerror((int)a_));                               \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
 
 /* The 8-byte word at offset off8 (a multiple of 8) of generation gen, derived from the offset
  * (so a byte of another place, another page or another generation is caught). */

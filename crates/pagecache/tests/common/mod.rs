@@ -23,16 +23,20 @@ pub fn pattern_file(dir: &tempfile::TempDir, name: &str, len: u64) -> PathBuf {
     p
 }
 
+/// A new temporary folder under `parent` (`None`: the system's temporary folder).
+pub fn temp_dir(parent: Option<&str>) -> std::io::Result<tempfile::TempDir> {
+    match parent {
+        Some(p) => tempfile::tempdir_in(p),
+        None => tempfile::tempdir(),
+    }
+}
+
 /// A sparse file named `sparse` in a new temporary folder, of the size of the first of `places`
 /// (a parent folder, `None` for the system's temporary folder, and a size) whose file system
 /// takes it: `(folder, path, size)`. `None` where none does (the caller skips).
 pub fn sparse_file(places: &[(Option<&str>, u64)]) -> Option<(tempfile::TempDir, PathBuf, u64)> {
     places.iter().find_map(|&(parent, size)| {
-        let dir = match parent {
-            Some(p) => tempfile::tempdir_in(p),
-            None => tempfile::tempdir(),
-        }
-        .ok()?;
+        let dir = temp_dir(parent).ok()?;
         let path = dir.path().join("sparse");
         let f = std::fs::File::create(&path).ok()?;
         f.set_len(size).ok()?;
