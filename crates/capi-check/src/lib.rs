@@ -160,15 +160,16 @@ pub mod cc {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
 
-    /// `lib<name>.a`: cargo writes it into the same `deps` directory as the test binary that
-    /// calls this when it builds the crate's library (a `staticlib` too) for its tests. If it
-    /// is missing (an unusual cargo layout), builds it with `cargo` (the `CARGO` the test was
-    /// built by) in the same target directory.
+    /// `lib<lib>.a`, the static library of package `package` (whose library is named `lib`):
+    /// cargo writes it into the same `deps` directory as the test binary that calls this when
+    /// it builds the crate's library (a `staticlib` too) for its tests. If it is missing (an
+    /// unusual cargo layout), builds it with `cargo` (the `CARGO` the test was built by) in the
+    /// same target directory.
     ///
     /// # Panics
     /// If it cannot be found or built.
-    pub fn staticlib(package: &str, cargo: &str) -> PathBuf {
-        let file = format!("lib{}.a", package.replace('-', "_"));
+    pub fn staticlib(package: &str, lib: &str, cargo: &str) -> PathBuf {
+        let file = format!("lib{}.a", lib.replace('-', "_"));
         let exe = std::env::current_exe().expect("the test binary's path");
         let deps = exe.parent().expect("a deps directory");
         let lib = deps.join(&file);

@@ -1,5 +1,5 @@
 //! Loom models of the protocol (run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2
-//! cargo test -p oplog --release --lib loom`). Loom's machine has two CPUs; each model thread
+//! cargo test -p paygo-oplog --release --lib loom`). Loom's machine has two CPUs; each model thread
 //! says which one it runs on. The clock is the modelled SeqCst counter (`sync::loom_clock`).
 
 use crate::set::{OpSet, SetLog, SetOp};

@@ -6,7 +6,7 @@
 //!
 //! The paper's experiments (threads, files, the schemes side by side) are refbench's
 //! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
-//! one call at a time: `cargo bench -p pagecache`.
+//! one call at a time: `cargo bench -p paygo-pagecache`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use pagecache::{Config, Mode, PageCacheOf, PAGE_SIZE};

@@ -12,7 +12,7 @@
  * pagecache_set_len), and its new pages are cached as the others.
  *
  * Linking: libpagecache.a (and -lpthread -ldl -lm) or libpagecache.so, both built by
- * `cargo build --release -p pagecache` (under target/release/). The static library carries its
+ * `cargo build --release -p paygo-pagecache` (under target/release/). The static library carries its
  * own Rust runtime, so it is not linked together with another Rust static library such as
  * libpaygo.a; it exports paygo.h's functions as well (PAYGO's process-wide domain, separate
  * from the caches' counters), so a program that needs both links libpagecache alone. Before

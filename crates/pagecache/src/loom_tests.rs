@@ -3,7 +3,7 @@
 //! refills the frame with page B. A reader must never accept B's bytes for A, and a counting
 //! reader's reference must make the eviction fail.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p pagecache --release --lib`;
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo-pagecache --release --lib`;
 //! add `--cfg lodic_loom_bug` to see the LODIC models catch a missing owner fence.
 
 use crate::frame::FrameMeta;

@@ -11,7 +11,7 @@ use std::process::Command;
 /// Builds `tests/c/NAME.c` against the header and `libpagecache.a` (with the link line the
 /// header documents), runs it, and returns its standard output.
 fn build_and_run(name: &str) -> String {
-    let lib = cc::staticlib("pagecache", env!("CARGO"));
+    let lib = cc::staticlib("paygo-pagecache", "pagecache", env!("CARGO"));
     let exe = cc::build(
         Path::new(env!("CARGO_MANIFEST_DIR")),
         name,

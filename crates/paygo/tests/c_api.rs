@@ -10,7 +10,7 @@ use std::process::Command;
 /// Builds `tests/c/NAME.c` against the header and `libpaygo.a`, runs it, and checks that it
 /// reports no failure.
 fn build_and_run(name: &str) {
-    let lib = cc::staticlib("paygo", env!("CARGO"));
+    let lib = cc::staticlib("paygo", "paygo", env!("CARGO"));
     let exe = cc::build(
         Path::new(env!("CARGO_MANIFEST_DIR")),
         name,
