@@ -148,7 +148,13 @@ impl Domain {
             (((k as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
         };
         let mut index = vec![0u32; cap];
+        // The objects' address range: a key outside it names none of them (most keys, where
+        // the objects lie together, as a page cache's frames do), and is passed over without
+        // a probe.
+        let (mut lo, mut hi) = (usize::MAX, 0);
         for (i, &o) in objs.iter().enumerate() {
+            lo = lo.min(o);
+            hi = hi.max(o);
             debug_assert!(
                 o != 0 && o & TAG == 0,
                 "paygo: an object address has the tag bit"
@@ -160,6 +166,9 @@ impl Domain {
             index[p] = i as u32 + 1;
         }
         let find = |k: usize| -> Option<usize> {
+            if k.wrapping_sub(lo) > hi.wrapping_sub(lo) {
+                return None;
+            }
             let mut p = hash(k);
             loop {
                 match index[p] {

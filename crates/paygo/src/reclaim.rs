@@ -6,6 +6,7 @@ use crate::get::bug;
 use crate::header::{Header, DEAD, KILLED, KILL_FENCED, LIVE, RECLAIMING};
 use crate::overflow::Lists;
 use crate::sync::Ordering;
+use crate::table::STRIPES;
 use crate::{Anchor, Domain};
 use core::pin::Pin;
 
@@ -397,13 +398,24 @@ impl Domain {
         {
             return self.decide_each(objs, out, flagged);
         }
-        // (index in objs, stripe sequence) of the objects decided by the sweep.
-        let mut swept: Vec<(usize, u64)> = Vec::with_capacity(flagged.len());
+        // Each stripe's sequence, read once for all its objects of the batch (the first half of
+        // `Stripe::quiet` for many objects at once): `UNREAD` until read, `NOT_QUIET` if a move
+        // was under way or a list not empty (both odd: a quiet sequence is even).
+        const UNREAD: u64 = u64::MAX;
+        const NOT_QUIET: u64 = u64::MAX - 2;
+        let mut seqs = [UNREAD; STRIPES];
+        // (index in objs, stripe number) of the objects decided by the sweep.
+        let mut swept: Vec<(usize, usize)> = Vec::with_capacity(flagged.len());
         let mut alone: Vec<usize> = Vec::new();
         for &i in &flagged {
-            match self.stripe_of(objs[i].addr()).enter() {
-                Some(seq) => swept.push((i, seq)),
-                None => alone.push(i),
+            let st = Self::stripe_index(objs[i].addr());
+            if seqs[st] == UNREAD {
+                seqs[st] = self.stripes[st].enter().unwrap_or(NOT_QUIET);
+            }
+            if seqs[st] == NOT_QUIET {
+                alone.push(i);
+            } else {
+                swept.push((i, st));
             }
         }
         let addrs: Vec<usize> = swept.iter().map(|&(i, _)| objs[i].addr()).collect();
@@ -412,9 +424,20 @@ impl Domain {
         let mut decided = 0u64;
         // Acquire fence: pairs with `begin_move`'s Release fence, as in `Stripe::quiet`.
         crate::sync::fence(Ordering::Acquire);
-        for (&(i, seq), &sum) in swept.iter().zip(&sums) {
+        // The second half, once per stripe read: whether no move began since its sequence was
+        // read (`seqs[st]` then becomes `SETTLED` or `MOVED`, both odd as well).
+        const SETTLED: u64 = u64::MAX - 4;
+        const MOVED: u64 = u64::MAX - 6;
+        for (&(i, st), &sum) in swept.iter().zip(&sums) {
             let h = objs[i];
-            let settled = self.stripe_of(h.addr()).settled(seq);
+            if seqs[st] != SETTLED && seqs[st] != MOVED {
+                seqs[st] = if self.stripes[st].settled(seqs[st]) {
+                    SETTLED
+                } else {
+                    MOVED
+                };
+            }
+            let settled = seqs[st] == SETTLED;
             #[cfg(paygo_loom_bug)]
             let settled = settled || bug::is(bug::NO_SWEEP_RECHECK);
             if !settled {

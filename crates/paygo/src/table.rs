@@ -437,8 +437,13 @@ impl Domain {
     /// The object's stripe, unlocked.
     #[inline]
     pub(crate) fn stripe_of(&self, obj: usize) -> &Stripe {
-        let i = ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & (STRIPES - 1);
-        &self.stripes[i]
+        &self.stripes[Self::stripe_index(obj)]
+    }
+
+    /// The number of the object's stripe, in `0..STRIPES`.
+    #[inline]
+    pub(crate) fn stripe_index(obj: usize) -> usize {
+        ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & (STRIPES - 1)
     }
 
     #[inline]
