@@ -193,8 +193,12 @@ pub fn current_cpu() -> usize {
     }
 }
 
+/// The current CPU off the rseq path. Out of line: inlined, its calls and divisions made every
+/// caller of [`current_cpu`] (and the UNREF and `paygo::Arc` paths through them) too large to be
+/// inlined into their loops, and spilled their registers.
 #[cfg(not(loom))]
-#[inline]
+#[cold]
+#[inline(never)]
 fn fallback_cpu() -> usize {
     #[cfg(all(target_os = "linux", not(miri)))]
     {
