@@ -57,12 +57,14 @@ pub fn params(experiment: &str, depth: Depth, threads: &[usize]) -> Params {
             .unwrap_or_else(|| experiments::default_objects(experiment)),
         duration: Duration::from_millis(if quick { 120 } else { 300 }),
         // The pread table's claim compares two close figures (one atomic instruction's worth
-        // per read), and randomread's reads are bound by memory the host shares: more
-        // repetitions there, so that noise does not decide their claims.
+        // per read), randomread's reads are bound by memory the host shares, and a drop takes
+        // milliseconds, which one slow moment of a shared host doubles: more repetitions there,
+        // so that noise does not decide their claims (the drops' claims pair them, rep by rep).
         reps: match (experiment, quick) {
             ("pread-table", true) => 3,
             ("pread-table", false) => 9,
             ("randomread", false) => 7,
+            ("drop-file" | "lodic-query", false) => 7,
             (_, true) => 1,
             (_, false) => 3,
         },
