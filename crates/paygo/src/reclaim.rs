@@ -424,20 +424,10 @@ impl Domain {
         let mut decided = 0u64;
         // Acquire fence: pairs with `begin_move`'s Release fence, as in `Stripe::quiet`.
         crate::sync::fence(Ordering::Acquire);
-        // The second half, once per stripe read: whether no move began since its sequence was
-        // read (`seqs[st]` then becomes `SETTLED` or `MOVED`, both odd as well).
-        const SETTLED: u64 = u64::MAX - 4;
-        const MOVED: u64 = u64::MAX - 6;
         for (&(i, st), &sum) in swept.iter().zip(&sums) {
             let h = objs[i];
-            if seqs[st] != SETTLED && seqs[st] != MOVED {
-                seqs[st] = if self.stripes[st].settled(seqs[st]) {
-                    SETTLED
-                } else {
-                    MOVED
-                };
-            }
-            let settled = seqs[st] == SETTLED;
+            // The second half: no move began since the stripe's sequence was read.
+            let settled = self.stripes[st].settled(seqs[st]);
             #[cfg(paygo_loom_bug)]
             let settled = settled || bug::is(bug::NO_SWEEP_RECHECK);
             if !settled {
