@@ -353,6 +353,11 @@ fn paired_time_ratio(slow: &Row, fast: &Row) -> Option<f64> {
     (ratios.len() == slow.reps.len()).then(|| crate::harness::median(&ratios))
 }
 
+/// A drop row's median time to drop, in ms.
+fn ms_to_drop(r: &Row) -> Option<f64> {
+    r.extra.get("ms_to_drop").and_then(|v| v.as_f64())
+}
+
 /// The ratio's text: paired or of the medians.
 fn ratio_basis(paired: bool, reps: usize) -> String {
     if paired {
@@ -377,18 +382,17 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
                         .unwrap_or(0)
                         > 0)
                         == bg
-                    && r.extra.get("ms_to_drop").and_then(|v| v.as_f64()).is_some()
+                    && ms_to_drop(r).is_some()
             })
             .max_by_key(|r| r.objects)
     };
-    let ms = |r: &Row| r.extra.get("ms_to_drop").and_then(|v| v.as_f64());
     let pr = need!(
         of("paygo", false),
         "drop-file: no paygo row without readers"
     );
     let cr = need!(of("cas", false), "drop-file: no cas row without readers");
-    let (p, c) = (ms(pr).unwrap_or(0.0), ms(cr).unwrap_or(0.0));
-    let pb = of("paygo", true).and_then(ms);
+    let (p, c) = (ms_to_drop(pr).unwrap_or(0.0), ms_to_drop(cr).unwrap_or(0.0));
+    let pb = of("paygo", true).and_then(ms_to_drop);
     let paired = paired_time_ratio(pr, cr);
     let r = paired.unwrap_or(p / c.max(1e-9));
     let v = if r <= 2.0 {
@@ -733,11 +737,10 @@ fn lodic_query(rows: &Rows<'_>) -> Outcome {
             .find(|r| r.extra.get("mapped_pct").and_then(|v| v.as_f64()) == Some(pct))
             .copied()
     };
-    let ms = |r: &Row| r.extra.get("ms_to_drop").and_then(|v| v.as_f64());
     let ten_row = need!(at(10.0), "lodic-query: no 10% row (file-space)");
     let all_row = need!(at(100.0), "lodic-query: no 100% row (file-space)");
-    let ten = need!(ms(ten_row), "lodic-query: no 10% row (file-space)");
-    let all = need!(ms(all_row), "lodic-query: no 100% row (file-space)");
+    let ten = need!(ms_to_drop(ten_row), "lodic-query: no 10% row (file-space)");
+    let all = need!(ms_to_drop(all_row), "lodic-query: no 100% row (file-space)");
     let paired = paired_time_ratio(all_row, ten_row);
     let r = paired.unwrap_or(all / ten.max(1e-9));
     let v = if r >= 5.0 {
