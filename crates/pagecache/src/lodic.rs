@@ -240,11 +240,13 @@ impl FileMaps {
     }
 
     /// Whether a mapping covers `page`.
+    #[inline]
     pub(crate) fn mapped(&self, page: u64) -> bool {
         self.count(page) > 0
     }
 
     /// How many mappings cover `page`.
+    #[inline]
     fn count(&self, page: u64) -> u32 {
         self.mapcount
             .as_ref()
