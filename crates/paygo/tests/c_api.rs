@@ -25,6 +25,12 @@ fn build_and_run(name: &str) {
     assert!(text.contains("failures=0"), "{text}");
 }
 
+/// The README's quick start, built with the link line it shows.
+#[test]
+fn c_quick_start_runs() {
+    build_and_run("quickstart");
+}
+
 #[test]
 fn c_program_uses_the_header_from_several_threads() {
     build_and_run("threads");
