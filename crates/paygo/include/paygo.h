@@ -81,7 +81,8 @@ int paygo_obj_init(paygo_obj_t *obj);
 
 /* Reclaims obj if live (PAYGO_EBUSY if referenced or being reclaimed: nothing changes), then
  * uninitialises it. Of two concurrent destroys one succeeds; the other gets PAYGO_ENOTOBJ (or
- * PAYGO_EBUSY while the first is reclaiming). */
+ * PAYGO_EBUSY while the first is reclaiming). A paygo_reinit that revives obj during the call
+ * makes it PAYGO_EBUSY; once destroyed, obj takes no reinit, ref or reclaim. */
 int paygo_obj_destroy(paygo_obj_t *obj);
 
 /* REF: takes a reference for the calling thread. Waits out a concurrent try-reclaim that

@@ -37,6 +37,7 @@ use crate::table::Slot;
 use crate::{Anchor, Domain, Header};
 use core::alloc::Layout;
 use core::cell::{Cell, UnsafeCell};
+use core::marker::PhantomData;
 use core::mem::{ManuallyDrop, MaybeUninit};
 use core::pin::Pin;
 use core::ptr::NonNull;
@@ -143,6 +144,13 @@ impl Meta {
 #[repr(C)]
 struct ArcInner<T: ?Sized> {
     meta: Meta,
+    /// Makes `ArcInner<T>`, and so [`Arc<T>`] and [`Weak<T>`], invariant in `T` (zero-sized,
+    /// before the value: the layout is `allocate`'s). The value is dropped as the type it was
+    /// made with (`Meta::drop_value`), possibly by the collector after every `Arc` is gone, so
+    /// that type is the one every `Arc` must name: a covariant `Arc<D<'static>>` would become
+    /// an `Arc<D<'a>>`, whose `get_mut` stores a borrow that the value outlives
+    /// (`tests/compile_fail/arc_lifetime_shortened.rs`).
+    invariant: PhantomData<*mut T>,
     value: ManuallyDrop<T>,
 }
 

@@ -20,6 +20,7 @@
 //!   object, one succeeds.
 
 use crate::arc::{default_domain, init_default_domain};
+use crate::header::{DEAD, DESTROYED};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
 use core::pin::Pin;
@@ -252,8 +253,11 @@ pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
 }
 
 /// Ends an object's life: reclaims it if live (`PAYGO_EBUSY` if referenced or being reclaimed,
-/// and nothing changes), then clears the magic with a compare-and-swap, so that of two
-/// concurrent destroys one succeeds and the other gets `PAYGO_ENOTOBJ`.
+/// and nothing changes), then moves it from dead to destroyed with one compare-and-swap and
+/// clears the magic. Of two concurrent destroys one succeeds and the other gets
+/// `PAYGO_ENOTOBJ` (or `PAYGO_EBUSY`); a reinit between the reclaim and that compare-and-swap
+/// makes the destroy `PAYGO_EBUSY` (the object is live again, and may be referenced), and a
+/// destroyed object takes no reinit, reference or reclaim.
 ///
 /// # Safety
 /// As [`paygo_ref`].
@@ -269,15 +273,20 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
             Ok(()) | Err(ReclaimError::Dead) => {}
             Err(ReclaimError::Referenced | ReclaimError::InProgress) => return PAYGO_EBUSY,
         }
+        // Dead -> destroyed, one compare-and-swap: a reinit since the reclaim (after which a
+        // reference may be held) makes it fail, and no reinit succeeds after it. Acquire:
+        // pairs with the Release store of DEAD by the reclaim's decision (another thread's if
+        // the object was dead already): the holders' accesses come before the caller's free.
+        match hdr.cas_state(DEAD, DESTROYED, Ordering::Acquire) {
+            Ok(()) => {}
+            Err(DESTROYED) => return PAYGO_ENOTOBJ,
+            Err(_) => return PAYGO_EBUSY,
+        }
         // SAFETY: `check` read the magic through this pointer: the memory is readable.
         let magic = unsafe { &(*obj).magic };
-        // AcqRel: pairs with the Acquire magic load in check() and with another destroy.
-        if magic
-            .compare_exchange(MAGIC ^ obj as u64, 0, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            return PAYGO_ENOTOBJ;
-        }
+        // Relaxed: the compare-and-swap above decided the destroy (only its winner gets here);
+        // a call that still reads the old magic finds the object destroyed.
+        magic.store(0, Ordering::Relaxed);
         PAYGO_OK
     })
 }

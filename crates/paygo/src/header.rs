@@ -23,6 +23,11 @@ pub(crate) const KILLED: u64 = 3;
 /// whoever reads zero under the stripe lock frees the object.
 pub(crate) const KILL_FENCED: u64 = 4;
 
+/// Object state (C objects only): destroyed by `paygo_obj_destroy`, after a reclaim. No
+/// reference, reinit or reclaim is accepted; only `paygo_obj_init` makes a new header there.
+#[cfg(not(loom))]
+pub(crate) const DESTROYED: u64 = 5;
+
 /// The bits of a header's word that hold its state; the bits above hold its placement.
 pub(crate) const STATE_MASK: u64 = 0xff;
 /// Where a header's placement starts in its word.

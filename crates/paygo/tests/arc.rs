@@ -991,3 +991,133 @@ fn raw_pointers_cross_threads_and_cpus() {
     }
     assert_eq!(d.arcs_alive(), 0);
 }
+
+/// Values whose `Drop` panics, dropped by the last drop or by the collector: the panic reaches
+/// the caller (the drop or `collect`), each value is dropped at most once, and a `Weak` never
+/// upgrades to a value whose drop began. A value whose collection was cut short by another's
+/// panic leaks (its allocation stays listed or is freed later, never read after a free).
+#[test]
+fn a_drop_that_panics_reaches_the_caller_and_drops_nothing_twice() {
+    struct Panics {
+        id: usize,
+        drops: &'static [AtomicUsize],
+    }
+    impl Drop for Panics {
+        fn drop(&mut self) {
+            self.drops[self.id].fetch_add(1, Ordering::SeqCst);
+            if self.id.is_multiple_of(3) {
+                panic!("value {} panics in drop", self.id);
+            }
+        }
+    }
+    const N: usize = 300;
+    let drops: &'static [AtomicUsize] =
+        Box::leak((0..N).map(|_| AtomicUsize::new(0)).collect::<Box<[_]>>());
+    let d = tiny_domain();
+    let mut caught = 0;
+    let mut weaks = Vec::new();
+    for id in 0..N {
+        let a = Arc::new_in(Panics { id, drops }, d);
+        weaks.push(Arc::downgrade(&a));
+        let b = a.clone();
+        // Every other value's two Arcs are dropped on two threads at once, so that some
+        // values are left for the collector.
+        let other = id
+            .is_multiple_of(2)
+            .then(|| std::thread::spawn(move || drop(b)));
+        caught +=
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(a))).is_err() as usize;
+        if let Some(t) = other {
+            caught += t.join().is_err() as usize;
+        }
+        caught += std::panic::catch_unwind(|| collect(d)).is_err() as usize;
+    }
+    let once = drops
+        .iter()
+        .filter(|c| c.load(Ordering::SeqCst) == 1)
+        .count();
+    assert!(drops.iter().all(|c| c.load(Ordering::SeqCst) <= 1));
+    // Every panic caught is a panicking value's drop, each at most once.
+    let panicking_dropped = (0..N)
+        .filter(|&i| i.is_multiple_of(3) && drops[i].load(Ordering::SeqCst) == 1)
+        .count();
+    assert_eq!(caught, panicking_dropped);
+    assert!(once >= N - N / 3, "only {once} of {N} values were dropped");
+    for w in &weaks {
+        assert!(w.upgrade().is_none());
+    }
+}
+
+/// `Arc`s made, cloned and dropped in thread-local destructors (after the crate's own
+/// thread-locals may be gone), and values whose `Drop` clones, makes and drops other `Arc`s and
+/// runs the collector while the collector drops them: each counts out exactly.
+#[test]
+fn arcs_in_thread_local_destructors_and_in_drops() {
+    struct Late(&'static Domain, Arc<String>);
+    impl Drop for Late {
+        fn drop(&mut self) {
+            for i in 0..100 {
+                let a = Arc::new_in(format!("late {i}"), self.0);
+                let b = a.clone();
+                let c = self.1.clone();
+                drop(a);
+                drop(c);
+                assert_eq!(*b, format!("late {i}"));
+            }
+        }
+    }
+    std::thread_local! {
+        static LATE: std::cell::RefCell<Option<Late>> = const { std::cell::RefCell::new(None) };
+    }
+    struct Busy {
+        other: Arc<Vec<u8>>,
+        me: Weak<Busy>,
+        d: &'static Domain,
+    }
+    impl Drop for Busy {
+        fn drop(&mut self) {
+            assert!(
+                self.me.upgrade().is_none(),
+                "a value upgraded while dropped"
+            );
+            for _ in 0..20 {
+                let c = self.other.clone();
+                let n = Arc::new_in(vec![1u8; 3], self.d);
+                drop((c, n.clone(), n));
+            }
+            collect(self.d);
+        }
+    }
+    let d = tiny_domain();
+    let shared = Arc::new_in(String::from("shared"), d);
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let s = shared.clone();
+            std::thread::spawn(move || LATE.with(|l| *l.borrow_mut() = Some(Late(d, s))))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let other = Arc::new_in(vec![7u8; 10], d);
+    for _ in 0..500 {
+        let a = Arc::new_cyclic_in(
+            |me| Busy {
+                other: other.clone(),
+                me: me.clone(),
+                d,
+            },
+            d,
+        );
+        let b = a.clone();
+        let t = std::thread::spawn(move || drop(b));
+        drop(a);
+        t.join().unwrap();
+    }
+    collect(d);
+    collect(d);
+    assert_eq!(Arc::count(&shared), 1);
+    assert_eq!(Arc::count(&other), 1);
+    assert_eq!(*other, vec![7u8; 10]);
+    assert_eq!(d.arcs_alive(), 2, "only `shared` and `other` are left");
+}

@@ -6,6 +6,8 @@
  *  - reinit racing try-reclaim of a referenced object: the reclaim never succeeds;
  *  - two threads destroy one object: exactly one PAYGO_OK per round (the other is told the
  *    object is gone, or is being reclaimed);
+ *  - destroy racing another thread's reinit and ref of the object: never both a successful
+ *    destroy and a reference taken after it (the object destroyed while referenced);
  *  - two threads try-reclaim one unreferenced object: exactly one PAYGO_OK, and a reclaim
  *    after the winner finished says PAYGO_EDEAD;
  *  - a paygo_ref made in a pthread key destructor, as the thread's first paygo call, is
@@ -105,6 +107,47 @@ static int race(enum op op, int other_ok, int other_alt) {
     return one;
 }
 
+/* Destroy racing a reinit and a ref: thread 0 destroys the (live, unreferenced) object while
+ * thread 1 revives it as soon as it is dead and takes a reference. Whatever the order, a
+ * destroy that succeeds leaves no reference taken after it: a paygo_ref that returns
+ * PAYGO_OK means the destroy saw it (PAYGO_EBUSY) or came before the reclaim it needs. */
+static int destroyed_while_referenced, revived_and_referenced;
+static int destroy_done;
+static void *destroy_racer(void *arg) {
+    int me = (int)(intptr_t)arg, local = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        meet(&local); /* the object is live and unreferenced */
+        int destroy = 1, reinit = PAYGO_ELIVE, ref = 1;
+        if (me == 0) {
+            destroy = paygo_obj_destroy(&obj);
+            __atomic_store_n(&destroy_done, 1, __ATOMIC_RELEASE);
+        } else {
+            while ((reinit = paygo_reinit(&obj)) == PAYGO_ELIVE &&
+                   !__atomic_load_n(&destroy_done, __ATOMIC_ACQUIRE)) {
+            }
+            if (reinit == PAYGO_OK) ref = paygo_ref(&obj);
+        }
+        results[me][r] = me == 0 ? destroy : ref;
+        meet(&local); /* both are done */
+        if (me == 1 && ref == PAYGO_OK) CHECK_EQ(paygo_unref(&obj), PAYGO_OK);
+        meet(&local);
+        if (me == 0) {
+            if (results[0][r] == PAYGO_OK && results[1][r] == PAYGO_OK)
+                destroyed_while_referenced++;
+            revived_and_referenced += results[1][r] == PAYGO_OK;
+            /* Set the object up for the next round: live, unreferenced. */
+            if (results[0][r] == PAYGO_OK) {
+                CHECK_EQ(paygo_obj_init(&obj), PAYGO_OK);
+            } else if (paygo_reinit(&obj) != PAYGO_OK) {
+                CHECK_EQ(paygo_read_all(&obj), 0);
+            }
+            __atomic_store_n(&destroy_done, 0, __ATOMIC_RELAXED);
+        }
+        meet(&local);
+    }
+    return NULL;
+}
+
 /* Reinit racing try-reclaim while a reference is held: the reclaim must never succeed. */
 static int stop;
 static void *reviver(void *arg) {
@@ -158,6 +201,12 @@ int main(void) {
     int destroys = race(DESTROY, PAYGO_ENOTOBJ, PAYGO_EBUSY);
     /* After the last round the object was initialised again. */
     int reclaims = race(RECLAIM, PAYGO_EDEAD, PAYGO_EBUSY);
+
+    /* Destroy racing reinit and ref (the object is live and unreferenced here). */
+    pthread_t dr[2];
+    for (intptr_t i = 0; i < 2; i++) pthread_create(&dr[i], NULL, destroy_racer, (void *)i);
+    for (int i = 0; i < 2; i++) pthread_join(dr[i], NULL);
+    CHECK_EQ(destroyed_while_referenced, 0);
 
     /* Reinit racing try-reclaim of a referenced object. */
     CHECK_EQ(paygo_ref(&obj), PAYGO_OK);
@@ -213,7 +262,9 @@ int main(void) {
     CHECK_EQ(paygo_unref(&shared_for_unload), PAYGO_OK);
 
     printf("reinit races with one winner: %d/%d; destroy: %d/%d; reclaim: %d/%d; "
+           "revived and referenced against a destroy: %d/%d; "
            "reclaims refused while referenced: %ld; ref in a key destructor: %d; rseq_cs cleared checked: %d; failures=%d\n",
-           reinits, ROUNDS, destroys, ROUNDS, reclaims, ROUNDS, busy, late, unload_checked, failures);
+           reinits, ROUNDS, destroys, ROUNDS, reclaims, ROUNDS, revived_and_referenced, ROUNDS,
+           busy, late, unload_checked, failures);
     return failures != 0;
 }
