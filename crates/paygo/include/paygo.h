@@ -14,7 +14,8 @@
  * destructors that run before the release; a paygo_ref after it gets PAYGO_ESHUTDOWN.
  *
  * No call aborts the process: a Rust panic inside the library is caught at the boundary and
- * returned as PAYGO_EINTERNAL.
+ * returned as PAYGO_EINTERNAL, and memory the calls allocate (the anchor information) is
+ * asked for without aborting (PAYGO_ENOMEM).
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing.
@@ -32,7 +33,8 @@ extern "C" {
 /* Error codes: negative, errno-like; each means one thing. */
 typedef enum paygo_error {
     PAYGO_OK = 0,
-    PAYGO_EINVAL = -22,     /* a null pointer, or an invalid configuration */
+    PAYGO_EINVAL = -22,     /* a null or misaligned (not 8-aligned) object pointer, or an
+                               invalid configuration */
     PAYGO_ENOTOBJ = -2,     /* not an initialised paygo object (bad magic: never initialised,
                                destroyed, or copied to another address) */
     PAYGO_ENOREF = -61,     /* unref: the calling thread holds no reference to the object */
@@ -45,9 +47,10 @@ typedef enum paygo_error {
                                released at its exit (a call from a later thread-exit
                                destructor) */
     PAYGO_ENOMEM = -12,     /* domain_init: the tables cannot be allocated; ref: the thread's
-                               anchor information cannot be */
-    PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary);
-                               nothing was changed */
+                               anchor information cannot be made or grown */
+    PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
+                               ref/unref from a signal handler that interrupted a ref/unref
+                               of the same thread; nothing was changed */
 } paygo_error;
 
 /* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */

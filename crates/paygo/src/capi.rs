@@ -158,6 +158,28 @@ extern "C" fn release_at_exit(p: *mut core::ffi::c_void) {
     })
 }
 
+/// A new, empty `AnchorInfo` on the heap (to be freed as a `Box`), or `None` if the
+/// allocation fails: `Box::new` would abort the process, which no call of the C API may do.
+fn new_info() -> Option<*mut AnchorInfo> {
+    let layout = core::alloc::Layout::new::<AnchorInfo>();
+    // SAFETY: `AnchorInfo` is not zero-sized (a RefCell of a HashMap).
+    let p = unsafe { std::alloc::alloc(layout) } as *mut AnchorInfo;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` is a fresh allocation of `AnchorInfo`'s layout, as `Box` makes one, so
+    // `Box::from_raw` may free it.
+    unsafe { p.write(AnchorInfo::default()) };
+    Some(p)
+}
+
+/// The anchor information's map, borrowed for one call. A call that interrupted another of
+/// the same thread (from a signal handler) finds it borrowed: `PAYGO_EINTERNAL`, and nothing
+/// changes.
+fn held(i: &AnchorInfo) -> Result<core::cell::RefMut<'_, HashMap<usize, Vec<Anchor>>>, i32> {
+    i.held.try_borrow_mut().map_err(|_| PAYGO_EINTERNAL)
+}
+
 /// Runs `f` on the calling thread's anchor information (made on first use).
 fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
     if RELEASED.try_with(|r| r.get()).unwrap_or(true) {
@@ -167,7 +189,7 @@ fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
     // SAFETY: `k` is a valid key.
     let mut p = unsafe { libc::pthread_getspecific(k) } as *mut AnchorInfo;
     if p.is_null() {
-        p = Box::into_raw(Box::<AnchorInfo>::default());
+        p = new_info().ok_or(PAYGO_ENOMEM)?;
         // SAFETY: `k` is a valid key and `p` a valid pointer.
         if unsafe { libc::pthread_setspecific(k, p as *const core::ffi::c_void) } != 0 {
             // SAFETY: not published: still ours.
@@ -185,10 +207,11 @@ fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
 /// # Safety
 /// `obj` is null or points to readable memory of at least `sizeof(paygo_obj_t)` bytes.
 unsafe fn check<'a>(obj: *const CObj) -> Result<Pin<&'a Header>, i32> {
-    if obj.is_null() {
+    if obj.is_null() || !obj.is_aligned() {
         return Err(PAYGO_EINVAL);
     }
-    // SAFETY: the caller guarantees readable memory; the magic is read atomically.
+    // SAFETY: the caller guarantees readable memory, aligned (checked); the magic is read
+    // atomically.
     let m = unsafe { (*obj).magic.load(Ordering::Acquire) };
     if m != MAGIC ^ obj as u64 {
         return Err(PAYGO_ENOTOBJ);
@@ -232,7 +255,7 @@ pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 
 /// `obj` is null or points to writable memory for a `paygo_obj_t` that is not in use.
 #[no_mangle]
 pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
-    if obj.is_null() {
+    if obj.is_null() || !obj.is_aligned() {
         return PAYGO_EINVAL;
     }
     boundary(PAYGO_EINTERNAL, || {
@@ -304,25 +327,30 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        // Make the anchor information first: a thread that cannot record a reference takes
+        // Room for the anchor is made first, under the one borrow of the call: a thread that
+        // cannot record a reference (no memory, or a call it interrupted holds the map) takes
         // none.
-        if let Err(e) = with_info(|_| ()) {
-            return e;
-        }
-        let d = domain();
-        let Some(a) = d.get_or_wait(hdr) else {
-            return PAYGO_EDEAD;
-        };
-        let mut a = Some(a);
         let r = with_info(|i| {
-            if let Some(a) = a.take() {
-                i.held.borrow_mut().entry(obj as usize).or_default().push(a);
+            let mut held = held(i)?;
+            let addr = obj as usize;
+            held.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
+            let mut fresh = Vec::new();
+            let v = match held.get_mut(&addr) {
+                Some(v) => v,
+                None => &mut fresh,
+            };
+            v.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
+            let a = domain().get_or_wait(hdr).ok_or(PAYGO_EDEAD)?;
+            match held.get_mut(&addr) {
+                Some(v) => v.push(a),
+                None => {
+                    fresh.push(a);
+                    held.insert(addr, fresh);
+                }
             }
+            Ok(())
         });
-        if let Some(a) = a {
-            d.put(hdr, a);
-        }
-        match r {
+        match r.and_then(|r| r) {
             Ok(()) => PAYGO_OK,
             Err(e) => e,
         }
@@ -347,8 +375,10 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
         }
         let cpu = percpu::current_cpu();
         let taken = with_info(|i| {
-            let mut held = i.held.borrow_mut();
-            let v = held.get_mut(&(obj as usize))?;
+            let mut held = held(i)?;
+            let Some(v) = held.get_mut(&(obj as usize)) else {
+                return Ok(None);
+            };
             let k = v
                 .iter()
                 .rposition(|a| a.cpu() == cpu)
@@ -357,9 +387,9 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
             if v.is_empty() {
                 held.remove(&(obj as usize));
             }
-            Some(a)
+            Ok(Some(a))
         });
-        match taken {
+        match taken.and_then(|t| t) {
             Ok(Some(a)) => {
                 domain().put(hdr, a);
                 PAYGO_OK
@@ -496,7 +526,7 @@ pub unsafe extern "C" fn paygo_stats(out: *mut CStats) -> i32 {
 pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
     let s: &'static core::ffi::CStr = match code {
         PAYGO_OK => c"success",
-        PAYGO_EINVAL => c"null pointer or invalid argument",
+        PAYGO_EINVAL => c"null or misaligned pointer, or invalid argument",
         PAYGO_ENOTOBJ => c"not an initialised paygo object",
         PAYGO_ENOREF => c"this thread holds no reference to the object",
         PAYGO_EDEAD => c"the object has been reclaimed",
@@ -505,8 +535,44 @@ pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
         PAYGO_EALREADY => c"the domain is already set up",
         PAYGO_ESHUTDOWN => c"the calling thread is exiting",
         PAYGO_ENOMEM => c"out of memory",
-        PAYGO_EINTERNAL => c"internal error (a bug in libpaygo); nothing was changed",
+        PAYGO_EINTERNAL => {
+            c"internal error (a bug in libpaygo), or a call that interrupted another of its thread; nothing was changed"
+        }
         _ => c"unknown paygo error",
     };
     s.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A REF or UNREF that runs while a call of the same thread holds its anchor information
+    /// (as from a signal handler interrupting it) is refused and changes nothing: no reference
+    /// is taken and leaked, none is given back.
+    #[test]
+    fn a_call_interrupting_one_of_its_thread_changes_nothing() {
+        let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+        let o = obj.as_mut_ptr();
+        // SAFETY: `o` is writable memory for a CObj, used by this test only.
+        unsafe {
+            assert_eq!(paygo_obj_init(o), PAYGO_OK);
+            assert_eq!(paygo_ref(o), PAYGO_OK);
+            let (r, u) = with_info(|i| {
+                let _busy = held(i).expect("not borrowed");
+                (paygo_ref(o), paygo_unref(o))
+            })
+            .expect("anchor information");
+            assert_eq!((r, u), (PAYGO_EINTERNAL, PAYGO_EINTERNAL));
+            assert_eq!(
+                paygo_read_all(o),
+                1,
+                "the interrupting REF took no reference"
+            );
+            assert_eq!(paygo_unref(o), PAYGO_OK, "the first REF is still held");
+            assert_eq!(paygo_unref(o), PAYGO_ENOREF);
+            assert_eq!(paygo_read_all(o), 0);
+            assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+        }
+    }
 }

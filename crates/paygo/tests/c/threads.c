@@ -165,6 +165,14 @@ int main(void) {
     CHECK_EQ(paygo_read_all(&junk.hdr), PAYGO_ENOTOBJ);
     memcpy(&junk, &shared, sizeof junk);
     CHECK_EQ(paygo_ref(&junk.hdr), PAYGO_ENOTOBJ);
+    /* A misaligned pointer is refused before anything is read through it. */
+    paygo_obj_t *skewed = (paygo_obj_t *)((char *)&shared.hdr + 4);
+    CHECK_EQ(paygo_obj_init(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_ref(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_unref(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_read_all(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_try_reclaim(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_obj_destroy(skewed), PAYGO_EINVAL);
     CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_ENOREF);
     CHECK_EQ(paygo_read_all(&shared.hdr), 0);
 
