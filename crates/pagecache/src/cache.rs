@@ -12,7 +12,7 @@ use refcount::RefCounter;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
@@ -881,6 +881,21 @@ fn fs_holds(file: &File, len: u64) -> bool {
     }
 }
 
+/// Clears `O_NONBLOCK` of `file` (opened with it, see [`PageCacheOf::open`]): a regular file's
+/// reads and writes then behave as on any descriptor, whatever its file system does with the
+/// flag.
+fn blocking(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: F_GETFL reads the flags of the open file's descriptor; it takes no pointer.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: F_SETFL sets the status flags of the same descriptor; it takes no pointer.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The name of the file system of `file` if it is one of Linux's pseudo file systems, whose
 /// files are generated when read: their size (0 for procfs, 4096 for sysfs) is not their
 /// length, so a cache that sizes the file at open would serve nothing or zeros.
@@ -985,7 +1000,18 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// when its last handle is dropped.
     pub fn open(&self, path: impl AsRef<Path>) -> io::Result<CachedFileOf<C>> {
         let path = path.as_ref();
-        let (file, writable) = match OpenOptions::new().read(true).write(true).open(path) {
+        // Non-blocking until the file is known to be regular: a FIFO opened for reading only
+        // (the fallback below, when this user may not write it) waits for a writer, and a
+        // device's open may wait for its line; neither is a file the cache can serve, and
+        // the open must refuse them at once. No controlling terminal is taken either.
+        let opts = |write: bool| {
+            let mut o = OpenOptions::new();
+            o.read(true)
+                .write(write)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+            o
+        };
+        let (file, writable) = match opts(true).open(path) {
             Ok(f) => (f, true),
             Err(e)
                 if matches!(
@@ -996,7 +1022,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                         | io::ErrorKind::IsADirectory
                 ) =>
             {
-                (File::open(path)?, false)
+                (opts(false).open(path)?, false)
             }
             Err(e) => return Err(e),
         };
@@ -1013,6 +1039,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 format!("pagecache: {} is not a regular file", path.display()),
             ));
         }
+        blocking(&file)?;
         if let Some(fs) = pseudo_file_system(&file) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

@@ -329,3 +329,83 @@ fn pseudo_file_system_files_are_refused() {
     }
     check_reads(&cache.open(&path).expect("open"), 4096);
 }
+
+/// Set in the child process of `a_fifo_is_refused_at_once_even_read_only`: the folder of its
+/// FIFO and file.
+const FIFO_CHILD: &str = "PAGECACHE_TEST_FIFO_DIR";
+
+/// A FIFO is not a regular file: `InvalidInput`, at once, and the cache goes on. One that this
+/// user may read but not write is opened read-only after the read-write open is refused; that
+/// open waited for a writer for ever. Root may write any FIFO, so as root that case runs in a
+/// child process of this test as `nobody`.
+#[test]
+fn a_fifo_is_refused_at_once_even_read_only() {
+    /// Opens `dir/fifo` (in a thread: a wait for a writer fails the test instead of hanging
+    /// it), then reads `dir/ok` (4096 pattern bytes).
+    fn check(dir: &std::path::Path) {
+        let cache = Arc::new(PageCache::new(Config::new(4, "atomic")).expect("cache"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (c, fifo) = (cache.clone(), dir.join("fifo"));
+        std::thread::spawn(move || {
+            let _ = tx.send(c.open(&fifo).err().map(|e| (e.kind(), e.to_string())));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the open of a FIFO waited for a writer");
+        let (kind, msg) = got.expect("a FIFO was opened");
+        assert_eq!(kind, ErrorKind::InvalidInput, "{msg}");
+        assert!(msg.contains("not a regular file"), "{msg}");
+        check_reads(&cache.open(dir.join("ok")).expect("open"), 4096);
+    }
+    if let Some(dir) = std::env::var_os(FIFO_CHILD) {
+        check(std::path::Path::new(&dir));
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    pattern_file(&dir, "ok", 4096);
+    let fifo = std::ffi::CString::new(dir.path().join("fifo").as_os_str().as_encoded_bytes())
+        .expect("path");
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o444) }, 0, "mkfifo");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        check(dir.path());
+        return;
+    }
+    // Root: a FIFO it may write is refused too; then the read-only case as `nobody`, who may
+    // read the folder and its files but write none of them.
+    let cache = PageCache::new(Config::new(4, "atomic")).expect("cache");
+    let e = cache.open(dir.path().join("fifo")).err().expect("refused");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    use std::os::unix::{fs::PermissionsExt, process::CommandExt};
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "a_fifo_is_refused_at_once_even_read_only",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(FIFO_CHILD, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .uid(65534)
+        .gid(65534)
+        .spawn()
+        .expect("starting the child as nobody");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the child did not finish: the open of a FIFO waited for a writer");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
