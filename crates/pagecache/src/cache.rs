@@ -318,16 +318,27 @@ impl<C: RefCounter> Inner<C> {
         }
     }
 
+    /// The fault hook's word on one I/O. A panic of the hook is that I/O's error: unwinding
+    /// from here would leave a fill's frame installed and never published, or a reclaimed
+    /// frame never freed, and every later use of its page waiting for it for ever.
     fn hook(&self, kind: IoKind, f: &FileState, offset: u64, len: usize) -> io::Result<()> {
-        match &self.fault {
-            Some(h) => h(&IoEvent {
-                kind,
-                path: &f.path,
-                offset,
-                len,
-            }),
-            None => Ok(()),
-        }
+        let Some(h) = &self.fault else {
+            return Ok(());
+        };
+        let ev = IoEvent {
+            kind,
+            path: &f.path,
+            offset,
+            len,
+        };
+        // AssertUnwindSafe: after a panic the hook is not called again for this I/O, and the
+        // cache's state is only read by it.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(&ev))).unwrap_or_else(|_| {
+            Err(io::Error::other(format!(
+                "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} of {}",
+                f.path.display()
+            )))
+        })
     }
 
     /// Reads the pages from `page` on into `buf` (whole pages), zeros past the end of the file.

@@ -69,7 +69,8 @@ pub struct IoEvent<'a> {
 }
 
 /// Called before every I/O, and after a fill's read ([`IoKind::Filled`]); an `Err` is
-/// returned as that I/O's error instead of issuing it (fault injection for tests).
+/// returned as that I/O's error instead of issuing it (fault injection for tests). A panic of
+/// the hook is caught and taken as such an error.
 pub type FaultHook = Arc<dyn Fn(&IoEvent<'_>) -> io::Result<()> + Send + Sync>;
 
 /// What a cache is made with.

@@ -409,3 +409,76 @@ fn a_fifo_is_refused_at_once_even_read_only() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A fault hook that panics (once, at one kind of I/O) fails that I/O as an error would: the
+/// call returns the error instead of unwinding, and the cache goes on. Unwinding from a fill's
+/// hook left its frame installed and never filled, and from an eviction's write-back its frame
+/// reclaimed and never freed: every later read of the page waited for it for ever (and so did
+/// `sync`, `drop_cache` and the file's close); from `set_len`'s, the length stayed cut with the
+/// file not truncated.
+#[test]
+fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
+    for kind in [
+        IoKind::Fill,
+        IoKind::Filled,
+        IoKind::WriteBack,
+        IoKind::SetLen,
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let len = 4 * 4096;
+        let path = pattern_file(&dir, "f", len);
+        let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut cfg = Config::new(2, "atomic");
+        cfg.fault = Some({
+            let armed = armed.clone();
+            Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+                if ev.kind == kind && armed.swap(false, Ordering::SeqCst) {
+                    panic!("a fault hook that panics");
+                }
+                Ok(())
+            })
+        });
+        let cache = PageCache::new(cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let mut b = [0u8; 8];
+        if kind == IoKind::WriteBack {
+            file.write_at(b"written", 5).expect("write");
+        }
+        armed.store(true, Ordering::SeqCst);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind {
+            // Page 0 dirty in one of two frames: reads of two other pages evict it.
+            IoKind::WriteBack => [4096, 3 * 4096]
+                .iter()
+                .try_for_each(|&at| file.read_at(&mut b, at).map(drop)),
+            IoKind::SetLen => file.set_len(100),
+            _ => file.read_at(&mut b, 0).map(drop),
+        }))
+        .unwrap_or_else(|_| panic!("{kind:?}: the hook's panic unwound out of the call"));
+        assert!(!armed.load(Ordering::SeqCst), "{kind:?}: the hook ran");
+        if kind == IoKind::WriteBack {
+            // An eviction's failed write-back is not the reader's error: the page stays
+            // cached and dirty, and another frame is evicted.
+            r.expect("the reads");
+        } else {
+            let e = r.expect_err("the hook's I/O failed");
+            assert!(e.to_string().contains("panicked"), "{kind:?}: {e}");
+        }
+        // The cache goes on: every byte reads back (the write too), and the file writes back.
+        let mut want: Vec<u8> = (0..len).map(pat).collect();
+        if kind == IoKind::WriteBack {
+            want[5..12].copy_from_slice(b"written");
+        }
+        assert_eq!(file.len(), len, "{kind:?}: nothing changed");
+        let mut all = vec![0u8; len as usize];
+        assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
+        assert!(all == want, "{kind:?}");
+        file.sync().expect("sync");
+        let resident = cache.stats().resident;
+        assert_eq!(file.drop_cache().expect("drop"), resident, "{kind:?}");
+        drop(file);
+        assert!(
+            std::fs::read(&path).expect("disk") == want,
+            "{kind:?}: on disk"
+        );
+    }
+}
