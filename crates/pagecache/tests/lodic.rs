@@ -152,6 +152,45 @@ fn an_entry_past_its_eleven_bits_spills_into_the_global_counter() {
     assert_eq!(f.drop_cache().unwrap(), 1);
 }
 
+/// Past the entry's eleven bits, references taken and let go in a random order, three times
+/// over: the count (embedded plus spilled) equals the number held after every step checked,
+/// the entry never holds more than its maximum, a read through the mapping sees the page, and
+/// the page is reclaimed only once none is held.
+#[test]
+fn overflowing_references_let_go_in_any_order_count_exactly() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 2 * P);
+        let c = cache(Atomic, 4, rmap);
+        let f = c.open(&path).unwrap();
+        let m = f.map(0, 2).unwrap();
+        let mut rng = Rng::new(5);
+        let mut held = Vec::new();
+        for round in 0..3 {
+            for _ in 0..EMBEDDED_MAX + 50 {
+                held.push(m.page(1).unwrap());
+            }
+            assert_eq!(f.page_count(1), held.len() as i64, "{rmap:?} round {round}");
+            for k in 0..held.len() / 2 {
+                held.swap_remove(rng.below(held.len() as u64) as usize);
+                if k % 97 == 0 {
+                    assert_eq!(f.page_count(1), held.len() as i64, "{rmap:?} {round}");
+                }
+            }
+            assert!(m.entry(1).unwrap().1 <= EMBEDDED_MAX);
+            let mut x = [0u8; 8];
+            m.read_at(&mut x, P + 8).unwrap();
+            check_bytes(&x, P + 8);
+            assert_eq!(f.page_count(1), held.len() as i64, "{rmap:?} round {round}");
+            assert_eq!(f.drop_cache().unwrap(), 0, "{rmap:?}: the page is held");
+        }
+        drop(held);
+        assert_eq!(f.page_count(1), 0, "{rmap:?}");
+        assert_eq!(m.entry(1).unwrap().1, 0, "{rmap:?}");
+        assert_eq!(f.drop_cache().unwrap(), 1, "{rmap:?}");
+    }
+}
+
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
