@@ -936,7 +936,8 @@ fn pseudo_file_system(file: &File) -> Option<&'static str> {
 impl<C: RefCounter> PageCacheOf<C> {
     /// A cache of `config.memory_limit_pages` frames counted by `scheme` (`config.scheme` is
     /// not used: the scheme is the one given). Errors: a limit of zero or above `u32::MAX - 1`
-    /// frames, or a scheme that cannot serve a page cache (`InvalidInput`).
+    /// frames, or a scheme that cannot serve a page cache (`InvalidInput`); a limit whose
+    /// frames cannot be allocated (`OutOfMemory`).
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
@@ -960,15 +961,29 @@ impl<C: RefCounter> PageCacheOf<C> {
                 ),
             ));
         }
+        // The memory of the limit, reserved before any frame is made: a limit that cannot be
+        // had is an error, not an abort in the allocation.
+        let (mut frames, mut data, mut free) = (Vec::new(), Vec::new(), Vec::new());
+        if frames.try_reserve_exact(n).is_err()
+            || data.try_reserve_exact(n * WORDS).is_err()
+            || free.try_reserve_exact(n).is_err()
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "pagecache: no memory for a limit of {n} pages ({} bytes of frames)",
+                    n as u64 * PAGE_SIZE as u64
+                ),
+            ));
+        }
         // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
         // per-CPU state by placement (PAYGO) finds it without reading the frame first.
-        let frames: Vec<Frame<C>> = (0..n)
-            .map(|i| Frame {
-                obj: scheme.new_object_placed(i),
-                meta: FrameMeta::new(),
-            })
-            .collect();
-        let data: Vec<AtomicU64> = (0..n * WORDS).map(|_| AtomicU64::new(0)).collect();
+        frames.extend((0..n).map(|i| Frame::<C> {
+            obj: scheme.new_object_placed(i),
+            meta: FrameMeta::new(),
+        }));
+        data.extend((0..n * WORDS).map(|_| AtomicU64::new(0)));
+        free.extend((0..n as u32).rev());
         Ok(PageCacheOf {
             inner: Arc::new(Inner {
                 scheme,
@@ -976,7 +991,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 data: data.into_boxed_slice(),
                 mode: config.mode,
                 alloc: Mutex::new(Alloc {
-                    free: (0..n as u32).rev().collect(),
+                    free,
                     hand: 0,
                     high_water: 0,
                 }),

@@ -35,6 +35,30 @@ fn bad_configs_are_refused() {
     assert!(e.to_string().contains("cannot detect zero"), "{e}");
 }
 
+/// A memory limit whose frames cannot be allocated (16 TiB) is refused with `OutOfMemory`, for
+/// every kind of scheme, instead of aborting the process in the allocation; a cache of a
+/// sane limit is made after it. Where the kernel grants any allocation (overcommit mode 1)
+/// the cache would be made and touched, so the check is not run there.
+#[test]
+fn a_memory_limit_that_cannot_be_allocated_is_refused() {
+    let always =
+        std::fs::read_to_string("/proc/sys/vm/overcommit_memory").is_ok_and(|m| m.trim() == "1");
+    if always {
+        percpu::testing::skip("vm.overcommit_memory is 1: OutOfMemory is not checked");
+        return;
+    }
+    for scheme in ["atomic", "paygo", "refcache"] {
+        let e = PageCache::new(Config::new(u32::MAX as usize - 2, scheme))
+            .err()
+            .expect("16 TiB of frames");
+        assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{scheme}: {e}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4096);
+    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
+    check_reads(&cache.open(&path).expect("open"), 4096);
+}
+
 #[test]
 fn missing_files_and_directories_are_refused_and_the_cache_goes_on() {
     let dir = tempfile::tempdir().expect("tempdir");
