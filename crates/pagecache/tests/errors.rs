@@ -388,7 +388,12 @@ fn a_fifo_is_refused_at_once_even_read_only() {
         check_reads(&cache.open(dir.join("ok")).expect("open"), 4096);
     }
     if let Some(dir) = std::env::var_os(FIFO_CHILD) {
-        check(std::path::Path::new(&dir));
+        let dir = std::path::Path::new(&dir);
+        if std::fs::File::open(dir.join("ok")).is_err() {
+            percpu::testing::skip("nobody cannot reach the temporary folder: FIFO not checked");
+            return;
+        }
+        check(dir);
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
