@@ -12,7 +12,7 @@ use refcount::RefCounter;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
@@ -318,16 +318,27 @@ impl<C: RefCounter> Inner<C> {
         }
     }
 
+    /// The fault hook's word on one I/O. A panic of the hook is that I/O's error: unwinding
+    /// from here would leave a fill's frame installed and never published, or a reclaimed
+    /// frame never freed, and every later use of its page waiting for it for ever.
     fn hook(&self, kind: IoKind, f: &FileState, offset: u64, len: usize) -> io::Result<()> {
-        match &self.fault {
-            Some(h) => h(&IoEvent {
-                kind,
-                path: &f.path,
-                offset,
-                len,
-            }),
-            None => Ok(()),
-        }
+        let Some(h) = &self.fault else {
+            return Ok(());
+        };
+        let ev = IoEvent {
+            kind,
+            path: &f.path,
+            offset,
+            len,
+        };
+        // AssertUnwindSafe: after a panic the hook is not called again for this I/O, and the
+        // cache's state is only read by it.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(&ev))).unwrap_or_else(|_| {
+            Err(io::Error::other(format!(
+                "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} of {}",
+                f.path.display()
+            )))
+        })
     }
 
     /// Reads the pages from `page` on into `buf` (whole pages), zeros past the end of the file.
@@ -881,6 +892,21 @@ fn fs_holds(file: &File, len: u64) -> bool {
     }
 }
 
+/// Clears `O_NONBLOCK` of `file` (opened with it, see [`PageCacheOf::open`]): a regular file's
+/// reads and writes then behave as on any descriptor, whatever its file system does with the
+/// flag.
+fn blocking(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: F_GETFL reads the flags of the open file's descriptor; it takes no pointer.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: F_SETFL sets the status flags of the same descriptor; it takes no pointer.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The name of the file system of `file` if it is one of Linux's pseudo file systems, whose
 /// files are generated when read: their size (0 for procfs, 4096 for sysfs) is not their
 /// length, so a cache that sizes the file at open would serve nothing or zeros.
@@ -910,7 +936,8 @@ fn pseudo_file_system(file: &File) -> Option<&'static str> {
 impl<C: RefCounter> PageCacheOf<C> {
     /// A cache of `config.memory_limit_pages` frames counted by `scheme` (`config.scheme` is
     /// not used: the scheme is the one given). Errors: a limit of zero or above `u32::MAX - 1`
-    /// frames, or a scheme that cannot serve a page cache (`InvalidInput`).
+    /// frames, or a scheme that cannot serve a page cache (`InvalidInput`); a limit whose
+    /// frames cannot be allocated (`OutOfMemory`).
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
@@ -934,15 +961,29 @@ impl<C: RefCounter> PageCacheOf<C> {
                 ),
             ));
         }
+        // The memory of the limit, reserved before any frame is made: a limit that cannot be
+        // had is an error, not an abort in the allocation.
+        let (mut frames, mut data, mut free) = (Vec::new(), Vec::new(), Vec::new());
+        if frames.try_reserve_exact(n).is_err()
+            || data.try_reserve_exact(n * WORDS).is_err()
+            || free.try_reserve_exact(n).is_err()
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "pagecache: no memory for a limit of {n} pages ({} bytes of frames)",
+                    n as u64 * PAGE_SIZE as u64
+                ),
+            ));
+        }
         // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
         // per-CPU state by placement (PAYGO) finds it without reading the frame first.
-        let frames: Vec<Frame<C>> = (0..n)
-            .map(|i| Frame {
-                obj: scheme.new_object_placed(i),
-                meta: FrameMeta::new(),
-            })
-            .collect();
-        let data: Vec<AtomicU64> = (0..n * WORDS).map(|_| AtomicU64::new(0)).collect();
+        frames.extend((0..n).map(|i| Frame::<C> {
+            obj: scheme.new_object_placed(i),
+            meta: FrameMeta::new(),
+        }));
+        data.extend((0..n * WORDS).map(|_| AtomicU64::new(0)));
+        free.extend((0..n as u32).rev());
         Ok(PageCacheOf {
             inner: Arc::new(Inner {
                 scheme,
@@ -950,7 +991,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 data: data.into_boxed_slice(),
                 mode: config.mode,
                 alloc: Mutex::new(Alloc {
-                    free: (0..n as u32).rev().collect(),
+                    free,
                     hand: 0,
                     high_water: 0,
                 }),
@@ -985,7 +1026,18 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// when its last handle is dropped.
     pub fn open(&self, path: impl AsRef<Path>) -> io::Result<CachedFileOf<C>> {
         let path = path.as_ref();
-        let (file, writable) = match OpenOptions::new().read(true).write(true).open(path) {
+        // Non-blocking until the file is known to be regular: a FIFO opened for reading only
+        // (the fallback below, when this user may not write it) waits for a writer, and a
+        // device's open may wait for its line; neither is a file the cache can serve, and
+        // the open must refuse them at once. No controlling terminal is taken either.
+        let opts = |write: bool| {
+            let mut o = OpenOptions::new();
+            o.read(true)
+                .write(write)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+            o
+        };
+        let (file, writable) = match opts(true).open(path) {
             Ok(f) => (f, true),
             Err(e)
                 if matches!(
@@ -996,7 +1048,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                         | io::ErrorKind::IsADirectory
                 ) =>
             {
-                (File::open(path)?, false)
+                (opts(false).open(path)?, false)
             }
             Err(e) => return Err(e),
         };
@@ -1013,6 +1065,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 format!("pagecache: {} is not a regular file", path.display()),
             ));
         }
+        blocking(&file)?;
         if let Some(fs) = pseudo_file_system(&file) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

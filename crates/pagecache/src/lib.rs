@@ -69,7 +69,8 @@ pub struct IoEvent<'a> {
 }
 
 /// Called before every I/O, and after a fill's read ([`IoKind::Filled`]); an `Err` is
-/// returned as that I/O's error instead of issuing it (fault injection for tests).
+/// returned as that I/O's error instead of issuing it (fault injection for tests). A panic of
+/// the hook is caught and taken as such an error.
 pub type FaultHook = Arc<dyn Fn(&IoEvent<'_>) -> io::Result<()> + Send + Sync>;
 
 /// What a cache is made with.
@@ -210,7 +211,8 @@ impl Visit for Build<'_> {
 impl PageCache {
     /// A cache of `config.memory_limit_pages` frames counted by the scheme named
     /// `config.scheme`. Errors (`InvalidInput`): an unknown scheme, a scheme that cannot serve
-    /// a page cache, a memory limit of zero.
+    /// a page cache, a memory limit of zero; `OutOfMemory`: a limit whose frames cannot be
+    /// allocated.
     pub fn new(config: Config) -> io::Result<Self> {
         match schemes::visit(&config.scheme, &config.scheme_config, Build(&config)) {
             Some(r) => Ok(PageCache { inner: r? }),

@@ -35,6 +35,30 @@ fn bad_configs_are_refused() {
     assert!(e.to_string().contains("cannot detect zero"), "{e}");
 }
 
+/// A memory limit whose frames cannot be allocated (16 TiB) is refused with `OutOfMemory`, for
+/// every kind of scheme, instead of aborting the process in the allocation; a cache of a
+/// sane limit is made after it. Where the kernel grants any allocation (overcommit mode 1)
+/// the cache would be made and touched, so the check is not run there.
+#[test]
+fn a_memory_limit_that_cannot_be_allocated_is_refused() {
+    let always =
+        std::fs::read_to_string("/proc/sys/vm/overcommit_memory").is_ok_and(|m| m.trim() == "1");
+    if always {
+        percpu::testing::skip("vm.overcommit_memory is 1: OutOfMemory is not checked");
+        return;
+    }
+    for scheme in ["atomic", "paygo", "refcache"] {
+        let e = PageCache::new(Config::new(u32::MAX as usize - 2, scheme))
+            .err()
+            .expect("16 TiB of frames");
+        assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{scheme}: {e}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4096);
+    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
+    check_reads(&cache.open(&path).expect("open"), 4096);
+}
+
 #[test]
 fn missing_files_and_directories_are_refused_and_the_cache_goes_on() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -285,6 +309,12 @@ fn a_huge_sparse_file_opens_and_reads_at_both_ends() {
 #[test]
 fn a_running_program_opens_read_only() {
     let exe = std::env::current_exe().expect("current_exe");
+    if std::fs::OpenOptions::new().write(true).open(&exe).is_ok() {
+        // Not the image the kernel runs (under valgrind, which loads it itself): the write
+        // below would go into the test binary.
+        percpu::testing::skip("the test binary opens for writing: it is not the running image");
+        return;
+    }
     let cache = PageCache::new(Config::new(4, "atomic")).expect("cache");
     let file = cache.open(&exe).expect("open the running test binary");
     let want = std::fs::read(&exe).expect("read");
@@ -328,4 +358,162 @@ fn pseudo_file_system_files_are_refused() {
         percpu::testing::skip("no /proc or /sys mounted");
     }
     check_reads(&cache.open(&path).expect("open"), 4096);
+}
+
+/// Set in the child process of `a_fifo_is_refused_at_once_even_read_only`: the folder of its
+/// FIFO and file.
+const FIFO_CHILD: &str = "PAGECACHE_TEST_FIFO_DIR";
+
+/// A FIFO is not a regular file: `InvalidInput`, at once, and the cache goes on. One that this
+/// user may read but not write is opened read-only after the read-write open is refused; that
+/// open waited for a writer for ever. Root may write any FIFO, so as root that case runs in a
+/// child process of this test as `nobody`.
+#[test]
+fn a_fifo_is_refused_at_once_even_read_only() {
+    /// Opens `dir/fifo` (in a thread: a wait for a writer fails the test instead of hanging
+    /// it), then reads `dir/ok` (4096 pattern bytes).
+    fn check(dir: &std::path::Path) {
+        let cache = Arc::new(PageCache::new(Config::new(4, "atomic")).expect("cache"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (c, fifo) = (cache.clone(), dir.join("fifo"));
+        std::thread::spawn(move || {
+            let _ = tx.send(c.open(&fifo).err().map(|e| (e.kind(), e.to_string())));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the open of a FIFO waited for a writer");
+        let (kind, msg) = got.expect("a FIFO was opened");
+        assert_eq!(kind, ErrorKind::InvalidInput, "{msg}");
+        assert!(msg.contains("not a regular file"), "{msg}");
+        check_reads(&cache.open(dir.join("ok")).expect("open"), 4096);
+    }
+    if let Some(dir) = std::env::var_os(FIFO_CHILD) {
+        let dir = std::path::Path::new(&dir);
+        if std::fs::File::open(dir.join("ok")).is_err() {
+            percpu::testing::skip("nobody cannot reach the temporary folder: FIFO not checked");
+            return;
+        }
+        check(dir);
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    pattern_file(&dir, "ok", 4096);
+    let fifo = std::ffi::CString::new(dir.path().join("fifo").as_os_str().as_encoded_bytes())
+        .expect("path");
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o444) }, 0, "mkfifo");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        check(dir.path());
+        return;
+    }
+    // Root: a FIFO it may write is refused too; then the read-only case as `nobody`, who may
+    // read the folder and its files but write none of them.
+    let cache = PageCache::new(Config::new(4, "atomic")).expect("cache");
+    let e = cache.open(dir.path().join("fifo")).err().expect("refused");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    use std::os::unix::{fs::PermissionsExt, process::CommandExt};
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "a_fifo_is_refused_at_once_even_read_only",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(FIFO_CHILD, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .uid(65534)
+        .gid(65534)
+        .spawn()
+        .expect("starting the child as nobody");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the child did not finish: the open of a FIFO waited for a writer");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A fault hook that panics (once, at one kind of I/O) fails that I/O as an error would: the
+/// call returns the error instead of unwinding, and the cache goes on. Unwinding from a fill's
+/// hook left its frame installed and never filled, and from an eviction's write-back its frame
+/// reclaimed and never freed: every later read of the page waited for it for ever (and so did
+/// `sync`, `drop_cache` and the file's close); from `set_len`'s, the length stayed cut with the
+/// file not truncated.
+#[test]
+fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
+    for kind in [
+        IoKind::Fill,
+        IoKind::Filled,
+        IoKind::WriteBack,
+        IoKind::SetLen,
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let len = 4 * 4096;
+        let path = pattern_file(&dir, "f", len);
+        let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut cfg = Config::new(2, "atomic");
+        cfg.fault = Some({
+            let armed = armed.clone();
+            Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+                if ev.kind == kind && armed.swap(false, Ordering::SeqCst) {
+                    panic!("a fault hook that panics");
+                }
+                Ok(())
+            })
+        });
+        let cache = PageCache::new(cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let mut b = [0u8; 8];
+        if kind == IoKind::WriteBack {
+            file.write_at(b"written", 5).expect("write");
+        }
+        armed.store(true, Ordering::SeqCst);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind {
+            // Page 0 dirty in one of two frames: reads of two other pages evict it.
+            IoKind::WriteBack => [4096, 3 * 4096]
+                .iter()
+                .try_for_each(|&at| file.read_at(&mut b, at).map(drop)),
+            IoKind::SetLen => file.set_len(100),
+            _ => file.read_at(&mut b, 0).map(drop),
+        }))
+        .unwrap_or_else(|_| panic!("{kind:?}: the hook's panic unwound out of the call"));
+        assert!(!armed.load(Ordering::SeqCst), "{kind:?}: the hook ran");
+        if kind == IoKind::WriteBack {
+            // An eviction's failed write-back is not the reader's error: the page stays
+            // cached and dirty, and another frame is evicted.
+            r.expect("the reads");
+        } else {
+            let e = r.expect_err("the hook's I/O failed");
+            assert!(e.to_string().contains("panicked"), "{kind:?}: {e}");
+        }
+        // The cache goes on: every byte reads back (the write too), and the file writes back.
+        let mut want: Vec<u8> = (0..len).map(pat).collect();
+        if kind == IoKind::WriteBack {
+            want[5..12].copy_from_slice(b"written");
+        }
+        assert_eq!(file.len(), len, "{kind:?}: nothing changed");
+        let mut all = vec![0u8; len as usize];
+        assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
+        assert!(all == want, "{kind:?}");
+        file.sync().expect("sync");
+        let resident = cache.stats().resident;
+        assert_eq!(file.drop_cache().expect("drop"), resident, "{kind:?}");
+        drop(file);
+        assert!(
+            std::fs::read(&path).expect("disk") == want,
+            "{kind:?}: on disk"
+        );
+    }
 }

@@ -463,6 +463,133 @@ fn cuts_under_concurrent_reads_and_drops() {
     }
 }
 
+/// Writers of their own pages below a region, a cutter that writes, cuts and grows the region,
+/// and a thread that syncs and drops, in a cache small enough to evict: every read of a
+/// thread's own bytes, the length, and finally the file on disk, equal the model.
+#[test]
+fn writes_racing_cuts_and_drops_equal_the_model() {
+    const A: u64 = 8 * P; // pages 0..8: the writers', page k of writer k % 2
+    const WRITERS: u64 = 2;
+    for (scheme, mode, limit) in [
+        ("paygo", pagecache::Mode::Counting, 6),
+        ("atomic", pagecache::Mode::Counting, 5),
+        ("refcache", pagecache::Mode::Counting, 7),
+        ("paygo", pagecache::Mode::Optimistic, 6),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "race", 16 * P);
+        let initial = std::fs::read(&path).expect("disk");
+        let mut cfg = Config::new(limit, scheme);
+        cfg.mode = mode;
+        let cache = PageCache::new(cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let done = AtomicBool::new(false);
+        let (models, region) = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..WRITERS)
+                .map(|t| {
+                    let (file, done, initial) = (&file, &done, &initial);
+                    s.spawn(move || {
+                        let mut model = initial[..A as usize].to_vec();
+                        let mut rng = Rng::new(t + 100);
+                        let mut b = vec![0u8; PAGE_SIZE];
+                        let mut k = 0u64;
+                        while !done.load(Ordering::Relaxed) {
+                            let page = rng.below(A / P / WRITERS) * WRITERS + t;
+                            let off = rng.below(P);
+                            let n = rng.below(P - off) as usize + 1;
+                            let at = page * P + off;
+                            let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                            assert_eq!(file.write_at(&bytes, at).unwrap(), n);
+                            model[at as usize..at as usize + n].copy_from_slice(&bytes);
+                            let page = rng.below(A / P / WRITERS) * WRITERS + t;
+                            let got = file.read_at(&mut b, page * P).unwrap();
+                            assert_eq!(got, PAGE_SIZE);
+                            let want = &model[(page * P) as usize..((page + 1) * P) as usize];
+                            if let Some(j) = b.iter().zip(want).position(|(x, y)| x != y) {
+                                panic!("{scheme}: writer {t} byte {} of page {page}", j);
+                            }
+                            k += 1;
+                            if k.is_multiple_of(40) {
+                                percpu::affinity::migrate((t + k) as usize);
+                            }
+                        }
+                        model
+                    })
+                })
+                .collect();
+            {
+                let (file, done) = (&file, &done);
+                s.spawn(move || {
+                    let mut k = 0u64;
+                    while !done.load(Ordering::Relaxed) {
+                        k += 1;
+                        if k.is_multiple_of(3) {
+                            file.sync().unwrap();
+                        } else {
+                            file.drop_cache().unwrap();
+                        }
+                        std::thread::yield_now();
+                    }
+                });
+            }
+            // The cutter: the region from A on is its own. Its end (or its panic) stops the
+            // others.
+            let stop = SetOnDrop(&done);
+            let mut region = initial[A as usize..].to_vec();
+            let mut rng = Rng::new(77);
+            let mut b = vec![0u8; 12 * PAGE_SIZE];
+            for step in 0..400 {
+                match rng.below(4) {
+                    0 => {
+                        let to = A + rng.below(12 * P);
+                        file.set_len(to).unwrap();
+                        region.resize((to - A) as usize, 0);
+                    }
+                    1 | 2 => {
+                        let off = rng.below(12 * P);
+                        let n = rng.below(2 * P) as usize + 1;
+                        let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8 | 1).collect();
+                        file.write_at(&bytes, A + off).unwrap();
+                        let end = off as usize + n;
+                        if region.len() < end {
+                            region.resize(end, 0);
+                        }
+                        region[off as usize..end].copy_from_slice(&bytes);
+                    }
+                    _ => {
+                        let got = file.read_at(&mut b, A).unwrap();
+                        assert_eq!(got, region.len().min(b.len()), "{scheme} step {step}");
+                        assert!(b[..got] == region[..got], "{scheme} step {step}");
+                    }
+                }
+                assert_eq!(file.len(), A + region.len() as u64, "{scheme} step {step}");
+            }
+            drop(stop);
+            let models: Vec<Vec<u8>> = writers
+                .into_iter()
+                .map(|w| w.join().expect("a writer failed"))
+                .collect();
+            (models, region)
+        });
+        let mut want = vec![0u8; A as usize];
+        for p in 0..A / P {
+            let m = &models[(p % WRITERS) as usize];
+            let r = (p * P) as usize..((p + 1) * P) as usize;
+            want[r.clone()].copy_from_slice(&m[r]);
+        }
+        want.extend_from_slice(&region);
+        let mut all = vec![0u8; want.len()];
+        assert_eq!(file.read_at(&mut all, 0).unwrap(), want.len());
+        assert!(all == want, "{scheme}: read back");
+        drop(file);
+        let disk = std::fs::read(&path).expect("disk");
+        assert_eq!(disk.len(), want.len(), "{scheme}");
+        if let Some(j) = disk.iter().zip(&want).position(|(x, y)| x != y) {
+            panic!("{scheme} {mode:?}: disk byte {j}");
+        }
+    }
+}
+
 /// `cfg` with a fault hook that, once `stall` is set, holds the first event of `kind` at
 /// `offset` for 300 ms (setting `hit` first) and clears `stall`. Returns (config, stall, hit).
 fn stall_at(

@@ -69,6 +69,66 @@ fn two_opens_share_pages_and_writes() {
 }
 
 /// Two files are never shared, whatever their names.
+/// Random writes, cuts and growths, syncs and drops through either of two handles of one file
+/// (by its path and by a hard link) in a cache of two frames: the length after every step, the
+/// file through the other handle once the first is dropped, and the disk equal one model.
+#[test]
+fn writes_cuts_and_drops_through_two_handles_equal_one_model() {
+    for scheme in ["paygo", "atomic"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", 4 * 4096);
+        let link = dir.path().join("hard");
+        std::fs::hard_link(&path, &link).expect("hard link");
+        let cache = PageCache::new(Config::new(2, scheme)).expect("cache");
+        let a = cache.open(&path).expect("open");
+        let b = cache.open(&link).expect("open the hard link");
+        let mut model = std::fs::read(&path).expect("read");
+        let mut rng = Rng::new(9);
+        for step in 0..300 {
+            let (h, o) = if rng.below(2) == 0 {
+                (&a, &b)
+            } else {
+                (&b, &a)
+            };
+            let off = rng.below(6 * 4096) as usize;
+            let n = rng.below(300) as usize + 1;
+            let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+            assert_eq!(h.write_at(&bytes, off as u64).expect("write"), n);
+            if model.len() < off + n {
+                model.resize(off + n, 0);
+            }
+            model[off..off + n].copy_from_slice(&bytes);
+            match rng.below(6) {
+                0 => h.sync().expect("sync"),
+                1 => {
+                    h.drop_cache().expect("drop");
+                }
+                2 => {
+                    let to = rng.below(model.len() as u64 + 4096);
+                    h.set_len(to).expect("set_len");
+                    model.resize(to as usize, 0);
+                }
+                _ => {}
+            }
+            assert_eq!(o.len(), model.len() as u64, "{scheme} step {step}");
+            let at = rng.below(model.len() as u64 + 1);
+            let mut buf = vec![0u8; 5000];
+            let got = o.read_at(&mut buf, at).expect("read");
+            let want = &model[at as usize..(at as usize + 5000).min(model.len())];
+            assert_eq!(&buf[..got], want, "{scheme} step {step}: the other handle");
+        }
+        drop(a);
+        let mut buf = vec![0u8; model.len()];
+        assert_eq!(b.read_at(&mut buf, 0).expect("read"), model.len());
+        assert!(buf == model, "{scheme}");
+        drop(b);
+        assert!(
+            std::fs::read(&link).expect("read") == model,
+            "{scheme}: on disk"
+        );
+    }
+}
+
 #[test]
 fn distinct_files_stay_apart() {
     let dir = tempfile::tempdir().expect("tempdir");

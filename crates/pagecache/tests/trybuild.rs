@@ -1,6 +1,6 @@
-//! What the type system forbids of LODIC mappings: each file of `tests/compile_fail/` must fail
-//! to compile, with the error recorded beside it (`TRYBUILD=overwrite cargo test -p paygo-pagecache
-//! --test trybuild` records new ones).
+//! What the type system forbids of LODIC mappings and held pages: each file of
+//! `tests/compile_fail/` must fail to compile, with the error recorded beside it
+//! (`TRYBUILD=overwrite cargo test -p paygo-pagecache --test trybuild` records new ones).
 
 #[test]
 fn compile_fail() {

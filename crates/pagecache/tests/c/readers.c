@@ -339,12 +339,32 @@ static void errors(void) {
         CHECK_EQ(pagecache_open(c, path, &f), PAGECACHE_OK);
         if (f) {
             CHECK_EQ(pagecache_write_at(f, "x", 1, 0), -EACCES);
+            CHECK_EQ(pagecache_set_len(f, 0), -EACCES);
+            CHECK_EQ(pagecache_len(f), FILE_LEN);
             still_works(f);
             pagecache_close(f);
         }
     }
     unlink(path);
     close(fd);
+
+    /* Not regular files: -EINVAL, at once (the open of a FIFO does not wait for a writer), and
+     * *out as it was. */
+    if (c) {
+        snprintf(path, sizeof path, "%s/pagecache-fifo-XXXXXX", tmpdir());
+        int tmp = mkstemp(path);
+        CHECK(tmp >= 0);
+        if (tmp >= 0) {
+            close(tmp);
+            unlink(path);
+        }
+        CHECK_EQ(mkfifo(path, 0444), 0);
+        pagecache_file_t *f = NULL;
+        CHECK_EQ(pagecache_open(c, path, &f), -EINVAL);
+        CHECK_EQ(pagecache_open(c, "/dev/null", &f), -EINVAL);
+        CHECK(f == NULL);
+        unlink(path);
+    }
     pagecache_free(c);
 
     const int codes[] = {PAGECACHE_OK,        PAGECACHE_EINVAL,    PAGECACHE_ENOMEM,
