@@ -1306,9 +1306,11 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// finds it: 16 TiB - 4 KiB on ext4 with 4 KiB blocks), or past the process's
     /// `RLIMIT_FSIZE`, where `pwrite` would raise `SIGXFSZ`, which kills the process by default
     /// (for a file already longer than the limit, so is a write into the page that holds
-    /// the limit, since write-back rewrites that page up to the file's length); a fill's error
-    /// (the page is read first). These refusals change nothing: no byte is written, the
-    /// length stays. Only writes that end past what was checked before (the size at open, the
+    /// the limit, since write-back rewrites that page up to the file's length). These
+    /// refusals change nothing: no byte is written, the length stays. A fill's error (each
+    /// page is read before its bytes are copied in) ends the write at that page: the pages
+    /// before it are written (and dirty), that page and those after it are not, and the length
+    /// grows only over the pages written. Only writes that end past what was checked before (the size at open, the
     /// ends of earlier checked writes rounded up to their page) are checked, with one
     /// `getrlimit` and one or two `lseek`s.
     ///
