@@ -37,7 +37,9 @@
 //!   that committed is visible), fold `atomic += S − base − BIAS` and `base = S`, state
 //!   `ATOMIC`; then `atomic == 0` means no reference exists, and since no get can succeed
 //!   outside per-CPU mode it stays zero: `DEAD`. Otherwise the object is *resurrected*
-//!   (`percpu_ref_resurrect`): `atomic += BIAS`, state `PERCPU`.
+//!   (`percpu_ref_resurrect`): state `KILLED` again (so that no reader takes `atomic` with
+//!   the bias back in it for the count, as it does in `ATOMIC`), `atomic += BIAS`, state
+//!   `PERCPU`.
 //! * `reinit`: `DEAD → PERCPU` with `atomic += BIAS`.
 //!
 //! **The bias.** Between the kill and the fold, puts of references taken in per-CPU mode
@@ -272,7 +274,15 @@ impl PercpuRef {
             obj.mode.store(next_mode(m, DEAD), Ordering::Release);
             true
         } else {
-            obj.atomic.fetch_add(BIAS, Ordering::Relaxed);
+            // Out of ATOMIC mode before the bias goes back: there read_all takes `atomic` for
+            // the count, and would read the bias as part of it (a count near -2^63). KILLED,
+            // in a new generation, makes it wait instead (and its mode re-check fail).
+            let m = next_mode(m, KILLED);
+            obj.mode.store(m, Ordering::Relaxed);
+            // Release: orders the store of KILLED above before the bias (pairs with the
+            // Acquire load of atomic in read_all: a reader that sees the bias re-reads mode
+            // past ATOMIC).
+            obj.atomic.fetch_add(BIAS, Ordering::Release);
             // Release pairs with the Acquire in try_get's mode load: a get after the
             // resurrection sees the restored bias and base.
             obj.mode.store(next_mode(m, PERCPU), Ordering::Release);

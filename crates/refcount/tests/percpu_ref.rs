@@ -98,3 +98,58 @@ fn slots_are_reused_clean() {
         }
     }
 }
+
+/// `read_all` while failed reclaims resurrect the objects: the count it reads is never below
+/// the one reference held on each throughout (the resurrection puts the bias back into
+/// `atomic`, which a reader must never take for the count, as it does in atomic mode). Batches
+/// of failed reclaims resurrect objects back to back, one fence per batch, so that the reader
+/// often meets a resurrection in progress.
+#[test]
+fn read_all_never_sees_the_bias_of_a_resurrection() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const N: usize = 1024;
+    let s = PercpuRef::new();
+    let objs = Objects::new(&s, N);
+    let held: Vec<_> = objs.iter().map(|o| s.try_get(o).expect("live")).collect();
+    let stop = AtomicBool::new(false);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let (batches, reads, wrong) = std::thread::scope(|sc| {
+        let reader = sc.spawn(|| {
+            let (mut reads, mut wrong) = (0u64, Vec::new());
+            while !stop.load(Ordering::Relaxed) && wrong.is_empty() {
+                for o in objs.iter() {
+                    let n = s.read_all(o);
+                    reads += 1;
+                    if n != 1 {
+                        wrong.push(n);
+                        break;
+                    }
+                }
+            }
+            (reads, wrong)
+        });
+        let all: Vec<_> = objs.iter().collect();
+        let mut out = vec![false; N];
+        let mut batches = 0u64;
+        while std::time::Instant::now() < deadline && !reader.is_finished() {
+            assert_eq!(
+                s.try_reclaim_many(&all, &mut out),
+                0,
+                "reclaimed while held"
+            );
+            batches += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (reads, wrong) = reader.join().unwrap();
+        (batches, reads, wrong)
+    });
+    assert!(
+        wrong.is_empty(),
+        "read_all read {wrong:?} with one reference held ({batches} batches, {reads} reads)"
+    );
+    for (o, t) in objs.iter().zip(held) {
+        s.put(o, t);
+        assert_eq!(s.read_all(o), 0);
+        assert!(s.try_reclaim(o));
+    }
+}
