@@ -21,6 +21,10 @@
 //! * The root is a node without a parent: its `c > 0` is the indicator (the ½ state of the root
 //!   reads as zero: an arrival is complete only when `arrive` returns).
 //!
+//! * A counter that reaches [`SATURATED`] (2³¹ − 1 arrivals at one node: only a leaf, or a
+//!   root that is the only leaf, since a node counts at most one arrival per child) stays
+//!   there, as `rcuref` saturates: the indicator stays set and the object leaks.
+//!
 //! `try_get` arrives at the leaf of the current CPU and returns the leaf in the token; `put`
 //! departs from that same leaf (the "go home" of PAYGO's anchor). Versions are 32 bits: a CAS
 //! could succeed wrongly only if 2³² arrivals at one node happened between its load and its CAS.
@@ -45,6 +49,11 @@ use crossbeam_utils::CachePadded;
 
 /// The ½ state of a node's counter.
 pub const HALF: i32 = -1;
+
+/// A node's counter after 2³¹ − 1 arrivals: it stays there (arrivals and departures leave it
+/// alone), so the node, and the root above it, never read zero again: the object leaks
+/// instead of its counter wrapping to a negative number, which reads as no reference.
+pub const SATURATED: i32 = i32::MAX;
 
 #[inline(always)]
 fn c_of(w: u64) -> i32 {
@@ -93,7 +102,12 @@ impl Snzi {
         while !succ {
             // Relaxed load: every decision is validated by a CAS.
             let mut w = x.load(Ordering::Relaxed);
-            if c_of(w) >= 1 {
+            if c_of(w) == SATURATED {
+                // 2³¹ − 1 arrivals (references leaked with `mem::forget`, or held): the node
+                // stays non-zero for good instead of wrapping to a negative counter that its
+                // parent (or the root's reader) would take for zero. The object leaks.
+                succ = true;
+            } else if c_of(w) >= 1 {
                 // SeqCst: arrivals are ordered with the reclaimer's SeqCst flag store and
                 // query (see the module docs).
                 succ = x
@@ -143,6 +157,10 @@ impl Snzi {
             let mut w = x.load(Ordering::Relaxed);
             loop {
                 debug_assert!(c_of(w) >= 1, "snzi: depart from a node at {}", c_of(w));
+                if c_of(w) == SATURATED {
+                    // A saturated node counts no more (see `arrive`): it never departs.
+                    return;
+                }
                 // SeqCst (Release at least): the holder's accesses happen before a reclaimer
                 // that reads the root at zero.
                 match x.compare_exchange_weak(
@@ -380,5 +398,55 @@ mod loom_tests {
             }
             t.join().unwrap();
         });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn pin(o: &SnziObject) -> Pin<&SnziObject> {
+        Pin::new(o)
+    }
+
+    /// A node whose counter is at its largest (2³¹ − 1 arrivals: references leaked with
+    /// `mem::forget`, or really held) saturates instead of wrapping to a negative counter,
+    /// which the root would read as "no reference": gets still succeed, puts leave it
+    /// saturated, and the object can never be reclaimed (it leaks).
+    #[test]
+    fn a_full_node_saturates_and_the_object_is_never_reclaimed() {
+        for leaves in [1, 2] {
+            let s = Snzi::with_leaves(leaves);
+            let obj = s.new_object();
+            // Every leaf as 2³¹ − 2 gets leave it (the root then counts one per leaf).
+            for leaf in leaves - 1..2 * leaves - 1 {
+                obj.nodes[leaf].store(make(i32::MAX - 1, 7), Ordering::Relaxed);
+            }
+            if leaves > 1 {
+                obj.nodes[0].store(make(leaves as i32, 3), Ordering::Relaxed);
+            }
+            let leaf_counts = |obj: &SnziObject| {
+                (leaves - 1..2 * leaves - 1)
+                    .map(|l| c_of(obj.nodes[l].load(Ordering::Relaxed)))
+                    .collect::<Vec<_>>()
+            };
+            let held: Vec<_> = (0..3)
+                .map(|_| s.try_get(pin(&obj)).expect("live"))
+                .collect();
+            let counts = leaf_counts(&obj);
+            assert!(
+                counts.iter().all(|&c| c >= i32::MAX - 1) && counts.contains(&i32::MAX),
+                "{leaves} leaves: counters {counts:?}"
+            );
+            assert!(s.query(pin(&obj)), "{leaves} leaves: the indicator wrapped");
+            assert!(!s.try_reclaim(pin(&obj)), "{leaves} leaves: reclaimed");
+            for t in held {
+                s.put(pin(&obj), t);
+            }
+            let after = leaf_counts(&obj);
+            assert_eq!(after, counts, "{leaves} leaves: a saturated counter moved");
+            assert!(!s.try_reclaim(pin(&obj)), "{leaves} leaves: reclaimed");
+            assert_eq!(s.read_all(pin(&obj)), 1);
+        }
     }
 }
