@@ -761,6 +761,63 @@ fn an_interrupt_removes_the_test_files() {
     }
 }
 
+/// An interrupt while the test files are being made removes them all: the files made after
+/// the handler began removing their folder were left behind (`randomread` makes its 1 MiB
+/// files one after another; interrupted with dozens made, 8 runs of 12 left some). Several
+/// rounds, each interrupted after more files.
+#[test]
+fn an_interrupt_while_the_files_are_made_leaves_none() {
+    use std::time::{Duration, Instant};
+    for round in 0..6 {
+        let dir = scratch(&format!("interrupt-making-{round}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(["run", "randomread", "--schemes", "atomic", "--threads", "1"])
+            .args(["--objects", "1024", "--reps", "1", "--duration-ms", "1"])
+            .env(refbench::scratch::DIR_ENV, &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("refbench runs");
+        let files = || {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(Result::ok)
+                .map(|e| std::fs::read_dir(e.path()).map_or(0, |d| d.count()))
+                .sum::<usize>()
+        };
+        let start = Instant::now();
+        while files() < 20 + 10 * round {
+            assert!(
+                start.elapsed() < Duration::from_secs(100),
+                "no test files appeared"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet waited.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(130), "round {round}");
+        let left: Vec<_> = walk(&dir);
+        assert!(left.is_empty(), "round {round}: left behind: {left:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Every path under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+        out.push(e.path());
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        }
+    }
+    out
+}
+
 /// A flag the experiment does not use is refused before anything runs: exit 2, a message
 /// naming the flag, the experiment and an experiment that uses it, nothing measured (no table)
 /// and nothing written (the `--out` folder is not even made). One case for each kind: a flag of
