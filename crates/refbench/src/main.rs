@@ -279,6 +279,24 @@ fn check_threads(threads: &[usize]) -> Result<(), String> {
     }
 }
 
+/// Checks that no value of the list `flag` is given twice: each is measured once, and one given
+/// twice made two equal rows, each with the repetitions of both.
+fn check_distinct<T: PartialEq + std::fmt::Display>(
+    flag: &str,
+    values: &[T],
+) -> Result<(), String> {
+    match values
+        .iter()
+        .enumerate()
+        .find(|&(i, v)| values[..i].contains(v))
+    {
+        Some((_, v)) => Err(format!(
+            "{flag}: {v} is given twice (each value is measured once)"
+        )),
+        None => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     // As `Cli::parse()`, keeping the matches: they say which flags were given.
     let matches = Cli::command().get_matches();
@@ -324,7 +342,7 @@ fn main() -> ExitCode {
             if duration_ms == Some(0) {
                 return usage_error("--duration-ms must be at least 1");
             }
-            if let Err(e) = check_threads(&threads) {
+            if let Err(e) = check_threads(&threads).and(check_distinct("--threads", &threads)) {
                 return usage_error(e);
             }
             if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
@@ -441,6 +459,17 @@ fn main() -> ExitCode {
                         known.join(", ")
                     ));
                 }
+            }
+            let distinct = [
+                check_distinct("--schemes", &schemes),
+                check_distinct("--threads", &threads),
+                check_distinct("--objects", &objects),
+                check_distinct("--migrate-every", &migrate_every),
+                check_distinct("--read-every", &read_every),
+            ];
+            let errors: Vec<String> = distinct.into_iter().filter_map(Result::err).collect();
+            if let Some(code) = usage_errors(&errors) {
+                return code;
             }
             if flags.contains(&Flag::EpochUs) {
                 if let Err(e) = experiments::check_epoch(&experiment, &schemes) {

@@ -60,6 +60,55 @@ fn bad_arguments_exit_2_with_a_message() {
     }
 }
 
+/// A value given twice in a list flag is refused before anything runs: it made two equal rows,
+/// each with the repetitions of both runs (`--reps 1` gave rows of two).
+#[test]
+fn a_value_given_twice_exits_2_before_running() {
+    for (args, says) in [
+        (
+            &["run", "single-object", "--schemes", "atomic,cas,atomic"][..],
+            "--schemes: atomic",
+        ),
+        (
+            &["run", "single-object", "--threads", "1", "--threads", "1"],
+            "--threads: 1",
+        ),
+        (
+            &["run", "object-spectrum", "--objects", "4,4"],
+            "--objects: 4",
+        ),
+        (
+            &["run", "migration", "--migrate-every", "100,100"],
+            "--migrate-every: 100",
+        ),
+        (
+            &["run", "migration", "--migrate-every", "0,0"],
+            "--migrate-every: 0",
+        ),
+        (
+            &["run", "oplog-read-ratio", "--read-every", "2,2"],
+            "--read-every: 2",
+        ),
+        (
+            &["reproduce", "--threads", "2,2", "--out", "/nonexistent/x"],
+            "--threads: 2",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        if args[0] == "run" {
+            args.extend(["--reps", "1", "--duration-ms", "1"]);
+        }
+        let o = refbench(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{says} is given twice")),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?} measured");
+    }
+}
+
 /// `--size-cpus`: the memory of every per-CPU scheme as a machine with more CPUs would use it;
 /// the per-object schemes do not change.
 #[test]
