@@ -546,7 +546,9 @@ fn main() -> ExitCode {
                 return usage_error(e);
             }
             if let Some(dir) = &out {
-                if let Err(e) = output::prepare_out_dir(dir) {
+                if let Err(e) = output::prepare_out_dir(dir).and_then(|_| {
+                    output::check_result_files(dir, &output::result_files(&experiment))
+                }) {
                     return usage_error(format!("--out: {e}"));
                 }
             }

@@ -581,6 +581,69 @@ fn out_that_cannot_hold_results_exits_2_before_running() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A result file that `--out` cannot write over (here a folder in its place) is refused with
+/// exit 2 before anything runs: it failed the run (exit 1) only when the results were written,
+/// after the measuring, with the JSON already written and not reported. The folder is kept.
+#[test]
+fn out_with_a_result_file_it_cannot_write_over_exits_2_before_running() {
+    for (blocked, args) in [
+        (
+            "object-spectrum.json",
+            &[
+                "run",
+                "object-spectrum",
+                "--schemes",
+                "atomic",
+                "--threads",
+                "1",
+            ][..],
+        ),
+        (
+            "object-spectrum.png",
+            &[
+                "run",
+                "object-spectrum",
+                "--schemes",
+                "atomic",
+                "--threads",
+                "1",
+            ],
+        ),
+        (
+            "tsc-check.csv",
+            &["reproduce", "--quick", "--only", "tsc-check"],
+        ),
+        (
+            "REPORT.md",
+            &["reproduce", "--quick", "--only", "tsc-check"],
+        ),
+        (
+            "section-vs-lock.svg",
+            &["reproduce", "--quick", "--only", "single-object"],
+        ),
+    ] {
+        let dir = scratch("out-blocked");
+        std::fs::create_dir(dir.join(blocked)).unwrap();
+        let mut args = args.to_vec();
+        if args[0] == "run" {
+            args.extend(["--objects", "1", "--reps", "1", "--duration-ms", "1"]);
+        }
+        args.extend(["--out", dir.to_str().unwrap()]);
+        let o = refbench(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: it ran");
+        assert!(
+            err.contains(&dir.join(blocked).display().to_string()),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "{args:?}: wrote {left:?}");
+        assert!(dir.join(blocked).is_dir());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// `reproduce` checks the results already in its folder before it runs (its report covers them
 /// all): one that is not a refbench result, and that this run would not replace, is named and
 /// refused with exit 2, with nothing run; one the run replaces is no obstacle.
