@@ -319,7 +319,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Report { dir } => {
-            match refbench::report::redraw_plots(&dir)
+            // Every result is read first: a file that fails the report fails it before any
+            // plot is drawn again.
+            match refbench::report::check_results(&dir, &[])
+                .and_then(|_| refbench::report::redraw_plots(&dir))
                 .and_then(|plots| Ok((plots, refbench::report::write_report(&dir)?)))
             {
                 Ok((plots, report)) => {

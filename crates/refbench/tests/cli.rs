@@ -703,6 +703,44 @@ fn report_refuses_rows_that_are_not_refbench_rows() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `report` refuses a folder with a broken result before it draws anything: it drew the plots
+/// of the results sorted before the broken one again, wrote them over the folder's and exited
+/// 2 without naming them.
+#[test]
+fn report_with_a_broken_result_writes_nothing() {
+    let dir = scratch("report-broken");
+    let o = refbench(&[
+        "run",
+        "object-spectrum",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--objects",
+        "1,4",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    std::fs::write(dir.join("object-spectrum.json"), &o.stdout).unwrap();
+    std::fs::write(dir.join("zz.json"), "{\"meta\": {}, \"rows\": [").unwrap();
+    let o = refbench(&["report", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("zz.json: not refbench JSON"), "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["object-spectrum.json", "zz.json"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `run --help` says what each experiment runs without `--schemes`, as the code decides it.
 #[test]
 fn help_says_the_default_schemes_of_every_experiment() {
