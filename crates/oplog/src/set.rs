@@ -11,7 +11,7 @@
 //! Both are exact for every history; the tests check all four combinations against a
 //! sequential model applied in stamp order.
 
-use crate::log::{merge, take_entries, Entry, Log, Stamp, Stamper};
+use crate::log::{merge, take_entries, Entry, Log, Stamp, Stamper, KEEP_CAPACITY};
 use crate::object::{Domain, Object};
 use crate::paired::KeyMap;
 use std::collections::BTreeSet;
@@ -83,6 +83,17 @@ impl<const LOCAL: bool, const GLOBAL: bool> Log for SetLog<LOCAL, GLOBAL> {
             op,
         }));
         self.live += 1;
+        // The holes local absorption leaves count in no bound (`len` is the live entries):
+        // squeeze them out once they are as many as the live ones, so a CPU updating a few
+        // keys over and over keeps a log the size of its keys, not of its updates.
+        if LOCAL && self.entries.len() > KEEP_CAPACITY.max(2 * self.live) {
+            self.entries.retain(Option::is_some);
+            for (i, e) in self.entries.iter().enumerate() {
+                if let Some(e) = e {
+                    self.index.insert(e.op.key(), i);
+                }
+            }
+        }
     }
 
     fn len(&self) -> usize {
@@ -167,5 +178,36 @@ impl<const LOCAL: bool, const GLOBAL: bool> OpSet<LOCAL, GLOBAL> {
     /// The underlying object.
     pub fn object(&self) -> &Object<SetLog<LOCAL, GLOBAL>> {
         &self.obj
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Local absorption of one key updated over and over keeps the log (its slots, holes
+    /// included) within a small bound, and the last update still decides.
+    #[test]
+    fn a_key_updated_over_and_over_keeps_a_small_log() {
+        let mut log = SetLog::<true, false>::default();
+        for ts in 1..=100_000u64 {
+            let k = ts % 3;
+            let op = if ts % 2 == 0 {
+                SetOp::Insert(k)
+            } else {
+                SetOp::Remove(k)
+            };
+            log.push(op, &mut Stamper::fixed(Stamp { ts, cpu: 0 }));
+            assert!(
+                log.entries.len() <= KEEP_CAPACITY + 1,
+                "{} slots",
+                log.entries.len()
+            );
+        }
+        assert_eq!(log.len(), 3);
+        let mut s = BTreeSet::from([0, 1, 2, 7]);
+        SetLog::apply(vec![log], &mut s);
+        // The last updates: 99_998 inserts 2, 99_999 removes 0, 100_000 inserts 1.
+        assert_eq!(s.into_iter().collect::<Vec<_>>(), [1, 2, 7]);
     }
 }

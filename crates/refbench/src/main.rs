@@ -279,6 +279,24 @@ fn check_threads(threads: &[usize]) -> Result<(), String> {
     }
 }
 
+/// Checks that no value of the list `flag` is given twice: each is measured once, and one given
+/// twice made two equal rows, each with the repetitions of both.
+fn check_distinct<T: PartialEq + std::fmt::Display>(
+    flag: &str,
+    values: &[T],
+) -> Result<(), String> {
+    match values
+        .iter()
+        .enumerate()
+        .find(|&(i, v)| values[..i].contains(v))
+    {
+        Some((_, v)) => Err(format!(
+            "{flag}: {v} is given twice (each value is measured once)"
+        )),
+        None => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     // As `Cli::parse()`, keeping the matches: they say which flags were given.
     let matches = Cli::command().get_matches();
@@ -301,7 +319,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Report { dir } => {
-            match refbench::report::redraw_plots(&dir)
+            // Every result is read first: a file that fails the report fails it before any
+            // plot is drawn again.
+            match refbench::report::check_results(&dir, &[])
+                .and_then(|_| refbench::report::redraw_plots(&dir))
                 .and_then(|plots| Ok((plots, refbench::report::write_report(&dir)?)))
             {
                 Ok((plots, report)) => {
@@ -324,7 +345,7 @@ fn main() -> ExitCode {
             if duration_ms == Some(0) {
                 return usage_error("--duration-ms must be at least 1");
             }
-            if let Err(e) = check_threads(&threads) {
+            if let Err(e) = check_threads(&threads).and(check_distinct("--threads", &threads)) {
                 return usage_error(e);
             }
             if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
@@ -442,6 +463,17 @@ fn main() -> ExitCode {
                     ));
                 }
             }
+            let distinct = [
+                check_distinct("--schemes", &schemes),
+                check_distinct("--threads", &threads),
+                check_distinct("--objects", &objects),
+                check_distinct("--migrate-every", &migrate_every),
+                check_distinct("--read-every", &read_every),
+            ];
+            let errors: Vec<String> = distinct.into_iter().filter_map(Result::err).collect();
+            if let Some(code) = usage_errors(&errors) {
+                return code;
+            }
             if flags.contains(&Flag::EpochUs) {
                 if let Err(e) = experiments::check_epoch(&experiment, &schemes) {
                     return usage_error(e);
@@ -517,7 +549,9 @@ fn main() -> ExitCode {
                 return usage_error(e);
             }
             if let Some(dir) = &out {
-                if let Err(e) = output::prepare_out_dir(dir) {
+                if let Err(e) = output::prepare_out_dir(dir).and_then(|_| {
+                    output::check_result_files(dir, &output::result_files(&experiment))
+                }) {
                     return usage_error(format!("--out: {e}"));
                 }
             }

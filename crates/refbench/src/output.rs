@@ -55,6 +55,38 @@ pub fn prepare_out_dir(dir: &std::path::Path) -> Result<(), String> {
     std::fs::remove_file(&probe).map_err(|e| format!("{}: {e}", probe.display()))
 }
 
+/// Checks that each of `names` in `dir` that is there is a file refbench can write over: a
+/// folder (or anything but a file) in the place of `EXPERIMENT.json` failed the run only when
+/// it wrote its results, after it had measured everything. Opens nothing that is not a file (a
+/// FIFO would block), and changes no file.
+pub fn check_result_files(dir: &std::path::Path, names: &[String]) -> Result<(), String> {
+    for name in names {
+        let p = dir.join(name);
+        let Ok(meta) = std::fs::metadata(&p) else {
+            continue;
+        };
+        if !meta.is_file() {
+            return Err(format!(
+                "{} is there and is not a file: the results cannot be written over it",
+                p.display()
+            ));
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .map_err(|e| format!("cannot write over {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// The files `run --out` and `reproduce` may write for `experiment`: its JSON, CSV and plots.
+pub fn result_files(experiment: &str) -> Vec<String> {
+    ["json", "csv", "svg", "png"]
+        .iter()
+        .map(|ext| format!("{experiment}.{ext}"))
+        .collect()
+}
+
 /// A whole run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Results {

@@ -408,7 +408,8 @@ pub fn write_plots_of(
             exp,
             footer,
             &rows,
-        )?;
+        )
+        .map_err(|e| format!("{}: {e}", svg.display()))?;
         written.push(svg);
         let png = dir.join(format!("{exp}.png"));
         draw(
@@ -416,7 +417,8 @@ pub fn write_plots_of(
             exp,
             footer,
             &rows,
-        )?;
+        )
+        .map_err(|e| format!("{}: {e}", png.display()))?;
         written.push(png);
     }
     Ok(written)

@@ -257,6 +257,17 @@ pub fn check_flags(plan: &Plan, given: &[Flag]) -> Vec<String> {
 pub fn check_out(plan: &Plan, dir: &Path) -> Result<(), String> {
     output::prepare_out_dir(dir)?;
     let replaced: Vec<&str> = planned(plan).collect();
+    let mut files: Vec<String> = replaced
+        .iter()
+        .chain(
+            replaced
+                .contains(&"single-object")
+                .then_some(&"section-vs-lock"),
+        )
+        .flat_map(|e| output::result_files(e))
+        .collect();
+    files.push("REPORT.md".into());
+    output::check_result_files(dir, &files)?;
     crate::report::check_results(dir, &replaced)
         .map_err(|e| format!("{e} (the report covers every *.json in the folder: move it away)"))
 }

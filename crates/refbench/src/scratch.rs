@@ -16,12 +16,18 @@ pub const DIR_ENV: &str = "REFBENCH_TMPDIR";
 
 /// A new, empty folder for test files, removed when the value is dropped, and by the interrupt
 /// handler ([`install`]) if refbench is interrupted first.
-pub struct Scratch(tempfile::TempDir);
+///
+/// The folder is made, listed, emptied and unlisted, and its files made ([`Scratch::create`]),
+/// each under the list's lock, which the handler holds from the moment it starts until the
+/// process exits: so every folder it has not removed is in its list, and no file appears in a
+/// folder after it began removing it.
+pub struct Scratch(Option<tempfile::TempDir>);
 
 impl Scratch {
     /// Makes the folder in [`DIR_ENV`]'s folder, else `/dev/shm`, else the temporary folder.
     /// Errors: the folder cannot be made (where `DIR_ENV` names no writable folder, say).
     pub fn new() -> std::io::Result<Scratch> {
+        let mut live = lock();
         let b = tempfile::Builder::new().prefix("refbench-fs-").to_owned();
         let dir = match std::env::var_os(DIR_ENV) {
             Some(p) => b.tempdir_in(&p).map_err(|e| {
@@ -41,21 +47,30 @@ impl Scratch {
                 }
             }
         };
-        lock().push(dir.path().to_path_buf());
-        Ok(Scratch(dir))
+        live.push(dir.path().to_path_buf());
+        Ok(Scratch(Some(dir)))
     }
 
     /// The folder.
     pub fn path(&self) -> &Path {
-        self.0.path()
+        self.0.as_ref().expect("the folder until the drop").path()
+    }
+
+    /// Creates (or truncates) the file `name` in the folder, for writing.
+    pub fn create(&self, name: &str) -> std::io::Result<std::fs::File> {
+        let _live = lock();
+        std::fs::File::create(self.path().join(name))
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
         let mut live = lock();
-        if let Some(i) = live.iter().position(|p| p == self.0.path()) {
-            live.swap_remove(i);
+        if let Some(dir) = self.0.take() {
+            if let Some(i) = live.iter().position(|p| p == dir.path()) {
+                live.swap_remove(i);
+            }
+            let _ = dir.close();
         }
     }
 }
@@ -71,10 +86,12 @@ pub fn install() -> bool {
     static DONE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *DONE.get_or_init(|| {
         ctrlc::set_handler(|| {
-            // An interrupted thread may hold the list's lock, for one push or remove: the
-            // handler runs on a thread of its own (ctrlc's), so it only waits for that.
-            let live = lock().clone();
-            for p in &live {
+            // Another thread may hold the list's lock, for one folder or file made or removed:
+            // the handler runs on a thread of its own (ctrlc's), so it only waits for that.
+            // It keeps the lock until the process exits, so that no file or folder is made
+            // behind it.
+            let live = lock();
+            for p in live.iter() {
                 let _ = std::fs::remove_dir_all(p);
             }
             eprintln!(

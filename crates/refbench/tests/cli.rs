@@ -60,6 +60,55 @@ fn bad_arguments_exit_2_with_a_message() {
     }
 }
 
+/// A value given twice in a list flag is refused before anything runs: it made two equal rows,
+/// each with the repetitions of both runs (`--reps 1` gave rows of two).
+#[test]
+fn a_value_given_twice_exits_2_before_running() {
+    for (args, says) in [
+        (
+            &["run", "single-object", "--schemes", "atomic,cas,atomic"][..],
+            "--schemes: atomic",
+        ),
+        (
+            &["run", "single-object", "--threads", "1", "--threads", "1"],
+            "--threads: 1",
+        ),
+        (
+            &["run", "object-spectrum", "--objects", "4,4"],
+            "--objects: 4",
+        ),
+        (
+            &["run", "migration", "--migrate-every", "100,100"],
+            "--migrate-every: 100",
+        ),
+        (
+            &["run", "migration", "--migrate-every", "0,0"],
+            "--migrate-every: 0",
+        ),
+        (
+            &["run", "oplog-read-ratio", "--read-every", "2,2"],
+            "--read-every: 2",
+        ),
+        (
+            &["reproduce", "--threads", "2,2", "--out", "/nonexistent/x"],
+            "--threads: 2",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        if args[0] == "run" {
+            args.extend(["--reps", "1", "--duration-ms", "1"]);
+        }
+        let o = refbench(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{says} is given twice")),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?} measured");
+    }
+}
+
 /// `--size-cpus`: the memory of every per-CPU scheme as a machine with more CPUs would use it;
 /// the per-object schemes do not change.
 #[test]
@@ -532,6 +581,69 @@ fn out_that_cannot_hold_results_exits_2_before_running() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A result file that `--out` cannot write over (here a folder in its place) is refused with
+/// exit 2 before anything runs: it failed the run (exit 1) only when the results were written,
+/// after the measuring, with the JSON already written and not reported. The folder is kept.
+#[test]
+fn out_with_a_result_file_it_cannot_write_over_exits_2_before_running() {
+    for (blocked, args) in [
+        (
+            "object-spectrum.json",
+            &[
+                "run",
+                "object-spectrum",
+                "--schemes",
+                "atomic",
+                "--threads",
+                "1",
+            ][..],
+        ),
+        (
+            "object-spectrum.png",
+            &[
+                "run",
+                "object-spectrum",
+                "--schemes",
+                "atomic",
+                "--threads",
+                "1",
+            ],
+        ),
+        (
+            "tsc-check.csv",
+            &["reproduce", "--quick", "--only", "tsc-check"],
+        ),
+        (
+            "REPORT.md",
+            &["reproduce", "--quick", "--only", "tsc-check"],
+        ),
+        (
+            "section-vs-lock.svg",
+            &["reproduce", "--quick", "--only", "single-object"],
+        ),
+    ] {
+        let dir = scratch("out-blocked");
+        std::fs::create_dir(dir.join(blocked)).unwrap();
+        let mut args = args.to_vec();
+        if args[0] == "run" {
+            args.extend(["--objects", "1", "--reps", "1", "--duration-ms", "1"]);
+        }
+        args.extend(["--out", dir.to_str().unwrap()]);
+        let o = refbench(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: it ran");
+        assert!(
+            err.contains(&dir.join(blocked).display().to_string()),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "{args:?}: wrote {left:?}");
+        assert!(dir.join(blocked).is_dir());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// `reproduce` checks the results already in its folder before it runs (its report covers them
 /// all): one that is not a refbench result, and that this run would not replace, is named and
 /// refused with exit 2, with nothing run; one the run replaces is no obstacle.
@@ -588,6 +700,44 @@ fn report_refuses_rows_that_are_not_refbench_rows() {
         "{err}"
     );
     assert!(!dir.join("REPORT.md").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `report` refuses a folder with a broken result before it draws anything: it drew the plots
+/// of the results sorted before the broken one again, wrote them over the folder's and exited
+/// 2 without naming them.
+#[test]
+fn report_with_a_broken_result_writes_nothing() {
+    let dir = scratch("report-broken");
+    let o = refbench(&[
+        "run",
+        "object-spectrum",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--objects",
+        "1,4",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    std::fs::write(dir.join("object-spectrum.json"), &o.stdout).unwrap();
+    std::fs::write(dir.join("zz.json"), "{\"meta\": {}, \"rows\": [").unwrap();
+    let o = refbench(&["report", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("zz.json: not refbench JSON"), "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["object-spectrum.json", "zz.json"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -759,6 +909,63 @@ fn an_interrupt_removes_the_test_files() {
         assert!(left.is_empty(), "signal {signal}: left behind: {left:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// An interrupt while the test files are being made removes them all: the files made after
+/// the handler began removing their folder were left behind (`randomread` makes its 1 MiB
+/// files one after another; interrupted with dozens made, 8 runs of 12 left some). Several
+/// rounds, each interrupted after more files.
+#[test]
+fn an_interrupt_while_the_files_are_made_leaves_none() {
+    use std::time::{Duration, Instant};
+    for round in 0..6 {
+        let dir = scratch(&format!("interrupt-making-{round}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(["run", "randomread", "--schemes", "atomic", "--threads", "1"])
+            .args(["--objects", "1024", "--reps", "1", "--duration-ms", "1"])
+            .env(refbench::scratch::DIR_ENV, &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("refbench runs");
+        let files = || {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(Result::ok)
+                .map(|e| std::fs::read_dir(e.path()).map_or(0, |d| d.count()))
+                .sum::<usize>()
+        };
+        let start = Instant::now();
+        while files() < 20 + 10 * round {
+            assert!(
+                start.elapsed() < Duration::from_secs(100),
+                "no test files appeared"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // SAFETY: kill has no memory preconditions; the pid is our child's, not yet waited.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(130), "round {round}");
+        let left: Vec<_> = walk(&dir);
+        assert!(left.is_empty(), "round {round}: left behind: {left:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Every path under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().filter_map(Result::ok) {
+        out.push(e.path());
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        }
+    }
+    out
 }
 
 /// A flag the experiment does not use is refused before anything runs: exit 2, a message

@@ -362,8 +362,10 @@ pub(super) fn make_files(count: usize, bytes: u64) -> Files {
     let mut chunk = vec![0u8; 1 << 20];
     let paths = (0..count)
         .map(|i| {
-            let p = dir.path().join(format!("f{i}"));
-            let mut f = File::create(&p).expect("refbench: cannot create a test file");
+            let name = format!("f{i}");
+            let mut f = dir
+                .create(&name)
+                .expect("refbench: cannot create a test file");
             let mut left = bytes;
             let mut off = 0u64;
             while left > 0 {
@@ -376,7 +378,7 @@ pub(super) fn make_files(count: usize, bytes: u64) -> Files {
                 left -= n as u64;
                 off += n as u64;
             }
-            p
+            dir.path().join(name)
         })
         .collect();
     Files {
