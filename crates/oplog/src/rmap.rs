@@ -12,7 +12,9 @@ use crate::paired::{PairedLog, PairedOp};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// A mapping of the file's bytes `start..end` into some address space.
+/// A mapping of the file's bytes `start..end` into some address space. As a Rust range, one
+/// whose `end` is not past its `start` maps no byte: it is kept (and can be removed) but
+/// overlaps nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mapping {
     /// The mapping's identifier (unique among live and pending mappings).
@@ -50,7 +52,7 @@ impl IntervalMap {
     pub fn overlapping(&self, offset: u64) -> impl Iterator<Item = Mapping> + '_ {
         self.maps
             .iter()
-            .filter(move |(_, &(_, e))| e > offset)
+            .filter(move |(_, &(s, e))| e > offset && e > s)
             .map(move |(&id, &(s, e))| Mapping {
                 id,
                 start: s.max(offset),
@@ -155,5 +157,44 @@ impl<const LOCAL: bool, const GLOBAL: bool> Rmap<LOCAL, GLOBAL> {
     /// The underlying object.
     pub fn object(&self) -> &Object<RmapLog<LOCAL, GLOBAL>> {
         &self.obj
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mapping whose end is not past its start maps nothing: a truncation finds only the
+    /// real mappings, and counts their bytes past the offset (it overflowed on the empty one).
+    #[test]
+    fn an_empty_or_inverted_mapping_overlaps_nothing() {
+        let mut m = IntervalMap::new();
+        m.add(Mapping {
+            id: 1,
+            start: 0,
+            end: 8192,
+        });
+        m.add(Mapping {
+            id: 2,
+            start: 9000,
+            end: 100,
+        });
+        m.add(Mapping {
+            id: 3,
+            start: 500,
+            end: 500,
+        });
+        let got: Vec<Mapping> = m.overlapping(4096).collect();
+        assert_eq!(
+            got,
+            vec![Mapping {
+                id: 1,
+                start: 4096,
+                end: 8192
+            }]
+        );
+        assert_eq!(m.overlapping(0).count(), 1);
+        assert_eq!(m.len(), 3);
+        assert!(m.remove(2));
     }
 }
