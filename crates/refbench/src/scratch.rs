@@ -14,6 +14,12 @@ static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// theirs (default: `/dev/shm` where it is a folder, else the system's temporary folder).
 pub const DIR_ENV: &str = "REFBENCH_TMPDIR";
 
+/// The parent folder [`DIR_ENV`]'s value names, if any: an empty value names none (it would
+/// name the working folder), as an empty `TMPDIR` names none.
+fn chosen_parent(v: Option<std::ffi::OsString>) -> Option<std::ffi::OsString> {
+    v.filter(|p| !p.is_empty())
+}
+
 /// A new, empty folder for test files, removed when the value is dropped, and by the interrupt
 /// handler ([`install`]) if refbench is interrupted first.
 ///
@@ -24,12 +30,14 @@ pub const DIR_ENV: &str = "REFBENCH_TMPDIR";
 pub struct Scratch(Option<tempfile::TempDir>);
 
 impl Scratch {
-    /// Makes the folder in [`DIR_ENV`]'s folder, else `/dev/shm`, else the temporary folder.
+    /// Makes the folder in [`DIR_ENV`]'s folder, else `/dev/shm`, else the temporary folder
+    /// (an empty `DIR_ENV` counts as unset, as an empty `TMPDIR` does: it would otherwise name
+    /// the working folder).
     /// Errors: the folder cannot be made (where `DIR_ENV` names no writable folder, say).
     pub fn new() -> std::io::Result<Scratch> {
         let mut live = lock();
         let b = tempfile::Builder::new().prefix("refbench-fs-").to_owned();
-        let dir = match std::env::var_os(DIR_ENV) {
+        let dir = match chosen_parent(std::env::var_os(DIR_ENV)) {
             Some(p) => b.tempdir_in(&p).map_err(|e| {
                 std::io::Error::new(
                     e.kind(),
@@ -102,4 +110,19 @@ pub fn install() -> bool {
         })
         .is_ok()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_tmpdir_variable_names_no_folder() {
+        assert_eq!(chosen_parent(None), None);
+        assert_eq!(chosen_parent(Some("".into())), None);
+        assert_eq!(
+            chosen_parent(Some("/var/tmp".into())),
+            Some("/var/tmp".into())
+        );
+    }
 }
