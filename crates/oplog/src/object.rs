@@ -118,8 +118,15 @@ impl<L: Log> Domain<L> {
 
     /// A domain with `ways` ways per CPU (rounded up to a power of two) and logs bounded to
     /// `bound` entries per CPU per object.
+    ///
+    /// # Panics
+    /// If `ways` is above 2^63, which no power of two of a `usize` reaches (it rounded to 0
+    /// ways in release builds, and the first log panicked).
     pub fn with_config(ways: usize, bound: usize) -> Arc<Self> {
-        let ways = ways.max(1).next_power_of_two();
+        let ways = ways
+            .max(1)
+            .checked_next_power_of_two()
+            .unwrap_or_else(|| panic!("oplog: {ways} ways: at most 2^63 ways per CPU"));
         let caches = PerCpu::new(|_| Table::new(ways));
         let words = caches.len().div_ceil(64);
         Arc::new(Domain {

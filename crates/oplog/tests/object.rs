@@ -231,3 +231,22 @@ fn objects_created_and_dropped_while_others_evict_them() {
         h.join().unwrap();
     }
 }
+
+/// Ways are rounded up to a power of two; a count no `usize` power of two reaches is refused
+/// when the domain is made (it rounded to 0 ways, and the first log panicked).
+#[test]
+fn ways_round_up_and_too_many_are_refused_at_once() {
+    assert_eq!(Domain::<CounterLog>::with_config(0, 4).ways(), 1);
+    assert_eq!(Domain::<CounterLog>::with_config(5, 4).ways(), 8);
+    assert_eq!(
+        Domain::<CounterLog>::with_config(1 << 63, 4).ways(),
+        1 << 63
+    );
+    let r = std::panic::catch_unwind(|| Domain::<CounterLog>::with_config((1 << 63) + 1, 4));
+    let msg = r
+        .err()
+        .expect("refused")
+        .downcast::<String>()
+        .expect("a message");
+    assert!(msg.contains("at most 2^63 ways"), "{msg}");
+}
