@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{pattern_file, Rng};
+use common::{pattern_file, write_random, Rng};
 use pagecache::{Config, PageCache};
 
 fn random_writes(scheme: &str) {
@@ -22,12 +22,7 @@ fn random_writes(scheme: &str) {
                 // the slots' tree).
                 let off = rng.below(model.len() as u64 + 3000) as usize;
                 let n = rng.below(7000) as usize + 1;
-                let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
-                assert_eq!(file.write_at(&bytes, off as u64).expect("write"), n);
-                if model.len() < off + n {
-                    model.resize(off + n, 0);
-                }
-                model[off..off + n].copy_from_slice(&bytes);
+                write_random(&file, &mut model, &mut rng, off, n);
                 assert_eq!(file.len(), model.len() as u64);
             }
             4..=7 => {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{pat, pattern_file, Rng};
+use common::{pat, pattern_file, write_random, Rng};
 use pagecache::{Config, PageCache};
 
 #[test]
@@ -92,12 +92,7 @@ fn writes_cuts_and_drops_through_two_handles_equal_one_model() {
             };
             let off = rng.below(6 * 4096) as usize;
             let n = rng.below(300) as usize + 1;
-            let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
-            assert_eq!(h.write_at(&bytes, off as u64).expect("write"), n);
-            if model.len() < off + n {
-                model.resize(off + n, 0);
-            }
-            model[off..off + n].copy_from_slice(&bytes);
+            write_random(h, &mut model, &mut rng, off, n);
             match rng.below(6) {
                 0 => h.sync().expect("sync"),
                 1 => {

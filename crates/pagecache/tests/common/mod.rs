@@ -64,6 +64,23 @@ impl Rng {
     }
 }
 
+/// Writes `n` random bytes at `off` through `file`, checks the count it returns, and writes
+/// them into `model` (grown with zeros to cover them), as the file's content must now be.
+pub fn write_random(
+    file: &pagecache::CachedFile,
+    model: &mut Vec<u8>,
+    rng: &mut Rng,
+    off: usize,
+    n: usize,
+) {
+    let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+    assert_eq!(file.write_at(&bytes, off as u64).expect("write"), n);
+    if model.len() < off + n {
+        model.resize(off + n, 0);
+    }
+    model[off..off + n].copy_from_slice(&bytes);
+}
+
 /// Inside `impl RefCounter for S`, where `S` wraps `atomic` in its field `inner`: the types and
 /// the methods passed through unchanged (the test's own methods come after).
 macro_rules! atomic_passthrough {
