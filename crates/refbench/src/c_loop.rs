@@ -1,10 +1,11 @@
 //! The `c-rseq-loop` row of the `ceiling` experiment: `c/rseq_loop.c`, a bare per-CPU loop
 //! written apart from this workspace's rseq code, compiled with the system's `cc` into a
-//! temporary folder and run as a child process. On a machine without a C compiler, set
+//! temporary folder (removed after the run, or on an interrupt) and run as a child process. On a machine without a C compiler, set
 //! `REFBENCH_C_LOOP` to the program built elsewhere (`cc -O2 -o rseq_loop rseq_loop.c
 //! -lpthread`, what `.ci/device-pack` does).
 
 use crate::harness::RunResult;
+use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -14,26 +15,43 @@ const SOURCE: &str = include_str!("../c/rseq_loop.c");
 /// The environment variable naming a prebuilt loop program.
 pub const PREBUILT: &str = "REFBENCH_C_LOOP";
 
-/// Compiles the loop (or takes the program `REFBENCH_C_LOOP` names); the path of the program,
-/// or why there is none (not x86-64 Linux, no `cc`, a glibc without `sys/rseq.h`, or a
-/// `REFBENCH_C_LOOP` that names no file).
-pub fn build() -> Result<PathBuf, String> {
+/// The loop program: one that [`build`] compiled, in a folder of its own removed when this is
+/// dropped (and by the interrupt handler, see [`crate::scratch`]), or the one
+/// `REFBENCH_C_LOOP` names, which belongs to whoever built it and is left alone.
+pub struct Program {
+    exe: PathBuf,
+    _dir: Option<Scratch>,
+}
+
+impl Program {
+    /// The program's path.
+    pub fn path(&self) -> &Path {
+        &self.exe
+    }
+}
+
+/// Compiles the loop (or takes the program `REFBENCH_C_LOOP` names); the program, or why there
+/// is none (not x86-64 Linux, no `cc`, a glibc without `sys/rseq.h`, a temporary folder that
+/// cannot be made, or a `REFBENCH_C_LOOP` that names no file).
+pub fn build() -> Result<Program, String> {
     if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
         return Err("the C loop is x86-64 Linux only".into());
     }
     if let Some(exe) = std::env::var_os(PREBUILT) {
         let exe = PathBuf::from(exe);
         return if exe.is_file() {
-            Ok(exe)
+            Ok(Program { exe, _dir: None })
         } else {
             Err(format!("{PREBUILT}={}: no such program", exe.display()))
         };
     }
-    let dir = std::env::temp_dir().join(format!("refbench-c-loop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let src = dir.join("rseq_loop.c");
-    let exe = dir.join("rseq_loop");
-    std::fs::write(&src, SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
+    let dir = Scratch::for_program("refbench-c-loop-")
+        .map_err(|e| format!("no temporary folder for the C loop: {e}"))?;
+    let src = dir.path().join("rseq_loop.c");
+    let exe = dir.path().join("rseq_loop");
+    dir.create("rseq_loop.c")
+        .and_then(|mut f| std::io::Write::write_all(&mut f, SOURCE.as_bytes()))
+        .map_err(|e| format!("{}: {e}", src.display()))?;
     let out = Command::new("cc")
         .args(["-O2", "-o"])
         .arg(&exe)
@@ -47,7 +65,10 @@ pub fn build() -> Result<PathBuf, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    Ok(exe)
+    Ok(Program {
+        exe,
+        _dir: Some(dir),
+    })
 }
 
 /// Parses the program's `ops=N secs=S cpu=C` line for `threads` threads.
@@ -143,16 +164,16 @@ mod tests {
     /// counters sum to zero); elsewhere the test says what it skipped.
     #[test]
     fn the_c_loop_builds_and_runs() {
-        let exe = match build() {
+        let prog = match build() {
             Ok(e) => e,
             Err(e) => return percpu::testing::skip(format_args!("no C loop here: {e}")),
         };
-        let outcome = run_once(&exe, 2, Duration::from_millis(20), false);
-        // Only a program this test compiled is removed: one that REFBENCH_C_LOOP names belongs
-        // to whoever built it (a packed folder for a lent machine, say).
-        if std::env::var_os(PREBUILT).is_none() {
-            let _ = std::fs::remove_dir_all(exe.parent().unwrap());
-        }
+        let outcome = run_once(prog.path(), 2, Duration::from_millis(20), false);
+        // Only a program built here is removed with its folder: one that REFBENCH_C_LOOP
+        // names belongs to whoever built it (a packed folder for a lent machine, say).
+        let exe = prog.path().to_path_buf();
+        drop(prog);
+        assert_eq!(exe.exists(), std::env::var_os(PREBUILT).is_some());
         match outcome {
             Outcome::Ran(r) => {
                 assert!(r.ops >= 2 * 256, "{r:?}");

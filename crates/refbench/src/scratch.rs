@@ -1,4 +1,5 @@
-//! The folders of test files that the file-system experiments make, removed when dropped (at
+//! The folders of test files that the file-system experiments make (and the one the C loop of
+//! `ceiling` is built in), removed when dropped (at
 //! the end of a run, or by a panic's unwinding) and on an interrupt (SIGINT, SIGTERM, SIGHUP),
 //! whose handler removes every folder still listed and exits with 130. Without it, an
 //! interrupted run would leave its files behind, on tmpfs (in memory) where there is one: a
@@ -55,6 +56,17 @@ impl Scratch {
                 }
             }
         };
+        live.push(dir.path().to_path_buf());
+        Ok(Scratch(Some(dir)))
+    }
+
+    /// A new, empty folder named `prefix` and a random tail for a program refbench builds and
+    /// runs (the C loop), in the system's temporary folder (not `/dev/shm`, which systems may
+    /// mount without the right to run programs); removed as [`Scratch::new`]'s are.
+    /// Errors: the folder cannot be made.
+    pub fn for_program(prefix: &str) -> std::io::Result<Scratch> {
+        let mut live = lock();
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
         live.push(dir.path().to_path_buf());
         Ok(Scratch(Some(dir)))
     }

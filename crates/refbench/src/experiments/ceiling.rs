@@ -29,13 +29,13 @@ fn measure(
     name: &str,
     threads: usize,
     p: &Params,
-    c_loop: Option<&std::path::Path>,
+    c_loop: Option<&crate::c_loop::Program>,
 ) -> Option<RunResult> {
     if name == LIMIT_ROW {
         return Some(run_rseq_loop(threads, p.duration, p.pin));
     }
     if name == C_LOOP {
-        return c_loop.and_then(|exe| crate::c_loop::run(exe, threads, p.duration, p.pin));
+        return c_loop.and_then(|prog| crate::c_loop::run(prog.path(), threads, p.duration, p.pin));
     }
     let limit = PercpuLimit::new();
     let objs = Objects::new(&limit, 1);
@@ -72,7 +72,7 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     for _ in 0..p.reps {
         for name in &p.schemes {
             for &t in &p.threads {
-                if let Some(r) = measure(name, t, p, c_loop.as_deref()) {
+                if let Some(r) = measure(name, t, p, c_loop.as_ref()) {
                     let e = m.entry((name.clone(), t)).or_default();
                     e.0.push(r.ops_per_sec);
                     e.1.push(r.cpu_util);
