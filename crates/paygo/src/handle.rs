@@ -19,7 +19,27 @@ struct Inner<T> {
     value: UnsafeCell<ManuallyDrop<T>>,
 }
 
+/// The most owners and handles of one value: past it the process aborts (as
+/// `std::sync::Arc`'s count does), so that handles leaked with `mem::forget` cannot wrap the
+/// count (after 2^32 of them on a 32-bit target) and free the allocation under a live handle.
+const HANDLES_MAX: usize = isize::MAX as usize;
+
+#[cold]
+#[inline(never)]
+fn too_many_handles() -> ! {
+    eprintln!("paygo: too many handles to one value");
+    std::process::abort()
+}
+
 impl<T> Inner<T> {
+    /// Counts one more handle, for a caller that holds a count.
+    fn add_handle(&self) {
+        // Relaxed: the caller's count keeps the allocation, as in `std::sync::Arc::clone`.
+        if self.handles.fetch_add(1, Ordering::Relaxed) >= HANDLES_MAX {
+            too_many_handles();
+        }
+    }
+
     fn header(&self) -> Pin<&Header> {
         // SAFETY: Inner lives in a Box that is never moved until freed.
         unsafe { Pin::new_unchecked(&self.header) }
@@ -126,7 +146,7 @@ impl<T> Owner<T> {
 
     /// A new handle for readers.
     pub fn handle(&self) -> Handle<T> {
-        self.inner().handles.fetch_add(1, Ordering::Relaxed);
+        self.inner().add_handle();
         Handle { inner: self.inner }
     }
 
@@ -181,7 +201,7 @@ impl<T> Handle<T> {
 
 impl<T> Clone for Handle<T> {
     fn clone(&self) -> Self {
-        self.inner().handles.fetch_add(1, Ordering::Relaxed);
+        self.inner().add_handle();
         Handle { inner: self.inner }
     }
 }
@@ -224,5 +244,70 @@ impl<T> Drop for HandleRef<'_, T> {
 impl<T: core::fmt::Debug> core::fmt::Debug for HandleRef<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         (**self).fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Set in the child process that makes the handle past the most (its value says how).
+    const CHILD: &str = "PAYGO_TOO_MANY_HANDLES_CHILD";
+
+    /// A handle made past [`HANDLES_MAX`] (by `Handle::clone` or `Owner::handle`) aborts the
+    /// process, as if that many had been leaked with `mem::forget`: the count never wraps to
+    /// free the allocation under the handles still held. Each way runs in a child process.
+    #[test]
+    fn a_handle_past_the_most_aborts() {
+        if let Some(how) = std::env::var_os(CHILD) {
+            // The abort leaves no core file behind.
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: setrlimit reads the struct it is given, which lives across the call.
+            unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
+            let d = Arc::new(Domain::new());
+            let owner = Owner::new(&d, 7u64);
+            let handle = owner.handle();
+            // As after HANDLES_MAX - 2 more handles leaked.
+            owner.inner().handles.store(HANDLES_MAX, Ordering::Relaxed);
+            let more = if how == "clone" {
+                handle.clone()
+            } else {
+                owner.handle()
+            };
+            // Reached only if nothing aborted: the count is put back so that the child exits
+            // normally, and the parent sees no abort.
+            core::mem::forget(more);
+            owner.inner().handles.store(2, Ordering::Relaxed);
+            println!("the count passed the most: {}", HANDLES_MAX as u128 + 1);
+            return;
+        }
+        use std::os::unix::process::ExitStatusExt;
+        for how in ["clone", "handle"] {
+            let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+                .args([
+                    "handle::tests::a_handle_past_the_most_aborts",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, how)
+                .output()
+                .expect("starting the child");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGABRT),
+                "{how}: the child did not abort ({}):\n{}\n{stderr}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+            );
+            assert!(
+                stderr.contains("paygo: too many handles to one value"),
+                "{how}: {stderr}"
+            );
+        }
     }
 }
