@@ -186,13 +186,32 @@ impl SlotHandle {
         }
     }
 
-    /// CPU `cpu`'s word of this slot.
+    /// CPU `cpu`'s word of this slot. `cpu` must be below the arena's CPU count: every
+    /// caller passes a slot number of a [`PerCpu`] made by `PerCpu::new` (from
+    /// [`PerCpu::current`]), and every arena is made for such a `PerCpu`'s length, which is
+    /// [`percpu::possible_cpus`] for every one of them (fixed for the life of the process).
+    /// A CPU number from elsewhere goes through [`Self::word_checked`].
     #[inline(always)]
     pub(crate) fn word(&self, cpu: usize) -> &AtomicU64 {
         debug_assert!(cpu < self.arena.cpus);
-        // SAFETY: the words of one slot are CHUNK apart in one chunk (CpuSlots layout), for
-        // `cpus` CPUs; the chunk outlives self (see the Send impl).
+        // SAFETY: `cpu < self.arena.cpus` (above: the callers' slot numbers are below
+        // possible_cpus(), the length of every arena); the words of one slot are CHUNK apart
+        // in one chunk of `cpus * CHUNK` words (CpuSlots layout); the chunk outlives self (see
+        // the Send impl).
         unsafe { &*self.base.as_ptr().add(cpu * CHUNK) }
+    }
+
+    /// [`Self::word`] for a CPU number from a caller.
+    ///
+    /// # Panics
+    /// If `cpu` is not below the arena's CPU count.
+    pub(crate) fn word_checked(&self, cpu: usize) -> &AtomicU64 {
+        assert!(
+            cpu < self.arena.cpus,
+            "CPU {cpu} out of range: {} possible CPUs",
+            self.arena.cpus
+        );
+        self.word(cpu)
     }
 
     /// Wrapping sum over all CPUs.

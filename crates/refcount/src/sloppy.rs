@@ -82,7 +82,8 @@ impl Sloppy {
         }
     }
 
-    /// CPU `cpu`'s spare word of `obj` (an `i64` kept in a `u64` word, two's complement).
+    /// CPU `cpu`'s spare word of `obj` (an `i64` kept in a `u64` word, two's complement);
+    /// `cpu` comes from [`PerCpu::current`], below `possible_cpus()` (see `SlotHandle::word`).
     #[inline(always)]
     fn spare<'o>(&self, obj: &'o SloppyObject, cpu: usize) -> &'o AtomicU64 {
         obj.slot.word(cpu)
@@ -93,8 +94,11 @@ impl Sloppy {
     }
 
     /// The spares CPU `cpu` holds for `obj` (for tests).
+    ///
+    /// # Panics
+    /// If `cpu` is not below [`percpu::possible_cpus`].
     pub fn spares_of(&self, obj: Pin<&SloppyObject>, cpu: usize) -> i64 {
-        self.spare(&obj, cpu).load(Ordering::Relaxed) as i64
+        obj.slot.word_checked(cpu).load(Ordering::Relaxed) as i64
     }
 
     /// The central counter of `obj` (for tests).
