@@ -58,6 +58,12 @@
 //! [`RefCounter::try_reclaim_many`] kills every object of the batch first and pays one fence.
 //!
 //! Memory: 8 bytes per CPU per object in the arena plus the object header.
+//!
+//! Limit: all the words wrap (mod 2⁶⁴) and the count is read from them as an `i64`, so it is
+//! exact up to 2⁶³ − 1 references (leaked ones included), and `BIAS` (2⁶³) is never mistaken
+//! for references until then: centuries of gets at one a nanosecond, so no get checks for it.
+//! The generation in `mode` has 62 bits: a critical section's check could be fooled only by
+//! 2⁶² state changes between its read of `mode` and its commit.
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};

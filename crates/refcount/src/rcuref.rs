@@ -56,6 +56,15 @@
 //! add or subtract produced, and put the word back to a zone's mean only with a
 //! `compare_exchange` from that value (best effort, as the kernel's store is). The conformance
 //! suite's canary test catches the reload.
+//!
+//! # Limit
+//!
+//! The valid zone counts 2³¹ references, the owner's included (2³¹ − 1 transient ones). The get
+//! that passes [`MAXREF`] (references leaked with `mem::forget` count as held) saturates the
+//! word, as the kernel does: gets keep succeeding, puts no longer count, the object is never
+//! freed nor reclaimed (it leaks), and [`RefCounter::read_all`] returns the raw saturated word
+//! (at least 2³¹), which is not a count. The zones are 2²⁹ values wide, so only 2²⁹ gets or
+//! puts in flight at once could carry the word out of one before its slow path puts it back.
 
 use crate::sync::{AtomicU32, Ordering};
 use crate::{Memory, Precision, RefCounter};
