@@ -23,13 +23,17 @@
 //! # Operations
 //!
 //! * `try_get`: `fetch_add(1)`; success iff the result has neither `FROZEN` nor bit 30 of the
-//!   count (one test of both bits). On a frozen object a failing try-get does not undo its
-//!   increment (an undo could be the decrement that "unfreezes" nothing but still races with
-//!   re-initialisation); instead it makes one best-effort
-//!   `compare_exchange(result -> gen | FROZEN)` so that failed increments cannot pile up
-//!   towards the generation (the patch's overflow guard). A live object whose count the
-//!   increment took past [`MAX_COUNT`] refuses the get and takes the increment back with a
-//!   `compare_exchange` loop from the word it produced (see *Limit*).
+//!   count (one test of both bits). On a frozen object a failing try-get takes one failed
+//!   increment back with a `compare_exchange` loop that only ever goes from a frozen word with
+//!   a non-zero count to that word minus one: the count bits of a frozen word hold nothing
+//!   but failed increments, and a plain `fetch_sub` could instead be the decrement that takes
+//!   a reference from the object's next life after a reinit. The patch makes one best-effort
+//!   `compare_exchange(result -> gen | FROZEN)`, which loses whenever another get added in
+//!   between: under a schedule where every one loses, failed increments would pile up through
+//!   `FROZEN` into the generation and leave the dead object live. Here they never outnumber
+//!   the failed gets in flight. A live object whose count the
+//!   increment took past [`MAX_COUNT`] refuses the get and takes the increment back too (see
+//!   *Limit*).
 //! * `put` is dec-and-test: `fetch_sub(1)`; if the count reaches 0 (possible only after the owner
 //!   dropped its base reference with [`FrozenBit::release_base`]), only the winner of
 //!   `compare_exchange(gen | 0 -> gen | FROZEN)` frees the object. A plain OR of the bit is not
@@ -39,9 +43,10 @@
 //! * `try_reclaim` is the freeze of the base reference: `compare_exchange(gen | 1 -> gen |
 //!   FROZEN)`.
 //! * `reinit`: a store of `(gen + 1) | 1` (Release). A store is safe: no reference exists, and
-//!   failing try-gets in flight on the frozen word never undo, so losing their increments is
-//!   right; their best-effort reset CAS now fails because the word changed. (A get refused at
-//!   the limit takes its increment back only from a word of its own generation.)
+//!   failing try-gets in flight on the frozen word take an increment back only from a frozen
+//!   word, so losing their increments is right and their clean-up leaves the live word alone.
+//!   (A get refused at the limit takes its increment back only from a word of its own
+//!   generation.)
 //!
 //! # ABA: why the v4 race cannot happen here
 //!
@@ -122,14 +127,25 @@ impl FrozenBit {
     #[cold]
     fn get_slowpath(&self, obj: &FrozenBitObject, new: u64) -> Option<FrozenBitToken> {
         if new & FROZEN != 0 {
-            // Frozen or dead. Best effort: drop the failed increments so they cannot pile up
-            // towards the generation. Only from `new`: a reinit since must not be undone.
-            let _ = obj.word.compare_exchange(
-                new,
-                (new & GEN) | FROZEN,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            // Frozen or dead: take one failed increment back. The count bits of a frozen word
+            // hold only failed increments (the freezing compare-exchanges leave them at 0, and
+            // only a get that found FROZEN adds to them), so taking one back from a word that
+            // is still frozen with a non-zero count never touches a reference, whoever's
+            // increment it was. A reinit since (a store of a live word) wiped the increment
+            // already: nothing to take back. So the count bits never exceed the failed gets in
+            // flight.
+            let mut cur = new;
+            while cur & FROZEN != 0 && cur & COUNT != 0 {
+                match obj.word.compare_exchange_weak(
+                    cur,
+                    cur - 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(w) => cur = w,
+                }
+            }
             return None;
         }
         // Live, but the count is past MAX_COUNT: take the increment back, exactly. While it is
@@ -382,6 +398,47 @@ mod tests {
             count,
             "from {count:#x}: the word is back where it started"
         );
+    }
+
+    /// Two gets fail on a dead object again and again, each adding before the other's
+    /// clean-up (the schedule under which every best-effort reset would lose): whatever the
+    /// interleaving, the failed increments left in the word never outnumber the gets in flight,
+    /// so they can never carry through `FROZEN` into the generation (which would leave the dead
+    /// object live, with count 0, for the next get).
+    #[test]
+    fn interleaved_failed_gets_leave_no_increment_behind() {
+        let s = FrozenBit;
+        let obj = FrozenBitObject::with_count(1);
+        let o = pinned(&obj);
+        assert!(s.try_reclaim(o));
+        let dead = s.raw(o);
+        let add = || obj.word.fetch_add(1, Ordering::Acquire).wrapping_add(1);
+        let mut a = add();
+        for round in 0..1000 {
+            let b = add();
+            assert!(s.get_slowpath(&obj, a).is_none());
+            a = add();
+            assert!(s.get_slowpath(&obj, b).is_none());
+            assert!(
+                s.raw(o) & COUNT <= 1,
+                "round {round}: {} failed increments left with one get in flight",
+                s.raw(o) & COUNT
+            );
+        }
+        assert!(s.get_slowpath(&obj, a).is_none());
+        assert_eq!(s.raw(o), dead);
+        assert!(s.try_get(o).is_none());
+        assert_eq!(s.raw(o), dead);
+        // Gets that failed on the dead word clean up after a reinit: the live word is left
+        // alone, whatever their increments were.
+        let (a, b) = (add(), add());
+        s.reinit(o);
+        let live = s.raw(o);
+        assert_eq!(live, GEN_ONE | 1);
+        assert!(s.get_slowpath(&obj, b).is_none());
+        assert!(s.get_slowpath(&obj, a).is_none());
+        assert_eq!(s.raw(o), live);
+        assert_eq!(s.read_all(o), 0);
     }
 
     #[test]
