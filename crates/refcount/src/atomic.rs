@@ -11,6 +11,13 @@
 //! * `reinit`: `fetch_sub(DEAD)`, not a store: a failing `try_get` may be between its add and its
 //!   undo, and a store of 0 would turn its undo into a wrap to `u64::MAX`. Subtracting the bit
 //!   keeps such in-flight increments balanced.
+//!
+//! # Limit
+//!
+//! The count has 63 bits: a live count past 2⁶³ − 1 would carry into `DEAD`. Reaching it takes
+//! 2⁶³ references (leaked ones included: at one `try_get` a nanosecond, three centuries), so
+//! no get checks for it. Failing gets on a dead object lift the low bits only by their number
+//! in flight (each takes its increment back).
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};

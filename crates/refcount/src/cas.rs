@@ -19,6 +19,14 @@
 //!
 //! [`Cas::freeze`] and [`Cas::unfreeze`] are the general `page_ref_freeze(expected)` and
 //! `page_ref_unfreeze(count)` (an `atomic_set_release`).
+//!
+//! # Limit
+//!
+//! The word is a `u64`: 2⁶⁴ − 2 references besides the base, which no sequence of gets can
+//! reach (centuries at one a nanosecond), so `try_get` does not check for it. Only
+//! [`Cas::unfreeze`] with a count near `u64::MAX`, a count no references stand for, can bring
+//! the word there; the caller then miscounts its own object (the next get panics on the
+//! overflow in debug builds and wraps to the frozen 0 in release builds).
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};

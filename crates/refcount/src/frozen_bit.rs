@@ -22,11 +22,18 @@
 //!
 //! # Operations
 //!
-//! * `try_get`: `fetch_add(1)`; success iff the result lacks `FROZEN`. A failing try-get does
-//!   not undo its increment (an undo could be the decrement that "unfreezes" nothing but still
-//!   races with re-initialisation); instead it makes one best-effort
-//!   `compare_exchange(result -> gen | FROZEN)` so that failed increments cannot pile up into
-//!   the count's top bit (the patch's overflow guard).
+//! * `try_get`: `fetch_add(1)`; success iff the result has neither `FROZEN` nor bit 30 of the
+//!   count (one test of both bits). On a frozen object a failing try-get takes one failed
+//!   increment back with a `compare_exchange` loop that only ever goes from a frozen word with
+//!   a non-zero count to that word minus one: the count bits of a frozen word hold nothing
+//!   but failed increments, and a plain `fetch_sub` could instead be the decrement that takes
+//!   a reference from the object's next life after a reinit. The patch makes one best-effort
+//!   `compare_exchange(result -> gen | FROZEN)`, which loses whenever another get added in
+//!   between: under a schedule where every one loses, failed increments would pile up through
+//!   `FROZEN` into the generation and leave the dead object live. Here they never outnumber
+//!   the failed gets in flight. A live object whose count the
+//!   increment took past [`MAX_COUNT`] refuses the get and takes the increment back too (see
+//!   *Limit*).
 //! * `put` is dec-and-test: `fetch_sub(1)`; if the count reaches 0 (possible only after the owner
 //!   dropped its base reference with [`FrozenBit::release_base`]), only the winner of
 //!   `compare_exchange(gen | 0 -> gen | FROZEN)` frees the object. A plain OR of the bit is not
@@ -36,8 +43,10 @@
 //! * `try_reclaim` is the freeze of the base reference: `compare_exchange(gen | 1 -> gen |
 //!   FROZEN)`.
 //! * `reinit`: a store of `(gen + 1) | 1` (Release). A store is safe: no reference exists, and
-//!   failing try-gets in flight never undo, so losing their increments is right; their
-//!   best-effort reset CAS now fails because the word changed.
+//!   failing try-gets in flight on the frozen word take an increment back only from a frozen
+//!   word, so losing their increments is right and their clean-up leaves the live word alone.
+//!   (A get refused at the limit takes its increment back only from a word of its own
+//!   generation.)
 //!
 //! # ABA: why the v4 race cannot happen here
 //!
@@ -58,7 +67,16 @@
 //! model of v4 loses the race and this scheme does not, and checked exhaustively by a loom
 //! model beside this code (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib`).
 //!
-//! Limit: the count has 31 bits (2³¹ − 1 concurrent references per object).
+//! # Limit
+//!
+//! The count (base reference included) is at most [`MAX_COUNT`] = 2³⁰ − 1: 2³⁰ − 2 transient
+//! references while the owner holds its base (references leaked with `mem::forget` count as
+//! held). A `try_get` that would pass it returns `None` and leaves the count as it was: the
+//! object stays live, every other operation stays exact, and the get succeeds again once puts
+//! bring the count under the limit. The refused increment is in the word only until its own
+//! `compare_exchange` takes it back, so concurrent refused gets lift the count above
+//! `MAX_COUNT` by at most their number, far from the `FROZEN` bit (bit 31), which only
+//! 2³⁰ of them at once could reach.
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -69,6 +87,10 @@ pub const FROZEN: u64 = 1 << 31;
 const COUNT: u64 = FROZEN - 1;
 const GEN_ONE: u64 = 1 << 32;
 const GEN: u64 = !(GEN_ONE - 1);
+/// Bit 30 of the count: a get whose increment sets it is refused and taken back.
+const FULL: u64 = 1 << 30;
+/// The largest count (base reference included) a get can produce: `2³⁰ − 1`.
+pub const MAX_COUNT: u64 = FULL - 1;
 
 /// The `frozen-bit` scheme (no shared state).
 #[derive(Debug, Default, Clone, Copy)]
@@ -101,6 +123,58 @@ impl Zero {
 }
 
 impl FrozenBit {
+    /// The get's slow path, decided on `new`, the word its own increment produced.
+    #[cold]
+    fn get_slowpath(&self, obj: &FrozenBitObject, new: u64) -> Option<FrozenBitToken> {
+        if new & FROZEN != 0 {
+            // Frozen or dead: take one failed increment back. The count bits of a frozen word
+            // hold only failed increments (the freezing compare-exchanges leave them at 0, and
+            // only a get that found FROZEN adds to them), so taking one back from a word that
+            // is still frozen with a non-zero count never touches a reference, whoever's
+            // increment it was. A reinit since (a store of a live word) wiped the increment
+            // already: nothing to take back. So the count bits never exceed the failed gets in
+            // flight.
+            let mut cur = new;
+            while cur & FROZEN != 0 && cur & COUNT != 0 {
+                match obj.word.compare_exchange_weak(
+                    cur,
+                    cur - 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(w) => cur = w,
+                }
+            }
+            return None;
+        }
+        // Live, but the count is past MAX_COUNT: take the increment back, exactly. While it is
+        // in the word the object can be neither frozen (the count is above the base's 1) nor
+        // brought to zero, so the word keeps this generation; the decrement below never
+        // reaches zero either (the count stays at or above FULL − 1).
+        let mut cur = new;
+        loop {
+            if cur & FULL == 0 {
+                // Puts brought the count back under the limit meanwhile: the increment is a
+                // reference like any other (the Acquire fetch_add made it one).
+                return Some(FrozenBitToken(()));
+            }
+            match obj
+                .word
+                .compare_exchange_weak(cur, cur - 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return None,
+                Err(w) if w & (GEN | FROZEN) != new & GEN => {
+                    // Frozen, or re-initialised, under our increment: possible only if the
+                    // owner's base was misused (a try_reclaim after release_base). The
+                    // increment is gone with the old word; refuse.
+                    return None;
+                }
+                Err(w) => cur = w,
+            }
+        }
+    }
+
     #[inline]
     fn dec(&self, obj: &FrozenBitObject) -> Option<Zero> {
         // Release pairs with the Acquire of the freeing CAS (free_if_winner, try_reclaim): the
@@ -197,17 +271,11 @@ impl RefCounter for FrozenBit {
         // Acquire pairs with the Release store in reinit(): a reader of a reused object sees
         // its re-initialisation.
         let new = obj.word.fetch_add(1, Ordering::Acquire).wrapping_add(1);
-        if new & FROZEN == 0 {
+        // One test for both refusals: frozen, or the count past MAX_COUNT.
+        if new & (FROZEN | FULL) == 0 {
             return Some(FrozenBitToken(()));
         }
-        // Best effort: drop the failed increments so they cannot reach the top of the count.
-        let _ = obj.word.compare_exchange(
-            new,
-            (new & GEN) | FROZEN,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-        None
+        self.get_slowpath(&obj, new)
     }
 
     /// A dec-and-test put. If it brings the count to zero (the owner released its base
@@ -264,6 +332,122 @@ impl RefCounter for FrozenBit {
     }
 }
 
+#[cfg(test)]
+impl FrozenBitObject {
+    /// An object whose count field is `count` (the base reference included), as if
+    /// `count - 1` references had been taken: the way to reach the limit without 2³⁰ gets.
+    fn with_count(count: u64) -> Self {
+        assert!(count <= COUNT);
+        FrozenBitObject {
+            word: AtomicU64::new(count),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn pinned(o: &FrozenBitObject) -> Pin<&FrozenBitObject> {
+        Pin::new(o)
+    }
+
+    /// Gets forgotten one after the other up to and past the limit (references leaked with
+    /// `mem::forget`): each is refused or counted, the count stays exact, the live object never
+    /// reads as frozen, and the references given back bring it to its base again.
+    fn gets_past_the_limit_from(count: u64) {
+        let s = FrozenBit;
+        let obj = FrozenBitObject::with_count(count);
+        let o = pinned(&obj);
+        let mut model = count as i64 - 1;
+        let mut taken = Vec::new();
+        for i in 0..8 {
+            match s.try_get(o) {
+                Some(t) => {
+                    taken.push(t);
+                    model += 1;
+                }
+                None => assert_eq!(
+                    model as u64 + 1,
+                    MAX_COUNT,
+                    "from {count:#x}: get {i} refused below the limit"
+                ),
+            }
+            assert!(
+                !s.is_frozen(o),
+                "from {count:#x}: a live object reads as frozen"
+            );
+            assert_eq!(s.read_all(o), model, "from {count:#x}: after get {i}");
+            assert!(
+                !s.try_reclaim(o),
+                "from {count:#x}: reclaimed while referenced"
+            );
+        }
+        assert_eq!(
+            taken.len() as u64,
+            MAX_COUNT - count,
+            "from {count:#x}: gets counted up to the limit and no further"
+        );
+        for t in taken {
+            assert!(!s.put_and_test(o, t));
+            model -= 1;
+            assert_eq!(s.read_all(o), model, "from {count:#x}: after a put");
+        }
+        assert_eq!(
+            s.raw(o),
+            count,
+            "from {count:#x}: the word is back where it started"
+        );
+    }
+
+    /// Two gets fail on a dead object again and again, each adding before the other's
+    /// clean-up (the schedule under which every best-effort reset would lose): whatever the
+    /// interleaving, the failed increments left in the word never outnumber the gets in flight,
+    /// so they can never carry through `FROZEN` into the generation (which would leave the dead
+    /// object live, with count 0, for the next get).
+    #[test]
+    fn interleaved_failed_gets_leave_no_increment_behind() {
+        let s = FrozenBit;
+        let obj = FrozenBitObject::with_count(1);
+        let o = pinned(&obj);
+        assert!(s.try_reclaim(o));
+        let dead = s.raw(o);
+        let add = || obj.word.fetch_add(1, Ordering::Acquire).wrapping_add(1);
+        let mut a = add();
+        for round in 0..1000 {
+            let b = add();
+            assert!(s.get_slowpath(&obj, a).is_none());
+            a = add();
+            assert!(s.get_slowpath(&obj, b).is_none());
+            assert!(
+                s.raw(o) & COUNT <= 1,
+                "round {round}: {} failed increments left with one get in flight",
+                s.raw(o) & COUNT
+            );
+        }
+        assert!(s.get_slowpath(&obj, a).is_none());
+        assert_eq!(s.raw(o), dead);
+        assert!(s.try_get(o).is_none());
+        assert_eq!(s.raw(o), dead);
+        // Gets that failed on the dead word clean up after a reinit: the live word is left
+        // alone, whatever their increments were.
+        let (a, b) = (add(), add());
+        s.reinit(o);
+        let live = s.raw(o);
+        assert_eq!(live, GEN_ONE | 1);
+        assert!(s.get_slowpath(&obj, b).is_none());
+        assert!(s.get_slowpath(&obj, a).is_none());
+        assert_eq!(s.raw(o), live);
+        assert_eq!(s.read_all(o), 0);
+    }
+
+    #[test]
+    fn gets_past_the_limit_are_refused_and_the_count_stays_exact() {
+        gets_past_the_limit_from(MAX_COUNT - 3);
+        gets_past_the_limit_from(MAX_COUNT);
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
@@ -277,6 +461,22 @@ mod loom_tests {
     fn pin(o: &Arc<FrozenBitObject>) -> Pin<&FrozenBitObject> {
         // SAFETY: the object is in an Arc and never moved out of it.
         unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    /// A get at the limit races a put: the get is refused (its increment taken back) or, if
+    /// the put came first, counted; either way the count ends exact.
+    #[test]
+    fn get_at_the_limit_vs_put() {
+        loom::model(|| {
+            let obj = Arc::new(FrozenBitObject::with_count(MAX_COUNT));
+            let o1 = obj.clone();
+            let t = thread::spawn(move || FrozenBit.try_get(pin(&o1)).is_some());
+            FrozenBit.put(pin(&obj), FrozenBitToken(()));
+            let got = t.join().unwrap();
+            let expect = MAX_COUNT - 1 + got as u64;
+            assert_eq!(FrozenBit.raw(pin(&obj)), expect);
+            assert_eq!(FrozenBit.read_all(pin(&obj)), expect as i64 - 1);
+        });
     }
 
     #[test]

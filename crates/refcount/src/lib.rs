@@ -91,7 +91,10 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// A live object with no reference.
     fn new_object(&self) -> Self::Object;
 
-    /// Takes a reference, or returns `None` if the object is being reclaimed or dead.
+    /// Takes a reference, or returns `None` if the object is being reclaimed or dead, or if
+    /// its count is at the scheme's limit (each module's documentation says what its limit is
+    /// and what happens there: `frozen-bit` refuses gets past 2³⁰ − 2 references, leaving the
+    /// count exact; `rcuref` and `snzi` saturate and leak the object instead).
     fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token>;
 
     /// A live object with no reference, made for callers that number their objects (a page

@@ -58,6 +58,12 @@
 //! [`RefCounter::try_reclaim_many`] kills every object of the batch first and pays one fence.
 //!
 //! Memory: 8 bytes per CPU per object in the arena plus the object header.
+//!
+//! Limit: all the words wrap (mod 2⁶⁴) and the count is read from them as an `i64`, so it is
+//! exact up to 2⁶³ − 1 references (leaked ones included), and `BIAS` (2⁶³) is never mistaken
+//! for references until then: centuries of gets at one a nanosecond, so no get checks for it.
+//! The generation in `mode` has 62 bits: a critical section's check could be fooled only by
+//! 2⁶² state changes between its read of `mode` and its commit.
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -186,13 +192,32 @@ impl SlotHandle {
         }
     }
 
-    /// CPU `cpu`'s word of this slot.
+    /// CPU `cpu`'s word of this slot. `cpu` must be below the arena's CPU count: every
+    /// caller passes a slot number of a [`PerCpu`] made by `PerCpu::new` (from
+    /// [`PerCpu::current`]), and every arena is made for such a `PerCpu`'s length, which is
+    /// [`percpu::possible_cpus`] for every one of them (fixed for the life of the process).
+    /// A CPU number from elsewhere goes through [`Self::word_checked`].
     #[inline(always)]
     pub(crate) fn word(&self, cpu: usize) -> &AtomicU64 {
         debug_assert!(cpu < self.arena.cpus);
-        // SAFETY: the words of one slot are CHUNK apart in one chunk (CpuSlots layout), for
-        // `cpus` CPUs; the chunk outlives self (see the Send impl).
+        // SAFETY: `cpu < self.arena.cpus` (above: the callers' slot numbers are below
+        // possible_cpus(), the length of every arena); the words of one slot are CHUNK apart
+        // in one chunk of `cpus * CHUNK` words (CpuSlots layout); the chunk outlives self (see
+        // the Send impl).
         unsafe { &*self.base.as_ptr().add(cpu * CHUNK) }
+    }
+
+    /// [`Self::word`] for a CPU number from a caller.
+    ///
+    /// # Panics
+    /// If `cpu` is not below the arena's CPU count.
+    pub(crate) fn word_checked(&self, cpu: usize) -> &AtomicU64 {
+        assert!(
+            cpu < self.arena.cpus,
+            "CPU {cpu} out of range: {} possible CPUs",
+            self.arena.cpus
+        );
+        self.word(cpu)
     }
 
     /// Wrapping sum over all CPUs.

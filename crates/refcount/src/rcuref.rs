@@ -53,9 +53,23 @@
 //! kernel's reload would then see a live count and report success for an increment the reinit
 //! wiped out (a reference nobody counts: the object can be reclaimed under its holder), and its
 //! store of `DEAD` would kill the new life. So both slow paths decide on the value their own
-//! add or subtract produced, and put the word back to a zone's mean only with a
-//! `compare_exchange` from that value (best effort, as the kernel's store is). The conformance
-//! suite's canary test catches the reload.
+//! add or subtract produced, and put the word back to a zone's mean with `compare_exchange`,
+//! from that value and then from each value it finds, for as long as the word stays in the
+//! zone they decided on (and is not `NOREF`, which the last put's exchange owns): never on a
+//! word that left it, and, as the kernel's store does, always once no slow path is in flight,
+//! so that racing adds keep the word within their number in flight of the mean. (A single
+//! `compare_exchange` from the decided value loses to any add in between; under a schedule
+//! where every one lost, gets on a dead object would carry its word through `NOREF` to a live
+//! count.) The conformance suite's canary test catches the reload.
+//!
+//! # Limit
+//!
+//! The valid zone counts 2³¹ references, the owner's included (2³¹ − 1 transient ones). The get
+//! that passes [`MAXREF`] (references leaked with `mem::forget` count as held) saturates the
+//! word, as the kernel does: gets keep succeeding, puts no longer count, the object is never
+//! freed nor reclaimed (it leaks), and [`RefCounter::read_all`] returns the raw saturated word
+//! (at least 2³¹), which is not a count. The zones are 2²⁹ values wide, so only 2²⁹ gets or
+//! puts in flight at once could carry the word out of one before its slow path puts it back.
 
 use crate::sync::{AtomicU32, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -65,6 +79,8 @@ use core::pin::Pin;
 pub const ONEREF: u32 = 0x0000_0000;
 /// The most references the valid zone holds (minus one).
 pub const MAXREF: u32 = 0x7fff_ffff;
+/// The start of the saturation zone.
+const SATURATION: u32 = MAXREF + 1;
 /// The mean of the saturation zone.
 pub const SATURATED: u32 = 0xa000_0000;
 /// The start of the released zone.
@@ -111,18 +127,35 @@ impl RcuRef {
     #[cold]
     fn get_slowpath(&self, obj: &RcuRefObject, new: u32) -> bool {
         if new >= RELEASED {
-            // Dead (or being released): put the word back to the middle of the dead zone,
-            // unless it changed since (a reinit must not be undone).
-            let _ = obj
-                .refcnt
-                .compare_exchange(new, DEAD, Ordering::Relaxed, Ordering::Relaxed);
+            // Dead (or being released): put the word back to the middle of the dead zone.
+            Self::settle(obj, new, RELEASED..NOREF, DEAD);
             return false;
         }
-        // Saturated: back to the zone's mean, unless the word moved on.
-        let _ = obj
-            .refcnt
-            .compare_exchange(new, SATURATED, Ordering::Relaxed, Ordering::Relaxed);
+        // Saturated: back to the zone's mean.
+        Self::settle(obj, new, SATURATION..RELEASED, SATURATED);
         true
+    }
+
+    /// The kernel's store of a zone's `mean`, from `cur` (the value this slow path's own add
+    /// or subtract produced), made only while the word stays in `zone`: a word that left it
+    /// (a reinit made it live, a get took `NOREF` back to a count, the last put's `NOREF`
+    /// awaits its exchange) is not this slow path's to change. Retried until it succeeds or
+    /// the word leaves the zone, so that the word is back at the mean whenever no slow path is
+    /// in flight: racing adds move it away by at most their number in flight, never out of
+    /// the zone (a single compare-exchange from `cur` loses to any add in between, and under
+    /// a schedule where every one loses, 2²⁹ gets would carry a dead word through `NOREF` to
+    /// a live count).
+    #[cold]
+    fn settle(obj: &RcuRefObject, mut cur: u32, zone: core::ops::Range<u32>, mean: u32) {
+        while zone.contains(&cur) && cur != mean {
+            match obj
+                .refcnt
+                .compare_exchange_weak(cur, mean, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(w) => cur = w,
+            }
+        }
     }
 
     /// `rcuref_put`: drops a reference; true if it was the last one and this caller won the
@@ -151,11 +184,13 @@ impl RcuRef {
                 .is_ok();
         }
         // An imbalanced put into the dead zone keeps the object dead; a put on a saturated
-        // count keeps it saturated; neither frees, and neither undoes a change made since.
-        let mean = if new >= RELEASED { DEAD } else { SATURATED };
-        let _ = obj
-            .refcnt
-            .compare_exchange(new, mean, Ordering::Relaxed, Ordering::Relaxed);
+        // count keeps it saturated; neither frees, and neither touches a word that left the
+        // zone since.
+        if new >= RELEASED {
+            Self::settle(obj, new, RELEASED..NOREF, DEAD);
+        } else {
+            Self::settle(obj, new, SATURATION..RELEASED, SATURATED);
+        }
         false
     }
 

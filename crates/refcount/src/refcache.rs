@@ -52,6 +52,21 @@
 //!   concurrently ([`Precision::Exact`]). [`RefCache::global_count`] is RefCache's own lagging
 //!   view (exact only after an epoch with no activity).
 //!
+//! # Limits
+//!
+//! * A cached delta stays within `±delta_limit` ([`Config::delta_limit`], `i32::MAX` by
+//!   default, as sv6's `int32`): a get or put that would pass it evicts the way first
+//!   (`overflow_evictions`). `global` is an `i64`, so the count is exact up to 2⁶³ − 1
+//!   references (leaked ones included).
+//! * A tag holds a 32-bit generation per slot, bumped each time an object of the slot is
+//!   dropped. A delta cached under a dropped object's tag stays in its way until an eviction or
+//!   an epoch flush discards it: within an epoch, or for ever on a CPU that the epoch thread
+//!   cannot run on (outside the process's CPU set), or with a long [`Config::epoch`]. So that
+//!   such a delta never counts for a later object, the object of a slot's last generation
+//!   retires the slot when it is dropped: the slot is never allocated again (one core,
+//!   [`RefCounter::memory`]'s per-object core bytes, lost per 2³² objects made on it), and no
+//!   two objects ever have the same tag. The slab holds at most 2²² objects at a time.
+//!
 //! sv6's bug in `get_consistent()` (a `continue` inside the seqcount retry that does not restart
 //! the outer loop) has no counterpart here: reads of a way's two words happen under the lock
 //! that pins its tag.
@@ -110,6 +125,8 @@ struct CoreState {
     dirty: bool,
     queued_epoch: u64,
     zero_confirmed: bool,
+    /// The slot used its last generation: no object has it any more, no delta counts.
+    retired: bool,
 }
 
 #[derive(Default)]
@@ -220,7 +237,7 @@ impl Shared {
 
     /// Adds a taken delta to the object `tag` names (under its lock, held by the caller).
     fn flush_locked(&self, st: &mut CoreState, slot: u32, tag: u64, d: i64) {
-        if st.generation != gen_of(tag) || d == 0 {
+        if st.generation != gen_of(tag) || st.retired || d == 0 {
             // The object of this tag was dropped: its delta died with it.
             return;
         }
@@ -547,12 +564,19 @@ impl Drop for RefCacheObject {
     fn drop(&mut self) {
         let mut st = self.shared.cores.get(self.slot).lock();
         // A new generation: deltas still cached under the old tag are discarded when evicted.
+        // After the last one the slot is retired instead (never allocated again, its deltas
+        // discarded for good): a wrapped generation would give a later object the tag of an
+        // earlier one, and that object would count the earlier one's cached deltas.
+        let retire = st.generation == u32::MAX;
         *st = CoreState {
             generation: st.generation.wrapping_add(1),
+            retired: retire,
             ..CoreState::default()
         };
         drop(st);
-        self.shared.cores.release(self.slot);
+        if !retire {
+            self.shared.cores.release(self.slot);
+        }
     }
 }
 
@@ -695,5 +719,75 @@ impl Shared {
     fn chunks_overhead(&self) -> usize {
         let _ = self.cores.allocated();
         self.cores.chunks.len() * core::mem::size_of::<OnceLock<Box<[Core]>>>()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    impl RefCache {
+        /// Whether `slot` is on the free list (made and dropped, not in use).
+        fn slot_is_free(&self, slot: u32) -> bool {
+            let f = self.shared.cores.free.lock().unwrap();
+            f.1.contains(&slot)
+        }
+
+        /// Sets the generation of a free slot: what the lives of objects that took no
+        /// reference would do to it, one generation per life, without making 2³² of them.
+        fn age_free_slot(&self, slot: u32, generation: u32) {
+            assert!(self.slot_is_free(slot));
+            self.shared.cores.get(slot).lock().generation = generation;
+        }
+    }
+
+    fn pinned(o: &RefCacheObject) -> Pin<&RefCacheObject> {
+        Pin::new(o)
+    }
+
+    /// An object dropped with a negative delta still cached (its reference was taken and
+    /// flushed, then given back into the cache): no later object may count that delta, even
+    /// after 2³² lives of its slot bring the generation round to the dropped object's.
+    #[test]
+    fn a_stale_delta_never_counts_for_a_later_object() {
+        // Epochs only when the test runs them (the background thread sleeps for an hour).
+        let s = RefCache::with_config(Config {
+            ways: 4,
+            epoch: Duration::from_secs(3600),
+            delta_limit: i32::MAX as i64,
+        });
+        let slot = {
+            let x = s.new_object();
+            x.slot
+        };
+        // The slot's last generation: 2³² − 2 lives that took no reference.
+        s.age_free_slot(slot, u32::MAX);
+        let a = s.new_object();
+        assert_eq!((a.slot, gen_of(a.tag)), (slot, u32::MAX));
+        let t = s.try_get(pinned(&a)).unwrap();
+        s.run_epoch(); // the +1 is flushed into the global count
+        s.put(pinned(&a), t); // the -1 stays in a CPU's cache
+        assert_eq!(s.read_all(pinned(&a)), 0);
+        let stale_tag = a.tag;
+        drop(a);
+        // 2³² − 1 more lives would bring the slot to the generation of `a` again.
+        if s.slot_is_free(slot) {
+            s.age_free_slot(slot, u32::MAX);
+        }
+        for i in 0..3 {
+            let b = s.new_object();
+            let o = pinned(&b);
+            let t = s.try_get(o).unwrap();
+            assert_eq!(
+                s.read_all(o),
+                1,
+                "life {i} after the stale delta (tag {:#x}, stale {stale_tag:#x})",
+                b.tag
+            );
+            assert!(!s.try_reclaim(o), "life {i}: reclaimed while referenced");
+            s.put(o, t);
+            assert_eq!(s.read_all(o), 0, "life {i}");
+            assert!(s.try_reclaim(o), "life {i}");
+        }
     }
 }

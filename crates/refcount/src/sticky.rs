@@ -42,6 +42,11 @@
 //! before they could reach `HELPED`, and `reinit` clears them.
 //!
 //! [`reinit`]: RefCounter::reinit
+//!
+//! # Limit
+//!
+//! The count has 62 bits below `HELPED`: 2⁶² − 2 references besides the owner's (leaked ones
+//! included), centuries of gets at one a nanosecond, so no get checks for it.
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};

@@ -102,7 +102,7 @@ fn failed_gets_do_not_accumulate() {
     assert_eq!(
         s.raw(o) & (FROZEN - 1),
         0,
-        "best-effort reset cleared the count"
+        "the failed gets took their increments back"
     );
     assert_eq!(s.read_all(o), 0);
     s.reinit(o);

@@ -158,3 +158,41 @@ fn exactly_one_put_frees_under_racing_gets() {
         assert!(s.raw(objs.get(0)) >= RELEASED);
     }
 }
+
+/// Two gets add again and again, each before the other's slow path (the schedule under which
+/// every compare-exchange from the value its own add produced would lose): whatever the
+/// interleaving, the word stays within the gets in flight of its zone's mean, so that gets on
+/// a dead object can never carry it out of the dead zone (through `NOREF` to a live count),
+/// nor gets on a saturated one out of saturation (into the dead zones).
+#[test]
+fn interleaved_slow_paths_keep_the_word_at_its_zone_s_mean() {
+    let s = RcuRef;
+    for (start, mean, live) in [(None, DEAD, false), (Some(SATURATED), SATURATED, true)] {
+        let obj = pin!(RcuRefObject::with_raw(start.unwrap_or(ONEREF)));
+        let o = obj.as_ref();
+        if start.is_none() {
+            assert!(s.try_reclaim(o));
+        }
+        let finish = |new| {
+            let t = s.get_finish(o, new);
+            assert_eq!(t.is_some(), live, "{mean:#x}");
+            if let Some(t) = t {
+                assert!(!s.put_and_test(o, t));
+            }
+        };
+        let mut a = s.get_begin(o);
+        for round in 0..1000 {
+            let b = s.get_begin(o);
+            finish(a);
+            a = s.get_begin(o);
+            finish(b);
+            assert!(
+                s.raw(o).wrapping_sub(mean) <= 1,
+                "{mean:#x}, round {round}: the word is at {:#x} with one get in flight",
+                s.raw(o)
+            );
+        }
+        finish(a);
+        assert_eq!(s.raw(o), mean);
+    }
+}

@@ -71,3 +71,21 @@ fn spares_on_other_cpus_still_count() {
     unpin();
     assert_eq!(s.read_all(o), 0);
 }
+
+/// `spares_of` with a CPU number past the possible CPUs panics: the spare words of an object
+/// are `possible_cpus()` words, and reading past them would read another allocation.
+#[test]
+fn spares_of_a_cpu_past_the_possible_cpus_panics() {
+    let s = Sloppy::new();
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let cpus = percpu::possible_cpus();
+    assert_eq!(s.spares_of(o, cpus - 1), 0);
+    for cpu in [cpus, cpus + 1] {
+        let r = std::panic::catch_unwind(|| s.spares_of(o, cpu));
+        assert!(
+            r.is_err(),
+            "spares_of(cpu {cpu}) of {cpus} CPUs returned {r:?}"
+        );
+    }
+}
