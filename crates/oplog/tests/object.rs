@@ -250,3 +250,36 @@ fn ways_round_up_and_too_many_are_refused_at_once() {
         .expect("a message");
     assert!(msg.contains("at most 2^63 ways"), "{msg}");
 }
+
+/// A guard that is forgotten keeps its object locked for ever: dropping the object then leaks
+/// it (its pending updates, its header and its hold on the domain) instead of waiting for the
+/// lock, `into_inner` refuses with a message, and the objects that share its way go on
+/// logging (they spill its logs to it: its header is never freed).
+#[test]
+fn an_object_whose_guard_was_forgotten_is_leaked_on_drop() {
+    let d = Domain::<SetLog<false, false>>::with_config(1, 1000);
+    let s = OpSet::new(&d);
+    s.insert(1);
+    std::mem::forget(s.object().synchronize());
+    s.insert(2); // logged while locked: a way is tagged with it again
+    assert!(s.object().cpus_with_logs() >= 1);
+    drop(s);
+    assert_eq!(std::sync::Arc::strong_count(&d), 2, "the header is leaked");
+
+    let o = Object::new(&d, BTreeSet::new());
+    std::mem::forget(o.synchronize());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| o.into_inner()));
+    let msg = r.expect_err("refused");
+    let msg = msg.downcast_ref::<&str>().expect("a message");
+    assert!(msg.contains("forgotten"), "{msg}");
+    assert_eq!(std::sync::Arc::strong_count(&d), 3);
+
+    // Every CPU's way 0 may hold a log of the leaked objects: logging there evicts them.
+    let t = OpSet::new(&d);
+    for i in 0..64 {
+        refcount::conformance::migrate(i);
+        t.insert(i as u64);
+    }
+    refcount::conformance::unpin();
+    assert_eq!(t.to_vec(), (0..64).collect::<Vec<u64>>());
+}
