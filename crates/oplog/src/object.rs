@@ -120,13 +120,21 @@ impl<L: Log> Domain<L> {
     /// `bound` entries per CPU per object.
     ///
     /// # Panics
-    /// If `ways` is above 2^63, which no power of two of a `usize` reaches (it rounded to 0
-    /// ways in release builds, and the first log panicked).
+    /// If one CPU's table of `ways` ways (rounded up) could not be allocated: its size in bytes
+    /// would pass `isize::MAX` (the first log would fail to allocate it, and
+    /// [`Domain::memory`] would overflow).
     pub fn with_config(ways: usize, bound: usize) -> Arc<Self> {
+        let way = core::mem::size_of::<Way<L>>();
         let ways = ways
             .max(1)
             .checked_next_power_of_two()
-            .unwrap_or_else(|| panic!("oplog: {ways} ways: at most 2^63 ways per CPU"));
+            .filter(|w| w.checked_mul(way).is_some_and(|b| b <= isize::MAX as usize))
+            .unwrap_or_else(|| {
+                panic!(
+                    "oplog: {ways} ways of {way} bytes: one CPU's table of them (rounded up to a \
+                     power of two) would not fit in memory"
+                )
+            });
         let caches = PerCpu::new(|_| Table::new(ways));
         let words = caches.len().div_ceil(64);
         Arc::new(Domain {

@@ -232,23 +232,26 @@ fn objects_created_and_dropped_while_others_evict_them() {
     }
 }
 
-/// Ways are rounded up to a power of two; a count no `usize` power of two reaches is refused
-/// when the domain is made (it rounded to 0 ways, and the first log panicked).
+/// Ways are rounded up to a power of two; a count whose table (one CPU's ways) could not be
+/// allocated is refused when the domain is made: it rounded to 0 ways (past 2^63), or the
+/// first log panicked on the allocation's size and `memory` overflowed.
 #[test]
 fn ways_round_up_and_too_many_are_refused_at_once() {
     assert_eq!(Domain::<CounterLog>::with_config(0, 4).ways(), 1);
     assert_eq!(Domain::<CounterLog>::with_config(5, 4).ways(), 8);
-    assert_eq!(
-        Domain::<CounterLog>::with_config(1 << 63, 4).ways(),
-        1 << 63
-    );
-    let r = std::panic::catch_unwind(|| Domain::<CounterLog>::with_config((1 << 63) + 1, 4));
-    let msg = r
-        .err()
-        .expect("refused")
-        .downcast::<String>()
-        .expect("a message");
-    assert!(msg.contains("at most 2^63 ways"), "{msg}");
+    let refused = |ways: usize| {
+        let r = std::panic::catch_unwind(|| Domain::<CounterLog>::with_config(ways, 4));
+        let msg = r.err().expect("refused");
+        let msg = msg.downcast::<String>().expect("a message");
+        assert!(msg.contains("ways of"), "{ways}: {msg}");
+    };
+    refused((1 << 63) + 1);
+    refused(1 << 63);
+    refused(1 << 60);
+    // A table that may be allocated is accepted (and allocated at the first log only).
+    let d = Domain::<CounterLog>::with_config(1 << 40, 4);
+    assert_eq!(d.ways(), 1 << 40);
+    assert!(d.memory() < 1 << 20, "{}", d.memory());
 }
 
 /// A guard that is forgotten keeps its object locked for ever: dropping the object then leaks
