@@ -286,3 +286,18 @@ fn an_object_whose_guard_was_forgotten_is_leaked_on_drop() {
     refcount::conformance::unpin();
     assert_eq!(t.to_vec(), (0..64).collect::<Vec<u64>>());
 }
+
+/// A counter's `Debug` never waits for its lock: formatting it while its guard is held (by
+/// the formatting thread, or another one) shows it locked, as a `Mutex` does.
+#[test]
+fn a_counter_formats_while_its_guard_is_held() {
+    let d = Domain::<CounterLog>::new();
+    let c = Counter::new(&d, 5);
+    c.inc();
+    assert_eq!(format!("{c:?}"), "Counter { value: 6 }");
+    let g = c.object().synchronize();
+    assert_eq!(format!("{c:?}"), "Counter { value: <locked> }");
+    drop(g);
+    c.dec();
+    assert_eq!(format!("{c:?}"), "Counter { value: 5 }");
+}
