@@ -94,10 +94,15 @@ impl Counter {
     }
 }
 
+/// Shows the value if the counter is not locked (as [`Counter::read`]), else `<locked>`: it
+/// never waits, so a counter can be formatted while its guard is held (by this thread too).
 impl core::fmt::Debug for Counter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Counter")
-            .field("value", &self.read())
-            .finish()
+        let mut d = f.debug_struct("Counter");
+        match self.obj.try_synchronize() {
+            Some(v) => d.field("value", &*v),
+            None => d.field("value", &format_args!("<locked>")),
+        };
+        d.finish()
     }
 }

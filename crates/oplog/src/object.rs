@@ -4,7 +4,7 @@
 
 use crate::log::{Log, Stamp, Stamper};
 use crate::spin::SpinLock;
-use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use percpu::PerCpu;
@@ -120,13 +120,21 @@ impl<L: Log> Domain<L> {
     /// `bound` entries per CPU per object.
     ///
     /// # Panics
-    /// If `ways` is above 2^63, which no power of two of a `usize` reaches (it rounded to 0
-    /// ways in release builds, and the first log panicked).
+    /// If one CPU's table of `ways` ways (rounded up) could not be allocated: its size in bytes
+    /// would pass `isize::MAX` (the first log would fail to allocate it, and
+    /// [`Domain::memory`] would overflow).
     pub fn with_config(ways: usize, bound: usize) -> Arc<Self> {
+        let way = core::mem::size_of::<Way<L>>();
         let ways = ways
             .max(1)
             .checked_next_power_of_two()
-            .unwrap_or_else(|| panic!("oplog: {ways} ways: at most 2^63 ways per CPU"));
+            .filter(|w| w.checked_mul(way).is_some_and(|b| b <= isize::MAX as usize))
+            .unwrap_or_else(|| {
+                panic!(
+                    "oplog: {ways} ways of {way} bytes: one CPU's table of them (rounded up to a \
+                     power of two) would not fit in memory"
+                )
+            });
         let caches = PerCpu::new(|_| Table::new(ways));
         let words = caches.len().div_ceil(64);
         Arc::new(Domain {
@@ -190,6 +198,11 @@ struct Core<L: Log> {
     spill: Mutex<Vec<L>>,
     /// Entries in `spill` (a hint for the bound).
     spilled: AtomicUsize,
+    /// A [`SyncGuard`] of this object is out: set when one is made, cleared when it is dropped,
+    /// both holding `target`. Seen set by the object's drop (when no guard can be alive: a
+    /// guard borrows the object), it means that the guard was forgotten and `target` stays
+    /// locked for ever.
+    guard_out: AtomicBool,
 }
 
 impl<L: Log> Core<L> {
@@ -265,6 +278,26 @@ impl<L: Log> Core<L> {
             Err(TryLockError::WouldBlock) => None,
         }
     }
+
+    /// Applies the pending updates and hands out the target as a [`SyncGuard`].
+    fn guard<'a>(&'a self, mut target: MutexGuard<'a, L::Target>) -> SyncGuard<'a, L> {
+        self.gather_and_apply(&mut target);
+        // Relaxed: written and cleared holding `target`; the object's drop reads it after
+        // every guard's borrow of the object ended (see `guard_out`).
+        self.guard_out.store(true, Ordering::Relaxed);
+        SyncGuard {
+            target,
+            out: &self.guard_out,
+        }
+    }
+
+    /// Whether a guard of this object was forgotten (only meaningful where no guard can be
+    /// alive: the caller owns the object).
+    fn guard_forgotten(&self) -> bool {
+        // Relaxed: the caller's ownership of the object orders it after the guard's
+        // creation (and after its drop, if it was dropped).
+        self.guard_out.load(Ordering::Relaxed)
+    }
 }
 
 /// An underlying data structure (`L::Target`) whose deferrable updates are logged per CPU
@@ -300,8 +333,23 @@ unsafe impl<L: Log> Sync for Object<L> where L::Target: Send {}
 
 /// Exclusive access to an object's underlying structure, with every update logged before the
 /// synchronize applied. Dropping it releases the object (the paper's `unlock`).
+///
+/// A guard that is forgotten (`mem::forget`) keeps the object locked for ever: updates are
+/// still logged (and evicted logs spilled to it), but never applied; dropping the object then
+/// leaks it (with its pending updates and its hold on the domain), and
+/// [`Object::into_inner`] panics.
 pub struct SyncGuard<'a, L: Log> {
     target: MutexGuard<'a, L::Target>,
+    /// The object's `guard_out`, cleared when the guard is dropped.
+    out: &'a AtomicBool,
+}
+
+impl<L: Log> Drop for SyncGuard<'_, L> {
+    fn drop(&mut self) {
+        // Relaxed: as in `Core::guard`; cleared before `target` unlocks (the fields drop after
+        // this).
+        self.out.store(false, Ordering::Relaxed);
+    }
 }
 
 impl<L: Log> core::ops::Deref for SyncGuard<'_, L> {
@@ -327,6 +375,7 @@ impl<L: Log> Object<L> {
             pending: (0..domain.words).map(|_| AtomicU64::new(0)).collect(),
             spill: Mutex::new(Vec::new()),
             spilled: AtomicUsize::new(0),
+            guard_out: AtomicBool::new(false),
         });
         Object {
             core: NonNull::from(Box::leak(core)),
@@ -418,18 +467,14 @@ impl<L: Log> Object<L> {
     /// access to the underlying structure. Blocks while another thread holds the guard.
     pub fn synchronize(&self) -> SyncGuard<'_, L> {
         let core = self.core();
-        let mut target = core.lock_target();
-        core.gather_and_apply(&mut target);
-        SyncGuard { target }
+        core.guard(core.lock_target())
     }
 
     /// Like [`Object::synchronize`], but returns `None` instead of blocking if the object is
     /// locked.
     pub fn try_synchronize(&self) -> Option<SyncGuard<'_, L>> {
         let core = self.core();
-        let mut target = core.try_lock_target()?;
-        core.gather_and_apply(&mut target);
-        Some(SyncGuard { target })
+        Some(core.guard(core.try_lock_target()?))
     }
 
     /// How many CPUs hold a log of this object now (a snapshot).
@@ -450,10 +495,17 @@ impl<L: Log> Object<L> {
     }
 
     /// Applies every pending update and returns the underlying structure.
+    ///
+    /// # Panics
+    /// If a [`SyncGuard`] of this object was forgotten: the structure stays locked for ever
+    /// (the object is then leaked, as its drop does).
     pub fn into_inner(self) -> L::Target
     where
         L::Target: Default,
     {
+        if self.core().guard_forgotten() {
+            forgotten_guard();
+        }
         let mut g = self.synchronize();
         let t = core::mem::take(&mut *g);
         drop(g);
@@ -461,11 +513,26 @@ impl<L: Log> Object<L> {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn forgotten_guard() -> ! {
+    panic!("oplog: a SyncGuard of this object was forgotten: it stays locked for ever")
+}
+
 impl<L: Log> Drop for Object<L> {
     fn drop(&mut self) {
         {
             let core = self.core();
-            let mut t = core.lock_target();
+            // Only an evicter (briefly) or a forgotten guard can hold the lock now: a live
+            // guard would borrow the object.
+            let mut t = match core.target.try_lock() {
+                Ok(t) => t,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                // Locked for ever: leak the core (ways may still name it, and evicters spill
+                // to it) and with it the pending updates.
+                Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
+                Err(TryLockError::WouldBlock) => core.lock_target(),
+            };
             // Apply (rather than discard) pending updates: the structure may own resources the
             // updates hand over. Afterwards no way is tagged with this object.
             core.gather_and_apply(&mut t);

@@ -142,11 +142,12 @@ impl<const LOCAL: bool, const GLOBAL: bool> Rmap<LOCAL, GLOBAL> {
 
     /// Truncates the file to `offset`: synchronizes, then visits every mapping overlapping
     /// `offset..` (where the pages past `offset` would be unmapped). Returns how many there
-    /// were and the bytes they map past `offset`.
-    pub fn truncate(&self, offset: u64) -> (usize, u64) {
+    /// were and the bytes they map past `offset` (summed over the mappings, which may cover
+    /// the same bytes: more than a `u64` holds).
+    pub fn truncate(&self, offset: u64) -> (usize, u128) {
         let g = self.obj.synchronize();
         g.overlapping(offset)
-            .fold((0, 0), |(n, b), m| (n + 1, b + (m.end - m.start)))
+            .fold((0, 0), |(n, b), m| (n + 1, b + u128::from(m.end - m.start)))
     }
 
     /// A copy of the mappings (synchronizes).

@@ -232,21 +232,72 @@ fn objects_created_and_dropped_while_others_evict_them() {
     }
 }
 
-/// Ways are rounded up to a power of two; a count no `usize` power of two reaches is refused
-/// when the domain is made (it rounded to 0 ways, and the first log panicked).
+/// Ways are rounded up to a power of two; a count whose table (one CPU's ways) could not be
+/// allocated is refused when the domain is made: it rounded to 0 ways (past 2^63), or the
+/// first log panicked on the allocation's size and `memory` overflowed.
 #[test]
 fn ways_round_up_and_too_many_are_refused_at_once() {
     assert_eq!(Domain::<CounterLog>::with_config(0, 4).ways(), 1);
     assert_eq!(Domain::<CounterLog>::with_config(5, 4).ways(), 8);
-    assert_eq!(
-        Domain::<CounterLog>::with_config(1 << 63, 4).ways(),
-        1 << 63
-    );
-    let r = std::panic::catch_unwind(|| Domain::<CounterLog>::with_config((1 << 63) + 1, 4));
-    let msg = r
-        .err()
-        .expect("refused")
-        .downcast::<String>()
-        .expect("a message");
-    assert!(msg.contains("at most 2^63 ways"), "{msg}");
+    let refused = |ways: usize| {
+        let r = std::panic::catch_unwind(|| Domain::<CounterLog>::with_config(ways, 4));
+        let msg = r.err().expect("refused");
+        let msg = msg.downcast::<String>().expect("a message");
+        assert!(msg.contains("ways of"), "{ways}: {msg}");
+    };
+    refused((1 << 63) + 1);
+    refused(1 << 63);
+    refused(1 << 60);
+    // A table that may be allocated is accepted (and allocated at the first log only).
+    let d = Domain::<CounterLog>::with_config(1 << 40, 4);
+    assert_eq!(d.ways(), 1 << 40);
+    assert!(d.memory() < 1 << 20, "{}", d.memory());
+}
+
+/// A guard that is forgotten keeps its object locked for ever: dropping the object then leaks
+/// it (its pending updates, its header and its hold on the domain) instead of waiting for the
+/// lock, `into_inner` refuses with a message, and the objects that share its way go on
+/// logging (they spill its logs to it: its header is never freed).
+#[test]
+fn an_object_whose_guard_was_forgotten_is_leaked_on_drop() {
+    let d = Domain::<SetLog<false, false>>::with_config(1, 1000);
+    let s = OpSet::new(&d);
+    s.insert(1);
+    std::mem::forget(s.object().synchronize());
+    s.insert(2); // logged while locked: a way is tagged with it again
+    assert!(s.object().cpus_with_logs() >= 1);
+    drop(s);
+    assert_eq!(std::sync::Arc::strong_count(&d), 2, "the header is leaked");
+
+    let o = Object::new(&d, BTreeSet::new());
+    std::mem::forget(o.synchronize());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| o.into_inner()));
+    let msg = r.expect_err("refused");
+    let msg = msg.downcast_ref::<&str>().expect("a message");
+    assert!(msg.contains("forgotten"), "{msg}");
+    assert_eq!(std::sync::Arc::strong_count(&d), 3);
+
+    // Every CPU's way 0 may hold a log of the leaked objects: logging there evicts them.
+    let t = OpSet::new(&d);
+    for i in 0..64 {
+        refcount::conformance::migrate(i);
+        t.insert(i as u64);
+    }
+    refcount::conformance::unpin();
+    assert_eq!(t.to_vec(), (0..64).collect::<Vec<u64>>());
+}
+
+/// A counter's `Debug` never waits for its lock: formatting it while its guard is held (by
+/// the formatting thread, or another one) shows it locked, as a `Mutex` does.
+#[test]
+fn a_counter_formats_while_its_guard_is_held() {
+    let d = Domain::<CounterLog>::new();
+    let c = Counter::new(&d, 5);
+    c.inc();
+    assert_eq!(format!("{c:?}"), "Counter { value: 6 }");
+    let g = c.object().synchronize();
+    assert_eq!(format!("{c:?}"), "Counter { value: <locked> }");
+    drop(g);
+    c.dec();
+    assert_eq!(format!("{c:?}"), "Counter { value: 5 }");
 }

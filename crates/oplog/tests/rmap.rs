@@ -29,6 +29,21 @@ fn truncate_sees_logged_mappings() {
     );
 }
 
+/// The bytes a truncation unmaps are counted exactly however many mappings cover a range
+/// (they summed in a `u64`, which overflowed: a panic in debug builds, a wrong count in
+/// release).
+#[test]
+fn truncate_counts_bytes_past_u64() {
+    let d = Domain::<RmapLog>::new();
+    let r = Rmap::new(&d);
+    for id in 0..3 {
+        r.add(m(id, 0, u64::MAX));
+    }
+    r.add(m(3, 10, 20));
+    assert_eq!(r.truncate(0), (4, 3 * u64::MAX as u128 + 10));
+    assert_eq!(r.truncate(u64::MAX - 1), (3, 3));
+}
+
 #[test]
 fn local_absorption_keeps_the_log_empty() {
     let d = Domain::<RmapLog>::new();

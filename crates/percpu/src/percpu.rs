@@ -540,6 +540,11 @@ impl<T> PerCpu<T> {
     }
 
     /// `*pick(value of this CPU) += delta`, retried until it commits (no checks).
+    ///
+    /// # Panics
+    /// As [`PerCpu::add_this_cpu`], if the kernel reports a CPU numbered at or past the slots
+    /// on the rseq path: [`PerCpu::current`] maps it onto a slot of another CPU, whose sections
+    /// abort for ever.
     #[inline(always)]
     pub fn add_current<W: Word>(&self, pick: impl Fn(&T) -> &W, delta: W::Value) {
         let mut retry = Retry::new();
@@ -547,7 +552,13 @@ impl<T> PerCpu<T> {
             let (cpu, v) = self.current();
             match self.add(cpu, &[], pick(v), delta) {
                 Ok(()) => return,
-                Err(_) => retry.aborted(),
+                Err(_) => {
+                    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+                    if self.rseq {
+                        in_the_slots(self.slots.len());
+                    }
+                    retry.aborted();
+                }
             }
         }
     }
@@ -738,6 +749,18 @@ impl<T: core::fmt::Debug> core::fmt::Debug for PerCpu<T> {
     }
 }
 
+/// After an abort on the rseq path: panics (as [`past_the_slots`]) if the kernel reports a CPU
+/// numbered at or past `n` slots, for which no section of the value can commit.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+#[cold]
+#[inline(never)]
+fn in_the_slots(n: usize) {
+    let cpu = crate::arch::rseq::cpu_id();
+    if cpu >= 0 && cpu as u64 >= n as u64 {
+        past_the_slots(cpu, n as u64);
+    }
+}
+
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
 #[cold]
 #[inline(never)]
@@ -897,6 +920,48 @@ mod bound_tests {
             let msg = msg.downcast::<String>().expect("a message");
             assert!(msg.contains("understated"), "{msg}");
         }
+        assert_eq!(pc.get(0).load(Ordering::Relaxed), 0);
+    }
+
+    /// `add_current` on the rseq path from a CPU numbered past the slots (an understated count
+    /// of possible CPUs): `current` maps the CPU onto a slot whose sections then always abort
+    /// (the thread is never on that CPU), so the retry names the cause instead of looping.
+    #[test]
+    fn add_current_on_a_cpu_past_the_slots_panics() {
+        if !crate::fast_path_available() {
+            crate::testing::skip("the rseq fast path is not available");
+            return;
+        }
+        let what = "add_current on a CPU numbered past a 1-slot PerCpu";
+        let Some((_, high)) = crate::testing::two_cpus_or_skip(what) else {
+            return;
+        };
+        let pc = PerCpu {
+            slots: vec![CachePadded::new(Slot {
+                lock: Mutex::new(()),
+                value: AtomicI64::new(0),
+            })]
+            .into_boxed_slice(),
+            rseq: true,
+            offset: crate::arch::rseq::offset(),
+        };
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                if !crate::affinity::pin(high) || high == 0 {
+                    return None;
+                }
+                Some(std::panic::catch_unwind(|| pc.add_current(|v| v, 1)))
+            })
+            .join()
+            .expect("thread")
+        });
+        let Some(r) = r else {
+            crate::testing::skip(format_args!("cannot pin to CPU {high}: {what}"));
+            return;
+        };
+        let msg = r.expect_err("a section for a CPU past the slots");
+        let msg = msg.downcast::<String>().expect("a message");
+        assert!(msg.contains("understated"), "{msg}");
         assert_eq!(pc.get(0).load(Ordering::Relaxed), 0);
     }
 }
