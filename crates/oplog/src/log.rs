@@ -59,7 +59,9 @@ impl Stamper {
                 // everything before it (see the crate docs, "the cut").
                 #[cfg(not(target_arch = "x86_64"))]
                 std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-                crate::clock::now().max(self.last + 1)
+                // Saturating: a log that stamped its own updates with `Stamper::fixed` may have
+                // left its slot's last time at `u64::MAX`.
+                crate::clock::now().max(self.last.saturating_add(1))
             }
         };
         self.last = ts;
@@ -239,6 +241,13 @@ mod tests {
 
     fn st(ts: u64, cpu: u32) -> Stamp {
         Stamp { ts, cpu }
+    }
+
+    #[test]
+    fn a_slot_whose_last_time_is_the_largest_still_stamps() {
+        let mut s = Stamper::new(3, u64::MAX);
+        assert_eq!(s.stamp(), st(u64::MAX, 3));
+        assert_eq!(s.last(), u64::MAX);
     }
 
     #[test]
