@@ -369,9 +369,10 @@ fn ratio_basis(paired: bool, reps: usize) -> String {
 
 fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     let exp = "drop-file";
-    // The row of the largest file for `s`, with or without readers.
+    // The rows of `s` with or without readers that have a time to drop.
     let of = |s: &str, bg: bool| {
-        rows.rows(exp)
+        let v: Vec<&Row> = rows
+            .rows(exp)
             .into_iter()
             .filter(|r| {
                 r.scheme == s
@@ -384,15 +385,27 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
                         == bg
                     && ms_to_drop(r).is_some()
             })
-            .max_by_key(|r| r.objects)
+            .collect();
+        v
     };
+    // The largest file both paygo and cas dropped without readers: the two times compared are
+    // of one file size.
+    let mib = need!(
+        of("paygo", false)
+            .into_iter()
+            .map(|r| r.objects)
+            .filter(|&n| of("cas", false).iter().any(|r| r.objects == n))
+            .max(),
+        "drop-file: no file size dropped by both paygo and cas without readers"
+    );
+    let at = |s: &str, bg: bool| of(s, bg).into_iter().find(|r| r.objects == mib);
     let pr = need!(
-        of("paygo", false),
+        at("paygo", false),
         "drop-file: no paygo row without readers"
     );
-    let cr = need!(of("cas", false), "drop-file: no cas row without readers");
+    let cr = need!(at("cas", false), "drop-file: no cas row without readers");
     let (p, c) = (ms_to_drop(pr).unwrap_or(0.0), ms_to_drop(cr).unwrap_or(0.0));
-    let pb = of("paygo", true).and_then(ms_to_drop);
+    let pb = at("paygo", true).and_then(ms_to_drop);
     let paired = paired_time_ratio(pr, cr);
     let r = paired.unwrap_or(p / c.max(1e-9));
     let v = if r <= 2.0 {
@@ -1436,6 +1449,30 @@ mod tests {
             .collect();
         assert_eq!(
             oplog_break_even(&Rows(&basic)).verdict,
+            Verdict::NotMeasured
+        );
+    }
+
+    #[test]
+    fn drop_rule_compares_one_file_size() {
+        // cas dropped 64 MiB only: paygo's 256 MiB (4x the pages) is not set against it.
+        let rows = [
+            drop_row("cas", 64, 0, 0.25, &[1.0]),
+            drop_row("paygo", 64, 0, 0.4, &[1.0]),
+            drop_row("paygo", 256, 0, 1.6, &[1.0]),
+            drop_row("paygo", 64, 1, 0.5, &[1.0]),
+            drop_row("paygo", 256, 1, 2.0, &[1.0]),
+        ];
+        let o = fig13_drop(&Rows(&rows));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(
+            o.measured
+                .contains("paygo 0.40 ms, 0.50 ms with readers, cas 0.25 ms (64 MiB): 1.60x"),
+            "{o:?}"
+        );
+        // No size measured for both: not measured.
+        assert_eq!(
+            fig13_drop(&Rows(&[rows[0].clone(), rows[2].clone()])).verdict,
             Verdict::NotMeasured
         );
     }
