@@ -223,7 +223,10 @@ fn fig7_drbh(rows: &Rows<'_>) -> Outcome {
         scaling(rows, "drbh", "paygo", t1, tn, None),
         "drbh: no paygo rows"
     );
-    let refcache = scaling(rows, "drbh", "refcache", t1, tn, None).unwrap_or(f64::NAN);
+    let refcache = need!(
+        scaling(rows, "drbh", "refcache", t1, tn, None),
+        "drbh: no refcache rows"
+    );
     let ideal = tn as f64 / t1 as f64;
     let v = if cas <= 1.1 && paygo >= 0.75 * ideal && refcache >= 0.75 * ideal {
         Verdict::Holds
@@ -278,7 +281,7 @@ fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
     };
     let paygo = need!(scaling(rows, exp, "paygo", t1, tn, None), "no paygo rows");
     let atomic = need!(scaling(rows, exp, "atomic", t1, tn, None), "no atomic rows");
-    let cas = scaling(rows, exp, "cas", t1, tn, None).unwrap_or(atomic);
+    let cas = need!(scaling(rows, exp, "cas", t1, tn, None), "no cas rows");
     let ideal = tn as f64 / t1 as f64;
     let v = if paygo >= 0.75 * ideal && atomic <= 1.0 && cas <= 1.0 {
         Verdict::Holds
@@ -1475,5 +1478,35 @@ mod tests {
             fig13_drop(&Rows(&[rows[0].clone(), rows[2].clone()])).verdict,
             Verdict::NotMeasured
         );
+    }
+
+    #[test]
+    fn scaling_rules_need_every_scheme_they_name() {
+        // DRBH without RefCache: not measured (its scaling was NaN, and the rule held in shape).
+        let drbh = [
+            row("drbh", "cas", 1, 1, 100.0, json!({})),
+            row("drbh", "cas", 2, 1, 40.0, json!({})),
+            row("drbh", "paygo", 1, 1, 100.0, json!({})),
+            row("drbh", "paygo", 2, 1, 195.0, json!({})),
+        ];
+        let o = fig7_drbh(&Rows(&drbh));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("refcache"), "{o:?}");
+        let mut all = drbh.to_vec();
+        all.push(row("drbh", "refcache", 1, 1, 100.0, json!({})));
+        all.push(row("drbh", "refcache", 2, 1, 190.0, json!({})));
+        let o = fig7_drbh(&Rows(&all));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(o.measured.contains("refcache 1.90x"), "{o:?}");
+        // One object without CAS: not measured (FAA's figure stood in for CAS's, and it held).
+        let single = [
+            row("single-object", "paygo", 1, 1, 100.0, json!({})),
+            row("single-object", "paygo", 2, 1, 190.0, json!({})),
+            row("single-object", "atomic", 1, 1, 90.0, json!({})),
+            row("single-object", "atomic", 2, 1, 30.0, json!({})),
+        ];
+        let o = fig11_single_object(&Rows(&single));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("cas"), "{o:?}");
     }
 }
