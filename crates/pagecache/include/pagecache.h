@@ -151,9 +151,12 @@ void pagecache_free(pagecache_t *cache);
  * last handle of the file is closed. */
 int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
 
-/* Closes a file handle; NULL does nothing. Writes its dirty pages back (errors are not
- * reported: call pagecache_sync first to see them) and frees its frames. */
-void pagecache_close(pagecache_file_t *file);
+/* Closes a file handle. At the file's last handle, writes its dirty pages back and frees its
+ * frames. Returns PAGECACHE_OK, PAGECACHE_EINVAL (file is NULL: nothing done), or, at the last
+ * handle, the first failed write-back's or fdatasync's -errno: the pages that failed are lost,
+ * and this is how the caller learns it (another handle's write can leave pages dirty after a
+ * pagecache_sync of this one). The handle is closed whatever it returns, as by close(2). */
+int pagecache_close(pagecache_file_t *file);
 
 /* Reads up to len bytes at offset into buf, like pread(2): returns the number of bytes read,
  * fewer than len at the end of the file and 0 at or past it. Errors: PAGECACHE_EINVAL (file is

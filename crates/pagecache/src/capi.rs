@@ -262,16 +262,28 @@ pub unsafe extern "C" fn pagecache_open(
     })
 }
 
-/// Closes a file handle (null: nothing): writes its dirty pages back and frees its frames
-/// (write-back errors are not reported: call [`pagecache_sync`] first to see them).
+/// Closes a file handle: at the file's last handle, writes its dirty pages back and frees its
+/// frames. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` for a null handle (nothing done), or, at
+/// the last handle, the first write-back's or `fdatasync`'s `-errno`: the pages that failed
+/// are lost, and this says so. The handle is closed whatever it returns, as by `close(2)`.
 ///
 /// # Safety
 /// `file` is null or a handle from [`pagecache_open`] not yet closed, that no other thread
 /// uses during or after the call.
 #[no_mangle]
-pub unsafe extern "C" fn pagecache_close(file: *mut CFile) {
-    // SAFETY: forwarded contract (a handle from `Box::into_raw` in `pagecache_open`).
-    unsafe { free_handle(file) }
+pub unsafe extern "C" fn pagecache_close(file: *mut CFile) -> i32 {
+    if file.is_null() {
+        return PAGECACHE_EINVAL;
+    }
+    boundary(PAGECACHE_EINTERNAL, || {
+        // SAFETY: a handle from `Box::into_raw` in `pagecache_open`, given back once (the
+        // caller's contract).
+        let h = unsafe { Box::from_raw(file) };
+        match h.file.close() {
+            Ok(()) => PAGECACHE_OK,
+            Err(e) => io_code(&e),
+        }
+    })
 }
 
 /// Drops the handle `h` (null: nothing), a panic in its drop caught.
@@ -680,7 +692,7 @@ mod tests {
         unsafe {
             pagecache_free(c);
             pagecache_free(null_mut());
-            pagecache_close(null_mut());
+            assert_eq!(pagecache_close(null_mut()), PAGECACHE_EINVAL);
             assert!(pagecache_scheme(null()).is_null());
         }
     }
@@ -823,9 +835,46 @@ mod tests {
             let n = pagecache_write_at(f, msg.as_ptr().cast(), msg.len(), len as u64 + 100);
             assert_eq!(n, msg.len() as isize);
             assert_eq!(pagecache_len(f), (len + 100 + msg.len()) as i64);
-            pagecache_close(f);
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
         }
         assert_eq!(&b, msg);
+    }
+
+    /// The last close of a file returns the write-back's error (the page is lost, and the
+    /// caller learns it); a close that is not the last returns `PAGECACHE_OK` and writes
+    /// nothing.
+    #[test]
+    fn the_last_close_returns_the_write_back_error() {
+        let (dir, _) = file_of(2 * PAGE_SIZE);
+        let p = dir.path().join("f");
+        let mut cfg = Config::new(4, "paygo");
+        cfg.fault = Some(std::sync::Arc::new(|ev: &crate::IoEvent<'_>| {
+            if ev.kind == crate::IoKind::WriteBack {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            Ok(())
+        }));
+        let cache = PageCache::new(cfg).expect("cache");
+        let handle = || {
+            Box::into_raw(Box::new(CFile {
+                file: cache.open(&p).expect("open"),
+            }))
+        };
+        let (a, b) = (handle(), handle());
+        // SAFETY: live handles (from `Box::into_raw`, as `pagecache_open` makes them), each
+        // closed once, and a buffer of 5 bytes.
+        unsafe {
+            assert_eq!(pagecache_sync(a), PAGECACHE_OK, "nothing dirty yet");
+            assert_eq!(pagecache_write_at(b, b"lost!".as_ptr().cast(), 5, 7), 5);
+            assert_eq!(pagecache_close(b), PAGECACHE_OK, "not the last handle");
+            assert_eq!(pagecache_close(a), -libc::ENOSPC, "the last close");
+        }
+        let disk = std::fs::read(&p).expect("read");
+        assert_eq!(
+            &disk[7..12],
+            &[7u8, 8, 9, 10, 11],
+            "the write never reached the file"
+        );
     }
 
     #[test]
