@@ -26,6 +26,9 @@
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
  *     for a file that is not a regular file or is on a pseudo file system such as procfs or
  *     sysfs, -EACCES for a write to a file opened read-only).
+ * A handle or out pointer that is misaligned for its type is never a live handle or a place
+ * for a result: every function refuses it as it refuses NULL (PAGECACHE_EINVAL, nothing done;
+ * pagecache_free does nothing, as with NULL).
  * pagecache_strerror() describes both. A call refused for its arguments (PAGECACHE_EINVAL,
  * PAGECACHE_ENOSCHEME, ...) changes nothing and leaves *out as it was; the cache and its files
  * go on working after any error. An I/O error of a read or a write may come after part of the
@@ -71,7 +74,8 @@ extern "C" {
  * function returns is -errno. */
 typedef enum pagecache_error {
     PAGECACHE_OK = 0,
-    PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer, a memory limit of 0 or above
+    PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer (or a misaligned handle or out
+                                    pointer), a memory limit of 0 or above
                                     4294967294 pages, a mode other than 0 or 1, a length above
                                     SSIZE_MAX, a write ending past 2^63 - 1, a
                                     negative length */
