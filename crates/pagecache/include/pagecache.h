@@ -26,6 +26,9 @@
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
  *     for a file that is not a regular file or is on a pseudo file system such as procfs or
  *     sysfs, -EACCES for a write to a file opened read-only).
+ * A handle or out pointer that is misaligned for its type is never a live handle or a place
+ * for a result: every function refuses it as it refuses NULL (PAGECACHE_EINVAL, nothing done;
+ * pagecache_free does nothing, as with NULL).
  * pagecache_strerror() describes both. A call refused for its arguments (PAGECACHE_EINVAL,
  * PAGECACHE_ENOSCHEME, ...) changes nothing and leaves *out as it was; the cache and its files
  * go on working after any error. An I/O error of a read or a write may come after part of the
@@ -71,7 +74,8 @@ extern "C" {
  * function returns is -errno. */
 typedef enum pagecache_error {
     PAGECACHE_OK = 0,
-    PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer, a memory limit of 0 or above
+    PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer (or a misaligned handle or out
+                                    pointer), a memory limit of 0 or above
                                     4294967294 pages, a mode other than 0 or 1, a length above
                                     SSIZE_MAX, a write ending past 2^63 - 1, a
                                     negative length */
@@ -151,9 +155,12 @@ void pagecache_free(pagecache_t *cache);
  * last handle of the file is closed. */
 int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
 
-/* Closes a file handle; NULL does nothing. Writes its dirty pages back (errors are not
- * reported: call pagecache_sync first to see them) and frees its frames. */
-void pagecache_close(pagecache_file_t *file);
+/* Closes a file handle. At the file's last handle, writes its dirty pages back and frees its
+ * frames. Returns PAGECACHE_OK, PAGECACHE_EINVAL (file is NULL: nothing done), or, at the last
+ * handle, the first failed write-back's or fdatasync's -errno: the pages that failed are lost,
+ * and this is how the caller learns it (another handle's write can leave pages dirty after a
+ * pagecache_sync of this one). The handle is closed whatever it returns, as by close(2). */
+int pagecache_close(pagecache_file_t *file);
 
 /* Reads up to len bytes at offset into buf, like pread(2): returns the number of bytes read,
  * fewer than len at the end of the file and 0 at or past it. Errors: PAGECACHE_EINVAL (file is

@@ -243,12 +243,14 @@ impl<C: RefCounter> Clone for PageCacheOf<C> {
     }
 }
 
-/// A file read and written through a [`PageCacheOf`]. Dropping it writes its dirty pages back
-/// and frees its frames (errors are ignored there, as by `std::fs::File`; call
-/// [`CachedFileOf::sync`] to see them).
+/// A file read and written through a [`PageCacheOf`]. Dropping the file's last handle writes its
+/// dirty pages back and frees its frames (errors are ignored there, as by `std::fs::File`;
+/// [`CachedFileOf::close`] returns them).
 pub struct CachedFileOf<C: RefCounter> {
     cache: Arc<Inner<C>>,
     state: Arc<FileState>,
+    /// Released by [`CachedFileOf::close`]: the drop has nothing left to do.
+    closed: bool,
 }
 
 /// A held reference to one cached page: the page stays in its frame until the guard is dropped
@@ -654,7 +656,7 @@ impl<C: RefCounter> Inner<C> {
     /// Frees the frames of `orphans` that no reference counts (under the allocator lock):
     /// frames still holding a page of a file whose last handle was dropped, which that drop
     /// could not free. A page whose write-back failed there (a full disk, an I/O error) is
-    /// lost, as the drop ignores errors (call `sync` first to see them); a page pinned by a
+    /// lost, as a drop ignores the error (`close` returns it); a page pinned by a
     /// leaked `PageRef` stays pinned. No reader can find these frames: the file's slots went
     /// with its state.
     fn evict_orphans(&self, a: &mut Alloc, orphans: &[u32]) -> usize {
@@ -1090,6 +1092,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 return Ok(CachedFileOf {
                     cache: self.inner.clone(),
                     state,
+                    closed: false,
                 });
             }
         }
@@ -1132,6 +1135,7 @@ impl<C: RefCounter> PageCacheOf<C> {
         Ok(CachedFileOf {
             cache: self.inner.clone(),
             state,
+            closed: false,
         })
     }
 
@@ -1709,8 +1713,25 @@ impl<C: RefCounter> FileExt for CachedFileOf<C> {
     }
 }
 
-impl<C: RefCounter> Drop for CachedFileOf<C> {
-    fn drop(&mut self) {
+impl<C: RefCounter> CachedFileOf<C> {
+    /// Closes the handle, as dropping it does, and returns what a drop cannot: when it is the
+    /// file's last handle, the first error of writing its dirty pages back and dropping them
+    /// (a write-back's or `fdatasync`'s). A page whose write-back fails there is lost, as at a
+    /// drop: the error says so. `Ok(())` when every page reached the file, or when other
+    /// handles of the file are still open (their pages stay cached; the last one writes them).
+    ///
+    /// Calling [`CachedFileOf::sync`] first does not make this needless: a write through
+    /// another handle of the file, dropped meanwhile, can make this handle the last one with
+    /// pages dirty again.
+    pub fn close(mut self) -> io::Result<()> {
+        self.closed = true;
+        self.release()
+    }
+
+    /// What closing the handle does: the last handle of a file writes its pages back and drops
+    /// them (the first error returned), then unlists the file unless it was opened again
+    /// meanwhile.
+    fn release(&self) -> io::Result<()> {
         let id = self.state.id;
         {
             let mut files = lock(&self.cache.files);
@@ -1720,17 +1741,27 @@ impl<C: RefCounter> Drop for CachedFileOf<C> {
                 .expect("pagecache: open files out of step");
             open.handles -= 1;
             if open.handles > 0 {
-                return;
+                return Ok(());
             }
         }
         // The last handle: the pages go (an open meanwhile shares the state and finds them
         // written back, some of them dropped); the entry goes unless that open came.
-        let _ = self.sync();
-        let _ = self.drop_cache();
+        let synced = self.sync();
+        let dropped = self.drop_cache();
         let mut files = lock(&self.cache.files);
         if files.by_id.get(&id).is_some_and(|o| o.handles == 0) {
             let open = files.by_id.remove(&id).expect("present");
             files.by_inode.remove(&open.inode);
+        }
+        synced.and(dropped.map(|_| ()))
+    }
+}
+
+impl<C: RefCounter> Drop for CachedFileOf<C> {
+    fn drop(&mut self) {
+        if !self.closed {
+            // A drop cannot return the error: `close` does.
+            let _ = self.release();
         }
     }
 }

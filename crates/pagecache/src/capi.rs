@@ -90,6 +90,25 @@ pub struct CStats {
     pub read_ahead: u64,
 }
 
+/// What a handle or an out pointer points to, or `None` for a null or misaligned pointer:
+/// neither is ever a live handle or writable memory for a pointer or a struct, so such a
+/// pointer is refused (`PAGECACHE_EINVAL`) instead of used.
+///
+/// # Safety
+/// `p` is null, misaligned, or valid for reads of a `T` (the caller's contract).
+unsafe fn deref<'a, T>(p: *const T) -> Option<&'a T> {
+    if !p.is_aligned() {
+        return None;
+    }
+    // SAFETY: aligned, and null or valid (the caller's contract).
+    unsafe { p.as_ref() }
+}
+
+/// Whether `out` may be written with a `T`: not null, aligned.
+fn writable<T>(out: *mut T) -> bool {
+    !out.is_null() && out.is_aligned()
+}
+
 /// Runs an entry point's body, turning a panic into `err`.
 fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
@@ -158,7 +177,7 @@ fn can_allocate(pages: usize) -> bool {
 /// `PAGECACHE_EUNFIT` (a scheme that cannot serve a page cache), `PAGECACHE_ENOMEM`.
 ///
 /// # Safety
-/// `scheme` is null or a NUL-terminated string; `out` is null or writable.
+/// `scheme` is null or a NUL-terminated string; `out` is null, misaligned or writable.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_new(
     memory_limit_pages: usize,
@@ -167,7 +186,7 @@ pub unsafe extern "C" fn pagecache_new(
     out: *mut *mut CCache,
 ) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
-        if out.is_null() {
+        if !writable(out) {
             return PAGECACHE_EINVAL;
         }
         let mode = match mode {
@@ -215,8 +234,8 @@ pub unsafe extern "C" fn pagecache_new(
 /// freed with the last of them.
 ///
 /// # Safety
-/// `cache` is null or a handle from [`pagecache_new`] not yet freed, that no other thread
-/// uses during or after the call.
+/// `cache` is null, misaligned or a handle from [`pagecache_new`] not yet freed, that no
+/// other thread uses during or after the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
     // SAFETY: forwarded contract (a handle from `Box::into_raw` in `pagecache_new`).
@@ -231,8 +250,8 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 /// [`PageCacheOf::open`](crate::PageCacheOf::open)).
 ///
 /// # Safety
-/// `cache` is null or a live handle; `path` is null or a NUL-terminated string; `out` is null
-/// or writable.
+/// `cache` is null, misaligned or a live handle; `path` is null or a NUL-terminated string;
+/// `out` is null, misaligned or writable.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_open(
     cache: *const CCache,
@@ -240,11 +259,11 @@ pub unsafe extern "C" fn pagecache_open(
     out: *mut *mut CFile,
 ) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
-        if path.is_null() || out.is_null() {
+        if path.is_null() || !writable(out) {
             return PAGECACHE_EINVAL;
         }
-        // SAFETY: null or a live handle (the caller's contract), only read through.
-        let Some(c) = (unsafe { cache.as_ref() }) else {
+        // SAFETY: null, misaligned or a live handle (the caller's contract), only read through.
+        let Some(c) = (unsafe { deref(cache) }) else {
             return PAGECACHE_EINVAL;
         };
         // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
@@ -262,16 +281,28 @@ pub unsafe extern "C" fn pagecache_open(
     })
 }
 
-/// Closes a file handle (null: nothing): writes its dirty pages back and frees its frames
-/// (write-back errors are not reported: call [`pagecache_sync`] first to see them).
+/// Closes a file handle: at the file's last handle, writes its dirty pages back and frees its
+/// frames. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` for a null handle (nothing done), or, at
+/// the last handle, the first write-back's or `fdatasync`'s `-errno`: the pages that failed
+/// are lost, and this says so. The handle is closed whatever it returns, as by `close(2)`.
 ///
 /// # Safety
-/// `file` is null or a handle from [`pagecache_open`] not yet closed, that no other thread
-/// uses during or after the call.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] not yet closed, that no
+/// other thread uses during or after the call.
 #[no_mangle]
-pub unsafe extern "C" fn pagecache_close(file: *mut CFile) {
-    // SAFETY: forwarded contract (a handle from `Box::into_raw` in `pagecache_open`).
-    unsafe { free_handle(file) }
+pub unsafe extern "C" fn pagecache_close(file: *mut CFile) -> i32 {
+    if file.is_null() || !file.is_aligned() {
+        return PAGECACHE_EINVAL;
+    }
+    boundary(PAGECACHE_EINTERNAL, || {
+        // SAFETY: a handle from `Box::into_raw` in `pagecache_open`, given back once (the
+        // caller's contract).
+        let h = unsafe { Box::from_raw(file) };
+        match h.file.close() {
+            Ok(()) => PAGECACHE_OK,
+            Err(e) => io_code(&e),
+        }
+    })
 }
 
 /// Drops the handle `h` (null: nothing), a panic in its drop caught.
@@ -280,7 +311,7 @@ pub unsafe extern "C" fn pagecache_close(file: *mut CFile) {
 /// `h` is null or from `Box::into_raw`, not yet freed, and no other thread uses it during or
 /// after the call.
 unsafe fn free_handle<T>(h: *mut T) {
-    if h.is_null() {
+    if h.is_null() || !h.is_aligned() {
         return;
     }
     boundary((), || {
@@ -292,18 +323,18 @@ unsafe fn free_handle<T>(h: *mut T) {
 /// The file behind a handle.
 ///
 /// # Safety
-/// `file` is null or a live handle.
+/// `file` is null, misaligned or a live handle.
 unsafe fn file_ref<'a>(file: *const CFile) -> Option<&'a CachedFile> {
-    // SAFETY: null or a live handle (the caller's contract), only read through; handles are
-    // `Sync`.
-    unsafe { file.as_ref() }.map(|f| &f.file)
+    // SAFETY: null, misaligned or a live handle (the caller's contract), only read through;
+    // handles are `Sync`.
+    unsafe { deref(file) }.map(|f| &f.file)
 }
 
 /// The file of a read or write of `len` bytes at `buf`, or `PAGECACHE_EINVAL` for a null
 /// handle, a null `buf` with `len > 0`, or `len > SSIZE_MAX`.
 ///
 /// # Safety
-/// `file` is null or a live handle.
+/// `file` is null, misaligned or a live handle.
 unsafe fn io_args<'a>(
     file: *const CFile,
     buf: *const c_void,
@@ -324,8 +355,8 @@ unsafe fn io_args<'a>(
 /// (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`), a fill's `-errno`.
 ///
 /// # Safety
-/// `file` is null or a live handle; `buf` is null or writable for `len` bytes, and no other
-/// thread accesses those bytes during the call.
+/// `file` is null, misaligned or a live handle; `buf` is null or writable for `len` bytes,
+/// and no other thread accesses those bytes during the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_read_at(
     file: *const CFile,
@@ -368,8 +399,8 @@ pub unsafe extern "C" fn pagecache_read_at(
 /// `RLIMIT_FSIZE`; nothing written), a fill's or write's `-errno`. `len` 0 returns 0.
 ///
 /// # Safety
-/// `file` is null or a live handle; `buf` is null or readable for `len` bytes that no other
-/// thread writes during the call.
+/// `file` is null, misaligned or a live handle; `buf` is null or readable for `len` bytes
+/// that no other thread writes during the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_write_at(
     file: *const CFile,
@@ -401,7 +432,7 @@ pub unsafe extern "C" fn pagecache_write_at(
 /// (a null handle) or the first `-errno` (a page that failed stays dirty).
 ///
 /// # Safety
-/// `file` is null or a live handle.
+/// `file` is null, misaligned or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_sync(file: *const CFile) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
@@ -420,7 +451,7 @@ pub unsafe extern "C" fn pagecache_sync(file: *const CFile) -> i32 {
 /// or `PAGECACHE_EINVAL` (a null handle) or the first write-back's `-errno`.
 ///
 /// # Safety
-/// `file` is null or a live handle.
+/// `file` is null, misaligned or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
     boundary(PAGECACHE_EINTERNAL as isize, || {
@@ -441,7 +472,7 @@ pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
 /// `RLIMIT_FSIZE`), or `ftruncate`'s `-errno` (nothing changed).
 ///
 /// # Safety
-/// `file` is null or a live handle.
+/// `file` is null, misaligned or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
@@ -463,7 +494,7 @@ pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 
 /// `pagecache_set_len`), or `PAGECACHE_EINVAL` (a null handle).
 ///
 /// # Safety
-/// `file` is null or a live handle.
+/// `file` is null, misaligned or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
     boundary(PAGECACHE_EINTERNAL as i64, || {
@@ -479,15 +510,16 @@ pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
 /// pointer).
 ///
 /// # Safety
-/// `cache` is null or a live handle; `out` is null or writable for a `pagecache_stats_t`.
+/// `cache` is null, misaligned or a live handle; `out` is null, misaligned or writable for a
+/// `pagecache_stats_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
-        if out.is_null() {
+        if !writable(out) {
             return PAGECACHE_EINVAL;
         }
-        // SAFETY: null or a live handle (the caller's contract), only read through.
-        let Some(c) = (unsafe { cache.as_ref() }) else {
+        // SAFETY: null, misaligned or a live handle (the caller's contract), only read through.
+        let Some(c) = (unsafe { deref(cache) }) else {
             return PAGECACHE_EINVAL;
         };
         let s = c.cache.stats();
@@ -510,12 +542,12 @@ pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats)
 /// The name of the cache's counting scheme (static storage), or null for a null handle.
 ///
 /// # Safety
-/// `cache` is null or a live handle.
+/// `cache` is null, misaligned or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_scheme(cache: *const CCache) -> *const c_char {
     boundary(core::ptr::null(), || {
-        // SAFETY: null or a live handle (the caller's contract), only read through.
-        match unsafe { cache.as_ref() } {
+        // SAFETY: null, misaligned or a live handle (the caller's contract), only read through.
+        match unsafe { deref(cache) } {
             Some(c) => c.scheme.as_ptr(),
             None => core::ptr::null(),
         }
@@ -680,7 +712,7 @@ mod tests {
         unsafe {
             pagecache_free(c);
             pagecache_free(null_mut());
-            pagecache_close(null_mut());
+            assert_eq!(pagecache_close(null_mut()), PAGECACHE_EINVAL);
             assert!(pagecache_scheme(null()).is_null());
         }
     }
@@ -795,6 +827,53 @@ mod tests {
         }
     }
 
+    /// A handle or out pointer misaligned for its type (here one byte into a live handle or a
+    /// buffer) is never a live handle or a place for a result: every entry point refuses it
+    /// with `PAGECACHE_EINVAL` and touches nothing, and the real handles go on working.
+    #[test]
+    fn misaligned_handles_and_out_pointers_are_refused() {
+        let len = 2 * PAGE_SIZE + 3;
+        let (_dir, path) = file_of(len);
+        let c = new_cache(2, c"atomic", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        let bad_c = c.cast::<u8>().wrapping_add(1).cast::<CCache>();
+        let bad_f = f.cast::<u8>().wrapping_add(1).cast::<CFile>();
+        // Room for a result, and a pointer one byte into it.
+        let mut room = [0u64; 16];
+        let at = room.as_mut_ptr().cast::<u8>().wrapping_add(1);
+        let mut b = [0u8; 8];
+        let p = b.as_mut_ptr().cast::<c_void>();
+        // SAFETY (every call of this block): live handles, or pointers misaligned for their
+        // type (refused before any access); buffers of at least the length given.
+        unsafe {
+            let ec = PAGECACHE_EINVAL;
+            assert_eq!(pagecache_new(2, null(), 0, at.cast()), ec);
+            assert_eq!(pagecache_open(bad_c, path.as_ptr(), &mut null_mut()), ec);
+            assert_eq!(pagecache_open(c, path.as_ptr(), at.cast()), ec);
+            assert_eq!(pagecache_stats(bad_c, &mut CStats::default()), ec);
+            assert_eq!(pagecache_stats(c, at.cast()), ec);
+            assert!(pagecache_scheme(bad_c).is_null());
+            assert_eq!(pagecache_read_at(bad_f, p, 8, 0), ec as isize);
+            assert_eq!(pagecache_write_at(bad_f, p, 8, 0), ec as isize);
+            assert_eq!(pagecache_sync(bad_f), ec);
+            assert_eq!(pagecache_drop_cache(bad_f), ec as isize);
+            assert_eq!(pagecache_len(bad_f), ec as i64);
+            assert_eq!(pagecache_set_len(bad_f, 0), ec);
+            assert_eq!(pagecache_close(bad_f), ec);
+            pagecache_free(bad_c);
+        }
+        assert_eq!(
+            room, [0; 16],
+            "nothing written through a misaligned out pointer"
+        );
+        check(f, len);
+        // SAFETY: live handles, closed and freed once.
+        unsafe {
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            pagecache_free(c);
+        }
+    }
+
     #[test]
     fn writes_sync_drop_and_a_file_outliving_its_cache() {
         let len = 3 * PAGE_SIZE;
@@ -823,9 +902,46 @@ mod tests {
             let n = pagecache_write_at(f, msg.as_ptr().cast(), msg.len(), len as u64 + 100);
             assert_eq!(n, msg.len() as isize);
             assert_eq!(pagecache_len(f), (len + 100 + msg.len()) as i64);
-            pagecache_close(f);
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
         }
         assert_eq!(&b, msg);
+    }
+
+    /// The last close of a file returns the write-back's error (the page is lost, and the
+    /// caller learns it); a close that is not the last returns `PAGECACHE_OK` and writes
+    /// nothing.
+    #[test]
+    fn the_last_close_returns_the_write_back_error() {
+        let (dir, _) = file_of(2 * PAGE_SIZE);
+        let p = dir.path().join("f");
+        let mut cfg = Config::new(4, "paygo");
+        cfg.fault = Some(std::sync::Arc::new(|ev: &crate::IoEvent<'_>| {
+            if ev.kind == crate::IoKind::WriteBack {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            Ok(())
+        }));
+        let cache = PageCache::new(cfg).expect("cache");
+        let handle = || {
+            Box::into_raw(Box::new(CFile {
+                file: cache.open(&p).expect("open"),
+            }))
+        };
+        let (a, b) = (handle(), handle());
+        // SAFETY: live handles (from `Box::into_raw`, as `pagecache_open` makes them), each
+        // closed once, and a buffer of 5 bytes.
+        unsafe {
+            assert_eq!(pagecache_sync(a), PAGECACHE_OK, "nothing dirty yet");
+            assert_eq!(pagecache_write_at(b, b"lost!".as_ptr().cast(), 5, 7), 5);
+            assert_eq!(pagecache_close(b), PAGECACHE_OK, "not the last handle");
+            assert_eq!(pagecache_close(a), -libc::ENOSPC, "the last close");
+        }
+        let disk = std::fs::read(&p).expect("read");
+        assert_eq!(
+            &disk[7..12],
+            &[7u8, 8, 9, 10, 11],
+            "the write never reached the file"
+        );
     }
 
     #[test]

@@ -153,6 +153,7 @@ trait DynFile: Send + Sync {
     fn drop_cache(&self) -> io::Result<usize>;
     fn len(&self) -> u64;
     fn set_len(&self, size: u64) -> io::Result<()>;
+    fn close(self: Box<Self>) -> io::Result<()>;
 }
 
 impl<C: RefCounter> DynCache for PageCacheOf<C> {
@@ -185,6 +186,9 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     }
     fn set_len(&self, size: u64) -> io::Result<()> {
         CachedFileOf::set_len(self, size)
+    }
+    fn close(self: Box<Self>) -> io::Result<()> {
+        CachedFileOf::close(*self)
     }
 }
 
@@ -278,6 +282,10 @@ impl CachedFile {
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// See [`CachedFileOf::close`].
+    pub fn close(self) -> io::Result<()> {
+        self.inner.close()
     }
 }
 

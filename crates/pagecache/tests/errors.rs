@@ -276,6 +276,54 @@ fn orphan_case<C: refcount::RefCounter>(scheme: C, name: &str) {
     );
 }
 
+/// `close` returns what dropping the last handle ignores: the first write-back error, when a
+/// write through another handle, dropped since, left a page dirty after this handle's `sync`.
+/// A close that is not the file's last returns `Ok` and writes nothing; one whose pages all
+/// reach the file returns `Ok` with them on disk.
+#[test]
+fn the_last_close_returns_the_write_back_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 4 * 4096;
+    let path = pattern_file(&dir, "f", len);
+    let link = dir.path().join("link");
+    std::fs::hard_link(&path, &link).expect("hard link");
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let hook = {
+        let fail = fail.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == IoKind::WriteBack && fail.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("injected write error"));
+            }
+            Ok(())
+        })
+    };
+    let mut cfg = Config::new(4, "paygo");
+    cfg.fault = Some(hook);
+    let cache = PageCache::new(cfg).expect("cache");
+    let a = cache.open(&path).expect("open");
+    a.sync().expect("nothing dirty");
+    let b = cache.open(&link).expect("open the link");
+    b.write_at(b"lost", 4096 + 9).expect("write");
+    b.close().expect("not the last handle: nothing written");
+    let e = a.close().expect_err("the last close fails its write-back");
+    assert_eq!(e.kind(), ErrorKind::Other);
+    assert!(e.to_string().contains("injected"), "{e}");
+    assert_eq!(
+        std::fs::read(&path).expect("disk")[4096 + 9..4096 + 13],
+        (4096 + 9..4096 + 13).map(pat).collect::<Vec<u8>>()[..],
+        "the lost write is not in the file"
+    );
+    // Without the failure, the last close writes the page and returns Ok.
+    fail.store(false, Ordering::SeqCst);
+    let c = cache.open(&link).expect("open again");
+    c.write_at(b"kept", 4096 + 9).expect("write");
+    c.close().expect("the last close writes the page back");
+    assert_eq!(
+        &std::fs::read(&path).expect("disk")[4096 + 9..4096 + 13],
+        b"kept"
+    );
+}
+
 /// A sparse file of a petabyte (8 TiB without tmpfs) opens with a bounded page table (nothing proportional to its
 /// size is allocated) and reads and writes at both ends.
 #[test]

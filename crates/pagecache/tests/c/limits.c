@@ -81,7 +81,7 @@ static void fs_limit(void) {
         CHECK_EQ(pagecache_write_at(f, "end", 3, (uint64_t)limit - 3), 3);
         CHECK_EQ(pagecache_len(f), limit);
         CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
-        pagecache_close(f);
+        CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
     }
     pagecache_free(c);
     char b[4] = {0};
@@ -119,7 +119,7 @@ static void rlimit(void) {
         CHECK_EQ(pagecache_set_len(f, (int64_t)LIMIT + 1), PAGECACHE_EFBIG);
         CHECK_EQ(pagecache_len(f), LIMIT);
         CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
-        pagecache_close(f);
+        CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
     }
     pagecache_free(c);
     struct stat st;

@@ -300,7 +300,7 @@ static void run(const char *scheme, int mode) {
     /* The file outlives its cache handle. */
     pagecache_free(c);
     check_all(f);
-    pagecache_close(f);
+    CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
 
     unlink(path);
     close(fd);
@@ -319,7 +319,7 @@ static void errors(void) {
     CHECK_EQ(pagecache_new(LIMIT, "paygo", 0, NULL), PAGECACHE_EINVAL);
     CHECK(c == NULL);
     pagecache_free(NULL);
-    pagecache_close(NULL);
+    CHECK_EQ(pagecache_close(NULL), PAGECACHE_EINVAL);
 
     /* A null name means paygo. */
     CHECK_EQ(pagecache_new(LIMIT, NULL, PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
@@ -342,7 +342,7 @@ static void errors(void) {
             CHECK_EQ(pagecache_set_len(f, 0), -EACCES);
             CHECK_EQ(pagecache_len(f), FILE_LEN);
             still_works(f);
-            pagecache_close(f);
+            CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
         }
     }
     unlink(path);
