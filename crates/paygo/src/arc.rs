@@ -25,6 +25,10 @@
 //! not compile, where it would be dropped after its borrow ended or on another thread
 //! (`tests/compile_fail/arc_of_borrow.rs`, `arc_of_rc.rs`).
 //!
+//! A value whose `Drop` panics: the panic reaches the caller of the drop or of [`collect`]
+//! that dropped it, and the allocation goes with its last `Weak`, as `std`'s; a collection
+//! first drops the rest of its batch (as a `Vec`'s drop does, a second panic aborts).
+//!
 //! Leaking an `Arc` (`mem::forget`) leaks the value: the domain counts the reference for ever,
 //! and no reclaim can succeed.
 //!
@@ -263,6 +267,45 @@ unsafe fn release_weak(m: NonNull<Meta>) {
     }
 }
 
+/// Gives back the value's weak count of an allocation when dropped: held while the value is
+/// dropped, so that the count goes back even if the value's `Drop` panics (as
+/// `std::sync::Arc`'s, whose allocation is freed with the last `Weak` after such a panic).
+/// The value counts as dropped either way (its header is DEAD: no `Weak` upgrades to it).
+struct ValueWeak(NonNull<Meta>);
+
+impl Drop for ValueWeak {
+    fn drop(&mut self) {
+        // SAFETY: made only by `Reclaimed::drop` and `Arc::drop_if_last` for an allocation
+        // whose value they drop (or began to drop) and whose weak count they hold.
+        unsafe { release_weak(self.0) }
+    }
+}
+
+/// An allocation whose object the collector reclaimed and unlisted: dropping it drops the
+/// value and gives back the value's weak count. A batch of them is a `Vec`, whose drop goes
+/// on with the rest when one value's `Drop` panics, and then resumes the panic (a second
+/// panic while unwinding aborts, as everywhere in Rust): each value is dropped exactly once.
+struct Reclaimed(NonNull<Meta>);
+
+impl Reclaimed {
+    /// # Safety
+    /// The caller's reclaim moved `m`'s header to DEAD (it alone may drop the value), and `m`
+    /// is unlisted and named by no `Arc`; the value's weak count passes to the result.
+    unsafe fn new(m: NonNull<Meta>) -> Self {
+        Reclaimed(m)
+    }
+}
+
+impl Drop for Reclaimed {
+    fn drop(&mut self) {
+        let m = self.0;
+        let _weak = ValueWeak(m);
+        // SAFETY: by `new`'s contract, the value is live and ours alone to drop, once (this
+        // drop runs once); `_weak` gives back its count after it, unwinding or not.
+        unsafe { (m.as_ref().drop_value)(m) }
+    }
+}
+
 /// A registered allocation.
 #[derive(Clone, Copy)]
 struct Entry(NonNull<Meta>);
@@ -324,8 +367,12 @@ impl Domain {
     /// Collects one shard: reclaims (one fence for the batch) every listed object that counts
     /// no reference, unlists it, and then, outside the lock, drops its value and frees it.
     /// Returns how many were examined and how many freed.
+    ///
+    /// # Panics
+    /// If a value's `Drop` panics: after every other value of the batch was dropped (the
+    /// allocations given back as after a normal drop), the panic goes on to the caller.
     fn collect_shard(&self, shard: usize) -> (usize, usize) {
-        let mut dead = Vec::new();
+        let mut dead: Vec<Reclaimed> = Vec::new();
         let examined;
         {
             let mut v = self.arcs.lock(shard);
@@ -350,21 +397,19 @@ impl Domain {
                 for (m, ok) in metas.iter().zip(&out) {
                     if *ok {
                         Registry::remove_locked(&mut v, *m);
-                        dead.push(*m);
+                        // SAFETY: our reclaim moved the header to DEAD: we alone drop the
+                        // value; the allocation is unlisted now and no Arc names it (a
+                        // counted reference would have made the reclaim fail).
+                        dead.push(unsafe { Reclaimed::new(*m) });
                     }
                 }
             }
         }
-        for m in &dead {
-            // SAFETY: our reclaim moved the header to DEAD: we alone drop the value; the
-            // allocation is unlisted and no Arc names it (a counted reference would have made
-            // the reclaim fail).
-            unsafe {
-                (m.as_ref().drop_value)(*m);
-                release_weak(*m);
-            }
-        }
-        (examined, dead.len())
+        let freed = dead.len();
+        // Outside the lock: a value's drop may use the registry. Every value is dropped, even
+        // after one's `Drop` panicked (`Reclaimed`).
+        drop(dead);
+        (examined, freed)
     }
 
     /// The number of `Arc` allocations of this domain not yet freed.
@@ -377,6 +422,10 @@ impl Domain {
 /// for the collector; returns how many were freed. The collector also runs by itself (see the
 /// module docs): call this where a program wants those values dropped now (before measuring
 /// memory, at shutdown).
+///
+/// # Panics
+/// If a value's `Drop` panics: the panic goes on to the caller once the rest of that value's
+/// batch (one registry shard's) was dropped; the shards after it wait for the next collection.
 pub fn collect(domain: &Domain) -> usize {
     (0..SHARDS).map(|s| domain.collect_shard(s).1).sum()
 }
@@ -1104,12 +1153,11 @@ impl<T: ?Sized> Arc<T> {
             return false;
         }
         drop(v);
+        // The value's weak count goes back after its drop, even if that panics.
+        let _weak = ValueWeak(m);
         // SAFETY: our reclaim moved the header to DEAD: we alone drop the value; the
         // allocation is unlisted and no Arc names it any more.
-        unsafe {
-            drop_value::<T>(m);
-            release_weak(m);
-        }
+        unsafe { drop_value::<T>(m) };
         true
     }
 }
@@ -1386,5 +1434,135 @@ impl<T> Default for Weak<T> {
 impl<T: ?Sized> core::fmt::Debug for Weak<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("(Weak)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+
+    /// A value that counts its drops, the one numbered `panics` panicking in its `Drop` (after
+    /// counting).
+    struct Counted {
+        id: usize,
+        panics: usize,
+        drops: &'static [AtomicUsize],
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.drops[self.id].fetch_add(1, Ordering::SeqCst);
+            if self.id == self.panics {
+                panic!("value {} panics in drop", self.id);
+            }
+        }
+    }
+
+    fn leak<T>(v: T) -> &'static T {
+        Box::leak(Box::new(v))
+    }
+
+    fn counters(n: usize) -> &'static [AtomicUsize] {
+        Box::leak((0..n).map(|_| AtomicUsize::new(0)).collect())
+    }
+
+    fn small_domain() -> &'static Domain {
+        leak(Domain::with_config(Config {
+            slots_per_cpu: 64,
+            window: 4,
+        }))
+    }
+
+    /// The weak count of the allocation `w` names: the `Weak`s, plus one while the value's
+    /// count was not given back.
+    fn weak_counts<T: ?Sized>(w: &Weak<T>) -> usize {
+        w.meta().expect("an allocation").weak.load(Ordering::SeqCst)
+    }
+
+    /// Drops `a`, this thread's last `Arc` to its value, leaving the value to the collector:
+    /// the drop skips its check, as after finding the object referenced (and no collection
+    /// is due on this thread).
+    fn drop_for_the_collector<T: ?Sized>(a: Arc<T>) {
+        let addr = a.inner.as_ptr().cast::<u8>() as usize;
+        RECENT.with(|c| {
+            let mut r = c.get();
+            r.addr = addr;
+            r.skip = 1;
+            r.due = u64::MAX;
+            c.set(r);
+        });
+        drop(a);
+    }
+
+    /// A collection whose batch holds a value whose `Drop` panics, at each position of the
+    /// batch: every other value is dropped exactly once, the panicking one once, the panic
+    /// reaches `collect`'s caller, every allocation is unlisted and its value's weak count
+    /// given back, and no `Weak` upgrades.
+    #[test]
+    fn a_collection_drops_the_rest_of_its_batch_after_a_drop_that_panics() {
+        const N: usize = 6;
+        for panics in 0..N {
+            let d = small_domain();
+            let drops = counters(N);
+            let mut weaks = Vec::new();
+            for id in 0..N {
+                let a = Arc::new_in(Counted { id, panics, drops }, d);
+                weaks.push(Arc::downgrade(&a));
+                drop_for_the_collector(a);
+            }
+            assert_eq!(d.arcs_alive(), N, "every value waits for the collector");
+            assert!(drops.iter().all(|c| c.load(Ordering::SeqCst) == 0));
+            let err = std::panic::catch_unwind(|| collect(d)).expect_err("the drop's panic");
+            assert_eq!(
+                err.downcast_ref::<String>().map(String::as_str),
+                Some(format!("value {panics} panics in drop").as_str())
+            );
+            for (i, c) in drops.iter().enumerate() {
+                assert_eq!(
+                    c.load(Ordering::SeqCst),
+                    1,
+                    "value {i} (panicking: {panics})"
+                );
+            }
+            assert_eq!(d.arcs_alive(), 0);
+            for (i, w) in weaks.iter().enumerate() {
+                assert!(w.upgrade().is_none(), "value {i}");
+                assert_eq!(
+                    weak_counts(w),
+                    1,
+                    "value {i}: only the Weak's count is left"
+                );
+            }
+            assert_eq!(collect(d), 0);
+            assert!(drops.iter().all(|c| c.load(Ordering::SeqCst) == 1));
+        }
+    }
+
+    /// A value whose `Drop` panics at the last drop: the panic reaches that drop's caller, the
+    /// value is dropped once, and its weak count is given back (the allocation goes with the
+    /// last `Weak`, as `std::sync::Arc`'s).
+    #[test]
+    fn a_last_drop_that_panics_gives_the_value_s_weak_count_back() {
+        let d = small_domain();
+        let drops = counters(1);
+        let a = Arc::new_in(
+            Counted {
+                id: 0,
+                panics: 0,
+                drops,
+            },
+            d,
+        );
+        let w = Arc::downgrade(&a);
+        assert_eq!(weak_counts(&w), 2);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(a)));
+        assert!(r.is_err());
+        assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+        assert_eq!(d.arcs_alive(), 0);
+        assert!(w.upgrade().is_none());
+        assert_eq!(weak_counts(&w), 1);
+        assert_eq!(collect(d), 0);
+        assert_eq!(drops[0].load(Ordering::SeqCst), 1);
     }
 }

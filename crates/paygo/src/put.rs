@@ -22,8 +22,9 @@ fn wrong_object() -> ! {
 impl Domain {
     /// The slot of `anchor`, after checking that the anchor was made by this domain for
     /// `obj`. The checks are plain comparisons: an anchor is never dereferenced. The domain's
-    /// number catches an anchor of another domain (its slot number may be in range here); the
-    /// bounds check, the rest (numbers repeat after 2^32 domains).
+    /// number catches an anchor of another domain (its slot number may be in range here):
+    /// numbers are never used twice (a process makes at most 2^32 - 1 domains); the bounds
+    /// check keeps a slot number in range whatever the anchor.
     ///
     /// # Panics
     /// If the anchor was made by another domain (or its slot is not one of this domain's), or

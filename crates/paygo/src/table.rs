@@ -15,10 +15,53 @@ pub(crate) const STRIPES: usize = 256;
 #[cfg(loom)]
 pub(crate) const STRIPES: usize = 4;
 
-/// A number for a new domain: consecutive, wrapping after 2^32 domains.
+/// The most domains a process can make: their numbers are 1 to `u32::MAX`, 32 bits in each
+/// anchor (next to its 32-bit CPU number, so that an anchor stays four words; a number that
+/// wrapped would let an anchor of a domain made 2^32 domains earlier pass `put`'s check).
+pub(crate) const MAX_DOMAINS: u64 = u32::MAX as u64;
+
+/// The next domain number to hand out; counts on past `u32::MAX` (a `u64` does not wrap).
+static NEXT_DOMAIN_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    /// Where a test set it, the next domain number of the domains this thread makes, in place
+    /// of `NEXT_DOMAIN_ID` (what it would be after that many domains, without making them, and
+    /// without taking numbers from tests on other threads).
+    pub(crate) static TEST_NEXT_DOMAIN_ID: core::cell::Cell<Option<u64>> =
+        const { core::cell::Cell::new(None) };
+}
+
+/// A number for a new domain: consecutive from 1, never one handed out before.
+///
+/// # Panics
+/// Once [`MAX_DOMAINS`] numbers were handed out (every later call panics too).
 fn next_domain_id() -> u32 {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    #[cfg(all(test, not(loom)))]
+    if let Some(n) = TEST_NEXT_DOMAIN_ID.with(|c| c.replace(None)) {
+        TEST_NEXT_DOMAIN_ID.with(|c| c.set(Some(n + 1)));
+        return domain_id(n);
+    }
+    // Relaxed: a number only needs to be unique, which the counter's modification order makes
+    // it; nothing else is published through it.
+    domain_id(NEXT_DOMAIN_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// The domain number `n`, or a panic past [`MAX_DOMAINS`].
+fn domain_id(n: u64) -> u32 {
+    if n > MAX_DOMAINS {
+        too_many_domains();
+    }
+    n as u32
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_domains() -> ! {
+    panic!(
+        "paygo: {MAX_DOMAINS} domains were made in this process, the most there can be \
+         (a domain's number is 32 bits wide and is never used twice)"
+    )
 }
 
 /// Slots per bit of a CPU's claim summary (`1 << GROUP_SHIFT`: a group of 8 slots, 512 bytes
@@ -246,6 +289,14 @@ pub(crate) struct OverflowCounters {
 
 impl Domain {
     /// A domain with the default configuration (4096 slots per CPU, window 8).
+    ///
+    /// A process can make 2^32 - 1 domains in all (each has a number of its own, 32 bits in
+    /// each of its anchors, never used twice): making another panics, here and in
+    /// [`Domain::with_config`] and [`Domain::try_with_config`] (a process that makes domains
+    /// in a loop should make one and keep it).
+    ///
+    /// # Panics
+    /// If 2^32 - 1 domains were made in this process.
     pub fn new() -> Self {
         Self::with_config(Config::default())
     }
@@ -253,7 +304,7 @@ impl Domain {
     /// A domain of the given size.
     ///
     /// # Panics
-    /// If [`Domain::try_with_config`] refuses the configuration.
+    /// If [`Domain::try_with_config`] refuses the configuration, or panics.
     pub fn with_config(cfg: Config) -> Self {
         Self::try_with_config(cfg).unwrap_or_else(|e| panic!("paygo: {e}"))
     }
@@ -261,8 +312,12 @@ impl Domain {
     /// A domain of the given size, or why not: `slots_per_cpu` must be a power of two no larger
     /// than [`MAX_SLOTS_PER_CPU`], `window` in `1..=slots_per_cpu`, and the tables
     /// (`possible CPUs × slots_per_cpu × 64` bytes) must be allocatable.
+    ///
+    /// # Panics
+    /// If 2^32 - 1 domains were made in this process (see [`Domain::new`]).
     pub fn try_with_config(cfg: Config) -> Result<Self, ConfigError> {
         cfg.check()?;
+        let id = next_domain_id();
         let bits = cfg.slots_per_cpu.trailing_zeros();
         let n = percpu::possible_cpus()
             .checked_mul(cfg.slots_per_cpu)
@@ -291,7 +346,7 @@ impl Domain {
                 .collect(),
             mask: cfg.slots_per_cpu - 1,
             window: cfg.window,
-            id: next_domain_id(),
+            id,
             claimed,
             claimed_stride,
             overflow: CachePadded::new(OverflowCounters::default()),

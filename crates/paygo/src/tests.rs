@@ -124,3 +124,47 @@ fn an_anchor_of_another_domain_on_this_domains_slot_is_refused() {
     );
     d.put(hdr, forged);
 }
+
+/// Domain numbers never repeat: the last one, `u32::MAX`, is handed out, and every domain
+/// made after it panics, before any of its tables is made (numbers wrapping to 1 would let an
+/// anchor of a domain made 2^32 domains earlier pass `put`'s check here).
+#[test]
+fn a_domain_past_the_last_number_panics() {
+    use crate::table::{MAX_DOMAINS, TEST_NEXT_DOMAIN_ID};
+    let cfg = Config {
+        slots_per_cpu: 4,
+        window: 1,
+    };
+    TEST_NEXT_DOMAIN_ID.with(|c| c.set(Some(MAX_DOMAINS - 1)));
+    let before_last = Domain::with_config(cfg);
+    let last = Domain::with_config(cfg);
+    assert_eq!((before_last.id, last.id), (u32::MAX - 1, u32::MAX));
+    for _ in 0..2 {
+        let err = std::panic::catch_unwind(|| Domain::with_config(cfg))
+            .expect_err("no domain past the last number");
+        let msg = err.downcast_ref::<String>().expect("a formatted message");
+        assert!(
+            msg.contains("4294967295 domains were made in this process"),
+            "{msg}"
+        );
+        assert!(std::panic::catch_unwind(Domain::new).is_err());
+    }
+    TEST_NEXT_DOMAIN_ID.with(|c| c.set(None));
+    // The domains made keep working: an anchor of one is refused by the other.
+    let h = Box::pin(Header::new());
+    let a = last.try_get(h.as_ref()).expect("live");
+    assert_eq!(last.read_all(h.as_ref()), 1);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        before_last.put(h.as_ref(), a)
+    }));
+    assert!(r.is_err(), "an anchor of another domain");
+    assert_eq!(last.read_all(h.as_ref()), 1);
+    assert_eq!(before_last.read_all(h.as_ref()), 0);
+}
+
+/// An anchor carries its domain's number in 32 bits beside its 32-bit CPU number: four words.
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn an_anchor_is_four_words() {
+    assert_eq!(core::mem::size_of::<Anchor>(), 32);
+}

@@ -67,6 +67,16 @@
 //!   [`RefCounter::memory`]'s per-object core bytes, lost per 2³² objects made on it), and no
 //!   two objects ever have the same tag. The slab holds at most 2²² objects at a time.
 //!
+//! # An object used through another instance
+//!
+//! An object counts in the scheme that made it, whichever [`RefCache`] it is given to: every
+//! operation on an object (get, put, read, reclaim, [`RefCache::global_count`]) follows the
+//! handle on its scheme's shared state that the object keeps (to retire its slot), not the
+//! instance's own. An object used through another instance is counted exactly, and that
+//! instance's objects, one of which may have the same tag, are left alone. The fast path loads
+//! the object's handle where it loaded the instance's: no check, nothing more. A batch
+//! reclaim fences each scheme whose objects are in the batch.
+//!
 //! sv6's bug in `get_consistent()` (a `continue` inside the seqcount retry that does not restart
 //! the outer loop) has no counterpart here: reads of a way's two words happen under the lock
 //! that pins its tag.
@@ -467,18 +477,18 @@ impl RefCache {
     /// The object's global count: RefCache's own view, which lags the per-CPU deltas until
     /// they are flushed.
     pub fn global_count(&self, obj: Pin<&RefCacheObject>) -> i64 {
-        self.shared.cores.get(obj.slot).lock().global
+        obj.shared.cores.get(obj.slot).lock().global
     }
 
     /// Whether the review queue confirmed the object at zero: its global count stayed 0,
     /// untouched, for two epochs. A later flush clears it.
     pub fn zero_confirmed(&self, obj: Pin<&RefCacheObject>) -> bool {
-        self.shared.cores.get(obj.slot).lock().zero_confirmed
+        obj.shared.cores.get(obj.slot).lock().zero_confirmed
     }
 
     /// Whether the review queue holds the object.
     pub fn queued_for_review(&self, obj: Pin<&RefCacheObject>) -> bool {
-        self.shared.cores.get(obj.slot).lock().queued
+        obj.shared.cores.get(obj.slot).lock().queued
     }
 
     /// Event counts so far.
@@ -502,7 +512,7 @@ impl RefCache {
 
     /// `global + Σ deltas` under the object's lock.
     fn sum(&self, obj: &RefCacheObject) -> i64 {
-        let sh = &*self.shared;
+        let sh = &*obj.shared;
         let st = sh.cores.get(obj.slot).lock();
         let mut sum = st.global;
         for cpu in 0..sh.pc.len() {
@@ -552,7 +562,8 @@ impl Drop for RefCache {
 }
 
 /// Per-object state of [`RefCache`]: the reclamation state, the object's tag, and a handle
-/// on the scheme's shared state (to retire the slot when the object is dropped).
+/// on the shared state of the scheme that made it (its cores and caches, for every
+/// operation on the object, and to retire the slot when the object is dropped).
 pub struct RefCacheObject {
     state: AtomicU64,
     tag: u64,
@@ -604,7 +615,8 @@ impl RefCounter for RefCache {
 
     #[inline]
     fn try_get(&self, obj: Pin<&RefCacheObject>) -> Option<RefCacheToken> {
-        let sh = &*self.shared;
+        // The object's scheme, whichever instance this is (module documentation).
+        let sh = &*obj.shared;
         let mut retry = Retry::new();
         loop {
             let (cpu, cache) = sh.pc.current();
@@ -635,7 +647,8 @@ impl RefCounter for RefCache {
 
     #[inline]
     fn put(&self, obj: Pin<&RefCacheObject>, _token: RefCacheToken) {
-        let sh = &*self.shared;
+        // The object's scheme, whichever instance this is (module documentation).
+        let sh = &*obj.shared;
         let mut retry = Retry::new();
         loop {
             let (cpu, cache) = sh.pc.current();
@@ -672,7 +685,8 @@ impl RefCounter for RefCache {
         if !self.block(&obj) {
             return false;
         }
-        self.shared.pc.fence();
+        // The fence of the object's scheme: its gets run in critical sections of that one.
+        obj.shared.pc.fence();
         self.confirm(&obj)
     }
 
@@ -681,7 +695,7 @@ impl RefCounter for RefCache {
             objs,
             out,
             |o| self.block(o),
-            || self.shared.pc.fence(),
+            || fence_all(&self.shared, objs),
             |o| self.confirm(o),
         )
     }
@@ -715,6 +729,20 @@ impl RefCounter for RefCache {
     }
 }
 
+/// The fence of `own`'s scheme and of the scheme of every object of `objs` made by another
+/// instance (once per run of objects of one scheme): on the fallback path a fence serialises
+/// only against the critical sections of its own [`PerCpu`].
+fn fence_all(own: &Arc<Shared>, objs: &[Pin<&RefCacheObject>]) {
+    own.pc.fence();
+    let mut last = own;
+    for o in objs {
+        if !Arc::ptr_eq(&o.shared, last) {
+            o.shared.pc.fence();
+            last = &o.shared;
+        }
+    }
+}
+
 impl Shared {
     fn chunks_overhead(&self) -> usize {
         let _ = self.cores.allocated();
@@ -743,6 +771,101 @@ mod tests {
 
     fn pinned(o: &RefCacheObject) -> Pin<&RefCacheObject> {
         Pin::new(o)
+    }
+
+    /// An object of one instance used through another: it counts in the instance that made
+    /// it, exactly, whichever instance takes, gives back, reads or reclaims it, and neither
+    /// instance's own objects miscount, though the object has the tag of an object of the
+    /// other instance (the same slot and generation there). Checked against a model of the
+    /// references held, before and after each instance's epoch, and by reclaims (single and
+    /// batched, with objects of both instances in the batch).
+    #[test]
+    fn an_object_used_through_another_instance_counts_in_its_own() {
+        let cfg = Config {
+            ways: 4,
+            epoch: Duration::from_secs(3600),
+            delta_limit: i32::MAX as i64,
+        };
+        let a = RefCache::with_config(cfg);
+        let b = RefCache::with_config(cfg);
+        let objs = [
+            a.new_object(),
+            a.new_object(),
+            b.new_object(),
+            b.new_object(),
+        ];
+        let [a0, _, b0, _] = &objs;
+        assert_eq!(a0.tag, b0.tag, "the same tag in each instance");
+        let schemes = [&a, &b];
+        // (object, instance it is used through, references): a0 and a1 are a's, b0 and b1
+        // b's.
+        let plan = [
+            (0, 1, 3),
+            (0, 0, 2),
+            (1, 1, 1),
+            (2, 1, 1),
+            (3, 0, 2),
+            (3, 1, 1),
+        ];
+        let mut model = [0i64; 4];
+        let mut held = Vec::new();
+        for &(o, through, n) in &plan {
+            for _ in 0..n {
+                let t = schemes[through].try_get(pinned(&objs[o])).expect("live");
+                held.push((o, t));
+                model[o] += 1;
+            }
+        }
+        let check = |model: &[i64; 4], when: &str| {
+            for (o, obj) in objs.iter().enumerate() {
+                for (i, s) in schemes.iter().enumerate() {
+                    assert_eq!(
+                        s.read_all(pinned(obj)),
+                        model[o],
+                        "object {o} read through instance {i}, {when}"
+                    );
+                }
+            }
+        };
+        check(&model, "with references held");
+        a.run_epoch();
+        b.run_epoch();
+        check(&model, "after an epoch of each");
+        for (o, obj) in objs.iter().enumerate() {
+            assert_eq!(a.global_count(pinned(obj)), model[o], "object {o}");
+            assert_eq!(b.global_count(pinned(obj)), model[o], "object {o}");
+        }
+        assert!(!b.try_reclaim(pinned(a0)), "a0 is referenced");
+        // Half of the references given back, through each instance in turn (a token names
+        // no instance); a0's all of them, so that it can be reclaimed below.
+        let mut rest = Vec::new();
+        for (k, (o, t)) in held.into_iter().enumerate() {
+            if k % 2 == 0 || o == 0 {
+                schemes[k / 2 % 2].put(pinned(&objs[o]), t);
+                model[o] -= 1;
+            } else {
+                rest.push((o, t));
+            }
+        }
+        check(&model, "after some puts");
+        let objs_pinned: Vec<_> = objs.iter().map(pinned).collect();
+        let mut out = [false; 4];
+        let n = b.try_reclaim_many(&objs_pinned, &mut out);
+        let expect = model.map(|m| m == 0);
+        assert_eq!(out, expect, "model {model:?}");
+        assert_eq!(n, expect.iter().filter(|&&e| e).count());
+        for (o, t) in rest {
+            a.put(pinned(&objs[o]), t);
+            model[o] -= 1;
+        }
+        assert_eq!(model, [0; 4]);
+        for (o, obj) in objs.iter().enumerate() {
+            if !expect[o] {
+                assert_eq!(b.read_all(pinned(obj)), 0, "object {o}");
+                assert!(a.try_reclaim(pinned(obj)), "object {o}");
+            }
+            assert!(b.try_get(pinned(obj)).is_none(), "object {o} is dead");
+        }
     }
 
     /// An object dropped with a negative delta still cached (its reference was taken and
