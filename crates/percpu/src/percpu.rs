@@ -875,21 +875,22 @@ mod bound_tests {
     use super::*;
     use std::sync::atomic::AtomicI64;
 
-    /// `add_this_cpu` on the rseq path with fewer slots than the CPU numbers the kernel
-    /// reports (what an understated count of possible CPUs makes): the section compares the CPU
-    /// with the slots' count and never writes past them; the retry panics, naming the cause.
-    #[test]
-    fn this_cpu_add_never_writes_past_the_slots() {
+    /// Runs `f` with a 1-slot `PerCpu` on the rseq path (the slots of a machine whose count of
+    /// possible CPUs was 1: `with_cpus` takes the rseq path only where every possible CPU has a
+    /// slot) on a thread pinned to a CPU numbered past it; then checks that every outcome `f`
+    /// returns is a panic naming the understated count, and that the slot was never written.
+    /// Skips (returning) where there is no rseq fast path or no second CPU to pin to.
+    fn on_a_cpu_past_one_slot<F>(what: &str, f: F)
+    where
+        F: Fn(&PerCpu<AtomicI64>) -> Vec<std::thread::Result<()>> + Sync,
+    {
         if !crate::fast_path_available() {
             crate::testing::skip("the rseq fast path is not available");
             return;
         }
-        let what = "a thread on a CPU numbered past a 1-slot PerCpu";
         let Some((_, high)) = crate::testing::two_cpus_or_skip(what) else {
             return;
         };
-        // The slots of a machine whose count of possible CPUs was 1 (`with_cpus` takes the rseq
-        // path only where every possible CPU has a slot).
         let pc = PerCpu {
             slots: vec![CachePadded::new(Slot {
                 lock: Mutex::new(()),
@@ -900,22 +901,15 @@ mod bound_tests {
             offset: crate::arch::rseq::offset(),
         };
         let r = std::thread::scope(|s| {
-            s.spawn(|| {
-                if !crate::affinity::pin(high) || high == 0 {
-                    return None;
-                }
-                let one = std::panic::catch_unwind(|| pc.add_this_cpu(1));
-                let handle = std::panic::catch_unwind(|| pc.this_cpu().add(1));
-                Some((one, handle))
-            })
-            .join()
-            .expect("thread")
+            s.spawn(|| (crate::affinity::pin(high) && high != 0).then(|| f(&pc)))
+                .join()
+                .expect("thread")
         });
-        let Some((one, handle)) = r else {
+        let Some(outcomes) = r else {
             crate::testing::skip(format_args!("cannot pin to CPU {high}: {what}"));
             return;
         };
-        for r in [one, handle] {
+        for r in outcomes {
             let msg = r.expect_err("a section for a CPU past the slots");
             let msg = msg.downcast::<String>().expect("a message");
             assert!(msg.contains("understated"), "{msg}");
@@ -923,45 +917,26 @@ mod bound_tests {
         assert_eq!(pc.get(0).load(Ordering::Relaxed), 0);
     }
 
+    /// `add_this_cpu` on the rseq path with fewer slots than the CPU numbers the kernel
+    /// reports (what an understated count of possible CPUs makes): the section compares the CPU
+    /// with the slots' count and never writes past them; the retry panics, naming the cause.
+    #[test]
+    fn this_cpu_add_never_writes_past_the_slots() {
+        on_a_cpu_past_one_slot("a thread on a CPU numbered past a 1-slot PerCpu", |pc| {
+            vec![
+                std::panic::catch_unwind(|| pc.add_this_cpu(1)).map(drop),
+                std::panic::catch_unwind(|| pc.this_cpu().add(1)).map(drop),
+            ]
+        });
+    }
+
     /// `add_current` on the rseq path from a CPU numbered past the slots (an understated count
     /// of possible CPUs): `current` maps the CPU onto a slot whose sections then always abort
     /// (the thread is never on that CPU), so the retry names the cause instead of looping.
     #[test]
     fn add_current_on_a_cpu_past_the_slots_panics() {
-        if !crate::fast_path_available() {
-            crate::testing::skip("the rseq fast path is not available");
-            return;
-        }
-        let what = "add_current on a CPU numbered past a 1-slot PerCpu";
-        let Some((_, high)) = crate::testing::two_cpus_or_skip(what) else {
-            return;
-        };
-        let pc = PerCpu {
-            slots: vec![CachePadded::new(Slot {
-                lock: Mutex::new(()),
-                value: AtomicI64::new(0),
-            })]
-            .into_boxed_slice(),
-            rseq: true,
-            offset: crate::arch::rseq::offset(),
-        };
-        let r = std::thread::scope(|s| {
-            s.spawn(|| {
-                if !crate::affinity::pin(high) || high == 0 {
-                    return None;
-                }
-                Some(std::panic::catch_unwind(|| pc.add_current(|v| v, 1)))
-            })
-            .join()
-            .expect("thread")
+        on_a_cpu_past_one_slot("add_current on a CPU numbered past a 1-slot PerCpu", |pc| {
+            vec![std::panic::catch_unwind(|| pc.add_current(|v| v, 1)).map(drop)]
         });
-        let Some(r) = r else {
-            crate::testing::skip(format_args!("cannot pin to CPU {high}: {what}"));
-            return;
-        };
-        let msg = r.expect_err("a section for a CPU past the slots");
-        let msg = msg.downcast::<String>().expect("a message");
-        assert!(msg.contains("understated"), "{msg}");
-        assert_eq!(pc.get(0).load(Ordering::Relaxed), 0);
     }
 }
