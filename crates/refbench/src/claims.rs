@@ -169,49 +169,93 @@ macro_rules! need {
     };
 }
 
-/// PAYGO §2.2, Fig. 2 ("hash table size = 4,096 entries (default size)"; 96 threads read a
-/// shared file of growing size: "The throughput decreases as the file size (i.e., the number of
-/// objects) gets bigger, due to increased hash collisions") and §6.2.3, Fig. 10 ("the sharp
-/// throughput decrease in RefCache as the file size grows"). Read from `object-spectrum`
-/// (objects rather than a file's pages) at the most threads; refcache has 4,096 ways per CPU.
+/// RefCache's per-CPU cache in `file-spectrum` file sizes: 4,096 ways per CPU, one per 4 KiB
+/// page, so 16 MiB of a file.
+const REFCACHE_CACHE_MIB: usize = refcount::refcache::DEFAULT_WAYS * 4 / 1024;
+
+/// PAYGO §2.2, Fig. 2 ("hash table size = 4,096 entries (default size)"; 96 threads read 64
+/// bytes on a shared file of growing size: "The throughput decreases as the file size (i.e.,
+/// the number of objects) gets bigger, due to increased hash collisions") and §6.2.3, Fig. 10
+/// ("96 threads perform 64 bytes sequential reads per 4 KiB page on a single file whose size is
+/// varied from 1 MiB to 64 MiB": "the sharp throughput decrease in RefCache as the file size
+/// grows" while "PAYGO effectively addresses the problem and undergoes no performance overhead
+/// for that issue"). Read from `file-spectrum` (the same reads; a row's `objects` is the file
+/// size in MiB) at the most threads measured. The figures are the page cache issue's target
+/// shape: "`paygo` within 1.5x from 1 MiB to 64 MiB; `refcache` falls by 10x or more past its
+/// cache size". RefCache's fall is taken from the largest file within its cache (4,096 pages,
+/// 16 MiB) to the largest file measured; in shape, it falls more than PAYGO over the same two
+/// sizes. `object-spectrum` has no RefCache claim of its own: the paper's spectrum of objects
+/// (Fig. 12) sets PAYGO against FAA and CAS only.
 fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
-    let exp = "object-spectrum";
+    let exp = "file-spectrum";
     let t = rows.threads(exp);
-    let tn = *need!(t.last(), "object-spectrum was not run");
-    let series: Vec<(usize, f64)> = rows
-        .rows(exp)
-        .into_iter()
-        .filter(|r| r.scheme == "refcache" && r.threads == tn)
-        .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
-        .collect();
+    let tn = *need!(t.last(), "file-spectrum was not run");
+    let series = |s: &str| -> Vec<(usize, f64)> {
+        let mut v: Vec<(usize, f64)> = rows
+            .rows(exp)
+            .into_iter()
+            .filter(|r| r.scheme == s && r.threads == tn)
+            .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v.dedup_by_key(|x| x.0);
+        v
+    };
+    let (rc, p) = (series("refcache"), series("paygo"));
     let within = need!(
-        series
-            .iter()
-            .filter(|(n, _)| *n <= 4096)
-            .map(|x| x.1)
-            .reduce(f64::max),
-        "refcache not measured at 4,096 objects or fewer"
+        rc.iter().rev().find(|x| x.0 <= REFCACHE_CACHE_MIB),
+        format!("file-spectrum: refcache not measured at {REFCACHE_CACHE_MIB} MiB or less at {tn} threads")
     );
     let past = need!(
-        series
-            .iter()
-            .filter(|(n, _)| *n > 4096)
-            .map(|x| x.1)
-            .reduce(f64::min),
-        "refcache not measured past its 4,096-entry cache"
+        rc.last().filter(|x| x.0 > REFCACHE_CACHE_MIB),
+        format!("file-spectrum: refcache not measured past its {REFCACHE_CACHE_MIB} MiB cache at {tn} threads")
     );
-    let r = past / within;
-    let v = if r <= 0.5 {
+    if p.len() < 2 {
+        return not_measured(format!(
+            "file-spectrum: paygo needs two file sizes at {tn} threads"
+        ));
+    }
+    let at = |mib: usize| p.iter().find(|x| x.0 == mib).map(|x| x.1);
+    let p_within = need!(
+        at(within.0),
+        format!("file-spectrum: no paygo row at {} MiB", within.0)
+    );
+    let p_past = need!(
+        at(past.0),
+        format!("file-spectrum: no paygo row at {} MiB", past.0)
+    );
+    let spread = p.iter().map(|x| x.1).fold(0.0, f64::max)
+        / p.iter().map(|x| x.1).fold(f64::MAX, f64::min).max(1e-9);
+    let fall = within.1 / past.1.max(1e-9);
+    let p_fall = p_within / p_past.max(1e-9);
+    let v = if spread <= 1.5 && fall >= 10.0 {
         Verdict::Holds
-    } else if r < 0.9 {
+    } else if fall > p_fall {
         Verdict::HoldsInShape
     } else {
         Verdict::DoesNotHold
     };
     outcome(
         v,
-        format!("refcache past 4,096 objects / within: {r:.2}x ({tn} threads)"),
-        "falls by less than 2x",
+        format!(
+            "paygo max/min over {}-{} MiB {spread:.2}x; {} MiB / {} MiB: refcache {fall:.2}x, paygo {p_fall:.2}x ({tn} threads)",
+            p[0].0,
+            p[p.len() - 1].0,
+            within.0,
+            past.0
+        ),
+        &if fall <= p_fall {
+            "refcache falls no more than paygo past its cache".to_string()
+        } else {
+            [
+                (fall < 10.0).then_some("refcache falls less than 10x past its cache"),
+                (spread > 1.5).then_some("paygo varies more than 1.5x over the file sizes"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ")
+        },
     )
 }
 
@@ -948,7 +992,7 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
 
 /// Every claim, in the order of the report.
 pub const CLAIMS: &[Claim] = &[
-    Claim { source: "PAYGO Fig. 2/10", claim: "RefCache falls once the objects outgrow its per-CPU cache", rule: "refcache past 4,096 objects <= 0.5x its best within (shape: < 0.9x)", experiments: &["object-spectrum"], check: fig2_refcache_falls },
+    Claim { source: "PAYGO Fig. 2/10", claim: "file of growing size: RefCache falls once its pages outgrow the per-CPU cache, PAYGO stays flat", rule: "file-spectrum at the most threads: paygo max/min over the file sizes <= 1.5x and refcache falls >= 10x from the largest file within its cache (16 MiB, 4,096 pages) to the largest file (shape: refcache falls more than paygo between those sizes)", experiments: &["file-spectrum"], check: fig2_refcache_falls },
     Claim { source: "PAYGO Fig. 7", claim: "DRBH: vanilla collapses, PAYGO and RefCache scale", rule: "cas tn/t1 <= 1.1 and paygo, refcache >= 0.75x ideal (shape: paygo scales better than cas)", experiments: &["drbh"], check: fig7_drbh },
     Claim { source: "PAYGO Fig. 8", claim: "randomread: PAYGO ahead of RefCache as threads grow", rule: "paygo/refcache >= 1 at tn and not falling (shape: not falling)", experiments: &["randomread"], check: fig8_randomread },
     Claim { source: "PAYGO Fig. 11", claim: "one object: PAYGO scales, FAA and CAS saturate", rule: "paygo tn/t1 >= 0.75x ideal, atomic and cas <= 1 (shape: paygo scales better)", experiments: &["single-object"], check: fig11_single_object },
@@ -1099,7 +1143,7 @@ mod tests {
     }
 
     #[test]
-    fn refcache_and_spectrum_rules() {
+    fn spectrum_rule() {
         let mut rows = Vec::new();
         for (n, rc, p, a) in [
             (1, 200.0, 400.0, 60.0),
@@ -1110,15 +1154,82 @@ mod tests {
             rows.push(row("object-spectrum", "paygo", 2, n, p, json!({})));
             rows.push(row("object-spectrum", "atomic", 2, n, a, json!({})));
         }
-        let o = fig2_refcache_falls(&Rows(&rows));
-        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
-        assert!(o.measured.contains("0.14x"));
         assert_eq!(fig12_spectrum(&Rows(&rows)).verdict, Verdict::Holds);
-        rows[6].ops_per_sec = Some(205.0);
-        assert_eq!(
-            fig2_refcache_falls(&Rows(&rows)).verdict,
-            Verdict::DoesNotHold
+    }
+
+    #[test]
+    fn fig2_10_reads_the_file_spectrum_at_the_most_threads() {
+        // file-spectrum rows (`objects` = file MiB) of refcache and paygo at 2 threads, with
+        // 1-thread rows that the rule must not read (refcache collapses there at 64 MiB too).
+        let fs = |rc: [f64; 4], p: [f64; 4]| {
+            let mut v = Vec::new();
+            for (i, mib) in [1, 4, 16, 64].into_iter().enumerate() {
+                v.push(row("file-spectrum", "refcache", 1, mib, 1.0, json!({})));
+                v.push(row("file-spectrum", "paygo", 1, mib, 100.0, json!({})));
+                v.push(row("file-spectrum", "refcache", 2, mib, rc[i], json!({})));
+                v.push(row("file-spectrum", "paygo", 2, mib, p[i], json!({})));
+            }
+            v
+        };
+        let flat = [400.0, 390.0, 380.0, 350.0];
+        // Holds: refcache falls 12.7x past its 16 MiB cache, paygo within 1.14x.
+        let o = fig2_refcache_falls(&Rows(&fs([400.0, 390.0, 380.0, 30.0], flat)));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(
+            o.measured.contains(
+                "paygo max/min over 1-64 MiB 1.14x; 16 MiB / 64 MiB: refcache 12.67x, paygo 1.09x (2 threads)"
+            ),
+            "{o:?}"
         );
+        // In shape: refcache falls 3.8x (less than 10x), more than paygo's 1.09x.
+        let o = fig2_refcache_falls(&Rows(&fs([400.0, 390.0, 380.0, 100.0], flat)));
+        assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+        assert_eq!(
+            o.reason, "refcache falls less than 10x past its cache",
+            "{o:?}"
+        );
+        // In shape: refcache falls 12.7x, but paygo varies 1.71x over the sizes.
+        let o = fig2_refcache_falls(&Rows(&fs(
+            [400.0, 390.0, 380.0, 30.0],
+            [600.0, 390.0, 380.0, 350.0],
+        )));
+        assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+        assert_eq!(
+            o.reason, "paygo varies more than 1.5x over the file sizes",
+            "{o:?}"
+        );
+        // Does not hold: refcache falls 1.03x, less than paygo's 1.09x.
+        let o = fig2_refcache_falls(&Rows(&fs([400.0, 390.0, 380.0, 370.0], flat)));
+        assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+        // Not measured: object-spectrum rows only (the experiment the rule used to read) ...
+        let objects: Vec<Row> = [(1, 400.0), (4096, 380.0), (65536, 30.0)]
+            .into_iter()
+            .flat_map(|(n, ops)| {
+                [
+                    row("object-spectrum", "refcache", 2, n, ops, json!({})),
+                    row("object-spectrum", "paygo", 2, n, 400.0, json!({})),
+                ]
+            })
+            .collect();
+        let o = fig2_refcache_falls(&Rows(&objects));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("file-spectrum was not run"), "{o:?}");
+        // ... or no file past the cache (`reproduce --quick` reads 1 and 16 MiB) ...
+        let quick: Vec<Row> = fs([400.0, 390.0, 380.0, 30.0], flat)
+            .into_iter()
+            .filter(|r| r.objects <= 16)
+            .collect();
+        let o = fig2_refcache_falls(&Rows(&quick));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("past its 16 MiB cache"), "{o:?}");
+        // ... or no paygo rows.
+        let no_paygo: Vec<Row> = fs([400.0, 390.0, 380.0, 30.0], flat)
+            .into_iter()
+            .filter(|r| r.scheme == "refcache")
+            .collect();
+        let o = fig2_refcache_falls(&Rows(&no_paygo));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("paygo"), "{o:?}");
     }
 
     #[test]
