@@ -227,7 +227,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     },
     ExperimentInfo {
         name: "object-spectrum",
-        about: "PAYGO Fig. 12 (and Fig. 2/10): threads get/put objects spread over a set of N objects",
+        about: "PAYGO Fig. 12: threads get/put objects spread over a set of N objects",
         variants: None,
         flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
     },
@@ -305,7 +305,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     },
     ExperimentInfo {
         name: "file-spectrum",
-        about: "PAYGO Fig. 10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)",
+        about: "PAYGO Fig. 2/10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)",
         variants: None,
         flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
     },
