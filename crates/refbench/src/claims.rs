@@ -1282,7 +1282,7 @@ mod tests {
         let o = fig2_refcache_falls(&Rows(&objects));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("file-spectrum was not run"), "{o:?}");
-        // ... or no file past the cache (`reproduce --quick` reads 1 and 16 MiB) ...
+        // ... or no file past the cache (a run of 1 and 16 MiB files only) ...
         let quick: Vec<Row> = fs([400.0, 390.0, 380.0, 30.0], flat)
             .into_iter()
             .filter(|r| r.objects <= 16)
