@@ -19,9 +19,9 @@
  * dlclose() of libpagecache.so, every thread that used it calls pagecache_prepare_unload().
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
- *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM and
- *     PAGECACHE_EFBIG equal -EINVAL, -ENOMEM and -EFBIG; the others are -1000 and below,
- *     never an errno;
+ *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
+ *     PAGECACHE_EFBIG and PAGECACHE_EBADF equal -EINVAL, -ENOMEM, -EFBIG and -EBADF; the
+ *     others are -1000 and below, never an errno;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
  *     for a file that is not a regular file or is on a pseudo file system such as procfs or
@@ -42,17 +42,34 @@
  * as pread racing pwrite may (and a read racing a pagecache_set_len that cuts, the old bytes
  * or zeros).
  *
- * Lifetimes (the unsafe contract: breaking it is undefined behaviour, as with free(3) and
- * close(2)):
- *   - pagecache_free(cache) and pagecache_close(file) must be called once per handle, when no
- *     other thread is using that handle or will use it again. Closing a file handle (or
- *     freeing a cache handle) while another thread is inside a call with it is the caller's
- *     bug, like close(2) of a file descriptor another thread is reading.
+ * Lifetimes: a handle is the address of a slot in a table that the library never frees (64
+ * bytes per slot, made 16 at a time when no slot is free, kept for the life of the process: a
+ * program never holds more slots than the most handles it had open at once, rounded up to 16;
+ * caches and files have a table each). So a handle stays a valid pointer after its close or
+ * free, and the library checks it:
+ *   - pagecache_close(file) twice, or any call with a closed file handle (read, write, sync,
+ *     drop_cache, len, set_len), returns PAGECACHE_EBADF and does nothing, as close(2) and
+ *     pread(2) of a closed descriptor return EBADF. pagecache_free(cache) twice does nothing;
+ *     pagecache_open and pagecache_stats with a freed cache handle return PAGECACHE_EBADF
+ *     (nothing done, *out untouched), pagecache_scheme returns NULL.
+ *   - A slot is reused, like a file descriptor's number: after pagecache_close(f), a later
+ *     pagecache_open (by any thread) may return the same pointer, and the stale copy of f then
+ *     names the new file: a call with it reaches that file, and a pagecache_close with it
+ *     closes it. (And so for a freed cache handle and a later pagecache_new.) As with
+ *     descriptors, drop a handle when you close it: PAGECACHE_EBADF is a check, not a promise
+ *     across later opens.
+ *   - Closing a file handle (or freeing a cache handle) while another thread is inside a call
+ *     with it, or may start one, is the caller's bug, like close(2) of a descriptor another
+ *     thread is reading: the call runs on the open handle, or gets PAGECACHE_EBADF, or, once
+ *     the slot was reused, reaches the new handle. It is memory-safe: pagecache_close and
+ *     pagecache_free wait for the calls on that handle that began before them to return, and
+ *     only then close the file or drop the cache.
+ *   - A pointer that no pagecache_new or pagecache_open returned (a file handle passed as a
+ *     cache handle included) is not checked: passing one is undefined behaviour.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with
  *     files still open is allowed, and those files go on working (reads, writes, sync,
  *     drop_cache, len, close) on the cache's frames, which are freed with the last of them.
- *     Only the cache handle itself is gone: pagecache_open, pagecache_stats and
- *     pagecache_scheme must not be given it again.
+ *     Only the cache handle itself is closed.
  *   - Pointers passed in are only used during the call; buffers must be valid for len bytes
  *     and not written by another thread during the call.
  *
@@ -87,6 +104,8 @@ typedef enum pagecache_error {
                                     with 4 KiB blocks) or past the process's RLIMIT_FSIZE;
                                     refused before anything changed, so the write-back never
                                     fails for it (nor raises SIGXFSZ) */
+    PAGECACHE_EBADF = -9,        /* (= -EBADF) a file handle already closed, a cache handle
+                                    already freed (see Lifetimes): nothing done */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
                                     boundary) */
     PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
@@ -138,12 +157,15 @@ typedef struct pagecache_stats {
  * are allocated here. */
 int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagecache_t **out);
 
-/* Frees a cache handle; NULL does nothing. Files opened through it stay open and usable (see
- * Lifetimes above); the frames are freed with the last of them, or here if none is open. */
+/* Frees a cache handle; NULL, a misaligned pointer or a handle already freed does nothing.
+ * Files opened through it stay open and usable (see Lifetimes above); the frames are freed
+ * with the last of them, or here if none is open. Waits for calls with this handle that other
+ * threads began before it. */
 void pagecache_free(pagecache_t *cache);
 
 /* Opens the file at path through the cache, read-write if permitted, else read-only, and
- * stores its handle in *out. Errors: PAGECACHE_EINVAL (cache, path or out is NULL), the open's
+ * stores its handle in *out. Errors: PAGECACHE_EINVAL (cache, path or out is NULL),
+ * PAGECACHE_EBADF (cache was freed), the open's
  * -errno (-ENOENT: no such file, -EACCES: no permission to read, ...), -EISDIR (a directory),
  * -EINVAL (not a regular file: a FIFO, a device; or a file of a pseudo file system, procfs,
  * sysfs and the like, whose size is not its length). A program being run opens read-only. The
@@ -156,15 +178,16 @@ void pagecache_free(pagecache_t *cache);
 int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
 
 /* Closes a file handle. At the file's last handle, writes its dirty pages back and frees its
- * frames. Returns PAGECACHE_OK, PAGECACHE_EINVAL (file is NULL: nothing done), or, at the last
- * handle, the first failed write-back's or fdatasync's -errno: the pages that failed are lost,
+ * frames. Returns PAGECACHE_OK, PAGECACHE_EINVAL (file is NULL: nothing done),
+ * PAGECACHE_EBADF (file is already closed: nothing done), or, at the last handle, the first failed write-back's or fdatasync's -errno: the pages that failed are lost,
  * and this is how the caller learns it (another handle's write can leave pages dirty after a
- * pagecache_sync of this one). The handle is closed whatever it returns, as by close(2). */
+ * pagecache_sync of this one). The handle is closed whatever it returns, as by close(2); it
+ * waits for calls with this handle that other threads began before it. */
 int pagecache_close(pagecache_file_t *file);
 
 /* Reads up to len bytes at offset into buf, like pread(2): returns the number of bytes read,
  * fewer than len at the end of the file and 0 at or past it. Errors: PAGECACHE_EINVAL (file is
- * NULL, buf is NULL with len > 0, len > SSIZE_MAX), a fill's -errno (the pread of a missed
+ * NULL, buf is NULL with len > 0, len > SSIZE_MAX), PAGECACHE_EBADF (file is closed), a fill's -errno (the pread of a missed
  * page failed: the page is not cached, and the next read tries again). buf is written only up
  * to the number of bytes the file holds past offset. */
 ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_t offset);
@@ -172,7 +195,8 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
 /* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes
  * are copied in and the page marked dirty; the file grows when the range ends past it.
  * Returns len (0 for len 0, at any offset up to 2^63 - 1). Errors: PAGECACHE_EINVAL (file is
- * NULL, buf is NULL with len > 0, len > SSIZE_MAX, offset + len above 2^63 - 1), -EACCES (the
+ * NULL, buf is NULL with len > 0, len > SSIZE_MAX, offset + len above 2^63 - 1),
+ * PAGECACHE_EBADF (file is closed), -EACCES (the
  * file was opened read-only), PAGECACHE_EFBIG (the file cannot hold the write: it ends past
  * the largest file of its file system, or past the process's RLIMIT_FSIZE, where pwrite(2)
  * would raise SIGXFSZ; for a file already longer than RLIMIT_FSIZE, so does a write into the
@@ -187,33 +211,37 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
 ssize_t pagecache_write_at(pagecache_file_t *file, const void *buf, size_t len, uint64_t offset);
 
 /* Writes every dirty page of the file back (pwrite), then fdatasync(2)s it. Errors:
- * PAGECACHE_EINVAL (file is NULL), the first failed write-back's or fdatasync's -errno (a page
+ * PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed), the first failed
+ * write-back's or fdatasync's -errno (a page
  * that failed stays dirty). */
 int pagecache_sync(pagecache_file_t *file);
 
 /* Writes the file's dirty pages back and frees every frame of it that no concurrent read or
  * write holds (like posix_fadvise(POSIX_FADV_DONTNEED)): returns how many frames were freed
- * (>= 0). Errors: PAGECACHE_EINVAL (file is NULL), the first failed write-back's -errno (that
+ * (>= 0). Errors: PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed), the first
+ * failed write-back's -errno (that
  * page stays cached and dirty). */
 ssize_t pagecache_drop_cache(pagecache_file_t *file);
 
 /* The file's length in bytes (its size at open, grown by writes, set by pagecache_set_len),
- * or PAGECACHE_EINVAL (file is NULL). */
+ * or PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed). */
 int64_t pagecache_len(pagecache_file_t *file);
 
 /* Sets the file's length, as ftruncate(2) does, through the cache. Growing: the new bytes read
  * as zeros. Shrinking: the bytes past the new end are gone, cached, dirty or not (a later growth
  * reads zeros there); pages wholly past it leave the cache unless a read holds them (they stay,
  * zeroed, until let go). Writes and pagecache_sync of the file wait meanwhile. Errors:
- * PAGECACHE_EINVAL (file is NULL, len < 0), -EACCES (opened read-only), PAGECACHE_EFBIG (a
+ * PAGECACHE_EINVAL (file is NULL, len < 0), PAGECACHE_EBADF (file is closed), -EACCES (opened read-only), PAGECACHE_EFBIG (a
  * growth past the largest file of the file system or past RLIMIT_FSIZE, checked as a write's
  * end is), ftruncate's -errno (-EIO, ...). Nothing is changed on an error. */
 int pagecache_set_len(pagecache_file_t *file, int64_t len);
 
-/* Fills *out with the cache's counts. Errors: PAGECACHE_EINVAL (cache or out is NULL). */
+/* Fills *out with the cache's counts. Errors: PAGECACHE_EINVAL (cache or out is NULL),
+ * PAGECACHE_EBADF (cache was freed). */
 int pagecache_stats(pagecache_t *cache, pagecache_stats_t *out);
 
-/* The name of the cache's counting scheme ("paygo", ...), static; NULL if cache is NULL. */
+/* The name of the cache's counting scheme ("paygo", ...), static; NULL if cache is NULL or
+ * was freed. */
 const char *pagecache_scheme(pagecache_t *cache);
 
 /* Before dlclose() of libpagecache.so: every thread that used the library calls this, so

@@ -1,9 +1,21 @@
 //! The C API (`include/pagecache.h`): the run-time-dispatched [`PageCache`] and
 //! [`CachedFile`] behind opaque handles.
 //!
-//! * `pagecache_t` is a boxed [`CCache`] (the cache and its scheme's name as a static C
-//!   string), `pagecache_file_t` a boxed [`CFile`]. Both are `Send + Sync`: one handle may be
-//!   used from many threads at once.
+//! * `pagecache_t` ([`CCache`]) and `pagecache_file_t` ([`CFile`]) are the addresses of slots
+//!   of two handle tables ([`Slot`]): a slot holds an open cache ([`OpenCache`]: the cache and
+//!   its scheme's name as a static C string) or file, and an atomic state word (live or
+//!   closed, and a generation). Slots are made in chunks as needed and never freed; a closed
+//!   one is reused by a later open, as a file descriptor is. So a stale handle still points to
+//!   a slot: a call on a closed handle, a second close or free, is refused with
+//!   [`PAGECACHE_EBADF`] (a free does nothing) and touches nothing; a stale handle whose slot
+//!   was reused names the new handle, as a reused descriptor does.
+//! * Both handles are `Send + Sync`: one handle may be used from many threads at once. A call
+//!   pins its slot in a per-thread record (a hazard pointer: one store to the thread's own
+//!   cache line and a compiler fence, no read-modify-write) and then loads its state
+//!   (`Acquire`); a close wins one compare-and-swap of the state from live to closed, runs
+//!   `membarrier` and waits until no pin holds the slot before it drops the value. A call
+//!   racing a close of its handle is still the caller's bug, but memory-safe: it runs on the
+//!   open handle or gets `PAGECACHE_EBADF` (or, once the slot was reused, the new handle).
 //! * A file handle holds the cache's shared state (an `Arc`), so it may outlive its
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
@@ -15,12 +27,14 @@
 //!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`].
 
 use crate::{CachedFile, Config, Mode, PageCache, PAGE_SIZE};
+use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Success.
 pub const PAGECACHE_OK: i32 = 0;
@@ -34,6 +48,10 @@ pub const PAGECACHE_ENOMEM: i32 = -libc::ENOMEM;
 /// the process's `RLIMIT_FSIZE` (see [`crate::CachedFileOf::write_at`]). Equal to `-EFBIG`,
 /// which `pwrite` and `ftruncate` return there.
 pub const PAGECACHE_EFBIG: i32 = -libc::EFBIG;
+/// A closed file handle or a freed cache handle (`pagecache_close` twice, a call after it,
+/// `pagecache_stats` after `pagecache_free`): refused, nothing done. Equal to `-EBADF`, which
+/// `close(2)` and `pread(2)` return for a closed descriptor.
+pub const PAGECACHE_EBADF: i32 = -libc::EBADF;
 /// An internal error (a Rust panic, caught at the boundary): a bug.
 pub const PAGECACHE_EINTERNAL: i32 = -1000;
 /// `pagecache_new`: no scheme has that name (also a name that is not UTF-8).
@@ -50,23 +68,399 @@ pub const PAGECACHE_MODE_OPTIMISTIC: i32 = 1;
 /// The scheme used when `pagecache_new` is given a null name.
 pub const DEFAULT_SCHEME: &str = "paygo";
 
-/// A cache, `pagecache_t` (opaque to C).
-pub struct CCache {
+/// What a live cache handle holds: the cache and its scheme's name as a static C string.
+pub struct OpenCache {
     cache: PageCache,
     scheme: &'static CStr,
 }
 
-/// A file opened through a cache, `pagecache_file_t` (opaque to C).
-pub struct CFile {
-    file: CachedFile,
-}
+/// A cache handle, `pagecache_t` (opaque to C): a slot of the caches' handle table.
+pub type CCache = Slot<OpenCache>;
+
+/// A file handle, `pagecache_file_t` (opaque to C): a slot of the files' handle table.
+pub type CFile = Slot<CachedFile>;
 
 // The header promises that both handles may be used from many threads at once.
 const _: fn() = || {
     fn thread_safe<T: Send + Sync>() {}
+    thread_safe::<OpenCache>();
+    thread_safe::<CachedFile>();
     thread_safe::<CCache>();
     thread_safe::<CFile>();
 };
+
+// The header says a handle costs 64 bytes.
+const _: () = assert!(core::mem::size_of::<CCache>() == 64 && core::mem::size_of::<CFile>() == 64);
+
+/// The state word of a slot that holds an open handle; a closed slot has it clear. The bits
+/// above it count the slot's closes (its generation), so each opening of a slot has a state
+/// of its own and a close's compare-and-swap can only close the opening it saw.
+const LIVE: u64 = 1;
+
+/// Slots made at once when a table has no free one.
+const CHUNK: usize = 16;
+
+/// A slot of a handle table: the C handle is its address. Slots are never freed (a stale
+/// handle always points to a slot, closed or reused), so a call can check one's state.
+///
+/// Protocol: the opener takes a closed slot off the table's free list, writes `value`, and
+/// publishes it with a `Release` store of the state with [`LIVE`] set. A call publishes a pin
+/// on the slot (see [`pins`]), then loads the state (`Acquire`) and reads `value` only if it
+/// is live, until it drops its pin. The closer wins one compare-and-swap of the state from live
+/// to closed, waits until no pin that may have seen it live is left, and only then takes
+/// `value` out and puts the slot back on the free list.
+#[repr(align(64))]
+pub struct Slot<T> {
+    /// `generation << 1 | LIVE` (live) or `generation << 1` (closed).
+    state: AtomicU64,
+    /// `Some` while the slot is live (and while its closer has not taken it yet).
+    value: UnsafeCell<Option<T>>,
+}
+
+// SAFETY: `value` is written only by a thread that holds the slot alone: the opener, whose
+// slot came off the free list closed (no call reads a closed slot's value), before its
+// `Release` store makes it live; the closer, after it won the compare-and-swap to closed and
+// every call that saw the slot live returned. In between, calls of any thread only read it
+// (`T: Sync`); the value is made on one thread and dropped on another (`T: Send`).
+unsafe impl<T: Send + Sync> Sync for Slot<T> {}
+
+impl<T> Slot<T> {
+    const fn new() -> Self {
+        Slot {
+            state: AtomicU64::new(0),
+            value: UnsafeCell::new(None),
+        }
+    }
+}
+
+/// The slot a handle points to, or `None` for a null or misaligned pointer (neither is ever a
+/// handle).
+///
+/// # Safety
+/// `p` is null, misaligned, or a handle that a call returned (live, closed or reused: slots
+/// are never freed).
+unsafe fn slot_ref<'a, T>(p: *const Slot<T>) -> Option<&'a Slot<T>> {
+    if !p.is_aligned() {
+        return None;
+    }
+    // SAFETY: aligned, and null or a slot, which lives for the rest of the process (the
+    // caller's contract).
+    unsafe { p.as_ref() }
+}
+
+/// A table of handle slots: chunks of [`CHUNK`] slots made when no slot is free, never freed,
+/// and the closed slots, reused last closed first (as the lowest free file descriptor is).
+struct Table<T: 'static> {
+    free: Mutex<Vec<&'static Slot<T>>>,
+    /// The slots made: at most the most handles of this table ever open at once, rounded up
+    /// to a chunk.
+    made: AtomicUsize,
+}
+
+/// Locks a table's free list; a panic cannot leave the list half changed, so a poisoned lock
+/// is taken as it is.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<T: Send + Sync + 'static> Table<T> {
+    const fn new() -> Self {
+        Table {
+            free: Mutex::new(Vec::new()),
+            made: AtomicUsize::new(0),
+        }
+    }
+
+    /// A closed slot: off the free list, or from a new chunk.
+    fn closed_slot(&self) -> &'static Slot<T> {
+        let mut free = lock(&self.free);
+        if let Some(s) = free.pop() {
+            return s;
+        }
+        let chunk: &'static [Slot<T>] =
+            Box::leak((0..CHUNK).map(|_| Slot::new()).collect::<Box<[_]>>());
+        self.made.fetch_add(CHUNK, Ordering::Relaxed);
+        // Popped in address order.
+        free.extend(chunk[1..].iter().rev());
+        &chunk[0]
+    }
+
+    /// Opens a handle holding `value`: the address of a live slot.
+    fn open(&self, value: T) -> *mut Slot<T> {
+        let slot = self.closed_slot();
+        // SAFETY: the slot is closed and this thread took it off the free list, so it holds
+        // it alone (see `Slot`): no call reads the value of a closed slot, and its closer, if
+        // any, took the value out before it put the slot on the list (the list's lock orders
+        // that before this write).
+        unsafe { *slot.value.get() = Some(value) };
+        // Only a closer changes the state, and a closed slot has none: this is its last store.
+        let s = slot.state.load(Ordering::Relaxed);
+        // Release: pairs with the Acquire load in `enter` and the Acquire compare-and-swap in
+        // `close`: whoever sees the slot live sees its value.
+        slot.state.store(s | LIVE, Ordering::Release);
+        core::ptr::from_ref(slot).cast_mut()
+    }
+
+    /// Closes the handle `p` and returns its value; `Err(PAGECACHE_EINVAL)` for a null or
+    /// misaligned pointer, `Err(PAGECACHE_EBADF)` for a closed one (nothing done). Waits until
+    /// every call on the handle that began before it returned.
+    ///
+    /// # Safety
+    /// `p` is null, misaligned, or a handle this table returned (live, closed or reused).
+    unsafe fn close(&self, p: *const Slot<T>) -> Result<T, i32> {
+        // SAFETY: forwarded contract.
+        let slot = unsafe { slot_ref(p) }.ok_or(PAGECACHE_EINVAL)?;
+        let mut s = slot.state.load(Ordering::Relaxed);
+        loop {
+            if s & LIVE == 0 {
+                return Err(PAGECACHE_EBADF);
+            }
+            // Acquire: pairs with the Release store of `open` (the value written before it is
+            // seen here). The generation goes up: a close that loaded this opening's state
+            // cannot close a later opening of the slot.
+            match slot.state.compare_exchange(
+                s,
+                (s & !LIVE).wrapping_add(2),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        pins::wait_for_calls(p.cast());
+        // SAFETY: this thread won the slot's close, and every call that saw it live has
+        // dropped its pin (later calls see it closed and leave the value alone): it holds the
+        // slot alone until it puts it back on the free list below.
+        let value = unsafe { (*slot.value.get()).take() };
+        lock(&self.free).push(slot);
+        value.ok_or(PAGECACHE_EINTERNAL)
+    }
+}
+
+/// The caches' handles.
+static CACHES: Table<OpenCache> = Table::new();
+/// The files' handles.
+static FILES: Table<CachedFile> = Table::new();
+
+/// The value of a live handle, for one call: its pin keeps a racing close from taking the
+/// value until it is dropped.
+struct Live<T: 'static> {
+    value: &'static T,
+    _pin: pins::Pin,
+}
+
+impl<T> core::ops::Deref for Live<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+/// The value behind the handle `p` while the returned guard lives: `Err(PAGECACHE_EINVAL)`
+/// for a null or misaligned pointer, `Err(PAGECACHE_EBADF)` for a closed handle. One pin (a
+/// store to this thread's own record), a compiler fence (a `SeqCst` fence where `membarrier`
+/// is missing) and an `Acquire` load of the slot's state: no write to memory another thread
+/// writes.
+///
+/// # Safety
+/// `p` is null, misaligned, or a handle that a call returned (live, closed or reused).
+unsafe fn enter<T: Send + Sync>(p: *const Slot<T>) -> Result<Live<T>, i32> {
+    // SAFETY: forwarded contract.
+    let slot: &'static Slot<T> = unsafe { slot_ref(p) }.ok_or(PAGECACHE_EINVAL)?;
+    let pin = pins::Pin::new(p.cast());
+    // Acquire: pairs with the Release store of `Table::open` (the value is seen). The pin was
+    // published before (the fence in `Pin::new`), so a close whose compare-and-swap this load
+    // does not see waits for the pin.
+    if slot.state.load(Ordering::Acquire) & LIVE == 0 {
+        return Err(PAGECACHE_EBADF);
+    }
+    // SAFETY: the slot is live, and its closer takes the value out only after this pin is
+    // dropped (see `Slot`): the reference is used only while the pin lives (the guard holds
+    // both; the `'static` never leaves it).
+    match unsafe { (*slot.value.get()).as_ref() } {
+        Some(value) => Ok(Live { value, _pin: pin }),
+        None => Err(PAGECACHE_EINTERNAL),
+    }
+}
+
+/// Pins: what a call publishes while it uses a handle's value, so that a close of the same
+/// handle racing it waits instead of freeing the value under it (a hazard pointer per thread).
+///
+/// Each thread that calls the library owns a record (one cache line, never freed, given back
+/// when the thread exits and reused by the next thread that needs one). A call stores the
+/// slot's address into its own record, fences (the light side of `membarrier`), reads, and
+/// stores null when it returns: no read-modify-write and no store to a line another thread
+/// writes. A close runs the heavy side (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, or a
+/// `SeqCst` fence where both sides fence) and scans every record, waiting while one holds the
+/// slot.
+mod pins {
+    use core::cell::Cell;
+    use core::ptr::null_mut;
+    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+    /// A thread's record.
+    #[repr(align(128))]
+    struct Record {
+        /// The slot of the call in progress, or null.
+        slot: AtomicPtr<u8>,
+        /// Whether a thread (or, for a nested call, one call) owns the record.
+        owned: AtomicBool,
+        /// The next record of the list; set before the record is pushed, then never changed.
+        next: AtomicPtr<Record>,
+    }
+
+    /// Every record ever made, newest first (push only).
+    static RECORDS: AtomicPtr<Record> = AtomicPtr::new(null_mut());
+
+    thread_local! {
+        /// This thread's record, once it has one.
+        static MINE: Cell<Option<&'static Record>> = const { Cell::new(None) };
+        /// Gives this thread's record back when the thread exits.
+        static OWNER: Owner = const { Owner(Cell::new(None)) };
+    }
+
+    struct Owner(Cell<Option<&'static Record>>);
+
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            if let Some(r) = self.0.take() {
+                let _ = MINE.try_with(|m| m.set(None));
+                // Release: pairs with the Acquire compare-and-swap of `claim`: the next owner
+                // finds the record as this thread left it (its slot null).
+                r.owned.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// A record nobody owns, now owned by the caller: a given-back one, or a new one.
+    fn claim() -> &'static Record {
+        // Acquire: pairs with the Release compare-and-swap that pushed each record (its fields
+        // are seen with it).
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: records are never freed; `p` is null or one of them.
+        while let Some(r) = unsafe { p.as_ref() } {
+            // Acquire: pairs with the Release store that gave the record back.
+            if !r.owned.load(Ordering::Relaxed)
+                && r.owned
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return r;
+            }
+            p = r.next.load(Ordering::Relaxed);
+        }
+        let r: &'static Record = Box::leak(Box::new(Record {
+            slot: AtomicPtr::new(null_mut()),
+            owned: AtomicBool::new(true),
+            next: AtomicPtr::new(null_mut()),
+        }));
+        let mut head = RECORDS.load(Ordering::Relaxed);
+        loop {
+            r.next.store(head, Ordering::Relaxed);
+            // Release: pairs with the Acquire loads of RECORDS in `claim` and
+            // `wait_for_calls`: whoever finds the record finds its `next`.
+            match RECORDS.compare_exchange_weak(
+                head,
+                core::ptr::from_ref(r).cast_mut(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return r,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// This thread's record (claimed and owned until the thread exits at its first call), or
+    /// `None` while the thread's locals are being destroyed.
+    fn mine() -> Option<&'static Record> {
+        if let Ok(Some(r)) = MINE.try_with(Cell::get) {
+            return Some(r);
+        }
+        let r = claim();
+        if OWNER.try_with(|o| o.0.set(Some(r))).is_ok() && MINE.try_with(|m| m.set(Some(r))).is_ok()
+        {
+            return Some(r);
+        }
+        // Release: as in `Owner::drop`.
+        r.owned.store(false, Ordering::Release);
+        None
+    }
+
+    /// A call's pin on a slot, published until dropped.
+    pub(super) struct Pin {
+        record: &'static Record,
+        /// A record claimed for this call alone (a call nested in another one of the same
+        /// thread, from a signal handler, or one made while the thread exits).
+        temporary: bool,
+    }
+
+    impl Pin {
+        /// Publishes that this thread uses `slot`'s value from now until the pin is dropped.
+        pub(super) fn new(slot: *const u8) -> Pin {
+            let (record, temporary) = match mine() {
+                Some(r) if r.slot.load(Ordering::Relaxed).is_null() => (r, false),
+                _ => (claim(), true),
+            };
+            record.slot.store(slot.cast_mut(), Ordering::Relaxed);
+            // The light side of the pair with the heavy fence of `wait_for_calls`: either the
+            // closer's scan sees this store, or the caller's next load (the slot's state) sees
+            // the closer's compare-and-swap.
+            percpu::membarrier::light_fence();
+            Pin { record, temporary }
+        }
+    }
+
+    impl Drop for Pin {
+        fn drop(&mut self) {
+            // Release: pairs with the Acquire load of `wait_for_calls`: this call's reads of
+            // the value come before the closer takes it.
+            self.record.slot.store(null_mut(), Ordering::Release);
+            if self.temporary {
+                // Release: as in `Owner::drop`.
+                self.record.owned.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// After a slot was closed: waits until no call that may have seen it live holds a pin on
+    /// it (calls that pin it later see it closed).
+    pub(super) fn wait_for_calls(slot: *const u8) {
+        // The heavy side of the pair with `Pin::new`'s light fence.
+        percpu::membarrier::heavy_fence();
+        // Acquire: pairs with the Release compare-and-swap that pushed each record.
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: records are never freed; `p` is null or one of them.
+        while let Some(r) = unsafe { p.as_ref() } {
+            let mut spins = 0u32;
+            // Acquire: pairs with the Release store of `Pin::drop`.
+            while r.slot.load(Ordering::Acquire).cast_const() == slot {
+                if spins < 100 {
+                    core::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+                spins = spins.saturating_add(1);
+            }
+            p = r.next.load(Ordering::Relaxed);
+        }
+    }
+
+    /// The records made so far: at most the most threads that had called the library alive at
+    /// once, plus calls nested in another.
+    #[cfg(test)]
+    pub(super) fn records() -> usize {
+        let mut n = 0;
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: as in `wait_for_calls`.
+        while let Some(r) = unsafe { p.as_ref() } {
+            n += 1;
+            p = r.next.load(Ordering::Relaxed);
+        }
+        n
+    }
+}
 
 /// Statistics of a cache (`pagecache_stats_t`): [`crate::Stats`] in fixed-width fields.
 #[repr(C)]
@@ -88,20 +482,6 @@ pub struct CStats {
     pub limit: u64,
     /// Of the fills, the pages read ahead of a sequential miss.
     pub read_ahead: u64,
-}
-
-/// What a handle or an out pointer points to, or `None` for a null or misaligned pointer:
-/// neither is ever a live handle or writable memory for a pointer or a struct, so such a
-/// pointer is refused (`PAGECACHE_EINVAL`) instead of used.
-///
-/// # Safety
-/// `p` is null, misaligned, or valid for reads of a `T` (the caller's contract).
-unsafe fn deref<'a, T>(p: *const T) -> Option<&'a T> {
-    if !p.is_aligned() {
-        return None;
-    }
-    // SAFETY: aligned, and null or valid (the caller's contract).
-    unsafe { p.as_ref() }
 }
 
 /// Whether `out` may be written with a `T`: not null, aligned.
@@ -223,35 +603,42 @@ pub unsafe extern "C" fn pagecache_new(
             Err(e) => return io_code(&e),
         };
         let scheme = scheme_cstr(cache.scheme());
-        let h = Box::into_raw(Box::new(CCache { cache, scheme }));
+        // Registers the process for `membarrier` now (once), so that calls pin their handles
+        // with a compiler fence from the first one on (see `pins`).
+        let _ = percpu::membarrier::asymmetric_available();
+        let h = CACHES.open(OpenCache { cache, scheme });
         // SAFETY: `out` is not null, and the caller gives writable memory for a pointer.
         unsafe { out.write(h) };
         PAGECACHE_OK
     })
 }
 
-/// Frees a cache handle (null: nothing). Files opened through it stay usable; the frames are
-/// freed with the last of them.
+/// Frees a cache handle (null, misaligned or already freed: nothing). Files opened through
+/// it stay usable; the frames are freed with the last of them. Waits for the calls on the
+/// handle that other threads began before it.
 ///
 /// # Safety
-/// `cache` is null, misaligned or a handle from [`pagecache_new`] not yet freed, that no
-/// other thread uses during or after the call.
+/// `cache` is null, misaligned or a handle from [`pagecache_new`] (live, freed, or freed and
+/// returned again).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
-    // SAFETY: forwarded contract (a handle from `Box::into_raw` in `pagecache_new`).
-    unsafe { free_handle(cache) }
+    boundary((), || {
+        // SAFETY: forwarded contract. The value is dropped here: a panic in its drop is caught.
+        drop(unsafe { CACHES.close(cache) });
+    })
 }
 
 /// Opens `path` through the cache (read-write if permitted, else read-only) and stores the
-/// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), the open's `-errno`
+/// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), `PAGECACHE_EBADF` (a
+/// freed cache handle), the open's `-errno`
 /// (`-ENOENT`, `-EACCES`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
 /// is not a regular file or is on a pseudo file system (procfs, sysfs, ...). A program being
 /// run opens read-only. A file already open in the cache is shared (see
 /// [`PageCacheOf::open`](crate::PageCacheOf::open)).
 ///
 /// # Safety
-/// `cache` is null, misaligned or a live handle; `path` is null or a NUL-terminated string;
-/// `out` is null, misaligned or writable.
+/// `cache` is null, misaligned or a handle from [`pagecache_new`] (live or freed); `path` is
+/// null or a NUL-terminated string; `out` is null, misaligned or writable.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_open(
     cache: *const CCache,
@@ -262,15 +649,16 @@ pub unsafe extern "C" fn pagecache_open(
         if path.is_null() || !writable(out) {
             return PAGECACHE_EINVAL;
         }
-        // SAFETY: null, misaligned or a live handle (the caller's contract), only read through.
-        let Some(c) = (unsafe { deref(cache) }) else {
-            return PAGECACHE_EINVAL;
+        // SAFETY: forwarded contract.
+        let c = match unsafe { enter(cache) } {
+            Ok(c) => c,
+            Err(code) => return code,
         };
         // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
         let path = OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes());
         match c.cache.open(path) {
             Ok(file) => {
-                let h = Box::into_raw(Box::new(CFile { file }));
+                let h = FILES.open(file);
                 // SAFETY: `out` is not null, and the caller gives writable memory for a
                 // pointer.
                 unsafe { out.write(h) };
@@ -282,68 +670,42 @@ pub unsafe extern "C" fn pagecache_open(
 }
 
 /// Closes a file handle: at the file's last handle, writes its dirty pages back and frees its
-/// frames. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` for a null handle (nothing done), or, at
-/// the last handle, the first write-back's or `fdatasync`'s `-errno`: the pages that failed
-/// are lost, and this says so. The handle is closed whatever it returns, as by `close(2)`.
+/// frames. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` for a null or misaligned handle,
+/// `PAGECACHE_EBADF` for a closed one (nothing done either way), or, at the last handle, the
+/// first write-back's or `fdatasync`'s `-errno`: the pages that failed are lost, and this says
+/// so. The handle is closed whatever it returns, as by `close(2)`. Waits for the calls on the
+/// handle that other threads began before it.
 ///
 /// # Safety
-/// `file` is null, misaligned or a handle from [`pagecache_open`] not yet closed, that no
-/// other thread uses during or after the call.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live, closed, or closed and
+/// returned again).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_close(file: *mut CFile) -> i32 {
-    if file.is_null() || !file.is_aligned() {
-        return PAGECACHE_EINVAL;
-    }
     boundary(PAGECACHE_EINTERNAL, || {
-        // SAFETY: a handle from `Box::into_raw` in `pagecache_open`, given back once (the
-        // caller's contract).
-        let h = unsafe { Box::from_raw(file) };
-        match h.file.close() {
-            Ok(()) => PAGECACHE_OK,
-            Err(e) => io_code(&e),
+        // SAFETY: forwarded contract.
+        match unsafe { FILES.close(file) } {
+            Ok(f) => match f.close() {
+                Ok(()) => PAGECACHE_OK,
+                Err(e) => io_code(&e),
+            },
+            Err(code) => code,
         }
     })
 }
 
-/// Drops the handle `h` (null: nothing), a panic in its drop caught.
-///
-/// # Safety
-/// `h` is null or from `Box::into_raw`, not yet freed, and no other thread uses it during or
-/// after the call.
-unsafe fn free_handle<T>(h: *mut T) {
-    if h.is_null() || !h.is_aligned() {
-        return;
-    }
-    boundary((), || {
-        // SAFETY: a handle from `Box::into_raw`, given back once (the caller's contract).
-        drop(unsafe { Box::from_raw(h) });
-    })
-}
-
-/// The file behind a handle.
-///
-/// # Safety
-/// `file` is null, misaligned or a live handle.
-unsafe fn file_ref<'a>(file: *const CFile) -> Option<&'a CachedFile> {
-    // SAFETY: null, misaligned or a live handle (the caller's contract), only read through;
-    // handles are `Sync`.
-    unsafe { deref(file) }.map(|f| &f.file)
-}
-
 /// The file of a read or write of `len` bytes at `buf`, or `PAGECACHE_EINVAL` for a null
-/// handle, a null `buf` with `len > 0`, or `len > SSIZE_MAX`.
+/// handle, a null `buf` with `len > 0`, or `len > SSIZE_MAX`, or `PAGECACHE_EBADF` for a
+/// closed handle.
 ///
 /// # Safety
-/// `file` is null, misaligned or a live handle.
-unsafe fn io_args<'a>(
+/// `file` is null, misaligned or a handle from [`pagecache_open`].
+unsafe fn io_args(
     file: *const CFile,
     buf: *const c_void,
     len: usize,
-) -> Result<&'a CachedFile, isize> {
+) -> Result<Live<CachedFile>, isize> {
     // SAFETY: forwarded contract.
-    let Some(f) = (unsafe { file_ref(file) }) else {
-        return Err(PAGECACHE_EINVAL as isize);
-    };
+    let f = unsafe { enter(file) }.map_err(|code| code as isize)?;
     if len > isize::MAX as usize || (buf.is_null() && len > 0) {
         return Err(PAGECACHE_EINVAL as isize);
     }
@@ -352,10 +714,11 @@ unsafe fn io_args<'a>(
 
 /// Reads up to `len` bytes at `offset` into `buf`, like `pread`: the number of bytes read
 /// (fewer at the end of the file, 0 at or past it), or a negative error: `PAGECACHE_EINVAL`
-/// (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`), a fill's `-errno`.
+/// (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`), `PAGECACHE_EBADF` (a
+/// closed handle), a fill's `-errno`.
 ///
 /// # Safety
-/// `file` is null, misaligned or a live handle; `buf` is null or writable for `len` bytes,
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is null or writable for `len` bytes,
 /// and no other thread accesses those bytes during the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_read_at(
@@ -394,12 +757,13 @@ pub unsafe extern "C" fn pagecache_read_at(
 /// Writes `len` bytes of `buf` at `offset` through the cache (the pages are filled first,
 /// then marked dirty; the file grows when the range ends past it): `len`, or a negative error:
 /// `PAGECACHE_EINVAL` (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`,
-/// `offset + len` above 2^63 - 1), `-EACCES` on a file opened read-only, `PAGECACHE_EFBIG` (a
+/// `offset + len` above 2^63 - 1), `PAGECACHE_EBADF` (a closed handle), `-EACCES` on a file
+/// opened read-only, `PAGECACHE_EFBIG` (a
 /// write the file cannot hold: past the largest file of its file system or past
 /// `RLIMIT_FSIZE`; nothing written), a fill's or write's `-errno`. `len` 0 returns 0.
 ///
 /// # Safety
-/// `file` is null, misaligned or a live handle; `buf` is null or readable for `len` bytes
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is null or readable for `len` bytes
 /// that no other thread writes during the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_write_at(
@@ -429,16 +793,18 @@ pub unsafe extern "C" fn pagecache_write_at(
 }
 
 /// Writes the file's dirty pages back and `fdatasync`s it: `PAGECACHE_OK`, `PAGECACHE_EINVAL`
-/// (a null handle) or the first `-errno` (a page that failed stays dirty).
+/// (a null handle), `PAGECACHE_EBADF` (a closed handle) or the first `-errno` (a page that
+/// failed stays dirty).
 ///
 /// # Safety
-/// `file` is null, misaligned or a live handle.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_sync(file: *const CFile) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let Some(f) = (unsafe { file_ref(file) }) else {
-            return PAGECACHE_EINVAL;
+        let f = match unsafe { enter(file) } {
+            Ok(f) => f,
+            Err(code) => return code,
         };
         match f.sync() {
             Ok(()) => PAGECACHE_OK,
@@ -448,16 +814,18 @@ pub unsafe extern "C" fn pagecache_sync(file: *const CFile) -> i32 {
 }
 
 /// Writes the file's dirty pages back and frees its unreferenced frames: how many were freed,
-/// or `PAGECACHE_EINVAL` (a null handle) or the first write-back's `-errno`.
+/// or `PAGECACHE_EINVAL` (a null handle), `PAGECACHE_EBADF` (a closed handle) or the first
+/// write-back's `-errno`.
 ///
 /// # Safety
-/// `file` is null, misaligned or a live handle.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
     boundary(PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
-        let Some(f) = (unsafe { file_ref(file) }) else {
-            return PAGECACHE_EINVAL as isize;
+        let f = match unsafe { enter(file) } {
+            Ok(f) => f,
+            Err(code) => return code as isize,
         };
         match f.drop_cache() {
             Ok(n) => n.min(isize::MAX as usize) as isize,
@@ -467,18 +835,20 @@ pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
 }
 
 /// Sets the file's length, as `ftruncate(2)` (see `CachedFileOf::set_len`): `PAGECACHE_OK`,
-/// `PAGECACHE_EINVAL` (a null handle, a negative length), `-EACCES` on a file opened
+/// `PAGECACHE_EINVAL` (a null handle, a negative length), `PAGECACHE_EBADF` (a closed handle),
+/// `-EACCES` on a file opened
 /// read-only, `PAGECACHE_EFBIG` (a growth past the largest file of the file system or past
 /// `RLIMIT_FSIZE`), or `ftruncate`'s `-errno` (nothing changed).
 ///
 /// # Safety
-/// `file` is null, misaligned or a live handle.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let Some(f) = (unsafe { file_ref(file) }) else {
-            return PAGECACHE_EINVAL;
+        let f = match unsafe { enter(file) } {
+            Ok(f) => f,
+            Err(code) => return code,
         };
         let Ok(len) = u64::try_from(len) else {
             return PAGECACHE_EINVAL;
@@ -491,26 +861,27 @@ pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 
 }
 
 /// The file's length in bytes (its size at open, grown by writes through the cache, set by
-/// `pagecache_set_len`), or `PAGECACHE_EINVAL` (a null handle).
+/// `pagecache_set_len`), or `PAGECACHE_EINVAL` (a null handle), `PAGECACHE_EBADF` (a closed
+/// handle).
 ///
 /// # Safety
-/// `file` is null, misaligned or a live handle.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
     boundary(PAGECACHE_EINTERNAL as i64, || {
         // SAFETY: forwarded contract.
-        match unsafe { file_ref(file) } {
-            Some(f) => i64::try_from(f.len()).unwrap_or(i64::MAX),
-            None => PAGECACHE_EINVAL as i64,
+        match unsafe { enter(file) } {
+            Ok(f) => i64::try_from(f.len()).unwrap_or(i64::MAX),
+            Err(code) => code as i64,
         }
     })
 }
 
-/// Fills `*out` with the cache's counts: `PAGECACHE_OK` or `PAGECACHE_EINVAL` (a null
-/// pointer).
+/// Fills `*out` with the cache's counts: `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null
+/// pointer) or `PAGECACHE_EBADF` (a freed cache handle).
 ///
 /// # Safety
-/// `cache` is null, misaligned or a live handle; `out` is null, misaligned or writable for a
+/// `cache` is null, misaligned or a handle from [`pagecache_new`] (live or freed); `out` is null, misaligned or writable for a
 /// `pagecache_stats_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats) -> i32 {
@@ -518,9 +889,10 @@ pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats)
         if !writable(out) {
             return PAGECACHE_EINVAL;
         }
-        // SAFETY: null, misaligned or a live handle (the caller's contract), only read through.
-        let Some(c) = (unsafe { deref(cache) }) else {
-            return PAGECACHE_EINVAL;
+        // SAFETY: forwarded contract.
+        let c = match unsafe { enter(cache) } {
+            Ok(c) => c,
+            Err(code) => return code,
         };
         let s = c.cache.stats();
         let stats = CStats {
@@ -539,17 +911,18 @@ pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats)
     })
 }
 
-/// The name of the cache's counting scheme (static storage), or null for a null handle.
+/// The name of the cache's counting scheme (static storage), or null for a null or freed
+/// handle.
 ///
 /// # Safety
-/// `cache` is null, misaligned or a live handle.
+/// `cache` is null, misaligned or a handle from [`pagecache_new`] (live or freed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_scheme(cache: *const CCache) -> *const c_char {
     boundary(core::ptr::null(), || {
-        // SAFETY: null, misaligned or a live handle (the caller's contract), only read through.
-        match unsafe { deref(cache) } {
-            Some(c) => c.scheme.as_ptr(),
-            None => core::ptr::null(),
+        // SAFETY: forwarded contract.
+        match unsafe { enter(cache) } {
+            Ok(c) => c.scheme.as_ptr(),
+            Err(_) => core::ptr::null(),
         }
     })
 }
@@ -599,6 +972,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         PAGECACHE_EFBIG => {
             c"file too large (a write or length past the largest file of the file system or past RLIMIT_FSIZE)"
         }
+        PAGECACHE_EBADF => c"bad handle (a file handle already closed or a cache handle already freed)",
         PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",
         PAGECACHE_ENOSCHEME => c"no counting scheme of that name",
         PAGECACHE_EUNFIT => c"the counting scheme cannot serve a page cache",
@@ -617,6 +991,27 @@ mod tests {
     use super::*;
     use core::ptr::{null, null_mut};
     use std::ffi::CString;
+
+    /// Tests that use stale handles (whose slots another test's open could take) hold this
+    /// lock alone; the others share it.
+    static TABLES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+    fn shared_tables() -> std::sync::RwLockReadGuard<'static, ()> {
+        TABLES
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn tables_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+        TABLES
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every slot of `t` is free: none was lost.
+    fn all_free<T: Send + Sync>(t: &Table<T>) {
+        assert_eq!(lock(&t.free).len(), t.made.load(Ordering::Relaxed));
+    }
 
     /// A temporary file of `len` bytes (byte k is `k as u8`), and its directory.
     fn file_of(len: usize) -> (tempfile::TempDir, CString) {
@@ -664,6 +1059,7 @@ mod tests {
 
     #[test]
     fn new_refuses_bad_arguments_with_distinct_codes() {
+        let _tables = shared_tables();
         let mut c: *mut CCache = null_mut();
         // SAFETY (every call of this test): names are NUL-terminated or null, `c` is writable
         // or the out pointer is null.
@@ -719,6 +1115,7 @@ mod tests {
 
     #[test]
     fn every_usable_scheme_gets_its_name_back() {
+        let _tables = shared_tables();
         for name in crate::usable_schemes() {
             let cname = CString::new(name).expect("name");
             let c = new_cache(2, &cname, PAGECACHE_MODE_COUNTING);
@@ -732,6 +1129,7 @@ mod tests {
 
     #[test]
     fn open_errors_are_negative_errnos_and_change_nothing() {
+        let _tables = shared_tables();
         let (dir, path) = file_of(3 * PAGE_SIZE + 5);
         let c = new_cache(2, c"atomic", PAGECACHE_MODE_COUNTING);
         let f = open(c, &path);
@@ -765,6 +1163,7 @@ mod tests {
 
     #[test]
     fn io_calls_refuse_null_and_oversized_arguments() {
+        let _tables = shared_tables();
         let len = 2 * PAGE_SIZE + 10;
         let (_dir, path) = file_of(len);
         let c = new_cache(1, c"paygo", PAGECACHE_MODE_COUNTING);
@@ -832,6 +1231,7 @@ mod tests {
     /// with `PAGECACHE_EINVAL` and touches nothing, and the real handles go on working.
     #[test]
     fn misaligned_handles_and_out_pointers_are_refused() {
+        let _tables = shared_tables();
         let len = 2 * PAGE_SIZE + 3;
         let (_dir, path) = file_of(len);
         let c = new_cache(2, c"atomic", PAGECACHE_MODE_COUNTING);
@@ -876,6 +1276,7 @@ mod tests {
 
     #[test]
     fn writes_sync_drop_and_a_file_outliving_its_cache() {
+        let _tables = shared_tables();
         let len = 3 * PAGE_SIZE;
         let (dir, path) = file_of(len);
         let c = new_cache(2, c"refcache", PAGECACHE_MODE_OPTIMISTIC);
@@ -912,6 +1313,7 @@ mod tests {
     /// nothing.
     #[test]
     fn the_last_close_returns_the_write_back_error() {
+        let _tables = shared_tables();
         let (dir, _) = file_of(2 * PAGE_SIZE);
         let p = dir.path().join("f");
         let mut cfg = Config::new(4, "paygo");
@@ -922,13 +1324,9 @@ mod tests {
             Ok(())
         }));
         let cache = PageCache::new(cfg).expect("cache");
-        let handle = || {
-            Box::into_raw(Box::new(CFile {
-                file: cache.open(&p).expect("open"),
-            }))
-        };
+        let handle = || FILES.open(cache.open(&p).expect("open"));
         let (a, b) = (handle(), handle());
-        // SAFETY: live handles (from `Box::into_raw`, as `pagecache_open` makes them), each
+        // SAFETY: live handles (from the files' table, as `pagecache_open` makes them), each
         // closed once, and a buffer of 5 bytes.
         unsafe {
             assert_eq!(pagecache_sync(a), PAGECACHE_OK, "nothing dirty yet");
@@ -946,6 +1344,7 @@ mod tests {
 
     #[test]
     fn a_read_only_file_refuses_writes_with_eacces() {
+        let _tables = shared_tables();
         // A file with no write permission (root ignores the mode: then there is nothing to
         // check).
         let (dir, path) = file_of(PAGE_SIZE);
@@ -981,6 +1380,7 @@ mod tests {
             PAGECACHE_EINVAL,
             PAGECACHE_ENOMEM,
             PAGECACHE_EFBIG,
+            PAGECACHE_EBADF,
             PAGECACHE_EINTERNAL,
             PAGECACHE_ENOSCHEME,
             PAGECACHE_EUNFIT,
@@ -1038,5 +1438,219 @@ mod tests {
             io_code(&io::Error::from_raw_os_error(libc::EFBIG)),
             PAGECACHE_EFBIG
         );
+    }
+
+    /// A temporary file of `len` bytes (byte k is `(k + seed) as u8`) in `dir`.
+    fn file_in(dir: &tempfile::TempDir, name: &str, len: usize, seed: usize) -> CString {
+        let p = dir.path().join(name);
+        let bytes: Vec<u8> = (0..len).map(|k| (k + seed) as u8).collect();
+        std::fs::write(&p, bytes).expect("write");
+        CString::new(p.as_os_str().as_bytes()).expect("path")
+    }
+
+    /// Whether `f` reads as `file_in`'s file of `len` bytes and `seed`.
+    fn reads_as(f: *const CFile, len: usize, seed: usize) -> bool {
+        let mut b = vec![0u8; len + 1];
+        // SAFETY: a handle from `pagecache_open` and a buffer of `b.len()` bytes.
+        let n = unsafe { pagecache_read_at(f, b.as_mut_ptr().cast(), b.len(), 0) };
+        n == len as isize
+            && b[..len]
+                .iter()
+                .enumerate()
+                .all(|(k, &x)| x == (k + seed) as u8)
+    }
+
+    /// A closed file handle is refused by every call with `PAGECACHE_EBADF`, and nothing is
+    /// touched: a second close, reads (the buffer stays as it was), writes, sync, drop_cache,
+    /// len, set_len; another handle of the same file goes on reading it as it was.
+    #[test]
+    fn a_closed_file_handle_is_refused_with_ebadf() {
+        let _tables = tables_alone();
+        let len = 2 * PAGE_SIZE + 7;
+        let (_dir, path) = file_of(len);
+        let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
+        let (f, g) = (open(c, &path), open(c, &path));
+        let mut b = [0xAAu8; 32];
+        let p = b.as_mut_ptr().cast::<c_void>();
+        // SAFETY (every call of this block): handles from `pagecache_open` (closed or live)
+        // and a buffer of 32 bytes.
+        unsafe {
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            assert_eq!(pagecache_close(f), PAGECACHE_EBADF);
+            assert_eq!(pagecache_read_at(f, p, 32, 0), PAGECACHE_EBADF as isize);
+            assert_eq!(pagecache_write_at(f, p, 32, 0), PAGECACHE_EBADF as isize);
+            assert_eq!(pagecache_sync(f), PAGECACHE_EBADF);
+            assert_eq!(pagecache_drop_cache(f), PAGECACHE_EBADF as isize);
+            assert_eq!(pagecache_len(f), PAGECACHE_EBADF as i64);
+            assert_eq!(pagecache_set_len(f, 0), PAGECACHE_EBADF);
+            assert_eq!(pagecache_close(f), PAGECACHE_EBADF);
+        }
+        assert_eq!(b, [0xAA; 32], "a refused read wrote the buffer");
+        check(g, len);
+        // SAFETY: live handles, then a closed one.
+        unsafe {
+            assert_eq!(pagecache_len(g), len as i64);
+            assert_eq!(pagecache_close(g), PAGECACHE_OK);
+            assert_eq!(pagecache_close(g), PAGECACHE_EBADF);
+            pagecache_free(c);
+        }
+        all_free(&FILES);
+    }
+
+    /// A freed cache handle: a second free does nothing, `pagecache_stats` and
+    /// `pagecache_open` return `PAGECACHE_EBADF` with `*out` untouched, `pagecache_scheme`
+    /// null; the file opened through it goes on working.
+    #[test]
+    fn a_freed_cache_handle_is_refused_with_ebadf() {
+        let _tables = tables_alone();
+        let len = PAGE_SIZE + 1;
+        let (_dir, path) = file_of(len);
+        let c = new_cache(4, c"atomic", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        let mut st = CStats {
+            limit: 77,
+            ..CStats::default()
+        };
+        let mut g: *mut CFile = null_mut();
+        // SAFETY (every call of this block): a handle from `pagecache_new` (freed), a
+        // NUL-terminated path, writable out pointers.
+        unsafe {
+            pagecache_free(c);
+            pagecache_free(c);
+            assert_eq!(pagecache_stats(c, &mut st), PAGECACHE_EBADF);
+            assert!(pagecache_scheme(c).is_null());
+            assert_eq!(pagecache_open(c, path.as_ptr(), &mut g), PAGECACHE_EBADF);
+        }
+        assert_eq!(st.limit, 77, "a refused stats wrote *out");
+        assert!(g.is_null(), "a refused open wrote *out");
+        check(f, len);
+        // SAFETY: a live handle, closed once.
+        assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+        all_free(&CACHES);
+        all_free(&FILES);
+    }
+
+    /// A closed handle's slot goes to the next open, as a file descriptor's number does: the
+    /// stale handle then names the new file (reads it, closes it), and so for caches.
+    #[test]
+    fn a_reused_slot_names_the_new_handle() {
+        let _tables = tables_alone();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (a, b) = (file_in(&dir, "a", 100, 1), file_in(&dir, "b", 200, 2));
+        let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &a);
+        assert!(reads_as(f, 100, 1));
+        // SAFETY: a live handle, closed once.
+        assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+        let g = open(c, &b);
+        assert_eq!(g, f, "the slot is reused");
+        assert!(reads_as(f, 200, 2), "the stale handle reads the new file");
+        // SAFETY: the stale handle closes the new file; then both are closed.
+        unsafe {
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            assert_eq!(pagecache_close(g), PAGECACHE_EBADF);
+            pagecache_free(c);
+        }
+        let d = new_cache(4, c"refcache", PAGECACHE_MODE_COUNTING);
+        assert_eq!(d, c, "the slot is reused");
+        // SAFETY: the stale handle names the new cache; then it is freed.
+        unsafe {
+            assert_eq!(CStr::from_ptr(pagecache_scheme(c)), c"refcache");
+            pagecache_free(d);
+            assert!(pagecache_scheme(c).is_null());
+        }
+        all_free(&CACHES);
+        all_free(&FILES);
+    }
+
+    /// Open/close cycles from 8 threads, each on its own file: every handle reads its own file,
+    /// the files' table makes no more slots than were open at once (rounded up to a chunk),
+    /// every slot is free at the end, and the threads' pin records are reused by the next
+    /// threads.
+    #[test]
+    fn open_close_cycles_from_many_threads_lose_no_slot() {
+        const THREADS: usize = 8;
+        const CYCLES: usize = 300;
+        let _tables = tables_alone();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths: Vec<CString> = (0..THREADS)
+            .map(|t| file_in(&dir, &format!("f{t}"), 300 + t, t))
+            .collect();
+        let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
+        let made = FILES.made.load(Ordering::Relaxed);
+        let round = || {
+            std::thread::scope(|s| {
+                for (t, path) in paths.iter().enumerate() {
+                    let c = c as usize;
+                    s.spawn(move || {
+                        for _ in 0..CYCLES {
+                            let f = open(c as *mut CCache, path);
+                            assert!(reads_as(f, 300 + t, t), "thread {t} read another file");
+                            // SAFETY: a live handle, closed once.
+                            assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+                        }
+                    });
+                }
+            });
+        };
+        round();
+        let records = pins::records();
+        round();
+        assert_eq!(
+            pins::records(),
+            records,
+            "the exited threads' records were not reused"
+        );
+        assert!(
+            FILES.made.load(Ordering::Relaxed) <= made.max(THREADS.next_multiple_of(CHUNK)),
+            "{} slots made for {THREADS} handles open at once",
+            FILES.made.load(Ordering::Relaxed)
+        );
+        all_free(&FILES);
+        // SAFETY: a live handle, freed once.
+        unsafe { pagecache_free(c) };
+    }
+
+    /// Threads reading one handle while another thread closes it (the caller's bug, as
+    /// close(2) racing pread(2)) get whole, right reads or `PAGECACHE_EBADF`, and the close
+    /// returns once the reads in flight are done: no read uses a freed file.
+    #[test]
+    fn reads_racing_the_close_of_their_handle_stay_memory_safe() {
+        let _tables = tables_alone();
+        let len = 3 * PAGE_SIZE;
+        let (_dir, path) = file_of(len);
+        let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path) as usize;
+        let started = std::sync::Barrier::new(5);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    started.wait();
+                    let mut reads = 0u64;
+                    loop {
+                        let mut b = vec![0u8; len];
+                        // SAFETY: a handle from `pagecache_open` (live or closed by the racing
+                        // thread; never reopened here) and a buffer of `len` bytes.
+                        let n = unsafe {
+                            pagecache_read_at(f as *const CFile, b.as_mut_ptr().cast(), len, 0)
+                        };
+                        if n == PAGECACHE_EBADF as isize {
+                            break;
+                        }
+                        assert_eq!(n, len as isize);
+                        assert!(b.iter().enumerate().all(|(k, &x)| x == k as u8));
+                        reads += 1;
+                    }
+                    reads
+                });
+            }
+            started.wait();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            // SAFETY: a live handle, closed once while the readers run.
+            assert_eq!(unsafe { pagecache_close(f as *mut CFile) }, PAGECACHE_OK);
+        });
+        // SAFETY: a live handle, freed once.
+        unsafe { pagecache_free(c) };
+        all_free(&FILES);
     }
 }

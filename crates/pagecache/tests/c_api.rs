@@ -81,3 +81,25 @@ fn c_program_gets_pagecache_efbig_past_the_limits() {
 fn header_compiles_as_cxx_and_pedantic_c() {
     cc::check_header(&Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h"));
 }
+
+/// Stale handles (`tests/c/handles.c`): a double close and every call on a closed file handle,
+/// a double free and every call on a freed cache handle get `PAGECACHE_EBADF` (a free does
+/// nothing) with nothing touched; a reused slot names the new handle, as a reused file
+/// descriptor does; open/close cycles from 4 threads see no more handles than were open at
+/// once.
+#[test]
+fn c_program_gets_pagecache_ebadf_for_stale_handles() {
+    let text = build_and_run("handles");
+    for line in [
+        "ok closed-file",
+        "ok freed-cache",
+        "ok reused-slot",
+        "ok cycles",
+        "failures=0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in:\n{text}"
+        );
+    }
+}

@@ -22,6 +22,7 @@ fn error_codes_and_modes_agree() {
         ("PAGECACHE_EINVAL", capi::PAGECACHE_EINVAL),
         ("PAGECACHE_ENOMEM", capi::PAGECACHE_ENOMEM),
         ("PAGECACHE_EFBIG", capi::PAGECACHE_EFBIG),
+        ("PAGECACHE_EBADF", capi::PAGECACHE_EBADF),
         ("PAGECACHE_EINTERNAL", capi::PAGECACHE_EINTERNAL),
         ("PAGECACHE_ENOSCHEME", capi::PAGECACHE_ENOSCHEME),
         ("PAGECACHE_EUNFIT", capi::PAGECACHE_EUNFIT),
@@ -39,13 +40,17 @@ fn error_codes_and_modes_agree() {
         codes.len() + modes.len(),
         "capi.rs declares a constant not checked here"
     );
-    // The library's own codes other than EINVAL, ENOMEM and EFBIG (each the errno of the same
-    // meaning) are outside the errno range, so that they never mean an I/O error.
+    // The library's own codes other than EINVAL, ENOMEM, EFBIG and EBADF (each the errno of the
+    // same meaning) are outside the errno range, so that they never mean an I/O error.
     for (name, v) in &codes {
         assert!(
             matches!(
                 name.as_str(),
-                "PAGECACHE_OK" | "PAGECACHE_EINVAL" | "PAGECACHE_ENOMEM" | "PAGECACHE_EFBIG"
+                "PAGECACHE_OK"
+                    | "PAGECACHE_EINVAL"
+                    | "PAGECACHE_ENOMEM"
+                    | "PAGECACHE_EFBIG"
+                    | "PAGECACHE_EBADF"
             ) || *v <= -1000,
             "{name} = {v}"
         );
