@@ -1,0 +1,372 @@
+//! The C handles: slots of never-freed tables, each with a live/closed state, and the
+//! per-thread pins that make a close wait for the calls racing it (see [`Slot`] and `pins`).
+
+use super::{PAGECACHE_EBADF, PAGECACHE_EINTERNAL, PAGECACHE_EINVAL};
+use core::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The state word of a slot that holds an open handle; a closed slot has it clear. The bits
+/// above it count the slot's closes (its generation), so each opening of a slot has a state
+/// of its own and a close's compare-and-swap can only close the opening it saw.
+const LIVE: u64 = 1;
+
+/// Slots made at once when a table has no free one.
+pub(super) const CHUNK: usize = 16;
+
+/// A slot of a handle table: the C handle is its address. Slots are never freed (a stale
+/// handle always points to a slot, closed or reused), so a call can check one's state.
+///
+/// Protocol: the opener takes a closed slot off the table's free list, writes `value`, and
+/// publishes it with a `Release` store of the state with `LIVE` set. A call publishes a pin
+/// on the slot (see `pins`), then loads the state (`Acquire`) and reads `value` only if it
+/// is live, until it drops its pin. The closer wins one compare-and-swap of the state from live
+/// to closed, waits until no pin that may have seen it live is left, and only then takes
+/// `value` out and puts the slot back on the free list.
+#[repr(align(64))]
+pub struct Slot<T> {
+    /// `generation << 1 | LIVE` (live) or `generation << 1` (closed).
+    state: AtomicU64,
+    /// `Some` while the slot is live (and while its closer has not taken it yet).
+    value: UnsafeCell<Option<T>>,
+}
+
+// SAFETY: `value` is written only by a thread that holds the slot alone: the opener, whose
+// slot came off the free list closed (no call reads a closed slot's value), before its
+// `Release` store makes it live; the closer, after it won the compare-and-swap to closed and
+// every call that saw the slot live returned. In between, calls of any thread only read it
+// (`T: Sync`); the value is made on one thread and dropped on another (`T: Send`).
+unsafe impl<T: Send + Sync> Sync for Slot<T> {}
+
+impl<T> Slot<T> {
+    const fn new() -> Self {
+        Slot {
+            state: AtomicU64::new(0),
+            value: UnsafeCell::new(None),
+        }
+    }
+}
+
+/// The slot a handle points to, or `None` for a null or misaligned pointer (neither is ever a
+/// handle).
+///
+/// # Safety
+/// `p` is null, misaligned, or a handle that a call returned (live, closed or reused: slots
+/// are never freed).
+unsafe fn slot_ref<'a, T>(p: *const Slot<T>) -> Option<&'a Slot<T>> {
+    if !p.is_aligned() {
+        return None;
+    }
+    // SAFETY: aligned, and null or a slot, which lives for the rest of the process (the
+    // caller's contract).
+    unsafe { p.as_ref() }
+}
+
+/// A table of handle slots: chunks of [`CHUNK`] slots made when no slot is free, never freed,
+/// and the closed slots, reused last closed first (as the lowest free file descriptor is).
+pub(super) struct Table<T: 'static> {
+    pub(super) free: Mutex<Vec<&'static Slot<T>>>,
+    /// The slots made: at most the most handles of this table ever open at once, rounded up
+    /// to a chunk.
+    pub(super) made: AtomicUsize,
+}
+
+/// Locks a table's free list; a panic cannot leave the list half changed, so a poisoned lock
+/// is taken as it is.
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<T: Send + Sync + 'static> Table<T> {
+    pub(super) const fn new() -> Self {
+        Table {
+            free: Mutex::new(Vec::new()),
+            made: AtomicUsize::new(0),
+        }
+    }
+
+    /// A closed slot: off the free list, or from a new chunk.
+    fn closed_slot(&self) -> &'static Slot<T> {
+        let mut free = lock(&self.free);
+        if let Some(s) = free.pop() {
+            return s;
+        }
+        let chunk: &'static [Slot<T>] =
+            Box::leak((0..CHUNK).map(|_| Slot::new()).collect::<Box<[_]>>());
+        self.made.fetch_add(CHUNK, Ordering::Relaxed);
+        // Popped in address order.
+        free.extend(chunk[1..].iter().rev());
+        &chunk[0]
+    }
+
+    /// Opens a handle holding `value`: the address of a live slot.
+    pub(super) fn open(&self, value: T) -> *mut Slot<T> {
+        let slot = self.closed_slot();
+        // SAFETY: the slot is closed and this thread took it off the free list, so it holds
+        // it alone (see `Slot`): no call reads the value of a closed slot, and its closer, if
+        // any, took the value out before it put the slot on the list (the list's lock orders
+        // that before this write).
+        unsafe { *slot.value.get() = Some(value) };
+        // Only a closer changes the state, and a closed slot has none: this is its last store.
+        let s = slot.state.load(Ordering::Relaxed);
+        // Release: pairs with the Acquire load in `enter` and the Acquire compare-and-swap in
+        // `close`: whoever sees the slot live sees its value.
+        slot.state.store(s | LIVE, Ordering::Release);
+        core::ptr::from_ref(slot).cast_mut()
+    }
+
+    /// Closes the handle `p` and returns its value; `Err(PAGECACHE_EINVAL)` for a null or
+    /// misaligned pointer, `Err(PAGECACHE_EBADF)` for a closed one (nothing done). Waits until
+    /// every call on the handle that began before it returned.
+    ///
+    /// # Safety
+    /// `p` is null, misaligned, or a handle this table returned (live, closed or reused).
+    pub(super) unsafe fn close(&self, p: *const Slot<T>) -> Result<T, i32> {
+        // SAFETY: forwarded contract.
+        let slot = unsafe { slot_ref(p) }.ok_or(PAGECACHE_EINVAL)?;
+        let mut s = slot.state.load(Ordering::Relaxed);
+        loop {
+            if s & LIVE == 0 {
+                return Err(PAGECACHE_EBADF);
+            }
+            // Acquire: pairs with the Release store of `open` (the value written before it is
+            // seen here). The generation goes up: a close that loaded this opening's state
+            // cannot close a later opening of the slot.
+            match slot.state.compare_exchange(
+                s,
+                (s & !LIVE).wrapping_add(2),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        pins::wait_for_calls(p.cast());
+        // SAFETY: this thread won the slot's close, and every call that saw it live has
+        // dropped its pin (later calls see it closed and leave the value alone): it holds the
+        // slot alone until it puts it back on the free list below.
+        let value = unsafe { (*slot.value.get()).take() };
+        lock(&self.free).push(slot);
+        value.ok_or(PAGECACHE_EINTERNAL)
+    }
+}
+
+/// The value of a live handle, for one call: its pin keeps a racing close from taking the
+/// value until it is dropped.
+pub(super) struct Live<T: 'static> {
+    value: &'static T,
+    _pin: pins::Pin,
+}
+
+impl<T> core::ops::Deref for Live<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+/// The value behind the handle `p` while the returned guard lives: `Err(PAGECACHE_EINVAL)`
+/// for a null or misaligned pointer, `Err(PAGECACHE_EBADF)` for a closed handle. One pin (a
+/// store to this thread's own record), a compiler fence (a `SeqCst` fence where `membarrier`
+/// is missing) and an `Acquire` load of the slot's state: no write to memory another thread
+/// writes.
+///
+/// # Safety
+/// `p` is null, misaligned, or a handle that a call returned (live, closed or reused).
+pub(super) unsafe fn enter<T: Send + Sync>(p: *const Slot<T>) -> Result<Live<T>, i32> {
+    // SAFETY: forwarded contract.
+    let slot: &'static Slot<T> = unsafe { slot_ref(p) }.ok_or(PAGECACHE_EINVAL)?;
+    let pin = pins::Pin::new(p.cast());
+    // Acquire: pairs with the Release store of `Table::open` (the value is seen). The pin was
+    // published before (the fence in `Pin::new`), so a close whose compare-and-swap this load
+    // does not see waits for the pin.
+    if slot.state.load(Ordering::Acquire) & LIVE == 0 {
+        return Err(PAGECACHE_EBADF);
+    }
+    // SAFETY: the slot is live, and its closer takes the value out only after this pin is
+    // dropped (see `Slot`): the reference is used only while the pin lives (the guard holds
+    // both; the `'static` never leaves it).
+    match unsafe { (*slot.value.get()).as_ref() } {
+        Some(value) => Ok(Live { value, _pin: pin }),
+        None => Err(PAGECACHE_EINTERNAL),
+    }
+}
+
+/// Pins: what a call publishes while it uses a handle's value, so that a close of the same
+/// handle racing it waits instead of freeing the value under it (a hazard pointer per thread).
+///
+/// Each thread that calls the library owns a record (one cache line, never freed, given back
+/// when the thread exits and reused by the next thread that needs one). A call stores the
+/// slot's address into its own record, fences (the light side of `membarrier`), reads, and
+/// stores null when it returns: no read-modify-write and no store to a line another thread
+/// writes. A close runs the heavy side (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, or a
+/// `SeqCst` fence where both sides fence) and scans every record, waiting while one holds the
+/// slot.
+pub(super) mod pins {
+    use core::cell::Cell;
+    use core::ptr::null_mut;
+    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+    /// A thread's record.
+    #[repr(align(128))]
+    struct Record {
+        /// The slot of the call in progress, or null.
+        slot: AtomicPtr<u8>,
+        /// Whether a thread (or, for a nested call, one call) owns the record.
+        owned: AtomicBool,
+        /// The next record of the list; set before the record is pushed, then never changed.
+        next: AtomicPtr<Record>,
+    }
+
+    /// Every record ever made, newest first (push only).
+    static RECORDS: AtomicPtr<Record> = AtomicPtr::new(null_mut());
+
+    thread_local! {
+        /// This thread's record, once it has one.
+        static MINE: Cell<Option<&'static Record>> = const { Cell::new(None) };
+        /// Gives this thread's record back when the thread exits.
+        static OWNER: Owner = const { Owner(Cell::new(None)) };
+    }
+
+    struct Owner(Cell<Option<&'static Record>>);
+
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            if let Some(r) = self.0.take() {
+                let _ = MINE.try_with(|m| m.set(None));
+                // Release: pairs with the Acquire compare-and-swap of `claim`: the next owner
+                // finds the record as this thread left it (its slot null).
+                r.owned.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// A record nobody owns, now owned by the caller: a given-back one, or a new one.
+    fn claim() -> &'static Record {
+        // Acquire: pairs with the Release compare-and-swap that pushed each record (its fields
+        // are seen with it).
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: records are never freed; `p` is null or one of them.
+        while let Some(r) = unsafe { p.as_ref() } {
+            // Acquire: pairs with the Release store that gave the record back.
+            if !r.owned.load(Ordering::Relaxed)
+                && r.owned
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return r;
+            }
+            p = r.next.load(Ordering::Relaxed);
+        }
+        let r: &'static Record = Box::leak(Box::new(Record {
+            slot: AtomicPtr::new(null_mut()),
+            owned: AtomicBool::new(true),
+            next: AtomicPtr::new(null_mut()),
+        }));
+        let mut head = RECORDS.load(Ordering::Relaxed);
+        loop {
+            r.next.store(head, Ordering::Relaxed);
+            // Release: pairs with the Acquire loads of RECORDS in `claim` and
+            // `wait_for_calls`: whoever finds the record finds its `next`.
+            match RECORDS.compare_exchange_weak(
+                head,
+                core::ptr::from_ref(r).cast_mut(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return r,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// This thread's record (claimed and owned until the thread exits at its first call), or
+    /// `None` while the thread's locals are being destroyed.
+    fn mine() -> Option<&'static Record> {
+        if let Ok(Some(r)) = MINE.try_with(Cell::get) {
+            return Some(r);
+        }
+        let r = claim();
+        if OWNER.try_with(|o| o.0.set(Some(r))).is_ok() && MINE.try_with(|m| m.set(Some(r))).is_ok()
+        {
+            return Some(r);
+        }
+        // Release: as in `Owner::drop`.
+        r.owned.store(false, Ordering::Release);
+        None
+    }
+
+    /// A call's pin on a slot, published until dropped.
+    pub(super) struct Pin {
+        record: &'static Record,
+        /// A record claimed for this call alone (a call nested in another one of the same
+        /// thread, from a signal handler, or one made while the thread exits).
+        temporary: bool,
+    }
+
+    impl Pin {
+        /// Publishes that this thread uses `slot`'s value from now until the pin is dropped.
+        pub(super) fn new(slot: *const u8) -> Pin {
+            let (record, temporary) = match mine() {
+                Some(r) if r.slot.load(Ordering::Relaxed).is_null() => (r, false),
+                _ => (claim(), true),
+            };
+            record.slot.store(slot.cast_mut(), Ordering::Relaxed);
+            // The light side of the pair with the heavy fence of `wait_for_calls`: either the
+            // closer's scan sees this store, or the caller's next load (the slot's state) sees
+            // the closer's compare-and-swap.
+            percpu::membarrier::light_fence();
+            Pin { record, temporary }
+        }
+    }
+
+    impl Drop for Pin {
+        fn drop(&mut self) {
+            // Release: pairs with the Acquire load of `wait_for_calls`: this call's reads of
+            // the value come before the closer takes it.
+            self.record.slot.store(null_mut(), Ordering::Release);
+            if self.temporary {
+                // Release: as in `Owner::drop`.
+                self.record.owned.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// After a slot was closed: waits until no call that may have seen it live holds a pin on
+    /// it (calls that pin it later see it closed).
+    pub(super) fn wait_for_calls(slot: *const u8) {
+        // The heavy side of the pair with `Pin::new`'s light fence.
+        percpu::membarrier::heavy_fence();
+        // Acquire: pairs with the Release compare-and-swap that pushed each record.
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: records are never freed; `p` is null or one of them.
+        while let Some(r) = unsafe { p.as_ref() } {
+            let mut spins = 0u32;
+            // Acquire: pairs with the Release store of `Pin::drop`.
+            while r.slot.load(Ordering::Acquire).cast_const() == slot {
+                if spins < 100 {
+                    core::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+                spins = spins.saturating_add(1);
+            }
+            p = r.next.load(Ordering::Relaxed);
+        }
+    }
+
+    /// The records made so far: at most the most threads that had called the library alive at
+    /// once, plus calls nested in another.
+    #[cfg(test)]
+    pub(in crate::capi) fn records() -> usize {
+        let mut n = 0;
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: as in `wait_for_calls`.
+        while let Some(r) = unsafe { p.as_ref() } {
+            n += 1;
+            p = r.next.load(Ordering::Relaxed);
+        }
+        n
+    }
+}
