@@ -101,6 +101,10 @@ impl<T: Send + Sync + 'static> Table<T> {
 
     /// Opens a handle holding `value`: the address of a live slot.
     pub(super) fn open(&self, value: T) -> *mut Slot<T> {
+        // Registers the process for the expedited barrier before any handle exists (one system
+        // call, once): until then the pins' light fence is a `SeqCst` fence, which costs every
+        // call tens of cycles.
+        percpu::membarrier::asymmetric_available();
         let slot = self.closed_slot();
         // SAFETY: the slot is closed and this thread took it off the free list, so it holds
         // it alone (see `Slot`): no call reads the value of a closed slot, and its closer, if
