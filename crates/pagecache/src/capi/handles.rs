@@ -287,10 +287,18 @@ pub(super) mod pins {
 
     /// This thread's record (claimed and owned until the thread exits at its first call), or
     /// `None` while the thread's locals are being destroyed.
+    #[inline]
     fn mine() -> Option<&'static Record> {
         if let Ok(Some(r)) = MINE.try_with(Cell::get) {
             return Some(r);
         }
+        first_record()
+    }
+
+    /// [`mine`]'s first call on a thread: claims a record and keeps it until the thread exits.
+    #[cold]
+    #[inline(never)]
+    fn first_record() -> Option<&'static Record> {
         let r = claim();
         if OWNER.try_with(|o| o.0.set(Some(r))).is_ok() && MINE.try_with(|m| m.set(Some(r))).is_ok()
         {
@@ -311,10 +319,11 @@ pub(super) mod pins {
 
     impl Pin {
         /// Publishes that this thread uses `slot`'s value from now until the pin is dropped.
+        #[inline]
         pub(super) fn new(slot: *const u8) -> Pin {
             let (record, temporary) = match mine() {
                 Some(r) if r.slot.load(Ordering::Relaxed).is_null() => (r, false),
-                _ => (claim(), true),
+                _ => (temporary_record(), true),
             };
             record.slot.store(slot.cast_mut(), Ordering::Relaxed);
             // The light side of the pair with the heavy fence of `wait_for_calls`: either the
@@ -325,7 +334,16 @@ pub(super) mod pins {
         }
     }
 
+    /// A record for one call (nested in another call of its thread, or made while the thread
+    /// exits).
+    #[cold]
+    #[inline(never)]
+    fn temporary_record() -> &'static Record {
+        claim()
+    }
+
     impl Drop for Pin {
+        #[inline]
         fn drop(&mut self) {
             // Release: pairs with the Acquire load of `wait_for_calls`: this call's reads of
             // the value come before the closer takes it.
