@@ -215,6 +215,43 @@ struct QuickSource<'a> {
     files: &'a [File],
 }
 
+impl<'a> QuickSource<'a> {
+    /// A cache of `limit` pages over `files`, with every page of every file read into it.
+    ///
+    /// `quick_cache` splits its capacity evenly over its shards (4 per CPU) and evicts from a
+    /// shard that is full, however empty the others: with room for just the files' pages and
+    /// 64 more, the shards that drew more than their share of pages evicted some of them as
+    /// they were read, and every pass over the file missed them again (a `pread`, a page
+    /// allocated, an eviction). Its capacity is raised until every page is resident; it never
+    /// holds more than the files' pages, all the counted caches hold too.
+    fn warm(files: &'a [File], pages: u64, limit: usize) -> Self {
+        let src = QuickSource {
+            cache: quick_cache::sync::Cache::new(limit),
+            files,
+        };
+        let total = files.len() as u64 * pages;
+        let mut capacity = limit as u64;
+        let mut b = [0u8; READ];
+        loop {
+            for f in 0..files.len() {
+                for pg in 0..pages {
+                    src.read(&mut (), f, &mut b, pg * PAGE_SIZE as u64);
+                }
+            }
+            if src.cache.len() as u64 >= total {
+                return src;
+            }
+            assert!(
+                capacity < 64 * total.max(1),
+                "refbench: quick_cache holds {} of {total} pages with room for {capacity}",
+                src.cache.len()
+            );
+            capacity += capacity / 2;
+            src.cache.set_capacity(capacity);
+        }
+    }
+}
+
 impl Source for QuickSource<'_> {
     stateless!();
     #[inline]
@@ -617,16 +654,7 @@ fn measure_reads(
                 .iter()
                 .map(|p| File::open(p).expect("open"))
                 .collect();
-            let src = QuickSource {
-                cache: quick_cache::sync::Cache::new(limit),
-                files: &fs,
-            };
-            let mut b = [0u8; READ];
-            for f in 0..fs.len() {
-                for pg in 0..files.pages {
-                    src.read(&mut (), f, &mut b, pg * PAGE_SIZE as u64);
-                }
-            }
+            let src = QuickSource::warm(&fs, files.pages, limit);
             for &t in &p.threads {
                 let (ops, util) = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
                 let resident = src.cache.len();
@@ -1008,6 +1036,22 @@ mod tests {
         assert_eq!(check_file_room("drbh", &[1], 1), Ok(()));
         let e = check_file_room("lodic-memory", &[10], 1 << 44).unwrap_err();
         assert!(e.contains("MiB free"), "{e}");
+    }
+
+    /// `quick_cache` holds every page of the files once warmed, as the counted caches do:
+    /// the timed reads are hits, never a `pread` and an eviction.
+    #[test]
+    fn quick_cache_holds_every_page_once_warm() {
+        for (count, bytes) in [(1, 4 << 20), (1, 16 << 20), (10, RANDOM_FILE_BYTES)] {
+            let made = make_files(count, bytes);
+            let fs: Vec<File> = made.paths.iter().map(|p| File::open(p).unwrap()).collect();
+            let src = QuickSource::warm(&fs, made.pages, limit_for(&made));
+            assert_eq!(
+                src.cache.len() as u64,
+                count as u64 * made.pages,
+                "{count} files of {bytes} bytes"
+            );
+        }
     }
 
     /// A source that does next to nothing per read.
