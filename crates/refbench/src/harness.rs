@@ -15,7 +15,9 @@ pub const BATCH: u64 = 256;
 /// each) fit.
 pub const MAX_THREADS: usize = 4096;
 
-/// Pins the calling thread to online CPU `i % online`. Returns whether it worked.
+/// Pins the calling thread to CPU number `i % n` of the `n` CPUs the process may use
+/// ([`percpu::affinity::process_cpus`], not the online CPUs: a cpuset or `taskset` may leave
+/// some out). Returns whether it worked.
 pub use percpu::affinity::migrate as pin_to;
 
 /// How threads pick objects.
@@ -35,7 +37,7 @@ pub struct RunOpts {
     pub threads: usize,
     /// Measured time.
     pub duration: Duration,
-    /// Pin thread `t` to CPU `t % online`.
+    /// Pin thread `t` to CPU number `t % n` of the `n` CPUs the process may use ([`pin_to`]).
     pub pin: bool,
     /// Force a migration between get and put every this many operations (0: never).
     pub migrate_every: u64,
@@ -347,7 +349,7 @@ pub fn run_counting<C: RefCounter>(
     opts: RunOpts,
 ) -> RunResult {
     let n = objs.len();
-    let online = percpu::online_cpus();
+    let cpus = percpu::affinity::process_cpus();
     run_workers(opts.threads, opts.duration, opts.pin, |t, stop| {
         match (pattern, opts.migrate_every) {
             // The common case with nothing in the loop but the pair.
@@ -363,7 +365,7 @@ pub fn run_counting<C: RefCounter>(
                     let o = objs.get(idx);
                     let tok = scheme.try_get(o).expect("try_get failed on a live object");
                     if ops.is_multiple_of(every) {
-                        home = (home + 1) % online;
+                        home = next_home(home, cpus.len());
                         pin_to(home);
                     }
                     scheme.put(o, tok);
@@ -378,6 +380,15 @@ pub fn run_counting<C: RefCounter>(
             }
         }
     })
+}
+
+/// The next CPU a migrating worker moves to, from `home`, as a number among the `allowed`
+/// CPUs the process may use ([`pin_to`] takes such a number): each move lands on another CPU
+/// where there are two or more. Counted modulo the online CPUs, a process allowed fewer than
+/// those (a cpuset, `taskset`) had moves that [`pin_to`], taking the number modulo the allowed
+/// ones, mapped onto the CPU the worker was already on.
+fn next_home(home: usize, allowed: usize) -> usize {
+    (home + 1) % allowed.max(1)
 }
 
 /// The median of `v` (mean of the middle two for an even count); 0 for an empty slice: what
@@ -496,6 +507,30 @@ mod tests {
                 .collect()
         });
         assert_eq!(got, [0, 10, 20, 30]);
+    }
+
+    /// A migrating worker's every move lands on another CPU, whatever CPUs the process may
+    /// use (here sets of 3 out of 4 online, as a cpuset leaves them): the CPUs it visits, mapped
+    /// as `pin_to` maps its number, never repeat back to back, and take turns evenly.
+    #[test]
+    fn each_forced_migration_moves_to_another_cpu() {
+        for allowed in [&[0usize, 1, 2][..], &[1, 2, 3], &[0, 2, 5], &[7]] {
+            for t in 0..6 {
+                let (mut home, mut on) = (t, allowed[t % allowed.len()]);
+                let mut visits = vec![0usize; allowed.len()];
+                for _ in 0..12 * allowed.len() {
+                    home = next_home(home, allowed.len());
+                    let cpu = allowed[home % allowed.len()];
+                    assert!(
+                        cpu != on || allowed.len() == 1,
+                        "{allowed:?}, worker {t}: a move to CPU {cpu}, where it was"
+                    );
+                    on = cpu;
+                    visits[home % allowed.len()] += 1;
+                }
+                assert!(visits.iter().all(|&v| v == 12), "{allowed:?}: {visits:?}");
+            }
+        }
     }
 
     #[test]
