@@ -25,7 +25,6 @@ pub enum Depth {
 fn quick_objects(experiment: &str) -> Option<Vec<usize>> {
     Some(match experiment {
         "object-spectrum" => vec![1, 64, 4096, 65536],
-        "memory" => vec![20_000],
         "query" => vec![2_000],
         "drop-file" => vec![32],
         // 64 MiB: past refcache's 4,096-page cache, which the Fig. 2/10 claim needs.
