@@ -250,10 +250,27 @@ pub fn run_workers<W>(threads: usize, duration: Duration, pin: bool, work: W) ->
 where
     W: Fn(usize, &AtomicBool) -> u64 + Sync,
 {
+    run_workers_prepared(threads, duration, pin, |_| (), |t, (), stop| work(t, stop))
+}
+
+/// [`run_workers`] whose worker `t` first makes its state with `prepare(t)` (pinned already,
+/// before the gate: outside the measured window), then runs `work(t, &mut state, stop)`.
+/// The window runs from the first worker's start to the last one's end ([`summarize`]).
+pub fn run_workers_prepared<P, L, W>(
+    threads: usize,
+    duration: Duration,
+    pin: bool,
+    prepare: P,
+    work: W,
+) -> RunResult
+where
+    P: Fn(usize) -> L + Sync,
+    W: Fn(usize, &mut L, &AtomicBool) -> u64 + Sync,
+{
     let stop = AtomicBool::new(false);
     let gate = Gate::new();
     let samples = std::thread::scope(|s| {
-        let (stop, gate, work) = (&stop, &gate, &work);
+        let (stop, gate, prepare, work) = (&stop, &gate, &prepare, &work);
         let hs = spawn_workers(
             s,
             threads,
@@ -261,10 +278,11 @@ where
                 if pin {
                     pin_to(t);
                 }
+                let mut state = prepare(t);
                 gate.arrive();
                 let start = Instant::now();
                 let cpu0 = thread_cpu_secs();
-                let ops = work(t, stop);
+                let ops = work(t, &mut state, stop);
                 let cpu_secs = thread_cpu_secs() - cpu0;
                 WorkerSample {
                     ops,

@@ -18,9 +18,7 @@
 //! `skipped` field gives the reason.
 
 use super::Params;
-use crate::harness::{
-    median, pin_to, spawn_workers, summarize, thread_cpu_secs, Gate, WorkerSample,
-};
+use crate::harness::{median, pin_to, run_workers_prepared, spawn_workers, thread_cpu_secs, Gate};
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
 use pagecache::{CachedFileOf, Config, Mapping, Mode, PageCacheOf, Rmap, PAGE_SIZE};
@@ -451,78 +449,51 @@ fn timed<S: Source>(
     duration: Duration,
     pin: bool,
 ) -> (f64, f64) {
-    let stop = AtomicBool::new(false);
-    let gate = Gate::new();
-    let samples = std::thread::scope(|s| {
-        let (stop, gate) = (&stop, &gate);
-        let hs = spawn_workers(
-            s,
-            threads,
-            move |t| {
-                if pin {
-                    pin_to(t);
-                }
-                let mut buf = [0u8; READ];
-                let mut rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-                let mut page = t as u64 * pages / threads as u64;
-                let mut ops = 0u64;
-                let mut local = src.local();
-                gate.arrive();
-                let start = Instant::now();
-                let cpu0 = thread_cpu_secs();
-                loop {
-                    for _ in 0..BATCH {
-                        let (file, off) = match pattern {
-                            Pattern::SamePage => (0, 0),
-                            Pattern::Random => {
-                                rng ^= rng >> 12;
-                                rng ^= rng << 25;
-                                rng ^= rng >> 27;
-                                let r = rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-                                let slots = pages * (PAGE_SIZE / READ) as u64;
-                                ((r >> 40) as usize % files, (r % slots) * READ as u64)
+    // Each reader's state (its source's local part: a LODIC reader's mappings, made and read
+    // once) is made before the gate, outside the window.
+    let r = run_workers_prepared(
+        threads,
+        duration,
+        pin,
+        |t| {
+            let rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            let page = t as u64 * pages / threads as u64;
+            (src.local(), rng, page)
+        },
+        |_, (local, rng, page), stop| {
+            let mut buf = [0u8; READ];
+            let mut ops = 0u64;
+            loop {
+                for _ in 0..BATCH {
+                    let (file, off) = match pattern {
+                        Pattern::SamePage => (0, 0),
+                        Pattern::Random => {
+                            *rng ^= *rng >> 12;
+                            *rng ^= *rng << 25;
+                            *rng ^= *rng >> 27;
+                            let r = rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                            let slots = pages * (PAGE_SIZE / READ) as u64;
+                            ((r >> 40) as usize % files, (r % slots) * READ as u64)
+                        }
+                        Pattern::Sequential => {
+                            let p = *page;
+                            *page += 1;
+                            if *page == pages {
+                                *page = 0;
                             }
-                            Pattern::Sequential => {
-                                let p = page;
-                                page += 1;
-                                if page == pages {
-                                    page = 0;
-                                }
-                                (0, p * PAGE_SIZE as u64)
-                            }
-                        };
-                        src.read(&mut local, file, &mut buf, off);
-                    }
-                    ops += BATCH;
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
+                            (0, p * PAGE_SIZE as u64)
+                        }
+                    };
+                    src.read(local, file, &mut buf, off);
                 }
-                let cpu_secs = thread_cpu_secs() - cpu0;
-                WorkerSample {
-                    ops,
-                    start,
-                    end: Instant::now(),
-                    cpu_secs,
+                ops += BATCH;
+                if stop.load(Ordering::Relaxed) {
+                    break;
                 }
-            },
-            || {
-                stop.store(true, Ordering::Relaxed);
-                gate.release();
-            },
-        );
-        gate.open_when(threads);
-        std::thread::sleep(duration);
-        stop.store(true, Ordering::Relaxed);
-        hs.into_iter()
-            .map(|h| h.join().expect("reader panicked"))
-            .collect::<Vec<_>>()
-    });
-    // The window runs from the first reader's start to the last one's end, as in every
-    // counting experiment ([`summarize`]): the main thread, which opens the gate, may run only
-    // after readers pinned to its CPU, and a window from its clock reading left out their
-    // first reads while counting them.
-    let r = summarize(&samples);
+            }
+            ops
+        },
+    );
     (r.ops_per_sec, r.cpu_util)
 }
 
