@@ -15,10 +15,17 @@
  *
  * No call aborts the process: a Rust panic inside the library is caught at the boundary and
  * returned as PAYGO_EINTERNAL, and memory the calls allocate (the anchor information) is
- * asked for without aborting (PAYGO_ENOMEM).
+ * asked for without aborting (PAYGO_ENOMEM). One exception: a paygo_ref that finds its CPU's
+ * window full moves an entry to an overflow list, and if that list's memory cannot be
+ * allocated the process aborts, as a Rust allocation failure does.
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
- * that fails changes nothing.
+ * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
+ * or misaligned for its type (objects and paygo_stats_t: 8 bytes) is refused with
+ * PAYGO_EINVAL, nothing read or written, as pagecache.h refuses its handles and out pointers.
+ * A pointer to memory that is not (or no longer) readable as a paygo_obj_t, such as a freed
+ * object, is not checked: passing one is undefined behaviour, as in pagecache.h. A destroyed
+ * object whose memory is still there is refused with PAYGO_ENOTOBJ.
  */
 #ifndef PAYGO_H
 #define PAYGO_H
@@ -33,8 +40,8 @@ extern "C" {
 /* Error codes: negative, errno-like; each means one thing. */
 typedef enum paygo_error {
     PAYGO_OK = 0,
-    PAYGO_EINVAL = -22,     /* a null or misaligned (not 8-aligned) object pointer, or an
-                               invalid configuration */
+    PAYGO_EINVAL = -22,     /* a null or misaligned (not 8-aligned) object pointer or
+                               paygo_stats out pointer, or an invalid configuration */
     PAYGO_ENOTOBJ = -2,     /* not an initialised paygo object (bad magic: never initialised,
                                destroyed, or copied to another address) */
     PAYGO_ENOREF = -61,     /* unref: the calling thread holds no reference to the object */
@@ -96,7 +103,10 @@ int paygo_ref(paygo_obj_t *obj);
  * CPU if any). PAYGO_ENOREF if the thread holds none; PAYGO_EDEAD if obj is reclaimed. */
 int paygo_unref(paygo_obj_t *obj);
 
-/* READ-ALL: the number of references (>= 0), or a negative paygo_error. */
+/* READ-ALL: the number of references (>= 0), or a negative paygo_error. Exact when no
+ * paygo_ref or paygo_unref of obj runs meanwhile; while they run, a snapshot that may be off by
+ * the references they take and give back (one that sums below zero is returned as 0, never as
+ * a negative number, which would read as an error). */
 int64_t paygo_read_all(paygo_obj_t *obj);
 
 /* 1 if obj is referenced, 0 if not (READ-ALL with early exit), or a negative paygo_error. */
@@ -114,7 +124,7 @@ int paygo_reinit(paygo_obj_t *obj);
 /* References that exiting threads still held, released for them so far. */
 uint64_t paygo_leftovers_released(void);
 
-/* Fills *out with the domain's statistics. */
+/* Fills *out with the domain's statistics. PAYGO_EINVAL if out is NULL or misaligned. */
 int paygo_stats(paygo_stats_t *out);
 
 /* Before dlclose() of libpaygo.so: every thread that used the library calls this, so that the

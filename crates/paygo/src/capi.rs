@@ -402,6 +402,12 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
 
 /// READ-ALL: the number of references (>= 0), or a negative error.
 ///
+/// The count is read at 0 where [`Domain::read_all`] reads it below zero: that happens only
+/// while REFs and UNREFs run (its sum takes an entry's local counter before its anchor
+/// counter, so a REF and its UNREF from another CPU that both fall between the two loads count
+/// -1), and a negative count would read as an error code (-2 as `PAYGO_ENOTOBJ`, -16 as
+/// `PAYGO_EBUSY`, ...).
+///
 /// # Safety
 /// As [`paygo_ref`].
 #[no_mangle]
@@ -409,7 +415,7 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
     boundary(PAYGO_EINTERNAL as i64, || {
         // SAFETY: forwarded contract.
         match unsafe { check(obj) } {
-            Ok(h) => domain().read_all(h),
+            Ok(h) => domain().read_all(h).max(0),
             Err(e) => e as i64,
         }
     })
@@ -491,13 +497,16 @@ pub extern "C" fn paygo_leftovers_released() -> u64 {
     LEFTOVERS.load(Ordering::Relaxed)
 }
 
-/// Fills `*out` with the domain's statistics.
+/// Fills `*out` with the domain's statistics. `PAYGO_EINVAL` (nothing written) if `out` is
+/// null or misaligned for a `paygo_stats_t`, as for an object pointer.
 ///
 /// # Safety
-/// `out` is null or points to writable memory for a `paygo_stats_t`.
+/// `out` is null, misaligned, or points to writable memory for a `paygo_stats_t`.
 #[no_mangle]
 pub unsafe extern "C" fn paygo_stats(out: *mut CStats) -> i32 {
-    if out.is_null() {
+    // A misaligned `out` is refused, not written: `write` requires an aligned pointer (a
+    // misaligned one is undefined behaviour).
+    if out.is_null() || !out.is_aligned() {
         return PAYGO_EINVAL;
     }
     boundary(PAYGO_EINTERNAL, || {
@@ -574,5 +583,51 @@ mod tests {
             assert_eq!(paygo_read_all(o), 0);
             assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
         }
+    }
+
+    /// A count that READ-ALL sums below zero (a REF and its UNREF from another CPU, both
+    /// between its loads of the entry's local and anchor counters) is returned as 0, never as
+    /// a negative number that reads as an error code. The race is made by hand: the entry's
+    /// local counter is read as if before the thread's REF, its anchor counter as after an
+    /// UNREF of it from another CPU.
+    #[test]
+    fn read_all_never_returns_a_racing_count_below_zero() {
+        let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+        let o = obj.as_mut_ptr();
+        // SAFETY: `o` is writable memory for a CObj, used by this test only.
+        unsafe {
+            assert_eq!(paygo_obj_init(o), PAYGO_OK);
+            assert_eq!(paygo_ref(o), PAYGO_OK);
+            let slot = with_info(|i| held(i).expect("not borrowed")[&(o as usize)][0].slot)
+                .expect("anchor information");
+            let s = &domain().slots[slot];
+            // local 1 - 3, anchor 0: READ-ALL sums -2, which would read as PAYGO_ENOTOBJ.
+            s.local.fetch_sub(3, Ordering::Relaxed);
+            let racing = paygo_read_all(o);
+            s.local.fetch_add(3, Ordering::Relaxed);
+            assert_eq!(racing, 0, "a racing READ-ALL below zero reads as 0");
+            assert_eq!(paygo_read_all(o), 1);
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+            assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+        }
+    }
+
+    /// `paygo_stats` refuses a misaligned `out` as a null one (`PAYGO_EINVAL`, nothing
+    /// written), where it wrote through it (undefined behaviour) and returned `PAYGO_OK`.
+    #[test]
+    fn stats_refuses_a_misaligned_out_pointer() {
+        let mut buf = [0xa5u8; core::mem::size_of::<CStats>() + 8];
+        let base = buf.as_mut_ptr();
+        let off = base.align_offset(core::mem::align_of::<CStats>());
+        // SAFETY: `off + 4 + size_of::<CStats>()` <= the buffer's length (`off` < 8).
+        let misaligned = unsafe { base.add(off + 4) } as *mut CStats;
+        assert!(!misaligned.is_aligned());
+        // SAFETY: a misaligned pointer into the buffer, which the call must not write.
+        assert_eq!(unsafe { paygo_stats(misaligned) }, PAYGO_EINVAL);
+        assert!(buf.iter().all(|&b| b == 0xa5), "nothing written");
+        let mut st = CStats::default();
+        // SAFETY: a valid, aligned `CStats`.
+        assert_eq!(unsafe { paygo_stats(&mut st) }, PAYGO_OK);
+        assert!(st.table_bytes > 0);
     }
 }

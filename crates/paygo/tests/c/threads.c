@@ -173,6 +173,12 @@ int main(void) {
     CHECK_EQ(paygo_read_all(skewed), PAYGO_EINVAL);
     CHECK_EQ(paygo_try_reclaim(skewed), PAYGO_EINVAL);
     CHECK_EQ(paygo_obj_destroy(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_is_referenced(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_reinit(skewed), PAYGO_EINVAL);
+    CHECK_EQ(paygo_is_referenced(NULL), PAYGO_EINVAL);
+    CHECK_EQ(paygo_try_reclaim(NULL), PAYGO_EINVAL);
+    CHECK_EQ(paygo_reinit(NULL), PAYGO_EINVAL);
+    CHECK_EQ(paygo_obj_destroy(NULL), PAYGO_EINVAL);
     CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_ENOREF);
     CHECK_EQ(paygo_read_all(&shared.hdr), 0);
 
@@ -211,6 +217,11 @@ int main(void) {
     paygo_stats_t st;
     CHECK_EQ(paygo_stats(&st), PAYGO_OK);
     CHECK_EQ(paygo_stats(NULL), PAYGO_EINVAL);
+    /* A misaligned out pointer is refused as NULL is, and nothing is written through it. */
+    uint64_t spare[sizeof(paygo_stats_t) / 8 + 1];
+    memset(spare, 0xa5, sizeof spare);
+    CHECK_EQ(paygo_stats((paygo_stats_t *)((char *)spare + 4)), PAYGO_EINVAL);
+    for (size_t i = 0; i < sizeof spare / 8; i++) CHECK(spare[i] == 0xa5a5a5a5a5a5a5a5ULL);
     CHECK(st.evictions > 0);
     CHECK(st.overflow_bytes == 0);
     CHECK(strlen(paygo_strerror(PAYGO_ENOREF)) > 0);
