@@ -60,11 +60,31 @@ fn read_results(f: &Path) -> Result<(Value, Vec<Value>, Vec<crate::output::Row>)
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            serde_json::from_value(r.clone())
-                .map_err(|e| format!("{}: row {} is not a refbench row: {e}", f.display(), i + 1))
+            let row: crate::output::Row = serde_json::from_value(r.clone()).map_err(|e| {
+                format!("{}: row {} is not a refbench row: {e}", f.display(), i + 1)
+            })?;
+            // The plots of a row's experiment are written to DIR/EXPERIMENT.svg and .png: a
+            // name that is no experiment of refbench's ("../x", "", "a/b") would write them
+            // elsewhere, or over other files.
+            if !known_experiment(&row.experiment) {
+                return Err(format!(
+                    "{}: row {} is not a refbench row: unknown experiment {:?} (see `refbench \
+                     list`)",
+                    f.display(),
+                    i + 1,
+                    row.experiment
+                ));
+            }
+            Ok(row)
         })
         .collect::<Result<_, _>>()?;
     Ok((meta.clone(), values.clone(), rows))
+}
+
+/// Whether refbench writes rows of experiment `name`: one of `refbench list`, or
+/// `section-vs-lock` (the rows `reproduce` measures with `single-object`).
+fn known_experiment(name: &str) -> bool {
+    name == "section-vs-lock" || crate::experiments::find(name).is_some()
 }
 
 /// Checks that every `*.json` file in `dir` but those named `EXPERIMENT.json` for an

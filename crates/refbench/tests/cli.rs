@@ -703,6 +703,68 @@ fn report_refuses_rows_that_are_not_refbench_rows() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `report` refuses a row whose experiment is not one of refbench's: its plots are written to
+/// DIR/EXPERIMENT.svg and .png, so `../name` wrote them outside the folder (over whatever
+/// was there) and an empty name wrote `.svg` before failing on `.png`.
+#[test]
+fn report_refuses_a_row_of_an_unknown_experiment_and_writes_nothing() {
+    let dir = scratch("report-escape");
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    let good: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // A file that the plots of "../../NAME/victim" from DIR/escape land on: outside DIR, next
+    // to it.
+    let outside = dir.with_file_name(format!(
+        "{}-outside",
+        dir.file_name().unwrap().to_str().unwrap()
+    ));
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("victim.svg"), "keep me").unwrap();
+    let escape = format!(
+        "../../{}/victim",
+        outside.file_name().unwrap().to_str().unwrap()
+    );
+    for (name, bad) in [("escape", escape.as_str()), ("empty", ""), ("slash", "a/b")] {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        let mut v = good.clone();
+        v["rows"][0]["experiment"] = bad.into();
+        std::fs::write(sub.join("single-object.json"), v.to_string()).unwrap();
+        let o = refbench(&["report", sub.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("row 1 is not a refbench row: unknown experiment"),
+            "{bad:?}: {err}"
+        );
+        let names: Vec<_> = std::fs::read_dir(&sub)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["single-object.json"], "{bad:?}: nothing written");
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.join("victim.svg")).unwrap(),
+        "keep me"
+    );
+    assert!(!outside.join("victim.png").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&outside);
+}
+
 /// `report` refuses a folder with a broken result before it draws anything: it drew the plots
 /// of the results sorted before the broken one again, wrote them over the folder's and exited
 /// 2 without naming them.
