@@ -236,6 +236,23 @@ fn epoch_help() -> String {
     )
 }
 
+/// Writes `text` to standard output. `print!` panics when it cannot (a closed pipe, as in
+/// `refbench list | head -1`, or a full disk), with a backtrace and exit code 101, and in `run`
+/// before the `--out` files were written: the results of the run were lost.
+fn print_out(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("writing to standard output: {e}"))
+}
+
+/// The end of a command whose output to stdout failed: the message, and exit code 1.
+fn output_error(e: String) -> ExitCode {
+    eprintln!("refbench: {e}");
+    ExitCode::FAILURE
+}
+
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("refbench: {msg}");
     ExitCode::from(2)
@@ -306,17 +323,21 @@ fn main() -> ExitCode {
     refbench::scratch::install();
     match cli.cmd {
         Cmd::List => {
+            let mut text = String::new();
             for e in EXPERIMENTS {
-                println!("experiment  {:<18} {}", e.name, e.about);
+                text += &format!("experiment  {:<18} {}\n", e.name, e.about);
             }
             for s in SCHEMES {
                 let kind = match s.kind {
                     refbench::schemes::Kind::Scheme => "scheme   ",
                     refbench::schemes::Kind::Reference => "reference",
                 };
-                println!("{kind}   {:<18} {}", s.name, s.about);
+                text += &format!("{kind}   {:<18} {}\n", s.name, s.about);
             }
-            ExitCode::SUCCESS
+            match print_out(&text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => output_error(e),
+            }
         }
         Cmd::Report { dir } => {
             // Every result is read first: a file that fails the report fails it before any
@@ -326,10 +347,15 @@ fn main() -> ExitCode {
                 .and_then(|plots| Ok((plots, refbench::report::write_report(&dir)?)))
             {
                 Ok((plots, report)) => {
-                    for p in plots.iter().chain([&report]) {
-                        println!("{}", p.display());
+                    let list: String = plots
+                        .iter()
+                        .chain([&report])
+                        .map(|p| format!("{}\n", p.display()))
+                        .collect();
+                    match print_out(&list) {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(e) => output_error(e),
                     }
-                    ExitCode::SUCCESS
                 }
                 Err(e) => usage_error(e),
             }
@@ -395,10 +421,10 @@ fn main() -> ExitCode {
                 return usage_error(format!("--out: {e}"));
             }
             match refbench::reproduce::reproduce(&plan, &out) {
-                Ok(p) => {
-                    println!("{}", p.display());
-                    ExitCode::SUCCESS
-                }
+                Ok(p) => match print_out(&format!("{}\n", p.display())) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => output_error(e),
+                },
                 Err(e) => {
                     eprintln!("refbench: {e}");
                     ExitCode::FAILURE
@@ -596,11 +622,13 @@ fn main() -> ExitCode {
             };
             bar.finish_and_clear();
             let results = Results { meta, rows };
-            match format {
-                Format::Table => print!("{}", output::table(&results)),
-                Format::Json => println!("{}", output::json(&results)),
-                Format::Csv => print!("{}", output::csv(&results)),
-            }
+            // A stdout that cannot be written does not cost the run: the `--out` files are
+            // written all the same, and then the error is told (exit 1).
+            let printed = print_out(&match format {
+                Format::Table => output::table(&results),
+                Format::Json => format!("{}\n", output::json(&results)),
+                Format::Csv => output::csv(&results),
+            });
             if let Some(dir) = out {
                 let write = |name: String, text: String| {
                     let path = dir.join(&name);
@@ -627,7 +655,10 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            ExitCode::SUCCESS
+            match printed {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => output_error(e),
+            }
         }
     }
 }

@@ -765,6 +765,66 @@ fn report_refuses_a_row_of_an_unknown_experiment_and_writes_nothing() {
     let _ = std::fs::remove_dir_all(&outside);
 }
 
+/// A standard output that cannot be written (a closed pipe, as in `refbench list | head -1`, or
+/// a full disk: /dev/full here) is told with a message and exit code 1, not a panic (exit 101
+/// and a backtrace); `run` writes its `--out` files all the same, where the panic came before
+/// them and lost the run's results.
+#[test]
+fn a_stdout_that_cannot_be_written_exits_1_and_keeps_the_results() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+    };
+    let dir = scratch("stdout-full");
+    let report_dir = scratch("stdout-full-report");
+    let run_args = [
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    // The report's folder holds a result of its own, so that `report` has something to list.
+    let o = refbench(&[&run_args[..10], &["--out", report_dir.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for args in [
+        &["list"][..],
+        &run_args[..],
+        &[&run_args[..10], &["--format", "json"]].concat(),
+        &["report", report_dir.to_str().unwrap()],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(args)
+            .stdout(full())
+            .output()
+            .expect("refbench runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("refbench: writing to standard output:"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    for ext in ["json", "csv"] {
+        assert!(
+            dir.join(format!("single-object.{ext}")).is_file(),
+            "run --out wrote its {ext} file though stdout failed"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&report_dir);
+}
+
 /// `report` refuses a folder with a broken result before it draws anything: it drew the plots
 /// of the results sorted before the broken one again, wrote them over the folder's and exited
 /// 2 without naming them.
