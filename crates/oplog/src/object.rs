@@ -165,6 +165,23 @@ impl<L: Log> Domain<L> {
             + self.caches.iter().filter(|c| c.allocated()).count() * per
     }
 
+    /// The slot of the CPU this thread runs on. A CPU numbered past the slots (where the count
+    /// of possible CPUs was understated) shares the slot of its number modulo their count:
+    /// unlike `PerCpu::current` (which panics there on the rseq path, where critical sections
+    /// for the shared slot could never commit), the ways take no critical section, only their
+    /// lock, so two CPUs sharing one only contend for it. Stamps stay unique: the way's `last`
+    /// orders the stamps it gives out whichever CPU asks.
+    #[inline]
+    fn current_slot(&self) -> usize {
+        let cpu = self.caches.cpu();
+        let n = self.caches.len();
+        if cpu < n {
+            cpu
+        } else {
+            cpu % n
+        }
+    }
+
     fn table(&self, cpu: usize) -> &[Way<L>] {
         self.caches.get(cpu).get(self.ways)
     }
@@ -445,7 +462,7 @@ impl<L: Log> Object<L> {
         let core = self.core();
         let me = core as *const Core<L> as *mut Core<L>;
         let dom = &*core.domain;
-        let (cpu, _) = dom.caches.current();
+        let cpu = dom.current_slot();
         let way = dom.way_of(cpu, core);
         let mut check_spill = false;
         let guard = loop {
