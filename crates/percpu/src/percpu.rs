@@ -808,14 +808,16 @@ impl Retry {
         Retry { aborts: 0 }
     }
 
-    /// Records an abort before the next attempt.
+    /// Records an abort before the next attempt (or one turn of a wait: any number of them).
     ///
     /// # Panics
     /// After a million consecutive aborts if this thread's rseq area reports no CPU (the thread
     /// was not registered by libc): retrying could never succeed.
     #[inline]
     pub fn aborted(&mut self) {
-        self.aborts += 1;
+        // Wrapping: callers wait with it too (paygo's readers while a reclaim decides), for
+        // as long as it takes; the check below only needs the count modulo 2^20.
+        self.aborts = self.aborts.wrapping_add(1);
         crate::sync::spin_hint();
         if self.aborts.is_multiple_of(1 << 20) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
@@ -829,6 +831,27 @@ impl Retry {
 impl Default for Retry {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod retry_tests {
+    use super::*;
+
+    /// A retry loop (or a wait) may record more than 2^32 turns: the count wraps (it overflowed
+    /// before, a panic in debug builds).
+    #[test]
+    fn a_retry_counts_past_u32_max() {
+        // Registers this thread's own rseq area where it needs one (the check at multiples of
+        // 2^20, which the wrap passes, would find none).
+        let _ = crate::current_cpu();
+        let mut r = Retry {
+            aborts: u32::MAX - 1,
+        };
+        for _ in 0..4 {
+            r.aborted();
+        }
+        assert_eq!(r.aborts, 2);
     }
 }
 
