@@ -564,7 +564,8 @@ impl<L: Log> Object<L> {
 
     /// Accepts the structure of a poisoned object as it is (see [`Object::is_poisoned`]): the
     /// next synchronize applies the updates logged since, and the object is usable again.
-    /// Blocks while another thread holds the object's guard.
+    /// Takes the object's lock: blocks while another thread holds its guard (for ever if a
+    /// guard was forgotten), and must not be called while holding one.
     pub fn clear_poison(&self) {
         let core = self.core();
         let t = core.lock_target();
