@@ -165,6 +165,23 @@ impl<L: Log> Domain<L> {
             + self.caches.iter().filter(|c| c.allocated()).count() * per
     }
 
+    /// The slot of the CPU this thread runs on. A CPU numbered past the slots (where the count
+    /// of possible CPUs was understated) shares the slot of its number modulo their count:
+    /// unlike `PerCpu::current` (which panics there on the rseq path, where critical sections
+    /// for the shared slot could never commit), the ways take no critical section, only their
+    /// lock, so two CPUs sharing one only contend for it. Stamps stay unique: the way's `last`
+    /// orders the stamps it gives out whichever CPU asks.
+    #[inline]
+    fn current_slot(&self) -> usize {
+        let cpu = self.caches.cpu();
+        let n = self.caches.len();
+        if cpu < n {
+            cpu
+        } else {
+            cpu % n
+        }
+    }
+
     fn table(&self, cpu: usize) -> &[Way<L>] {
         self.caches.get(cpu).get(self.ways)
     }
@@ -203,6 +220,23 @@ struct Core<L: Log> {
     /// guard borrows the object), it means that the guard was forgotten and `target` stays
     /// locked for ever.
     guard_out: AtomicBool,
+    /// A panic left a gather-and-apply unfinished (in [`Log::apply`], or in a [`Log::take`]
+    /// or `try_absorb` it calls): logged updates taken out of their logs were dropped, or half
+    /// applied, so the structure may lack some of them. Set and cleared holding `target`, and
+    /// read holding it (Relaxed: the mutex orders them), except by `is_poisoned` (a snapshot).
+    poisoned: AtomicBool,
+}
+
+/// Sets the object's `poisoned` flag when dropped, unless forgotten: armed around a
+/// gather-and-apply, it is dropped only if a panic unwinds out of it.
+struct PoisonOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for PoisonOnUnwind<'_> {
+    fn drop(&mut self) {
+        // Relaxed: the caller holds the object's `target` lock, which orders the flag (see
+        // `Core::poisoned`).
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl<L: Log> Core<L> {
@@ -213,11 +247,17 @@ impl<L: Log> Core<L> {
     /// applied entries are all earlier than the first load of that final pass, and every entry
     /// logged later is stamped later (see the crate docs, "the cut"), so entries are applied
     /// in timestamp order across synchronizes as well as within one.
+    ///
+    /// If the user's code panics in here (`apply`, or a `take` or `try_absorb`), the panic
+    /// goes on to the caller and the object is poisoned: the logs gathered so far are dropped
+    /// with the batch (a log not yet gathered stays in its way, tagged, and is applied later).
     fn gather_and_apply(&self, target: &mut L::Target) {
+        let poison = PoisonOnUnwind(&self.poisoned);
         let logs = self.gather();
         if !logs.is_empty() {
             L::apply(logs, target);
         }
+        core::mem::forget(poison);
     }
 
     fn gather(&self) -> Vec<L> {
@@ -280,7 +320,15 @@ impl<L: Log> Core<L> {
     }
 
     /// Applies the pending updates and hands out the target as a [`SyncGuard`].
+    ///
+    /// # Panics
+    /// If the object is poisoned (nothing is applied then: the pending updates stay logged).
     fn guard<'a>(&'a self, mut target: MutexGuard<'a, L::Target>) -> SyncGuard<'a, L> {
+        // Relaxed: written holding `target`, which we hold.
+        if self.poisoned.load(Ordering::Relaxed) {
+            drop(target);
+            poisoned();
+        }
         self.gather_and_apply(&mut target);
         // Relaxed: written and cleared holding `target`; the object's drop reads it after
         // every guard's borrow of the object ended (see `guard_out`).
@@ -308,6 +356,9 @@ impl<L: Log> Core<L> {
 /// * [`Object::synchronize`] applies every CPU's pending updates in timestamp order and returns
 ///   a guard with exclusive access to the structure, for reads (dropping it is the paper's
 ///   `unlock`).
+///
+/// If the user's code panics while logged updates are applied, the updates of that batch not
+/// yet applied are lost and the object is *poisoned*: see [`Object::is_poisoned`].
 ///
 /// An object with no pending update costs its structure plus a small header (a mutex, the
 /// per-CPU pending bits, the domain pointer): logs live in the domain's per-CPU caches.
@@ -376,6 +427,7 @@ impl<L: Log> Object<L> {
             spill: Mutex::new(Vec::new()),
             spilled: AtomicUsize::new(0),
             guard_out: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
         });
         Object {
             core: NonNull::from(Box::leak(core)),
@@ -400,11 +452,17 @@ impl<L: Log> Object<L> {
     /// Never blocks on the object's lock: if this CPU's log passes the domain's bound, the
     /// object is synchronized only if its lock is free (so logging while holding this object's
     /// guard, or another object's, cannot deadlock).
+    ///
+    /// # Panics
+    /// If the updates it applies panic (see [`Object::is_poisoned`]): this object's, when its
+    /// log passed the bound (`op` was logged; the object is poisoned), or another object's,
+    /// whose log it evicted (`op` was not logged; that object is poisoned). Also if
+    /// [`Log::push`] panics (`op` was not logged).
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         let me = core as *const Core<L> as *mut Core<L>;
         let dom = &*core.domain;
-        let (cpu, _) = dom.caches.current();
+        let cpu = dom.current_slot();
         let way = dom.way_of(cpu, core);
         let mut check_spill = false;
         let guard = loop {
@@ -465,6 +523,10 @@ impl<L: Log> Object<L> {
 
     /// Applies every pending update of every CPU, in timestamp order, and returns exclusive
     /// access to the underlying structure. Blocks while another thread holds the guard.
+    ///
+    /// # Panics
+    /// If the object is poisoned (see [`Object::is_poisoned`]); and, poisoning it, if the
+    /// log's [`Log::apply`] (an [`Op::exec`](crate::Op::exec)) panics.
     pub fn synchronize(&self) -> SyncGuard<'_, L> {
         let core = self.core();
         core.guard(core.lock_target())
@@ -472,9 +534,44 @@ impl<L: Log> Object<L> {
 
     /// Like [`Object::synchronize`], but returns `None` instead of blocking if the object is
     /// locked.
+    ///
+    /// # Panics
+    /// As [`Object::synchronize`].
     pub fn try_synchronize(&self) -> Option<SyncGuard<'_, L>> {
         let core = self.core();
         Some(core.guard(core.try_lock_target()?))
+    }
+
+    /// Whether a panic in the user's code while this object's logged updates were applied
+    /// ([`Log::apply`], [`Op::exec`](crate::Op::exec), [`Log::take`], [`Log::try_absorb`]),
+    /// at a synchronize, at the bound, or when another object's `log` evicted this one's logs,
+    /// left them partly applied: the updates of that batch not applied by then were dropped
+    /// (the panic unwound through them), so the structure may lack some logged updates, or
+    /// hold one half done.
+    ///
+    /// A poisoned object goes on logging, and evictions and the bound go on applying its
+    /// updates, but [`Object::synchronize`], [`Object::try_synchronize`] and
+    /// [`Object::into_inner`] panic (as `lock().unwrap()` does on a poisoned `std` mutex)
+    /// until [`Object::clear_poison`] accepts the structure as it is. Dropping a poisoned
+    /// object applies its pending updates as usual. (A panic in the caller's own code while it
+    /// holds a [`SyncGuard`] does not poison the object: that code had the structure.)
+    ///
+    /// A snapshot: another thread's apply may poison the object at any time.
+    pub fn is_poisoned(&self) -> bool {
+        // Relaxed: a snapshot (the flag is ordered by `target`'s lock where it matters).
+        self.core().poisoned.load(Ordering::Relaxed)
+    }
+
+    /// Accepts the structure of a poisoned object as it is (see [`Object::is_poisoned`]): the
+    /// next synchronize applies the updates logged since, and the object is usable again.
+    /// Takes the object's lock: blocks while another thread holds its guard (for ever if a
+    /// guard was forgotten), and must not be called while holding one.
+    pub fn clear_poison(&self) {
+        let core = self.core();
+        let t = core.lock_target();
+        // Relaxed: holding `target` (see `Core::poisoned`).
+        core.poisoned.store(false, Ordering::Relaxed);
+        drop(t);
     }
 
     /// How many CPUs hold a log of this object now (a snapshot).
@@ -498,7 +595,8 @@ impl<L: Log> Object<L> {
     ///
     /// # Panics
     /// If a [`SyncGuard`] of this object was forgotten: the structure stays locked for ever
-    /// (the object is then leaked, as its drop does).
+    /// (the object is then leaked, as its drop does). As [`Object::synchronize`] if the object
+    /// is poisoned or the apply panics.
     pub fn into_inner(self) -> L::Target
     where
         L::Target: Default,
@@ -511,6 +609,15 @@ impl<L: Log> Object<L> {
         drop(g);
         t
     }
+}
+
+#[cold]
+#[inline(never)]
+fn poisoned() -> ! {
+    panic!(
+        "oplog: this object is poisoned: a panic while its logged updates were applied left \
+         some of them unapplied; Object::clear_poison accepts the structure as it is"
+    )
 }
 
 #[cold]
@@ -534,7 +641,9 @@ impl<L: Log> Drop for Object<L> {
                 Err(TryLockError::WouldBlock) => core.lock_target(),
             };
             // Apply (rather than discard) pending updates: the structure may own resources the
-            // updates hand over. Afterwards no way is tagged with this object.
+            // updates hand over. Afterwards no way is tagged with this object. (If the user's
+            // code panics in there, a way may still be tagged with it: the unwinding skips the
+            // free below, leaking the core, which the ways then keep naming safely.)
             core.gather_and_apply(&mut t);
             debug_assert_eq!(self.cpus_with_logs(), 0);
         }

@@ -4,7 +4,7 @@
 
 use oplog::list::{ListLog, OpList};
 use oplog::set::{OpSet, SetLog};
-use oplog::{Counter, CounterLog, Domain, Object};
+use oplog::{Counter, CounterLog, Domain, Object, Op, OpVec};
 use std::collections::BTreeSet;
 
 #[test]
@@ -300,4 +300,145 @@ fn a_counter_formats_while_its_guard_is_held() {
     drop(g);
     c.dec();
     assert_eq!(format!("{c:?}"), "Counter { value: 5 }");
+}
+
+/// An update that panics when executed if its value is [`BAD`] (a bug in the user's code).
+struct Push(u32);
+
+const BAD: u32 = 13;
+
+impl Op for Push {
+    type Target = Vec<u32>;
+    fn exec(self, v: &mut Vec<u32>) {
+        assert_ne!(self.0, BAD, "update {BAD} fails");
+        v.push(self.0);
+    }
+}
+
+/// Runs `f`, which must panic, and returns its message.
+fn panic_message(f: impl FnOnce()) -> String {
+    let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("a panic");
+    match p.downcast::<String>() {
+        Ok(s) => *s,
+        Err(p) => p.downcast_ref::<&str>().expect("a message").to_string(),
+    }
+}
+
+/// A panic in an update while a synchronize applies a batch: the updates of the batch after
+/// the panicking one are lost with it, and the object says so (poisoned: synchronize,
+/// try_synchronize and into_inner panic) instead of handing out a structure that silently
+/// lacks them, until `clear_poison` accepts the structure as it is. Updates logged after the
+/// panic are kept, and applied once the poison is cleared.
+#[test]
+fn a_panic_while_applying_poisons_the_object() {
+    let d = Domain::<OpVec<Push>>::new();
+    let o = Object::new(&d, Vec::new());
+    for i in [1, 2, BAD, 4, 5] {
+        o.log(Push(i));
+    }
+    assert!(!o.is_poisoned());
+    let msg = panic_message(|| drop(o.synchronize()));
+    assert!(msg.contains("update 13 fails"), "{msg}");
+    assert!(o.is_poisoned());
+    assert_eq!(o.cpus_with_logs(), 0, "the batch was taken out of the logs");
+
+    o.log(Push(6));
+    for msg in [
+        panic_message(|| drop(o.synchronize())),
+        panic_message(|| drop(o.try_synchronize())),
+    ] {
+        assert!(msg.contains("poisoned"), "{msg}");
+    }
+    assert!(o.is_poisoned());
+    assert!(o.cpus_with_logs() >= 1, "update 6 is still logged");
+
+    o.clear_poison();
+    assert!(!o.is_poisoned());
+    // 1 and 2 were applied before the panic, 4 and 5 were lost with the batch, 6 was logged
+    // after it.
+    assert_eq!(*o.synchronize(), [1, 2, 6]);
+    o.log(Push(7));
+    assert_eq!(o.into_inner(), [1, 2, 6, 7]);
+}
+
+/// `into_inner` of a poisoned object refuses, as synchronize does; dropping the object
+/// afterwards applies its pending updates (and frees it) without a panic.
+#[test]
+fn into_inner_of_a_poisoned_object_panics() {
+    let d = Domain::<OpVec<Push>>::new();
+    let o = Object::new(&d, Vec::new());
+    o.log(Push(BAD));
+    panic_message(|| drop(o.synchronize()));
+    o.log(Push(1));
+    let msg = panic_message(|| drop(o.into_inner()));
+    assert!(msg.contains("poisoned"), "{msg}");
+    assert_eq!(std::sync::Arc::strong_count(&d), 1, "the object was freed");
+}
+
+/// The other places where a batch is applied: at the bound (the panic comes out of the `log`
+/// that passed it, whose update was logged) and at an eviction (out of the evicting object's
+/// `log`, whose update was not logged). Each poisons the object whose batch it was, and
+/// only that one.
+#[test]
+fn a_panic_at_the_bound_or_an_eviction_poisons_that_object() {
+    let _saved = percpu::affinity::Saved::take();
+    // Held on one CPU, so that the updates go to one log and the objects meet in one way.
+    if percpu::testing::pin_or_skip("the bound and an eviction on one CPU").is_none() {
+        return;
+    }
+
+    let d = Domain::<OpVec<Push>>::with_config(1, 2);
+    let a = Object::new(&d, Vec::new());
+    a.log(Push(BAD));
+    a.log(Push(1));
+    let msg = panic_message(|| {
+        a.log(Push(2)); // the third entry passes the bound of 2
+    });
+    assert!(msg.contains("update 13 fails"), "{msg}");
+    assert!(a.is_poisoned());
+    a.clear_poison();
+    assert_eq!(
+        *a.synchronize(),
+        [] as [u32; 0],
+        "1 and 2 were lost with the batch"
+    );
+
+    let b = Object::new(&d, Vec::new());
+    b.log(Push(BAD));
+    b.log(Push(3));
+    // The domain's one way on this CPU holds b's log: logging a evicts it.
+    let msg = panic_message(|| {
+        a.log(Push(4));
+    });
+    assert!(msg.contains("update 13 fails"), "{msg}");
+    assert!(b.is_poisoned() && !a.is_poisoned());
+    assert_eq!(*a.synchronize(), [] as [u32; 0], "4 was not logged");
+    b.clear_poison();
+    assert_eq!(
+        *b.synchronize(),
+        [] as [u32; 0],
+        "3 was lost with the batch"
+    );
+}
+
+/// An object dropped with a pending update that panics: the panic comes out of the drop, and
+/// the domain is still sound: the objects that share the dropped object's way go on logging
+/// and synchronizing.
+#[test]
+fn a_panic_while_dropping_an_object_leaves_the_domain_usable() {
+    let d = Domain::<OpVec<Push>>::with_config(1, 1000);
+    for i in 0..10 {
+        let o = Object::new(&d, Vec::new());
+        o.log(Push(i));
+        o.log(Push(BAD));
+        let msg = panic_message(|| drop(o));
+        assert!(msg.contains("update 13 fails"), "{msg}");
+    }
+    let o = Object::new(&d, Vec::new());
+    for i in 0..64 {
+        refcount::conformance::migrate(i);
+        o.log(Push(i as u32 + 100));
+    }
+    refcount::conformance::unpin();
+    assert_eq!(*o.synchronize(), (100..164).collect::<Vec<u32>>());
 }

@@ -172,7 +172,9 @@ pub fn online_cpus() -> usize {
 
 /// The CPU this thread runs on now. It may be stale as soon as it is returned: use it to pick
 /// per-CPU data, then pass it to a critical section, which aborts if the thread is no longer
-/// on that CPU. Always `< possible_cpus()`.
+/// on that CPU. Below `possible_cpus()`, except on the rseq path when that count was
+/// understated (a sandbox's `/sys`): the kernel's number is returned as it is, and
+/// [`crate::PerCpu::get`] of it panics.
 ///
 /// On the rseq path this reads `cpu_id_start` from the thread's rseq area (one load); on the
 /// fallback path it calls `sched_getcpu` (a vDSO call); under loom it returns the CPU that

@@ -196,7 +196,10 @@ pub struct Here<'a, T> {
 }
 
 impl<T> Here<'_, T> {
-    /// The CPU the thread was on.
+    /// The CPU the thread was on: below the value's slots, except on the rseq path where the
+    /// count of possible CPUs was understated (the kernel's number is taken as it is, and
+    /// [`PerCpu::get`] of it panics), and off it for a value with fewer slots than possible
+    /// CPUs ([`PerCpu::with_cpus`]).
     #[inline(always)]
     pub fn cpu(&self) -> usize {
         self.cpu
@@ -350,22 +353,47 @@ impl<T> PerCpu<T> {
     /// The value of slot `cpu`.
     ///
     /// # Panics
-    /// If `cpu >= self.len()`.
+    /// If `cpu >= self.len()`, with a message naming the slots and the possible CPUs (a
+    /// [`Here::cpu`] or [`crate::current_cpu`] past the slots comes from a count of possible
+    /// CPUs that was understated).
     #[inline(always)]
+    #[track_caller]
     pub fn get(&self, cpu: usize) -> &T {
-        &self.slots[cpu].value
+        match self.slots.get(cpu) {
+            Some(s) => &s.value,
+            None => no_slot(cpu, self.slots.len()),
+        }
     }
 
     /// The slot of the CPU this thread runs on now (see [`crate::current_cpu`]), and its value.
+    /// With fewer slots than possible CPUs (see [`PerCpu::with_cpus`]; never on the rseq
+    /// path), CPUs past the slots share them modulo their count.
+    ///
+    /// # Panics
+    /// On the rseq path, if the kernel reports a CPU numbered at or past the slots (a count of
+    /// possible CPUs that a sandbox's `/sys` understated): no critical section of this value
+    /// can commit for a slot the thread is not on, so a retry loop over `current` and a
+    /// section would never end.
     #[inline(always)]
     pub fn current(&self) -> (usize, &T) {
         let mut cpu = self.cpu();
         if cpu >= self.slots.len() {
-            // Only with fewer slots than possible CPUs (never on the rseq path, where a
-            // division here would cost more than the whole critical section).
-            cpu %= self.slots.len();
+            // Out of line: a division here would cost more than a whole critical section.
+            cpu = self.wrap(cpu);
         }
         (cpu, &self.slots[cpu].value)
+    }
+
+    /// [`PerCpu::current`] for a CPU number at or past the slots: its slot modulo their count,
+    /// off the rseq path; a panic on it.
+    #[cold]
+    #[inline(never)]
+    fn wrap(&self, cpu: usize) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+        if self.rseq {
+            past_the_slots(cpu as u64, self.slots.len() as u64);
+        }
+        cpu % self.slots.len()
     }
 
     /// All values, in CPU order.
@@ -397,7 +425,8 @@ impl<T> PerCpu<T> {
     }
 
     /// The CPU this thread runs on now, as [`crate::current_cpu`], but with the path decided
-    /// by this value's own flag (one global load fewer on the rseq path).
+    /// by this value's own flag (one global load fewer on the rseq path). Not mapped onto the
+    /// slots: see [`Here::cpu`].
     #[inline(always)]
     pub fn cpu(&self) -> usize {
         self.here().cpu()
@@ -542,9 +571,9 @@ impl<T> PerCpu<T> {
     /// `*pick(value of this CPU) += delta`, retried until it commits (no checks).
     ///
     /// # Panics
-    /// As [`PerCpu::add_this_cpu`], if the kernel reports a CPU numbered at or past the slots
-    /// on the rseq path: [`PerCpu::current`] maps it onto a slot of another CPU, whose sections
-    /// abort for ever.
+    /// As [`PerCpu::current`], if the kernel reports a CPU numbered at or past the slots on the
+    /// rseq path (the next attempt's `current` panics when a thread aborted by a migration
+    /// to such a CPU retries).
     #[inline(always)]
     pub fn add_current<W: Word>(&self, pick: impl Fn(&T) -> &W, delta: W::Value) {
         let mut retry = Retry::new();
@@ -552,13 +581,7 @@ impl<T> PerCpu<T> {
             let (cpu, v) = self.current();
             match self.add(cpu, &[], pick(v), delta) {
                 Ok(()) => return,
-                Err(_) => {
-                    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-                    if self.rseq {
-                        in_the_slots(self.slots.len());
-                    }
-                    retry.aborted();
-                }
+                Err(_) => retry.aborted(),
             }
         }
     }
@@ -723,7 +746,7 @@ impl<W: Word> ThisCpu<'_, W> {
             loop {
                 let cpu = crate::arch::rseq::cpu_id();
                 if cpu >= 0 && cpu as u64 >= n {
-                    past_the_slots(cpu, n);
+                    past_the_slots(cpu as u64, n);
                 }
                 note_abort();
                 retry.aborted();
@@ -749,25 +772,25 @@ impl<T: core::fmt::Debug> core::fmt::Debug for PerCpu<T> {
     }
 }
 
-/// After an abort on the rseq path: panics (as [`past_the_slots`]) if the kernel reports a CPU
-/// numbered at or past `n` slots, for which no section of the value can commit.
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
 #[cold]
 #[inline(never)]
-fn in_the_slots(n: usize) {
-    let cpu = crate::arch::rseq::cpu_id();
-    if cpu >= 0 && cpu as u64 >= n as u64 {
-        past_the_slots(cpu, n as u64);
-    }
-}
-
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-#[cold]
-#[inline(never)]
-fn past_the_slots(cpu: i32, n: u64) -> ! {
+fn past_the_slots(cpu: u64, n: u64) -> ! {
     panic!(
         "percpu: the kernel reports CPU {cpu}, but per-CPU structures have {n} slots: the count \
          of possible CPUs ({}) was understated",
+        crate::possible_cpus()
+    )
+}
+
+/// [`PerCpu::get`] past the slots.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn no_slot(cpu: usize, n: usize) -> ! {
+    panic!(
+        "percpu: no slot for CPU {cpu}: this PerCpu has {n} slots (possible CPUs: {}; a CPU \
+         number the kernel reported past them means that count was understated)",
         crate::possible_cpus()
     )
 }
@@ -785,14 +808,16 @@ impl Retry {
         Retry { aborts: 0 }
     }
 
-    /// Records an abort before the next attempt.
+    /// Records an abort before the next attempt (or one turn of a wait: any number of them).
     ///
     /// # Panics
     /// After a million consecutive aborts if this thread's rseq area reports no CPU (the thread
     /// was not registered by libc): retrying could never succeed.
     #[inline]
     pub fn aborted(&mut self) {
-        self.aborts += 1;
+        // Wrapping: callers wait with it too (paygo's readers while a reclaim decides), for
+        // as long as it takes; the check below only needs the count modulo 2^20.
+        self.aborts = self.aborts.wrapping_add(1);
         crate::sync::spin_hint();
         if self.aborts.is_multiple_of(1 << 20) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
@@ -806,6 +831,27 @@ impl Retry {
 impl Default for Retry {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod retry_tests {
+    use super::*;
+
+    /// A retry loop (or a wait) may record more than 2^32 turns: the count wraps (it overflowed
+    /// before, a panic in debug builds).
+    #[test]
+    fn a_retry_counts_past_u32_max() {
+        // Registers this thread's own rseq area where it needs one (the check at multiples of
+        // 2^20, which the wrap passes, would find none).
+        let _ = crate::current_cpu();
+        let mut r = Retry {
+            aborts: u32::MAX - 1,
+        };
+        for _ in 0..4 {
+            r.aborted();
+        }
+        assert_eq!(r.aborts, 2);
     }
 }
 
@@ -931,12 +977,64 @@ mod bound_tests {
     }
 
     /// `add_current` on the rseq path from a CPU numbered past the slots (an understated count
-    /// of possible CPUs): `current` maps the CPU onto a slot whose sections then always abort
-    /// (the thread is never on that CPU), so the retry names the cause instead of looping.
+    /// of possible CPUs): a slot for it would take sections that always abort (the thread is
+    /// never on that slot's CPU), so it names the cause instead of looping.
     #[test]
     fn add_current_on_a_cpu_past_the_slots_panics() {
         on_a_cpu_past_one_slot("add_current on a CPU numbered past a 1-slot PerCpu", |pc| {
             vec![std::panic::catch_unwind(|| pc.add_current(|v| v, 1)).map(drop)]
+        });
+    }
+
+    /// The callers' retry loops (refcount's schemes): `current`, then a section for the CPU
+    /// it gave, retried on an abort with a [`Retry`]. On the rseq path from a CPU numbered past
+    /// the slots, `current` used to map the CPU onto slot 0, whose sections then all failed
+    /// (the thread is not on CPU 0) and the loop never ended (here: bounded, it returned
+    /// without a panic); `current` panics instead, naming the cause.
+    #[test]
+    fn retry_loops_over_current_on_a_cpu_past_the_slots_panic() {
+        const TRIES: usize = 100_000;
+        on_a_cpu_past_one_slot("retry loops on a CPU numbered past a 1-slot PerCpu", |pc| {
+            let spec = AtomicI64::new(0);
+            type Section<'a> = &'a dyn Fn(usize, &AtomicI64) -> Result<(), Fail>;
+            let sections: [Section<'_>; 3] = [
+                &|cpu, v| pc.add(cpu, &[], v, 1),
+                &|cpu, v| pc.store(cpu, &[Check::new(v, 0)], v, 1),
+                &|cpu, v| pc.store_add(cpu, &[], &spec, 1, v, 1),
+            ];
+            let outcomes = sections
+                .iter()
+                .map(|section| {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let mut retry = Retry::new();
+                        for _ in 0..TRIES {
+                            let (cpu, v) = pc.current();
+                            match section(cpu, v) {
+                                Ok(()) => return,
+                                Err(_) => retry.aborted(),
+                            }
+                        }
+                    }))
+                })
+                .collect();
+            assert_eq!(spec.load(Ordering::Relaxed), 0);
+            outcomes
+        });
+    }
+
+    /// `Here` on the rseq path from a CPU numbered past the slots: its CPU is the kernel's
+    /// number, and `get` of it panics, naming the cause (where an index past a slice's end
+    /// named only the index).
+    #[test]
+    fn get_of_a_cpu_past_the_slots_names_the_cause() {
+        on_a_cpu_past_one_slot("`get` of a CPU numbered past a 1-slot PerCpu", |pc| {
+            let here = pc.here();
+            assert!(here.cpu() >= pc.len());
+            vec![std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                || {
+                    here.add(&[], pc.get(here.cpu()), 1).unwrap();
+                },
+            ))]
         });
     }
 }

@@ -557,3 +557,32 @@ fn the_most_checks_report_their_index_and_more_panic() {
     assert!(msg.contains("at most"), "{msg}");
     assert_eq!(sum(&pc), 0);
 }
+
+/// A value with fewer slots than possible CPUs (`with_cpus`: never on the rseq path) maps
+/// every CPU onto its slots, so sections for the CPU `current` gives commit on every path,
+/// from every CPU; `get` past the slots panics, naming the slots.
+#[test]
+fn fewer_slots_than_cpus_map_and_get_past_them_names_the_slots() {
+    let pc = PerCpu::with_cpus(1, |_| AtomicI64::new(0));
+    let _saved = percpu::affinity::Saved::take();
+    let mut n = 0;
+    for &cpu in percpu::affinity::process_cpus() {
+        if !percpu::affinity::pin(cpu) {
+            continue;
+        }
+        let (slot, v) = pc.current();
+        assert_eq!(slot, 0);
+        pc.add_current(|v| v, 1);
+        pc.add(slot, &[], v, 1).expect("slot 0 takes its lock");
+        n += 2;
+    }
+    assert_eq!(pc.get(0).load(Ordering::Relaxed), n);
+    let msg = std::panic::catch_unwind(|| pc.get(1).load(Ordering::Relaxed))
+        .expect_err("no slot 1")
+        .downcast::<String>()
+        .expect("a message");
+    assert!(
+        msg.contains("no slot for CPU 1: this PerCpu has 1 slots"),
+        "{msg}"
+    );
+}
