@@ -278,7 +278,7 @@ impl<L: Log> Core<L> {
                     if core::ptr::eq(way.tag.load(Ordering::Relaxed), self) {
                         // SAFETY: the way's lock is held.
                         logs.push(unsafe { &mut *way.log.get() }.take());
-                        self.untag(way, cpu);
+                        Self::untag(&self.pending, way, cpu);
                         any = true;
                     }
                     drop(g);
@@ -299,11 +299,18 @@ impl<L: Log> Core<L> {
         }
     }
 
-    /// Clears the way's tag and this object's bit for `cpu`. The way's lock is held.
-    fn untag(&self, way: &Way<L>, cpu: usize) {
+    /// Clears the way's tag and, in `pending` (the bits of the object the tag named), the bit
+    /// for `cpu`. The way's lock is held.
+    ///
+    /// It takes the object's bits, not the object: once the bit is clear, a `Drop` of the
+    /// object on another thread may free it before this call returns (an evicter holds
+    /// neither the object's target lock nor a reference count), and a `&Core` argument would
+    /// still be live then. The bits are atomics only, which may be freed under a reference
+    /// as `Arc`'s counters are.
+    fn untag(pending: &[AtomicU64], way: &Way<L>, cpu: usize) {
         way.tag.store(core::ptr::null_mut(), Ordering::Relaxed);
         // SeqCst: pairs with the SeqCst loads of the bits in gather().
-        self.pending[cpu / 64].fetch_and(!(1u64 << (cpu % 64)), Ordering::SeqCst);
+        pending[cpu / 64].fetch_and(!(1u64 << (cpu % 64)), Ordering::SeqCst);
         crate::sync::loom_sc_fence();
     }
 
@@ -500,7 +507,8 @@ impl<L: Log> Object<L> {
                     s.push(l);
                     other.spilled.fetch_add(n, Ordering::Relaxed);
                     drop(s);
-                    other.untag(way, cpu);
+                    // The last use of `other`: it may be freed once its bit is clear.
+                    Core::untag(&other.pending, way, cpu);
                     drop(g);
                 }
             }
