@@ -14,8 +14,8 @@
  * destructors that run before the release; a paygo_ref after it gets PAYGO_ESHUTDOWN.
  *
  * No call aborts the process: a Rust panic inside the library is caught at the boundary and
- * returned as PAYGO_EINTERNAL, and memory the calls allocate (the anchor information) is
- * asked for without aborting (PAYGO_ENOMEM). One exception: a paygo_ref that finds its CPU's
+ * returned as PAYGO_EINTERNAL, and memory the calls allocate (the domain's tables, the anchor
+ * information) is asked for without aborting (PAYGO_ENOMEM). One exception: a paygo_ref that finds its CPU's
  * window full moves an entry to an overflow list, and if that list's memory cannot be
  * allocated the process aborts, as a Rust allocation failure does.
  *
@@ -53,8 +53,10 @@ typedef enum paygo_error {
     PAYGO_ESHUTDOWN = -108, /* ref/unref: the calling thread's anchor information was already
                                released at its exit (a call from a later thread-exit
                                destructor) */
-    PAYGO_ENOMEM = -12,     /* domain_init: the tables cannot be allocated; ref: the thread's
-                               anchor information cannot be made or grown */
+    PAYGO_ENOMEM = -12,     /* domain_init, or the first call that sets up the default domain
+                               (see paygo_domain_init): its tables cannot be allocated (nothing
+                               is set up; a later call tries again); ref: the thread's anchor
+                               information cannot be made or grown */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
                                ref/unref from a signal handler that interrupted a ref/unref
                                of the same thread; nothing was changed */
@@ -82,8 +84,9 @@ typedef struct paygo_stats {
  * the tables cannot be allocated). PAYGO_EALREADY if the domain exists. Optional: the first
  * call that counts in the domain (paygo_ref, paygo_unref, paygo_read_all,
  * paygo_is_referenced, paygo_try_reclaim, paygo_reinit, paygo_obj_destroy, paygo_stats) sets
- * up a default domain (4096 slots per CPU, window 8); paygo_obj_init, paygo_strerror and
- * calls refused for their arguments do not. */
+ * up a default domain (4096 slots per CPU, window 8), or returns PAYGO_ENOMEM if its tables
+ * cannot be allocated (each such call tries again, and paygo_domain_init may still size it);
+ * paygo_obj_init, paygo_strerror and calls refused for their arguments do not. */
 int paygo_domain_init(size_t slots_per_cpu, size_t window);
 
 /* Initialises obj: live, no reference. obj must not be in use. */

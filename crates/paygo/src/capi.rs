@@ -19,7 +19,7 @@
 //! * State changes are single compare-and-swaps: of two threads that reinit or destroy one
 //!   object, one succeeds.
 
-use crate::arc::{default_domain, init_default_domain};
+use crate::arc::{default_domain_if_made, init_default_domain, try_default_domain};
 use crate::header::{DEAD, DESTROYED};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
@@ -47,7 +47,8 @@ pub const PAYGO_ELIVE: i32 = -17;
 pub const PAYGO_EALREADY: i32 = -114;
 /// The calling thread is exiting: its anchor information is gone.
 pub const PAYGO_ESHUTDOWN: i32 = -108;
-/// domain_init: the tables could not be allocated; ref: the anchor information could not be.
+/// domain_init, or the first call that makes the default domain: its tables could not be
+/// allocated; ref: the anchor information could not be.
 pub const PAYGO_ENOMEM: i32 = -12;
 /// An internal error (a Rust panic, caught at the boundary): a bug; nothing was changed.
 pub const PAYGO_EINTERNAL: i32 = -131;
@@ -94,8 +95,15 @@ pub struct CStats {
 
 static LEFTOVERS: AtomicU64 = AtomicU64::new(0);
 
-fn domain() -> &'static Domain {
-    default_domain()
+/// The process-wide domain, made with the default configuration by the first call that
+/// needs it: `PAYGO_ENOMEM` if its tables cannot be allocated (nothing is made then, and a
+/// later call tries again).
+fn domain() -> Result<&'static Domain, i32> {
+    try_default_domain().map_err(|e| match e {
+        crate::ConfigError::OutOfMemory { .. } => PAYGO_ENOMEM,
+        // The default configuration is valid.
+        crate::ConfigError::SlotsPerCpu(_) | crate::ConfigError::Window(_) => PAYGO_EINTERNAL,
+    })
 }
 
 /// A thread's anchor information: object address -> anchors held.
@@ -108,7 +116,10 @@ impl AnchorInfo {
     /// Gives back every anchor held (the thread is exiting).
     fn release_all(&self) {
         let held = core::mem::take(&mut *self.held.borrow_mut());
-        let d = domain();
+        // Anchors are only taken in the domain, so a thread that holds any finds it made.
+        let Some(d) = default_domain_if_made() else {
+            return;
+        };
         for (addr, anchors) in held {
             let obj = addr as *const CObj;
             // SAFETY: the thread holds references to the object, so (by the API's contract)
@@ -292,7 +303,11 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        match domain().try_reclaim_detailed(hdr) {
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        match d.try_reclaim_detailed(hdr) {
             Ok(()) | Err(ReclaimError::Dead) => {}
             Err(ReclaimError::Referenced | ReclaimError::InProgress) => return PAYGO_EBUSY,
         }
@@ -327,6 +342,10 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
         // Room for the anchor is made first, under the one borrow of the call: a thread that
         // cannot record a reference (no memory, or a call it interrupted holds the map) takes
         // none.
@@ -340,7 +359,7 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
                 None => &mut fresh,
             };
             v.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
-            let a = domain().get_or_wait(hdr).ok_or(PAYGO_EDEAD)?;
+            let a = d.get_or_wait(hdr).ok_or(PAYGO_EDEAD)?;
             match held.get_mut(&addr) {
                 Some(v) => v.push(a),
                 None => {
@@ -370,6 +389,10 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
         if hdr.is_dead() {
             return PAYGO_EDEAD;
         }
@@ -391,7 +414,7 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
         });
         match taken.and_then(|t| t) {
             Ok(Some(a)) => {
-                domain().put(hdr, a);
+                d.put(hdr, a);
                 PAYGO_OK
             }
             Ok(None) => PAYGO_ENOREF,
@@ -415,7 +438,10 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
     boundary(PAYGO_EINTERNAL as i64, || {
         // SAFETY: forwarded contract.
         match unsafe { check(obj) } {
-            Ok(h) => domain().read_all(h).max(0),
+            Ok(h) => match domain() {
+                Ok(d) => d.read_all(h).max(0),
+                Err(e) => e as i64,
+            },
             Err(e) => e as i64,
         }
     })
@@ -430,7 +456,10 @@ pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
         match unsafe { check(obj) } {
-            Ok(h) => domain().is_referenced(h) as i32,
+            Ok(h) => match domain() {
+                Ok(d) => d.is_referenced(h) as i32,
+                Err(e) => e,
+            },
             Err(e) => e,
         }
     })
@@ -450,7 +479,11 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        match domain().try_reclaim_detailed(hdr) {
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        match d.try_reclaim_detailed(hdr) {
             Ok(()) => PAYGO_OK,
             Err(ReclaimError::Dead) => PAYGO_EDEAD,
             Err(ReclaimError::Referenced | ReclaimError::InProgress) => PAYGO_EBUSY,
@@ -472,7 +505,11 @@ pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        if domain().try_reinit(hdr) {
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        if d.try_reinit(hdr) {
             PAYGO_OK
         } else {
             PAYGO_ELIVE
@@ -510,7 +547,10 @@ pub unsafe extern "C" fn paygo_stats(out: *mut CStats) -> i32 {
         return PAYGO_EINVAL;
     }
     boundary(PAYGO_EINTERNAL, || {
-        let d = domain();
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
         let s = d.stats();
         let m = d.memory_usage();
         // SAFETY: the caller gives writable memory.
@@ -600,7 +640,7 @@ mod tests {
             assert_eq!(paygo_ref(o), PAYGO_OK);
             let slot = with_info(|i| held(i).expect("not borrowed")[&(o as usize)][0].slot)
                 .expect("anchor information");
-            let s = &domain().slots[slot];
+            let s = &domain().expect("the domain").slots[slot];
             // local 1 - 3, anchor 0: READ-ALL sums -2, which would read as PAYGO_ENOTOBJ.
             s.local.fetch_sub(3, Ordering::Relaxed);
             let racing = paygo_read_all(o);
