@@ -15,9 +15,8 @@
  *
  * No call aborts the process: a Rust panic inside the library is caught at the boundary and
  * returned as PAYGO_EINTERNAL, and memory the calls allocate (the domain's tables, the anchor
- * information) is asked for without aborting (PAYGO_ENOMEM). One exception: a paygo_ref that finds its CPU's
- * window full moves an entry to an overflow list, and if that list's memory cannot be
- * allocated the process aborts, as a Rust allocation failure does.
+ * information, the overflow list to which a paygo_ref that finds its CPU's window full moves
+ * an entry) is asked for without aborting (PAYGO_ENOMEM).
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
@@ -56,7 +55,9 @@ typedef enum paygo_error {
     PAYGO_ENOMEM = -12,     /* domain_init, or the first call that sets up the default domain
                                (see paygo_domain_init): its tables cannot be allocated (nothing
                                is set up; a later call tries again); ref: the thread's anchor
-                               information cannot be made or grown */
+                               information cannot be made or grown, or the overflow list of
+                               an entry it must evict cannot (no reference taken, nothing
+                               moved) */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
                                ref/unref from a signal handler that interrupted a ref/unref
                                of the same thread; nothing was changed */
@@ -99,7 +100,9 @@ int paygo_obj_init(paygo_obj_t *obj);
 int paygo_obj_destroy(paygo_obj_t *obj);
 
 /* REF: takes a reference for the calling thread. Waits out a concurrent try-reclaim that
- * fails; PAYGO_EDEAD if the object is reclaimed. */
+ * fails; PAYGO_EDEAD if the object is reclaimed; PAYGO_ENOMEM (nothing taken) if memory for
+ * the thread's anchor information, or for the overflow list of an entry it must evict to
+ * make room in its CPU's window, cannot be allocated. */
 int paygo_ref(paygo_obj_t *obj);
 
 /* UNREF: gives back one of the calling thread's references to obj (one taken on the current

@@ -20,6 +20,7 @@
 //!   object, one succeeds.
 
 use crate::arc::{default_domain_if_made, init_default_domain, try_default_domain};
+use crate::get::GetError;
 use crate::header::{DEAD, DESTROYED};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
@@ -48,7 +49,8 @@ pub const PAYGO_EALREADY: i32 = -114;
 /// The calling thread is exiting: its anchor information is gone.
 pub const PAYGO_ESHUTDOWN: i32 = -108;
 /// domain_init, or the first call that makes the default domain: its tables could not be
-/// allocated; ref: the anchor information could not be.
+/// allocated; ref: the anchor information, or the room on an overflow list for the entry it
+/// had to evict, could not be.
 pub const PAYGO_ENOMEM: i32 = -12;
 /// An internal error (a Rust panic, caught at the boundary): a bug; nothing was changed.
 pub const PAYGO_EINTERNAL: i32 = -131;
@@ -330,7 +332,9 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
 }
 
 /// REF: takes a reference (waits out a concurrent try-reclaim, as the paper's REF retries)
-/// and records its anchor in the calling thread's anchor information.
+/// and records its anchor in the calling thread's anchor information. `PAYGO_ENOMEM`, having
+/// taken nothing, if that information cannot grow, or if the REF must evict an entry and its
+/// overflow list's room cannot be allocated.
 ///
 /// # Safety
 /// `obj` is null or points to readable memory of a `paygo_obj_t`.
@@ -359,7 +363,10 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
                 None => &mut fresh,
             };
             v.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
-            let a = d.get_or_wait(hdr).ok_or(PAYGO_EDEAD)?;
+            let a = d.get_or_wait_fallible(hdr).map_err(|e| match e {
+                GetError::NotLive => PAYGO_EDEAD,
+                GetError::NoMemory => PAYGO_ENOMEM,
+            })?;
             match held.get_mut(&addr) {
                 Some(v) => v.push(a),
                 None => {
