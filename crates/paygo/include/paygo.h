@@ -136,8 +136,19 @@ int paygo_stats(paygo_stats_t *out);
 /* Before dlclose() of libpaygo.so: every thread that used the library calls this, so that the
  * kernel no longer points the thread at a critical section's descriptor inside the library
  * (it would read it, unmapped, at the thread's next preemption), and, where the thread's rseq
- * area is the library's own (glibc 2.34 and older), no longer writes that area. A later call
- * re-arms both. */
+ * area is the library's own (glibc 2.34 and older), no longer writes that area. If the
+ * thread holds no reference, it also frees the thread's anchor information, so that the
+ * thread's exit runs no code of the library. A later call into the library re-arms all of it.
+ *
+ * The unload procedure: every thread that used the library calls paygo_prepare_unload(), no
+ * thread calls into the library after its own paygo_prepare_unload(), and then dlclose(). The
+ * unloading deletes the library's pthread key for the anchor information (in a destructor of
+ * the library, which dlclose() runs before unmapping it), so a thread that exits after
+ * dlclose() returned runs no code of the library, whatever it held: the references it still
+ * held are not released (nor counted), and the domain and the memory of every thread's
+ * anchor information are not freed. A thread that still holds references runs the key's
+ * destructor in the library when it exits: it must not exit while dlclose() runs (join it
+ * before, or let it exit after). */
 int paygo_prepare_unload(void);
 
 /* A static description of a paygo_error. */

@@ -58,6 +58,26 @@ fn c_calls_without_memory_for_the_domain_say_enomem() {
     );
 }
 
+/// `libpaygo.so` unloaded (`dlclose`) while threads that used it, one still holding a
+/// reference, live on: their exits after the unload do not call into it (they crashed in the
+/// unmapped pthread key destructor), the unload deletes the key, and the library loads and
+/// unloads again.
+#[test]
+fn c_threads_exit_safely_after_the_library_is_unloaded() {
+    let so = cc::cdylib("paygo", "paygo", env!("CARGO"));
+    let exe = cc::build_unlinked(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        "unload",
+        &["-ldl"],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let out = cc::run(Command::new(&exe).arg(&so));
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    let _ = std::fs::remove_file(&exe);
+    assert!(text.contains("failures=0"), "{text}");
+}
+
 #[test]
 fn header_compiles_as_cxx_and_pedantic_c() {
     cc::check_header(&Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"));
