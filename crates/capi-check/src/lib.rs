@@ -155,7 +155,8 @@ pub mod header {
 }
 
 pub mod cc {
-    //! Building and running C programs against a crate's static library.
+    //! Building and running C programs against a crate's static library (or loading its
+    //! shared library).
 
     use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
@@ -169,10 +170,23 @@ pub mod cc {
     /// # Panics
     /// If it cannot be found or built.
     pub fn staticlib(package: &str, lib: &str, cargo: &str) -> PathBuf {
-        let file = format!("lib{}.a", lib.replace('-', "_"));
+        library(package, &format!("lib{}.a", lib.replace('-', "_")), cargo)
+    }
+
+    /// `lib<lib>.so`, the shared library of package `package` (whose library is a `cdylib`
+    /// too), found or built as [`staticlib`] finds or builds the static one.
+    ///
+    /// # Panics
+    /// If it cannot be found or built.
+    pub fn cdylib(package: &str, lib: &str, cargo: &str) -> PathBuf {
+        library(package, &format!("lib{}.so", lib.replace('-', "_")), cargo)
+    }
+
+    /// The library file `file` of package `package`: see [`staticlib`].
+    fn library(package: &str, file: &str, cargo: &str) -> PathBuf {
         let exe = std::env::current_exe().expect("the test binary's path");
         let deps = exe.parent().expect("a deps directory");
-        let lib = deps.join(&file);
+        let lib = deps.join(file);
         if lib.exists() {
             return lib;
         }
@@ -188,7 +202,7 @@ pub mod cc {
             .status()
             .unwrap_or_else(|e| panic!("running cargo build for {file}: {e}"));
         assert!(st.success(), "cargo build -p {package} --lib failed");
-        for cand in [deps.join(&file), profile_dir.join(&file)] {
+        for cand in [deps.join(file), profile_dir.join(file)] {
             if cand.exists() {
                 return cand;
             }
@@ -246,6 +260,25 @@ pub mod cc {
         link: &[&str],
         out_dir: &Path,
     ) -> PathBuf {
+        compile(crate_dir, name, Some(lib), link, out_dir)
+    }
+
+    /// [`build`] without the library: for a program that loads it at run time (`dlopen`),
+    /// and uses only the crate's headers at compile time.
+    ///
+    /// # Panics
+    /// If the compiler fails.
+    pub fn build_unlinked(crate_dir: &Path, name: &str, link: &[&str], out_dir: &Path) -> PathBuf {
+        compile(crate_dir, name, None, link, out_dir)
+    }
+
+    fn compile(
+        crate_dir: &Path,
+        name: &str,
+        lib: Option<&Path>,
+        link: &[&str],
+        out_dir: &Path,
+    ) -> PathBuf {
         let exe = out_dir.join(format!("c_{name}.{}", std::process::id()));
         run(Command::new(compiler("CC", "cc"))
             .args([
@@ -254,7 +287,7 @@ pub mod cc {
             .arg("-I")
             .arg(crate_dir.join("include"))
             .arg(crate_dir.join(format!("tests/c/{name}.c")))
-            .arg(lib)
+            .args(lib)
             .args(link)
             .arg("-o")
             .arg(&exe));

@@ -14,10 +14,9 @@
  * destructors that run before the release; a paygo_ref after it gets PAYGO_ESHUTDOWN.
  *
  * No call aborts the process: a Rust panic inside the library is caught at the boundary and
- * returned as PAYGO_EINTERNAL, and memory the calls allocate (the anchor information) is
- * asked for without aborting (PAYGO_ENOMEM). One exception: a paygo_ref that finds its CPU's
- * window full moves an entry to an overflow list, and if that list's memory cannot be
- * allocated the process aborts, as a Rust allocation failure does.
+ * returned as PAYGO_EINTERNAL, and memory the calls allocate (the domain's tables, the anchor
+ * information, the overflow list to which a paygo_ref that finds its CPU's window full moves
+ * an entry) is asked for without aborting (PAYGO_ENOMEM).
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
@@ -53,8 +52,12 @@ typedef enum paygo_error {
     PAYGO_ESHUTDOWN = -108, /* ref/unref: the calling thread's anchor information was already
                                released at its exit (a call from a later thread-exit
                                destructor) */
-    PAYGO_ENOMEM = -12,     /* domain_init: the tables cannot be allocated; ref: the thread's
-                               anchor information cannot be made or grown */
+    PAYGO_ENOMEM = -12,     /* domain_init, or the first call that sets up the default domain
+                               (see paygo_domain_init): its tables cannot be allocated (nothing
+                               is set up; a later call tries again); ref: the thread's anchor
+                               information cannot be made or grown, or the overflow list of
+                               an entry it must evict cannot (no reference taken, nothing
+                               moved) */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
                                ref/unref from a signal handler that interrupted a ref/unref
                                of the same thread; nothing was changed */
@@ -82,8 +85,9 @@ typedef struct paygo_stats {
  * the tables cannot be allocated). PAYGO_EALREADY if the domain exists. Optional: the first
  * call that counts in the domain (paygo_ref, paygo_unref, paygo_read_all,
  * paygo_is_referenced, paygo_try_reclaim, paygo_reinit, paygo_obj_destroy, paygo_stats) sets
- * up a default domain (4096 slots per CPU, window 8); paygo_obj_init, paygo_strerror and
- * calls refused for their arguments do not. */
+ * up a default domain (4096 slots per CPU, window 8), or returns PAYGO_ENOMEM if its tables
+ * cannot be allocated (each such call tries again, and paygo_domain_init may still size it);
+ * paygo_obj_init, paygo_strerror and calls refused for their arguments do not. */
 int paygo_domain_init(size_t slots_per_cpu, size_t window);
 
 /* Initialises obj: live, no reference. obj must not be in use. */
@@ -96,7 +100,9 @@ int paygo_obj_init(paygo_obj_t *obj);
 int paygo_obj_destroy(paygo_obj_t *obj);
 
 /* REF: takes a reference for the calling thread. Waits out a concurrent try-reclaim that
- * fails; PAYGO_EDEAD if the object is reclaimed. */
+ * fails; PAYGO_EDEAD if the object is reclaimed; PAYGO_ENOMEM (nothing taken) if memory for
+ * the thread's anchor information, or for the overflow list of an entry it must evict to
+ * make room in its CPU's window, cannot be allocated. */
 int paygo_ref(paygo_obj_t *obj);
 
 /* UNREF: gives back one of the calling thread's references to obj (one taken on the current
@@ -130,8 +136,19 @@ int paygo_stats(paygo_stats_t *out);
 /* Before dlclose() of libpaygo.so: every thread that used the library calls this, so that the
  * kernel no longer points the thread at a critical section's descriptor inside the library
  * (it would read it, unmapped, at the thread's next preemption), and, where the thread's rseq
- * area is the library's own (glibc 2.34 and older), no longer writes that area. A later call
- * re-arms both. */
+ * area is the library's own (glibc 2.34 and older), no longer writes that area. If the
+ * thread holds no reference, it also frees the thread's anchor information, so that the
+ * thread's exit runs no code of the library. A later call into the library re-arms all of it.
+ *
+ * The unload procedure: every thread that used the library calls paygo_prepare_unload(), no
+ * thread calls into the library after its own paygo_prepare_unload(), and then dlclose(). The
+ * unloading deletes the library's pthread key for the anchor information (in a destructor of
+ * the library, which dlclose() runs before unmapping it), so a thread that exits after
+ * dlclose() returned runs no code of the library, whatever it held: the references it still
+ * held are not released (nor counted), and the domain and the memory of every thread's
+ * anchor information are not freed. A thread that still holds references runs the key's
+ * destructor in the library when it exits: it must not exit while dlclose() runs (join it
+ * before, or let it exit after). */
 int paygo_prepare_unload(void);
 
 /* A static description of a paygo_error. */

@@ -60,6 +60,10 @@ static DEFAULT: OnceLock<Domain> = OnceLock::new();
 
 /// The process-wide domain of [`Arc::new`] and of the C API, made with the default
 /// configuration on first use (the C API's `paygo_domain_init` may size it first).
+///
+/// # Panics
+/// If the domain's tables cannot be allocated (the C API's calls return `PAYGO_ENOMEM`
+/// instead, and a later call tries again).
 pub fn default_domain() -> &'static Domain {
     DEFAULT.get_or_init(Domain::new)
 }
@@ -67,6 +71,23 @@ pub fn default_domain() -> &'static Domain {
 /// Whether the default domain has been made.
 pub(crate) fn default_domain_exists() -> bool {
     DEFAULT.get().is_some()
+}
+
+/// The default domain if it has been made.
+pub(crate) fn default_domain_if_made() -> Option<&'static Domain> {
+    DEFAULT.get()
+}
+
+/// [`default_domain`], made with the default configuration if it does not exist yet, or why
+/// it could not be made ([`ConfigError::OutOfMemory`](crate::ConfigError::OutOfMemory)):
+/// nothing is left behind then, and a later call tries again. Threads that make it at once
+/// may each allocate tables; one is kept and the others are freed.
+pub(crate) fn try_default_domain() -> Result<&'static Domain, crate::ConfigError> {
+    if let Some(d) = DEFAULT.get() {
+        return Ok(d);
+    }
+    let d = Domain::try_with_config(crate::Config::default())?;
+    Ok(init_default_domain(|| d).unwrap_or_else(|there| there))
 }
 
 /// Makes the default domain with `make` if it does not exist yet: `Ok` with the new domain, or
@@ -322,10 +343,18 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new() -> Self {
-        Registry {
-            shards: (0..SHARDS).map(|_| Mutex::new(Vec::new())).collect(),
-        }
+    /// An empty registry, or the error of its shards' size if they cannot be allocated.
+    pub(crate) fn try_new() -> Result<Self, crate::ConfigError> {
+        let mut shards = Vec::new();
+        shards
+            .try_reserve_exact(SHARDS)
+            .map_err(|_| crate::ConfigError::OutOfMemory {
+                bytes: SHARDS * core::mem::size_of::<Mutex<Vec<Entry>>>(),
+            })?;
+        shards.extend((0..SHARDS).map(|_| Mutex::new(Vec::new())));
+        Ok(Registry {
+            shards: shards.into_boxed_slice(),
+        })
     }
 
     fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Vec<Entry>> {

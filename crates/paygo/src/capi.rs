@@ -13,20 +13,22 @@
 //!   lives in a `pthread` key whose destructor gives them back, so references taken during
 //!   thread teardown (in thread-local destructors, or in other keys' destructors that run
 //!   before ours) are given back too; a `paygo_ref` after our destructor ran is refused with
-//!   `PAYGO_ESHUTDOWN`.
+//!   `PAYGO_ESHUTDOWN`. The library's unloading deletes the key (`delete_key`), so a thread
+//!   that exits after `dlclose` does not call the destructor, which went with the library.
 //! * Misuse returns a negative `paygo_error` and changes nothing. No Rust panic crosses the
 //!   boundary: every entry point catches one and returns `PAYGO_EINTERNAL`.
 //! * State changes are single compare-and-swaps: of two threads that reinit or destroy one
 //!   object, one succeeds.
 
-use crate::arc::{default_domain, init_default_domain};
+use crate::arc::{default_domain_if_made, init_default_domain, try_default_domain};
+use crate::get::GetError;
 use crate::header::{DEAD, DESTROYED};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
 use core::pin::Pin;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Success.
@@ -47,7 +49,9 @@ pub const PAYGO_ELIVE: i32 = -17;
 pub const PAYGO_EALREADY: i32 = -114;
 /// The calling thread is exiting: its anchor information is gone.
 pub const PAYGO_ESHUTDOWN: i32 = -108;
-/// domain_init: the tables could not be allocated; ref: the anchor information could not be.
+/// domain_init, or the first call that makes the default domain: its tables could not be
+/// allocated; ref: the anchor information, or the room on an overflow list for the entry it
+/// had to evict, could not be.
 pub const PAYGO_ENOMEM: i32 = -12;
 /// An internal error (a Rust panic, caught at the boundary): a bug; nothing was changed.
 pub const PAYGO_EINTERNAL: i32 = -131;
@@ -94,8 +98,15 @@ pub struct CStats {
 
 static LEFTOVERS: AtomicU64 = AtomicU64::new(0);
 
-fn domain() -> &'static Domain {
-    default_domain()
+/// The process-wide domain, made with the default configuration by the first call that
+/// needs it: `PAYGO_ENOMEM` if its tables cannot be allocated (nothing is made then, and a
+/// later call tries again).
+fn domain() -> Result<&'static Domain, i32> {
+    try_default_domain().map_err(|e| match e {
+        crate::ConfigError::OutOfMemory { .. } => PAYGO_ENOMEM,
+        // The default configuration is valid.
+        crate::ConfigError::SlotsPerCpu(_) | crate::ConfigError::Window(_) => PAYGO_EINTERNAL,
+    })
 }
 
 /// A thread's anchor information: object address -> anchors held.
@@ -108,7 +119,10 @@ impl AnchorInfo {
     /// Gives back every anchor held (the thread is exiting).
     fn release_all(&self) {
         let held = core::mem::take(&mut *self.held.borrow_mut());
-        let d = domain();
+        // Anchors are only taken in the domain, so a thread that holds any finds it made.
+        let Some(d) = default_domain_if_made() else {
+            return;
+        };
         for (addr, anchors) in held {
             let obj = addr as *const CObj;
             // SAFETY: the thread holds references to the object, so (by the API's contract)
@@ -132,19 +146,125 @@ std::thread_local! {
     /// refused. A const thread-local without destructor, so it can be read at any point of
     /// the thread's teardown.
     static RELEASED: Cell<bool> = const { Cell::new(false) };
+
+    /// How many calls of the thread are using its anchor information now (more than one where
+    /// a signal handler's call interrupted another): `paygo_prepare_unload` frees it only when
+    /// none is. Const, without destructor, as `RELEASED`.
+    static USING: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The `pthread` key holding each thread's `AnchorInfo` (a `Box` pointer). glibc runs key
-/// destructors after the thread-local destructors, and again while a destructor sets a key,
-/// so a reference taken in either is still released.
-fn key() -> Option<libc::pthread_key_t> {
-    static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
-    *KEY.get_or_init(|| {
+/// A call's use of its thread's anchor information, counted in `USING` while it lives.
+struct Using;
+
+impl Using {
+    fn enter() -> Using {
+        USING.with(|u| u.set(u.get() + 1));
+        // SeqCst compiler fence: the count is up before the anchor information is looked up,
+        // as a signal handler of this thread that reads it (`free_info_if_empty`) sees; pairs
+        // with the fence of `drop`, before which the information's use ends. Within one
+        // thread a compiler fence is enough.
+        compiler_fence(Ordering::SeqCst);
+        Using
+    }
+}
+
+impl Drop for Using {
+    fn drop(&mut self) {
+        // SeqCst compiler fence: the anchor information's use ends before the count comes
+        // down (pairs with the fence of `enter`).
+        compiler_fence(Ordering::SeqCst);
+        USING.with(|u| u.set(u.get() - 1));
+    }
+}
+
+/// The `pthread` key holding each thread's `AnchorInfo` (a `Box` pointer), made by the first
+/// call that needs it (`None`: it could not be made). glibc runs key destructors after the
+/// thread-local destructors, and again while a destructor sets a key, so a reference taken in
+/// either is still released.
+static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
+
+/// Set when [`KEY`] has been deleted (see [`delete_key`]): calls no longer use it, since its
+/// number may be handed to another key.
+static KEY_DELETED: AtomicBool = AtomicBool::new(false);
+
+/// [`KEY`], made if needed: `PAYGO_ENOMEM` if it cannot be made, `PAYGO_ESHUTDOWN` once it
+/// has been deleted.
+fn key() -> Result<libc::pthread_key_t, i32> {
+    // Relaxed: the deletion runs while the library is unloaded, when no call may run (the
+    // unload contract, paygo.h), or at process exit. A call that races the exit's deletion
+    // and misses the flag finds its thread's value gone (glibc checks the key's sequence
+    // number) and its pthread_setspecific refused (PAYGO_ENOMEM), unless a key made during
+    // the exit took the number in between: no call of this library makes one then.
+    if KEY_DELETED.load(Ordering::Relaxed) {
+        return Err(PAYGO_ESHUTDOWN);
+    }
+    let k = KEY.get_or_init(|| {
         let mut k: libc::pthread_key_t = 0;
         // SAFETY: `k` is writable; the destructor is a valid extern "C" function.
         let rc = unsafe { libc::pthread_key_create(&mut k, Some(release_at_exit)) };
         (rc == 0).then_some(k)
-    })
+    });
+    k.ok_or(PAYGO_ENOMEM)
+}
+
+/// Deletes [`KEY`], so that no thread that exits later calls its destructor: run by the
+/// dynamic loader when it unloads the library (`dlclose` runs the functions of the library's
+/// `.fini_array` before unmapping it), where a thread exiting after the unload would call
+/// [`release_at_exit`] in unmapped memory. After `pthread_key_delete` glibc calls no
+/// destructor for the key's values (a thread's value no longer matches the key's sequence
+/// number); what threads still held is not released, and their anchor information is not
+/// freed (the domain goes with the library).
+///
+/// Also run at process exit, where it changes nothing that matters: a thread that exits
+/// meanwhile would have its references released into a domain about to go.
+extern "C" fn delete_key() {
+    if let Some(Some(k)) = KEY.get() {
+        // Relaxed: see `key`.
+        KEY_DELETED.store(true, Ordering::Relaxed);
+        // SAFETY: `k` is the key `key` made, deleted only here (once: the loader runs the
+        // function once per load of the library, and each load has its own statics).
+        unsafe { libc::pthread_key_delete(*k) };
+    }
+}
+
+/// [`delete_key`] among the library's ELF destructors.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".fini_array"]
+static DELETE_KEY_AT_UNLOAD: extern "C" fn() = delete_key;
+
+/// Frees the calling thread's anchor information if it holds no reference and is not in use
+/// (by a call this one interrupted), and clears the thread's value of the key: its exit then
+/// runs no code of the library. A later REF makes it again.
+fn free_info_if_empty() {
+    if KEY_DELETED.load(Ordering::Relaxed) || USING.with(|u| u.get()) != 0 {
+        return;
+    }
+    let Some(Some(k)) = KEY.get() else {
+        return;
+    };
+    // SAFETY: `k` is a valid key.
+    let p = unsafe { libc::pthread_getspecific(*k) } as *mut AnchorInfo;
+    if p.is_null() {
+        return;
+    }
+    {
+        // SAFETY: the thread's own pointer, live until its key destructor runs (or this
+        // function frees it), neither of which can happen during this call.
+        let info = unsafe { &*p };
+        // Not borrowed: no call uses it (`USING` is 0).
+        match info.held.try_borrow() {
+            Ok(held) if held.is_empty() => {}
+            _ => return,
+        }
+    }
+    // SAFETY: `k` is a valid key; clearing a value the thread has set allocates nothing.
+    if unsafe { libc::pthread_setspecific(*k, core::ptr::null()) } != 0 {
+        return;
+    }
+    // SAFETY: a `Box<AnchorInfo>` pointer set by `with_info`, no longer the key's value and
+    // used by no call (checked above): ours to free.
+    drop(unsafe { Box::from_raw(p) });
 }
 
 /// The key's destructor: gives back what the exiting thread still holds.
@@ -185,7 +305,8 @@ fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
     if RELEASED.try_with(|r| r.get()).unwrap_or(true) {
         return Err(PAYGO_ESHUTDOWN);
     }
-    let k = key().ok_or(PAYGO_ENOMEM)?;
+    let k = key()?;
+    let _using = Using::enter();
     // SAFETY: `k` is a valid key.
     let mut p = unsafe { libc::pthread_getspecific(k) } as *mut AnchorInfo;
     if p.is_null() {
@@ -198,7 +319,8 @@ fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
         }
     }
     // SAFETY: the pointer is this thread's own, live until its key destructor runs, which
-    // cannot happen during this call.
+    // cannot happen during this call, or `paygo_prepare_unload` frees it, which it does not
+    // while `_using` counts this call.
     Ok(f(unsafe { &*p }))
 }
 
@@ -292,7 +414,11 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        match domain().try_reclaim_detailed(hdr) {
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        match d.try_reclaim_detailed(hdr) {
             Ok(()) | Err(ReclaimError::Dead) => {}
             Err(ReclaimError::Referenced | ReclaimError::InProgress) => return PAYGO_EBUSY,
         }
@@ -315,7 +441,9 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
 }
 
 /// REF: takes a reference (waits out a concurrent try-reclaim, as the paper's REF retries)
-/// and records its anchor in the calling thread's anchor information.
+/// and records its anchor in the calling thread's anchor information. `PAYGO_ENOMEM`, having
+/// taken nothing, if that information cannot grow, or if the REF must evict an entry and its
+/// overflow list's room cannot be allocated.
 ///
 /// # Safety
 /// `obj` is null or points to readable memory of a `paygo_obj_t`.
@@ -325,6 +453,10 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
         // SAFETY: forwarded contract.
         let hdr = match unsafe { check(obj) } {
             Ok(h) => h,
+            Err(e) => return e,
+        };
+        let d = match domain() {
+            Ok(d) => d,
             Err(e) => return e,
         };
         // Room for the anchor is made first, under the one borrow of the call: a thread that
@@ -340,7 +472,10 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
                 None => &mut fresh,
             };
             v.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
-            let a = domain().get_or_wait(hdr).ok_or(PAYGO_EDEAD)?;
+            let a = d.get_or_wait_fallible(hdr).map_err(|e| match e {
+                GetError::NotLive => PAYGO_EDEAD,
+                GetError::NoMemory => PAYGO_ENOMEM,
+            })?;
             match held.get_mut(&addr) {
                 Some(v) => v.push(a),
                 None => {
@@ -370,6 +505,10 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
         if hdr.is_dead() {
             return PAYGO_EDEAD;
         }
@@ -391,7 +530,7 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
         });
         match taken.and_then(|t| t) {
             Ok(Some(a)) => {
-                domain().put(hdr, a);
+                d.put(hdr, a);
                 PAYGO_OK
             }
             Ok(None) => PAYGO_ENOREF,
@@ -415,7 +554,10 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
     boundary(PAYGO_EINTERNAL as i64, || {
         // SAFETY: forwarded contract.
         match unsafe { check(obj) } {
-            Ok(h) => domain().read_all(h).max(0),
+            Ok(h) => match domain() {
+                Ok(d) => d.read_all(h).max(0),
+                Err(e) => e as i64,
+            },
             Err(e) => e as i64,
         }
     })
@@ -430,7 +572,10 @@ pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
         match unsafe { check(obj) } {
-            Ok(h) => domain().is_referenced(h) as i32,
+            Ok(h) => match domain() {
+                Ok(d) => d.is_referenced(h) as i32,
+                Err(e) => e,
+            },
             Err(e) => e,
         }
     })
@@ -450,7 +595,11 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        match domain().try_reclaim_detailed(hdr) {
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        match d.try_reclaim_detailed(hdr) {
             Ok(()) => PAYGO_OK,
             Err(ReclaimError::Dead) => PAYGO_EDEAD,
             Err(ReclaimError::Referenced | ReclaimError::InProgress) => PAYGO_EBUSY,
@@ -472,7 +621,11 @@ pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        if domain().try_reinit(hdr) {
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
+        if d.try_reinit(hdr) {
             PAYGO_OK
         } else {
             PAYGO_ELIVE
@@ -481,12 +634,15 @@ pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
 }
 
 /// Prepares the calling thread for `dlclose` of the library: clears its rseq area's pointer to
-/// the last critical section's descriptor (which lives in the library). Every thread that used
-/// the library must call it before the library is unloaded; a later call re-arms it.
+/// the last critical section's descriptor (which lives in the library), and frees its anchor
+/// information if it holds no reference, so that its exit runs no code of the library. Every
+/// thread that used the library must call it before the library is unloaded; a later call
+/// re-arms both. (The unloading deletes the key itself: see `delete_key`.)
 #[no_mangle]
 pub extern "C" fn paygo_prepare_unload() -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         percpu::prepare_unload();
+        free_info_if_empty();
         PAYGO_OK
     })
 }
@@ -510,7 +666,10 @@ pub unsafe extern "C" fn paygo_stats(out: *mut CStats) -> i32 {
         return PAYGO_EINVAL;
     }
     boundary(PAYGO_EINTERNAL, || {
-        let d = domain();
+        let d = match domain() {
+            Ok(d) => d,
+            Err(e) => return e,
+        };
         let s = d.stats();
         let m = d.memory_usage();
         // SAFETY: the caller gives writable memory.
@@ -600,7 +759,7 @@ mod tests {
             assert_eq!(paygo_ref(o), PAYGO_OK);
             let slot = with_info(|i| held(i).expect("not borrowed")[&(o as usize)][0].slot)
                 .expect("anchor information");
-            let s = &domain().slots[slot];
+            let s = &domain().expect("the domain").slots[slot];
             // local 1 - 3, anchor 0: READ-ALL sums -2, which would read as PAYGO_ENOTOBJ.
             s.local.fetch_sub(3, Ordering::Relaxed);
             let racing = paygo_read_all(o);
@@ -610,6 +769,57 @@ mod tests {
             assert_eq!(paygo_unref(o), PAYGO_OK);
             assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
         }
+    }
+
+    /// The calling thread's value of the key: its anchor information, or null.
+    fn info_of_this_thread() -> *mut core::ffi::c_void {
+        let k = key().expect("the key");
+        // SAFETY: `k` is a valid key.
+        unsafe { libc::pthread_getspecific(k) }
+    }
+
+    /// `paygo_prepare_unload` frees the anchor information of a thread that holds no
+    /// reference and clears its value of the key (its exit then runs no code of the library),
+    /// keeps that of a thread that holds one, and a later REF makes it again. Runs on a thread
+    /// of its own, which no other test's references share.
+    #[test]
+    fn prepare_unload_frees_the_anchor_information_of_a_thread_that_holds_nothing() {
+        std::thread::spawn(|| {
+            let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+            let o = obj.as_mut_ptr();
+            // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+            unsafe {
+                assert_eq!(paygo_obj_init(o), PAYGO_OK);
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+                assert_eq!(paygo_prepare_unload(), PAYGO_OK);
+                assert!(
+                    !info_of_this_thread().is_null(),
+                    "kept: it holds a reference"
+                );
+                assert_eq!(paygo_read_all(o), 1);
+                assert_eq!(paygo_unref(o), PAYGO_OK);
+                assert_eq!(paygo_prepare_unload(), PAYGO_OK);
+                assert!(info_of_this_thread().is_null(), "freed: it holds nothing");
+                // Made again by the next REF, and the references are counted as before.
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+                assert!(!info_of_this_thread().is_null());
+                assert_eq!(paygo_read_all(o), 1);
+                assert_eq!(paygo_unref(o), PAYGO_OK);
+                assert_eq!(paygo_unref(o), PAYGO_ENOREF);
+                assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+                // Not freed while a call of the thread uses it (a signal handler's
+                // paygo_prepare_unload interrupting a REF).
+                with_info(|_| {
+                    assert_eq!(paygo_prepare_unload(), PAYGO_OK);
+                    assert!(!info_of_this_thread().is_null());
+                })
+                .expect("anchor information");
+                assert_eq!(paygo_prepare_unload(), PAYGO_OK);
+                assert!(info_of_this_thread().is_null());
+            }
+        })
+        .join()
+        .expect("the test thread");
     }
 
     /// `paygo_stats` refuses a misaligned `out` as a null one (`PAYGO_EINVAL`, nothing

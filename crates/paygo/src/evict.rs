@@ -1,7 +1,7 @@
 //! Eviction (§3.5): when a REF finds no free slot in its window, one entry moves from the
 //! table to its object's overflow list (kept in the domain), and the slot becomes free.
 
-use crate::overflow::OverflowEntry;
+use crate::overflow::{NoMemory, OverflowEntry, Room, StripeGuard};
 use crate::sync::Ordering;
 use crate::table::{Slot, TAG};
 use crate::Domain;
@@ -11,16 +11,50 @@ impl Domain {
     /// Evicts the entry of slot `s` of CPU `cpu` (the caller's current CPU) to its object's
     /// overflow list. May give up (the slot changed, or the thread migrated); the caller looks
     /// again either way. The victim is known only by its key: its header is never read.
+    ///
+    /// The list's room for the entry is made first, under the stripe's lock, before anything
+    /// moves: with `fallible`, `Err` if that memory cannot be had, and nothing was changed;
+    /// without, that failure aborts the process. The move itself allocates nothing.
     #[cold]
-    pub(crate) fn evict(&self, cpu: usize, s: &Slot) {
+    pub(crate) fn evict(&self, cpu: usize, s: &Slot, fallible: bool) -> Result<(), NoMemory> {
         // Relaxed: step 1's section re-checks key and gen.
-        let mut k = s.key.load(Ordering::Relaxed);
+        let k = s.key.load(Ordering::Relaxed);
         let victim = k & !TAG;
         if victim == 0 {
-            return;
+            return Ok(());
         }
         let g = s.gen.load(Ordering::Relaxed);
         let mut lists = self.stripe(victim);
+        // Step 0: room on the victim's list. The lock is held from here to the push, so the
+        // lists do not change in between.
+        let (room, grown) = lists.reserve(victim, fallible)?;
+        self.account_overflow(grown.bytes, grown.entries);
+        let evicted = self.move_to_list(cpu, s, k, victim, g, &mut lists, room);
+        // An eviction that gave up, or moved a count of 0, left its room unused: a map made
+        // for it and still holding no list is given back, as the last UNREF of a list does.
+        let trimmed = lists.trim();
+        self.account_overflow(trimmed.bytes, trimmed.entries);
+        drop(lists);
+        if evicted {
+            self.count(|c| &c.evictions);
+        }
+        Ok(())
+    }
+
+    /// Steps 1 to 3 of [`Domain::evict`], under the victim's stripe lock (`lists`), with the
+    /// room made at step 0: whether the entry was evicted (`false`: it gave up).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn move_to_list(
+        &self,
+        cpu: usize,
+        s: &Slot,
+        mut k: usize,
+        victim: usize,
+        g: u64,
+        lists: &mut StripeGuard<'_>,
+        room: Room,
+    ) -> bool {
         // Step 1 (critical section of CPU `cpu`): key := victim | TAG (speculative), gen += 1
         // (commit). From the commit on no critical section touches this identity's local
         // counter (they all check key == victim or gen == g).
@@ -38,14 +72,14 @@ impl Domain {
                     // The speculative key may have landed: the entry is then "half-evicted"
                     // (key tagged, generation unchanged), a valid state (README).
                     if percpu::current_cpu() != cpu {
-                        return;
+                        return false;
                     }
                     k = s.key.load(Ordering::Relaxed);
                     if k & !TAG != victim {
-                        return;
+                        return false;
                     }
                 }
-                Err(Fail::Mismatch(_)) => return,
+                Err(Fail::Mismatch(_)) => return false,
             }
         }
         // Steps 2 and 3 move the count from the table to the list: a move for the stripe's
@@ -76,7 +110,7 @@ impl Domain {
         };
         debug_assert!(count >= 0, "paygo: evicted entry with a negative count");
         // Step 3: keep the count on the victim's overflow list, in the domain (we hold the
-        // victim's stripe lock, which protects it).
+        // victim's stripe lock, which protects it), in the room made at step 0.
         if count > 0 {
             let d = lists.push(
                 victim,
@@ -85,13 +119,13 @@ impl Domain {
                     gen: g,
                     count,
                 },
+                room,
             );
             self.account_overflow(d.bytes, d.entries);
         }
         if bracket {
             lists.end_move();
         }
-        drop(lists);
-        self.count(|c| &c.evictions);
+        true
     }
 }

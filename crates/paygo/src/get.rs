@@ -8,6 +8,15 @@ use crate::{Anchor, Domain, Guard};
 use core::pin::Pin;
 use percpu::{Check, Here, Retry};
 
+/// Why a REF took no reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GetError {
+    /// The object is dead (or, for a REF that does not wait, being reclaimed).
+    NotLive,
+    /// The REF had to evict an entry and the overflow list's memory could not be allocated.
+    NoMemory,
+}
+
 /// What a REF does when it finds the object being reclaimed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum OnReclaim {
@@ -148,6 +157,18 @@ impl Domain {
             .or_else(|| self.get_slow(hdr, OnReclaim::Wait))
     }
 
+    /// [`Domain::get_or_wait`], where a REF that must evict an entry and cannot allocate the
+    /// overflow list's room for it fails with [`GetError::NoMemory`], having changed nothing
+    /// (`get_or_wait` aborts the process then, as a failed allocation does). The fast path is
+    /// `get_or_wait`'s.
+    #[inline(always)]
+    pub(crate) fn get_or_wait_fallible(&self, hdr: Pin<&Header>) -> Result<Anchor, GetError> {
+        match self.get_fast(hdr) {
+            Some(a) => Ok(a),
+            None => self.get_slow_fallible(hdr, OnReclaim::Wait),
+        }
+    }
+
     /// REF as a guard that gives the reference back when dropped: `None` if the object is
     /// being reclaimed or dead.
     #[inline]
@@ -212,9 +233,32 @@ impl Domain {
         Some(Anchor::new(self.id, n, gw, cpu, obj))
     }
 
+    /// REF's slow path; an eviction that cannot allocate aborts the process.
     #[cold]
     #[inline(never)]
     fn get_slow(&self, hdr: Pin<&Header>, on_reclaim: OnReclaim) -> Option<Anchor> {
+        self.slow(hdr, on_reclaim, false).ok()
+    }
+
+    /// REF's slow path; an eviction that cannot allocate fails it with `NoMemory`.
+    #[cold]
+    #[inline(never)]
+    fn get_slow_fallible(
+        &self,
+        hdr: Pin<&Header>,
+        on_reclaim: OnReclaim,
+    ) -> Result<Anchor, GetError> {
+        self.slow(hdr, on_reclaim, true)
+    }
+
+    /// The slow path over the probe window; `fallible` as [`Domain::evict`]'s.
+    #[inline(always)]
+    fn slow(
+        &self,
+        hdr: Pin<&Header>,
+        on_reclaim: OnReclaim,
+        fallible: bool,
+    ) -> Result<Anchor, GetError> {
         let obj = hdr.addr();
         let mut retry = Retry::new();
         let mut turn = 0usize;
@@ -236,7 +280,7 @@ impl Domain {
                     retry.aborted();
                     continue;
                 }
-                _ => return None,
+                _ => return Err(GetError::NotLive),
             }
             let here = self.tables.here();
             let cpu = here.cpu();
@@ -263,7 +307,7 @@ impl Domain {
                         &s.local,
                         1,
                     ) {
-                        Ok(()) => return Some(Anchor::new(self.id, n, g, cpu, obj)),
+                        Ok(()) => return Ok(Anchor::new(self.id, n, g, cpu, obj)),
                         Err(_) => {
                             retry.aborted();
                             continue 'outer;
@@ -281,17 +325,20 @@ impl Domain {
                     continue;
                 }
                 match self.claim(&here, n, s, k, &hdr, live, obj, gw, l) {
-                    Some(anchor) => return Some(anchor),
+                    Some(anchor) => return Ok(anchor),
                     None => {
                         retry.aborted();
                         continue 'outer;
                     }
                 }
             }
-            // 3. No free slot in the window: evict one entry, then look again.
+            // 3. No free slot in the window: evict one entry, then look again. An eviction that
+            // could not allocate its list's room changed nothing, and this REF took nothing.
             let victim = self.slot(cpu, base + turn % self.window);
             turn = turn.wrapping_add(1);
-            self.evict(cpu, victim);
+            if self.evict(cpu, victim, fallible).is_err() {
+                return Err(GetError::NoMemory);
+            }
             retry.aborted();
         }
     }

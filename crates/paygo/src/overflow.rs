@@ -113,9 +113,23 @@ impl StripeGuard<'_> {
             .store(m.wrapping_add(1), Ordering::Release);
     }
 
+    /// [`Lists::reserve`].
+    pub(crate) fn reserve(
+        &mut self,
+        obj: usize,
+        fallible: bool,
+    ) -> Result<(Room, Delta), NoMemory> {
+        self.lists.reserve(obj, fallible)
+    }
+
+    /// [`Lists::trim`].
+    pub(crate) fn trim(&mut self) -> Delta {
+        self.lists.trim()
+    }
+
     /// [`Lists::push`], counting the entry for `quiet`.
-    pub(crate) fn push(&mut self, obj: usize, e: OverflowEntry) -> Delta {
-        let d = self.lists.push(obj, e);
+    pub(crate) fn push(&mut self, obj: usize, e: OverflowEntry, room: Room) -> Delta {
+        let d = self.lists.push(obj, e, room);
         self.recount(d.entries);
         d
     }
@@ -169,6 +183,29 @@ pub(crate) struct Lists {
     map: HashMap<usize, Vec<OverflowEntry>>,
 }
 
+/// Memory for an overflow list could not be allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NoMemory;
+
+/// Room for one more entry on an object's list, made by [`Lists::reserve`] under the stripe's
+/// lock and used by [`Lists::push`] under the same hold of it, so that the push, made while an
+/// eviction moves a count from a table to the list, allocates nothing and cannot fail.
+pub(crate) struct Room {
+    /// A new, empty list with room for one entry, where the object had none.
+    fresh: Option<Vec<OverflowEntry>>,
+}
+
+/// `v.try_reserve_exact(n)`, or (`fallible` false) `v.reserve_exact(n)`, which aborts the
+/// process when memory cannot be had.
+fn reserve_exact(v: &mut Vec<OverflowEntry>, n: usize, fallible: bool) -> Result<(), NoMemory> {
+    if fallible {
+        v.try_reserve_exact(n).map_err(|_| NoMemory)
+    } else {
+        v.reserve_exact(n);
+        Ok(())
+    }
+}
+
 /// A change of the lists' heap bytes and entries, for the domain's accounting.
 pub(crate) struct Delta {
     pub(crate) bytes: isize,
@@ -180,20 +217,82 @@ impl Lists {
         self.map.capacity() * BUCKET
     }
 
-    /// Appends `e` to `obj`'s list.
-    fn push(&mut self, obj: usize, e: OverflowEntry) -> Delta {
+    /// Makes room for one more entry on `obj`'s list: grows the list if it is full, or (where
+    /// `obj` has none) the map by one list and a new list of one entry. With `fallible`, `Err`
+    /// if memory cannot be had (nothing changed); without, such a failure aborts the process.
+    /// The bytes the lists grew by (a new list's are counted by the push that stores it).
+    fn reserve(&mut self, obj: usize, fallible: bool) -> Result<(Room, Delta), NoMemory> {
         let before = self.map_bytes();
-        let v = self.map.entry(obj).or_default();
-        let cap = v.capacity();
-        if v.len() == cap {
-            // Most lists hold one entry: grow 1, 2, 4, ... (not Vec's minimum of 4).
-            v.reserve_exact(cap.max(1));
+        if let Some(v) = self.map.get_mut(&obj) {
+            let cap = v.capacity();
+            if v.len() == cap {
+                // Most lists hold one entry: grow 1, 2, 4, ... (not Vec's minimum of 4).
+                reserve_exact(v, cap.max(1), fallible)?;
+            }
+            let grown = (v.capacity() - cap) * ENTRY;
+            return Ok((
+                Room { fresh: None },
+                Delta {
+                    bytes: grown as isize,
+                    entries: 0,
+                },
+            ));
         }
-        v.push(e);
-        let grown = (v.capacity() - cap) * ENTRY;
+        // The list first: if the map then cannot grow, the list is freed, and a failed
+        // reservation leaves the map as it was.
+        let mut fresh = Vec::new();
+        reserve_exact(&mut fresh, 1, fallible)?;
+        if fallible {
+            self.map.try_reserve(1).map_err(|_| NoMemory)?;
+        } else {
+            self.map.reserve(1);
+        }
+        Ok((
+            Room { fresh: Some(fresh) },
+            Delta {
+                bytes: self.map_bytes() as isize - before as isize,
+                entries: 0,
+            },
+        ))
+    }
+
+    /// Appends `e` to `obj`'s list, in the `room` that [`Lists::reserve`] made for it under
+    /// the same hold of the stripe's lock (the lists have not changed since): allocates
+    /// nothing.
+    fn push(&mut self, obj: usize, e: OverflowEntry, room: Room) -> Delta {
+        let before = self.map_bytes();
+        let grown = match self.map.get_mut(&obj) {
+            Some(v) => {
+                debug_assert!(room.fresh.is_none() && v.len() < v.capacity());
+                let cap = v.capacity();
+                v.push(e);
+                (v.capacity() - cap) * ENTRY
+            }
+            None => {
+                debug_assert!(room.fresh.is_some());
+                let mut v = room.fresh.unwrap_or_default();
+                v.push(e);
+                let bytes = v.capacity() * ENTRY;
+                self.map.insert(obj, v);
+                bytes
+            }
+        };
         Delta {
             bytes: (self.map_bytes() + grown) as isize - before as isize,
             entries: 1,
+        }
+    }
+
+    /// Gives the map's table back if it holds no list (one that [`Lists::reserve`] grew for a
+    /// push that did not happen), so that an idle domain holds no overflow memory.
+    fn trim(&mut self) -> Delta {
+        let before = self.map_bytes();
+        if self.map.is_empty() && before != 0 {
+            self.map = HashMap::new();
+        }
+        Delta {
+            bytes: self.map_bytes() as isize - before as isize,
+            entries: 0,
         }
     }
 

@@ -208,9 +208,10 @@ pub enum ConfigError {
     SlotsPerCpu(usize),
     /// `window` is 0 or larger than `slots_per_cpu`.
     Window(usize),
-    /// The tables could not be allocated.
+    /// The tables (or another of the domain's arrays: claim summaries, stripe locks, per-CPU
+    /// statistics) could not be allocated.
     OutOfMemory {
-        /// Bytes asked for.
+        /// Bytes asked for (by the allocation that failed).
         bytes: usize,
     },
 }
@@ -224,7 +225,10 @@ impl core::fmt::Display for ConfigError {
             ),
             ConfigError::Window(w) => write!(f, "window must be in 1..=slots_per_cpu (got {w})"),
             ConfigError::OutOfMemory { bytes } => {
-                write!(f, "could not allocate {bytes} bytes of per-CPU tables")
+                write!(
+                    f,
+                    "could not allocate {bytes} bytes for the domain's tables"
+                )
             }
         }
     }
@@ -317,33 +321,32 @@ impl Domain {
     /// If 2^32 - 1 domains were made in this process (see [`Domain::new`]).
     pub fn try_with_config(cfg: Config) -> Result<Self, ConfigError> {
         cfg.check()?;
-        let id = next_domain_id();
         let bits = cfg.slots_per_cpu.trailing_zeros();
-        let n = percpu::possible_cpus()
+        let cpus = percpu::possible_cpus();
+        let n = cpus
             .checked_mul(cfg.slots_per_cpu)
             .ok_or(ConfigError::OutOfMemory { bytes: usize::MAX })?;
-        let bytes = n.saturating_mul(core::mem::size_of::<Slot>());
-        let mut slots = Vec::new();
-        slots
-            .try_reserve_exact(n)
-            .map_err(|_| ConfigError::OutOfMemory { bytes })?;
-        slots.extend((0..n).map(|_| Slot::new()));
+        let slots = try_array(n, Slot::new)?;
         let claimed_stride = cfg
             .slots_per_cpu
             .div_ceil(1 << GROUP_SHIFT)
             .div_ceil(64)
             .next_multiple_of(8);
-        let claimed = (0..percpu::possible_cpus() * claimed_stride)
-            .map(|_| AtomicU64::new(0))
-            .collect();
+        let claimed = try_array(cpus * claimed_stride, || AtomicU64::new(0))?;
+        let stripes = try_array(STRIPES, || CachePadded::new(Stripe::default()))?;
+        let tables = PerCpu::try_new(|_| ()).map_err(|_| oom::<CachePadded<()>>(cpus))?;
+        let stats = PerCpu::try_new(|_| StatCells::default())
+            .map_err(|_| oom::<CachePadded<StatCells>>(cpus))?;
+        #[cfg(not(loom))]
+        let arcs = crate::arc::Registry::try_new()?;
+        // Taken last: a domain that could not be made uses no number.
+        let id = next_domain_id();
         Ok(Domain {
-            tables: PerCpu::new(|_| ()),
-            slots: slots.into_boxed_slice(),
+            tables,
+            slots,
             bits,
-            stats: PerCpu::new(|_| StatCells::default()),
-            stripes: (0..STRIPES)
-                .map(|_| CachePadded::new(Stripe::default()))
-                .collect(),
+            stats,
+            stripes,
             mask: cfg.slots_per_cpu - 1,
             window: cfg.window,
             id,
@@ -351,7 +354,7 @@ impl Domain {
             claimed_stride,
             overflow: CachePadded::new(OverflowCounters::default()),
             #[cfg(not(loom))]
-            arcs: crate::arc::Registry::new(),
+            arcs,
         })
     }
 
@@ -578,6 +581,23 @@ impl Domain {
         (0..=self.mask)
             .filter(|&i| self.slot(cpu, i).count() != 0)
             .count()
+    }
+}
+
+/// `n` values made by `make`, in one allocation asked for without aborting: the
+/// [`ConfigError::OutOfMemory`] of its size if it cannot be made.
+fn try_array<T>(n: usize, mut make: impl FnMut() -> T) -> Result<Box<[T]>, ConfigError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| oom::<T>(n))?;
+    v.extend((0..n).map(|_| make()));
+    // The capacity is exactly `n`: no reallocation.
+    Ok(v.into_boxed_slice())
+}
+
+/// The out-of-memory error of an array of `n` values of `T`.
+fn oom<T>(n: usize) -> ConfigError {
+    ConfigError::OutOfMemory {
+        bytes: n.saturating_mul(core::mem::size_of::<T>()),
     }
 }
 

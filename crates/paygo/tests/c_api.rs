@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 /// Builds `tests/c/NAME.c` against the header and `libpaygo.a`, runs it, and checks that it
-/// reports no failure.
-fn build_and_run(name: &str) {
+/// reports no failure; its output.
+fn build_and_run(name: &str) -> std::process::Output {
     let lib = cc::staticlib("paygo", "paygo", env!("CARGO"));
     let exe = cc::build(
         Path::new(env!("CARGO_MANIFEST_DIR")),
@@ -23,6 +23,7 @@ fn build_and_run(name: &str) {
     println!("{text}");
     let _ = std::fs::remove_file(&exe);
     assert!(text.contains("failures=0"), "{text}");
+    out
 }
 
 /// The README's quick start, built with the link line it shows.
@@ -42,6 +43,39 @@ fn c_program_uses_the_header_from_several_threads() {
 #[test]
 fn c_races_and_edges_of_life() {
     build_and_run("races");
+}
+
+/// The default domain's tables cannot be allocated (the address space limited with
+/// `RLIMIT_AS`): every call that needs the domain returns `PAYGO_ENOMEM`, where they returned
+/// `PAYGO_EINTERNAL` and printed a panic message, and a later call with memory makes it.
+#[test]
+fn c_calls_without_memory_for_the_domain_say_enomem() {
+    let out = build_and_run("nomem");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.is_empty(),
+        "nothing on the standard error:\n{stderr}"
+    );
+}
+
+/// `libpaygo.so` unloaded (`dlclose`) while threads that used it, one still holding a
+/// reference, live on: their exits after the unload do not call into it (they crashed in the
+/// unmapped pthread key destructor), the unload deletes the key, and the library loads and
+/// unloads again.
+#[test]
+fn c_threads_exit_safely_after_the_library_is_unloaded() {
+    let so = cc::cdylib("paygo", "paygo", env!("CARGO"));
+    let exe = cc::build_unlinked(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        "unload",
+        &["-ldl"],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let out = cc::run(Command::new(&exe).arg(&so));
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    let _ = std::fs::remove_file(&exe);
+    assert!(text.contains("failures=0"), "{text}");
 }
 
 #[test]

@@ -303,16 +303,43 @@ impl<T> PerCpu<T> {
     /// `n` slots. With fewer slots than possible CPUs, the rseq path cannot be used for CPUs
     /// past the end: [`PerCpu::current`] then maps CPUs onto slots modulo `n`, and the critical
     /// sections take the slot lock (as on the fallback) for such a slot.
-    pub fn with_cpus(n: usize, mut init: impl FnMut(usize) -> T) -> Self {
+    pub fn with_cpus(n: usize, init: impl FnMut(usize) -> T) -> Self {
+        // What a `collect` of the slots does when it cannot allocate them: abort the process
+        // (or panic if their size overflows).
+        Self::try_with_cpus(n, init).unwrap_or_else(|_| {
+            match core::alloc::Layout::array::<CachePadded<Slot<T>>>(n) {
+                Ok(layout) => std::alloc::handle_alloc_error(layout),
+                Err(_) => panic!("PerCpu: {n} slots overflow the address space"),
+            }
+        })
+    }
+
+    /// [`PerCpu::new`], or `Err` if the slots cannot be allocated (where `new` aborts the
+    /// process, as a failed allocation does).
+    pub fn try_new(
+        init: impl FnMut(usize) -> T,
+    ) -> Result<Self, std::collections::TryReserveError> {
+        Self::try_with_cpus(crate::possible_cpus(), init)
+    }
+
+    /// [`PerCpu::with_cpus`], or `Err` if the slots cannot be allocated.
+    ///
+    /// # Panics
+    /// If `n` is 0.
+    pub fn try_with_cpus(
+        n: usize,
+        mut init: impl FnMut(usize) -> T,
+    ) -> Result<Self, std::collections::TryReserveError> {
         assert!(n > 0, "PerCpu needs at least one slot");
-        let slots = (0..n)
-            .map(|cpu| {
-                CachePadded::new(Slot {
-                    lock: Mutex::new(()),
-                    value: init(cpu),
-                })
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(n)?;
+        slots.extend((0..n).map(|cpu| {
+            CachePadded::new(Slot {
+                lock: Mutex::new(()),
+                value: init(cpu),
             })
-            .collect();
+        }));
+        let slots = slots.into_boxed_slice();
         let rseq = cfg!(all(
             target_arch = "x86_64",
             target_os = "linux",
@@ -324,11 +351,11 @@ impl<T> PerCpu<T> {
         let offset = if rseq { crate::arch::rseq::offset() } else { 0 };
         #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
         let offset = 0;
-        PerCpu {
+        Ok(PerCpu {
             slots,
             rseq,
             offset,
-        }
+        })
     }
 
     /// This thread's rseq area (only on the rseq path).
