@@ -228,7 +228,8 @@ struct Core<L: Log> {
 }
 
 /// The stamper of one `log` call, with its way's `last` (the way's lock is held): dropped,
-/// normally or by a panic of [`Log::push`], it stores the stamper's last time there.
+/// normally or by a panic of [`Log::push`], it stores the stamper's last time there. It never
+/// moves `last` back (a `push` may replace its stamper with a [`Stamper::fixed`] one).
 struct Stamping<'a> {
     last: &'a mut u64,
     stamper: Stamper,
@@ -236,7 +237,7 @@ struct Stamping<'a> {
 
 impl Drop for Stamping<'_> {
     fn drop(&mut self) {
-        *self.last = self.stamper.last();
+        *self.last = (*self.last).max(self.stamper.last());
     }
 }
 

@@ -444,13 +444,15 @@ fn a_panic_while_dropping_an_object_leaves_the_domain_usable() {
 }
 
 /// A log of the stamps it stored. `Ahead` stamps far ahead of the clock (as a clock that
-/// stood still would, relative to the next read), stores the entry and panics.
+/// stood still would, relative to the next read), stores the entry and panics; `Behind`
+/// stamps itself at time 1 (a misbehaving log) and stores the entry.
 #[derive(Default)]
 struct StampLog(Vec<oplog::Stamp>);
 
 enum StampOp {
     Plain,
     Ahead,
+    Behind,
 }
 
 impl oplog::Log for StampLog {
@@ -465,6 +467,10 @@ impl oplog::Log for StampLog {
             });
             self.0.push(stamper.stamp());
             panic!("push panics after stamping");
+        }
+        if let StampOp::Behind = op {
+            let cpu = stamper.stamp().cpu;
+            *stamper = oplog::Stamper::fixed(oplog::Stamp { ts: 1, cpu });
         }
         self.0.push(stamper.stamp());
     }
@@ -502,4 +508,27 @@ fn a_push_that_panics_after_stamping_keeps_the_cpus_stamps_increasing() {
     assert_eq!(applied, [a, b, c], "applied in the order logged");
     assert!(a.cpu == b.cpu && b.cpu == c.cpu, "{applied:?}");
     assert!(b.ts >= a.ts + (1 << 50) && c.ts > b.ts, "{applied:?}");
+}
+
+/// A `push` that hands out a stamp earlier than the way's last one (its stamper replaced by a
+/// fixed one) does not move the way's last time back: the next update is still stamped after
+/// every earlier stamp of the CPU.
+#[test]
+fn a_push_that_stamps_behind_does_not_move_the_cpus_stamps_back() {
+    let _saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("three updates on one CPU").is_none() {
+        return;
+    }
+    let d = Domain::<StampLog>::new();
+    let o = Object::new(&d, Vec::new());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| o.log(StampOp::Ahead)));
+    assert!(r.is_err(), "push panicked");
+    let behind = o.log(StampOp::Behind).expect("stamped");
+    assert_eq!(behind.ts, 1);
+    let c = o.log(StampOp::Plain).expect("stamped");
+    let applied = o.synchronize().clone();
+    assert_eq!(applied.len(), 3, "{applied:?}");
+    let ahead = applied[1];
+    assert_eq!(applied, [behind, ahead, c], "{applied:?}");
+    assert!(c.ts > ahead.ts, "{applied:?}");
 }
