@@ -108,7 +108,9 @@ pub trait Log: Default + Send + 'static {
 
     /// Records `op` in this CPU's log. A log that stores the update takes its stamp from
     /// `stamper` (stamps taken by one log increase); local absorption happens here, and an
-    /// update absorbed without being stored need not be stamped at all.
+    /// update absorbed without being stored need not be stamped at all. If it panics, what it
+    /// left in the log stays there (applied by a later synchronize), and a stamp it took stays
+    /// taken: the slot's later stamps come after it.
     fn push(&mut self, op: Self::Op, stamper: &mut Stamper);
 
     /// The number of entries held: when it passes the domain's bound, `log` synchronizes the

@@ -227,6 +227,20 @@ struct Core<L: Log> {
     poisoned: AtomicBool,
 }
 
+/// The stamper of one `log` call, with its way's `last` (the way's lock is held): dropped,
+/// normally or by a panic of [`Log::push`], it stores the stamper's last time there. It never
+/// moves `last` back (a `push` may replace its stamper with a [`Stamper::fixed`] one).
+struct Stamping<'a> {
+    last: &'a mut u64,
+    stamper: Stamper,
+}
+
+impl Drop for Stamping<'_> {
+    fn drop(&mut self) {
+        *self.last = (*self.last).max(self.stamper.last());
+    }
+}
+
 /// Sets the object's `poisoned` flag when dropped, unless forgotten: armed around a
 /// gather-and-apply, it is dropped only if a panic unwinds out of it.
 struct PoisonOnUnwind<'a>(&'a AtomicBool);
@@ -464,7 +478,8 @@ impl<L: Log> Object<L> {
     /// If the updates it applies panic (see [`Object::is_poisoned`]): this object's, when its
     /// log passed the bound (`op` was logged; the object is poisoned), or another object's,
     /// whose log it evicted (`op` was not logged; that object is poisoned). Also if
-    /// [`Log::push`] panics (`op` was not logged).
+    /// [`Log::push`] panics (the log keeps what `push` left in it, and later stamps of this
+    /// CPU's log still come after one it took).
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         let me = core as *const Core<L> as *mut Core<L>;
@@ -515,9 +530,14 @@ impl<L: Log> Object<L> {
         };
         // SAFETY: the way's lock is held (for `last` and `log`).
         let (last, log) = unsafe { (&mut *way.last.get(), &mut *way.log.get()) };
-        let mut stamper = Stamper::new(cpu as u32, *last);
-        log.push(op, &mut stamper);
-        *last = stamper.last();
+        // The way's `last` advances to the stamp handed out even if `push` panics after taking
+        // it (the log may keep the entry, and stamps of one way must strictly increase): the
+        // store runs on unwind too, before `guard` (declared earlier) unlocks the way.
+        let stamper = Stamper::new(cpu as u32, *last);
+        let mut stamping = Stamping { last, stamper };
+        log.push(op, &mut stamping.stamper);
+        let taken = stamping.stamper.taken();
+        drop(stamping);
         let over = log.len() > dom.bound
             || (check_spill && core.spilled.load(Ordering::Relaxed) > dom.bound);
         drop(guard);
@@ -526,7 +546,7 @@ impl<L: Log> Object<L> {
                 core.gather_and_apply(&mut t);
             }
         }
-        stamper.taken()
+        taken
     }
 
     /// Applies every pending update of every CPU, in timestamp order, and returns exclusive
@@ -668,5 +688,62 @@ impl<L: Log> core::fmt::Debug for Object<L> {
         f.debug_struct("Object")
             .field("cpus_with_logs", &self.cpus_with_logs())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// Stores each update's stamp, then panics.
+    #[derive(Default)]
+    struct PanicsAfterStamping(Vec<Stamp>);
+
+    impl Log for PanicsAfterStamping {
+        type Target = ();
+        type Op = ();
+        fn push(&mut self, (): (), stamper: &mut Stamper) {
+            self.0.push(stamper.stamp());
+            panic!("push panics after stamping");
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn apply(_: Vec<Self>, (): &mut ()) {}
+    }
+
+    /// A `push` that panics after taking its stamp (and storing the entry) still advances its
+    /// way's last time to that stamp, so the way's next stamp comes after it; the way kept
+    /// its last time from before the `log`, and its next stamp could equal or precede the one
+    /// handed out.
+    #[test]
+    fn a_push_that_panics_after_stamping_advances_the_way() {
+        let d = Domain::<PanicsAfterStamping>::with_config(1, 1 << 10);
+        let o = Object::new(&d, ());
+        let mut seen = 0;
+        for _ in 0..3 {
+            let r = catch_unwind(AssertUnwindSafe(|| o.log(())));
+            assert!(r.is_err(), "push panicked");
+            seen += 1;
+            let mut stamps = 0;
+            for cpu in 0..d.caches.len() {
+                if !d.caches.get(cpu).allocated() {
+                    continue;
+                }
+                let way = d.way_of(cpu, o.core());
+                let g = way.lock.lock();
+                // SAFETY: the way's lock is held.
+                let (last, log) = unsafe { (*way.last.get(), &*way.log.get()) };
+                if let Some(s) = log.0.last() {
+                    assert_eq!(s.cpu as usize, cpu);
+                    assert_eq!(last, s.ts, "the way's last time is its last stamp");
+                    assert!(log.0.windows(2).all(|w| w[0].ts < w[1].ts));
+                }
+                stamps += log.0.len();
+                drop(g);
+            }
+            assert_eq!(stamps, seen, "every panicking push kept its entry");
+        }
     }
 }

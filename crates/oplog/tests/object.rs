@@ -442,3 +442,93 @@ fn a_panic_while_dropping_an_object_leaves_the_domain_usable() {
     refcount::conformance::unpin();
     assert_eq!(*o.synchronize(), (100..164).collect::<Vec<u32>>());
 }
+
+/// A log of the stamps it stored. `Ahead` stamps far ahead of the clock (as a clock that
+/// stood still would, relative to the next read), stores the entry and panics; `Behind`
+/// stamps itself at time 1 (a misbehaving log) and stores the entry.
+#[derive(Default)]
+struct StampLog(Vec<oplog::Stamp>);
+
+enum StampOp {
+    Plain,
+    Ahead,
+    Behind,
+}
+
+impl oplog::Log for StampLog {
+    type Target = Vec<oplog::Stamp>;
+    type Op = StampOp;
+    fn push(&mut self, op: StampOp, stamper: &mut oplog::Stamper) {
+        if let StampOp::Ahead = op {
+            let now = stamper.stamp();
+            *stamper = oplog::Stamper::fixed(oplog::Stamp {
+                ts: now.ts + (1 << 50),
+                cpu: now.cpu,
+            });
+            self.0.push(stamper.stamp());
+            panic!("push panics after stamping");
+        }
+        if let StampOp::Behind = op {
+            let cpu = stamper.stamp().cpu;
+            *stamper = oplog::Stamper::fixed(oplog::Stamp { ts: 1, cpu });
+        }
+        self.0.push(stamper.stamp());
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn apply(logs: Vec<Self>, target: &mut Vec<oplog::Stamp>) {
+        let mut all: Vec<_> = logs.into_iter().flat_map(|l| l.0).collect();
+        all.sort();
+        target.extend(all);
+    }
+}
+
+/// A `push` that panics after stamping (and storing) an update still orders the CPU's later
+/// stamps after that one: logged on one CPU, the updates are applied in the order they were
+/// logged. The way's last time stayed where it was before the panicking `log`, so the next
+/// stamp (read from the clock) came before the one handed out, and the third update was applied
+/// before the second.
+#[test]
+fn a_push_that_panics_after_stamping_keeps_the_cpus_stamps_increasing() {
+    let _saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("three updates on one CPU").is_none() {
+        return;
+    }
+    let d = Domain::<StampLog>::new();
+    let o = Object::new(&d, Vec::new());
+    let a = o.log(StampOp::Plain).expect("stamped");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| o.log(StampOp::Ahead)));
+    assert!(r.is_err(), "push panicked");
+    let c = o.log(StampOp::Plain).expect("stamped");
+    assert!(!o.is_poisoned(), "a panicking push poisons nothing");
+    let applied = o.synchronize().clone();
+    assert_eq!(applied.len(), 3, "{applied:?}");
+    let b = applied[1];
+    assert_eq!(applied, [a, b, c], "applied in the order logged");
+    assert!(a.cpu == b.cpu && b.cpu == c.cpu, "{applied:?}");
+    assert!(b.ts >= a.ts + (1 << 50) && c.ts > b.ts, "{applied:?}");
+}
+
+/// A `push` that hands out a stamp earlier than the way's last one (its stamper replaced by a
+/// fixed one) does not move the way's last time back: the next update is still stamped after
+/// every earlier stamp of the CPU.
+#[test]
+fn a_push_that_stamps_behind_does_not_move_the_cpus_stamps_back() {
+    let _saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("three updates on one CPU").is_none() {
+        return;
+    }
+    let d = Domain::<StampLog>::new();
+    let o = Object::new(&d, Vec::new());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| o.log(StampOp::Ahead)));
+    assert!(r.is_err(), "push panicked");
+    let behind = o.log(StampOp::Behind).expect("stamped");
+    assert_eq!(behind.ts, 1);
+    let c = o.log(StampOp::Plain).expect("stamped");
+    let applied = o.synchronize().clone();
+    assert_eq!(applied.len(), 3, "{applied:?}");
+    let ahead = applied[1];
+    assert_eq!(applied, [behind, ahead, c], "{applied:?}");
+    assert!(c.ts > ahead.ts, "{applied:?}");
+}

@@ -55,8 +55,10 @@ typedef enum paygo_error {
     PAYGO_ENOMEM = -12,     /* domain_init, or the first call that sets up the default domain
                                (see paygo_domain_init): its tables cannot be allocated (nothing
                                is set up; a later call tries again); ref: the thread's anchor
-                               information cannot be made or grown, or the overflow list of
-                               an entry it must evict cannot (no reference taken, nothing
+                               information cannot be made or grown, or the library's pthread
+                               key for it cannot be made (the process holds PTHREAD_KEYS_MAX
+                               keys: a later ref tries again), or the overflow list of an
+                               entry it must evict cannot (no reference taken, nothing
                                moved) */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
                                ref/unref from a signal handler that interrupted a ref/unref
@@ -102,11 +104,15 @@ int paygo_obj_destroy(paygo_obj_t *obj);
 /* REF: takes a reference for the calling thread. Waits out a concurrent try-reclaim that
  * fails; PAYGO_EDEAD if the object is reclaimed; PAYGO_ENOMEM (nothing taken) if memory for
  * the thread's anchor information, or for the overflow list of an entry it must evict to
- * make room in its CPU's window, cannot be allocated. */
+ * make room in its CPU's window, cannot be allocated, or if the pthread key that holds the
+ * anchor information cannot be made (the first ref of the process makes it; while the
+ * process holds PTHREAD_KEYS_MAX keys pthread_key_create fails, and each later ref tries
+ * again, so refs succeed once a key is given back). */
 int paygo_ref(paygo_obj_t *obj);
 
 /* UNREF: gives back one of the calling thread's references to obj (one taken on the current
- * CPU if any). PAYGO_ENOREF if the thread holds none; PAYGO_EDEAD if obj is reclaimed. */
+ * CPU if any). PAYGO_ENOREF if the thread holds none (a thread that never took one gets it
+ * without anything being made for it); PAYGO_EDEAD if obj is reclaimed. */
 int paygo_unref(paygo_obj_t *obj);
 
 /* READ-ALL: the number of references (>= 0), or a negative paygo_error. Exact when no

@@ -62,8 +62,8 @@ static DEFAULT: OnceLock<Domain> = OnceLock::new();
 /// configuration on first use (the C API's `paygo_domain_init` may size it first).
 ///
 /// # Panics
-/// If the domain's tables cannot be allocated (the C API's calls return `PAYGO_ENOMEM`
-/// instead, and a later call tries again).
+/// If the domain's tables cannot be allocated, as [`Domain::new`] (the C API's calls return
+/// `PAYGO_ENOMEM` instead). Nothing is made then: a later call (or `Arc::new`) tries again.
 pub fn default_domain() -> &'static Domain {
     DEFAULT.get_or_init(Domain::new)
 }

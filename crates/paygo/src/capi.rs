@@ -178,18 +178,28 @@ impl Drop for Using {
 }
 
 /// The `pthread` key holding each thread's `AnchorInfo` (a `Box` pointer), made by the first
-/// call that needs it (`None`: it could not be made). glibc runs key destructors after the
-/// thread-local destructors, and again while a destructor sets a key, so a reference taken in
-/// either is still released.
-static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
+/// call that needs it (see [`key`]). glibc runs key destructors after the thread-local
+/// destructors, and again while a destructor sets a key, so a reference taken in either is
+/// still released.
+static KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
 
 /// Set when [`KEY`] has been deleted (see [`delete_key`]): calls no longer use it, since its
 /// number may be handed to another key.
 static KEY_DELETED: AtomicBool = AtomicBool::new(false);
 
-/// [`KEY`], made if needed: `PAYGO_ENOMEM` if it cannot be made, `PAYGO_ESHUTDOWN` once it
-/// has been deleted.
+/// [`KEY`], made if needed: `PAYGO_ENOMEM` if it cannot be made now (the process has
+/// `PTHREAD_KEYS_MAX` keys, or no memory), and the next call tries again; `PAYGO_ESHUTDOWN`
+/// once it has been deleted.
 fn key() -> Result<libc::pthread_key_t, i32> {
+    match made_key()? {
+        Some(k) => Ok(k),
+        None => make_key(),
+    }
+}
+
+/// [`KEY`] if it has been made (`None` if not yet), or `PAYGO_ESHUTDOWN` once it has been
+/// deleted.
+fn made_key() -> Result<Option<libc::pthread_key_t>, i32> {
     // Relaxed: the deletion runs while the library is unloaded, when no call may run (the
     // unload contract, paygo.h), or at process exit. A call that races the exit's deletion
     // and misses the flag finds its thread's value gone (glibc checks the key's sequence
@@ -198,13 +208,35 @@ fn key() -> Result<libc::pthread_key_t, i32> {
     if KEY_DELETED.load(Ordering::Relaxed) {
         return Err(PAYGO_ESHUTDOWN);
     }
-    let k = KEY.get_or_init(|| {
-        let mut k: libc::pthread_key_t = 0;
-        // SAFETY: `k` is writable; the destructor is a valid extern "C" function.
-        let rc = unsafe { libc::pthread_key_create(&mut k, Some(release_at_exit)) };
-        (rc == 0).then_some(k)
-    });
-    k.ok_or(PAYGO_ENOMEM)
+    Ok(KEY.get().copied())
+}
+
+/// Makes a key and publishes it as [`KEY`]; of threads that make one at once, the first to
+/// publish wins and the others delete theirs, so every thread uses one key. A failure is not
+/// remembered: `pthread_key_create` fails with `EAGAIN` while the process holds
+/// `PTHREAD_KEYS_MAX` keys, which it may give back.
+#[cold]
+#[inline(never)]
+fn make_key() -> Result<libc::pthread_key_t, i32> {
+    let mut k: libc::pthread_key_t = 0;
+    // SAFETY: `k` is writable; the destructor is a valid extern "C" function.
+    if unsafe { libc::pthread_key_create(&mut k, Some(release_at_exit)) } != 0 {
+        return Err(PAYGO_ENOMEM);
+    }
+    // `OnceLock::set` publishes with Release and `get` reads with Acquire (its own pairing):
+    // what `pthread_key_create` wrote in glibc's key table happens before another thread's
+    // use of the number it reads from `KEY`.
+    match KEY.set(k) {
+        Ok(()) => Ok(k),
+        Err(mine) => {
+            // SAFETY: `mine` was made above and never published, so no thread has a value for
+            // it and no one else deletes it.
+            unsafe { libc::pthread_key_delete(mine) };
+            // `set` failed because the cell is initialised (it waits for an initialisation in
+            // progress): `get` is `Some`.
+            KEY.get().copied().ok_or(PAYGO_EINTERNAL)
+        }
+    }
 }
 
 /// Deletes [`KEY`], so that no thread that exits later calls its destructor: run by the
@@ -218,12 +250,12 @@ fn key() -> Result<libc::pthread_key_t, i32> {
 /// Also run at process exit, where it changes nothing that matters: a thread that exits
 /// meanwhile would have its references released into a domain about to go.
 extern "C" fn delete_key() {
-    if let Some(Some(k)) = KEY.get() {
+    if let Some(&k) = KEY.get() {
         // Relaxed: see `key`.
         KEY_DELETED.store(true, Ordering::Relaxed);
-        // SAFETY: `k` is the key `key` made, deleted only here (once: the loader runs the
-        // function once per load of the library, and each load has its own statics).
-        unsafe { libc::pthread_key_delete(*k) };
+        // SAFETY: `k` is the key `make_key` published, deleted only here (once: the loader
+        // runs the function once per load of the library, and each load has its own statics).
+        unsafe { libc::pthread_key_delete(k) };
     }
 }
 
@@ -240,11 +272,11 @@ fn free_info_if_empty() {
     if KEY_DELETED.load(Ordering::Relaxed) || USING.with(|u| u.get()) != 0 {
         return;
     }
-    let Some(Some(k)) = KEY.get() else {
+    let Some(&k) = KEY.get() else {
         return;
     };
     // SAFETY: `k` is a valid key.
-    let p = unsafe { libc::pthread_getspecific(*k) } as *mut AnchorInfo;
+    let p = unsafe { libc::pthread_getspecific(k) } as *mut AnchorInfo;
     if p.is_null() {
         return;
     }
@@ -259,7 +291,7 @@ fn free_info_if_empty() {
         }
     }
     // SAFETY: `k` is a valid key; clearing a value the thread has set allocates nothing.
-    if unsafe { libc::pthread_setspecific(*k, core::ptr::null()) } != 0 {
+    if unsafe { libc::pthread_setspecific(k, core::ptr::null()) } != 0 {
         return;
     }
     // SAFETY: a `Box<AnchorInfo>` pointer set by `with_info`, no longer the key's value and
@@ -322,6 +354,27 @@ fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
     // cannot happen during this call, or `paygo_prepare_unload` frees it, which it does not
     // while `_using` counts this call.
     Ok(f(unsafe { &*p }))
+}
+
+/// Runs `f` on the calling thread's anchor information if the thread has some (`None` if not:
+/// then it holds no reference), making nothing.
+fn with_info_if_made<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<Option<R>, i32> {
+    if RELEASED.try_with(|r| r.get()).unwrap_or(true) {
+        return Err(PAYGO_ESHUTDOWN);
+    }
+    let Some(k) = made_key()? else {
+        return Ok(None);
+    };
+    let _using = Using::enter();
+    // SAFETY: `k` is a valid key.
+    let p = unsafe { libc::pthread_getspecific(k) } as *const AnchorInfo;
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the pointer is this thread's own, live until its key destructor runs, which
+    // cannot happen during this call, or `paygo_prepare_unload` frees it, which it does not
+    // while `_using` counts this call.
+    Ok(Some(f(unsafe { &*p })))
 }
 
 /// Checks the pointer and the magic; the pinned header.
@@ -442,7 +495,8 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
 
 /// REF: takes a reference (waits out a concurrent try-reclaim, as the paper's REF retries)
 /// and records its anchor in the calling thread's anchor information. `PAYGO_ENOMEM`, having
-/// taken nothing, if that information cannot grow, or if the REF must evict an entry and its
+/// taken nothing, if that information cannot be made or grow (or the `pthread` key that holds
+/// it cannot be made: a later call tries again), or if the REF must evict an entry and its
 /// overflow list's room cannot be allocated.
 ///
 /// # Safety
@@ -493,7 +547,8 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
 }
 
 /// UNREF: gives back one of the calling thread's references to `obj` (one taken on the
-/// current CPU if there is one).
+/// current CPU if there is one). `PAYGO_ENOREF` if the thread holds none: a thread without
+/// anchor information gets it having made none.
 ///
 /// # Safety
 /// As [`paygo_ref`].
@@ -513,7 +568,9 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
             return PAYGO_EDEAD;
         }
         let cpu = percpu::current_cpu();
-        let taken = with_info(|i| {
+        // A thread without anchor information holds no reference: nothing is made for it (its
+        // making could fail, an error UNREF does not document).
+        let taken = with_info_if_made(|i| {
             let mut held = held(i)?;
             let Some(v) = held.get_mut(&(obj as usize)) else {
                 return Ok(None);
@@ -528,7 +585,7 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
             }
             Ok(Some(a))
         });
-        match taken.and_then(|t| t) {
+        match taken.and_then(|t| t.unwrap_or(Ok(None))) {
             Ok(Some(a)) => {
                 d.put(hdr, a);
                 PAYGO_OK
@@ -776,6 +833,39 @@ mod tests {
         let k = key().expect("the key");
         // SAFETY: `k` is a valid key.
         unsafe { libc::pthread_getspecific(k) }
+    }
+
+    /// How many more keys the process can make now (made, counted and deleted).
+    fn free_keys() -> usize {
+        let mut keys = Vec::new();
+        loop {
+            let mut k: libc::pthread_key_t = 0;
+            // SAFETY: `k` is writable; no destructor.
+            if unsafe { libc::pthread_key_create(&mut k, None) } != 0 {
+                break;
+            }
+            keys.push(k);
+            assert!(keys.len() <= 1 << 20, "pthread_key_create never refuses");
+        }
+        for &k in &keys {
+            // SAFETY: made above, deleted once.
+            assert_eq!(unsafe { libc::pthread_key_delete(k) }, 0);
+        }
+        keys.len()
+    }
+
+    /// A thread that made a key after another published one (both found none) deletes its
+    /// own and uses the published one: one key stays made, whoever wins. The losing side is
+    /// taken by hand, `make_key` with the key already published.
+    #[test]
+    fn a_key_made_in_a_race_it_lost_is_deleted() {
+        let k = key().expect("the key");
+        let free = free_keys();
+        assert!(free >= 8, "{free} keys left in the process");
+        for _ in 0..8 {
+            assert_eq!(make_key(), Ok(k), "the published key");
+        }
+        assert_eq!(free_keys(), free, "each loser's key was deleted");
     }
 
     /// `paygo_prepare_unload` frees the anchor information of a thread that holds no

@@ -300,7 +300,10 @@ impl Domain {
     /// in a loop should make one and keep it).
     ///
     /// # Panics
-    /// If 2^32 - 1 domains were made in this process.
+    /// If the tables cannot be allocated (`paygo: could not allocate N bytes for the domain's
+    /// tables`; [`Domain::try_with_config`] returns [`ConfigError::OutOfMemory`] instead):
+    /// nothing is left behind, and a later call may succeed. If 2^32 - 1 domains were made in
+    /// this process.
     pub fn new() -> Self {
         Self::with_config(Config::default())
     }
