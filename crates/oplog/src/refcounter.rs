@@ -104,6 +104,7 @@ impl RefCounter for OpLogCounter {
     fn read_all(&self, obj: Pin<&OpLogCounterObject>) -> i64 {
         let v = *obj.count.synchronize();
         // A dead object has no reference; failing try_gets may have a +1 logged for a moment.
+        // SeqCst: pairs with the SeqCst fetch_or of DEAD in `try_reclaim`.
         if obj.state.load(Ordering::SeqCst) & DEAD != 0 {
             0
         } else {

@@ -127,6 +127,7 @@ impl AnchorInfo {
             let obj = addr as *const CObj;
             // SAFETY: the thread holds references to the object, so (by the API's contract)
             // its memory is still there; the magic check catches one destroyed meanwhile.
+            // Acquire: pairs with the Release store of the magic in `paygo_obj_init`.
             let ok = unsafe { (*obj).magic.load(Ordering::Acquire) } == MAGIC ^ addr as u64;
             if !ok {
                 continue;
@@ -386,7 +387,8 @@ unsafe fn check<'a>(obj: *const CObj) -> Result<Pin<&'a Header>, i32> {
         return Err(PAYGO_EINVAL);
     }
     // SAFETY: the caller guarantees readable memory, aligned (checked); the magic is read
-    // atomically.
+    // atomically. Acquire: pairs with the Release store of the magic in `paygo_obj_init` (the
+    // header it publishes is seen initialised).
     let m = unsafe { (*obj).magic.load(Ordering::Acquire) };
     if m != MAGIC ^ obj as u64 {
         return Err(PAYGO_ENOTOBJ);

@@ -198,6 +198,9 @@ impl Domain {
                 PutPath::Anchor
             }
         };
+        // SeqCst load after the UNREF (the overflow list's update or the anchor's
+        // compare-and-swap, under the stripe lock): pairs with the kill's SeqCst store of
+        // KILL_FENCED, as on the lock-free anchor path above.
         let released = handle
             && hdr.state(Ordering::SeqCst) == KILL_FENCED
             && self.release_if_zero(hdr, &lists);

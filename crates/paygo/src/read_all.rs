@@ -78,6 +78,8 @@ impl Domain {
         } else {
             k
         };
+        // Acquire: as the key load of the caller (the re-check after the counts: a claim by
+        // another object in between shows here).
         if s.key.load(Ordering::Acquire) & !TAG != k & !TAG {
             return 0;
         }

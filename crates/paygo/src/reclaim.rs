@@ -515,12 +515,16 @@ impl Domain {
     /// marks the object dead and returns true. Exactly one caller can see KILL_FENCED and
     /// zero, since both are decided under the lock and the first one stores DEAD.
     pub(crate) fn release_if_zero(&self, hdr: Pin<&Header>, lists: &Lists) -> bool {
+        // SeqCst: pairs with the kill's SeqCst store of KILL_FENCED (the stripe lock, held by
+        // both, also orders them).
         if hdr.state(Ordering::SeqCst) != KILL_FENCED {
             return false;
         }
         if self.busy(&hdr, hdr.addr(), lists) {
             return false;
         }
+        // SeqCst: pairs with the SeqCst state loads of the other callers (a later UNREF that
+        // finds DEAD, not KILL_FENCED, releases nothing: exactly one caller frees).
         hdr.set_state(DEAD, Ordering::SeqCst);
         self.stat().reclaims.fetch_add(1, Ordering::Relaxed);
         self.acquire_holders();
