@@ -159,9 +159,11 @@ impl LockFreeList {
     pub fn to_vec(&self) -> Vec<u64> {
         let guard = &epoch::pin();
         let mut out = Vec::new();
+        // Acquire: as in find() (pairs with the Release of the CAS that linked the node).
         let mut curr = self.head.load(Ordering::Acquire, guard);
         // SAFETY: as in find().
         while let Some(c) = unsafe { curr.as_ref() } {
+            // Acquire: as above.
             let next = c.next.load(Ordering::Acquire, guard);
             if next.tag() == 0 {
                 out.push(c.key);

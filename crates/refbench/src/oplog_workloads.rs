@@ -492,11 +492,13 @@ mod tests {
     static SHARED: AtomicU64 = AtomicU64::new(1 << 32);
 
     fn shared_clock() -> u64 {
+        // SeqCst: one total order of the reads, every CPU's (it pairs with every other read).
         SHARED.fetch_add(1, Ordering::SeqCst)
     }
 
     /// The same counter, read 10^6 behind: a clock that lags the writer's.
     fn lagging_clock() -> u64 {
+        // SeqCst: as in shared_clock.
         SHARED.fetch_add(1, Ordering::SeqCst) - 1_000_000
     }
 

@@ -330,6 +330,7 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
                             for _ in 0..rng.below(50) {
                                 core::hint::spin_loop();
                             }
+                            // Acquire: as above.
                             let c = canary[i].load(Ordering::Acquire);
                             assert_eq!(
                                 c,
@@ -364,6 +365,7 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
         let i = rng.below(N);
         if s.try_reclaim(objs.get(i)) {
             reclaimed += 1;
+            // Release: pairs with the readers' Acquire canary loads.
             canary[i].store(RECLAIMED, Ordering::Release);
             assert_eq!(
                 s.read_all(objs.get(i)),
@@ -379,6 +381,7 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
             for _ in 0..rng.below(2000) {
                 core::hint::spin_loop();
             }
+            // Release: as above.
             canary[i].store(ALIVE, Ordering::Release);
             s.reinit(objs.get(i));
         }
