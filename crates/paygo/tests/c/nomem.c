@@ -8,23 +8,12 @@
  * whose malloc arena grows only by new mappings (brk or mmap), which the limit refuses. */
 #define _GNU_SOURCE
 #include "paygo.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,   \
-                    a_, b_);                                                                \
-            failures++;                                                                     \
-        }                                                                                   \
-    } while (0)
 
 /* Room for small allocations under the limit, and less than the default domain's tables. */
 #define SLACK (160 * 1024)

@@ -15,6 +15,7 @@
  *  - paygo_prepare_unload leaves the thread's rseq area pointing at no descriptor. */
 #define _GNU_SOURCE
 #include "paygo.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -27,18 +28,6 @@ extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 
 #define ROUNDS 20000
-
-static int failures;
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,   \
-                    a_, b_);                                                                \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
 
 /* Two threads meet at each round: a sense-reversing spin barrier. */
 static int arrived, sense;

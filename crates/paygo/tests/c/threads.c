@@ -3,6 +3,7 @@
  * leftovers at thread exit, evictions. */
 #define _GNU_SOURCE
 #include "paygo.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -15,26 +16,6 @@
 #define ROUNDS 20000
 #define PRIVATE 64
 #define LEFTOVER 3
-
-static int failures;
-
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);        \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,   \
-                    a_, b_);                                                                \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
 
 struct object {
     paygo_obj_t hdr;

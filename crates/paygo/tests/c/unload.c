@@ -10,6 +10,7 @@
  * argv[1]: the path of libpaygo.so. Not linked against it: every call goes through dlsym. */
 #define _GNU_SOURCE
 #include "paygo.h"
+#include "check.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -18,18 +19,6 @@
 #include <stdlib.h>
 
 #define ROUNDS 3
-
-static int failures;
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a,   \
-                    a_, b_);                                                                \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
-        }                                                                                   \
-    } while (0)
 
 /* The library's functions, looked up after each load. */
 static struct {
