@@ -214,7 +214,7 @@ impl FileState {
 pub(crate) struct Inner<C: RefCounter> {
     pub(crate) scheme: C,
     frames: Box<[Frame<C>]>,
-    data: Box<[AtomicU64]>,
+    data: crate::mem::PageMemory,
     mode: Mode,
     alloc: Mutex<Alloc>,
     files: Mutex<Files>,
@@ -965,11 +965,13 @@ impl<C: RefCounter> PageCacheOf<C> {
         }
         // The memory of the limit, reserved before any frame is made: a limit that cannot be
         // had is an error, not an abort in the allocation.
-        let (mut frames, mut data, mut free) = (Vec::new(), Vec::new(), Vec::new());
-        if frames.try_reserve_exact(n).is_err()
-            || data.try_reserve_exact(n * WORDS).is_err()
-            || free.try_reserve_exact(n).is_err()
-        {
+        let (mut frames, mut free) = (Vec::new(), Vec::new());
+        let data = n
+            .checked_mul(WORDS)
+            .and_then(crate::mem::PageMemory::try_new);
+        let Some(data) = data
+            .filter(|_| frames.try_reserve_exact(n).is_ok() && free.try_reserve_exact(n).is_ok())
+        else {
             return Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!(
@@ -977,20 +979,19 @@ impl<C: RefCounter> PageCacheOf<C> {
                     n as u64 * PAGE_SIZE as u64
                 ),
             ));
-        }
+        };
         // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
         // per-CPU state by placement (PAYGO) finds it without reading the frame first.
         frames.extend((0..n).map(|i| Frame::<C> {
             obj: scheme.new_object_placed(i),
             meta: FrameMeta::new(),
         }));
-        data.extend((0..n * WORDS).map(|_| AtomicU64::new(0)));
         free.extend((0..n as u32).rev());
         Ok(PageCacheOf {
             inner: Arc::new(Inner {
                 scheme,
                 frames: frames.into_boxed_slice(),
-                data: data.into_boxed_slice(),
+                data,
                 mode: config.mode,
                 alloc: Mutex::new(Alloc {
                     free,

@@ -7,6 +7,7 @@ mod frame;
 pub mod lodic;
 #[cfg(all(test, loom))]
 mod loom_tests;
+mod mem;
 mod page;
 mod slots;
 mod sync;
