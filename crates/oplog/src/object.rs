@@ -225,6 +225,50 @@ struct Core<L: Log> {
     /// applied, so the structure may lack some of them. Set and cleared holding `target`, and
     /// read holding it (Relaxed: the mutex orders them), except by `is_poisoned` (a snapshot).
     poisoned: AtomicBool,
+    /// A gather is draining this object (see [`FREE_PASSES`]): a `log` that would start a new
+    /// log of it (an untagged way) waits until the gather is done. Set and cleared by the
+    /// holder of `target`.
+    draining: AtomicBool,
+}
+
+/// The passes a gather makes before it makes loggers wait. Each pass takes the logs that CPUs
+/// began since the previous one; while other CPUs keep logging this object, each pass finds
+/// new ones, and without a bound a synchronize could run for as long as they log (the more
+/// CPUs log, the surer). After this many passes that found something, the gather sets
+/// `draining`: from then on a CPU whose log was taken waits before it begins another, so only
+/// the logs begun before the flag was seen remain (at most one per CPU), and the gather ends
+/// within a few more passes. Appending to a log that is still in its way never waits.
+///
+/// Under loom, one: the models' short histories then reach both kinds of pass.
+const FREE_PASSES: usize = if cfg!(loom) { 1 } else { 2 };
+
+/// Clears an object's `draining` flag when dropped: at the end of a gather, or on the unwind
+/// of a panic in the user's `take` or `try_absorb` during one.
+struct Draining<'a>(&'a AtomicBool);
+
+impl Drop for Draining<'_> {
+    fn drop(&mut self) {
+        // Relaxed: a waiting logger only retries on seeing it; what the retry reads (the way's
+        // tag) is ordered by the way's lock.
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Waits until `draining` is clear (a logger that would begin a new log of an object that a
+/// gather is draining).
+#[cold]
+#[inline(never)]
+fn wait_drained(draining: &AtomicBool) {
+    let mut spins = 0u32;
+    // Relaxed: a hint to retry only; the retry reads the flag again under the way's lock.
+    while draining.load(Ordering::Relaxed) {
+        spins = spins.saturating_add(1);
+        if spins < 64 {
+            crate::sync::spin_hint();
+        } else {
+            crate::sync::yield_now();
+        }
+    }
 }
 
 /// The stamper of one `log` call, with its way's `last` (the way's lock is held): dropped,
@@ -257,7 +301,8 @@ impl<L: Log> Core<L> {
     /// Moves every pending log of this object out of the logger caches (and the spill list)
     /// and applies them. The caller holds `target`'s lock (passed as `target`).
     ///
-    /// Repeats passes until one finds no pending bit and an empty spill list. Stamps of the
+    /// Repeats passes until one finds no pending bit and an empty spill list (after
+    /// [`FREE_PASSES`], holding back new logs of this object meanwhile). Stamps of the
     /// applied entries are all earlier than the first load of that final pass, and every entry
     /// logged later is stamped later (see the crate docs, "the cut"), so entries are applied
     /// in timestamp order across synchronizes as well as within one.
@@ -276,7 +321,19 @@ impl<L: Log> Core<L> {
 
     fn gather(&self) -> Vec<L> {
         let mut logs: Vec<L> = Vec::new();
+        let mut passes = 0;
+        let mut draining = None;
         loop {
+            if passes == FREE_PASSES {
+                // SeqCst: pairs with the SeqCst load in `Object::log` (a logger that takes a
+                // way after this gather untagged it sees the flag).
+                self.draining.store(true, Ordering::SeqCst);
+                crate::sync::loom_sc_fence();
+                draining = Some(Draining(&self.draining));
+            }
+            passes += 1;
+            #[cfg(all(test, not(loom)))]
+            tests::pass_hook(passes, &self.pending);
             let mut any = false;
             for (w, word) in self.pending.iter().enumerate() {
                 // SeqCst pairs with the SeqCst fetch_or in Object::log (and with the fetch_and
@@ -308,6 +365,7 @@ impl<L: Log> Core<L> {
             }
             drop(spill);
             if !any {
+                drop(draining);
                 return logs;
             }
         }
@@ -449,6 +507,7 @@ impl<L: Log> Object<L> {
             spilled: AtomicUsize::new(0),
             guard_out: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
         });
         Object {
             core: NonNull::from(Box::leak(core)),
@@ -472,7 +531,9 @@ impl<L: Log> Object<L> {
     ///
     /// Never blocks on the object's lock: if this CPU's log passes the domain's bound, the
     /// object is synchronized only if its lock is free (so logging while holding this object's
-    /// guard, or another object's, cannot deadlock).
+    /// guard, or another object's, cannot deadlock). It waits only to begin a new log of this
+    /// object on this CPU while a synchronize that other CPUs' logging kept busy drains it
+    /// (a bounded wait, so that the synchronize ends: see the crate docs, "The passes end").
     ///
     /// # Panics
     /// If the updates it applies panic (see [`Object::is_poisoned`]): this object's, when its
@@ -494,6 +555,14 @@ impl<L: Log> Object<L> {
                 break g;
             }
             if tag.is_null() {
+                // SeqCst: pairs with the SeqCst store of `gather` that sets the flag.
+                if core.draining.load(Ordering::SeqCst) {
+                    // A gather is draining this object: begin no new log until it is done
+                    // (so that it ends; see FREE_PASSES).
+                    drop(g);
+                    wait_drained(&core.draining);
+                    continue;
+                }
                 way.tag.store(me, Ordering::Relaxed);
                 // SeqCst: pairs with the SeqCst loads in gather(); on x86 this locked
                 // instruction also orders the clock read below after the bit is visible.
@@ -695,6 +764,87 @@ impl<L: Log> core::fmt::Debug for Object<L> {
 mod tests {
     use super::*;
     use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    std::thread_local! {
+        /// The passes of this thread's last gather.
+        static PASSES: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+        /// Spins this thread's gathers make after each pass (0: none).
+        static PAUSE: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    }
+
+    /// Called by a gather at the start of each pass (`passes` counts it), with the object's
+    /// pending bits. From the second pass on, if `PAUSE` is set, waits until a CPU has begun
+    /// a new log of the object (a bit is set) or `PAUSE` spins have passed: the schedule of a
+    /// machine where some CPU always begins one while a pass runs.
+    pub(super) fn pass_hook(passes: usize, pending: &[AtomicU64]) {
+        PASSES.with(|p| p.set(passes));
+        if passes > 1 {
+            for _ in 0..PAUSE.with(|p| p.get()) {
+                if pending.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
+                    break;
+                }
+                core::hint::spin_loop();
+            }
+        }
+    }
+
+    /// While other threads keep logging an object, beginning a new log as soon as a
+    /// synchronize takes theirs, every synchronize ends within `FREE_PASSES` + one pass per
+    /// CPU slot + 2 (the pass that takes the logs begun before the flag, and the empty one),
+    /// and reads a count that never goes back and never passes what was logged. Between
+    /// passes the reader waits for a CPU to begin a new log (see `pass_hook`), as on a
+    /// machine with many CPUs logging: without the draining flag a synchronize then lasts
+    /// until the loggers stop (each logs at most `MOST` updates, so that such a run ends and
+    /// fails).
+    #[test]
+    fn synchronize_ends_while_others_keep_logging() {
+        use crate::Counter;
+        use std::sync::atomic::AtomicI64;
+        const LOGGERS: usize = 3;
+        const MOST: usize = 2_000_000;
+        let d = Domain::new();
+        let slots = d.caches.len();
+        let c = Counter::new(&d, 0);
+        let logged = AtomicI64::new(0);
+        let (started, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            for _ in 0..LOGGERS {
+                s.spawn(|| {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    for _ in 0..MOST {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        // Counted before it is logged: a read never exceeds it.
+                        logged.fetch_add(1, Ordering::SeqCst);
+                        c.inc();
+                    }
+                });
+            }
+            while started.load(Ordering::SeqCst) < LOGGERS {
+                std::thread::yield_now();
+            }
+            PAUSE.with(|p| p.set(200_000));
+            let (mut last, mut most) = (0, 0);
+            for _ in 0..500 {
+                let v = c.read();
+                most = most.max(PASSES.with(|p| p.get()));
+                assert!(v >= last, "the count went back: {last} then {v}");
+                assert!(
+                    v <= logged.load(Ordering::SeqCst),
+                    "read {v}, more than logged"
+                );
+                last = v;
+            }
+            stop.store(true, Ordering::Relaxed);
+            PAUSE.with(|p| p.set(0));
+            assert!(
+                most <= FREE_PASSES + slots + 2,
+                "a synchronize made {most} passes ({slots} CPU slots)"
+            );
+        });
+        assert_eq!(c.read(), logged.load(Ordering::SeqCst));
+    }
 
     /// Stores each update's stamp, then panics.
     #[derive(Default)]
