@@ -794,55 +794,81 @@ mod tests {
     /// and reads a count that never goes back and never passes what was logged. Between
     /// passes the reader waits for a CPU to begin a new log (see `pass_hook`), as on a
     /// machine with many CPUs logging: without the draining flag a synchronize then lasts
-    /// until the loggers stop (each logs at most `MOST` updates, so that such a run ends and
-    /// fails).
+    /// until the loggers stop.
+    ///
+    /// The loggers log until the reads are done, or until a watchdog gives up on them after
+    /// `DEADLINE` (so that a run without the flag ends, and fails on its passes). Loggers that
+    /// stopped after a fixed number of updates could finish them before the reads began (a
+    /// few million increments take a tenth of a second), and a run without the flag then
+    /// passed about half the time.
     #[test]
     fn synchronize_ends_while_others_keep_logging() {
         use crate::Counter;
         use std::sync::atomic::AtomicI64;
+        use std::time::{Duration, Instant};
         const LOGGERS: usize = 3;
-        const MOST: usize = 2_000_000;
+        const READS: usize = 500;
+        const DEADLINE: Duration = Duration::from_secs(10);
         let d = Domain::new();
         let slots = d.caches.len();
         let c = Counter::new(&d, 0);
         let logged = AtomicI64::new(0);
         let (started, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let (done, reads_running) = (std::sync::Mutex::new(false), std::sync::Condvar::new());
         std::thread::scope(|s| {
             for _ in 0..LOGGERS {
                 s.spawn(|| {
+                    // SeqCst: pairs with the reader's SeqCst load of `started`.
                     started.fetch_add(1, Ordering::SeqCst);
-                    for _ in 0..MOST {
-                        if stop.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        // Counted before it is logged: a read never exceeds it.
+                    while !stop.load(Ordering::Relaxed) {
+                        // Counted before it is logged: a read never exceeds it. SeqCst: pairs
+                        // with the reader's SeqCst loads of `logged` after each read.
                         logged.fetch_add(1, Ordering::SeqCst);
                         c.inc();
                     }
                 });
             }
+            // The watchdog: stops the loggers when the reads are done, or at the deadline.
+            s.spawn(|| {
+                let g = done.lock().unwrap();
+                let (g, _) = reads_running
+                    .wait_timeout_while(g, DEADLINE, |d| !*d)
+                    .unwrap();
+                drop(g);
+                stop.store(true, Ordering::Relaxed);
+            });
+            // SeqCst: pairs with the loggers' SeqCst increments of `started`.
             while started.load(Ordering::SeqCst) < LOGGERS {
                 std::thread::yield_now();
             }
             PAUSE.with(|p| p.set(200_000));
-            let (mut last, mut most) = (0, 0);
-            for _ in 0..500 {
+            let t0 = Instant::now();
+            let (mut last, mut most, mut reads) = (0, 0, 0);
+            // Stops early if the watchdog stopped the loggers: the rest would not log.
+            while reads < READS && !stop.load(Ordering::Relaxed) {
                 let v = c.read();
                 most = most.max(PASSES.with(|p| p.get()));
                 assert!(v >= last, "the count went back: {last} then {v}");
+                // SeqCst: pairs with the loggers' SeqCst increments of `logged`, each made
+                // before its update is logged.
                 assert!(
                     v <= logged.load(Ordering::SeqCst),
                     "read {v}, more than logged"
                 );
                 last = v;
+                reads += 1;
             }
-            stop.store(true, Ordering::Relaxed);
+            let took = t0.elapsed();
             PAUSE.with(|p| p.set(0));
+            *done.lock().unwrap() = true;
+            reads_running.notify_all();
             assert!(
                 most <= FREE_PASSES + slots + 2,
-                "a synchronize made {most} passes ({slots} CPU slots)"
+                "a synchronize made {most} passes ({slots} CPU slots; {reads} reads in {took:?})"
             );
+            assert_eq!(reads, READS, "the loggers were stopped after {took:?}");
         });
+        assert!(logged.load(Ordering::SeqCst) > 0);
         assert_eq!(c.read(), logged.load(Ordering::SeqCst));
     }
 

@@ -11,9 +11,11 @@
 //! faulted in as frames are first filled.
 
 use crate::sync::AtomicU64;
+#[cfg(not(loom))]
 use core::ptr::NonNull;
 
 /// The huge-page size the mapping is aligned to (x86-64's and aarch64's 2 MiB with 4 KiB pages).
+#[cfg(not(loom))]
 const HUGE: usize = 2 << 20;
 
 /// `words` zeroed atomic words in one private anonymous mapping.
@@ -70,7 +72,9 @@ impl PageMemory {
                 libc::munmap(end as *mut libc::c_void, base + map_len - end);
             }
             // Only advice: where transparent huge pages are off, or the call is refused, the
-            // mapping is used with small pages.
+            // mapping is used with small pages. `MADV_HUGEPAGE` is Linux's (the libc crate
+            // has it for Linux and Android only): elsewhere the mapping is only aligned.
+            #[cfg(any(target_os = "linux", target_os = "android"))]
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
         Some(PageMemory {
