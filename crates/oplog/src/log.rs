@@ -111,6 +111,9 @@ pub trait Log: Default + Send + 'static {
     /// update absorbed without being stored need not be stamped at all. If it panics, what it
     /// left in the log stays there (applied by a later synchronize), and a stamp it took stays
     /// taken: the slot's later stamps come after it.
+    ///
+    /// It runs with the CPU's slot locked: it must not log (to any object of the domain) or
+    /// synchronize, which may need that slot's lock and then waits for ever.
     fn push(&mut self, op: Self::Op, stamper: &mut Stamper);
 
     /// The number of entries held: when it passes the domain's bound, `log` synchronizes the
@@ -126,7 +129,8 @@ pub trait Log: Default + Send + 'static {
     /// an empty log. The default moves the whole value; a log that owns a buffer should keep
     /// a small one in place ([`take_entries`]), so the logging CPU does not allocate again
     /// and the synchronizer does not free memory another thread allocated (cross-thread frees
-    /// serialize on the allocator's locks).
+    /// serialize on the allocator's locks). Like [`Log::push`], it runs with the slot locked
+    /// and must not log or synchronize.
     fn take(&mut self) -> Self {
         core::mem::take(self)
     }

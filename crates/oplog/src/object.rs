@@ -243,7 +243,7 @@ struct Core<L: Log> {
 const FREE_PASSES: usize = if cfg!(loom) { 1 } else { 2 };
 
 /// Clears an object's `draining` flag when dropped: at the end of a gather, or on the unwind
-/// of a panic in the user's `take` or `try_absorb` during one.
+/// of a panic in the user's `take` during one.
 struct Draining<'a>(&'a AtomicBool);
 
 impl Drop for Draining<'_> {
