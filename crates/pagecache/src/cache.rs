@@ -28,9 +28,157 @@ const EVICT_PREFETCH: usize = 16;
 /// The largest file length the cache writes or sets: `i64::MAX`, the most `off_t` holds.
 pub(crate) const MAX_LEN: u64 = i64::MAX as u64;
 
-/// A frame to evict, named with what its eviction needs: (frame, index of its file among the
-/// batch's files, page).
-type Keyed = (u32, usize, u64);
+/// Frames to evict, named with what their eviction needs, in columns: frame `frames[n]` holds
+/// page `pages[n]` of the file `owner[n]` indexes among the batch's files (all of file 0 while
+/// `owner` is empty), and its object is `pins[n]`, for `n < len`. The columns are sized once
+/// ([`Batch::room`]) and filled by index, so that `drop_cache`, which keeps one batch for all
+/// its pages, names each page with a few stores and no allocation.
+struct Batch<'c, C: RefCounter> {
+    len: usize,
+    frames: Vec<u32>,
+    /// Empty: every frame is of file 0.
+    owner: Vec<usize>,
+    pages: Vec<u64>,
+    pins: Vec<Pin<&'c C::Object>>,
+    /// Scratch of `evict_batch`: which frames the scheme reclaimed, which a LODIC mapping
+    /// covers, and which of those it counts a reference on (ascending indices).
+    out: Vec<bool>,
+    flagged: Vec<usize>,
+    busy: Vec<usize>,
+}
+
+impl<'c, C: RefCounter> Batch<'c, C> {
+    fn new() -> Self {
+        Batch {
+            len: 0,
+            frames: Vec::new(),
+            owner: Vec::new(),
+            pages: Vec::new(),
+            pins: Vec::new(),
+            out: Vec::new(),
+            flagged: Vec::new(),
+            busy: Vec::new(),
+        }
+    }
+
+    /// How many frames the batch can hold.
+    #[inline(always)]
+    fn room(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Makes room for `n` frames of file 0 (`filler` fills the unused entries of the pins).
+    fn grow(&mut self, n: usize, filler: Pin<&'c C::Object>) {
+        debug_assert!(self.owner.is_empty());
+        self.frames.resize(n, 0);
+        self.pages.resize(n, 0);
+        self.pins.resize(n, filler);
+    }
+
+    /// Adds frame `i` (object `pin`) holding `page` of file 0; there must be room.
+    #[inline(always)]
+    fn put(&mut self, i: u32, pin: Pin<&'c C::Object>, page: u64) {
+        let n = self.len;
+        self.frames[n] = i;
+        self.pins[n] = pin;
+        self.pages[n] = page;
+        self.len = n + 1;
+    }
+
+    /// Adds frame `i` (object `pin`) holding `page` of file `owner`, making room.
+    fn push(&mut self, i: u32, pin: Pin<&'c C::Object>, page: u64, owner: usize) {
+        debug_assert!(self.len == self.room() && self.len == self.owner.len());
+        self.frames.push(i);
+        self.pins.push(pin);
+        self.pages.push(page);
+        self.owner.push(owner);
+        self.len += 1;
+    }
+
+    /// The index among the batch's files of the file of frame `n`.
+    #[inline(always)]
+    fn owner(&self, n: usize) -> usize {
+        if self.owner.is_empty() {
+            0
+        } else {
+            self.owner[n]
+        }
+    }
+}
+
+/// `f`, typed as a closure that evicts batches of the cache `c`'s frames (the batch's borrow
+/// is the closure's own for each call; its objects live as long as the cache).
+fn batch_fn<'c, C, F>(_c: &'c Inner<C>, f: F) -> F
+where
+    C: RefCounter,
+    F: FnMut(&mut Alloc, &mut Batch<'c, C>, &mut Vec<u32>, Order),
+{
+    f
+}
+
+/// `drop_cache`'s walk of the flat array of pages (under the allocator lock): names in `b`
+/// the frames of the pages `lo..hi` of `base` that hold filled pages, calling `full(b)`
+/// each time `b` fills. A few stores a page, and no call.
+#[inline(never)]
+fn gather<'c, C: RefCounter>(
+    c: &'c Inner<C>,
+    base: &[AtomicU32],
+    lo: usize,
+    hi: usize,
+    b: &mut Batch<'c, C>,
+    full: &mut impl FnMut(&mut Batch<'c, C>),
+) {
+    debug_assert!(b.room() > 0, "a batch with no room never fills");
+    let frames = &c.frames[..];
+    let mut k = lo;
+    while k < hi {
+        let mut n = b.len;
+        let (fr, pg, pn) = (&mut b.frames[..], &mut b.pages[..], &mut b.pins[..]);
+        let room = fr.len().min(pg.len()).min(pn.len());
+        while k < hi && n < room {
+            // The frame a few pages on, asked for now: the frames of a file's pages lie
+            // anywhere, so each check below would otherwise wait for its own miss.
+            if let Some(ahead) = base.get(k + DROP_PREFETCH) {
+                // 0 (no frame) wraps to a number past the frames: no hint.
+                if let Some(f) = frames.get(ahead.load(Ordering::Relaxed).wrapping_sub(1) as usize)
+                {
+                    prefetch(&f.meta.ver);
+                }
+            }
+            // Relaxed: a slot changes from or to empty only under the allocator lock, which
+            // this thread holds (the lock orders the frame's installation before this load).
+            let s = base[k].load(Ordering::Relaxed);
+            k += 1;
+            if s == 0 {
+                continue;
+            }
+            let i = s - 1;
+            let frame = &frames[i as usize];
+            if frame.meta.unfilled() {
+                continue; // being filled
+            }
+            // Under the allocator lock, the frame in the page's slot holds that page.
+            fr[n] = i;
+            pg[n] = (k - 1) as u64;
+            // SAFETY: as in `Inner::obj`: the frames never move while the cache lives.
+            pn[n] = unsafe { Pin::new_unchecked(&frame.obj) };
+            n += 1;
+        }
+        b.len = n;
+        if n == b.room() {
+            full(b);
+        }
+    }
+}
+
+/// How the frames of a [`Batch`] are ordered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// All of one file, by ascending page: `drop_cache`'s batches.
+    ByPage,
+    /// Any files, any order (CLOCK's sweeps, `drop_cache`'s retries).
+    Any,
+}
 
 /// What one `evict` did.
 #[derive(Default)]
@@ -606,13 +754,13 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Tries to evict the frames `batch` (filled, under the allocator lock), of any files:
-    /// finds each frame's file and page, then [`Self::evict_keyed`].
+    /// finds each frame's file and page, then [`Self::evict_batch`].
     fn evict(&self, a: &mut Alloc, batch: &[u32]) -> Evicted {
         // The files, held while we write back (dropped at the end, with the lock still held:
         // a file's last handle is never one of these, see CachedFileOf::drop, and FileState
         // has no drop code of its own).
         let mut owners: Vec<Arc<FileState>> = Vec::new();
-        let mut frames: Vec<Keyed> = Vec::with_capacity(batch.len());
+        let mut frames = Batch::<C>::new();
         let mut orphans: Vec<u32> = Vec::new();
         let mut files = None;
         let mut last = (u64::MAX, 0usize);
@@ -645,10 +793,10 @@ impl<C: RefCounter> Inner<C> {
                 }
             };
             last = (id, k);
-            frames.push((i, k, m.index.load(Ordering::Relaxed)));
+            frames.push(i, self.obj(i), m.index.load(Ordering::Relaxed), k);
         }
         drop(files);
-        let mut done = self.evict_keyed(a, &frames, &owners);
+        let mut done = self.evict_batch(a, &mut frames, &owners, Order::Any);
         done.freed += self.evict_orphans(a, &orphans);
         done
     }
@@ -665,7 +813,7 @@ impl<C: RefCounter> Inner<C> {
         }
         let pins: Vec<Pin<&C::Object>> = orphans.iter().map(|&i| self.obj(i)).collect();
         let mut out = vec![false; pins.len()];
-        // SAFETY: as in `evict_keyed`: under the allocator lock, which this thread holds.
+        // SAFETY: as in `evict_batch`: under the allocator lock, which this thread holds.
         unsafe { self.scheme.try_reclaim_many_exclusive(&pins, &mut out) };
         let mut freed = 0;
         for (&i, ok) in orphans.iter().zip(out) {
@@ -681,90 +829,109 @@ impl<C: RefCounter> Inner<C> {
         freed
     }
 
-    /// Tries to evict `frames` (filled, under the allocator lock; each `(frame, owner, page)`
-    /// with `owners[owner]` the distinct files holding them): one
-    /// `try_reclaim_many_exclusive`, then write-back and unmapping of each reclaimed frame.
-    /// Returns how many were freed, the first write-back error, the frames kept because a LODIC
-    /// mapping counts a reference on them, and the frames the scheme did not reclaim (sorted).
-    fn evict_keyed(&self, a: &mut Alloc, frames: &[Keyed], owners: &[Arc<FileState>]) -> Evicted {
+    /// Tries to evict the frames of `b` (filled, under the allocator lock; `owners` the distinct
+    /// files holding them, ordered as `order` says): one `try_reclaim_many_exclusive`, then
+    /// write-back and unmapping of each reclaimed frame. Returns how many were freed, the first
+    /// write-back error, the frames kept because a LODIC mapping counts a reference on them,
+    /// and the frames the scheme did not reclaim (sorted). Leaves `b`'s frames in place.
+    fn evict_batch<'c>(
+        &'c self,
+        a: &mut Alloc,
+        b: &mut Batch<'c, C>,
+        owners: &[Arc<FileState>],
+        order: Order,
+    ) -> Evicted {
         let mut done = Evicted::default();
-        if frames.is_empty() {
+        let len = b.len;
+        if len == 0 {
             return done;
         }
-        let pins: Vec<Pin<&C::Object>> = frames.iter().map(|f| self.obj(f.0)).collect();
+        debug_assert!(b.room() >= len && b.pins.len() == b.room() && b.pages.len() == b.room());
+        debug_assert!(b.owner.is_empty() || b.owner.len() == len);
+        let (frames, pages, pins) = (&b.frames[..len], &b.pages[..len], &b.pins[..len]);
         // LODIC: the mapped pages' embedded counters, under each file's mapping lock (held
         // until the reclaimed frames are unpublished). `owners` holds distinct files.
         let maps: Vec<MutexGuard<'_, FileMaps>> = owners.iter().map(|o| lock(&o.maps)).collect();
-        let mut flagged: Vec<usize> = Vec::new();
-        if maps.iter().any(|m| m.any_mapped()) {
-            for (n, &(i, k, page)) in frames.iter().enumerate() {
-                if maps[k].mapped(page) {
-                    // Relaxed: ordered before the sums by the heavy fence below.
-                    self.frames[i as usize]
-                        .meta
-                        .lodic
-                        .store(true, Ordering::Relaxed);
-                    flagged.push(n);
+        b.flagged.clear();
+        b.busy.clear();
+        if order == Order::ByPage && self.lodic.rmap == Rmap::File {
+            // One file, pages ascending: the file-space map's runs of mapped pages, found once
+            // for the batch; the pages between them are not looked at.
+            debug_assert!(owners.len() == 1 && b.owner.is_empty());
+            debug_assert!(pages.windows(2).all(|w| w[0] < w[1]));
+            let fm = &maps[0];
+            if fm.any_mapped() {
+                let flagged = &mut b.flagged;
+                let mut from = 0;
+                fm.mapped_runs(pages[0], pages[len - 1] + 1, |lo, hi| {
+                    let s = from + pages[from..].partition_point(|&p| p < lo);
+                    let e = s + pages[s..].partition_point(|&p| p < hi);
+                    flagged.extend(s..e);
+                    from = e;
+                });
+            }
+        } else if maps.iter().any(|m| m.any_mapped()) {
+            for (n, &page) in pages.iter().enumerate() {
+                if maps[b.owner(n)].mapped(page) {
+                    b.flagged.push(n);
                 }
             }
         }
-        let mut out = vec![false; pins.len()];
-        let mut busy = Vec::new();
-        if !flagged.is_empty() {
+        if !b.flagged.is_empty() {
+            for &n in &b.flagged {
+                // Relaxed: ordered before the sums by the heavy fence below.
+                self.frames[frames[n] as usize]
+                    .meta
+                    .lodic
+                    .store(true, Ordering::Relaxed);
+            }
             // Pairs with the owners' light fence between their counter store and flag load.
             crate::lodic::heavy_fence();
             let o = (self.lodic.rmap == Rmap::Process).then(|| lock(&self.lodic.owners));
-            for &n in &flagged {
-                let (i, k, page) = frames[n];
+            for &n in &b.flagged {
+                let (i, k, page) = (frames[n], b.owner(n), pages[n]);
                 if self
                     .lodic
                     .sum(&maps[k], o.as_deref(), owners[k].id, page, i)
                     > 0
                 {
-                    busy.push(n);
+                    b.busy.push(n);
                 }
             }
         }
-        if busy.is_empty() {
+        b.out.clear();
+        b.out.resize(len, false);
+        let reclaimed = if b.busy.is_empty() {
             // SAFETY: the cache's frames are reclaimed and reinited only here and in
             // `finish_evict`, both under the allocator lock (`a`), which this thread holds;
             // their objects are the cache's own, never handed out.
-            unsafe { self.scheme.try_reclaim_many_exclusive(&pins, &mut out) };
+            unsafe { self.scheme.try_reclaim_many_exclusive(pins, &mut b.out) }
         } else {
             // `busy` is in ascending order (as `flagged`).
-            let mut held = busy.iter().peekable();
-            let keep: Vec<usize> = (0..frames.len())
+            let mut held = b.busy.iter().peekable();
+            let keep: Vec<usize> = (0..len)
                 .filter(|&n| held.next_if_eq(&&n).is_none())
                 .collect();
             let sub: Vec<Pin<&C::Object>> = keep.iter().map(|&n| pins[n]).collect();
             let mut sub_out = vec![false; sub.len()];
             // SAFETY: as above, under the allocator lock.
-            unsafe { self.scheme.try_reclaim_many_exclusive(&sub, &mut sub_out) };
+            let r = unsafe { self.scheme.try_reclaim_many_exclusive(&sub, &mut sub_out) };
             for (&n, ok) in keep.iter().zip(sub_out) {
-                out[n] = ok;
+                b.out[n] = ok;
             }
+            r
+        };
+        if reclaimed == len && b.owner.is_empty() {
+            // Every frame reclaimed, all of one file (a drop's batch of pages no reference
+            // holds): the loop without the cases that cannot arise.
+            done.freed = self.finish_all(a, frames, pages, pins, &owners[0], &mut done.err);
+        } else {
+            done.freed = self.finish_some(a, b, owners, &mut done);
         }
-        let mut held = busy.iter().peekable();
-        for (n, (&(i, k, page), &ok)) in frames.iter().zip(&out).enumerate() {
-            if !ok {
-                if held.next_if_eq(&&n).is_some() {
-                    done.busy.push(i);
-                } else {
-                    done.failed.push(i);
-                }
-                continue;
-            }
-            match self.finish_evict(a, i, page, &owners[k]) {
-                Ok(()) => done.freed += 1,
-                Err(e) => {
-                    done.err.get_or_insert(e);
-                }
-            }
-        }
-        for &n in &flagged {
+        for &n in &b.flagged {
             // Release: pairs with the owners' Acquire flag load; a reclaimed frame's odd
             // version (finish_evict) is visible to an owner that sees the flag clear.
-            self.frames[frames[n].0 as usize]
+            self.frames[b.frames[n] as usize]
                 .meta
                 .lodic
                 .store(false, Ordering::Release);
@@ -778,22 +945,140 @@ impl<C: RefCounter> Inner<C> {
         done
     }
 
+    /// The end of [`Self::evict_batch`] when every frame of `frames` was reclaimed: frame
+    /// `frames[n]` (object `pins[n]`) held page `pages[n]` of `f`. Writes each back if dirty,
+    /// unmaps it and frees it; returns how many were freed (all but those whose write-back
+    /// failed, whose first error goes to `err`).
+    #[inline(never)]
+    fn finish_all(
+        &self,
+        a: &mut Alloc,
+        frames: &[u32],
+        pages: &[u64],
+        pins: &[Pin<&C::Object>],
+        f: &FileState,
+        err: &mut Option<io::Error>,
+    ) -> usize {
+        let all = &self.frames[..];
+        let base = f.slots.base();
+        // The free list has room for every frame, and these are not on it: they are written
+        // in place, and the list cut to those freed.
+        let start = a.free.len();
+        a.free.resize(start + frames.len(), 0);
+        let free = &mut a.free[start..];
+        let mut k = 0;
+        for ((&i, &page), &pin) in frames.iter().zip(pages).zip(pins) {
+            let m = &all[i as usize].meta;
+            // Acquire: pairs with the Release store of writers that set the bit after their
+            // bytes.
+            if m.dirty.load(Ordering::Acquire) && !self.write_back_reclaimed(i, pin, page, f, err) {
+                continue;
+            }
+            m.unpublish();
+            match base.get(page as usize) {
+                Some(s) => s,
+                None => f.slot(page),
+            }
+            .store(0, Ordering::Relaxed);
+            m.clear();
+            self.scheme.reinit(pin);
+            free[k] = i;
+            k += 1;
+        }
+        a.free.truncate(start + k);
+        k
+    }
+
+    /// Writes back reclaimed frame `i` (object `pin`), which holds dirty page `page` of `f`:
+    /// `true` if written (the frame is then clean), else `false` with the frame made live
+    /// again, still mapped and dirty, and the error in `err` if it is the first.
+    #[cold]
+    fn write_back_reclaimed(
+        &self,
+        i: u32,
+        pin: Pin<&C::Object>,
+        page: u64,
+        f: &FileState,
+        err: &mut Option<io::Error>,
+    ) -> bool {
+        match self.write_back(f, i, page) {
+            Ok(()) => {
+                self.frames[i as usize]
+                    .meta
+                    .dirty
+                    .store(false, Ordering::Relaxed);
+                true
+            }
+            Err(e) => {
+                self.scheme.reinit(pin);
+                err.get_or_insert(e);
+                false
+            }
+        }
+    }
+
+    /// The end of [`Self::evict_batch`] in general: frees the frames of `b` the scheme
+    /// reclaimed, and names the others in `done` (kept by a LODIC mapping, or not reclaimed).
+    /// Returns how many were freed.
+    fn finish_some(
+        &self,
+        a: &mut Alloc,
+        b: &Batch<'_, C>,
+        owners: &[Arc<FileState>],
+        done: &mut Evicted,
+    ) -> usize {
+        let len = b.len;
+        let (frames, pages, pins) = (&b.frames[..len], &b.pages[..len], &b.pins[..len]);
+        let mut held = b.busy.iter().peekable();
+        let mut freed = 0;
+        for (n, (((&i, &page), &pin), &ok)) in
+            frames.iter().zip(pages).zip(pins).zip(&b.out).enumerate()
+        {
+            if !ok {
+                if held.next_if_eq(&&n).is_some() {
+                    done.busy.push(i);
+                } else {
+                    done.failed.push(i);
+                }
+                continue;
+            }
+            match self.finish_evict(a, i, pin, page, &owners[b.owner(n)]) {
+                Ok(()) => freed += 1,
+                Err(e) => {
+                    done.err.get_or_insert(e);
+                }
+            }
+        }
+        freed
+    }
+
     /// Frame `i` was reclaimed (no reference, none can be taken): writes it back if dirty,
     /// unmaps it and frees it (the caller counts the eviction). On a write-back error the
     /// frame is made live again, still mapped and dirty: nothing written is lost.
-    fn finish_evict(&self, a: &mut Alloc, i: u32, page: u64, f: &FileState) -> io::Result<()> {
+    /// `pin` is the frame's object.
+    #[inline(always)]
+    fn finish_evict(
+        &self,
+        a: &mut Alloc,
+        i: u32,
+        pin: Pin<&C::Object>,
+        page: u64,
+        f: &FileState,
+    ) -> io::Result<()> {
         let m = &self.frames[i as usize].meta;
         // Acquire: pairs with the Release store of writers that set the bit after their bytes.
         if m.dirty.load(Ordering::Acquire) {
             if let Err(e) = self.write_back(f, i, page) {
-                self.scheme.reinit(self.obj(i));
+                self.scheme.reinit(pin);
                 return Err(e);
             }
             m.dirty.store(false, Ordering::Relaxed);
         }
         m.unpublish();
         f.slot(page).store(0, Ordering::Relaxed);
-        self.free_reclaimed(a, i);
+        m.clear();
+        self.scheme.reinit(pin);
+        a.free.push(i);
         Ok(())
     }
 
@@ -1487,80 +1772,67 @@ impl<C: RefCounter> CachedFileOf<C> {
         // fence or a sweep of per-CPU state once for many pages, small enough to stay in the
         // caches).
         let per = c.scheme.reclaim_batch_hint().max(1);
-        // Grown as pages are found: most files hold far fewer pages than a batch.
-        let mut batch: Vec<Keyed> = Vec::new();
+        // Sized below, and kept for all the file's pages.
+        let mut batch = Batch::<C>::new();
         let owners = std::slice::from_ref(&self.state);
-        // Under the allocator lock: frame `i` with the page of this file it holds, if it holds
-        // a filled one.
-        let ours = |i: u32| -> Option<Keyed> {
+        // Under the allocator lock: whether frame `i` holds a filled page of this file.
+        let ours = |i: u32| -> bool {
             let m = &c.frames[i as usize].meta;
-            (m.file.load(Ordering::Relaxed) == f.id && !m.unfilled())
-                .then(|| (i, 0, m.index.load(Ordering::Relaxed)))
+            m.file.load(Ordering::Relaxed) == f.id && !m.unfilled()
         };
         let mut a = lock(&c.alloc);
-        let mut run = |a: &mut Alloc, batch: &mut Vec<Keyed>, retry: &mut Vec<u32>| {
-            let done = c.evict_keyed(a, batch, owners);
+        let mut run = batch_fn(c, |a, batch, retry, order| {
+            let done = c.evict_batch(a, batch, owners, order);
             freed += done.freed;
             if let Some(e) = done.err {
                 first.get_or_insert(e);
             }
             for &i in &done.failed {
                 // Not reclaimed although unreferenced: a scheme whose zero detection lags.
-                if ours(i).is_some() && !c.scheme.is_referenced(c.obj(i)) {
+                if ours(i) && !c.scheme.is_referenced(c.obj(i)) {
                     retry.push(i);
                 }
             }
-            batch.clear();
-        };
+            batch.len = 0;
+        });
         let base = f.slots.base();
-        for (k, slot) in base
-            .iter()
-            .enumerate()
-            .skip(from.min(base.len() as u64) as usize)
-        {
-            // The frame a few pages on, asked for now: the frames of a file's pages lie
-            // anywhere, so each check below would otherwise wait for its own miss.
-            if let Some(ahead) = base.get(k + DROP_PREFETCH) {
-                // 0 (no frame) wraps to a number past the frames: no hint.
-                c.prefetch_frame(ahead.load(Ordering::Relaxed).wrapping_sub(1));
-            }
-            // Acquire: pairs with the Release store of `fill` that installs the frame.
-            let s = slot.load(Ordering::Acquire);
-            if s == 0 {
-                continue;
-            }
-            let i = s - 1;
-            if c.frames[i as usize].meta.unfilled() {
-                continue; // being filled
-            }
-            // Under the allocator lock, the frame in the page's slot holds that page.
-            batch.push((i, 0, k as u64));
-            if batch.len() == per {
-                run(&mut a, &mut batch, &mut retry);
-            }
-        }
-        // The pages past the flat array (the file grew through the cache).
+        let start = from.min(base.len() as u64) as usize;
+        // The columns: a batch, or the flat array's pages if fewer, as most files hold far
+        // fewer pages than a batch (grown below if the pages past it need more). A frame's
+        // object fills the unused entries.
+        batch.grow(per.min((base.len() - start).max(64)), c.obj(0));
+        gather(c, base, start, base.len(), &mut batch, &mut |b| {
+            run(&mut a, b, &mut retry, Order::ByPage)
+        });
+        // The pages past the flat array (the file grew through the cache), in page order.
         f.slots.ext_for_each(|page, slot| {
-            // Acquire: as above.
-            let s = slot.load(Ordering::Acquire);
+            // Relaxed: as in `gather`, under the allocator lock.
+            let s = slot.load(Ordering::Relaxed);
             if page >= from && s != 0 && !c.frames[s as usize - 1].meta.unfilled() {
-                batch.push((s - 1, 0, page));
-                if batch.len() == per {
-                    run(&mut a, &mut batch, &mut retry);
+                if batch.len == batch.room() {
+                    if batch.room() < per {
+                        batch.grow(per.min(2 * batch.room()), c.obj(0));
+                    } else {
+                        run(&mut a, &mut batch, &mut retry, Order::ByPage);
+                    }
                 }
+                batch.put(s - 1, c.obj(s - 1), page);
             }
         });
-        run(&mut a, &mut batch, &mut retry);
+        run(&mut a, &mut batch, &mut retry, Order::ByPage);
         let mut rounds = 0;
         while !retry.is_empty() && rounds < DROP_RETRIES {
             rounds += 1;
             let mut again = Vec::new();
-            for chunk in retry.chunks(per) {
+            for chunk in retry.chunks(batch.room()) {
                 // The lock was let go since the frames were named: each may have been evicted
                 // and reused meanwhile. Only those that still hold a filled page of this file
                 // are tried again, with the page they hold now.
-                let mut b: Vec<Keyed> = chunk.iter().filter_map(|&i| ours(i)).collect();
-                run(&mut a, &mut b, &mut again);
+                for &i in chunk.iter().filter(|&&i| ours(i)) {
+                    let page = c.frames[i as usize].meta.index.load(Ordering::Relaxed);
+                    batch.put(i, c.obj(i), page);
+                }
+                run(&mut a, &mut batch, &mut again, Order::Any);
             }
             retry = again;
             if !retry.is_empty() {

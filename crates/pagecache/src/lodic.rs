@@ -30,7 +30,10 @@
 //! sees the flag. The loom model in `loom_tests.rs` checks it, and catches the missing fence.
 //!
 //! An unmapped page (no mapping covers it) is reclaimed as in any cache: no flag, no fence, no
-//! search. That is LODIC's point about query cost: it follows the share of mapped pages.
+//! search. That is LODIC's point about query cost: it follows the share of mapped pages. A
+//! drop over the file-space map does not look at the unmapped pages at all: for each batch of
+//! pages (in page order), it asks the map for the runs of mapped pages among them once
+//! (`FileMaps::mapped_runs`), under the lock, and flags their pages.
 //!
 //! # Overflow and unmapping
 //!
@@ -54,7 +57,9 @@
 //!   file or not, so its cost grows with the number of owners as well as with their mappings.
 //!
 //! Both keep a per-page count of the mappings covering it (the kernel's `_mapcount`), so a page
-//! that no mapping covers is never searched.
+//! that no mapping covers is never searched; a reclaim through the process-space map asks it
+//! per page (the owners' records are not ordered by file), one through the file-space map only
+//! where pages are not in page order (CLOCK's sweeps).
 
 use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::page::{copy_out, PAGE_SIZE};
@@ -269,6 +274,40 @@ impl FileMaps {
                 c.load(Ordering::Relaxed).wrapping_add_signed(delta),
                 Ordering::Relaxed,
             );
+        }
+    }
+
+    /// Calls `f(a, b)` for each maximal run of pages `a..b` within `lo..hi` that some mapping
+    /// covers, in ascending order, from the file-space map (filled with [`Rmap::File`] only:
+    /// under [`Rmap::Process`] it is empty, and a caller asks [`FileMaps::mapped`] per page).
+    /// One search for the first mapping that may reach `lo`, then one step per mapping that
+    /// starts before `hi`: the pages between the runs cost nothing, however many they are.
+    pub(crate) fn mapped_runs(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, u64)) {
+        // Mappings are sorted by first page, so `first + max_pages` is ascending too: those
+        // before `start` end at or before `lo`.
+        let start = self
+            .maps
+            .partition_point(|m| m.first.saturating_add(self.max_pages) <= lo);
+        // The run being merged: `a..b`, empty while `a == b`.
+        let (mut a, mut b) = (lo, lo);
+        for m in &self.maps[start..] {
+            if m.first >= hi {
+                break;
+            }
+            let (s, e) = (m.first.max(lo), (m.first + m.pages()).min(hi));
+            if s >= e {
+                continue; // ends before `lo`
+            }
+            if s > b {
+                if a < b {
+                    f(a, b);
+                }
+                a = s;
+            }
+            b = b.max(e);
+        }
+        if a < b {
+            f(a, b);
         }
     }
 
@@ -775,5 +814,74 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
         let (a, b) = (self.rec.first, self.rec.first + self.rec.pages());
         fm.add(self.file.parts().1.pages_at_open, a, b, -1);
         fm.live -= 1;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{Config, PageCacheOf, Rmap};
+    use refcount::atomic::Atomic;
+
+    /// xorshift64, so that a failure reproduces.
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    /// `mapped_runs` against the per-page mapping counts, as mappings come and go (overlapping,
+    /// touching, nested, of one page or many, some leaked, which stay): for ranges at every
+    /// place, it reports exactly the pages some mapping covers, as maximal runs in order.
+    #[test]
+    fn mapped_runs_are_the_pages_the_mapcounts_count() {
+        const PAGES: u64 = 600;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![0u8; PAGES as usize * crate::PAGE_SIZE]).expect("file");
+        let mut cfg = Config::new(64, "atomic");
+        cfg.rmap = Rmap::File;
+        let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let f = file.parts().1;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let (mut maps, mut leaked) = (Vec::new(), 0);
+        for round in 0..300 {
+            if maps.is_empty() || !next(&mut x).is_multiple_of(3) {
+                let first = next(&mut x) % PAGES;
+                let len = 1 + next(&mut x) % [1, 4, 40, 300][round % 4].min(PAGES - first);
+                maps.push(file.map(first, len).expect("map"));
+            } else {
+                let m = maps.swap_remove((next(&mut x) % maps.len() as u64) as usize);
+                if leaked < 20 && next(&mut x).is_multiple_of(8) {
+                    // A leaked reference keeps the mapping in the reverse maps.
+                    core::mem::forget(m.page(0).expect("page"));
+                    leaked += 1;
+                }
+                drop(m);
+            }
+            let fm = crate::cache::lock(&f.maps);
+            for _ in 0..8 {
+                let lo = next(&mut x) % (PAGES + 1);
+                let hi = lo + next(&mut x) % (PAGES + 1 - lo);
+                let mut runs = Vec::new();
+                fm.mapped_runs(lo, hi, |a, b| runs.push((a, b)));
+                assert!(runs.iter().all(|&(a, b)| lo <= a && a < b && b <= hi));
+                assert!(
+                    runs.windows(2).all(|w| w[0].1 < w[1].0),
+                    "runs in order, apart: {runs:?}"
+                );
+                let mut at = lo;
+                for &(a, b) in runs.iter().chain(core::iter::once(&(hi, hi))) {
+                    for p in at..a {
+                        assert!(!fm.mapped(p), "page {p}: mapped, not in {runs:?}");
+                    }
+                    for p in a..b {
+                        assert!(fm.mapped(p), "page {p}: in {runs:?}, not mapped");
+                    }
+                    at = b;
+                }
+            }
+        }
     }
 }

@@ -50,7 +50,8 @@ impl<C: RefCounter> Shared<C> {
         Arc::new(s)
     }
 
-    /// `finish_evict` then `fill` of page B into the same frame, as the cache does them.
+    /// `finish_evict` (or `finish_all`, a drop's) then `fill` of page B into the same frame, as
+    /// the cache does them.
     fn evict_and_refill(&self) -> bool {
         if !self.scheme.try_reclaim(self.obj()) {
             return false;

@@ -3,12 +3,15 @@
 //! mapping counts a reference, both reverse maps, bad input, and a stress of map / read / hold
 //! / unmap / drop_cache / eviction with forced migration and content checks.
 
+#[macro_use]
 mod common;
 
 use common::{pat, pattern_file, Rng};
+use core::pin::Pin;
 use pagecache::lodic::EMBEDDED_MAX;
 use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
 use refcount::atomic::Atomic;
+use refcount::atomic::AtomicObject;
 use refcount::RefCounter;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -433,6 +436,97 @@ fn mappings_of_many_threads_count_exactly() {
             assert_eq!(f.mapcount(p), 0, "threads that exit unmap");
         }
         assert_eq!(f.drop_cache().unwrap(), 4);
+    }
+}
+
+/// `atomic` with a reclaim batch of `N` pages, so that a drop of a few hundred pages spans many
+/// batches.
+#[derive(Default)]
+struct Batches<const N: usize> {
+    inner: Atomic,
+}
+
+impl<const N: usize> RefCounter for Batches<N> {
+    const NAME: &'static str = "atomic-batches";
+    atomic_passthrough!();
+
+    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    fn reclaim_batch_hint(&self) -> usize {
+        N
+    }
+    fn reinit(&self, obj: Pin<&AtomicObject>) {
+        self.inner.reinit(obj)
+    }
+}
+
+/// Mappings laid out to meet a drop's edges: a page alone at the start of the file, runs that
+/// overlap, touch and nest, a long one, and one to the end; each holds its first and last page
+/// and a few between (some through two mappings). A drop keeps exactly the held pages (each
+/// with its count), whether its batches, its runs of mapped pages or neither start or end at
+/// them; frees every other page, mapped or not; and frees the held ones once let go.
+fn drop_keeps_exactly_the_held_pages<C: RefCounter>(scheme: C, pages: u64, rmap: Rmap) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", pages * P);
+    let c = cache(scheme, pages as usize + 8, rmap);
+    let f = c.open(&path).unwrap();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..pages {
+        f.read_at(&mut buf, p * P).unwrap();
+    }
+    let layout = [
+        (0, 1),
+        (3, 10),
+        (10, 5),
+        (15, 20),
+        (100, pages / 2),
+        (120, 3),
+        (pages - 40, 1),
+        (pages - 30, 30),
+    ];
+    let maps: Vec<_> = layout.iter().map(|&(a, n)| f.map(a, n).unwrap()).collect();
+    let mut rng = Rng::new(pages ^ rmap as u64);
+    let mut held = Vec::new();
+    let mut count = vec![0i64; pages as usize];
+    for m in &maps {
+        let mut ks = vec![0, m.pages() - 1];
+        ks.extend((0..3).map(|_| rng.below(m.pages())));
+        for k in ks {
+            let g = m.page(k).unwrap();
+            count[g.index() as usize] += 1;
+            held.push(g);
+        }
+    }
+    let referenced = count.iter().filter(|&&n| n > 0).count();
+    assert_eq!(
+        f.drop_cache().unwrap(),
+        pages as usize - referenced,
+        "{rmap:?}, {pages} pages: every page but the held ones"
+    );
+    assert_eq!(c.stats().resident, referenced);
+    for p in 0..pages {
+        // A held page whose frame was reclaimed would have no slot: its count would read 0.
+        assert_eq!(f.page_count(p), count[p as usize], "{rmap:?}: page {p}");
+    }
+    for g in &held {
+        let mut x = [0u8; 7];
+        g.read(200, &mut x);
+        check_bytes(&x, g.index() * P + 200);
+    }
+    drop(held);
+    assert_eq!(f.drop_cache().unwrap(), referenced, "{rmap:?}: let go");
+    assert_eq!(c.stats().resident, 0);
+    drop(maps);
+}
+
+#[test]
+fn a_drop_keeps_exactly_the_held_pages_across_batches_and_runs() {
+    for rmap in RMAPS {
+        drop_keeps_exactly_the_held_pages(Batches::<5>::default(), 300, rmap);
+        drop_keeps_exactly_the_held_pages(Batches::<64>::default(), 700, rmap);
+        // The page cache's own scheme for LODIC (`cas`), with its batch of 4096 pages.
+        drop_keeps_exactly_the_held_pages(refcount::cas::Cas, 4200, rmap);
     }
 }
 
