@@ -902,9 +902,10 @@ impl<C: RefCounter> Inner<C> {
         b.out.clear();
         b.out.resize(len, false);
         let reclaimed = if b.busy.is_empty() {
-            // SAFETY: the cache's frames are reclaimed and reinited only here and in
-            // `finish_evict`, both under the allocator lock (`a`), which this thread holds;
-            // their objects are the cache's own, never handed out.
+            // SAFETY: the cache's frames are reclaimed and reinited only under the allocator
+            // lock (`a`), which this thread holds (here and in `finish_all`, `finish_evict`,
+            // `write_back_reclaimed`, `evict_orphans`, `free_reclaimed`); their objects are
+            // the cache's own, never handed out.
             unsafe { self.scheme.try_reclaim_many_exclusive(pins, &mut b.out) }
         } else {
             // `busy` is in ascending order (as `flagged`).
@@ -930,7 +931,8 @@ impl<C: RefCounter> Inner<C> {
         }
         for &n in &b.flagged {
             // Release: pairs with the owners' Acquire flag load; a reclaimed frame's odd
-            // version (finish_evict) is visible to an owner that sees the flag clear.
+            // version (`finish_all`, `finish_evict`) is visible to an owner that sees the flag
+            // clear.
             self.frames[b.frames[n] as usize]
                 .meta
                 .lodic
