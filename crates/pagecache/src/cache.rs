@@ -1774,7 +1774,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         // fence or a sweep of per-CPU state once for many pages, small enough to stay in the
         // caches).
         let per = c.scheme.reclaim_batch_hint().max(1);
-        // Sized below, and kept for all the file's pages.
+        // The unmapped pages' batch (sized below), and the mapped pages'.
         let mut batch = Batch::<C>::new();
         let owners = std::slice::from_ref(&self.state);
         // Under the allocator lock: whether frame `i` holds a filled page of this file.
@@ -1782,6 +1782,24 @@ impl<C: RefCounter> CachedFileOf<C> {
             let m = &c.frames[i as usize].meta;
             m.file.load(Ordering::Relaxed) == f.id && !m.unfilled()
         };
+        let base = f.slots.base();
+        let start = from.min(base.len() as u64) as usize;
+        // LODIC, file-space map: the runs of the flat array's pages that some mapping covers
+        // now, found once. Their pages go to batches of their own, so that a drop pays the
+        // heavy fence (one per batch with a mapped page) and the sums' setup per batch of
+        // mapped pages, not per batch with one among unmapped ones. A hint only: each batch
+        // looks at the mappings again under the lock, and handles whatever it finds there.
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        if c.lodic.rmap == Rmap::File {
+            let fm = lock(&f.maps);
+            if fm.any_mapped() {
+                fm.mapped_runs(start as u64, base.len() as u64, |lo, hi| {
+                    runs.push((lo, hi))
+                });
+            }
+        }
+        let in_runs: u64 = runs.iter().map(|r| r.1 - r.0).sum();
+        let mut mapped = Batch::<C>::new();
         let mut a = lock(&c.alloc);
         let mut run = batch_fn(c, |a, batch, retry, order| {
             let done = c.evict_batch(a, batch, owners, order);
@@ -1797,15 +1815,30 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             batch.len = 0;
         });
-        let base = f.slots.base();
-        let start = from.min(base.len() as u64) as usize;
-        // The columns: a batch, or the flat array's pages if fewer, as most files hold far
-        // fewer pages than a batch (grown below if the pages past it need more). A frame's
-        // object fills the unused entries.
-        batch.grow(per.min((base.len() - start).max(64)), c.obj(0));
-        gather(c, base, start, base.len(), &mut batch, &mut |b| {
-            run(&mut a, b, &mut retry, Order::ByPage)
-        });
+        // The columns: a batch each, or as many as the flat array has pages of each kind if
+        // fewer, as most files hold far fewer pages than a batch (grown below if the pages past
+        // the flat array need more). A frame's object fills the unused entries.
+        let unmapped = (base.len() - start) as u64 - in_runs;
+        batch.grow(per.min((unmapped as usize).max(64)), c.obj(0));
+        if in_runs > 0 {
+            mapped.grow(per.min(in_runs as usize), c.obj(0));
+        }
+        // The flat array's pages: the unmapped ones up to the next run, then the run, and so on.
+        let mut at = start;
+        let mut segments = runs
+            .iter()
+            .flat_map(|&(lo, hi)| [(lo as usize, false), (hi as usize, true)]);
+        loop {
+            let (end, is_run) = segments.next().unwrap_or((base.len(), false));
+            let b = if is_run { &mut mapped } else { &mut batch };
+            gather(c, base, at, end, b, &mut |b| {
+                run(&mut a, b, &mut retry, Order::ByPage)
+            });
+            at = end;
+            if at == base.len() {
+                break;
+            }
+        }
         // The pages past the flat array (the file grew through the cache), in page order.
         f.slots.ext_for_each(|page, slot| {
             // Relaxed: as in `gather`, under the allocator lock.
@@ -1822,6 +1855,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
         });
         run(&mut a, &mut batch, &mut retry, Order::ByPage);
+        run(&mut a, &mut mapped, &mut retry, Order::ByPage);
         let mut rounds = 0;
         while !retry.is_empty() && rounds < DROP_RETRIES {
             rounds += 1;

@@ -31,9 +31,10 @@
 //!
 //! An unmapped page (no mapping covers it) is reclaimed as in any cache: no flag, no fence, no
 //! search. That is LODIC's point about query cost: it follows the share of mapped pages. A
-//! drop over the file-space map does not look at the unmapped pages at all: for each batch of
-//! pages (in page order), it asks the map for the runs of mapped pages among them once
-//! (`FileMaps::mapped_runs`), under the lock, and flags their pages.
+//! drop over the file-space map does not look at the unmapped pages at all: it asks the map
+//! for the runs of mapped pages (`FileMaps::mapped_runs`) once, evicts them in batches of
+//! their own (one heavy fence per batch of mapped pages), and, under the lock, asks again per
+//! batch which of its pages to flag.
 //!
 //! # Overflow and unmapping
 //!

@@ -440,10 +440,11 @@ fn mappings_of_many_threads_count_exactly() {
 }
 
 /// `atomic` with a reclaim batch of `N` pages, so that a drop of a few hundred pages spans many
-/// batches.
+/// batches; records the size of each batch it is handed.
 #[derive(Default)]
 struct Batches<const N: usize> {
     inner: Atomic,
+    sizes: std::sync::Mutex<Vec<usize>>,
 }
 
 impl<const N: usize> RefCounter for Batches<N> {
@@ -452,6 +453,10 @@ impl<const N: usize> RefCounter for Batches<N> {
 
     fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
         self.inner.try_reclaim(obj)
+    }
+    fn try_reclaim_many(&self, objs: &[Pin<&AtomicObject>], out: &mut [bool]) -> usize {
+        self.sizes.lock().unwrap().push(objs.len());
+        self.inner.try_reclaim_many(objs, out)
     }
     fn reclaim_batch_hint(&self) -> usize {
         N
@@ -527,6 +532,32 @@ fn a_drop_keeps_exactly_the_held_pages_across_batches_and_runs() {
         drop_keeps_exactly_the_held_pages(Batches::<64>::default(), 700, rmap);
         // The page cache's own scheme for LODIC (`cas`), with its batch of 4096 pages.
         drop_keeps_exactly_the_held_pages(refcount::cas::Cas, 4200, rmap);
+    }
+}
+
+/// With the file-space map, a drop evicts the runs of mapped pages in batches of their own (one
+/// heavy fence per batch of mapped pages), and the unmapped pages around them in the scheme's
+/// batches; with the process-space map, every batch is the scheme's. 16 pages, pages 5..8
+/// mapped, batches of 4.
+#[test]
+fn a_drop_over_the_file_space_map_batches_mapped_pages_apart() {
+    for (rmap, want) in [
+        // 0..4; the run 5..8 (its own batch, full at its 3 pages); 4 and 8..11; 11..15; 15.
+        (Rmap::File, vec![4, 3, 4, 4, 1]),
+        (Rmap::Process, vec![4, 4, 4, 4]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 16 * P);
+        let c = cache(Batches::<4>::default(), 32, rmap);
+        let f = c.open(&path).unwrap();
+        let mut buf = vec![0u8; PAGE_SIZE];
+        for p in 0..16 {
+            f.read_at(&mut buf, p * P).unwrap();
+        }
+        let m = f.map(5, 3).unwrap();
+        m.read_at(&mut buf, 0).unwrap();
+        assert_eq!(f.drop_cache().unwrap(), 16, "{rmap:?}");
+        assert_eq!(*c.scheme().sizes.lock().unwrap(), want, "{rmap:?}");
     }
 }
 
