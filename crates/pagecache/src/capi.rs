@@ -1204,7 +1204,10 @@ mod tests {
     /// Open/close cycles from 8 threads, each on its own file: every handle reads its own file,
     /// the files' table makes no more slots than were open at once (rounded up to a chunk),
     /// every slot is free at the end, and the threads' pin records are reused by the next
-    /// threads.
+    /// threads. Each round joins its threads with `ScopedJoinHandle::join` before the next
+    /// begins: a thread gives its record back in a thread-local destructor, which runs after
+    /// the scope's implicit join has already let the scope return, so without the explicit
+    /// joins the next round could find a record still owned and make a new one.
     #[test]
     fn open_close_cycles_from_many_threads_lose_no_slot() {
         const THREADS: usize = 8;
@@ -1218,16 +1221,24 @@ mod tests {
         let made = FILES.made.load(Ordering::Relaxed);
         let round = || {
             std::thread::scope(|s| {
-                for (t, path) in paths.iter().enumerate() {
-                    let c = c as usize;
-                    s.spawn(move || {
-                        for _ in 0..CYCLES {
-                            let f = open(c as *mut CCache, path);
-                            assert!(reads_as(f, 300 + t, t), "thread {t} read another file");
-                            // SAFETY: a live handle, closed once.
-                            assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
-                        }
-                    });
+                let threads: Vec<_> = paths
+                    .iter()
+                    .enumerate()
+                    .map(|(t, path)| {
+                        let c = c as usize;
+                        s.spawn(move || {
+                            for _ in 0..CYCLES {
+                                let f = open(c as *mut CCache, path);
+                                assert!(reads_as(f, 300 + t, t), "thread {t} read another file");
+                                // SAFETY: a live handle, closed once.
+                                assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+                            }
+                        })
+                    })
+                    .collect();
+                // Joined here, not by the scope: see the doc comment.
+                for t in threads {
+                    t.join().expect("a cycling thread panicked");
                 }
             });
         };
