@@ -87,11 +87,18 @@ impl Domain {
     }
 
     /// The slot runs (start, end) of table positions covering the probe windows whose first
-    /// slots are `homes`, merged, in order, without wrapping. One bit per table position: no
-    /// sort, linear in the homes and the table's size / 64.
-    pub(crate) fn window_runs(&self, homes: impl Iterator<Item = usize>) -> Vec<(usize, usize)> {
+    /// slots are `homes`, merged, in order, without wrapping, into `runs` (cleared first).
+    /// One bit per table position, in `bits` (any contents; resized): no sort, linear in the
+    /// homes and the table's size / 64.
+    pub(crate) fn window_runs(
+        &self,
+        homes: impl Iterator<Item = usize>,
+        bits: &mut Vec<u64>,
+        runs: &mut Vec<(usize, usize)>,
+    ) {
         let per = self.mask + 1;
-        let mut bits = vec![0u64; per.div_ceil(64)];
+        bits.clear();
+        bits.resize(per.div_ceil(64), 0);
         // Sets positions [a, b) of one table (a word at a time: no chain of stores to one word).
         let mut set = |a: usize, b: usize| {
             let mut p = a;
@@ -111,7 +118,7 @@ impl Domain {
                 set(0, end - per);
             }
         }
-        let mut runs: Vec<(usize, usize)> = Vec::new();
+        runs.clear();
         for (w, &word) in bits.iter().enumerate() {
             let mut rest = word;
             while rest != 0 {
@@ -130,7 +137,6 @@ impl Domain {
                 };
             }
         }
-        runs
     }
 
     /// READ-ALL over the tables of many objects at once: `sums[i]` receives the sum of
@@ -139,8 +145,15 @@ impl Domain {
     /// slot of the runs is read once per CPU, where a scan per object reads its whole window:
     /// for objects with neighbouring home slots (consecutive placements) a window's worth of
     /// reads fewer per object and CPU. No entry of an object lies outside its window, so the
-    /// slots of the runs that are outside it never hold its key.
-    pub(crate) fn sweep(&self, objs: &[usize], runs: &[(usize, usize)], sums: &mut [i64]) {
+    /// slots of the runs that are outside it never hold its key. `index` holds the map from
+    /// an address to its position in `objs` (any contents; resized).
+    pub(crate) fn sweep(
+        &self,
+        objs: &[usize],
+        runs: &[(usize, usize)],
+        sums: &mut [i64],
+        index: &mut Vec<u32>,
+    ) {
         debug_assert_eq!(objs.len(), sums.len());
         // Open addressing from an object's address to its index in `objs` (stored + 1; 0 is
         // empty), at most half full.
@@ -149,7 +162,9 @@ impl Domain {
         let hash = |k: usize| {
             (((k as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
         };
-        let mut index = vec![0u32; cap];
+        index.clear();
+        index.resize(cap, 0);
+        let index = &mut index[..];
         // The objects' address range: a key outside it names none of them (most keys, where
         // the objects lie together, as a page cache's frames do), and is passed over without
         // a probe.
@@ -233,7 +248,8 @@ mod tests {
             slots_per_cpu: slots,
             window,
         });
-        let runs = d.window_runs(homes.iter().copied());
+        let mut runs = Vec::new();
+        d.window_runs(homes.iter().copied(), &mut Vec::new(), &mut runs);
         let covered = runs.iter().map(|(a, b)| b - a).sum();
         (runs, covered)
     }

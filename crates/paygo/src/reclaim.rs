@@ -10,6 +10,66 @@ use crate::table::STRIPES;
 use crate::{Anchor, Domain};
 use core::pin::Pin;
 
+/// The most objects of a batch whose buffers a domain keeps for the next batch: the largest
+/// batch [`Domain::reclaim_batch_hint`] gives on 16 CPUs (about 0.9 MB of buffers). A larger
+/// batch's buffers are freed when it ends.
+const SCRATCH_KEEP: usize = 16_384;
+
+/// The buffers of a batch reclaim ([`Domain::decide_swept`], [`Domain::window_runs`],
+/// [`Domain::sweep`]), kept by the domain from one batch to the next. Made anew for each
+/// batch, buffers this large (tens to hundreds of KiB) go back to the system when freed and
+/// are faulted in again by the next batch: a page fault per 4 KiB written, which cost a batch
+/// of placed objects about 40% of its time on x86-64. A batch that finds them in use (another
+/// thread's batch) makes its own.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// The positions in the batch of the flagged objects.
+    pub(crate) flagged: Vec<usize>,
+    /// One bit per table position, for [`Domain::window_runs`].
+    pub(crate) bits: Vec<u64>,
+    /// The slot runs the sweep reads.
+    pub(crate) runs: Vec<(usize, usize)>,
+    /// (position in the batch, stripe) of the objects the sweep decides.
+    pub(crate) swept: Vec<(usize, usize)>,
+    /// The positions of the objects decided one by one.
+    pub(crate) alone: Vec<usize>,
+    /// The swept objects' addresses, and their sums.
+    pub(crate) addrs: Vec<usize>,
+    pub(crate) sums: Vec<i64>,
+    /// The sweep's open-addressing map from an address to its position in `addrs`.
+    pub(crate) index: Vec<u32>,
+}
+
+impl Scratch {
+    /// The domain's buffers, waiting if a batch uses them (for [`Domain::memory_usage`]); a
+    /// batch that panicked left only buffers, which every batch clears before use.
+    pub(crate) fn lock(m: &std::sync::Mutex<Scratch>) -> std::sync::MutexGuard<'_, Scratch> {
+        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The domain's buffers if no other batch uses them now.
+    fn try_lock(m: &std::sync::Mutex<Scratch>) -> Option<std::sync::MutexGuard<'_, Scratch>> {
+        match m.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// The bytes the buffers hold.
+    pub(crate) fn bytes(&self) -> usize {
+        use core::mem::size_of;
+        self.flagged.capacity() * size_of::<usize>()
+            + self.bits.capacity() * size_of::<u64>()
+            + self.runs.capacity() * size_of::<(usize, usize)>()
+            + self.swept.capacity() * size_of::<(usize, usize)>()
+            + self.alone.capacity() * size_of::<usize>()
+            + self.addrs.capacity() * size_of::<usize>()
+            + self.sums.capacity() * size_of::<i64>()
+            + self.index.capacity() * size_of::<u32>()
+    }
+}
+
 /// Why [`Domain::try_reclaim_detailed`] did not reclaim the object. In every case nothing
 /// changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,7 +410,14 @@ impl Domain {
         // If a sweep costs more than the scans even with no marked slot to read (a small
         // batch), the batch is decided object by object without looking at its homes.
         let n = if flagged >= SWEEP_MIN && sweep_pays(0, flagged, self.window, self.cpus()) {
-            self.decide_swept(objs, out)
+            let mut kept = Scratch::try_lock(&self.scratch);
+            let mut own = Scratch::default();
+            let s = kept.as_deref_mut().unwrap_or(&mut own);
+            let n = self.decide_swept(objs, out, s);
+            if s.flagged.capacity() > SCRATCH_KEEP {
+                *s = Scratch::default();
+            }
+            n
         } else {
             let mut n = 0;
             for (h, r) in objs.iter().zip(out.iter_mut()) {
@@ -374,13 +441,28 @@ impl Domain {
     /// stripe sequence before the sweep, one Acquire fence after it, each sequence again.
     /// Objects whose stripe was not quiet, or saw a move begin, are decided one by one as in
     /// `try_reclaim`. Returns how many were reclaimed; `out` receives each outcome.
-    fn decide_swept(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
-        let flagged: Vec<usize> = (0..objs.len()).filter(|&i| out[i]).collect();
-        let runs = self.window_runs(
+    fn decide_swept(&self, objs: &[Pin<&Header>], out: &mut [bool], s: &mut Scratch) -> usize {
+        let Scratch {
+            flagged,
+            bits,
+            runs,
+            swept,
+            alone,
+            addrs,
+            sums,
+            index,
+        } = s;
+        flagged.clear();
+        flagged.reserve(objs.len());
+        flagged.extend((0..objs.len()).filter(|&i| out[i]));
+        self.window_runs(
             flagged
                 .iter()
                 .map(|&i| self.home(objs[i].flag.load(Ordering::Relaxed))),
+            bits,
+            runs,
         );
+        let (flagged, runs) = (&flagged[..], &runs[..]);
         let mut n = 0;
         // The sweep's map numbers the objects with u32s.
         if flagged.len() >= u32::MAX as usize
@@ -389,14 +471,14 @@ impl Domain {
                 if cfg!(loom) {
                     0
                 } else {
-                    self.marked_slots(&runs)
+                    self.marked_slots(runs)
                 },
                 flagged.len(),
                 self.window,
                 self.cpus(),
             )
         {
-            return self.decide_each(objs, out, flagged);
+            return self.decide_each(objs, out, flagged.iter().copied());
         }
         // Each stripe's sequence, read once for all its objects of the batch (the first half of
         // `Stripe::quiet` for many objects at once): `UNREAD` until read, `NOT_QUIET` if a move
@@ -404,10 +486,11 @@ impl Domain {
         const UNREAD: u64 = u64::MAX;
         const NOT_QUIET: u64 = u64::MAX - 2;
         let mut seqs = [UNREAD; STRIPES];
-        // (index in objs, stripe number) of the objects decided by the sweep.
-        let mut swept: Vec<(usize, usize)> = Vec::with_capacity(flagged.len());
-        let mut alone: Vec<usize> = Vec::new();
-        for &i in &flagged {
+        // `swept`: (index in objs, stripe number) of the objects decided by the sweep.
+        swept.clear();
+        swept.reserve(flagged.len());
+        alone.clear();
+        for &i in flagged {
             let st = Self::stripe_index(objs[i].addr());
             if seqs[st] == UNREAD {
                 seqs[st] = self.stripes[st].enter().unwrap_or(NOT_QUIET);
@@ -418,13 +501,15 @@ impl Domain {
                 swept.push((i, st));
             }
         }
-        let addrs: Vec<usize> = swept.iter().map(|&(i, _)| objs[i].addr()).collect();
-        let mut sums = vec![0i64; addrs.len()];
-        self.sweep(&addrs, &runs, &mut sums);
+        addrs.clear();
+        addrs.extend(swept.iter().map(|&(i, _)| objs[i].addr()));
+        sums.clear();
+        sums.resize(addrs.len(), 0);
+        self.sweep(addrs, runs, sums, index);
         let mut decided = 0u64;
         // Acquire fence: pairs with `begin_move`'s Release fence, as in `Stripe::quiet`.
         crate::sync::fence(Ordering::Acquire);
-        for (&(i, st), &sum) in swept.iter().zip(&sums) {
+        for (&(i, st), &sum) in swept.iter().zip(sums.iter()) {
             let h = objs[i];
             // The second half: no move began since the stripe's sequence was read.
             let settled = self.stripes[st].settled(seqs[st]);
@@ -444,7 +529,7 @@ impl Domain {
         if decided > 0 {
             self.stat().swept.fetch_add(decided, Ordering::Relaxed);
         }
-        n + self.decide_each(objs, out, alone)
+        n + self.decide_each(objs, out, alone.iter().copied())
     }
 
     /// Decides the flagged objects `objs[i]`, `i` in `which`, one by one (`decide_quietly`);
@@ -534,7 +619,9 @@ impl Domain {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::sweep_pays;
+    use super::{sweep_pays, Scratch, SCRATCH_KEEP};
+    use crate::{Anchor, Domain, Header};
+    use core::pin::Pin;
 
     #[test]
     fn sweep_pays_for_large_batches_and_many_tables() {
@@ -550,5 +637,79 @@ mod tests {
         assert!(sweep_pays(16 * 4096, 4096, 8, 16));
         // 16 scattered objects whose windows lie in marked groups of all 16 tables: scanned.
         assert!(!sweep_pays(16 * 8 * 16, 16, 8, 16));
+    }
+
+    /// A swept batch of `n` placed objects (each with a zero entry on this CPU, object 0 held
+    /// by a reference): every object but 0 is reclaimed, then made live again.
+    fn batch(d: &Domain, hdrs: &[Header]) -> Vec<bool> {
+        // SAFETY: the headers stay where they are for the whole test (a slice borrowed here).
+        let pins: Vec<Pin<&Header>> = hdrs
+            .iter()
+            .map(|h| unsafe { Pin::new_unchecked(h) })
+            .collect();
+        let mut out = vec![false; pins.len()];
+        assert_eq!(d.try_reclaim_many(&pins, &mut out), pins.len() - 1);
+        for (i, h) in pins.iter().enumerate().skip(1) {
+            assert!(out[i], "object {i} was not reclaimed");
+            d.reinit(*h);
+        }
+        out
+    }
+
+    fn placed(d: &Domain, n: usize) -> (Vec<Header>, Anchor) {
+        let hdrs: Vec<Header> = (0..n).map(|i| Header::with_place(i as u64)).collect();
+        for (i, h) in hdrs.iter().enumerate() {
+            // SAFETY: as in `batch`.
+            let h = unsafe { Pin::new_unchecked(h) };
+            let t = d.try_get_placed(h, i).expect("live");
+            d.put(h, t);
+        }
+        // SAFETY: as in `batch`.
+        let held = d
+            .try_get(unsafe { Pin::new_unchecked(&hdrs[0]) })
+            .expect("live");
+        (hdrs, held)
+    }
+
+    /// The buffers of a swept batch are kept by the domain (in `table_bytes`) and reused by the
+    /// next batch, which allocates nothing more; a batch larger than `SCRATCH_KEEP` keeps
+    /// none; a batch that finds them in use (another batch) uses its own. The outcomes are the
+    /// same in every case: the held object stays, the others are reclaimed.
+    #[test]
+    fn batch_buffers_are_kept_reused_and_bounded() {
+        let d = Domain::new();
+        let base = d.memory_usage().table_bytes;
+        let (hdrs, held) = placed(&d, 1024);
+        let out = batch(&d, &hdrs);
+        assert!(!out[0], "the held object was reclaimed");
+        assert!(d.stats().swept > 0, "the batch was not swept");
+        let kept = d.memory_usage().table_bytes;
+        assert!(
+            kept > base + 1024 * 8,
+            "no buffers kept: {kept} bytes against {base}"
+        );
+        batch(&d, &hdrs);
+        assert_eq!(
+            d.memory_usage().table_bytes,
+            kept,
+            "the second batch grew the buffers"
+        );
+        {
+            // Another batch holds the buffers: this one makes its own and leaves them.
+            let _busy = Scratch::lock(&d.scratch);
+            batch(&d, &hdrs);
+        }
+        assert_eq!(d.memory_usage().table_bytes, kept);
+        // SAFETY: as in `batch`.
+        d.put(unsafe { Pin::new_unchecked(&hdrs[0]) }, held);
+        let (big, held) = placed(&d, SCRATCH_KEEP + 1);
+        batch(&d, &big);
+        assert_eq!(
+            d.memory_usage().table_bytes,
+            base,
+            "a batch too large kept its buffers"
+        );
+        // SAFETY: as in `batch`.
+        d.put(unsafe { Pin::new_unchecked(&big[0]) }, held);
     }
 }

@@ -158,8 +158,9 @@ pub struct Stats {
 /// Bytes a domain uses (see [`Domain::memory_usage`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryUsage {
-    /// The per-CPU tables (slots × 64 bytes × CPUs), their claim summaries (a bit per 8 slots)
-    /// and the stripe locks.
+    /// The per-CPU tables (slots × 64 bytes × CPUs), their claim summaries (a bit per 8 slots),
+    /// the stripe locks, and the buffers kept for the next batch reclaim (about 56 bytes per
+    /// object of the largest batch so far, kept for batches of up to 16,384 objects).
     pub table_bytes: usize,
     /// Heap bytes held by overflow lists now (the lists and the maps that find them).
     pub overflow_bytes: usize,
@@ -281,6 +282,8 @@ pub struct Domain {
     /// The live allocations of this domain's [`Arc`](crate::Arc)s, for the collector.
     #[cfg(not(loom))]
     pub(crate) arcs: crate::arc::Registry,
+    /// The buffers of batch reclaims, kept between batches (see [`crate::reclaim::Scratch`]).
+    pub(crate) scratch: std::sync::Mutex<crate::reclaim::Scratch>,
 }
 
 #[derive(Default)]
@@ -358,6 +361,7 @@ impl Domain {
             overflow: CachePadded::new(OverflowCounters::default()),
             #[cfg(not(loom))]
             arcs,
+            scratch: std::sync::Mutex::new(crate::reclaim::Scratch::default()),
         })
     }
 
@@ -563,7 +567,8 @@ impl Domain {
         MemoryUsage {
             table_bytes: self.tables.len() * (self.mask + 1) * core::mem::size_of::<Slot>()
                 + self.claimed.len() * 8
-                + STRIPES * core::mem::size_of::<CachePadded<Stripe>>(),
+                + STRIPES * core::mem::size_of::<CachePadded<Stripe>>()
+                + crate::reclaim::Scratch::lock(&self.scratch).bytes(),
             overflow_bytes: self.overflow.bytes.load(Ordering::Relaxed),
             overflow_entries: self.overflow.entries.load(Ordering::Relaxed),
         }
