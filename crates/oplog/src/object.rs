@@ -801,14 +801,21 @@ mod tests {
     /// stopped after a fixed number of updates could finish them before the reads began (a
     /// few million increments take a tenth of a second), and a run without the flag then
     /// passed about half the time.
+    ///
+    /// Each read waits (briefly) until a CPU holds a log of the counter, so that every read
+    /// passes `FREE_PASSES` and drains with the flag set (the test fails if none did): a read
+    /// whose first pass finds nothing, which is most of them when the loggers are preempted
+    /// (2 CPUs, 3 loggers, the reader), ends at once and tests nothing, and a flag that holds
+    /// loggers back for one pass only then escaped the test about one run in three.
     #[test]
     fn synchronize_ends_while_others_keep_logging() {
         use crate::Counter;
         use std::sync::atomic::AtomicI64;
         use std::time::{Duration, Instant};
         const LOGGERS: usize = 3;
-        const READS: usize = 500;
+        const READS: usize = 50;
         const DEADLINE: Duration = Duration::from_secs(10);
+        const WAIT: Duration = Duration::from_millis(100);
         let d = Domain::new();
         let slots = d.caches.len();
         let c = Counter::new(&d, 0);
@@ -843,11 +850,20 @@ mod tests {
             }
             PAUSE.with(|p| p.set(200_000));
             let t0 = Instant::now();
-            let (mut last, mut most, mut reads) = (0, 0, 0);
+            let (mut last, mut most, mut reads, mut drained) = (0, 0, 0, 0);
             // Stops early if the watchdog stopped the loggers: the rest would not log.
             while reads < READS && !stop.load(Ordering::Relaxed) {
+                // Each read begins while a CPU holds a log of the counter (waiting for one at
+                // most `WAIT`): a read that finds none ends after one pass, without setting the
+                // flag, and tests nothing.
+                let t = Instant::now();
+                while c.object().cpus_with_logs() == 0 && t.elapsed() < WAIT {
+                    std::thread::yield_now();
+                }
                 let v = c.read();
-                most = most.max(PASSES.with(|p| p.get()));
+                let passes = PASSES.with(|p| p.get());
+                most = most.max(passes);
+                drained += usize::from(passes > FREE_PASSES);
                 assert!(v >= last, "the count went back: {last} then {v}");
                 // SeqCst: pairs with the loggers' SeqCst increments of `logged`, each made
                 // before its update is logged.
@@ -867,6 +883,7 @@ mod tests {
                 "a synchronize made {most} passes ({slots} CPU slots; {reads} reads in {took:?})"
             );
             assert_eq!(reads, READS, "the loggers were stopped after {took:?}");
+            assert!(drained > 0, "no read set the draining flag ({reads} reads)");
         });
         assert!(logged.load(Ordering::SeqCst) > 0);
         assert_eq!(c.read(), logged.load(Ordering::SeqCst));
