@@ -1079,20 +1079,50 @@ pub const CLAIMS: &[Claim] = &[
     Claim { source: "LODIC", claim: "counter memory far below per-core counters", rule: "percpu-ref >= 13x lodic at 2 sharing threads, at the most CPUs measured or sized for (shape: > 1x)", experiments: &["lodic-memory"], check: lodic_memory },
 ];
 
-/// The claims table in Markdown.
+/// Below this `cpu_util` a row was disturbed by other load (the README's rule).
+const DISTURBED: f64 = 0.9;
+
+/// Experiments that run more threads than CPUs on purpose, whose rows' `cpu_util` is low by
+/// design.
+const OVERSUBSCRIBED: [&str; 2] = ["migration", "reclaim-pressure"];
+
+/// How many rows of the experiments `exps` ran disturbed (`cpu_util` below [`DISTURBED`]), and
+/// the lowest `cpu_util` among them; `None` if none did.
+fn disturbed(rows: &[Row], exps: &[&str]) -> Option<(usize, f64)> {
+    let low: Vec<f64> = rows
+        .iter()
+        .filter(|r| exps.contains(&r.experiment.as_str()))
+        .filter(|r| !OVERSUBSCRIBED.contains(&r.experiment.as_str()))
+        .filter_map(|r| r.extra.get("cpu_util").and_then(|v| v.as_f64()))
+        .filter(|&u| u < DISTURBED)
+        .collect();
+    let lowest = low.iter().copied().fold(f64::INFINITY, f64::min);
+    (!low.is_empty()).then_some((low.len(), lowest))
+}
+
+/// The claims table in Markdown. A verdict drawn from an experiment some of whose rows ran
+/// disturbed says so, with how many and how low: it is to be measured again on a quiet
+/// machine before it is believed.
 pub fn table(rows: &[Row]) -> String {
     let r = Rows(rows);
     let mut out = String::from("| source | claim | measured here | verdict | rule | why not |\n| --- | --- | --- | --- | --- | --- |\n");
     for c in CLAIMS {
         let o = (c.check)(&r);
+        let (mut verdict, mut reason) = (format!("**{}**", o.verdict.label()), o.reason);
+        if o.verdict != Verdict::NotMeasured {
+            if let Some((n, lowest)) = disturbed(rows, c.experiments) {
+                verdict.push_str(" (disturbed)");
+                if !reason.is_empty() {
+                    reason.push_str("; ");
+                }
+                reason.push_str(&format!(
+                    "{n} of its rows ran disturbed (cpu_util down to {lowest:.2}, below {DISTURBED}): measure again on a quiet machine"
+                ));
+            }
+        }
         out.push_str(&format!(
-            "| {} | {} | {} | **{}** | {} | {} |\n",
-            c.source,
-            c.claim,
-            o.measured,
-            o.verdict.label(),
-            c.rule,
-            o.reason
+            "| {} | {} | {} | {} | {} | {} |\n",
+            c.source, c.claim, o.measured, verdict, c.rule, reason
         ));
     }
     out
@@ -1116,6 +1146,85 @@ mod tests {
             reps: vec![ops],
             extra,
         }
+    }
+
+    /// A verdict drawn from rows that ran disturbed says so in the table, with the count and
+    /// the lowest `cpu_util`; quiet rows, and the low rows of an experiment that runs more
+    /// threads than CPUs on purpose, do not mark it.
+    #[test]
+    fn disturbed_rows_mark_the_verdict() {
+        let rows = |util: f64| {
+            vec![
+                row(
+                    "single-object",
+                    "paygo",
+                    1,
+                    1,
+                    100.0,
+                    json!({"cpu_util": 0.99}),
+                ),
+                row(
+                    "single-object",
+                    "paygo",
+                    2,
+                    1,
+                    190.0,
+                    json!({"cpu_util": util}),
+                ),
+                row(
+                    "single-object",
+                    "atomic",
+                    1,
+                    1,
+                    50.0,
+                    json!({"cpu_util": 0.99}),
+                ),
+                row(
+                    "single-object",
+                    "atomic",
+                    2,
+                    1,
+                    40.0,
+                    json!({"cpu_util": 0.98}),
+                ),
+                row(
+                    "single-object",
+                    "cas",
+                    1,
+                    1,
+                    50.0,
+                    json!({"cpu_util": 0.99}),
+                ),
+                row(
+                    "single-object",
+                    "cas",
+                    2,
+                    1,
+                    40.0,
+                    json!({"cpu_util": 0.97}),
+                ),
+                row("migration", "paygo", 2, 1, 40.0, json!({"cpu_util": 0.3})),
+            ]
+        };
+        let line = |t: &str, src: &str| -> String {
+            t.lines()
+                .find(|l| l.starts_with(&format!("| {src} |")))
+                .expect("the claim's line")
+                .to_string()
+        };
+        let t = table(&rows(0.45));
+        let fig11 = line(&t, "PAYGO Fig. 11");
+        assert!(fig11.contains("**holds** (disturbed)"), "{fig11}");
+        assert!(
+            fig11.contains("1 of its rows ran disturbed (cpu_util down to 0.45, below 0.9)"),
+            "{fig11}"
+        );
+        assert!(
+            !line(&t, "PAYGO §6.2.3").contains("disturbed"),
+            "migration runs low on purpose"
+        );
+        let quiet = table(&rows(0.95));
+        assert!(!line(&quiet, "PAYGO Fig. 11").contains("disturbed"));
     }
 
     #[test]
