@@ -60,17 +60,47 @@ pub struct Claim {
     pub check: fn(&Rows<'_>) -> Outcome,
 }
 
-/// The rows of a run, with the look-ups the rules need.
-pub struct Rows<'a>(pub &'a [Row]);
+/// The rows of a run, with the look-ups the rules need. It notes which rows a rule read, so
+/// that the table can say whether any of them ran disturbed.
+pub struct Rows<'a> {
+    rows: &'a [Row],
+    /// The positions in `rows` of the rows read through `ops`, `extra` and `rows`.
+    read: std::cell::RefCell<Vec<usize>>,
+}
 
-impl Rows<'_> {
-    fn of<'r>(&'r self, exp: &'r str) -> impl Iterator<Item = &'r Row> + 'r {
-        self.0.iter().filter(move |r| r.experiment == exp)
+impl<'a> Rows<'a> {
+    /// The rows of a run.
+    pub fn new(rows: &'a [Row]) -> Self {
+        Rows {
+            rows,
+            read: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    fn of<'r>(&'r self, exp: &'r str) -> impl Iterator<Item = (usize, &'a Row)> + 'r {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.experiment == exp)
+    }
+
+    /// Notes that the rule read row `i`, and returns it.
+    fn note(&self, (i, r): (usize, &'a Row)) -> &'a Row {
+        self.read.borrow_mut().push(i);
+        r
+    }
+
+    /// The rows read so far, and forgets them.
+    fn take_read(&self) -> Vec<&'a Row> {
+        let mut read = std::mem::take(&mut *self.read.borrow_mut());
+        read.sort_unstable();
+        read.dedup();
+        read.into_iter().map(|i| &self.rows[i]).collect()
     }
 
     /// The thread counts measured in `exp`, ascending.
     pub fn threads(&self, exp: &str) -> Vec<usize> {
-        let mut t: Vec<usize> = self.of(exp).map(|r| r.threads).collect();
+        let mut t: Vec<usize> = self.of(exp).map(|(_, r)| r.threads).collect();
         t.sort_unstable();
         t.dedup();
         t
@@ -86,7 +116,7 @@ impl Rows<'_> {
         objects: Option<usize>,
     ) -> Option<f64> {
         self.of(exp)
-            .find(|r| {
+            .find(|(_, r)| {
                 r.scheme == scheme
                     && r.threads == threads
                     && objects.is_none_or(|o| r.objects == o)
@@ -94,7 +124,7 @@ impl Rows<'_> {
                         .get("background")
                         .is_none_or(|b| b.as_u64() == Some(0))
             })
-            .and_then(|r| r.ops_per_sec)
+            .and_then(|f| self.note(f).ops_per_sec)
     }
 
     /// A numeric extra field of the first row of `exp` for `scheme` matching `pick`.
@@ -106,13 +136,22 @@ impl Rows<'_> {
         pick: impl Fn(&Row) -> bool,
     ) -> Option<f64> {
         self.of(exp)
-            .filter(|r| r.scheme == scheme && pick(r))
-            .find_map(|r| r.extra.get(key).and_then(|v| v.as_f64()))
+            .filter(|(_, r)| r.scheme == scheme && pick(r))
+            .find(|(_, r)| r.extra.get(key).and_then(|v| v.as_f64()).is_some())
+            .and_then(|f| self.note(f).extra.get(key).and_then(|v| v.as_f64()))
     }
 
     /// Every row of `exp`.
-    pub fn rows(&self, exp: &str) -> Vec<&Row> {
-        self.0.iter().filter(|r| r.experiment == exp).collect()
+    pub fn rows(&self, exp: &str) -> Vec<&'a Row> {
+        self.of(exp).map(|f| self.note(f)).collect()
+    }
+
+    /// The rows of `exp` for `scheme`.
+    pub fn rows_of(&self, exp: &str, scheme: &str) -> Vec<&'a Row> {
+        self.of(exp)
+            .filter(|(_, r)| r.scheme == scheme)
+            .map(|f| self.note(f))
+            .collect()
     }
 }
 
@@ -192,9 +231,9 @@ fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
     let tn = *need!(t.last(), "file-spectrum was not run");
     let series = |s: &str| -> Vec<(usize, f64)> {
         let mut v: Vec<(usize, f64)> = rows
-            .rows(exp)
+            .rows_of(exp, s)
             .into_iter()
-            .filter(|r| r.scheme == s && r.threads == tn)
+            .filter(|r| r.threads == tn)
             .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
             .collect();
         v.sort_by_key(|x| x.0);
@@ -442,17 +481,15 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     // The rows of `s` with or without readers that have a time to drop.
     let of = |s: &str, bg: bool| {
         let v: Vec<&Row> = rows
-            .rows(exp)
+            .rows_of(exp, s)
             .into_iter()
             .filter(|r| {
-                r.scheme == s
-                    && (r
-                        .extra
-                        .get("background")
-                        .and_then(|b| b.as_u64())
-                        .unwrap_or(0)
-                        > 0)
-                        == bg
+                (r.extra
+                    .get("background")
+                    .and_then(|b| b.as_u64())
+                    .unwrap_or(0)
+                    > 0)
+                    == bg
                     && ms_to_drop(r).is_some()
             })
             .collect();
@@ -522,9 +559,9 @@ fn anchoring_overhead(rows: &Rows<'_>) -> Outcome {
         return not_measured("migration: no paygo row with migration");
     };
     let at = |scheme: &str, e: u64| {
-        rows.rows(exp)
+        rows.rows_of(exp, scheme)
             .into_iter()
-            .find(|r| r.scheme == scheme && r.threads == tn && every_of(r) == Some(e))
+            .find(|r| r.threads == tn && every_of(r) == Some(e))
             .and_then(|r| r.ops_per_sec)
     };
     let p0 = need!(at("paygo", 0), "migration: no paygo row without migration");
@@ -1086,12 +1123,11 @@ const DISTURBED: f64 = 0.9;
 /// design.
 const OVERSUBSCRIBED: [&str; 2] = ["migration", "reclaim-pressure"];
 
-/// How many rows of the experiments `exps` ran disturbed (`cpu_util` below [`DISTURBED`]), and
+/// How many of `rows` (those a rule read) ran disturbed (`cpu_util` below [`DISTURBED`]), and
 /// the lowest `cpu_util` among them; `None` if none did.
-fn disturbed(rows: &[Row], exps: &[&str]) -> Option<(usize, f64)> {
+fn disturbed(rows: &[&Row]) -> Option<(usize, f64)> {
     let low: Vec<f64> = rows
         .iter()
-        .filter(|r| exps.contains(&r.experiment.as_str()))
         .filter(|r| !OVERSUBSCRIBED.contains(&r.experiment.as_str()))
         .filter_map(|r| r.extra.get("cpu_util").and_then(|v| v.as_f64()))
         .filter(|&u| u < DISTURBED)
@@ -1100,17 +1136,18 @@ fn disturbed(rows: &[Row], exps: &[&str]) -> Option<(usize, f64)> {
     (!low.is_empty()).then_some((low.len(), lowest))
 }
 
-/// The claims table in Markdown. A verdict drawn from an experiment some of whose rows ran
-/// disturbed says so, with how many and how low: it is to be measured again on a quiet
-/// machine before it is believed.
+/// The claims table in Markdown. A verdict drawn from rows of which some ran disturbed says
+/// so, with how many and how low: it is to be measured again on a quiet machine before it is
+/// believed.
 pub fn table(rows: &[Row]) -> String {
-    let r = Rows(rows);
+    let r = Rows::new(rows);
     let mut out = String::from("| source | claim | measured here | verdict | rule | why not |\n| --- | --- | --- | --- | --- | --- |\n");
     for c in CLAIMS {
         let o = (c.check)(&r);
+        let read = r.take_read();
         let (mut verdict, mut reason) = (format!("**{}**", o.verdict.label()), o.reason);
         if o.verdict != Verdict::NotMeasured {
-            if let Some((n, lowest)) = disturbed(rows, c.experiments) {
+            if let Some((n, lowest)) = disturbed(&read) {
                 verdict.push_str(" (disturbed)");
                 if !reason.is_empty() {
                     reason.push_str("; ");
@@ -1149,8 +1186,8 @@ mod tests {
     }
 
     /// A verdict drawn from rows that ran disturbed says so in the table, with the count and
-    /// the lowest `cpu_util`; quiet rows, and the low rows of an experiment that runs more
-    /// threads than CPUs on purpose, do not mark it.
+    /// the lowest `cpu_util`; quiet rows, rows the rule does not read, and the low rows of an
+    /// experiment that runs more threads than CPUs on purpose, do not mark it.
     #[test]
     fn disturbed_rows_mark_the_verdict() {
         let rows = |util: f64| {
@@ -1204,6 +1241,15 @@ mod tests {
                     json!({"cpu_util": 0.97}),
                 ),
                 row("migration", "paygo", 2, 1, 40.0, json!({"cpu_util": 0.3})),
+                // A row the rule does not read.
+                row(
+                    "single-object",
+                    "sloppy",
+                    2,
+                    1,
+                    40.0,
+                    json!({"cpu_util": 0.2}),
+                ),
             ]
         };
         let line = |t: &str, src: &str| -> String {
@@ -1237,24 +1283,27 @@ mod tests {
             row("single-object", "cas", 1, 1, 90.0, json!({})),
             row("single-object", "cas", 2, 1, 35.0, json!({})),
         ];
-        assert_eq!(fig11_single_object(&Rows(&holds)).verdict, Verdict::Holds);
+        assert_eq!(
+            fig11_single_object(&Rows::new(&holds)).verdict,
+            Verdict::Holds
+        );
         let mut shape = holds.clone();
         shape[1].ops_per_sec = Some(120.0); // 1.2x: scales, below 0.75 x ideal
-        let o = fig11_single_object(&Rows(&shape));
+        let o = fig11_single_object(&Rows::new(&shape));
         assert_eq!(o.verdict, Verdict::HoldsInShape);
         assert!(!o.reason.is_empty());
         let mut not = holds.clone();
         not[1].ops_per_sec = Some(20.0);
         assert_eq!(
-            fig11_single_object(&Rows(&not)).verdict,
+            fig11_single_object(&Rows::new(&not)).verdict,
             Verdict::DoesNotHold
         );
         assert_eq!(
-            fig11_single_object(&Rows(&holds[..1])).verdict,
+            fig11_single_object(&Rows::new(&holds[..1])).verdict,
             Verdict::NotMeasured
         );
         assert_eq!(
-            fig11_single_object(&Rows(&[])).verdict,
+            fig11_single_object(&Rows::new(&[])).verdict,
             Verdict::NotMeasured
         );
     }
@@ -1269,12 +1318,15 @@ mod tests {
                 row("randomread", "refcache", 16, 10, 100.0, json!({})),
             ]
         };
-        assert_eq!(fig8_randomread(&Rows(&rows(130.0))).verdict, Verdict::Holds);
+        assert_eq!(
+            fig8_randomread(&Rows::new(&rows(130.0))).verdict,
+            Verdict::Holds
+        );
         // Ahead at 16 threads, by less than at one.
-        let o = fig8_randomread(&Rows(&rows(115.0)));
+        let o = fig8_randomread(&Rows::new(&rows(115.0)));
         assert_eq!(o.verdict, Verdict::DoesNotHold);
         assert!(o.reason.contains("by less"), "{o:?}");
-        let o = fig8_randomread(&Rows(&rows(90.0)));
+        let o = fig8_randomread(&Rows::new(&rows(90.0)));
         assert_eq!(o.verdict, Verdict::DoesNotHold);
         assert!(o.reason.contains("not ahead"), "{o:?}");
     }
@@ -1296,16 +1348,16 @@ mod tests {
             ]
         };
         // 0.48x of unmoved, but 0.96x the loop moved the same way against 1.11x unmoved.
-        let o = anchoring_overhead(&Rows(&rows(120.0)));
+        let o = anchoring_overhead(&Rows::new(&rows(120.0)));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
         assert!(o.measured.contains("0.48x of unmoved"), "{o:?}");
         assert!(o.measured.contains("0.86x kept"), "{o:?}");
         // Half of the lead lost beyond the loop's: in shape only, and then not at all.
-        let o = anchoring_overhead(&Rows(&rows(50.0)));
+        let o = anchoring_overhead(&Rows::new(&rows(50.0)));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert!(o.reason.contains("anchor path"), "{o:?}");
         assert_eq!(
-            anchoring_overhead(&Rows(&rows(20.0))).verdict,
+            anchoring_overhead(&Rows::new(&rows(20.0))).verdict,
             Verdict::DoesNotHold
         );
         // Without the loop migrated the same way, the rule cannot tell.
@@ -1314,7 +1366,7 @@ mod tests {
             .filter(|r| r.scheme != "percpu-limit")
             .collect();
         assert_eq!(
-            anchoring_overhead(&Rows(&no_loop)).verdict,
+            anchoring_overhead(&Rows::new(&no_loop)).verdict,
             Verdict::NotMeasured
         );
     }
@@ -1331,7 +1383,7 @@ mod tests {
             rows.push(row("object-spectrum", "paygo", 2, n, p, json!({})));
             rows.push(row("object-spectrum", "atomic", 2, n, a, json!({})));
         }
-        assert_eq!(fig12_spectrum(&Rows(&rows)).verdict, Verdict::Holds);
+        assert_eq!(fig12_spectrum(&Rows::new(&rows)).verdict, Verdict::Holds);
     }
 
     #[test]
@@ -1350,7 +1402,7 @@ mod tests {
         };
         let flat = [400.0, 390.0, 380.0, 350.0];
         // Holds: refcache falls 12.7x past its 16 MiB cache, paygo within 1.14x.
-        let o = fig2_refcache_falls(&Rows(&fs([400.0, 390.0, 380.0, 30.0], flat)));
+        let o = fig2_refcache_falls(&Rows::new(&fs([400.0, 390.0, 380.0, 30.0], flat)));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
         assert!(
             o.measured.contains(
@@ -1359,14 +1411,14 @@ mod tests {
             "{o:?}"
         );
         // In shape: refcache falls 3.8x (less than 10x), more than paygo's 1.09x.
-        let o = fig2_refcache_falls(&Rows(&fs([400.0, 390.0, 380.0, 100.0], flat)));
+        let o = fig2_refcache_falls(&Rows::new(&fs([400.0, 390.0, 380.0, 100.0], flat)));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert_eq!(
             o.reason, "refcache falls less than 10x past its cache",
             "{o:?}"
         );
         // In shape: refcache falls 12.7x, but paygo varies 1.71x over the sizes.
-        let o = fig2_refcache_falls(&Rows(&fs(
+        let o = fig2_refcache_falls(&Rows::new(&fs(
             [400.0, 390.0, 380.0, 30.0],
             [600.0, 390.0, 380.0, 350.0],
         )));
@@ -1376,7 +1428,7 @@ mod tests {
             "{o:?}"
         );
         // Does not hold: refcache falls 1.03x, less than paygo's 1.09x.
-        let o = fig2_refcache_falls(&Rows(&fs([400.0, 390.0, 380.0, 370.0], flat)));
+        let o = fig2_refcache_falls(&Rows::new(&fs([400.0, 390.0, 380.0, 370.0], flat)));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
         // Not measured: object-spectrum rows only (the experiment the rule used to read) ...
         let objects: Vec<Row> = [(1, 400.0), (4096, 380.0), (65536, 30.0)]
@@ -1388,7 +1440,7 @@ mod tests {
                 ]
             })
             .collect();
-        let o = fig2_refcache_falls(&Rows(&objects));
+        let o = fig2_refcache_falls(&Rows::new(&objects));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("file-spectrum was not run"), "{o:?}");
         // ... or no file past the cache (a run of 1 and 16 MiB files only) ...
@@ -1396,7 +1448,7 @@ mod tests {
             .into_iter()
             .filter(|r| r.objects <= 16)
             .collect();
-        let o = fig2_refcache_falls(&Rows(&quick));
+        let o = fig2_refcache_falls(&Rows::new(&quick));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("past its 16 MiB cache"), "{o:?}");
         // ... or no paygo rows.
@@ -1404,7 +1456,7 @@ mod tests {
             .into_iter()
             .filter(|r| r.scheme == "refcache")
             .collect();
-        let o = fig2_refcache_falls(&Rows(&no_paygo));
+        let o = fig2_refcache_falls(&Rows::new(&no_paygo));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("paygo"), "{o:?}");
     }
@@ -1450,7 +1502,7 @@ mod tests {
                 json!({"bytes_total": 10400}),
             ),
         ];
-        let r = Rows(&rows);
+        let r = Rows::new(&rows);
         assert_eq!(pread_table(&r).verdict, Verdict::Holds);
         assert!(pread_table(&r).measured.contains("+10.0%"));
         assert_eq!(tsc(&r).verdict, Verdict::Holds);
@@ -1478,7 +1530,10 @@ mod tests {
             mem("paygo", 2, 1_400),
             mem("refcache", 2, 6_700),
         ];
-        assert_eq!(oplog_memory(&Rows(&rows)).verdict, Verdict::DoesNotHold);
+        assert_eq!(
+            oplog_memory(&Rows::new(&rows)).verdict,
+            Verdict::DoesNotHold
+        );
         rows.extend([
             mem("oplog-counter", 16, 11_300),
             mem("percpu-ref", 16, 17_800),
@@ -1487,11 +1542,11 @@ mod tests {
         ]);
         // Whatever the order of the rows.
         rows.reverse();
-        let o = oplog_memory(&Rows(&rows));
+        let o = oplog_memory(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds);
         assert!(o.measured.contains("at 16 CPUs"), "{}", o.measured);
         assert!(o.measured.contains("178.0"), "{}", o.measured);
-        assert_eq!(space(&Rows(&rows)).verdict, Verdict::Holds);
+        assert_eq!(space(&Rows::new(&rows)).verdict, Verdict::Holds);
         // LODIC: per-core counters 7x at 2 CPUs, 16x sized for 16.
         let lm = |scheme: &str, cpus: u64, bytes: u64| {
             row(
@@ -1509,11 +1564,11 @@ mod tests {
             lm("lodic-file", 16, 1_000),
             lm("percpu-ref", 16, 16_000),
         ];
-        let o = lodic_memory(&Rows(&rows));
+        let o = lodic_memory(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds);
         assert!(o.measured.contains("at 16 CPUs: 16.0x"), "{}", o.measured);
         assert_eq!(
-            lodic_memory(&Rows(&rows[..2])).verdict,
+            lodic_memory(&Rows::new(&rows[..2])).verdict,
             Verdict::HoldsInShape
         );
     }
@@ -1558,19 +1613,19 @@ mod tests {
             ]
         };
         assert_eq!(
-            lodic_memory(&Rows(&mem(1.0, 7.0, 100.0))).verdict,
+            lodic_memory(&Rows::new(&mem(1.0, 7.0, 100.0))).verdict,
             Verdict::Holds
         );
         // The slides' 13x: 10x holds in shape only.
-        let o = lodic_memory(&Rows(&mem(1.0, 10.0, 100.0)));
+        let o = lodic_memory(&Rows::new(&mem(1.0, 10.0, 100.0)));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert!(o.reason.contains("13x"), "{o:?}");
         assert_eq!(
-            lodic_memory(&Rows(&mem(1.0, 20.0, 100.0))).verdict,
+            lodic_memory(&Rows::new(&mem(1.0, 20.0, 100.0))).verdict,
             Verdict::HoldsInShape
         );
         assert_eq!(
-            lodic_memory(&Rows(&mem(1.0, 200.0, 100.0))).verdict,
+            lodic_memory(&Rows::new(&mem(1.0, 200.0, 100.0))).verdict,
             Verdict::DoesNotHold
         );
         // Query: file-space rows only; 100% against 10%.
@@ -1611,15 +1666,15 @@ mod tests {
             ]
         };
         assert_eq!(
-            lodic_query(&Rows(&q(1.0, 6.0, 1.0))).verdict,
+            lodic_query(&Rows::new(&q(1.0, 6.0, 1.0))).verdict,
             Verdict::Holds
         );
         assert_eq!(
-            lodic_query(&Rows(&q(1.0, 2.0, 100.0))).verdict,
+            lodic_query(&Rows::new(&q(1.0, 2.0, 100.0))).verdict,
             Verdict::HoldsInShape
         );
         assert_eq!(
-            lodic_query(&Rows(&q(1.0, 0.9, 100.0))).verdict,
+            lodic_query(&Rows::new(&q(1.0, 0.9, 100.0))).verdict,
             Verdict::DoesNotHold
         );
         // The most sharing threads decide.
@@ -1640,7 +1695,7 @@ mod tests {
             0.0,
             json!({"mapped_pct": 100, "ms_to_drop": 7.0}),
         ));
-        assert_eq!(lodic_query(&Rows(&more)).verdict, Verdict::Holds);
+        assert_eq!(lodic_query(&Rows::new(&more)).verdict, Verdict::Holds);
         // DRBH: scaling and the distance to PAYGO.
         let d = |l2: f64, p2: f64| {
             vec![
@@ -1650,13 +1705,16 @@ mod tests {
                 row("drbh", "paygo", 2, 1, p2, json!({})),
             ]
         };
-        assert_eq!(lodic_drbh(&Rows(&d(190.0, 190.0))).verdict, Verdict::Holds);
         assert_eq!(
-            lodic_drbh(&Rows(&d(190.0, 400.0))).verdict,
+            lodic_drbh(&Rows::new(&d(190.0, 190.0))).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            lodic_drbh(&Rows::new(&d(190.0, 400.0))).verdict,
             Verdict::HoldsInShape
         );
         assert_eq!(
-            lodic_drbh(&Rows(&d(90.0, 190.0))).verdict,
+            lodic_drbh(&Rows::new(&d(90.0, 190.0))).verdict,
             Verdict::DoesNotHold
         );
     }
@@ -1681,32 +1739,32 @@ mod tests {
             v
         };
         // Holds: both variants 65x or more at the most threads.
-        let o = lodic_vs_stock(&Rows(&d((100.0, 700.0), Some((100.0, 800.0)))));
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 700.0), Some((100.0, 800.0)))));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
         assert_eq!(
             o.measured,
             "at 16T: lodic-file 70.00x cas (1.00x at 1T), lodic-process 80.00x cas (1.00x at 1T); 65x at 120 cores scaled to 16: 8.67x"
         );
         // In shape: 20x, above the scaled 8.67x and up from 1x at one thread.
-        let o = lodic_vs_stock(&Rows(&d((100.0, 200.0), None)));
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 200.0), None)));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert!(o.reason.contains("below the slides' 65x"), "{o:?}");
         // The weaker variant decides.
-        let o = lodic_vs_stock(&Rows(&d((100.0, 700.0), Some((100.0, 200.0)))));
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 700.0), Some((100.0, 200.0)))));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         // Does not hold: 5x, below the scaled 8.67x ...
-        let o = lodic_vs_stock(&Rows(&d((100.0, 50.0), None)));
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 50.0), None)));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
         assert!(o.reason.contains("(8.67x)"), "{o:?}");
         // ... or 10x at 16 threads, down from 20x at one: the lead does not grow.
-        let o = lodic_vs_stock(&Rows(&d((2000.0, 100.0), None)));
+        let o = lodic_vs_stock(&Rows::new(&d((2000.0, 100.0), None)));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
-        let o = lodic_vs_stock(&Rows(&d((100.0, 700.0), Some((100.0, 50.0)))));
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 700.0), Some((100.0, 50.0)))));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
         // Not measured: no cas rows, no lodic rows, or one thread count.
         let all = d((100.0, 700.0), Some((100.0, 800.0)));
         let no_cas: Vec<Row> = all.iter().filter(|r| r.scheme != "cas").cloned().collect();
-        let o = lodic_vs_stock(&Rows(&no_cas));
+        let o = lodic_vs_stock(&Rows::new(&no_cas));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("no cas rows"), "{o:?}");
         let no_lodic: Vec<Row> = all
@@ -1714,11 +1772,14 @@ mod tests {
             .filter(|r| !r.scheme.starts_with("lodic"))
             .cloned()
             .collect();
-        let o = lodic_vs_stock(&Rows(&no_lodic));
+        let o = lodic_vs_stock(&Rows::new(&no_lodic));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("no lodic rows"), "{o:?}");
         let one: Vec<Row> = all.iter().filter(|r| r.threads == 16).cloned().collect();
-        assert_eq!(lodic_vs_stock(&Rows(&one)).verdict, Verdict::NotMeasured);
+        assert_eq!(
+            lodic_vs_stock(&Rows::new(&one)).verdict,
+            Verdict::NotMeasured
+        );
         // The claim is in the table, beside LODIC's other DRBH rule.
         assert!(CLAIMS
             .iter()
@@ -1756,7 +1817,7 @@ mod tests {
             drop_row("paygo", 256, 0, 1.9, &[1.0]),
             drop_row("paygo", 256, 1, 9.0, &[1.0]),
         ];
-        let o = fig13_drop(&Rows(&rows));
+        let o = fig13_drop(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds);
         assert!(
             o.measured.contains("1.90x (ratio of the medians)"),
@@ -1765,14 +1826,17 @@ mod tests {
         );
         let mut shape = rows.clone();
         shape[3] = drop_row("paygo", 256, 0, 2.1, &[1.0]);
-        assert_eq!(fig13_drop(&Rows(&shape)).verdict, Verdict::HoldsInShape);
+        assert_eq!(
+            fig13_drop(&Rows::new(&shape)).verdict,
+            Verdict::HoldsInShape
+        );
         // Paired repetitions (rates, pages/s): 1.82x, 2.22x, 1.00x, median 1.82x, where the
         // medians (100 / 45) would give 2.22x.
         let paired = [
             drop_row("cas", 256, 0, 1.0, &[100.0, 100.0, 40.0]),
             drop_row("paygo", 256, 0, 2.22, &[55.0, 45.0, 40.0]),
         ];
-        let o = fig13_drop(&Rows(&paired));
+        let o = fig13_drop(&Rows::new(&paired));
         assert_eq!(o.verdict, Verdict::Holds, "{}", o.measured);
         assert!(
             o.measured.contains("1.82x (median of 3 paired"),
@@ -1784,7 +1848,10 @@ mod tests {
             drop_row("cas", 256, 0, 1.0, &[100.0, 100.0, 40.0]),
             drop_row("paygo", 256, 0, 2.22, &[55.0, 45.0]),
         ];
-        assert_eq!(fig13_drop(&Rows(&unpaired)).verdict, Verdict::HoldsInShape);
+        assert_eq!(
+            fig13_drop(&Rows::new(&unpaired)).verdict,
+            Verdict::HoldsInShape
+        );
     }
 
     #[test]
@@ -1807,7 +1874,7 @@ mod tests {
             q(10, 2.0, &[50.0, 60.0, 20.0]),
             q(100, 10.0, &[10.0, 10.0, 10.0]),
         ];
-        let o = lodic_query(&Rows(&rows));
+        let o = lodic_query(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds, "{}", o.measured);
         assert!(o.measured.contains("5.00x"), "{}", o.measured);
         assert!(o.measured.contains("median of 3 paired"), "{}", o.measured);
@@ -1815,7 +1882,10 @@ mod tests {
             q(10, 2.0, &[50.0, 30.0, 20.0]),
             q(100, 10.0, &[10.0, 10.0, 10.0]),
         ];
-        assert_eq!(lodic_query(&Rows(&rows)).verdict, Verdict::HoldsInShape);
+        assert_eq!(
+            lodic_query(&Rows::new(&rows)).verdict,
+            Verdict::HoldsInShape
+        );
     }
 
     /// An oplog-read-ratio row: `scheme` at `threads`, one truncate every `k` forks.
@@ -1837,7 +1907,7 @@ mod tests {
             rows.push(rr("oplog", 2, k, o2, None));
             rows.push(rr("locked", 2, k, 100.0, None));
         }
-        let o = oplog_break_even(&Rows(&rows));
+        let o = oplog_break_even(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
         assert!(
             o.measured.contains("at 2T: 0.50x at k = 1, 0.70x at k = 3"),
@@ -1845,12 +1915,12 @@ mod tests {
         );
         // At 2 threads OpLog from k = 3, as in the paper.
         rows[10].ops_per_sec = Some(100.0);
-        let o = oplog_break_even(&Rows(&rows));
+        let o = oplog_break_even(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
         assert!(o.measured.contains("every 3 forks (2T"), "{o:?}");
         // OpLog ahead from k = 1: no break-even, in shape only.
         rows[2].ops_per_sec = Some(120.0);
-        let o = oplog_break_even(&Rows(&rows));
+        let o = oplog_break_even(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert!(o.reason.contains("no break-even"), "{o:?}");
         // Without the locked map at the most threads the rule cannot tell.
@@ -1860,7 +1930,7 @@ mod tests {
             .cloned()
             .collect();
         assert_eq!(
-            oplog_break_even(&Rows(&no_locked)).verdict,
+            oplog_break_even(&Rows::new(&no_locked)).verdict,
             Verdict::NotMeasured
         );
         // OpLog without absorption is not the rule's.
@@ -1875,7 +1945,7 @@ mod tests {
             })
             .collect();
         assert_eq!(
-            oplog_break_even(&Rows(&basic)).verdict,
+            oplog_break_even(&Rows::new(&basic)).verdict,
             Verdict::NotMeasured
         );
     }
@@ -1890,7 +1960,7 @@ mod tests {
             drop_row("paygo", 64, 1, 0.5, &[1.0]),
             drop_row("paygo", 256, 1, 2.0, &[1.0]),
         ];
-        let o = fig13_drop(&Rows(&rows));
+        let o = fig13_drop(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
         assert!(
             o.measured
@@ -1899,7 +1969,7 @@ mod tests {
         );
         // No size measured for both: not measured.
         assert_eq!(
-            fig13_drop(&Rows(&[rows[0].clone(), rows[2].clone()])).verdict,
+            fig13_drop(&Rows::new(&[rows[0].clone(), rows[2].clone()])).verdict,
             Verdict::NotMeasured
         );
     }
@@ -1913,13 +1983,13 @@ mod tests {
             row("drbh", "paygo", 1, 1, 100.0, json!({})),
             row("drbh", "paygo", 2, 1, 195.0, json!({})),
         ];
-        let o = fig7_drbh(&Rows(&drbh));
+        let o = fig7_drbh(&Rows::new(&drbh));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("refcache"), "{o:?}");
         let mut all = drbh.to_vec();
         all.push(row("drbh", "refcache", 1, 1, 100.0, json!({})));
         all.push(row("drbh", "refcache", 2, 1, 190.0, json!({})));
-        let o = fig7_drbh(&Rows(&all));
+        let o = fig7_drbh(&Rows::new(&all));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
         assert!(o.measured.contains("refcache 1.90x"), "{o:?}");
         // One object without CAS: not measured (FAA's figure stood in for CAS's, and it held).
@@ -1929,7 +1999,7 @@ mod tests {
             row("single-object", "atomic", 1, 1, 90.0, json!({})),
             row("single-object", "atomic", 2, 1, 30.0, json!({})),
         ];
-        let o = fig11_single_object(&Rows(&single));
+        let o = fig11_single_object(&Rows::new(&single));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("cas"), "{o:?}");
     }
@@ -1953,7 +2023,7 @@ mod tests {
             mem("percpu-ref", 17_800),
             mem("sloppy", 17_000),
         ];
-        let o = space(&Rows(&rows));
+        let o = space(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
         assert!(
             o.measured.contains(
@@ -1964,12 +2034,12 @@ mod tests {
         // More than 2x RefCache: in shape only.
         let mut more = rows.clone();
         more[0] = mem("paygo", 16_000);
-        let o = space(&Rows(&more));
+        let o = space(&Rows::new(&more));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert!(o.reason.contains("2x RefCache"), "{o:?}");
         // Above the sloppy counter: does not hold.
         more[0] = mem("paygo", 17_500);
-        assert_eq!(space(&Rows(&more)).verdict, Verdict::DoesNotHold);
+        assert_eq!(space(&Rows::new(&more)).verdict, Verdict::DoesNotHold);
     }
 
     #[test]
