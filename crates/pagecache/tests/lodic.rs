@@ -561,6 +561,98 @@ fn a_drop_over_the_file_space_map_batches_mapped_pages_apart() {
     }
 }
 
+/// `atomic` with a reclaim batch of 4 pages whose `is_referenced`, once armed, meets another
+/// thread twice at `pause` before it answers: a drop asks it of a page that its batch could
+/// not reclaim, with the allocator lock held and no mapping lock, before the next batch.
+struct PausesBetweenBatches {
+    inner: Atomic,
+    armed: AtomicBool,
+    pause: Barrier,
+}
+
+impl RefCounter for PausesBetweenBatches {
+    const NAME: &'static str = "atomic-pauses";
+    atomic_passthrough!();
+
+    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    fn reclaim_batch_hint(&self) -> usize {
+        4
+    }
+    fn is_referenced(&self, obj: Pin<&AtomicObject>) -> bool {
+        if self.armed.swap(false, Ordering::Relaxed) {
+            self.pause.wait();
+            self.pause.wait();
+        }
+        self.inner.read_all(obj) > 0
+    }
+    fn reinit(&self, obj: Pin<&AtomicObject>) {
+        self.inner.reinit(obj)
+    }
+}
+
+/// A drop takes the file's mappings into account batch by batch, under the mapping lock, not
+/// as they were when it began: between its first batch (pages 0..4, page 0 held, so the
+/// scheme is asked about it) and its second, another thread unmaps page 10 (a run of mapped
+/// pages when the drop began) and maps page 6 (unmapped then) and holds it through the
+/// mapping's embedded counter. The drop keeps page 6 (and page 0) and frees page 10.
+#[test]
+fn a_drop_sees_mappings_made_and_dropped_after_it_began() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 12 * P);
+        let scheme = PausesBetweenBatches {
+            inner: Atomic,
+            armed: AtomicBool::new(false),
+            pause: Barrier::new(2),
+        };
+        let c = cache(scheme, 32, rmap);
+        let f = c.open(&path).unwrap();
+        let mut buf = vec![0u8; PAGE_SIZE];
+        for p in 0..12 {
+            f.read_at(&mut buf, p * P).unwrap();
+        }
+        let held = f.page(0).unwrap();
+        let (ready, done) = (Barrier::new(2), Barrier::new(2));
+        // What the drop returned and found, checked once both threads are past the barriers
+        // (a failed check must not leave the other thread waiting).
+        let (freed, paused, count6, resident) = std::thread::scope(|s| {
+            let (f, c, ready, done) = (&f, &c, &ready, &done);
+            s.spawn(move || {
+                let old = f.map(10, 1).unwrap();
+                let mut x = [0u8; 8];
+                old.read_at(&mut x, 0).unwrap();
+                ready.wait();
+                // The drop is between its batches.
+                c.scheme().pause.wait();
+                drop(old);
+                let m = f.map(6, 1);
+                let g = m.as_ref().map(|m| m.page(0));
+                c.scheme().pause.wait();
+                done.wait();
+                let g = g.unwrap().unwrap();
+                assert!(!g.spilled(), "{rmap:?}: counted in the mapping's entry");
+                g.read(100, &mut x);
+                check_bytes(&x, 6 * P + 100);
+            });
+            ready.wait();
+            c.scheme().armed.store(true, Ordering::Relaxed);
+            let freed = f.drop_cache().unwrap();
+            let paused = !c.scheme().armed.load(Ordering::Relaxed);
+            let r = (freed, paused, f.page_count(6), c.stats().resident);
+            done.wait();
+            r
+        });
+        assert!(paused, "{rmap:?}: the drop paused between its batches");
+        assert_eq!(freed, 10, "{rmap:?}: every page but 0 and 6");
+        assert_eq!(count6, 1, "{rmap:?}: page 6 is held through its mapping");
+        assert_eq!(resident, 2, "{rmap:?}");
+        drop(held);
+        assert_eq!(f.drop_cache().unwrap(), 2, "{rmap:?}");
+    }
+}
+
 /// Readers map, read (content-checked), hold pages across a migration, and unmap, while a
 /// dropper empties the file and the cache (fewer frames than pages) evicts: no read sees
 /// another page's bytes, no held page is reclaimed (its bytes are checked after the drops),
