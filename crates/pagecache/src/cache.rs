@@ -171,6 +171,20 @@ fn gather<'c, C: RefCounter>(
     }
 }
 
+/// The free list while `finish_all` writes freed frames into the entries it added from
+/// `start` on: dropped (at the end, or by a panic), it cuts the list to the `freed` written.
+struct FreeTail<'a> {
+    list: &'a mut Vec<u32>,
+    start: usize,
+    freed: usize,
+}
+
+impl Drop for FreeTail<'_> {
+    fn drop(&mut self) {
+        self.list.truncate(self.start + self.freed);
+    }
+}
+
 /// How the frames of a [`Batch`] are ordered.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Order {
@@ -964,11 +978,15 @@ impl<C: RefCounter> Inner<C> {
         let all = &self.frames[..];
         let base = f.slots.base();
         // The free list has room for every frame, and these are not on it: they are written
-        // in place, and the list cut to those freed.
+        // in place, and the list cut to those freed, also by a panic of the scheme's `reinit`
+        // (the guard's drop): no entry not yet written is ever taken for a free frame.
         let start = a.free.len();
         a.free.resize(start + frames.len(), 0);
-        let free = &mut a.free[start..];
-        let mut k = 0;
+        let mut tail = FreeTail {
+            list: &mut a.free,
+            start,
+            freed: 0,
+        };
         for ((&i, &page), &pin) in frames.iter().zip(pages).zip(pins) {
             let m = &all[i as usize].meta;
             // Acquire: pairs with the Release store of writers that set the bit after their
@@ -984,11 +1002,10 @@ impl<C: RefCounter> Inner<C> {
             .store(0, Ordering::Relaxed);
             m.clear();
             self.scheme.reinit(pin);
-            free[k] = i;
-            k += 1;
+            tail.list[start + tail.freed] = i;
+            tail.freed += 1;
         }
-        a.free.truncate(start + k);
-        k
+        tail.freed
     }
 
     /// Writes back reclaimed frame `i` (object `pin`), which holds dirty page `page` of `f`:
