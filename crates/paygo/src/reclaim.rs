@@ -639,8 +639,8 @@ mod tests {
         assert!(!sweep_pays(16 * 8 * 16, 16, 8, 16));
     }
 
-    /// A swept batch of `n` placed objects (each with a zero entry on this CPU, object 0 held
-    /// by a reference): every object but 0 is reclaimed, then made live again.
+    /// A swept batch of the objects `hdrs` made by `placed` (object 0 held by a reference):
+    /// every object but 0 is reclaimed, then made live again.
     fn batch(d: &Domain, hdrs: &[Header]) -> Vec<bool> {
         // SAFETY: the headers stay where they are for the whole test (a slice borrowed here).
         let pins: Vec<Pin<&Header>> = hdrs
@@ -656,6 +656,8 @@ mod tests {
         out
     }
 
+    /// `n` objects at placements 0..n, each with a zero entry on this CPU, and a reference
+    /// held on object 0.
     fn placed(d: &Domain, n: usize) -> (Vec<Header>, Anchor) {
         let hdrs: Vec<Header> = (0..n).map(|i| Header::with_place(i as u64)).collect();
         for (i, h) in hdrs.iter().enumerate() {
