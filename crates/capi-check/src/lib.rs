@@ -3,7 +3,8 @@
 //! * [`header`]: a header's enums, prototypes and struct fields, and the same of the Rust side
 //!   (`src/capi.rs`), so that a test can check that the two cannot drift;
 //! * [`cc`]: building a C program against a crate's static library and running it, and
-//!   compiling a header as C++ and as pedantic C99.
+//!   compiling a header as C++ and as pedantic C99; the programs' checks (`CHECK`,
+//!   `CHECK_EQ`) are this crate's `include/check.h`.
 //!
 //! The parsers read this workspace's own headers (one declaration per statement, `/* */`
 //! comments); they are not a C parser.
@@ -247,7 +248,8 @@ pub mod cc {
     }
 
     /// Compiles `crate_dir/tests/c/NAME.c` with `$CC` (C11, warnings as errors, `-pthread`)
-    /// against `crate_dir/include` and `lib` with the `link` flags, into `out_dir` under a name
+    /// against `crate_dir/include`, this crate's `include` (`check.h`, the test programs'
+    /// checks) and `lib` with the `link` flags, into `out_dir` under a name
     /// of its own per process (two test runs sharing a target directory must not exec the
     /// program while the other's linker writes it: ETXTBSY). Returns the program's path.
     ///
@@ -286,6 +288,8 @@ pub mod cc {
             ])
             .arg("-I")
             .arg(crate_dir.join("include"))
+            .arg("-I")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/include"))
             .arg(crate_dir.join(format!("tests/c/{name}.c")))
             .args(lib)
             .args(link)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
 #include "check.h"
 
 #define LEN (3 * PAGECACHE_PAGE_SIZE + 10)

@@ -21,6 +21,7 @@
 /* The soft RLIMIT_FSIZE set for the second part: not a multiple of the page size. */
 #define LIMIT ((uint64_t)16 * PAGE + 123)
 
+#define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
 #include "check.h"
 
 /* A new empty file in $TMPDIR (else /tmp): its descriptor, its path in path. */

@@ -32,6 +32,7 @@
 #define W_END ((uint64_t)48 * PAGE - 60)
 #define W_ROUNDS 3
 
+#define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
 #include "check.h"
 
 /* The 8-byte word at offset off8 (a multiple of 8) of generation gen, derived from the offset

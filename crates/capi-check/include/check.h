@@ -1,8 +1,14 @@
-/* The C tests' checks: CHECK(cond) and CHECK_EQ(a, b) print the failed check with its place
- * (CHECK_EQ with pagecache_strerror of the value found) and count it in `failures`, from any
- * thread, without stopping the program. */
-#ifndef PAGECACHE_TESTS_CHECK_H
-#define PAGECACHE_TESTS_CHECK_H
+/* The checks of the C API's test programs (the .c files of each crate's tests/c, which
+ * capi_check::cc::build compiles with this directory on the include path): CHECK(cond) and
+ * CHECK_EQ(a, b) print the failed check with its place and count it in `failures`
+ * (atomically: checks run on several threads), without stopping the program; a program
+ * returns failures != 0.
+ *
+ * A program that defines CHECK_DESCRIBE(v) before including this header (a `const char *` for
+ * the value v, such as pagecache_strerror((int)(v))) has CHECK_EQ print it after the
+ * numbers. */
+#ifndef CAPI_CHECK_CHECK_H
+#define CAPI_CHECK_CHECK_H
 
 #include <stdio.h>
 
@@ -16,12 +22,20 @@ static int failures;
         }                                                                                   \
     } while (0)
 
+#ifdef CHECK_DESCRIBE
+#define CHECK_EQ_PRINT_(what, a_, b_)                                                       \
+    fprintf(stderr, "%s:%d: %s == %lld, expected %lld (%s)\n", __FILE__, __LINE__, what,    \
+            a_, b_, CHECK_DESCRIBE(a_))
+#else
+#define CHECK_EQ_PRINT_(what, a_, b_)                                                       \
+    fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, what, a_, b_)
+#endif
+
 #define CHECK_EQ(a, b)                                                                      \
     do {                                                                                    \
         long long a_ = (long long)(a), b_ = (long long)(b);                                 \
         if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %lld (%s)\n", __FILE__, __LINE__,  \
-                    #a, a_, b_, pagecache_strerror((int)a_));                               \
+            CHECK_EQ_PRINT_(#a, a_, b_);                                                    \
             __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
         }                                                                                   \
     } while (0)
