@@ -106,6 +106,11 @@ impl<'a> Rows<'a> {
         t
     }
 
+    /// The most threads measured in `exp`.
+    pub fn most_threads(&self, exp: &str) -> Option<usize> {
+        self.threads(exp).last().copied()
+    }
+
     /// Median ops/s of `scheme` in `exp` at `threads` and `objects` (any object count if
     /// `None`; the first row found).
     pub fn ops(
@@ -175,6 +180,17 @@ fn outcome(verdict: Verdict, measured: String, reason: &str) -> Outcome {
     }
 }
 
+/// `Holds` where `holds`, else `HoldsInShape` where `in_shape`, else `DoesNotHold`.
+fn grade(holds: bool, in_shape: bool) -> Verdict {
+    if holds {
+        Verdict::Holds
+    } else if in_shape {
+        Verdict::HoldsInShape
+    } else {
+        Verdict::DoesNotHold
+    }
+}
+
 /// `(t1, tn)` of `exp`, or why the rule cannot be applied.
 fn span(rows: &Rows<'_>, exp: &str) -> Result<(usize, usize), Outcome> {
     let t = rows.threads(exp);
@@ -185,6 +201,26 @@ fn span(rows: &Rows<'_>, exp: &str) -> Result<(usize, usize), Outcome> {
         ))),
         _ => Err(not_measured(format!("{exp} was not run"))),
     }
+}
+
+/// The `(key(row), ops/s)` of the rows of `scheme` in `exp` at `threads` threads that have
+/// both, ascending by key (rows of one key in the order of the run). Notes every row of `exp`
+/// as read.
+fn curve<K: Ord + Copy>(
+    rows: &Rows<'_>,
+    exp: &str,
+    scheme: &str,
+    threads: usize,
+    key: impl Fn(&Row) -> Option<K>,
+) -> Vec<(K, f64)> {
+    let mut v: Vec<(K, f64)> = rows
+        .rows(exp)
+        .into_iter()
+        .filter(|r| r.scheme == scheme && r.threads == threads)
+        .filter_map(|r| Some((key(r)?, r.ops_per_sec?)))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    v
 }
 
 /// `ops(tn) / ops(t1)` of `scheme` in `exp`.
@@ -199,7 +235,15 @@ fn scaling(
     Some(rows.ops(exp, scheme, tn, objects)? / rows.ops(exp, scheme, t1, objects)?.max(1e-9))
 }
 
+/// The value of an `Option`, else returns from the rule "not measured" with `$why`; or, with
+/// one argument, the value of a `Result<_, Outcome>`, else returns from the rule its outcome.
 macro_rules! need {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(o) => return o,
+        }
+    };
     ($e:expr, $why:expr) => {
         match $e {
             Some(v) => v,
@@ -227,8 +271,7 @@ const REFCACHE_CACHE_MIB: usize = refcount::refcache::DEFAULT_WAYS * 4 / 1024;
 /// (Fig. 12) sets PAYGO against FAA and CAS only.
 fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
     let exp = "file-spectrum";
-    let t = rows.threads(exp);
-    let tn = *need!(t.last(), "file-spectrum was not run");
+    let tn = need!(rows.most_threads(exp), "file-spectrum was not run");
     let series = |s: &str| -> Vec<(usize, f64)> {
         let mut v: Vec<(usize, f64)> = rows
             .rows_of(exp, s)
@@ -267,13 +310,7 @@ fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
         / p.iter().map(|x| x.1).fold(f64::MAX, f64::min).max(1e-9);
     let fall = within.1 / past.1.max(1e-9);
     let p_fall = p_within / p_past.max(1e-9);
-    let v = if spread <= 1.5 && fall >= 10.0 {
-        Verdict::Holds
-    } else if fall > p_fall {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(spread <= 1.5 && fall >= 10.0, fall > p_fall);
     outcome(
         v,
         format!(
@@ -303,10 +340,7 @@ fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
 /// "PAYGO and RefCache perfectly scale the throughput of ext4, btrfs and F2FS". Vanilla is the
 /// CAS loop of the page cache (`cas`).
 fn fig7_drbh(rows: &Rows<'_>) -> Outcome {
-    let (t1, tn) = match span(rows, "drbh") {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+    let (t1, tn) = need!(span(rows, "drbh"));
     let cas = need!(
         scaling(rows, "drbh", "cas", t1, tn, None),
         "drbh: no cas rows"
@@ -320,13 +354,10 @@ fn fig7_drbh(rows: &Rows<'_>) -> Outcome {
         "drbh: no refcache rows"
     );
     let ideal = tn as f64 / t1 as f64;
-    let v = if cas <= 1.1 && paygo >= 0.75 * ideal && refcache >= 0.75 * ideal {
-        Verdict::Holds
-    } else if paygo > cas {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(
+        cas <= 1.1 && paygo >= 0.75 * ideal && refcache >= 0.75 * ideal,
+        paygo > cas,
+    );
     outcome(
         v,
         format!("{tn}T/{t1}T: cas {cas:.2}x, paygo {paygo:.2}x, refcache {refcache:.2}x"),
@@ -337,10 +368,7 @@ fn fig7_drbh(rows: &Rows<'_>) -> Outcome {
 /// PAYGO §6.2.2, Fig. 8 (filebench randomread, 64-byte reads from one of ten files): "As the
 /// thread count increases, the throughput gap between PAYGO and RefCache widens".
 fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
-    let (t1, tn) = match span(rows, "randomread") {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+    let (t1, tn) = need!(span(rows, "randomread"));
     let at = |t| {
         Some(
             rows.ops("randomread", "paygo", t, None)?
@@ -349,13 +377,7 @@ fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
     };
     let hi = need!(at(tn), "randomread: paygo or refcache missing");
     let lo = need!(at(t1), "randomread: paygo or refcache missing");
-    let v = if hi >= 1.0 && hi >= lo {
-        Verdict::Holds
-    } else if hi >= lo {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(hi >= 1.0 && hi >= lo, hi >= lo);
     outcome(
         v,
         format!("paygo / refcache: {lo:.2}x at {t1}T, {hi:.2}x at {tn}T"),
@@ -372,21 +394,15 @@ fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
 /// with no contention overhead."
 fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
     let exp = "single-object";
-    let (t1, tn) = match span(rows, exp) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+    let (t1, tn) = need!(span(rows, exp));
     let paygo = need!(scaling(rows, exp, "paygo", t1, tn, None), "no paygo rows");
     let atomic = need!(scaling(rows, exp, "atomic", t1, tn, None), "no atomic rows");
     let cas = need!(scaling(rows, exp, "cas", t1, tn, None), "no cas rows");
     let ideal = tn as f64 / t1 as f64;
-    let v = if paygo >= 0.75 * ideal && atomic <= 1.0 && cas <= 1.0 {
-        Verdict::Holds
-    } else if paygo > atomic.max(cas) {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(
+        paygo >= 0.75 * ideal && atomic <= 1.0 && cas <= 1.0,
+        paygo > atomic.max(cas),
+    );
     outcome(
         v,
         format!("{tn}T/{t1}T: paygo {paygo:.2}x, atomic {atomic:.2}x, cas {cas:.2}x"),
@@ -400,33 +416,17 @@ fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
 /// of the count of objects". FAA (`atomic`) stands for both.
 fn fig12_spectrum(rows: &Rows<'_>) -> Outcome {
     let exp = "object-spectrum";
-    let t = rows.threads(exp);
-    let tn = *need!(t.last(), "object-spectrum was not run");
-    let series = |s: &str| -> Vec<(usize, f64)> {
-        let mut v: Vec<(usize, f64)> = rows
-            .rows(exp)
-            .into_iter()
-            .filter(|r| r.scheme == s && r.threads == tn)
-            .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
-            .collect();
-        v.sort_by_key(|x| x.0);
-        v
-    };
-    let p = series("paygo");
-    let a = series("atomic");
+    let tn = need!(rows.most_threads(exp), "object-spectrum was not run");
+    let objects = |r: &Row| Some(r.objects);
+    let p = curve(rows, exp, "paygo", tn, objects);
+    let a = curve(rows, exp, "atomic", tn, objects);
     if p.len() < 2 || a.len() < 2 {
         return not_measured("paygo and atomic need two object counts");
     }
     let flat =
         p.iter().map(|x| x.1).fold(f64::MAX, f64::min) / p.iter().map(|x| x.1).fold(0.0, f64::max);
     let recover = a.last().unwrap().1 / a.first().unwrap().1;
-    let v = if flat >= 0.5 && recover >= 1.5 {
-        Verdict::Holds
-    } else if flat >= 0.33 || recover > 1.0 {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(flat >= 0.5 && recover >= 1.5, flat >= 0.33 || recover > 1.0);
     outcome(
         v,
         format!(
@@ -515,13 +515,7 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     let pb = at("paygo", true).and_then(ms_to_drop);
     let paired = paired_time_ratio(pr, cr);
     let r = paired.unwrap_or(p / c.max(1e-9));
-    let v = if r <= 2.0 {
-        Verdict::Holds
-    } else if r <= 4.0 {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(r <= 2.0, r <= 4.0);
     let with = pb
         .map(|x| format!(", {x:.2} ms with readers"))
         .unwrap_or_default();
@@ -578,13 +572,7 @@ fn anchoring_overhead(rows: &Rows<'_>) -> Outcome {
     let loop_raw = lm / l0.max(1e-9);
     let (lead0, leadm) = (p0 / l0.max(1e-9), pm / lm.max(1e-9));
     let kept = leadm / lead0.max(1e-9);
-    let v = if kept >= 0.5 {
-        Verdict::Holds
-    } else if kept >= 0.25 {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(kept >= 0.5, kept >= 0.25);
     outcome(
         v,
         format!(
@@ -602,18 +590,11 @@ fn anchoring_overhead(rows: &Rows<'_>) -> Outcome {
 /// paygo on its per-CPU lock fallback: whole get/put pairs, so the bound is 1.2x, not 50/14.
 fn section_vs_lock(rows: &Rows<'_>) -> Outcome {
     let exp = "section-vs-lock";
-    let t = rows.threads(exp);
-    let tn = *need!(t.last(), "section-vs-lock was not run (the rseq path is not available here, or the fallback run failed)");
+    let tn = need!(rows.most_threads(exp), "section-vs-lock was not run (the rseq path is not available here, or the fallback run failed)");
     let rseq = need!(rows.ops(exp, "paygo", tn, None), "no rseq row");
     let lock = need!(rows.ops(exp, "paygo-locked", tn, None), "no locked row");
     let r = rseq / lock.max(1e-9);
-    let v = if r >= 1.2 {
-        Verdict::Holds
-    } else if r > 1.0 {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(r >= 1.2, r > 1.0);
     outcome(
         v,
         format!("paygo rseq sections / per-CPU locks at {tn}T: {r:.2}x"),
@@ -675,13 +656,7 @@ fn space(rows: &Rows<'_>) -> Outcome {
     );
     let sloppy = per_object_bytes(rows, "sloppy", cpus);
     let per_cpu = sloppy.map_or(pr, |s| s.min(pr));
-    let v = if p < per_cpu && p <= 2.0 * rc {
-        Verdict::Holds
-    } else if p < per_cpu {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(p < per_cpu && p <= 2.0 * rc, p < per_cpu);
     let sloppy = sloppy.map_or("sloppy not measured".into(), |s| format!("sloppy {s:.1}"));
     outcome(
         v,
@@ -719,13 +694,7 @@ fn pread_table(rows: &Rows<'_>) -> Outcome {
     }
     let all = boosts.iter().all(|b| b.1 >= 0.0);
     let last = boosts.last().unwrap().1 >= 0.0;
-    let v = if all {
-        Verdict::Holds
-    } else if last {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(all, last);
     let m = boosts
         .iter()
         .map(|(n, b)| format!("{n}T {b:+.1}%"))
@@ -748,20 +717,12 @@ fn pread_table(rows: &Rows<'_>) -> Outcome {
 /// frequent) is not seen, and it holds in shape only.
 fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
     let exp = "oplog-read-ratio";
-    let t = rows.threads(exp);
-    let tn = *need!(t.last(), "oplog-read-ratio was not run");
+    let tn = need!(rows.most_threads(exp), "oplog-read-ratio was not run");
     let k_of = |r: &Row| r.extra.get("read_every").and_then(|v| v.as_u64());
-    let curve = |s: &str| -> Vec<(u64, f64)> {
-        let mut v: Vec<(u64, f64)> = rows
-            .rows(exp)
-            .into_iter()
-            .filter(|r| r.scheme == s && r.threads == tn)
-            .filter_map(|r| Some((k_of(r)?, r.ops_per_sec?)))
-            .collect();
-        v.sort_by_key(|x| x.0);
-        v
-    };
-    let (o, l) = (curve("oplog"), curve("locked"));
+    let (o, l) = (
+        curve(rows, exp, "oplog", tn, k_of),
+        curve(rows, exp, "locked", tn, k_of),
+    );
     if o.is_empty() || l.is_empty() {
         return not_measured(format!(
             "oplog-read-ratio: oplog and the locked map not both measured at {tn} threads"
@@ -816,10 +777,7 @@ fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
 /// achieves 49963 operations per millisecond on 48 cores".
 fn oplog_fig12(rows: &Rows<'_>) -> Outcome {
     let exp = "oplog-list";
-    let (t1, tn) = match span(rows, exp) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+    let (t1, tn) = need!(span(rows, exp));
     let local = need!(
         scaling(rows, exp, "oplog-local", t1, tn, None),
         "no oplog-local rows"
@@ -829,13 +787,7 @@ fn oplog_fig12(rows: &Rows<'_>) -> Outcome {
         "no lockfree-list rows"
     );
     let ideal = tn as f64 / t1 as f64;
-    let v = if local >= 0.75 * ideal && local > lf {
-        Verdict::Holds
-    } else if local > lf {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(local >= 0.75 * ideal && local > lf, local > lf);
     outcome(
         v,
         format!("{tn}T/{t1}T: local absorption {local:.2}x, lock-free list {lf:.2}x"),
@@ -904,10 +856,7 @@ fn oplog_memory(rows: &Rows<'_>) -> Outcome {
 /// `lodic_vs_stock`), not against a per-core scheme: the rule's 0.67x of PAYGO is this table's
 /// reading of "scales like per-core counters".
 fn lodic_drbh(rows: &Rows<'_>) -> Outcome {
-    let (t1, tn) = match span(rows, "drbh") {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+    let (t1, tn) = need!(span(rows, "drbh"));
     let name = ["lodic-file", "lodic", "lodic-process"]
         .into_iter()
         .find(|s| rows.ops("drbh", s, tn, None).is_some());
@@ -919,13 +868,7 @@ fn lodic_drbh(rows: &Rows<'_>) -> Outcome {
     let vs_paygo = need!(rows.ops("drbh", name, tn, None), "lodic")
         / need!(rows.ops("drbh", "paygo", tn, None), "drbh: no paygo rows");
     let ideal = tn as f64 / t1 as f64;
-    let v = if gain >= 0.75 * ideal && vs_paygo >= 0.67 {
-        Verdict::Holds
-    } else if gain > 1.0 {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(gain >= 0.75 * ideal && vs_paygo >= 0.67, gain > 1.0);
     outcome(
         v,
         format!("{name} {tn}T/{t1}T {gain:.2}x, {vs_paygo:.2}x paygo at {tn}T"),
@@ -948,10 +891,7 @@ const LODIC_SLIDES_CORES: f64 = 120.0;
 /// measured (65 x tn / 120: the baseline stays flat or falls under DRBH while LODIC scales, so
 /// the lead grows about with the cores; this table's reading), and by more at tn than at t1.
 fn lodic_vs_stock(rows: &Rows<'_>) -> Outcome {
-    let (t1, tn) = match span(rows, "drbh") {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+    let (t1, tn) = need!(span(rows, "drbh"));
     let cas_n = need!(rows.ops("drbh", "cas", tn, None), "drbh: no cas rows");
     let cas_1 = need!(rows.ops("drbh", "cas", t1, None), "drbh: no cas rows");
     let bar = LODIC_DRBH_FACTOR * tn as f64 / LODIC_SLIDES_CORES;
@@ -967,13 +907,7 @@ fn lodic_vs_stock(rows: &Rows<'_>) -> Outcome {
         );
         let lead = n / cas_n.max(1e-9);
         let lead_1 = one / cas_1.max(1e-9);
-        let v = if lead >= LODIC_DRBH_FACTOR {
-            Verdict::Holds
-        } else if lead >= bar && lead > lead_1 {
-            Verdict::HoldsInShape
-        } else {
-            Verdict::DoesNotHold
-        };
+        let v = grade(lead >= LODIC_DRBH_FACTOR, lead >= bar && lead > lead_1);
         verdict = match (verdict, v) {
             (Verdict::DoesNotHold, _) | (_, Verdict::DoesNotHold) => Verdict::DoesNotHold,
             (Verdict::HoldsInShape, _) | (_, Verdict::HoldsInShape) => Verdict::HoldsInShape,
@@ -1022,13 +956,7 @@ fn lodic_query(rows: &Rows<'_>) -> Outcome {
     let all = need!(ms_to_drop(all_row), "lodic-query: no 100% row (file-space)");
     let paired = paired_time_ratio(all_row, ten_row);
     let r = paired.unwrap_or(all / ten.max(1e-9));
-    let v = if r >= 5.0 {
-        Verdict::Holds
-    } else if r > 1.0 {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(r >= 5.0, r > 1.0);
     outcome(
         v,
         format!(
@@ -1077,13 +1005,7 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
         "lodic-memory: no percpu-ref row at 2 sharing threads"
     );
     let ratio = p / l.max(1e-9);
-    let v = if ratio >= 13.0 {
-        Verdict::Holds
-    } else if ratio > 1.0 {
-        Verdict::HoldsInShape
-    } else {
-        Verdict::DoesNotHold
-    };
+    let v = grade(ratio >= 13.0, ratio > 1.0);
     outcome(
         v,
         format!(
