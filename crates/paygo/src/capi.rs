@@ -397,6 +397,17 @@ unsafe fn check<'a>(obj: *const CObj) -> Result<Pin<&'a Header>, i32> {
     Ok(unsafe { Pin::new_unchecked(&(*obj).hdr) })
 }
 
+/// [`check`]'s pinned header of `obj` and the process-wide [`domain`], or the code of the
+/// first of the two that fails.
+///
+/// # Safety
+/// As [`check`].
+unsafe fn object<'a>(obj: *const CObj) -> Result<(Pin<&'a Header>, &'static Domain), i32> {
+    // SAFETY: forwarded contract.
+    let hdr = unsafe { check(obj) }?;
+    Ok((hdr, domain()?))
+}
+
 /// Sets up the process-wide domain. `slots_per_cpu` a power of two no larger than
 /// [`crate::MAX_SLOTS_PER_CPU`], `1 <= window <= slots_per_cpu`; `PAYGO_EINVAL` otherwise
 /// (whether or not the domain exists), `PAYGO_EALREADY` if the domain exists, `PAYGO_ENOMEM`
@@ -465,12 +476,8 @@ pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let hdr = match unsafe { check(obj) } {
-            Ok(h) => h,
-            Err(e) => return e,
-        };
-        let d = match domain() {
-            Ok(d) => d,
+        let (hdr, d) = match unsafe { object(obj) } {
+            Ok(o) => o,
             Err(e) => return e,
         };
         match d.try_reclaim_detailed(hdr) {
@@ -507,12 +514,8 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let hdr = match unsafe { check(obj) } {
-            Ok(h) => h,
-            Err(e) => return e,
-        };
-        let d = match domain() {
-            Ok(d) => d,
+        let (hdr, d) = match unsafe { object(obj) } {
+            Ok(o) => o,
             Err(e) => return e,
         };
         // Room for the anchor is made first, under the one borrow of the call: a thread that
@@ -558,12 +561,8 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let hdr = match unsafe { check(obj) } {
-            Ok(h) => h,
-            Err(e) => return e,
-        };
-        let d = match domain() {
-            Ok(d) => d,
+        let (hdr, d) = match unsafe { object(obj) } {
+            Ok(o) => o,
             Err(e) => return e,
         };
         if hdr.is_dead() {
@@ -612,11 +611,8 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
     boundary(PAYGO_EINTERNAL as i64, || {
         // SAFETY: forwarded contract.
-        match unsafe { check(obj) } {
-            Ok(h) => match domain() {
-                Ok(d) => d.read_all(h).max(0),
-                Err(e) => e as i64,
-            },
+        match unsafe { object(obj) } {
+            Ok((h, d)) => d.read_all(h).max(0),
             Err(e) => e as i64,
         }
     })
@@ -630,11 +626,8 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
 pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        match unsafe { check(obj) } {
-            Ok(h) => match domain() {
-                Ok(d) => d.is_referenced(h) as i32,
-                Err(e) => e,
-            },
+        match unsafe { object(obj) } {
+            Ok((h, d)) => d.is_referenced(h) as i32,
             Err(e) => e,
         }
     })
@@ -650,12 +643,8 @@ pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let hdr = match unsafe { check(obj) } {
-            Ok(h) => h,
-            Err(e) => return e,
-        };
-        let d = match domain() {
-            Ok(d) => d,
+        let (hdr, d) = match unsafe { object(obj) } {
+            Ok(o) => o,
             Err(e) => return e,
         };
         match d.try_reclaim_detailed(hdr) {
@@ -676,12 +665,8 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let hdr = match unsafe { check(obj) } {
-            Ok(h) => h,
-            Err(e) => return e,
-        };
-        let d = match domain() {
-            Ok(d) => d,
+        let (hdr, d) = match unsafe { object(obj) } {
+            Ok(o) => o,
             Err(e) => return e,
         };
         if d.try_reinit(hdr) {
