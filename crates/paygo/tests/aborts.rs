@@ -5,29 +5,14 @@
 //! the delay is not built in, nothing aborts, and this is a plain stress test; the test says
 //! so.)
 
+mod common;
+
+use common::AbortOnPanic;
 use paygo::{Anchor, Config, Domain};
 use refcount::conformance::{migrate, unpin, Rng};
 use refcount::Objects;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Barrier;
-
-/// Aborts the process if a thread panics (the others would wait at the barrier for ever).
-struct AbortOnPanic;
-
-impl Drop for AbortOnPanic {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            // Straight to the standard error: the harness would print a captured message only
-            // after the test returns, which it never does.
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(
-                b"a thread panicked while the others wait at a barrier; aborting so that the \
-                  test fails instead of hanging (run with --nocapture to see the message)\n",
-            );
-            std::process::abort();
-        }
-    }
-}
 
 extern "C" fn noop_handler(_: libc::c_int) {}
 

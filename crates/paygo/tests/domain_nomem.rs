@@ -7,68 +7,19 @@
 //! while that thread sets a flag; small ones (the panic's message) still succeed. Its own test
 //! binary: the default domain is process-wide.
 
+mod common;
+
+use common::{Refusing, REFUSE, REFUSED};
 use paygo::Domain;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Allocations of at least this many bytes are refused while [`REFUSE`] is set (a default
 /// domain's slot tables are 256 KiB per possible CPU).
 const LARGE: usize = 64 * 1024;
 
-std::thread_local! {
-    /// Set while this thread's large allocations are refused (const, no destructor: read from
-    /// the allocator at any time).
-    static REFUSE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Allocations refused so far.
-static REFUSED: AtomicUsize = AtomicUsize::new(0);
-
-/// The system allocator, refusing the large allocations of a thread that set [`REFUSE`].
-struct Refusing;
-
-fn refused(size: usize) -> bool {
-    let no = size >= LARGE && REFUSE.try_with(|r| r.get()).unwrap_or(false);
-    if no {
-        REFUSED.fetch_add(1, Ordering::Relaxed);
-    }
-    no
-}
-
-// SAFETY: forwards to the system allocator, or returns null (an allocation failure) for an
-// allocation or a growth, which the `GlobalAlloc` contract allows.
-unsafe impl GlobalAlloc for Refusing {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if refused(l.size()) {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if refused(l.size()) {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
-        if refused(new_size) {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(p, l, new_size) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Refusing = Refusing;
+static ALLOC: Refusing = Refusing(LARGE);
 
 /// Runs `f` with this thread's large allocations refused: the message it panicked with.
 ///

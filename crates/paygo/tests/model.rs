@@ -5,30 +5,14 @@
 
 #![allow(clippy::needless_range_loop)]
 
+mod common;
+
+use common::AbortOnPanic;
 use paygo::{Config, Domain, Guard, Header};
 use refcount::conformance::{migrate, unpin, Rng};
 use refcount::Objects;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Barrier, Mutex};
-
-/// Aborts the process if a worker panics: the others would wait at the barrier for ever, and
-/// a failure must fail, not hang.
-struct AbortOnPanic;
-
-impl Drop for AbortOnPanic {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            // Straight to the standard error: the harness would print a captured message only
-            // after the test returns, which it never does.
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(
-                b"a thread panicked while the others wait at a barrier; aborting so that the \
-                  test fails instead of hanging (run with --nocapture to see the message)\n",
-            );
-            std::process::abort();
-        }
-    }
-}
 
 const OBJECTS: usize = 24;
 const THREADS: usize = 6;

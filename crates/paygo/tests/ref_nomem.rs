@@ -7,64 +7,16 @@
 //! Its own test binary: the C API's domain is process-wide, and this one is sized to one slot
 //! per CPU.
 
+mod common;
+
+use common::{Refusing, REFUSE, REFUSED};
 use paygo::capi::*;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-std::thread_local! {
-    /// Set while this thread's allocations are refused (const, no destructor: read from the
-    /// allocator at any time).
-    static REFUSE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Allocations refused so far.
-static REFUSED: AtomicUsize = AtomicUsize::new(0);
-
-/// The system allocator, refusing the allocations of a thread that set [`REFUSE`].
-struct Refusing;
-
-fn refused() -> bool {
-    let no = REFUSE.try_with(|r| r.get()).unwrap_or(false);
-    if no {
-        REFUSED.fetch_add(1, Ordering::Relaxed);
-    }
-    no
-}
-
-// SAFETY: forwards to the system allocator, or returns null (an allocation failure) for an
-// allocation or a growth, which the `GlobalAlloc` contract allows.
-unsafe impl GlobalAlloc for Refusing {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if refused() {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if refused() {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
-        if refused() {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(p, l, new_size) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
+/// Every allocation of a thread that set [`REFUSE`] is refused.
 #[global_allocator]
-static ALLOC: Refusing = Refusing;
+static ALLOC: Refusing = Refusing(0);
 
 fn stats() -> CStats {
     let mut s = CStats::default();
