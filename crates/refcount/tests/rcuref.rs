@@ -1,10 +1,11 @@
 //! `rcuref`: the zones of the word against a model, saturation and the dead zone, and the race
 //! of the last put with gets (exactly one put frees).
 
+mod common;
+
 use refcount::rcuref::{RcuRef, RcuRefObject, DEAD, MAXREF, ONEREF, RELEASED, SATURATED};
 use refcount::{Objects, RefCounter};
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Random gets and puts on one object, then the owner's release and the last puts, against a
 /// model of the references: the word is always `references - 1` while some are held, and the
@@ -14,26 +15,11 @@ fn word_follows_the_model() {
     let s = RcuRef;
     let objs = Objects::new(&s, 1);
     let o = objs.get(0);
-    let mut rng = refcount::conformance::Rng::new(7);
-    let mut held = Vec::new();
-    for _ in 0..10_000 {
-        if held.is_empty() || rng.below(2) == 0 {
-            held.push(s.try_get(o).expect("live"));
-        } else {
-            assert!(
-                !s.put_and_test(o, held.pop().unwrap()),
-                "a put freed a live object"
-            );
-        }
+    common::walk_then_release(&s, o, 7, |held| {
         // The owner's reference is `ONEREF`; each transient one adds 1.
-        assert_eq!(s.raw(o), ONEREF + held.len() as u32);
-        assert_eq!(s.read_all(o), held.len() as i64);
-    }
-    assert_eq!(s.release_base(o), held.is_empty());
-    let last = held.len();
-    for (i, t) in held.drain(..).enumerate() {
-        assert_eq!(s.put_and_test(o, t), i + 1 == last, "put {i} of {last}");
-    }
+        assert_eq!(s.raw(o), ONEREF + held as u32);
+        assert_eq!(s.read_all(o), held as i64);
+    });
     assert_eq!(
         s.raw(o),
         DEAD,
@@ -121,39 +107,8 @@ fn exactly_one_put_frees_under_racing_gets() {
     for round in 0..10 {
         let s = RcuRef;
         let objs = Objects::new(&s, 1);
-        let frees = AtomicUsize::new(0);
-        let dead = AtomicBool::new(false);
-        let started = AtomicUsize::new(0);
-        std::thread::scope(|sc| {
-            for _ in 0..THREADS {
-                sc.spawn(|| {
-                    let o = objs.get(0);
-                    let mut n = 0u64;
-                    while let Some(t) = s.try_get(o) {
-                        assert!(
-                            !dead.load(Ordering::SeqCst),
-                            "a get succeeded after the free"
-                        );
-                        if n == 10 {
-                            started.fetch_add(1, Ordering::SeqCst);
-                        }
-                        n += 1;
-                        if s.put_and_test(o, t) {
-                            frees.fetch_add(1, Ordering::SeqCst);
-                            dead.store(true, Ordering::SeqCst);
-                        }
-                    }
-                });
-            }
-            while started.load(Ordering::SeqCst) < THREADS {
-                std::hint::spin_loop();
-            }
-            if s.release_base(objs.get(0)) {
-                frees.fetch_add(1, Ordering::SeqCst);
-                dead.store(true, Ordering::SeqCst);
-            }
-        });
-        assert_eq!(frees.load(Ordering::SeqCst), 1, "round {round}");
+        let frees = common::frees_under_racing_gets(&s, &objs, THREADS, None);
+        assert_eq!(frees, 1, "round {round}");
         assert_eq!(s.read_all(objs.get(0)), 0);
         assert!(s.raw(objs.get(0)) >= RELEASED);
     }

@@ -1,36 +1,22 @@
 //! `sticky`: the word against a model, stickiness, and the race of the last decrement with
 //! gets and helping readers (exactly one decrement reports zero).
 
+mod common;
+
 use refcount::sticky::{Sticky, HELPED, ZERO};
 use refcount::{Objects, RefCounter};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 #[test]
 fn word_follows_the_model() {
     let s = Sticky;
     let objs = Objects::new(&s, 1);
     let o = objs.get(0);
-    let mut rng = refcount::conformance::Rng::new(11);
-    let mut held = Vec::new();
-    for _ in 0..10_000 {
-        if held.is_empty() || rng.below(2) == 0 {
-            held.push(s.try_get(o).expect("live"));
-        } else {
-            assert!(
-                !s.put_and_test(o, held.pop().unwrap()),
-                "a put freed a live object"
-            );
-        }
+    common::walk_then_release(&s, o, 11, |held| {
         // The owner's reference is 1; each transient one adds 1.
-        assert_eq!(s.raw(o), 1 + held.len() as u64);
-        assert_eq!(s.load(o), 1 + held.len() as u64);
-        assert_eq!(s.read_all(o), held.len() as i64);
-    }
-    assert_eq!(s.release_base(o), held.is_empty());
-    let last = held.len();
-    for (i, t) in held.drain(..).enumerate() {
-        assert_eq!(s.put_and_test(o, t), i + 1 == last, "put {i} of {last}");
-    }
+        assert_eq!(s.raw(o), 1 + held as u64);
+        assert_eq!(s.load(o), 1 + held as u64);
+        assert_eq!(s.read_all(o), held as i64);
+    });
     assert_eq!(s.raw(o), ZERO);
     // Stuck at zero: failed increments only add to the low bits, which read as zero.
     for k in 1..=100 {
@@ -97,40 +83,13 @@ fn exactly_one_decrement_reaches_zero_with_helping_readers() {
     for round in 0..10 {
         let s = Sticky;
         let objs = Objects::new(&s, 1);
-        let zeros = AtomicUsize::new(0);
-        let dead = AtomicBool::new(false);
-        let started = AtomicUsize::new(0);
-        std::thread::scope(|sc| {
-            for _ in 0..THREADS {
-                sc.spawn(|| {
-                    let o = objs.get(0);
-                    let mut n = 0u64;
-                    while let Some(t) = s.try_get(o) {
-                        assert!(!dead.load(Ordering::SeqCst), "a get succeeded after zero");
-                        if n == 10 {
-                            started.fetch_add(1, Ordering::SeqCst);
-                        }
-                        n += 1;
-                        if s.put_and_test(o, t) {
-                            zeros.fetch_add(1, Ordering::SeqCst);
-                            dead.store(true, Ordering::SeqCst);
-                        }
-                    }
-                });
-            }
-            sc.spawn(|| {
-                let o = objs.get(0);
-                while s.load(o) != 0 {}
-            });
-            while started.load(Ordering::SeqCst) < THREADS {
-                std::hint::spin_loop();
-            }
-            if s.release_base(objs.get(0)) {
-                zeros.fetch_add(1, Ordering::SeqCst);
-                dead.store(true, Ordering::SeqCst);
-            }
-        });
-        assert_eq!(zeros.load(Ordering::SeqCst), 1, "round {round}");
+        // A reader that loads until it sees zero (and so may help mark it).
+        let reader = || {
+            let o = objs.get(0);
+            while s.load(o) != 0 {}
+        };
+        let zeros = common::frees_under_racing_gets(&s, &objs, THREADS, Some(&reader));
+        assert_eq!(zeros, 1, "round {round}");
         let w = s.raw(objs.get(0));
         assert!(w & ZERO != 0);
         helped += (w & HELPED != 0) as usize;
