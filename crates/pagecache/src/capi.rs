@@ -24,7 +24,8 @@
 //!   -999, outside the errno range), or `-errno` for an I/O error (`-raw_os_error()`, or the
 //!   errno closest to the `io::ErrorKind` of an error the cache makes itself).
 //! * A call refused for its arguments changes nothing. No Rust panic crosses the boundary:
-//!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`].
+//!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`]. No call is a
+//!   cancellation point: each runs with the thread's cancellation disabled (`NoCancel`).
 
 use crate::{CachedFile, Config, Mode, PageCache, PAGE_SIZE};
 use core::ffi::{c_char, c_int, c_void, CStr};
@@ -125,9 +126,64 @@ fn writable<T>(out: *mut T) -> bool {
     !out.is_null() && out.is_aligned()
 }
 
-/// Runs an entry point's body, turning a panic into `err`.
+/// Runs an entry point's body, turning a panic into `err`, with the calling thread's
+/// cancellation disabled ([`NoCancel`]).
 fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
+    let _no_cancel = NoCancel::new();
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
+}
+
+#[cfg(target_os = "linux")]
+extern "C" {
+    /// POSIX (glibc, musl): sets the calling thread's cancelability state, and stores the
+    /// state it replaces in `*oldstate`. Async-cancel-safe. (The `libc` crate does not bind it
+    /// for Linux.)
+    fn pthread_setcancelstate(state: c_int, oldstate: *mut c_int) -> c_int;
+}
+
+/// `PTHREAD_CANCEL_DISABLE` of glibc and musl (`PTHREAD_CANCEL_ENABLE` is 0).
+#[cfg(target_os = "linux")]
+const PTHREAD_CANCEL_DISABLE: c_int = 1;
+
+/// The calling thread's cancellation, disabled while the guard lives, then set back as it
+/// was. A call reaches the C library's cancellation points (`open`, `pread`, `pwrite`,
+/// `fdatasync`, `close`, `pthread_join` in a scheme's drop, `write` of a panic's message):
+/// with a cancellation pending there, glibc would unwind the thread through the library
+/// (forced unwinding, which `catch_unwind` catches and does not rethrow: glibc then aborts the
+/// process), in the middle of its state. Disabled, the library's calls are no cancellation
+/// points: a pending request is acted on at the caller's next one, after the call returned.
+/// Costs two `pthread_setcancelstate` calls per entry point (a few nanoseconds).
+struct NoCancel {
+    #[cfg(target_os = "linux")]
+    old: c_int,
+}
+
+impl NoCancel {
+    #[inline]
+    fn new() -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            let mut old = 0;
+            // SAFETY: `old` is a writable `c_int` for the state replaced; the call touches
+            // nothing else and cannot fail for a valid state.
+            unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) };
+            NoCancel { old }
+        }
+        #[cfg(not(target_os = "linux"))]
+        NoCancel {}
+    }
+}
+
+impl Drop for NoCancel {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        {
+            let mut was = 0;
+            // SAFETY: as in `new`; `self.old` is the state `new` read back from the call.
+            unsafe { pthread_setcancelstate(self.old, &mut was) };
+        }
+    }
 }
 
 /// The negative errno of an I/O error: its OS code, or the errno closest to its kind (errors

@@ -1,8 +1,8 @@
-//! The C API from C: builds `tests/c/readers.c` and `tests/c/limits.c` against
-//! `include/pagecache.h` and the crate's static library (built by cargo next to this test
-//! binary, since the crate's lib target is a `staticlib` too), runs them, and checks that the
-//! header also compiles as C++ (or says that check is skipped where no C++ compiler is
-//! installed).
+//! The C API from C: builds the programs of `tests/c` (`readers.c`, `limits.c`, `handles.c`,
+//! `cancel.c`) against `include/pagecache.h` and the crate's static library (built by cargo
+//! next to this test binary, since the crate's lib target is a `staticlib` too), runs them,
+//! and checks that the header also compiles as C++ (or says that check is skipped where no C++
+//! compiler is installed).
 
 use capi_check::cc;
 use std::path::Path;
@@ -97,6 +97,22 @@ fn c_program_gets_pagecache_ebadf_for_stale_handles() {
         "ok cycles",
         "failures=0",
     ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in:\n{text}"
+        );
+    }
+}
+
+/// Thread cancellation (`tests/c/cancel.c`): a thread whose cancellation is pending calls the
+/// library, whose calls reach the C library's cancellation points (open, pread, pwrite,
+/// fdatasync, close, pthread_join): every call returns its result, the thread is cancelled at
+/// its own next cancellation point, and the cache goes on working. The process used to abort
+/// ("FATAL: exception not rethrown": the cancellation's forced unwind caught at the boundary).
+#[test]
+fn c_program_with_a_pending_cancellation_is_not_aborted() {
+    let text = build_and_run("cancel");
+    for line in ["ok cancel", "failures=0"] {
         assert!(
             text.lines().any(|l| l == line),
             "no line {line:?} in:\n{text}"

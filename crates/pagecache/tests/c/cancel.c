@@ -1,0 +1,107 @@
+/* Thread cancellation: a thread with a cancellation request pending (pthread_cancel, deferred,
+ * the default) calls into the library, whose calls reach cancellation points of the C library
+ * (open, pread, pwrite, fdatasync, close; pthread_join in the drop of a "refcache" cache). No
+ * call acts on the request: each returns its result, the thread is cancelled at its own next
+ * cancellation point (pthread_testcancel), and the cache and the file go on working. (Before,
+ * the forced unwind of the cancellation was caught at the library's boundary and glibc aborted
+ * the process: "FATAL: exception not rethrown".) Prints "ok cancel" and "failures=N"; exits
+ * non-zero on any failure. The cancelled threads call nothing but the library before their
+ * pthread_testcancel: stdio's calls are cancellation points too. */
+#define _GNU_SOURCE
+#include "pagecache.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define LEN (4 * PAGECACHE_PAGE_SIZE)
+
+static char path[4096];
+static pagecache_t *cache;
+
+/* What a cancelled thread's calls returned. */
+static struct {
+    int open, close_a, sync, close_b, open_c, new_d;
+    ssize_t read, write, drop;
+} got;
+
+/* The calls, each in a thread whose cancellation is pending; then the thread's own
+ * cancellation point. */
+static void *calls(void *arg) {
+    (void)arg;
+    pthread_cancel(pthread_self());
+    unsigned char b[100];
+    pagecache_file_t *f = NULL, *g = NULL;
+    got.open = pagecache_open(cache, path, &f);            /* open(2) */
+    got.read = pagecache_read_at(f, b, sizeof b, 0);       /* a miss: pread(2) */
+    memset(b, 0x5A, sizeof b);
+    got.write = pagecache_write_at(f, b, sizeof b, 8000);  /* a miss: pread(2) */
+    got.sync = pagecache_sync(f);                          /* pwrite(2), fdatasync(2) */
+    got.write = pagecache_write_at(f, b, sizeof b, 12000); /* dirty again */
+    got.drop = pagecache_drop_cache(f);                    /* pwrite(2) */
+    got.close_a = pagecache_close(f);                      /* fdatasync(2), close(2) */
+    /* A cache of its own, counted by refcache, whose drop joins its epoch thread. */
+    pagecache_t *d = NULL;
+    got.new_d = pagecache_new(4, "refcache", PAGECACHE_MODE_COUNTING, &d);
+    got.open_c = pagecache_open(d, path, &g);
+    pagecache_free(d);                                     /* the file holds the cache */
+    got.close_b = pagecache_close(g);                      /* close(2), pthread_join */
+    pthread_testcancel();
+    return NULL;
+}
+
+int main(void) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/pagecache-cancel-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("mkstemp");
+        return 2;
+    }
+    unsigned char b[LEN];
+    for (int k = 0; k < LEN; k++) b[k] = (unsigned char)(k % 251);
+    if (pwrite(fd, b, LEN, 0) != LEN) {
+        perror("pwrite");
+        return 2;
+    }
+    close(fd);
+    CHECK_EQ(pagecache_new(8, "paygo", PAGECACHE_MODE_COUNTING, &cache), PAGECACHE_OK);
+    pthread_t t;
+    void *res = NULL;
+    CHECK_EQ(pthread_create(&t, NULL, calls, NULL), 0);
+    CHECK_EQ(pthread_join(t, &res), 0);
+    CHECK(res == PTHREAD_CANCELED);
+    CHECK_EQ(got.open, PAGECACHE_OK);
+    CHECK_EQ(got.read, 100);
+    CHECK_EQ(got.write, 100);
+    CHECK_EQ(got.sync, PAGECACHE_OK);
+    CHECK(got.drop >= 1);
+    CHECK_EQ(got.close_a, PAGECACHE_OK);
+    CHECK_EQ(got.new_d, PAGECACHE_OK);
+    CHECK_EQ(got.open_c, PAGECACHE_OK);
+    CHECK_EQ(got.close_b, PAGECACHE_OK);
+    /* The cache goes on working, and the file holds both writes. */
+    pagecache_file_t *f = NULL;
+    CHECK_EQ(pagecache_open(cache, path, &f), PAGECACHE_OK);
+    unsigned char back[LEN];
+    CHECK_EQ(pagecache_read_at(f, back, LEN, 0), LEN);
+    for (int k = 0; k < LEN; k++) {
+        int written = (k >= 8000 && k < 8100) || (k >= 12000 && k < 12100);
+        if (back[k] != (written ? 0x5A : (unsigned char)(k % 251))) {
+            fprintf(stderr, "byte %d: %d\n", k, back[k]);
+            CHECK(0);
+            break;
+        }
+    }
+    CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
+    pagecache_free(cache);
+    unlink(path);
+    printf("ok cancel\n");
+    printf("failures=%d\n", failures);
+    return failures != 0;
+}
