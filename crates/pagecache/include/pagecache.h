@@ -34,7 +34,10 @@
  * go on working after any error. An I/O error of a read or a write may come after part of the
  * range was done, as with pread and pwrite: a read leaves the buffer's contents unspecified, a
  * write may have written a prefix of its range. No call aborts the process: a Rust panic
- * inside the library is caught at the boundary and returned as PAGECACHE_EINTERNAL.
+ * inside the library is caught at the boundary and returned as PAGECACHE_EINTERNAL, and the
+ * allocations sized by the arguments (a cache's frames, a file's page table) that cannot be
+ * made return PAGECACHE_ENOMEM. (The library's other allocations are small; one that fails
+ * aborts the process, as in any Rust program.)
  *
  * Threads: handles are thread-safe. One pagecache_t and one pagecache_file_t may be used from
  * many threads at once (reads, writes, sync, drop_cache, len, set_len, open, stats); reads and
@@ -101,7 +104,8 @@ typedef enum pagecache_error {
                                     SSIZE_MAX, a write ending past 2^63 - 1, a
                                     negative length */
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
-                                    cannot be allocated */
+                                    cannot be allocated; pagecache_open: the file's page
+                                    table (4 bytes a page, at most 4 MiB) cannot be */
     PAGECACHE_EFBIG = -27,       /* (= -EFBIG) pagecache_write_at, pagecache_set_len: the file
                                     cannot hold the write or the length, which ends past the
                                     largest file of its file system (16 TiB - 4 KiB on ext4
@@ -169,7 +173,8 @@ void pagecache_free(pagecache_t *cache);
 
 /* Opens the file at path through the cache, read-write if permitted, else read-only, and
  * stores its handle in *out. Errors: PAGECACHE_EINVAL (cache, path or out is NULL),
- * PAGECACHE_EBADF (cache was freed), the open's
+ * PAGECACHE_EBADF (cache was freed), PAGECACHE_ENOMEM (the file's page table, 4 bytes a page
+ * up to 4 MiB, cannot be allocated), the open's
  * -errno (-ENOENT: no such file, -EACCES: no permission to read, ...), -EISDIR (a directory),
  * -EINVAL (not a regular file: a FIFO, a device; or a file of a pseudo file system, procfs,
  * sysfs and the like, whose size is not its length). A program being run opens read-only. The

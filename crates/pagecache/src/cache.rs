@@ -1317,9 +1317,11 @@ impl<C: RefCounter> PageCacheOf<C> {
 
     /// Opens `path` through the cache: read-write if permitted, else read-only (as for a
     /// program being run, which Linux lets no one open for writing). Errors: the file's own
-    /// (`NotFound`, `PermissionDenied`, ...), `IsADirectory`, or `InvalidInput` for anything
+    /// (`NotFound`, `PermissionDenied`, ...), `IsADirectory`, `InvalidInput` for anything
     /// that is not a regular file or is a file of a pseudo file system (procfs, sysfs and
-    /// the like: their files are made when read, and their size is not their length).
+    /// the like: their files are made when read, and their size is not their length), or
+    /// `OutOfMemory` if the file's page table (4 bytes a page at open, at most 4 MiB) cannot
+    /// be allocated.
     ///
     /// The cache takes the file's size at open and is its only writer from then on, as a
     /// database's buffer pool is: it does not see changes that others (other processes, or
@@ -1412,13 +1414,22 @@ impl<C: RefCounter> PageCacheOf<C> {
         } else {
             limit - limit % PAGE_SIZE as u64
         };
+        let Some(slots) = Slots::new(pages) else {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "pagecache: no memory for the page table of {} ({pages} pages)",
+                    path.display()
+                ),
+            ));
+        };
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let state = Arc::new(FileState {
             id,
             file,
             path: path.to_path_buf(),
             writable,
-            slots: Slots::new(pages),
+            slots,
             pages_at_open: pages,
             maps: Mutex::new(FileMaps::default()),
             len: AtomicU64::new(len),

@@ -40,7 +40,8 @@ pub const PAGECACHE_OK: i32 = 0;
 /// A null pointer, a memory limit of zero or above `u32::MAX - 1` pages, an unknown mode, a
 /// length above `SSIZE_MAX`. Equal to `-EINVAL`.
 pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
-/// `pagecache_new`: the frames of the memory limit cannot be allocated. Equal to `-ENOMEM`.
+/// `pagecache_new`: the frames of the memory limit cannot be allocated; `pagecache_open`: the
+/// file's page table cannot be. Equal to `-ENOMEM`.
 pub const PAGECACHE_ENOMEM: i32 = -libc::ENOMEM;
 /// `pagecache_write_at`, `pagecache_set_len`: the file cannot hold the write or the length,
 /// refused before anything changed: it ends past the largest file of its file system, or past
@@ -322,7 +323,7 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 
 /// Opens `path` through the cache (read-write if permitted, else read-only) and stores the
 /// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), `PAGECACHE_EBADF` (a
-/// freed cache handle), the open's `-errno`
+/// freed cache handle), `PAGECACHE_ENOMEM` (the file's page table), the open's `-errno`
 /// (`-ENOENT`, `-EACCES`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
 /// is not a regular file or is on a pseudo file system (procfs, sysfs, ...). A program being
 /// run opens read-only. A file already open in the cache is shared (see
@@ -660,7 +661,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         PAGECACHE_EINVAL => {
             c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a length above SSIZE_MAX, a negative length, a write or length past 2^63 - 1, or not a regular file)"
         }
-        PAGECACHE_ENOMEM => c"out of memory (the cache's frames cannot be allocated)",
+        PAGECACHE_ENOMEM => c"out of memory (a cache's frames or a file's page table cannot be allocated)",
         PAGECACHE_EFBIG => {
             c"file too large (a write or length past the largest file of the file system or past RLIMIT_FSIZE)"
         }

@@ -261,11 +261,22 @@ impl FileMaps {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
-    /// Adds `delta` to the counts of pages `first..end` (making their slots).
-    fn add(&mut self, pages_at_open: u64, first: u64, end: u64, delta: i32) {
+    /// Makes the per-page counts if they are not made yet: `false` if their memory (the flat
+    /// part, 4 bytes a page of the file at open, at most 4 MiB) cannot be had.
+    fn make_counts(&mut self, pages_at_open: u64) -> bool {
+        if self.mapcount.is_none() {
+            self.mapcount = Slots::new(pages_at_open);
+        }
+        self.mapcount.is_some()
+    }
+
+    /// Adds `delta` to the counts of pages `first..end` (making their slots); the counts are
+    /// made ([`FileMaps::make_counts`], by the mapping that covers these pages).
+    fn add(&mut self, first: u64, end: u64, delta: i32) {
         let m = self
             .mapcount
-            .get_or_insert_with(|| Slots::new(pages_at_open));
+            .as_ref()
+            .expect("pagecache: a mapping's pages have counts (made by its map)");
         for page in first..end {
             let c = m
                 .get_or_alloc(page)
@@ -486,8 +497,9 @@ fn invalid(msg: String) -> io::Error {
 impl<C: RefCounter> CachedFileOf<C> {
     /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors:
     /// no pages, or a range past the pages the file had when it was opened (`InvalidInput`);
-    /// no memory for the mapping's entries, 8 bytes a page (`OutOfMemory`; nothing is
-    /// mapped).
+    /// no memory for the mapping's entries, 8 bytes a page, or, at the file's first mapping,
+    /// for its per-page mapping counts, 4 bytes a page of the file at open up to 4 MiB
+    /// (`OutOfMemory`; nothing is mapped).
     pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
         let (c, f) = self.parts();
         let have = f.pages_at_open;
@@ -521,6 +533,9 @@ impl<C: RefCounter> CachedFileOf<C> {
             .map_err(|_| no_memory("entries"))?;
         entries.extend((0..pages).map(|_| AtomicU64::new(0)));
         let mut fm = crate::cache::lock(&f.maps);
+        if !fm.make_counts(have) {
+            return Err(no_memory("per-page counts of the file"));
+        }
         let mut owners = crate::cache::lock(&c.lodic.owners);
         let own = owners.by_owner.entry(owner).or_default();
         let rec = Arc::new(MapRec {
@@ -535,7 +550,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         own.maps.insert(at, rec.clone());
         own.max_pages = own.max_pages.max(pages);
         drop(owners);
-        fm.add(have, first, end, 1);
+        fm.add(first, end, 1);
         fm.live += 1;
         if c.lodic.rmap == Rmap::File {
             let at = fm.maps.partition_point(|m| m.first <= first);
@@ -813,7 +828,7 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
         drop(owners);
         fm.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
         let (a, b) = (self.rec.first, self.rec.first + self.rec.pages());
-        fm.add(self.file.parts().1.pages_at_open, a, b, -1);
+        fm.add(a, b, -1);
         fm.live -= 1;
     }
 }

@@ -76,13 +76,16 @@ fn tree_start(k: usize) -> u64 {
 
 impl Slots {
     /// The slots of a file of `pages` pages, all empty: the first [`FLAT_MAX`] in the flat
-    /// array.
-    pub(crate) fn new(pages: u64) -> Slots {
+    /// array. `None` if the flat array's memory (4 bytes a page, at most 4 MiB) cannot be had.
+    pub(crate) fn new(pages: u64) -> Option<Slots> {
         let flat = pages.min(FLAT_MAX as u64) as usize;
-        Slots {
-            base: (0..flat).map(|_| AtomicU32::new(0)).collect(),
+        let mut base = Vec::new();
+        base.try_reserve_exact(flat).ok()?;
+        base.extend((0..flat).map(|_| AtomicU32::new(0)));
+        Some(Slots {
+            base: base.into_boxed_slice(),
             trees: std::array::from_fn(|_| OnceLock::new()),
-        }
+        })
     }
 
     /// The flat array (the file's pages at open, up to [`FLAT_MAX`]).
@@ -193,7 +196,7 @@ mod tests {
     /// `get` and `ext_for_each` (in order, each once); others are absent or empty.
     #[test]
     fn sparse_pages_against_a_map() {
-        let s = Slots::new(10);
+        let s = Slots::new(10).expect("slots");
         let mut model = BTreeMap::new();
         let mut x = 1u64;
         let mut pages = vec![0, 9, 10, 11, 73, 74, 10 + 64 + 4096, 1 << 40, (1 << 52) - 1];
@@ -237,9 +240,9 @@ mod tests {
     #[test]
     fn a_huge_file_keeps_a_bounded_flat_array() {
         let pages = 1u64 << 51;
-        let s = Slots::new(pages);
+        let s = Slots::new(pages).expect("slots");
         assert_eq!(s.base().len(), FLAT_MAX);
-        assert_eq!(Slots::new(3).base().len(), 3);
+        assert_eq!(Slots::new(3).expect("slots").base().len(), 3);
         for p in [FLAT_MAX as u64 - 1, FLAT_MAX as u64, pages / 2, pages - 1] {
             s.get_or_alloc(p).expect("slot").store(7, Ordering::Relaxed);
             assert_eq!(

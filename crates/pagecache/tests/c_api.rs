@@ -57,7 +57,8 @@ fn c_program_reads_and_writes_from_several_threads() {
 /// program's `TMPDIR` (skipped where that is 2^63 - 1 bytes) and past the `RLIMIT_FSIZE` the
 /// program sets are refused with it, nothing changed, and writes ending at the limit are
 /// written back (`tests/c/limits.c`; a write-back past `RLIMIT_FSIZE` would kill it with
-/// `SIGXFSZ`).
+/// `SIGXFSZ`). And `PAGECACHE_ENOMEM` for the open of a file whose page table the address
+/// space, capped with `RLIMIT_AS`, cannot hold (the program aborted in the allocation).
 #[test]
 fn c_program_gets_pagecache_efbig_past_the_limits() {
     let text = build_and_run("limits");
@@ -73,6 +74,11 @@ fn c_program_gets_pagecache_efbig_past_the_limits() {
     assert!(
         text.lines()
             .any(|l| l == "ok fs-limit" || l.starts_with("skip fs-limit")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l == "ok as-limit" || l.starts_with("skip as-limit")),
         "{text}"
     );
 }

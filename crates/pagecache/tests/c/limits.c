@@ -2,8 +2,10 @@
  * before anything changes, and a write ending at the limit is accepted and written back. First
  * past the largest file of the file system of $TMPDIR (found with ftruncate; skipped where it
  * is 2^63 - 1 bytes, as on tmpfs), then past RLIMIT_FSIZE, set by this program with SIGXFSZ at
- * its default action (a write-back past the limit would kill the program). Prints "ok fs-limit"
- * (or a "skip" line), "ok rlimit" and "failures=N"; exits non-zero on any failure. */
+ * its default action (a write-back past the limit would kill the program). Between them,
+ * PAGECACHE_ENOMEM: the open of a large file whose page table the address space, capped with
+ * RLIMIT_AS, cannot hold. Prints "ok fs-limit" (or a "skip" line), "ok as-limit" (or a "skip"
+ * line), "ok rlimit" and "failures=N"; exits non-zero on any failure. */
 #define _GNU_SOURCE
 #include "pagecache.h"
 
@@ -135,8 +137,58 @@ static void rlimit(void) {
     printf("ok rlimit\n");
 }
 
+/* The process's address space now, in bytes (the first field of /proc/self/statm). */
+static uint64_t address_space(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1) pages = 0;
+        fclose(f);
+    }
+    return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* With the address space capped (RLIMIT_AS) 1 MiB above what the program uses, the open of a
+ * file of 2^20 pages, whose page table is 4 MiB, is refused with PAGECACHE_ENOMEM (it aborted
+ * the program: "memory allocation of 4194304 bytes failed"), and works once the cap is lifted.
+ * Run before rlimit(), whose RLIMIT_FSIZE would refuse the file's size. */
+static void address_space_limit(void) {
+    char path[4096];
+    int fd = temp_file(path, sizeof path);
+    if (fd < 0) return;
+    if (ftruncate(fd, (off_t)1 << 32) != 0) {
+        printf("skip as-limit: no file of 4 GiB in $TMPDIR\n");
+        unlink(path);
+        close(fd);
+        return;
+    }
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = NULL;
+    CHECK_EQ(pagecache_new(8, "atomic", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    struct rlimit old, cap;
+    CHECK_EQ(getrlimit(RLIMIT_AS, &old), 0);
+    cap = old;
+    cap.rlim_cur = address_space() + (1 << 20);
+    CHECK_EQ(setrlimit(RLIMIT_AS, &cap), 0);
+    int rc = pagecache_open(c, path, &f);
+    CHECK_EQ(setrlimit(RLIMIT_AS, &old), 0);
+    CHECK_EQ(rc, PAGECACHE_ENOMEM);
+    CHECK(f == NULL);
+    CHECK_EQ(pagecache_open(c, path, &f), PAGECACHE_OK);
+    unsigned char b[16];
+    memset(b, 7, sizeof b);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, 12345), (ssize_t)sizeof b);
+    for (size_t k = 0; k < sizeof b; k++) CHECK_EQ(b[k], 0);
+    CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
+    pagecache_free(c);
+    unlink(path);
+    close(fd);
+    printf("ok as-limit\n");
+}
+
 int main(void) {
     fs_limit();
+    address_space_limit();
     rlimit();
     printf("failures=%d\n", failures);
     return failures != 0;

@@ -1,0 +1,87 @@
+//! Allocations sized by the file are refused with `OutOfMemory` when the memory cannot be had,
+//! not an abort of the process: the page table of a file opened (4 bytes a page at open, up to
+//! 4 MiB) and a LODIC mapping's per-page counts of the file (as much again, made at its first
+//! mapping). The process's address space is capped (`RLIMIT_AS`) a little above what it uses,
+//! so this test is a program of its own (`harness = false`), run on its main thread: the cap is
+//! the process's, no other test may run beside it, and the main thread's allocations come from
+//! `brk` or `mmap`, which the cap reaches (a spawned thread's malloc arena has room reserved
+//! before the cap, which counts in the address space already).
+
+use pagecache::{Config, PageCacheOf, PAGE_SIZE};
+use refcount::atomic::Atomic;
+use std::io::ErrorKind;
+
+/// The process's address space now, in bytes (the first field of `/proc/self/statm`, in pages).
+fn address_space() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .expect("a size in pages");
+    // SAFETY: sysconf reads a constant of the system; it takes no pointer.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+/// Runs `f` with the address space capped at 1 MiB above what the process uses now, then lifts
+/// the cap again.
+fn with_little_memory<R>(f: impl FnOnce() -> R) -> R {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `old` is a writable rlimit, filled on success.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut old) }, 0);
+    let cap = libc::rlimit {
+        rlim_cur: address_space() + (1 << 20),
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: `cap` is a valid rlimit, read by the call; it lowers the soft limit only.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+    let r = f();
+    // SAFETY: as above: the soft limit back as it was (at most the unchanged hard limit).
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &old) }, 0);
+    r
+}
+
+/// A file of 2^20 pages (4 GiB, sparse): its page table is 4 MiB, and so are a mapping's
+/// counts; with 1 MiB of address space left, the open and the first mapping are refused with
+/// `OutOfMemory` (they aborted the process: "memory allocation of 4194304 bytes failed"), and
+/// succeed once the memory is there; the cache and the file work on.
+fn file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("big");
+    let pages = 1u64 << 20;
+    std::fs::File::create(&path)
+        .and_then(|f| f.set_len(pages * PAGE_SIZE as u64))
+        .expect("a sparse file");
+    let cache = PageCacheOf::with_scheme(Atomic, &Config::new(8, "atomic")).expect("cache");
+    // Warm: whatever the first open and mapping make once, made before the cap.
+    {
+        let small = dir.path().join("small");
+        std::fs::write(&small, [1u8; 10]).expect("small file");
+        let f = cache.open(&small).expect("open");
+        drop(f.map(0, 1).expect("map"));
+    }
+    let e = with_little_memory(|| cache.open(&path).map(|_| ()))
+        .expect_err("an open whose page table cannot be had");
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+    let f = cache.open(&path).expect("open, with the memory");
+    let e = with_little_memory(|| f.map(0, 1).map(|_| ()))
+        .expect_err("a first mapping whose counts cannot be had");
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+    assert_eq!(f.mapcount(0), 0, "nothing was mapped");
+    let m = f.map(pages - 1, 1).expect("map, with the memory");
+    let mut b = [7u8; 16];
+    m.read_at(&mut b, 100).expect("read through the mapping");
+    assert_eq!(b, [0; 16]);
+    assert_eq!(f.mapcount(pages - 1), 1);
+    drop(m);
+    assert_eq!(f.read_at(&mut b, 12345).expect("read"), 16);
+    assert_eq!(b, [0; 16]);
+}
+
+fn main() {
+    file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory();
+    println!("test file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory ... ok");
+}
