@@ -43,11 +43,12 @@
  * many threads at once (reads, writes, sync, drop_cache, len, set_len, open, stats); reads and
  * writes of overlapping ranges racing each other see, byte by byte, the old or the new bytes,
  * as pread racing pwrite may (and a read racing a pagecache_set_len that cuts, the old bytes
- * or zeros). No call is a cancellation point: each disables the calling thread's cancellation
- * (pthread_setcancelstate) while it runs, although it may read, write, sync, open or close
- * files, so a pending pthread_cancel is acted on at the caller's next cancellation point,
- * after the call returned (acted on inside the library, it would unwind the thread through the
- * library's state).
+ * or zeros). No call is a cancellation point, although calls read, write, sync, open and
+ * close files: each disables the calling thread's cancellation (pthread_setcancelstate) while
+ * it runs (a pagecache_read_at of cached pages, which makes no system call, only once it finds
+ * a page that is not), so a pending pthread_cancel is acted on at the caller's next
+ * cancellation point, after the call returned (acted on inside the library, it would unwind
+ * the thread through the library's state).
  *
  * Lifetimes: a handle is the address of a slot in a table that the library never frees (64
  * bytes per slot, made 16 at a time when no slot is free, kept for the life of the process: a

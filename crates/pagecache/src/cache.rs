@@ -1549,16 +1549,47 @@ impl<C: RefCounter> CachedFileOf<C> {
 
     #[inline]
     fn read_page(&self, page: u64, off: usize, part: &mut [u8]) -> io::Result<()> {
-        let c = &*self.cache;
-        let f = &*self.state;
-        let hit = match c.mode {
-            Mode::Optimistic => c.read_optimistic(f, page, off, part),
-            Mode::Counting => c.read_hit(f, page, off, part),
-        };
-        if hit {
+        if self.read_page_cached(page, off, part) {
             return Ok(());
         }
         self.read_counted(page, off, part, |_| {})
+    }
+
+    /// The hit path of [`Self::read_page`]: copies `part` at `off` of page `page` if its frame
+    /// holds it now (`false`: not cached, being filled or evicted). No I/O, no fill, no wait.
+    #[inline]
+    fn read_page_cached(&self, page: u64, off: usize, part: &mut [u8]) -> bool {
+        let c = &*self.cache;
+        let f = &*self.state;
+        match c.mode {
+            Mode::Optimistic => c.read_optimistic(f, page, off, part),
+            Mode::Counting => c.read_hit(f, page, off, part),
+        }
+    }
+
+    /// [`Self::read_at`] if every page of the range is cached: the bytes read, or `None` at the
+    /// first page that is not (a prefix of `buf` may have been written). Makes no system call:
+    /// no fill, no eviction, no direct read (the C API reads so before it disables the thread's
+    /// cancellation for a read that may do I/O).
+    pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+        let end = self.len();
+        if offset >= end {
+            return Some(0);
+        }
+        let n = buf
+            .len()
+            .min((end - offset).min(usize::MAX as u64) as usize);
+        let mut done = 0;
+        while done < n {
+            let at = offset + done as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let k = (PAGE_SIZE - off).min(n - done);
+            if !self.read_page_cached(at / PAGE_SIZE as u64, off, &mut buf[done..done + k]) {
+                return None;
+            }
+            done += k;
+        }
+        Some(n)
     }
 
     /// Reads `part` at `off` of cached page `page` under a reference taken with the scheme's

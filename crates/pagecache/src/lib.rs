@@ -149,6 +149,7 @@ trait DynCache: Send + Sync {
 
 trait DynFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize>;
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
     fn sync(&self) -> io::Result<()>;
     fn drop_cache(&self) -> io::Result<usize>;
@@ -172,6 +173,9 @@ impl<C: RefCounter> DynCache for PageCacheOf<C> {
 impl<C: RefCounter> DynFile for CachedFileOf<C> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         CachedFileOf::read_at(self, buf, offset)
+    }
+    fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+        CachedFileOf::read_cached(self, buf, offset)
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         CachedFileOf::write_at(self, buf, offset)
@@ -260,6 +264,12 @@ impl CachedFile {
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.inner.read_at(buf, offset)
     }
+    /// `read_at` if every page of the range is cached, with no system call; `None` at the
+    /// first page that is not (see `CachedFileOf::read_cached`).
+    pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+        self.inner.read_cached(buf, offset)
+    }
+
     /// See [`CachedFileOf::write_at`].
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         self.inner.write_at(buf, offset)

@@ -27,7 +27,7 @@ static pagecache_t *cache;
 /* What a cancelled thread's calls returned. */
 static struct {
     int open, close_a, sync, close_b, open_c, new_d;
-    ssize_t read, write, drop;
+    ssize_t read, hit, write, drop;
 } got;
 
 /* The calls, each in a thread whose cancellation is pending; then the thread's own
@@ -39,6 +39,7 @@ static void *calls(void *arg) {
     pagecache_file_t *f = NULL, *g = NULL;
     got.open = pagecache_open(cache, path, &f);            /* open(2) */
     got.read = pagecache_read_at(f, b, sizeof b, 0);       /* a miss: pread(2) */
+    got.hit = pagecache_read_at(f, b, sizeof b, 50);       /* cached: no system call */
     memset(b, 0x5A, sizeof b);
     got.write = pagecache_write_at(f, b, sizeof b, 8000);  /* a miss: pread(2) */
     got.sync = pagecache_sync(f);                          /* pwrite(2), fdatasync(2) */
@@ -78,6 +79,7 @@ int main(void) {
     CHECK(res == PTHREAD_CANCELED);
     CHECK_EQ(got.open, PAGECACHE_OK);
     CHECK_EQ(got.read, 100);
+    CHECK_EQ(got.hit, 100);
     CHECK_EQ(got.write, 100);
     CHECK_EQ(got.sync, PAGECACHE_OK);
     CHECK(got.drop >= 1);
