@@ -179,6 +179,20 @@ struct ArcInner<T: ?Sized> {
     value: ManuallyDrop<T>,
 }
 
+/// The `Meta` of the allocation `inner`, reached without a reference to the whole
+/// `ArcInner`: while the value is being dropped, its `Drop` may reach its own allocation
+/// (through a `Weak`), and a reference covering the value would then overlap the drop's
+/// `&mut` to it.
+///
+/// # Safety
+/// `inner` points to a live allocation made by `allocate`; the `Meta` lives at least `'a`.
+#[inline(always)]
+unsafe fn meta_of<'a, T: ?Sized>(inner: NonNull<ArcInner<T>>) -> &'a Meta {
+    // SAFETY: by the contract, a live allocation whose `Meta` was written by `allocate`; only
+    // the `Meta` field is borrowed.
+    unsafe { &*core::ptr::addr_of!((*inner.as_ptr()).meta) }
+}
+
 /// `*mut ArcInner<T>` fits `Meta::wide` (a wide pointer is two words).
 const fn fits_wide<T: ?Sized>() -> bool {
     core::mem::size_of::<*mut ArcInner<T>>() <= core::mem::size_of::<[*mut (); 2]>()
@@ -599,7 +613,7 @@ impl<T> Arc<T> {
         // Not shared yet: dead, so that REFs fail until the value is written.
         hdr.set_state(crate::header::DEAD, Ordering::Relaxed);
         // SAFETY: made by `allocate`: live and not shared.
-        let meta = unsafe { &inner.as_ref().meta };
+        let meta = unsafe { meta_of(inner) };
         // The value's count and this `Weak`'s (fresh: nobody else sees it).
         meta.weak.store(2, Ordering::Relaxed);
         let weak = Weak { inner };
@@ -761,7 +775,7 @@ impl<T: ?Sized> Arc<T> {
     #[inline(always)]
     fn meta(&self) -> &Meta {
         // SAFETY: an Arc's reference keeps the allocation live.
-        unsafe { &self.inner.as_ref().meta }
+        unsafe { meta_of(self.inner) }
     }
 
     #[inline(always)]
@@ -844,7 +858,7 @@ impl<T: ?Sized> Arc<T> {
         // SAFETY: forwarded contract: `ptr` points at the value of a live allocation.
         let inner = unsafe { Self::inner_of(ptr) };
         // SAFETY: the reference `ptr` holds keeps the allocation and its value alive.
-        let m = unsafe { &inner.as_ref().meta };
+        let m = unsafe { meta_of(inner) };
         let d = m.domain;
         let (pos, gen) = {
             let _v = m.lock_raw();
@@ -870,7 +884,7 @@ impl<T: ?Sized> Arc<T> {
         // SAFETY: forwarded contract.
         let inner = unsafe { Self::inner_of(ptr) };
         // SAFETY: the reference `ptr` holds keeps the allocation alive.
-        let m = unsafe { &inner.as_ref().meta };
+        let m = unsafe { meta_of(inner) };
         let _v = m.lock_raw();
         m.raw_increment();
     }
@@ -1032,7 +1046,7 @@ impl<T: ?Sized> Arc<T> {
         d.put(hdr, a);
         // SAFETY: the registry lock we hold keeps the listed allocation live. A reference
         // held as a raw pointer keeps the value.
-        if unsafe { inner.as_ref() }.meta.raw_held() || !d.try_reclaim(hdr) {
+        if unsafe { meta_of(inner) }.raw_held() || !d.try_reclaim(hdr) {
             return false;
         }
         Registry::remove_locked(v, inner.cast());
@@ -1058,7 +1072,7 @@ impl<T: ?Sized> core::ops::Deref for Arc<T> {
     fn deref(&self) -> &T {
         // SAFETY: a counted reference: the value is dropped only after a reclaim succeeds,
         // which needs every reference, ours included, to be gone.
-        unsafe { &self.inner.as_ref().value }
+        unsafe { &*core::ptr::addr_of!((*self.inner.as_ptr()).value) }
     }
 }
 
@@ -1409,8 +1423,9 @@ impl<T: ?Sized> Weak<T> {
         if self.inner.as_ptr().cast::<u8>().addr() == NO_ALLOCATION {
             return None;
         }
-        // SAFETY: our weak count keeps the allocation live (its value may be gone).
-        Some(unsafe { &self.inner.as_ref().meta })
+        // SAFETY: our weak count keeps the allocation live (its value may be gone, or being
+        // dropped by a `Drop` that upgrades this `Weak`).
+        Some(unsafe { meta_of(self.inner) })
     }
 
     /// An [`Arc`] to the value, if it was not reclaimed. Waits out a reclaim under way (the

@@ -20,6 +20,20 @@ impl Drop for Tracked<'_> {
     }
 }
 
+/// `n` rounds of a stress, or a hundredth of them (at least 4) under Miri, which runs a test
+/// about a thousand times slower and checks each round's accesses for undefined behaviour.
+const fn reps(n: usize) -> usize {
+    if cfg!(miri) {
+        if n / 100 > 4 {
+            n / 100
+        } else {
+            4
+        }
+    } else {
+        n
+    }
+}
+
 fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
@@ -155,7 +169,7 @@ fn a_leaked_arc_leaks_the_value_and_nothing_else() {
     std::mem::forget(a.clone());
     drop(a);
     // Churn the tiny tables so that the leaked entry is evicted to an overflow list.
-    for i in 0..1000 {
+    for i in 0..reps(1000) {
         let o = Arc::new_in(i, d);
         let p = o.clone();
         drop(o);
@@ -177,7 +191,7 @@ fn a_leaked_arc_leaks_the_value_and_nothing_else() {
 fn many_threads_clone_drop_and_migrate() {
     const THREADS: usize = 6;
     const VALUES: usize = 4;
-    const ROUNDS: usize = 3000;
+    const ROUNDS: usize = reps(3000);
     let d = tiny_domain();
     let drops: Vec<&'static AtomicUsize> = (0..VALUES).map(|_| leak(AtomicUsize::new(0))).collect();
     let flags: Vec<&'static AtomicBool> =
@@ -395,7 +409,7 @@ fn try_unwrap_and_unwrap_or_clone() {
 #[test]
 fn into_inner_gives_the_value_to_exactly_one() {
     const THREADS: usize = 4;
-    const ROUNDS: usize = 300;
+    const ROUNDS: usize = reps(300);
     let d = tiny_domain();
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));
@@ -596,7 +610,7 @@ fn unique_owner_calls_see_weaks() {
 #[test]
 fn weaks_upgrade_against_the_last_drop() {
     const THREADS: usize = 3;
-    const ROUNDS: usize = 200;
+    const ROUNDS: usize = reps(200);
     let d = tiny_domain();
     for round in 0..ROUNDS {
         let drops = leak(AtomicUsize::new(0));
@@ -701,7 +715,7 @@ fn arcs_of_str_and_slices() {
 /// the last drop or the collector.
 #[test]
 fn a_shared_slice_drops_each_element_once() {
-    const ROUNDS: usize = 100;
+    const ROUNDS: usize = reps(100);
     let d = tiny_domain();
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));
@@ -730,6 +744,57 @@ fn a_shared_slice_drops_each_element_once() {
     assert_eq!(d.arcs_alive(), 0);
 }
 
+/// A value whose `Drop` upgrades a `Weak` to its own allocation, dropped by its last `Arc`
+/// and by the collector: each upgrade finds nothing, and the value is dropped once. Under
+/// Miri this is the check that reaching an allocation's counts while its value is dropped
+/// borrows nothing of the value (a reference to the whole allocation there overlaps the
+/// drop's `&mut`).
+#[test]
+fn a_drop_that_upgrades_a_weak_to_its_own_value_finds_nothing() {
+    struct Node {
+        me: Weak<Node>,
+        drops: &'static AtomicUsize,
+        upgraded: &'static AtomicBool,
+    }
+    impl Drop for Node {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+            if self.me.upgrade().is_some() {
+                self.upgraded.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+    let d = tiny_domain();
+    for by_collector in [false, true] {
+        let drops = leak(AtomicUsize::new(0));
+        let upgraded = leak(AtomicBool::new(false));
+        let a = Arc::new_cyclic_in(
+            |me| Node {
+                me: me.clone(),
+                drops,
+                upgraded,
+            },
+            d,
+        );
+        let w = Arc::downgrade(&a);
+        if by_collector {
+            // A clone dropped on another thread at once: one of the two drops may leave the
+            // value to the collector.
+            let b = a.clone();
+            let t = std::thread::spawn(move || drop(b));
+            drop(a);
+            t.join().unwrap();
+            collect(d);
+        } else {
+            drop(a);
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped once");
+        assert!(!upgraded.load(Ordering::SeqCst), "upgraded while dropped");
+        assert!(w.upgrade().is_none());
+    }
+    assert_eq!(d.arcs_alive(), 0);
+}
+
 /// `new_cyclic`: the `Weak` given to `make` does not upgrade until the value exists; a thread
 /// that got a clone of it from `make` and upgrades in a loop while the `Arc` is made, and
 /// dropped, sees the value whole or nothing; the value is dropped once; a `make` that panics
@@ -747,7 +812,7 @@ fn new_cyclic_gives_a_weak_that_upgrades_once_made() {
         }
     }
     let d = tiny_domain();
-    for round in 0..100 {
+    for round in 0..reps(100) {
         let drops = leak(AtomicUsize::new(0));
         let (tx, rx) = std::sync::mpsc::channel::<Weak<Node>>();
         std::thread::scope(|s| {
@@ -755,7 +820,7 @@ fn new_cyclic_gives_a_weak_that_upgrades_once_made() {
                 let w = rx.recv().unwrap();
                 let _ = migrate(round);
                 let mut seen = 0;
-                for _ in 0..2000 {
+                for _ in 0..reps(2000) {
                     if let Some(n) = w.upgrade() {
                         assert_eq!(n.magic, 0xfeed, "upgraded before the value was written");
                         seen += 1;
@@ -930,7 +995,7 @@ fn raw_counts_add_up_and_a_lost_pointer_leaks() {
 fn raw_pointers_cross_threads_and_cpus() {
     const THREADS: usize = 4;
     const VALUES: usize = 4;
-    const ROUNDS: usize = 2000;
+    const ROUNDS: usize = reps(2000);
     let d = tiny_domain();
     let drops: Vec<&'static AtomicUsize> = (0..VALUES).map(|_| leak(AtomicUsize::new(0))).collect();
     let flags: Vec<&'static AtomicBool> =
@@ -1009,7 +1074,7 @@ fn a_drop_that_panics_reaches_the_caller_and_drops_nothing_twice() {
             }
         }
     }
-    const N: usize = 300;
+    const N: usize = reps(300);
     let drops: &'static [AtomicUsize] =
         Box::leak((0..N).map(|_| AtomicUsize::new(0)).collect::<Box<[_]>>());
     let d = tiny_domain();
@@ -1050,7 +1115,7 @@ fn arcs_in_thread_local_destructors_and_in_drops() {
     struct Late(&'static Domain, Arc<String>);
     impl Drop for Late {
         fn drop(&mut self) {
-            for i in 0..100 {
+            for i in 0..reps(100) {
                 let a = Arc::new_in(format!("late {i}"), self.0);
                 let b = a.clone();
                 let c = self.1.clone();
@@ -1094,7 +1159,7 @@ fn arcs_in_thread_local_destructors_and_in_drops() {
         t.join().unwrap();
     }
     let other = Arc::new_in(vec![7u8; 10], d);
-    for _ in 0..500 {
+    for _ in 0..reps(500) {
         let a = Arc::new_cyclic_in(
             |me| Busy {
                 other: other.clone(),
