@@ -258,6 +258,7 @@ mod tests {
     /// process, as if that many had been leaked with `mem::forget`: the count never wraps to
     /// free the allocation under the handles still held. Each way runs in a child process.
     #[test]
+    #[cfg_attr(miri, ignore = "runs child processes, which Miri cannot spawn")]
     fn a_handle_past_the_most_aborts() {
         if let Some(how) = std::env::var_os(CHILD) {
             // The abort leaves no core file behind.

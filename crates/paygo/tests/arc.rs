@@ -273,7 +273,7 @@ fn values_made_here_and_dropped_there() {
     let d = tiny_domain();
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));
-    let n = 5000;
+    let n = reps(5000);
     let (tx, rx) = std::sync::mpsc::channel::<Arc<Tracked<'static>>>();
     std::thread::scope(|s| {
         s.spawn(move || {
@@ -462,7 +462,7 @@ fn into_inner_gives_the_value_to_exactly_one() {
 #[test]
 fn get_mut_never_while_a_clone_is_held() {
     const READERS: usize = 3;
-    const ROUNDS: u64 = 4000;
+    const ROUNDS: u64 = reps(4000) as u64;
     struct Pair {
         a: u64,
         b: u64,
