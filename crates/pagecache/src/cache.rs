@@ -1745,6 +1745,10 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// stays dirty; the first error is returned. Every write that returned before the call is
     /// in the file when it returns (and on the device, unless it failed): a `sync` racing
     /// another waits for the other's write-backs, which took the pages' dirty bits.
+    ///
+    /// A file opened read-only has no page to write, and is not `fdatasync`ed: read-only file
+    /// systems without it (squashfs, erofs, iso9660) refuse it with `EINVAL`, which would make
+    /// every `sync` and last close of their files fail.
     pub fn sync(&self) -> io::Result<()> {
         let f = &*self.state;
         // One sync of the file at a time: a page whose dirty bit another sync cleared is not
@@ -1765,6 +1769,10 @@ impl<C: RefCounter> CachedFileOf<C> {
         if let Some(e) = first {
             return Err(e);
         }
+        if !f.writable {
+            return Ok(());
+        }
+        self.cache.hook(IoKind::Sync, f, 0, 0)?;
         f.file.sync_data()
     }
 

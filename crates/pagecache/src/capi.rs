@@ -502,7 +502,8 @@ pub unsafe extern "C" fn pagecache_write_at(
     })
 }
 
-/// Writes the file's dirty pages back and `fdatasync`s it: `PAGECACHE_OK`, `PAGECACHE_EINVAL`
+/// Writes the file's dirty pages back and `fdatasync`s it (not a file opened read-only, as
+/// [`CachedFileOf::sync`](crate::CachedFileOf::sync)): `PAGECACHE_OK`, `PAGECACHE_EINVAL`
 /// (a null handle), `PAGECACHE_EBADF` (a closed handle) or the first `-errno` (a page that
 /// failed stays dirty).
 ///

@@ -49,6 +49,9 @@ pub enum IoKind {
     Direct,
     /// `ftruncate` of [`CachedFileOf::set_len`] (`offset` is the new length, `len` 0).
     SetLen,
+    /// `fdatasync` of [`CachedFileOf::sync`], after its write-backs (and so of a file's last
+    /// close); `offset` and `len` 0. Never for a file opened read-only, which is not synced.
+    Sync,
     /// Not an I/O: a fill's `pread` is done and its pages are not yet published (`offset` and
     /// `len` as for its [`IoKind::Fill`]). An `Err` fails the fill as a read error would (a
     /// checksum that does not match, say); a test may also stall here, to hold a fill

@@ -375,6 +375,62 @@ fn a_running_program_opens_read_only() {
     );
 }
 
+/// An `fdatasync` that fails (fault hook at [`IoKind::Sync`]) is `sync`'s error and the last
+/// close's, after the write-backs: the written bytes are in the file. A file opened
+/// read-only is never `fdatasync`ed (read-only file systems refuse it with `EINVAL`): its
+/// `sync` and close succeed, and the hook sees no sync.
+#[test]
+fn an_fdatasync_error_is_returned_and_a_read_only_file_is_not_synced() {
+    use std::os::unix::fs::FileExt;
+    let syncs = Arc::new(AtomicU32::new(0));
+    let mut cfg = Config::new(4, "atomic");
+    cfg.fault = Some({
+        let syncs = syncs.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind != IoKind::Sync {
+                return Ok(());
+            }
+            assert_eq!((ev.offset, ev.len), (0, 0));
+            syncs.fetch_add(1, Ordering::SeqCst);
+            Err(std::io::Error::from_raw_os_error(libc::EIO))
+        })
+    });
+    let cache = PageCache::new(cfg).expect("cache");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 2 * 4096);
+    let file = cache.open(&path).expect("open");
+    file.write_at(b"synced", 4100).expect("write");
+    let e = file.sync().expect_err("the fdatasync failed");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert_eq!(syncs.load(Ordering::SeqCst), 1);
+    let mut b = [0u8; 6];
+    std::fs::File::open(&path)
+        .expect("open")
+        .read_exact_at(&mut b, 4100)
+        .expect("pread");
+    assert_eq!(&b, b"synced", "written back before the fdatasync");
+    let e = file.close().expect_err("the last close's fdatasync failed");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert_eq!(syncs.load(Ordering::SeqCst), 2);
+
+    let exe = std::env::current_exe().expect("current_exe");
+    if std::fs::OpenOptions::new().write(true).open(&exe).is_ok() {
+        percpu::testing::skip("the test binary opens for writing: it is not the running image");
+        return;
+    }
+    let ro = cache
+        .open(&exe)
+        .expect("open the running test binary read-only");
+    assert_eq!(ro.read_at(&mut b, 0).expect("read"), b.len());
+    ro.sync().expect("a read-only file's sync");
+    ro.close().expect("a read-only file's close");
+    assert_eq!(
+        syncs.load(Ordering::SeqCst),
+        2,
+        "a read-only file was synced"
+    );
+}
+
 /// Files of procfs and sysfs are made when read, and their size is not their length (0, or
 /// 4096): the cache refuses them, and goes on.
 #[test]
