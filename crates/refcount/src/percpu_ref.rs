@@ -147,13 +147,15 @@ impl CpuSlots {
             .push(idx);
     }
 
-    /// Word `(idx, cpu)`.
-    fn word(&self, idx: u32, cpu: usize) -> &AtomicU64 {
+    /// A pointer to word `(idx, 0)` that may reach every word of slot `idx` (the words of
+    /// CPUs 1.. follow it, `CHUNK` apart): derived from the rest of the chunk, not from a
+    /// reference to the one word, whose provenance covers only that word's 8 bytes.
+    fn slot_base(&self, idx: u32) -> core::ptr::NonNull<AtomicU64> {
         let i = idx as usize;
         let chunk = self.chunks[i / CHUNK]
             .get()
             .expect("per-CPU slot of a live object");
-        &chunk[cpu * CHUNK + i % CHUNK]
+        core::ptr::NonNull::from(&chunk[i % CHUNK..]).cast()
     }
 
     /// The number of CPUs (words per slot).
@@ -186,7 +188,9 @@ impl SlotHandle {
     pub(crate) fn new(arena: &Arc<CpuSlots>) -> Self {
         let idx = arena.alloc();
         SlotHandle {
-            base: core::ptr::NonNull::from(arena.word(idx, 0)),
+            // Not a pointer from a reference to the CPU-0 word: such a pointer may reach that
+            // word alone, not the other CPUs' (undefined behaviour, found by Miri).
+            base: arena.slot_base(idx),
             idx,
             arena: arena.clone(),
         }
@@ -203,7 +207,8 @@ impl SlotHandle {
         // SAFETY: `cpu < self.arena.cpus` (above: the callers' slot numbers are below
         // possible_cpus(), the length of every arena); the words of one slot are CHUNK apart
         // in one chunk of `cpus * CHUNK` words (CpuSlots layout); the chunk outlives self (see
-        // the Send impl).
+        // the Send impl), and `base` was derived from the chunk from word (idx, 0) on
+        // (CpuSlots::slot_base), so it may reach them all.
         unsafe { &*self.base.as_ptr().add(cpu * CHUNK) }
     }
 
@@ -461,6 +466,31 @@ impl RefCounter for PercpuRef {
                 + core::mem::size_of::<PerCpu<()>>()
                 + 128 * self.pc.len(),
             objects: objs.count() * per,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A slot's handle reaches the word of every CPU, and the words are its own: its base
+    /// pointer must be allowed to reach the words of CPUs 1.. (`CHUNK` words apart), which a
+    /// pointer made from a reference to the CPU-0 word is not (Miri reports the access).
+    #[test]
+    fn a_slot_handle_reaches_the_word_of_every_cpu() {
+        const CPUS: usize = 4;
+        let arena = Arc::new(CpuSlots::new(CPUS));
+        let before = SlotHandle::new(&arena);
+        let h = SlotHandle::new(&arena);
+        let after = SlotHandle::new(&arena);
+        for cpu in 0..CPUS {
+            h.word_checked(cpu).store(1 << cpu, Ordering::Relaxed);
+        }
+        assert_eq!(h.sum(), (1 << CPUS) - 1);
+        assert_eq!((before.sum(), after.sum()), (0, 0), "another slot's words");
+        for cpu in 0..CPUS {
+            assert_eq!(h.word(cpu).load(Ordering::Relaxed), 1 << cpu);
         }
     }
 }
