@@ -178,6 +178,7 @@ impl Slab {
                 i
             }
         };
+        // Under the free list's lock (`f` is held to the end): `get`'s slow path relies on it.
         self.chunks[idx as usize / CHUNK]
             .get_or_init(|| (0..CHUNK).map(|_| Core::default()).collect());
         idx
@@ -189,12 +190,32 @@ impl Slab {
             .1
             .push(idx);
     }
+    /// The core of slot `idx`, made by [`Self::alloc`] (on any thread).
     #[inline]
     fn get(&self, idx: u32) -> &Core {
         let i = idx as usize;
-        &self.chunks[i / CHUNK]
+        match self.chunks[i / CHUNK].get() {
+            Some(chunk) => &chunk[i % CHUNK],
+            None => &self.get_unseen(i / CHUNK)[i % CHUNK],
+        }
+    }
+
+    /// Chunk `chunk`, which this thread does not see made yet. A thread that follows a tag it
+    /// read from a way (the epoch thread, or an eviction on another object's behalf) has no
+    /// happens-before edge to the making of the tag's chunk: the tag was installed by a
+    /// per-CPU section, whose store is relaxed, so the `OnceLock`'s Acquire load may still
+    /// read it empty (seen under Miri's weak memory emulation: the epoch thread panicked
+    /// "core of a known slot"). `alloc` makes chunks under the free list's lock, before the
+    /// slot's object, and so before its tag, exists: this lock acquisition comes after that
+    /// release (the tag's store, read by this thread before it, happens after it), so the
+    /// chunk is made for this thread once it holds the lock.
+    #[cold]
+    #[inline(never)]
+    fn get_unseen(&self, chunk: usize) -> &[Core] {
+        let _f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        self.chunks[chunk]
             .get()
-            .expect("refcache: core of a known slot")[i % CHUNK]
+            .expect("refcache: core of a known slot")
     }
     fn allocated(&self) -> usize {
         self.free.lock().unwrap_or_else(|e| e.into_inner()).0 as usize
@@ -866,6 +887,52 @@ mod tests {
             }
             assert!(b.try_get(pinned(obj)).is_none(), "object {o} is dead");
         }
+    }
+
+    /// Epochs run on a thread started before the objects were made (as the epoch thread is),
+    /// while objects are made in new chunks of the slab and their references cached: the
+    /// epoch follows each tag it reads from a way to the object's core, though nothing it
+    /// did orders it after the making of the core's chunk (the tag reaches it through a
+    /// relaxed per-CPU section). Under Miri the epoch thread read the chunk unmade and
+    /// panicked ("core of a known slot").
+    #[test]
+    fn epochs_follow_the_tags_of_objects_made_after_they_started() {
+        use std::sync::atomic::AtomicBool;
+        const CHUNKS: usize = if cfg!(miri) { 6 } else { 32 };
+        let s = RefCache::with_config(Config {
+            ways: 4,
+            epoch: Duration::from_secs(3600),
+            delta_limit: i32::MAX as i64,
+        });
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let epochs = sc.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    s.run_epoch();
+                }
+            });
+            let mut objs = Vec::new();
+            for c in 0..CHUNKS {
+                // Slots c * CHUNK.. : the first takes a new chunk.
+                let chunk: Vec<_> = (0..CHUNK).map(|_| s.new_object()).collect();
+                assert_eq!(chunk[0].slot as usize, c * CHUNK);
+                let t = s.try_get(pinned(&chunk[0])).expect("live");
+                // Two epochs begun after the reference was cached: one flushed it.
+                let e = s.epoch();
+                while s.epoch() < e + 2 && !epochs.is_finished() {
+                    std::thread::yield_now();
+                }
+                s.put(pinned(&chunk[0]), t);
+                objs.push(chunk);
+            }
+            stop.store(true, Ordering::Relaxed);
+            epochs.join().expect("the epochs followed every tag");
+            s.run_epoch();
+            s.run_epoch();
+            for chunk in &objs {
+                assert_eq!(s.read_all(pinned(&chunk[0])), 0);
+            }
+        });
     }
 
     /// An object dropped with a negative delta still cached (its reference was taken and
