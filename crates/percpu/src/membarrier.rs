@@ -192,7 +192,7 @@ mod tests {
     /// nothing, and the test says so.
     #[test]
     fn heavy_and_light_fences_forbid_store_buffering() {
-        const ITERS: u32 = 20_000;
+        const ITERS: u32 = crate::testing::reps(20_000) as u32;
         let mut control = 0;
         for _ in 0..50 {
             control += store_buffering(ITERS, compiler_fence, compiler_fence);

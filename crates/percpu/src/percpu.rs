@@ -755,7 +755,11 @@ impl<W: Word> ThisCpu<'_, W> {
     /// fields by value, so that the fast path keeps them in registers.
     #[cold]
     #[inline(never)]
-    #[cfg_attr(loom, allow(unused_variables))]
+    // `area` and `base` serve the rseq path only.
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))),
+        allow(unused_variables)
+    )]
     fn add_slow(
         pc: &PerCpu<W>,
         area: *mut u8,

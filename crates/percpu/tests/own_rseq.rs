@@ -157,6 +157,10 @@ fn serve_every_thread() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
 fn own_areas_serve_every_thread() {
     in_child("own_areas_serve_every_thread", serve_every_thread);
 }
@@ -210,6 +214,10 @@ fn registered_by_another_library() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
 fn a_thread_registered_by_another_library_panics() {
     in_child(
         "a_thread_registered_by_another_library_panics",

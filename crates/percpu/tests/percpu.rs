@@ -1,6 +1,7 @@
 //! Public-API tests of the per-CPU substrate. Run on both paths: plain, and with
 //! `PERCPU_FORCE_FALLBACK=1` (CI does both).
 
+use percpu::testing::reps;
 use percpu::{Check, Fail, PerCpu};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -115,7 +116,7 @@ fn single_thread_sections_follow_their_pseudocode() {
 #[test]
 fn oversubscribed_sum_is_exact() {
     const THREADS: usize = 16;
-    const ITERS: i64 = 200_000;
+    const ITERS: i64 = reps(200_000) as i64;
     let pc: Arc<PerCpu<AtomicI64>> = Arc::new(PerCpu::default());
     let hs: Vec<_> = (0..THREADS)
         .map(|t| {
@@ -153,9 +154,13 @@ extern "C" fn noop_handler(_: libc::c_int) {}
 /// Forces aborts two ways, an injected delay inside every section and a storm of signals at
 /// the worker threads, and checks that no update is lost or doubled.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri does not support sigaction and pthread_kill (signals)"
+)]
 fn forced_aborts_lose_nothing() {
     const THREADS: usize = 8;
-    const ITERS: i64 = 20_000;
+    const ITERS: i64 = reps(20_000) as i64;
     // SAFETY: installing a handler that does nothing, for a signal nothing else uses.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -234,7 +239,7 @@ fn forced_aborts_lose_nothing() {
 fn fence_stops_sections_that_check_a_flag() {
     const THREADS: usize = 4;
     percpu::set_inject_delay(2_000);
-    for round in 0..40 {
+    for round in 0..reps(40) {
         let pc: Arc<PerCpu<AtomicI64>> = Arc::new(PerCpu::default());
         let flag = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -461,7 +466,7 @@ fn here_sections_match_the_cpu_named_ones() {
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                for _ in 0..20_000 {
+                for _ in 0..reps(20_000) {
                     loop {
                         let here = pc.here();
                         if here.add(&[], pc.get(here.cpu()), 1).is_ok() {
@@ -472,7 +477,10 @@ fn here_sections_match_the_cpu_named_ones() {
             });
         }
     });
-    assert_eq!(sum(&pc), expected_total + threads as i64 * 20_000);
+    assert_eq!(
+        sum(&pc),
+        expected_total + threads as i64 * reps(20_000) as i64
+    );
 }
 
 /// A CPU number at or above 2^31 names no CPU: on the rseq path it is taken modulo 2^31, so

@@ -28,6 +28,7 @@ fn add_here(pc: &PerCpu<AtomicI64>) {
 /// process's membarrier registration) runs sections, with a `Here` read before the fork too,
 /// and fences; the parent's copy is untouched. The child calls nothing that allocates.
 #[test]
+#[cfg_attr(miri, ignore = "Miri does not support fork")]
 fn sections_and_fences_in_a_forked_child() {
     let pc = PerCpu::new(|_| AtomicI64::new(0));
     pc.add_current(|v| v, 1);
