@@ -20,6 +20,9 @@ use std::thread;
 
 pub use crate::lifecycle::{reclaim_eventually, RECLAIM_ATTEMPTS};
 
+/// A stress loop's round count scaled for Miri (`n` in a normal build).
+pub use percpu::testing::reps;
+
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -84,7 +87,7 @@ pub fn single_thread_model<C: RefCounter>(s: &C) {
     let objs = Objects::new(s, N);
     let mut held: Vec<Vec<C::Token>> = (0..N).map(|_| Vec::new()).collect();
     let mut rng = Rng::new(42);
-    for step in 0..20_000 {
+    for step in 0..reps(20_000) {
         let i = rng.below(N);
         if held[i].is_empty() || rng.below(3) != 0 {
             let t = s
@@ -210,7 +213,7 @@ pub fn concurrent_exact_with_migration<C: RefCounter>(s: Arc<C>, threads: usize,
                 let mut rng = Rng::new(1000 + t as u64);
                 let mut mine: Vec<(usize, C::Token)> = Vec::new();
                 for _round in 0..rounds {
-                    for _ in 0..2_000 {
+                    for _ in 0..reps(2_000) {
                         match rng.below(8) {
                             0 => {
                                 migrate(rng.below(64));
@@ -360,7 +363,8 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
     // Past `millis`, also until the reclaimer has succeeded (a race it never won checked
     // nothing; RefCache needs epochs between the readers' touches).
     while start.elapsed() < deadline
-        || ((progress.load(Ordering::Relaxed) < 1000 || reclaimed == 0) && start.elapsed() < cap)
+        || ((progress.load(Ordering::Relaxed) < reps(1000) as u64 || reclaimed == 0)
+            && start.elapsed() < cap)
     {
         let i = rng.below(N);
         if s.try_reclaim(objs.get(i)) {
@@ -378,7 +382,7 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
                 "{}: try_get succeeded on reclaimed object {i}",
                 C::NAME
             );
-            for _ in 0..rng.below(2000) {
+            for _ in 0..rng.below(reps(2000)) {
                 core::hint::spin_loop();
             }
             // Release: as above.
@@ -507,7 +511,7 @@ pub fn misuse_reinit_of_live_object_panics<C: RefCounter>(s: &C) {
 /// object is reclaimable at the end. A wrong place may only cost time.
 pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads: usize) {
     const N: usize = 16;
-    const STEPS: usize = 4_000;
+    const STEPS: usize = reps(4_000);
     let objs = Arc::new(Objects::new_placed(&*s, N));
     let hs: Vec<_> = (0..threads)
         .map(|t| {
@@ -533,7 +537,7 @@ pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads
                         let tok = held[i].pop().unwrap();
                         s.put(objs.get(i), tok);
                     }
-                    if step % 500 == 0 {
+                    if step % reps(500) == 0 {
                         migrate(t + step);
                     }
                 }

@@ -101,6 +101,7 @@ fn owner_path_races_a_remote_reclaimer() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     const ALIVE: u64 = 1;
     const RECLAIMED: u64 = 2;
+    const ATTEMPTS: u64 = refcount::conformance::reps(200_000) as u64;
     let s = Arc::new(Brc::new());
     let canary = Arc::new(AtomicU64::new(ALIVE));
     let done = Arc::new(AtomicBool::new(false));
@@ -113,7 +114,7 @@ fn owner_path_races_a_remote_reclaimer() {
         tx.send(objs.clone()).unwrap();
         let o = objs.get(0);
         let (mut got, mut failed) = (0u64, 0u64);
-        for i in 0..200_000u64 {
+        for i in 0..ATTEMPTS {
             attempts2.store(i, Ordering::Relaxed);
             match s2.try_get(o) {
                 Some(t) => {
@@ -158,7 +159,7 @@ fn owner_path_races_a_remote_reclaimer() {
         }
     }
     let (got, failed) = owner.join().unwrap();
-    assert_eq!(got + failed, 200_000);
+    assert_eq!(got + failed, ATTEMPTS);
     assert!(
         got > 0,
         "owner got no reference across {reclaimed} reclaims"

@@ -96,7 +96,15 @@ forget_test!(percpu_ref, refcount::percpu_ref::PercpuRef::new());
 forget_test!(snzi, refcount::snzi::Snzi::new());
 forget_test!(snzi_one_leaf, refcount::snzi::Snzi::with_leaves(1));
 forget_test!(brc, refcount::brc::Brc::new());
-forget_test!(refcache, refcount::refcache::RefCache::new());
+forget_test!(
+    refcache,
+    refcount::refcache::RefCache::with_config(refcount::refcache::Config {
+        // A hundredth of the ways under Miri, where the epoch thread's walk over them all,
+        // every 10 ms, would take most of the interpreter's time.
+        ways: refcount::conformance::reps(refcount::refcache::DEFAULT_WAYS),
+        ..refcount::refcache::Config::default()
+    })
+);
 forget_test!(
     refcache_small,
     refcount::refcache::RefCache::with_config(refcount::refcache::Config {

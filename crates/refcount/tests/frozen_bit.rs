@@ -139,7 +139,7 @@ fn every_life_freed_exactly_once() {
     s.reinit(objs.get(0));
     // From life 1 on, whoever frees a life records its generation and (up to LIVES lives)
     // reuses the object and drops the new life's base reference.
-    const LIVES: usize = 3000;
+    const LIVES: usize = refcount::conformance::reps(3000);
     let frees = Arc::new(Mutex::new(Vec::<u32>::new()));
     fn free_and_reuse(
         s: &FrozenBit,
@@ -170,7 +170,7 @@ fn every_life_freed_exactly_once() {
             std::thread::spawn(move || {
                 let s = FrozenBit;
                 refcount::conformance::migrate(t);
-                for _ in 0..20_000 {
+                for _ in 0..refcount::conformance::reps(20_000) {
                     if let Some(tok) = s.try_get(objs.get(0)) {
                         let z = s.dec_begin(objs.get(0), tok);
                         free_and_reuse(&s, objs.get(0), &frees, z);

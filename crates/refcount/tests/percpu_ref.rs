@@ -107,7 +107,7 @@ fn slots_are_reused_clean() {
 #[test]
 fn read_all_never_sees_the_bias_of_a_resurrection() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    const N: usize = 1024;
+    const N: usize = refcount::conformance::reps(1024);
     let s = PercpuRef::new();
     let objs = Objects::new(&s, N);
     let held: Vec<_> = objs.iter().map(|o| s.try_get(o).expect("live")).collect();

@@ -40,6 +40,7 @@ fn indicator_matches_model_at_checkpoints() {
     let s = Arc::new(Snzi::with_leaves(8));
     let objs = Arc::new(Objects::new(&*s, 1));
     let threads = 4;
+    const CHECKPOINTS: usize = refcount::conformance::reps(50);
     let barrier = Arc::new(Barrier::new(threads + 1));
     let held = Arc::new(AtomicI64::new(0));
     let hs: Vec<_> = (0..threads)
@@ -48,7 +49,7 @@ fn indicator_matches_model_at_checkpoints() {
             std::thread::spawn(move || {
                 let mut rng = Rng::new(t as u64 + 3);
                 let mut mine = Vec::new();
-                for _ in 0..50 {
+                for _ in 0..CHECKPOINTS {
                     for _ in 0..200 {
                         if rng.below(16) == 0 {
                             migrate(rng.below(8));
@@ -74,7 +75,7 @@ fn indicator_matches_model_at_checkpoints() {
             })
         })
         .collect();
-    for _ in 0..50 {
+    for _ in 0..CHECKPOINTS {
         barrier.wait();
         let h = held.swap(0, Ordering::Relaxed);
         assert_eq!(s.query(objs.get(0)), h > 0, "indicator vs {h} held");
