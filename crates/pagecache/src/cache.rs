@@ -1165,6 +1165,10 @@ impl<C: RefCounter> Inner<C> {
 /// or an `ftruncate` that grows a file past it, raises `SIGXFSZ` (which kills the process
 /// unless it is handled or ignored) and fails with `EFBIG`.
 fn fsize_limit() -> u64 {
+    // Miri has no getrlimit: no limit.
+    #[cfg(miri)]
+    return u64::MAX;
+    #[cfg_attr(miri, allow(unreachable_code))]
     let mut r = libc::rlimit {
         rlim_cur: libc::RLIM_INFINITY,
         rlim_max: libc::RLIM_INFINITY,
@@ -1202,6 +1206,10 @@ fn fs_holds(file: &File, len: u64) -> bool {
 /// reads and writes then behave as on any descriptor, whatever its file system does with the
 /// flag.
 fn blocking(file: &File) -> io::Result<()> {
+    // Under Miri the file was opened without O_NONBLOCK (see `PageCacheOf::open`).
+    #[cfg(miri)]
+    return Ok(());
+    #[cfg_attr(miri, allow(unreachable_code))]
     use std::os::fd::AsRawFd;
     let fd = file.as_raw_fd();
     // SAFETY: F_GETFL reads the flags of the open file's descriptor; it takes no pointer.
@@ -1217,6 +1225,10 @@ fn blocking(file: &File) -> io::Result<()> {
 /// files are generated when read: their size (0 for procfs, 4096 for sysfs) is not their
 /// length, so a cache that sizes the file at open would serve nothing or zeros.
 fn pseudo_file_system(file: &File) -> Option<&'static str> {
+    // Miri has no fstatfs; its tests open regular files only.
+    #[cfg(miri)]
+    return None;
+    #[cfg_attr(miri, allow(unreachable_code))]
     use std::os::fd::AsRawFd;
     let mut st = core::mem::MaybeUninit::<libc::statfs>::uninit();
     // SAFETY: `st` is room for one statfs, which fstatfs fills on success; the descriptor is
@@ -1341,9 +1353,10 @@ impl<C: RefCounter> PageCacheOf<C> {
         // the open must refuse them at once. No controlling terminal is taken either.
         let opts = |write: bool| {
             let mut o = OpenOptions::new();
-            o.read(true)
-                .write(write)
-                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+            o.read(true).write(write);
+            // Miri's `open` takes neither flag (its files are the tests' regular files).
+            #[cfg(not(miri))]
+            o.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
             o
         };
         let (file, writable) = match opts(true).open(path) {

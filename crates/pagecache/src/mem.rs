@@ -41,7 +41,26 @@ impl PageMemory {
         if len == 0 {
             return None;
         }
+        // Under Miri, which maps memory but cannot unmap part of a mapping: the same zeroed,
+        // HUGE-aligned words from the allocator.
+        #[cfg(miri)]
+        {
+            // Miri backs an allocation with as much host memory at once, where the kernel
+            // only reserves a mapping: more than 1 GiB is refused, as a mapping the kernel
+            // refuses is (22 TB in a test took the host's memory).
+            if len > 1 << 30 {
+                return None;
+            }
+            let layout = std::alloc::Layout::from_size_align(len, HUGE).ok()?;
+            // SAFETY: `layout` has a non-zero size (`len > 0`).
+            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            return Some(PageMemory {
+                ptr: NonNull::new(p.cast())?,
+                words,
+            });
+        }
         // Room to align the start to HUGE inside the mapping.
+        #[cfg_attr(miri, allow(unreachable_code))]
         let map_len = len.checked_add(HUGE)?;
         // SAFETY: a new private anonymous mapping at an address the kernel picks: it aliases
         // nothing of the process's.
@@ -101,6 +120,18 @@ impl core::ops::Deref for PageMemory {
 #[cfg(not(loom))]
 impl Drop for PageMemory {
     fn drop(&mut self) {
+        #[cfg(miri)]
+        {
+            // SAFETY: `ptr` was allocated by `try_new` with this layout (which it checked).
+            unsafe {
+                std::alloc::dealloc(
+                    self.ptr.as_ptr().cast(),
+                    std::alloc::Layout::from_size_align_unchecked(self.words * 8, HUGE),
+                )
+            };
+            return;
+        }
+        #[cfg_attr(miri, allow(unreachable_code))]
         let len = (self.words * 8).next_multiple_of(page_size());
         // SAFETY: `[ptr, ptr + len)` is what `try_new` kept mapped; `&mut self` proves no
         // borrow of the words is left.
