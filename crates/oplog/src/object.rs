@@ -808,6 +808,11 @@ mod tests {
     /// (2 CPUs, 3 loggers, the reader), ends at once and tests nothing, and a flag that holds
     /// loggers back for one pass only then escaped the test about one run in three.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "needs the schedule of a machine (loggers beginning new logs while a read's \
+                  passes run): under Miri's scheduler no read reached the draining flag"
+    )]
     fn synchronize_ends_while_others_keep_logging() {
         use crate::Counter;
         use std::sync::atomic::AtomicI64;

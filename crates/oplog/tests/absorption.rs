@@ -105,6 +105,13 @@ fn list_run<const L: bool, const G: bool>(steps: &[Option<(usize, ListOp)>]) -> 
 }
 
 proptest! {
+    // Under Miri (about a thousand times slower) 4 cases; otherwise proptest's default (256,
+    // or PROPTEST_CASES).
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { ProptestConfig::default().cases },
+        ..ProptestConfig::default()
+    })]
+
     #[test]
     fn set_absorption_matches_model(steps in set_steps()) {
         let mut model = BTreeSet::new();

@@ -8,7 +8,7 @@ use oplog::list::{ListLog, OpList};
 use oplog::notify::{Event, NotifyLog, NotifyQueue};
 use oplog::set::{OpSet, SetLog, SetOp};
 use oplog::{Domain, Stamp};
-use refcount::conformance::{migrate, unpin, Rng};
+use refcount::conformance::{migrate, reps, unpin, Rng};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -111,27 +111,27 @@ fn set_history<const L: bool, const G: bool>(ways: usize, bound: usize, ops: usi
 
 #[test]
 fn set_history_basic() {
-    set_history::<false, false>(4, 32, 3000);
+    set_history::<false, false>(4, 32, reps(3000));
 }
 
 #[test]
 fn set_history_global() {
-    set_history::<false, true>(4, 32, 3000);
+    set_history::<false, true>(4, 32, reps(3000));
 }
 
 #[test]
 fn set_history_local() {
-    set_history::<true, false>(4, 32, 3000);
+    set_history::<true, false>(4, 32, reps(3000));
 }
 
 #[test]
 fn set_history_both() {
-    set_history::<true, true>(4, 32, 3000);
+    set_history::<true, true>(4, 32, reps(3000));
 }
 
 #[test]
 fn set_history_one_way_small_bound() {
-    set_history::<true, true>(1, 4, 2000);
+    set_history::<true, true>(1, 4, reps(2000));
 }
 
 fn list_history<const L: bool, const G: bool>() -> Vec<u64> {
@@ -143,7 +143,7 @@ fn list_history<const L: bool, const G: bool>() -> Vec<u64> {
             thread::spawn(move || {
                 let mut rng = Rng::new(t as u64 + 100);
                 let mut kept = Vec::new();
-                for i in 0..2_000u64 {
+                for i in 0..reps(2_000) as u64 {
                     let k = ((t as u64) << 32) | i;
                     list.add(k);
                     if rng.below(10) == 0 {
@@ -188,7 +188,7 @@ fn list_histories_agree_with_and_without_absorption() {
 #[test]
 fn notification_queue_delivers_in_stamp_order() {
     const PRODUCERS: usize = 3;
-    const EVENTS: u64 = 3_000;
+    const EVENTS: u64 = reps(3_000) as u64;
     let d = Domain::<NotifyLog>::with_config(8, 256);
     let q = Arc::new(NotifyQueue::new(&d));
     let done = Arc::new(AtomicBool::new(false));
@@ -257,7 +257,7 @@ fn counters_exact_under_migration_and_eviction() {
             thread::spawn(move || {
                 let mut rng = Rng::new(t as u64 + 3);
                 let mut mine = [0i64; 6];
-                for _ in 0..20_000 {
+                for _ in 0..reps(20_000) {
                     if rng.below(500) == 0 {
                         migrate(rng.below(8));
                     }

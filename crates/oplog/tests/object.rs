@@ -202,7 +202,7 @@ fn objects_created_and_dropped_while_others_evict_them() {
             let d = d.clone();
             std::thread::spawn(move || {
                 let mut rng = refcount::conformance::Rng::new(t + 1);
-                for round in 0..300u64 {
+                for round in 0..refcount::conformance::reps(300) as u64 {
                     let s = OpSet::new(&d);
                     let mut model = BTreeSet::new();
                     for _ in 0..rng.below(20) {

@@ -48,7 +48,7 @@ fn truncate_counts_bytes_past_u64() {
 fn local_absorption_keeps_the_log_empty() {
     let d = Domain::<RmapLog>::new();
     let r = Rmap::new(&d);
-    for id in 0..1000 {
+    for id in 0..refcount::conformance::reps(1000) as u64 {
         r.add(m(id, 0, 4096));
         r.remove(id);
     }
@@ -67,7 +67,7 @@ fn concurrent_fork_exit_with_truncates() {
                 for f in files.iter() {
                     f.add(m(own, 0, 1 << 20));
                 }
-                for i in 0..1_500u64 {
+                for i in 0..refcount::conformance::reps(1_500) as u64 {
                     let id = (t << 32) | i;
                     for f in files.iter() {
                         f.add(m(id, 0, 1 << 20));

@@ -6,6 +6,10 @@
 #![cfg(not(loom))]
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "trybuild runs cargo and rustc, processes Miri cannot start"
+)]
 fn compile_fail() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/compile_fail/*.rs");
