@@ -339,6 +339,16 @@ impl Shared {
                 }
                 // Acquire: as in make_room.
                 let cur = way.tag.load(Ordering::Acquire);
+                if cur == EMPTY {
+                    // A way with a delta has a tag (tags are never taken back): this read is
+                    // older than the delta's. The delta and the tag are stores of sections,
+                    // relaxed, so the memory model lets a thread that did not run them see
+                    // the delta before the tag that was installed first (seen under Miri's
+                    // weak memory emulation, where the slot of EMPTY indexed past the slab).
+                    // Read both again: the tag shows up (it was stored before the delta).
+                    core::hint::spin_loop();
+                    continue;
+                }
                 let core = self.cores.get(slot_of(cur));
                 let mut st = core.lock();
                 match self.pc.add(
@@ -933,6 +943,44 @@ mod tests {
                 assert_eq!(s.read_all(pinned(&chunk[0])), 0);
             }
         });
+    }
+
+    /// Epochs run on a thread started before the object's reference was cached, in a way
+    /// that was empty: the epoch may see the delta before the tag installed ahead of it (both
+    /// relaxed stores of sections), and must not take the empty tag for an object's. Under
+    /// Miri the epoch thread followed the empty tag to a slot past the slab (an index panic).
+    #[test]
+    fn epochs_never_follow_an_empty_tag() {
+        use std::sync::atomic::AtomicBool;
+        const ROUNDS: usize = if cfg!(miri) { 24 } else { 200 };
+        for _ in 0..ROUNDS {
+            let s = RefCache::with_config(Config {
+                ways: 1,
+                epoch: Duration::from_secs(3600),
+                delta_limit: i32::MAX as i64,
+            });
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|sc| {
+                let epochs = sc.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        s.run_epoch();
+                    }
+                });
+                let o = s.new_object();
+                let t = s.try_get(pinned(&o)).expect("live");
+                let e = s.epoch();
+                while s.epoch() < e + 2 && !epochs.is_finished() {
+                    std::thread::yield_now();
+                }
+                stop.store(true, Ordering::Relaxed);
+                epochs
+                    .join()
+                    .expect("the epochs took no empty tag for an object's");
+                s.put(pinned(&o), t);
+                s.run_epoch();
+                assert_eq!(s.read_all(pinned(&o)), 0);
+            });
+        }
     }
 
     /// An object dropped with a negative delta still cached (its reference was taken and
