@@ -46,8 +46,9 @@ impl Domain {
         let mut here = 0i64;
         for s in run {
             // Acquire (key and local): pairs with the committing store of the critical
-            // sections (a release store on x86-64; on the fallback, the slot lock and the
-            // reclaimer's second fence order them).
+            // sections (a release on both paths: a plain store on x86-64's rseq path, a
+            // Release store on the locked fallback), so that the key's re-check after the
+            // counts sees a claim whose count was read.
             let k = s.key.load(Ordering::Acquire);
             if k & !TAG != obj {
                 continue;

@@ -3,6 +3,7 @@
 
 use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::affinity::{migrate, pin, unpin};
+use percpu::testing::reps;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -17,20 +18,6 @@ impl Drop for Tracked<'_> {
     fn drop(&mut self) {
         self.drops.fetch_add(1, Ordering::SeqCst);
         self.dropped.store(true, Ordering::SeqCst);
-    }
-}
-
-/// `n` rounds of a stress, or a hundredth of them (at least 4) under Miri, which runs a test
-/// about a thousand times slower and checks each round's accesses for undefined behaviour.
-const fn reps(n: usize) -> usize {
-    if cfg!(miri) {
-        if n / 100 > 4 {
-            n / 100
-        } else {
-            4
-        }
-    } else {
-        n
     }
 }
 

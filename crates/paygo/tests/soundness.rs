@@ -148,7 +148,7 @@ fn one_header_two_domains() {
             let hdr = shared.as_ref();
             s.spawn(move || {
                 let mut held = Vec::new();
-                for i in 0..2000 {
+                for i in 0..percpu::testing::reps(2000) {
                     held.push(d.try_get(hdr).expect("live"));
                     if i % 3 == 0 {
                         churn(d, 1);

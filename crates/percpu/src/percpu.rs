@@ -530,7 +530,9 @@ impl<T> PerCpu<T> {
             return unsafe { rseq_add(self.area(), cpu, checks, target, delta) };
         }
         self.fallback(cpu, checks, || {
-            target.add_bits(W::to_bits(delta), Ordering::Relaxed)
+            // Release: the commit, as the rseq path's (a store, a release on x86-64); pairs
+            // with the Acquire loads of readers outside the sections (see `store`).
+            target.add_bits(W::to_bits(delta), Ordering::Release)
         })
     }
 
@@ -559,7 +561,12 @@ impl<T> PerCpu<T> {
             });
         }
         self.fallback(cpu, checks, || {
-            target.store_bits(W::to_bits(value), Ordering::Relaxed)
+            // Release: the commit, as the rseq path's (a plain store, which x86-64 makes a
+            // release). Pairs with the Acquire loads of readers that take no slot lock (a
+            // reader that validates one word by another, as paygo's READ-ALL re-checks a
+            // slot's key after its count, relies on it: the slot lock orders only the
+            // sections among themselves).
+            target.store_bits(W::to_bits(value), Ordering::Release)
         })
     }
 
@@ -591,7 +598,8 @@ impl<T> PerCpu<T> {
         }
         self.fallback(cpu, checks, || {
             spec.store_bits(S::to_bits(spec_value), Ordering::Relaxed);
-            target.add_bits(W::to_bits(delta), Ordering::Relaxed);
+            // Release: the commit, ordered after the speculative store (see `store`).
+            target.add_bits(W::to_bits(delta), Ordering::Release);
         })
     }
 
@@ -911,6 +919,34 @@ mod loom_tests {
                 h.join().unwrap();
             }
             assert_eq!(pc.get(0).load(Ordering::Relaxed), 2);
+        });
+    }
+
+    /// A reader that takes no slot lock and sees a section's commit sees what the sections
+    /// before it stored (message passing): the commit is a release on both paths, as paygo's
+    /// READ-ALL needs when it re-checks a slot's key after reading its count. With relaxed
+    /// commits on the locked path, the reader saw `b` without `a`.
+    #[test]
+    fn a_reader_that_sees_a_commit_sees_the_sections_before_it() {
+        loom::model(|| {
+            let pc = Arc::new(PerCpu::with_cpus(crate::sync::LOOM_CPUS, |_| ()));
+            let a = Arc::new(AtomicU64::new(0));
+            let b = Arc::new(AtomicU64::new(0));
+            let (pc2, a2, b2) = (pc.clone(), a.clone(), b.clone());
+            let h = loom::thread::spawn(move || {
+                crate::loom_set_cpu(1);
+                pc2.store(1, &[], &*a2, 1).expect("no checks");
+                pc2.add(1, &[], &*b2, 1).expect("no checks");
+            });
+            // Acquire: pairs with the commit's Release.
+            if b.load(Ordering::Acquire) == 1 {
+                assert_eq!(
+                    a.load(Ordering::Relaxed),
+                    1,
+                    "a commit seen before the one it follows"
+                );
+            }
+            h.join().unwrap();
         });
     }
 
