@@ -85,7 +85,7 @@ fn a_leaked_anchor_then_a_freed_header() {
     let anchor = d.try_get(obj.hdr()).expect("live");
     drop(anchor); // never given back: the reference leaks
     obj.scribble();
-    churn(&d, 1000);
+    churn(&d, percpu::testing::reps(1000));
     // The leaked reference went to an overflow list (or stays in its slot if this thread
     // migrated away from that CPU), still counted under the old address; nothing else
     // changed.
@@ -182,7 +182,7 @@ fn a_forgotten_handle_ref_leaks_the_value() {
     drop(owner);
     assert!(!handle.is_released());
     drop(handle);
-    churn(&d, 1000);
+    churn(&d, percpu::testing::reps(1000));
     assert_eq!(
         drops.load(Ordering::SeqCst),
         0,
@@ -198,7 +198,7 @@ fn a_forgotten_arc_leaks_the_value() {
     let a = paygo::Arc::new_in(Counted(0, drops), d);
     std::mem::forget(a.clone());
     drop(a);
-    churn(d, 1000);
+    churn(d, percpu::testing::reps(1000));
     assert_eq!(paygo::collect(d), 0);
     assert_eq!(drops.load(Ordering::SeqCst), 0);
 }
@@ -213,7 +213,7 @@ fn a_forgotten_arc_clone_keeps_the_value_shared() {
     let mut a = paygo::Arc::new_in(Counted(1, drops), d);
     let leaked = paygo::Arc::as_ptr(&a);
     std::mem::forget(a.clone());
-    churn(d, 1000);
+    churn(d, percpu::testing::reps(1000));
     assert!(paygo::Arc::get_mut(&mut a).is_none());
     let a = paygo::Arc::try_unwrap(a)
         .map(|_| ())
@@ -226,7 +226,7 @@ fn a_forgotten_arc_clone_keeps_the_value_shared() {
     paygo::collect(d);
     assert_eq!(drops.load(Ordering::SeqCst), 1, "the copy only");
     assert!(paygo::Arc::into_inner(a).is_none());
-    churn(d, 1000);
+    churn(d, percpu::testing::reps(1000));
     assert_eq!(paygo::collect(d), 0);
     assert_eq!(
         drops.load(Ordering::SeqCst),
@@ -247,7 +247,7 @@ fn a_forgotten_weak_leaks_the_allocation_only() {
     let w = paygo::Arc::downgrade(&a);
     std::mem::forget(w.clone());
     drop(a);
-    churn(d, 1000);
+    churn(d, percpu::testing::reps(1000));
     paygo::collect(d);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert!(w.upgrade().is_none());
