@@ -899,6 +899,32 @@ mod tests {
         }
     }
 
+    /// Runs `body` while another thread runs `s`'s epochs back to back (as the epoch thread
+    /// does, started before `body`'s objects), then stops that thread and joins it: `what`
+    /// says what a panic of it broke. `body` gets a wait for two epochs begun after the call
+    /// (one of them flushed what was cached before it), which ends early if the thread died.
+    fn with_epochs<R>(s: &RefCache, what: &str, body: impl FnOnce(&dyn Fn()) -> R) -> R {
+        use std::sync::atomic::AtomicBool;
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let epochs = sc.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    s.run_epoch();
+                }
+            });
+            let two_epochs = || {
+                let e = s.epoch();
+                while s.epoch() < e + 2 && !epochs.is_finished() {
+                    std::thread::yield_now();
+                }
+            };
+            let r = body(&two_epochs);
+            stop.store(true, Ordering::Relaxed);
+            epochs.join().expect(what);
+            r
+        })
+    }
+
     /// Epochs run on a thread started before the objects were made (as the epoch thread is),
     /// while objects are made in new chunks of the slab and their references cached: the
     /// epoch follows each tag it reads from a way to the object's core, though nothing it
@@ -907,42 +933,30 @@ mod tests {
     /// panicked ("core of a known slot").
     #[test]
     fn epochs_follow_the_tags_of_objects_made_after_they_started() {
-        use std::sync::atomic::AtomicBool;
         const CHUNKS: usize = if cfg!(miri) { 6 } else { 32 };
         let s = RefCache::with_config(Config {
             ways: 4,
             epoch: Duration::from_secs(3600),
             delta_limit: i32::MAX as i64,
         });
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|sc| {
-            let epochs = sc.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    s.run_epoch();
-                }
-            });
+        let objs = with_epochs(&s, "the epochs followed every tag", |two_epochs| {
             let mut objs = Vec::new();
             for c in 0..CHUNKS {
                 // Slots c * CHUNK.. : the first takes a new chunk.
                 let chunk: Vec<_> = (0..CHUNK).map(|_| s.new_object()).collect();
                 assert_eq!(chunk[0].slot as usize, c * CHUNK);
                 let t = s.try_get(pinned(&chunk[0])).expect("live");
-                // Two epochs begun after the reference was cached: one flushed it.
-                let e = s.epoch();
-                while s.epoch() < e + 2 && !epochs.is_finished() {
-                    std::thread::yield_now();
-                }
+                two_epochs();
                 s.put(pinned(&chunk[0]), t);
                 objs.push(chunk);
             }
-            stop.store(true, Ordering::Relaxed);
-            epochs.join().expect("the epochs followed every tag");
-            s.run_epoch();
-            s.run_epoch();
-            for chunk in &objs {
-                assert_eq!(s.read_all(pinned(&chunk[0])), 0);
-            }
+            objs
         });
+        s.run_epoch();
+        s.run_epoch();
+        for chunk in &objs {
+            assert_eq!(s.read_all(pinned(&chunk[0])), 0);
+        }
     }
 
     /// Epochs run on a thread started before the object's reference was cached, in a way
@@ -951,7 +965,6 @@ mod tests {
     /// Miri the epoch thread followed the empty tag to a slot past the slab (an index panic).
     #[test]
     fn epochs_never_follow_an_empty_tag() {
-        use std::sync::atomic::AtomicBool;
         const ROUNDS: usize = if cfg!(miri) { 24 } else { 200 };
         for _ in 0..ROUNDS {
             let s = RefCache::with_config(Config {
@@ -959,27 +972,19 @@ mod tests {
                 epoch: Duration::from_secs(3600),
                 delta_limit: i32::MAX as i64,
             });
-            let stop = AtomicBool::new(false);
-            std::thread::scope(|sc| {
-                let epochs = sc.spawn(|| {
-                    while !stop.load(Ordering::Relaxed) {
-                        s.run_epoch();
-                    }
-                });
-                let o = s.new_object();
-                let t = s.try_get(pinned(&o)).expect("live");
-                let e = s.epoch();
-                while s.epoch() < e + 2 && !epochs.is_finished() {
-                    std::thread::yield_now();
-                }
-                stop.store(true, Ordering::Relaxed);
-                epochs
-                    .join()
-                    .expect("the epochs took no empty tag for an object's");
-                s.put(pinned(&o), t);
-                s.run_epoch();
-                assert_eq!(s.read_all(pinned(&o)), 0);
-            });
+            let (o, t) = with_epochs(
+                &s,
+                "the epochs took no empty tag for an object's",
+                |two_epochs| {
+                    let o = s.new_object();
+                    let t = s.try_get(pinned(&o)).expect("live");
+                    two_epochs();
+                    (o, t)
+                },
+            );
+            s.put(pinned(&o), t);
+            s.run_epoch();
+            assert_eq!(s.read_all(pinned(&o)), 0);
         }
     }
 
