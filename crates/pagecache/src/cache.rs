@@ -1785,7 +1785,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         if !f.writable {
             return Ok(());
         }
-        self.cache.hook(IoKind::Sync, f, 0, 0)?;
+        self.cache.hook(IoKind::DataSync, f, 0, 0)?;
         f.file.sync_data()
     }
 

@@ -51,7 +51,7 @@ pub enum IoKind {
     SetLen,
     /// `fdatasync` of [`CachedFileOf::sync`], after its write-backs (and so of a file's last
     /// close); `offset` and `len` 0. Never for a file opened read-only, which is not synced.
-    Sync,
+    DataSync,
     /// Not an I/O: a fill's `pread` is done and its pages are not yet published (`offset` and
     /// `len` as for its [`IoKind::Fill`]). An `Err` fails the fill as a read error would (a
     /// checksum that does not match, say); a test may also stall here, to hold a fill

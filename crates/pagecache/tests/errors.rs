@@ -375,7 +375,7 @@ fn a_running_program_opens_read_only() {
     );
 }
 
-/// An `fdatasync` that fails (fault hook at [`IoKind::Sync`]) is `sync`'s error and the last
+/// An `fdatasync` that fails (fault hook at [`IoKind::DataSync`]) is `sync`'s error and the last
 /// close's, after the write-backs: the written bytes are in the file. A file opened
 /// read-only is never `fdatasync`ed (read-only file systems refuse it with `EINVAL`): its
 /// `sync` and close succeed, and the hook sees no sync.
@@ -387,7 +387,7 @@ fn an_fdatasync_error_is_returned_and_a_read_only_file_is_not_synced() {
     cfg.fault = Some({
         let syncs = syncs.clone();
         Arc::new(move |ev: &pagecache::IoEvent<'_>| {
-            if ev.kind != IoKind::Sync {
+            if ev.kind != IoKind::DataSync {
                 return Ok(());
             }
             assert_eq!((ev.offset, ev.len), (0, 0));
