@@ -7,6 +7,7 @@ use crate::slots::Slots;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{Config, IoEvent, IoKind, Mode, Stats};
 use core::mem::ManuallyDrop;
+use core::ops::Range;
 use core::pin::Pin;
 use refcount::RefCounter;
 use std::collections::HashMap;
@@ -1161,6 +1162,23 @@ impl<C: RefCounter> Inner<C> {
     }
 }
 
+/// The `n` bytes from file offset `offset` cut at page boundaries: for each piece, its page,
+/// its offset in the page and its range in the caller's buffer (which starts at `offset`).
+fn page_parts(offset: u64, n: usize) -> impl Iterator<Item = (u64, usize, Range<usize>)> {
+    let mut done = 0;
+    core::iter::from_fn(move || {
+        if done >= n {
+            return None;
+        }
+        let at = offset + done as u64;
+        let off = (at % PAGE_SIZE as u64) as usize;
+        let k = (PAGE_SIZE - off).min(n - done);
+        let part = (at / PAGE_SIZE as u64, off, done..done + k);
+        done += k;
+        Some(part)
+    })
+}
+
 /// The soft `RLIMIT_FSIZE` of the process now, in bytes (`u64::MAX`: none). A `pwrite` past it,
 /// or an `ftruncate` that grows a file past it, raises `SIGXFSZ` (which kills the process
 /// unless it is handled or ignored) and fails with `EFBIG`.
@@ -1530,34 +1548,33 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// Reads up to `buf.len()` bytes at `offset`, like `pread`: fewer at the end of the file,
     /// 0 at or past it.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let end = self.len();
-        if offset >= end {
-            return Ok(0);
-        }
-        let n = buf
-            .len()
-            .min((end - offset).min(usize::MAX as u64) as usize);
-        let off = (offset % PAGE_SIZE as u64) as usize;
+        let n = self.readable(buf.len(), offset);
         if n == 0 {
-            // Like `pread` of no bytes: nothing is read, filled or counted.
+            // Like `pread` of no bytes, or at or past the end: nothing is read, filled or
+            // counted.
             return Ok(0);
         }
+        let off = (offset % PAGE_SIZE as u64) as usize;
         if off + n <= PAGE_SIZE {
             // Within one page: the common small read, without the loop.
             self.read_page(offset / PAGE_SIZE as u64, off, &mut buf[..n])?;
             return Ok(n);
         }
-        let mut done = 0;
-        while done < n {
-            let at = offset + done as u64;
-            let page = at / PAGE_SIZE as u64;
-            let off = (at % PAGE_SIZE as u64) as usize;
-            let k = (PAGE_SIZE - off).min(n - done);
-            let part = &mut buf[done..done + k];
-            self.read_page(page, off, part)?;
-            done += k;
+        for (page, off, part) in page_parts(offset, n) {
+            self.read_page(page, off, &mut buf[part])?;
         }
         Ok(n)
+    }
+
+    /// How many of `len` bytes at `offset` the file holds now: `len`, fewer at its end, 0 at
+    /// or past it.
+    #[inline(always)]
+    fn readable(&self, len: usize, offset: u64) -> usize {
+        let end = self.len();
+        if offset >= end {
+            return 0;
+        }
+        len.min((end - offset).min(usize::MAX as u64) as usize)
     }
 
     #[inline]
@@ -1585,22 +1602,11 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// no fill, no eviction, no direct read (the C API reads so before it disables the thread's
     /// cancellation for a read that may do I/O).
     pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
-        let end = self.len();
-        if offset >= end {
-            return Some(0);
-        }
-        let n = buf
-            .len()
-            .min((end - offset).min(usize::MAX as u64) as usize);
-        let mut done = 0;
-        while done < n {
-            let at = offset + done as u64;
-            let off = (at % PAGE_SIZE as u64) as usize;
-            let k = (PAGE_SIZE - off).min(n - done);
-            if !self.read_page_cached(at / PAGE_SIZE as u64, off, &mut buf[done..done + k]) {
+        let n = self.readable(buf.len(), offset);
+        for (page, off, part) in page_parts(offset, n) {
+            if !self.read_page_cached(page, off, &mut buf[part]) {
                 return None;
             }
-            done += k;
         }
         Some(n)
     }
