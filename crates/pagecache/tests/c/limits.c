@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,11 +166,27 @@ static void address_space_limit(void) {
     pagecache_t *c = NULL;
     pagecache_file_t *f = NULL;
     CHECK_EQ(pagecache_new(8, "atomic", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    /* A fixed mmap threshold: the 4 MiB table is then mapped anew, which the cap refuses.
+     * glibc raises the threshold past the size of any mapped block freed before (up to 32
+     * MiB), after which the table could come from free heap the cap does not stop. */
+    CHECK_EQ(mallopt(M_MMAP_THRESHOLD, 128 * 1024), 1);
     struct rlimit old, cap;
     CHECK_EQ(getrlimit(RLIMIT_AS, &old), 0);
     cap = old;
     cap.rlim_cur = address_space() + (1 << 20);
     CHECK_EQ(setrlimit(RLIMIT_AS, &cap), 0);
+    /* The check needs an allocator that must map the table anew: where 4 MiB can still be
+     * had under the cap (free heap the process kept), there is nothing to check. */
+    void *room = malloc((size_t)4 << 20);
+    if (room != NULL) {
+        free(room);
+        CHECK_EQ(setrlimit(RLIMIT_AS, &old), 0);
+        printf("skip as-limit: 4 MiB can still be allocated under the address-space cap\n");
+        pagecache_free(c);
+        unlink(path);
+        close(fd);
+        return;
+    }
     int rc = pagecache_open(c, path, &f);
     CHECK_EQ(setrlimit(RLIMIT_AS, &old), 0);
     CHECK_EQ(rc, PAGECACHE_ENOMEM);
