@@ -34,20 +34,18 @@ fn build_and_run(name: &str) -> String {
 #[test]
 fn c_program_reads_and_writes_from_several_threads() {
     let text = build_and_run("readers");
-    for line in [
-        "ok errors",
-        "ok scheme=paygo mode=counting",
-        "ok scheme=atomic mode=counting",
-        "ok scheme=percpu-ref mode=counting",
-        "ok scheme=refcache mode=counting",
-        "ok scheme=paygo mode=optimistic",
-        "failures=0",
-    ] {
-        assert!(
-            text.lines().any(|l| l == line),
-            "no line {line:?} in:\n{text}"
-        );
-    }
+    expect_lines(
+        &text,
+        &[
+            "ok errors",
+            "ok scheme=paygo mode=counting",
+            "ok scheme=atomic mode=counting",
+            "ok scheme=percpu-ref mode=counting",
+            "ok scheme=refcache mode=counting",
+            "ok scheme=paygo mode=optimistic",
+            "failures=0",
+        ],
+    );
     if let Some(l) = text.lines().find(|l| l.starts_with("skip ")) {
         percpu::testing::skip(format_args!("readers.c: {l}"));
     }
@@ -62,12 +60,7 @@ fn c_program_reads_and_writes_from_several_threads() {
 #[test]
 fn c_program_gets_pagecache_efbig_past_the_limits() {
     let text = build_and_run("limits");
-    for line in ["ok rlimit", "failures=0"] {
-        assert!(
-            text.lines().any(|l| l == line),
-            "no line {line:?} in:\n{text}"
-        );
-    }
+    expect_lines(&text, &["ok rlimit", "failures=0"]);
     for l in text.lines().filter(|l| l.starts_with("skip ")) {
         percpu::testing::skip(format_args!("limits.c: {l}"));
     }
@@ -96,18 +89,16 @@ fn header_compiles_as_cxx_and_pedantic_c() {
 #[test]
 fn c_program_gets_pagecache_ebadf_for_stale_handles() {
     let text = build_and_run("handles");
-    for line in [
-        "ok closed-file",
-        "ok freed-cache",
-        "ok reused-slot",
-        "ok cycles",
-        "failures=0",
-    ] {
-        assert!(
-            text.lines().any(|l| l == line),
-            "no line {line:?} in:\n{text}"
-        );
-    }
+    expect_lines(
+        &text,
+        &[
+            "ok closed-file",
+            "ok freed-cache",
+            "ok reused-slot",
+            "ok cycles",
+            "failures=0",
+        ],
+    );
 }
 
 /// Thread cancellation (`tests/c/cancel.c`): a thread whose cancellation is pending calls the
@@ -118,9 +109,14 @@ fn c_program_gets_pagecache_ebadf_for_stale_handles() {
 #[test]
 fn c_program_with_a_pending_cancellation_is_not_aborted() {
     let text = build_and_run("cancel");
-    for line in ["ok cancel", "failures=0"] {
+    expect_lines(&text, &["ok cancel", "failures=0"]);
+}
+
+/// Fails unless every one of `lines` is a whole line of `text` (a C program's output).
+fn expect_lines(text: &str, lines: &[&str]) {
+    for line in lines {
         assert!(
-            text.lines().any(|l| l == line),
+            text.lines().any(|l| l == *line),
             "no line {line:?} in:\n{text}"
         );
     }
