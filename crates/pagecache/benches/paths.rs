@@ -2,7 +2,9 @@
 //! instead on the same file (`pread(2)`/`pwrite(2)` through `std::os::unix::fs::FileExt`):
 //! a 64-byte read of a cached page (counting with `paygo` and `atomic`, and optimistic), a
 //! 64-byte overwrite, a 64-byte append (the file grows through the cache; cut back every
-//! 4,096), and a `set_len` that cuts one page off and grows it back.
+//! 4,096), a `set_len` that cuts one page off and grows it back, and the miss path: the file's
+//! 64 pages dropped from the cache and read again in 4 KiB reads (fills with readahead),
+//! beside the same reads through `pread(2)`.
 //!
 //! The paper's experiments (threads, files, the schemes side by side) are refbench's
 //! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
@@ -110,6 +112,24 @@ fn benches(c: &mut Criterion) {
         bn.iter(|| {
             f.set_len(base - P).expect("cut");
             f.set_len(base).expect("grow");
+        })
+    });
+
+    let mut page = vec![0u8; PAGE_SIZE];
+    c.bench_function("read 64 pages of 4 KiB, pread(2)", |bn| {
+        bn.iter(|| {
+            for p in 0..PAGES {
+                plain.read_at(black_box(&mut page), p * P).expect("pread");
+            }
+        })
+    });
+    let f = cache.open(file(&dir, "fill")).expect("open");
+    c.bench_function("drop and read 64 pages of 4 KiB (fills), paygo", |bn| {
+        bn.iter(|| {
+            f.drop_cache().expect("drop");
+            for p in 0..PAGES {
+                f.read_at(black_box(&mut page), p * P).expect("read");
+            }
         })
     });
 }

@@ -507,23 +507,115 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Reads the pages from `page` on into `buf` (whole pages), zeros past the end of the file.
-    fn pread_pages(&self, f: &FileState, page: u64, buf: &mut [u8]) -> io::Result<()> {
+    fn fill_frames(&self, f: &FileState, page: u64, frames: &[u32]) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
-        self.hook(IoKind::Fill, f, off, buf.len())?;
+        let len = frames.len() * PAGE_SIZE;
+        self.hook(IoKind::Fill, f, off, len)?;
         // No byte at or past 2^63 - 1 (no file has one): `pread` refuses a range that ends
         // past it, as the last page's does.
-        let want = (buf.len() as u64).min(MAX_LEN.saturating_sub(off)) as usize;
+        let want = (len as u64).min(MAX_LEN.saturating_sub(off)) as usize;
+        let done = self.read_into_frames(f, off, frames, want)?;
+        // The bytes past the file's end read as zeros.
+        for (k, &j) in frames.iter().enumerate() {
+            let from = done.saturating_sub(k * PAGE_SIZE).min(PAGE_SIZE);
+            for w in &self.words(j)[from.div_ceil(8)..] {
+                w.store(0, Ordering::Relaxed);
+            }
+            if from % 8 != 0 {
+                // The word the file ends in: its bytes past the end.
+                let w = &self.words(j)[from / 8];
+                let mut b = w.load(Ordering::Relaxed).to_ne_bytes();
+                b[from % 8..].fill(0);
+                w.store(u64::from_ne_bytes(b), Ordering::Relaxed);
+            }
+        }
+        self.hook(IoKind::Filled, f, off, len)
+    }
+
+    /// Reads up to `want` bytes of `f` at `off` straight into frames `frames` (page after
+    /// page), as `preadv(2)` with one buffer per frame, and returns how many bytes were read
+    /// (fewer at the file's end). The frames are unpublished (odd versions): only the filling
+    /// thread writes them, and a reader that copies from one (an optimistic read that found
+    /// the page before it was evicted) reads its words atomically and discards the copy, as
+    /// the frame's version changed.
+    #[cfg(all(unix, not(miri), not(loom)))]
+    fn read_into_frames(
+        &self,
+        f: &FileState,
+        off: u64,
+        frames: &[u32],
+        want: usize,
+    ) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let fd = f.file.as_raw_fd();
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(frames.len());
         let mut done = 0;
         while done < want {
-            match f.file.read_at(&mut buf[done..want], off + done as u64) {
+            // The frames' unread bytes, from the one the read is in, up to `want`.
+            iov.clear();
+            let mut at = done;
+            for &j in &frames[done / PAGE_SIZE..] {
+                if at >= want {
+                    break;
+                }
+                let start = at % PAGE_SIZE;
+                let n = (PAGE_SIZE - start).min(want - at);
+                // The frame's bytes: `words(j)` is one page of the cache's mapping; writing
+                // through the pointer of its atomics (`AtomicU64::as_ptr`) is allowed, and
+                // the kernel's writes are bytes of that memory like any other.
+                let base = self.words(j).as_ptr() as *mut u8;
+                iov.push(libc::iovec {
+                    // SAFETY: `start < PAGE_SIZE`: inside the frame's page.
+                    iov_base: unsafe { base.add(start) }.cast(),
+                    iov_len: n,
+                });
+                at += n;
+            }
+            let n = iov.len().min(1024) as libc::c_int; // IOV_MAX on Linux
+                                                        // SAFETY: every buffer of `iov` is a range of a frame's page of the cache's
+                                                        // mapping, alive while `self` is, and written by no one else: the frames are
+                                                        // installed but unpublished, and only this thread fills them (readers only load
+                                                        // their words atomically). The file descriptor is `f`'s, open while `f` is.
+            let r =
+                unsafe { libc::preadv(fd, iov.as_ptr(), n, (off + done as u64) as libc::off_t) };
+            match r {
+                0 => break,
+                r if r > 0 => done += r as usize,
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// [`Self::read_into_frames`] through a buffer, where the frames' memory is not one the
+    /// kernel may write (Miri's and loom's builds) or where `preadv` is not offered.
+    #[cfg(not(all(unix, not(miri), not(loom))))]
+    fn read_into_frames(
+        &self,
+        f: &FileState,
+        off: u64,
+        frames: &[u32],
+        want: usize,
+    ) -> io::Result<usize> {
+        let mut buf = vec![0u8; want];
+        let mut done = 0;
+        while done < want {
+            match f.file.read_at(&mut buf[done..], off + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        buf[done..].fill(0);
-        self.hook(IoKind::Filled, f, off, buf.len())
+        for (bytes, &j) in buf[..done].chunks(PAGE_SIZE).zip(frames) {
+            copy_in(self.words(j), 0, bytes);
+        }
+        Ok(done)
     }
 
     /// Writes frame `i` (page `page` of `f`) back, up to the file's length.
@@ -658,27 +750,23 @@ impl<C: RefCounter> Inner<C> {
             a.high_water = a.high_water.max(self.frames.len() - a.free.len());
             (i, tok, ahead)
         };
-        let mut buf = vec![0u8; (1 + ahead.len()) * PAGE_SIZE];
-        if let Err(e) = self.pread_pages(f, page, &mut buf) {
-            // The versions stayed odd: no reader used the frames. Unmap them and free them
-            // (they are live, like every free frame).
+        let mut frames = Vec::with_capacity(1 + ahead.len());
+        frames.push(i);
+        frames.extend_from_slice(&ahead);
+        if let Err(e) = self.fill_frames(f, page, &frames) {
+            // The versions stayed odd: no reader used the frames (their bytes are whatever
+            // the read left; every fill writes a frame's whole page before publishing it).
+            // Unmap them and free them (they are live, like every free frame).
             let mut a = lock(&self.alloc);
             self.scheme.put(self.obj(i), tok);
-            for (k, &j) in core::iter::once(&i).chain(&ahead).enumerate() {
+            for (k, &j) in frames.iter().enumerate() {
                 f.slot(page + k as u64).store(0, Ordering::Relaxed);
                 self.frames[j as usize].meta.clear();
                 a.free.push(j);
             }
             return Err(e);
         }
-        for (k, &j) in core::iter::once(&i).chain(&ahead).enumerate() {
-            let bytes = &buf[k * PAGE_SIZE..(k + 1) * PAGE_SIZE];
-            for (w, b) in self.words(j).iter().zip(bytes.chunks_exact(8)) {
-                w.store(
-                    u64::from_ne_bytes(b.try_into().expect("8 bytes")),
-                    Ordering::Relaxed,
-                );
-            }
+        for &j in &frames {
             self.frames[j as usize].meta.publish();
         }
         self.fills

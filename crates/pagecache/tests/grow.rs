@@ -227,6 +227,36 @@ fn a_cut_then_a_growth_reads_zeros_not_old_bytes() {
     }
 }
 
+/// A page filled from a file that ends inside it (here inside a word) reads as zeros past the
+/// end, in a frame that held another file's bytes before: a write past the end then shows
+/// zeros between the old end and the write, as `pwrite` past the end of a file does.
+#[test]
+fn a_page_filled_past_the_end_holds_zeros_not_the_frames_old_bytes() {
+    for scheme in ["paygo", "atomic"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let full = pattern_file(&dir, "full", P);
+        let short = dir.path().join("short");
+        std::fs::write(&short, [0x55u8; 100]).expect("short file");
+        // One frame: the short file's page takes the frame the full page held.
+        let cache = PageCache::new(Config::new(1, scheme)).expect("cache");
+        let a = cache.open(&full).expect("open");
+        let mut b = vec![0u8; PAGE_SIZE];
+        assert_eq!(a.read_at(&mut b, 0).expect("read"), PAGE_SIZE);
+        let f = cache.open(&short).expect("open");
+        assert_eq!(f.write_at(&[0xEE], 3000).expect("write"), 1);
+        assert_eq!(cache.stats().fills, 2, "{scheme}: the frame was not reused");
+        assert_eq!(f.read_at(&mut b, 0).expect("read"), 3001);
+        for (o, &x) in b[..3001].iter().enumerate() {
+            let want = match o {
+                0..100 => 0x55,
+                3000 => 0xEE,
+                _ => 0,
+            };
+            assert_eq!(x, want, "{scheme}: byte {o}");
+        }
+    }
+}
+
 /// One writer appends records while readers on more threads than cores, migrating, read
 /// below the length they see (mostly its last bytes); every byte they get is the record's; a
 /// tiny cache evicts.
