@@ -10,9 +10,12 @@
 //! The second builds the bug switch: the `bug_*` tests remove the fence, the flag check, the
 //! eviction's move bracket (which lets a reclaim decide without the stripe lock), a swept
 //! batch's second look at the stripe sequences, the ordering of the listed-entry count,
-//! READ-ALL's reading of a tagged key as the same object's, or the flag of the only-reference
-//! check, and expect loom to find the reader holding a reclaimed (or written) object. The models that catch the last two need
-//! `LOOM_MAX_PREEMPTIONS=3` (CI's setting for this crate).
+//! READ-ALL's reading of a tagged key as the same object's, or a claim's mark in its CPU's
+//! claim summary, and expect loom to find the reader holding a reclaimed object (a causality
+//! violation); or the flag of the only-reference check, where the owner asserts that a reader
+//! (which counts the references it holds) holds none when the owner is told it is alone. The
+//! model that catches the unordered listed-entry count needs `LOOM_MAX_PREEMPTIONS=3` (CI's
+//! setting for this crate); the others are caught with 2.
 
 use crate::{Config, Domain, Header};
 use core::pin::Pin;
@@ -284,21 +287,42 @@ fn loom_kill_then_release() {
 }
 
 /// `only_reference` (what `paygo::Arc::get_mut` asks) or `reclaim_only` (`try_unwrap`)
-/// against a reference taken from another one: the owner holds a reference on CPU 0 and asks
-/// whether it is the only one (or reclaims if so); a reader holding a reference on CPU 1 reads
-/// the payload, takes a second reference on CPU 0 (from the first, as a clone), gives the
-/// first back on CPU 1, and reads the payload again with the second. If the owner is told it
-/// is alone it writes the payload: loom reports a causality violation if the write can race
-/// with a read of the reader.
+/// against references taken from one another: the owner holds a reference on CPU 0 and asks
+/// whether it is the only one (or reclaims if so); a reader holding a reference taken on CPU 1
+/// reads the payload, takes a second reference on CPU 0 (from the first, as a clone) and gives
+/// the first back on CPU 1, then takes a third on CPU 0 (from the second), reads the payload
+/// again and gives the second back on CPU 1 (the anchor path), and gives the third back last.
+///
+/// The reader counts the references it holds, raising the count after each REF and lowering
+/// it before each UNREF, so the count is never above what it holds; it takes a reference only
+/// from one it holds, so once at zero the count stays there. An answer that is right at some
+/// point of the call (the flag's READ-ALL counts no other reference) therefore finds the
+/// count at zero when the call returns, and the owner told it is alone asserts that. It then
+/// writes the payload: loom reports a causality violation if the write can race with a read of
+/// the reader (each read comes before an UNREF that the owner's READ-ALL must have counted for
+/// it to be told it is alone).
+///
+/// Without the flag the counts are read twice, by the scan before the flag (which must see no
+/// second reference) and by READ-ALL, and a wrong answer needs each read to miss one of the
+/// reader's steps: the scan reads CPU 0's entry before the second REF and CPU 1's after the
+/// first UNREF; READ-ALL reads CPU 0's local count before the third REF and its anchor count
+/// after the second's UNREF. The reader yields after each UNREF: loom then runs the owner on
+/// without counting a preemption (that interleaving takes two), and the owner can decide
+/// before the reader uncounts its third reference (loom switches threads only at its own
+/// operations, and the reader's count is not one of them).
 fn only_vs_ref_from_another(reclaim: bool) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    // Executions in which the owner was told it is alone, and in which the reader's second
-    // reference was taken: both outcomes must occur (the model is not vacuous).
+    // Executions in which the owner was told it is alone, and in which the reader's second and
+    // third references were taken: every outcome must occur (the model is not vacuous).
     let alone = std::sync::Arc::new(AtomicUsize::new(0));
     let second_taken = std::sync::Arc::new(AtomicUsize::new(0));
-    let (alone1, second1) = (alone.clone(), second_taken.clone());
+    let third_taken = std::sync::Arc::new(AtomicUsize::new(0));
+    let (alone1, second1, third1) = (alone.clone(), second_taken.clone(), third_taken.clone());
     model(move || {
-        let second_taken = second1.clone();
+        let (second_taken, third_taken) = (second1.clone(), third1.clone());
+        // The references the reader holds (std's atomic: no branch point for loom).
+        let held = std::sync::Arc::new(AtomicUsize::new(1));
+        let held1 = held.clone();
         let d = Arc::new(tiny());
         let o = Arc::new(Obj::new());
         loom_set_cpu(1);
@@ -312,16 +336,39 @@ fn only_vs_ref_from_another(reclaim: bool) {
                 o1.payload
                     .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read while written"));
             };
+            // REF from a reference the reader holds, counted once taken.
+            let get = || {
+                let a = d1.try_get(o1.hdr());
+                if a.is_some() {
+                    held1.fetch_add(1, Ordering::Relaxed);
+                }
+                a
+            };
+            // UNREF, uncounted before it is given back.
+            let put = |a| {
+                held1.fetch_sub(1, Ordering::Relaxed);
+                d1.put(o1.hdr(), a);
+            };
             loom_set_cpu(1);
             read();
             loom_set_cpu(0);
-            let second = d1.try_get(o1.hdr());
+            let second = get();
             loom_set_cpu(1);
-            d1.put(o1.hdr(), first);
-            if let Some(a) = second {
-                second_taken.fetch_add(1, Ordering::Relaxed);
-                read();
-                d1.put(o1.hdr(), a);
+            put(first);
+            thread::yield_now();
+            let Some(second) = second else {
+                return;
+            };
+            second_taken.fetch_add(1, Ordering::Relaxed);
+            loom_set_cpu(0);
+            let third = get();
+            read();
+            loom_set_cpu(1);
+            put(second);
+            thread::yield_now();
+            if let Some(third) = third {
+                third_taken.fetch_add(1, Ordering::Relaxed);
+                put(third);
             }
         });
         let (alone, mine) = if reclaim {
@@ -333,6 +380,11 @@ fn only_vs_ref_from_another(reclaim: bool) {
             (d.only_reference(o.hdr()), Some(mine))
         };
         if alone {
+            assert_eq!(
+                held.load(Ordering::Relaxed),
+                0,
+                "told it is alone while another thread holds a reference"
+            );
             alone1.fetch_add(1, Ordering::Relaxed);
             // SAFETY: loom checks this access against the reader's.
             o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
@@ -355,6 +407,10 @@ fn only_vs_ref_from_another(reclaim: bool) {
     assert!(
         second_taken.load(Ordering::Relaxed) > 0,
         "never took the second reference"
+    );
+    assert!(
+        third_taken.load(Ordering::Relaxed) > 0,
+        "never took the third reference"
     );
 }
 
@@ -431,11 +487,11 @@ mod bugs {
         with_bug(bug::TAG_IS_CLAIM, || super::eviction_vs_reclaim(true));
     }
 
-    /// Without the flag and the fence, the counts read can miss a reference taken from one
-    /// that is given back meanwhile.
+    /// Without the flag and the fence, each read of the counts (the scan before the flag and
+    /// READ-ALL) can miss a reference taken from one that is given back meanwhile: the owner
+    /// is told it is alone while the reader holds its third reference.
     #[test]
-    #[ignore = "not caught since the locked path's commits are releases (percpu 5a89f34): within 3 preemptions loom finds no causality violation; the model must catch the missing flag another way"]
-    #[should_panic(expected = "Causality violation")]
+    #[should_panic(expected = "told it is alone while another thread holds a reference")]
     fn bug_only_without_flag_is_caught() {
         with_bug(bug::ONLY_WITHOUT_FLAG, || {
             super::only_vs_ref_from_another(false)
@@ -443,8 +499,7 @@ mod bugs {
     }
 
     #[test]
-    #[ignore = "not caught since the locked path's commits are releases (percpu 5a89f34): within 3 preemptions loom finds no causality violation; the model must catch the missing flag another way"]
-    #[should_panic(expected = "Causality violation")]
+    #[should_panic(expected = "told it is alone while another thread holds a reference")]
     fn bug_reclaim_only_without_flag_is_caught() {
         with_bug(bug::ONLY_WITHOUT_FLAG, || {
             super::only_vs_ref_from_another(true)
