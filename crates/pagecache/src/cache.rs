@@ -432,10 +432,18 @@ pub(crate) enum Got<T> {
     Bypassed,
 }
 
+/// Turns of a wait that spin before it yields (see [`spin`]).
+const SPINS: u32 = 64;
+
+/// Turns after which a wait on a poisoned cache gives up (see [`Inner::wait_turn`]): past the
+/// spinning, each turn yields, so some tens of milliseconds at least, far longer than a fill
+/// or an eviction holds a page.
+const POISONED_TURNS: u32 = 1 << 16;
+
 #[inline]
 fn spin(tries: &mut u32) {
     *tries += 1;
-    if *tries < 64 {
+    if *tries < SPINS {
         core::hint::spin_loop();
     } else {
         std::thread::yield_now();
@@ -444,11 +452,33 @@ fn spin(tries: &mut u32) {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic under the lock leaves the state consistent (every step is published atomically),
-    // so a poisoned lock is used as is.
+    // so a poisoned lock is used as is. (A scheme's panic under the allocator lock can leave
+    // pages unusable, though: waits for a page consult that lock's poison, `Inner::wait_turn`.)
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The error of a wait that gives up on a poisoned cache (see [`Inner::wait_turn`]).
+fn poisoned() -> io::Error {
+    io::Error::other(
+        "pagecache: a panic under the cache's allocator lock (a counting scheme's, while it \
+         reclaimed or reinitialised frames) left this page unusable",
+    )
+}
+
 impl<C: RefCounter> Inner<C> {
+    /// One turn of a wait for a page that is being filled, evicted, or decided on by a
+    /// try-reclaim: spins, then yields. Fails after [`POISONED_TURNS`] turns on a cache whose
+    /// allocator lock a panic poisoned (a scheme's `try_reclaim*` or `reinit` that panicked,
+    /// which can leave frames flagged, dead or unpublished in their slots for ever): the page
+    /// may never become usable, and an error is better than a wait without end.
+    fn wait_turn(&self, tries: &mut u32) -> io::Result<()> {
+        spin(tries);
+        if *tries >= POISONED_TURNS && self.alloc.is_poisoned() {
+            return Err(poisoned());
+        }
+        Ok(())
+    }
+
     #[inline(always)]
     pub(crate) fn obj(&self, i: u32) -> Pin<&C::Object> {
         // SAFETY: `frames` is allocated once in `new` and never moved out of, reallocated or
@@ -698,7 +728,7 @@ impl<C: RefCounter> Inner<C> {
                 }
                 // Being filled, evicted or reused (or the scheme's try-get failed transiently
                 // while a try-reclaim decides): look again.
-                spin(&mut tries);
+                self.wait_turn(&mut tries)?;
                 continue;
             }
             if let Some(got) = self.fill(f, page, bypass)? {
@@ -744,7 +774,13 @@ impl<C: RefCounter> Inner<C> {
                 if let Some(t) = self.get(i) {
                     break t;
                 }
-                spin(&mut tries);
+                if let Err(e) = self.wait_turn(&mut tries) {
+                    // A free frame the scheme no longer counts on: left out of the free list
+                    // and of the slot (nobody used it: its version is odd).
+                    slot.store(0, Ordering::Relaxed);
+                    self.frames[i as usize].meta.clear();
+                    return Err(e);
+                }
             };
             let ahead = self.read_ahead(&mut a, f, page);
             a.high_water = a.high_water.max(self.frames.len() - a.free.len());
@@ -1245,7 +1281,10 @@ impl<C: RefCounter> Inner<C> {
                 m.touch();
                 return true;
             }
-            spin(&mut tries);
+            if self.wait_turn(&mut tries).is_err() {
+                // The counted read's wait returns the error.
+                return false;
+            }
         }
     }
 }
@@ -1887,7 +1926,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// into `first`).
     fn sync_slot(&self, page: u64, slot: &AtomicU32, first: &mut Option<io::Error>) {
         let c = &*self.cache;
-        self.with_cached(page, slot, |i, m| {
+        let waited = self.with_cached(page, slot, |i, m| {
             // Acquire: pairs with the writers' Release store of the bit. Cleared before the
             // copy, so a write after the copy sets it again.
             if m.dirty.swap(false, Ordering::AcqRel) {
@@ -1898,19 +1937,28 @@ impl<C: RefCounter> CachedFileOf<C> {
                 }
             }
         });
+        if let Err(e) = waited {
+            first.get_or_insert(e);
+        }
     }
 
     /// Runs `f` on the frame that holds `page` (whose slot is `slot`), filled, under a
     /// reference; waits while the page is being filled (a fresh page's bytes are not final)
-    /// or its frame evicted. Nothing if the page is not cached.
-    fn with_cached(&self, page: u64, slot: &AtomicU32, f: impl FnOnce(u32, &FrameMeta)) {
+    /// or its frame evicted. Nothing if the page is not cached. Fails only where the wait
+    /// gives up on a poisoned cache (see [`Inner::wait_turn`]).
+    fn with_cached(
+        &self,
+        page: u64,
+        slot: &AtomicU32,
+        f: impl FnOnce(u32, &FrameMeta),
+    ) -> io::Result<()> {
         let c = &*self.cache;
         let mut tries = 0;
         loop {
             // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);
             if s == 0 {
-                return;
+                return Ok(());
             }
             let i = s - 1;
             let m = &c.frames[i as usize].meta;
@@ -1918,13 +1966,13 @@ impl<C: RefCounter> CachedFileOf<C> {
                 if m.holds(self.state.id, page) {
                     f(i, m);
                     c.scheme.put(c.obj(i), tok);
-                    return;
+                    return Ok(());
                 }
                 c.scheme.put(c.obj(i), tok);
             }
             // Being filled, evicted (written back before its slot is cleared) or reused (the
             // slot then changes): look again.
-            spin(&mut tries);
+            c.wait_turn(&mut tries)?;
         }
     }
 
@@ -2073,7 +2121,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// `i64::MAX`; `FileTooLarge` for a growth past the largest file of the file system or
     /// past the process's `RLIMIT_FSIZE` (where `ftruncate` would raise `SIGXFSZ`), checked as
     /// a write's end is (see [`CachedFileOf::write_at`]); the file system's error. Nothing is
-    /// changed on an error.
+    /// changed on these errors. On a cache that a scheme's panic poisoned (see the crate's
+    /// documentation), a page past the new end that cannot be had is left as it is and its
+    /// error returned after the length was set and the other pages cut.
     pub fn set_len(&self, size: u64) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
@@ -2123,29 +2173,39 @@ impl<C: RefCounter> CachedFileOf<C> {
         }
         // The bytes past the end, in every cached page from the one that holds the end: zero
         // (a full page past the end is then clean: the file reads zeros there too).
+        // A page that cannot be had (a poisoned cache's: see `Inner::wait_turn`) is skipped,
+        // and the first such error returned once the others are done.
         let first = size / PAGE_SIZE as u64;
         let base = f.slots.base();
+        let mut stuck = None;
         for (page, slot) in base
             .iter()
             .enumerate()
             .skip(first.min(base.len() as u64) as usize)
         {
-            self.zero_past(page as u64, slot, size);
+            if let Err(e) = self.zero_past(page as u64, slot, size) {
+                stuck.get_or_insert(e);
+            }
         }
         f.slots.ext_for_each(|page, slot| {
             if page >= first {
-                self.zero_past(page, slot, size);
+                if let Err(e) = self.zero_past(page, slot, size) {
+                    stuck.get_or_insert(e);
+                }
             }
         });
         // Nothing is dirty past the end, so nothing is written back here.
-        self.drop_from(size.div_ceil(PAGE_SIZE as u64))?;
-        Ok(())
+        let dropped = self.drop_from(size.div_ceil(PAGE_SIZE as u64));
+        match stuck {
+            Some(e) => Err(e),
+            None => dropped.map(|_| ()),
+        }
     }
 
     /// `set_len`'s step for one slot at or past the new end `size`: zeros the bytes of the
     /// page it holds from `size` on (a page being filled is waited for: its bytes may predate
     /// the cut), and marks a page wholly past the end clean.
-    fn zero_past(&self, page: u64, slot: &AtomicU32, size: u64) {
+    fn zero_past(&self, page: u64, slot: &AtomicU32, size: u64) -> io::Result<()> {
         let c = &*self.cache;
         self.with_cached(page, slot, |i, m| {
             let off = size.saturating_sub(page * PAGE_SIZE as u64) as usize;
@@ -2153,7 +2213,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             if off == 0 {
                 m.dirty.store(false, Ordering::Relaxed);
             }
-        });
+        })
     }
 
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end
