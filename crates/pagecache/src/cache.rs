@@ -536,7 +536,8 @@ impl<C: RefCounter> Inner<C> {
         })
     }
 
-    /// Reads the pages from `page` on into `buf` (whole pages), zeros past the end of the file.
+    /// Fills frames `frames` with the pages of `f` from `page` on (one page each), zeros past
+    /// the end of the file, between the fault hook's `Fill` and `Filled` calls.
     fn fill_frames(&self, f: &FileState, page: u64, frames: &[u32]) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
         let len = frames.len() * PAGE_SIZE;
@@ -562,13 +563,15 @@ impl<C: RefCounter> Inner<C> {
         self.hook(IoKind::Filled, f, off, len)
     }
 
-    /// Reads up to `want` bytes of `f` at `off` straight into frames `frames` (page after
-    /// page), as `preadv(2)` with one buffer per frame, and returns how many bytes were read
-    /// (fewer at the file's end). The frames are unpublished (odd versions): only the filling
-    /// thread writes them, and a reader that copies from one (an optimistic read that found
-    /// the page before it was evicted) reads its words atomically and discards the copy, as
-    /// the frame's version changed.
-    #[cfg(all(unix, not(miri), not(loom)))]
+    /// Reads up to `want` bytes of `f` at `off` into frames `frames` (page after page) and
+    /// returns how many were read (fewer at the file's end).
+    ///
+    /// Straight into the frames, as `preadv(2)` with one buffer per frame. The frames are
+    /// unpublished (odd versions): only the filling thread writes them, and a reader that
+    /// copies from one (an optimistic read that found the page before it was evicted) loads
+    /// its words atomically and discards the copy, as the frame's version changed. Where the
+    /// frames' memory is not one the kernel may write (Miri's and loom's builds), or where
+    /// `preadv` is not offered, through a buffer whose bytes are then stored in the words.
     fn read_into_frames(
         &self,
         f: &FileState,
@@ -576,74 +579,66 @@ impl<C: RefCounter> Inner<C> {
         frames: &[u32],
         want: usize,
     ) -> io::Result<usize> {
-        use std::os::fd::AsRawFd;
-        let fd = f.file.as_raw_fd();
-        let mut iov: Vec<libc::iovec> = Vec::with_capacity(frames.len());
         let mut done = 0;
-        while done < want {
-            // The frames' unread bytes, from the one the read is in, up to `want`.
-            iov.clear();
-            let mut at = done;
-            for &j in &frames[done / PAGE_SIZE..] {
-                if at >= want {
-                    break;
+        #[cfg(all(unix, not(miri), not(loom)))]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = f.file.as_raw_fd();
+            let mut iov: Vec<libc::iovec> = Vec::with_capacity(frames.len());
+            while done < want {
+                // The frames' unread bytes, from the one the read is in, up to `want`.
+                iov.clear();
+                let mut at = done;
+                for &j in &frames[done / PAGE_SIZE..] {
+                    if at >= want {
+                        break;
+                    }
+                    let start = at % PAGE_SIZE;
+                    let n = (PAGE_SIZE - start).min(want - at);
+                    // The frame's bytes: `words(j)` is one page of the cache's mapping;
+                    // writing through the pointer of its atomics (`AtomicU64::as_ptr`) is
+                    // allowed, and the kernel's writes are bytes of that memory like any other.
+                    let base = self.words(j).as_ptr() as *mut u8;
+                    iov.push(libc::iovec {
+                        // SAFETY: `start < PAGE_SIZE`: inside the frame's page.
+                        iov_base: unsafe { base.add(start) }.cast(),
+                        iov_len: n,
+                    });
+                    at += n;
                 }
-                let start = at % PAGE_SIZE;
-                let n = (PAGE_SIZE - start).min(want - at);
-                // The frame's bytes: `words(j)` is one page of the cache's mapping; writing
-                // through the pointer of its atomics (`AtomicU64::as_ptr`) is allowed, and
-                // the kernel's writes are bytes of that memory like any other.
-                let base = self.words(j).as_ptr() as *mut u8;
-                iov.push(libc::iovec {
-                    // SAFETY: `start < PAGE_SIZE`: inside the frame's page.
-                    iov_base: unsafe { base.add(start) }.cast(),
-                    iov_len: n,
-                });
-                at += n;
-            }
-            let n = iov.len().min(1024) as libc::c_int; // IOV_MAX on Linux
-                                                        // SAFETY: every buffer of `iov` is a range of a frame's page of the cache's
-                                                        // mapping, alive while `self` is, and written by no one else: the frames are
-                                                        // installed but unpublished, and only this thread fills them (readers only load
-                                                        // their words atomically). The file descriptor is `f`'s, open while `f` is.
-            let r =
-                unsafe { libc::preadv(fd, iov.as_ptr(), n, (off + done as u64) as libc::off_t) };
-            match r {
-                0 => break,
-                r if r > 0 => done += r as usize,
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(e);
+                // At most IOV_MAX (1,024 on Linux) buffers; the loop reads the rest.
+                let n = iov.len().min(1024) as libc::c_int;
+                // SAFETY: every buffer of `iov` is a range of a frame's page of the cache's
+                // mapping, alive while `self` is, and written by no one else: the frames are
+                // installed but unpublished, and only this thread fills them (readers only
+                // load their words atomically). The descriptor is `f`'s, open while `f` is.
+                let r = unsafe { libc::preadv(fd, iov.as_ptr(), n, (off + done as u64) as _) };
+                match r {
+                    0 => break,
+                    r if r > 0 => done += r as usize,
+                    _ => {
+                        let e = io::Error::last_os_error();
+                        if e.kind() != io::ErrorKind::Interrupted {
+                            return Err(e);
+                        }
                     }
                 }
             }
         }
-        Ok(done)
-    }
-
-    /// [`Self::read_into_frames`] through a buffer, where the frames' memory is not one the
-    /// kernel may write (Miri's and loom's builds) or where `preadv` is not offered.
-    #[cfg(not(all(unix, not(miri), not(loom))))]
-    fn read_into_frames(
-        &self,
-        f: &FileState,
-        off: u64,
-        frames: &[u32],
-        want: usize,
-    ) -> io::Result<usize> {
-        let mut buf = vec![0u8; want];
-        let mut done = 0;
-        while done < want {
-            match f.file.read_at(&mut buf[done..], off + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+        #[cfg(not(all(unix, not(miri), not(loom))))]
+        {
+            let mut buf = vec![0u8; want];
+            while done < want {
+                match f.file.read_at(&mut buf[done..], off + done as u64) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
-        }
-        for (bytes, &j) in buf[..done].chunks(PAGE_SIZE).zip(frames) {
-            copy_in(self.words(j), 0, bytes);
+            for (bytes, &j) in buf[..done].chunks(PAGE_SIZE).zip(frames) {
+                copy_in(self.words(j), 0, bytes);
+            }
         }
         Ok(done)
     }
