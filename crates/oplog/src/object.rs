@@ -225,43 +225,62 @@ struct Core<L: Log> {
     /// applied, so the structure may lack some of them. Set and cleared holding `target`, and
     /// read holding it (Relaxed: the mutex orders them), except by `is_poisoned` (a snapshot).
     poisoned: AtomicBool,
-    /// A gather is draining this object (see [`FREE_PASSES`]): a `log` that would start a new
-    /// log of it (an untagged way) waits until the gather is done. Set and cleared by the
-    /// holder of `target`.
-    draining: AtomicBool,
+    /// The drain generation (see [`FREE_PASSES`]): odd while a gather is draining this object,
+    /// even otherwise; each drain adds 1 when it begins and 1 when it ends, so the value also
+    /// names the drain. A `log` that would start a new log of this object (an untagged way)
+    /// and reads an odd value waits until the value changes: until that drain ends, not until
+    /// no drain is running (a stream of synchronizes could keep one running). Written only by
+    /// the holder of `target`.
+    draining: AtomicU64,
 }
 
 /// The passes a gather makes before it makes loggers wait. Each pass takes the logs that CPUs
 /// began since the previous one; while other CPUs keep logging this object, each pass finds
 /// new ones, and without a bound a synchronize could run for as long as they log (the more
 /// CPUs log, the surer). After this many passes that found something, the gather sets
-/// `draining`: from then on a CPU whose log was taken waits before it begins another, so only
-/// the logs begun before the flag was seen remain (at most one per CPU), and the gather ends
-/// within a few more passes. Appending to a log that is still in its way never waits.
+/// `draining` (to an odd generation): from then on a CPU whose log was taken waits before it
+/// begins another, so only the logs begun before the drain was seen remain (at most one per
+/// CPU), with at most one per `log` call that was already waiting for an earlier drain (a call
+/// waits for one drain only: see `wait_drained`), and the gather ends within a few more passes.
+/// Appending to a log that is still in its way never waits.
 ///
 /// Under loom, one: the models' short histories then reach both kinds of pass.
 const FREE_PASSES: usize = if cfg!(loom) { 1 } else { 2 };
 
-/// Clears an object's `draining` flag when dropped: at the end of a gather, or on the unwind
-/// of a panic in the user's `take` during one.
-struct Draining<'a>(&'a AtomicBool);
+/// Ends a drain when dropped (the object's `draining` goes from the drain's odd generation to
+/// the next, even, value): at the end of a gather, or on the unwind of a panic in the user's
+/// `take` during one. The gather holds `target` until after it is dropped.
+struct Draining<'a> {
+    gen: &'a AtomicU64,
+    /// The drain's (odd) generation.
+    odd: u64,
+}
 
 impl Drop for Draining<'_> {
     fn drop(&mut self) {
-        // Relaxed: a waiting logger only retries on seeing it; what the retry reads (the way's
-        // tag) is ordered by the way's lock.
-        self.0.store(false, Ordering::Relaxed);
+        // Relaxed: a waiting logger only stops waiting on seeing the value change; what it does
+        // next (reading the way's tag) is ordered by the way's lock.
+        self.gen.store(self.odd + 1, Ordering::Relaxed);
     }
 }
 
-/// Waits until `draining` is clear (a logger that would begin a new log of an object that a
-/// gather is draining).
+/// Waits until the drain of (odd) generation `odd` has ended: until `draining` holds another
+/// value (a logger that would begin a new log of an object that a gather is draining). A later
+/// drain, begun once this one ended, does not prolong the wait (the value differs from `odd`
+/// whether it is even or odd again), and the caller then begins its log without looking at
+/// `draining` again: a `log` call waits for one drain at most.
 #[cold]
 #[inline(never)]
-fn wait_drained(draining: &AtomicBool) {
+fn wait_drained(draining: &AtomicU64, odd: u64) {
     let mut spins = 0u32;
-    // Relaxed: a hint to retry only; the retry reads the flag again under the way's lock.
-    while draining.load(Ordering::Relaxed) {
+    loop {
+        #[cfg(all(test, not(loom)))]
+        tests::wait_hook();
+        // Relaxed: the value only tells the caller to stop waiting; what it reads next (the
+        // way's tag) is ordered by the way's lock.
+        if draining.load(Ordering::Relaxed) != odd {
+            return;
+        }
         spins = spins.saturating_add(1);
         if spins < 64 {
             crate::sync::spin_hint();
@@ -325,11 +344,18 @@ impl<L: Log> Core<L> {
         let mut draining = None;
         loop {
             if passes == FREE_PASSES {
+                // Relaxed: only holders of `target` write it, and we hold it (its mutex orders
+                // the previous holders' writes before this load).
+                let odd = self.draining.load(Ordering::Relaxed) + 1;
+                debug_assert_eq!(odd % 2, 1, "a drain began while another ran");
                 // SeqCst: pairs with the SeqCst load in `Object::log` (a logger that takes a
-                // way after this gather untagged it sees the flag).
-                self.draining.store(true, Ordering::SeqCst);
+                // way after this gather untagged it sees the drain).
+                self.draining.store(odd, Ordering::SeqCst);
                 crate::sync::loom_sc_fence();
-                draining = Some(Draining(&self.draining));
+                draining = Some(Draining {
+                    gen: &self.draining,
+                    odd,
+                });
             }
             passes += 1;
             #[cfg(all(test, not(loom)))]
@@ -507,7 +533,7 @@ impl<L: Log> Object<L> {
             spilled: AtomicUsize::new(0),
             guard_out: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
-            draining: AtomicBool::new(false),
+            draining: AtomicU64::new(0),
         });
         Object {
             core: NonNull::from(Box::leak(core)),
@@ -533,7 +559,9 @@ impl<L: Log> Object<L> {
     /// object is synchronized only if its lock is free (so logging while holding this object's
     /// guard, or another object's, cannot deadlock). It waits only to begin a new log of this
     /// object on this CPU while a synchronize that other CPUs' logging kept busy drains it
-    /// (a bounded wait, so that the synchronize ends: see the crate docs, "The passes end").
+    /// (so that the synchronize ends: see the crate docs, "The passes end"), and then only
+    /// until that synchronize's gather ends, even if other synchronizes drain the object
+    /// right after it.
     ///
     /// # Panics
     /// If the updates it applies panic (see [`Object::is_poisoned`]): this object's, when its
@@ -548,21 +576,27 @@ impl<L: Log> Object<L> {
         let cpu = dom.current_slot();
         let way = dom.way_of(cpu, core);
         let mut check_spill = false;
+        // This call has waited for a drain: it waits for no other (see `wait_drained`).
+        let mut waited = false;
         let guard = loop {
             let g = way.lock.lock();
             let tag = way.tag.load(Ordering::Relaxed);
             if tag == me {
                 break g;
             }
-            if tag.is_null() {
-                // SeqCst: pairs with the SeqCst store of `gather` that sets the flag.
-                if core.draining.load(Ordering::SeqCst) {
-                    // A gather is draining this object: begin no new log until it is done
-                    // (so that it ends; see FREE_PASSES).
+            if tag.is_null() && !waited {
+                // SeqCst: pairs with the SeqCst store of `gather` that begins a drain.
+                let gen = core.draining.load(Ordering::SeqCst);
+                if gen % 2 == 1 {
+                    // A gather is draining this object: begin no new log until that drain
+                    // ends (so that the gather ends; see FREE_PASSES).
                     drop(g);
-                    wait_drained(&core.draining);
+                    wait_drained(&core.draining, gen);
+                    waited = true;
                     continue;
                 }
+            }
+            if tag.is_null() {
                 way.tag.store(me, Ordering::Relaxed);
                 // SeqCst: pairs with the SeqCst loads in gather(); on x86 this locked
                 // instruction also orders the clock read below after the bit is visible.
@@ -770,6 +804,32 @@ mod tests {
         static PASSES: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
         /// Spins this thread's gathers make after each pass (0: none).
         static PAUSE: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+        /// Called with the pass number at the start of each pass of this thread's gathers.
+        static ON_PASS: Hook<dyn FnMut(usize)> = const { core::cell::RefCell::new(None) };
+        /// Called on each turn of this thread's waits for a drain, before the generation is
+        /// read.
+        static ON_WAIT: Hook<dyn FnMut()> = const { core::cell::RefCell::new(None) };
+    }
+
+    /// A test's hook into the code under test: a closure, or none.
+    type Hook<F> = core::cell::RefCell<Option<Box<F>>>;
+
+    /// Calls the hook in `slot` if there is one (taken out of its slot meanwhile, so that it
+    /// may log or synchronize) and puts it back.
+    fn run_hook<F: ?Sized>(
+        slot: &'static std::thread::LocalKey<Hook<F>>,
+        call: impl FnOnce(&mut F),
+    ) {
+        let hook = slot.with(|h| h.borrow_mut().take());
+        if let Some(mut hook) = hook {
+            call(&mut hook);
+            slot.with(|h| *h.borrow_mut() = Some(hook));
+        }
+    }
+
+    /// Called by `wait_drained` on each turn, before it reads the generation.
+    pub(super) fn wait_hook() {
+        run_hook(&ON_WAIT, |h| h());
     }
 
     /// Called by a gather at the start of each pass (`passes` counts it), with the object's
@@ -778,6 +838,7 @@ mod tests {
     /// machine where some CPU always begins one while a pass runs.
     pub(super) fn pass_hook(passes: usize, pending: &[AtomicU64]) {
         PASSES.with(|p| p.set(passes));
+        run_hook(&ON_PASS, |h| h(passes));
         if passes > 1 {
             for _ in 0..PAUSE.with(|p| p.get()) {
                 if pending.iter().any(|w| w.load(Ordering::Relaxed) != 0) {
@@ -790,28 +851,29 @@ mod tests {
 
     /// While other threads keep logging an object, beginning a new log as soon as a
     /// synchronize takes theirs, every synchronize ends within `FREE_PASSES` + one pass per
-    /// CPU slot + 2 (the pass that takes the logs begun before the flag, and the empty one),
-    /// and reads a count that never goes back and never passes what was logged. Between
-    /// passes the reader waits for a CPU to begin a new log (see `pass_hook`), as on a
-    /// machine with many CPUs logging: without the draining flag a synchronize then lasts
-    /// until the loggers stop.
+    /// CPU slot + one per logger (a `log` that waited for the previous synchronize's drain
+    /// may begin its log during this one's) + 2 (the pass that takes the logs begun before
+    /// the drain, and the empty one), and reads a count that never goes back and never passes
+    /// what was logged. Between passes the reader waits for a CPU to begin a new log (see
+    /// `pass_hook`), as on a machine with many CPUs logging: without the drain a synchronize
+    /// then lasts until the loggers stop.
     ///
     /// The loggers log until the reads are done, or until a watchdog gives up on them after
-    /// `DEADLINE` (so that a run without the flag ends, and fails on its passes). Loggers that
+    /// `DEADLINE` (so that a run without the drain ends, and fails on its passes). Loggers that
     /// stopped after a fixed number of updates could finish them before the reads began (a
-    /// few million increments take a tenth of a second), and a run without the flag then
+    /// few million increments take a tenth of a second), and a run without the drain then
     /// passed about half the time.
     ///
     /// Each read waits (briefly) until a CPU holds a log of the counter, so that every read
-    /// passes `FREE_PASSES` and drains with the flag set (the test fails if none did): a read
+    /// passes `FREE_PASSES` and drains the counter (the test fails if none did): a read
     /// whose first pass finds nothing, which is most of them when the loggers are preempted
-    /// (2 CPUs, 3 loggers, the reader), ends at once and tests nothing, and a flag that holds
+    /// (2 CPUs, 3 loggers, the reader), ends at once and tests nothing, and a drain that holds
     /// loggers back for one pass only then escaped the test about one run in three.
     #[test]
     #[cfg_attr(
         miri,
         ignore = "needs the schedule of a machine (loggers beginning new logs while a read's \
-                  passes run): under Miri's scheduler no read reached the draining flag"
+                  passes run): under Miri's scheduler no read reached the drain"
     )]
     fn synchronize_ends_while_others_keep_logging() {
         use crate::Counter;
@@ -859,8 +921,8 @@ mod tests {
             // Stops early if the watchdog stopped the loggers: the rest would not log.
             while reads < READS && !stop.load(Ordering::Relaxed) {
                 // Each read begins while a CPU holds a log of the counter (waiting for one at
-                // most `WAIT`): a read that finds none ends after one pass, without setting the
-                // flag, and tests nothing.
+                // most `WAIT`): a read that finds none ends after one pass, without draining,
+                // and tests nothing.
                 let t = Instant::now();
                 while c.object().cpus_with_logs() == 0 && t.elapsed() < WAIT {
                     std::thread::yield_now();
@@ -884,14 +946,120 @@ mod tests {
             *done.lock().unwrap() = true;
             reads_running.notify_all();
             assert!(
-                most <= FREE_PASSES + slots + 2,
+                most <= FREE_PASSES + slots + LOGGERS + 2,
                 "a synchronize made {most} passes ({slots} CPU slots; {reads} reads in {took:?})"
             );
             assert_eq!(reads, READS, "the loggers were stopped after {took:?}");
-            assert!(drained > 0, "no read set the draining flag ({reads} reads)");
+            assert!(drained > 0, "no read drained the counter ({reads} reads)");
         });
         assert!(logged.load(Ordering::SeqCst) > 0);
         assert_eq!(c.read(), logged.load(Ordering::SeqCst));
+    }
+
+    /// A logger that finds the object draining waits until that drain ends, not until no drain
+    /// runs. The reader synchronizes twice back to back, and each synchronize drains (its
+    /// hook logs at the start of each of its first `FREE_PASSES` passes, so each of them
+    /// finds a log). The logger begins its `log` once the first drain began and, waiting,
+    /// looks at the object again only once the second drain began (`ON_WAIT` holds it until
+    /// then). The second gather then waits (in its first pass after its drain began, at most
+    /// `PATIENCE`) for the logger's `log` to return: a logger that waited until no drain runs
+    /// would wait for that gather to end, and return only after it.
+    #[test]
+    fn a_logger_waits_for_the_drain_it_saw_only() {
+        use crate::CounterLog;
+        use core::cell::Cell;
+        use std::rc::Rc;
+        use std::time::{Duration, Instant};
+        const PATIENCE: Duration = Duration::from_secs(10);
+        /// Yields until `f` holds or `PATIENCE` has passed; whether it holds.
+        fn until(f: impl Fn() -> bool) -> bool {
+            let t = Instant::now();
+            while !f() {
+                if t.elapsed() > PATIENCE {
+                    return false;
+                }
+                std::thread::yield_now();
+            }
+            true
+        }
+        /// The logger's progress, each set once (SeqCst stores and loads: each pairs with the
+        /// other thread's SeqCst load or store of the same step).
+        #[derive(Default)]
+        struct Steps {
+            /// The first drain began: the logger may log.
+            start: AtomicBool,
+            /// The logger is waiting for a drain.
+            waiting: AtomicBool,
+            /// The second drain began: the logger may look at the object again.
+            go: AtomicBool,
+            /// The logger's `log` returned.
+            logged: AtomicBool,
+        }
+        let d = Domain::<CounterLog>::new();
+        let o = Arc::new(Object::new(&d, 0i64));
+        let steps = Arc::new(Steps::default());
+        let logger = {
+            let (o, steps) = (o.clone(), steps.clone());
+            std::thread::spawn(move || {
+                let s = steps.clone();
+                ON_WAIT.with(|h| {
+                    *h.borrow_mut() = Some(Box::new(move || {
+                        // The first turn of the first wait: say so, and wait for the second
+                        // drain.
+                        if !s.waiting.swap(true, Ordering::SeqCst) {
+                            until(|| s.go.load(Ordering::SeqCst));
+                        }
+                    }))
+                });
+                if until(|| steps.start.load(Ordering::SeqCst)) {
+                    o.log(1);
+                }
+                steps.logged.store(true, Ordering::SeqCst);
+            })
+        };
+        // Which synchronize runs; whether the logger waited in the first drain, and whether
+        // its `log` returned during the second.
+        let (n, waited, in_time) = (
+            Rc::new(Cell::new(0)),
+            Rc::new(Cell::new(None)),
+            Rc::new(Cell::new(None)),
+        );
+        {
+            let (o, steps) = (o.clone(), steps.clone());
+            let (n, waited, in_time) = (n.clone(), waited.clone(), in_time.clone());
+            ON_PASS.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move |pass| {
+                    if pass == 1 {
+                        n.set(n.get() + 1);
+                    }
+                    if pass <= FREE_PASSES {
+                        o.log(1);
+                    } else if pass == FREE_PASSES + 1 && n.get() == 1 {
+                        steps.start.store(true, Ordering::SeqCst);
+                        waited.set(Some(until(|| steps.waiting.load(Ordering::SeqCst))));
+                    } else if pass == FREE_PASSES + 1 && n.get() == 2 {
+                        steps.go.store(true, Ordering::SeqCst);
+                        in_time.set(Some(until(|| steps.logged.load(Ordering::SeqCst))));
+                    }
+                }))
+            });
+        }
+        drop(o.synchronize());
+        drop(o.synchronize());
+        ON_PASS.with(|h| h.borrow_mut().take());
+        logger.join().unwrap();
+        assert_eq!(n.get(), 2);
+        assert_eq!(
+            waited.get(),
+            Some(true),
+            "the logger did not wait for the first drain"
+        );
+        assert_eq!(
+            in_time.get(),
+            Some(true),
+            "the logger waited through the drain of a second synchronize"
+        );
+        assert_eq!(*o.synchronize(), 2 * FREE_PASSES as i64 + 1);
     }
 
     /// Stores each update's stamp, then panics.
