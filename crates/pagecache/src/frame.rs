@@ -46,6 +46,32 @@ impl FrameMeta {
             && self.index.load(Ordering::Relaxed) == index
     }
 
+    /// Without a reference on the frame: whether it holds the filled page (`file`, `index`)
+    /// at one version, from the version load to the re-load that confirms it. `holds` is right
+    /// only while a reference keeps the version even; without one, the frame may be reclaimed
+    /// and refilled between the version load and the key loads, which then see the next
+    /// page's key (assigned while the version is odd, the bytes not yet in) beside the old
+    /// page's even version. LODIC's owner, whose entry may name a frame that was reused since
+    /// (its count protects the frame only from reclaims of the page the entry covers), asks
+    /// this.
+    #[inline(always)]
+    pub(crate) fn holds_unreferenced(&self, file: u64, index: u64) -> bool {
+        // Acquire: pairs with the Release store of `publish` (the key and the bytes of this
+        // version are in before it is even).
+        let v = self.ver.load(Ordering::Acquire);
+        if v & 1 == 1
+            || self.file.load(Ordering::Relaxed) != file
+            || self.index.load(Ordering::Relaxed) != index
+        {
+            return false;
+        }
+        // Acquire: pairs with the Release fence of `unpublish`: a key load that read a key
+        // stored after the frame left version `v` (an `assign` of its next page) shows the odd
+        // or later version to the load below.
+        fence(Ordering::Acquire);
+        self.ver.load(Ordering::Relaxed) == v
+    }
+
     /// Whether the version is odd (free, filling, evicted).
     #[inline(always)]
     pub(crate) fn unfilled(&self) -> bool {

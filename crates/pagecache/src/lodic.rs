@@ -63,6 +63,7 @@
 //! where pages are not in page order (CLOCK's sweeps).
 
 use crate::cache::{CachedFileOf, FileState, Got, Inner};
+use crate::frame::FrameMeta;
 use crate::page::{copy_out, PAGE_SIZE};
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
@@ -766,14 +767,32 @@ fn enter_frame<C: RefCounter>(
 ) -> bool {
     owner_enter(e, v);
     let m = c.meta(i);
-    // Acquire: pairs with the Release clear of the flag after a reclaimed frame's version was
-    // made odd (`Inner::evict`): a clear flag seen here shows that odd version to `holds`.
-    if !m.lodic.load(Ordering::Acquire) && m.holds(f.id, page) {
+    if owner_check(m, f.id, page) {
         m.touch();
         return true;
     }
     owner_undo(e);
     false
+}
+
+/// The owner's second step, after [`owner_enter`] on an entry naming the frame of `m`:
+/// whether the frame may be read as page `page` of file `file` under the entry's count (its
+/// flag is clear and it holds the page), else the caller undoes the count.
+///
+/// The entry's count is a reference on the frame only while the frame holds `page`: a
+/// reclaim flags, fences and sums only for a mapped page, and sums the entries covering that
+/// page. An entry is not cleared when its frame is reclaimed, so it may name a frame reused
+/// since for another page, whose reclaim (flagging nothing if no mapping covers that page)
+/// the count does not stop, and the frame may then be refilled with `page` while this check
+/// runs. So the check asks [`FrameMeta::holds_unreferenced`], which confirms that one
+/// version held the page around the key loads; from that version on, a reclaim of the frame
+/// either is seen (its flag, or the odd version its clear shows) or sees the count.
+#[inline(always)]
+pub(crate) fn owner_check(m: &FrameMeta, file: u64, page: u64) -> bool {
+    // Acquire: pairs with the Release clear of the flag after a reclaimed frame's version was
+    // made odd (`Inner::evict_batch`): a clear flag seen here shows that odd version to the
+    // version load of `holds_unreferenced`.
+    !m.lodic.load(Ordering::Acquire) && m.holds_unreferenced(file, page)
 }
 
 impl<C: RefCounter> MappedPage<'_, '_, C> {

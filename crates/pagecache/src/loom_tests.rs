@@ -34,6 +34,11 @@ impl<C: RefCounter> Shared<C> {
 
     /// Frame 0 holds page A, filled, as after a miss.
     fn new(scheme: C) -> Arc<Self> {
+        Self::holding(scheme, A)
+    }
+
+    /// Frame 0 holds `page` (A or B), filled, as after a miss.
+    fn holding(scheme: C, page: u64) -> Arc<Self> {
         let s = Shared {
             obj: scheme.new_object(),
             scheme,
@@ -42,27 +47,40 @@ impl<C: RefCounter> Shared<C> {
             slot_a: AtomicU32::new(0),
             slot_b: AtomicU32::new(0),
         };
-        s.meta.assign(FILE, A);
-        s.word.store(A, Ordering::Relaxed);
+        s.meta.assign(FILE, page);
+        s.word.store(page, Ordering::Relaxed);
         s.meta.publish();
         // Release: pairs with the readers' Acquire slot loads, as in `fill`.
-        s.slot_a.store(1, Ordering::Release);
+        s.slot(page).store(1, Ordering::Release);
         Arc::new(s)
+    }
+
+    fn slot(&self, page: u64) -> &AtomicU32 {
+        if page == A {
+            &self.slot_a
+        } else {
+            &self.slot_b
+        }
     }
 
     /// `finish_evict` (or `finish_all`, a drop's) then `fill` of page B into the same frame, as
     /// the cache does them.
     fn evict_and_refill(&self) -> bool {
+        self.evict_and_refill_with(A, B)
+    }
+
+    /// `finish_evict` of page `from`, then `fill` of page `to` into the same frame.
+    fn evict_and_refill_with(&self, from: u64, to: u64) -> bool {
         if !self.scheme.try_reclaim(self.obj()) {
             return false;
         }
         self.meta.unpublish();
-        self.slot_a.store(0, Ordering::Relaxed);
+        self.slot(from).store(0, Ordering::Relaxed);
         self.meta.clear();
         self.scheme.reinit(self.obj());
-        self.meta.assign(FILE, B);
-        // Release: pairs with Acquire slot loads of page B, as in `fill`.
-        self.slot_b.store(1, Ordering::Release);
+        self.meta.assign(FILE, to);
+        // Release: pairs with Acquire slot loads of page `to`, as in `fill`.
+        self.slot(to).store(1, Ordering::Release);
         // The filler's get loops, as in the cache: a scheme's get may fail transiently (a
         // stale reader's failed get of the dead frame is still being undone).
         let tok = loop {
@@ -71,7 +89,7 @@ impl<C: RefCounter> Shared<C> {
             }
             loom::thread::yield_now();
         };
-        self.word.store(B, Ordering::Relaxed);
+        self.word.store(to, Ordering::Relaxed);
         self.meta.publish();
         self.scheme.put(self.obj(), tok);
         true
@@ -147,7 +165,9 @@ fn optimistic_reader_never_sees_another_page() {
 /// `--cfg lodic_loom_bug` removes the owner's fence (in `lodic.rs` itself); the models are then
 /// expected to fail, and do.
 fn lodic_model<C: RefCounter>(make: fn() -> C) {
-    use crate::lodic::{embedded_count, entry, heavy_fence, owner_enter, owner_exit, owner_undo};
+    use crate::lodic::{
+        embedded_count, entry, heavy_fence, owner_check, owner_enter, owner_exit, owner_undo,
+    };
     loom::model(move || {
         let s = Shared::new(make());
         let e = Arc::new(AtomicU64::new(entry(0, 0)));
@@ -156,8 +176,7 @@ fn lodic_model<C: RefCounter>(make: fn() -> C) {
             loom::thread::spawn(move || {
                 let v = e.load(Ordering::Relaxed);
                 owner_enter(&e, v);
-                // Acquire: as in `enter_frame`.
-                if !s.meta.lodic.load(Ordering::Acquire) && s.meta.holds(FILE, A) {
+                if owner_check(&s.meta, FILE, A) {
                     let w = s.word.load(Ordering::Relaxed);
                     owner_exit(&e);
                     Some(w)
@@ -191,4 +210,49 @@ fn lodic_owner_never_reads_a_reclaimed_frame_atomic() {
 #[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted page B"))]
 fn lodic_owner_never_reads_a_reclaimed_frame_cas() {
     lodic_model(|| refcount::cas::Cas);
+}
+
+/// LODIC, a stale entry: the owner's entry still names frame 0, where page A was when the entry
+/// was made; the frame has since been reused for page B, which no mapping covers, so its
+/// reclaim flags nothing, fences nothing and sums nothing (the entry's count, if any, counts
+/// on A, not on B). The evictor reclaims B and refills the frame with A (a read of A through
+/// the file). The owner, reading A through the stale entry, may accept the frame only while it
+/// holds A filled: never B's bytes, nor A's frame before its fill is published (the owner's
+/// count protects the frame only from reclaims of A, which search the mappings of A).
+fn lodic_stale_model<C: RefCounter>(make: fn() -> C) {
+    use crate::lodic::{entry, owner_check, owner_enter, owner_exit, owner_undo};
+    loom::model(move || {
+        let s = Shared::holding(make(), B);
+        let e = Arc::new(AtomicU64::new(entry(0, 0)));
+        let r = {
+            let (s, e) = (s.clone(), e.clone());
+            loom::thread::spawn(move || {
+                let v = e.load(Ordering::Relaxed);
+                owner_enter(&e, v);
+                if owner_check(&s.meta, FILE, A) {
+                    let w = s.word.load(Ordering::Relaxed);
+                    owner_exit(&e);
+                    Some(w)
+                } else {
+                    owner_undo(&e);
+                    None
+                }
+            })
+        };
+        // The evictor, as `Inner::evict_batch` does it for an unmapped page, then a fill of A.
+        s.evict_and_refill_with(B, A);
+        if let Some(w) = r.join().expect("owner") {
+            assert_eq!(w, A, "an owner of page A accepted another page's bytes");
+        }
+    });
+}
+
+#[test]
+fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_atomic() {
+    lodic_stale_model(|| refcount::atomic::Atomic);
+}
+
+#[test]
+fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_cas() {
+    lodic_stale_model(|| refcount::cas::Cas);
 }
