@@ -733,3 +733,100 @@ fn stress_process_space_atomic() {
 fn stress_file_space_over_paygo() {
     stress(paygo::Domain::new(), Rmap::File);
 }
+
+/// The bytes of the other file of `stale_entries`: at every offset unlike the pattern file's.
+fn other(off: u64) -> u8 {
+    !pat(off)
+}
+
+/// Stale entries: owners read file F through mappings of all of it while churners read file G
+/// and F through the file, in a cache of 4 frames, so the frames the owners' entries name are
+/// reused for pages of G (unmapped: their reclaim flags nothing, fences nothing, sums nothing)
+/// and refilled with pages of F, often the page an entry covers, while the owner reads through
+/// it. Every byte an owner gets (a read through the mapping, a held page) is F's at its offset,
+/// never G's or a fill's not yet done; no held page is reclaimed; every count is zero at the end.
+fn stale_entries<C: RefCounter>(scheme: C, rmap: Rmap) {
+    const PAGES: u64 = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let fp = pattern_file(&dir, "f", PAGES * P);
+    let gp = dir.path().join("g");
+    std::fs::write(&gp, (0..2 * PAGES * P).map(other).collect::<Vec<u8>>()).unwrap();
+    let c = cache(scheme, 4, rmap);
+    let (f, g) = (c.open(&fp).unwrap(), c.open(&gp).unwrap());
+    let rounds = percpu::testing::reps(3_000) as u64;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (f, g, stop) = (&f, &g, &stop);
+            s.spawn(move || {
+                let mut rng = Rng::new(100 + t);
+                let mut buf = [0u8; 64];
+                while !stop.load(Ordering::Relaxed) {
+                    let at = rng.below(2 * PAGES * P - 64);
+                    assert_eq!(g.read_at(&mut buf, at).unwrap(), 64);
+                    for (k, &b) in buf.iter().enumerate() {
+                        assert_eq!(b, other(at + k as u64), "G at {}", at + k as u64);
+                    }
+                    if rng.below(4) == 0 {
+                        let at = rng.below(PAGES * P - 64);
+                        assert_eq!(f.read_at(&mut buf, at).unwrap(), 64);
+                        check_bytes(&buf, at);
+                    }
+                }
+            });
+        }
+        let owners: Vec<_> = (0..3)
+            .map(|t| {
+                let f = &f;
+                s.spawn(move || {
+                    let mut rng = Rng::new(t + 1);
+                    let m = f.map(0, PAGES).unwrap();
+                    for n in 0..rounds {
+                        let k = rng.below(PAGES);
+                        let off = rng.below(P - 32);
+                        let mut buf = [0u8; 32];
+                        m.read_at(&mut buf, k * P + off).unwrap();
+                        check_bytes(&buf, k * P + off);
+                        if n % 8 == 0 {
+                            // Every frame may be referenced for a moment: 4 frames, 5 threads.
+                            match m.page(k) {
+                                Ok(g) => {
+                                    std::thread::yield_now();
+                                    g.read(off as usize, &mut buf);
+                                    check_bytes(&buf, k * P + off);
+                                }
+                                Err(e) => assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}"),
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for o in owners {
+            o.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    for p in 0..PAGES {
+        assert_eq!(f.page_count(p), 0, "{rmap:?}: page {p}");
+        assert_eq!(f.mapcount(p), 0, "{rmap:?}: page {p}");
+    }
+    f.drop_cache().unwrap();
+    g.drop_cache().unwrap();
+    assert_eq!(c.stats().resident, 0, "{rmap:?}");
+}
+
+#[test]
+fn stale_entries_never_read_a_reused_frame_file_space() {
+    stale_entries(Atomic, Rmap::File);
+}
+
+#[test]
+fn stale_entries_never_read_a_reused_frame_process_space() {
+    stale_entries(Atomic, Rmap::Process);
+}
+
+#[test]
+fn stale_entries_never_read_a_reused_frame_over_paygo() {
+    stale_entries(paygo::Domain::new(), Rmap::File);
+}
