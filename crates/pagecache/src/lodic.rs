@@ -15,8 +15,12 @@
 //!
 //! Owner, per read: `entry.count += 1` (a plain store), light fence, load the frame's
 //! `lodic` flag (Acquire); if clear, re-check that the frame holds the page (version even, key
-//! right), copy, and `entry.count -= 1` (a Release store, so the copy is done before the count
-//! drops). If the flag is set or the frame changed, the increment is undone and the read takes
+//! right, the version loaded again unchanged), copy, and `entry.count -= 1` (a Release store,
+//! so the copy is done before the count drops). An entry is not cleared when its frame is
+//! reclaimed: it may name a frame reused for another page, whose reclaim the entry's count
+//! does not stop (it counts on its own page), and which may be refilled with the entry's page
+//! during the re-check; the second version load makes the re-check see one version of the
+//! frame (`owner_check`). If the flag is set or the frame changed, the increment is undone and the read takes
 //! the slow path: the scheme's `try_get` (the page's global counter), as every other read.
 //!
 //! Reclaimer (under the allocator lock and the file's mapping lock, which every map and unmap
