@@ -219,8 +219,13 @@ fn lodic_owner_never_reads_a_reclaimed_frame_cas() {
 /// the file). The owner, reading A through the stale entry, may accept the frame only while it
 /// holds A filled: never B's bytes, nor A's frame before its fill is published (the owner's
 /// count protects the frame only from reclaims of A, which search the mappings of A).
-fn lodic_stale_model<C: RefCounter>(make: fn() -> C) {
-    use crate::lodic::{entry, owner_check, owner_enter, owner_exit, owner_undo};
+/// `then_reclaim_a`: the evictor then reclaims A as a mapped page (flag, fence, sum) and, if
+/// the sum is zero, refills the frame with B: once the owner accepted A, its count must stop
+/// that reclaim.
+fn lodic_stale_model<C: RefCounter>(make: fn() -> C, then_reclaim_a: bool) {
+    use crate::lodic::{
+        embedded_count, entry, heavy_fence, owner_check, owner_enter, owner_exit, owner_undo,
+    };
     loom::model(move || {
         let s = Shared::holding(make(), B);
         let e = Arc::new(AtomicU64::new(entry(0, 0)));
@@ -241,6 +246,16 @@ fn lodic_stale_model<C: RefCounter>(make: fn() -> C) {
         };
         // The evictor, as `Inner::evict_batch` does it for an unmapped page, then a fill of A.
         s.evict_and_refill_with(B, A);
+        if then_reclaim_a {
+            // As `Inner::evict_batch` does it for a mapped page.
+            s.meta.lodic.store(true, Ordering::Relaxed);
+            heavy_fence();
+            if embedded_count(&e, 0) == 0 {
+                s.evict_and_refill_with(A, B);
+            }
+            // Release: as in `Inner::evict_batch`.
+            s.meta.lodic.store(false, Ordering::Release);
+        }
         if let Some(w) = r.join().expect("owner") {
             assert_eq!(w, A, "an owner of page A accepted another page's bytes");
         }
@@ -249,10 +264,16 @@ fn lodic_stale_model<C: RefCounter>(make: fn() -> C) {
 
 #[test]
 fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_atomic() {
-    lodic_stale_model(|| refcount::atomic::Atomic);
+    lodic_stale_model(|| refcount::atomic::Atomic, false);
 }
 
 #[test]
 fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_cas() {
-    lodic_stale_model(|| refcount::cas::Cas);
+    lodic_stale_model(|| refcount::cas::Cas, false);
+}
+
+#[test]
+#[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted another page"))]
+fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_then_reclaimed() {
+    lodic_stale_model(|| refcount::atomic::Atomic, true);
 }

@@ -830,3 +830,222 @@ fn stale_entries_never_read_a_reused_frame_process_space() {
 fn stale_entries_never_read_a_reused_frame_over_paygo() {
     stale_entries(paygo::Domain::new(), Rmap::File);
 }
+
+/// Threads that end with mappings: one whose mapping lives in its thread-local storage (the
+/// mapping is dropped as the thread exits, after its entries were installed), and one that
+/// panics while holding pages through its mapping, some of them spilled into the global
+/// counter (unwinding lets them go, then unmaps). Afterwards no page counts a reference or a
+/// mapping, the reverse maps are empty, and every page drops.
+#[test]
+fn threads_that_exit_or_panic_with_mappings_unmap_them() {
+    use pagecache::lodic::Mapping;
+    use std::cell::RefCell;
+    use std::sync::OnceLock;
+    // A mapping in thread-local storage borrows its file for `'static`.
+    static FILES: [OnceLock<pagecache::CachedFileOf<Atomic>>; 2] =
+        [OnceLock::new(), OnceLock::new()];
+    thread_local! {
+        static MAPS: RefCell<Vec<Mapping<'static, Atomic>>> = const { RefCell::new(Vec::new()) };
+    }
+    for (n, rmap) in RMAPS.into_iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 4 * P);
+        let c = cache(Atomic, 8, rmap);
+        let f: &'static _ = FILES[n].get_or_init(|| c.open(&path).unwrap());
+        std::thread::spawn(move || {
+            let m = f.map(0, 4).unwrap();
+            let mut b = vec![0u8; 4 * PAGE_SIZE];
+            m.read_at(&mut b, 0).unwrap();
+            check_bytes(&b, 0);
+            assert!(m.entry(3).is_some(), "installed");
+            MAPS.with(|v| v.borrow_mut().push(m));
+        })
+        .join()
+        .unwrap();
+        let panicked = std::thread::spawn(move || {
+            let m = f.map(1, 2).unwrap();
+            let held: Vec<_> = (0..EMBEDDED_MAX + 3).map(|_| m.page(1).unwrap()).collect();
+            assert_eq!(held.iter().filter(|g| g.spilled()).count(), 3);
+            let g0 = m.page(0).unwrap();
+            assert_eq!(f.page_count(2), EMBEDDED_MAX as i64 + 3);
+            assert_eq!(f.page_count(1), 1);
+            let mut x = [0u8; 16];
+            g0.read(40, &mut x);
+            check_bytes(&x, P + 40);
+            panic!("a thread dies holding pages through its mapping");
+        })
+        .join();
+        assert!(panicked.is_err(), "{rmap:?}");
+        for p in 0..4 {
+            assert_eq!(f.page_count(p), 0, "{rmap:?}: page {p}");
+            assert_eq!(f.mapcount(p), 0, "{rmap:?}: page {p}");
+        }
+        assert_eq!(c.lodic_memory().mappings, 0, "{rmap:?}");
+        assert_eq!(f.drop_cache().unwrap(), 4, "{rmap:?}");
+        assert_eq!(c.stats().resident, 0, "{rmap:?}");
+    }
+}
+
+/// References past the entry's eleven bits, taken and let go by two owners of one page while
+/// a churner reads other pages through the file (3 frames: eviction) and drops the cache:
+/// every held page reads the file's bytes, the page is never reclaimed while held, its count
+/// (embedded plus spilled) is exact whenever the owners stop, and zero at the end.
+#[test]
+fn overflowing_entries_against_eviction_and_drops_count_exactly() {
+    const PAGES: u64 = 8;
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", PAGES * P);
+        let c = cache(Atomic, 3, rmap);
+        let f = c.open(&path).unwrap();
+        let owners = 2;
+        let each = EMBEDDED_MAX as usize + 10;
+        let (held, checked) = (Barrier::new(owners + 1), Barrier::new(owners + 1));
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (f, stop) = (&f, &stop);
+            s.spawn(move || {
+                let mut rng = Rng::new(7);
+                let mut buf = [0u8; 64];
+                while !stop.load(Ordering::Relaxed) {
+                    let at = 2 * P + rng.below((PAGES - 2) * P - 64);
+                    assert_eq!(f.read_at(&mut buf, at).unwrap(), 64);
+                    check_bytes(&buf, at);
+                    if rng.below(16) == 0 {
+                        f.drop_cache().unwrap();
+                    }
+                }
+            });
+            for t in 0..owners {
+                let (held, checked) = (&held, &checked);
+                s.spawn(move || {
+                    let mut rng = Rng::new(t as u64 + 1);
+                    let m = f.map(0, 2).unwrap();
+                    let mut x = [0u8; 16];
+                    for _round in 0..2 {
+                        let mut g = Vec::with_capacity(each);
+                        for k in 0..each {
+                            g.push(m.page(1).unwrap());
+                            if k % 101 == 0 {
+                                let off = rng.below(P - 16);
+                                m.read_at(&mut x, off).unwrap();
+                                check_bytes(&x, off);
+                                g[rng.below(g.len() as u64) as usize].read(off as usize, &mut x);
+                                check_bytes(&x, P + off);
+                            }
+                        }
+                        assert!(m.entry(1).unwrap().1 <= EMBEDDED_MAX);
+                        held.wait();
+                        checked.wait();
+                        while !g.is_empty() {
+                            let i = rng.below(g.len() as u64) as usize;
+                            drop(g.swap_remove(i));
+                            if g.len() % 97 == 0 && !g.is_empty() {
+                                let off = rng.below(P - 16);
+                                g[i % g.len()].read(off as usize, &mut x);
+                                check_bytes(&x, P + off);
+                                m.read_at(&mut x, P + off).unwrap();
+                                check_bytes(&x, P + off);
+                            }
+                        }
+                        held.wait();
+                        checked.wait();
+                    }
+                });
+            }
+            for round in 0..2 {
+                held.wait();
+                assert_eq!(
+                    f.page_count(1),
+                    (owners * each) as i64,
+                    "{rmap:?} round {round}: held"
+                );
+                f.drop_cache().unwrap();
+                assert_eq!(f.page_count(1), (owners * each) as i64, "{rmap:?}");
+                assert_eq!(f.mapcount(1), owners as u32);
+                checked.wait();
+                held.wait();
+                assert_eq!(f.page_count(1), 0, "{rmap:?} round {round}: let go");
+                checked.wait();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(f.mapcount(1), 0, "{rmap:?}");
+        f.drop_cache().unwrap();
+        assert_eq!(c.stats().resident, 0, "{rmap:?}");
+    }
+}
+
+/// Owners read through mappings of the whole file and hold pages while a cutter cuts the
+/// file at random lengths, grows it back and writes the pattern back, in a cache of 4 frames:
+/// every byte an owner gets is the file's pattern at its offset or a zero of a cut (never
+/// another page's byte), held pages past a cut stay and read zeros or the pattern, and at the
+/// end the mappings read the whole pattern and count nothing.
+#[test]
+fn cuts_under_mappings_read_the_pattern_or_zeros() {
+    const PAGES: u64 = 8;
+    let ok = |buf: &[u8], at: u64| {
+        for (k, &b) in buf.iter().enumerate() {
+            let off = at + k as u64;
+            assert!(b == pat(off) || b == 0, "byte at {off}: {b}");
+        }
+    };
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", PAGES * P);
+        let c = cache(Atomic, 4, rmap);
+        let f = c.open(&path).unwrap();
+        let stop = AtomicBool::new(false);
+        let whole: Vec<u8> = (0..PAGES * P).map(pat).collect();
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let (f, stop) = (&f, &stop);
+                s.spawn(move || {
+                    let mut rng = Rng::new(t + 11);
+                    let m = f.map(0, PAGES).unwrap();
+                    let mut buf = [0u8; 48];
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) || n < 200 {
+                        n += 1;
+                        let k = rng.below(PAGES);
+                        let off = rng.below(P - 48);
+                        m.read_at(&mut buf, k * P + off).unwrap();
+                        ok(&buf, k * P + off);
+                        if n % 8 == 0 {
+                            match m.page(k) {
+                                Ok(g) => {
+                                    std::thread::yield_now();
+                                    g.read(off as usize, &mut buf);
+                                    ok(&buf, k * P + off);
+                                }
+                                Err(e) => assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}"),
+                            }
+                        }
+                    }
+                });
+            }
+            let mut rng = Rng::new(99);
+            for _ in 0..percpu::testing::reps(300) {
+                let cut = rng.below(PAGES * P);
+                f.set_len(cut).unwrap();
+                f.set_len(PAGES * P).unwrap();
+                assert_eq!(
+                    f.write_at(&whole[cut as usize..], cut).unwrap(),
+                    whole.len() - cut as usize
+                );
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let m = f.map(0, PAGES).unwrap();
+        let mut b = vec![0u8; whole.len()];
+        m.read_at(&mut b, 0).unwrap();
+        assert!(b == whole, "{rmap:?}: the pattern, written back");
+        drop(m);
+        for p in 0..PAGES {
+            assert_eq!(f.page_count(p), 0, "{rmap:?}: page {p}");
+            assert_eq!(f.mapcount(p), 0, "{rmap:?}: page {p}");
+        }
+        drop(f);
+        assert!(std::fs::read(&path).unwrap() == whole, "{rmap:?}: on disk");
+    }
+}
