@@ -1005,7 +1005,7 @@ fn cuts_under_mappings_read_the_pattern_or_zeros() {
                     let m = f.map(0, PAGES).unwrap();
                     let mut buf = [0u8; 48];
                     let mut n = 0;
-                    while !stop.load(Ordering::Relaxed) || n < 200 {
+                    while !stop.load(Ordering::Relaxed) || n < percpu::testing::reps(200) {
                         n += 1;
                         let k = rng.below(PAGES);
                         let off = rng.below(P - 48);
