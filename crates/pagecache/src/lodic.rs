@@ -20,8 +20,9 @@
 //! reclaimed: it may name a frame reused for another page, whose reclaim the entry's count
 //! does not stop (it counts on its own page), and which may be refilled with the entry's page
 //! during the re-check; the second version load makes the re-check see one version of the
-//! frame (`owner_check`). If the flag is set or the frame changed, the increment is undone and the read takes
-//! the slow path: the scheme's `try_get` (the page's global counter), as every other read.
+//! frame (`owner_check`). If the flag is set or the frame changed, the increment is undone
+//! and the read takes the slow path: the scheme's `try_get` (the page's global counter), as
+//! every other read.
 //!
 //! Reclaimer (under the allocator lock and the file's mapping lock, which every map and unmap
 //! of the file takes): for each page that a mapping covers, set the frame's flag; one heavy
