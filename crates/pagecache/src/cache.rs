@@ -269,6 +269,11 @@ struct Open {
     /// Its `CachedFileOf` handles. The last one's drop writes back and drops the file's
     /// pages, then removes the entry unless the file was opened again meanwhile.
     handles: usize,
+    /// Releases of a last handle in progress (writing back and dropping the pages). The entry
+    /// goes only when there are no handles and no release is left: a release that ends while
+    /// another (of a handle opened during it) still has pages to write back must not unlist
+    /// the file, or an open then would make a new state that reads the disk without them.
+    closing: usize,
     inode: (u64, u64),
 }
 
@@ -1596,6 +1601,7 @@ impl<C: RefCounter> PageCacheOf<C> {
             Open {
                 state: Arc::downgrade(&state),
                 handles: 1,
+                closing: 0,
                 inode,
             },
         );
@@ -2281,13 +2287,20 @@ impl<C: RefCounter> CachedFileOf<C> {
             if open.handles > 0 {
                 return Ok(());
             }
+            open.closing += 1;
         }
         // The last handle: the pages go (an open meanwhile shares the state and finds them
-        // written back, some of them dropped); the entry goes unless that open came.
+        // written back, some of them dropped); the entry goes unless that open came, or the
+        // release of a handle it made is still writing back.
         let synced = self.sync();
         let dropped = self.drop_cache();
         let mut files = lock(&self.cache.files);
-        if files.by_id.get(&id).is_some_and(|o| o.handles == 0) {
+        let open = files
+            .by_id
+            .get_mut(&id)
+            .expect("pagecache: open files out of step");
+        open.closing -= 1;
+        if open.handles == 0 && open.closing == 0 {
             let open = files.by_id.remove(&id).expect("present");
             files.by_inode.remove(&open.inode);
         }

@@ -262,3 +262,110 @@ fn a_drop_racing_a_slow_write_back_leaves_the_write_for_the_next_open() {
     let disk = std::fs::read(&path).expect("disk");
     assert_eq!(&disk[4096 + 5..4096 + 12], b"written");
 }
+
+/// A stall of the fault hook at the first I/O of one kind after it is armed: the caller
+/// learns when a thread reached it and lets it go on.
+#[derive(Default)]
+struct Gate {
+    st: std::sync::Mutex<GateState>,
+    cv: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    armed: Option<pagecache::IoKind>,
+    reached: bool,
+    open: bool,
+}
+
+impl Gate {
+    fn arm(&self, kind: pagecache::IoKind) {
+        let mut s = self.st.lock().unwrap();
+        *s = GateState {
+            armed: Some(kind),
+            reached: false,
+            open: false,
+        };
+    }
+
+    fn at(&self, kind: pagecache::IoKind) {
+        let mut s = self.st.lock().unwrap();
+        if s.armed != Some(kind) {
+            return;
+        }
+        s.armed = None;
+        s.reached = true;
+        self.cv.notify_all();
+        while !s.open {
+            s = self.cv.wait(s).unwrap();
+        }
+    }
+
+    fn wait_reached(&self) {
+        let mut s = self.st.lock().unwrap();
+        while !s.reached {
+            s = self.cv.wait(s).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        self.st.lock().unwrap().open = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Two last closes at once: the first handle's close is writing back (held at its
+/// `fdatasync`) when the file is opened again, written, and that handle closed too, its
+/// write-back held; the first close then ends. Until the second close has written its pages
+/// back, the file must stay listed, so that an open meanwhile shares the cached pages: a new
+/// state would read the disk, which lacks the write that returned before the open, and its
+/// own later writes could be overwritten by the held write-back.
+#[test]
+fn an_open_during_two_overlapping_last_closes_sees_the_write_of_the_later_one() {
+    use pagecache::IoKind;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4 * 4096);
+    let (ds, wb) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
+    let mut cfg = Config::new(8, "cas");
+    cfg.fault = Some({
+        let (ds, wb) = (ds.clone(), wb.clone());
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            ds.at(ev.kind);
+            wb.at(ev.kind);
+            Ok(())
+        })
+    });
+    let cache = pagecache::PageCacheOf::with_scheme(refcount::cas::Cas, &cfg).expect("cache");
+    let first = cache.open(&path).expect("open");
+    ds.arm(IoKind::DataSync);
+    std::thread::scope(|s| {
+        let t1 = s.spawn(move || first.close());
+        ds.wait_reached();
+        // The first close holds the file's sync lock in its `fdatasync`. A second handle
+        // writes page 1 and pins it (a leaked reference: no drop can write it back or free
+        // it), then closes: its sync waits for the first's.
+        let second = cache.open(&path).expect("open again");
+        second.write_at(b"written!", 4096 + 8).expect("write");
+        core::mem::forget(second.page(1).expect("page"));
+        let t2 = s.spawn(move || second.close());
+        // Let the second close reach its sync (the test passes spuriously if it did not).
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        wb.arm(IoKind::WriteBack);
+        ds.open();
+        t1.join().expect("first close").expect("first close's result");
+        wb.wait_reached();
+        // The second close is in its write-back of page 1: not in the file yet.
+        let third = cache.open(&path).expect("open a third time");
+        let mut buf = [0u8; 8];
+        third.read_at(&mut buf, 4096 + 8).expect("read");
+        wb.open();
+        t2.join().expect("second close").expect("second close's result");
+        assert_eq!(
+            &buf, b"written!",
+            "an open after a write returned reads the file without it"
+        );
+        drop(third);
+    });
+    assert_eq!(&std::fs::read(&path).expect("read")[4096 + 8..4096 + 16], b"written!");
+}
