@@ -621,3 +621,167 @@ fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
         );
     }
 }
+
+/// Fills (with their readahead), fills' publications and write-backs that fail now and then,
+/// under six threads in a cache of 16 frames over 48 pages: writers of their own pages (each write checked
+/// by reading it back, the model updated only by the writes that returned), sequential readers
+/// of pages nobody writes (readahead, every byte against the pattern), and a thread that syncs
+/// and drops. No reader sees another page's bytes or a page half filled, no write that
+/// returned is lost, no frame stays in use once nothing holds one (a failed fill's frames, its
+/// readahead's too, all go back), and with the faults off the file on disk equals the model.
+#[test]
+fn fills_and_write_backs_failing_under_concurrency_lose_nothing() {
+    use pagecache::Mode;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    const PAGES: u64 = 48;
+    const WRITERS: u64 = 3;
+    const OWNED: u64 = 24; // pages 0..24 are written (page p by writer p % WRITERS)
+    for (scheme, mode) in [
+        ("paygo", Mode::Counting),
+        ("atomic", Mode::Counting),
+        ("paygo", Mode::Optimistic),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", PAGES * 4096);
+        let faults = Arc::new(AtomicBool::new(true));
+        let n = Arc::new(AtomicU64::new(0));
+        let mut cfg = Config::new(16, scheme); // readahead windows of 2 pages
+        cfg.mode = mode;
+        cfg.fault = Some({
+            let (faults, n) = (faults.clone(), n.clone());
+            Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+                if !faults.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                let k = n.fetch_add(1, Ordering::Relaxed);
+                let fail = match ev.kind {
+                    IoKind::Fill => k % 7 == 0,
+                    IoKind::Filled => k % 11 == 0,
+                    IoKind::WriteBack => k % 5 == 0,
+                    IoKind::DataSync => k % 3 == 0,
+                    _ => false,
+                };
+                if fail {
+                    return Err(std::io::Error::other("injected EIO"));
+                }
+                Ok(())
+            })
+        });
+        let cache = PageCache::new(cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let rounds = percpu::testing::reps(20_000) as u64;
+        let stop = AtomicBool::new(false);
+        let models: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..WRITERS)
+                .map(|w| {
+                    let file = &file;
+                    s.spawn(move || {
+                        let mut model: Vec<u8> = (0..OWNED * 4096).map(pat).collect();
+                        let mut rng = common::Rng::new(w + 1);
+                        for _ in 0..rounds {
+                            let page = rng.below(OWNED / WRITERS) * WRITERS + w;
+                            let off = rng.below(4096) as usize;
+                            let len = (rng.below(300) as usize + 1).min(4096 - off);
+                            let at = page as usize * 4096 + off;
+                            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                            match file.write_at(&bytes, at as u64) {
+                                Ok(k) => {
+                                    assert_eq!(k, len);
+                                    model[at..at + len].copy_from_slice(&bytes);
+                                }
+                                // A failed fill: nothing of the write landed.
+                                Err(e) => assert!(e.to_string().contains("injected"), "{e}"),
+                            }
+                            let mut back = vec![0u8; 4096];
+                            let from = page as usize * 4096;
+                            loop {
+                                match file.read_at(&mut back, from as u64) {
+                                    Ok(k) => {
+                                        assert_eq!(k, 4096);
+                                        break;
+                                    }
+                                    Err(e) => assert!(e.to_string().contains("injected"), "{e}"),
+                                }
+                            }
+                            assert!(
+                                back[..] == model[from..from + 4096],
+                                "{scheme} {mode:?}: page {page} of writer {w}"
+                            );
+                        }
+                        model
+                    })
+                })
+                .collect();
+            for r in 0..2u64 {
+                let (file, stop) = (&file, &stop);
+                s.spawn(move || {
+                    let mut buf = vec![0u8; 1000];
+                    let mut at = OWNED * 4096 + r * 4096;
+                    while !stop.load(Ordering::Relaxed) {
+                        match file.read_at(&mut buf, at) {
+                            Ok(k) => {
+                                for (j, &b) in buf[..k].iter().enumerate() {
+                                    let o = at + j as u64;
+                                    assert_eq!(b, pat(o), "{scheme} {mode:?}: byte {o}");
+                                }
+                                at += k as u64;
+                            }
+                            Err(e) => assert!(e.to_string().contains("injected"), "{e}"),
+                        }
+                        if at >= PAGES * 4096 {
+                            at = OWNED * 4096;
+                        }
+                    }
+                });
+            }
+            {
+                let (file, stop) = (&file, &stop);
+                s.spawn(move || {
+                    let mut k = 0u32;
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = if k % 2 == 0 {
+                            file.sync()
+                        } else {
+                            file.drop_cache().map(|_| ())
+                        };
+                        k += 1;
+                        std::thread::yield_now();
+                    }
+                });
+            }
+            // Every writer joined before the others are stopped, and they are stopped before
+            // a writer's failure is raised (else they would run for ever).
+            let joined: Vec<_> = writers.into_iter().map(|t| t.join()).collect();
+            stop.store(true, Ordering::Relaxed);
+            joined
+                .into_iter()
+                .map(|j| j.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        faults.store(false, Ordering::Relaxed);
+        let st = cache.stats();
+        assert!(
+            st.read_ahead > 0 && st.evictions > 0 && st.write_backs > 0,
+            "{scheme} {mode:?}: {st:?}"
+        );
+        file.drop_cache().expect("drop with the faults off");
+        assert_eq!(
+            cache.stats().resident,
+            0,
+            "{scheme} {mode:?}: a frame stayed in use"
+        );
+        let disk = std::fs::read(&path).expect("read");
+        for p in 0..PAGES {
+            let r = p as usize * 4096..(p as usize + 1) * 4096;
+            if p < OWNED {
+                let w = (p % WRITERS) as usize;
+                assert!(disk[r.clone()] == models[w][r], "{scheme} {mode:?}: page {p} on disk");
+            } else {
+                assert!(
+                    disk[r.clone()].iter().zip(r).all(|(&b, o)| b == pat(o as u64)),
+                    "{scheme} {mode:?}: page {p} on disk"
+                );
+            }
+        }
+    }
+}
