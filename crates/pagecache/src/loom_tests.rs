@@ -1,7 +1,8 @@
 //! Loom model of the frame protocol (`frame.rs`) with the orderings the cache uses: a reader
 //! (counting or optimistic) looks page A up while an evictor reclaims the frame, unmaps A and
 //! refills the frame with page B. A reader must never accept B's bytes for A, and a counting
-//! reader's reference must make the eviction fail.
+//! reader's reference must make the eviction fail. A writer of page A against an eviction of
+//! it: the eviction writes back every write that returned, or fails and leaves the page dirty.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo-pagecache --release --lib`;
 //! add `--cfg lodic_loom_bug` to see the LODIC models catch a missing owner fence.
@@ -276,4 +277,89 @@ fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_cas() {
 #[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted another page"))]
 fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_then_reclaimed() {
     lodic_stale_model(|| refcount::atomic::Atomic, true);
+}
+
+/// The bytes a writer stores into page A (its original bytes are `A`).
+const W: u64 = 77;
+
+impl<C: RefCounter> Shared<C> {
+    /// `write_at`'s steps on cached page A: a reference, the re-check, the bytes, the dirty bit
+    /// (Release, after the bytes), the put. Whether it wrote.
+    fn write(&self) -> bool {
+        // Acquire: pairs with the Release store that installed page A.
+        if self.slot_a.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let Some(tok) = self.scheme.try_get(self.obj()) else {
+            return false;
+        };
+        let held = self.meta.holds(FILE, A);
+        if held {
+            self.word.store(W, Ordering::Relaxed);
+            // Release: as in `write_at`, pairs with the write-backs' Acquire loads of the bit.
+            self.meta.dirty.store(true, Ordering::Release);
+        }
+        self.scheme.put(self.obj(), tok);
+        held
+    }
+
+    /// `finish_evict` of page A: the try-reclaim, then the write-back of a dirty page (the
+    /// bytes it writes to the file), the unmapping. `None` if the reclaim failed; else what the
+    /// file holds for page A afterwards.
+    fn evict_writing_back(&self) -> Option<u64> {
+        if !self.scheme.try_reclaim(self.obj()) {
+            return None;
+        }
+        // Acquire: as in `finish_evict`, pairs with the writer's Release store of the bit.
+        let disk = if self.meta.dirty.load(Ordering::Acquire) {
+            self.meta.dirty.store(false, Ordering::Relaxed);
+            self.word.load(Ordering::Relaxed)
+        } else {
+            A
+        };
+        self.meta.unpublish();
+        self.slot_a.store(0, Ordering::Relaxed);
+        self.meta.clear();
+        self.scheme.reinit(self.obj());
+        Some(disk)
+    }
+}
+
+/// A writer of cached page A against an eviction of A: a write that returned is either in the
+/// frame, still mapped and dirty, or in what the eviction wrote back; never dropped with the
+/// frame (a dirty bit the eviction does not see, or bytes it copies before they are in).
+fn write_vs_evict_model<C: RefCounter>(make: fn() -> C) {
+    loom::model(move || {
+        let s = Shared::new(make());
+        let w = {
+            let s = s.clone();
+            loom::thread::spawn(move || s.write())
+        };
+        let evicted = s.evict_writing_back();
+        let wrote = w.join().expect("writer");
+        match evicted {
+            Some(disk) if wrote => assert_eq!(disk, W, "an eviction lost a write"),
+            Some(_) => {}
+            None => {
+                assert!(wrote || s.slot_a.load(Ordering::Relaxed) != 0);
+                if wrote {
+                    assert!(
+                        s.meta.dirty.load(Ordering::Relaxed),
+                        "a write left the page clean"
+                    );
+                    assert_eq!(s.word.load(Ordering::Relaxed), W);
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn an_eviction_never_loses_a_write_cas() {
+    write_vs_evict_model(|| refcount::cas::Cas);
+}
+
+#[test]
+fn an_eviction_never_loses_a_write_atomic() {
+    write_vs_evict_model(|| refcount::atomic::Atomic);
 }

@@ -775,10 +775,16 @@ fn fills_and_write_backs_failing_under_concurrency_lose_nothing() {
             let r = p as usize * 4096..(p as usize + 1) * 4096;
             if p < OWNED {
                 let w = (p % WRITERS) as usize;
-                assert!(disk[r.clone()] == models[w][r], "{scheme} {mode:?}: page {p} on disk");
+                assert!(
+                    disk[r.clone()] == models[w][r],
+                    "{scheme} {mode:?}: page {p} on disk"
+                );
             } else {
                 assert!(
-                    disk[r.clone()].iter().zip(r).all(|(&b, o)| b == pat(o as u64)),
+                    disk[r.clone()]
+                        .iter()
+                        .zip(r)
+                        .all(|(&b, o)| b == pat(o as u64)),
                     "{scheme} {mode:?}: page {p} on disk"
                 );
             }

@@ -353,19 +353,26 @@ fn an_open_during_two_overlapping_last_closes_sees_the_write_of_the_later_one() 
         std::thread::sleep(std::time::Duration::from_millis(200));
         wb.arm(IoKind::WriteBack);
         ds.open();
-        t1.join().expect("first close").expect("first close's result");
+        t1.join()
+            .expect("first close")
+            .expect("first close's result");
         wb.wait_reached();
         // The second close is in its write-back of page 1: not in the file yet.
         let third = cache.open(&path).expect("open a third time");
         let mut buf = [0u8; 8];
         third.read_at(&mut buf, 4096 + 8).expect("read");
         wb.open();
-        t2.join().expect("second close").expect("second close's result");
+        t2.join()
+            .expect("second close")
+            .expect("second close's result");
         assert_eq!(
             &buf, b"written!",
             "an open after a write returned reads the file without it"
         );
         drop(third);
     });
-    assert_eq!(&std::fs::read(&path).expect("read")[4096 + 8..4096 + 16], b"written!");
+    assert_eq!(
+        &std::fs::read(&path).expect("read")[4096 + 8..4096 + 16],
+        b"written!"
+    );
 }
