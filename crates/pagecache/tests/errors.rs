@@ -739,7 +739,7 @@ fn fills_and_write_backs_failing_under_concurrency_lose_nothing() {
                 s.spawn(move || {
                     let mut k = 0u32;
                     while !stop.load(Ordering::Relaxed) {
-                        let _ = if k % 2 == 0 {
+                        let _ = if k.is_multiple_of(2) {
                             file.sync()
                         } else {
                             file.drop_cache().map(|_| ())
