@@ -325,6 +325,33 @@ impl<C: RefCounter> Shared<C> {
     }
 }
 
+impl<C: RefCounter> Shared<C> {
+    /// `sync_slot` of page A: under a reference, clears the bit (AcqRel) and copies the page
+    /// out if it was set. What it wrote to the file, if anything.
+    ///
+    /// The cache clears the bit with `swap(false, AcqRel)`; loom 0.7 lets a `swap` racing a
+    /// store read the old value and still leave the store's value lost (tokio-rs/loom#254: it
+    /// fails `assert!(old || now)` for one `store(true)` against one `swap(false)`), so the
+    /// model clears it with the compare-exchange that a swap of a bool to `false` amounts to
+    /// (from `false`, the swap changes nothing; from `true`, both read `true` and store
+    /// `false` with the same orderings).
+    fn sync(&self) -> Option<u64> {
+        let tok = self.scheme.try_get(self.obj())?;
+        let mut wrote = None;
+        if self.meta.holds(FILE, A)
+            && self
+                .meta
+                .dirty
+                .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            wrote = Some(self.word.load(Ordering::Relaxed));
+        }
+        self.scheme.put(self.obj(), tok);
+        wrote
+    }
+}
+
 /// A writer of cached page A against an eviction of A: a write that returned is either in the
 /// frame, still mapped and dirty, or in what the eviction wrote back; never dropped with the
 /// frame (a dirty bit the eviction does not see, or bytes it copies before they are in).
@@ -362,4 +389,24 @@ fn an_eviction_never_loses_a_write_cas() {
 #[test]
 fn an_eviction_never_loses_a_write_atomic() {
     write_vs_evict_model(|| refcount::atomic::Atomic);
+}
+
+/// A writer of cached page A against a sync of it: once both are done, the write is in what
+/// the sync wrote, or the page is still dirty (a later write-back takes it). A sync that could
+/// not take its reference (a scheme's transient failure) writes nothing and clears nothing.
+#[test]
+fn a_sync_racing_a_write_leaves_it_written_or_dirty() {
+    loom::model(|| {
+        let s = Shared::new(refcount::cas::Cas);
+        let w = {
+            let s = s.clone();
+            loom::thread::spawn(move || s.write())
+        };
+        let synced = s.sync();
+        assert!(w.join().expect("writer"), "nothing evicts here");
+        assert!(
+            synced == Some(W) || s.meta.dirty.load(Ordering::Relaxed),
+            "a sync cleared the bit of a write it did not copy ({synced:?})"
+        );
+    });
 }
