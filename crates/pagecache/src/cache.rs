@@ -1311,9 +1311,9 @@ fn page_parts(offset: u64, n: usize) -> impl Iterator<Item = (u64, usize, Range<
 /// unless it is handled or ignored) and fails with `EFBIG`.
 fn fsize_limit() -> u64 {
     // Miri has no getrlimit: no limit.
-    #[cfg(miri)]
-    return u64::MAX;
-    #[cfg_attr(miri, allow(unreachable_code))]
+    if cfg!(miri) {
+        return u64::MAX;
+    }
     let mut r = libc::rlimit {
         rlim_cur: libc::RLIM_INFINITY,
         rlim_max: libc::RLIM_INFINITY,
@@ -1351,11 +1351,11 @@ fn fs_holds(file: &File, len: u64) -> bool {
 /// reads and writes then behave as on any descriptor, whatever its file system does with the
 /// flag.
 fn blocking(file: &File) -> io::Result<()> {
-    // Under Miri the file was opened without O_NONBLOCK (see `PageCacheOf::open`).
-    #[cfg(miri)]
-    return Ok(());
-    #[cfg_attr(miri, allow(unreachable_code))]
     use std::os::fd::AsRawFd;
+    // Under Miri the file was opened without O_NONBLOCK (see `PageCacheOf::open`).
+    if cfg!(miri) {
+        return Ok(());
+    }
     let fd = file.as_raw_fd();
     // SAFETY: F_GETFL reads the flags of the open file's descriptor; it takes no pointer.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
@@ -1370,11 +1370,11 @@ fn blocking(file: &File) -> io::Result<()> {
 /// files are generated when read: their size (0 for procfs, 4096 for sysfs) is not their
 /// length, so a cache that sizes the file at open would serve nothing or zeros.
 fn pseudo_file_system(file: &File) -> Option<&'static str> {
-    // Miri has no fstatfs; its tests open regular files only.
-    #[cfg(miri)]
-    return None;
-    #[cfg_attr(miri, allow(unreachable_code))]
     use std::os::fd::AsRawFd;
+    // Miri has no fstatfs; its tests open regular files only.
+    if cfg!(miri) {
+        return None;
+    }
     let mut st = core::mem::MaybeUninit::<libc::statfs>::uninit();
     // SAFETY: `st` is room for one statfs, which fstatfs fills on success; the descriptor is
     // the open file's.
@@ -1500,8 +1500,9 @@ impl<C: RefCounter> PageCacheOf<C> {
             let mut o = OpenOptions::new();
             o.read(true).write(write);
             // Miri's `open` takes neither flag (its files are the tests' regular files).
-            #[cfg(not(miri))]
-            o.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+            if !cfg!(miri) {
+                o.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+            }
             o
         };
         let (file, writable) = match opts(true).open(path) {

@@ -661,11 +661,14 @@ fn errno_texts() -> &'static [CString] {
         (1..ERRNO_TEXTS)
             .map(|n| {
                 let s = io::Error::from_raw_os_error(n).to_string();
-                let s = s
-                    .strip_suffix(&format!(" (os error {n})"))
-                    .unwrap_or(&s)
-                    .replace('\0', "");
-                CString::new(s).unwrap_or_default()
+                // std appends the suffix to the system's text; Miri's `strerror_r` text
+                // carries it already, so it is cut as often as it ends the text.
+                let suffix = format!(" (os error {n})");
+                let mut t = s.as_str();
+                while let Some(rest) = t.strip_suffix(&suffix) {
+                    t = rest;
+                }
+                CString::new(t.replace('\0', "")).unwrap_or_default()
             })
             .collect()
     })
@@ -720,6 +723,31 @@ mod tests {
         TABLES
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A handle handed to other threads: both handles may be used from many threads at once
+    /// (see the header), which a raw pointer does not say. Keeps the pointer's provenance, as
+    /// a cast through `usize` would not.
+    struct Shared<T>(*mut T);
+
+    impl<T> Clone for Shared<T> {
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+    impl<T> Copy for Shared<T> {}
+
+    // SAFETY: the handles' slots are `Send + Sync` (checked at the top of the module) and
+    // never freed; the pointer is only passed to the library's calls.
+    unsafe impl<T: Sync> Send for Shared<T> {}
+    // SAFETY: as above.
+    unsafe impl<T: Sync> Sync for Shared<T> {}
+
+    impl<T> Shared<T> {
+        /// The handle (a method, so that a closure captures the `Shared`, not its pointer).
+        fn get(self) -> *mut T {
+            self.0
+        }
     }
 
     /// Every slot of `t` is free: none was lost.
@@ -1301,10 +1329,10 @@ mod tests {
                     .iter()
                     .enumerate()
                     .map(|(t, path)| {
-                        let c = c as usize;
+                        let c = Shared(c);
                         s.spawn(move || {
                             for _ in 0..CYCLES {
-                                let f = open(c as *mut CCache, path);
+                                let f = open(c.get(), path);
                                 assert!(reads_as(f, 300 + t, t), "thread {t} read another file");
                                 // SAFETY: a live handle, closed once.
                                 assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
@@ -1345,7 +1373,7 @@ mod tests {
         let len = 3 * PAGE_SIZE;
         let (_dir, path) = file_of(len);
         let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
-        let f = open(c, &path) as usize;
+        let f = Shared(open(c, &path));
         let started = std::sync::Barrier::new(5);
         std::thread::scope(|s| {
             for _ in 0..4 {
@@ -1356,9 +1384,8 @@ mod tests {
                         let mut b = vec![0u8; len];
                         // SAFETY: a handle from `pagecache_open` (live or closed by the racing
                         // thread; never reopened here) and a buffer of `len` bytes.
-                        let n = unsafe {
-                            pagecache_read_at(f as *const CFile, b.as_mut_ptr().cast(), len, 0)
-                        };
+                        let n =
+                            unsafe { pagecache_read_at(f.get(), b.as_mut_ptr().cast(), len, 0) };
                         if n == PAGECACHE_EBADF as isize {
                             break;
                         }
@@ -1372,7 +1399,7 @@ mod tests {
             started.wait();
             std::thread::sleep(std::time::Duration::from_millis(20));
             // SAFETY: a live handle, closed once while the readers run.
-            assert_eq!(unsafe { pagecache_close(f as *mut CFile) }, PAGECACHE_OK);
+            assert_eq!(unsafe { pagecache_close(f.get()) }, PAGECACHE_OK);
         });
         // SAFETY: a live handle, freed once.
         unsafe { pagecache_free(c) };

@@ -886,7 +886,7 @@ mod tests {
         let f = file.parts().1;
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let (mut maps, mut leaked) = (Vec::new(), 0);
-        for round in 0..300 {
+        for round in 0..percpu::testing::reps(300) {
             if maps.is_empty() || !next(&mut x).is_multiple_of(3) {
                 let first = next(&mut x) % PAGES;
                 let len = 1 + next(&mut x) % [1, 4, 40, 300][round % 4].min(PAGES - first);

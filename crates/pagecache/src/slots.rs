@@ -200,7 +200,7 @@ mod tests {
         let mut model = BTreeMap::new();
         let mut x = 1u64;
         let mut pages = vec![0, 9, 10, 11, 73, 74, 10 + 64 + 4096, 1 << 40, (1 << 52) - 1];
-        for _ in 0..500 {
+        for _ in 0..percpu::testing::reps(500) {
             // xorshift: pages at every scale
             x ^= x << 13;
             x ^= x >> 7;
