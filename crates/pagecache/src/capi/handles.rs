@@ -325,7 +325,15 @@ pub(super) mod pins {
                 Some(r) if r.slot.load(Ordering::Relaxed).is_null() => (r, false),
                 _ => (temporary_record(), true),
             };
-            record.slot.store(slot.cast_mut(), Ordering::Relaxed);
+            // Release: pairs with the Acquire load of `wait_for_calls`. A closer whose scan
+            // reads this pin, on another slot than its own, goes on without waiting; it must
+            // then see the end of this thread's previous call, which may have been on the
+            // closer's slot: the unpin that ended it (a Release store of null) is not enough,
+            // since a later plain store to the record is not part of that store's release
+            // sequence, so the closer would read this pin with no happens-before edge to the
+            // previous call's reads of the value it is about to drop. (The same instruction as
+            // a Relaxed store on x86-64.)
+            record.slot.store(slot.cast_mut(), Ordering::Release);
             // The light side of the pair with the heavy fence of `wait_for_calls`: either the
             // closer's scan sees this store, or the caller's next load (the slot's state) sees
             // the closer's compare-and-swap.
@@ -365,7 +373,9 @@ pub(super) mod pins {
         // SAFETY: records are never freed; `p` is null or one of them.
         while let Some(r) = unsafe { p.as_ref() } {
             let mut spins = 0u32;
-            // Acquire: pairs with the Release store of `Pin::drop`.
+            // Acquire: pairs with the Release stores of `Pin::drop` and `Pin::new`: once
+            // the record shows another slot (or none), the calls of its thread on this slot
+            // are done, and their reads come before the value is taken.
             while r.slot.load(Ordering::Acquire).cast_const() == slot {
                 if spins < 100 {
                     core::hint::spin_loop();
@@ -390,5 +400,54 @@ pub(super) mod pins {
             p = r.next.load(Ordering::Relaxed);
         }
         n
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// A close racing a thread whose calls go from one handle to another: the close waits for
+    /// the call on its handle, and must see that call's reads of the value done before it drops
+    /// the value, also when its scan of the thread's record finds the pin of the thread's next
+    /// call (on the other handle) rather than the unpin between them. Each round opens two
+    /// handles, runs a thread that calls on both in turn, and closes the first under it; Miri's
+    /// data-race detector checks the drop of the value against the calls' reads of it.
+    #[test]
+    fn a_close_sees_the_reads_of_a_call_whose_thread_went_on_to_another_handle() {
+        static TABLE: Table<Vec<u64>> = Table::new();
+        const WORDS: u64 = 16;
+        for round in 0..percpu::testing::reps(2000) as u64 {
+            let x = TABLE.open((0..WORDS).map(|k| round + k).collect());
+            let y = TABLE.open((0..WORDS).map(|k| round + 1 + k).collect());
+            // SAFETY: slots are never freed; these are the table's.
+            let (xs, ys): (&'static Slot<Vec<u64>>, &'static Slot<Vec<u64>>) =
+                unsafe { (&*x, &*y) };
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut calls = 0u64;
+                    while !stop.load(Ordering::Relaxed) || calls < 4 {
+                        for (h, first) in [(xs, round), (ys, round + 1)] {
+                            // SAFETY: a handle this table returned (live or closed).
+                            if let Ok(v) = unsafe { enter(core::ptr::from_ref(h)) } {
+                                let sum: u64 = v.iter().sum();
+                                assert_eq!(sum, WORDS * first + WORDS * (WORDS - 1) / 2);
+                            }
+                        }
+                        calls += 1;
+                    }
+                });
+                std::thread::yield_now();
+                // SAFETY: a live handle of this table, closed once.
+                let v = unsafe { TABLE.close(x) }.expect("live");
+                drop(v);
+                stop.store(true, Ordering::Relaxed);
+            });
+            // SAFETY: as above.
+            let v = unsafe { TABLE.close(y) }.expect("live");
+            assert_eq!(v[0], round + 1);
+        }
     }
 }
