@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const PAGES: u64 = 48;
 const LEN: u64 = PAGES * 4096 - 1000; // the last page is partial
 const READERS: usize = 3;
-const READS: usize = 1500;
+const READS: usize = percpu::testing::reps(1500);
+/// Writes at least, while the readers run.
+const WRITES: usize = percpu::testing::reps(50);
 
 /// Sets the flag if its thread panics, so that a failing reader stops the writer and the
 /// keeper (the test then fails instead of waiting for them).
@@ -64,7 +66,7 @@ fn hammer(scheme: &str, mode: Mode, limit: usize) {
             s.spawn(move || {
                 let mut rng = Rng::new(99);
                 let mut ops = 0;
-                while !done.load(Ordering::Relaxed) || ops < 50 {
+                while !done.load(Ordering::Relaxed) || ops < WRITES {
                     let off = rng.below(LEN);
                     let len = (rng.below(6000) + 1).min(LEN - off);
                     let bytes: Vec<u8> = (off..off + len).map(pat).collect();
@@ -119,14 +121,14 @@ fn hammer(scheme: &str, mode: Mode, limit: usize) {
 
 #[test]
 fn every_scheme_reads_only_the_right_bytes() {
-    for scheme in pagecache::usable_schemes() {
+    for scheme in common::schemes() {
         hammer(scheme, Mode::Counting, 6);
     }
 }
 
 #[test]
 fn every_scheme_reads_only_the_right_bytes_with_readahead() {
-    for scheme in pagecache::usable_schemes() {
+    for scheme in common::schemes() {
         hammer(scheme, Mode::Counting, 24);
     }
     hammer("paygo", Mode::Optimistic, 24);

@@ -434,6 +434,10 @@ fn an_fdatasync_error_is_returned_and_a_read_only_file_is_not_synced() {
 /// Files of procfs and sysfs are made when read, and their size is not their length (0, or
 /// 4096): the cache refuses them, and goes on.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri has no fstatfs: the cache does not tell pseudo file systems under it"
+)]
 fn pseudo_file_system_files_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = pattern_file(&dir, "ok", 4096);
@@ -473,6 +477,10 @@ const FIFO_CHILD: &str = "PAGECACHE_TEST_FIFO_DIR";
 /// open waited for a writer for ever. Root may write any FIFO, so as root that case runs in a
 /// child process of this test as `nobody`.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs a child process, and Miri opens files without O_NONBLOCK (a FIFO's open waits)"
+)]
 fn a_fifo_is_refused_at_once_even_read_only() {
     /// Opens `dir/fifo` (in a thread: a wait for a writer fails the test instead of hanging
     /// it), then reads `dir/ok` (4096 pattern bytes).

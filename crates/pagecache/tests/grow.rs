@@ -38,7 +38,8 @@ fn against_the_model<C: RefCounter>(counter: C, limit: usize, seed: u64) {
     let file = cache.open(&path).expect("open");
     let mut rng = Rng::new(seed);
     let mut buf = vec![0u8; 3 * PAGE_SIZE];
-    for step in 0..400 {
+    let steps = percpu::testing::reps(400);
+    for step in 0..steps {
         let what = rng.below(12);
         match what {
             0..=3 => {
@@ -99,7 +100,7 @@ fn against_the_model<C: RefCounter>(counter: C, limit: usize, seed: u64) {
             model.len() as u64,
             "{scheme} step {step}: length"
         );
-        if step % 50 == 49 {
+        if step % 50 == 49 || step + 1 == steps {
             let mut all = vec![0u8; model.len() + 10];
             assert_eq!(file.read_at(&mut all, 0).expect("read all"), model.len());
             assert_eq!(
@@ -139,7 +140,7 @@ impl Visit for Model {
 
 #[test]
 fn growth_and_cuts_equal_the_model_for_every_scheme() {
-    for (k, scheme) in pagecache::usable_schemes().enumerate() {
+    for (k, scheme) in common::schemes().into_iter().enumerate() {
         // A tiny cache (every step evicts) and one that holds the whole file.
         for (limit, seed) in [(3, 11 + k as u64), (512, 101 + k as u64)] {
             schemes::visit(scheme, &SchemeConfig::default(), Model { limit, seed })
@@ -262,9 +263,10 @@ fn a_page_filled_past_the_end_holds_zeros_not_the_frames_old_bytes() {
 /// tiny cache evicts.
 #[test]
 fn appends_read_back_by_migrating_threads() {
-    /// 100-byte records up to 256 pages.
+    /// 100-byte records up to 256 pages (4 under Miri).
     const REC: u64 = 100;
-    const END: u64 = (256 * P).div_ceil(REC) * REC;
+    const PAGES: u64 = if cfg!(miri) { 4 } else { 256 };
+    const END: u64 = (PAGES * P).div_ceil(REC) * REC;
     for scheme in ["paygo", "atomic", "percpu-ref"] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("log");
@@ -455,7 +457,7 @@ fn cuts_under_concurrent_reads_and_drops() {
             let _stop = SetOnDrop(done);
             let garbage = vec![0xEEu8; X as usize];
             let mut b = vec![0u8; X as usize];
-            for round in 0..300 {
+            for round in 0..percpu::testing::reps(300) {
                 if done.load(Ordering::Relaxed) {
                     break; // a reader failed
                 }
@@ -568,7 +570,7 @@ fn writes_racing_cuts_and_drops_equal_the_model() {
             let mut region = initial[A as usize..].to_vec();
             let mut rng = Rng::new(77);
             let mut b = vec![0u8; 12 * PAGE_SIZE];
-            for step in 0..400 {
+            for step in 0..percpu::testing::reps(400) {
                 match rng.below(4) {
                     0 => {
                         let to = A + rng.below(12 * P);

@@ -529,6 +529,10 @@ fn drop_keeps_exactly_the_held_pages<C: RefCounter>(scheme: C, pages: u64, rmap:
 fn a_drop_keeps_exactly_the_held_pages_across_batches_and_runs() {
     for rmap in RMAPS {
         drop_keeps_exactly_the_held_pages(Batches::<5>::default(), 300, rmap);
+        if cfg!(miri) {
+            // Under Miri the 300 pages alone: the others fill 700 and 4,200 pages.
+            continue;
+        }
         drop_keeps_exactly_the_held_pages(Batches::<64>::default(), 700, rmap);
         // The page cache's own scheme for LODIC (`cas`), with its batch of 4096 pages.
         drop_keeps_exactly_the_held_pages(refcount::cas::Cas, 4200, rmap);
@@ -659,6 +663,9 @@ fn a_drop_sees_mappings_made_and_dropped_after_it_began() {
 /// and every count is zero at the end.
 fn stress<C: RefCounter>(scheme: C, rmap: Rmap) {
     const PAGES: u64 = 48;
+    // Reads of each reader at least, and drops while they run.
+    const READS: u64 = percpu::testing::reps(2_000) as u64;
+    const DROPS: usize = percpu::testing::reps(200);
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(&dir, "f", PAGES * PAGE_SIZE as u64);
     let c = cache(scheme, 24, rmap);
@@ -672,7 +679,7 @@ fn stress<C: RefCounter>(scheme: C, rmap: Rmap) {
             s.spawn(move || {
                 let mut rng = Rng::new(t as u64 + 1);
                 let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) || n < 2_000 {
+                while !stop.load(Ordering::Relaxed) || n < READS {
                     let first = rng.below(PAGES - 8);
                     let m = f.map(first, 8).unwrap();
                     for _ in 0..50 {
@@ -699,14 +706,14 @@ fn stress<C: RefCounter>(scheme: C, rmap: Rmap) {
             });
         }
         let mut drops = 0;
-        while drops < 200 {
+        while drops < DROPS {
             f.drop_cache().unwrap();
             drops += 1;
             std::thread::yield_now();
         }
         stop.store(true, Ordering::Relaxed);
     });
-    assert!(reads.load(Ordering::Relaxed) >= 2_000 * threads as u64);
+    assert!(reads.load(Ordering::Relaxed) >= READS * threads as u64);
     for p in 0..PAGES {
         assert_eq!(f.page_count(p), 0, "{rmap:?}: page {p}");
         assert_eq!(f.mapcount(p), 0);

@@ -10,7 +10,7 @@ use pagecache::{Config, PageCache};
 
 #[test]
 fn two_opens_share_pages_and_writes() {
-    for scheme in pagecache::usable_schemes() {
+    for scheme in common::schemes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = pattern_file(&dir, "f", 8 * 4096);
         let link = dir.path().join("hard");
@@ -84,7 +84,7 @@ fn writes_cuts_and_drops_through_two_handles_equal_one_model() {
         let b = cache.open(&link).expect("open the hard link");
         let mut model = std::fs::read(&path).expect("read");
         let mut rng = Rng::new(9);
-        for step in 0..300 {
+        for step in 0..percpu::testing::reps(300) {
             let (h, o) = if rng.below(2) == 0 {
                 (&a, &b)
             } else {
@@ -145,7 +145,7 @@ fn distinct_files_stay_apart() {
 fn handles_opened_and_dropped_concurrently_lose_nothing() {
     const THREADS: usize = 4;
     const PAGES: usize = 16;
-    const ROUNDS: usize = 150;
+    const ROUNDS: usize = percpu::testing::reps(150);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = pattern_file(&dir, "c", (PAGES * 4096) as u64);
     let cache = PageCache::new(Config::new(6, "paygo")).expect("cache");

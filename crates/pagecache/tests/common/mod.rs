@@ -44,6 +44,16 @@ pub fn sparse_file(places: &[(Option<&str>, u64)]) -> Option<(tempfile::TempDir,
     })
 }
 
+/// The schemes a test over every scheme runs: every one that can serve a page cache; under
+/// Miri (a thousand times slower) `paygo`, the default, and `atomic`, the plainest: the cache's
+/// unsafe code is the same for every scheme, and the schemes' own tests run under Miri in
+/// their crates.
+pub fn schemes() -> Vec<&'static str> {
+    pagecache::usable_schemes()
+        .filter(|s| !cfg!(miri) || ["paygo", "atomic"].contains(s))
+        .collect()
+}
+
 /// xorshift64*, so failures reproduce.
 pub struct Rng(u64);
 
