@@ -500,8 +500,7 @@ impl<C: RefCounter> Inner<C> {
 
     #[inline(always)]
     pub(crate) fn words(&self, i: u32) -> &[AtomicU64] {
-        let s = i as usize * WORDS;
-        &self.data[s..s + WORDS]
+        self.data.range(i as usize * WORDS, WORDS)
     }
 
     #[inline(always)]

@@ -104,6 +104,27 @@ impl PageMemory {
 }
 
 #[cfg(not(loom))]
+impl PageMemory {
+    /// Words `start..start + len`, as a slice of that range alone: a frame's words are found
+    /// with one bounds check, and no reference to the whole mapping is made (Miri's borrow
+    /// tracker retags every byte a new reference covers, which made each frame access cost as
+    /// much as the whole cache).
+    ///
+    /// # Panics
+    /// If the range is not inside the mapping.
+    #[inline(always)]
+    pub(crate) fn range(&self, start: usize, len: usize) -> &[AtomicU64] {
+        assert!(
+            start <= self.words && len <= self.words - start,
+            "words past the mapping"
+        );
+        // SAFETY: `[start, start + len)` lies inside the `words` words of the live mapping
+        // (checked above); as in `deref`: zeroed words, only ever accessed as atomics.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr().add(start), len) }
+    }
+}
+
+#[cfg(not(loom))]
 impl core::ops::Deref for PageMemory {
     type Target = [AtomicU64];
 
@@ -156,6 +177,14 @@ impl PageMemory {
 }
 
 #[cfg(loom)]
+impl PageMemory {
+    /// Words `start..start + len`.
+    pub(crate) fn range(&self, start: usize, len: usize) -> &[AtomicU64] {
+        &self.0[start..start + len]
+    }
+}
+
+#[cfg(loom)]
 impl core::ops::Deref for PageMemory {
     type Target = [AtomicU64];
 
@@ -195,6 +224,14 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, w)| w.load(Ordering::Relaxed) == i as u64 * 3 + 1));
+        // A range is those words, and none past the mapping is given.
+        let r = m.range(512, 512);
+        assert_eq!(r.len(), 512);
+        assert_eq!(r[0].load(Ordering::Relaxed), 512 * 3 + 1);
+        assert!(core::ptr::eq(&r[511], &m[1023]));
+        assert!(m.range(words, 0).is_empty());
+        let past = std::panic::catch_unwind(|| m.range(words - 4, 5).len());
+        assert!(past.is_err(), "a range past the mapping");
     }
 
     #[test]
