@@ -1364,6 +1364,51 @@ mod tests {
         unsafe { pagecache_free(c) };
     }
 
+    /// A close racing a thread whose calls go from one handle to another: the close waits for
+    /// the call on its handle, and must see that call's reads of the value done before it drops
+    /// the value, also when its scan of the thread's record finds the pin of the thread's next
+    /// call (on the other handle) rather than the unpin between them. Each round opens two
+    /// handles, runs a thread that calls on both in turn, and closes the first under it; Miri's
+    /// data-race detector checks the drop of the value against the calls' reads of it.
+    #[test]
+    fn a_close_sees_the_reads_of_a_call_whose_thread_went_on_to_another_handle() {
+        // Its threads claim pin records: none while another test counts them.
+        let _tables = tables_alone();
+        static TABLE: Table<Vec<u64>> = Table::new();
+        const WORDS: u64 = 16;
+        for round in 0..percpu::testing::reps(2000) as u64 {
+            let x = TABLE.open((0..WORDS).map(|k| round + k).collect());
+            let y = TABLE.open((0..WORDS).map(|k| round + 1 + k).collect());
+            // SAFETY: slots are never freed; these are the table's.
+            let (xs, ys): (&'static Slot<Vec<u64>>, &'static Slot<Vec<u64>>) =
+                unsafe { (&*x, &*y) };
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut calls = 0u64;
+                    while !stop.load(Ordering::Relaxed) || calls < 4 {
+                        for (h, first) in [(xs, round), (ys, round + 1)] {
+                            // SAFETY: a handle this table returned (live or closed).
+                            if let Ok(v) = unsafe { enter(core::ptr::from_ref(h)) } {
+                                let sum: u64 = v.iter().sum();
+                                assert_eq!(sum, WORDS * first + WORDS * (WORDS - 1) / 2);
+                            }
+                        }
+                        calls += 1;
+                    }
+                });
+                std::thread::yield_now();
+                // SAFETY: a live handle of this table, closed once.
+                let v = unsafe { TABLE.close(x) }.expect("live");
+                drop(v);
+                stop.store(true, Ordering::Relaxed);
+            });
+            // SAFETY: as above.
+            let v = unsafe { TABLE.close(y) }.expect("live");
+            assert_eq!(v[0], round + 1);
+        }
+    }
+
     /// Threads reading one handle while another thread closes it (the caller's bug, as
     /// close(2) racing pread(2)) get whole, right reads or `PAGECACHE_EBADF`, and the close
     /// returns once the reads in flight are done: no read uses a freed file.
