@@ -163,7 +163,11 @@ pub(crate) fn owner_exit(e: &AtomicU64) {
 #[inline(always)]
 pub(crate) fn owner_undo(e: &AtomicU64) {
     let v = e.load(Ordering::Relaxed);
-    e.store(v - ONE, Ordering::Relaxed);
+    // Release: pairs with the Acquire load of `embedded_count`, as `owner_exit`'s store does.
+    // A reclaimer that reads this value (the count as the owner's last `owner_exit` left it)
+    // must see the copies made before that exit; a relaxed store would end the release
+    // sequence that exit's store heads, and leave them unordered before the reclaim.
+    e.store(v - ONE, Ordering::Release);
 }
 
 /// The reclaimer's read of one entry: its count if it names `frame`.
