@@ -248,6 +248,12 @@ fn a_panic_while_a_drop_frees_its_batch_lists_no_frame_free() {
         }
     }
     assert_eq!(c.stats().resident, 16);
+    if cfg!(miri) {
+        // The waits that give up and the close's drop retries take minutes of Miri's time;
+        // the native run checks them.
+        std::mem::forget(fa);
+        return;
+    }
     let gave_up = |r: std::io::Result<()>, what: &str| {
         let e = r.expect_err(what);
         assert_eq!(e.kind(), std::io::ErrorKind::Other, "{what}: {e}");
