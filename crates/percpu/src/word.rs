@@ -96,7 +96,8 @@ pub(crate) trait WordBits: Sync {
 #[cfg(loom)]
 impl<W: Word> WordBits for W {
     fn bits(&self) -> u64 {
-        self.load_bits(Ordering::Relaxed)
+        // Acquire: as `Check::holds` off loom.
+        self.load_bits(Ordering::Acquire)
     }
 }
 
@@ -133,8 +134,12 @@ impl<'a> Check<'a> {
     pub(crate) fn holds(&self) -> bool {
         #[cfg(not(loom))]
         {
+            // Acquire: a section that sees a word's new value sees what was written before
+            // it was stored with Release (paygo's REF that sees a header made live by a reinit
+            // reads the value written before it), as the rseq path's loads do on x86-64, where
+            // every load is an acquire.
             // SAFETY: word was borrowed from a live atomic for 'a (Check::new).
-            unsafe { (*self.word).load(std::sync::atomic::Ordering::Relaxed) == self.expected }
+            unsafe { (*self.word).load(std::sync::atomic::Ordering::Acquire) == self.expected }
         }
         #[cfg(loom)]
         {
