@@ -412,6 +412,7 @@ fn reproduce_in_parts() {
             .args(args)
             // A prebuilt loop that is not there: the C loop's row says why it is missing.
             .env("REFBENCH_C_LOOP", dir.join("no-such-loop"))
+            .env("REFBENCH_C_LOOP_ALIGNED", dir.join("no-such-aligned-loop"))
             .output()
             .expect("refbench runs");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -428,6 +429,10 @@ fn reproduce_in_parts() {
     assert!(report.contains("\n## tsc-check\n"), "{report}");
     assert!(report.contains("\n## ceiling\n"), "{report}");
     assert!(report.contains("no-such-loop: no such program"), "{report}");
+    assert!(
+        report.contains("no-such-aligned-loop: no such program"),
+        "{report}"
+    );
     let section = |name: &str| {
         let start = report.find(&format!("\n## {name}\n")).expect("a section");
         let rest = &report[start + 1..];

@@ -5,12 +5,16 @@
 //! * `percpu-limit-trait`: the same counter through the `RefCounter` trait and the generic
 //!   counting loop (what every scheme pays per pair on top of its own work);
 //! * `c-rseq-loop`: a C program with its own rseq section (`rseq_loop.c`), built with `cc`
-//!   and run apart from this code, where a C compiler and glibc's rseq are available.
+//!   and run apart from this code, where a C compiler and glibc's rseq are available;
+//! * `c-rseq-loop-aligned`: the same program built with its loops aligned to 64 bytes (how
+//!   much the bare loop's speed depends on where its code lies; see [`crate::c_loop`]).
 //!
-//! `vs_c_loop` is each row over the C loop at the same thread count.
+//! `vs_c_loop` is each row over the C loop at the same thread count, `vs_c_loop_aligned` over
+//! the aligned build.
 
 use super::Params;
 use crate::bare_loop::{run_rseq_loop, LIMIT_ROW};
+use crate::c_loop::Build;
 use crate::harness::{median, run_counting, Pattern, RunOpts, RunResult};
 use crate::limit::PercpuLimit;
 use crate::output::Row;
@@ -20,22 +24,28 @@ use serde_json::{json, Map};
 use std::collections::BTreeMap;
 
 /// The variants, in display order.
-pub const VARIANTS: &[&str] = &[LIMIT_ROW, "percpu-limit-trait", C_LOOP];
+pub const VARIANTS: &[&str] = &[LIMIT_ROW, "percpu-limit-trait", C_LOOP, C_LOOP_ALIGNED];
 
-/// The C loop's row.
+/// The C loop's rows.
 const C_LOOP: &str = "c-rseq-loop";
+const C_LOOP_ALIGNED: &str = "c-rseq-loop-aligned";
+
+/// The C loop's builds, each with its row's name.
+const C_BUILDS: [Build; 2] = [Build::Default, Build::Aligned];
 
 fn measure(
     name: &str,
     threads: usize,
     p: &Params,
-    c_loop: Option<&crate::c_loop::Program>,
+    c_loops: &BTreeMap<&'static str, crate::c_loop::Program>,
 ) -> Option<RunResult> {
     if name == LIMIT_ROW {
         return Some(run_rseq_loop(threads, p.duration, p.pin));
     }
-    if name == C_LOOP {
-        return c_loop.and_then(|prog| crate::c_loop::run(prog.path(), threads, p.duration, p.pin));
+    if let Some(b) = C_BUILDS.iter().find(|b| b.row() == name) {
+        return c_loops
+            .get(b.row())
+            .and_then(|prog| crate::c_loop::run(name, prog.path(), threads, p.duration, p.pin));
     }
     let limit = PercpuLimit::new();
     let objs = Objects::new(&limit, 1);
@@ -54,25 +64,28 @@ fn measure(
 
 /// Runs the experiment: one row per variant and thread count.
 pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
-    // Why the C loop has no figures, for its row.
-    let mut skipped = None;
-    let c_loop = if p.schemes.iter().any(|s| s == C_LOOP) {
-        match crate::c_loop::build() {
-            Ok(exe) => Some(exe),
+    // The C loops asked for that could be built, and why the others have no figures.
+    let mut skipped = Vec::new();
+    let mut c_loops = BTreeMap::new();
+    for b in C_BUILDS {
+        if !p.schemes.iter().any(|s| s == b.row()) {
+            continue;
+        }
+        match crate::c_loop::build(b) {
+            Ok(exe) => {
+                c_loops.insert(b.row(), exe);
+            }
             Err(e) => {
-                eprintln!("refbench: no {C_LOOP} row: {e}");
-                skipped = Some(e);
-                None
+                eprintln!("refbench: no {} row: {e}", b.row());
+                skipped.push((b.row(), e));
             }
         }
-    } else {
-        None
-    };
+    }
     let mut m: BTreeMap<(String, usize), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for _ in 0..p.reps {
         for name in &p.schemes {
             for &t in &p.threads {
-                if let Some(r) = measure(name, t, p, c_loop.as_ref()) {
+                if let Some(r) = measure(name, t, p, &c_loops) {
                     let e = m.entry((name.clone(), t)).or_default();
                     e.0.push(r.ops_per_sec);
                     e.1.push(r.cpu_util);
@@ -82,12 +95,12 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
     }
     let mut rows = Vec::new();
-    if let Some(why) = skipped {
+    for (row, why) in skipped {
         let mut extra = Map::new();
         extra.insert("skipped".into(), json!(why));
         rows.push(Row {
             experiment: "ceiling".into(),
-            scheme: C_LOOP.into(),
+            scheme: row.into(),
             kind: Kind::Reference,
             threads: 1,
             objects: 1,
@@ -103,8 +116,10 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             };
             let mut extra = Map::new();
             extra.insert("cpu_util".into(), json!(median(util)));
-            if let Some((base, _)) = m.get(&(C_LOOP.to_string(), t)) {
-                extra.insert("vs_c_loop".into(), json!(median(reps) / median(base)));
+            for (base, key) in [(C_LOOP, "vs_c_loop"), (C_LOOP_ALIGNED, "vs_c_loop_aligned")] {
+                if let Some((base, _)) = m.get(&(base.to_string(), t)) {
+                    extra.insert(key.into(), json!(median(reps) / median(base)));
+                }
             }
             rows.push(Row {
                 experiment: "ceiling".into(),

@@ -257,7 +257,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     },
     ExperimentInfo {
         name: "ceiling",
-        about: "the reference row percpu-limit (through the harness and the RefCounter trait) against a bare per-CPU rseq add/sub loop",
+        about: "the reference row percpu-limit (through the harness and the RefCounter trait) against a bare per-CPU rseq add/sub loop in C, built as cc places its loop and with its loops aligned to 64 bytes",
         variants: Some(ceiling::VARIANTS),
         flags: &[Schemes, Threads, DurationMs, Reps, Pin],
     },
