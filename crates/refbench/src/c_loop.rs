@@ -5,11 +5,11 @@
 //! The source is built twice ([`Build`]): as `cc -O2` places its loop (`c-rseq-loop`), and
 //! with every loop head aligned to 64 bytes (`c-rseq-loop-aligned`). A loop of two rseq
 //! sections runs at a speed that can depend on where its code lies: on an AMD Zen 5 guest the
-//! aligned build of this source does 0.70x the pairs per second of the default one (and a
-//! sweep of the same loop in assembly over the 16 placements 4 bytes apart ran slow only where
-//! a 64-byte boundary fell between the second section's arm store and its compare). The two
-//! rows show the bare loop's own spread on the machine at hand, where the Rust loops'
-//! placements are the compiler's.
+//! aligned build of this source does 0.70x the pairs per second of the default one (and the
+//! same loop written in assembly, started at 16 offsets 4 bytes apart within a 64-byte block,
+//! ran at one of two speeds, 0.97 or 0.73 ns per pair, as its offset decided). The two rows
+//! show the bare loop's own spread on the machine at hand, where the Rust loops' placements
+//! are the compiler's.
 //!
 //! On a machine without a C compiler, set `REFBENCH_C_LOOP` and `REFBENCH_C_LOOP_ALIGNED` to
 //! the programs built elsewhere (`cc -O2 -o rseq_loop rseq_loop.c -lpthread`, and the same
