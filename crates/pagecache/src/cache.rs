@@ -274,7 +274,37 @@ struct Open {
     /// another (of a handle opened during it) still has pages to write back must not unlist
     /// the file, or an open then would make a new state that reads the disk without them.
     closing: usize,
+    /// The state, held by the entry after a release of a last handle unwound (a counting
+    /// scheme's panic in its sync or drop, see [`Releasing`]): its pages, some perhaps still
+    /// dirty, stay reachable. A later open shares the state and sees them; CLOCK eviction,
+    /// which finds a frame's file through this table, writes them back; and the next release
+    /// of a last handle writes them back and unlists the file, dropping this. Without it the
+    /// state would go with the handle, its dirty pages would be freed unwritten as orphans, and
+    /// a later open would read the disk without them.
+    kept: Option<Arc<FileState>>,
     inode: (u64, u64),
+}
+
+/// The release of a file's last handle while it writes back and drops the file's pages
+/// (between its `closing += 1` and `closing -= 1`). Forgotten when those steps return; dropped
+/// only if they unwind (a counting scheme's panic), when it ends the release without unlisting
+/// the file and keeps the file's state in its entry ([`Open::kept`]): the release is no longer
+/// in progress, so a later release of a last handle can unlist the file, but the pages it may
+/// have left dirty or cached are not written back, so the state must not go with the handle.
+struct Releasing<'a> {
+    files: &'a Mutex<Files>,
+    state: &'a Arc<FileState>,
+}
+
+impl Drop for Releasing<'_> {
+    fn drop(&mut self) {
+        let mut files = lock(self.files);
+        // Listed: a release in progress (`closing > 0`) keeps the entry.
+        if let Some(open) = files.by_id.get_mut(&self.state.id) {
+            open.closing -= 1;
+            open.kept = Some(self.state.clone());
+        }
+    }
 }
 
 /// One open file.
@@ -1602,6 +1632,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                 state: Arc::downgrade(&state),
                 handles: 1,
                 closing: 0,
+                kept: None,
                 inode,
             },
         );
@@ -2291,19 +2322,31 @@ impl<C: RefCounter> CachedFileOf<C> {
         }
         // The last handle: the pages go (an open meanwhile shares the state and finds them
         // written back, some of them dropped); the entry goes unless that open came, or the
-        // release of a handle it made is still writing back.
+        // release of a handle it made is still writing back. If the write-back or the drop
+        // unwinds, the guard ends the release and keeps the state listed.
+        let releasing = Releasing {
+            files: &self.cache.files,
+            state: &self.state,
+        };
         let synced = self.sync();
         let dropped = self.drop_cache();
+        core::mem::forget(releasing);
         let mut files = lock(&self.cache.files);
         let open = files
             .by_id
             .get_mut(&id)
             .expect("pagecache: open files out of step");
         open.closing -= 1;
+        let mut gone = None;
         if open.handles == 0 && open.closing == 0 {
             let open = files.by_id.remove(&id).expect("present");
             files.by_inode.remove(&open.inode);
+            gone = Some(open);
         }
+        drop(files);
+        // A state kept by a release that unwound goes here, after the lock (this handle still
+        // holds it: the state itself goes with the handle).
+        drop(gone);
         synced.and(dropped.map(|_| ()))
     }
 }

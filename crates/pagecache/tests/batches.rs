@@ -274,3 +274,153 @@ fn a_panic_while_a_drop_frees_its_batch_lists_no_frame_free() {
     assert_eq!(buf[5..15], [9; 10]);
     fb.close().unwrap();
 }
+
+/// `atomic` whose `try_reclaim_many`, once armed, panics before it reclaims anything.
+#[derive(Default)]
+struct PanicsInReclaim {
+    inner: Atomic,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl RefCounter for PanicsInReclaim {
+    const NAME: &'static str = "panics-in-reclaim";
+    atomic_passthrough!();
+
+    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    fn try_reclaim_many(&self, objs: &[Pin<&AtomicObject>], out: &mut [bool]) -> usize {
+        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose try_reclaim_many panics");
+        }
+        self.inner.try_reclaim_many(objs, out)
+    }
+    fn reinit(&self, obj: Pin<&AtomicObject>) {
+        self.inner.reinit(obj)
+    }
+}
+
+/// A cache of 16 frames counted by `PanicsInReclaim` whose fault hook fails every write-back
+/// while its flag is set, and a file of 4 pattern pages in it whose last close unwound: page 1
+/// was written (`written` at byte 100 of it), the close's sync failed to write it back (the
+/// hook), and its drop of the pages panicked in the scheme. Returns the folder, the file, the
+/// cache and the file's content as written (the model); the hook is off again.
+#[allow(clippy::type_complexity)]
+fn a_last_close_that_panics_with_a_dirty_page() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    PageCacheOf<PanicsInReclaim>,
+    Vec<u8>,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let len = 4 * PAGE_SIZE as u64;
+    let path = pattern_file(&dir, "a", len);
+    let fail = Arc::new(AtomicBool::new(false));
+    let mut cfg = Config::new(16, "panics-in-reclaim");
+    let hook_fail = fail.clone();
+    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+        if ev.kind == pagecache::IoKind::WriteBack && hook_fail.load(Relaxed) {
+            Err(std::io::Error::other("injected write-back error"))
+        } else {
+            Ok(())
+        }
+    }));
+    let c = PageCacheOf::with_scheme(PanicsInReclaim::default(), &cfg).unwrap();
+    let f = c.open(&path).unwrap();
+    let mut model: Vec<u8> = (0..len).map(pat).collect();
+    let at = PAGE_SIZE + 100;
+    assert_eq!(f.write_at(b"written", at as u64).unwrap(), 7);
+    model[at..at + 7].copy_from_slice(b"written");
+    fail.store(true, Relaxed);
+    c.scheme().armed.store(true, Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f.close()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the close");
+    fail.store(false, Relaxed);
+    assert!(
+        !c.scheme().armed.load(Relaxed),
+        "the close's drop reached the scheme"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        (0..len).map(pat).collect::<Vec<u8>>(),
+        "the written page is in the cache only"
+    );
+    (dir, path, c, model)
+}
+
+/// After a last close that panicked in the scheme with a page it had not written back, the
+/// file opened again shares the state the close left: it reads what was written (not the
+/// disk's older bytes), is written, synced and closed as any file, and its close writes every
+/// page and frees every frame; a third open reads it all back from the disk.
+#[test]
+fn a_panic_in_the_last_close_keeps_its_dirty_page_for_the_next_open() {
+    let (_dir, path, c, mut model) = a_last_close_that_panics_with_a_dirty_page();
+    let g = c.open(&path).unwrap();
+    let mut back = vec![0u8; model.len()];
+    assert_eq!(g.read_at(&mut back, 0).unwrap(), model.len());
+    assert!(
+        back == model,
+        "the open after the panic reads what was written"
+    );
+    let at = 2 * PAGE_SIZE + 5;
+    assert_eq!(g.write_at(b"again", at as u64).unwrap(), 5);
+    model[at..at + 5].copy_from_slice(b"again");
+    g.sync().unwrap();
+    assert!(
+        std::fs::read(&path).unwrap() == model,
+        "sync writes both pages"
+    );
+    g.close().unwrap();
+    assert_eq!(
+        c.stats().resident,
+        0,
+        "the close frees every frame of the file"
+    );
+    assert!(std::fs::read(&path).unwrap() == model);
+    let h = c.open(&path).unwrap();
+    back.fill(0);
+    assert_eq!(h.read_at(&mut back, 0).unwrap(), model.len());
+    assert!(back == model, "a later open reads the file as written");
+    h.close().unwrap();
+    assert_eq!(c.stats().resident, 0);
+}
+
+/// After a last close that panicked in the scheme with a page it had not written back, and no
+/// open of the file since, the cache's eviction (another file read through all its frames)
+/// writes the page back before it frees its frame: the disk holds what was written.
+#[test]
+fn a_panic_in_the_last_close_leaves_its_dirty_page_to_eviction_to_write_back() {
+    let (dir, path, c, model) = a_last_close_that_panics_with_a_dirty_page();
+    let before = c.stats().write_backs;
+    let b = pattern_file(&dir, "b", 32 * PAGE_SIZE as u64);
+    let fb = c.open(&b).unwrap();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..32u64 {
+        let at = p * PAGE_SIZE as u64;
+        assert_eq!(fb.read_at(&mut buf, at).unwrap(), PAGE_SIZE);
+        assert!(
+            buf.iter()
+                .enumerate()
+                .all(|(k, &x)| x == pat(at + k as u64)),
+            "file b, page {p}"
+        );
+    }
+    assert_eq!(
+        c.stats().write_backs - before,
+        1,
+        "the eviction wrote the page back"
+    );
+    assert!(
+        std::fs::read(&path).unwrap() == model,
+        "the disk holds what was written"
+    );
+    fb.close().unwrap();
+    let g = c.open(&path).unwrap();
+    let mut back = vec![0u8; model.len()];
+    assert_eq!(g.read_at(&mut back, 0).unwrap(), model.len());
+    assert!(back == model);
+    g.close().unwrap();
+    assert_eq!(c.stats().resident, 0);
+}
