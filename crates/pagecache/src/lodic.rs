@@ -280,8 +280,24 @@ impl FileMaps {
         self.mapcount.is_some()
     }
 
-    /// Adds `delta` to the counts of pages `first..end` (making their slots); the counts are
-    /// made ([`FileMaps::make_counts`], by the mapping that covers these pages).
+    /// Makes the count slots of pages `first..end` past the flat array, where they are made as
+    /// needed (the flat array's exist with the counts, [`FileMaps::make_counts`], made
+    /// first): after this, [`FileMaps::add`] on these pages allocates nothing.
+    fn make_slots(&mut self, first: u64, end: u64) {
+        let m = self
+            .mapcount
+            .as_ref()
+            .expect("pagecache: a mapping's pages have counts (made by its map)");
+        for page in first.max(m.base().len() as u64)..end {
+            alloc_point();
+            m.get_or_alloc(page)
+                .expect("pagecache: a mapped page is inside the file's pages at open");
+        }
+    }
+
+    /// Adds `delta` to the counts of pages `first..end`; the counts and their slots are made
+    /// ([`FileMaps::make_counts`], [`FileMaps::make_slots`], by the mapping that covers these
+    /// pages).
     fn add(&mut self, first: u64, end: u64, delta: i32) {
         let m = self
             .mapcount
@@ -289,8 +305,8 @@ impl FileMaps {
             .expect("pagecache: a mapping's pages have counts (made by its map)");
         for page in first..end {
             let c = m
-                .get_or_alloc(page)
-                .expect("pagecache: a mapped page is inside the file's pages at open");
+                .get(page)
+                .expect("pagecache: a mapped page has a count slot (made by its map)");
             // Relaxed: under the file's mapping lock.
             c.store(
                 c.load(Ordering::Relaxed).wrapping_add_signed(delta),
@@ -452,6 +468,44 @@ impl Lodic {
     }
 }
 
+/// Test builds: allocation failure injected at the allocations of [`CachedFileOf::map`], as
+/// the calling thread arms it (`tests::ALLOC_FAULT`): the `n`-th allocation point reached
+/// from then on fails. `fallible`: an allocation that reports failure (`try_reserve`), which
+/// the point then reports (`true`: the caller fails as if the allocation had); else one that
+/// cannot, which the point makes panic, as such an allocation does under `-Zoom=panic` or an
+/// allocation error hook that panics.
+#[cfg(all(test, not(loom)))]
+fn alloc_fails(fallible: bool) -> bool {
+    let fail = tests::ALLOC_FAULT.with(|n| match n.get() {
+        Some(0) => {
+            n.set(None);
+            true
+        }
+        Some(k) => {
+            n.set(Some(k - 1));
+            false
+        }
+        None => false,
+    });
+    if fail && !fallible {
+        panic!("pagecache: injected allocation failure");
+    }
+    fail
+}
+
+/// Other builds: no failure is injected.
+#[cfg(not(all(test, not(loom))))]
+#[inline(always)]
+fn alloc_fails(_fallible: bool) -> bool {
+    false
+}
+
+/// A point before an allocation that cannot report failure: panics where one is injected.
+#[inline(always)]
+fn alloc_point() {
+    let _ = alloc_fails(false);
+}
+
 static NEXT_OWNER: StdAtomicU64 = StdAtomicU64::new(1);
 
 std::thread_local! {
@@ -508,8 +562,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors:
     /// no pages, or a range past the pages the file had when it was opened (`InvalidInput`);
     /// no memory for the mapping's entries, 8 bytes a page, or, at the file's first mapping,
-    /// for its per-page mapping counts, 4 bytes a page of the file at open up to 4 MiB
-    /// (`OutOfMemory`; nothing is mapped).
+    /// for its per-page mapping counts, 4 bytes a page of the file at open up to 4 MiB, or for
+    /// its records in the reverse maps (`OutOfMemory`; nothing is mapped, and nothing is left
+    /// in the reverse maps).
     pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
         let (c, f) = self.parts();
         let have = f.pages_at_open;
@@ -537,28 +592,77 @@ impl<C: RefCounter> CachedFileOf<C> {
             )
         };
         let end = first + pages;
+        // Everything the mapping needs is allocated before any of it is published, so that a
+        // failure (an error, or a panic of an allocation that cannot report one: under
+        // `-Zoom=panic`, or an allocation error hook that panics) leaves nothing behind: no
+        // owner record, no mapping count, no reverse-map entry. A record left in the owners'
+        // map would stay for ever (nothing removes an owner's records but the unmap of its
+        // mappings, and the owner's id is never reused when its thread exits): its entries'
+        // memory, counted by `LodicMemory`, and, under `Rmap::Process`, one more owner for
+        // every reclaim of a mapped page and every READ-ALL to search. Counts added for it
+        // would make its pages mapped for ever: a flag, a heavy fence and a search at each of
+        // their reclaims.
         let mut entries = Vec::new();
-        entries
-            .try_reserve_exact(pages as usize)
-            .map_err(|_| no_memory("entries"))?;
-        entries.extend((0..pages).map(|_| AtomicU64::new(0)));
-        let mut fm = crate::cache::lock(&f.maps);
-        if !fm.make_counts(have) {
-            return Err(no_memory("per-page counts of the file"));
+        if alloc_fails(true) || entries.try_reserve_exact(pages as usize).is_err() {
+            return Err(no_memory("entries"));
         }
-        let mut owners = crate::cache::lock(&c.lodic.owners);
-        let own = owners.by_owner.entry(owner).or_default();
+        entries.extend((0..pages).map(|_| AtomicU64::new(0)));
+        alloc_point();
         let rec = Arc::new(MapRec {
             owner,
             file: f.id,
             first,
             entries: entries.into_boxed_slice(),
         });
-        // The owner's address-ordered records exist in both modes (they are its address
-        // space); only the process-space reclaim searches them.
-        let at = own.maps.partition_point(|m| m.key() <= rec.key());
-        own.maps.insert(at, rec.clone());
-        own.max_pages = own.max_pages.max(pages);
+        let mut fm = crate::cache::lock(&f.maps);
+        if (fm.mapcount.is_none() && alloc_fails(true)) || !fm.make_counts(have) {
+            return Err(no_memory("per-page counts of the file"));
+        }
+        // The counts of the pages past the flat array (a file of more than 4 GiB at open),
+        // made now with nothing counted: `add` below then allocates nothing.
+        fm.make_slots(first, end);
+        if c.lodic.rmap == Rmap::File && (alloc_fails(true) || fm.maps.try_reserve(1).is_err()) {
+            return Err(no_memory("file-space reverse map"));
+        }
+        let mut owners = crate::cache::lock(&c.lodic.owners);
+        // The owner's records, with room for this one (a new owner's made here, whole, to be
+        // inserted at once below).
+        let new_owner = match owners.by_owner.get_mut(&owner) {
+            Some(own) => {
+                if alloc_fails(true) || own.maps.try_reserve(1).is_err() {
+                    return Err(no_memory("owner's records"));
+                }
+                None
+            }
+            None => {
+                let mut maps = Vec::new();
+                if alloc_fails(true) || maps.try_reserve_exact(1).is_err() {
+                    return Err(no_memory("owner's records"));
+                }
+                maps.push(rec.clone());
+                Some(OwnerMaps {
+                    maps,
+                    max_pages: pages,
+                })
+            }
+        };
+        // Published, under the file's mapping lock throughout, so that no reclaim of the file
+        // sees part of it. The first step, the only one that may allocate (a new owner's place
+        // in the owners' map), publishes the owner's record whole or not at all; the others
+        // allocate nothing and cannot fail. The owner's address-ordered records exist in both
+        // modes (they are its address space); only the process-space reclaim searches them.
+        match new_owner {
+            Some(o) => {
+                alloc_point();
+                owners.by_owner.insert(owner, o);
+            }
+            None => {
+                let own = owners.by_owner.get_mut(&owner).expect("found above");
+                let at = own.maps.partition_point(|m| m.key() <= rec.key());
+                own.maps.insert(at, rec.clone());
+                own.max_pages = own.max_pages.max(pages);
+            }
+        }
         drop(owners);
         fm.add(first, end, 1);
         fm.live += 1;
@@ -865,6 +969,95 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
 mod tests {
     use crate::{Config, PageCacheOf, Rmap};
     use refcount::atomic::Atomic;
+
+    std::thread_local! {
+        /// The calling thread's allocation failure to inject (see `alloc_fails`): the
+        /// allocation point that fails, counted from 0 among those reached since it was set;
+        /// `None` once it failed, or when none is armed.
+        pub(super) static ALLOC_FAULT: core::cell::Cell<Option<u32>> =
+            const { core::cell::Cell::new(None) };
+    }
+
+    /// What the LODIC state of a cache with one file holds: the mappings and entries of the
+    /// owners' records, the owners, the file's mappings now and in its file-space map, and the
+    /// file's per-page mapping counts over `pages`.
+    fn lodic_state<C: refcount::RefCounter>(
+        file: &crate::CachedFileOf<C>,
+        pages: core::ops::Range<u64>,
+    ) -> (crate::LodicMemory, usize, usize, usize, Vec<u32>) {
+        let (c, f) = file.parts();
+        let owners = crate::cache::lock(&c.lodic.owners).by_owner.len();
+        let fm = crate::cache::lock(&f.maps);
+        let counts = pages.map(|p| fm.count(p)).collect();
+        (c.lodic.memory(), owners, fm.live, fm.maps.len(), counts)
+    }
+
+    /// A `map` whose allocations fail, each in turn (a failure reported as an error where the
+    /// allocation reports it, else a panic, as under `-Zoom=panic`), for both reverse maps,
+    /// for a thread's and a file's first mapping and for a later one, of pages past the flat
+    /// array of the file's slots (a file longer than 4 GiB at open): each returns
+    /// `OutOfMemory` or unwinds, and leaves the LODIC state as it was (no owner record, no
+    /// mapping count, no entry in either reverse map); the map that no failure reaches maps,
+    /// reads the file, and its unmap leaves the state as it was too.
+    #[test]
+    fn a_map_that_fails_at_any_allocation_leaves_nothing_behind() {
+        let flat = crate::slots::FLAT_MAX as u64;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let file_len = (flat + 8) * crate::PAGE_SIZE as u64;
+        let f = std::fs::File::create(&path).expect("file");
+        f.set_len(file_len).expect("a sparse file");
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(b"mapped", (flat - 1) * crate::PAGE_SIZE as u64)
+            .expect("write");
+        drop(f);
+        let (first, pages) = (flat - 2, 6);
+        let range = first..first + pages;
+        for rmap in [Rmap::File, Rmap::Process] {
+            for earlier in [false, true] {
+                let mut cfg = Config::new(64, "atomic");
+                cfg.rmap = rmap;
+                let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+                let file = cache.open(&path).expect("open");
+                // A mapping before: the thread has records, the file its counts.
+                let before = earlier.then(|| file.map(1, 2).expect("map"));
+                let state = lodic_state(&file, range.clone());
+                let (mut errors, mut panics) = (0, 0);
+                for n in 0.. {
+                    ALLOC_FAULT.with(|a| a.set(Some(n)));
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let m = file.map(first, pages)?;
+                        let mut buf = [0u8; 6];
+                        m.read_at(&mut buf, crate::PAGE_SIZE as u64)?;
+                        assert_eq!(&buf, b"mapped");
+                        assert_eq!(file.mapcount(flat - 1), 1);
+                        Ok::<(), std::io::Error>(())
+                    }));
+                    let failed = ALLOC_FAULT.with(|a| a.replace(None)).is_none();
+                    let what = format!("{rmap:?}, earlier mapping {earlier}, failure {n}");
+                    assert_eq!(lodic_state(&file, range.clone()), state, "{what}");
+                    match r {
+                        Err(_) => panics += 1,
+                        Ok(Err(e)) => {
+                            assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{what}: {e}");
+                            errors += 1;
+                        }
+                        Ok(Ok(())) => {
+                            assert!(!failed, "{what}: mapped although an allocation failed");
+                            break;
+                        }
+                    }
+                    assert!(failed, "{what}: failed although no allocation did");
+                }
+                assert!(errors >= 2 && panics >= 2, "{rmap:?}: {errors} {panics}");
+                drop(before);
+                assert_eq!(
+                    lodic_state(&file, range.clone()).0,
+                    crate::LodicMemory::default()
+                );
+            }
+        }
+    }
 
     /// xorshift64, so that a failure reproduces.
     fn next(x: &mut u64) -> u64 {
