@@ -8,6 +8,7 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{Config, IoEvent, IoKind, Mode, Stats};
 use core::mem::ManuallyDrop;
 use core::ops::Range;
+use core::panic::AssertUnwindSafe;
 use core::pin::Pin;
 use refcount::RefCounter;
 use std::collections::HashMap;
@@ -614,6 +615,8 @@ impl<C: RefCounter> Inner<C> {
         want: usize,
     ) -> io::Result<usize> {
         let mut done = 0;
+        // The buffer below, allocated (for a test, an injected failure: see `inject.rs`).
+        crate::inject::alloc_point();
         #[cfg(all(unix, not(miri), not(loom)))]
         {
             use std::os::fd::AsRawFd;
@@ -782,7 +785,10 @@ impl<C: RefCounter> Inner<C> {
                 format!("pagecache: page {page} is past any file's end"),
             ));
         };
-        let (i, tok, ahead) = {
+        // The frames to fill, with room for the most read ahead: allocated before any is
+        // installed (see below).
+        let mut frames: Vec<u32> = Vec::with_capacity(1 + RA_MAX as usize);
+        let (i, tok) = {
             let mut a = lock(&self.alloc);
             if slot.load(Ordering::Relaxed) != 0 {
                 return Ok(None);
@@ -811,44 +817,64 @@ impl<C: RefCounter> Inner<C> {
                     return Err(e);
                 }
             };
-            let ahead = self.read_ahead(&mut a, f, page);
+            frames.push(i);
+            self.read_ahead(&mut a, f, page, &mut frames);
             a.high_water = a.high_water.max(self.frames.len() - a.free.len());
-            (i, tok, ahead)
+            (i, tok)
         };
-        let mut frames = Vec::with_capacity(1 + ahead.len());
-        frames.push(i);
-        frames.extend_from_slice(&ahead);
-        if let Err(e) = self.fill_frames(f, page, &frames) {
-            // The versions stayed odd: no reader used the frames (their bytes are whatever
-            // the read left; every fill writes a frame's whole page before publishing it).
-            // Unmap them and free them (they are live, like every free frame).
-            let mut a = lock(&self.alloc);
-            self.scheme.put(self.obj(i), tok);
-            for (k, &j) in frames.iter().enumerate() {
-                f.slot(page + k as u64).store(0, Ordering::Relaxed);
-                self.frames[j as usize].meta.clear();
-                a.free.push(j);
+        // From here the frames are installed and unpublished: every use of their pages waits
+        // until they are published, or taken out on failure. A panic of the fill (an
+        // allocation's, under `-Zoom=panic`) is caught to take them out as an error does:
+        // unwinding past them would leave those waits without end (the allocator lock is not
+        // held, so its poison would not end them either).
+        let filled =
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.fill_frames(f, page, &frames)));
+        match filled {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.unfill(f, page, &frames, tok);
+                return Err(e);
             }
-            return Err(e);
+            Err(panic) => {
+                self.unfill(f, page, &frames, tok);
+                std::panic::resume_unwind(panic);
+            }
         }
         for &j in &frames {
             self.frames[j as usize].meta.publish();
         }
-        self.fills
-            .fetch_add(1 + ahead.len() as u64, Ordering::Relaxed);
-        self.read_ahead
-            .fetch_add(ahead.len() as u64, Ordering::Relaxed);
+        let ahead = frames.len() as u64 - 1;
+        self.fills.fetch_add(1 + ahead, Ordering::Relaxed);
+        self.read_ahead.fetch_add(ahead, Ordering::Relaxed);
         Ok(Some(Got::Frame(i, tok)))
+    }
+
+    /// Takes out the frames of a fill that failed: `frames`, installed for the pages of `f`
+    /// from `page` on and not published, the first referenced by `tok`. The versions stayed
+    /// odd: no reader used the frames (their bytes are whatever the read left; every fill
+    /// writes a frame's whole page before publishing it). Unmaps them and frees them (they
+    /// are live, like every free frame).
+    #[cold]
+    fn unfill(&self, f: &FileState, page: u64, frames: &[u32], tok: C::Token) {
+        let mut a = lock(&self.alloc);
+        self.scheme.put(self.obj(frames[0]), tok);
+        for (k, &j) in frames.iter().enumerate() {
+            f.slot(page + k as u64).store(0, Ordering::Relaxed);
+            self.frames[j as usize].meta.clear();
+            a.free.push(j);
+        }
     }
 
     /// Readahead after a miss on `page` of `f` (under the allocator lock): if the miss continues
     /// a sequential read (page 0, or the page after the last one filled), frames for the
     /// uncached pages that follow, installed in their slots with odd versions and no
-    /// reference (readers wait for them as for any fill): a window of [`RA_FIRST`] pages,
-    /// doubled on each further sequential miss up to [`RA_MAX`], never more than an eighth of
-    /// the cache, stopping at a cached page, the end of the file's slots, or when no frame can
-    /// be had. A random miss reads nothing ahead.
-    fn read_ahead(&self, a: &mut Alloc, f: &FileState, page: u64) -> Vec<u32> {
+    /// reference (readers wait for them as for any fill), pushed to `frames` (which holds the
+    /// missed page's frame, with room for [`RA_MAX`] more: nothing is allocated once a frame is
+    /// installed): a window of [`RA_FIRST`] pages, doubled on each further sequential miss up
+    /// to [`RA_MAX`], never more than an eighth of the cache, stopping at a cached page, the
+    /// end of the file's slots, or when no frame can be had. A random miss reads nothing
+    /// ahead.
+    fn read_ahead(&self, a: &mut Alloc, f: &FileState, page: u64, frames: &mut Vec<u32>) {
         // Relaxed: `ra` is only used under the allocator lock.
         let st = f.ra.load(Ordering::Relaxed);
         let (next, last) = (st >> RA_SHIFT, st & RA_MASK);
@@ -864,9 +890,9 @@ impl<C: RefCounter> Inner<C> {
         let want = window.min(self.frames.len() as u64 / 8);
         // Relaxed: the length only bounds how far to read; pages past it read as zeros.
         let pages = f.len.load(Ordering::Relaxed).div_ceil(PAGE_SIZE as u64);
-        let mut ahead = Vec::new();
+        debug_assert!(frames.len() == 1 && frames.capacity() > RA_MAX as usize);
         let mut p = page + 1;
-        while (ahead.len() as u64) < want && p < pages {
+        while (frames.len() as u64 - 1) < want && p < pages {
             let Some(s) = f.slots.get_or_alloc(p) else {
                 break;
             };
@@ -879,11 +905,10 @@ impl<C: RefCounter> Inner<C> {
             self.frames[j as usize].meta.assign(f.id, p);
             // Release: as the missed page's slot store in `fill`.
             s.store(j + 1, Ordering::Release);
-            ahead.push(j);
+            frames.push(j);
             p += 1;
         }
         f.ra.store((p << RA_SHIFT) | window, Ordering::Relaxed);
-        ahead
     }
 
     /// A free frame: the free list, else CLOCK eviction. `None` if every frame is referenced.
@@ -2385,5 +2410,68 @@ impl<C: RefCounter> Drop for PageRef<'_, C> {
         // SAFETY: the token is taken exactly once, here, and self is never used again.
         let t = unsafe { ManuallyDrop::take(&mut self.token) };
         self.cache.scheme.put(self.cache.obj(self.frame), t);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{Config, PageCacheOf, PAGE_SIZE};
+    use refcount::atomic::Atomic;
+
+    /// The byte at `off` of the test's file.
+    fn byte(off: u64) -> u8 {
+        (off.wrapping_mul(7) ^ (off >> 12)) as u8
+    }
+
+    /// A fill whose read panics (its buffer's allocation fails, injected as under
+    /// `-Zoom=panic`) unwinds out of the read that missed and takes out the frames it
+    /// installed (the missed page's and the pages read ahead): none stays resident, and the
+    /// next read of those pages fills them again and returns their bytes, where it would
+    /// otherwise wait for ever for frames that are never published. The file is then written,
+    /// synced and closed as any other.
+    #[test]
+    fn a_fill_that_panics_takes_its_frames_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let len = 8 * PAGE_SIZE as u64;
+        std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+        let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let mut buf = vec![0u8; PAGE_SIZE];
+        crate::inject::fail_allocation(0);
+        let panicked =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
+                .is_err();
+        let injected = crate::inject::disarm();
+        let after = cache.stats();
+        // The file goes to another thread before any assertion, so that a wait without end
+        // (the read below, or a close that syncs a page never published) fails the test
+        // instead of hanging it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut all = vec![0u8; len as usize];
+            let r = file.read_at(&mut all, 0);
+            let _ = tx.send((r.map(|n| (n, all)), file));
+        });
+        let (r, file) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the read after the panic returns");
+        assert!(injected, "the fill reached its allocation");
+        assert!(panicked, "the fill's panic unwinds out of the read");
+        assert_eq!(after.resident, 0, "the fill's frames are free");
+        assert_eq!(after.fills, 0);
+        let (n, all) = r.expect("read");
+        assert_eq!(n, len as usize);
+        assert!(
+            all.iter().enumerate().all(|(k, &x)| x == byte(k as u64)),
+            "the pages read after the panic hold the file's bytes"
+        );
+        assert_eq!(file.write_at(b"after", 3).expect("write"), 5);
+        file.sync().expect("sync");
+        file.close().expect("close");
+        let disk = std::fs::read(&path).expect("read the file");
+        assert_eq!(&disk[3..8], b"after");
+        assert_eq!(disk[8], byte(8));
+        assert_eq!(cache.stats().resident, 0);
     }
 }

@@ -4,6 +4,7 @@
 mod cache;
 pub mod capi;
 mod frame;
+mod inject;
 pub mod lodic;
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -69,6 +69,7 @@
 
 use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::frame::FrameMeta;
+use crate::inject::{alloc_fails, alloc_point};
 use crate::page::{copy_out, PAGE_SIZE};
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
@@ -466,44 +467,6 @@ impl Lodic {
             Rmap::File => fm.sum_file_space(file, page, frame),
         }
     }
-}
-
-/// Test builds: allocation failure injected at the allocations of [`CachedFileOf::map`], as
-/// the calling thread arms it (`tests::ALLOC_FAULT`): the `n`-th allocation point reached
-/// from then on fails. `fallible`: an allocation that reports failure (`try_reserve`), which
-/// the point then reports (`true`: the caller fails as if the allocation had); else one that
-/// cannot, which the point makes panic, as such an allocation does under `-Zoom=panic` or an
-/// allocation error hook that panics.
-#[cfg(all(test, not(loom)))]
-fn alloc_fails(fallible: bool) -> bool {
-    let fail = tests::ALLOC_FAULT.with(|n| match n.get() {
-        Some(0) => {
-            n.set(None);
-            true
-        }
-        Some(k) => {
-            n.set(Some(k - 1));
-            false
-        }
-        None => false,
-    });
-    if fail && !fallible {
-        panic!("pagecache: injected allocation failure");
-    }
-    fail
-}
-
-/// Other builds: no failure is injected.
-#[cfg(not(all(test, not(loom))))]
-#[inline(always)]
-fn alloc_fails(_fallible: bool) -> bool {
-    false
-}
-
-/// A point before an allocation that cannot report failure: panics where one is injected.
-#[inline(always)]
-fn alloc_point() {
-    let _ = alloc_fails(false);
 }
 
 static NEXT_OWNER: StdAtomicU64 = StdAtomicU64::new(1);
@@ -970,14 +933,6 @@ mod tests {
     use crate::{Config, PageCacheOf, Rmap};
     use refcount::atomic::Atomic;
 
-    std::thread_local! {
-        /// The calling thread's allocation failure to inject (see `alloc_fails`): the
-        /// allocation point that fails, counted from 0 among those reached since it was set;
-        /// `None` once it failed, or when none is armed.
-        pub(super) static ALLOC_FAULT: core::cell::Cell<Option<u32>> =
-            const { core::cell::Cell::new(None) };
-    }
-
     /// What the LODIC state of a cache with one file holds: the mappings and entries of the
     /// owners' records, the owners, the file's mappings now and in its file-space map, and the
     /// file's per-page mapping counts over `pages`.
@@ -1024,7 +979,7 @@ mod tests {
                 let state = lodic_state(&file, range.clone());
                 let (mut errors, mut panics) = (0, 0);
                 for n in 0.. {
-                    ALLOC_FAULT.with(|a| a.set(Some(n)));
+                    crate::inject::fail_allocation(n);
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let m = file.map(first, pages)?;
                         let mut buf = [0u8; 6];
@@ -1033,7 +988,7 @@ mod tests {
                         assert_eq!(file.mapcount(flat - 1), 1);
                         Ok::<(), std::io::Error>(())
                     }));
-                    let failed = ALLOC_FAULT.with(|a| a.replace(None)).is_none();
+                    let failed = crate::inject::disarm();
                     let what = format!("{rmap:?}, earlier mapping {earlier}, failure {n}");
                     assert_eq!(lodic_state(&file, range.clone()), state, "{what}");
                     match r {

@@ -1,0 +1,61 @@
+//! Test builds: allocation failure injected at the allocation points of code that must leave
+//! nothing behind when an allocation fails (LODIC's `map`, a fill): the calling thread arms
+//! it ([`fail_allocation`]), and the `n`-th point it reaches from then on fails. A point of an
+//! allocation that reports failure (`try_reserve`) reports it; a point of one that cannot
+//! panics, as such an allocation does under `-Zoom=panic` or an allocation error hook that
+//! panics. Other builds inject nothing, at no cost.
+
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    /// The calling thread's failure to inject: the point that fails, counted from 0 among
+    /// those reached since it was armed; `None` once it failed, or when none is armed.
+    static ALLOC_FAULT: core::cell::Cell<Option<u32>> = const { core::cell::Cell::new(None) };
+}
+
+/// Arms the calling thread's injection: the `n`-th allocation point it reaches fails.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn fail_allocation(n: u32) {
+    ALLOC_FAULT.with(|a| a.set(Some(n)));
+}
+
+/// Disarms the calling thread's injection: whether the failure was injected (else no point
+/// was reached often enough).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn disarm() -> bool {
+    ALLOC_FAULT.with(|a| a.replace(None)).is_none()
+}
+
+/// An allocation point: `true` where the failure is injected here and the allocation reports
+/// failure (`fallible`: the caller then fails as if it had); a panic where it is injected and
+/// the allocation cannot report failure.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn alloc_fails(fallible: bool) -> bool {
+    let fail = ALLOC_FAULT.with(|a| match a.get() {
+        Some(0) => {
+            a.set(None);
+            true
+        }
+        Some(k) => {
+            a.set(Some(k - 1));
+            false
+        }
+        None => false,
+    });
+    if fail && !fallible {
+        panic!("pagecache: injected allocation failure");
+    }
+    fail
+}
+
+/// Other builds: no failure is injected.
+#[cfg(not(all(test, not(loom))))]
+#[inline(always)]
+pub(crate) fn alloc_fails(_fallible: bool) -> bool {
+    false
+}
+
+/// The point of an allocation that cannot report failure: panics where one is injected.
+#[inline(always)]
+pub(crate) fn alloc_point() {
+    let _ = alloc_fails(false);
+}
