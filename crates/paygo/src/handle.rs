@@ -165,15 +165,26 @@ impl<T> core::ops::Deref for Owner<T> {
     }
 }
 
+/// Gives up the owner's count when dropped: after the value's drop, even if that panics (the
+/// allocation then goes with the last handle, as `std::sync::Arc`'s goes with its last `Weak`).
+struct OwnerCount<T>(NonNull<Inner<T>>);
+
+impl<T> Drop for OwnerCount<T> {
+    fn drop(&mut self) {
+        // SAFETY: made only by `Owner::drop`, which gives up the owner's count through it,
+        // exactly once.
+        unsafe { release_handle(self.0) };
+    }
+}
+
 impl<T> Drop for Owner<T> {
     fn drop(&mut self) {
+        let _count = OwnerCount(self.inner);
         let inner = self.inner();
         if inner.domain.kill(inner.header()) {
             // SAFETY: the kill moved the header to DEAD: we are the unique winner.
             unsafe { inner.drop_value() };
         }
-        // SAFETY: the owner's count is given up exactly once, here.
-        unsafe { release_handle(self.inner) };
     }
 }
 

@@ -128,3 +128,34 @@ fn kill_races_with_readers() {
         assert_eq!(d.memory_usage().overflow_entries, 0);
     }
 }
+
+/// A value whose `Drop` panics when its owner lets go: the panic reaches the owner's drop, the
+/// value is dropped once, and the owner's count still goes back, so that the allocation (and
+/// the domain it holds) goes with the last handle.
+#[test]
+fn an_owner_whose_value_panics_in_drop_still_lets_go_of_the_allocation() {
+    struct Panics(Arc<AtomicUsize>);
+    impl Drop for Panics {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("the value's drop panics");
+        }
+    }
+    let d = Arc::new(Domain::new());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let o = Owner::new(&d, Panics(drops.clone()));
+    let h = o.handle();
+    assert_eq!(Arc::strong_count(&d), 2, "the allocation holds the domain");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(o)));
+    assert!(r.is_err(), "the drop's panic reaches the owner's drop");
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(h.is_released());
+    assert!(h.try_get().is_none());
+    drop(h);
+    assert_eq!(
+        Arc::strong_count(&d),
+        1,
+        "the last handle freed the allocation"
+    );
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped once");
+}
