@@ -638,9 +638,12 @@ impl<T> Arc<T> {
             domain.reinit(hdr);
             Self::get(domain, inner)
         };
+        // The `Arc` holds the reference before anything else runs: if the collection `tick`
+        // may run panics (another value's `Drop`), the unwinding gives it back.
+        let me = Arc { inner, pos, gen };
         drop(weak);
         tick(domain);
-        Arc { inner, pos, gen }
+        me
     }
 
     /// A mutable reference to the value, cloning it into a new `Arc` first unless `this` is
@@ -1581,6 +1584,60 @@ mod tests {
             assert_eq!(collect(d), 0);
             assert!(drops.iter().all(|c| c.load(Ordering::SeqCst) == 1));
         }
+    }
+
+    /// A collection that [`tick`] runs in `new_cyclic_in`, after the new value's reference
+    /// was taken, and in which another value's `Drop` panics: the panic reaches the caller, and
+    /// the new value goes with the `Arc` that was being returned (it is dropped once, and its
+    /// allocation unlisted), instead of staying counted for ever.
+    #[test]
+    fn a_collection_that_panics_in_new_cyclic_drops_the_new_value() {
+        let d = small_domain();
+        let drops = counters(2);
+        let a = Arc::new_in(
+            Counted {
+                id: 0,
+                panics: 0,
+                drops,
+            },
+            d,
+        );
+        drop_for_the_collector(a);
+        assert_eq!(d.arcs_alive(), 1);
+        // The next event on this thread collects the shard where value 0 waits.
+        let shard = my_shard();
+        RECENT.with(|c| {
+            let mut r = c.get();
+            r.drops = 0;
+            r.due = 1;
+            r.shard = shard;
+            c.set(r);
+        });
+        let r = std::panic::catch_unwind(|| {
+            Arc::new_cyclic_in(
+                |_| Counted {
+                    id: 1,
+                    panics: usize::MAX,
+                    drops,
+                },
+                d,
+            )
+        });
+        let Err(err) = r else {
+            panic!("value 0's drop panics in the collection")
+        };
+        assert_eq!(
+            err.downcast_ref::<String>().map(String::as_str),
+            Some("value 0 panics in drop")
+        );
+        assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+        collect(d);
+        assert_eq!(
+            drops[1].load(Ordering::SeqCst),
+            1,
+            "the new value went with its Arc"
+        );
+        assert_eq!(d.arcs_alive(), 0);
     }
 
     /// A value whose `Drop` panics at the last drop: the panic reaches that drop's caller, the
