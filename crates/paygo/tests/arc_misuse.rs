@@ -1,0 +1,218 @@
+//! `paygo::Arc` against what a caller may do in safe code, checked against what
+//! `std::sync::Arc` guarantees: values aligned past the allocation's head and zero-sized ones
+//! through raw pointers, values whose `Drop` uses their own domain (through the last drop and
+//! through the collector), the unique-owner calls with `Weak`s around, and a `Clone` that
+//! panics in `make_mut`. Run under Miri by `.ci/miri`.
+
+use paygo::{collect, Arc, Config, Domain, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn leak<T>(v: T) -> &'static T {
+    Box::leak(Box::new(v))
+}
+
+fn small_domain() -> &'static Domain {
+    leak(Domain::with_config(Config {
+        slots_per_cpu: 4,
+        window: 2,
+    }))
+}
+
+#[derive(Clone, Debug, PartialEq)]
+#[repr(align(4096))]
+struct Page(u64);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(align(64))]
+struct Zst;
+
+/// `into_raw` and `from_raw` (and the strong-count calls) find the allocation of a value
+/// aligned past the allocation's head, of a zero-sized value, and of slices of both, and the
+/// value keeps its alignment; a `Weak::new` of such a type never upgrades.
+#[test]
+fn raw_pointers_of_over_aligned_and_zero_sized_values() {
+    let d = small_domain();
+    let page = Arc::new_in(Page(0xfeed), d);
+    let p = Arc::into_raw(page.clone());
+    assert_eq!(p as usize % 4096, 0);
+    // SAFETY: `p` came from `into_raw` and holds a reference.
+    unsafe { Arc::increment_strong_count(p) };
+    assert_eq!(Arc::count(&page), 3);
+    // SAFETY: one of the two references `p` holds.
+    unsafe { Arc::decrement_strong_count(p) };
+    // SAFETY: the other.
+    let back = unsafe { Arc::from_raw(p) };
+    assert!(Arc::ptr_eq(&back, &page));
+    assert_eq!(*back, Page(0xfeed));
+    drop(back);
+    assert_eq!(Arc::try_unwrap(page), Ok(Page(0xfeed)));
+
+    let z = Arc::new_in(Zst, d);
+    let w = Arc::downgrade(&z);
+    let p = Arc::into_raw(z);
+    assert_eq!(p as usize % 64, 0);
+    assert!(w.upgrade().is_some());
+    // SAFETY: `p` came from `into_raw` and holds its reference.
+    let z = unsafe { Arc::from_raw(p) };
+    assert_eq!(Arc::into_inner(z), Some(Zst));
+    assert!(w.upgrade().is_none());
+
+    let pages: Arc<[Page]> = Arc::from_vec_in(vec![Page(1), Page(2)], d);
+    let p = Arc::into_raw(pages.clone());
+    // SAFETY: `p` came from `into_raw` and holds its reference.
+    let back = unsafe { Arc::from_raw(p) };
+    assert_eq!((&*back, back.as_ptr() as usize % 4096), (&pages[..], 0));
+    let zsts: Arc<[Zst]> = Arc::from_vec_in(vec![Zst; 3], d);
+    let p = Arc::into_raw(zsts);
+    // SAFETY: `p` came from `into_raw` and holds its reference.
+    let zsts = unsafe { Arc::from_raw(p) };
+    assert_eq!(zsts.len(), 3);
+    let empty: Arc<str> = Arc::from_str_in("", d);
+    let p = Arc::into_raw(empty);
+    // SAFETY: `p` came from `into_raw` and holds its reference.
+    assert_eq!(&*unsafe { Arc::from_raw(p) }, "");
+    drop((back, pages, zsts));
+    collect(d);
+    assert_eq!(d.arcs_alive(), 0);
+
+    let none: Weak<Page> = Weak::new();
+    assert!(none.upgrade().is_none());
+    assert!(Weak::ptr_eq(&none, &none.clone()));
+    assert!(Weak::<Zst>::default().upgrade().is_none());
+}
+
+/// A value whose `Drop` uses its own domain: it makes `Arc`s there, drops the last `Arc` of
+/// the next value (which does the same, down a chain), asks for unique ownership of another
+/// `Arc`, and collects the domain. Dropped by its last `Arc`, and by the collector: every
+/// value is dropped once, and nothing is left.
+#[test]
+fn values_whose_drop_uses_their_domain() {
+    struct Link {
+        d: &'static Domain,
+        next: Option<Arc<Link>>,
+        drops: &'static AtomicUsize,
+    }
+    impl Drop for Link {
+        fn drop(&mut self) {
+            let mut fresh = Arc::new_in(7u32, self.d);
+            *Arc::get_mut(&mut fresh).expect("the only Arc") += 1;
+            let other = fresh.clone();
+            assert!(Arc::get_mut(&mut fresh).is_none());
+            let other = Arc::try_unwrap(other).expect_err("`fresh` is another Arc");
+            drop(other);
+            assert_eq!(Arc::into_inner(fresh), Some(8));
+            drop(self.next.take());
+            collect(self.d);
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    fn chain(d: &'static Domain, n: usize, drops: &'static AtomicUsize) -> Arc<Link> {
+        let mut head = None;
+        for _ in 0..n {
+            head = Some(Arc::new_in(
+                Link {
+                    d,
+                    next: head,
+                    drops,
+                },
+                d,
+            ));
+        }
+        head.expect("n > 0")
+    }
+    let d = small_domain();
+
+    // The last drop drops each value at once.
+    let drops = leak(AtomicUsize::new(0));
+    let head = chain(d, 5, drops);
+    drop(head);
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 5);
+    assert_eq!(d.arcs_alive(), 0);
+
+    // Left to the collector: a drop that found the value held (by a raw pointer) skips the
+    // next check of it on this thread, so the drop after `from_raw` leaves it listed (unless
+    // that drop happened to be the one that collects the value's registry shard: two tries).
+    let mut waited = 0;
+    for _ in 0..2 {
+        let drops = leak(AtomicUsize::new(0));
+        let head = chain(d, 5, drops);
+        let p = Arc::into_raw(head.clone());
+        drop(head);
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "held by the raw pointer");
+        // SAFETY: `p` came from `into_raw` and holds its reference.
+        drop(unsafe { Arc::from_raw(p) });
+        waited += (drops.load(Ordering::SeqCst) == 0) as usize;
+        collect(d);
+        assert_eq!(drops.load(Ordering::SeqCst), 5);
+        assert_eq!(d.arcs_alive(), 0);
+    }
+    assert!(waited > 0, "no chain was left to the collector");
+}
+
+/// The unique-owner calls against `std::sync::Arc`'s: `Weak`s do not stop `try_unwrap` or
+/// `into_inner` (and find the value gone), do stop `get_mut`; a `Weak::new` counts for
+/// nothing; `weak_count` counts them.
+#[test]
+fn unique_owner_calls_with_weaks_as_std() {
+    let d = small_domain();
+    let a = Arc::new_in(String::from("v"), d);
+    let w = Arc::downgrade(&a);
+    assert_eq!(Arc::weak_count(&a), 1);
+    let a = Arc::try_unwrap(a)
+        .map_err(|_| ())
+        .expect("Weaks do not stop try_unwrap");
+    assert_eq!(a, "v");
+    assert!(w.upgrade().is_none());
+    drop(w);
+
+    let mut a = Arc::new_in(vec![1u8], d);
+    let _none: Weak<Vec<u8>> = Weak::new();
+    Arc::get_mut(&mut a)
+        .expect("a Weak::new is no Weak to the value")
+        .push(2);
+    let w = Arc::downgrade(&a);
+    assert!(Arc::get_mut(&mut a).is_none(), "a Weak could upgrade");
+    drop(w);
+    assert_eq!(Arc::weak_count(&a), 0);
+    assert!(Arc::get_mut(&mut a).is_some());
+    let w = Arc::downgrade(&a);
+    assert_eq!(Arc::into_inner(a), Some(vec![1, 2]));
+    assert!(w.upgrade().is_none());
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// A `Clone` that panics inside `make_mut` leaves the `Arc` as it was: still shared with its
+/// clone, the value intact and dropped once.
+#[test]
+fn make_mut_whose_clone_panics_changes_nothing() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    #[derive(Debug)]
+    struct NoClone(u32);
+    impl Clone for NoClone {
+        fn clone(&self) -> Self {
+            panic!("clone refused")
+        }
+    }
+    impl Drop for NoClone {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = small_domain();
+    let mut a = Arc::new_in(NoClone(5), d);
+    let b = a.clone();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Arc::make_mut(&mut a).0 += 1;
+    }));
+    assert!(r.is_err());
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!((a.0, Arc::count(&a)), (5, 2));
+    drop(b);
+    Arc::make_mut(&mut a).0 += 1;
+    assert_eq!(a.0, 6);
+    drop(a);
+    collect(d);
+    assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+    assert_eq!(d.arcs_alive(), 0);
+}
