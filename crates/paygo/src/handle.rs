@@ -104,8 +104,9 @@ pub struct Handle<T> {
     inner: NonNull<Inner<T>>,
 }
 
-/// A reference to the value, taken on the PAYGO fast path. `Send` when `T: Sync`: dropped on
-/// another thread it takes the anchor path.
+/// A reference to the value, taken on the PAYGO fast path. `Send` when `T: Send + Sync` (the
+/// last one, dropped after the owner let go, drops the value): dropped on another thread it
+/// takes the anchor path. `Sync` when `T: Sync`.
 pub struct HandleRef<'a, T> {
     inner: &'a Inner<T>,
     anchor: ManuallyDrop<crate::Anchor>,
