@@ -555,6 +555,13 @@ unsafe impl<T: ?Sized + Send + Sync> Send for Arc<T> {}
 // SAFETY: as above.
 unsafe impl<T: ?Sized + Send + Sync> Sync for Arc<T> {}
 
+// As std::sync::Arc's (whose auto traits these are): unwinding past an `Arc` leaves nothing of
+// the allocation half-changed that safe code could see. The allocation's one `UnsafeCell` (its
+// registry index, which keeps the auto traits from applying) is read and written only under
+// its registry lock, by code that runs no user code and does not panic while it holds it.
+impl<T: ?Sized + std::panic::RefUnwindSafe> std::panic::UnwindSafe for Arc<T> {}
+impl<T: ?Sized + std::panic::RefUnwindSafe> std::panic::RefUnwindSafe for Arc<T> {}
+
 impl<T> Arc<T> {
     /// Puts `value` in the process-wide [`default_domain`].
     pub fn new(value: T) -> Self
@@ -1404,6 +1411,10 @@ pub struct Weak<T: ?Sized> {
 unsafe impl<T: ?Sized + Send + Sync> Send for Weak<T> {}
 // SAFETY: as above.
 unsafe impl<T: ?Sized + Send + Sync> Sync for Weak<T> {}
+
+// As std::sync::Weak's, for the reason given at `Arc`'s.
+impl<T: ?Sized + std::panic::RefUnwindSafe> std::panic::UnwindSafe for Weak<T> {}
+impl<T: ?Sized + std::panic::RefUnwindSafe> std::panic::RefUnwindSafe for Weak<T> {}
 
 /// The address of a [`Weak::new`]'s pointer: no allocation is there (as `std`'s).
 const NO_ALLOCATION: usize = usize::MAX;

@@ -216,3 +216,30 @@ fn make_mut_whose_clone_panics_changes_nothing() {
     assert_eq!(DROPS.load(Ordering::SeqCst), 1);
     assert_eq!(d.arcs_alive(), 0);
 }
+
+/// `Arc` and `Weak` are unwind-safe as `std`'s are (for values that are `RefUnwindSafe`): a
+/// closure that uses them crosses `catch_unwind` without `AssertUnwindSafe`, and after the
+/// panic the `Arc` still counts and gives its value.
+#[test]
+fn unwind_safe_like_std() {
+    fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>(_: &T) {}
+    fn like_std<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+    like_std::<std::sync::Arc<u32>>();
+    like_std::<std::sync::Weak<u32>>();
+    let d = small_domain();
+    let a = Arc::new_in(41u32, d);
+    let w = Arc::downgrade(&a);
+    unwind_safe(&a);
+    unwind_safe(&w);
+    let r = std::panic::catch_unwind(|| {
+        let b = a.clone();
+        assert_eq!(w.upgrade().as_deref(), Some(&41));
+        if *b == 41 {
+            panic!("unwinding past clones");
+        }
+    });
+    assert!(r.is_err());
+    assert_eq!((*a, Arc::count(&a)), (41, 1));
+    assert_eq!(Arc::into_inner(a), Some(41));
+    assert!(w.upgrade().is_none());
+}
