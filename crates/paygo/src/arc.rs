@@ -653,27 +653,89 @@ impl<T> Arc<T> {
         me
     }
 
-    /// A mutable reference to the value, cloning it into a new `Arc` first unless `this` is
-    /// its only `Arc` and no [`Weak`] to it exists (clone-on-write), as
-    /// `std::sync::Arc::make_mut` (which moves the value, rather than cloning it, away from
-    /// `Weak`s).
+    /// A mutable reference to the value (clone-on-write), as `std::sync::Arc::make_mut`: if
+    /// another `Arc` to the value exists (or a reference held as a raw pointer), the value is
+    /// cloned into a new `Arc` first; if only [`Weak`]s do, it is moved (neither cloned nor
+    /// dropped) to a new allocation, and the `Weak`s upgrade to nothing from then on; if
+    /// neither does, it is changed in place.
     ///
     /// ```
     /// let mut a = paygo::Arc::new(vec![1]);
     /// let b = a.clone();
     /// paygo::Arc::make_mut(&mut a).push(2); // b still points at [1]
     /// assert_eq!((&*a, &*b), (&vec![1, 2], &vec![1]));
+    /// let w = paygo::Arc::downgrade(&a);
+    /// paygo::Arc::make_mut(&mut a).push(3); // moved away from w
+    /// assert!(w.upgrade().is_none());
     /// ```
     pub fn make_mut(this: &mut Self) -> &mut T
     where
         T: Clone + Send + 'static,
     {
         if !this.is_only() {
-            *this = Arc::new_in((**this).clone(), this.meta().domain);
+            let d = this.meta().domain;
+            // Relaxed: only which way to try; each decides under its own synchronisation. A
+            // count of 1 (no Weak) or locked (another Arc's get_mut) means another reference
+            // made `is_only` fail: no move can succeed.
+            let weaks = !matches!(this.meta().weak.load(Ordering::Relaxed), 1 | WEAK_LOCKED);
+            // SAFETY: on `Some`, the old `Arc` is forgotten here, not dropped.
+            match weaks.then(|| unsafe { Self::move_if_only(this) }).flatten() {
+                Some(moved) => {
+                    core::mem::forget(core::mem::replace(this, moved));
+                    tick(d);
+                }
+                None => *this = Arc::new_in((**this).clone(), d),
+            }
         }
         // SAFETY: `this` is the value's only Arc: found so above, or made just now and not
         // cloned since (as in get_mut).
         unsafe { &mut *core::ptr::addr_of_mut!((*this.inner.as_ptr()).value) }
+    }
+
+    /// The value moved to a new allocation in `this`'s domain, if `this` is its only
+    /// reference (`Weak`s aside): `this`'s object is reclaimed with its reference given back,
+    /// so its `Weak`s upgrade to nothing, as after `std::sync::Arc::make_mut` moved the value
+    /// away from them. `None`, with nothing changed, if another reference exists (an `Arc`, or
+    /// one held as a raw pointer). Runs no collection (the caller ticks once `this` is
+    /// replaced): nothing after the reclaim runs user code or can fail.
+    ///
+    /// # Safety
+    /// On `Some`, the caller forgets `this` without dropping it: its reference was given back
+    /// and its value moved out.
+    unsafe fn move_if_only(this: &Self) -> Option<Self>
+    where
+        T: Send + 'static,
+    {
+        let m = this.meta();
+        let d = m.domain;
+        // The new allocation first, while failing (a panic of the allocator) changes nothing.
+        let fresh = allocate::<T>(Layout::new::<T>(), d, |p| p.cast());
+        let reclaimed = {
+            let mut v = d.arcs.lock(m.shard);
+            // Under the lock, as every other reclaim of an Arc allocation (try_unwrap's check).
+            let ok = !m.raw_held()
+                && d.reclaim_only(Self::header(this.inner), this.anchor(d))
+                    .is_ok();
+            if ok {
+                Registry::remove_locked(&mut v, this.inner.cast());
+            }
+            ok
+        };
+        if !reclaimed {
+            // SAFETY: made above by `allocate`: no value was written, and it was never listed
+            // or named by an `Arc` or `Weak`.
+            unsafe { free(fresh.cast()) };
+            return None;
+        }
+        // SAFETY: our reclaim moved the header to DEAD with our reference given back: the
+        // value is ours, moved out once (the caller forgets `this`; the old allocation goes
+        // with its last `Weak`, which finds it dead). `fresh` has room for it, written once
+        // before `publish_untimed` shares it.
+        unsafe {
+            let value = Self::take_value(this.inner);
+            core::ptr::addr_of_mut!((*fresh.as_ptr()).value).write(ManuallyDrop::new(value));
+            Some(Self::publish_untimed(fresh, d))
+        }
     }
 
     /// The value, if `this` is its only `Arc` (the allocation is freed); `this` back
@@ -775,10 +837,21 @@ impl<T: ?Sized> Arc<T> {
     /// # Safety
     /// `inner` was made by `allocate` in `domain`, its value written; nothing else names it.
     unsafe fn publish(inner: NonNull<ArcInner<T>>, domain: &'static Domain) -> Self {
+        // SAFETY: forwarded contract.
+        let me = unsafe { Self::publish_untimed(inner, domain) };
+        tick(domain);
+        me
+    }
+
+    /// [`Arc::publish`] without counting the creation for the collector: no collection runs,
+    /// so no user code (the caller ticks).
+    ///
+    /// # Safety
+    /// As [`Arc::publish`].
+    unsafe fn publish_untimed(inner: NonNull<ArcInner<T>>, domain: &'static Domain) -> Self {
         let (pos, gen) = Self::get(domain, inner);
         let me = Arc { inner, pos, gen };
         domain.arcs.add(inner.cast());
-        tick(domain);
         me
     }
 

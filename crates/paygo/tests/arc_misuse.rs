@@ -5,6 +5,8 @@
 //! panics in `make_mut`. Run under Miri by `.ci/miri`.
 
 use paygo::{collect, Arc, Config, Domain, Weak};
+use percpu::affinity::{migrate, unpin};
+use percpu::testing::reps;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn leak<T>(v: T) -> &'static T {
@@ -242,4 +244,127 @@ fn unwind_safe_like_std() {
     assert_eq!((*a, Arc::count(&a)), (41, 1));
     assert_eq!(Arc::into_inner(a), Some(41));
     assert!(w.upgrade().is_none());
+}
+
+/// `make_mut` of the value's only `Arc` while `Weak`s to it exist, as `std`'s: the value is
+/// moved (not cloned, not dropped) to a new allocation, and the `Weak`s upgrade to nothing from
+/// then on. With another `Arc` it clones, as `std`'s; with neither, it changes nothing.
+#[test]
+fn make_mut_moves_the_value_away_from_weaks_as_std() {
+    static CLONES: AtomicUsize = AtomicUsize::new(0);
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    // No value is made but by `new` and `clone`: each drop counted is one of theirs.
+    #[derive(Debug)]
+    struct Counted(u32);
+    impl Clone for Counted {
+        fn clone(&self) -> Self {
+            CLONES.fetch_add(1, Ordering::SeqCst);
+            Counted(self.0)
+        }
+    }
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let counts = || (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
+
+    // std's behaviour, the reference.
+    let mut s = std::sync::Arc::new(Counted(1));
+    let sw = std::sync::Arc::downgrade(&s);
+    std::sync::Arc::make_mut(&mut s).0 += 1;
+    assert_eq!(counts(), (0, 0), "std: moved, neither cloned nor dropped");
+    assert!(sw.upgrade().is_none(), "std: the Weak is cut off");
+    drop(s);
+    assert_eq!(counts(), (0, 1));
+
+    let d = small_domain();
+    let mut a = Arc::new_in(Counted(1), d);
+    let w = Arc::downgrade(&a);
+    let w2 = w.clone();
+    Arc::make_mut(&mut a).0 += 1;
+    assert_eq!(counts(), (0, 1), "moved, neither cloned nor dropped");
+    assert!(w.upgrade().is_none(), "the Weak is cut off");
+    assert_eq!(Arc::weak_count(&a), 0);
+    assert_eq!(a.0, 2);
+    drop((w, w2));
+    // The new allocation is the value's only reference, and no Weak: changed in place.
+    let before = Arc::as_ptr(&a);
+    Arc::make_mut(&mut a).0 += 1;
+    assert_eq!((Arc::as_ptr(&a), counts()), (before, (0, 1)));
+    // Another Arc (and a Weak): cloned, as std's.
+    let b = a.clone();
+    let w = Arc::downgrade(&b);
+    Arc::make_mut(&mut a).0 += 1;
+    assert_eq!(counts(), (1, 1));
+    assert_eq!((a.0, b.0), (4, 3));
+    assert_eq!(w.upgrade().map(|c| c.0), Some(3));
+    drop((a, b));
+    collect(d);
+    assert_eq!(counts(), (1, 3));
+    assert!(w.upgrade().is_none());
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// `make_mut` of the only `Arc` against threads that upgrade `Weak`s to it, check the value
+/// and drop what they got, migrating: an upgrade either comes first (and `make_mut` clones) or
+/// finds the value moved; no upgrade sees a value changed or dropped under it, and every value
+/// made (the first and each clone) is dropped exactly once.
+#[test]
+fn make_mut_against_upgrades() {
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct V(u64);
+    impl Clone for V {
+        fn clone(&self) -> Self {
+            MADE.fetch_add(1, Ordering::SeqCst);
+            V(self.0)
+        }
+    }
+    impl Drop for V {
+        fn drop(&mut self) {
+            assert_ne!(self.0, 0, "dropped twice");
+            self.0 = 0;
+            DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = small_domain();
+    for round in 0..reps(200) {
+        MADE.fetch_add(1, Ordering::SeqCst);
+        let mut a = Arc::new_in(V(1), d);
+        let weaks: Vec<_> = (0..2).map(|_| Arc::downgrade(&a)).collect();
+        let started = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for (t, w) in weaks.into_iter().enumerate() {
+                let started = &started;
+                s.spawn(move || {
+                    let _ = migrate(round + t);
+                    started.fetch_add(1, Ordering::SeqCst);
+                    for _ in 0..reps(100_000) {
+                        match w.upgrade() {
+                            Some(v) => assert_eq!(v.0, 1, "changed under an upgraded Arc"),
+                            None => break,
+                        }
+                    }
+                });
+            }
+            // Once an upgrader runs (in every other round), so that upgrades race the call.
+            while round % 2 == 0 && started.load(Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            let v = Arc::make_mut(&mut a);
+            assert_eq!(v.0, 1);
+            v.0 = 2;
+        });
+        assert_eq!(a.0, 2);
+        drop(a);
+        collect(d);
+        assert_eq!(
+            DROPS.load(Ordering::SeqCst),
+            MADE.load(Ordering::SeqCst),
+            "round {round}"
+        );
+    }
+    unpin();
+    assert_eq!(d.arcs_alive(), 0);
 }
