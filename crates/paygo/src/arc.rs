@@ -1724,6 +1724,86 @@ mod tests {
         assert_eq!(d.arcs_alive(), 0);
     }
 
+    /// Set in the child process that passes a count's most (its value says which count, and how).
+    const PAST_THE_MOST_CHILD: &str = "PAYGO_ARC_PAST_THE_MOST_CHILD";
+
+    /// A `Weak` made past [`WEAK_MAX`] (by `Weak::clone` or `Arc::downgrade`), and a reference
+    /// held as a raw pointer past it (`Arc::into_raw`, `Arc::increment_strong_count`), abort
+    /// the process, as if that many had been leaked with `mem::forget`, as `std`'s counts do:
+    /// neither count wraps to free the allocation, or drop the value, under the ones still
+    /// held. Each way runs in a child process.
+    #[test]
+    #[cfg_attr(miri, ignore = "runs child processes, which Miri cannot spawn")]
+    fn a_count_past_the_most_aborts() {
+        if let Some(how) = std::env::var_os(PAST_THE_MOST_CHILD) {
+            // The abort leaves no core file behind.
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: setrlimit reads the struct it is given, which lives across the call.
+            unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
+            let d = small_domain();
+            let a = Arc::new_in(7u64, d);
+            let w = Arc::downgrade(&a);
+            let m = a.meta();
+            match how.to_str() {
+                Some("clone") | Some("downgrade") => {
+                    // As after WEAK_MAX - 2 more Weaks leaked.
+                    m.weak.store(WEAK_MAX, Ordering::Relaxed);
+                    let more = if how == "clone" {
+                        w.clone()
+                    } else {
+                        Arc::downgrade(&a)
+                    };
+                    // Reached only if nothing aborted: the count is put back so that the child
+                    // exits normally, and the parent sees no abort.
+                    core::mem::forget(more);
+                    m.weak.store(2, Ordering::Relaxed);
+                }
+                _ => {
+                    // As after WEAK_MAX raw pointers leaked.
+                    m.raw.store(WEAK_MAX, Ordering::Relaxed);
+                    let p = Arc::into_raw(a.clone());
+                    // SAFETY: `p` came from `into_raw` (reached only if nothing aborted).
+                    unsafe { Arc::increment_strong_count(p) };
+                    m.raw.store(0, Ordering::Relaxed);
+                }
+            }
+            println!("the count passed the most: {}", WEAK_MAX as u128 + 1);
+            return;
+        }
+        use std::os::unix::process::ExitStatusExt;
+        for (how, says) in [
+            ("clone", "paygo: too many Weak references to one value"),
+            ("downgrade", "paygo: too many Weak references to one value"),
+            (
+                "into_raw",
+                "paygo: too many references held as raw pointers to one value",
+            ),
+        ] {
+            let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+                .args([
+                    "arc::tests::a_count_past_the_most_aborts",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(PAST_THE_MOST_CHILD, how)
+                .output()
+                .expect("starting the child");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGABRT),
+                "{how}: the child did not abort ({}):\n{}\n{stderr}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+            );
+            assert!(stderr.contains(says), "{how}: {stderr}");
+        }
+    }
+
     /// A value whose `Drop` panics at the last drop: the panic reaches that drop's caller, the
     /// value is dropped once, and its weak count is given back (the allocation goes with the
     /// last `Weak`, as `std::sync::Arc`'s).

@@ -254,3 +254,25 @@ fn a_forgotten_weak_leaks_the_allocation_only() {
     drop(w);
     assert_eq!(d.arcs_alive(), 0);
 }
+
+/// A panic while guards are held: the unwinding gives their references back (nothing stays
+/// counted), and the object can then be reclaimed.
+#[test]
+fn a_panic_while_guards_are_held_gives_their_references_back() {
+    let d = one_slot();
+    let h = Box::pin(Header::new());
+    let other = Box::pin(Header::new());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _g = d.try_ref(h.as_ref()).expect("live");
+        // Another object on the one slot: the first guard's entry goes to an overflow list.
+        let _o = d.try_ref(other.as_ref()).expect("live");
+        let _g2 = d.ref_or_wait(h.as_ref()).expect("live");
+        assert_eq!(d.read_all(h.as_ref()), 2);
+        panic!("while held");
+    }));
+    assert!(r.is_err());
+    assert_eq!(d.read_all(h.as_ref()), 0);
+    assert_eq!(d.read_all(other.as_ref()), 0);
+    assert!(d.try_reclaim(h.as_ref()));
+    assert!(d.try_reclaim(other.as_ref()));
+}
