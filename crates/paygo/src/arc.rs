@@ -729,8 +729,8 @@ impl<T> Arc<T> {
         }
         // SAFETY: our reclaim moved the header to DEAD with our reference given back: the
         // value is ours, moved out once (the caller forgets `this`; the old allocation goes
-        // with its last `Weak`, which finds it dead). `fresh` has room for it, written once
-        // before `publish_untimed` shares it.
+        // with its last weak count, and its `Weak`s find it dead). `fresh` has room for it,
+        // written once before `publish_untimed` shares it.
         unsafe {
             let value = Self::take_value(this.inner);
             core::ptr::addr_of_mut!((*fresh.as_ptr()).value).write(ManuallyDrop::new(value));
