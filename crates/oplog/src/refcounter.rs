@@ -135,7 +135,7 @@ impl RefCounter for OpLogCounter {
         ok
     }
 
-    fn reinit(&self, obj: Pin<&OpLogCounterObject>) {
+    unsafe fn reinit(&self, obj: Pin<&OpLogCounterObject>) {
         // SeqCst: pairs with the SeqCst load in try_get.
         let old = obj.state.fetch_and(!DEAD, Ordering::SeqCst);
         debug_assert!(old & DEAD != 0, "oplog-counter: reinit of a live object");

@@ -1180,7 +1180,8 @@ impl<C: RefCounter> Inner<C> {
             }
             .store(0, Ordering::Relaxed);
             m.clear();
-            self.scheme.reinit(pin);
+            // SAFETY: `pin` was reclaimed by this batch, and the allocator lock (`a`) is held: no other thread reinits or reclaims a frame without it.
+            unsafe { self.scheme.reinit(pin) };
             tail.list[start + tail.freed] = i;
             tail.freed += 1;
         }
@@ -1208,7 +1209,8 @@ impl<C: RefCounter> Inner<C> {
                 true
             }
             Err(e) => {
-                self.scheme.reinit(pin);
+                // SAFETY: `pin` was reclaimed by this batch, and the caller holds the allocator lock: no other thread reinits or reclaims a frame without it.
+                unsafe { self.scheme.reinit(pin) };
                 err.get_or_insert(e);
                 false
             }
@@ -1267,7 +1269,8 @@ impl<C: RefCounter> Inner<C> {
         // Acquire: pairs with the Release store of writers that set the bit after their bytes.
         if m.dirty.load(Ordering::Acquire) {
             if let Err(e) = self.write_back(f, i, page) {
-                self.scheme.reinit(pin);
+                // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock (`a`) is held: no other thread reinits or reclaims a frame without it.
+                unsafe { self.scheme.reinit(pin) };
                 return Err(e);
             }
             m.dirty.store(false, Ordering::Relaxed);
@@ -1275,7 +1278,8 @@ impl<C: RefCounter> Inner<C> {
         m.unpublish();
         f.slot(page).store(0, Ordering::Relaxed);
         m.clear();
-        self.scheme.reinit(pin);
+        // SAFETY: as above.
+        unsafe { self.scheme.reinit(pin) };
         a.free.push(i);
         Ok(())
     }
@@ -1285,7 +1289,8 @@ impl<C: RefCounter> Inner<C> {
     /// rest when it is taken).
     fn free_reclaimed(&self, a: &mut Alloc, i: u32) {
         self.frames[i as usize].meta.clear();
-        self.scheme.reinit(self.obj(i));
+        // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock (`a`) is held: no other thread reinits or reclaims a frame without it.
+        unsafe { self.scheme.reinit(self.obj(i)) };
         a.free.push(i);
     }
 

@@ -33,8 +33,9 @@ impl<const BATCH: usize> RefCounter for SmallBatches<BATCH> {
     fn reclaim_batch_hint(&self) -> usize {
         BATCH
     }
-    fn reinit(&self, obj: Pin<&AtomicObject>) {
-        self.inner.reinit(obj)
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
     }
 }
 
@@ -190,11 +191,12 @@ impl RefCounter for PanicsInReinit {
     fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
         self.inner.try_reclaim(obj)
     }
-    fn reinit(&self, obj: Pin<&AtomicObject>) {
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
         if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
             panic!("a scheme whose reinit panics");
         }
-        self.inner.reinit(obj)
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
     }
 }
 
@@ -295,8 +297,9 @@ impl RefCounter for PanicsInReclaim {
         }
         self.inner.try_reclaim_many(objs, out)
     }
-    fn reinit(&self, obj: Pin<&AtomicObject>) {
-        self.inner.reinit(obj)
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
     }
 }
 

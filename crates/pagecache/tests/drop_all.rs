@@ -159,12 +159,13 @@ impl<const LAG: usize> RefCounter for Lagging<LAG> {
         drop(refused);
         self.inner.try_reclaim(obj)
     }
-    fn reinit(&self, obj: Pin<&AtomicObject>) {
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
         self.refused
             .lock()
             .unwrap()
             .remove(&(&*obj as *const AtomicObject as usize));
-        self.inner.reinit(obj)
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
     }
 }
 

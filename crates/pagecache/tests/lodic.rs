@@ -461,8 +461,9 @@ impl<const N: usize> RefCounter for Batches<N> {
     fn reclaim_batch_hint(&self) -> usize {
         N
     }
-    fn reinit(&self, obj: Pin<&AtomicObject>) {
-        self.inner.reinit(obj)
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
     }
 }
 
@@ -591,8 +592,9 @@ impl RefCounter for PausesBetweenBatches {
         }
         self.inner.read_all(obj) > 0
     }
-    fn reinit(&self, obj: Pin<&AtomicObject>) {
-        self.inner.reinit(obj)
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
     }
 }
 

@@ -58,7 +58,7 @@ impl RefCounter for Domain {
         Domain::reclaim_batch_hint(self)
     }
 
-    fn reinit(&self, obj: Pin<&Header>) {
+    unsafe fn reinit(&self, obj: Pin<&Header>) {
         Domain::reinit_dead(self, obj)
     }
 

@@ -91,7 +91,7 @@ impl RefCounter for Atomic {
     }
 
     #[inline]
-    fn reinit(&self, obj: Pin<&AtomicObject>) {
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
         // Release pairs with the Acquire in try_get().
         let old = obj.word.fetch_sub(DEAD, Ordering::Release);
         debug_assert!(old & DEAD != 0, "atomic: reinit of a live object");

@@ -287,7 +287,7 @@ impl RefCounter for Brc {
         }
     }
 
-    fn reinit(&self, obj: Pin<&BrcObject>) {
+    unsafe fn reinit(&self, obj: Pin<&BrcObject>) {
         revive(&obj.state, Self::NAME);
     }
 

@@ -123,7 +123,7 @@ impl RefCounter for Cas {
     }
 
     #[inline]
-    fn reinit(&self, obj: Pin<&CasObject>) {
+    unsafe fn reinit(&self, obj: Pin<&CasObject>) {
         debug_assert_eq!(
             obj.count.load(Ordering::Relaxed),
             0,

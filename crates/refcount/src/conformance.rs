@@ -146,7 +146,8 @@ pub fn single_thread_model<C: RefCounter>(s: &C) {
             "{}: dead object has a count",
             C::NAME
         );
-        s.reinit(objs.get(i));
+        // SAFETY: object i was reclaimed above and only this thread reinits or reclaims it.
+        unsafe { s.reinit(objs.get(i)) };
         let t = s
             .try_get(objs.get(i))
             .unwrap_or_else(|| panic!("{}: try_get failed after reinit", C::NAME));
@@ -387,7 +388,8 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
             }
             // Release: as above.
             canary[i].store(ALIVE, Ordering::Release);
-            s.reinit(objs.get(i));
+            // SAFETY: this thread reclaimed object i above; only the thread that reclaims an object reinits it, and none reclaims it until the reinit returns (the canary says ALIVE only after it).
+            unsafe { s.reinit(objs.get(i)) };
         }
     }
     stop.store(true, Ordering::Relaxed);
@@ -488,12 +490,16 @@ fn reclaim_many_matches_model_by<C: RefCounter>(s: &C, exclusive: bool) {
     assert_eq!(batches(&|i| referenced(i), "second batch"), N / 3);
 }
 
-/// Misuse: `reinit` of a live object panics in debug builds (the trait's contract), and
+/// Misuse: `reinit` of a live object panics in debug builds (the schemes check it), and
 /// leaves a scheme usable for other objects.
 pub fn misuse_reinit_of_live_object_panics<C: RefCounter>(s: &C) {
     let objs = Objects::new(s, 2);
     if cfg!(debug_assertions) {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.reinit(objs.get(0))));
+        // SAFETY: not kept on purpose (the object is live), to check the schemes' debug check;
+        // the object is this function's alone, and the scheme panics before it changes it.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+            s.reinit(objs.get(0))
+        }));
         assert!(
             r.is_err(),
             "{}: reinit of a live object did not panic",

@@ -316,7 +316,7 @@ impl RefCounter for FrozenBit {
     }
 
     #[inline]
-    fn reinit(&self, obj: Pin<&FrozenBitObject>) {
+    unsafe fn reinit(&self, obj: Pin<&FrozenBitObject>) {
         let w = obj.word.load(Ordering::Relaxed);
         debug_assert!(w & FROZEN != 0, "frozen-bit: reinit of a live object");
         // Release pairs with the Acquire fetch_add in try_get().
@@ -432,7 +432,8 @@ mod tests {
         // Gets that failed on the dead word clean up after a reinit: the live word is left
         // alone, whatever their increments were.
         let (a, b) = (add(), add());
-        s.reinit(o);
+        // SAFETY: the object is dead (released above) and only this thread reinits or reclaims it.
+        unsafe { s.reinit(o) };
         let live = s.raw(o);
         assert_eq!(live, GEN_ONE | 1);
         assert!(s.get_slowpath(&obj, b).is_none());
@@ -506,7 +507,8 @@ mod loom_tests {
                             frees.push(g);
                             // The memory is reused: a new life with its base reference, which
                             // its owner then drops.
-                            s.reinit(pin(&o2));
+                            // SAFETY: this thread won the free of this life (free_if_winner): only the winner reinits it, and no thread reclaims it meanwhile (the other threads only get and put).
+                            unsafe { s.reinit(pin(&o2)) };
                             if let Some(z) = s.release_base_begin(pin(&o2)) {
                                 let g = z.generation();
                                 if s.free_if_winner(pin(&o2), z) {

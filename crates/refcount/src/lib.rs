@@ -71,7 +71,8 @@ impl Memory {
 /// scheme.put(objs.get(0), token);
 /// assert!(scheme.try_reclaim(objs.get(0))); // no reference: dead from now on
 /// assert!(scheme.try_get(objs.get(0)).is_none());
-/// scheme.reinit(objs.get(0)); // live again, for reuse of its memory
+/// // SAFETY: the object is dead (reclaimed above) and no other thread reinits or reclaims it.
+/// unsafe { scheme.reinit(objs.get(0)) }; // live again, for reuse of its memory
 /// ```
 ///
 /// `&self` is the scheme's shared state; each counted object embeds a [`Self::Object`].
@@ -191,15 +192,20 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
 
     /// Makes a dead object live again with no reference, for reuse of its memory.
     ///
-    /// The caller is the one thread reusing the object: no other thread reinits or reclaims it
-    /// meanwhile (as after the caller's own successful `try_reclaim`, or under the lock of a
-    /// cache's allocator). Schemes may then make it a plain store (`cas`, `paygo`); a racing
-    /// reinit or reclaim of the same object is the caller's miscount, which may leave it live or
-    /// dead but touches no memory outside the scheme's own state.
+    /// Schemes may make it a plain store (`cas`, `paygo`): on a live object, or racing a
+    /// reclaim, it would reset the count while references are held, and a later
+    /// `try_reclaim` could succeed under them. Whoever frees memory on a successful reclaim
+    /// relies on that never happening, so the contract is the caller's to keep.
     ///
-    /// # Panics
-    /// In debug builds, if the object is not dead (`paygo` checks it in every build).
-    fn reinit(&self, obj: Pin<&Self::Object>);
+    /// # Safety
+    /// The object is dead (a `try_reclaim`, `try_reclaim_many` or a scheme's own way of
+    /// killing it said so), and the caller is the one thread reusing it: no other thread
+    /// reinits or reclaims it until this returns (as after the caller's own successful
+    /// reclaim, or under the lock of a cache's allocator). Other threads may try to get it
+    /// meanwhile: their gets fail or succeed on the new life. A scheme may check the first
+    /// condition (debug builds panic on a live object; `paygo` panics in every build); the
+    /// second it cannot check.
+    unsafe fn reinit(&self, obj: Pin<&Self::Object>);
 
     /// Takes a reference as a guard ([`Ref`]) that gives it back when dropped; `None` if the
     /// object is being reclaimed or dead.

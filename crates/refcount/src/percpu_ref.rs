@@ -448,7 +448,7 @@ impl RefCounter for PercpuRef {
         )
     }
 
-    fn reinit(&self, obj: Pin<&PercpuRefObject>) {
+    unsafe fn reinit(&self, obj: Pin<&PercpuRefObject>) {
         let m = obj.mode.load(Ordering::Relaxed);
         debug_assert_eq!(m & STATE_MASK, DEAD, "percpu-ref: reinit of a live object");
         if m & STATE_MASK != DEAD {

@@ -276,7 +276,7 @@ impl RefCounter for RcuRef {
     }
 
     #[inline]
-    fn reinit(&self, obj: Pin<&RcuRefObject>) {
+    unsafe fn reinit(&self, obj: Pin<&RcuRefObject>) {
         debug_assert!(
             obj.refcnt.load(Ordering::Relaxed) >= RELEASED,
             "rcuref: reinit of a live object"

@@ -731,7 +731,7 @@ impl RefCounter for RefCache {
         )
     }
 
-    fn reinit(&self, obj: Pin<&RefCacheObject>) {
+    unsafe fn reinit(&self, obj: Pin<&RefCacheObject>) {
         revive(&obj.state, Self::NAME);
     }
 

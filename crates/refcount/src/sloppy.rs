@@ -261,7 +261,7 @@ impl RefCounter for Sloppy {
         )
     }
 
-    fn reinit(&self, obj: Pin<&SloppyObject>) {
+    unsafe fn reinit(&self, obj: Pin<&SloppyObject>) {
         revive(&obj.state, Self::NAME);
     }
 

@@ -295,7 +295,7 @@ impl RefCounter for Snzi {
         }
     }
 
-    fn reinit(&self, obj: Pin<&SnziObject>) {
+    unsafe fn reinit(&self, obj: Pin<&SnziObject>) {
         revive(&obj.state, Self::NAME);
     }
 

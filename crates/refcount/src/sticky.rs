@@ -204,7 +204,7 @@ impl RefCounter for Sticky {
     }
 
     #[inline]
-    fn reinit(&self, obj: Pin<&StickyObject>) {
+    unsafe fn reinit(&self, obj: Pin<&StickyObject>) {
         debug_assert!(
             obj.word.load(Ordering::Relaxed) & ZERO != 0,
             "sticky: reinit of a live object"

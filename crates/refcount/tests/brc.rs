@@ -151,7 +151,8 @@ fn owner_path_races_a_remote_reclaimer() {
             assert_eq!(s.read_all(o), 0);
             assert!(s.try_get(o).is_none());
             canary.store(ALIVE, Ordering::Release);
-            s.reinit(o);
+            // SAFETY: this thread reclaimed the object above, and only it reinits or reclaims it.
+            unsafe { s.reinit(o) };
             let from = attempts.load(Ordering::Relaxed);
             while attempts.load(Ordering::Relaxed) < from + 16 && !done.load(Ordering::Acquire) {
                 std::thread::yield_now();

@@ -77,7 +77,8 @@ fn v4_aba_race_is_closed_by_the_generation() {
     let z2 = s.dec_begin(o, t2).expect("T2 brings it to zero again");
     assert!(s.free_if_winner(o, z2), "T2 frees life 0");
     assert!(s.is_frozen(o));
-    s.reinit(o);
+    // SAFETY: T2 froze life 0 above; only this thread reinits or reclaims it.
+    unsafe { s.reinit(o) };
     assert_eq!(s.generation(o), 1);
     let z3 = s
         .release_base_begin(o)
@@ -105,7 +106,8 @@ fn failed_gets_do_not_accumulate() {
         "the failed gets took their increments back"
     );
     assert_eq!(s.read_all(o), 0);
-    s.reinit(o);
+    // SAFETY: the object is dead (frozen above) and only this thread reinits or reclaims it.
+    unsafe { s.reinit(o) };
     assert_eq!(s.raw(o), (1u64 << 32) | 1);
     let t = s.try_get(o).unwrap();
     assert_eq!(s.read_all(o), 1);
@@ -136,7 +138,8 @@ fn every_life_freed_exactly_once() {
     let s = FrozenBit;
     let objs = Arc::new(Objects::new(&s, 1));
     assert!(s.release_base(objs.get(0)), "life 0 starts dead");
-    s.reinit(objs.get(0));
+    // SAFETY: life 0 is dead (release_base above) and no other thread exists yet.
+    unsafe { s.reinit(objs.get(0)) };
     // From life 1 on, whoever frees a life records its generation and (up to LIVES lives)
     // reuses the object and drops the new life's base reference.
     const LIVES: usize = refcount::conformance::reps(3000);
@@ -156,7 +159,8 @@ fn every_life_freed_exactly_once() {
                     f.len()
                 };
                 if lives < LIVES {
-                    s.reinit(o);
+                    // SAFETY: this thread won the free of this life (free_if_winner): only the winner reinits it, and no thread reclaims it meanwhile.
+                    unsafe { s.reinit(o) };
                     z = s.release_base_begin(o);
                 }
             }

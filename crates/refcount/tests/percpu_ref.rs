@@ -41,7 +41,8 @@ fn failed_reclaims_resurrect_and_counts_stay_exact() {
     }
     assert!(s.try_reclaim(o));
     assert_eq!(s.read_all(o), 0);
-    s.reinit(o);
+    // SAFETY: reclaimed above; only this thread reinits or reclaims the object.
+    unsafe { s.reinit(o) };
     let t = s.try_get(o).unwrap();
     assert_eq!(s.read_all(o), 1);
     s.put(o, t);

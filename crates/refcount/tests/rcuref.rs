@@ -28,7 +28,8 @@ fn word_follows_the_model() {
     assert!(s.try_get(o).is_none());
     assert_eq!(s.raw(o), DEAD, "a failed get puts the word back to DEAD");
     assert_eq!(s.read_all(o), 0);
-    s.reinit(o);
+    // SAFETY: freed above; only this thread reinits or reclaims the object.
+    unsafe { s.reinit(o) };
     assert_eq!(s.raw(o), ONEREF);
 }
 
@@ -87,7 +88,8 @@ fn get_racing_a_reinit_fails_and_leaves_the_new_life_alone() {
     assert!(s.try_reclaim(o));
     let new = s.get_begin(o);
     assert_eq!(new, DEAD + 1);
-    s.reinit(o);
+    // SAFETY: reclaimed above; only this thread reinits or reclaims the object.
+    unsafe { s.reinit(o) };
     assert!(
         s.get_finish(o, new).is_none(),
         "a get on the dead word succeeded"

@@ -75,7 +75,7 @@ impl RefCounter for PercpuLimit {
         false
     }
 
-    fn reinit(&self, _obj: Pin<&()>) {}
+    unsafe fn reinit(&self, _obj: Pin<&()>) {}
 
     fn memory(&self, _objs: &mut dyn Iterator<Item = Pin<&()>>) -> Memory {
         Memory {
