@@ -128,7 +128,7 @@ pub type ListLog<const LOCAL: bool, const GLOBAL: bool> = PairedLog<ListOp, LOCA
 
 /// An OpLog list. The caller keeps the contract of [`crate::paired`]: an element is added only
 /// when absent, removed only when present, and re-added only after a read (synchronize) that
-/// followed its removal.
+/// began after its removal has returned.
 pub struct OpList<const LOCAL: bool, const GLOBAL: bool> {
     obj: Object<ListLog<LOCAL, GLOBAL>>,
 }

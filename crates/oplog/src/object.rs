@@ -1062,6 +1062,83 @@ mod tests {
         assert_eq!(*o.synchronize(), 2 * FREE_PASSES as i64 + 1);
     }
 
+    /// The contract of the paired logs (see `crate::paired`) lets a removed key be added again
+    /// only once a synchronize that began after the remove returned has returned: local
+    /// absorption pairs a remove with the latest add of its key in this CPU's log, which is the
+    /// add it cancels only if no other CPU holds a later add of the key. Here the key is added
+    /// on one CPU and removed on another; then, while a read that began after the remove is
+    /// gathering (before it has taken a log), the key is added again on the second CPU and
+    /// removed again on the first. That remove finds the first add, still in its CPU's log,
+    /// and cancels it instead of the second add: the list ends holding the key, which the
+    /// history (add, remove, add, remove) leaves out. The same updates with the re-add after
+    /// the read returned leave the list empty. So a read that has only begun does not make a
+    /// re-add safe: the contract waits for it to return.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "pins the thread to CPUs (sched_setaffinity), which Miri does not model"
+    )]
+    fn local_absorption_needs_the_read_after_a_remove_to_have_returned() {
+        use crate::list::LocalList;
+        use core::cell::Cell;
+        use std::rc::Rc;
+        let _saved = percpu::affinity::Saved::take();
+        let Some((a, b)) = percpu::testing::two_cpus_or_skip("updates of one key on two CPUs")
+        else {
+            return;
+        };
+        let on = |cpu: usize| {
+            assert!(percpu::affinity::pin(cpu), "pinned to CPU {cpu}");
+        };
+        for re_add_during_the_read in [false, true] {
+            let d = Domain::new();
+            let l = Rc::new(LocalList::new(&d));
+            on(a);
+            l.add(7);
+            on(b);
+            l.remove(7);
+            let again = {
+                let l = l.clone();
+                move || {
+                    on(b);
+                    l.add(7);
+                    on(a);
+                    l.remove(7);
+                }
+            };
+            if re_add_during_the_read {
+                let again = Rc::new(Cell::new(Some(again)));
+                let hook = again.clone();
+                ON_PASS.with(|h| {
+                    *h.borrow_mut() = Some(Box::new(move |pass| {
+                        if pass == 1 {
+                            if let Some(f) = hook.take() {
+                                f();
+                            }
+                        }
+                    }))
+                });
+                let during = l.contains(7);
+                ON_PASS.with(|h| h.borrow_mut().take());
+                assert!(again.take().is_none(), "the re-add ran during the read");
+                // Outside the contract: the second remove cancelled the first add, so the
+                // first remove and the second add are applied.
+                assert!(
+                    during,
+                    "the read applied the second add, without its remove"
+                );
+                assert!(l.contains(7));
+            } else {
+                assert!(!l.contains(7));
+                again();
+                assert!(
+                    !l.contains(7),
+                    "add, remove, add, remove leaves the key out"
+                );
+            }
+        }
+    }
+
     /// Stores each update's stamp, then panics.
     #[derive(Default)]
     struct PanicsAfterStamping(Vec<Stamp>);

@@ -3,9 +3,13 @@
 //! unmapped, and its identifier is not reused while an update of it may be pending).
 //!
 //! **The contract.** A key is added only when absent, removed only when present, and once
-//! removed it is not added again until a synchronize has started after the remove returned
-//! (the paper's rmap pins each `vm_area_struct` with a reference while it may sit in a log).
-//! Fresh keys, or keys recycled only after a read, keep it.
+//! removed it is not added again until a synchronize that began after the remove returned has
+//! itself returned (its guard was handed out): that synchronize took every log holding an
+//! earlier update of the key (the paper's rmap pins each `vm_area_struct` with a reference
+//! while it may sit in a log). A synchronize that has only begun is not enough: until it has
+//! taken a CPU's log, that log may still hold the key's earlier add, which a later remove on
+//! that CPU would then cancel instead of the re-add. Fresh keys, or keys recycled only after a
+//! read returned, keep it.
 //!
 //! Under that contract an `add(k)` followed, with no other update of `k` in between, by a
 //! `remove(k)` has no effect at all, so the pair can be dropped:
@@ -13,13 +17,14 @@
 //! * **local absorption** (`LOCAL`): `push(remove(k))` looks for `add(k)` among the most recent
 //!   [`LOCAL_SCAN`] entries of this CPU's log and, if it finds it, deletes it and logs nothing (nor reads
 //!   the clock; no other CPU can hold an update of `k` stamped between the two: a remove of `k` there
-//!   would have to be followed by a re-add before a synchronize);
+//!   would have to be followed by a re-add before a synchronize had taken this CPU's log);
 //! * **global absorption** (`GLOBAL`, the paper's `try_absorb`): in the merged batch, an
 //!   `add(k)` and the first later `remove(k)` are dropped together, so neither is executed.
 //!
 //! Both give the same structure as executing everything, for every history that keeps the
 //! contract (property tests check it against a sequential model). A history that re-adds a
-//! key from another CPU before a read can make local absorption cancel the wrong pair.
+//! key from another CPU before a read returned (even during a read that began after the
+//! remove) can make local absorption cancel the wrong pair.
 
 use crate::log::{merge, take_entries, Entry, Log, Stamper};
 use core::hash::{BuildHasherDefault, Hasher};
