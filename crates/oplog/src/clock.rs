@@ -39,23 +39,33 @@ const UNKNOWN: u8 = 0;
 const TSC: u8 = 1;
 const MONOTONIC: u8 = 2;
 
-/// The chosen source, cached; Relaxed is enough: every thread that sees UNKNOWN computes the
-/// same answer.
+/// The chosen source, cached: UNKNOWN until the first decision, which never changes (see
+/// [`decide`]).
 static SOURCE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
-/// The clock source in use (detected at the first call).
+/// The clock source in use (detected at the first call; every call, on every thread, returns
+/// the same).
 pub fn source() -> Source {
     match SOURCE.load(Ordering::Relaxed) {
         TSC => Source::Tsc,
         MONOTONIC => Source::Monotonic,
-        _ => {
-            let s = detect();
-            SOURCE.store(
-                if s == Source::Tsc { TSC } else { MONOTONIC },
-                Ordering::Relaxed,
-            );
-            s
-        }
+        _ => decide(&SOURCE, detect),
+    }
+}
+
+/// Records in `slot` (UNKNOWN until then) the source `detect` finds, unless another caller
+/// recorded one first, and returns the recorded source. Threads that see UNKNOWN detect at
+/// once, and need not agree (one may read [`FORCE_MONOTONIC_ENV`] before the program sets it,
+/// another after): the first decision wins, so the clock never changes source, and stamps
+/// read from the counter and from `CLOCK_MONOTONIC` (incomparable scales) are never mixed.
+fn decide(slot: &AtomicU8, detect: impl FnOnce() -> Source) -> Source {
+    let s = detect();
+    let code = if s == Source::Tsc { TSC } else { MONOTONIC };
+    // Relaxed: only the value is shared (it names the source; nothing else is published).
+    match slot.compare_exchange(UNKNOWN, code, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => s,
+        Err(TSC) => Source::Tsc,
+        Err(_) => Source::Monotonic,
     }
 }
 
@@ -252,6 +262,30 @@ mod tests {
             // after it is at least as late.
             assert!(rdtsc() >= b);
         }
+    }
+
+    /// Two threads see no source yet and detect different ones (the environment variable set
+    /// between their reads): the one that records second gets the first one's source, not its
+    /// own, and the recorded source stays. Here the second detection runs inside the first (the
+    /// first thread is preempted between its detection and its store). Were each thread to
+    /// store its own answer and use it, one would read the counter, the other
+    /// `CLOCK_MONOTONIC`, and the recorded source would change under the second.
+    #[test]
+    fn the_first_decision_of_the_source_wins() {
+        let slot = AtomicU8::new(UNKNOWN);
+        let mut inner = None;
+        let outer = decide(&slot, || {
+            inner = Some(decide(&slot, || Source::Monotonic));
+            Source::Tsc
+        });
+        assert_eq!(inner, Some(Source::Monotonic));
+        assert_eq!(
+            outer,
+            Source::Monotonic,
+            "two callers were given two clocks"
+        );
+        assert_eq!(slot.load(Ordering::Relaxed), MONOTONIC);
+        assert_eq!(decide(&slot, || Source::Tsc), Source::Monotonic);
     }
 
     #[test]
