@@ -532,3 +532,48 @@ fn a_push_that_stamps_behind_does_not_move_the_cpus_stamps_back() {
     assert_eq!(applied, [behind, ahead, c], "{applied:?}");
     assert!(c.ts > ahead.ts, "{applied:?}");
 }
+
+/// An update applied by a synchronize logs to its own object, and then to an object that shares
+/// its way, which evicts the log it just began: the evicter finds the object locked (by the
+/// thread applying it, the same thread) and spills the log to it. Nothing deadlocks, the
+/// synchronize applies only the batch it gathered, and the updates logged meanwhile are applied
+/// by the next synchronize of each object, in order.
+#[test]
+fn updates_that_log_while_applied_are_kept_for_the_next_synchronize() {
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    /// Logs `Reenter(n + 1)` to the first object and `Reenter(100 + n)` to the second while
+    /// applied, if `n` is odd and below 100.
+    struct Reenter(u32);
+    std::thread_local! {
+        static OBJS: RefCell<Vec<Arc<Object<OpVec<Reenter>>>>> = const { RefCell::new(Vec::new()) };
+    }
+    impl Op for Reenter {
+        type Target = Vec<u32>;
+        fn exec(self, v: &mut Vec<u32>) {
+            v.push(self.0);
+            if self.0 % 2 == 1 && self.0 < 100 {
+                let objs = OBJS.with(|o| o.borrow().clone());
+                objs[0].log(Reenter(self.0 + 1));
+                objs[1].log(Reenter(100 + self.0));
+            }
+        }
+    }
+
+    let _saved = percpu::affinity::Saved::take();
+    // On one CPU the two objects meet in its only way (else each log goes where the thread
+    // runs: the results are the same).
+    let _ = percpu::testing::pin_or_skip("the two objects in one way");
+    let d = Domain::<OpVec<Reenter>>::with_config(1, 1 << 10);
+    let a = Arc::new(Object::new(&d, Vec::new()));
+    let b = Arc::new(Object::new(&d, Vec::new()));
+    OBJS.with(|o| *o.borrow_mut() = vec![a.clone(), b.clone()]);
+    a.log(Reenter(1));
+    a.log(Reenter(3));
+    assert_eq!(*a.synchronize(), [1, 3], "only the batch gathered");
+    assert_eq!(*a.synchronize(), [1, 3, 2, 4]);
+    assert_eq!(*b.synchronize(), [101, 103]);
+    OBJS.with(|o| o.borrow_mut().clear());
+    assert_eq!(Arc::try_unwrap(a).ok().unwrap().into_inner(), [1, 3, 2, 4]);
+}
