@@ -465,6 +465,11 @@ impl<L: Log> Core<L> {
 /// If the user's code panics while logged updates are applied, the updates of that batch not
 /// yet applied are lost and the object is *poisoned*: see [`Object::is_poisoned`].
 ///
+/// Dropping an object applies its pending updates. If that panics, the panic comes out of the
+/// drop and the object is leaked (its header, and its hold on the domain), unless the thread was
+/// already unwinding from another panic: the drop then catches the second panic (which would
+/// abort the process) and leaks the object.
+///
 /// An object with no pending update costs its structure plus a small header (a mutex, the
 /// per-CPU pending bits, the domain pointer): logs live in the domain's per-CPU caches.
 ///
@@ -775,7 +780,21 @@ impl<L: Log> Drop for Object<L> {
             // updates hand over. Afterwards no way is tagged with this object. (If the user's
             // code panics in there, a way may still be tagged with it: the unwinding skips the
             // free below, leaking the core, which the ways then keep naming safely.)
-            core.gather_and_apply(&mut t);
+            if std::thread::panicking() {
+                // Dropped while the thread unwinds (from `into_inner` of a poisoned object, or
+                // from any panic with the object on the stack): a panic out of this drop would
+                // abort the process. Catch it and leak the core, as that panic would.
+                let applied = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                    core.gather_and_apply(&mut t)
+                }));
+                if let Err(payload) = applied {
+                    // Its drop is user code too, which might panic.
+                    core::mem::forget(payload);
+                    return;
+                }
+            } else {
+                core.gather_and_apply(&mut t);
+            }
             debug_assert_eq!(self.cpus_with_logs(), 0);
         }
         // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather cleared

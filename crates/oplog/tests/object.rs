@@ -375,6 +375,60 @@ fn into_inner_of_a_poisoned_object_panics() {
     assert_eq!(std::sync::Arc::strong_count(&d), 1, "the object was freed");
 }
 
+/// A pending update that panics when the object is dropped while the thread unwinds from
+/// another panic: `into_inner` of a poisoned object panics and drops the object, and an object
+/// on the stack of a closure that panics is dropped. A panic out of a drop during unwinding
+/// aborts the process; the drop catches it instead (the object is then leaked, as when its
+/// drop panics otherwise: it keeps its hold on the domain), and the first panic comes out.
+/// The scenarios run in a child process (this test binary, filtered to this test), whose abort
+/// the parent sees.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn a_failing_update_applied_while_unwinding_does_not_abort() {
+    const CHILD: &str = "OPLOG_TEST_UNWINDING_CHILD";
+    const NAME: &str = "a_failing_update_applied_while_unwinding_does_not_abort";
+    if std::env::var_os(CHILD).is_some() {
+        let d = Domain::<OpVec<Push>>::new();
+        let o = Object::new(&d, Vec::new());
+        o.log(Push(BAD));
+        panic_message(|| drop(o.synchronize()));
+        o.log(Push(BAD));
+        let msg = panic_message(|| drop(o.into_inner()));
+        assert!(msg.contains("poisoned"), "{msg}");
+        assert_eq!(std::sync::Arc::strong_count(&d), 2, "the object was leaked");
+
+        let msg = panic_message(|| {
+            let o = Object::new(&d, Vec::new());
+            o.log(Push(1));
+            o.log(Push(BAD));
+            panic!("the caller's own panic");
+        });
+        assert_eq!(msg, "the caller's own panic");
+        assert_eq!(std::sync::Arc::strong_count(&d), 3, "the object was leaked");
+
+        // Not unwinding: the drop's panic comes out, as before.
+        let o = Object::new(&d, Vec::new());
+        o.log(Push(BAD));
+        let msg = panic_message(|| drop(o));
+        assert!(msg.contains("update 13 fails"), "{msg}");
+        println!("child done");
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([NAME, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done"),
+        "the child: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The other places where a batch is applied: at the bound (the panic comes out of the `log`
 /// that passed it, whose update was logged) and at an eviction (out of the evicting object's
 /// `log`, whose update was not logged). Each poisons the object whose batch it was, and
