@@ -55,8 +55,11 @@ impl Stamper {
         let ts = match self.fixed {
             Some(t) => t,
             None => {
-                // On x86_64 the slot lock's `lock cmpxchg` already ordered the read after
-                // everything before it (see the crate docs, "the cut").
+                // The clock read comes after the slot lock's acquisition and the pending bit's
+                // SeqCst `fetch_or` (which the gather's SeqCst loads of the bits see; see the
+                // crate docs, "the cut"). The clock is no memory access, so this fence pairs
+                // with no other: it only keeps the read after those. On x86_64 the slot lock's
+                // `lock cmpxchg` already ordered the read after everything before it.
                 #[cfg(not(target_arch = "x86_64"))]
                 std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
                 // Saturating: a log that stamped its own updates with `Stamper::fixed` may have
