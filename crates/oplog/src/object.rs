@@ -225,6 +225,12 @@ struct Core<L: Log> {
     /// applied, so the structure may lack some of them. Set and cleared holding `target`, and
     /// read holding it (Relaxed: the mutex orders them), except by `is_poisoned` (a snapshot).
     poisoned: AtomicBool,
+    /// A [`Log::take`] panicked in an evicter that was spilling a log of this object (its
+    /// `target` was busy), so updates it had moved out were dropped. Set by that evicter,
+    /// holding the way's lock (the way stays tagged with this object, so the object is alive,
+    /// and the next gather locks that way after it: Relaxed, the way's lock orders it);
+    /// turned into `poisoned` by that gather, holding `target`.
+    lost: AtomicBool,
     /// The drain generation (see [`FREE_PASSES`]): odd while a gather is draining this object,
     /// even otherwise; each drain adds 1 when it begins and 1 when it ends, so the value also
     /// names the drain. A `log` that would start a new log of this object (an untagged way)
@@ -316,6 +322,17 @@ impl Drop for PoisonOnUnwind<'_> {
     }
 }
 
+/// Sets an object's `lost` flag when dropped, unless forgotten: armed around the `take` of a
+/// spill, it is dropped only if that `take` panics.
+struct LostOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for LostOnUnwind<'_> {
+    fn drop(&mut self) {
+        // Relaxed: the evicter holds the way's lock (see `Core::lost`).
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 impl<L: Log> Core<L> {
     /// Moves every pending log of this object out of the logger caches (and the spill list)
     /// and applies them. The caller holds `target`'s lock (passed as `target`).
@@ -384,6 +401,12 @@ impl<L: Log> Core<L> {
             // Taken after the scan of the bits, in the same pass: an evicter pushes to `spill`
             // before it clears the bit.
             let mut spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
+            // Relaxed: set holding the lock of a way tagged with this object, which this pass
+            // took after it (see `Core::lost`); we hold `target` (see `Core::poisoned`).
+            if self.lost.load(Ordering::Relaxed) {
+                self.lost.store(false, Ordering::Relaxed);
+                self.poisoned.store(true, Ordering::Relaxed);
+            }
             if !spill.is_empty() {
                 logs.append(&mut spill);
                 self.spilled.store(0, Ordering::Relaxed);
@@ -429,12 +452,22 @@ impl<L: Log> Core<L> {
     /// # Panics
     /// If the object is poisoned (nothing is applied then: the pending updates stay logged).
     fn guard<'a>(&'a self, mut target: MutexGuard<'a, L::Target>) -> SyncGuard<'a, L> {
-        // Relaxed: written holding `target`, which we hold.
+        // Relaxed: `poisoned` is written holding `target`, which we hold; `lost` as in
+        // `gather`, whose conversion this is.
+        if self.lost.load(Ordering::Relaxed) {
+            self.lost.store(false, Ordering::Relaxed);
+            self.poisoned.store(true, Ordering::Relaxed);
+        }
         if self.poisoned.load(Ordering::Relaxed) {
             drop(target);
             poisoned();
         }
         self.gather_and_apply(&mut target);
+        // The gather found that a spill lost updates (see `Core::lost`). Relaxed: as above.
+        if self.poisoned.load(Ordering::Relaxed) {
+            drop(target);
+            poisoned();
+        }
         // Relaxed: written and cleared holding `target`; the object's drop reads it after
         // every guard's borrow of the object ended (see `guard_out`).
         self.guard_out.store(true, Ordering::Relaxed);
@@ -538,6 +571,7 @@ impl<L: Log> Object<L> {
             spilled: AtomicUsize::new(0),
             guard_out: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+            lost: AtomicBool::new(false),
             draining: AtomicU64::new(0),
         });
         Object {
@@ -623,8 +657,12 @@ impl<L: Log> Object<L> {
                 }
                 None => {
                     // Its owner is synchronizing or reading it: spill the log to it instead.
+                    // If the user's `take` panics, what it moved out is lost: `lost` then
+                    // makes the object's next gather poison it.
+                    let lost = LostOnUnwind(&other.lost);
                     // SAFETY: the way's lock is held.
                     let l = unsafe { &mut *way.log.get() }.take();
+                    core::mem::forget(lost);
                     let n = l.len();
                     let mut s = other.spill.lock().unwrap_or_else(|e| e.into_inner());
                     s.push(l);
@@ -683,7 +721,9 @@ impl<L: Log> Object<L> {
     /// at a synchronize, at the bound, or when another object's `log` evicted this one's logs,
     /// left them partly applied: the updates of that batch not applied by then were dropped
     /// (the panic unwound through them), so the structure may lack some logged updates, or
-    /// hold one half done.
+    /// hold one half done. Also when [`Log::take`] panicked as another object's `log` moved
+    /// this one's log out of its way to hand it over (this object was locked): what `take`
+    /// had moved out was dropped.
     ///
     /// A poisoned object goes on logging, and evictions and the bound go on applying its
     /// updates, but [`Object::synchronize`], [`Object::try_synchronize`] and
@@ -694,8 +734,10 @@ impl<L: Log> Object<L> {
     ///
     /// A snapshot: another thread's apply may poison the object at any time.
     pub fn is_poisoned(&self) -> bool {
-        // Relaxed: a snapshot (the flag is ordered by `target`'s lock where it matters).
-        self.core().poisoned.load(Ordering::Relaxed)
+        // Relaxed: a snapshot (the flags are ordered by `target`'s lock, and `lost` by a way's
+        // lock, where it matters).
+        let core = self.core();
+        core.poisoned.load(Ordering::Relaxed) || core.lost.load(Ordering::Relaxed)
     }
 
     /// Accepts the structure of a poisoned object as it is (see [`Object::is_poisoned`]): the
@@ -705,7 +747,9 @@ impl<L: Log> Object<L> {
     pub fn clear_poison(&self) {
         let core = self.core();
         let t = core.lock_target();
-        // Relaxed: holding `target` (see `Core::poisoned`).
+        // Relaxed: holding `target` (see `Core::poisoned`); a loss `lost` reports happened
+        // before, and is accepted with the structure.
+        core.lost.store(false, Ordering::Relaxed);
         core.poisoned.store(false, Ordering::Relaxed);
         drop(t);
     }
@@ -751,8 +795,9 @@ impl<L: Log> Object<L> {
 #[inline(never)]
 fn poisoned() -> ! {
     panic!(
-        "oplog: this object is poisoned: a panic while its logged updates were applied left \
-         some of them unapplied; Object::clear_poison accepts the structure as it is"
+        "oplog: this object is poisoned: a panic while its logged updates were applied (or \
+         taken out of their logs) left some of them unapplied; Object::clear_poison accepts \
+         the structure as it is"
     )
 }
 

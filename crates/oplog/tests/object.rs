@@ -375,6 +375,77 @@ fn into_inner_of_a_poisoned_object_panics() {
     assert_eq!(std::sync::Arc::strong_count(&d), 1, "the object was freed");
 }
 
+/// A log whose `take` panics after moving its entries out, once armed by the update [`BAD`]
+/// (a bug in the user's code).
+#[derive(Default)]
+struct TakePanics {
+    entries: Vec<u32>,
+    armed: bool,
+}
+
+impl oplog::Log for TakePanics {
+    type Target = Vec<u32>;
+    type Op = u32;
+    fn push(&mut self, op: u32, _: &mut oplog::Stamper) {
+        if op == BAD {
+            self.armed = true;
+        } else {
+            self.entries.push(op);
+        }
+    }
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+    fn take(&mut self) -> Self {
+        let out = TakePanics {
+            entries: std::mem::take(&mut self.entries),
+            armed: false,
+        };
+        assert!(!std::mem::take(&mut self.armed), "take fails");
+        out
+    }
+    fn apply(logs: Vec<Self>, target: &mut Vec<u32>) {
+        for l in logs {
+            target.extend(l.entries);
+        }
+    }
+}
+
+/// An object's log is evicted while the object is locked, so the evicter spills it, and the
+/// log's `take` panics there, dropping the updates it had moved out: the object is poisoned
+/// (as when `take` panics in a synchronize or an eviction that applies), so the next
+/// synchronize says so instead of handing out a structure that silently lacks them.
+#[test]
+fn a_panic_in_take_while_spilling_poisons_the_object() {
+    let _saved = percpu::affinity::Saved::take();
+    // On one CPU, so that the two objects meet in its only way.
+    if percpu::testing::pin_or_skip("an eviction on one CPU").is_none() {
+        return;
+    }
+    let d = Domain::<TakePanics>::with_config(1, 1000);
+    let a = Object::new(&d, Vec::new());
+    let b = Object::new(&d, Vec::new());
+    let g = a.synchronize();
+    a.log(1);
+    a.log(2);
+    a.log(BAD);
+    // `a` is locked: `b` spills its log, whose take panics.
+    let msg = panic_message(|| {
+        b.log(5);
+    });
+    assert!(msg.contains("take fails"), "{msg}");
+    drop(g);
+    assert!(a.is_poisoned(), "updates 1 and 2 were lost");
+    let msg = panic_message(|| drop(a.synchronize()));
+    assert!(msg.contains("poisoned"), "{msg}");
+    a.clear_poison();
+    a.log(3);
+    assert_eq!(*a.synchronize(), [3], "1 and 2 were lost with the take");
+    assert!(!b.is_poisoned());
+    b.log(6);
+    assert_eq!(*b.synchronize(), [6], "5 was not logged: its log panicked");
+}
+
 /// A pending update that panics when the object is dropped while the thread unwinds from
 /// another panic: `into_inner` of a poisoned object panics and drops the object, and an object
 /// on the stack of a closure that panics is dropped. A panic out of a drop during unwinding
