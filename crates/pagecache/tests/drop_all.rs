@@ -6,7 +6,7 @@
 #[macro_use]
 mod common;
 
-use common::{pat, pattern_file};
+use common::{pattern, pattern_file};
 use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
 use refcount::atomic::{Atomic, AtomicObject};
@@ -18,8 +18,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// More pages than PAYGO's smallest batch (4,096), so that the drop takes two batches, the
-/// first decided by a sweep of the tables. Under Miri (a thousand times slower) 200: one batch.
-const PAGES: u64 = if cfg!(miri) { 200 } else { 4096 + 600 };
+/// first decided by a sweep of the tables. Under Miri (a thousand times slower) 40: one batch,
+/// with one page held (5) and one written (7).
+const PAGES: u64 = if cfg!(miri) { 40 } else { 4096 + 600 };
 
 /// Pages held by a `PageRef` during the first drop.
 fn held(page: u64) -> bool {
@@ -32,12 +33,25 @@ fn written(page: u64) -> bool {
     page % 211 == 7 && !held(page)
 }
 
-/// The byte the file holds at `off` after the writes.
-fn model(off: u64) -> u8 {
-    if written(off / PAGE_SIZE as u64) {
-        !pat(off)
-    } else {
-        pat(off)
+/// The bytes the file holds after the writes: the pattern, inverted in the written pages.
+fn model() -> Vec<u8> {
+    let mut bytes = pattern(PAGES * PAGE_SIZE as u64);
+    for (p, page) in bytes.chunks_mut(PAGE_SIZE).enumerate() {
+        if written(p as u64) {
+            page.iter_mut().for_each(|b| *b = !*b);
+        }
+    }
+    bytes
+}
+
+/// Fails naming the first byte where `got` differs from `want` (compared whole first: a loop
+/// over every byte costs Miri minutes).
+fn same(got: &[u8], want: &[u8], what: impl Fn(usize) -> String) {
+    if got != want {
+        let k = (0..got.len())
+            .find(|&k| got.get(k) != want.get(k))
+            .unwrap_or(got.len());
+        panic!("{}", what(k));
     }
 }
 
@@ -74,12 +88,13 @@ fn check_now<C: RefCounter>(name: &str, scheme: C, path: &Path) {
     let cache =
         PageCacheOf::with_scheme(scheme, &Config::new(PAGES as usize + 16, name)).expect("cache");
     let file = cache.open(path).expect("open");
+    let model = model();
     let mut page = vec![0u8; PAGE_SIZE];
     for p in 0..PAGES {
         let at = p * PAGE_SIZE as u64;
         if written(p) {
-            let bytes: Vec<u8> = (at..at + PAGE_SIZE as u64).map(|o| !pat(o)).collect();
-            file.write_at(&bytes, at).expect("write");
+            let bytes = &model[at as usize..][..PAGE_SIZE];
+            file.write_at(bytes, at).expect("write");
         } else {
             file.read_at(&mut page[..1], at).expect("read");
         }
@@ -92,18 +107,19 @@ fn check_now<C: RefCounter>(name: &str, scheme: C, path: &Path) {
     assert_eq!(freed as u64, PAGES - refs.len() as u64, "{name}: freed");
     for (p, r) in &refs {
         r.read(0, &mut page);
-        let at = p * PAGE_SIZE as u64;
-        for (k, &b) in page.iter().enumerate() {
-            assert_eq!(b, model(at + k as u64), "{name}: held page {p}, byte {k}");
-        }
+        let at = (p * PAGE_SIZE as u64) as usize;
+        same(&page, &model[at..][..PAGE_SIZE], |k| {
+            format!("{name}: held page {p}, byte {k}")
+        });
     }
     // The written pages were written back before their frames were freed.
     let on_disk = std::fs::read(path).expect("read the file");
     for p in (0..PAGES).filter(|&p| written(p)) {
         let at = (p * PAGE_SIZE as u64) as usize;
-        assert!(
-            (0..PAGE_SIZE).all(|k| on_disk[at + k] == model((at + k) as u64)),
-            "{name}: written page {p} not on disk"
+        same(
+            &on_disk[at..][..PAGE_SIZE],
+            &model[at..][..PAGE_SIZE],
+            |_| format!("{name}: written page {p} not on disk"),
         );
     }
     let n = refs.len();
@@ -120,10 +136,9 @@ fn check_now<C: RefCounter>(name: &str, scheme: C, path: &Path) {
     );
     let mut all = vec![0u8; (PAGES * PAGE_SIZE as u64) as usize];
     assert_eq!(file.read_at(&mut all, 0).expect("read back"), all.len());
-    assert!(
-        all.iter().enumerate().all(|(o, &b)| b == model(o as u64)),
-        "{name}: the file reads back its model"
-    );
+    same(&all, &model, |o| {
+        format!("{name}: the file reads back its model (byte {o})")
+    });
 }
 
 struct Registered(PathBuf);
@@ -206,6 +221,7 @@ fn retries_name_their_frames_afresh_after_the_lock_was_let_go() {
             .expect("cache");
         let file = cache.open(&path).expect("open");
         let stop = std::sync::atomic::AtomicBool::new(false);
+        let want = &pattern(N * PAGE_SIZE as u64);
         std::thread::scope(|s| {
             for t in 0..2u64 {
                 let (file, stop) = (&file, &stop);
@@ -215,9 +231,9 @@ fn retries_name_their_frames_afresh_after_the_lock_was_let_go() {
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         let off = rng.below(N * PAGE_SIZE as u64 - 64);
                         file.read_at(&mut b, off).expect("read");
-                        for (k, &x) in b.iter().enumerate() {
-                            assert_eq!(x, pat(off + k as u64), "byte {}", off + k as u64);
-                        }
+                        same(&b, &want[off as usize..][..64], |k| {
+                            format!("byte {}", off + k as u64)
+                        });
                     }
                 });
             }
@@ -227,9 +243,6 @@ fn retries_name_their_frames_afresh_after_the_lock_was_let_go() {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         });
         let disk = std::fs::read(&path).expect("read the file");
-        assert!(
-            disk.iter().enumerate().all(|(o, &b)| b == pat(o as u64)),
-            "the file is unchanged"
-        );
+        same(&disk, want, |o| format!("the file is unchanged (byte {o})"));
     });
 }

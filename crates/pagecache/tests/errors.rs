@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{pat, pattern_file};
+use common::{pat, pattern, pattern_file};
 use pagecache::{Config, IoKind, PageCache};
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -12,8 +12,11 @@ use std::sync::Arc;
 fn check_reads(file: &pagecache::CachedFile, len: u64) {
     let mut buf = vec![0u8; len as usize];
     assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
-    for (k, &b) in buf.iter().enumerate() {
-        assert_eq!(b, pat(k as u64), "byte {k}");
+    // Compared whole, and byte by byte only to name a wrong one (see `common::pattern`).
+    let want = pattern(len);
+    if buf != want {
+        let k = (0..buf.len()).find(|&k| buf[k] != want[k]).unwrap();
+        panic!("byte {k}");
     }
 }
 
@@ -203,9 +206,7 @@ fn a_leaked_page_guard_pins_one_frame_and_nothing_else_breaks() {
     // The only frame is pinned: other pages go straight to the file, reads and writes.
     let mut buf = vec![0u8; len as usize];
     assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
-    for (k, &x) in buf.iter().enumerate() {
-        assert_eq!(x, pat(k as u64));
-    }
+    assert!(buf == pattern(len));
     file.write_at(b"direct", 3 * 4096).expect("write");
     file.read_at(&mut buf[..6], 3 * 4096).expect("read");
     assert_eq!(&buf[..6], b"direct");
@@ -264,10 +265,7 @@ fn orphan_case<C: refcount::RefCounter>(scheme: C, name: &str) {
     drop((a, b));
     let mut buf = vec![0u8; len as usize];
     assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
-    assert!(
-        buf.iter().enumerate().all(|(k, &x)| x == pat(k as u64)),
-        "{name}"
-    );
+    assert!(buf == pattern(len), "{name}");
     // The lost write is not in the file.
     assert_eq!(
         std::fs::read(&lost).expect("disk")[4096..4096 + 13],
@@ -611,7 +609,7 @@ fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
             assert!(e.to_string().contains("panicked"), "{kind:?}: {e}");
         }
         // The cache goes on: every byte reads back (the write too), and the file writes back.
-        let mut want: Vec<u8> = (0..len).map(pat).collect();
+        let mut want = pattern(len);
         if kind == IoKind::WriteBack {
             want[5..12].copy_from_slice(b"written");
         }
@@ -677,14 +675,17 @@ fn fills_and_write_backs_failing_under_concurrency_lose_nothing() {
         });
         let cache = PageCache::new(cfg).expect("cache");
         let file = cache.open(&path).expect("open");
-        let rounds = percpu::testing::reps(20_000) as u64;
+        // Under Miri 6 a writer (each round, with the others', costs Miri seconds).
+        let rounds: u64 = if cfg!(miri) { 6 } else { 20_000 };
         let stop = AtomicBool::new(false);
+        // The pattern, to compare reads with whole (see `common::pattern`).
+        let whole = pattern(PAGES * 4096);
         let models: Vec<Vec<u8>> = std::thread::scope(|s| {
             let writers: Vec<_> = (0..WRITERS)
                 .map(|w| {
                     let file = &file;
                     s.spawn(move || {
-                        let mut model: Vec<u8> = (0..OWNED * 4096).map(pat).collect();
+                        let mut model = pattern(OWNED * 4096);
                         let mut rng = common::Rng::new(w + 1);
                         for _ in 0..rounds {
                             let page = rng.below(OWNED / WRITERS) * WRITERS + w;
@@ -721,16 +722,17 @@ fn fills_and_write_backs_failing_under_concurrency_lose_nothing() {
                 })
                 .collect();
             for r in 0..2u64 {
-                let (file, stop) = (&file, &stop);
+                let (file, stop, whole) = (&file, &stop, &whole);
                 s.spawn(move || {
                     let mut buf = vec![0u8; 1000];
                     let mut at = OWNED * 4096 + r * 4096;
                     while !stop.load(Ordering::Relaxed) {
                         match file.read_at(&mut buf, at) {
                             Ok(k) => {
-                                for (j, &b) in buf[..k].iter().enumerate() {
-                                    let o = at + j as u64;
-                                    assert_eq!(b, pat(o), "{scheme} {mode:?}: byte {o}");
+                                let want = &whole[at as usize..][..k];
+                                if buf[..k] != want[..] {
+                                    let j = (0..k).find(|&j| buf[j] != want[j]).unwrap();
+                                    panic!("{scheme} {mode:?}: byte {}", at + j as u64);
                                 }
                                 at += k as u64;
                             }
@@ -789,10 +791,7 @@ fn fills_and_write_backs_failing_under_concurrency_lose_nothing() {
                 );
             } else {
                 assert!(
-                    disk[r.clone()]
-                        .iter()
-                        .zip(r)
-                        .all(|(&b, o)| b == pat(o as u64)),
+                    disk[r.clone()] == whole[r],
                     "{scheme} {mode:?}: page {p} on disk"
                 );
             }

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// The byte at offset `off` of a pattern file: derived from the offset and its page, so a
 /// byte of another page or another place in the page is caught.
@@ -13,12 +14,25 @@ pub fn pat(off: u64) -> u8 {
     (off.wrapping_mul(31) ^ page.wrapping_mul(0x9e37_79b9)) as u8 ^ ((off >> 8) as u8)
 }
 
+/// The first `len` pattern bytes (`pat(0)`, `pat(1)`, ...). Made once in a process and
+/// extended as longer ones are asked for: under Miri a loop over every byte costs seconds per
+/// hundred kilobytes, where copying them is one step; a test that compares what it read
+/// with a slice of these (`==`) instead of byte by byte saves as much.
+pub fn pattern(len: u64) -> Vec<u8> {
+    static BYTES: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    let mut bytes = BYTES.lock().unwrap_or_else(|e| e.into_inner());
+    let have = bytes.len() as u64;
+    if have < len {
+        bytes.extend((have..len).map(pat));
+    }
+    bytes[..len as usize].to_vec()
+}
+
 /// A file of `len` pattern bytes in `dir`.
 pub fn pattern_file(dir: &tempfile::TempDir, name: &str, len: u64) -> PathBuf {
     let p = dir.path().join(name);
-    let bytes: Vec<u8> = (0..len).map(pat).collect();
     std::fs::File::create(&p)
-        .and_then(|mut f| f.write_all(&bytes))
+        .and_then(|mut f| f.write_all(&pattern(len)))
         .expect("create pattern file");
     p
 }
