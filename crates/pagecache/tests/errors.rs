@@ -284,12 +284,7 @@ fn the_last_close_returns_the_write_back_error() {
     let len = 4 * 4096;
     let path = pattern_file(&dir, "f", len);
     let link = dir.path().join("link");
-    // Another name of the same file: a hard link, or under Miri (which has no `linkat`) a
-    // symbolic one; the cache knows a file by its inode either way.
-    #[cfg(not(miri))]
-    std::fs::hard_link(&path, &link).expect("hard link");
-    #[cfg(miri)]
-    std::os::unix::fs::symlink(&path, &link).expect("symbolic link");
+    common::hard_link(&path, &link);
     let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let hook = {
         let fail = fail.clone();

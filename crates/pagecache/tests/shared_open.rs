@@ -14,7 +14,7 @@ fn two_opens_share_pages_and_writes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = pattern_file(&dir, "f", 8 * 4096);
         let link = dir.path().join("hard");
-        std::fs::hard_link(&path, &link).expect("hard link");
+        common::hard_link(&path, &link);
         let sym = dir.path().join("sym");
         std::os::unix::fs::symlink(&path, &sym).expect("symlink");
         let cache = PageCache::new(Config::new(16, scheme)).expect("cache");
@@ -78,7 +78,7 @@ fn writes_cuts_and_drops_through_two_handles_equal_one_model() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = pattern_file(&dir, "f", 4 * 4096);
         let link = dir.path().join("hard");
-        std::fs::hard_link(&path, &link).expect("hard link");
+        common::hard_link(&path, &link);
         let cache = PageCache::new(Config::new(2, scheme)).expect("cache");
         let a = cache.open(&path).expect("open");
         let b = cache.open(&link).expect("open the hard link");

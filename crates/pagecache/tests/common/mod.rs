@@ -4,7 +4,7 @@
 #![allow(dead_code, unused_macros)]
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The byte at offset `off` of a pattern file: derived from the offset and its page, so a
@@ -35,6 +35,15 @@ pub fn pattern_file(dir: &tempfile::TempDir, name: &str, len: u64) -> PathBuf {
         .and_then(|mut f| f.write_all(&pattern(len)))
         .expect("create pattern file");
     p
+}
+
+/// Makes `link` a hard link to `path`, or under Miri (which has no `linkat`) a symbolic one:
+/// another name of the same file either way (the cache knows a file by its inode).
+pub fn hard_link(path: &Path, link: &Path) {
+    #[cfg(not(miri))]
+    std::fs::hard_link(path, link).expect("hard link");
+    #[cfg(miri)]
+    std::os::unix::fs::symlink(path, link).expect("symbolic link, for a hard link");
 }
 
 /// A new temporary folder under `parent` (`None`: the system's temporary folder).
