@@ -1736,13 +1736,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "runs child processes, which Miri cannot spawn")]
     fn a_count_past_the_most_aborts() {
         if let Some(how) = std::env::var_os(PAST_THE_MOST_CHILD) {
-            // The abort leaves no core file behind.
-            let none = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: setrlimit reads the struct it is given, which lives across the call.
-            unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
+            crate::child::no_core_file();
             let d = small_domain();
             let a = Arc::new_in(7u64, d);
             let w = Arc::downgrade(&a);
@@ -1773,7 +1767,6 @@ mod tests {
             println!("the count passed the most: {}", WEAK_MAX as u128 + 1);
             return;
         }
-        use std::os::unix::process::ExitStatusExt;
         for (how, says) in [
             ("clone", "paygo: too many Weak references to one value"),
             ("downgrade", "paygo: too many Weak references to one value"),
@@ -1782,25 +1775,12 @@ mod tests {
                 "paygo: too many references held as raw pointers to one value",
             ),
         ] {
-            let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-                .args([
-                    "arc::tests::a_count_past_the_most_aborts",
-                    "--exact",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(PAST_THE_MOST_CHILD, how)
-                .output()
-                .expect("starting the child");
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(
-                out.status.signal(),
-                Some(libc::SIGABRT),
-                "{how}: the child did not abort ({}):\n{}\n{stderr}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
+            crate::child::assert_child_aborts(
+                "arc::tests::a_count_past_the_most_aborts",
+                PAST_THE_MOST_CHILD,
+                how,
+                says,
             );
-            assert!(stderr.contains(says), "{how}: {stderr}");
         }
     }
 

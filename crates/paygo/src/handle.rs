@@ -273,13 +273,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "runs child processes, which Miri cannot spawn")]
     fn a_handle_past_the_most_aborts() {
         if let Some(how) = std::env::var_os(CHILD) {
-            // The abort leaves no core file behind.
-            let none = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: setrlimit reads the struct it is given, which lives across the call.
-            unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
+            crate::child::no_core_file();
             let d = Arc::new(Domain::new());
             let owner = Owner::new(&d, 7u64);
             let handle = owner.handle();
@@ -297,29 +291,12 @@ mod tests {
             println!("the count passed the most: {}", HANDLES_MAX as u128 + 1);
             return;
         }
-        use std::os::unix::process::ExitStatusExt;
         for how in ["clone", "handle"] {
-            let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-                .args([
-                    "handle::tests::a_handle_past_the_most_aborts",
-                    "--exact",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD, how)
-                .output()
-                .expect("starting the child");
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(
-                out.status.signal(),
-                Some(libc::SIGABRT),
-                "{how}: the child did not abort ({}):\n{}\n{stderr}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-            );
-            assert!(
-                stderr.contains("paygo: too many handles to one value"),
-                "{how}: {stderr}"
+            crate::child::assert_child_aborts(
+                "handle::tests::a_handle_past_the_most_aborts",
+                CHILD,
+                how,
+                "paygo: too many handles to one value",
             );
         }
     }

@@ -23,6 +23,8 @@ mod handle;
 #[cfg(not(loom))]
 pub mod capi;
 
+#[cfg(all(test, not(loom)))]
+mod child;
 #[cfg(all(test, loom))]
 mod loom_tests;
 #[cfg(all(test, not(loom)))]
