@@ -1180,7 +1180,8 @@ impl<C: RefCounter> Inner<C> {
             }
             .store(0, Ordering::Relaxed);
             m.clear();
-            // SAFETY: `pin` was reclaimed by this batch, and the allocator lock (`a`) is held: no other thread reinits or reclaims a frame without it.
+            // SAFETY: `pin` was reclaimed by this batch, and the allocator lock (`a`) is held: no
+            // other thread reinits or reclaims a frame without it.
             unsafe { self.scheme.reinit(pin) };
             tail.list[start + tail.freed] = i;
             tail.freed += 1;
@@ -1209,7 +1210,8 @@ impl<C: RefCounter> Inner<C> {
                 true
             }
             Err(e) => {
-                // SAFETY: `pin` was reclaimed by this batch, and the caller holds the allocator lock: no other thread reinits or reclaims a frame without it.
+                // SAFETY: `pin` was reclaimed by this batch, and the caller holds the allocator
+                // lock: no other thread reinits or reclaims a frame without it.
                 unsafe { self.scheme.reinit(pin) };
                 err.get_or_insert(e);
                 false
@@ -1269,7 +1271,8 @@ impl<C: RefCounter> Inner<C> {
         // Acquire: pairs with the Release store of writers that set the bit after their bytes.
         if m.dirty.load(Ordering::Acquire) {
             if let Err(e) = self.write_back(f, i, page) {
-                // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock (`a`) is held: no other thread reinits or reclaims a frame without it.
+                // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock
+                // (`a`) is held: no other thread reinits or reclaims a frame without it.
                 unsafe { self.scheme.reinit(pin) };
                 return Err(e);
             }
@@ -1289,7 +1292,8 @@ impl<C: RefCounter> Inner<C> {
     /// rest when it is taken).
     fn free_reclaimed(&self, a: &mut Alloc, i: u32) {
         self.frames[i as usize].meta.clear();
-        // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock (`a`) is held: no other thread reinits or reclaims a frame without it.
+        // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock (`a`) is
+        // held: no other thread reinits or reclaims a frame without it.
         unsafe { self.scheme.reinit(self.obj(i)) };
         a.free.push(i);
     }

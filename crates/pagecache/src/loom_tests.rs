@@ -78,7 +78,8 @@ impl<C: RefCounter> Shared<C> {
         self.meta.unpublish();
         self.slot(from).store(0, Ordering::Relaxed);
         self.meta.clear();
-        // SAFETY: reclaimed just above; in this model only this thread reclaims or reinits the frame.
+        // SAFETY: reclaimed just above; in this model only this thread reclaims or reinits the
+        // frame.
         unsafe { self.scheme.reinit(self.obj()) };
         self.meta.assign(FILE, to);
         // Release: pairs with Acquire slot loads of page `to`, as in `fill`.

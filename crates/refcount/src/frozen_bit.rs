@@ -507,7 +507,9 @@ mod loom_tests {
                             frees.push(g);
                             // The memory is reused: a new life with its base reference, which
                             // its owner then drops.
-                            // SAFETY: this thread won the free of this life (free_if_winner): only the winner reinits it, and no thread reclaims it meanwhile (the other threads only get and put).
+                            // SAFETY: this thread won the free of this life (free_if_winner): only
+                            // the winner reinits it, and no thread reclaims it meanwhile (the other
+                            // threads only get and put).
                             unsafe { s.reinit(pin(&o2)) };
                             if let Some(z) = s.release_base_begin(pin(&o2)) {
                                 let g = z.generation();

@@ -159,7 +159,8 @@ fn every_life_freed_exactly_once() {
                     f.len()
                 };
                 if lives < LIVES {
-                    // SAFETY: this thread won the free of this life (free_if_winner): only the winner reinits it, and no thread reclaims it meanwhile.
+                    // SAFETY: this thread won the free of this life (free_if_winner): only the
+                    // winner reinits it, and no thread reclaims it meanwhile.
                     unsafe { s.reinit(o) };
                     z = s.release_base_begin(o);
                 }
