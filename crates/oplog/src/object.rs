@@ -403,10 +403,7 @@ impl<L: Log> Core<L> {
             let mut spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
             // Relaxed: set holding the lock of a way tagged with this object, which this pass
             // took after it (see `Core::lost`); we hold `target` (see `Core::poisoned`).
-            if self.lost.load(Ordering::Relaxed) {
-                self.lost.store(false, Ordering::Relaxed);
-                self.poisoned.store(true, Ordering::Relaxed);
-            }
+            self.poison_if_lost();
             if !spill.is_empty() {
                 logs.append(&mut spill);
                 self.spilled.store(0, Ordering::Relaxed);
@@ -447,6 +444,17 @@ impl<L: Log> Core<L> {
         }
     }
 
+    /// Turns updates lost by a spill (`lost`) into the object's poison. The caller holds
+    /// `target` (`poisoned` is written holding it) and took `lost`'s way lock after it was set
+    /// (see `gather`), so Relaxed suffices.
+    #[inline]
+    fn poison_if_lost(&self) {
+        if self.lost.load(Ordering::Relaxed) {
+            self.lost.store(false, Ordering::Relaxed);
+            self.poisoned.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Applies the pending updates and hands out the target as a [`SyncGuard`].
     ///
     /// # Panics
@@ -454,10 +462,7 @@ impl<L: Log> Core<L> {
     fn guard<'a>(&'a self, mut target: MutexGuard<'a, L::Target>) -> SyncGuard<'a, L> {
         // Relaxed: `poisoned` is written holding `target`, which we hold; `lost` as in
         // `gather`, whose conversion this is.
-        if self.lost.load(Ordering::Relaxed) {
-            self.lost.store(false, Ordering::Relaxed);
-            self.poisoned.store(true, Ordering::Relaxed);
-        }
+        self.poison_if_lost();
         if self.poisoned.load(Ordering::Relaxed) {
             drop(target);
             poisoned();
