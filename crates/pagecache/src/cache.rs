@@ -250,7 +250,7 @@ pub(crate) fn prefetch(w: &AtomicU64) {
 
 /// The allocator's state, under one lock: every try-reclaim, every frame (re)assignment and
 /// every slot change from or to empty happens under it.
-struct Alloc {
+pub(crate) struct Alloc {
     free: Vec<u32>,
     hand: usize,
     high_water: usize,
@@ -415,7 +415,7 @@ pub(crate) struct Inner<C: RefCounter> {
     frames: Box<[Frame<C>]>,
     data: crate::mem::PageMemory,
     mode: Mode,
-    alloc: Mutex<Alloc>,
+    pub(crate) alloc: Mutex<Alloc>,
     files: Mutex<Files>,
     next_id: AtomicU64,
     fault: Option<crate::FaultHook>,
@@ -505,7 +505,7 @@ impl<C: RefCounter> Inner<C> {
     /// One turn of a wait for a page that is being filled, evicted, or decided on by a
     /// try-reclaim: spins, then yields. Fails after [`POISONED_TURNS`] turns on a cache whose
     /// allocator lock a panic poisoned (a scheme's `try_reclaim*` or `reinit` that panicked,
-    /// which can leave frames flagged, dead or unpublished in their slots for ever): the page
+    /// which can leave frames dead or unpublished in their slots for ever): the page
     /// may never become usable, and an error is better than a wait without end.
     fn wait_turn(&self, tries: &mut u32) -> io::Result<()> {
         spin(tries);
@@ -1070,58 +1070,64 @@ impl<C: RefCounter> Inner<C> {
                 }
             }
         }
-        if !b.flagged.is_empty() {
-            for &n in &b.flagged {
-                // Relaxed: ordered before the sums by the heavy fence below.
-                self.frames[frames[n] as usize]
-                    .meta
-                    .lodic
-                    .store(true, Ordering::Relaxed);
-            }
-            // Pairs with the owners' light fence between their counter store and flag load.
-            crate::lodic::heavy_fence();
-            let o = (self.lodic.rmap == Rmap::Process).then(|| lock(&self.lodic.owners));
-            for &n in &b.flagged {
-                let (i, k, page) = (frames[n], b.owner(n), pages[n]);
-                if self
-                    .lodic
-                    .sum(&maps[k], o.as_deref(), owners[k].id, page, i)
-                    > 0
-                {
-                    b.busy.push(n);
+        // A panic from here on (a scheme's, in its try-reclaim) is caught to lower the flags
+        // raised below as the end does, then resumed: a flag left up would send every later
+        // reference through the page's mappings to its global counter for good.
+        let decided = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let (frames, pages, pins) = (&b.frames[..len], &b.pages[..len], &b.pins[..len]);
+            if !b.flagged.is_empty() {
+                for &n in &b.flagged {
+                    // Relaxed: ordered before the sums by the heavy fence below.
+                    self.frames[frames[n] as usize]
+                        .meta
+                        .lodic
+                        .store(true, Ordering::Relaxed);
+                }
+                // Pairs with the owners' light fence between their counter store and flag load.
+                crate::lodic::heavy_fence();
+                let o = (self.lodic.rmap == Rmap::Process).then(|| lock(&self.lodic.owners));
+                for &n in &b.flagged {
+                    let (i, k, page) = (frames[n], b.owner(n), pages[n]);
+                    if self
+                        .lodic
+                        .sum(&maps[k], o.as_deref(), owners[k].id, page, i)
+                        > 0
+                    {
+                        b.busy.push(n);
+                    }
                 }
             }
-        }
-        b.out.clear();
-        b.out.resize(len, false);
-        let reclaimed = if b.busy.is_empty() {
-            // SAFETY: the cache's frames are reclaimed and reinited only under the allocator
-            // lock (`a`), which this thread holds (here and in `finish_all`, `finish_evict`,
-            // `write_back_reclaimed`, `evict_orphans`, `free_reclaimed`); their objects are
-            // the cache's own, never handed out.
-            unsafe { self.scheme.try_reclaim_many_exclusive(pins, &mut b.out) }
-        } else {
-            // `busy` is in ascending order (as `flagged`).
-            let mut held = b.busy.iter().peekable();
-            let keep: Vec<usize> = (0..len)
-                .filter(|&n| held.next_if_eq(&&n).is_none())
-                .collect();
-            let sub: Vec<Pin<&C::Object>> = keep.iter().map(|&n| pins[n]).collect();
-            let mut sub_out = vec![false; sub.len()];
-            // SAFETY: as above, under the allocator lock.
-            let r = unsafe { self.scheme.try_reclaim_many_exclusive(&sub, &mut sub_out) };
-            for (&n, ok) in keep.iter().zip(sub_out) {
-                b.out[n] = ok;
+            b.out.clear();
+            b.out.resize(len, false);
+            let reclaimed = if b.busy.is_empty() {
+                // SAFETY: the cache's frames are reclaimed and reinited only under the allocator
+                // lock (`a`), which this thread holds (here and in `finish_all`, `finish_evict`,
+                // `write_back_reclaimed`, `evict_orphans`, `free_reclaimed`); their objects are
+                // the cache's own, never handed out.
+                unsafe { self.scheme.try_reclaim_many_exclusive(pins, &mut b.out) }
+            } else {
+                // `busy` is in ascending order (as `flagged`).
+                let mut held = b.busy.iter().peekable();
+                let keep: Vec<usize> = (0..len)
+                    .filter(|&n| held.next_if_eq(&&n).is_none())
+                    .collect();
+                let sub: Vec<Pin<&C::Object>> = keep.iter().map(|&n| pins[n]).collect();
+                let mut sub_out = vec![false; sub.len()];
+                // SAFETY: as above, under the allocator lock.
+                let r = unsafe { self.scheme.try_reclaim_many_exclusive(&sub, &mut sub_out) };
+                for (&n, ok) in keep.iter().zip(sub_out) {
+                    b.out[n] = ok;
+                }
+                r
+            };
+            if reclaimed == len && b.owner.is_empty() {
+                // Every frame reclaimed, all of one file (a drop's batch of pages no reference
+                // holds): the loop without the cases that cannot arise.
+                done.freed = self.finish_all(a, frames, pages, pins, &owners[0], &mut done.err);
+            } else {
+                done.freed = self.finish_some(a, b, owners, &mut done);
             }
-            r
-        };
-        if reclaimed == len && b.owner.is_empty() {
-            // Every frame reclaimed, all of one file (a drop's batch of pages no reference
-            // holds): the loop without the cases that cannot arise.
-            done.freed = self.finish_all(a, frames, pages, pins, &owners[0], &mut done.err);
-        } else {
-            done.freed = self.finish_some(a, b, owners, &mut done);
-        }
+        }));
         for &n in &b.flagged {
             // Release: pairs with the owners' Acquire flag load; a reclaimed frame's odd
             // version (`finish_all`, `finish_evict`) is visible to an owner that sees the flag
@@ -1132,6 +1138,9 @@ impl<C: RefCounter> Inner<C> {
                 .store(false, Ordering::Release);
         }
         drop(maps);
+        if let Err(panic) = decided {
+            std::panic::resume_unwind(panic);
+        }
         // One update of the shared statistic per batch, not one locked add per page.
         self.evictions
             .fetch_add(done.freed as u64, Ordering::Relaxed);
@@ -1645,6 +1654,17 @@ impl<C: RefCounter> PageCacheOf<C> {
                 ),
             ));
         };
+        // Room in both lists before either insert: an allocation that failed between them
+        // would leave one naming a file the other does not list.
+        if crate::inject::alloc_fails(true)
+            || files.by_id.try_reserve(1).is_err()
+            || files.by_inode.try_reserve(1).is_err()
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("pagecache: no memory to list {} as open", path.display()),
+            ));
+        }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let state = Arc::new(FileState {
             id,
@@ -2482,5 +2502,37 @@ mod tests {
         assert_eq!(&disk[3..8], b"after");
         assert_eq!(disk[8], byte(8));
         assert_eq!(cache.stats().resident, 0);
+    }
+
+    /// An open whose listing cannot be allocated fails with `OutOfMemory` and lists nothing:
+    /// the next open of the file lists it once, under one id, and a second open shares it.
+    #[test]
+    fn an_open_without_memory_to_list_the_file_lists_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, (0..PAGE_SIZE as u64).map(byte).collect::<Vec<u8>>()).expect("f");
+        let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+        let listed = || {
+            let files = super::lock(&cache.inner.files);
+            (files.by_id.len(), files.by_inode.len())
+        };
+        crate::inject::fail_allocation(0);
+        let r = cache.open(&path);
+        assert!(crate::inject::disarm(), "the open reached its allocation");
+        let e = r.err().expect("the open fails");
+        assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+        assert_eq!(listed(), (0, 0), "nothing listed");
+        let a = cache.open(&path).expect("open");
+        let b = cache.open(&path).expect("open again");
+        assert_eq!(listed(), (1, 1));
+        assert!(
+            std::sync::Arc::ptr_eq(&a.state, &b.state),
+            "one state for the file"
+        );
+        let mut buf = [0u8; 3];
+        assert_eq!(b.read_at(&mut buf, 5).expect("read"), 3);
+        assert_eq!(buf, [byte(5), byte(6), byte(7)]);
+        drop((a, b));
+        assert_eq!(listed(), (0, 0), "the last close unlists it");
     }
 }

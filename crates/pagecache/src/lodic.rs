@@ -644,17 +644,28 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// READ-ALL of page `index`: its global counter (the scheme's `read_all`) plus every
     /// embedded counter of the mappings that cover it, found through the reverse map (0 for a
     /// page not cached). A snapshot: exact when no thread is taking or dropping references.
+    ///
+    /// The frame is the page's for the whole count: frames are installed, evicted and reused
+    /// only under the cache's allocator lock, which the count holds (before the mapping locks,
+    /// in the order eviction takes them), so it never adds the counts of the page that the
+    /// frame holds next.
     pub fn page_count(&self, index: u64) -> i64 {
         let (c, f) = self.parts();
         let Some(slot) = f.slots.get(index) else {
             return 0;
         };
+        let _a = crate::cache::lock(&c.alloc);
         // Acquire: pairs with the Release store of `fill` that installs the frame.
         let s = slot.load(Ordering::Acquire);
         if s == 0 {
             return 0;
         }
         let i = s - 1;
+        debug_assert!(
+            c.meta(i).file.load(Ordering::Relaxed) == f.id
+                && c.meta(i).index.load(Ordering::Relaxed) == index,
+            "a slot names a frame that holds another page under the allocator lock"
+        );
         let fm = crate::cache::lock(&f.maps);
         let owners = (c.lodic.rmap == Rmap::Process).then(|| crate::cache::lock(&c.lodic.owners));
         c.scheme.read_all(c.obj(i)) + c.lodic.sum(&fm, owners.as_deref(), f.id, index, i) as i64

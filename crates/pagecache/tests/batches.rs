@@ -4,7 +4,7 @@
 #[macro_use]
 mod common;
 
-use common::{pat, pattern_file};
+use common::{pat, pattern_file, PanicsInReclaim};
 use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
 use refcount::atomic::{Atomic, AtomicObject};
@@ -275,32 +275,6 @@ fn a_panic_while_a_drop_frees_its_batch_lists_no_frame_free() {
     fb.read_at(&mut buf[..20], 0).unwrap();
     assert_eq!(buf[5..15], [9; 10]);
     fb.close().unwrap();
-}
-
-/// `atomic` whose `try_reclaim_many`, once armed, panics before it reclaims anything.
-#[derive(Default)]
-struct PanicsInReclaim {
-    inner: Atomic,
-    armed: std::sync::atomic::AtomicBool,
-}
-
-impl RefCounter for PanicsInReclaim {
-    const NAME: &'static str = "panics-in-reclaim";
-    atomic_passthrough!();
-
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
-    fn try_reclaim_many(&self, objs: &[Pin<&AtomicObject>], out: &mut [bool]) -> usize {
-        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            panic!("a scheme whose try_reclaim_many panics");
-        }
-        self.inner.try_reclaim_many(objs, out)
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
-    }
 }
 
 /// A cache of 16 frames counted by `PanicsInReclaim` whose fault hook fails every write-back

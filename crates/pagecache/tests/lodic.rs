@@ -845,6 +845,94 @@ fn stale_entries_never_read_a_reused_frame_over_paygo() {
 /// panics while holding pages through its mapping, some of them spilled into the global
 /// counter (unwinding lets them go, then unmaps). Afterwards no page counts a reference or a
 /// mapping, the reverse maps are empty, and every page drops.
+/// `page_count` of a page whose frame is evicted and refilled with another file's page while
+/// it counts: the count is never the other page's. A cache of one frame; one thread takes
+/// 200 references to page 0 of G (global counts, through the file) and lets them go, then
+/// reads page 0 of F, which evicts G's page; the other counts F's page 0, whose only
+/// references are that read's (0 or 1), never G's 200.
+#[test]
+fn a_page_count_never_counts_the_page_its_frame_holds_next() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let fp = pattern_file(&dir, "f", P);
+        let gp = pattern_file(&dir, "g", P);
+        let c = cache(Atomic, 1, rmap);
+        let (f, g) = (c.open(&fp).unwrap(), c.open(&gp).unwrap());
+        let rounds = percpu::testing::reps(20_000);
+        let stop = AtomicBool::new(false);
+        let most = std::thread::scope(|s| {
+            let counter = s.spawn(|| {
+                let mut most = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    most = most.max(f.page_count(0));
+                }
+                most
+            });
+            let mut buf = [0u8; 16];
+            for _ in 0..rounds {
+                let held: Vec<_> = (0..200).filter_map(|_| g.page(0).ok()).collect();
+                drop(held);
+                assert_eq!(f.read_at(&mut buf, 8).unwrap(), 16);
+                check_bytes(&buf, 8);
+            }
+            stop.store(true, Ordering::Relaxed);
+            counter.join().unwrap()
+        });
+        assert!(
+            most <= 1,
+            "{rmap:?}: page 0 of f counted {most}, the other file's count"
+        );
+        assert_eq!(f.page_count(0), 0, "{rmap:?}");
+        assert_eq!(g.page_count(0), 0, "{rmap:?}");
+    }
+}
+
+/// A scheme that panics in a drop's reclaim of a mapped page (after the drop raised the
+/// page's LODIC flag and summed its entries) leaves the flag down: the mapping keeps counting
+/// in its entry (a flag left up would send every reference of the page to the global counter
+/// for good), the count is exact, and a later drop reclaims the page once nothing holds it.
+#[test]
+fn a_panic_in_the_reclaim_of_a_mapped_page_lowers_its_flag() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 2 * P);
+        let c = cache(common::PanicsInReclaim::default(), 4, rmap);
+        let f = c.open(&path).unwrap();
+        let m = f.map(0, 2).unwrap();
+        let mut buf = [0u8; 8];
+        m.read_at(&mut buf, 8).unwrap();
+        assert!(
+            m.entry(0).is_some(),
+            "{rmap:?}: the read installed the entry"
+        );
+        c.scheme().armed.store(true, Ordering::Relaxed);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
+        assert!(
+            r.is_err(),
+            "{rmap:?}: the scheme's panic unwinds out of the drop"
+        );
+        assert!(
+            !c.scheme().armed.load(Ordering::Relaxed),
+            "{rmap:?}: the drop reclaimed"
+        );
+        let g = m.page(0).unwrap();
+        assert!(
+            !g.spilled(),
+            "{rmap:?}: counted in the entry, the flag is down"
+        );
+        assert_eq!(m.entry(0).map(|e| e.1), Some(1), "{rmap:?}");
+        assert_eq!(f.page_count(0), 1, "{rmap:?}");
+        g.read(8, &mut buf);
+        check_bytes(&buf, 8);
+        assert_eq!(f.drop_cache().unwrap(), 0, "{rmap:?}: the held page stays");
+        drop(g);
+        assert_eq!(f.page_count(0), 0, "{rmap:?}");
+        drop(m);
+        assert_eq!(f.drop_cache().unwrap(), 1, "{rmap:?}");
+        assert_eq!(c.stats().resident, 0, "{rmap:?}");
+    }
+}
+
 #[test]
 fn threads_that_exit_or_panic_with_mappings_unmap_them() {
     use pagecache::lodic::Mapping;

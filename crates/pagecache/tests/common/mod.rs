@@ -142,3 +142,33 @@ macro_rules! atomic_passthrough {
         }
     };
 }
+
+/// `atomic` whose `try_reclaim_many`, once armed, panics before it reclaims anything.
+#[derive(Default)]
+pub struct PanicsInReclaim {
+    pub inner: refcount::atomic::Atomic,
+    pub armed: std::sync::atomic::AtomicBool,
+}
+
+impl refcount::RefCounter for PanicsInReclaim {
+    const NAME: &'static str = "panics-in-reclaim";
+    atomic_passthrough!();
+
+    fn try_reclaim(&self, obj: core::pin::Pin<&refcount::atomic::AtomicObject>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    fn try_reclaim_many(
+        &self,
+        objs: &[core::pin::Pin<&refcount::atomic::AtomicObject>],
+        out: &mut [bool],
+    ) -> usize {
+        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose try_reclaim_many panics");
+        }
+        self.inner.try_reclaim_many(objs, out)
+    }
+    unsafe fn reinit(&self, obj: core::pin::Pin<&refcount::atomic::AtomicObject>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
+    }
+}
