@@ -1041,7 +1041,7 @@ impl<C: RefCounter> Inner<C> {
         }
         debug_assert!(b.room() >= len && b.pins.len() == b.room() && b.pages.len() == b.room());
         debug_assert!(b.owner.is_empty() || b.owner.len() == len);
-        let (frames, pages, pins) = (&b.frames[..len], &b.pages[..len], &b.pins[..len]);
+        let pages = &b.pages[..len];
         // LODIC: the mapped pages' embedded counters, under each file's mapping lock (held
         // until the reclaimed frames are unpublished). `owners` holds distinct files.
         let maps: Vec<MutexGuard<'_, FileMaps>> = owners.iter().map(|o| lock(&o.maps)).collect();
