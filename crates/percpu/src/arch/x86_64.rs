@@ -27,6 +27,9 @@
 //!     rseq->rseq_cs = &descriptor           // arm
 //! [1] ret = ABORT
 //!     if rseq->cpu_id != cpu: goto [6]      // migrated since the caller read the CPU
+//!     if rseq->rseq_cs != &descriptor: goto [6]
+//!                                           // re-armed by a signal handler that registered
+//!                                           // this crate's own area after the arm
 //!     for i in 0..n:                         // the checks
 //!         ret = MISMATCH + i
 //!         if *checks[i].word != checks[i].expected: goto [6]
@@ -37,6 +40,14 @@
 //! [6] return ret
 //! [4] abort handler (section __rseq_failure): ret = ABORT; goto [6]
 //! ```
+//!
+//! The second compare matters only where this crate registers its own area, lazily, when a
+//! section fails for want of it ([`on_wrong_cpu`]): a signal handler can do that between the arm
+//! and the CPU read of a section it interrupted, which the kernel did not abort (no area was
+//! registered at the signal). That section would then read a valid CPU, but `rseq_cs` names the
+//! handler's section (or nothing: [`register_own`] clears it), so the kernel would not abort it
+//! either; it fails the compare instead. (Where `rseq_cs` names it again, a handler ran the same
+//! section, and the kernel aborts it as usual.) Two instructions on the fast path.
 //!
 //! A preemption, migration or signal between [1] and [2] makes the kernel jump to [4]: nothing
 //! before the commit is visible except the speculative store, which every user of `store_add`
@@ -196,6 +207,14 @@ fn register_own() -> bool {
         "percpu: this thread's rseq area is not at the offset of the first thread's"
     );
     let a = own_area();
+    // No section may go on from before the registration: one that armed `rseq_cs` while the
+    // area was not registered was not aborted at the signal whose handler runs this, and reads
+    // a CPU from now on; it finds `rseq_cs` no longer naming it and fails (see `cs_head`). The
+    // kernel clears the field too when this system call returns, but the sections need not
+    // rely on it.
+    // SAFETY: `a` is this thread's area, `rseq_cs` its u64 at offset 8, which only this thread
+    // writes while the area is not registered.
+    unsafe { (a.add(RSEQ_CS) as *mut u64).write_volatile(0) };
     // SAFETY: `a` is this thread's 32-byte aligned area of OWN_SIZE bytes, which lives as long
     // as the thread (static TLS: freed only after the thread exited, when the kernel no longer
     // writes it); the kernel writes only the area's fields.
@@ -372,10 +391,12 @@ macro_rules! cs_abort_to_label {
 macro_rules! cs_head {
     () => {
         concat!(
-            cs_arm!("ret"),
+            cs_arm!("tmp"),
             "1:\n",
             "movl $0xffff, {ret:e}\n",
             "cmpl {cpu:e}, 4({rseq})\n",
+            "jnz 6f\n",
+            "cmpq {tmp}, 8({rseq})\n",
             "jnz 6f\n",
             "movl $2, {ret:e}\n",
             "testq {n}, {n}\n",
@@ -563,6 +584,7 @@ pub(crate) unsafe fn cs_store_add(
 /// [1] cpu = rseq->cpu_id
 ///     if cpu >= n (unsigned): goto abort    // no registered area (-1), or no slot: never
 ///                                           // commits
+///     if rseq->rseq_cs != &descriptor: goto abort  // as in the other sections
 ///     *(base + (cpu << shift)) += delta     // commit
 /// [2]
 /// [4] abort handler (section __rseq_failure): goto abort
@@ -595,6 +617,8 @@ pub(crate) unsafe fn cs_add_this_cpu(
             "movslq 4({rseq}), {cpu}\n",
             "cmpq {n}, {cpu}\n",
             "jae {abort}\n",
+            "cmpq {tmp}, 8({rseq})\n",
+            "jne {abort}\n",
             "shlq %cl, {cpu}\n",
             cs_inject!(),
             "addq {delta}, ({base}, {cpu})\n",
@@ -614,6 +638,8 @@ pub(crate) unsafe fn cs_add_this_cpu(
             "movslq 4({rseq}), {cpu}\n",
             "cmpq {n}, {cpu}\n",
             "jae {abort}\n",
+            "cmpq {tmp}, 8({rseq})\n",
+            "jne {abort}\n",
             "shlq %cl, {cpu}\n",
             "addq {delta}, ({base}, {cpu})\n",
             "2:\n",
@@ -647,6 +673,8 @@ macro_rules! fixed_head {
             cs_arm!("tmp"),
             "1:\n",
             "cmpl {cpu:e}, 4({rseq})\n",
+            "jnz {wrong}\n",
+            "cmpq {tmp}, 8({rseq})\n",
             "jnz {wrong}\n",
         )
     };
@@ -867,5 +895,241 @@ pub(crate) unsafe fn store(
             ),
             _ => cs_store(area, cpu, checks, target, value),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PerCpu;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::OnceLock;
+
+    /// Set in the environment of the child process that runs the checks (see [`in_child`]).
+    const CHILD_ENV: &str = "PERCPU_X86_64_UNIT_CHILD";
+
+    /// Runs `checks` in a child process of this test binary in which glibc registers no rseq
+    /// area (so this crate registers its own), as `tests/own_rseq.rs` does.
+    fn in_child(name: &str, checks: fn()) {
+        if std::env::var_os(CHILD_ENV).is_some() {
+            checks();
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+            .env(CHILD_ENV, "1")
+            .env_remove(crate::FORCE_FALLBACK_ENV)
+            .output()
+            .expect("starting the child");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "child {name}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        if let Some(l) = stdout.lines().find(|l| l.contains("CHILD-SKIP")) {
+            crate::testing::skip(l);
+        } else {
+            assert!(stdout.contains("CHILD-OK"), "{stdout}");
+        }
+    }
+
+    extern "C" {
+        #[link_name = "__start___rseq_cs"]
+        static CS_START: [u64; 0];
+        #[link_name = "__stop___rseq_cs"]
+        static CS_STOP: [u64; 0];
+    }
+
+    /// Whether `ip` lies inside a critical section of this binary (between a descriptor's start
+    /// and its post-commit address).
+    fn in_a_section(ip: u64) -> bool {
+        // SAFETY: the linker's bounds of the section `__rseq_cs`, which holds only 32-byte
+        // descriptors (zero padding between them matches no address).
+        let (start, stop) = unsafe { (CS_START.as_ptr(), CS_STOP.as_ptr()) };
+        let n = (stop as usize - start as usize) / 32;
+        (0..n).any(|i| {
+            // SAFETY: descriptor `i` lies inside the section.
+            let (s, len) = unsafe { (*start.add(4 * i + 1), *start.add(4 * i + 2)) };
+            ip.wrapping_sub(s) < len
+        })
+    }
+
+    /// Whether `ip` is the post-commit address of a section of this binary: where a committed
+    /// section goes on (an aborted one leaves through its abort or failure paths).
+    fn at_a_post_commit(ip: u64) -> bool {
+        // SAFETY: as in `in_a_section`.
+        let (start, stop) = unsafe { (CS_START.as_ptr(), CS_STOP.as_ptr()) };
+        let n = (stop as usize - start as usize) / 32;
+        (0..n).any(|i| {
+            // SAFETY: descriptor `i` lies inside the section.
+            let (s, len) = unsafe { (*start.add(4 * i + 1), *start.add(4 * i + 2)) };
+            len != 0 && ip == s.wrapping_add(len)
+        })
+    }
+
+    static PC: OnceLock<PerCpu<AtomicU64>> = OnceLock::new();
+    /// 0: waiting for a step into a section while the area is not registered; 1: a handler's
+    /// section registered it there, watching where the stepped section leaves; 2: done.
+    static PHASE: AtomicUsize = AtomicUsize::new(0);
+    static COMMITTED: AtomicUsize = AtomicUsize::new(0);
+    /// The handler reads the CPU (which registers the area too) instead of running a section.
+    static HANDLER_READS_CPU: AtomicBool = AtomicBool::new(false);
+
+    /// SIGTRAP handler of a single-stepped thread. At its first step inside a section while the
+    /// thread's area is not registered (the section armed, its CPU not read yet), runs a
+    /// section, as any signal handler may, which registers the area. Then at the first step
+    /// out of the stepped section: counts a commit if that is a post-commit address, and stops
+    /// the stepping.
+    extern "C" fn on_step(_: libc::c_int, _: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+        let uc = uc.cast::<libc::ucontext_t>();
+        // SAFETY: the kernel passes the interrupted context of an SA_SIGINFO handler.
+        let ip = unsafe { (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] } as u64;
+        match PHASE.load(Ordering::Relaxed) {
+            0 => {
+                if in_a_section(ip) && cpu_id() < 0 {
+                    PHASE.store(1, Ordering::Relaxed);
+                    if HANDLER_READS_CPU.load(Ordering::Relaxed) {
+                        crate::current_cpu();
+                        PC.get()
+                            .expect("set")
+                            .get(0)
+                            .fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        PC.get().expect("set").add_current(|v| v, 1);
+                    }
+                }
+                return;
+            }
+            1 if in_a_section(ip) => return,
+            1 => {
+                if at_a_post_commit(ip) {
+                    COMMITTED.fetch_add(1, Ordering::Relaxed);
+                }
+                PHASE.store(2, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        // SAFETY: as above; clearing TF in the context ends the stepping at the return.
+        unsafe { (*uc).uc_mcontext.gregs[libc::REG_EFL as usize] &= !0x100 };
+    }
+
+    fn trap_flag(on: bool) {
+        // SAFETY: sets or clears EFLAGS.TF through the stack (no `nostack`); single-stepping
+        // only raises SIGTRAP, which the test handles.
+        unsafe {
+            if on {
+                asm!("pushfq", "orq $0x100, (%rsp)", "popfq", options(att_syntax));
+            } else {
+                asm!(
+                    "pushfq",
+                    "andq $-0x101, (%rsp)",
+                    "popfq",
+                    options(att_syntax)
+                );
+            }
+        }
+    }
+
+    /// On a fresh thread (no registered area), single-steps `add` (an add of 1 through sections,
+    /// retried until it commits) with the handler above, until the first section leaves; checks
+    /// that this section did not commit, the handler having registered the area inside it.
+    fn stepped(add: fn(&PerCpu<AtomicU64>) -> bool) {
+        PHASE.store(0, Ordering::Relaxed);
+        COMMITTED.store(0, Ordering::Relaxed);
+        let pc = PC.get().expect("set");
+        let before: u64 = pc.iter().map(|v| v.load(Ordering::Relaxed)).sum();
+        std::thread::spawn(move || {
+            assert!(
+                cpu_id() < 0,
+                "a fresh thread starts without a registered area"
+            );
+            trap_flag(true);
+            assert!(add(pc));
+            trap_flag(false);
+        })
+        .join()
+        .expect("the stepped thread");
+        let after: u64 = pc.iter().map(|v| v.load(Ordering::Relaxed)).sum();
+        assert_eq!(
+            PHASE.load(Ordering::Relaxed),
+            2,
+            "the handler ran inside the section"
+        );
+        assert_eq!(after - before, 2, "the handler's add and the thread's");
+        assert_eq!(
+            COMMITTED.load(Ordering::Relaxed),
+            0,
+            "a section committed unprotected: a signal handler registered the area after the \
+             section armed rseq_cs, and re-armed rseq_cs for its own section"
+        );
+    }
+
+    fn handler_registers_mid_section() {
+        if crate::mode() != crate::Mode::Rseq || !own_areas() {
+            println!(
+                "CHILD-SKIP: no rseq path with percpu's own areas: {}",
+                crate::mode()
+            );
+            return;
+        }
+        PC.get_or_init(|| PerCpu::new(|_| AtomicU64::new(0)));
+        // SAFETY: installs an SA_SIGINFO handler for SIGTRAP, which only this test raises.
+        unsafe {
+            let mut sa: libc::sigaction = core::mem::zeroed();
+            sa.sa_sigaction = on_step as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut sa.sa_mask);
+            assert_eq!(
+                libc::sigaction(libc::SIGTRAP, &sa, core::ptr::null_mut()),
+                0
+            );
+        }
+        // The section that reads the CPU inside; its retries run unstepped.
+        stepped(|pc| {
+            pc.add_this_cpu(1);
+            true
+        });
+        // The handler registers the area by reading the CPU: it arms no section of its own.
+        HANDLER_READS_CPU.store(true, Ordering::Relaxed);
+        stepped(|pc| {
+            pc.add_this_cpu(1);
+            true
+        });
+        HANDLER_READS_CPU.store(false, Ordering::Relaxed);
+        // A section for a CPU named before it, on a thread kept on that CPU (by `allow`, which
+        // reads no CPU and so registers nothing; a new thread inherits the affinity).
+        let cpu = crate::affinity::process_cpus()[0];
+        if crate::affinity::allow([cpu]) {
+            stepped(|pc| {
+                let cpu = crate::affinity::process_cpus()[0];
+                while pc.add(cpu, &[], pc.get(cpu), 1).is_err() {}
+                true
+            });
+            // The looping section (more than three checks).
+            stepped(|pc| {
+                let cpu = crate::affinity::process_cpus()[0];
+                let zero = AtomicU64::new(0);
+                let checks = [crate::Check::new(&zero, 0); 4];
+                while pc.add(cpu, &checks, pc.get(cpu), 1).is_err() {}
+                true
+            });
+            crate::affinity::unpin();
+        }
+        println!("CHILD-OK");
+    }
+
+    /// A signal handler whose section registers the thread's own area while the interrupted
+    /// code is at the start of a section (armed, not yet at its CPU read): the interrupted
+    /// section must not then run on unprotected (the kernel aborts only the section that
+    /// `rseq_cs` names, and the handler's sections re-armed it).
+    #[test]
+    fn a_handler_that_registers_mid_section_leaves_it_protected() {
+        in_child(
+            "arch::x86_64::tests::a_handler_that_registers_mid_section_leaves_it_protected",
+            handler_registers_mid_section,
+        );
     }
 }
