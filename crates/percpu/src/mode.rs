@@ -132,6 +132,9 @@ fn detect() -> Mode {
             return Mode::Fallback(FallbackReason::NotRegistered);
         }
         if !crate::membarrier::register_rseq() {
+            // The fallback uses no rseq area: the one this crate may have registered for this
+            // thread on the way would only keep another library from registering its own.
+            crate::arch::rseq::unregister_own();
             return Mode::Fallback(FallbackReason::NoMembarrier);
         }
         Mode::Rseq

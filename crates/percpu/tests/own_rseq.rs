@@ -232,3 +232,104 @@ fn registrar_matches_the_mode() {
         Mode::Fallback(_) => assert_eq!(percpu::registrar(), None),
     }
 }
+
+/// Makes `membarrier` fail with `ENOSYS` (a kernel without it) for the calling thread and the
+/// threads it starts, by a seccomp filter.
+fn deny_membarrier() {
+    const ALLOW: u32 = 0x7fff_0000;
+    let filter = [
+        // Load the system call number (`seccomp_data.nr`, offset 0).
+        libc::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // membarrier: on to the next instruction, else skip it.
+        libc::sock_filter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_membarrier as u32,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: ALLOW,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes integers; PR_SET_SECCOMP reads the program, which
+    // lives across the call.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog),
+            0,
+            "installing the seccomp filter: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+fn no_membarrier_leaves_no_registration() {
+    deny_membarrier();
+    match percpu::mode() {
+        Mode::Fallback(percpu::FallbackReason::NoMembarrier) => {}
+        m => {
+            // A kernel without rseq decides NotRegistered first.
+            println!("{NO_RSEQ}: {m}");
+            return;
+        }
+    }
+    // This thread decided the mode, registering its own area on the way; on the fallback no
+    // section uses it, so another library may register one for the thread.
+    #[repr(C, align(32))]
+    struct Area([u32; 8]);
+    let other: &'static mut Area = Box::leak(Box::new(Area([0, u32::MAX, 0, 0, 0, 0, 0, 0])));
+    // SAFETY: a 32-byte aligned, 32-byte area that lives for ever.
+    let rc = unsafe { libc::syscall(libc::SYS_rseq, other as *mut Area, 32u32, 0, 0x5305_3053u32) };
+    assert_eq!(
+        rc,
+        0,
+        "registering another area for the thread that decided the mode: {} (percpu's own area \
+         is still registered although the fallback uses none)",
+        std::io::Error::last_os_error()
+    );
+    // The fallback works.
+    let counters = PerCpu::new(|_| AtomicI64::new(0));
+    counters.add_current(|c| c, 1);
+    assert_eq!(
+        counters
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum::<i64>(),
+        1
+    );
+    println!("CHILD-OK");
+}
+
+/// A kernel with rseq but without `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ` (Linux 4.18 to 5.9),
+/// where libc registers no area: the process takes the fallback, and the own area that this
+/// crate registered for the thread that decided it is unregistered again.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
+fn a_fallback_for_want_of_membarrier_leaves_no_registration() {
+    in_child(
+        "a_fallback_for_want_of_membarrier_leaves_no_registration",
+        no_membarrier_leaves_no_registration,
+    );
+}

@@ -259,7 +259,8 @@ pub(crate) fn registered_cpu_id_start() -> u32 {
 }
 
 /// Unregisters the calling thread's own area if it is registered (for [`crate::prepare_unload`]:
-/// the kernel must stop writing an area whose memory goes away with the library). The next
+/// the kernel must stop writing an area whose memory goes away with the library; and for the
+/// fallback chosen after [`init_own`] registered one, which uses none). The next
 /// section, or CPU read through [`registered_cpu_id_start`], registers it again.
 pub(crate) fn unregister_own() {
     if !own_areas() || cpu_id() < 0 {
