@@ -29,8 +29,30 @@ const CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ: libc::c_int = 1 << 8;
 
 #[cfg(all(target_os = "linux", not(miri)))]
 fn membarrier(cmd: libc::c_int, flags: libc::c_uint, cpu: libc::c_int) -> libc::c_long {
+    #[cfg(test)]
+    if tests::fail_with_enomem() {
+        return -1;
+    }
     // SAFETY: membarrier takes only integer arguments and touches no user memory.
     unsafe { libc::syscall(libc::SYS_membarrier, cmd, flags, cpu) }
+}
+
+/// Issues the fence command `cmd`, retried while it fails (the kernel answers `ENOMEM` when it
+/// cannot allocate its CPU mask, for want of memory); panics, naming the error, if it still
+/// fails after 100 tries.
+fn fence_cmd(cmd: libc::c_int, name: &str) {
+    let mut last = 0;
+    for _ in 0..100 {
+        if membarrier(cmd, 0, 0) == 0 {
+            return;
+        }
+        last = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        std::thread::yield_now();
+    }
+    panic!(
+        "membarrier({name}) failed: {}",
+        std::io::Error::from_raw_os_error(last)
+    );
 }
 
 #[cfg(not(all(target_os = "linux", not(miri))))]
@@ -55,15 +77,10 @@ pub fn register_rseq() -> bool {
 ///
 /// # Panics
 /// If the kernel refuses the call although registration succeeded (it cannot, short of a
-/// seccomp filter that lets the registration through and not the command).
+/// seccomp filter that lets the registration through and not the command), or keeps failing
+/// for want of memory (`ENOMEM`, tried 100 times; a transient `ENOMEM` is retried).
 pub fn rseq_fence() {
-    let r = membarrier(CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0);
-    assert_eq!(
-        r,
-        0,
-        "membarrier(PRIVATE_EXPEDITED_RSEQ) failed: {}",
-        std::io::Error::last_os_error()
-    );
+    fence_cmd(CMD_PRIVATE_EXPEDITED_RSEQ, "PRIVATE_EXPEDITED_RSEQ");
 }
 
 const UNKNOWN: u8 = 0;
@@ -97,18 +114,7 @@ pub fn asymmetric_available() -> bool {
 /// fence on this side alone would not pair with them.
 pub fn heavy_fence() {
     if expedited() {
-        let mut last = 0;
-        for _ in 0..100 {
-            if membarrier(CMD_PRIVATE_EXPEDITED, 0, 0) == 0 {
-                return;
-            }
-            last = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            std::thread::yield_now();
-        }
-        panic!(
-            "membarrier(PRIVATE_EXPEDITED) failed: {}",
-            std::io::Error::from_raw_os_error(last)
-        );
+        return fence_cmd(CMD_PRIVATE_EXPEDITED, "PRIVATE_EXPEDITED");
     }
     std::sync::atomic::fence(Ordering::SeqCst);
 }
@@ -127,8 +133,44 @@ pub fn light_fence() {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use std::cell::Cell;
     use std::sync::atomic::AtomicU32;
     use std::sync::Barrier;
+
+    std::thread_local! {
+        /// How many of this thread's next `membarrier` calls fail with `ENOMEM`.
+        static ENOMEMS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Whether this `membarrier` call fails with `ENOMEM` (errno set), as the test asked.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    pub(super) fn fail_with_enomem() -> bool {
+        let fail = ENOMEMS.with(|n| n.replace(n.get().saturating_sub(1)) > 0);
+        if fail {
+            // SAFETY: errno is this thread's.
+            unsafe { *libc::__errno_location() = libc::ENOMEM };
+        }
+        fail
+    }
+
+    /// The fences retry a transient `ENOMEM` (the kernel could not allocate its CPU mask)
+    /// instead of panicking: `rseq_fence` panicked at the first one.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn fences_retry_a_transient_enomem() {
+        if crate::mode() == crate::Mode::Rseq {
+            ENOMEMS.with(|n| n.set(3));
+            rseq_fence();
+            assert_eq!(ENOMEMS.with(Cell::get), 0);
+        } else {
+            crate::testing::skip("no rseq path: rseq_fence is not registered");
+        }
+        if asymmetric_available() {
+            ENOMEMS.with(|n| n.set(3));
+            heavy_fence();
+            assert_eq!(ENOMEMS.with(Cell::get), 0);
+        }
+    }
 
     /// The registration state agrees with the kernel: `heavy_fence` uses the expedited barrier
     /// exactly when the kernel offers it, and then the process is registered for it (an
