@@ -175,6 +175,48 @@ fn loom_waiting_ref_vs_reclaim() {
     ref_vs_reclaim_by(true, Reclaim::One, true);
 }
 
+/// `try_reinit` by a thread that learns of the object's death only from it (a thread that
+/// reuses whatever it can revive): a reference taken on CPU 0 is held by a reader, which reads
+/// the payload and gives it back (on CPU 0, or on CPU 1: the anchor path); a reclaimer on CPU 1
+/// tries to reclaim; the reiniter, on CPU 0, revives the object if it is dead and then writes
+/// the payload, as a reuse of its memory does. loom reports a causality violation if that write
+/// can race with the reader's read: a `true` from `try_reinit` must be ordered after the
+/// reclaim's decision, and so after every reference given back before it.
+#[test]
+fn loom_reinit_after_reclaim_by_another_thread() {
+    for migrate in [false, true] {
+        model(move || {
+            let d = Arc::new(tiny());
+            let o = Arc::new(Obj::new());
+            loom_set_cpu(0);
+            let a = d.try_get(o.hdr()).unwrap();
+            let (d1, o1) = (d.clone(), o.clone());
+            let reader = thread::spawn(move || {
+                loom_set_cpu(0);
+                // SAFETY: loom checks this access against the reiniter's write.
+                o1.payload
+                    .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reused object"));
+                if migrate {
+                    loom_set_cpu(1);
+                }
+                d1.put(o1.hdr(), a);
+            });
+            let (d2, o2) = (d.clone(), o.clone());
+            let reclaimer = thread::spawn(move || {
+                loom_set_cpu(1);
+                d2.try_reclaim(o2.hdr())
+            });
+            loom_set_cpu(0);
+            if d.try_reinit(o.hdr()) {
+                // SAFETY: loom checks this access against the reader's read.
+                o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
+            }
+            reader.join().unwrap();
+            reclaimer.join().unwrap();
+        });
+    }
+}
+
 /// One slot per CPU: a reference to X is taken on CPU 0 and given back after migrating to
 /// CPU 1, while another thread on CPU 0 takes Y, which evicts X's live entry to X's overflow
 /// list. Whichever order, both counts end at zero, the overflow list is empty, and both

@@ -551,9 +551,15 @@ impl Domain {
     /// Makes a dead object live again with no reference, for reuse of its memory: `true` if
     /// it was dead, `false` (and nothing changes) otherwise. One compare-and-swap, so of two
     /// threads reviving one object, one succeeds.
+    ///
+    /// A `true` is ordered after the reclaim that killed the object, and so after every
+    /// reference given back before it, as that reclaim's success is: what the holders did
+    /// with the object happens before what the caller does with its memory next, even where
+    /// the caller learned of the death only from this call.
     pub fn try_reinit(&self, hdr: Pin<&Header>) -> bool {
-        // Release: pairs with the Acquire flag load of REFs.
-        hdr.cas_state(DEAD, LIVE, Ordering::Release).is_ok()
+        // AcqRel. Release: pairs with the Acquire flag load of REFs. Acquire: pairs with the
+        // Release store of DEAD by the reclaim's decision.
+        hdr.cas_state(DEAD, LIVE, Ordering::AcqRel).is_ok()
     }
 
     /// Makes a dead object live again with no reference.
