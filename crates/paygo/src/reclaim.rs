@@ -94,6 +94,13 @@ impl core::fmt::Display for ReclaimError {
 
 impl std::error::Error for ReclaimError {}
 
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    /// Set by a test: this thread's next asymmetric fences panic (as a failed `membarrier`
+    /// makes `percpu`'s fence panic).
+    pub(crate) static FENCE_PANICS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
 /// Fewest flagged objects a batch decides with one sweep of the tables (fewer are scanned one
 /// by one). loom's models take the sweep with a single object.
 #[cfg(not(loom))]
@@ -139,7 +146,37 @@ impl Domain {
             return;
         }
         self.stat().fences.fetch_add(1, Ordering::Relaxed);
+        #[cfg(all(test, not(loom)))]
+        if FENCE_PANICS.with(|f| f.get()) {
+            panic!("paygo: test: the asymmetric fence failed");
+        }
         self.tables.fence();
+    }
+
+    /// [`Domain::reclaim_fence`] for objects whose flags the caller set (`objs[i]`, where
+    /// `flagged` is `None` or `flagged[i]` is true): if the fence panics (a `membarrier` that
+    /// failed, a CPU past the per-CPU slots), the flags are cleared before the panic goes on, so
+    /// that the objects are as after a failed reclaim, not RECLAIMING for ever (every later REF
+    /// of them failing, or waiting without end). Nothing was decided yet, so clearing is safe.
+    fn flagged_fence(&self, objs: &[Pin<&Header>], flagged: Option<&[bool]>) {
+        /// Clears the flags when dropped, unless forgotten.
+        struct Unflag<'a, 'b> {
+            objs: &'b [Pin<&'a Header>],
+            flagged: Option<&'b [bool]>,
+        }
+        impl Drop for Unflag<'_, '_> {
+            fn drop(&mut self) {
+                for (i, h) in self.objs.iter().enumerate() {
+                    if self.flagged.is_none_or(|f| f[i]) {
+                        // Release: pairs with the Acquire flag load of REFs.
+                        h.set_state(LIVE, Ordering::Release);
+                    }
+                }
+            }
+        }
+        let unflag = Unflag { objs, flagged };
+        self.reclaim_fence();
+        core::mem::forget(unflag);
     }
 
     /// After a successful reclaim on the locked fallback path (and under loom): a second
@@ -218,7 +255,7 @@ impl Domain {
         // SeqCst: the flag store must precede the fence (which orders it for every REF).
         hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst)
             .map_err(not_live)?;
-        self.reclaim_fence();
+        self.flagged_fence(core::slice::from_ref(&hdr), None);
         if self.decide(hdr) {
             self.acquire_holders();
             Ok(())
@@ -295,7 +332,7 @@ impl Domain {
         }
         // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
         hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
-        self.reclaim_fence();
+        self.flagged_fence(core::slice::from_ref(&hdr), None);
         Some(self.read_all(hdr))
     }
 
@@ -406,7 +443,7 @@ impl Domain {
         if flagged == 0 {
             return 0;
         }
-        self.reclaim_fence();
+        self.flagged_fence(objs, Some(out));
         // If a sweep costs more than the scans even with no marked slot to read (a small
         // batch), the batch is decided object by object without looking at its homes.
         let n = if flagged >= SWEEP_MIN && sweep_pays(0, flagged, self.window, self.cpus()) {

@@ -168,3 +168,48 @@ fn a_domain_past_the_last_number_panics() {
 fn an_anchor_is_four_words() {
     assert_eq!(core::mem::size_of::<Anchor>(), 32);
 }
+
+/// A reclaim whose asymmetric fence panics (a `membarrier` that fails makes `percpu`'s fence
+/// panic) has decided nothing: the objects it flagged are live again when the panic leaves it,
+/// as after a failed reclaim, and not left being reclaimed for ever (every REF of them would
+/// fail, or wait without end). For `try_reclaim`, a batch, a sole reclaimer's batch, and the
+/// only-reference check.
+#[test]
+fn a_reclaim_whose_fence_panics_leaves_its_objects_live() {
+    use crate::reclaim::FENCE_PANICS;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let d = Domain::new();
+    let hs: Vec<_> = (0..4).map(|_| Box::pin(Header::new())).collect();
+    let pins: Vec<_> = hs.iter().map(|h| h.as_ref()).collect();
+    let held = d.try_get(pins[3]).expect("live");
+    let fails = |what: &str, f: &mut dyn FnMut()| {
+        FENCE_PANICS.with(|c| c.set(true));
+        let r = catch_unwind(AssertUnwindSafe(f));
+        FENCE_PANICS.with(|c| c.set(false));
+        assert!(r.is_err(), "{what}: the fence did not panic");
+        for (i, h) in pins.iter().enumerate() {
+            let a = d.try_get(*h);
+            assert!(
+                a.is_some(),
+                "{what}: object {i} is not live after the panic"
+            );
+            d.put(*h, a.unwrap());
+        }
+    };
+    fails("try_reclaim", &mut || {
+        d.try_reclaim(pins[0]);
+    });
+    fails("try_reclaim_many", &mut || {
+        d.try_reclaim_many(&pins, &mut [false; 4]);
+    });
+    fails("try_reclaim_many_exclusive", &mut || {
+        // SAFETY: this thread is the objects' only reclaimer and reiniter.
+        unsafe { d.try_reclaim_many_exclusive(&pins, &mut [false; 4]) };
+    });
+    fails("only_reference", &mut || {
+        d.only_reference(pins[3]);
+    });
+    d.put(pins[3], held);
+    let mut out = [false; 4];
+    assert_eq!(d.try_reclaim_many(&pins, &mut out), 4);
+}
