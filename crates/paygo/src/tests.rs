@@ -213,3 +213,78 @@ fn a_reclaim_whose_fence_panics_leaves_its_objects_live() {
     let mut out = [false; 4];
     assert_eq!(d.try_reclaim_many(&pins, &mut out), 4);
 }
+
+/// Set in the child process of `a_new_thread_waits_out_a_long_reclaim_without_panicking`.
+const WAIT_CHILD: &str = "PAYGO_WAIT_OUT_RECLAIM_CHILD";
+
+/// Where glibc registers no rseq area (before 2.35, or `glibc.pthread.rseq=0`), `percpu`
+/// registers a thread's own when its first critical section fails for want of one. A REF that
+/// waits out a reclaim (`get_or_wait`: `Arc::clone`, `Weak::upgrade`, `paygo_ref`) may wait
+/// before any critical section of its thread ran: its home slot holds another object's live
+/// entry, so its fast path tried none. Its wait must not be taken for the endless aborts of a
+/// thread without an area (`percpu::Retry` panics after 2^20 of those when the thread's area
+/// reports no CPU): a reclaim held up by a preemption lasts that long. Run in a child process
+/// with glibc's registration turned off; the reclaim is a flag held for two seconds.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot spawn")]
+fn a_new_thread_waits_out_a_long_reclaim_without_panicking() {
+    use crate::header::{LIVE, RECLAIMING};
+    if std::env::var_os(WAIT_CHILD).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args([
+                "tests::a_new_thread_waits_out_a_long_reclaim_without_panicking",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(WAIT_CHILD, "1")
+            .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+            .output()
+            .expect("starting the child");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(
+            out.status.success(),
+            "the child failed:\n{stdout}\n{stderr}"
+        );
+        // A skip of the child's was reported (and logged) by the child: shown here too.
+        for line in stderr.lines().filter(|l| l.starts_with("SKIPPED:")) {
+            eprintln!("{line}");
+        }
+        return;
+    }
+    if percpu::registrar() != Some(percpu::Registrar::Percpu) {
+        percpu::testing::skip(format_args!(
+            "the child's rseq areas are not percpu's own ({})",
+            percpu::mode()
+        ));
+        return;
+    }
+    // A thread whose area is not registered reads CPU 0 from it: CPU 0's only slot holds a
+    // live entry of `y`, so the waiting REF's fast path runs no critical section.
+    if !percpu::affinity::pin(0) {
+        percpu::testing::skip("cannot pin the thread to CPU 0");
+        return;
+    }
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 1,
+        window: 1,
+    });
+    let (x, y) = (Box::pin(Header::new()), Box::pin(Header::new()));
+    let held = d.try_get(y.as_ref()).expect("live");
+    unpin();
+    x.set_state(RECLAIMING, Ordering::Release);
+    let got = std::thread::scope(|s| {
+        let waiter = s.spawn(|| d.get_or_wait(x.as_ref()).map(|a| d.put(x.as_ref(), a)));
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        x.set_state(LIVE, Ordering::Release);
+        waiter.join()
+    });
+    assert!(
+        matches!(got, Ok(Some(_))),
+        "the waiting REF panicked or failed"
+    );
+    d.put(y.as_ref(), held);
+}
