@@ -75,7 +75,7 @@ fn status(s: u32) -> Result<(), Fail> {
 /// The mode is Rseq and `area` is the calling thread's rseq area.
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
 #[inline(always)]
-unsafe fn rseq_add<W: Word>(
+unsafe fn rseq_add<W: Word, const OWN: bool>(
     area: *mut u8,
     cpu: usize,
     checks: &[Check<'_>],
@@ -85,7 +85,7 @@ unsafe fn rseq_add<W: Word>(
     count_checks(checks);
     // SAFETY: the caller's contract for the area; checks and target borrow live 8-byte atomics.
     status(unsafe {
-        crate::arch::rseq::add(
+        crate::arch::rseq::add::<OWN>(
             area,
             section_cpu(cpu),
             Check::as_raw(checks),
@@ -102,7 +102,7 @@ unsafe fn rseq_add<W: Word>(
 /// As [`rseq_add`].
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
 #[inline(always)]
-unsafe fn rseq_store_add<S: Word, W: Word>(
+unsafe fn rseq_store_add<S: Word, W: Word, const OWN: bool>(
     area: *mut u8,
     cpu: usize,
     checks: &[Check<'_>],
@@ -115,7 +115,7 @@ unsafe fn rseq_store_add<S: Word, W: Word>(
     // SAFETY: the caller's contract for the area; checks, spec and target borrow live 8-byte
     // atomics.
     status(unsafe {
-        crate::arch::rseq::store_add(
+        crate::arch::rseq::store_add::<OWN>(
             area,
             section_cpu(cpu),
             Check::as_raw(checks),
@@ -125,6 +125,45 @@ unsafe fn rseq_store_add<S: Word, W: Word>(
             W::to_bits(delta),
         )
     })
+}
+
+/// The path of a [`PerCpu`]'s critical sections, in one byte that each section compares once:
+/// the sections of the two rseq paths differ by one re-check, which only areas that this crate
+/// registers need (see `arch::rseq`), and which the path byte selects at no cost to the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))),
+    allow(dead_code)
+)]
+enum Path {
+    /// The locked fallback (or a value with fewer slots than possible CPUs).
+    Locked,
+    /// rseq, on areas that libc registered.
+    Rseq,
+    /// rseq, on areas that this crate registers (`percpu::registrar()`).
+    RseqOwn,
+}
+
+/// `match` on a [`Path`]: on the rseq paths, `$rseq` with the const `$own` naming which
+/// sections to run (`arch::rseq::by_own`); on the locked path (and every path of a build
+/// without rseq), `$locked`.
+macro_rules! on_path {
+    ($path:expr, $own:ident => $rseq:expr, locked => $locked:expr) => {
+        match $path {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            Path::Rseq => {
+                const $own: bool = false;
+                $rseq
+            }
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            Path::RseqOwn => {
+                const $own: bool = true;
+                $rseq
+            }
+            _ => $locked,
+        }
+    };
 }
 
 #[cfg(not(loom))]
@@ -193,6 +232,8 @@ pub struct Here<'a, T> {
         allow(dead_code)
     )]
     area: *mut u8,
+    /// The value's path, copied: its sections compare it instead of testing `area`.
+    path: Path,
 }
 
 impl<T> Here<'_, T> {
@@ -213,13 +254,11 @@ impl<T> Here<'_, T> {
         target: &W,
         delta: W::Value,
     ) -> Result<(), Fail> {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if !self.area.is_null() {
-            // SAFETY: `area` is not null only when `here` found the value on the rseq path,
-            // and then it is this thread's rseq area (a `Here` stays on its thread).
-            return unsafe { rseq_add(self.area, self.cpu, checks, target, delta) };
-        }
-        self.pc.add(self.cpu, checks, target, delta)
+        on_path!(self.path, OWN =>
+            // SAFETY: on an rseq path `here` set `area` to this thread's rseq area (a `Here`
+            // stays on its thread).
+            unsafe { rseq_add::<W, OWN>(self.area, self.cpu, checks, target, delta) },
+            locked => self.pc.add(self.cpu, checks, target, delta))
     }
 
     /// [`PerCpu::store_add`] for [`Here::cpu`].
@@ -232,15 +271,14 @@ impl<T> Here<'_, T> {
         target: &W,
         delta: W::Value,
     ) -> Result<(), Fail> {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if !self.area.is_null() {
+        on_path!(self.path, OWN =>
             // SAFETY: as in `add`.
-            return unsafe {
-                rseq_store_add(self.area, self.cpu, checks, spec, spec_value, target, delta)
-            };
-        }
-        self.pc
-            .store_add(self.cpu, checks, spec, spec_value, target, delta)
+            unsafe {
+                rseq_store_add::<S, W, OWN>(
+                    self.area, self.cpu, checks, spec, spec_value, target, delta,
+                )
+            },
+            locked => self.pc.store_add(self.cpu, checks, spec, spec_value, target, delta))
     }
 }
 
@@ -282,8 +320,9 @@ struct Slot<T> {
 /// ```
 pub struct PerCpu<T> {
     slots: Box<[CachePadded<Slot<T>>]>,
-    /// Sections take the rseq path: the process is on it and every possible CPU has a slot.
-    rseq: bool,
+    /// Sections take an rseq path where the process is on it and every possible CPU has a
+    /// slot, the locked one otherwise.
+    path: Path,
     /// On the rseq path, the offset of every thread's rseq area from its thread pointer, kept
     /// here so that code inlined into other crates finds the area from this value instead of
     /// from the percpu crate's static (one load through the GOT fewer per section).
@@ -340,20 +379,17 @@ impl<T> PerCpu<T> {
             })
         }));
         let slots = slots.into_boxed_slice();
-        let rseq = cfg!(all(
-            target_arch = "x86_64",
-            target_os = "linux",
-            not(miri),
-            not(loom)
-        )) && crate::fast_path_available()
-            && n >= crate::possible_cpus();
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        let offset = if rseq { crate::arch::rseq::offset() } else { 0 };
+        let (offset, path) = match crate::fast_path_available() && n >= crate::possible_cpus() {
+            true if crate::arch::rseq::own_areas() => (crate::arch::rseq::offset(), Path::RseqOwn),
+            true => (crate::arch::rseq::offset(), Path::Rseq),
+            false => (0, Path::Locked),
+        };
         #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
-        let offset = 0;
+        let (offset, path) = (0, Path::Locked);
         Ok(PerCpu {
             slots,
-            rseq,
+            path,
             offset,
         })
     }
@@ -417,7 +453,7 @@ impl<T> PerCpu<T> {
     #[inline(never)]
     fn wrap(&self, cpu: usize) -> usize {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if self.rseq {
+        if self.path != Path::Locked {
             past_the_slots(cpu as u64, self.slots.len() as u64);
         }
         cpu % self.slots.len()
@@ -438,7 +474,7 @@ impl<T> PerCpu<T> {
     /// never on it); a number at or above 2^31 is taken modulo 2^31 ([`section_cpu`]).
     #[inline(always)]
     fn rseq_ok(&self, _cpu: usize) -> bool {
-        self.rseq
+        self.path != Path::Locked
     }
 
     /// Whether a critical section for a CPU the thread is not on fails by itself
@@ -448,7 +484,7 @@ impl<T> PerCpu<T> {
     /// under `c`'s lock from any CPU.
     #[inline(always)]
     pub fn sections_check_cpu(&self) -> bool {
-        self.rseq
+        self.path != Path::Locked
     }
 
     /// The CPU this thread runs on now, as [`crate::current_cpu`], but with the path decided
@@ -468,7 +504,7 @@ impl<T> PerCpu<T> {
     #[inline(always)]
     pub fn here(&self) -> Here<'_, T> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if self.rseq {
+        if self.path != Path::Locked {
             let area = self.area();
             // SAFETY: on the rseq path `area` is this thread's rseq area.
             let cpu = unsafe { crate::arch::rseq::cpu_id_start_in(area) } as usize;
@@ -476,12 +512,14 @@ impl<T> PerCpu<T> {
                 pc: self,
                 cpu,
                 area,
+                path: self.path,
             };
         }
         Here {
             pc: self,
             cpu: crate::current_cpu(),
             area: core::ptr::null_mut(),
+            path: Path::Locked,
         }
     }
 
@@ -524,16 +562,14 @@ impl<T> PerCpu<T> {
         target: &W,
         delta: W::Value,
     ) -> Result<(), Fail> {
-        if self.rseq_ok(cpu) {
-            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area.
-            return unsafe { rseq_add(self.area(), cpu, checks, target, delta) };
-        }
-        self.fallback(cpu, checks, || {
+        on_path!(self.path, OWN =>
+        // SAFETY: an rseq path, so `self.area()` is this thread's rseq area.
+        unsafe { rseq_add::<W, OWN>(self.area(), cpu, checks, target, delta) },
+        locked => self.fallback(cpu, checks, || {
             // Release: the commit, as the rseq path's (a store, a release on x86-64); pairs
             // with the Acquire loads of readers outside the sections (see `store`).
             target.add_bits(W::to_bits(delta), Ordering::Release)
-        })
+        }))
     }
 
     /// Critical section: if every check holds, `*target = value` (`load_cbne_store`).
@@ -545,29 +581,27 @@ impl<T> PerCpu<T> {
         target: &W,
         value: W::Value,
     ) -> Result<(), Fail> {
-        if self.rseq_ok(cpu) {
+        on_path!(self.path, OWN => {
             count_checks(checks);
-            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area; checks and
+            // SAFETY: an rseq path, so `self.area()` is this thread's rseq area; checks and
             // target borrow live 8-byte atomics.
-            return status(unsafe {
-                crate::arch::rseq::store(
+            status(unsafe {
+                crate::arch::rseq::store::<OWN>(
                     self.area(),
                     section_cpu(cpu),
                     Check::as_raw(checks),
                     target.raw(),
                     W::to_bits(value),
                 )
-            });
-        }
-        self.fallback(cpu, checks, || {
+            })
+        }, locked => self.fallback(cpu, checks, || {
             // Release: the commit, as the rseq path's (a plain store, which x86-64 makes a
             // release). Pairs with the Acquire loads of readers that take no slot lock (a
             // reader that validates one word by another, as paygo's READ-ALL re-checks a
             // slot's key after its count, relies on it: the slot lock orders only the
             // sections among themselves).
             target.store_bits(W::to_bits(value), Ordering::Release)
-        })
+        }))
     }
 
     /// Critical section: if every check holds, `*spec = spec_value` (speculative: it may become
@@ -589,18 +623,16 @@ impl<T> PerCpu<T> {
         target: &W,
         delta: W::Value,
     ) -> Result<(), Fail> {
-        if self.rseq_ok(cpu) {
-            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            // SAFETY: mode is Rseq, so `self.area()` is this thread's rseq area.
-            return unsafe {
-                rseq_store_add(self.area(), cpu, checks, spec, spec_value, target, delta)
-            };
-        }
-        self.fallback(cpu, checks, || {
+        on_path!(self.path, OWN =>
+        // SAFETY: an rseq path, so `self.area()` is this thread's rseq area.
+        unsafe {
+            rseq_store_add::<S, W, OWN>(self.area(), cpu, checks, spec, spec_value, target, delta)
+        },
+        locked => self.fallback(cpu, checks, || {
             spec.store_bits(S::to_bits(spec_value), Ordering::Relaxed);
             // Release: the commit, ordered after the speculative store (see `store`).
             target.add_bits(W::to_bits(delta), Ordering::Release);
-        })
+        }))
     }
 
     /// `*pick(value of this CPU) += delta`, retried until it commits (no checks).
@@ -652,20 +684,17 @@ impl<W: Word> PerCpu<W> {
     /// row from one thread, [`PerCpu::this_cpu`] also keeps the addresses in registers.
     #[inline(always)]
     pub fn add_this_cpu(&self, delta: W::Value) {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if self.rseq {
+        on_path!(self.path, OWN => {
             let area = self.area();
             // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
             let base = unsafe { self.slots.get_unchecked(0) }.value.raw();
             let n = self.slots.len() as u64;
-            // SAFETY: the rseq path; area is this thread's, base this PerCpu's slot 0, n its
+            // SAFETY: an rseq path; area is this thread's, base this PerCpu's slot 0, n its
             // slots.
-            if unsafe { ThisCpu::<W>::try_section(area, base, n, W::to_bits(delta)) } {
-                return;
+            if !unsafe { ThisCpu::<W>::try_section::<OWN>(area, base, n, W::to_bits(delta)) } {
+                ThisCpu::add_slow(self, self.path, area, base, delta);
             }
-            return ThisCpu::add_slow(self, area, base, delta);
-        }
-        self.add_current(|v| v, delta)
+        }, locked => self.add_current(|v| v, delta))
     }
 
     /// A handle for [`ThisCpu::add`] from the calling thread (it is neither `Send` nor `Sync`:
@@ -673,13 +702,14 @@ impl<W: Word> PerCpu<W> {
     #[inline(always)]
     pub fn this_cpu(&self) -> ThisCpu<'_, W> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if self.rseq {
+        if self.path != Path::Locked {
             return ThisCpu {
                 pc: self,
                 area: self.area(),
                 // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
                 base: unsafe { self.slots.get_unchecked(0) }.value.raw(),
                 n: self.slots.len() as u64,
+                path: self.path,
             };
         }
         ThisCpu {
@@ -688,6 +718,7 @@ impl<W: Word> PerCpu<W> {
             #[cfg(not(loom))]
             base: core::ptr::null(),
             n: self.slots.len() as u64,
+            path: Path::Locked,
         }
     }
 }
@@ -707,6 +738,8 @@ pub struct ThisCpu<'a, W> {
         allow(dead_code)
     )]
     n: u64,
+    /// The value's path, copied (see [`Here`]).
+    path: Path,
 }
 
 impl<W: Word> ThisCpu<'_, W> {
@@ -714,14 +747,13 @@ impl<W: Word> ThisCpu<'_, W> {
     /// and one untaken branch; a retry after an abort, and the locked path, are out of line.
     #[inline(always)]
     pub fn add(&self, delta: W::Value) {
-        #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        // SAFETY: area is not null: the rseq path.
-        if !self.area.is_null()
-            && unsafe { Self::try_section(self.area, self.base, self.n, W::to_bits(delta)) }
-        {
-            return;
+        let committed = on_path!(self.path, OWN =>
+            // SAFETY: an rseq path, so `area` and `base` were set by `this_cpu` on it.
+            unsafe { Self::try_section::<OWN>(self.area, self.base, self.n, W::to_bits(delta)) },
+            locked => false);
+        if !committed {
+            Self::add_slow(self.pc, self.path, self.area, self.base(), delta)
         }
-        Self::add_slow(self.pc, self.area, self.base(), delta)
     }
 
     #[cfg(not(loom))]
@@ -743,7 +775,7 @@ impl<W: Word> ThisCpu<'_, W> {
     /// thread that made it.
     #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
     #[inline(always)]
-    unsafe fn try_section(
+    unsafe fn try_section<const OWN: bool>(
         area: *mut u8,
         base: *const std::sync::atomic::AtomicU64,
         n: u64,
@@ -756,7 +788,9 @@ impl<W: Word> ThisCpu<'_, W> {
         // slots' count, so for each CPU number below it, base + (cpu << log2(stride)) is the
         // word of that CPU's slot (the slots are one contiguous array of
         // `CachePadded<Slot<W>>`), a live 8-byte atomic that only that CPU's sections write.
-        unsafe { crate::arch::rseq::cs_add_this_cpu(area, base, n, stride.trailing_zeros(), bits) }
+        unsafe {
+            crate::arch::rseq::cs_add_this_cpu::<OWN>(area, base, n, stride.trailing_zeros(), bits)
+        }
     }
 
     /// After an abort: retry until the section commits; or the locked path. Takes the handle's
@@ -770,13 +804,14 @@ impl<W: Word> ThisCpu<'_, W> {
     )]
     fn add_slow(
         pc: &PerCpu<W>,
+        path: Path,
         area: *mut u8,
         #[cfg(not(loom))] base: *const std::sync::atomic::AtomicU64,
         #[cfg(loom)] base: *const (),
         delta: W::Value,
     ) {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-        if !area.is_null() {
+        if path != Path::Locked {
             // The section fails while the thread's own area is not registered (its cpu_id is
             // -1): registers it (see `arch::rseq`).
             crate::arch::rseq::on_wrong_cpu();
@@ -789,8 +824,12 @@ impl<W: Word> ThisCpu<'_, W> {
                 }
                 note_abort();
                 retry.aborted();
-                // SAFETY: area is not null (checked above), from the caller's handle.
-                if unsafe { Self::try_section(area, base, n, W::to_bits(delta)) } {
+                let committed = on_path!(path, OWN =>
+                    // SAFETY: an rseq path (checked above): `area` and `base` are the
+                    // caller's handle's, made on it.
+                    unsafe { Self::try_section::<OWN>(area, base, n, W::to_bits(delta)) },
+                    locked => unreachable!("the locked path retries below"));
+                if committed {
                     return;
                 }
             }
@@ -1010,7 +1049,11 @@ mod bound_tests {
                 value: AtomicI64::new(0),
             })]
             .into_boxed_slice(),
-            rseq: true,
+            path: if crate::arch::rseq::own_areas() {
+                Path::RseqOwn
+            } else {
+                Path::Rseq
+            },
             offset: crate::arch::rseq::offset(),
         };
         let r = std::thread::scope(|s| {

@@ -28,8 +28,8 @@
 //! [1] ret = ABORT
 //!     if rseq->cpu_id != cpu: goto [6]      // migrated since the caller read the CPU
 //!     if rseq->rseq_cs != &descriptor: goto [6]
-//!                                           // re-armed by a signal handler that registered
-//!                                           // this crate's own area after the arm
+//!                                           // (OWN only) re-armed by a signal handler that
+//!                                           // registered this crate's own area after the arm
 //!     for i in 0..n:                         // the checks
 //!         ret = MISMATCH + i
 //!         if *checks[i].word != checks[i].expected: goto [6]
@@ -47,7 +47,13 @@
 //! registered at the signal). That section would then read a valid CPU, but `rseq_cs` names the
 //! handler's section (or nothing: [`register_own`] clears it), so the kernel would not abort it
 //! either; it fails the compare instead. (Where `rseq_cs` names it again, a handler ran the same
-//! section, and the kernel aborts it as usual.) Two instructions on the fast path.
+//! section, and the kernel aborts it as usual.) Where libc registers the areas, every thread has
+//! one before its first instruction, and no section can be armed on an unregistered area. So
+//! every section comes in two variants, chosen by the const parameter `OWN` (see `by_own!`):
+//! with the compare (two instructions: a load of the word just stored, a branch), taken in a
+//! process whose areas this crate registers, and without it, taken where libc registers them.
+//! The caller's choice costs nothing there: `PerCpu` keeps its path (locked, rseq, rseq on this
+//! crate's areas) in one byte, which its sections already compared.
 //!
 //! A preemption, migration or signal between [1] and [2] makes the kernel jump to [4]: nothing
 //! before the commit is visible except the speculative store, which every user of `store_add`
@@ -389,6 +395,33 @@ macro_rules! cs_abort_to_label {
     };
 }
 
+/// Runs `body` with `own_check!` naming the re-check of `rseq_cs` after the CPU compare (see the
+/// module docs), or nothing: `by_own!(OWN, ...)` in a function generic over `const OWN: bool`
+/// makes one variant of each section per value (the branch on the constant folds away).
+/// `own_check!(six)` fails to label 6 (the looping sections), `own_check!(wrong)` to the
+/// `wrong` label operand (the unrolled ones), `own_check!(abort)` to `abort` (`this_cpu_add`).
+macro_rules! by_own {
+    ($own:expr, $($body:tt)*) => {
+        if $own {
+            #[allow(unused_macros)]
+            macro_rules! own_check {
+                (six) => { "cmpq {tmp}, 8({rseq})\njnz 6f\n" };
+                (wrong) => { "cmpq {tmp}, 8({rseq})\njnz {wrong}\n" };
+                (abort) => { "cmpq {tmp}, 8({rseq})\njne {abort}\n" };
+            }
+            $($body)*
+        } else {
+            #[allow(unused_macros)]
+            macro_rules! own_check {
+                (six) => { "" };
+                (wrong) => { "" };
+                (abort) => { "" };
+            }
+            $($body)*
+        }
+    };
+}
+
 macro_rules! cs_head {
     () => {
         concat!(
@@ -397,8 +430,7 @@ macro_rules! cs_head {
             "movl $0xffff, {ret:e}\n",
             "cmpl {cpu:e}, 4({rseq})\n",
             "jnz 6f\n",
-            "cmpq {tmp}, 8({rseq})\n",
-            "jnz 6f\n",
+            own_check!(six),
             "movl $2, {ret:e}\n",
             "testq {n}, {n}\n",
             "jz 7f\n",
@@ -455,7 +487,7 @@ macro_rules! cs_tail {
 /// [`offset`]); every `checks[i].word` and `target` point to live 8-byte-aligned words that
 /// other threads access only atomically.
 #[inline(always)]
-pub(crate) unsafe fn cs_add(
+pub(crate) unsafe fn cs_add<const OWN: bool>(
     area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
@@ -466,26 +498,29 @@ pub(crate) unsafe fn cs_add(
     // SAFETY: the caller guarantees the pointers; the asm writes only *target (and the rseq
     // area's rseq_cs field, which is ours to write), reads the checks and the rseq area.
     unsafe {
-        #[cfg(feature = "inject")]
-        asm!(
-            cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area, cpu = in(reg) cpu,
-            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-            target = in(reg) target, delta = in(reg) delta,
-            inject = sym INJECT_LOOPS,
-            ret = out(reg) ret, tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
-        );
-        #[cfg(not(feature = "inject"))]
-        asm!(
-            cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area, cpu = in(reg) cpu,
-            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-            target = in(reg) target, delta = in(reg) delta,
-            ret = out(reg) ret, tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
+        by_own!(
+            OWN,
+            #[cfg(feature = "inject")]
+            asm!(
+                cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
+                rseq = in(reg) area, cpu = in(reg) cpu,
+                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+                target = in(reg) target, delta = in(reg) delta,
+                inject = sym INJECT_LOOPS,
+                ret = out(reg) ret, tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
+            #[cfg(not(feature = "inject"))]
+            asm!(
+                cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
+                rseq = in(reg) area, cpu = in(reg) cpu,
+                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+                target = in(reg) target, delta = in(reg) delta,
+                ret = out(reg) ret, tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
         );
     }
     ret as u32
@@ -496,7 +531,7 @@ pub(crate) unsafe fn cs_add(
 /// # Safety
 /// As [`cs_add`].
 #[inline(always)]
-pub(crate) unsafe fn cs_store(
+pub(crate) unsafe fn cs_store<const OWN: bool>(
     area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
@@ -506,26 +541,29 @@ pub(crate) unsafe fn cs_store(
     let ret: u64;
     // SAFETY: as in cs_add.
     unsafe {
-        #[cfg(feature = "inject")]
-        asm!(
-            cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area, cpu = in(reg) cpu,
-            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-            target = in(reg) target, value = in(reg) value,
-            inject = sym INJECT_LOOPS,
-            ret = out(reg) ret, tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
-        );
-        #[cfg(not(feature = "inject"))]
-        asm!(
-            cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area, cpu = in(reg) cpu,
-            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-            target = in(reg) target, value = in(reg) value,
-            ret = out(reg) ret, tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
+        by_own!(
+            OWN,
+            #[cfg(feature = "inject")]
+            asm!(
+                cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
+                rseq = in(reg) area, cpu = in(reg) cpu,
+                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+                target = in(reg) target, value = in(reg) value,
+                inject = sym INJECT_LOOPS,
+                ret = out(reg) ret, tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
+            #[cfg(not(feature = "inject"))]
+            asm!(
+                cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
+                rseq = in(reg) area, cpu = in(reg) cpu,
+                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+                target = in(reg) target, value = in(reg) value,
+                ret = out(reg) ret, tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
         );
     }
     ret as u32
@@ -537,7 +575,7 @@ pub(crate) unsafe fn cs_store(
 /// # Safety
 /// As [`cs_add`], and `spec` too.
 #[inline(always)]
-pub(crate) unsafe fn cs_store_add(
+pub(crate) unsafe fn cs_store_add<const OWN: bool>(
     area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
@@ -549,28 +587,31 @@ pub(crate) unsafe fn cs_store_add(
     let ret: u64;
     // SAFETY: as in cs_add; the asm also writes *spec.
     unsafe {
-        #[cfg(feature = "inject")]
-        asm!(
-            cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area, cpu = in(reg) cpu,
-            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-            spec = in(reg) spec, sv = in(reg) spec_value,
-            target = in(reg) target, delta = in(reg) delta,
-            inject = sym INJECT_LOOPS,
-            ret = out(reg) ret, tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
-        );
-        #[cfg(not(feature = "inject"))]
-        asm!(
-            cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
-            rseq = in(reg) area, cpu = in(reg) cpu,
-            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-            spec = in(reg) spec, sv = in(reg) spec_value,
-            target = in(reg) target, delta = in(reg) delta,
-            ret = out(reg) ret, tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
+        by_own!(
+            OWN,
+            #[cfg(feature = "inject")]
+            asm!(
+                cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
+                rseq = in(reg) area, cpu = in(reg) cpu,
+                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+                spec = in(reg) spec, sv = in(reg) spec_value,
+                target = in(reg) target, delta = in(reg) delta,
+                inject = sym INJECT_LOOPS,
+                ret = out(reg) ret, tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
+            #[cfg(not(feature = "inject"))]
+            asm!(
+                cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
+                rseq = in(reg) area, cpu = in(reg) cpu,
+                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+                spec = in(reg) spec, sv = in(reg) spec_value,
+                target = in(reg) target, delta = in(reg) delta,
+                ret = out(reg) ret, tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
         );
     }
     ret as u32
@@ -600,7 +641,7 @@ pub(crate) unsafe fn cs_store_add(
 /// the kernel never reports where `n` is the possible CPUs, aborts: the bound holds whatever
 /// the count of possible CPUs was read from.)
 #[inline(always)]
-pub(crate) unsafe fn cs_add_this_cpu(
+pub(crate) unsafe fn cs_add_this_cpu<const OWN: bool>(
     rseq: *mut u8,
     base: *const AtomicU64,
     n: u64,
@@ -611,45 +652,46 @@ pub(crate) unsafe fn cs_add_this_cpu(
     // commits only below it; it writes only that word and the rseq area's rseq_cs field, and
     // reads the rseq area.
     unsafe {
-        #[cfg(feature = "inject")]
-        asm!(
-            cs_arm!("tmp"),
-            "1:\n",
-            "movslq 4({rseq}), {cpu}\n",
-            "cmpq {n}, {cpu}\n",
-            "jae {abort}\n",
-            "cmpq {tmp}, 8({rseq})\n",
-            "jne {abort}\n",
-            "shlq %cl, {cpu}\n",
-            cs_inject!(),
-            "addq {delta}, ({base}, {cpu})\n",
-            "2:\n",
-            cs_abort_to_label!(),
-            rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
-            delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
-            inject = sym INJECT_LOOPS,
-            sig = const RSEQ_SIG,
-            abort = label { return false; },
-            options(att_syntax, nostack),
-        );
-        #[cfg(not(feature = "inject"))]
-        asm!(
-            cs_arm!("tmp"),
-            "1:\n",
-            "movslq 4({rseq}), {cpu}\n",
-            "cmpq {n}, {cpu}\n",
-            "jae {abort}\n",
-            "cmpq {tmp}, 8({rseq})\n",
-            "jne {abort}\n",
-            "shlq %cl, {cpu}\n",
-            "addq {delta}, ({base}, {cpu})\n",
-            "2:\n",
-            cs_abort_to_label!(),
-            rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
-            delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            abort = label { return false; },
-            options(att_syntax, nostack),
+        by_own!(
+            OWN,
+            #[cfg(feature = "inject")]
+            asm!(
+                cs_arm!("tmp"),
+                "1:\n",
+                "movslq 4({rseq}), {cpu}\n",
+                "cmpq {n}, {cpu}\n",
+                "jae {abort}\n",
+                own_check!(abort),
+                "shlq %cl, {cpu}\n",
+                cs_inject!(),
+                "addq {delta}, ({base}, {cpu})\n",
+                "2:\n",
+                cs_abort_to_label!(),
+                rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
+                delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
+                inject = sym INJECT_LOOPS,
+                sig = const RSEQ_SIG,
+                abort = label { return false; },
+                options(att_syntax, nostack),
+            );
+            #[cfg(not(feature = "inject"))]
+            asm!(
+                cs_arm!("tmp"),
+                "1:\n",
+                "movslq 4({rseq}), {cpu}\n",
+                "cmpq {n}, {cpu}\n",
+                "jae {abort}\n",
+                own_check!(abort),
+                "shlq %cl, {cpu}\n",
+                "addq {delta}, ({base}, {cpu})\n",
+                "2:\n",
+                cs_abort_to_label!(),
+                rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
+                delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                abort = label { return false; },
+                options(att_syntax, nostack),
+            );
         );
     }
     true
@@ -675,8 +717,7 @@ macro_rules! fixed_head {
             "1:\n",
             "cmpl {cpu:e}, 4({rseq})\n",
             "jnz {wrong}\n",
-            "cmpq {tmp}, 8({rseq})\n",
-            "jnz {wrong}\n",
+            own_check!(wrong),
         )
     };
 }
@@ -743,17 +784,20 @@ macro_rules! fixed_section {
         /// As [`cs_add`].
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
-        pub(crate) unsafe fn $name(area: *mut u8, cpu: u32, $($c: *const AtomicU64, $e: u64,)* target: *const AtomicU64, operand: u64) -> u32 {
+        pub(crate) unsafe fn $name<const OWN: bool>(area: *mut u8, cpu: u32, $($c: *const AtomicU64, $e: u64,)* target: *const AtomicU64, operand: u64) -> u32 {
             // SAFETY: the caller guarantees the pointers; the asm writes only *target and the
             // rseq area's rseq_cs field, and reads the checked words and the rseq area.
             unsafe {
-                fixed_asm!(
-                    checks: [$(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz {", stringify!($m), "}\n")),*],
-                    commit: [$commit],
-                    rseq = in(reg) area, cpu = in(reg) cpu,
-                    $($c = in(reg) $c, $e = in(reg) $e,)*
-                    target = in(reg) target, operand = in(reg) operand,
-                    $($m = label { return $code; },)*
+                by_own!(
+                    OWN,
+                    fixed_asm!(
+                        checks: [$(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz {", stringify!($m), "}\n")),*],
+                        commit: [$commit],
+                        rseq = in(reg) area, cpu = in(reg) cpu,
+                        $($c = in(reg) $c, $e = in(reg) $e,)*
+                        target = in(reg) target, operand = in(reg) operand,
+                        $($m = label { return $code; },)*
+                    );
                 );
             }
             0
@@ -780,7 +824,7 @@ fixed_section!(
 /// As [`cs_store_add`].
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn cs_store_add3(
+pub(crate) unsafe fn cs_store_add3<const OWN: bool>(
     area: *mut u8,
     cpu: u32,
     c0: *const AtomicU64,
@@ -797,16 +841,19 @@ pub(crate) unsafe fn cs_store_add3(
     // SAFETY: the caller guarantees the pointers; the asm writes only *spec, *target and the
     // rseq area's rseq_cs field, and reads the checked words and the rseq area.
     unsafe {
-        fixed_asm!(
-            checks: ["cmpq {e0}, ({c0})\n", "jnz {m0}\n", "cmpq {e1}, ({c1})\n", "jnz {m1}\n", "cmpq {e2}, ({c2})\n", "jnz {m2}\n"],
-            commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
-            rseq = in(reg) area, cpu = in(reg) cpu,
-            c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
-            spec = in(reg) spec, sv = in(reg) spec_value,
-            target = in(reg) target, delta = in(reg) delta,
-            m0 = label { return 2; },
-            m1 = label { return 3; },
-            m2 = label { return 4; },
+        by_own!(
+            OWN,
+            fixed_asm!(
+                checks: ["cmpq {e0}, ({c0})\n", "jnz {m0}\n", "cmpq {e1}, ({c1})\n", "jnz {m1}\n", "cmpq {e2}, ({c2})\n", "jnz {m2}\n"],
+                commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
+                rseq = in(reg) area, cpu = in(reg) cpu,
+                c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
+                spec = in(reg) spec, sv = in(reg) spec_value,
+                target = in(reg) target, delta = in(reg) delta,
+                m0 = label { return 2; },
+                m1 = label { return 3; },
+                m2 = label { return 4; },
+            );
         );
     }
     0
@@ -817,7 +864,7 @@ pub(crate) unsafe fn cs_store_add3(
 /// # Safety
 /// As [`cs_store_add`].
 #[inline(always)]
-pub(crate) unsafe fn store_add(
+pub(crate) unsafe fn store_add<const OWN: bool>(
     area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
@@ -829,11 +876,11 @@ pub(crate) unsafe fn store_add(
     // SAFETY: forwarded contract.
     unsafe {
         match checks {
-            [a, b, c] => cs_store_add3(
+            [a, b, c] => cs_store_add3::<OWN>(
                 area, cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, spec,
                 spec_value, target, delta,
             ),
-            _ => cs_store_add(area, cpu, checks, spec, spec_value, target, delta),
+            _ => cs_store_add::<OWN>(area, cpu, checks, spec, spec_value, target, delta),
         }
     }
 }
@@ -851,7 +898,7 @@ fixed_section!(
 /// # Safety
 /// As [`cs_add`].
 #[inline(always)]
-pub(crate) unsafe fn add(
+pub(crate) unsafe fn add<const OWN: bool>(
     area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
@@ -861,16 +908,16 @@ pub(crate) unsafe fn add(
     // SAFETY: forwarded contract.
     unsafe {
         match checks {
-            [] => cs_add0(area, cpu, target, delta),
-            [a] => cs_add1(area, cpu, a.word, a.expected, target, delta),
-            [a, b] => cs_add2(
+            [] => cs_add0::<OWN>(area, cpu, target, delta),
+            [a] => cs_add1::<OWN>(area, cpu, a.word, a.expected, target, delta),
+            [a, b] => cs_add2::<OWN>(
                 area, cpu, a.word, a.expected, b.word, b.expected, target, delta,
             ),
-            [a, b, c] => cs_add3(
+            [a, b, c] => cs_add3::<OWN>(
                 area, cpu, a.word, a.expected, b.word, b.expected, c.word, c.expected, target,
                 delta,
             ),
-            _ => cs_add(area, cpu, checks, target, delta),
+            _ => cs_add::<OWN>(area, cpu, checks, target, delta),
         }
     }
 }
@@ -880,7 +927,7 @@ pub(crate) unsafe fn add(
 /// # Safety
 /// As [`cs_add`].
 #[inline(always)]
-pub(crate) unsafe fn store(
+pub(crate) unsafe fn store<const OWN: bool>(
     area: *mut u8,
     cpu: u32,
     checks: &[RawCheck],
@@ -890,11 +937,11 @@ pub(crate) unsafe fn store(
     // SAFETY: forwarded contract.
     unsafe {
         match checks {
-            [a] => cs_store1(area, cpu, a.word, a.expected, target, value),
-            [a, b] => cs_store2(
+            [a] => cs_store1::<OWN>(area, cpu, a.word, a.expected, target, value),
+            [a, b] => cs_store2::<OWN>(
                 area, cpu, a.word, a.expected, b.word, b.expected, target, value,
             ),
-            _ => cs_store(area, cpu, checks, target, value),
+            _ => cs_store::<OWN>(area, cpu, checks, target, value),
         }
     }
 }
