@@ -476,6 +476,30 @@ macro_rules! cs_tail {
     };
 }
 
+/// Emits a looping section's `asm!` twice: with the injected delay between its checks and its
+/// stores (feature `inject`), and without. `$op` names the operands, `ret` among them.
+macro_rules! loop_asm {
+    (commit: [$($com:expr),*], $($op:tt)*) => {
+        #[cfg(feature = "inject")]
+        asm!(
+            cs_head!(), cs_inject!(), $($com,)* cs_tail!(),
+            $($op)*
+            inject = sym INJECT_LOOPS,
+            tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+        #[cfg(not(feature = "inject"))]
+        asm!(
+            cs_head!(), $($com,)* cs_tail!(),
+            $($op)*
+            tmp = out(reg) _,
+            sig = const RSEQ_SIG,
+            options(att_syntax, nostack),
+        );
+    };
+}
+
 /// Critical section `checks; *target += delta`.
 ///
 /// Returns 0 when committed, 1 when aborted, [`WRONG_CPU`] when `cpu` is not the current CPU
@@ -500,26 +524,12 @@ pub(crate) unsafe fn cs_add<const OWN: bool>(
     unsafe {
         by_own!(
             OWN,
-            #[cfg(feature = "inject")]
-            asm!(
-                cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
+            loop_asm!(
+                commit: ["addq {delta}, ({target})\n"],
                 rseq = in(reg) area, cpu = in(reg) cpu,
                 checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
                 target = in(reg) target, delta = in(reg) delta,
-                inject = sym INJECT_LOOPS,
-                ret = out(reg) ret, tmp = out(reg) _,
-                sig = const RSEQ_SIG,
-                options(att_syntax, nostack),
-            );
-            #[cfg(not(feature = "inject"))]
-            asm!(
-                cs_head!(), cs_inject!(), "addq {delta}, ({target})\n", cs_tail!(),
-                rseq = in(reg) area, cpu = in(reg) cpu,
-                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-                target = in(reg) target, delta = in(reg) delta,
-                ret = out(reg) ret, tmp = out(reg) _,
-                sig = const RSEQ_SIG,
-                options(att_syntax, nostack),
+                ret = out(reg) ret,
             );
         );
     }
@@ -543,26 +553,12 @@ pub(crate) unsafe fn cs_store<const OWN: bool>(
     unsafe {
         by_own!(
             OWN,
-            #[cfg(feature = "inject")]
-            asm!(
-                cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
+            loop_asm!(
+                commit: ["movq {value}, ({target})\n"],
                 rseq = in(reg) area, cpu = in(reg) cpu,
                 checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
                 target = in(reg) target, value = in(reg) value,
-                inject = sym INJECT_LOOPS,
-                ret = out(reg) ret, tmp = out(reg) _,
-                sig = const RSEQ_SIG,
-                options(att_syntax, nostack),
-            );
-            #[cfg(not(feature = "inject"))]
-            asm!(
-                cs_head!(), cs_inject!(), "movq {value}, ({target})\n", cs_tail!(),
-                rseq = in(reg) area, cpu = in(reg) cpu,
-                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-                target = in(reg) target, value = in(reg) value,
-                ret = out(reg) ret, tmp = out(reg) _,
-                sig = const RSEQ_SIG,
-                options(att_syntax, nostack),
+                ret = out(reg) ret,
             );
         );
     }
@@ -589,28 +585,13 @@ pub(crate) unsafe fn cs_store_add<const OWN: bool>(
     unsafe {
         by_own!(
             OWN,
-            #[cfg(feature = "inject")]
-            asm!(
-                cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
+            loop_asm!(
+                commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
                 rseq = in(reg) area, cpu = in(reg) cpu,
                 checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
                 spec = in(reg) spec, sv = in(reg) spec_value,
                 target = in(reg) target, delta = in(reg) delta,
-                inject = sym INJECT_LOOPS,
-                ret = out(reg) ret, tmp = out(reg) _,
-                sig = const RSEQ_SIG,
-                options(att_syntax, nostack),
-            );
-            #[cfg(not(feature = "inject"))]
-            asm!(
-                cs_head!(), cs_inject!(), "movq {sv}, ({spec})\n", "addq {delta}, ({target})\n", cs_tail!(),
-                rseq = in(reg) area, cpu = in(reg) cpu,
-                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-                spec = in(reg) spec, sv = in(reg) spec_value,
-                target = in(reg) target, delta = in(reg) delta,
-                ret = out(reg) ret, tmp = out(reg) _,
-                sig = const RSEQ_SIG,
-                options(att_syntax, nostack),
+                ret = out(reg) ret,
             );
         );
     }
