@@ -92,12 +92,29 @@ fn expedited() -> bool {
     match EXPEDITED.load(Ordering::Relaxed) {
         YES => true,
         NO => false,
-        _ => {
-            let ok = supported(CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED)
-                && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-            EXPEDITED.store(if ok { YES } else { NO }, Ordering::Relaxed);
-            ok
-        }
+        _ => decide_expedited(
+            &EXPEDITED,
+            supported(CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED)
+                && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0,
+        ),
+    }
+}
+
+/// Records whether this thread's registration for `MEMBARRIER_CMD_PRIVATE_EXPEDITED` succeeded,
+/// unless another thread recorded its own first: the first answer stands, so the answer never
+/// changes once given (a NO stored over a YES would turn the heavy fence into a `SeqCst` fence
+/// while light fences that read YES were compiler fences). Returns the answer that stands: a
+/// YES recorded by another thread holds for this one too (registration is per process), and
+/// under a NO both sides use `SeqCst` fences, whatever this thread's registration did.
+fn decide_expedited(state: &AtomicU8, ok: bool) -> bool {
+    match state.compare_exchange(
+        UNKNOWN,
+        if ok { YES } else { NO },
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    ) {
+        Ok(_) => ok,
+        Err(first) => first == YES,
     }
 }
 
@@ -175,6 +192,24 @@ mod tests {
     /// The registration state agrees with the kernel: `heavy_fence` uses the expedited barrier
     /// exactly when the kernel offers it, and then the process is registered for it (an
     /// unregistered process gets EPERM), so `light_fence` may be a compiler fence.
+    #[test]
+    fn the_first_answer_on_expedited_membarrier_stands() {
+        for (first, second) in [(YES, false), (NO, true)] {
+            let state = AtomicU8::new(first);
+            assert_eq!(
+                decide_expedited(&state, second),
+                first == YES,
+                "the first answer"
+            );
+            assert_eq!(state.load(Ordering::Relaxed), first, "stays");
+        }
+        for ok in [true, false] {
+            let state = AtomicU8::new(UNKNOWN);
+            assert_eq!(decide_expedited(&state, ok), ok);
+            assert_eq!(state.load(Ordering::Relaxed), if ok { YES } else { NO });
+        }
+    }
+
     #[test]
     fn heavy_fence_registers_what_the_kernel_offers() {
         heavy_fence();
