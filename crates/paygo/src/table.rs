@@ -131,8 +131,9 @@ pub(crate) struct StatCells {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// UNREFs that ran on a CPU other than their reference's and decremented the anchor counter
-    /// (including UNREFs on the home CPU of an entry in the half-evicted state, which use the
-    /// anchor counter too).
+    /// (an UNREF on the home CPU of an entry in the half-evicted state decrements the local
+    /// counter: the home section checks the generation only, which the eviction's first step
+    /// leaves as it was).
     pub anchor_puts: u64,
     /// UNREFs whose entry had been evicted: they decremented the object's overflow list.
     pub overflow_puts: u64,
@@ -462,7 +463,7 @@ impl Domain {
         let mut p = a;
         while p < b {
             let g = p >> GROUP_SHIFT;
-            // Acquire: pairs with `mark_group`'s SeqCst fetch_or (read after the reclaimer's
+            // Acquire: pairs with `note_claim`'s SeqCst fetch_or (read after the reclaimer's
             // fence; see `note_claim`).
             let word = words[g / 64].load(Ordering::Acquire) >> (g % 64);
             if word == 0 {
