@@ -121,7 +121,10 @@ int paygo_unref(paygo_obj_t *obj);
  * a negative number, which would read as an error). */
 int64_t paygo_read_all(paygo_obj_t *obj);
 
-/* 1 if obj is referenced, 0 if not (READ-ALL with early exit), or a negative paygo_error. */
+/* 1 if obj is referenced, 0 if not (READ-ALL with early exit), or a negative paygo_error. As
+ * exact as paygo_read_all: while paygo_ref or paygo_unref of obj run, it may answer 0 although a
+ * reference is held (one taken and given back on another CPU during the read cancels it in the
+ * sum); only paygo_try_reclaim decides that none is. */
 int paygo_is_referenced(paygo_obj_t *obj);
 
 /* Try-reclaim: PAYGO_OK if obj had no reference (it is now dead: every paygo_ref fails with

@@ -231,7 +231,11 @@ impl Domain {
     }
 
     /// Whether some reference exists: READ-ALL with the early exit of §3.4 (the first CPU
-    /// whose entries sum to a positive value answers yes).
+    /// whose entries sum to a positive value answers yes). As exact as [`Domain::read_all`]:
+    /// while REFs and UNREFs of the object run, it may answer no although a reference is held
+    /// (one taken after the read of a local counter and given back on another CPU before the
+    /// read of its anchor counter cancels it in the sum); only a try-reclaim, which stops new
+    /// REFs first, decides that none is.
     pub fn is_referenced(&self, hdr: Pin<&Header>) -> bool {
         let obj = hdr.addr();
         let lists = self.stripe(obj);
