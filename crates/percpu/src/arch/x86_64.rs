@@ -463,12 +463,6 @@ macro_rules! cs_inject {
         )
     };
 }
-#[cfg(not(feature = "inject"))]
-macro_rules! cs_inject {
-    () => {
-        ""
-    };
-}
 
 macro_rules! cs_tail {
     () => {
