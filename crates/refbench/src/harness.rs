@@ -151,15 +151,27 @@ where
     // as it starts (its signal stack), which the next thread's stack could otherwise take
     // first, and that refusal aborts the process from the new thread instead of failing a
     // spawn here.
+    // Nor is that the whole story: a thread whose stack fits the address space left but whose
+    // signal stack does not aborts the process too. So before each spawn, room for both (and
+    // more) is mapped and unmapped at once; where there is none, the spawn is refused here.
     let (started, running) = std::sync::mpsc::channel::<()>();
     let mut hs = Vec::new();
     for t in 0..threads {
         let (f, started) = (f.clone(), started.clone());
-        let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
-            // The receiver outlives every spawn that waits for this.
-            let _ = started.send(());
-            f(t)
-        });
+        let spawned = if room_for_a_thread() {
+            std::thread::Builder::new()
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || {
+                    // The receiver outlives every spawn that waits for this.
+                    let _ = started.send(());
+                    f(t)
+                })
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                "no room in the address space for its stacks",
+            ))
+        };
         match spawned {
             Ok(h) => {
                 hs.push(h);
@@ -177,6 +189,36 @@ where
         }
     }
     hs
+}
+
+/// The stack of a worker thread (std's default for spawned threads).
+const WORKER_STACK: usize = 2 << 20;
+
+/// Whether the address space (`ulimit -v`) has room for one more worker: its stack, the
+/// signal stack std maps as the thread starts (whose failure aborts the process from the new
+/// thread, where a spawn cannot report it), and a margin for the guard pages and the thread's
+/// own bookkeeping. Mapped without access or reserve and unmapped at once: it costs the
+/// address space only for the moment of the check.
+fn room_for_a_thread() -> bool {
+    const ROOM: usize = WORKER_STACK + (1 << 20);
+    // SAFETY: an anonymous private mapping at an address the kernel picks touches no existing
+    // mapping; nothing reads or writes it, and it is unmapped below with its own address and
+    // length.
+    unsafe {
+        let p = libc::mmap(
+            core::ptr::null_mut(),
+            ROOM,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, ROOM);
+    }
+    true
 }
 
 /// Sets its flag when dropped: a stop flag that threads loop on is set however the code that
