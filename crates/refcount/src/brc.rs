@@ -270,8 +270,10 @@ impl RefCounter for Brc {
         {
             return false;
         }
-        // Pairs with the owner's light_fence in try_get.
-        heavy_fence();
+        // Pairs with the owner's light_fence in try_get. If it panics (membarrier kept
+        // failing), nothing was decided: the object goes back to LIVE (Release pairs with the
+        // Acquire loads of state in try_get) instead of refusing every later get.
+        crate::lifecycle::flagged_fence(heavy_fence, || obj.state.store(LIVE, Ordering::Release));
         // Acquire pairs with the owner's Release store of local in put/merge.
         let l = obj.local.load(Ordering::Acquire) as i64;
         let n = l + (obj.shared.load(Ordering::SeqCst) >> SHIFT);

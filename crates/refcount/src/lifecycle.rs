@@ -32,6 +32,37 @@ pub(crate) fn store_load_order() {
     crate::sync::fence(Ordering::SeqCst);
 }
 
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    /// Set by a test: this thread's next reclaim fences panic (as `percpu`'s fence panics when
+    /// `membarrier` keeps failing).
+    pub(crate) static FENCE_PANICS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Runs `fence`, the fence of a reclaim that has flagged its objects (blocked their gets) and
+/// decided nothing yet. If the fence panics (`percpu`'s fence does when `membarrier` keeps
+/// failing), `unflag` runs as the panic leaves it, so that the objects are as after a failed
+/// reclaim instead of blocked for ever (every later get failing, `percpu-ref`'s `read_all`
+/// spinning without end, every later reclaim refused).
+pub(crate) fn flagged_fence(fence: impl FnOnce(), unflag: impl FnOnce()) {
+    /// Runs its closure when dropped, unless forgotten.
+    struct OnUnwind<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for OnUnwind<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    let guard = OnUnwind(Some(unflag));
+    #[cfg(all(test, not(loom)))]
+    if FENCE_PANICS.with(|f| f.get()) {
+        panic!("refcount: test: the reclaim fence failed");
+    }
+    fence();
+    core::mem::forget(guard);
+}
+
 /// Try-reclaim of many objects with one fence: `flag` each object (true: it is now blocked
 /// from new references and needs a decision), run `fence` once if any was flagged, then
 /// `decide` each flagged object. `out[i]` receives the outcome for `objs[i]`; returns how many
@@ -42,8 +73,21 @@ pub(crate) fn store_load_order() {
 pub fn reclaim_batch<O>(
     objs: &[O],
     out: &mut [bool],
+    flag: impl FnMut(&O) -> bool,
+    fence: impl FnOnce(),
+    decide: impl FnMut(&O) -> bool,
+) -> usize {
+    reclaim_batch_unflagging(objs, out, flag, fence, |_| {}, decide)
+}
+
+/// [`reclaim_batch`] that, if `fence` panics, calls `unflag` on each object it flagged before
+/// the panic goes on (see [`flagged_fence`]).
+pub(crate) fn reclaim_batch_unflagging<O>(
+    objs: &[O],
+    out: &mut [bool],
     mut flag: impl FnMut(&O) -> bool,
     fence: impl FnOnce(),
+    mut unflag: impl FnMut(&O),
     mut decide: impl FnMut(&O) -> bool,
 ) -> usize {
     assert_eq!(
@@ -59,7 +103,12 @@ pub fn reclaim_batch<O>(
     if !any {
         return 0;
     }
-    fence();
+    let flagged = &*out;
+    flagged_fence(fence, || {
+        for (o, _) in objs.iter().zip(flagged).filter(|(_, &f)| f) {
+            unflag(o);
+        }
+    });
     let mut n = 0;
     for (o, r) in objs.iter().zip(out.iter_mut()) {
         if *r {
@@ -78,4 +127,67 @@ pub const RECLAIM_ATTEMPTS: usize = 10_000;
 /// succeeded.
 pub fn reclaim_eventually<C: crate::RefCounter>(s: &C, obj: core::pin::Pin<&C::Object>) -> bool {
     (0..RECLAIM_ATTEMPTS).any(|_| s.try_reclaim(obj))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::FENCE_PANICS;
+    use crate::{Objects, RefCounter};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// Runs `f` with this thread's reclaim fences panicking; the panic must reach here.
+    fn with_panicking_fence<R>(what: &str, f: impl FnOnce() -> R) {
+        FENCE_PANICS.with(|c| c.set(true));
+        let r = catch_unwind(AssertUnwindSafe(f));
+        FENCE_PANICS.with(|c| c.set(false));
+        assert!(r.is_err(), "{what}: the fence did not panic");
+    }
+
+    /// A reclaim (single, then batched) whose fence panics after it blocked its objects leaves
+    /// them as a failed reclaim does: live, their counts exact, gettable and reclaimable.
+    fn a_reclaim_whose_fence_panics_leaves_its_objects_live<C: RefCounter>(s: &C) {
+        let name = C::NAME;
+        let objs = Objects::new(s, 3);
+        let all: Vec<_> = objs.iter().collect();
+        with_panicking_fence(name, || s.try_reclaim(objs.get(0)));
+        let held = s.try_get(objs.get(1)).expect("live");
+        with_panicking_fence(name, || s.try_reclaim_many(&all, &mut [false; 3]));
+        for (i, o) in objs.iter().enumerate() {
+            let t = s
+                .try_get(o)
+                .unwrap_or_else(|| panic!("{name}: object {i} refuses gets after the panic"));
+            assert_eq!(s.read_all(o), 1 + (i == 1) as i64, "{name}: object {i}");
+            s.put(o, t);
+        }
+        let mut out = [false; 3];
+        assert_eq!(s.try_reclaim_many(&all, &mut out), 2, "{name}");
+        assert_eq!(out, [true, false, true], "{name}");
+        s.put(objs.get(1), held);
+        assert!(s.try_reclaim(objs.get(1)), "{name}: object 1");
+    }
+
+    #[test]
+    fn percpu_ref_reclaim_whose_fence_panics_leaves_its_objects_live() {
+        a_reclaim_whose_fence_panics_leaves_its_objects_live(&crate::percpu_ref::PercpuRef::new());
+    }
+
+    #[test]
+    fn sloppy_reclaim_whose_fence_panics_leaves_its_objects_live() {
+        a_reclaim_whose_fence_panics_leaves_its_objects_live(&crate::sloppy::Sloppy::new());
+    }
+
+    #[test]
+    fn refcache_reclaim_whose_fence_panics_leaves_its_objects_live() {
+        let s = crate::refcache::RefCache::with_config(crate::refcache::Config {
+            ways: 64,
+            epoch: std::time::Duration::from_secs(3600),
+            ..Default::default()
+        });
+        a_reclaim_whose_fence_panics_leaves_its_objects_live(&s);
+    }
+
+    #[test]
+    fn brc_reclaim_whose_fence_panics_leaves_its_objects_live() {
+        a_reclaim_whose_fence_panics_leaves_its_objects_live(&crate::brc::Brc::new());
+    }
 }

@@ -282,6 +282,16 @@ impl PercpuRef {
                 .is_ok()
     }
 
+    /// Undoes [`Self::kill`] when the fence after it panicked (nothing was folded or decided):
+    /// back to `PERCPU` in a new generation. The invariant holds in both states (puts that
+    /// saw `KILLED` went to `atomic`, which still carries the bias).
+    fn unkill(&self, obj: &PercpuRefObject) {
+        let m = obj.mode.load(Ordering::Relaxed);
+        debug_assert_eq!(m & STATE_MASK, KILLED);
+        // Release pairs with the Acquire in try_get's mode load (as the resurrection's store).
+        obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
+    }
+
     /// Fold and confirm; called after `kill` succeeded and a fence followed it.
     fn fold_and_confirm(&self, obj: &PercpuRefObject) -> bool {
         let s = obj.slot.sum();
@@ -434,16 +444,17 @@ impl RefCounter for PercpuRef {
         if !self.kill(&obj) {
             return false;
         }
-        self.pc.fence();
+        crate::lifecycle::flagged_fence(|| self.pc.fence(), || self.unkill(&obj));
         self.fold_and_confirm(&obj)
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&PercpuRefObject>], out: &mut [bool]) -> usize {
-        crate::reclaim_batch(
+        crate::lifecycle::reclaim_batch_unflagging(
             objs,
             out,
             |o| self.kill(o),
             || self.pc.fence(),
+            |o| self.unkill(o),
             |o| self.fold_and_confirm(o),
         )
     }

@@ -541,6 +541,12 @@ impl RefCache {
             .is_ok()
     }
 
+    /// Undoes [`Self::block`] when the fence after it panicked (nothing was decided).
+    fn unblock(&self, obj: &RefCacheObject) {
+        // Release pairs with the state checks of later gets (as confirm's store of LIVE).
+        obj.state.store(LIVE, Ordering::Release);
+    }
+
     /// `global + Σ deltas` under the object's lock.
     fn sum(&self, obj: &RefCacheObject) -> i64 {
         let sh = &*obj.shared;
@@ -717,16 +723,17 @@ impl RefCounter for RefCache {
             return false;
         }
         // The fence of the object's scheme: its gets run in critical sections of that one.
-        obj.shared.pc.fence();
+        crate::lifecycle::flagged_fence(|| obj.shared.pc.fence(), || self.unblock(&obj));
         self.confirm(&obj)
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&RefCacheObject>], out: &mut [bool]) -> usize {
-        crate::reclaim_batch(
+        crate::lifecycle::reclaim_batch_unflagging(
             objs,
             out,
             |o| self.block(o),
             || fence_all(&self.shared, objs),
+            |o| self.unblock(o),
             |o| self.confirm(o),
         )
     }

@@ -118,6 +118,12 @@ impl Sloppy {
             .is_ok()
     }
 
+    /// Undoes [`Self::block`] when the fence after it panicked (nothing was decided).
+    fn unblock(&self, obj: &SloppyObject) {
+        // Release pairs with the Acquire load of state in try_get (as confirm's store of LIVE).
+        obj.state.store(LIVE, Ordering::Release);
+    }
+
     fn confirm(&self, obj: &SloppyObject) -> bool {
         // SeqCst: the load half of the store-then-load begun in block (pairs with the
         // central-path get's SeqCst fetch_add then state load).
@@ -246,17 +252,18 @@ impl RefCounter for Sloppy {
         if !self.block(&obj) {
             return false;
         }
-        self.pc.fence();
+        crate::lifecycle::flagged_fence(|| self.pc.fence(), || self.unblock(&obj));
         crate::lifecycle::store_load_order();
         self.confirm(&obj)
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&SloppyObject>], out: &mut [bool]) -> usize {
-        crate::reclaim_batch(
+        crate::lifecycle::reclaim_batch_unflagging(
             objs,
             out,
             |o| self.block(o),
             || self.pc.fence(),
+            |o| self.unblock(o),
             |o| self.confirm(o),
         )
     }
