@@ -254,16 +254,45 @@ fn next_mode(m: u64, state: u64) -> u64 {
     ((m & !STATE_MASK).wrapping_add(STATE_MASK + 1)) | state
 }
 
-/// The `percpu-ref` scheme: the critical sections' [`PerCpu`] and the per-CPU arena.
+/// The [`PerCpu`] whose critical sections update the per-CPU words of `percpu-ref` and
+/// `sloppy` objects, and whose fence their reclaims pay: one for the process, shared by every
+/// instance, because an object may be used through any instance of its scheme, and on the
+/// locked fallback path a fence excludes only the sections of its own `PerCpu` (it takes that
+/// one's locks). With a `PerCpu` per instance, a reclaim through one instance could fence and
+/// decide while a get through another had checked the object live and not yet committed: the
+/// reclaim succeeded under the reference that get then held. Under loom each instance keeps its
+/// own (a model makes fresh state in every execution, and uses one instance).
+#[cfg(not(loom))]
+pub(crate) type Sections = &'static PerCpu<()>;
+/// See the non-loom definition.
+#[cfg(loom)]
+pub(crate) type Sections = Box<PerCpu<()>>;
+
+/// The process's [`Sections`] (under loom, a fresh one).
+pub(crate) fn sections() -> Sections {
+    #[cfg(not(loom))]
+    {
+        static SECTIONS: OnceLock<PerCpu<()>> = OnceLock::new();
+        SECTIONS.get_or_init(|| PerCpu::new(|_| ()))
+    }
+    #[cfg(loom)]
+    {
+        Box::new(PerCpu::new(|_| ()))
+    }
+}
+
+/// The `percpu-ref` scheme: the critical sections' [`PerCpu`] (one for the process, shared by
+/// every instance, so that the fence of the instance that reclaims an object excludes the
+/// sections of any instance it is used through) and the per-CPU arena.
 pub struct PercpuRef {
-    pc: PerCpu<()>,
+    pc: Sections,
     slots: Arc<CpuSlots>,
 }
 
 impl PercpuRef {
     /// A scheme for this machine's possible CPUs.
     pub fn new() -> Self {
-        let pc = PerCpu::new(|_| ());
+        let pc = sections();
         let cpus = pc.len();
         PercpuRef {
             pc,

@@ -51,20 +51,24 @@
 //! a reclaim (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`).
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
-use crate::percpu_ref::{CpuSlots, SlotHandle};
+use crate::percpu_ref::{sections, CpuSlots, Sections, SlotHandle};
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
-use percpu::{Check, Fail, PerCpu, Retry};
+#[cfg(doc)]
+use percpu::PerCpu;
+use percpu::{Check, Fail, Retry};
 use std::sync::Arc;
 
 /// The default spare threshold per CPU per object.
 pub const DEFAULT_THRESHOLD: i64 = 64;
 
-/// The `sloppy` scheme: the critical sections' [`PerCpu`], the per-CPU arena of spares, the
+/// The `sloppy` scheme: the critical sections' [`PerCpu`] (the process's, shared with every
+/// instance and with `percpu-ref`'s, so that the fence of the instance that reclaims an object
+/// excludes the sections of any instance it is used through), the per-CPU arena of spares, the
 /// threshold.
 pub struct Sloppy {
-    pc: PerCpu<()>,
+    pc: Sections,
     slots: Arc<CpuSlots>,
     threshold: i64,
 }
@@ -77,7 +81,7 @@ impl Sloppy {
 
     /// A scheme whose CPUs keep at most `threshold` spares per object (at least 1).
     pub fn with_threshold(threshold: i64) -> Self {
-        let pc = PerCpu::new(|_| ());
+        let pc = sections();
         let cpus = pc.len();
         Sloppy {
             pc,
