@@ -31,7 +31,9 @@
 //!   value still had `HELPED`, this decrement is the one that reached zero. True for exactly
 //!   one decrement per life.
 //! * `load`: a value with `ZERO` reads 0; a plain 0 (a decrement in flight) is marked
-//!   `ZERO | HELPED` by `compare_exchange` and reads 0; anything else is the count.
+//!   `ZERO | HELPED` by `compare_exchange` and reads 0; if that fails, the value it found is
+//!   read instead (a get may have raised the count first: then the counter is not stuck);
+//!   anything else is the count.
 //!
 //! # Onto [`RefCounter`]
 //!
@@ -125,14 +127,18 @@ impl Sticky {
     /// is marked here.
     fn load_helping(&self, obj: &StickyObject) -> u64 {
         // Acquire pairs with the Release decrements.
-        let v = obj.word.load(Ordering::Acquire);
+        let mut v = obj.word.load(Ordering::Acquire);
         if v == 0 {
-            // Acquire: as above. Whether it succeeds or another thread marked it first, the
-            // counter is now stuck at zero.
-            let _ =
-                obj.word
-                    .compare_exchange(0, ZERO | HELPED, Ordering::Acquire, Ordering::Relaxed);
-            return 0;
+            // Acquire: as above. If it fails, the word it found decides, as in parlaylib: a
+            // mark of another thread (stuck at zero), or a get that raised the count before the
+            // zero was marked (the counter is live again, and its count is that get's).
+            match obj
+                .word
+                .compare_exchange(0, ZERO | HELPED, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(_) => return 0,
+                Err(cur) => v = cur,
+            }
         }
         if v & ZERO != 0 {
             0

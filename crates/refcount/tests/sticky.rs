@@ -98,3 +98,85 @@ fn exactly_one_decrement_reaches_zero_with_helping_readers() {
     }
     eprintln!("readers helped in {helped} of 10 rounds");
 }
+
+/// After the owner's release brought the count to zero (not yet marked), a get and a load
+/// race: the get may succeed (the zero is not marked yet), and then the counter is not stuck,
+/// so the load must not return 0 (parlaylib's `load`: a zero it returns stays zero until the
+/// counter is reset). A load whose marking compare-exchange lost to that get returned 0 while
+/// the getter held a reference on a live counter.
+#[test]
+fn a_load_returns_zero_only_for_a_counter_stuck_at_zero() {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    let rounds = refcount::conformance::reps(1_000_000) as u64;
+    let s = Sticky;
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    // Round r starts when `go` reaches 2r + 1 and each thread reports its result by adding to
+    // `done`; round r is over when `done` reaches 2r + 2.
+    let go = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let violations = AtomicUsize::new(0);
+    let got = AtomicU64::new(0);
+    let loaded = AtomicU64::new(0);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            for r in 0..rounds {
+                while go.load(Ordering::Acquire) != 2 * r + 1 {
+                    std::thread::yield_now();
+                }
+                match s.try_get(o) {
+                    Some(t) => {
+                        got.store(1, Ordering::Relaxed);
+                        // The counter is live again: the reference stays in the word, as the
+                        // owner's of the next round (the main thread releases it then).
+                        let _owners = t;
+                    }
+                    None => got.store(0, Ordering::Relaxed),
+                }
+                done.fetch_add(1, Ordering::AcqRel);
+            }
+        });
+        sc.spawn(|| {
+            for r in 0..rounds {
+                while go.load(Ordering::Acquire) != 2 * r + 1 {
+                    std::thread::yield_now();
+                }
+                loaded.store(s.load(o), Ordering::Relaxed);
+                done.fetch_add(1, Ordering::AcqRel);
+            }
+        });
+        for r in 0..rounds {
+            // The owner's reference, released: the count is at zero, unmarked.
+            assert!(s.release_base_begin(o));
+            go.store(2 * r + 1, Ordering::Release);
+            while done.load(Ordering::Acquire) != 2 * r + 2 {
+                std::thread::yield_now();
+            }
+            let (g, l) = (got.load(Ordering::Relaxed), loaded.load(Ordering::Relaxed));
+            if g == 1 && l == 0 {
+                violations.fetch_add(1, Ordering::Relaxed);
+            }
+            // Back to one reference, the owner's, whatever happened: mark it dead, then reuse.
+            let _ = s.release_base_finish(o);
+            assert!(
+                s.raw(o) & ZERO != 0 || s.raw(o) == 1,
+                "word {:#x}",
+                s.raw(o)
+            );
+            if s.raw(o) == 1 {
+                // The get succeeded and nobody marked the zero: the word holds the getter's
+                // (forgotten) reference, which stands for the owner's next round.
+                continue;
+            }
+            // SAFETY: the counter is stuck at zero (checked above) and only this thread
+            // reinits it; the other threads wait for the next round.
+            unsafe { s.reinit(o) };
+        }
+        go.store(u64::MAX, Ordering::Release);
+    });
+    assert_eq!(
+        violations.load(Ordering::Relaxed),
+        0,
+        "loads returned 0 while a get that raised the counter held a reference"
+    );
+}
