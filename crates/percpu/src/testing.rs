@@ -132,6 +132,30 @@ pub fn two_cpus_or_skip(what: &str) -> Option<(usize, usize)> {
     }
 }
 
+/// Runs the test `name` of the calling test binary again, alone, in a child process in which
+/// glibc registers no rseq area (so this crate registers its own, as under glibc 2.34 and
+/// older) and the fallback is not forced, with `marker` set to `1` in its environment (how the
+/// test knows it is the child). Asserts that the child passed that one test; returns its
+/// standard output.
+pub fn rerun_without_glibc_rseq(name: &str, marker: &str) -> String {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+        .env(marker, "1")
+        .env_remove(crate::FORCE_FALLBACK_ENV)
+        .output()
+        .expect("starting the child");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "child {name}: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

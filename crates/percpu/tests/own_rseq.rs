@@ -6,7 +6,6 @@
 //! ([`in_child`]), where the checks run.
 
 use percpu::{Mode, PerCpu, Registrar};
-use std::process::Command;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// Set in the child's environment.
@@ -32,25 +31,7 @@ fn in_child(name: &str, checks: fn()) {
 /// area. Returns its standard output, or `None` (the skip reported) where the kernel has no
 /// rseq.
 fn run_child(name: &str) -> Option<String> {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let out = Command::new(exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
-        .env(CHILD_ENV, "1")
-        .env_remove(percpu::FORCE_FALLBACK_ENV)
-        .output()
-        .expect("starting the child");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "child {name} failed: {}\n{stdout}\n{stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains("1 passed"),
-        "child {name} ran no test:\n{stdout}"
-    );
+    let stdout = percpu::testing::rerun_without_glibc_rseq(name, CHILD_ENV);
     if stdout.contains(NO_RSEQ) {
         percpu::testing::skip(format_args!(
             "no rseq path in a process where glibc registers none: {}",

@@ -471,26 +471,30 @@ macro_rules! cs_tail {
 }
 
 /// Emits a looping section's `asm!` twice: with the injected delay between its checks and its
-/// stores (feature `inject`), and without. `$op` names the operands, `ret` among them.
+/// stores (feature `inject`), and without, in the variant `$own` names (see `by_own!`).
+/// `$op` names the operands, `ret` among them.
 macro_rules! loop_asm {
-    (commit: [$($com:expr),*], $($op:tt)*) => {
-        #[cfg(feature = "inject")]
-        asm!(
-            cs_head!(), cs_inject!(), $($com,)* cs_tail!(),
-            $($op)*
-            inject = sym INJECT_LOOPS,
-            tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
-        );
-        #[cfg(not(feature = "inject"))]
-        asm!(
-            cs_head!(), $($com,)* cs_tail!(),
-            $($op)*
-            tmp = out(reg) _,
-            sig = const RSEQ_SIG,
-            options(att_syntax, nostack),
-        );
+    ($own:expr, commit: [$($com:expr),*], $($op:tt)*) => {
+        by_own!(
+            $own,
+            #[cfg(feature = "inject")]
+            asm!(
+                cs_head!(), cs_inject!(), $($com,)* cs_tail!(),
+                $($op)*
+                inject = sym INJECT_LOOPS,
+                tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
+            #[cfg(not(feature = "inject"))]
+            asm!(
+                cs_head!(), $($com,)* cs_tail!(),
+                $($op)*
+                tmp = out(reg) _,
+                sig = const RSEQ_SIG,
+                options(att_syntax, nostack),
+            );
+        )
     };
 }
 
@@ -516,15 +520,13 @@ pub(crate) unsafe fn cs_add<const OWN: bool>(
     // SAFETY: the caller guarantees the pointers; the asm writes only *target (and the rseq
     // area's rseq_cs field, which is ours to write), reads the checks and the rseq area.
     unsafe {
-        by_own!(
+        loop_asm!(
             OWN,
-            loop_asm!(
-                commit: ["addq {delta}, ({target})\n"],
-                rseq = in(reg) area, cpu = in(reg) cpu,
-                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-                target = in(reg) target, delta = in(reg) delta,
-                ret = out(reg) ret,
-            );
+            commit: ["addq {delta}, ({target})\n"],
+            rseq = in(reg) area, cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            target = in(reg) target, delta = in(reg) delta,
+            ret = out(reg) ret,
         );
     }
     ret as u32
@@ -545,15 +547,13 @@ pub(crate) unsafe fn cs_store<const OWN: bool>(
     let ret: u64;
     // SAFETY: as in cs_add.
     unsafe {
-        by_own!(
+        loop_asm!(
             OWN,
-            loop_asm!(
-                commit: ["movq {value}, ({target})\n"],
-                rseq = in(reg) area, cpu = in(reg) cpu,
-                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-                target = in(reg) target, value = in(reg) value,
-                ret = out(reg) ret,
-            );
+            commit: ["movq {value}, ({target})\n"],
+            rseq = in(reg) area, cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            target = in(reg) target, value = in(reg) value,
+            ret = out(reg) ret,
         );
     }
     ret as u32
@@ -577,16 +577,14 @@ pub(crate) unsafe fn cs_store_add<const OWN: bool>(
     let ret: u64;
     // SAFETY: as in cs_add; the asm also writes *spec.
     unsafe {
-        by_own!(
+        loop_asm!(
             OWN,
-            loop_asm!(
-                commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
-                rseq = in(reg) area, cpu = in(reg) cpu,
-                checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
-                spec = in(reg) spec, sv = in(reg) spec_value,
-                target = in(reg) target, delta = in(reg) delta,
-                ret = out(reg) ret,
-            );
+            commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
+            rseq = in(reg) area, cpu = in(reg) cpu,
+            checks = inout(reg) checks.as_ptr() => _, n = inout(reg) checks.len() => _,
+            spec = in(reg) spec, sv = in(reg) spec_value,
+            target = in(reg) target, delta = in(reg) delta,
+            ret = out(reg) ret,
         );
     }
     ret as u32
@@ -722,32 +720,36 @@ macro_rules! fixed_inject {
 }
 
 /// Emits an unrolled section's `asm!` twice: with the injected delay between its checks and
-/// its stores (feature `inject`), and without. The section returns, from the enclosing
-/// function, 1 when aborted and [`WRONG_CPU`] when on another CPU; the caller's check labels
-/// return the mismatch codes; a committed section falls through.
+/// its stores (feature `inject`), and without, in the variant `$own` names (see `by_own!`).
+/// The section returns, from the enclosing function, 1 when aborted and [`WRONG_CPU`] when on
+/// another CPU; the caller's check labels return the mismatch codes; a committed section falls
+/// through.
 macro_rules! fixed_asm {
-    (checks: [$($chk:expr),*], commit: [$($com:expr),*], $($op:tt)*) => {
-        #[cfg(feature = "inject")]
-        asm!(
-            fixed_head!(), $($chk,)* fixed_inject!(), $($com,)* fixed_end!(),
-            $($op)*
-            inject = sym INJECT_LOOPS,
-            sig = const RSEQ_SIG,
-            tmp = out(reg) _,
-            wrong = label { return WRONG_CPU; },
-            abort = label { return 1; },
-            options(att_syntax, nostack),
-        );
-        #[cfg(not(feature = "inject"))]
-        asm!(
-            fixed_head!(), $($chk,)* $($com,)* fixed_end!(),
-            $($op)*
-            sig = const RSEQ_SIG,
-            tmp = out(reg) _,
-            wrong = label { return WRONG_CPU; },
-            abort = label { return 1; },
-            options(att_syntax, nostack),
-        );
+    ($own:expr, checks: [$($chk:expr),*], commit: [$($com:expr),*], $($op:tt)*) => {
+        by_own!(
+            $own,
+            #[cfg(feature = "inject")]
+            asm!(
+                fixed_head!(), $($chk,)* fixed_inject!(), $($com,)* fixed_end!(),
+                $($op)*
+                inject = sym INJECT_LOOPS,
+                sig = const RSEQ_SIG,
+                tmp = out(reg) _,
+                wrong = label { return WRONG_CPU; },
+                abort = label { return 1; },
+                options(att_syntax, nostack),
+            );
+            #[cfg(not(feature = "inject"))]
+            asm!(
+                fixed_head!(), $($chk,)* $($com,)* fixed_end!(),
+                $($op)*
+                sig = const RSEQ_SIG,
+                tmp = out(reg) _,
+                wrong = label { return WRONG_CPU; },
+                abort = label { return 1; },
+                options(att_syntax, nostack),
+            );
+        )
     };
 }
 
@@ -763,16 +765,14 @@ macro_rules! fixed_section {
             // SAFETY: the caller guarantees the pointers; the asm writes only *target and the
             // rseq area's rseq_cs field, and reads the checked words and the rseq area.
             unsafe {
-                by_own!(
+                fixed_asm!(
                     OWN,
-                    fixed_asm!(
-                        checks: [$(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz {", stringify!($m), "}\n")),*],
-                        commit: [$commit],
-                        rseq = in(reg) area, cpu = in(reg) cpu,
-                        $($c = in(reg) $c, $e = in(reg) $e,)*
-                        target = in(reg) target, operand = in(reg) operand,
-                        $($m = label { return $code; },)*
-                    );
+                    checks: [$(concat!("cmpq {", stringify!($e), "}, ({", stringify!($c), "})\n", "jnz {", stringify!($m), "}\n")),*],
+                    commit: [$commit],
+                    rseq = in(reg) area, cpu = in(reg) cpu,
+                    $($c = in(reg) $c, $e = in(reg) $e,)*
+                    target = in(reg) target, operand = in(reg) operand,
+                    $($m = label { return $code; },)*
                 );
             }
             0
@@ -816,19 +816,17 @@ pub(crate) unsafe fn cs_store_add3<const OWN: bool>(
     // SAFETY: the caller guarantees the pointers; the asm writes only *spec, *target and the
     // rseq area's rseq_cs field, and reads the checked words and the rseq area.
     unsafe {
-        by_own!(
+        fixed_asm!(
             OWN,
-            fixed_asm!(
-                checks: ["cmpq {e0}, ({c0})\n", "jnz {m0}\n", "cmpq {e1}, ({c1})\n", "jnz {m1}\n", "cmpq {e2}, ({c2})\n", "jnz {m2}\n"],
-                commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
-                rseq = in(reg) area, cpu = in(reg) cpu,
-                c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
-                spec = in(reg) spec, sv = in(reg) spec_value,
-                target = in(reg) target, delta = in(reg) delta,
-                m0 = label { return 2; },
-                m1 = label { return 3; },
-                m2 = label { return 4; },
-            );
+            checks: ["cmpq {e0}, ({c0})\n", "jnz {m0}\n", "cmpq {e1}, ({c1})\n", "jnz {m1}\n", "cmpq {e2}, ({c2})\n", "jnz {m2}\n"],
+            commit: ["movq {sv}, ({spec})\n", "addq {delta}, ({target})\n"],
+            rseq = in(reg) area, cpu = in(reg) cpu,
+            c0 = in(reg) c0, e0 = in(reg) e0, c1 = in(reg) c1, e1 = in(reg) e1, c2 = in(reg) c2, e2 = in(reg) e2,
+            spec = in(reg) spec, sv = in(reg) spec_value,
+            target = in(reg) target, delta = in(reg) delta,
+            m0 = label { return 2; },
+            m1 = label { return 3; },
+            m2 = label { return 4; },
         );
     }
     0
@@ -938,20 +936,7 @@ mod tests {
             checks();
             return;
         }
-        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
-            .args([name, "--exact", "--nocapture", "--test-threads=1"])
-            .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
-            .env(CHILD_ENV, "1")
-            .env_remove(crate::FORCE_FALLBACK_ENV)
-            .output()
-            .expect("starting the child");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() && stdout.contains("1 passed"),
-            "child {name}: {}\n{stdout}\n{stderr}",
-            out.status
-        );
+        let stdout = crate::testing::rerun_without_glibc_rseq(name, CHILD_ENV);
         if let Some(l) = stdout.lines().find(|l| l.contains("CHILD-SKIP")) {
             crate::testing::skip(l);
         } else {
