@@ -314,3 +314,61 @@ fn a_fallback_for_want_of_membarrier_leaves_no_registration() {
         no_membarrier_leaves_no_registration,
     );
 }
+
+/// Whether libc registered an rseq area for a new thread: a registration of another area fails
+/// then (`EINVAL`: the kernel keeps one area per thread), and succeeds (and is undone) where none
+/// is. `None` where the kernel has no rseq. Must run on a thread that has not used the crate.
+fn libc_registered_this_thread() -> Option<bool> {
+    #[repr(C, align(32))]
+    struct Area([u32; 8]);
+    const SIG: u32 = 0x5305_3053;
+    const UNREGISTER: i32 = 1;
+    let mut area = Area([0, u32::MAX, 0, 0, 0, 0, 0, 0]);
+    let p: *mut Area = &mut area;
+    // SAFETY: `area` is 32 bytes, 32-byte aligned, and outlives its registration, which is
+    // undone below before `area` goes out of scope.
+    let r = unsafe { libc::syscall(libc::SYS_rseq, p, 32u32, 0, SIG) };
+    if r == 0 {
+        // SAFETY: unregisters the area registered just above, with its length and signature.
+        let u = unsafe { libc::syscall(libc::SYS_rseq, p, 32u32, UNREGISTER, SIG) };
+        assert_eq!(u, 0, "unregistering: {}", std::io::Error::last_os_error());
+        return Some(false);
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::ENOSYS) => None,
+        Some(libc::EINVAL | libc::EBUSY | libc::EPERM) => Some(true),
+        e => panic!("rseq registration: unexpected error {e:?}"),
+    }
+}
+
+/// The crate uses the areas of whoever registers them: libc's where libc registered one for a
+/// new thread (in a dynamically linked program, and in a statically linked one, where `dlsym`
+/// finds no `__rseq_offset`: CI runs this test in both), its own where none is. A program using
+/// neither would fall back to the locked path while rseq is available.
+#[test]
+#[cfg_attr(miri, ignore = "checks the rseq path, which Miri builds do not have")]
+fn the_registrar_is_whoever_registered_the_threads_areas() {
+    // A new thread: none of this binary's tests has used the crate on it yet.
+    let Some(libc) = std::thread::spawn(libc_registered_this_thread)
+        .join()
+        .unwrap()
+    else {
+        percpu::testing::skip(format_args!("the kernel has no rseq"));
+        return;
+    };
+    match percpu::mode() {
+        Mode::Rseq => {
+            let expected = if libc {
+                Registrar::Libc
+            } else {
+                Registrar::Percpu
+            };
+            assert_eq!(percpu::registrar(), Some(expected));
+        }
+        Mode::Fallback(percpu::FallbackReason::Forced) => {}
+        Mode::Fallback(percpu::FallbackReason::NoMembarrier) => {
+            percpu::testing::skip(format_args!("the kernel lacks membarrier's rseq fence"))
+        }
+        m => panic!("{m} although rseq areas can be registered (libc registered: {libc})"),
+    }
+}

@@ -147,17 +147,53 @@ pub(crate) fn init() -> bool {
 /// glibc's `__rseq_offset` if glibc registers an rseq area for every thread (`__rseq_size` at
 /// least 20), else `None` (glibc before 2.35, another libc, or registration turned off).
 fn libc_offset() -> Option<isize> {
-    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks up a symbol.
-    let off = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) };
-    // SAFETY: as above.
-    let size = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) };
+    let (off, size) = rseq_symbols();
     if off.is_null() || size.is_null() {
         return None;
     }
     // SAFETY: glibc defines `const unsigned int __rseq_size` and `const ptrdiff_t
-    // __rseq_offset`; dlsym returned their addresses, which stay valid for the process.
-    let (size, off) = unsafe { (*(size as *const u32), *(off as *const isize)) };
+    // __rseq_offset`; `rseq_symbols` returned their addresses, valid for the process.
+    let (size, off) = unsafe { (size.read(), off.read()) };
     (size >= 20).then_some(off)
+}
+
+/// The addresses of glibc's `__rseq_offset` and `__rseq_size`, or null pointers where the
+/// program has none: found at run time with `dlsym` in a dynamically linked program (so that a
+/// program linked against glibc 2.35 or later still starts with an older one, which a reference
+/// to the symbols' version would prevent).
+#[cfg(not(target_feature = "crt-static"))]
+fn rseq_symbols() -> (*const isize, *const u32) {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks up a symbol.
+    let off = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()) };
+    // SAFETY: as above.
+    let size = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_size".as_ptr()) };
+    (off.cast_const().cast(), size.cast_const().cast())
+}
+
+/// The addresses of glibc's `__rseq_offset` and `__rseq_size`, or null pointers where the
+/// program has none: in a statically linked program (`-C target-feature=+crt-static`), where
+/// `dlsym` finds nothing, through weak references that the linker resolves, as C code declaring
+/// them `__attribute__((weak))` reads them (from the global offset table, which holds the
+/// address or 0). Without them the crate would fall back to the locked path under glibc's
+/// registered areas.
+#[cfg(target_feature = "crt-static")]
+fn rseq_symbols() -> (*const isize, *const u32) {
+    let (off, size): (*const isize, *const u32);
+    // SAFETY: two loads from the global offset table, which the start-up code relocated before
+    // any Rust code ran; `.weak` makes a missing definition resolve to 0 instead of failing the
+    // link.
+    unsafe {
+        asm!(
+            ".weak __rseq_offset",
+            ".weak __rseq_size",
+            "movq __rseq_offset@GOTPCREL(%rip), {off}",
+            "movq __rseq_size@GOTPCREL(%rip), {size}",
+            off = out(reg) off,
+            size = out(reg) size,
+            options(att_syntax, nostack, pure, readonly, preserves_flags)
+        )
+    };
+    (off, size)
 }
 
 /// Uses glibc's area at thread pointer + `off`. Returns whether this thread's is registered
