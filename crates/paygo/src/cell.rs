@@ -77,8 +77,10 @@ mod vload {
         // Operations"; AMD APM vol. 2, "Memory Access Atomicity"; what portable-atomic's own
         // load and LLVM rely on), and every write of the word is a `lock cmpxchg16b` (checked
         // by `detect`). `src` is valid and aligned (the caller's contract). A load on x86-64
-        // is SeqCst against locked writes, as portable-atomic's is. `vmovq` and `vpextrq`
-        // exist wherever AVX does.
+        // is SeqCst against locked writes, as portable-atomic's is; the compiler keeps the
+        // order too, since inline assembly may do what Rust code could (here a SeqCst atomic
+        // load) and `readonly` does not rule out synchronizing (LLVM's `nosync` would, and
+        // Rust does not give it). `vmovq` and `vpextrq` exist wherever AVX does.
         unsafe {
             core::arch::asm!(
                 "vmovdqa {x}, xmmword ptr [{src}]",
