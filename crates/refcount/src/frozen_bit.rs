@@ -198,7 +198,10 @@ impl FrozenBit {
 
     /// The owner drops its base reference (the page leaves the page cache): a dec-and-test,
     /// first half. See [`Self::dec_begin`].
-    pub fn release_base_begin(&self, obj: Pin<&FrozenBitObject>) -> Option<Zero> {
+    ///
+    /// # Safety
+    /// As for [`FrozenBit::release_base`], which this call and its other half make together.
+    pub unsafe fn release_base_begin(&self, obj: Pin<&FrozenBitObject>) -> Option<Zero> {
         self.dec(&obj)
     }
 
@@ -229,8 +232,18 @@ impl FrozenBit {
     }
 
     /// The owner drops its base reference: true if the caller must free the object.
-    pub fn release_base(&self, obj: Pin<&FrozenBitObject>) -> bool {
-        match self.release_base_begin(obj) {
+    ///
+    /// # Safety
+    /// The caller holds the owner's (base) reference of this life of the object (a life starts
+    /// at `new_object` or `reinit`) and gives it up here, once per life. Afterwards it neither
+    /// calls [`RefCounter::try_reclaim`] on this life nor reinits the object before the call
+    /// that returned true (this one, or the last reference's put) ended the life. Otherwise the
+    /// count falls below the references held, and `try_reclaim`, on whose success code relies
+    /// to free or reuse the object, could succeed while a reference is held. No type can record
+    /// which caller holds the base.
+    pub unsafe fn release_base(&self, obj: Pin<&FrozenBitObject>) -> bool {
+        // SAFETY: the caller's contract, passed on.
+        match unsafe { self.release_base_begin(obj) } {
             Some(z) => self.free_if_winner(obj, z),
             None => false,
         }
@@ -486,7 +499,9 @@ mod loom_tests {
             let s = FrozenBit;
             let obj = Arc::new(s.new_object());
             let t1_token = s.try_get(pin(&obj)).unwrap();
-            assert!(!s.release_base(pin(&obj)));
+            // SAFETY: this thread owns the new object's base and releases it once; no thread
+            // reclaims.
+            assert!(!unsafe { s.release_base(pin(&obj)) });
             let o1 = obj.clone();
             let t1 = thread::spawn(move || {
                 let z = FrozenBit.dec_begin(pin(&o1), t1_token);
@@ -511,7 +526,9 @@ mod loom_tests {
                             // the winner reinits it, and no thread reclaims it meanwhile (the other
                             // threads only get and put).
                             unsafe { s.reinit(pin(&o2)) };
-                            if let Some(z) = s.release_base_begin(pin(&o2)) {
+                            // SAFETY: the reinit made this thread the owner of the new
+                            // life's base, released once; no thread reclaims.
+                            if let Some(z) = unsafe { s.release_base_begin(pin(&o2)) } {
                                 let g = z.generation();
                                 if s.free_if_winner(pin(&o2), z) {
                                     frees.push(g);

@@ -203,7 +203,16 @@ impl RcuRef {
     /// The owner drops its own reference (the kernel's last `rcuref_put` by the owner): true if
     /// no transient reference was left and the caller must free the object; otherwise the last
     /// transient put frees it ([`RcuRef::put_and_test`] returns true there).
-    pub fn release_base(&self, obj: Pin<&RcuRefObject>) -> bool {
+    ///
+    /// # Safety
+    /// The caller holds the owner's (base) reference of this life of the object (a life starts
+    /// at `new_object` or `reinit`) and gives it up here, once per life. Afterwards it neither
+    /// calls [`RefCounter::try_reclaim`] on this life nor reinits the object before the call
+    /// that returned true (this one, or the last reference's put) ended the life. Otherwise the
+    /// count falls below the references held, and `try_reclaim`, on whose success code relies
+    /// to free or reuse the object, could succeed while a reference is held. No type can record
+    /// which caller holds the base.
+    pub unsafe fn release_base(&self, obj: Pin<&RcuRefObject>) -> bool {
         self.put_raw(&obj)
     }
 

@@ -113,13 +113,19 @@ impl Sticky {
     /// The owner's release in two steps, for tests that put a reader or a getter between
     /// them: the `fetch_sub` (true if it reached zero), then [`Sticky::release_base_finish`].
     #[doc(hidden)]
-    pub fn release_base_begin(&self, obj: Pin<&StickyObject>) -> bool {
+    ///
+    /// # Safety
+    /// As for [`Sticky::release_base`], which this call and its other half make together.
+    pub unsafe fn release_base_begin(&self, obj: Pin<&StickyObject>) -> bool {
         Self::dec_begin(&obj)
     }
 
     /// The second step of [`Sticky::release_base_begin`]: true if the caller must free.
     #[doc(hidden)]
-    pub fn release_base_finish(&self, obj: Pin<&StickyObject>) -> bool {
+    ///
+    /// # Safety
+    /// As for [`Sticky::release_base`], which this call and its other half make together.
+    pub unsafe fn release_base_finish(&self, obj: Pin<&StickyObject>) -> bool {
         Self::dec_finish(&obj)
     }
 
@@ -155,7 +161,16 @@ impl Sticky {
 
     /// The owner drops its own reference: true if no transient reference was left and the
     /// caller must free the object; otherwise the last transient put frees it.
-    pub fn release_base(&self, obj: Pin<&StickyObject>) -> bool {
+    ///
+    /// # Safety
+    /// The caller holds the owner's (base) reference of this life of the object (a life starts
+    /// at `new_object` or `reinit`) and gives it up here, once per life. Afterwards it neither
+    /// calls [`RefCounter::try_reclaim`] on this life nor reinits the object before the call
+    /// that returned true (this one, or the last reference's put) ended the life. Otherwise the
+    /// count falls below the references held, and `try_reclaim`, on whose success code relies
+    /// to free or reuse the object, could succeed while a reference is held. No type can record
+    /// which caller holds the base.
+    pub unsafe fn release_base(&self, obj: Pin<&StickyObject>) -> bool {
         self.decrement(&obj)
     }
 

@@ -70,7 +70,11 @@ fn v4_aba_race_is_closed_by_the_generation() {
     let objs = Objects::new(&s, 1);
     let o = objs.get(0);
     let t1 = s.try_get(o).unwrap();
-    assert!(!s.release_base(o), "the base goes, T1's reference remains");
+    // SAFETY: this thread owns the new object's base and releases it once; nothing reclaims it.
+    assert!(
+        !unsafe { s.release_base(o) },
+        "the base goes, T1's reference remains"
+    );
     let z1 = s.dec_begin(o, t1).expect("T1 brings the count to zero");
     assert_eq!(z1.generation(), 0);
     let t2 = s.try_get(o).expect("speculative get on a zero count");
@@ -80,9 +84,8 @@ fn v4_aba_race_is_closed_by_the_generation() {
     // SAFETY: T2 froze life 0 above; only this thread reinits or reclaims it.
     unsafe { s.reinit(o) };
     assert_eq!(s.generation(o), 1);
-    let z3 = s
-        .release_base_begin(o)
-        .expect("life 1's owner drops its base");
+    // SAFETY: this thread reinited life 1 and owns its base, released once; nothing reclaims it.
+    let z3 = unsafe { s.release_base_begin(o) }.expect("life 1's owner drops its base");
     assert!(
         !s.free_if_winner(o, z1),
         "T1's stale zero (life 0) must not free life 1"
@@ -121,7 +124,8 @@ fn dec_and_test_frees_once() {
     let o = objs.get(0);
     let a = s.try_get(o).unwrap();
     let b = s.try_get(o).unwrap();
-    assert!(!s.release_base(o));
+    // SAFETY: this thread owns the new object's base and releases it once; nothing reclaims it.
+    assert!(!unsafe { s.release_base(o) });
     assert!(!s.put_and_test(o, a));
     assert!(!s.is_frozen(o));
     assert!(s.put_and_test(o, b), "the last put wins the free");
@@ -137,7 +141,8 @@ fn every_life_freed_exactly_once() {
     use std::sync::{Arc, Mutex};
     let s = FrozenBit;
     let objs = Arc::new(Objects::new(&s, 1));
-    assert!(s.release_base(objs.get(0)), "life 0 starts dead");
+    // SAFETY: this thread owns the new object's base and releases it once; nothing reclaims it.
+    assert!(unsafe { s.release_base(objs.get(0)) }, "life 0 starts dead");
     // SAFETY: life 0 is dead (release_base above) and no other thread exists yet.
     unsafe { s.reinit(objs.get(0)) };
     // From life 1 on, whoever frees a life records its generation and (up to LIVES lives)
@@ -162,12 +167,16 @@ fn every_life_freed_exactly_once() {
                     // SAFETY: this thread won the free of this life (free_if_winner): only the
                     // winner reinits it, and no thread reclaims it meanwhile.
                     unsafe { s.reinit(o) };
-                    z = s.release_base_begin(o);
+                    // SAFETY: the reinit made this thread the owner of the new life's base,
+                    // released once here; no thread reclaims.
+                    z = unsafe { s.release_base_begin(o) };
                 }
             }
         }
     }
-    let z = s.release_base_begin(objs.get(0));
+    // SAFETY: this thread reinited life 1 above and owns its base, released once here; no
+    // thread reclaims.
+    let z = unsafe { s.release_base_begin(objs.get(0)) };
     free_and_reuse(&s, objs.get(0), &frees, z);
     let hs: Vec<_> = (0..4)
         .map(|t| {

@@ -41,8 +41,10 @@ fn helping_reader_and_racing_get_replayed() {
     let objs = Objects::new(&s, 2);
     // A reader in the window.
     let o = objs.get(0);
+    // SAFETY (this and the other halves below): each object's base is released once, by this
+    // thread, which reclaims nothing.
     assert!(
-        s.release_base_begin(o),
+        unsafe { s.release_base_begin(o) },
         "the owner's decrement reaches zero"
     );
     assert_eq!(s.raw(o), 0);
@@ -50,16 +52,16 @@ fn helping_reader_and_racing_get_replayed() {
     assert_eq!(s.raw(o), ZERO | HELPED, "and marks it");
     assert!(s.try_get(o).is_none(), "stuck: no get succeeds any more");
     assert!(
-        s.release_base_finish(o),
+        unsafe { s.release_base_finish(o) },
         "the decrementer takes the mark: it frees"
     );
     assert_eq!(s.raw(o) & (ZERO | HELPED), ZERO);
     // A get in the window.
     let o = objs.get(1);
-    assert!(s.release_base_begin(o));
+    assert!(unsafe { s.release_base_begin(o) });
     let t = s.try_get(o).expect("not stuck yet: the get succeeds");
     assert!(
-        !s.release_base_finish(o),
+        !unsafe { s.release_base_finish(o) },
         "the count moved: this decrement does not free"
     );
     assert_eq!(
@@ -147,7 +149,9 @@ fn a_load_returns_zero_only_for_a_counter_stuck_at_zero() {
         });
         for r in 0..rounds {
             // The owner's reference, released: the count is at zero, unmarked.
-            assert!(s.release_base_begin(o));
+            // SAFETY: each round's life (a new object, then each reinit) has its base released
+            // by this thread only, once; the other threads only get, put and load.
+            assert!(unsafe { s.release_base_begin(o) });
             go.store(2 * r + 1, Ordering::Release);
             while done.load(Ordering::Acquire) != 2 * r + 2 {
                 std::thread::yield_now();
@@ -157,7 +161,8 @@ fn a_load_returns_zero_only_for_a_counter_stuck_at_zero() {
                 violations.fetch_add(1, Ordering::Relaxed);
             }
             // Back to one reference, the owner's, whatever happened: mark it dead, then reuse.
-            let _ = s.release_base_finish(o);
+            // SAFETY: the second half of this round's release above.
+            let _ = unsafe { s.release_base_finish(o) };
             assert!(
                 s.raw(o) & ZERO != 0 || s.raw(o) == 1,
                 "word {:#x}",

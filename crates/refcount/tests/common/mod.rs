@@ -13,15 +13,19 @@ pub trait PutAndTest: RefCounter {
     /// The scheme's `put_and_test`: true if this put freed the object.
     fn put_and_test(&self, obj: Pin<&Self::Object>, token: Self::Token) -> bool;
     /// The scheme's `release_base`: true if the owner's reference was the last.
-    fn release_base(&self, obj: Pin<&Self::Object>) -> bool;
+    ///
+    /// # Safety
+    /// The scheme's `release_base`'s: the caller gives up the base reference it holds, once.
+    unsafe fn release_base(&self, obj: Pin<&Self::Object>) -> bool;
 }
 
 impl PutAndTest for RcuRef {
     fn put_and_test(&self, obj: Pin<&Self::Object>, token: Self::Token) -> bool {
         RcuRef::put_and_test(self, obj, token)
     }
-    fn release_base(&self, obj: Pin<&Self::Object>) -> bool {
-        RcuRef::release_base(self, obj)
+    unsafe fn release_base(&self, obj: Pin<&Self::Object>) -> bool {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { RcuRef::release_base(self, obj) }
     }
 }
 
@@ -29,8 +33,9 @@ impl PutAndTest for Sticky {
     fn put_and_test(&self, obj: Pin<&Self::Object>, token: Self::Token) -> bool {
         Sticky::put_and_test(self, obj, token)
     }
-    fn release_base(&self, obj: Pin<&Self::Object>) -> bool {
-        Sticky::release_base(self, obj)
+    unsafe fn release_base(&self, obj: Pin<&Self::Object>) -> bool {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { Sticky::release_base(self, obj) }
     }
 }
 
@@ -57,7 +62,8 @@ pub fn walk_then_release<C: PutAndTest>(
         }
         check(held.len());
     }
-    assert_eq!(s.release_base(o), held.is_empty());
+    // SAFETY: `o` is live with its base, which only this walk releases, once; nothing reclaims.
+    assert_eq!(unsafe { s.release_base(o) }, held.is_empty());
     let last = held.len();
     for (i, t) in held.drain(..).enumerate() {
         assert_eq!(s.put_and_test(o, t), i + 1 == last, "put {i} of {last}");
@@ -104,7 +110,9 @@ pub fn frees_under_racing_gets<C: PutAndTest>(
         while started.load(Ordering::SeqCst) < threads {
             std::hint::spin_loop();
         }
-        if s.release_base(objs.get(0)) {
+        // SAFETY: object 0 is live with its base, which only this thread releases, once; the
+        // getters and `beside` do not reclaim it.
+        if unsafe { s.release_base(objs.get(0)) } {
             frees.fetch_add(1, Ordering::SeqCst);
             dead.store(true, Ordering::SeqCst);
         }
