@@ -68,7 +68,7 @@ pub struct OpLogCounterObject {
 /// Proof of one reference taken from an [`OpLogCounter`] object.
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct OpLogToken(());
+pub struct OpLogToken(refcount::TokenTag);
 
 impl RefCounter for OpLogCounter {
     type Object = OpLogCounterObject;
@@ -93,11 +93,12 @@ impl RefCounter for OpLogCounter {
             obj.count.log(-1);
             return None;
         }
-        Some(OpLogToken(()))
+        Some(OpLogToken(refcount::TokenTag::of(&*obj)))
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&OpLogCounterObject>, _token: OpLogToken) {
+    fn put(&self, obj: Pin<&OpLogCounterObject>, token: OpLogToken) {
+        token.0.check(&*obj, Self::NAME);
         obj.count.log(-1);
     }
 

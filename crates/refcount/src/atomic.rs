@@ -39,7 +39,7 @@ pub struct AtomicObject {
 /// The token of [`Atomic`]: proof of one reference.
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct AtomicToken(());
+pub struct AtomicToken(crate::TokenTag);
 
 impl RefCounter for Atomic {
     type Object = AtomicObject;
@@ -60,11 +60,12 @@ impl RefCounter for Atomic {
             obj.word.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        Some(AtomicToken(()))
+        Some(AtomicToken(crate::TokenTag::of(&*obj)))
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&AtomicObject>, _token: AtomicToken) {
+    fn put(&self, obj: Pin<&AtomicObject>, token: AtomicToken) {
+        token.0.check(&*obj, Self::NAME);
         // Release pairs with the Acquire of try_reclaim's compare_exchange: the holder's accesses
         // to the object happen before its reclamation.
         let old = obj.word.fetch_sub(1, Ordering::Release);

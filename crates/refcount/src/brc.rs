@@ -185,7 +185,7 @@ pub struct BrcObject {
 /// The token of [`Brc`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct BrcToken(());
+pub struct BrcToken(crate::TokenTag);
 
 impl RefCounter for Brc {
     type Object = BrcObject;
@@ -219,7 +219,7 @@ impl RefCounter for Brc {
                 obj.local.store(l, Ordering::Relaxed);
                 return None;
             }
-            return Some(BrcToken(()));
+            return Some(BrcToken(crate::TokenTag::of(&*obj)));
         }
         // SeqCst store-then-load, pairs with the reclaimer's SeqCst state store and shared
         // load.
@@ -229,11 +229,12 @@ impl RefCounter for Brc {
             self.shared_dec(&obj);
             return None;
         }
-        Some(BrcToken(()))
+        Some(BrcToken(crate::TokenTag::of(&*obj)))
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&BrcObject>, _token: BrcToken) {
+    fn put(&self, obj: Pin<&BrcObject>, token: BrcToken) {
+        token.0.check(&*obj, Self::NAME);
         if obj.owner.load(Ordering::Relaxed) == thread_id() {
             let l = obj.local.load(Ordering::Relaxed);
             if l > 0 {

@@ -45,7 +45,7 @@ pub struct CasObject {
 /// The token of [`Cas`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct CasToken(());
+pub struct CasToken(crate::TokenTag);
 
 impl Cas {
     /// `page_ref_freeze`: `compare_exchange(expected -> 0)`, where `expected` counts the base
@@ -98,14 +98,15 @@ impl RefCounter for Cas {
                 .count
                 .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return Some(CasToken(())),
+                Ok(_) => return Some(CasToken(crate::TokenTag::of(&*obj))),
                 Err(cur) => v = cur,
             }
         }
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&CasObject>, _token: CasToken) {
+    fn put(&self, obj: Pin<&CasObject>, token: CasToken) {
+        token.0.check(&*obj, Self::NAME);
         // Release pairs with the Acquire CAS of try_reclaim/freeze.
         let old = obj.count.fetch_sub(1, Ordering::Release);
         debug_assert!(old > 1, "cas: put without a reference");

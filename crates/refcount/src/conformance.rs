@@ -514,6 +514,42 @@ pub fn misuse_reinit_of_live_object_panics<C: RefCounter>(s: &C) {
     assert!(reclaim_eventually(s, objs.get(1)));
 }
 
+/// Misuse: a `put` of a token on another object than the one it was taken on panics, in every
+/// build, before it changes anything: the other object keeps its count (a `try_reclaim` of it
+/// still fails while its own reference is held), and the token's reference stays counted on
+/// its own object, which leaks it.
+pub fn misuse_put_on_another_object_panics<C: RefCounter>(s: &C) {
+    let objs = Objects::new(s, 2);
+    let t0 = s.try_get(objs.get(0)).expect("live");
+    let t1 = s.try_get(objs.get(1)).expect("live");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.put(objs.get(1), t0)));
+    assert!(
+        r.is_err(),
+        "{}: a put on another object than its token's did not panic",
+        C::NAME
+    );
+    check_count(
+        s,
+        &objs,
+        1,
+        1,
+        "after a put of another object's token on it",
+    );
+    check_count(s, &objs, 0, 1, "whose token was put on another object");
+    assert!(
+        !s.try_reclaim(objs.get(1)),
+        "{}: reclaimed while its reference is held",
+        C::NAME
+    );
+    s.put(objs.get(1), t1);
+    assert!(reclaim_eventually(s, objs.get(1)));
+    assert!(
+        !s.try_reclaim(objs.get(0)),
+        "{}: reclaimed with the misput token's reference",
+        C::NAME
+    );
+}
+
 /// Objects made with placements, references taken with the right place, a wrong one, or none
 /// (`try_get`), by `threads` threads that migrate: every count stays the model's, and every
 /// object is reclaimable at the end. A wrong place may only cost time.
@@ -643,6 +679,11 @@ macro_rules! conformance_suite {
             #[test]
             fn misuse_reinit_of_live_object_panics() {
                 $crate::conformance::misuse_reinit_of_live_object_panics(&$make);
+            }
+
+            #[test]
+            fn misuse_put_on_another_object_panics() {
+                $crate::conformance::misuse_put_on_another_object_panics(&$make);
             }
 
             #[test]

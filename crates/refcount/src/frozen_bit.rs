@@ -105,7 +105,7 @@ pub struct FrozenBitObject {
 /// The token of [`FrozenBit`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct FrozenBitToken(());
+pub struct FrozenBitToken(crate::TokenTag);
 
 /// Proof that a decrement brought the count to zero: the word that decrement produced
 /// (generation included). Only [`FrozenBit::free_if_winner`] consumes it.
@@ -157,7 +157,7 @@ impl FrozenBit {
             if cur & FULL == 0 {
                 // Puts brought the count back under the limit meanwhile: the increment is a
                 // reference like any other (the Acquire fetch_add made it one).
-                return Some(FrozenBitToken(()));
+                return Some(FrozenBitToken(crate::TokenTag::of(obj)));
             }
             match obj
                 .word
@@ -192,7 +192,7 @@ impl FrozenBit {
     /// that returns true. [`Self::put_and_test`] does both; the halves exist so that tests can
     /// stall a thread between them (the ABA window).
     pub fn dec_begin(&self, obj: Pin<&FrozenBitObject>, token: FrozenBitToken) -> Option<Zero> {
-        let _ = token;
+        token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.dec(&obj)
     }
 
@@ -286,7 +286,7 @@ impl RefCounter for FrozenBit {
         let new = obj.word.fetch_add(1, Ordering::Acquire).wrapping_add(1);
         // One test for both refusals: frozen, or the count past MAX_COUNT.
         if new & (FROZEN | FULL) == 0 {
-            return Some(FrozenBitToken(()));
+            return Some(FrozenBitToken(crate::TokenTag::of(&*obj)));
         }
         self.get_slowpath(&obj, new)
     }
@@ -485,7 +485,7 @@ mod loom_tests {
             let obj = Arc::new(FrozenBitObject::with_count(MAX_COUNT));
             let o1 = obj.clone();
             let t = thread::spawn(move || FrozenBit.try_get(pin(&o1)).is_some());
-            FrozenBit.put(pin(&obj), FrozenBitToken(()));
+            FrozenBit.put(pin(&obj), FrozenBitToken(crate::TokenTag::of(&*obj)));
             let got = t.join().unwrap();
             let expect = MAX_COUNT - 1 + got as u64;
             assert_eq!(FrozenBit.raw(pin(&obj)), expect);

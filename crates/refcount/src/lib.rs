@@ -40,6 +40,44 @@ pub enum Precision {
     NonZeroOnly,
 }
 
+/// The object a token was taken on, recorded in the token so that a [`RefCounter::put`] of it
+/// on another object panics before it changes anything. Without it such a put would lower the
+/// other object's count below the references held on it, and a later
+/// [`RefCounter::try_reclaim`] could succeed under one of them: the trait's guarantee then
+/// holds against any safe caller. The reference the token stood for stays counted on its own
+/// object (a leak, as `mem::forget` of the token would make).
+///
+/// Every scheme of this crate records one; a scheme outside it can too.
+#[derive(Debug)]
+pub struct TokenTag(usize);
+
+impl TokenTag {
+    /// The tag of a token taken on `obj`.
+    #[inline(always)]
+    pub fn of<T>(obj: &T) -> Self {
+        TokenTag(obj as *const T as usize)
+    }
+
+    /// Checks that the token was taken on `obj`.
+    ///
+    /// # Panics
+    /// If it was taken on another object, naming `scheme`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn check<T>(&self, obj: &T, scheme: &'static str) {
+        if self.0 != obj as *const T as usize {
+            token_of_another_object(scheme);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn token_of_another_object(scheme: &str) -> ! {
+    panic!("{scheme}: put of a token taken on another object (nothing was changed)");
+}
+
 /// Bytes a scheme uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Memory {
@@ -118,8 +156,13 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
         self.try_get(obj)
     }
 
-    /// Gives back the reference `token` stands for. `token` must come from `try_get` on this
-    /// scheme and this object (checked with `debug_assert!` where the token records it).
+    /// Gives back the reference `token` stands for, which `try_get` on this scheme and this
+    /// object returned.
+    ///
+    /// # Panics
+    /// If `token` was taken on another object, before anything changed (the schemes of this
+    /// workspace record the object in their tokens: [`TokenTag`]). A scheme must not let such
+    /// a put lower another object's count: `try_reclaim` could then succeed under a reference.
     fn put(&self, obj: Pin<&Self::Object>, token: Self::Token);
 
     /// The number of references (see [`Self::READ_ALL`] for its precision).

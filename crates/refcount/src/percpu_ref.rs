@@ -377,7 +377,7 @@ pub struct PercpuRefObject {
 /// The token of [`PercpuRef`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct PercpuRefToken(());
+pub struct PercpuRefToken(crate::TokenTag);
 
 impl RefCounter for PercpuRef {
     type Object = PercpuRefObject;
@@ -406,7 +406,7 @@ impl RefCounter for PercpuRef {
             let (cpu, _) = self.pc.current();
             let w = obj.slot.word(cpu);
             match self.pc.add(cpu, &[Check::new(&obj.mode, m)], w, 1u64) {
-                Ok(()) => return Some(PercpuRefToken(())),
+                Ok(()) => return Some(PercpuRefToken(crate::TokenTag::of(&*obj))),
                 Err(Fail::Abort) => retry.aborted(),
                 Err(Fail::Mismatch(_)) => {}
             }
@@ -414,7 +414,8 @@ impl RefCounter for PercpuRef {
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&PercpuRefObject>, _token: PercpuRefToken) {
+    fn put(&self, obj: Pin<&PercpuRefObject>, token: PercpuRefToken) {
+        token.0.check(&*obj, Self::NAME);
         let mut retry = Retry::new();
         loop {
             let m = obj.mode.load(Ordering::Relaxed);

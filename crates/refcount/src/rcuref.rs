@@ -113,7 +113,7 @@ impl RcuRefObject {
 /// The token of [`RcuRef`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct RcuRefToken(());
+pub struct RcuRefToken(crate::TokenTag);
 
 /// Whether an `add_negative` result is negative as an `i32`.
 #[inline(always)]
@@ -196,7 +196,7 @@ impl RcuRef {
 
     /// A put that reports whether it freed the object (the kernel's `rcuref_put` return).
     pub fn put_and_test(&self, obj: Pin<&RcuRefObject>, token: RcuRefToken) -> bool {
-        let _ = token;
+        token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.put_raw(&obj)
     }
 
@@ -229,7 +229,8 @@ impl RcuRef {
     #[doc(hidden)]
     #[inline]
     pub fn get_finish(&self, obj: Pin<&RcuRefObject>, new: u32) -> Option<RcuRefToken> {
-        (!negative(new) || self.get_slowpath(&obj, new)).then_some(RcuRefToken(()))
+        (!negative(new) || self.get_slowpath(&obj, new))
+            .then_some(RcuRefToken(crate::TokenTag::of(&*obj)))
     }
 
     /// The raw word (for tests and debugging).

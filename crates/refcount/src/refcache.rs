@@ -631,7 +631,7 @@ impl Drop for RefCacheObject {
 /// The token of [`RefCache`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct RefCacheToken(());
+pub struct RefCacheToken(crate::TokenTag);
 
 impl RefCounter for RefCache {
     type Object = RefCacheObject;
@@ -667,7 +667,7 @@ impl RefCounter for RefCache {
                     &way.delta,
                     1u64,
                 ) {
-                    Ok(()) => return Some(RefCacheToken(())),
+                    Ok(()) => return Some(RefCacheToken(crate::TokenTag::of(&*obj))),
                     Err(Fail::Mismatch(0)) => return None,
                     Err(_) => {
                         retry.aborted();
@@ -683,7 +683,8 @@ impl RefCounter for RefCache {
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&RefCacheObject>, _token: RefCacheToken) {
+    fn put(&self, obj: Pin<&RefCacheObject>, token: RefCacheToken) {
+        token.0.check(&*obj, Self::NAME);
         // The object's scheme, whichever instance this is (module documentation).
         let sh = &*obj.shared;
         let mut retry = Retry::new();
@@ -979,11 +980,12 @@ mod tests {
                 epoch: Duration::from_secs(3600),
                 delta_limit: i32::MAX as i64,
             });
+            // Boxed: the object stays where its token was taken (the token records it).
             let (o, t) = with_epochs(
                 &s,
                 "the epochs took no empty tag for an object's",
                 |two_epochs| {
-                    let o = s.new_object();
+                    let o = Box::new(s.new_object());
                     let t = s.try_get(pinned(&o)).expect("live");
                     two_epochs();
                     (o, t)

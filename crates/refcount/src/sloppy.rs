@@ -164,7 +164,7 @@ pub struct SloppyObject {
 /// The token of [`Sloppy`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct SloppyToken(());
+pub struct SloppyToken(crate::TokenTag);
 
 impl RefCounter for Sloppy {
     type Object = SloppyObject;
@@ -196,7 +196,7 @@ impl RefCounter for Sloppy {
                 w,
                 1u64.wrapping_neg(),
             ) {
-                Ok(()) => return Some(SloppyToken(())),
+                Ok(()) => return Some(SloppyToken(crate::TokenTag::of(&*obj))),
                 Err(Fail::Abort) | Err(Fail::Mismatch(1)) => retry.aborted(),
                 Err(Fail::Mismatch(_)) => return None,
             }
@@ -209,11 +209,12 @@ impl RefCounter for Sloppy {
             obj.central.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        Some(SloppyToken(()))
+        Some(SloppyToken(crate::TokenTag::of(&*obj)))
     }
 
     #[inline]
-    fn put(&self, obj: Pin<&SloppyObject>, _token: SloppyToken) {
+    fn put(&self, obj: Pin<&SloppyObject>, token: SloppyToken) {
+        token.0.check(&*obj, Self::NAME);
         let mut retry = Retry::new();
         loop {
             let (cpu, _) = self.pc.current();

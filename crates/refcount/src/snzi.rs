@@ -209,6 +209,7 @@ pub struct SnziObject {
 #[must_use = "a reference must be given back with put"]
 pub struct SnziToken {
     leaf: u32,
+    tag: crate::TokenTag,
 }
 
 impl SnziToken {
@@ -248,15 +249,15 @@ impl RefCounter for Snzi {
             self.depart(&obj, leaf);
             return None;
         }
-        Some(SnziToken { leaf: leaf as u32 })
+        Some(SnziToken {
+            leaf: leaf as u32,
+            tag: crate::TokenTag::of(&*obj),
+        })
     }
 
     #[inline]
     fn put(&self, obj: Pin<&SnziObject>, token: SnziToken) {
-        debug_assert!(
-            token.leaf() < obj.nodes.len(),
-            "snzi: token of another tree"
-        );
+        token.tag.check(&*obj, Self::NAME);
         self.depart(&obj, token.leaf());
     }
 

@@ -72,7 +72,7 @@ pub struct StickyObject {
 /// The token of [`Sticky`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
-pub struct StickyToken(());
+pub struct StickyToken(crate::TokenTag);
 
 impl Sticky {
     /// parlaylib's `decrement(1)`: true for the one decrement that brought the count to zero.
@@ -155,7 +155,7 @@ impl Sticky {
 
     /// A put that reports whether it freed the object (its decrement reached zero).
     pub fn put_and_test(&self, obj: Pin<&StickyObject>, token: StickyToken) -> bool {
-        let _ = token;
+        token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.decrement(&obj)
     }
 
@@ -201,7 +201,7 @@ impl RefCounter for Sticky {
     fn try_get(&self, obj: Pin<&StickyObject>) -> Option<StickyToken> {
         // Acquire pairs with the Release store in reinit().
         let old = obj.word.fetch_add(1, Ordering::Acquire);
-        (old & ZERO == 0).then_some(StickyToken(()))
+        (old & ZERO == 0).then_some(StickyToken(crate::TokenTag::of(&*obj)))
     }
 
     /// The decrement. If it brings the count to zero (the owner released its reference with
