@@ -61,8 +61,8 @@ typedef enum paygo_error {
                                entry it must evict cannot (no reference taken, nothing
                                moved) */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
-                               ref/unref from a signal handler that interrupted a ref/unref
-                               of the same thread; nothing was changed */
+                               ref/unref from a signal handler that interrupted a ref, unref
+                               or prepare_unload of the same thread; nothing was changed */
 } paygo_error;
 
 /* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */

@@ -149,8 +149,8 @@ std::thread_local! {
     static RELEASED: Cell<bool> = const { Cell::new(false) };
 
     /// How many calls of the thread are using its anchor information now (more than one where
-    /// a signal handler's call interrupted another): `paygo_prepare_unload` frees it only when
-    /// none is. Const, without destructor, as `RELEASED`.
+    /// a signal handler's call interrupted another, which is then refused: see
+    /// [`Using::interrupts`]). Const, without destructor, as `RELEASED`.
     static USING: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -167,6 +167,14 @@ impl Using {
         compiler_fence(Ordering::SeqCst);
         Using
     }
+
+    /// Whether this use interrupted another call of the thread that uses its anchor
+    /// information (this one runs in a signal handler): such a call is refused, since the
+    /// interrupted one may be anywhere between reading the key's value and setting it (or
+    /// freeing the information), and would then lose what this one records.
+    fn interrupts(&self) -> bool {
+        USING.with(|u| u.get()) > 1
+    }
 }
 
 impl Drop for Using {
@@ -175,6 +183,17 @@ impl Drop for Using {
         // down (pairs with the fence of `enter`).
         compiler_fence(Ordering::SeqCst);
         USING.with(|u| u.set(u.get() - 1));
+    }
+}
+
+/// Where a signal handler's call may interrupt a call of the same thread between two of its
+/// steps: a unit test runs its stand-in for the handler there (`tests::INTERRUPT`); nothing
+/// otherwise.
+#[inline(always)]
+fn interruption_point() {
+    #[cfg(test)]
+    if let Some(handler) = tests::INTERRUPT.with(Cell::take) {
+        handler();
     }
 }
 
@@ -268,9 +287,15 @@ static DELETE_KEY_AT_UNLOAD: extern "C" fn() = delete_key;
 
 /// Frees the calling thread's anchor information if it holds no reference and is not in use
 /// (by a call this one interrupted), and clears the thread's value of the key: its exit then
-/// runs no code of the library. A later REF makes it again.
+/// runs no code of the library. A later REF makes it again. Counted in `USING` itself, so
+/// that a call from a signal handler that interrupts it is refused (see [`Using::interrupts`])
+/// and records nothing in the information it is about to free.
 fn free_info_if_empty() {
-    if KEY_DELETED.load(Ordering::Relaxed) || USING.with(|u| u.get()) != 0 {
+    if KEY_DELETED.load(Ordering::Relaxed) {
+        return;
+    }
+    let using = Using::enter();
+    if using.interrupts() {
         return;
     }
     let Some(&k) = KEY.get() else {
@@ -285,18 +310,20 @@ fn free_info_if_empty() {
         // SAFETY: the thread's own pointer, live until its key destructor runs (or this
         // function frees it), neither of which can happen during this call.
         let info = unsafe { &*p };
-        // Not borrowed: no call uses it (`USING` is 0).
+        // Not borrowed: no other call of the thread uses it (`using` is the only use).
         match info.held.try_borrow() {
             Ok(held) if held.is_empty() => {}
             _ => return,
         }
     }
+    interruption_point();
     // SAFETY: `k` is a valid key; clearing a value the thread has set allocates nothing.
     if unsafe { libc::pthread_setspecific(k, core::ptr::null()) } != 0 {
         return;
     }
     // SAFETY: a `Box<AnchorInfo>` pointer set by `with_info`, no longer the key's value and
-    // used by no call (checked above): ours to free.
+    // used by no other call (checked above; one that interrupts this one from now on is
+    // refused before it reads the key's value): ours to free.
     drop(unsafe { Box::from_raw(p) });
 }
 
@@ -326,9 +353,9 @@ fn new_info() -> Option<*mut AnchorInfo> {
     Some(p)
 }
 
-/// The anchor information's map, borrowed for one call. A call that interrupted another of
-/// the same thread (from a signal handler) finds it borrowed: `PAYGO_EINTERNAL`, and nothing
-/// changes.
+/// The anchor information's map, borrowed for one call: `PAYGO_EINTERNAL` if it is borrowed
+/// already (a call that interrupted another of the same thread is refused before it gets
+/// here, see [`Using::interrupts`]; this is the second line of that defence).
 fn held(i: &AnchorInfo) -> Result<core::cell::RefMut<'_, HashMap<usize, Vec<Anchor>>>, i32> {
     i.held.try_borrow_mut().map_err(|_| PAYGO_EINTERNAL)
 }
@@ -339,11 +366,15 @@ fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
         return Err(PAYGO_ESHUTDOWN);
     }
     let k = key()?;
-    let _using = Using::enter();
+    let using = Using::enter();
+    if using.interrupts() {
+        return Err(PAYGO_EINTERNAL);
+    }
     // SAFETY: `k` is a valid key.
     let mut p = unsafe { libc::pthread_getspecific(k) } as *mut AnchorInfo;
     if p.is_null() {
         p = new_info().ok_or(PAYGO_ENOMEM)?;
+        interruption_point();
         // SAFETY: `k` is a valid key and `p` a valid pointer.
         if unsafe { libc::pthread_setspecific(k, p as *const core::ffi::c_void) } != 0 {
             // SAFETY: not published: still ours.
@@ -353,7 +384,7 @@ fn with_info<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<R, i32> {
     }
     // SAFETY: the pointer is this thread's own, live until its key destructor runs, which
     // cannot happen during this call, or `paygo_prepare_unload` frees it, which it does not
-    // while `_using` counts this call.
+    // while `using` counts this call.
     Ok(f(unsafe { &*p }))
 }
 
@@ -366,7 +397,10 @@ fn with_info_if_made<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<Option<R>, i
     let Some(k) = made_key()? else {
         return Ok(None);
     };
-    let _using = Using::enter();
+    let using = Using::enter();
+    if using.interrupts() {
+        return Err(PAYGO_EINTERNAL);
+    }
     // SAFETY: `k` is a valid key.
     let p = unsafe { libc::pthread_getspecific(k) } as *const AnchorInfo;
     if p.is_null() {
@@ -374,7 +408,7 @@ fn with_info_if_made<R>(f: impl FnOnce(&AnchorInfo) -> R) -> Result<Option<R>, i
     }
     // SAFETY: the pointer is this thread's own, live until its key destructor runs, which
     // cannot happen during this call, or `paygo_prepare_unload` frees it, which it does not
-    // while `_using` counts this call.
+    // while `using` counts this call.
     Ok(Some(f(unsafe { &*p })))
 }
 
@@ -758,6 +792,84 @@ pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    std::thread_local! {
+        /// Run (once) at the thread's next [`interruption_point`]: a test's stand-in for a
+        /// signal handler that interrupts a call there.
+        pub(super) static INTERRUPT: Cell<Option<Box<dyn FnOnce()>>> = const { Cell::new(None) };
+    }
+
+    /// A REF from a signal handler that interrupts the first REF of its thread after that REF
+    /// made the thread's anchor information and before it set it as the key's value is refused
+    /// (`PAYGO_EINTERNAL`) and takes nothing. It made its own anchor information there, took
+    /// and recorded its reference and returned `PAYGO_OK`; the interrupted REF then set its own
+    /// information over it, so the handler's reference was counted for ever (never given back
+    /// at the thread's exit, its `paygo_unref` `PAYGO_ENOREF`). Runs on a thread of its own,
+    /// which has no anchor information yet.
+    #[test]
+    fn a_ref_interrupting_the_making_of_its_threads_anchor_information_changes_nothing() {
+        std::thread::spawn(|| {
+            let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+            let o = obj.as_mut_ptr();
+            let handler = std::rc::Rc::new(Cell::new(None));
+            let h = handler.clone();
+            let addr = o as usize;
+            let in_handler = move || {
+                // SAFETY: `addr` is the object below, initialised before the handler runs.
+                h.set(Some(unsafe { paygo_ref(addr as *mut CObj) }));
+            };
+            // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+            unsafe {
+                assert_eq!(paygo_obj_init(o), PAYGO_OK);
+                INTERRUPT.with(|i| i.set(Some(Box::new(in_handler))));
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+                assert_eq!(handler.get(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert_eq!(paygo_read_all(o), 1, "the handler took no reference");
+                assert_eq!(paygo_unref(o), PAYGO_OK);
+                assert_eq!(paygo_unref(o), PAYGO_ENOREF);
+                assert_eq!(paygo_read_all(o), 0);
+                assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+            }
+        })
+        .join()
+        .expect("the test thread");
+    }
+
+    /// A REF from a signal handler that interrupts `paygo_prepare_unload` after it found the
+    /// thread's anchor information empty and before it freed it is refused
+    /// (`PAYGO_EINTERNAL`) and takes nothing. It took its reference and recorded it in that
+    /// information, which `paygo_prepare_unload` then freed: the reference was counted for
+    /// ever, and the thread's `paygo_unref` said `PAYGO_ENOREF`. Runs on a thread of its own.
+    #[test]
+    fn a_ref_interrupting_prepare_unload_changes_nothing() {
+        std::thread::spawn(|| {
+            let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+            let o = obj.as_mut_ptr();
+            let handler = std::rc::Rc::new(Cell::new(None));
+            let h = handler.clone();
+            let addr = o as usize;
+            let in_handler = move || {
+                // SAFETY: `addr` is the object below, initialised before the handler runs.
+                h.set(Some(unsafe { paygo_ref(addr as *mut CObj) }));
+            };
+            // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+            unsafe {
+                assert_eq!(paygo_obj_init(o), PAYGO_OK);
+                // The thread's anchor information made, and empty again.
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+                assert_eq!(paygo_unref(o), PAYGO_OK);
+                INTERRUPT.with(|i| i.set(Some(Box::new(in_handler))));
+                assert_eq!(paygo_prepare_unload(), PAYGO_OK);
+                assert_eq!(handler.get(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert_eq!(paygo_read_all(o), 0, "the handler took no reference");
+                assert!(info_of_this_thread().is_null(), "freed: it holds nothing");
+                assert_eq!(paygo_unref(o), PAYGO_ENOREF);
+                assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+            }
+        })
+        .join()
+        .expect("the test thread");
+    }
 
     /// A REF or UNREF that runs while a call of the same thread holds its anchor information
     /// (as from a signal handler interrupting it) is refused and changes nothing: no reference
