@@ -12,6 +12,8 @@
  *    after the winner finished says PAYGO_EDEAD;
  *  - a paygo_ref made in a pthread key destructor, as the thread's first paygo call, is
  *    released at the thread's exit (or refused with PAYGO_ESHUTDOWN);
+ *  - a paygo_ref and a paygo_unref made in a pthread key destructor after the library
+ *    released the thread's references are refused with PAYGO_ESHUTDOWN;
  *  - paygo_prepare_unload leaves the thread's rseq area pointing at no descriptor. */
 #define _GNU_SOURCE
 #include "paygo.h"
@@ -166,6 +168,27 @@ static void *exiting(void *arg) {
     return NULL;
 }
 
+/* A pthread key destructor that calls paygo_ref and paygo_unref after the library's own
+ * destructor released the thread's references: in its first round it sets its key again, so
+ * that it runs once more, in the next round, whatever the order of the two keys (the
+ * library's destructor runs in the first, where the thread holds a reference). */
+static pthread_key_t after_key;
+static int ref_after_release = 1, unref_after_release = 1;
+static void after_release(void *p) {
+    if (p == (void *)1) {
+        pthread_setspecific(after_key, (void *)2);
+        return;
+    }
+    __atomic_store_n(&ref_after_release, paygo_ref(&obj), __ATOMIC_RELEASE);
+    __atomic_store_n(&unref_after_release, paygo_unref(&obj), __ATOMIC_RELEASE);
+}
+static void *holding(void *arg) {
+    (void)arg;
+    CHECK_EQ(paygo_ref(&obj), PAYGO_OK);
+    pthread_setspecific(after_key, (void *)1);
+    return NULL;
+}
+
 int main(void) {
     /* Domain set-up: invalid or unallocatable sizes, then a valid one, then again. */
     CHECK_EQ(paygo_domain_init((size_t)1 << 40, 8), PAYGO_EINVAL);
@@ -231,6 +254,16 @@ int main(void) {
     }
     CHECK_EQ(paygo_read_all(&obj), 0);
     if (late == PAYGO_OK) CHECK_EQ(paygo_leftovers_released(), leftovers + 1);
+
+    /* Calls after the thread's references were released at its exit are refused. */
+    CHECK_EQ(pthread_key_create(&after_key, after_release), 0);
+    leftovers = paygo_leftovers_released();
+    pthread_create(&ex, NULL, holding, NULL);
+    pthread_join(ex, NULL);
+    CHECK_EQ(__atomic_load_n(&ref_after_release, __ATOMIC_ACQUIRE), PAYGO_ESHUTDOWN);
+    CHECK_EQ(__atomic_load_n(&unref_after_release, __ATOMIC_ACQUIRE), PAYGO_ESHUTDOWN);
+    CHECK_EQ(paygo_leftovers_released(), leftovers + 1);
+    CHECK_EQ(paygo_read_all(&obj), 0);
     CHECK_EQ(paygo_try_reclaim(&obj), PAYGO_OK);
     CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_OK);
     CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_ENOTOBJ);

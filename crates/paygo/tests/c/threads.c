@@ -99,7 +99,14 @@ static void *worker(void *arg) {
         CHECK_EQ(paygo_unref(&mine[i].hdr), PAYGO_EDEAD);
         CHECK_EQ(paygo_try_reclaim(&mine[i].hdr), PAYGO_EDEAD);
         CHECK_EQ(paygo_obj_destroy(&mine[i].hdr), PAYGO_OK);
+        /* A destroyed object takes no call. */
         CHECK_EQ(paygo_ref(&mine[i].hdr), PAYGO_ENOTOBJ);
+        CHECK_EQ(paygo_unref(&mine[i].hdr), PAYGO_ENOTOBJ);
+        CHECK_EQ(paygo_read_all(&mine[i].hdr), PAYGO_ENOTOBJ);
+        CHECK_EQ(paygo_is_referenced(&mine[i].hdr), PAYGO_ENOTOBJ);
+        CHECK_EQ(paygo_try_reclaim(&mine[i].hdr), PAYGO_ENOTOBJ);
+        CHECK_EQ(paygo_reinit(&mine[i].hdr), PAYGO_ENOTOBJ);
+        CHECK_EQ(paygo_obj_destroy(&mine[i].hdr), PAYGO_ENOTOBJ);
     }
     free(mine);
     /* Leave references behind: released at thread exit. */
