@@ -431,6 +431,18 @@ unsafe fn check<'a>(obj: *const CObj) -> Result<Pin<&'a Header>, i32> {
     Ok(unsafe { Pin::new_unchecked(&(*obj).hdr) })
 }
 
+/// `code`, or `PAYGO_ENOTOBJ` if the object is destroyed: for a call refused by the object's
+/// state, which may be the destroyed state where a `paygo_obj_destroy` finished after
+/// [`check`] read the magic (the state never leaves it but by `paygo_obj_init`).
+fn unless_destroyed(hdr: Pin<&Header>, code: i32) -> i32 {
+    // Relaxed: only the state's value is needed; the call was refused by it already.
+    if hdr.state(Ordering::Relaxed) == DESTROYED {
+        PAYGO_ENOTOBJ
+    } else {
+        code
+    }
+}
+
 /// [`check`]'s pinned header of `obj` and the process-wide [`domain`], or the code of the
 /// first of the two that fails.
 ///
@@ -516,7 +528,9 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
         };
         match d.try_reclaim_detailed(hdr) {
             Ok(()) | Err(ReclaimError::Dead) => {}
-            Err(ReclaimError::Referenced | ReclaimError::InProgress) => return PAYGO_EBUSY,
+            Err(ReclaimError::Referenced) => return PAYGO_EBUSY,
+            // Being reclaimed, or destroyed by a destroy that won after `check`.
+            Err(ReclaimError::InProgress) => return unless_destroyed(hdr, PAYGO_EBUSY),
         }
         // Dead -> destroyed, one compare-and-swap: a reinit since the reclaim (after which a
         // reference may be held) makes it fail, and no reinit succeeds after it. Acquire:
@@ -566,7 +580,7 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
             };
             v.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
             let a = d.get_or_wait_fallible(hdr).map_err(|e| match e {
-                GetError::NotLive => PAYGO_EDEAD,
+                GetError::NotLive => unless_destroyed(hdr, PAYGO_EDEAD),
                 GetError::NoMemory => PAYGO_ENOMEM,
             })?;
             match held.get_mut(&addr) {
@@ -625,7 +639,7 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
                 d.put(hdr, a);
                 PAYGO_OK
             }
-            Ok(None) => PAYGO_ENOREF,
+            Ok(None) => unless_destroyed(hdr, PAYGO_ENOREF),
             Err(e) => e,
         }
     })
@@ -684,7 +698,8 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
         match d.try_reclaim_detailed(hdr) {
             Ok(()) => PAYGO_OK,
             Err(ReclaimError::Dead) => PAYGO_EDEAD,
-            Err(ReclaimError::Referenced | ReclaimError::InProgress) => PAYGO_EBUSY,
+            Err(ReclaimError::Referenced) => PAYGO_EBUSY,
+            Err(ReclaimError::InProgress) => unless_destroyed(hdr, PAYGO_EBUSY),
         }
     })
 }
@@ -706,7 +721,7 @@ pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
         if d.try_reinit(hdr) {
             PAYGO_OK
         } else {
-            PAYGO_ELIVE
+            unless_destroyed(hdr, PAYGO_ELIVE)
         }
     })
 }
@@ -869,6 +884,31 @@ mod tests {
         })
         .join()
         .expect("the test thread");
+    }
+
+    /// A call that read an object's magic before a concurrent `paygo_obj_destroy` cleared it
+    /// finds the object destroyed: `PAYGO_ENOTOBJ`, as paygo.h says (of two destroys the loser
+    /// gets `PAYGO_ENOTOBJ`, or `PAYGO_EBUSY` only while the winner is reclaiming). It got
+    /// `PAYGO_EBUSY` from a destroy or try-reclaim (neither referenced nor being reclaimed),
+    /// `PAYGO_ELIVE` from a reinit and `PAYGO_EDEAD` from a REF. The race is made by hand:
+    /// the magic is written back after the destroy, as the late call read it.
+    #[test]
+    fn a_call_that_read_the_magic_before_a_destroy_finds_the_object_destroyed() {
+        let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+        let o = obj.as_mut_ptr();
+        // SAFETY: `o` is writable memory for a CObj, used by this test only.
+        unsafe {
+            assert_eq!(paygo_obj_init(o), PAYGO_OK);
+            assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+            (*o).magic.store(MAGIC ^ o as u64, Ordering::Relaxed);
+            assert_eq!(paygo_obj_destroy(o), PAYGO_ENOTOBJ, "destroy");
+            assert_eq!(paygo_try_reclaim(o), PAYGO_ENOTOBJ, "try_reclaim");
+            assert_eq!(paygo_reinit(o), PAYGO_ENOTOBJ, "reinit");
+            assert_eq!(paygo_ref(o), PAYGO_ENOTOBJ, "ref");
+            assert_eq!(paygo_unref(o), PAYGO_ENOTOBJ, "unref");
+            assert_eq!(paygo_read_all(o), 0, "no reference was taken");
+            (*o).magic.store(0, Ordering::Relaxed);
+        }
     }
 
     /// A REF or UNREF that runs while a call of the same thread holds its anchor information
