@@ -541,7 +541,9 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
             Err(DESTROYED) => return PAYGO_ENOTOBJ,
             Err(_) => return PAYGO_EBUSY,
         }
-        // SAFETY: `check` read the magic through this pointer: the memory is readable.
+        // SAFETY: `check` read the magic through this pointer, and the compare-and-swap above
+        // wrote the header beside it: the memory is the object's, which `paygo_obj_init` wrote
+        // (readable and writable, as the store below needs).
         let magic = unsafe { &(*obj).magic };
         // Relaxed: the compare-and-swap above decided the destroy (only its winner gets here);
         // a call that still reads the old magic finds the object destroyed.
