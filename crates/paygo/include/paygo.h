@@ -25,6 +25,13 @@
  * A pointer to memory that is not (or no longer) readable as a paygo_obj_t, such as a freed
  * object, is not checked: passing one is undefined behaviour, as in pagecache.h. A destroyed
  * object whose memory is still there is refused with PAYGO_ENOTOBJ.
+ *
+ * Ordering: what a thread did with an object before it gave its reference back (paygo_unref,
+ * or the release at its exit) happens before the return of a paygo_try_reclaim or
+ * paygo_obj_destroy of the object that succeeds (the caller may then free or reuse it), also
+ * where another thread's paygo_try_reclaim killed it; what a thread wrote before a
+ * paygo_obj_init or paygo_reinit of an object happens before the return of each paygo_ref of
+ * it that succeeds after that call. paygo_read_all and paygo_is_referenced promise no order.
  */
 #ifndef PAYGO_H
 #define PAYGO_H
