@@ -11,7 +11,11 @@
  * calling thread's references to obj, so a reference must be given back by the thread that
  * took it. When a thread exits, the references it still holds are released for it and
  * counted (paygo_leftovers_released()), also those taken in thread-local or pthread key
- * destructors that run before the release; a paygo_ref after it gets PAYGO_ESHUTDOWN.
+ * destructors that run before the release; a paygo_ref after it gets PAYGO_ESHUTDOWN. One
+ * exception: the release runs in a pthread key destructor, and glibc runs at most
+ * PTHREAD_DESTRUCTOR_ITERATIONS (4) rounds of them, so a reference that a thread's first
+ * paygo call takes in the last round is never released: it leaks (its object is never
+ * reclaimed), and nothing else is harmed.
  *
  * No call aborts the process: a Rust panic inside the library is caught at the boundary and
  * returned as PAYGO_EINTERNAL, and memory the calls allocate (the domain's tables, the anchor
