@@ -816,76 +816,79 @@ mod tests {
         pub(super) static INTERRUPT: Cell<Option<Box<dyn FnOnce()>>> = const { Cell::new(None) };
     }
 
+    /// What a stand-in for a signal handler's call returned (`None`: it did not run).
+    type HandlerResult<'a> = dyn Fn() -> Option<i32> + 'a;
+
+    /// Runs `steps` on a thread of its own (which has no anchor information yet) with an
+    /// initialised object, and a stand-in for a signal handler that calls `paygo_ref` on it:
+    /// `steps` arms it (for the next interruption point) with its second argument, and reads
+    /// what the handler's call returned with its third. Destroys the object at the end.
+    fn with_interrupting_ref(steps: fn(*mut CObj, &dyn Fn(), &HandlerResult<'_>)) {
+        std::thread::spawn(move || {
+            let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+            let o = obj.as_mut_ptr();
+            let handler = std::rc::Rc::new(Cell::new(None));
+            let arm = || {
+                let (h, addr) = (handler.clone(), o as usize);
+                let in_handler = move || {
+                    // SAFETY: `addr` is the object below, initialised before the handler runs.
+                    h.set(Some(unsafe { paygo_ref(addr as *mut CObj) }));
+                };
+                INTERRUPT.with(|i| i.set(Some(Box::new(in_handler))));
+            };
+            // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+            assert_eq!(unsafe { paygo_obj_init(o) }, PAYGO_OK);
+            steps(o, &arm, &|| handler.get());
+            // SAFETY: as above; `steps` left the object initialised and unreferenced.
+            assert_eq!(unsafe { paygo_obj_destroy(o) }, PAYGO_OK);
+        })
+        .join()
+        .expect("the test thread");
+    }
+
     /// A REF from a signal handler that interrupts the first REF of its thread after that REF
     /// made the thread's anchor information and before it set it as the key's value is refused
     /// (`PAYGO_EINTERNAL`) and takes nothing. It made its own anchor information there, took
     /// and recorded its reference and returned `PAYGO_OK`; the interrupted REF then set its own
     /// information over it, so the handler's reference was counted for ever (never given back
-    /// at the thread's exit, its `paygo_unref` `PAYGO_ENOREF`). Runs on a thread of its own,
-    /// which has no anchor information yet.
+    /// at the thread's exit, its `paygo_unref` `PAYGO_ENOREF`).
     #[test]
     fn a_ref_interrupting_the_making_of_its_threads_anchor_information_changes_nothing() {
-        std::thread::spawn(|| {
-            let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
-            let o = obj.as_mut_ptr();
-            let handler = std::rc::Rc::new(Cell::new(None));
-            let h = handler.clone();
-            let addr = o as usize;
-            let in_handler = move || {
-                // SAFETY: `addr` is the object below, initialised before the handler runs.
-                h.set(Some(unsafe { paygo_ref(addr as *mut CObj) }));
-            };
-            // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+        with_interrupting_ref(|o, arm, handler| {
+            arm();
+            // SAFETY: `o` is an initialised object, used by this thread only.
             unsafe {
-                assert_eq!(paygo_obj_init(o), PAYGO_OK);
-                INTERRUPT.with(|i| i.set(Some(Box::new(in_handler))));
                 assert_eq!(paygo_ref(o), PAYGO_OK);
-                assert_eq!(handler.get(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
                 assert_eq!(paygo_read_all(o), 1, "the handler took no reference");
                 assert_eq!(paygo_unref(o), PAYGO_OK);
                 assert_eq!(paygo_unref(o), PAYGO_ENOREF);
                 assert_eq!(paygo_read_all(o), 0);
-                assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
             }
-        })
-        .join()
-        .expect("the test thread");
+        });
     }
 
     /// A REF from a signal handler that interrupts `paygo_prepare_unload` after it found the
     /// thread's anchor information empty and before it freed it is refused
     /// (`PAYGO_EINTERNAL`) and takes nothing. It took its reference and recorded it in that
     /// information, which `paygo_prepare_unload` then freed: the reference was counted for
-    /// ever, and the thread's `paygo_unref` said `PAYGO_ENOREF`. Runs on a thread of its own.
+    /// ever, and the thread's `paygo_unref` said `PAYGO_ENOREF`.
     #[test]
     fn a_ref_interrupting_prepare_unload_changes_nothing() {
-        std::thread::spawn(|| {
-            let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
-            let o = obj.as_mut_ptr();
-            let handler = std::rc::Rc::new(Cell::new(None));
-            let h = handler.clone();
-            let addr = o as usize;
-            let in_handler = move || {
-                // SAFETY: `addr` is the object below, initialised before the handler runs.
-                h.set(Some(unsafe { paygo_ref(addr as *mut CObj) }));
-            };
-            // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+        with_interrupting_ref(|o, arm, handler| {
+            // SAFETY: `o` is an initialised object, used by this thread only.
             unsafe {
-                assert_eq!(paygo_obj_init(o), PAYGO_OK);
                 // The thread's anchor information made, and empty again.
                 assert_eq!(paygo_ref(o), PAYGO_OK);
                 assert_eq!(paygo_unref(o), PAYGO_OK);
-                INTERRUPT.with(|i| i.set(Some(Box::new(in_handler))));
+                arm();
                 assert_eq!(paygo_prepare_unload(), PAYGO_OK);
-                assert_eq!(handler.get(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
                 assert_eq!(paygo_read_all(o), 0, "the handler took no reference");
                 assert!(info_of_this_thread().is_null(), "freed: it holds nothing");
                 assert_eq!(paygo_unref(o), PAYGO_ENOREF);
-                assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
             }
-        })
-        .join()
-        .expect("the test thread");
+        });
     }
 
     /// A call that read an object's magic before a concurrent `paygo_obj_destroy` cleared it
