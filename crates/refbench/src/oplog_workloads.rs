@@ -46,29 +46,39 @@ fn wait_spin(spins: &mut u32) {
     }
 }
 
-/// The paper's §6.1 experiment. For each ordered pair of distinct online CPUs (at most `pairs`
-/// of them; 0 means all; with one CPU, the pair (0, 0)), CPU A repeatedly reads its timestamp
-/// counter and stores it in a shared word; CPU B waits for the value, then reads its own
-/// counter with `rdtscp` (which is not executed before the load) and compares. A correct,
-/// synchronized counter never shows B's reading at or below A's.
+/// The paper's §6.1 experiment. For each ordered pair of distinct CPUs the process may use (at
+/// most `pairs` of them; 0 means all; with one CPU, that CPU against itself), CPU A repeatedly
+/// reads its timestamp counter and stores it in a shared word; CPU B waits for the value, then
+/// reads its own counter with `rdtscp` (which is not executed before the load) and compares. A
+/// correct, synchronized counter never shows B's reading at or below A's.
 pub fn tsc_check(pairs: usize, samples: u64) -> Vec<TscRow> {
-    let n = percpu::online_cpus().max(1);
-    let mut all: Vec<(usize, usize)> = (0..n)
-        .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
-        .collect();
-    if all.is_empty() {
-        all.push((0, 0));
-    }
-    if pairs > 0 {
-        all.truncate(pairs);
-    }
-    all.into_iter()
+    cpu_pairs(&crate::harness::process_cpus_or_one(), pairs)
+        .into_iter()
         .map(|(a, b)| clock_pair(a, b, samples, clock::rdtsc, clock::rdtscp))
         .collect()
 }
 
-/// One pair of the experiment with the clocks given: `read_a` on CPU A before its store,
-/// `read_b` on CPU B after its load (the checker itself, whatever clock it is handed).
+/// The ordered pairs of distinct CPUs of `cpus` (CPU numbers, as the rows name them), at most
+/// `pairs` of them (0: all); `(c, c)` where `cpus` holds one CPU `c`. Taken from the CPUs the
+/// process may use, not numbered over the online CPUs: those numbers, pinned modulo the allowed
+/// CPUs, put both threads of some pairs on one CPU under a cpuset or `taskset` (3 of 4 CPUs:
+/// the pairs (0, 3), (3, 0)), and the rows named CPUs that were not the ones measured.
+fn cpu_pairs(cpus: &[usize], pairs: usize) -> Vec<(usize, usize)> {
+    let mut all: Vec<(usize, usize)> = cpus
+        .iter()
+        .flat_map(|&a| cpus.iter().filter(move |&&b| b != a).map(move |&b| (a, b)))
+        .collect();
+    if all.is_empty() {
+        all.extend(cpus.first().map(|&c| (c, c)));
+    }
+    if pairs > 0 {
+        all.truncate(pairs);
+    }
+    all
+}
+
+/// One pair of the experiment with the clocks given: `read_a` on CPU A (a CPU number) before its
+/// store, `read_b` on CPU B after its load (the checker itself, whatever clock it is handed).
 pub fn clock_pair(
     cpu_a: usize,
     cpu_b: usize,
@@ -79,7 +89,7 @@ pub fn clock_pair(
     let slot = Arc::new(AtomicU64::new(0));
     let s = slot.clone();
     let writer = std::thread::spawn(move || {
-        pin_to(cpu_a);
+        percpu::affinity::pin(cpu_a);
         for _ in 0..samples {
             let mut spins = 0;
             // Acquire pairs with the reader's Release store of 0.
@@ -92,7 +102,7 @@ pub fn clock_pair(
         }
     });
     let reader = std::thread::spawn(move || {
-        pin_to(cpu_b);
+        percpu::affinity::pin(cpu_b);
         let mut row = TscRow {
             cpu_a,
             cpu_b,
@@ -522,6 +532,23 @@ mod tests {
             (999_000..=1_000_000).contains(&bad.max_skew_cycles),
             "{bad:?}"
         );
+    }
+
+    /// The pairs are of CPUs the process may use, each pair two CPUs, every ordered pair once:
+    /// under a cpuset leaving out some online CPUs (3 of 4, or CPUs 0, 2 and 5), no pair puts
+    /// both threads on one CPU and no row names a CPU that is not allowed.
+    #[test]
+    fn tsc_pairs_are_distinct_allowed_cpus() {
+        for cpus in [&[0usize, 1, 2][..], &[1, 2, 3], &[0, 2, 5]] {
+            let pairs = cpu_pairs(cpus, 0);
+            assert_eq!(pairs.len(), cpus.len() * (cpus.len() - 1), "{cpus:?}");
+            for (i, &(a, b)) in pairs.iter().enumerate() {
+                assert!(a != b && cpus.contains(&a) && cpus.contains(&b), "{cpus:?}");
+                assert!(!pairs[..i].contains(&(a, b)), "{cpus:?}: ({a}, {b}) twice");
+            }
+        }
+        assert_eq!(cpu_pairs(&[3], 0), [(3, 3)]);
+        assert_eq!(cpu_pairs(&[0, 2, 5], 2), [(0, 2), (0, 5)]);
     }
 
     #[test]
