@@ -485,12 +485,14 @@ pub fn read_ratio(
 }
 
 /// The smallest `k` in `ks` at which `oplog[i] >= locked[i]` (OpLog at least as fast), given
-/// the throughputs measured at each `k`; `None` if OpLog never catches up.
+/// the throughputs measured at each `k`, in any order (`--read-every` is taken as given);
+/// `None` if OpLog never catches up.
 pub fn break_even(ks: &[u64], oplog: &[f64], locked: &[f64]) -> Option<u64> {
     ks.iter()
         .zip(oplog.iter().zip(locked))
-        .find(|(_, (o, l))| o >= l)
+        .filter(|(_, (o, l))| o >= l)
         .map(|(k, _)| *k)
+        .min()
 }
 
 #[cfg(test)]
@@ -617,5 +619,10 @@ mod tests {
             Some(3)
         );
         assert_eq!(break_even(&[1, 2], &[1.0, 1.0], &[3.0, 3.0]), None);
+        // `--read-every 8,2,4,1`: the smallest k where OpLog wins, not the first listed.
+        assert_eq!(
+            break_even(&[8, 2, 4, 1], &[5.0, 4.0, 4.5, 2.0], &[3.0, 3.0, 3.0, 3.0]),
+            Some(2)
+        );
     }
 }
