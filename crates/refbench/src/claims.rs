@@ -796,11 +796,21 @@ fn oplog_fig12(rows: &Rows<'_>) -> Outcome {
 }
 
 /// OpLog §6.1: "we observed that the second timestamp (RDTSCP) is always higher than the first
-/// timestamp (RDTSC), across all pairs of cores and many iterations".
+/// timestamp (RDTSC), across all pairs of cores and many iterations". Only the rows of two
+/// distinct CPUs count: a machine (or a cpuset) of one CPU measures that CPU against itself,
+/// which says nothing of counters across CPUs.
 fn tsc(rows: &Rows<'_>) -> Outcome {
-    let r = rows.rows("tsc-check");
-    if r.is_empty() {
+    let all = rows.rows("tsc-check");
+    if all.is_empty() {
         return not_measured("tsc-check was not run");
+    }
+    let cpu = |r: &Row, k: &str| r.extra.get(k).and_then(|v| v.as_u64());
+    let r: Vec<&Row> = all
+        .into_iter()
+        .filter(|r| matches!((cpu(r, "cpu_a"), cpu(r, "cpu_b")), (Some(a), Some(b)) if a != b))
+        .collect();
+    if r.is_empty() {
+        return not_measured("tsc-check: no pair of two distinct CPUs measured");
     }
     let v: f64 = r
         .iter()
@@ -1383,6 +1393,27 @@ mod tests {
         assert!(o.reason.contains("paygo"), "{o:?}");
     }
 
+    /// The TSC claim is about counters across CPUs: rows of one CPU against itself (a machine
+    /// or cpuset of one CPU) do not make it hold, nor do their samples count.
+    #[test]
+    fn tsc_rule_counts_only_pairs_of_two_cpus() {
+        let tsc_row = |a: u64, b: u64, violations: u64| {
+            let extra = json!({"violations": violations, "samples": 1000, "cpu_a": a, "cpu_b": b});
+            let mut r = row("tsc-check", "tsc", 2, 1, 0.0, extra);
+            r.ops_per_sec = None;
+            r
+        };
+        let o = tsc(&Rows::new(&[tsc_row(0, 0, 0)]));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("two distinct CPUs"), "{o:?}");
+        let rows = [tsc_row(0, 0, 5), tsc_row(0, 1, 0), tsc_row(1, 0, 0)];
+        let o = tsc(&Rows::new(&rows));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(o.measured.starts_with("0 violations in 2000 "), "{o:?}");
+        let o = tsc(&Rows::new(&[tsc_row(0, 1, 0), tsc_row(1, 0, 3)]));
+        assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+    }
+
     #[test]
     fn pread_tsc_and_memory_rules() {
         let rows = [
@@ -1396,7 +1427,7 @@ mod tests {
                 2,
                 1,
                 0.0,
-                json!({"violations": 0, "samples": 1000}),
+                json!({"violations": 0, "samples": 1000, "cpu_a": 0, "cpu_b": 1}),
             ),
             row("memory", "paygo", 1, 100, 0.0, json!({"bytes_total": 1400})),
             row(
