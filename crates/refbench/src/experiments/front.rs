@@ -11,7 +11,7 @@ use serde_json::{json, Map};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The pointer types of `arc-clone`.
 pub const ARCS: &[&str] = &["std-arc", "triomphe-arc", "paygo-arc"];
@@ -122,12 +122,14 @@ pub fn arc_clone(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 
 /// One repetition of `reclaim-pressure` for one scheme: `threads` readers get/put one object
 /// that the main thread keeps referenced, with or without one more thread looping
-/// `try_reclaim` on it (which must always fail).
+/// `try_reclaim` on it (which must always fail). `out`: the readers' ops/s and cpu_util, the
+/// reclaimer's attempts and the seconds its loop ran (from before the readers are started to
+/// after they are joined: longer than the readers' window).
 struct Pressure<'a> {
     threads: usize,
     reclaimer: bool,
     p: &'a Params,
-    out: &'a mut (f64, f64, u64),
+    out: &'a mut (f64, f64, u64, f64),
 }
 
 impl Visit for Pressure<'_> {
@@ -136,23 +138,22 @@ impl Visit for Pressure<'_> {
         let objs = Objects::new(&scheme, 1);
         let o = objs.get(0);
         let held = scheme.try_get(o).expect("live");
-        let attempts = std::sync::atomic::AtomicU64::new(0);
         let done = AtomicBool::new(false);
-        let (ops, util) = std::thread::scope(|s| {
-            let (scheme, done, attempts) = (&scheme, &done, &attempts);
+        let (ops, util, attempts, secs) = std::thread::scope(|s| {
+            let (scheme, done) = (&scheme, &done);
             // The reclaimer stops however this scope ends (the readers' run may be abandoned:
             // `SpawnFailed`).
             let _done = SetOnDrop(done);
-            spawn_workers(
+            let reclaimer = spawn_workers(
                 s,
                 usize::from(self.reclaimer),
                 move |_| {
-                    let mut n = 0;
+                    let (mut n, start) = (0u64, Instant::now());
                     while !done.load(Ordering::Relaxed) {
                         assert!(!scheme.try_reclaim(o), "reclaimed a referenced object");
                         n += 1;
                     }
-                    attempts.store(n, Ordering::Relaxed);
+                    (n, start.elapsed().as_secs_f64())
                 },
                 || {},
             );
@@ -176,13 +177,17 @@ impl Visit for Pressure<'_> {
                     }
                 }
             };
-            let r = timed(self.threads, self.p.duration, self.p.pin, &work);
+            let (ops, util) = timed(self.threads, self.p.duration, self.p.pin, &work);
             done.store(true, Ordering::Relaxed);
-            r
+            let (attempts, secs) = reclaimer
+                .into_iter()
+                .map(|h| h.join().expect("reclaimer panicked"))
+                .fold((0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+            (ops, util, attempts, secs)
         });
         scheme.put(o, held);
         assert_eq!(scheme.read_all(o), 0);
-        *self.out = (ops, util, attempts.load(Ordering::Relaxed));
+        *self.out = (ops, util, attempts, secs);
     }
 }
 
@@ -199,7 +204,7 @@ pub fn reclaim_pressure(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         for &t in &p.threads {
             for name in &p.schemes {
                 for reclaimer in [false, true] {
-                    let mut out = (0.0, 0.0, 0);
+                    let mut out = (0.0, 0.0, 0, 0.0);
                     schemes::visit(
                         name,
                         &p.scheme_config,
@@ -214,7 +219,11 @@ pub fn reclaim_pressure(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                     let e = res.entry((name.clone(), t, reclaimer)).or_default();
                     e.0.push(out.0);
                     e.1.push(out.1);
-                    e.2.push(out.2 as f64 / p.duration.as_secs_f64());
+                    // Over the time the reclaimer's loop ran, not the readers' duration: it
+                    // runs from before the readers start until they are joined.
+                    if reclaimer {
+                        e.2.push(out.2 as f64 / out.3.max(1e-9));
+                    }
                     tick(name);
                 }
             }
@@ -250,4 +259,58 @@ pub fn reclaim_pressure(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reclaimer's attempts per second are over the time its loop ran, which holds the
+    /// readers' start and end as well as their window: at least the readers' duration, at most
+    /// the repetition's wall time (they were divided by the duration alone, while the loop
+    /// also ran as 32 readers were started one by one and joined: a rate several times too
+    /// high on a 1-ms run).
+    #[test]
+    fn reclaim_rate_is_over_the_reclaimers_own_time() {
+        let p = Params {
+            schemes: vec!["cas".into()],
+            threads: vec![32],
+            objects: vec![1],
+            duration: Duration::from_millis(1),
+            reps: 1,
+            pin: false,
+            migrate_every: vec![0],
+            referenced_pct: 1.0,
+            scheme_config: Default::default(),
+            spin_cycles: 0,
+            read_every: vec![1],
+            samples: 1,
+            file_mib: 1,
+        };
+        let mut out = (0.0, 0.0, 0, 0.0);
+        let t0 = Instant::now();
+        schemes::visit(
+            "cas",
+            &p.scheme_config,
+            Pressure {
+                threads: 32,
+                reclaimer: true,
+                p: &p,
+                out: &mut out,
+            },
+        )
+        .unwrap();
+        let wall = t0.elapsed().as_secs_f64();
+        let (ops, _, attempts, secs) = out;
+        assert!(ops > 0.0 && attempts > 0, "{out:?}");
+        assert!(secs >= 1e-3 && secs <= wall, "{secs} s of {wall} s");
+        // The readers' start and end lie inside the reclaimer's loop.
+        assert!(secs > 1.2e-3, "the reclaimer ran {secs} s");
+        // Without a reclaimer, no rate.
+        let mut rows = reclaim_pressure(&p, &mut |_| {});
+        rows.sort_by_key(|r| r.extra["reclaimer"].as_bool());
+        assert!(!rows[0].extra.contains_key("reclaims_per_sec"));
+        let rate = rows[1].extra["reclaims_per_sec"].as_f64().unwrap();
+        assert!(rate > 0.0 && rate.is_finite(), "{rate}");
+    }
 }
