@@ -208,10 +208,20 @@ pub fn table(results: &Results) -> String {
     out
 }
 
+/// Whether `a` and `b` are of one series of their experiment: the same setting of every extra
+/// field that makes rows of one scheme, threads and objects differ (`query`'s `form`,
+/// `reclaim-pressure`'s `reclaimer`: without them, a batched query's "vs 1T" was its ratio to
+/// the single form, and a row with a reclaimer was scaled against the readers alone).
 fn same_extra_key(a: &Row, b: &Row) -> bool {
-    ["migrate_every", "read_every", "background"]
-        .iter()
-        .all(|k| a.extra.get(*k) == b.extra.get(*k))
+    [
+        "migrate_every",
+        "read_every",
+        "background",
+        "form",
+        "reclaimer",
+    ]
+    .iter()
+    .all(|k| a.extra.get(*k) == b.extra.get(*k))
 }
 
 /// The JSON document `{"meta": {...}, "rows": [...]}`.
@@ -265,6 +275,77 @@ pub fn csv(results: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The "vs 1T" column of the table scales a row against the 1-thread row of its own series:
+    /// a batched query against the batched one, a run with a reclaimer against the one with a
+    /// reclaimer.
+    #[test]
+    fn table_scales_each_row_against_its_own_series() {
+        let row = |exp: &str, threads: usize, ops: f64, extra: Value| Row {
+            experiment: exp.into(),
+            scheme: "paygo".into(),
+            kind: Kind::Scheme,
+            threads,
+            objects: 1,
+            ops_per_sec: Some(ops),
+            reps: vec![ops],
+            extra: extra.as_object().cloned().unwrap_or_default(),
+        };
+        let results = Results {
+            meta: Meta::collect(),
+            rows: vec![
+                row(
+                    "query",
+                    1,
+                    1e6,
+                    serde_json::json!({"form": "single", "background": 0}),
+                ),
+                row(
+                    "query",
+                    1,
+                    4e6,
+                    serde_json::json!({"form": "batched", "background": 0}),
+                ),
+                row(
+                    "reclaim-pressure",
+                    1,
+                    10e6,
+                    serde_json::json!({"reclaimer": false}),
+                ),
+                row(
+                    "reclaim-pressure",
+                    2,
+                    20e6,
+                    serde_json::json!({"reclaimer": false}),
+                ),
+                row(
+                    "reclaim-pressure",
+                    1,
+                    5e6,
+                    serde_json::json!({"reclaimer": true}),
+                ),
+                row(
+                    "reclaim-pressure",
+                    2,
+                    15e6,
+                    serde_json::json!({"reclaimer": true}),
+                ),
+            ],
+        };
+        let t = table(&results);
+        let scale = |mops: &str| -> String {
+            let line = t
+                .lines()
+                .find(|l| l.split_whitespace().nth(4) == Some(mops))
+                .unwrap_or_else(|| panic!("no row of {mops} Mops/s in\n{t}"));
+            line.split_whitespace().nth(6).unwrap().to_string()
+        };
+        assert_eq!(scale("1.00"), "1.00x");
+        assert_eq!(scale("4.00"), "1.00x", "{t}");
+        assert_eq!(scale("20.00"), "2.00x", "{t}");
+        assert_eq!(scale("5.00"), "1.00x", "{t}");
+        assert_eq!(scale("15.00"), "3.00x", "{t}");
+    }
 
     #[test]
     fn row_fields_name_every_own_field_of_a_row() {
