@@ -98,9 +98,15 @@ impl<'a> Rows<'a> {
         read.into_iter().map(|i| &self.rows[i]).collect()
     }
 
-    /// The thread counts measured in `exp`, ascending.
+    /// The thread counts measured in `exp`, ascending. A row that says its scheme was
+    /// `skipped` (a scheme that cannot serve a page cache: `percpu-limit` in every file
+    /// experiment) measured nothing, and its thread count (1) is none of the run's.
     pub fn threads(&self, exp: &str) -> Vec<usize> {
-        let mut t: Vec<usize> = self.of(exp).map(|(_, r)| r.threads).collect();
+        let mut t: Vec<usize> = self
+            .of(exp)
+            .filter(|(_, r)| !r.extra.contains_key("skipped"))
+            .map(|(_, r)| r.threads)
+            .collect();
         t.sort_unstable();
         t.dedup();
         t
@@ -1412,6 +1418,44 @@ mod tests {
         assert!(o.measured.starts_with("0 violations in 2000 "), "{o:?}");
         let o = tsc(&Rows::new(&[tsc_row(0, 1, 0), tsc_row(1, 0, 3)]));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+    }
+
+    /// A scheme skipped in a file experiment (its row: 1 thread, no figure) does not make 1 a
+    /// thread count of the run: `reproduce --threads 2,4` is judged at 2 and 4 threads (every
+    /// rule on `drbh` and `randomread` was "not measured", for want of rows at 1 thread).
+    #[test]
+    fn a_skipped_scheme_adds_no_thread_count() {
+        let skipped = || {
+            let mut r = row("drbh", "percpu-limit", 1, 1, 0.0, json!({"skipped": "no"}));
+            r.ops_per_sec = None;
+            r.reps.clear();
+            r
+        };
+        let mut rows = vec![skipped()];
+        for (s, at2, at4) in [
+            ("cas", 10.0, 9.0),
+            ("paygo", 10.0, 20.0),
+            ("refcache", 10.0, 19.0),
+        ] {
+            rows.push(row("drbh", s, 2, 1, at2, json!({})));
+            rows.push(row("drbh", s, 4, 1, at4, json!({})));
+        }
+        let r = Rows::new(&rows);
+        assert_eq!(r.threads("drbh"), [2, 4]);
+        let o = fig7_drbh(&r);
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(
+            o.measured.starts_with("4T/2T: cas 0.90x, paygo 2.00x"),
+            "{o:?}"
+        );
+        let mut rr = vec![skipped()];
+        rr[0].experiment = "randomread".into();
+        for (s, at2, at4) in [("paygo", 10.0, 20.0), ("refcache", 10.0, 10.0)] {
+            rr.push(row("randomread", s, 2, 10, at2, json!({})));
+            rr.push(row("randomread", s, 4, 10, at4, json!({})));
+        }
+        let o = fig8_randomread(&Rows::new(&rr));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
     }
 
     #[test]
