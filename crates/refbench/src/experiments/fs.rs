@@ -113,9 +113,9 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         p.objects.len() as u64,
     );
     match experiment {
-        "file-spectrum" | "randomread" => s * r * t * o,
-        "drop-file" => s * r * o * 2,
-        _ => s * r * t,
+        "file-spectrum" | "randomread" => super::product(&[s, r, t, o]),
+        "drop-file" => super::product(&[s, r, o, 2]),
+        _ => super::product(&[s, r, t]),
     }
 }
 

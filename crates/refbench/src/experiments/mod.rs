@@ -441,6 +441,12 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
     }
 }
 
+/// The product of `factors`, at most `u64::MAX`: a count of steps for the progress bar, which
+/// `--reps` (not bounded) could otherwise overflow, a panic in a build with overflow checks.
+pub(crate) fn product(factors: &[u64]) -> u64 {
+    factors.iter().fold(1, |a, &b| a.saturating_mul(b))
+}
+
 /// How many measurements `run` will make (for the progress bar).
 pub fn steps(experiment: &str, p: &Params) -> u64 {
     let s = p.schemes.len() as u64;
@@ -448,20 +454,20 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
     let t = p.threads.len() as u64;
     let o = p.objects.len() as u64;
     match experiment {
-        "single-object" => s * r * t,
-        "object-spectrum" => s * r * t * o,
-        "pair-cost" => s * r,
-        "migration" => s * r * t * p.migrate_every.len() as u64,
-        "memory" => s * o,
-        "query" => s * r * o * 4,
-        "ceiling" => s * r * t,
+        "single-object" => product(&[s, r, t]),
+        "object-spectrum" => product(&[s, r, t, o]),
+        "pair-cost" => product(&[s, r]),
+        "migration" => product(&[s, r, t, p.migrate_every.len() as u64]),
+        "memory" => product(&[s, o]),
+        "query" => product(&[s, r, o, 4]),
+        "ceiling" => product(&[s, r, t]),
         "tsc-check" => 1,
-        "oplog-list" => s * r * t,
-        "oplog-read-ratio" => s * r * t * p.read_every.len() as u64,
-        "arc-clone" => s * r * t,
-        "reclaim-pressure" => s * r * t * 2,
-        "lodic-query" => s * r * o * lodic_exp::query_sharing(p).len() as u64,
-        "lodic-memory" => s * o,
+        "oplog-list" => product(&[s, r, t]),
+        "oplog-read-ratio" => product(&[s, r, t, p.read_every.len() as u64]),
+        "arc-clone" => product(&[s, r, t]),
+        "reclaim-pressure" => product(&[s, r, t, 2]),
+        "lodic-query" => product(&[s, r, o, lodic_exp::query_sharing(p).len() as u64]),
+        "lodic-memory" => product(&[s, o]),
         e if fs::handles(e) => fs::steps(e, p),
         _ => 0,
     }
@@ -544,6 +550,34 @@ mod tests {
         assert!(read(&["refcache"]).contains(&Flag::EpochUs));
         assert!(!read(&["paygo"]).contains(&Flag::EpochUs));
         assert!(read(&["paygo"]).contains(&Flag::SizeCpus));
+    }
+
+    /// `--reps` as large as it parses counts the progress bar's steps without overflowing (a
+    /// panic where overflow is checked, as in a debug build: `refbench run single-object --reps
+    /// 18446744073709551615` exited 101), for every experiment.
+    #[test]
+    fn steps_of_huge_repetitions_do_not_overflow() {
+        let p = Params {
+            schemes: vec!["cas".into(); 13],
+            threads: vec![1, 2, 4],
+            objects: vec![1, 2],
+            duration: Duration::from_millis(1),
+            reps: usize::MAX,
+            pin: false,
+            migrate_every: vec![0, 100],
+            referenced_pct: 1.0,
+            scheme_config: SchemeConfig::default(),
+            spin_cycles: 0,
+            read_every: vec![1, 2],
+            samples: 1,
+            file_mib: 1,
+        };
+        for e in EXPERIMENTS {
+            let n = steps(e.name, &p);
+            let fixed = ["memory", "lodic-memory", "tsc-check"].contains(&e.name);
+            assert!(n == u64::MAX || fixed, "{}: {n}", e.name);
+        }
+        assert_eq!(product(&[3, 4, 5]), 60);
     }
 
     /// Every default object count fits the bound on a machine of up to 1,024 CPUs, so the
