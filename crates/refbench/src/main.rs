@@ -580,6 +580,18 @@ fn main() -> ExitCode {
                 }) {
                     return usage_error(format!("--out: {e}"));
                 }
+                // Before anything runs: the results of an earlier run there are replaced.
+                let earlier = output::earlier_results(dir, &experiment);
+                if !earlier.is_empty() {
+                    eprintln!(
+                        "refbench: --out: this run replaces the earlier results {}",
+                        earlier
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
             }
             let params = Params {
                 schemes,
@@ -641,12 +653,20 @@ fn main() -> ExitCode {
                     let c = write(format!("{experiment}.csv"), output::csv(&results))?;
                     let mut files = vec![j, c];
                     files.extend(refbench::plot::write_plots(&results, &dir)?);
-                    Ok(files)
+                    let removed = output::remove_stale_plots(&dir, &experiment, &files)?;
+                    Ok((files, removed))
                 });
                 match r {
-                    Ok(files) => {
+                    Ok((files, removed)) => {
                         for f in files {
                             eprintln!("refbench: wrote {}", f.display());
+                        }
+                        for f in removed {
+                            eprintln!(
+                                "refbench: removed {}, an earlier run's plot (no throughput rows \
+                                 to draw in this one)",
+                                f.display()
+                            );
                         }
                     }
                     Err(e) => {

@@ -87,6 +87,36 @@ pub fn result_files(experiment: &str) -> Vec<String> {
         .collect()
 }
 
+/// The result files of `experiment` ([`result_files`]) that are in `dir` now: those a run that
+/// writes there replaces (said before it runs, so that earlier results are not lost unsaid).
+pub fn earlier_results(dir: &std::path::Path, experiment: &str) -> Vec<std::path::PathBuf> {
+    result_files(experiment)
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// Removes the plots of `experiment` in `dir` (`.svg`, `.png`) that `written` does not hold:
+/// those of an earlier run, where this run has no throughput rows to draw (only skipped
+/// schemes, say). Left there, they showed the earlier figures beside the new JSON and CSV, and
+/// the report embedded them. Returns the files removed.
+pub fn remove_stale_plots(
+    dir: &std::path::Path,
+    experiment: &str,
+    written: &[std::path::PathBuf],
+) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut removed = Vec::new();
+    for ext in ["svg", "png"] {
+        let p = dir.join(format!("{experiment}.{ext}"));
+        if p.is_file() && !written.contains(&p) {
+            std::fs::remove_file(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            removed.push(p);
+        }
+    }
+    Ok(removed)
+}
+
 /// A whole run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Results {

@@ -173,6 +173,8 @@ fn write(dir: &Path, experiment: &str, results: &Results) -> Result<Vec<PathBuf>
         written.push(p);
     }
     written.extend(crate::plot::write_plots(results, dir)?);
+    // An earlier run's plots, where this one has none to draw, would sit beside its results.
+    output::remove_stale_plots(dir, experiment, &written)?;
     Ok(written)
 }
 

@@ -397,6 +397,55 @@ fn out_writes_json_csv_plots_and_report() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `run --out` over a folder with the experiment's earlier results says, before it runs, that
+/// it replaces them; and where the new run has no throughput rows to draw (every scheme
+/// skipped), the earlier run's plots are removed with a word, not left beside the new JSON (the
+/// report embedded them).
+#[test]
+fn out_over_earlier_results_says_so_and_leaves_no_stale_plot() {
+    let dir = scratch("earlier");
+    let d = dir.to_str().unwrap();
+    let run = |scheme: &str| {
+        let o = refbench_without_fonts(&[
+            "run",
+            "drbh",
+            "--schemes",
+            scheme,
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--duration-ms",
+            "5",
+            "--out",
+            d,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let first = run("atomic");
+    assert!(!first.contains("replaces"), "{first}");
+    assert!(dir.join("drbh.svg").is_file() && dir.join("drbh.png").is_file());
+    let second = run("percpu-limit");
+    let json = dir.join("drbh.json").display().to_string();
+    assert!(
+        second.contains("this run replaces the earlier results") && second.contains(&json),
+        "{second}"
+    );
+    for ext in ["svg", "png"] {
+        let plot = dir.join(format!("drbh.{ext}"));
+        assert!(!plot.exists(), "{} left from the first run", plot.display());
+        assert!(
+            second.contains(&format!("removed {}", plot.display())),
+            "{second}"
+        );
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("drbh.json")).unwrap()).unwrap();
+    assert_eq!(v["rows"][0]["scheme"], "percpu-limit");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `reproduce --only` in two parts into one folder: each part writes its experiments, and the
 /// report covers both, saying of each whether its workers were pinned (the second part's were).
 #[test]
