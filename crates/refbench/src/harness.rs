@@ -266,20 +266,40 @@ impl Gate {
         }
     }
 
-    /// Called by the spawner: waits until `threads` threads have arrived, then lets them go.
+    /// Called by the spawner: waits until `threads` threads have arrived, or until the gate is
+    /// [`release`](Gate::release)d (a thread that panicked before it arrived: [`OpenOnPanic`]),
+    /// then lets them go.
     pub fn open_when(&self, threads: usize) {
         let mut g = self.lock();
-        while g.0 < threads {
+        while g.0 < threads && !g.1 {
             g = self.arrived.wait(g).unwrap_or_else(PoisonError::into_inner);
         }
         g.1 = true;
         self.opened.notify_all();
     }
 
-    /// Opens the gate now, for the threads waiting and those still to arrive.
+    /// Opens the gate now, for the threads waiting and those still to arrive, and for the
+    /// spawner waiting in [`open_when`](Gate::open_when).
     pub fn release(&self) {
         self.lock().1 = true;
         self.opened.notify_all();
+        self.arrived.notify_all();
+    }
+}
+
+/// Releases its gates if dropped while its thread panics: a worker that panics before it
+/// arrives at a [`Gate`] (its state could not be made: a mapping refused, say) does not leave
+/// the spawner waiting in [`Gate::open_when`] for ever, and the others with it; the spawner
+/// goes on and meets the panic where it joins the worker.
+pub struct OpenOnPanic<'a>(pub &'a [&'a Gate]);
+
+impl Drop for OpenOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for g in self.0 {
+                g.release();
+            }
+        }
     }
 }
 
@@ -317,6 +337,8 @@ where
             s,
             threads,
             move |t| {
+                let gates = [gate];
+                let _open = OpenOnPanic(&gates);
                 if pin {
                     pin_to(t);
                 }
@@ -555,6 +577,30 @@ mod tests {
         });
         let payload = other.expect_err("another panic goes on");
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"something else"));
+    }
+
+    /// A worker whose state cannot be made (its `prepare` panics, before the gate) fails the
+    /// run with its panic, where the spawner joins it: the spawner waited for it at the gate
+    /// for ever, and the other workers with it.
+    #[test]
+    fn a_worker_that_panics_before_the_gate_fails_the_run() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(|| {
+                run_workers_prepared(
+                    3,
+                    Duration::from_millis(1),
+                    false,
+                    |t| assert_ne!(t, 1, "no state for worker 1"),
+                    |_, (), stop| batches(stop, || {}),
+                )
+            });
+            let _ = tx.send(r.is_err());
+        });
+        let failed = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the run hung at the gate");
+        assert!(failed, "the run returned a result without worker 1");
     }
 
     /// `spawn_workers` starts every thread, each with its index.

@@ -16,7 +16,7 @@
 
 use super::fs::{lodic_rmap, make_files, mib_bytes, warm, Files, LodicGlobal, LODIC_GLOBAL};
 use super::Params;
-use crate::harness::{median, spawn_workers, thread_cpu_secs, Gate};
+use crate::harness::{median, spawn_workers, thread_cpu_secs, Gate, OpenOnPanic};
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
 use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
@@ -76,6 +76,8 @@ fn with_mappings<C: RefCounter, R>(
             s,
             threads,
             move |_| {
+                let gates = [mapped, done];
+                let _open = OpenOnPanic(&gates);
                 let maps: Vec<_> = runs
                     .iter()
                     .map(|&(first, n)| {
