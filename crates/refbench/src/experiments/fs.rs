@@ -18,7 +18,9 @@
 //! `skipped` field gives the reason.
 
 use super::Params;
-use crate::harness::{median, pin_to, run_workers_prepared, spawn_workers, thread_cpu_secs, Gate};
+use crate::harness::{
+    median, pin_to, run_workers_prepared, spawn_workers, thread_cpu_secs, Gate, SetOnDrop,
+};
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
 use pagecache::{CachedFileOf, Config, Mapping, Mode, PageCacheOf, Rmap, PAGE_SIZE};
@@ -854,6 +856,9 @@ impl Visit for DropJob<'_> {
             let started = Gate::new();
             let (secs, freed) = std::thread::scope(|s| {
                 let (hot, stop, started, pin) = (&hot, &stop, &started, self.pin);
+                // The readers stop however this scope ends (a drop that fails panics: they
+                // read on, and the scope joining them waited for ever).
+                let _stop = SetOnDrop(stop);
                 spawn_workers(
                     s,
                     background,

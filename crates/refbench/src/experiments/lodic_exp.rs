@@ -100,7 +100,13 @@ fn with_mappings<C: RefCounter, R>(
             },
         );
         mapped.open_when(threads);
-        let r = f();
+        // The threads let go however `f` ends: a panic in it (a drop refused) met them waiting
+        // at `done`, and the scope joining them waited for ever.
+        let r = {
+            let gates = [done];
+            let _open = OpenOnPanic(&gates);
+            f()
+        };
         done.open_when(threads);
         r
     })
@@ -297,6 +303,29 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panic in what runs while the threads hold their mappings fails the call with it; the
+    /// threads are let go (they waited for ever, and the scope joining them).
+    #[test]
+    fn a_panic_under_the_mappings_lets_the_threads_go() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        // On a thread of its own, which a hang leaves behind without holding up the test.
+        std::thread::spawn(move || {
+            let files = make_files(1, 4 * PAGE_SIZE as u64);
+            let cfg = Config::new(files.pages as usize + 64, LODIC_GLOBAL);
+            let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).expect("cache");
+            let file = cache.open(&files.paths[0]).expect("open");
+            warm(std::slice::from_ref(&file), files.pages);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                with_mappings(&file, &runs(files.pages, 100), 2, || panic!("no drop"))
+            }));
+            let _ = tx.send(r.is_err());
+        });
+        let failed = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("with_mappings hung");
+        assert!(failed);
+    }
 
     #[test]
     fn runs_map_the_share_asked_for() {
