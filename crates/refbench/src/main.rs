@@ -644,7 +644,7 @@ fn main() -> ExitCode {
             if let Some(dir) = out {
                 let write = |name: String, text: String| {
                     let path = dir.join(&name);
-                    std::fs::write(&path, text)
+                    output::write_whole(&path, &text)
                         .map(|_| path)
                         .map_err(|e| format!("{name}: {e}"))
                 };

@@ -79,6 +79,22 @@ pub fn check_result_files(dir: &std::path::Path, names: &[String]) -> Result<(),
     Ok(())
 }
 
+/// Writes `text` to `path` whole or not at all: into a file of its own in the same folder
+/// (`.NAME.refbench-PID`), renamed over `path` once complete, and removed if the write fails.
+/// Written in place, a write that failed part way (a full disk, an interrupt) left a truncated
+/// file where the earlier results were, which `report` and `reproduce` then refused.
+pub fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map_or_else(|| "results".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.refbench-{}", std::process::id()));
+    let r = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
 /// The files `run --out` and `reproduce` may write for `experiment`: its JSON, CSV and plots.
 pub fn result_files(experiment: &str) -> Vec<String> {
     ["json", "csv", "svg", "png"]

@@ -219,6 +219,6 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
     }
     out.push_str(&sections);
     let path = dir.join("REPORT.md");
-    std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::output::write_whole(&path, &out).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }

@@ -169,7 +169,7 @@ fn write(dir: &Path, experiment: &str, results: &Results) -> Result<Vec<PathBuf>
         ("csv", output::csv(results)),
     ] {
         let p = dir.join(format!("{experiment}.{ext}"));
-        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+        output::write_whole(&p, &text).map_err(|e| format!("{}: {e}", p.display()))?;
         written.push(p);
     }
     written.extend(crate::plot::write_plots(results, dir)?);
@@ -360,7 +360,7 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
         for n in &notes {
             body.push_str(&format!("* {n}\n"));
         }
-        std::fs::write(&report, body).map_err(|e| format!("{}: {e}", report.display()))?;
+        output::write_whole(&report, &body).map_err(|e| format!("{}: {e}", report.display()))?;
     }
     Ok(report)
 }

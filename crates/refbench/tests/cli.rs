@@ -446,6 +446,43 @@ fn out_over_earlier_results_says_so_and_leaves_no_stale_plot() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A result file whose writing fails part way (here the file size limit, `ulimit -f`, which a
+/// full disk does as well) leaves the earlier results whole: written in place, the JSON was cut
+/// at the limit, and `report` refused the folder.
+#[test]
+fn a_write_that_fails_part_way_keeps_the_earlier_results() {
+    let dir = scratch("cut");
+    let d = dir.to_str().unwrap();
+    let args = [
+        "run",
+        "memory",
+        "--schemes",
+        "atomic,cas,paygo,sloppy,percpu-ref,refcache",
+        "--objects",
+        "100",
+        "--out",
+        d,
+    ];
+    let o = refbench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json = dir.join("memory.json");
+    let before = std::fs::read_to_string(&json).unwrap();
+    assert!(before.len() > 1536, "{} bytes", before.len());
+    // A limit of 1 KiB or less on the files the process writes.
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -f 1 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_refbench"))
+        .args(args)
+        .output()
+        .expect("sh runs");
+    assert!(!o.status.success(), "the run wrote past the limit");
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), before);
+    let o = refbench(&["report", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `reproduce --only` in two parts into one folder: each part writes its experiments, and the
 /// report covers both, saying of each whether its workers were pinned (the second part's were).
 #[test]
