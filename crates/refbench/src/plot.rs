@@ -80,12 +80,21 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
             Some(m) => format!("{label} every {m}"),
             None => label,
         };
+        // One series per k of `oplog-read-ratio` (its rows of every k were one series, a line
+        // back and forth over the same thread counts).
+        let label = match r.extra.get("read_every") {
+            Some(k) => format!("{label} k={k}"),
+            None => label,
+        };
         let key = label.clone();
         // A second form of the same series, in its colour but dashed: a batched query, a drop
-        // with background readers.
+        // with background readers, readers with a reclaimer (`reclaim-pressure`, whose rows
+        // with and without one were one series).
+        let reclaimer = r.extra.get("reclaimer").and_then(|b| b.as_bool());
         let (form, dashed) = match (r.extra.get("form").and_then(|f| f.as_str()), background) {
             (Some(f), _) => (Some(f.to_string()), f == "batched"),
             (None, Some(b)) if b > 0 => (Some(format!("+{b} reader")), true),
+            _ if reclaimer == Some(true) => (Some("+reclaimer".to_string()), true),
             _ => (None, false),
         };
         let label = match form {
@@ -487,6 +496,41 @@ mod tests {
         let dashed: Vec<bool> = series.iter().map(|s| s.dashed).collect();
         assert_eq!(dashed, vec![false, true]);
         assert_eq!(series[0].key, series[1].key, "one colour for both forms");
+    }
+
+    /// `reclaim-pressure` draws the readers with a reclaimer as a dashed series of their own,
+    /// and `oplog-read-ratio` a series per k: each series has one point per thread count.
+    #[test]
+    fn rows_of_one_scheme_in_two_settings_are_two_series() {
+        let mut rows = Vec::new();
+        for (t, with, ops) in [
+            (1, false, 10e6),
+            (2, false, 20e6),
+            (1, true, 5e6),
+            (2, true, 8e6),
+        ] {
+            let mut r = row("reclaim-pressure", "paygo", t, 1, ops);
+            r.extra.insert("reclaimer".into(), with.into());
+            rows.push(r);
+        }
+        let refs: Vec<&Row> = rows.iter().collect();
+        let (_, _, s) = series(&refs);
+        assert_eq!(points(&s, "paygo"), vec![(1.0, 10.0), (2.0, 20.0)]);
+        assert_eq!(points(&s, "paygo +reclaimer"), vec![(1.0, 5.0), (2.0, 8.0)]);
+        assert_eq!(
+            s.iter().map(|s| s.dashed).collect::<Vec<_>>(),
+            [false, true]
+        );
+        let mut rows = Vec::new();
+        for (t, k, ops) in [(1, 1, 3e6), (1, 2, 4e6), (2, 1, 5e6), (2, 2, 7e6)] {
+            let mut r = row("oplog-read-ratio", "oplog", t, 1, ops);
+            r.extra.insert("read_every".into(), (k as u64).into());
+            rows.push(r);
+        }
+        let refs: Vec<&Row> = rows.iter().collect();
+        let (_, _, s) = series(&refs);
+        assert_eq!(points(&s, "oplog k=1"), vec![(1.0, 3.0), (2.0, 5.0)]);
+        assert_eq!(points(&s, "oplog k=2"), vec![(1.0, 4.0), (2.0, 7.0)]);
     }
 
     #[test]
