@@ -65,6 +65,12 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
     let axis = x_axis(rows);
     let exp = rows.first().map_or("", |r| r.experiment.as_str());
     let most = rows.iter().map(|r| r.threads).max().unwrap_or(1);
+    // The CPUs a row's per-CPU structures were sized for, where the rows say: `reproduce` adds
+    // to `query`'s rows those of a run sized for 16 CPUs, a series of their own.
+    let cpus = |r: &Row| r.extra.get("cpus").and_then(|c| c.as_u64());
+    let several_cpus = rows
+        .iter()
+        .any(|r| cpus(r) != rows.first().and_then(|f| cpus(f)));
     let mut out: Vec<Series> = Vec::new();
     for r in rows {
         let Some(v) = r.ops_per_sec else { continue };
@@ -85,6 +91,10 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
         let label = match r.extra.get("read_every") {
             Some(k) => format!("{label} k={k}"),
             None => label,
+        };
+        let label = match cpus(r) {
+            Some(n) if several_cpus => format!("{label} ({n} CPUs)"),
+            _ => label,
         };
         let key = label.clone();
         // A second form of the same series, in its colour but dashed: a batched query, a drop
@@ -531,6 +541,32 @@ mod tests {
         let (_, _, s) = series(&refs);
         assert_eq!(points(&s, "oplog k=1"), vec![(1.0, 3.0), (2.0, 5.0)]);
         assert_eq!(points(&s, "oplog k=2"), vec![(1.0, 4.0), (2.0, 7.0)]);
+    }
+
+    /// `query`'s rows of the machine and those `reproduce` adds sized for 16 CPUs are two
+    /// series (they were one, two points at each thread count); rows of one size keep their
+    /// labels.
+    #[test]
+    fn rows_sized_for_other_cpus_are_a_series_of_their_own() {
+        let mut rows = Vec::new();
+        for (t, cpus, ops) in [(1, 2, 10e6), (2, 2, 8e6), (1, 16, 4e6), (2, 16, 3e6)] {
+            let mut r = row("query", "paygo", t, 100, ops);
+            r.extra.insert("form".into(), "single".into());
+            r.extra.insert("cpus".into(), (cpus as u64).into());
+            rows.push(r);
+        }
+        let refs: Vec<&Row> = rows.iter().collect();
+        let (_, _, s) = series(&refs);
+        assert_eq!(
+            points(&s, "paygo (2 CPUs) single"),
+            vec![(1.0, 10.0), (2.0, 8.0)]
+        );
+        assert_eq!(
+            points(&s, "paygo (16 CPUs) single"),
+            vec![(1.0, 4.0), (2.0, 3.0)]
+        );
+        let (_, _, s) = series(&refs[..2]);
+        assert_eq!(points(&s, "paygo single"), vec![(1.0, 10.0), (2.0, 8.0)]);
     }
 
     #[test]
