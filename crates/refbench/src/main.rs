@@ -414,8 +414,12 @@ fn main() -> ExitCode {
             if let Some(code) = usage_errors(&refbench::reproduce::check_flags(&plan, &flags)) {
                 return code;
             }
-            if let Err(e) = refbench::scratch::Scratch::new() {
-                return usage_error(format!("the file experiments' test files: {e}"));
+            // Only where an experiment run makes test files: `--only tsc-check` was refused
+            // for a REFBENCH_TMPDIR it never uses.
+            if refbench::reproduce::makes_test_files(&plan) {
+                if let Err(e) = refbench::scratch::Scratch::new() {
+                    return usage_error(format!("the file experiments' test files: {e}"));
+                }
             }
             if let Err(e) = refbench::reproduce::check_out(&plan, &out) {
                 return usage_error(format!("--out: {e}"));

@@ -231,6 +231,12 @@ fn planned<'a>(plan: &'a Plan) -> impl Iterator<Item = &'static str> + 'a {
         .map(|e| e.name)
 }
 
+/// Whether `plan` runs an experiment that makes test files in the temporary folder
+/// ([`crate::scratch::Scratch::new`]): a file experiment or a LODIC one.
+pub fn makes_test_files(plan: &Plan) -> bool {
+    planned(plan).any(|e| experiments::fs::handles(e) || e.starts_with("lodic-"))
+}
+
 /// What is wrong with giving `given` (`--threads`, `--duration-ms`, `--pin`) to `reproduce`
 /// with `plan`: one message for each flag none of its experiments reads (with `--only`), naming
 /// the flag, the experiments and those that read it. Empty where nothing is.

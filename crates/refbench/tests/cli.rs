@@ -1081,6 +1081,22 @@ fn a_tmpdir_that_cannot_hold_the_files_exits_2() {
     }
 }
 
+/// A `REFBENCH_TMPDIR` that cannot hold the test files does not refuse a `reproduce` whose
+/// experiments make none (it did, exit 2, for `--only tsc-check`).
+#[test]
+fn reproduce_without_file_experiments_needs_no_tmpdir() {
+    let dir = scratch("no-tmpdir");
+    let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+        .args(["reproduce", "--quick", "--only", "tsc-check", "--out"])
+        .arg(&dir)
+        .env(refbench::scratch::DIR_ENV, "/nonexistent/refbench")
+        .output()
+        .expect("refbench runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("tsc-check.json").is_file() && dir.join("REPORT.md").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// An interrupted file experiment removes its test files: SIGINT, then SIGTERM, each while a
 /// `drbh` run of a minute measures over its file, in a folder named by `REFBENCH_TMPDIR`. Exit
 /// code 130, and the folder is left empty.
