@@ -442,16 +442,12 @@ pub fn run_counting<C: RefCounter>(
                     Pattern::Single => 0,
                     Pattern::Spread => t * n / opts.threads,
                 };
-                let (mut home, mut ops) = (t, 0u64);
+                let mut mover = Mover::new(t, every, cpus.len());
                 batches(stop, || {
                     let o = objs.get(idx);
                     let tok = scheme.try_get(o).expect("try_get failed on a live object");
-                    if ops.is_multiple_of(every) {
-                        home = next_home(home, cpus.len());
-                        pin_to(home);
-                    }
+                    mover.tick();
                     scheme.put(o, tok);
-                    ops += 1;
                     if let Pattern::Spread = pattern {
                         idx += 1;
                         if idx == n {
@@ -462,6 +458,38 @@ pub fn run_counting<C: RefCounter>(
             }
         }
     })
+}
+
+/// Moves worker `t` to the next CPU ([`next_home`]) at the first of every `every` calls of
+/// [`Mover::tick`]: what the `migration` experiment's workers do between a get and its put,
+/// the schemes' and the bare loop's alike.
+pub struct Mover {
+    home: usize,
+    ops: u64,
+    every: u64,
+    allowed: usize,
+}
+
+impl Mover {
+    /// For worker `t` of a process allowed `allowed` CPUs; `every` at least 1.
+    pub fn new(t: usize, every: u64, allowed: usize) -> Self {
+        Mover {
+            home: t,
+            ops: 0,
+            every,
+            allowed,
+        }
+    }
+
+    /// Counts one operation, moving first where it is the first of `every`.
+    #[inline]
+    pub fn tick(&mut self) {
+        if self.ops.is_multiple_of(self.every) {
+            self.home = next_home(self.home, self.allowed);
+            pin_to(self.home);
+        }
+        self.ops += 1;
+    }
 }
 
 /// The next CPU a migrating worker moves to, from `home`, as a number among the `allowed`

@@ -40,7 +40,7 @@ fn measure(
     c_loops: &BTreeMap<&'static str, crate::c_loop::Program>,
 ) -> Option<RunResult> {
     if name == LIMIT_ROW {
-        return Some(run_rseq_loop(threads, p.duration, p.pin));
+        return Some(run_rseq_loop(threads, p.duration, p.pin, 0));
     }
     if let Some(b) = C_BUILDS.iter().find(|b| b.row() == name) {
         return c_loops

@@ -42,9 +42,11 @@ impl Visit for Measure<'_> {
                         migrate_every: m,
                     };
                     // The reference row is the bare per-CPU loop (no object, nothing per
-                    // operation but the two sections), except where it must migrate.
-                    let r = if info.kind == schemes::Kind::Reference && m == 0 {
-                        crate::bare_loop::run_rseq_loop(threads, opts.duration, opts.pin)
+                    // operation but the two sections), moved as the schemes are where they
+                    // migrate: `migration` sets each scheme's moved/unmoved ratio against the
+                    // same loop's.
+                    let r = if info.kind == schemes::Kind::Reference {
+                        crate::bare_loop::run_rseq_loop(threads, opts.duration, opts.pin, m)
                     } else {
                         run_counting(&scheme, &objs, self.pattern, opts)
                     };
