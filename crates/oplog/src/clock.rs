@@ -6,9 +6,11 @@
 //! time. On x86_64 the timestamp counter (`rdtscp`) is such a clock when it is *invariant*
 //! (CPUID leaf `0x8000_0007`, EDX bit 8: it ticks at a constant rate in every power state) and
 //! synchronised across CPUs, which the paper's §6.1 experiment checks empirically (see
-//! `refbench run tsc-check`). Where the counter is not invariant (or `rdtscp` is missing, or
-//! the build is for another architecture, or runs under miri), the clock is
-//! `CLOCK_MONOTONIC`, in nanoseconds, through [`std::time::Instant`].
+//! `refbench run tsc-check`), and which Linux checks at boot: it keeps `tsc` as its
+//! clocksource ([`KERNEL_CLOCKSOURCE`]) only if the counters agree. Where the counter is not
+//! invariant, or the kernel's clocksource is another (or `rdtscp` is missing, or the build is
+//! for another architecture, or runs under miri), the clock is `CLOCK_MONOTONIC`, in
+//! nanoseconds, through [`std::time::Instant`].
 //!
 //! The source is chosen once, at the first call, and can be forced to the monotonic clock with
 //! the environment variable [`FORCE_MONOTONIC_ENV`]` = 1` (tests run both ways).
@@ -70,14 +72,52 @@ fn decide(slot: &AtomicU8, detect: impl FnOnce() -> Source) -> Source {
 }
 
 fn detect() -> Source {
-    if std::env::var(FORCE_MONOTONIC_ENV).is_ok_and(|v| v == "1") {
+    let forced = std::env::var(FORCE_MONOTONIC_ENV).is_ok_and(|v| v == "1");
+    let invariant = !forced && tsc_invariant();
+    // The file is read only where its answer matters.
+    let clocksource = if invariant {
+        kernel_clocksource()
+    } else {
+        None
+    };
+    choose(forced, invariant, clocksource.as_deref())
+}
+
+/// The source, given whether [`FORCE_MONOTONIC_ENV`] forces the monotonic clock, whether the
+/// counter is invariant ([`tsc_invariant`]), and the kernel's current clocksource
+/// ([`KERNEL_CLOCKSOURCE`], `None` where it cannot be read).
+///
+/// CPUID's invariant bit says that each CPU's counter ticks at a constant rate, not that the
+/// counters of different CPUs agree: on a multi-socket machine, or a VM whose virtual CPUs
+/// run on hosts with different offsets, they may be skewed, and stamps read on one CPU then
+/// order updates before those another CPU logged earlier, silently (the batch is applied in
+/// stamp order). Linux checks the counters against each other when it brings each CPU up,
+/// and keeps watching them; it keeps `tsc` as its clocksource only while they agree, and
+/// falls back to another (`hpet`, `acpi_pm`, `kvm-clock`) otherwise. So any clocksource other
+/// than `tsc` makes the clock `CLOCK_MONOTONIC` (which the kernel keeps consistent across
+/// CPUs). Where the file cannot be read (no sysfs), CPUID decides alone. The kernel may
+/// distrust the counter later than the first decision; the source then stays the counter.
+fn choose(forced: bool, invariant: bool, clocksource: Option<&str>) -> Source {
+    if forced || !invariant {
         return Source::Monotonic;
     }
-    if tsc_invariant() {
-        Source::Tsc
-    } else {
-        Source::Monotonic
+    match clocksource {
+        Some(cs) if cs.trim() != "tsc" => Source::Monotonic,
+        _ => Source::Tsc,
     }
+}
+
+/// Where Linux names its current clocksource.
+pub const KERNEL_CLOCKSOURCE: &str =
+    "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+
+/// The kernel's current clocksource, if it can be read (never under miri, whose isolation
+/// refuses files).
+fn kernel_clocksource() -> Option<String> {
+    if cfg!(miri) {
+        return None;
+    }
+    std::fs::read_to_string(KERNEL_CLOCKSOURCE).ok()
 }
 
 /// Whether this CPU has an invariant timestamp counter and `rdtscp` (CPUID `0x8000_0007` EDX
@@ -286,6 +326,20 @@ mod tests {
         );
         assert_eq!(slot.load(Ordering::Relaxed), MONOTONIC);
         assert_eq!(decide(&slot, || Source::Tsc), Source::Monotonic);
+    }
+
+    /// An invariant counter is used only where the kernel keeps it as its clocksource: a
+    /// kernel that found the CPUs' counters skewed (and switched to `hpet`, say) makes the
+    /// clock `CLOCK_MONOTONIC`. Before, CPUID's invariant bit alone chose the counter, and
+    /// skewed counters ordered updates of different CPUs against their real order.
+    #[test]
+    fn a_counter_the_kernel_distrusts_is_not_used() {
+        assert_eq!(choose(false, true, Some("hpet\n")), Source::Monotonic);
+        assert_eq!(choose(false, true, Some("kvm-clock\n")), Source::Monotonic);
+        assert_eq!(choose(false, true, Some("tsc\n")), Source::Tsc);
+        assert_eq!(choose(false, true, None), Source::Tsc);
+        assert_eq!(choose(true, true, Some("tsc\n")), Source::Monotonic);
+        assert_eq!(choose(false, false, Some("tsc\n")), Source::Monotonic);
     }
 
     #[test]
