@@ -253,6 +253,27 @@ struct Core<L: Log> {
 /// Under loom, one: the models' short histories then reach both kinds of pass.
 const FREE_PASSES: usize = if cfg!(loom) { 1 } else { 2 };
 
+/// The bug switch of the loom demonstration (see `loom_tests.rs`): each mode removes one
+/// step of the protocol, and a model must then fail.
+#[cfg(paygo_loom_bug)]
+pub(crate) mod bug {
+    use std::cell::Cell;
+    /// No bug.
+    pub(crate) const NONE: u8 = 0;
+    /// An evicter that spills clears the object's pending bit before the log is in `spill`.
+    pub(crate) const UNTAG_BEFORE_SPILL: u8 = 1;
+    /// A gather ends after its first pass, whatever that pass found.
+    pub(crate) const ONE_PASS: u8 = 2;
+    std::thread_local! {
+        /// The mode of the models run on this thread (loom runs a model's threads on the
+        /// test's own).
+        pub(crate) static MODE: Cell<u8> = const { Cell::new(NONE) };
+    }
+    pub(crate) fn is(m: u8) -> bool {
+        MODE.with(|c| c.get()) == m
+    }
+}
+
 /// Ends a drain when dropped (the object's `draining` goes from the drain's odd generation to
 /// the next, even, value): at the end of a gather, or on the unwind of a panic in the user's
 /// `take` during one. The gather holds `target` until after it is dropped.
@@ -410,6 +431,10 @@ impl<L: Log> Core<L> {
                 any = true;
             }
             drop(spill);
+            #[cfg(paygo_loom_bug)]
+            if bug::is(bug::ONE_PASS) {
+                any = false;
+            }
             if !any {
                 drop(draining);
                 return logs;
@@ -669,12 +694,22 @@ impl<L: Log> Object<L> {
                     let l = unsafe { &mut *way.log.get() }.take();
                     core::mem::forget(lost);
                     let n = l.len();
+                    #[cfg(paygo_loom_bug)]
+                    if bug::is(bug::UNTAG_BEFORE_SPILL) {
+                        Core::untag(&other.pending, way, cpu);
+                    }
                     let mut s = other.spill.lock().unwrap_or_else(|e| e.into_inner());
                     s.push(l);
                     other.spilled.fetch_add(n, Ordering::Relaxed);
                     drop(s);
                     // The last use of `other`: it may be freed once its bit is clear.
-                    Core::untag(&other.pending, way, cpu);
+                    #[cfg(paygo_loom_bug)]
+                    let untagged = bug::is(bug::UNTAG_BEFORE_SPILL);
+                    #[cfg(not(paygo_loom_bug))]
+                    let untagged = false;
+                    if !untagged {
+                        Core::untag(&other.pending, way, cpu);
+                    }
                     drop(g);
                 }
             }
