@@ -682,8 +682,17 @@ impl<L: Log> Object<L> {
                 Some(mut t) => {
                     drop(g);
                     // The other object cannot be freed while we hold its target lock (its drop
-                    // takes that lock first).
+                    // takes that lock first, or, run by the updates applied here, leaves the
+                    // rest of it to us: see `applying`).
+                    #[cfg(not(loom))]
+                    let applying = applying::Applying::begin(tag as usize);
                     other.gather_and_apply(&mut t);
+                    #[cfg(not(loom))]
+                    if applying.end() {
+                        // SAFETY: the object's last handle was dropped by the updates applied
+                        // here, and its drop left the rest to us; we hold its target lock.
+                        unsafe { release(NonNull::new_unchecked(tag), t) };
+                    }
                 }
                 None => {
                     // Its owner is synchronizing or reading it: spill the log to it instead.
@@ -849,44 +858,138 @@ fn forgotten_guard() -> ! {
 
 impl<L: Log> Drop for Object<L> {
     fn drop(&mut self) {
-        {
-            let core = self.core();
-            // Only an evicter (briefly) or a forgotten guard can hold the lock now: a live
-            // guard would borrow the object.
-            let mut t = match core.target.try_lock() {
-                Ok(t) => t,
-                Err(TryLockError::Poisoned(e)) => e.into_inner(),
-                // Locked for ever: leak the core (ways may still name it, and evicters spill
-                // to it) and with it the pending updates.
-                Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
-                Err(TryLockError::WouldBlock) => core.lock_target(),
-            };
-            // Apply (rather than discard) pending updates: the structure may own resources the
-            // updates hand over. Afterwards no way is tagged with this object. (If the user's
-            // code panics in there, a way may still be tagged with it: the unwinding skips the
-            // free below, leaking the core, which the ways then keep naming safely.)
-            if std::thread::panicking() {
-                // Dropped while the thread unwinds (from `into_inner` of a poisoned object, or
-                // from any panic with the object on the stack): a panic out of this drop would
-                // abort the process. Catch it and leak the core, as that panic would.
-                let applied = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
-                    core.gather_and_apply(&mut t)
-                }));
-                if let Err(payload) = applied {
-                    // Its drop is user code too, which might panic.
-                    core::mem::forget(payload);
-                    return;
-                }
-            } else {
-                core.gather_and_apply(&mut t);
-            }
-            debug_assert_eq!(self.cpus_with_logs(), 0);
+        // Run by updates that this thread applies as an evicter of this object (an update that
+        // held the object's last handle), which holds its target lock: that evicter finishes
+        // the drop once the apply returns (waiting for the lock here would wait for ever).
+        #[cfg(not(loom))]
+        if applying::orphan(self.core.as_ptr() as usize) {
+            return;
         }
-        // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather cleared
-        // every tag holding the target lock, and a new tag needs a `log` call, impossible on an
-        // object being dropped); an evicter that read the tag before it was cleared held that
-        // way's lock, which gather took after it, and gave up on our busy target lock.
-        drop(unsafe { Box::from_raw(self.core.as_ptr()) });
+        let core = self.core();
+        // Only an evicter (briefly) or a forgotten guard can hold the lock now: a live guard
+        // would borrow the object.
+        let t = match core.target.try_lock() {
+            Ok(t) => t,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            // Locked for ever: leak the core (ways may still name it, and evicters spill to it)
+            // and with it the pending updates.
+            Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
+            Err(TryLockError::WouldBlock) => core.lock_target(),
+        };
+        // SAFETY: the core comes from `Object::new`; this was its last handle; `t` is its lock.
+        unsafe { release(self.core, t) };
+    }
+}
+
+/// The end of an object's drop: applies its pending updates, holding its target lock (`t`),
+/// and frees its core.
+///
+/// Pending updates are applied rather than discarded: the structure may own resources the
+/// updates hand over. Afterwards no way is tagged with the object. (If the user's code panics
+/// in there, a way may still be tagged with it: the unwinding skips the free, leaking the core,
+/// which the ways then keep naming safely.)
+///
+/// # Safety
+/// `core` was made by `Object::new`, its last handle was dropped (no `log` of it can begin),
+/// `t` is its target lock, and nothing else frees it.
+unsafe fn release<L: Log>(core: NonNull<Core<L>>, mut t: MutexGuard<'_, L::Target>) {
+    {
+        // SAFETY: the core is alive until the free below (the caller's contract).
+        let c = unsafe { core.as_ref() };
+        if std::thread::panicking() {
+            // Dropped while the thread unwinds (from `into_inner` of a poisoned object, or from
+            // any panic with the object on the stack): a panic out of this drop would abort the
+            // process. Catch it and leak the core, as that panic would.
+            let applied = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                c.gather_and_apply(&mut t)
+            }));
+            if let Err(payload) = applied {
+                // Its drop is user code too, which might panic.
+                core::mem::forget(payload);
+                return;
+            }
+        } else {
+            c.gather_and_apply(&mut t);
+        }
+        debug_assert!(c.pending.iter().all(|w| w.load(Ordering::Relaxed) == 0));
+        drop(t);
+    }
+    // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather cleared
+    // every tag holding the target lock, and a new tag needs a `log` call, impossible on an
+    // object whose last handle was dropped); an evicter that read the tag before it was cleared
+    // held that way's lock, which gather took after it, and gave up on our busy target lock.
+    drop(unsafe { Box::from_raw(core.as_ptr()) });
+}
+
+/// The objects whose logs this thread is applying as an evicter (holding their target locks),
+/// innermost last, each with whether its last handle was dropped meanwhile: an update applied
+/// there may hold that handle, and the object's drop, on this thread, would otherwise wait for
+/// ever for the lock the evicter holds. Thread-local (not under loom, whose model threads
+/// share one thread's locals; the models log no update that holds a handle).
+#[cfg(not(loom))]
+mod applying {
+    use core::cell::RefCell;
+
+    std::thread_local! {
+        /// (the core's address, whether its drop was left to the evicter)
+        static APPLYING: RefCell<Vec<(usize, bool)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// One entry of `APPLYING`, removed when this is dropped (also on a panic of the apply).
+    pub(super) struct Applying {
+        /// Whether the entry was recorded (not when the thread's locals are gone).
+        recorded: bool,
+    }
+
+    impl Applying {
+        /// Records that this thread, holding the target lock of the core at `core`, applies
+        /// its logs.
+        pub(super) fn begin(core: usize) -> Self {
+            let recorded = APPLYING
+                .try_with(|a| a.borrow_mut().push((core, false)))
+                .is_ok();
+            Applying { recorded }
+        }
+
+        /// Removes the entry: whether the object's drop ran meanwhile and left the rest of it
+        /// (the apply of what was logged since, and the free) to the caller.
+        pub(super) fn end(mut self) -> bool {
+            let orphaned = self.pop();
+            self.recorded = false;
+            orphaned
+        }
+
+        fn pop(&self) -> bool {
+            self.recorded
+                && APPLYING
+                    .try_with(|a| a.borrow_mut().pop().is_some_and(|(_, o)| o))
+                    .unwrap_or(false)
+        }
+    }
+
+    impl Drop for Applying {
+        fn drop(&mut self) {
+            // On a panic of the apply: an object orphaned meanwhile stays leaked, as an object
+            // whose drop panics is.
+            self.pop();
+        }
+    }
+
+    /// Called by the drop of the object whose core is at `core`: if this thread is applying
+    /// its logs as an evicter, marks it orphaned (the evicter finishes the drop) and says so.
+    pub(super) fn orphan(core: usize) -> bool {
+        APPLYING
+            .try_with(|a| {
+                let mut a = a.borrow_mut();
+                match a.iter_mut().rev().find(|e| e.0 == core) {
+                    Some(e) => {
+                        e.1 = true;
+                        true
+                    }
+                    None => false,
+                }
+            })
+            .unwrap_or(false)
     }
 }
 

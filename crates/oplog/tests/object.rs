@@ -702,3 +702,91 @@ fn updates_that_log_while_applied_are_kept_for_the_next_synchronize() {
     OBJS.with(|o| o.borrow_mut().clear());
     assert_eq!(Arc::try_unwrap(a).ok().unwrap().into_inner(), [1, 3, 2, 4]);
 }
+
+/// An update holding its object's last handle: its exec logs once more to the object (while
+/// it still holds the handle) and then drops the handle.
+struct LastHandle {
+    obj: Option<std::sync::Arc<Object<OpVec<LastHandle>>>>,
+}
+
+/// The structure of that object: counts the updates applied and, when dropped (with the
+/// object's core), records the count.
+struct Applied {
+    n: usize,
+    at_drop: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Drop for Applied {
+    fn drop(&mut self) {
+        self.at_drop
+            .store(self.n + 1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Op for LastHandle {
+    type Target = Applied;
+    fn exec(self, t: &mut Applied) {
+        t.n += 1;
+        if let Some(o) = self.obj {
+            o.log(LastHandle { obj: None });
+            drop(o);
+        }
+    }
+}
+
+/// An object whose only handle is held by one of its own logged updates, evicted by another
+/// object's `log`: the evicter holds the object's lock while it applies that update, which
+/// drops the handle and so runs the object's drop on the evicter's thread. That drop waited for
+/// the lock the evicter held: the thread hung for ever. Now the evicter finishes the drop: the
+/// update the exec logged meanwhile is applied, and the object is freed.
+#[test]
+fn an_update_that_drops_its_objects_last_handle_while_evicted() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    std::thread::spawn(|| {
+        // One way per CPU: `b`'s log evicts `a`'s on the CPU where `a` has one.
+        let d = Domain::<OpVec<LastHandle>>::with_config(1, 1 << 20);
+        // `a` logs on the CPU where `b` logs first (where affinity can be set).
+        percpu::affinity::migrate(0);
+        let at_drop = Arc::new(AtomicUsize::new(0));
+        let b = Object::new(
+            &d,
+            Applied {
+                n: 0,
+                at_drop: Arc::new(AtomicUsize::new(0)),
+            },
+        );
+        let a = Arc::new(Object::new(
+            &d,
+            Applied {
+                n: 0,
+                at_drop: at_drop.clone(),
+            },
+        ));
+        a.log(LastHandle {
+            obj: Some(a.clone()),
+        });
+        drop(a);
+        // Log `b` on every CPU in turn until one holds `a`'s log (the first, unless the thread
+        // moved since; where affinity cannot be set, the thread's CPU as it goes).
+        let mut logs = 0;
+        for cpu in 0..64 {
+            if at_drop.load(Ordering::Relaxed) != 0 {
+                break;
+            }
+            percpu::affinity::migrate(cpu);
+            b.log(LastHandle { obj: None });
+            logs += 1;
+        }
+        percpu::affinity::unpin();
+        // Dropped with both updates applied (the count recorded is one more than it).
+        assert_eq!(
+            at_drop.load(Ordering::Relaxed),
+            3,
+            "the object was not freed"
+        );
+        assert_eq!(b.synchronize().n, logs);
+    })
+    .join()
+    .unwrap();
+}
