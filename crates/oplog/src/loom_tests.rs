@@ -80,6 +80,10 @@ fn read_races_two_cpus() {
 /// A reference taken (and kept) is never reclaimed.
 #[test]
 fn loom_reclaim_never_misses_a_reference() {
+    get_races_reclaim();
+}
+
+fn get_races_reclaim() {
     model(|| {
         let scheme = Arc::new(OpLogCounter::with_ways(1));
         let obj = Arc::new(scheme.new_object());
@@ -90,6 +94,38 @@ fn loom_reclaim_never_misses_a_reference() {
                 let o = pin!(&*obj);
                 // keep the reference: a successful get must make reclaim fail
                 scheme.try_get(core::pin::Pin::new(*o)).is_some()
+            })
+        };
+        percpu::loom_set_cpu(1);
+        let reclaimed = scheme.try_reclaim(core::pin::Pin::new(&*obj));
+        let got = getter.join().unwrap();
+        assert!(!(got && reclaimed), "reclaimed an object with a reference");
+        if !reclaimed {
+            assert_eq!(scheme.read_all(core::pin::Pin::new(&*obj)), got as i64);
+        }
+    });
+}
+
+/// As above, but the getter's way already holds the object's log (an earlier get and put on
+/// its CPU tagged it), so its `+1` sets no pending bit: the reclaimer's gather must still see
+/// the bit an earlier `log` set, or the getter must see the reclaimer's increment.
+#[test]
+fn loom_reclaim_never_misses_a_reference_in_a_tagged_way() {
+    model(|| {
+        let scheme = Arc::new(OpLogCounter::with_ways(1));
+        let obj = Arc::new(scheme.new_object());
+        let getter = {
+            let (scheme, obj) = (scheme.clone(), obj.clone());
+            thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                let o = core::pin::Pin::new(&*obj);
+                // A reference taken and given back: the way stays tagged with its log.
+                let first = scheme.try_get(o);
+                if let Some(t) = first {
+                    scheme.put(o, t);
+                }
+                // keep the reference: a successful get must make reclaim fail
+                scheme.try_get(o).is_some()
             })
         };
         percpu::loom_set_cpu(1);
@@ -235,6 +271,14 @@ mod bugs {
     #[should_panic(expected = "is no prefix of")]
     fn bug_untag_before_spill_is_caught() {
         with_bug(bug::UNTAG_BEFORE_SPILL, super::read_races_a_spill);
+    }
+
+    /// A get that checks the state before its `+1` is logged lets a reclaim that came
+    /// between them count no reference.
+    #[test]
+    #[should_panic(expected = "reclaimed an object with a reference")]
+    fn bug_get_checks_first_is_caught() {
+        with_bug(bug::GET_CHECKS_FIRST, super::get_races_reclaim);
     }
 
     /// A log begun after the pass's load of the bits, stamped before entries the pass took,

@@ -264,6 +264,8 @@ pub(crate) mod bug {
     pub(crate) const UNTAG_BEFORE_SPILL: u8 = 1;
     /// A gather ends after its first pass, whatever that pass found.
     pub(crate) const ONE_PASS: u8 = 2;
+    /// oplog-counter's `try_get` checks the state before it logs its `+1`.
+    pub(crate) const GET_CHECKS_FIRST: u8 = 3;
     std::thread_local! {
         /// The mode of the models run on this thread (loom runs a model's threads on the
         /// test's own).

@@ -85,6 +85,14 @@ impl RefCounter for OpLogCounter {
 
     #[inline]
     fn try_get(&self, obj: Pin<&OpLogCounterObject>) -> Option<OpLogToken> {
+        #[cfg(paygo_loom_bug)]
+        if crate::object::bug::is(crate::object::bug::GET_CHECKS_FIRST) {
+            if obj.state.load(Ordering::SeqCst) != 0 {
+                return None;
+            }
+            obj.count.log(1);
+            return Some(OpLogToken(()));
+        }
         obj.count.log(1);
         // SeqCst: pairs with the SeqCst increment of `state` in try_reclaim (see the module
         // docs) and, through reinit's SeqCst clear, makes a reused object's reset visible.
