@@ -642,7 +642,9 @@ impl<L: Log> Object<L> {
     /// CPU's log still come after one it took).
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
-        let me = core as *const Core<L> as *mut Core<L>;
+        // The tag is the allocation's own pointer (not one derived from `core`, a shared
+        // reference): an evicter that finishes this object's drop frees the core through it.
+        let me = self.core.as_ptr();
         let dom = &*core.domain;
         let cpu = dom.current_slot();
         let way = dom.way_of(cpu, core);
@@ -691,9 +693,14 @@ impl<L: Log> Object<L> {
                     other.gather_and_apply(&mut t);
                     #[cfg(not(loom))]
                     if applying.end() {
-                        // SAFETY: the object's last handle was dropped by the updates applied
-                        // here, and its drop left the rest to us; we hold its target lock.
-                        unsafe { release(NonNull::new_unchecked(tag), t) };
+                        // The object's last handle was dropped by the updates applied here, and
+                        // its drop left the rest to us.
+                        let free = apply_at_drop(other, &mut t);
+                        drop(t);
+                        if free {
+                            // SAFETY: as at the end of `Object::drop`, whose part this is.
+                            drop(unsafe { Box::from_raw(tag) });
+                        }
                     }
                 }
                 None => {
@@ -867,60 +874,56 @@ impl<L: Log> Drop for Object<L> {
         if applying::orphan(self.core.as_ptr() as usize) {
             return;
         }
-        let core = self.core();
-        // Only an evicter (briefly) or a forgotten guard can hold the lock now: a live guard
-        // would borrow the object.
-        let t = match core.target.try_lock() {
-            Ok(t) => t,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            // Locked for ever: leak the core (ways may still name it, and evicters spill to it)
-            // and with it the pending updates.
-            Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
-            Err(TryLockError::WouldBlock) => core.lock_target(),
+        let free = {
+            let core = self.core();
+            // Only an evicter (briefly) or a forgotten guard can hold the lock now: a live
+            // guard would borrow the object.
+            let mut t = match core.target.try_lock() {
+                Ok(t) => t,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                // Locked for ever: leak the core (ways may still name it, and evicters spill
+                // to it) and with it the pending updates.
+                Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
+                Err(TryLockError::WouldBlock) => core.lock_target(),
+            };
+            apply_at_drop(core, &mut t)
         };
-        // SAFETY: the core comes from `Object::new`; this was its last handle; `t` is its lock.
-        unsafe { release(self.core, t) };
+        if free {
+            // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather
+            // cleared every tag holding the target lock, and a new tag needs a `log` call,
+            // impossible on an object being dropped); an evicter that read the tag before it
+            // was cleared held that way's lock, which gather took after it, and gave up on our
+            // busy target lock. The guard (`t`) is dropped: nothing borrows the core.
+            drop(unsafe { Box::from_raw(self.core.as_ptr()) });
+        }
     }
 }
 
-/// The end of an object's drop: applies its pending updates, holding its target lock (`t`),
-/// and frees its core.
+/// The drop of an object whose last handle was dropped (no `log` of it can begin), holding its
+/// target lock (`t`): applies its pending updates, and says whether its core may be freed once
+/// the caller has unlocked it (not if it was leaked).
 ///
 /// Pending updates are applied rather than discarded: the structure may own resources the
 /// updates hand over. Afterwards no way is tagged with the object. (If the user's code panics
 /// in there, a way may still be tagged with it: the unwinding skips the free, leaking the core,
 /// which the ways then keep naming safely.)
-///
-/// # Safety
-/// `core` was made by `Object::new`, its last handle was dropped (no `log` of it can begin),
-/// `t` is its target lock, and nothing else frees it.
-unsafe fn release<L: Log>(core: NonNull<Core<L>>, mut t: MutexGuard<'_, L::Target>) {
-    {
-        // SAFETY: the core is alive until the free below (the caller's contract).
-        let c = unsafe { core.as_ref() };
-        if std::thread::panicking() {
-            // Dropped while the thread unwinds (from `into_inner` of a poisoned object, or from
-            // any panic with the object on the stack): a panic out of this drop would abort the
-            // process. Catch it and leak the core, as that panic would.
-            let applied = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
-                c.gather_and_apply(&mut t)
-            }));
-            if let Err(payload) = applied {
-                // Its drop is user code too, which might panic.
-                core::mem::forget(payload);
-                return;
-            }
-        } else {
-            c.gather_and_apply(&mut t);
+fn apply_at_drop<L: Log>(core: &Core<L>, t: &mut L::Target) -> bool {
+    if std::thread::panicking() {
+        // Dropped while the thread unwinds (from `into_inner` of a poisoned object, or from any
+        // panic with the object on the stack): a panic out of this drop would abort the
+        // process. Catch it and leak the core, as that panic would.
+        let applied =
+            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| core.gather_and_apply(t)));
+        if let Err(payload) = applied {
+            // Its drop is user code too, which might panic.
+            core::mem::forget(payload);
+            return false;
         }
-        debug_assert!(c.pending.iter().all(|w| w.load(Ordering::Relaxed) == 0));
-        drop(t);
+    } else {
+        core.gather_and_apply(t);
     }
-    // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather cleared
-    // every tag holding the target lock, and a new tag needs a `log` call, impossible on an
-    // object whose last handle was dropped); an evicter that read the tag before it was cleared
-    // held that way's lock, which gather took after it, and gave up on our busy target lock.
-    drop(unsafe { Box::from_raw(core.as_ptr()) });
+    debug_assert!(core.pending.iter().all(|w| w.load(Ordering::Relaxed) == 0));
+    true
 }
 
 /// The objects whose logs this thread is applying as an evicter (holding their target locks),
