@@ -698,7 +698,9 @@ impl<L: Log> Object<L> {
                         let free = apply_at_drop(other, &mut t);
                         drop(t);
                         if free {
-                            // SAFETY: as at the end of `Object::drop`, whose part this is.
+                            // SAFETY: as at the end of `Object::drop`, whose part this is
+                            // (the guard is dropped, `other` is not used again, and `tag` is
+                            // the allocation's own pointer: see `me`).
                             drop(unsafe { Box::from_raw(tag) });
                         }
                     }
