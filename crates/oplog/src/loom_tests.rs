@@ -207,6 +207,8 @@ fn loom_a_logger_waits_for_one_drain_at_most() {
 /// (3, 4) must also take the 1 stamped between them: the read is the model after a prefix of
 /// the stamp order. An evicter that cleared `x`'s pending bit before its spilled log was
 /// visible would let the gather's next pass find neither, and the read skip 1 but hold 4.
+/// Four threads: with `LOOM_MAX_PREEMPTIONS=2` about a thousand executions; with 3 it ran
+/// for more than ten minutes without ending.
 #[test]
 fn loom_a_read_sees_the_log_spilled_while_it_gathers() {
     read_races_a_spill();
