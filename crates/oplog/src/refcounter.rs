@@ -91,7 +91,7 @@ impl RefCounter for OpLogCounter {
                 return None;
             }
             obj.count.log(1);
-            return Some(OpLogToken(()));
+            return Some(OpLogToken(refcount::TokenTag::of(&*obj)));
         }
         obj.count.log(1);
         // SeqCst: pairs with the SeqCst increment of `state` in try_reclaim (see the module
