@@ -140,6 +140,12 @@ pub trait Log: Default + Send + 'static {
 
     /// Applies the logs gathered by one synchronize (from every CPU that had one, in no
     /// particular order) to `target`, in timestamp order.
+    ///
+    /// It runs holding the object's lock: it (and the operations it executes) must not
+    /// synchronize this object, nor call its `clear_poison` or `into_inner`, which wait for
+    /// that lock for ever. (Dropping the object's last handle there is allowed: the drop
+    /// leaves its end to the apply.) `push` and `take` must not drop a handle of any object of
+    /// the domain, since the drop may need the slot they hold.
     fn apply(logs: Vec<Self>, target: &mut Self::Target);
 
     /// Global absorption: `batch` holds every pending entry of every CPU, merged in timestamp
@@ -186,7 +192,8 @@ pub fn merge<O>(runs: impl IntoIterator<Item = Vec<Entry<O>>>) -> Vec<Entry<O>> 
 pub trait Op: Send + 'static {
     /// The underlying data structure.
     type Target: Send;
-    /// Applies the update.
+    /// Applies the update, holding the object's lock: it must not synchronize that object
+    /// (see [`Log::apply`]).
     fn exec(self, target: &mut Self::Target);
 }
 
