@@ -460,7 +460,7 @@ pub fn run_counting<C: RefCounter>(
     })
 }
 
-/// Moves worker `t` to the next CPU ([`next_home`]) at the first of every `every` calls of
+/// Moves worker `t` to the next CPU (`next_home`) at the first of every `every` calls of
 /// [`Mover::tick`]: what the `migration` experiment's workers do between a get and its put,
 /// the schemes' and the bare loop's alike.
 pub struct Mover {
