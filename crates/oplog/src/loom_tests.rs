@@ -13,21 +13,23 @@ use loom::thread;
 use refcount::RefCounter;
 use std::collections::BTreeSet;
 
-/// loom's model, counting the executions explored (printed: a model that explores a handful has
-/// stopped covering its protocol).
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let runs = std::sync::Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    let mut b = loom::model::Builder::new();
-    // Room for the spin locks' yields past loom's default of 1,000 branches, which a model run
-    // with more preemptions than `LOOM_MAX_PREEMPTIONS=2` exceeds.
-    b.max_branches = 100_000;
-    b.check(move || {
-        counted.fetch_add(1, Ordering::Relaxed);
-        f()
-    });
-    eprintln!("loom: {} executions", runs.load(Ordering::Relaxed));
+use percpu::testing::loom_model as model;
+
+/// Checks that `read` is the set after a prefix of `ops` in stamp order; returns the set after
+/// all of them.
+fn assert_prefix(read: &BTreeSet<u64>, mut ops: Vec<(Stamp, SetOp)>) -> BTreeSet<u64> {
+    ops.sort_by_key(|o| o.0);
+    let mut model = BTreeSet::new();
+    let mut prefixes = vec![model.clone()];
+    for (_, op) in &ops {
+        op.exec(&mut model);
+        prefixes.push(model.clone());
+    }
+    assert!(
+        prefixes.contains(read),
+        "read {read:?} is no prefix of {ops:?}"
+    );
+    model
 }
 
 /// Two CPUs log while a third thread reads: the read is the model after a prefix of the
@@ -62,17 +64,7 @@ fn read_races_two_cpus() {
         let read: BTreeSet<u64> = s.object().synchronize().clone();
         let mut ops: Vec<(Stamp, SetOp)> = a.join().unwrap();
         ops.extend(b.join().unwrap());
-        ops.sort_by_key(|o| o.0);
-        let mut model = BTreeSet::new();
-        let mut prefixes = vec![model.clone()];
-        for (_, op) in &ops {
-            op.exec(&mut model);
-            prefixes.push(model.clone());
-        }
-        assert!(
-            prefixes.contains(&read),
-            "read {read:?} is no prefix of {ops:?}"
-        );
+        let model = assert_prefix(&read, ops);
         assert_eq!(*s.object().synchronize(), model);
     });
 }
@@ -241,17 +233,7 @@ fn read_races_a_spill() {
         let read: BTreeSet<u64> = x.object().synchronize().clone();
         let mut ops: Vec<(Stamp, SetOp)> = evicter.join().unwrap();
         ops.extend(logger.join().unwrap());
-        ops.sort_by_key(|o| o.0);
-        let mut model = BTreeSet::new();
-        let mut prefixes = vec![model.clone()];
-        for (_, op) in &ops {
-            op.exec(&mut model);
-            prefixes.push(model.clone());
-        }
-        assert!(
-            prefixes.contains(&read),
-            "read {read:?} is no prefix of {ops:?}"
-        );
+        let model = assert_prefix(&read, ops);
         assert_eq!(*x.object().synchronize(), model);
         assert_eq!(y.to_vec(), [2]);
     });

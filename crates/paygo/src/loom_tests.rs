@@ -24,21 +24,7 @@ use loom::sync::Arc;
 use loom::thread;
 use percpu::loom_set_cpu;
 
-/// loom's builder with room for the branches of a REF that evicts (the default of 1,000 is
-/// for models with a handful of operations); the preemption bound comes from
-/// `LOOM_MAX_PREEMPTIONS` as usual.
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let runs = std::sync::Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    let mut b = loom::model::Builder::new();
-    b.max_branches = 100_000;
-    b.check(move || {
-        counted.fetch_add(1, Ordering::Relaxed);
-        f()
-    });
-    eprintln!("loom: {} executions", runs.load(Ordering::Relaxed));
-}
+use percpu::testing::loom_model as model;
 
 const ALIVE: u64 = 1;
 const RECLAIMED: u64 = 2;

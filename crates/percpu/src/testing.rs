@@ -208,3 +208,22 @@ mod tests {
         );
     }
 }
+
+/// Runs a loom model with room for 100,000 branches (loom's default of 1,000 is for models of
+/// a handful of operations; spin locks and a REF that evicts pass it, as does a model run with
+/// more preemptions than `LOOM_MAX_PREEMPTIONS=2`), and prints how many executions it
+/// explored: a model that explores a handful has stopped covering its protocol. The
+/// preemption bound comes from `LOOM_MAX_PREEMPTIONS` as usual.
+#[cfg(loom)]
+pub fn loom_model(f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let runs = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let mut b = loom::model::Builder::new();
+    b.max_branches = 100_000;
+    b.check(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        f()
+    });
+    eprintln!("loom: {} executions", runs.load(Ordering::Relaxed));
+}
