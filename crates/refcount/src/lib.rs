@@ -47,6 +47,10 @@ pub enum Precision {
 /// holds against any safe caller. The reference the token stood for stays counted on its own
 /// object (a leak, as `mem::forget` of the token would make).
 ///
+/// The object is known by its address: an object that is `Unpin` (most schemes' are) and was
+/// moved while a token on it was outstanding counts as another object, so that token's put
+/// panics too and its reference stays counted where the object was (nothing else changes).
+///
 /// Every scheme of this crate records one; a scheme outside it can too.
 #[derive(Debug)]
 pub struct TokenTag(usize);
