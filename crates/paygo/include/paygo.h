@@ -22,6 +22,15 @@
  * information, the overflow list to which a paygo_ref that finds its CPU's window full moves
  * an entry) is asked for without aborting (PAYGO_ENOMEM).
  *
+ * Signal handlers: no call is async-signal-safe. A call may allocate memory (the domain's
+ * tables, the thread's anchor information, room in it or on an overflow list) and may wait for
+ * a one-time set-up (the default domain, the library's pthread key) that another call of the
+ * process runs, so one from a signal handler may deadlock where the handler interrupted
+ * malloc or that set-up on its thread. What is checked: a paygo_ref or paygo_unref from a
+ * handler that interrupted a paygo_ref, paygo_unref or paygo_prepare_unload of the same
+ * thread is refused with PAYGO_EINTERNAL and changes nothing (the interrupted call holds the
+ * thread's anchor information).
+ *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
  * or misaligned for its type (objects and paygo_stats_t: 8 bytes) is refused with
