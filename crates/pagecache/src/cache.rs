@@ -1617,6 +1617,8 @@ impl<C: RefCounter> PageCacheOf<C> {
             ));
         }
         let inode = (meta.dev(), meta.ino());
+        // A test lets another thread act here (see `inject.rs`).
+        crate::inject::pause_point();
         let mut files = lock(&self.inner.files);
         if let Some(&id) = files.by_inode.get(&inode) {
             let open = files
@@ -1634,7 +1636,10 @@ impl<C: RefCounter> PageCacheOf<C> {
                 });
             }
         }
-        let len = meta.len();
+        // The size now, under the lock, not the one read above: a last close of the file that
+        // ended since wrote its pages back (growing the file) before it unlisted it, and a
+        // length taken before those write-backs would hide the bytes past it.
+        let len = file.metadata()?.len();
         let pages = len.div_ceil(PAGE_SIZE as u64);
         // The file system holds the file's size. A file longer than RLIMIT_FSIZE may only be
         // written below it, in pages that end at or below it (write-back rewrites whole pages
@@ -2502,6 +2507,47 @@ mod tests {
         assert_eq!(&disk[3..8], b"after");
         assert_eq!(disk[8], byte(8));
         assert_eq!(cache.stats().resident, 0);
+    }
+
+    /// An open racing the last close of its file, which writes the file's pages back and
+    /// unlists it between the open's look at the file and its look at the list, takes the
+    /// file's length after those write-backs: a new handle sees every byte the closed one
+    /// wrote, where a length taken before them would hide the bytes past the old size (and
+    /// later writes and cuts would work from that stale length).
+    #[test]
+    fn an_open_racing_the_last_close_sees_the_length_it_wrote_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"").expect("f");
+        let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+        let a = cache.open(&path).expect("open");
+        let data: Vec<u8> = (0..2 * PAGE_SIZE as u64 + 3).map(byte).collect();
+        assert_eq!(a.write_at(&data, 0).expect("write"), data.len());
+        let (at_pause, paused) = std::sync::mpsc::channel();
+        let (go, wait_go) = std::sync::mpsc::channel::<()>();
+        let opener = std::thread::spawn({
+            let (cache, path) = (cache.clone(), path.clone());
+            move || {
+                crate::inject::pause_at_next(move || {
+                    at_pause.send(()).expect("signal the pause");
+                    wait_go.recv().expect("wait for the close");
+                });
+                cache.open(&path)
+            }
+        });
+        paused.recv().expect("the open reaches its pause");
+        // The last close: writes the pages back and unlists the file while the open waits.
+        a.close().expect("close");
+        go.send(()).expect("let the open go on");
+        let b = opener.join().expect("opener").expect("open");
+        assert_eq!(
+            b.len(),
+            data.len() as u64,
+            "the length after the close's write-back"
+        );
+        let mut got = vec![0u8; data.len() + 10];
+        assert_eq!(b.read_at(&mut got, 0).expect("read"), data.len());
+        assert_eq!(&got[..data.len()], &data[..]);
     }
 
     /// An open whose listing cannot be allocated fails with `OutOfMemory` and lists nothing:

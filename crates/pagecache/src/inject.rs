@@ -3,7 +3,10 @@
 //! it ([`fail_allocation`]), and the `n`-th point it reaches from then on fails. A point of an
 //! allocation that reports failure (`try_reserve`) reports it; a point of one that cannot
 //! panics, as such an allocation does under `-Zoom=panic` or an allocation error hook that
-//! panics. Other builds inject nothing, at no cost.
+//! panics. And pauses: a thread arms one ([`pause_at_next`]) and runs it at the next
+//! [`pause_point`] it reaches, so that a test can let another thread act at that point of a
+//! call (an open between its checks of the file and its listing). Other builds inject
+//! nothing, at no cost.
 
 #[cfg(all(test, not(loom)))]
 std::thread_local! {
@@ -58,4 +61,27 @@ pub(crate) fn alloc_fails(_fallible: bool) -> bool {
 #[inline(always)]
 pub(crate) fn alloc_point() {
     let _ = alloc_fails(false);
+}
+
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    /// The calling thread's pause: run, once, at the next pause point it reaches.
+    static PAUSE: core::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// Arms the calling thread's pause: `f` runs at the next [`pause_point`] it reaches.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn pause_at_next(f: impl FnOnce() + 'static) {
+    PAUSE.with(|p| *p.borrow_mut() = Some(Box::new(f)));
+}
+
+/// A pause point: runs the calling thread's armed pause, if any (test builds; others
+/// nothing).
+#[inline(always)]
+pub(crate) fn pause_point() {
+    #[cfg(all(test, not(loom)))]
+    if let Some(f) = PAUSE.with(|p| p.borrow_mut().take()) {
+        f();
+    }
 }
