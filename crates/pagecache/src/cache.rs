@@ -735,7 +735,9 @@ impl<C: RefCounter> Inner<C> {
 
     /// A referenced frame holding page `page` of `f`, filled; on a miss fills it. If no frame
     /// can be had, runs `bypass` under the allocator lock while the page is verifiably not
-    /// cached (so the file itself is up to date for it) and returns `Bypassed`.
+    /// cached (so the file itself is up to date for it) and returns `Bypassed`; a `bypass` that
+    /// reads or writes the file counts it in [`Stats::direct_ios`] (one that does not, as
+    /// `page`'s, counts nothing).
     ///
     /// `copy_at`: the byte of the page the caller will copy next, whose line is prefetched
     /// as soon as the frame is found: on a hit its miss overlaps the scheme's try-get and the
@@ -797,7 +799,6 @@ impl<C: RefCounter> Inner<C> {
                 // Every frame is referenced. The slot is empty and stays so while we hold the
                 // lock, so the file holds this page's latest bytes.
                 bypass()?;
-                self.direct.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(Got::Bypassed));
             };
             self.frames[i as usize].meta.assign(f.id, page);
@@ -1869,6 +1870,7 @@ impl<C: RefCounter> CachedFileOf<C> {
 
     fn direct_read(&self, part: &mut [u8], at: u64) -> io::Result<()> {
         let f = &*self.state;
+        self.cache.direct.fetch_add(1, Ordering::Relaxed);
         self.cache.hook(IoKind::Direct, f, at, part.len())?;
         let mut done = 0;
         while done < part.len() {
@@ -1948,6 +1950,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             let got = c.acquire(f, page, None, &mut || {
                 c.hook(IoKind::Direct, f, at, k)?;
                 f.file.write_all_at(part, at)?;
+                c.direct.fetch_add(1, Ordering::Relaxed);
                 // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
                 f.len.fetch_max(at + k as u64, Ordering::AcqRel);
                 Ok(())

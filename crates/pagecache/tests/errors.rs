@@ -221,6 +221,30 @@ fn a_leaked_page_guard_pins_one_frame_and_nothing_else_breaks() {
     );
 }
 
+/// A `page` that finds every frame held reads nothing from the file: it fails and counts no
+/// direct I/O. The reads and writes that go to the file instead of a frame count one each.
+#[test]
+fn a_page_that_finds_every_frame_held_counts_no_direct_io() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 4 * 4096;
+    let path = pattern_file(&dir, "held", len);
+    let cache = pagecache::PageCacheOf::with_scheme(paygo::Domain::new(), &Config::new(1, "paygo"))
+        .expect("cache");
+    let file = cache.open(&path).expect("open");
+    let guard = file.page(0).expect("page");
+    assert_eq!(
+        file.page(2).err().expect("no frame").kind(),
+        ErrorKind::OutOfMemory
+    );
+    assert_eq!(cache.stats().direct_ios, 0, "a page that read nothing");
+    let mut b = [0u8; 8];
+    assert_eq!(file.read_at(&mut b, 2 * 4096).expect("read"), 8);
+    assert_eq!(b[0], pat(2 * 4096));
+    file.write_at(b"direct", 3 * 4096).expect("write");
+    assert_eq!(cache.stats().direct_ios, 2, "one read and one write");
+    drop(guard);
+}
+
 /// A page whose write-back fails at its file's last close is lost (the drop ignores errors),
 /// but its frame is not: the next eviction frees it. With two frames, both serve the next
 /// file at once.
