@@ -292,7 +292,7 @@ impl FileMaps {
         for page in first.max(m.base().len() as u64)..end {
             alloc_point();
             m.get_or_alloc(page)
-                .expect("pagecache: a mapped page is inside the file's pages at open");
+                .expect("pagecache: a mapped page is inside the file (below 2^63 bytes)");
         }
     }
 
@@ -523,20 +523,22 @@ fn invalid(msg: String) -> io::Error {
 
 impl<C: RefCounter> CachedFileOf<C> {
     /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors:
-    /// no pages, or a range past the pages the file had when it was opened (`InvalidInput`);
-    /// no memory for the mapping's entries, 8 bytes a page, or, at the file's first mapping,
-    /// for its per-page mapping counts, 4 bytes a page of the file at open up to 4 MiB, or for
-    /// its records in the reverse maps (`OutOfMemory`; nothing is mapped, and nothing is left
-    /// in the reverse maps).
+    /// no pages, or a range past the end of the file (its length now, the last page partial or
+    /// whole: a file grown through the cache maps its new pages, one cut maps no page past the
+    /// cut) (`InvalidInput`); no memory for the mapping's entries, 8 bytes a page, or, at the
+    /// file's first mapping, for its per-page mapping counts, 4 bytes a page of the file at
+    /// open up to 4 MiB, or for its records in the reverse maps (`OutOfMemory`; nothing is
+    /// mapped, and nothing is left in the reverse maps). A mapping outlives later cuts (see
+    /// [`Mapping::read_at`]).
     pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
         let (c, f) = self.parts();
-        let have = f.pages_at_open;
+        let have = self.len().div_ceil(PAGE_SIZE as u64);
         if pages == 0 {
             return Err(invalid("pagecache: a mapping of no pages".into()));
         }
         if first.checked_add(pages).is_none_or(|end| end > have) {
             return Err(invalid(format!(
-                "pagecache: mapping pages {first}..{} of {}, which has {have}",
+                "pagecache: mapping pages {first}..{} of {}, which has {have} pages",
                 first.saturating_add(pages),
                 f.path.display()
             )));
@@ -578,11 +580,12 @@ impl<C: RefCounter> CachedFileOf<C> {
             entries: entries.into_boxed_slice(),
         });
         let mut fm = crate::cache::lock(&f.maps);
-        if (fm.mapcount.is_none() && alloc_fails(true)) || !fm.make_counts(have) {
+        if (fm.mapcount.is_none() && alloc_fails(true)) || !fm.make_counts(f.pages_at_open) {
             return Err(no_memory("per-page counts of the file"));
         }
-        // The counts of the pages past the flat array (a file of more than 4 GiB at open),
-        // made now with nothing counted: `add` below then allocates nothing.
+        // The counts of the pages past the flat array (a file of more than 4 GiB at open, or
+        // grown past its pages at open), made now with nothing counted: `add` below then
+        // allocates nothing.
         fm.make_slots(first, end);
         if c.lodic.rmap == Rmap::File && (alloc_fails(true) || fm.maps.try_reserve(1).is_err()) {
             return Err(no_memory("file-space reverse map"));

@@ -218,6 +218,59 @@ fn bad_input_is_refused_and_changes_nothing() {
     check_bytes(&buf, 3 * PAGE_SIZE as u64 - 16);
 }
 
+/// A map is checked against the file's length when it is made, not against the length the file
+/// had when it was opened: past the end of a file cut since, it is refused (`InvalidInput`,
+/// naming the pages the file has now, nothing mapped); over pages the file grew into since, it
+/// maps, reads what was written there, holds and counts.
+#[test]
+fn a_map_is_checked_against_the_files_length_now() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 4 * P);
+        let c = cache(Atomic, 8, rmap);
+        let f = c.open(&path).unwrap();
+        f.set_len(P + 10).unwrap(); // 2 pages, the second partial
+        for (first, pages) in [(2, 1), (1, 2), (0, 4)] {
+            let e = f.map(first, pages).err().expect("past the end: refused");
+            assert_eq!(
+                e.kind(),
+                ErrorKind::InvalidInput,
+                "{rmap:?} {first}+{pages}: {e}"
+            );
+            assert!(e.to_string().contains("which has 2 pages"), "{rmap:?}: {e}");
+        }
+        for p in 0..4 {
+            assert_eq!(
+                f.mapcount(p),
+                0,
+                "{rmap:?}: a refused map registers nothing"
+            );
+        }
+        assert_eq!(c.lodic_memory().mappings, 0, "{rmap:?}");
+        drop(f.map(0, 2).unwrap()); // up to the end, the last page partial
+                                    // Grown through the cache past its length at open: 6 pages.
+        f.write_at(b"grown", 5 * P + 3).unwrap();
+        let m = f.map(4, 2).unwrap();
+        let mut buf = [0u8; 5];
+        m.read_at(&mut buf, P + 3).unwrap();
+        assert_eq!(&buf, b"grown", "{rmap:?}");
+        let g = m.page(1).unwrap();
+        assert!(!g.spilled(), "{rmap:?}: counted in the entry");
+        assert_eq!((f.page_count(5), f.mapcount(5)), (1, 1), "{rmap:?}");
+        f.drop_cache().unwrap();
+        assert_eq!(f.page_count(5), 1, "{rmap:?}: the held page stays");
+        g.read(3, &mut buf);
+        assert_eq!(&buf, b"grown", "{rmap:?}");
+        drop(g);
+        drop(m);
+        assert_eq!((f.page_count(5), f.mapcount(5)), (0, 0), "{rmap:?}");
+        let e = f.map(5, 2).err().expect("past the end: refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{rmap:?}: {e}");
+        assert_eq!(f.drop_cache().unwrap(), 1, "{rmap:?}: page 5, let go");
+        assert_eq!(c.stats().resident, 0, "{rmap:?}");
+    }
+}
+
 /// Pages far into a sparse file of 8 TiB (2^31 pages, past the flat part of the page table)
 /// map, read, count and drop like any other: the per-page mapping counts take room for the
 /// pages mapped, not for the file.
@@ -1094,12 +1147,17 @@ fn cuts_under_mappings_read_the_pattern_or_zeros() {
         let f = c.open(&path).unwrap();
         let stop = AtomicBool::new(false);
         let whole: Vec<u8> = (0..PAGES * P).map(pat).collect();
+        // The owners map the whole file before the first cut (a map is checked against the
+        // length then).
+        let mapped = Barrier::new(4);
         std::thread::scope(|s| {
             for t in 0..3 {
-                let (f, stop) = (&f, &stop);
+                let (f, stop, mapped) = (&f, &stop, &mapped);
                 s.spawn(move || {
                     let mut rng = Rng::new(t + 11);
-                    let m = f.map(0, PAGES).unwrap();
+                    let m = f.map(0, PAGES);
+                    mapped.wait();
+                    let m = m.unwrap();
                     let mut buf = [0u8; 48];
                     let mut n = 0;
                     while !stop.load(Ordering::Relaxed) || n < percpu::testing::reps(200) {
@@ -1121,6 +1179,7 @@ fn cuts_under_mappings_read_the_pattern_or_zeros() {
                     }
                 });
             }
+            mapped.wait();
             let mut rng = Rng::new(99);
             for _ in 0..percpu::testing::reps(300) {
                 let cut = rng.below(PAGES * P);
