@@ -10,6 +10,7 @@
 use crate::frame::FrameMeta;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use core::pin::Pin;
+use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use refcount::RefCounter;
 
@@ -23,6 +24,11 @@ struct Shared<C: RefCounter> {
     obj: C::Object,
     meta: FrameMeta,
     word: AtomicU64,
+    /// The same bytes in a loom cell, written by each fill with `word` and read by the LODIC
+    /// owner of `lodic_copy_model`: loom reports a fill that is not ordered after a read of the
+    /// cell, which a load of `word` cannot show (loom never lets a load read a store that
+    /// follows it, so a copy not ordered before the refill still reads the old bytes there).
+    cell: UnsafeCell<u64>,
     slot_a: AtomicU32,
     slot_b: AtomicU32,
 }
@@ -45,6 +51,7 @@ impl<C: RefCounter> Shared<C> {
             scheme,
             meta: FrameMeta::new(),
             word: AtomicU64::new(0),
+            cell: UnsafeCell::new(page),
             slot_a: AtomicU32::new(0),
             slot_b: AtomicU32::new(0),
         };
@@ -93,6 +100,9 @@ impl<C: RefCounter> Shared<C> {
             loom::thread::yield_now();
         };
         self.word.store(to, Ordering::Relaxed);
+        // SAFETY: loom runs one thread at a time, and checks this write against every access
+        // of the cell: a read not ordered with it fails the model before it is made.
+        self.cell.with_mut(|p| unsafe { *p = to });
         self.meta.publish();
         self.scheme.put(self.obj(), tok);
         true
@@ -213,6 +223,69 @@ fn lodic_owner_never_reads_a_reclaimed_frame_atomic() {
 #[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted page B"))]
 fn lodic_owner_never_reads_a_reclaimed_frame_cas() {
     lodic_model(|| refcount::cas::Cas);
+}
+
+/// LODIC, the owner's copy against the refill: an owner reads page A through its entry twice
+/// (each: count, fence, flag, re-check, then a copy of the bytes and its exit, or its undo)
+/// while a reclaimer flags the frame, fences, sums the entry and, if it reads zero, reclaims
+/// the frame and refills it with page B. The copy is of a loom cell, so that the model fails
+/// unless every copy happens before the refill that follows it: a reclaim that reads the count
+/// as zero must be ordered after the copies made under it (`owner_exit`'s Release store, which
+/// `embedded_count`'s Acquire load reads). The copies in `lodic_model` are loads of an atomic
+/// word, which loom never lets read a store that follows them: a Relaxed exit passes there and
+/// fails here. (`owner_undo`'s Release store is not checked: under loom the owner's fence is a
+/// `SeqCst` fence, which orders the copies before a relaxed undo too, where the real light
+/// fence is a compiler fence.) `--cfg lodic_loom_bug` (no owner fence) fails here too.
+fn lodic_copy_model<C: RefCounter>(make: fn() -> C) {
+    use crate::lodic::{
+        embedded_count, entry, heavy_fence, owner_check, owner_enter, owner_exit, owner_undo,
+    };
+    loom::model(move || {
+        let s = Shared::new(make());
+        let e = Arc::new(AtomicU64::new(entry(0, 0)));
+        let r = {
+            let (s, e) = (s.clone(), e.clone());
+            loom::thread::spawn(move || {
+                let mut got = Vec::new();
+                for _ in 0..2 {
+                    let v = e.load(Ordering::Relaxed);
+                    owner_enter(&e, v);
+                    if owner_check(&s.meta, FILE, A) {
+                        // SAFETY: loom runs one thread at a time, and checks this read against
+                        // the refill's write of the cell.
+                        got.push(s.cell.with(|p| unsafe { *p }));
+                        owner_exit(&e);
+                    } else {
+                        owner_undo(&e);
+                    }
+                }
+                got
+            })
+        };
+        // The reclaimer, as `Inner::evict_batch` does it for a mapped page.
+        s.meta.lodic.store(true, Ordering::Relaxed);
+        heavy_fence();
+        if embedded_count(&e, 0) == 0 {
+            s.evict_and_refill();
+        }
+        // Release: as in `Inner::evict_batch`.
+        s.meta.lodic.store(false, Ordering::Release);
+        for w in r.join().expect("owner") {
+            assert_eq!(w, A, "an owner of page A copied page B's bytes");
+        }
+    });
+}
+
+#[test]
+#[cfg_attr(lodic_loom_bug, should_panic(expected = "Causality violation"))]
+fn lodic_owner_copies_before_the_refill_atomic() {
+    lodic_copy_model(|| refcount::atomic::Atomic);
+}
+
+#[test]
+#[cfg_attr(lodic_loom_bug, should_panic(expected = "Causality violation"))]
+fn lodic_owner_copies_before_the_refill_cas() {
+    lodic_copy_model(|| refcount::cas::Cas);
 }
 
 /// LODIC, a stale entry: the owner's entry still names frame 0, where page A was when the entry
