@@ -505,9 +505,11 @@ pub struct Mapping<'f, C: RefCounter> {
     _owner: PhantomData<*const ()>,
 }
 
-/// A reference to one page held through a [`Mapping`]: counted in the mapping's entry (or,
-/// past [`EMBEDDED_MAX`] references on one entry, in the page's global counter). The page stays
-/// cached while it lives; a leaked one pins the page (and the mapping) for ever.
+/// A reference to one page held through a [`Mapping`]: counted in the mapping's entry, or in the
+/// page's global counter ([`MappedPage::spilled`]) past [`EMBEDDED_MAX`] references on one entry
+/// and when it is taken while a reclaim has the page flagged. The page stays cached while it
+/// lives. A leaked one pins the page: one counted in the entry while the file is open (and
+/// keeps the mapping in the reverse maps), a spilled one for ever, as a leaked `PageRef` does.
 pub struct MappedPage<'m, 'f, C: RefCounter> {
     map: &'m Mapping<'f, C>,
     page: u64,
