@@ -6,7 +6,7 @@
 #[macro_use]
 mod common;
 
-use common::{pat, pattern_file, Rng};
+use common::{pat, pattern_file, Rendezvous, Rng};
 use core::pin::Pin;
 use pagecache::lodic::EMBEDDED_MAX;
 use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
@@ -457,12 +457,13 @@ fn mappings_of_many_threads_count_exactly() {
         let c = cache(Atomic, 8, rmap);
         let f = c.open(&path).unwrap();
         let threads = 6;
-        let held = Barrier::new(threads + 1);
-        let checked = Barrier::new(threads + 1);
+        let held = Rendezvous::new(threads + 1);
+        let checked = Rendezvous::new(threads + 1);
         std::thread::scope(|s| {
             for t in 0..threads {
                 let (f, held, checked) = (&f, &held, &checked);
                 s.spawn(move || {
+                    let _b = (held.break_on_panic(), checked.break_on_panic());
                     let m = f.map(0, 4).unwrap();
                     let g: Vec<_> = (0..=t).map(|_| m.page(2).unwrap()).collect();
                     let g1 = m.page(t as u64 % 4).unwrap();
@@ -471,6 +472,7 @@ fn mappings_of_many_threads_count_exactly() {
                     drop((g, g1));
                 });
             }
+            let _b = (held.break_on_panic(), checked.break_on_panic());
             held.wait();
             let mut want = [0i64; 4];
             want[2] = (1..=threads as i64).sum();
@@ -1050,7 +1052,7 @@ fn overflowing_entries_against_eviction_and_drops_count_exactly() {
         let f = c.open(&path).unwrap();
         let owners = 2;
         let each = EMBEDDED_MAX as usize + 10;
-        let (held, checked) = (Barrier::new(owners + 1), Barrier::new(owners + 1));
+        let (held, checked) = (Rendezvous::new(owners + 1), Rendezvous::new(owners + 1));
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             let (f, stop) = (&f, &stop);
@@ -1069,6 +1071,7 @@ fn overflowing_entries_against_eviction_and_drops_count_exactly() {
             for t in 0..owners {
                 let (held, checked) = (&held, &checked);
                 s.spawn(move || {
+                    let _b = (held.break_on_panic(), checked.break_on_panic());
                     let mut rng = Rng::new(t as u64 + 1);
                     let m = f.map(0, 2).unwrap();
                     let mut x = [0u8; 16];
@@ -1103,6 +1106,15 @@ fn overflowing_entries_against_eviction_and_drops_count_exactly() {
                     }
                 });
             }
+            let _b = (held.break_on_panic(), checked.break_on_panic());
+            // The churner stops when this thread leaves the loop, also by a panic.
+            struct Stop<'a>(&'a AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let _stop = Stop(stop);
             for round in 0..2 {
                 held.wait();
                 assert_eq!(
@@ -1118,7 +1130,6 @@ fn overflowing_entries_against_eviction_and_drops_count_exactly() {
                 assert_eq!(f.page_count(1), 0, "{rmap:?} round {round}: let go");
                 checked.wait();
             }
-            stop.store(true, Ordering::Relaxed);
         });
         assert_eq!(f.mapcount(1), 0, "{rmap:?}");
         f.drop_cache().unwrap();

@@ -172,3 +172,57 @@ impl refcount::RefCounter for PanicsInReclaim {
         unsafe { self.inner.reinit(obj) }
     }
 }
+
+/// A barrier that a panicking participant breaks: every wait then panics instead of waiting
+/// for ever, so a test whose check fails between two waits fails instead of hanging (a
+/// `std::sync::Barrier`'s other participants would wait for the one that panicked, and the
+/// thread scope for them).
+pub struct Rendezvous {
+    n: usize,
+    state: Mutex<(usize, u64, bool)>,
+    cv: std::sync::Condvar,
+}
+
+impl Rendezvous {
+    /// A barrier of `n` participants.
+    pub fn new(n: usize) -> Self {
+        Rendezvous {
+            n,
+            state: Mutex::new((0, 0, false)),
+            cv: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Waits until all `n` participants wait; panics if one broke the barrier.
+    pub fn wait(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(!s.2, "another participant panicked");
+        let generation = s.1;
+        s.0 += 1;
+        if s.0 == self.n {
+            s.0 = 0;
+            s.1 += 1;
+            self.cv.notify_all();
+            return;
+        }
+        while s.1 == generation && !s.2 {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        assert!(!s.2, "another participant panicked");
+    }
+
+    /// A guard that breaks the barrier if its thread panics while it lives.
+    pub fn break_on_panic(&self) -> impl Drop + '_ {
+        struct Breaker<'a>(&'a Rendezvous);
+        impl Drop for Breaker<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+                    s.2 = true;
+                    self.0.cv.notify_all();
+                }
+            }
+        }
+        Breaker(self)
+    }
+}
