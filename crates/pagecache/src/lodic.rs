@@ -206,14 +206,18 @@ impl MapRec {
         self.entries.len() as u64
     }
 
-    /// The address of the first page in the owner's address space.
+    /// The address of the first page in the owner's address space. It wraps: distinct files
+    /// get distinct ranges only while their ids are below 2^20 (a file's id grows with each
+    /// file the cache opens) and their pages below 2^32 (16 TiB); the reverse maps search by
+    /// [`MapRec::key`], never by address.
     fn address(&self) -> u64 {
         MAP_BASE
             .wrapping_add(self.file << FILE_SHIFT)
             .wrapping_add(self.first.wrapping_mul(PAGE_SIZE as u64))
     }
 
-    /// The records' order: by address, which is by (file, first page).
+    /// The records' order: by (file, first page), which is by address while the file's id is
+    /// below 2^20 and its pages below 2^32 (see [`MapRec::address`]).
     fn key(&self) -> (u64, u64) {
         (self.file, self.first)
     }
@@ -706,7 +710,10 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
 
     /// The mapping's address in its owner's address space (process-space records): computed
     /// from the file and the first page, as LODIC places a file block where a reclaimer can
-    /// find it, so two mappings of the same pages by one thread have the same address.
+    /// find it, so two mappings of the same pages by one thread have the same address. The
+    /// computation wraps: mappings of different files may share addresses once the cache has
+    /// opened 2^20 files, or past 2^32 pages of a file. Informative only: nothing is found by
+    /// address.
     pub fn address(&self) -> u64 {
         self.rec.address()
     }
