@@ -1048,8 +1048,17 @@ impl<T: ?Sized> Arc<T> {
     /// another `Arc`): the weak count locked at 1 (as `std` does, so that no `Weak` is made
     /// meanwhile; one given back before is ordered before, with the `Arc`s it made), then
     /// [`Domain::only_reference`] under the allocation's registry lock, which every other
-    /// reclaim of an `Arc` allocation (a drop that looks last, the collector) holds.
+    /// reclaim of an `Arc` allocation (a drop that looks last, the collector) holds. The weak
+    /// count is unlocked even if the check panics (a reclaim fence that fails).
     fn is_only(&self) -> bool {
+        /// Unlocks the weak count when dropped: after the check, or as a panic leaves it.
+        struct Unlock<'a>(&'a AtomicUsize);
+        impl Drop for Unlock<'_> {
+            fn drop(&mut self) {
+                // Release: pairs with the Acquire compare-and-swap of `downgrade`.
+                self.0.store(1, Ordering::Release);
+            }
+        }
         let m = self.meta();
         // Acquire: pairs with the Release decrement of a `Weak`'s drop: the REFs of the Arcs
         // it made (and so their counts) are seen by the READ-ALL below.
@@ -1059,13 +1068,10 @@ impl<T: ?Sized> Arc<T> {
         {
             return false;
         }
-        let only = {
-            let _v = m.domain.arcs.lock(m.shard);
-            !m.raw_held() && m.domain.only_reference(Self::header(self.inner))
-        };
-        // Release: pairs with the Acquire compare-and-swap of `downgrade`.
-        m.weak.store(1, Ordering::Release);
-        only
+        let _unlock = Unlock(&m.weak);
+        // Dropped before `_unlock`, as the count was unlocked after the lock was let go.
+        let _v = m.domain.arcs.lock(m.shard);
+        !m.raw_held() && m.domain.only_reference(Self::header(self.inner))
     }
 
     /// A [`Weak`] to the value, as `std::sync::Arc::downgrade`: it keeps the allocation, not
@@ -1781,6 +1787,42 @@ mod tests {
                 how,
                 says,
             );
+        }
+    }
+
+    /// A unique-owner check (`get_mut`, `make_mut`) whose reclaim fence panics (percpu's fence
+    /// panics when `membarrier` keeps failing): the panic reaches the caller, and the weak count
+    /// it locked at its start is unlocked as the panic leaves, so `Weak`s can be made again and
+    /// the allocation goes with its last count (it stayed locked: `downgrade` waited for ever,
+    /// and the value's drop took the locked count to `usize::MAX - 1`, never freeing).
+    #[test]
+    fn a_unique_owner_check_whose_fence_panics_unlocks_the_weak_count() {
+        use crate::reclaim::FENCE_PANICS;
+        let d = small_domain();
+        for how in ["get_mut", "make_mut"] {
+            let mut a = Arc::new_in(String::from("v"), d);
+            FENCE_PANICS.with(|c| c.set(true));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if how == "get_mut" {
+                    let _ = Arc::get_mut(&mut a);
+                } else {
+                    Arc::make_mut(&mut a);
+                }
+            }));
+            FENCE_PANICS.with(|c| c.set(false));
+            assert!(r.is_err(), "{how}: the fence did not panic");
+            assert_eq!(
+                a.meta().weak.load(Ordering::SeqCst),
+                1,
+                "{how}: the weak count is left locked"
+            );
+            let w = Arc::downgrade(&a);
+            assert_eq!(Arc::weak_count(&a), 1, "{how}");
+            assert_eq!(Arc::get_mut(&mut a), None, "{how}: a Weak exists");
+            drop(a);
+            collect(d);
+            assert!(w.upgrade().is_none(), "{how}");
+            assert_eq!(weak_counts(&w), 1, "{how}: only the Weak's count is left");
         }
     }
 
