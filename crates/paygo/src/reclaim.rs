@@ -362,9 +362,10 @@ impl Domain {
     /// as it orders the compare-and-swaps.
     ///
     /// # Safety
-    /// While the call runs, no other thread calls [`Domain::try_reclaim`],
-    /// [`Domain::try_reclaim_many`], this method, [`Domain::reinit`] or
-    /// [`Domain::try_reinit`] on any object of `objs`. REFs and UNREFs may run concurrently.
+    /// While the call runs, no other thread calls [`Domain::try_reclaim`] (or
+    /// [`Domain::try_reclaim_detailed`]), [`Domain::try_reclaim_many`], this method,
+    /// [`Domain::reinit`] or [`Domain::try_reinit`] on any object of `objs`. REFs and UNREFs
+    /// may run concurrently.
     /// Two reclaimers could both see the object unreferenced and both succeed.
     ///
     /// # Panics
