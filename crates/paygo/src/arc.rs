@@ -13,11 +13,11 @@
 //!   A thread that keeps finding the same object still referenced (clone and drop in a loop
 //!   while another clone is held elsewhere) checks it only every [`RECHECK`]th time.
 //! * **Later, by the collector**, for the drops that did not check or that raced: each domain
-//!   keeps a registry of its live `Arc` allocations; every [`COLLECT_EVERY`]th drop on a thread
-//!   collects one shard of it (reclaims, with one fence per batch, the objects that no longer
-//!   count a reference), and [`collect`] collects all of them. Until then the value of such an
-//!   object lives on: use `std::sync::Arc` where `Drop` must run at the last drop, whatever
-//!   the interleaving.
+//!   keeps a registry of its live `Arc` allocations; every [`COLLECT_EVERY`]th creation or
+//!   drop that left its entry at zero, on a thread, collects one shard of it (reclaims, with one
+//!   fence per batch, the objects that no longer count a reference), and [`collect`] collects
+//!   all of them. Until then the value of such an object lives on: use `std::sync::Arc` where
+//!   `Drop` must run at the last drop, whatever the interleaving.
 //!
 //! Since the collector may drop a value on any thread, after every `Arc` to it is gone, an
 //! `Arc` takes only values that are `Send + 'static` (`std`'s takes any): a value that borrows
@@ -25,9 +25,11 @@
 //! not compile, where it would be dropped after its borrow ended or on another thread
 //! (`tests/compile_fail/arc_of_borrow.rs`, `arc_of_rc.rs`).
 //!
-//! A value whose `Drop` panics: the panic reaches the caller of the drop or of [`collect`]
-//! that dropped it, and the allocation goes with its last `Weak`, as `std`'s; a collection
-//! first drops the rest of its batch (as a `Vec`'s drop does, a second panic aborts).
+//! A value whose `Drop` panics: the panic reaches the caller of the call that dropped it (its
+//! last drop, [`collect`], or, for a value left to the collector, whichever creation of an
+//! `Arc`, drop of one or [`Arc::make_mut`] ran the collection, on whatever thread), and the
+//! allocation goes with its last `Weak`, as `std`'s; a collection first drops the rest of its
+//! batch (as a `Vec`'s drop does, a second panic aborts).
 //!
 //! Leaking an `Arc` (`mem::forget`) leaks the value: the domain counts the reference for ever,
 //! and no reclaim can succeed.
@@ -538,7 +540,9 @@ fn my_shard() -> usize {
 ///
 /// Differences from `std::sync::Arc`: the value of an object whose last `Arc` was dropped is
 /// dropped either by that drop or later by the collector (module documentation of
-/// [`collect`]), so the value must be `Send + 'static`, and a [`Weak`] upgrades until then; [`Arc::get_mut`], [`Arc::make_mut`] and
+/// [`collect`]), so the value must be `Send + 'static`, and a [`Weak`] upgrades until then;
+/// the collector runs in creations and drops of `Arc`s, so these may drop (and pass on the
+/// panic of) another value left to it; [`Arc::get_mut`], [`Arc::make_mut`] and
 /// [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a per-CPU count is exact
 /// only under a reclaim's flag), where `std`'s load one counter; and an `Arc` is two words
 /// more than the pointer (where its reference is counted: CPU, slot and generation).
