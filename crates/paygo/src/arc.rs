@@ -222,6 +222,8 @@ unsafe fn drop_value<T: ?Sized>(m: NonNull<Meta>) {
 /// `m` heads a live allocation made by `allocate`, whose value was dropped or moved out,
 /// listed in no registry and named by no `Arc` or `Weak`.
 unsafe fn free(m: NonNull<Meta>) {
+    #[cfg(test)]
+    let _ = tests::ALLOCATIONS.try_with(|c| c.set(c.get() - 1));
     // SAFETY: by the contract, the allocation is ours, made by `alloc` with this layout;
     // nothing in `Meta` needs dropping.
     unsafe {
@@ -252,6 +254,8 @@ fn allocate<T: ?Sized + Send + 'static>(
     if p.is_null() {
         std::alloc::handle_alloc_error(layout);
     }
+    #[cfg(test)]
+    let _ = tests::ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
     let inner = wide(p);
     // The value where repr(C) puts it (no reference is made to the uninitialised memory).
     debug_assert_eq!(
@@ -712,8 +716,20 @@ impl<T> Arc<T> {
     {
         let m = this.meta();
         let d = m.domain;
+        /// Frees the new allocation when dropped, unless forgotten: if the reclaim finds
+        /// another reference, or panics (a reclaim fence that fails).
+        struct Unused(NonNull<Meta>);
+        impl Drop for Unused {
+            fn drop(&mut self) {
+                // SAFETY: made by `allocate` in `move_if_only`, and forgotten once a value is
+                // written to it: no value was written, and it was never listed or named by an
+                // `Arc` or `Weak`.
+                unsafe { free(self.0) }
+            }
+        }
         // The new allocation first, while failing (a panic of the allocator) changes nothing.
         let fresh = allocate::<T>(Layout::new::<T>(), d, |p| p.cast());
+        let unused = Unused(fresh.cast());
         let reclaimed = {
             let mut v = d.arcs.lock(m.shard);
             // Under the lock, as every other reclaim of an Arc allocation (try_unwrap's check).
@@ -726,11 +742,10 @@ impl<T> Arc<T> {
             ok
         };
         if !reclaimed {
-            // SAFETY: made above by `allocate`: no value was written, and it was never listed
-            // or named by an `Arc` or `Weak`.
-            unsafe { free(fresh.cast()) };
+            drop(unused);
             return None;
         }
+        core::mem::forget(unused);
         // SAFETY: our reclaim moved the header to DEAD with our reference given back: the
         // value is ours, moved out once (the caller forgets `this`; the old allocation goes
         // with its last weak count, and its `Weak`s find it dead). `fresh` has room for it,
@@ -1583,6 +1598,11 @@ mod tests {
     use super::*;
     use crate::Config;
 
+    std::thread_local! {
+        /// `Arc` allocations made on this thread less those freed on it.
+        pub(super) static ALLOCATIONS: Cell<isize> = const { Cell::new(0) };
+    }
+
     /// A value that counts its drops, the one numbered `panics` panicking in its `Drop` (after
     /// counting).
     struct Counted {
@@ -1828,6 +1848,36 @@ mod tests {
             assert!(w.upgrade().is_none(), "{how}");
             assert_eq!(weak_counts(&w), 1, "{how}: only the Weak's count is left");
         }
+    }
+
+    /// A `make_mut` that moves the value away from its `Weak`s allocates the new allocation
+    /// before its reclaim: if that reclaim's fence panics (percpu's fence panics when
+    /// `membarrier` keeps failing), the panic reaches the caller with the new allocation freed
+    /// (it was leaked) and the `Arc` as it was; a later `make_mut` moves the value.
+    #[test]
+    fn a_make_mut_whose_move_panics_frees_its_new_allocation() {
+        use crate::reclaim::FENCE_PANICS;
+        let d = small_domain();
+        let mut a = Arc::new_in(String::from("v"), d);
+        let w = Arc::downgrade(&a);
+        let before = ALLOCATIONS.with(Cell::get);
+        FENCE_PANICS.with(|c| c.set(true));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Arc::make_mut(&mut a);
+        }));
+        FENCE_PANICS.with(|c| c.set(false));
+        assert!(r.is_err(), "the fence did not panic");
+        assert_eq!(
+            ALLOCATIONS.with(Cell::get),
+            before,
+            "the new allocation was leaked"
+        );
+        assert_eq!(*a, "v");
+        assert_eq!(weak_counts(&w), 2, "the value's count and the Weak's");
+        assert!(w.upgrade().is_some(), "the value was not moved");
+        Arc::make_mut(&mut a).push('!');
+        assert_eq!(*a, "v!");
+        assert!(w.upgrade().is_none(), "moved away from the Weak");
     }
 
     /// A value whose `Drop` panics at the last drop: the panic reaches that drop's caller, the
