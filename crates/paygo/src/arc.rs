@@ -29,7 +29,9 @@
 //! last drop, [`collect`], or, for a value left to the collector, whichever creation of an
 //! `Arc`, drop of one or [`Arc::make_mut`] ran the collection, on whatever thread), and the
 //! allocation goes with its last `Weak`, as `std`'s; a collection first drops the rest of its
-//! batch (as a `Vec`'s drop does, a second panic aborts).
+//! batch (as a `Vec`'s drop does, a second panic aborts). While a thread unwinds from a panic,
+//! its drops and creations of `Arc`s run no collection (a value's panic there would abort the
+//! process): the thread's next event after it runs the one due.
 //!
 //! Leaking an `Arc` (`mem::forget`) leaks the value: the domain counts the reference for ever,
 //! and no reclaim can succeed.
@@ -1226,9 +1228,21 @@ fn collect_due(d: &Domain, due: Option<usize>) {
 }
 
 /// Collects shard `shard` of `d`, and sets when this thread collects next, and which shard.
+///
+/// Not while the thread unwinds from a panic: a value the collection drops may panic in its
+/// `Drop`, which would abort the process then (a drop during unwinding drops no value but its
+/// own, as `std`'s `Arc`); the collection is left to the thread's next event.
 #[cold]
 #[inline(never)]
 fn collect_now(d: &Domain, shard: usize) {
+    if std::thread::panicking() {
+        let _ = RECENT.try_with(|c| {
+            let mut r = c.get();
+            r.drops = r.due.saturating_sub(1);
+            c.set(r);
+        });
+        return;
+    }
     let (n, _) = d.collect_shard(shard);
     let _ = RECENT.try_with(|c| {
         let mut r = c.get();
@@ -1878,6 +1892,56 @@ mod tests {
         Arc::make_mut(&mut a).push('!');
         assert_eq!(*a, "v!");
         assert!(w.upgrade().is_none(), "moved away from the Weak");
+    }
+
+    /// An `Arc` dropped while its thread unwinds from another panic, when a collection is due:
+    /// the collection waits for the thread's next event, so that a value left to the collector
+    /// whose `Drop` panics does not panic a second time during the unwinding (which aborted the
+    /// process where `std`'s `Arc` drops no value but its own). The first panic reaches its
+    /// caller, and the next collection drops the value and passes its panic on.
+    #[test]
+    fn an_arc_dropped_while_unwinding_runs_no_collection() {
+        let d = small_domain();
+        let drops = counters(1);
+        let a = Arc::new_in(
+            Counted {
+                id: 0,
+                panics: 0,
+                drops,
+            },
+            d,
+        );
+        let b = Arc::new_in(7u64, d);
+        drop_for_the_collector(a);
+        // The next event on this thread (b's drop, a candidate) collects the shard where
+        // value 0 waits.
+        let shard = my_shard();
+        RECENT.with(|c| {
+            let mut r = c.get();
+            r.addr = 0;
+            r.drops = 0;
+            r.due = 1;
+            r.shard = shard;
+            c.set(r);
+        });
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _b = b;
+            panic!("the first panic");
+        }))
+        .expect_err("the first panic");
+        assert_eq!(err.downcast_ref::<&str>(), Some(&"the first panic"));
+        assert_eq!(
+            drops[0].load(Ordering::SeqCst),
+            0,
+            "collected while unwinding"
+        );
+        let err = std::panic::catch_unwind(|| Arc::new_in(1u8, d)).expect_err("value 0's panic");
+        assert_eq!(
+            err.downcast_ref::<String>().map(String::as_str),
+            Some("value 0 panics in drop")
+        );
+        assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+        assert_eq!(d.arcs_alive(), 0);
     }
 
     /// A value whose `Drop` panics at the last drop: the panic reaches that drop's caller, the
