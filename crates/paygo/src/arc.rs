@@ -8,10 +8,11 @@
 //!
 //! * **At once, by the drop that looks last.** A drop whose UNREF leaves its entry at zero
 //!   scans the object's entries (no fence, no flag); if none is visibly positive it reclaims the
-//!   object, drops the value and frees the allocation before returning. This is the common
-//!   case: one thread dropping its last clone, a value shared for a while and then let go.
-//!   A thread that keeps finding the same object still referenced (clone and drop in a loop
-//!   while another clone is held elsewhere) checks it only every [`RECHECK`]th time.
+//!   object, drops the value and frees the allocation (unless a `Weak` keeps it) before
+//!   returning. This is the common case: one thread dropping its last clone, a value shared
+//!   for a while and then let go. A thread that keeps finding the same object still referenced
+//!   (clone and drop in a loop while another clone is held elsewhere) checks it only every
+//!   [`RECHECK`]th time.
 //! * **Later, by the collector**, for the drops that did not check or that raced: each domain
 //!   keeps a registry of its live `Arc` allocations; every [`COLLECT_EVERY`]th creation or
 //!   drop that left its entry at zero, on a thread, collects one shard of it (reclaims, with one
@@ -759,8 +760,8 @@ impl<T> Arc<T> {
         }
     }
 
-    /// The value, if `this` is its only `Arc` (the allocation is freed); `this` back
-    /// otherwise, as `std::sync::Arc::try_unwrap`.
+    /// The value, if `this` is its only `Arc` (the allocation goes with its last `Weak`, at
+    /// once if there is none); `this` back otherwise, as `std::sync::Arc::try_unwrap`.
     ///
     /// ```
     /// let a = paygo::Arc::new(3);
@@ -820,8 +821,8 @@ impl<T> Arc<T> {
     }
 
     /// Gives back `this`'s reference and reclaims the object; on success unlists the
-    /// allocation, frees it and returns the value. The caller holds the allocation's registry
-    /// lock (`v`).
+    /// allocation, gives back the value's weak count (freeing it if no `Weak` is left) and
+    /// returns the value. The caller holds the allocation's registry lock (`v`).
     fn release_locked(self, v: &mut Vec<Entry>) -> Option<T> {
         let this = ManuallyDrop::new(self);
         let d = this.meta().domain;
