@@ -470,8 +470,9 @@ impl Domain {
     }
 }
 
-/// Frees every `Arc` value of `domain` whose last reference is gone and that is still waiting
-/// for the collector; returns how many were freed. The collector also runs by itself (see the
+/// Drops every `Arc` value of `domain` whose last reference is gone and that is still waiting
+/// for the collector; returns how many were dropped (the allocation of each goes with it, or
+/// with its last [`Weak`] where some are left). The collector also runs by itself (see the
 /// module docs): call this where a program wants those values dropped now (before measuring
 /// memory, at shutdown).
 ///

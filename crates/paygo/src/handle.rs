@@ -98,8 +98,8 @@ pub struct Owner<T> {
     inner: NonNull<Inner<T>>,
 }
 
-/// A reader's way to the value: cheap to clone, `Send + Sync`; it keeps the memory (not the
-/// value) alive. [`Handle::try_get`] fails once the owner has let go.
+/// A reader's way to the value: cheap to clone, `Send + Sync` when `T: Send + Sync`; it keeps
+/// the memory (not the value) alive. [`Handle::try_get`] fails once the owner has let go.
 pub struct Handle<T> {
     inner: NonNull<Inner<T>>,
 }
