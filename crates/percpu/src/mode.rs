@@ -53,7 +53,7 @@ impl core::fmt::Display for Mode {
                 f.write_str("fallback (platform without rseq support)")
             }
             Mode::Fallback(FallbackReason::NotRegistered) => {
-                f.write_str("fallback (rseq not registered by libc)")
+                f.write_str("fallback (no rseq area registered)")
             }
             Mode::Fallback(FallbackReason::NoMembarrier) => {
                 f.write_str("fallback (no membarrier rseq support)")

@@ -340,8 +340,12 @@ impl<T> PerCpu<T> {
     }
 
     /// `n` slots. With fewer slots than possible CPUs, the rseq path cannot be used for CPUs
-    /// past the end: [`PerCpu::current`] then maps CPUs onto slots modulo `n`, and the critical
-    /// sections take the slot lock (as on the fallback) for such a slot.
+    /// past the end, so the value takes the locked path for every slot, whatever the process's
+    /// [`crate::mode`]: [`PerCpu::current`] maps CPUs onto slots modulo `n`, every critical
+    /// section of the value takes its slot's lock (as on the fallback: a section for a CPU the
+    /// thread is not on commits, [`PerCpu::sections_check_cpu`] is false, and a signal handler
+    /// that runs one on a slot its thread holds waits for ever), and [`PerCpu::fence`] takes the
+    /// locks.
     pub fn with_cpus(n: usize, init: impl FnMut(usize) -> T) -> Self {
         // What a `collect` of the slots does when it cannot allocate them: abort the process
         // (or panic if their size overflows).
