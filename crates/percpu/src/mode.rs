@@ -30,9 +30,11 @@ pub enum FallbackReason {
     /// No rseq area could be registered: the kernel refused glibc's (or has no rseq: before
     /// Linux 4.18), or, where libc registers none (glibc before 2.35, or
     /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`), this crate's own could not be: the kernel
-    /// refused it, another library registered rseq for the thread first, or this crate's
+    /// refused it, another library registered rseq for the thread first, this crate's
     /// thread-local storage is not at one offset from every thread pointer (a library loaded
-    /// with `dlopen`).
+    /// with `dlopen`), or the C library is not glibc (musl unmaps a detached thread's
+    /// thread-local storage before the thread exits, while the kernel may still write an area
+    /// there).
     NotRegistered,
     /// rseq is registered but the kernel lacks `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`, which
     /// [`crate::PerCpu::fence`] needs.
@@ -67,7 +69,7 @@ impl core::fmt::Display for Mode {
 pub enum Registrar {
     /// The C library (glibc 2.35 and later registers one for every thread).
     Libc,
-    /// This crate, where libc registers none (glibc before 2.35, or
+    /// This crate, where glibc registers none (glibc before 2.35, or
     /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`): one area per thread in thread-local storage,
     /// registered when the thread's first critical section fails for want of it (or by its
     /// first [`crate::current_cpu`]), as librseq does. A thread for which another library

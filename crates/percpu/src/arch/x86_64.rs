@@ -17,7 +17,7 @@
 //! `__rseq_offset`; `__rseq_size` is 0 if it did not. Then the sections use glibc's area (two
 //! registrations for one thread conflict, and glibc owns it). Where libc registered none (glibc
 //! before 2.35, or `GLIBC_TUNABLES=glibc.pthread.rseq=0`), this crate registers its own, one
-//! per thread in static TLS, as librseq does: see [`init_own`].
+//! per thread in static TLS, as librseq does, under glibc only: see [`init_own`].
 //!
 //! # The critical sections
 //!
@@ -211,9 +211,17 @@ fn init_libc(off: isize) -> bool {
 /// area at thread pointer + [`OFFSET`], so the area must lie at the same offset in every
 /// thread, which holds when it is in the static TLS block (an executable, or a library loaded
 /// at start-up) and not in a block allocated per thread (a library loaded later with
-/// `dlopen`): checked here against a second thread. Returns whether the calling thread
-/// registered.
+/// `dlopen`): checked here against a second thread. The area must also stay mapped until the
+/// kernel no longer serves its thread, which only glibc is known to ensure: it frees a thread's
+/// stack and static TLS once the kernel cleared the thread's id at exit, where musl unmaps a
+/// detached thread's before the thread's exit system call, and the kernel's update of the area
+/// on the return from that `munmap` kills the process with SIGSEGV (or writes another mapping
+/// made there since). So under any other C library this crate registers no area. Returns
+/// whether the calling thread registered.
 fn init_own() -> bool {
+    if !cfg!(target_env = "gnu") {
+        return false;
+    }
     let off = own_offset();
     // x86_64 places the static TLS block just below the thread pointer (TLS variant II); a
     // block allocated per thread lies anywhere.
@@ -258,8 +266,9 @@ fn register_own() -> bool {
     // writes while the area is not registered.
     unsafe { (a.add(RSEQ_CS) as *mut u64).write_volatile(0) };
     // SAFETY: `a` is this thread's 32-byte aligned area of OWN_SIZE bytes, which lives as long
-    // as the thread (static TLS: freed only after the thread exited, when the kernel no longer
-    // writes it); the kernel writes only the area's fields.
+    // as the thread (glibc's static TLS, which `init_own` checked: freed only after the kernel
+    // cleared the thread's id at exit, when it no longer writes the area); the kernel writes
+    // only the area's fields.
     let _ = unsafe { libc::syscall(libc::SYS_rseq, a, OWN_SIZE, 0, RSEQ_SIG) };
     // SAFETY: as above; the kernel writes a CPU number into cpu_id at registration, before the
     // system call returns to this thread.
