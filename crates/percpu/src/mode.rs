@@ -110,6 +110,11 @@ pub fn mode() -> Mode {
     m
 }
 
+/// The path in use, if it has been decided (by [`mode`]); `None` if not yet. Decides nothing.
+pub(crate) fn decided() -> Option<Mode> {
+    MODE.get().copied()
+}
+
 /// Whether critical sections run on the rseq fast path.
 #[inline(always)]
 pub fn fast_path_available() -> bool {

@@ -893,8 +893,8 @@ impl Retry {
     /// Records an abort before the next attempt (or one turn of a wait: any number of them).
     ///
     /// # Panics
-    /// After a million consecutive aborts if this thread's rseq area reports no CPU (the thread
-    /// was not registered by libc): retrying could never succeed.
+    /// After a million consecutive aborts if this thread's rseq area reports no CPU (no area
+    /// is registered for the thread, by libc or by this crate): retrying could never succeed.
     #[inline]
     pub fn aborted(&mut self) {
         // Wrapping: callers wait with it too (paygo's readers while a reclaim decides), for
