@@ -2251,19 +2251,16 @@ impl<C: RefCounter> CachedFileOf<C> {
         {
             // Under the allocator lock, no eviction writes a page back with the old length
             // once the file is cut (sync waits on `resize`), and a fill that begins after it
-            // reads the cut file; the fills installed before are waited for below.
+            // reads the cut file; the fills installed before are waited for below. Every
+            // write-back that reads the length holds the lock or `resize`, so the new length
+            // is stored once the cut succeeded, still under the lock: a cut that fails
+            // changes nothing, and no reader ever sees its length.
             let _a = lock(&c.alloc);
+            c.hook(IoKind::SetLen, f, size, 0)?;
+            f.file.set_len(size)?;
             // Release: pairs with the Acquire loads of `len` (write-back bounds its copy
             // with it).
             f.len.store(size, Ordering::Release);
-            let cut = c
-                .hook(IoKind::SetLen, f, size, 0)
-                .and_then(|()| f.file.set_len(size));
-            if let Err(e) = cut {
-                // Release: as above.
-                f.len.store(old, Ordering::Release);
-                return Err(e);
-            }
         }
         // The bytes past the end, in every cached page from the one that holds the end: zero
         // (a full page past the end is then clean: the file reads zeros there too).

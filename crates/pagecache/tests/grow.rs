@@ -394,6 +394,48 @@ fn set_len_errors_change_nothing() {
     }
 }
 
+/// A cut whose `ftruncate` fails is never seen: a reader of the length while the cut is under
+/// way (the fault hook, called just before the `ftruncate`, reads it through another handle of
+/// the file, as a concurrent reader would) sees the old length, and so does every reader
+/// after the error. A cut that stored its length before its `ftruncate` showed the short
+/// length to readers in between, although the call then failed and changed nothing.
+#[test]
+fn a_cut_that_fails_never_shows_its_length() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "e", 2 * P);
+    // The other handle, taken out at the end (the hook is the cache's, which the handle holds).
+    let other: Arc<std::sync::Mutex<Option<pagecache::CachedFile>>> = Arc::default();
+    let seen: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
+    let mut cfg = Config::new(8, "paygo");
+    cfg.fault = Some({
+        let (other, seen) = (other.clone(), seen.clone());
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind != IoKind::SetLen {
+                return Ok(());
+            }
+            if let Some(f) = &*other.lock().unwrap() {
+                seen.lock().unwrap().push(f.len());
+            }
+            Err(io::Error::other("injected ftruncate failure"))
+        })
+    });
+    let cache = PageCache::new(cfg).expect("cache");
+    let file = cache.open(&path).expect("open");
+    *other.lock().unwrap() = Some(cache.open(&path).expect("open again"));
+    for to in [0, 10, P, P + 1] {
+        let e = file.set_len(to).expect_err("injected");
+        assert_eq!(e.kind(), io::ErrorKind::Other, "{e}");
+        assert_eq!(file.len(), 2 * P, "the length after the error");
+    }
+    let other = other.lock().unwrap().take();
+    drop(other);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [2 * P; 4],
+        "the length while each failing cut was under way"
+    );
+}
+
 /// Cuts and growths while other threads (more than cores, migrating) read, sync and drop: a
 /// region written, cut and grown again reads zeros past the cut every time, even with fills of
 /// its pages in flight around the cut (readers scan it sequentially, so its misses read 32
