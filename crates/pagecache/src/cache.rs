@@ -2179,16 +2179,22 @@ impl<C: RefCounter> CachedFileOf<C> {
             for chunk in retry.chunks(batch.room()) {
                 // The lock was let go since the frames were named: each may have been evicted
                 // and reused meanwhile. Only those that still hold a filled page of this file
-                // are tried again, with the page they hold now.
+                // from `from` on are tried again, with the page they hold now (one reused for
+                // a page below `from`, which `set_len` keeps, is left alone).
                 for &i in chunk.iter().filter(|&&i| ours(i)) {
+                    // Relaxed: under the allocator lock, as `ours`'s loads.
                     let page = c.frames[i as usize].meta.index.load(Ordering::Relaxed);
-                    batch.put(i, c.obj(i), page);
+                    if page >= from {
+                        batch.put(i, c.obj(i), page);
+                    }
                 }
                 run(&mut a, &mut batch, &mut again, Order::Any);
             }
             retry = again;
             if !retry.is_empty() {
                 drop(a);
+                // A test lets another thread's work happen here, with the lock let go.
+                crate::inject::pause_point();
                 std::thread::yield_now();
                 a = lock(&c.alloc);
             }
@@ -2450,6 +2456,7 @@ impl<C: RefCounter> Drop for PageRef<'_, C> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use crate::{Config, PageCacheOf, PAGE_SIZE};
+    use core::pin::Pin;
     use refcount::atomic::Atomic;
 
     /// The byte at `off` of the test's file.
@@ -2580,5 +2587,96 @@ mod tests {
         assert_eq!(buf, [byte(5), byte(6), byte(7)]);
         drop((a, b));
         assert_eq!(listed(), (0, 0), "the last close unlists it");
+    }
+
+    /// `atomic` whose zero detection lags, as RefCache's epochs can: each object's first two
+    /// try-reclaims after it was made live fail although nobody references it.
+    #[derive(Default)]
+    struct Lagging {
+        inner: Atomic,
+        /// Refusals so far, per object (by address), since it was last made live.
+        refused: std::sync::Mutex<std::collections::HashMap<usize, usize>>,
+    }
+
+    impl refcount::RefCounter for Lagging {
+        type Object = refcount::atomic::AtomicObject;
+        type Token = refcount::atomic::AtomicToken;
+        const NAME: &'static str = "lagging";
+        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+        fn new_object(&self) -> Self::Object {
+            self.inner.new_object()
+        }
+        fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+            self.inner.try_get(obj)
+        }
+        fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
+            self.inner.put(obj, token)
+        }
+        fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
+            self.inner.read_all(obj)
+        }
+        fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
+            let at = &*obj as *const Self::Object as usize;
+            let mut refused = self.refused.lock().unwrap();
+            let n = refused.entry(at).or_insert(0);
+            if *n < 2 {
+                *n += 1;
+                return false;
+            }
+            drop(refused);
+            self.inner.try_reclaim(obj)
+        }
+        unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
+            let at = &*obj as *const Self::Object as usize;
+            self.refused.lock().unwrap().remove(&at);
+            // SAFETY: the caller's contract is this one's.
+            unsafe { self.inner.reinit(obj) }
+        }
+        fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
+            self.inner.memory(objs)
+        }
+    }
+
+    /// A cut whose drop of the pages past the end retries a frame (a scheme whose zero
+    /// detection lags refused it twice) lets the allocator lock go between rounds; a read of
+    /// page 0 then evicts that frame and refills it with page 0, below the cut. The next round
+    /// leaves the frame alone: page 0 stays cached, where a round that tried again every frame
+    /// still holding a page of the file dropped it too.
+    #[test]
+    fn a_cut_keeps_a_page_below_it_that_took_a_retried_frame() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let len = 4 * PAGE_SIZE as u64;
+        std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+        // One frame: page 3's, then page 0's.
+        let cache = PageCacheOf::with_scheme(Lagging::default(), &Config::new(1, "lagging"))
+            .expect("cache");
+        let file = std::sync::Arc::new(cache.open(&path).expect("open"));
+        let mut b = [0u8; 4];
+        assert_eq!(
+            file.read_at(&mut b, 3 * PAGE_SIZE as u64)
+                .expect("read page 3"),
+            4
+        );
+        let read = std::sync::Arc::new(std::sync::Mutex::new(None));
+        crate::inject::pause_at_next({
+            let (file, read) = (file.clone(), read.clone());
+            move || {
+                let mut b = [0u8; 4];
+                *read.lock().unwrap() = Some(file.read_at(&mut b, 0).map(|n| (n, b)));
+            }
+        });
+        file.set_len(2 * PAGE_SIZE as u64).expect("cut");
+        let (n, b) = read
+            .lock()
+            .unwrap()
+            .take()
+            .expect("the drop let the lock go between rounds")
+            .expect("read page 0");
+        assert_eq!((n, b), (4, [byte(0), byte(1), byte(2), byte(3)]));
+        let s = cache.stats();
+        assert_eq!(s.evictions, 1, "only page 3 was evicted (by the read)");
+        assert_eq!(s.resident, 1, "page 0 stays cached");
     }
 }
