@@ -3,6 +3,18 @@
 
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
+/// The bug switch of the loom model (`--cfg paygo_loom_bug`, see `loom_tests.rs`): a mutation
+/// of the protocol that a model must catch, set on the model's thread.
+#[cfg(all(loom, paygo_loom_bug))]
+pub(crate) mod bug {
+    std::thread_local! {
+        /// `assign` skips its fence: a fill on another thread than the eviction that freed
+        /// the frame is not ordered after the odd version.
+        pub(crate) static NO_ASSIGN_FENCE: core::cell::Cell<bool> =
+            const { core::cell::Cell::new(false) };
+    }
+}
+
 /// Everything of a frame except the scheme's counter and the bytes.
 pub(crate) struct FrameMeta {
     /// Even: the frame holds the filled page named by the key. Odd: free, being filled, or
@@ -65,9 +77,9 @@ impl FrameMeta {
         {
             return false;
         }
-        // Acquire: pairs with the Release fence of `unpublish`: a key load that read a key
-        // stored after the frame left version `v` (an `assign` of its next page) shows the odd
-        // or later version to the load below.
+        // Acquire: pairs with the Release fences of `unpublish` and `assign`: a key load that
+        // read a key stored after the frame left version `v` (an `assign` of its next page, on
+        // any thread) shows the odd or later version to the load below.
         fence(Ordering::Acquire);
         self.ver.load(Ordering::Relaxed) == v
     }
@@ -87,10 +99,25 @@ impl FrameMeta {
     }
 
     /// Names the page a free frame is about to hold (the version is odd, so no reader uses
-    /// the key until `publish`).
+    /// the key until `publish`). Called under the allocator lock, before the key and the bytes
+    /// of the fill are stored.
     #[inline]
     pub(crate) fn assign(&self, file: u64, index: u64) {
         debug_assert!(self.unfilled(), "assigning a frame that holds a page");
+        #[cfg(all(loom, paygo_loom_bug))]
+        let fenced = !bug::NO_ASSIGN_FENCE.with(|b| b.get());
+        #[cfg(not(all(loom, paygo_loom_bug)))]
+        let fenced = true;
+        if fenced {
+            // Release: orders the odd version stored by the frame's evictor (`unpublish`, before
+            // it freed the frame under the allocator lock, which this thread holds now) before
+            // the key and byte stores of this fill; pairs with the Acquire fences of
+            // `read_optimistic` and `holds_unreferenced`, as `unpublish`'s fence does. That one
+            // orders only the evictor's own stores, and the thread that fills the frame again
+            // may be another (a frame freed by `drop_cache` or `set_len`, taken from the free
+            // list by any miss). Once per page filled: no reader's path pays for it.
+            fence(Ordering::Release);
+        }
         self.file.store(file, Ordering::Relaxed);
         self.index.store(index, Ordering::Relaxed);
         self.dirty.store(false, Ordering::Relaxed);
@@ -118,8 +145,10 @@ impl FrameMeta {
         let v = self.ver.load(Ordering::Relaxed);
         debug_assert_eq!(v & 1, 0, "evicting a frame whose version is odd");
         self.ver.store(v + 1, Ordering::Relaxed);
-        // Release: orders the odd version before the key and byte stores that follow; pairs
-        // with the Acquire fence of `read_optimistic` before its second version load.
+        // Release: orders the odd version before the key and byte stores that follow on this
+        // thread; pairs with the Acquire fences of `read_optimistic` and `holds_unreferenced`
+        // before their second version loads. A fill of the frame on another thread orders its
+        // stores after the odd version with its own fence (`assign`).
         fence(Ordering::Release);
     }
 
@@ -136,8 +165,9 @@ impl FrameMeta {
             return false;
         }
         copy();
-        // Acquire: pairs with the Release fence of `unpublish`: a copy that read bytes stored
-        // after it sees the odd (or later) version here.
+        // Acquire: pairs with the Release fences of `unpublish` and `assign`: a copy that read
+        // bytes stored after either (by the evictor, or by the next fill on any thread) sees
+        // the odd (or later) version here.
         fence(Ordering::Acquire);
         self.ver.load(Ordering::Relaxed) == v1
     }

@@ -3,9 +3,13 @@
 //! refills the frame with page B. A reader must never accept B's bytes for A, and a counting
 //! reader's reference must make the eviction fail. A writer of page A against an eviction of
 //! it: the eviction writes back every write that returned, or fails and leaves the page dirty.
+//! An optimistic reader of page A while one thread drops A and another fills the freed frame
+//! with A again: the reader must never accept the half-filled page.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo-pagecache --release --lib`;
-//! add `--cfg lodic_loom_bug` to see the LODIC models catch a missing owner fence.
+//! add `--cfg lodic_loom_bug` to see the LODIC models catch a missing owner fence, and
+//! `--cfg paygo_loom_bug` to run the `bugs` tests, which check that the models catch the
+//! mutations of `frame::bug`.
 
 use crate::frame::FrameMeta;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -169,6 +173,101 @@ fn counting_reader_never_sees_another_page_atomic() {
 #[test]
 fn optimistic_reader_never_sees_another_page() {
     model(|| refcount::cas::Cas, true);
+}
+
+/// A word of a page being filled, before the fill is done (a page half read, or zeroed
+/// past the file's end): no reader may accept it.
+const HALF: u64 = 99;
+
+/// A drop of page A on one thread and a fill of A again on another, into the same frame (the
+/// free list is LIFO: the next fill takes the frame the drop freed), against an optimistic
+/// reader of A that loaded the version before the drop. The drop reclaims the frame, makes its
+/// version odd, unmaps and frees it under the allocator lock; the fill takes it under that
+/// lock, names A again, and stores the page's bytes, half filled first, before it publishes.
+/// The reader's copy may read the fill's bytes: its version check must then fail. The
+/// `unpublish` fence orders the odd version only before the dropping thread's own stores; the
+/// filling thread's are ordered after it by `assign`'s fence. `--cfg paygo_loom_bug` with
+/// `NO_ASSIGN_FENCE` removes that fence: the reader then accepts the half-filled page.
+fn refill_by_another_thread_model<C: RefCounter>(make: fn() -> C) {
+    loom::model(move || {
+        let s = Shared::new(make());
+        // The allocator lock and its free list: whether frame 0 is free.
+        let alloc = Arc::new(loom::sync::Mutex::new(false));
+        let r = {
+            let s = s.clone();
+            loom::thread::spawn(move || s.read_optimistic())
+        };
+        let filler = {
+            let (s, alloc) = (s.clone(), alloc.clone());
+            loom::thread::spawn(move || {
+                let tok = {
+                    let mut free = alloc.lock().unwrap();
+                    if !*free {
+                        // Not freed yet: this fill takes another frame (not modelled).
+                        return;
+                    }
+                    *free = false;
+                    s.meta.assign(FILE, A);
+                    // Release: pairs with the readers' Acquire slot loads, as in `fill`.
+                    s.slot_a.store(1, Ordering::Release);
+                    // No reader holds a reference (only optimistic readers here): the get of
+                    // `fill` succeeds at once.
+                    s.scheme.try_get(s.obj()).expect("a free frame's get")
+                };
+                s.word.store(HALF, Ordering::Relaxed);
+                s.word.store(A, Ordering::Relaxed);
+                s.meta.publish();
+                s.scheme.put(s.obj(), tok);
+            })
+        };
+        // The drop, as `finish_all` does it, under the allocator lock.
+        {
+            let mut free = alloc.lock().unwrap();
+            assert!(
+                s.scheme.try_reclaim(s.obj()),
+                "an optimistic reader holds no reference"
+            );
+            s.meta.unpublish();
+            s.slot_a.store(0, Ordering::Relaxed);
+            s.meta.clear();
+            // SAFETY: reclaimed just above, under the allocator lock, which every reclaim and
+            // reinit of the frame in this model holds.
+            unsafe { s.scheme.reinit(s.obj()) };
+            *free = true;
+        }
+        filler.join().expect("filler");
+        if let Some(w) = r.join().expect("reader") {
+            assert_eq!(
+                w, A,
+                "an optimistic reader of page A accepted a half-filled copy"
+            );
+        }
+    });
+}
+
+#[test]
+fn optimistic_reader_never_accepts_a_page_refilled_by_another_thread_cas() {
+    refill_by_another_thread_model(|| refcount::cas::Cas);
+}
+
+#[test]
+fn optimistic_reader_never_accepts_a_page_refilled_by_another_thread_atomic() {
+    refill_by_another_thread_model(|| refcount::atomic::Atomic);
+}
+
+/// The mutations of the frame protocol that the models above must catch (`--cfg
+/// paygo_loom_bug`, see `frame::bug`).
+#[cfg(paygo_loom_bug)]
+mod bugs {
+    /// Without `assign`'s fence, a fill by another thread than the drop that freed the frame
+    /// is not ordered after the odd version: a stale optimistic reader validates a copy of the
+    /// half-filled page.
+    #[test]
+    #[should_panic(expected = "accepted a half-filled copy")]
+    fn bug_no_assign_fence_is_caught() {
+        crate::frame::bug::NO_ASSIGN_FENCE.with(|b| b.set(true));
+        super::refill_by_another_thread_model(|| refcount::cas::Cas);
+    }
 }
 
 /// LODIC (`lodic.rs`): an owner reads page A through its mapping entry (embedded counter,
