@@ -105,7 +105,9 @@ typedef enum pagecache_error {
                                     SSIZE_MAX, a write ending past 2^63 - 1, a
                                     negative length */
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
-                                    cannot be allocated; pagecache_open: the file's page
+                                    (their pages, and the scheme's counters, which take
+                                    more on machines of many CPUs) cannot be allocated;
+                                    pagecache_open: the file's page
                                     table (4 bytes a page, at most 4 MiB) cannot be */
     PAGECACHE_EFBIG = -27,       /* (= -EFBIG) pagecache_write_at, pagecache_set_len: the file
                                     cannot hold the write or the length, which ends past the

@@ -1,5 +1,5 @@
 //! The C API from C: builds the programs of `tests/c` (`readers.c`, `limits.c`, `handles.c`,
-//! `cancel.c`) against `include/pagecache.h` and the crate's static library (built by cargo
+//! `cancel.c`, `counters.c`) against `include/pagecache.h` and the crate's static library (built by cargo
 //! next to this test binary, since the crate's lib target is a `staticlib` too), runs them,
 //! and checks that the header also compiles as C++ (or says that check is skipped where no C++
 //! compiler is installed).
@@ -74,6 +74,15 @@ fn c_program_gets_pagecache_efbig_past_the_limits() {
             .any(|l| l == "ok as-limit" || l.starts_with("skip as-limit")),
         "{text}"
     );
+}
+
+/// `PAGECACHE_ENOMEM` for a cache whose frames' counters the address space, capped with
+/// `RLIMIT_AS`, cannot hold (`tests/c/counters.c`: "snzi" counters of 16 CPUs, about 4 KiB a
+/// frame; the program aborted in their allocation).
+#[test]
+fn c_program_gets_pagecache_enomem_for_counters_past_the_limit() {
+    let text = build_and_run("counters");
+    expect_lines(&text, &["ok counters", "failures=0"]);
 }
 
 #[test]
