@@ -178,7 +178,8 @@ void pagecache_free(pagecache_t *cache);
  * stores its handle in *out. Errors: PAGECACHE_EINVAL (cache, path or out is NULL),
  * PAGECACHE_EBADF (cache was freed), PAGECACHE_ENOMEM (the file's page table, 4 bytes a page
  * up to 4 MiB, cannot be allocated), the open's
- * -errno (-ENOENT: no such file, -EACCES: no permission to read, ...), -EISDIR (a directory),
+ * -errno (-ENOENT: no such file, -EACCES: no permission to read, -ENAMETOOLONG: a path of
+ * PATH_MAX (4096) bytes or more, refused before it is copied, ...), -EISDIR (a directory),
  * -EINVAL (not a regular file: a FIFO, a device; or a file of a pseudo file system, procfs,
  * sysfs and the like, whose size is not its length). A program being run opens read-only. The
  * cache takes the file's size at open and does not see changes that others make to the file

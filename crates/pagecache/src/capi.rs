@@ -368,7 +368,8 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 /// Opens `path` through the cache (read-write if permitted, else read-only) and stores the
 /// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), `PAGECACHE_EBADF` (a
 /// freed cache handle), `PAGECACHE_ENOMEM` (the file's page table), the open's `-errno`
-/// (`-ENOENT`, `-EACCES`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
+/// (`-ENOENT`, `-EACCES`, `-ENAMETOOLONG` for a path of `PATH_MAX` bytes or more, refused
+/// before it is copied, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
 /// is not a regular file or is on a pseudo file system (procfs, sysfs, ...). A program being
 /// run opens read-only. A file already open in the cache is shared (see
 /// [`PageCacheOf::open`](crate::PageCacheOf::open)).
@@ -392,8 +393,14 @@ pub unsafe extern "C" fn pagecache_open(
             Err(code) => return code,
         };
         // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
-        let path = OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes());
-        match c.cache.open(path) {
+        let path = unsafe { CStr::from_ptr(path) }.to_bytes();
+        // Refused as open(2) refuses it, before any copy: a path of any length would otherwise
+        // be copied (to pass it to open, to keep it with the file), and an allocation of that
+        // size that fails aborts the process.
+        if path.len() >= libc::PATH_MAX as usize {
+            return -libc::ENAMETOOLONG;
+        }
+        match c.cache.open(OsStr::from_bytes(path)) {
             Ok(file) => {
                 let h = FILES.open(file);
                 // SAFETY: `out` is not null, and the caller gives writable memory for a

@@ -4,8 +4,9 @@
  * is 2^63 - 1 bytes, as on tmpfs), then past RLIMIT_FSIZE, set by this program with SIGXFSZ at
  * its default action (a write-back past the limit would kill the program). Between them,
  * PAGECACHE_ENOMEM: the open of a large file whose page table the address space, capped with
- * RLIMIT_AS, cannot hold. Prints "ok fs-limit" (or a "skip" line), "ok as-limit" (or a "skip"
- * line), "ok rlimit" and "failures=N"; exits non-zero on any failure. */
+ * RLIMIT_AS, cannot hold; and -ENAMETOOLONG for a path of 64 MiB under such a cap. Prints
+ * "ok fs-limit" (or a "skip" line), "ok as-limit" (or a "skip" line), "ok long-path",
+ * "ok rlimit" and "failures=N"; exits non-zero on any failure. */
 #define _GNU_SOURCE
 #include "pagecache.h"
 
@@ -203,9 +204,43 @@ static void address_space_limit(void) {
     printf("ok as-limit\n");
 }
 
+/* A path of 64 MiB (PATH_MAX is 4096 bytes, NUL included), with the address space capped
+ * (RLIMIT_AS) 1 MiB above what the program uses: pagecache_open returns -ENAMETOOLONG, as
+ * open(2) would, and copies nothing (it aborted the program: "memory allocation of 67108865
+ * bytes failed", in the copy of the path made to pass it to open). */
+static void long_path(void) {
+    const size_t len = (size_t)64 << 20;
+    char *path = malloc(len + 1);
+    CHECK(path != NULL);
+    if (!path) return;
+    memset(path, '/', len);
+    path[len] = '\0';
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = NULL;
+    CHECK_EQ(pagecache_new(8, "atomic", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    CHECK_EQ(mallopt(M_MMAP_THRESHOLD, 128 * 1024), 1);
+    struct rlimit old, cap;
+    CHECK_EQ(getrlimit(RLIMIT_AS, &old), 0);
+    cap = old;
+    cap.rlim_cur = address_space() + (1 << 20);
+    CHECK_EQ(setrlimit(RLIMIT_AS, &cap), 0);
+    int rc = pagecache_open(c, path, &f);
+    CHECK_EQ(setrlimit(RLIMIT_AS, &old), 0);
+    CHECK_EQ(rc, -ENAMETOOLONG);
+    CHECK(f == NULL);
+    /* The longest path open(2) takes: 4095 bytes. */
+    path[4095] = '\0';
+    CHECK_EQ(pagecache_open(c, path, &f), -EISDIR);
+    CHECK(f == NULL);
+    pagecache_free(c);
+    free(path);
+    printf("ok long-path\n");
+}
+
 int main(void) {
     fs_limit();
     address_space_limit();
+    long_path();
     rlimit();
     printf("failures=%d\n", failures);
     return failures != 0;
