@@ -19,10 +19,11 @@
 //! * A file handle holds the cache's shared state (an `Arc`), so it may outlive its
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
-//! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`], [`PAGECACHE_ENOMEM`]
-//!   and [`PAGECACHE_EFBIG`] equal `-EINVAL`, `-ENOMEM` and `-EFBIG`; the others are below
-//!   -999, outside the errno range), or `-errno` for an I/O error (`-raw_os_error()`, or the
-//!   errno closest to the `io::ErrorKind` of an error the cache makes itself).
+//! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`], [`PAGECACHE_ENOMEM`],
+//!   [`PAGECACHE_EFBIG`] and [`PAGECACHE_EBADF`] equal `-EINVAL`, `-ENOMEM`, `-EFBIG` and
+//!   `-EBADF`; the others are below -999, outside the errno range), or `-errno` for an I/O
+//!   error (`-raw_os_error()`, or the errno closest to the `io::ErrorKind` of an error the
+//!   cache makes itself).
 //! * A call refused for its arguments changes nothing. No Rust panic crosses the boundary:
 //!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`]. No call is a
 //!   cancellation point: each runs with the thread's cancellation disabled (`NoCancel`), a
@@ -38,8 +39,9 @@ use std::sync::OnceLock;
 
 /// Success.
 pub const PAGECACHE_OK: i32 = 0;
-/// A null pointer, a memory limit of zero or above `u32::MAX - 1` pages, an unknown mode, a
-/// length above `SSIZE_MAX`. Equal to `-EINVAL`.
+/// A null pointer (or a misaligned handle or out pointer), a memory limit of zero or above
+/// `u32::MAX - 1` pages, an unknown mode, a length above `SSIZE_MAX`, a negative length, a
+/// write ending past 2^63 - 1. Equal to `-EINVAL`.
 pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
 /// `pagecache_new`: the frames of the memory limit cannot be allocated; `pagecache_open`: the
 /// file's page table cannot be. Equal to `-ENOMEM`.
