@@ -48,7 +48,11 @@
  * it runs (a pagecache_read_at of cached pages, which makes no system call, only once it finds
  * a page that is not), so a pending pthread_cancel is acted on at the caller's next
  * cancellation point, after the call returned (acted on inside the library, it would unwind
- * the thread through the library's state).
+ * the thread through the library's state). That is deferred cancellation, the default: no call
+ * is async-cancel-safe, and a thread whose cancellation type is PTHREAD_CANCEL_ASYNCHRONOUS may
+ * be cancelled inside a pagecache_read_at of cached pages, which may leave its file handle
+ * held (a later pagecache_close of that handle then waits for ever) and, in the counting mode,
+ * a page referenced for good.
  *
  * Lifetimes: a handle is the address of a slot in a table that the library never frees (64
  * bytes per slot, made 16 at a time when no slot is free, kept for the life of the process: a
