@@ -238,6 +238,9 @@ struct Core<L: Log> {
     /// no drain is running (a stream of synchronizes could keep one running). Written only by
     /// the holder of `target`.
     draining: AtomicU64,
+    /// The evicter applying this object's logs, if any (see `applying`).
+    #[cfg(not(loom))]
+    applying: applying::Slot,
 }
 
 /// The passes a gather makes before it makes loggers wait. Each pass takes the logs that CPUs
@@ -605,6 +608,8 @@ impl<L: Log> Object<L> {
             poisoned: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             draining: AtomicU64::new(0),
+            #[cfg(not(loom))]
+            applying: applying::Slot::new(),
         });
         Object {
             core: NonNull::from(Box::leak(core)),
@@ -689,7 +694,7 @@ impl<L: Log> Object<L> {
                     // takes that lock first, or, run by the updates applied here, leaves the
                     // rest of it to us: see `applying`).
                     #[cfg(not(loom))]
-                    let applying = applying::Applying::begin(tag as usize);
+                    let applying = applying::Applying::begin(&other.applying);
                     other.gather_and_apply(&mut t);
                     #[cfg(not(loom))]
                     if applying.end() {
@@ -873,7 +878,7 @@ impl<L: Log> Drop for Object<L> {
         // held the object's last handle), which holds its target lock: that evicter finishes
         // the drop once the apply returns (waiting for the lock here would wait for ever).
         #[cfg(not(loom))]
-        if applying::orphan(self.core.as_ptr() as usize) {
+        if applying::orphan(&self.core().applying) {
             return;
         }
         let free = {
@@ -928,75 +933,84 @@ fn apply_at_drop<L: Log>(core: &Core<L>, t: &mut L::Target) -> bool {
     true
 }
 
-/// The objects whose logs this thread is applying as an evicter (holding their target locks),
-/// innermost last, each with whether its last handle was dropped meanwhile: an update applied
-/// there may hold that handle, and the object's drop, on this thread, would otherwise wait for
-/// ever for the lock the evicter holds. Thread-local (not under loom, whose model threads
-/// share one thread's locals; the models log no update that holds a handle).
+/// The evicter applying an object's logs (holding its target lock), recorded in the object with
+/// whether its last handle was dropped meanwhile: an update applied there may hold that handle,
+/// and the object's drop, on the evicter's thread, would otherwise wait for ever for the lock
+/// the evicter holds. The thread is known by `pthread_self`, which (unlike a thread-local) can
+/// be read in thread-local destructors too, after the thread's locals were destroyed. Not
+/// under loom (whose model threads share one OS thread; the models log no update that holds
+/// a handle).
 #[cfg(not(loom))]
 mod applying {
-    use core::cell::RefCell;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    std::thread_local! {
-        /// (the core's address, whether its drop was left to the evicter)
-        static APPLYING: RefCell<Vec<(usize, bool)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's id: not 0, and distinct among the threads alive.
+    fn this_thread() -> usize {
+        // SAFETY: pthread_self has no precondition (it reads the thread pointer).
+        unsafe { libc::pthread_self() as usize }
     }
 
-    /// One entry of `APPLYING`, removed when this is dropped (also on a panic of the apply).
-    pub(super) struct Applying {
-        /// Whether the entry was recorded (not when the thread's locals are gone).
-        recorded: bool,
+    /// An object's record of the evicter that applies its logs.
+    pub(super) struct Slot {
+        /// That evicter's thread, or 0. Written by it only, holding the object's target lock,
+        /// and cleared before it unlocks. Relaxed: a thread acts only on finding its own id,
+        /// which its own earlier store wrote (a dead thread whose id it reuses cleared the
+        /// value before it exited, which happened before this thread began); another thread's
+        /// drop that reads a stale value goes on to wait for the lock, as it must.
+        thread: AtomicUsize,
+        /// The object's drop ran on that thread meanwhile and left the rest to the evicter.
+        /// Written and read on that thread only (Relaxed).
+        orphaned: AtomicBool,
     }
 
-    impl Applying {
-        /// Records that this thread, holding the target lock of the core at `core`, applies
+    impl Slot {
+        pub(super) fn new() -> Self {
+            Slot {
+                thread: AtomicUsize::new(0),
+                orphaned: AtomicBool::new(false),
+            }
+        }
+    }
+
+    /// The record of one apply, cleared when this is dropped (also on a panic of the apply).
+    pub(super) struct Applying<'a>(&'a Slot);
+
+    impl<'a> Applying<'a> {
+        /// Records that this thread, holding the target lock of the object of `slot`, applies
         /// its logs.
-        pub(super) fn begin(core: usize) -> Self {
-            let recorded = APPLYING
-                .try_with(|a| a.borrow_mut().push((core, false)))
-                .is_ok();
-            Applying { recorded }
+        pub(super) fn begin(slot: &'a Slot) -> Self {
+            slot.orphaned.store(false, Ordering::Relaxed);
+            slot.thread.store(this_thread(), Ordering::Relaxed);
+            Applying(slot)
         }
 
-        /// Removes the entry: whether the object's drop ran meanwhile and left the rest of it
+        /// Clears the record: whether the object's drop ran meanwhile and left the rest of it
         /// (the apply of what was logged since, and the free) to the caller.
-        pub(super) fn end(mut self) -> bool {
-            let orphaned = self.pop();
-            self.recorded = false;
-            orphaned
-        }
-
-        fn pop(&self) -> bool {
-            self.recorded
-                && APPLYING
-                    .try_with(|a| a.borrow_mut().pop().is_some_and(|(_, o)| o))
-                    .unwrap_or(false)
+        pub(super) fn end(self) -> bool {
+            let slot = self.0;
+            drop(self);
+            slot.orphaned.load(Ordering::Relaxed)
         }
     }
 
-    impl Drop for Applying {
+    impl Drop for Applying<'_> {
         fn drop(&mut self) {
             // On a panic of the apply: an object orphaned meanwhile stays leaked, as an object
             // whose drop panics is.
-            self.pop();
+            self.0.thread.store(0, Ordering::Relaxed);
         }
     }
 
-    /// Called by the drop of the object whose core is at `core`: if this thread is applying
-    /// its logs as an evicter, marks it orphaned (the evicter finishes the drop) and says so.
-    pub(super) fn orphan(core: usize) -> bool {
-        APPLYING
-            .try_with(|a| {
-                let mut a = a.borrow_mut();
-                match a.iter_mut().rev().find(|e| e.0 == core) {
-                    Some(e) => {
-                        e.1 = true;
-                        true
-                    }
-                    None => false,
-                }
-            })
-            .unwrap_or(false)
+    /// Called by the drop of the object of `slot`: if this thread is applying its logs as an
+    /// evicter, marks it orphaned (the evicter finishes the drop) and says so.
+    pub(super) fn orphan(slot: &Slot) -> bool {
+        let t = slot.thread.load(Ordering::Relaxed);
+        if t != 0 && t == this_thread() {
+            slot.orphaned.store(true, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
     }
 }
 

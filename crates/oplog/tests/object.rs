@@ -790,3 +790,71 @@ fn an_update_that_drops_its_objects_last_handle_while_evicted() {
     .join()
     .unwrap();
 }
+
+/// As above, from a thread-local's destructor at the exit of a thread, run after the crate's
+/// own thread-locals were destroyed (destructors run in the reverse order of the thread-locals'
+/// first uses): its `log` evicts the object whose update drops the object's last handle. The
+/// evicter could not record the object it applied (the crate's thread-local was gone), so the
+/// object's drop, on the evicter's thread, waited for ever for the lock that thread held: the
+/// thread never exited. Now the evicter finishes the drop there too.
+#[test]
+fn an_update_that_drops_its_objects_last_handle_while_evicted_at_thread_exit() {
+    use std::cell::RefCell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// When dropped, logs to `b` on every CPU in turn until `a` (whose drop `at_drop`
+    /// records) was freed.
+    struct AtExit {
+        b: Object<OpVec<LastHandle>>,
+        at_drop: Arc<AtomicUsize>,
+    }
+    impl Drop for AtExit {
+        fn drop(&mut self) {
+            for cpu in 0..64 {
+                if self.at_drop.load(Ordering::Relaxed) != 0 {
+                    break;
+                }
+                percpu::affinity::migrate(cpu);
+                self.b.log(LastHandle { obj: None });
+            }
+        }
+    }
+    std::thread_local! {
+        static AT_EXIT: RefCell<Option<AtExit>> = const { RefCell::new(None) };
+    }
+    let applied = |at_drop: &Arc<AtomicUsize>| Applied {
+        n: 0,
+        at_drop: at_drop.clone(),
+    };
+    let at_drop = Arc::new(AtomicUsize::new(0));
+    let a_dropped = at_drop.clone();
+    std::thread::spawn(move || {
+        // Used first, so destroyed last.
+        AT_EXIT.with(|_| {});
+        let d = Domain::<OpVec<LastHandle>>::with_config(1, 1 << 20);
+        percpu::affinity::migrate(0);
+        let b = Object::new(&d, applied(&Arc::new(AtomicUsize::new(0))));
+        let a = Arc::new(Object::new(&d, applied(&a_dropped)));
+        a.log(LastHandle {
+            obj: Some(a.clone()),
+        });
+        drop(a);
+        // Any object's drop uses the crate's thread-locals (here, one never logged).
+        drop(Object::new(&d, applied(&Arc::new(AtomicUsize::new(0)))));
+        AT_EXIT.with(|e| {
+            *e.borrow_mut() = Some(AtExit {
+                b,
+                at_drop: a_dropped,
+            })
+        });
+    })
+    .join()
+    .unwrap();
+    // Dropped with both updates applied (the count recorded is one more than it).
+    assert_eq!(
+        at_drop.load(Ordering::Relaxed),
+        3,
+        "the object was not freed"
+    );
+}
