@@ -631,13 +631,17 @@ impl<L: Log> Object<L> {
     /// by its stamp among every CPU's updates. Returns the stamp, or `None` if the log absorbed
     /// the update without stamping it (a cancelled pair, a counter delta).
     ///
-    /// Never blocks on the object's lock: if this CPU's log passes the domain's bound, the
-    /// object is synchronized only if its lock is free (so logging while holding this object's
-    /// guard, or another object's, cannot deadlock). It waits only to begin a new log of this
-    /// object on this CPU while a synchronize that other CPUs' logging kept busy drains it
-    /// (so that the synchronize ends: see the crate docs, "The passes end"), and then only
-    /// until that synchronize's gather ends, even if other synchronizes drain the object
-    /// right after it.
+    /// Never blocks on an object's lock: if this CPU's log passes the domain's bound, the
+    /// object is synchronized only if its lock is free, and the log of another object that
+    /// holds this object's way here is applied only if that object's lock is free (else it is
+    /// handed to that object). So this crate's locks never make logging while holding a guard
+    /// (this object's or another's) deadlock; but the other object's updates, applied then on
+    /// this thread, are the user's code: if they synchronize an object whose guard the caller
+    /// holds (or take a lock it holds), the call waits for ever. It waits only to begin a new
+    /// log of this object on this CPU while a synchronize that other CPUs' logging kept busy
+    /// drains it (so that the synchronize ends: see the crate docs, "The passes end"), and
+    /// then only until that synchronize's gather ends, even if other synchronizes drain the
+    /// object right after it.
     ///
     /// # Panics
     /// If the updates it applies panic (see [`Object::is_poisoned`]): this object's, when its
