@@ -101,7 +101,13 @@ impl<const LOCAL: bool, const GLOBAL: bool> Log for SetLog<LOCAL, GLOBAL> {
     }
 
     fn take(&mut self) -> Self {
-        self.index.clear();
+        // As `take_entries` does with the entries: a small index keeps its memory in the slot,
+        // a large one goes (else the slot pins it for ever, at the largest size it reached).
+        if self.index.capacity() <= KEEP_CAPACITY {
+            self.index.clear();
+        } else {
+            self.index = KeyMap::default();
+        }
         let live = core::mem::replace(&mut self.live, 0);
         SetLog {
             entries: take_entries(&mut self.entries),
@@ -184,6 +190,38 @@ impl<const LOCAL: bool, const GLOBAL: bool> OpSet<LOCAL, GLOBAL> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A take leaves the slot small buffers only (see [`Log::take`]): the entries' buffer, and
+    /// the index of local absorption, which `clear` emptied but left at the capacity of the
+    /// largest log the slot ever held (a thousand keys: about 30 KiB pinned in each slot).
+    #[test]
+    fn a_take_leaves_no_large_index_in_the_slot() {
+        let mut log = SetLog::<true, false>::default();
+        for k in 0..1000 {
+            log.push(
+                SetOp::Insert(k),
+                &mut Stamper::fixed(Stamp { ts: k + 1, cpu: 0 }),
+            );
+        }
+        let taken = log.take();
+        assert_eq!(taken.len(), 1000);
+        assert!(log.is_empty() && log.entries.capacity() <= KEEP_CAPACITY);
+        assert!(
+            log.index.capacity() <= 2 * KEEP_CAPACITY,
+            "the slot kept an index for {} keys",
+            log.index.capacity()
+        );
+        // The slot still absorbs locally.
+        log.push(
+            SetOp::Insert(1),
+            &mut Stamper::fixed(Stamp { ts: 2000, cpu: 0 }),
+        );
+        log.push(
+            SetOp::Remove(1),
+            &mut Stamper::fixed(Stamp { ts: 2001, cpu: 0 }),
+        );
+        assert_eq!(log.len(), 1);
+    }
 
     /// Local absorption of one key updated over and over keeps the log (its slots, holes
     /// included) within a small bound, and the last update still decides.
