@@ -381,6 +381,24 @@ impl<L: Log> Core<L> {
         core::mem::forget(poison);
     }
 
+    /// [`Core::gather_and_apply`] run by `log` (at the bound, or for an object whose log it
+    /// evicts), which may be called while the thread unwinds from a panic (by a `Drop`): a
+    /// panic of the user's code in there would then abort the process, so it is caught and
+    /// dropped (the object is poisoned all the same, and the `log` goes on).
+    fn gather_and_apply_in_log(&self, target: &mut L::Target) {
+        if std::thread::panicking() {
+            let applied = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                self.gather_and_apply(target)
+            }));
+            if let Err(payload) = applied {
+                // Its drop is user code too, which might panic.
+                core::mem::forget(payload);
+            }
+        } else {
+            self.gather_and_apply(target);
+        }
+    }
+
     fn gather(&self) -> Vec<L> {
         let mut logs: Vec<L> = Vec::new();
         let mut passes = 0;
@@ -648,7 +666,9 @@ impl<L: Log> Object<L> {
     /// log passed the bound (`op` was logged; the object is poisoned), or another object's,
     /// whose log it evicted (`op` was not logged; that object is poisoned). Also if
     /// [`Log::push`] panics (the log keeps what `push` left in it, and later stamps of this
-    /// CPU's log still come after one it took).
+    /// CPU's log still come after one it took). While the thread unwinds from another panic
+    /// (a `log` in a `Drop`), a panic of the updates it applies is caught instead, since it
+    /// would abort the process: the object whose batch it was is poisoned all the same.
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         // The tag is the allocation's own pointer (not one derived from `core`, a shared
@@ -699,7 +719,7 @@ impl<L: Log> Object<L> {
                     // rest of it to us: see `applying`).
                     #[cfg(not(loom))]
                     let applying = applying::Applying::begin(&other.applying);
-                    other.gather_and_apply(&mut t);
+                    other.gather_and_apply_in_log(&mut t);
                     #[cfg(not(loom))]
                     if applying.end() {
                         // The object's last handle was dropped by the updates applied here, and
@@ -758,7 +778,7 @@ impl<L: Log> Object<L> {
         drop(guard);
         if over {
             if let Some(mut t) = core.try_lock_target() {
-                core.gather_and_apply(&mut t);
+                core.gather_and_apply_in_log(&mut t);
             }
         }
         taken

@@ -858,3 +858,68 @@ fn an_update_that_drops_its_objects_last_handle_while_evicted_at_thread_exit() {
         "the object was not freed"
     );
 }
+
+/// Logs `Push(n)` to its object when dropped.
+struct LogOnDrop<'a>(&'a Object<OpVec<Push>>, u32);
+
+impl Drop for LogOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.log(Push(self.1));
+    }
+}
+
+/// A `log` called by a `Drop` while the thread unwinds from a panic applies updates that panic:
+/// at the bound (its object's) and at an eviction (another object's). A panic there, during
+/// the unwinding, aborted the process; it is now caught (the object whose batch it was is
+/// poisoned all the same), the `log` goes on, and the first panic comes out. The scenarios run
+/// in a child process (this test binary, filtered to this test), whose abort the parent sees.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
+    const CHILD: &str = "OPLOG_TEST_LOG_UNWINDING_CHILD";
+    const NAME: &str = "a_log_while_unwinding_whose_applied_updates_fail_does_not_abort";
+    if std::env::var_os(CHILD).is_some() {
+        let _saved = percpu::affinity::Saved::take();
+        // Held on one CPU, so that the updates go to one log and the objects meet in one way.
+        if percpu::testing::pin_or_skip("the bound and an eviction on one CPU").is_some() {
+            let d = Domain::<OpVec<Push>>::with_config(1, 2);
+            let a = Object::new(&d, Vec::new());
+            a.log(Push(BAD));
+            a.log(Push(1));
+            // The third entry passes the bound of 2.
+            let msg = panic_message(|| {
+                let _l = LogOnDrop(&a, 2);
+                panic!("the caller's own panic");
+            });
+            assert_eq!(msg, "the caller's own panic");
+            assert!(a.is_poisoned());
+            a.clear_poison();
+
+            let b = Object::new(&d, Vec::new());
+            b.log(Push(BAD));
+            // The domain's one way on this CPU holds b's log: logging a evicts it.
+            let msg = panic_message(|| {
+                let _l = LogOnDrop(&a, 3);
+                panic!("the caller's own panic");
+            });
+            assert_eq!(msg, "the caller's own panic");
+            assert!(b.is_poisoned() && !a.is_poisoned());
+            assert_eq!(*a.synchronize(), [3], "3 was logged after the eviction");
+        }
+        println!("child done");
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([NAME, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done"),
+        "the child: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
