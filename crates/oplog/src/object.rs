@@ -667,8 +667,9 @@ impl<L: Log> Object<L> {
     /// whose log it evicted (`op` was not logged; that object is poisoned). Also if
     /// [`Log::push`] panics (the log keeps what `push` left in it, and later stamps of this
     /// CPU's log still come after one it took). While the thread unwinds from another panic
-    /// (a `log` in a `Drop`), a panic of the updates it applies is caught instead, since it
-    /// would abort the process: the object whose batch it was is poisoned all the same.
+    /// (a `log` in a `Drop`), a panic of the updates it applies, or of the [`Log::take`] of a
+    /// log it spills, is caught instead, since it would abort the process: the object whose
+    /// updates it dropped is poisoned all the same.
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         // The tag is the allocation's own pointer (not one derived from `core`, a shared
@@ -740,7 +741,27 @@ impl<L: Log> Object<L> {
                     // makes the object's next gather poison it.
                     let lost = LostOnUnwind(&other.lost);
                     // SAFETY: the way's lock is held.
-                    let l = unsafe { &mut *way.log.get() }.take();
+                    let log = unsafe { &mut *way.log.get() };
+                    let l = if std::thread::panicking() {
+                        // The thread unwinds from a panic (a `log` in a `Drop`): a panic of
+                        // `take` would abort the process. It is caught, `lost` reports what it
+                        // dropped, and what it left in the log is spilled with `mem::take`, so
+                        // that the way can be untagged as usual.
+                        let taken =
+                            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| log.take()));
+                        match taken {
+                            Ok(l) => l,
+                            Err(payload) => {
+                                // Its drop is user code too, which might panic.
+                                core::mem::forget(payload);
+                                // Relaxed: as in `LostOnUnwind`.
+                                other.lost.store(true, Ordering::Relaxed);
+                                core::mem::take(log)
+                            }
+                        }
+                    } else {
+                        log.take()
+                    };
                     core::mem::forget(lost);
                     let n = l.len();
                     #[cfg(paygo_loom_bug)]

@@ -859,13 +859,32 @@ fn an_update_that_drops_its_objects_last_handle_while_evicted_at_thread_exit() {
     );
 }
 
-/// Logs `Push(n)` to its object when dropped.
-struct LogOnDrop<'a>(&'a Object<OpVec<Push>>, u32);
+/// Logs its update to its object when dropped.
+struct LogOnDrop<'a, L: oplog::Log>(&'a Object<L>, Option<L::Op>);
 
-impl Drop for LogOnDrop<'_> {
+impl<L: oplog::Log> Drop for LogOnDrop<'_, L> {
     fn drop(&mut self) {
-        self.0.log(Push(self.1));
+        self.0.log(self.1.take().expect("one update"));
     }
+}
+
+/// Runs the test `name` in a child process (this test binary, filtered to it) with the
+/// environment variable `child` set, and checks that the child printed "child done" and
+/// exited successfully (it did not abort).
+fn run_child(name: &str, child: &str) {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(child, "1")
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done"),
+        "the child: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A `log` called by a `Drop` while the thread unwinds from a panic applies updates that panic:
@@ -888,7 +907,7 @@ fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
             a.log(Push(1));
             // The third entry passes the bound of 2.
             let msg = panic_message(|| {
-                let _l = LogOnDrop(&a, 2);
+                let _l = LogOnDrop(&a, Some(Push(2)));
                 panic!("the caller's own panic");
             });
             assert_eq!(msg, "the caller's own panic");
@@ -899,7 +918,7 @@ fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
             b.log(Push(BAD));
             // The domain's one way on this CPU holds b's log: logging a evicts it.
             let msg = panic_message(|| {
-                let _l = LogOnDrop(&a, 3);
+                let _l = LogOnDrop(&a, Some(Push(3)));
                 panic!("the caller's own panic");
             });
             assert_eq!(msg, "the caller's own panic");
@@ -909,17 +928,46 @@ fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
         println!("child done");
         return;
     }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([NAME, "--exact", "--test-threads=1", "--nocapture"])
-        .env(CHILD, "1")
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_child(NAME, CHILD);
+}
+
+/// A `log` called by a `Drop` while the thread unwinds from a panic evicts the log of a locked
+/// object, and that log's `take` panics as the evicter spills it: the panic, during the
+/// unwinding, aborted the process. It is now caught: the object is poisoned (the updates
+/// `take` had moved out were dropped), the way is handed to the logging object, and the first
+/// panic comes out. In a child process, as above.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn a_log_while_unwinding_whose_spill_take_fails_does_not_abort() {
+    const CHILD: &str = "OPLOG_TEST_SPILL_UNWINDING_CHILD";
+    const NAME: &str = "a_log_while_unwinding_whose_spill_take_fails_does_not_abort";
+    if std::env::var_os(CHILD).is_some() {
+        let _saved = percpu::affinity::Saved::take();
+        // On one CPU, so that the two objects meet in its only way.
+        if percpu::testing::pin_or_skip("an eviction on one CPU").is_some() {
+            let d = Domain::<TakePanics>::with_config(1, 1000);
+            let a = Object::new(&d, Vec::new());
+            let b = Object::new(&d, Vec::new());
+            let g = a.synchronize();
+            a.log(1);
+            a.log(2);
+            a.log(BAD);
+            // `a` is locked: `b` spills its log, whose take panics.
+            let msg = panic_message(|| {
+                let _l = LogOnDrop(&b, Some(5));
+                panic!("the caller's own panic");
+            });
+            assert_eq!(msg, "the caller's own panic");
+            drop(g);
+            assert!(a.is_poisoned(), "updates 1 and 2 were lost");
+            assert!(!b.is_poisoned());
+            assert_eq!(*b.synchronize(), [5], "5 was logged after the spill");
+            a.clear_poison();
+            a.log(3);
+            assert_eq!(*a.synchronize(), [3], "1 and 2 were lost with the take");
+        }
+        println!("child done");
+        return;
+    }
+    run_child(NAME, CHILD);
 }
