@@ -50,8 +50,33 @@ pub struct CasToken(crate::TokenTag);
 impl Cas {
     /// `page_ref_freeze`: `compare_exchange(expected -> 0)`, where `expected` counts the base
     /// reference (so `freeze(obj, 1)` is `try_reclaim`). While frozen every `try_get` fails.
+    ///
+    /// A freeze with `expected > 1` leaves `expected − 1` references outstanding on a count of
+    /// 0: a put of one of them while the object is frozen would take the word below 0, to
+    /// `u64::MAX` (a panic in debug builds, after the decrement), and a get would then succeed
+    /// on the frozen object. Hence `unsafe`, as the kernel's callers own the references they
+    /// freeze.
+    ///
+    /// ```compile_fail,E0133
+    /// use refcount::{cas::Cas, Objects, RefCounter};
+    /// let s = Cas;
+    /// let objs = Objects::new(&s, 1);
+    /// let held = s.try_get(objs.get(0)).unwrap();
+    /// s.freeze(objs.get(0), 2); // unsafe: `held` could be put while frozen
+    /// ```
+    ///
+    /// # Safety
+    /// If `expected > 1` and the freeze succeeds, none of the `expected − 1` references it
+    /// counts besides the base is put while the object is frozen: the caller holds them (or
+    /// knows their holders wait for the unfreeze) until [`Cas::unfreeze`] restores them.
     #[inline]
-    pub fn freeze(&self, obj: Pin<&CasObject>, expected: u64) -> bool {
+    pub unsafe fn freeze(&self, obj: Pin<&CasObject>, expected: u64) -> bool {
+        Self::freeze_raw(&obj, expected)
+    }
+
+    /// The compare-exchange of [`Cas::freeze`].
+    #[inline]
+    fn freeze_raw(obj: &CasObject, expected: u64) -> bool {
         // Acquire pairs with the Release fetch_sub in put(): the holders' accesses happen
         // before the freeze.
         obj.count
@@ -62,10 +87,29 @@ impl Cas {
     /// `page_ref_unfreeze`: `count` (including the base reference, so at least 1) is stored with
     /// Release.
     ///
+    /// A store of any count: one below `1 +` the references outstanding would let a later
+    /// `try_reclaim` succeed while one of them is held, so it is `unsafe`, like the owner's
+    /// `release_base` of the schemes that have one.
+    ///
+    /// ```compile_fail,E0133
+    /// use refcount::{cas::Cas, Objects, RefCounter};
+    /// let s = Cas;
+    /// let objs = Objects::new(&s, 1);
+    /// let held = s.try_get(objs.get(0)).unwrap();
+    /// s.unfreeze(objs.get(0), 1); // unsafe: the count would forget `held`
+    /// assert!(s.try_reclaim(objs.get(0)));
+    /// ```
+    ///
+    /// # Safety
+    /// The object is frozen by the caller's successful [`Cas::freeze`] (or dead, by the caller's
+    /// successful `try_reclaim`, with no other thread reinitialising or reclaiming it), and
+    /// `count` is at least `1 +` the references outstanding on it: those the freeze counted and
+    /// still held, plus any the caller hands out from this count.
+    ///
     /// # Panics
     /// In debug builds, if the object is not frozen or `count` is 0.
     #[inline]
-    pub fn unfreeze(&self, obj: Pin<&CasObject>, count: u64) {
+    pub unsafe fn unfreeze(&self, obj: Pin<&CasObject>, count: u64) {
         debug_assert!(count > 0, "cas: unfreeze to 0");
         debug_assert_eq!(obj.count.load(Ordering::Relaxed), 0, "cas: not frozen");
         // Release pairs with the Acquire CAS in try_get.
@@ -120,7 +164,7 @@ impl RefCounter for Cas {
 
     #[inline]
     fn try_reclaim(&self, obj: Pin<&CasObject>) -> bool {
-        self.freeze(obj, 1)
+        Self::freeze_raw(&obj, 1)
     }
 
     #[inline]
