@@ -44,12 +44,20 @@ pub enum Precision {
 /// on another object panics before it changes anything. Without it such a put would lower the
 /// other object's count below the references held on it, and a later
 /// [`RefCounter::try_reclaim`] could succeed under one of them: the trait's guarantee then
-/// holds against any safe caller. The reference the token stood for stays counted on its own
-/// object (a leak, as `mem::forget` of the token would make).
+/// holds against any safe caller but one (below). The reference the token stood for stays
+/// counted on its own object (a leak, as `mem::forget` of the token would make).
 ///
 /// The object is known by its address: an object that is `Unpin` (most schemes' are) and was
 /// moved while a token on it was outstanding counts as another object, so that token's put
 /// panics too and its reference stays counted where the object was (nothing else changes).
+///
+/// The address cannot tell an object from a later one made at the same place, so the guarantee
+/// above has one exception: a token outlives the borrow of its object, and if that object is
+/// dropped with the token outstanding and a new object is made at its address (a variable
+/// assigned a new object, a box whose memory the allocator hands out again), a put of the old
+/// token on the new object is accepted and lowers the new object's count below the references
+/// held on it, so that its `try_reclaim` can succeed under one of them. A caller that drops an
+/// object gives back (or forgets) every token taken on it first.
 ///
 /// Every scheme of this crate records one; a scheme outside it can too.
 #[derive(Debug)]
@@ -167,6 +175,8 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// If `token` was taken on another object, before anything changed (the schemes of this
     /// workspace record the object in their tokens: [`TokenTag`]). A scheme must not let such
     /// a put lower another object's count: `try_reclaim` could then succeed under a reference.
+    /// A token of a dropped object put on a new object made at the same address is not caught
+    /// (see [`TokenTag`]).
     fn put(&self, obj: Pin<&Self::Object>, token: Self::Token);
 
     /// The number of references (see [`Self::READ_ALL`] for its precision).
