@@ -226,9 +226,28 @@ impl RcuRef {
     }
 
     /// The second step of [`RcuRef::get_begin`]: the token if the get succeeded.
+    ///
+    /// It decides on `new` alone: a value no add of this object produced (a 0, or the value of
+    /// an add already finished) would hand out a token that no increment stands for, whose put
+    /// would take the count below the references held, so that `try_reclaim` could succeed
+    /// under one of them. Hence `unsafe`.
+    ///
+    /// ```compile_fail,E0133
+    /// use refcount::{rcuref::RcuRef, Objects, RefCounter};
+    /// let s = RcuRef;
+    /// let objs = Objects::new(&s, 1);
+    /// let held = s.try_get(objs.get(0)).unwrap();
+    /// let forged = s.get_finish(objs.get(0), 0).unwrap(); // unsafe: no add made it
+    /// s.put(objs.get(0), forged);
+    /// assert!(s.try_reclaim(objs.get(0))); // under `held`
+    /// ```
+    ///
+    /// # Safety
+    /// `new` is the value a [`RcuRef::get_begin`] on `obj` returned, and each such value is
+    /// finished at most once.
     #[doc(hidden)]
     #[inline]
-    pub fn get_finish(&self, obj: Pin<&RcuRefObject>, new: u32) -> Option<RcuRefToken> {
+    pub unsafe fn get_finish(&self, obj: Pin<&RcuRefObject>, new: u32) -> Option<RcuRefToken> {
         (!negative(new) || self.get_slowpath(&obj, new))
             .then_some(RcuRefToken(crate::TokenTag::of(&*obj)))
     }
@@ -254,7 +273,8 @@ impl RefCounter for RcuRef {
         // Acquire pairs with the Release store in reinit() (a getter of a reused object sees
         // its re-initialisation); the kernel's add is relaxed because RCU orders that part.
         let new = self.get_begin(obj);
-        self.get_finish(obj, new)
+        // SAFETY: `new` is the value of the get_begin just above, on this object, finished once.
+        unsafe { self.get_finish(obj, new) }
     }
 
     /// `rcuref_put`. If it frees the object (the owner released its reference earlier with

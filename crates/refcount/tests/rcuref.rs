@@ -92,10 +92,9 @@ fn get_racing_a_reinit_fails_and_leaves_the_new_life_alone() {
     assert_eq!(new, DEAD + 1);
     // SAFETY: reclaimed above; only this thread reinits or reclaims the object.
     unsafe { s.reinit(o) };
-    assert!(
-        s.get_finish(o, new).is_none(),
-        "a get on the dead word succeeded"
-    );
+    // SAFETY: `new` is the value of the get_begin above, on this object, finished once.
+    let got = unsafe { s.get_finish(o, new) };
+    assert!(got.is_none(), "a get on the dead word succeeded");
     assert_eq!(s.raw(o), ONEREF, "the failed get undid the reinit");
     let t = s.try_get(o).expect("the new life is live");
     assert_eq!(s.read_all(o), 1);
@@ -133,7 +132,9 @@ fn interleaved_slow_paths_keep_the_word_at_its_zone_s_mean() {
             assert!(s.try_reclaim(o));
         }
         let finish = |new| {
-            let t = s.get_finish(o, new);
+            // SAFETY: every `new` passed here is a get_begin's value on `o`, finished once
+            // (the loop below finishes `a` and `b` once each before beginning them again).
+            let t = unsafe { s.get_finish(o, new) };
             assert_eq!(t.is_some(), live, "{mean:#x}");
             if let Some(t) = t {
                 assert!(!s.put_and_test(o, t));
