@@ -101,9 +101,21 @@ pub struct RcuRefObject {
 }
 
 impl RcuRefObject {
-    /// An object whose word holds `raw` (for tests of the zones).
+    /// An object whose word holds `raw` (for tests of the zones): a live count (`raw + 1`
+    /// references that no token stands for, which leak), a saturated one, or [`DEAD`].
+    ///
+    /// # Panics
+    /// If `raw` is in the released or dead zone other than `DEAD` itself: a word a put is
+    /// deciding on, whose owner no object of this API has. From `NOREF` (or `NOREF − 1`, whose
+    /// get lands on `NOREF`, which the slow path leaves to the last put's exchange) a get
+    /// would carry the word to `ONEREF` and succeed, and `try_reclaim` would then succeed
+    /// while that get's reference is held.
     #[doc(hidden)]
     pub fn with_raw(raw: u32) -> Self {
+        assert!(
+            raw < RELEASED || raw == DEAD,
+            "rcuref: with_raw({raw:#x}): a released or dead word other than DEAD"
+        );
         RcuRefObject {
             refcnt: AtomicU32::new(raw),
         }

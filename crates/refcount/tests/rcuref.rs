@@ -3,7 +3,7 @@
 
 mod common;
 
-use refcount::rcuref::{RcuRef, RcuRefObject, DEAD, MAXREF, ONEREF, RELEASED, SATURATED};
+use refcount::rcuref::{RcuRef, RcuRefObject, DEAD, MAXREF, NOREF, ONEREF, RELEASED, SATURATED};
 use refcount::{Objects, RefCounter};
 use std::pin::pin;
 
@@ -154,5 +154,41 @@ fn interleaved_slow_paths_keep_the_word_at_its_zone_s_mean() {
         }
         finish(a);
         assert_eq!(s.raw(o), mean);
+    }
+}
+
+/// `RcuRefObject::with_raw` (a safe constructor) refuses the words of the released and dead
+/// zones other than `DEAD`: from `NOREF`, or `NOREF − 1`, whose get lands on `NOREF`, gets
+/// would carry the word to `ONEREF` with a reference held, and `try_reclaim` would succeed
+/// under it. The words it takes still make objects whose gets and reclaims are sound.
+#[test]
+fn with_raw_refuses_words_a_get_would_carry_to_a_live_count() {
+    let s = RcuRef;
+    for raw in [NOREF, NOREF - 1, RELEASED, DEAD + 1] {
+        let made = std::panic::catch_unwind(|| RcuRefObject::with_raw(raw));
+        if let Ok(obj) = made {
+            let o = pin!(obj);
+            let o = o.as_ref();
+            // The first get that succeeds (from NOREF − 1 the second), then a reclaim.
+            let held = (0..2).find_map(|_| s.try_get(o));
+            let reclaimed = s.try_reclaim(o);
+            panic!(
+                "with_raw({raw:#x}) made an object: a get held {}, a reclaim then {}",
+                held.is_some(),
+                if reclaimed { "succeeded" } else { "failed" }
+            );
+        }
+    }
+    for raw in [ONEREF, MAXREF, SATURATED, DEAD] {
+        let o = pin!(RcuRefObject::with_raw(raw));
+        let o = o.as_ref();
+        let t = s.try_get(o);
+        assert_eq!(t.is_some(), raw != DEAD, "{raw:#x}");
+        if t.is_some() {
+            assert!(!s.try_reclaim(o), "{raw:#x}: reclaimed under a reference");
+        }
+        if let Some(t) = t {
+            s.put(o, t);
+        }
     }
 }
