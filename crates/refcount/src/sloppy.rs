@@ -130,9 +130,12 @@ impl Sloppy {
 
     fn confirm(&self, obj: &SloppyObject) -> bool {
         // SeqCst: the load half of the store-then-load begun in block (pairs with the
-        // central-path get's SeqCst fetch_add then state load).
-        let c = obj.central.load(Ordering::SeqCst);
-        let s = self.spares(obj);
+        // central-path get's SeqCst fetch_add then state load). `central` first, then the
+        // spares (module docs; the loom model `returning_put_vs_reclaim_under_a_reference`).
+        #[cfg(not(paygo_loom_bug))]
+        let (c, s) = (obj.central.load(Ordering::SeqCst), self.spares(obj));
+        #[cfg(paygo_loom_bug)]
+        let (c, s) = bug::read(self, obj);
         // Acquire: holders' accesses made before their puts happen before the verdict.
         crate::sync::fence(Ordering::Acquire);
         debug_assert!(c - s >= 0, "sloppy: negative count");
@@ -286,6 +289,31 @@ impl RefCounter for Sloppy {
     }
 }
 
+/// The bug switch of the loom models (`--cfg paygo_loom_bug`): a test sets it to make
+/// `confirm` read the spares before `central`, which a model must catch.
+#[cfg(paygo_loom_bug)]
+pub(crate) mod bug {
+    use super::{Ordering, Sloppy, SloppyObject};
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// `confirm` reads the spares first.
+        pub(crate) static SPARES_FIRST: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// `confirm`'s `(central, spares)`, read in the order the switch says.
+    pub(super) fn read(s: &Sloppy, obj: &SloppyObject) -> (i64, i64) {
+        if SPARES_FIRST.with(|b| b.get()) {
+            let spares = s.spares(obj);
+            // SeqCst: as in confirm.
+            (obj.central.load(Ordering::SeqCst), spares)
+        } else {
+            // SeqCst: as in confirm.
+            (obj.central.load(Ordering::SeqCst), s.spares(obj))
+        }
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
@@ -296,8 +324,9 @@ mod loom_tests {
         unsafe { Pin::new_unchecked(&**o) }
     }
 
-    /// A get (from a spare when `spare`, else from the central counter) and its put (which
-    /// returns the spares: threshold 1) race a reclaim: never both a successful reclaim and a
+    /// A get (from a spare when `spare`, else from the central counter) and its put (threshold
+    /// 1; the put keeps its reference as a spare, the CPU holding none) race a reclaim: never
+    /// both a successful reclaim and a
     /// held reference, and the count ends at zero.
     fn get_vs_reclaim(spare: bool) {
         loom::model(move || {
@@ -337,8 +366,50 @@ mod loom_tests {
         get_vs_reclaim(true);
     }
 
+    /// A put that returns spares (its CPU holds one, threshold 1: the put leaves none and takes
+    /// 2 off `central` after its section) races a reclaim while the reclaiming thread holds a
+    /// reference: the reclaim fails whatever the interleaving. It reads `central` before the
+    /// spares, so a return it sees half done (spares lowered, `central` not yet) overstates;
+    /// reading the spares first could see the other half alone (spares not yet lowered,
+    /// `central` lowered) and count 1 − 1 = 0 under the reference.
+    #[test]
+    fn returning_put_vs_reclaim_under_a_reference() {
+        loom::model(|| {
+            let s = crate::sync::Arc::new(Sloppy::with_threshold(1));
+            let obj = crate::sync::Arc::new(s.new_object());
+            percpu::loom_set_cpu(1);
+            let t = s.try_get(pin(&obj)).unwrap();
+            s.put(pin(&obj), t); // CPU 1 keeps it as a spare: central 1, spares 1
+            percpu::loom_set_cpu(0);
+            let held = s.try_get(pin(&obj)).unwrap(); // central 2
+            let moved = s.try_get(pin(&obj)).unwrap(); // central 3
+            let (s2, o2) = (s.clone(), obj.clone());
+            let t = thread::spawn(move || {
+                percpu::loom_set_cpu(1);
+                s2.put(pin(&o2), moved); // spares 1 -> 0, then central 3 -> 1
+            });
+            assert!(
+                !s.try_reclaim(pin(&obj)),
+                "reclaimed under the reference this thread holds"
+            );
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 1);
+            s.put(pin(&obj), held);
+            assert!(s.try_reclaim(pin(&obj)));
+        });
+    }
+
     #[test]
     fn central_get_vs_reclaim() {
         get_vs_reclaim(false);
+    }
+
+    /// The model above catches a reclaim that reads the spares before `central`.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under the reference this thread holds")]
+    fn bug_spares_read_first_is_caught() {
+        super::bug::SPARES_FIRST.with(|b| b.set(true));
+        returning_put_vs_reclaim_under_a_reference();
     }
 }
