@@ -43,7 +43,9 @@
 //! comes after the heavy fence and sees the flag, or its increment is visible to the reclaimer
 //! (folly's TLRefCount pattern). Non-owners use SeqCst `fetch_add` then SeqCst load of `state`,
 //! pairing with the reclaimer's SeqCst store then load. Reading `local` before `shared` keeps a
-//! concurrent merge (which adds to `shared` first, then zeroes `local`) from hiding references.
+//! concurrent merge (which adds to `shared` first, then zeroes `local`) from hiding references,
+//! and a `shared` that says `MERGED` already holds `local`, whose value read before the zeroing
+//! is then not added again (`read_all` reads the same way).
 //!
 //! # Consequences of ownership (what a benchmark must know)
 //!
@@ -145,6 +147,22 @@ impl Brc {
         // Acquire pairs with the Release updates of shared and local.
         let s = obj.shared.load(Ordering::Acquire);
         (obj.local.load(Ordering::Acquire), s >> SHIFT, s & FLAGS)
+    }
+
+    /// `local + shared`, read in that order (see the module docs), for `read_all` and
+    /// `try_reclaim`. A merge folds `local` into `shared` (with `MERGED`) before it zeroes
+    /// `local`, and no one writes `local` after that fold but the merge's zeroing (the owner,
+    /// which is running the merge, then hands the object over): a `shared` that says `MERGED`
+    /// holds all of `local`, which is not added again (the `local` read may predate the
+    /// zeroing: the count would hold the owner's references twice).
+    fn count(&self, obj: &BrcObject) -> i64 {
+        // Acquire pairs with the owner's Release store of local in put/merge.
+        let l = obj.local.load(Ordering::Acquire) as i64;
+        // SeqCst: the load half of try_reclaim's store-then-load (the non-owners' SeqCst
+        // fetch_add then state load).
+        let s = obj.shared.load(Ordering::SeqCst);
+        let l = if s & MERGED != 0 { 0 } else { l };
+        l + (s >> SHIFT)
     }
 
     #[inline]
@@ -257,9 +275,7 @@ impl RefCounter for Brc {
         if obj.state.load(Ordering::Acquire) == DEAD {
             return 0;
         }
-        // local first, then shared (see the module docs); orderings as in try_reclaim.
-        let l = obj.local.load(Ordering::Acquire) as i64;
-        l + (obj.shared.load(Ordering::SeqCst) >> SHIFT)
+        self.count(&obj)
     }
 
     fn try_reclaim(&self, obj: Pin<&BrcObject>) -> bool {
@@ -275,9 +291,7 @@ impl RefCounter for Brc {
         // failing), nothing was decided: the object goes back to LIVE (Release pairs with the
         // Acquire loads of state in try_get) instead of refusing every later get.
         crate::lifecycle::flagged_fence(heavy_fence, || obj.state.store(LIVE, Ordering::Release));
-        // Acquire pairs with the owner's Release store of local in put/merge.
-        let l = obj.local.load(Ordering::Acquire) as i64;
-        let n = l + (obj.shared.load(Ordering::SeqCst) >> SHIFT);
+        let n = self.count(&obj);
         debug_assert!(n >= 0, "brc: negative count");
         if n == 0 {
             // Release pairs with the Acquire load of state in read_all.

@@ -167,3 +167,63 @@ fn owner_path_races_a_remote_reclaimer() {
     );
     assert_eq!(s.read_all(o), 0);
 }
+
+/// `read_all` while the owner merges objects it holds references to (an explicit
+/// [`Brc::merge`], with no get or put running): the merge folds `local` into `shared`, then
+/// zeroes `local`, and a reader that read `local` before the zeroing and `shared` after the
+/// fold must not count the owner's references twice. `Precision::Exact`: each read is the 2
+/// references held.
+#[test]
+fn read_all_is_exact_while_the_owner_merges() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let s = Brc::new();
+    let rounds = refcount::conformance::reps(20_000);
+    let objs = Objects::new(&s, rounds);
+    let (current, done) = (AtomicUsize::new(usize::MAX), AtomicBool::new(false));
+    let (reads, wrong) = std::thread::scope(|sc| {
+        let reader = sc.spawn(|| {
+            let (mut reads, mut wrong) = (0u64, Vec::new());
+            while !done.load(Ordering::Relaxed) {
+                // Acquire pairs with the owner's Release store: its gets are visible.
+                let i = current.load(Ordering::Acquire);
+                if i == usize::MAX {
+                    continue;
+                }
+                let n = s.read_all(objs.get(i));
+                reads += 1;
+                if n != 2 && wrong.len() < 8 {
+                    wrong.push((i, n));
+                }
+            }
+            (reads, wrong)
+        });
+        let mut held = Vec::new();
+        for i in 0..rounds {
+            let o = objs.get(i);
+            held.push((s.try_get(o).unwrap(), s.try_get(o).unwrap()));
+            assert_eq!(s.parts(o), (2, 0, 0), "object {i}: counted locally");
+            // Release: the reader sees the two gets before it reads the object.
+            current.store(i, Ordering::Release);
+            for _ in 0..200 {
+                core::hint::spin_loop();
+            }
+            assert!(s.merge(o), "object {i}: merged by its owner");
+            for _ in 0..200 {
+                core::hint::spin_loop();
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        let r = reader.join().unwrap();
+        for (i, (a, b)) in held.into_iter().enumerate() {
+            assert_eq!(s.read_all(objs.get(i)), 2, "object {i}");
+            s.put(objs.get(i), a);
+            s.put(objs.get(i), b);
+        }
+        r
+    });
+    assert!(reads > 0, "the reader never read");
+    assert!(
+        wrong.is_empty(),
+        "{reads} reads of 2 references, wrong ones (object, read): {wrong:?}"
+    );
+}
