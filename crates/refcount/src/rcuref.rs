@@ -230,9 +230,30 @@ impl RcuRef {
 
     /// `try_get` in two steps, for tests that put a reclaim and a reinit between them: the
     /// add (returns the value it produced), then [`RcuRef::get_finish`].
+    ///
+    /// A get in flight (begun, not finished) holds an increment that only its slow path takes
+    /// back on a dead word: adds left unfinished on a dead object would carry its word through
+    /// the dead zone to `NOREF` (2²⁹ − 1 of them from `DEAD`), and the next get to `ONEREF`, a
+    /// success on the dead object, after which `try_reclaim` succeeds under that reference.
+    /// Hence `unsafe`.
+    ///
+    /// ```compile_fail,E0133
+    /// use refcount::{rcuref::RcuRef, Objects, RefCounter};
+    /// let s = RcuRef;
+    /// let objs = Objects::new(&s, 1);
+    /// assert!(s.try_reclaim(objs.get(0)));
+    /// for _ in 0..0x1fff_ffffu32 {
+    ///     let _ = s.get_begin(objs.get(0)); // unsafe: never finished
+    /// }
+    /// let held = s.try_get(objs.get(0)).unwrap(); // on the dead object
+    /// assert!(s.try_reclaim(objs.get(0))); // under `held`
+    /// ```
+    ///
+    /// # Safety
+    /// The value returned is passed to [`RcuRef::get_finish`] on the same object, once.
     #[doc(hidden)]
     #[inline]
-    pub fn get_begin(&self, obj: Pin<&RcuRefObject>) -> u32 {
+    pub unsafe fn get_begin(&self, obj: Pin<&RcuRefObject>) -> u32 {
         // Acquire: as in try_get.
         obj.refcnt.fetch_add(1, Ordering::Acquire).wrapping_add(1)
     }
@@ -284,7 +305,8 @@ impl RefCounter for RcuRef {
     fn try_get(&self, obj: Pin<&RcuRefObject>) -> Option<RcuRefToken> {
         // Acquire pairs with the Release store in reinit() (a getter of a reused object sees
         // its re-initialisation); the kernel's add is relaxed because RCU orders that part.
-        let new = self.get_begin(obj);
+        // SAFETY: the value is finished just below, once, on this object.
+        let new = unsafe { self.get_begin(obj) };
         // SAFETY: `new` is the value of the get_begin just above, on this object, finished once.
         unsafe { self.get_finish(obj, new) }
     }

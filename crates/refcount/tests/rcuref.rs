@@ -88,7 +88,8 @@ fn get_racing_a_reinit_fails_and_leaves_the_new_life_alone() {
     let objs = Objects::new(&s, 1);
     let o = objs.get(0);
     assert!(s.try_reclaim(o));
-    let new = s.get_begin(o);
+    // SAFETY: the value is finished below, once, on this object.
+    let new = unsafe { s.get_begin(o) };
     assert_eq!(new, DEAD + 1);
     // SAFETY: reclaimed above; only this thread reinits or reclaims the object.
     unsafe { s.reinit(o) };
@@ -140,11 +141,13 @@ fn interleaved_slow_paths_keep_the_word_at_its_zone_s_mean() {
                 assert!(!s.put_and_test(o, t));
             }
         };
-        let mut a = s.get_begin(o);
+        // SAFETY: every value begun here is finished by `finish`, once, on `o`.
+        let begin = || unsafe { s.get_begin(o) };
+        let mut a = begin();
         for round in 0..1000 {
-            let b = s.get_begin(o);
+            let b = begin();
             finish(a);
-            a = s.get_begin(o);
+            a = begin();
             finish(b);
             assert!(
                 s.raw(o).wrapping_sub(mean) <= 1,
