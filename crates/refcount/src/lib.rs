@@ -51,12 +51,13 @@ pub enum Precision {
 /// moved while a token on it was outstanding counts as another object, so that token's put
 /// panics too and its reference stays counted where the object was (nothing else changes).
 ///
-/// The address cannot tell an object from a later one made at the same place, so the guarantee
-/// above has one exception: a token outlives the borrow of its object, and if that object is
-/// dropped with the token outstanding and a new object is made at its address (a variable
-/// assigned a new object, a box whose memory the allocator hands out again), a put of the old
-/// token on the new object is accepted and lowers the new object's count below the references
-/// held on it, so that its `try_reclaim` can succeed under one of them. A caller that drops an
+/// The address cannot tell an object from another one at the same place later, so the
+/// guarantee above has one exception: a token outlives the borrow of its object, and if another
+/// object comes to its address while the token is outstanding (a new object made there after
+/// the first was dropped: a variable assigned a new object, a box whose memory the allocator
+/// hands out again; or, for `Unpin` objects, one moved there: `mem::swap` of two objects), a put
+/// of the token on that object is accepted and lowers its count below the references held on
+/// it, so that its `try_reclaim` can succeed under one of them. A caller that drops or moves an
 /// object gives back (or forgets) every token taken on it first.
 ///
 /// Every scheme of this crate records one; a scheme outside it can too.
@@ -175,8 +176,8 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// If `token` was taken on another object, before anything changed (the schemes of this
     /// workspace record the object in their tokens: [`TokenTag`]). A scheme must not let such
     /// a put lower another object's count: `try_reclaim` could then succeed under a reference.
-    /// A token of a dropped object put on a new object made at the same address is not caught
-    /// (see [`TokenTag`]).
+    /// A token put on another object that came to its object's address (made there after a
+    /// drop, or moved there) is not caught (see [`TokenTag`]).
     fn put(&self, obj: Pin<&Self::Object>, token: Self::Token);
 
     /// The number of references (see [`Self::READ_ALL`] for its precision).
