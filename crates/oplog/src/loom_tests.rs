@@ -65,7 +65,11 @@ fn read_races_two_cpus() {
         let mut ops: Vec<(Stamp, SetOp)> = a.join().unwrap();
         ops.extend(b.join().unwrap());
         let model = assert_prefix(&read, ops);
-        assert_eq!(*s.object().synchronize(), model);
+        assert_eq!(
+            *s.object().synchronize(),
+            model,
+            "a later synchronize applied the updates out of their stamps' order"
+        );
     });
 }
 
@@ -268,7 +272,7 @@ mod bugs {
     /// A log begun after the pass's load of the bits, stamped before entries the pass took,
     /// is applied by a later synchronize, after them.
     #[test]
-    #[should_panic]
+    #[should_panic(expected = "out of their stamps' order")]
     fn bug_one_pass_is_caught() {
         with_bug(bug::ONE_PASS, super::read_races_two_cpus);
     }
