@@ -111,6 +111,7 @@ pub fn mode() -> Mode {
 }
 
 /// The path in use, if it has been decided (by [`mode`]); `None` if not yet. Decides nothing.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
 pub(crate) fn decided() -> Option<Mode> {
     MODE.get().copied()
 }
