@@ -10,23 +10,33 @@
 //! clocksource ([`KERNEL_CLOCKSOURCE`]) only if the counters agree. Where the counter is not
 //! invariant, or the kernel's clocksource is another (or `rdtscp` is missing, or the build is
 //! for another architecture, or runs under miri), the clock is `CLOCK_MONOTONIC`, in
-//! nanoseconds, through [`std::time::Instant`].
+//! nanoseconds, through [`std::time::Instant`], if it tells apart two reads made one after the
+//! other. Where it does not (a coarse clocksource: `jiffies`, or a tick longer than a read),
+//! two events in happens-before order on two CPUs could read the same time, and their tie would
+//! be broken by CPU number, against their order: the clock is then a process-wide counter
+//! ([`Source::Sequence`]), one atomic add per stamp, contended but ordered.
 //!
 //! The source is chosen once, at the first call, and can be forced to the monotonic clock with
-//! the environment variable [`FORCE_MONOTONIC_ENV`]` = 1` (tests run both ways).
+//! the environment variable [`FORCE_MONOTONIC_ENV`]` = 1`, or to the counter with
+//! [`FORCE_SEQUENCE_ENV`]` = 1` (tests run every way).
 //!
 //! `rdtscp` waits until every earlier instruction has executed and every earlier load is
 //! globally visible before it reads the counter; OpLog reads it after taking the per-CPU log
 //! slot's lock (a locked read-modify-write, which also drains the store buffer), so the
 //! timestamp is taken after everything the lock acquisition ordered.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Setting this environment variable to `1` makes the clock `CLOCK_MONOTONIC` even where the
 /// timestamp counter is invariant.
 pub const FORCE_MONOTONIC_ENV: &str = "OPLOG_FORCE_MONOTONIC";
+
+/// Setting this environment variable to `1` makes the clock the process-wide counter
+/// ([`Source::Sequence`]) whatever the machine has (it takes precedence over
+/// [`FORCE_MONOTONIC_ENV`]).
+pub const FORCE_SEQUENCE_ENV: &str = "OPLOG_FORCE_SEQUENCE";
 
 /// Where timestamps come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,11 +45,15 @@ pub enum Source {
     Tsc,
     /// `CLOCK_MONOTONIC` (nanoseconds since the first use).
     Monotonic,
+    /// A process-wide counter that every stamp increments (one atomic add on one shared word):
+    /// where `CLOCK_MONOTONIC` can read the same time twice in a row.
+    Sequence,
 }
 
 const UNKNOWN: u8 = 0;
 const TSC: u8 = 1;
 const MONOTONIC: u8 = 2;
+const SEQUENCE: u8 = 3;
 
 /// The chosen source, cached: UNKNOWN until the first decision, which never changes (see
 /// [`decide`]).
@@ -51,6 +65,7 @@ pub fn source() -> Source {
     match SOURCE.load(Ordering::Relaxed) {
         TSC => Source::Tsc,
         MONOTONIC => Source::Monotonic,
+        SEQUENCE => Source::Sequence,
         _ => decide(&SOURCE, detect),
     }
 }
@@ -62,17 +77,26 @@ pub fn source() -> Source {
 /// read from the counter and from `CLOCK_MONOTONIC` (incomparable scales) are never mixed.
 fn decide(slot: &AtomicU8, detect: impl FnOnce() -> Source) -> Source {
     let s = detect();
-    let code = if s == Source::Tsc { TSC } else { MONOTONIC };
+    let code = match s {
+        Source::Tsc => TSC,
+        Source::Monotonic => MONOTONIC,
+        Source::Sequence => SEQUENCE,
+    };
     // Relaxed: only the value is shared (it names the source; nothing else is published).
     match slot.compare_exchange(UNKNOWN, code, Ordering::Relaxed, Ordering::Relaxed) {
         Ok(_) => s,
         Err(TSC) => Source::Tsc,
+        Err(SEQUENCE) => Source::Sequence,
         Err(_) => Source::Monotonic,
     }
 }
 
 fn detect() -> Source {
-    let forced = std::env::var(FORCE_MONOTONIC_ENV).is_ok_and(|v| v == "1");
+    let on = |var| std::env::var(var).is_ok_and(|v| v == "1");
+    if on(FORCE_SEQUENCE_ENV) {
+        return Source::Sequence;
+    }
+    let forced = on(FORCE_MONOTONIC_ENV);
     let invariant = !forced && tsc_invariant();
     // The file is read only where its answer matters.
     let clocksource = if invariant {
@@ -80,7 +104,54 @@ fn detect() -> Source {
     } else {
         None
     };
-    choose(forced, invariant, clocksource.as_deref())
+    refine(
+        choose(forced, invariant, clocksource.as_deref()),
+        forced,
+        || separates(core::iter::repeat_with(monotonic).take(SEPARATION_READS)),
+    )
+}
+
+/// How many reads of `CLOCK_MONOTONIC`, one after the other, [`detect`] compares (about 25 µs
+/// with the vDSO).
+const SEPARATION_READS: usize = 1000;
+
+/// `source`, or [`Source::Sequence`] where it is the monotonic clock, not forced by
+/// [`FORCE_MONOTONIC_ENV`], and `separates` says that it read the same time twice in a row.
+///
+/// If one thread's two reads, one after the other, never read the same time, then neither do
+/// two reads of different CPUs ordered by happens-before: more passes between them (the first
+/// read's end, a store, the other CPU's load of it, the second read's start), and the kernel
+/// keeps `CLOCK_MONOTONIC` consistent across CPUs. If they can, two updates in that order on
+/// two CPUs could be stamped with one time and applied in the order of their CPUs' numbers.
+fn refine(source: Source, forced: bool, separates: impl FnOnce() -> bool) -> Source {
+    if source == Source::Monotonic && !forced && !separates() {
+        Source::Sequence
+    } else {
+        source
+    }
+}
+
+/// Whether no two consecutive times of `reads` are equal.
+fn separates(reads: impl Iterator<Item = u64>) -> bool {
+    let mut last = None;
+    for t in reads {
+        if last == Some(t) {
+            return false;
+        }
+        last = Some(t);
+    }
+    true
+}
+
+/// The counter of [`Source::Sequence`], incremented by every stamp (its first is 1).
+static SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// The next time of [`Source::Sequence`]. Relaxed: the adds of one word are in one order that
+/// every thread sees consistently with happens-before (read-modify-write coherence), so an add
+/// that happens before another returns a smaller time; nothing else is published.
+#[inline]
+pub fn sequence() -> u64 {
+    SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The source, given whether [`FORCE_MONOTONIC_ENV`] forces the monotonic clock, whether the
@@ -249,6 +320,7 @@ fn now_slow() -> u64 {
         // SAFETY: as in `now`.
         Source::Tsc => unsafe { rdtscp_unchecked() },
         Source::Monotonic => monotonic(),
+        Source::Sequence => sequence(),
     }
 }
 
@@ -345,8 +417,37 @@ mod tests {
     #[test]
     fn source_is_stable() {
         assert_eq!(source(), source());
-        if std::env::var(FORCE_MONOTONIC_ENV).is_ok_and(|v| v == "1") {
+        if std::env::var(FORCE_SEQUENCE_ENV).is_ok_and(|v| v == "1") {
+            assert_eq!(source(), Source::Sequence);
+        } else if std::env::var(FORCE_MONOTONIC_ENV).is_ok_and(|v| v == "1") {
             assert_eq!(source(), Source::Monotonic);
         }
+    }
+
+    /// A monotonic clock that reads one time twice in a row (a coarse clocksource) is replaced
+    /// by the counter, unless forced: two updates in happens-before order on two CPUs could
+    /// otherwise get one time and be applied in the order of their CPUs' numbers.
+    #[test]
+    fn a_clock_that_reads_one_time_twice_is_replaced_by_the_counter() {
+        assert!(separates([1, 2, 3, 5].into_iter()));
+        assert!(!separates([1, 2, 2, 3].into_iter()));
+        assert!(separates(core::iter::empty()));
+        let coarse = || separates([4_000_000, 4_000_000].into_iter());
+        assert_eq!(refine(Source::Monotonic, false, coarse), Source::Sequence);
+        assert_eq!(refine(Source::Monotonic, true, coarse), Source::Monotonic);
+        assert_eq!(refine(Source::Tsc, false, coarse), Source::Tsc);
+        assert_eq!(refine(Source::Monotonic, false, || true), Source::Monotonic);
+        let slot = AtomicU8::new(UNKNOWN);
+        assert_eq!(decide(&slot, || Source::Sequence), Source::Sequence);
+        assert_eq!(decide(&slot, || Source::Tsc), Source::Sequence);
+    }
+
+    /// The counter's times strictly increase along happens-before, across threads too.
+    #[test]
+    fn sequence_times_increase_across_threads() {
+        let a = sequence();
+        let b = std::thread::spawn(sequence).join().unwrap();
+        let c = sequence();
+        assert!(a < b && b < c, "{a} {b} {c}");
     }
 }
