@@ -485,19 +485,7 @@ fn a_failing_update_applied_while_unwinding_does_not_abort() {
         println!("child done");
         return;
     }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([NAME, "--exact", "--test-threads=1", "--nocapture"])
-        .env(CHILD, "1")
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_child(NAME, CHILD);
 }
 
 /// The other places where a batch is applied: at the bound (the panic comes out of the `log`
