@@ -1817,9 +1817,11 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// [`Self::read_at`] if every page of the range is cached: the bytes read, or `None` at the
-    /// first page that is not (a prefix of `buf` may have been written). Makes no system call:
-    /// no fill, no eviction, no direct read (the C API reads so before it disables the thread's
-    /// cancellation for a read that may do I/O).
+    /// first page that is not (a prefix of `buf` may have been written). No fill, no eviction,
+    /// no direct read, and no system call but `sched_yield` (which is no cancellation point),
+    /// in the optimistic mode's wait for a page that another thread is filling or evicting (the
+    /// C API reads so before it disables the thread's cancellation for a read that may do
+    /// I/O).
     pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         let n = self.readable(buf.len(), offset);
         for (page, off, part) in page_parts(offset, n) {
