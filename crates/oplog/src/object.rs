@@ -987,33 +987,35 @@ fn apply_at_drop<L: Log>(core: &Core<L>, t: &mut L::Target) -> bool {
 /// a handle).
 #[cfg(not(loom))]
 mod applying {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// This thread's id: not 0, and distinct among the threads alive.
+    /// This thread's id: not 0, even (the address of its thread control block, `pthread_self`,
+    /// which is aligned), and distinct among the threads alive.
     fn this_thread() -> usize {
         // SAFETY: pthread_self has no precondition (it reads the thread pointer).
-        unsafe { libc::pthread_self() as usize }
+        let t = unsafe { libc::pthread_self() as usize };
+        debug_assert!(
+            t != 0 && t & ORPHANED == 0,
+            "a pthread_t that is not an address"
+        );
+        t
     }
 
-    /// An object's record of the evicter that applies its logs.
-    pub(super) struct Slot {
-        /// That evicter's thread, or 0. Written by it only, holding the object's target lock,
-        /// and cleared before it unlocks. Relaxed: a thread acts only on finding its own id,
-        /// which its own earlier store wrote (a dead thread whose id it reuses cleared the
-        /// value before it exited, which happened before this thread began); another thread's
-        /// drop that reads a stale value goes on to wait for the lock, as it must.
-        thread: AtomicUsize,
-        /// The object's drop ran on that thread meanwhile and left the rest to the evicter.
-        /// Written and read on that thread only (Relaxed).
-        orphaned: AtomicBool,
-    }
+    /// The bit of [`Slot`]'s word saying that the object's drop ran on the evicter's thread
+    /// meanwhile and left the rest to the evicter.
+    const ORPHANED: usize = 1;
+
+    /// An object's record of the evicter that applies its logs: one word, that evicter's thread
+    /// ([`this_thread`]) or 0, with [`ORPHANED`]. Written by that thread only, holding the
+    /// object's target lock, and cleared before it unlocks. Relaxed: a thread acts only on
+    /// finding its own id, which its own earlier store wrote (a dead thread whose id it reuses
+    /// cleared the value before it exited, which happened before this thread began); another
+    /// thread's drop that reads a stale value goes on to wait for the lock, as it must.
+    pub(super) struct Slot(AtomicUsize);
 
     impl Slot {
         pub(super) fn new() -> Self {
-            Slot {
-                thread: AtomicUsize::new(0),
-                orphaned: AtomicBool::new(false),
-            }
+            Slot(AtomicUsize::new(0))
         }
     }
 
@@ -1024,17 +1026,16 @@ mod applying {
         /// Records that this thread, holding the target lock of the object of `slot`, applies
         /// its logs.
         pub(super) fn begin(slot: &'a Slot) -> Self {
-            slot.orphaned.store(false, Ordering::Relaxed);
-            slot.thread.store(this_thread(), Ordering::Relaxed);
+            slot.0.store(this_thread(), Ordering::Relaxed);
             Applying(slot)
         }
 
         /// Clears the record: whether the object's drop ran meanwhile and left the rest of it
         /// (the apply of what was logged since, and the free) to the caller.
         pub(super) fn end(self) -> bool {
-            let slot = self.0;
+            let orphaned = self.0 .0.load(Ordering::Relaxed) & ORPHANED != 0;
             drop(self);
-            slot.orphaned.load(Ordering::Relaxed)
+            orphaned
         }
     }
 
@@ -1042,16 +1043,16 @@ mod applying {
         fn drop(&mut self) {
             // On a panic of the apply: an object orphaned meanwhile stays leaked, as an object
             // whose drop panics is.
-            self.0.thread.store(0, Ordering::Relaxed);
+            self.0 .0.store(0, Ordering::Relaxed);
         }
     }
 
     /// Called by the drop of the object of `slot`: if this thread is applying its logs as an
     /// evicter, marks it orphaned (the evicter finishes the drop) and says so.
     pub(super) fn orphan(slot: &Slot) -> bool {
-        let t = slot.thread.load(Ordering::Relaxed);
-        if t != 0 && t == this_thread() {
-            slot.orphaned.store(true, Ordering::Relaxed);
+        let t = slot.0.load(Ordering::Relaxed);
+        if t & !ORPHANED == this_thread() {
+            slot.0.store(t | ORPHANED, Ordering::Relaxed);
             true
         } else {
             false
