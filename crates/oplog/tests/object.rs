@@ -458,7 +458,7 @@ fn a_panic_in_take_while_spilling_poisons_the_object() {
 fn a_failing_update_applied_while_unwinding_does_not_abort() {
     const CHILD: &str = "OPLOG_TEST_UNWINDING_CHILD";
     const NAME: &str = "a_failing_update_applied_while_unwinding_does_not_abort";
-    if std::env::var_os(CHILD).is_some() {
+    in_child(NAME, CHILD, || {
         let d = Domain::<OpVec<Push>>::new();
         let o = Object::new(&d, Vec::new());
         o.log(Push(BAD));
@@ -482,10 +482,7 @@ fn a_failing_update_applied_while_unwinding_does_not_abort() {
         o.log(Push(BAD));
         let msg = panic_message(|| drop(o));
         assert!(msg.contains("update 13 fails"), "{msg}");
-        println!("child done");
-        return;
-    }
-    run_child(NAME, CHILD);
+    });
 }
 
 /// The other places where a batch is applied: at the bound (the panic comes out of the `log`
@@ -856,10 +853,16 @@ impl<L: oplog::Log> Drop for LogOnDrop<'_, L> {
     }
 }
 
-/// Runs the test `name` in a child process (this test binary, filtered to it) with the
-/// environment variable `child` set, and checks that the child printed "child done" and
-/// exited successfully (it did not abort).
-fn run_child(name: &str, child: &str) {
+/// Runs `body` in a child process (this test binary, filtered to the test `name`, with the
+/// environment variable `child` set), and checks that the child printed "child done" and
+/// exited successfully (it did not abort). Called by the test itself: in the child, it runs
+/// `body` and prints that line.
+fn in_child(name: &str, child: &str, body: impl FnOnce()) {
+    if std::env::var_os(child).is_some() {
+        body();
+        println!("child done");
+        return;
+    }
     let exe = std::env::current_exe().expect("the test binary");
     let out = std::process::Command::new(exe)
         .args([name, "--exact", "--test-threads=1", "--nocapture"])
@@ -885,7 +888,7 @@ fn run_child(name: &str, child: &str) {
 fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
     const CHILD: &str = "OPLOG_TEST_LOG_UNWINDING_CHILD";
     const NAME: &str = "a_log_while_unwinding_whose_applied_updates_fail_does_not_abort";
-    if std::env::var_os(CHILD).is_some() {
+    in_child(NAME, CHILD, || {
         let _saved = percpu::affinity::Saved::take();
         // Held on one CPU, so that the updates go to one log and the objects meet in one way.
         if percpu::testing::pin_or_skip("the bound and an eviction on one CPU").is_some() {
@@ -913,10 +916,7 @@ fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
             assert!(b.is_poisoned() && !a.is_poisoned());
             assert_eq!(*a.synchronize(), [3], "3 was logged after the eviction");
         }
-        println!("child done");
-        return;
-    }
-    run_child(NAME, CHILD);
+    });
 }
 
 /// A `log` called by a `Drop` while the thread unwinds from a panic evicts the log of a locked
@@ -929,7 +929,7 @@ fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
 fn a_log_while_unwinding_whose_spill_take_fails_does_not_abort() {
     const CHILD: &str = "OPLOG_TEST_SPILL_UNWINDING_CHILD";
     const NAME: &str = "a_log_while_unwinding_whose_spill_take_fails_does_not_abort";
-    if std::env::var_os(CHILD).is_some() {
+    in_child(NAME, CHILD, || {
         let _saved = percpu::affinity::Saved::take();
         // On one CPU, so that the two objects meet in its only way.
         if percpu::testing::pin_or_skip("an eviction on one CPU").is_some() {
@@ -954,8 +954,5 @@ fn a_log_while_unwinding_whose_spill_take_fails_does_not_abort() {
             a.log(3);
             assert_eq!(*a.synchronize(), [3], "1 and 2 were lost with the take");
         }
-        println!("child done");
-        return;
-    }
-    run_child(NAME, CHILD);
+    });
 }
