@@ -1316,7 +1316,19 @@ impl<T: ?Sized> Arc<T> {
         }
         let m: NonNull<Meta> = self.inner.cast();
         let mut v = d.arcs.lock(self.meta().shard);
-        if !Self::unref_and_reclaim(d, self.inner, a, &mut v) {
+        let reclaimed = if std::thread::panicking() {
+            // The reclaim's fence panics where `membarrier` keeps failing; a panic leaving a
+            // drop while the thread unwinds would abort the process. Caught, it leaves the
+            // object as after a failed reclaim (the flag is cleared as the panic leaves the
+            // fence): UNREF done, still listed, so the collector drops the value later.
+            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                Self::unref_and_reclaim(d, self.inner, a, &mut v)
+            }))
+            .unwrap_or(false)
+        } else {
+            Self::unref_and_reclaim(d, self.inner, a, &mut v)
+        };
+        if !reclaimed {
             return false;
         }
         drop(v);
@@ -1894,6 +1906,49 @@ mod tests {
         Arc::make_mut(&mut a).push('!');
         assert_eq!(*a, "v!");
         assert!(w.upgrade().is_none(), "moved away from the Weak");
+    }
+
+    /// The last `Arc` of a value dropped while its thread unwinds from another panic, where the
+    /// reclaim's fence panics (percpu's fence panics when `membarrier` keeps failing): that
+    /// panic is caught in the drop (leaving the drop, it aborted the process), the first panic
+    /// reaches its caller, and the value waits, unreferenced and listed, for the collector.
+    #[test]
+    fn a_last_drop_while_unwinding_whose_fence_panics_leaves_the_value_to_the_collector() {
+        use crate::reclaim::FENCE_PANICS;
+        let d = small_domain();
+        let drops = counters(1);
+        let a = Arc::new_in(
+            Counted {
+                id: 0,
+                panics: usize::MAX,
+                drops,
+            },
+            d,
+        );
+        RECENT.with(|c| {
+            let mut r = c.get();
+            r.addr = 0;
+            r.drops = 0;
+            r.due = u64::MAX;
+            c.set(r);
+        });
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _a = a;
+            FENCE_PANICS.with(|c| c.set(true));
+            panic!("the first panic");
+        }))
+        .expect_err("the first panic");
+        FENCE_PANICS.with(|c| c.set(false));
+        assert_eq!(err.downcast_ref::<&str>(), Some(&"the first panic"));
+        assert_eq!(
+            drops[0].load(Ordering::SeqCst),
+            0,
+            "dropped without a fence"
+        );
+        assert_eq!(d.arcs_alive(), 1, "unlisted without a reclaim");
+        assert_eq!(collect(d), 1);
+        assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+        assert_eq!(d.arcs_alive(), 0);
     }
 
     /// An `Arc` dropped while its thread unwinds from another panic, when a collection is due:
