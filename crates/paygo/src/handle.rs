@@ -153,6 +153,12 @@ impl<T> Owner<T> {
 
     /// Lets go: no reference can be taken from now on, and the value is dropped now if none is
     /// held, else by the last [`HandleRef`]. Same as dropping the owner.
+    ///
+    /// # Panics
+    /// If the asymmetric fence fails (`membarrier` failing for want of memory, tried 100
+    /// times): no reference can be taken any more, and the value is leaked, never dropped (the
+    /// references held stay valid). A drop of the owner while its thread unwinds from another
+    /// panic does not panic then, and leaks the value the same way.
     pub fn kill(self) {
         drop(self)
     }
@@ -182,7 +188,18 @@ impl<T> Drop for Owner<T> {
     fn drop(&mut self) {
         let _count = OwnerCount(self.inner);
         let inner = self.inner();
-        if inner.domain.kill(inner.header()) {
+        let killed = if std::thread::panicking() {
+            // The kill's fence panics where `membarrier` keeps failing; a panic leaving a drop
+            // while the thread unwinds would abort the process. Caught, it leaves the value
+            // leaked, as a kill whose fence panics does (see `Owner::kill`).
+            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                inner.domain.kill(inner.header())
+            }))
+            .unwrap_or(false)
+        } else {
+            inner.domain.kill(inner.header())
+        };
+        if killed {
             // SAFETY: the kill moved the header to DEAD: we are the unique winner.
             unsafe { inner.drop_value() };
         }
@@ -262,6 +279,58 @@ impl<T: core::fmt::Debug> core::fmt::Debug for HandleRef<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An owner let go of where the kill's fence panics (percpu's fence panics when
+    /// `membarrier` keeps failing), by `kill` or by a drop while its thread unwinds from
+    /// another panic: the fence's panic reaches `kill`'s caller, and is caught in the drop
+    /// (leaving the drop, it aborted the process); either way no reference can be taken any
+    /// more, the one held stays valid, and the value is leaked, never dropped.
+    #[test]
+    fn an_owner_whose_kill_fence_panics_leaks_the_value() {
+        use crate::reclaim::FENCE_PANICS;
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let d = Arc::new(Domain::new());
+        for how in ["kill", "unwinding"] {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let owner = Owner::new(&d, Counted(drops.clone()));
+            let handle = owner.handle();
+            let held = handle.try_get().expect("published");
+            let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                FENCE_PANICS.with(|c| c.set(true));
+                if how == "kill" {
+                    owner.kill();
+                } else {
+                    let _owner = owner;
+                    panic!("the first panic");
+                }
+            }))
+            .expect_err("a panic");
+            FENCE_PANICS.with(|c| c.set(false));
+            let says = if how == "kill" {
+                err.downcast_ref::<&str>() == Some(&"paygo: test: the asymmetric fence failed")
+            } else {
+                err.downcast_ref::<&str>() == Some(&"the first panic")
+            };
+            assert!(says, "{how}: another panic");
+            assert!(
+                handle.try_get().is_none(),
+                "{how}: a reference after the kill"
+            );
+            assert_eq!(held.0.load(Ordering::SeqCst), 0, "{how}");
+            drop(held);
+            assert_eq!(
+                drops.load(Ordering::SeqCst),
+                0,
+                "{how}: dropped without a fence"
+            );
+            assert!(!handle.is_released(), "{how}");
+        }
+    }
 
     /// Set in the child process that makes the handle past the most (its value says how).
     const CHILD: &str = "PAYGO_TOO_MANY_HANDLES_CHILD";
