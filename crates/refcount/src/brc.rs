@@ -68,6 +68,8 @@ use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
+// Loom cannot see membarrier: under loom both sides of the fence are loom's (owner_fence).
+#[cfg_attr(loom, allow(unused_imports))]
 use percpu::membarrier::{heavy_fence, light_fence};
 
 /// `shared` flag: a non-owner took the shared count below zero; the owner should merge.
@@ -84,8 +86,14 @@ pub fn thread_id() -> u64 {
     use std::cell::Cell;
     use std::sync::atomic::AtomicU64 as StdAtomicU64;
     static NEXT: StdAtomicU64 = StdAtomicU64::new(1);
+    // Under loom every model thread runs on the test's OS thread: the id is a loom thread-local.
+    #[cfg(not(loom))]
     thread_local! {
         static TID: Cell<u64> = const { Cell::new(0) };
+    }
+    #[cfg(loom)]
+    loom::thread_local! {
+        static TID: Cell<u64> = Cell::new(0);
     }
     TID.with(|t| {
         let v = t.get();
@@ -96,6 +104,67 @@ pub fn thread_id() -> u64 {
         t.set(v);
         v
     })
+}
+
+/// The owner's side of the asymmetric fence ([`light_fence`]). Loom cannot see membarrier: a
+/// model has both sides pay a `SeqCst` fence, as where membarrier is unavailable.
+#[inline(always)]
+fn owner_fence() {
+    #[cfg(not(loom))]
+    light_fence();
+    #[cfg(loom)]
+    crate::sync::fence(Ordering::SeqCst);
+}
+
+/// The reclaimer's side of the asymmetric fence ([`heavy_fence`]; see [`owner_fence`]).
+fn reclaim_fence() {
+    #[cfg(not(loom))]
+    heavy_fence();
+    #[cfg(loom)]
+    crate::sync::fence(Ordering::SeqCst);
+}
+
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// sets one in [`bug::SWITCH`] before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// The owner's get skips its fence (light_fence) between its increment and its state load.
+    NoOwnerFence,
+    /// A merge zeroes `local` before it folds it into `shared`.
+    ZeroLocalFirst,
+    /// `count` adds `local` to a `shared` that says `MERGED` (read_all before e64a6f4).
+    MergedLocalAdded,
+    /// A put on `shared` is Relaxed instead of Release.
+    RelaxedSharedPut,
+}
+
+/// Whether the mutation `which` is switched on (never without `--cfg paygo_loom_bug`).
+#[inline(always)]
+fn bug(which: Bug) -> bool {
+    #[cfg(paygo_loom_bug)]
+    {
+        bug::SWITCH.with(|s| s.get() == which)
+    }
+    #[cfg(not(paygo_loom_bug))]
+    {
+        let _ = which;
+        false
+    }
+}
+
+/// The bug switch of the loom models.
+#[cfg(paygo_loom_bug)]
+pub(crate) mod bug {
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// The mutation switched on. A std thread-local: loom runs every model thread on the
+        /// test's OS thread, so the test's setting holds in all of them.
+        pub(crate) static SWITCH: Cell<super::Bug> = const { Cell::new(super::Bug::None) };
+    }
 }
 
 /// The `brc` scheme (no shared state).
@@ -117,6 +186,11 @@ impl Brc {
             return false;
         }
         let l = obj.local.load(Ordering::Relaxed) as i64;
+        if bug(Bug::ZeroLocalFirst) {
+            // The mutation: the zeroing below, moved here (Release pairs with the reclaimer's
+            // Acquire load of local, as there).
+            obj.local.store(0, Ordering::Release);
+        }
         let mut s = obj.shared.load(Ordering::Relaxed);
         loop {
             let new = ((s + l * ONE) & !QUEUED) | MERGED;
@@ -161,7 +235,11 @@ impl Brc {
         // SeqCst: the load half of try_reclaim's store-then-load (the non-owners' SeqCst
         // fetch_add then state load).
         let s = obj.shared.load(Ordering::SeqCst);
-        let l = if s & MERGED != 0 { 0 } else { l };
+        let l = if s & MERGED != 0 && !bug(Bug::MergedLocalAdded) {
+            0
+        } else {
+            l
+        };
         l + (s >> SHIFT)
     }
 
@@ -174,9 +252,14 @@ impl Brc {
                 new |= QUEUED;
             }
             // Release pairs with the reclaimer's SeqCst load of shared.
+            let order = if bug(Bug::RelaxedSharedPut) {
+                Ordering::Relaxed
+            } else {
+                Ordering::Release
+            };
             match obj
                 .shared
-                .compare_exchange_weak(s, new, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange_weak(s, new, order, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(cur) => s = cur,
@@ -231,7 +314,9 @@ impl RefCounter for Brc {
             obj.local.store(l + 1, Ordering::Relaxed);
             // Pairs with the heavy_fence in try_reclaim: either this load sees the flag, or
             // the reclaimer sees the store above.
-            light_fence();
+            if !bug(Bug::NoOwnerFence) {
+                owner_fence();
+            }
             // Acquire pairs with the Release store of state in reinit.
             if obj.state.load(Ordering::Acquire) != LIVE {
                 obj.local.store(l, Ordering::Relaxed);
@@ -290,7 +375,7 @@ impl RefCounter for Brc {
         // Pairs with the owner's light_fence in try_get. If it panics (membarrier kept
         // failing), nothing was decided: the object goes back to LIVE (Release pairs with the
         // Acquire loads of state in try_get) instead of refusing every later get.
-        crate::lifecycle::flagged_fence(heavy_fence, || obj.state.store(LIVE, Ordering::Release));
+        crate::lifecycle::flagged_fence(reclaim_fence, || obj.state.store(LIVE, Ordering::Release));
         let n = self.count(&obj);
         debug_assert!(n >= 0, "brc: negative count");
         if n == 0 {
@@ -313,5 +398,187 @@ impl RefCounter for Brc {
             shared: 0,
             objects: objs.count() * core::mem::size_of::<BrcObject>(),
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::Arc;
+    use loom::cell::UnsafeCell;
+    use loom::thread;
+
+    fn pin(o: &Arc<BrcObject>) -> Pin<&BrcObject> {
+        // SAFETY: the object lives in an Arc and is never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    /// An object owned by the model's main thread, and the data its references guard: a holder
+    /// writes it while it holds a reference, and a reclaimer that succeeded writes it too, so
+    /// loom reports a causality violation unless every holder's write happens before the
+    /// reclaim's success.
+    fn owned() -> (Arc<Brc>, Arc<BrcObject>, Arc<UnsafeCell<u64>>) {
+        let s = Arc::new(Brc::new());
+        let obj = Arc::new(s.new_object());
+        (s, obj, Arc::new(UnsafeCell::new(0)))
+    }
+
+    fn write(data: &UnsafeCell<u64>) {
+        // SAFETY: loom checks the access: the models write only under a reference or after a
+        // successful reclaim, which the scheme must order.
+        data.with_mut(|d| unsafe { *d += 1 });
+    }
+
+    /// The owner's fast path (plain increment, fence, state load) against a reclaim on
+    /// another thread (state flag, fence, then `local` and `shared`): either the owner's get
+    /// fails, or the reclaim sees its reference, or the owner's put happens before the
+    /// reclaim's verdict.
+    #[test]
+    fn owner_get_vs_reclaim() {
+        percpu::testing::loom_model(|| {
+            let (s, obj, data) = owned();
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                if s2.try_reclaim(pin(&o2)) {
+                    write(&d2);
+                }
+            });
+            assert!(s.is_owner(pin(&obj)));
+            if let Some(tok) = s.try_get(pin(&obj)) {
+                write(&data);
+                s.put(pin(&obj), tok);
+            }
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+        });
+    }
+
+    /// A non-owner's get and put on `shared` against the owner's put of its own reference,
+    /// which merges when it brings `local` to zero while the other's reference is counted on
+    /// `shared`, and the owner's reclaim after it: the reclaim never succeeds before the other
+    /// thread's put (whose accesses happen before it), and once both gave their references back
+    /// the count is 0 and the object is reclaimed.
+    #[test]
+    fn non_owner_get_put_vs_owner_put_and_merge() {
+        percpu::testing::loom_model(|| {
+            let (s, obj, data) = owned();
+            let mine = s.try_get(pin(&obj)).unwrap(); // local 1
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                assert!(!s2.is_owner(pin(&o2)));
+                if let Some(tok) = s2.try_get(pin(&o2)) {
+                    write(&d2);
+                    s2.put(pin(&o2), tok);
+                }
+            });
+            s.put(pin(&obj), mine); // local 0; merges if the other's reference is on shared
+            let reclaimed = s.try_reclaim(pin(&obj));
+            if reclaimed {
+                write(&data);
+            }
+            t.join().unwrap();
+            assert_eq!(
+                s.read_all(pin(&obj)),
+                0,
+                "a count left after every reference was given back"
+            );
+            assert!(reclaimed || s.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// The owner, holding two references, merges while another thread reads the count: no
+    /// get or put runs, so `read_all` is 2 (Precision::Exact) whichever of the merge's steps
+    /// (the fold into `shared`, the zeroing of `local`) its two reads fall between.
+    #[test]
+    fn merge_vs_read_all() {
+        percpu::testing::loom_model(|| {
+            let (s, obj, _) = owned();
+            let a = s.try_get(pin(&obj)).unwrap();
+            let b = s.try_get(pin(&obj)).unwrap(); // local 2
+            let (s2, o2) = (s.clone(), obj.clone());
+            let t = thread::spawn(move || {
+                assert_eq!(
+                    s2.read_all(pin(&o2)),
+                    2,
+                    "read_all miscounted while the owner merged"
+                );
+            });
+            assert!(s.merge(pin(&obj)));
+            t.join().unwrap();
+            assert_eq!(s.parts(pin(&obj)), (0, 2, MERGED));
+            s.put(pin(&obj), a);
+            s.put(pin(&obj), b);
+            assert!(s.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// The owner, holding a reference, merges while another thread tries to reclaim: the
+    /// reclaim reads `local` then `shared`, and the merge folds `local` into `shared` before it
+    /// zeroes `local`, so the reclaim sees the reference on one word or the other and fails.
+    #[test]
+    fn merge_vs_reclaim_under_the_owners_reference() {
+        percpu::testing::loom_model(|| {
+            let (s, obj, _) = owned();
+            let held = s.try_get(pin(&obj)).unwrap(); // local 1
+            let (s2, o2) = (s.clone(), obj.clone());
+            let t = thread::spawn(move || s2.try_reclaim(pin(&o2)));
+            assert!(s.merge(pin(&obj)));
+            assert!(
+                !t.join().unwrap(),
+                "reclaimed under the owner's reference while it merged"
+            );
+            s.put(pin(&obj), held);
+            assert!(s.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// Runs `model` with the mutation `which` switched on.
+    #[cfg(paygo_loom_bug)]
+    fn with_bug(which: Bug, model: fn()) {
+        super::bug::SWITCH.with(|s| s.set(which));
+        model();
+    }
+
+    /// `owner_get_vs_reclaim` catches an owner get without its fence: its increment and the
+    /// reclaimer's flag can each miss the other (store buffering), and both go on.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_owner_get_without_fence_is_caught() {
+        with_bug(Bug::NoOwnerFence, owner_get_vs_reclaim);
+    }
+
+    /// `non_owner_get_put_vs_owner_put_and_merge` catches a Relaxed put on `shared`: the
+    /// reclaim that reads its decrement is no longer ordered after the holder's accesses.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_shared_put_is_caught() {
+        with_bug(
+            Bug::RelaxedSharedPut,
+            non_owner_get_put_vs_owner_put_and_merge,
+        );
+    }
+
+    /// `merge_vs_read_all` catches a count that adds `local` to a `shared` that says `MERGED`
+    /// (a read of `local` before the merge's zeroing and of `shared` after its fold counts the
+    /// owner's references twice: 4).
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "read_all miscounted while the owner merged")]
+    fn bug_merged_local_added_is_caught() {
+        with_bug(Bug::MergedLocalAdded, merge_vs_read_all);
+    }
+
+    /// `merge_vs_reclaim_under_the_owners_reference` catches a merge that zeroes `local`
+    /// before its fold: a reclaim between the two reads 0 on both words.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under the owner's reference while it merged")]
+    fn bug_zero_local_first_is_caught() {
+        with_bug(
+            Bug::ZeroLocalFirst,
+            merge_vs_reclaim_under_the_owners_reference,
+        );
     }
 }
