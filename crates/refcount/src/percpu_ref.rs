@@ -39,7 +39,7 @@
 //!   outside per-CPU mode it stays zero: `DEAD`. Otherwise the object is *resurrected*
 //!   (`percpu_ref_resurrect`): state `KILLED` again (so that no reader takes `atomic` with
 //!   the bias back in it for the count, as it does in `ATOMIC`), `atomic += BIAS`, state
-//!   `PERCPU`.
+//!   `PERCPU` (the loom model `read_all_vs_resurrection`).
 //! * `reinit`: `DEAD → PERCPU` with `atomic += BIAS`.
 //!
 //! **The bias.** Between the kill and the fold, puts of references taken in per-CPU mode
@@ -281,6 +281,46 @@ pub(crate) fn sections() -> Sections {
     }
 }
 
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// sets one in [`bug::SWITCH`] before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// The resurrection puts the bias back while the object is still in `ATOMIC` mode,
+    /// without its step through `KILLED`.
+    ResurrectFromAtomic,
+    /// The resurrection's `fetch_add` of the bias is Relaxed instead of Release.
+    RelaxedBias,
+}
+
+/// Whether the mutation `which` is switched on (never without `--cfg paygo_loom_bug`).
+#[inline(always)]
+fn bug(which: Bug) -> bool {
+    #[cfg(paygo_loom_bug)]
+    {
+        bug::SWITCH.with(|s| s.get() == which)
+    }
+    #[cfg(not(paygo_loom_bug))]
+    {
+        let _ = which;
+        false
+    }
+}
+
+/// The bug switch of the loom models.
+#[cfg(paygo_loom_bug)]
+pub(crate) mod bug {
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// The mutation switched on. A std thread-local: loom runs every model thread on the
+        /// test's OS thread, so the test's setting holds in all of them.
+        pub(crate) static SWITCH: Cell<super::Bug> = const { Cell::new(super::Bug::None) };
+    }
+}
+
 /// The `percpu-ref` scheme: the critical sections' [`PerCpu`] (one for the process, shared by
 /// every instance, so that the fence of the instance that reclaims an object excludes the
 /// sections of any instance it is used through) and the per-CPU arena.
@@ -346,12 +386,22 @@ impl PercpuRef {
             // Out of ATOMIC mode before the bias goes back: there read_all takes `atomic` for
             // the count, and would read the bias as part of it (a count near -2^63). KILLED,
             // in a new generation, makes it wait instead (and its mode re-check fail).
-            let m = next_mode(m, KILLED);
-            obj.mode.store(m, Ordering::Relaxed);
+            let m = if bug(Bug::ResurrectFromAtomic) {
+                m
+            } else {
+                let m = next_mode(m, KILLED);
+                obj.mode.store(m, Ordering::Relaxed);
+                m
+            };
             // Release: orders the store of KILLED above before the bias (pairs with the
             // Acquire load of atomic in read_all: a reader that sees the bias re-reads mode
             // past ATOMIC).
-            obj.atomic.fetch_add(BIAS, Ordering::Release);
+            let order = if bug(Bug::RelaxedBias) {
+                Ordering::Relaxed
+            } else {
+                Ordering::Release
+            };
+            obj.atomic.fetch_add(BIAS, order);
             // Release pairs with the Acquire in try_get's mode load: a get after the
             // resurrection sees the restored bias and base.
             obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
@@ -575,5 +625,68 @@ mod loom_tests {
             t.join().unwrap();
             assert_eq!(s.read_all(o), 0);
         });
+    }
+
+    /// A reclaim that fails (this thread holds a reference) resurrects the object: `KILLED`
+    /// in a new generation, the bias back into `atomic`, then `PERCPU`. A `read_all` on
+    /// another CPU meanwhile reads the one reference whichever state it finds: in `ATOMIC`
+    /// mode it takes `atomic` for the count, so it must never read the bias there (the step
+    /// through `KILLED` makes its re-check of `mode` fail instead). After the resurrection the
+    /// object is in per-CPU mode again: a get counts on its CPU and the count stays exact.
+    #[test]
+    fn read_all_vs_resurrection() {
+        percpu::testing::loom_model(|| {
+            let s = crate::sync::Arc::new(PercpuRef::new());
+            let obj = crate::sync::Arc::new(s.new_object());
+            percpu::loom_set_cpu(0);
+            // SAFETY: the object lives in an Arc that is never moved out of.
+            let o = unsafe { Pin::new_unchecked(&*obj) };
+            let held = s.try_get(o).unwrap();
+            let (s2, o2) = (s.clone(), obj.clone());
+            let t = thread::spawn(move || {
+                percpu::loom_set_cpu(1);
+                // SAFETY: as above.
+                let o = unsafe { Pin::new_unchecked(&*o2) };
+                assert_eq!(
+                    s2.read_all(o),
+                    1,
+                    "read_all miscounted while a failed reclaim resurrected the object"
+                );
+            });
+            assert!(!s.try_reclaim(o), "reclaimed under a held reference");
+            t.join().unwrap();
+            assert_eq!(obj.mode.load(Ordering::Relaxed) & STATE_MASK, PERCPU);
+            let again = s.try_get(o).expect("live again after the failed reclaim");
+            assert_eq!(s.read_all(o), 2);
+            s.put(o, again);
+            s.put(o, held);
+            assert_eq!(s.read_all(o), 0);
+            assert!(s.try_reclaim(o));
+        });
+    }
+
+    /// Runs `model` with the mutation `which` switched on.
+    #[cfg(paygo_loom_bug)]
+    fn with_bug(which: Bug, model: fn()) {
+        super::bug::SWITCH.with(|s| s.set(which));
+        model();
+    }
+
+    /// `read_all_vs_resurrection` catches a resurrection that adds the bias back in `ATOMIC`
+    /// mode: a reader that read `ATOMIC` takes the biased `atomic` for the count.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
+    fn bug_resurrection_from_atomic_is_caught() {
+        with_bug(Bug::ResurrectFromAtomic, read_all_vs_resurrection);
+    }
+
+    /// `read_all_vs_resurrection` catches a Relaxed bias: a reader can see the bias and still
+    /// the `ATOMIC` mode of before the resurrection's store of `KILLED`.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
+    fn bug_relaxed_bias_is_caught() {
+        with_bug(Bug::RelaxedBias, read_all_vs_resurrection);
     }
 }
