@@ -34,7 +34,10 @@
 //! * **Epochs.** A background thread, owned by the scheme (started by [`RefCache::new`], stopped
 //!   when the scheme is dropped), runs an epoch every `epoch` (10 ms by default): it moves itself
 //!   to each CPU in turn and flushes that CPU's non-zero deltas (the user-space analogue of
-//!   sv6's per-core timer flush), then advances the epoch and reviews the queue.
+//!   sv6's per-core timer flush), then advances the epoch and reviews the queue. A thread that
+//!   cannot be started fails the construction: [`RefCache::try_new`] and
+//!   [`RefCache::try_with_config`] return the error, [`RefCache::new`] and
+//!   [`RefCache::with_config`] panic with it.
 //! * **Review queue.** When a flush leaves an object's `global` at 0, the object is queued with
 //!   the current epoch; a flush that changes a queued object's `global` marks it *dirty*. At the
 //!   end of an epoch, an object queued at least two epochs ago is re-queued if dirty, confirmed
@@ -436,12 +439,36 @@ pub struct RefCache {
 
 impl RefCache {
     /// 4096 ways per CPU, 10 ms epochs.
+    ///
+    /// # Panics
+    /// If the epoch thread cannot be started ([`Self::try_new`] returns the error instead).
     pub fn new() -> Self {
         Self::with_config(Config::default())
     }
 
+    /// [`Self::new`], or the error of starting the epoch thread (see [`Self::try_with_config`]).
+    pub fn try_new() -> std::io::Result<Self> {
+        Self::try_with_config(Config::default())
+    }
+
     /// A scheme with `config`.
+    ///
+    /// # Panics
+    /// If the epoch thread cannot be started ([`Self::try_with_config`] returns the error
+    /// instead).
+    #[track_caller]
     pub fn with_config(config: Config) -> Self {
+        match Self::try_with_config(config) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A scheme with `config`, or the error of starting its epoch thread (the system's limit
+    /// on threads, or no memory for the thread's stack: `pthread_create`'s `EAGAIN`, of kind
+    /// [`std::io::ErrorKind::WouldBlock`]), whose kind is the spawn's and whose message names
+    /// the epoch thread. Nothing is left behind on an error.
+    pub fn try_with_config(config: Config) -> std::io::Result<Self> {
         let ways = config.ways.max(1).next_power_of_two();
         let shared = Arc::new(Shared {
             pc: PerCpu::new(|_| Cache {
@@ -479,13 +506,18 @@ impl RefCache {
                 drop(g);
                 sh.run_epoch();
             })
-            .expect("refcache: cannot start the epoch thread");
-        RefCache {
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("refcache: cannot start the epoch thread: {e}"),
+                )
+            })?;
+        Ok(RefCache {
             shared,
             stop,
             thread: Some(thread),
             config: Config { ways, ..config },
-        }
+        })
     }
 
     /// The configuration in use (ways rounded up).
@@ -582,6 +614,10 @@ impl RefCache {
 }
 
 impl Default for RefCache {
+    /// [`RefCache::new`].
+    ///
+    /// # Panics
+    /// If the epoch thread cannot be started.
     fn default() -> Self {
         Self::new()
     }

@@ -160,3 +160,84 @@ fn background_epochs_flush_and_stop_on_drop() {
     drop(objs);
     drop(s); // joins the thread: hangs here if it does not stop
 }
+
+/// Runs `body` in a child process (this test binary, filtered to the test `name`, with the
+/// environment variable `child` set) in which no thread can be started: `RUST_MIN_STACK` asks
+/// 2⁴⁷ bytes of stack (the whole user address space of x86-64), which no `mmap` can give, so
+/// every spawn fails with `EAGAIN` (`WouldBlock`; the test harness then runs the test on its
+/// main thread). Checks that the child printed "child done" and exited successfully.
+fn without_threads(name: &str, child: &str, body: impl FnOnce()) {
+    if std::env::var_os(child).is_some() {
+        body();
+        println!("child done");
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(child, "1")
+        .env("RUST_MIN_STACK", (1u64 << 47).to_string())
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done"),
+        "the child: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A scheme whose epoch thread cannot be started is an error of its construction, naming the
+/// thread, with the spawn's kind (`try_new`, `try_with_config`); `new` and `with_config`
+/// panic with it. It was a panic of `new` and `with_config` alone, which a caller could not
+/// tell from a bug (the C API of `pagecache` answers a panic with its internal error).
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn a_scheme_whose_epoch_thread_cannot_start_is_an_error() {
+    const CHILD: &str = "REFCACHE_TEST_NO_THREADS_CHILD";
+    const NAME: &str = "a_scheme_whose_epoch_thread_cannot_start_is_an_error";
+    without_threads(NAME, CHILD, || {
+        assert!(
+            std::thread::Builder::new().spawn(|| ()).is_err(),
+            "the child can start threads: the test checks nothing"
+        );
+        let e = RefCache::try_new().err().expect("no epoch thread");
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("refcache: cannot start the epoch thread"),
+            "{e}"
+        );
+        let e = RefCache::try_with_config(Config::default())
+            .err()
+            .expect("no epoch thread");
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
+        let p = std::panic::catch_unwind(|| drop(RefCache::new())).expect_err("new panics");
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or_default();
+        assert!(
+            msg.starts_with("refcache: cannot start the epoch thread"),
+            "{msg}"
+        );
+    });
+}
+
+/// Where threads start, the fallible constructors make a working scheme.
+#[test]
+fn the_fallible_constructors_make_a_scheme_where_threads_start() {
+    let s = RefCache::try_new().expect("an epoch thread");
+    let objs = Objects::new(&s, 1);
+    let t = s.try_get(objs.get(0)).expect("live");
+    assert_eq!(s.read_all(objs.get(0)), 1);
+    s.put(objs.get(0), t);
+    assert!(s.try_reclaim(objs.get(0)));
+    let s = RefCache::try_with_config(Config {
+        ways: 3,
+        ..Config::default()
+    })
+    .expect("an epoch thread");
+    assert_eq!(s.config().ways, 4, "ways rounded up");
+}

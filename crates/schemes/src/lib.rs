@@ -49,10 +49,15 @@ pub trait Visit {
     fn visit<C: RefCounter>(self, info: &SchemeInfo, scheme: C) -> Self::Out;
 }
 
+/// One line per scheme: `name, kind, about[, unfit why] => [fallible] |cfg| make`, where `make`
+/// is the scheme, or with `fallible` an `io::Result` of it (a scheme that may fail to be made).
 macro_rules! registry {
     (@unfit) => { None };
     (@unfit $why:literal) => { Some($why) };
-    ($( $name:literal, $kind:ident, $about:literal $(, unfit $why:literal)? => |$cfg:ident| $make:expr ;)*) => {
+    (@make fallible $make:expr) => { $make };
+    (@make $make:expr) => { Ok::<_, std::io::Error>($make) };
+    ($( $name:literal, $kind:ident, $about:literal $(, unfit $why:literal)?
+        => $($fallible:ident)? |$cfg:ident| $make:expr ;)*) => {
         /// Every scheme, in display order.
         pub const SCHEMES: &[SchemeInfo] = &[
             $( SchemeInfo {
@@ -63,12 +68,24 @@ macro_rules! registry {
             }, )*
         ];
 
-        /// Runs `v` with the scheme called `name`; `None` if there is none.
-        pub fn visit<V: Visit>(name: &str, cfg: &SchemeConfig, v: V) -> Option<V::Out> {
+        /// Makes the scheme called `name` with `cfg` and runs `v` with it: `None` if there is
+        /// no such scheme, `Some(Err)` if it could not be made (`refcache` when its epoch
+        /// thread cannot be started: the spawn's error, see
+        /// [`RefCache::try_with_config`](refcount::refcache::RefCache::try_with_config)), and
+        /// then `v` does not run.
+        pub fn try_visit<V: Visit>(
+            name: &str,
+            cfg: &SchemeConfig,
+            v: V,
+        ) -> Option<std::io::Result<V::Out>> {
             let _ = cfg;
             let info = SCHEMES.iter().find(|s| s.name == name)?;
             match name {
-                $( $name => { let $cfg = cfg; let _ = $cfg; Some(v.visit(info, $make)) } )*
+                $( $name => {
+                    let $cfg = cfg;
+                    let _ = $cfg;
+                    Some(registry!(@make $($fallible)? $make).map(|s| v.visit(info, s)))
+                } )*
                 _ => None,
             }
         }
@@ -83,7 +100,7 @@ registry! {
     "sticky", Scheme, "parlaylib wait-free sticky counter: fetch_add guarded by a top-bit zero flag, helping readers" => |c| refcount::sticky::Sticky;
     "sloppy", Scheme, "sloppy counters (OSDI'10): per-CPU spare references over a central count" => |c| refcount::sloppy::Sloppy::new();
     "percpu-ref", Scheme, "Linux percpu_ref: per-object per-CPU counters, kill to atomic mode" => |c| refcount::percpu_ref::PercpuRef::new();
-    "refcache", Scheme, "RadixVM RefCache: per-CPU direct-mapped delta cache (4096 ways), epochs" => |c| refcount::refcache::RefCache::with_config(refcount::refcache::Config {
+    "refcache", Scheme, "RadixVM RefCache: per-CPU direct-mapped delta cache (4096 ways), epochs" => fallible |c| refcount::refcache::RefCache::try_with_config(refcount::refcache::Config {
         epoch: std::time::Duration::from_micros(c.epoch_us),
         ..Default::default()
     });
@@ -93,6 +110,18 @@ registry! {
     "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => |c| paygo::Domain::new();
     "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (the bare per-CPU update)",
         unfit "it cannot detect zero, so its try_reclaim never succeeds and no frame could ever be evicted or dropped" => |c| crate::limit::PercpuLimit::new();
+}
+
+/// Runs `v` with the scheme called `name`, made with `cfg`; `None` if there is none.
+///
+/// # Panics
+/// If the scheme cannot be made (see [`try_visit`], which returns the error instead).
+#[track_caller]
+pub fn visit<V: Visit>(name: &str, cfg: &SchemeConfig, v: V) -> Option<V::Out> {
+    match try_visit(name, cfg, v)? {
+        Ok(out) => Some(out),
+        Err(e) => panic!("{e}"),
+    }
 }
 
 /// The scheme called `name`.
