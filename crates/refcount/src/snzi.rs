@@ -26,8 +26,11 @@
 //!   there, as `rcuref` saturates: the indicator stays set and the object leaks.
 //!
 //! `try_get` arrives at the leaf of the current CPU and returns the leaf in the token; `put`
-//! departs from that same leaf (the "go home" of PAYGO's anchor). Versions are 32 bits: a CAS
-//! could succeed wrongly only if 2³² arrivals at one node happened between its load and its CAS.
+//! departs from that same leaf (the "go home" of PAYGO's anchor). The leaf is one of the
+//! object's own tree, whichever instance the object is used through (instances may have other
+//! numbers of leaves: [`Snzi::new`] follows the CPUs online when it is called). Versions are
+//! 32 bits: a CAS could succeed wrongly only if 2³² arrivals at one node happened between its
+//! load and its CAS.
 //!
 //! # Reclamation
 //!
@@ -186,9 +189,15 @@ impl Snzi {
         c_of(obj.nodes[0].load(Ordering::SeqCst)) > 0
     }
 
+    /// The leaf of `obj`'s tree for the current CPU: among the object's leaves, not this
+    /// instance's, so that an object used through an instance with another number of leaves
+    /// (made by `with_leaves`, or by `new` while another number of CPUs was online) arrives at
+    /// one of its own leaves.
     #[inline]
-    fn leaf_of_current_cpu(&self) -> usize {
-        self.leaves - 1 + percpu::current_cpu() % self.leaves
+    fn leaf_of_current_cpu(obj: &SnziObject) -> usize {
+        // The tree has 2 × leaves − 1 nodes.
+        let leaves = obj.nodes.len().div_ceil(2);
+        leaves - 1 + percpu::current_cpu() % leaves
     }
 }
 
@@ -240,7 +249,7 @@ impl RefCounter for Snzi {
         if obj.state.load(Ordering::Relaxed) != LIVE {
             return None;
         }
-        let leaf = self.leaf_of_current_cpu();
+        let leaf = Self::leaf_of_current_cpu(&obj);
         self.arrive(&obj, leaf);
         store_load_order();
         // SeqCst: after the arrival (store), pairs with the reclaimer's SeqCst state store
@@ -300,12 +309,14 @@ impl RefCounter for Snzi {
         revive(&obj.state, Self::NAME);
     }
 
+    /// Each object's own tree (its number of leaves may not be this instance's).
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SnziObject>>) -> Memory {
-        let per = core::mem::size_of::<SnziObject>()
-            + (2 * self.leaves - 1) * core::mem::size_of::<CachePadded<AtomicU64>>();
+        let node = core::mem::size_of::<CachePadded<AtomicU64>>();
         Memory {
             shared: core::mem::size_of::<Self>(),
-            objects: objs.count() * per,
+            objects: objs
+                .map(|o| core::mem::size_of::<SnziObject>() + o.nodes.len() * node)
+                .sum(),
         }
     }
 }

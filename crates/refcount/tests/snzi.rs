@@ -27,6 +27,37 @@ fn token_names_the_leaf_of_the_cpu() {
     unpin();
 }
 
+/// An object counts in its own tree whichever instance it is used through (instances of
+/// `Snzi::new` differ where CPUs came online between them): a get arrives at a leaf of the
+/// object's tree, chosen by the CPU among the object's leaves, and `memory` counts the nodes
+/// the object has. A get through an instance with more leaves than the object indexed past its
+/// tree and panicked; one through an instance with fewer arrived at an inner node.
+#[test]
+fn an_object_counts_in_its_own_tree_through_an_instance_with_other_leaves() {
+    let (one, many) = (Snzi::with_leaves(1), Snzi::with_leaves(16));
+    let (small, big) = (Objects::new(&one, 1), Objects::new(&many, 1));
+    for (s, objs, leaves) in [(&many, &small, 1), (&one, &big, 16)] {
+        let o = objs.get(0);
+        let t = s.try_get(o).expect("live");
+        assert!(
+            (leaves - 1..2 * leaves - 1).contains(&t.leaf()),
+            "leaf {} of a tree of {leaves} leaves",
+            t.leaf()
+        );
+        assert_eq!(s.read_all(o), 1);
+        assert!(!s.try_reclaim(o), "reclaimed under a reference");
+        s.put(o, t);
+        assert_eq!(s.read_all(o), 0);
+        assert!(s.try_reclaim(o));
+        let own = if leaves == 1 { &one } else { &many };
+        assert_eq!(
+            s.memory(&mut objs.iter()).objects,
+            own.memory(&mut objs.iter()).objects,
+            "the bytes of an object of {leaves} leaves"
+        );
+    }
+}
+
 #[test]
 fn rounds_leaves_to_a_power_of_two() {
     assert_eq!(Snzi::with_leaves(3).leaves(), 4);
