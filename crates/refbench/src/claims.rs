@@ -749,7 +749,12 @@ fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
             .map(|x| format!("{:.2}x at k = {k}", x.1 / x.2.max(1e-9)))
             .unwrap_or_default()
     };
-    match both.iter().find(|x| x.1 >= x.2) {
+    // The break-even: the smallest k from which OpLog is at or above the locked map at every k
+    // measured. A k where OpLog is ahead while the map is ahead again at a larger one is none:
+    // the first k where OpLog was ahead was taken for it, and a run in which OpLog led at k = 2
+    // only held the claim.
+    let from = both.iter().rposition(|x| x.1 < x.2).map_or(0, |i| i + 1);
+    match both.get(from) {
         None => outcome(
             Verdict::DoesNotHold,
             format!(
@@ -758,7 +763,7 @@ fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
                 at(both.last().unwrap().0),
                 both.last().unwrap().0
             ),
-            "OpLog never beat the locked map",
+            "OpLog below the locked map at the largest k measured: it never stays ahead",
         ),
         Some(&(k, _, _)) => {
             let v = if k > k0 {
@@ -1950,6 +1955,7 @@ mod tests {
         assert!(o.measured.contains("every 3 forks (2T"), "{o:?}");
         // OpLog ahead from k = 1: no break-even, in shape only.
         rows[2].ops_per_sec = Some(120.0);
+        rows[6].ops_per_sec = Some(120.0);
         let o = oplog_break_even(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert!(o.reason.contains("no break-even"), "{o:?}");
@@ -1978,6 +1984,32 @@ mod tests {
             oplog_break_even(&Rows::new(&basic)).verdict,
             Verdict::NotMeasured
         );
+    }
+
+    /// The break-even is where OpLog stays at or above the locked map: ahead at one k and behind
+    /// again at a larger one is no break-even, and ahead at the larger ones after being behind
+    /// between puts the break-even past the k where it was behind.
+    #[test]
+    fn read_ratio_rule_needs_oplog_ahead_at_every_larger_k() {
+        let run = |oplog: [f64; 4]| {
+            let mut rows = Vec::new();
+            for (k, o) in (1..).zip(oplog) {
+                rows.push(rr("oplog", 2, k, o, None));
+                rows.push(rr("locked", 2, k, 100.0, None));
+            }
+            oplog_break_even(&Rows::new(&rows))
+        };
+        // Ahead at k = 2 only: the locked map wins at k = 3 and 4.
+        let o = run([80.0, 110.0, 90.0, 95.0]);
+        assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+        assert!(o.measured.contains("no break-even in k = 1..4"), "{o:?}");
+        // Ahead at k = 1, behind at 2, ahead from 3: the break-even is 3.
+        let o = run([120.0, 90.0, 100.0, 130.0]);
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(o.measured.contains("every 3 forks (2T"), "{o:?}");
+        // Ahead at every k: no break-even, in shape only.
+        let o = run([120.0, 110.0, 100.0, 130.0]);
+        assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
     }
 
     #[test]
