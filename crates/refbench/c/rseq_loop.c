@@ -18,7 +18,8 @@
 #include <time.h>
 
 #define MAX_CPUS 4096
-#define MAX_THREADS 1024
+/* refbench's own bound on --threads (harness::MAX_THREADS); a unit test of c_loop.rs checks it. */
+#define MAX_THREADS 4096
 #define BATCH 256
 
 struct __attribute__((aligned(128))) slot { int64_t v; };
@@ -114,8 +115,14 @@ int main(int argc, char **argv)
 		if (CPU_ISSET(c, &all))
 			cpus[ncpus++] = c;
 	pthread_t h[MAX_THREADS];
-	for (long t = 0; t < threads; t++)
-		pthread_create(&h[t], NULL, worker, (void *)t);
+	for (long t = 0; t < threads; t++) {
+		int e = pthread_create(&h[t], NULL, worker, (void *)t);
+		if (e != 0) {
+			fprintf(stderr, "rseq_loop: cannot start thread %ld of %d: error %d\n", t + 1,
+				threads, e);
+			return 1;
+		}
+	}
 	atomic_store(&go, 1);
 	struct timespec d = { millis / 1000, (millis % 1000) * 1000000L };
 	nanosleep(&d, NULL);

@@ -203,6 +203,25 @@ pub fn run(
 mod tests {
     use super::*;
 
+    /// The C loop takes every thread count `run --threads` takes: where it took fewer (1,024 of
+    /// 4,096), `run ceiling --threads 1025` ran its C rows into the program's "bad arguments"
+    /// and wrote results without them, exit code 0.
+    #[test]
+    fn the_c_loop_takes_as_many_threads_as_refbench() {
+        let max: usize = SOURCE
+            .lines()
+            .find_map(|l| l.strip_prefix("#define MAX_THREADS "))
+            .expect("the C source defines MAX_THREADS")
+            .trim()
+            .parse()
+            .expect("a number");
+        assert!(
+            max >= crate::harness::MAX_THREADS,
+            "the C loop takes {max} threads, refbench {}",
+            crate::harness::MAX_THREADS
+        );
+    }
+
     #[test]
     fn parse_reads_the_line_and_rejects_others() {
         let r = parse("ops=2000 secs=0.5 cpu=0.9", 2).unwrap();
