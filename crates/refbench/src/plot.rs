@@ -422,25 +422,47 @@ pub fn write_plots_of(
             continue;
         }
         let svg = dir.join(format!("{exp}.svg"));
-        draw(
-            SVGBackend::new(&svg, (900, 580)).into_drawing_area(),
-            exp,
-            footer,
-            &rows,
-        )
-        .map_err(|e| format!("{}: {e}", svg.display()))?;
+        draw_whole(&svg, |tmp| {
+            draw(
+                SVGBackend::new(tmp, (900, 580)).into_drawing_area(),
+                exp,
+                footer,
+                &rows,
+            )
+        })?;
         written.push(svg);
         let png = dir.join(format!("{exp}.png"));
-        draw(
-            BitMapBackend::new(&png, (900, 580)).into_drawing_area(),
-            exp,
-            footer,
-            &rows,
-        )
-        .map_err(|e| format!("{}: {e}", png.display()))?;
+        draw_whole(&png, |tmp| {
+            draw(
+                BitMapBackend::new(tmp, (900, 580)).into_drawing_area(),
+                exp,
+                footer,
+                &rows,
+            )
+        })?;
         written.push(png);
     }
     Ok(written)
+}
+
+/// Draws the plot `path` whole or not at all, as [`crate::output::write_whole`] writes the
+/// JSON and CSV: `draw` writes a file of its own in the same folder (`.NAME.refbench-PID.EXT`,
+/// keeping the extension, from which the bitmap backend takes the format), which is renamed
+/// over `path` once drawn, and removed if drawing fails. Drawn in place, a plot whose writing
+/// failed part way (a full disk) was left cut where the earlier run's plot had been.
+fn draw_whole(path: &Path, draw: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "plot".into(), |n| n.to_string_lossy().into_owned());
+    let ext = path
+        .extension()
+        .map_or_else(String::new, |e| e.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{stem}.refbench-{}.{ext}", std::process::id()));
+    let r = draw(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r.map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

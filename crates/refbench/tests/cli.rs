@@ -483,6 +483,58 @@ fn a_write_that_fails_part_way_keeps_the_earlier_results() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A plot whose writing fails part way (the file size limit, past the JSON and CSV but not the
+/// SVG) leaves the earlier run's plots whole: drawn in place, the SVG was cut at the limit.
+#[test]
+fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
+    let dir = scratch("cut-plot");
+    let d = dir.to_str().unwrap();
+    let args = [
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic,cas",
+        "--threads",
+        "1,2",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--out",
+        d,
+    ];
+    let o = refbench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |ext: &str| std::fs::read(dir.join(format!("single-object.{ext}"))).unwrap();
+    let (json, svg, png) = (read("json"), read("svg"), read("png"));
+    // A limit that holds the JSON (of as many rows, its figures of other lengths) and the CSV,
+    // and neither plot.
+    let limit = json.len() as u64 + 1024;
+    assert!(svg.len() as u64 > limit, "the SVG is {} bytes", svg.len());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
+    cmd.args(args);
+    // SAFETY: the closure runs in the child between fork and exec, and calls only setrlimit,
+    // which is async-signal-safe, on a value of its own.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            let r = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().expect("refbench runs");
+    assert!(!o.status.success(), "the run wrote past the limit");
+    assert_ne!(read("json"), json, "the second run's JSON was not written");
+    assert!(read("svg") == svg, "the earlier SVG was cut");
+    assert!(read("png") == png, "the earlier PNG was changed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `reproduce --only` in two parts into one folder: each part writes its experiments, and the
 /// report covers both, saying of each whether its workers were pinned (the second part's were).
 #[test]
