@@ -421,15 +421,19 @@ pub fn write_plots_of(
         if rows.is_empty() {
             continue;
         }
+        // Drawn into memory and written as the JSON is: plotters' SVG backend writes its file
+        // through a BufWriter it drops unflushed, so a write that failed (a full disk) was not
+        // told, and the cut plot was kept as drawn.
         let svg = dir.join(format!("{exp}.svg"));
-        draw_whole(&svg, |tmp| {
-            draw(
-                SVGBackend::new(tmp, (900, 580)).into_drawing_area(),
-                exp,
-                footer,
-                &rows,
-            )
-        })?;
+        let mut text = String::new();
+        draw(
+            SVGBackend::with_string(&mut text, (900, 580)).into_drawing_area(),
+            exp,
+            footer,
+            &rows,
+        )
+        .and_then(|()| crate::output::write_whole(&svg, &text).map_err(|e| e.to_string()))
+        .map_err(|e| format!("{}: {e}", svg.display()))?;
         written.push(svg);
         let png = dir.join(format!("{exp}.png"));
         draw_whole(&png, |tmp| {
@@ -445,11 +449,12 @@ pub fn write_plots_of(
     Ok(written)
 }
 
-/// Draws the plot `path` whole or not at all, as [`crate::output::write_whole`] writes the
-/// JSON and CSV: `draw` writes a file of its own in the same folder (`.NAME.refbench-PID.EXT`,
-/// keeping the extension, from which the bitmap backend takes the format), which is renamed
-/// over `path` once drawn, and removed if drawing fails. Drawn in place, a plot whose writing
-/// failed part way (a full disk) was left cut where the earlier run's plot had been.
+/// Draws the bitmap plot `path` whole or not at all, as [`crate::output::write_whole`] writes
+/// the JSON and CSV: `draw` writes a file of its own in the same folder
+/// (`.NAME.refbench-PID.EXT`, keeping the extension, from which the bitmap backend takes the
+/// format), which is renamed over `path` once drawn, and removed if drawing fails. Drawn in
+/// place, a plot whose writing failed part way (a full disk) was left cut where the earlier
+/// run's plot had been.
 fn draw_whole(path: &Path, draw: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
     let stem = path
         .file_stem()

@@ -535,6 +535,62 @@ fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A plot whose write fails with an error (the file size limit with SIGXFSZ ignored: EFBIG, as
+/// a full disk gives ENOSPC) fails the run and leaves the earlier plot whole: the SVG backend
+/// dropped the error, and the cut SVG replaced the earlier one.
+#[test]
+fn a_plot_whose_write_fails_is_not_kept_cut() {
+    let dir = scratch("cut-svg");
+    let d = dir.to_str().unwrap();
+    let args = [
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic,cas",
+        "--threads",
+        "1,2",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--out",
+        d,
+    ];
+    let o = refbench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |ext: &str| std::fs::read(dir.join(format!("single-object.{ext}"))).unwrap();
+    let (json, svg) = (read("json"), read("svg"));
+    let limit = json.len() as u64 + 1024;
+    assert!(svg.len() as u64 > limit, "the SVG is {} bytes", svg.len());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
+    cmd.args(args);
+    // SAFETY: the closure runs in the child between fork and exec, and calls only signal and
+    // setrlimit, which are async-signal-safe, on values of its own.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            let r = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR
+                || libc::setrlimit(libc::RLIMIT_FSIZE, &r) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().expect("refbench runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("single-object.svg: File too large"), "{err}");
+    assert!(
+        read("svg") == svg,
+        "the earlier SVG was replaced by a cut one"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `reproduce --only` in two parts into one folder: each part writes its experiments, and the
 /// report covers both, saying of each whether its workers were pinned (the second part's were).
 #[test]
