@@ -652,19 +652,20 @@ fn main() -> ExitCode {
                         .map(|_| path)
                         .map_err(|e| format!("{name}: {e}"))
                 };
-                // Only the files really written are reported.
-                let r = write(format!("{experiment}.json"), output::json(&results)).and_then(|j| {
-                    let c = write(format!("{experiment}.csv"), output::csv(&results))?;
-                    let mut files = vec![j, c];
-                    files.extend(refbench::plot::write_plots(&results, &dir)?);
-                    let removed = output::remove_stale_plots(&dir, &experiment, &files)?;
-                    Ok((files, removed))
-                });
+                // The files really written are reported, those written before a write that
+                // failed included (they replaced the earlier results).
+                let mut files = Vec::new();
+                let r = (|| {
+                    files.push(write(format!("{experiment}.json"), output::json(&results))?);
+                    files.push(write(format!("{experiment}.csv"), output::csv(&results))?);
+                    refbench::plot::write_plots(&results, &dir, &mut files)?;
+                    output::remove_stale_plots(&dir, &experiment, &files)
+                })();
+                for f in &files {
+                    eprintln!("refbench: wrote {}", f.display());
+                }
                 match r {
-                    Ok((files, removed)) => {
-                        for f in files {
-                            eprintln!("refbench: wrote {}", f.display());
-                        }
+                    Ok(removed) => {
                         for f in removed {
                             eprintln!(
                                 "refbench: removed {}, an earlier run's plot (no throughput rows \

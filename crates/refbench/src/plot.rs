@@ -375,9 +375,14 @@ where
 }
 
 /// Writes `<dir>/<experiment>.svg` and `.png` for every experiment with throughput rows, each
-/// with the machine and the commit under it. Returns the files written (none for experiments
-/// without throughput rows, such as `memory` and `tsc-check`).
-pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+/// with the machine and the commit under it. Adds each file to `written` as it is written (none
+/// for experiments without throughput rows, such as `memory` and `tsc-check`), so that those
+/// written before a failure are known.
+pub fn write_plots(
+    results: &Results,
+    dir: &Path,
+    written: &mut Vec<std::path::PathBuf>,
+) -> Result<(), String> {
     let m = &results.meta;
     let footer = footer(
         &m.cpu_model,
@@ -386,7 +391,7 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<std::path::PathB
         &m.percpu_mode,
         &m.git_commit,
     );
-    write_plots_of(&results.rows, &footer, dir)
+    write_plots_of(&results.rows, &footer, dir, written)
 }
 
 /// The line under every plot: the machine and the commit it was measured at.
@@ -408,9 +413,9 @@ pub fn write_plots_of(
     rows: &[Row],
     footer: &str,
     dir: &Path,
-) -> Result<Vec<std::path::PathBuf>, String> {
+    written: &mut Vec<std::path::PathBuf>,
+) -> Result<(), String> {
     register_font()?;
-    let mut written = Vec::new();
     let mut experiments: Vec<&str> = rows.iter().map(|r| r.experiment.as_str()).collect();
     experiments.dedup();
     for exp in experiments {
@@ -446,7 +451,7 @@ pub fn write_plots_of(
         })?;
         written.push(png);
     }
-    Ok(written)
+    Ok(())
 }
 
 /// Draws the bitmap plot `path` whole or not at all, as [`crate::output::write_whole`] writes

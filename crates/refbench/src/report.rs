@@ -118,7 +118,7 @@ pub fn redraw_plots(dir: &Path) -> Result<Vec<PathBuf>, String> {
             &cell(meta.get("percpu_mode")),
             &cell(meta.get("git_commit")),
         );
-        written.extend(crate::plot::write_plots_of(&rows, &footer, dir)?);
+        crate::plot::write_plots_of(&rows, &footer, dir, &mut written)?;
     }
     Ok(written)
 }

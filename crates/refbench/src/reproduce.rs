@@ -172,7 +172,7 @@ fn write(dir: &Path, experiment: &str, results: &Results) -> Result<Vec<PathBuf>
         output::write_whole(&p, &text).map_err(|e| format!("{}: {e}", p.display()))?;
         written.push(p);
     }
-    written.extend(crate::plot::write_plots(results, dir)?);
+    crate::plot::write_plots(results, dir, &mut written)?;
     // An earlier run's plots, where this one has none to draw, would sit beside its results.
     output::remove_stale_plots(dir, experiment, &written)?;
     Ok(written)

@@ -483,13 +483,37 @@ fn a_write_that_fails_part_way_keeps_the_earlier_results() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A plot whose writing fails part way (the file size limit, past the JSON and CSV but not the
-/// SVG) leaves the earlier run's plots whole: drawn in place, the SVG was cut at the limit.
-#[test]
-fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
-    let dir = scratch("cut-plot");
-    let d = dir.to_str().unwrap();
-    let args = [
+/// `refbench args` with the size of the files it writes limited to `limit` bytes
+/// (`RLIMIT_FSIZE`, which a full disk does as well); with `ignore_xfsz`, a write past it fails
+/// with EFBIG (as a full disk's with ENOSPC), else the process is killed (SIGXFSZ).
+fn refbench_with_file_limit(args: &[&str], limit: u64, ignore_xfsz: bool) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
+    cmd.args(args);
+    // SAFETY: the closure runs in the child between fork and exec, and calls only signal and
+    // setrlimit, which are async-signal-safe, on values of its own.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            let r = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if (ignore_xfsz && libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR)
+                || libc::setrlimit(libc::RLIMIT_FSIZE, &r) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("refbench runs")
+}
+
+/// Runs `single-object` into a new folder `name`, whose JSON and CSV are smaller than its SVG by
+/// more than 1 KiB; returns the folder, the arguments of the run and a file size limit that
+/// holds the JSON and CSV (of as many rows, their figures of other lengths) and neither plot.
+fn results_smaller_than_plots(name: &str) -> (std::path::PathBuf, Vec<String>, u64) {
+    let dir = scratch(name);
+    let args: Vec<String> = [
         "run",
         "single-object",
         "--schemes",
@@ -501,33 +525,31 @@ fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
         "--reps",
         "1",
         "--out",
-        d,
-    ];
-    let o = refbench(&args);
+        dir.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let o = refbench(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let size = |ext: &str| {
+        std::fs::metadata(dir.join(format!("single-object.{ext}")))
+            .unwrap()
+            .len()
+    };
+    let limit = size("json") + 1024;
+    assert!(size("svg") > limit, "the SVG is {} bytes", size("svg"));
+    (dir, args, limit)
+}
+
+/// A plot whose writing fails part way (the file size limit, past the JSON and CSV but not the
+/// SVG) leaves the earlier run's plots whole: drawn in place, the SVG was cut at the limit.
+#[test]
+fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
+    let (dir, args, limit) = results_smaller_than_plots("cut-plot");
     let read = |ext: &str| std::fs::read(dir.join(format!("single-object.{ext}"))).unwrap();
     let (json, svg, png) = (read("json"), read("svg"), read("png"));
-    // A limit that holds the JSON (of as many rows, its figures of other lengths) and the CSV,
-    // and neither plot.
-    let limit = json.len() as u64 + 1024;
-    assert!(svg.len() as u64 > limit, "the SVG is {} bytes", svg.len());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
-    cmd.args(args);
-    // SAFETY: the closure runs in the child between fork and exec, and calls only setrlimit,
-    // which is async-signal-safe, on a value of its own.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            let r = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &r) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let o = cmd.output().expect("refbench runs");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = refbench_with_file_limit(&args, limit, false);
     assert!(!o.status.success(), "the run wrote past the limit");
     assert_ne!(read("json"), json, "the second run's JSON was not written");
     assert!(read("svg") == svg, "the earlier SVG was cut");
@@ -540,47 +562,11 @@ fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
 /// dropped the error, and the cut SVG replaced the earlier one.
 #[test]
 fn a_plot_whose_write_fails_is_not_kept_cut() {
-    let dir = scratch("cut-svg");
-    let d = dir.to_str().unwrap();
-    let args = [
-        "run",
-        "single-object",
-        "--schemes",
-        "atomic,cas",
-        "--threads",
-        "1,2",
-        "--duration-ms",
-        "5",
-        "--reps",
-        "1",
-        "--out",
-        d,
-    ];
-    let o = refbench(&args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (dir, args, limit) = results_smaller_than_plots("cut-svg");
     let read = |ext: &str| std::fs::read(dir.join(format!("single-object.{ext}"))).unwrap();
-    let (json, svg) = (read("json"), read("svg"));
-    let limit = json.len() as u64 + 1024;
-    assert!(svg.len() as u64 > limit, "the SVG is {} bytes", svg.len());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
-    cmd.args(args);
-    // SAFETY: the closure runs in the child between fork and exec, and calls only signal and
-    // setrlimit, which are async-signal-safe, on values of its own.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            let r = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR
-                || libc::setrlimit(libc::RLIMIT_FSIZE, &r) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let o = cmd.output().expect("refbench runs");
+    let svg = read("svg");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = refbench_with_file_limit(&args, limit, true);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("single-object.svg: File too large"), "{err}");
@@ -588,6 +574,27 @@ fn a_plot_whose_write_fails_is_not_kept_cut() {
         read("svg") == svg,
         "the earlier SVG was replaced by a cut one"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run --out` whose writing fails after some of its files were written (here the SVG, past the
+/// file size limit, with SIGXFSZ ignored so that the write returns EFBIG) names those it wrote
+/// and the one that failed, and exits 1: it named none, while the JSON and CSV it had written
+/// had replaced the earlier ones.
+#[test]
+fn out_that_fails_part_way_names_the_files_it_wrote() {
+    let (dir, args, limit) = results_smaller_than_plots("cut-named");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = refbench_with_file_limit(&args, limit, true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let named = |ext: &str| {
+        let f = dir.join(format!("single-object.{ext}"));
+        err.contains(&format!("wrote {}", f.display()))
+    };
+    assert!(named("json") && named("csv"), "{err}");
+    assert!(!named("svg") && !named("png"), "{err}");
+    assert!(err.contains("single-object.svg"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
