@@ -432,7 +432,10 @@ fn fig12_spectrum(rows: &Rows<'_>) -> Outcome {
     let flat =
         p.iter().map(|x| x.1).fold(f64::MAX, f64::min) / p.iter().map(|x| x.1).fold(0.0, f64::max);
     let recover = a.last().unwrap().1 / a.first().unwrap().1;
-    let v = grade(flat >= 0.5 && recover >= 1.5, flat >= 0.33 || recover > 1.0);
+    // In shape where either half of the claim holds, as the rule says: the shape took looser
+    // bounds of its own (0.33, any gain), which the table did not state.
+    let (is_flat, recovers) = (flat >= 0.5, recover >= 1.5);
+    let v = grade(is_flat && recovers, is_flat || recovers);
     outcome(
         v,
         format!(
@@ -1336,6 +1339,34 @@ mod tests {
             rows.push(row("object-spectrum", "atomic", 2, n, a, json!({})));
         }
         assert_eq!(fig12_spectrum(&Rows::new(&rows)).verdict, Verdict::Holds);
+    }
+
+    /// The shape of Fig. 12 is the rule's "either": PAYGO flat within 2x, or FAA recovering
+    /// 1.5x; neither (PAYGO varies 2.5x, FAA gains 1.2x) does not hold, and one of them holds
+    /// in shape.
+    #[test]
+    fn spectrum_shape_is_either_half_of_the_rule() {
+        let verdict = |p: [f64; 2], a: [f64; 2]| {
+            let mut rows = Vec::new();
+            for (i, n) in [1, 65536].into_iter().enumerate() {
+                rows.push(row("object-spectrum", "paygo", 2, n, p[i], json!({})));
+                rows.push(row("object-spectrum", "atomic", 2, n, a[i], json!({})));
+            }
+            fig12_spectrum(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(
+            verdict([400.0, 160.0], [100.0, 120.0]),
+            Verdict::DoesNotHold
+        );
+        assert_eq!(
+            verdict([400.0, 300.0], [100.0, 120.0]),
+            Verdict::HoldsInShape
+        );
+        assert_eq!(
+            verdict([400.0, 160.0], [100.0, 150.0]),
+            Verdict::HoldsInShape
+        );
+        assert_eq!(verdict([400.0, 300.0], [100.0, 150.0]), Verdict::Holds);
     }
 
     #[test]
