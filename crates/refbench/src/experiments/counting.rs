@@ -289,7 +289,8 @@ struct QueryVisit<'a> {
     /// `try_reclaim_many` over all the objects at once (repeated for the ones a lagging scheme
     /// could not reclaim yet) instead of `try_reclaim` on each.
     batched: bool,
-    out: &'a mut Vec<f64>,
+    /// Reclaims per second, and the reclaiming thread's `cpu_util`, of each repetition.
+    out: &'a mut (Vec<f64>, Vec<f64>),
 }
 
 /// How `query` reclaims: one `try_reclaim` per object, or one `try_reclaim_many` over all.
@@ -304,7 +305,7 @@ impl Visit for QueryVisit<'_> {
         // The background threads start together, once all are there: spinning ones would slow
         // the spawning of the others.
         let gate = crate::harness::Gate::new();
-        let secs = std::thread::scope(|s| {
+        let (secs, cpu) = std::thread::scope(|s| {
             let (scheme, others, stop, gate) = (&scheme, &others, &stop, &gate);
             let pin = self.pin;
             // The background threads stop however this scope ends.
@@ -339,6 +340,7 @@ impl Visit for QueryVisit<'_> {
                 scheme.put(o, t);
             }
             let start = Instant::now();
+            let cpu0 = crate::harness::thread_cpu_secs();
             let mut done = 0;
             if self.batched {
                 let mut left: Vec<_> = objs.iter().collect();
@@ -362,15 +364,18 @@ impl Visit for QueryVisit<'_> {
                     }
                 }
             }
+            // The CPU time read before the wall clock: it lies inside the window.
+            let cpu = crate::harness::thread_cpu_secs() - cpu0;
             let secs = start.elapsed().as_secs_f64();
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             assert_eq!(
                 done, self.objects,
                 "query: an unreferenced object could not be reclaimed"
             );
-            secs
+            (secs, cpu)
         });
-        self.out.push(self.objects as f64 / secs.max(1e-9));
+        self.out.0.push(self.objects as f64 / secs.max(1e-9));
+        self.out.1.push((cpu / secs.max(1e-9)).min(1.0));
     }
 }
 
@@ -388,7 +393,9 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         .unwrap_or(2)
         .saturating_sub(1)
         .max(1);
-    let mut res: BTreeMap<(String, usize, usize, bool), Vec<f64>> = BTreeMap::new();
+    // Per (scheme, objects, background threads, batched): reclaims per second and cpu_util.
+    type Cells = BTreeMap<(String, usize, usize, bool), (Vec<f64>, Vec<f64>)>;
+    let mut res: Cells = BTreeMap::new();
     for _ in 0..p.reps {
         for name in p
             .schemes
@@ -420,8 +427,9 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
     }
     let mut rows = Vec::new();
-    for ((name, n, background, batched), reps) in &res {
+    for ((name, n, background, batched), (reps, util)) in &res {
         let mut extra = Map::new();
+        extra.insert("cpu_util".into(), json!(median(util)));
         let form = FORMS
             .iter()
             .find(|f| f.1 == *batched)
@@ -433,7 +441,7 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         let ns = 1e9 / median(reps).max(1e-9);
         extra.insert("ns_per_reclaim".into(), json!(ns));
         if *batched {
-            if let Some(single) = res.get(&(name.clone(), *n, *background, false)) {
+            if let Some((single, _)) = res.get(&(name.clone(), *n, *background, false)) {
                 extra.insert(
                     "vs_single".into(),
                     json!(ns / (1e9 / median(single).max(1e-9))),
@@ -616,6 +624,35 @@ fn pair_cost_row(name: &str, c: &PairCosts, atomic: Option<f64>) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `query` row has `cpu_util`, the reclaiming thread's CPU share of the time it
+    /// reclaimed, as every timed row does (the README's rule): its rows had none.
+    #[test]
+    fn query_rows_carry_cpu_util() {
+        let p = Params {
+            schemes: vec!["atomic".into(), "paygo".into()],
+            threads: vec![2],
+            objects: vec![100],
+            duration: std::time::Duration::from_millis(1),
+            reps: 1,
+            pin: false,
+            migrate_every: vec![0],
+            referenced_pct: 1.0,
+            scheme_config: Default::default(),
+            spin_cycles: 0,
+            read_every: vec![1],
+            samples: 1,
+            file_mib: 1,
+        };
+        let rows = query(&p, &mut |_| {});
+        // Two schemes, two forms, without and with a background thread.
+        assert_eq!(rows.len(), 2 * 2 * 2);
+        for r in &rows {
+            let u = r.extra.get("cpu_util").and_then(|v| v.as_f64());
+            let u = u.unwrap_or_else(|| panic!("{} {:?}: no cpu_util", r.scheme, r.extra));
+            assert!((0.0..=1.0).contains(&u), "{}: cpu_util {u}", r.scheme);
+        }
+    }
 
     /// A row's throughput is the inverse of its `ns_per_pair` for an even count of repetitions
     /// too, and its repetitions are the inverses of each one's cost.
