@@ -16,6 +16,17 @@ fn cell(v: Option<&Value>) -> String {
     }
 }
 
+/// [`cell`] for a cell of a Markdown table: a `|` escaped and a line break made a space, so that
+/// the value stays in its cell and the table whole. A `ceiling` row skipped for a C loop that
+/// did not build says why in the compiler's words, over several lines with `|` in them (gcc's
+/// `17 | #include <sys/rseq.h>`): written as they were, they ended the table there.
+fn table_cell(v: Option<&Value>) -> String {
+    cell(v)
+        .replace('|', "\\|")
+        .replace("\r\n", " ")
+        .replace(['\n', '\r'], " ")
+}
+
 /// Whether the run that wrote `meta` pinned its workers (`--pin` on its command line).
 fn pinned(meta: &Value) -> bool {
     meta.get("command")
@@ -167,7 +178,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
         }
         let _ = write!(out, "| scheme | threads | objects | Mops/s |");
         for k in &extra {
-            let _ = write!(out, " {k} |");
+            let _ = write!(out, " {} |", table_cell(Some(&Value::String(k.clone()))));
         }
         let _ = write!(out, "\n|---|---:|---:|---:|");
         for _ in &extra {
@@ -175,7 +186,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
         }
         out.push('\n');
         for r in rows {
-            let scheme = cell(r.get("scheme"));
+            let scheme = table_cell(r.get("scheme"));
             let scheme = if cell(r.get("kind")) == "reference" {
                 format!("{scheme} (reference)")
             } else {
@@ -189,11 +200,11 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
             let _ = write!(
                 out,
                 "| {scheme} | {} | {} | {mops} |",
-                cell(r.get("threads")),
-                cell(r.get("objects"))
+                table_cell(r.get("threads")),
+                table_cell(r.get("objects"))
             );
             for k in &extra {
-                let _ = write!(out, " {} |", cell(r.get(k)));
+                let _ = write!(out, " {} |", table_cell(r.get(k)));
             }
             out.push('\n');
         }
@@ -221,4 +232,54 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
     let path = dir.join("REPORT.md");
     crate::output::write_whole(&path, &out).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row's text over several lines with `|` in it (a `ceiling` row skipped for a C loop
+    /// that did not build, in the compiler's words) stays in its cell: every line of the
+    /// experiment's table has the header's cells, and the text is there, escaped.
+    #[test]
+    fn a_cell_with_pipes_and_line_breaks_keeps_the_table_whole() {
+        let dir =
+            std::env::temp_dir().join(format!("refbench-report-cells-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let why = "cc failed: rseq_loop.c:17:10: fatal error: sys/rseq.h: No such file\n   17 | \
+                   #include <sys/rseq.h>\n      |          ^~~~~~~~~~~~\ncompilation terminated.";
+        let results = serde_json::json!({
+            "meta": {"cpu_model": "test"},
+            "rows": [
+                {"experiment": "ceiling", "scheme": "c-rseq-loop", "kind": "reference",
+                 "threads": 1, "objects": 1, "ops_per_sec": null, "reps": [], "skipped": why},
+                {"experiment": "ceiling", "scheme": "percpu-limit", "kind": "reference",
+                 "threads": 1, "objects": 1, "ops_per_sec": 1e6, "reps": [1e6], "cpu_util": 1.0},
+            ],
+        });
+        std::fs::write(dir.join("ceiling.json"), results.to_string()).unwrap();
+        let report = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let section = report
+            .split("\n## ceiling\n")
+            .nth(1)
+            .expect("the ceiling section");
+        let table: Vec<&str> = section
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| !l.is_empty())
+            .collect();
+        // Cells are separated by the `|` not escaped.
+        let cells = |l: &str| l.replace("\\|", "").matches('|').count();
+        assert_eq!(table.len(), 4, "{section}");
+        for l in &table {
+            assert_eq!(cells(l), cells(table[0]), "{l}\nin\n{section}");
+        }
+        assert!(
+            table[2].contains("No such file    17 \\| #include <sys/rseq.h>       \\| "),
+            "{}",
+            table[2]
+        );
+    }
 }
