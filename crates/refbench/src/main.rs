@@ -73,7 +73,14 @@ enum Cmd {
             help = flag_help(Flag::Reps, "Repetitions; the median is reported.")
         )]
         reps: usize,
-        #[arg(long, help = flag_help(Flag::Pin, "Pin worker t to CPU t % online CPUs."))]
+        #[arg(
+            long,
+            help = flag_help(
+                Flag::Pin,
+                "Pin worker t to CPU number t % n of the n CPUs the process may use (its \
+                 affinity: a cpuset or taskset may leave some out)."
+            )
+        )]
         pin: bool,
         #[arg(
             long,
@@ -162,7 +169,8 @@ enum Cmd {
         /// shorter on a machine lent for a limited time.
         #[arg(long)]
         duration_ms: Option<u64>,
-        /// Pin worker t to CPU t % online CPUs in every experiment that takes `run --pin`: the
+        /// Pin worker t to CPU number t % n of the n CPUs the process may use (its affinity: a
+        /// cpuset or taskset may leave some out) in every experiment that takes `run --pin`: the
         /// scaling figures of a many-core machine, where an unpinned thread may share a CPU.
         #[arg(long)]
         pin: bool,

@@ -6,7 +6,7 @@
 //!   lists);
 //! * [`read_ratio`]: §7.2, Figure 11, fork-truncate: updates with a read every `k`.
 //!
-//! Threads are pinned round-robin to the online CPUs.
+//! Threads are pinned round-robin to the CPUs the process may use.
 
 use crate::lockfree::LockFreeList;
 use oplog::clock;

@@ -219,7 +219,8 @@ pub struct Plan {
     pub only: Vec<String>,
     /// Measured time of one repetition, instead of the depth's.
     pub duration: Option<Duration>,
-    /// Pin worker `t` to CPU `t % online` in every experiment that pins (as `run --pin`).
+    /// Pin worker `t` to CPU number `t % n` of the `n` CPUs the process may use, in every
+    /// experiment that pins (as `run --pin`).
     pub pin: bool,
 }
 

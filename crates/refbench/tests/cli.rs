@@ -1595,3 +1595,30 @@ fn run_help_names_the_users_of_each_flag_from_the_table() {
         assert!(help.contains(&users), "{f}: {users:?} not in {help}");
     }
 }
+
+/// `--pin`'s help says where worker t goes as the harness pins it (`percpu::affinity::migrate`:
+/// CPU number t % n of the CPUs the process may use), in `run` and in `reproduce`: it said CPU
+/// t % the online CPUs, which under `taskset -c 2,3` names CPUs 0 and 1, where worker 0 and 1
+/// go to CPUs 2 and 3.
+#[test]
+fn pin_help_names_the_cpus_the_process_may_use() {
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (_, run) = run_help_options()
+        .into_iter()
+        .find(|(n, _)| n == "pin")
+        .expect("run --pin");
+    let o = refbench(&["reproduce", "--help"]);
+    let reproduce = words(&String::from_utf8_lossy(&o.stdout));
+    let reproduce = reproduce
+        .split(" --pin ")
+        .nth(1)
+        .and_then(|h| h.split(" --out ").next())
+        .expect("reproduce --pin");
+    for help in [words(&run), reproduce.to_string()] {
+        assert!(
+            help.contains("t % n of the n CPUs the process may use"),
+            "{help}"
+        );
+        assert!(!help.contains("online"), "{help}");
+    }
+}

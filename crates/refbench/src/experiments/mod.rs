@@ -361,7 +361,7 @@ pub struct Params {
     pub duration: Duration,
     /// Repetitions (the median is reported).
     pub reps: usize,
-    /// Pin worker `t` to CPU `t % online`.
+    /// Pin worker `t` to CPU number `t % n` of the `n` CPUs the process may use.
     pub pin: bool,
     /// `migration`: migrate between get and put every this many operations (0 = never).
     pub migrate_every: Vec<u64>,
