@@ -88,10 +88,16 @@ pub fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
         .file_name()
         .map_or_else(|| "results".into(), |n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{name}.refbench-{}", std::process::id()));
-    let r = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path));
+    // Listed, from its making until it is renamed or removed, for an interrupt to remove it.
+    let (partial, mut f) = crate::scratch::Partial::create(&tmp)?;
+    let r = std::io::Write::write_all(&mut f, text.as_bytes()).and_then(|_| {
+        drop(f);
+        std::fs::rename(&tmp, path)
+    });
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    drop(partial);
     r
 }
 

@@ -468,6 +468,8 @@ fn draw_whole(path: &Path, draw: impl FnOnce(&Path) -> Result<(), String>) -> Re
         .extension()
         .map_or_else(String::new, |e| e.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{stem}.refbench-{}.{ext}", std::process::id()));
+    // Removed by an interrupt while it is drawn.
+    let _partial = crate::scratch::Partial::new(&tmp);
     let r = draw(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -11,6 +11,52 @@ use std::sync::Mutex;
 /// The folders alive now.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// The files being written now beside results ([`Partial`]): the interrupt handler removes
+/// them with the folders. Taken after [`LIVE`] where both are (the handler), never before.
+static PARTIAL: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A file being written whole beside the file it will be renamed over
+/// ([`crate::output::write_whole`], the plots): listed for the interrupt handler from
+/// [`Partial::create`] (or [`Partial::new`]) to the drop, so that an interrupt while it is
+/// written removes it. Without it, an interrupt while `--out`'s results or `report`'s REPORT.md
+/// were written left a hidden `.NAME.refbench-PID` in the results' folder, and another one with
+/// every run so cut.
+pub struct Partial(PathBuf);
+
+impl Partial {
+    /// Lists `path`, which the caller is about to make and write (a plot's backend makes its
+    /// file itself: an interrupt between the two, which removes nothing there yet, leaves it).
+    pub fn new(path: &Path) -> Partial {
+        partial().push(path.to_path_buf());
+        Partial(path.to_path_buf())
+    }
+
+    /// Makes (or truncates) `path` for writing and lists it, both under the list's lock, which
+    /// the interrupt handler holds from the moment it starts until the process exits: no file
+    /// is made after the handler removed those listed.
+    pub fn create(path: &Path) -> std::io::Result<(Partial, std::fs::File)> {
+        let mut listed = partial();
+        let f = std::fs::File::create(path)?;
+        listed.push(path.to_path_buf());
+        Ok((Partial(path.to_path_buf()), f))
+    }
+}
+
+impl Drop for Partial {
+    /// Unlists the file (renamed over its destination or removed by then).
+    fn drop(&mut self) {
+        let mut p = partial();
+        if let Some(i) = p.iter().position(|x| *x == self.0) {
+            p.swap_remove(i);
+        }
+    }
+}
+
+fn partial() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // As `lock`: each change is one push or remove.
+    PARTIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The environment variable that names the folder in which the file-system experiments make
 /// theirs (default: `/dev/shm` where it is a folder, else the system's temporary folder).
 pub const DIR_ENV: &str = "REFBENCH_TMPDIR";
@@ -113,6 +159,13 @@ pub fn install() -> bool {
             let live = lock();
             for p in live.iter() {
                 let _ = std::fs::remove_dir_all(p);
+            }
+            // Kept until the exit too: a file listed after this would not be removed. A write
+            // that completes meanwhile renames its file first (then it is not there to remove)
+            // or finds it removed (then its rename fails, and the earlier file stays).
+            let partial = partial();
+            for p in partial.iter() {
+                let _ = std::fs::remove_file(p);
             }
             eprintln!(
                 "refbench: interrupted; removed {} folder(s) of test files",

@@ -1255,6 +1255,92 @@ fn an_interrupt_removes_the_test_files() {
     }
 }
 
+/// An interrupt while `--out`'s results are written removes the file being written beside the
+/// result (`.NAME.refbench-PID`, renamed over it once whole): it was left in the results'
+/// folder. The write is held in the middle by a FIFO made at that name (by the child, which
+/// knows its PID, before it runs refbench), which this test opens and does not read: the
+/// JSON (some 200 KiB) fills the pipe, and the write waits.
+#[test]
+fn an_interrupt_while_results_are_written_leaves_no_partial_file() {
+    use std::os::fd::AsRawFd as _;
+    use std::time::{Duration, Instant};
+    let dir = scratch("interrupt-write");
+    let name = ".memory.json.refbench-";
+    // The FIFO's path but for the child's PID, made here: the child only appends digits.
+    let mut prefix = dir.join(name).into_os_string().into_encoded_bytes();
+    let prefix_len = prefix.len();
+    assert!(prefix_len < 4000);
+    prefix.resize(4096, 0);
+    let objects: Vec<String> = (1..=50).map(|n| n.to_string()).collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
+    cmd.args(["run", "memory", "--objects", &objects.join(","), "--out"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: the closure runs in the child between fork and exec, and calls only getpid and
+    // mkfifo (async-signal-safe), on a copy of a buffer of its own (no allocation).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            let mut path = [0u8; 4096];
+            path.copy_from_slice(&prefix);
+            let mut pid = libc::getpid() as u32;
+            let mut digits = [0u8; 10];
+            let mut n = 0;
+            while pid > 0 || n == 0 {
+                digits[n] = b'0' + (pid % 10) as u8;
+                pid /= 10;
+                n += 1;
+            }
+            for (i, d) in digits[..n].iter().rev().enumerate() {
+                path[prefix_len + i] = *d;
+            }
+            // NUL-terminated: the rest of the buffer is zeros.
+            if libc::mkfifo(path.as_ptr().cast(), 0o600) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().expect("refbench runs");
+    let fifo = dir.join(format!("{name}{}", child.id()));
+    // Opened for reading once refbench opens it to write its JSON; never read.
+    let reader = std::fs::File::open(&fifo).expect("the FIFO opens");
+    let fd = reader.as_raw_fd();
+    // SAFETY: fcntl on a descriptor of ours, with no pointer.
+    let capacity = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    assert!(capacity > 0);
+    let start = Instant::now();
+    loop {
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int, to a variable of ours.
+        assert_eq!(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) }, 0);
+        if queued >= capacity {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the pipe did not fill: {queued} of {capacity} bytes"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory preconditions; the pid is our child's, not yet waited.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let out = child.wait_with_output().expect("wait");
+    drop(reader);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// An interrupt while the test files are being made removes them all: the files made after
 /// the handler began removing their folder were left behind (`randomread` makes its 1 MiB
 /// files one after another; interrupted with dozens made, 8 runs of 12 left some). Several
