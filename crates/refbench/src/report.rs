@@ -27,11 +27,24 @@ fn table_cell(v: Option<&Value>) -> String {
         .replace(['\n', '\r'], " ")
 }
 
-/// Whether the run that wrote `meta` pinned its workers (`--pin` on its command line).
-fn pinned(meta: &Value) -> bool {
-    meta.get("command")
-        .and_then(|c| c.as_str())
-        .is_some_and(|c| c.split_whitespace().any(|a| a == "--pin"))
+/// Whether the run that wrote `meta` pinned the workers of `rows`: `--pin` on its command line,
+/// and an experiment of theirs that takes it (`reproduce --pin` pins the workers of those only;
+/// the report said of `memory`, which has no workers, that its workers were pinned).
+fn pinned(meta: &Value, rows: &[crate::output::Row]) -> bool {
+    let takes_pin = |e: &str| {
+        // `section-vs-lock` is `single-object` run twice.
+        let e = if e == "section-vs-lock" {
+            "single-object"
+        } else {
+            e
+        };
+        crate::experiments::find(e).is_some_and(|x| x.uses(crate::experiments::Flag::Pin))
+    };
+    rows.iter().any(|r| takes_pin(&r.experiment))
+        && meta
+            .get("command")
+            .and_then(|c| c.as_str())
+            .is_some_and(|c| c.split_whitespace().any(|a| a == "--pin"))
 }
 
 /// The `*.json` files in `dir`, sorted.
@@ -144,6 +157,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
     for f in files {
         let (meta, rows, parsed) = read_results(&f)?;
         let (meta, rows) = (&meta, &rows);
+        let pinned = pinned(meta, &parsed);
         let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("results");
         if first_meta.is_none() {
             first_meta = Some(meta.clone());
@@ -160,7 +174,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
             cell(meta.get("percpu_mode")),
             cell(meta.get("git_commit")),
             cell(meta.get("rustc")),
-            if pinned(meta) {
+            if pinned {
                 "; workers pinned (`--pin`)"
             } else {
                 ""
@@ -281,5 +295,38 @@ mod tests {
             "{}",
             table[2]
         );
+    }
+
+    /// The report says a run's workers were pinned where they were: `reproduce --pin` pins the
+    /// workers of the experiments that take `run --pin`, and a `memory` result of that run (no
+    /// workers) is not said to be pinned.
+    #[test]
+    fn only_experiments_that_pin_are_said_pinned() {
+        let dir =
+            std::env::temp_dir().join(format!("refbench-report-pinned-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = serde_json::json!({"command": "refbench reproduce --pin --out x"});
+        for (exp, ops) in [("memory", None), ("single-object", Some(1e6))] {
+            let results = serde_json::json!({
+                "meta": meta,
+                "rows": [{"experiment": exp, "scheme": "atomic", "kind": "scheme", "threads": 1,
+                          "objects": 1, "ops_per_sec": ops, "reps": []}],
+            });
+            std::fs::write(dir.join(format!("{exp}.json")), results.to_string()).unwrap();
+        }
+        let report = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let machine = |exp: &str| {
+            let section = report.split(&format!("\n## {exp}\n")).nth(1).unwrap();
+            section
+                .lines()
+                .find(|l| l.starts_with("Machine:"))
+                .unwrap()
+                .to_string()
+        };
+        let said = "workers pinned (`--pin`)";
+        assert!(machine("single-object").contains(said), "{report}");
+        assert!(!machine("memory").contains(said), "{report}");
     }
 }
