@@ -152,11 +152,16 @@ fn mops(v: f64) -> String {
     format!("{:.2}", v / 1e6)
 }
 
+/// The extra fields of a row on one line of the table: a text over several lines (a `ceiling`
+/// row skipped for a C loop that did not build says why in the compiler's words) has its line
+/// breaks made spaces; printed as it was, it broke the table's lines and columns.
 fn extra_text(m: &Map<String, Value>) -> String {
     m.iter()
         .map(|(k, v)| match v {
             Value::Number(n) if n.is_f64() => format!("{k}={:.3}", n.as_f64().unwrap_or(0.0)),
-            Value::String(s) => format!("{k}={s}"),
+            Value::String(s) => {
+                format!("{k}={}", s.replace("\r\n", " ").replace(['\n', '\r'], " "))
+            }
             v => format!("{k}={v}"),
         })
         .collect::<Vec<_>>()
@@ -397,6 +402,36 @@ mod tests {
         assert_eq!(scale("20.00"), "2.00x", "{t}");
         assert_eq!(scale("5.00"), "1.00x", "{t}");
         assert_eq!(scale("15.00"), "3.00x", "{t}");
+    }
+
+    /// A row whose extra text runs over several lines (a C loop's compiler errors) is one line
+    /// of the table, as every other row.
+    #[test]
+    fn a_text_over_several_lines_is_one_line_of_the_table() {
+        let results = Results {
+            meta: Meta::collect(),
+            rows: vec![Row {
+                experiment: "ceiling".into(),
+                scheme: "c-rseq-loop".into(),
+                kind: Kind::Reference,
+                threads: 1,
+                objects: 1,
+                ops_per_sec: None,
+                reps: vec![],
+                extra: serde_json::json!({"skipped": "cc failed: no sys/rseq.h\n   17 | #include"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            }],
+        };
+        let t = table(&results);
+        let lines: Vec<&str> = t.lines().collect();
+        // The machine, the header, the row, the note on reference rows.
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(
+            lines[2].ends_with("skipped=cc failed: no sys/rseq.h    17 | #include"),
+            "{t}"
+        );
     }
 
     #[test]
