@@ -428,6 +428,9 @@ fn main() -> ExitCode {
                 if let Err(e) = refbench::scratch::Scratch::new() {
                     return usage_error(format!("the file experiments' test files: {e}"));
                 }
+                if let Err(e) = refbench::reproduce::check_file_room(&plan) {
+                    return usage_error(e);
+                }
             }
             if let Err(e) = refbench::reproduce::check_out(&plan, &out) {
                 return usage_error(format!("--out: {e}"));

@@ -238,6 +238,25 @@ pub fn makes_test_files(plan: &Plan) -> bool {
     planned(plan).any(|e| experiments::fs::handles(e) || e.starts_with("lodic-"))
 }
 
+/// Checks, before [`reproduce`] runs anything, that the test files of every file experiment of
+/// `plan` fit in the free space of the temporary folder and their page caches in the memory
+/// available, as `run` checks its own ([`experiments::fs::check_file_room`]): unchecked, a
+/// folder too small (a container's 64 MiB `/dev/shm`) panicked with ENOSPC where the first of
+/// them made its files, after the experiments before it had run.
+pub fn check_file_room(plan: &Plan) -> Result<(), String> {
+    for name in planned(plan) {
+        let p = params(name, plan.depth, &plan.threads);
+        experiments::fs::check_file_room(name, &p.objects, p.file_mib).map_err(|e| {
+            format!(
+                "{e} ({name} in reproduce: leave it out with --only, or name a folder with more \
+                 room in {})",
+                crate::scratch::DIR_ENV
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// What is wrong with giving `given` (`--threads`, `--duration-ms`, `--pin`) to `reproduce`
 /// with `plan`: one message for each flag none of its experiments reads (with `--only`), naming
 /// the flag, the experiments and those that read it. Empty where nothing is.

@@ -1196,6 +1196,41 @@ fn a_tmpdir_that_cannot_hold_the_files_exits_2() {
     }
 }
 
+/// `reproduce` with a temporary folder too small for the test files of its file experiments
+/// (here a 4 MiB tmpfs, in a mount namespace of its own, for `drop-file`'s 32 MiB) is refused
+/// with exit 2 before anything runs, as `run` is: it panicked (exit 101) where the experiment
+/// made its files, after the experiments before it had run.
+#[test]
+fn reproduce_with_a_tmpdir_too_small_exits_2_before_running() {
+    let dir = scratch("small-tmpdir");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = dir.join("out");
+    let script = "mount -t tmpfs -o size=4m none \"$REFBENCH_TMPDIR\" || exit 97; \
+                  echo 'mounted' >&2; exec \"$0\" \"$@\"";
+    let o = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, env!("CARGO_BIN_EXE_refbench")])
+        .args(["reproduce", "--quick", "--only", "drop-file", "--out"])
+        .arg(&out)
+        .env(refbench::scratch::DIR_ENV, &tmp)
+        .env("RUST_BACKTRACE", "0")
+        .output();
+    let o = match o {
+        Ok(o) if String::from_utf8_lossy(&o.stderr).starts_with("mounted") => o,
+        _ => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return percpu::testing::skip("cannot mount a small tmpfs here (no unshare -rm)");
+        }
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("drop-file makes its files in"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(o.stdout.is_empty(), "it ran");
+    assert!(!out.join("drop-file.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A `REFBENCH_TMPDIR` that cannot hold the test files does not refuse a `reproduce` whose
 /// experiments make none (it did, exit 2, for `--only tsc-check`).
 #[test]
