@@ -161,8 +161,9 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         threads: Vec<usize>,
         /// Only these experiments, comma-separated (default: all; `section-vs-lock` comes with
-        /// `single-object`). Results already in the folder are kept, and the report covers
-        /// every experiment found there, so a long run can be taken in parts.
+        /// `single-object`, and where it cannot be measured, its earlier results are removed).
+        /// Results already in the folder are kept, and the report covers every experiment
+        /// found there, so a long run can be taken in parts.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         /// Measured time of one repetition, in milliseconds (default: 300, 120 with --quick):

@@ -373,7 +373,21 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
                     },
                 )?;
             }
-            Err(e) => notes.push(format!("section-vs-lock not measured: {e}")),
+            Err(e) => {
+                // An earlier run's result would be judged by the claims table as this run's.
+                let stale = output::earlier_results(dir, "section-vs-lock");
+                for f in &stale {
+                    std::fs::remove_file(f).map_err(|err| format!("{}: {err}", f.display()))?;
+                }
+                notes.push(if stale.is_empty() {
+                    format!("section-vs-lock not measured: {e}")
+                } else {
+                    format!(
+                        "section-vs-lock not measured: {e}; the earlier run's results of it \
+                         were removed, so that no claim is judged from them"
+                    )
+                });
+            }
         }
     }
     bar.inc(1);

@@ -1743,3 +1743,40 @@ fn pin_help_names_the_cpus_the_process_may_use() {
         assert!(!help.contains("online"), "{help}");
     }
 }
+
+/// `reproduce` whose `section-vs-lock` cannot be measured (here: the rseq path forced off, so
+/// there is no section to compare the lock with) removes that experiment's results of an
+/// earlier run from its folder, and its report says so, where the claims table judged PAYGO
+/// §6.2.5 from them as if this run had measured it.
+#[test]
+fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
+    let dir = scratch("reproduce-stale-section");
+    let committed =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results/2core-reproduce");
+    for f in ["section-vs-lock.json", "section-vs-lock.csv"] {
+        std::fs::copy(committed.join(f), dir.join(f)).unwrap();
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+        .args(["reproduce", "--quick", "--only", "single-object"])
+        .args(["--threads", "1", "--duration-ms", "1"])
+        .args(["--out", dir.to_str().unwrap()])
+        .env("PERCPU_FORCE_FALLBACK", "1")
+        .output()
+        .expect("refbench runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["section-vs-lock.json", "section-vs-lock.csv"] {
+        assert!(!dir.join(f).exists(), "{f} kept");
+    }
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    assert!(
+        report.contains("section-vs-lock not measured")
+            && report.contains("the earlier run's results of it were removed"),
+        "{report}"
+    );
+    let claim = report
+        .lines()
+        .find(|l| l.starts_with("| PAYGO §6.2.5 |"))
+        .expect("the claim's row");
+    assert!(claim.contains("**not measured**"), "{claim}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
