@@ -383,6 +383,9 @@ fn main() -> ExitCode {
             if let Err(e) = check_threads(&threads).and(check_distinct("--threads", &threads)) {
                 return usage_error(e);
             }
+            if let Err(e) = check_distinct("--only", &only) {
+                return usage_error(e);
+            }
             if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
                 let hint = if bad == "section-vs-lock" {
                     "it is measured with single-object: --only single-object"

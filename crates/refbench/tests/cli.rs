@@ -93,6 +93,16 @@ fn a_value_given_twice_exits_2_before_running() {
             &["reproduce", "--threads", "2,2", "--out", "/nonexistent/x"],
             "--threads: 2",
         ),
+        (
+            &[
+                "reproduce",
+                "--only",
+                "tsc-check,tsc-check",
+                "--out",
+                "/nonexistent/x",
+            ],
+            "--only: tsc-check",
+        ),
     ] {
         let mut args = args.to_vec();
         if args[0] == "run" {
