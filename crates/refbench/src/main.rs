@@ -542,6 +542,12 @@ fn main() -> ExitCode {
             if file_mib == 0 {
                 return usage_error("--file-mib must be at least 1");
             }
+            if epoch_us == 0 {
+                return usage_error(
+                    "--epoch-us must be at least 1 (epochs of 0 would run back to back, the \
+                     background thread taking a CPU of its own)",
+                );
+            }
             if experiment == "randomread"
                 && objects
                     .iter()

@@ -25,6 +25,14 @@ fn bad_arguments_exit_2_with_a_message() {
         &["run", "memory", "--size-cpus", "0"],
         &["run", "memory", "--size-cpus", "100000"],
         &[
+            "run",
+            "single-object",
+            "--schemes",
+            "refcache",
+            "--epoch-us",
+            "0",
+        ],
+        &[
             "reproduce",
             "--quick",
             "--only",
