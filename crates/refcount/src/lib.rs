@@ -275,8 +275,10 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// Bytes used: the shared state, plus the per-object state of `objs`.
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> Memory;
 
-    /// Cumulative scheme-specific event counts, for benchmarks (PAYGO reports `put_home`,
-    /// `put_anchor` and `put_overflow`: which path each UNREF took). Empty by default.
+    /// Cumulative scheme-specific event counts, for benchmarks (PAYGO reports `put_anchor`,
+    /// `put_overflow`, `claims` and `evictions`: the UNREFs that took a slow path, the REFs that
+    /// claimed a free slot, the entries evicted; home-path UNREFs are not counted). Empty by
+    /// default.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
