@@ -277,19 +277,23 @@ impl schemes::Visit for FrameCounterBytes {
 
 /// [`FrameCounterBytes`] of the scheme `cfg` names, with its configuration.
 fn frame_counter_bytes(cfg: &Config) -> io::Result<usize> {
-    schemes::visit(&cfg.scheme, &cfg.scheme_config, FrameCounterBytes).unwrap_or_else(|| {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("pagecache: unknown scheme '{}'", cfg.scheme),
-        ))
-    })
+    schemes::try_visit(&cfg.scheme, &cfg.scheme_config, FrameCounterBytes)
+        .unwrap_or_else(|| {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("pagecache: unknown scheme '{}'", cfg.scheme),
+            ))
+        })
+        .and_then(|r| r)
 }
 
 /// Makes a cache of `memory_limit_pages` frames counted by the scheme named `scheme` (null:
 /// `"paygo"`), with counting (`mode` 0) or optimistic (1) reads, and stores its handle in
 /// `*out`. Errors: `PAGECACHE_EINVAL` (null `out`, a limit of 0 or above `u32::MAX - 1`, another
 /// mode), `PAGECACHE_ENOSCHEME` (no such scheme, or a name that is not UTF-8),
-/// `PAGECACHE_EUNFIT` (a scheme that cannot serve a page cache), `PAGECACHE_ENOMEM`.
+/// `PAGECACHE_EUNFIT` (a scheme that cannot serve a page cache), `PAGECACHE_ENOMEM`, the
+/// `-errno` of a scheme that cannot be made (`-EAGAIN`: `refcache`'s epoch thread cannot be
+/// started).
 ///
 /// # Safety
 /// `scheme` is null or a NUL-terminated string; `out` is null, misaligned or writable.

@@ -225,10 +225,11 @@ impl PageCache {
     /// A cache of `config.memory_limit_pages` frames counted by the scheme named
     /// `config.scheme`. Errors (`InvalidInput`): an unknown scheme, a scheme that cannot serve
     /// a page cache, a memory limit of zero; `OutOfMemory`: a limit whose frames cannot be
-    /// allocated.
+    /// allocated; the error of a scheme that cannot be made (`refcache` when its epoch thread
+    /// cannot be started: see [`schemes::try_visit`]).
     pub fn new(config: Config) -> io::Result<Self> {
-        match schemes::visit(&config.scheme, &config.scheme_config, Build(&config)) {
-            Some(r) => Ok(PageCache { inner: r? }),
+        match schemes::try_visit(&config.scheme, &config.scheme_config, Build(&config)) {
+            Some(r) => Ok(PageCache { inner: r?? }),
             None => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(

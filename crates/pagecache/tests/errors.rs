@@ -42,6 +42,52 @@ fn bad_configs_are_refused() {
 /// every kind of scheme, instead of aborting the process in the allocation; a cache of a
 /// sane limit is made after it. Where the kernel grants any allocation (overcommit mode 1)
 /// the cache would be made and touched, so the check is not run there.
+/// A scheme that cannot be made (`refcache`, whose epoch thread cannot start) is an error of
+/// `PageCache::new` and of `pagecache_new`, not a panic (nor `PAGECACHE_EINTERNAL`). Run in a
+/// child process where `RUST_MIN_STACK` asks 2^47 bytes, so that no thread starts.
+#[test]
+fn a_scheme_that_cannot_be_made_is_an_error() {
+    const CHILD: &str = "PAGECACHE_TEST_NO_THREADS_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        assert!(
+            std::thread::Builder::new().spawn(|| ()).is_err(),
+            "the child can start threads: the test checks nothing"
+        );
+        let e = PageCache::new(Config::new(8, "refcache"))
+            .err()
+            .expect("no epoch thread");
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+        assert!(e.to_string().contains("epoch thread"), "{e}");
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the name is a NUL-terminated string; `out` is writable.
+        let code = unsafe { pagecache::capi::pagecache_new(8, c"refcache".as_ptr(), 0, &mut out) };
+        assert_eq!(code, -libc::EAGAIN);
+        assert!(out.is_null());
+        assert!(PageCache::new(Config::new(8, "paygo")).is_ok());
+        println!("child done");
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([
+            "a_scheme_that_cannot_be_made_is_an_error",
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("RUST_MIN_STACK", (1u64 << 47).to_string())
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done"),
+        "the child: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_memory_limit_that_cannot_be_allocated_is_refused() {
     let always =
