@@ -133,6 +133,20 @@ pub fn catch_spawn_failure<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     })
 }
 
+/// [`schemes::visit`] for a scheme made inside a run: a scheme that cannot be made (`refcache`,
+/// whose epoch thread the system refuses) abandons the run as a refused worker does
+/// ([`SpawnFailed`], with the scheme's error), where `schemes::visit` would panic.
+pub fn visit_scheme<V: schemes::Visit>(
+    name: &str,
+    cfg: &schemes::SchemeConfig,
+    v: V,
+) -> Option<V::Out> {
+    match schemes::try_visit(name, cfg, v)? {
+        Ok(out) => Some(out),
+        Err(e) => std::panic::resume_unwind(Box::new(SpawnFailed(e.to_string()))),
+    }
+}
+
 /// Spawns `threads` scoped threads in `s`, thread `t` running `f(t)`, and returns their
 /// handles. A thread the system refuses is not a panic: `release` is called to let the threads
 /// already started finish (whatever they wait for: a [`Gate`], a stop flag), and the run is

@@ -1188,6 +1188,35 @@ fn a_refused_thread_exits_1_without_a_panic_or_a_hang() {
     }
 }
 
+/// A scheme that cannot be made (`refcache`, whose epoch thread the system refuses: here
+/// `RUST_MIN_STACK` asks 2^47 bytes for every thread started without a size of its own) ends
+/// the run as a refused worker does: exit 1 and the scheme's error, no panic.
+#[test]
+fn a_scheme_whose_thread_is_refused_exits_1_without_a_panic() {
+    for args in [
+        &["single-object", "--duration-ms", "10", "--reps", "1"][..],
+        &["pair-cost", "--reps", "1"],
+        &["memory", "--objects", "100"],
+        &["query", "--objects", "10", "--reps", "1"],
+        &["drbh", "--duration-ms", "10", "--reps", "1"],
+        &["drop-file", "--objects", "1", "--reps", "1"],
+    ] {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend(["--schemes", "refcache"]);
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(&all)
+            .env("RUST_MIN_STACK", (1u64 << 47).to_string())
+            .output()
+            .expect("refbench runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("epoch thread"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: rows of an abandoned run");
+    }
+}
+
 /// A `REFBENCH_TMPDIR` in which no folder can be made is refused before anything runs.
 #[test]
 fn a_tmpdir_that_cannot_hold_the_files_exits_2() {

@@ -92,7 +92,7 @@ fn collect(
                 out: &mut out,
                 tick: &mut *tick,
             };
-            schemes::visit(name, &p.scheme_config, m)
+            crate::harness::visit_scheme(name, &p.scheme_config, m)
                 .expect("scheme names are validated before running");
         }
     }
@@ -252,7 +252,7 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         for &n in &p.objects {
             let referenced = ((n as f64) * p.referenced_pct / 100.0).round() as usize;
             let mut out = None;
-            schemes::visit(
+            crate::harness::visit_scheme(
                 name,
                 &p.scheme_config,
                 MemoryVisit {
@@ -408,7 +408,7 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                         let out = res
                             .entry((name.clone(), n, background, batched))
                             .or_default();
-                        schemes::visit(
+                        crate::harness::visit_scheme(
                             name,
                             &p.scheme_config,
                             QueryVisit {
@@ -578,7 +578,8 @@ pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     for _ in 0..p.reps {
         for name in &p.schemes {
             let out = res.entry(name.clone()).or_default();
-            schemes::visit(name, &p.scheme_config, PairCostVisit { out }).expect("validated");
+            crate::harness::visit_scheme(name, &p.scheme_config, PairCostVisit { out })
+                .expect("validated");
             tick(name);
         }
     }

@@ -205,7 +205,7 @@ pub fn reclaim_pressure(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             for name in &p.schemes {
                 for reclaimer in [false, true] {
                     let mut out = (0.0, 0.0, 0, 0.0);
-                    schemes::visit(
+                    crate::harness::visit_scheme(
                         name,
                         &p.scheme_config,
                         Pressure {
@@ -289,7 +289,7 @@ mod tests {
         };
         let mut out = (0.0, 0.0, 0, 0.0);
         let t0 = Instant::now();
-        schemes::visit(
+        crate::harness::visit_scheme(
             "cas",
             &p.scheme_config,
             Pressure {

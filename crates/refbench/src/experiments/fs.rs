@@ -657,7 +657,7 @@ fn measure_reads(
             } else {
                 (name, Mode::Counting)
             };
-            schemes::visit(
+            crate::harness::visit_scheme(
                 scheme,
                 &p.scheme_config,
                 ReadJob {
@@ -928,7 +928,7 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             }
             for (mib, files) in &sets {
                 let mut out = Vec::new();
-                schemes::visit(
+                crate::harness::visit_scheme(
                     name,
                     &p.scheme_config,
                     DropJob {

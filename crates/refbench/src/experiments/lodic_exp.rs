@@ -18,7 +18,7 @@ use super::fs::{lodic_rmap, make_files, mib_bytes, warm, Files, LodicGlobal, LOD
 use super::Params;
 use crate::harness::{median, spawn_workers, thread_cpu_secs, Gate, OpenOnPanic};
 use crate::output::Row;
-use crate::schemes::{self, Kind, SchemeInfo, Visit};
+use crate::schemes::{Kind, SchemeInfo, Visit};
 use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
 use refcount::RefCounter;
 use serde_json::{json, Map};
@@ -236,7 +236,7 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             // The other schemes' counters do not depend on the sharing threads: measure once.
             let fixed = if lodic_rmap(name).is_none() {
                 let mut out = None;
-                schemes::visit(
+                crate::harness::visit_scheme(
                     name,
                     &p.scheme_config,
                     MemoryJob {
