@@ -27,7 +27,8 @@
 //! * A call refused for its arguments changes nothing. No Rust panic crosses the boundary:
 //!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`]. No call is a
 //!   cancellation point: each runs with the thread's cancellation disabled (`NoCancel`), a
-//!   read of cached pages only once it finds a page that is not (it makes no system call).
+//!   read of cached pages only once it finds a page that is not (it reaches no cancellation
+//!   point: its only system call is the optimistic mode's `sched_yield`, which is none).
 
 use crate::{CachedFile, Config, Mode, PageCache, PageCacheOf, PAGE_SIZE};
 use core::ffi::{c_char, c_int, c_void, CStr};
@@ -139,7 +140,8 @@ fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
 
 /// Runs an entry point's body, turning a panic into `err`, with the thread's cancellation as
 /// it is: for a body that disables it itself before any cancellation point
-/// (`pagecache_read_at`, whose reads of cached pages make no system call).
+/// (`pagecache_read_at`, whose reads of cached pages make no system call but the optimistic
+/// mode's `sched_yield`, which is no cancellation point).
 fn catches<R>(err: R, f: impl FnOnce() -> R) -> R {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
 }
@@ -164,8 +166,8 @@ const PTHREAD_CANCEL_DISABLE: c_int = 1;
 /// process), in the middle of its state. Disabled, the library's calls are no cancellation
 /// points: a pending request is acted on at the caller's next one, after the call returned.
 /// Costs two `pthread_setcancelstate` calls (two atomic read-modify-writes in glibc) per entry
-/// point, except for a `pagecache_read_at` of cached pages, which makes no system call and
-/// takes none. Under Miri, which has no thread cancellation (nor `pthread_setcancelstate`),
+/// point, except for a `pagecache_read_at` of cached pages, which reaches no cancellation
+/// point (its only system call is the optimistic mode's `sched_yield`) and takes none. Under Miri, which has no thread cancellation (nor `pthread_setcancelstate`),
 /// the guard does nothing.
 struct NoCancel {
     #[cfg(all(target_os = "linux", not(miri)))]
@@ -477,9 +479,9 @@ pub unsafe extern "C" fn pagecache_read_at(
     len: usize,
     offset: u64,
 ) -> isize {
-    // Not `boundary`: a read of cached pages makes no system call, so it reaches no
-    // cancellation point and need not pay for disabling cancellation; a read that may fill a
-    // page or read the file disables it first.
+    // Not `boundary`: a read of cached pages makes no system call but the optimistic mode's
+    // `sched_yield`, so it reaches no cancellation point and need not pay for disabling
+    // cancellation; a read that may fill a page or read the file disables it first.
     catches(PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
         let f = match unsafe { io_args(file, buf.cast_const(), len) } {
