@@ -221,8 +221,9 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
  * would raise SIGXFSZ; for a file already longer than RLIMIT_FSIZE, so does a write into the
  * page that holds the limit, as write-back rewrites that page up to the file's length; nothing
  * is written), a fill's or a direct write's -errno (a direct write: every frame was held;
- * the write ends at that page: the pages before it are written and the length covers them).
- * The bytes reach the file by pagecache_sync, eviction, pagecache_drop_cache or
+ * the write ends at that page: the pages before it are written and the length covers them,
+ * and so does it cover the bytes of that page that a direct write's pwrite(2) wrote before it
+ * failed, as the file's length does). The bytes reach the file by pagecache_sync, eviction, pagecache_drop_cache or
  * pagecache_close. Only writes ending past what the file was checked for (its size at open,
  * then the pages of earlier checked writes) are checked, with getrlimit(2) and lseek(2);
  * RLIMIT_FSIZE lowered below what was already checked is not seen, and the write-back of the

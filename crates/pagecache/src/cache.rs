@@ -1379,6 +1379,34 @@ fn page_parts(offset: u64, n: usize) -> impl Iterator<Item = (u64, usize, Range<
     })
 }
 
+/// Writes `buf` at `off` of `file` with as many `pwrite`s as it takes (`EINTR` retried):
+/// how many bytes reached the file, and the error that stopped the writes before the end (a
+/// `pwrite` that writes nothing is `WriteZero`). Tests inject a short write here (see
+/// `inject.rs`).
+fn pwrite_all(file: &File, buf: &[u8], off: u64) -> (usize, io::Result<()>) {
+    let mut done = 0;
+    while done < buf.len() {
+        let mut chunk = &buf[done..];
+        match crate::inject::write_room(chunk.len()) {
+            Some(0) => {
+                return (
+                    done,
+                    Err(io::Error::other("pagecache: injected write error")),
+                )
+            }
+            Some(n) => chunk = &chunk[..n],
+            None => {}
+        }
+        match file.write_at(chunk, off + done as u64) {
+            Ok(0) => return (done, Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Err(e)),
+        }
+    }
+    (done, Ok(()))
+}
+
 /// The soft `RLIMIT_FSIZE` of the process now, in bytes (`u64::MAX`: none). A `pwrite` past it,
 /// or an `ftruncate` that grows a file past it, raises `SIGXFSZ` (which kills the process
 /// unless it is handled or ignored) and fails with `EFBIG`.
@@ -1902,9 +1930,13 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// refusals change nothing: no byte is written, the length stays. A fill's error (each
     /// page is read before its bytes are copied in) ends the write at that page: the pages
     /// before it are written (and dirty), that page and those after it are not, and the length
-    /// grows only over the pages written. Only writes that end past what was checked before (the size at open, the
-    /// ends of earlier checked writes rounded up to their page) are checked, with one
-    /// `getrlimit` and one or two `lseek`s.
+    /// grows only over the pages written. A page written straight to the file (every frame
+    /// referenced: see [`Stats::direct_ios`]) whose `pwrite` fails after part of its bytes
+    /// reached the file (a short write, then an error) ends the write there too, with its
+    /// error; the length grows over the bytes that reached the file, as the file's own did,
+    /// so the file never holds bytes past the cache's length. Only writes that end past what
+    /// was checked before (the size at open, the ends of earlier checked writes rounded up to
+    /// their page) are checked, with one `getrlimit` and one or two `lseek`s.
     ///
     /// `RLIMIT_FSIZE` is read when a write is checked: a limit raised later is seen, but one
     /// lowered later below what was already checked is not, and the write-back of the pages
@@ -1949,14 +1981,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             let off = (at % PAGE_SIZE as u64) as usize;
             let k = (PAGE_SIZE - off).min(buf.len() - done);
             let part = &buf[done..done + k];
-            let got = c.acquire(f, page, None, &mut || {
-                c.hook(IoKind::Direct, f, at, k)?;
-                f.file.write_all_at(part, at)?;
-                c.direct.fetch_add(1, Ordering::Relaxed);
-                // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
-                f.len.fetch_max(at + k as u64, Ordering::AcqRel);
-                Ok(())
-            })?;
+            let got = c.acquire(f, page, None, &mut || self.direct_write(part, at))?;
             if let Got::Frame(i, tok) = got {
                 copy_in(c.words(i), off, part);
                 // After the bytes, so a reader that sees the new length sees them (as the
@@ -1981,6 +2006,25 @@ impl<C: RefCounter> CachedFileOf<C> {
         }
         debug_assert!(self.len() >= end);
         Ok(buf.len())
+    }
+
+    /// `write_at`'s bypass: writes `part` (within one page) at `at` straight to the file, under
+    /// the allocator lock while the page has no frame. The length grows over the bytes that
+    /// reached the file, also where the write fails after some of them (a short `pwrite`, then
+    /// an error): the file never holds bytes past the cache's length, which write-backs,
+    /// reads and later writes go by (and which a later open takes from the file).
+    fn direct_write(&self, part: &[u8], at: u64) -> io::Result<()> {
+        let f = &*self.state;
+        let c = &*self.cache;
+        c.hook(IoKind::Direct, f, at, part.len())?;
+        let (done, r) = pwrite_all(&f.file, part, at);
+        if done > 0 {
+            // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+            f.len.fetch_max(at + done as u64, Ordering::AcqRel);
+        }
+        r?;
+        c.direct.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Writes every dirty page back (`pwrite`), then `fdatasync`s the file. A page that fails
@@ -2589,6 +2633,46 @@ mod tests {
         assert_eq!(buf, [byte(5), byte(6), byte(7)]);
         drop((a, b));
         assert_eq!(listed(), (0, 0), "the last close unlists it");
+    }
+
+    /// A write that goes straight to the file (the only frame is held) and whose `pwrite` fails
+    /// after 1,000 of its 3,000 bytes (a short write, then an error, injected) returns the
+    /// error, and the cache's length covers the bytes that reached the file: the file and the
+    /// cache agree on the length (6,000), a read through the cache returns those bytes, and
+    /// after the close the file holds them and no more. Before, the cache kept its old length
+    /// (4,096) while the file had grown to 6,000 bytes.
+    #[test]
+    fn a_direct_write_that_fails_part_way_leaves_the_lengths_agreeing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let len = PAGE_SIZE as u64;
+        std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+        let cache = PageCacheOf::with_scheme(Atomic, &Config::new(1, "atomic")).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let held = file.page(0).expect("page 0");
+        let data = [7u8; 3000];
+        crate::inject::fail_write_after(1000);
+        let r = file.write_at(&data, 5000);
+        // `None`: a failure disarmed it.
+        let left = crate::inject::write_room(1);
+        let e = r.expect_err("the write fails");
+        assert!(e.to_string().contains("injected"), "{e}");
+        assert_eq!(left, None, "the direct write reached the failure");
+        let disk = std::fs::metadata(&path).expect("stat").len();
+        assert_eq!(disk, 6000, "the short write reached the file");
+        assert_eq!(file.len(), disk, "the cache's length is the file's");
+        assert_eq!(cache.stats().direct_ios, 0, "no direct write succeeded");
+        let mut buf = vec![0u8; 3000];
+        assert_eq!(file.read_at(&mut buf, 4000).expect("read"), 2000);
+        assert!((0..96).all(|k| buf[k] == byte(4000 + k as u64)));
+        assert!(buf[96..1000].iter().all(|&x| x == 0));
+        assert!(buf[1000..2000].iter().all(|&x| x == 7));
+        drop(held);
+        file.close().expect("close");
+        let disk = std::fs::read(&path).expect("read the file");
+        assert_eq!(disk.len(), 6000);
+        assert!(disk[4096..5000].iter().all(|&x| x == 0));
+        assert!(disk[5000..].iter().all(|&x| x == 7));
     }
 
     /// `atomic` whose zero detection lags, as RefCache's epochs can: each object's first two

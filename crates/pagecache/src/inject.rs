@@ -5,8 +5,9 @@
 //! panics, as such an allocation does under `-Zoom=panic` or an allocation error hook that
 //! panics. And pauses: a thread arms one ([`pause_at_next`]) and runs it at the next
 //! [`pause_point`] it reaches, so that a test can let another thread act at that point of a
-//! call (an open between its checks of the file and its listing). Other builds inject
-//! nothing, at no cost.
+//! call (an open between its checks of the file and its listing). And short writes: a thread
+//! arms one ([`fail_write_after`]), and its direct writes' `pwrite`s write that many bytes in
+//! all, then fail. Other builds inject nothing, at no cost.
 
 #[cfg(all(test, not(loom)))]
 std::thread_local! {
@@ -84,4 +85,38 @@ pub(crate) fn pause_point() {
     if let Some(f) = PAUSE.with(|p| p.borrow_mut().take()) {
         f();
     }
+}
+
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    /// The calling thread's short write: the bytes its direct writes may still write before
+    /// the next `pwrite` fails; `None` when none is armed.
+    static SHORT_WRITE: core::cell::Cell<Option<usize>> = const { core::cell::Cell::new(None) };
+}
+
+/// Arms the calling thread's short write: its direct writes write `n` bytes in all (the
+/// `pwrite` that reaches the `n`-th byte is cut there), and the next `pwrite` fails.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn fail_write_after(n: usize) {
+    SHORT_WRITE.with(|w| w.set(Some(n)));
+}
+
+/// A direct write's point before a `pwrite` of `len` bytes: how many of them it writes (`Some(0)`:
+/// it fails) where a short write is armed, which this then counts; `None` (all) elsewhere. A
+/// failure disarms it.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn write_room(len: usize) -> Option<usize> {
+    SHORT_WRITE.with(|w| {
+        let left = w.get()?;
+        let n = left.min(len);
+        w.set(if n == 0 { None } else { Some(left - n) });
+        Some(n)
+    })
+}
+
+/// Other builds: every `pwrite` writes what it is given.
+#[cfg(not(all(test, not(loom))))]
+#[inline(always)]
+pub(crate) fn write_room(_len: usize) -> Option<usize> {
+    None
 }
