@@ -77,6 +77,14 @@
  *     the slot was reused, reaches the new handle. It is memory-safe: pagecache_close and
  *     pagecache_free wait for the calls on that handle that began before them to return, and
  *     only then close the file or drop the cache.
+ *   - After fork(2), the child has only the thread that forked. A call that another thread was
+ *     inside when the process forked never returns in the child, so pagecache_close of its
+ *     handle there returns PAGECACHE_EFORKED at once (and pagecache_free of its cache handle
+ *     returns) instead of waiting for it for ever: the handle is closed, and the file or
+ *     cache it held is neither written back nor freed, as that call may have left it half
+ *     changed (its pages stay with the parent). Other calls with such a handle in the child
+ *     may wait for ever for locks that call held: in a child of a threaded parent, as POSIX
+ *     says, call only async-signal-safe functions until exec.
  *   - A pointer that no pagecache_new or pagecache_open returned (a file handle passed as a
  *     cache handle included) is not checked: passing one is undefined behaviour.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with
@@ -126,9 +134,14 @@ typedef enum pagecache_error {
                                     boundary) */
     PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
                                     that is not UTF-8 included) */
-    PAGECACHE_EUNFIT = -1002     /* pagecache_new: the scheme exists but cannot count the
+    PAGECACHE_EUNFIT = -1002,    /* pagecache_new: the scheme exists but cannot count the
                                     frames of a page cache ("percpu-limit" cannot detect zero,
                                     so no frame could ever be evicted) */
+    PAGECACHE_EFORKED = -1003    /* pagecache_close in a child of fork(2): another thread of
+                                    the parent was inside a call with the handle when it
+                                    forked, a call that never returns in the child; the
+                                    handle is closed, its file neither written back nor
+                                    freed (see Lifetimes) */
 } pagecache_error;
 
 /* How reads of cached pages find their bytes (the mode of pagecache_new). */
@@ -177,7 +190,8 @@ int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagec
 /* Frees a cache handle; NULL, a misaligned pointer or a handle already freed does nothing.
  * Files opened through it stay open and usable (see Lifetimes above); the frames are freed
  * with the last of them, or here if none is open. Waits for calls with this handle that other
- * threads began before it. */
+ * threads began before it (in a child of fork(2), not for one that another thread of the
+ * parent was inside when it forked: the cache is then not freed, see Lifetimes). */
 void pagecache_free(pagecache_t *cache);
 
 /* Opens the file at path through the cache, read-write if permitted, else read-only, and
@@ -201,7 +215,9 @@ int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out)
  * PAGECACHE_EBADF (file is already closed: nothing done), or, at the last handle, the first failed write-back's or fdatasync's -errno: the pages that failed are lost,
  * and this is how the caller learns it (another handle's write can leave pages dirty after a
  * pagecache_sync of this one). The handle is closed whatever it returns, as by close(2); it
- * waits for calls with this handle that other threads began before it. */
+ * waits for calls with this handle that other threads began before it, or, in a child of
+ * fork(2) where another thread of the parent was inside one when it forked, returns
+ * PAGECACHE_EFORKED at once (see Lifetimes). */
 int pagecache_close(pagecache_file_t *file);
 
 /* Reads up to len bytes at offset into buf, like pread(2): returns the number of bytes read,

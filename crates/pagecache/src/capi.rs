@@ -15,7 +15,10 @@
 //!   (`Acquire`); a close wins one compare-and-swap of the state from live to closed, runs
 //!   `membarrier` and waits until no pin holds the slot before it drops the value. A call
 //!   racing a close of its handle is still the caller's bug, but memory-safe: it runs on the
-//!   open handle or gets `PAGECACHE_EBADF` (or, once the slot was reused, the new handle).
+//!   open handle or gets `PAGECACHE_EBADF` (or, once the slot was reused, the new handle). In a
+//!   child of `fork`, a pin of a thread of the parent (marked by a `pthread_atfork` handler) is
+//!   never dropped: a close that finds one returns [`PAGECACHE_EFORKED`] without waiting, and
+//!   leaves the value in its slot.
 //! * A file handle holds the cache's shared state (an `Arc`), so it may outlive its
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
@@ -63,6 +66,11 @@ pub const PAGECACHE_ENOSCHEME: i32 = -1001;
 /// `pagecache_new`: the scheme exists but cannot count the frames of a page cache
 /// (`percpu-limit`: it cannot detect zero, so no frame could ever be evicted).
 pub const PAGECACHE_EUNFIT: i32 = -1002;
+/// `pagecache_close` in a child of `fork(2)`: another thread of the parent was inside a call
+/// with the handle when it forked, and that call never returns in the child (its thread is not
+/// there), so the close could not wait for it: the handle is closed, and its file is neither
+/// written back nor freed (the parent still holds its pages).
+pub const PAGECACHE_EFORKED: i32 = -1003;
 
 /// `mode` of `pagecache_new`: every read takes a reference ([`Mode::Counting`]).
 pub const PAGECACHE_MODE_COUNTING: i32 = 0;
@@ -360,7 +368,9 @@ pub unsafe extern "C" fn pagecache_new(
 
 /// Frees a cache handle (null, misaligned or already freed: nothing). Files opened through
 /// it stay usable; the frames are freed with the last of them. Waits for the calls on the
-/// handle that other threads began before it.
+/// handle that other threads began before it, except in a child of `fork(2)` for a call that
+/// a thread of the parent was in when it forked (see [`PAGECACHE_EFORKED`]): the handle is
+/// then freed without dropping the cache.
 ///
 /// # Safety
 /// `cache` is null, misaligned or a handle from [`pagecache_new`] (live, freed, or freed and
@@ -426,7 +436,9 @@ pub unsafe extern "C" fn pagecache_open(
 /// `PAGECACHE_EBADF` for a closed one (nothing done either way), or, at the last handle, the
 /// first write-back's or `fdatasync`'s `-errno`: the pages that failed are lost, and this says
 /// so. The handle is closed whatever it returns, as by `close(2)`. Waits for the calls on the
-/// handle that other threads began before it.
+/// handle that other threads began before it; in a child of `fork(2)`, where a thread of the
+/// parent was inside a call with the handle when it forked, returns [`PAGECACHE_EFORKED`] at
+/// once instead of waiting for ever for that call (the file is not written back or freed).
 ///
 /// # Safety
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live, closed, or closed and
@@ -739,6 +751,9 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",
         PAGECACHE_ENOSCHEME => c"no counting scheme of that name",
         PAGECACHE_EUNFIT => c"the counting scheme cannot serve a page cache",
+        PAGECACHE_EFORKED => {
+            c"handle in use by a thread of the parent when the process forked (closed, not freed)"
+        }
         c if c < 0 && c > -ERRNO_TEXTS => boundary(c"unknown error", || {
             errno_texts()
                 .get((-c - 1) as usize)
@@ -1174,6 +1189,7 @@ mod tests {
             PAGECACHE_EINTERNAL,
             PAGECACHE_ENOSCHEME,
             PAGECACHE_EUNFIT,
+            PAGECACHE_EFORKED,
         ] {
             assert!(!text(code).is_empty());
         }
@@ -1410,6 +1426,63 @@ mod tests {
         all_free(&FILES);
         // SAFETY: a live handle, freed once.
         unsafe { pagecache_free(c) };
+    }
+
+    /// A child of `fork` whose parent had calls in progress with a file handle and a cache
+    /// handle on another thread (their pins held, as `enter` holds them for a call) closes
+    /// the file handle with `PAGECACHE_EFORKED` (a second close: `PAGECACHE_EBADF`) and frees
+    /// the cache handle, where each waited for ever for a call that no thread of the child
+    /// will end (the child's alarm then killed it). In the parent, the thread ends its calls
+    /// and both handles close as usual.
+    #[test]
+    fn a_child_of_fork_closes_handles_a_thread_of_the_parent_was_using() {
+        let _tables = tables_alone();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = file_in(&dir, "f", 100, 3);
+        let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        let (cs, fs) = (Shared(c), Shared(f));
+        let (pinned_tx, pinned) = std::sync::mpsc::channel();
+        let (end_tx, end) = std::sync::mpsc::channel::<()>();
+        let user = std::thread::spawn(move || {
+            // SAFETY: live handles of their tables.
+            let calls = unsafe { (enter(cs.get()), enter(fs.get())) };
+            assert!(calls.0.is_ok() && calls.1.is_ok(), "both handles are live");
+            pinned_tx.send(()).expect("say the calls began");
+            end.recv().expect("wait for the fork's end");
+            drop(calls);
+        });
+        pinned.recv().expect("the calls began");
+        // SAFETY: the child calls only the library's close and free and async-signal-safe
+        // functions (alarm, _exit); the parent waits for it.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: as above; the handles are live in the child's copy of the tables.
+            unsafe {
+                libc::alarm(60);
+                let closed = pagecache_close(f);
+                let again = pagecache_close(f);
+                pagecache_free(c);
+                let ok = closed == PAGECACHE_EFORKED && again == PAGECACHE_EBADF;
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+        }
+        assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+        let mut status = 0;
+        // SAFETY: waits for the child just forked; `status` is writable.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        end_tx.send(()).expect("end the calls");
+        user.join().expect("the calling thread");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child's close or free failed (exit 1) or waited for ever (SIGALRM): {status:#x}"
+        );
+        assert!(reads_as(f, 100, 3), "the parent's handle still works");
+        // SAFETY: live handles, closed and freed once.
+        unsafe {
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            pagecache_free(c);
+        }
     }
 
     /// A close racing a thread whose calls go from one handle to another: the close waits for

@@ -26,6 +26,7 @@ fn error_codes_and_modes_agree() {
         ("PAGECACHE_EINTERNAL", capi::PAGECACHE_EINTERNAL),
         ("PAGECACHE_ENOSCHEME", capi::PAGECACHE_ENOSCHEME),
         ("PAGECACHE_EUNFIT", capi::PAGECACHE_EUNFIT),
+        ("PAGECACHE_EFORKED", capi::PAGECACHE_EFORKED),
     ]);
     assert_eq!(enum_values(&h, "pagecache_error"), codes);
     let modes = map(&[

@@ -1,7 +1,7 @@
 //! The C handles: slots of never-freed tables, each with a live/closed state, and the
 //! per-thread pins that make a close wait for the calls racing it (see [`Slot`] and `pins`).
 
-use super::{PAGECACHE_EBADF, PAGECACHE_EINTERNAL, PAGECACHE_EINVAL};
+use super::{PAGECACHE_EBADF, PAGECACHE_EFORKED, PAGECACHE_EINTERNAL, PAGECACHE_EINVAL};
 use core::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -105,6 +105,8 @@ impl<T: Send + Sync + 'static> Table<T> {
         // call, once): until then the pins' light fence is a `SeqCst` fence, which costs every
         // call tens of cycles.
         percpu::membarrier::asymmetric_available();
+        // Makes a child of `fork` tell the pins of the parent's other threads (once).
+        pins::watch_forks();
         let slot = self.closed_slot();
         // SAFETY: the slot is closed and this thread took it off the free list, so it holds
         // it alone (see `Slot`): no call reads the value of a closed slot, and its closer, if
@@ -121,7 +123,11 @@ impl<T: Send + Sync + 'static> Table<T> {
 
     /// Closes the handle `p` and returns its value; `Err(PAGECACHE_EINVAL)` for a null or
     /// misaligned pointer, `Err(PAGECACHE_EBADF)` for a closed one (nothing done). Waits until
-    /// every call on the handle that began before it returned.
+    /// every call on the handle that began before it returned. `Err(PAGECACHE_EFORKED)` in a
+    /// child of `fork` where a call on the handle was in progress in another thread of the
+    /// parent when it forked: that call never returns in the child, so the handle is closed
+    /// and its value left in its slot for ever (the call may have left it half changed, its
+    /// locks held), and the slot is never reused.
     ///
     /// # Safety
     /// `p` is null, misaligned, or a handle this table returned (live, closed or reused).
@@ -146,7 +152,9 @@ impl<T: Send + Sync + 'static> Table<T> {
                 Err(now) => s = now,
             }
         }
-        pins::wait_for_calls(p.cast());
+        if !pins::wait_for_calls(p.cast()) {
+            return Err(PAGECACHE_EFORKED);
+        }
         // SAFETY: this thread won the slot's close, and every call that saw it live has
         // dropped its pin (later calls see it closed and leave the value alone): it holds the
         // slot alone until it puts it back on the free list below.
@@ -221,6 +229,10 @@ pub(super) mod pins {
         owned: AtomicBool,
         /// The next record of the list; set before the record is pushed, then never changed.
         next: AtomicPtr<Record>,
+        /// Set in a child of `fork` on the records that the parent's other threads owned:
+        /// those threads do not exist in the child, so a pin in such a record is never
+        /// dropped. Cleared when the record is claimed again.
+        orphaned: AtomicBool,
     }
 
     /// Every record ever made, newest first (push only).
@@ -259,6 +271,9 @@ pub(super) mod pins {
                     .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
+                // Relaxed: a closer that finds this record pinned reads it after the pin's
+                // Release store (see `wait_for_calls`), which follows this store.
+                r.orphaned.store(false, Ordering::Relaxed);
                 return r;
             }
             p = r.next.load(Ordering::Relaxed);
@@ -267,6 +282,7 @@ pub(super) mod pins {
             slot: AtomicPtr::new(null_mut()),
             owned: AtomicBool::new(true),
             next: AtomicPtr::new(null_mut()),
+            orphaned: AtomicBool::new(false),
         }));
         let mut head = RECORDS.load(Ordering::Relaxed);
         loop {
@@ -363,9 +379,45 @@ pub(super) mod pins {
         }
     }
 
+    /// Registers [`forked`] to run in the child of every `fork` (once per process; a child
+    /// inherits the registration).
+    pub(super) fn watch_forks() {
+        // Miri has neither `fork` nor `pthread_atfork`.
+        if cfg!(miri) {
+            return;
+        }
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: registers a handler that takes no argument and runs in the child only,
+            // where it touches nothing but the records (see `forked`). A failure (ENOMEM)
+            // leaves the closes of such a child waiting, as before.
+            let _ = unsafe { libc::pthread_atfork(None, None, Some(forked)) };
+        });
+    }
+
+    /// In a child of `fork`, on its only thread (the one that forked): marks every record
+    /// owned by another thread orphaned, as that thread is not in the child. Touches only
+    /// atomics and a constant thread local (async-signal-safe, as such a handler must be).
+    extern "C" fn forked() {
+        let mine = MINE.try_with(Cell::get).ok().flatten();
+        // Acquire: as in `claim`.
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: records are never freed; `p` is null or one of them.
+        while let Some(r) = unsafe { p.as_ref() } {
+            if r.owned.load(Ordering::Relaxed) && !mine.is_some_and(|m| core::ptr::eq(m, r)) {
+                // Relaxed: the child's threads all begin after this (their spawn orders it).
+                r.orphaned.store(true, Ordering::Relaxed);
+            }
+            p = r.next.load(Ordering::Relaxed);
+        }
+    }
+
     /// After a slot was closed: waits until no call that may have seen it live holds a pin on
-    /// it (calls that pin it later see it closed).
-    pub(super) fn wait_for_calls(slot: *const u8) {
+    /// it (calls that pin it later see it closed); `true` then. `false` at once, in a child of
+    /// `fork`, where a record of a thread of the parent that is not in the child holds the
+    /// slot: that pin is never dropped, and a wait for it would never end.
+    #[must_use]
+    pub(super) fn wait_for_calls(slot: *const u8) -> bool {
         // The heavy side of the pair with `Pin::new`'s light fence.
         percpu::membarrier::heavy_fence();
         // Acquire: pairs with the Release compare-and-swap that pushed each record.
@@ -377,6 +429,11 @@ pub(super) mod pins {
             // the record shows another slot (or none), the calls of its thread on this slot
             // are done, and their reads come before the value is taken.
             while r.slot.load(Ordering::Acquire).cast_const() == slot {
+                // Relaxed: set in the child before any of its threads began, or cleared by a
+                // claim before the pin whose Acquire load above is seen.
+                if r.orphaned.load(Ordering::Relaxed) {
+                    return false;
+                }
                 if spins < 100 {
                     core::hint::spin_loop();
                 } else {
@@ -386,6 +443,7 @@ pub(super) mod pins {
             }
             p = r.next.load(Ordering::Relaxed);
         }
+        true
     }
 
     /// The records made so far: at most the most threads that had called the library alive at
