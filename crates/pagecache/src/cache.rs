@@ -504,9 +504,11 @@ fn poisoned() -> io::Error {
 impl<C: RefCounter> Inner<C> {
     /// One turn of a wait for a page that is being filled, evicted, or decided on by a
     /// try-reclaim: spins, then yields. Fails after [`POISONED_TURNS`] turns on a cache whose
-    /// allocator lock a panic poisoned (a scheme's `try_reclaim*` or `reinit` that panicked,
-    /// which can leave frames dead or unpublished in their slots for ever): the page
-    /// may never become usable, and an error is better than a wait without end.
+    /// allocator lock a panic poisoned (a scheme's `try_reclaim*` or `reinit` that panicked:
+    /// the frames it left dead are retired, see [`Inner::retire_dead`], but one whose
+    /// write-back failed there, or that the scheme left flagged or counted, stays in its slot
+    /// for ever): the page may never become usable, and an error is better than a wait
+    /// without end.
     fn wait_turn(&self, tries: &mut u32) -> io::Result<()> {
         spin(tries);
         if *tries >= POISONED_TURNS && self.alloc.is_poisoned() {
@@ -1129,10 +1131,16 @@ impl<C: RefCounter> Inner<C> {
                 done.freed = self.finish_some(a, b, owners, &mut done);
             }
         }));
+        if decided.is_err() {
+            // The scheme panicked: the frames it left dead go out of their slots (with the
+            // mapping locks held, as an eviction unpublishes its frames). A second panic of
+            // the scheme there ends the retiring; the first one goes on below.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| self.retire_dead(b, owners)));
+        }
         for &n in &b.flagged {
             // Release: pairs with the owners' Acquire flag load; a reclaimed frame's odd
-            // version (`finish_all`, `finish_evict`) is visible to an owner that sees the flag
-            // clear.
+            // version (`finish_all`, `finish_evict`, `retire_dead`) is visible to an owner
+            // that sees the flag clear.
             self.frames[b.frames[n] as usize]
                 .meta
                 .lodic
@@ -1148,6 +1156,53 @@ impl<C: RefCounter> Inner<C> {
         done.busy.sort_unstable();
         done.failed.sort_unstable();
         done
+    }
+
+    /// After a scheme's panic in [`Self::evict_batch`] (in its try-reclaim, or in a `reinit`
+    /// as the batch's frames were freed), under the allocator lock and the files' mapping
+    /// locks: retires the frames of `b` that the panic left dead in their slots, on which no
+    /// reference could be taken again (every use of their pages would wait, then fail, and
+    /// their dirty bytes would never be written back). Such a frame still holds its page
+    /// (published, its key unchanged), the scheme's try-get on it fails under the lock (when
+    /// no try-reclaim is deciding) and no reference counts on it: it is written back if dirty,
+    /// then unpublished and taken out of its slot, so that its page is filled again from the
+    /// file into a sound frame. It is not freed, as the scheme's state of its object is not
+    /// known: the cache goes on with one frame fewer. A frame whose write-back fails stays
+    /// dirty in its slot (its page unusable: `sync` and the last close return an error), and
+    /// a frame that is live, or that the scheme still counts references on, is left alone.
+    #[cold]
+    fn retire_dead(&self, b: &Batch<'_, C>, owners: &[Arc<FileState>]) {
+        for n in 0..b.len {
+            let (i, page, f) = (b.frames[n], b.pages[n], &owners[b.owner(n)]);
+            let m = &self.frames[i as usize].meta;
+            // Relaxed: the key changes only under the allocator lock, which this thread holds.
+            if m.unfilled()
+                || m.file.load(Ordering::Relaxed) != f.id
+                || m.index.load(Ordering::Relaxed) != page
+            {
+                // Freed, or taken out of its slot, before the panic.
+                continue;
+            }
+            let obj = self.obj(i);
+            if let Some(tok) = self.get(i) {
+                self.scheme.put(obj, tok);
+                continue;
+            }
+            if self.scheme.is_referenced(obj) {
+                continue;
+            }
+            // Acquire: pairs with the Release store of writers that set the bit after their
+            // bytes (no writer holds the dead frame now).
+            if m.dirty.load(Ordering::Acquire) {
+                if self.write_back(f, i, page).is_err() {
+                    continue;
+                }
+                m.dirty.store(false, Ordering::Relaxed);
+            }
+            m.unpublish();
+            f.slot(page).store(0, Ordering::Relaxed);
+            m.clear();
+        }
     }
 
     /// The end of [`Self::evict_batch`] when every frame of `frames` was reclaimed: frame
