@@ -2323,8 +2323,12 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// past the process's `RLIMIT_FSIZE` (where `ftruncate` would raise `SIGXFSZ`), checked as
     /// a write's end is (see [`CachedFileOf::write_at`]); the file system's error. Nothing is
     /// changed on these errors. On a cache that a scheme's panic poisoned (see the crate's
-    /// documentation), a page past the new end that cannot be had is left as it is and its
-    /// error returned after the length was set and the other pages cut.
+    /// documentation), a page past the new end whose frame the panic left dead is taken out
+    /// of the cache (written back up to the new end first if it holds the end and is dirty),
+    /// and fills again from the cut file; one that cannot be had otherwise (its frame never
+    /// filled or still counted, or that write-back failing, when the frame is unpublished so
+    /// that no read returns its bytes past the end) is left, and its error returned after
+    /// the length was set and the other pages cut.
     pub fn set_len(&self, size: u64) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
@@ -2403,15 +2407,73 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// `set_len`'s step for one slot at or past the new end `size`: zeros the bytes of the
     /// page it holds from `size` on (a page being filled is waited for: its bytes may predate
     /// the cut), and marks a page wholly past the end clean.
+    /// A wait that gives up on a poisoned cache goes to [`Self::zero_stuck`].
     fn zero_past(&self, page: u64, slot: &AtomicU32, size: u64) -> io::Result<()> {
+        match self.with_cached(page, slot, |i, m| self.zero_frame(i, m, page, size)) {
+            Ok(()) => Ok(()),
+            Err(e) => self.zero_stuck(page, slot, size, e),
+        }
+    }
+
+    /// `zero_past`'s work on frame `i` (whose meta is `m`), which holds `page`, under a
+    /// reference.
+    fn zero_frame(&self, i: u32, m: &FrameMeta, page: u64, size: u64) {
+        let off = size.saturating_sub(page * PAGE_SIZE as u64) as usize;
+        copy_in(self.cache.words(i), off, &[0u8; PAGE_SIZE][off..]);
+        if off == 0 {
+            m.dirty.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// `zero_past` where its wait for `page` (slot `slot`) gave up with `e` on a cache that a
+    /// scheme's panic poisoned: looks at the page's frame again under the allocator lock (when
+    /// no try-reclaim is deciding). A frame the scheme's try-get succeeds on is zeroed. A dead
+    /// one (the try-get fails, no reference counts) is retired as [`Inner::retire_dead`]
+    /// retires one, its bytes past `size` dropped: written back first if it holds the new end
+    /// and is dirty (the length is `size` already, so only the bytes before it), then
+    /// unpublished and taken out of its slot, never freed; its page fills again from the cut
+    /// file. If that write-back fails, the frame is unpublished in its slot, so that no read
+    /// returns its bytes past the end after a growth (its page unusable), and the error is
+    /// returned; so is `e` for a frame never filled or still counted, left as it is.
+    #[cold]
+    fn zero_stuck(&self, page: u64, slot: &AtomicU32, size: u64, e: io::Error) -> io::Result<()> {
         let c = &*self.cache;
-        self.with_cached(page, slot, |i, m| {
-            let off = size.saturating_sub(page * PAGE_SIZE as u64) as usize;
-            copy_in(c.words(i), off, &[0u8; PAGE_SIZE][off..]);
-            if off == 0 {
-                m.dirty.store(false, Ordering::Relaxed);
+        let f = &*self.state;
+        let _a = lock(&c.alloc);
+        // Relaxed: a slot changes from or to empty only under the allocator lock.
+        let s = slot.load(Ordering::Relaxed);
+        if s == 0 {
+            // Evicted since, written back with the cut length.
+            return Ok(());
+        }
+        let i = s - 1;
+        let m = c.meta(i);
+        if m.unfilled() {
+            return Err(e);
+        }
+        // Filled, and in the page's slot under the lock: the frame holds the page.
+        let obj = c.obj(i);
+        if let Some(tok) = c.get(i) {
+            self.zero_frame(i, m, page, size);
+            c.scheme.put(obj, tok);
+            return Ok(());
+        }
+        if c.scheme.is_referenced(obj) {
+            return Err(e);
+        }
+        // Acquire: pairs with the Release store of writers that set the bit after their bytes
+        // (no writer holds the dead frame now).
+        if size > page * PAGE_SIZE as u64 && m.dirty.load(Ordering::Acquire) {
+            if let Err(w) = c.write_back(f, i, page) {
+                m.unpublish();
+                return Err(w);
             }
-        })
+        }
+        m.dirty.store(false, Ordering::Relaxed);
+        m.unpublish();
+        slot.store(0, Ordering::Relaxed);
+        m.clear();
+        Ok(())
     }
 
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end

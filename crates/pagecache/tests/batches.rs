@@ -286,6 +286,59 @@ fn a_panic_while_a_drop_frees_its_batch_retires_the_dead_frames() {
     fb.close().unwrap();
 }
 
+/// A page whose frame a scheme's panic left dead and whose write-back failed when it was to
+/// be retired (the fault hook) stays dead in its slot, its bytes the ones written. A cut
+/// below it then retires it without a write-back (its bytes are past the new end): the cut
+/// succeeds, and after a growth an optimistic read of the page returns zeros, as the file
+/// holds. Before, the cut gave up on the page with an error and left it published with its old
+/// bytes, which the optimistic read returned after the growth.
+#[test]
+fn a_cut_retires_a_dead_page_past_the_new_end() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let len = 12 * PAGE_SIZE;
+    let a = pattern_file(&dir, "a", len as u64);
+    let fail = Arc::new(AtomicBool::new(false));
+    let mut cfg = Config::new(16, "panics-in-reinit");
+    cfg.mode = pagecache::Mode::Optimistic;
+    let hook_fail = fail.clone();
+    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+        if ev.kind == pagecache::IoKind::WriteBack && hook_fail.load(Relaxed) {
+            Err(std::io::Error::other("injected write-back error"))
+        } else {
+            Ok(())
+        }
+    }));
+    let c = PageCacheOf::with_scheme(PanicsInReinit::default(), &cfg).unwrap();
+    let fa = c.open(&a).unwrap();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..12 {
+        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
+    }
+    let at = 5 * PAGE_SIZE as u64 + 10;
+    assert_eq!(fa.write_at(b"stale", at).unwrap(), 5);
+    fail.store(true, Relaxed);
+    c.scheme().armed.store(true, Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    fail.store(false, Relaxed);
+    let (cut, grown, read) = within_a_minute(move || {
+        let cut = fa.set_len(5 * PAGE_SIZE as u64);
+        let grown = fa.set_len(len as u64);
+        let mut b = [1u8; 5];
+        let read = fa.read_at(&mut b, at).map(|n| (n, b));
+        (cut, grown, read)
+    });
+    cut.expect("the cut past the dead page");
+    grown.expect("the growth");
+    assert_eq!(
+        read.expect("a read of the page after the growth"),
+        (5, [0; 5]),
+        "the page past the cut reads as zeros"
+    );
+}
+
 /// A cache of 16 frames counted by `PanicsInReclaim` whose fault hook fails every write-back
 /// while its flag is set, and a file of 4 pattern pages in it whose last close unwound: page 1
 /// was written (`written` at byte 100 of it), the close's sync failed to write it back (the
