@@ -821,7 +821,19 @@ impl<C: RefCounter> Inner<C> {
                 }
             };
             frames.push(i);
-            self.read_ahead(&mut a, f, page, &mut frames);
+            // A panic of the readahead (an allocation's, under `-Zoom=panic`: the slots' nodes
+            // past the flat array, an eviction's lists) is caught to take out the frames it
+            // installed, and the missed page's, and to let the lock go unpoisoned before it
+            // goes on: unwinding past them would leave every use of their pages waiting for
+            // frames never published (until the poisoned lock's waits gave up).
+            let ahead = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                self.read_ahead(&mut a, f, page, &mut frames)
+            }));
+            if let Err(panic) = ahead {
+                self.take_out(&mut a, f, page, &frames, tok);
+                drop(a);
+                std::panic::resume_unwind(panic);
+            }
             a.high_water = a.high_water.max(self.frames.len() - a.free.len());
             (i, tok)
         };
@@ -860,6 +872,13 @@ impl<C: RefCounter> Inner<C> {
     #[cold]
     fn unfill(&self, f: &FileState, page: u64, frames: &[u32], tok: C::Token) {
         let mut a = lock(&self.alloc);
+        self.take_out(&mut a, f, page, frames, tok);
+    }
+
+    /// [`Self::unfill`] under the allocator lock (`a`). Allocates nothing: the free list has
+    /// room for every frame.
+    #[cold]
+    fn take_out(&self, a: &mut Alloc, f: &FileState, page: u64, frames: &[u32], tok: C::Token) {
         self.scheme.put(self.obj(frames[0]), tok);
         for (k, &j) in frames.iter().enumerate() {
             f.slot(page + k as u64).store(0, Ordering::Relaxed);
@@ -896,6 +915,11 @@ impl<C: RefCounter> Inner<C> {
         debug_assert!(frames.len() == 1 && frames.capacity() > RA_MAX as usize);
         let mut p = page + 1;
         while (frames.len() as u64 - 1) < want && p < pages {
+            if p >= f.slots.base().len() as u64 {
+                // The nodes of the slot's path, allocated (for a test, an injected failure:
+                // see `inject.rs`).
+                crate::inject::alloc_point();
+            }
             let Some(s) = f.slots.get_or_alloc(p) else {
                 break;
             };
@@ -2677,6 +2701,48 @@ mod tests {
         assert_eq!(&disk[3..8], b"after");
         assert_eq!(disk[8], byte(8));
         assert_eq!(cache.stats().resident, 0);
+    }
+
+    /// A fill whose readahead panics under the allocator lock (the allocation of a slot's nodes
+    /// past the flat array fails, injected as under `-Zoom=panic`) unwinds out of the read
+    /// that missed, with the missed page's frame and those read ahead taken out and the lock
+    /// not poisoned: none stays resident, and the file's pages read back what was written.
+    /// Before, the missed page's frame stayed installed and never published, and every later
+    /// read of that page waited, then gave up with an error on the poisoned lock.
+    #[test]
+    fn a_readahead_that_panics_takes_its_frames_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"").expect("file");
+        let len = 8 * PAGE_SIZE as u64;
+        let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+        let file = cache.open(&path).expect("open");
+        // Every page past the empty file's flat array, in the slots' tree.
+        let data: Vec<u8> = (0..len).map(byte).collect();
+        assert_eq!(file.write_at(&data, 0).expect("write"), len as usize);
+        assert_eq!(file.drop_cache().expect("drop"), 8);
+        let mut buf = vec![0u8; PAGE_SIZE];
+        crate::inject::fail_allocation(0);
+        let panicked =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
+                .is_err();
+        assert!(
+            crate::inject::disarm(),
+            "the readahead reached its allocation"
+        );
+        assert!(panicked, "the readahead's panic unwinds out of the read");
+        assert!(
+            !cache.inner.alloc.is_poisoned(),
+            "the lock is let go unpoisoned"
+        );
+        assert_eq!(cache.stats().resident, 0, "the fill's frames are free");
+        let mut all = vec![0u8; len as usize];
+        assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
+        assert!(
+            all == data,
+            "the pages read after the panic hold what was written"
+        );
+        file.close().expect("close");
     }
 
     /// An open racing the last close of its file, which writes the file's pages back and
