@@ -990,10 +990,14 @@ mod applying {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// This thread's id: not 0, even (the address of its thread control block, `pthread_self`,
-    /// which is aligned), and distinct among the threads alive.
+    /// which is aligned), and distinct among the threads alive. Under Miri, `pthread_self` is
+    /// the thread's number (0 for the main thread, then 1, 2, ...), not an address, so the id
+    /// is twice that number plus 2.
     fn this_thread() -> usize {
         // SAFETY: pthread_self has no precondition (it reads the thread pointer).
         let t = unsafe { libc::pthread_self() as usize };
+        #[cfg(miri)]
+        let t = t * 2 + 2;
         debug_assert!(
             t != 0 && t & ORPHANED == 0,
             "a pthread_t that is not an address"
