@@ -4,7 +4,9 @@
 
 use crate::log::{Log, Stamp, Stamper};
 use crate::spin::SpinLock;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering,
+};
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use percpu::PerCpu;
@@ -231,6 +233,14 @@ struct Core<L: Log> {
     /// and the next gather locks that way after it: Relaxed, the way's lock orders it);
     /// turned into `poisoned` by that gather, holding `target`.
     lost: AtomicBool,
+    /// Evicters that took `target` and have not yet returned from its unlock (see
+    /// [`Evicting`]). A `std` mutex's unlock wakes a waiter after the store that releases the
+    /// lock, still borrowing the mutex; a waiter may take the lock between the two (one that
+    /// had not yet slept), and the object's drop, holding no handle the evicter counts, would
+    /// then free the mutex under that borrow (rust-lang/rust#55005). Whoever frees the core
+    /// first waits until this is 0 (see [`wait_for_evicters`]). At most one evicter per CPU
+    /// slot at a time plus one: a `u32`, in what was the padding after the flags.
+    evicters: AtomicU32,
     /// The drain generation (see [`FREE_PASSES`]): odd while a gather is draining this object,
     /// even otherwise; each drain adds 1 when it begins and 1 when it ends, so the value also
     /// names the drain. A `log` that would start a new log of this object (an untagged way)
@@ -333,6 +343,52 @@ struct Stamping<'a> {
 impl Drop for Stamping<'_> {
     fn drop(&mut self) {
         *self.last = (*self.last).max(self.stamper.last());
+    }
+}
+
+/// An evicter's count in its object's `evicters`, taken holding the object's `target` (which
+/// the evicter found by a way's tag, under the way's lock) and given back when dropped, after
+/// the evicter's guard of `target` is dropped (its unlock returned): the evicter's last use of
+/// the object. The counter is an atomic, which may be freed under a reference as `Arc`'s
+/// counters are.
+struct Evicting<'a>(&'a AtomicU32);
+
+impl<'a> Evicting<'a> {
+    /// Counts an evicter that holds the object's `target`.
+    fn enter(evicters: &'a AtomicU32) -> Self {
+        // Relaxed: the caller holds `target`, and whoever frees the core takes `target` after
+        // the caller unlocks it (or is the caller), so it sees this increment.
+        evicters.fetch_add(1, Ordering::Relaxed);
+        Evicting(evicters)
+    }
+}
+
+impl Drop for Evicting<'_> {
+    fn drop(&mut self) {
+        // Release pairs with the Acquire load in `wait_for_evicters`: the evicter's unlock of
+        // `target` (its last access to the core, this decrement aside) happens before the
+        // free.
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// Waits until every evicter that held the object's `target` has returned from its unlock
+/// (`evicters` is 0), before the core is freed. The caller holds the last handle (or finishes
+/// the drop as the evicter whose update dropped it) and no longer holds `target`: no new
+/// evicter can count itself (no way is tagged with the object), and those counted only have
+/// their unlock's wake and the decrement left.
+fn wait_for_evicters(evicters: &AtomicU32) {
+    let mut spins = 0u32;
+    // Acquire pairs with the Release decrement in `Evicting::drop`.
+    while evicters.load(Ordering::Acquire) != 0 {
+        #[cfg(all(test, not(loom)))]
+        tests::evicters_hook();
+        spins = spins.saturating_add(1);
+        if spins < 64 {
+            crate::sync::spin_hint();
+        } else {
+            crate::sync::yield_now();
+        }
     }
 }
 
@@ -625,6 +681,7 @@ impl<L: Log> Object<L> {
             guard_out: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
             lost: AtomicBool::new(false),
+            evicters: AtomicU32::new(0),
             draining: AtomicU64::new(0),
             #[cfg(not(loom))]
             applying: applying::Slot::new(),
@@ -713,26 +770,37 @@ impl<L: Log> Object<L> {
             // while we hold the way's lock and the tag names it, it is alive.
             let other = unsafe { &*tag };
             match other.try_lock_target() {
-                Some(mut t) => {
+                Some(t) => {
                     drop(g);
                     // The other object cannot be freed while we hold its target lock (its drop
                     // takes that lock first, or, run by the updates applied here, leaves the
-                    // rest of it to us: see `applying`).
+                    // rest of it to us: see `applying`), nor until we have returned from its
+                    // unlock (`evicting`, given back after `t` is dropped, on unwind too).
+                    let evicting = Evicting::enter(&other.evicters);
+                    let mut t = t;
                     #[cfg(not(loom))]
                     let applying = applying::Applying::begin(&other.applying);
                     other.gather_and_apply_in_log(&mut t);
                     #[cfg(not(loom))]
-                    if applying.end() {
+                    let free = applying.end() && {
                         // The object's last handle was dropped by the updates applied here, and
                         // its drop left the rest to us.
-                        let free = apply_at_drop(other, &mut t);
-                        drop(t);
-                        if free {
-                            // SAFETY: as at the end of `Object::drop`, whose part this is
-                            // (the guard is dropped, `other` is not used again, and `tag` is
-                            // the allocation's own pointer: see `me`).
-                            drop(unsafe { Box::from_raw(tag) });
-                        }
+                        apply_at_drop(other, &mut t)
+                    };
+                    #[cfg(loom)]
+                    let free = false;
+                    drop(t);
+                    #[cfg(all(test, not(loom)))]
+                    tests::unlocked_hook();
+                    drop(evicting);
+                    if free {
+                        // Other evicters may still be in their unlock of `target`.
+                        wait_for_evicters(&other.evicters);
+                        // SAFETY: as at the end of `Object::drop`, whose part this is
+                        // (the guard is dropped, no evicter uses the core any more, `other`
+                        // is not used again, and `tag` is the allocation's own pointer: see
+                        // `me`).
+                        drop(unsafe { Box::from_raw(tag) });
                     }
                 }
                 None => {
@@ -941,11 +1009,14 @@ impl<L: Log> Drop for Object<L> {
             apply_at_drop(core, &mut t)
         };
         if free {
+            // An evicter that held `target` before us may still be in its unlock.
+            wait_for_evicters(&self.core().evicters);
             // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather
             // cleared every tag holding the target lock, and a new tag needs a `log` call,
             // impossible on an object being dropped); an evicter that read the tag before it
             // was cleared held that way's lock, which gather took after it, and gave up on our
-            // busy target lock. The guard (`t`) is dropped: nothing borrows the core.
+            // busy target lock, and every evicter that took it has returned from its unlock
+            // (`evicters` is 0). The guard (`t`) is dropped: nothing borrows the core.
             drop(unsafe { Box::from_raw(self.core.as_ptr()) });
         }
     }
@@ -1087,6 +1158,11 @@ mod tests {
         /// Called on each turn of this thread's waits for a drain, before the generation is
         /// read.
         static ON_WAIT: Hook<dyn FnMut()> = const { core::cell::RefCell::new(None) };
+        /// Called by this thread's evictions that took an object's lock, once they unlocked
+        /// it (their guard dropped) and before they give back their count in `evicters`.
+        static ON_UNLOCKED: Hook<dyn FnMut()> = const { core::cell::RefCell::new(None) };
+        /// Called on each turn of this thread's waits for an object's evicters.
+        static ON_EVICTERS: Hook<dyn FnMut()> = const { core::cell::RefCell::new(None) };
     }
 
     /// A test's hook into the code under test: a closure, or none.
@@ -1108,6 +1184,16 @@ mod tests {
     /// Called by `wait_drained` on each turn, before it reads the generation.
     pub(super) fn wait_hook() {
         run_hook(&ON_WAIT, |h| h());
+    }
+
+    /// Called by an evicter after its unlock of the object's `target` returned.
+    pub(super) fn unlocked_hook() {
+        run_hook(&ON_UNLOCKED, |h| h());
+    }
+
+    /// Called by `wait_for_evicters` on each turn.
+    pub(super) fn evicters_hook() {
+        run_hook(&ON_EVICTERS, |h| h());
     }
 
     /// Called by a gather at the start of each pass (`passes` counts it), with the object's
@@ -1472,5 +1558,93 @@ mod tests {
             }
             assert_eq!(stamps, seen, "every panicking push kept its entry");
         }
+    }
+
+    /// An evicter took an object's lock to apply its log (its `log` of another object needed
+    /// the way), and the object's last handle is dropped on another thread right after the
+    /// evicter unlocked it. A `std` mutex's unlock goes on using the mutex after the store
+    /// that lets the next holder in (it wakes a waiter), and the drop, which takes the lock
+    /// after that store, freed the object meanwhile (rust-lang/rust#55005). Now the drop
+    /// waits until the evicter has returned from its unlock. The evicter's thread stands still
+    /// right after its unlock (`ON_UNLOCKED`) until the dropping thread waits for it
+    /// (`ON_EVICTERS`), or, without the wait, until the object is freed, which fails the test.
+    #[test]
+    fn an_object_is_freed_only_once_its_evicters_unlock_returned() {
+        use std::sync::atomic::Ordering::SeqCst;
+
+        /// The structure: says when it is dropped (the object freed).
+        struct Freed(Arc<AtomicBool>);
+        impl Drop for Freed {
+            fn drop(&mut self) {
+                self.0.store(true, SeqCst);
+            }
+        }
+        /// A log that holds nothing.
+        #[derive(Default)]
+        struct Nothing;
+        impl Log for Nothing {
+            type Target = Freed;
+            type Op = ();
+            fn push(&mut self, _: (), _: &mut Stamper) {}
+            fn len(&self) -> usize {
+                0
+            }
+            fn apply(_: Vec<Self>, _: &mut Freed) {}
+        }
+
+        // One way per CPU: the evicter's `log` of `y` evicts `x`'s log where the evicter still
+        // runs on the CPU of its `log` of `x` (at once where it can be pinned, and under Miri).
+        let d = Domain::<Nothing>::with_config(1, 1 << 20);
+        let y = Object::new(&d, Freed(Arc::new(AtomicBool::new(false))));
+        let mut evicted = false;
+        for _ in 0..1000 {
+            let freed = Arc::new(AtomicBool::new(false));
+            let x = Arc::new(Object::new(&d, Freed(freed.clone())));
+            let unlocked = Arc::new(AtomicBool::new(false));
+            let waiting = Arc::new(AtomicBool::new(false));
+            let done = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let (xe, y, done) = (x.clone(), &y, &done);
+                let (unlocked_e, waiting_e) = (unlocked.clone(), waiting.clone());
+                s.spawn(move || {
+                    percpu::affinity::migrate(0);
+                    ON_UNLOCKED.with(|h| {
+                        *h.borrow_mut() = Some(Box::new(move || {
+                            unlocked_e.store(true, SeqCst);
+                            while !waiting_e.load(SeqCst) {
+                                assert!(
+                                    !freed.load(SeqCst),
+                                    "the object was freed while its evicter's unlock ran"
+                                );
+                                std::thread::yield_now();
+                            }
+                        }))
+                    });
+                    xe.log(());
+                    drop(xe);
+                    y.log(());
+                    ON_UNLOCKED.with(|h| h.borrow_mut().take());
+                    percpu::affinity::unpin();
+                    done.store(true, SeqCst);
+                });
+                let (unlocked, waiting) = (unlocked.clone(), waiting.clone());
+                s.spawn(move || {
+                    ON_EVICTERS.with(|h| {
+                        *h.borrow_mut() = Some(Box::new(move || waiting.store(true, SeqCst)))
+                    });
+                    while !unlocked.load(SeqCst) && !done.load(SeqCst) {
+                        std::thread::yield_now();
+                    }
+                    // The last handle.
+                    drop(x);
+                    ON_EVICTERS.with(|h| h.borrow_mut().take());
+                });
+            });
+            if unlocked.load(SeqCst) {
+                evicted = true;
+                break;
+            }
+        }
+        assert!(evicted, "no log of `y` evicted `x`");
     }
 }

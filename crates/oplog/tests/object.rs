@@ -956,3 +956,62 @@ fn a_log_while_unwinding_whose_spill_take_fails_does_not_abort() {
         }
     });
 }
+
+/// An update that, applied, says so (`applying`) and then gives the CPU away a few times: the
+/// object's lock is held meanwhile, so a thread that drops the object then waits for it.
+struct Yields(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+
+impl Op for Yields {
+    type Target = u32;
+    fn exec(self, t: &mut u32) {
+        *t += 1;
+        if let Some(applying) = self.0 {
+            // Relaxed: the flag only starts the dropping thread; nothing is read through it.
+            applying.store(true, std::sync::atomic::Ordering::Relaxed);
+            for _ in 0..3 {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// An evicter applies an object's log holding the object's lock while another thread drops
+/// the object's last handle, which waits for that lock (or takes it right after the evicter's
+/// unlock): the drop frees the object only once the evicter has returned from its unlock, which
+/// goes on using the mutex after the store that lets the dropping thread in (it wakes the
+/// waiter). A stress test of the race, for Miri's checks of the accesses; the unit test
+/// `an_object_is_freed_only_once_its_evicters_unlock_returned` stops the evicter right after
+/// its unlock.
+#[test]
+fn an_object_dropped_while_an_evicter_unlocks_it_outlives_the_unlock() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // One way per CPU: the evicter's `log` of `y` evicts `x`'s log where the thread still
+    // runs on the CPU of its `log` of `x` (always under Miri, whose threads keep theirs).
+    let d = Domain::<OpVec<Yields>>::with_config(1, 1 << 20);
+    for _ in 0..if cfg!(miri) { 40 } else { 2000 } {
+        let x = Arc::new(Object::new(&d, 0u32));
+        let y = Object::new(&d, 0u32);
+        let applying = Arc::new(AtomicBool::new(false));
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (xa, applying_a, done) = (x.clone(), applying.clone(), &done);
+            s.spawn(move || {
+                xa.log(Yields(Some(applying_a)));
+                drop(xa);
+                y.log(Yields(None));
+                // Relaxed: as `applying`.
+                done.store(true, Ordering::Relaxed);
+                drop(y);
+            });
+            s.spawn(move || {
+                // Relaxed: as in `Yields::exec`.
+                while !applying.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                }
+                // The last handle: applies what is pending (or waits for the evicter) and frees.
+                drop(x);
+            });
+        });
+    }
+}
