@@ -279,6 +279,12 @@ pub(crate) mod bug {
     pub(crate) const ONE_PASS: u8 = 2;
     /// oplog-counter's `try_get` checks the state before it logs its `+1`.
     pub(crate) const GET_CHECKS_FIRST: u8 = 3;
+    /// A `log` that waited for a drain checks for a drain again before it begins its log (so
+    /// it waits for every drain running then).
+    pub(crate) const WAIT_FOR_EVERY_DRAIN: u8 = 4;
+    /// A `log` waits for a drain until no drain runs (an even generation), not until the one
+    /// it saw ends.
+    pub(crate) const WAIT_UNTIL_NO_DRAIN: u8 = 5;
     std::thread_local! {
         /// The mode of the models run on this thread (loom runs a model's threads on the
         /// test's own).
@@ -286,6 +292,19 @@ pub(crate) mod bug {
     }
     pub(crate) fn is(m: u8) -> bool {
         MODE.with(|c| c.get()) == m
+    }
+}
+
+/// What the loom models observe of a run beyond its results.
+#[cfg(loom)]
+pub(crate) mod seen {
+    use std::cell::Cell;
+    std::thread_local! {
+        /// Set when a `log` that waited for one drain, and stopped waiting because a later
+        /// drain began, began its log while that later drain still ran (a call waits for one
+        /// drain at most): `loom_a_logger_waits_for_one_drain_at_most` checks that some
+        /// execution of its model does. On the test's thread, as `bug::MODE`.
+        pub(crate) static BEGUN_IN_A_LATER_DRAIN: Cell<bool> = const { Cell::new(false) };
     }
 }
 
@@ -310,18 +329,25 @@ impl Drop for Draining<'_> {
 /// value (a logger that would begin a new log of an object that a gather is draining). A later
 /// drain, begun once this one ended, does not prolong the wait (the value differs from `odd`
 /// whether it is even or odd again), and the caller then begins its log without looking at
-/// `draining` again: a `log` call waits for one drain at most.
+/// `draining` again: a `log` call waits for one drain at most. Returns the value that ended
+/// the wait.
 #[cold]
 #[inline(never)]
-fn wait_drained(draining: &AtomicU64, odd: u64) {
+fn wait_drained(draining: &AtomicU64, odd: u64) -> u64 {
     let mut spins = 0u32;
     loop {
         #[cfg(all(test, not(loom)))]
         tests::wait_hook();
         // Relaxed: the value only tells the caller to stop waiting; what it reads next (the
         // way's tag) is ordered by the way's lock.
-        if draining.load(Ordering::Relaxed) != odd {
-            return;
+        let now = draining.load(Ordering::Relaxed);
+        #[cfg(paygo_loom_bug)]
+        if bug::is(bug::WAIT_UNTIL_NO_DRAIN) && now % 2 == 1 {
+            crate::sync::yield_now();
+            continue;
+        }
+        if now != odd {
+            return now;
         }
         spins = spins.saturating_add(1);
         if spins < 64 {
@@ -738,6 +764,9 @@ impl<L: Log> Object<L> {
         let mut check_spill = false;
         // This call has waited for a drain: it waits for no other (see `wait_drained`).
         let mut waited = false;
+        // The later drain whose beginning ended that wait, if one did (what the models see).
+        #[cfg(loom)]
+        let mut later_drain = None;
         let guard = loop {
             let g = way.lock.lock();
             let tag = way.tag.load(Ordering::Relaxed);
@@ -751,12 +780,25 @@ impl<L: Log> Object<L> {
                     // A gather is draining this object: begin no new log until that drain
                     // ends (so that the gather ends; see FREE_PASSES).
                     drop(g);
-                    wait_drained(&core.draining, gen);
+                    let _now = wait_drained(&core.draining, gen);
+                    #[cfg(loom)]
+                    {
+                        later_drain = Some(_now).filter(|g| g % 2 == 1);
+                    }
                     waited = true;
+                    #[cfg(paygo_loom_bug)]
+                    if bug::is(bug::WAIT_FOR_EVERY_DRAIN) {
+                        waited = false;
+                    }
                     continue;
                 }
             }
             if tag.is_null() {
+                // Relaxed: an observation for the models only.
+                #[cfg(loom)]
+                if later_drain.is_some_and(|g| core.draining.load(Ordering::Relaxed) == g) {
+                    seen::BEGUN_IN_A_LATER_DRAIN.with(|b| b.set(true));
+                }
                 way.tag.store(me, Ordering::Relaxed);
                 // SeqCst: pairs with the SeqCst loads in gather(); on x86 this locked
                 // instruction also orders the clock read below after the bit is visible.
