@@ -214,6 +214,13 @@ struct Core<L: Log> {
     /// synchronize or drop (holding `target`) or by an evicter that spills the log.
     pending: Box<[AtomicU64]>,
     /// Logs taken out of evicted ways while `target` was busy; applied by the next synchronize.
+    /// While `target` stays locked (a guard held long) the list grows by one log per eviction
+    /// of this object's log, without a bound of its own; but each eviction needs a `log` of
+    /// this object that began that log (tagged the way) since the previous one, so the list
+    /// holds at most one log per `log` call made meanwhile: the memory the logged updates
+    /// would take anyway, for logs that keep their updates (less for those that absorb them,
+    /// a counter's delta: one delta per eviction). The gather moves the list out whole, its
+    /// buffer included, so that a list grown while `target` was held keeps no memory.
     spill: Mutex<Vec<L>>,
     /// Entries in `spill` (a hint for the bound).
     spilled: AtomicUsize,
@@ -531,7 +538,8 @@ impl<L: Log> Core<L> {
             // took after it (see `Core::lost`); we hold `target` (see `Core::poisoned`).
             self.poison_if_lost();
             if !spill.is_empty() {
-                logs.append(&mut spill);
+                // Taken whole: the buffer is freed with the batch (see `Core::spill`).
+                logs.append(&mut core::mem::take(&mut *spill));
                 self.spilled.store(0, Ordering::Relaxed);
                 any = true;
             }
@@ -662,6 +670,12 @@ unsafe impl<L: Log> Sync for Object<L> where L::Target: Send {}
 
 /// Exclusive access to an object's underlying structure, with every update logged before the
 /// synchronize applied. Dropping it releases the object (the paper's `unlock`).
+///
+/// While a guard is held, updates are still logged, and where another object's `log` needs the
+/// way of a CPU's log of this object, that log is moved to a list of the object's (*spilled*)
+/// and applied by the next synchronize: the list grows by at most one log per [`Object::log`]
+/// of this object made while the guard is held (one per eviction), with no bound of its own,
+/// and its memory is given back by that synchronize.
 ///
 /// A guard that is forgotten (`mem::forget`) keeps the object locked for ever: updates are
 /// still logged (and evicted logs spilled to it), but never applied; dropping the object then
@@ -1688,5 +1702,46 @@ mod tests {
             }
         }
         assert!(evicted, "no log of `y` evicted `x`");
+    }
+
+    /// While an object is locked (its guard held), each `log` of another object that needs
+    /// the way of this object's log spills that log to the object: the spill list grows by one
+    /// log per eviction, each after a `log` of this object that began the log anew (so at most
+    /// one per such `log`, and here exactly one), with no bound of its own. The synchronize
+    /// after the guard applies them all and gives the list's memory back: the list kept its
+    /// buffer (`Vec::append` leaves the source's capacity), so an object once locked during
+    /// many evictions held that memory as long as it lived.
+    #[test]
+    fn a_spill_list_grows_by_one_log_per_eviction_and_the_next_gather_frees_it() {
+        use crate::CounterLog;
+        const N: usize = 1000;
+        let _saved = percpu::affinity::Saved::take();
+        // One way per CPU: each `log` of `b` evicts `a`'s log where the thread stays on the
+        // CPU of its `log` of `a` (always, where it can be pinned, and under Miri).
+        percpu::affinity::migrate(0);
+        let d = Domain::<CounterLog>::with_config(1, 1 << 20);
+        let (a, b) = (Object::new(&d, 0i64), Object::new(&d, 0i64));
+        let g = a.synchronize();
+        for _ in 0..N {
+            a.log(1);
+            b.log(1);
+        }
+        let (len, cap) = {
+            let s = a.core().spill.lock().unwrap();
+            (s.len(), s.capacity())
+        };
+        assert!(len <= N, "{len} logs spilled for {N} logs of the object");
+        assert!(len > 0 && cap >= len, "nothing was spilled");
+        drop(g);
+        assert_eq!(*a.synchronize(), N as i64);
+        assert_eq!(*b.synchronize(), N as i64);
+        let s = a.core().spill.lock().unwrap();
+        assert_eq!(
+            (s.len(), s.capacity()),
+            (0, 0),
+            "the spill list kept its buffer"
+        );
+        drop(s);
+        percpu::affinity::unpin();
     }
 }
