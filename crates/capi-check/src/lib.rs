@@ -1,10 +1,13 @@
-//! Test support for the workspace's C APIs (`paygo.h`, `pagecache.h`), shared by their tests:
+//! Test support shared by the workspace's tests, mostly for its C APIs (`paygo.h`,
+//! `pagecache.h`):
 //!
 //! * [`header`]: a header's enums, prototypes and struct fields, and the same of the Rust side
 //!   (`src/capi.rs`), so that a test can check that the two cannot drift;
 //! * [`cc`]: building a C program against a crate's static library and running it, and
 //!   compiling a header as C++ and as pedantic C99; the programs' checks (`CHECK`,
 //!   `CHECK_EQ`) are this crate's `include/check.h`.
+//!
+//! * [`child`]: running a test's body in a child process in which no thread can be started.
 //!
 //! The parsers read this workspace's own headers (one declaration per statement, `/* */`
 //! comments); they are not a C parser.
@@ -330,5 +333,46 @@ pub mod cc {
                 "c",
             ])
             .arg(header));
+    }
+}
+
+pub mod child {
+    //! Child processes of a test binary.
+
+    /// Runs `body` in a child process (this test binary, filtered to the test `name`, with the
+    /// environment variable `child` set) in which no thread can be started: `RUST_MIN_STACK`
+    /// asks 2^47 bytes of stack (the whole user address space of x86-64), which no `mmap` can
+    /// give, so every spawn fails with `EAGAIN` (`WouldBlock`; the test harness then runs the
+    /// test on its main thread). In the child, checks first that a thread cannot be started (or
+    /// the test would check nothing); in the parent, that the child ran `body` to its end and
+    /// exited successfully. The test calls it at its start, with its own name.
+    ///
+    /// # Panics
+    /// In the parent, if the child did not run `body` to its end or failed (the message holds
+    /// its output); in the child, if a thread can be started, or as `body` panics.
+    pub fn without_threads(name: &str, child: &str, body: impl FnOnce()) {
+        if std::env::var_os(child).is_some() {
+            assert!(
+                std::thread::Builder::new().spawn(|| ()).is_err(),
+                "the child can start threads: the test checks nothing"
+            );
+            body();
+            println!("child done");
+            return;
+        }
+        let exe = std::env::current_exe().expect("the test binary");
+        let out = std::process::Command::new(exe)
+            .args([name, "--exact", "--test-threads=1", "--nocapture"])
+            .env(child, "1")
+            .env("RUST_MIN_STACK", (1u64 << 47).to_string())
+            .output()
+            .expect("the child runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("child done"),
+            "the child: {:?}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

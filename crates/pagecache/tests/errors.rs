@@ -48,11 +48,7 @@ fn bad_configs_are_refused() {
 #[test]
 fn a_scheme_that_cannot_be_made_is_an_error() {
     const CHILD: &str = "PAGECACHE_TEST_NO_THREADS_CHILD";
-    if std::env::var_os(CHILD).is_some() {
-        assert!(
-            std::thread::Builder::new().spawn(|| ()).is_err(),
-            "the child can start threads: the test checks nothing"
-        );
+    capi_check::child::without_threads("a_scheme_that_cannot_be_made_is_an_error", CHILD, || {
         let e = PageCache::new(Config::new(8, "refcache"))
             .err()
             .expect("no epoch thread");
@@ -64,28 +60,7 @@ fn a_scheme_that_cannot_be_made_is_an_error() {
         assert_eq!(code, -libc::EAGAIN);
         assert!(out.is_null());
         assert!(PageCache::new(Config::new(8, "paygo")).is_ok());
-        println!("child done");
-        return;
-    }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "a_scheme_that_cannot_be_made_is_an_error",
-            "--exact",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env("RUST_MIN_STACK", (1u64 << 47).to_string())
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    });
 }
 
 #[test]

@@ -161,33 +161,6 @@ fn background_epochs_flush_and_stop_on_drop() {
     drop(s); // joins the thread: hangs here if it does not stop
 }
 
-/// Runs `body` in a child process (this test binary, filtered to the test `name`, with the
-/// environment variable `child` set) in which no thread can be started: `RUST_MIN_STACK` asks
-/// 2⁴⁷ bytes of stack (the whole user address space of x86-64), which no `mmap` can give, so
-/// every spawn fails with `EAGAIN` (`WouldBlock`; the test harness then runs the test on its
-/// main thread). Checks that the child printed "child done" and exited successfully.
-fn without_threads(name: &str, child: &str, body: impl FnOnce()) {
-    if std::env::var_os(child).is_some() {
-        body();
-        println!("child done");
-        return;
-    }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
-        .env(child, "1")
-        .env("RUST_MIN_STACK", (1u64 << 47).to_string())
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A scheme whose epoch thread cannot be started is an error of its construction, naming the
 /// thread, with the spawn's kind (`try_new`, `try_with_config`); `new` and `with_config`
 /// panic with it. It was a panic of `new` and `with_config` alone, which a caller could not
@@ -197,11 +170,7 @@ fn without_threads(name: &str, child: &str, body: impl FnOnce()) {
 fn a_scheme_whose_epoch_thread_cannot_start_is_an_error() {
     const CHILD: &str = "REFCACHE_TEST_NO_THREADS_CHILD";
     const NAME: &str = "a_scheme_whose_epoch_thread_cannot_start_is_an_error";
-    without_threads(NAME, CHILD, || {
-        assert!(
-            std::thread::Builder::new().spawn(|| ()).is_err(),
-            "the child can start threads: the test checks nothing"
-        );
+    capi_check::child::without_threads(NAME, CHILD, || {
         let e = RefCache::try_new().err().expect("no epoch thread");
         assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
         assert!(

@@ -35,53 +35,32 @@ fn every_scheme_is_made_by_its_name() {
 #[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
 fn a_scheme_that_cannot_be_made_is_an_error_of_try_visit() {
     const CHILD: &str = "SCHEMES_TEST_NO_THREADS_CHILD";
-    if std::env::var_os(CHILD).is_some() {
-        assert!(
-            std::thread::Builder::new().spawn(|| ()).is_err(),
-            "the child can start threads: the test checks nothing"
-        );
-        let cfg = SchemeConfig::default();
-        let e = schemes::try_visit("refcache", &cfg, Name)
-            .expect("a registered scheme")
-            .expect_err("no epoch thread");
-        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
-        assert!(
-            e.to_string()
-                .starts_with("refcache: cannot start the epoch thread"),
-            "{e}"
-        );
-        let p = std::panic::catch_unwind(|| schemes::visit("refcache", &cfg, Name))
-            .expect_err("visit panics");
-        let msg = p
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .unwrap_or_default();
-        assert!(
-            msg.starts_with("refcache: cannot start the epoch thread"),
-            "{msg}"
-        );
-        let made = schemes::try_visit("atomic", &cfg, Name).expect("a registered scheme");
-        assert_eq!(made.expect("made"), "atomic");
-        println!("child done");
-        return;
-    }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "a_scheme_that_cannot_be_made_is_an_error_of_try_visit",
-            "--exact",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env("RUST_MIN_STACK", (1u64 << 47).to_string())
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    capi_check::child::without_threads(
+        "a_scheme_that_cannot_be_made_is_an_error_of_try_visit",
+        CHILD,
+        || {
+            let cfg = SchemeConfig::default();
+            let e = schemes::try_visit("refcache", &cfg, Name)
+                .expect("a registered scheme")
+                .expect_err("no epoch thread");
+            assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("refcache: cannot start the epoch thread"),
+                "{e}"
+            );
+            let p = std::panic::catch_unwind(|| schemes::visit("refcache", &cfg, Name))
+                .expect_err("visit panics");
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .unwrap_or_default();
+            assert!(
+                msg.starts_with("refcache: cannot start the epoch thread"),
+                "{msg}"
+            );
+            let made = schemes::try_visit("atomic", &cfg, Name).expect("a registered scheme");
+            assert_eq!(made.expect("made"), "atomic");
+        },
     );
 }
