@@ -94,15 +94,36 @@ pub fn params(experiment: &str, depth: Depth, threads: &[usize]) -> Params {
 /// the environment `env`; `what` names the run in errors.
 fn child_rows(args: &[&str], env: &[(&str, &str)], what: &str) -> Result<Vec<Row>, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find refbench: {e}"))?;
+    child_rows_of(&exe, args, env, what)
+}
+
+/// [`child_rows`] of the program `exe`. A child that fails is an error with its exit status
+/// and the last lines of what it printed on stderr (its message says why).
+fn child_rows_of(
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    what: &str,
+) -> Result<Vec<Row>, String> {
     let out = std::process::Command::new(exe)
         .args(args)
         .args(["--format", "json"])
         .envs(env.iter().copied())
-        .stderr(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run refbench on {what}: {e}"))?;
     if !out.status.success() {
-        return Err(format!("refbench on {what} failed ({})", out.status));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let said = lines[lines.len().saturating_sub(3)..].join(" / ");
+        return Err(if said.is_empty() {
+            format!("refbench on {what} failed ({})", out.status)
+        } else {
+            format!("refbench on {what} failed ({}): {said}", out.status)
+        });
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("refbench on {what} printed no JSON: {e}"))?;
@@ -408,6 +429,28 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child run that fails is an error that says why, in the child's words (the last lines
+    /// of its stderr, which was thrown away: the report's note gave the exit status alone).
+    #[test]
+    fn a_child_that_fails_says_why() {
+        let script = "echo progress >&2; echo 'cannot do this: the reason' >&2; exit 3";
+        let e = child_rows_of(
+            Path::new("/bin/sh"),
+            &["-c", script, "sh"],
+            &[],
+            "the fallback",
+        )
+        .expect_err("the child failed");
+        assert!(
+            e.starts_with("refbench on the fallback failed (exit status: 3): ")
+                && e.ends_with("progress / cannot do this: the reason"),
+            "{e}"
+        );
+        let e = child_rows_of(Path::new("/bin/sh"), &["-c", "exit 4", "sh"], &[], "x")
+            .expect_err("the child failed");
+        assert_eq!(e, "refbench on x failed (exit status: 4)");
+    }
 
     /// A child run gets every flag its experiment reads, with the parent's values, and no
     /// other (it would refuse that one).
