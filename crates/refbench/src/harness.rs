@@ -133,6 +133,15 @@ pub fn catch_spawn_failure<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     })
 }
 
+/// Abandons the run as a refused thread does ([`SpawnFailed`], with `why`), for what the
+/// system refuses the thread that runs an experiment (not its workers: a scope would turn their
+/// unwinding into a panic of its own): room for a test file that ran out after the check,
+/// memory for a page cache under an address-space limit. `run` and `reproduce` then end with
+/// the message and exit code 1, where a panic gave exit code 101 and a backtrace hint.
+pub fn abandon(why: String) -> ! {
+    std::panic::resume_unwind(Box::new(SpawnFailed(why)))
+}
+
 /// [`schemes::visit`] for a scheme made inside a run: a scheme that cannot be made (`refcache`,
 /// whose epoch thread the system refuses) abandons the run as a refused worker does
 /// ([`SpawnFailed`], with the scheme's error), where `schemes::visit` would panic.

@@ -1827,3 +1827,36 @@ fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
     assert!(claim.contains("**not measured**"), "{claim}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A test file that cannot be written although the room check passed (here: a file size limit,
+/// as a disk that filled up in between would) ends the run with its reason and exit code 1, as
+/// a refused thread does, where it was a panic (exit code 101).
+#[test]
+fn a_test_file_that_cannot_be_written_ends_the_run_with_exit_1() {
+    let o = refbench_with_file_limit(
+        &[
+            "run",
+            "randomread",
+            "--schemes",
+            "paygo",
+            "--objects",
+            "1",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--duration-ms",
+            "1",
+        ],
+        64 << 10,
+        true,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("refbench: randomread: cannot write a test file in ")
+            && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "it measured");
+}

@@ -19,7 +19,7 @@
 
 use super::Params;
 use crate::harness::{
-    median, pin_to, run_workers_prepared, spawn_workers, thread_cpu_secs, Gate, SetOnDrop,
+    abandon, median, pin_to, run_workers_prepared, spawn_workers, thread_cpu_secs, Gate, SetOnDrop,
 };
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
@@ -300,7 +300,7 @@ pub(super) struct Files {
 /// A folder for the test files (checked to be possible before the run: [`check_file_room`]).
 fn temp_dir() -> crate::scratch::Scratch {
     crate::scratch::Scratch::new()
-        .unwrap_or_else(|e| panic!("refbench: a folder for the test files: {e}"))
+        .unwrap_or_else(|e| abandon(format!("a folder for the test files: {e}")))
 }
 
 /// The bytes of `mib` MiB; `None` where they do not fit in a `u64`.
@@ -408,15 +408,32 @@ pub fn check_file_room(experiment: &str, objects: &[usize], file_mib: usize) -> 
     Ok(())
 }
 
+/// Abandons a run whose page cache the system refused (its frames' memory under an
+/// address-space limit, a scheme's thread): see [`abandon`].
+pub(super) fn cache_refused(e: std::io::Error) -> ! {
+    abandon(format!("cannot make a page cache: {e}"))
+}
+
+/// Abandons a run that cannot open a test file through its page cache: see [`abandon`].
+pub(super) fn open_refused(p: &std::path::Path, e: std::io::Error) -> ! {
+    abandon(format!(
+        "cannot open {} through the page cache: {e}",
+        p.display()
+    ))
+}
+
 pub(super) fn make_files(count: usize, bytes: u64) -> Files {
     let dir = temp_dir();
     let mut chunk = vec![0u8; 1 << 20];
     let paths = (0..count)
         .map(|i| {
             let name = format!("f{i}");
-            let mut f = dir
-                .create(&name)
-                .expect("refbench: cannot create a test file");
+            let mut f = dir.create(&name).unwrap_or_else(|e| {
+                abandon(format!(
+                    "cannot create a test file in {}: {e}",
+                    dir.path().display()
+                ))
+            });
             let mut left = bytes;
             let mut off = 0u64;
             while left > 0 {
@@ -424,8 +441,12 @@ pub(super) fn make_files(count: usize, bytes: u64) -> Files {
                 for (k, b) in chunk[..n].iter_mut().enumerate() {
                     *b = ((off + k as u64) * 7 + i as u64) as u8;
                 }
-                f.write_all(&chunk[..n])
-                    .expect("refbench: cannot write a test file");
+                f.write_all(&chunk[..n]).unwrap_or_else(|e| {
+                    abandon(format!(
+                        "cannot write a test file in {}: {e}",
+                        dir.path().display()
+                    ))
+                });
                 left -= n as u64;
                 off += n as u64;
             }
@@ -545,12 +566,12 @@ impl Visit for ReadJob<'_> {
         if let Some(r) = self.lodic {
             cfg.rmap = r;
         }
-        let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("refbench: page cache");
+        let cache = PageCacheOf::with_scheme(scheme, &cfg).unwrap_or_else(|e| cache_refused(e));
         let files: Vec<CachedFileOf<C>> = self
             .files
             .paths
             .iter()
-            .map(|p| cache.open(p).expect("refbench: open through the cache"))
+            .map(|p| cache.open(p).unwrap_or_else(|e| open_refused(p, e)))
             .collect();
         warm(&files, self.files.pages);
         let cache_src = CacheSource { files: &files };
@@ -848,9 +869,10 @@ impl Visit for DropJob<'_> {
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
         let pages = self.files.pages as usize;
         let cfg = Config::new(pages + 64, C::NAME);
-        let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("refbench: page cache");
-        let file = cache.open(&self.files.paths[0]).expect("open");
-        let hot = cache.open(&self.hot.paths[0]).expect("open");
+        let cache = PageCacheOf::with_scheme(scheme, &cfg).unwrap_or_else(|e| cache_refused(e));
+        let open = |p: &std::path::Path| cache.open(p).unwrap_or_else(|e| open_refused(p, e));
+        let file = open(&self.files.paths[0]);
+        let hot = open(&self.hot.paths[0]);
         warm(std::slice::from_ref(&hot), 1);
         for background in [0, self.background] {
             warm(std::slice::from_ref(&file), self.files.pages);

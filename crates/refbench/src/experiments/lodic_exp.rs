@@ -14,7 +14,10 @@
 //!   thread; the others count their counters over the same cached pages (on this machine's
 //!   CPUs).
 
-use super::fs::{lodic_rmap, make_files, mib_bytes, warm, Files, LodicGlobal, LODIC_GLOBAL};
+use super::fs::{
+    cache_refused, lodic_rmap, make_files, mib_bytes, open_refused, warm, Files, LodicGlobal,
+    LODIC_GLOBAL,
+};
 use super::Params;
 use crate::harness::{median, spawn_workers, thread_cpu_secs, Gate, OpenOnPanic};
 use crate::output::Row;
@@ -186,8 +189,10 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 fn drop_once(files: &Files, rmap: Rmap, pct: usize, threads: usize) -> (f64, f64) {
     let mut cfg = Config::new(files.pages as usize + 64, LODIC_GLOBAL);
     cfg.rmap = rmap;
-    let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).expect("refbench: page cache");
-    let file = cache.open(&files.paths[0]).expect("refbench: open");
+    let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).unwrap_or_else(|e| cache_refused(e));
+    let file = cache
+        .open(&files.paths[0])
+        .unwrap_or_else(|e| open_refused(&files.paths[0], e));
     warm(std::slice::from_ref(&file), files.pages);
     let runs = runs(files.pages, pct);
     let (ms, util, freed) = with_mappings(&file, &runs, threads, || {
