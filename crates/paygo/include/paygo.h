@@ -71,7 +71,10 @@ typedef enum paygo_error {
     PAYGO_EALREADY = -114,  /* domain_init: the domain is already set up */
     PAYGO_ESHUTDOWN = -108, /* ref/unref: the calling thread's anchor information was already
                                released at its exit (a call from a later thread-exit
-                               destructor) */
+                               destructor), or libpaygo.so was unloaded: its destructor ran
+                               (at dlclose, or at the exit of a process that loaded it, for a
+                               call from a thread still running or a destructor run after
+                               it); linked from libpaygo.a, the process's exit refuses none */
     PAYGO_ENOMEM = -12,     /* domain_init, or the first call that sets up the default domain
                                (see paygo_domain_init): its tables cannot be allocated (nothing
                                is set up; a later call tries again); ref: the thread's anchor

@@ -47,7 +47,8 @@ pub const PAYGO_EBUSY: i32 = -16;
 pub const PAYGO_ELIVE: i32 = -17;
 /// The domain was already set up (explicitly, or implicitly by a first call).
 pub const PAYGO_EALREADY: i32 = -114;
-/// The calling thread is exiting: its anchor information is gone.
+/// The calling thread is exiting (its anchor information is gone), or `libpaygo.so` was
+/// unloaded (its pthread key deleted).
 pub const PAYGO_ESHUTDOWN: i32 = -108;
 /// domain_init, or the first call that makes the default domain: its tables could not be
 /// allocated; ref: the anchor information, or the room on an overflow list for the entry it
@@ -267,9 +268,16 @@ fn make_key() -> Result<libc::pthread_key_t, i32> {
 /// number); what threads still held is not released, and their anchor information is not
 /// freed (the domain goes with the library).
 ///
-/// Also run at process exit, where it changes nothing that matters: a thread that exits
-/// meanwhile would have its references released into a domain about to go.
+/// Not where the library is linked into the main program (`libpaygo.a`): the program's
+/// `.fini_array` runs only at process exit, which unmaps nothing while it runs, and there the
+/// deletion made every later `paygo_ref` and `paygo_unref` fail with `PAYGO_ESHUTDOWN`: those
+/// of the program's own ELF destructors (run after the library's) and of threads still
+/// running. Also run at the exit of a process that loaded `libpaygo.so`, where it has that
+/// effect on calls made after it (paygo.h says so).
 extern "C" fn delete_key() {
+    if in_main_program() {
+        return;
+    }
     if let Some(&k) = KEY.get() {
         // Relaxed: see `key`.
         KEY_DELETED.store(true, Ordering::Relaxed);
@@ -277,6 +285,30 @@ extern "C" fn delete_key() {
         // runs the function once per load of the library, and each load has its own statics).
         unsafe { libc::pthread_key_delete(k) };
     }
+}
+
+/// Whether this code is part of the main program (linked from `libpaygo.a`), not of a shared
+/// library: `dladdr` finds [`delete_key`] in the object that holds the program's entry point.
+/// `false` where either cannot be found (the key is then deleted, which is always safe).
+fn in_main_program() -> bool {
+    /// The load address of the object that holds `addr`, or null.
+    fn base_of(addr: *const core::ffi::c_void) -> *mut core::ffi::c_void {
+        // SAFETY: `Dl_info` is plain data (pointers), for which all zeroes is valid.
+        let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+        // SAFETY: `info` is writable; `dladdr` only looks `addr` up among the loaded objects.
+        if unsafe { libc::dladdr(addr, &mut info) } == 0 {
+            return core::ptr::null_mut();
+        }
+        info.dli_fbase
+    }
+    // SAFETY: `getauxval` reads the process's auxiliary vector.
+    let entry = unsafe { libc::getauxval(libc::AT_ENTRY) };
+    if entry == 0 {
+        return false;
+    }
+    let main = base_of(entry as *const core::ffi::c_void);
+    let ours = base_of(delete_key as *const core::ffi::c_void);
+    !main.is_null() && main == ours
 }
 
 /// [`delete_key`] among the library's ELF destructors.
@@ -796,7 +828,7 @@ pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
         PAYGO_EBUSY => c"the object is referenced or being reclaimed",
         PAYGO_ELIVE => c"the object is live",
         PAYGO_EALREADY => c"the domain is already set up",
-        PAYGO_ESHUTDOWN => c"the calling thread is exiting",
+        PAYGO_ESHUTDOWN => c"the calling thread is exiting, or libpaygo.so was unloaded",
         PAYGO_ENOMEM => c"out of memory",
         PAYGO_EINTERNAL => {
             c"internal error (a bug in libpaygo), or a call that interrupted another of its thread; nothing was changed"

@@ -45,6 +45,14 @@ fn c_races_and_edges_of_life() {
     build_and_run("races");
 }
 
+/// `paygo_unref` and `paygo_ref` from the program's own ELF destructor at its exit (after
+/// those of `libpaygo.a`) succeed, where they failed with `PAYGO_ESHUTDOWN`: the library's
+/// destructor had deleted its pthread key.
+#[test]
+fn c_calls_from_a_destructor_at_exit_succeed() {
+    build_and_run("exit");
+}
+
 /// The default domain's tables cannot be allocated (the address space limited with
 /// `RLIMIT_AS`): every call that needs the domain returns `PAYGO_ENOMEM`, where they returned
 /// `PAYGO_EINTERNAL` and printed a panic message, and a later call with memory makes it.
