@@ -155,6 +155,44 @@ std::thread_local! {
     static USING: Cell<u32> = const { Cell::new(0) };
 }
 
+std::thread_local! {
+    /// The address of the object that a `paygo_try_reclaim` or `paygo_obj_destroy` of this
+    /// thread is reclaiming now, 0 if none. Const, without destructor, as `RELEASED`.
+    static RECLAIMING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A reclaim of an object by a call of this thread, recorded in `RECLAIMING` while it lives
+/// (the value it replaced is put back when it ends: a signal handler's call may nest one).
+struct Reclaiming(usize);
+
+impl Reclaiming {
+    fn enter(obj: usize) -> Reclaiming {
+        let outer = RECLAIMING.with(|r| r.replace(obj));
+        // SeqCst compiler fence: the object is recorded before its reclaim begins, as a
+        // signal handler of this thread that reads it (`paygo_ref`) sees; pairs with the fence
+        // of `drop`, before which the reclaim has ended. Within one thread a compiler fence is
+        // enough.
+        compiler_fence(Ordering::SeqCst);
+        Reclaiming(outer)
+    }
+
+    /// Whether a call of this thread is reclaiming `obj`: a `paygo_ref` of it that finds so
+    /// runs in a signal handler that interrupted that reclaim, and waiting for the reclaim to
+    /// end (as a REF does while the object is being reclaimed) would never end.
+    fn of(obj: usize) -> bool {
+        RECLAIMING.with(|r| r.get()) == obj
+    }
+}
+
+impl Drop for Reclaiming {
+    fn drop(&mut self) {
+        // SeqCst compiler fence: the reclaim has ended before the record goes (pairs with the
+        // fence of `enter`).
+        compiler_fence(Ordering::SeqCst);
+        RECLAIMING.with(|r| r.set(self.0));
+    }
+}
+
 /// A call's use of its thread's anchor information, counted in `USING` while it lives.
 struct Using;
 
@@ -191,7 +229,7 @@ impl Drop for Using {
 /// steps: a unit test runs its stand-in for the handler there (`tests::INTERRUPT`); nothing
 /// otherwise.
 #[inline(always)]
-fn interruption_point() {
+pub(crate) fn interruption_point() {
     #[cfg(test)]
     if let Some(handler) = tests::INTERRUPT.with(Cell::take) {
         handler();
@@ -558,7 +596,10 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
             Ok(o) => o,
             Err(e) => return e,
         };
-        match d.try_reclaim_detailed(hdr) {
+        let reclaiming = Reclaiming::enter(obj as usize);
+        let reclaimed = d.try_reclaim_detailed(hdr);
+        drop(reclaiming);
+        match reclaimed {
             Ok(()) | Err(ReclaimError::Dead) => {}
             Err(ReclaimError::Referenced) => return PAYGO_EBUSY,
             // Being reclaimed, or destroyed by a destroy that won after `check`.
@@ -600,6 +641,12 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
             Ok(o) => o,
             Err(e) => return e,
         };
+        // A signal handler's REF of an object that the call it interrupted is reclaiming:
+        // refused, where it waited for ever for that reclaim, which cannot go on before the
+        // handler returns.
+        if Reclaiming::of(obj as usize) {
+            return PAYGO_EINTERNAL;
+        }
         // Room for the anchor is made first, under the one borrow of the call: a thread that
         // cannot record a reference (no memory, or a call it interrupted holds the map) takes
         // none.
@@ -729,7 +776,10 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
             Ok(o) => o,
             Err(e) => return e,
         };
-        match d.try_reclaim_detailed(hdr) {
+        let reclaiming = Reclaiming::enter(obj as usize);
+        let reclaimed = d.try_reclaim_detailed(hdr);
+        drop(reclaiming);
+        match reclaimed {
             Ok(()) => PAYGO_OK,
             Err(ReclaimError::Dead) => PAYGO_EDEAD,
             Err(ReclaimError::Referenced) => PAYGO_EBUSY,
@@ -919,6 +969,30 @@ mod tests {
                 assert_eq!(paygo_read_all(o), 0, "the handler took no reference");
                 assert!(info_of_this_thread().is_null(), "freed: it holds nothing");
                 assert_eq!(paygo_unref(o), PAYGO_ENOREF);
+            }
+        });
+    }
+
+    /// A REF from a signal handler that interrupts a `paygo_try_reclaim` or `paygo_obj_destroy`
+    /// of the same object on its thread, while the object is flagged as being reclaimed, is
+    /// refused (`PAYGO_EINTERNAL`) and takes nothing; the reclaim then succeeds. It waited for
+    /// the reclaim to end, which could not go on before the handler returned: the thread hung.
+    #[test]
+    fn a_ref_interrupting_a_reclaim_of_its_object_is_refused() {
+        with_interrupting_ref(|o, arm, handler| {
+            // SAFETY: `o` is an initialised object, used by this thread only.
+            unsafe {
+                arm();
+                assert_eq!(paygo_try_reclaim(o), PAYGO_OK);
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert_eq!(paygo_reinit(o), PAYGO_OK);
+                arm();
+                assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                // Left initialised and unreferenced, as `with_interrupting_ref` destroys it.
+                assert_eq!(paygo_obj_init(o), PAYGO_OK);
+                assert_eq!(paygo_ref(o), PAYGO_OK, "no longer refused");
+                assert_eq!(paygo_unref(o), PAYGO_OK);
             }
         });
     }

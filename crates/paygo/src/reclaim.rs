@@ -150,6 +150,10 @@ impl Domain {
         if FENCE_PANICS.with(|f| f.get()) {
             panic!("paygo: test: the asymmetric fence failed");
         }
+        // With the reclaimed objects flagged: where a C API test's stand-in for a signal
+        // handler interrupts a reclaim.
+        #[cfg(all(test, not(loom)))]
+        crate::capi::interruption_point();
         self.tables.fence();
     }
 
