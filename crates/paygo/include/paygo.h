@@ -29,7 +29,8 @@
  * malloc or that set-up on its thread. What is checked: a paygo_ref or paygo_unref from a
  * handler that interrupted a paygo_ref, paygo_unref or paygo_prepare_unload of the same
  * thread is refused with PAYGO_EINTERNAL and changes nothing (the interrupted call holds the
- * thread's anchor information), and so is a paygo_ref of an object from a handler that
+ * thread's anchor information, and a paygo_unref, giving its reference back, may hold a lock
+ * that the handler's call would wait for), and so is a paygo_ref of an object from a handler that
  * interrupted a paygo_try_reclaim or paygo_obj_destroy of that object on the same thread (it
  * would wait for ever for the reclaim it interrupted).
  *

@@ -700,27 +700,33 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
         let cpu = percpu::current_cpu();
         // A thread without anchor information holds no reference: nothing is made for it (its
         // making could fail, an error UNREF does not document).
-        let taken = with_info_if_made(|i| {
-            let mut held = held(i)?;
-            let Some(v) = held.get_mut(&(obj as usize)) else {
-                return Ok(None);
+        let given = with_info_if_made(|i| {
+            let a = {
+                let mut held = held(i)?;
+                let Some(v) = held.get_mut(&(obj as usize)) else {
+                    return Ok(false);
+                };
+                let k = v
+                    .iter()
+                    .rposition(|a| a.cpu() == cpu)
+                    .unwrap_or(v.len() - 1);
+                let a = v.swap_remove(k);
+                if v.is_empty() {
+                    held.remove(&(obj as usize));
+                }
+                a
             };
-            let k = v
-                .iter()
-                .rposition(|a| a.cpu() == cpu)
-                .unwrap_or(v.len() - 1);
-            let a = v.swap_remove(k);
-            if v.is_empty() {
-                held.remove(&(obj as usize));
-            }
-            Ok(Some(a))
+            interruption_point();
+            // Given back while the call still counts as using the thread's anchor information:
+            // a signal handler's REF or UNREF that interrupts the put is refused, where it could
+            // wait for ever for the object's stripe lock, which the put holds on its overflow
+            // path (for an eviction, or an UNREF on that path, of an object of the stripe).
+            d.put(hdr, a);
+            Ok(true)
         });
-        match taken.and_then(|t| t.unwrap_or(Ok(None))) {
-            Ok(Some(a)) => {
-                d.put(hdr, a);
-                PAYGO_OK
-            }
-            Ok(None) => unless_destroyed(hdr, PAYGO_ENOREF),
+        match given.and_then(|g| g.unwrap_or(Ok(false))) {
+            Ok(true) => PAYGO_OK,
+            Ok(false) => unless_destroyed(hdr, PAYGO_ENOREF),
             Err(e) => e,
         }
     })
@@ -993,6 +999,27 @@ mod tests {
                 assert_eq!(paygo_obj_init(o), PAYGO_OK);
                 assert_eq!(paygo_ref(o), PAYGO_OK, "no longer refused");
                 assert_eq!(paygo_unref(o), PAYGO_OK);
+            }
+        });
+    }
+
+    /// A REF from a signal handler that interrupts `paygo_unref` while it gives the reference
+    /// back (the put, which holds the object's stripe lock on its overflow path) is refused
+    /// (`PAYGO_EINTERNAL`) and takes nothing. The put ran after the call had stopped counting
+    /// its use of the thread's anchor information, so the handler's call went on: one that
+    /// needed that stripe lock (to evict an entry, or for an UNREF on the overflow path)
+    /// waited for ever for the lock its interrupted thread held.
+    #[test]
+    fn a_ref_interrupting_an_unrefs_put_is_refused() {
+        with_interrupting_ref(|o, arm, handler| {
+            // SAFETY: `o` is an initialised object, used by this thread only.
+            unsafe {
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+                arm();
+                assert_eq!(paygo_unref(o), PAYGO_OK);
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert_eq!(paygo_read_all(o), 0, "the handler took no reference");
+                assert_eq!(paygo_unref(o), PAYGO_ENOREF);
             }
         });
     }
