@@ -27,12 +27,11 @@
  * a one-time set-up (the default domain, the library's pthread key) that another call of the
  * process runs, so one from a signal handler may deadlock where the handler interrupted
  * malloc or that set-up on its thread. What is checked: a paygo_ref or paygo_unref from a
- * handler that interrupted a paygo_ref, paygo_unref or paygo_prepare_unload of the same
- * thread is refused with PAYGO_EINTERNAL and changes nothing (the interrupted call holds the
- * thread's anchor information, and a paygo_unref, giving its reference back, may hold a lock
- * that the handler's call would wait for), and so is a paygo_ref of an object from a handler that
- * interrupted a paygo_try_reclaim or paygo_obj_destroy of that object on the same thread (it
- * would wait for ever for the reclaim it interrupted).
+ * handler that interrupted a paygo_ref, paygo_unref, paygo_read_all, paygo_is_referenced,
+ * paygo_try_reclaim, paygo_obj_destroy or paygo_prepare_unload of the same thread is refused
+ * with PAYGO_EINTERNAL and changes nothing (the interrupted call may hold the thread's anchor
+ * information, or a lock of the domain, or the flag of an object it reclaims, that the
+ * handler's call would wait for for ever).
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
@@ -87,10 +86,9 @@ typedef enum paygo_error {
                                entry it must evict cannot (no reference taken, nothing
                                moved) */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
-                               ref/unref from a signal handler that interrupted a ref, unref
-                               or prepare_unload of the same thread, or a ref of an object
-                               from one that interrupted the thread's try_reclaim or destroy
-                               of it; nothing was changed */
+                               ref/unref from a signal handler that interrupted a ref, unref,
+                               read_all, is_referenced, try_reclaim, obj_destroy or
+                               prepare_unload of the same thread; nothing was changed */
 } paygo_error;
 
 /* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */

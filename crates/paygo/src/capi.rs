@@ -149,51 +149,15 @@ std::thread_local! {
     /// the thread's teardown.
     static RELEASED: Cell<bool> = const { Cell::new(false) };
 
-    /// How many calls of the thread are using its anchor information now (more than one where
-    /// a signal handler's call interrupted another, which is then refused: see
+    /// How many calls of the thread are using its anchor information, or may hold a lock of
+    /// the domain (READ-ALL, try-reclaim and destroy hold the object's stripe lock), now: more
+    /// than one where a signal handler's call interrupted another, which is then refused (see
     /// [`Using::interrupts`]). Const, without destructor, as `RELEASED`.
     static USING: Cell<u32> = const { Cell::new(0) };
 }
 
-std::thread_local! {
-    /// The address of the object that a `paygo_try_reclaim` or `paygo_obj_destroy` of this
-    /// thread is reclaiming now, 0 if none. Const, without destructor, as `RELEASED`.
-    static RECLAIMING: Cell<usize> = const { Cell::new(0) };
-}
-
-/// A reclaim of an object by a call of this thread, recorded in `RECLAIMING` while it lives
-/// (the value it replaced is put back when it ends: a signal handler's call may nest one).
-struct Reclaiming(usize);
-
-impl Reclaiming {
-    fn enter(obj: usize) -> Reclaiming {
-        let outer = RECLAIMING.with(|r| r.replace(obj));
-        // SeqCst compiler fence: the object is recorded before its reclaim begins, as a
-        // signal handler of this thread that reads it (`paygo_ref`) sees; pairs with the fence
-        // of `drop`, before which the reclaim has ended. Within one thread a compiler fence is
-        // enough.
-        compiler_fence(Ordering::SeqCst);
-        Reclaiming(outer)
-    }
-
-    /// Whether a call of this thread is reclaiming `obj`: a `paygo_ref` of it that finds so
-    /// runs in a signal handler that interrupted that reclaim, and waiting for the reclaim to
-    /// end (as a REF does while the object is being reclaimed) would never end.
-    fn of(obj: usize) -> bool {
-        RECLAIMING.with(|r| r.get()) == obj
-    }
-}
-
-impl Drop for Reclaiming {
-    fn drop(&mut self) {
-        // SeqCst compiler fence: the reclaim has ended before the record goes (pairs with the
-        // fence of `enter`).
-        compiler_fence(Ordering::SeqCst);
-        RECLAIMING.with(|r| r.set(self.0));
-    }
-}
-
-/// A call's use of its thread's anchor information, counted in `USING` while it lives.
+/// A call's use of its thread's anchor information (or of the domain's locks), counted in
+/// `USING` while it lives.
 struct Using;
 
 impl Using {
@@ -208,9 +172,11 @@ impl Using {
     }
 
     /// Whether this use interrupted another call of the thread that uses its anchor
-    /// information (this one runs in a signal handler): such a call is refused, since the
-    /// interrupted one may be anywhere between reading the key's value and setting it (or
-    /// freeing the information), and would then lose what this one records.
+    /// information or the domain's locks (this one runs in a signal handler): such a call is
+    /// refused, since the interrupted one may be anywhere between reading the key's value and
+    /// setting it (or freeing the information), and would then lose what this one records,
+    /// or may hold a lock (an object's stripe lock, or its flag while it reclaims it) that
+    /// this one would wait for for ever.
     fn interrupts(&self) -> bool {
         USING.with(|u| u.get()) > 1
     }
@@ -591,15 +557,14 @@ pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
+        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
+        let _using = Using::enter();
         // SAFETY: forwarded contract.
         let (hdr, d) = match unsafe { object(obj) } {
             Ok(o) => o,
             Err(e) => return e,
         };
-        let reclaiming = Reclaiming::enter(obj as usize);
-        let reclaimed = d.try_reclaim_detailed(hdr);
-        drop(reclaiming);
-        match reclaimed {
+        match d.try_reclaim_detailed(hdr) {
             Ok(()) | Err(ReclaimError::Dead) => {}
             Err(ReclaimError::Referenced) => return PAYGO_EBUSY,
             // Being reclaimed, or destroyed by a destroy that won after `check`.
@@ -641,12 +606,6 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
             Ok(o) => o,
             Err(e) => return e,
         };
-        // A signal handler's REF of an object that the call it interrupted is reclaiming:
-        // refused, where it waited for ever for that reclaim, which cannot go on before the
-        // handler returns.
-        if Reclaiming::of(obj as usize) {
-            return PAYGO_EINTERNAL;
-        }
         // Room for the anchor is made first, under the one borrow of the call: a thread that
         // cannot record a reference (no memory, or a call it interrupted holds the map) takes
         // none.
@@ -745,6 +704,8 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
     boundary(PAYGO_EINTERNAL as i64, || {
+        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
+        let _using = Using::enter();
         // SAFETY: forwarded contract.
         match unsafe { object(obj) } {
             Ok((h, d)) => d.read_all(h).max(0),
@@ -760,6 +721,8 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
+        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
+        let _using = Using::enter();
         // SAFETY: forwarded contract.
         match unsafe { object(obj) } {
             Ok((h, d)) => d.is_referenced(h) as i32,
@@ -777,15 +740,14 @@ pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
+        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
+        let _using = Using::enter();
         // SAFETY: forwarded contract.
         let (hdr, d) = match unsafe { object(obj) } {
             Ok(o) => o,
             Err(e) => return e,
         };
-        let reclaiming = Reclaiming::enter(obj as usize);
-        let reclaimed = d.try_reclaim_detailed(hdr);
-        drop(reclaiming);
-        match reclaimed {
+        match d.try_reclaim_detailed(hdr) {
             Ok(()) => PAYGO_OK,
             Err(ReclaimError::Dead) => PAYGO_EDEAD,
             Err(ReclaimError::Referenced) => PAYGO_EBUSY,
@@ -999,6 +961,24 @@ mod tests {
                 assert_eq!(paygo_obj_init(o), PAYGO_OK);
                 assert_eq!(paygo_ref(o), PAYGO_OK, "no longer refused");
                 assert_eq!(paygo_unref(o), PAYGO_OK);
+            }
+        });
+    }
+
+    /// A REF from a signal handler that interrupts `paygo_read_all` (which holds the object's
+    /// stripe lock while it sums) is refused (`PAYGO_EINTERNAL`) and takes nothing. It went on,
+    /// and one that needed that lock (to evict an entry of an object of the stripe) waited for
+    /// ever for the lock its interrupted thread held.
+    #[test]
+    fn a_ref_interrupting_a_read_all_is_refused() {
+        with_interrupting_ref(|o, arm, handler| {
+            // SAFETY: `o` is an initialised object, used by this thread only.
+            unsafe {
+                arm();
+                assert_eq!(paygo_read_all(o), 0);
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert_eq!(paygo_read_all(o), 0, "the handler took no reference");
+                assert_eq!(paygo_unref(o), PAYGO_ENOREF);
             }
         });
     }

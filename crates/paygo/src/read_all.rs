@@ -227,6 +227,9 @@ impl Domain {
     pub fn read_all(&self, hdr: Pin<&Header>) -> i64 {
         let obj = hdr.addr();
         let lists = self.stripe(obj);
+        // Under the lock: where a C API test's stand-in for a signal handler interrupts it.
+        #[cfg(all(test, not(loom)))]
+        crate::capi::interruption_point();
         self.scan(&hdr, obj, false) + lists.sum(obj).0
     }
 
