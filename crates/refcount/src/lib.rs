@@ -17,6 +17,7 @@ pub mod cas;
 pub mod conformance;
 pub mod frozen_bit;
 mod lifecycle;
+mod mutation;
 pub mod percpu_ref;
 pub mod rcuref;
 pub mod refcache;

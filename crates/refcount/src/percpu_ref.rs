@@ -295,31 +295,7 @@ pub(crate) enum Bug {
     RelaxedBias,
 }
 
-/// Whether the mutation `which` is switched on (never without `--cfg paygo_loom_bug`).
-#[inline(always)]
-fn bug(which: Bug) -> bool {
-    #[cfg(paygo_loom_bug)]
-    {
-        bug::SWITCH.with(|s| s.get() == which)
-    }
-    #[cfg(not(paygo_loom_bug))]
-    {
-        let _ = which;
-        false
-    }
-}
-
-/// The bug switch of the loom models.
-#[cfg(paygo_loom_bug)]
-pub(crate) mod bug {
-    use core::cell::Cell;
-
-    std::thread_local! {
-        /// The mutation switched on. A std thread-local: loom runs every model thread on the
-        /// test's OS thread, so the test's setting holds in all of them.
-        pub(crate) static SWITCH: Cell<super::Bug> = const { Cell::new(super::Bug::None) };
-    }
-}
+crate::mutation::bug_switch!();
 
 /// The `percpu-ref` scheme: the critical sections' [`PerCpu`] (one for the process, shared by
 /// every instance, so that the fence of the instance that reclaims an object excludes the
