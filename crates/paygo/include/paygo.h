@@ -83,8 +83,11 @@ typedef enum paygo_error {
                                information cannot be made or grown, or the library's pthread
                                key for it cannot be made (the process holds PTHREAD_KEYS_MAX
                                keys: a later ref tries again), or the overflow list of an
-                               entry it must evict cannot (no reference taken, nothing
-                               moved) */
+                               entry it must evict cannot (no reference taken, that entry
+                               not moved; where an earlier try of the same call evicted one
+                               and another thread, or a migration, took the room it made,
+                               that one stays on its overflow list: every count is as
+                               before, the statistics and overflow bytes show the move) */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
                                ref/unref from a signal handler that interrupted a ref, unref,
                                read_all, is_referenced, try_reclaim, obj_destroy or

@@ -337,7 +337,9 @@ impl Domain {
                 }
             }
             // 3. No free slot in the window: evict one entry, then look again. An eviction that
-            // could not allocate its list's room changed nothing, and this REF took nothing.
+            // could not allocate its list's room changed nothing, and this REF took nothing (an
+            // entry that an earlier turn evicted stays evicted: the room it made was taken by
+            // another thread or left behind by a migration; counts are unchanged).
             let victim = self.slot(cpu, base + turn % self.window);
             turn = turn.wrapping_add(1);
             if self.evict(cpu, victim, fallible).is_err() {
