@@ -508,20 +508,13 @@ mod loom_tests {
         });
     }
 
-    /// Runs `model` with the mutation `which` switched on.
-    #[cfg(paygo_loom_bug)]
-    fn with_bug(which: Bug, model: fn()) {
-        super::bug::SWITCH.with(|s| s.set(which));
-        model();
-    }
-
     /// `owner_get_vs_reclaim` catches an owner get without its fence: its increment and the
     /// reclaimer's flag can each miss the other (store buffering), and both go on.
     #[cfg(paygo_loom_bug)]
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_owner_get_without_fence_is_caught() {
-        with_bug(Bug::NoOwnerFence, owner_get_vs_reclaim);
+        super::bug::with(Bug::NoOwnerFence, owner_get_vs_reclaim);
     }
 
     /// `non_owner_get_put_vs_owner_put_and_merge` catches a Relaxed put on `shared`: the
@@ -530,7 +523,7 @@ mod loom_tests {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_relaxed_shared_put_is_caught() {
-        with_bug(
+        super::bug::with(
             Bug::RelaxedSharedPut,
             non_owner_get_put_vs_owner_put_and_merge,
         );
@@ -543,7 +536,7 @@ mod loom_tests {
     #[test]
     #[should_panic(expected = "read_all miscounted while the owner merged")]
     fn bug_merged_local_added_is_caught() {
-        with_bug(Bug::MergedLocalAdded, merge_vs_read_all);
+        super::bug::with(Bug::MergedLocalAdded, merge_vs_read_all);
     }
 
     /// `merge_vs_reclaim_under_the_owners_reference` catches a merge that zeroes `local`
@@ -552,7 +545,7 @@ mod loom_tests {
     #[test]
     #[should_panic(expected = "reclaimed under the owner's reference while it merged")]
     fn bug_zero_local_first_is_caught() {
-        with_bug(
+        super::bug::with(
             Bug::ZeroLocalFirst,
             merge_vs_reclaim_under_the_owners_reference,
         );

@@ -4,7 +4,8 @@
 //! the mutation changes it. Without the cfg, `bug` is `false` and compiles away.
 
 /// Defines, in the module of a scheme with an enum `Bug`, `fn bug(which: Bug) -> bool` and the
-/// switch `mod bug { SWITCH }` (see the module docs).
+/// switch `mod bug { SWITCH }`, with `bug::with(which, model)` for the models (see the module
+/// docs).
 macro_rules! bug_switch {
     () => {
         /// Whether the mutation `which` is switched on (never without `--cfg paygo_loom_bug`).
@@ -31,6 +32,13 @@ macro_rules! bug_switch {
                 /// on the test's OS thread, so the test's setting holds in all of them.
                 pub(crate) static SWITCH: Cell<super::Bug> =
                     const { Cell::new(super::Bug::None) };
+            }
+
+            /// Runs `model` with the mutation `which` switched on.
+            #[cfg(all(test, loom))]
+            pub(crate) fn with(which: super::Bug, model: fn()) {
+                SWITCH.with(|s| s.set(which));
+                model();
             }
         }
     };

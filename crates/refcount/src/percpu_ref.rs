@@ -641,20 +641,13 @@ mod loom_tests {
         });
     }
 
-    /// Runs `model` with the mutation `which` switched on.
-    #[cfg(paygo_loom_bug)]
-    fn with_bug(which: Bug, model: fn()) {
-        super::bug::SWITCH.with(|s| s.set(which));
-        model();
-    }
-
     /// `read_all_vs_resurrection` catches a resurrection that adds the bias back in `ATOMIC`
     /// mode: a reader that read `ATOMIC` takes the biased `atomic` for the count.
     #[cfg(paygo_loom_bug)]
     #[test]
     #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
     fn bug_resurrection_from_atomic_is_caught() {
-        with_bug(Bug::ResurrectFromAtomic, read_all_vs_resurrection);
+        super::bug::with(Bug::ResurrectFromAtomic, read_all_vs_resurrection);
     }
 
     /// `read_all_vs_resurrection` catches a Relaxed bias: a reader can see the bias and still
@@ -663,6 +656,6 @@ mod loom_tests {
     #[test]
     #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
     fn bug_relaxed_bias_is_caught() {
-        with_bug(Bug::RelaxedBias, read_all_vs_resurrection);
+        super::bug::with(Bug::RelaxedBias, read_all_vs_resurrection);
     }
 }
