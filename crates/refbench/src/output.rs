@@ -79,18 +79,18 @@ pub fn check_result_files(dir: &std::path::Path, names: &[String]) -> Result<(),
     Ok(())
 }
 
-/// Writes `text` to `path` whole or not at all: into a file of its own in the same folder
+/// Writes `contents` to `path` whole or not at all: into a file of its own in the same folder
 /// (`.NAME.refbench-PID`), renamed over `path` once complete, and removed if the write fails.
 /// Written in place, a write that failed part way (a full disk, an interrupt) left a truncated
 /// file where the earlier results were, which `report` and `reproduce` then refused.
-pub fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+pub fn write_whole(path: &std::path::Path, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
     let name = path
         .file_name()
         .map_or_else(|| "results".into(), |n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{name}.refbench-{}", std::process::id()));
     // Listed, from its making until it is renamed or removed, for an interrupt to remove it.
     let (partial, mut f) = crate::scratch::Partial::create(&tmp)?;
-    let r = std::io::Write::write_all(&mut f, text.as_bytes()).and_then(|_| {
+    let r = std::io::Write::write_all(&mut f, contents.as_ref()).and_then(|_| {
         drop(f);
         std::fs::rename(&tmp, path)
     });

@@ -432,7 +432,7 @@ pub fn write_plots_of(
         let svg = dir.join(format!("{exp}.svg"));
         let mut text = String::new();
         draw(
-            SVGBackend::with_string(&mut text, (900, 580)).into_drawing_area(),
+            SVGBackend::with_string(&mut text, PLOT_SIZE).into_drawing_area(),
             exp,
             footer,
             &rows,
@@ -441,40 +441,38 @@ pub fn write_plots_of(
         .map_err(|e| format!("{}: {e}", svg.display()))?;
         written.push(svg);
         let png = dir.join(format!("{exp}.png"));
-        draw_whole(&png, |tmp| {
-            draw(
-                BitMapBackend::new(tmp, (900, 580)).into_drawing_area(),
-                exp,
-                footer,
-                &rows,
-            )
-        })?;
+        let bytes = png_bytes(|area| draw(area, exp, footer, &rows))
+            .map_err(|e| format!("{}: {e}", png.display()))?;
+        crate::output::write_whole(&png, &bytes).map_err(|e| format!("{}: {e}", png.display()))?;
         written.push(png);
     }
     Ok(())
 }
 
-/// Draws the bitmap plot `path` whole or not at all, as [`crate::output::write_whole`] writes
-/// the JSON and CSV: `draw` writes a file of its own in the same folder
-/// (`.NAME.refbench-PID.EXT`, keeping the extension, from which the bitmap backend takes the
-/// format), which is renamed over `path` once drawn, and removed if drawing fails. Drawn in
-/// place, a plot whose writing failed part way (a full disk) was left cut where the earlier
-/// run's plot had been.
-fn draw_whole(path: &Path, draw: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
-    let stem = path
-        .file_stem()
-        .map_or_else(|| "plot".into(), |n| n.to_string_lossy().into_owned());
-    let ext = path
-        .extension()
-        .map_or_else(String::new, |e| e.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{stem}.refbench-{}.{ext}", std::process::id()));
-    // Removed by an interrupt while it is drawn.
-    let _partial = crate::scratch::Partial::new(&tmp);
-    let r = draw(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r.map_err(|e| format!("{}: {e}", path.display()))
+/// The plots' size in pixels, in both formats.
+const PLOT_SIZE: (u32, u32) = (900, 580);
+
+/// The PNG file of the plot `draw` draws, drawn into memory and encoded there, so that it is
+/// written as the JSON and the SVG are ([`crate::output::write_whole`]: whole or not at all, and
+/// never left behind by an interrupt). Drawn by the bitmap backend into a file of its own, the
+/// file was made by the backend, out of reach of the interrupt handler's list until it was
+/// listed: an interrupt in between left it in the results' folder.
+fn png_bytes(
+    draw: impl FnOnce(DrawingArea<BitMapBackend, plotters::coord::Shift>) -> Result<(), String>,
+) -> Result<Vec<u8>, String> {
+    let (w, h) = PLOT_SIZE;
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    draw(BitMapBackend::with_buffer(&mut rgb, PLOT_SIZE).into_drawing_area())?;
+    let mut bytes = Vec::new();
+    image::ImageEncoder::write_image(
+        image::codecs::png::PngEncoder::new(&mut bytes),
+        &rgb,
+        w,
+        h,
+        image::ColorType::Rgb8,
+    )
+    .map_err(|e| format!("encoding the PNG: {e}"))?;
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -16,21 +16,14 @@ static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static PARTIAL: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// A file being written whole beside the file it will be renamed over
-/// ([`crate::output::write_whole`], the plots): listed for the interrupt handler from
-/// [`Partial::create`] (or [`Partial::new`]) to the drop, so that an interrupt while it is
+/// ([`crate::output::write_whole`]: the results, the plots, the reports): listed for the
+/// interrupt handler from [`Partial::create`] to the drop, so that an interrupt while it is
 /// written removes it. Without it, an interrupt while `--out`'s results or `report`'s REPORT.md
 /// were written left a hidden `.NAME.refbench-PID` in the results' folder, and another one with
 /// every run so cut.
 pub struct Partial(PathBuf);
 
 impl Partial {
-    /// Lists `path`, which the caller is about to make and write (a plot's backend makes its
-    /// file itself: an interrupt between the two, which removes nothing there yet, leaves it).
-    pub fn new(path: &Path) -> Partial {
-        partial().push(path.to_path_buf());
-        Partial(path.to_path_buf())
-    }
-
     /// Makes (or truncates) `path` for writing and lists it, both under the list's lock, which
     /// the interrupt handler holds from the moment it starts until the process exits: no file
     /// is made after the handler removed those listed.
