@@ -476,6 +476,11 @@ const SPINS: u32 = 64;
 /// or an eviction holds a page.
 const POISONED_TURNS: u32 = 1 << 16;
 
+/// How many times one wait that gave up on a poisoned cache tries [`Inner::recover`] on its
+/// page before it returns the error (a page that recovery made usable is found again at once;
+/// one that fails again is not tried for ever).
+const RECOVERIES: u32 = 3;
+
 #[inline]
 fn spin(tries: &mut u32) {
     *tries += 1;
@@ -505,16 +510,164 @@ impl<C: RefCounter> Inner<C> {
     /// One turn of a wait for a page that is being filled, evicted, or decided on by a
     /// try-reclaim: spins, then yields. Fails after [`POISONED_TURNS`] turns on a cache whose
     /// allocator lock a panic poisoned (a scheme's `try_reclaim*` or `reinit` that panicked:
-    /// the frames it left dead are retired, see [`Inner::retire_dead`], but one whose
-    /// write-back failed there, or that the scheme left flagged or counted, stays in its slot
-    /// for ever): the page may never become usable, and an error is better than a wait
-    /// without end.
+    /// the frames it left unusable are mended or retired, see [`Inner::retire_dead`], but one
+    /// whose write-back failed there, or that the scheme still counted references on, stays
+    /// in its slot). The waits of pages then try [`Inner::recover`], which mends or retires
+    /// the page's frame where that is sound, and return the error where it cannot: the page
+    /// may never become usable, and an error is better than a wait without end.
     fn wait_turn(&self, tries: &mut u32) -> io::Result<()> {
         spin(tries);
         if *tries >= POISONED_TURNS && self.alloc.is_poisoned() {
             return Err(poisoned());
         }
         Ok(())
+    }
+
+    /// Where a wait for `page` of `f` gave up with `e` on a poisoned cache: tries
+    /// [`Inner::recover`] (at most [`RECOVERIES`] times a wait, counted in `recovered`) and,
+    /// if it made the page usable or took its frame out, starts the wait's turns again
+    /// (`Ok`); else returns `e` (or the error of the recovery's write-back).
+    #[cold]
+    fn recover_or(
+        &self,
+        e: io::Error,
+        f: &FileState,
+        page: u64,
+        tries: &mut u32,
+        recovered: &mut u32,
+    ) -> io::Result<()> {
+        if *recovered >= RECOVERIES {
+            return Err(e);
+        }
+        *recovered += 1;
+        if !self.recover(f, page)? {
+            return Err(e);
+        }
+        *tries = 0;
+        Ok(())
+    }
+
+    /// After a wait for `page` of `f` gave up on a cache that a scheme's panic poisoned:
+    /// looks at the page's frame under the allocator lock (no try-reclaim decides meanwhile,
+    /// and no frame is reclaimed, freed or given another page) and the file's mapping lock (no
+    /// LODIC mapping comes or goes), and makes the page usable again where that is sound.
+    /// Returns whether to look again:
+    /// * the page has no frame now, or the scheme's try-get succeeds on it: `true`;
+    /// * a frame that the panic left flagged (a reclaim neither finished nor undone) or dead,
+    ///   on which the scheme counts no reference and whose page no LODIC mapping covers: a fresh
+    ///   exclusive try-reclaim (eviction's, which succeeds only with no reference) and a
+    ///   `reinit` make it live again in its slot, still holding the page, dirty or not (as
+    ///   after a write-back that failed): `true`. Where that try-reclaim fails (the object is
+    ///   dead already, or the scheme refuses), the frame is retired ([`Inner::retire`]):
+    ///   `true`, or the error of its write-back (the frame then stays as it was). A frame a
+    ///   LODIC mapping covers is only retired: the scheme does not see the mappings' counts;
+    /// * a frame being filled, or one the scheme counts a reference on (held, or leaked by the
+    ///   panic: the two cannot be told apart, so it is never reclaimed): `false`, nothing
+    ///   changed.
+    #[cold]
+    fn recover(&self, f: &FileState, page: u64) -> io::Result<bool> {
+        let _a = lock(&self.alloc);
+        let maps = lock(&f.maps);
+        // Relaxed: a slot changes from or to empty only under the allocator lock, held here.
+        let s = f.slots.get(page).map_or(0, |s| s.load(Ordering::Relaxed));
+        if s == 0 {
+            return Ok(true);
+        }
+        let i = s - 1;
+        if self.meta(i).unfilled() {
+            return Ok(false);
+        }
+        // Filled, and in the page's slot under the lock: the frame holds the page.
+        let obj = self.obj(i);
+        if let Some(tok) = self.get(i) {
+            self.scheme.put(obj, tok);
+            return Ok(true);
+        }
+        if self.scheme.is_referenced(obj) {
+            return Ok(false);
+        }
+        // A mapped page may be referenced through the mappings' counters, which the scheme
+        // does not see: its frame is never reclaimed here, only retired (never reused).
+        if !maps.mapped(page) && self.revive(i) {
+            return Ok(true);
+        }
+        self.retire(f, i, page)?;
+        Ok(true)
+    }
+
+    /// Frame `i`, which holds a page in its slot and on which the scheme's try-get fails under
+    /// the allocator lock (held by the caller) with no reference counted and no LODIC mapping
+    /// covering the page (a frame a scheme's panic left flagged or dead): a fresh exclusive
+    /// try-reclaim, and if it succeeds a `reinit`, so that the frame is live again in its
+    /// slot, holding its page as before. Whether it is.
+    #[cold]
+    fn revive(&self, i: u32) -> bool {
+        let obj = self.obj(i);
+        let mut out = [false];
+        // SAFETY: the cache's frames are reclaimed and reinited only under the allocator lock,
+        // which the caller holds; the object is the cache's own, never handed out.
+        unsafe { self.scheme.try_reclaim_many_exclusive(&[obj], &mut out) };
+        if !out[0] {
+            return false;
+        }
+        // SAFETY: reclaimed just above (dead by the scheme's word), under the allocator lock:
+        // no other thread reinits or reclaims it meanwhile.
+        unsafe { self.scheme.reinit(obj) };
+        true
+    }
+
+    /// Retires frame `i`, which holds `page` of `f` in its slot, filled, and on which no
+    /// reference can be taken and none counts (called under the allocator lock and the file's
+    /// mapping lock): written back if dirty, so nothing written to it is lost (an error is
+    /// returned, and the frame left as it was), then unpublished and taken out of its slot, so
+    /// that its page is filled again from the file into a sound frame. Never freed: the
+    /// scheme's state of its object is not known.
+    #[cold]
+    fn retire(&self, f: &FileState, i: u32, page: u64) -> io::Result<()> {
+        let m = self.meta(i);
+        // Acquire: pairs with the Release store of writers that set the bit after their bytes
+        // (no writer holds the frame now).
+        if m.dirty.load(Ordering::Acquire) {
+            self.write_back(f, i, page)?;
+            m.dirty.store(false, Ordering::Relaxed);
+        }
+        m.unpublish();
+        f.slot(page).store(0, Ordering::Relaxed);
+        m.clear();
+        Ok(())
+    }
+
+    /// `sync`'s write-back of `page` of `f` where its wait gave up on a poisoned cache and
+    /// [`Inner::recover`] could not make the page usable (a frame the scheme counts a reference
+    /// on while its try-get fails: left flagged under a reference, or counting one the panic
+    /// leaked): under the allocator lock, writes the frame's bytes back if dirty, without a
+    /// reference. Under that lock the frame stays in its slot with its page (a frame is
+    /// reclaimed, freed and given another page only under it), and a writer that holds a
+    /// reference sets the dirty bit again after its bytes, as against a sync that holds one.
+    /// `Ok(true)`: the page's bytes are in the file (clean, or written now); `Ok(false)`: a
+    /// frame that is not filled, left as it is.
+    #[cold]
+    fn flush_stuck(&self, f: &FileState, page: u64) -> io::Result<bool> {
+        let _a = lock(&self.alloc);
+        // Relaxed: as in `recover`.
+        let s = f.slots.get(page).map_or(0, |s| s.load(Ordering::Relaxed));
+        if s == 0 {
+            return Ok(true);
+        }
+        let i = s - 1;
+        let m = self.meta(i);
+        if m.unfilled() {
+            return Ok(false);
+        }
+        // AcqRel: as `sync_slot`'s swap (pairs with the writers' Release store of the bit).
+        if m.dirty.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.write_back(f, i, page) {
+                // Release: pairs with the Acquire loads of later write-backs.
+                m.dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        Ok(true)
     }
 
     #[inline(always)]
@@ -752,7 +905,7 @@ impl<C: RefCounter> Inner<C> {
         bypass: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<Got<C::Token>> {
         let mut slot = f.slots.get(page);
-        let mut tries = 0;
+        let (mut tries, mut recovered) = (0, 0);
         loop {
             // Acquire: pairs with the Release store of `fill` that installs the frame. A page
             // past the flat array without a slot yet is not cached.
@@ -764,7 +917,9 @@ impl<C: RefCounter> Inner<C> {
                 }
                 // Being filled, evicted or reused (or the scheme's try-get failed transiently
                 // while a try-reclaim decides): look again.
-                self.wait_turn(&mut tries)?;
+                if let Err(e) = self.wait_turn(&mut tries) {
+                    self.recover_or(e, f, page, &mut tries, &mut recovered)?;
+                }
                 continue;
             }
             if let Some(got) = self.fill(f, page, bypass)? {
@@ -1184,16 +1339,19 @@ impl<C: RefCounter> Inner<C> {
 
     /// After a scheme's panic in [`Self::evict_batch`] (in its try-reclaim, or in a `reinit`
     /// as the batch's frames were freed), under the allocator lock and the files' mapping
-    /// locks: retires the frames of `b` that the panic left dead in their slots, on which no
+    /// locks: mends the frames of `b` that the panic left unusable in their slots, on which no
     /// reference could be taken again (every use of their pages would wait, then fail, and
     /// their dirty bytes would never be written back). Such a frame still holds its page
     /// (published, its key unchanged), the scheme's try-get on it fails under the lock (when
-    /// no try-reclaim is deciding) and no reference counts on it: it is written back if dirty,
-    /// then unpublished and taken out of its slot, so that its page is filled again from the
-    /// file into a sound frame. It is not freed, as the scheme's state of its object is not
-    /// known: the cache goes on with one frame fewer. A frame whose write-back fails stays
-    /// dirty in its slot (its page unusable: `sync` and the last close return an error), and
-    /// a frame that is live, or that the scheme still counts references on, is left alone.
+    /// no try-reclaim is deciding) and no reference counts on it. If no LODIC mapping covers
+    /// its page and a fresh exclusive try-reclaim succeeds (a frame left flagged), it is made
+    /// live again in its slot ([`Inner::revive`]), dirty or not. Otherwise (dead already) it
+    /// is retired ([`Inner::retire`]): written back if dirty, then unpublished and taken out
+    /// of its slot, so that its page is filled again from the file into a sound frame, and
+    /// never freed, as the scheme's state of its object is not known: the cache goes on with
+    /// one frame fewer. A frame whose write-back fails stays dirty in its slot, and a frame
+    /// that is live, or that the scheme still counts references on, is left alone; a later
+    /// wait for its page tries again ([`Inner::recover`]).
     #[cold]
     fn retire_dead(&self, b: &Batch<'_, C>, owners: &[Arc<FileState>]) {
         for n in 0..b.len {
@@ -1215,17 +1373,15 @@ impl<C: RefCounter> Inner<C> {
             if self.scheme.is_referenced(obj) {
                 continue;
             }
-            // Acquire: pairs with the Release store of writers that set the bit after their
-            // bytes (no writer holds the dead frame now).
-            if m.dirty.load(Ordering::Acquire) {
-                if self.write_back(f, i, page).is_err() {
-                    continue;
-                }
-                m.dirty.store(false, Ordering::Relaxed);
+            // A frame no LODIC mapping covers (`flagged` is ascending) is made live again where
+            // the scheme reclaims it afresh (one the panic left flagged, its reclaim neither
+            // finished nor undone); a mapped one may be referenced through the mappings'
+            // counters, which the scheme does not see, and is not.
+            if b.flagged.binary_search(&n).is_err() && self.revive(i) {
+                continue;
             }
-            m.unpublish();
-            f.slot(page).store(0, Ordering::Relaxed);
-            m.clear();
+            // A write-back error leaves the frame as it was.
+            let _ = self.retire(f, i, page);
         }
     }
 
@@ -2114,6 +2270,11 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// A file opened read-only has no page to write, and is not `fdatasync`ed: read-only file
     /// systems without it (squashfs, erofs, iso9660) refuse it with `EINVAL`, which would make
     /// every `sync` and last close of their files fail.
+    ///
+    /// On a cache that a counting scheme's panic poisoned (see the crate's documentation), a
+    /// page whose frame the scheme still counts a reference on while its try-get fails is
+    /// written back all the same (under the allocator lock, without a reference): so are its
+    /// bytes when the file's last handle is closed or dropped.
     pub fn sync(&self) -> io::Result<()> {
         let f = &*self.state;
         // One sync of the file at a time: a page whose dirty bit another sync cleared is not
@@ -2157,14 +2318,24 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
         });
         if let Err(e) = waited {
-            first.get_or_insert(e);
+            // A page a scheme's panic left unusable: its bytes are still written back.
+            match c.flush_stuck(&self.state, page) {
+                Ok(true) => {}
+                Ok(false) => {
+                    first.get_or_insert(e);
+                }
+                Err(w) => {
+                    first.get_or_insert(w);
+                }
+            }
         }
     }
 
     /// Runs `f` on the frame that holds `page` (whose slot is `slot`), filled, under a
     /// reference; waits while the page is being filled (a fresh page's bytes are not final)
     /// or its frame evicted. Nothing if the page is not cached. Fails only where the wait
-    /// gives up on a poisoned cache (see [`Inner::wait_turn`]).
+    /// gives up on a poisoned cache (see [`Inner::wait_turn`]) and [`Inner::recover`] cannot
+    /// mend the page's frame.
     fn with_cached(
         &self,
         page: u64,
@@ -2172,7 +2343,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         f: impl FnOnce(u32, &FrameMeta),
     ) -> io::Result<()> {
         let c = &*self.cache;
-        let mut tries = 0;
+        let (mut tries, mut recovered) = (0, 0);
         loop {
             // Acquire: pairs with the Release store of `fill` that installs the frame.
             let s = slot.load(Ordering::Acquire);
@@ -2191,7 +2362,9 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             // Being filled, evicted (written back before its slot is cleared) or reused (the
             // slot then changes): look again.
-            c.wait_turn(&mut tries)?;
+            if let Err(e) = c.wait_turn(&mut tries) {
+                c.recover_or(e, &self.state, page, &mut tries, &mut recovered)?;
+            }
         }
     }
 

@@ -463,3 +463,187 @@ fn a_panic_in_the_last_close_leaves_its_dirty_page_to_eviction_to_write_back() {
     g.close().unwrap();
     assert_eq!(c.stats().resident, 0);
 }
+
+/// The per-object state of [`Flagging`]: `atomic`'s count and a reclaim flag, as PAYGO keeps
+/// one (a try-get fails while it is set).
+#[derive(Default)]
+struct FlagObject {
+    count: AtomicObject,
+    flag: std::sync::atomic::AtomicBool,
+}
+
+/// `atomic` with a reclaim flag, as PAYGO has: `try_reclaim` raises the flag, then reclaims at
+/// a zero count or lowers the flag again; a try-get fails while the flag is up. Once armed,
+/// its `try_reclaim_many` raises the flag of every object it is given, then panics: the
+/// objects stay flagged, reclaimed or not, their counts as they were.
+#[derive(Default)]
+struct Flagging {
+    inner: Atomic,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl RefCounter for Flagging {
+    type Object = FlagObject;
+    type Token = refcount::atomic::AtomicToken;
+    const NAME: &'static str = "flagging";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+    fn new_object(&self) -> FlagObject {
+        FlagObject::default()
+    }
+    fn try_get(&self, obj: Pin<&FlagObject>) -> Option<Self::Token> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if obj.flag.load(SeqCst) {
+            return None;
+        }
+        let tok = self.inner.try_get(Pin::new(&obj.count))?;
+        // SeqCst: against `try_reclaim`'s flag store and count check (a Dekker pair).
+        if obj.flag.load(SeqCst) {
+            self.inner.put(Pin::new(&obj.count), tok);
+            return None;
+        }
+        Some(tok)
+    }
+    fn put(&self, obj: Pin<&FlagObject>, token: Self::Token) {
+        self.inner.put(Pin::new(&obj.count), token)
+    }
+    fn read_all(&self, obj: Pin<&FlagObject>) -> i64 {
+        self.inner.read_all(Pin::new(&obj.count))
+    }
+    fn try_reclaim(&self, obj: Pin<&FlagObject>) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        obj.flag.store(true, SeqCst);
+        if self.inner.try_reclaim(Pin::new(&obj.count)) {
+            return true;
+        }
+        obj.flag.store(false, SeqCst);
+        false
+    }
+    fn try_reclaim_many(&self, objs: &[Pin<&FlagObject>], out: &mut [bool]) -> usize {
+        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            for o in objs {
+                o.flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            panic!("a scheme whose try_reclaim_many panics with its flags up");
+        }
+        let mut n = 0;
+        for (o, r) in objs.iter().zip(out.iter_mut()) {
+            *r = self.try_reclaim(*o);
+            n += usize::from(*r);
+        }
+        n
+    }
+    unsafe fn reinit(&self, obj: Pin<&FlagObject>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(Pin::new(&obj.count)) };
+        obj.flag.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&FlagObject>>) -> refcount::Memory {
+        refcount::Memory {
+            shared: 0,
+            objects: objs.count() * core::mem::size_of::<FlagObject>(),
+        }
+    }
+}
+
+/// A file of `pages` pattern pages in a cache of 16 frames counted by [`Flagging`], every page
+/// read, `what` written at byte 10 of page `dirty`, that page held while a `drop_cache`'s
+/// batch panics in the scheme with every frame flagged. Returns the folder, the file's path,
+/// the cache, the file, the held page's reference and the file's content as written.
+#[allow(clippy::type_complexity)]
+fn a_drop_that_panics_with_its_flags_up(
+    pages: usize,
+    dirty: usize,
+    what: &[u8],
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    PageCacheOf<Flagging>,
+    pagecache::CachedFileOf<Flagging>,
+    Vec<u8>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let len = pages * PAGE_SIZE;
+    let path = pattern_file(&dir, "a", len as u64);
+    let c = PageCacheOf::with_scheme(Flagging::default(), &Config::new(16, "flagging")).unwrap();
+    let f = c.open(&path).unwrap();
+    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..pages {
+        f.read_at(&mut buf, (p * PAGE_SIZE) as u64).unwrap();
+    }
+    let at = dirty * PAGE_SIZE + 10;
+    assert_eq!(f.write_at(what, at as u64).unwrap(), what.len());
+    model[at..at + what.len()].copy_from_slice(what);
+    (dir, path, c, f, model)
+}
+
+/// A `drop_cache` whose batch panics in the scheme with every frame flagged (PAYGO's reclaim
+/// flag up, the reclaim neither finished nor undone), while page 3, written, is held. The
+/// unreferenced frames are made live again in their slots (a fresh try-reclaim, then a
+/// `reinit`), not retired; the held one, flagged under its reference, is left as it is, and
+/// once let go, the next read of its page makes it live the same way: every page reads back
+/// what was written, and the close writes it and frees all twelve frames. Before, the held
+/// page's read gave up with an error (its frame flagged for good), and eleven frames stayed
+/// out of use.
+#[test]
+fn a_frame_a_panic_left_flagged_is_made_live_again() {
+    let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(12, 3, b"three");
+    let held = f.page(3).unwrap();
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let mut first = [0u8; 16];
+    held.read(0, &mut first);
+    assert_eq!(
+        first[..],
+        model[3 * PAGE_SIZE..3 * PAGE_SIZE + 16],
+        "the held page keeps its bytes"
+    );
+    drop(held);
+    let (read, closed) = within_a_minute(move || {
+        let mut all = vec![0u8; 12 * PAGE_SIZE];
+        let read = f.read_at(&mut all, 0).map(|n| (n, all));
+        (read, f.close())
+    });
+    let (n, all) = read.expect("a read of the page whose frame was left flagged");
+    assert_eq!(n, 12 * PAGE_SIZE);
+    assert!(all == model, "every page reads back what was written");
+    closed.expect("the last close");
+    assert!(
+        std::fs::read(&path).unwrap() == model,
+        "the file as written"
+    );
+    assert_eq!(c.stats().resident, 0, "every frame freed by the close");
+}
+
+/// A page written, then held by a reference that is leaked (the frame counts it for good),
+/// while a `drop_cache`'s batch panics in the scheme with every frame flagged: the frame is
+/// flagged and counted, so it is never reclaimed and its page stays unusable (a read gives up
+/// with an error), but dropping the file handle (no `close`) writes its dirty bytes back:
+/// the file holds what was written. Before, the drop's sync gave up on the page and its bytes
+/// were lost with the file's state.
+#[test]
+fn a_dropped_file_writes_back_the_dirty_page_of_a_frame_left_flagged_and_counted() {
+    let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(4, 1, b"leaked");
+    std::mem::forget(f.page(1).unwrap());
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let read = within_a_minute(move || {
+        let mut buf = vec![0u8; 8];
+        let read = f.read_at(&mut buf, PAGE_SIZE as u64);
+        drop(f);
+        read
+    });
+    let e = read.expect_err("the counted, flagged page is never made live");
+    assert_eq!(e.kind(), std::io::ErrorKind::Other, "{e}");
+    assert!(
+        std::fs::read(&path).unwrap() == model,
+        "the dropped file's dirty page is in the file"
+    );
+}
