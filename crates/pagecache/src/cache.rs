@@ -253,7 +253,11 @@ pub(crate) fn prefetch(w: &AtomicU64) {
 pub(crate) struct Alloc {
     free: Vec<u32>,
     hand: usize,
+    /// The most frames in use (neither free nor retired) at once.
     high_water: usize,
+    /// Frames a counting scheme's panic took out of use for good: neither free nor in a slot,
+    /// never used again (see [`Inner::retire`]).
+    retired: usize,
 }
 
 /// The open files, by id and by (device, inode).
@@ -566,7 +570,7 @@ impl<C: RefCounter> Inner<C> {
     ///   changed.
     #[cold]
     fn recover(&self, f: &FileState, page: u64) -> io::Result<bool> {
-        let _a = lock(&self.alloc);
+        let mut a = lock(&self.alloc);
         let maps = lock(&f.maps);
         // Relaxed: a slot changes from or to empty only under the allocator lock, held here.
         let s = f.slots.get(page).map_or(0, |s| s.load(Ordering::Relaxed));
@@ -591,7 +595,7 @@ impl<C: RefCounter> Inner<C> {
         if !maps.mapped(page) && self.revive(i) {
             return Ok(true);
         }
-        self.retire(f, i, page)?;
+        self.retire(&mut a, f, i, page)?;
         Ok(true)
     }
 
@@ -617,13 +621,13 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Retires frame `i`, which holds `page` of `f` in its slot, filled, and on which no
-    /// reference can be taken and none counts (called under the allocator lock and the file's
-    /// mapping lock): written back if dirty, so nothing written to it is lost (an error is
-    /// returned, and the frame left as it was), then unpublished and taken out of its slot, so
-    /// that its page is filled again from the file into a sound frame. Never freed: the
-    /// scheme's state of its object is not known.
+    /// reference can be taken and none counts (called under the allocator lock, `a`, and the
+    /// file's mapping lock): written back if dirty, so nothing written to it is lost (an error
+    /// is returned, and the frame left as it was), then unpublished and taken out of its slot,
+    /// so that its page is filled again from the file into a sound frame. Never freed (the
+    /// scheme's state of its object is not known): counted in [`Alloc::retired`].
     #[cold]
-    fn retire(&self, f: &FileState, i: u32, page: u64) -> io::Result<()> {
+    fn retire(&self, a: &mut Alloc, f: &FileState, i: u32, page: u64) -> io::Result<()> {
         let m = self.meta(i);
         // Acquire: pairs with the Release store of writers that set the bit after their bytes
         // (no writer holds the frame now).
@@ -634,6 +638,7 @@ impl<C: RefCounter> Inner<C> {
         m.unpublish();
         f.slot(page).store(0, Ordering::Relaxed);
         m.clear();
+        a.retired += 1;
         Ok(())
     }
 
@@ -969,9 +974,10 @@ impl<C: RefCounter> Inner<C> {
                 }
                 if let Err(e) = self.wait_turn(&mut tries) {
                     // A free frame the scheme no longer counts on: left out of the free list
-                    // and of the slot (nobody used it: its version is odd).
+                    // and of the slot (nobody used it: its version is odd), and retired.
                     slot.store(0, Ordering::Relaxed);
                     self.frames[i as usize].meta.clear();
+                    a.retired += 1;
                     return Err(e);
                 }
             };
@@ -989,7 +995,9 @@ impl<C: RefCounter> Inner<C> {
                 drop(a);
                 std::panic::resume_unwind(panic);
             }
-            a.high_water = a.high_water.max(self.frames.len() - a.free.len());
+            a.high_water = a
+                .high_water
+                .max(self.frames.len() - a.free.len() - a.retired);
             (i, tok)
         };
         // From here the frames are installed and unpublished: every use of their pages waits
@@ -1252,6 +1260,10 @@ impl<C: RefCounter> Inner<C> {
                 }
             }
         }
+        // The frames this batch frees are pushed past these (see `lost_in_reinit`).
+        let free_before = a.free.len();
+        // Whether the scheme's try-reclaim returned, so that `b.out` holds its whole word.
+        let mut returned = false;
         // A panic from here on (a scheme's, in its try-reclaim) is caught to lower the flags
         // raised below as the end does, then resumed: a flag left up would send every later
         // reference through the page's mappings to its global counter for good.
@@ -1302,6 +1314,7 @@ impl<C: RefCounter> Inner<C> {
                 }
                 r
             };
+            returned = true;
             if reclaimed == len && b.owner.is_empty() {
                 // Every frame reclaimed, all of one file (a drop's batch of pages no reference
                 // holds): the loop without the cases that cannot arise.
@@ -1314,7 +1327,10 @@ impl<C: RefCounter> Inner<C> {
             // The scheme panicked: the frames it left dead go out of their slots (with the
             // mapping locks held, as an eviction unpublishes its frames). A second panic of
             // the scheme there ends the retiring; the first one goes on below.
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| self.retire_dead(b, owners)));
+            a.retired += self.lost_in_reinit(a, b, free_before);
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                self.retire_dead(a, b, owners, returned)
+            }));
         }
         for &n in &b.flagged {
             // Release: pairs with the owners' Acquire flag load; a reclaimed frame's odd
@@ -1337,6 +1353,21 @@ impl<C: RefCounter> Inner<C> {
         done
     }
 
+    /// After a scheme's panic in [`Self::evict_batch`], under the allocator lock (`a`): how
+    /// many frames of `b` the panic lost, a `reinit` that panicked as they were freed. Such a
+    /// frame was unpublished and taken out of its slot before its `reinit`, and is not on the
+    /// free list (where the batch pushed the frames it freed, past `free_before`): neither free
+    /// nor in a slot, it is never used again.
+    #[cold]
+    fn lost_in_reinit(&self, a: &Alloc, b: &Batch<'_, C>, free_before: usize) -> usize {
+        let mut freed: Vec<u32> = a.free.get(free_before..).unwrap_or(&[]).to_vec();
+        freed.sort_unstable();
+        b.frames[..b.len]
+            .iter()
+            .filter(|&&i| self.meta(i).unfilled() && freed.binary_search(&i).is_err())
+            .count()
+    }
+
     /// After a scheme's panic in [`Self::evict_batch`] (in its try-reclaim, or in a `reinit`
     /// as the batch's frames were freed), under the allocator lock and the files' mapping
     /// locks: mends the frames of `b` that the panic left unusable in their slots, on which no
@@ -1352,8 +1383,23 @@ impl<C: RefCounter> Inner<C> {
     /// one frame fewer. A frame whose write-back fails stays dirty in its slot, and a frame
     /// that is live, or that the scheme still counts references on, is left alone; a later
     /// wait for its page tries again ([`Inner::recover`]).
+    ///
+    /// `returned`: the scheme's try-reclaim returned before the panic (which came from a
+    /// `reinit`), so `b.out` holds its word on every frame. A frame it reclaimed that is still
+    /// filled in its slot and clean was never reached by the batch's end (each frame it
+    /// reaches is unpublished before its `reinit`, or, where its write-back fails, made live
+    /// again while still dirty): dead by the scheme's word, it is made live again with a
+    /// `reinit` (no LODIC mapping counts on it: the try-reclaim was given only frames whose
+    /// mappings' counts summed to zero, under the mapping locks still held). A dirty one may be
+    /// the frame whose `reinit` after a failed write-back panicked, and is retired.
     #[cold]
-    fn retire_dead(&self, b: &Batch<'_, C>, owners: &[Arc<FileState>]) {
+    fn retire_dead(
+        &self,
+        a: &mut Alloc,
+        b: &Batch<'_, C>,
+        owners: &[Arc<FileState>],
+        returned: bool,
+    ) {
         for n in 0..b.len {
             let (i, page, f) = (b.frames[n], b.pages[n], &owners[b.owner(n)]);
             let m = &self.frames[i as usize].meta;
@@ -1373,6 +1419,15 @@ impl<C: RefCounter> Inner<C> {
             if self.scheme.is_referenced(obj) {
                 continue;
             }
+            // Acquire: pairs with the Release store of writers that set the bit after their
+            // bytes (no writer holds the frame now).
+            if returned && b.out[n] && !m.dirty.load(Ordering::Acquire) {
+                // SAFETY: reclaimed by this batch's try-reclaim, which returned, and not made
+                // live since (above); under the allocator lock (`a`): no other thread reinits
+                // or reclaims it.
+                unsafe { self.scheme.reinit(obj) };
+                continue;
+            }
             // A frame no LODIC mapping covers (`flagged` is ascending) is made live again where
             // the scheme reclaims it afresh (one the panic left flagged, its reclaim neither
             // finished nor undone); a mapped one may be referenced through the mappings'
@@ -1381,7 +1436,7 @@ impl<C: RefCounter> Inner<C> {
                 continue;
             }
             // A write-back error leaves the frame as it was.
-            let _ = self.retire(f, i, page);
+            let _ = self.retire(a, f, i, page);
         }
     }
 
@@ -1794,6 +1849,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                     free,
                     hand: 0,
                     high_water: 0,
+                    retired: 0,
                 }),
                 files: Mutex::new(Files::default()),
                 next_id: AtomicU64::new(1),
@@ -1978,8 +2034,9 @@ impl<C: RefCounter> PageCacheOf<C> {
             evictions: i.evictions.load(Ordering::Relaxed),
             write_backs: i.writebacks.load(Ordering::Relaxed),
             direct_ios: i.direct.load(Ordering::Relaxed),
-            resident: i.frames.len() - a.free.len(),
+            resident: i.frames.len() - a.free.len() - a.retired,
             resident_high_water: a.high_water,
+            retired: a.retired,
             limit: i.frames.len(),
         }
     }
@@ -2636,7 +2693,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     fn zero_stuck(&self, page: u64, slot: &AtomicU32, size: u64, e: io::Error) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
-        let _a = lock(&c.alloc);
+        let mut a = lock(&c.alloc);
         // Relaxed: a slot changes from or to empty only under the allocator lock.
         let s = slot.load(Ordering::Relaxed);
         if s == 0 {
@@ -2670,6 +2727,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         m.unpublish();
         slot.store(0, Ordering::Relaxed);
         m.clear();
+        a.retired += 1;
         Ok(())
     }
 

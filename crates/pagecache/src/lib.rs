@@ -137,12 +137,16 @@ pub struct Stats {
     pub write_backs: u64,
     /// Reads and writes that went straight to a file because every frame was referenced.
     pub direct_ios: u64,
-    /// Frames holding a page (or being filled) now.
+    /// Frames holding a page (or being filled) now; retired frames are not counted.
     pub resident: usize,
-    /// The most frames that ever held a page at once.
+    /// The most frames that ever held a page at once (retired frames not counted).
     pub resident_high_water: usize,
     /// The memory limit, in frames.
     pub limit: usize,
+    /// Frames taken out of use for good after a counting scheme panicked (see the crate's
+    /// documentation, "A scheme that panics"): neither free nor holding a page, never used
+    /// again, so the cache goes on with `limit - retired` frames. 0 unless a scheme panicked.
+    pub retired: usize,
 }
 
 trait DynCache: Send + Sync {

@@ -212,12 +212,14 @@ fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) ->
 }
 
 /// A scheme's panic while a drop frees its batch (in the first frame's `reinit`) unwinds out of
-/// `drop_cache` and leaves the free list as it was: no frame of the batch is listed free, the
-/// cache's count of resident frames stays 12, and a second file's pages fill frames that were
-/// free, reading their own bytes. The batch's other frames, which the panic left dead in the
-/// first file's slots, are retired before it unwinds: the pages written in them (3 and 7) are
-/// in the file at once, and the first file is read (every page, from fresh frames that evict
-/// the second file's), written, cut and closed, with what was written in the file at the end.
+/// `drop_cache` and leaves the free list as it was: no frame of the batch is listed free, and
+/// a second file's pages fill frames that were free, reading their own bytes. The batch's
+/// other frames, which the panic left dead in the first file's slots, are mended before it
+/// unwinds: the clean ones made live again, the dirty ones retired (counted in
+/// `Stats::retired` with the frame whose `reinit` panicked, and no longer in
+/// `Stats::resident`): the pages written in them (3 and 7) are in the file at once, and the
+/// first file is read (every page, the three lost ones from fresh frames that evict the second
+/// file's), written, cut and closed, with what was written in the file at the end.
 /// Before, those pages stayed dead: their writes never reached the file, and the read, the cut
 /// and the close gave up with an error.
 #[test]
@@ -252,8 +254,10 @@ fn a_panic_while_a_drop_frees_its_batch_retires_the_dead_frames() {
         std::fs::read(&a).unwrap() == model,
         "the pages written in the dead frames are in the file"
     );
-    // The frame whose reinit panicked is lost, and so are the retired ones; none is free.
-    assert_eq!(c.stats().resident, 12);
+    // The frame whose reinit panicked is lost, and so are the two retired ones (the dirty
+    // pages'); none is free, and the batch's nine clean frames are live again in their slots.
+    let st = c.stats();
+    assert_eq!((st.resident, st.retired), (9, 3));
     let fb = c.open(&b).unwrap();
     for p in 0..4 {
         let at = p * PAGE_SIZE as u64;
@@ -262,7 +266,8 @@ fn a_panic_while_a_drop_frees_its_batch_retires_the_dead_frames() {
             assert_eq!(x, pat(at + k as u64), "file b, byte {}", at + k as u64);
         }
     }
-    assert_eq!(c.stats().resident, 16);
+    let st = c.stats();
+    assert_eq!((st.resident, st.retired), (13, 3), "every frame in use");
     let (read, written, cut, closed) = within_a_minute(move || {
         let mut all = vec![0u8; len];
         let read = fa.read_at(&mut all, 0).map(|n| (n, all));
@@ -616,7 +621,12 @@ fn a_frame_a_panic_left_flagged_is_made_live_again() {
         std::fs::read(&path).unwrap() == model,
         "the file as written"
     );
-    assert_eq!(c.stats().resident, 0, "every frame freed by the close");
+    let st = c.stats();
+    assert_eq!(
+        (st.resident, st.retired),
+        (0, 0),
+        "every frame freed by the close"
+    );
 }
 
 /// A page written, then held by a reference that is leaked (the frame counts it for good),
@@ -646,4 +656,55 @@ fn a_dropped_file_writes_back_the_dirty_page_of_a_frame_left_flagged_and_counted
         std::fs::read(&path).unwrap() == model,
         "the dropped file's dirty page is in the file"
     );
+}
+
+/// A scheme's panic while a drop frees its batch (in the `reinit` of page 0's frame, the first
+/// freed) leaves the batch's other frames reclaimed and not made live again. The clean ones
+/// (ten) are made live again in their slots, holding their pages: reading the file again
+/// fills only page 0 (whose frame is lost) and page 3 (written, so retired after its
+/// write-back). `Stats` counts the two lost frames as retired, not resident, and the cache
+/// then holds fourteen pages in its sixteen frames. Before, every frame of the batch was lost
+/// (the whole file filled again, into the four free frames and by eviction) and all of them
+/// were counted as resident.
+#[test]
+fn a_panic_in_reinit_keeps_the_batchs_clean_frames_and_counts_the_lost_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let len = 12 * PAGE_SIZE;
+    let a = pattern_file(&dir, "a", len as u64);
+    let b = pattern_file(&dir, "b", 2 * PAGE_SIZE as u64);
+    let c = PageCacheOf::with_scheme(
+        PanicsInReinit::default(),
+        &Config::new(16, "panics-in-reinit"),
+    )
+    .unwrap();
+    let fa = c.open(&a).unwrap();
+    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..12 {
+        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
+    }
+    let at = 3 * PAGE_SIZE + 10;
+    assert_eq!(fa.write_at(b"three", at as u64).unwrap(), 5);
+    model[at..at + 5].copy_from_slice(b"three");
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let st = c.stats();
+    assert_eq!((st.resident, st.retired, st.limit), (10, 2, 16));
+    let fills = st.fills;
+    let mut all = vec![0u8; len];
+    assert_eq!(fa.read_at(&mut all, 0).unwrap(), len);
+    assert!(all == model, "the file reads back what was written");
+    assert_eq!(c.stats().fills - fills, 2, "pages 0 and 3 only");
+    let fb = c.open(&b).unwrap();
+    assert_eq!(fb.read_at(&mut buf, 0).unwrap(), PAGE_SIZE);
+    assert_eq!(fb.read_at(&mut buf, PAGE_SIZE as u64).unwrap(), PAGE_SIZE);
+    let st = c.stats();
+    assert_eq!((st.resident, st.retired, st.evictions), (14, 2, 0));
+    fb.close().unwrap();
+    fa.close().unwrap();
+    assert!(std::fs::read(&a).unwrap() == model, "the file as written");
+    assert_eq!(c.stats().resident, 0);
 }
