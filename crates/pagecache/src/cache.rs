@@ -2579,8 +2579,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// changed on these errors. On a cache that a scheme's panic poisoned (see the crate's
     /// documentation), a page past the new end whose frame the panic left dead is taken out
     /// of the cache (written back up to the new end first if it holds the end and is dirty),
-    /// and fills again from the cut file; one that cannot be had otherwise (its frame never
-    /// filled or still counted, or that write-back failing, when the frame is unpublished so
+    /// and fills again from the cut file; one whose frame the scheme still counts a reference
+    /// on has its bytes past the end zeroed all the same; one that cannot be had otherwise
+    /// (its frame never filled, or that write-back failing, when the frame is unpublished so
     /// that no read returns its bytes past the end) is left, and its error returned after
     /// the length was set and the other pages cut.
     pub fn set_len(&self, size: u64) -> io::Result<()> {
@@ -2688,7 +2689,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// unpublished and taken out of its slot, never freed; its page fills again from the cut
     /// file. If that write-back fails, the frame is unpublished in its slot, so that no read
     /// returns its bytes past the end after a growth (its page unusable), and the error is
-    /// returned; so is `e` for a frame never filled or still counted, left as it is.
+    /// returned; so is `e` for a frame never filled, left as it is. A frame the scheme still
+    /// counts a reference on is zeroed past `size` under the lock, without a reference, and
+    /// stays (unusable to counted reads; an optimistic read sees the zeros).
     #[cold]
     fn zero_stuck(&self, page: u64, slot: &AtomicU32, size: u64, e: io::Error) -> io::Result<()> {
         let c = &*self.cache;
@@ -2713,7 +2716,13 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Ok(());
         }
         if c.scheme.is_referenced(obj) {
-            return Err(e);
+            // A frame the scheme counts a reference on while its try-get fails (left flagged
+            // under a reference, or counting one the panic leaked): never reclaimed, but its
+            // bytes past the end are zeroed all the same, without a reference, as a held
+            // page's are. The allocator lock keeps the frame on its page, and no write runs
+            // (writes hold `resize`, which this cut holds exclusively).
+            self.zero_frame(i, m, page, size);
+            return Ok(());
         }
         // Acquire: pairs with the Release store of writers that set the bit after their bytes
         // (no writer holds the dead frame now).

@@ -708,3 +708,47 @@ fn a_panic_in_reinit_keeps_the_batchs_clean_frames_and_counts_the_lost_ones() {
     assert!(std::fs::read(&a).unwrap() == model, "the file as written");
     assert_eq!(c.stats().resident, 0);
 }
+
+/// A page whose frame a scheme's panic left flagged under a reference that is then leaked (the
+/// frame counts it for good, so it is never reclaimed and its page is unusable to counted
+/// reads) in a cache with optimistic reads. A cut below the page zeroes the frame's bytes
+/// past the new end all the same (under the allocator lock, no reference taken) and succeeds;
+/// after a growth, an optimistic read of the page, which needs no reference, returns zeros,
+/// as the file holds. Before, the cut gave up on the page with an error and left its old
+/// bytes, which the optimistic read returned after the growth.
+#[test]
+fn a_cut_zeroes_a_page_whose_frame_a_panic_left_flagged_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "a", 4 * PAGE_SIZE as u64);
+    let mut cfg = Config::new(16, "flagging");
+    cfg.mode = pagecache::Mode::Optimistic;
+    let c = PageCacheOf::with_scheme(Flagging::default(), &cfg).unwrap();
+    let f = c.open(&path).unwrap();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..4u64 {
+        f.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
+    }
+    std::mem::forget(f.page(2).unwrap());
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let (cut, grown, read) = within_a_minute(move || {
+        let cut = f.set_len(2 * PAGE_SIZE as u64 + 100);
+        let grown = f.set_len(4 * PAGE_SIZE as u64);
+        let mut b = [1u8; 8];
+        let read = f.read_at(&mut b, 2 * PAGE_SIZE as u64 + 96).map(|n| (n, b));
+        (cut, grown, read)
+    });
+    cut.expect("the cut over the counted page");
+    grown.expect("the growth");
+    let (n, b) = read.expect("an optimistic read of the counted page");
+    assert_eq!(n, 8);
+    let at = 2 * PAGE_SIZE as u64 + 96;
+    assert_eq!(
+        b,
+        [pat(at), pat(at + 1), pat(at + 2), pat(at + 3), 0, 0, 0, 0],
+        "the bytes before the cut, then zeros"
+    );
+}
