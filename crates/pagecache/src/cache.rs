@@ -1190,25 +1190,51 @@ impl<C: RefCounter> Inner<C> {
     /// lost, as a drop ignores the error (`close` returns it); a page pinned by a
     /// leaked `PageRef` stays pinned. No reader can find these frames: the file's slots went
     /// with its state.
+    ///
+    /// A scheme's panic (in its try-reclaim, or in a `reinit`) is caught before it goes on:
+    /// the frame whose `reinit` panicked is lost (counted in [`Alloc::retired`]), and the
+    /// orphans the try-reclaim, which returned, reclaimed and that were not reached yet are
+    /// made live again with a `reinit` (dead by the scheme's word, never made live since), so
+    /// that a later eviction frees them instead of losing them too.
     fn evict_orphans(&self, a: &mut Alloc, orphans: &[u32]) -> usize {
         if orphans.is_empty() {
             return 0;
         }
         let pins: Vec<Pin<&C::Object>> = orphans.iter().map(|&i| self.obj(i)).collect();
         let mut out = vec![false; pins.len()];
-        // SAFETY: as in `evict_batch`: under the allocator lock, which this thread holds.
-        unsafe { self.scheme.try_reclaim_many_exclusive(&pins, &mut out) };
-        let mut freed = 0;
-        for (&i, ok) in orphans.iter().zip(out) {
-            if !ok {
-                continue;
+        let free_before = a.free.len();
+        let (mut returned, mut freed) = (false, 0);
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: as in `evict_batch`: under the allocator lock, which this thread holds.
+            unsafe { self.scheme.try_reclaim_many_exclusive(&pins, &mut out) };
+            returned = true;
+            for (&i, &ok) in orphans.iter().zip(&out) {
+                if !ok {
+                    continue;
+                }
+                self.frames[i as usize].meta.unpublish();
+                // No slot to clear: it went with the file's state.
+                self.free_reclaimed(a, i);
+                freed += 1;
             }
-            self.frames[i as usize].meta.unpublish();
-            // No slot to clear: it went with the file's state.
-            self.free_reclaimed(a, i);
-            freed += 1;
-        }
+        }));
         self.evictions.fetch_add(freed as u64, Ordering::Relaxed);
+        if let Err(panic) = run {
+            a.retired += self.lost_in_reinit(a, orphans, free_before);
+            if returned {
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    for (&i, &ok) in orphans.iter().zip(&out) {
+                        if ok && !self.meta(i).unfilled() {
+                            // SAFETY: reclaimed by the try-reclaim above, which returned, and
+                            // not reached since (each frame reached is unpublished before its
+                            // `reinit`); under the allocator lock (`a`).
+                            unsafe { self.scheme.reinit(self.obj(i)) };
+                        }
+                    }
+                }));
+            }
+            std::panic::resume_unwind(panic);
+        }
         freed
     }
 
@@ -1327,7 +1353,7 @@ impl<C: RefCounter> Inner<C> {
             // The scheme panicked: the frames it left dead go out of their slots (with the
             // mapping locks held, as an eviction unpublishes its frames). A second panic of
             // the scheme there ends the retiring; the first one goes on below.
-            a.retired += self.lost_in_reinit(a, b, free_before);
+            a.retired += self.lost_in_reinit(a, &b.frames[..b.len], free_before);
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 self.retire_dead(a, b, owners, returned)
             }));
@@ -1353,16 +1379,17 @@ impl<C: RefCounter> Inner<C> {
         done
     }
 
-    /// After a scheme's panic in [`Self::evict_batch`], under the allocator lock (`a`): how
-    /// many frames of `b` the panic lost, a `reinit` that panicked as they were freed. Such a
-    /// frame was unpublished and taken out of its slot before its `reinit`, and is not on the
-    /// free list (where the batch pushed the frames it freed, past `free_before`): neither free
-    /// nor in a slot, it is never used again.
+    /// After a scheme's panic in [`Self::evict_batch`] or [`Self::evict_orphans`], under the
+    /// allocator lock (`a`): how many of `frames` (filled when the eviction began) the panic
+    /// lost, a `reinit` that panicked as they were freed. Such a frame was unpublished (and
+    /// taken out of its slot) before its `reinit`, and is not on the free list (where the
+    /// eviction pushed the frames it freed, past `free_before`): neither free nor in a slot,
+    /// it is never used again.
     #[cold]
-    fn lost_in_reinit(&self, a: &Alloc, b: &Batch<'_, C>, free_before: usize) -> usize {
+    fn lost_in_reinit(&self, a: &Alloc, frames: &[u32], free_before: usize) -> usize {
         let mut freed: Vec<u32> = a.free.get(free_before..).unwrap_or(&[]).to_vec();
         freed.sort_unstable();
-        b.frames[..b.len]
+        frames
             .iter()
             .filter(|&&i| self.meta(i).unfilled() && freed.binary_search(&i).is_err())
             .count()
