@@ -565,6 +565,9 @@ impl<C: RefCounter> Inner<C> {
     ///   dead already, or the scheme refuses), the frame is retired ([`Inner::retire`]):
     ///   `true`, or the error of its write-back (the frame then stays as it was). A frame a
     ///   LODIC mapping covers is only retired: the scheme does not see the mappings' counts;
+    /// * a dead frame that a cut unpublished in its slot, dirty, when it could not write the
+    ///   page's bytes before the new end back ([`CachedFileOf::set_len`]): written back now,
+    ///   then taken out of its slot and retired: `true`, or the write-back's error;
     /// * a frame being filled, or one the scheme counts a reference on (held, or leaked by the
     ///   panic: the two cannot be told apart, so it is never reclaimed): `false`, nothing
     ///   changed.
@@ -578,11 +581,33 @@ impl<C: RefCounter> Inner<C> {
             return Ok(true);
         }
         let i = s - 1;
-        if self.meta(i).unfilled() {
-            return Ok(false);
+        let m = self.meta(i);
+        let obj = self.obj(i);
+        if m.unfilled() {
+            // Being filled, or a dead frame that a cut unpublished in its slot when it could
+            // not write the page's bytes before the new end back (`zero_stuck`): dirty, its key
+            // the page's. A frame being filled is never dirty (`assign` clears the bit, and
+            // writes copy only into published pages).
+            // Acquire: pairs with the Release store of writers that set the bit after their
+            // bytes (no writer holds the dead frame now). Relaxed key loads: the key changes
+            // only under the allocator lock.
+            if !m.dirty.load(Ordering::Acquire)
+                || m.file.load(Ordering::Relaxed) != f.id
+                || m.index.load(Ordering::Relaxed) != page
+                || self.scheme.is_referenced(obj)
+            {
+                return Ok(false);
+            }
+            // Written back (up to the length, cut already), then taken out of its slot and
+            // retired, as `retire` does (it was unpublished by the cut).
+            self.write_back(f, i, page)?;
+            m.dirty.store(false, Ordering::Relaxed);
+            f.slot(page).store(0, Ordering::Relaxed);
+            m.clear();
+            a.retired += 1;
+            return Ok(true);
         }
         // Filled, and in the page's slot under the lock: the frame holds the page.
-        let obj = self.obj(i);
         if let Some(tok) = self.get(i) {
             self.scheme.put(obj, tok);
             return Ok(true);
@@ -2609,8 +2634,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// and fills again from the cut file; one whose frame the scheme still counts a reference
     /// on has its bytes past the end zeroed all the same; one that cannot be had otherwise
     /// (its frame never filled, or that write-back failing, when the frame is unpublished so
-    /// that no read returns its bytes past the end) is left, and its error returned after
-    /// the length was set and the other pages cut.
+    /// that no read returns its bytes past the end, and its bytes before the end are written
+    /// back by a later wait for the page, `sync`, close or drop) is left, and its error
+    /// returned after the length was set and the other pages cut.
     pub fn set_len(&self, size: u64) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;

@@ -859,3 +859,58 @@ fn a_panic_in_the_reinit_of_an_orphan_loses_only_that_frame() {
         "every frame referenced"
     );
 }
+
+/// A page whose frame a scheme's panic left dead, dirty, and whose write-back failed when it
+/// was to be retired (the fault hook), then a cut inside that page, while write-backs still
+/// fail: the cut cannot write the page's bytes before the new end, so it unpublishes the frame
+/// in its slot (no read returns its bytes past the end) and returns the error. Once
+/// write-backs work again, dropping the file handle writes those bytes: the file holds them.
+/// Before, the unpublished frame was never looked at again, and the bytes were lost.
+#[test]
+fn a_dropped_file_writes_back_a_dead_page_a_cut_could_not_write() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let len = 12 * PAGE_SIZE;
+    let a = pattern_file(&dir, "a", len as u64);
+    let fail = Arc::new(AtomicBool::new(false));
+    let mut cfg = Config::new(16, "panics-in-reinit");
+    let hook_fail = fail.clone();
+    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+        if ev.kind == pagecache::IoKind::WriteBack && hook_fail.load(Relaxed) {
+            Err(std::io::Error::other("injected write-back error"))
+        } else {
+            Ok(())
+        }
+    }));
+    let c = PageCacheOf::with_scheme(PanicsInReinit::default(), &cfg).unwrap();
+    let fa = c.open(&a).unwrap();
+    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..12 {
+        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
+    }
+    let at = 5 * PAGE_SIZE + 10;
+    assert_eq!(fa.write_at(b"stale", at as u64).unwrap(), 5);
+    model[at..at + 5].copy_from_slice(b"stale");
+    fail.store(true, Relaxed);
+    c.scheme().armed.store(true, Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let end = at + 2;
+    model.truncate(end);
+    let cut = within_a_minute(move || {
+        let cut = fa.set_len(end as u64).map_err(|e| e.to_string());
+        fail.store(false, Relaxed);
+        drop(fa);
+        cut
+    });
+    assert_eq!(
+        cut.expect_err("the cut could not write the page"),
+        "injected write-back error"
+    );
+    assert!(
+        std::fs::read(&a).unwrap() == model,
+        "the file holds the page's bytes before the cut"
+    );
+}
