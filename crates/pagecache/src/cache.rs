@@ -1313,8 +1313,10 @@ impl<C: RefCounter> Inner<C> {
         }
         // The frames this batch frees are pushed past these (see `lost_in_reinit`).
         let free_before = a.free.len();
-        // Whether the scheme's try-reclaim returned, so that `b.out` holds its whole word.
-        let mut returned = false;
+        // Whether the scheme's try-reclaim returned, so that `b.out` holds its whole word; and
+        // whether the mapped pages' sums were all taken, so that `b.busy` names every frame a
+        // mapping counts on.
+        let (mut returned, mut summed) = (false, false);
         // A panic from here on (a scheme's, in its try-reclaim) is caught to lower the flags
         // raised below as the end does, then resumed: a flag left up would send every later
         // reference through the page's mappings to its global counter for good.
@@ -1342,6 +1344,7 @@ impl<C: RefCounter> Inner<C> {
                     }
                 }
             }
+            summed = true;
             b.out.clear();
             b.out.resize(len, false);
             let reclaimed = if b.busy.is_empty() {
@@ -1380,7 +1383,7 @@ impl<C: RefCounter> Inner<C> {
             // the scheme there ends the retiring; the first one goes on below.
             a.retired += self.lost_in_reinit(a, &b.frames[..b.len], free_before);
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                self.retire_dead(a, b, owners, returned)
+                self.retire_dead(a, b, owners, returned, summed)
             }));
         }
         for &n in &b.flagged {
@@ -1427,8 +1430,9 @@ impl<C: RefCounter> Inner<C> {
     /// their dirty bytes would never be written back). Such a frame still holds its page
     /// (published, its key unchanged), the scheme's try-get on it fails under the lock (when
     /// no try-reclaim is deciding) and no reference counts on it. If no LODIC mapping covers
-    /// its page and a fresh exclusive try-reclaim succeeds (a frame left flagged), it is made
-    /// live again in its slot ([`Inner::revive`]), dirty or not. Otherwise (dead already) it
+    /// its page (or the batch's sum of their counters was zero) and a fresh exclusive
+    /// try-reclaim succeeds (a frame left flagged), it is made live again in its slot
+    /// ([`Inner::revive`]), dirty or not. Otherwise (dead already) it
     /// is retired ([`Inner::retire`]): written back if dirty, then unpublished and taken out
     /// of its slot, so that its page is filled again from the file into a sound frame, and
     /// never freed, as the scheme's state of its object is not known: the cache goes on with
@@ -1444,6 +1448,12 @@ impl<C: RefCounter> Inner<C> {
     /// `reinit` (no LODIC mapping counts on it: the try-reclaim was given only frames whose
     /// mappings' counts summed to zero, under the mapping locks still held). A dirty one may be
     /// the frame whose `reinit` after a failed write-back panicked, and is retired.
+    ///
+    /// `summed`: the sums of the mapped pages' counters were all taken before the panic, so
+    /// `b.busy` names every frame of `b.flagged` that a mapping counts on. A mapped frame not
+    /// in it may be reclaimed afresh as an unmapped one: its LODIC flag is still up and the
+    /// mapping locks still held, so an owner that counts on it since the sum sees the flag and
+    /// takes the scheme's counter, which the try-reclaim sees (as for the batch's own).
     #[cold]
     fn retire_dead(
         &self,
@@ -1451,6 +1461,7 @@ impl<C: RefCounter> Inner<C> {
         b: &Batch<'_, C>,
         owners: &[Arc<FileState>],
         returned: bool,
+        summed: bool,
     ) {
         for n in 0..b.len {
             let (i, page, f) = (b.frames[n], b.pages[n], &owners[b.owner(n)]);
@@ -1480,11 +1491,13 @@ impl<C: RefCounter> Inner<C> {
                 unsafe { self.scheme.reinit(obj) };
                 continue;
             }
-            // A frame no LODIC mapping covers (`flagged` is ascending) is made live again where
-            // the scheme reclaims it afresh (one the panic left flagged, its reclaim neither
-            // finished nor undone); a mapped one may be referenced through the mappings'
-            // counters, which the scheme does not see, and is not.
-            if b.flagged.binary_search(&n).is_err() && self.revive(i) {
+            // A frame no LODIC mapping covers (`flagged` and `busy` are ascending), or one whose
+            // mappings' counters summed to zero, is made live again where the scheme reclaims
+            // it afresh (one the panic left flagged, its reclaim neither finished nor undone);
+            // another mapped one may be referenced through the mappings' counters, which the
+            // scheme does not see, and is not.
+            let unmapped = b.flagged.binary_search(&n).is_err();
+            if (unmapped || (summed && b.busy.binary_search(&n).is_err())) && self.revive(i) {
                 continue;
             }
             // A write-back error leaves the frame as it was.

@@ -914,3 +914,35 @@ fn a_dropped_file_writes_back_a_dead_page_a_cut_could_not_write() {
         "the file holds the page's bytes before the cut"
     );
 }
+
+/// A `drop_cache` whose batch panics in the scheme with every frame flagged while a LODIC
+/// mapping covers four of the file's twelve pages (no page held through it): the batch had
+/// summed the mapping's counters (zero) before the scheme's try-reclaim, so the mapped pages'
+/// frames are made live again like the others (a fresh try-reclaim, then a `reinit`), not
+/// retired: no frame is lost, and the pages read back through the mapping and the file. Before,
+/// the four mapped pages' frames were retired for good.
+#[test]
+fn a_frame_a_panic_left_flagged_under_a_mapping_that_counts_nothing_is_made_live_again() {
+    let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(12, 2, b"mapped");
+    let map = f.map(0, 4).unwrap();
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let st = c.stats();
+    assert_eq!((st.resident, st.retired), (12, 0), "no frame lost");
+    let mut b = vec![0u8; 4 * PAGE_SIZE];
+    map.read_at(&mut b, 0).unwrap();
+    assert!(b[..] == model[..4 * PAGE_SIZE], "the mapped pages");
+    drop(map);
+    let mut all = vec![0u8; 12 * PAGE_SIZE];
+    assert_eq!(f.read_at(&mut all, 0).unwrap(), 12 * PAGE_SIZE);
+    assert!(all == model, "every page reads back what was written");
+    f.close().unwrap();
+    assert!(
+        std::fs::read(&path).unwrap() == model,
+        "the file as written"
+    );
+    assert_eq!(c.stats().resident, 0);
+}
