@@ -893,8 +893,11 @@ impl Retry {
     /// Records an abort before the next attempt (or one turn of a wait: any number of them).
     ///
     /// # Panics
-    /// After a million consecutive aborts if this thread's rseq area reports no CPU (no area
-    /// is registered for the thread, by libc or by this crate): retrying could never succeed.
+    /// After a million consecutive aborts if libc registers the rseq areas and this thread's
+    /// reports no CPU (libc's registration failed for it): retrying could never succeed. Where
+    /// this crate registers them ([`crate::Registrar::Percpu`]), a thread's area is registered
+    /// by its first section that fails for want of it (which panics if it cannot), so a thread
+    /// that has only waited has none yet, and that is no error.
     #[inline]
     pub fn aborted(&mut self) {
         // Wrapping: callers wait with it too (paygo's readers while a reclaim decides), for
@@ -903,7 +906,10 @@ impl Retry {
         crate::sync::spin_hint();
         if self.aborts.is_multiple_of(1 << 20) {
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-            if crate::fast_path_available() && crate::arch::rseq::cpu_id() < 0 {
+            if crate::fast_path_available()
+                && !crate::arch::rseq::own_areas()
+                && crate::arch::rseq::cpu_id() < 0
+            {
                 panic!("percpu: this thread has no registered rseq area (cpu_id < 0); every critical section aborts");
             }
         }

@@ -206,6 +206,43 @@ fn a_thread_registered_by_another_library_panics() {
     );
 }
 
+/// A thread that waits with a [`percpu::Retry`] (one turn per `aborted`, as its documentation
+/// allows) and has run no critical section yet: where this crate registers the areas, the
+/// thread's is not registered (its first section that fails for want of it registers it), which
+/// is no error. `aborted` panicked at its 2^20th turn, saying that every section of the thread
+/// would abort.
+fn wait_on_a_thread_without_a_section() {
+    if !child_on_own_areas() {
+        return;
+    }
+    let counters = PerCpu::new(|_| AtomicI64::new(0));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut retry = percpu::Retry::new();
+            for _ in 0..1u32 << 21 {
+                retry.aborted();
+            }
+            // The thread's first section then registers its area, and commits.
+            counters.add_current(|c| c, 1);
+        });
+    });
+    let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    assert_eq!(total, 1);
+    println!("CHILD-OK");
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
+fn a_wait_on_a_thread_that_ran_no_section_does_not_panic() {
+    in_child(
+        "a_wait_on_a_thread_that_ran_no_section_does_not_panic",
+        wait_on_a_thread_without_a_section,
+    );
+}
+
 #[test]
 fn registrar_matches_the_mode() {
     match percpu::mode() {
