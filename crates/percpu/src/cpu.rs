@@ -176,9 +176,10 @@ pub fn online_cpus() -> usize {
 /// understated (a sandbox's `/sys`): the kernel's number is returned as it is, and
 /// [`crate::PerCpu::get`] of it panics.
 ///
-/// On the rseq path this reads `cpu_id_start` from the thread's rseq area (one load); on the
-/// fallback path it calls `sched_getcpu` (a vDSO call); under loom it returns the CPU that
-/// `loom_set_cpu` set for the model thread.
+/// On the rseq path this reads `cpu_id_start` from the thread's rseq area, after `cpu_id`, which
+/// tells whether the area is registered (where this crate registers the areas, a thread's is
+/// registered here if it is not yet); on the fallback path it calls `sched_getcpu` (a vDSO
+/// call); under loom it returns the CPU that `loom_set_cpu` set for the model thread.
 #[inline]
 pub fn current_cpu() -> usize {
     #[cfg(loom)]

@@ -493,7 +493,11 @@ impl<T> PerCpu<T> {
 
     /// The CPU this thread runs on now, as [`crate::current_cpu`], but with the path decided
     /// by this value's own flag (one global load fewer on the rseq path). Not mapped onto the
-    /// slots: see [`Here::cpu`].
+    /// slots: see [`Here::cpu`]. Unlike `current_cpu`, it registers nothing: where this crate
+    /// registers the rseq areas ([`crate::Registrar::Percpu`]), a thread whose area is not
+    /// registered yet reads CPU 0 (its `cpu_id_start`), a stale CPU like any other: its first
+    /// section fails for it (the thread's `cpu_id` is -1), registers the area, and the caller's
+    /// retry reads the CPU again. So do [`PerCpu::here`] and [`PerCpu::current`].
     #[inline(always)]
     pub fn cpu(&self) -> usize {
         self.here().cpu()
@@ -668,6 +672,9 @@ impl<T> PerCpu<T> {
             crate::membarrier::rseq_fence();
             return;
         }
+        // SeqCst: the caller's side of the full barrier that membarrier gives the rseq path;
+        // pairs with the SeqCst operations and fences of other threads outside the sections
+        // (the sections themselves are ordered by the slot locks below).
         crate::sync::fence(Ordering::SeqCst);
         for s in self.slots.iter() {
             drop(s.lock.lock().unwrap_or_else(|e| e.into_inner()));
@@ -684,8 +691,10 @@ impl<W: Word> PerCpu<W> {
     ///
     /// # Panics
     /// If the kernel reports a CPU numbered at or past the possible CPUs (a count of possible
-    /// CPUs that a sandbox's `/sys` understated): nothing is written past the slots. For many updates in a
-    /// row from one thread, [`PerCpu::this_cpu`] also keeps the addresses in registers.
+    /// CPUs that a sandbox's `/sys` understated): nothing is written past the slots.
+    ///
+    /// For many updates in a row from one thread, [`PerCpu::this_cpu`] also keeps the addresses
+    /// in registers.
     #[inline(always)]
     pub fn add_this_cpu(&self, delta: W::Value) {
         on_path!(self.path, OWN => {

@@ -47,7 +47,9 @@
 //! registered at the signal). That section would then read a valid CPU, but `rseq_cs` names the
 //! handler's section (or nothing: [`register_own`] clears it), so the kernel would not abort it
 //! either; it fails the compare instead. (Where `rseq_cs` names it again, a handler ran the same
-//! section, and the kernel aborts it as usual.) Where libc registers the areas, every thread has
+//! section: the area is then registered and names this section before the section's first read,
+//! its CPU's, so the kernel aborts it at any preemption, migration or signal from there on, as
+//! usual; it is not aborted for the handler.) Where libc registers the areas, every thread has
 //! one before its first instruction, and no section can be armed on an unregistered area. So
 //! every section comes in two variants, chosen by the const parameter `OWN` (see `by_own!`):
 //! with the compare (two instructions: a load of the word just stored, a branch), taken in a
