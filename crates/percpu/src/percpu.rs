@@ -221,7 +221,6 @@ pub fn set_inject_delay(loops: u64) {
 /// }
 /// assert_eq!(hits.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).sum::<i64>(), 1);
 /// ```
-#[derive(Clone, Copy)]
 pub struct Here<'a, T> {
     pc: &'a PerCpu<T>,
     cpu: usize,
@@ -235,6 +234,17 @@ pub struct Here<'a, T> {
     /// The value's path, copied: its sections compare it instead of testing `area`.
     path: Path,
 }
+
+// By hand: derive(Clone, Copy) would ask `T: Copy`, which the values (atomics) are not; a
+// `Here` holds a reference, a number, a pointer and a byte, whatever `T` is.
+impl<T> Clone for Here<'_, T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Here<'_, T> {}
 
 impl<T> Here<'_, T> {
     /// The CPU the thread was on: below the value's slots, except on the rseq path where the

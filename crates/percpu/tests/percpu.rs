@@ -483,6 +483,30 @@ fn here_sections_match_the_cpu_named_ones() {
     );
 }
 
+/// A `Here` is `Copy` whatever the type of the values (a copy names the same CPU, path and
+/// area): it was `Copy` only for values that are `Copy` themselves, which no atomic is, since
+/// derive(Clone, Copy) asked that of `T`.
+#[test]
+fn a_here_is_copy_for_values_of_any_type() {
+    fn is_copy<C: Copy>(c: C) -> C {
+        c
+    }
+    let pc: PerCpu<AtomicI64> = PerCpu::default();
+    loop {
+        let here = pc.here();
+        let copy = is_copy(here);
+        assert_eq!(copy.cpu(), here.cpu());
+        let first = here.add(&[], pc.get(here.cpu()), 1);
+        let second = copy.add(&[], pc.get(copy.cpu()), 1);
+        if first.is_ok() && second.is_ok() {
+            break;
+        }
+        // One of them aborted (the thread moved, or was preempted): both again, from 0.
+        pc.iter().for_each(|v| v.store(0, Ordering::Relaxed));
+    }
+    assert_eq!(sum(&pc), 2);
+}
+
 /// A CPU number at or above 2^31 names no CPU: on the rseq path it is taken modulo 2^31, so
 /// no number matches the `cpu_id` of a thread without a registered area (-1, or -2: a fresh
 /// thread's, where percpu registers areas itself, until its first section), and a section for
