@@ -105,27 +105,50 @@ fn detect_possible() -> usize {
 
 /// The bits of the kernel's CPU mask (`nr_cpu_ids` rounded up to a multiple of 64): every CPU
 /// number the kernel reports is below it. The `sched_getaffinity` system call refuses a buffer
-/// smaller than the mask and returns the mask's size in bytes.
+/// that cannot hold `nr_cpu_ids` bits (see [`mask_bits_with`]).
 #[cfg(not(loom))]
 pub(crate) fn kernel_mask_bits() -> Option<usize> {
     #[cfg(all(target_os = "linux", not(miri)))]
     {
-        let mut len = 8usize;
-        while len <= 1 << 20 {
+        mask_bits_with(|len| {
             let mut buf = vec![0u64; len / 8];
             // SAFETY: the buffer has `len` writable bytes; pid 0 is the calling thread.
             let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, len, buf.as_mut_ptr()) };
-            if r > 0 {
-                return Some(r as usize * 8);
-            }
-            len *= 2;
-        }
-        None
+            (r > 0).then_some(r as usize)
+        })
     }
     #[cfg(not(all(target_os = "linux", not(miri))))]
     {
         None
     }
+}
+
+/// [`kernel_mask_bits`], given `sched_getaffinity(len)`: the bytes the kernel returned, or
+/// `None` where it refused a buffer of `len` bytes. The kernel accepts a whole number of words
+/// that holds `nr_cpu_ids` bits, and returns the smaller of that and its mask's size, which is
+/// `NR_CPUS` bits where it keeps its CPU masks on the stack: so the first buffer accepted,
+/// doubling from one word, may hold up to twice `nr_cpu_ids` bits; the smallest accepted lies
+/// between it and half of it, found by bisection.
+#[cfg(not(loom))]
+fn mask_bits_with(mut getaffinity: impl FnMut(usize) -> Option<usize>) -> Option<usize> {
+    let mut len = 8usize;
+    while len <= 1 << 20 {
+        if let Some(r) = getaffinity(len) {
+            // `hi` bytes are accepted (a mask the kernel returned holds `nr_cpu_ids` bits),
+            // `lo` refused (or 0); both whole words.
+            let (mut lo, mut hi) = (len / 2 / 8 * 8, r.min(len));
+            while hi > lo + 8 {
+                let mid = lo + (hi - lo) / 16 * 8;
+                match getaffinity(mid) {
+                    Some(_) => hi = mid,
+                    None => lo = mid,
+                }
+            }
+            return Some(hi * 8);
+        }
+        len *= 2;
+    }
+    None
 }
 
 /// The highest CPU number in a kernel CPU list such as `0-3,8-11` or `0`.
@@ -269,6 +292,47 @@ mod tests {
             Err(e) => crate::testing::skip(format_args!("no sysfs to compare with: {e}")),
         }
         assert!(current_cpu() < bits);
+    }
+
+    /// A kernel that accepts a buffer of `len` bytes where it holds `nr_cpu_ids` bits and is a
+    /// whole number of words, and returns the smaller of `len` and its mask's size (Linux's
+    /// `sched_getaffinity`; the mask's size is `NR_CPUS` bits where the kernel keeps its CPU
+    /// masks on the stack).
+    #[cfg(not(loom))]
+    fn kernel(nr_cpu_ids: usize, mask_bytes: usize) -> impl FnMut(usize) -> Option<usize> {
+        move |len| (len * 8 >= nr_cpu_ids && len % 8 == 0).then_some(len.min(mask_bytes))
+    }
+
+    /// The bits are `nr_cpu_ids` rounded up to a multiple of 64, as documented, whatever the
+    /// size of the kernel's masks: a search that doubled the buffer returned 256 bits for 130
+    /// CPUs where the masks are 256 bits (`NR_CPUS`), where 192 suffice.
+    #[cfg(not(loom))]
+    #[test]
+    fn the_mask_bits_are_the_cpu_ids_rounded_to_a_word() {
+        for (nr, mask, bits) in [
+            (1, 8, 64),
+            (2, 1024, 64),
+            (64, 1024, 64),
+            (65, 1024, 128),
+            (130, 32, 192),
+            (130, 24, 192),
+            (130, 1024, 192),
+            (200, 1024, 256),
+            (257, 1024, 320),
+            (8192, 1024, 8192),
+            (6000, 1024, 6016),
+        ] {
+            assert_eq!(
+                mask_bits_with(kernel(nr, mask)),
+                Some(bits),
+                "{nr} CPU ids, a mask of {mask} bytes"
+            );
+        }
+        assert_eq!(
+            mask_bits_with(|_| None),
+            None,
+            "a kernel that refuses every buffer"
+        );
     }
 
     #[cfg(not(loom))]
