@@ -116,7 +116,9 @@ pub fn unpin() {
 ///
 /// ```
 /// let saved = percpu::affinity::Saved::take();
-/// for cpu in 0..percpu::online_cpus() {
+/// // The CPUs the process may use: not `0..online_cpus()`, whose numbers a cpuset, or a CPU
+/// // taken offline, may leave gaps in (online CPUs 0, 2 and 3 would visit 0, 1 and 2).
+/// for &cpu in percpu::affinity::process_cpus() {
 ///     if percpu::affinity::pin(cpu) {
 ///         // ... work on `cpu` ...
 ///     }
