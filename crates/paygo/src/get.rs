@@ -277,10 +277,9 @@ impl Domain {
             match state {
                 LIVE => {}
                 RECLAIMING if on_reclaim == OnReclaim::Wait => {
-                    // A turn of a wait, not an abort: `Retry::aborted` would take this thread,
-                    // if no critical section of it ran yet (where percpu registers the rseq
-                    // areas, the first one to fail registers the thread's), for one without an
-                    // area and panic once a reclaim held up by a preemption outlasts 2^20 turns.
+                    // A turn of a wait, not an abort: nothing is counted, since a reclaim held
+                    // up by a preemption may take any number of turns (`Retry` counts the
+                    // section's aborts only).
                     crate::sync::spin_hint();
                     continue;
                 }
