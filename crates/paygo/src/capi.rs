@@ -113,7 +113,68 @@ fn domain() -> Result<&'static Domain, i32> {
 /// A thread's anchor information: object address -> anchors held.
 #[derive(Default)]
 struct AnchorInfo {
-    held: RefCell<HashMap<usize, Vec<Anchor>>>,
+    held: RefCell<HashMap<usize, Held>>,
+}
+
+/// The anchors a thread holds on one object, by the CPU whose table counted each: an UNREF
+/// finds one of its current CPU's among a few groups, where a scan of every anchor held took
+/// time in their number (after a migration, every UNREF of a thread holding n references to
+/// the object walked all n of them, n^2 / 2 steps to give them all back). Never empty, nor any
+/// of its groups.
+#[derive(Default)]
+struct Held(Vec<(usize, Vec<Anchor>)>);
+
+impl Held {
+    /// Takes one anchor, counted on `cpu` if any is, else of the group that came last; `None`
+    /// where none is held.
+    fn take(&mut self, cpu: usize) -> Option<Anchor> {
+        let groups = &mut self.0;
+        let k = groups
+            .iter()
+            .position(|g| g.0 == cpu)
+            .or_else(|| groups.len().checked_sub(1))?;
+        let a = groups[k].1.pop();
+        if groups[k].1.is_empty() {
+            groups.swap_remove(k);
+        }
+        a
+    }
+
+    /// Room for one more anchor of `cpu` (a group of it, or room for a new one), without
+    /// aborting where memory is short.
+    fn reserve(&mut self, cpu: usize) -> Result<(), i32> {
+        match self.0.iter_mut().find(|g| g.0 == cpu) {
+            Some(g) => g.1.try_reserve(1).map_err(|_| PAYGO_ENOMEM),
+            None => self.0.try_reserve(1).map_err(|_| PAYGO_ENOMEM),
+        }
+    }
+
+    /// Adds `a`, for which [`Held::reserve`] made room on its CPU: allocates nothing but a
+    /// new group's first room, and fails only there, with `a` handed back.
+    fn push(&mut self, a: Anchor) -> Result<(), Anchor> {
+        match self.0.iter_mut().find(|g| g.0 == a.cpu()) {
+            // Nothing to allocate where the room was reserved on this CPU.
+            Some(g) => {
+                if g.1.try_reserve(1).is_err() {
+                    return Err(a);
+                }
+                g.1.push(a)
+            }
+            None => {
+                let mut v = Vec::new();
+                if v.try_reserve(1).is_err() || self.0.try_reserve(1).is_err() {
+                    return Err(a);
+                }
+                v.push(a);
+                self.0.push((v[0].cpu(), v));
+            }
+        }
+        Ok(())
+    }
+
+    fn into_anchors(self) -> impl Iterator<Item = Anchor> {
+        self.0.into_iter().flat_map(|g| g.1)
+    }
 }
 
 impl AnchorInfo {
@@ -135,7 +196,7 @@ impl AnchorInfo {
             }
             // SAFETY: as above; the header does not move while it is referenced.
             let hdr = unsafe { Pin::new_unchecked(&(*obj).hdr) };
-            for a in anchors {
+            for a in anchors.into_anchors() {
                 d.put(hdr, a);
                 LEFTOVERS.fetch_add(1, Ordering::Relaxed);
             }
@@ -392,7 +453,7 @@ fn new_info() -> Option<*mut AnchorInfo> {
 /// The anchor information's map, borrowed for one call: `PAYGO_EINTERNAL` if it is borrowed
 /// already (a call that interrupted another of the same thread is refused before it gets
 /// here, see [`Using::interrupts`]; this is the second line of that defence).
-fn held(i: &AnchorInfo) -> Result<core::cell::RefMut<'_, HashMap<usize, Vec<Anchor>>>, i32> {
+fn held(i: &AnchorInfo) -> Result<core::cell::RefMut<'_, HashMap<usize, Held>>, i32> {
     i.held.try_borrow_mut().map_err(|_| PAYGO_EINTERNAL)
 }
 
@@ -613,22 +674,29 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
             let mut held = held(i)?;
             let addr = obj as usize;
             held.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
-            let mut fresh = Vec::new();
+            let mut fresh = Held::default();
             let v = match held.get_mut(&addr) {
                 Some(v) => v,
                 None => &mut fresh,
             };
-            v.try_reserve(1).map_err(|_| PAYGO_ENOMEM)?;
+            v.reserve(percpu::current_cpu())?;
             let a = d.get_or_wait_fallible(hdr).map_err(|e| match e {
                 GetError::NotLive => unless_destroyed(hdr, PAYGO_EDEAD),
                 GetError::NoMemory => PAYGO_ENOMEM,
             })?;
-            match held.get_mut(&addr) {
-                Some(v) => v.push(a),
-                None => {
-                    fresh.push(a);
-                    held.insert(addr, fresh);
-                }
+            let v = match held.get_mut(&addr) {
+                Some(v) => v,
+                None => &mut fresh,
+            };
+            // Fails only where the thread migrated between the room made and the get, to a
+            // CPU whose group has no room, and none can be had: the reference is given back,
+            // and the call took none.
+            if let Err(a) = v.push(a) {
+                d.put(hdr, a);
+                return Err(PAYGO_ENOMEM);
+            }
+            if !fresh.0.is_empty() {
+                held.insert(addr, fresh);
             }
             Ok(())
         });
@@ -665,12 +733,10 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
                 let Some(v) = held.get_mut(&(obj as usize)) else {
                     return Ok(false);
                 };
-                let k = v
-                    .iter()
-                    .rposition(|a| a.cpu() == cpu)
-                    .unwrap_or(v.len() - 1);
-                let a = v.swap_remove(k);
-                if v.is_empty() {
+                let Some(a) = v.take(cpu) else {
+                    return Ok(false);
+                };
+                if v.0.is_empty() {
                     held.remove(&(obj as usize));
                 }
                 a
@@ -1058,6 +1124,74 @@ mod tests {
         }
     }
 
+    /// A thread's references to one object are kept by the CPU that counted each: an UNREF
+    /// gives back one of its current CPU's first (a fast-path put), then, with none left
+    /// there, the others; every count exact. Before, they were one list, scanned whole by
+    /// every UNREF that found none of its CPU's.
+    #[test]
+    fn an_unref_takes_a_reference_of_its_cpu_from_the_group_of_that_cpu() {
+        let what = "references of one thread counted on two CPUs";
+        let Some((here, there)) = percpu::testing::two_cpus_or_skip(what) else {
+            return;
+        };
+        let _saved = percpu::affinity::Saved::take();
+        let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+        let o = obj.as_mut_ptr();
+        let groups = || {
+            with_info(|i| {
+                let held = held(i).expect("not borrowed");
+                let mut g: Vec<(usize, usize)> = held
+                    .get(&(o as usize))
+                    .map(|h| h.0.iter().map(|g| (g.0, g.1.len())).collect())
+                    .unwrap_or_default();
+                g.sort();
+                g
+            })
+            .expect("anchor information")
+        };
+        let sorted = |mut v: Vec<(usize, usize)>| {
+            v.sort();
+            v
+        };
+        // SAFETY: `o` is writable memory for a CObj, used by this test only.
+        unsafe {
+            assert_eq!(paygo_obj_init(o), PAYGO_OK);
+            if !percpu::affinity::pin(here) || percpu::current_cpu() != here {
+                percpu::testing::skip(format_args!("cannot pin to CPU {here}: {what}"));
+                assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+                return;
+            }
+            for _ in 0..3 {
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+            }
+            assert!(percpu::affinity::pin(there));
+            for _ in 0..2 {
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+            }
+            assert_eq!(paygo_read_all(o), 5);
+            assert_eq!(groups(), sorted(vec![(here, 3), (there, 2)]));
+            // On `there`: its two first, then `here`'s.
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+            assert_eq!(groups(), sorted(vec![(here, 3), (there, 1)]));
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+            assert_eq!(groups(), vec![(here, 3)]);
+            assert_eq!(paygo_read_all(o), 3);
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+            assert_eq!(groups(), vec![(here, 2)]);
+            assert_eq!(paygo_read_all(o), 2);
+            assert!(percpu::affinity::pin(here));
+            assert_eq!(paygo_ref(o), PAYGO_OK);
+            assert_eq!(groups(), vec![(here, 3)]);
+            for left in (0..3).rev() {
+                assert_eq!(paygo_unref(o), PAYGO_OK);
+                assert_eq!(paygo_read_all(o), left);
+            }
+            assert_eq!(groups(), vec![]);
+            assert_eq!(paygo_unref(o), PAYGO_ENOREF);
+            assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+        }
+    }
+
     /// A count that READ-ALL sums below zero (a REF and its UNREF from another CPU, both
     /// between its loads of the entry's local and anchor counters) is returned as 0, never as
     /// a negative number that reads as an error code. The race is made by hand: the entry's
@@ -1071,7 +1205,7 @@ mod tests {
         unsafe {
             assert_eq!(paygo_obj_init(o), PAYGO_OK);
             assert_eq!(paygo_ref(o), PAYGO_OK);
-            let slot = with_info(|i| held(i).expect("not borrowed")[&(o as usize)][0].slot)
+            let slot = with_info(|i| held(i).expect("not borrowed")[&(o as usize)].0[0].1[0].slot)
                 .expect("anchor information");
             let s = &domain().expect("the domain").slots[slot];
             // local 1 - 3, anchor 0: READ-ALL sums -2, which would read as PAYGO_ENOTOBJ.
