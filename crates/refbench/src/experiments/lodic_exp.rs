@@ -148,40 +148,66 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 let Some((ms, util)) = cells.get(&(name.clone(), threads, pct)) else {
                     continue;
                 };
-                let m = median(ms);
-                let mut extra = Map::new();
-                extra.insert("mapped_pct".into(), json!(pct));
-                extra.insert("ms_to_drop".into(), json!(m));
-                extra.insert("file_mib".into(), json!(p.file_mib));
-                extra.insert("sharing_threads".into(), json!(threads));
                 let mapped = runs(files.pages, pct).iter().map(|r| r.1).sum::<u64>();
-                extra.insert("mapped_pages".into(), json!(mapped));
-                extra.insert(
-                    "mapped_share_pct".into(),
-                    json!(100.0 * mapped as f64 / files.pages.max(1) as f64),
-                );
-                extra.insert("cpu_util".into(), json!(median(util)));
-                extra.insert(
-                    "ns_per_page".into(),
-                    json!(m * 1e6 / files.pages.max(1) as f64),
-                );
-                rows.push(Row {
-                    experiment: "lodic-query".into(),
-                    scheme: name.clone(),
-                    kind: Kind::Scheme,
+                rows.push(query_row(
+                    name,
                     threads,
-                    objects: pct,
-                    ops_per_sec: Some(files.pages as f64 / (m / 1e3).max(1e-12)),
-                    reps: ms
-                        .iter()
-                        .map(|ms| files.pages as f64 / (ms / 1e3).max(1e-12))
-                        .collect(),
-                    extra,
-                });
+                    pct,
+                    (files.pages, mapped, p.file_mib),
+                    ms,
+                    util,
+                ));
             }
         }
     }
     rows
+}
+
+/// A `lodic-query` row of variant `name` at `threads` sharing threads and `pct` percent
+/// mapped, from the milliseconds and the cpu_util of each repetition; `sizes` is (the file's
+/// pages, the mapped pages, the file's MiB). The harness's convention, as `drop-file`'s: each
+/// repetition's rate (pages dropped per second), `ops_per_sec` their median, and `ms_to_drop`
+/// and `ns_per_page` from that median rate, so that the three agree for any number of
+/// repetitions (the median of the times is another value for an even count).
+fn query_row(
+    name: &str,
+    threads: usize,
+    pct: usize,
+    sizes: (u64, u64, usize),
+    ms: &[f64],
+    util: &[f64],
+) -> Row {
+    let (pages, mapped, file_mib) = sizes;
+    let reps: Vec<f64> = ms
+        .iter()
+        .map(|ms| pages as f64 / (ms / 1e3).max(1e-12))
+        .collect();
+    let pps = median(&reps);
+    let mut extra = Map::new();
+    extra.insert("mapped_pct".into(), json!(pct));
+    extra.insert(
+        "ms_to_drop".into(),
+        json!(pages as f64 / pps.max(1e-12) * 1e3),
+    );
+    extra.insert("file_mib".into(), json!(file_mib));
+    extra.insert("sharing_threads".into(), json!(threads));
+    extra.insert("mapped_pages".into(), json!(mapped));
+    extra.insert(
+        "mapped_share_pct".into(),
+        json!(100.0 * mapped as f64 / pages.max(1) as f64),
+    );
+    extra.insert("cpu_util".into(), json!(median(util)));
+    extra.insert("ns_per_page".into(), json!(1e9 / pps.max(1e-12)));
+    Row {
+        experiment: "lodic-query".into(),
+        scheme: name.to_string(),
+        kind: Kind::Scheme,
+        threads,
+        objects: pct,
+        ops_per_sec: Some(pps),
+        reps,
+        extra,
+    }
 }
 
 /// One timed drop of the whole file with `pct` percent of it mapped by `threads` threads.
@@ -330,6 +356,45 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("with_mappings hung");
         assert!(failed);
+    }
+
+    /// `lodic-query` follows the harness's convention, as `drop-file` does: `ops_per_sec` is
+    /// the median of the repetitions' rates, and `ms_to_drop` and `ns_per_page` follow from
+    /// it. With an even number of repetitions the pages over the median time differ (here
+    /// 1000 pages in 1 and 3 ms: rates 1e6 and 333,333/s, median 666,667/s, 1.5 ms; the median
+    /// time, 2 ms, is 500,000/s).
+    #[test]
+    fn query_rows_take_the_median_of_the_rates() {
+        let r = query_row(
+            "lodic-file",
+            2,
+            10,
+            (1000, 100, 4),
+            &[3.0, 1.0],
+            &[1.0, 0.5],
+        );
+        let want = (1e6 + 1e6 / 3.0) / 2.0;
+        let pps = r.ops_per_sec.expect("a rate");
+        assert!((pps - want).abs() < 1e-6, "{pps}");
+        assert!((pps - median(&r.reps)).abs() < 1e-9);
+        assert_eq!(r.reps.len(), 2);
+        let ms = r.extra["ms_to_drop"].as_f64().expect("ms");
+        assert!((ms - 1e3 * 1000.0 / want).abs() < 1e-9, "{ms}");
+        let ns = r.extra["ns_per_page"].as_f64().expect("ns");
+        assert!((ns - 1e9 / want).abs() < 1e-6, "{ns}");
+        assert_eq!(r.extra["cpu_util"].as_f64(), Some(0.75));
+        assert_eq!(r.extra["mapped_share_pct"].as_f64(), Some(10.0));
+        // An odd count: the middle repetition, either way.
+        let r = query_row(
+            "lodic-file",
+            2,
+            10,
+            (1000, 100, 4),
+            &[4.0, 1.0, 2.0],
+            &[1.0; 3],
+        );
+        assert_eq!(r.ops_per_sec, Some(500_000.0));
+        assert_eq!(r.extra["ms_to_drop"].as_f64(), Some(2.0));
     }
 
     #[test]
