@@ -2118,9 +2118,19 @@ impl<C: RefCounter> PageCacheOf<C> {
             .memory(&mut (0..i.frames.len() as u32).map(|k| i.obj(k)))
     }
 
-    /// What the LODIC mappings of the cache hold now (see [`crate::lodic::LodicMemory`]).
+    /// What the LODIC mappings of the cache hold now (see [`crate::lodic::LodicMemory`]),
+    /// with the per-page mapping counts of the open files.
     pub fn lodic_memory(&self) -> crate::lodic::LodicMemory {
-        self.inner.lodic.memory()
+        let mut m = self.inner.lodic.memory();
+        // The files, held while their counts are looked at, outside the files' lock (the last
+        // handle of one may go meanwhile: its state goes with the last of these).
+        let open: Vec<Arc<FileState>> = lock(&self.inner.files)
+            .by_id
+            .values()
+            .filter_map(|o| o.state.upgrade())
+            .collect();
+        m.mapcount_bytes = open.iter().map(|f| lock(&f.maps).mapcount_bytes()).sum();
+        m
     }
 }
 

@@ -253,6 +253,11 @@ pub(crate) struct FileMaps {
 }
 
 impl FileMaps {
+    /// The bytes of the per-page mapping counts (0 before the file's first mapping).
+    pub(crate) fn mapcount_bytes(&self) -> usize {
+        self.mapcount.as_ref().map_or(0, Slots::bytes)
+    }
+
     /// Whether some mapping of the file exists (a reclaim then asks [`FileMaps::mapped`] per
     /// page).
     #[inline]
@@ -419,6 +424,13 @@ pub struct LodicMemory {
     /// The tables themselves (8 bytes per entry) and the reverse-map records: what a mapping
     /// costs whether or not it counts (the page tables and VMAs of a process).
     pub table_bytes: usize,
+    /// The per-page mapping counts of the open files that were ever mapped (the kernel's
+    /// `_mapcount`, which lets a reclaim pass over the pages no mapping covers): 4 bytes a
+    /// page of the file at open (up to 4 MiB), made at its first mapping and kept while it is
+    /// open, and the tree nodes of the pages mapped past those. Not an embedded counter, and
+    /// counted apart as the tables are; the kernel keeps one in every `struct page`, here it
+    /// is LODIC's alone.
+    pub mapcount_bytes: usize,
 }
 
 /// The reverse-map state of a cache.
@@ -435,7 +447,8 @@ impl Lodic {
         }
     }
 
-    /// What the mappings hold now (every mapping is in its owner's records).
+    /// What the mappings hold now (every mapping is in its owner's records), but the per-page
+    /// mapping counts, which are the files' (see `PageCacheOf::lodic_memory`).
     pub(crate) fn memory(&self) -> LodicMemory {
         let o = crate::cache::lock(&self.owners);
         let mut m = LodicMemory::default();

@@ -1216,3 +1216,47 @@ fn cuts_under_mappings_read_the_pattern_or_zeros() {
         assert!(std::fs::read(&path).unwrap() == whole, "{rmap:?}: on disk");
     }
 }
+
+/// `lodic_memory` counts the per-page mapping counts of the mapped files, apart from the
+/// tables and the embedded counters: 4 bytes a page of the file at open, made at its first
+/// mapping and kept while the file is open, and the tree nodes of pages mapped past those (a
+/// growth); a file never mapped has none, and a closed file's go with it.
+#[test]
+fn lodic_memory_counts_the_per_page_mapping_counts() {
+    const PAGES: usize = 300;
+    // The struct and its empty trees: well below this.
+    const SLOTS_STRUCT: usize = 1024;
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let f = pattern_file(&dir, "f", PAGES as u64 * P);
+        let g = pattern_file(&dir, "g", 10 * P);
+        let c = cache(Atomic, 16, rmap);
+        let (f, g) = (c.open(&f).unwrap(), c.open(&g).unwrap());
+        assert_eq!(
+            c.lodic_memory().mapcount_bytes,
+            0,
+            "{rmap:?}: nothing mapped"
+        );
+        let m = f.map(5, 2).unwrap();
+        let one = c.lodic_memory().mapcount_bytes;
+        assert!(
+            (4 * PAGES..4 * PAGES + SLOTS_STRUCT).contains(&one),
+            "{rmap:?}: {one} bytes for {PAGES} pages"
+        );
+        drop(m);
+        assert_eq!(c.lodic_memory().mapcount_bytes, one, "{rmap:?}: kept");
+        // A page past the pages at open (the file grown): a leaf of the tree (64 counts), and
+        // the inner node above it (page 150 is in the second tree).
+        g.set_len(200 * P).unwrap();
+        let m = g.map(150, 1).unwrap();
+        let two = c.lodic_memory().mapcount_bytes - one;
+        assert!(
+            (40 + 256 + 64 * 8..40 + 256 + 64 * 32 + SLOTS_STRUCT).contains(&two),
+            "{rmap:?}: {two} bytes for 10 pages, a leaf and an inner node"
+        );
+        drop(m);
+        drop(f);
+        assert_eq!(c.lodic_memory().mapcount_bytes, two, "{rmap:?}: f's went");
+        assert_eq!(c.lodic_memory().mappings, 0);
+    }
+}

@@ -12,7 +12,9 @@
 //!   sharing threads grows (1, 2, 4, 8, 16) and as the mapped share grows (`--objects`
 //!   percent): LODIC counts the page's global counter plus 11 bits per mapped page per sharing
 //!   thread; the others count their counters over the same cached pages (on this machine's
-//!   CPUs).
+//!   CPUs). LODIC's tables (`bytes_tables`) and the file's per-page mapping counts
+//!   (`bytes_mapcount`, the kernel's `_mapcount`: 4 bytes a page of the file) are reported
+//!   beside them, not in `bytes`.
 
 use super::fs::{
     cache_refused, lodic_rmap, make_files, mib_bytes, open_refused, warm, Files, LodicGlobal,
@@ -301,6 +303,7 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                         extra.insert("bytes_global".into(), json!(global.total()));
                         extra.insert("bytes_embedded".into(), json!(lm.counter_bytes));
                         extra.insert("bytes_tables".into(), json!(lm.table_bytes));
+                        extra.insert("bytes_mapcount".into(), json!(lm.mapcount_bytes));
                         extra.insert("mappings".into(), json!(lm.mappings));
                         global.total() + lm.counter_bytes
                     }
