@@ -60,7 +60,13 @@
 //! so that racing adds keep the word within their number in flight of the mean. (A single
 //! `compare_exchange` from the decided value loses to any add in between; under a schedule
 //! where every one lost, gets on a dead object would carry its word through `NOREF` to a live
-//! count.) The conformance suite's canary test catches the reload.
+//! count.) The conformance suite's canary test catches the reload, and so does the loom model
+//! of a get on a dead word against its reinit.
+//!
+//! Loom models beside this code race a get and its put against a reclaim, the owner's release
+//! against a get that lands on `NOREF`, and a get on a dead word against its reinit, each with
+//! a mutation it must catch (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p
+//! refcount --release --lib rcuref`).
 //!
 //! # Limit
 //!
@@ -89,6 +95,25 @@ pub const RELEASED: u32 = 0xc000_0000;
 pub const DEAD: u32 = 0xe000_0000;
 /// The value after the last reference was dropped.
 pub const NOREF: u32 = 0xffff_ffff;
+
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// A put's decrement is Relaxed instead of Release.
+    RelaxedPut,
+    /// The put that reaches `NOREF` stores `DEAD` and frees, without its compare-exchange (a
+    /// get may have raised the count again in between).
+    LastPutStores,
+    /// The get's slow path reads the word again and decides on what it reads (the kernel's,
+    /// which RCU makes right and reuse in place does not).
+    GetReloads,
+}
+
+crate::mutation::bug_switch!();
 
 /// The `rcuref` scheme (no shared state).
 #[derive(Debug, Default, Clone, Copy)]
@@ -138,6 +163,18 @@ impl RcuRef {
     /// reads the word again; see "Reuse in place" in the module docs for why this cannot).
     #[cold]
     fn get_slowpath(&self, obj: &RcuRefObject, new: u32) -> bool {
+        if bug(Bug::GetReloads) {
+            // The mutation: the kernel's slow path, which reads the word again and stores.
+            let cnt = obj.refcnt.load(Ordering::Relaxed);
+            if cnt >= RELEASED {
+                obj.refcnt.store(DEAD, Ordering::Relaxed);
+                return false;
+            }
+            if cnt > MAXREF {
+                obj.refcnt.store(SATURATED, Ordering::Relaxed);
+            }
+            return true;
+        }
         if new >= RELEASED {
             // Dead (or being released): put the word back to the middle of the dead zone.
             Self::settle(obj, new, RELEASED..NOREF, DEAD);
@@ -176,7 +213,12 @@ impl RcuRef {
     fn put_raw(&self, obj: &RcuRefObject) -> bool {
         // Release pairs with the Acquire of the exchange that frees (put_slowpath, try_reclaim):
         // every holder's accesses happen before the free.
-        let new = obj.refcnt.fetch_sub(1, Ordering::Release).wrapping_sub(1);
+        let order = if bug(Bug::RelaxedPut) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let new = obj.refcnt.fetch_sub(1, order).wrapping_sub(1);
         if !negative(new) {
             return false;
         }
@@ -187,6 +229,11 @@ impl RcuRef {
     #[cold]
     fn put_slowpath(&self, obj: &RcuRefObject, new: u32) -> bool {
         if new == NOREF {
+            if bug(Bug::LastPutStores) {
+                // The mutation: a store where the exchange decides (Release as the exchange).
+                obj.refcnt.store(DEAD, Ordering::Release);
+                return true;
+            }
             // AcqRel: Release as the kernel's try_cmpxchg_release; Acquire pairs with the
             // Release decrements of every earlier put (smp_acquire__after_ctrl_dep). Fails if
             // a get raised the count again since: then this put frees nothing.
@@ -346,7 +393,13 @@ impl RefCounter for RcuRef {
             "rcuref: reinit of a live object"
         );
         // Release pairs with the Acquire fetch_add in try_get().
+        #[cfg(not(loom))]
         obj.refcnt.store(ONEREF, Ordering::Release);
+        // Under loom a swap, which C11 allows wherever it allows the store: loom 0.7 lets a plain
+        // store fall between the read and the write of another thread's read-modify-write
+        // (tokio-rs/loom#254), and its models would report words no execution can reach.
+        #[cfg(loom)]
+        obj.refcnt.swap(ONEREF, Ordering::Release);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RcuRefObject>>) -> Memory {
@@ -354,5 +407,147 @@ impl RefCounter for RcuRef {
             shared: 0,
             objects: objs.count() * core::mem::size_of::<RcuRefObject>(),
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::Arc;
+    use loom::cell::UnsafeCell;
+    use loom::thread;
+
+    fn pin(o: &Arc<RcuRefObject>) -> Pin<&RcuRefObject> {
+        // SAFETY: the object lives in an Arc and is never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    fn write(data: &UnsafeCell<u64>) {
+        // SAFETY: loom checks the access: the models write only under a reference or after a
+        // successful reclaim, which the scheme must order.
+        data.with_mut(|d| unsafe { *d += 1 });
+    }
+
+    /// A get, a write under its reference and its put, against a reclaim on another thread that
+    /// writes once it succeeded: the reclaim succeeds only before the get (which then fails) or
+    /// after the put, whose accesses happen before it (its Release decrement, read by the
+    /// reclaim's Acquire exchange); once both are done the object is dead or reclaimable.
+    #[test]
+    fn get_put_vs_reclaim() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(RcuRef.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                let ok = RcuRef.try_reclaim(pin(&o2));
+                if ok {
+                    write(&d2);
+                }
+                ok
+            });
+            if let Some(tok) = RcuRef.try_get(pin(&obj)) {
+                write(&data);
+                RcuRef.put(pin(&obj), tok);
+            }
+            let reclaimed = t.join().unwrap();
+            assert_eq!(RcuRef.read_all(pin(&obj)), 0);
+            assert!(reclaimed || RcuRef.try_reclaim(pin(&obj)));
+            assert_eq!(RcuRef.raw(pin(&obj)), DEAD);
+        });
+    }
+
+    /// The owner's release (the last reference: `ONEREF -> NOREF`, then the exchange to `DEAD`)
+    /// against a get, a write under its reference and its put: a get that lands on `NOREF`
+    /// succeeds and the release's exchange fails, so the getter's put frees; otherwise the get
+    /// fails on the dead word. Exactly one call frees, and whoever frees writes: never while the
+    /// other thread's reference is held (its write would race).
+    #[test]
+    fn release_vs_get() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(RcuRef.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t = thread::spawn(move || match RcuRef.try_get(pin(&o2)) {
+                Some(tok) => {
+                    write(&d2);
+                    let freed = RcuRef.put_and_test(pin(&o2), tok);
+                    if freed {
+                        write(&d2);
+                    }
+                    freed
+                }
+                None => false,
+            });
+            // SAFETY: this thread holds the new object's base and releases it once; no thread
+            // reclaims or reinits it.
+            let released = unsafe { RcuRef.release_base(pin(&obj)) };
+            if released {
+                write(&data);
+            }
+            let put_freed = t.join().unwrap();
+            assert!(
+                released ^ put_freed,
+                "not exactly one call freed the object"
+            );
+            assert_eq!(RcuRef.raw(pin(&obj)), DEAD);
+        });
+    }
+
+    /// A get on a reclaimed object against its reinit (reuse in place, no grace period): the get
+    /// succeeds only with an increment on the new life (counted there), or fails and leaves the
+    /// new life's word alone, whichever of its add and the reinit's store comes first.
+    #[test]
+    fn get_on_dead_vs_reinit() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(RcuRef.new_object());
+            assert!(RcuRef.try_reclaim(pin(&obj)));
+            let o2 = obj.clone();
+            let t = thread::spawn(move || RcuRef.try_get(pin(&o2)));
+            // SAFETY: the object is dead (reclaimed above) and only this thread reinits or
+            // reclaims it.
+            unsafe { RcuRef.reinit(pin(&obj)) };
+            if let Some(tok) = t.join().unwrap() {
+                assert_eq!(
+                    RcuRef.read_all(pin(&obj)),
+                    1,
+                    "the new life: a get counted on no life succeeded"
+                );
+                RcuRef.put(pin(&obj), tok);
+            }
+            assert_eq!(
+                RcuRef.raw(pin(&obj)),
+                ONEREF,
+                "the new life: a failed get changed its word"
+            );
+            assert!(RcuRef.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// `get_put_vs_reclaim` catches a Relaxed put: the reclaim that reads its decrement is no
+    /// longer ordered after the holder's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_put_is_caught() {
+        super::bug::with(Bug::RelaxedPut, get_put_vs_reclaim);
+    }
+
+    /// `release_vs_get` catches a last put that stores `DEAD` without its exchange: a get that
+    /// landed on `NOREF` in between writes under a reference on the object the put frees.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_last_put_stores_is_caught() {
+        super::bug::with(Bug::LastPutStores, release_vs_get);
+    }
+
+    /// `get_on_dead_vs_reinit` catches the kernel's reload in the get's slow path: a get whose
+    /// add on the dead word the reinit wiped reads the new life's `ONEREF` and succeeds, or one
+    /// that read its dead word before the reinit stores `DEAD` over the new life.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the new life: ")]
+    fn bug_get_reloads_is_caught() {
+        super::bug::with(Bug::GetReloads, get_on_dead_vs_reinit);
     }
 }
