@@ -45,6 +45,11 @@
 //!
 //! [`reinit`]: RefCounter::reinit
 //!
+//! Loom models beside this code race a get and its put against a reclaim, the last decrement
+//! against a helping reader, and a load against a get at zero, each with a mutation it must
+//! catch (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
+//! sticky`).
+//!
 //! # Limit
 //!
 //! The count has 62 bits below `HELPED`: 2⁶² − 2 references besides the owner's (leaked ones
@@ -58,6 +63,25 @@ use core::pin::Pin;
 pub const ZERO: u64 = 1 << 63;
 /// A reader marked the zero before the decrementer did.
 pub const HELPED: u64 = 1 << 62;
+
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// A decrement is Relaxed instead of Release.
+    RelaxedDecrement,
+    /// The decrement that reached zero decides on its compare-exchange alone, without taking
+    /// a helping reader's mark (`HELPED`).
+    NoHelpedSwap,
+    /// `load` returns 0 whenever it read a zero count, also when its marking compare-exchange
+    /// failed because a get raised the count first (the bug before 66d5e31).
+    LoadZeroOnFailedMark,
+}
+
+crate::mutation::bug_switch!();
 
 /// The `sticky` scheme (no shared state).
 #[derive(Debug, Default, Clone, Copy)]
@@ -87,7 +111,12 @@ impl Sticky {
     fn dec_begin(obj: &StickyObject) -> bool {
         // Release pairs with the Acquire of whichever operation then marks the zero (below,
         // load_helping, try_reclaim): every holder's accesses happen before the free.
-        let old = obj.word.fetch_sub(1, Ordering::Release);
+        let order = if bug(Bug::RelaxedDecrement) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let old = obj.word.fetch_sub(1, order);
         debug_assert!(
             old & ZERO == 0 && old != 0,
             "sticky: put without a reference"
@@ -105,6 +134,7 @@ impl Sticky {
             .compare_exchange(0, ZERO, Ordering::Acquire, Ordering::Relaxed)
         {
             Ok(_) => true,
+            Err(_) if bug(Bug::NoHelpedSwap) => false,
             // A reader helped: take its mark; exactly one swap sees HELPED.
             Err(cur) => cur & HELPED != 0 && obj.word.swap(ZERO, Ordering::Acquire) & HELPED != 0,
         }
@@ -143,6 +173,7 @@ impl Sticky {
                 .compare_exchange(0, ZERO | HELPED, Ordering::Acquire, Ordering::Acquire)
             {
                 Ok(_) => return 0,
+                Err(_) if bug(Bug::LoadZeroOnFailedMark) => return 0,
                 Err(cur) => v = cur,
             }
         }
@@ -239,5 +270,145 @@ impl RefCounter for Sticky {
             shared: 0,
             objects: objs.count() * core::mem::size_of::<StickyObject>(),
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::Arc;
+    use loom::cell::UnsafeCell;
+    use loom::thread;
+
+    fn pin(o: &Arc<StickyObject>) -> Pin<&StickyObject> {
+        // SAFETY: the object lives in an Arc and is never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    fn write(data: &UnsafeCell<u64>) {
+        // SAFETY: loom checks the access: the models write only under a reference or after a
+        // successful reclaim, which the scheme must order.
+        data.with_mut(|d| unsafe { *d += 1 });
+    }
+
+    /// A new object whose owner released its base while one transient reference, returned
+    /// here, is held: the word is 1, and that reference's put is the last.
+    fn one_transient_left() -> (Arc<StickyObject>, StickyToken) {
+        let obj = Arc::new(Sticky.new_object());
+        let tok = Sticky.try_get(pin(&obj)).unwrap();
+        // SAFETY: this thread holds the new object's base and releases it once; no thread
+        // reclaims or reinits the object.
+        assert!(!unsafe { Sticky.release_base(pin(&obj)) });
+        (obj, tok)
+    }
+
+    /// A get, a write under its reference and its put, against a reclaim (`1 -> ZERO`) on
+    /// another thread that writes once it succeeded: the reclaim succeeds only before the get
+    /// (which then fails) or after the put, whose accesses happen before it (its Release
+    /// decrement, read by the reclaim's Acquire exchange).
+    #[test]
+    fn get_put_vs_reclaim() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Sticky.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                let ok = Sticky.try_reclaim(pin(&o2));
+                if ok {
+                    write(&d2);
+                }
+                ok
+            });
+            if let Some(tok) = Sticky.try_get(pin(&obj)) {
+                write(&data);
+                Sticky.put(pin(&obj), tok);
+            }
+            let reclaimed = t.join().unwrap();
+            assert_eq!(Sticky.read_all(pin(&obj)), 0);
+            assert!(reclaimed || Sticky.try_reclaim(pin(&obj)));
+            assert!(Sticky.try_get(pin(&obj)).is_none());
+        });
+    }
+
+    /// The last decrement against a reader: the reader may find the count at 0 before the
+    /// decrementer marked it and mark it `ZERO | HELPED` itself; the decrementer then takes the
+    /// mark with its swap. Either way that decrement, the only one to reach zero, is told so,
+    /// and the counter stays stuck.
+    #[test]
+    fn last_decrement_vs_helping_reader() {
+        percpu::testing::loom_model(|| {
+            let (obj, tok) = one_transient_left();
+            let o2 = obj.clone();
+            let t = thread::spawn(move || Sticky.load(pin(&o2)));
+            let freed = Sticky.put_and_test(pin(&obj), tok);
+            let seen = t.join().unwrap();
+            assert!(seen <= 1);
+            assert!(freed, "the decrement that reached zero was not told");
+            assert!(Sticky.try_get(pin(&obj)).is_none());
+            assert_eq!(Sticky.load(pin(&obj)), 0);
+        });
+    }
+
+    /// The last decrement, a get that may land on the count's 0 before it is marked (the
+    /// counter lives on: the getter's put is then the last), and a reader that loads and then
+    /// gets: a load of 0 means stuck at zero, so the reader's own get after it must fail.
+    /// Exactly one of the two puts is told it reached zero.
+    #[test]
+    fn load_vs_get_at_zero() {
+        percpu::testing::loom_model(|| {
+            let (obj, tok) = one_transient_left();
+            let (o2, o3) = (obj.clone(), obj.clone());
+            let getter = thread::spawn(move || match Sticky.try_get(pin(&o2)) {
+                Some(t) => Sticky.put_and_test(pin(&o2), t),
+                None => false,
+            });
+            let reader = thread::spawn(move || {
+                let seen = Sticky.load(pin(&o3));
+                match Sticky.try_get(pin(&o3)) {
+                    Some(t) => (seen, true, Sticky.put_and_test(pin(&o3), t)),
+                    None => (seen, false, false),
+                }
+            });
+            let first = Sticky.put_and_test(pin(&obj), tok);
+            let second = getter.join().unwrap();
+            let (seen, got, third) = reader.join().unwrap();
+            assert!(
+                seen != 0 || !got,
+                "load read zero, yet a get after it succeeded"
+            );
+            assert_eq!(
+                first as u32 + second as u32 + third as u32,
+                1,
+                "not exactly one put reached zero"
+            );
+            assert!(Sticky.try_get(pin(&obj)).is_none());
+        });
+    }
+
+    /// `get_put_vs_reclaim` catches a Relaxed decrement: the reclaim that reads it is no longer
+    /// ordered after the holder's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_decrement_is_caught() {
+        super::bug::with(Bug::RelaxedDecrement, get_put_vs_reclaim);
+    }
+
+    /// `last_decrement_vs_helping_reader` catches a decrement that ignores `HELPED`: when the
+    /// reader marked the zero first, no one is told the count reached it.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the decrement that reached zero was not told")]
+    fn bug_no_helped_swap_is_caught() {
+        super::bug::with(Bug::NoHelpedSwap, last_decrement_vs_helping_reader);
+    }
+
+    /// `load_vs_get_at_zero` catches a load that reports 0 when its mark failed: a get raised
+    /// the count between the load's read and its mark, and the counter lives on.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "load read zero, yet a get after it succeeded")]
+    fn bug_load_zero_on_failed_mark_is_caught() {
+        super::bug::with(Bug::LoadZeroOnFailedMark, load_vs_get_at_zero);
     }
 }
