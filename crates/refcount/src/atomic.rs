@@ -26,6 +26,21 @@ use core::pin::Pin;
 /// The bit that marks a dead object.
 pub const DEAD: u64 = 1 << 63;
 
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// A put's decrement is Relaxed instead of Release.
+    RelaxedPut,
+    /// `reinit` stores 0 instead of subtracting `DEAD`.
+    ReinitStores,
+}
+
+crate::mutation::bug_switch!();
+
 /// The `atomic` scheme (no shared state).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Atomic;
@@ -68,7 +83,12 @@ impl RefCounter for Atomic {
         token.0.check(&*obj, Self::NAME);
         // Release pairs with the Acquire of try_reclaim's compare_exchange: the holder's accesses
         // to the object happen before its reclamation.
-        let old = obj.word.fetch_sub(1, Ordering::Release);
+        let order = if bug(Bug::RelaxedPut) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let old = obj.word.fetch_sub(1, order);
         debug_assert!(old & !DEAD != 0, "atomic: put without a reference");
     }
 
@@ -93,6 +113,11 @@ impl RefCounter for Atomic {
 
     #[inline]
     unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
+        if bug(Bug::ReinitStores) {
+            // The mutation: a store of 0, which loses the increments of failing gets in flight.
+            obj.word.store(0, Ordering::Release);
+            return;
+        }
         // Release pairs with the Acquire in try_get().
         let old = obj.word.fetch_sub(DEAD, Ordering::Release);
         debug_assert!(old & DEAD != 0, "atomic: reinit of a live object");
@@ -103,5 +128,96 @@ impl RefCounter for Atomic {
             shared: 0,
             objects: objs.count() * core::mem::size_of::<AtomicObject>(),
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::Arc;
+    use loom::cell::UnsafeCell;
+    use loom::thread;
+
+    fn pin(o: &Arc<AtomicObject>) -> Pin<&AtomicObject> {
+        // SAFETY: the object lives in an Arc and is never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    fn write(data: &UnsafeCell<u64>) {
+        // SAFETY: loom checks the access: the models write only under a reference or after a
+        // successful reclaim, which the scheme must order.
+        data.with_mut(|d| unsafe { *d += 1 });
+    }
+
+    /// A get, a write under its reference and its put, against a reclaim on another thread that
+    /// writes once it succeeded: the reclaim succeeds only before the get (which then fails and
+    /// takes its increment back) or after the put, whose accesses happen before it (its Release
+    /// decrement, read by the reclaim's Acquire exchange).
+    #[test]
+    fn get_put_vs_reclaim() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Atomic.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                let ok = Atomic.try_reclaim(pin(&o2));
+                if ok {
+                    write(&d2);
+                }
+                ok
+            });
+            if let Some(tok) = Atomic.try_get(pin(&obj)) {
+                write(&data);
+                Atomic.put(pin(&obj), tok);
+            }
+            let reclaimed = t.join().unwrap();
+            assert_eq!(Atomic.read_all(pin(&obj)), 0);
+            assert!(reclaimed || Atomic.try_reclaim(pin(&obj)));
+            assert_eq!(obj.word.load(Ordering::Relaxed), DEAD);
+        });
+    }
+
+    /// A get on a reclaimed object against its reinit: the get succeeds on the new life (counted
+    /// there), or fails, and its increment and its undo then cancel out whichever side of the
+    /// reinit each falls on: the new life's count is exact.
+    #[test]
+    fn failing_get_vs_reinit() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Atomic.new_object());
+            assert!(Atomic.try_reclaim(pin(&obj)));
+            let o2 = obj.clone();
+            let t = thread::spawn(move || Atomic.try_get(pin(&o2)));
+            // SAFETY: the object is dead (reclaimed above) and only this thread reinits or
+            // reclaims it.
+            unsafe { Atomic.reinit(pin(&obj)) };
+            let got = t.join().unwrap();
+            assert_eq!(
+                obj.word.load(Ordering::Relaxed),
+                got.is_some() as u64,
+                "the new life's count is not its references"
+            );
+            if let Some(tok) = got {
+                Atomic.put(pin(&obj), tok);
+            }
+            assert!(Atomic.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// `get_put_vs_reclaim` catches a Relaxed put: the reclaim that reads its decrement is no
+    /// longer ordered after the holder's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_put_is_caught() {
+        super::bug::with(Bug::RelaxedPut, get_put_vs_reclaim);
+    }
+
+    /// `failing_get_vs_reinit` catches a reinit that stores 0: a failing get's undo after it
+    /// wraps the new life's word to `u64::MAX` (dead, with every bit of the count set).
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the new life's count is not its references")]
+    fn bug_reinit_stores_is_caught() {
+        super::bug::with(Bug::ReinitStores, failing_get_vs_reinit);
     }
 }
