@@ -32,6 +32,22 @@ use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
 
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// A put's decrement is Relaxed instead of Release.
+    RelaxedPut,
+    /// `try_get` checks for 0 only on its first load, not on the value a failed
+    /// compare-exchange found.
+    ZeroCheckedOnce,
+}
+
+crate::mutation::bug_switch!();
+
 /// The `cas` scheme (no shared state).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Cas;
@@ -132,10 +148,12 @@ impl RefCounter for Cas {
     #[inline]
     fn try_get(&self, obj: Pin<&CasObject>) -> Option<CasToken> {
         let mut v = obj.count.load(Ordering::Relaxed);
+        let mut first = true;
         loop {
-            if v == 0 {
+            if v == 0 && (first || !bug(Bug::ZeroCheckedOnce)) {
                 return None;
             }
+            first = false;
             // Acquire pairs with the Release store in reinit()/unfreeze(): a reader of a reused
             // object sees its re-initialisation.
             match obj
@@ -152,7 +170,12 @@ impl RefCounter for Cas {
     fn put(&self, obj: Pin<&CasObject>, token: CasToken) {
         token.0.check(&*obj, Self::NAME);
         // Release pairs with the Acquire CAS of try_reclaim/freeze.
-        let old = obj.count.fetch_sub(1, Ordering::Release);
+        let order = if bug(Bug::RelaxedPut) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let old = obj.count.fetch_sub(1, order);
         debug_assert!(old > 1, "cas: put without a reference");
     }
 
@@ -183,5 +206,71 @@ impl RefCounter for Cas {
             shared: 0,
             objects: objs.count() * core::mem::size_of::<CasObject>(),
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::Arc;
+    use loom::cell::UnsafeCell;
+    use loom::thread;
+
+    fn pin(o: &Arc<CasObject>) -> Pin<&CasObject> {
+        // SAFETY: the object lives in an Arc and is never moved out of it.
+        unsafe { Pin::new_unchecked(&**o) }
+    }
+
+    fn write(data: &UnsafeCell<u64>) {
+        // SAFETY: loom checks the access: the models write only under a reference or after a
+        // successful reclaim, which the scheme must order.
+        data.with_mut(|d| unsafe { *d += 1 });
+    }
+
+    /// A get (load, then compare-exchange), a write under its reference and its put, against a
+    /// reclaim (`1 -> 0`) on another thread that writes once it succeeded: the get fails once
+    /// it finds 0, and the reclaim succeeds only before the get or after the put, whose accesses
+    /// happen before it (its Release decrement, read by the reclaim's Acquire exchange).
+    #[test]
+    fn get_put_vs_reclaim() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Cas.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                let ok = Cas.try_reclaim(pin(&o2));
+                if ok {
+                    write(&d2);
+                }
+                ok
+            });
+            if let Some(tok) = Cas.try_get(pin(&obj)) {
+                write(&data);
+                Cas.put(pin(&obj), tok);
+            }
+            let reclaimed = t.join().unwrap();
+            assert_eq!(Cas.read_all(pin(&obj)), 0);
+            assert!(reclaimed || Cas.try_reclaim(pin(&obj)));
+            assert_eq!(obj.count.load(Ordering::Relaxed), 0);
+        });
+    }
+
+    /// `get_put_vs_reclaim` catches a Relaxed put: the reclaim that reads its decrement is no
+    /// longer ordered after the holder's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_put_is_caught() {
+        super::bug::with(Bug::RelaxedPut, get_put_vs_reclaim);
+    }
+
+    /// `get_put_vs_reclaim` catches a get that checks for 0 only on its first load: its
+    /// compare-exchange from 1 loses to the reclaim, and it retries from the 0 it found (its
+    /// write under that reference races the reclaimer's).
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_zero_checked_once_is_caught() {
+        super::bug::with(Bug::ZeroCheckedOnce, get_put_vs_reclaim);
     }
 }
