@@ -63,6 +63,19 @@
 //! count.) The conformance suite's canary test catches the reload, and so does the loom model
 //! of a get on a dead word against its reinit.
 //!
+//! What reuse in place does not give: the word has no generation, so the last put's exchange
+//! from `NOREF` cannot tell one life from the next (the kernel's `rcuref_put` runs with
+//! preemption disabled, so the grace period before a reuse waits for it). A put that brought
+//! the word to `NOREF` and stalls before its exchange, while a get revives the object, that
+//! getter's put frees it, and the object is re-initialised and its next life's count reaches
+//! `NOREF` as well, wins the next life's exchange: [`RcuRef::put_and_test`] returns true for a
+//! put of the earlier life, and the next life's own last put (or [`RcuRef::release_base`])
+//! returns false. Each life is still freed exactly once and never while a reference to it is
+//! held, but the call told to free a life may be a put of an earlier one (the race of the
+//! folio patch's v4, which [`frozen_bit`](crate::frozen_bit)'s generation closes): a caller
+//! that frees must free what the object holds when it is told to, not what its own reference
+//! saw. The unit test `a_stalled_last_put_frees_the_next_life` replays it.
+//!
 //! Loom models beside this code race a get and its put against a reclaim, the owner's release
 //! against a get that lands on `NOREF`, and a get on a dead word against its reinit, each with
 //! a mutation it must catch (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p
@@ -253,7 +266,9 @@ impl RcuRef {
         false
     }
 
-    /// A put that reports whether it freed the object (the kernel's `rcuref_put` return).
+    /// A put that reports whether it freed the object (the kernel's `rcuref_put` return). With
+    /// reuse in place, the life it is told to free may be a later one than its reference's (see
+    /// "Reuse in place" in the module docs).
     pub fn put_and_test(&self, obj: Pin<&RcuRefObject>, token: RcuRefToken) -> bool {
         token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.put_raw(&obj)
@@ -549,5 +564,41 @@ mod loom_tests {
     #[should_panic(expected = "the new life: ")]
     fn bug_get_reloads_is_caught() {
         super::bug::with(Bug::GetReloads, get_on_dead_vs_reinit);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The race that frozen-bit's generation closes (the patch's v4 ABA), replayed on the
+    /// word: a last put that stalls between its decrement to `NOREF` and its exchange, while a
+    /// get revives the object, the getter's put frees it, the object is reused in place and its
+    /// next life's release reaches `NOREF`, wins the next life's exchange; that life's own
+    /// release loses it. Each life is freed once, never under a reference, but the call told to
+    /// free the second life is a put of the first (module docs, "Reuse in place").
+    #[test]
+    fn a_stalled_last_put_frees_the_next_life() {
+        let s = RcuRef;
+        let obj = s.new_object();
+        let o = Pin::new(&obj);
+        // T1, holding life 1's last reference, decrements and stalls.
+        assert_eq!(obj.refcnt.fetch_sub(1, Ordering::Release), ONEREF);
+        let t = s.try_get(o).expect("a get on NOREF revives the object");
+        assert!(s.put_and_test(o, t), "the reviver's put frees life 1");
+        // SAFETY: life 1 is dead (the put above was told to free it) and only this thread
+        // reuses it.
+        unsafe { s.reinit(o) };
+        // Life 2's owner decrements to NOREF and stalls too.
+        assert_eq!(obj.refcnt.fetch_sub(1, Ordering::Release), ONEREF);
+        assert!(
+            s.put_slowpath(&obj, NOREF),
+            "T1's exchange, from life 1, lands on life 2's NOREF: T1 is told to free"
+        );
+        assert!(
+            !s.put_slowpath(&obj, NOREF),
+            "life 2's own release is told it does not free"
+        );
+        assert!(s.try_get(o).is_none(), "life 2 is dead");
     }
 }

@@ -45,6 +45,21 @@
 //!
 //! [`reinit`]: RefCounter::reinit
 //!
+//! # Reuse in place
+//!
+//! parlaylib's counters live in memory that its deferred reclamation keeps from reuse while
+//! an operation on them may still run; here objects are re-initialised in place at any time
+//! after their life ended, and the word has no generation. So a decrement that reached zero
+//! and stalls before its mark, while a get revives the object, that getter's put frees it, and
+//! the object is re-initialised and its next life's count reaches zero as well, marks the next
+//! life's zero: [`Sticky::put_and_test`] returns true for a put of the earlier life, and the
+//! next life's own last decrement (or [`Sticky::release_base`]) returns false. Each life is
+//! still freed exactly once and never while a reference to it is held, but the call told to
+//! free a life may be a put of an earlier one (the race of the folio patch's v4, which
+//! [`frozen_bit`](crate::frozen_bit)'s generation closes): a caller that frees must free what
+//! the object holds when it is told to, not what its own reference saw. `tests/sticky.rs`
+//! replays it (`a_stalled_last_decrement_frees_the_next_life`).
+//!
 //! Loom models beside this code race a get and its put against a reclaim, the last decrement
 //! against a helping reader, and a load against a get at zero, each with a mutation it must
 //! catch (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
@@ -184,7 +199,9 @@ impl Sticky {
         }
     }
 
-    /// A put that reports whether it freed the object (its decrement reached zero).
+    /// A put that reports whether it freed the object (its decrement reached zero). With reuse
+    /// in place, the life it is told to free may be a later one than its reference's (see
+    /// "Reuse in place" in the module docs).
     pub fn put_and_test(&self, obj: Pin<&StickyObject>, token: StickyToken) -> bool {
         token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.decrement(&obj)

@@ -185,3 +185,39 @@ fn a_load_returns_zero_only_for_a_counter_stuck_at_zero() {
         "loads returned 0 while a get that raised the counter held a reference"
     );
 }
+
+/// The race that frozen-bit's generation closes (the patch's v4 ABA), replayed: the word has no
+/// generation, so a last decrement that stalls before its mark while another thread revives the
+/// object, frees it, reuses it in place and releases the next life's base, marks the next
+/// life's zero and is told to free it; that life's own release is told it does not free. Each
+/// life is freed once, never under a reference, but the call told to free the second life is a
+/// put of the first (the module docs, "Reuse in place", say what a caller that frees must do).
+#[test]
+fn a_stalled_last_decrement_frees_the_next_life() {
+    let s = Sticky;
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    // SAFETY (this and the other halves below): T1 holds life 1's base and releases it once;
+    // the reviver becomes the owner of life 2 by its reinit and releases that base once; no
+    // one reclaims.
+    assert!(unsafe { s.release_base_begin(o) }, "T1 reaches zero");
+    let t = s
+        .try_get(o)
+        .expect("a get in T1's window revives the object");
+    assert!(s.put_and_test(o, t), "the reviver's put frees life 1");
+    // SAFETY: life 1 is dead (the put above was told to free it) and only this thread reuses it.
+    unsafe { s.reinit(o) };
+    assert!(
+        unsafe { s.release_base_begin(o) },
+        "life 2's release reaches zero"
+    );
+    assert!(
+        unsafe { s.release_base_finish(o) },
+        "T1's mark, from life 1, lands on life 2's zero: T1 is told to free"
+    );
+    assert!(
+        !unsafe { s.release_base_finish(o) },
+        "life 2's own release is told it does not free"
+    );
+    assert!(s.try_get(o).is_none(), "life 2 is dead");
+}
