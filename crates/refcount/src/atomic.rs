@@ -94,6 +94,8 @@ impl RefCounter for Atomic {
 
     #[inline]
     fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
+        // Acquire pairs with the Release fetch_sub in put(): a read of 0 sees the holders'
+        // accesses (as try_reclaim's exchange does).
         let w = obj.word.load(Ordering::Acquire);
         // A dead object has no reference; its low bits may hold failing try_gets in flight.
         if w & DEAD != 0 {
@@ -114,7 +116,8 @@ impl RefCounter for Atomic {
     #[inline]
     unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
         if bug(Bug::ReinitStores) {
-            // The mutation: a store of 0, which loses the increments of failing gets in flight.
+            // The mutation: a store of 0, which loses the increments of failing gets in flight
+            // (Release as the fetch_sub below).
             obj.word.store(0, Ordering::Release);
             return;
         }
