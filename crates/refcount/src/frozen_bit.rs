@@ -65,7 +65,8 @@
 //! touch it (in Rust terms: `Pin<&FrozenBitObject>` outlives every operation on it). The
 //! interleaving is replayed step by step in `tests/frozen_bit.rs`, where a generation-less
 //! model of v4 loses the race and this scheme does not, and checked exhaustively by a loom
-//! model beside this code (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib`).
+//! model beside this code (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib`),
+//! which catches v4's exchange without the generation as a mutation (`--cfg paygo_loom_bug`).
 //!
 //! # Limit
 //!
@@ -91,6 +92,24 @@ const GEN: u64 = !(GEN_ONE - 1);
 const FULL: u64 = 1 << 30;
 /// The largest count (base reference included) a get can produce: `2³⁰ − 1`.
 pub const MAX_COUNT: u64 = FULL - 1;
+
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// The freeing compare-exchange compares the count and the frozen bit only, as the patch's
+    /// v4 `cmpxchg(0 -> FROZEN)` did: no generation.
+    NoGeneration,
+    /// A get refused at the limit makes one best-effort exchange to take its increment back
+    /// and refuses whether or not it succeeded (the patch's best-effort reset, on the live
+    /// word).
+    LimitTakeBackOnce,
+}
+
+crate::mutation::bug_switch!();
 
 /// The `frozen-bit` scheme (no shared state).
 #[derive(Debug, Default, Clone, Copy)]
@@ -164,6 +183,7 @@ impl FrozenBit {
                 .compare_exchange_weak(cur, cur - 1, Ordering::Relaxed, Ordering::Relaxed)
             {
                 Ok(_) => return None,
+                Err(_) if bug(Bug::LimitTakeBackOnce) => return None,
                 Err(w) if w & (GEN | FROZEN) != new & GEN => {
                     // Frozen, or re-initialised, under our increment: possible only if the
                     // owner's base was misused (a try_reclaim after release_base). The
@@ -210,6 +230,16 @@ impl FrozenBit {
     /// that must free it. A stale `Zero` from an earlier life never wins (the generation
     /// differs).
     pub fn free_if_winner(&self, obj: Pin<&FrozenBitObject>, zero: Zero) -> bool {
+        if bug(Bug::NoGeneration) {
+            // The mutation: v4's cmpxchg(0 -> FROZEN), whatever the generation (Acquire as
+            // below).
+            let w = obj.word.load(Ordering::Relaxed);
+            return w & (FROZEN | COUNT) == 0
+                && obj
+                    .word
+                    .compare_exchange(w, (w & GEN) | FROZEN, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok();
+        }
         // Acquire pairs with the Release fetch_sub of every put: the free happens after all
         // holders' accesses.
         obj.word
@@ -488,9 +518,32 @@ mod loom_tests {
             FrozenBit.put(pin(&obj), FrozenBitToken(crate::TokenTag::of(&*obj)));
             let got = t.join().unwrap();
             let expect = MAX_COUNT - 1 + got as u64;
-            assert_eq!(FrozenBit.raw(pin(&obj)), expect);
+            assert_eq!(
+                FrozenBit.raw(pin(&obj)),
+                expect,
+                "the count is not the references held"
+            );
             assert_eq!(FrozenBit.read_all(pin(&obj)), expect as i64 - 1);
         });
+    }
+
+    /// `get_at_the_limit_vs_put` catches a refused get that takes its increment back with one
+    /// best-effort exchange: a put between its add and its exchange makes it lose, and the
+    /// increment stays counted for a get that was refused.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the count is not the references held")]
+    fn bug_limit_take_back_once_is_caught() {
+        super::bug::with(Bug::LimitTakeBackOnce, get_at_the_limit_vs_put);
+    }
+
+    /// `no_aba_on_reuse` catches v4's freeing exchange, which ignores the generation: T1's
+    /// exchange from life 0 lands on life 1's zero.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "each life freed exactly once")]
+    fn bug_no_generation_is_caught() {
+        super::bug::with(Bug::NoGeneration, no_aba_on_reuse);
     }
 
     #[test]
