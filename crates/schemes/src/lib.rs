@@ -94,7 +94,7 @@ macro_rules! registry {
 
 registry! {
     "atomic", Scheme, "one shared atomic word, fetch_add/fetch_sub (FAA)" => |c| refcount::atomic::Atomic;
-    "cas", Scheme, "Linux page_ref: add-unless-zero CAS loop, dec-and-test, freeze by cmpxchg" => |c| refcount::cas::Cas;
+    "cas", Scheme, "Linux page_ref: add-unless-zero CAS loop over the owner's base reference, freeze by cmpxchg" => |c| refcount::cas::Cas;
     "frozen-bit", Scheme, "2026 folio patch: dedicated frozen bit, try-get is one fetch_add" => |c| refcount::frozen_bit::FrozenBit;
     "rcuref", Scheme, "Linux rcuref: zones in one word, get is one add (negative check), cmpxchg to DEAD on the last put" => |c| refcount::rcuref::RcuRef;
     "sticky", Scheme, "parlaylib wait-free sticky counter: fetch_add guarded by a top-bit zero flag, helping readers" => |c| refcount::sticky::Sticky;
