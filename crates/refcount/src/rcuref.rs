@@ -77,9 +77,11 @@
 //! saw. The unit test `a_stalled_last_put_frees_the_next_life` replays it.
 //!
 //! Loom models beside this code race a get and its put against a reclaim, the owner's release
-//! against a get that lands on `NOREF`, and a get on a dead word against its reinit, each with
-//! a mutation it must catch (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p
-//! refcount --release --lib rcuref`).
+//! against a get that lands on `NOREF`, a get on a dead word against its reinit, and a last put
+//! against a get, its put and the reuse that follows (each life freed once, after its holders'
+//! accesses, even where the last put frees the next life), each with a mutation it must catch
+//! (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
+//! rcuref`).
 //!
 //! # Limit
 //!
@@ -536,6 +538,72 @@ mod loom_tests {
             );
             assert!(RcuRef.try_reclaim(pin(&obj)));
         });
+    }
+
+    /// Reuse in place: T1 gives back the last reference of life 0 (the owner released its
+    /// base), while T2 takes a reference, writes under it and gives it back, and if its put
+    /// frees life 0, writes as the freer, reuses the object (reinit, life 1) and releases the
+    /// new life's base, writing again if that frees it. T1 writes if it is told to free. Each
+    /// life that ended is freed exactly once, and every free comes after the holders' writes
+    /// (a free under a reference races them). T1 may free life 1 (module docs, "Reuse in
+    /// place"): this model checks what stays true.
+    #[test]
+    fn last_put_vs_get_put_and_reuse() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(RcuRef.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            let tok = RcuRef.try_get(pin(&obj)).unwrap();
+            // SAFETY: this thread holds the new object's base and releases it once; no thread
+            // reclaims it, and only the thread told to free it reinits it.
+            assert!(!unsafe { RcuRef.release_base(pin(&obj)) });
+            let (o1, d1) = (obj.clone(), data.clone());
+            let t1 = thread::spawn(move || {
+                let freed = RcuRef.put_and_test(pin(&o1), tok);
+                if freed {
+                    write(&d1);
+                }
+                freed as u32
+            });
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t2 = thread::spawn(move || {
+                let (mut frees, mut reused) = (0, false);
+                if let Some(t) = RcuRef.try_get(pin(&o2)) {
+                    write(&d2);
+                    if RcuRef.put_and_test(pin(&o2), t) {
+                        write(&d2);
+                        frees += 1;
+                        // SAFETY: this thread was told to free life 0: the object is dead and
+                        // only this thread reuses it.
+                        unsafe { RcuRef.reinit(pin(&o2)) };
+                        reused = true;
+                        // SAFETY: the reinit made this thread the owner of life 1's base,
+                        // released once; no thread reclaims.
+                        if unsafe { RcuRef.release_base(pin(&o2)) } {
+                            write(&d2);
+                            frees += 1;
+                        }
+                    }
+                }
+                (frees, reused)
+            });
+            let f1 = t1.join().unwrap();
+            let (f2, reused) = t2.join().unwrap();
+            assert_eq!(
+                f1 + f2,
+                1 + reused as u32,
+                "a life that ended was not freed exactly once"
+            );
+            assert!(RcuRef.try_get(pin(&obj)).is_none());
+        });
+    }
+
+    /// `last_put_vs_get_put_and_reuse` catches a last put that stores `DEAD` without its
+    /// exchange, as `release_vs_get` does, here with T1's put racing T2's get.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_last_put_stores_is_caught_under_reuse() {
+        super::bug::with(Bug::LastPutStores, last_put_vs_get_put_and_reuse);
     }
 
     /// `get_put_vs_reclaim` catches a Relaxed put: the reclaim that reads its decrement is no
