@@ -61,8 +61,10 @@
 //! replays it (`a_stalled_last_decrement_frees_the_next_life`).
 //!
 //! Loom models beside this code race a get and its put against a reclaim, the last decrement
-//! against a helping reader, and a load against a get at zero, each with a mutation it must
-//! catch (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
+//! against a helping reader, a load against a get at zero, and a last put against a get, its
+//! put and the reuse that follows (each life freed once, after its holders' accesses, even
+//! where the last put frees the next life), each with a mutation it must catch
+//! (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
 //! sticky`).
 //!
 //! # Limit
@@ -94,6 +96,9 @@ pub(crate) enum Bug {
     /// `load` returns 0 whenever it read a zero count, also when its marking compare-exchange
     /// failed because a get raised the count first (the bug before 66d5e31).
     LoadZeroOnFailedMark,
+    /// The decrement that reached zero marks it with a swap instead of its compare-exchange
+    /// from 0 (a get may have raised the count again in between).
+    MarkWithoutExchange,
 }
 
 crate::mutation::bug_switch!();
@@ -143,6 +148,11 @@ impl Sticky {
     /// a get raised the count again in between (that getter's put will reach zero later).
     #[cold]
     fn dec_finish(obj: &StickyObject) -> bool {
+        if bug(Bug::MarkWithoutExchange) {
+            // The mutation (Acquire as the exchange below).
+            obj.word.swap(ZERO, Ordering::Acquire);
+            return true;
+        }
         // Acquire: as in dec_begin.
         match obj
             .word
@@ -400,6 +410,68 @@ mod loom_tests {
             );
             assert!(Sticky.try_get(pin(&obj)).is_none());
         });
+    }
+
+    /// Reuse in place: T1 gives back the last reference of life 0 (the owner released its
+    /// base), while T2 takes a reference, writes under it and gives it back, and if its put
+    /// frees life 0, writes as the freer, reuses the object (reinit, life 1) and releases the
+    /// new life's base, writing again if that frees it. T1 writes if it is told to free. Each
+    /// life that ended is freed exactly once, and every free comes after the holders' writes
+    /// (a free under a reference races them). T1 may free life 1 (module docs, "Reuse in
+    /// place"): this model checks what stays true.
+    #[test]
+    fn last_put_vs_get_put_and_reuse() {
+        percpu::testing::loom_model(|| {
+            let (obj, tok) = one_transient_left();
+            let data = Arc::new(UnsafeCell::new(0));
+            let (o1, d1) = (obj.clone(), data.clone());
+            let t1 = thread::spawn(move || {
+                let freed = Sticky.put_and_test(pin(&o1), tok);
+                if freed {
+                    write(&d1);
+                }
+                freed as u32
+            });
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t2 = thread::spawn(move || {
+                let (mut frees, mut reused) = (0, false);
+                if let Some(t) = Sticky.try_get(pin(&o2)) {
+                    write(&d2);
+                    if Sticky.put_and_test(pin(&o2), t) {
+                        write(&d2);
+                        frees += 1;
+                        // SAFETY: this thread was told to free life 0: the object is dead and
+                        // only this thread reuses it.
+                        unsafe { Sticky.reinit(pin(&o2)) };
+                        reused = true;
+                        // SAFETY: the reinit made this thread the owner of life 1's base,
+                        // released once; no thread reclaims.
+                        if unsafe { Sticky.release_base(pin(&o2)) } {
+                            write(&d2);
+                            frees += 1;
+                        }
+                    }
+                }
+                (frees, reused)
+            });
+            let f1 = t1.join().unwrap();
+            let (f2, reused) = t2.join().unwrap();
+            assert_eq!(
+                f1 + f2,
+                1 + reused as u32,
+                "a life that ended was not freed exactly once"
+            );
+            assert!(Sticky.try_get(pin(&obj)).is_none());
+        });
+    }
+
+    /// `last_put_vs_get_put_and_reuse` catches a decrement that marks the zero with a swap: a
+    /// get that raised the count in between holds a reference on the object the swap frees.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_mark_without_exchange_is_caught() {
+        super::bug::with(Bug::MarkWithoutExchange, last_put_vs_get_put_and_reuse);
     }
 
     /// `get_put_vs_reclaim` catches a Relaxed decrement: the reclaim that reads it is no longer
