@@ -42,7 +42,9 @@
 //! none can be taken: `DEAD`.
 //!
 //! A loom model of arrive/depart/query with the reclaimer is beside this code
-//! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`).
+//! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`); with
+//! `--cfg paygo_loom_bug` it must catch three mutations (a surplus parent arrival kept, the
+//! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival).
 
 use crate::lifecycle::{revive, store_load_order, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicU64, Ordering};
@@ -70,6 +72,23 @@ fn v_of(w: u64) -> u32 {
 fn make(c: i32, v: u32) -> u64 {
     ((v as u64) << 32) | c as u32 as u64
 }
+
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// An arrival that lost the `½ -> 1` exchange keeps its surplus parent arrival.
+    KeepSurplus,
+    /// An arrival completes `½ -> 1` before it arrives at the parent.
+    ParentAfterHalf,
+    /// `try_get` does not load `state` again after its arrival.
+    NoStateRecheck,
+}
+
+crate::mutation::bug_switch!();
 
 /// The `snzi` scheme: the tree shape.
 #[derive(Debug, Clone, Copy)]
@@ -134,7 +153,8 @@ impl Snzi {
             if c_of(w) == HALF {
                 // Arrive at the parent before completing ½ -> 1 (ours or another thread's):
                 // this is what keeps "a node is non-zero only if its parent is".
-                if let Some(p) = parent {
+                let late = bug(Bug::ParentAfterHalf);
+                if let Some(p) = parent.filter(|_| !late) {
                     self.arrive(obj, p);
                 }
                 // SeqCst: as above. Losing this CAS means another thread completed the step
@@ -142,7 +162,11 @@ impl Snzi {
                 let completed = x
                     .compare_exchange(w, make(1, v_of(w)), Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok();
-                if !completed && parent.is_some() {
+                if let Some(p) = parent.filter(|_| late) {
+                    // The mutation: the parent arrival after the step.
+                    self.arrive(obj, p);
+                }
+                if !completed && parent.is_some() && !bug(Bug::KeepSurplus) {
                     surplus += 1;
                 }
             }
@@ -254,7 +278,7 @@ impl RefCounter for Snzi {
         store_load_order();
         // SeqCst: after the arrival (store), pairs with the reclaimer's SeqCst state store
         // followed by its query.
-        if obj.state.load(Ordering::SeqCst) != LIVE {
+        if obj.state.load(Ordering::SeqCst) != LIVE && !bug(Bug::NoStateRecheck) {
             self.depart(&obj, leaf);
             return None;
         }
@@ -359,7 +383,7 @@ mod loom_tests {
             for h in hs {
                 h.join().unwrap();
             }
-            assert!(!s.query(pin(&obj)));
+            assert!(!s.query(pin(&obj)), "indicator set after every departure");
             for n in obj.nodes.iter() {
                 assert_eq!(c_of(n.load(Ordering::Relaxed)), 0);
             }
@@ -384,18 +408,24 @@ mod loom_tests {
         arrive_depart_query(4, [0, 1]);
     }
 
-    /// A get racing with a reclaim: never both a successful reclaim and a held reference.
+    /// A get racing with a reclaim: never both a successful reclaim and a held reference. The
+    /// holder writes data under its reference and the reclaimer after its success, so a reclaim
+    /// that is not ordered after the holder's put is a causality violation.
     #[test]
     fn get_vs_reclaim() {
         loom::model(|| {
             let s = Snzi::with_leaves(2);
             let obj = Arc::new(s.new_object());
             let holding = Arc::new(AtomicU64::new(0));
-            let (o, h) = (obj.clone(), holding.clone());
+            let data = Arc::new(loom::cell::UnsafeCell::new(0u64));
+            let (o, h, d) = (obj.clone(), holding.clone(), data.clone());
             let t = thread::spawn(move || {
                 let s = Snzi::with_leaves(2);
                 if let Some(tok) = s.try_get(pin(&o)) {
                     h.store(1, Ordering::SeqCst);
+                    // SAFETY: loom checks the access: written under a reference, and by the
+                    // reclaimer only after its success, which the scheme must order.
+                    d.with_mut(|d| unsafe { *d += 1 });
                     h.store(0, Ordering::SeqCst);
                     s.put(pin(&o), tok);
                 }
@@ -406,10 +436,40 @@ mod loom_tests {
                     0,
                     "reclaimed under a holder"
                 );
+                // SAFETY: as above.
+                data.with_mut(|d| unsafe { *d += 1 });
                 assert!(s.try_get(pin(&obj)).is_none());
             }
             t.join().unwrap();
         });
+    }
+
+    /// `arrive_depart_query_same_leaf` catches an arrival that keeps its surplus parent
+    /// arrival: the inner node and the root stay non-zero once both departed.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "indicator set after every departure")]
+    fn bug_keep_surplus_is_caught() {
+        super::bug::with(Bug::KeepSurplus, arrive_depart_query_same_leaf);
+    }
+
+    /// `arrive_depart_query_same_leaf` catches an arrival that completes `½ -> 1` before it
+    /// arrives at the parent: the other thread's arrival at the same leaf then returns on a
+    /// count of 1 while the root is still zero.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "indicator clear while held")]
+    fn bug_parent_after_half_is_caught() {
+        super::bug::with(Bug::ParentAfterHalf, arrive_depart_query_same_leaf);
+    }
+
+    /// `get_vs_reclaim` catches a get that does not load `state` after its arrival: its
+    /// arrival can come after the reclaim's query, which then succeeds under the reference.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_state_recheck_is_caught() {
+        super::bug::with(Bug::NoStateRecheck, get_vs_reclaim);
     }
 }
 
