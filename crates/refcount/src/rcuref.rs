@@ -126,6 +126,9 @@ pub(crate) enum Bug {
     /// The get's slow path reads the word again and decides on what it reads (the kernel's,
     /// which RCU makes right and reuse in place does not).
     GetReloads,
+    /// A slow path's settle goes on from a word that left its zone (it puts the mean over
+    /// whatever it finds).
+    SettleOutOfZone,
 }
 
 crate::mutation::bug_switch!();
@@ -211,7 +214,7 @@ impl RcuRef {
     /// a live count).
     #[cold]
     fn settle(obj: &RcuRefObject, mut cur: u32, zone: core::ops::Range<u32>, mean: u32) {
-        while zone.contains(&cur) && cur != mean {
+        while (zone.contains(&cur) || bug(Bug::SettleOutOfZone)) && cur != mean {
             match obj
                 .refcnt
                 .compare_exchange_weak(cur, mean, Ordering::Relaxed, Ordering::Relaxed)
@@ -604,6 +607,16 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_last_put_stores_is_caught_under_reuse() {
         super::bug::with(Bug::LastPutStores, last_put_vs_get_put_and_reuse);
+    }
+
+    /// `get_on_dead_vs_reinit` catches a settle that goes on from a word that left its zone: a
+    /// failing get whose exchange back to `DEAD` loses to the reinit stores `DEAD` over the new
+    /// life's `ONEREF`.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the new life: a failed get changed its word")]
+    fn bug_settle_out_of_zone_is_caught() {
+        super::bug::with(Bug::SettleOutOfZone, get_on_dead_vs_reinit);
     }
 
     /// `get_put_vs_reclaim` catches a Relaxed put: the reclaim that reads its decrement is no
