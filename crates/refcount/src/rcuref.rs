@@ -44,6 +44,11 @@
 //! lands first (the exchange fails) or after (it sees the dead zone). [`RefCounter::reinit`]
 //! stores `ONEREF` (Release).
 //!
+//! `read_all` leaves the owner's reference out whether or not the owner still holds it: after
+//! [`RcuRef::release_base`] it reads one less than the transient references held (0, and
+//! [`RefCounter::is_referenced`] false, with one held). It is the trait's count only while the
+//! owner holds its base, the only time `try_reclaim` may be called too.
+//!
 //! # Reuse in place
 //!
 //! The kernel relies on RCU: a dead object's memory is not reused while a get on it may still

@@ -43,6 +43,11 @@
 //! stores 1 (Release). Failed increments pile up in the low bits of a dead word: 2⁶² of them
 //! before they could reach `HELPED`, and `reinit` clears them.
 //!
+//! `read_all` subtracts the owner's reference whether or not the owner still holds it: after
+//! [`Sticky::release_base`] it reads one less than the transient references held (0, and
+//! [`RefCounter::is_referenced`] false, with one held). It is the trait's count only while the
+//! owner holds its base, the only time `try_reclaim` may be called too.
+//!
 //! [`reinit`]: RefCounter::reinit
 //!
 //! # Reuse in place
