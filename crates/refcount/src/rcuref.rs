@@ -82,11 +82,11 @@
 //! saw. The unit test `a_stalled_last_put_frees_the_next_life` replays it.
 //!
 //! Loom models beside this code race a get and its put against a reclaim, the owner's release
-//! against a get that lands on `NOREF`, a get on a dead word against its reinit, and a last put
-//! against a get, its put and the reuse that follows (each life freed once, after its holders'
-//! accesses, even where the last put frees the next life), each with a mutation it must catch
-//! (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
-//! rcuref`).
+//! against a get that lands on `NOREF`, a get on a dead word against its reinit, a get that
+//! saturates the word against a put, and a last put against a get, its put and the reuse that
+//! follows (each life freed once, after its holders' accesses, even where the last put frees
+//! the next life), each with a mutation it must catch (`RUSTFLAGS="--cfg loom --cfg
+//! paygo_loom_bug" cargo test -p refcount --release --lib rcuref`).
 //!
 //! # Limit
 //!
@@ -134,6 +134,9 @@ pub(crate) enum Bug {
     /// A slow path's settle goes on from a word that left its zone (it puts the mean over
     /// whatever it finds).
     SettleOutOfZone,
+    /// The put's slow path tests for the saturation zone as for the dead one (`new > MAXREF`
+    /// first): a put on a saturated word settles it to `DEAD`.
+    SaturatedPutKills,
 }
 
 crate::mutation::bug_switch!();
@@ -268,7 +271,10 @@ impl RcuRef {
         // An imbalanced put into the dead zone keeps the object dead; a put on a saturated
         // count keeps it saturated; neither frees, and neither touches a word that left the
         // zone since.
-        if new >= RELEASED {
+        if bug(Bug::SaturatedPutKills) {
+            // The mutation: the dead zone's settle for a saturated word.
+            Self::settle(obj, new, SATURATION..NOREF, DEAD);
+        } else if new >= RELEASED {
             Self::settle(obj, new, RELEASED..NOREF, DEAD);
         } else {
             Self::settle(obj, new, SATURATION..RELEASED, SATURATED);
@@ -622,6 +628,35 @@ mod loom_tests {
     #[should_panic(expected = "the new life: a failed get changed its word")]
     fn bug_settle_out_of_zone_is_caught() {
         super::bug::with(Bug::SettleOutOfZone, get_on_dead_vs_reinit);
+    }
+
+    /// Saturation: a get on a word at [`MAXREF`] (2³¹ references, leaked ones) against a put of
+    /// one of them. The get always succeeds; if the put lands between its add and its settle
+    /// the word is back in the valid zone and exact (the settle leaves it alone), otherwise it
+    /// is [`SATURATED`] for good (puts pinned there): never below the references held, never
+    /// dead.
+    #[test]
+    fn saturating_get_vs_put() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(RcuRefObject::with_raw(MAXREF));
+            let o2 = obj.clone();
+            let t = thread::spawn(move || RcuRef.try_get(pin(&o2)).is_some());
+            RcuRef.put(pin(&obj), RcuRefToken(crate::TokenTag::of(&*obj)));
+            assert!(t.join().unwrap(), "a get failed on a live, saturating word");
+            let w = RcuRef.raw(pin(&obj));
+            assert!(
+                w == MAXREF || w == SATURATED,
+                "the word is neither exact nor saturated: {w:#x}"
+            );
+        });
+    }
+
+    /// `saturating_get_vs_put` catches a put that takes a saturated word for a dead one.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the word is neither exact nor saturated")]
+    fn bug_saturated_put_kills_is_caught() {
+        super::bug::with(Bug::SaturatedPutKills, saturating_get_vs_put);
     }
 
     /// `get_put_vs_reclaim` catches a Relaxed put: the reclaim that reads its decrement is no
