@@ -120,7 +120,9 @@ pub trait Log: Default + Send + 'static {
     fn push(&mut self, op: Self::Op, stamper: &mut Stamper);
 
     /// The number of entries held: when it passes the domain's bound, `log` synchronizes the
-    /// object. A log whose size does not grow (a counter) returns 0.
+    /// object. A log whose size does not grow (a counter) returns 0. It runs with the slot
+    /// locked (after a `push`, and before a `take` that hands the log to a locked object); if
+    /// it panics, the `log` call that asked panics, and the log keeps its entries.
     fn len(&self) -> usize;
 
     /// Whether the log holds nothing.

@@ -861,11 +861,15 @@ impl<L: Log> Object<L> {
                 }
                 None => {
                     // Its owner is synchronizing or reading it: spill the log to it instead.
+                    // SAFETY: the way's lock is held.
+                    let log = unsafe { &mut *way.log.get() };
+                    // The spill's size (a hint for the bound), asked before anything moves:
+                    // `len` is the user's code, and a panic there once `take` had moved the
+                    // updates out would drop them unreported. Here it leaves them in the way.
+                    let n = log.len();
                     // If the user's `take` panics, what it moved out is lost: `lost` then
                     // makes the object's next gather poison it.
                     let lost = LostOnUnwind(&other.lost);
-                    // SAFETY: the way's lock is held.
-                    let log = unsafe { &mut *way.log.get() };
                     let l = if std::thread::panicking() {
                         // The thread unwinds from a panic (a `log` in a `Drop`): a panic of
                         // `take` would abort the process. It is caught, `lost` reports what it
@@ -887,7 +891,6 @@ impl<L: Log> Object<L> {
                         log.take()
                     };
                     core::mem::forget(lost);
-                    let n = l.len();
                     #[cfg(paygo_loom_bug)]
                     if bug::is(bug::UNTAG_BEFORE_SPILL) {
                         Core::untag(&other.pending, way, cpu);

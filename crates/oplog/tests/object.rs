@@ -446,6 +446,64 @@ fn a_panic_in_take_while_spilling_poisons_the_object() {
     assert_eq!(*b.synchronize(), [6], "5 was not logged: its log panicked");
 }
 
+/// While armed, `len` of [`LenPanics`] panics (a bug in the user's code).
+static LEN_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A log whose `len` panics while [`LEN_PANICS`] is set.
+#[derive(Default)]
+struct LenPanics(Vec<u32>);
+
+impl oplog::Log for LenPanics {
+    type Target = Vec<u32>;
+    type Op = u32;
+    fn push(&mut self, op: u32, _: &mut oplog::Stamper) {
+        self.0.push(op);
+    }
+    fn len(&self) -> usize {
+        assert!(
+            !LEN_PANICS.load(std::sync::atomic::Ordering::Relaxed),
+            "len fails"
+        );
+        self.0.len()
+    }
+    fn apply(logs: Vec<Self>, target: &mut Vec<u32>) {
+        for l in logs {
+            target.extend(l.0);
+        }
+    }
+}
+
+/// An object's log is evicted while the object is locked, so the evicter spills it, and the
+/// log's `len` (asked for the spill's size) panics: the updates stay logged and the next
+/// synchronize applies them. The evicter asked `len` of the log it had already taken out of
+/// the way, so the panic dropped them, and nothing said so (the object was not poisoned).
+#[test]
+fn a_panic_in_len_while_spilling_loses_no_update() {
+    let _saved = percpu::affinity::Saved::take();
+    // On one CPU, so that the two objects meet in its only way.
+    if percpu::testing::pin_or_skip("an eviction on one CPU").is_none() {
+        return;
+    }
+    let d = Domain::<LenPanics>::with_config(1, 1000);
+    let a = Object::new(&d, Vec::new());
+    let b = Object::new(&d, Vec::new());
+    let g = a.synchronize();
+    a.log(1);
+    a.log(2);
+    // `a` is locked: `b` spills its log, whose len panics.
+    LEN_PANICS.store(true, std::sync::atomic::Ordering::Relaxed);
+    let msg = panic_message(|| {
+        b.log(5);
+    });
+    LEN_PANICS.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(msg.contains("len fails"), "{msg}");
+    drop(g);
+    assert!(!a.is_poisoned());
+    assert_eq!(*a.synchronize(), [1, 2], "1 and 2 were lost with the panic");
+    b.log(6);
+    assert_eq!(*b.synchronize(), [6], "5 was not logged: its log panicked");
+}
+
 /// A pending update that panics when the object is dropped while the thread unwinds from
 /// another panic: `into_inner` of a poisoned object panics and drops the object, and an object
 /// on the stack of a closure that panics is dropped. A panic out of a drop during unwinding
