@@ -140,8 +140,10 @@ pub trait Log: Default + Send + 'static {
         core::mem::take(self)
     }
 
-    /// Applies the logs gathered by one synchronize (from every CPU that had one, in no
-    /// particular order) to `target`, in timestamp order.
+    /// Applies the logs gathered by one synchronize (in no particular order) to `target`, in
+    /// timestamp order. They are not one per CPU: a CPU may contribute several, one from each
+    /// pass of the gather that found a log begun on it since the previous pass, and those
+    /// spilled to the object (see [`crate::SyncGuard`]).
     ///
     /// It runs holding the object's lock: it (and the operations it executes) must not
     /// synchronize this object, nor call its `clear_poison` or `into_inner`, which wait for

@@ -15,9 +15,10 @@
 //! `remove(k)` has no effect at all, so the pair can be dropped:
 //!
 //! * **local absorption** (`LOCAL`): `push(remove(k))` looks for `add(k)` among the most recent
-//!   [`LOCAL_SCAN`] entries of this CPU's log and, if it finds it, deletes it and logs nothing (nor reads
-//!   the clock; no other CPU can hold an update of `k` stamped between the two: a remove of `k` there
-//!   would have to be followed by a re-add before a synchronize had taken this CPU's log);
+//!   [`LOCAL_SCAN`] entries of this CPU's log and, if it finds it, deletes it and logs nothing
+//!   (nor reads the clock; no other CPU can hold an update of `k` stamped between the two: a
+//!   remove of `k` there would have to be followed by a re-add before a synchronize had taken
+//!   this CPU's log);
 //! * **global absorption** (`GLOBAL`, the paper's `try_absorb`): in the merged batch, an
 //!   `add(k)` and the first later `remove(k)` are dropped together, so neither is executed.
 //!
