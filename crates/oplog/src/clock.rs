@@ -148,7 +148,10 @@ static SEQ: AtomicU64 = AtomicU64::new(1);
 
 /// The next time of [`Source::Sequence`]. Relaxed: the adds of one word are in one order that
 /// every thread sees consistently with happens-before (read-modify-write coherence), so an add
-/// that happens before another returns a smaller time; nothing else is published.
+/// that happens before another returns a smaller time; nothing else is published. The cut also
+/// orders two adds that no happens-before relates (one for an entry a gather took, one after
+/// the `fetch_or` of a pending bit the gather's SeqCst load missed): that rests on the SeqCst
+/// fence before the add off x86_64 and on the hardware's order (see `Stamper::stamp`).
 #[inline]
 pub fn sequence() -> u64 {
     SEQ.fetch_add(1, Ordering::Relaxed)

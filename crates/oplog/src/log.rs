@@ -57,9 +57,15 @@ impl Stamper {
             None => {
                 // The clock read comes after the slot lock's acquisition and the pending bit's
                 // SeqCst `fetch_or` (which the gather's SeqCst loads of the bits see; see the
-                // crate docs, "the cut"). The clock is no memory access, so this fence pairs
-                // with no other: it only keeps the read after those. On x86_64 the slot lock's
-                // `lock cmpxchg` already ordered the read after everything before it.
+                // crate docs, "the cut"). The timestamp counter and `CLOCK_MONOTONIC` are no
+                // memory access of the protocol: for them this fence pairs with no other, and
+                // only keeps the read after those. The counter of `Source::Sequence` is one (a
+                // Relaxed add, see `clock::sequence`): the fence keeps it after the `fetch_or`,
+                // so that the entries taken by a gather whose SeqCst load missed the bit were
+                // stamped by earlier adds (aarch64 orders them so; the language's model alone,
+                // for a Relaxed add, does not). On x86_64 the slot lock's `lock cmpxchg` already
+                // ordered the read after everything before it, and locked adds are in one total
+                // order.
                 #[cfg(not(target_arch = "x86_64"))]
                 std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
                 // Saturating: a log that stamped its own updates with `Stamper::fixed` may have

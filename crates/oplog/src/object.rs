@@ -538,7 +538,8 @@ impl<L: Log> Core<L> {
             // took after it (see `Core::lost`); we hold `target` (see `Core::poisoned`).
             self.poison_if_lost();
             if !spill.is_empty() {
-                // Taken whole: the buffer is freed with the batch (see `Core::spill`).
+                // Taken whole, its buffer with it (freed at the end of this statement), so the
+                // list keeps no memory (see `Core::spill`).
                 logs.append(&mut core::mem::take(&mut *spill));
                 self.spilled.store(0, Ordering::Relaxed);
                 any = true;
