@@ -137,20 +137,9 @@ impl RefCounter for Atomic {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+    use crate::loom_models::pin;
     use crate::sync::Arc;
-    use loom::cell::UnsafeCell;
     use loom::thread;
-
-    fn pin(o: &Arc<AtomicObject>) -> Pin<&AtomicObject> {
-        // SAFETY: the object lives in an Arc and is never moved out of it.
-        unsafe { Pin::new_unchecked(&**o) }
-    }
-
-    fn write(data: &UnsafeCell<u64>) {
-        // SAFETY: loom checks the access: the models write only under a reference or after a
-        // successful reclaim, which the scheme must order.
-        data.with_mut(|d| unsafe { *d += 1 });
-    }
 
     /// A get, a write under its reference and its put, against a reclaim on another thread that
     /// writes once it succeeded: the reclaim succeeds only before the get (which then fails and
@@ -158,26 +147,7 @@ mod loom_tests {
     /// decrement, read by the reclaim's Acquire exchange).
     #[test]
     fn get_put_vs_reclaim() {
-        percpu::testing::loom_model(|| {
-            let obj = Arc::new(Atomic.new_object());
-            let data = Arc::new(UnsafeCell::new(0));
-            let (o2, d2) = (obj.clone(), data.clone());
-            let t = thread::spawn(move || {
-                let ok = Atomic.try_reclaim(pin(&o2));
-                if ok {
-                    write(&d2);
-                }
-                ok
-            });
-            if let Some(tok) = Atomic.try_get(pin(&obj)) {
-                write(&data);
-                Atomic.put(pin(&obj), tok);
-            }
-            let reclaimed = t.join().unwrap();
-            assert_eq!(Atomic.read_all(pin(&obj)), 0);
-            assert!(reclaimed || Atomic.try_reclaim(pin(&obj)));
-            assert_eq!(obj.word.load(Ordering::Relaxed), DEAD);
-        });
+        crate::loom_models::get_put_vs_reclaim(Atomic, |o| o.word.load(Ordering::Relaxed) == DEAD);
     }
 
     /// A get on a reclaimed object against its reinit: the get succeeds on the new life (counted

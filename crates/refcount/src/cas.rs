@@ -212,20 +212,6 @@ impl RefCounter for Cas {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::sync::Arc;
-    use loom::cell::UnsafeCell;
-    use loom::thread;
-
-    fn pin(o: &Arc<CasObject>) -> Pin<&CasObject> {
-        // SAFETY: the object lives in an Arc and is never moved out of it.
-        unsafe { Pin::new_unchecked(&**o) }
-    }
-
-    fn write(data: &UnsafeCell<u64>) {
-        // SAFETY: loom checks the access: the models write only under a reference or after a
-        // successful reclaim, which the scheme must order.
-        data.with_mut(|d| unsafe { *d += 1 });
-    }
 
     /// A get (load, then compare-exchange), a write under its reference and its put, against a
     /// reclaim (`1 -> 0`) on another thread that writes once it succeeded: the get fails once
@@ -233,26 +219,7 @@ mod loom_tests {
     /// happen before it (its Release decrement, read by the reclaim's Acquire exchange).
     #[test]
     fn get_put_vs_reclaim() {
-        percpu::testing::loom_model(|| {
-            let obj = Arc::new(Cas.new_object());
-            let data = Arc::new(UnsafeCell::new(0));
-            let (o2, d2) = (obj.clone(), data.clone());
-            let t = thread::spawn(move || {
-                let ok = Cas.try_reclaim(pin(&o2));
-                if ok {
-                    write(&d2);
-                }
-                ok
-            });
-            if let Some(tok) = Cas.try_get(pin(&obj)) {
-                write(&data);
-                Cas.put(pin(&obj), tok);
-            }
-            let reclaimed = t.join().unwrap();
-            assert_eq!(Cas.read_all(pin(&obj)), 0);
-            assert!(reclaimed || Cas.try_reclaim(pin(&obj)));
-            assert_eq!(obj.count.load(Ordering::Relaxed), 0);
-        });
+        crate::loom_models::get_put_vs_reclaim(Cas, |o| o.count.load(Ordering::Relaxed) == 0);
     }
 
     /// `get_put_vs_reclaim` catches a Relaxed put: the reclaim that reads its decrement is no

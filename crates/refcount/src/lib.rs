@@ -17,6 +17,8 @@ pub mod cas;
 pub mod conformance;
 pub mod frozen_bit;
 mod lifecycle;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod mutation;
 pub mod percpu_ref;
 pub mod rcuref;

@@ -444,20 +444,10 @@ impl RefCounter for RcuRef {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+    use crate::loom_models::{pin, write, LastPut};
     use crate::sync::Arc;
     use loom::cell::UnsafeCell;
     use loom::thread;
-
-    fn pin(o: &Arc<RcuRefObject>) -> Pin<&RcuRefObject> {
-        // SAFETY: the object lives in an Arc and is never moved out of it.
-        unsafe { Pin::new_unchecked(&**o) }
-    }
-
-    fn write(data: &UnsafeCell<u64>) {
-        // SAFETY: loom checks the access: the models write only under a reference or after a
-        // successful reclaim, which the scheme must order.
-        data.with_mut(|d| unsafe { *d += 1 });
-    }
 
     /// A get, a write under its reference and its put, against a reclaim on another thread that
     /// writes once it succeeded: the reclaim succeeds only before the get (which then fails) or
@@ -465,26 +455,7 @@ mod loom_tests {
     /// reclaim's Acquire exchange); once both are done the object is dead or reclaimable.
     #[test]
     fn get_put_vs_reclaim() {
-        percpu::testing::loom_model(|| {
-            let obj = Arc::new(RcuRef.new_object());
-            let data = Arc::new(UnsafeCell::new(0));
-            let (o2, d2) = (obj.clone(), data.clone());
-            let t = thread::spawn(move || {
-                let ok = RcuRef.try_reclaim(pin(&o2));
-                if ok {
-                    write(&d2);
-                }
-                ok
-            });
-            if let Some(tok) = RcuRef.try_get(pin(&obj)) {
-                write(&data);
-                RcuRef.put(pin(&obj), tok);
-            }
-            let reclaimed = t.join().unwrap();
-            assert_eq!(RcuRef.read_all(pin(&obj)), 0);
-            assert!(reclaimed || RcuRef.try_reclaim(pin(&obj)));
-            assert_eq!(RcuRef.raw(pin(&obj)), DEAD);
-        });
+        crate::loom_models::get_put_vs_reclaim(RcuRef, |o| RcuRef.raw(o) == DEAD);
     }
 
     /// The owner's release (the last reference: `ONEREF -> NOREF`, then the exchange to `DEAD`)
@@ -563,52 +534,18 @@ mod loom_tests {
     /// place"): this model checks what stays true.
     #[test]
     fn last_put_vs_get_put_and_reuse() {
-        percpu::testing::loom_model(|| {
-            let obj = Arc::new(RcuRef.new_object());
-            let data = Arc::new(UnsafeCell::new(0));
-            let tok = RcuRef.try_get(pin(&obj)).unwrap();
-            // SAFETY: this thread holds the new object's base and releases it once; no thread
-            // reclaims it, and only the thread told to free it reinits it.
-            assert!(!unsafe { RcuRef.release_base(pin(&obj)) });
-            let (o1, d1) = (obj.clone(), data.clone());
-            let t1 = thread::spawn(move || {
-                let freed = RcuRef.put_and_test(pin(&o1), tok);
-                if freed {
-                    write(&d1);
-                }
-                freed as u32
-            });
-            let (o2, d2) = (obj.clone(), data.clone());
-            let t2 = thread::spawn(move || {
-                let (mut frees, mut reused) = (0, false);
-                if let Some(t) = RcuRef.try_get(pin(&o2)) {
-                    write(&d2);
-                    if RcuRef.put_and_test(pin(&o2), t) {
-                        write(&d2);
-                        frees += 1;
-                        // SAFETY: this thread was told to free life 0: the object is dead and
-                        // only this thread reuses it.
-                        unsafe { RcuRef.reinit(pin(&o2)) };
-                        reused = true;
-                        // SAFETY: the reinit made this thread the owner of life 1's base,
-                        // released once; no thread reclaims.
-                        if unsafe { RcuRef.release_base(pin(&o2)) } {
-                            write(&d2);
-                            frees += 1;
-                        }
-                    }
-                }
-                (frees, reused)
-            });
-            let f1 = t1.join().unwrap();
-            let (f2, reused) = t2.join().unwrap();
-            assert_eq!(
-                f1 + f2,
-                1 + reused as u32,
-                "a life that ended was not freed exactly once"
-            );
-            assert!(RcuRef.try_get(pin(&obj)).is_none());
-        });
+        crate::loom_models::last_put_vs_get_put_and_reuse(RcuRef);
+    }
+
+    impl LastPut for RcuRef {
+        fn put_and_test(&self, obj: Pin<&RcuRefObject>, token: RcuRefToken) -> bool {
+            RcuRef::put_and_test(self, obj, token)
+        }
+
+        unsafe fn release_base(&self, obj: Pin<&RcuRefObject>) -> bool {
+            // SAFETY: forwarded contract.
+            unsafe { RcuRef::release_base(self, obj) }
+        }
     }
 
     /// `last_put_vs_get_put_and_reuse` catches a last put that stores `DEAD` without its

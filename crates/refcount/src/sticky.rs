@@ -308,20 +308,9 @@ impl RefCounter for Sticky {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+    use crate::loom_models::{pin, LastPut};
     use crate::sync::Arc;
-    use loom::cell::UnsafeCell;
     use loom::thread;
-
-    fn pin(o: &Arc<StickyObject>) -> Pin<&StickyObject> {
-        // SAFETY: the object lives in an Arc and is never moved out of it.
-        unsafe { Pin::new_unchecked(&**o) }
-    }
-
-    fn write(data: &UnsafeCell<u64>) {
-        // SAFETY: loom checks the access: the models write only under a reference or after a
-        // successful reclaim, which the scheme must order.
-        data.with_mut(|d| unsafe { *d += 1 });
-    }
 
     /// A new object whose owner released its base while one transient reference, returned
     /// here, is held: the word is 1, and that reference's put is the last.
@@ -340,26 +329,7 @@ mod loom_tests {
     /// decrement, read by the reclaim's Acquire exchange).
     #[test]
     fn get_put_vs_reclaim() {
-        percpu::testing::loom_model(|| {
-            let obj = Arc::new(Sticky.new_object());
-            let data = Arc::new(UnsafeCell::new(0));
-            let (o2, d2) = (obj.clone(), data.clone());
-            let t = thread::spawn(move || {
-                let ok = Sticky.try_reclaim(pin(&o2));
-                if ok {
-                    write(&d2);
-                }
-                ok
-            });
-            if let Some(tok) = Sticky.try_get(pin(&obj)) {
-                write(&data);
-                Sticky.put(pin(&obj), tok);
-            }
-            let reclaimed = t.join().unwrap();
-            assert_eq!(Sticky.read_all(pin(&obj)), 0);
-            assert!(reclaimed || Sticky.try_reclaim(pin(&obj)));
-            assert!(Sticky.try_get(pin(&obj)).is_none());
-        });
+        crate::loom_models::get_put_vs_reclaim(Sticky, |o| Sticky.try_get(o).is_none());
     }
 
     /// The last decrement against a reader: the reader may find the count at 0 before the
@@ -426,48 +396,18 @@ mod loom_tests {
     /// place"): this model checks what stays true.
     #[test]
     fn last_put_vs_get_put_and_reuse() {
-        percpu::testing::loom_model(|| {
-            let (obj, tok) = one_transient_left();
-            let data = Arc::new(UnsafeCell::new(0));
-            let (o1, d1) = (obj.clone(), data.clone());
-            let t1 = thread::spawn(move || {
-                let freed = Sticky.put_and_test(pin(&o1), tok);
-                if freed {
-                    write(&d1);
-                }
-                freed as u32
-            });
-            let (o2, d2) = (obj.clone(), data.clone());
-            let t2 = thread::spawn(move || {
-                let (mut frees, mut reused) = (0, false);
-                if let Some(t) = Sticky.try_get(pin(&o2)) {
-                    write(&d2);
-                    if Sticky.put_and_test(pin(&o2), t) {
-                        write(&d2);
-                        frees += 1;
-                        // SAFETY: this thread was told to free life 0: the object is dead and
-                        // only this thread reuses it.
-                        unsafe { Sticky.reinit(pin(&o2)) };
-                        reused = true;
-                        // SAFETY: the reinit made this thread the owner of life 1's base,
-                        // released once; no thread reclaims.
-                        if unsafe { Sticky.release_base(pin(&o2)) } {
-                            write(&d2);
-                            frees += 1;
-                        }
-                    }
-                }
-                (frees, reused)
-            });
-            let f1 = t1.join().unwrap();
-            let (f2, reused) = t2.join().unwrap();
-            assert_eq!(
-                f1 + f2,
-                1 + reused as u32,
-                "a life that ended was not freed exactly once"
-            );
-            assert!(Sticky.try_get(pin(&obj)).is_none());
-        });
+        crate::loom_models::last_put_vs_get_put_and_reuse(Sticky);
+    }
+
+    impl LastPut for Sticky {
+        fn put_and_test(&self, obj: Pin<&StickyObject>, token: StickyToken) -> bool {
+            Sticky::put_and_test(self, obj, token)
+        }
+
+        unsafe fn release_base(&self, obj: Pin<&StickyObject>) -> bool {
+            // SAFETY: forwarded contract.
+            unsafe { Sticky::release_base(self, obj) }
+        }
     }
 
     /// `last_put_vs_get_put_and_reuse` catches a decrement that marks the zero with a swap: a
