@@ -200,6 +200,66 @@ impl RefCounter for PanicsInReinit {
     }
 }
 
+/// Pages of [`after_a_reinit_panic`]'s file.
+const PAGES: usize = 12;
+
+/// A cache of 16 frames with the scheme [`PanicsInReinit`] (and `cfg`'s other settings), a file
+/// `a` of [`PAGES`] pages of the pattern in `dir`, read whole into it, `writes` (offset, bytes)
+/// written to it, `before` run, and then a `drop_cache` of the file whose first `reinit` (page
+/// 0's frame, the first freed) panics and unwinds out of it. Returns the cache, the file's
+/// handle and path, and the model of what the file holds.
+#[allow(clippy::type_complexity)]
+fn after_a_reinit_panic(
+    dir: &tempfile::TempDir,
+    cfg: &Config,
+    writes: &[(usize, &[u8])],
+    before: impl FnOnce(),
+) -> (
+    PageCacheOf<PanicsInReinit>,
+    pagecache::CachedFileOf<PanicsInReinit>,
+    std::path::PathBuf,
+    Vec<u8>,
+) {
+    let len = PAGES * PAGE_SIZE;
+    let a = pattern_file(dir, "a", len as u64);
+    let c = PageCacheOf::with_scheme(PanicsInReinit::default(), cfg).unwrap();
+    let fa = c.open(&a).unwrap();
+    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for p in 0..PAGES as u64 {
+        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
+    }
+    for &(at, x) in writes {
+        assert_eq!(fa.write_at(x, at as u64).unwrap(), x.len());
+        model[at..at + x.len()].copy_from_slice(x);
+    }
+    assert_eq!(c.stats().resident, PAGES);
+    before();
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    (c, fa, a, model)
+}
+
+/// Makes `cfg`'s fault hook fail every write-back with "injected write-back error" while the
+/// flag it returns is set.
+fn failing_write_backs(cfg: &mut Config) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let fail = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hook_fail = fail.clone();
+    cfg.fault = Some(std::sync::Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+        if ev.kind == pagecache::IoKind::WriteBack
+            && hook_fail.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            Err(std::io::Error::other("injected write-back error"))
+        } else {
+            Ok(())
+        }
+    }));
+    fail
+}
+
 /// Runs `f` on another thread and returns what it returns, failing the test if it takes more
 /// than a minute (a wait without end) instead of hanging it. Under Miri the bound is half an
 /// hour: a wait on a poisoned cache gives up after some 65,000 turns, each a `sched_yield`
@@ -228,31 +288,15 @@ fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) ->
 #[test]
 fn a_panic_while_a_drop_frees_its_batch_retires_the_dead_frames() {
     let dir = tempfile::tempdir().unwrap();
-    let len = 12 * PAGE_SIZE;
-    let a = pattern_file(&dir, "a", len as u64);
+    let len = PAGES * PAGE_SIZE;
     let b = pattern_file(&dir, "b", 4 * PAGE_SIZE as u64);
-    let c = PageCacheOf::with_scheme(
-        PanicsInReinit::default(),
-        &Config::new(16, "panics-in-reinit"),
-    )
-    .unwrap();
-    let fa = c.open(&a).unwrap();
-    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+    let writes: [(usize, &[u8]); 2] = [
+        (3 * PAGE_SIZE + 10, b"three"),
+        (7 * PAGE_SIZE + 10, b"seven"),
+    ];
+    let (c, fa, a, mut model) =
+        after_a_reinit_panic(&dir, &Config::new(16, "panics-in-reinit"), &writes, || {});
     let mut buf = vec![0u8; PAGE_SIZE];
-    for p in 0..12 {
-        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
-    }
-    for (p, x) in [(3, b"three"), (7, b"seven")] {
-        let at = p * PAGE_SIZE + 10;
-        assert_eq!(fa.write_at(x, at as u64).unwrap(), 5);
-        model[at..at + 5].copy_from_slice(x);
-    }
-    assert_eq!(c.stats().resident, 12);
-    c.scheme()
-        .armed
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
     assert!(
         std::fs::read(&a).unwrap() == model,
         "the pages written in the dead frames are in the file"
@@ -302,34 +346,16 @@ fn a_panic_while_a_drop_frees_its_batch_retires_the_dead_frames() {
 /// bytes, which the optimistic read returned after the growth.
 #[test]
 fn a_cut_retires_a_dead_page_past_the_new_end() {
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    use std::sync::Arc;
+    use std::sync::atomic::Ordering::Relaxed;
     let dir = tempfile::tempdir().unwrap();
-    let len = 12 * PAGE_SIZE;
-    let a = pattern_file(&dir, "a", len as u64);
-    let fail = Arc::new(AtomicBool::new(false));
+    let len = PAGES * PAGE_SIZE;
     let mut cfg = Config::new(16, "panics-in-reinit");
     cfg.mode = pagecache::Mode::Optimistic;
-    let hook_fail = fail.clone();
-    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
-        if ev.kind == pagecache::IoKind::WriteBack && hook_fail.load(Relaxed) {
-            Err(std::io::Error::other("injected write-back error"))
-        } else {
-            Ok(())
-        }
-    }));
-    let c = PageCacheOf::with_scheme(PanicsInReinit::default(), &cfg).unwrap();
-    let fa = c.open(&a).unwrap();
-    let mut buf = vec![0u8; PAGE_SIZE];
-    for p in 0..12 {
-        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
-    }
+    let fail = failing_write_backs(&mut cfg);
     let at = 5 * PAGE_SIZE as u64 + 10;
-    assert_eq!(fa.write_at(b"stale", at).unwrap(), 5);
-    fail.store(true, Relaxed);
-    c.scheme().armed.store(true, Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let (_c, fa, _a, _) = after_a_reinit_panic(&dir, &cfg, &[(at as usize, b"stale")], || {
+        fail.store(true, Relaxed)
+    });
     fail.store(false, Relaxed);
     let (cut, grown, read) = within_a_minute(move || {
         let cut = fa.set_len(5 * PAGE_SIZE as u64);
@@ -672,28 +698,15 @@ fn a_dropped_file_writes_back_the_dirty_page_of_a_frame_left_flagged_and_counted
 #[test]
 fn a_panic_in_reinit_keeps_the_batchs_clean_frames_and_counts_the_lost_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let len = 12 * PAGE_SIZE;
-    let a = pattern_file(&dir, "a", len as u64);
+    let len = PAGES * PAGE_SIZE;
     let b = pattern_file(&dir, "b", 2 * PAGE_SIZE as u64);
-    let c = PageCacheOf::with_scheme(
-        PanicsInReinit::default(),
+    let (c, fa, a, model) = after_a_reinit_panic(
+        &dir,
         &Config::new(16, "panics-in-reinit"),
-    )
-    .unwrap();
-    let fa = c.open(&a).unwrap();
-    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+        &[(3 * PAGE_SIZE + 10, b"three")],
+        || {},
+    );
     let mut buf = vec![0u8; PAGE_SIZE];
-    for p in 0..12 {
-        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
-    }
-    let at = 3 * PAGE_SIZE + 10;
-    assert_eq!(fa.write_at(b"three", at as u64).unwrap(), 5);
-    model[at..at + 5].copy_from_slice(b"three");
-    c.scheme()
-        .armed
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
     let st = c.stats();
     assert_eq!((st.resident, st.retired, st.limit), (10, 2, 16));
     let fills = st.fills;
@@ -871,35 +884,13 @@ fn a_panic_in_the_reinit_of_an_orphan_loses_only_that_frame() {
 /// Before, the unpublished frame was never looked at again, and the bytes were lost.
 #[test]
 fn a_dropped_file_writes_back_a_dead_page_a_cut_could_not_write() {
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    use std::sync::Arc;
+    use std::sync::atomic::Ordering::Relaxed;
     let dir = tempfile::tempdir().unwrap();
-    let len = 12 * PAGE_SIZE;
-    let a = pattern_file(&dir, "a", len as u64);
-    let fail = Arc::new(AtomicBool::new(false));
     let mut cfg = Config::new(16, "panics-in-reinit");
-    let hook_fail = fail.clone();
-    cfg.fault = Some(Arc::new(move |ev: &pagecache::IoEvent<'_>| {
-        if ev.kind == pagecache::IoKind::WriteBack && hook_fail.load(Relaxed) {
-            Err(std::io::Error::other("injected write-back error"))
-        } else {
-            Ok(())
-        }
-    }));
-    let c = PageCacheOf::with_scheme(PanicsInReinit::default(), &cfg).unwrap();
-    let fa = c.open(&a).unwrap();
-    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
-    let mut buf = vec![0u8; PAGE_SIZE];
-    for p in 0..12 {
-        fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
-    }
+    let fail = failing_write_backs(&mut cfg);
     let at = 5 * PAGE_SIZE + 10;
-    assert_eq!(fa.write_at(b"stale", at as u64).unwrap(), 5);
-    model[at..at + 5].copy_from_slice(b"stale");
-    fail.store(true, Relaxed);
-    c.scheme().armed.store(true, Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fa.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    let (_c, fa, a, mut model) =
+        after_a_reinit_panic(&dir, &cfg, &[(at, b"stale")], || fail.store(true, Relaxed));
     let end = at + 2;
     model.truncate(end);
     let cut = within_a_minute(move || {
