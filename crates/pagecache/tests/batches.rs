@@ -261,15 +261,16 @@ fn failing_write_backs(cfg: &mut Config) -> std::sync::Arc<std::sync::atomic::At
 }
 
 /// Runs `f` on another thread and returns what it returns, failing the test if it takes more
-/// than a minute (a wait without end) instead of hanging it. Under Miri the bound is half an
-/// hour: a wait on a poisoned cache gives up after some 65,000 turns, each a `sched_yield`
-/// that Miri interprets, which took more than a minute on a busy 2-vCPU host.
-fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+/// than ten minutes (a wait without end) instead of hanging it; half an hour under Miri. A
+/// hang guard, not a timing: a wait on a poisoned cache gives up after 65,536 turns, each a
+/// `sched_yield` past the first ones, and with the test's threads and other work on a 2-vCPU
+/// host, one such wait took more than a minute (each yield gives the CPU away for a while).
+fn within_bound<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    let bound = if cfg!(miri) { 30 * 60 } else { 60 };
+    let bound = if cfg!(miri) { 30 * 60 } else { 10 * 60 };
     rx.recv_timeout(std::time::Duration::from_secs(bound))
         .expect("waited past the bound: a wait on a poisoned cache did not give up")
 }
@@ -315,7 +316,7 @@ fn a_panic_while_a_drop_frees_its_batch_retires_the_dead_frames() {
     }
     let st = c.stats();
     assert_eq!((st.resident, st.retired), (13, 3), "every frame in use");
-    let (read, written, cut, closed) = within_a_minute(move || {
+    let (read, written, cut, closed) = within_bound(move || {
         let mut all = vec![0u8; len];
         let read = fa.read_at(&mut all, 0).map(|n| (n, all));
         let written = fa.write_at(b"again", 5 * PAGE_SIZE as u64 + 1);
@@ -357,7 +358,7 @@ fn a_cut_retires_a_dead_page_past_the_new_end() {
         fail.store(true, Relaxed)
     });
     fail.store(false, Relaxed);
-    let (cut, grown, read) = within_a_minute(move || {
+    let (cut, grown, read) = within_bound(move || {
         let cut = fa.set_len(5 * PAGE_SIZE as u64);
         let grown = fa.set_len(len as u64);
         let mut b = [1u8; 5];
@@ -637,7 +638,7 @@ fn a_frame_a_panic_left_flagged_is_made_live_again() {
         "the held page keeps its bytes"
     );
     drop(held);
-    let (read, closed) = within_a_minute(move || {
+    let (read, closed) = within_bound(move || {
         let mut all = vec![0u8; 12 * PAGE_SIZE];
         let read = f.read_at(&mut all, 0).map(|n| (n, all));
         (read, f.close())
@@ -673,7 +674,7 @@ fn a_dropped_file_writes_back_the_dirty_page_of_a_frame_left_flagged_and_counted
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
     assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
-    let read = within_a_minute(move || {
+    let read = within_bound(move || {
         let mut buf = vec![0u8; 8];
         let read = f.read_at(&mut buf, PAGE_SIZE as u64);
         drop(f);
@@ -750,7 +751,7 @@ fn a_cut_zeroes_a_page_whose_frame_a_panic_left_flagged_and_counted() {
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
     assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
-    let (cut, grown, read) = within_a_minute(move || {
+    let (cut, grown, read) = within_bound(move || {
         let cut = f.set_len(2 * PAGE_SIZE as u64 + 100);
         let grown = f.set_len(4 * PAGE_SIZE as u64);
         let mut b = [1u8; 8];
@@ -858,7 +859,7 @@ fn a_panic_in_the_reinit_of_an_orphan_loses_only_that_frame() {
         (7, 1),
         "three orphans are live again"
     );
-    let (held, eighth) = within_a_minute(move || {
+    let (held, eighth) = within_bound(move || {
         let refs: Vec<_> = (0..7).map(|p| fb.page(p)).collect();
         let eighth = fb.page(7).map(|r| r.len()).map_err(|e| e.kind());
         let held: Vec<_> = refs
@@ -893,7 +894,7 @@ fn a_dropped_file_writes_back_a_dead_page_a_cut_could_not_write() {
         after_a_reinit_panic(&dir, &cfg, &[(at, b"stale")], || fail.store(true, Relaxed));
     let end = at + 2;
     model.truncate(end);
-    let cut = within_a_minute(move || {
+    let cut = within_bound(move || {
         let cut = fa.set_len(end as u64).map_err(|e| e.to_string());
         fail.store(false, Relaxed);
         drop(fa);
