@@ -1,5 +1,5 @@
-//! The C API from C: builds the programs of `tests/c` (`readers.c`, `limits.c`, `handles.c`,
-//! `cancel.c`, `counters.c`) against `include/pagecache.h` and the crate's static library (built by cargo
+//! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`, `limits.c`,
+//! `handles.c`, `cancel.c`, `counters.c`) against `include/pagecache.h` and the crate's static library (built by cargo
 //! next to this test binary, since the crate's lib target is a `staticlib` too), runs them,
 //! and checks that the header also compiles as C++ (or says that check is skipped where no C++
 //! compiler is installed).
@@ -26,6 +26,34 @@ fn build_and_run(name: &str) -> String {
     println!("{text}");
     let _ = std::fs::remove_file(&exe);
     text
+}
+
+/// The README's quick start, built with the link line it shows: a file of 3 pages and 100
+/// bytes read twice, the first pass filling its 4 pages (a miss and the pages read ahead).
+#[test]
+fn c_quick_start_runs() {
+    let lib = cc::staticlib("paygo-pagecache", "pagecache", env!("CARGO"));
+    let exe = cc::build(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        "quickstart",
+        &lib,
+        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = tmp.path().join("f");
+    std::fs::write(&path, vec![7u8; 3 * 4096 + 100]).expect("write the file");
+    let out = cc::run(Command::new(&exe).arg(&path));
+    let _ = std::fs::remove_file(&exe);
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    expect_lines(
+        &text,
+        &[
+            "read 24776 bytes in 2 passes, pages filled: 4",
+            "failures=0",
+        ],
+    );
 }
 
 /// Several schemes and both read modes: 4 reader threads check every byte of random ranges
