@@ -562,9 +562,11 @@ impl<C: RefCounter> Inner<C> {
     ///   on which the scheme counts no reference and whose page no LODIC mapping covers: a fresh
     ///   exclusive try-reclaim (eviction's, which succeeds only with no reference) and a
     ///   `reinit` make it live again in its slot, still holding the page, dirty or not (as
-    ///   after a write-back that failed): `true`. Where that try-reclaim fails (the object is
-    ///   dead already, or the scheme refuses), the frame is retired ([`Inner::retire`]):
-    ///   `true`, or the error of its write-back (the frame then stays as it was). A frame a
+    ///   after a write-back that failed): `true`. Where that try-reclaim fails and left the
+    ///   object live (a scheme that lowers its flag), it is used as it is: `true`
+    ///   ([`Inner::live_again`]). Where it fails on an object that stays dead, the frame is
+    ///   retired ([`Inner::retire`]): `true`, or the error of its write-back (the frame then
+    ///   stays as it was). A frame a
     ///   LODIC mapping covers is only retired: the scheme does not see the mappings' counts;
     /// * a dead frame that a cut unpublished in its slot, dirty, when it could not write the
     ///   page's bytes before the new end back ([`CachedFileOf::set_len`]): written back now,
@@ -618,7 +620,7 @@ impl<C: RefCounter> Inner<C> {
         }
         // A mapped page may be referenced through the mappings' counters, which the scheme
         // does not see: its frame is never reclaimed here, only retired (never reused).
-        if !maps.mapped(page) && self.revive(i) {
+        if !maps.mapped(page) && self.live_again(i) {
             return Ok(true);
         }
         self.retire(&mut a, f, i, page)?;
@@ -644,6 +646,27 @@ impl<C: RefCounter> Inner<C> {
         // no other thread reinits or reclaims it meanwhile.
         unsafe { self.scheme.reinit(obj) };
         true
+    }
+
+    /// [`Inner::revive`], and where its try-reclaim fails, a try-get: whether the frame is live
+    /// (made so, or found so). A try-reclaim that fails leaves the object live (the trait's
+    /// contract: a scheme with a flag lowers it), so a try-get may succeed from then on; a frame
+    /// retired so would lose what a writer that took such a reference writes (its dirty bit set
+    /// after `retire`'s check, on a frame no write-back looks at again). Under the allocator
+    /// lock (held by the caller) no other try-reclaim or reinit runs, so a try-get that fails
+    /// here fails until the frame is retired.
+    #[cold]
+    fn live_again(&self, i: u32) -> bool {
+        if self.revive(i) {
+            return true;
+        }
+        match self.get(i) {
+            Some(tok) => {
+                self.scheme.put(self.obj(i), tok);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Retires frame `i`, which holds `page` of `f` in its slot, filled, and on which no
@@ -1433,7 +1456,8 @@ impl<C: RefCounter> Inner<C> {
     /// no try-reclaim is deciding) and no reference counts on it. If no LODIC mapping covers
     /// its page (or the batch's sum of their counters was zero) and a fresh exclusive
     /// try-reclaim succeeds (a frame left flagged), it is made live again in its slot
-    /// ([`Inner::revive`]), dirty or not. Otherwise (dead already) it
+    /// ([`Inner::revive`]), dirty or not, and where that try-reclaim fails and left the object
+    /// live, it is used as it is ([`Inner::live_again`]). Otherwise (dead already) it
     /// is retired ([`Inner::retire`]): written back if dirty, then unpublished and taken out
     /// of its slot, so that its page is filled again from the file into a sound frame, and
     /// never freed, as the scheme's state of its object is not known: the cache goes on with
@@ -1498,7 +1522,7 @@ impl<C: RefCounter> Inner<C> {
             // another mapped one may be referenced through the mappings' counters, which the
             // scheme does not see, and is not.
             let unmapped = b.flagged.binary_search(&n).is_err();
-            if (unmapped || (summed && b.busy.binary_search(&n).is_err())) && self.revive(i) {
+            if (unmapped || (summed && b.busy.binary_search(&n).is_err())) && self.live_again(i) {
                 continue;
             }
             // A write-back error leaves the frame as it was.

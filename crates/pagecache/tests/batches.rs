@@ -271,8 +271,15 @@ fn within_bound<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T 
         let _ = tx.send(f());
     });
     let bound = if cfg!(miri) { 30 * 60 } else { 10 * 60 };
-    rx.recv_timeout(std::time::Duration::from_secs(bound))
-        .expect("waited past the bound: a wait on a poisoned cache did not give up")
+    match rx.recv_timeout(std::time::Duration::from_secs(bound)) {
+        Ok(v) => v,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("waited past the bound: a wait on a poisoned cache did not give up")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("the checked steps panicked (see the panic above)")
+        }
+    }
 }
 
 /// A scheme's panic while a drop frees its batch (in the first frame's `reinit`) unwinds out of
@@ -515,6 +522,8 @@ struct FlagObject {
 struct Flagging {
     inner: Atomic,
     armed: std::sync::atomic::AtomicBool,
+    /// Its next `try_reclaim` fails, its flag lowered (as after a try-get's transient count).
+    refuse_once: std::sync::atomic::AtomicBool,
 }
 
 impl RefCounter for Flagging {
@@ -548,7 +557,7 @@ impl RefCounter for Flagging {
     fn try_reclaim(&self, obj: Pin<&FlagObject>) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
         obj.flag.store(true, SeqCst);
-        if self.inner.try_reclaim(Pin::new(&obj.count)) {
+        if !self.refuse_once.swap(false, SeqCst) && self.inner.try_reclaim(Pin::new(&obj.count)) {
             return true;
         }
         obj.flag.store(false, SeqCst);
@@ -656,6 +665,44 @@ fn a_frame_a_panic_left_flagged_is_made_live_again() {
         (st.resident, st.retired),
         (0, 0),
         "every frame freed by the close"
+    );
+}
+
+/// As [`a_frame_a_panic_left_flagged_is_made_live_again`], where the first fresh try-reclaim
+/// of the batch's unwind (of one of the four flagged frames) fails and lowers its flag (as a
+/// try-get's transient count makes a reclaim fail): that frame is live, so it is used as it
+/// is, never retired (a writer could take a reference on it from then on, and its bytes would
+/// be lost with the retired frame). No frame is retired, and the file reads back what was
+/// written without a page filled again. Before, that frame was retired, its page filled again
+/// from the file.
+#[test]
+fn a_frame_whose_fresh_reclaim_fails_is_used_as_it_is() {
+    let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(4, 3, b"three");
+    let fills = c.stats().fills;
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    c.scheme()
+        .refuse_once
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    assert!(
+        !c.scheme()
+            .refuse_once
+            .load(std::sync::atomic::Ordering::Relaxed),
+        "a fresh try-reclaim failed"
+    );
+    let st = c.stats();
+    assert_eq!((st.resident, st.retired), (4, 0), "every frame live");
+    let mut all = vec![0u8; 4 * PAGE_SIZE];
+    assert_eq!(f.read_at(&mut all, 0).unwrap(), 4 * PAGE_SIZE);
+    assert!(all == model, "every page reads back what was written");
+    assert_eq!(c.stats().fills, fills, "no page filled again");
+    f.close().unwrap();
+    assert!(
+        std::fs::read(&path).unwrap() == model,
+        "the file as written"
     );
 }
 
