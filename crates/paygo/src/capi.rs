@@ -117,18 +117,22 @@ struct AnchorInfo {
 }
 
 /// The anchors a thread holds on one object, by the CPU whose table counted each: an UNREF
-/// finds one of its current CPU's among a few groups, where a scan of every anchor held took
-/// time in their number (after a migration, every UNREF of a thread holding n references to
-/// the object walked all n of them, n^2 / 2 steps to give them all back). Never empty, nor any
-/// of its groups.
+/// finds one of its current CPU's among a few groups (one per CPU the thread took references
+/// on), however many references the thread holds, also after a migration.
 #[derive(Default)]
-struct Held(Vec<(usize, Vec<Anchor>)>);
+struct Held {
+    /// (CPU, anchors counted there): no group is empty, and a `Held` without groups is not
+    /// kept.
+    groups: Vec<(usize, Vec<Anchor>)>,
+    /// Room that [`Held::reserve`] made for the first anchor of a new group.
+    spare: Vec<Anchor>,
+}
 
 impl Held {
     /// Takes one anchor, counted on `cpu` if any is, else of the group that came last; `None`
     /// where none is held.
     fn take(&mut self, cpu: usize) -> Option<Anchor> {
-        let groups = &mut self.0;
+        let groups = &mut self.groups;
         let k = groups
             .iter()
             .position(|g| g.0 == cpu)
@@ -140,20 +144,25 @@ impl Held {
         a
     }
 
-    /// Room for one more anchor of `cpu` (a group of it, or room for a new one), without
-    /// aborting where memory is short.
+    /// Room for one more anchor of `cpu` (in its group, or a new group and its first room),
+    /// without aborting where memory is short.
     fn reserve(&mut self, cpu: usize) -> Result<(), i32> {
-        match self.0.iter_mut().find(|g| g.0 == cpu) {
-            Some(g) => g.1.try_reserve(1).map_err(|_| PAYGO_ENOMEM),
-            None => self.0.try_reserve(1).map_err(|_| PAYGO_ENOMEM),
-        }
+        let room = match self.groups.iter_mut().find(|g| g.0 == cpu) {
+            Some(g) => g.1.try_reserve(1),
+            None => self
+                .groups
+                .try_reserve(1)
+                .and_then(|()| self.spare.try_reserve(1)),
+        };
+        room.map_err(|_| PAYGO_ENOMEM)
     }
 
-    /// Adds `a`, for which [`Held::reserve`] made room on its CPU: allocates nothing but a
-    /// new group's first room, and fails only there, with `a` handed back.
+    /// Adds `a`, for which [`Held::reserve`] made room on the CPU it was then on: allocates
+    /// only where `a` was counted on another CPU (the thread migrated in between) whose
+    /// group has no room, and fails only there, with `a` handed back.
     fn push(&mut self, a: Anchor) -> Result<(), Anchor> {
-        match self.0.iter_mut().find(|g| g.0 == a.cpu()) {
-            // Nothing to allocate where the room was reserved on this CPU.
+        let cpu = a.cpu();
+        match self.groups.iter_mut().find(|g| g.0 == cpu) {
             Some(g) => {
                 if g.1.try_reserve(1).is_err() {
                     return Err(a);
@@ -161,19 +170,20 @@ impl Held {
                 g.1.push(a)
             }
             None => {
-                let mut v = Vec::new();
-                if v.try_reserve(1).is_err() || self.0.try_reserve(1).is_err() {
+                let mut v = core::mem::take(&mut self.spare);
+                if v.try_reserve(1).is_err() || self.groups.try_reserve(1).is_err() {
+                    self.spare = v;
                     return Err(a);
                 }
                 v.push(a);
-                self.0.push((v[0].cpu(), v));
+                self.groups.push((cpu, v));
             }
         }
         Ok(())
     }
 
     fn into_anchors(self) -> impl Iterator<Item = Anchor> {
-        self.0.into_iter().flat_map(|g| g.1)
+        self.groups.into_iter().flat_map(|g| g.1)
     }
 }
 
@@ -695,7 +705,7 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
                 d.put(hdr, a);
                 return Err(PAYGO_ENOMEM);
             }
-            if !fresh.0.is_empty() {
+            if !fresh.groups.is_empty() {
                 held.insert(addr, fresh);
             }
             Ok(())
@@ -736,7 +746,7 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
                 let Some(a) = v.take(cpu) else {
                     return Ok(false);
                 };
-                if v.0.is_empty() {
+                if v.groups.is_empty() {
                     held.remove(&(obj as usize));
                 }
                 a
@@ -1142,7 +1152,7 @@ mod tests {
                 let held = held(i).expect("not borrowed");
                 let mut g: Vec<(usize, usize)> = held
                     .get(&(o as usize))
-                    .map(|h| h.0.iter().map(|g| (g.0, g.1.len())).collect())
+                    .map(|h| h.groups.iter().map(|g| (g.0, g.1.len())).collect())
                     .unwrap_or_default();
                 g.sort();
                 g
@@ -1205,8 +1215,9 @@ mod tests {
         unsafe {
             assert_eq!(paygo_obj_init(o), PAYGO_OK);
             assert_eq!(paygo_ref(o), PAYGO_OK);
-            let slot = with_info(|i| held(i).expect("not borrowed")[&(o as usize)].0[0].1[0].slot)
-                .expect("anchor information");
+            let slot =
+                with_info(|i| held(i).expect("not borrowed")[&(o as usize)].groups[0].1[0].slot)
+                    .expect("anchor information");
             let s = &domain().expect("the domain").slots[slot];
             // local 1 - 3, anchor 0: READ-ALL sums -2, which would read as PAYGO_ENOTOBJ.
             s.local.fetch_sub(3, Ordering::Relaxed);
