@@ -866,7 +866,10 @@ impl<L: Log> Object<L> {
                     let log = unsafe { &mut *way.log.get() };
                     // The spill's size (a hint for the bound), asked before anything moves:
                     // `len` is the user's code, and a panic there once `take` had moved the
-                    // updates out would drop them unreported. Here it leaves them in the way.
+                    // updates out would drop them unreported. Here it leaves them in the way
+                    // (while the thread unwinds already, such a panic aborts the process, as
+                    // one in `Log::len` anywhere does). Where `take` panics while unwinding and
+                    // what it left is spilled, `n` overstates the spill: a hint only.
                     let n = log.len();
                     // If the user's `take` panics, what it moved out is lost: `lost` then
                     // makes the object's next gather poison it.

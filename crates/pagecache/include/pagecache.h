@@ -171,7 +171,9 @@ typedef struct pagecache_stats {
     uint64_t write_backs;         /* dirty pages written back */
     uint64_t direct_ios;          /* reads and writes that went straight to a file because
                                      every frame was referenced */
-    uint64_t resident;            /* frames holding a page (or being filled) now; <= limit */
+    uint64_t resident;            /* frames holding a page (or being filled) now; <= limit
+                                     (retired frames, only after a Rust scheme's panic, are
+                                     not counted: the C API's schemes do not panic) */
     uint64_t resident_high_water; /* the most frames that ever held a page at once */
     uint64_t limit;               /* the memory limit, in frames */
     uint64_t read_ahead;          /* of the fills, pages read ahead of a sequential miss (up

@@ -1,8 +1,8 @@
-//! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`, `limits.c`,
-//! `handles.c`, `cancel.c`, `counters.c`) against `include/pagecache.h` and the crate's static library (built by cargo
-//! next to this test binary, since the crate's lib target is a `staticlib` too), runs them,
-//! and checks that the header also compiles as C++ (or says that check is skipped where no C++
-//! compiler is installed).
+//! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
+//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`) against `include/pagecache.h` and the
+//! crate's static library (built by cargo next to this test binary, since the crate's lib
+//! target is a `staticlib` too), runs them, and checks that the header also compiles as C++
+//! (or says that check is skipped where no C++ compiler is installed).
 
 use capi_check::cc;
 use std::path::Path;
