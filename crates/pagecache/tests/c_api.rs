@@ -8,15 +8,19 @@ use capi_check::cc;
 use std::path::Path;
 use std::process::Command;
 
+/// The system libraries of the link line that `pagecache.h` and the README document for the
+/// static library.
+const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
+
 /// Builds `tests/c/NAME.c` against the header and `libpagecache.a` (with the link line the
-/// header documents), runs it, and returns its standard output.
+/// header documents, [`LINK`]), runs it, and returns its standard output.
 fn build_and_run(name: &str) -> String {
     let lib = cc::staticlib("paygo-pagecache", "pagecache", env!("CARGO"));
     let exe = cc::build(
         Path::new(env!("CARGO_MANIFEST_DIR")),
         name,
         &lib,
-        &["-lpthread", "-ldl", "-lm"],
+        LINK,
         Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
     // The program's temporary files go to the test's own directory.
@@ -37,7 +41,7 @@ fn c_quick_start_runs() {
         Path::new(env!("CARGO_MANIFEST_DIR")),
         "quickstart",
         &lib,
-        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
+        LINK,
         Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
     let tmp = tempfile::tempdir().expect("tempdir");
