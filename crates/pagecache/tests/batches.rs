@@ -591,9 +591,9 @@ impl RefCounter for Flagging {
 }
 
 /// A file of `pages` pattern pages in a cache of 16 frames counted by [`Flagging`], every page
-/// read, `what` written at byte 10 of page `dirty`, that page held while a `drop_cache`'s
-/// batch panics in the scheme with every frame flagged. Returns the folder, the file's path,
-/// the cache, the file, the held page's reference and the file's content as written.
+/// read, and `what` written at byte 10 of page `dirty`, for a test to hold pages and then call
+/// [`drop_with_its_flags_up`]. Returns the folder, the file's path, the cache, the file and
+/// the file's content as written.
 #[allow(clippy::type_complexity)]
 fn a_drop_that_panics_with_its_flags_up(
     pages: usize,
@@ -622,6 +622,16 @@ fn a_drop_that_panics_with_its_flags_up(
     (dir, path, c, f, model)
 }
 
+/// Arms the scheme and runs `f`'s `drop_cache`, whose batch then panics in the scheme with
+/// every frame flagged: the panic unwinds out of the drop.
+fn drop_with_its_flags_up(c: &PageCacheOf<Flagging>, f: &pagecache::CachedFileOf<Flagging>) {
+    c.scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
+    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+}
+
 /// A `drop_cache` whose batch panics in the scheme with every frame flagged (PAYGO's reclaim
 /// flag up, the reclaim neither finished nor undone), while page 3, written, is held. The
 /// unreferenced frames are made live again in their slots (a fresh try-reclaim, then a
@@ -634,11 +644,7 @@ fn a_drop_that_panics_with_its_flags_up(
 fn a_frame_a_panic_left_flagged_is_made_live_again() {
     let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(12, 3, b"three");
     let held = f.page(3).unwrap();
-    c.scheme()
-        .armed
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    drop_with_its_flags_up(&c, &f);
     let mut first = [0u8; 16];
     held.read(0, &mut first);
     assert_eq!(
@@ -680,13 +686,9 @@ fn a_frame_whose_fresh_reclaim_fails_is_used_as_it_is() {
     let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(4, 3, b"three");
     let fills = c.stats().fills;
     c.scheme()
-        .armed
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    c.scheme()
         .refuse_once
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    drop_with_its_flags_up(&c, &f);
     assert!(
         !c.scheme()
             .refuse_once
@@ -716,11 +718,7 @@ fn a_frame_whose_fresh_reclaim_fails_is_used_as_it_is() {
 fn a_dropped_file_writes_back_the_dirty_page_of_a_frame_left_flagged_and_counted() {
     let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(4, 1, b"leaked");
     std::mem::forget(f.page(1).unwrap());
-    c.scheme()
-        .armed
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    drop_with_its_flags_up(&c, &f);
     let read = within_bound(move || {
         let mut buf = vec![0u8; 8];
         let read = f.read_at(&mut buf, PAGE_SIZE as u64);
@@ -793,11 +791,7 @@ fn a_cut_zeroes_a_page_whose_frame_a_panic_left_flagged_and_counted() {
         f.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
     }
     std::mem::forget(f.page(2).unwrap());
-    c.scheme()
-        .armed
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    drop_with_its_flags_up(&c, &f);
     let (cut, grown, read) = within_bound(move || {
         let cut = f.set_len(2 * PAGE_SIZE as u64 + 100);
         let grown = f.set_len(4 * PAGE_SIZE as u64);
@@ -967,11 +961,7 @@ fn a_dropped_file_writes_back_a_dead_page_a_cut_could_not_write() {
 fn a_frame_a_panic_left_flagged_under_a_mapping_that_counts_nothing_is_made_live_again() {
     let (_dir, path, c, f, model) = a_drop_that_panics_with_its_flags_up(12, 2, b"mapped");
     let map = f.map(0, 4).unwrap();
-    c.scheme()
-        .armed
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.drop_cache()));
-    assert!(r.is_err(), "the scheme's panic unwinds out of the drop");
+    drop_with_its_flags_up(&c, &f);
     let st = c.stats();
     assert_eq!((st.resident, st.retired), (12, 0), "no frame lost");
     let mut b = vec![0u8; 4 * PAGE_SIZE];
