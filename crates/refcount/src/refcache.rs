@@ -37,7 +37,9 @@
 //!   sv6's per-core timer flush), then advances the epoch and reviews the queue. A thread that
 //!   cannot be started fails the construction: [`RefCache::try_new`] and
 //!   [`RefCache::try_with_config`] return the error, [`RefCache::new`] and
-//!   [`RefCache::with_config`] panic with it.
+//!   [`RefCache::with_config`] panic with it. [`RefCache::with_manual_epochs`] starts no
+//!   thread: epochs run only when the caller calls [`RefCache::run_epoch`] (a timer of its own,
+//!   a test, or a loom model).
 //! * **Review queue.** When a flush leaves an object's `global` at 0, the object is queued with
 //!   the current epoch; a flush that changes a queued object's `global` marks it *dirty*. At the
 //!   end of an epoch, an object queued at least two epochs ago is re-queued if dirty, confirmed
@@ -54,6 +56,20 @@
 //! * `read_all` takes the same sum under the object's lock: exact when nothing runs
 //!   concurrently ([`Precision::Exact`]). [`RefCache::global_count`] is RefCache's own lagging
 //!   view (exact only after an epoch with no activity).
+//!
+//! Loom models beside this code (on [`RefCache::with_manual_epochs`], one way per CPU) race a
+//! get, a write under its reference and its put against an epoch and a reclaim that writes
+//! once it succeeded; an epoch flush, and an eviction by another object's get, of a held
+//! reference's delta against a reclaim (which must fail; once the reference is given back,
+//! epochs confirm zero and the reclaim succeeds); an epoch flushing deltas cached on both
+//! CPUs against the gets, puts and eviction that change them (no delta lost or counted
+//! twice); and the review of a queued object against a get and a put on two CPUs whose
+//! flushes take its global count through 1 and back to 0 (zero is confirmed only if no
+//! flush changed it since the queueing). Each has a mutation it must catch: a get whose
+//! section does not check the state, a flush and an eviction that take the delta before the
+//! object's lock, a flush that clears the way instead of taking what it read, a flush that
+//! does not mark a queued object dirty (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo
+//! test -p refcount --release --lib refcache`).
 //!
 //! # Limits
 //!
@@ -85,15 +101,38 @@
 //! that pins its tag.
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
 use percpu::{Check, Fail, PerCpu, Retry};
-use std::sync::atomic::AtomicU64 as StdAtomicU64;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 const EMPTY: u64 = 0;
+
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// A get's critical section does not check that the object is live (only the check
+    /// before it does): a get that read `LIVE` commits after the reclaimer's fence.
+    GetSkipsStateCheck,
+    /// An epoch flush takes a delta out of its way before it takes the object's lock (and adds
+    /// it to `global` once it holds it): the delta is in flight, in neither.
+    FlushOutsideLock,
+    /// An eviction takes a delta out of its way before it takes the object's lock.
+    EvictOutsideLock,
+    /// An epoch flush clears the way (checking its tag only) instead of taking the delta it
+    /// read: a get or put between the read and the flush is lost.
+    FlushStoresZero,
+    /// A flush that changes the global count of a queued object does not mark it dirty.
+    NoDirty,
+}
+
+crate::mutation::bug_switch!();
 
 /// Default number of ways per CPU (sv6's `CACHE_SLOTS`).
 pub const DEFAULT_WAYS: usize = 4096;
@@ -153,11 +192,15 @@ impl Core {
     }
 }
 
-const CHUNK: usize = 512;
-const MAX_CHUNKS: usize = 8192;
+/// Cores per chunk of the slab (a handful under loom, whose mutexes cost every model run).
+const CHUNK: usize = if cfg!(loom) { 2 } else { 512 };
+const MAX_CHUNKS: usize = if cfg!(loom) { 4 } else { 8192 };
 
 /// Type-stable storage for the per-object cores: a slot is reused, never freed, while the
 /// scheme lives, so a tag left in a way can always be followed.
+///
+/// The chunks are std `OnceLock`s under loom too (loom has none): the models make their
+/// objects before they start threads, so no model thread makes a chunk.
 struct Slab {
     chunks: Box<[OnceLock<Box<[Core]>>]>,
     free: Mutex<(u32, Vec<u32>)>,
@@ -254,13 +297,13 @@ struct Shared {
     mask: usize,
     limit: i64,
     cores: Slab,
-    epoch: StdAtomicU64,
+    epoch: AtomicU64,
     review: Mutex<Vec<(u32, u32)>>,
     epoch_lock: Mutex<()>,
-    conflict_evictions: StdAtomicU64,
-    overflow_evictions: StdAtomicU64,
-    epoch_flushes: StdAtomicU64,
-    confirmed: StdAtomicU64,
+    conflict_evictions: AtomicU64,
+    overflow_evictions: AtomicU64,
+    epoch_flushes: AtomicU64,
+    confirmed: AtomicU64,
 }
 
 impl Shared {
@@ -278,7 +321,7 @@ impl Shared {
         st.global += d;
         st.zero_confirmed = false;
         if st.queued {
-            st.dirty = true;
+            st.dirty = !bug(Bug::NoDirty);
         } else if st.global == 0 {
             st.queued = true;
             st.dirty = false;
@@ -304,15 +347,29 @@ impl Shared {
             return;
         }
         let core = self.cores.get(slot_of(cur));
-        let mut st = core.lock();
-        let d = way.delta.load(Ordering::Relaxed);
-        if d != 0 {
-            match self.pc.add(
+        let take = |d: u64| {
+            self.pc.add(
                 cpu,
                 &[Check::new(&way.tag, cur), Check::new(&way.delta, d)],
                 &way.delta,
                 d.wrapping_neg(),
-            ) {
+            )
+        };
+        let early = bug(Bug::EvictOutsideLock).then(|| {
+            let d = way.delta.load(Ordering::Relaxed);
+            (d, take(d))
+        });
+        let mut st = core.lock();
+        let d = match early {
+            Some((d, _)) => d,
+            None => way.delta.load(Ordering::Relaxed),
+        };
+        if d != 0 {
+            let taken = match early {
+                Some((_, taken)) => taken,
+                None => take(d),
+            };
+            match taken {
                 Ok(()) => self.flush_locked(&mut st, slot_of(cur), cur, d as i64),
                 Err(_) => return,
             }
@@ -349,17 +406,27 @@ impl Shared {
                     // the delta before the tag that was installed first (seen under Miri's
                     // weak memory emulation, where the slot of EMPTY indexed past the slab).
                     // Read both again: the tag shows up (it was stored before the delta).
-                    core::hint::spin_loop();
+                    // A yield under loom: a spin it cannot see through would never end.
+                    crate::sync::spin_hint();
                     continue;
                 }
                 let core = self.cores.get(slot_of(cur));
+                let take = || {
+                    if bug(Bug::FlushStoresZero) {
+                        return self
+                            .pc
+                            .store(cpu, &[Check::new(&way.tag, cur)], &way.delta, 0);
+                    }
+                    self.pc.add(
+                        cpu,
+                        &[Check::new(&way.tag, cur), Check::new(&way.delta, d)],
+                        &way.delta,
+                        d.wrapping_neg(),
+                    )
+                };
+                let early = bug(Bug::FlushOutsideLock).then(take);
                 let mut st = core.lock();
-                match self.pc.add(
-                    cpu,
-                    &[Check::new(&way.tag, cur), Check::new(&way.delta, d)],
-                    &way.delta,
-                    d.wrapping_neg(),
-                ) {
+                match early.unwrap_or_else(take) {
                     Ok(()) => {
                         self.flush_locked(&mut st, slot_of(cur), cur, d as i64);
                         self.epoch_flushes.fetch_add(1, Ordering::Relaxed);
@@ -429,12 +496,21 @@ impl Shared {
 }
 
 /// The `refcache` scheme: the per-CPU caches, the slab of per-object cores, the review queue,
-/// and the epoch thread (stopped when the scheme is dropped).
+/// and the epoch thread (stopped when the scheme is dropped; none with
+/// [`RefCache::with_manual_epochs`]).
 pub struct RefCache {
     shared: Arc<Shared>,
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    #[cfg(not(loom))]
+    thread: Option<EpochThread>,
     config: Config,
+}
+
+/// The epoch thread and its stop flag. A std mutex and condition variable: loom has no
+/// condition variable with a timeout, and under loom no scheme starts the thread.
+#[cfg(not(loom))]
+struct EpochThread {
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    handle: std::thread::JoinHandle<()>,
 }
 
 impl RefCache {
@@ -467,32 +543,28 @@ impl RefCache {
     /// A scheme with `config`, or the error of starting its epoch thread (the system's limit
     /// on threads, or no memory for the thread's stack: `pthread_create`'s `EAGAIN`, of kind
     /// [`std::io::ErrorKind::WouldBlock`]), whose kind is the spawn's and whose message names
-    /// the epoch thread. Nothing is left behind on an error.
+    /// the epoch thread. Nothing is left behind on an error. Under loom (`--cfg loom`) no
+    /// thread can be started: the error is of kind [`std::io::ErrorKind::Unsupported`] (the
+    /// models use [`Self::with_manual_epochs`]).
     pub fn try_with_config(config: Config) -> std::io::Result<Self> {
-        let ways = config.ways.max(1).next_power_of_two();
-        let shared = Arc::new(Shared {
-            pc: PerCpu::new(|_| Cache {
-                ways: (0..ways)
-                    .map(|_| Way {
-                        tag: AtomicU64::new(EMPTY),
-                        delta: AtomicU64::new(0),
-                    })
-                    .collect(),
-            }),
-            mask: ways - 1,
-            limit: config.delta_limit.max(1),
-            cores: Slab::new(),
-            epoch: StdAtomicU64::new(0),
-            review: Mutex::new(Vec::new()),
-            epoch_lock: Mutex::new(()),
-            conflict_evictions: StdAtomicU64::new(0),
-            overflow_evictions: StdAtomicU64::new(0),
-            epoch_flushes: StdAtomicU64::new(0),
-            confirmed: StdAtomicU64::new(0),
-        });
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let (sh, st, len) = (shared.clone(), stop.clone(), config.epoch);
-        let thread = std::thread::Builder::new()
+        #[cfg(loom)]
+        {
+            let _ = config;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "refcache: cannot start the epoch thread under loom",
+            ))
+        }
+        #[cfg(not(loom))]
+        Self::try_with_epoch_thread(config)
+    }
+
+    #[cfg(not(loom))]
+    fn try_with_epoch_thread(config: Config) -> std::io::Result<Self> {
+        let mut s = Self::with_manual_epochs(config);
+        let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let (sh, st, len) = (s.shared.clone(), stop.clone(), config.epoch);
+        let handle = std::thread::Builder::new()
             .name("refcache-epoch".into())
             .spawn(move || loop {
                 let (m, cv) = &*st;
@@ -512,12 +584,44 @@ impl RefCache {
                     format!("refcache: cannot start the epoch thread: {e}"),
                 )
             })?;
-        Ok(RefCache {
+        s.thread = Some(EpochThread { stop, handle });
+        Ok(s)
+    }
+
+    /// A scheme with `config` and no epoch thread: epochs run only when the caller calls
+    /// [`Self::run_epoch`] (from a timer of its own, or a test or loom model that drives them
+    /// by hand); `config.epoch` is not used. Counts stay exact without epochs (`read_all` and
+    /// `try_reclaim` sum the caches); what waits for them is [`Self::global_count`], the
+    /// review queue ([`Self::zero_confirmed`]), and the discarding of deltas cached for
+    /// dropped objects (module documentation, "Limits").
+    pub fn with_manual_epochs(config: Config) -> Self {
+        let ways = config.ways.max(1).next_power_of_two();
+        let shared = Arc::new(Shared {
+            pc: PerCpu::new(|_| Cache {
+                ways: (0..ways)
+                    .map(|_| Way {
+                        tag: AtomicU64::new(EMPTY),
+                        delta: AtomicU64::new(0),
+                    })
+                    .collect(),
+            }),
+            mask: ways - 1,
+            limit: config.delta_limit.max(1),
+            cores: Slab::new(),
+            epoch: AtomicU64::new(0),
+            review: Mutex::new(Vec::new()),
+            epoch_lock: Mutex::new(()),
+            conflict_evictions: AtomicU64::new(0),
+            overflow_evictions: AtomicU64::new(0),
+            epoch_flushes: AtomicU64::new(0),
+            confirmed: AtomicU64::new(0),
+        });
+        RefCache {
             shared,
-            stop,
-            thread: Some(thread),
+            #[cfg(not(loom))]
+            thread: None,
             config: Config { ways, ..config },
-        })
+        }
     }
 
     /// The configuration in use (ways rounded up).
@@ -623,13 +727,14 @@ impl Default for RefCache {
     }
 }
 
+#[cfg(not(loom))]
 impl Drop for RefCache {
     fn drop(&mut self) {
-        let (m, cv) = &*self.stop;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            let (m, cv) = &*t.stop;
+            *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+            let _ = t.handle.join();
         }
     }
 }
@@ -697,12 +802,19 @@ impl RefCounter for RefCache {
             if way.tag.load(Ordering::Relaxed) == obj.tag
                 && (way.delta.load(Ordering::Relaxed) as i64) < sh.limit
             {
-                match sh.pc.add(
-                    cpu,
-                    &[Check::new(&obj.state, LIVE), Check::new(&way.tag, obj.tag)],
-                    &way.delta,
-                    1u64,
-                ) {
+                let r = if bug(Bug::GetSkipsStateCheck) {
+                    sh.pc
+                        .add(cpu, &[Check::new(&way.tag, obj.tag)], &way.delta, 1u64)
+                        .map_err(|_| Fail::Abort)
+                } else {
+                    sh.pc.add(
+                        cpu,
+                        &[Check::new(&obj.state, LIVE), Check::new(&way.tag, obj.tag)],
+                        &way.delta,
+                        1u64,
+                    )
+                };
+                match r {
                     Ok(()) => return Some(RefCacheToken(crate::TokenTag::of(&*obj))),
                     Err(Fail::Mismatch(0)) => return None,
                     Err(_) => {
@@ -825,6 +937,277 @@ impl Shared {
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom_models::{pin, write};
+    use crate::sync::Arc;
+    use loom::cell::UnsafeCell;
+    use loom::thread;
+
+    /// Starts `f` on a model thread, and lets it run first. Loom's search only switches to a
+    /// thread whose next operation races one already done: a thread that has not started has
+    /// none, and one whose first operations read what the setup wrote (the caches) never gets
+    /// one before the spawner blocks, so each model would run one schedule.
+    fn spawn<T: 'static>(f: impl FnOnce() -> T + 'static) -> thread::JoinHandle<T> {
+        let t = thread::spawn(f);
+        thread::yield_now();
+        t
+    }
+
+    /// A scheme whose epochs the model runs, with one way per CPU: every object of the model
+    /// maps to it.
+    fn scheme() -> Arc<RefCache> {
+        Arc::new(RefCache::with_manual_epochs(Config {
+            ways: 1,
+            ..Config::default()
+        }))
+    }
+
+    /// A get, a write under its reference and its put on CPU 1, against an epoch (which
+    /// flushes CPU 1's way) and then a reclaim on CPU 0 that writes once it succeeded: the
+    /// reclaim succeeds only if the get fails or its put happened before (the write before it
+    /// then happens before the reclaimer's), and once both are done the object is free, is
+    /// reclaimed, and takes no reference.
+    #[test]
+    fn get_put_vs_epoch_and_reclaim() {
+        percpu::testing::loom_model(|| {
+            let s = scheme();
+            let obj = Arc::new(s.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = spawn(move || {
+                percpu::loom_set_cpu(1);
+                if let Some(tok) = s2.try_get(pin(&o2)) {
+                    write(&d2);
+                    s2.put(pin(&o2), tok);
+                }
+            });
+            percpu::loom_set_cpu(0);
+            s.run_epoch();
+            let reclaimed = s.try_reclaim(pin(&obj));
+            if reclaimed {
+                write(&data);
+            }
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+            assert!(
+                reclaimed || s.try_reclaim(pin(&obj)),
+                "not reclaimed once free"
+            );
+            assert!(s.try_get(pin(&obj)).is_none(), "a get on a dead object");
+        });
+    }
+
+    /// `get_put_vs_epoch_and_reclaim` catches a get whose critical section does not check
+    /// the object's state: it commits after the reclaimer's fence, unseen by its sum, and
+    /// writes under a reference on an object the reclaimer owns.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_get_skips_state_check_is_caught() {
+        super::bug::with(Bug::GetSkipsStateCheck, get_put_vs_epoch_and_reclaim);
+    }
+
+    /// A reference held on CPU 1 (its +1 cached there) while an epoch flushes it into the
+    /// global count and a reclaim on CPU 0 sums the count: the delta is in the way or in
+    /// `global` whenever the reclaimer holds the object's lock, so the reclaim fails. Once
+    /// the reference is given back (on CPU 0), two epochs confirm the object at zero, and it
+    /// is reclaimed.
+    #[test]
+    fn flush_vs_reclaim_under_a_reference() {
+        percpu::testing::loom_model(|| {
+            let s = scheme();
+            let obj = Arc::new(s.new_object());
+            percpu::loom_set_cpu(1);
+            let tok = s.try_get(pin(&obj)).unwrap();
+            let s2 = s.clone();
+            let t = spawn(move || {
+                percpu::loom_set_cpu(0);
+                s2.run_epoch();
+            });
+            percpu::loom_set_cpu(0);
+            assert!(
+                !s.try_reclaim(pin(&obj)),
+                "reclaimed under a held reference"
+            );
+            s.put(pin(&obj), tok);
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+            s.run_epoch();
+            s.run_epoch();
+            assert_eq!(s.global_count(pin(&obj)), 0);
+            assert!(
+                s.zero_confirmed(pin(&obj)),
+                "zero not detected two epochs after the last put"
+            );
+            assert!(s.try_reclaim(pin(&obj)), "not reclaimed once free");
+        });
+    }
+
+    /// `flush_vs_reclaim_under_a_reference` catches an epoch flush that takes the delta out
+    /// of its way before it holds the object's lock: the reclaimer's sum finds the delta in
+    /// neither place.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under a held reference")]
+    fn bug_flush_outside_lock_is_caught() {
+        super::bug::with(Bug::FlushOutsideLock, flush_vs_reclaim_under_a_reference);
+    }
+
+    /// A reference on `a` held on CPU 1 (its +1 cached in CPU 1's one way), while a get of `b`
+    /// on CPU 1 evicts `a`'s delta into its global count and a reclaim of `a` on CPU 0 sums
+    /// it: the reclaim fails. Once every reference is given back, both objects are reclaimed
+    /// in one batch.
+    #[test]
+    fn eviction_vs_reclaim_under_a_reference() {
+        percpu::testing::loom_model(|| {
+            let s = scheme();
+            let a = Arc::new(s.new_object());
+            let b = Arc::new(s.new_object());
+            percpu::loom_set_cpu(1);
+            let ta = s.try_get(pin(&a)).unwrap();
+            let (s2, b2) = (s.clone(), b.clone());
+            let t = spawn(move || {
+                percpu::loom_set_cpu(1);
+                let tb = s2.try_get(pin(&b2)).unwrap();
+                s2.put(pin(&b2), tb);
+            });
+            percpu::loom_set_cpu(0);
+            assert!(!s.try_reclaim(pin(&a)), "reclaimed under a held reference");
+            s.put(pin(&a), ta);
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&a)), 0);
+            assert_eq!(s.read_all(pin(&b)), 0);
+            let mut out = [false; 2];
+            assert_eq!(s.try_reclaim_many(&[pin(&a), pin(&b)], &mut out), 2);
+        });
+    }
+
+    /// `eviction_vs_reclaim_under_a_reference` catches an eviction that takes the delta out
+    /// of its way before it holds the object's lock.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under a held reference")]
+    fn bug_evict_outside_lock_is_caught() {
+        super::bug::with(Bug::EvictOutsideLock, eviction_vs_reclaim_under_a_reference);
+    }
+
+    /// Deltas of `a` cached on both CPUs (a reference held on CPU 0; a get, its put, then a
+    /// get of `b` that evicts `a` on CPU 1) while an epoch on CPU 0 flushes both CPUs: no
+    /// delta is lost or counted twice, whichever of the flush and the eviction takes it.
+    /// After one more epoch the global counts are exact; after the puts, zero.
+    #[test]
+    fn cached_deltas_flushed_concurrently_count_once() {
+        percpu::testing::loom_model(|| {
+            let s = scheme();
+            let a = Arc::new(s.new_object());
+            let b = Arc::new(s.new_object());
+            percpu::loom_set_cpu(0);
+            let t0 = s.try_get(pin(&a)).unwrap();
+            let (s2, a2, b2) = (s.clone(), a.clone(), b.clone());
+            let t = spawn(move || {
+                percpu::loom_set_cpu(1);
+                let ta = s2.try_get(pin(&a2)).unwrap();
+                s2.put(pin(&a2), ta);
+                s2.try_get(pin(&b2)).unwrap()
+            });
+            s.run_epoch();
+            let tb = t.join().unwrap();
+            let counts = |what: &str| {
+                for (name, o, n) in [("a", &a, 1), ("b", &b, 1)] {
+                    assert_eq!(
+                        s.read_all(pin(o)),
+                        n,
+                        "{name}: a delta was lost or counted twice ({what})"
+                    );
+                }
+            };
+            counts("after the racing epoch");
+            s.run_epoch();
+            counts("after one more");
+            assert_eq!(s.global_count(pin(&a)), 1);
+            assert_eq!(s.global_count(pin(&b)), 1);
+            s.put(pin(&a), t0);
+            s.put(pin(&b), tb);
+            s.run_epoch();
+            for o in [&a, &b] {
+                assert_eq!(s.read_all(pin(o)), 0);
+                assert_eq!(s.global_count(pin(o)), 0);
+            }
+            let mut out = [false; 2];
+            assert_eq!(s.try_reclaim_many(&[pin(&a), pin(&b)], &mut out), 2);
+        });
+    }
+
+    /// `cached_deltas_flushed_concurrently_count_once` catches an epoch flush that clears
+    /// the way instead of taking the delta it read: a put between the read and the flush is
+    /// lost, and `a` counts its get twice.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "a: a delta was lost or counted twice")]
+    fn bug_flush_stores_zero_is_caught() {
+        super::bug::with(
+            Bug::FlushStoresZero,
+            cached_deltas_flushed_concurrently_count_once,
+        );
+    }
+
+    /// The review queue: an object queued at zero (a get flushed in one epoch, its put in
+    /// the next), then a get on CPU 0 and its put on CPU 1 while the epoch that reviews the
+    /// object runs. The review confirms zero only if no flush changed the global count since
+    /// the object was queued (the dirty flag: here a flush of the +1 and one of the -1 can
+    /// take the count through 1 and back to 0 within that epoch); and epochs after the put
+    /// confirm it.
+    #[test]
+    fn flushes_vs_review() {
+        percpu::testing::loom_model(|| {
+            let s = scheme();
+            let obj = Arc::new(s.new_object());
+            let o = pin(&obj);
+            percpu::loom_set_cpu(0);
+            let t = s.try_get(o).unwrap();
+            s.run_epoch();
+            s.put(o, t);
+            s.run_epoch();
+            assert!(s.queued_for_review(o));
+            let flushes = s.stats().epoch_flushes;
+            let (s2, o2) = (s.clone(), obj.clone());
+            let th = spawn(move || {
+                percpu::loom_set_cpu(0);
+                let t = s2.try_get(pin(&o2)).unwrap();
+                percpu::loom_set_cpu(1);
+                s2.put(pin(&o2), t);
+            });
+            s.run_epoch();
+            if s.zero_confirmed(o) {
+                assert_eq!(
+                    s.stats().epoch_flushes,
+                    flushes,
+                    "zero confirmed though a flush changed the global count after the queueing"
+                );
+            }
+            th.join().unwrap();
+            for _ in 0..4 {
+                s.run_epoch();
+            }
+            assert!(
+                s.zero_confirmed(o),
+                "zero not detected four epochs after the last put"
+            );
+            assert!(s.try_reclaim(o));
+        });
+    }
+
+    /// `flushes_vs_review` catches a flush that does not mark a queued object dirty.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "zero confirmed though a flush changed the global count")]
+    fn bug_no_dirty_is_caught() {
+        super::bug::with(Bug::NoDirty, flushes_vs_review);
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -858,11 +1241,11 @@ mod tests {
     fn an_object_used_through_another_instance_counts_in_its_own() {
         let cfg = Config {
             ways: 4,
-            epoch: Duration::from_secs(3600),
             delta_limit: i32::MAX as i64,
+            ..Config::default()
         };
-        let a = RefCache::with_config(cfg);
-        let b = RefCache::with_config(cfg);
+        let a = RefCache::with_manual_epochs(cfg);
+        let b = RefCache::with_manual_epochs(cfg);
         let objs = [
             a.new_object(),
             a.new_object(),
@@ -978,10 +1361,10 @@ mod tests {
     #[test]
     fn epochs_follow_the_tags_of_objects_made_after_they_started() {
         const CHUNKS: usize = if cfg!(miri) { 6 } else { 32 };
-        let s = RefCache::with_config(Config {
+        let s = RefCache::with_manual_epochs(Config {
             ways: 4,
-            epoch: Duration::from_secs(3600),
             delta_limit: i32::MAX as i64,
+            ..Config::default()
         });
         let objs = with_epochs(&s, "the epochs followed every tag", |two_epochs| {
             let mut objs = Vec::new();
@@ -1011,10 +1394,10 @@ mod tests {
     fn epochs_never_follow_an_empty_tag() {
         const ROUNDS: usize = if cfg!(miri) { 24 } else { 200 };
         for _ in 0..ROUNDS {
-            let s = RefCache::with_config(Config {
+            let s = RefCache::with_manual_epochs(Config {
                 ways: 1,
-                epoch: Duration::from_secs(3600),
                 delta_limit: i32::MAX as i64,
+                ..Config::default()
             });
             // Boxed: the object stays where its token was taken (the token records it).
             let (o, t) = with_epochs(
@@ -1038,11 +1421,11 @@ mod tests {
     /// after 2³² lives of its slot bring the generation round to the dropped object's.
     #[test]
     fn a_stale_delta_never_counts_for_a_later_object() {
-        // Epochs only when the test runs them (the background thread sleeps for an hour).
-        let s = RefCache::with_config(Config {
+        // Epochs only when the test runs them.
+        let s = RefCache::with_manual_epochs(Config {
             ways: 4,
-            epoch: Duration::from_secs(3600),
             delta_limit: i32::MAX as i64,
+            ..Config::default()
         });
         let slot = {
             let x = s.new_object();

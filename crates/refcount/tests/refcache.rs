@@ -6,12 +6,12 @@ use refcount::refcache::{Config, RefCache};
 use refcount::{Objects, RefCounter};
 use std::time::Duration;
 
-/// Epochs driven by the test only (the background thread sleeps for an hour).
+/// Epochs driven by the test only (no epoch thread).
 fn manual(ways: usize, delta_limit: i64) -> RefCache {
-    RefCache::with_config(Config {
+    RefCache::with_manual_epochs(Config {
         ways,
-        epoch: Duration::from_secs(3600),
         delta_limit,
+        ..Config::default()
     })
 }
 
