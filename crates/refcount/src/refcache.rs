@@ -45,6 +45,12 @@
 //!   end of an epoch, an object queued at least two epochs ago is re-queued if dirty, confirmed
 //!   zero ([`RefCache::zero_confirmed`]) if still at 0, and dropped from the queue otherwise.
 //!   This is sv6's zero detection; one queue under a mutex stands in for sv6's per-core queues.
+//!   A confirmation is no proof that no reference is held, and nothing here acts on it: a
+//!   holder that takes a new reference on one CPU and gives back its old one on another, just
+//!   before each CPU's flush, keeps every way it leaves at 0 when that way is flushed, so the
+//!   object's `global` stays at 0, untouched, through the epochs the review waits for
+//!   (`a_reference_moved_ahead_of_the_flushes_is_confirmed_at_zero`); and the trait lets a
+//!   live object be got at any count. `try_reclaim` is the verdict.
 //! * `try_reclaim`: the trait needs a verdict now and must block new gets, so it does not wait
 //!   for the epochs: `state` `LIVE -> RECLAIMING`, [`PerCpu::fence`] (no get can commit after
 //!   it), then under the object's lock `global + Σ_cpu delta` (one way per CPU); zero means no
@@ -648,7 +654,8 @@ impl RefCache {
     }
 
     /// Whether the review queue confirmed the object at zero: its global count stayed 0,
-    /// untouched, for two epochs. A later flush clears it.
+    /// untouched, for two epochs. A later flush clears it. Not a proof that no reference is
+    /// held (module documentation, "Review queue"): [`RefCounter::try_reclaim`] decides.
     pub fn zero_confirmed(&self, obj: Pin<&RefCacheObject>) -> bool {
         obj.shared.cores.get(obj.slot).lock().zero_confirmed
     }
@@ -1414,6 +1421,82 @@ mod tests {
             s.run_epoch();
             assert_eq!(s.read_all(pinned(&o)), 0);
         }
+    }
+
+    /// A reference its holder moves between two CPUs ahead of the flushes (before each CPU's
+    /// flush, a new reference taken on the other CPU and the old one given back on this one)
+    /// leaves every way at 0 when it is flushed: the object's global count stays at 0, untouched,
+    /// and the review confirms zero while the reference is held (module documentation, "Review
+    /// queue"). The sum of the caches counts it: `read_all` is 1 and the reclaim fails.
+    #[test]
+    fn a_reference_moved_ahead_of_the_flushes_is_confirmed_at_zero() {
+        let mut cpus = percpu::affinity::process_cpus().to_vec();
+        cpus.sort_unstable();
+        let (x, y) = match cpus[..] {
+            [x, y, ..] => (x, y),
+            _ => {
+                percpu::testing::skip("fewer than two CPUs to move a reference between");
+                return;
+            }
+        };
+        let _saved = percpu::affinity::Saved::take();
+        let on = |cpu: usize| {
+            assert!(percpu::affinity::pin(cpu), "pinned to CPU {cpu}");
+        };
+        let s = RefCache::with_manual_epochs(Config {
+            ways: 1,
+            ..Config::default()
+        });
+        let sh = &*s.shared;
+        // An epoch, as `run_epoch`'s, with `before(cpu)` run just before CPU `cpu`'s flush (each
+        // flush on its CPU, which the rseq path needs).
+        let epoch = |before: &mut dyn FnMut(usize)| {
+            for cpu in 0..sh.pc.len() {
+                before(cpu);
+                if cpu == x || cpu == y {
+                    on(cpu);
+                    assert!(sh.flush_cpu(cpu));
+                }
+            }
+            sh.review();
+        };
+        let obj = Box::new(s.new_object());
+        let o = pinned(&obj);
+        on(x);
+        let r0 = s.try_get(o).unwrap();
+        epoch(&mut |_| {}); // global 1
+        let mut r1 = None;
+        let mut r0 = Some(r0);
+        epoch(&mut |cpu| {
+            if cpu == y {
+                on(x);
+                r1 = s.try_get(o);
+                on(y);
+                s.put(o, r0.take().unwrap());
+            }
+        });
+        assert_eq!(s.global_count(o), 0);
+        assert!(s.queued_for_review(o));
+        let (mut r1, mut r2, mut r3) = (r1, None, None);
+        epoch(&mut |cpu| {
+            if cpu == x {
+                on(y);
+                r2 = s.try_get(o);
+                on(x);
+                s.put(o, r1.take().unwrap());
+            } else if cpu == y {
+                on(x);
+                r3 = s.try_get(o);
+                on(y);
+                s.put(o, r2.take().unwrap());
+            }
+        });
+        assert!(s.zero_confirmed(o), "confirmed at zero");
+        assert_eq!(s.read_all(o), 1, "one reference held");
+        assert!(!s.try_reclaim(o), "reclaimed under a held reference");
+        s.put(o, r3.unwrap());
+        assert_eq!(s.read_all(o), 0);
+        assert!(s.try_reclaim(o));
     }
 
     /// An object dropped with a negative delta still cached (its reference was taken and
