@@ -74,7 +74,8 @@
 //! flush changed it since the queueing). Each has a mutation it must catch: a get whose
 //! section does not check the state, a flush and an eviction that take the delta before the
 //! object's lock, a flush that clears the way instead of taking what it read, a flush that
-//! does not mark a queued object dirty (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo
+//! does not mark a queued object dirty; the first also catches a reclaim whose sum reads the
+//! ways without Acquire (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo
 //! test -p refcount --release --lib refcache`).
 //!
 //! # Limits
@@ -136,6 +137,9 @@ pub(crate) enum Bug {
     FlushStoresZero,
     /// A flush that changes the global count of a queued object does not mark it dirty.
     NoDirty,
+    /// The reclaim's sum reads the ways Relaxed and no Acquire fence follows it: a put it
+    /// reads no longer orders its holder's accesses before the verdict.
+    RelaxedSum,
 }
 
 crate::mutation::bug_switch!();
@@ -150,7 +154,7 @@ pub const DEFAULT_EPOCH: Duration = Duration::from_millis(10);
 pub struct Config {
     /// Ways per CPU (rounded up to a power of two).
     pub ways: usize,
-    /// Epoch length of the background thread.
+    /// Epoch length of the background thread (unused by [`RefCache::with_manual_epochs`]).
     pub epoch: Duration,
     /// A delta whose magnitude would exceed this forces an eviction (sv6: the `int32` range).
     pub delta_limit: i64,
@@ -695,12 +699,16 @@ impl RefCache {
         let sh = &*obj.shared;
         let st = sh.cores.get(obj.slot).lock();
         let mut sum = st.global;
+        let acquire = match bug(Bug::RelaxedSum) {
+            true => Ordering::Relaxed,
+            false => Ordering::Acquire,
+        };
         for cpu in 0..sh.pc.len() {
             let way = sh.way(cpu, obj.slot);
             // Acquire: pairs with the lock release of the evicting thread (through our lock)
             // and orders the delta read after the tag read.
-            if way.tag.load(Ordering::Acquire) == obj.tag {
-                sum += way.delta.load(Ordering::Acquire) as i64;
+            if way.tag.load(acquire) == obj.tag {
+                sum += way.delta.load(acquire) as i64;
             }
         }
         drop(st);
@@ -709,8 +717,11 @@ impl RefCache {
 
     fn confirm(&self, obj: &RefCacheObject) -> bool {
         let n = self.sum(obj);
-        // Acquire: holders' accesses made before their puts happen before the verdict.
-        crate::sync::fence(Ordering::Acquire);
+        // Acquire: holders' accesses made before their puts happen before the verdict (pairs
+        // with the Release commits of the puts' sections, whose deltas the sum read).
+        if !bug(Bug::RelaxedSum) {
+            crate::sync::fence(Ordering::Acquire);
+        }
         debug_assert!(n >= 0, "refcache: negative count {n}");
         if n == 0 {
             // Release pairs with the Acquire load of state in read_all.
@@ -1014,6 +1025,16 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_get_skips_state_check_is_caught() {
         super::bug::with(Bug::GetSkipsStateCheck, get_put_vs_epoch_and_reclaim);
+    }
+
+    /// `get_put_vs_epoch_and_reclaim` catches a sum that reads the ways Relaxed with no
+    /// Acquire fence after it: a put after the reclaimer's fence, which the sum reads, no
+    /// longer orders the holder's write before the reclaimer's.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_sum_is_caught() {
+        super::bug::with(Bug::RelaxedSum, get_put_vs_epoch_and_reclaim);
     }
 
     /// A reference held on CPU 1 (its +1 cached there) while an epoch flushes it into the
