@@ -77,10 +77,12 @@ mod vload {
         // Operations"; AMD APM vol. 2, "Memory Access Atomicity"; what portable-atomic's own
         // load and LLVM rely on), and every write of the word is a `lock cmpxchg16b` (checked
         // by `detect`). `src` is valid and aligned (the caller's contract). A load on x86-64
-        // is SeqCst against locked writes, as portable-atomic's is; the compiler keeps the
-        // order too, since inline assembly may do what Rust code could (here a SeqCst atomic
-        // load) and `readonly` does not rule out synchronizing (LLVM's `nosync` would, and
-        // Rust does not give it). `vmovq` and `vpextrq` exist wherever AVX does.
+        // is SeqCst against locked writes, as portable-atomic's is. The compiler keeps that
+        // order only for assembly that may synchronize: the block has neither `nomem` nor
+        // `readonly`, since with either the compiler assumes it synchronizes with no thread
+        // (the Reference, "Options") and could move it past the fences and checks the load
+        // pairs with, as it could not move a SeqCst atomic load (portable-atomic leaves both
+        // out for the same reason). `vmovq` and `vpextrq` exist wherever AVX does.
         unsafe {
             core::arch::asm!(
                 "vmovdqa {x}, xmmword ptr [{src}]",
@@ -90,7 +92,7 @@ mod vload {
                 x = out(xmm_reg) _,
                 lo = out(reg) lo,
                 hi = out(reg) hi,
-                options(nostack, preserves_flags, readonly),
+                options(nostack, preserves_flags),
             );
         }
         Some(((hi as u128) << 64) | lo as u128)
