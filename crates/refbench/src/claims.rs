@@ -826,14 +826,25 @@ fn tsc(rows: &Rows<'_>) -> Outcome {
     if r.is_empty() {
         return not_measured("tsc-check: no pair of two distinct CPUs measured");
     }
-    let v: f64 = r
-        .iter()
-        .filter_map(|r| r.extra.get("violations").and_then(|v| v.as_f64()))
-        .sum();
-    let samples: f64 = r
-        .iter()
-        .filter_map(|r| r.extra.get("samples").and_then(|v| v.as_f64()))
-        .sum();
+    // Every pair's count of violations and of samples: a pair without them measured nothing
+    // this rule can read, and 0 violations in no samples says nothing either.
+    let field = |r: &Row, k: &str| r.extra.get(k).and_then(|v| v.as_f64());
+    let mut v = 0.0;
+    let mut samples = 0.0;
+    for r in &r {
+        let (Some(rv), Some(rs)) = (field(r, "violations"), field(r, "samples")) else {
+            return not_measured(format!(
+                "tsc-check: the pair of CPUs {} and {} has no count of violations or samples",
+                cpu(r, "cpu_a").unwrap_or(0),
+                cpu(r, "cpu_b").unwrap_or(0)
+            ));
+        };
+        v += rv;
+        samples += rs;
+    }
+    if samples == 0.0 {
+        return not_measured("tsc-check: no cross-CPU sample taken");
+    }
     let verdict = if v == 0.0 {
         Verdict::Holds
     } else {
@@ -1463,6 +1474,41 @@ mod tests {
         assert!(o.measured.starts_with("0 violations in 2000 "), "{o:?}");
         let o = tsc(&Rows::new(&[tsc_row(0, 1, 0), tsc_row(1, 0, 3)]));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+    }
+
+    /// 0 violations counted over pairs that carry no count, or over no samples, measured
+    /// nothing: the claim is "not measured", where it held.
+    #[test]
+    fn tsc_rule_without_counts_or_samples_is_not_measured() {
+        let tsc_row = |extra: Value| {
+            let mut r = row("tsc-check", "tsc", 2, 1, 0.0, extra);
+            r.ops_per_sec = None;
+            r
+        };
+        let cases = [
+            (
+                vec![
+                    tsc_row(json!({"violations": 0, "samples": 1000, "cpu_a": 0, "cpu_b": 1})),
+                    tsc_row(json!({"samples": 1000, "cpu_a": 1, "cpu_b": 0})),
+                ],
+                "the pair of CPUs 1 and 0 has no count",
+            ),
+            (
+                vec![tsc_row(json!({"violations": 0, "cpu_a": 0, "cpu_b": 1}))],
+                "the pair of CPUs 0 and 1 has no count",
+            ),
+            (
+                vec![tsc_row(
+                    json!({"violations": 0, "samples": 0, "cpu_a": 0, "cpu_b": 1}),
+                )],
+                "no cross-CPU sample taken",
+            ),
+        ];
+        for (rows, why) in cases {
+            let o = tsc(&Rows::new(&rows));
+            assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+            assert!(o.reason.contains(why), "{o:?}");
+        }
     }
 
     /// A scheme skipped in a file experiment (its row: 1 thread, no figure) does not make 1 a
