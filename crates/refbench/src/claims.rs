@@ -920,22 +920,36 @@ const LODIC_SLIDES_CORES: f64 = 120.0;
 /// Intel Xeon E7-8870)", "DRBH Workload on Fxmark", "B : Baseline ,   F : File-based reverse
 /// mapping ,   P : Process-based reverse mapping". The baseline is stock Linux's page count,
 /// `cas` here (the CAS loop of page_ref that LODIC's counters sit over); F and P are
-/// `lodic-file` and `lodic-process`, each judged (the weaker decides), at the most threads
-/// measured. Holds at the slides' 65x as stated. The slides give the factor at 120 cores
-/// only: in shape, each leads `cas` by at least 65x scaled down in proportion to the threads
-/// measured (65 x tn / 120: the baseline stays flat or falls under DRBH while LODIC scales, so
-/// the lead grows about with the cores; this table's reading), and by more at tn than at t1.
+/// `lodic-file` and `lodic-process`, each judged (the weaker decides; one not measured makes the
+/// claim "not measured"), at the most threads measured. Holds at the slides' 65x as stated. The
+/// slides give the factor at 120 cores only: in shape, each leads `cas` by at least 65x scaled
+/// down in proportion to the threads measured (65 x tn / 120: the baseline stays flat or falls
+/// under DRBH while LODIC scales, so the lead grows about with the cores; this table's reading),
+/// and by more at tn than at t1.
 fn lodic_vs_stock(rows: &Rows<'_>) -> Outcome {
     let (t1, tn) = need!(span(rows, "drbh"));
     let cas_n = need!(rows.ops("drbh", "cas", tn, None), "drbh: no cas rows");
     let cas_1 = need!(rows.ops("drbh", "cas", t1, None), "drbh: no cas rows");
     let bar = LODIC_DRBH_FACTOR * tn as f64 / LODIC_SLIDES_CORES;
+    let variants = ["lodic-file", "lodic-process"];
+    let at_tn: Vec<Option<f64>> = variants
+        .iter()
+        .map(|name| rows.ops("drbh", name, tn, None))
+        .collect();
+    if at_tn.iter().all(Option::is_none) {
+        return not_measured("drbh: no lodic rows");
+    }
+    // The rule judges each variant: one left out is not taken to hold as the other does.
+    if let Some(i) = at_tn.iter().position(Option::is_none) {
+        return not_measured(format!(
+            "drbh: no {} row at {tn} threads (the rule judges lodic-file and lodic-process each)",
+            variants[i]
+        ));
+    }
     let mut verdict = Verdict::Holds;
     let mut measured = Vec::new();
-    for name in ["lodic-file", "lodic", "lodic-process"] {
-        let Some(n) = rows.ops("drbh", name, tn, None) else {
-            continue;
-        };
+    for (name, n) in variants.into_iter().zip(at_tn) {
+        let n = n.expect("each variant was measured at tn");
         let one = need!(
             rows.ops("drbh", name, t1, None),
             format!("drbh: {name} at one thread count")
@@ -949,9 +963,6 @@ fn lodic_vs_stock(rows: &Rows<'_>) -> Outcome {
             _ => Verdict::Holds,
         };
         measured.push(format!("{name} {lead:.2}x cas ({lead_1:.2}x at {t1}T)"));
-    }
-    if measured.is_empty() {
-        return not_measured("drbh: no lodic rows");
     }
     outcome(
         verdict,
@@ -1834,19 +1845,33 @@ mod tests {
             "at 16T: lodic-file 70.00x cas (1.00x at 1T), lodic-process 80.00x cas (1.00x at 1T); 65x at 120 cores scaled to 16: 8.67x"
         );
         // In shape: 20x, above the scaled 8.67x and up from 1x at one thread.
-        let o = lodic_vs_stock(&Rows::new(&d((100.0, 200.0), None)));
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 200.0), Some((100.0, 200.0)))));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         assert!(o.reason.contains("below the slides' 65x"), "{o:?}");
         // The weaker variant decides.
         let o = lodic_vs_stock(&Rows::new(&d((100.0, 700.0), Some((100.0, 200.0)))));
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
         // Does not hold: 5x, below the scaled 8.67x ...
-        let o = lodic_vs_stock(&Rows::new(&d((100.0, 50.0), None)));
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 50.0), Some((100.0, 50.0)))));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
         assert!(o.reason.contains("(8.67x)"), "{o:?}");
         // ... or 10x at 16 threads, down from 20x at one: the lead does not grow.
-        let o = lodic_vs_stock(&Rows::new(&d((2000.0, 100.0), None)));
+        let o = lodic_vs_stock(&Rows::new(&d((2000.0, 100.0), Some((100.0, 700.0)))));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+        // One variant measured: not measured, naming the other (lodic-file's 70x held alone).
+        let o = lodic_vs_stock(&Rows::new(&d((100.0, 700.0), None)));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(
+            o.reason.contains("no lodic-process row at 16 threads"),
+            "{o:?}"
+        );
+        let process_only: Vec<Row> = d((100.0, 700.0), Some((100.0, 800.0)))
+            .into_iter()
+            .filter(|r| r.scheme != "lodic-file")
+            .collect();
+        let o = lodic_vs_stock(&Rows::new(&process_only));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("no lodic-file row"), "{o:?}");
         let o = lodic_vs_stock(&Rows::new(&d((100.0, 700.0), Some((100.0, 50.0)))));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
         // Not measured: no cas rows, no lodic rows, or one thread count.
