@@ -1860,3 +1860,101 @@ fn a_test_file_that_cannot_be_written_ends_the_run_with_exit_1() {
     );
     assert!(o.stdout.is_empty(), "it measured");
 }
+
+/// Bad input names what is wrong and exits 2, with nothing on stdout and no panic: an unknown
+/// experiment or scheme, a malformed number, an empty list, `--threads 0`, an `--out` that
+/// cannot be made, and `report` on a folder that is missing, holds no result, or holds JSON
+/// that is malformed or not refbench's.
+#[test]
+fn bad_input_exits_2_with_its_message() {
+    let dir = scratch("bad-input");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let broken = dir.join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("single-object.json"),
+        "{ \"meta\": {}, \"rows\": [",
+    )
+    .unwrap();
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("x.json"), "[1, 2]").unwrap();
+    let file = dir.join("a-file");
+    std::fs::write(&file, "kept").unwrap();
+    let under_file = format!("{}/out", file.display());
+    let (empty, broken, other) = (
+        empty.to_str().unwrap(),
+        broken.to_str().unwrap(),
+        other.to_str().unwrap(),
+    );
+    let missing = dir.join("missing");
+    let missing = missing.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "nope"], "unknown experiment 'nope'"),
+        (
+            &["run", "single-object", "--schemes", "nope"],
+            "unknown scheme 'nope' for single-object",
+        ),
+        (&["run", "single-object", "--schemes="], "unknown scheme ''"),
+        (&["run", "single-object", "--threads="], "invalid value ''"),
+        (&["run", "single-object", "--threads", "0"], "at least 1"),
+        (
+            &["run", "single-object", "--threads", "two"],
+            "invalid value 'two'",
+        ),
+        (
+            &["run", "single-object", "--duration-ms", "1.5"],
+            "invalid value '1.5'",
+        ),
+        (
+            &["run", "single-object", "--duration-ms", "0"],
+            "--duration-ms must be at least 1",
+        ),
+        (
+            &["run", "memory", "--referenced-pct", "nan"],
+            "--referenced-pct must be between",
+        ),
+        (
+            &["run", "object-spectrum", "--objects="],
+            "invalid value ''",
+        ),
+        (
+            &["reproduce", "--only=", "--out", missing],
+            "--only: unknown experiment ''",
+        ),
+        (
+            &["reproduce", "--threads", "0", "--out", missing],
+            "at least 1",
+        ),
+        (
+            &[
+                "run",
+                "single-object",
+                "--schemes",
+                "atomic",
+                "--out",
+                &under_file,
+            ],
+            "--out: cannot create",
+        ),
+        (&["report", missing], "cannot read"),
+        (&["report", empty], "no *.json results in"),
+        (&["report", broken], "single-object.json: not refbench JSON"),
+        (&["report", other], "x.json: missing meta or rows"),
+    ];
+    for (args, says) in cases {
+        let o = refbench(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} printed on stdout");
+    }
+    // Nothing was written: no report, no plot, no folder made.
+    for d in [empty, broken, other] {
+        assert!(!std::path::Path::new(d).join("REPORT.md").exists(), "{d}");
+    }
+    assert!(!std::path::Path::new(missing).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
