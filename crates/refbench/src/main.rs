@@ -349,9 +349,10 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Report { dir } => {
-            // Every result is read first: a file that fails the report fails it before any
-            // plot is drawn again.
+            // Every result is read, and every file to be written checked, first: a file that
+            // fails the report fails it before any plot is drawn again.
             match refbench::report::check_results(&dir, &[])
+                .and_then(|_| refbench::report::check_outputs(&dir))
                 .and_then(|_| refbench::report::redraw_plots(&dir))
                 .and_then(|plots| Ok((plots, refbench::report::write_report(&dir)?)))
             {

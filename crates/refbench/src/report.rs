@@ -128,6 +128,29 @@ pub fn check_results(dir: &Path, except: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks that `dir` can take what `refbench report` writes there: a file can be made in it, and
+/// `REPORT.md` and the plots of every experiment of its results (`EXPERIMENT.svg`, `.png`),
+/// where they are there, are files it can write over ([`crate::output::check_result_files`]).
+/// Run before anything is drawn: a `REPORT.md` that could not be written failed the report
+/// after every plot had been drawn over the folder's. The results are read first
+/// ([`check_results`]).
+pub fn check_outputs(dir: &Path) -> Result<(), String> {
+    let mut names = vec!["REPORT.md".to_string()];
+    for f in results_in(dir)? {
+        let (_, _, rows) = read_results(&f)?;
+        for r in &rows {
+            for ext in ["svg", "png"] {
+                let name = format!("{}.{ext}", r.experiment);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    crate::output::prepare_out_dir(dir)?;
+    crate::output::check_result_files(dir, &names)
+}
+
 /// Draws the plots of every `*.json` result in `dir` again (`EXPERIMENT.svg` and `.png`, as
 /// `run --out` draws them), with the machine and commit of each file's run under its plot.
 /// Returns the files written.

@@ -1958,3 +1958,41 @@ fn bad_input_exits_2_with_its_message() {
     assert!(!std::path::Path::new(missing).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `report` on a folder where REPORT.md or a plot cannot be written (here a folder in its
+/// place) says so and exits 2 before it draws anything: it drew the plots over the folder's
+/// and then failed on REPORT.md, without naming the files it had written.
+#[test]
+fn report_that_cannot_write_its_files_draws_nothing() {
+    let results = serde_json::json!({
+        "meta": {"cpu_model": "test"},
+        "rows": [
+            {"experiment": "single-object", "scheme": "atomic", "kind": "scheme", "threads": 1,
+             "objects": 1, "ops_per_sec": 1e6, "reps": [1e6], "cpu_util": 1.0},
+            {"experiment": "single-object", "scheme": "atomic", "kind": "scheme", "threads": 2,
+             "objects": 1, "ops_per_sec": 5e5, "reps": [5e5], "cpu_util": 1.0},
+        ],
+    });
+    for blocked in ["REPORT.md", "single-object.png"] {
+        let dir = scratch(&format!("report-blocked-{blocked}"));
+        std::fs::write(dir.join("single-object.json"), results.to_string()).unwrap();
+        std::fs::create_dir(dir.join(blocked)).unwrap();
+        let o = refbench(&["report", dir.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{blocked}: {err}");
+        assert!(
+            err.contains(blocked) && err.contains("is not a file"),
+            "{blocked}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{blocked}");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let mut want = vec![blocked.to_string(), "single-object.json".to_string()];
+        want.sort();
+        assert_eq!(names, want, "{blocked}: files were written");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
