@@ -112,17 +112,41 @@ fn known_experiment(name: &str) -> bool {
 }
 
 /// Checks that every `*.json` file in `dir` but those named `EXPERIMENT.json` for an
-/// experiment of `except` is a refbench result that [`write_report`] can read: what `reproduce`
-/// looks at before it runs, so that a file it would not replace cannot fail its report at the
-/// end.
+/// experiment of `except` is a refbench result that [`write_report`] can read, and that no two
+/// of them (those of `except` counted as holding their experiment's rows, which the run writes)
+/// hold rows of one experiment: what `reproduce` looks at before it runs, so that a file it
+/// would not replace cannot fail its report at the end. The report draws one plot per
+/// experiment (`EXPERIMENT.svg`): drawn from each of two files in turn, the last was shown
+/// under the first one's table, and the claims read the rows of whichever came first.
 pub fn check_results(dir: &Path, except: &[&str]) -> Result<(), String> {
     if !dir.exists() {
         return Ok(());
     }
+    // Each experiment with the file that holds its rows.
+    let mut holder: Vec<(String, PathBuf)> = except
+        .iter()
+        .map(|e| (e.to_string(), dir.join(format!("{e}.json"))))
+        .collect();
     for f in json_files(dir)? {
         let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        if !except.contains(&stem) {
-            read_results(&f)?;
+        if except.contains(&stem) {
+            continue;
+        }
+        let (_, _, rows) = read_results(&f)?;
+        for r in &rows {
+            match holder.iter().find(|(e, _)| *e == r.experiment) {
+                Some((_, other)) if *other != f => {
+                    return Err(format!(
+                        "{} and {} both hold rows of {}: the report draws one plot of each \
+                         experiment, and its claims would read the rows of both runs",
+                        other.display(),
+                        f.display(),
+                        r.experiment
+                    ))
+                }
+                Some(_) => {}
+                None => holder.push((r.experiment.clone(), f.clone())),
+            }
         }
     }
     Ok(())

@@ -1996,3 +1996,58 @@ fn report_that_cannot_write_its_files_draws_nothing() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Two result files with rows of one experiment are refused (exit 2, naming both) before
+/// anything is drawn or run: `report` drew that experiment's plot from each in turn, the last
+/// over the first, so the plot under one file's table showed the other's rows, and the claims
+/// read whichever came first.
+#[test]
+fn two_results_of_one_experiment_are_refused() {
+    let results = |ops: f64| {
+        serde_json::json!({
+            "meta": {"cpu_model": "test"},
+            "rows": [
+                {"experiment": "single-object", "scheme": "atomic", "kind": "scheme",
+                 "threads": 1, "objects": 1, "ops_per_sec": ops, "reps": [ops]},
+            ],
+        })
+        .to_string()
+    };
+    let dir = scratch("report-twice");
+    std::fs::write(dir.join("single-object.json"), results(1e6)).unwrap();
+    std::fs::write(dir.join("single-object2.json"), results(9e6)).unwrap();
+    let o = refbench(&["report", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("single-object.json and ")
+            && err.contains("single-object2.json both hold rows of single-object"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["single-object.json", "single-object2.json"]);
+    // `reproduce` refuses a file of its own experiment under another name before it runs.
+    std::fs::remove_file(dir.join("single-object.json")).unwrap();
+    let o = refbench(&[
+        "reproduce",
+        "--quick",
+        "--only",
+        "single-object",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "100000",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("both hold rows of single-object"), "{err}");
+    assert!(!dir.join("single-object.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
