@@ -157,7 +157,7 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
         /// Thread counts, comma-separated, 1 to 4096 (default: 1, 2 and every power of two up to
-        /// the online CPUs).
+        /// the CPUs the process may run on, as `taskset` or a cpuset leaves them).
         #[arg(long, value_delimiter = ',')]
         threads: Vec<usize>,
         /// Only these experiments, comma-separated (default: all; `section-vs-lock` comes with
@@ -260,6 +260,16 @@ fn print_out(text: &str) -> Result<(), String> {
 fn output_error(e: String) -> ExitCode {
     eprintln!("refbench: {e}");
     ExitCode::FAILURE
+}
+
+/// The most threads `reproduce` runs by default: the CPUs the process may run on (a cpuset or
+/// `taskset` may allow fewer than are online, and the scaling claims are judged on threads
+/// that each have a CPU), or the online CPUs where the affinity cannot be read.
+fn default_thread_ceiling() -> usize {
+    match percpu::affinity::process_cpus().len() {
+        0 => percpu::online_cpus().max(1),
+        n => n,
+    }
 }
 
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
@@ -396,10 +406,10 @@ fn main() -> ExitCode {
                 return usage_error(format!("--only: unknown experiment '{bad}' ({hint})"));
             }
             let threads = if threads.is_empty() {
-                let online = percpu::online_cpus().max(1);
+                let cpus = default_thread_ceiling();
                 let mut t = vec![1];
                 let mut n = 2;
-                while n <= online.max(2) {
+                while n <= cpus.max(2) {
                     t.push(n);
                     n *= 2;
                 }
