@@ -3,7 +3,7 @@
 //!
 //! * [`header`]: a header's enums, prototypes and struct fields, and the same of the Rust side
 //!   (`src/capi.rs`), so that a test can check that the two cannot drift;
-//! * [`cc`]: building a C program against a crate's static library and running it, and
+//! * [`cc`]: building a C program against a package's static library and running it, and
 //!   compiling a header as C++ and as pedantic C99; the programs' checks (`CHECK`,
 //!   `CHECK_EQ`) are this crate's `include/check.h`.
 //!
@@ -165,53 +165,94 @@ pub mod cc {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
 
-    /// `lib<lib>.a`, the static library of package `package` (whose library is named `lib`):
-    /// cargo writes it into the same `deps` directory as the test binary that calls this when
-    /// it builds the crate's library (a `staticlib` too) for its tests. If it is missing (an
-    /// unusual cargo layout), builds it with `cargo` (the `CARGO` the test was built by) in the
-    /// same target directory.
+    /// `lib<lib>.a`, the static library of package `package` (whose library is named `lib` and
+    /// is a `staticlib`: a package of the C libraries, whose lib target is no `rlib`, so cargo
+    /// does not build it for the package's tests). Built with `cargo build -p <package> --lib`
+    /// (`cargo`: the `CARGO` the test was built by) in the test's own target directory and
+    /// profile, once per test process, so that a library left there by an earlier build is
+    /// never taken for the one of the sources under test.
     ///
     /// # Panics
-    /// If it cannot be found or built.
+    /// If it cannot be built or found.
     pub fn staticlib(package: &str, lib: &str, cargo: &str) -> PathBuf {
         library(package, &format!("lib{}.a", lib.replace('-', "_")), cargo)
     }
 
     /// `lib<lib>.so`, the shared library of package `package` (whose library is a `cdylib`
-    /// too), found or built as [`staticlib`] finds or builds the static one.
+    /// too), built as [`staticlib`] builds the static one.
     ///
     /// # Panics
-    /// If it cannot be found or built.
+    /// If it cannot be built or found.
     pub fn cdylib(package: &str, lib: &str, cargo: &str) -> PathBuf {
         library(package, &format!("lib{}.so", lib.replace('-', "_")), cargo)
     }
 
     /// The library file `file` of package `package`: see [`staticlib`].
     fn library(package: &str, file: &str, cargo: &str) -> PathBuf {
+        /// The packages built by this process.
+        static BUILT: std::sync::Mutex<std::collections::BTreeSet<String>> =
+            std::sync::Mutex::new(std::collections::BTreeSet::new());
         let exe = std::env::current_exe().expect("the test binary's path");
         let deps = exe.parent().expect("a deps directory");
-        let lib = deps.join(file);
-        if lib.exists() {
-            return lib;
-        }
         let profile_dir = deps.parent().expect("a profile directory");
         let target_dir = profile_dir.parent().expect("a target directory");
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", package, "--lib"])
-            .env("CARGO_TARGET_DIR", target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
+        {
+            // Held while cargo builds: the test's other threads wait for the same build.
+            let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+            if !built.contains(package) {
+                let mut cmd = Command::new(cargo);
+                cmd.args(["build", "-q", "-p", package, "--lib"])
+                    .env("CARGO_TARGET_DIR", target_dir);
+                if profile_dir.file_name().is_some_and(|n| n == "release") {
+                    cmd.arg("--release");
+                }
+                let st = cmd
+                    .status()
+                    .unwrap_or_else(|e| panic!("running cargo build for {file}: {e}"));
+                assert!(st.success(), "cargo build -p {package} --lib failed");
+                built.insert(package.to_string());
+            }
         }
-        let st = cmd
-            .status()
-            .unwrap_or_else(|e| panic!("running cargo build for {file}: {e}"));
-        assert!(st.success(), "cargo build -p {package} --lib failed");
-        for cand in [deps.join(file), profile_dir.join(file)] {
+        for cand in [profile_dir.join(file), deps.join(file)] {
             if cand.exists() {
                 return cand;
             }
         }
         panic!("{file} not found under {}", profile_dir.display());
+    }
+
+    /// The functions named `prefix...` that `lib` defines (global text symbols): those its
+    /// dynamic symbol table exports for a shared library (`nm -D --defined-only`), those of its
+    /// objects for a static one (`nm --defined-only`). `None` (with a message) where `nm` is not
+    /// installed.
+    ///
+    /// # Panics
+    /// If `nm` fails.
+    pub fn defined_functions(
+        lib: &Path,
+        prefix: &str,
+    ) -> Option<std::collections::BTreeSet<String>> {
+        if !exists("nm") {
+            percpu::testing::skip(format_args!(
+                "no `nm` (install binutils): the symbols of {} are not checked",
+                lib.display()
+            ));
+            return None;
+        }
+        let mut cmd = Command::new("nm");
+        if lib.extension().is_some_and(|e| e == "so") {
+            cmd.arg("-D");
+        }
+        let out = run(cmd.arg("--defined-only").arg(lib));
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+                    [_, "T", name] if name.starts_with(prefix) => Some(name.to_string()),
+                    _ => None,
+                })
+                .collect(),
+        )
     }
 
     /// The compiler `$var` names, else `default`.

@@ -2242,6 +2242,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// in the optimistic mode's wait for a page that another thread is filling or evicting (the
     /// C API reads so before it disables the thread's cancellation for a read that may do
     /// I/O).
+    #[cfg(any(feature = "capi", test))]
     pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         let n = self.readable(buf.len(), offset);
         for (page, off, part) in page_parts(offset, n) {

@@ -2,6 +2,9 @@
 #![warn(missing_docs)]
 
 mod cache;
+// The C API: with the `capi` feature (the package `paygo-pagecache-c`), and in the crate's own
+// unit tests.
+#[cfg(any(feature = "capi", test))]
 pub mod capi;
 mod frame;
 mod inject;
@@ -157,6 +160,7 @@ trait DynCache: Send + Sync {
 
 trait DynFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    #[cfg(any(feature = "capi", test))]
     fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize>;
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
     fn sync(&self) -> io::Result<()>;
@@ -182,6 +186,7 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         CachedFileOf::read_at(self, buf, offset)
     }
+    #[cfg(any(feature = "capi", test))]
     fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         CachedFileOf::read_cached(self, buf, offset)
     }
@@ -276,6 +281,7 @@ impl CachedFile {
     /// `read_at` if every page of the range is cached, with no system call but the optimistic
     /// mode's `sched_yield`; `None` at the first page that is not (see
     /// `CachedFileOf::read_cached`).
+    #[cfg(any(feature = "capi", test))]
     pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         self.inner.read_cached(buf, offset)
     }

@@ -74,11 +74,13 @@ pub fn default_domain() -> &'static Domain {
 }
 
 /// Whether the default domain has been made.
+#[cfg(any(feature = "capi", test))]
 pub(crate) fn default_domain_exists() -> bool {
     DEFAULT.get().is_some()
 }
 
 /// The default domain if it has been made.
+#[cfg(any(feature = "capi", test))]
 pub(crate) fn default_domain_if_made() -> Option<&'static Domain> {
     DEFAULT.get()
 }
@@ -87,6 +89,7 @@ pub(crate) fn default_domain_if_made() -> Option<&'static Domain> {
 /// it could not be made ([`ConfigError::OutOfMemory`](crate::ConfigError::OutOfMemory)):
 /// nothing is left behind then, and a later call tries again. Threads that make it at once
 /// may each allocate tables; one is kept and the others are freed.
+#[cfg(any(feature = "capi", test))]
 pub(crate) fn try_default_domain() -> Result<&'static Domain, crate::ConfigError> {
     if let Some(d) = DEFAULT.get() {
         return Ok(d);
@@ -97,6 +100,7 @@ pub(crate) fn try_default_domain() -> Result<&'static Domain, crate::ConfigError
 
 /// Makes the default domain with `make` if it does not exist yet: `Ok` with the new domain, or
 /// `Err` with the one already there.
+#[cfg(any(feature = "capi", test))]
 pub(crate) fn init_default_domain(
     make: impl FnOnce() -> Domain,
 ) -> Result<&'static Domain, &'static Domain> {

@@ -162,6 +162,7 @@ impl Domain {
     /// (`get_or_wait` aborts the process then, as a failed allocation does). The fast path is
     /// `get_or_wait`'s.
     #[inline(always)]
+    #[cfg(any(feature = "capi", test))]
     pub(crate) fn get_or_wait_fallible(&self, hdr: Pin<&Header>) -> Result<Anchor, GetError> {
         match self.get_fast(hdr) {
             Some(a) => Ok(a),
@@ -243,6 +244,7 @@ impl Domain {
     /// REF's slow path; an eviction that cannot allocate fails it with `NoMemory`.
     #[cold]
     #[inline(never)]
+    #[cfg(any(feature = "capi", test))]
     fn get_slow_fallible(
         &self,
         hdr: Pin<&Header>,

@@ -25,7 +25,7 @@ pub(crate) const KILL_FENCED: u64 = 4;
 
 /// Object state (C objects only): destroyed by `paygo_obj_destroy`, after a reclaim. No
 /// reference, reinit or reclaim is accepted; only `paygo_obj_init` makes a new header there.
-#[cfg(not(loom))]
+#[cfg(all(not(loom), any(feature = "capi", test)))]
 pub(crate) const DESTROYED: u64 = 5;
 
 /// The bits of a header's word that hold its state; the bits above hold its placement.

@@ -20,7 +20,8 @@ mod arc;
 #[cfg(not(loom))]
 mod handle;
 
-#[cfg(not(loom))]
+// The C API: with the `capi` feature (the package `paygo-c`), and in the crate's own unit tests.
+#[cfg(all(not(loom), any(feature = "capi", test)))]
 pub mod capi;
 
 #[cfg(all(test, not(loom)))]

@@ -1,13 +1,17 @@
-//! `include/paygo.h` and `src/capi.rs` cannot drift: every error code (name and value), every
-//! exported function (name and arity), the statistics struct's fields (names and order) and
-//! the object's size agree.
+//! `include/paygo.h` and the package `paygo`'s `src/capi.rs` (its `capi` feature) cannot drift:
+//! every error code (name and value), every exported function (name and arity), the statistics
+//! struct's fields (names and order) and the object's size agree. Reads `capi.rs` from the
+//! workspace (`../paygo`).
 
 use capi_check::header::{enum_values, functions, read, rust_fields, rust_functions, u64_fields};
 use paygo::capi;
 use std::collections::BTreeMap;
 
 fn file(rel: &str) -> String {
-    read(env!("CARGO_MANIFEST_DIR"), rel)
+    match rel {
+        "src/capi.rs" => read(concat!(env!("CARGO_MANIFEST_DIR"), "/../paygo"), rel),
+        _ => read(env!("CARGO_MANIFEST_DIR"), rel),
+    }
 }
 
 #[test]

@@ -11,12 +11,13 @@
  * pagecache_drop_cache(). A file grows through the cache (writes past its end, or
  * pagecache_set_len), and its new pages are cached as the others.
  *
- * Linking: libpagecache.a (and -lpthread -ldl -lm -lrt -lgcc_s) or libpagecache.so, both built by
- * `cargo build --release -p paygo-pagecache` (under target/release/). The static library carries its
- * own Rust runtime, so it is not linked together with another Rust static library such as
- * libpaygo.a; it exports paygo.h's functions as well (PAYGO's process-wide domain, separate
- * from the caches' counters), so a program that needs both links libpagecache alone. Before
- * dlclose() of libpagecache.so, every thread that used it calls pagecache_prepare_unload().
+ * Linking: libpagecache.a (and -lpthread -ldl -lm -lrt -lgcc_s) or libpagecache.so, both built
+ * by `cargo build --release -p paygo-pagecache-c` (under target/release/). The static library
+ * carries its own Rust runtime, so it is not linked together with another Rust static library
+ * such as libpaygo.a; it exports paygo.h's functions as well (PAYGO's process-wide domain,
+ * separate from the caches' counters), so a program that needs both links libpagecache alone.
+ * Before dlclose() of libpagecache.so, every thread that used it calls
+ * pagecache_prepare_unload().
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,

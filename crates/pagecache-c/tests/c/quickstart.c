@@ -1,8 +1,8 @@
-/* The C API's quick start (crates/pagecache/README.md, "C API"): a file read twice through a
+/* The C API's quick start (crates/pagecache-c/README.md, "C API"): a file read twice through a
  * page cache whose frames PAYGO counts; the first pass fills the pages, the second hits them.
  *
- *   cargo build --release -p paygo-pagecache
- *   cc -I crates/pagecache/include crates/pagecache/tests/c/quickstart.c \
+ *   cargo build --release -p paygo-pagecache-c
+ *   cc -I crates/pagecache-c/include crates/pagecache-c/tests/c/quickstart.c \
  *      target/release/libpagecache.a -lpthread -ldl -lm -lrt -lgcc_s -o quickstart
  *   ./quickstart FILE
  */

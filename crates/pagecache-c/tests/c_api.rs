@@ -1,8 +1,9 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
 //! `limits.c`, `handles.c`, `cancel.c`, `counters.c`) against `include/pagecache.h` and the
-//! crate's static library (built by cargo next to this test binary, since the crate's lib
-//! target is a `staticlib` too), runs them, and checks that the header also compiles as C++
-//! (or says that check is skipped where no C++ compiler is installed).
+//! crate's static library (built by cargo next to this test binary: the crate's lib target is
+//! a `staticlib` and a `cdylib`), runs them, and checks that the header also compiles as C++
+//! (or says that check is skipped where no C++ compiler is installed), and that both libraries
+//! define every function the header declares.
 
 use capi_check::cc;
 use std::path::Path;
@@ -15,7 +16,7 @@ const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
 /// Builds `tests/c/NAME.c` against the header and `libpagecache.a` (with the link line the
 /// header documents, [`LINK`]), runs it, and returns its standard output.
 fn build_and_run(name: &str) -> String {
-    let lib = cc::staticlib("paygo-pagecache", "pagecache", env!("CARGO"));
+    let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
     let exe = cc::build(
         Path::new(env!("CARGO_MANIFEST_DIR")),
         name,
@@ -36,7 +37,7 @@ fn build_and_run(name: &str) -> String {
 /// bytes read twice, the first pass filling its 4 pages (a miss and the pages read ahead).
 #[test]
 fn c_quick_start_runs() {
-    let lib = cc::staticlib("paygo-pagecache", "pagecache", env!("CARGO"));
+    let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
     let exe = cc::build(
         Path::new(env!("CARGO_MANIFEST_DIR")),
         "quickstart",
@@ -162,5 +163,46 @@ fn expect_lines(text: &str, lines: &[&str]) {
             text.lines().any(|l| l == *line),
             "no line {line:?} in:\n{text}"
         );
+    }
+}
+
+/// `libpagecache.a` defines, and `libpagecache.so` exports, exactly the functions `pagecache.h`
+/// declares, and those of `paygo.h`, as `pagecache.h` says (the packages `paygo-pagecache` and
+/// `paygo` compile them only with their `capi` features, which this crate turns on).
+#[test]
+fn the_libraries_define_every_function_of_the_header() {
+    let h =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h"))
+            .expect("pagecache.h");
+    let declared: std::collections::BTreeSet<String> =
+        capi_check::header::functions(&h, "pagecache_")
+            .into_keys()
+            .collect();
+    assert!(declared.len() >= 10, "{declared:?}");
+    // pagecache.h: the libraries export paygo.h's functions as well.
+    let paygo_h = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../paygo-c/include/paygo.h"),
+    )
+    .expect("paygo.h");
+    let paygo_h: std::collections::BTreeSet<String> =
+        capi_check::header::functions(&paygo_h, "paygo_")
+            .into_keys()
+            .collect();
+    assert!(paygo_h.len() >= 10, "{paygo_h:?}");
+    for lib in [
+        cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO")),
+        cc::cdylib("paygo-pagecache-c", "pagecache", env!("CARGO")),
+    ] {
+        if let Some(defined) = cc::defined_functions(&lib, "pagecache_") {
+            assert_eq!(defined, declared, "{}", lib.display());
+        }
+        if let Some(defined) = cc::defined_functions(&lib, "paygo_") {
+            assert_eq!(
+                defined,
+                paygo_h,
+                "paygo.h's, which {} exports too",
+                lib.display()
+            );
+        }
     }
 }

@@ -1,8 +1,8 @@
-/* The C API's quick start (crates/paygo/README.md, "The C API"): a cached page whose readers
+/* The C API's quick start (crates/paygo-c/README.md, "The C API"): a cached page whose readers
  * count references with PAYGO, and a reclaimer that frees it only once no reader holds it.
  *
- *   cargo build --release -p paygo
- *   cc -I crates/paygo/include crates/paygo/tests/c/quickstart.c \
+ *   cargo build --release -p paygo-c
+ *   cc -I crates/paygo-c/include crates/paygo-c/tests/c/quickstart.c \
  *      target/release/libpaygo.a -lpthread -ldl -lm -lrt -lgcc_s -o quickstart
  *   ./quickstart
  */

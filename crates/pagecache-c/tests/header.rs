@@ -1,13 +1,17 @@
-//! `include/pagecache.h` and `src/capi.rs` cannot drift: every error code and mode (name and
-//! value), every exported function (name and arity), the statistics struct's fields (names and
-//! order) and the page size agree.
+//! `include/pagecache.h` and the package `paygo-pagecache`'s `src/capi.rs` (its `capi`
+//! feature) cannot drift: every error code and mode (name and value), every exported function
+//! (name and arity), the statistics struct's fields (names and order) and the page size agree.
+//! Reads `capi.rs` from the workspace (`../pagecache`).
 
 use capi_check::header::{enum_values, functions, read, rust_fields, rust_functions, u64_fields};
 use pagecache::capi;
 use std::collections::BTreeMap;
 
 fn file(rel: &str) -> String {
-    read(env!("CARGO_MANIFEST_DIR"), rel)
+    match rel {
+        "src/capi.rs" => read(concat!(env!("CARGO_MANIFEST_DIR"), "/../pagecache"), rel),
+        _ => read(env!("CARGO_MANIFEST_DIR"), rel),
+    }
 }
 
 fn map(pairs: &[(&str, i32)]) -> BTreeMap<String, i32> {

@@ -1,7 +1,8 @@
 //! The C API from C: builds `tests/c/*.c` against `include/paygo.h` and the crate's static
-//! library (built by cargo next to this test binary, since the crate's lib target is a
-//! `staticlib` too), runs them, and checks that the header also compiles as C++ (or says that
-//! check is skipped where no C++ compiler is installed) and as pedantic C99.
+//! library (built by cargo next to this test binary: the crate's lib target is a `staticlib`
+//! and a `cdylib`), runs them, and checks that the header also compiles as C++ (or says that
+//! check is skipped where no C++ compiler is installed) and as pedantic C99, and that both
+//! libraries define every function the header declares.
 
 use capi_check::cc;
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::process::Command;
 /// Builds `tests/c/NAME.c` against the header and `libpaygo.a`, runs it, and checks that it
 /// reports no failure; its output.
 fn build_and_run(name: &str) -> std::process::Output {
-    let lib = cc::staticlib("paygo", "paygo", env!("CARGO"));
+    let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
     let exe = cc::build(
         Path::new(env!("CARGO_MANIFEST_DIR")),
         name,
@@ -72,7 +73,7 @@ fn c_calls_without_memory_for_the_domain_say_enomem() {
 /// unloads again.
 #[test]
 fn c_threads_exit_safely_after_the_library_is_unloaded() {
-    let so = cc::cdylib("paygo", "paygo", env!("CARGO"));
+    let so = cc::cdylib("paygo-c", "paygo", env!("CARGO"));
     let exe = cc::build_unlinked(
         Path::new(env!("CARGO_MANIFEST_DIR")),
         "unload",
@@ -89,4 +90,24 @@ fn c_threads_exit_safely_after_the_library_is_unloaded() {
 #[test]
 fn header_compiles_as_cxx_and_pedantic_c() {
     cc::check_header(&Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"));
+}
+
+/// `libpaygo.a` defines, and `libpaygo.so` exports, exactly the functions `paygo.h` declares
+/// (the package `paygo` compiles them only with its `capi` feature, which this crate turns on).
+#[test]
+fn the_libraries_define_every_function_of_the_header() {
+    let h = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"))
+        .expect("paygo.h");
+    let declared: std::collections::BTreeSet<String> = capi_check::header::functions(&h, "paygo_")
+        .into_keys()
+        .collect();
+    assert!(declared.len() >= 10, "{declared:?}");
+    for lib in [
+        cc::staticlib("paygo-c", "paygo", env!("CARGO")),
+        cc::cdylib("paygo-c", "paygo", env!("CARGO")),
+    ] {
+        if let Some(defined) = cc::defined_functions(&lib, "paygo_") {
+            assert_eq!(defined, declared, "{}", lib.display());
+        }
+    }
 }
