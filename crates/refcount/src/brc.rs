@@ -139,6 +139,8 @@ pub(crate) enum Bug {
     MergedLocalAdded,
     /// A put on `shared` is Relaxed instead of Release.
     RelaxedSharedPut,
+    /// The merge's fold into `shared` is Relaxed instead of Release.
+    RelaxedFold,
 }
 
 crate::mutation::bug_switch!();
@@ -168,13 +170,21 @@ impl Brc {
             obj.local.store(0, Ordering::Release);
         }
         let mut s = obj.shared.load(Ordering::Relaxed);
+        // Release pairs with the SeqCst load of shared in `count`: a reclaim that reads this
+        // fold, or a later update of shared, no longer adds `local` (MERGED), whose value it
+        // read first and may predate the owner's last put; the owner's accesses before the
+        // merge happen before its verdict through this fold instead (the loom model
+        // `owner_put_and_merge_vs_non_owner_put_and_reclaim`).
+        let order = if bug(Bug::RelaxedFold) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
         loop {
             let new = ((s + l * ONE) & !QUEUED) | MERGED;
-            // SeqCst: the fold is visible before local is zeroed (the reclaimer reads local,
-            // then shared).
             match obj
                 .shared
-                .compare_exchange_weak(s, new, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange_weak(s, new, order, Ordering::Relaxed)
             {
                 Ok(_) => break,
                 Err(cur) => s = cur,
@@ -506,6 +516,48 @@ mod loom_tests {
             s.put(pin(&obj), held);
             assert!(s.try_reclaim(pin(&obj)));
         });
+    }
+
+    /// The owner gives back its one reference while a non-owner holds one on `shared`: the
+    /// owner's put brings `local` to zero and merges (a fold of 0, with `MERGED`). The
+    /// non-owner then gives its reference back and reclaims. Its reclaim reads `local` first,
+    /// possibly from before the owner's put (1), then `shared`; when that says `MERGED` it does
+    /// not add `local`, so it may succeed, and then only the fold orders the owner's write
+    /// before the reclaimer's. Whatever the interleaving, the object ends reclaimed or
+    /// reclaimable with no count left.
+    #[test]
+    fn owner_put_and_merge_vs_non_owner_put_and_reclaim() {
+        percpu::testing::loom_model(|| {
+            let (s, obj, data) = owned();
+            let mine = s.try_get(pin(&obj)).unwrap(); // local 1
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                let theirs = s2.try_get(pin(&o2)).expect("live: no reclaim ran yet");
+                s2.put(pin(&o2), theirs);
+                let reclaimed = s2.try_reclaim(pin(&o2));
+                if reclaimed {
+                    write(&d2);
+                }
+                reclaimed
+            });
+            write(&data);
+            s.put(pin(&obj), mine); // local 0; merges if the other's reference is on shared
+            let reclaimed = t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+            assert!(reclaimed || s.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// `owner_put_and_merge_vs_non_owner_put_and_reclaim` catches a Relaxed fold: a reclaim
+    /// that reads `MERGED` (so not `local`) is no longer ordered after the owner's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_fold_is_caught() {
+        super::bug::with(
+            Bug::RelaxedFold,
+            owner_put_and_merge_vs_non_owner_put_and_reclaim,
+        );
     }
 
     /// `owner_get_vs_reclaim` catches an owner get without its fence: its increment and the
