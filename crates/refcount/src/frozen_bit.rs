@@ -42,9 +42,15 @@
 //!   object itself.
 //! * `try_reclaim` is the freeze of the base reference: `compare_exchange(gen | 1 -> gen |
 //!   FROZEN)`.
+//! * `read_all` is the count less the owner's base reference, whether or not the owner still
+//!   holds it: after [`FrozenBit::release_base`] it reads one less than the transient
+//!   references held (0, and [`RefCounter::is_referenced`] false, with one held). It is the
+//!   trait's count only while the owner holds its base, the only time `try_reclaim` may be
+//!   called too.
 //! * `reinit`: a store of `(gen + 1) | 1` (Release). A store is safe: no reference exists, and
 //!   failing try-gets in flight on the frozen word take an increment back only from a frozen
-//!   word, so losing their increments is right and their clean-up leaves the live word alone.
+//!   word, so losing their increments is right and their clean-up leaves the live word alone
+//!   (the loom model `failed_get_vs_reinit`, which catches a clean-up by plain `fetch_sub`).
 //!   (A get refused at the limit takes its increment back only from a word of its own
 //!   generation.)
 //!
@@ -107,6 +113,11 @@ pub(crate) enum Bug {
     /// and refuses whether or not it succeeded (the patch's best-effort reset, on the live
     /// word).
     LimitTakeBackOnce,
+    /// A get that fails on a frozen word takes its increment back with a plain `fetch_sub`,
+    /// whatever the word is by then.
+    PlainTakeBack,
+    /// The put's decrement is Relaxed instead of Release.
+    RelaxedPut,
 }
 
 crate::mutation::bug_switch!();
@@ -153,6 +164,10 @@ impl FrozenBit {
             // increment it was. A reinit since (a store of a live word) wiped the increment
             // already: nothing to take back. So the count bits never exceed the failed gets in
             // flight.
+            if bug(Bug::PlainTakeBack) {
+                obj.word.fetch_sub(1, Ordering::Relaxed);
+                return None;
+            }
             let mut cur = new;
             while cur & FROZEN != 0 && cur & COUNT != 0 {
                 match obj.word.compare_exchange_weak(
@@ -199,7 +214,12 @@ impl FrozenBit {
     fn dec(&self, obj: &FrozenBitObject) -> Option<Zero> {
         // Release pairs with the Acquire of the freeing CAS (free_if_winner, try_reclaim): the
         // holder's accesses happen before the free.
-        let new = obj.word.fetch_sub(1, Ordering::Release).wrapping_sub(1);
+        let order = if bug(Bug::RelaxedPut) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let new = obj.word.fetch_sub(1, order).wrapping_sub(1);
         debug_assert!(
             new & FROZEN == 0 && new & COUNT != COUNT,
             "frozen-bit: put without a reference"
@@ -362,9 +382,16 @@ impl RefCounter for FrozenBit {
     unsafe fn reinit(&self, obj: Pin<&FrozenBitObject>) {
         let w = obj.word.load(Ordering::Relaxed);
         debug_assert!(w & FROZEN != 0, "frozen-bit: reinit of a live object");
+        let live = ((w & GEN).wrapping_add(GEN_ONE)) | 1;
         // Release pairs with the Acquire fetch_add in try_get().
-        obj.word
-            .store(((w & GEN).wrapping_add(GEN_ONE)) | 1, Ordering::Release);
+        #[cfg(not(loom))]
+        obj.word.store(live, Ordering::Release);
+        // Under loom a swap, which C11 allows wherever it allows the store: loom 0.7 lets a plain
+        // store fall between the read and the write of another thread's read-modify-write
+        // (tokio-rs/loom#254), and `failed_get_vs_reinit` would report words no execution can
+        // reach.
+        #[cfg(loom)]
+        obj.word.swap(live, Ordering::Release);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&FrozenBitObject>>) -> Memory {
@@ -485,6 +512,26 @@ mod tests {
         assert_eq!(s.read_all(o), 0);
     }
 
+    /// `read_all` subtracts the owner's base whether or not the owner still holds it (module
+    /// docs): after `release_base` it reads one less than the references held.
+    #[test]
+    fn read_all_after_release_base_reads_one_less() {
+        let s = FrozenBit;
+        let obj = s.new_object();
+        let o = pinned(&obj);
+        let (a, b) = (s.try_get(o).unwrap(), s.try_get(o).unwrap());
+        assert_eq!(s.read_all(o), 2);
+        // SAFETY: this thread holds the new object's base and releases it once; nothing
+        // reclaims or reinits it afterwards.
+        assert!(!unsafe { s.release_base(o) });
+        assert_eq!(s.read_all(o), 1, "two held, the base released");
+        assert!(!s.put_and_test(o, a));
+        assert_eq!(s.read_all(o), 0, "one held, the base released");
+        assert!(!s.is_referenced(o));
+        assert!(s.put_and_test(o, b), "the last put frees");
+        assert!(s.is_frozen(o));
+    }
+
     #[test]
     fn gets_past_the_limit_are_refused_and_the_count_stays_exact() {
         gets_past_the_limit_from(MAX_COUNT - 3);
@@ -511,7 +558,7 @@ mod loom_tests {
     /// the put came first, counted; either way the count ends exact.
     #[test]
     fn get_at_the_limit_vs_put() {
-        loom::model(|| {
+        percpu::testing::loom_model(|| {
             let obj = Arc::new(FrozenBitObject::with_count(MAX_COUNT));
             let o1 = obj.clone();
             let t = thread::spawn(move || FrozenBit.try_get(pin(&o1)).is_some());
@@ -546,9 +593,64 @@ mod loom_tests {
         super::bug::with(Bug::NoGeneration, no_aba_on_reuse);
     }
 
+    /// A get on a dead object races the object's reinit: it fails on the frozen word (and
+    /// takes its increment back, from a frozen word only) or succeeds on the new life. Either
+    /// way the word ends as the new life's base plus the references held, and once the get's
+    /// reference is given back the owner's base alone is left: the freeze succeeds.
+    #[test]
+    fn failed_get_vs_reinit() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(FrozenBit.new_object());
+            assert!(
+                FrozenBit.try_reclaim(pin(&obj)),
+                "a new object is reclaimable"
+            );
+            let o1 = obj.clone();
+            let t = thread::spawn(move || FrozenBit.try_get(pin(&o1)));
+            // SAFETY: the object is dead (reclaimed above) and only this thread reinits or
+            // reclaims it.
+            unsafe { FrozenBit.reinit(pin(&obj)) };
+            let got = t.join().unwrap();
+            assert_eq!(
+                FrozenBit.raw(pin(&obj)),
+                GEN_ONE | (1 + got.is_some() as u64),
+                "the new life's count is not its base plus the references held"
+            );
+            if let Some(tok) = got {
+                FrozenBit.put(pin(&obj), tok);
+            }
+            assert!(FrozenBit.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// `failed_get_vs_reinit` catches a failed get that takes its increment back with a plain
+    /// `fetch_sub`: after a reinit wiped the increment, it takes the new life's base instead.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the new life's count is not its base plus the references held")]
+    fn bug_plain_take_back_is_caught() {
+        super::bug::with(Bug::PlainTakeBack, failed_get_vs_reinit);
+    }
+
+    /// A get, a write under its reference and its put, against a freeze (`try_reclaim`) on
+    /// another thread that writes once it succeeded (the workspace's model, on this scheme).
+    #[test]
+    fn get_put_vs_reclaim() {
+        crate::loom_models::get_put_vs_reclaim(FrozenBit, |o| FrozenBit.is_frozen(o));
+    }
+
+    /// `get_put_vs_reclaim` catches a Relaxed put: a freeze that reads its decrement is no
+    /// longer ordered after the holder's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_put_is_caught() {
+        super::bug::with(Bug::RelaxedPut, get_put_vs_reclaim);
+    }
+
     #[test]
     fn no_aba_on_reuse() {
-        loom::model(|| {
+        percpu::testing::loom_model(|| {
             let s = FrozenBit;
             let obj = Arc::new(s.new_object());
             let t1_token = s.try_get(pin(&obj)).unwrap();
