@@ -47,8 +47,12 @@
 //! the count is exact up to 2⁶³ − 1 references (leaked ones included): centuries of gets at
 //! one a nanosecond, so no get checks for it.
 //!
-//! A loom model beside this code races a get (spare path and central path) and its put against
-//! a reclaim (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`).
+//! Loom models beside this code race a get (spare path and central path) and its put against
+//! a reclaim, and a put that returns spares against a reclaim under a reference
+//! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`); with
+//! `--cfg paygo_loom_bug` they must catch three mutations (the spares read before `central`, a
+//! spare get that does not check `state` in its section, a central get that does not load
+//! `state` after its increment).
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::percpu_ref::{sections, CpuSlots, Sections, SlotHandle};
@@ -132,11 +136,16 @@ impl Sloppy {
         // SeqCst: the load half of the store-then-load begun in block (pairs with the
         // central-path get's SeqCst fetch_add then state load). `central` first, then the
         // spares (module docs; the loom model `returning_put_vs_reclaim_under_a_reference`).
-        #[cfg(not(paygo_loom_bug))]
-        let (c, s) = (obj.central.load(Ordering::SeqCst), self.spares(obj));
-        #[cfg(paygo_loom_bug)]
-        let (c, s) = bug::read(self, obj);
-        // Acquire: holders' accesses made before their puts happen before the verdict.
+        let (c, s) = if bug(Bug::SparesFirst) {
+            // The mutation: the spares first (SeqCst as below).
+            let s = self.spares(obj);
+            (obj.central.load(Ordering::SeqCst), s)
+        } else {
+            (obj.central.load(Ordering::SeqCst), self.spares(obj))
+        };
+        // Acquire pairs with the Release commits of the puts' critical sections (the spares
+        // read above) and their Release fetch_sub of central: holders' accesses made before
+        // their puts happen before the verdict.
         crate::sync::fence(Ordering::Acquire);
         debug_assert!(c - s >= 0, "sloppy: negative count");
         if c == s {
@@ -193,14 +202,17 @@ impl RefCounter for Sloppy {
             if v as i64 <= 0 {
                 break;
             }
-            match self.pc.add(
-                cpu,
-                &[Check::new(&obj.state, LIVE), Check::new(w, v)],
-                w,
-                1u64.wrapping_neg(),
-            ) {
+            let checks = [Check::new(&obj.state, LIVE), Check::new(w, v)];
+            let checks = if bug(Bug::NoSpareStateCheck) {
+                &checks[1..]
+            } else {
+                &checks[..]
+            };
+            match self.pc.add(cpu, checks, w, 1u64.wrapping_neg()) {
                 Ok(()) => return Some(SloppyToken(crate::TokenTag::of(&*obj))),
-                Err(Fail::Abort) | Err(Fail::Mismatch(1)) => retry.aborted(),
+                // The spare moved (check 1, or 0 under the mutation): read it again.
+                Err(Fail::Abort) => retry.aborted(),
+                Err(Fail::Mismatch(i)) if i + 1 == checks.len() => retry.aborted(),
                 Err(Fail::Mismatch(_)) => return None,
             }
         }
@@ -208,7 +220,7 @@ impl RefCounter for Sloppy {
         // load.
         obj.central.fetch_add(1, Ordering::SeqCst);
         crate::lifecycle::store_load_order();
-        if obj.state.load(Ordering::SeqCst) != LIVE {
+        if obj.state.load(Ordering::SeqCst) != LIVE && !bug(Bug::NoCentralRecheck) {
             obj.central.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
@@ -289,30 +301,22 @@ impl RefCounter for Sloppy {
     }
 }
 
-/// The bug switch of the loom models (`--cfg paygo_loom_bug`): a test sets it to make
-/// `confirm` read the spares before `central`, which a model must catch.
-#[cfg(paygo_loom_bug)]
-pub(crate) mod bug {
-    use super::{Ordering, Sloppy, SloppyObject};
-    use core::cell::Cell;
-
-    std::thread_local! {
-        /// `confirm` reads the spares first.
-        pub(crate) static SPARES_FIRST: Cell<bool> = const { Cell::new(false) };
-    }
-
-    /// `confirm`'s `(central, spares)`, read in the order the switch says.
-    pub(super) fn read(s: &Sloppy, obj: &SloppyObject) -> (i64, i64) {
-        if SPARES_FIRST.with(|b| b.get()) {
-            let spares = s.spares(obj);
-            // SeqCst: as in confirm.
-            (obj.central.load(Ordering::SeqCst), spares)
-        } else {
-            // SeqCst: as in confirm.
-            (obj.central.load(Ordering::SeqCst), s.spares(obj))
-        }
-    }
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the scheme as written.
+    None,
+    /// `confirm` reads the spares before `central`.
+    SparesFirst,
+    /// A get from a spare does not check `state` in its critical section.
+    NoSpareStateCheck,
+    /// A get from `central` does not load `state` after its increment.
+    NoCentralRecheck,
 }
+
+crate::mutation::bug_switch!();
 
 #[cfg(all(test, loom))]
 mod loom_tests {
@@ -329,7 +333,7 @@ mod loom_tests {
     /// both a successful reclaim and a
     /// held reference, and the count ends at zero.
     fn get_vs_reclaim(spare: bool) {
-        loom::model(move || {
+        percpu::testing::loom_model(move || {
             let s = crate::sync::Arc::new(Sloppy::with_threshold(1));
             let obj = crate::sync::Arc::new(s.new_object());
             if spare {
@@ -348,15 +352,19 @@ mod loom_tests {
                 }
             });
             percpu::loom_set_cpu(0);
+            // What a reclaim that succeeded saw; checked once the other thread is done (a model
+            // that panics while a thread has yet to run aborts instead of failing).
+            let (mut held, mut got) = (0, false);
             if s.try_reclaim(pin(&obj)) {
-                assert_eq!(
-                    holding.load(Ordering::SeqCst),
-                    0,
-                    "reclaimed under a holder"
-                );
-                assert!(s.try_get(pin(&obj)).is_none());
+                held = holding.load(Ordering::SeqCst);
+                got = s.try_get(pin(&obj)).map(core::mem::forget).is_some();
             }
             t.join().unwrap();
+            assert_eq!(held, 0, "reclaimed under a holder");
+            assert!(
+                !got,
+                "reclaimed under a holder: a get succeeded on the dead object"
+            );
             assert_eq!(s.read_all(pin(&obj)), 0);
         });
     }
@@ -374,7 +382,7 @@ mod loom_tests {
     /// `central` lowered) and count 1 − 1 = 0 under the reference.
     #[test]
     fn returning_put_vs_reclaim_under_a_reference() {
-        loom::model(|| {
+        percpu::testing::loom_model(|| {
             let s = crate::sync::Arc::new(Sloppy::with_threshold(1));
             let obj = crate::sync::Arc::new(s.new_object());
             percpu::loom_set_cpu(1);
@@ -404,12 +412,31 @@ mod loom_tests {
         get_vs_reclaim(false);
     }
 
-    /// The model above catches a reclaim that reads the spares before `central`.
+    /// `returning_put_vs_reclaim_under_a_reference` catches a reclaim that reads the spares
+    /// before `central`.
     #[cfg(paygo_loom_bug)]
     #[test]
     #[should_panic(expected = "reclaimed under the reference this thread holds")]
     fn bug_spares_read_first_is_caught() {
-        super::bug::SPARES_FIRST.with(|b| b.set(true));
-        returning_put_vs_reclaim_under_a_reference();
+        super::bug::with(Bug::SparesFirst, returning_put_vs_reclaim_under_a_reference);
+    }
+
+    /// `spare_get_vs_reclaim` catches a get from a spare whose critical section does not check
+    /// `state`: it can take the spare after the reclaim's fence and read, and hold a reference
+    /// on the dead object.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under a holder")]
+    fn bug_no_spare_state_check_is_caught() {
+        super::bug::with(Bug::NoSpareStateCheck, spare_get_vs_reclaim);
+    }
+
+    /// `central_get_vs_reclaim` catches a get from `central` that does not load `state` after
+    /// its increment: the increment can come after the reclaim's read of `central`.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under a holder")]
+    fn bug_no_central_recheck_is_caught() {
+        super::bug::with(Bug::NoCentralRecheck, central_get_vs_reclaim);
     }
 }
