@@ -293,6 +293,8 @@ pub(crate) enum Bug {
     ResurrectFromAtomic,
     /// The resurrection's `fetch_add` of the bias is Relaxed instead of Release.
     RelaxedBias,
+    /// A get's critical section does not check `mode`.
+    NoModeCheck,
 }
 
 crate::mutation::bug_switch!();
@@ -431,7 +433,13 @@ impl RefCounter for PercpuRef {
             }
             let (cpu, _) = self.pc.current();
             let w = obj.slot.word(cpu);
-            match self.pc.add(cpu, &[Check::new(&obj.mode, m)], w, 1u64) {
+            let checks = [Check::new(&obj.mode, m)];
+            let checks = if bug(Bug::NoModeCheck) {
+                &checks[..0]
+            } else {
+                &checks[..]
+            };
+            match self.pc.add(cpu, checks, w, 1u64) {
                 Ok(()) => return Some(PercpuRefToken(crate::TokenTag::of(&*obj))),
                 Err(Fail::Abort) => retry.aborted(),
                 Err(Fail::Mismatch(_)) => {}
@@ -571,7 +579,7 @@ mod loom_tests {
     /// makes the reclaim fail; never both a successful reclaim and a held reference.
     #[test]
     fn kill_vs_get() {
-        loom::model(|| {
+        percpu::testing::loom_model(|| {
             let s = crate::sync::Arc::new(PercpuRef::new());
             let obj = crate::sync::Arc::new(s.new_object());
             let holding = crate::sync::Arc::new(AtomicU64::new(0));
@@ -590,15 +598,19 @@ mod loom_tests {
             percpu::loom_set_cpu(0);
             // SAFETY: as above.
             let o = unsafe { Pin::new_unchecked(&*obj) };
+            // What a reclaim that succeeded saw; checked once the other thread is done (a model
+            // that panics while a thread has yet to run aborts instead of failing).
+            let (mut held, mut got) = (0, false);
             if s.try_reclaim(o) {
-                assert_eq!(
-                    holding.load(Ordering::SeqCst),
-                    0,
-                    "reclaimed under a holder"
-                );
-                assert!(s.try_get(o).is_none());
+                held = holding.load(Ordering::SeqCst);
+                got = s.try_get(o).map(core::mem::forget).is_some();
             }
             t.join().unwrap();
+            assert_eq!(held, 0, "reclaimed under a holder");
+            assert!(
+                !got,
+                "reclaimed under a holder: a get succeeded on the dead object"
+            );
             assert_eq!(s.read_all(o), 0);
         });
     }
@@ -639,6 +651,15 @@ mod loom_tests {
             assert_eq!(s.read_all(o), 0);
             assert!(s.try_reclaim(o));
         });
+    }
+
+    /// `kill_vs_get` catches a get whose critical section does not check `mode`: it can commit
+    /// after the kill's fence and fold, and hold a reference on the dead object.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under a holder")]
+    fn bug_no_mode_check_is_caught() {
+        super::bug::with(Bug::NoModeCheck, kill_vs_get);
     }
 
     /// `read_all_vs_resurrection` catches a resurrection that adds the bias back in `ATOMIC`

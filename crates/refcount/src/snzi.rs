@@ -360,7 +360,7 @@ mod loom_tests {
     /// thread queries; the indicator is set whenever some arrival has completed and its
     /// departure has not begun, and every node returns to zero.
     fn arrive_depart_query(leaves: usize, at: [usize; 2]) {
-        loom::model(move || {
+        percpu::testing::loom_model(move || {
             let s = Snzi::with_leaves(leaves);
             let obj = Arc::new(s.new_object());
             let held = Arc::new(AtomicU64::new(0));
@@ -413,7 +413,7 @@ mod loom_tests {
     /// that is not ordered after the holder's put is a causality violation.
     #[test]
     fn get_vs_reclaim() {
-        loom::model(|| {
+        percpu::testing::loom_model(|| {
             let s = Snzi::with_leaves(2);
             let obj = Arc::new(s.new_object());
             let holding = Arc::new(AtomicU64::new(0));
