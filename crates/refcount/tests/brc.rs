@@ -227,3 +227,54 @@ fn read_all_is_exact_while_the_owner_merges() {
         "{reads} reads of 2 references, wrong ones (object, read): {wrong:?}"
     );
 }
+
+/// The owner thread exits holding references on its local count (their tokens handed to other
+/// threads, as a thread that returns its results would): no thread ever writes `local` again,
+/// the others give the references back on `shared`, which goes negative, and the count stays
+/// exact throughout; the object is reclaimed at zero, revived, and counted on `shared` by every
+/// thread from then on (no thread has the exited owner's id).
+#[test]
+fn owner_exits_holding_its_local_count() {
+    let s = Arc::new(Brc::new());
+    let (objs, tokens) = {
+        let s = s.clone();
+        on_other_thread(move || {
+            let objs = Arc::new(Objects::new(&*s, 1));
+            let tokens: Vec<_> = (0..3).map(|_| s.try_get(objs.get(0)).unwrap()).collect();
+            assert_eq!(s.parts(objs.get(0)), (3, 0, 0), "counted locally");
+            (objs, tokens)
+        })
+    };
+    let o = objs.get(0);
+    assert!(!s.is_owner(o));
+    assert_eq!(s.read_all(o), 3);
+    let mine = s.try_get(o).unwrap();
+    assert_eq!(s.parts(o), (3, 1, 0), "a non-owner's get on shared");
+    let (s2, objs2) = (s.clone(), objs.clone());
+    let left = on_other_thread(move || {
+        let mut tokens = tokens;
+        for t in tokens.drain(1..) {
+            s2.put(objs2.get(0), t);
+        }
+        tokens
+    });
+    assert_eq!(s.parts(o), (3, -1, QUEUED));
+    assert_eq!(s.read_all(o), 2);
+    assert!(!s.try_reclaim(o), "reclaimed under two references");
+    s.put(o, mine);
+    for t in left {
+        s.put(o, t);
+    }
+    assert_eq!(s.parts(o), (3, -3, QUEUED));
+    assert_eq!(s.read_all(o), 0);
+    assert!(!s.merge(o), "no thread owns it any more");
+    assert!(s.try_reclaim(o));
+    assert!(s.try_get(o).is_none());
+    // SAFETY: reclaimed above; only this thread reinits or reclaims the object.
+    unsafe { s.reinit(o) };
+    let t = s.try_get(o).unwrap();
+    assert_eq!(s.parts(o), (3, -2, QUEUED));
+    assert_eq!(s.read_all(o), 1);
+    s.put(o, t);
+    assert!(s.try_reclaim(o));
+}
