@@ -545,10 +545,6 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::thread;
 
-    /// The v4 interleaving, explored exhaustively: T1 holds the last reference of life g and
-    /// drops it (dec-and-test); T2 takes a speculative reference, drops it, and if it wins the
-    /// free, reuses the object (reinit, life g+1) and drops the new life's base reference.
-    /// Exactly one thread frees each life; T1 never frees life g+1.
     fn pin(o: &Arc<FrozenBitObject>) -> Pin<&FrozenBitObject> {
         // SAFETY: the object is in an Arc and never moved out of it.
         unsafe { Pin::new_unchecked(&**o) }
@@ -648,6 +644,10 @@ mod loom_tests {
         super::bug::with(Bug::RelaxedPut, get_put_vs_reclaim);
     }
 
+    /// The v4 interleaving, explored exhaustively: T1 holds the last reference of life g and
+    /// drops it (dec-and-test); T2 takes a speculative reference, drops it, and if it wins the
+    /// free, reuses the object (reinit, life g+1) and drops the new life's base reference.
+    /// Exactly one thread frees each life; T1 never frees life g+1.
     #[test]
     fn no_aba_on_reuse() {
         percpu::testing::loom_model(|| {
