@@ -41,11 +41,13 @@
 //! [`heavy_fence`] (`membarrier(PRIVATE_EXPEDITED)`: every running thread passes a full
 //! barrier), then read `local` *then* `shared`; zero means dead. Either the owner's state load
 //! comes after the heavy fence and sees the flag, or its increment is visible to the reclaimer
-//! (folly's TLRefCount pattern). Non-owners use SeqCst `fetch_add` then SeqCst load of `state`,
-//! pairing with the reclaimer's SeqCst store then load. Reading `local` before `shared` keeps a
-//! concurrent merge (which adds to `shared` first, then zeroes `local`) from hiding references,
-//! and a `shared` that says `MERGED` already holds `local`, whose value read before the zeroing
-//! is then not added again (`read_all` reads the same way).
+//! (folly's TLRefCount pattern). [`RefCounter::try_reclaim_many`] flags every object of the
+//! batch, pays one heavy fence, then reads each object's counts. Non-owners use SeqCst
+//! `fetch_add` then SeqCst load of `state`, pairing with the reclaimer's SeqCst store then
+//! load. Reading `local` before `shared` keeps a concurrent merge (which adds to `shared`
+//! first, then zeroes `local`) from hiding references, and a `shared` that says `MERGED`
+//! already holds `local`, whose value read before the zeroing is then not added again
+//! (`read_all` reads the same way).
 //!
 //! # Consequences of ownership (what a benchmark must know)
 //!
@@ -118,6 +120,8 @@ fn owner_fence() {
 
 /// The reclaimer's side of the asymmetric fence ([`heavy_fence`]; see [`owner_fence`]).
 fn reclaim_fence() {
+    #[cfg(all(test, not(loom)))]
+    tests::FENCES.with(|f| f.set(f.get() + 1));
     #[cfg(not(loom))]
     heavy_fence();
     #[cfg(loom)]
@@ -227,6 +231,36 @@ impl Brc {
             l
         };
         l + (s >> SHIFT)
+    }
+
+    /// A reclaim's first step: `LIVE -> RECLAIMING`, which blocks new references; false if
+    /// the object is not live (dead, or another reclaim is deciding).
+    fn flag(&self, obj: &BrcObject) -> bool {
+        // SeqCst: store-then-load with the non-owners' SeqCst fetch_add and state load.
+        obj.state
+            .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Undoes [`Self::flag`] when the fence after it panicked (nothing was decided).
+    fn unflag(&self, obj: &BrcObject) {
+        // Release pairs with the Acquire loads of state in try_get.
+        obj.state.store(LIVE, Ordering::Release);
+    }
+
+    /// A reclaim's verdict, after `flag` and the fence: dead if no reference is counted.
+    fn decide(&self, obj: &BrcObject) -> bool {
+        let n = self.count(obj);
+        debug_assert!(n >= 0, "brc: negative count");
+        if n == 0 {
+            // Release pairs with the Acquire load of state in read_all.
+            obj.state.store(DEAD, Ordering::Release);
+            true
+        } else {
+            // Release pairs with the Acquire loads of state in try_get.
+            obj.state.store(LIVE, Ordering::Release);
+            false
+        }
     }
 
     #[inline]
@@ -350,29 +384,28 @@ impl RefCounter for Brc {
     }
 
     fn try_reclaim(&self, obj: Pin<&BrcObject>) -> bool {
-        // SeqCst: store-then-load with the non-owners' SeqCst fetch_add and state load.
-        if obj
-            .state
-            .compare_exchange(LIVE, RECLAIMING, Ordering::SeqCst, Ordering::Relaxed)
-            .is_err()
-        {
+        if !self.flag(&obj) {
             return false;
         }
         // Pairs with the owner's light_fence in try_get. If it panics (membarrier kept
-        // failing), nothing was decided: the object goes back to LIVE (Release pairs with the
-        // Acquire loads of state in try_get) instead of refusing every later get.
-        crate::lifecycle::flagged_fence(reclaim_fence, || obj.state.store(LIVE, Ordering::Release));
-        let n = self.count(&obj);
-        debug_assert!(n >= 0, "brc: negative count");
-        if n == 0 {
-            // Release pairs with the Acquire load of state in read_all.
-            obj.state.store(DEAD, Ordering::Release);
-            true
-        } else {
-            // Release pairs with the Acquire loads of state in try_get.
-            obj.state.store(LIVE, Ordering::Release);
-            false
-        }
+        // failing), nothing was decided: the object goes back to LIVE instead of refusing every
+        // later get.
+        crate::lifecycle::flagged_fence(reclaim_fence, || self.unflag(&obj));
+        self.decide(&obj)
+    }
+
+    /// Flags every object first and pays one fence for the batch (a `membarrier` system call,
+    /// which interrupts every CPU running the process), then decides each: the fence stands
+    /// between every flag and every read of the counts, as in [`RefCounter::try_reclaim`].
+    fn try_reclaim_many(&self, objs: &[Pin<&BrcObject>], out: &mut [bool]) -> usize {
+        crate::lifecycle::reclaim_batch_unflagging(
+            objs,
+            out,
+            |o| self.flag(o),
+            reclaim_fence,
+            |o| self.unflag(o),
+            |o| self.decide(o),
+        )
     }
 
     unsafe fn reinit(&self, obj: Pin<&BrcObject>) {
@@ -384,6 +417,50 @@ impl RefCounter for Brc {
             shared: 0,
             objects: objs.count() * core::mem::size_of::<BrcObject>(),
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Objects;
+
+    std::thread_local! {
+        /// The reclaim fences this thread paid.
+        pub(super) static FENCES: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+    }
+
+    /// A batched reclaim pays one fence (a `membarrier` system call, which interrupts every
+    /// CPU running the process) for the whole batch, not one per object, and decides each
+    /// object as a single reclaim would.
+    #[test]
+    fn a_batched_reclaim_pays_one_fence() {
+        let s = Brc::new();
+        let objs = Objects::new(&s, 64);
+        let held = s.try_get(objs.get(5)).unwrap();
+        let all: Vec<_> = objs.iter().collect();
+        let mut out = vec![false; all.len()];
+        let before = FENCES.with(|f| f.get());
+        assert_eq!(s.try_reclaim_many(&all, &mut out), 63);
+        assert_eq!(
+            FENCES.with(|f| f.get()) - before,
+            1,
+            "fences paid by one batch"
+        );
+        assert!(
+            out.iter().enumerate().all(|(i, &r)| r == (i != 5)),
+            "{out:?}"
+        );
+        assert!(s.try_get(objs.get(0)).is_none(), "reclaimed: dead");
+        let again = s.try_get(objs.get(5)).expect("not reclaimed: live");
+        assert_eq!(s.read_all(objs.get(5)), 2);
+        s.put(objs.get(5), again);
+        s.put(objs.get(5), held);
+        assert_eq!(s.try_reclaim_many(&all, &mut out), 1, "only the live one");
+        assert!(
+            out.iter().enumerate().all(|(i, &r)| r == (i == 5)),
+            "{out:?}"
+        );
     }
 }
 
@@ -435,6 +512,36 @@ mod loom_tests {
                 s.put(pin(&obj), tok);
             }
             t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+        });
+    }
+
+    /// `owner_get_vs_reclaim` with the reclaim batched: `try_reclaim_many` flags an
+    /// unreferenced object and the owner's, pays one fence, then decides both. The owner's get
+    /// fails, or the batch sees its reference, or its put happens before the verdict; the
+    /// unreferenced object is reclaimed.
+    #[test]
+    fn owner_get_vs_batched_reclaim() {
+        percpu::testing::loom_model(|| {
+            let (s, obj, data) = owned();
+            let other = Arc::new(s.new_object());
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                let mut out = [false; 2];
+                s2.try_reclaim_many(&[pin(&other), pin(&o2)], &mut out);
+                if out[1] {
+                    write(&d2);
+                }
+                out[0]
+            });
+            if let Some(tok) = s.try_get(pin(&obj)) {
+                write(&data);
+                s.put(pin(&obj), tok);
+            }
+            assert!(
+                t.join().unwrap(),
+                "an unreferenced object of the batch not reclaimed"
+            );
             assert_eq!(s.read_all(pin(&obj)), 0);
         });
     }
