@@ -22,8 +22,9 @@
 //!   reads as zero: an arrival is complete only when `arrive` returns).
 //!
 //! * A counter that reaches [`SATURATED`] (2³¹ − 1 arrivals at one node: only a leaf, or a
-//!   root that is the only leaf, since a node counts at most one arrival per child) stays
-//!   there, as `rcuref` saturates: the indicator stays set and the object leaks.
+//!   root that is the only leaf, since a node counts at most one arrival per child besides the
+//!   surplus arrivals of helpers still in `arrive`, one per thread) stays there, as `rcuref`
+//!   saturates: the indicator stays set and the object leaks.
 //!
 //! `try_get` arrives at the leaf of the current CPU and returns the leaf in the token; `put`
 //! departs from that same leaf (the "go home" of PAYGO's anchor). The leaf is one of the
