@@ -138,11 +138,13 @@ pub struct FrozenBitObject {
 pub struct FrozenBitToken(crate::TokenTag);
 
 /// Proof that a decrement brought the count to zero: the word that decrement produced
-/// (generation included). Only [`FrozenBit::free_if_winner`] consumes it.
+/// (generation included), and the object it applied to. Only [`FrozenBit::free_if_winner`]
+/// consumes it, on that object.
 #[derive(Debug)]
 #[must_use = "the thread that brought the count to zero must try to free the object"]
 pub struct Zero {
     word: u64,
+    tag: crate::TokenTag,
 }
 
 impl Zero {
@@ -224,7 +226,10 @@ impl FrozenBit {
             new & FROZEN == 0 && new & COUNT != COUNT,
             "frozen-bit: put without a reference"
         );
-        (new & (FROZEN | COUNT) == 0).then_some(Zero { word: new })
+        (new & (FROZEN | COUNT) == 0).then(|| Zero {
+            word: new,
+            tag: crate::TokenTag::of(obj),
+        })
     }
 
     /// The first half of a dec-and-test put: the decrement. `Some` when it brought the count to
@@ -249,7 +254,13 @@ impl FrozenBit {
     /// word the decrement produced. True for exactly one thread per life of the object: the one
     /// that must free it. A stale `Zero` from an earlier life never wins (the generation
     /// differs).
+    ///
+    /// # Panics
+    /// If `zero` came from a decrement of another object (whose word could equal this one's),
+    /// before anything is changed.
+    #[track_caller]
     pub fn free_if_winner(&self, obj: Pin<&FrozenBitObject>, zero: Zero) -> bool {
+        zero.tag.check(&*obj, <Self as RefCounter>::NAME);
         if bug(Bug::NoGeneration) {
             // The mutation: v4's cmpxchg(0 -> FROZEN), whatever the generation (Acquire as
             // below).

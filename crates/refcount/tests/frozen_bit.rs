@@ -94,6 +94,37 @@ fn v4_aba_race_is_closed_by_the_generation() {
     assert!(s.try_get(o).is_none());
 }
 
+/// A `Zero` names the object its decrement applied to: given to another object whose word is
+/// the same (both at count zero in generation 0), it panics and freezes neither.
+#[test]
+fn a_zero_of_another_object_frees_nothing() {
+    let s = FrozenBit;
+    let objs = Objects::new(&s, 2);
+    let (a, b) = (objs.get(0), objs.get(1));
+    let mut zeros = [a, b].map(|o| {
+        let t = s.try_get(o).unwrap();
+        // SAFETY: this thread owns the new object's base and releases it once; nothing
+        // reclaims it.
+        assert!(!unsafe { s.release_base(o) });
+        Some(
+            s.dec_begin(o, t)
+                .expect("the last reference brings the count to zero"),
+        )
+    });
+    let za = zeros[0].take().unwrap();
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.free_if_winner(b, za)))
+        .expect_err("a zero of another object");
+    let msg = err
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .unwrap_or("");
+    assert!(msg.contains("another object"), "{msg}");
+    assert!(!s.is_frozen(a) && !s.is_frozen(b), "nothing was frozen");
+    let zb = zeros[1].take().unwrap();
+    assert!(s.free_if_winner(b, zb), "b's own zero frees it");
+    assert!(s.is_frozen(b) && !s.is_frozen(a));
+}
+
 #[test]
 fn failed_gets_do_not_accumulate() {
     let s = FrozenBit;
