@@ -416,8 +416,14 @@ pub fn write_plots_of(
     written: &mut Vec<std::path::PathBuf>,
 ) -> Result<(), String> {
     register_font()?;
-    let mut experiments: Vec<&str> = rows.iter().map(|r| r.experiment.as_str()).collect();
-    experiments.dedup();
+    // Each experiment once, in the order of its first row (rows of several experiments may
+    // alternate in one file).
+    let mut experiments: Vec<&str> = Vec::new();
+    for r in rows {
+        if !experiments.contains(&r.experiment.as_str()) {
+            experiments.push(&r.experiment);
+        }
+    }
     for exp in experiments {
         let rows: Vec<&Row> = rows
             .iter()
@@ -622,6 +628,31 @@ mod tests {
             ("files of 1 MiB, at 1 thread", true)
         );
         assert_eq!(points(&s, "paygo"), vec![(1.0, 50.0), (10.0, 20.0)]);
+    }
+
+    /// Rows whose experiments alternate within one file draw and list each plot once.
+    #[test]
+    fn alternating_experiments_are_drawn_once_each() {
+        let rows: Vec<Row> = [
+            ("drbh", 1),
+            ("randomread", 1),
+            ("drbh", 2),
+            ("randomread", 2),
+        ]
+        .into_iter()
+        .map(|(e, t)| row(e, "paygo", t, 1, 1e6 * t as f64))
+        .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut written = Vec::new();
+        write_plots_of(&rows, "test", dir.path(), &mut written).unwrap();
+        let names: Vec<String> = written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            ["drbh.svg", "drbh.png", "randomread.svg", "randomread.png"]
+        );
     }
 
     #[test]
