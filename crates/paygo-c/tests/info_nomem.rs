@@ -6,6 +6,8 @@
 //!
 //! Its own test binary: the allocator is the process's.
 
+// The allocator that refuses allocations on request, shared with the package `paygo`'s tests.
+#[path = "../../paygo/tests/common/mod.rs"]
 mod common;
 
 use common::{Refusing, REFUSE, REFUSED};

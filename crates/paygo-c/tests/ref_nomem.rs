@@ -7,6 +7,8 @@
 //! Its own test binary: the C API's domain is process-wide, and this one is sized to one slot
 //! per CPU.
 
+// The allocator that refuses allocations on request, shared with the package `paygo`'s tests.
+#[path = "../../paygo/tests/common/mod.rs"]
 mod common;
 
 use common::{Refusing, REFUSE, REFUSED};
