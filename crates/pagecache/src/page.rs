@@ -17,7 +17,12 @@ pub(crate) const WORDS: usize = PAGE_SIZE / 8;
 /// If `off + buf.len()` exceeds the page.
 #[inline(always)]
 pub(crate) fn copy_out(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
-    assert!(off + buf.len() <= PAGE_SIZE, "copy_out past the page");
+    // Not `off + buf.len()`, which wraps for an `off` near `usize::MAX` (`PageRef::read`'s
+    // offset is the caller's).
+    assert!(
+        off <= PAGE_SIZE && buf.len() <= PAGE_SIZE - off,
+        "copy_out past the page"
+    );
     if off.is_multiple_of(8) && buf.len().is_multiple_of(8) {
         // Whole words: the common case of aligned reads, inlined into the read's hit path.
         for (b, w) in buf.chunks_exact_mut(8).zip(&words[off / 8..]) {
@@ -51,7 +56,11 @@ fn copy_out_bytes(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
 /// If `off + buf.len()` exceeds the page.
 #[inline]
 pub(crate) fn copy_in(words: &[AtomicU64], off: usize, buf: &[u8]) {
-    assert!(off + buf.len() <= PAGE_SIZE, "copy_in past the page");
+    // As in `copy_out`: no sum that could wrap.
+    assert!(
+        off <= PAGE_SIZE && buf.len() <= PAGE_SIZE - off,
+        "copy_in past the page"
+    );
     let mut pos = 0;
     let mut at = off;
     while pos < buf.len() {
@@ -103,5 +112,28 @@ mod tests {
             copy_out(&words, off, &mut part);
             assert_eq!(part, src);
         }
+    }
+
+    /// A range whose end wraps past `usize::MAX` is past the page: refused by the bounds
+    /// check, with its message, in every build (a wrapping sum passed it in release builds).
+    #[test]
+    fn a_range_whose_end_wraps_is_past_the_page() {
+        let words: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+        let message = |r: std::thread::Result<()>| {
+            let e = r.expect_err("a range past the page");
+            e.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
+        };
+        for off in [usize::MAX - 7, usize::MAX] {
+            let out = std::panic::catch_unwind(|| copy_out(&words, off, &mut [0u8; 8]));
+            assert_eq!(message(out), "copy_out past the page", "at {off}");
+            let inp = std::panic::catch_unwind(|| copy_in(&words, off, &[1u8; 8]));
+            assert_eq!(message(inp), "copy_in past the page", "at {off}");
+        }
+        // The end of the page, with nothing to copy, is inside it.
+        copy_out(&words, PAGE_SIZE, &mut []);
+        copy_in(&words, PAGE_SIZE, &[]);
     }
 }
