@@ -15,6 +15,18 @@ const WRITERS: u64 = 2;
 const READERS: usize = 2;
 const OPS: usize = if cfg!(miri) { 6 } else { 2000 };
 
+/// Sets the flag when its thread panics, so that a failing reader stops the keeper (the test
+/// then fails instead of waiting for it).
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 fn run(scheme: &str, mode: Mode) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("f");
@@ -44,8 +56,9 @@ fn run(scheme: &str, mode: Mode) {
         }
         let readers: Vec<_> = (0..READERS)
             .map(|t| {
-                let (file, done_w, started) = (&file, &done_w, &started);
+                let (file, done_w, started, stop) = (&file, &done_w, &started, &stop);
                 s.spawn(move || {
+                    let _stop = StopOnPanic(stop);
                     let mut rng = Rng::new(t as u64 + 100);
                     let mut buf = vec![0u8; 4096];
                     for _ in 0..OPS {
