@@ -810,12 +810,15 @@ impl<C: RefCounter> Inner<C> {
     /// Reads up to `want` bytes of `f` at `off` into frames `frames` (page after page) and
     /// returns how many were read (fewer at the file's end).
     ///
-    /// Straight into the frames, as `preadv(2)` with one buffer per frame. The frames are
-    /// unpublished (odd versions): only the filling thread writes them, and a reader that
-    /// copies from one (an optimistic read that found the page before it was evicted) loads
-    /// its words atomically and discards the copy, as the frame's version changed. Where the
-    /// frames' memory is not one the kernel may write (Miri's and loom's builds), or where
-    /// `preadv` is not offered, through a buffer whose bytes are then stored in the words.
+    /// In counting mode straight into the frames, as `preadv(2)` with one buffer per frame:
+    /// the frames are unpublished (odd versions), only the filling thread touches them, and a
+    /// counted read copies only from a frame it holds a reference on. In optimistic mode an
+    /// optimistic read that found the page before it was evicted may still be loading the
+    /// frame's words (atomically, to discard the copy once it sees the version changed): the
+    /// kernel's plain writes would race with those loads, so the bytes go through a buffer and
+    /// are stored in the words atomically (one 4 KiB copy per page filled). Through that buffer
+    /// too where the frames' memory is not one the kernel may write (Miri's and loom's
+    /// builds), or where `preadv` is not offered.
     fn read_into_frames(
         &self,
         f: &FileState,
@@ -827,7 +830,7 @@ impl<C: RefCounter> Inner<C> {
         // The buffer below, allocated (for a test, an injected failure: see `inject.rs`).
         crate::inject::alloc_point();
         #[cfg(all(unix, not(miri), not(loom)))]
-        {
+        if self.mode == Mode::Counting {
             use std::os::fd::AsRawFd;
             let fd = f.file.as_raw_fd();
             let mut iov: Vec<libc::iovec> = Vec::with_capacity(frames.len());
@@ -855,9 +858,10 @@ impl<C: RefCounter> Inner<C> {
                 // At most IOV_MAX (1,024 on Linux) buffers; the loop reads the rest.
                 let n = iov.len().min(1024) as libc::c_int;
                 // SAFETY: every buffer of `iov` is a range of a frame's page of the cache's
-                // mapping, alive while `self` is, and written by no one else: the frames are
-                // installed but unpublished, and only this thread fills them (readers only
-                // load their words atomically). The descriptor is `f`'s, open while `f` is.
+                // mapping, alive while `self` is, and accessed by no one else: the frames are
+                // installed but unpublished, only this thread fills them, and in counting mode
+                // no read copies from a frame it holds no reference on. The descriptor is
+                // `f`'s, open while `f` is.
                 let r = unsafe { libc::preadv(fd, iov.as_ptr(), n, (off + done as u64) as _) };
                 match r {
                     0 => break,
@@ -870,21 +874,19 @@ impl<C: RefCounter> Inner<C> {
                     }
                 }
             }
+            return Ok(done);
         }
-        #[cfg(not(all(unix, not(miri), not(loom))))]
-        {
-            let mut buf = vec![0u8; want];
-            while done < want {
-                match f.file.read_at(&mut buf[done..], off + done as u64) {
-                    Ok(0) => break,
-                    Ok(n) => done += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
+        let mut buf = vec![0u8; want];
+        while done < want {
+            match f.file.read_at(&mut buf[done..], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
-            for (bytes, &j) in buf[..done].chunks(PAGE_SIZE).zip(frames) {
-                copy_in(self.words(j), 0, bytes);
-            }
+        }
+        for (bytes, &j) in buf[..done].chunks(PAGE_SIZE).zip(frames) {
+            copy_in(self.words(j), 0, bytes);
         }
         Ok(done)
     }
