@@ -203,6 +203,42 @@ fn loom_reinit_after_reclaim_by_another_thread() {
     }
 }
 
+/// A get on CPU 1 against the reuse of a reclaimed object on CPU 0 (a write to its payload,
+/// then `try_reinit`): a get that succeeds is on the new life and reads the write (the
+/// `RefCounter` contract a cache's key check under a reference relies on). loom reports a
+/// causality violation if the read can race with the write.
+#[test]
+fn loom_get_vs_reuse() {
+    const REUSED: u64 = 3;
+    model(|| {
+        let d = Arc::new(tiny());
+        let o = Arc::new(Obj::new());
+        loom_set_cpu(0);
+        assert!(d.try_reclaim(o.hdr()), "no reference yet");
+        let (d1, o1) = (d.clone(), o.clone());
+        let getter = thread::spawn(move || {
+            loom_set_cpu(1);
+            if let Some(r) = d1.try_get(o1.hdr()) {
+                // SAFETY: loom checks this access against the reuser's write.
+                let seen = o1.payload.with(|p| unsafe { *p });
+                assert_eq!(
+                    seen, REUSED,
+                    "a get on the new life missed the reuser's write"
+                );
+                d1.put(o1.hdr(), r);
+            }
+        });
+        // SAFETY: loom checks this access against the getter's read.
+        o.payload.with_mut(|p| unsafe { *p = REUSED });
+        assert!(
+            d.try_reinit(o.hdr()),
+            "the object is dead and only this thread revives it"
+        );
+        getter.join().unwrap();
+        assert_eq!(d.read_all(o.hdr()), 0);
+    });
+}
+
 /// One slot per CPU: a reference to X is taken on CPU 0 and given back after migrating to
 /// CPU 1, while another thread on CPU 0 takes Y, which evicts X's live entry to X's overflow
 /// list. Whichever order, both counts end at zero, the overflow list is empty, and both

@@ -141,6 +141,13 @@ mod loom_tests {
     use crate::sync::Arc;
     use loom::thread;
 
+    /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
+    /// succeeds sees the write (`reuse_vs_get`).
+    #[test]
+    fn reuse_vs_get() {
+        crate::loom_models::reuse_vs_get(|| Atomic);
+    }
+
     /// A get, a write under its reference and its put, against a reclaim on another thread that
     /// writes once it succeeded: the reclaim succeeds only before the get (which then fails and
     /// takes its increment back) or after the put, whose accesses happen before it (its Release

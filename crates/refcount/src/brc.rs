@@ -467,6 +467,13 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+
+    /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
+    /// succeeds sees the write (`reuse_vs_get`).
+    #[test]
+    fn reuse_vs_get() {
+        crate::loom_models::reuse_vs_get(Brc::new);
+    }
     use crate::sync::Arc;
     use loom::cell::UnsafeCell;
     use loom::thread;

@@ -44,6 +44,8 @@ pub(crate) enum Bug {
     /// `try_get` checks for 0 only on its first load, not on the value a failed
     /// compare-exchange found.
     ZeroCheckedOnce,
+    /// `reinit`'s store is Relaxed instead of Release.
+    RelaxedReinit,
 }
 
 crate::mutation::bug_switch!();
@@ -197,8 +199,14 @@ impl RefCounter for Cas {
             0,
             "cas: reinit of a live object"
         );
-        // Release pairs with the Acquire CAS in try_get().
-        obj.count.store(1, Ordering::Release);
+        // Release pairs with the Acquire CAS in try_get(): a get of the new life sees what
+        // the reuser wrote before the reinit.
+        let order = if bug(Bug::RelaxedReinit) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        obj.count.store(1, order);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&CasObject>>) -> Memory {
@@ -212,6 +220,13 @@ impl RefCounter for Cas {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+
+    /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
+    /// succeeds sees the write (`reuse_vs_get`).
+    #[test]
+    fn reuse_vs_get() {
+        crate::loom_models::reuse_vs_get(|| Cas);
+    }
 
     /// A get (load, then compare-exchange), a write under its reference and its put, against a
     /// reclaim (`1 -> 0`) on another thread that writes once it succeeded: the get fails once
@@ -239,5 +254,14 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_zero_checked_once_is_caught() {
         super::bug::with(Bug::ZeroCheckedOnce, get_put_vs_reclaim);
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's count is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        super::bug::with(Bug::RelaxedReinit, reuse_vs_get);
     }
 }

@@ -639,6 +639,13 @@ mod loom_tests {
         super::bug::with(Bug::PlainTakeBack, failed_get_vs_reinit);
     }
 
+    /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
+    /// succeeds sees the write (`reuse_vs_get`).
+    #[test]
+    fn reuse_vs_get() {
+        crate::loom_models::reuse_vs_get(|| FrozenBit);
+    }
+
     /// A get, a write under its reference and its put, against a freeze (`try_reclaim`) on
     /// another thread that writes once it succeeded (the workspace's model, on this scheme).
     #[test]

@@ -150,6 +150,11 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// its count is at the scheme's limit (each module's documentation says what its limit is
     /// and what happens there: `frozen-bit` refuses gets past 2³⁰ − 2 references, leaving the
     /// count exact; `rcuref` and `snzi` saturate and leak the object instead).
+    ///
+    /// A get that succeeds happens after the [`Self::reinit`] that began the life it counts
+    /// in (an Acquire read of what the reinit stored with Release): a cache that stores a
+    /// frame's key before reinitialising it can check the key under the reference. Every
+    /// scheme's loom model `reuse_vs_get` checks it.
     fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token>;
 
     /// A live object with no reference, made for callers that number their objects (a page
@@ -266,6 +271,9 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// meanwhile: their gets fail or succeed on the new life. A scheme may check the first
     /// condition (debug builds panic on a live object; `paygo` panics in every build); the
     /// second it cannot check.
+    ///
+    /// What the caller wrote before the reinit happens before every get that succeeds on the
+    /// new life (see [`Self::try_get`]).
     unsafe fn reinit(&self, obj: Pin<&Self::Object>);
 
     /// Takes a reference as a guard ([`Ref`]) that gives it back when dropped; `None` if the

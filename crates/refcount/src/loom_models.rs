@@ -49,6 +49,35 @@ where
     });
 }
 
+/// A get on a reclaimed object against its reuse on another thread (a write to what the
+/// object guards, then `reinit`): a get that succeeds is on the new life and sees the write
+/// (`reinit`'s Release store, read by the get's Acquire), so that what a cache stored in the
+/// frame before it reused it (its key, its bytes) is what the holder checks and reads.
+pub(crate) fn reuse_vs_get<S: RefCounter>(make: fn() -> S) {
+    percpu::testing::loom_model(move || {
+        let s = Arc::new(make());
+        let obj = Arc::new(s.new_object());
+        assert!(s.try_reclaim(pin(&obj)), "a new object has no reference");
+        let data = Arc::new(UnsafeCell::new(0));
+        let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+        let t = thread::spawn(move || {
+            if let Some(tok) = s2.try_get(pin(&o2)) {
+                // SAFETY: loom checks the access: a read under a reference of the new life,
+                // which the scheme must order after the reuser's write.
+                let seen = d2.with(|d| unsafe { *d });
+                assert_eq!(seen, 1, "a get on the new life missed the reuser's write");
+                s2.put(pin(&o2), tok);
+            }
+        });
+        write(&data);
+        // SAFETY: the object is dead (reclaimed above) and only this thread reinits or
+        // reclaims it.
+        unsafe { s.reinit(pin(&obj)) };
+        t.join().unwrap();
+        assert_eq!(s.read_all(pin(&obj)), 0);
+    });
+}
+
 /// A scheme whose last put tells its caller to free the object (rcuref, sticky).
 pub(crate) trait LastPut: RefCounter + Copy {
     /// Gives back a reference; whether it was the last (the caller frees the object).

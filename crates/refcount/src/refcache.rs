@@ -973,6 +973,18 @@ mod loom_tests {
         t
     }
 
+    /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
+    /// succeeds sees the write (`reuse_vs_get`).
+    #[test]
+    fn reuse_vs_get() {
+        crate::loom_models::reuse_vs_get(|| {
+            RefCache::with_manual_epochs(Config {
+                ways: 1,
+                ..Config::default()
+            })
+        });
+    }
+
     /// A scheme whose epochs the model runs, with one way per CPU: every object of the model
     /// maps to it.
     fn scheme() -> Arc<RefCache> {

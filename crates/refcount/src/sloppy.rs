@@ -321,6 +321,13 @@ crate::mutation::bug_switch!();
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+
+    /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
+    /// succeeds sees the write (`reuse_vs_get`).
+    #[test]
+    fn reuse_vs_get() {
+        crate::loom_models::reuse_vs_get(Sloppy::new);
+    }
     use loom::thread;
 
     fn pin(o: &crate::sync::Arc<SloppyObject>) -> Pin<&SloppyObject> {

@@ -349,6 +349,13 @@ impl RefCounter for Snzi {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+
+    /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
+    /// succeeds sees the write (`reuse_vs_get`).
+    #[test]
+    fn reuse_vs_get() {
+        crate::loom_models::reuse_vs_get(|| Snzi::with_leaves(2));
+    }
     use loom::sync::Arc;
     use loom::thread;
 
