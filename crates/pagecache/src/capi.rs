@@ -1,4 +1,5 @@
-//! The C API (`include/pagecache.h`): the run-time-dispatched [`PageCache`] and
+//! The C API (`pagecache.h`, in the package `paygo-pagecache-c`:
+//! `crates/pagecache-c/include/pagecache.h`): the run-time-dispatched [`PageCache`] and
 //! [`CachedFile`] behind opaque handles.
 //!
 //! * `pagecache_t` ([`CCache`]) and `pagecache_file_t` ([`CFile`]) are the addresses of slots

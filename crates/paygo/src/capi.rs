@@ -1,5 +1,6 @@
-//! The C API (`include/paygo.h`): the paper's user-level interface (§5) over one process-wide
-//! domain, with per-thread anchor information.
+//! The C API (`paygo.h`, in the package `paygo-c`: `crates/paygo-c/include/paygo.h`): the
+//! paper's user-level interface (§5) over one process-wide domain, with per-thread anchor
+//! information.
 //!
 //! * Objects embed a `paygo_obj_t` (a [`CObj`]: a magic word and a [`Header`]);
 //!   `paygo_obj_init` writes the magic (the constant [`MAGIC`] xor the object's address, so a
