@@ -3,7 +3,8 @@
  *
  * The paper's user-level interface (section 5): paygo_ref(obj), paygo_unref(obj),
  * paygo_read_all(obj), plus try-reclaim and domain set-up, over one process-wide domain of
- * per-CPU tables. Link with libpaygo.a (and -lpthread -ldl -lm -lrt -lgcc_s) or libpaygo.so.
+ * per-CPU tables. Link with libpaygo.a (and -lpthread -ldl -lm -lrt -lgcc_s) or libpaygo.so,
+ * both built by `cargo build --release -p paygo-c` (under target/release/).
  *
  * Objects embed a paygo_obj_t, initialised with paygo_obj_init() and not moved or copied while
  * initialised. Each thread keeps anchor information: the anchors of the references it holds
