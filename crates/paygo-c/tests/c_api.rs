@@ -1,8 +1,9 @@
 //! The C API from C: builds `tests/c/*.c` against `include/paygo.h` and the crate's static
-//! library (built by cargo next to this test binary: the crate's lib target is a `staticlib`
-//! and a `cdylib`), runs them, and checks that the header also compiles as C++ (or says that
-//! check is skipped where no C++ compiler is installed) and as pedantic C99, and that both
-//! libraries define every function the header declares.
+//! library (`unload.c` against its shared one), runs them, and checks that the header also
+//! compiles as C++ (or says that check is skipped where no C++ compiler is installed) and as
+//! pedantic C99, and that both libraries define every function the header declares. The
+//! libraries are built for the test by `capi_check::cc` (`cargo build -p paygo-c --lib`, in the
+//! test's own target directory and profile).
 
 use capi_check::cc;
 use std::path::Path;
