@@ -27,8 +27,9 @@
  * tables, the thread's anchor information, room in it or on an overflow list) and may wait for
  * a one-time set-up (the default domain, the library's pthread key) that another call of the
  * process runs, so one from a signal handler may deadlock where the handler interrupted
- * malloc or that set-up on its thread. What is checked: a paygo_ref or paygo_unref from a
- * handler that interrupted a paygo_ref, paygo_unref, paygo_read_all, paygo_is_referenced,
+ * malloc or that set-up on its thread. What is checked: a paygo_ref, paygo_unref,
+ * paygo_read_all, paygo_is_referenced, paygo_try_reclaim or paygo_obj_destroy from a handler
+ * that interrupted a paygo_ref, paygo_unref, paygo_read_all, paygo_is_referenced,
  * paygo_try_reclaim, paygo_obj_destroy or paygo_prepare_unload of the same thread is refused
  * with PAYGO_EINTERNAL and changes nothing (the interrupted call may hold the thread's anchor
  * information, or a lock of the domain, or the flag of an object it reclaims, that the
@@ -90,9 +91,10 @@ typedef enum paygo_error {
                                that one stays on its overflow list: every count is as
                                before, the statistics and overflow bytes show the move) */
     PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
-                               ref/unref from a signal handler that interrupted a ref, unref,
-                               read_all, is_referenced, try_reclaim, obj_destroy or
-                               prepare_unload of the same thread; nothing was changed */
+                               ref, unref, read_all, is_referenced, try_reclaim or obj_destroy
+                               from a signal handler that interrupted a ref, unref, read_all,
+                               is_referenced, try_reclaim, obj_destroy or prepare_unload of
+                               the same thread; nothing was changed */
 } paygo_error;
 
 /* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */

@@ -224,7 +224,9 @@ std::thread_local! {
     /// How many calls of the thread are using its anchor information, or may hold a lock of
     /// the domain (READ-ALL, try-reclaim and destroy hold the object's stripe lock), now: more
     /// than one where a signal handler's call interrupted another, which is then refused (see
-    /// [`Using::interrupts`]). Const, without destructor, as `RELEASED`.
+    /// [`Using::interrupts`]): a REF or UNREF, and a READ-ALL, try-reclaim or destroy, which
+    /// would wait for the stripe lock the interrupted call may hold. Const, without
+    /// destructor, as `RELEASED`.
     static USING: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -629,8 +631,12 @@ pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
-        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
-        let _using = Using::enter();
+        // Counted as a use: a signal handler's call that interrupts it is refused, and so is
+        // this call where it interrupted one (it would wait for a lock that one holds).
+        let using = Using::enter();
+        if using.interrupts() {
+            return PAYGO_EINTERNAL;
+        }
         // SAFETY: forwarded contract.
         let (hdr, d) = match unsafe { object(obj) } {
             Ok(o) => o,
@@ -781,8 +787,12 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
     boundary(PAYGO_EINTERNAL as i64, || {
-        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
-        let _using = Using::enter();
+        // Counted as a use: a signal handler's call that interrupts it is refused, and so is
+        // this call where it interrupted one (it would wait for a lock that one holds).
+        let using = Using::enter();
+        if using.interrupts() {
+            return PAYGO_EINTERNAL as i64;
+        }
         // SAFETY: forwarded contract.
         match unsafe { object(obj) } {
             Ok((h, d)) => d.read_all(h).max(0),
@@ -798,8 +808,12 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
-        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
-        let _using = Using::enter();
+        // Counted as a use: a signal handler's call that interrupts it is refused, and so is
+        // this call where it interrupted one (it would wait for a lock that one holds).
+        let using = Using::enter();
+        if using.interrupts() {
+            return PAYGO_EINTERNAL;
+        }
         // SAFETY: forwarded contract.
         match unsafe { object(obj) } {
             Ok((h, d)) => d.is_referenced(h) as i32,
@@ -817,8 +831,12 @@ pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
-        // Counted as a use: a signal handler's REF or UNREF that interrupts it is refused.
-        let _using = Using::enter();
+        // Counted as a use: a signal handler's call that interrupts it is refused, and so is
+        // this call where it interrupted one (it would wait for a lock that one holds).
+        let using = Using::enter();
+        if using.interrupts() {
+            return PAYGO_EINTERNAL;
+        }
         // SAFETY: forwarded contract.
         let (hdr, d) = match unsafe { object(obj) } {
             Ok(o) => o,
@@ -951,6 +969,15 @@ mod tests {
     /// `steps` arms it (for the next interruption point) with its second argument, and reads
     /// what the handler's call returned with its third. Destroys the object at the end.
     fn with_interrupting_ref(steps: fn(*mut CObj, &dyn Fn(), &HandlerResult<'_>)) {
+        // SAFETY (of the call): the handler passes the initialised object.
+        with_interrupting_call(|o| unsafe { paygo_ref(o) }, steps)
+    }
+
+    /// [`with_interrupting_ref`] with a handler that makes `call` on the object instead.
+    fn with_interrupting_call(
+        call: fn(*mut CObj) -> i32,
+        steps: fn(*mut CObj, &dyn Fn(), &HandlerResult<'_>),
+    ) {
         std::thread::spawn(move || {
             let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
             let o = obj.as_mut_ptr();
@@ -958,8 +985,8 @@ mod tests {
             let arm = || {
                 let (h, addr) = (handler.clone(), o as usize);
                 let in_handler = move || {
-                    // SAFETY: `addr` is the object below, initialised before the handler runs.
-                    h.set(Some(unsafe { paygo_ref(addr as *mut CObj) }));
+                    // `addr` is the object below, initialised before the handler runs.
+                    h.set(Some(call(addr as *mut CObj)));
                 };
                 INTERRUPT.with(|i| i.set(Some(Box::new(in_handler))));
             };
@@ -1079,6 +1106,37 @@ mod tests {
                 assert_eq!(paygo_unref(o), PAYGO_ENOREF);
             }
         });
+    }
+
+    /// A `paygo_read_all`, `paygo_is_referenced`, `paygo_try_reclaim` or `paygo_obj_destroy`
+    /// from a signal handler that interrupts `paygo_unref` while it gives its reference back
+    /// (the put, which holds the object's stripe lock on its overflow path) is refused
+    /// (`PAYGO_EINTERNAL`) and changes nothing. It went on: each of them takes that stripe lock
+    /// (READ-ALL sums under it, a reclaim's READ-ALL too), and waited for ever for the lock
+    /// its interrupted thread held.
+    #[test]
+    fn a_locking_call_interrupting_an_unrefs_put_is_refused() {
+        let calls: [fn(*mut CObj) -> i32; 4] = [
+            // SAFETY (of each call): the handler passes the initialised object.
+            |o| unsafe { paygo_read_all(o) } as i32,
+            |o| unsafe { paygo_is_referenced(o) },
+            |o| unsafe { paygo_try_reclaim(o) },
+            |o| unsafe { paygo_obj_destroy(o) },
+        ];
+        for call in calls {
+            with_interrupting_call(call, |o, arm, handler| {
+                // SAFETY: `o` is an initialised object, used by this thread only.
+                unsafe {
+                    assert_eq!(paygo_ref(o), PAYGO_OK);
+                    arm();
+                    assert_eq!(paygo_unref(o), PAYGO_OK);
+                    assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's call");
+                    assert_eq!(paygo_read_all(o), 0, "given back, and still live");
+                    assert_eq!(paygo_ref(o), PAYGO_OK, "not reclaimed");
+                    assert_eq!(paygo_unref(o), PAYGO_OK);
+                }
+            });
+        }
     }
 
     /// A call that read an object's magic before a concurrent `paygo_obj_destroy` cleared it
