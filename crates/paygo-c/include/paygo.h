@@ -30,10 +30,11 @@
  * malloc or that set-up on its thread. What is checked: a paygo_ref, paygo_unref,
  * paygo_read_all, paygo_is_referenced, paygo_try_reclaim or paygo_obj_destroy from a handler
  * that interrupted a paygo_ref, paygo_unref, paygo_read_all, paygo_is_referenced,
- * paygo_try_reclaim, paygo_obj_destroy or paygo_prepare_unload of the same thread is refused
- * with PAYGO_EINTERNAL and changes nothing (the interrupted call may hold the thread's anchor
- * information, or a lock of the domain, or the flag of an object it reclaims, that the
- * handler's call would wait for for ever).
+ * paygo_try_reclaim, paygo_obj_destroy or paygo_prepare_unload of the same thread, or the
+ * release of its references at its exit, is refused with PAYGO_EINTERNAL (a paygo_ref or
+ * paygo_unref there with PAYGO_ESHUTDOWN) and changes nothing (the interrupted call may hold
+ * the thread's anchor information, or a lock of the domain, or the flag of an object it
+ * reclaims, that the handler's call would wait for for ever).
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
@@ -94,7 +95,8 @@ typedef enum paygo_error {
                                ref, unref, read_all, is_referenced, try_reclaim or obj_destroy
                                from a signal handler that interrupted a ref, unref, read_all,
                                is_referenced, try_reclaim, obj_destroy or prepare_unload of
-                               the same thread; nothing was changed */
+                               the same thread, or its release at exit; nothing was
+                               changed */
 } paygo_error;
 
 /* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */

@@ -207,6 +207,7 @@ impl AnchorInfo {
             }
             // SAFETY: as above; the header does not move while it is referenced.
             let hdr = unsafe { Pin::new_unchecked(&(*obj).hdr) };
+            interruption_point();
             for a in anchors.into_anchors() {
                 d.put(hdr, a);
                 LEFTOVERS.fetch_add(1, Ordering::Relaxed);
@@ -270,8 +271,10 @@ impl Drop for Using {
 /// otherwise.
 #[inline(always)]
 pub(crate) fn interruption_point() {
+    // `try_with`: also at the release of the thread's exit, after its thread-locals with
+    // destructors (as `INTERRUPT`) are gone.
     #[cfg(test)]
-    if let Some(handler) = tests::INTERRUPT.with(Cell::take) {
+    if let Some(handler) = tests::INTERRUPT.try_with(Cell::take).ok().flatten() {
         handler();
     }
 }
@@ -440,6 +443,9 @@ fn free_info_if_empty() {
 /// The key's destructor: gives back what the exiting thread still holds.
 extern "C" fn release_at_exit(p: *mut core::ffi::c_void) {
     let _ = RELEASED.try_with(|r| r.set(true));
+    // Counted as a use: a signal handler's call that interrupts the release (whose put may
+    // hold the object's stripe lock) is refused.
+    let _using = Using::enter();
     boundary((), || {
         // SAFETY: the key's values are only ever `Box<AnchorInfo>` pointers set by
         // `with_info`; glibc hands each to us once, at the thread's exit.
@@ -1137,6 +1143,32 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// A `paygo_read_all` from a signal handler that interrupts the release of the thread's
+    /// references at its exit (the key's destructor, whose put holds the object's stripe lock
+    /// on its overflow path) is refused (`PAYGO_EINTERNAL`). It went on, and waited for ever
+    /// for that lock. The destructor is called by hand, as glibc calls it (the key's value
+    /// cleared first).
+    #[test]
+    fn a_locking_call_interrupting_the_release_at_exit_is_refused() {
+        // SAFETY (of the call): the handler passes the initialised object.
+        let read_all = |o| unsafe { paygo_read_all(o) } as i32;
+        with_interrupting_call(read_all, |o, arm, handler| {
+            // SAFETY: `o` is an initialised object, used by this thread only; the key's value
+            // is the thread's anchor information, handed to its destructor once.
+            unsafe {
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+                let info = info_of_this_thread();
+                let k = key().expect("the key");
+                assert_eq!(libc::pthread_setspecific(k, core::ptr::null()), 0);
+                arm();
+                release_at_exit(info);
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's READ-ALL");
+                assert_eq!(paygo_read_all(o), 0, "released");
+                assert_eq!(paygo_ref(o), PAYGO_ESHUTDOWN);
+            }
+        });
     }
 
     /// A call that read an object's magic before a concurrent `paygo_obj_destroy` cleared it
