@@ -400,14 +400,13 @@ static DELETE_KEY_AT_UNLOAD: extern "C" fn() = delete_key;
 
 /// Frees the calling thread's anchor information if it holds no reference and is not in use
 /// (by a call this one interrupted), and clears the thread's value of the key: its exit then
-/// runs no code of the library. A later REF makes it again. Counted in `USING` itself, so
-/// that a call from a signal handler that interrupts it is refused (see [`Using::interrupts`])
-/// and records nothing in the information it is about to free.
-fn free_info_if_empty() {
+/// runs no code of the library. A later REF makes it again. Runs under the caller's `using`,
+/// so that a call from a signal handler that interrupts it is refused (see
+/// [`Using::interrupts`]) and records nothing in the information it is about to free.
+fn free_info_if_empty(using: &Using) {
     if KEY_DELETED.load(Ordering::Relaxed) {
         return;
     }
-    let using = Using::enter();
     if using.interrupts() {
         return;
     }
@@ -887,8 +886,13 @@ pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
 #[no_mangle]
 pub extern "C" fn paygo_prepare_unload() -> i32 {
     boundary(PAYGO_EINTERNAL, || {
+        // Counted as a use from the start: a signal handler's REF that interrupts the rseq
+        // step is refused, where its critical section would point the thread at a descriptor
+        // in the library again.
+        let using = Using::enter();
         percpu::prepare_unload();
-        free_info_if_empty();
+        interruption_point();
+        free_info_if_empty(&using);
         PAYGO_OK
     })
 }
@@ -967,6 +971,13 @@ mod tests {
         pub(super) static INTERRUPT: Cell<Option<Box<dyn FnOnce()>>> = const { Cell::new(None) };
     }
 
+    /// Moves the handler armed for the thread's next interruption point to the one after it.
+    fn defer_to_the_next_interruption_point() {
+        let armed = INTERRUPT.with(Cell::take);
+        let rearm = move || INTERRUPT.with(|i| i.set(armed));
+        INTERRUPT.with(|i| i.set(Some(Box::new(rearm))));
+    }
+
     /// What a stand-in for a signal handler's call returned (`None`: it did not run).
     type HandlerResult<'a> = dyn Fn() -> Option<i32> + 'a;
 
@@ -1042,6 +1053,8 @@ mod tests {
                 assert_eq!(paygo_ref(o), PAYGO_OK);
                 assert_eq!(paygo_unref(o), PAYGO_OK);
                 arm();
+                // Past the interruption point after the rseq step, to the one before the free.
+                defer_to_the_next_interruption_point();
                 assert_eq!(paygo_prepare_unload(), PAYGO_OK);
                 assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
                 assert_eq!(paygo_read_all(o), 0, "the handler took no reference");
@@ -1143,6 +1156,29 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// A REF from a signal handler that interrupts `paygo_prepare_unload` after it cleared
+    /// the thread's rseq critical-section pointer (and unregistered its own rseq area) is
+    /// refused (`PAYGO_EINTERNAL`) and takes nothing. It went on: its critical section pointed
+    /// the thread at a descriptor inside the library again (the kernel reads it after
+    /// `dlclose`), and the reference it recorded kept the thread's anchor information, which
+    /// the call was to free.
+    #[test]
+    fn a_ref_interrupting_prepare_unloads_rseq_step_is_refused() {
+        with_interrupting_ref(|o, arm, handler| {
+            // SAFETY: `o` is an initialised object, used by this thread only.
+            unsafe {
+                // The thread's anchor information made, and empty again.
+                assert_eq!(paygo_ref(o), PAYGO_OK);
+                assert_eq!(paygo_unref(o), PAYGO_OK);
+                arm();
+                assert_eq!(paygo_prepare_unload(), PAYGO_OK);
+                assert_eq!(handler(), Some(PAYGO_EINTERNAL), "the handler's REF");
+                assert!(info_of_this_thread().is_null(), "freed: it holds nothing");
+                assert_eq!(paygo_read_all(o), 0, "the handler took no reference");
+            }
+        });
     }
 
     /// A `paygo_read_all` from a signal handler that interrupts the release of the thread's
