@@ -90,10 +90,8 @@ pub fn size_for_cpus(n: usize) -> Result<usize, SizeError> {
 
 #[cfg(not(loom))]
 fn detect_possible() -> usize {
-    if let Ok(s) = std::fs::read_to_string("/sys/devices/system/cpu/possible") {
-        if let Some(n) = parse_cpu_list_max(s.trim()) {
-            return n + 1;
-        }
+    if let Some(n) = possible_listed() {
+        return n + 1;
     }
     // Without sysfs, `sysconf(_SC_NPROCESSORS_CONF)` counts CPUs (from /proc/stat, which a
     // container may shorten and renumber), which is not one more than the highest number: the
@@ -103,6 +101,29 @@ fn detect_possible() -> usize {
     (n.max(1) as usize).max(kernel_mask_bits().unwrap_or(0))
 }
 
+/// The highest CPU number of the kernel's list of possible CPUs (sysfs), read into a buffer on
+/// the stack where it fits (a list longer than 4 KiB is read into a `String`): the first use of
+/// the crate may come where no allocation succeeds (a C caller out of memory), and the count
+/// it finds is kept for the life of the process, so it must not depend on the allocator.
+#[cfg(not(loom))]
+fn possible_listed() -> Option<usize> {
+    use std::io::Read;
+    const PATH: &str = "/sys/devices/system/cpu/possible";
+    let mut buf = [0u8; 4096];
+    let mut f = std::fs::File::open(PATH).ok()?;
+    let mut len = 0;
+    while len < buf.len() {
+        match f.read(&mut buf[len..]) {
+            Ok(0) => return parse_cpu_list_max(core::str::from_utf8(&buf[..len]).ok()?.trim()),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    let s = std::fs::read_to_string(PATH).ok()?;
+    parse_cpu_list_max(s.trim())
+}
+
 /// The bits of the kernel's CPU mask (`nr_cpu_ids` rounded up to a multiple of 64): every CPU
 /// number the kernel reports is below it. The `sched_getaffinity` system call refuses a buffer
 /// that cannot hold `nr_cpu_ids` bits (see [`mask_bits_with`]).
@@ -110,9 +131,22 @@ fn detect_possible() -> usize {
 pub(crate) fn kernel_mask_bits() -> Option<usize> {
     #[cfg(all(target_os = "linux", not(miri)))]
     {
+        // On the stack up to 65,536 CPUs, beyond on the heap if it can be had (a refusal reads
+        // as the kernel's): as for `possible_listed`, nothing here may abort for want of
+        // memory.
+        let mut stack = [0u64; 1024];
+        let mut heap = Vec::new();
         mask_bits_with(|len| {
-            let mut buf = vec![0u64; len / 8];
-            // SAFETY: the buffer has `len` writable bytes; pid 0 is the calling thread.
+            let buf = if len <= 8 * stack.len() {
+                &mut stack[..]
+            } else {
+                heap.clear();
+                heap.try_reserve_exact(len / 8).ok()?;
+                heap.resize(len / 8, 0u64);
+                &mut heap[..]
+            };
+            // SAFETY: the buffer has at least `len` writable bytes; pid 0 is the calling
+            // thread.
             let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, 0, len, buf.as_mut_ptr()) };
             (r > 0).then_some(r as usize)
         })
