@@ -42,4 +42,30 @@ fn the_first_call_without_any_memory_says_enomem() {
         max + 1,
         "sized by the kernel's list"
     );
+
+    // The first REF, READ-ALL, try-reclaim and reinit of the process without memory: each
+    // decides what it needs once (the way to find the CPU, the fence) and aborts nothing.
+    let mut obj = std::mem::MaybeUninit::<CObj>::uninit();
+    let o = obj.as_mut_ptr();
+    REFUSE.with(|r| r.set(true));
+    // SAFETY: `o` is writable memory for a `CObj`, used by this test only.
+    let got = unsafe {
+        [
+            paygo_obj_init(o),
+            paygo_ref(o),
+            paygo_read_all(o) as i32,
+            paygo_unref(o),
+            paygo_try_reclaim(o),
+            paygo_reinit(o),
+        ]
+    };
+    REFUSE.with(|r| r.set(false));
+    let want = [PAYGO_OK, PAYGO_ENOMEM, 0, PAYGO_ENOREF, PAYGO_OK, PAYGO_OK];
+    assert_eq!(got, want, "init, ref, read_all, unref, try_reclaim, reinit");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(paygo_ref(o), PAYGO_OK, "with memory");
+        assert_eq!(paygo_unref(o), PAYGO_OK);
+        assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+    }
 }
