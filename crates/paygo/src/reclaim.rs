@@ -41,14 +41,19 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
-    /// The domain's buffers, waiting if a batch uses them (for [`Domain::memory_usage`]); a
-    /// batch that panicked left only buffers, which every batch clears before use.
+    /// The domain's buffers, waiting if a batch uses them (tests hold them as a batch in
+    /// progress does); a batch that panicked left only buffers, which every batch clears
+    /// before use.
+    #[cfg(test)]
     pub(crate) fn lock(m: &std::sync::Mutex<Scratch>) -> std::sync::MutexGuard<'_, Scratch> {
         m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The domain's buffers if no other batch uses them now.
-    fn try_lock(m: &std::sync::Mutex<Scratch>) -> Option<std::sync::MutexGuard<'_, Scratch>> {
+    /// The domain's buffers if no other batch uses them now (a poisoned lock's too: a batch
+    /// that panicked left only buffers, which every batch clears before use).
+    pub(crate) fn try_lock(
+        m: &std::sync::Mutex<Scratch>,
+    ) -> Option<std::sync::MutexGuard<'_, Scratch>> {
         match m.try_lock() {
             Ok(g) => Some(g),
             Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
@@ -746,9 +751,16 @@ mod tests {
             "the second batch grew the buffers"
         );
         {
-            // Another batch holds the buffers: this one makes its own and leaves them.
+            // Another batch holds the buffers: this one makes its own and leaves them, and
+            // memory_usage, on the batch's thread (a C handler's paygo_stats interrupting it),
+            // leaves them out instead of waiting for the lock for ever.
             let _busy = Scratch::lock(&d.scratch);
             batch(&d, &hdrs);
+            assert_eq!(
+                d.memory_usage().table_bytes,
+                base,
+                "the buffers a batch uses are left out"
+            );
         }
         assert_eq!(d.memory_usage().table_bytes, kept);
         // SAFETY: as in `batch`.

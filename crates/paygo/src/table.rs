@@ -161,7 +161,8 @@ pub struct Stats {
 pub struct MemoryUsage {
     /// The per-CPU tables (slots × 64 bytes × CPUs), their claim summaries (a bit per 8 slots),
     /// the stripe locks, and the buffers kept for the next batch reclaim (about 56 bytes per
-    /// object of the largest batch so far, kept for batches of up to 16,384 objects).
+    /// object of the largest batch so far, kept for batches of up to 16,384 objects; left out
+    /// while a batch uses them, as the call never waits for one).
     pub table_bytes: usize,
     /// Heap bytes held by overflow lists now (the lists and the maps that find them).
     pub overflow_bytes: usize,
@@ -569,7 +570,9 @@ impl Domain {
             table_bytes: self.tables.len() * (self.mask + 1) * core::mem::size_of::<Slot>()
                 + self.claimed.len() * 8
                 + STRIPES * core::mem::size_of::<CachePadded<Stripe>>()
-                + crate::reclaim::Scratch::lock(&self.scratch).bytes(),
+                // Never waits: the thread may be inside a batch that holds the buffers (a C
+                // signal handler's `paygo_stats`), whose bytes are then left out.
+                + crate::reclaim::Scratch::try_lock(&self.scratch).map_or(0, |s| s.bytes()),
             overflow_bytes: self.overflow.bytes.load(Ordering::Relaxed),
             overflow_entries: self.overflow.entries.load(Ordering::Relaxed),
         }
