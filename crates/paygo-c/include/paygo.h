@@ -36,7 +36,9 @@
  * the thread's anchor information, or a lock of the domain, or the flag of an object it
  * reclaims, that the handler's call would wait for for ever). paygo_stats waits for no lock
  * a call in progress may hold: while a batch reclaim (of the Rust API, on the same domain)
- * uses the domain's buffers, it leaves their bytes out of table_bytes.
+ * uses the domain's buffers, it leaves their bytes out of table_bytes. A handler must not
+ * leave the call it interrupted (longjmp, pthread_exit): the call is never finished, and the
+ * thread's references may leak.
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
