@@ -1179,6 +1179,77 @@ mod tests {
         }
     }
 
+    /// I/O errors of fills, write-backs (sync, eviction, drop_cache), `ftruncate` and
+    /// `fdatasync` come back from the C calls as their `-errno`, change nothing the header says
+    /// they keep (the length, the dirty pages), and lose no written byte: once the errors
+    /// stop, the file reads and ends up on disk as written, in both read modes.
+    #[test]
+    fn io_errors_return_their_errno_and_lose_nothing() {
+        use std::sync::atomic::AtomicU8;
+        let _tables = shared_tables();
+        /// The kind of I/O that fails now (`IoKind as u8 + 1`), or 0.
+        static FAIL: AtomicU8 = AtomicU8::new(0);
+        let fail = |k: Option<crate::IoKind>| {
+            FAIL.store(k.map_or(0, |k| k as u8 + 1), Ordering::SeqCst);
+        };
+        let page = PAGE_SIZE as u64;
+        for mode in [Mode::Counting, Mode::Optimistic] {
+            let (dir, _) = file_of(4 * PAGE_SIZE);
+            let p = dir.path().join("f");
+            // One frame: a miss on another page evicts the one cached.
+            let mut cfg = Config::new(1, "paygo");
+            cfg.mode = mode;
+            cfg.fault = Some(std::sync::Arc::new(|ev: &crate::IoEvent<'_>| {
+                if FAIL.load(Ordering::SeqCst) == ev.kind as u8 + 1 {
+                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                }
+                Ok(())
+            }));
+            let cache = PageCache::new(cfg).expect("cache");
+            let f = FILES.open(cache.open(&p).expect("open"));
+            let eio = -libc::EIO as isize;
+            let mut b = [0u8; 4];
+            let bp = b.as_mut_ptr().cast::<c_void>();
+            // SAFETY (every call of this block): a live handle (from the files' table, as
+            // `pagecache_open` makes them), closed once at the end; buffers of at least the
+            // length given.
+            unsafe {
+                for k in [crate::IoKind::Fill, crate::IoKind::Filled] {
+                    fail(Some(k));
+                    assert_eq!(pagecache_read_at(f, bp, 4, 0), eio, "{k:?}");
+                    assert_eq!(pagecache_write_at(f, b"zz".as_ptr().cast(), 2, 5), eio);
+                    assert_eq!(pagecache_len(f), 4 * page as i64);
+                }
+                fail(None);
+                assert_eq!(pagecache_read_at(f, bp, 4, 0), 4);
+                assert_eq!(b, [0, 1, 2, 3]);
+                assert_eq!(pagecache_write_at(f, b"AB".as_ptr().cast(), 2, 0), 2);
+                fail(Some(crate::IoKind::WriteBack));
+                // The dirty page 0 cannot be evicted: the read and the write go around it.
+                assert_eq!(pagecache_read_at(f, bp, 4, 2 * page + 4), 4);
+                assert_eq!(b, [4, 5, 6, 7]);
+                assert_eq!(pagecache_write_at(f, b"CD".as_ptr().cast(), 2, 3 * page), 2);
+                assert_eq!(pagecache_sync(f), -libc::EIO);
+                assert_eq!(pagecache_drop_cache(f), eio);
+                fail(Some(crate::IoKind::SetLen));
+                assert_eq!(pagecache_set_len(f, 100), -libc::EIO);
+                assert_eq!(pagecache_len(f), 4 * page as i64);
+                fail(Some(crate::IoKind::DataSync));
+                assert_eq!(pagecache_sync(f), -libc::EIO);
+                fail(None);
+                assert_eq!(pagecache_read_at(f, bp, 4, 0), 4);
+                assert_eq!(b, *b"AB\x02\x03");
+                assert_eq!(pagecache_read_at(f, bp, 4, 3 * page), 4);
+                assert_eq!(b, *b"CD\x02\x03");
+                assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            }
+            let disk = std::fs::read(&p).expect("read");
+            assert_eq!(disk.len(), 4 * PAGE_SIZE);
+            assert_eq!(&disk[..4], b"AB\x02\x03");
+            assert_eq!(&disk[3 * PAGE_SIZE..3 * PAGE_SIZE + 4], b"CD\x02\x03");
+        }
+    }
+
     #[test]
     fn strerror_covers_own_codes_and_errnos() {
         for code in [
