@@ -92,8 +92,12 @@
  *     files still open is allowed, and those files go on working (reads, writes, sync,
  *     drop_cache, len, close) on the cache's frames, which are freed with the last of them.
  *     Only the cache handle itself is closed.
- *   - Pointers passed in are only used during the call; buffers must be valid for len bytes
- *     and not written by another thread during the call.
+ *   - Pointers passed in are only used during the call. Strings passed in (a scheme's name, a
+ *     path) end with a NUL byte: the library reads up to it, and a string without one is
+ *     undefined behaviour; a path is bytes, not text (any encoding, as open(2) takes it). A
+ *     buffer must be valid for len bytes and not written by another thread during the call;
+ *     the library cannot check its size: a buffer shorter than len is undefined behaviour
+ *     (even where fewer bytes would be read or written).
  *
  * Strings returned (pagecache_scheme, pagecache_strerror) are static: never freed, valid for
  * the life of the process.
@@ -202,7 +206,8 @@ void pagecache_free(pagecache_t *cache);
  * PAGECACHE_EBADF (cache was freed), PAGECACHE_ENOMEM (the file's page table, 4 bytes a page
  * up to 4 MiB, cannot be allocated), the open's
  * -errno (-ENOENT: no such file, -EACCES: no permission to read, -ENAMETOOLONG: a path of
- * PATH_MAX (4096) bytes or more, refused before it is copied, ...), -EISDIR (a directory),
+ * PATH_MAX (4096) bytes or more, refused before it is copied, or a name of more than 255,
+ * -ENOTDIR, -ELOOP, -ENXIO: a socket, ...), -EISDIR (a directory),
  * -EINVAL (not a regular file: a FIFO, a device; or a file of a pseudo file system, procfs,
  * sysfs and the like, whose size is not its length). A program being run opens read-only. The
  * cache takes the file's size at open and does not see changes that others make to the file
