@@ -248,3 +248,46 @@ fn shared_opens_and_closes_from_many_threads_while_the_cache_is_freed() {
         }
     }
 }
+
+/// A file on which another open file holds a lease (`fcntl(F_SETLEASE)`, here a read lease)
+/// is refused with `-EAGAIN`, as the header says, instead of waiting for the lease's break (up
+/// to `/proc/sys/fs/lease-break-time` seconds) as a blocking `open(2)` for writing would: the
+/// cache opens with `O_NONBLOCK` so as not to wait for a FIFO or a device. The failed open
+/// starts the break all the same, as `open(2)` with `O_NONBLOCK` does; once the holder lets
+/// go, the open succeeds.
+#[test]
+fn a_file_under_a_lease_is_refused_with_eagain() {
+    use std::os::fd::AsRawFd;
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().join("f");
+    std::fs::write(&p, b"hello").expect("write");
+    // The break notifies the holder's owner, this process, with SIGIO, whose default action
+    // ends it.
+    // SAFETY: sets SIGIO's disposition to ignored; no handler runs.
+    unsafe { libc::signal(libc::SIGIO, libc::SIG_IGN) };
+    let holder = std::fs::File::open(&p).expect("open");
+    // SAFETY: F_SETLEASE on a descriptor this test owns; it takes no pointer.
+    if unsafe { libc::fcntl(holder.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        percpu::testing::skip(format!("no lease can be taken here ({e})"));
+        return;
+    }
+    let c = new_cache(c"paygo", PAGECACHE_MODE_COUNTING);
+    let path = cpath(&p);
+    let mut f = null_mut();
+    // SAFETY: a live handle, a NUL-terminated path, a writable out pointer.
+    let r = unsafe { pagecache_open(c, path.as_ptr(), &mut f) };
+    assert_eq!(r, -libc::EAGAIN);
+    assert!(f.is_null(), "a failed open wrote *out");
+    drop(holder);
+    let f = open(c, &path);
+    let mut b = [0u8; 8];
+    // SAFETY: a live handle and a buffer of 8 bytes; the handles closed and freed once.
+    unsafe {
+        assert_eq!(pagecache_read_at(f, b.as_mut_ptr().cast(), 8, 0), 5);
+        assert_eq!(pagecache_write_at(f, b"J".as_ptr().cast(), 1, 0), 1);
+        assert_eq!(pagecache_close(f), 0);
+        pagecache_free(c);
+    }
+    assert_eq!(std::fs::read(&p).expect("read"), b"Jello");
+}

@@ -388,7 +388,8 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 /// file's handle in `*out`. Errors: `PAGECACHE_EINVAL` (a null pointer), `PAGECACHE_EBADF` (a
 /// freed cache handle), `PAGECACHE_ENOMEM` (the file's page table), the open's `-errno`
 /// (`-ENOENT`, `-EACCES`, `-ENAMETOOLONG` for a path of `PATH_MAX` bytes or more, refused
-/// before it is copied, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
+/// before it is copied, `-EAGAIN` for a file under another open file's lease, whose break the
+/// open starts but does not wait for: it opens with `O_NONBLOCK`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
 /// is not a regular file or is on a pseudo file system (procfs, sysfs, ...). A program being
 /// run opens read-only. A file already open in the cache is shared (see
 /// [`PageCacheOf::open`](crate::PageCacheOf::open)).
