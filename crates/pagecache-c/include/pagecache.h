@@ -221,8 +221,9 @@ int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out)
 
 /* Closes a file handle. At the file's last handle, writes its dirty pages back and frees its
  * frames. Returns PAGECACHE_OK, PAGECACHE_EINVAL (file is NULL: nothing done),
- * PAGECACHE_EBADF (file is already closed: nothing done), or, at the last handle, the first failed write-back's or fdatasync's -errno: the pages that failed are lost,
- * and this is how the caller learns it (another handle's write can leave pages dirty after a
+ * PAGECACHE_EBADF (file is already closed: nothing done), or, at the last handle, the first
+ * failed write-back's or fdatasync's -errno: the pages that failed are lost, and this is how
+ * the caller learns it (another handle's write can leave pages dirty after a
  * pagecache_sync of this one). The handle is closed whatever it returns, as by close(2); it
  * waits for calls with this handle that other threads began before it, or, in a child of
  * fork(2) where another thread of the parent was inside one when it forked, returns
@@ -231,8 +232,9 @@ int pagecache_close(pagecache_file_t *file);
 
 /* Reads up to len bytes at offset into buf, like pread(2): returns the number of bytes read,
  * fewer than len at the end of the file and 0 at or past it. Errors: PAGECACHE_EINVAL (file is
- * NULL, buf is NULL with len > 0, len > SSIZE_MAX), PAGECACHE_EBADF (file is closed), a fill's -errno (the pread of a missed
- * page failed: the page is not cached, and the next read tries again). buf is written only up
+ * NULL, buf is NULL with len > 0, len > SSIZE_MAX), PAGECACHE_EBADF (file is closed), a
+ * fill's -errno (the pread of a missed page failed: the page is not cached, and the next read
+ * tries again) or a direct read's (every frame was held). buf is written only up
  * to the number of bytes the file holds past offset. */
 ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_t offset);
 
@@ -248,11 +250,11 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
  * is written), a fill's or a direct write's -errno (a direct write: every frame was held;
  * the write ends at that page: the pages before it are written and the length covers them,
  * and so does it cover the bytes of that page that a direct write's pwrite(2) wrote before it
- * failed, as the file's length does). The bytes reach the file by pagecache_sync, eviction, pagecache_drop_cache or
- * pagecache_close. Only writes ending past what the file was checked for (its size at open,
- * then the pages of earlier checked writes) are checked, with getrlimit(2) and lseek(2);
- * RLIMIT_FSIZE lowered below what was already checked is not seen, and the write-back of the
- * pages past it then raises SIGXFSZ, as pwrite(2) would. */
+ * failed, as the file's length does). The bytes reach the file by pagecache_sync, eviction,
+ * pagecache_drop_cache or pagecache_close. Only writes ending past what the file was checked
+ * for (its size at open, then the pages of earlier checked writes) are checked, with
+ * getrlimit(2) and lseek(2); RLIMIT_FSIZE lowered below what was already checked is not seen,
+ * and the write-back of the pages past it then raises SIGXFSZ, as pwrite(2) would. */
 ssize_t pagecache_write_at(pagecache_file_t *file, const void *buf, size_t len, uint64_t offset);
 
 /* Writes every dirty page of the file back (pwrite), then fdatasync(2)s it (a file opened
@@ -277,9 +279,10 @@ int64_t pagecache_len(pagecache_file_t *file);
  * as zeros. Shrinking: the bytes past the new end are gone, cached, dirty or not (a later growth
  * reads zeros there); pages wholly past it leave the cache unless a read holds them (they stay,
  * zeroed, until let go). Writes and pagecache_sync of the file wait meanwhile. Errors:
- * PAGECACHE_EINVAL (file is NULL, len < 0), PAGECACHE_EBADF (file is closed), -EACCES (opened read-only), PAGECACHE_EFBIG (a
- * growth past the largest file of the file system or past RLIMIT_FSIZE, checked as a write's
- * end is), ftruncate's -errno (-EIO, ...). Nothing is changed on an error. */
+ * PAGECACHE_EINVAL (file is NULL, len < 0), PAGECACHE_EBADF (file is closed), -EACCES (opened
+ * read-only), PAGECACHE_EFBIG (a growth past the largest file of the file system or past
+ * RLIMIT_FSIZE, checked as a write's end is), ftruncate's -errno (-EIO, ...). Nothing is
+ * changed on an error. */
 int pagecache_set_len(pagecache_file_t *file, int64_t len);
 
 /* Fills *out with the cache's counts. Errors: PAGECACHE_EINVAL (cache or out is NULL),

@@ -176,8 +176,9 @@ const PTHREAD_CANCEL_DISABLE: c_int = 1;
 /// points: a pending request is acted on at the caller's next one, after the call returned.
 /// Costs two `pthread_setcancelstate` calls (two atomic read-modify-writes in glibc) per entry
 /// point, except for a `pagecache_read_at` of cached pages, which reaches no cancellation
-/// point (its only system call is the optimistic mode's `sched_yield`) and takes none. Under Miri, which has no thread cancellation (nor `pthread_setcancelstate`),
-/// the guard does nothing.
+/// point (its only system call is the optimistic mode's `sched_yield`) and takes none. Under
+/// Miri, which has no thread cancellation (nor `pthread_setcancelstate`), the guard does
+/// nothing.
 struct NoCancel {
     #[cfg(all(target_os = "linux", not(miri)))]
     old: c_int,
@@ -389,9 +390,10 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 /// freed cache handle), `PAGECACHE_ENOMEM` (the file's page table), the open's `-errno`
 /// (`-ENOENT`, `-EACCES`, `-ENAMETOOLONG` for a path of `PATH_MAX` bytes or more, refused
 /// before it is copied, `-EAGAIN` for a file under another open file's lease, whose break the
-/// open starts but does not wait for: it opens with `O_NONBLOCK`, ...), `-EISDIR` for a directory, `-EINVAL` for anything else that
-/// is not a regular file or is on a pseudo file system (procfs, sysfs, ...). A program being
-/// run opens read-only. A file already open in the cache is shared (see
+/// open starts but does not wait for: it opens with `O_NONBLOCK`, ...), `-EISDIR` for a
+/// directory, `-EINVAL` for anything else that is not a regular file or is on a pseudo file
+/// system (procfs, sysfs, ...). A program being run opens read-only. A file already open in
+/// the cache is shared (see
 /// [`PageCacheOf::open`](crate::PageCacheOf::open)).
 ///
 /// # Safety
@@ -481,11 +483,11 @@ unsafe fn io_args(
 /// Reads up to `len` bytes at `offset` into `buf`, like `pread`: the number of bytes read
 /// (fewer at the end of the file, 0 at or past it), or a negative error: `PAGECACHE_EINVAL`
 /// (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`), `PAGECACHE_EBADF` (a
-/// closed handle), a fill's `-errno`.
+/// closed handle), a fill's or a direct read's (every frame held) `-errno`.
 ///
 /// # Safety
-/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is null or writable for `len` bytes,
-/// and no other thread accesses those bytes during the call.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is
+/// null or writable for `len` bytes, and no other thread accesses those bytes during the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_read_at(
     file: *const CFile,
@@ -536,8 +538,8 @@ pub unsafe extern "C" fn pagecache_read_at(
 /// `RLIMIT_FSIZE`; nothing written), a fill's or write's `-errno`. `len` 0 returns 0.
 ///
 /// # Safety
-/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is null or readable for `len` bytes
-/// that no other thread writes during the call.
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is
+/// null or readable for `len` bytes that no other thread writes during the call.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_write_at(
     file: *const CFile,
@@ -655,8 +657,8 @@ pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
 /// pointer) or `PAGECACHE_EBADF` (a freed cache handle).
 ///
 /// # Safety
-/// `cache` is null, misaligned or a handle from [`pagecache_new`] (live or freed); `out` is null, misaligned or writable for a
-/// `pagecache_stats_t`.
+/// `cache` is null, misaligned or a handle from [`pagecache_new`] (live or freed); `out` is
+/// null, misaligned or writable for a `pagecache_stats_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
