@@ -1,10 +1,10 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
 //! `limits.c`, `handles.c`, `cancel.c`, `counters.c`) against `include/pagecache.h` and the
-//! crate's static library, runs them, and checks that the header also compiles as C++ (or says
-//! that check is skipped where no C++ compiler is installed) and as pedantic C99, and that both
-//! libraries define every function the header declares. The libraries are built for the test by
-//! `capi_check::cc` (`cargo build -p paygo-pagecache-c --lib`, in the test's own target
-//! directory and profile).
+//! crate's static library (`unload.c` loads the shared one with `dlopen`), runs them, and
+//! checks that the header also compiles as C++ (or says that check is skipped where no C++
+//! compiler is installed) and as pedantic C99, and that both libraries define every function
+//! the header declares. The libraries are built for the test by `capi_check::cc` (`cargo build
+//! -p paygo-pagecache-c --lib`, in the test's own target directory and profile).
 
 use capi_check::cc;
 use std::path::Path;
@@ -144,6 +144,29 @@ fn c_program_gets_pagecache_ebadf_for_stale_handles() {
             "failures=0",
         ],
     );
+}
+
+/// `libpagecache.so` unloaded (`dlclose`) after a thread used it (a cache of several schemes
+/// in both modes: a file opened, written, read and closed, the cache freed) and called
+/// `pagecache_prepare_unload` before it exited: a `fork` after the unload runs no handler of
+/// the unmapped library in the child, and the library loads, works and unloads again.
+#[test]
+fn c_program_unloads_the_shared_library() {
+    let so = cc::cdylib("paygo-pagecache-c", "pagecache", env!("CARGO"));
+    let exe = cc::build_unlinked(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        "unload",
+        &["-ldl"],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("f");
+    std::fs::write(&file, vec![0u8; 5 * 4096]).expect("write the file");
+    let out = cc::run(Command::new(&exe).arg(&so).arg(&file));
+    let _ = std::fs::remove_file(&exe);
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    assert!(text.contains("failures=0"), "{text}");
 }
 
 /// Thread cancellation (`tests/c/cancel.c`): a thread whose cancellation is pending calls the
