@@ -17,7 +17,9 @@
  * such as libpaygo.a; it exports paygo.h's functions as well (PAYGO's process-wide domain,
  * separate from the caches' counters), so a program that needs both links libpagecache alone.
  * Before dlclose() of libpagecache.so, every thread that used it calls
- * pagecache_prepare_unload().
+ * pagecache_prepare_unload(), and the program closes every file and frees every cache: no
+ * handle outlives the library (a "refcache" cache left alive also keeps its epoch thread
+ * running, and with it the library loaded).
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
