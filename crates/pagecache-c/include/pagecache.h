@@ -5,9 +5,9 @@
  * A cache holds at most memory_limit_pages frames of 4096 bytes. Files are opened through it
  * and read and written with the shape of pread(2)/pwrite(2): a read of a cached page copies
  * from its frame under a reference of the cache's counting scheme ("paygo", "atomic",
- * "percpu-ref", "refcache", ...); a miss fills a frame with one pread (with up to 32 following
- * pages when the reads are sequential: readahead); writes go into the frames
- * and are written back by pagecache_sync(), by eviction (CLOCK, when no frame is free) and by
+ * "percpu-ref", "refcache", ...); a miss fills a frame with one read of the file (with up to 32
+ * following pages when the reads are sequential: readahead); writes go into the frames and are
+ * written back by pagecache_sync(), by eviction (CLOCK, when no frame is free) and by
  * pagecache_drop_cache(). A file grows through the cache (writes past its end, or
  * pagecache_set_len), and its new pages are cached as the others.
  *
