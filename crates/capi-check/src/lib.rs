@@ -168,9 +168,10 @@ pub mod cc {
     /// `lib<lib>.a`, the static library of package `package` (whose library is named `lib` and
     /// is a `staticlib`: a package of the C libraries, whose lib target is no `rlib`, so cargo
     /// does not build it for the package's tests). Built with `cargo build -p <package> --lib`
-    /// (`cargo`: the `CARGO` the test was built by) in the test's own target directory and
-    /// profile, once per test process, so that a library left there by an earlier build is
-    /// never taken for the one of the sources under test.
+    /// (`cargo`: the `CARGO` the test was built by) in the test's own target directory, profile
+    /// and target triple (read from the test binary's path), once per test process, so that a
+    /// library left there by an earlier build is never taken for the one of the sources under
+    /// test.
     ///
     /// # Panics
     /// If it cannot be built or found.
@@ -195,16 +196,34 @@ pub mod cc {
         let exe = std::env::current_exe().expect("the test binary's path");
         let deps = exe.parent().expect("a deps directory");
         let profile_dir = deps.parent().expect("a profile directory");
-        let target_dir = profile_dir.parent().expect("a target directory");
+        // The test's build: `<target dir>/<profile folder>`, or `<target dir>/<triple>/<profile
+        // folder>` when cargo was given `--target` (the target dir is the one with cargo's
+        // CACHEDIR.TAG). The profile folder is the profile's name, but `debug` for `dev`.
+        let mut target_dir = profile_dir.parent().expect("a target directory");
+        let mut triple = None;
+        if !target_dir.join("CACHEDIR.TAG").exists() {
+            if let Some(up) = target_dir
+                .parent()
+                .filter(|d| d.join("CACHEDIR.TAG").exists())
+            {
+                triple = target_dir.file_name();
+                target_dir = up;
+            }
+        }
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => "dev",
+            Some(p) => p,
+            None => panic!("no profile folder in {}", profile_dir.display()),
+        };
         {
             // Held while cargo builds: the test's other threads wait for the same build.
             let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
             if !built.contains(package) {
                 let mut cmd = Command::new(cargo);
-                cmd.args(["build", "-q", "-p", package, "--lib"])
+                cmd.args(["build", "-q", "-p", package, "--lib", "--profile", profile])
                     .env("CARGO_TARGET_DIR", target_dir);
-                if profile_dir.file_name().is_some_and(|n| n == "release") {
-                    cmd.arg("--release");
+                if let Some(t) = triple {
+                    cmd.arg("--target").arg(t);
                 }
                 let st = cmd
                     .status()
