@@ -876,7 +876,16 @@ impl<C: RefCounter> Inner<C> {
             }
             return Ok(done);
         }
-        let mut buf = vec![0u8; want];
+        // Up to 33 pages (a miss and its readahead), asked for without aborting: a fill that
+        // cannot have it fails as a failed read does.
+        let mut buf = Vec::new();
+        if buf.try_reserve_exact(want).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "pagecache: no memory for a fill's buffer",
+            ));
+        }
+        buf.resize(want, 0u8);
         while done < want {
             match f.file.read_at(&mut buf[done..], off + done as u64) {
                 Ok(0) => break,
