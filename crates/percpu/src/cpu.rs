@@ -102,14 +102,14 @@ fn detect_possible() -> usize {
 }
 
 /// The highest CPU number of the kernel's list of possible CPUs (sysfs), read into a buffer on
-/// the stack where it fits (a list longer than 4 KiB is read into a `String`): the first use of
+/// the stack where it fits (a list longer than 512 bytes is read into a `String`): the first use of
 /// the crate may come where no allocation succeeds (a C caller out of memory), and the count
 /// it finds is kept for the life of the process, so it must not depend on the allocator.
 #[cfg(not(loom))]
 fn possible_listed() -> Option<usize> {
     use std::io::Read;
     const PATH: &str = "/sys/devices/system/cpu/possible";
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; 512];
     let mut f = std::fs::File::open(PATH).ok()?;
     let mut len = 0;
     while len < buf.len() {
@@ -131,10 +131,10 @@ fn possible_listed() -> Option<usize> {
 pub(crate) fn kernel_mask_bits() -> Option<usize> {
     #[cfg(all(target_os = "linux", not(miri)))]
     {
-        // On the stack up to 65,536 CPUs, beyond on the heap if it can be had (a refusal reads
-        // as the kernel's): as for `possible_listed`, nothing here may abort for want of
-        // memory.
-        let mut stack = [0u64; 1024];
+        // On the stack up to 8,192 CPUs (Linux's largest NR_CPUS), beyond on the heap if it can
+        // be had (a refusal reads as the kernel's): as for `possible_listed`, nothing here may
+        // abort for want of memory.
+        let mut stack = [0u64; 128];
         let mut heap = Vec::new();
         mask_bits_with(|len| {
             let buf = if len <= 8 * stack.len() {
