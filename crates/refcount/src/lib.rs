@@ -91,7 +91,7 @@ impl TokenTag {
 #[inline(never)]
 #[track_caller]
 fn token_of_another_object(scheme: &str) -> ! {
-    panic!("{scheme}: put of a token taken on another object (nothing was changed)");
+    panic!("{scheme}: a token taken on another object (nothing was changed)");
 }
 
 /// Bytes a scheme uses.
