@@ -892,7 +892,7 @@ fn oplog_memory(rows: &Rows<'_>) -> Outcome {
 /// reading of "scales like per-core counters".
 fn lodic_drbh(rows: &Rows<'_>) -> Outcome {
     let (t1, tn) = need!(span(rows, "drbh"));
-    let name = ["lodic-file", "lodic", "lodic-process"]
+    let name = ["lodic-file", "lodic-process"]
         .into_iter()
         .find(|s| rows.ops("drbh", s, tn, None).is_some());
     let name = need!(name, "drbh: no lodic rows");
@@ -1815,6 +1815,20 @@ mod tests {
         assert_eq!(
             lodic_drbh(&Rows::new(&d(90.0, 190.0))).verdict,
             Verdict::DoesNotHold
+        );
+        // No drbh scheme is named `lodic` (as in `lodic_vs_stock`): such rows are not LODIC's.
+        let renamed: Vec<_> = d(190.0, 190.0)
+            .into_iter()
+            .map(|mut r| {
+                if r.scheme == "lodic-file" {
+                    r.scheme = "lodic".into();
+                }
+                r
+            })
+            .collect();
+        assert_eq!(
+            lodic_drbh(&Rows::new(&renamed)).verdict,
+            Verdict::NotMeasured
         );
     }
 
