@@ -240,6 +240,38 @@ pub mod cc {
         panic!("{file} not found under {}", profile_dir.display());
     }
 
+    /// Checks that package `package`'s static and shared libraries (library name `lib`) define
+    /// exactly the functions named `prefix...` that the header at `header` declares (at least
+    /// ten): [`defined_functions`] of each against [`crate::header::functions`].
+    ///
+    /// # Panics
+    /// If the header cannot be read, declares fewer than ten such functions, or a library
+    /// defines other ones or lacks one.
+    pub fn assert_libraries_define(
+        header: &Path,
+        prefix: &str,
+        package: &str,
+        lib: &str,
+        cargo: &str,
+    ) {
+        let h = std::fs::read_to_string(header)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", header.display()));
+        let declared: std::collections::BTreeSet<String> =
+            crate::header::functions(&h, prefix).into_keys().collect();
+        assert!(declared.len() >= 10, "{}: {declared:?}", header.display());
+        for file in [staticlib(package, lib, cargo), cdylib(package, lib, cargo)] {
+            if let Some(defined) = defined_functions(&file, prefix) {
+                assert_eq!(
+                    defined,
+                    declared,
+                    "{} against {}",
+                    file.display(),
+                    header.display()
+                );
+            }
+        }
+    }
+
     /// The functions named `prefix...` that `lib` defines (global text symbols): those its
     /// dynamic symbol table exports for a shared library (`nm -D --defined-only`), those of its
     /// objects for a static one (`nm --defined-only`). `None` (with a message) where `nm` is not

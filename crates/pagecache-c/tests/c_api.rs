@@ -195,38 +195,16 @@ fn expect_lines(text: &str, lines: &[&str]) {
 /// `paygo` compile them only with their `capi` features, which this crate turns on).
 #[test]
 fn the_libraries_define_every_function_of_the_header() {
-    let h =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h"))
-            .expect("pagecache.h");
-    let declared: std::collections::BTreeSet<String> =
-        capi_check::header::functions(&h, "pagecache_")
-            .into_keys()
-            .collect();
-    assert!(declared.len() >= 10, "{declared:?}");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (package, lib, cargo) = ("paygo-pagecache-c", "pagecache", env!("CARGO"));
+    cc::assert_libraries_define(
+        &dir.join("include/pagecache.h"),
+        "pagecache_",
+        package,
+        lib,
+        cargo,
+    );
     // pagecache.h: the libraries export paygo.h's functions as well.
-    let paygo_h = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../paygo-c/include/paygo.h"),
-    )
-    .expect("paygo.h");
-    let paygo_h: std::collections::BTreeSet<String> =
-        capi_check::header::functions(&paygo_h, "paygo_")
-            .into_keys()
-            .collect();
-    assert!(paygo_h.len() >= 10, "{paygo_h:?}");
-    for lib in [
-        cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO")),
-        cc::cdylib("paygo-pagecache-c", "pagecache", env!("CARGO")),
-    ] {
-        if let Some(defined) = cc::defined_functions(&lib, "pagecache_") {
-            assert_eq!(defined, declared, "{}", lib.display());
-        }
-        if let Some(defined) = cc::defined_functions(&lib, "paygo_") {
-            assert_eq!(
-                defined,
-                paygo_h,
-                "paygo.h's, which {} exports too",
-                lib.display()
-            );
-        }
-    }
+    let paygo_h = dir.join("../paygo-c/include/paygo.h");
+    cc::assert_libraries_define(&paygo_h, "paygo_", package, lib, cargo);
 }

@@ -97,18 +97,11 @@ fn header_compiles_as_cxx_and_pedantic_c() {
 /// (the package `paygo` compiles them only with its `capi` feature, which this crate turns on).
 #[test]
 fn the_libraries_define_every_function_of_the_header() {
-    let h = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"))
-        .expect("paygo.h");
-    let declared: std::collections::BTreeSet<String> = capi_check::header::functions(&h, "paygo_")
-        .into_keys()
-        .collect();
-    assert!(declared.len() >= 10, "{declared:?}");
-    for lib in [
-        cc::staticlib("paygo-c", "paygo", env!("CARGO")),
-        cc::cdylib("paygo-c", "paygo", env!("CARGO")),
-    ] {
-        if let Some(defined) = cc::defined_functions(&lib, "paygo_") {
-            assert_eq!(defined, declared, "{}", lib.display());
-        }
-    }
+    cc::assert_libraries_define(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"),
+        "paygo_",
+        "paygo-c",
+        "paygo",
+        env!("CARGO"),
+    );
 }
