@@ -34,7 +34,9 @@
  * release of its references at its exit, is refused with PAYGO_EINTERNAL (a paygo_ref or
  * paygo_unref there with PAYGO_ESHUTDOWN) and changes nothing (the interrupted call may hold
  * the thread's anchor information, or a lock of the domain, or the flag of an object it
- * reclaims, that the handler's call would wait for for ever). paygo_stats waits for no lock
+ * reclaims, that the handler's call would wait for for ever); the four calls other than
+ * paygo_ref and paygo_unref are refused before their argument is looked at (a NULL object
+ * gets PAYGO_EINTERNAL there, not PAYGO_EINVAL). paygo_stats waits for no lock
  * a call in progress may hold: while a batch reclaim (of the Rust API, on the same domain)
  * uses the domain's buffers, it leaves their bytes out of table_bytes. A handler must not
  * leave the call it interrupted (longjmp, pthread_exit): the call is never finished, and the
