@@ -84,6 +84,10 @@ pub(crate) struct Slot {
     /// Generation of the entry's identity, for the critical sections' checks. Written only by
     /// critical sections of the owning CPU (the eviction's first step).
     pub(crate) gen: AtomicU64,
+    /// Claims of this slot (see [`Stats::claims`]): bumped with a plain load and store after a
+    /// claim commits, on a line the claim has just read, so that counting costs the claim no
+    /// other line and no address computation.
+    pub(crate) claims: AtomicU64,
     /// `(generation, anchor counter)`, updated by compare-and-swap from any CPU.
     pub(crate) anchor: AnchorWord,
 }
@@ -105,6 +109,7 @@ impl Slot {
             key: AtomicUsize::new(0),
             local: AtomicI64::new(0),
             gen: AtomicU64::new(0),
+            claims: AtomicU64::new(0),
             anchor: AnchorWord::new(),
         }
     }
@@ -116,7 +121,6 @@ pub(crate) struct StatCells {
     pub(crate) anchor_puts: AtomicU64,
     pub(crate) overflow_puts: AtomicU64,
     pub(crate) evictions: AtomicU64,
-    pub(crate) claims: AtomicU64,
     pub(crate) reclaims: AtomicU64,
     pub(crate) failed_reclaims: AtomicU64,
     pub(crate) fences: AtomicU64,
@@ -140,8 +144,9 @@ pub struct Stats {
     /// Live or empty entries evicted to make room for a new object.
     pub evictions: u64,
     /// REFs that claimed a free slot (the first REF of an object on a CPU since its entry there
-    /// was last reused). Approximate: counted without an atomic read-modify-write, so two
-    /// threads racing on one CPU may lose an increment.
+    /// was last reused). Approximate: counted in the slot without an atomic read-modify-write,
+    /// so two threads racing on one slot (one of them moved off its CPU after its claim) may
+    /// lose an increment. Summing them reads every group of slots that was ever claimed.
     pub claims: u64,
     /// Successful `try_reclaim`s and kills.
     pub reclaims: u64,
@@ -524,16 +529,6 @@ impl Domain {
         pick(self.stat()).fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Adds 1 to a statistic of CPU `cpu` with a plain load and store, for the claim,
-    /// which is on the fast path of workloads over many objects: an increment may be lost when
-    /// two threads race on one CPU's cell, so the statistic is approximate (documented on
-    /// [`Stats::claims`]).
-    #[inline(always)]
-    pub(crate) fn count_approx(&self, cpu: usize, pick: impl Fn(&StatCells) -> &AtomicU64) {
-        let c = pick(self.stats.get(cpu));
-        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
-    }
-
     /// Records a change of the overflow lists' heap bytes and entries.
     pub(crate) fn account_overflow(&self, bytes: isize, entries: isize) {
         if bytes != 0 {
@@ -548,18 +543,26 @@ impl Domain {
         }
     }
 
-    /// Slow-path counters, summed over CPUs.
+    /// Slow-path counters, summed over CPUs. Reads one line per CPU and the slots of every
+    /// group that was ever claimed (for [`Stats::claims`]): up to the whole tables.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
         for c in self.stats.iter() {
             s.anchor_puts += c.anchor_puts.load(Ordering::Relaxed);
             s.overflow_puts += c.overflow_puts.load(Ordering::Relaxed);
             s.evictions += c.evictions.load(Ordering::Relaxed);
-            s.claims += c.claims.load(Ordering::Relaxed);
             s.reclaims += c.reclaims.load(Ordering::Relaxed);
             s.failed_reclaims += c.failed_reclaims.load(Ordering::Relaxed);
             s.fences += c.fences.load(Ordering::Relaxed);
             s.swept += c.swept.load(Ordering::Relaxed);
+        }
+        // Only a claim bumps a slot's count, and a claim marks its group first.
+        for cpu in 0..self.tables.len() {
+            self.for_claimed(cpu, 0, self.mask + 1, |slots| {
+                for slot in slots {
+                    s.claims = s.claims.wrapping_add(slot.claims.load(Ordering::Relaxed));
+                }
+            });
         }
         s
     }

@@ -288,3 +288,35 @@ fn a_new_thread_waits_out_a_long_reclaim_without_panicking() {
     );
     d.put(y.as_ref(), held);
 }
+
+/// Every claim is counted once, in its slot, and `stats` finds the counts of every CPU's
+/// claimed groups: two objects with the same home slot, taken and given back in turn, claim
+/// that slot at every REF but the very first (which claims a never-used slot: counted too).
+#[test]
+fn every_claim_is_counted_in_the_stats() {
+    let pinned = pin_or_skip("a claim on another CPU would claim a fresh slot there").is_some();
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 64,
+        window: 2,
+    });
+    let (x, y) = (
+        Box::pin(Header::with_place(5)),
+        Box::pin(Header::with_place(5 + 64)),
+    );
+    assert_eq!(d.stats().claims, 0);
+    const ROUNDS: u64 = 1000;
+    for _ in 0..ROUNDS {
+        for h in [&x, &y] {
+            let a = d.try_get(h.as_ref()).unwrap();
+            d.put(h.as_ref(), a);
+        }
+    }
+    if pinned {
+        // Each REF found the other object's zero entry (or, the first, an unused slot) at the
+        // home slot and claimed it.
+        assert_eq!(d.stats().claims, 2 * ROUNDS);
+    } else {
+        assert!(d.stats().claims >= 2 * ROUNDS / d.cpus() as u64);
+    }
+    unpin();
+}
