@@ -144,9 +144,11 @@ pub struct Stats {
     /// Live or empty entries evicted to make room for a new object.
     pub evictions: u64,
     /// REFs that claimed a free slot (the first REF of an object on a CPU since its entry there
-    /// was last reused). Approximate: counted in the slot without an atomic read-modify-write,
-    /// so two threads racing on one slot (one of them moved off its CPU after its claim) may
-    /// lose an increment. Summing them reads every group of slots that was ever claimed.
+    /// was last reused). Counted in the slot, after the claim, without an atomic
+    /// read-modify-write: nearly exact, since no other REF claims a slot while the reference
+    /// its claim took is held, but a claim held up between its commit and its count, whose
+    /// entry an eviction moves out and another REF claims meanwhile, may lose that REF's
+    /// count. Summing them reads every group of slots that was ever claimed.
     pub claims: u64,
     /// Successful `try_reclaim`s and kills.
     pub reclaims: u64,
