@@ -1,8 +1,9 @@
 //! `paygo::Arc` against what a caller may do in safe code, checked against what
 //! `std::sync::Arc` guarantees: values aligned past the allocation's head and zero-sized ones
 //! through raw pointers, values whose `Drop` uses their own domain (through the last drop and
-//! through the collector), the unique-owner calls with `Weak`s around, and a `Clone` that
-//! panics in `make_mut`. Run under Miri by `.ci/miri`.
+//! through the collector), a value whose `Drop` gives up the last `Weak` to itself, the
+//! unique-owner calls with `Weak`s around, and a `Clone` that panics in `make_mut`. Run under
+//! Miri by `.ci/miri`.
 
 use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::affinity::{migrate, unpin};
@@ -150,6 +151,57 @@ fn values_whose_drop_uses_their_domain() {
         assert_eq!(d.arcs_alive(), 0);
     }
     assert!(waited > 0, "no chain was left to the collector");
+}
+
+/// A value that holds the last `Weak` to its own allocation: its `Drop` gives that `Weak` up and
+/// then goes on using the value, so the allocation must stay until the value's drop has
+/// returned (the value's own weak count is given back after it). Dropped by its last `Arc` and
+/// by the collector (a drop after `from_raw` skips its check: the drop before found the value
+/// held). Miri sees a use after free where the allocation went with that `Weak`.
+#[test]
+fn a_value_that_drops_the_last_weak_to_itself() {
+    struct Node {
+        me: std::sync::Mutex<Option<Weak<Node>>>,
+        alive: u64,
+        drops: &'static AtomicUsize,
+    }
+    impl Drop for Node {
+        fn drop(&mut self) {
+            let me = self.me.lock().unwrap().take().expect("a Weak to itself");
+            assert!(me.upgrade().is_none(), "upgraded while dropped");
+            drop(me);
+            // The value's own fields, after its last `Weak` is gone.
+            assert_eq!(self.alive, 0xA11CE);
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = small_domain();
+    for by_collector in [false, true] {
+        let drops = leak(AtomicUsize::new(0));
+        let a = Arc::new_cyclic_in(
+            |me| Node {
+                me: std::sync::Mutex::new(Some(me.clone())),
+                alive: 0xA11CE,
+                drops,
+            },
+            d,
+        );
+        if by_collector {
+            let p = Arc::into_raw(a.clone());
+            drop(a);
+            // SAFETY: `p` came from `into_raw` and holds its reference.
+            drop(unsafe { Arc::from_raw(p) });
+            collect(d);
+        } else {
+            drop(a);
+        }
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "by_collector {by_collector}"
+        );
+        assert_eq!(d.arcs_alive(), 0);
+    }
 }
 
 /// The unique-owner calls against `std::sync::Arc`'s: `Weak`s do not stop `try_unwrap` or

@@ -159,3 +159,35 @@ fn an_owner_whose_value_panics_in_drop_still_lets_go_of_the_allocation() {
     );
     assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped once");
 }
+
+/// A value that holds the last handle to its own allocation (a cycle through the owner): when
+/// the owner lets go, the value's `Drop` gives that handle up and then goes on using the value,
+/// so the owner's count must keep the allocation alive until the value's drop has returned.
+/// Miri (or valgrind) sees a use after free if the owner gave its count back first.
+#[test]
+fn a_value_that_drops_the_last_handle_to_itself() {
+    struct Cyclic {
+        me: std::sync::Mutex<Option<paygo::Handle<Cyclic>>>,
+        value: Value,
+    }
+    impl Drop for Cyclic {
+        fn drop(&mut self) {
+            drop(self.me.lock().unwrap().take());
+            // The value's own fields, after its last handle is gone.
+            assert_eq!(self.value.alive, 0xA11CE);
+        }
+    }
+    let d = Arc::new(Domain::new());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let o = Owner::new(
+        &d,
+        Cyclic {
+            me: std::sync::Mutex::new(None),
+            value: Value::new(&drops),
+        },
+    );
+    *o.me.lock().unwrap() = Some(o.handle());
+    drop(o);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(Arc::strong_count(&d), 1, "the allocation was freed");
+}
