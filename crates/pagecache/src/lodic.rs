@@ -54,7 +54,9 @@
 //! # The two reverse maps
 //!
 //! * File-space ([`Rmap::File`]): each file keeps the mappings of it sorted by first page; the
-//!   mappings covering page `p` are found by a binary search.
+//!   mappings covering page `p` are found by a binary search, then a walk back over those that
+//!   start less than the longest mapping's length before `p` (all of them where one long
+//!   mapping spans many short ones).
 //! * Process-space ([`Rmap::Process`]): each owner (here a thread, the user-space "process")
 //!   keeps its mappings as `[start, size, file, offset]` records ordered by address, where a
 //!   file block's address is computed from the file and the offset (the slides' "map the file
@@ -246,7 +248,8 @@ pub(crate) struct FileMaps {
     mapcount: Option<Slots>,
     /// File-space map: the mappings of the file, sorted by first page.
     maps: Vec<Arc<MapRec>>,
-    /// The most pages any mapping in `maps` ever had (bounds the binary search).
+    /// The most pages of a mapping in `maps` (bounds the search: [`longest`] when the longest
+    /// is unmapped).
     max_pages: u64,
     /// Mappings of the file now (either reverse map): while 0, no page is mapped.
     live: usize,
@@ -383,13 +386,21 @@ fn sum_sorted(maps: &[Arc<MapRec>], max_pages: u64, file: u64, page: u64, frame:
     sum
 }
 
+/// The most pages of the mappings in `maps`: the bound of their searches, recomputed when the
+/// longest is unmapped, so that one long mapping, once gone, does not widen every later search
+/// (the walk back over the mappings that may reach a page).
+fn longest(maps: &[Arc<MapRec>]) -> u64 {
+    maps.iter().map(|m| m.pages()).max().unwrap_or(0)
+}
+
 /// One owner's records.
 #[derive(Default)]
 struct OwnerMaps {
     /// Its mappings, ordered by [`MapRec::key`], (file, first page): the order of their
     /// addresses.
     maps: Vec<Arc<MapRec>>,
-    /// The most pages any of them ever had (bounds the search).
+    /// The most pages of one of them (bounds the search: [`longest`] when the longest is
+    /// unmapped).
     max_pages: u64,
 }
 
@@ -954,10 +965,15 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
             own.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
             if own.maps.is_empty() {
                 owners.by_owner.remove(&self.rec.owner);
+            } else if self.rec.pages() == own.max_pages {
+                own.max_pages = longest(&own.maps);
             }
         }
         drop(owners);
         fm.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
+        if self.rec.pages() == fm.max_pages {
+            fm.max_pages = longest(&fm.maps);
+        }
         let (a, b) = (self.rec.first, self.rec.first + self.rec.pages());
         fm.add(a, b, -1);
         fm.live -= 1;
@@ -1047,6 +1063,64 @@ mod tests {
                     crate::LodicMemory::default()
                 );
             }
+        }
+    }
+
+    /// The search bounds, the longest mapping of the file-space map and of an owner's records,
+    /// follow the mappings there now: after a long mapping is unmapped, they are the longest
+    /// left (a leaked one, which stays, included), so that a sum walks back over the mappings
+    /// that may reach its page now, not over every mapping a long one once spanned. The
+    /// counts stay exact throughout.
+    #[test]
+    fn the_search_bounds_are_the_longest_mappings_now() {
+        const PAGES: u64 = 64;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![0u8; PAGES as usize * crate::PAGE_SIZE]).expect("file");
+        for rmap in [Rmap::File, Rmap::Process] {
+            let mut cfg = Config::new(PAGES as usize, "atomic");
+            cfg.rmap = rmap;
+            let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+            let file = cache.open(&path).expect("open");
+            let (c, f) = file.parts();
+            let owner = super::OWNER.with(|o| *o);
+            // (file-space bound, this thread's bound)
+            let bounds = || {
+                let fm = crate::cache::lock(&f.maps);
+                let o = crate::cache::lock(&c.lodic.owners);
+                let own = o.by_owner.get(&owner).map_or(0, |o| o.max_pages);
+                (fm.max_pages, own)
+            };
+            let file_bound = |n: u64| if rmap == Rmap::File { n } else { 0 };
+            let small = file.map(3, 2).expect("map");
+            let long = file.map(0, PAGES).expect("map");
+            let held = small.page(1).expect("page");
+            assert_eq!(bounds(), (file_bound(PAGES), PAGES), "{rmap:?}");
+            drop(long);
+            assert_eq!(
+                bounds(),
+                (file_bound(2), 2),
+                "{rmap:?}: the long one unmapped"
+            );
+            assert_eq!(file.page_count(4), 1, "{rmap:?}");
+            // A leaked reference keeps its mapping, and its length bounds the searches.
+            let leaked = file.map(10, 20).expect("map");
+            core::mem::forget(leaked.page(19).expect("page"));
+            drop(leaked);
+            let other = file.map(40, 8).expect("map");
+            assert_eq!(
+                bounds(),
+                (file_bound(20), 20),
+                "{rmap:?}: the leaked one stays"
+            );
+            assert_eq!(file.page_count(29), 1, "{rmap:?}");
+            drop(other);
+            assert_eq!(bounds(), (file_bound(20), 20), "{rmap:?}");
+            drop(held);
+            drop(small);
+            assert_eq!(bounds(), (file_bound(20), 20), "{rmap:?}");
+            assert_eq!(file.page_count(4), 0, "{rmap:?}");
+            assert_eq!(file.page_count(29), 1, "{rmap:?}");
         }
     }
 
