@@ -173,9 +173,18 @@ impl<L: Log> Domain<L> {
     /// for the shared slot could never commit), the ways take no critical section, only their
     /// lock, so two CPUs sharing one only contend for it. Stamps stay unique: the way's `last`
     /// orders the stamps it gives out whichever CPU asks.
+    ///
+    /// Where percpu registers the threads' rseq areas itself, a thread's area is registered by
+    /// its first critical section or by `percpu::current_cpu`, and until then `PerCpu::cpu`
+    /// reads CPU 0. `log` runs no section, so a 0 is asked again of `current_cpu`, which
+    /// registers the area if it is not yet (else every thread that only logged would log to
+    /// CPU 0's ways for ever); other CPUs pay nothing for it.
     #[inline]
     fn current_slot(&self) -> usize {
-        let cpu = self.caches.cpu();
+        let mut cpu = self.caches.cpu();
+        if cpu == 0 {
+            cpu = percpu::current_cpu();
+        }
         let n = self.caches.len();
         if cpu < n {
             cpu

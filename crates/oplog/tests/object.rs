@@ -1073,3 +1073,53 @@ fn an_object_dropped_while_an_evicter_unlocks_it_outlives_the_unlock() {
         });
     }
 }
+
+/// Where percpu registers the rseq areas itself (glibc before 2.35, or
+/// `GLIBC_TUNABLES=glibc.pthread.rseq=0`), a thread's area is registered by its first critical
+/// section or CPU read through `percpu::current_cpu`; until then its `cpu_id_start` reads 0.
+/// `log` runs no section, so a thread that only logged read CPU 0 for ever, and every such
+/// thread logged to CPU 0's ways: one shared log per object instead of one per CPU. Here a
+/// fresh thread, kept on a CPU other than the first (by `allow`, which reads no CPU), logs an
+/// update whose stamp names the CPU of its log. Runs in a child process started without glibc's
+/// areas (glibc reads its tunables at start-up only).
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn a_thread_logs_on_its_own_cpu_where_percpu_registers_the_rseq_areas() {
+    const NAME: &str = "a_thread_logs_on_its_own_cpu_where_percpu_registers_the_rseq_areas";
+    const CHILD: &str = "OPLOG_TEST_OWN_RSEQ_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let out = percpu::testing::rerun_without_glibc_rseq(NAME, CHILD);
+        if let Some(l) = out.lines().find(|l| l.contains("CHILD-SKIP")) {
+            percpu::testing::skip(l);
+        } else {
+            assert!(out.contains("CHILD-OK"), "{out}");
+        }
+        return;
+    }
+    if percpu::registrar() != Some(percpu::Registrar::Percpu) {
+        println!(
+            "CHILD-SKIP: percpu does not register the areas: {}",
+            percpu::mode()
+        );
+        return;
+    }
+    let cpus = percpu::affinity::process_cpus();
+    let Some(&cpu) = cpus.iter().find(|&&c| c != 0) else {
+        println!("CHILD-SKIP: the process may use CPU 0 only ({cpus:?})");
+        return;
+    };
+    let _saved = percpu::affinity::Saved::take();
+    assert!(percpu::affinity::allow([cpu]), "kept on CPU {cpu}");
+    let d = Domain::<OpVec<Push>>::new();
+    let o = Object::new(&d, Vec::new());
+    // A new thread inherits the affinity, and has no registered area yet.
+    let stamp = std::thread::scope(|s| s.spawn(|| o.log(Push(1))).join().unwrap())
+        .expect("OpVec stamps every update");
+    assert_eq!(
+        stamp.cpu as usize, cpu,
+        "a thread on CPU {cpu} logged to the log of CPU {}",
+        stamp.cpu
+    );
+    assert_eq!(*o.synchronize(), [1]);
+    println!("CHILD-OK");
+}
