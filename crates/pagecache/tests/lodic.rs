@@ -895,11 +895,6 @@ fn stale_entries_never_read_a_reused_frame_over_paygo() {
     stale_entries(paygo::Domain::new(), Rmap::File);
 }
 
-/// Threads that end with mappings: one whose mapping lives in its thread-local storage (the
-/// mapping is dropped as the thread exits, after its entries were installed), and one that
-/// panics while holding pages through its mapping, some of them spilled into the global
-/// counter (unwinding lets them go, then unmaps). Afterwards no page counts a reference or a
-/// mapping, the reverse maps are empty, and every page drops.
 /// `page_count` of a page whose frame is evicted and refilled with another file's page while
 /// it counts: the count is never the other page's. A cache of one frame; one thread takes
 /// 200 references to page 0 of G (global counts, through the file) and lets them go, then
@@ -988,6 +983,11 @@ fn a_panic_in_the_reclaim_of_a_mapped_page_lowers_its_flag() {
     }
 }
 
+/// Threads that end with mappings: one whose mapping lives in its thread-local storage (the
+/// mapping is dropped as the thread exits, after its entries were installed), and one that
+/// panics while holding pages through its mapping, some of them spilled into the global
+/// counter (unwinding lets them go, then unmaps). Afterwards no page counts a reference or a
+/// mapping, the reverse maps are empty, and every page drops.
 #[test]
 fn threads_that_exit_or_panic_with_mappings_unmap_them() {
     use pagecache::lodic::Mapping;

@@ -5,9 +5,9 @@
 //!   `--objects` percent of its pages (10, 20, 100 by default) and have read each mapped page
 //!   once, with the file-space and the process-space reverse map. Sharing threads only hold
 //!   mappings while one thread drops (they need no CPU of their own), so 16 of them are
-//!   measured on any machine: the degree of sharing is what LODIC's query cost follows. An unmapped page is dropped as in any
-//!   cache; a mapped one is flagged, fenced (once per batch) and its embedded counters summed
-//!   through the reverse map.
+//!   measured on any machine: the degree of sharing is what LODIC's query cost follows. An
+//!   unmapped page is dropped as in any cache; a mapped one is flagged, fenced (once per
+//!   batch) and its embedded counters summed through the reverse map.
 //! * `lodic-memory`: counter memory of LODIC against per-object schemes as the number of
 //!   sharing threads grows (1, 2, 4, 8, 16) and as the mapped share grows (`--objects`
 //!   percent): LODIC counts the page's global counter plus 11 bits per mapped page per sharing
