@@ -316,7 +316,9 @@ fn every_claim_is_counted_in_the_stats() {
         // home slot and claimed it.
         assert_eq!(d.stats().claims, 2 * ROUNDS);
     } else {
-        assert!(d.stats().claims >= 2 * ROUNDS / d.cpus() as u64);
+        // A thread that moves may find an object's own zero entry on another CPU (a hit, no
+        // claim); each REF claims at most once, and the first claims.
+        assert!((1..=2 * ROUNDS).contains(&d.stats().claims));
     }
     unpin();
 }
