@@ -242,13 +242,16 @@ impl Brc {
             .is_ok()
     }
 
-    /// Undoes [`Self::flag`] when the fence after it panicked (nothing was decided).
+    /// Undoes [`Self::flag`] when the fence after it, or the decision, panicked (nothing was
+    /// decided).
     fn unflag(&self, obj: &BrcObject) {
         // Release pairs with the Acquire loads of state in try_get.
         obj.state.store(LIVE, Ordering::Release);
     }
 
-    /// A reclaim's verdict, after `flag` and the fence: dead if no reference is counted.
+    /// A reclaim's verdict, after `flag` and the fence: dead if no reference is counted. Its
+    /// one panic (a negative count, in a debug build) comes before it changes anything, so that
+    /// the reclaim can unflag the object (`lifecycle::reclaim_flagged`).
     fn decide(&self, obj: &BrcObject) -> bool {
         let n = self.count(obj);
         debug_assert!(n >= 0, "brc: negative count");
@@ -387,11 +390,10 @@ impl RefCounter for Brc {
         if !self.flag(&obj) {
             return false;
         }
-        // Pairs with the owner's light_fence in try_get. If it panics (membarrier kept
-        // failing), nothing was decided: the object goes back to LIVE instead of refusing every
-        // later get.
-        crate::lifecycle::flagged_fence(reclaim_fence, || self.unflag(&obj));
-        self.decide(&obj)
+        // The fence pairs with the owner's light_fence in try_get. If it or the decision panics
+        // (membarrier kept failing; a negative count in a debug build), nothing was decided:
+        // the object goes back to LIVE instead of refusing every later get.
+        crate::lifecycle::reclaim_flagged(reclaim_fence, || self.unflag(&obj), || self.decide(&obj))
     }
 
     /// Flags every object first and pays one fence for the batch (a `membarrier` system call,

@@ -37,36 +37,72 @@ std::thread_local! {
     /// Set by a test: this thread's next reclaim fences panic (as `percpu`'s fence panics when
     /// `membarrier` keeps failing).
     pub(crate) static FENCE_PANICS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    /// Set by a test to `Some(k)`: this thread's reclaims panic in place of their decision on
+    /// the `k`-th flagged object of a call (0 the first; a decision that panics before it
+    /// changed anything, as the schemes' `debug_assert`s of a negative count do).
+    pub(crate) static DECIDE_PANICS_AT: core::cell::Cell<Option<usize>> =
+        const { core::cell::Cell::new(None) };
 }
 
-/// Runs `fence`, the fence of a reclaim that has flagged its objects (blocked their gets) and
-/// decided nothing yet. If the fence panics (`percpu`'s fence does when `membarrier` keeps
-/// failing), `unflag` runs as the panic leaves it, so that the objects are as after a failed
-/// reclaim instead of blocked for ever (every later get failing, `percpu-ref`'s `read_all`
-/// spinning without end, every later reclaim refused).
-pub(crate) fn flagged_fence(fence: impl FnOnce(), unflag: impl FnOnce()) {
-    /// Runs its closure when dropped, unless forgotten.
-    struct OnUnwind<F: FnOnce()>(Option<F>);
-    impl<F: FnOnce()> Drop for OnUnwind<F> {
-        fn drop(&mut self) {
-            if let Some(f) = self.0.take() {
-                f();
-            }
-        }
-    }
-    let guard = OnUnwind(Some(unflag));
+/// The test hook of [`FENCE_PANICS`] (nothing outside the crate's unit tests).
+#[inline(always)]
+fn fence_hook() {
     #[cfg(all(test, not(loom)))]
     if FENCE_PANICS.with(|f| f.get()) {
         panic!("refcount: test: the reclaim fence failed");
     }
+}
+
+/// The test hook of [`DECIDE_PANICS_AT`], before the decision on the `k`-th flagged object.
+#[inline(always)]
+fn decide_hook(k: usize) {
+    #[cfg(all(test, not(loom)))]
+    if DECIDE_PANICS_AT.with(|f| f.get()) == Some(k) {
+        panic!("refcount: test: the reclaim's decision panicked");
+    }
+    let _ = k;
+}
+
+/// Runs its closure when dropped, unless forgotten.
+struct OnUnwind<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> Drop for OnUnwind<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// The rest of a single reclaim that has flagged its object (blocked its gets): `fence`, then
+/// `decide`'s verdict. If either panics (`percpu`'s fence does when `membarrier` keeps failing;
+/// a scheme's decision on a broken invariant in a debug build), `unflag` runs as the panic
+/// leaves it, so that the object is as after a failed reclaim instead of blocked for ever
+/// (every later get failing, `percpu-ref`'s `read_all` spinning without end, every later
+/// reclaim refused).
+///
+/// `decide` panics, if at all, before it changes anything: its object is still flagged.
+pub(crate) fn reclaim_flagged(
+    fence: impl FnOnce(),
+    unflag: impl FnOnce(),
+    decide: impl FnOnce() -> bool,
+) -> bool {
+    let guard = OnUnwind(Some(unflag));
+    fence_hook();
     fence();
+    decide_hook(0);
+    let r = decide();
     core::mem::forget(guard);
+    r
 }
 
 /// Try-reclaim of many objects with one fence: `flag` each object (true: it is now blocked
 /// from new references and needs a decision), run `fence` once if any was flagged, then
 /// `decide` each flagged object. `out[i]` receives the outcome for `objs[i]`; returns how many
 /// succeeded. `flag`, `fence` and `decide` are the pieces of the scheme's single try-reclaim.
+///
+/// Nothing unblocks the flagged objects if `fence` or a `decide` panics: those not decided yet
+/// then stay blocked (a scheme of this crate has its own form that unflags them).
 ///
 /// # Panics
 /// If `objs` and `out` differ in length.
@@ -80,14 +116,37 @@ pub fn reclaim_batch<O>(
     reclaim_batch_unflagging(objs, out, flag, fence, |_| {}, decide)
 }
 
-/// [`reclaim_batch`] that, if `fence` panics, calls `unflag` on each object it flagged before
-/// the panic goes on (see [`flagged_fence`]).
+/// The objects of a batch reclaim not decided yet (`out[i]` still says whether `objs[i]` was
+/// flagged from `next` on), unflagged when dropped by a panic.
+struct Undecided<'a, O, U: FnMut(&O)> {
+    objs: &'a [O],
+    out: &'a mut [bool],
+    next: usize,
+    unflag: U,
+}
+
+impl<O, U: FnMut(&O)> Drop for Undecided<'_, O, U> {
+    fn drop(&mut self) {
+        for (o, _) in self.objs[self.next..]
+            .iter()
+            .zip(&self.out[self.next..])
+            .filter(|(_, &f)| f)
+        {
+            (self.unflag)(o);
+        }
+    }
+}
+
+/// [`reclaim_batch`] that, if `fence` or a `decide` panics, calls `unflag` on each object it
+/// flagged and has not decided before the panic goes on (see [`reclaim_flagged`]; the object
+/// whose decision panicked is among them: `decide` panics, if at all, before it changes
+/// anything). The objects decided before the panic keep their outcome.
 pub(crate) fn reclaim_batch_unflagging<O>(
     objs: &[O],
     out: &mut [bool],
     mut flag: impl FnMut(&O) -> bool,
     fence: impl FnOnce(),
-    mut unflag: impl FnMut(&O),
+    unflag: impl FnMut(&O),
     mut decide: impl FnMut(&O) -> bool,
 ) -> usize {
     assert_eq!(
@@ -103,18 +162,24 @@ pub(crate) fn reclaim_batch_unflagging<O>(
     if !any {
         return 0;
     }
-    let flagged = &*out;
-    flagged_fence(fence, || {
-        for (o, _) in objs.iter().zip(flagged).filter(|(_, &f)| f) {
-            unflag(o);
+    let mut undecided = Undecided {
+        objs,
+        out,
+        next: 0,
+        unflag,
+    };
+    fence_hook();
+    fence();
+    let (mut n, mut k) = (0, 0);
+    while undecided.next < objs.len() {
+        let i = undecided.next;
+        if undecided.out[i] {
+            decide_hook(k);
+            k += 1;
+            undecided.out[i] = decide(&objs[i]);
+            n += undecided.out[i] as usize;
         }
-    });
-    let mut n = 0;
-    for (o, r) in objs.iter().zip(out.iter_mut()) {
-        if *r {
-            *r = decide(o);
-            n += *r as usize;
-        }
+        undecided.next = i + 1;
     }
     n
 }
@@ -131,7 +196,7 @@ pub fn reclaim_eventually<C: crate::RefCounter>(s: &C, obj: core::pin::Pin<&C::O
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::FENCE_PANICS;
+    use super::{DECIDE_PANICS_AT, FENCE_PANICS};
     use crate::{Objects, RefCounter};
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -166,6 +231,84 @@ mod tests {
         assert!(s.try_reclaim(objs.get(1)), "{name}: object 1");
     }
 
+    /// A reclaim whose decision panics (here in place of the decision, as a decision that
+    /// panics before it changed anything) leaves the objects it has not decided as a failed
+    /// reclaim does: live, their counts exact, gettable and reclaimable; the objects decided
+    /// before the panic keep their outcome.
+    fn a_reclaim_whose_decision_panics_leaves_the_undecided_objects_live<C: RefCounter>(s: &C) {
+        let name = C::NAME;
+        let objs = Objects::new(s, 4);
+        let all: Vec<_> = objs.iter().collect();
+        let decide_panics_at = |k, f: &mut dyn FnMut()| {
+            DECIDE_PANICS_AT.with(|c| c.set(Some(k)));
+            let r = catch_unwind(AssertUnwindSafe(f));
+            DECIDE_PANICS_AT.with(|c| c.set(None));
+            assert!(r.is_err(), "{name}: the decision did not panic");
+        };
+        decide_panics_at(0, &mut || {
+            s.try_reclaim(objs.get(0));
+        });
+        let t = s
+            .try_get(objs.get(0))
+            .unwrap_or_else(|| panic!("{name}: object 0 refuses gets after its reclaim's panic"));
+        assert_eq!(s.read_all(objs.get(0)), 1, "{name}: object 0");
+        s.put(objs.get(0), t);
+        let held = s.try_get(objs.get(1)).expect("live");
+        // Objects 0 and 1 are decided (0 reclaimed, 1 referenced), the decision on 2 panics.
+        decide_panics_at(2, &mut || {
+            s.try_reclaim_many(&all, &mut [false; 4]);
+        });
+        assert!(
+            s.try_get(objs.get(0)).is_none(),
+            "{name}: object 0 reclaimed"
+        );
+        assert_eq!(s.read_all(objs.get(0)), 0, "{name}: object 0");
+        for (i, o) in objs.iter().enumerate().skip(1) {
+            let t = s
+                .try_get(o)
+                .unwrap_or_else(|| panic!("{name}: object {i} refuses gets after the panic"));
+            assert_eq!(s.read_all(o), 1 + (i == 1) as i64, "{name}: object {i}");
+            s.put(o, t);
+        }
+        let mut out = [false; 4];
+        assert_eq!(s.try_reclaim_many(&all, &mut out), 2, "{name}");
+        assert_eq!(out, [false, false, true, true], "{name}");
+        s.put(objs.get(1), held);
+        assert!(s.try_reclaim(objs.get(1)), "{name}: object 1");
+    }
+
+    fn refcache() -> crate::refcache::RefCache {
+        crate::refcache::RefCache::with_config(crate::refcache::Config {
+            ways: 64,
+            epoch: std::time::Duration::from_secs(3600),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn percpu_ref_reclaim_whose_decision_panics_leaves_the_undecided_objects_live() {
+        a_reclaim_whose_decision_panics_leaves_the_undecided_objects_live(
+            &crate::percpu_ref::PercpuRef::new(),
+        );
+    }
+
+    #[test]
+    fn sloppy_reclaim_whose_decision_panics_leaves_the_undecided_objects_live() {
+        a_reclaim_whose_decision_panics_leaves_the_undecided_objects_live(
+            &crate::sloppy::Sloppy::new(),
+        );
+    }
+
+    #[test]
+    fn refcache_reclaim_whose_decision_panics_leaves_the_undecided_objects_live() {
+        a_reclaim_whose_decision_panics_leaves_the_undecided_objects_live(&refcache());
+    }
+
+    #[test]
+    fn brc_reclaim_whose_decision_panics_leaves_the_undecided_objects_live() {
+        a_reclaim_whose_decision_panics_leaves_the_undecided_objects_live(&crate::brc::Brc::new());
+    }
+
     #[test]
     fn percpu_ref_reclaim_whose_fence_panics_leaves_its_objects_live() {
         a_reclaim_whose_fence_panics_leaves_its_objects_live(&crate::percpu_ref::PercpuRef::new());
@@ -178,12 +321,7 @@ mod tests {
 
     #[test]
     fn refcache_reclaim_whose_fence_panics_leaves_its_objects_live() {
-        let s = crate::refcache::RefCache::with_config(crate::refcache::Config {
-            ways: 64,
-            epoch: std::time::Duration::from_secs(3600),
-            ..Default::default()
-        });
-        a_reclaim_whose_fence_panics_leaves_its_objects_live(&s);
+        a_reclaim_whose_fence_panics_leaves_its_objects_live(&refcache());
     }
 
     #[test]

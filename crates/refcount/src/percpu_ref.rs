@@ -329,18 +329,26 @@ impl PercpuRef {
                 .is_ok()
     }
 
-    /// Undoes [`Self::kill`] when the fence after it panicked (nothing was folded or decided):
-    /// back to `PERCPU` in a new generation. The invariant holds in both states (puts that
-    /// saw `KILLED` went to `atomic`, which still carries the bias).
+    /// Undoes [`Self::kill`] when the fence after it, or the decision, panicked (nothing was
+    /// folded or decided): back to `PERCPU` in a new generation. The invariant holds in both
+    /// states (puts that saw `KILLED` went to `atomic`, which still carries the bias). An object
+    /// in another state is left alone: it runs as a panic unwinds, where a second panic would
+    /// abort the process.
     fn unkill(&self, obj: &PercpuRefObject) {
         let m = obj.mode.load(Ordering::Relaxed);
-        debug_assert_eq!(m & STATE_MASK, KILLED);
-        // Release pairs with the Acquire in try_get's mode load (as the resurrection's store).
-        obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
+        if m & STATE_MASK == KILLED {
+            // Release pairs with the Acquire in try_get's mode load (as the resurrection's
+            // store).
+            obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
+        }
     }
 
-    /// Fold and confirm; called after `kill` succeeded and a fence followed it.
+    /// Fold and confirm; called after `kill` succeeded and a fence followed it. Its one panic
+    /// (a mode other than `KILLED`, in a debug build) comes before it changes anything, so
+    /// that the reclaim can unkill the object (`lifecycle::reclaim_flagged`).
     fn fold_and_confirm(&self, obj: &PercpuRefObject) -> bool {
+        // Only the reclaimer that killed the object changes its mode until it is decided.
+        debug_assert_eq!(obj.mode.load(Ordering::Relaxed) & STATE_MASK, KILLED);
         let s = obj.slot.sum();
         // Acquire: after the fence every committed section is visible; this fence orders the
         // holders' accesses (made before their puts) before our verdict.
@@ -351,7 +359,6 @@ impl PercpuRef {
             .fetch_add(s.wrapping_sub(b).wrapping_sub(BIAS), Ordering::AcqRel);
         obj.base.store(s, Ordering::Relaxed);
         let m = obj.mode.load(Ordering::Relaxed);
-        debug_assert_eq!(m & STATE_MASK, KILLED);
         // Release: read_all's Acquire load of mode sees the fold's writes.
         let m = next_mode(m, ATOMIC);
         obj.mode.store(m, Ordering::Release);
@@ -508,8 +515,11 @@ impl RefCounter for PercpuRef {
         if !self.kill(&obj) {
             return false;
         }
-        crate::lifecycle::flagged_fence(|| self.pc.fence(), || self.unkill(&obj));
-        self.fold_and_confirm(&obj)
+        crate::lifecycle::reclaim_flagged(
+            || self.pc.fence(),
+            || self.unkill(&obj),
+            || self.fold_and_confirm(&obj),
+        )
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&PercpuRefObject>], out: &mut [bool]) -> usize {

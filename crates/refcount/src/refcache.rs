@@ -688,7 +688,8 @@ impl RefCache {
             .is_ok()
     }
 
-    /// Undoes [`Self::block`] when the fence after it panicked (nothing was decided).
+    /// Undoes [`Self::block`] when the fence after it, or the decision, panicked (nothing was
+    /// decided).
     fn unblock(&self, obj: &RefCacheObject) {
         // Release pairs with the state checks of later gets (as confirm's store of LIVE).
         obj.state.store(LIVE, Ordering::Release);
@@ -715,6 +716,9 @@ impl RefCache {
         sum
     }
 
+    /// A reclaim's verdict, after `block` and the fence. Its one panic (a negative count, in a
+    /// debug build) comes before it changes anything, so that the reclaim can unblock the
+    /// object (`lifecycle::reclaim_flagged`).
     fn confirm(&self, obj: &RefCacheObject) -> bool {
         let n = self.sum(obj);
         // Acquire: holders' accesses made before their puts happen before the verdict (pairs
@@ -890,8 +894,11 @@ impl RefCounter for RefCache {
             return false;
         }
         // The fence of the object's scheme: its gets run in critical sections of that one.
-        crate::lifecycle::flagged_fence(|| obj.shared.pc.fence(), || self.unblock(&obj));
-        self.confirm(&obj)
+        crate::lifecycle::reclaim_flagged(
+            || obj.shared.pc.fence(),
+            || self.unblock(&obj),
+            || self.confirm(&obj),
+        )
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&RefCacheObject>], out: &mut [bool]) -> usize {

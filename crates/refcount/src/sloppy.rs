@@ -126,12 +126,16 @@ impl Sloppy {
             .is_ok()
     }
 
-    /// Undoes [`Self::block`] when the fence after it panicked (nothing was decided).
+    /// Undoes [`Self::block`] when the fence after it, or the decision, panicked (nothing was
+    /// decided).
     fn unblock(&self, obj: &SloppyObject) {
         // Release pairs with the Acquire load of state in try_get (as confirm's store of LIVE).
         obj.state.store(LIVE, Ordering::Release);
     }
 
+    /// A reclaim's verdict, after `block` and the fence. Its one panic (a negative count, in a
+    /// debug build) comes before it changes anything, so that the reclaim can unblock the
+    /// object (`lifecycle::reclaim_flagged`).
     fn confirm(&self, obj: &SloppyObject) -> bool {
         // SeqCst: the load half of the store-then-load begun in block (pairs with the
         // central-path get's SeqCst fetch_add then state load). `central` first, then the
@@ -272,9 +276,14 @@ impl RefCounter for Sloppy {
         if !self.block(&obj) {
             return false;
         }
-        crate::lifecycle::flagged_fence(|| self.pc.fence(), || self.unblock(&obj));
-        crate::lifecycle::store_load_order();
-        self.confirm(&obj)
+        crate::lifecycle::reclaim_flagged(
+            || self.pc.fence(),
+            || self.unblock(&obj),
+            || {
+                crate::lifecycle::store_load_order();
+                self.confirm(&obj)
+            },
+        )
     }
 
     fn try_reclaim_many(&self, objs: &[Pin<&SloppyObject>], out: &mut [bool]) -> usize {
