@@ -82,7 +82,12 @@
 //!
 //! * A cached delta stays within `±delta_limit` ([`Config::delta_limit`], `i32::MAX` by
 //!   default, as sv6's `int32`): a get or put that would pass it evicts the way first
-//!   (`overflow_evictions`). `global` is an `i64`, so the count is exact up to 2⁶³ − 1
+//!   (`overflow_evictions`). A get's critical section checks that the delta is still the one
+//!   it compared with the limit, so that gets of threads preempted between the two on one CPU
+//!   cannot each pass the limit by one. A put's section does not (with that check the loom
+//!   model `get_put_vs_epoch_and_reclaim` no longer catches its mutation `RelaxedSum`): puts
+//!   preempted there can take a delta below `−delta_limit`, by one each, far from the
+//!   `i64`'s range, and the count stays exact. `global` is an `i64`, so the count is exact up to 2⁶³ − 1
 //!   references (leaked ones included).
 //! * A tag holds a 32-bit generation per slot, bumped each time an object of the slot is
 //!   dropped. A delta cached under a dropped object's tag stays in its way until an eviction or
@@ -821,17 +826,29 @@ impl RefCounter for RefCache {
         loop {
             let (cpu, cache) = sh.pc.current();
             let way = &cache.ways[obj.slot as usize & sh.mask];
-            if way.tag.load(Ordering::Relaxed) == obj.tag
-                && (way.delta.load(Ordering::Relaxed) as i64) < sh.limit
-            {
+            let d = way.delta.load(Ordering::Relaxed);
+            if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) < sh.limit {
+                #[cfg(all(test, not(loom)))]
+                tests::between_check_and_section();
+                // The section checks the delta it compared with the limit: another get on this
+                // CPU between the two (this thread preempted) could have taken it to the limit.
                 let r = if bug(Bug::GetSkipsStateCheck) {
                     sh.pc
-                        .add(cpu, &[Check::new(&way.tag, obj.tag)], &way.delta, 1u64)
+                        .add(
+                            cpu,
+                            &[Check::new(&way.tag, obj.tag), Check::new(&way.delta, d)],
+                            &way.delta,
+                            1u64,
+                        )
                         .map_err(|_| Fail::Abort)
                 } else {
                     sh.pc.add(
                         cpu,
-                        &[Check::new(&obj.state, LIVE), Check::new(&way.tag, obj.tag)],
+                        &[
+                            Check::new(&obj.state, LIVE),
+                            Check::new(&way.tag, obj.tag),
+                            Check::new(&way.delta, d),
+                        ],
                         &way.delta,
                         1u64,
                     )
@@ -861,9 +878,13 @@ impl RefCounter for RefCache {
         loop {
             let (cpu, cache) = sh.pc.current();
             let way = &cache.ways[obj.slot as usize & sh.mask];
+            // Unlike try_get's, the section does not check the delta compared with the limit
+            // (module documentation, "Limits").
             if way.tag.load(Ordering::Relaxed) == obj.tag
                 && (way.delta.load(Ordering::Relaxed) as i64) > -sh.limit
             {
+                #[cfg(all(test, not(loom)))]
+                tests::between_check_and_section();
                 match sh.pc.add(
                     cpu,
                     &[Check::new(&way.tag, obj.tag)],
@@ -1258,6 +1279,100 @@ mod loom_tests {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    std::thread_local! {
+        /// Run (once) by this thread's next get or put between its check of the delta against
+        /// the limit and its critical section: where a preempted thread lets another run.
+        static BETWEEN: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    /// The hook of [`BETWEEN`].
+    pub(super) fn between_check_and_section() {
+        if let Some(f) = BETWEEN.with(|b| b.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    /// The deltas cached for `obj`, one per CPU.
+    fn cached_deltas(s: &RefCache, obj: &RefCacheObject) -> Vec<i64> {
+        (0..s.shared.pc.len())
+            .map(|cpu| {
+                let way = s.shared.way(cpu, obj.slot);
+                match way.tag.load(Ordering::Relaxed) == obj.tag {
+                    true => way.delta.load(Ordering::Relaxed) as i64,
+                    false => 0,
+                }
+            })
+            .collect()
+    }
+
+    /// Two gets (then two puts) on one CPU's way, the second run between the first's check of
+    /// the delta against the limit and its critical section (as a thread preempted there lets
+    /// another run): the delta stays within `delta_limit` (the first get's section sees the
+    /// delta moved and checks again, evicting the way) and, the puts' sections not checking
+    /// it, within `−delta_limit − 1`; the count stays exact.
+    #[test]
+    fn a_get_between_anothers_limit_check_and_its_section_keeps_the_delta_in_bounds() {
+        let saved = percpu::affinity::Saved::take();
+        if percpu::testing::pin_or_skip("two gets on one CPU's way").is_none() {
+            return;
+        }
+        const LIMIT: i64 = 2;
+        let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
+            ways: 4,
+            delta_limit: LIMIT,
+            ..Config::default()
+        }));
+        let obj = std::rc::Rc::new(s.new_object());
+        let in_bounds = |what: &str, below: i64| {
+            let d = cached_deltas(&s, &obj);
+            assert!(
+                d.iter().all(|d| (-LIMIT - below..=LIMIT).contains(d)),
+                "{what}: deltas {d:?}"
+            );
+        };
+        let first = s.try_get(pinned(&obj)).expect("live"); // delta 1
+        let (s2, o2) = (s.clone(), obj.clone());
+        let second = std::rc::Rc::new(RefCell::new(None));
+        let got = second.clone();
+        BETWEEN.with(|b| {
+            *b.borrow_mut() = Some(Box::new(move || {
+                *got.borrow_mut() = s2.try_get(pinned(&o2)); // delta 2, the limit
+            }))
+        });
+        let third = s.try_get(pinned(&obj)).expect("live"); // checked at 1
+        let second = second.take().expect("live");
+        in_bounds("three gets", 0);
+        assert_eq!(s.read_all(pinned(&obj)), 3);
+        assert_eq!(s.stats().overflow_evictions, 1);
+        s.run_epoch(); // every delta 0, global 3
+        let_put(&s, &obj, first, None); // delta -1
+        let (s2, o2) = (s.clone(), obj.clone());
+        let_put(
+            &s,
+            &obj,
+            third,
+            Some(Box::new(move || s2.put(pinned(&o2), second))), // delta -2, the limit
+        );
+        in_bounds("three puts", 1);
+        assert_eq!(s.read_all(pinned(&obj)), 0);
+        assert_eq!(s.stats().overflow_evictions, 1);
+        assert!(s.try_reclaim(pinned(&obj)));
+        assert!(saved.restore());
+    }
+
+    /// Puts `t`, with `between` run between its check of the delta and its section.
+    fn let_put(
+        s: &RefCache,
+        obj: &RefCacheObject,
+        t: RefCacheToken,
+        between: Option<Box<dyn FnOnce()>>,
+    ) {
+        BETWEEN.with(|b| *b.borrow_mut() = between);
+        s.put(pinned(obj), t);
+        assert!(BETWEEN.with(|b| b.borrow().is_none()), "the hook ran");
+    }
 
     impl RefCache {
         /// Whether `slot` is on the free list (made and dropped, not in use).
