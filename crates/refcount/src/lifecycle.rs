@@ -78,8 +78,7 @@ impl<F: FnOnce()> Drop for OnUnwind<F> {
 /// `decide`'s verdict. If either panics (`percpu`'s fence does when `membarrier` keeps failing;
 /// a scheme's decision on a broken invariant in a debug build), `unflag` runs as the panic
 /// leaves it, so that the object is as after a failed reclaim instead of blocked for ever
-/// (every later get failing, `percpu-ref`'s `read_all` spinning without end, every later
-/// reclaim refused).
+/// (every later get failing, every later reclaim refused).
 ///
 /// `decide` panics, if at all, before it changes anything: its object is still flagged.
 pub(crate) fn reclaim_flagged(

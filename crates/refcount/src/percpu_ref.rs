@@ -16,12 +16,15 @@
 //! | `base` | the reclaimer, while the object is not in per-CPU mode | the sum of `pcpu` at the last fold |
 //! | `mode` | the reclaimer and `reinit` | `generation << 2 | state` |
 //!
-//! The states are `PERCPU` (live), `KILLED` (being reclaimed, fold pending), `ATOMIC` (being
-//! reclaimed, folded) and `DEAD`. Every state change bumps the generation, so a reader that sees
-//! the same `mode` word before and after its reads knows no state change happened in between.
+//! The states are `PERCPU` (live), `KILLED` (being reclaimed, fold pending), `FOLDING` (the
+//! reclaimer is folding, or putting the bias back: `atomic` and `base` are changing), `ATOMIC`
+//! (being reclaimed, folded) and `DEAD`. Every state change bumps the generation, so a reader
+//! that sees the same `mode` word before and after its reads knows no state change happened in
+//! between.
 //!
 //! **Invariant.** With `S = Σ pcpu` (wrapping), the count is `atomic − BIAS + (S − base)` in
-//! `PERCPU` and `KILLED`, and `atomic` in `ATOMIC` (and 0 when `DEAD`).
+//! `PERCPU` and `KILLED`, and `atomic` in `ATOMIC` (and 0 when `DEAD`); in `FOLDING` the words
+//! are between the two forms.
 //!
 //! # Operations
 //!
@@ -34,12 +37,19 @@
 //!   `atomic.fetch_sub(1)`.
 //! * `try_reclaim` (kill, then confirm): `mode` `PERCPU → KILLED` (a CAS, so one reclaimer at a
 //!   time), [`PerCpu::fence`] (no section that saw `PERCPU` can commit after it, and every one
-//!   that committed is visible), fold `atomic += S − base − BIAS` and `base = S`, state
-//!   `ATOMIC`; then `atomic == 0` means no reference exists, and since no get can succeed
-//!   outside per-CPU mode it stays zero: `DEAD`. Otherwise the object is *resurrected*
-//!   (`percpu_ref_resurrect`): state `KILLED` again (so that no reader takes `atomic` with
-//!   the bias back in it for the count, as it does in `ATOMIC`), `atomic += BIAS`, state
-//!   `PERCPU` (the loom model `read_all_vs_resurrection`).
+//!   that committed is visible), state `FOLDING`, fold `atomic += S − base − BIAS` and
+//!   `base = S`, state `ATOMIC`; then `atomic == 0` means no reference exists, and since no
+//!   get can succeed outside per-CPU mode it stays zero: `DEAD`. Otherwise the object is
+//!   *resurrected* (`percpu_ref_resurrect`): state `FOLDING` again (so that no reader takes
+//!   `atomic` with the bias back in it for the count, as it does in `ATOMIC`), `atomic +=
+//!   BIAS`, state `PERCPU` (the loom model `read_all_vs_resurrection`).
+//! * `read_all`: the count by the invariant, read between two loads of `mode` (a seqlock read
+//!   side), again if `mode` changed. It does not wait for a reclaim that killed the object: in
+//!   `KILLED` the per-CPU form holds, and after the reclaim's fence no section changes the
+//!   per-CPU words, so the read never falls below the true count then (before the fence a get
+//!   that read the object live may still commit, as in every scheme whose reclaim flags, then
+//!   fences). It waits only while the state is `FOLDING`: a few stores, no system call, and
+//!   after a while it yields its CPU to the reclaimer, which may have been preempted there.
 //! * `reinit`: `DEAD → PERCPU` with `atomic += BIAS`.
 //!
 //! **The bias.** Between the kill and the fold, puts of references taken in per-CPU mode
@@ -62,7 +72,7 @@
 //! Limit: all the words wrap (mod 2⁶⁴) and the count is read from them as an `i64`, so it is
 //! exact up to 2⁶³ − 1 references (leaked ones included), and `BIAS` (2⁶³) is never mistaken
 //! for references until then: centuries of gets at one a nanosecond, so no get checks for it.
-//! The generation in `mode` has 62 bits: a critical section's check could be fooled only by
+//! The generation in `mode` has 61 bits: a critical section's check could be fooled only by
 //! 2⁶² state changes between its read of `mode` and its commit.
 
 use crate::sync::{AtomicU64, Ordering};
@@ -243,11 +253,12 @@ impl Drop for SlotHandle {
 /// `PERCPU_COUNT_BIAS`).
 pub const BIAS: u64 = 1 << 63;
 
-const STATE_MASK: u64 = 3;
+const STATE_MASK: u64 = 7;
 const PERCPU: u64 = 0;
 const KILLED: u64 = 1;
 const ATOMIC: u64 = 2;
 const DEAD: u64 = 3;
+const FOLDING: u64 = 4;
 
 #[inline(always)]
 fn next_mode(m: u64, state: u64) -> u64 {
@@ -295,6 +306,8 @@ pub(crate) enum Bug {
     RelaxedBias,
     /// A get's critical section does not check `mode`.
     NoModeCheck,
+    /// The fold changes `atomic` and `base` with the mode still `KILLED` (no `FOLDING` first).
+    FoldUnmarked,
 }
 
 crate::mutation::bug_switch!();
@@ -348,7 +361,19 @@ impl PercpuRef {
     /// that the reclaim can unkill the object (`lifecycle::reclaim_flagged`).
     fn fold_and_confirm(&self, obj: &PercpuRefObject) -> bool {
         // Only the reclaimer that killed the object changes its mode until it is decided.
-        debug_assert_eq!(obj.mode.load(Ordering::Relaxed) & STATE_MASK, KILLED);
+        let m = obj.mode.load(Ordering::Relaxed);
+        debug_assert_eq!(m & STATE_MASK, KILLED);
+        #[cfg(all(test, not(loom)))]
+        tests::before_the_fold();
+        // FOLDING before the fold's writes: read_all reads KILLED by the per-CPU form, which
+        // does not hold while they land. The Release fence orders the store before them (pairs
+        // with read_all's Acquire fence before its re-check of mode: a reader that read one of
+        // them sees the mode changed).
+        let m = next_mode(m, FOLDING);
+        if !bug(Bug::FoldUnmarked) {
+            obj.mode.store(m, Ordering::Relaxed);
+            crate::sync::fence(Ordering::Release);
+        }
         let s = obj.slot.sum();
         // Acquire: after the fence every committed section is visible; this fence orders the
         // holders' accesses (made before their puts) before our verdict.
@@ -358,7 +383,6 @@ impl PercpuRef {
         obj.atomic
             .fetch_add(s.wrapping_sub(b).wrapping_sub(BIAS), Ordering::AcqRel);
         obj.base.store(s, Ordering::Relaxed);
-        let m = obj.mode.load(Ordering::Relaxed);
         // Release: read_all's Acquire load of mode sees the fold's writes.
         let m = next_mode(m, ATOMIC);
         obj.mode.store(m, Ordering::Release);
@@ -369,16 +393,16 @@ impl PercpuRef {
             true
         } else {
             // Out of ATOMIC mode before the bias goes back: there read_all takes `atomic` for
-            // the count, and would read the bias as part of it (a count near -2^63). KILLED,
-            // in a new generation, makes it wait instead (and its mode re-check fail).
+            // the count, and would read the bias as part of it (a count near -2^63). FOLDING
+            // makes it wait instead (and its mode re-check fail).
             let m = if bug(Bug::ResurrectFromAtomic) {
                 m
             } else {
-                let m = next_mode(m, KILLED);
+                let m = next_mode(m, FOLDING);
                 obj.mode.store(m, Ordering::Relaxed);
                 m
             };
-            // Release: orders the store of KILLED above before the bias (pairs with the
+            // Release: orders the store of FOLDING above before the bias (pairs with the
             // Acquire load of atomic in read_all: a reader that sees the bias re-reads mode
             // past ATOMIC).
             let order = if bug(Bug::RelaxedBias) {
@@ -392,6 +416,34 @@ impl PercpuRef {
             obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
             false
         }
+    }
+}
+
+impl PercpuRef {
+    /// One try of `read_all`: the count, or `None` while a reclaim folds (`FOLDING`) or if the
+    /// mode changed during the read.
+    fn try_read_all(&self, obj: &PercpuRefObject) -> Option<i64> {
+        // Acquire pairs with the Release stores of mode: the fold's writes are visible.
+        let m = obj.mode.load(Ordering::Acquire);
+        let v = match m & STATE_MASK {
+            DEAD => return Some(0),
+            FOLDING => return None,
+            // Acquire pairs with the Release fetch_sub of puts outside per-CPU mode.
+            ATOMIC => obj.atomic.load(Ordering::Acquire) as i64,
+            // PERCPU and KILLED: the per-CPU form of the invariant.
+            _ => {
+                // Acquire: as above.
+                let a = obj.atomic.load(Ordering::Acquire);
+                let b = obj.base.load(Ordering::Relaxed);
+                let s = obj.slot.sum();
+                a.wrapping_sub(BIAS).wrapping_add(s.wrapping_sub(b)) as i64
+            }
+        };
+        // Acquire fence: the reads above happen before the re-check of mode (a seqlock read
+        // side: an unchanged mode word means no state change happened meanwhile; pairs with
+        // the fold's Release fence after its store of FOLDING).
+        crate::sync::fence(Ordering::Acquire);
+        (obj.mode.load(Ordering::Relaxed) == m).then_some(v)
     }
 }
 
@@ -482,32 +534,23 @@ impl RefCounter for PercpuRef {
         );
     }
 
+    /// Reads the count without waiting for a reclaim that killed the object (module
+    /// documentation, `read_all`); waits only while one folds.
     fn read_all(&self, obj: Pin<&PercpuRefObject>) -> i64 {
+        let mut waits = 0u32;
         loop {
-            // Acquire pairs with the Release stores of mode: the fold's writes are visible.
-            let m = obj.mode.load(Ordering::Acquire);
-            let v = match m & STATE_MASK {
-                DEAD => return 0,
-                // Acquire pairs with the Release fetch_sub of puts outside per-CPU mode.
-                ATOMIC => obj.atomic.load(Ordering::Acquire) as i64,
-                KILLED => {
-                    crate::sync::spin_hint();
-                    continue;
-                }
-                _ => {
-                    // Acquire: as above.
-                    let a = obj.atomic.load(Ordering::Acquire);
-                    let b = obj.base.load(Ordering::Relaxed);
-                    let s = obj.slot.sum();
-                    a.wrapping_sub(BIAS).wrapping_add(s.wrapping_sub(b)) as i64
-                }
-            };
-            // Acquire fence: the reads above happen before the re-check of mode (a seqlock
-            // read side: an unchanged mode word means no state change happened meanwhile).
-            crate::sync::fence(Ordering::Acquire);
-            if obj.mode.load(Ordering::Relaxed) == m {
+            if let Some(v) = self.try_read_all(&obj) {
                 return v;
             }
+            // FOLDING, or the mode changed meanwhile: the reclaimer's few stores, unless it
+            // was preempted among them, and then it may need this CPU.
+            waits = waits.saturating_add(1);
+            #[cfg(not(loom))]
+            if waits > 64 {
+                std::thread::yield_now();
+                continue;
+            }
+            crate::sync::spin_hint();
         }
     }
 
@@ -558,6 +601,54 @@ impl RefCounter for PercpuRef {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    std::thread_local! {
+        /// Run (once) by this thread's next reclaim after its fence, before its fold: where a
+        /// preempted reclaimer leaves the object `KILLED`.
+        static BEFORE_FOLD: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    /// The hook of [`BEFORE_FOLD`].
+    pub(super) fn before_the_fold() {
+        if let Some(f) = BEFORE_FOLD.with(|b| b.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    /// A reclaim held between its kill (and fence) and its fold: `read_all` reads the count
+    /// at once, without waiting for the fold (one try succeeds), exactly, and follows a put
+    /// made meanwhile (on `atomic`); a get fails. The reclaim then fails (a reference is
+    /// held), and the count stays exact after it.
+    #[test]
+    fn read_all_does_not_wait_for_a_killed_objects_fold() {
+        let s = std::rc::Rc::new(PercpuRef::new());
+        let objs = std::rc::Rc::new(crate::Objects::new(&*s, 1));
+        let a = s.try_get(objs.get(0)).expect("live");
+        let b = s.try_get(objs.get(0)).expect("live");
+        let (s2, o2) = (s.clone(), objs.clone());
+        let ran = std::rc::Rc::new(core::cell::Cell::new(false));
+        let ran2 = ran.clone();
+        BEFORE_FOLD.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                let o = o2.get(0);
+                assert_eq!(o.mode.load(Ordering::Relaxed) & STATE_MASK, KILLED);
+                assert_eq!(s2.try_read_all(&o), Some(2), "read_all waits for the fold");
+                assert_eq!(s2.read_all(o), 2);
+                s2.put(o, b);
+                assert_eq!(s2.try_read_all(&o), Some(1), "after a put on atomic");
+                assert!(s2.try_get(o).is_none(), "a get on a killed object");
+                ran2.set(true);
+            }))
+        });
+        assert!(!s.try_reclaim(objs.get(0)), "reclaimed under a reference");
+        assert!(ran.get(), "the hook ran");
+        assert_eq!(s.read_all(objs.get(0)), 1);
+        s.put(objs.get(0), a);
+        assert_eq!(s.read_all(objs.get(0)), 0);
+        assert!(s.try_reclaim(objs.get(0)));
+        assert_eq!(s.read_all(objs.get(0)), 0);
+    }
 
     /// A slot's handle reaches the word of every CPU, and the words are its own: its base
     /// pointer must be allowed to reach the words of CPUs 1.. (`CHUNK` words apart), which a
@@ -686,6 +777,16 @@ mod loom_tests {
     #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
     fn bug_resurrection_from_atomic_is_caught() {
         super::bug::with(Bug::ResurrectFromAtomic, read_all_vs_resurrection);
+    }
+
+    /// `read_all_vs_resurrection` catches a fold that changes `atomic` and `base` with the mode
+    /// still `KILLED`: a reader that reads `KILLED` by the per-CPU form reads a word of each
+    /// side of the fold.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
+    fn bug_unmarked_fold_is_caught() {
+        super::bug::with(Bug::FoldUnmarked, read_all_vs_resurrection);
     }
 
     /// `read_all_vs_resurrection` catches a Relaxed bias: a reader can see the bias and still
