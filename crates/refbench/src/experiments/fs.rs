@@ -31,7 +31,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -876,41 +876,17 @@ impl Visit for DropJob<'_> {
         warm(std::slice::from_ref(&hot), 1);
         for background in [0, self.background] {
             warm(std::slice::from_ref(&file), self.files.pages);
-            let stop = AtomicBool::new(false);
-            let started = Gate::new();
-            let (secs, freed) = std::thread::scope(|s| {
-                let (hot, stop, started, pin) = (&hot, &stop, &started, self.pin);
-                // The readers stop however this scope ends (a drop that fails panics: they
-                // read on, and the scope joining them waited for ever).
-                let _stop = SetOnDrop(stop);
-                spawn_workers(
-                    s,
-                    background,
-                    move |t| {
-                        if pin {
-                            pin_to(t + 1);
-                        }
-                        started.arrive();
-                        let mut b = [0u8; READ];
-                        while !stop.load(Ordering::Relaxed) {
-                            for _ in 0..64 {
-                                hot.read_at(&mut b, 0).expect("background read");
-                            }
-                        }
-                    },
-                    || {
-                        stop.store(true, Ordering::Relaxed);
-                        started.release();
-                    },
-                );
-                started.open_when(background);
+            let read = || {
+                let mut b = [0u8; READ];
+                hot.read_at(&mut b, 0).expect("background read");
+            };
+            let (secs, freed) = with_readers(background, self.pin, read, || {
                 let (t0, c0) = (Instant::now(), thread_cpu_secs());
                 let freed = file.drop_cache().expect("drop_cache");
                 // The CPU time read before the wall clock: it lies inside the window (and
                 // the share is capped at 1 as lodic-query's, against the two clocks' ticks).
                 let cpu = thread_cpu_secs() - c0;
                 let secs = t0.elapsed().as_secs_f64();
-                stop.store(true, Ordering::Relaxed);
                 ((secs, (cpu / secs.max(1e-9)).min(1.0)), freed)
             });
             assert_eq!(freed, pages, "drop-file: {} left pages cached", C::NAME);
@@ -918,6 +894,64 @@ impl Visit for DropJob<'_> {
                 .push((background, secs, cache.stats().resident_high_water));
         }
     }
+}
+
+/// Runs `timed` on the calling thread while `readers` threads call `read` in a loop (reader `t`
+/// pinned to CPU number `t + 1` with `pin`), and returns what it returns. `timed` starts once
+/// every reader has made its first read: opening the readers' gate only wakes them, and a drop
+/// of a few hundred microseconds timed from there ran before some of them read at all.
+fn with_readers<R>(
+    readers: usize,
+    pin: bool,
+    read: impl Fn() + Sync,
+    timed: impl FnOnce() -> R,
+) -> R {
+    /// Counts its reader as reading when dropped: after its first read, or as it unwinds from
+    /// a first read that panicked (the scope then meets the panic where it joins the reader).
+    struct Reading<'a>(&'a AtomicUsize);
+    impl Drop for Reading<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let stop = AtomicBool::new(false);
+    let started = Gate::new();
+    let reading = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let (stop, started, reading, read) = (&stop, &started, &reading, &read);
+        // The readers stop however this scope ends (a drop that fails panics: they read on,
+        // and the scope joining them waited for ever).
+        let _stop = SetOnDrop(stop);
+        spawn_workers(
+            s,
+            readers,
+            move |t| {
+                if pin {
+                    pin_to(t + 1);
+                }
+                started.arrive();
+                let first = Reading(reading);
+                read();
+                drop(first);
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        read();
+                    }
+                }
+            },
+            || {
+                stop.store(true, Ordering::Relaxed);
+                started.release();
+            },
+        );
+        started.open_when(readers);
+        while reading.load(Ordering::Relaxed) < readers {
+            std::thread::yield_now();
+        }
+        let r = timed();
+        stop.store(true, Ordering::Relaxed);
+        r
+    })
 }
 
 /// `drop-file`: time to drop a cached file of each size (`--objects`, MiB), without and with
@@ -1123,5 +1157,19 @@ mod tests {
             worst = worst.max(util);
         }
         assert!(worst <= 1.001, "cpu_util {worst}");
+    }
+
+    /// The drop is timed once every background reader has read: a reader whose first read is
+    /// slow (here 20 ms) has read before `timed` runs. Timed from the gate's opening, the drop
+    /// ran before any of them had read.
+    #[test]
+    fn a_timed_drop_starts_once_every_reader_reads() {
+        let reads = AtomicUsize::new(0);
+        let read = || {
+            std::thread::sleep(Duration::from_millis(20));
+            reads.fetch_add(1, Ordering::Relaxed);
+        };
+        let seen = with_readers(2, false, read, || reads.load(Ordering::Relaxed));
+        assert!(seen >= 2, "{seen} reads before the drop");
     }
 }
