@@ -293,7 +293,11 @@ impl RefCounter for Sloppy {
             |o| self.block(o),
             || self.pc.fence(),
             |o| self.unblock(o),
-            |o| self.confirm(o),
+            |o| {
+                // As in `try_reclaim`: the block's state store before the confirm's loads.
+                crate::lifecycle::store_load_order();
+                self.confirm(o)
+            },
         )
     }
 
