@@ -14,7 +14,7 @@
 //! | `pcpu[cpu]` (`u64`, wraps) | critical sections of CPU `cpu` only (the owner rule) | gets minus puts done on `cpu` in per-CPU mode |
 //! | `atomic` (`u64`, wraps) | `fetch_add`/`fetch_sub` by anyone | puts done outside per-CPU mode, the fold, the bias |
 //! | `base` | the reclaimer, while the object is not in per-CPU mode | the sum of `pcpu` at the last fold |
-//! | `mode` | the reclaimer and `reinit` | `generation << 2 | state` |
+//! | `mode` | the reclaimer and `reinit` | `generation << 3 | state` |
 //!
 //! The states are `PERCPU` (live), `KILLED` (being reclaimed, fold pending), `FOLDING` (the
 //! reclaimer is folding, or putting the bias back: `atomic` and `base` are changing), `ATOMIC`
@@ -73,7 +73,7 @@
 //! exact up to 2⁶³ − 1 references (leaked ones included), and `BIAS` (2⁶³) is never mistaken
 //! for references until then: centuries of gets at one a nanosecond, so no get checks for it.
 //! The generation in `mode` has 61 bits: a critical section's check could be fooled only by
-//! 2⁶² state changes between its read of `mode` and its commit.
+//! 2⁶¹ state changes between its read of `mode` and its commit.
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -300,7 +300,7 @@ pub(crate) enum Bug {
     /// None: the scheme as written.
     None,
     /// The resurrection puts the bias back while the object is still in `ATOMIC` mode,
-    /// without its step through `KILLED`.
+    /// without its step through `FOLDING`.
     ResurrectFromAtomic,
     /// The resurrection's `fetch_add` of the bias is Relaxed instead of Release.
     RelaxedBias,
@@ -723,11 +723,11 @@ mod loom_tests {
         });
     }
 
-    /// A reclaim that fails (this thread holds a reference) resurrects the object: `KILLED`
+    /// A reclaim that fails (this thread holds a reference) resurrects the object: `FOLDING`
     /// in a new generation, the bias back into `atomic`, then `PERCPU`. A `read_all` on
     /// another CPU meanwhile reads the one reference whichever state it finds: in `ATOMIC`
     /// mode it takes `atomic` for the count, so it must never read the bias there (the step
-    /// through `KILLED` makes its re-check of `mode` fail instead). After the resurrection the
+    /// through `FOLDING` makes its re-check of `mode` fail instead). After the resurrection the
     /// object is in per-CPU mode again: a get counts on its CPU and the count stays exact.
     #[test]
     fn read_all_vs_resurrection() {
@@ -790,7 +790,7 @@ mod loom_tests {
     }
 
     /// `read_all_vs_resurrection` catches a Relaxed bias: a reader can see the bias and still
-    /// the `ATOMIC` mode of before the resurrection's store of `KILLED`.
+    /// the `ATOMIC` mode of before the resurrection's store of `FOLDING`.
     #[cfg(paygo_loom_bug)]
     #[test]
     #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]

@@ -22,7 +22,8 @@
 //! # Operations
 //!
 //! * `try_get` / `put`: if this CPU's way holds the object, one critical section
-//!   `if state == LIVE && tag == ours: delta += 1` (put: `delta -= 1`, no state check).
+//!   `if state == LIVE && tag == ours && delta == d: delta += 1`, where `d` is the delta it
+//!   compared with the limit (put: `if tag == ours: delta -= 1`).
 //!   Otherwise (a conflict: another object's delta lives there; or the delta is at the limit,
 //!   `i32::MAX` by default as sv6's `int32` delta) the way is *evicted*: under the lock of the
 //!   object it holds, a critical section takes the delta (`delta -= d`, checking tag and
@@ -80,15 +81,16 @@
 //!
 //! # Limits
 //!
-//! * A cached delta stays within `±delta_limit` ([`Config::delta_limit`], `i32::MAX` by
-//!   default, as sv6's `int32`): a get or put that would pass it evicts the way first
-//!   (`overflow_evictions`). A get's critical section checks that the delta is still the one
-//!   it compared with the limit, so that gets of threads preempted between the two on one CPU
-//!   cannot each pass the limit by one. A put's section does not (with that check the loom
+//! * A cached delta stays at or below `delta_limit` ([`Config::delta_limit`], `i32::MAX` by
+//!   default, as sv6's `int32`), and at or above `−delta_limit` less one per put preempted
+//!   between its check and its section: a get or put that would pass the limit evicts the way
+//!   first (`overflow_evictions`). A get's critical section checks that the delta is still the
+//!   one it compared with the limit, so that gets of threads preempted between the two on one
+//!   CPU cannot each pass the limit by one. A put's section does not (with that check the loom
 //!   model `get_put_vs_epoch_and_reclaim` no longer catches its mutation `RelaxedSum`): puts
-//!   preempted there can take a delta below `−delta_limit`, by one each, far from the
-//!   `i64`'s range, and the count stays exact. `global` is an `i64`, so the count is exact up to 2⁶³ − 1
-//!   references (leaked ones included).
+//!   preempted there take the delta below `−delta_limit`, by one each, far from the `i64`'s
+//!   range, and the count stays exact. `global` is an `i64`, so the count is exact up to
+//!   2⁶³ − 1 references (leaked ones included).
 //! * A tag holds a 32-bit generation per slot, bumped each time an object of the slot is
 //!   dropped. A delta cached under a dropped object's tag stays in its way until an eviction or
 //!   an epoch flush discards it: within an epoch, or for ever on a CPU that the epoch thread

@@ -917,7 +917,9 @@ fn with_readers<R>(
     struct Reading<'a>(&'a AtomicUsize);
     impl Drop for Reading<'_> {
         fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::Relaxed);
+            // Release: the first read before the count (pairs with the Acquire load below
+            // that lets `timed` start).
+            self.0.fetch_add(1, Ordering::Release);
         }
     }
     let stop = AtomicBool::new(false);
@@ -951,7 +953,8 @@ fn with_readers<R>(
             },
         );
         started.open_when(readers);
-        while reading.load(Ordering::Relaxed) < readers {
+        // Acquire: pairs with each reader's Release count after its first read.
+        while reading.load(Ordering::Acquire) < readers {
             std::thread::yield_now();
         }
         let r = timed();
@@ -1171,8 +1174,11 @@ mod tests {
     #[test]
     fn a_timed_drop_starts_once_every_reader_reads() {
         let reads = AtomicUsize::new(0);
+        // Only the first reads are slow, so that the readers see the stop soon after.
         let read = || {
-            std::thread::sleep(Duration::from_millis(20));
+            if reads.load(Ordering::Relaxed) < 2 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             reads.fetch_add(1, Ordering::Relaxed);
         };
         let seen = with_readers(2, false, read, || reads.load(Ordering::Relaxed));
