@@ -207,6 +207,19 @@ mod tests {
         assert!(r.is_err(), "{what}: the fence did not panic");
     }
 
+    /// Objects `from..` of `objs` are live after a reclaim's panic: each takes a get, and
+    /// counts exactly (object 1 holds the test's reference, the others none).
+    fn assert_live_from<C: RefCounter>(s: &C, objs: &Objects<C>, from: usize) {
+        let name = C::NAME;
+        for (i, o) in objs.iter().enumerate().skip(from) {
+            let t = s
+                .try_get(o)
+                .unwrap_or_else(|| panic!("{name}: object {i} refuses gets after the panic"));
+            assert_eq!(s.read_all(o), 1 + (i == 1) as i64, "{name}: object {i}");
+            s.put(o, t);
+        }
+    }
+
     /// A reclaim (single, then batched) whose fence panics after it blocked its objects leaves
     /// them as a failed reclaim does: live, their counts exact, gettable and reclaimable.
     fn a_reclaim_whose_fence_panics_leaves_its_objects_live<C: RefCounter>(s: &C) {
@@ -216,13 +229,7 @@ mod tests {
         with_panicking_fence(name, || s.try_reclaim(objs.get(0)));
         let held = s.try_get(objs.get(1)).expect("live");
         with_panicking_fence(name, || s.try_reclaim_many(&all, &mut [false; 3]));
-        for (i, o) in objs.iter().enumerate() {
-            let t = s
-                .try_get(o)
-                .unwrap_or_else(|| panic!("{name}: object {i} refuses gets after the panic"));
-            assert_eq!(s.read_all(o), 1 + (i == 1) as i64, "{name}: object {i}");
-            s.put(o, t);
-        }
+        assert_live_from(s, &objs, 0);
         let mut out = [false; 3];
         assert_eq!(s.try_reclaim_many(&all, &mut out), 2, "{name}");
         assert_eq!(out, [true, false, true], "{name}");
@@ -262,13 +269,7 @@ mod tests {
             "{name}: object 0 reclaimed"
         );
         assert_eq!(s.read_all(objs.get(0)), 0, "{name}: object 0");
-        for (i, o) in objs.iter().enumerate().skip(1) {
-            let t = s
-                .try_get(o)
-                .unwrap_or_else(|| panic!("{name}: object {i} refuses gets after the panic"));
-            assert_eq!(s.read_all(o), 1 + (i == 1) as i64, "{name}: object {i}");
-            s.put(o, t);
-        }
+        assert_live_from(s, &objs, 1);
         let mut out = [false; 4];
         assert_eq!(s.try_reclaim_many(&all, &mut out), 2, "{name}");
         assert_eq!(out, [false, false, true, true], "{name}");
