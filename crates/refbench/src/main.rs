@@ -78,7 +78,8 @@ enum Cmd {
             help = flag_help(
                 Flag::Pin,
                 "Pin worker t to CPU number t % n of the n CPUs the process may use (its \
-                 affinity: a cpuset or taskset may leave some out)."
+                 affinity: a cpuset or taskset may leave some out). In drop-file, the dropper \
+                 is worker 0 and background reader t is worker t + 1."
             )
         )]
         pin: bool,

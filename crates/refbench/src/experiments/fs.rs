@@ -902,15 +902,18 @@ impl Visit for DropJob<'_> {
     }
 }
 
-/// Runs `timed` on the calling thread while `readers` threads call `read` in a loop (reader `t`
-/// pinned to CPU number `t + 1` with `pin`), and returns what it returns. `timed` starts once
-/// every reader has made its first read: opening the readers' gate only wakes them, and a drop
-/// of a few hundred microseconds timed from there ran before some of them read at all.
-fn with_readers<R>(
+/// Runs `timed` while `readers` threads call `read` in a loop, and returns what it returns.
+/// With `pin`, reader `t` is pinned to CPU number `t + 1` and `timed` runs on a thread of its
+/// own pinned to CPU number 0 (as the workers of `run --pin`: the dropper never shares a CPU
+/// with a reader while CPUs are left); without, `timed` runs on the calling thread. `timed`
+/// starts once every reader has made its first read: opening the readers' gate only wakes
+/// them, and a drop of a few hundred microseconds timed from there ran before some of them
+/// read at all.
+fn with_readers<R: Send>(
     readers: usize,
     pin: bool,
     read: impl Fn() + Sync,
-    timed: impl FnOnce() -> R,
+    timed: impl FnOnce() -> R + Send,
 ) -> R {
     /// Counts its reader as reading when dropped: after its first read, or as it unwinds from
     /// a first read that panicked (the scope then meets the panic where it joins the reader).
@@ -957,7 +960,18 @@ fn with_readers<R>(
         while reading.load(Ordering::Acquire) < readers {
             std::thread::yield_now();
         }
-        let r = timed();
+        let r = if pin {
+            // A panic in `timed` is met here, as on the calling thread.
+            let dropper = s.spawn(|| {
+                pin_to(0);
+                timed()
+            });
+            dropper
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        } else {
+            timed()
+        };
         stop.store(true, Ordering::Relaxed);
         r
     })
@@ -1183,5 +1197,29 @@ mod tests {
         };
         let seen = with_readers(2, false, read, || reads.load(Ordering::Relaxed));
         assert!(seen >= 2, "{seen} reads before the drop");
+    }
+
+    /// With `pin`, the timed part runs pinned to the process's first CPU (the readers take the
+    /// next ones), wherever the calling thread runs: here it is pinned to the last CPU.
+    #[test]
+    fn a_pinned_drop_runs_on_the_first_cpu() {
+        let cpus = percpu::affinity::process_cpus();
+        let saved = percpu::affinity::Saved::take();
+        if cpus.len() < 2 || !percpu::affinity::pin(cpus[cpus.len() - 1]) {
+            eprintln!("skipped: this needs two CPUs and thread affinity");
+            return;
+        }
+        let on = with_readers(
+            1,
+            true,
+            || {},
+            || (0..100).map(|_| percpu::current_cpu()).collect::<Vec<_>>(),
+        );
+        drop(saved);
+        assert!(
+            on.iter().all(|&c| c == cpus[0]),
+            "{on:?} against {}",
+            cpus[0]
+        );
     }
 }
