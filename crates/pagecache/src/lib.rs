@@ -8,6 +8,7 @@ mod cache;
 pub mod capi;
 mod frame;
 mod inject;
+mod interval;
 pub mod lodic;
 #[cfg(all(test, loom))]
 mod loom_tests;

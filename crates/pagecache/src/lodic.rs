@@ -53,10 +53,17 @@
 //!
 //! # The two reverse maps
 //!
-//! * File-space ([`Rmap::File`]): each file keeps the mappings of it sorted by first page; the
-//!   mappings covering page `p` are found by a binary search, then a walk back over those that
-//!   start less than the longest mapping's length before `p` (all of them where one long
-//!   mapping spans many short ones).
+//! * File-space ([`Rmap::File`]): each file keeps the mappings of it in an interval index
+//!   (`interval.rs`), as the kernel keeps a file's VMAs in its `i_mmap` interval tree: sorted
+//!   by first page, with an implicit balanced search tree over them in which each mapping
+//!   keeps the greatest end of its subtree. The `k` mappings covering page `p` are found in
+//!   `O(log n)` and at most `O(log n)` more each (`O(log n + k)` where they lie together in the
+//!   order of first pages), so the short mappings that one long mapping spans add nothing to
+//!   a search for one of its pages unless they cover that page too; the runs of mapped pages
+//!   of a range (`FileMaps::mapped_runs`) cost `O(log n)` per mapping that extends a run,
+//!   nothing for those that end inside one. A map or an unmap rebuilds the file's index
+//!   (`O(n)`, under the file's mapping lock, which it takes anyway): they are rare next to the
+//!   searches.
 //! * Process-space ([`Rmap::Process`]): each owner (here a thread, the user-space "process")
 //!   keeps its mappings as `[start, size, file, offset]` records ordered by address, where a
 //!   file block's address is computed from the file and the offset (the slides' "map the file
@@ -72,6 +79,7 @@
 use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::frame::FrameMeta;
 use crate::inject::{alloc_fails, alloc_point};
+use crate::interval::IntervalIndex;
 use crate::page::{copy_out, PAGE_SIZE};
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
@@ -86,7 +94,7 @@ use std::sync::Arc;
 /// Which reverse map finds the mappings of a page at reclaim time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Rmap {
-    /// Each file keeps the mappings of it, sorted by first page.
+    /// Each file keeps the mappings of it in an interval index (by the pages they cover).
     #[default]
     File,
     /// Each owner (thread) keeps its mappings ordered by address; a reclaim searches every
@@ -246,11 +254,8 @@ pub(crate) struct FileMaps {
     /// array for the pages at open, up to 4 GiB of them, a sparse tree past them), made at the
     /// first mapping; pages without a count have none.
     mapcount: Option<Slots>,
-    /// File-space map: the mappings of the file, sorted by first page.
-    maps: Vec<Arc<MapRec>>,
-    /// The most pages of a mapping in `maps` (bounds the search: [`longest`] when the longest
-    /// is unmapped).
-    max_pages: u64,
+    /// File-space map: the mappings of the file, each over the pages it maps.
+    maps: IntervalIndex<Arc<MapRec>>,
     /// Mappings of the file now (either reverse map): while 0, no page is mapped.
     live: usize,
 }
@@ -331,41 +336,23 @@ impl FileMaps {
     /// Calls `f(a, b)` for each maximal run of pages `a..b` within `lo..hi` that some mapping
     /// covers, in ascending order, from the file-space map (filled with [`Rmap::File`] only:
     /// under [`Rmap::Process`] it is empty, and a caller asks [`FileMaps::mapped`] per page).
-    /// One search for the first mapping that may reach `lo`, then one step per mapping that
-    /// starts before `hi`: the pages between the runs cost nothing, however many they are.
-    pub(crate) fn mapped_runs(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, u64)) {
-        // Mappings are sorted by first page, so `first + max_pages` is ascending too: those
-        // before `start` end at or before `lo`.
-        let start = self
-            .maps
-            .partition_point(|m| m.first.saturating_add(self.max_pages) <= lo);
-        // The run being merged: `a..b`, empty while `a == b`.
-        let (mut a, mut b) = (lo, lo);
-        for m in &self.maps[start..] {
-            if m.first >= hi {
-                break;
-            }
-            let (s, e) = (m.first.max(lo), (m.first + m.pages()).min(hi));
-            if s >= e {
-                continue; // ends before `lo`
-            }
-            if s > b {
-                if a < b {
-                    f(a, b);
-                }
-                a = s;
-            }
-            b = b.max(e);
-        }
-        if a < b {
-            f(a, b);
-        }
+    /// `O(log n)` per mapping that extends a run, nothing for the mappings that end inside
+    /// one (spanned by a longer one) nor for the pages between the runs, however many they are
+    /// (see `interval.rs`).
+    pub(crate) fn mapped_runs(&self, lo: u64, hi: u64, f: impl FnMut(u64, u64)) {
+        self.maps.runs(lo, hi, f);
     }
 
     /// The sum of the embedded counters naming `frame` of the mappings covering `page` of
-    /// file `file` (this one), through the file-space map.
+    /// file `file` (this one), through the file-space map: a stabbing query of its interval
+    /// index, `O(log n)`, and `O(log n)` more per mapping found at worst.
     fn sum_file_space(&self, file: u64, page: u64, frame: u32) -> u64 {
-        sum_sorted(&self.maps, self.max_pages, file, page, frame)
+        let mut sum = 0;
+        self.maps.stab(page, |_, _, m| {
+            debug_assert!(m.covers(file, page));
+            sum += embedded_count(m.entry(page), frame);
+        });
+        sum
     }
 }
 
@@ -386,9 +373,9 @@ fn sum_sorted(maps: &[Arc<MapRec>], max_pages: u64, file: u64, page: u64, frame:
     sum
 }
 
-/// The most pages of the mappings in `maps`: the bound of their searches, recomputed when the
-/// longest is unmapped, so that one long mapping, once gone, does not widen every later search
-/// (the walk back over the mappings that may reach a page).
+/// The most pages of the mappings in `maps` (an owner's records): the bound of their searches,
+/// recomputed when the longest is unmapped, so that one long mapping, once gone, does not widen
+/// every later search (the walk back over the mappings that may reach a page).
 fn longest(maps: &[Arc<MapRec>]) -> u64 {
     maps.iter().map(|m| m.pages()).max().unwrap_or(0)
 }
@@ -663,9 +650,8 @@ impl<C: RefCounter> CachedFileOf<C> {
         fm.add(first, end, 1);
         fm.live += 1;
         if c.lodic.rmap == Rmap::File {
-            let at = fm.maps.partition_point(|m| m.first <= first);
-            fm.maps.insert(at, rec.clone());
-            fm.max_pages = fm.max_pages.max(pages);
+            // Allocates nothing: room made above.
+            fm.maps.insert(first, end, rec.clone());
         }
         Ok(Mapping {
             file: self,
@@ -970,10 +956,10 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
             }
         }
         drop(owners);
-        fm.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
-        if self.rec.pages() == fm.max_pages {
-            fm.max_pages = longest(&fm.maps);
-        }
+        let removed = fm
+            .maps
+            .remove(self.rec.first, |m| Arc::ptr_eq(m, &self.rec));
+        debug_assert_eq!(removed.is_some(), c.lodic.rmap == Rmap::File);
         let (a, b) = (self.rec.first, self.rec.first + self.rec.pages());
         fm.add(a, b, -1);
         fm.live -= 1;
@@ -1066,13 +1052,14 @@ mod tests {
         }
     }
 
-    /// The search bounds, the longest mapping of the file-space map and of an owner's records,
-    /// follow the mappings there now: after a long mapping is unmapped, they are the longest
-    /// left (a leaked one, which stays, included), so that a sum walks back over the mappings
-    /// that may reach its page now, not over every mapping a long one once spanned. The
-    /// counts stay exact throughout.
+    /// The process-space search bound, the longest mapping of an owner's records, follows the
+    /// mappings there now: after a long mapping is unmapped, it is the longest left (a leaked
+    /// one, which stays, included), so that a sum walks back over the mappings that may reach
+    /// its page now, not over every mapping a long one once spanned. The file-space index
+    /// holds the file's mappings now (with their ranges, its `max`es right). The counts stay
+    /// exact throughout.
     #[test]
-    fn the_search_bounds_are_the_longest_mappings_now() {
+    fn the_search_bounds_and_the_file_index_are_the_mappings_now() {
         const PAGES: u64 = 64;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f");
@@ -1084,22 +1071,35 @@ mod tests {
             let file = cache.open(&path).expect("open");
             let (c, f) = file.parts();
             let owner = super::OWNER.with(|o| *o);
-            // (file-space bound, this thread's bound)
+            // (the file-space index's ranges, this thread's bound)
             let bounds = || {
                 let fm = crate::cache::lock(&f.maps);
+                fm.maps.check();
                 let o = crate::cache::lock(&c.lodic.owners);
                 let own = o.by_owner.get(&owner).map_or(0, |o| o.max_pages);
-                (fm.max_pages, own)
+                let ranges: Vec<(u64, u64)> = fm.maps.iter().map(|(s, e, _)| (s, e)).collect();
+                (ranges, own)
             };
-            let file_bound = |n: u64| if rmap == Rmap::File { n } else { 0 };
+            // The file-space index's ranges: empty under `Rmap::Process`.
+            let in_file = |r: &[(u64, u64)]| {
+                if rmap == Rmap::File {
+                    r.to_vec()
+                } else {
+                    vec![]
+                }
+            };
             let small = file.map(3, 2).expect("map");
             let long = file.map(0, PAGES).expect("map");
             let held = small.page(1).expect("page");
-            assert_eq!(bounds(), (file_bound(PAGES), PAGES), "{rmap:?}");
+            assert_eq!(
+                bounds(),
+                (in_file(&[(0, PAGES), (3, 5)]), PAGES),
+                "{rmap:?}"
+            );
             drop(long);
             assert_eq!(
                 bounds(),
-                (file_bound(2), 2),
+                (in_file(&[(3, 5)]), 2),
                 "{rmap:?}: the long one unmapped"
             );
             assert_eq!(file.page_count(4), 1, "{rmap:?}");
@@ -1110,15 +1110,15 @@ mod tests {
             let other = file.map(40, 8).expect("map");
             assert_eq!(
                 bounds(),
-                (file_bound(20), 20),
+                (in_file(&[(3, 5), (10, 30), (40, 48)]), 20),
                 "{rmap:?}: the leaked one stays"
             );
             assert_eq!(file.page_count(29), 1, "{rmap:?}");
             drop(other);
-            assert_eq!(bounds(), (file_bound(20), 20), "{rmap:?}");
+            assert_eq!(bounds(), (in_file(&[(3, 5), (10, 30)]), 20), "{rmap:?}");
             drop(held);
             drop(small);
-            assert_eq!(bounds(), (file_bound(20), 20), "{rmap:?}");
+            assert_eq!(bounds(), (in_file(&[(10, 30)]), 20), "{rmap:?}");
             assert_eq!(file.page_count(4), 0, "{rmap:?}");
             assert_eq!(file.page_count(29), 1, "{rmap:?}");
         }
@@ -1130,6 +1130,63 @@ mod tests {
         *x ^= *x >> 7;
         *x ^= *x << 17;
         *x
+    }
+
+    /// READ-ALL through either reverse map against a model, under one long mapping that spans
+    /// many short ones (touching, some identical, some longer): each page's count is the
+    /// references held on it through every mapping that covers it, as references come and go.
+    #[test]
+    fn sums_under_a_long_mapping_over_short_ones_are_the_references_held() {
+        const PAGES: u64 = 96;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![0u8; PAGES as usize * crate::PAGE_SIZE]).expect("file");
+        for rmap in [Rmap::File, Rmap::Process] {
+            let mut cfg = Config::new(PAGES as usize, "atomic");
+            cfg.rmap = rmap;
+            let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+            let file = cache.open(&path).expect("open");
+            let mut maps = vec![file.map(0, PAGES).expect("map")];
+            for s in (0..PAGES).step_by(2) {
+                maps.push(file.map(s, 2).expect("map"));
+                if s % 6 == 0 {
+                    maps.push(file.map(s, 2).expect("map"));
+                }
+                if s % 10 == 4 {
+                    maps.push(file.map(s, 5.min(PAGES - s)).expect("map"));
+                }
+            }
+            for p in 0..PAGES {
+                let want = if p % 6 < 2 { 3 } else { 2 } + (p % 10 >= 4 && p % 10 < 9) as u32;
+                assert_eq!(file.mapcount(p), want, "{rmap:?}: page {p}");
+            }
+            let mut x = 0x1234_5678_9abc_def1u64;
+            let (mut held, mut model) = (Vec::new(), vec![0i64; PAGES as usize]);
+            for round in 0..6 {
+                for _ in 0..200 {
+                    let m = &maps[(next(&mut x) % maps.len() as u64) as usize];
+                    let k = next(&mut x) % m.pages();
+                    held.push(m.page(k).expect("page"));
+                    model[(m.first_page() + k) as usize] += 1;
+                }
+                for _ in 0..100 {
+                    let g = held.swap_remove((next(&mut x) % held.len() as u64) as usize);
+                    model[g.index() as usize] -= 1;
+                }
+                for p in 0..PAGES {
+                    let want = model[p as usize];
+                    assert_eq!(
+                        file.page_count(p),
+                        want,
+                        "{rmap:?}, round {round}: page {p}"
+                    );
+                }
+            }
+            assert!(
+                held.iter().all(|g| !g.spilled()),
+                "{rmap:?}: counted in the entries"
+            );
+        }
     }
 
     /// `mapped_runs` against the per-page mapping counts, as mappings come and go (overlapping,
