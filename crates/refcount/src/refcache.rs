@@ -66,18 +66,20 @@
 //!
 //! Loom models beside this code (on [`RefCache::with_manual_epochs`], one way per CPU) race a
 //! get, a write under its reference and its put against an epoch and a reclaim that writes
-//! once it succeeded; an epoch flush, and an eviction by another object's get, of a held
-//! reference's delta against a reclaim (which must fail; once the reference is given back,
-//! epochs confirm zero and the reclaim succeeds); an epoch flushing deltas cached on both
-//! CPUs against the gets, puts and eviction that change them (no delta lost or counted
-//! twice); and the review of a queued object against a get and a put on two CPUs whose
-//! flushes take its global count through 1 and back to 0 (zero is confirmed only if no
-//! flush changed it since the queueing). Each has a mutation it must catch: a get whose
-//! section does not check the state, a flush and an eviction that take the delta before the
-//! object's lock, a flush that clears the way instead of taking what it read, a flush that
-//! does not mark a queued object dirty; the first also catches a reclaim whose sum reads the
-//! ways without Acquire (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo
-//! test -p refcount --release --lib refcache`).
+//! once it succeeded; a write under a held reference and its put against a reclaim that
+//! writes once it succeeded (it succeeds only after the put, ordered after the write); an
+//! epoch flush, and an eviction by another object's get, of a held reference's delta against
+//! a reclaim (which must fail; once the reference is given back, epochs confirm zero and the
+//! reclaim succeeds); an epoch flushing deltas cached on both CPUs against the gets, puts
+//! and eviction that change them (no delta lost or counted twice); and the review of a
+//! queued object against a get and a put on two CPUs whose flushes take its global count
+//! through 1 and back to 0 (zero is confirmed only if no flush changed it since the
+//! queueing). Each has a mutation it must catch: a get whose section does not check the
+//! state, a reclaim whose sum reads the ways without Acquire, a flush and an eviction that
+//! take the delta before the object's lock, a flush that clears the way instead of taking
+//! what it read, a flush that does not mark a queued object dirty; the first also catches
+//! the sum without Acquire (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p
+//! refcount --release --lib refcache`).
 //!
 //! # Limits
 //!
@@ -1077,6 +1079,58 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_relaxed_sum_is_caught() {
         super::bug::with(Bug::RelaxedSum, get_put_vs_epoch_and_reclaim);
+    }
+
+    /// A reference taken on CPU 1 (its +1 cached in CPU 1's way) and handed to a thread on
+    /// CPU 1, which reads the count (1), writes under the reference and gives it back, against
+    /// a reclaim on CPU 0 that writes once it succeeded: the reclaim succeeds only if its sum
+    /// read the put's −1, and the put's commit (Release) then orders the holder's write
+    /// before the reclaimer's (the sum's Acquire). Once both are done the object is free and
+    /// is reclaimed.
+    ///
+    /// The holder's read of the count takes the object's lock, as the sum does: that is what
+    /// leads loom's search to run the holder between the reclaimer's fence and its sum.
+    /// Without it loom would not run a put there whose section reads the delta (a check of
+    /// it) just before it writes it: loom, which remembers one last access per atomic, then
+    /// sees no race between the sum's read and the put's write.
+    #[test]
+    fn put_vs_reclaim() {
+        percpu::testing::loom_model(|| {
+            let s = scheme();
+            let obj = Arc::new(s.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            percpu::loom_set_cpu(1);
+            let tok = s.try_get(pin(&obj)).unwrap();
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = spawn(move || {
+                percpu::loom_set_cpu(1);
+                assert_eq!(s2.read_all(pin(&o2)), 1, "the held reference not counted");
+                write(&d2);
+                s2.put(pin(&o2), tok);
+            });
+            percpu::loom_set_cpu(0);
+            let reclaimed = s.try_reclaim(pin(&obj));
+            if reclaimed {
+                write(&data);
+            }
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+            assert!(
+                reclaimed || s.try_reclaim(pin(&obj)),
+                "not reclaimed once free"
+            );
+        });
+    }
+
+    /// `put_vs_reclaim` catches a sum that reads the ways Relaxed with no Acquire fence after
+    /// it: the put commits between the reclaimer's fence and its sum (before the fence, the
+    /// fence's lock of CPU 1's section orders it), the sum reads its −1 and the object is
+    /// reclaimed, but nothing orders the holder's write before the reclaimer's.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_sum_is_caught_by_put_vs_reclaim() {
+        super::bug::with(Bug::RelaxedSum, put_vs_reclaim);
     }
 
     /// A reference held on CPU 1 (its +1 cached there) while an epoch flushes it into the
