@@ -23,7 +23,7 @@
 //!
 //! * `try_get` / `put`: if this CPU's way holds the object, one critical section
 //!   `if state == LIVE && tag == ours && delta == d: delta += 1`, where `d` is the delta it
-//!   compared with the limit (put: `if tag == ours: delta -= 1`).
+//!   compared with the limit (put: `if tag == ours && delta == d: delta -= 1`).
 //!   Otherwise (a conflict: another object's delta lives there; or the delta is at the limit,
 //!   `i32::MAX` by default as sv6's `int32` delta) the way is *evicted*: under the lock of the
 //!   object it holds, a critical section takes the delta (`delta -= d`, checking tag and
@@ -83,16 +83,13 @@
 //!
 //! # Limits
 //!
-//! * A cached delta stays at or below `delta_limit` ([`Config::delta_limit`], `i32::MAX` by
-//!   default, as sv6's `int32`), and at or above `−delta_limit` less one per put preempted
-//!   between its check and its section: a get or put that would pass the limit evicts the way
-//!   first (`overflow_evictions`). A get's critical section checks that the delta is still the
-//!   one it compared with the limit, so that gets of threads preempted between the two on one
-//!   CPU cannot each pass the limit by one. A put's section does not (with that check the loom
-//!   model `get_put_vs_epoch_and_reclaim` no longer catches its mutation `RelaxedSum`): puts
-//!   preempted there take the delta below `−delta_limit`, by one each, far from the `i64`'s
-//!   range, and the count stays exact. `global` is an `i64`, so the count is exact up to
-//!   2⁶³ − 1 references (leaked ones included).
+//! * A cached delta stays within `±delta_limit` ([`Config::delta_limit`], `i32::MAX` by
+//!   default, as sv6's `int32`): a get or put that would pass the limit evicts the way first
+//!   (`overflow_evictions`). Its critical section checks that the delta is still the one it
+//!   compared with the limit, so that gets, or puts, of threads preempted between the two on
+//!   one CPU cannot each pass the limit by one: the section fails, and the operation reads
+//!   the delta again. `global` is an `i64`, so the count is exact up to 2⁶³ − 1 references
+//!   (leaked ones included).
 //! * A tag holds a 32-bit generation per slot, bumped each time an object of the slot is
 //!   dropped. A delta cached under a dropped object's tag stays in its way until an eviction or
 //!   an epoch flush discards it: within an epoch, or for ever on a CPU that the epoch thread
@@ -882,16 +879,16 @@ impl RefCounter for RefCache {
         loop {
             let (cpu, cache) = sh.pc.current();
             let way = &cache.ways[obj.slot as usize & sh.mask];
-            // Unlike try_get's, the section does not check the delta compared with the limit
-            // (module documentation, "Limits").
-            if way.tag.load(Ordering::Relaxed) == obj.tag
-                && (way.delta.load(Ordering::Relaxed) as i64) > -sh.limit
-            {
+            let d = way.delta.load(Ordering::Relaxed);
+            if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) > -sh.limit {
                 #[cfg(all(test, not(loom)))]
                 tests::between_check_and_section();
+                // The section checks the delta it compared with the limit, as try_get's: another
+                // put on this CPU between the two (this thread preempted) could have taken it to
+                // -limit.
                 match sh.pc.add(
                     cpu,
-                    &[Check::new(&way.tag, obj.tag)],
+                    &[Check::new(&way.tag, obj.tag), Check::new(&way.delta, d)],
                     &way.delta,
                     1u64.wrapping_neg(),
                 ) {
@@ -1026,11 +1023,13 @@ mod loom_tests {
         }))
     }
 
-    /// A get, a write under its reference and its put on CPU 1, against an epoch (which
-    /// flushes CPU 1's way) and then a reclaim on CPU 0 that writes once it succeeded: the
-    /// reclaim succeeds only if the get fails or its put happened before (the write before it
-    /// then happens before the reclaimer's), and once both are done the object is free, is
-    /// reclaimed, and takes no reference.
+    /// A get, a read of the count and a write under its reference and its put on CPU 1,
+    /// against an epoch (which flushes CPU 1's way) and then a reclaim on CPU 0 that writes
+    /// once it succeeded: the reclaim succeeds only if the get fails or its put happened
+    /// before (the write before it then happens before the reclaimer's), and once both are
+    /// done the object is free, is reclaimed, and takes no reference. The read of the count
+    /// (at least 1) is also what leads loom to run the put between the reclaimer's fence and
+    /// its sum (as in `put_vs_reclaim`).
     #[test]
     fn get_put_vs_epoch_and_reclaim() {
         percpu::testing::loom_model(|| {
@@ -1041,6 +1040,7 @@ mod loom_tests {
             let t = spawn(move || {
                 percpu::loom_set_cpu(1);
                 if let Some(tok) = s2.try_get(pin(&o2)) {
+                    assert!(s2.read_all(pin(&o2)) >= 1, "the held reference not counted");
                     write(&d2);
                     s2.put(pin(&o2), tok);
                 }
@@ -1363,31 +1363,41 @@ mod tests {
             .collect()
     }
 
-    /// Two gets (then two puts) on one CPU's way, the second run between the first's check of
-    /// the delta against the limit and its critical section (as a thread preempted there lets
-    /// another run): the delta stays within `delta_limit` (the first get's section sees the
-    /// delta moved and checks again, evicting the way) and, the puts' sections not checking
-    /// it, within `−delta_limit − 1`; the count stays exact.
-    #[test]
-    fn a_get_between_anothers_limit_check_and_its_section_keeps_the_delta_in_bounds() {
-        let saved = percpu::affinity::Saved::take();
-        if percpu::testing::pin_or_skip("two gets on one CPU's way").is_none() {
-            return;
-        }
-        const LIMIT: i64 = 2;
+    /// The delta limit of [`limited`]'s scheme.
+    const LIMIT: i64 = 2;
+
+    /// A scheme with one small delta limit ([`LIMIT`]) and manual epochs, and one object of
+    /// it (shared with the hooks of [`BETWEEN`]).
+    fn limited() -> (std::rc::Rc<RefCache>, std::rc::Rc<RefCacheObject>) {
         let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
             ways: 4,
             delta_limit: LIMIT,
             ..Config::default()
         }));
         let obj = std::rc::Rc::new(s.new_object());
-        let in_bounds = |what: &str, below: i64| {
-            let d = cached_deltas(&s, &obj);
-            assert!(
-                d.iter().all(|d| (-LIMIT - below..=LIMIT).contains(d)),
-                "{what}: deltas {d:?}"
-            );
-        };
+        (s, obj)
+    }
+
+    /// Asserts that every delta cached for `obj` is within `±LIMIT`.
+    fn assert_in_bounds(s: &RefCache, obj: &RefCacheObject, what: &str) {
+        let d = cached_deltas(s, obj);
+        assert!(
+            d.iter().all(|d| (-LIMIT..=LIMIT).contains(d)),
+            "{what}: deltas {d:?}"
+        );
+    }
+
+    /// Two gets on one CPU's way, the second run between the first's check of the delta
+    /// against the limit and its critical section (as a thread preempted there lets another
+    /// run): the delta stays within `delta_limit` (the first get's section sees the delta
+    /// moved and checks again, evicting the way); the count stays exact.
+    #[test]
+    fn a_get_between_anothers_limit_check_and_its_section_keeps_the_delta_in_bounds() {
+        let saved = percpu::affinity::Saved::take();
+        if percpu::testing::pin_or_skip("two gets on one CPU's way").is_none() {
+            return;
+        }
+        let (s, obj) = limited();
         let first = s.try_get(pinned(&obj)).expect("live"); // delta 1
         let (s2, o2) = (s.clone(), obj.clone());
         let second = std::rc::Rc::new(RefCell::new(None));
@@ -1398,22 +1408,45 @@ mod tests {
             }))
         });
         let third = s.try_get(pinned(&obj)).expect("live"); // checked at 1
+        assert!(BETWEEN.with(|b| b.borrow().is_none()), "the hook ran");
         let second = second.take().expect("live");
-        in_bounds("three gets", 0);
+        assert_in_bounds(&s, &obj, "three gets");
         assert_eq!(s.read_all(pinned(&obj)), 3);
         assert_eq!(s.stats().overflow_evictions, 1);
+        for t in [first, second, third] {
+            s.put(pinned(&obj), t);
+        }
+        assert_eq!(s.read_all(pinned(&obj)), 0);
+        assert!(s.try_reclaim(pinned(&obj)));
+        assert!(saved.restore());
+    }
+
+    /// Two puts on one CPU's way, the second run between the first's check of the delta
+    /// against `−delta_limit` and its critical section (as a thread preempted there lets
+    /// another run): the delta stays within `−delta_limit` (the first put's section sees the
+    /// delta moved and checks again, evicting the way); the count stays exact.
+    #[test]
+    fn a_put_between_anothers_limit_check_and_its_section_keeps_the_delta_in_bounds() {
+        let saved = percpu::affinity::Saved::take();
+        if percpu::testing::pin_or_skip("two puts on one CPU's way").is_none() {
+            return;
+        }
+        let (s, obj) = limited();
+        let [first, second, third] = [(); 3].map(|()| s.try_get(pinned(&obj)).expect("live"));
         s.run_epoch(); // every delta 0, global 3
+        let evictions = s.stats().overflow_evictions;
         let_put(&s, &obj, first, None); // delta -1
         let (s2, o2) = (s.clone(), obj.clone());
+        // Checked at -1.
         let_put(
             &s,
             &obj,
             third,
             Some(Box::new(move || s2.put(pinned(&o2), second))), // delta -2, the limit
         );
-        in_bounds("three puts", 1);
+        assert_in_bounds(&s, &obj, "three puts");
         assert_eq!(s.read_all(pinned(&obj)), 0);
-        assert_eq!(s.stats().overflow_evictions, 1);
+        assert_eq!(s.stats().overflow_evictions, evictions + 1);
         assert!(s.try_reclaim(pinned(&obj)));
         assert!(saved.restore());
     }
