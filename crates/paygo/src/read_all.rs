@@ -45,10 +45,10 @@ impl Domain {
     fn scan_run(run: &[crate::table::Slot], obj: usize) -> i64 {
         let mut here = 0i64;
         for s in run {
-            // Acquire (key and local): pairs with the committing store of the critical
-            // sections (a release on both paths: a plain store on x86-64's rseq path, a
-            // Release store on the locked fallback), so that the key's re-check after the
-            // counts sees a claim whose count was read.
+            // Acquire (key and local): pairs with the stores of the critical sections (releases
+            // on both paths: plain stores on x86-64's rseq path, Release stores on the locked
+            // fallback; a key is a section's speculative store, the local counter its commit),
+            // so that the key's re-check after the counts sees a claim whose count was read.
             let k = s.key.load(Ordering::Acquire);
             if k & !TAG != obj {
                 continue;
@@ -80,7 +80,10 @@ impl Domain {
             k
         };
         // Acquire: as the key load of the caller (the re-check after the counts: a claim by
-        // another object in between shows here).
+        // another object in between shows here). A key a claim stored also brings what the
+        // claiming thread saw of the eviction that emptied the slot: if the counts above were
+        // read before that eviction's move, the move's bracket is then seen by the second
+        // look of a decision without the stripe lock (`Stripe::quiet`), which takes the lock.
         if s.key.load(Ordering::Acquire) & !TAG != k & !TAG {
             return 0;
         }

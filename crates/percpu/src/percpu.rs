@@ -625,7 +625,8 @@ impl<T> PerCpu<T> {
     }
 
     /// Critical section: if every check holds, `*spec = spec_value` (speculative: it may become
-    /// visible even if the section then aborts) and `*target += delta` (the commit).
+    /// visible even if the section then aborts) and `*target += delta` (the commit). Both
+    /// stores are releases on both paths (see [`PerCpu::store`]).
     ///
     /// ```text
     /// if current CPU != cpu: abort
@@ -649,7 +650,12 @@ impl<T> PerCpu<T> {
             rseq_store_add::<S, W, OWN>(self.area(), cpu, checks, spec, spec_value, target, delta)
         },
         locked => self.fallback(cpu, checks, || {
-            spec.store_bits(S::to_bits(spec_value), Ordering::Relaxed);
+            // Release: as the rseq path's plain store (a release on x86-64). Pairs with the
+            // Acquire loads of readers that take no slot lock: paygo's READ-ALL, whose re-check
+            // of a slot's key may find the key of a claim made after an eviction emptied the
+            // slot, and must then see what the claiming thread saw of that eviction (the
+            // move's bracket, for a decision without the stripe lock).
+            spec.store_bits(S::to_bits(spec_value), Ordering::Release);
             // Release: the commit, ordered after the speculative store (see `store`).
             target.add_bits(W::to_bits(delta), Ordering::Release);
         }))
@@ -1014,6 +1020,38 @@ mod loom_tests {
                     a.load(Ordering::Relaxed),
                     1,
                     "a commit seen before the one it follows"
+                );
+            }
+            h.join().unwrap();
+        });
+    }
+
+    /// The same for a section's speculative store: a reader that takes no slot lock and sees
+    /// it sees what the storing thread did before the section. On the rseq path the store is
+    /// a plain store, which x86-64 makes a release; paygo's READ-ALL relies on it when the
+    /// re-check of a slot's key finds the key of a claim by another thread (the claim read the
+    /// slot free after an eviction's move, and a lock-free decision must then see that move's
+    /// bracket). With a relaxed speculative store on the locked path, the reader saw `b`
+    /// without `a`.
+    #[test]
+    fn a_reader_that_sees_a_speculative_store_sees_what_came_before_it() {
+        loom::model(|| {
+            let pc = Arc::new(PerCpu::with_cpus(crate::sync::LOOM_CPUS, |_| ()));
+            let a = Arc::new(AtomicU64::new(0));
+            let b = Arc::new(AtomicU64::new(0));
+            let c = Arc::new(AtomicU64::new(0));
+            let (pc2, a2, b2, c2) = (pc.clone(), a.clone(), b.clone(), c.clone());
+            let h = loom::thread::spawn(move || {
+                crate::loom_set_cpu(1);
+                pc2.store(1, &[], &*a2, 1).expect("no checks");
+                pc2.store_add(1, &[], &*b2, 1, &*c2, 1).expect("no checks");
+            });
+            // Acquire: pairs with the speculative store's Release.
+            if b.load(Ordering::Acquire) == 1 {
+                assert_eq!(
+                    a.load(Ordering::Relaxed),
+                    1,
+                    "a speculative store seen before the commit it follows"
                 );
             }
             h.join().unwrap();
