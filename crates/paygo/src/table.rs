@@ -134,10 +134,12 @@ pub(crate) struct StatCells {
 /// many puts it made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// UNREFs that ran on a CPU other than their reference's and decremented the anchor counter
-    /// (an UNREF on the home CPU of an entry in the half-evicted state decrements the local
-    /// counter: the home section checks the generation only, which the eviction's first step
-    /// leaves as it was).
+    /// UNREFs that decremented the anchor counter: those that ran on a CPU other than their
+    /// reference's, and those of [`HandleRef`](crate::HandleRef)s given back after their owner
+    /// let go, on any CPU (their home section checks that the object is live, and the kill
+    /// made it not). An UNREF on the home CPU of an entry in the half-evicted state decrements
+    /// the local counter: the home section checks the generation only, which the eviction's
+    /// first step leaves as it was.
     pub anchor_puts: u64,
     /// UNREFs whose entry had been evicted: they decremented the object's overflow list.
     pub overflow_puts: u64,

@@ -43,6 +43,24 @@ fn kill_without_references_drops_at_once() {
     assert!(h.is_released());
 }
 
+/// References given back after the kill take the anchor counter wherever they run (their home
+/// section finds the object killed), and the statistics count them as anchor UNREFs.
+#[test]
+fn references_given_back_after_the_kill_are_anchor_unrefs() {
+    let d = Arc::new(Domain::new());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let o = Owner::new(&d, Value::new(&drops));
+    let h = o.handle();
+    let refs: Vec<_> = (0..3).map(|_| h.try_get().unwrap()).collect();
+    let before = d.stats();
+    drop(o);
+    drop(refs);
+    let after = d.stats();
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(after.anchor_puts - before.anchor_puts, 3);
+    assert_eq!(after.overflow_puts, before.overflow_puts);
+}
+
 #[test]
 fn last_reference_drops_after_kill() {
     let d = Arc::new(Domain::new());
