@@ -322,6 +322,56 @@ fn eviction_vs_reclaim(batch: bool) {
     });
 }
 
+/// An eviction and a claim of the slot it emptied, by two threads on CPU 0, against a batch
+/// that decides without the stripe lock. X's reference, counted on CPU 0, is held throughout,
+/// so the batch must never reclaim X. One thread evicts X's entry to X's overflow list; the
+/// other, once the eviction is done, takes Z, claiming the emptied slot. The batch's sweep may
+/// read X's counts before the eviction's move and the slot's key after Z's claim (X's entry
+/// then reads 0): the claim's key store, read by the sweep, must carry what the claiming
+/// thread saw of the move, so that the sweep's second look at the stripe's sequence finds it.
+/// It does when the speculative store of a critical section is a release, as on the rseq path
+/// (x86-64); with a relaxed one on the locked fallback the batch reclaimed X (found with
+/// `LOOM_MAX_PREEMPTIONS=3`).
+#[test]
+fn loom_eviction_and_claim_by_another_thread_vs_swept_batch() {
+    model(|| {
+        let d = Arc::new(tiny());
+        let x = Arc::new(Obj::new());
+        let z = Arc::new(Obj::new());
+        loom_set_cpu(0);
+        let a = d.try_get(x.hdr()).unwrap();
+        let evicted = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let (d1, evicted1) = (d.clone(), evicted.clone());
+        let evictor = thread::spawn(move || {
+            loom_set_cpu(0);
+            d1.evict(0, d1.slot(0, 0), false).unwrap();
+            // Relaxed: only when the claimer starts; it orders nothing.
+            evicted1.store(true, core::sync::atomic::Ordering::Relaxed);
+        });
+        let (d2, z2) = (d.clone(), z.clone());
+        let claimer = thread::spawn(move || {
+            loom_set_cpu(0);
+            // Waits with yields (no preemption spent) so that its REF claims the slot the
+            // eviction emptied instead of evicting X itself.
+            while !evicted.load(core::sync::atomic::Ordering::Relaxed) {
+                thread::yield_now();
+            }
+            if let Some(b) = d2.try_get(z2.hdr()) {
+                d2.put(z2.hdr(), b);
+            }
+        });
+        loom_set_cpu(1);
+        let reclaimed = reclaim(&d, x.hdr(), Reclaim::Batch);
+        evictor.join().unwrap();
+        claimer.join().unwrap();
+        assert!(!reclaimed, "reclaimed an object whose reference is held");
+        d.put(x.hdr(), a);
+        assert_eq!(d.read_all(x.hdr()), 0);
+        assert_eq!(d.read_all(z.hdr()), 0);
+        assert_eq!(d.memory_usage().overflow_entries, 0);
+    });
+}
+
 /// The handle protocol in miniature: a reader holds a reference (taken on CPU 0, given back
 /// on CPU 0 or 1) while the owner kills; exactly one of them observes the release.
 #[test]
