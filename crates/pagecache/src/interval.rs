@@ -1,6 +1,8 @@
-//! An interval index: items over half-open ranges of pages `start..end`, found by the pages
-//! they cover. LODIC's file-space reverse map keeps a file's mappings in one (see
-//! [`crate::lodic`]), as the kernel keeps a file's VMAs in its `i_mmap` interval tree.
+//! An interval index: items over half-open ranges of points `start..end`, found by the points
+//! they cover. LODIC's reverse maps keep mappings in them (see [`crate::lodic`]): the
+//! file-space map a file's, over its pages (`u64`), as the kernel keeps a file's VMAs in its
+//! `i_mmap` interval tree; the process-space map each owner's, over (file, page) pairs in
+//! their order (a [`Point`] too), the order of their addresses.
 //!
 //! # The tree
 //!
@@ -26,7 +28,7 @@
 //! lie together in the order of starts. So the items that a long one spans add nothing to a
 //! query for one of its pages unless they cover that page too.
 //!
-//! * [`IntervalIndex::stab`]: the items covering one page.
+//! * [`IntervalIndex::stab`]: the items covering one page (one point).
 //! * [`IntervalIndex::runs`]: the maximal runs of covered pages within a range, its bound
 //!   raised to the end of the run found so far, so that an item that ends inside the run
 //!   (spanned by a longer one) is left out with its subtree: each item that extends a run
@@ -34,32 +36,70 @@
 
 use std::collections::TryReserveError;
 
+/// The points that items' ranges are made of, in a total order.
+pub(crate) trait Point: Copy + Ord {
+    /// The least point (the greatest end of no item).
+    const MIN: Self;
+    /// The next point, `None` past the greatest.
+    fn succ(self) -> Option<Self>;
+}
+
+/// A page.
+impl Point for u64 {
+    const MIN: Self = 0;
+    fn succ(self) -> Option<Self> {
+        self.checked_add(1)
+    }
+}
+
+/// A page of a file, (file, page), ordered by file, then page.
+impl Point for (u64, u64) {
+    const MIN: Self = (0, 0);
+    fn succ(self) -> Option<Self> {
+        match self.1.checked_add(1) {
+            Some(page) => Some((self.0, page)),
+            None => Some((self.0.checked_add(1)?, 0)),
+        }
+    }
+}
+
 /// One item and its subtree's greatest end.
-struct Node<T> {
-    start: u64,
-    end: u64,
+struct Node<T, K> {
+    start: K,
+    end: K,
     /// The greatest `end` of the subtree this item is the root of.
-    max: u64,
+    max: K,
     val: T,
 }
 
-/// Items over ranges of pages, found by the pages they cover (see the module documentation).
-pub(crate) struct IntervalIndex<T> {
+/// Items over ranges of points (pages by default), found by the points they cover (see the
+/// module documentation).
+pub(crate) struct IntervalIndex<T, K = u64> {
     /// Sorted by `start`; equal starts in the order of insertion.
-    nodes: Vec<Node<T>>,
+    nodes: Vec<Node<T, K>>,
 }
 
-impl<T> Default for IntervalIndex<T> {
+impl<T, K> Default for IntervalIndex<T, K> {
     fn default() -> Self {
         IntervalIndex { nodes: Vec::new() }
     }
 }
 
-impl<T> IntervalIndex<T> {
+impl<T, K: Point> IntervalIndex<T, K> {
     /// Items in the index.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Whether the index holds no item.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The items, in the index's order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
+        self.nodes.iter().map(|n| &n.val)
     }
 
     /// Makes room for `more` insertions, so that they allocate nothing.
@@ -67,10 +107,10 @@ impl<T> IntervalIndex<T> {
         self.nodes.try_reserve(more)
     }
 
-    /// Inserts `val` over pages `start..end` (empty if `end <= start`: it covers no page),
+    /// Inserts `val` over points `start..end` (empty if `end <= start`: it covers none),
     /// after the items with the same start. `O(n)`; allocates only where
     /// [`IntervalIndex::try_reserve`] made no room.
-    pub(crate) fn insert(&mut self, start: u64, end: u64, val: T) {
+    pub(crate) fn insert(&mut self, start: K, end: K, val: T) {
         let at = self.nodes.partition_point(|n| n.start <= start);
         self.nodes.insert(
             at,
@@ -86,7 +126,7 @@ impl<T> IntervalIndex<T> {
 
     /// Removes the first item that starts at `start` and for which `is` holds, and returns it.
     /// `O(n)`.
-    pub(crate) fn remove(&mut self, start: u64, is: impl Fn(&T) -> bool) -> Option<T> {
+    pub(crate) fn remove(&mut self, start: K, is: impl Fn(&T) -> bool) -> Option<T> {
         let from = self.nodes.partition_point(|n| n.start < start);
         let at = from
             + self.nodes[from..]
@@ -101,9 +141,9 @@ impl<T> IntervalIndex<T> {
     /// Calls `f(start, end, val)` for each item covering `page` (`start <= page < end`), in
     /// the index's order. Returns the items it looked at, the query's cost: `O(log n)`, and
     /// `O(log n)` more per item found at worst (see the module documentation).
-    pub(crate) fn stab(&self, page: u64, mut f: impl FnMut(u64, u64, &T)) -> usize {
-        // No item covers the last page: ends are at most `u64::MAX`, exclusive.
-        let Some(hi) = page.checked_add(1) else {
+    pub(crate) fn stab(&self, page: K, mut f: impl FnMut(K, K, &T)) -> usize {
+        // No item covers the greatest point: ends are at most that point, exclusive.
+        let Some(hi) = page.succ() else {
             return 0;
         };
         let (mut bound, mut steps) = (page, 0);
@@ -119,7 +159,7 @@ impl<T> IntervalIndex<T> {
     /// covers, in ascending order (runs apart: two items that touch make one run). Returns
     /// the items it looked at: `O(log n)` per item that extends a run at worst, nothing for
     /// those that end inside one (see the module documentation).
-    pub(crate) fn runs(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, u64)) -> usize {
+    pub(crate) fn runs(&self, lo: K, hi: K, mut f: impl FnMut(K, K)) -> usize {
         // The run being merged: `a..b`, empty while `a == b`; `b` is the walk's bound.
         let (mut a, mut b, mut steps) = (lo, lo, 0);
         walk(&self.nodes, hi, &mut b, &mut steps, &mut |n, b| {
@@ -144,7 +184,7 @@ impl<T> IntervalIndex<T> {
     /// Calls `f(start, end, val)` for each item that shares a page with `lo..hi`, in the
     /// index's order. Returns the items it looked at.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn overlapping(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, u64, &T)) -> usize {
+    pub(crate) fn overlapping(&self, lo: K, hi: K, mut f: impl FnMut(K, K, &T)) -> usize {
         let (mut bound, mut steps) = (lo, 0);
         walk(&self.nodes, hi, &mut bound, &mut steps, &mut |n, _| {
             if n.start < n.end && lo < n.end {
@@ -156,23 +196,26 @@ impl<T> IntervalIndex<T> {
 
     /// The items, in the index's order, with their ranges.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64, &T)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (K, K, &T)> {
         self.nodes.iter().map(|n| (n.start, n.end, &n.val))
     }
 
     /// Panics unless the items are sorted by start and each `max` is its subtree's greatest
     /// end.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn check(&self) {
-        fn max_of<T>(s: &[Node<T>]) -> u64 {
+    pub(crate) fn check(&self)
+    where
+        K: core::fmt::Debug,
+    {
+        fn max_of<T, K: Point + core::fmt::Debug>(s: &[Node<T, K>]) -> K {
             if s.is_empty() {
-                return 0;
+                return K::MIN;
             }
             let m = s.len() / 2;
             let max = s[m].end.max(max_of(&s[..m])).max(max_of(&s[m + 1..]));
             assert_eq!(
                 s[m].max, max,
-                "the max of the subtree of {}..{}",
+                "the max of the subtree of {:?}..{:?}",
                 s[m].start, s[m].end
             );
             max
@@ -183,10 +226,10 @@ impl<T> IntervalIndex<T> {
 }
 
 /// Computes the `max` of every item of the tree over `s` (its root the middle item), and
-/// returns the root's (0 for no item).
-fn fix<T>(s: &mut [Node<T>]) -> u64 {
+/// returns the root's ([`Point::MIN`] for no item).
+fn fix<T, K: Point>(s: &mut [Node<T, K>]) -> K {
     if s.is_empty() {
-        return 0;
+        return K::MIN;
     }
     let (left, rest) = s.split_at_mut(s.len() / 2);
     let (root, right) = rest
@@ -202,12 +245,12 @@ fn fix<T>(s: &mut [Node<T>]) -> u64 {
 /// end is at most the bound, and stops at the first item that starts at or past `hi`, or once
 /// the bound reaches `hi`. Counts the items it looks at in `steps`. Returns whether the walk
 /// goes on past `s`.
-fn walk<T>(
-    s: &[Node<T>],
-    hi: u64,
-    bound: &mut u64,
+fn walk<T, K: Point>(
+    s: &[Node<T, K>],
+    hi: K,
+    bound: &mut K,
     steps: &mut usize,
-    f: &mut impl FnMut(&Node<T>, &mut u64),
+    f: &mut impl FnMut(&Node<T, K>, &mut K),
 ) -> bool {
     if s.is_empty() {
         return true;
@@ -358,6 +401,65 @@ mod tests {
                 }
                 let what = format!("round {round}, step {step}");
                 check_all(&ix, &model, PAGES, &mut x, &what);
+            }
+        }
+    }
+
+    /// Over (file, page) pairs, ordered by file, then page: stabs at every page of three
+    /// files, and at the last pages of a file (items ending there, and one running into the
+    /// next file's first page), against a scan of random items, as they come and go. A stab
+    /// finds only the items of its page's file that cover the page.
+    #[test]
+    fn pairs_are_found_by_file_then_page() {
+        const PAGES: u64 = 24;
+        const TOP: u64 = u64::MAX;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut ix: IntervalIndex<u32, (u64, u64)> = IntervalIndex::default();
+        type Pair = (u64, u64);
+        let mut model: Vec<(Pair, Pair, u32)> = Vec::new();
+        let fixed = [
+            ((1, TOP - 2), (1, TOP)),
+            ((1, TOP - 1), (2, 0)),
+            ((2, 0), (2, 1)),
+            ((0, TOP - 1), (0, TOP)),
+        ];
+        for (id, &(s, e)) in fixed.iter().enumerate() {
+            ix.try_reserve(1).expect("memory");
+            ix.insert(s, e, 1000 + id as u32);
+            model.push((s, e, 1000 + id as u32));
+        }
+        let points: Vec<(u64, u64)> = (0..4)
+            .flat_map(|f| {
+                (0..=PAGES)
+                    .map(move |p| (f, p))
+                    .chain([TOP - 2, TOP - 1, TOP].map(|p| (f, p)))
+            })
+            .collect();
+        for step in 0..200u32 {
+            if model.len() <= fixed.len() || !next(&mut x).is_multiple_of(3) {
+                let f = next(&mut x) % 3;
+                let s = next(&mut x) % PAGES;
+                let e = s + next(&mut x) % 8;
+                ix.try_reserve(1).expect("memory");
+                ix.insert((f, s), (f, e), step);
+                model.push(((f, s), (f, e), step));
+            } else {
+                let at = fixed.len() + (next(&mut x) % (model.len() - fixed.len()) as u64) as usize;
+                let (s, _, id) = model.remove(at);
+                assert_eq!(ix.remove(s, |&v| v == id), Some(id), "step {step}");
+            }
+            ix.check();
+            let mut order = model.clone();
+            order.sort_by_key(|&(s, _, _)| s);
+            for &p in &points {
+                let mut got = Vec::new();
+                ix.stab(p, |s, e, &id| got.push((s, e, id)));
+                let want: Vec<_> = order
+                    .iter()
+                    .copied()
+                    .filter(|&(s, e, _)| s <= p && p < e)
+                    .collect();
+                assert_eq!(got, want, "step {step}: stab {p:?}");
             }
         }
     }

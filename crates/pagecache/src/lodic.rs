@@ -67,9 +67,16 @@
 //! * Process-space ([`Rmap::Process`]): each owner (here a thread, the user-space "process")
 //!   keeps its mappings as `[start, size, file, offset]` records ordered by address, where a
 //!   file block's address is computed from the file and the offset (the slides' "map the file
-//!   block to the process address space"): the reclaimer finds a page's entries in each owner
-//!   by a binary search of that owner's records. It searches every owner, whether it maps the
-//!   file or not, so its cost grows with the number of owners as well as with their mappings.
+//!   block to the process address space"), in an interval index of its own over the
+//!   (file, page) pairs they map (the order of their addresses, without the wrap of the
+//!   computed address, `MapRec::address`), as a process keeps its VMAs in a tree by address:
+//!   the reclaimer finds a page's entries in each owner by a stabbing query of that owner's
+//!   index, `O(log n)` for the owner's `n` records and at most `O(log n)` more per mapping of
+//!   the page, so the short mappings that one long one spans, and the mappings of other
+//!   files, add nothing unless they cover the page. It searches every owner, whether it maps
+//!   the file or not, so its cost grows with the number of owners as well as with their
+//!   mappings (logarithmically with each owner's). A map or an unmap rebuilds the owner's
+//!   index (`O(n)`, under the owners' lock).
 //!
 //! Both keep a per-page count of the mappings covering it (the kernel's `_mapcount`), so a page
 //! that no mapping covers is never searched; a reclaim through the process-space map asks it
@@ -97,8 +104,8 @@ pub enum Rmap {
     /// Each file keeps the mappings of it in an interval index (by the pages they cover).
     #[default]
     File,
-    /// Each owner (thread) keeps its mappings ordered by address; a reclaim searches every
-    /// owner.
+    /// Each owner (thread) keeps its mappings ordered by address, in an interval index; a
+    /// reclaim searches every owner.
     Process,
 }
 
@@ -232,6 +239,13 @@ impl MapRec {
         (self.file, self.first)
     }
 
+    /// The pages it maps, (file, page) pairs from [`MapRec::key`] (inclusive) to the file's
+    /// page after its last (exclusive), in the order of [`MapRec::key`]: its range in its
+    /// owner's index.
+    fn span(&self) -> ((u64, u64), (u64, u64)) {
+        (self.key(), (self.file, self.first + self.pages()))
+    }
+
     fn covers(&self, file: u64, page: u64) -> bool {
         self.file == file && page >= self.first && page - self.first < self.pages()
     }
@@ -356,39 +370,29 @@ impl FileMaps {
     }
 }
 
-/// The sum of the embedded counters naming `frame` of the mappings in `maps` (ordered by
-/// [`MapRec::key`], none longer than `max_pages`) that cover (`file`, `page`): a binary search
-/// for the page, then back over the mappings that may reach it.
-fn sum_sorted(maps: &[Arc<MapRec>], max_pages: u64, file: u64, page: u64, frame: u32) -> u64 {
-    let end = maps.partition_point(|m| m.key() <= (file, page));
-    let mut sum = 0;
-    for m in maps[..end].iter().rev() {
-        if m.file != file || m.first + max_pages <= page {
-            break;
-        }
-        if m.covers(file, page) {
-            sum += embedded_count(m.entry(page), frame);
-        }
-    }
-    sum
-}
-
-/// The most pages of the mappings in `maps` (an owner's records): the bound of their searches,
-/// recomputed when the longest is unmapped, so that one long mapping, once gone, does not widen
-/// every later search (the walk back over the mappings that may reach a page).
-fn longest(maps: &[Arc<MapRec>]) -> u64 {
-    maps.iter().map(|m| m.pages()).max().unwrap_or(0)
-}
-
 /// One owner's records.
 #[derive(Default)]
 struct OwnerMaps {
-    /// Its mappings, ordered by [`MapRec::key`], (file, first page): the order of their
+    /// Its mappings in an interval index over the (file, page) pairs they map
+    /// ([`MapRec::span`]): ordered by [`MapRec::key`], (file, first page), the order of their
     /// addresses.
-    maps: Vec<Arc<MapRec>>,
-    /// The most pages of one of them (bounds the search: [`longest`] when the longest is
-    /// unmapped).
-    max_pages: u64,
+    maps: IntervalIndex<Arc<MapRec>, (u64, u64)>,
+}
+
+impl OwnerMaps {
+    /// The sum of the embedded counters naming `frame` of the owner's mappings that cover
+    /// (`file`, `page`), and the records it looked at: a stabbing query of the owner's index,
+    /// `O(log n)`, and `O(log n)` more per mapping found at worst; the mappings of the file
+    /// that a long one spans add nothing unless they cover the page too, and those of other
+    /// files nothing.
+    fn sum(&self, file: u64, page: u64, frame: u32) -> (u64, usize) {
+        let mut sum = 0;
+        let steps = self.maps.stab((file, page), |_, _, m| {
+            debug_assert!(m.covers(file, page));
+            sum += embedded_count(m.entry(page), frame);
+        });
+        (sum, steps)
+    }
 }
 
 /// The owners' side of the process-space map.
@@ -404,7 +408,7 @@ impl Owners {
     fn sum(&self, file: u64, page: u64, frame: u32) -> u64 {
         self.by_owner
             .values()
-            .map(|o| sum_sorted(&o.maps, o.max_pages, file, page, frame))
+            .map(|o| o.sum(file, page, frame).0)
             .sum()
     }
 }
@@ -451,7 +455,7 @@ impl Lodic {
         let o = crate::cache::lock(&self.owners);
         let mut m = LodicMemory::default();
         for o in o.by_owner.values() {
-            for r in &o.maps {
+            for r in o.maps.values() {
                 m.mappings += 1;
                 m.entries += r.entries.len();
                 m.table_bytes += r.entries.len() * 8 + core::mem::size_of::<MapRec>();
@@ -610,6 +614,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let mut owners = crate::cache::lock(&c.lodic.owners);
         // The owner's records, with room for this one (a new owner's made here, whole, to be
         // inserted at once below).
+        let (start, stop) = rec.span();
         let new_owner = match owners.by_owner.get_mut(&owner) {
             Some(own) => {
                 if alloc_fails(true) || own.maps.try_reserve(1).is_err() {
@@ -618,15 +623,13 @@ impl<C: RefCounter> CachedFileOf<C> {
                 None
             }
             None => {
-                let mut maps = Vec::new();
-                if alloc_fails(true) || maps.try_reserve_exact(1).is_err() {
+                let mut maps = IntervalIndex::default();
+                if alloc_fails(true) || maps.try_reserve(1).is_err() {
                     return Err(no_memory("owner's records"));
                 }
-                maps.push(rec.clone());
-                Some(OwnerMaps {
-                    maps,
-                    max_pages: pages,
-                })
+                // Allocates nothing: room made above.
+                maps.insert(start, stop, rec.clone());
+                Some(OwnerMaps { maps })
             }
         };
         // Published, under the file's mapping lock throughout, so that no reclaim of the file
@@ -641,9 +644,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             None => {
                 let own = owners.by_owner.get_mut(&owner).expect("found above");
-                let at = own.maps.partition_point(|m| m.key() <= rec.key());
-                own.maps.insert(at, rec.clone());
-                own.max_pages = own.max_pages.max(pages);
+                // Allocates nothing: room made above.
+                own.maps.insert(start, stop, rec.clone());
             }
         }
         drop(owners);
@@ -948,11 +950,12 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
         }
         let mut owners = crate::cache::lock(&c.lodic.owners);
         if let Some(own) = owners.by_owner.get_mut(&self.rec.owner) {
-            own.maps.retain(|m| !Arc::ptr_eq(m, &self.rec));
+            let removed = own
+                .maps
+                .remove(self.rec.key(), |m| Arc::ptr_eq(m, &self.rec));
+            debug_assert!(removed.is_some(), "a mapping is in its owner's records");
             if own.maps.is_empty() {
                 owners.by_owner.remove(&self.rec.owner);
-            } else if self.rec.pages() == own.max_pages {
-                own.max_pages = longest(&own.maps);
             }
         }
         drop(owners);
@@ -1052,14 +1055,13 @@ mod tests {
         }
     }
 
-    /// The process-space search bound, the longest mapping of an owner's records, follows the
-    /// mappings there now: after a long mapping is unmapped, it is the longest left (a leaked
-    /// one, which stays, included), so that a sum walks back over the mappings that may reach
-    /// its page now, not over every mapping a long one once spanned. The file-space index
-    /// holds the file's mappings now (with their ranges, its `max`es right). The counts stay
-    /// exact throughout.
+    /// The indexes hold the mappings there now (with their ranges, their `max`es right): the
+    /// owner's (in both modes: its address space) the thread's mappings, by (file, page), and
+    /// the file-space index (under [`Rmap::File`] only) the file's; a leaked mapping, which
+    /// stays, included, and a long one, once unmapped, no more. The counts stay exact
+    /// throughout.
     #[test]
-    fn the_search_bounds_and_the_file_index_are_the_mappings_now() {
+    fn the_owner_and_file_indexes_are_the_mappings_now() {
         const PAGES: u64 = 64;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f");
@@ -1071,12 +1073,22 @@ mod tests {
             let file = cache.open(&path).expect("open");
             let (c, f) = file.parts();
             let owner = super::OWNER.with(|o| *o);
-            // (the file-space index's ranges, this thread's bound)
+            // (the file-space index's ranges, this thread's index's ranges)
             let bounds = || {
                 let fm = crate::cache::lock(&f.maps);
                 fm.maps.check();
                 let o = crate::cache::lock(&c.lodic.owners);
-                let own = o.by_owner.get(&owner).map_or(0, |o| o.max_pages);
+                let own: Vec<(u64, u64)> = o.by_owner.get(&owner).map_or(vec![], |o| {
+                    o.maps.check();
+                    o.maps
+                        .iter()
+                        .map(|((fs, s), (fe, e), m)| {
+                            assert_eq!((fs, fe, m.file), (f.id, f.id, f.id), "the file");
+                            assert_eq!((s, e), (m.first, m.first + m.pages()), "the pages");
+                            (s, e)
+                        })
+                        .collect()
+                });
                 let ranges: Vec<(u64, u64)> = fm.maps.iter().map(|(s, e, _)| (s, e)).collect();
                 (ranges, own)
             };
@@ -1093,35 +1105,83 @@ mod tests {
             let held = small.page(1).expect("page");
             assert_eq!(
                 bounds(),
-                (in_file(&[(0, PAGES), (3, 5)]), PAGES),
+                (in_file(&[(0, PAGES), (3, 5)]), vec![(0, PAGES), (3, 5)]),
                 "{rmap:?}"
             );
             drop(long);
             assert_eq!(
                 bounds(),
-                (in_file(&[(3, 5)]), 2),
+                (in_file(&[(3, 5)]), vec![(3, 5)]),
                 "{rmap:?}: the long one unmapped"
             );
             assert_eq!(file.page_count(4), 1, "{rmap:?}");
-            // A leaked reference keeps its mapping, and its length bounds the searches.
+            // A leaked reference keeps its mapping.
             let leaked = file.map(10, 20).expect("map");
             core::mem::forget(leaked.page(19).expect("page"));
             drop(leaked);
             let other = file.map(40, 8).expect("map");
+            let three = [(3, 5), (10, 30), (40, 48)];
             assert_eq!(
                 bounds(),
-                (in_file(&[(3, 5), (10, 30), (40, 48)]), 20),
+                (in_file(&three), three.to_vec()),
                 "{rmap:?}: the leaked one stays"
             );
             assert_eq!(file.page_count(29), 1, "{rmap:?}");
             drop(other);
-            assert_eq!(bounds(), (in_file(&[(3, 5), (10, 30)]), 20), "{rmap:?}");
+            let two = [(3, 5), (10, 30)];
+            assert_eq!(bounds(), (in_file(&two), two.to_vec()), "{rmap:?}");
             drop(held);
             drop(small);
-            assert_eq!(bounds(), (in_file(&[(10, 30)]), 20), "{rmap:?}");
+            assert_eq!(bounds(), (in_file(&[(10, 30)]), vec![(10, 30)]), "{rmap:?}");
             assert_eq!(file.page_count(4), 0, "{rmap:?}");
             assert_eq!(file.page_count(29), 1, "{rmap:?}");
         }
+    }
+
+    /// Under one long process-space mapping spanning `N` short ones of the same owner, with
+    /// mappings of a file before and of one after in the owner's address order, a search of
+    /// the owner's records for one of the long mapping's pages looks at `O(log n)` records
+    /// (within 4 times the depth of the owner's index), not at the short ones the long one
+    /// spans: and finds the references held on the page through both mappings that cover it.
+    #[test]
+    fn a_long_process_space_mapping_over_many_short_ones_costs_a_search_log_n() {
+        const N: u64 = 1 << 11;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = ["before", "long", "after"].map(|n| dir.path().join(n));
+        for p in &paths {
+            let f = std::fs::File::create(p).expect("file");
+            f.set_len(2 * N * crate::PAGE_SIZE as u64)
+                .expect("a sparse file");
+        }
+        let mut cfg = Config::new(64, "atomic");
+        cfg.rmap = Rmap::Process;
+        let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+        let [before, file, after] = paths.map(|p| cache.open(p).expect("open"));
+        let (others, long) = (
+            [&before, &after].map(|f| f.map(0, 2 * N).expect("map")),
+            file.map(0, 2 * N).expect("map"),
+        );
+        let short: Vec<_> = (0..N).map(|s| file.map(2 * s, 2).expect("map")).collect();
+        let (c, f) = file.parts();
+        let owner = super::OWNER.with(|o| *o);
+        let records = N as usize + 3;
+        let depth = (records + 1).ilog2() as usize + 1;
+        for p in [0, 1, N - 1, N, N + 1, 2 * N - 2, 2 * N - 1] {
+            // Two references through the short mapping, one through the long one.
+            let s = &short[(p / 2) as usize];
+            let held = [long.page(p), s.page(p % 2), s.page(p % 2)].map(|g| g.expect("page"));
+            let (frame, count) = long.entry(p).expect("present");
+            assert_eq!(count, 1, "page {p}");
+            let o = crate::cache::lock(&c.lodic.owners);
+            let (sum, steps) = o.by_owner[&owner].sum(f.id, p, frame);
+            assert_eq!(sum, 3, "page {p}");
+            assert!(steps <= 4 * depth, "page {p}: {steps} records looked at");
+            drop(o);
+            assert_eq!(file.page_count(p), 3, "page {p}");
+            drop(held);
+            assert_eq!(file.page_count(p), 0, "page {p}");
+        }
+        drop(others);
     }
 
     /// xorshift64, so that a failure reproduces.

@@ -494,6 +494,98 @@ fn mappings_of_many_threads_count_exactly() {
     }
 }
 
+/// READ-ALL through the process-space map against a model, with three owners (threads), each
+/// mapping three files: one long mapping of the middle file over many short ones of it
+/// (touching, some identical, some longer), and mappings of the other two files that end at
+/// the first one's last page and start at the last one's first, its neighbours in the owner's
+/// order of (file, page). Each page's count is the references held on it through every
+/// owner's mappings that cover it, as references come and go.
+#[test]
+fn process_space_sums_under_long_mappings_over_short_ones_are_the_references_held() {
+    const PAGES: u64 = 64;
+    const OWNERS: usize = 3;
+    const ROUNDS: usize = 5;
+    let dir = tempfile::tempdir().unwrap();
+    let paths = ["a", "b", "c"].map(|n| pattern_file(&dir, n, PAGES * P));
+    let c = cache(Atomic, 4 * PAGES as usize, Rmap::Process);
+    let files = paths.map(|p| c.open(p).unwrap());
+    // Per file, per page: the references held.
+    let model = std::sync::Mutex::new([[0i64; PAGES as usize]; 3]);
+    let (held, checked) = (Rendezvous::new(OWNERS + 1), Rendezvous::new(OWNERS + 1));
+    // Mappings per page of the middle file, per owner: two or three short ones (every third
+    // pair of pages mapped twice), one more (pages 4..9 of every 10), and the long one.
+    let middle = |p: u64| 1 + if p % 6 < 2 { 2 } else { 1 } + u32::from(p % 10 >= 4 && p % 10 < 9);
+    std::thread::scope(|s| {
+        for t in 0..OWNERS {
+            let (files, model, held, checked) = (&files, &model, &held, &checked);
+            s.spawn(move || {
+                let _b = (held.break_on_panic(), checked.break_on_panic());
+                // (file, mapping)
+                let mut maps = vec![
+                    (0, files[0].map(PAGES - 4, 4).unwrap()),
+                    (2, files[2].map(0, 4).unwrap()),
+                    (1, files[1].map(0, PAGES).unwrap()),
+                ];
+                for s in (0..PAGES).step_by(2) {
+                    maps.push((1, files[1].map(s, 2).unwrap()));
+                    if s % 6 == 0 {
+                        maps.push((1, files[1].map(s, 2).unwrap()));
+                    }
+                    if s % 10 == 4 {
+                        maps.push((1, files[1].map(s, 5.min(PAGES - s)).unwrap()));
+                    }
+                }
+                let mut rng = Rng::new(t as u64 + 1);
+                let mut refs = Vec::new();
+                for _ in 0..ROUNDS {
+                    for _ in 0..150 {
+                        let (i, m) = &maps[rng.below(maps.len() as u64) as usize];
+                        let k = rng.below(m.pages());
+                        refs.push((*i, m.page(k).unwrap()));
+                        model.lock().unwrap()[*i][(m.first_page() + k) as usize] += 1;
+                    }
+                    for _ in 0..70 {
+                        let (i, g) = refs.swap_remove(rng.below(refs.len() as u64) as usize);
+                        model.lock().unwrap()[i][g.index() as usize] -= 1;
+                    }
+                    assert!(refs.iter().all(|(_, g)| !g.spilled()), "embedded");
+                    held.wait();
+                    checked.wait();
+                }
+            });
+        }
+        let _b = (held.break_on_panic(), checked.break_on_panic());
+        for round in 0..ROUNDS {
+            held.wait();
+            let want = *model.lock().unwrap();
+            for (i, f) in files.iter().enumerate() {
+                for p in 0..PAGES {
+                    let maps = match i {
+                        0 => u32::from(p >= PAGES - 4),
+                        2 => u32::from(p < 4),
+                        _ => middle(p),
+                    };
+                    let what = format!("round {round}, file {i}, page {p}");
+                    assert_eq!(f.mapcount(p), OWNERS as u32 * maps, "{what}");
+                    assert_eq!(f.page_count(p), want[i][p as usize], "{what}");
+                }
+            }
+            checked.wait();
+        }
+    });
+    for f in &files {
+        for p in 0..PAGES {
+            assert_eq!(
+                (f.page_count(p), f.mapcount(p)),
+                (0, 0),
+                "threads that exit unmap"
+            );
+        }
+    }
+    let m = c.lodic_memory();
+    assert_eq!((m.mappings, m.entries), (0, 0), "threads that exit unmap");
+}
+
 /// `atomic` with a reclaim batch of `N` pages, so that a drop of a few hundred pages spans many
 /// batches; records the size of each batch it is handed.
 #[derive(Default)]

@@ -48,8 +48,9 @@ pub fn query_sharing(p: &Params) -> Vec<usize> {
 }
 
 /// Pages per mapping (2 MiB): a mapped share is laid out as runs of this many pages, 512
-/// mappings per thread for a 1 GiB file. The process-space search is a binary search of every
-/// owner's records per page, so its cost grows with the owners and, slowly, their mappings.
+/// mappings per thread for a 1 GiB file. The process-space search is a stabbing query of every
+/// owner's interval index per page, so its cost grows with the owners and, logarithmically,
+/// their mappings.
 const RUN: u64 = 512;
 
 /// Whether the run of pages starting at run `r` is mapped at `pct` percent (spread evenly).
