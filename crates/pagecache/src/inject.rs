@@ -1,12 +1,12 @@
 //! Test builds: allocation failure injected at the allocation points of code that must leave
 //! nothing behind when an allocation fails (LODIC's `map`, a fill): the calling thread arms
-//! it ([`fail_allocation`]), and the `n`-th point it reaches from then on fails. A point of an
+//! it (`fail_allocation`), and the `n`-th point it reaches from then on fails. A point of an
 //! allocation that reports failure (`try_reserve`) reports it; a point of one that cannot
 //! panics, as such an allocation does under `-Zoom=panic` or an allocation error hook that
-//! panics. And pauses: a thread arms one ([`pause_at_next`]) and runs it at the next
+//! panics. And pauses: a thread arms one (`pause_at_next`) and runs it at the next
 //! [`pause_point`] it reaches, so that a test can let another thread act at that point of a
 //! call (an open between its checks of the file and its listing). And short writes: a thread
-//! arms one ([`fail_write_after`]), and its direct writes' `pwrite`s write that many bytes in
+//! arms one (`fail_write_after`), and its direct writes' `pwrite`s write that many bytes in
 //! all, then fail. Other builds inject nothing, at no cost.
 
 #[cfg(all(test, not(loom)))]
