@@ -1892,7 +1892,10 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// A cache of `config.memory_limit_pages` frames counted by `scheme` (`config.scheme` is
     /// not used: the scheme is the one given). Errors: a limit of zero or above `u32::MAX - 1`
     /// frames, or a scheme that cannot serve a page cache (`InvalidInput`); a limit whose
-    /// frames cannot be allocated (`OutOfMemory`).
+    /// frames cannot be allocated (`OutOfMemory`). The memory a scheme's counters keep of their
+    /// own (`snzi`'s trees, the per-CPU words of `percpu-ref` and `sloppy`, `refcache`'s
+    /// per-object cores) is allocated counter by counter as the frames are made: an allocation
+    /// that fails there aborts the process, as any Rust allocation does.
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
