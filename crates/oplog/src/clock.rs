@@ -328,7 +328,9 @@ fn now_slow() -> u64 {
 }
 
 /// Busy-waits for about `cycles` timestamp-counter ticks (the benchmarks' "spin 1000 cycles").
-/// Off x86_64, or when the counter is not invariant, one tick is taken as one nanosecond.
+/// Where the [`source`] is not the counter (off x86_64, a counter that is not invariant or that
+/// the kernel does not keep as its clocksource, or [`FORCE_MONOTONIC_ENV`] or
+/// [`FORCE_SEQUENCE_ENV`] set), one tick is taken as one nanosecond of `CLOCK_MONOTONIC`.
 #[inline]
 pub fn spin_cycles(cycles: u64) {
     if cycles == 0 {

@@ -6,22 +6,23 @@
 //! (`object::bug`) and expect a model to fail.
 //!
 //! **What they cannot catch: a weakened SeqCst.** Loom models a SeqCst access as AcqRel
-//! (tokio-rs/loom#180), so the protocol's SeqCst accesses (the pending bits' `fetch_or` and
-//! `fetch_and` and their loads in a gather, the `draining` store and its load in `log`) are
-//! each followed or preceded by `sync::loom_sc_fence`, a SeqCst fence under loom only. The
-//! fence gives the model their single total order whatever the access's own ordering: an
-//! access weakened to AcqRel, Release or Acquire (the fence left in place) passes every model
-//! here, and no model can catch it. Nor does any other test reliably: on x86_64 every
-//! read-modify-write is a locked instruction and every load a plain one whatever the
-//! ordering, so only the `draining` store changes (`xchg` to `mov`); a logger that then misses
-//! a drain begun by a store still in the store buffer begins a log it should have held back,
-//! which only lengthens that synchronize; `synchronize_ends_while_others_keep_logging` (in
-//! `object.rs`) checks the bound on a synchronize's passes, but the window (a store not yet
-//! drained from the buffer) is too short for it to fail. On a weaker machine (aarch64) a
-//! weakened access of the pending bits could break the cut, and the concurrent tests (reads
-//! are prefixes of the stamp order) would be the ones to see it; CI runs on x86_64 only. So
-//! the orderings rest on review: each names the operation it pairs with, and each has its
-//! `loom_sc_fence` beside it.
+//! (tokio-rs/loom#180), so the protocol's SeqCst accesses whose single total order an argument
+//! uses (the pending bits' `fetch_or` and `fetch_and` and their loads in a gather, the
+//! `draining` store, oplog-counter's increment of `state` in `try_reclaim` and its load in
+//! `try_get`) are each followed or preceded by `sync::loom_sc_fence`, a SeqCst fence under loom
+//! only. The fence gives the model their single total order whatever the access's own ordering:
+//! an access weakened to AcqRel, Release or Acquire (the fence left in place) passes every model
+//! here, and no model can catch it. (The `draining` load in `log` has no fence, and needs none:
+//! a logger that must see a drain locks its way after the gather that began the drain untagged
+//! it, and sees the drain through the way's lock; the models run that load as the Acquire loom
+//! makes of it.) Nor does any other test reliably: on x86_64 every read-modify-write is a
+//! locked instruction and every load a plain one whatever the ordering, so only the `draining`
+//! store changes (`xchg` to `mov`), and the gather's next locked instruction (its lock of a
+//! way) drains that store before any logger can lock a way the gather untagged. On a weaker
+//! machine (aarch64) a weakened access of the pending bits could break the cut, and the
+//! concurrent tests (reads are prefixes of the stamp order) would be the ones to see it; CI
+//! runs on x86_64 only. So the orderings rest on review: each names the operation it pairs
+//! with, and each of those listed has its `loom_sc_fence` beside it.
 
 use crate::set::{OpSet, SetLog, SetOp};
 use crate::{CounterLog, Domain, Object, OpLogCounter, Stamp};

@@ -110,8 +110,10 @@ pub(crate) fn spin_hint() {
 
 /// Nothing, except under loom: a SeqCst fence. Loom models SeqCst *accesses* as AcqRel
 /// (its documented limitation, tokio-rs/loom#180), which admits store-buffering outcomes that
-/// SeqCst forbids; placed after each SeqCst read-modify-write and before each SeqCst load of
-/// the protocol, the fence gives the model the single total order the real accesses have.
+/// SeqCst forbids; placed after the SeqCst read-modify-writes (and the store that begins a
+/// drain) and before the SeqCst loads whose single total order an argument of the protocol
+/// uses (listed in `loom_tests.rs`), the fence gives the model the order the real accesses
+/// have.
 #[inline(always)]
 pub(crate) fn loom_sc_fence() {
     #[cfg(loom)]
