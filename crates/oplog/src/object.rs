@@ -254,8 +254,11 @@ struct Core<L: Log> {
     /// lock, still borrowing the mutex; a waiter may take the lock between the two (one that
     /// had not yet slept), and the object's drop, holding no handle the evicter counts, would
     /// then free the mutex under that borrow (rust-lang/rust#55005). Whoever frees the core
-    /// first waits until this is 0 (see [`wait_for_evicters`]). At most one evicter per CPU
-    /// slot at a time plus one: a `u32`, in what was the padding after the flags.
+    /// first waits until this is 0 (see [`wait_for_evicters`]). One evicter holds `target` at a
+    /// time, and a thread counts once at most (its `log` gives its count back before it goes
+    /// on, and it cannot take `target` again while it holds it), but several threads on one CPU
+    /// may each have unlocked and not yet given theirs back: at most one per thread, so a `u32`
+    /// (in the padding after the flags).
     evicters: AtomicU32,
     /// The drain generation (see [`FREE_PASSES`]): odd while a gather is draining this object,
     /// even otherwise; each drain adds 1 when it begins and 1 when it ends, so the value also
