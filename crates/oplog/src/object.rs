@@ -746,7 +746,8 @@ impl<L: Log> Object<L> {
 
     #[inline(always)]
     fn core(&self) -> &Core<L> {
-        // SAFETY: the core is allocated in new() and freed only in drop().
+        // SAFETY: the core is allocated in new() and freed only once this handle is dropped: by
+        // its drop, or by the evicter that the drop left the rest to (see `applying`).
         unsafe { self.core.as_ref() }
     }
 
