@@ -819,12 +819,23 @@ fn tsc(rows: &Rows<'_>) -> Outcome {
         return not_measured("tsc-check was not run");
     }
     let cpu = |r: &Row, k: &str| r.extra.get(k).and_then(|v| v.as_u64());
+    if all
+        .iter()
+        .any(|r| r.extra.get("clock").and_then(|v| v.as_str()) == Some("monotonic"))
+    {
+        return not_measured(
+            "tsc-check: the CPU has no rdtscp, and the monotonic clock was compared instead",
+        );
+    }
+    // A pair whose threads could not be pinned (`"pinned": false`) ran on CPUs it does not
+    // name. Rows without the field predate it: their threads were pinned.
     let r: Vec<&Row> = all
         .into_iter()
         .filter(|r| matches!((cpu(r, "cpu_a"), cpu(r, "cpu_b")), (Some(a), Some(b)) if a != b))
+        .filter(|r| r.extra.get("pinned").and_then(|v| v.as_bool()) != Some(false))
         .collect();
     if r.is_empty() {
-        return not_measured("tsc-check: no pair of two distinct CPUs measured");
+        return not_measured("tsc-check: no pair of two distinct pinned CPUs measured");
     }
     // Every pair's count of violations and of samples: a pair without them measured nothing
     // this rule can read, and 0 violations in no samples says nothing either.
@@ -1478,7 +1489,7 @@ mod tests {
         };
         let o = tsc(&Rows::new(&[tsc_row(0, 0, 0)]));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
-        assert!(o.reason.contains("two distinct CPUs"), "{o:?}");
+        assert!(o.reason.contains("two distinct pinned CPUs"), "{o:?}");
         let rows = [tsc_row(0, 0, 5), tsc_row(0, 1, 0), tsc_row(1, 0, 0)];
         let o = tsc(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
@@ -1513,6 +1524,18 @@ mod tests {
                     json!({"violations": 0, "samples": 0, "cpu_a": 0, "cpu_b": 1}),
                 )],
                 "no cross-CPU sample taken",
+            ),
+            (
+                vec![tsc_row(
+                    json!({"violations": 0, "samples": 1000, "cpu_a": 0, "cpu_b": 1, "pinned": false}),
+                )],
+                "no pair of two distinct pinned CPUs",
+            ),
+            (
+                vec![tsc_row(
+                    json!({"violations": 0, "samples": 1000, "cpu_a": 0, "cpu_b": 1, "clock": "monotonic"}),
+                )],
+                "no rdtscp",
             ),
         ];
         for (rows, why) in cases {

@@ -35,6 +35,23 @@ pub struct TscRow {
     /// The smallest `B - A` seen over the other samples: an upper bound on how far B's counter
     /// can be ahead of A's plus the one-way communication time.
     pub min_gap_cycles: u64,
+    /// Whether both threads were pinned to their CPUs (where affinity cannot be set, they ran
+    /// wherever the scheduler put them, and the row does not measure the pair it names).
+    pub pinned: bool,
+}
+
+/// A clock read.
+pub type Clock = fn() -> u64;
+
+/// The clocks [`tsc_check`] compares: `rdtsc` on CPU A and `rdtscp` on CPU B where the CPU has
+/// `rdtscp` ("tsc"); else the monotonic clock on both ("monotonic"), so that both sides read
+/// one clock (`rdtsc` against the monotonic clock would compare cycles with nanoseconds).
+pub fn tsc_clocks() -> (&'static str, Clock, Clock) {
+    if clock::has_rdtscp() {
+        ("tsc", clock::rdtsc, clock::rdtscp)
+    } else {
+        ("monotonic", clock::monotonic, clock::monotonic)
+    }
 }
 
 fn wait_spin(spins: &mut u32) {
@@ -54,7 +71,10 @@ fn wait_spin(spins: &mut u32) {
 pub fn tsc_check(pairs: usize, samples: u64) -> Vec<TscRow> {
     cpu_pairs(&crate::harness::process_cpus_or_one(), pairs)
         .into_iter()
-        .map(|(a, b)| clock_pair(a, b, samples, clock::rdtsc, clock::rdtscp))
+        .map(|(a, b)| {
+            let (_, read_a, read_b) = tsc_clocks();
+            clock_pair(a, b, samples, read_a, read_b)
+        })
         .collect()
 }
 
@@ -89,7 +109,7 @@ pub fn clock_pair(
     let slot = Arc::new(AtomicU64::new(0));
     let s = slot.clone();
     let writer = std::thread::spawn(move || {
-        percpu::affinity::pin(cpu_a);
+        let pinned = percpu::affinity::pin(cpu_a);
         for _ in 0..samples {
             let mut spins = 0;
             // Acquire pairs with the reader's Release store of 0.
@@ -100,9 +120,10 @@ pub fn clock_pair(
             // Release pairs with the reader's Acquire load.
             s.store(t, Ordering::Release);
         }
+        pinned
     });
     let reader = std::thread::spawn(move || {
-        percpu::affinity::pin(cpu_b);
+        let pinned = percpu::affinity::pin(cpu_b);
         let mut row = TscRow {
             cpu_a,
             cpu_b,
@@ -110,6 +131,7 @@ pub fn clock_pair(
             violations: 0,
             max_skew_cycles: 0,
             min_gap_cycles: u64::MAX,
+            pinned,
         };
         for _ in 0..samples {
             let mut spins = 0;
@@ -136,8 +158,10 @@ pub fn clock_pair(
         }
         row
     });
-    writer.join().expect("tsc_check writer panicked");
-    reader.join().expect("tsc_check reader panicked")
+    let writer_pinned = writer.join().expect("tsc_check writer panicked");
+    let mut row = reader.join().expect("tsc_check reader panicked");
+    row.pinned &= writer_pinned;
+    row
 }
 
 /// The list implementations of Figure 12.
@@ -562,9 +586,17 @@ mod tests {
     fn tsc_check_covers_the_pairs_asked() {
         let rows = tsc_check(2, 100);
         assert!(!rows.is_empty() && rows.len() <= 2);
+        let cpus = crate::harness::process_cpus_or_one();
         for r in &rows {
             assert_eq!(r.samples, 100);
             assert!(r.violations <= r.samples);
+            // Pinned wherever the process's affinity can be read (and so set).
+            assert_eq!(
+                r.pinned,
+                !percpu::affinity::process_cpus().is_empty(),
+                "{r:?}"
+            );
+            assert!(cpus.contains(&r.cpu_a) && cpus.contains(&r.cpu_b), "{r:?}");
         }
     }
 

@@ -40,10 +40,9 @@ pub fn tsc_check(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             extra.insert("violations".into(), json!(r.violations));
             extra.insert("max_skew_cycles".into(), json!(r.max_skew_cycles));
             extra.insert("min_gap_cycles".into(), json!(r.min_gap_cycles));
-            extra.insert(
-                "clock".into(),
-                json!(format!("{:?}", oplog::clock::source()).to_lowercase()),
-            );
+            extra.insert("pinned".into(), json!(r.pinned));
+            // The clocks compared (not OpLog's clock source, which may differ).
+            extra.insert("clock".into(), json!(workloads::tsc_clocks().0));
             let mut row = row("tsc-check", "tsc", 2, Vec::new(), extra);
             row.ops_per_sec = None;
             row
