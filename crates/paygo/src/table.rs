@@ -154,10 +154,15 @@ pub struct Stats {
     pub claims: u64,
     /// Successful `try_reclaim`s and kills.
     pub reclaims: u64,
-    /// Failed `try_reclaim`s (the object was referenced).
+    /// Failed `try_reclaim`s (the object was referenced), and the objects of
+    /// [`Domain::try_reclaim_many`] batches found referenced after their flag was set (not
+    /// those a batch passes over before flagging them: objects not live, and those that the
+    /// `Arc` collector's batches see referenced without a fence).
     pub failed_reclaims: u64,
     /// Asymmetric fences issued (one per `try_reclaim` that found no reference before its
-    /// flag, one per batch, one per kill).
+    /// flag, one per batch, one per kill). Not counted: the second fence that a successful
+    /// reclaim takes on the locked fallback path, to order the holders' last sections before
+    /// the reclaimer's use of the object.
     pub fences: u64,
     /// Objects of [`Domain::try_reclaim_many`] batches decided by one sweep of the tables
     /// (batches of objects with neighbouring home slots, on machines with enough CPUs that the
