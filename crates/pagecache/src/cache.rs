@@ -1888,14 +1888,39 @@ fn pseudo_file_system(file: &File) -> Option<&'static str> {
     })
 }
 
+/// What [`PageCacheOf::with_scheme`] asks for a frame beyond its counter's own bytes: a bound
+/// on the allocator's header and alignment padding of the counter's allocation.
+const COUNTER_ALLOC_SLACK: usize = 128;
+
+/// The bytes one counter of `scheme` keeps of its own, besides its inline object: one object
+/// is made (and dropped) and measured with [`RefCounter::memory`], less what the scheme counts
+/// for no object (state it reports with its objects: PAYGO's overflow lists) and less the
+/// object's inline size. No cache and no other instance of the scheme is made.
+fn counter_heap_bytes<C: RefCounter>(scheme: &C) -> usize {
+    let one = refcount::Objects::new_placed(scheme, 1);
+    let with = scheme.memory(&mut one.iter()).objects;
+    let without = scheme.memory(&mut core::iter::empty()).objects;
+    with.saturating_sub(without)
+        .saturating_sub(core::mem::size_of::<C::Object>())
+}
+
 impl<C: RefCounter> PageCacheOf<C> {
     /// A cache of `config.memory_limit_pages` frames counted by `scheme` (`config.scheme` is
     /// not used: the scheme is the one given). Errors: a limit of zero or above `u32::MAX - 1`
     /// frames, or a scheme that cannot serve a page cache (`InvalidInput`); a limit whose
-    /// frames cannot be allocated (`OutOfMemory`). The memory a scheme's counters keep of their
-    /// own (`snzi`'s trees, the per-CPU words of `percpu-ref` and `sloppy`, `refcache`'s
-    /// per-object cores) is allocated counter by counter as the frames are made: an allocation
-    /// that fails there aborts the process, as any Rust allocation does.
+    /// frames, or whose counters' memory, cannot be allocated (`OutOfMemory`, naming the bytes
+    /// and the scheme).
+    ///
+    /// The memory a scheme's counters keep of their own (`snzi`'s trees, the per-CPU words of
+    /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores) is allocated counter by
+    /// counter as the frames are made, where a failed allocation would abort the process. So
+    /// it is asked for first: one counter is made and measured ([`RefCounter::memory`] less
+    /// its inline object, which the frames hold), and, with the frames' memory held, one
+    /// allocation of that many bytes a frame (and 128 more for the allocator) is tried and
+    /// given back at once; a limit whose counters cannot be had so is refused. It is a probe,
+    /// not a reservation: memory that other threads take meanwhile, or a kernel that grants
+    /// more than it has (overcommit), can still make a counter's allocation fail, and abort.
+    /// Schemes whose counters keep nothing of their own are not probed.
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
@@ -1931,11 +1956,36 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!(
-                    "pagecache: no memory for a limit of {n} pages ({} bytes of frames)",
-                    n as u64 * PAGE_SIZE as u64
+                    "pagecache: no memory for a limit of {n} pages ({} bytes of frames, scheme \
+                     '{}')",
+                    n as u64 * PAGE_SIZE as u64,
+                    C::NAME
                 ),
             ));
         };
+        // The counters' own memory, probed while the frames' is held (see above).
+        let heap = counter_heap_bytes(&scheme);
+        if heap > 0 {
+            let per = heap + COUNTER_ALLOC_SLACK;
+            let mut probe: Vec<u8> = Vec::new();
+            let had = n
+                .checked_mul(per)
+                .is_some_and(|bytes| probe.try_reserve_exact(bytes).is_ok());
+            drop(probe);
+            if !had {
+                return Err(io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    format!(
+                        "pagecache: no memory for the counters of scheme '{}' for a limit of \
+                         {n} pages ({} bytes: {heap} a frame, and {COUNTER_ALLOC_SLACK} for \
+                         the allocator, besides {} bytes of frames)",
+                        C::NAME,
+                        n as u128 * per as u128,
+                        n as u64 * PAGE_SIZE as u64
+                    ),
+                ));
+            }
+        }
         // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
         // per-CPU state by placement (PAYGO) finds it without reading the frame first.
         frames.extend((0..n).map(|i| Frame::<C> {

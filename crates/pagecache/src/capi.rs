@@ -34,7 +34,7 @@
 //!   read of cached pages only once it finds a page that is not (it reaches no cancellation
 //!   point: its only system call is the optimistic mode's `sched_yield`, which is none).
 
-use crate::{CachedFile, Config, Mode, PageCache, PageCacheOf, PAGE_SIZE};
+use crate::{CachedFile, Config, Mode, PageCache};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -256,49 +256,6 @@ fn scheme_cstr(name: &str) -> &'static CStr {
         .map_or(c"unknown", |(_, c)| c.as_c_str())
 }
 
-/// Whether the frames of `pages` pages can be allocated now: their bytes, a generous bound on
-/// their metadata, and `counter` bytes a frame for the scheme's counter (its inline size and
-/// what it owns on the heap: [`frame_counter_bytes`]); one allocation of that size, given back
-/// at once. A cache whose memory cannot be had is refused with `PAGECACHE_ENOMEM` here,
-/// instead of aborting the process in the cache's own allocations (a counter's heap memory is
-/// allocated object by object, and an allocation that fails there aborts).
-fn can_allocate(pages: usize, counter: usize) -> bool {
-    let Some(bytes) = (PAGE_SIZE + 1024)
-        .checked_add(counter)
-        .and_then(|per| pages.checked_mul(per))
-    else {
-        return false;
-    };
-    let mut probe: Vec<u8> = Vec::new();
-    probe.try_reserve_exact(bytes).is_ok()
-}
-
-/// The bytes of one frame's counter in a cache of the scheme: measured on a cache of one frame
-/// ([`RefCounter::memory`](refcount::RefCounter::memory) of its object). They depend on the
-/// machine: a "snzi" counter is a tree of up to 31 nodes of 128 bytes (one leaf per online
-/// CPU, up to 16), a "percpu-ref" counter has 8 bytes per possible CPU.
-struct FrameCounterBytes;
-
-impl schemes::Visit for FrameCounterBytes {
-    type Out = io::Result<usize>;
-    fn visit<C: refcount::RefCounter>(self, _: &schemes::SchemeInfo, scheme: C) -> Self::Out {
-        let one = PageCacheOf::with_scheme(scheme, &Config::new(1, C::NAME))?;
-        Ok(one.counter_memory().objects)
-    }
-}
-
-/// [`FrameCounterBytes`] of the scheme `cfg` names, with its configuration.
-fn frame_counter_bytes(cfg: &Config) -> io::Result<usize> {
-    schemes::try_visit(&cfg.scheme, &cfg.scheme_config, FrameCounterBytes)
-        .unwrap_or_else(|| {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("pagecache: unknown scheme '{}'", cfg.scheme),
-            ))
-        })
-        .and_then(|r| r)
-}
-
 /// Makes a cache of `memory_limit_pages` frames counted by the scheme named `scheme` (null:
 /// `"paygo"`), with counting (`mode` 0) or optimistic (1) reads, and stores its handle in
 /// `*out`. Errors: `PAGECACHE_EINVAL` (null `out`, a limit of 0 or above `u32::MAX - 1`, another
@@ -346,13 +303,8 @@ pub unsafe extern "C" fn pagecache_new(
         }
         let mut cfg = Config::new(memory_limit_pages, name);
         cfg.mode = mode;
-        let counter = match frame_counter_bytes(&cfg) {
-            Ok(n) => n,
-            Err(e) => return io_code(&e),
-        };
-        if !can_allocate(memory_limit_pages, counter) {
-            return PAGECACHE_ENOMEM;
-        }
+        // A limit whose frames or counters cannot be allocated is `OutOfMemory`
+        // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`.
         let cache = match PageCache::new(cfg) {
             Ok(c) => c,
             Err(e) => return io_code(&e),
@@ -772,6 +724,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
 mod tests {
     use super::handles::{lock, pins, CHUNK};
     use super::*;
+    use crate::PAGE_SIZE;
     use core::ptr::{null, null_mut};
     use std::ffi::CString;
     use std::sync::atomic::Ordering;

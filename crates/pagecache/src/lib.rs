@@ -235,9 +235,11 @@ impl PageCache {
     /// A cache of `config.memory_limit_pages` frames counted by the scheme named
     /// `config.scheme`. Errors (`InvalidInput`): an unknown scheme, a scheme that cannot serve
     /// a page cache, a memory limit of zero or above `u32::MAX - 1` frames; `OutOfMemory`: a
-    /// limit whose frames cannot be allocated (the memory a scheme's counters keep of their own
-    /// is allocated as [`PageCacheOf::with_scheme`] says: a failure there aborts); the error of
-    /// a scheme that cannot be made (`refcache` when its epoch thread cannot be started: see
+    /// limit whose frames, or whose counters' own memory (`snzi`'s trees, the per-CPU words of
+    /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores), cannot be allocated, with a
+    /// message naming the bytes and the scheme (the counters' memory is probed before the
+    /// frames are made, as [`PageCacheOf::with_scheme`] says); the error of a scheme that
+    /// cannot be made (`refcache` when its epoch thread cannot be started: see
     /// [`schemes::try_visit`]).
     pub fn new(config: Config) -> io::Result<Self> {
         match schemes::try_visit(&config.scheme, &config.scheme_config, Build(&config)) {

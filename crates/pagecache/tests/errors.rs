@@ -38,10 +38,6 @@ fn bad_configs_are_refused() {
     assert!(e.to_string().contains("cannot detect zero"), "{e}");
 }
 
-/// A memory limit whose frames cannot be allocated (16 TiB) is refused with `OutOfMemory`, for
-/// every kind of scheme, instead of aborting the process in the allocation; a cache of a
-/// sane limit is made after it. Where the kernel grants any allocation (overcommit mode 1)
-/// the cache would be made and touched, so the check is not run there.
 /// A scheme that cannot be made (`refcache`, whose epoch thread cannot start) is an error of
 /// `PageCache::new`, not a panic (the C API's `pagecache_new` is checked so by the package
 /// `paygo-pagecache-c`'s `tests/errors.rs`). Run in a child process where `RUST_MIN_STACK` asks
@@ -59,6 +55,11 @@ fn a_scheme_that_cannot_be_made_is_an_error() {
     });
 }
 
+/// A memory limit whose frames cannot be allocated (16 TiB) is refused with `OutOfMemory`,
+/// naming the scheme, for every kind of scheme (those whose counters keep memory of their own
+/// among them), instead of aborting the process in the allocation; a cache of a sane limit is
+/// made after it, by each scheme. Where the kernel grants any allocation (overcommit mode 1)
+/// the cache would be made and touched, so the check is not run there.
 #[test]
 fn a_memory_limit_that_cannot_be_allocated_is_refused() {
     let always =
@@ -67,16 +68,25 @@ fn a_memory_limit_that_cannot_be_allocated_is_refused() {
         percpu::testing::skip("vm.overcommit_memory is 1: OutOfMemory is not checked");
         return;
     }
-    for scheme in ["atomic", "paygo", "refcache"] {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4096);
+    let schemes = [
+        "atomic",
+        "paygo",
+        "refcache",
+        "snzi",
+        "percpu-ref",
+        "sloppy",
+    ];
+    for scheme in schemes {
         let e = PageCache::new(Config::new(u32::MAX as usize - 2, scheme))
             .err()
             .expect("16 TiB of frames");
         assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{scheme}: {e}");
+        assert!(e.to_string().contains(&format!("'{scheme}'")), "{e}");
+        let cache = PageCache::new(Config::new(4, scheme)).expect("cache");
+        check_reads(&cache.open(&path).expect("open"), 4096);
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = pattern_file(&dir, "f", 4096);
-    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
-    check_reads(&cache.open(&path).expect("open"), 4096);
 }
 
 #[test]

@@ -1,14 +1,16 @@
-//! Allocations sized by the file are refused with `OutOfMemory` when the memory cannot be had,
-//! not an abort of the process: the page table of a file opened (4 bytes a page at open, up to
-//! 4 MiB) and a LODIC mapping's per-page counts of the file (as much again, made at its first
-//! mapping). The process's address space is capped (`RLIMIT_AS`) a little above what it uses,
+//! Allocations sized by the file or the cache are refused with `OutOfMemory` when the memory
+//! cannot be had, not an abort of the process: the page table of a file opened (4 bytes a page
+//! at open, up to 4 MiB), a LODIC mapping's per-page counts of the file (as much again, made at
+//! its first mapping), and the memory a cache's counters keep of their own. The process's address space is capped (`RLIMIT_AS`) a little above what it uses,
 //! so this test is a program of its own (`harness = false`), run on its main thread: the cap is
 //! the process's, no other test may run beside it, and the main thread's allocations come from
 //! `brk` or `mmap`, which the cap reaches (a spawned thread's malloc arena has room reserved
 //! before the cap, which counts in the address space already).
 
+use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
-use refcount::atomic::Atomic;
+use refcount::atomic::{Atomic, AtomicObject, AtomicToken};
+use refcount::{Memory, Precision, RefCounter};
 use std::io::ErrorKind;
 
 /// The process's address space now, in bytes (the first field of `/proc/self/statm`, in pages).
@@ -26,6 +28,12 @@ fn address_space() -> u64 {
 /// Runs `f` with the address space capped at 1 MiB above what the process uses now, then lifts
 /// the cap again.
 fn with_little_memory<R>(f: impl FnOnce() -> R) -> R {
+    with_memory(1 << 20, f)
+}
+
+/// Runs `f` with the address space capped at `room` bytes above what the process uses now, then
+/// lifts the cap again.
+fn with_memory<R>(room: u64, f: impl FnOnce() -> R) -> R {
     let mut old = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -33,7 +41,7 @@ fn with_little_memory<R>(f: impl FnOnce() -> R) -> R {
     // SAFETY: `old` is a writable rlimit, filled on success.
     assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut old) }, 0);
     let cap = libc::rlimit {
-        rlim_cur: address_space() + (1 << 20),
+        rlim_cur: address_space() + room,
         rlim_max: old.rlim_max,
     };
     // SAFETY: `cap` is a valid rlimit, read by the call; it lowers the soft limit only.
@@ -81,7 +89,95 @@ fn file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory() {
     assert_eq!(b, [0; 16]);
 }
 
+/// Bytes each counter of [`Fat`] keeps on the heap.
+const FAT_HEAP: usize = 16 << 10;
+
+/// `atomic` whose counters each keep [`FAT_HEAP`] bytes on the heap, allocated as the object is
+/// made (as `snzi`'s trees are), and reported by `memory`.
+struct Fat;
+
+/// The object of [`Fat`]: `atomic`'s, and its heap bytes.
+struct FatObject {
+    inner: AtomicObject,
+    _heap: Box<[u8]>,
+}
+
+/// The `atomic` object inside `obj` (an `AtomicObject` is `Unpin`: it may be pinned anew).
+fn inner(obj: Pin<&FatObject>) -> Pin<&AtomicObject> {
+    Pin::new(&obj.get_ref().inner)
+}
+
+impl RefCounter for Fat {
+    type Object = FatObject;
+    type Token = AtomicToken;
+    const NAME: &'static str = "fat";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> FatObject {
+        FatObject {
+            inner: Atomic.new_object(),
+            _heap: vec![1u8; FAT_HEAP].into_boxed_slice(),
+        }
+    }
+    fn try_get(&self, obj: Pin<&FatObject>) -> Option<AtomicToken> {
+        Atomic.try_get(inner(obj))
+    }
+    fn put(&self, obj: Pin<&FatObject>, token: AtomicToken) {
+        Atomic.put(inner(obj), token)
+    }
+    fn read_all(&self, obj: Pin<&FatObject>) -> i64 {
+        Atomic.read_all(inner(obj))
+    }
+    fn try_reclaim(&self, obj: Pin<&FatObject>) -> bool {
+        Atomic.try_reclaim(inner(obj))
+    }
+    unsafe fn reinit(&self, obj: Pin<&FatObject>) {
+        // SAFETY: the caller's contract is this one's, for the object inside.
+        unsafe { Atomic.reinit(inner(obj)) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&FatObject>>) -> Memory {
+        Memory {
+            shared: 0,
+            objects: objs.count() * (std::mem::size_of::<FatObject>() + FAT_HEAP),
+        }
+    }
+}
+
+/// A cache whose frames fit the address space but whose counters' own memory does not (4,096
+/// frames: 16 MiB of pages with room for 1 KiB of metadata a frame, but not for the 64 MiB of
+/// [`Fat`]'s counters) is refused with `OutOfMemory`, naming the scheme, instead of aborting
+/// the process in a counter's allocation ("memory allocation of 16384 bytes failed"); with the
+/// memory there the same cache is made and works.
+fn a_cache_whose_counters_cannot_be_had_is_refused_with_out_of_memory() {
+    let pages = 4096;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    std::fs::write(&path, [5u8; 100]).expect("file");
+    // Warm: whatever a first cache makes once, made before the cap.
+    drop(PageCacheOf::with_scheme(Fat, &Config::new(1, "fat")).expect("cache"));
+    let frames = pages as u64 * (PAGE_SIZE as u64 + 1024) + (4 << 20);
+    let e = with_memory(frames, || {
+        PageCacheOf::with_scheme(Fat, &Config::new(pages, "fat")).map(|_| ())
+    })
+    .expect_err("a cache whose counters cannot be had");
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+    assert!(e.to_string().contains("counters of scheme 'fat'"), "{e}");
+    let cache =
+        PageCacheOf::with_scheme(Fat, &Config::new(pages, "fat")).expect("cache, with the memory");
+    assert_eq!(cache.stats().limit, pages);
+    assert_eq!(
+        cache.counter_memory().objects,
+        pages * (size_of::<FatObject>() + FAT_HEAP)
+    );
+    let f = cache.open(&path).expect("open");
+    let mut b = [0u8; 200];
+    assert_eq!(f.read_at(&mut b, 0).expect("read"), 100);
+    assert!(b[..100].iter().all(|&x| x == 5));
+}
+
 fn main() {
     file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory();
     println!("test file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory ... ok");
+    a_cache_whose_counters_cannot_be_had_is_refused_with_out_of_memory();
+    println!("test a_cache_whose_counters_cannot_be_had_is_refused_with_out_of_memory ... ok");
 }
