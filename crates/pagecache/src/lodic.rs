@@ -974,6 +974,21 @@ mod tests {
     use crate::{Config, PageCacheOf, Rmap};
     use refcount::atomic::Atomic;
 
+    /// A file of `pages` zeroed pages in a new temporary folder (kept as long as the guard).
+    fn zeroed_file(pages: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![0u8; pages as usize * crate::PAGE_SIZE]).expect("file");
+        (dir, path)
+    }
+
+    /// A cache of `frames` frames counted by `atomic`, its mappings found through `rmap`.
+    fn atomic_cache(frames: usize, rmap: Rmap) -> PageCacheOf<Atomic> {
+        let mut cfg = Config::new(frames, "atomic");
+        cfg.rmap = rmap;
+        PageCacheOf::with_scheme(Atomic, &cfg).expect("cache")
+    }
+
     /// What the LODIC state of a cache with one file holds: the mappings and entries of the
     /// owners' records, the owners, the file's mappings now and in its file-space map, and the
     /// file's per-page mapping counts over `pages`.
@@ -1011,9 +1026,7 @@ mod tests {
         let range = first..first + pages;
         for rmap in [Rmap::File, Rmap::Process] {
             for earlier in [false, true] {
-                let mut cfg = Config::new(64, "atomic");
-                cfg.rmap = rmap;
-                let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+                let cache = atomic_cache(64, rmap);
                 let file = cache.open(&path).expect("open");
                 // A mapping before: the thread has records, the file its counts.
                 let before = earlier.then(|| file.map(1, 2).expect("map"));
@@ -1063,13 +1076,9 @@ mod tests {
     #[test]
     fn the_owner_and_file_indexes_are_the_mappings_now() {
         const PAGES: u64 = 64;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("f");
-        std::fs::write(&path, vec![0u8; PAGES as usize * crate::PAGE_SIZE]).expect("file");
+        let (_dir, path) = zeroed_file(PAGES);
         for rmap in [Rmap::File, Rmap::Process] {
-            let mut cfg = Config::new(PAGES as usize, "atomic");
-            cfg.rmap = rmap;
-            let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+            let cache = atomic_cache(PAGES as usize, rmap);
             let file = cache.open(&path).expect("open");
             let (c, f) = file.parts();
             let owner = super::OWNER.with(|o| *o);
@@ -1153,9 +1162,7 @@ mod tests {
             f.set_len(2 * N * crate::PAGE_SIZE as u64)
                 .expect("a sparse file");
         }
-        let mut cfg = Config::new(64, "atomic");
-        cfg.rmap = Rmap::Process;
-        let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+        let cache = atomic_cache(64, Rmap::Process);
         let [before, file, after] = paths.map(|p| cache.open(p).expect("open"));
         let (others, long) = (
             [&before, &after].map(|f| f.map(0, 2 * N).expect("map")),
@@ -1198,13 +1205,9 @@ mod tests {
     #[test]
     fn sums_under_a_long_mapping_over_short_ones_are_the_references_held() {
         const PAGES: u64 = 96;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("f");
-        std::fs::write(&path, vec![0u8; PAGES as usize * crate::PAGE_SIZE]).expect("file");
+        let (_dir, path) = zeroed_file(PAGES);
         for rmap in [Rmap::File, Rmap::Process] {
-            let mut cfg = Config::new(PAGES as usize, "atomic");
-            cfg.rmap = rmap;
-            let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+            let cache = atomic_cache(PAGES as usize, rmap);
             let file = cache.open(&path).expect("open");
             let mut maps = vec![file.map(0, PAGES).expect("map")];
             for s in (0..PAGES).step_by(2) {
@@ -1255,12 +1258,8 @@ mod tests {
     #[test]
     fn mapped_runs_are_the_pages_the_mapcounts_count() {
         const PAGES: u64 = 600;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("f");
-        std::fs::write(&path, vec![0u8; PAGES as usize * crate::PAGE_SIZE]).expect("file");
-        let mut cfg = Config::new(64, "atomic");
-        cfg.rmap = Rmap::File;
-        let cache = PageCacheOf::with_scheme(Atomic, &cfg).expect("cache");
+        let (_dir, path) = zeroed_file(PAGES);
+        let cache = atomic_cache(64, Rmap::File);
         let file = cache.open(&path).expect("open");
         let f = file.parts().1;
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
