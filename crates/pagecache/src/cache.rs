@@ -1888,8 +1888,11 @@ fn pseudo_file_system(file: &File) -> Option<&'static str> {
     })
 }
 
-/// What [`PageCacheOf::with_scheme`] asks for a frame beyond its counter's own bytes: a bound
-/// on the allocator's header and alignment padding of the counter's allocation.
+/// What [`PageCacheOf::with_scheme`] asks for a frame beyond its counter's own bytes, at most:
+/// a bound on the allocator's header and alignment padding of a counter allocated on its own
+/// (snzi's tree). It asks no more than the counter's own bytes again, so that counters carved
+/// from shared chunks (percpu-ref's and sloppy's per-CPU words, refcache's cores: a few bytes
+/// each, no header) are not charged many times their size.
 const COUNTER_ALLOC_SLACK: usize = 128;
 
 /// The bytes one counter of `scheme` keeps of its own, besides its inline object: one object
@@ -1966,7 +1969,8 @@ impl<C: RefCounter> PageCacheOf<C> {
         // The counters' own memory, probed while the frames' is held (see above).
         let heap = counter_heap_bytes(&scheme);
         if heap > 0 {
-            let per = heap + COUNTER_ALLOC_SLACK;
+            let slack = heap.min(COUNTER_ALLOC_SLACK);
+            let per = heap + slack;
             let mut probe: Vec<u8> = Vec::new();
             let had = n
                 .checked_mul(per)
@@ -1977,8 +1981,8 @@ impl<C: RefCounter> PageCacheOf<C> {
                     io::ErrorKind::OutOfMemory,
                     format!(
                         "pagecache: no memory for the counters of scheme '{}' for a limit of \
-                         {n} pages ({} bytes: {heap} a frame, and {COUNTER_ALLOC_SLACK} for \
-                         the allocator, besides {} bytes of frames)",
+                         {n} pages ({} bytes: {heap} a frame, and {slack} for the \
+                         allocator, besides {} bytes of frames)",
                         C::NAME,
                         n as u128 * per as u128,
                         n as u64 * PAGE_SIZE as u64
