@@ -86,7 +86,7 @@
 use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::frame::FrameMeta;
 use crate::inject::{alloc_fails, alloc_point};
-use crate::interval::IntervalIndex;
+use crate::interval::{IntervalIndex, Point};
 use crate::page::{copy_out, PAGE_SIZE};
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
@@ -361,13 +361,26 @@ impl FileMaps {
     /// file `file` (this one), through the file-space map: a stabbing query of its interval
     /// index, `O(log n)`, and `O(log n)` more per mapping found at worst.
     fn sum_file_space(&self, file: u64, page: u64, frame: u32) -> u64 {
-        let mut sum = 0;
-        self.maps.stab(page, |_, _, m| {
-            debug_assert!(m.covers(file, page));
-            sum += embedded_count(m.entry(page), frame);
-        });
-        sum
+        sum_covering(&self.maps, page, file, page, frame).0
     }
+}
+
+/// The sum of the embedded counters naming `frame` of the mappings in `maps` that cover point
+/// `at` (page `page` of file `file`: the file-space index's points are pages, an owner's
+/// (file, page) pairs), and the items the stabbing query looked at.
+fn sum_covering<K: Point>(
+    maps: &IntervalIndex<Arc<MapRec>, K>,
+    at: K,
+    file: u64,
+    page: u64,
+    frame: u32,
+) -> (u64, usize) {
+    let mut sum = 0;
+    let steps = maps.stab(at, |_, _, m| {
+        debug_assert!(m.covers(file, page));
+        sum += embedded_count(m.entry(page), frame);
+    });
+    (sum, steps)
 }
 
 /// One owner's records.
@@ -386,12 +399,7 @@ impl OwnerMaps {
     /// that a long one spans add nothing unless they cover the page too, and those of other
     /// files nothing.
     fn sum(&self, file: u64, page: u64, frame: u32) -> (u64, usize) {
-        let mut sum = 0;
-        let steps = self.maps.stab((file, page), |_, _, m| {
-            debug_assert!(m.covers(file, page));
-            sum += embedded_count(m.entry(page), frame);
-        });
-        (sum, steps)
+        sum_covering(&self.maps, (file, page), file, page, frame)
     }
 }
 
