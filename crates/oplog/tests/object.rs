@@ -156,8 +156,8 @@ impl Op for Counted {
 }
 
 /// A log that passes the bound is applied by the `log` that passed it, without a read: after
-/// 1,000 updates at most a bound's worth (plus the one that passes it) per CPU's log is still
-/// pending, and the synchronize applies only those.
+/// 1,000 updates at most a bound's worth per CPU's log is still pending (a log is applied once
+/// it is longer than the bound), and the synchronize applies only those.
 #[test]
 fn long_logs_are_synchronized_at_the_bound() {
     const BOUND: usize = 8;

@@ -406,8 +406,8 @@ mod tests {
     }
 
     /// Over (file, page) pairs, ordered by file, then page: stabs at every page of three
-    /// files, and at the last pages of a file (items ending there, and one running into the
-    /// next file's first page), against a scan of random items, as they come and go. A stab
+    /// files, and at the last pages of a file (items ending there, and one whose exclusive end
+    /// is the next file's first page), against a scan of random items, as they come and go. A stab
     /// finds only the items of its page's file that cover the page.
     #[test]
     fn pairs_are_found_by_file_then_page() {
