@@ -640,4 +640,15 @@ mod bugs {
     fn bug_no_flag_check_is_caught() {
         with_bug(bug::NO_FLAG_CHECK, || super::ref_vs_reclaim(false, false));
     }
+
+    /// The claim's key store (a critical section's speculative store) made Relaxed on the
+    /// locked path: the swept batch reads the claimed key without what the claiming thread saw
+    /// of the eviction, and reclaims X under its reference.
+    #[test]
+    #[should_panic(expected = "reclaimed an object whose reference is held")]
+    fn bug_relaxed_claim_key_is_caught_by_the_swept_batch() {
+        percpu::loom_bug::with_relaxed_spec(
+            super::loom_eviction_and_claim_by_another_thread_vs_swept_batch,
+        );
+    }
 }

@@ -14,6 +14,46 @@ pub mod sync;
 pub mod testing;
 mod word;
 
+/// The mutation switch of the loom demonstrations (`--cfg paygo_loom_bug`): the models of this
+/// crate and of paygo that a weaker ordering must fail. Not part of the public API.
+#[doc(hidden)]
+pub mod loom_bug {
+    use crate::sync::Ordering;
+
+    #[cfg(paygo_loom_bug)]
+    std::thread_local! {
+        // Per thread: a loom model's threads all run on the thread that runs the model, so
+        // the models of other tests, on their own threads, are not affected.
+        static RELAXED_SPEC: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// The ordering of the locked path's speculative store ([`crate::PerCpu::store_add`]):
+    /// Release, or Relaxed inside [`with_relaxed_spec`].
+    #[inline(always)]
+    pub(crate) fn spec_order() -> Ordering {
+        #[cfg(paygo_loom_bug)]
+        if RELAXED_SPEC.with(|c| c.get()) {
+            return Ordering::Relaxed;
+        }
+        Ordering::Release
+    }
+
+    /// Runs `f` with the locked path's speculative store made Relaxed on this thread (and so
+    /// in the loom models `f` runs).
+    #[cfg(paygo_loom_bug)]
+    pub fn with_relaxed_spec<R>(f: impl FnOnce() -> R) -> R {
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                RELAXED_SPEC.with(|c| c.set(false));
+            }
+        }
+        RELAXED_SPEC.with(|c| c.set(true));
+        let _reset = Reset;
+        f()
+    }
+}
+
 #[cfg(loom)]
 pub use cpu::loom_set_cpu;
 pub use cpu::{

@@ -655,7 +655,7 @@ impl<T> PerCpu<T> {
             // of a slot's key may find the key of a claim made after an eviction emptied the
             // slot, and must then see what the claiming thread saw of that eviction (the
             // move's bracket, for a decision without the stripe lock).
-            spec.store_bits(S::to_bits(spec_value), Ordering::Release);
+            spec.store_bits(S::to_bits(spec_value), crate::loom_bug::spec_order());
             // Release: the commit, ordered after the speculative store (see `store`).
             target.add_bits(W::to_bits(delta), Ordering::Release);
         }))
@@ -1056,6 +1056,17 @@ mod loom_tests {
             }
             h.join().unwrap();
         });
+    }
+
+    /// `a_reader_that_sees_a_speculative_store_sees_what_came_before_it` catches the locked
+    /// path's speculative store made Relaxed.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "a speculative store seen before the commit it follows")]
+    fn bug_relaxed_speculative_store_is_caught() {
+        crate::loom_bug::with_relaxed_spec(
+            a_reader_that_sees_a_speculative_store_sees_what_came_before_it,
+        );
     }
 
     /// The flag protocol: a section that checks `flag == 0` either commits before the fence
