@@ -1023,6 +1023,27 @@ mod loom_tests {
         }))
     }
 
+    /// The reclaimer's side of the models: a reclaim on this thread's CPU that writes once it
+    /// succeeded, against the holder's thread `t`; once `t` is done the object is free and is
+    /// reclaimed (by this reclaim or a second one).
+    fn reclaim_against(
+        s: &RefCache,
+        obj: &Arc<RefCacheObject>,
+        data: &UnsafeCell<u64>,
+        t: thread::JoinHandle<()>,
+    ) {
+        let reclaimed = s.try_reclaim(pin(obj));
+        if reclaimed {
+            write(data);
+        }
+        t.join().unwrap();
+        assert_eq!(s.read_all(pin(obj)), 0);
+        assert!(
+            reclaimed || s.try_reclaim(pin(obj)),
+            "not reclaimed once free"
+        );
+    }
+
     /// A get, a read of the count and a write under its reference and its put on CPU 1,
     /// against an epoch (which flushes CPU 1's way) and then a reclaim on CPU 0 that writes
     /// once it succeeded: the reclaim succeeds only if the get fails or its put happened
@@ -1047,16 +1068,7 @@ mod loom_tests {
             });
             percpu::loom_set_cpu(0);
             s.run_epoch();
-            let reclaimed = s.try_reclaim(pin(&obj));
-            if reclaimed {
-                write(&data);
-            }
-            t.join().unwrap();
-            assert_eq!(s.read_all(pin(&obj)), 0);
-            assert!(
-                reclaimed || s.try_reclaim(pin(&obj)),
-                "not reclaimed once free"
-            );
+            reclaim_against(&s, &obj, &data, t);
             assert!(s.try_get(pin(&obj)).is_none(), "a get on a dead object");
         });
     }
@@ -1109,16 +1121,7 @@ mod loom_tests {
                 s2.put(pin(&o2), tok);
             });
             percpu::loom_set_cpu(0);
-            let reclaimed = s.try_reclaim(pin(&obj));
-            if reclaimed {
-                write(&data);
-            }
-            t.join().unwrap();
-            assert_eq!(s.read_all(pin(&obj)), 0);
-            assert!(
-                reclaimed || s.try_reclaim(pin(&obj)),
-                "not reclaimed once free"
-            );
+            reclaim_against(&s, &obj, &data, t);
         });
     }
 
@@ -1454,7 +1457,7 @@ mod tests {
     /// Puts `t`, with `between` run between its check of the delta and its section.
     fn let_put(
         s: &RefCache,
-        obj: &RefCacheObject,
+        obj: &Arc<RefCacheObject>,
         t: RefCacheToken,
         between: Option<Box<dyn FnOnce()>>,
     ) {
