@@ -1457,7 +1457,7 @@ mod tests {
     /// Puts `t`, with `between` run between its check of the delta and its section.
     fn let_put(
         s: &RefCache,
-        obj: &Arc<RefCacheObject>,
+        obj: &RefCacheObject,
         t: RefCacheToken,
         between: Option<Box<dyn FnOnce()>>,
     ) {
