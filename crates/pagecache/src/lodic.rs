@@ -597,7 +597,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         // would make its pages mapped for ever: a flag, a heavy fence and a search at each of
         // their reclaims.
         let mut entries = Vec::new();
-        if alloc_fails(true) || entries.try_reserve_exact(pages as usize).is_err() {
+        // A count of pages past `usize` (a 32-bit target) is memory that cannot be had.
+        let fits = usize::try_from(pages).is_ok_and(|n| entries.try_reserve_exact(n).is_ok());
+        if alloc_fails(true) || !fits {
             return Err(no_memory("entries"));
         }
         entries.extend((0..pages).map(|_| AtomicU64::new(0)));
