@@ -20,16 +20,17 @@
 //! * `ZERO`: the count reached zero; the counter is stuck there (every value with the bit set
 //!   reads as zero, whatever increments that failed left in the low bits) until [`reinit`].
 //! * `HELPED`: set together with `ZERO` by a reader that found the count at zero before the
-//!   decrementer marked it; the decrementer's `swap` takes it and so still learns it reached
-//!   zero, exactly once.
+//!   decrementer marked it; the decrementer takes it (clears it) and so still learns it
+//!   reached zero, exactly once.
 //!
 //! # Operations (parlaylib's)
 //!
 //! * `increment`: `fetch_add(1)`; success iff the old value lacks `ZERO`. Wait-free: no loop.
 //! * `decrement`: `fetch_sub(1)`; if that brought the count to 0, `compare_exchange(0 -> ZERO)`;
-//!   if that fails because a reader helped (`HELPED` set), `swap(ZERO)` and if the swapped-out
-//!   value still had `HELPED`, this decrement is the one that reached zero. True for exactly
-//!   one decrement per life.
+//!   if that fails because a reader helped (`HELPED` set), take the mark, and if the value
+//!   taken still had `HELPED`, this decrement is the one that reached zero. True for exactly
+//!   one decrement per life. parlaylib takes it with `swap(ZERO)`; here it is
+//!   `fetch_and(!HELPED)`, which changes only a word marked dead (see "Reuse in place").
 //! * `load`: a value with `ZERO` reads 0; a plain 0 (a decrement in flight) is marked
 //!   `ZERO | HELPED` by `compare_exchange` and reads 0; if that fails, the value it found is
 //!   read instead (a get may have raised the count first: then the counter is not stuck);
@@ -65,10 +66,18 @@
 //! the object holds when it is told to, not what its own reference saw. `tests/sticky.rs`
 //! replays it (`a_stalled_last_decrement_frees_the_next_life`).
 //!
+//! A decrement may also find a reader's mark and take it only after another decrement that
+//! found it took it first, freed the object and re-initialised it: parlaylib's `swap(ZERO)`
+//! would then store `ZERO` over the next life's live count (gets failing on a live object, its
+//! puts taking the word out of `ZERO` to a huge count), so the mark is taken by clearing
+//! `HELPED`, which leaves a word without it alone (the unit test
+//! `a_late_mark_taker_leaves_the_next_life_alone` replays it).
+//!
 //! Loom models beside this code race a get and its put against a reclaim, the last decrement
-//! against a helping reader, a load against a get at zero, and a last put against a get, its
-//! put and the reuse that follows (each life freed once, after its holders' accesses, even
-//! where the last put frees the next life), each with a mutation it must catch
+//! against a helping reader, a load against a get at zero, a last put against a get, its put
+//! and the reuse that follows (each life freed once, after its holders' accesses, even where
+//! the last put frees the next life), and a late taker of a reader's mark against the reuse
+//! (the next life left live), each with a mutation it must catch
 //! (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
 //! sticky`).
 //!
@@ -104,6 +113,9 @@ pub(crate) enum Bug {
     /// The decrement that reached zero marks it with a swap instead of its compare-exchange
     /// from 0 (a get may have raised the count again in between).
     MarkWithoutExchange,
+    /// A decrement takes a reader's mark with parlaylib's `swap(ZERO)` instead of clearing
+    /// `HELPED` (a late one stores `ZERO` over the next life).
+    SwapTakesMark,
 }
 
 crate::mutation::bug_switch!();
@@ -165,9 +177,26 @@ impl Sticky {
         {
             Ok(_) => true,
             Err(_) if bug(Bug::NoHelpedSwap) => false,
-            // A reader helped: take its mark; exactly one swap sees HELPED.
-            Err(cur) => cur & HELPED != 0 && obj.word.swap(ZERO, Ordering::Acquire) & HELPED != 0,
+            // A reader helped: take its mark.
+            Err(cur) => cur & HELPED != 0 && Self::take_mark(obj),
         }
+    }
+
+    /// The decrementer's second step once its compare-exchange found a reader's mark: takes
+    /// it; true for exactly one of the decrements that found it.
+    ///
+    /// It clears `HELPED` (`fetch_and`) where parlaylib swaps in `ZERO`: a decrement that found
+    /// the mark may take it after another one did, freed the object and re-initialised it, and
+    /// its swap would then store `ZERO` over the next life's live count. Clearing the bit
+    /// changes only a word that has it, which is marked dead.
+    fn take_mark(obj: &StickyObject) -> bool {
+        if bug(Bug::SwapTakesMark) {
+            // The mutation: parlaylib's swap (Acquire as below).
+            return obj.word.swap(ZERO, Ordering::Acquire) & HELPED != 0;
+        }
+        // Acquire pairs with the Release decrements (the reader's mark, a read-modify-write,
+        // carries their release sequences): every holder's accesses happen before the free.
+        obj.word.fetch_and(!HELPED, Ordering::Acquire) & HELPED != 0
     }
 
     /// The owner's release in two steps, for tests that put a reader or a getter between
@@ -305,6 +334,62 @@ impl RefCounter for Sticky {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Two decrements reach zero in one life (a get revived the object between them), a reader
+    /// marks the zero, and both compare-exchanges find its mark; the second decrementer takes
+    /// it, is told to free, and reuses the object (reinit: life 2, whose base it holds) before
+    /// the first takes the mark. That late step must leave life 2 alone: parlaylib's
+    /// unconditional `swap(ZERO)` there would store `ZERO` over life 2's live count, so that
+    /// gets fail on a live object and its owner's release takes the word out of `ZERO` to a
+    /// huge count (a debug build panics: a put without a reference).
+    #[test]
+    fn a_late_mark_taker_leaves_the_next_life_alone() {
+        let s = Sticky;
+        let obj = s.new_object();
+        let o = Pin::new(&obj);
+        let a = s.try_get(o).expect("live");
+        // SAFETY: this thread holds the new object's base and releases it once.
+        assert!(!unsafe { s.release_base(o) });
+        // T1 gives back `a`, the last reference: its decrement reaches zero.
+        let _ = a; // its reference is given back by the decrement below
+        assert!(Sticky::dec_begin(&obj), "T1's decrement reaches zero");
+        // T2 revives the object and gives its reference back: zero again.
+        let b = s
+            .try_get(o)
+            .expect("not stuck yet: the get revives the object");
+        let _ = b; // as `a`
+        assert!(Sticky::dec_begin(&obj), "T2's decrement reaches zero");
+        // A reader marks the zero.
+        assert_eq!(s.load(o), 0);
+        assert_eq!(obj.word.load(Ordering::Relaxed), ZERO | HELPED);
+        // T1's compare-exchange (dec_finish's first step) finds the mark.
+        let found = obj
+            .word
+            .compare_exchange(0, ZERO, Ordering::Acquire, Ordering::Relaxed)
+            .unwrap_err();
+        assert_ne!(found & HELPED, 0);
+        // T2 finds it too, takes it, is told to free, and reuses the object.
+        assert!(Sticky::dec_finish(&obj), "T2 takes the mark: it frees");
+        // SAFETY: life 1 is dead (T2 was told to free it) and only this thread reuses it.
+        unsafe { s.reinit(o) };
+        // T1 takes the mark, late: life 1's mark is gone.
+        assert!(!Sticky::take_mark(&obj), "T1 took a mark no one left");
+        assert_eq!(
+            obj.word.load(Ordering::Relaxed),
+            1,
+            "life 2's word, with its owner's base"
+        );
+        let t = s.try_get(o).expect("life 2 is live");
+        s.put(o, t);
+        // SAFETY: the reuser holds life 2's base and releases it once.
+        assert!(unsafe { s.release_base(o) }, "life 2's release frees it");
+        assert!(s.try_get(o).is_none());
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
@@ -341,7 +426,7 @@ mod loom_tests {
 
     /// The last decrement against a reader: the reader may find the count at 0 before the
     /// decrementer marked it and mark it `ZERO | HELPED` itself; the decrementer then takes the
-    /// mark with its swap. Either way that decrement, the only one to reach zero, is told so,
+    /// mark. Either way that decrement, the only one to reach zero, is told so,
     /// and the counter stays stuck.
     #[test]
     fn last_decrement_vs_helping_reader() {
@@ -392,6 +477,60 @@ mod loom_tests {
             );
             assert!(Sticky.try_get(pin(&obj)).is_none());
         });
+    }
+
+    /// Two decrements reach zero in life 1 and a reader marks it: the owner's release (its
+    /// decrement here, its second half on thread F) and a get's put on this thread, which
+    /// revived the object in between. If this put takes the mark it frees and reuses the object
+    /// (reinit: life 2, whose base this thread then holds); F may find the mark before that and
+    /// take it after. Exactly one of the two frees life 1, and life 2 is left live: a late
+    /// taker of life 1's mark must not kill it.
+    #[test]
+    fn late_mark_taker_vs_reuse() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Sticky.new_object());
+            // SAFETY: this thread holds the new object's base and releases it once, in the two
+            // halves (the second on F); the thread told to free life 1 reuses it, and only it.
+            assert!(unsafe { Sticky.release_base_begin(pin(&obj)) });
+            let (o1, o2) = (obj.clone(), obj.clone());
+            // SAFETY: the second half of the release above.
+            let f = thread::spawn(move || unsafe { Sticky.release_base_finish(pin(&o1)) });
+            let r = thread::spawn(move || Sticky.load(pin(&o2)));
+            let mut reused = false;
+            if let Some(t) = Sticky.try_get(pin(&obj)) {
+                if Sticky.put_and_test(pin(&obj), t) {
+                    // SAFETY: life 1 is dead (this put was told to free it); only this thread
+                    // reuses it.
+                    unsafe { Sticky.reinit(pin(&obj)) };
+                    reused = true;
+                }
+            }
+            let freed_by_f = f.join().unwrap();
+            r.join().unwrap();
+            assert!(
+                freed_by_f ^ reused,
+                "not exactly one decrement freed life 1"
+            );
+            if reused {
+                assert_eq!(
+                    Sticky.raw(pin(&obj)),
+                    1,
+                    "life 2 is not live with its owner's base"
+                );
+                // SAFETY: this thread holds life 2's base (its reinit) and releases it once.
+                assert!(unsafe { Sticky.release_base(pin(&obj)) });
+            }
+            assert!(Sticky.try_get(pin(&obj)).is_none());
+        });
+    }
+
+    /// `late_mark_taker_vs_reuse` catches parlaylib's `swap(ZERO)` for taking a reader's mark:
+    /// F's swap, after this thread took the mark and reused the object, kills life 2.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "life 2 is not live with its owner's base")]
+    fn bug_swap_takes_mark_is_caught() {
+        super::bug::with(Bug::SwapTakesMark, late_mark_taker_vs_reuse);
     }
 
     /// Reuse in place: T1 gives back the last reference of life 0 (the owner released its
