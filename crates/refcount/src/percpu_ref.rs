@@ -73,7 +73,9 @@
 //! exact up to 2⁶³ − 1 references (leaked ones included), and `BIAS` (2⁶³) is never mistaken
 //! for references until then: centuries of gets at one a nanosecond, so no get checks for it.
 //! The generation in `mode` has 61 bits: a critical section's check could be fooled only by
-//! 2⁶¹ state changes between its read of `mode` and its commit.
+//! 2⁶¹ state changes between its read of `mode` and its commit. A scheme value's per-CPU arena
+//! holds 2²² (4,194,304) slots: its `new_object` panics while that many of its objects are alive
+//! (a dropped object's slot is reused).
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -648,6 +650,23 @@ mod tests {
         assert_eq!(s.read_all(objs.get(0)), 0);
         assert!(s.try_reclaim(objs.get(0)));
         assert_eq!(s.read_all(objs.get(0)), 0);
+    }
+
+    /// An arena holds 2²² live slots, the limit the module documentation states for the
+    /// objects of a `percpu-ref` or `sloppy` scheme value: one more panics, and a slot given
+    /// back is handed out again.
+    #[test]
+    fn an_arena_holds_the_documented_number_of_live_slots() {
+        const LIMIT: usize = 1 << 22;
+        assert_eq!(CHUNK * MAX_CHUNKS, LIMIT, "the documented limit");
+        let arena = CpuSlots::new(1);
+        for i in 0..LIMIT {
+            assert_eq!(arena.alloc() as usize, i);
+        }
+        let full = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| arena.alloc()));
+        assert!(full.is_err(), "a slot past the limit");
+        arena.release(7);
+        assert_eq!(arena.alloc(), 7, "a slot given back is reused");
     }
 
     /// A slot's handle reaches the word of every CPU, and the words are its own: its base

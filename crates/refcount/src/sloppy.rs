@@ -45,7 +45,9 @@
 //!
 //! Limit: `central` and the spares are `i64`s and every spare is also counted in `central`, so
 //! the count is exact up to 2⁶³ − 1 references (leaked ones included): centuries of gets at
-//! one a nanosecond, so no get checks for it.
+//! one a nanosecond, so no get checks for it. A scheme value's per-CPU arena holds 2²²
+//! (4,194,304) slots: its `new_object` panics while that many of its objects are alive (a
+//! dropped object's slot is reused).
 //!
 //! Loom models beside this code race a get (spare path and central path) and its put against
 //! a reclaim, and a put that returns spares against a reclaim under a reference
