@@ -50,11 +50,12 @@
 //! dropped object's slot is reused).
 //!
 //! Loom models beside this code race a get (spare path and central path) and its put against
-//! a reclaim, and a put that returns spares against a reclaim under a reference
-//! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`); with
-//! `--cfg paygo_loom_bug` they must catch three mutations (the spares read before `central`, a
+//! a reclaim, a put that returns spares against a reclaim under a reference, and a central get
+//! against a reclaim and the reuse that follows it (a failed get's `fetch_sub` may land in the
+//! next life) (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`); with
+//! `--cfg paygo_loom_bug` they must catch four mutations (the spares read before `central`, a
 //! spare get that does not check `state` in its section, a central get that does not load
-//! `state` after its increment).
+//! `state` after its increment, a failed central get that takes its increment back by a store).
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::percpu_ref::{sections, CpuSlots, Sections, SlotHandle};
@@ -224,10 +225,18 @@ impl RefCounter for Sloppy {
         }
         // SeqCst: store-then-load, pairs with the reclaimer's SeqCst state store and central
         // load.
-        obj.central.fetch_add(1, Ordering::SeqCst);
+        let old = obj.central.fetch_add(1, Ordering::SeqCst);
         crate::lifecycle::store_load_order();
         if obj.state.load(Ordering::SeqCst) != LIVE && !bug(Bug::NoCentralRecheck) {
-            obj.central.fetch_sub(1, Ordering::Relaxed);
+            // A read-modify-write: the reclaim may have succeeded without this increment, and
+            // the object been reused, so this may land in the next life; it takes back the
+            // increment, which `central` holds before it, and nothing else (the loom model
+            // `failed_central_get_vs_reclaim_and_reuse`).
+            if bug(Bug::StoreUndo) {
+                obj.central.store(old, Ordering::Relaxed);
+            } else {
+                obj.central.fetch_sub(1, Ordering::Relaxed);
+            }
             return None;
         }
         Some(SloppyToken(crate::TokenTag::of(&*obj)))
@@ -329,6 +338,9 @@ pub(crate) enum Bug {
     NoSpareStateCheck,
     /// A get from `central` does not load `state` after its increment.
     NoCentralRecheck,
+    /// A get from `central` that fails takes its increment back by storing the value
+    /// `central` had before it, instead of a `fetch_sub`.
+    StoreUndo,
 }
 
 crate::mutation::bug_switch!();
@@ -434,6 +446,54 @@ mod loom_tests {
         get_vs_reclaim(false);
     }
 
+    /// A get from `central` on CPU 1 races a reclaim and, if the reclaim succeeds, the reuse of
+    /// the object (`reinit`), after which this thread takes a reference on the new life and
+    /// tries to reclaim it. A get whose increment comes after the reclaim's read of `central`
+    /// fails, and its take-back may land after the reinit, in the next life (or, after a
+    /// failed reclaim, after this thread's get); it must take back its own increment and
+    /// nothing else: the reclaim under this thread's reference fails whatever the
+    /// interleaving, and once every reference is given back the count is 0 and the object
+    /// reclaims.
+    #[test]
+    fn failed_central_get_vs_reclaim_and_reuse() {
+        percpu::testing::loom_model(|| {
+            let s = crate::sync::Arc::new(Sloppy::with_threshold(1));
+            let obj = crate::sync::Arc::new(s.new_object());
+            let (s2, o2) = (s.clone(), obj.clone());
+            let t = thread::spawn(move || {
+                percpu::loom_set_cpu(1);
+                s2.try_get(pin(&o2))
+            });
+            percpu::loom_set_cpu(0);
+            if s.try_reclaim(pin(&obj)) {
+                // SAFETY: the object is dead (reclaimed above) and only this thread reinits or
+                // reclaims it.
+                unsafe { s.reinit(pin(&obj)) };
+            }
+            let held = s
+                .try_get(pin(&obj))
+                .expect("live: reinit, or a failed reclaim");
+            // Checked once the other thread is done (a model that panics while a thread has
+            // yet to run aborts instead of failing).
+            let reclaimed_under_held = s.try_reclaim(pin(&obj));
+            let got = t.join().unwrap();
+            assert!(
+                !reclaimed_under_held,
+                "reclaimed under the reference this thread holds"
+            );
+            s.put(pin(&obj), held);
+            if let Some(tok) = got {
+                s.put(pin(&obj), tok);
+            }
+            assert_eq!(
+                s.read_all(pin(&obj)),
+                0,
+                "the count is not the references held"
+            );
+            assert!(s.try_reclaim(pin(&obj)));
+        });
+    }
+
     /// `returning_put_vs_reclaim_under_a_reference` catches a reclaim that reads the spares
     /// before `central`.
     #[cfg(paygo_loom_bug)]
@@ -460,5 +520,16 @@ mod loom_tests {
     #[should_panic(expected = "reclaimed under a holder")]
     fn bug_no_central_recheck_is_caught() {
         super::bug::with(Bug::NoCentralRecheck, central_get_vs_reclaim);
+    }
+
+    /// `failed_central_get_vs_reclaim_and_reuse` catches a failed get that takes its increment
+    /// back with a store of the value before it: landing in the next life, the store also
+    /// wipes or restores the changes other operations made since its increment (this thread's
+    /// get and puts there), and the count no longer matches the references held.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the count is not the references held")]
+    fn bug_store_undo_is_caught() {
+        super::bug::with(Bug::StoreUndo, failed_central_get_vs_reclaim_and_reuse);
     }
 }
