@@ -190,7 +190,8 @@ typedef struct pagecache_stats {
 /* Makes a cache of memory_limit_pages frames (1 to 4294967294) counted by the scheme named
  * scheme (NULL: "paygo"; `refbench list` names them all), reading in mode (a pagecache_mode),
  * and stores its handle in *out. Errors: PAGECACHE_EINVAL (out is NULL, a limit of 0 or too
- * large, another mode), PAGECACHE_ENOSCHEME (no such scheme), PAGECACHE_EUNFIT (a scheme that
+ * large, more frames than the scheme can count: 2^22 for "percpu-ref", "sloppy" and
+ * "refcache", another mode), PAGECACHE_ENOSCHEME (no such scheme), PAGECACHE_EUNFIT (a scheme that
  * cannot serve a page cache), PAGECACHE_ENOMEM (the frames, or the memory the scheme's
  * counters keep of their own, cannot be allocated: the latter is probed before the counters
  * are made), the -errno of a scheme that cannot be made (-EAGAIN: the epoch thread of

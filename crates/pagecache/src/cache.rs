@@ -1910,7 +1910,10 @@ fn counter_heap_bytes<C: RefCounter>(scheme: &C) -> usize {
 impl<C: RefCounter> PageCacheOf<C> {
     /// A cache of `config.memory_limit_pages` frames counted by `scheme` (`config.scheme` is
     /// not used: the scheme is the one given). Errors: a limit of zero or above `u32::MAX - 1`
-    /// frames, or a scheme that cannot serve a page cache (`InvalidInput`); a limit whose
+    /// frames, or above the most objects the scheme can have live at once
+    /// ([`RefCounter::max_live_objects`]: 2²² for `percpu-ref`, `sloppy` and `refcache`; objects
+    /// made before with the same scheme value are not counted), or a scheme that cannot serve a
+    /// page cache (`InvalidInput`); a limit whose
     /// frames, or whose counters' memory, cannot be allocated (`OutOfMemory`, naming the bytes
     /// and the scheme).
     ///
@@ -1936,6 +1939,16 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("pagecache: a memory limit of {n} pages is too large"),
+            ));
+        }
+        if let Some(max) = scheme.max_live_objects().filter(|&max| n > max) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "pagecache: a memory limit of {n} pages is more frames than scheme '{}' \
+                     can count (at most {max} live objects)",
+                    C::NAME
+                ),
             ));
         }
         if let Some(why) = schemes::find(C::NAME).and_then(|s| s.unfit_for_page_cache) {

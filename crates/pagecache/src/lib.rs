@@ -234,7 +234,9 @@ impl Visit for Build<'_> {
 impl PageCache {
     /// A cache of `config.memory_limit_pages` frames counted by the scheme named
     /// `config.scheme`. Errors (`InvalidInput`): an unknown scheme, a scheme that cannot serve
-    /// a page cache, a memory limit of zero or above `u32::MAX - 1` frames; `OutOfMemory`: a
+    /// a page cache, a memory limit of zero or above `u32::MAX - 1` frames or above the most
+    /// objects the scheme can have live (2²² frames, 16 GiB, for `percpu-ref`, `sloppy` and
+    /// `refcache`: [`refcount::RefCounter::max_live_objects`]); `OutOfMemory`: a
     /// limit whose frames, or whose counters' own memory (`snzi`'s trees, the per-CPU words of
     /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores), cannot be allocated, with a
     /// message naming the bytes and the scheme (the counters' memory is probed before the

@@ -56,10 +56,12 @@ fn a_scheme_that_cannot_be_made_is_an_error() {
 }
 
 /// A memory limit whose frames cannot be allocated (16 TiB) is refused with `OutOfMemory`,
-/// naming the scheme, for every kind of scheme (those whose counters keep memory of their own
-/// among them), instead of aborting the process in the allocation; a cache of a sane limit is
-/// made after it, by each scheme. Where the kernel grants any allocation (overcommit mode 1)
-/// the cache would be made and touched, so the check is not run there.
+/// naming the scheme, for every kind of scheme (`snzi`, whose counters keep memory of their
+/// own, among them), instead of aborting the process in the allocation; a cache of a sane
+/// limit is made after it, by each scheme. Where the kernel grants any allocation (overcommit
+/// mode 1) the cache would be made and touched, so the check is not run there. (`refcache`,
+/// `percpu-ref` and `sloppy` refuse such a limit before any allocation: see
+/// `a_limit_past_the_objects_a_scheme_can_count_is_refused`.)
 #[test]
 fn a_memory_limit_that_cannot_be_allocated_is_refused() {
     let always =
@@ -70,20 +72,41 @@ fn a_memory_limit_that_cannot_be_allocated_is_refused() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let path = pattern_file(&dir, "f", 4096);
-    let schemes = [
-        "atomic",
-        "paygo",
-        "refcache",
-        "snzi",
-        "percpu-ref",
-        "sloppy",
-    ];
-    for scheme in schemes {
+    for scheme in ["atomic", "paygo", "snzi"] {
         let e = PageCache::new(Config::new(u32::MAX as usize - 2, scheme))
             .err()
             .expect("16 TiB of frames");
         assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{scheme}: {e}");
         assert!(e.to_string().contains(&format!("'{scheme}'")), "{e}");
+        let cache = PageCache::new(Config::new(4, scheme)).expect("cache");
+        check_reads(&cache.open(&path).expect("open"), 4096);
+    }
+}
+
+/// `percpu-ref`, `sloppy` and `refcache` keep their per-object state in an arena of 2²² slots
+/// (`RefCounter::max_live_objects`), whose allocation panics past it: a memory limit of more
+/// frames than that is refused with `InvalidInput` before anything is allocated (it panicked
+/// while the frames were made), one of exactly that many passes the check (and is refused for
+/// its memory only where the frames cannot be had), and a cache of a sane limit is made after
+/// it.
+#[test]
+fn a_limit_past_the_objects_a_scheme_can_count_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4096);
+    const MAX: usize = 1 << 22;
+    for scheme in ["percpu-ref", "sloppy", "refcache"] {
+        for n in [MAX + 1, u32::MAX as usize - 2] {
+            let e = PageCache::new(Config::new(n, scheme))
+                .err()
+                .expect("more frames than the scheme counts");
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{scheme}: {e}");
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("'{scheme}'")), "{msg}");
+            assert!(
+                msg.contains(&format!("at most {MAX} live objects")),
+                "{msg}"
+            );
+        }
         let cache = PageCache::new(Config::new(4, scheme)).expect("cache");
         check_reads(&cache.open(&path).expect("open"), 4096);
     }

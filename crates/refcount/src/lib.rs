@@ -287,6 +287,16 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// Bytes used: the shared state, plus the per-object state of `objs`.
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> Memory;
 
+    /// The most objects of this scheme value that may be live at once (made by
+    /// [`Self::new_object`] or [`Self::new_object_placed`] and not yet dropped), where the
+    /// scheme has such a bound besides memory: `percpu-ref`, `sloppy` and `refcache` keep
+    /// their per-object state in an arena of 2²² slots, and [`Self::new_object`] panics past
+    /// it. A caller that makes many objects up front (a page cache's frames) checks its number
+    /// against this first. `None` by default: no bound but memory.
+    fn max_live_objects(&self) -> Option<usize> {
+        None
+    }
+
     /// Cumulative scheme-specific event counts, for benchmarks (PAYGO reports `put_anchor`,
     /// `put_overflow`, `claims` and `evictions`: the UNREFs that took a slow path, the REFs that
     /// claimed a free slot, the entries evicted; home-path UNREFs are not counted). Empty by

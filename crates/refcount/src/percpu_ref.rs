@@ -91,6 +91,10 @@ const MAX_CHUNKS: usize = 8192;
 #[cfg(loom)]
 const MAX_CHUNKS: usize = 2;
 
+/// The most slots an arena hands out at once: the most live objects of one scheme value
+/// ([`RefCounter::max_live_objects`]).
+pub(crate) const ARENA_SLOTS: usize = CHUNK * MAX_CHUNKS;
+
 /// A per-CPU arena of 8-byte words: slot `i` is one word per CPU, with the words of one CPU for
 /// consecutive slots contiguous (as the kernel's percpu allocator lays them out), so objects
 /// need no per-object padding and two CPUs never write the same cache line for one object.
@@ -132,9 +136,8 @@ impl CpuSlots {
             None => {
                 let i = f.next;
                 assert!(
-                    (i as usize) < CHUNK * MAX_CHUNKS,
-                    "per-CPU arena full ({} objects)",
-                    CHUNK * MAX_CHUNKS
+                    (i as usize) < ARENA_SLOTS,
+                    "per-CPU arena full ({ARENA_SLOTS} objects)"
                 );
                 f.next += 1;
                 i
@@ -589,6 +592,10 @@ impl RefCounter for PercpuRef {
         obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
     }
 
+    fn max_live_objects(&self) -> Option<usize> {
+        Some(ARENA_SLOTS)
+    }
+
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&PercpuRefObject>>) -> Memory {
         let per = core::mem::size_of::<PercpuRefObject>() + 8 * self.slots.cpus();
         Memory {
@@ -658,7 +665,8 @@ mod tests {
     #[test]
     fn an_arena_holds_the_documented_number_of_live_slots() {
         const LIMIT: usize = 1 << 22;
-        assert_eq!(CHUNK * MAX_CHUNKS, LIMIT, "the documented limit");
+        assert_eq!(ARENA_SLOTS, LIMIT, "the documented limit");
+        assert_eq!(PercpuRef::new().max_live_objects(), Some(LIMIT));
         let arena = CpuSlots::new(1);
         for i in 0..LIMIT {
             assert_eq!(arena.alloc() as usize, i);

@@ -211,6 +211,8 @@ impl Core {
 /// Cores per chunk of the slab (a handful under loom, whose mutexes cost every model run).
 const CHUNK: usize = if cfg!(loom) { 2 } else { 512 };
 const MAX_CHUNKS: usize = if cfg!(loom) { 4 } else { 8192 };
+/// The most objects the slab holds at once ([`RefCounter::max_live_objects`]).
+const SLAB_SLOTS: usize = CHUNK * MAX_CHUNKS;
 
 /// Type-stable storage for the per-object cores: a slot is reused, never freed, while the
 /// scheme lives, so a tag left in a way can always be followed.
@@ -235,7 +237,10 @@ impl Slab {
             Some(i) => i,
             None => {
                 let i = f.0;
-                assert!((i as usize) < CHUNK * MAX_CHUNKS, "refcache: slab full");
+                assert!(
+                    (i as usize) < SLAB_SLOTS,
+                    "refcache: slab full ({SLAB_SLOTS} objects)"
+                );
                 f.0 += 1;
                 i
             }
@@ -949,6 +954,10 @@ impl RefCounter for RefCache {
             ("epochs", s.epochs),
             ("confirmed", s.confirmed),
         ]
+    }
+
+    fn max_live_objects(&self) -> Option<usize> {
+        Some(SLAB_SLOTS)
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RefCacheObject>>) -> Memory {

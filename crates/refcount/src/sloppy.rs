@@ -316,6 +316,10 @@ impl RefCounter for Sloppy {
         revive(&obj.state, Self::NAME);
     }
 
+    fn max_live_objects(&self) -> Option<usize> {
+        Some(crate::percpu_ref::ARENA_SLOTS)
+    }
+
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SloppyObject>>) -> Memory {
         let per = core::mem::size_of::<SloppyObject>() + 8 * self.slots.cpus();
         Memory {

@@ -315,6 +315,8 @@ static void errors(void) {
     CHECK_EQ(pagecache_new(LIMIT, "no-such-scheme", 0, &c), PAGECACHE_ENOSCHEME);
     CHECK_EQ(pagecache_new(LIMIT, "percpu-limit", 0, &c), PAGECACHE_EUNFIT);
     CHECK_EQ(pagecache_new(0, "paygo", 0, &c), PAGECACHE_EINVAL);
+    /* more frames than the scheme's arena counts (2^22 live objects) */
+    CHECK_EQ(pagecache_new(((size_t)1 << 22) + 1, "percpu-ref", 0, &c), PAGECACHE_EINVAL);
     CHECK_EQ(pagecache_new(LIMIT, "paygo", 2, &c), PAGECACHE_EINVAL);
     CHECK_EQ(pagecache_new(LIMIT, "paygo", -1, &c), PAGECACHE_EINVAL);
     CHECK_EQ(pagecache_new(LIMIT, "paygo", 0, NULL), PAGECACHE_EINVAL);
