@@ -275,6 +275,121 @@ fn read_races_a_spill() {
     });
 }
 
+/// A structure that records, in a list shared with the test, each update applied to it.
+#[derive(Default)]
+struct Applied(std::sync::Arc<std::sync::Mutex<Vec<(Stamp, u32)>>>);
+
+/// An update that records its own stamp and value.
+struct Rec(u32);
+
+/// The log of [`Rec`]s.
+#[derive(Default)]
+struct Recs(Vec<(Stamp, u32)>);
+
+impl crate::Log for Recs {
+    type Target = Applied;
+    type Op = Rec;
+    fn push(&mut self, op: Rec, stamper: &mut crate::Stamper) {
+        self.0.push((stamper.stamp(), op.0));
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn apply(logs: Vec<Self>, target: &mut Applied) {
+        let mut all: Vec<(Stamp, u32)> = logs.into_iter().flat_map(|l| l.0).collect();
+        all.sort_by_key(|e| e.0);
+        target.0.lock().unwrap().extend(all);
+    }
+}
+
+/// An object's last handle is dropped (its drop applies what it has pending, logs of two
+/// CPUs) while a log of another object on one of those CPUs needs the way that holds the
+/// first one's log there: it applies that log (the drop waits for its lock), or spills it to
+/// the object while the drop holds the lock, before the drop frees the object. Every update of
+/// either object is applied exactly once, in stamp order, and nothing deadlocks.
+#[test]
+fn loom_a_drop_racing_an_eviction_applies_each_update_once() {
+    model(|| {
+        let d = Domain::<Recs>::with_config(1, 64);
+        let (xs, ys) = (Applied::default(), Applied::default());
+        let (x_seen, y_seen) = (xs.0.clone(), ys.0.clone());
+        let x = Object::new(&d, xs);
+        let y = Object::new(&d, ys);
+        percpu::loom_set_cpu(1);
+        let three = x.log(Rec(3)).unwrap();
+        percpu::loom_set_cpu(0);
+        let one = x.log(Rec(1)).unwrap();
+        let evicter = thread::spawn(move || {
+            percpu::loom_set_cpu(0);
+            let two = y.log(Rec(2)).unwrap();
+            drop(y);
+            two
+        });
+        drop(x);
+        let two = evicter.join().unwrap();
+        assert_eq!(
+            *x_seen.lock().unwrap(),
+            [(three, 3), (one, 1)],
+            "x's updates"
+        );
+        assert_eq!(*y_seen.lock().unwrap(), [(two, 2)], "y's updates");
+    });
+}
+
+/// A get on a reclaimed object against its reuse (a write to what it guards, `reinit`, and a
+/// reclaim of the new life): a get that succeeds is on the new life, sees the write and keeps
+/// the new life's reclaim from succeeding; a get that fails logs its `-1` on whichever life it
+/// finds, after its `+1` was logged on the old one. Once all is done the new life's count
+/// reads 0 and it is reclaimed (the failed get's stale `-1` left it exact).
+#[test]
+fn loom_a_get_racing_a_reuse_leaves_the_new_life_exact() {
+    use loom::cell::UnsafeCell;
+    model(|| {
+        let scheme = Arc::new(OpLogCounter::with_ways(1));
+        let obj = Arc::new(scheme.new_object());
+        assert!(scheme.try_reclaim(core::pin::Pin::new(&*obj)));
+        let data = Arc::new(UnsafeCell::new(0u32));
+        let getter = {
+            let (scheme, obj, data) = (scheme.clone(), obj.clone(), data.clone());
+            thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                let t = scheme.try_get(core::pin::Pin::new(&*obj))?;
+                // SAFETY: loom checks the access: a read under a reference of the new life,
+                // which the scheme orders after the reuser's write.
+                let seen = data.with(|d| unsafe { *d });
+                assert_eq!(seen, 1, "a get on the new life missed the reuser's write");
+                // Kept: the new life's reclaim must fail.
+                Some(t)
+            })
+        };
+        percpu::loom_set_cpu(1);
+        let o = core::pin::Pin::new(&*obj);
+        // SAFETY: loom checks the access: the object is dead and no get succeeds until the
+        // reinit below.
+        data.with_mut(|d| unsafe { *d = 1 });
+        // SAFETY: the object is dead (reclaimed above) and only this thread reinits or
+        // reclaims it.
+        unsafe { scheme.reinit(o) };
+        let again = scheme.try_reclaim(o);
+        let got = getter.join().unwrap();
+        assert!(
+            !(again && got.is_some()),
+            "the new life was reclaimed under a reference"
+        );
+        if let Some(t) = got {
+            scheme.put(o, t);
+        }
+        if !again {
+            assert_eq!(
+                scheme.read_all(o),
+                0,
+                "the new life's count once all is done"
+            );
+            assert!(scheme.try_reclaim(o), "the new life has no reference");
+        }
+    });
+}
+
 /// The bug switch (`--cfg paygo_loom_bug`, see `object::bug`): each mutation of the protocol
 /// is caught by a model.
 #[cfg(paygo_loom_bug)]
