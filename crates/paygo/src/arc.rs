@@ -64,13 +64,27 @@ const SHARDS: usize = 16;
 static DEFAULT: OnceLock<Domain> = OnceLock::new();
 
 /// The process-wide domain of [`Arc::new`] and of the C API, made with the default
-/// configuration on first use (the C API's `paygo_domain_init` may size it first).
+/// configuration on first use (the C API's `paygo_domain_init` may size it first). Under Miri
+/// its tables have 64 slots per CPU instead of [`Config::default`](crate::Config)'s 4,096, with
+/// the default window: Miri interprets every access to them, and their size is its time.
 ///
 /// # Panics
 /// If the domain's tables cannot be allocated, as [`Domain::new`] (the C API's calls return
 /// `PAYGO_ENOMEM` instead). Nothing is made then: a later call (or `Arc::new`) tries again.
 pub fn default_domain() -> &'static Domain {
-    DEFAULT.get_or_init(Domain::new)
+    DEFAULT.get_or_init(|| Domain::with_config(default_config()))
+}
+
+/// The configuration [`default_domain`] is made with.
+fn default_config() -> crate::Config {
+    if cfg!(miri) {
+        crate::Config {
+            slots_per_cpu: 64,
+            ..crate::Config::default()
+        }
+    } else {
+        crate::Config::default()
+    }
 }
 
 /// Whether the default domain has been made.
@@ -85,7 +99,7 @@ pub(crate) fn default_domain_if_made() -> Option<&'static Domain> {
     DEFAULT.get()
 }
 
-/// [`default_domain`], made with the default configuration if it does not exist yet, or why
+/// [`default_domain`], made with its configuration if it does not exist yet, or why
 /// it could not be made ([`ConfigError::OutOfMemory`](crate::ConfigError::OutOfMemory)):
 /// nothing is left behind then, and a later call tries again. Threads that make it at once
 /// may each allocate tables; one is kept and the others are freed.
@@ -94,7 +108,7 @@ pub(crate) fn try_default_domain() -> Result<&'static Domain, crate::ConfigError
     if let Some(d) = DEFAULT.get() {
         return Ok(d);
     }
-    let d = Domain::try_with_config(crate::Config::default())?;
+    let d = Domain::try_with_config(default_config())?;
     Ok(init_default_domain(|| d).unwrap_or_else(|there| there))
 }
 

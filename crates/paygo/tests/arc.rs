@@ -25,6 +25,20 @@ fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
 
+/// A domain of its own of the default size; under Miri, which interprets every access to the
+/// tables (their size is time there), of 64 slots per CPU with the default window: the same
+/// code on smaller tables.
+fn default_sized_domain() -> &'static Domain {
+    leak(if cfg!(miri) {
+        Domain::with_config(Config {
+            slots_per_cpu: 64,
+            ..Config::default()
+        })
+    } else {
+        Domain::new()
+    })
+}
+
 /// A domain of its own (so that counts of other tests do not mix), with tiny tables so that
 /// entries are evicted to overflow lists all the time.
 fn tiny_domain() -> &'static Domain {
@@ -38,7 +52,7 @@ fn tiny_domain() -> &'static Domain {
 fn one_thread_drops_the_value_at_the_last_drop() {
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));
-    let d = leak(Domain::new());
+    let d = default_sized_domain();
     let a = Arc::new_in(
         Tracked {
             id: 7,
@@ -80,7 +94,7 @@ fn the_last_drop_after_another_threads_skipped_checks_drops_the_value_at_once() 
     let (holder_cpu, looper_cpu) = (cpus[0], cpus[1]);
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));
-    let d = leak(Domain::new());
+    let d = default_sized_domain();
     std::thread::scope(|s| {
         s.spawn(move || {
             if !pin(holder_cpu) {
@@ -331,7 +345,7 @@ fn make_mut_clones_only_a_shared_value() {
         }
     }
     let _ = dropped;
-    let d = leak(Domain::new());
+    let d = default_sized_domain();
     let mut a = Arc::new_in(V(1, drops), d);
     let before = Arc::as_ptr(&a);
     Arc::make_mut(&mut a).0 = 2;
