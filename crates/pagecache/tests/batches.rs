@@ -4,7 +4,7 @@
 #[macro_use]
 mod common;
 
-use common::{pat, pattern_file, PanicsInReclaim};
+use common::{assert_pattern, pat, pattern, pattern_file, PanicsInReclaim};
 use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
 use refcount::atomic::{Atomic, AtomicObject};
@@ -52,7 +52,7 @@ fn drop_in_batches<const BATCH: usize>() -> Vec<usize> {
     )
     .unwrap();
     let file = cache.open(&path).unwrap();
-    let mut model: Vec<u8> = (0..pages * PAGE_SIZE as u64).map(pat).collect();
+    let mut model = pattern(pages * PAGE_SIZE as u64);
     let mut buf = vec![0u8; PAGE_SIZE];
     for p in 0..pages {
         file.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
@@ -126,7 +126,7 @@ fn a_clock_batch_of_two_files_writes_back_and_unmaps_each_page_in_its_own_file()
         }
     }
     assert_eq!(cache.stats().resident, 16);
-    let mut models: Vec<Vec<u8>> = (0..2).map(|_| (0..len).map(pat).collect()).collect();
+    let mut models: Vec<Vec<u8>> = (0..2).map(|_| pattern(len)).collect();
     for (k, (page, what)) in [(1u64, b"written to a"), (2, b"written to b")]
         .into_iter()
         .enumerate()
@@ -224,7 +224,7 @@ fn after_a_reinit_panic(
     let a = pattern_file(dir, "a", len as u64);
     let c = PageCacheOf::with_scheme(PanicsInReinit::default(), cfg).unwrap();
     let fa = c.open(&a).unwrap();
-    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+    let mut model = pattern(len as u64);
     let mut buf = vec![0u8; PAGE_SIZE];
     for p in 0..PAGES as u64 {
         fa.read_at(&mut buf, p * PAGE_SIZE as u64).unwrap();
@@ -317,9 +317,7 @@ fn a_panic_while_a_drop_frees_its_batch_retires_the_dead_frames() {
     for p in 0..4 {
         let at = p * PAGE_SIZE as u64;
         fb.read_at(&mut buf, at).unwrap();
-        for (k, &x) in buf.iter().enumerate() {
-            assert_eq!(x, pat(at + k as u64), "file b, byte {}", at + k as u64);
-        }
+        assert_pattern(&buf, at, "file b");
     }
     let st = c.stats();
     assert_eq!((st.resident, st.retired), (13, 3), "every frame in use");
@@ -410,7 +408,7 @@ fn a_last_close_that_panics_with_a_dirty_page() -> (
     }));
     let c = PageCacheOf::with_scheme(PanicsInReclaim::default(), &cfg).unwrap();
     let f = c.open(&path).unwrap();
-    let mut model: Vec<u8> = (0..len).map(pat).collect();
+    let mut model = pattern(len);
     let at = PAGE_SIZE + 100;
     assert_eq!(f.write_at(b"written", at as u64).unwrap(), 7);
     model[at..at + 7].copy_from_slice(b"written");
@@ -425,7 +423,7 @@ fn a_last_close_that_panics_with_a_dirty_page() -> (
     );
     assert_eq!(
         std::fs::read(&path).unwrap(),
-        (0..len).map(pat).collect::<Vec<u8>>(),
+        pattern(len),
         "the written page is in the cache only"
     );
     (dir, path, c, model)
@@ -481,12 +479,7 @@ fn a_panic_in_the_last_close_leaves_its_dirty_page_to_eviction_to_write_back() {
     for p in 0..32u64 {
         let at = p * PAGE_SIZE as u64;
         assert_eq!(fb.read_at(&mut buf, at).unwrap(), PAGE_SIZE);
-        assert!(
-            buf.iter()
-                .enumerate()
-                .all(|(k, &x)| x == pat(at + k as u64)),
-            "file b, page {p}"
-        );
+        assert_pattern(&buf, at, &format!("file b, page {p}"));
     }
     assert_eq!(
         c.stats().write_backs - before,
@@ -611,7 +604,7 @@ fn a_drop_that_panics_with_its_flags_up(
     let path = pattern_file(&dir, "a", len as u64);
     let c = PageCacheOf::with_scheme(Flagging::default(), &Config::new(16, "flagging")).unwrap();
     let f = c.open(&path).unwrap();
-    let mut model: Vec<u8> = (0..len as u64).map(pat).collect();
+    let mut model = pattern(len as u64);
     let mut buf = vec![0u8; PAGE_SIZE];
     for p in 0..pages {
         f.read_at(&mut buf, (p * PAGE_SIZE) as u64).unwrap();

@@ -6,7 +6,7 @@
 #[macro_use]
 mod common;
 
-use common::{pat, pattern_file, Rendezvous, Rng};
+use common::{assert_pattern, pat, pattern, pattern_file, Rendezvous, Rng};
 use core::pin::Pin;
 use pagecache::lodic::EMBEDDED_MAX;
 use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
@@ -26,10 +26,9 @@ fn cache<C: RefCounter>(scheme: C, pages: usize, rmap: Rmap) -> PageCacheOf<C> {
     PageCacheOf::with_scheme(scheme, &cfg).expect("cache")
 }
 
+#[track_caller]
 fn check_bytes(buf: &[u8], at: u64) {
-    for (k, &b) in buf.iter().enumerate() {
-        assert_eq!(b, pat(at + k as u64), "byte at {}", at + k as u64);
-    }
+    assert_pattern(buf, at, "the bytes read");
 }
 
 #[test]
@@ -349,7 +348,7 @@ fn a_mapping_across_a_cut_and_a_growth_reads_the_model() {
         let path = pattern_file(&dir, "f", PAGES * P);
         let c = cache(Atomic, 4, rmap);
         let f = c.open(&path).unwrap();
-        let mut model: Vec<u8> = (0..PAGES * P).map(pat).collect();
+        let mut model = pattern(PAGES * P);
         let m = f.map(0, PAGES).unwrap();
         let g = m.page(4).unwrap();
         let mut x = [0u8; 4];
@@ -404,7 +403,7 @@ fn leaked_mappings_across_a_cut_a_close_and_a_reopen() {
         let path = pattern_file(&dir, "f", PAGES * P);
         let c = cache(Atomic, 3, rmap);
         let f = c.open(&path).unwrap();
-        let mut model: Vec<u8> = (0..PAGES * P).map(pat).collect();
+        let mut model = pattern(PAGES * P);
         {
             let m = f.map(0, PAGES).unwrap();
             std::mem::forget(m.page(3).unwrap());
