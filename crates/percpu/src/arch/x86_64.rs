@@ -1025,6 +1025,78 @@ mod tests {
         })
     }
 
+    /// The store that arms a section, ending just before its start address: `movq %reg,
+    /// 8(%base)` (REX.W, `89`, a ModRM byte with an 8-bit displacement, a SIB byte where the
+    /// base needs one, the displacement 8), after `leaq descriptor(%rip), %reg` (REX.W, `8d`, a
+    /// RIP-relative ModRM byte, a 32-bit displacement). Returns the address the `leaq` loads.
+    fn armed_descriptor(start: u64) -> Option<u64> {
+        // SAFETY: the 5 + 7 bytes before a section's start are code of this binary (its
+        // arming store and the load of its descriptor's address), readable text.
+        let b = unsafe { core::slice::from_raw_parts((start - 12) as *const u8, 12) };
+        let rex_w = |x: u8| x & 0xf8 == 0x48;
+        let store = match b[7..] {
+            [_, r, 0x89, m, 8] if rex_w(r) && m >> 6 == 1 && m & 7 != 4 => 4,
+            [r, 0x89, m, _, 8] if rex_w(r) && m >> 6 == 1 && m & 7 == 4 => 5,
+            _ => return None,
+        };
+        let lea = &b[12 - store - 7..12 - store];
+        if !(rex_w(lea[0]) && lea[1] == 0x8d && lea[2] & 0xc7 == 0x05) {
+            return None;
+        }
+        let disp = i32::from_le_bytes(lea[3..].try_into().expect("4 bytes"));
+        Some((start - store as u64).wrapping_add(disp as i64 as u64))
+    }
+
+    /// Every descriptor of this binary follows the kernel's rules for `struct rseq_cs`
+    /// (`include/uapi/linux/rseq.h`, `kernel/rseq.c`): 32-byte aligned, version and flags 0, a
+    /// section of at least one instruction, an abort address outside it, preceded by the
+    /// signature [`RSEQ_SIG`] as the operand of a `ud1` (`0f b9 3d`); and each section starts
+    /// right after the store that arms it with its own descriptor (nothing between the arm and
+    /// the start runs unprotected).
+    #[test]
+    fn every_descriptor_follows_the_rseq_abi() {
+        // SAFETY: as in `in_a_section`.
+        let (start, stop) = unsafe { (CS_START.as_ptr(), CS_STOP.as_ptr()) };
+        assert_eq!(
+            start as usize % 32,
+            0,
+            "the descriptors' section is 32-byte aligned"
+        );
+        let n = (stop as usize - start as usize) / 32;
+        let mut seen = 0;
+        for i in 0..n {
+            // SAFETY: descriptor `i` lies inside the section.
+            let d = unsafe { start.add(4 * i) };
+            // SAFETY: as above: its four words.
+            let (vf, s, len, abort) = unsafe { (*d, *d.add(1), *d.add(2), *d.add(3)) };
+            if (vf, s, len, abort) == (0, 0, 0, 0) {
+                continue; // alignment padding
+            }
+            seen += 1;
+            assert_eq!(vf, 0, "descriptor {i}: version and flags");
+            assert!(len > 0, "descriptor {i}: an empty section");
+            assert!(
+                abort.wrapping_sub(s) >= len,
+                "descriptor {i}: the abort address lies inside the section"
+            );
+            // SAFETY: the 7 bytes before an abort address are the `ud1` and its operand, the
+            // signature, in the executable section `__rseq_failure` of this binary.
+            let sig = unsafe { core::slice::from_raw_parts((abort - 7) as *const u8, 7) };
+            assert_eq!(sig[..3], [0x0f, 0xb9, 0x3d], "descriptor {i}: the ud1");
+            assert_eq!(
+                u32::from_le_bytes(sig[3..].try_into().expect("4 bytes")),
+                RSEQ_SIG,
+                "descriptor {i}: the signature"
+            );
+            assert_eq!(
+                armed_descriptor(s),
+                Some(d as u64),
+                "descriptor {i}: the section does not start right after the store arming it"
+            );
+        }
+        assert!(seen > 0, "no descriptor found");
+    }
+
     static PC: OnceLock<PerCpu<AtomicU64>> = OnceLock::new();
     /// 0: waiting for a step into a section while the area is not registered; 1: a handler's
     /// section registered it there, watching where the stepped section leaves; 2: done.
