@@ -844,7 +844,9 @@ impl<W: Word> ThisCpu<'_, W> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
         if path != Path::Locked {
             // The section fails while the thread's own area is not registered (its cpu_id is
-            // -1): registers it (see `arch::rseq`).
+            // -1): registers it (see `arch::rseq`). Such a failure started no section, and is
+            // not counted as an abort (as a section's failed CPU check is not).
+            let mut aborted = crate::arch::rseq::cpu_id() >= 0;
             crate::arch::rseq::on_wrong_cpu();
             let n = pc.slots.len() as u64;
             let mut retry = Retry::new();
@@ -853,7 +855,10 @@ impl<W: Word> ThisCpu<'_, W> {
                 if cpu >= 0 && cpu as u64 >= n {
                     past_the_slots(cpu as u64, n);
                 }
-                note_abort();
+                if aborted {
+                    note_abort();
+                }
+                aborted = true;
                 retry.aborted();
                 let committed = on_path!(path, OWN =>
                     // SAFETY: an rseq path (checked above): `area` and `base` are the

@@ -1248,6 +1248,54 @@ mod tests {
         println!("CHILD-OK");
     }
 
+    fn first_this_cpu_adds_count_no_abort() {
+        if crate::mode() != crate::Mode::Rseq || !own_areas() {
+            println!(
+                "CHILD-SKIP: no rseq path with percpu's own areas: {}",
+                crate::mode()
+            );
+            return;
+        }
+        const THREADS: u64 = 40;
+        let pc = PerCpu::new(|_| AtomicU64::new(0));
+        let before = crate::aborts();
+        for i in 0..THREADS {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    assert!(
+                        cpu_id() < 0,
+                        "a fresh thread starts without a registered area"
+                    );
+                    if i % 2 == 0 {
+                        pc.add_this_cpu(1);
+                    } else {
+                        pc.this_cpu().add(1);
+                    }
+                });
+            });
+        }
+        let counted = crate::aborts() - before;
+        let sum: u64 = pc.iter().map(|v| v.load(Ordering::Relaxed)).sum();
+        assert_eq!(sum, THREADS);
+        // A preemption inside one of the sections is a real abort; one per thread is not.
+        assert!(
+            counted < THREADS / 2,
+            "{counted} aborts counted for {THREADS} first sections of fresh threads"
+        );
+        println!("CHILD-OK");
+    }
+
+    /// A thread's first `add_this_cpu` (or `ThisCpu::add`) where this crate registers the areas
+    /// fails for want of a registered area, a section that never started, which [`crate::aborts`]
+    /// does not count (as for the other sections' CPU check): it counted one per thread.
+    #[test]
+    fn a_first_this_cpu_add_counts_no_abort() {
+        in_child(
+            "arch::x86_64::tests::a_first_this_cpu_add_counts_no_abort",
+            first_this_cpu_adds_count_no_abort,
+        );
+    }
+
     /// A signal handler whose section registers the thread's own area while the interrupted
     /// code is at the start of a section (armed, not yet at its CPU read): the interrupted
     /// section must not then run on unprotected (the kernel aborts only the section that
