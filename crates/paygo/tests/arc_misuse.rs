@@ -2,8 +2,9 @@
 //! `std::sync::Arc` guarantees: values aligned past the allocation's head and zero-sized ones
 //! through raw pointers, values whose `Drop` uses their own domain (through the last drop and
 //! through the collector), a value whose `Drop` gives up the last `Weak` to itself, the
-//! unique-owner calls with `Weak`s around, and a `Clone` that panics in `make_mut`. Run under
-//! Miri by `.ci/miri`.
+//! unique-owner calls with `Weak`s around, a `Clone` that panics in `make_mut`, a value that is
+//! not `Sync` dropped by the collector on another thread, and the unique-owner calls against
+//! another thread's plain reads with nothing else ordering them. Run under Miri by `.ci/miri`.
 
 use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::affinity::{migrate, unpin};
@@ -418,5 +419,126 @@ fn make_mut_against_upgrades() {
         );
     }
     unpin();
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// A value that is `Send` but not `Sync` (a `Cell`), written on its thread through its last
+/// `Arc` and then left to the collector, which drops it on another thread: the value's `Drop`
+/// there reads the last write. Nothing else orders the two threads (the owner's last registry
+/// lock is taken before the write, and the collector's thread never waits for the owner), so
+/// Miri's race detector sees a data race where the reclaim does not order the owner's accesses
+/// before the drop.
+#[test]
+fn the_collector_drops_a_value_that_is_not_sync_after_its_last_write() {
+    std::thread_local! {
+        static COLLECTOR: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    struct Plain {
+        x: std::cell::Cell<u64>,
+        seen: &'static std::sync::atomic::AtomicU64,
+    }
+    impl Drop for Plain {
+        fn drop(&mut self) {
+            assert!(COLLECTOR.with(|c| c.get()), "dropped on the owner's thread");
+            self.seen.store(self.x.get(), Ordering::SeqCst);
+        }
+    }
+    let d = small_domain();
+    for round in 0..reps(100) as u64 {
+        let seen = leak(std::sync::atomic::AtomicU64::new(0));
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let a = Arc::new_in(
+                    Plain {
+                        x: std::cell::Cell::new(1),
+                        seen,
+                    },
+                    d,
+                );
+                // The drop of `a` finds the value held (by the raw pointer) and skips the next
+                // checks of it on this thread: the drop of `b` leaves it to the collector.
+                let p = Arc::into_raw(a.clone());
+                drop(a);
+                // SAFETY: `p` came from `into_raw` and holds its reference.
+                let b = unsafe { Arc::from_raw(p) };
+                b.x.set(round + 2);
+                drop(b);
+            });
+            s.spawn(move || {
+                COLLECTOR.with(|c| c.set(true));
+                while seen.load(Ordering::SeqCst) == 0 {
+                    collect(d);
+                    std::thread::yield_now();
+                }
+            });
+        });
+        assert_eq!(seen.load(Ordering::SeqCst), round + 2, "round {round}");
+        assert_eq!(d.arcs_alive(), 0);
+    }
+}
+
+/// The unique-owner calls (`get_mut`, `make_mut`, `try_unwrap`, `into_inner`) order another
+/// thread's plain reads through a clone it has dropped before the owner's writes: nothing but
+/// the call orders them (the reader signals nothing and takes no lock the owner takes; it is
+/// joined after the write), so Miri's race detector sees a data race where a call that
+/// succeeds does not.
+#[test]
+fn unique_owner_calls_order_the_plain_reads_of_dropped_clones() {
+    #[derive(Clone)]
+    struct Pair {
+        a: u64,
+        b: u64,
+    }
+    fn write(p: &mut Pair) {
+        p.a += 1;
+        p.b += 1;
+    }
+    let d = small_domain();
+    for how in ["get_mut", "make_mut", "try_unwrap", "into_inner"] {
+        for round in 0..reps(40) as u64 {
+            let mut root = Arc::new_in(Pair { a: round, b: round }, d);
+            let c = root.clone();
+            let reader = std::thread::spawn(move || {
+                let _ = migrate(round as usize);
+                assert_eq!((c.a, c.b), (round, round), "{how}: a write in progress");
+                drop(c);
+                unpin();
+            });
+            match how {
+                "get_mut" => loop {
+                    if let Some(p) = Arc::get_mut(&mut root) {
+                        write(p);
+                        break;
+                    }
+                    std::thread::yield_now();
+                },
+                // Changed in place once the reader's clone is gone; cloned before (the
+                // reader's value is then its alone).
+                "make_mut" => write(Arc::make_mut(&mut root)),
+                "try_unwrap" => loop {
+                    match Arc::try_unwrap(root) {
+                        Ok(mut v) => {
+                            write(&mut v);
+                            root = Arc::new_in(v, d);
+                            break;
+                        }
+                        Err(r) => root = r,
+                    }
+                    std::thread::yield_now();
+                },
+                _ => {
+                    // The value here only if the reader's drop came first.
+                    if let Some(mut v) = Arc::into_inner(root) {
+                        write(&mut v);
+                    }
+                    reader.join().unwrap();
+                    continue;
+                }
+            }
+            reader.join().unwrap();
+            assert_eq!((root.a, root.b), (round + 1, round + 1), "{how}");
+        }
+    }
+    collect(d);
     assert_eq!(d.arcs_alive(), 0);
 }
