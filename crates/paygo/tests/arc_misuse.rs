@@ -3,8 +3,9 @@
 //! through raw pointers, values whose `Drop` uses their own domain (through the last drop and
 //! through the collector), a value whose `Drop` gives up the last `Weak` to itself, the
 //! unique-owner calls with `Weak`s around, a `Clone` that panics in `make_mut`, a value that is
-//! not `Sync` dropped by the collector on another thread, and the unique-owner calls against
-//! another thread's plain reads with nothing else ordering them. Run under Miri by `.ci/miri`.
+//! not `Sync` dropped by the collector on another thread, the unique-owner calls against
+//! another thread's plain reads with nothing else ordering them, and the calls that take out a
+//! value holding a `Weak` to itself. Run under Miri by `.ci/miri`.
 
 use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::affinity::{migrate, unpin};
@@ -541,4 +542,85 @@ fn unique_owner_calls_order_the_plain_reads_of_dropped_clones() {
     }
     collect(d);
     assert_eq!(d.arcs_alive(), 0);
+}
+
+/// A value that holds a `Weak` to its own allocation (from `new_cyclic`) and whose `Clone`
+/// upgrades it, through the calls that take the value out of the allocation: `try_unwrap`,
+/// `into_inner`, and `make_mut` with only that `Weak` (the value moves to a new allocation and
+/// keeps the old one alive with its `Weak`) or with another `Arc` (cloned). The `Weak` finds
+/// the value gone, every value is dropped once (none before its last holder goes), and the old
+/// allocation goes with that `Weak` (Miri sees a use after free where it went before).
+#[test]
+fn calls_that_take_out_a_value_holding_a_weak_to_itself() {
+    struct Node {
+        me: Weak<Node>,
+        x: u64,
+        drops: &'static AtomicUsize,
+    }
+    impl Clone for Node {
+        fn clone(&self) -> Self {
+            assert!(
+                self.me.upgrade().is_some(),
+                "cloned while an Arc to it lives"
+            );
+            Node {
+                me: self.me.clone(),
+                x: self.x,
+                drops: self.drops,
+            }
+        }
+    }
+    impl Drop for Node {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = small_domain();
+    for how in [
+        "try_unwrap",
+        "into_inner",
+        "make_mut moves",
+        "make_mut clones",
+    ] {
+        let drops = leak(AtomicUsize::new(0));
+        let mut a = Arc::new_cyclic_in(
+            |me| Node {
+                me: me.clone(),
+                x: 1,
+                drops,
+            },
+            d,
+        );
+        // What is left holding values: taken out, or `Arc`s.
+        let (taken, arcs, expected) = match how {
+            "try_unwrap" | "into_inner" => {
+                let v = if how == "try_unwrap" {
+                    Arc::try_unwrap(a).map_err(|_| ()).expect("the only Arc")
+                } else {
+                    Arc::into_inner(a).expect("the last Arc")
+                };
+                assert!(v.me.upgrade().is_none(), "{how}");
+                assert_eq!(v.x, 1);
+                (Some(v), vec![], 1)
+            }
+            "make_mut moves" => {
+                Arc::make_mut(&mut a).x = 5;
+                assert!(a.me.upgrade().is_none(), "{how}: moved away");
+                (None, vec![a], 1)
+            }
+            _ => {
+                let b = a.clone();
+                Arc::make_mut(&mut a).x = 6;
+                assert_eq!((a.x, b.x), (6, 1));
+                assert!(Arc::ptr_eq(&a.me.upgrade().expect("b lives"), &b));
+                (None, vec![a, b], 2)
+            }
+        };
+        collect(d);
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "{how}: a value still held");
+        drop((taken, arcs));
+        collect(d);
+        assert_eq!(drops.load(Ordering::SeqCst), expected, "{how}");
+        assert_eq!(d.arcs_alive(), 0, "{how}");
+    }
 }
