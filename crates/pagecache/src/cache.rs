@@ -1913,9 +1913,8 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// frames, or above the most objects the scheme can have live at once
     /// ([`RefCounter::max_live_objects`]: 2²² for `percpu-ref`, `sloppy` and `refcache`; objects
     /// made before with the same scheme value are not counted), or a scheme that cannot serve a
-    /// page cache (`InvalidInput`); a limit whose
-    /// frames, or whose counters' memory, cannot be allocated (`OutOfMemory`, naming the bytes
-    /// and the scheme).
+    /// page cache (`InvalidInput`); a limit whose frames, or whose counters' memory, cannot be
+    /// allocated (`OutOfMemory`, naming the bytes and the scheme).
     ///
     /// The memory a scheme's counters keep of their own (`snzi`'s trees, the per-CPU words of
     /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores) is allocated counter by
@@ -3328,6 +3327,61 @@ mod tests {
         fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
             self.inner.memory(objs)
         }
+    }
+
+    /// `atomic` that says it can have at most 4 objects live.
+    #[derive(Default)]
+    struct FourObjects(Atomic);
+
+    impl refcount::RefCounter for FourObjects {
+        type Object = refcount::atomic::AtomicObject;
+        type Token = refcount::atomic::AtomicToken;
+        const NAME: &'static str = "four-objects";
+        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+        fn new_object(&self) -> Self::Object {
+            self.0.new_object()
+        }
+        fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+            self.0.try_get(obj)
+        }
+        fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
+            self.0.put(obj, token)
+        }
+        fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
+            self.0.read_all(obj)
+        }
+        fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
+            self.0.try_reclaim(obj)
+        }
+        unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
+            // SAFETY: the caller's contract is this one's.
+            unsafe { self.0.reinit(obj) }
+        }
+        fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
+            self.0.memory(objs)
+        }
+        fn max_live_objects(&self) -> Option<usize> {
+            Some(4)
+        }
+    }
+
+    /// A cache of as many frames as its scheme can have objects live is made; one more frame is
+    /// `InvalidInput`, naming the scheme and its bound.
+    #[test]
+    fn a_cache_has_at_most_as_many_frames_as_its_scheme_has_objects() {
+        let config = |n| crate::Config::new(n, "four-objects");
+        let cache = PageCacheOf::with_scheme(FourObjects::default(), &config(4)).expect("4 frames");
+        assert_eq!(cache.stats().limit, 4);
+        let e = PageCacheOf::with_scheme(FourObjects::default(), &config(5))
+            .err()
+            .expect("5 frames");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("'four-objects'") && msg.contains("at most 4 live objects"),
+            "{msg}"
+        );
     }
 
     /// A cut whose drop of the pages past the end retries a frame (a scheme whose zero

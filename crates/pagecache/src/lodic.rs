@@ -598,8 +598,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         // their reclaims.
         let mut entries = Vec::new();
         // A count of pages past `usize` (a 32-bit target) is memory that cannot be had.
-        let fits = usize::try_from(pages).is_ok_and(|n| entries.try_reserve_exact(n).is_ok());
-        if alloc_fails(true) || !fits {
+        if alloc_fails(true)
+            || !usize::try_from(pages).is_ok_and(|n| entries.try_reserve_exact(n).is_ok())
+        {
             return Err(no_memory("entries"));
         }
         entries.extend((0..pages).map(|_| AtomicU64::new(0)));

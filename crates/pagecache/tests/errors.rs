@@ -85,10 +85,11 @@ fn a_memory_limit_that_cannot_be_allocated_is_refused() {
 
 /// `percpu-ref`, `sloppy` and `refcache` keep their per-object state in an arena of 2²² slots
 /// (`RefCounter::max_live_objects`), whose allocation panics past it: a memory limit of more
-/// frames than that is refused with `InvalidInput` before anything is allocated (it panicked
-/// while the frames were made), one of exactly that many passes the check (and is refused for
-/// its memory only where the frames cannot be had), and a cache of a sane limit is made after
-/// it.
+/// frames than that is refused with `InvalidInput` before anything is allocated, where making
+/// its frames would panic in the arena, and a cache of a sane limit is made after it. (A limit
+/// of exactly the bound passes: the unit test
+/// `a_cache_has_at_most_as_many_frames_as_its_scheme_has_objects` checks the edge on a scheme
+/// of 4 objects.)
 #[test]
 fn a_limit_past_the_objects_a_scheme_can_count_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -72,11 +72,14 @@ static DEFAULT: OnceLock<Domain> = OnceLock::new();
 /// If the domain's tables cannot be allocated, as [`Domain::new`] (the C API's calls return
 /// `PAYGO_ENOMEM` instead). Nothing is made then: a later call (or `Arc::new`) tries again.
 pub fn default_domain() -> &'static Domain {
-    DEFAULT.get_or_init(|| Domain::with_config(default_config()))
+    DEFAULT.get_or_init(|| Domain::with_config(default_domain_config()))
 }
 
-/// The configuration [`default_domain`] is made with.
-fn default_config() -> crate::Config {
+/// The configuration [`default_domain`] is made with: [`Config::default`](crate::Config), but
+/// 64 slots per CPU under Miri (which interprets every access to the tables: their size is its
+/// time there; the code is the same). Tests that want a domain of their own of the default
+/// size make it with this.
+pub fn default_domain_config() -> crate::Config {
     if cfg!(miri) {
         crate::Config {
             slots_per_cpu: 64,
@@ -108,7 +111,7 @@ pub(crate) fn try_default_domain() -> Result<&'static Domain, crate::ConfigError
     if let Some(d) = DEFAULT.get() {
         return Ok(d);
     }
-    let d = Domain::try_with_config(default_config())?;
+    let d = Domain::try_with_config(default_domain_config())?;
     Ok(init_default_domain(|| d).unwrap_or_else(|there| there))
 }
 

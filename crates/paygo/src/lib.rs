@@ -37,7 +37,7 @@ mod tests;
 
 pub use anchor::{Anchor, PutPath};
 #[cfg(not(loom))]
-pub use arc::{collect, default_domain, Arc, Weak};
+pub use arc::{collect, default_domain, default_domain_config, Arc, Weak};
 #[cfg(not(loom))]
 pub use handle::{Handle, HandleRef, Owner};
 pub use header::Header;

@@ -25,18 +25,10 @@ fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }
 
-/// A domain of its own of the default size; under Miri, which interprets every access to the
-/// tables (their size is time there), of 64 slots per CPU with the default window: the same
-/// code on smaller tables.
+/// A domain of its own of the default domain's size (smaller under Miri: see
+/// [`paygo::default_domain_config`]).
 fn default_sized_domain() -> &'static Domain {
-    leak(if cfg!(miri) {
-        Domain::with_config(Config {
-            slots_per_cpu: 64,
-            ..Config::default()
-        })
-    } else {
-        Domain::new()
-    })
+    leak(Domain::with_config(paygo::default_domain_config()))
 }
 
 /// A domain of its own (so that counts of other tests do not mix), with tiny tables so that

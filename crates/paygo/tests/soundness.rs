@@ -18,18 +18,10 @@ fn one_slot() -> Domain {
     })
 }
 
-/// A domain of the default size; under Miri, which interprets every access to the tables
-/// (their size is time there), of 64 slots per CPU with the default window: the same code on
-/// smaller tables.
+/// A domain of the default domain's size (smaller under Miri: see
+/// [`paygo::default_domain_config`]).
 fn default_sized() -> Domain {
-    if cfg!(miri) {
-        Domain::with_config(Config {
-            slots_per_cpu: 64,
-            ..Config::default()
-        })
-    } else {
-        Domain::new()
-    }
+    Domain::with_config(paygo::default_domain_config())
 }
 
 /// Storage for a header that the test can "free" (scribble over) while the domain still

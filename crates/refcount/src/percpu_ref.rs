@@ -663,6 +663,10 @@ mod tests {
     /// objects of a `percpu-ref` or `sloppy` scheme value: one more panics, and a slot given
     /// back is handed out again.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "2^22 allocations of a slot take Miri more than ten minutes"
+    )]
     fn an_arena_holds_the_documented_number_of_live_slots() {
         const LIMIT: usize = 1 << 22;
         assert_eq!(ARENA_SLOTS, LIMIT, "the documented limit");

@@ -1287,7 +1287,7 @@ mod tests {
 
     /// A thread's first `add_this_cpu` (or `ThisCpu::add`) where this crate registers the areas
     /// fails for want of a registered area, a section that never started, which [`crate::aborts`]
-    /// does not count (as for the other sections' CPU check): it counted one per thread.
+    /// does not count (as for the other sections' CPU check).
     #[test]
     fn a_first_this_cpu_add_counts_no_abort() {
         in_child(
