@@ -153,12 +153,13 @@ pub trait Log: Default + Send + 'static {
     ///
     /// It runs holding the object's lock: it (and the operations it executes) must not
     /// synchronize this object, nor call its `clear_poison` or `into_inner`, which wait for
-    /// that lock for ever. (Dropping the object's last handle there is allowed: the drop
-    /// leaves its end to the apply.) Dropping the last handle of *another* object there waits
-    /// for that object's lock while another thread applies its logs: two objects whose last
-    /// handles are held by updates pending in each other's logs, evicted at once by logs on
-    /// two threads, wait for each other for ever. `push` and `take` must not drop a handle of
-    /// any object of the domain, since the drop may need the slot they hold.
+    /// that lock for ever. Dropping an object's last handle there (this object's or another's)
+    /// is allowed: that object's drop, which applies its pending updates and needs its lock,
+    /// is deferred until the apply has released the lock it holds (a synchronize, which
+    /// returns the lock held, runs it before it returns), so two objects whose last handles
+    /// are held by updates pending in each other's logs, applied at once on two threads, do
+    /// not wait for each other. `push` and `take` must not drop a handle of any object of the
+    /// domain, since the drop may need the slot they hold.
     fn apply(logs: Vec<Self>, target: &mut Self::Target);
 
     /// Global absorption: `batch` holds every pending entry of every CPU, merged in timestamp

@@ -336,6 +336,86 @@ fn loom_a_drop_racing_an_eviction_applies_each_update_once() {
     });
 }
 
+/// An update that records its value when applied and holds a handle of an object (or none),
+/// dropped once it is applied.
+struct Holds(u32, Option<std::sync::Arc<Object<HoldLog>>>);
+
+/// The log of [`Holds`] updates.
+#[derive(Default)]
+struct HoldLog(Vec<(Stamp, Holds)>);
+
+impl crate::Log for HoldLog {
+    type Target = Applied;
+    type Op = Holds;
+    fn push(&mut self, op: Holds, stamper: &mut crate::Stamper) {
+        self.0.push((stamper.stamp(), op));
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn apply(logs: Vec<Self>, target: &mut Applied) {
+        let mut all: Vec<(Stamp, Holds)> = logs.into_iter().flat_map(|l| l.0).collect();
+        all.sort_by_key(|e| e.0);
+        for (stamp, Holds(n, handle)) in all {
+            target.0.lock().unwrap().push((stamp, n));
+            // The handle's drop, while this object's lock is held.
+            drop(handle);
+        }
+    }
+}
+
+/// Two objects whose last handles are held only by updates pending in each other's logs
+/// (`x`'s log on CPU 0 holds `y`, `y`'s on CPU 1 holds `x`), and two threads that each log a
+/// third object on one of those CPUs, where its way holds one of the two logs: each evicts the
+/// log there and applies it, holding that object's lock, and the update applied drops the other
+/// object's last handle, whose drop applies the other object's log (which drops the first
+/// object's last handle in turn). Where the two evictions took both locks before either drop
+/// ran, each drop waited for the lock the other thread held: the two threads waited for each
+/// other for ever (the model failed, its threads spinning on the locks until loom gave up).
+/// Now a drop made while the thread applies updates under a lock is deferred until the lock is
+/// released. Every update of each object is applied exactly once, in stamp order, and both
+/// objects are freed.
+#[test]
+fn loom_last_handles_in_each_others_logs_do_not_deadlock() {
+    last_handles_in_each_others_logs();
+}
+
+fn last_handles_in_each_others_logs() {
+    model(|| {
+        let d = Domain::<HoldLog>::with_config(1, 64);
+        let (xs, ys, zs) = (Applied::default(), Applied::default(), Applied::default());
+        let (x_seen, y_seen, z_seen) = (xs.0.clone(), ys.0.clone(), zs.0.clone());
+        let x = std::sync::Arc::new(Object::new(&d, xs));
+        let y = std::sync::Arc::new(Object::new(&d, ys));
+        let z = Arc::new(Object::new(&d, zs));
+        percpu::loom_set_cpu(0);
+        let one = x.log(Holds(1, Some(y.clone()))).unwrap();
+        percpu::loom_set_cpu(1);
+        let two = y.log(Holds(2, Some(x.clone()))).unwrap();
+        // The last handles are in the logs now.
+        drop((x, y));
+        let evicter = {
+            let z = z.clone();
+            thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                z.log(Holds(3, None)).unwrap()
+            })
+        };
+        percpu::loom_set_cpu(1);
+        let four = z.log(Holds(4, None)).unwrap();
+        let three = evicter.join().unwrap();
+        assert_eq!(*x_seen.lock().unwrap(), [(one, 1)], "x's updates");
+        assert_eq!(*y_seen.lock().unwrap(), [(two, 2)], "y's updates");
+        let mut zs = vec![(three, 3), (four, 4)];
+        zs.sort_by_key(|e| e.0);
+        drop(z.synchronize());
+        assert_eq!(*z_seen.lock().unwrap(), zs, "z's updates");
+        // Their structures were dropped with them (the lists' other holders).
+        assert_eq!(std::sync::Arc::strong_count(&x_seen), 1, "x was freed");
+        assert_eq!(std::sync::Arc::strong_count(&y_seen), 1, "y was freed");
+    });
+}
+
 /// A get on a reclaimed object against its reuse (a write to what it guards, `reinit`, and a
 /// reclaim of the new life): a get that succeeds is on the new life, sees the write and keeps
 /// the new life's reclaim from succeeding; a get that fails logs its `-1` on whichever life it
@@ -433,6 +513,18 @@ mod bugs {
         with_bug(
             bug::WAIT_UNTIL_NO_DRAIN,
             super::a_logger_waits_for_one_drain_at_most,
+        );
+    }
+
+    /// Drops run at once while the thread applies another object's updates under its lock
+    /// (only the drop of the object it applies as an evicter is deferred): two evictions of two
+    /// objects whose last handles are in each other's logs wait for each other's locks.
+    #[test]
+    #[should_panic(expected = "maximum number of branches")]
+    fn bug_drop_under_lock_is_caught() {
+        with_bug(
+            bug::DROP_UNDER_LOCK,
+            super::last_handles_in_each_others_logs,
         );
     }
 

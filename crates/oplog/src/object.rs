@@ -267,9 +267,6 @@ struct Core<L: Log> {
     /// no drain is running (a stream of synchronizes could keep one running). Written only by
     /// the holder of `target`.
     draining: AtomicU64,
-    /// The evicter applying this object's logs, if any (see `applying`).
-    #[cfg(not(loom))]
-    applying: applying::Slot,
 }
 
 /// The passes a gather makes before it makes loggers wait. Each pass takes the logs that CPUs
@@ -304,13 +301,43 @@ pub(crate) mod bug {
     /// A `log` waits for a drain until no drain runs (an even generation), not until the one
     /// it saw ends.
     pub(crate) const WAIT_UNTIL_NO_DRAIN: u8 = 5;
+    /// An object's drop runs at once while the thread applies another object's updates
+    /// (holding that object's lock), waiting for the dropped object's lock; only the drop of an
+    /// object whose logs the thread applies as an evicter is deferred (else the thread would
+    /// wait for the lock it holds itself).
+    pub(crate) const DROP_UNDER_LOCK: u8 = 6;
     std::thread_local! {
         /// The mode of the models run on this thread (loom runs a model's threads on the
         /// test's own).
         pub(crate) static MODE: Cell<u8> = const { Cell::new(NONE) };
     }
+    #[cfg(loom)]
+    loom::thread_local! {
+        /// Under `DROP_UNDER_LOCK`: the objects whose logs this thread applies as an evicter.
+        static EVICTING: std::cell::RefCell<Vec<usize>> = std::cell::RefCell::new(Vec::new());
+    }
+    #[cfg(not(loom))]
+    std::thread_local! {
+        static EVICTING: std::cell::RefCell<Vec<usize>> = const {
+            std::cell::RefCell::new(Vec::new())
+        };
+    }
     pub(crate) fn is(m: u8) -> bool {
         MODE.with(|c| c.get()) == m
+    }
+    /// Records (`Some`) or forgets (`None`) the object whose logs this thread applies as an
+    /// evicter.
+    pub(crate) fn evicting(core: Option<core::ptr::NonNull<()>>) {
+        EVICTING.with(|e| match core {
+            Some(c) => e.borrow_mut().push(c.as_ptr() as usize),
+            None => {
+                e.borrow_mut().pop();
+            }
+        })
+    }
+    /// Whether this thread applies the logs of the object of `core` as an evicter.
+    pub(crate) fn applying_here(core: core::ptr::NonNull<()>) -> bool {
+        EVICTING.with(|e| e.borrow().contains(&(core.as_ptr() as usize)))
     }
 }
 
@@ -618,7 +645,12 @@ impl<L: Log> Core<L> {
             drop(target);
             poisoned();
         }
+        // Objects dropped by the updates applied are dropped once they are applied, holding
+        // `target`: no drop waits for this object's lock, which the caller's handle keeps
+        // alive (see `deferred`). On unwind too, before `target` unlocks.
+        let deferring = deferred::Scope::enter();
         self.gather_and_apply(&mut target);
+        drop(deferring);
         // The gather found that a spill lost updates (see `Core::lost`). Relaxed: as above.
         if self.poisoned.load(Ordering::Relaxed) {
             drop(target);
@@ -657,7 +689,10 @@ impl<L: Log> Core<L> {
 /// Dropping an object applies its pending updates. If that panics, the panic comes out of the
 /// drop and the object is leaked (its header, and its hold on the domain), unless the thread was
 /// already unwinding from another panic: the drop then catches the second panic (which would
-/// abort the process) and leaks the object.
+/// abort the process) and leaks the object. A drop made while the thread applies logged updates
+/// (by an update that held the last handle) runs once that apply has released the lock it
+/// holds, before the call that applied returns, and a panic of it comes out of that call (see
+/// the crate docs, "Drops during an apply").
 ///
 /// An object with no pending update costs its structure plus a small header (a mutex, the
 /// per-CPU pending bits, the domain pointer): logs live in the domain's per-CPU caches.
@@ -736,8 +771,6 @@ impl<L: Log> Object<L> {
             lost: AtomicBool::new(false),
             evicters: AtomicU32::new(0),
             draining: AtomicU64::new(0),
-            #[cfg(not(loom))]
-            applying: applying::Slot::new(),
         });
         Object {
             core: NonNull::from(Box::leak(core)),
@@ -747,7 +780,7 @@ impl<L: Log> Object<L> {
     #[inline(always)]
     fn core(&self) -> &Core<L> {
         // SAFETY: the core is allocated in new() and freed only once this handle is dropped: by
-        // its drop, or by the evicter that the drop left the rest to (see `applying`).
+        // its drop, or by the deferred drop that it recorded (see `deferred`).
         unsafe { self.core.as_ref() }
     }
 
@@ -842,36 +875,27 @@ impl<L: Log> Object<L> {
             match other.try_lock_target() {
                 Some(t) => {
                     drop(g);
+                    // Objects dropped by the updates applied here (this one among them, if an
+                    // update held its last handle) are dropped once `t` is unlocked and our
+                    // count in `evicting` given back (`deferring` ends last, on unwind too).
+                    let deferring = deferred::Scope::enter();
                     // The other object cannot be freed while we hold its target lock (its drop
-                    // takes that lock first, or, run by the updates applied here, leaves the
-                    // rest of it to us: see `applying`), nor until we have returned from its
-                    // unlock (`evicting`, given back after `t` is dropped, on unwind too).
+                    // takes that lock first, or, run by the updates applied here, is deferred
+                    // until `deferring` ends), nor until we have returned from its unlock
+                    // (`evicting`, given back after `t` is dropped, on unwind too).
                     let evicting = Evicting::enter(&other.evicters);
                     let mut t = t;
-                    #[cfg(not(loom))]
-                    let applying = applying::Applying::begin(&other.applying);
+                    #[cfg(paygo_loom_bug)]
+                    bug::evicting(Some(NonNull::from(other).cast()));
                     other.gather_and_apply_in_log(&mut t);
-                    #[cfg(not(loom))]
-                    let free = applying.end() && {
-                        // The object's last handle was dropped by the updates applied here, and
-                        // its drop left the rest to us.
-                        apply_at_drop(other, &mut t)
-                    };
-                    #[cfg(loom)]
-                    let free = false;
+                    #[cfg(paygo_loom_bug)]
+                    bug::evicting(None);
                     drop(t);
                     #[cfg(all(test, not(loom)))]
                     tests::unlocked_hook();
                     drop(evicting);
-                    if free {
-                        // Other evicters may still be in their unlock of `target`.
-                        wait_for_evicters(&other.evicters);
-                        // SAFETY: as at the end of `Object::drop`, whose part this is
-                        // (the guard is dropped, no evicter uses the core any more, `other`
-                        // is not used again, and `tag` is the allocation's own pointer: see
-                        // `me`).
-                        drop(unsafe { Box::from_raw(tag) });
-                    }
+                    // `other` is not used again: it may be freed from here on.
+                    drop(deferring);
                 }
                 None => {
                     // Its owner is synchronizing or reading it: spill the log to it instead.
@@ -942,9 +966,12 @@ impl<L: Log> Object<L> {
             || (check_spill && core.spilled.load(Ordering::Relaxed) > dom.bound);
         drop(guard);
         if over {
+            // Objects dropped by the updates applied are dropped once `t` is unlocked.
+            let deferring = deferred::Scope::enter();
             if let Some(mut t) = core.try_lock_target() {
                 core.gather_and_apply_in_log(&mut t);
             }
+            drop(deferring);
         }
         taken
     }
@@ -1063,39 +1090,58 @@ fn forgotten_guard() -> ! {
 
 impl<L: Log> Drop for Object<L> {
     fn drop(&mut self) {
-        // Run by updates that this thread applies as an evicter of this object (an update that
-        // held the object's last handle), which holds its target lock: that evicter finishes
-        // the drop once the apply returns (waiting for the lock here would wait for ever).
-        #[cfg(not(loom))]
-        if applying::orphan(&self.core().applying) {
+        // While this thread applies updates holding an object's lock (this one's, as an
+        // evicter whose update held the last handle, or another's), the drop waits until that
+        // lock is released: waiting for this object's lock here could wait for ever (see
+        // `deferred`).
+        if deferred::defer(self.core.cast(), finish_drop::<L>) {
             return;
         }
-        let free = {
-            let core = self.core();
-            // Only an evicter (briefly) or a forgotten guard can hold the lock now: a live
-            // guard would borrow the object.
-            let mut t = match core.target.try_lock() {
-                Ok(t) => t,
-                Err(TryLockError::Poisoned(e)) => e.into_inner(),
-                // Locked for ever: leak the core (ways may still name it, and evicters spill
-                // to it) and with it the pending updates.
-                Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
-                Err(TryLockError::WouldBlock) => core.lock_target(),
-            };
-            apply_at_drop(core, &mut t)
-        };
-        if free {
-            // An evicter that held `target` before us may still be in its unlock.
-            wait_for_evicters(&self.core().evicters);
-            // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather
-            // cleared every tag holding the target lock, and a new tag needs a `log` call,
-            // impossible on an object being dropped); an evicter that read the tag before it
-            // was cleared held that way's lock, which gather took after it, and gave up on our
-            // busy target lock, and every evicter that took it has returned from its unlock
-            // (`evicters` is 0). The guard (`t`) is dropped: nothing borrows the core.
-            drop(unsafe { Box::from_raw(self.core.as_ptr()) });
-        }
+        // SAFETY: `self.core` is the core of this handle, which is being dropped.
+        unsafe { finish_drop::<L>(self.core.cast()) }
     }
+}
+
+/// The drop of the object of `core` (a `Core<L>`), run by its handle's drop or, deferred, at
+/// the end of the apply during which the handle was dropped: applies its pending updates
+/// (waiting for its lock while an evicter holds it) and frees it.
+///
+/// # Safety
+/// `core` is the core of an object whose last handle was dropped, and this is called once for
+/// it.
+unsafe fn finish_drop<L: Log>(core: NonNull<()>) {
+    let ptr = core.cast::<Core<L>>();
+    // SAFETY: the caller passes a core that is not freed yet (only this call frees it).
+    let core = unsafe { ptr.as_ref() };
+    // Objects dropped by the updates applied are dropped once `t` is unlocked (`deferring` is
+    // declared first: it ends last, on unwind too).
+    let deferring = deferred::Scope::enter();
+    let free = {
+        // Only an evicter (briefly: it waits for no drop while it holds it) or a forgotten
+        // guard can hold the lock now: a live guard would borrow the object.
+        let mut t = match core.target.try_lock() {
+            Ok(t) => t,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            // Locked for ever: leak the core (ways may still name it, and evicters spill to
+            // it) and with it the pending updates.
+            Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
+            Err(TryLockError::WouldBlock) => core.lock_target(),
+        };
+        apply_at_drop(core, &mut t)
+    };
+    if free {
+        // An evicter that held `target` before us may still be in its unlock.
+        wait_for_evicters(&core.evicters);
+        // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather
+        // cleared every tag holding the target lock, and a new tag needs a `log` call,
+        // impossible on an object being dropped); an evicter that read the tag before it was
+        // cleared held that way's lock, which gather took after it, and gave up on our busy
+        // target lock, and every evicter that took it has returned from its unlock
+        // (`evicters` is 0). The guard (`t`) is dropped, and `core` is not used again: nothing
+        // borrows the core. `ptr` is the allocation's own pointer (the handle's).
+        drop(unsafe { Box::from_raw(ptr.as_ptr()) });
+    }
+    drop(deferring);
 }
 
 /// The drop of an object whose last handle was dropped (no `log` of it can begin), holding its
@@ -1125,88 +1171,132 @@ fn apply_at_drop<L: Log>(core: &Core<L>, t: &mut L::Target) -> bool {
     true
 }
 
-/// The evicter applying an object's logs (holding its target lock), recorded in the object with
-/// whether its last handle was dropped meanwhile: an update applied there may hold that handle,
-/// and the object's drop, on the evicter's thread, would otherwise wait for ever for the lock
-/// the evicter holds. The thread is known by `pthread_self`, which (unlike a thread-local) can
-/// be read in thread-local destructors too, after the thread's locals were destroyed. Not
-/// under loom (whose model threads share one OS thread; the models log no update that holds
-/// a handle).
-#[cfg(not(loom))]
-mod applying {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+/// Drops of objects deferred while the thread holds an object's lock to apply its logged
+/// updates. An update applied there may drop the last handle of an object (its own object's,
+/// or another's), and the drop, which applies that object's pending updates, needs that
+/// object's lock: its own object's is held by this thread, and another's may be held by
+/// another thread applying it, whose updates may in turn drop the last handle of the object
+/// this thread holds (two objects whose last handles are held by updates pending in each
+/// other's logs, evicted at once on two threads). Waiting there would wait for ever. So while
+/// the thread applies (a [`Scope`] is alive), an object's drop only records the object, and the
+/// end of the outermost scope, which its caller places after it unlocked the object it applied,
+/// runs the recorded drops: a drop never waits for a lock while its thread holds one that it
+/// took to apply updates. A synchronize, which returns its object locked, runs them holding
+/// that lock: no drop waits for it, since the caller's handle keeps the object alive.
+///
+/// The records are a list of boxed nodes in thread-locals that need no destructor, so a drop
+/// may be deferred (and run) in a thread-local's destructor at the exit of a thread, after the
+/// crate's other thread-locals were destroyed. Under loom, loom's thread-locals (one per model
+/// thread).
+mod deferred {
+    use core::cell::Cell;
+    use core::ptr::{self, NonNull};
 
-    /// This thread's id: not 0, even (the address of its thread control block, `pthread_self`,
-    /// which is aligned), and distinct among the threads alive. Under Miri, `pthread_self` is
-    /// the thread's number (0 for the main thread, then 1, 2, ...), not an address, so the id
-    /// is twice that number plus 2.
-    fn this_thread() -> usize {
-        // SAFETY: pthread_self has no precondition (it reads the thread pointer).
-        let t = unsafe { libc::pthread_self() as usize };
-        #[cfg(miri)]
-        let t = t * 2 + 2;
-        debug_assert!(
-            t != 0 && t & ORPHANED == 0,
-            "a pthread_t that is not an address"
-        );
-        t
+    /// One deferred drop: the object's core, and the function that runs its drop.
+    struct Node {
+        core: NonNull<()>,
+        finish: unsafe fn(NonNull<()>),
+        next: *mut Node,
     }
 
-    /// The bit of [`Slot`]'s word saying that the object's drop ran on the evicter's thread
-    /// meanwhile and left the rest to the evicter.
-    const ORPHANED: usize = 1;
+    #[cfg(not(loom))]
+    std::thread_local! {
+        /// The scopes alive on this thread.
+        static DEPTH: Cell<usize> = const { Cell::new(0) };
+        /// The deferred drops, last deferred first.
+        static LIST: Cell<*mut Node> = const { Cell::new(ptr::null_mut()) };
+        /// Whether this thread is running deferred drops (further down its stack).
+        static RUNNING: Cell<bool> = const { Cell::new(false) };
+    }
+    #[cfg(loom)]
+    loom::thread_local! {
+        static DEPTH: Cell<usize> = Cell::new(0);
+        static LIST: Cell<*mut Node> = Cell::new(ptr::null_mut());
+        static RUNNING: Cell<bool> = Cell::new(false);
+    }
 
-    /// An object's record of the evicter that applies its logs: one word, that evicter's thread
-    /// ([`this_thread`]) or 0, with [`ORPHANED`]. Written by that thread only, holding the
-    /// object's target lock, and cleared before it unlocks. Relaxed: a thread acts only on
-    /// finding its own id, which its own earlier store wrote (a dead thread whose id it reuses
-    /// cleared the value before it exited, which happened before this thread began); another
-    /// thread's drop that reads a stale value goes on to wait for the lock, as it must.
-    pub(super) struct Slot(AtomicUsize);
+    /// While one is alive on this thread, objects dropped on it are deferred; dropping the
+    /// outermost one runs the drops deferred meanwhile (and those they defer in turn). Its
+    /// callers declare it before the guard of the lock they apply under, so that it ends after
+    /// that lock is released, on unwind too (except a synchronize's: see above). Not `Send`.
+    pub(super) struct Scope(core::marker::PhantomData<*const ()>);
 
-    impl Slot {
-        pub(super) fn new() -> Self {
-            Slot(AtomicUsize::new(0))
+    impl Scope {
+        pub(super) fn enter() -> Self {
+            DEPTH.with(|d| d.set(d.get() + 1));
+            Scope(core::marker::PhantomData)
         }
     }
 
-    /// The record of one apply, cleared when this is dropped (also on a panic of the apply).
-    pub(super) struct Applying<'a>(&'a Slot);
-
-    impl<'a> Applying<'a> {
-        /// Records that this thread, holding the target lock of the object of `slot`, applies
-        /// its logs.
-        pub(super) fn begin(slot: &'a Slot) -> Self {
-            slot.0.store(this_thread(), Ordering::Relaxed);
-            Applying(slot)
-        }
-
-        /// Clears the record: whether the object's drop ran meanwhile and left the rest of it
-        /// (the apply of what was logged since, and the free) to the caller.
-        pub(super) fn end(self) -> bool {
-            let orphaned = self.0 .0.load(Ordering::Relaxed) & ORPHANED != 0;
-            drop(self);
-            orphaned
-        }
-    }
-
-    impl Drop for Applying<'_> {
+    impl Drop for Scope {
         fn drop(&mut self) {
-            // On a panic of the apply: an object orphaned meanwhile stays leaked, as an object
-            // whose drop panics is.
-            self.0 .0.store(0, Ordering::Relaxed);
+            let outermost = DEPTH.with(|d| {
+                let n = d.get() - 1;
+                d.set(n);
+                n == 0
+            });
+            if outermost {
+                run();
+            }
         }
     }
 
-    /// Called by the drop of the object of `slot`: if this thread is applying its logs as an
-    /// evicter, marks it orphaned (the evicter finishes the drop) and says so.
-    pub(super) fn orphan(slot: &Slot) -> bool {
-        let t = slot.0.load(Ordering::Relaxed);
-        if t & !ORPHANED == this_thread() {
-            slot.0.store(t | ORPHANED, Ordering::Relaxed);
-            true
-        } else {
-            false
+    /// Defers the drop of the object of `core` (`finish(core)` runs it) if a scope is alive on
+    /// this thread, and says whether it did.
+    pub(super) fn defer(core: NonNull<()>, finish: unsafe fn(NonNull<()>)) -> bool {
+        #[cfg(paygo_loom_bug)]
+        if super::bug::is(super::bug::DROP_UNDER_LOCK) {
+            return super::bug::applying_here(core) && push(core, finish);
+        }
+        DEPTH.with(|d| d.get()) != 0 && push(core, finish)
+    }
+
+    fn push(core: NonNull<()>, finish: unsafe fn(NonNull<()>)) -> bool {
+        let next = LIST.with(|l| l.get());
+        let node = Box::into_raw(Box::new(Node { core, finish, next }));
+        LIST.with(|l| l.set(node));
+        true
+    }
+
+    fn pop() -> Option<Box<Node>> {
+        let node = LIST.with(|l| l.get());
+        if node.is_null() {
+            return None;
+        }
+        // SAFETY: the nodes of the list were made by `Box::into_raw` in `push`, and each is
+        // taken out of the list (here) once.
+        let node = unsafe { Box::from_raw(node) };
+        LIST.with(|l| l.set(node.next));
+        Some(node)
+    }
+
+    /// Runs the deferred drops, until none is left (a drop run here may defer others, each in
+    /// the scope of its own apply). A scope that ends inside one of them leaves the drops it
+    /// deferred to this loop, further down the stack, so that a chain of objects each holding
+    /// the next one's last handle is dropped in a loop, not by recursion.
+    fn run() {
+        if RUNNING.with(|r| r.replace(true)) {
+            return;
+        }
+        let finishing = Finishing;
+        while let Some(node) = pop() {
+            // SAFETY: `finish` was passed with `core` by `Object::drop` (see `finish_drop`).
+            unsafe { (node.finish)(node.core) };
+        }
+        drop(finishing);
+    }
+
+    /// Ends a run of deferred drops. If one of them panics, the others run while the thread
+    /// unwinds (their drops catch their own panics then, as every object's drop does).
+    struct Finishing;
+
+    impl Drop for Finishing {
+        fn drop(&mut self) {
+            while let Some(node) = pop() {
+                // SAFETY: as in `run`.
+                unsafe { (node.finish)(node.core) };
+            }
+            RUNNING.with(|r| r.set(false));
         }
     }
 }

@@ -818,9 +818,10 @@ impl Op for LastHandle {
 
 /// An object whose only handle is held by one of its own logged updates, evicted by another
 /// object's `log`: the evicter holds the object's lock while it applies that update, which
-/// drops the handle and so runs the object's drop on the evicter's thread. That drop waited for
-/// the lock the evicter held: the thread hung for ever. Now the evicter finishes the drop: the
-/// update the exec logged meanwhile is applied, and the object is freed.
+/// drops the handle and so runs the object's drop on the evicter's thread. A drop that waited
+/// for the object's lock there would wait for ever (the evicter holds it); the drop is deferred
+/// until the evicter has released the lock, and then the update the exec logged meanwhile is
+/// applied and the object is freed.
 #[test]
 fn an_update_that_drops_its_objects_last_handle_while_evicted() {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -876,9 +877,10 @@ fn an_update_that_drops_its_objects_last_handle_while_evicted() {
 /// As above, from a thread-local's destructor at the exit of a thread, run after the crate's
 /// own thread-locals were destroyed (destructors run in the reverse order of the thread-locals'
 /// first uses): its `log` evicts the object whose update drops the object's last handle. The
-/// evicter could not record the object it applied (the crate's thread-local was gone), so the
-/// object's drop, on the evicter's thread, waited for ever for the lock that thread held: the
-/// thread never exited. Now the evicter finishes the drop there too.
+/// crate records the deferred drop in thread-locals that need no destructor, which stay usable
+/// there: a record kept where a destroyed thread-local could not be reached would be lost, and
+/// the object's drop, on the evicter's thread, would wait for ever for the lock that thread
+/// holds (the thread would never exit). The drop is deferred there too.
 #[test]
 fn an_update_that_drops_its_objects_last_handle_while_evicted_at_thread_exit() {
     use std::cell::RefCell;
