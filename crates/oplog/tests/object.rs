@@ -1164,3 +1164,55 @@ fn a_thread_logs_on_its_own_cpu_where_percpu_registers_the_rseq_areas() {
     assert_eq!(*o.synchronize(), [1]);
     println!("CHILD-OK");
 }
+
+/// An update that counts itself when applied.
+struct Linked;
+
+/// The structure of an object of a chain: the next object's handle (its only one) and the
+/// count of the updates applied to any object of the chain.
+struct Link {
+    /// Held only to be dropped with the structure.
+    _next: Option<Object<OpVec<Linked>>>,
+    applied: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Op for Linked {
+    type Target = Link;
+    fn exec(self, l: &mut Link) {
+        l.applied.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A chain of objects, each the only holder of the next one's handle, each with an update
+/// pending, is dropped from its head. Each object's drop frees its structure, and so drops the
+/// next object, while its drop is running: that drop is deferred until the first one has
+/// returned from its apply, and the deferred drops run one after the other, in a loop. Each
+/// update is applied once, and each object freed; dropping each object inside the drop of the
+/// one before nested a drop per object on the stack, and a chain of 100,000 overflowed it.
+#[test]
+fn a_long_chain_of_objects_is_dropped_without_nesting_the_drops() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    const N: usize = if cfg!(miri) { 200 } else { 100_000 };
+    let d = default_sized::<OpVec<Linked>>();
+    let applied = Arc::new(AtomicUsize::new(0));
+    let mut head: Option<Object<OpVec<Linked>>> = None;
+    for _ in 0..N {
+        let o = Object::new(
+            &d,
+            Link {
+                _next: head.take(),
+                applied: applied.clone(),
+            },
+        );
+        o.log(Linked);
+        head = Some(o);
+    }
+    drop(head);
+    assert_eq!(
+        applied.load(Ordering::Relaxed),
+        N,
+        "each update applied once"
+    );
+    assert_eq!(Arc::strong_count(&applied), 1, "each structure freed");
+}
