@@ -23,6 +23,13 @@
  * information, the overflow list to which a paygo_ref that finds its CPU's window full moves
  * an entry) is asked for without aborting (PAYGO_ENOMEM).
  *
+ * Thread cancellation: no call is a cancellation point. The set-up of the domain (by the
+ * first call that needs it, or paygo_domain_init) reads sysfs (open, read, close), and runs
+ * with the calling thread's cancellation disabled (pthread_setcancelstate), so a pending
+ * pthread_cancel is acted on at the caller's next cancellation point, after the call returned
+ * (acted on inside the library, it would unwind the thread through the library's state); the
+ * calls' other paths reach no cancellation point. No call is async-cancel-safe.
+ *
  * Signal handlers: no call is async-signal-safe. A call may allocate memory (the domain's
  * tables, the thread's anchor information, room in it or on an overflow list) and may wait for
  * a one-time set-up (the default domain, the library's pthread key) that another call of the

@@ -55,6 +55,16 @@ fn c_calls_from_a_destructor_at_exit_succeed() {
     build_and_run("exit");
 }
 
+/// The process's first calls (the first sets up the default domain, reading sysfs: open(2),
+/// read(2) and close(2) are cancellation points) from a thread whose cancellation is pending
+/// return their results, and the thread is cancelled at its own next cancellation point, where
+/// the process aborted (the cancellation's forced unwind caught at the library's boundary).
+#[test]
+fn c_calls_from_a_thread_whose_cancellation_is_pending_return() {
+    let out = build_and_run("cancel");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok cancel"));
+}
+
 /// The default domain's tables cannot be allocated (the address space limited with
 /// `RLIMIT_AS`): every call that needs the domain returns `PAYGO_ENOMEM`, where they returned
 /// `PAYGO_EINTERNAL` and printed a panic message, and a later call with memory makes it.
