@@ -71,8 +71,9 @@ macro_rules! registry {
         /// Makes the scheme called `name` with `cfg` and runs `v` with it: `None` if there is
         /// no such scheme, `Some(Err)` if it could not be made (`refcache` when its epoch
         /// thread cannot be started: the spawn's error, see
-        /// [`RefCache::try_with_config`](refcount::refcache::RefCache::try_with_config)), and
-        /// then `v` does not run.
+        /// [`RefCache::try_with_config`](refcount::refcache::RefCache::try_with_config);
+        /// `paygo` when its domain's tables cannot be allocated: of kind
+        /// [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)), and then `v` does not run.
         pub fn try_visit<V: Visit>(
             name: &str,
             cfg: &SchemeConfig,
@@ -107,9 +108,24 @@ registry! {
     "snzi", Scheme, "scalable non-zero indicator tree (lock-free, 1/2 state, versions)" => |c| refcount::snzi::Snzi::new();
     "brc", Scheme, "biased reference counting: owner non-atomic, others atomic" => |c| refcount::brc::Brc::new();
     "oplog-counter", Scheme, "OpLog distributed counter: per-CPU deltas in a logger cache, read_all synchronizes" => |c| oplog::OpLogCounter::default();
-    "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => |c| paygo::Domain::new();
+    "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => fallible |c| paygo_domain();
     "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (the bare per-CPU update)",
         unfit "it cannot detect zero, so its try_reclaim never succeeds and no frame could ever be evicted or dropped" => |c| crate::limit::PercpuLimit::new();
+}
+
+/// The `paygo` scheme: a domain of the default size ([`paygo::Domain::new`]), or, where its
+/// tables cannot be allocated, an error of kind [`std::io::ErrorKind::OutOfMemory`] (which
+/// `Domain::new` would panic with).
+fn paygo_domain() -> std::io::Result<paygo::Domain> {
+    paygo::Domain::try_with_config(paygo::Config::default()).map_err(|e| {
+        let kind = match e {
+            paygo::ConfigError::OutOfMemory { .. } => std::io::ErrorKind::OutOfMemory,
+            paygo::ConfigError::SlotsPerCpu(_) | paygo::ConfigError::Window(_) => {
+                std::io::ErrorKind::InvalidInput
+            }
+        };
+        std::io::Error::new(kind, format!("paygo: {e}"))
+    })
 }
 
 /// Runs `v` with the scheme called `name`, made with `cfg`; `None` if there is none.

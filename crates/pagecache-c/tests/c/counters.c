@@ -42,6 +42,33 @@ static uint64_t address_space(void) {
     return pages * 4096;
 }
 
+/* A "paygo" cache's scheme is a PAYGO domain of its own, whose tables (4096 slots of 64 bytes
+ * per possible CPU: 256 KiB or more) are made before the frames: with the address space capped
+ * just above what the process maps, pagecache_new returns PAGECACHE_ENOMEM, and works once the
+ * cap is lifted. (It returned PAGECACHE_EINTERNAL, a bug's code, with a panic message: the
+ * domain was made by a constructor that panics where its tables cannot be allocated.) Runs
+ * after the other check, whose mallopt maps large blocks anew. */
+static void paygo_tables(void) {
+    pagecache_t *c = NULL;
+    /* What the library keeps for the process, made before the cap. */
+    CHECK_EQ(pagecache_new(1, "paygo", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    pagecache_free(c);
+    c = NULL;
+    struct rlimit old, cap;
+    CHECK_EQ(getrlimit(RLIMIT_AS, &old), 0);
+    cap = old;
+    /* Room for small allocations, not for the tables. */
+    cap.rlim_cur = address_space() + 160 * 1024;
+    CHECK_EQ(setrlimit(RLIMIT_AS, &cap), 0);
+    int rc = pagecache_new(1, "paygo", PAGECACHE_MODE_COUNTING, &c);
+    CHECK_EQ(setrlimit(RLIMIT_AS, &old), 0);
+    CHECK_EQ(rc, PAGECACHE_ENOMEM);
+    CHECK(c == NULL);
+    CHECK_EQ(pagecache_new(1, "paygo", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    pagecache_free(c);
+    printf("ok paygo-tables\n");
+}
+
 int main(void) {
     pagecache_t *c = NULL;
     /* A first cache makes what the library keeps for the process (its tables, the scheme
@@ -67,7 +94,9 @@ int main(void) {
     CHECK_EQ(pagecache_stats(c, &st), PAGECACHE_OK);
     CHECK_EQ(st.limit, PAGES);
     pagecache_free(c);
+    c = NULL;
     printf("ok counters\n");
+    paygo_tables();
     printf("failures=%d\n", failures);
     return failures != 0;
 }
