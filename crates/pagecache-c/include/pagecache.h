@@ -58,6 +58,12 @@
  * held (a later pagecache_close of that handle then waits for ever) and, in the counting mode,
  * a page referenced for good.
  *
+ * Signal handlers: no call is async-signal-safe. Calls allocate memory and take locks (of a
+ * cache, of a file, of the handle tables), which a call from a handler may wait for for ever
+ * where the call it interrupted on its thread holds them; and a pagecache_close (or
+ * pagecache_free) from a handler that interrupted a call with the same handle on its thread
+ * waits for ever for that call to return.
+ *
  * Lifetimes: a handle is the address of a slot in a table that the library never frees (64
  * bytes per slot, made 16 at a time when no slot is free, kept for the life of the process: a
  * program never holds more slots than the most handles it had open at once, rounded up to 16;
