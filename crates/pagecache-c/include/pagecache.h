@@ -201,8 +201,9 @@ typedef struct pagecache_stats {
  * "refcache", another mode), PAGECACHE_ENOSCHEME (no such scheme), PAGECACHE_EUNFIT (a scheme that
  * cannot serve a page cache), PAGECACHE_ENOMEM (the frames, or the memory the scheme's
  * counters keep of their own, cannot be allocated: the latter is probed before the counters
- * are made; or the tables of the domain of "paygo", 256 KiB per possible CPU), the -errno of a scheme that cannot be made (-EAGAIN: the epoch thread of
- * "refcache" cannot be started). The frames are allocated here. */
+ * are made; or the tables of the domain of "paygo", 256 KiB per possible CPU), the -errno
+ * of a scheme that cannot be made (-EAGAIN: the epoch thread of "refcache" cannot be
+ * started). The frames are allocated here. */
 int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagecache_t **out);
 
 /* Frees a cache handle; NULL, a misaligned pointer or a handle already freed does nothing.
