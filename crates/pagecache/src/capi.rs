@@ -36,6 +36,7 @@
 
 use crate::{CachedFile, Config, Mode, PageCache};
 use core::ffi::{c_char, c_int, c_void, CStr};
+use percpu::cancel::NoCancel;
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -141,7 +142,7 @@ fn writable<T>(out: *mut T) -> bool {
 }
 
 /// Runs an entry point's body, turning a panic into `err`, with the calling thread's
-/// cancellation disabled ([`NoCancel`]).
+/// cancellation disabled (`NoCancel`).
 fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
     let _no_cancel = NoCancel::new();
     catches(err, f)
@@ -153,63 +154,6 @@ fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
 /// mode's `sched_yield`, which is no cancellation point).
 fn catches<R>(err: R, f: impl FnOnce() -> R) -> R {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
-}
-
-#[cfg(all(target_os = "linux", not(miri)))]
-extern "C" {
-    /// POSIX (glibc, musl): sets the calling thread's cancelability state, and stores the
-    /// state it replaces in `*oldstate`. Async-cancel-safe. (The `libc` crate does not bind it
-    /// for Linux.)
-    fn pthread_setcancelstate(state: c_int, oldstate: *mut c_int) -> c_int;
-}
-
-/// `PTHREAD_CANCEL_DISABLE` of glibc and musl (`PTHREAD_CANCEL_ENABLE` is 0).
-#[cfg(all(target_os = "linux", not(miri)))]
-const PTHREAD_CANCEL_DISABLE: c_int = 1;
-
-/// The calling thread's cancellation, disabled while the guard lives, then set back as it
-/// was. A call reaches the C library's cancellation points (`open`, `pread`, `pwrite`,
-/// `fdatasync`, `close`, `pthread_join` in a scheme's drop, `write` of a panic's message):
-/// with a cancellation pending there, glibc would unwind the thread through the library
-/// (forced unwinding, which `catch_unwind` catches and does not rethrow: glibc then aborts the
-/// process), in the middle of its state. Disabled, the library's calls are no cancellation
-/// points: a pending request is acted on at the caller's next one, after the call returned.
-/// Costs two `pthread_setcancelstate` calls (two atomic read-modify-writes in glibc) per entry
-/// point, except for a `pagecache_read_at` of cached pages, which reaches no cancellation
-/// point (its only system call is the optimistic mode's `sched_yield`) and takes none. Under
-/// Miri, which has no thread cancellation (nor `pthread_setcancelstate`), the guard does
-/// nothing.
-struct NoCancel {
-    #[cfg(all(target_os = "linux", not(miri)))]
-    old: c_int,
-}
-
-impl NoCancel {
-    #[inline]
-    fn new() -> Self {
-        #[cfg(all(target_os = "linux", not(miri)))]
-        {
-            let mut old = 0;
-            // SAFETY: `old` is a writable `c_int` for the state replaced; the call touches
-            // nothing else and cannot fail for a valid state.
-            unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) };
-            NoCancel { old }
-        }
-        #[cfg(not(all(target_os = "linux", not(miri))))]
-        NoCancel {}
-    }
-}
-
-impl Drop for NoCancel {
-    #[inline]
-    fn drop(&mut self) {
-        #[cfg(all(target_os = "linux", not(miri)))]
-        {
-            let mut was = 0;
-            // SAFETY: as in `new`; `self.old` is the state `new` read back from the call.
-            unsafe { pthread_setcancelstate(self.old, &mut was) };
-        }
-    }
 }
 
 /// The negative errno of an I/O error: its OS code, or the errno closest to its kind (errors

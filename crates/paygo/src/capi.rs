@@ -27,6 +27,7 @@ use crate::header::{DEAD, DESTROYED};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
 use core::pin::Pin;
+use percpu::cancel::NoCancel;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
@@ -112,7 +113,7 @@ fn domain() -> Result<&'static Domain, i32> {
 }
 
 /// [`domain`]'s first call: makes the default domain with the thread's cancellation disabled
-/// ([`NoCancel`]), since sizing it reads sysfs (`percpu::possible_cpus`: `open`, `read` and
+/// (`NoCancel`), since sizing it reads sysfs (`percpu::possible_cpus`: `open`, `read` and
 /// `close`, cancellation points).
 #[cold]
 #[inline(never)]
@@ -123,58 +124,6 @@ fn make_domain() -> Result<&'static Domain, i32> {
         // The default configuration is valid.
         crate::ConfigError::SlotsPerCpu(_) | crate::ConfigError::Window(_) => PAYGO_EINTERNAL,
     })
-}
-
-#[cfg(all(target_os = "linux", not(miri)))]
-extern "C" {
-    /// POSIX (glibc, musl): sets the calling thread's cancelability state, and stores the
-    /// state it replaces in `*oldstate`. Async-cancel-safe. (The `libc` crate does not bind it
-    /// for Linux.)
-    fn pthread_setcancelstate(state: libc::c_int, oldstate: *mut libc::c_int) -> libc::c_int;
-}
-
-/// `PTHREAD_CANCEL_DISABLE` of glibc and musl (`PTHREAD_CANCEL_ENABLE` is 0).
-#[cfg(all(target_os = "linux", not(miri)))]
-const PTHREAD_CANCEL_DISABLE: libc::c_int = 1;
-
-/// The calling thread's cancellation, disabled while the guard lives, then set back as it
-/// was: around the library's one-time set-ups that reach the C library's cancellation points
-/// (the default domain's, or `paygo_domain_init`'s, reading sysfs). With a cancellation
-/// pending there, glibc would unwind the thread through the library (forced unwinding, which
-/// `catch_unwind` catches and does not rethrow: glibc then aborts the process). Disabled, a
-/// pending request is acted on at the caller's next cancellation point, after the call
-/// returned. The calls' other paths reach no cancellation point (their system calls, `rseq`,
-/// `membarrier`, `futex` through `syscall`, `sched_yield`, are none), so they pay nothing for
-/// it. Under Miri, which has no thread cancellation, the guard does nothing.
-struct NoCancel {
-    #[cfg(all(target_os = "linux", not(miri)))]
-    old: libc::c_int,
-}
-
-impl NoCancel {
-    fn new() -> Self {
-        #[cfg(all(target_os = "linux", not(miri)))]
-        {
-            let mut old = 0;
-            // SAFETY: `old` is a writable `c_int` for the state replaced; the call touches
-            // nothing else and cannot fail for a valid state.
-            unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) };
-            NoCancel { old }
-        }
-        #[cfg(not(all(target_os = "linux", not(miri))))]
-        NoCancel {}
-    }
-}
-
-impl Drop for NoCancel {
-    fn drop(&mut self) {
-        #[cfg(all(target_os = "linux", not(miri)))]
-        {
-            let mut was = 0;
-            // SAFETY: as in `new`; `self.old` is the state `new` read back from the call.
-            unsafe { pthread_setcancelstate(self.old, &mut was) };
-        }
-    }
 }
 
 /// A thread's anchor information: object address -> anchors held.
