@@ -91,6 +91,15 @@ pub(crate) enum Bug {
 
 crate::mutation::bug_switch!();
 
+/// The most leaves a tree may have ([`Snzi::with_leaves`] panics above it): one per CPU of the
+/// largest machine per-CPU structures are sized for ([`percpu::MAX_SIZED_CPUS`], the kernel's
+/// `NR_CPUS` limit on x86_64). A get arrives at the leaf of its CPU modulo the leaves, so a leaf
+/// past the CPUs would never be arrived at, and each adds two nodes of a cache line or two to
+/// every object (a tree of this many leaves is 2 MiB an object where a node takes 128 bytes).
+/// A power of two: rounding up stays within it.
+pub const MAX_LEAVES: usize = percpu::MAX_SIZED_CPUS;
+const _: () = assert!(MAX_LEAVES.is_power_of_two());
+
 /// The `snzi` scheme: the tree shape.
 #[derive(Debug, Clone, Copy)]
 pub struct Snzi {
@@ -103,9 +112,18 @@ impl Snzi {
         Self::with_leaves(percpu::online_cpus().clamp(1, 16))
     }
 
-    /// `leaves` leaves (rounded up to a power of two, at least 1). One leaf makes the tree a
-    /// single root node.
+    /// `leaves` leaves (rounded up to a power of two, at least 1, at most [`MAX_LEAVES`]). One
+    /// leaf makes the tree a single root node.
+    ///
+    /// # Panics
+    /// If `leaves` is above [`MAX_LEAVES`] (`snzi: N leaves: at most MAX_LEAVES (8192)`).
+    #[track_caller]
     pub fn with_leaves(leaves: usize) -> Self {
+        assert!(
+            leaves <= MAX_LEAVES,
+            "snzi: {leaves} leaves: at most MAX_LEAVES ({MAX_LEAVES}), one per CPU of the \
+             largest machine (a leaf past the CPUs is never arrived at)"
+        );
         Snzi {
             leaves: leaves.max(1).next_power_of_two(),
         }

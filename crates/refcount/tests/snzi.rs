@@ -1,7 +1,7 @@
 //! `snzi`: tokens name the leaf to return to; the indicator follows arrivals on many leaves.
 
 use refcount::conformance::{migrate, unpin, Rng};
-use refcount::snzi::Snzi;
+use refcount::snzi::{Snzi, MAX_LEAVES};
 use refcount::{Objects, RefCounter};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -62,6 +62,32 @@ fn an_object_counts_in_its_own_tree_through_an_instance_with_other_leaves() {
 fn rounds_leaves_to_a_power_of_two() {
     assert_eq!(Snzi::with_leaves(3).leaves(), 4);
     assert_eq!(Snzi::with_leaves(0).leaves(), 1);
+    assert_eq!(Snzi::with_leaves(MAX_LEAVES - 1).leaves(), MAX_LEAVES);
+    assert_eq!(Snzi::with_leaves(MAX_LEAVES).leaves(), MAX_LEAVES);
+}
+
+/// A number of leaves past [`MAX_LEAVES`] is refused by name, the largest ones too (whose
+/// rounding up to a power of two overflows: a panic of its own where overflow is checked, a
+/// tree of no leaves otherwise).
+#[test]
+fn refuses_more_than_max_leaves() {
+    for leaves in [MAX_LEAVES + 1, usize::MAX / 2 + 2, usize::MAX] {
+        let r = std::panic::catch_unwind(|| Snzi::with_leaves(leaves));
+        let msg = match r {
+            Ok(s) => panic!("{leaves} leaves made a tree of {} leaves", s.leaves()),
+            Err(e) => e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default(),
+        };
+        assert!(
+            msg.starts_with(&format!(
+                "snzi: {leaves} leaves: at most MAX_LEAVES ({MAX_LEAVES})"
+            )),
+            "{leaves} leaves: {msg}"
+        );
+    }
 }
 
 /// Threads arrive and depart at random leaves; at each barrier the indicator must equal
