@@ -154,11 +154,15 @@ crate::mutation::bug_switch!();
 pub const DEFAULT_WAYS: usize = 4096;
 /// Default epoch length.
 pub const DEFAULT_EPOCH: Duration = Duration::from_millis(10);
+/// The most ways per CPU ([`Config::ways`]; more are refused): 2²², the most objects the slab
+/// holds at once. An object's way is its slot modulo the ways, so a way past the slots would
+/// never be used; the caches then take 64 MiB per CPU.
+pub const MAX_WAYS: usize = 1 << 22;
 
 /// Configuration of a [`RefCache`].
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
-    /// Ways per CPU (rounded up to a power of two).
+    /// Ways per CPU (rounded up to a power of two; 0 is taken as 1), at most [`MAX_WAYS`].
     pub ways: usize,
     /// Epoch length of the background thread (unused by [`RefCache::with_manual_epochs`]).
     pub epoch: Duration,
@@ -213,6 +217,19 @@ const CHUNK: usize = if cfg!(loom) { 2 } else { 512 };
 const MAX_CHUNKS: usize = if cfg!(loom) { 4 } else { 8192 };
 /// The most objects the slab holds at once ([`RefCounter::max_live_objects`]).
 const SLAB_SLOTS: usize = CHUNK * MAX_CHUNKS;
+const _: () = assert!(MAX_WAYS.is_power_of_two() && MAX_WAYS >= SLAB_SLOTS);
+
+/// `Err` (why) where `ways` is above [`MAX_WAYS`] (whose rounding up to a power of two could
+/// overflow).
+fn check_ways(ways: usize) -> Result<(), String> {
+    if ways > MAX_WAYS {
+        return Err(format!(
+            "refcache: {ways} ways per CPU: at most MAX_WAYS ({MAX_WAYS}), the most objects the \
+             slab holds (an object's way is its slot modulo the ways)"
+        ));
+    }
+    Ok(())
+}
 
 /// Type-stable storage for the per-object cores: a slot is reused, never freed, while the
 /// scheme lives, so a tag left in a way can always be followed.
@@ -551,8 +568,8 @@ impl RefCache {
     /// A scheme with `config`.
     ///
     /// # Panics
-    /// If the epoch thread cannot be started ([`Self::try_with_config`] returns the error
-    /// instead).
+    /// If `config.ways` is above [`MAX_WAYS`], or the epoch thread cannot be started
+    /// ([`Self::try_with_config`] returns the error instead).
     #[track_caller]
     pub fn with_config(config: Config) -> Self {
         match Self::try_with_config(config) {
@@ -561,13 +578,16 @@ impl RefCache {
         }
     }
 
-    /// A scheme with `config`, or the error of starting its epoch thread (the system's limit
-    /// on threads, or no memory for the thread's stack: `pthread_create`'s `EAGAIN`, of kind
-    /// [`std::io::ErrorKind::WouldBlock`]), whose kind is the spawn's and whose message names
-    /// the epoch thread. Nothing is left behind on an error. Under loom (`--cfg loom`) no
-    /// thread can be started: the error is of kind [`std::io::ErrorKind::Unsupported`] (the
-    /// models use [`Self::with_manual_epochs`]).
+    /// A scheme with `config`, or why not: `config.ways` above [`MAX_WAYS`] (an error of kind
+    /// [`std::io::ErrorKind::InvalidInput`], whose message names it), or the error of starting
+    /// its epoch thread (the system's limit on threads, or no memory for the thread's stack:
+    /// `pthread_create`'s `EAGAIN`, of kind [`std::io::ErrorKind::WouldBlock`]), whose kind is
+    /// the spawn's and whose message names the epoch thread. Nothing is left behind on an
+    /// error. Under loom (`--cfg loom`) no thread can be started: the error is of kind
+    /// [`std::io::ErrorKind::Unsupported`] (the models use [`Self::with_manual_epochs`]).
     pub fn try_with_config(config: Config) -> std::io::Result<Self> {
+        check_ways(config.ways)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         #[cfg(loom)]
         {
             let _ = config;
@@ -615,7 +635,14 @@ impl RefCache {
     /// `try_reclaim` sum the caches); what waits for them is [`Self::global_count`], the
     /// review queue ([`Self::zero_confirmed`]), and the discarding of deltas cached for
     /// dropped objects (module documentation, "Limits").
+    ///
+    /// # Panics
+    /// If `config.ways` is above [`MAX_WAYS`].
+    #[track_caller]
     pub fn with_manual_epochs(config: Config) -> Self {
+        if let Err(e) = check_ways(config.ways) {
+            panic!("{e}");
+        }
         let ways = config.ways.max(1).next_power_of_two();
         let shared = Arc::new(Shared {
             pc: PerCpu::new(|_| Cache {

@@ -210,3 +210,51 @@ fn the_fallible_constructors_make_a_scheme_where_threads_start() {
     .expect("an epoch thread");
     assert_eq!(s.config().ways, 4, "ways rounded up");
 }
+
+/// More ways than [`MAX_WAYS`](refcount::refcache::MAX_WAYS) are refused by name, the largest
+/// numbers too (whose rounding up to a power of two overflows: a panic of its own where
+/// overflow is checked, no ways at all otherwise), by every constructor: `try_with_config`
+/// with an error of kind `InvalidInput` (and no epoch thread started), the others with a panic.
+#[test]
+fn refuses_more_than_max_ways() {
+    use refcount::refcache::MAX_WAYS;
+    for ways in [MAX_WAYS + 1, usize::MAX / 2 + 2, usize::MAX] {
+        let want = format!("refcache: {ways} ways per CPU: at most MAX_WAYS ({MAX_WAYS})");
+        let config = Config {
+            ways,
+            ..Config::default()
+        };
+        match RefCache::try_with_config(config) {
+            Ok(s) => panic!("{ways} ways made a scheme of {} ways", s.config().ways),
+            Err(e) => {
+                assert_eq!(
+                    e.kind(),
+                    std::io::ErrorKind::InvalidInput,
+                    "{ways} ways: {e}"
+                );
+                assert!(e.to_string().starts_with(&want), "{ways} ways: {e}");
+            }
+        }
+        type Make = fn(Config) -> RefCache;
+        let constructors: [(&str, Make); 2] = [
+            ("with_config", RefCache::with_config),
+            ("with_manual_epochs", RefCache::with_manual_epochs),
+        ];
+        for (name, make) in constructors {
+            let msg = match std::panic::catch_unwind(|| make(config)) {
+                Ok(s) => panic!(
+                    "{name}: {ways} ways made a scheme of {} ways",
+                    s.config().ways
+                ),
+                Err(e) => e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default(),
+            };
+            assert!(msg.starts_with(&want), "{name}: {ways} ways: {msg}");
+        }
+    }
+    assert_eq!(manual(0, 1).config().ways, 1);
+    assert_eq!(manual(3, 1).config().ways, 4);
+}
