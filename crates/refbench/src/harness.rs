@@ -15,6 +15,11 @@ pub const BATCH: u64 = 256;
 /// each) fit.
 pub const MAX_THREADS: usize = 4096;
 
+/// The longest measured time of one repetition, in milliseconds (`--duration-ms`): an hour,
+/// far past any window a figure needs; a run of more (a value with zeros too many) would
+/// outlast any use of its results.
+pub const MAX_DURATION_MS: u64 = 3_600_000;
+
 /// Pins the calling thread to CPU number `i % n` of the `n` CPUs the process may use
 /// ([`percpu::affinity::process_cpus`], not the online CPUs: a cpuset or `taskset` may leave
 /// some out). Returns whether it worked.

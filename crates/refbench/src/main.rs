@@ -64,7 +64,13 @@ enum Cmd {
         #[arg(
             long,
             default_value_t = 500,
-            help = flag_help(Flag::DurationMs, "Measured time of one repetition, in milliseconds.")
+            help = flag_help(
+                Flag::DurationMs,
+                &format!(
+                    "Measured time of one repetition, in milliseconds, 1 to {} (an hour).",
+                    refbench::harness::MAX_DURATION_MS
+                )
+            )
         )]
         duration_ms: u64,
         #[arg(
@@ -103,7 +109,10 @@ enum Cmd {
         #[arg(
             long,
             default_value_t = 1000,
-            help = flag_help(Flag::SpinCycles, "Cycles spun after each add and each remove.")
+            help = flag_help(
+                Flag::SpinCycles,
+                "Cycles spun after each add and each remove, at most 2^32."
+            )
         )]
         spin_cycles: u64,
         #[arg(
@@ -167,8 +176,8 @@ enum Cmd {
         /// found there, so a long run can be taken in parts.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
-        /// Measured time of one repetition, in milliseconds (default: 300, 120 with --quick):
-        /// shorter on a machine lent for a limited time.
+        /// Measured time of one repetition, in milliseconds, 1 to 3600000 (default: 300, 120
+        /// with --quick): shorter on a machine lent for a limited time.
         #[arg(long)]
         duration_ms: Option<u64>,
         /// Pin worker t to CPU number t % n of the n CPUs the process may use (its affinity: a
@@ -316,6 +325,22 @@ fn check_threads(threads: &[usize]) -> Result<(), String> {
     }
 }
 
+/// Checks `--duration-ms`: from 1 to [`MAX_DURATION_MS`].
+///
+/// [`MAX_DURATION_MS`]: refbench::harness::MAX_DURATION_MS
+fn check_duration(ms: u64) -> Result<(), String> {
+    use refbench::harness::MAX_DURATION_MS;
+    if ms == 0 {
+        return Err("--duration-ms must be at least 1".into());
+    }
+    if ms > MAX_DURATION_MS {
+        return Err(format!(
+            "--duration-ms {ms}: at most {MAX_DURATION_MS} (an hour) a repetition"
+        ));
+    }
+    Ok(())
+}
+
 /// Checks that no value of the list `flag` is given twice: each is measured once, and one given
 /// twice made two equal rows, each with the repetitions of both.
 fn check_distinct<T: PartialEq + std::fmt::Display>(
@@ -389,8 +414,8 @@ fn main() -> ExitCode {
             pin,
             out,
         } => {
-            if duration_ms == Some(0) {
-                return usage_error("--duration-ms must be at least 1");
+            if let Err(e) = duration_ms.map_or(Ok(()), check_duration) {
+                return usage_error(e);
             }
             if let Err(e) = check_threads(&threads).and(check_distinct("--threads", &threads)) {
                 return usage_error(e);
@@ -578,8 +603,14 @@ fn main() -> ExitCode {
             if reps == 0 {
                 return usage_error("--reps must be at least 1");
             }
-            if duration_ms == 0 {
-                return usage_error("--duration-ms must be at least 1");
+            if let Err(e) = check_duration(duration_ms) {
+                return usage_error(e);
+            }
+            if spin_cycles > refbench::oplog_workloads::MAX_SPIN_CYCLES {
+                return usage_error(format!(
+                    "--spin-cycles {spin_cycles}: at most {} (2^32)",
+                    refbench::oplog_workloads::MAX_SPIN_CYCLES
+                ));
             }
             if !(0.0..=100.0).contains(&referenced_pct) {
                 return usage_error("--referenced-pct must be between 0 and 100");

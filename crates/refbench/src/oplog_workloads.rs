@@ -268,6 +268,12 @@ fn oplog_list_loop<const L: bool, const G: bool>(
     n
 }
 
+/// The most cycles `--spin-cycles` takes (2^32: a second or so at a few GHz, and 4.3 s where
+/// the clock counts nanoseconds). A worker looks at the stop flag between iterations only, so
+/// a spin past the measured window makes the run outlast its `--duration-ms`, and one near
+/// `u64::MAX` would never end.
+pub const MAX_SPIN_CYCLES: u64 = 1 << 32;
+
 /// Figure 12: each of `threads` threads adds an element of its own (a fresh key each
 /// iteration) to one shared list, spins
 /// `spin_cycles` timestamp-counter cycles, removes the element, spins again, for `duration`.

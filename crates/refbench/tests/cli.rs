@@ -68,6 +68,50 @@ fn bad_arguments_exit_2_with_a_message() {
     }
 }
 
+/// A duration or spin past its bound is refused by name before anything runs: `--duration-ms
+/// 18446744073709551615` ran for as long as it said, and `--spin-cycles` near `u64::MAX` spun
+/// past any `--duration-ms` (a worker looks at the stop flag between iterations). Each is given
+/// with an `--out` that cannot be made (under a file), refused after them: without the bound,
+/// the `--out` message came instead.
+#[test]
+fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
+    let out = format!("{}/x", env!("CARGO_BIN_EXE_refbench"));
+    for (args, says) in [
+        (
+            &["run", "single-object", "--duration-ms", "3600001"][..],
+            "--duration-ms 3600001: at most 3600000",
+        ),
+        (
+            &[
+                "run",
+                "single-object",
+                "--duration-ms",
+                "18446744073709551615",
+            ],
+            "--duration-ms 18446744073709551615: at most 3600000",
+        ),
+        (
+            &["reproduce", "--duration-ms", "3600001"],
+            "--duration-ms 3600001: at most 3600000",
+        ),
+        (
+            &["run", "oplog-list", "--spin-cycles", "4294967297"],
+            "--spin-cycles 4294967297: at most 4294967296",
+        ),
+        (
+            &["run", "oplog-list", "--spin-cycles", "18446744073709551615"],
+            "--spin-cycles 18446744073709551615: at most 4294967296",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--out", &out]);
+        let o = refbench(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
 /// A value given twice in a list flag is refused before anything runs: it made two equal rows,
 /// each with the repetitions of both runs (`--reps 1` gave rows of two).
 #[test]
