@@ -167,6 +167,7 @@ pub struct Config {
     /// Epoch length of the background thread (unused by [`RefCache::with_manual_epochs`]).
     pub epoch: Duration,
     /// A delta whose magnitude would exceed this forces an eviction (sv6: the `int32` range).
+    /// At least 1: a smaller limit is taken as 1.
     pub delta_limit: i64,
 }
 
@@ -644,6 +645,7 @@ impl RefCache {
             panic!("{e}");
         }
         let ways = config.ways.max(1).next_power_of_two();
+        let delta_limit = config.delta_limit.max(1);
         let shared = Arc::new(Shared {
             pc: PerCpu::new(|_| Cache {
                 ways: (0..ways)
@@ -654,7 +656,7 @@ impl RefCache {
                     .collect(),
             }),
             mask: ways - 1,
-            limit: config.delta_limit.max(1),
+            limit: delta_limit,
             cores: Slab::new(),
             epoch: AtomicU64::new(0),
             review: Mutex::new(Vec::new()),
@@ -668,11 +670,15 @@ impl RefCache {
             shared,
             #[cfg(not(loom))]
             thread: None,
-            config: Config { ways, ..config },
+            config: Config {
+                ways,
+                delta_limit,
+                ..config
+            },
         }
     }
 
-    /// The configuration in use (ways rounded up).
+    /// The configuration in use (ways rounded up, the delta limit at least 1).
     pub fn config(&self) -> Config {
         self.config
     }

@@ -258,3 +258,21 @@ fn refuses_more_than_max_ways() {
     assert_eq!(manual(0, 1).config().ways, 1);
     assert_eq!(manual(3, 1).config().ways, 4);
 }
+
+/// A delta limit below 1 is taken as 1, and `config` says so: it said the limit given (0, or
+/// a negative one), not the one the scheme evicts at.
+#[test]
+fn a_delta_limit_below_one_is_one() {
+    for limit in [i64::MIN, -5, 0, 1] {
+        let s = manual(4, limit);
+        assert_eq!(s.config().delta_limit, 1, "limit {limit}");
+        let objs = Objects::new(&s, 1);
+        // The scheme counts with the limit of 1 (a second get on one CPU evicts).
+        let a = s.try_get(objs.get(0)).unwrap();
+        let b = s.try_get(objs.get(0)).unwrap();
+        assert_eq!(s.read_all(objs.get(0)), 2, "limit {limit}");
+        s.put(objs.get(0), a);
+        s.put(objs.get(0), b);
+        assert!(s.try_reclaim(objs.get(0)), "limit {limit}");
+    }
+}
