@@ -52,12 +52,12 @@ enum Cmd {
             value_delimiter = ',',
             help = flag_help(
                 Flag::Objects,
-                "Object counts, comma-separated (default depends on the experiment): at most \
-                 2^24, and at most 2^27 objects x the CPUs the per-CPU structures are sized for \
-                 (the memory a per-CPU scheme keeps grows with both). File sizes (MiB) or \
-                 numbers of 1 MiB files for the file experiments, which must fit in the free \
-                 space of the temporary directory (/dev/shm where there is one) and their page \
-                 cache in the memory available; mapped percentages for `lodic-*`."
+                "Object counts, comma-separated, each at least 1 (default depends on the \
+                 experiment): at most 2^24, and at most 2^27 objects x the CPUs the per-CPU \
+                 structures are sized for (the memory a per-CPU scheme keeps grows with both). \
+                 File sizes (MiB) or numbers of 1 MiB files for the file experiments, which must \
+                 fit in the free space of the temporary directory (/dev/shm where there is one) \
+                 and their page cache in the memory available; mapped percentages for `lodic-*`."
             )
         )]
         objects: Vec<usize>,
@@ -76,7 +76,7 @@ enum Cmd {
         #[arg(
             long,
             default_value_t = 3,
-            help = flag_help(Flag::Reps, "Repetitions; the median is reported.")
+            help = flag_help(Flag::Reps, "Repetitions, at least 1; the median is reported.")
         )]
         reps: usize,
         #[arg(
@@ -119,13 +119,16 @@ enum Cmd {
             long,
             value_delimiter = ',',
             default_values_t = vec![1u64, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-            help = flag_help(Flag::ReadEvery, "Read every k updates, for each k (comma-separated).")
+            help = flag_help(
+                Flag::ReadEvery,
+                "Read every k updates, for each k (comma-separated, each at least 1)."
+            )
         )]
         read_every: Vec<u64>,
         #[arg(
             long,
             default_value_t = 1_000_000,
-            help = flag_help(Flag::Samples, "Round trips per ordered pair of CPUs.")
+            help = flag_help(Flag::Samples, "Round trips per ordered pair of CPUs, at least 1.")
         )]
         samples: u64,
         #[arg(
@@ -133,8 +136,8 @@ enum Cmd {
             default_value_t = 256,
             help = flag_help(
                 Flag::FileMib,
-                "Size of the file, MiB (it must fit in the free space of the temporary \
-                 directory, /dev/shm where there is one, and in the memory available)."
+                "Size of the file, MiB, at least 1 (it must fit in the free space of the \
+                 temporary directory, /dev/shm where there is one, and in the memory available)."
             )
         )]
         file_mib: usize,
@@ -248,8 +251,8 @@ fn epoch_help() -> String {
     flag_help(
         Flag::EpochUs,
         &format!(
-            "Epoch of the schemes with a background thread ({}), in microseconds (refused where \
-             none of them runs).",
+            "Epoch of the schemes with a background thread ({}), in microseconds, at least 1 \
+             (refused where none of them runs).",
             experiments::EPOCH_SCHEMES.join(", ")
         ),
     )

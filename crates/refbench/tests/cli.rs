@@ -1808,6 +1808,41 @@ fn run_help_names_the_users_of_each_flag_from_the_table() {
     }
 }
 
+/// Each flag that refuses 0 says so in its help (`at least 1`, or the range from 1), and
+/// refuses it: the help said nothing of what `--reps`, `--samples`, `--file-mib`,
+/// `--read-every`, `--objects`, `--epoch-us` and `--duration-ms` accept.
+#[test]
+fn help_says_which_flags_refuse_zero() {
+    let options = run_help_options();
+    for (flag, args) in [
+        ("objects", &["object-spectrum"][..]),
+        ("duration-ms", &["single-object"]),
+        ("reps", &["single-object"]),
+        ("read-every", &["oplog-read-ratio"]),
+        ("samples", &["tsc-check"]),
+        ("file-mib", &["lodic-query"]),
+        ("epoch-us", &["single-object", "--schemes", "refcache"]),
+    ] {
+        let (_, help) = options
+            .iter()
+            .find(|(n, _)| n == flag)
+            .unwrap_or_else(|| panic!("--{flag} is not an option of run"));
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            help.contains("at least 1") || help.contains(" 1 to "),
+            "--{flag}: {help}"
+        );
+        let zero = format!("--{flag}");
+        let mut run = vec!["run"];
+        run.extend(args);
+        run.extend([zero.as_str(), "0"]);
+        let o = refbench(&run);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{run:?}: {err}");
+        assert!(err.contains(&zero), "{run:?}: {err}");
+    }
+}
+
 /// `--pin`'s help says where worker t goes as the harness pins it (`percpu::affinity::migrate`:
 /// CPU number t % n of the CPUs the process may use), in `run` and in `reproduce`: it said CPU
 /// t % the online CPUs, which under `taskset -c 2,3` names CPUs 0 and 1, where worker 0 and 1
