@@ -54,10 +54,12 @@ enum Cmd {
                 Flag::Objects,
                 "Object counts, comma-separated, each at least 1 (default depends on the \
                  experiment): at most 2^24, and at most 2^27 objects x the CPUs the per-CPU \
-                 structures are sized for (the memory a per-CPU scheme keeps grows with both). \
-                 File sizes (MiB) or numbers of 1 MiB files for the file experiments, which must \
-                 fit in the free space of the temporary directory (/dev/shm where there is one) \
-                 and their page cache in the memory available; mapped percentages for `lodic-*`."
+                 structures are sized for (the memory a per-CPU scheme keeps grows with both), and \
+                 at most 2^22 with percpu-ref, sloppy or refcache (their arenas' slots; 64 fewer \
+                 in query, whose background threads use 64 more). File sizes (MiB) or numbers of 1 \
+                 MiB files for the file experiments, which must fit in the free space of the \
+                 temporary directory (/dev/shm where there is one) and their page cache in the \
+                 memory available; mapped percentages for `lodic-*`."
             )
         )]
         objects: Vec<usize>,
@@ -635,6 +637,9 @@ fn main() -> ExitCode {
                          {cpus} CPUs (a per-CPU scheme keeps state for every object on every CPU, \
                          and all of it must fit in memory)"
                     ));
+                }
+                if let Err(e) = experiments::check_live_objects(&experiment, &schemes, &objects) {
+                    return usage_error(e);
                 }
             }
             let objects = if objects.is_empty() {

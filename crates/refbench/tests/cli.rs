@@ -112,6 +112,49 @@ fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
     }
 }
 
+/// More objects than a scheme of the run holds at once (`percpu-ref`, `sloppy` and `refcache`:
+/// 2^22) are refused by name before anything runs: `run memory --objects 4194305 --schemes
+/// percpu-ref` panicked ("per-CPU arena full", exit 101) after making them. `query` makes 64
+/// objects besides its `--objects`. A scheme without such a bound takes them.
+#[test]
+fn more_objects_than_a_scheme_holds_exit_2_naming_it() {
+    for (args, says) in [
+        (
+            &[
+                "memory",
+                "--objects",
+                "4194305",
+                "--schemes",
+                "cas,percpu-ref",
+            ][..],
+            "--objects 4194305: memory makes 4194305 objects, and percpu-ref holds at most 4194304",
+        ),
+        (
+            &[
+                "object-spectrum",
+                "--objects",
+                "1,4194305",
+                "--schemes",
+                "sloppy",
+            ],
+            "and sloppy holds at most 4194304",
+        ),
+        (
+            &["query", "--objects", "4194241", "--schemes", "refcache"],
+            "(4194305 with the 64 it uses besides them), and refcache holds at most 4194304",
+        ),
+    ] {
+        let mut run = vec!["run"];
+        run.extend(args);
+        let o = refbench(&run);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{run:?}: {err}");
+        assert!(err.contains(says), "{run:?}: {err}");
+    }
+    let o = refbench(&["run", "memory", "--objects", "4194305", "--schemes", "cas"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// A value given twice in a list flag is refused before anything runs: it made two equal rows,
 /// each with the repetitions of both runs (`--reps 1` gave rows of two).
 #[test]

@@ -26,6 +26,10 @@ pub struct SchemeInfo {
     pub about: &'static str,
     /// Why it cannot count the frames of a page cache (`pagecache`), or `None` if it can.
     pub unfit_for_page_cache: Option<&'static str>,
+    /// The most objects of one value of it alive at once, where it has such a bound besides
+    /// memory: its [`RefCounter::max_live_objects`], known before it is made (`refbench`
+    /// refuses a run that would make more before anything runs).
+    pub max_live_objects: Option<usize>,
 }
 
 /// Settings that some schemes take.
@@ -49,14 +53,17 @@ pub trait Visit {
     fn visit<C: RefCounter>(self, info: &SchemeInfo, scheme: C) -> Self::Out;
 }
 
-/// One line per scheme: `name, kind, about[, unfit why] => [fallible] |cfg| make`, where `make`
-/// is the scheme, or with `fallible` an `io::Result` of it (a scheme that may fail to be made).
+/// One line per scheme: `name, kind, about[, unfit why][, max n] => [fallible] |cfg| make`,
+/// where `make` is the scheme, or with `fallible` an `io::Result` of it (a scheme that may fail
+/// to be made), and `n` its [`RefCounter::max_live_objects`].
 macro_rules! registry {
     (@unfit) => { None };
     (@unfit $why:literal) => { Some($why) };
+    (@max) => { None };
+    (@max $max:expr) => { Some($max) };
     (@make fallible $make:expr) => { $make };
     (@make $make:expr) => { Ok::<_, std::io::Error>($make) };
-    ($( $name:literal, $kind:ident, $about:literal $(, unfit $why:literal)?
+    ($( $name:literal, $kind:ident, $about:literal $(, unfit $why:literal)? $(, max $max:expr)?
         => $($fallible:ident)? |$cfg:ident| $make:expr ;)*) => {
         /// Every scheme, in display order.
         pub const SCHEMES: &[SchemeInfo] = &[
@@ -65,6 +72,7 @@ macro_rules! registry {
                 kind: Kind::$kind,
                 about: $about,
                 unfit_for_page_cache: registry!(@unfit $($why)?),
+                max_live_objects: registry!(@max $($max)?),
             }, )*
         ];
 
@@ -99,9 +107,9 @@ registry! {
     "frozen-bit", Scheme, "2026 folio patch: dedicated frozen bit, try-get is one fetch_add" => |c| refcount::frozen_bit::FrozenBit;
     "rcuref", Scheme, "Linux rcuref: zones in one word, get is one add (negative check), cmpxchg to DEAD on the last put" => |c| refcount::rcuref::RcuRef;
     "sticky", Scheme, "parlaylib wait-free sticky counter: fetch_add guarded by a top-bit zero flag, helping readers" => |c| refcount::sticky::Sticky;
-    "sloppy", Scheme, "sloppy counters (OSDI'10): per-CPU spare references over a central count" => |c| refcount::sloppy::Sloppy::new();
-    "percpu-ref", Scheme, "Linux percpu_ref: per-object per-CPU counters, kill to atomic mode" => |c| refcount::percpu_ref::PercpuRef::new();
-    "refcache", Scheme, "RadixVM RefCache: per-CPU direct-mapped delta cache (4096 ways), epochs" => fallible |c| refcount::refcache::RefCache::try_with_config(refcount::refcache::Config {
+    "sloppy", Scheme, "sloppy counters (OSDI'10): per-CPU spare references over a central count", max 1 << 22 => |c| refcount::sloppy::Sloppy::new();
+    "percpu-ref", Scheme, "Linux percpu_ref: per-object per-CPU counters, kill to atomic mode", max 1 << 22 => |c| refcount::percpu_ref::PercpuRef::new();
+    "refcache", Scheme, "RadixVM RefCache: per-CPU direct-mapped delta cache (4096 ways), epochs", max 1 << 22 => fallible |c| refcount::refcache::RefCache::try_with_config(refcount::refcache::Config {
         epoch: std::time::Duration::from_micros(c.epoch_us),
         ..Default::default()
     });

@@ -26,6 +26,27 @@ fn every_scheme_is_made_by_its_name() {
     assert!(schemes::visit("no-such", &cfg, Name).is_none());
 }
 
+/// Returns the made scheme's `max_live_objects`.
+struct MaxLive;
+
+impl Visit for MaxLive {
+    type Out = Option<usize>;
+    fn visit<C: refcount::RefCounter>(self, _info: &SchemeInfo, scheme: C) -> Option<usize> {
+        scheme.max_live_objects()
+    }
+}
+
+/// Each scheme's `max_live_objects` in the registry, known before it is made, is the made
+/// scheme's own.
+#[test]
+fn the_registry_knows_each_schemes_bound_on_live_objects() {
+    let cfg = SchemeConfig::default();
+    for s in schemes::SCHEMES {
+        let made = schemes::visit(s.name, &cfg, MaxLive).expect("a registered scheme");
+        assert_eq!(s.max_live_objects, made, "{}", s.name);
+    }
+}
+
 /// In a child process (this test binary, filtered to this test) in which no thread can be
 /// started (`RUST_MIN_STACK` asks 2⁴⁷ bytes of stack, which no `mmap` can give: every spawn
 /// fails with `EAGAIN`), `refcache` cannot be made: `try_visit` returns the spawn's error and

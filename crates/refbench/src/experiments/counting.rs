@@ -293,6 +293,9 @@ struct QueryVisit<'a> {
     out: &'a mut (Vec<f64>, Vec<f64>),
 }
 
+/// The objects `query`'s background threads get and put, besides the `--objects` it reclaims.
+pub(crate) const QUERY_BACKGROUND_OBJECTS: usize = 64;
+
 /// How `query` reclaims: one `try_reclaim` per object, or one `try_reclaim_many` over all.
 const FORMS: [(&str, bool); 2] = [("single", false), ("batched", true)];
 
@@ -300,7 +303,7 @@ impl Visit for QueryVisit<'_> {
     type Out = ();
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
         let objs = Objects::new(&scheme, self.objects);
-        let others = Objects::new(&scheme, 64);
+        let others = Objects::new(&scheme, QUERY_BACKGROUND_OBJECTS);
         let stop = std::sync::atomic::AtomicBool::new(false);
         // The background threads start together, once all are there: spinning ones would slow
         // the spawning of the others.

@@ -404,6 +404,46 @@ pub fn max_objects(cpus: usize) -> usize {
     MAX_OBJECTS.min(MAX_OBJECT_CPUS / cpus.max(1))
 }
 
+/// The most objects of one scheme that `experiment` (one that [`counts_objects`]) keeps alive
+/// at once for `--objects n`: `n`, and for `query` the objects its background threads use.
+pub fn live_objects(experiment: &str, n: usize) -> usize {
+    match experiment {
+        "query" => n.saturating_add(counting::QUERY_BACKGROUND_OBJECTS),
+        _ => n,
+    }
+}
+
+/// `Err` (why) where `--objects` of `experiment` (one that [`counts_objects`]) would make more
+/// objects alive at once than one of `schemes` holds ([`SchemeInfo::max_live_objects`]:
+/// `percpu-ref`, `sloppy` and `refcache` keep per-object state in arenas of 2^22 slots, and
+/// making one more panics).
+///
+/// [`SchemeInfo::max_live_objects`]: crate::schemes::SchemeInfo::max_live_objects
+pub fn check_live_objects(
+    experiment: &str,
+    schemes: &[String],
+    objects: &[usize],
+) -> Result<(), String> {
+    for s in schemes {
+        let Some(max) = crate::schemes::find(s).and_then(|i| i.max_live_objects) else {
+            continue;
+        };
+        if let Some(n) = objects.iter().find(|&&n| live_objects(experiment, n) > max) {
+            let live = live_objects(experiment, *n);
+            let besides = if live > *n {
+                format!(" ({live} with the {} it uses besides them)", live - n)
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "--objects {n}: {experiment} makes {n} objects{besides}, and {s} holds at most \
+                 {max} at once (leave it out of --schemes)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Default object counts of an experiment where the user gave none.
 pub fn default_objects(experiment: &str) -> Vec<usize> {
     match experiment {
