@@ -59,7 +59,9 @@ enum Cmd {
                  in query, whose background threads use 64 more). File sizes (MiB) or numbers of 1 \
                  MiB files for the file experiments, which must fit in the free space of the \
                  temporary directory (/dev/shm where there is one) and their page cache in the \
-                 memory available; mapped percentages for `lodic-*`."
+                 memory available; mapped percentages for `lodic-*`. The page frames of one page \
+                 cache of a file experiment (its files' pages, and 64) count as objects of \
+                 percpu-ref, sloppy and refcache."
             )
         )]
         objects: Vec<usize>,
@@ -139,7 +141,9 @@ enum Cmd {
             help = flag_help(
                 Flag::FileMib,
                 "Size of the file, MiB, at least 1 (it must fit in the free space of the \
-                 temporary directory, /dev/shm where there is one, and in the memory available)."
+                 temporary directory, /dev/shm where there is one, and in the memory available; \
+                 in lodic-memory, its pages count as objects of percpu-ref and refcache, which \
+                 hold 2^22: under 16 GiB with them)."
             )
         )]
         file_mib: usize,
@@ -638,9 +642,6 @@ fn main() -> ExitCode {
                          and all of it must fit in memory)"
                     ));
                 }
-                if let Err(e) = experiments::check_live_objects(&experiment, &schemes, &objects) {
-                    return usage_error(e);
-                }
             }
             let objects = if objects.is_empty() {
                 experiments::default_objects(&experiment)
@@ -648,6 +649,12 @@ fn main() -> ExitCode {
                 objects
             };
             if let Err(e) = experiments::fs::check_file_room(&experiment, &objects, file_mib) {
+                return usage_error(e);
+            }
+            // After the room for the files: a size past it is refused for that first.
+            if let Err(e) =
+                experiments::check_live_objects(&experiment, &schemes, &objects, file_mib)
+            {
                 return usage_error(e);
             }
             if let Some(dir) = &out {

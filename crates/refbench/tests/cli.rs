@@ -115,7 +115,9 @@ fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
 /// More objects than a scheme of the run holds at once (`percpu-ref`, `sloppy` and `refcache`:
 /// 2^22) are refused by name before anything runs: `run memory --objects 4194305 --schemes
 /// percpu-ref` panicked ("per-CPU arena full", exit 101) after making them. `query` makes 64
-/// objects besides its `--objects`. A scheme without such a bound takes them.
+/// objects besides its `--objects`. (The file experiments' page frames, checked by the same
+/// function, are unit-tested beside it: files of 16 GiB do not fit everywhere.) A scheme
+/// without such a bound takes them.
 #[test]
 fn more_objects_than_a_scheme_holds_exit_2_naming_it() {
     for (args, says) in [

@@ -556,8 +556,12 @@ struct ReadJob<'a> {
     tick: &'a mut dyn FnMut(&str),
 }
 
+/// Frames a page cache of the file experiments has beyond the pages of its files.
+pub(super) const SPARE_FRAMES: usize = 64;
+
+/// The frames of a page cache that reads `files`: every page, and [`SPARE_FRAMES`].
 fn limit_for(files: &Files) -> usize {
-    files.paths.len() * files.pages as usize + 64
+    files.paths.len() * files.pages as usize + SPARE_FRAMES
 }
 
 impl Visit for ReadJob<'_> {
@@ -874,7 +878,7 @@ impl Visit for DropJob<'_> {
     type Out = ();
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
         let pages = self.files.pages as usize;
-        let cfg = Config::new(pages + 64, C::NAME);
+        let cfg = Config::new(pages + SPARE_FRAMES, C::NAME);
         let cache = PageCacheOf::with_scheme(scheme, &cfg).unwrap_or_else(|e| cache_refused(e));
         let open = |p: &std::path::Path| cache.open(p).unwrap_or_else(|e| open_refused(p, e));
         let file = open(&self.files.paths[0]);
@@ -1027,7 +1031,7 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                     e.0.push(files.pages as f64 / secs.max(1e-9));
                     e.1.push(util);
                     e.2 = e.2.max(resident);
-                    e.3 = files.pages as usize + 64;
+                    e.3 = files.pages as usize + SPARE_FRAMES;
                     tick(name);
                 }
             }
@@ -1108,6 +1112,19 @@ mod tests {
         assert_eq!(check_file_room("drbh", &[1], 1), Ok(()));
         let e = check_file_room("lodic-memory", &[10], 1 << 44).unwrap_err();
         assert!(e.contains("MiB free"), "{e}");
+    }
+
+    /// `live_objects`, which the command line checks against the schemes' bounds before the
+    /// files are made, counts the frames these experiments give a page cache.
+    #[test]
+    fn live_objects_are_the_frames_of_a_page_cache() {
+        use crate::experiments::live_objects;
+        let made = make_files(1, 2 << 20);
+        assert_eq!(limit_for(&made), live_objects("file-spectrum", 2, 0));
+        assert_eq!(limit_for(&made), live_objects("drop-file", 2, 0));
+        let made = make_files(3, RANDOM_FILE_BYTES);
+        assert_eq!(limit_for(&made), live_objects("randomread", 3, 0));
+        assert_eq!(live_objects("lodic-memory", 10, 2), made.pages as usize * 2);
     }
 
     /// `quick_cache` holds every page of the files once warmed, as the counted caches do:

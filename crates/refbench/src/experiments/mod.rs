@@ -404,42 +404,70 @@ pub fn max_objects(cpus: usize) -> usize {
     MAX_OBJECTS.min(MAX_OBJECT_CPUS / cpus.max(1))
 }
 
-/// The most objects of one scheme that `experiment` (one that [`counts_objects`]) keeps alive
-/// at once for `--objects n`: `n`, and for `query` the objects its background threads use.
-pub fn live_objects(experiment: &str, n: usize) -> usize {
+/// The most objects of one scheme value that a run of `experiment` keeps alive at once for the
+/// `--objects` value `n` and `--file-mib`: in the experiments that count objects, `n`, and in
+/// `query` the objects its background threads use besides them; in those that read files
+/// through a page cache of a scheme, its frames (every page of the files one cache reads, and
+/// the spare frames of the file experiments); 0 in the others (LODIC's own counters, files of
+/// one page).
+pub fn live_objects(experiment: &str, n: usize, file_mib: usize) -> usize {
+    let pages = |mib: usize| mib.saturating_mul((1 << 20) / pagecache::PAGE_SIZE);
     match experiment {
         "query" => n.saturating_add(counting::QUERY_BACKGROUND_OBJECTS),
-        _ => n,
+        // One file of n MiB, or n files of 1 MiB.
+        "file-spectrum" | "drop-file" | "randomread" => pages(n).saturating_add(fs::SPARE_FRAMES),
+        "lodic-memory" => pages(file_mib),
+        e if counts_objects(e) => n,
+        _ => 0,
     }
 }
 
-/// `Err` (why) where `--objects` of `experiment` (one that [`counts_objects`]) would make more
-/// objects alive at once than one of `schemes` holds ([`SchemeInfo::max_live_objects`]:
-/// `percpu-ref`, `sloppy` and `refcache` keep per-object state in arenas of 2^22 slots, and
-/// making one more panics).
+/// `Err` (why) where a run of `experiment` with `--objects` `objects` and `--file-mib` would
+/// keep more objects alive at once ([`live_objects`]) than one of `schemes` holds
+/// ([`SchemeInfo::max_live_objects`]: `percpu-ref`, `sloppy` and `refcache` keep per-object
+/// state in arenas of 2^22 slots; making one more panics, and a page cache of more frames is
+/// refused).
 ///
 /// [`SchemeInfo::max_live_objects`]: crate::schemes::SchemeInfo::max_live_objects
 pub fn check_live_objects(
     experiment: &str,
     schemes: &[String],
     objects: &[usize],
+    file_mib: usize,
 ) -> Result<(), String> {
     for s in schemes {
         let Some(max) = crate::schemes::find(s).and_then(|i| i.max_live_objects) else {
             continue;
         };
-        if let Some(n) = objects.iter().find(|&&n| live_objects(experiment, n) > max) {
-            let live = live_objects(experiment, *n);
-            let besides = if live > *n {
+        let Some(&n) = objects
+            .iter()
+            .find(|&&n| live_objects(experiment, n, file_mib) > max)
+        else {
+            continue;
+        };
+        let live = live_objects(experiment, n, file_mib);
+        let (what, makes) = if counts_objects(experiment) {
+            let besides = if live > n {
                 format!(" ({live} with the {} it uses besides them)", live - n)
             } else {
                 String::new()
             };
-            return Err(format!(
-                "--objects {n}: {experiment} makes {n} objects{besides}, and {s} holds at most \
-                 {max} at once (leave it out of --schemes)"
-            ));
-        }
+            (
+                format!("--objects {n}"),
+                format!("makes {n} objects{besides}"),
+            )
+        } else {
+            let what = if experiment == "lodic-memory" {
+                format!("--file-mib {file_mib}")
+            } else {
+                format!("--objects {n}")
+            };
+            (what, format!("counts {live} page frames in one page cache"))
+        };
+        return Err(format!(
+            "{what}: {experiment} {makes}, and {s} holds at most {max} objects at once (leave \
+             it out of --schemes)"
+        ));
     }
     Ok(())
 }
@@ -618,6 +646,45 @@ mod tests {
             assert!(n == u64::MAX || fixed, "{}: {n}", e.name);
         }
         assert_eq!(product(&[3, 4, 5]), 60);
+    }
+
+    /// Runs that would keep more objects alive at once than a scheme of the run holds are
+    /// refused naming it, page frames of the file experiments' caches included: a file of
+    /// 16 GiB has 2^22 pages (and the caches 64 frames more), and where the files fit, the run
+    /// made them and then exited 1 (the page cache refused), or, in `lodic-memory`, panicked.
+    #[test]
+    fn live_objects_past_a_schemes_bound_are_refused() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let check =
+            |e: &str, s: &[&str], o: &[usize], mib| check_live_objects(e, &names(s), o, mib);
+        let e = check("file-spectrum", &["cas", "percpu-ref"], &[1, 16384], 256).unwrap_err();
+        assert_eq!(
+            e,
+            "--objects 16384: file-spectrum counts 4194368 page frames in one page cache, and \
+             percpu-ref holds at most 4194304 objects at once (leave it out of --schemes)"
+        );
+        assert!(check("file-spectrum", &["percpu-ref"], &[16383], 256).is_ok());
+        assert!(check("file-spectrum", &["cas", "paygo", "kernel"], &[16384], 256).is_ok());
+        let e = check("drop-file", &["sloppy"], &[16384], 256).unwrap_err();
+        assert!(
+            e.starts_with("--objects 16384: drop-file counts 4194368"),
+            "{e}"
+        );
+        let e = check("lodic-memory", &["lodic-file", "refcache"], &[10], 16385).unwrap_err();
+        assert!(
+            e.starts_with("--file-mib 16385: lodic-memory counts 4194560 page frames"),
+            "{e}"
+        );
+        assert!(check("lodic-memory", &["refcache"], &[10], 16384).is_ok());
+        // randomread takes at most 1,024 files of 1 MiB; drbh and pread-table read one page.
+        assert!(check("randomread", &["refcache"], &[fs::MAX_RANDOM_FILES], 256).is_ok());
+        assert!(check("drbh", &["refcache"], &[MAX_OBJECTS], 1 << 40).is_ok());
+        let e = check("query", &["refcache"], &[(1 << 22) - 63], 256).unwrap_err();
+        assert!(
+            e.contains("(4194305 with the 64 it uses besides them)"),
+            "{e}"
+        );
+        assert!(check("query", &["refcache"], &[(1 << 22) - 64], 256).is_ok());
     }
 
     /// Every default object count fits the bound on a machine of up to 1,024 CPUs, so the
