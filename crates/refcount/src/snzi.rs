@@ -94,9 +94,9 @@ crate::mutation::bug_switch!();
 /// The most leaves a tree may have ([`Snzi::with_leaves`] panics above it): one per CPU of the
 /// largest machine per-CPU structures are sized for ([`percpu::MAX_SIZED_CPUS`], the kernel's
 /// `NR_CPUS` limit on x86_64). A get arrives at the leaf of its CPU modulo the leaves, so a leaf
-/// past the CPUs would never be arrived at, and each adds two nodes of a cache line or two to
-/// every object (a tree of this many leaves is 2 MiB an object where a node takes 128 bytes).
-/// A power of two: rounding up stays within it.
+/// past the CPUs would never be arrived at, and each leaf adds two nodes to every object, each
+/// node padded to its own cache line (a tree of this many leaves is 2 MiB an object where a
+/// node takes 128 bytes). A power of two: rounding up stays within it.
 pub const MAX_LEAVES: usize = percpu::MAX_SIZED_CPUS;
 const _: () = assert!(MAX_LEAVES.is_power_of_two());
 
