@@ -133,7 +133,8 @@ typedef enum pagecache_error {
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
                                     (their pages, and the scheme's counters, which take
                                     more on machines of many CPUs), or the tables of
-                                    "paygo"'s domain, cannot be allocated;
+                                    "paygo"'s domain or the caches of "refcache",
+                                    cannot be allocated;
                                     pagecache_open: the file's page
                                     table (4 bytes a page, at most 4 MiB) cannot be */
     PAGECACHE_EFBIG = -27,       /* (= -EFBIG) pagecache_write_at, pagecache_set_len: the file
@@ -201,7 +202,8 @@ typedef struct pagecache_stats {
  * "refcache", another mode), PAGECACHE_ENOSCHEME (no such scheme), PAGECACHE_EUNFIT (a scheme that
  * cannot serve a page cache), PAGECACHE_ENOMEM (the frames, or the memory the scheme's
  * counters keep of their own, cannot be allocated: the latter is probed before the counters
- * are made; or the tables of the domain of "paygo", 256 KiB per possible CPU), the -errno
+ * are made; or the tables of the domain of "paygo", 256 KiB per possible CPU, or the caches
+ * of "refcache", 64 KiB per possible CPU), the -errno
  * of a scheme that cannot be made (-EAGAIN: the epoch thread of "refcache" cannot be
  * started). The frames are allocated here. */
 int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagecache_t **out);

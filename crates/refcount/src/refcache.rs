@@ -232,6 +232,17 @@ fn check_ways(ways: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// One CPU's cache of `n` empty ways, or `None` if it cannot be allocated.
+fn new_ways(n: usize) -> Option<Box<[Way]>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.extend((0..n).map(|_| Way {
+        tag: AtomicU64::new(EMPTY),
+        delta: AtomicU64::new(0),
+    }));
+    Some(v.into_boxed_slice())
+}
+
 /// Type-stable storage for the per-object cores: a slot is reused, never freed, while the
 /// scheme lives, so a tag left in a way can always be followed.
 ///
@@ -569,8 +580,8 @@ impl RefCache {
     /// A scheme with `config`.
     ///
     /// # Panics
-    /// If `config.ways` is above [`MAX_WAYS`], or the epoch thread cannot be started
-    /// ([`Self::try_with_config`] returns the error instead).
+    /// If `config.ways` is above [`MAX_WAYS`], the caches cannot be allocated, or the epoch
+    /// thread cannot be started ([`Self::try_with_config`] returns the error instead).
     #[track_caller]
     pub fn with_config(config: Config) -> Self {
         match Self::try_with_config(config) {
@@ -580,7 +591,9 @@ impl RefCache {
     }
 
     /// A scheme with `config`, or why not: `config.ways` above [`MAX_WAYS`] (an error of kind
-    /// [`std::io::ErrorKind::InvalidInput`], whose message names it), or the error of starting
+    /// [`std::io::ErrorKind::InvalidInput`], whose message names it), the per-CPU caches
+    /// (`ways` × 16 bytes for each possible CPU) that cannot be allocated (of kind
+    /// [`std::io::ErrorKind::OutOfMemory`], naming their size), or the error of starting
     /// its epoch thread (the system's limit on threads, or no memory for the thread's stack:
     /// `pthread_create`'s `EAGAIN`, of kind [`std::io::ErrorKind::WouldBlock`]), whose kind is
     /// the spawn's and whose message names the epoch thread. Nothing is left behind on an
@@ -603,7 +616,7 @@ impl RefCache {
 
     #[cfg(not(loom))]
     fn try_with_epoch_thread(config: Config) -> std::io::Result<Self> {
-        let mut s = Self::with_manual_epochs(config);
+        let mut s = Self::try_with_manual_epochs(config)?;
         let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
         let (sh, st, len) = (s.shared.clone(), stop.clone(), config.epoch);
         let handle = std::thread::Builder::new()
@@ -638,23 +651,52 @@ impl RefCache {
     /// dropped objects (module documentation, "Limits").
     ///
     /// # Panics
-    /// If `config.ways` is above [`MAX_WAYS`].
+    /// If `config.ways` is above [`MAX_WAYS`], or the caches cannot be allocated
+    /// ([`Self::try_with_config`], which also starts the epoch thread, returns these errors
+    /// instead).
     #[track_caller]
     pub fn with_manual_epochs(config: Config) -> Self {
-        if let Err(e) = check_ways(config.ways) {
-            panic!("{e}");
+        match Self::try_with_manual_epochs(config) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
         }
+    }
+
+    /// [`Self::with_manual_epochs`], or why not: `config.ways` above [`MAX_WAYS`]
+    /// (`InvalidInput`), or the caches (`ways` × 16 bytes per possible CPU) cannot be allocated
+    /// (`OutOfMemory`, naming their size).
+    fn try_with_manual_epochs(config: Config) -> std::io::Result<Self> {
+        check_ways(config.ways)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let ways = config.ways.max(1).next_power_of_two();
         let delta_limit = config.delta_limit.max(1);
+        // The caches are the scheme's one large allocation (up to 64 MiB per CPU): allocated
+        // fallibly, one CPU's at a time, so that a scheme too large for the memory left is an
+        // error, not an abort. Once one fails, the others are left empty and dropped.
+        let failed = core::cell::Cell::new(false);
+        let pc = PerCpu::new(|_| Cache {
+            ways: if failed.get() {
+                Box::default()
+            } else {
+                new_ways(ways).unwrap_or_else(|| {
+                    failed.set(true);
+                    Box::default()
+                })
+            },
+        });
+        if failed.get() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "refcache: cannot allocate the caches: {ways} ways of {} bytes for each of \
+                     {} CPUs",
+                    core::mem::size_of::<Way>(),
+                    pc.len()
+                ),
+            ));
+        }
         let shared = Arc::new(Shared {
-            pc: PerCpu::new(|_| Cache {
-                ways: (0..ways)
-                    .map(|_| Way {
-                        tag: AtomicU64::new(EMPTY),
-                        delta: AtomicU64::new(0),
-                    })
-                    .collect(),
-            }),
+            pc,
             mask: ways - 1,
             limit: delta_limit,
             cores: Slab::new(),
@@ -666,7 +708,7 @@ impl RefCache {
             epoch_flushes: AtomicU64::new(0),
             confirmed: AtomicU64::new(0),
         });
-        RefCache {
+        Ok(RefCache {
             shared,
             #[cfg(not(loom))]
             thread: None,
@@ -675,7 +717,7 @@ impl RefCache {
                 delta_limit,
                 ..config
             },
-        }
+        })
     }
 
     /// The configuration in use (ways rounded up, the delta limit at least 1).

@@ -276,3 +276,82 @@ fn a_delta_limit_below_one_is_one() {
         assert!(s.try_reclaim(objs.get(0)), "limit {limit}");
     }
 }
+
+/// Set in the child process of [`caches_past_the_memory_left_are_an_error`].
+const OOM_CHILD_ENV: &str = "REFCACHE_TEST_OOM_CHILD";
+
+/// The process's address space now, in bytes (`VmSize` of `/proc/self/status`).
+fn address_space() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmSize in /proc/self/status");
+    kib * 1024
+}
+
+/// Caches larger than the memory left (the address space capped with `RLIMIT_AS` just above
+/// what the process uses, in a child process of its own) are an error of kind `OutOfMemory`
+/// naming their size from `try_with_config`, where the allocation aborted the process; the
+/// same configuration is made once the cap is lifted. 2^22 ways are 64 MiB per CPU.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn caches_past_the_memory_left_are_an_error() {
+    if std::env::var_os(OOM_CHILD_ENV).is_some() {
+        let config = Config {
+            ways: refcount::refcache::MAX_WAYS,
+            ..Config::default()
+        };
+        let mut old = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `old` is a writable rlimit, which getrlimit fills; setrlimit reads `cap`.
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_AS, &mut old), 0);
+            let cap = libc::rlimit {
+                // Room for small allocations, not for one CPU's caches.
+                rlim_cur: address_space() + (16 << 20),
+                ..old
+            };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &cap), 0);
+        }
+        let made = RefCache::try_with_config(config);
+        // SAFETY: as above.
+        unsafe { assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &old), 0) };
+        match made {
+            Ok(_) => panic!("caches of 64 MiB per CPU made in 16 MiB"),
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+                assert!(
+                    e.to_string().starts_with(&format!(
+                        "refcache: cannot allocate the caches: {} ways of 16 bytes",
+                        refcount::refcache::MAX_WAYS
+                    )),
+                    "{e}"
+                );
+            }
+        }
+        let s = RefCache::try_with_config(config).expect("made once the cap is lifted");
+        assert_eq!(s.config().ways, refcount::refcache::MAX_WAYS);
+        println!("CHILD-OK");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "caches_past_the_memory_left_are_an_error",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(OOM_CHILD_ENV, "1")
+        .output()
+        .expect("starting the child");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && text.contains("CHILD-OK"), "{text}");
+}
