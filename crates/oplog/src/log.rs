@@ -155,8 +155,8 @@ pub trait Log: Default + Send + 'static {
     /// synchronize this object, nor call its `clear_poison` or `into_inner`, which wait for
     /// that lock for ever. Dropping an object's last handle there (this object's or another's)
     /// is allowed: that object's drop, which applies its pending updates and needs its lock,
-    /// is deferred until the apply has released the lock it holds (a synchronize, which
-    /// returns the lock held, runs it before it returns), so two objects whose last handles
+    /// is deferred until the apply has released the lock it holds (for a synchronize, which
+    /// returns the lock held, until its guard is dropped), so two objects whose last handles
     /// are held by updates pending in each other's logs, applied at once on two threads, do
     /// not wait for each other. `push` and `take` must not drop a handle of any object of the
     /// domain, since the drop may need the slot they hold.

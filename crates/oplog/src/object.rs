@@ -445,8 +445,8 @@ impl Drop for Evicting<'_> {
 }
 
 /// Waits until every evicter that held the object's `target` has returned from its unlock
-/// (`evicters` is 0), before the core is freed. The caller holds the last handle (or finishes
-/// the drop as the evicter whose update dropped it) and no longer holds `target`: no new
+/// (`evicters` is 0), before the core is freed. The caller runs the object's drop (its last
+/// handle was dropped, at once or deferred) and no longer holds `target`: no new
 /// evicter can count itself (no way is tagged with the object), and those counted only have
 /// their unlock's wake and the decrement left.
 fn wait_for_evicters(evicters: &AtomicU32) {
@@ -637,7 +637,12 @@ impl<L: Log> Core<L> {
     ///
     /// # Panics
     /// If the object is poisoned (nothing is applied then: the pending updates stay logged).
-    fn guard<'a>(&'a self, mut target: MutexGuard<'a, L::Target>) -> SyncGuard<'a, L> {
+    fn guard<'a>(&'a self, target: MutexGuard<'a, L::Target>) -> SyncGuard<'a, L> {
+        // Objects dropped by the updates applied are dropped once `target` is unlocked: when
+        // the guard returned is dropped, or on unwind (`deferring` is declared before the
+        // local that holds `target`, so it ends after it; see `deferred`).
+        let deferring = deferred::Scope::enter();
+        let mut target = target;
         // Relaxed: `poisoned` is written holding `target`, which we hold; `lost` as in
         // `gather`, whose conversion this is.
         self.poison_if_lost();
@@ -645,12 +650,7 @@ impl<L: Log> Core<L> {
             drop(target);
             poisoned();
         }
-        // Objects dropped by the updates applied are dropped once they are applied, holding
-        // `target`: no drop waits for this object's lock, which the caller's handle keeps
-        // alive (see `deferred`). On unwind too, before `target` unlocks.
-        let deferring = deferred::Scope::enter();
         self.gather_and_apply(&mut target);
-        drop(deferring);
         // The gather found that a spill lost updates (see `Core::lost`). Relaxed: as above.
         if self.poisoned.load(Ordering::Relaxed) {
             drop(target);
@@ -662,6 +662,7 @@ impl<L: Log> Core<L> {
         SyncGuard {
             target,
             out: &self.guard_out,
+            _deferred: deferring.hold(),
         }
     }
 
@@ -690,9 +691,11 @@ impl<L: Log> Core<L> {
 /// drop and the object is leaked (its header, and its hold on the domain), unless the thread was
 /// already unwinding from another panic: the drop then catches the second panic (which would
 /// abort the process) and leaks the object. A drop made while the thread applies logged updates
-/// (by an update that held the last handle) runs once that apply has released the lock it
-/// holds, before the call that applied returns, and a panic of it comes out of that call (see
-/// the crate docs, "Drops during an apply").
+/// (by an update that held the last handle, or by the drop of a structure) runs once that apply
+/// has released the lock it holds: before the `log` or the drop that applied returns, or when
+/// the [`SyncGuard`] of the synchronize that applied is dropped (or, for an apply inside
+/// another, at the end of the outermost); a panic of it comes out there (see the crate docs,
+/// "Drops during an apply").
 ///
 /// An object with no pending update costs its structure plus a small header (a mutex, the
 /// per-CPU pending bits, the domain pointer): logs live in the domain's per-CPU caches.
@@ -729,10 +732,17 @@ unsafe impl<L: Log> Sync for Object<L> where L::Target: Send {}
 /// still logged (and evicted logs spilled to it), but never applied; dropping the object then
 /// leaks it (with its pending updates and its hold on the domain), and
 /// [`Object::into_inner`] panics.
+///
+/// Objects whose last handles the updates applied by the synchronize dropped are dropped when
+/// the guard is, after it unlocks the object (their drops apply their pending updates: a panic
+/// there comes out of the guard's drop); a forgotten guard leaks them too.
 pub struct SyncGuard<'a, L: Log> {
     target: MutexGuard<'a, L::Target>,
     /// The object's `guard_out`, cleared when the guard is dropped.
     out: &'a AtomicBool,
+    /// The drops of objects whose last handles the updates applied dropped, run once `target`
+    /// is unlocked (the fields drop in this order).
+    _deferred: deferred::Held,
 }
 
 impl<L: Log> Drop for SyncGuard<'_, L> {
@@ -817,7 +827,7 @@ impl<L: Log> Object<L> {
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         // The tag is the allocation's own pointer (not one derived from `core`, a shared
-        // reference): an evicter that finishes this object's drop frees the core through it.
+        // reference): evicters reach the core through it.
         let me = self.core.as_ptr();
         let dom = &*core.domain;
         let cpu = dom.current_slot();
@@ -981,7 +991,9 @@ impl<L: Log> Object<L> {
     ///
     /// # Panics
     /// If the object is poisoned (see [`Object::is_poisoned`]); and, poisoning it, if the
-    /// log's [`Log::apply`] (an [`Op::exec`](crate::Op::exec)) panics.
+    /// log's [`Log::apply`] (an [`Op::exec`](crate::Op::exec)) panics. (The drops of objects
+    /// whose last handles the updates dropped run when the guard is dropped: see
+    /// [`SyncGuard`].)
     pub fn synchronize(&self) -> SyncGuard<'_, L> {
         let core = self.core();
         core.guard(core.lock_target())
@@ -1181,8 +1193,8 @@ fn apply_at_drop<L: Log>(core: &Core<L>, t: &mut L::Target) -> bool {
 /// the thread applies (a [`Scope`] is alive), an object's drop only records the object, and the
 /// end of the outermost scope, which its caller places after it unlocked the object it applied,
 /// runs the recorded drops: a drop never waits for a lock while its thread holds one that it
-/// took to apply updates. A synchronize, which returns its object locked, runs them holding
-/// that lock: no drop waits for it, since the caller's handle keeps the object alive.
+/// took to apply updates. A synchronize, which returns its object locked, hands them to its
+/// guard ([`Scope::hold`]), which runs them once it has unlocked the object.
 ///
 /// The records are a list of boxed nodes in thread-locals that need no destructor, so a drop
 /// may be deferred (and run) in a thread-local's destructor at the exit of a thread, after the
@@ -1218,7 +1230,8 @@ mod deferred {
     /// While one is alive on this thread, objects dropped on it are deferred; dropping the
     /// outermost one runs the drops deferred meanwhile (and those they defer in turn). Its
     /// callers declare it before the guard of the lock they apply under, so that it ends after
-    /// that lock is released, on unwind too (except a synchronize's: see above). Not `Send`.
+    /// that lock is released, on unwind too (a synchronize ends it by [`Scope::hold`]). Not
+    /// `Send`.
     pub(super) struct Scope(core::marker::PhantomData<*const ()>);
 
     impl Scope {
@@ -1284,6 +1297,55 @@ mod deferred {
             unsafe { (node.finish)(node.core) };
         }
         drop(finishing);
+    }
+
+    impl Scope {
+        /// Ends the scope of a synchronize, which returns its object locked: if it is the
+        /// outermost, the drops deferred in it are taken out of the thread's list, to run when
+        /// the returned [`Held`] is dropped (by the guard, after its lock is released); else
+        /// they are left to the outer scope, as usual.
+        pub(super) fn hold(self) -> Held {
+            let outermost = DEPTH.with(|d| d.get()) == 1 && !RUNNING.with(|r| r.get());
+            let head = if outermost {
+                // With no scope alive before this one, the list held no drop when it began:
+                // all are its own.
+                LIST.with(|l| l.replace(ptr::null_mut()))
+            } else {
+                ptr::null_mut()
+            };
+            drop(self);
+            Held(head, core::marker::PhantomData)
+        }
+    }
+
+    /// Deferred drops taken out of the thread's list by [`Scope::hold`]; dropping it (on the
+    /// same thread: not `Send`) puts them back and runs them, as the end of a scope does.
+    /// Forgotten, it leaks them (the objects, with their pending updates).
+    pub(super) struct Held(*mut Node, core::marker::PhantomData<*const ()>);
+
+    // SAFETY: a shared `&Held` gives access to nothing (it has no method taking `&self`), so
+    // a guard that holds one may be shared with other threads as it could be without it.
+    unsafe impl Sync for Held {}
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            if self.0.is_null() {
+                return;
+            }
+            let scope = Scope::enter();
+            let mut tail = self.0;
+            // SAFETY: the nodes were made by `Box::into_raw` in `push` and taken out of the
+            // thread's list whole by `hold`: this is their only owner until they are linked
+            // back into the list here.
+            unsafe {
+                while !(*tail).next.is_null() {
+                    tail = (*tail).next;
+                }
+                (*tail).next = LIST.with(|l| l.get());
+            }
+            LIST.with(|l| l.set(self.0));
+            drop(scope);
+        }
     }
 
     /// Ends a run of deferred drops. If one of them panics, the others run while the thread

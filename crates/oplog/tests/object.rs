@@ -1216,3 +1216,171 @@ fn a_long_chain_of_objects_is_dropped_without_nesting_the_drops() {
     );
     assert_eq!(Arc::strong_count(&applied), 1, "each structure freed");
 }
+
+/// The updates of the objects of the deferred-drop tests below.
+enum Act {
+    /// Recorded in the structure.
+    Val(u32),
+    /// Panics.
+    Boom,
+    /// Holds a handle, dropped when applied.
+    Hold(Object<OpVec<Act>>),
+    /// Holds a handle and panics when applied (the handle is dropped while the thread unwinds).
+    HoldThenBoom(Object<OpVec<Act>>),
+    /// Records whether the object could be synchronized (was not locked) when applied.
+    TrySync(std::sync::Arc<Object<OpVec<Act>>>),
+    /// Synchronizes the object and records its number of recorded updates plus 1000.
+    Sync(std::sync::Arc<Object<OpVec<Act>>>),
+    /// Logs `Val` of this value to the object.
+    LogTo(std::sync::Arc<Object<OpVec<Act>>>, u32),
+}
+
+/// The objects freed (in order), each with the values its structure recorded.
+type Freed = std::sync::Arc<std::sync::Mutex<Vec<(u32, Vec<u32>)>>>;
+
+/// The structure of an object of the deferred-drop tests: its values, recorded in `freed` when
+/// it is dropped with its object.
+struct Rec {
+    id: u32,
+    seen: Vec<u32>,
+    freed: Freed,
+}
+
+impl Drop for Rec {
+    fn drop(&mut self) {
+        let seen = core::mem::take(&mut self.seen);
+        self.freed.lock().unwrap().push((self.id, seen));
+    }
+}
+
+impl Op for Act {
+    type Target = Rec;
+    fn exec(self, t: &mut Rec) {
+        match self {
+            Act::Val(n) => t.seen.push(n),
+            Act::Boom => panic!("boom {}", t.id),
+            Act::Hold(o) => drop(o),
+            Act::HoldThenBoom(_o) => panic!("boom {}", t.id),
+            Act::TrySync(o) => t.seen.push(o.try_synchronize().is_some() as u32),
+            Act::Sync(o) => {
+                let n = o.synchronize().seen.len() as u32;
+                t.seen.push(n + 1000);
+            }
+            Act::LogTo(o, n) => drop(o.log(Act::Val(n))),
+        }
+    }
+}
+
+fn rec(d: &std::sync::Arc<Domain<OpVec<Act>>>, id: u32, freed: &Freed) -> Object<OpVec<Act>> {
+    let seen = Vec::new();
+    let freed = freed.clone();
+    Object::new(d, Rec { id, seen, freed })
+}
+
+/// An object `y` whose last handle is held by an update of `x`'s, with an update of its own that
+/// tries to synchronize `x`: `x`'s synchronize applies the first, whose drop of `y`'s handle is
+/// deferred until the guard has unlocked `x`, so `y`'s update finds `x` unlocked. A drop run at
+/// the end of the synchronize, holding `x`'s lock, would find it locked: an update there that
+/// synchronized `x` would wait for ever, as would an evicter holding `y`'s lock whose update
+/// synchronized `x` while the drop waited for that lock.
+#[test]
+fn a_drop_deferred_by_a_synchronize_runs_once_it_has_unlocked() {
+    let freed = Freed::default();
+    let d = Domain::with_config(64, 1 << 20);
+    let x = std::sync::Arc::new(rec(&d, 1, &freed));
+    let y = rec(&d, 2, &freed);
+    y.log(Act::TrySync(x.clone()));
+    x.log(Act::Val(7));
+    x.log(Act::Hold(y));
+    let g = x.synchronize();
+    assert_eq!(g.seen, [7]);
+    assert!(
+        freed.lock().unwrap().is_empty(),
+        "y's drop waits for the guard"
+    );
+    drop(g);
+    assert_eq!(*freed.lock().unwrap(), [(2, vec![1])], "x was unlocked");
+}
+
+/// Deferred drops whose updates panic: out of the synchronize whose guard runs them, the first
+/// panic comes out of the guard's drop, the other deferred drops still run (while the thread
+/// unwinds, their own panics caught: the object leaked), and the thread defers and runs drops as
+/// before afterwards. A panic of the apply itself runs its deferred drops while unwinding.
+#[test]
+fn a_panic_in_a_deferred_drop_leaves_the_others_to_run() {
+    let freed = Freed::default();
+    let d = Domain::with_config(64, 1 << 20);
+    let x = rec(&d, 1, &freed);
+    let (y1, y2, y3) = (rec(&d, 2, &freed), rec(&d, 3, &freed), rec(&d, 4, &freed));
+    y1.log(Act::Val(2));
+    y2.log(Act::Boom);
+    y3.log(Act::Boom);
+    x.log(Act::Val(1));
+    // Deferred in this order, run last first.
+    x.log(Act::Hold(y1));
+    x.log(Act::Hold(y2));
+    x.log(Act::Hold(y3));
+    assert_eq!(panic_message(|| drop(x.synchronize())), "boom 4");
+    assert_eq!(*freed.lock().unwrap(), [(2, vec![2])], "y2 and y3 leaked");
+    assert!(!x.is_poisoned(), "x's updates were all applied");
+    // A drop with no apply running is not deferred.
+    let z = rec(&d, 5, &freed);
+    z.log(Act::Val(5));
+    drop(z);
+    assert_eq!(freed.lock().unwrap().last(), Some(&(5, vec![5])));
+    // An apply that panics: its deferred drops run while the thread unwinds.
+    let (v, w) = (rec(&d, 6, &freed), rec(&d, 7, &freed));
+    v.log(Act::Val(6));
+    w.log(Act::Boom);
+    x.log(Act::Hold(v));
+    x.log(Act::HoldThenBoom(w));
+    x.log(Act::Val(9));
+    assert_eq!(panic_message(|| drop(x.synchronize())), "boom 1");
+    assert!(x.is_poisoned());
+    assert_eq!(
+        freed.lock().unwrap().last(),
+        Some(&(6, vec![6])),
+        "w leaked"
+    );
+    x.clear_poison();
+    assert_eq!(x.synchronize().seen, [1]);
+    drop(x);
+    assert_eq!(freed.lock().unwrap().last(), Some(&(1, vec![1])));
+    assert_eq!(freed.lock().unwrap().len(), 4);
+}
+
+/// A deferred drop whose updates log, synchronize, and drop more objects' last handles: each
+/// update is applied once, and each object freed, when the outermost apply ends (a synchronize
+/// called by an update applied at a drop runs no drop itself).
+#[test]
+fn deferred_drops_that_log_synchronize_and_drop_more() {
+    let freed = Freed::default();
+    let d = Domain::with_config(64, 1 << 20);
+    let x = std::sync::Arc::new(rec(&d, 1, &freed));
+    let y = rec(&d, 2, &freed);
+    let w = std::sync::Arc::new(rec(&d, 3, &freed));
+    let (u, t) = (rec(&d, 4, &freed), rec(&d, 5, &freed));
+    t.log(Act::Val(50));
+    u.log(Act::Val(40));
+    u.log(Act::Hold(t));
+    w.log(Act::Val(30));
+    y.log(Act::LogTo(w.clone(), 31));
+    y.log(Act::Sync(w.clone()));
+    y.log(Act::Hold(u));
+    y.log(Act::Val(20));
+    x.log(Act::Hold(y));
+    let z = rec(&d, 6, &freed);
+    z.log(Act::Sync(x.clone()));
+    drop(z);
+    // z first: x's synchronize, inside z's drop, left y's drop to the end of z's.
+    assert_eq!(
+        *freed.lock().unwrap(),
+        [
+            (6, vec![1000]),
+            (2, vec![1002, 20]),
+            (4, vec![40]),
+            (5, vec![50])
+        ]
+    );
+    assert_eq!(w.synchronize().seen, [30, 31]);
+}
