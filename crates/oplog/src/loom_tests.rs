@@ -337,8 +337,8 @@ fn loom_a_drop_racing_an_eviction_applies_each_update_once() {
 }
 
 /// An update that records its value when applied and holds a handle of an object (or none),
-/// dropped once it is applied.
-struct Holds(u32, Option<std::sync::Arc<Object<HoldLog>>>);
+/// dropped once it is applied (synchronizing that object first if the flag is set).
+struct Holds(u32, Option<std::sync::Arc<Object<HoldLog>>>, bool);
 
 /// The log of [`Holds`] updates.
 #[derive(Default)]
@@ -356,8 +356,11 @@ impl crate::Log for HoldLog {
     fn apply(logs: Vec<Self>, target: &mut Applied) {
         let mut all: Vec<(Stamp, Holds)> = logs.into_iter().flat_map(|l| l.0).collect();
         all.sort_by_key(|e| e.0);
-        for (stamp, Holds(n, handle)) in all {
+        for (stamp, Holds(n, handle, sync)) in all {
             target.0.lock().unwrap().push((stamp, n));
+            if let Some(h) = handle.as_ref().filter(|_| sync) {
+                drop(h.synchronize());
+            }
             // The handle's drop, while this object's lock is held.
             drop(handle);
         }
@@ -389,20 +392,20 @@ fn last_handles_in_each_others_logs() {
         let y = std::sync::Arc::new(Object::new(&d, ys));
         let z = Arc::new(Object::new(&d, zs));
         percpu::loom_set_cpu(0);
-        let one = x.log(Holds(1, Some(y.clone()))).unwrap();
+        let one = x.log(Holds(1, Some(y.clone()), false)).unwrap();
         percpu::loom_set_cpu(1);
-        let two = y.log(Holds(2, Some(x.clone()))).unwrap();
+        let two = y.log(Holds(2, Some(x.clone()), false)).unwrap();
         // The last handles are in the logs now.
         drop((x, y));
         let evicter = {
             let z = z.clone();
             thread::spawn(move || {
                 percpu::loom_set_cpu(0);
-                z.log(Holds(3, None)).unwrap()
+                z.log(Holds(3, None, false)).unwrap()
             })
         };
         percpu::loom_set_cpu(1);
-        let four = z.log(Holds(4, None)).unwrap();
+        let four = z.log(Holds(4, None, false)).unwrap();
         let three = evicter.join().unwrap();
         assert_eq!(*x_seen.lock().unwrap(), [(one, 1)], "x's updates");
         assert_eq!(*y_seen.lock().unwrap(), [(two, 2)], "y's updates");
@@ -412,6 +415,44 @@ fn last_handles_in_each_others_logs() {
         assert_eq!(*z_seen.lock().unwrap(), zs, "z's updates");
         // Their structures were dropped with them (the lists' other holders).
         assert_eq!(std::sync::Arc::strong_count(&x_seen), 1, "x was freed");
+        assert_eq!(std::sync::Arc::strong_count(&y_seen), 1, "y was freed");
+    });
+}
+
+/// An object `y` whose last handle is held by an update pending in `x`'s log (on CPU 1), with
+/// an update of its own pending (on CPU 0) that synchronizes `x`. One thread synchronizes `x`,
+/// whose update drops `y`'s last handle; another logs a third object on CPU 0, whose way holds
+/// `y`'s log, and so applies `y`'s update holding `y`'s lock. `y`'s drop, deferred by the
+/// synchronize, runs once its guard has unlocked `x`: run holding `x`'s lock, it would wait for
+/// `y`'s lock while the evicter held it and waited for `x`'s (or, where it took `y`'s lock
+/// first, its own apply of `y`'s update would wait for the `x` lock its thread held). Each
+/// update is applied exactly once, and `y` is freed.
+#[test]
+fn loom_a_drop_deferred_by_a_synchronize_waits_for_no_lock_under_it() {
+    model(|| {
+        let d = Domain::<HoldLog>::with_config(1, 64);
+        let (xs, ys, zs) = (Applied::default(), Applied::default(), Applied::default());
+        let (x_seen, y_seen) = (xs.0.clone(), ys.0.clone());
+        let x = std::sync::Arc::new(Object::new(&d, xs));
+        let y = std::sync::Arc::new(Object::new(&d, ys));
+        let z = Arc::new(Object::new(&d, zs));
+        percpu::loom_set_cpu(0);
+        let one = y.log(Holds(1, Some(x.clone()), true)).unwrap();
+        percpu::loom_set_cpu(1);
+        let two = x.log(Holds(2, Some(y.clone()), false)).unwrap();
+        // `y`'s last handle is in `x`'s log now.
+        drop(y);
+        let evicter = {
+            let z = z.clone();
+            thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                z.log(Holds(3, None, false)).unwrap();
+            })
+        };
+        drop(x.synchronize());
+        evicter.join().unwrap();
+        assert_eq!(*x_seen.lock().unwrap(), [(two, 2)], "x's updates");
+        assert_eq!(*y_seen.lock().unwrap(), [(one, 1)], "y's updates");
         assert_eq!(std::sync::Arc::strong_count(&y_seen), 1, "y was freed");
     });
 }
