@@ -823,7 +823,11 @@ impl<L: Log> Object<L> {
     /// CPU's log still come after one it took). While the thread unwinds from another panic
     /// (a `log` in a `Drop`), a panic of the updates it applies, or of the [`Log::take`] of a
     /// log it spills, is caught instead, since it would abort the process: the object whose
-    /// updates it dropped is poisoned all the same.
+    /// updates it dropped is poisoned all the same. Also if the drop of an object whose last
+    /// handle the updates it applied dropped (run before it returns, deferred until their
+    /// lock is released) panics in that object's updates: that object is leaked, and `op` was
+    /// logged if the updates applied were this object's (at the bound), not if they were
+    /// another's (an eviction).
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         // The tag is the allocation's own pointer (not one derived from `core`, a shared
