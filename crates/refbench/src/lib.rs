@@ -1,6 +1,4 @@
-//! refbench: the experiments of the PAYGO, OpLog and frozen-bit papers, run side by side for
-//! every scheme of this workspace. See the README at the repository root for usage.
-
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod bare_loop;
