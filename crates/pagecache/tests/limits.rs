@@ -13,7 +13,6 @@ use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const P: u64 = PAGE_SIZE as u64;
 
@@ -56,11 +55,7 @@ fn in_child(name: &str, checks: fn()) -> Option<(std::process::ExitStatus, Strin
         checks();
         return None;
     }
-    let out = Command::new(std::env::current_exe().expect("the test binary's path"))
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .output()
-        .expect("starting the child");
+    let out = percpu::testing::rerun(name, CHILD_ENV);
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),

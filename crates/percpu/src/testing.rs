@@ -132,17 +132,34 @@ pub fn two_cpus_or_skip(what: &str) -> Option<(usize, usize)> {
     }
 }
 
+/// Runs the test `name` of the calling test binary again, alone, in a child process with
+/// `marker` set to `1` in its environment (how the test knows it is the child; the rest of the
+/// environment is the caller's), and returns how it ended with its output: for a test whose
+/// checks must run in a process of their own (one that changes a process-wide limit, or that
+/// would abort or hang the process if a check failed).
+pub fn rerun(name: &str, marker: &str) -> std::process::Output {
+    rerun_command(name, marker)
+        .output()
+        .expect("starting the child")
+}
+
+/// The command of [`rerun`]: this test binary, the test `name` alone, `marker` set.
+fn rerun_command(name: &str, marker: &str) -> std::process::Command {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut c = std::process::Command::new(exe);
+    c.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(marker, "1");
+    c
+}
+
 /// Runs the test `name` of the calling test binary again, alone, in a child process in which
 /// glibc registers no rseq area (so this crate registers its own, as under glibc 2.34 and
 /// older) and the fallback is not forced, with `marker` set to `1` in its environment (how the
 /// test knows it is the child). Asserts that the child passed that one test; returns its
 /// standard output.
 pub fn rerun_without_glibc_rseq(name: &str, marker: &str) -> String {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let out = std::process::Command::new(exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+    let out = rerun_command(name, marker)
         .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
-        .env(marker, "1")
         .env_remove(crate::FORCE_FALLBACK_ENV)
         .output()
         .expect("starting the child");

@@ -338,16 +338,7 @@ fn caches_past_the_memory_left_are_an_error() {
         println!("CHILD-OK");
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "caches_past_the_memory_left_are_an_error",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(OOM_CHILD_ENV, "1")
-        .output()
-        .expect("starting the child");
+    let out = percpu::testing::rerun("caches_past_the_memory_left_are_an_error", OOM_CHILD_ENV);
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
