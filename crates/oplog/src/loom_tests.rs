@@ -372,12 +372,12 @@ impl crate::Log for HoldLog {
 /// third object on one of those CPUs, where its way holds one of the two logs: each evicts the
 /// log there and applies it, holding that object's lock, and the update applied drops the other
 /// object's last handle, whose drop applies the other object's log (which drops the first
-/// object's last handle in turn). Where the two evictions took both locks before either drop
-/// ran, each drop waited for the lock the other thread held: the two threads waited for each
-/// other for ever (the model failed, its threads spinning on the locks until loom gave up).
-/// Now a drop made while the thread applies updates under a lock is deferred until the lock is
-/// released. Every update of each object is applied exactly once, in stamp order, and both
-/// objects are freed.
+/// object's last handle in turn). Were the drops run at once, then where the two evictions took
+/// both locks before either drop ran, each drop would wait for the lock the other thread holds,
+/// for ever (`bug_drop_under_lock_is_caught`: the model fails, its threads spinning on the
+/// locks until loom gives up). A drop made while the thread applies updates under a lock is
+/// deferred until the lock is released: every update of each object is applied exactly once,
+/// in stamp order, and both objects are freed.
 #[test]
 fn loom_last_handles_in_each_others_logs_do_not_deadlock() {
     last_handles_in_each_others_logs();

@@ -316,17 +316,12 @@ pub(crate) mod bug {
         /// Under `DROP_UNDER_LOCK`: the objects whose logs this thread applies as an evicter.
         static EVICTING: std::cell::RefCell<Vec<usize>> = std::cell::RefCell::new(Vec::new());
     }
-    #[cfg(not(loom))]
-    std::thread_local! {
-        static EVICTING: std::cell::RefCell<Vec<usize>> = const {
-            std::cell::RefCell::new(Vec::new())
-        };
-    }
     pub(crate) fn is(m: u8) -> bool {
         MODE.with(|c| c.get()) == m
     }
     /// Records (`Some`) or forgets (`None`) the object whose logs this thread applies as an
-    /// evicter.
+    /// evicter (under loom, where `DROP_UNDER_LOCK` is modelled).
+    #[cfg(loom)]
     pub(crate) fn evicting(core: Option<core::ptr::NonNull<()>>) {
         EVICTING.with(|e| match core {
             Some(c) => e.borrow_mut().push(c.as_ptr() as usize),
@@ -336,6 +331,7 @@ pub(crate) mod bug {
         })
     }
     /// Whether this thread applies the logs of the object of `core` as an evicter.
+    #[cfg(loom)]
     pub(crate) fn applying_here(core: core::ptr::NonNull<()>) -> bool {
         EVICTING.with(|e| e.borrow().contains(&(core.as_ptr() as usize)))
     }
@@ -803,13 +799,16 @@ impl<L: Log> Object<L> {
     /// by its stamp among every CPU's updates. Returns the stamp, or `None` if the log absorbed
     /// the update without stamping it (a cancelled pair, a counter delta).
     ///
-    /// Never blocks on an object's lock: if this CPU's log passes the domain's bound, the
-    /// object is synchronized only if its lock is free, and the log of another object that
-    /// holds this object's way here is applied only if that object's lock is free (else it is
-    /// handed to that object). So this crate's locks never make logging while holding a guard
-    /// (this object's or another's) deadlock; but the other object's updates, applied then on
-    /// this thread, are the user's code: if they synchronize an object whose guard the caller
-    /// holds (or take a lock it holds), the call waits for ever. It waits only to begin a new
+    /// Never blocks on an object's lock while it holds one: if this CPU's log passes the
+    /// domain's bound, the object is synchronized only if its lock is free, and the log of
+    /// another object that holds this object's way here is applied only if that object's lock
+    /// is free (else it is handed to that object). So this crate's locks never make logging
+    /// while holding a guard (this object's or another's) deadlock; but the other object's
+    /// updates, applied then on this thread, are the user's code: if they synchronize an object
+    /// whose guard the caller holds (or take a lock it holds), the call waits for ever. So
+    /// does the drop of an object whose last handle they dropped, run at the end of the call
+    /// once its locks are released: it waits for that object's lock while an evicter holds it,
+    /// and applies that object's pending updates (user code too). It waits only to begin a new
     /// log of this object on this CPU while a synchronize that other CPUs' logging kept busy
     /// drains it (so that the synchronize ends: see the crate docs, "The passes end"), and
     /// then only until that synchronize's gather ends, even if other synchronizes drain the
@@ -899,10 +898,10 @@ impl<L: Log> Object<L> {
                     // (`evicting`, given back after `t` is dropped, on unwind too).
                     let evicting = Evicting::enter(&other.evicters);
                     let mut t = t;
-                    #[cfg(paygo_loom_bug)]
+                    #[cfg(all(loom, paygo_loom_bug))]
                     bug::evicting(Some(NonNull::from(other).cast()));
                     other.gather_and_apply_in_log(&mut t);
-                    #[cfg(paygo_loom_bug)]
+                    #[cfg(all(loom, paygo_loom_bug))]
                     bug::evicting(None);
                     drop(t);
                     #[cfg(all(test, not(loom)))]
@@ -1261,7 +1260,7 @@ mod deferred {
     /// Defers the drop of the object of `core` (`finish(core)` runs it) if a scope is alive on
     /// this thread, and says whether it did.
     pub(super) fn defer(core: NonNull<()>, finish: unsafe fn(NonNull<()>)) -> bool {
-        #[cfg(paygo_loom_bug)]
+        #[cfg(all(loom, paygo_loom_bug))]
         if super::bug::is(super::bug::DROP_UNDER_LOCK) {
             return super::bug::applying_here(core) && push(core, finish);
         }
@@ -1307,7 +1306,8 @@ mod deferred {
         /// Ends the scope of a synchronize, which returns its object locked: if it is the
         /// outermost, the drops deferred in it are taken out of the thread's list, to run when
         /// the returned [`Held`] is dropped (by the guard, after its lock is released); else
-        /// they are left to the outer scope, as usual.
+        /// they are left to the outer scope, as usual (a guard that outlives that scope, of a
+        /// `'static` object, then holds its lock while they run).
         pub(super) fn hold(self) -> Held {
             let outermost = DEPTH.with(|d| d.get()) == 1 && !RUNNING.with(|r| r.get());
             let head = if outermost {

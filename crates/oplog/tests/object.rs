@@ -1187,8 +1187,8 @@ impl Op for Linked {
 /// pending, is dropped from its head. Each object's drop frees its structure, and so drops the
 /// next object, while its drop is running: that drop is deferred until the first one has
 /// returned from its apply, and the deferred drops run one after the other, in a loop. Each
-/// update is applied once, and each object freed; dropping each object inside the drop of the
-/// one before nested a drop per object on the stack, and a chain of 100,000 overflowed it.
+/// update is applied once, and each object freed. Dropping each object inside the drop of the
+/// one before would nest a drop per object on the stack, which a chain of 100,000 overflows.
 #[test]
 fn a_long_chain_of_objects_is_dropped_without_nesting_the_drops() {
     use std::sync::atomic::{AtomicUsize, Ordering};

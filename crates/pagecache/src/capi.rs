@@ -248,8 +248,8 @@ pub unsafe extern "C" fn pagecache_new(
         let mut cfg = Config::new(memory_limit_pages, name);
         cfg.mode = mode;
         // A limit whose frames or counters cannot be allocated is `OutOfMemory`
-        // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`; so is a
-        // `paygo` domain whose tables cannot be (see `schemes::try_visit`).
+        // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`; so are the
+        // tables of a `paygo` domain and the caches of `refcache` (see `schemes::try_visit`).
         let cache = match PageCache::new(cfg) {
             Ok(c) => c,
             Err(e) => return io_code(&e),

@@ -241,7 +241,8 @@ impl PageCache {
     /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores), cannot be allocated, with a
     /// message naming the bytes and the scheme (the counters' memory is probed before the
     /// frames are made, as [`PageCacheOf::with_scheme`] says); the error of a scheme that
-    /// cannot be made (`refcache` when its epoch thread cannot be started: see
+    /// cannot be made (`OutOfMemory` for the tables of `paygo`'s domain or the caches of
+    /// `refcache`; `refcache`'s epoch thread that cannot be started: see
     /// [`schemes::try_visit`]).
     pub fn new(config: Config) -> io::Result<Self> {
         match schemes::try_visit(&config.scheme, &config.scheme_config, Build(&config)) {

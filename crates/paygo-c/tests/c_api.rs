@@ -57,8 +57,9 @@ fn c_calls_from_a_destructor_at_exit_succeed() {
 
 /// The process's first calls (the first sets up the default domain, reading sysfs: open(2),
 /// read(2) and close(2) are cancellation points) from a thread whose cancellation is pending
-/// return their results, and the thread is cancelled at its own next cancellation point, where
-/// the process aborted (the cancellation's forced unwind caught at the library's boundary).
+/// return their results, and the thread is cancelled at its own next cancellation point (a
+/// cancellation acted on inside the library would abort the process: its forced unwind is
+/// caught at the library's boundary).
 #[test]
 fn c_calls_from_a_thread_whose_cancellation_is_pending_return() {
     let out = build_and_run("cancel");

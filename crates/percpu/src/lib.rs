@@ -3,8 +3,6 @@
 
 pub mod affinity;
 mod arch;
-/// A guard that disables the thread's cancellation, for the C APIs of the crates built on this
-/// one; not part of the public API.
 #[doc(hidden)]
 pub mod cancel;
 mod cpu;

@@ -68,11 +68,11 @@ fn bad_arguments_exit_2_with_a_message() {
     }
 }
 
-/// A duration or spin past its bound is refused by name before anything runs: `--duration-ms
-/// 18446744073709551615` ran for as long as it said, and `--spin-cycles` near `u64::MAX` spun
-/// past any `--duration-ms` (a worker looks at the stop flag between iterations). Each is given
-/// with an `--out` that cannot be made (under a file), refused after them: without the bound,
-/// the `--out` message came instead.
+/// A duration or spin past its bound is refused by name before anything runs: unbounded,
+/// `--duration-ms 18446744073709551615` would run for as long as it says, and `--spin-cycles`
+/// near `u64::MAX` would spin past any `--duration-ms` (a worker looks at the stop flag between
+/// iterations). Each is given with an `--out` that cannot be made (under a file), refused after
+/// them: without the bound, the `--out` message would come instead.
 #[test]
 fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
     let out = format!("{}/x", env!("CARGO_BIN_EXE_refbench"));
@@ -113,8 +113,8 @@ fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
 }
 
 /// More objects than a scheme of the run holds at once (`percpu-ref`, `sloppy` and `refcache`:
-/// 2^22) are refused by name before anything runs: `run memory --objects 4194305 --schemes
-/// percpu-ref` panicked ("per-CPU arena full", exit 101) after making them. `query` makes 64
+/// 2^22) are refused by name before anything runs: unchecked, `run memory --objects 4194305
+/// --schemes percpu-ref` panics ("per-CPU arena full", exit 101) after making them. `query` makes 64
 /// objects besides its `--objects`. (The file experiments' page frames, checked by the same
 /// function, are unit-tested beside it: files of 16 GiB do not fit everywhere.) A scheme
 /// without such a bound takes them.
@@ -1854,8 +1854,8 @@ fn run_help_names_the_users_of_each_flag_from_the_table() {
 }
 
 /// Each flag that refuses 0 says so in its help (`at least 1`, or the range from 1), and
-/// refuses it: the help said nothing of what `--reps`, `--samples`, `--file-mib`,
-/// `--read-every`, `--objects`, `--epoch-us` and `--duration-ms` accept.
+/// refuses it (`--reps`, `--samples`, `--file-mib`, `--read-every`, `--objects`, `--epoch-us`
+/// and `--duration-ms`).
 #[test]
 fn help_says_which_flags_refuse_zero() {
     let options = run_help_options();

@@ -600,11 +600,10 @@ impl RefCache {
     /// error. Under loom (`--cfg loom`) no thread can be started: the error is of kind
     /// [`std::io::ErrorKind::Unsupported`] (the models use [`Self::with_manual_epochs`]).
     pub fn try_with_config(config: Config) -> std::io::Result<Self> {
-        check_ways(config.ways)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         #[cfg(loom)]
         {
-            let _ = config;
+            check_ways(config.ways)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
             Err(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
                 "refcache: cannot start the epoch thread under loom",

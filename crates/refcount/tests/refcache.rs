@@ -259,8 +259,8 @@ fn refuses_more_than_max_ways() {
     assert_eq!(manual(3, 1).config().ways, 4);
 }
 
-/// A delta limit below 1 is taken as 1, and `config` says so: it said the limit given (0, or
-/// a negative one), not the one the scheme evicts at.
+/// A delta limit below 1 is taken as 1, and `config` says so: the limit the scheme evicts at,
+/// not the one given (0, or a negative one).
 #[test]
 fn a_delta_limit_below_one_is_one() {
     for limit in [i64::MIN, -5, 0, 1] {
@@ -293,8 +293,8 @@ fn address_space() -> u64 {
 
 /// Caches larger than the memory left (the address space capped with `RLIMIT_AS` just above
 /// what the process uses, in a child process of its own) are an error of kind `OutOfMemory`
-/// naming their size from `try_with_config`, where the allocation aborted the process; the
-/// same configuration is made once the cap is lifted. 2^22 ways are 64 MiB per CPU.
+/// naming their size from `try_with_config`, not an abort of the process in the allocation;
+/// the same configuration is made once the cap is lifted. 2^22 ways are 64 MiB per CPU.
 #[test]
 #[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
 fn caches_past_the_memory_left_are_an_error() {

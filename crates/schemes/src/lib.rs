@@ -77,8 +77,8 @@ macro_rules! registry {
         ];
 
         /// Makes the scheme called `name` with `cfg` and runs `v` with it: `None` if there is
-        /// no such scheme, `Some(Err)` if it could not be made (`refcache` when its epoch
-        /// thread cannot be started: the spawn's error, see
+        /// no such scheme, `Some(Err)` if it could not be made (`refcache` when its caches
+        /// cannot be allocated or its epoch thread cannot be started, see
         /// [`RefCache::try_with_config`](refcount::refcache::RefCache::try_with_config);
         /// `paygo` when its domain's tables cannot be allocated: of kind
         /// [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)), and then `v` does not run.

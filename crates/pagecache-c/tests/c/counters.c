@@ -45,9 +45,9 @@ static uint64_t address_space(void) {
 /* A "paygo" cache's scheme is a PAYGO domain of its own, whose tables (4096 slots of 64 bytes
  * per possible CPU: 256 KiB or more) are made before the frames: with the address space capped
  * just above what the process maps, pagecache_new returns PAGECACHE_ENOMEM, and works once the
- * cap is lifted. (It returned PAGECACHE_EINTERNAL, a bug's code, with a panic message: the
- * domain was made by a constructor that panics where its tables cannot be allocated.) Runs
- * after the other check, whose mallopt maps large blocks anew. */
+ * cap is lifted. (A domain made by a constructor that panics where its tables cannot be
+ * allocated would give PAGECACHE_EINTERNAL, a bug's code, with a panic message.) Runs after the
+ * other check, whose mallopt maps large blocks anew. */
 static void paygo_tables(void) {
     pagecache_t *c = NULL;
     /* What the library keeps for the process, made before the cap. */

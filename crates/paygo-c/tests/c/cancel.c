@@ -4,7 +4,7 @@
  * close(2): cancellation points of the C library). No call acts on the request: each returns
  * its result, the thread is cancelled at its own next cancellation point (pthread_testcancel),
  * and the domain goes on working. (Acted on inside the library, the cancellation's forced
- * unwind was caught at its boundary and the process aborted.) The cancelled thread calls
+ * unwind would be caught at its boundary and the process would abort.) The cancelled thread calls
  * nothing but the library before its pthread_testcancel: stdio's calls are cancellation points
  * too. Prints "ok cancel" and "failures=N"; exits non-zero on any failure. */
 #define _GNU_SOURCE

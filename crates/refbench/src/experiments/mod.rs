@@ -650,8 +650,9 @@ mod tests {
 
     /// Runs that would keep more objects alive at once than a scheme of the run holds are
     /// refused naming it, page frames of the file experiments' caches included: a file of
-    /// 16 GiB has 2^22 pages (and the caches 64 frames more), and where the files fit, the run
-    /// made them and then exited 1 (the page cache refused), or, in `lodic-memory`, panicked.
+    /// 16 GiB has 2^22 pages (and the caches 64 frames more); unchecked, a run where the files
+    /// fit would make them and then exit 1 (the page cache refuses), or, in `lodic-memory`,
+    /// panic.
     #[test]
     fn live_objects_past_a_schemes_bound_are_refused() {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
