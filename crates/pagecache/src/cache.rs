@@ -1703,7 +1703,9 @@ impl<C: RefCounter> Inner<C> {
     /// a reference, if the page has a frame that holds it once the reference is taken. `false`
     /// sends the caller to [`CachedFileOf::read_counted`], which fills, waits and retries: a
     /// page without a frame, a frame being filled, evicted or reused, a try-get that failed.
-    /// One try, no loop, no closure: the code of the common case stays small.
+    /// One try, no loop: the code of the common case stays small. The reference is the
+    /// scheme's [`RefCounter::with_ref_placed`] (PAYGO's UNREF then looks up nothing again);
+    /// the copy's line is asked for first, as in [`Inner::take_held`].
     #[inline]
     fn read_hit(&self, f: &FileState, page: u64, off: usize, buf: &mut [u8]) -> bool {
         let Some(slot) = f.slots.get(page) else {
@@ -1715,12 +1717,22 @@ impl<C: RefCounter> Inner<C> {
             return false;
         }
         let i = s - 1;
-        let Some((tok, obj, words)) = self.take_held(f, page, i, Some(off)) else {
-            return false;
-        };
-        copy_out(words, off, buf);
-        self.scheme.put(obj, tok);
-        true
+        let fr = &self.frames[i as usize];
+        let words = self.words(i);
+        prefetch(&words[(off / 8) % WORDS]);
+        // SAFETY: as in `obj`: the frames never move before `self` is dropped.
+        let obj = unsafe { Pin::new_unchecked(&fr.obj) };
+        self.scheme
+            .with_ref_placed(obj, i as usize, || {
+                // The kernel's re-check after `folio_try_get`, under the reference.
+                let held = fr.meta.holds(f.id, page);
+                if held {
+                    fr.meta.touch();
+                    copy_out(words, off, buf);
+                }
+                held
+            })
+            .unwrap_or(false)
     }
 
     /// Reads `buf.len()` bytes at `off` of page `page` (the range inside the page), without a

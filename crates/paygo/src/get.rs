@@ -62,6 +62,41 @@ pub(crate) mod bug {
     }
 }
 
+/// A reference counted in slot `slot` (generation `gen`) of CPU `cpu`, which `here` names
+/// ([`Domain::with_ref_placed`]). [`HomeRef::put`] gives it back: one critical section through
+/// `here` that subtracts 1 from the slot's local counter if its generation is still `gen` (as
+/// [`Domain::put`]'s home path); if the thread is on another CPU now, or the entry was
+/// evicted, `put`'s anchor or overflow path. Dropped (the closure unwound), it gives the
+/// reference back the same way; after `put`, the caller forgets it.
+struct HomeRef<'a> {
+    domain: &'a Domain,
+    hdr: Pin<&'a Header>,
+    here: Here<'a, ()>,
+    slot: &'a Slot,
+    cpu: usize,
+    gen: u64,
+}
+
+impl HomeRef<'_> {
+    #[inline(always)]
+    fn put(&self) {
+        let s = self.slot;
+        if self
+            .here
+            .add(&[Check::new(&s.gen, self.gen)], &s.local, -1)
+            .is_err()
+        {
+            self.domain.put_at(self.hdr, s, self.cpu, self.gen);
+        }
+    }
+}
+
+impl Drop for HomeRef<'_> {
+    fn drop(&mut self) {
+        self.put();
+    }
+}
+
 /// The REF critical section's check of the object's flag. Under the loom bug demonstration
 /// (`NO_FLAG_CHECK`) it is replaced by `instead`, a check that always holds.
 /// `live` is the header's word in state LIVE.
@@ -98,6 +133,63 @@ impl Domain {
     pub fn try_get_placed(&self, hdr: Pin<&Header>, place: usize) -> Option<Anchor> {
         self.get_fast_as(hdr, crate::header::live_word_at(place as u64))
             .or_else(|| self.get_slow(hdr, OnReclaim::Fail))
+    }
+
+    /// Runs `f` holding a reference to the object of `hdr`, made with
+    /// [`Header::with_place`]`(place)` (as for [`Domain::try_get_placed`]), and gives it back,
+    /// also if `f` panics; `None`, without running `f`, where `try_get_placed` would fail.
+    ///
+    /// Where REF finds the object's entry at its home slot, the UNREF that follows `f` is one
+    /// critical section on that slot, through the CPU and the per-CPU area the REF read: no
+    /// anchor is made or checked and nothing is looked up again. If the thread moved to another
+    /// CPU meanwhile, that section fails and the UNREF takes [`Domain::put`]'s other paths.
+    /// Otherwise it is [`Domain::try_get_placed`], `f` and [`Domain::put`].
+    #[inline(always)]
+    pub fn with_ref_placed<R>(
+        &self,
+        hdr: Pin<&Header>,
+        place: usize,
+        f: impl FnOnce() -> R,
+    ) -> Option<R> {
+        let live = crate::header::live_word_at(place as u64);
+        let obj = hdr.addr();
+        let here = self.tables.here();
+        let cpu = here.cpu();
+        let n = self.slot_number(cpu, self.home(live));
+        let s = &self.slots[n];
+        if s.key.load(Ordering::Relaxed) == obj {
+            let g = s.gen.load(Ordering::Relaxed);
+            if here
+                .add(
+                    &[
+                        Check::new(&s.key, obj),
+                        Check::new(&s.gen, g),
+                        flag_check(&hdr, live, Check::new(&s.gen, g)),
+                    ],
+                    &s.local,
+                    1,
+                )
+                .is_ok()
+            {
+                let held = HomeRef {
+                    domain: self,
+                    hdr,
+                    here,
+                    slot: s,
+                    cpu,
+                    gen: g,
+                };
+                let r = f();
+                // The UNREF inline, read field by field in place (a drop or a move of the
+                // guard copies it whole through the stack), then nothing for the drop to do.
+                held.put();
+                core::mem::forget(held);
+                return Some(r);
+            }
+        }
+        let a = self.try_get_placed(hdr, place)?;
+        let _held = crate::Guard::from_token(self, hdr, a);
+        Some(f())
     }
 
     /// REF's fast path: the home slot (its entry, or a free slot claimed); `None` sends the

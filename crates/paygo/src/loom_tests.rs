@@ -131,6 +131,57 @@ fn ref_vs_reclaim_by(migrate: bool, how: Reclaim, wait: bool) {
     });
 }
 
+/// [`Domain::with_ref_placed`] against a reclaim: the reader on CPU 0 reads the payload inside
+/// the scoped reference (migrating to CPU 1 inside it if `migrate`, so that the UNREF's section
+/// through the REF's per-CPU area fails and the anchor path gives the reference back); the
+/// reclaimer on CPU 1 writes the payload if it reclaimed. loom reports a causality violation
+/// if the write can race with the read; the count ends at 0.
+fn scoped_ref_vs_reclaim(migrate: bool) {
+    model(move || {
+        let d = Arc::new(tiny());
+        let o = Arc::new(Obj {
+            hdr: Header::with_place(0),
+            payload: UnsafeCell::new(ALIVE),
+        });
+        let (d1, o1) = (d.clone(), o.clone());
+        let reader = thread::spawn(move || {
+            loom_set_cpu(0);
+            d1.with_ref_placed(o1.hdr(), 0, || {
+                // SAFETY: loom checks this access against the reclaimer's write.
+                o1.payload
+                    .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reclaimed object"));
+                if migrate {
+                    loom_set_cpu(1);
+                }
+            })
+            .is_some()
+        });
+        loom_set_cpu(1);
+        let reclaimed = reclaim(&d, o.hdr(), Reclaim::One);
+        if reclaimed {
+            // SAFETY: loom checks this access against the reader's.
+            o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
+        }
+        let read = reader.join().unwrap();
+        assert!(!(read && reclaimed) || d.read_all(o.hdr()) == 0);
+        assert_eq!(
+            d.read_all(o.hdr()),
+            0,
+            "a scoped reference was not given back"
+        );
+    });
+}
+
+#[test]
+fn loom_scoped_ref_vs_reclaim_home() {
+    scoped_ref_vs_reclaim(false);
+}
+
+#[test]
+fn loom_scoped_ref_vs_reclaim_moved_inside() {
+    scoped_ref_vs_reclaim(true);
+}
+
 #[test]
 fn loom_ref_vs_reclaim_home() {
     ref_vs_reclaim(false, false);
@@ -551,6 +602,14 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_fence_is_caught() {
         with_bug(bug::NO_FENCE, || super::ref_vs_reclaim(false, false));
+    }
+
+    /// A scoped reference's REF is the fast path's section: without its flag check, the
+    /// closure reads an object that a reclaim decided on meanwhile.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_flag_check_is_caught_by_a_scoped_reference() {
+        with_bug(bug::NO_FLAG_CHECK, || super::scoped_ref_vs_reclaim(false));
     }
 
     #[test]

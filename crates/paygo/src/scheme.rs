@@ -29,6 +29,16 @@ impl RefCounter for Domain {
     }
 
     #[inline(always)]
+    fn with_ref_placed<R>(
+        &self,
+        obj: Pin<&Header>,
+        place: usize,
+        f: impl FnOnce() -> R,
+    ) -> Option<R> {
+        Domain::with_ref_placed(self, obj, place, f)
+    }
+
+    #[inline(always)]
     fn put(&self, obj: Pin<&Header>, token: Anchor) {
         Domain::put(self, obj, token);
     }

@@ -635,6 +635,128 @@ pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads
     assert!(reclaim_eventually(&*s, fresh.get(1)));
 }
 
+/// [`RefCounter::with_ref_placed`]: the closure runs holding a reference (counted while it
+/// runs, beside references taken with `try_get`), the reference is given back after it, also
+/// when it panics or when the thread moved to another CPU inside it, and a dead object runs
+/// nothing. Then `threads` threads that migrate, inside the closures too, take scoped
+/// references with the right place, a wrong one, and plain ones: every count ends at 0 and every
+/// object is reclaimable.
+pub fn scoped_references_count_and_are_given_back<C: RefCounter>(s: Arc<C>, threads: usize) {
+    const N: usize = 8;
+    let objs = Objects::new_placed(&*s, 2);
+    let outer = s.try_get(objs.get(1)).expect("live");
+    let got = s.with_ref_placed(objs.get(1), 1, || {
+        check_count(
+            &*s,
+            &objs,
+            1,
+            2,
+            "inside a scoped reference, beside a held one",
+        );
+        check_count(&*s, &objs, 0, 0, "beside an object with a scoped reference");
+        assert!(
+            !s.try_reclaim(objs.get(1)),
+            "{}: reclaimed under a scoped reference",
+            C::NAME
+        );
+        7
+    });
+    assert_eq!(got, Some(7), "{}: the closure's result", C::NAME);
+    check_count(&*s, &objs, 1, 1, "after a scoped reference");
+    // Moved to another CPU inside the closure: given back from there (on one CPU, the same).
+    // A reference taken and given back first, so that a per-CPU scheme has the object's
+    // entry on this CPU when the scoped reference is taken.
+    migrate(0);
+    let t = s.try_get(objs.get(1)).expect("live");
+    s.put(objs.get(1), t);
+    let moved = s.with_ref_placed(objs.get(1), 1, || {
+        migrate(1);
+    });
+    assert_eq!(moved, Some(()));
+    check_count(
+        &*s,
+        &objs,
+        1,
+        1,
+        "after a scoped reference the thread moved under",
+    );
+    unpin();
+    // A panic inside: given back while unwinding.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s.with_ref_placed(objs.get(1), 1, || panic!("inside a scoped reference"))
+    }));
+    assert!(r.is_err());
+    check_count(
+        &*s,
+        &objs,
+        1,
+        1,
+        "after a scoped reference whose closure panicked",
+    );
+    s.put(objs.get(1), outer);
+    check_count(&*s, &objs, 1, 0, "after every reference was given back");
+    assert!(reclaim_eventually(&*s, objs.get(1)));
+    let mut ran = false;
+    assert_eq!(s.with_ref_placed(objs.get(1), 1, || ran = true), None);
+    assert!(!ran, "{}: a scoped reference ran on a dead object", C::NAME);
+
+    let objs = Arc::new(Objects::new_placed(&*s, N));
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let (s, objs) = (s.clone(), objs.clone());
+            thread::spawn(move || {
+                let mut rng = Rng::new(2000 + t as u64);
+                let mut held: Vec<(usize, C::Token)> = Vec::new();
+                for step in 0..reps(4_000) {
+                    let i = rng.below(N);
+                    let place = match rng.below(4) {
+                        0 => i + 1 + rng.below(N),
+                        1 => usize::MAX - i,
+                        _ => i,
+                    };
+                    let hold = rng.below(4) == 0;
+                    let moving = step % reps(250) == 0;
+                    let token = s.with_ref_placed(objs.get(i), place, || {
+                        if moving {
+                            migrate(t + step);
+                        }
+                        hold.then(|| s.try_get(objs.get(i)).expect("live under a reference"))
+                    });
+                    let token = token.unwrap_or_else(|| {
+                        panic!("{}: a scoped reference failed on a live object", C::NAME)
+                    });
+                    held.extend(token.map(|tok| (i, tok)));
+                    if held.len() > 4 {
+                        let (j, tok) = held.swap_remove(rng.below(held.len()));
+                        s.put(objs.get(j), tok);
+                    }
+                }
+                for (j, tok) in held {
+                    s.put(objs.get(j), tok);
+                }
+                unpin();
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().expect("worker");
+    }
+    for i in 0..N {
+        check_count(
+            &*s,
+            &objs,
+            i,
+            0,
+            "after every scoped reference was given back",
+        );
+        assert!(
+            reclaim_eventually(&*s, objs.get(i)),
+            "{}: could not reclaim object {i} after scoped references",
+            C::NAME
+        );
+    }
+}
+
 /// Instantiates the whole conformance suite as `#[test]`s in a module `$name`, for the scheme
 /// built by the expression `$make` (evaluated once per test).
 #[macro_export]
@@ -671,6 +793,14 @@ macro_rules! conformance_suite {
             #[test]
             fn placed_objects_count_whatever_the_place() {
                 $crate::conformance::placed_objects_count_whatever_the_place(
+                    ::std::sync::Arc::new($make),
+                    4,
+                );
+            }
+
+            #[test]
+            fn scoped_references_count_and_are_given_back() {
+                $crate::conformance::scoped_references_count_and_are_given_back(
                     ::std::sync::Arc::new($make),
                     4,
                 );

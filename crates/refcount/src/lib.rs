@@ -178,6 +178,49 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
         self.try_get(obj)
     }
 
+    /// Runs `f` holding a reference to `obj` (an object made by [`Self::new_object_placed`]
+    /// with `place`, as for [`Self::try_get_placed`]) and gives the reference back, also if
+    /// `f` panics; `None`, without running `f`, where [`Self::try_get_placed`] would fail. For
+    /// a short use of the object, as a page cache's copy of a hit: PAYGO keeps the entry it
+    /// counted in and the thread's per-CPU area between its REF and UNREF, so the UNREF looks
+    /// up nothing again. By default [`Self::try_get_placed`], `f` and [`Self::put`].
+    #[inline(always)]
+    fn with_ref_placed<R>(
+        &self,
+        obj: Pin<&Self::Object>,
+        place: usize,
+        f: impl FnOnce() -> R,
+    ) -> Option<R>
+    where
+        Self: Sized,
+    {
+        /// Puts the reference if dropped while `f` unwinds; after `f`, the put is inline.
+        struct Held<'a, C: RefCounter> {
+            scheme: &'a C,
+            obj: Pin<&'a C::Object>,
+            token: Option<C::Token>,
+        }
+        impl<C: RefCounter> Drop for Held<'_, C> {
+            fn drop(&mut self) {
+                if let Some(t) = self.token.take() {
+                    self.scheme.put(self.obj, t);
+                }
+            }
+        }
+        let token = self.try_get_placed(obj, place)?;
+        let mut held = Held {
+            scheme: self,
+            obj,
+            token: Some(token),
+        };
+        let r = f();
+        if let Some(t) = held.token.take() {
+            core::mem::forget(held);
+            self.put(obj, t);
+        }
+        Some(r)
+    }
+
     /// Gives back the reference `token` stands for, which `try_get` on this scheme and this
     /// object returned.
     ///
