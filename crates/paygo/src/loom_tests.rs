@@ -131,27 +131,54 @@ fn ref_vs_reclaim_by(migrate: bool, how: Reclaim, wait: bool) {
     });
 }
 
-/// [`Domain::with_ref_placed`] against a reclaim: the reader on CPU 0 reads the payload inside
-/// the scoped reference (migrating to CPU 1 inside it if `migrate`, so that the UNREF's section
-/// through the REF's per-CPU area fails and the anchor path gives the reference back); the
-/// reclaimer on CPU 1 writes the payload if it reclaimed. loom reports a causality violation
-/// if the write can race with the read; the count ends at 0.
-fn scoped_ref_vs_reclaim(migrate: bool) {
+/// What the reader of [`scoped_ref_vs_reclaim`] does inside its scoped reference, after reading
+/// the payload.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inside {
+    /// Nothing: the UNREF is the section on the entry the REF counted in.
+    Nothing,
+    /// Moves to CPU 1. The UNREF's section through the REF's per-CPU area then runs under
+    /// CPU 0's lock from CPU 1, as on the locked fallback (sections take it under loom; on the
+    /// rseq path the section fails and `put`'s anchor path runs, which the models of a plain
+    /// UNREF after a move check).
+    Move,
+    /// Takes and gives back a reference to another object on CPU 0, whose REF evicts the
+    /// entry the scoped reference counted in (one slot per CPU): the UNREF's section fails its
+    /// generation check and the overflow path gives the reference back.
+    Evict,
+}
+
+/// [`Domain::with_ref_placed`] against a reclaim: the reader on CPU 0 takes and gives back a
+/// reference first, so that the object's entry is in its home slot and the scoped reference
+/// takes the path that keeps the slot and the per-CPU area between its REF and UNREF; it reads
+/// the payload inside the scoped reference, then does what `inside` says. The reclaimer on
+/// CPU 1 writes the payload if it reclaimed. loom reports a causality violation if the write
+/// can race with the read; the count ends at 0.
+fn scoped_ref_vs_reclaim(inside: Inside) {
     model(move || {
         let d = Arc::new(tiny());
         let o = Arc::new(Obj {
             hdr: Header::with_place(0),
             payload: UnsafeCell::new(ALIVE),
         });
-        let (d1, o1) = (d.clone(), o.clone());
+        let other = Arc::new(Obj::new());
+        let (d1, o1, other1) = (d.clone(), o.clone(), other.clone());
         let reader = thread::spawn(move || {
             loom_set_cpu(0);
+            if let Some(a) = d1.try_get_placed(o1.hdr(), 0) {
+                d1.put(o1.hdr(), a);
+            }
             d1.with_ref_placed(o1.hdr(), 0, || {
                 // SAFETY: loom checks this access against the reclaimer's write.
                 o1.payload
                     .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reclaimed object"));
-                if migrate {
-                    loom_set_cpu(1);
+                match inside {
+                    Inside::Nothing => {}
+                    Inside::Move => loom_set_cpu(1),
+                    Inside::Evict => {
+                        let a = d1.try_get(other1.hdr()).expect("live");
+                        d1.put(other1.hdr(), a);
+                    }
                 }
             })
             .is_some()
@@ -169,17 +196,23 @@ fn scoped_ref_vs_reclaim(migrate: bool) {
             0,
             "a scoped reference was not given back"
         );
+        assert_eq!(d.read_all(other.hdr()), 0);
     });
 }
 
 #[test]
 fn loom_scoped_ref_vs_reclaim_home() {
-    scoped_ref_vs_reclaim(false);
+    scoped_ref_vs_reclaim(Inside::Nothing);
 }
 
 #[test]
 fn loom_scoped_ref_vs_reclaim_moved_inside() {
-    scoped_ref_vs_reclaim(true);
+    scoped_ref_vs_reclaim(Inside::Move);
+}
+
+#[test]
+fn loom_scoped_ref_vs_reclaim_evicted_inside() {
+    scoped_ref_vs_reclaim(Inside::Evict);
 }
 
 #[test]
@@ -609,7 +642,9 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_no_flag_check_is_caught_by_a_scoped_reference() {
-        with_bug(bug::NO_FLAG_CHECK, || super::scoped_ref_vs_reclaim(false));
+        with_bug(bug::NO_FLAG_CHECK, || {
+            super::scoped_ref_vs_reclaim(super::Inside::Nothing)
+        });
     }
 
     #[test]
