@@ -636,14 +636,36 @@ pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads
 }
 
 /// [`RefCounter::with_ref_placed`]: the closure runs holding a reference (counted while it
-/// runs, beside references taken with `try_get`), the reference is given back after it, also
-/// when it panics or when the thread moved to another CPU inside it, and a dead object runs
-/// nothing. Then `threads` threads that migrate, inside the closures too, take scoped
-/// references with the right place, a wrong one, and plain ones: every count ends at 0 and every
-/// object is reclaimable.
+/// runs, beside references taken with `try_get` and a nested scoped reference), the reference
+/// is given back after it, also when it panics, when the thread moved to another CPU inside it,
+/// when references to many other objects taken inside it crowded its per-CPU entry out (PAYGO's
+/// small tables evict it), and all of these at once; a dead object runs nothing. Then `threads`
+/// threads that migrate, inside the closures too, take scoped references with the right place,
+/// a wrong one, and plain ones: every count ends at 0 and every object is reclaimable.
 pub fn scoped_references_count_and_are_given_back<C: RefCounter>(s: Arc<C>, threads: usize) {
     const N: usize = 8;
-    let objs = Objects::new_placed(&*s, 2);
+    // Enough objects that references to all of them evict one another's entries on the
+    // conformance suite's smallest PAYGO tables.
+    const CROWD: usize = 16;
+    let objs = Objects::new_placed(&*s, CROWD);
+    // References to every object but 1, each with its place.
+    let crowd = || -> Vec<(usize, C::Token)> {
+        (0..CROWD)
+            .filter(|&j| j != 1)
+            .map(|j| (j, s.try_get_placed(objs.get(j), j).expect("live")))
+            .collect()
+    };
+    let give_back = |held: Vec<(usize, C::Token)>| {
+        for (j, tok) in held {
+            s.put(objs.get(j), tok);
+        }
+    };
+    // Object 1 counts `one`, every other object 0.
+    let check_all = |one: usize, ctx: &str| {
+        for j in 0..CROWD {
+            check_count(&*s, &objs, j, if j == 1 { one } else { 0 }, ctx);
+        }
+    };
     let outer = s.try_get(objs.get(1)).expect("live");
     let got = s.with_ref_placed(objs.get(1), 1, || {
         check_count(
@@ -662,43 +684,69 @@ pub fn scoped_references_count_and_are_given_back<C: RefCounter>(s: Arc<C>, thre
         7
     });
     assert_eq!(got, Some(7), "{}: the closure's result", C::NAME);
-    check_count(&*s, &objs, 1, 1, "after a scoped reference");
-    // Moved to another CPU inside the closure: given back from there (on one CPU, the same).
-    // A reference taken and given back first, so that a per-CPU scheme has the object's
-    // entry on this CPU when the scoped reference is taken.
+    check_all(1, "after a scoped reference");
+    // On one CPU from here to the moves below. A reference taken and given back first, so
+    // that a per-CPU scheme has the object's entry on this CPU when the scoped reference is
+    // taken.
     migrate(0);
+    let t = s.try_get(objs.get(1)).expect("live");
+    s.put(objs.get(1), t);
+    // Crowded out inside the closure (the entry the scoped reference was counted in is evicted
+    // on small tables, and the reference is given back from where the eviction moved it), and
+    // a nested scoped reference to the same object.
+    let crowded = s.with_ref_placed(objs.get(1), 1, || {
+        let held = crowd();
+        let nested = s.with_ref_placed(objs.get(1), 1, || {
+            check_count(&*s, &objs, 1, 3, "inside a nested scoped reference");
+        });
+        assert_eq!(nested, Some(()), "{}: a nested scoped reference", C::NAME);
+        check_count(&*s, &objs, 1, 2, "after a nested scoped reference");
+        give_back(held);
+    });
+    assert_eq!(crowded, Some(()));
+    check_all(
+        1,
+        "after a scoped reference under which every other object was referenced",
+    );
+    // A panic inside, on the CPU the reference was taken on: given back while unwinding.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s.with_ref_placed(objs.get(1), 1, || panic!("inside a scoped reference"))
+    }));
+    assert!(r.is_err());
+    check_all(1, "after a scoped reference whose closure panicked");
+    // Moved to another CPU inside the closure: given back from there (on one CPU, the same).
     let t = s.try_get(objs.get(1)).expect("live");
     s.put(objs.get(1), t);
     let moved = s.with_ref_placed(objs.get(1), 1, || {
         migrate(1);
     });
     assert_eq!(moved, Some(()));
-    check_count(
-        &*s,
-        &objs,
-        1,
-        1,
-        "after a scoped reference the thread moved under",
-    );
-    unpin();
-    // A panic inside: given back while unwinding.
+    check_all(1, "after a scoped reference the thread moved under");
+    // Crowded out, moved and unwinding, all inside one closure.
+    migrate(0);
+    let t = s.try_get(objs.get(1)).expect("live");
+    s.put(objs.get(1), t);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        s.with_ref_placed(objs.get(1), 1, || panic!("inside a scoped reference"))
+        s.with_ref_placed(objs.get(1), 1, || {
+            give_back(crowd());
+            migrate(1);
+            panic!("inside a scoped reference, crowded out and moved");
+        })
     }));
     assert!(r.is_err());
-    check_count(
-        &*s,
-        &objs,
-        1,
-        1,
-        "after a scoped reference whose closure panicked",
-    );
+    check_all(1, "after a scoped reference crowded out, moved and unwound");
     s.put(objs.get(1), outer);
-    check_count(&*s, &objs, 1, 0, "after every reference was given back");
+    check_all(0, "after every reference was given back");
+    // Dead, with its entry (count 0) still on this CPU's table where a per-CPU scheme keeps
+    // one: the scoped reference finds the entry and must still fail.
+    migrate(0);
+    let t = s.try_get(objs.get(1)).expect("live");
+    s.put(objs.get(1), t);
     assert!(reclaim_eventually(&*s, objs.get(1)));
     let mut ran = false;
     assert_eq!(s.with_ref_placed(objs.get(1), 1, || ran = true), None);
     assert!(!ran, "{}: a scoped reference ran on a dead object", C::NAME);
+    unpin();
 
     let objs = Arc::new(Objects::new_placed(&*s, N));
     let hs: Vec<_> = (0..threads)
