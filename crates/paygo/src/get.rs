@@ -65,9 +65,10 @@ pub(crate) mod bug {
 /// A reference counted in slot `slot` (generation `gen`) of CPU `cpu`, which `here` names
 /// ([`Domain::with_ref_placed`]). [`HomeRef::put`] gives it back: one critical section through
 /// `here` that subtracts 1 from the slot's local counter if its generation is still `gen` (as
-/// [`Domain::put`]'s home path); if the thread is on another CPU now, or the entry was
-/// evicted, `put`'s anchor or overflow path. Dropped (the closure unwound), it gives the
-/// reference back the same way; after `put`, the caller forgets it.
+/// [`Domain::put`]'s home path). That section fails if the entry was evicted, and on the rseq
+/// path if the thread is on another CPU now (on the locked fallback it runs under `cpu`'s lock
+/// from any CPU); then `put`'s anchor or overflow path. Dropped (the closure unwound), it gives
+/// the reference back the same way; after `put`, the caller forgets it.
 struct HomeRef<'a> {
     domain: &'a Domain,
     hdr: Pin<&'a Header>,
@@ -141,8 +142,10 @@ impl Domain {
     ///
     /// Where REF finds the object's entry at its home slot, the UNREF that follows `f` is one
     /// critical section on that slot, through the CPU and the per-CPU area the REF read: no
-    /// anchor is made or checked and nothing is looked up again. If the thread moved to another
-    /// CPU meanwhile, that section fails and the UNREF takes [`Domain::put`]'s other paths.
+    /// anchor is made or checked and nothing is looked up again. If the entry was evicted
+    /// meanwhile (by REFs of other objects on that CPU), or on the rseq path if the thread moved
+    /// to another CPU, that section fails and the UNREF takes [`Domain::put`]'s other paths (on
+    /// the locked fallback a thread that moved runs the section under the REF's CPU's lock).
     /// Otherwise it is [`Domain::try_get_placed`], `f` and [`Domain::put`].
     #[inline(always)]
     pub fn with_ref_placed<R>(
