@@ -144,7 +144,28 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     const READ_ALL: Precision;
 
     /// A live object with no reference.
+    ///
+    /// # Aborts
+    /// Where memory the object needs cannot be allocated: `percpu-ref` and `sloppy` allocate
+    /// a chunk of their per-CPU arena (512 objects × 8 bytes × the possible CPUs) for the first
+    /// object of every 512 slots, `refcache` a chunk of its slab (512 cores); `snzi` allocates
+    /// each object's tree. [`Self::try_new_object`] returns an error instead where the scheme
+    /// can (`percpu-ref`, `sloppy`, `refcache`).
     fn new_object(&self) -> Self::Object;
+
+    /// [`Self::new_object`], or an error of kind [`std::io::ErrorKind::OutOfMemory`] naming
+    /// the allocation and its size where memory the object needs cannot be allocated, instead
+    /// of an abort of the process: `percpu-ref` and `sloppy` return it when a chunk of their
+    /// per-CPU arena cannot be allocated, `refcache` when a chunk of its slab cannot be. The
+    /// scheme is then as before the call (no slot is used up). By default
+    /// `Ok(self.new_object())`, for schemes that allocate nothing per object, or whose
+    /// allocations abort (`snzi`'s trees).
+    ///
+    /// # Panics
+    /// As [`Self::new_object`] (past [`Self::max_live_objects`]).
+    fn try_new_object(&self) -> std::io::Result<Self::Object> {
+        Ok(self.new_object())
+    }
 
     /// Takes a reference, or returns `None` if the object is being reclaimed or dead, or if
     /// its count is at the scheme's limit (each module's documentation says what its limit is
@@ -162,9 +183,21 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// cache's frames): `place` says where the scheme may keep the object's per-CPU state, and
     /// the same number given to [`Self::try_get_placed`] lets it find that state without
     /// reading the object first. By default [`Self::new_object`].
+    ///
+    /// # Aborts
+    /// As [`Self::new_object`] ([`Self::try_new_object_placed`] returns an error instead).
     fn new_object_placed(&self, place: usize) -> Self::Object {
         let _ = place;
         self.new_object()
+    }
+
+    /// [`Self::new_object_placed`], or the error of [`Self::try_new_object`] where memory the
+    /// object needs cannot be allocated. By default `Ok(self.new_object_placed(place))`.
+    ///
+    /// # Panics
+    /// As [`Self::new_object`].
+    fn try_new_object_placed(&self, place: usize) -> std::io::Result<Self::Object> {
+        Ok(self.new_object_placed(place))
     }
 
     /// [`Self::try_get`] for an object made by [`Self::new_object_placed`] with `place`.

@@ -75,7 +75,10 @@
 //! The generation in `mode` has 61 bits: a critical section's check could be fooled only by
 //! 2⁶¹ state changes between its read of `mode` and its commit. A scheme value's per-CPU arena
 //! holds 2²² (4,194,304) slots: its `new_object` panics while that many of its objects are alive
-//! (a dropped object's slot is reused).
+//! (a dropped object's slot is reused). The arena allocates its words a chunk of 512 slots at a
+//! time (512 × 8 bytes for each possible CPU), at the first object of the chunk: `new_object`
+//! aborts the process where that allocation fails, `try_new_object` returns an `OutOfMemory`
+//! error.
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -129,9 +132,27 @@ impl CpuSlots {
     ///
     /// # Panics
     /// When `CHUNK * MAX_CHUNKS` slots are in use.
+    ///
+    /// # Aborts
+    /// Where the slot's chunk cannot be allocated ([`Self::try_alloc`] returns an error).
     pub(crate) fn alloc(&self) -> u32 {
+        self.try_alloc().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<AtomicU64>(self.cpus * CHUNK)
+                    .expect("a chunk's layout (allocated once already)"),
+            )
+        })
+    }
+
+    /// [`Self::alloc`], or `Err` with the size in bytes of the chunk the slot needs where that
+    /// chunk cannot be allocated (the free list is then as before the call).
+    ///
+    /// # Panics
+    /// When `CHUNK * MAX_CHUNKS` slots are in use.
+    pub(crate) fn try_alloc(&self) -> Result<u32, usize> {
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let idx = match f.free.pop() {
+            // A slot given back: its chunk was made when it was first handed out.
             Some(i) => i,
             None => {
                 let i = f.next;
@@ -139,18 +160,26 @@ impl CpuSlots {
                     (i as usize) < ARENA_SLOTS,
                     "per-CPU arena full ({ARENA_SLOTS} objects)"
                 );
+                let chunk = &self.chunks[i as usize / CHUNK];
+                if chunk.get().is_none() {
+                    // Under the free list's lock (`f`), so no other thread makes it meanwhile.
+                    let words = self.cpus * CHUNK;
+                    let made = new_chunk(words).ok_or(words * core::mem::size_of::<u64>())?;
+                    chunk.get_or_init(|| made);
+                }
                 f.next += 1;
                 i
             }
         };
         let chunk = self.chunks[idx as usize / CHUNK]
-            .get_or_init(|| (0..self.cpus * CHUNK).map(|_| AtomicU64::new(0)).collect());
+            .get()
+            .expect("per-CPU arena: the chunk of a slot handed out");
         for cpu in 0..self.cpus {
             // Relaxed: the slot is published with its object (new_object returns it), which
             // gives every later user a happens-before edge to this store.
             chunk[cpu * CHUNK + idx as usize % CHUNK].store(0, Ordering::Relaxed);
         }
-        idx
+        Ok(idx)
     }
 
     /// Gives a slot back (its object is being dropped: no section can run on it any more).
@@ -185,6 +214,14 @@ impl CpuSlots {
     }
 }
 
+/// A chunk of `words` zeroed words, or `None` if it cannot be allocated.
+fn new_chunk(words: usize) -> Option<Box<[AtomicU64]>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(words).ok()?;
+    v.extend((0..words).map(|_| AtomicU64::new(0)));
+    Some(v.into_boxed_slice())
+}
+
 /// A slot of a [`CpuSlots`] arena, given back when dropped. Keeps the address of its CPU-0
 /// word, so that the fast paths reach a CPU's word with one multiply-add.
 pub(crate) struct SlotHandle {
@@ -201,7 +238,26 @@ unsafe impl Sync for SlotHandle {}
 
 impl SlotHandle {
     pub(crate) fn new(arena: &Arc<CpuSlots>) -> Self {
-        let idx = arena.alloc();
+        Self::with_slot(arena, arena.alloc())
+    }
+
+    /// [`Self::new`], or the error of kind `OutOfMemory` (naming `scheme`, the chunk and its
+    /// size) where the slot's chunk cannot be allocated.
+    pub(crate) fn try_new(arena: &Arc<CpuSlots>, scheme: &str) -> std::io::Result<Self> {
+        match arena.try_alloc() {
+            Ok(idx) => Ok(Self::with_slot(arena, idx)),
+            Err(bytes) => Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "{scheme}: cannot allocate a chunk of the per-CPU arena: {bytes} bytes \
+                     ({CHUNK} objects of 8 bytes for each of {} possible CPUs)",
+                    arena.cpus
+                ),
+            )),
+        }
+    }
+
+    fn with_slot(arena: &Arc<CpuSlots>, idx: u32) -> Self {
         SlotHandle {
             // Not a pointer from a reference to the CPU-0 word: such a pointer may reach that
             // word alone, not the other CPUs' (undefined behaviour, found by Miri).
@@ -333,6 +389,16 @@ impl PercpuRef {
         PercpuRef {
             pc,
             slots: Arc::new(CpuSlots::new(cpus)),
+        }
+    }
+
+    /// A live object on `slot`.
+    fn object(slot: SlotHandle) -> PercpuRefObject {
+        PercpuRefObject {
+            mode: AtomicU64::new(PERCPU),
+            atomic: AtomicU64::new(BIAS),
+            base: AtomicU64::new(0),
+            slot,
         }
     }
 
@@ -478,12 +544,15 @@ impl RefCounter for PercpuRef {
     const READ_ALL: Precision = Precision::Exact;
 
     fn new_object(&self) -> PercpuRefObject {
-        PercpuRefObject {
-            mode: AtomicU64::new(PERCPU),
-            atomic: AtomicU64::new(BIAS),
-            base: AtomicU64::new(0),
-            slot: SlotHandle::new(&self.slots),
-        }
+        Self::object(SlotHandle::new(&self.slots))
+    }
+
+    fn try_new_object(&self) -> std::io::Result<PercpuRefObject> {
+        SlotHandle::try_new(&self.slots, Self::NAME).map(Self::object)
+    }
+
+    fn try_new_object_placed(&self, _place: usize) -> std::io::Result<PercpuRefObject> {
+        self.try_new_object()
     }
 
     #[inline]

@@ -97,7 +97,10 @@
 //!   such a delta never counts for a later object, the object of a slot's last generation
 //!   retires the slot when it is dropped: the slot is never allocated again (one core,
 //!   [`RefCounter::memory`]'s per-object core bytes, lost per 2³² objects made on it), and no
-//!   two objects ever have the same tag. The slab holds at most 2²² objects at a time.
+//!   two objects ever have the same tag. The slab holds at most 2²² objects at a time, and
+//!   allocates its cores a chunk of 512 at a time, at the first object of the chunk:
+//!   `new_object` aborts the process where that allocation fails, `try_new_object` returns an
+//!   `OutOfMemory` error.
 //!
 //! # An object used through another instance
 //!
@@ -243,6 +246,14 @@ fn new_ways(n: usize) -> Option<Box<[Way]>> {
     Some(v.into_boxed_slice())
 }
 
+/// `n` cores, or `None` if they cannot be allocated.
+fn new_cores(n: usize) -> Option<Box<[Core]>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.extend((0..n).map(|_| Core::default()));
+    Some(v.into_boxed_slice())
+}
+
 /// Type-stable storage for the per-object cores: a slot is reused, never freed, while the
 /// scheme lives, so a tag left in a way can always be followed.
 ///
@@ -260,24 +271,48 @@ impl Slab {
             free: Mutex::new((0, Vec::new())),
         }
     }
+    /// A slot whose core is made.
+    ///
+    /// # Panics
+    /// When [`SLAB_SLOTS`] slots are in use.
+    ///
+    /// # Aborts
+    /// Where the slot's chunk cannot be allocated ([`Self::try_alloc`] returns an error).
     fn alloc(&self) -> u32 {
+        self.try_alloc().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<Core>(CHUNK).expect("a chunk's layout"),
+            )
+        })
+    }
+
+    /// [`Self::alloc`], or `Err` with the size in bytes of the chunk the slot needs where that
+    /// chunk cannot be allocated (the free list is then as before the call).
+    ///
+    /// # Panics
+    /// When [`SLAB_SLOTS`] slots are in use.
+    fn try_alloc(&self) -> Result<u32, usize> {
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        let idx = match f.1.pop() {
-            Some(i) => i,
+        match f.1.pop() {
+            // A slot given back: its chunk was made when it was first handed out.
+            Some(i) => Ok(i),
             None => {
                 let i = f.0;
                 assert!(
                     (i as usize) < SLAB_SLOTS,
                     "refcache: slab full ({SLAB_SLOTS} objects)"
                 );
+                // Under the free list's lock (`f` is held to the end): `get`'s slow path relies
+                // on it.
+                let chunk = &self.chunks[i as usize / CHUNK];
+                if chunk.get().is_none() {
+                    let made = new_cores(CHUNK).ok_or(CHUNK * core::mem::size_of::<Core>())?;
+                    chunk.get_or_init(|| made);
+                }
                 f.0 += 1;
-                i
+                Ok(i)
             }
-        };
-        // Under the free list's lock (`f` is held to the end): `get`'s slow path relies on it.
-        self.chunks[idx as usize / CHUNK]
-            .get_or_init(|| (0..CHUNK).map(|_| Core::default()).collect());
-        idx
+        }
     }
     fn release(&self, idx: u32) {
         self.free
@@ -564,6 +599,17 @@ struct EpochThread {
 }
 
 impl RefCache {
+    /// A live object on `slot` (just allocated), tagged with the slot's generation.
+    fn object(&self, slot: u32) -> RefCacheObject {
+        let generation = self.shared.cores.get(slot).lock().generation;
+        RefCacheObject {
+            state: AtomicU64::new(LIVE),
+            tag: ((generation as u64) << 32) | (slot as u64 + 1),
+            slot,
+            shared: self.shared.clone(),
+        }
+    }
+
     /// 4096 ways per CPU, 10 ms epochs.
     ///
     /// # Panics
@@ -888,14 +934,25 @@ impl RefCounter for RefCache {
     const READ_ALL: Precision = Precision::Exact;
 
     fn new_object(&self) -> RefCacheObject {
-        let slot = self.shared.cores.alloc();
-        let generation = self.shared.cores.get(slot).lock().generation;
-        RefCacheObject {
-            state: AtomicU64::new(LIVE),
-            tag: ((generation as u64) << 32) | (slot as u64 + 1),
-            slot,
-            shared: self.shared.clone(),
+        self.object(self.shared.cores.alloc())
+    }
+
+    fn try_new_object(&self) -> std::io::Result<RefCacheObject> {
+        match self.shared.cores.try_alloc() {
+            Ok(slot) => Ok(self.object(slot)),
+            Err(bytes) => Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "refcache: cannot allocate a chunk of the slab: {bytes} bytes ({CHUNK} \
+                     cores of {} bytes)",
+                    core::mem::size_of::<Core>()
+                ),
+            )),
         }
+    }
+
+    fn try_new_object_placed(&self, _place: usize) -> std::io::Result<RefCacheObject> {
+        self.try_new_object()
     }
 
     #[inline]

@@ -47,7 +47,9 @@
 //! the count is exact up to 2⁶³ − 1 references (leaked ones included): centuries of gets at
 //! one a nanosecond, so no get checks for it. A scheme value's per-CPU arena holds 2²²
 //! (4,194,304) slots: its `new_object` panics while that many of its objects are alive (a
-//! dropped object's slot is reused).
+//! dropped object's slot is reused). The arena is `percpu-ref`'s, allocated a chunk of 512 slots
+//! at a time: `new_object` aborts the process where a chunk cannot be allocated,
+//! `try_new_object` returns an `OutOfMemory` error.
 //!
 //! Loom models beside this code race a get (spare path and central path) and its put against
 //! a reclaim, a put that returns spares against a reclaim under a reference, and a central get
@@ -180,6 +182,17 @@ pub struct SloppyObject {
     slot: SlotHandle,
 }
 
+impl SloppyObject {
+    /// A live object on `slot`.
+    fn on(slot: SlotHandle) -> Self {
+        SloppyObject {
+            state: AtomicU64::new(LIVE),
+            central: AtomicI64::new(0),
+            slot,
+        }
+    }
+}
+
 /// The token of [`Sloppy`].
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
@@ -192,11 +205,15 @@ impl RefCounter for Sloppy {
     const READ_ALL: Precision = Precision::Exact;
 
     fn new_object(&self) -> SloppyObject {
-        SloppyObject {
-            state: AtomicU64::new(LIVE),
-            central: AtomicI64::new(0),
-            slot: SlotHandle::new(&self.slots),
-        }
+        SloppyObject::on(SlotHandle::new(&self.slots))
+    }
+
+    fn try_new_object(&self) -> std::io::Result<SloppyObject> {
+        SlotHandle::try_new(&self.slots, Self::NAME).map(SloppyObject::on)
+    }
+
+    fn try_new_object_placed(&self, _place: usize) -> std::io::Result<SloppyObject> {
+        self.try_new_object()
     }
 
     #[inline]

@@ -1,0 +1,185 @@
+//! `try_new_object` of the schemes that allocate their per-object state a chunk at a time
+//! (`percpu-ref`, `sloppy`, `refcache`): a chunk that cannot be allocated is an `OutOfMemory`
+//! error naming it, not an abort of the process, and the scheme loses nothing to it.
+//!
+//! The allocation is made to fail by this binary's global allocator, which refuses, on a thread
+//! that asks it to, every allocation of a given size or more. Each test runs its checks in a
+//! child process of its own ([`percpu::testing::rerun`]): a chunk allocated infallibly would
+//! abort the process there, and the parent reports the child's end as the failure.
+
+use refcount::percpu_ref::PercpuRef;
+use refcount::refcache::RefCache;
+use refcount::sloppy::Sloppy;
+use refcount::RefCounter;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::pin::Pin;
+
+/// [`System`], except that on a thread that set [`REFUSE_FROM`] it returns null for every
+/// allocation of that many bytes or more.
+struct Refusing;
+
+std::thread_local! {
+    /// The smallest allocation refused on this thread (`usize::MAX`: none).
+    static REFUSE_FROM: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+// SAFETY: every call is System's, or a null return (an allocation failure, which callers of
+// `alloc` must handle); `realloc` and `alloc_zeroed` are the trait's defaults, through `alloc`.
+unsafe impl GlobalAlloc for Refusing {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // `try_with`: while the thread's locals are being destroyed, nothing is refused.
+        if REFUSE_FROM
+            .try_with(|r| layout.size() >= r.get())
+            .unwrap_or(false)
+        {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` (above) with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Refusing = Refusing;
+
+/// Set in the child processes of these tests.
+const CHILD_ENV: &str = "REFCOUNT_TEST_ALLOC_FAILURE_CHILD";
+
+/// Objects per chunk of the schemes' arenas.
+const CHUNK: usize = 512;
+
+/// The smallest chunk of the three schemes: `percpu-ref`'s and `sloppy`'s are 512 words of 8
+/// bytes for each possible CPU (at least one), `refcache`'s 512 cores of more than 8 bytes. No
+/// allocation of `try_new_object` besides the chunk (an error's message) comes near it.
+const SMALLEST_CHUNK: usize = CHUNK * 8;
+
+/// Runs `checks` in a child process of its own (the test `name`) and asserts that it passed.
+fn in_child(name: &str, checks: impl FnOnce()) {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        checks();
+        println!("CHILD-OK");
+        return;
+    }
+    let out = percpu::testing::rerun(name, CHILD_ENV);
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("CHILD-OK"),
+        "child {name}: {}\n{text}",
+        out.status
+    );
+}
+
+/// Makes a chunk's worth of objects of `scheme`, then one more, which needs a new chunk, with
+/// every allocation of [`SMALLEST_CHUNK`] bytes or more refused: an `OutOfMemory` error whose
+/// message starts with `message`. Then, with allocations allowed again, that object is made, and
+/// the first and the last object are counted, given back and reclaimed.
+fn a_chunk_past_the_memory_left_is_an_error<C>(scheme: &C, message: &str)
+where
+    C: RefCounter,
+    C::Object: Unpin,
+{
+    // Room for every object, so that pushing one allocates nothing.
+    let mut objs = Vec::with_capacity(CHUNK + 1);
+    for _ in 0..CHUNK {
+        objs.push(scheme.try_new_object().expect("memory for the first chunk"));
+    }
+    for _ in 0..3 {
+        REFUSE_FROM.with(|r| r.set(SMALLEST_CHUNK));
+        let made = scheme.try_new_object();
+        REFUSE_FROM.with(|r| r.set(usize::MAX));
+        match made {
+            Ok(_) => panic!("{}: an object made with no memory for its chunk", C::NAME),
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+                assert!(e.to_string().starts_with(message), "{e}");
+            }
+        }
+    }
+    objs.push(
+        scheme
+            .try_new_object()
+            .expect("made once allocations are allowed again"),
+    );
+    for o in [&objs[0], &objs[CHUNK]] {
+        let o = Pin::new(o);
+        let t = scheme.try_get(o).expect("live");
+        assert_eq!(scheme.read_all(o), 1);
+        assert!(!scheme.try_reclaim(o));
+        scheme.put(o, t);
+        assert_eq!(scheme.read_all(o), 0);
+        assert!(scheme.try_reclaim(o));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn percpu_ref_chunk_past_the_memory_left_is_an_error() {
+    in_child("percpu_ref_chunk_past_the_memory_left_is_an_error", || {
+        a_chunk_past_the_memory_left_is_an_error(
+            &PercpuRef::new(),
+            "percpu-ref: cannot allocate a chunk of the per-CPU arena: ",
+        )
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn sloppy_chunk_past_the_memory_left_is_an_error() {
+    in_child("sloppy_chunk_past_the_memory_left_is_an_error", || {
+        a_chunk_past_the_memory_left_is_an_error(
+            &Sloppy::new(),
+            "sloppy: cannot allocate a chunk of the per-CPU arena: ",
+        )
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn refcache_chunk_past_the_memory_left_is_an_error() {
+    in_child("refcache_chunk_past_the_memory_left_is_an_error", || {
+        a_chunk_past_the_memory_left_is_an_error(
+            &RefCache::new(),
+            "refcache: cannot allocate a chunk of the slab: ",
+        )
+    });
+}
+
+/// The placed form of `try_new_object` fails the same way (the page cache makes its frames'
+/// objects with it).
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn placed_objects_past_the_memory_left_are_an_error() {
+    in_child("placed_objects_past_the_memory_left_are_an_error", || {
+        fn check<C: RefCounter>(scheme: &C) {
+            let objs: Vec<_> = (0..CHUNK)
+                .map(|i| scheme.try_new_object_placed(i).expect("memory"))
+                .collect();
+            REFUSE_FROM.with(|r| r.set(SMALLEST_CHUNK));
+            let made = scheme.try_new_object_placed(CHUNK);
+            REFUSE_FROM.with(|r| r.set(usize::MAX));
+            let e = made
+                .err()
+                .expect("an object made with no memory for its chunk");
+            assert_eq!(
+                e.kind(),
+                std::io::ErrorKind::OutOfMemory,
+                "{}: {e}",
+                C::NAME
+            );
+            drop(objs);
+        }
+        check(&PercpuRef::new());
+        check(&Sloppy::new());
+        check(&RefCache::new());
+    });
+}
