@@ -1936,8 +1936,12 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// allocation of that many bytes a frame (and 128 more for the allocator) is tried and
     /// given back at once; a limit whose counters cannot be had so is refused. It is a probe,
     /// not a reservation: memory that other threads take meanwhile, or a kernel that grants
-    /// more than it has (overcommit), can still make a counter's allocation fail, and abort.
-    /// Schemes whose counters keep nothing of their own are not probed.
+    /// more than it has (overcommit), can still make a counter's allocation fail. The frames'
+    /// objects are made with [`RefCounter::try_new_object_placed`], so for `percpu-ref`,
+    /// `sloppy` and `refcache` (whose counters' memory is allocated a chunk of 512 at a time)
+    /// that failure is an `OutOfMemory` error too; for `snzi`, whose trees are allocated one
+    /// by one, it aborts the process. Schemes whose counters keep nothing of their own are not
+    /// probed.
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
@@ -2015,11 +2019,26 @@ impl<C: RefCounter> PageCacheOf<C> {
             }
         }
         // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
-        // per-CPU state by placement (PAYGO) finds it without reading the frame first.
-        frames.extend((0..n).map(|i| Frame::<C> {
-            obj: scheme.new_object_placed(i),
-            meta: FrameMeta::new(),
-        }));
+        // per-CPU state by placement (PAYGO) finds it without reading the frame first. A scheme
+        // that cannot allocate an object's memory says so (`try_new_object_placed`): the
+        // objects made so far are dropped with `frames`.
+        for i in 0..n {
+            let obj = scheme.try_new_object_placed(i).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    format!(
+                        "pagecache: no memory for the counters of scheme '{}' for a limit of \
+                         {n} pages (frame {i}): {e}",
+                        C::NAME
+                    ),
+                )
+            })?;
+            // Within the capacity reserved above: no allocation.
+            frames.push(Frame::<C> {
+                obj,
+                meta: FrameMeta::new(),
+            });
+        }
         free.extend((0..n as u32).rev());
         Ok(PageCacheOf {
             inner: Arc::new(Inner {

@@ -1,7 +1,9 @@
 //! Allocations sized by the file or the cache are refused with `OutOfMemory` when the memory
 //! cannot be had, not an abort of the process: the page table of a file opened (4 bytes a page
 //! at open, up to 4 MiB), a LODIC mapping's per-page counts of the file (as much again, made at
-//! its first mapping), and the memory a cache's counters keep of their own. The process's address space is capped (`RLIMIT_AS`) a little above what it uses,
+//! its first mapping), and the memory a cache's counters keep of their own (also where the
+//! scheme itself reports it cannot make a counter). The process's address space is capped
+//! (`RLIMIT_AS`) a little above what it uses,
 //! so this test is a program of its own (`harness = false`), run on its main thread: the cap is
 //! the process's, no other test may run beside it, and the main thread's allocations come from
 //! `brk` or `mmap`, which the cap reaches (a spawned thread's malloc arena has room reserved
@@ -175,9 +177,116 @@ fn a_cache_whose_counters_cannot_be_had_is_refused_with_out_of_memory() {
     assert!(b[..100].iter().all(|&x| x == 5));
 }
 
+/// Objects of [`Starved`] alive now (made and not yet dropped).
+static STARVED_LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `atomic` whose `try_new_object_placed` fails, as a scheme whose counters' memory runs out
+/// does (`percpu-ref`'s arena chunks), for every place from `.0` on; its objects count
+/// themselves in [`STARVED_LIVE`].
+struct Starved(usize);
+
+/// The object of [`Starved`]: `atomic`'s, counted in [`STARVED_LIVE`] while it lives.
+struct StarvedObject(AtomicObject);
+
+impl StarvedObject {
+    fn new() -> Self {
+        STARVED_LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        StarvedObject(Atomic.new_object())
+    }
+}
+
+impl Drop for StarvedObject {
+    fn drop(&mut self) {
+        STARVED_LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The `atomic` object inside `obj` (an `AtomicObject` is `Unpin`: it may be pinned anew).
+fn starved_inner(obj: Pin<&StarvedObject>) -> Pin<&AtomicObject> {
+    Pin::new(&obj.get_ref().0)
+}
+
+impl RefCounter for Starved {
+    type Object = StarvedObject;
+    type Token = AtomicToken;
+    const NAME: &'static str = "starved";
+    const READ_ALL: Precision = Precision::Exact;
+
+    fn new_object(&self) -> StarvedObject {
+        StarvedObject::new()
+    }
+    fn try_new_object_placed(&self, place: usize) -> std::io::Result<StarvedObject> {
+        if place >= self.0 {
+            return Err(std::io::Error::new(
+                ErrorKind::OutOfMemory,
+                "starved: no memory for the object",
+            ));
+        }
+        Ok(StarvedObject::new())
+    }
+    fn try_get(&self, obj: Pin<&StarvedObject>) -> Option<AtomicToken> {
+        Atomic.try_get(starved_inner(obj))
+    }
+    fn put(&self, obj: Pin<&StarvedObject>, token: AtomicToken) {
+        Atomic.put(starved_inner(obj), token)
+    }
+    fn read_all(&self, obj: Pin<&StarvedObject>) -> i64 {
+        Atomic.read_all(starved_inner(obj))
+    }
+    fn try_reclaim(&self, obj: Pin<&StarvedObject>) -> bool {
+        Atomic.try_reclaim(starved_inner(obj))
+    }
+    unsafe fn reinit(&self, obj: Pin<&StarvedObject>) {
+        // SAFETY: the caller's contract is this one's, for the object inside.
+        unsafe { Atomic.reinit(starved_inner(obj)) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&StarvedObject>>) -> Memory {
+        Memory {
+            shared: 0,
+            objects: objs.count() * std::mem::size_of::<StarvedObject>(),
+        }
+    }
+}
+
+/// A frame's counter that its scheme cannot make for want of memory
+/// ([`RefCounter::try_new_object_placed`]'s `OutOfMemory`: `percpu-ref`, `sloppy` and
+/// `refcache` when a chunk of their arena cannot be allocated, which the probe of the counters'
+/// memory does not rule out) refuses the cache with `OutOfMemory`, naming the scheme, the frame
+/// and the scheme's error, and drops the counters made before it; a limit below that frame is
+/// made and works.
+fn a_counter_its_scheme_cannot_make_is_refused_with_out_of_memory() {
+    let e = PageCacheOf::with_scheme(Starved(100), &Config::new(1000, "starved"))
+        .map(|_| ())
+        .expect_err("a cache whose counter 100 cannot be made");
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+    assert!(
+        e.to_string()
+            .contains("counters of scheme 'starved' for a limit of 1000 pages (frame 100)")
+            && e.to_string().ends_with("starved: no memory for the object"),
+        "{e}"
+    );
+    assert_eq!(
+        STARVED_LIVE.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "counters left alive"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    std::fs::write(&path, [3u8; 100]).expect("file");
+    let cache = PageCacheOf::with_scheme(Starved(100), &Config::new(100, "starved"))
+        .expect("cache of the frames that can be counted");
+    assert_eq!(STARVED_LIVE.load(std::sync::atomic::Ordering::Relaxed), 100);
+    let f = cache.open(&path).expect("open");
+    let mut b = [0u8; 200];
+    assert_eq!(f.read_at(&mut b, 0).expect("read"), 100);
+    assert!(b[..100].iter().all(|&x| x == 3));
+}
+
 fn main() {
     file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory();
     println!("test file_sized_tables_that_cannot_be_had_are_refused_with_out_of_memory ... ok");
     a_cache_whose_counters_cannot_be_had_is_refused_with_out_of_memory();
     println!("test a_cache_whose_counters_cannot_be_had_is_refused_with_out_of_memory ... ok");
+    a_counter_its_scheme_cannot_make_is_refused_with_out_of_memory();
+    println!("test a_counter_its_scheme_cannot_make_is_refused_with_out_of_memory ... ok");
 }
