@@ -102,7 +102,8 @@ impl<L: Log> Table<L> {
 /// two of them in one way long before: with 1,024 objects in 1,024 ways, about a third of
 /// them). An object that needs a log on a CPU where its way holds another object's log
 /// synchronizes that object first (eviction). A CPU's table is allocated the first time
-/// something is logged on that CPU.
+/// something is logged on that CPU, and a failure of that allocation aborts the process (see
+/// [`Object::log`], "Aborts").
 pub struct Domain<L: Log> {
     caches: PerCpu<Table<L>>,
     ways: usize,
@@ -827,6 +828,16 @@ impl<L: Log> Object<L> {
     /// lock is released) panics in that object's updates: that object is leaked, and `op` was
     /// logged if the updates applied were this object's (at the bound), not if they were
     /// another's (an eviction).
+    ///
+    /// # Aborts
+    /// The first `log` on a CPU, of any object of the domain, allocates that CPU's table: the
+    /// domain's [`Domain::ways`] ways, each a lock, a tag, a stamp and an empty `L` (with
+    /// [`DEFAULT_WAYS`], 192 KiB for an [`OpVec`](crate::OpVec) log, 128 KiB for a
+    /// [`CounterLog`](crate::CounterLog)). Where that allocation fails, the process aborts, as
+    /// it does where an allocation of [`Log::push`] (a log's growth) fails: `log` has no error
+    /// to return (its `None` is an update the log absorbed), and an update it could not log
+    /// would be lost. A program that must not abort there logs once on each CPU while it can
+    /// still handle the failure otherwise; [`Domain::memory`] counts the tables made.
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         // The tag is the allocation's own pointer (not one derived from `core`, a shared

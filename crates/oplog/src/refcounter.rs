@@ -1,5 +1,8 @@
 //! `oplog-counter`: a [`RefCounter`] scheme built on [`CounterLog`]: every `try_get`/`put` logs
-//! `+1`/`-1` on the current CPU (absorbed there into one delta), `read_all` synchronizes.
+//! `+1`/`-1` on the current CPU (absorbed there into one delta), `read_all` synchronizes. The
+//! first of them on a CPU allocates that CPU's logger table (`ways` × 32 bytes), and aborts the
+//! process where it cannot (see [`Object::log`], "Aborts": a `try_get` returns `None` only for
+//! an object being reclaimed or dead).
 //!
 //! # Reclamation
 //!
