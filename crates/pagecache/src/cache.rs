@@ -1937,11 +1937,11 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// given back at once; a limit whose counters cannot be had so is refused. It is a probe,
     /// not a reservation: memory that other threads take meanwhile, or a kernel that grants
     /// more than it has (overcommit), can still make a counter's allocation fail. The frames'
-    /// objects are made with [`RefCounter::try_new_object_placed`], so for `percpu-ref`,
-    /// `sloppy` and `refcache` (whose counters' memory is allocated a chunk of 512 at a time)
-    /// that failure is an `OutOfMemory` error too; for `snzi`, whose trees are allocated one
-    /// by one, it aborts the process. Schemes whose counters keep nothing of their own are not
-    /// probed.
+    /// objects are made with [`RefCounter::try_new_object_placed`], so that failure is an
+    /// `OutOfMemory` error too (for `percpu-ref`, `sloppy` and `refcache`, which allocate their
+    /// counters' memory a chunk of 512 at a time, and `snzi`, which allocates each tree), and
+    /// the counters made before it are dropped. Schemes whose counters keep nothing of their
+    /// own are not probed.
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {

@@ -149,17 +149,16 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// Where memory the object needs cannot be allocated: `percpu-ref` and `sloppy` allocate
     /// a chunk of their per-CPU arena (512 objects × 8 bytes × the possible CPUs) for the first
     /// object of every 512 slots, `refcache` a chunk of its slab (512 cores); `snzi` allocates
-    /// each object's tree. [`Self::try_new_object`] returns an error instead where the scheme
-    /// can (`percpu-ref`, `sloppy`, `refcache`).
+    /// each object's tree. [`Self::try_new_object`] returns an error instead.
     fn new_object(&self) -> Self::Object;
 
     /// [`Self::new_object`], or an error of kind [`std::io::ErrorKind::OutOfMemory`] naming
     /// the allocation and its size where memory the object needs cannot be allocated, instead
     /// of an abort of the process: `percpu-ref` and `sloppy` return it when a chunk of their
-    /// per-CPU arena cannot be allocated, `refcache` when a chunk of its slab cannot be. The
-    /// scheme is then as before the call (no slot is used up). By default
-    /// `Ok(self.new_object())`, for schemes that allocate nothing per object, or whose
-    /// allocations abort (`snzi`'s trees).
+    /// per-CPU arena cannot be allocated, `refcache` when a chunk of its slab cannot be,
+    /// `snzi` when the object's tree cannot be. The scheme is then as before the call (no slot
+    /// is used up). By default `Ok(self.new_object())`, for schemes that allocate nothing per
+    /// object (the other schemes of this crate and `paygo`).
     ///
     /// # Panics
     /// As [`Self::new_object`] (past [`Self::max_live_objects`]).

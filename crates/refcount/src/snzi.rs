@@ -8,7 +8,8 @@
 //! # The tree and its words
 //!
 //! Each object owns a complete binary tree of `2 × leaves − 1` nodes, each on its own cache
-//! line, in heap order (node 0 is the root, node `i`'s parent is `(i − 1) / 2`). A node is one
+//! line (allocated as the object is made: `new_object` aborts the process where the tree cannot
+//! be allocated, `try_new_object` returns an `OutOfMemory` error), in heap order (node 0 is the root, node `i`'s parent is `(i − 1) / 2`). A node is one
 //! `u64` written by CAS by anyone: `version << 32 | c`, where `c` (an `i32`) is the number of
 //! arrivals minus departures at this node, or [`HALF`] (−1) for the intermediate ½ state.
 //!
@@ -278,12 +279,37 @@ impl RefCounter for Snzi {
     const READ_ALL: Precision = Precision::NonZeroOnly;
 
     fn new_object(&self) -> SnziObject {
-        SnziObject {
-            state: AtomicU64::new(LIVE),
-            nodes: (0..2 * self.leaves - 1)
-                .map(|_| CachePadded::new(AtomicU64::new(0)))
-                .collect(),
+        self.try_new_object().unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<CachePadded<AtomicU64>>(2 * self.leaves - 1)
+                    .expect("a tree's layout (at most MAX_LEAVES leaves)"),
+            )
+        })
+    }
+
+    fn try_new_object(&self) -> std::io::Result<SnziObject> {
+        let n = 2 * self.leaves - 1;
+        let mut nodes = Vec::new();
+        if nodes.try_reserve_exact(n).is_err() {
+            let node = core::mem::size_of::<CachePadded<AtomicU64>>();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "snzi: cannot allocate an object's tree: {} bytes ({n} nodes of {node} \
+                     bytes)",
+                    n * node
+                ),
+            ));
         }
+        nodes.extend((0..n).map(|_| CachePadded::new(AtomicU64::new(0))));
+        Ok(SnziObject {
+            state: AtomicU64::new(LIVE),
+            nodes: nodes.into_boxed_slice(),
+        })
+    }
+
+    fn try_new_object_placed(&self, _place: usize) -> std::io::Result<SnziObject> {
+        self.try_new_object()
     }
 
     #[inline]

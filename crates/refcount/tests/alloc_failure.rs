@@ -1,6 +1,7 @@
-//! `try_new_object` of the schemes that allocate their per-object state a chunk at a time
-//! (`percpu-ref`, `sloppy`, `refcache`): a chunk that cannot be allocated is an `OutOfMemory`
-//! error naming it, not an abort of the process, and the scheme loses nothing to it.
+//! `try_new_object` of the schemes that allocate per-object state: a chunk of `percpu-ref`'s,
+//! `sloppy`'s or `refcache`'s arena, or a `snzi` object's tree, that cannot be allocated is an
+//! `OutOfMemory` error naming it, not an abort of the process, and the scheme loses nothing to
+//! it.
 //!
 //! The allocation is made to fail by this binary's global allocator, which refuses, on a thread
 //! that asks it to, every allocation of a given size or more. Each test runs its checks in a
@@ -10,6 +11,7 @@
 use refcount::percpu_ref::PercpuRef;
 use refcount::refcache::RefCache;
 use refcount::sloppy::Sloppy;
+use refcount::snzi::{Snzi, SnziObject};
 use refcount::RefCounter;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -151,6 +153,43 @@ fn refcache_chunk_past_the_memory_left_is_an_error() {
             &RefCache::new(),
             "refcache: cannot allocate a chunk of the slab: ",
         )
+    });
+}
+
+/// `snzi`'s `try_new_object` where the object's tree cannot be allocated (16 leaves: 31 nodes of
+/// a cache line each): an `OutOfMemory` error naming the tree, and the next object, with the
+/// memory there, is made and counts.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn snzi_tree_past_the_memory_left_is_an_error() {
+    in_child("snzi_tree_past_the_memory_left_is_an_error", || {
+        let scheme = Snzi::with_leaves(16);
+        let first = scheme.try_new_object().expect("memory");
+        let tree = scheme
+            .memory(&mut std::iter::once(Pin::new(&first)))
+            .objects
+            - std::mem::size_of::<SnziObject>();
+        REFUSE_FROM.with(|r| r.set(tree));
+        let made = scheme.try_new_object();
+        REFUSE_FROM.with(|r| r.set(usize::MAX));
+        let e = made
+            .err()
+            .expect("an object made with no memory for its tree");
+        assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+        assert!(
+            e.to_string().starts_with(&format!(
+                "snzi: cannot allocate an object's tree: {tree} bytes"
+            )),
+            "{e}"
+        );
+        let o = scheme.try_new_object().expect("made with the memory there");
+        for o in [&first, &o] {
+            let o = Pin::new(o);
+            let t = scheme.try_get(o).expect("live");
+            assert!(scheme.is_referenced(o));
+            scheme.put(o, t);
+            assert!(scheme.try_reclaim(o));
+        }
     });
 }
 
