@@ -202,7 +202,8 @@ typedef struct pagecache_stats {
  * "refcache", another mode), PAGECACHE_ENOSCHEME (no such scheme), PAGECACHE_EUNFIT (a scheme that
  * cannot serve a page cache), PAGECACHE_ENOMEM (the frames, or the memory the scheme's
  * counters keep of their own, cannot be allocated: the latter is probed before the counters
- * are made; or the tables of the domain of "paygo", 256 KiB per possible CPU, or the caches
+ * are made, and a counter whose memory still cannot be allocated then is this error too; or
+ * the tables of the domain of "paygo", 256 KiB per possible CPU, or the caches
  * of "refcache", 64 KiB per possible CPU), the -errno
  * of a scheme that cannot be made (-EAGAIN: the epoch thread of "refcache" cannot be
  * started). The frames are allocated here. */

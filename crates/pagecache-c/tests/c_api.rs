@@ -114,7 +114,7 @@ fn c_program_gets_pagecache_efbig_past_the_limits() {
 
 /// `PAGECACHE_ENOMEM` for a cache whose frames' counters the address space, capped with
 /// `RLIMIT_AS`, cannot hold (`tests/c/counters.c`: "snzi" counters of 16 CPUs, about 4 KiB a
-/// frame; without the probe, the program aborts in their allocation), and for a "paygo" cache
+/// frame, refused by the probe before any is made), and for a "paygo" cache
 /// whose domain's tables it cannot hold (a panicking constructor would give
 /// `PAGECACHE_EINTERNAL` and a panic message).
 #[test]
