@@ -635,6 +635,75 @@ pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads
     assert!(reclaim_eventually(&*s, fresh.get(1)));
 }
 
+/// Objects made by [`RefCounter::try_new_object`] and [`RefCounter::try_new_object_placed`]
+/// (with memory to spare: both succeed) are live objects with no reference, as
+/// [`RefCounter::new_object`]'s: each counts the references taken on it (placed ones with its
+/// place), is not reclaimed while one is held, and is reclaimed, reinited and counted again
+/// once they are given back.
+pub fn fallible_objects_are_made_live<C: RefCounter>(s: &C) {
+    const N: usize = 4;
+    /// An object, pinned on the heap, and the place it was made with, if any.
+    type Made<C> = (
+        core::pin::Pin<Box<<C as RefCounter>::Object>>,
+        Option<usize>,
+    );
+    let mut objs: Vec<Made<C>> = Vec::new();
+    for i in 0..N {
+        let o = s.try_new_object().unwrap_or_else(|e| {
+            panic!(
+                "{}: try_new_object failed with memory to spare: {e}",
+                C::NAME
+            )
+        });
+        objs.push((Box::pin(o), None));
+        let o = s.try_new_object_placed(i).unwrap_or_else(|e| {
+            panic!(
+                "{}: try_new_object_placed failed with memory to spare: {e}",
+                C::NAME
+            )
+        });
+        objs.push((Box::pin(o), Some(i)));
+    }
+    let count = |o: core::pin::Pin<&C::Object>, model: i64, ctx: &str| {
+        let got = s.read_all(o);
+        match C::READ_ALL {
+            Precision::Exact => assert_eq!(got, model, "{}: read_all {ctx}", C::NAME),
+            Precision::NonZeroOnly => {
+                assert_eq!(got != 0, model != 0, "{}: read_all {ctx}", C::NAME)
+            }
+            Precision::Approximate => {}
+        }
+    };
+    for life in 0..2 {
+        for (o, place) in &objs {
+            let o = o.as_ref();
+            let get = || match place {
+                Some(p) => s.try_get_placed(o, *p),
+                None => s.try_get(o),
+            };
+            count(o, 0, &format!("of a new object (life {life})"));
+            let toks: Vec<C::Token> = (0..3).map(|_| get().expect("live")).collect();
+            count(o, 3, &format!("with three references (life {life})"));
+            assert!(!s.try_reclaim(o), "{}: reclaimed while held", C::NAME);
+            for t in toks {
+                s.put(o, t);
+            }
+            count(
+                o,
+                0,
+                &format!("after the references were given back (life {life})"),
+            );
+            assert!(
+                reclaim_eventually(s, o),
+                "{}: could not reclaim an object made by try_new_object",
+                C::NAME
+            );
+            // SAFETY: reclaimed just above; this thread is the only one that uses the object.
+            unsafe { s.reinit(o) };
+        }
+    }
+}
+
 /// [`RefCounter::with_ref_placed`]: the closure runs holding a reference (counted while it
 /// runs, beside references taken with `try_get` and a nested scoped reference), the reference
 /// is given back after it, also when it panics, when the thread moved to another CPU inside it,
@@ -844,6 +913,11 @@ macro_rules! conformance_suite {
                     ::std::sync::Arc::new($make),
                     4,
                 );
+            }
+
+            #[test]
+            fn fallible_objects_are_made_live() {
+                $crate::conformance::fallible_objects_are_made_live(&$make);
             }
 
             #[test]
