@@ -94,6 +94,46 @@ fn token_of_another_object(scheme: &str) -> ! {
     panic!("{scheme}: a token taken on another object (nothing was changed)");
 }
 
+/// An allocation a scheme could not make: its layout, and what it was for (a phrase for the
+/// error: "a chunk of the slab: 6144 bytes (...)").
+pub(crate) struct NoMemory {
+    pub(crate) layout: std::alloc::Layout,
+    pub(crate) what: String,
+}
+
+impl NoMemory {
+    /// Ends the process as a failed allocation does ([`std::alloc::handle_alloc_error`]).
+    pub(crate) fn abort(self) -> ! {
+        std::alloc::handle_alloc_error(self.layout)
+    }
+
+    /// The error of kind `OutOfMemory`: "`scheme`: cannot allocate `what`".
+    pub(crate) fn error(self, scheme: &str) -> std::io::Error {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("{scheme}: cannot allocate {}", self.what),
+        )
+    }
+}
+
+/// Makes room in `free` for `slots` entries, so that giving back every slot handed out (an
+/// object's drop, which has no error to return) allocates nothing. `arena` names the free
+/// list's owner for the error.
+pub(crate) fn reserve_free_list(
+    free: &mut Vec<u32>,
+    slots: usize,
+    arena: &str,
+) -> Result<(), NoMemory> {
+    let more = slots.saturating_sub(free.len());
+    free.try_reserve(more).map_err(|_| NoMemory {
+        layout: std::alloc::Layout::array::<u32>(slots).unwrap_or(std::alloc::Layout::new::<u32>()),
+        what: format!(
+            "the free list of {arena}: {} bytes (room to give back each of {slots} slots)",
+            slots * core::mem::size_of::<u32>()
+        ),
+    })
+}
+
 /// Bytes a scheme uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Memory {
@@ -155,10 +195,12 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// [`Self::new_object`], or an error of kind [`std::io::ErrorKind::OutOfMemory`] naming
     /// the allocation and its size where memory the object needs cannot be allocated, instead
     /// of an abort of the process: `percpu-ref` and `sloppy` return it when a chunk of their
-    /// per-CPU arena cannot be allocated, `refcache` when a chunk of its slab cannot be,
-    /// `snzi` when the object's tree cannot be. The scheme is then as before the call (no slot
-    /// is used up). By default `Ok(self.new_object())`, for schemes that allocate nothing per
-    /// object (the other schemes of this crate and `paygo`).
+    /// per-CPU arena cannot be allocated, `refcache` when a chunk of its slab cannot be, these
+    /// three also when room in their free list to give the object's slot back cannot be (made
+    /// here, so that dropping an object allocates nothing), and `snzi` when the object's tree
+    /// cannot be. The scheme is then as before the call (no slot is used up). By default
+    /// `Ok(self.new_object())`, for schemes that allocate nothing per object (the other schemes
+    /// of this crate and `paygo`).
     ///
     /// # Panics
     /// As [`Self::new_object`] (past [`Self::max_live_objects`]).

@@ -134,25 +134,24 @@ impl CpuSlots {
     /// When `CHUNK * MAX_CHUNKS` slots are in use.
     ///
     /// # Aborts
-    /// Where the slot's chunk cannot be allocated ([`Self::try_alloc`] returns an error).
+    /// Where the slot's chunk, or room in the free list for it, cannot be allocated
+    /// ([`Self::try_alloc`] returns an error).
     pub(crate) fn alloc(&self) -> u32 {
-        self.try_alloc().unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<AtomicU64>(self.cpus * CHUNK)
-                    .expect("a chunk's layout (allocated once already)"),
-            )
-        })
+        self.try_alloc().unwrap_or_else(|e| e.abort())
     }
 
-    /// [`Self::alloc`], or `Err` with the size in bytes of the chunk the slot needs where that
-    /// chunk cannot be allocated (the free list is then as before the call).
+    /// [`Self::alloc`], or what could not be allocated: the chunk the slot needs, or room in
+    /// the free list to give the slot back (reserved here, so that [`Self::release`], run by
+    /// an object's drop, allocates nothing). The slot is then not handed out; a chunk made
+    /// before the free list failed stays for the next call.
     ///
     /// # Panics
     /// When `CHUNK * MAX_CHUNKS` slots are in use.
-    pub(crate) fn try_alloc(&self) -> Result<u32, usize> {
+    pub(crate) fn try_alloc(&self) -> Result<u32, crate::NoMemory> {
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let idx = match f.free.pop() {
-            // A slot given back: its chunk was made when it was first handed out.
+            // A slot given back: its chunk was made, and room for it in the free list
+            // reserved, when it was first handed out.
             Some(i) => i,
             None => {
                 let i = f.next;
@@ -164,9 +163,19 @@ impl CpuSlots {
                 if chunk.get().is_none() {
                     // Under the free list's lock (`f`), so no other thread makes it meanwhile.
                     let words = self.cpus * CHUNK;
-                    let made = new_chunk(words).ok_or(words * core::mem::size_of::<u64>())?;
+                    let made = new_chunk(words).ok_or_else(|| crate::NoMemory {
+                        layout: std::alloc::Layout::array::<AtomicU64>(words)
+                            .unwrap_or(std::alloc::Layout::new::<AtomicU64>()),
+                        what: format!(
+                            "a chunk of the per-CPU arena: {} bytes ({CHUNK} objects of 8 bytes \
+                             for each of {} possible CPUs)",
+                            words * 8,
+                            self.cpus
+                        ),
+                    })?;
                     chunk.get_or_init(|| made);
                 }
+                crate::reserve_free_list(&mut f.free, i as usize + 1, "the per-CPU arena")?;
                 f.next += 1;
                 i
             }
@@ -183,6 +192,7 @@ impl CpuSlots {
     }
 
     /// Gives a slot back (its object is being dropped: no section can run on it any more).
+    /// Allocates nothing: [`Self::try_alloc`] made room for every slot it handed out.
     pub(crate) fn release(&self, idx: u32) {
         self.free
             .lock()
@@ -241,19 +251,13 @@ impl SlotHandle {
         Self::with_slot(arena, arena.alloc())
     }
 
-    /// [`Self::new`], or the error of kind `OutOfMemory` (naming `scheme`, the chunk and its
-    /// size) where the slot's chunk cannot be allocated.
+    /// [`Self::new`], or the error of kind `OutOfMemory` (naming `scheme`, what could not be
+    /// allocated and its size) where the slot's chunk, or room in the free list for it, cannot
+    /// be allocated.
     pub(crate) fn try_new(arena: &Arc<CpuSlots>, scheme: &str) -> std::io::Result<Self> {
         match arena.try_alloc() {
             Ok(idx) => Ok(Self::with_slot(arena, idx)),
-            Err(bytes) => Err(std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                format!(
-                    "{scheme}: cannot allocate a chunk of the per-CPU arena: {bytes} bytes \
-                     ({CHUNK} objects of 8 bytes for each of {} possible CPUs)",
-                    arena.cpus
-                ),
-            )),
+            Err(e) => Err(e.error(scheme)),
         }
     }
 

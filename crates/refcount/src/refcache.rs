@@ -277,24 +277,24 @@ impl Slab {
     /// When [`SLAB_SLOTS`] slots are in use.
     ///
     /// # Aborts
-    /// Where the slot's chunk cannot be allocated ([`Self::try_alloc`] returns an error).
+    /// Where the slot's chunk, or room in the free list for it, cannot be allocated
+    /// ([`Self::try_alloc`] returns an error).
     fn alloc(&self) -> u32 {
-        self.try_alloc().unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<Core>(CHUNK).expect("a chunk's layout"),
-            )
-        })
+        self.try_alloc().unwrap_or_else(|e| e.abort())
     }
 
-    /// [`Self::alloc`], or `Err` with the size in bytes of the chunk the slot needs where that
-    /// chunk cannot be allocated (the free list is then as before the call).
+    /// [`Self::alloc`], or what could not be allocated: the chunk the slot needs, or room in
+    /// the free list to give the slot back (reserved here, so that [`Self::release`], run by
+    /// an object's drop, allocates nothing). The slot is then not handed out; a chunk made
+    /// before the free list failed stays for the next call.
     ///
     /// # Panics
     /// When [`SLAB_SLOTS`] slots are in use.
-    fn try_alloc(&self) -> Result<u32, usize> {
+    fn try_alloc(&self) -> Result<u32, crate::NoMemory> {
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
         match f.1.pop() {
-            // A slot given back: its chunk was made when it was first handed out.
+            // A slot given back: its chunk was made, and room for it in the free list
+            // reserved, when it was first handed out.
             Some(i) => Ok(i),
             None => {
                 let i = f.0;
@@ -306,14 +306,25 @@ impl Slab {
                 // on it.
                 let chunk = &self.chunks[i as usize / CHUNK];
                 if chunk.get().is_none() {
-                    let made = new_cores(CHUNK).ok_or(CHUNK * core::mem::size_of::<Core>())?;
+                    let made = new_cores(CHUNK).ok_or_else(|| crate::NoMemory {
+                        layout: std::alloc::Layout::array::<Core>(CHUNK)
+                            .unwrap_or(std::alloc::Layout::new::<Core>()),
+                        what: format!(
+                            "a chunk of the slab: {} bytes ({CHUNK} cores of {} bytes)",
+                            CHUNK * core::mem::size_of::<Core>(),
+                            core::mem::size_of::<Core>()
+                        ),
+                    })?;
                     chunk.get_or_init(|| made);
                 }
+                crate::reserve_free_list(&mut f.1, i as usize + 1, "the slab")?;
                 f.0 += 1;
                 Ok(i)
             }
         }
     }
+    /// Gives a slot back (its object is being dropped). Allocates nothing: [`Self::try_alloc`]
+    /// made room for every slot it handed out.
     fn release(&self, idx: u32) {
         self.free
             .lock()
@@ -940,14 +951,7 @@ impl RefCounter for RefCache {
     fn try_new_object(&self) -> std::io::Result<RefCacheObject> {
         match self.shared.cores.try_alloc() {
             Ok(slot) => Ok(self.object(slot)),
-            Err(bytes) => Err(std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                format!(
-                    "refcache: cannot allocate a chunk of the slab: {bytes} bytes ({CHUNK} \
-                     cores of {} bytes)",
-                    core::mem::size_of::<Core>()
-                ),
-            )),
+            Err(e) => Err(e.error(Self::NAME)),
         }
     }
 

@@ -156,6 +156,80 @@ fn refcache_chunk_past_the_memory_left_is_an_error() {
     });
 }
 
+/// Dropping objects allocates nothing (a drop has no error to return): with every allocation
+/// refused, a chunk's worth of objects and one more are dropped (each gives its slot back to
+/// the scheme's free list, whose room `try_new_object` reserved), then as many are made again
+/// on the slots given back, and count.
+fn drops_allocate_nothing<C>(scheme: &C)
+where
+    C: RefCounter,
+    C::Object: Unpin,
+{
+    for round in 0..2 {
+        let objs: Vec<C::Object> = (0..=CHUNK)
+            .map(|_| scheme.try_new_object().expect("memory"))
+            .collect();
+        for o in &objs {
+            let o = Pin::new(o);
+            let t = scheme.try_get(o).expect("live");
+            assert_eq!(scheme.read_all(o), 1, "{} round {round}", C::NAME);
+            scheme.put(o, t);
+        }
+        REFUSE_FROM.with(|r| r.set(1));
+        drop(objs);
+        REFUSE_FROM.with(|r| r.set(usize::MAX));
+    }
+}
+
+/// Room in the free list for a new slot that cannot be allocated is an `OutOfMemory` error
+/// naming the free list, and the slot is not handed out: the 257th object grows the room from
+/// 256 slots to 512 (2 KiB, in a chunk already made), which is refused; then it is made.
+fn free_list_past_the_memory_left_is_an_error<C: RefCounter>(scheme: &C, arena: &str) {
+    let mut objs: Vec<C::Object> = Vec::with_capacity(257);
+    for _ in 0..256 {
+        objs.push(scheme.try_new_object().expect("memory"));
+    }
+    REFUSE_FROM.with(|r| r.set(2048));
+    let made = scheme.try_new_object();
+    REFUSE_FROM.with(|r| r.set(usize::MAX));
+    let e = made
+        .err()
+        .expect("an object made with no room to give its slot back");
+    assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: cannot allocate the free list of {arena}: 1028 bytes (room to give back each \
+             of 257 slots)",
+            C::NAME
+        )
+    );
+    objs.push(scheme.try_new_object().expect("made with the memory there"));
+    REFUSE_FROM.with(|r| r.set(1));
+    drop(objs);
+    REFUSE_FROM.with(|r| r.set(usize::MAX));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn free_lists_past_the_memory_left_are_an_error() {
+    in_child("free_lists_past_the_memory_left_are_an_error", || {
+        free_list_past_the_memory_left_is_an_error(&PercpuRef::new(), "the per-CPU arena");
+        free_list_past_the_memory_left_is_an_error(&Sloppy::new(), "the per-CPU arena");
+        free_list_past_the_memory_left_is_an_error(&RefCache::new(), "the slab");
+    });
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn drops_of_arena_objects_allocate_nothing() {
+    in_child("drops_of_arena_objects_allocate_nothing", || {
+        drops_allocate_nothing(&PercpuRef::new());
+        drops_allocate_nothing(&Sloppy::new());
+        drops_allocate_nothing(&RefCache::new());
+    });
+}
+
 /// `snzi`'s `try_new_object` where the object's tree cannot be allocated (16 leaves: 31 nodes of
 /// a cache line each): an `OutOfMemory` error naming the tree, and the next object, with the
 /// memory there, is made and counts.
