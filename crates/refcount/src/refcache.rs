@@ -168,6 +168,8 @@ pub struct Config {
     /// Ways per CPU (rounded up to a power of two; 0 is taken as 1), at most [`MAX_WAYS`].
     pub ways: usize,
     /// Epoch length of the background thread (unused by [`RefCache::with_manual_epochs`]).
+    /// More than zero: [`RefCache::try_with_config`] refuses 0, which would run epochs back
+    /// to back on that thread, taking a CPU and the caches' locks without pause.
     pub epoch: Duration,
     /// A delta whose magnitude would exceed this forces an eviction (sv6: the `int32` range).
     /// At least 1: a smaller limit is taken as 1.
@@ -637,8 +639,9 @@ impl RefCache {
     /// A scheme with `config`.
     ///
     /// # Panics
-    /// If `config.ways` is above [`MAX_WAYS`], the caches cannot be allocated, or the epoch
-    /// thread cannot be started ([`Self::try_with_config`] returns the error instead).
+    /// If `config.ways` is above [`MAX_WAYS`], `config.epoch` is 0, the caches cannot be
+    /// allocated, or the epoch thread cannot be started ([`Self::try_with_config`] returns the
+    /// error instead).
     #[track_caller]
     pub fn with_config(config: Config) -> Self {
         match Self::try_with_config(config) {
@@ -647,8 +650,9 @@ impl RefCache {
         }
     }
 
-    /// A scheme with `config`, or why not: `config.ways` above [`MAX_WAYS`] (an error of kind
-    /// [`std::io::ErrorKind::InvalidInput`], whose message names it), the per-CPU caches
+    /// A scheme with `config`, or why not: `config.ways` above [`MAX_WAYS`] or an epoch of 0
+    /// (errors of kind [`std::io::ErrorKind::InvalidInput`], whose messages name them), the
+    /// per-CPU caches
     /// (`ways` × 16 bytes for each possible CPU) that cannot be allocated (of kind
     /// [`std::io::ErrorKind::OutOfMemory`], naming their size), or the error of starting
     /// its epoch thread (the system's limit on threads, or no memory for the thread's stack:
@@ -657,6 +661,13 @@ impl RefCache {
     /// error. Under loom (`--cfg loom`) no thread can be started: the error is of kind
     /// [`std::io::ErrorKind::Unsupported`] (the models use [`Self::with_manual_epochs`]).
     pub fn try_with_config(config: Config) -> std::io::Result<Self> {
+        if config.epoch.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "refcache: an epoch of 0 would run epochs back to back on the epoch thread; give \
+                 it a length, or use RefCache::with_manual_epochs and run them yourself",
+            ));
+        }
         #[cfg(loom)]
         {
             check_ways(config.ways)

@@ -346,3 +346,26 @@ fn caches_past_the_memory_left_are_an_error() {
     );
     assert!(out.status.success() && text.contains("CHILD-OK"), "{text}");
 }
+
+/// An epoch of 0 is refused by name (the epoch thread would run epochs back to back); the
+/// manual-epoch constructor, which starts no thread, takes any config.
+#[test]
+fn an_epoch_of_zero_is_refused() {
+    let zero = Config {
+        epoch: Duration::ZERO,
+        ..Config::default()
+    };
+    let Err(e) = RefCache::try_with_config(zero) else {
+        panic!("an epoch of 0 was taken");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("epoch of 0"), "{e}");
+    let r = std::panic::catch_unwind(|| RefCache::with_config(zero));
+    assert!(r.is_err(), "with_config of an epoch of 0 did not panic");
+    let s = RefCache::with_manual_epochs(zero);
+    let objs = Objects::new(&s, 1);
+    let t = s.try_get(objs.get(0)).expect("live");
+    s.put(objs.get(0), t);
+    s.run_epoch();
+    assert_eq!(s.read_all(objs.get(0)), 0);
+}
