@@ -160,35 +160,21 @@ impl Domain {
         let cpu = here.cpu();
         let n = self.slot_number(cpu, self.home(live));
         let s = &self.slots[n];
-        if s.key.load(Ordering::Relaxed) == obj {
-            let g = s.gen.load(Ordering::Relaxed);
-            if here
-                .add(
-                    &[
-                        Check::new(&s.key, obj),
-                        Check::new(&s.gen, g),
-                        flag_check(&hdr, live, Check::new(&s.gen, g)),
-                    ],
-                    &s.local,
-                    1,
-                )
-                .is_ok()
-            {
-                let held = HomeRef {
-                    domain: self,
-                    hdr,
-                    here,
-                    slot: s,
-                    cpu,
-                    gen: g,
-                };
-                let r = f();
-                // The UNREF inline, read field by field in place (a drop or a move of the
-                // guard copies it whole through the stack), then nothing for the drop to do.
-                held.put();
-                core::mem::forget(held);
-                return Some(r);
-            }
+        if let Ok(g) = self.ref_entry(&here, s, &hdr, obj, live) {
+            let held = HomeRef {
+                domain: self,
+                hdr,
+                here,
+                slot: s,
+                cpu,
+                gen: g,
+            };
+            let r = f();
+            // The UNREF inline, read field by field in place (a drop or a move of the guard
+            // copies it whole through the stack), then nothing for the drop to do.
+            held.put();
+            core::mem::forget(held);
+            return Some(r);
         }
         let a = self.try_get_placed(hdr, place)?;
         let _held = crate::Guard::from_token(self, hdr, a);
@@ -214,34 +200,53 @@ impl Domain {
         let cpu = here.cpu();
         let n = self.slot_number(cpu, self.home(live));
         let s = &self.slots[n];
-        let k = s.key.load(Ordering::Relaxed);
-        if k == obj {
-            let g = s.gen.load(Ordering::Relaxed);
-            if here
-                .add(
-                    &[
-                        Check::new(&s.key, obj),
-                        Check::new(&s.gen, g),
-                        flag_check(&hdr, live, Check::new(&s.gen, g)),
-                    ],
-                    &s.local,
-                    1,
-                )
-                .is_ok()
-            {
-                return Some(Anchor::new(self.id, n, g, cpu, obj));
-            }
-        } else {
-            // The home slot holds another object's entry: claim it if it is free (the
-            // paper's immediate reuse of zero entries, on the fast path).
-            let gw = s.gen.load(Ordering::Relaxed);
-            let (ga, a) = s.anchor.load();
-            let l = s.local.load(Ordering::Relaxed);
-            if ga == gw && l.wrapping_add(a) == 0 {
-                return self.claim(&here, n, s, k, &hdr, live, obj, gw, l);
+        match self.ref_entry(&here, s, &hdr, obj, live) {
+            Ok(g) => return Some(Anchor::new(self.id, n, g, cpu, obj)),
+            Err(None) => {}
+            Err(Some(k)) => {
+                // The home slot holds another object's entry: claim it if it is free (the
+                // paper's immediate reuse of zero entries, on the fast path).
+                let gw = s.gen.load(Ordering::Relaxed);
+                let (ga, a) = s.anchor.load();
+                let l = s.local.load(Ordering::Relaxed);
+                if ga == gw && l.wrapping_add(a) == 0 {
+                    return self.claim(&here, n, s, k, &hdr, live, obj, gw, l);
+                }
             }
         }
         None
+    }
+
+    /// REF on the entry of `obj` (header `hdr`, whose word, live, is `live`) in slot `s` of
+    /// the CPU `here` names: one critical section that checks the entry's key and generation
+    /// and the object's flag, and adds 1 to the local counter. The generation it counted in;
+    /// `Err(Some(key))` if the slot holds another key (read before the section), `Err(None)`
+    /// if the section failed.
+    #[inline(always)]
+    fn ref_entry(
+        &self,
+        here: &Here<'_, ()>,
+        s: &Slot,
+        hdr: &Header,
+        obj: usize,
+        live: u64,
+    ) -> Result<u64, Option<usize>> {
+        let k = s.key.load(Ordering::Relaxed);
+        if k != obj {
+            return Err(Some(k));
+        }
+        let g = s.gen.load(Ordering::Relaxed);
+        here.add(
+            &[
+                Check::new(&s.key, obj),
+                Check::new(&s.gen, g),
+                flag_check(hdr, live, Check::new(&s.gen, g)),
+            ],
+            &s.local,
+            1,
+        )
+        .map(|()| g)
+        .map_err(|_| None)
     }
 
     /// REF that waits out a concurrent `try_reclaim` (the paper's retry): fails only if the

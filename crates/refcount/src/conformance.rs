@@ -51,6 +51,18 @@ impl Rng {
 /// exercise PAYGO's anchor path and the other schemes' cross-CPU paths.
 pub use percpu::affinity::{migrate, unpin};
 
+/// Every one of the first `n` objects at count 0 (`ctx` says when) and reclaimable.
+fn check_all_given_back<C: RefCounter>(s: &C, objs: &Objects<C>, n: usize, ctx: &str) {
+    for i in 0..n {
+        check_count(s, objs, i, 0, ctx);
+        assert!(
+            reclaim_eventually(s, objs.get(i)),
+            "{}: object {i} not reclaimable {ctx}",
+            C::NAME
+        );
+    }
+}
+
 fn check_count<C: RefCounter>(s: &C, objs: &Objects<C>, i: usize, model: usize, ctx: &str) {
     let got = s.read_all(objs.get(i));
     match C::READ_ALL {
@@ -279,14 +291,7 @@ pub fn concurrent_exact_with_migration<C: RefCounter>(s: Arc<C>, threads: usize,
     for h in hs {
         h.join().unwrap();
     }
-    for i in 0..N {
-        check_count(&*s, &objs, i, 0, "at the end");
-        assert!(
-            reclaim_eventually(&*s, objs.get(i)),
-            "{}: object {i} not reclaimable at the end",
-            C::NAME
-        );
-    }
+    check_all_given_back(&*s, &objs, N, "at the end");
 }
 
 const ALIVE: u64 = 0xA11CE;
@@ -596,20 +601,7 @@ pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads
     for h in hs {
         h.join().expect("worker");
     }
-    for i in 0..N {
-        check_count(
-            &*s,
-            &objs,
-            i,
-            0,
-            "after every placed reference was given back",
-        );
-        assert!(
-            reclaim_eventually(&*s, objs.get(i)),
-            "{}: could not reclaim placed object {i}",
-            C::NAME
-        );
-    }
+    check_all_given_back(&*s, &objs, N, "after every placed reference was given back");
     // Exact while held, on one thread: the right place, a wrong one, none.
     let fresh = Objects::new_placed(&*s, 2);
     // Wrong places near and far from the right one (far: outside any probe window).
@@ -858,20 +850,7 @@ pub fn scoped_references_count_and_are_given_back<C: RefCounter>(s: Arc<C>, thre
     for h in hs {
         h.join().expect("worker");
     }
-    for i in 0..N {
-        check_count(
-            &*s,
-            &objs,
-            i,
-            0,
-            "after every scoped reference was given back",
-        );
-        assert!(
-            reclaim_eventually(&*s, objs.get(i)),
-            "{}: could not reclaim object {i} after scoped references",
-            C::NAME
-        );
-    }
+    check_all_given_back(&*s, &objs, N, "after every scoped reference was given back");
 }
 
 /// Instantiates the whole conformance suite as `#[test]`s in a module `$name`, for the scheme
