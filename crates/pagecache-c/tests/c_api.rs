@@ -114,9 +114,9 @@ fn c_program_gets_pagecache_efbig_past_the_limits() {
 
 /// `PAGECACHE_ENOMEM` for a cache whose frames' counters the address space, capped with
 /// `RLIMIT_AS`, cannot hold (`tests/c/counters.c`: "snzi" counters of 16 CPUs, about 4 KiB a
-/// frame, refused by the probe before any is made), and for a "paygo" cache
-/// whose domain's tables it cannot hold (a panicking constructor would give
-/// `PAGECACHE_EINTERNAL` and a panic message).
+/// frame, refused by the probe before any is made), and for a "paygo" cache whose domain's
+/// tables it cannot hold (a panicking constructor would give `PAGECACHE_EINTERNAL` and a panic
+/// message).
 #[test]
 fn c_program_gets_pagecache_enomem_for_counters_past_the_limit() {
     let text = build_and_run("counters");

@@ -2024,11 +2024,16 @@ impl<C: RefCounter> PageCacheOf<C> {
         // objects made so far are dropped with `frames`.
         for i in 0..n {
             let obj = scheme.try_new_object_placed(i).map_err(|e| {
+                let what = if e.kind() == io::ErrorKind::OutOfMemory {
+                    "no memory for"
+                } else {
+                    "cannot make"
+                };
                 io::Error::new(
-                    io::ErrorKind::OutOfMemory,
+                    e.kind(),
                     format!(
-                        "pagecache: no memory for the counters of scheme '{}' for a limit of \
-                         {n} pages (frame {i}): {e}",
+                        "pagecache: {what} the counters of scheme '{}' for a limit of {n} \
+                         pages (frame {i}): {e}",
                         C::NAME
                     ),
                 )

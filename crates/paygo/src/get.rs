@@ -171,7 +171,10 @@ impl Domain {
             };
             let r = f();
             // The UNREF inline, read field by field in place (a drop or a move of the guard
-            // copies it whole through the stack), then nothing for the drop to do.
+            // copies it whole through the stack), then nothing for the drop to do. The guard
+            // is forgotten after the UNREF, not before: nothing in it panics (`put_at` panics
+            // only on an anchor of another domain or object, and this one is the domain's own
+            // for `hdr`), so the drop never runs a second UNREF.
             held.put();
             core::mem::forget(held);
             return Some(r);

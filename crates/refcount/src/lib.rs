@@ -124,14 +124,21 @@ pub(crate) fn reserve_free_list(
     slots: usize,
     arena: &str,
 ) -> Result<(), NoMemory> {
-    let more = slots.saturating_sub(free.len());
-    free.try_reserve(more).map_err(|_| NoMemory {
-        layout: std::alloc::Layout::array::<u32>(slots).unwrap_or(std::alloc::Layout::new::<u32>()),
-        what: format!(
-            "the free list of {arena}: {} bytes (room to give back each of {slots} slots)",
-            slots * core::mem::size_of::<u32>()
-        ),
-    })
+    if free.capacity() >= slots {
+        return Ok(());
+    }
+    // Doubling, as a push would, so that the slots handed out one by one cost amortized
+    // constant time; the error names the size asked for.
+    let want = slots.max(free.capacity().saturating_mul(2));
+    free.try_reserve_exact(want - free.len())
+        .map_err(|_| NoMemory {
+            layout: std::alloc::Layout::array::<u32>(want)
+                .unwrap_or(std::alloc::Layout::new::<u32>()),
+            what: format!(
+                "the free list of {arena}: {} bytes (room to give back each of {want} slots)",
+                want.saturating_mul(core::mem::size_of::<u32>())
+            ),
+        })
 }
 
 /// Bytes a scheme uses.
@@ -188,8 +195,9 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// # Aborts
     /// Where memory the object needs cannot be allocated: `percpu-ref` and `sloppy` allocate
     /// a chunk of their per-CPU arena (512 objects × 8 bytes × the possible CPUs) for the first
-    /// object of every 512 slots, `refcache` a chunk of its slab (512 cores); `snzi` allocates
-    /// each object's tree. [`Self::try_new_object`] returns an error instead.
+    /// object of every 512 slots, `refcache` a chunk of its slab (512 cores), and these three
+    /// grow their free list (room to give each slot back); `snzi` allocates each object's tree.
+    /// [`Self::try_new_object`] returns an error instead.
     fn new_object(&self) -> Self::Object;
 
     /// [`Self::new_object`], or an error of kind [`std::io::ErrorKind::OutOfMemory`] naming
@@ -198,9 +206,9 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// per-CPU arena cannot be allocated, `refcache` when a chunk of its slab cannot be, these
     /// three also when room in their free list to give the object's slot back cannot be (made
     /// here, so that dropping an object allocates nothing), and `snzi` when the object's tree
-    /// cannot be. The scheme is then as before the call (no slot is used up). By default
-    /// `Ok(self.new_object())`, for schemes that allocate nothing per object (the other schemes
-    /// of this crate and `paygo`).
+    /// cannot be. No slot is then used up (a chunk already made is kept for the next object).
+    /// By default `Ok(self.new_object())`, for schemes that allocate nothing per object (the
+    /// other schemes of this crate and `paygo`).
     ///
     /// # Panics
     /// As [`Self::new_object`] (past [`Self::max_live_objects`]).
@@ -264,10 +272,7 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
         obj: Pin<&Self::Object>,
         place: usize,
         f: impl FnOnce() -> R,
-    ) -> Option<R>
-    where
-        Self: Sized,
-    {
+    ) -> Option<R> {
         /// Puts the reference if dropped while `f` unwinds; after `f`, the put is inline.
         struct Held<'a, C: RefCounter> {
             scheme: &'a C,
@@ -288,8 +293,9 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
             token: Some(token),
         };
         let r = f();
+        // The token out of the guard first: a put that panicked would not be tried again by
+        // the guard's drop.
         if let Some(t) = held.token.take() {
-            core::mem::forget(held);
             self.put(obj, t);
         }
         Some(r)

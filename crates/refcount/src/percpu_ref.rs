@@ -76,9 +76,10 @@
 //! 2⁶¹ state changes between its read of `mode` and its commit. A scheme value's per-CPU arena
 //! holds 2²² (4,194,304) slots: its `new_object` panics while that many of its objects are alive
 //! (a dropped object's slot is reused). The arena allocates its words a chunk of 512 slots at a
-//! time (512 × 8 bytes for each possible CPU), at the first object of the chunk: `new_object`
-//! aborts the process where that allocation fails, `try_new_object` returns an `OutOfMemory`
-//! error.
+//! time (512 × 8 bytes for each possible CPU), at the first object of the chunk, and keeps
+//! room in its free list for every slot handed out (so that an object's drop allocates
+//! nothing): `new_object` aborts the process where either allocation fails, `try_new_object`
+//! returns an `OutOfMemory` error.
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -217,10 +218,18 @@ impl CpuSlots {
         self.cpus
     }
 
-    /// Bytes of the arena that are not per-object words (the chunk table).
+    /// Bytes of the arena that are not per-object words (the chunk table, and the free list's
+    /// room for every slot handed out).
     pub(crate) fn overhead(&self) -> usize {
+        let free = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .free
+            .capacity();
         core::mem::size_of::<Self>()
             + self.chunks.len() * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
+            + free * core::mem::size_of::<u32>()
     }
 }
 

@@ -98,9 +98,9 @@
 //!   retires the slot when it is dropped: the slot is never allocated again (one core,
 //!   [`RefCounter::memory`]'s per-object core bytes, lost per 2³² objects made on it), and no
 //!   two objects ever have the same tag. The slab holds at most 2²² objects at a time, and
-//!   allocates its cores a chunk of 512 at a time, at the first object of the chunk:
-//!   `new_object` aborts the process where that allocation fails, `try_new_object` returns an
-//!   `OutOfMemory` error.
+//!   allocates its cores a chunk of 512 at a time, at the first object of the chunk, with room
+//!   in its free list for every slot handed out: `new_object` aborts the process where either
+//!   allocation fails, `try_new_object` returns an `OutOfMemory` error.
 //!
 //! # An object used through another instance
 //!
@@ -360,9 +360,6 @@ impl Slab {
         self.chunks[chunk]
             .get()
             .expect("refcache: core of a known slot")
-    }
-    fn allocated(&self) -> usize {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).0 as usize
     }
 }
 
@@ -652,9 +649,8 @@ impl RefCache {
 
     /// A scheme with `config`, or why not: `config.ways` above [`MAX_WAYS`] or an epoch of 0
     /// (errors of kind [`std::io::ErrorKind::InvalidInput`], whose messages name them), the
-    /// per-CPU caches
-    /// (`ways` × 16 bytes for each possible CPU) that cannot be allocated (of kind
-    /// [`std::io::ErrorKind::OutOfMemory`], naming their size), or the error of starting
+    /// per-CPU caches (`ways` × 16 bytes for each possible CPU) that cannot be allocated (of
+    /// kind [`std::io::ErrorKind::OutOfMemory`], naming their size), or the error of starting
     /// its epoch thread (the system's limit on threads, or no memory for the thread's stack:
     /// `pthread_create`'s `EAGAIN`, of kind [`std::io::ErrorKind::WouldBlock`]), whose kind is
     /// the spawn's and whose message names the epoch thread. Nothing is left behind on an
@@ -1133,9 +1129,17 @@ fn fence_all(own: &Arc<Shared>, objs: &[Pin<&RefCacheObject>]) {
 }
 
 impl Shared {
+    /// The slab's chunk table and its free list's room for every slot handed out.
     fn chunks_overhead(&self) -> usize {
-        let _ = self.cores.allocated();
+        let free = self
+            .cores
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .capacity();
         self.cores.chunks.len() * core::mem::size_of::<OnceLock<Box<[Core]>>>()
+            + free * core::mem::size_of::<u32>()
     }
 }
 

@@ -48,8 +48,9 @@
 //! one a nanosecond, so no get checks for it. A scheme value's per-CPU arena holds 2²²
 //! (4,194,304) slots: its `new_object` panics while that many of its objects are alive (a
 //! dropped object's slot is reused). The arena is `percpu-ref`'s, allocated a chunk of 512 slots
-//! at a time: `new_object` aborts the process where a chunk cannot be allocated,
-//! `try_new_object` returns an `OutOfMemory` error.
+//! at a time, with room in its free list for every slot handed out: `new_object` aborts the
+//! process where a chunk or that room cannot be allocated, `try_new_object` returns an
+//! `OutOfMemory` error.
 //!
 //! Loom models beside this code race a get (spare path and central path) and its put against
 //! a reclaim, a put that returns spares against a reclaim under a reference, and a central get

@@ -8,9 +8,10 @@
 //! # The tree and its words
 //!
 //! Each object owns a complete binary tree of `2 × leaves − 1` nodes, each on its own cache
-//! line (allocated as the object is made: `new_object` aborts the process where the tree cannot
-//! be allocated, `try_new_object` returns an `OutOfMemory` error), in heap order (node 0 is the root, node `i`'s parent is `(i − 1) / 2`). A node is one
-//! `u64` written by CAS by anyone: `version << 32 | c`, where `c` (an `i32`) is the number of
+//! line (allocated as the object is made: `new_object` aborts the process where the tree
+//! cannot be allocated, `try_new_object` returns an `OutOfMemory` error), in heap order (node
+//! 0 is the root, node `i`'s parent is `(i − 1) / 2`). A node is one `u64` written by CAS by
+//! anyone: `version << 32 | c`, where `c` (an `i32`) is the number of
 //! arrivals minus departures at this node, or [`HALF`] (−1) for the intermediate ½ state.
 //!
 //! * `arrive(x)` (the paper's *Arrive* for a non-root node): if `c ≥ 1`, CAS `c + 1`; if

@@ -57,8 +57,10 @@ const CHILD_ENV: &str = "REFCOUNT_TEST_ALLOC_FAILURE_CHILD";
 const CHUNK: usize = 512;
 
 /// The smallest chunk of the three schemes: `percpu-ref`'s and `sloppy`'s are 512 words of 8
-/// bytes for each possible CPU (at least one), `refcache`'s 512 cores of more than 8 bytes. No
-/// allocation of `try_new_object` besides the chunk (an error's message) comes near it.
+/// bytes for each possible CPU (at least one), `refcache`'s 512 cores of more than 8 bytes.
+/// The only other allocation of `try_new_object` that reaches it is the free list's growth to
+/// 1,024 slots (4 KiB) at the 513th object, which `try_new_object` asks for after the chunk:
+/// the chunk's refusal is the error.
 const SMALLEST_CHUNK: usize = CHUNK * 8;
 
 /// Runs `checks` in a child process of its own (the test `name`) and asserts that it passed.
@@ -199,8 +201,8 @@ fn free_list_past_the_memory_left_is_an_error<C: RefCounter>(scheme: &C, arena: 
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: cannot allocate the free list of {arena}: 1028 bytes (room to give back each \
-             of 257 slots)",
+            "{}: cannot allocate the free list of {arena}: 2048 bytes (room to give back each \
+             of 512 slots)",
             C::NAME
         )
     );
