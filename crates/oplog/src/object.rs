@@ -763,30 +763,129 @@ impl<L: Log> core::ops::DerefMut for SyncGuard<'_, L> {
     }
 }
 
+/// What [`Object::try_new`] returns where the object's memory cannot be allocated: which
+/// allocation failed and its layout, and the structure it was given, back
+/// ([`NoMemory::into_target`]). Its message names the allocation and its size, such as "cannot
+/// allocate an object's core: 104 bytes" (a [`CounterLog`](crate::CounterLog) object's, on
+/// x86-64 Linux) or "cannot allocate an object's pending bits: 8 bytes" (up to 64 CPUs).
+pub struct NoMemory<T> {
+    target: T,
+    layout: core::alloc::Layout,
+    part: Part,
+}
+
+/// The allocation of an object that failed.
+#[derive(Clone, Copy, Debug)]
+enum Part {
+    /// Its pending bits (one word per 64 of the domain's CPU slots).
+    Pending,
+    /// Its core: the header and the structure.
+    Core,
+}
+
+impl<T> NoMemory<T> {
+    /// The layout of the allocation that failed (what [`std::alloc::handle_alloc_error`] takes).
+    pub fn layout(&self) -> core::alloc::Layout {
+        self.layout
+    }
+
+    /// The structure given to [`Object::try_new`].
+    pub fn into_target(self) -> T {
+        self.target
+    }
+}
+
+impl<T> core::fmt::Display for NoMemory<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let part = match self.part {
+            Part::Pending => "pending bits",
+            Part::Core => "core",
+        };
+        write!(
+            f,
+            "cannot allocate an object's {part}: {} bytes",
+            self.layout.size()
+        )
+    }
+}
+
+impl<T> core::fmt::Debug for NoMemory<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("NoMemory")
+            .field("part", &self.part)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> std::error::Error for NoMemory<T> {}
+
 impl<L: Log> Object<L> {
     /// Wraps `target`; updates will be logged in `domain`'s caches.
+    ///
+    /// # Aborts
+    /// Where the object's memory cannot be allocated (its pending bits, one word per 64 of the
+    /// domain's CPU slots, or its core: the header and `target`), as a failed allocation does
+    /// ([`std::alloc::handle_alloc_error`]). [`Object::try_new`] returns an error instead.
     pub fn new(domain: &Arc<Domain<L>>, target: L::Target) -> Self {
-        let core = Box::new(Core {
-            domain: domain.clone(),
-            way: domain.assign_way(),
-            target: Mutex::new(target),
-            pending: (0..domain.words).map(|_| AtomicU64::new(0)).collect(),
-            spill: Mutex::new(Vec::new()),
-            spilled: AtomicUsize::new(0),
-            guard_out: AtomicBool::new(false),
-            poisoned: AtomicBool::new(false),
-            lost: AtomicBool::new(false),
-            evicters: AtomicU32::new(0),
-            draining: AtomicU64::new(0),
-        });
-        Object {
-            core: NonNull::from(Box::leak(core)),
+        Self::try_new(domain, target).unwrap_or_else(|e| std::alloc::handle_alloc_error(e.layout))
+    }
+
+    /// [`Object::new`], or [`NoMemory`] where the object's memory cannot be allocated: its
+    /// pending bits (allocated first) or its core. The error gives `target` back, and the
+    /// domain is as before the call (the object took no way).
+    pub fn try_new(
+        domain: &Arc<Domain<L>>,
+        target: L::Target,
+    ) -> Result<Self, NoMemory<L::Target>> {
+        let words = domain.words;
+        let mut pending = Vec::new();
+        if pending.try_reserve_exact(words).is_err() {
+            return Err(NoMemory {
+                target,
+                layout: core::alloc::Layout::array::<AtomicU64>(words)
+                    .expect("a word for every 64 of the domain's CPU slots, which it holds"),
+                part: Part::Pending,
+            });
         }
+        pending.extend((0..words).map(|_| AtomicU64::new(0)));
+        // The capacity is the `words` reserved on an empty vector: no reallocation.
+        let pending = pending.into_boxed_slice();
+        let layout = core::alloc::Layout::new::<Core<L>>();
+        // SAFETY: `Core` is not zero-sized (it holds an `Arc`), as `alloc` requires.
+        let Some(core) = NonNull::new(unsafe { std::alloc::alloc(layout) }.cast::<Core<L>>())
+        else {
+            return Err(NoMemory {
+                target,
+                layout,
+                part: Part::Core,
+            });
+        };
+        // SAFETY: `core` is a fresh allocation of the layout of `Core<L>` (so aligned for it and
+        // valid for its writes), which nothing else refers to; the write initializes it. It is
+        // freed by `Box::from_raw` in `finish_drop`: memory from the global allocator with the
+        // layout of `Core<L>`, as a `Box<Core<L>>` owns.
+        unsafe {
+            core.as_ptr().write(Core {
+                domain: domain.clone(),
+                way: domain.assign_way(),
+                target: Mutex::new(target),
+                pending,
+                spill: Mutex::new(Vec::new()),
+                spilled: AtomicUsize::new(0),
+                guard_out: AtomicBool::new(false),
+                poisoned: AtomicBool::new(false),
+                lost: AtomicBool::new(false),
+                evicters: AtomicU32::new(0),
+                draining: AtomicU64::new(0),
+            })
+        };
+        Ok(Object { core })
     }
 
     #[inline(always)]
     fn core(&self) -> &Core<L> {
-        // SAFETY: the core is allocated in new() and freed only once this handle is dropped: by
+        // SAFETY: the core is allocated in try_new() and freed only once this handle is dropped: by
         // its drop, or by the deferred drop that it recorded (see `deferred`).
         unsafe { self.core.as_ref() }
     }
@@ -1158,7 +1257,7 @@ unsafe fn finish_drop<L: Log>(core: NonNull<()>) {
     if free {
         // An evicter that held `target` before us may still be in its unlock.
         wait_for_evicters(&core.evicters);
-        // SAFETY: allocated by Box::leak in new(); no way refers to it any more (gather
+        // SAFETY: allocated in try_new() as a `Box` would be; no way refers to it any more (gather
         // cleared every tag holding the target lock, and a new tag needs a `log` call,
         // impossible on an object being dropped); an evicter that read the tag before it was
         // cleared held that way's lock, which gather took after it, and gave up on our busy

@@ -4,6 +4,12 @@
 //! process where it cannot (see [`Object::log`], "Aborts": a `try_get` returns `None` only for
 //! an object being reclaimed or dead).
 //!
+//! Each object is an [`Object`], whose core (its header and count) and pending bits (a word per
+//! 64 CPU slots) are allocated as it is made: `new_object` aborts the process where they cannot
+//! be ([`Object::new`]), `try_new_object` and `try_new_object_placed` return an error of kind
+//! `OutOfMemory` instead ("oplog-counter: cannot allocate an object's core: ..." and the bytes
+//! asked for, from [`Object::try_new`]), and the scheme is as before the call.
+//!
 //! # Reclamation
 //!
 //! The per-object `state` word holds [`DEAD`] (bit 63) and, in its low bits, the number of
@@ -84,6 +90,23 @@ impl RefCounter for OpLogCounter {
             count: Object::new(&self.domain, 0),
             state: AtomicU64::new(0),
         }
+    }
+
+    fn try_new_object(&self) -> std::io::Result<OpLogCounterObject> {
+        let count = Object::try_new(&self.domain, 0).map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("{}: {e}", Self::NAME),
+            )
+        })?;
+        Ok(OpLogCounterObject {
+            count,
+            state: AtomicU64::new(0),
+        })
+    }
+
+    fn try_new_object_placed(&self, _place: usize) -> std::io::Result<OpLogCounterObject> {
+        self.try_new_object()
     }
 
     #[inline]

@@ -1,0 +1,202 @@
+//! [`Object::try_new`] and `oplog-counter`'s `try_new_object` where an object's memory cannot
+//! be allocated (its pending bits, or its core): an error naming the allocation and its size,
+//! not an abort of the process, and the domain (the scheme) loses nothing to it.
+//!
+//! The allocation is made to fail by this binary's global allocator, which refuses, on a thread
+//! that asks it to, the first allocation of a given size or more (once: the error's message is
+//! allocated after it). Each test runs its checks in a child process of its own
+//! ([`percpu::testing::rerun`]): an object allocated infallibly would abort the process there,
+//! and the parent reports the child's end as the failure.
+
+use oplog::{CounterLog, Domain, Object, OpLogCounter};
+use refcount::RefCounter;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::pin::Pin;
+
+/// [`System`], except that on a thread that set [`REFUSE_FROM`] it returns null for the first
+/// allocation of that many bytes or more, and clears it.
+struct Refusing;
+
+std::thread_local! {
+    /// The smallest allocation refused, once, on this thread (`usize::MAX`: none).
+    static REFUSE_FROM: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+// SAFETY: every call is System's, or a null return (an allocation failure, which callers of
+// `alloc` must handle); `realloc` and `alloc_zeroed` are the trait's defaults, through `alloc`.
+unsafe impl GlobalAlloc for Refusing {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // `try_with`: while the thread's locals are being destroyed, nothing is refused.
+        let refuse = REFUSE_FROM.try_with(|r| {
+            let refuse = layout.size() >= r.get();
+            if refuse {
+                r.set(usize::MAX);
+            }
+            refuse
+        });
+        if refuse.unwrap_or(false) {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` (above) with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Refusing = Refusing;
+
+/// Runs `f` with the first allocation of `from` bytes or more refused, and asserts that one
+/// was.
+fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
+    REFUSE_FROM.with(|r| r.set(from));
+    let out = f();
+    let refused = REFUSE_FROM.with(|r| r.replace(usize::MAX)) == usize::MAX;
+    assert!(refused, "no allocation of {from} bytes or more was made");
+    out
+}
+
+/// Set in the child processes of these tests.
+const CHILD_ENV: &str = "OPLOG_TEST_ALLOC_FAILURE_CHILD";
+
+/// Runs `checks` in a child process of its own (the test `name`) and asserts that it passed.
+fn in_child(name: &str, checks: impl FnOnce()) {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        checks();
+        println!("CHILD-OK");
+        return;
+    }
+    let out = percpu::testing::rerun(name, CHILD_ENV);
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("CHILD-OK"),
+        "child {name}: {}\n{text}",
+        out.status
+    );
+}
+
+/// The bytes of an object's pending bits: a word per 64 of its domain's CPU slots (one per
+/// possible CPU).
+fn pending_bytes() -> usize {
+    percpu::possible_cpus().div_ceil(64) * 8
+}
+
+/// The bytes of an object's core: what [`Object::memory`] counts besides the handle and the
+/// pending bits. Asserted above the pending bits' (so that refusing the core's size refuses the
+/// core, allocated after them).
+fn core_bytes() -> usize {
+    let domain = Domain::<CounterLog>::new();
+    let o = Object::new(&domain, 0);
+    let core = o.memory() - std::mem::size_of::<Object<CounterLog>>() - pending_bytes();
+    assert!(
+        core > pending_bytes(),
+        "core {core}, pending {}",
+        pending_bytes()
+    );
+    core
+}
+
+/// An `oplog-counter` object that counts: a reference taken, counted and given back, then the
+/// object reclaimed.
+fn counts(scheme: &OpLogCounter, o: &<OpLogCounter as RefCounter>::Object) {
+    let o = Pin::new(o);
+    let t = scheme.try_get(o).expect("live");
+    assert_eq!(scheme.read_all(o), 1);
+    assert!(!scheme.try_reclaim(o));
+    scheme.put(o, t);
+    assert_eq!(scheme.read_all(o), 0);
+    assert!(scheme.try_reclaim(o));
+}
+
+/// `try_new_object` (or, `placed`, `try_new_object_placed`) with every allocation of `from`
+/// bytes or more refused, three times: an `OutOfMemory` error whose message is `message`. Then,
+/// with allocations allowed again, an object is made, and it and one made before count.
+fn oplog_counter_past_the_memory_left(from: usize, message: &str, placed: bool) {
+    let scheme = OpLogCounter::with_ways(4);
+    let first = scheme.try_new_object().expect("memory");
+    let make = |i| {
+        if placed {
+            scheme.try_new_object_placed(i)
+        } else {
+            scheme.try_new_object()
+        }
+    };
+    for i in 0..3 {
+        let e = refusing(from, || make(i))
+            .err()
+            .expect("an object made with its memory refused");
+        assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+        assert_eq!(e.to_string(), message);
+    }
+    let o = make(3).expect("made with the memory there");
+    counts(&scheme, &first);
+    counts(&scheme, &o);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn oplog_counter_pending_bits_past_the_memory_left_are_an_error() {
+    in_child(
+        "oplog_counter_pending_bits_past_the_memory_left_are_an_error",
+        || {
+            let pending = pending_bytes();
+            let message =
+                format!("oplog-counter: cannot allocate an object's pending bits: {pending} bytes");
+            oplog_counter_past_the_memory_left(pending, &message, false);
+            oplog_counter_past_the_memory_left(pending, &message, true);
+        },
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn oplog_counter_core_past_the_memory_left_is_an_error() {
+    in_child(
+        "oplog_counter_core_past_the_memory_left_is_an_error",
+        || {
+            let core = core_bytes();
+            let message = format!("oplog-counter: cannot allocate an object's core: {core} bytes");
+            oplog_counter_past_the_memory_left(core, &message, false);
+            oplog_counter_past_the_memory_left(core, &message, true);
+        },
+    );
+}
+
+/// [`Object::try_new`] itself: the error names the allocation and its size and gives the
+/// structure back; objects made before and after it are exact.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn object_try_new_past_the_memory_left_gives_the_target_back() {
+    in_child(
+        "object_try_new_past_the_memory_left_gives_the_target_back",
+        || {
+            let domain = Domain::<CounterLog>::new();
+            let a = Object::try_new(&domain, 1).expect("memory");
+            for (size, part) in [(pending_bytes(), "pending bits"), (core_bytes(), "core")] {
+                let e = refusing(size, || Object::try_new(&domain, 41))
+                    .expect_err("an object made with its memory refused");
+                assert_eq!(
+                    e.to_string(),
+                    format!("cannot allocate an object's {part}: {size} bytes")
+                );
+                assert_eq!(e.layout().size(), size);
+                assert_eq!(e.into_target(), 41);
+            }
+            let b = Object::try_new(&domain, 2).expect("made with the memory there");
+            a.log(10);
+            b.log(20);
+            a.log(-3);
+            assert_eq!(*a.synchronize(), 8);
+            assert_eq!(*b.synchronize(), 22);
+        },
+    );
+}
