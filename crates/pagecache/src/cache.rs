@@ -1929,19 +1929,20 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// allocated (`OutOfMemory`, naming the bytes and the scheme).
     ///
     /// The memory a scheme's counters keep of their own (`snzi`'s trees, the per-CPU words of
-    /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores) is allocated counter by
-    /// counter as the frames are made, with [`RefCounter::try_new_object_placed`]: its error
-    /// (`OutOfMemory` where a tree or a chunk of 512 counters cannot be allocated) refuses the
-    /// limit, naming the frame, and the counters made before it are dropped; a scheme outside
-    /// the workspace that keeps that method's default aborts there instead. So that a limit
-    /// too large is refused before thousands of counters are made, the memory is asked for
-    /// first: one counter is made and measured ([`RefCounter::memory`] less its inline object,
-    /// which the frames hold), and, with the frames' memory held, one allocation of that many
-    /// bytes a frame (and 128 more for the allocator) is tried and given back at once; a limit
-    /// whose counters cannot be had so is refused. It is a probe, not a reservation: memory
-    /// that other threads take meanwhile, or a kernel that grants more than it has
-    /// (overcommit), can still make a counter's allocation fail (and then the error above).
-    /// Schemes whose counters keep nothing of their own are not probed.
+    /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores, `oplog-counter`'s objects) is
+    /// allocated counter by counter as the frames are made, with
+    /// [`RefCounter::try_new_object_placed`]: its error (`OutOfMemory` where a tree, a chunk of 512
+    /// counters or an `oplog-counter` object's core or pending bits cannot be allocated) refuses
+    /// the limit, naming the frame, and the counters made before it are dropped; a scheme outside
+    /// the workspace that keeps that method's default aborts there instead. So that a limit too
+    /// large is refused before thousands of counters are made, the memory is asked for first: one
+    /// counter is made and measured ([`RefCounter::memory`] less its inline object, which the
+    /// frames hold), and, with the frames' memory held, one allocation of that many bytes a frame
+    /// (and 128 more for the allocator) is tried and given back at once; a limit whose counters
+    /// cannot be had so is refused. It is a probe, not a reservation: memory that other threads
+    /// take meanwhile, or a kernel that grants more than it has (overcommit), can still make a
+    /// counter's allocation fail (and then the error above). Schemes whose counters keep nothing of
+    /// their own are not probed.
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
