@@ -207,8 +207,9 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// three also when room in their free list to give the object's slot back cannot be (made
     /// here, so that dropping an object allocates nothing), and `snzi` when the object's tree
     /// cannot be. No slot is then used up (a chunk already made is kept for the next object).
-    /// By default `Ok(self.new_object())`, for schemes that allocate nothing per object (the
-    /// other schemes of this crate and `paygo`).
+    /// `oplog-counter` (crate `paygo-oplog`) returns it when an object's core or pending bits
+    /// cannot be allocated. By default `Ok(self.new_object())`, for schemes that allocate
+    /// nothing per object (the other schemes of this crate and `paygo`).
     ///
     /// # Panics
     /// As [`Self::new_object`] (past [`Self::max_live_objects`]).
