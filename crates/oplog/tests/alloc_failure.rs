@@ -10,53 +10,15 @@
 
 use oplog::{CounterLog, Domain, Object, OpLogCounter};
 use refcount::RefCounter;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::pin::Pin;
 
-/// [`System`], except that on a thread that set [`REFUSE_FROM`] it returns null for the first
-/// allocation of that many bytes or more, and clears it.
-struct Refusing;
-
-std::thread_local! {
-    /// The smallest allocation refused, once, on this thread (`usize::MAX`: none).
-    static REFUSE_FROM: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-// SAFETY: every call is System's, or a null return (an allocation failure, which callers of
-// `alloc` must handle); `realloc` and `alloc_zeroed` are the trait's defaults, through `alloc`.
-unsafe impl GlobalAlloc for Refusing {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // `try_with`: while the thread's locals are being destroyed, nothing is refused.
-        let refuse = REFUSE_FROM.try_with(|r| {
-            let refuse = layout.size() >= r.get();
-            if refuse {
-                r.set(usize::MAX);
-            }
-            refuse
-        });
-        if refuse.unwrap_or(false) {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `System` (above) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Refusing = Refusing;
+static ALLOC: percpu::testing::Refusing = percpu::testing::Refusing;
 
 /// Runs `f` with the first allocation of `from` bytes or more refused, and asserts that one
 /// was.
 fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
-    REFUSE_FROM.with(|r| r.set(from));
-    let out = f();
-    let refused = REFUSE_FROM.with(|r| r.replace(usize::MAX)) == usize::MAX;
+    let (out, refused) = percpu::testing::refusing(from, true, f);
     assert!(refused, "no allocation of {from} bytes or more was made");
     out
 }
@@ -66,22 +28,7 @@ const CHILD_ENV: &str = "OPLOG_TEST_ALLOC_FAILURE_CHILD";
 
 /// Runs `checks` in a child process of its own (the test `name`) and asserts that it passed.
 fn in_child(name: &str, checks: impl FnOnce()) {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        checks();
-        println!("CHILD-OK");
-        return;
-    }
-    let out = percpu::testing::rerun(name, CHILD_ENV);
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success() && text.contains("CHILD-OK"),
-        "child {name}: {}\n{text}",
-        out.status
-    );
+    percpu::testing::in_child(name, CHILD_ENV, checks);
 }
 
 /// The bytes of an object's pending bits: a word per 64 of its domain's CPU slots (one per

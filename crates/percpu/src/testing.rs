@@ -173,6 +173,92 @@ pub fn rerun_without_glibc_rseq(name: &str, marker: &str) -> String {
     stdout
 }
 
+/// Runs `checks` in a child process of its own: in the child (where `marker` is set), runs
+/// them and prints `CHILD-OK`; in the parent, runs the test `name` again ([`rerun`]) and asserts
+/// that the child printed that and exited with success. For checks that would abort the
+/// process where they fail (an allocation that aborts, a limit set for the whole process).
+pub fn in_child(name: &str, marker: &str, checks: impl FnOnce()) {
+    if std::env::var_os(marker).is_some() {
+        checks();
+        println!("CHILD-OK");
+        return;
+    }
+    let out = rerun(name, marker);
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("CHILD-OK"),
+        "child {name}: {}\n{text}",
+        out.status
+    );
+}
+
+/// A global allocator for tests of what code does where memory runs out: the system's
+/// allocator, except that on a thread inside [`refusing`] it returns null (an allocation
+/// failure) for allocations of a given size or more. A test binary opts in with
+/// `#[global_allocator] static ALLOC: percpu::testing::Refusing = percpu::testing::Refusing;`.
+pub struct Refusing;
+
+std::thread_local! {
+    /// This thread's refusal: the smallest size refused (`usize::MAX`: none), whether only
+    /// once, and whether an allocation was refused.
+    static REFUSAL: std::cell::Cell<(usize, bool, bool)> =
+        const { std::cell::Cell::new((usize::MAX, false, false)) };
+}
+
+// SAFETY: every call is System's, or a null return (an allocation failure, which callers of
+// `alloc` must handle); `realloc` and `alloc_zeroed` are the trait's defaults, through `alloc`.
+unsafe impl std::alloc::GlobalAlloc for Refusing {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // `try_with`: while the thread's locals are being destroyed, nothing is refused.
+        let refuse = REFUSAL
+            .try_with(|r| {
+                let (from, once, _) = r.get();
+                let refuse = layout.size() >= from;
+                if refuse {
+                    r.set((if once { usize::MAX } else { from }, once, true));
+                }
+                refuse
+            })
+            .unwrap_or(false);
+        if refuse {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+        unsafe { std::alloc::GlobalAlloc::alloc(&std::alloc::System, layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` was allocated by `System` (above) with `layout`.
+        unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, ptr, layout) }
+    }
+}
+
+/// Runs `f` with [`Refusing`] refusing, on this thread, the allocations of `from` bytes or
+/// more (every one, or only the first if `once`: an error's message allocated after the
+/// refusal then gets its memory). Returns `f`'s result and whether an allocation was refused.
+/// In a binary whose global allocator is not [`Refusing`], nothing is refused.
+pub fn refusing<R>(from: usize, once: bool, f: impl FnOnce() -> R) -> (R, bool) {
+    /// Ends the refusal also if `f` panics.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let _ = REFUSAL.try_with(|r| r.set((usize::MAX, false, r.get().2)));
+        }
+    }
+    REFUSAL.with(|r| r.set((from, once, false)));
+    let reset = Reset;
+    let out = f();
+    drop(reset);
+    (
+        out,
+        REFUSAL.with(|r| r.replace((usize::MAX, false, false)).2),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,42 +13,15 @@ use refcount::refcache::RefCache;
 use refcount::sloppy::Sloppy;
 use refcount::snzi::{Snzi, SnziObject};
 use refcount::RefCounter;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::pin::Pin;
 
-/// [`System`], except that on a thread that set [`REFUSE_FROM`] it returns null for every
-/// allocation of that many bytes or more.
-struct Refusing;
-
-std::thread_local! {
-    /// The smallest allocation refused on this thread (`usize::MAX`: none).
-    static REFUSE_FROM: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-// SAFETY: every call is System's, or a null return (an allocation failure, which callers of
-// `alloc` must handle); `realloc` and `alloc_zeroed` are the trait's defaults, through `alloc`.
-unsafe impl GlobalAlloc for Refusing {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // `try_with`: while the thread's locals are being destroyed, nothing is refused.
-        if REFUSE_FROM
-            .try_with(|r| layout.size() >= r.get())
-            .unwrap_or(false)
-        {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `System` (above) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Refusing = Refusing;
+static ALLOC: percpu::testing::Refusing = percpu::testing::Refusing;
+
+/// Runs `f` with every allocation of `from` bytes or more refused on this thread.
+fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
+    percpu::testing::refusing(from, false, f).0
+}
 
 /// Set in the child processes of these tests.
 const CHILD_ENV: &str = "REFCOUNT_TEST_ALLOC_FAILURE_CHILD";
@@ -65,22 +38,7 @@ const SMALLEST_CHUNK: usize = CHUNK * 8;
 
 /// Runs `checks` in a child process of its own (the test `name`) and asserts that it passed.
 fn in_child(name: &str, checks: impl FnOnce()) {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        checks();
-        println!("CHILD-OK");
-        return;
-    }
-    let out = percpu::testing::rerun(name, CHILD_ENV);
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success() && text.contains("CHILD-OK"),
-        "child {name}: {}\n{text}",
-        out.status
-    );
+    percpu::testing::in_child(name, CHILD_ENV, checks);
 }
 
 /// Makes a chunk's worth of objects of `scheme`, then one more, which needs a new chunk, with
@@ -98,9 +56,7 @@ where
         objs.push(scheme.try_new_object().expect("memory for the first chunk"));
     }
     for _ in 0..3 {
-        REFUSE_FROM.with(|r| r.set(SMALLEST_CHUNK));
-        let made = scheme.try_new_object();
-        REFUSE_FROM.with(|r| r.set(usize::MAX));
+        let made = refusing(SMALLEST_CHUNK, || scheme.try_new_object());
         match made {
             Ok(_) => panic!("{}: an object made with no memory for its chunk", C::NAME),
             Err(e) => {
@@ -177,9 +133,7 @@ where
             assert_eq!(scheme.read_all(o), 1, "{} round {round}", C::NAME);
             scheme.put(o, t);
         }
-        REFUSE_FROM.with(|r| r.set(1));
-        drop(objs);
-        REFUSE_FROM.with(|r| r.set(usize::MAX));
+        refusing(1, || drop(objs));
     }
 }
 
@@ -191,9 +145,7 @@ fn free_list_past_the_memory_left_is_an_error<C: RefCounter>(scheme: &C, arena: 
     for _ in 0..256 {
         objs.push(scheme.try_new_object().expect("memory"));
     }
-    REFUSE_FROM.with(|r| r.set(2048));
-    let made = scheme.try_new_object();
-    REFUSE_FROM.with(|r| r.set(usize::MAX));
+    let made = refusing(2048, || scheme.try_new_object());
     let e = made
         .err()
         .expect("an object made with no room to give its slot back");
@@ -207,9 +159,7 @@ fn free_list_past_the_memory_left_is_an_error<C: RefCounter>(scheme: &C, arena: 
         )
     );
     objs.push(scheme.try_new_object().expect("made with the memory there"));
-    REFUSE_FROM.with(|r| r.set(1));
-    drop(objs);
-    REFUSE_FROM.with(|r| r.set(usize::MAX));
+    refusing(1, || drop(objs));
 }
 
 #[test]
@@ -245,9 +195,7 @@ fn snzi_tree_past_the_memory_left_is_an_error() {
             .memory(&mut std::iter::once(Pin::new(&first)))
             .objects
             - std::mem::size_of::<SnziObject>();
-        REFUSE_FROM.with(|r| r.set(tree));
-        let made = scheme.try_new_object();
-        REFUSE_FROM.with(|r| r.set(usize::MAX));
+        let made = refusing(tree, || scheme.try_new_object());
         let e = made
             .err()
             .expect("an object made with no memory for its tree");
@@ -279,9 +227,7 @@ fn placed_objects_past_the_memory_left_are_an_error() {
             let objs: Vec<_> = (0..CHUNK)
                 .map(|i| scheme.try_new_object_placed(i).expect("memory"))
                 .collect();
-            REFUSE_FROM.with(|r| r.set(SMALLEST_CHUNK));
-            let made = scheme.try_new_object_placed(CHUNK);
-            REFUSE_FROM.with(|r| r.set(usize::MAX));
+            let made = refusing(SMALLEST_CHUNK, || scheme.try_new_object_placed(CHUNK));
             let e = made
                 .err()
                 .expect("an object made with no memory for its chunk");
