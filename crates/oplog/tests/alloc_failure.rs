@@ -55,13 +55,7 @@ fn core_bytes() -> usize {
 /// An `oplog-counter` object that counts: a reference taken, counted and given back, then the
 /// object reclaimed.
 fn counts(scheme: &OpLogCounter, o: &<OpLogCounter as RefCounter>::Object) {
-    let o = Pin::new(o);
-    let t = scheme.try_get(o).expect("live");
-    assert_eq!(scheme.read_all(o), 1);
-    assert!(!scheme.try_reclaim(o));
-    scheme.put(o, t);
-    assert_eq!(scheme.read_all(o), 0);
-    assert!(scheme.try_reclaim(o));
+    refcount::conformance::counts_and_reclaims(scheme, Pin::new(o));
 }
 
 /// `try_new_object` (or, `placed`, `try_new_object_placed`) with every allocation of `from`

@@ -627,6 +627,18 @@ pub fn placed_objects_count_whatever_the_place<C: RefCounter>(s: Arc<C>, threads
     assert!(reclaim_eventually(&*s, fresh.get(1)));
 }
 
+/// One live object of a scheme with exact counts, with no reference: a reference taken is
+/// counted, the object is not reclaimed while it is held, and once it is given back the count
+/// is 0 and the object is reclaimed (by one `try_reclaim`).
+pub fn counts_and_reclaims<C: RefCounter>(s: &C, o: core::pin::Pin<&C::Object>) {
+    let t = s.try_get(o).expect("live");
+    assert_eq!(s.read_all(o), 1, "{}: read_all with one reference", C::NAME);
+    assert!(!s.try_reclaim(o), "{}: reclaimed while held", C::NAME);
+    s.put(o, t);
+    assert_eq!(s.read_all(o), 0, "{}: read_all after the put", C::NAME);
+    assert!(s.try_reclaim(o), "{}: not reclaimed at 0", C::NAME);
+}
+
 /// Objects made by [`RefCounter::try_new_object`] and [`RefCounter::try_new_object_placed`]
 /// (with memory to spare: both succeed) are live objects with no reference, as
 /// [`RefCounter::new_object`]'s: each counts the references taken on it (placed ones with its

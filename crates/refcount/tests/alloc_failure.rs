@@ -71,13 +71,7 @@ where
             .expect("made once allocations are allowed again"),
     );
     for o in [&objs[0], &objs[CHUNK]] {
-        let o = Pin::new(o);
-        let t = scheme.try_get(o).expect("live");
-        assert_eq!(scheme.read_all(o), 1);
-        assert!(!scheme.try_reclaim(o));
-        scheme.put(o, t);
-        assert_eq!(scheme.read_all(o), 0);
-        assert!(scheme.try_reclaim(o));
+        refcount::conformance::counts_and_reclaims(scheme, Pin::new(o));
     }
 }
 
