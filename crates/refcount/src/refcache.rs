@@ -12,7 +12,7 @@
 //! * **Per-object core** (in a type-stable slab owned by the scheme, so a cached tag can always
 //!   be followed, even after the object is dropped): under a lock, `global` (`i64`, may be
 //!   negative, as in sv6), the object's generation, and the review state (`queued`, `dirty`,
-//!   the epoch it was queued in, `zero_confirmed`).
+//!   the epoch it was queued in, `zero_confirmed`, and the slot's link in the review queue).
 //! * **Per-object `state`** (inline): `LIVE`, `RECLAIMING`, `DEAD`, checked inside every get's
 //!   critical section.
 //!
@@ -46,6 +46,10 @@
 //!   end of an epoch, an object queued at least two epochs ago is re-queued if dirty, confirmed
 //!   zero ([`RefCache::zero_confirmed`]) if still at 0, and dropped from the queue otherwise.
 //!   This is sv6's zero detection; one queue under a mutex stands in for sv6's per-core queues.
+//!   The queue is a list linked through the cores (a slot is on it at most once, also when its
+//!   object is dropped while queued and the next object made on it is queued before a review
+//!   took the slot off), so that queueing, which a get or put that evicts a way does, allocates
+//!   nothing: a put cannot fail.
 //!   A confirmation is no proof that no reference is held, and nothing here acts on it: a
 //!   holder that takes a new reference on one CPU and gives back its old one on another, just
 //!   before each CPU's flush, keeps every way it leaves at 0 when that way is flushed, so the
@@ -195,17 +199,53 @@ struct Cache {
     ways: Box<[Way]>,
 }
 
-#[derive(Default)]
 struct CoreState {
     global: i64,
     generation: u32,
     queued: bool,
     dirty: bool,
-    queued_epoch: u64,
+    /// The low 32 bits of the epoch the object was queued in (or re-queued in, dirty). Every
+    /// review visits each listed slot and decides it once 2 epochs have passed, so the epochs
+    /// since, all the review reads from it, never exceed 2: 32 bits tell them.
+    queued_epoch: u32,
     zero_confirmed: bool,
     /// The slot used its last generation: no object has it any more, no delta counts.
     retired: bool,
+    /// The slot's link in the review list: [`UNLISTED`] while it is not on it; otherwise the
+    /// next slot, or [`NIL`] at the list's end. A slot is on the list for its object
+    /// (`queued`), or for a dropped one until the next review takes it off, and never twice.
+    next: u32,
 }
+
+// The review list's link takes no room of its own: a core is as large as without it.
+const _: () = assert!(core::mem::size_of::<CoreState>() <= 24);
+
+impl CoreState {
+    fn listed(&self) -> bool {
+        self.next != UNLISTED
+    }
+}
+
+impl Default for CoreState {
+    fn default() -> Self {
+        CoreState {
+            global: 0,
+            generation: 0,
+            queued: false,
+            dirty: false,
+            queued_epoch: 0,
+            zero_confirmed: false,
+            retired: false,
+            next: UNLISTED,
+        }
+    }
+}
+
+/// No slot: the end of the review list (slots are below [`SLAB_SLOTS`]).
+const NIL: u32 = u32::MAX;
+/// A core's link while its slot is not on the review list.
+const UNLISTED: u32 = u32::MAX - 1;
+const _: () = assert!(SLAB_SLOTS < UNLISTED as usize);
 
 #[derive(Default)]
 struct Core {
@@ -393,7 +433,10 @@ struct Shared {
     limit: i64,
     cores: Slab,
     epoch: AtomicU64,
-    review: Mutex<Vec<(u32, u32)>>,
+    /// The first slot of the review list ([`NIL`] when empty), linked through the cores'
+    /// `next`: a slot is on it at most once, so queueing an object allocates nothing. Taken
+    /// after a core's lock, never before.
+    review: Mutex<u32>,
     epoch_lock: Mutex<()>,
     conflict_evictions: AtomicU64,
     overflow_evictions: AtomicU64,
@@ -420,12 +463,21 @@ impl Shared {
         } else if st.global == 0 {
             st.queued = true;
             st.dirty = false;
-            st.queued_epoch = self.epoch.load(Ordering::Relaxed);
-            self.review
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((slot, gen_of(tag)));
+            st.queued_epoch = self.epoch.load(Ordering::Relaxed) as u32;
+            if !st.listed() {
+                self.enlist(st, slot);
+            }
         }
+    }
+
+    /// Puts `slot` (whose core's lock the caller holds, `st`) at the head of the review list.
+    /// Allocates nothing (the link is in the core): a put whose eviction queues an object has
+    /// no error to return.
+    fn enlist(&self, st: &mut CoreState, slot: u32) {
+        debug_assert!(!st.listed(), "refcache: slot {slot} listed twice");
+        let mut head = self.review.lock().unwrap_or_else(|e| e.into_inner());
+        st.next = *head;
+        *head = slot;
     }
 
     /// Evicts (or, when `tag` is already there, flushes) CPU `cpu`'s way for `slot`, then
@@ -539,33 +591,46 @@ impl Shared {
         true
     }
 
+    /// Advances the epoch and reviews the list (one caller at a time: under `epoch_lock`).
+    /// Takes the whole list, then, for each slot under its core's lock, puts it back at the
+    /// head of the list (its object's review goes on) or takes it off. The slots taken stay
+    /// listed meanwhile, so flushes that queue their objects again do not link them a second
+    /// time: only this walk writes their links.
     fn review(&self) {
         let now = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
-        let list = core::mem::take(&mut *self.review.lock().unwrap_or_else(|e| e.into_inner()));
-        let mut keep = Vec::new();
-        for (slot, generation) in list {
+        let mut slot = core::mem::replace(
+            &mut *self.review.lock().unwrap_or_else(|e| e.into_inner()),
+            NIL,
+        );
+        while slot != NIL {
             let mut st = self.cores.get(slot).lock();
-            if st.generation != generation || !st.queued {
-                continue;
-            }
-            if now < st.queued_epoch + 2 {
-                keep.push((slot, generation));
+            debug_assert!(st.listed(), "refcache: slot {slot} on the list, not listed");
+            let next = st.next;
+            // `queued` is false for a dropped object's slot (its drop reset the core) and for
+            // a retired one.
+            let keep = if !st.queued {
+                false
+            } else if (now as u32).wrapping_sub(st.queued_epoch) < 2 {
+                true
             } else if st.dirty {
                 st.dirty = false;
-                st.queued_epoch = now;
-                keep.push((slot, generation));
+                st.queued_epoch = now as u32;
+                true
             } else {
                 st.queued = false;
                 if st.global == 0 {
                     st.zero_confirmed = true;
                     self.confirmed.fetch_add(1, Ordering::Relaxed);
                 }
+                false
+            };
+            st.next = UNLISTED;
+            if keep {
+                self.enlist(&mut st, slot);
             }
+            drop(st);
+            slot = next;
         }
-        self.review
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(keep);
     }
 
     fn run_epoch(&self) {
@@ -764,7 +829,7 @@ impl RefCache {
             limit: delta_limit,
             cores: Slab::new(),
             epoch: AtomicU64::new(0),
-            review: Mutex::new(Vec::new()),
+            review: Mutex::new(NIL),
             epoch_lock: Mutex::new(()),
             conflict_evictions: AtomicU64::new(0),
             overflow_evictions: AtomicU64::new(0),
@@ -928,9 +993,12 @@ impl Drop for RefCacheObject {
         // discarded for good): a wrapped generation would give a later object the tag of an
         // earlier one, and that object would count the earlier one's cached deltas.
         let retire = st.generation == u32::MAX;
+        // The slot stays on the review list if it is there (the next review takes it off: its
+        // `queued` is false now), with its link.
         *st = CoreState {
             generation: st.generation.wrapping_add(1),
             retired: retire,
+            next: st.next,
             ..CoreState::default()
         };
         drop(st);
@@ -1626,6 +1694,19 @@ mod tests {
     }
 
     impl RefCache {
+        /// The slots on the review list, from its head.
+        fn review_list(&self) -> Vec<u32> {
+            let sh = &*self.shared;
+            let mut slot = *sh.review.lock().unwrap();
+            let mut list = Vec::new();
+            while slot != NIL {
+                list.push(slot);
+                assert!(list.len() <= SLAB_SLOTS, "a cycle in the review list");
+                slot = sh.cores.get(slot).lock().next;
+            }
+            list
+        }
+
         /// Whether `slot` is on the free list (made and dropped, not in use).
         fn slot_is_free(&self, slot: u32) -> bool {
             let f = self.shared.cores.free.lock().unwrap();
@@ -1642,6 +1723,60 @@ mod tests {
 
     fn pinned(o: &RefCacheObject) -> Pin<&RefCacheObject> {
         Pin::new(o)
+    }
+
+    /// The review list holds a slot once at most, also when the slot's object is dropped while
+    /// queued and the next object made on it is queued before a review took the first one's
+    /// entry off; that entry is then reviewed for the new object, which is confirmed at zero.
+    /// On one CPU's single way, where each get or put of one object evicts the other's delta:
+    /// `b`, which holds references throughout, is never queued.
+    #[test]
+    fn a_slot_is_on_the_review_list_once_across_the_lives_of_its_objects() {
+        let saved = percpu::affinity::Saved::take();
+        if percpu::testing::pin_or_skip("evictions on one CPU's way").is_none() {
+            return;
+        }
+        let s = RefCache::with_manual_epochs(Config {
+            ways: 1,
+            ..Config::default()
+        });
+        let b = Box::new(s.new_object());
+        let mut held = Vec::new();
+        // A get of `x` evicted by a get of `b`, flushed; its put evicted by another get of
+        // `b`: `x`'s global count 0, queued.
+        let queue_through_evictions = |x: &RefCacheObject, held: &mut Vec<RefCacheToken>| {
+            let t = s.try_get(pinned(x)).expect("live");
+            held.push(s.try_get(pinned(&b)).expect("live"));
+            assert_eq!(s.global_count(pinned(x)), 1);
+            s.put(pinned(x), t);
+            held.push(s.try_get(pinned(&b)).expect("live"));
+            assert_eq!(s.global_count(pinned(x)), 0);
+            assert!(s.queued_for_review(pinned(x)));
+        };
+        let x = s.new_object();
+        let slot = x.slot;
+        queue_through_evictions(&x, &mut held);
+        assert_eq!(s.review_list(), [slot]);
+        drop(x);
+        let y = s.new_object();
+        assert_eq!(y.slot, slot, "the slot given back is made again");
+        assert!(!s.queued_for_review(pinned(&y)));
+        queue_through_evictions(&y, &mut held);
+        assert_eq!(s.review_list(), [slot], "the slot listed once");
+        for _ in 0..3 {
+            s.run_epoch();
+        }
+        assert!(s.zero_confirmed(pinned(&y)));
+        assert!(!s.queued_for_review(pinned(&y)));
+        assert_eq!(s.review_list(), []);
+        assert_eq!(s.read_all(pinned(&b)), held.len() as i64);
+        for t in held {
+            s.put(pinned(&b), t);
+        }
+        for o in [&y, &*b] {
+            crate::conformance::counts_and_reclaims(&s, pinned(o));
+        }
+        assert!(saved.restore());
     }
 
     /// An object of one instance used through another: it counts in the instance that made
@@ -1763,6 +1898,81 @@ mod tests {
             epochs.join().expect(what);
             r
         })
+    }
+
+    /// Threads on one way per CPU take and give back references to a few objects, each get or
+    /// put evicting another object's delta (and queueing it when that leaves its global count
+    /// at 0), and drop and make objects again, while another thread runs epochs back to back:
+    /// the review list stays a list of distinct slots, each core says it is listed exactly
+    /// when its slot is on the list, and once every reference is given back the epochs take
+    /// every slot off the list (each object's count is 0).
+    #[test]
+    fn the_review_list_stays_a_list_of_distinct_slots_under_evictions_and_epochs() {
+        const ROUNDS: usize = if cfg!(miri) { 20 } else { 2000 };
+        let s = RefCache::with_manual_epochs(Config {
+            ways: 1,
+            ..Config::default()
+        });
+        let objs: Vec<Vec<RefCacheObject>> = with_epochs(&s, "the epochs", |_| {
+            std::thread::scope(|sc| {
+                let hs: Vec<_> = (0..3)
+                    .map(|t| {
+                        let s = &s;
+                        sc.spawn(move || {
+                            let mut objs: Vec<_> = (0..3).map(|_| s.new_object()).collect();
+                            for r in 0..ROUNDS {
+                                let held: Vec<_> = objs
+                                    .iter()
+                                    .map(|o| s.try_get(pinned(o)).expect("live"))
+                                    .collect();
+                                percpu::affinity::migrate(r + t);
+                                for (o, tok) in objs.iter().zip(held) {
+                                    s.put(pinned(o), tok);
+                                }
+                                if r % 7 == t {
+                                    // Dropped with its slot perhaps on the list; its slot
+                                    // made again.
+                                    objs[r % 3] = s.new_object();
+                                }
+                            }
+                            percpu::affinity::unpin();
+                            objs
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().expect("a user")).collect()
+            })
+        });
+        let check = |when: &str| {
+            let list = s.review_list();
+            let mut sorted = list.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(
+                sorted.len(),
+                list.len(),
+                "{when}: a slot listed twice: {list:?}"
+            );
+            let made = s.shared.cores.free.lock().unwrap().0;
+            for slot in 0..made {
+                assert_eq!(
+                    s.shared.cores.get(slot).lock().listed(),
+                    list.contains(&slot),
+                    "{when}: slot {slot}'s link"
+                );
+            }
+        };
+        check("after the users");
+        for _ in 0..3 {
+            s.run_epoch();
+        }
+        check("after three epochs");
+        assert_eq!(s.review_list(), [], "every object reviewed");
+        for o in objs.iter().flatten() {
+            assert!(!s.queued_for_review(pinned(o)));
+            assert_eq!(s.read_all(pinned(o)), 0);
+            assert_eq!(s.global_count(pinned(o)), 0);
+        }
     }
 
     /// Epochs run on a thread started before the objects were made (as the epoch thread is),

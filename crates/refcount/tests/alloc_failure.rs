@@ -2,6 +2,8 @@
 //! `sloppy`'s or `refcache`'s arena, or a `snzi` object's tree, that cannot be allocated is an
 //! `OutOfMemory` error naming it, not an abort of the process, and the scheme loses nothing to
 //! it.
+//! Dropping their objects, and a `refcache` put that queues an object for review, allocate
+//! nothing.
 //!
 //! The allocation is made to fail by this binary's global allocator, which refuses, on a thread
 //! that asks it to, every allocation of a given size or more. Each test runs its checks in a
@@ -237,4 +239,45 @@ fn placed_objects_past_the_memory_left_are_an_error() {
         check(&Sloppy::new());
         check(&RefCache::new());
     });
+}
+
+/// A `refcache` put whose eviction leaves the evicted object's global count at 0 queues that
+/// object for review, and allocates nothing doing so (a put has no error to return): on a
+/// scheme with one way per CPU, `b`'s reference is flushed into its global count and given
+/// back into the cache, then `a`'s put, with every allocation refused, evicts `b`'s −1 from the
+/// way (global 0: `b` is queued, the first object of the queue). Then the epochs confirm `b`
+/// at zero, and both objects count and are reclaimed.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn refcache_puts_that_queue_for_review_allocate_nothing() {
+    in_child(
+        "refcache_puts_that_queue_for_review_allocate_nothing",
+        || {
+            // One CPU's way for every step: an eviction needs the way the put runs on.
+            if percpu::testing::pin_or_skip("evictions on one CPU's way").is_none() {
+                return;
+            }
+            let s = RefCache::with_manual_epochs(refcount::refcache::Config {
+                ways: 1,
+                ..Default::default()
+            });
+            let (a, b) = (s.new_object(), s.new_object());
+            let (a, b) = (Pin::new(&a), Pin::new(&b));
+            let ta = s.try_get(a).expect("live");
+            let tb = s.try_get(b).expect("live"); // evicts a: a's global count 1
+            s.run_epoch(); // b's global count 1, its way's delta 0
+            s.put(b, tb); // b's delta -1, in the way
+            assert!(!s.queued_for_review(b));
+            refusing(1, || s.put(a, ta)); // evicts b: global 0, queued
+            assert!(s.queued_for_review(b), "b queued by a's put");
+            assert_eq!((s.global_count(a), s.global_count(b)), (1, 0));
+            for _ in 0..3 {
+                s.run_epoch();
+            }
+            assert!(s.zero_confirmed(b));
+            for o in [a, b] {
+                refcount::conformance::counts_and_reclaims(&s, o);
+            }
+        },
+    );
 }
