@@ -14,10 +14,14 @@
 //!
 //! # Limit
 //!
-//! The count has 63 bits: a live count past 2⁶³ − 1 would carry into `DEAD`. Reaching it takes
-//! 2⁶³ references (leaked ones included: at one `try_get` a nanosecond, three centuries), so
-//! no get checks for it. Failing gets on a dead object lift the low bits only by their number
-//! in flight (each takes its increment back).
+//! The count has 63 bits. Reaching their end takes 2⁶³ references (leaked ones included: at one
+//! `try_get` a nanosecond, three centuries), so no get checks for it, and past it the count is
+//! wrong, not refused: the get that takes a live count past 2⁶³ − 1 succeeds and carries it
+//! into `DEAD`. The object then reads as dead while referenced (`read_all` 0, gets fail) until
+//! that reference's put (a debug build's check panics there, after the decrement); no
+//! `try_reclaim` succeeds meanwhile, since it needs a zero word (the unit test
+//! `a_get_past_the_limit_carries_into_dead_and_reclaims_still_fail`). Failing gets on a dead
+//! object lift the low bits only by their number in flight (each takes its increment back).
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -199,5 +203,36 @@ mod loom_tests {
     #[should_panic(expected = "the new life's count is not its references")]
     fn bug_reinit_stores_is_caught() {
         super::bug::with(Bug::ReinitStores, failing_get_vs_reinit);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Past the limit (module documentation, "Limit"): with 2⁶³ − 1 references held (leaked:
+    /// no token stands for them), the next get succeeds and carries the count into `DEAD`.
+    /// The object then reads as dead while referenced (`read_all` 0, gets fail), and it is not
+    /// reclaimed under its references (the reclaim needs a zero word); the put of that get's
+    /// reference (whose check panics in a debug build, after its decrement) makes it live
+    /// again, at the limit, where the next get would carry it again.
+    #[test]
+    fn a_get_past_the_limit_carries_into_dead_and_reclaims_still_fail() {
+        let obj = AtomicObject {
+            word: AtomicU64::new(DEAD - 1),
+        };
+        let o = Pin::new(&obj);
+        assert_eq!(Atomic.read_all(o), i64::MAX);
+        let t = Atomic.try_get(o).expect("the get into DEAD succeeds");
+        assert_eq!(obj.word.load(Ordering::Relaxed), DEAD);
+        assert_eq!(Atomic.read_all(o), 0, "reads as dead while referenced");
+        assert!(!Atomic.is_referenced(o));
+        assert!(Atomic.try_get(o).is_none());
+        assert!(!Atomic.try_reclaim(o), "reclaimed under 2^63 references");
+        assert_eq!(obj.word.load(Ordering::Relaxed), DEAD, "nothing changed");
+        let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Atomic.put(o, t)));
+        assert_eq!(put.is_err(), cfg!(debug_assertions), "{put:?}");
+        assert_eq!(Atomic.read_all(o), i64::MAX, "live again, at the limit");
+        assert!(!Atomic.try_reclaim(o));
     }
 }

@@ -64,7 +64,8 @@
 //! `local` is a `u64` read as an `i64`, and `shared` keeps 61 bits of signed count above its
 //! flags: the count is exact up to 2⁶¹ − 1 references taken (or given back) on `shared` and
 //! 2⁶³ − 1 on `local`, leaked ones included: decades of gets at one a nanosecond, so no get
-//! checks for it.
+//! checks for it. Past it the count reads negative (wrong, not refused; a debug build's
+//! checks may panic), and no `try_reclaim` succeeds until it wraps round to zero.
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicI64, AtomicU64, Ordering};

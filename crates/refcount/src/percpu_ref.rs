@@ -72,6 +72,8 @@
 //! Limit: all the words wrap (mod 2⁶⁴) and the count is read from them as an `i64`, so it is
 //! exact up to 2⁶³ − 1 references (leaked ones included), and `BIAS` (2⁶³) is never mistaken
 //! for references until then: centuries of gets at one a nanosecond, so no get checks for it.
+//! Past it the count reads negative (wrong, not refused), and no `try_reclaim` succeeds until
+//! it wraps round to zero.
 //! The generation in `mode` has 61 bits: a critical section's check could be fooled only by
 //! 2⁶¹ state changes between its read of `mode` and its commit. A scheme value's per-CPU arena
 //! holds 2²² (4,194,304) slots: its `new_object` panics while that many of its objects are alive

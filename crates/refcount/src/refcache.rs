@@ -93,7 +93,10 @@
 //!   compared with the limit, so that gets, or puts, of threads preempted between the two on
 //!   one CPU cannot each pass the limit by one: the section fails, and the operation reads
 //!   the delta again. `global` is an `i64`, so the count is exact up to 2⁶³ − 1 references
-//!   (leaked ones included).
+//!   (leaked ones included: centuries of gets, so no get checks for it). Past it the count
+//!   wraps and reads negative (wrong, not refused; a debug build panics in the flush that
+//!   overflows `global`, and that delta is lost), 2⁶³ references away from the zero a
+//!   `try_reclaim` needs.
 //! * A tag holds a 32-bit generation per slot, bumped each time an object of the slot is
 //!   dropped. A delta cached under a dropped object's tag stays in its way until an eviction or
 //!   an epoch flush discards it: within an epoch, or for ever on a CPU that the epoch thread

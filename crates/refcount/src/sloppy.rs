@@ -45,7 +45,9 @@
 //!
 //! Limit: `central` and the spares are `i64`s and every spare is also counted in `central`, so
 //! the count is exact up to 2⁶³ − 1 references (leaked ones included): centuries of gets at
-//! one a nanosecond, so no get checks for it. A scheme value's per-CPU arena holds 2²²
+//! one a nanosecond, so no get checks for it. Past it the count reads negative (wrong, not
+//! refused; a debug build's checks may panic), and no `try_reclaim` succeeds until it wraps
+//! round to zero. A scheme value's per-CPU arena holds 2²²
 //! (4,194,304) slots: its `new_object` panics while that many of its objects are alive (a
 //! dropped object's slot is reused). The arena is `percpu-ref`'s, allocated a chunk of 512 slots
 //! at a time, with room in its free list for every slot handed out: `new_object` aborts the

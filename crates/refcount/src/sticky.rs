@@ -84,7 +84,13 @@
 //! # Limit
 //!
 //! The count has 62 bits below `HELPED`: 2⁶² − 2 references besides the owner's (leaked ones
-//! included), centuries of gets at one a nanosecond, so no get checks for it.
+//! included), centuries of gets at one a nanosecond, so no get checks for it, and past it the
+//! count is wrong, not refused. It runs on into `HELPED`, still counted (only a late taker of
+//! a reader's mark, see "Reuse in place", would clear the bit from a count), and at 2⁶³ into
+//! `ZERO`: the get that takes it there succeeds, and the object reads as stuck at zero while
+//! referenced (`read_all` 0, gets fail), for good once a failed get left its increment in the
+//! low bits; no `try_reclaim` succeeds and no put is told to free it: it leaks (the unit test
+//! `counts_past_the_limit_run_into_the_flags_and_reclaims_still_fail`).
 
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
@@ -337,6 +343,53 @@ impl RefCounter for Sticky {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Past the limit (module documentation, "Limit"), with the references leaked (no token
+    /// stands for them): a count of `HELPED − 1` (2⁶² − 2 references besides the owner's) runs
+    /// on into `HELPED` and is still counted exactly; a count of `ZERO − 1` carries into
+    /// `ZERO`: the object reads as stuck at zero while referenced (`read_all` 0, gets fail),
+    /// for good once a failed get left its increment in the low bits (the put of the get's
+    /// reference, whose check panics in a debug build after its decrement, takes that one
+    /// back instead), and no `try_reclaim` succeeds nor is any put told to free it: it leaks.
+    #[test]
+    fn counts_past_the_limit_run_into_the_flags_and_reclaims_still_fail() {
+        let s = Sticky;
+        let obj = StickyObject {
+            word: AtomicU64::new(HELPED - 1),
+        };
+        let o = Pin::new(&obj);
+        let t = s.try_get(o).expect("live");
+        assert_eq!(obj.word.load(Ordering::Relaxed), HELPED);
+        assert_eq!(s.read_all(o), (HELPED - 1) as i64, "counted exactly");
+        s.put(o, t);
+        assert_eq!(s.read_all(o), (HELPED - 2) as i64);
+        let obj = StickyObject {
+            word: AtomicU64::new(ZERO - 1),
+        };
+        let o = Pin::new(&obj);
+        let t = s.try_get(o).expect("the get into ZERO succeeds");
+        assert_eq!(obj.word.load(Ordering::Relaxed), ZERO);
+        assert_eq!(s.read_all(o), 0, "reads stuck at zero while referenced");
+        assert!(s.try_get(o).is_none());
+        assert_eq!(
+            obj.word.load(Ordering::Relaxed),
+            ZERO + 1,
+            "the failed get's increment"
+        );
+        assert!(!s.try_reclaim(o), "reclaimed under 2^63 - 1 references");
+        let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.put_and_test(o, t)));
+        // A debug build's check panics after the decrement; no build tells the put to free.
+        assert_eq!(put.is_err(), cfg!(debug_assertions), "{put:?}");
+        assert!(!put.unwrap_or(false), "told to free");
+        assert_eq!(
+            obj.word.load(Ordering::Relaxed),
+            ZERO,
+            "stuck at zero for good"
+        );
+        assert_eq!(s.read_all(o), 0);
+        assert!(s.try_get(o).is_none());
+        assert!(!s.try_reclaim(o));
+    }
 
     /// Two decrements reach zero in one life (a get revived the object between them), a reader
     /// marks the zero, and both compare-exchanges find its mark; the second decrementer takes
