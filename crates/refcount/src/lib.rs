@@ -524,6 +524,11 @@ impl<'a, C: RefCounter> Ref<'a, C> {
 
     /// Wraps a reference taken with [`RefCounter::try_get`] on `scheme` and `obj`, so that it
     /// is given back when the guard is dropped.
+    ///
+    /// # Panics
+    /// Not here: the guard's drop panics, as [`RefCounter::put`] does, if `token` was taken on
+    /// another object than `obj`, before anything changed (the token's reference stays counted
+    /// on its own object, which leaks it); a drop while a panic unwinds then aborts the process.
     #[inline]
     pub fn from_token(scheme: &'a C, obj: Pin<&'a C::Object>, token: C::Token) -> Self {
         Ref {
