@@ -138,6 +138,9 @@ pub(crate) enum Bug {
     None,
     /// The owner's get skips its fence (light_fence) between its increment and its state load.
     NoOwnerFence,
+    /// A non-owner's get does not load `state` after its increment of `shared` (only the
+    /// owner's path checks it).
+    NoSharedStateCheck,
     /// A merge zeroes `local` before it folds it into `shared`.
     ZeroLocalFirst,
     /// `count` adds `local` to a `shared` that says `MERGED` (read_all before e64a6f4).
@@ -352,7 +355,7 @@ impl RefCounter for Brc {
         // load.
         obj.shared.fetch_add(ONE, Ordering::SeqCst);
         crate::lifecycle::store_load_order();
-        if obj.state.load(Ordering::SeqCst) != LIVE {
+        if obj.state.load(Ordering::SeqCst) != LIVE && !bug(Bug::NoSharedStateCheck) {
             self.shared_dec(&obj);
             return None;
         }
@@ -684,6 +687,19 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_owner_get_without_fence_is_caught() {
         super::bug::with(Bug::NoOwnerFence, owner_get_vs_reclaim);
+    }
+
+    /// `non_owner_get_put_vs_owner_put_and_merge` catches a non-owner get that does not check
+    /// `state` after its increment: it succeeds after the reclaim read `shared` and decided,
+    /// and writes under a reference on an object the reclaimer owns.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_non_owner_get_without_state_check_is_caught() {
+        super::bug::with(
+            Bug::NoSharedStateCheck,
+            non_owner_get_put_vs_owner_put_and_merge,
+        );
     }
 
     /// `non_owner_get_put_vs_owner_put_and_merge` catches a Relaxed put on `shared`: the
