@@ -3,7 +3,7 @@
 //! sums the deltas into the shared value. The clock is never read: additions commute.
 
 use crate::log::{Log, Stamper};
-use crate::object::{Domain, Object};
+use crate::object::{Domain, NoMemory, Object};
 use std::sync::Arc;
 
 /// One CPU's pending delta of one counter.
@@ -59,10 +59,22 @@ pub struct Counter {
 
 impl Counter {
     /// A counter starting at `value`, logging in `domain`.
+    ///
+    /// # Aborts
+    /// Where the counter's object cannot be allocated, as [`Object::new`] does;
+    /// [`Counter::try_new`] returns an error instead.
     pub fn new(domain: &Arc<Domain<CounterLog>>, value: i64) -> Self {
         Counter {
             obj: Object::new(domain, value),
         }
+    }
+
+    /// [`Counter::new`], or [`NoMemory`] (which gives `value` back) where the counter's object
+    /// cannot be allocated (see [`Object::try_new`]).
+    pub fn try_new(domain: &Arc<Domain<CounterLog>>, value: i64) -> Result<Self, NoMemory<i64>> {
+        Ok(Counter {
+            obj: Object::try_new(domain, value)?,
+        })
     }
 
     /// Adds one.

@@ -2,7 +2,7 @@
 //! object with no absorption ([`BasicList`]), global absorption ([`GlobalList`]), local
 //! absorption ([`LocalList`]) or both ([`AbsorbingList`]).
 
-use crate::object::{Domain, Object};
+use crate::object::{Domain, NoMemory, Object};
 use crate::paired::{PairedLog, PairedOp};
 use std::sync::Arc;
 
@@ -144,10 +144,22 @@ pub type AbsorbingList = OpList<true, true>;
 
 impl<const LOCAL: bool, const GLOBAL: bool> OpList<LOCAL, GLOBAL> {
     /// An empty list logging in `domain`.
+    ///
+    /// # Aborts
+    /// Where the list's object cannot be allocated, as [`Object::new`] does;
+    /// [`OpList::try_new`] returns an error instead.
     pub fn new(domain: &Arc<Domain<ListLog<LOCAL, GLOBAL>>>) -> Self {
         OpList {
             obj: Object::new(domain, List::new()),
         }
+    }
+
+    /// [`OpList::new`], or [`NoMemory`] where the list's object cannot be allocated (see
+    /// [`Object::try_new`]; an empty list allocates nothing else).
+    pub fn try_new(domain: &Arc<Domain<ListLog<LOCAL, GLOBAL>>>) -> Result<Self, NoMemory<List>> {
+        Ok(OpList {
+            obj: Object::try_new(domain, List::new())?,
+        })
     }
 
     /// Logs `add(key)`.

@@ -6,7 +6,7 @@
 //! queue uses the plain [`OpVec`] log and gets its benefit from batching alone.
 
 use crate::log::{Op, OpVec};
-use crate::object::{Domain, Object};
+use crate::object::{Domain, NoMemory, Object};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -43,10 +43,22 @@ pub struct NotifyQueue {
 
 impl NotifyQueue {
     /// An empty queue logging in `domain`.
+    ///
+    /// # Aborts
+    /// Where the queue's object cannot be allocated, as [`Object::new`] does;
+    /// [`NotifyQueue::try_new`] returns an error instead.
     pub fn new(domain: &Arc<Domain<NotifyLog>>) -> Self {
         NotifyQueue {
             obj: Object::new(domain, VecDeque::new()),
         }
+    }
+
+    /// [`NotifyQueue::new`], or [`NoMemory`] where the queue's object cannot be allocated (see
+    /// [`Object::try_new`]; an empty queue allocates nothing else).
+    pub fn try_new(domain: &Arc<Domain<NotifyLog>>) -> Result<Self, NoMemory<VecDeque<Event>>> {
+        Ok(NotifyQueue {
+            obj: Object::try_new(domain, VecDeque::new())?,
+        })
     }
 
     /// Queues `e` (logged on this CPU).

@@ -7,7 +7,7 @@
 //! [`PairedLog`] with both local and global absorption (an unmap on the CPU that mapped cancels
 //! the map in the log; a remove anywhere cancels a pending add during synchronize).
 
-use crate::object::{Domain, Object};
+use crate::object::{Domain, NoMemory, Object};
 use crate::paired::{PairedLog, PairedOp};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -122,10 +122,24 @@ pub struct Rmap<const LOCAL: bool = true, const GLOBAL: bool = true> {
 
 impl<const LOCAL: bool, const GLOBAL: bool> Rmap<LOCAL, GLOBAL> {
     /// An empty rmap logging in `domain`.
+    ///
+    /// # Aborts
+    /// Where the rmap's object cannot be allocated, as [`Object::new`] does; [`Rmap::try_new`]
+    /// returns an error instead.
     pub fn new(domain: &Arc<Domain<RmapLog<LOCAL, GLOBAL>>>) -> Self {
         Rmap {
             obj: Object::new(domain, IntervalMap::new()),
         }
+    }
+
+    /// [`Rmap::new`], or [`NoMemory`] where the rmap's object cannot be allocated (see
+    /// [`Object::try_new`]; an empty map allocates nothing else).
+    pub fn try_new(
+        domain: &Arc<Domain<RmapLog<LOCAL, GLOBAL>>>,
+    ) -> Result<Self, NoMemory<IntervalMap>> {
+        Ok(Rmap {
+            obj: Object::try_new(domain, IntervalMap::new())?,
+        })
     }
 
     /// Logs the addition of `m` (mmap, fork).

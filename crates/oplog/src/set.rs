@@ -12,7 +12,7 @@
 //! sequential model applied in stamp order.
 
 use crate::log::{merge, take_entries, Entry, Log, Stamp, Stamper, KEEP_CAPACITY};
-use crate::object::{Domain, Object};
+use crate::object::{Domain, NoMemory, Object};
 use crate::paired::KeyMap;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -150,10 +150,24 @@ pub struct OpSet<const LOCAL: bool, const GLOBAL: bool> {
 
 impl<const LOCAL: bool, const GLOBAL: bool> OpSet<LOCAL, GLOBAL> {
     /// An empty set logging in `domain`.
+    ///
+    /// # Aborts
+    /// Where the set's object cannot be allocated, as [`Object::new`] does; [`OpSet::try_new`]
+    /// returns an error instead.
     pub fn new(domain: &Arc<Domain<SetLog<LOCAL, GLOBAL>>>) -> Self {
         OpSet {
             obj: Object::new(domain, BTreeSet::new()),
         }
+    }
+
+    /// [`OpSet::new`], or [`NoMemory`] where the set's object cannot be allocated (see
+    /// [`Object::try_new`]; an empty set allocates nothing else).
+    pub fn try_new(
+        domain: &Arc<Domain<SetLog<LOCAL, GLOBAL>>>,
+    ) -> Result<Self, NoMemory<BTreeSet<u64>>> {
+        Ok(OpSet {
+            obj: Object::try_new(domain, BTreeSet::new())?,
+        })
     }
 
     /// Logs `insert(k)`; returns its stamp.

@@ -1,6 +1,7 @@
-//! [`Object::try_new`] and `oplog-counter`'s `try_new_object` where an object's memory cannot
-//! be allocated (its pending bits, or its core): an error naming the allocation and its size,
-//! not an abort of the process, and the domain (the scheme) loses nothing to it.
+//! [`Object::try_new`], the structures' `try_new` and `oplog-counter`'s `try_new_object` where
+//! an object's memory cannot be allocated (its pending bits, or its core): an error naming the
+//! allocation and its size, not an abort of the process, and the domain (the scheme) loses
+//! nothing to it.
 //!
 //! The allocation is made to fail by this binary's global allocator, which refuses, on a thread
 //! that asks it to, the first allocation of a given size or more (once: the error's message is
@@ -140,4 +141,116 @@ fn object_try_new_past_the_memory_left_gives_the_target_back() {
             assert_eq!(*b.synchronize(), 22);
         },
     );
+}
+
+/// The bytes of the core of an object of log type `L`, from a made object's
+/// [`Object::memory`] (as [`core_bytes`] for a counter).
+fn core_bytes_of<L: oplog::Log>(o: &Object<L>) -> usize {
+    o.memory() - std::mem::size_of::<Object<L>>() - pending_bytes()
+}
+
+/// `make` (a structure's `try_new`) with the first allocation of `size` bytes or more refused,
+/// for each of the object's pending bits and its core: an error naming the allocation and its
+/// size, which gives back the structure `given`. `core` is the core's size.
+fn refused<S, T>(core: usize, make: impl Fn() -> Result<S, oplog::NoMemory<T>>, given: T)
+where
+    T: PartialEq + std::fmt::Debug + Clone,
+{
+    for (size, part) in [(pending_bytes(), "pending bits"), (core, "core")] {
+        let e = refusing(size, &make)
+            .err()
+            .expect("a structure made with its memory refused");
+        assert_eq!(
+            e.to_string(),
+            format!("cannot allocate an object's {part}: {size} bytes")
+        );
+        assert_eq!(e.into_target(), given.clone());
+    }
+}
+
+/// The structures' own constructors, `Counter::try_new`, `OpSet::try_new`, `OpList::try_new`,
+/// `Rmap::try_new` and `NotifyQueue::try_new`: where their object's memory cannot be
+/// allocated, an error (their `new` aborts the process); structures made before and after it
+/// are exact.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn structures_past_the_memory_left_are_an_error() {
+    use oplog::list::{AbsorbingList, List};
+    use oplog::notify::{Event, NotifyQueue};
+    use oplog::rmap::{IntervalMap, Mapping, Rmap};
+    use oplog::set::OpSet;
+    use oplog::Counter;
+    use std::collections::{BTreeSet, VecDeque};
+    in_child("structures_past_the_memory_left_are_an_error", || {
+        let d = Domain::new();
+        let before = Counter::try_new(&d, 5).expect("memory");
+        refused(
+            core_bytes_of(before.object()),
+            || Counter::try_new(&d, 7),
+            7,
+        );
+        let after = Counter::try_new(&d, 1).expect("made with the memory there");
+        before.add(3);
+        after.inc();
+        assert_eq!((before.read(), after.read()), (8, 2));
+
+        let d = Domain::new();
+        let s = OpSet::<true, true>::try_new(&d).expect("memory");
+        refused(
+            core_bytes_of(s.object()),
+            || OpSet::<true, true>::try_new(&d),
+            BTreeSet::new(),
+        );
+        s.insert(4);
+        assert_eq!(s.to_vec(), [4]);
+
+        let d = Domain::new();
+        let l = AbsorbingList::try_new(&d).expect("memory");
+        // `List` has no `PartialEq`: the one given back is checked to be empty.
+        for (size, part) in [
+            (pending_bytes(), "pending bits"),
+            (core_bytes_of(l.object()), "core"),
+        ] {
+            let e = refusing(size, || AbsorbingList::try_new(&d))
+                .err()
+                .expect("a list made with its memory refused");
+            assert_eq!(
+                e.to_string(),
+                format!("cannot allocate an object's {part}: {size} bytes")
+            );
+            let back: List = e.into_target();
+            assert!(back.is_empty());
+        }
+        l.add(9);
+        assert_eq!(l.to_sorted_vec(), [9]);
+
+        let d = Domain::new();
+        let r = Rmap::<true, true>::try_new(&d).expect("memory");
+        refused(
+            core_bytes_of(r.object()),
+            || Rmap::<true, true>::try_new(&d),
+            IntervalMap::new(),
+        );
+        r.add(Mapping {
+            id: 1,
+            start: 0,
+            end: 4096,
+        });
+        assert_eq!(r.truncate(1024), (1, 3072));
+
+        let d = Domain::new();
+        let q = NotifyQueue::try_new(&d).expect("memory");
+        refused(
+            core_bytes_of(q.object()),
+            || NotifyQueue::try_new(&d),
+            VecDeque::<Event>::new(),
+        );
+        let e = Event {
+            watch: 1,
+            mask: 2,
+            cookie: 3,
+        };
+        q.notify(e.clone());
+        assert_eq!(q.drain(), [e]);
+    });
 }
