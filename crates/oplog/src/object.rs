@@ -99,11 +99,12 @@ impl<L: Log> Table<L> {
 /// most one object's log. Each object gets its way (the same on every CPU) when it is made, in
 /// creation order: object `i` of the domain uses way `i mod ways`, so up to `ways` objects made
 /// in a row never share a way, and past that they share it evenly (an address hash would put
-/// two of them in one way long before: with 1,024 objects in 1,024 ways, about a third of
-/// them). An object that needs a log on a CPU where its way holds another object's log
-/// synchronizes that object first (eviction). A CPU's table is allocated the first time
-/// something is logged on that CPU, and a failure of that allocation aborts the process (see
-/// [`Object::log`], "Aborts").
+/// two of them in one way long before: with 1,024 objects in 1,024 ways, about two thirds of
+/// them share their way with another, since each is alone in its way with probability
+/// (1 − 1/1024)^1023 ≈ 1/e). An object that needs a log on a CPU where its way holds another
+/// object's log synchronizes that object first (eviction). A CPU's table is allocated the first
+/// time something is logged on that CPU, and a failure of that allocation aborts the process
+/// (see [`Object::log`], "Aborts").
 pub struct Domain<L: Log> {
     caches: PerCpu<Table<L>>,
     ways: usize,
