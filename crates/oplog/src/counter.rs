@@ -34,7 +34,9 @@ impl Log for CounterLog {
 }
 
 /// A distributed counter: increments and decrements go to the current CPU's delta; `read`
-/// synchronizes. An idle counter costs one `i64` plus the object header.
+/// synchronizes. An idle counter costs one `i64` plus the object header. The arithmetic wraps
+/// on overflow (as [`i64::wrapping_add`]), in the deltas and in the value alike, so the value
+/// read is the exact sum modulo 2^64 whatever order the deltas are folded in.
 ///
 /// ```
 /// use oplog::{Counter, CounterLog, Domain};
@@ -116,5 +118,25 @@ impl core::fmt::Debug for Counter {
             None => d.field("value", &format_args!("<locked>")),
         };
         d.finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The deltas and the value wrap on overflow, and the value read is the exact sum modulo
+    /// 2^64 however the deltas were folded in (here one delta wraps before it is folded in, and
+    /// the value wraps when it is).
+    #[test]
+    fn the_counter_wraps_on_overflow() {
+        let d = Domain::new();
+        let c = Counter::new(&d, i64::MAX);
+        c.inc();
+        assert_eq!(c.read(), i64::MIN);
+        c.add(i64::MIN);
+        c.add(-1);
+        c.add(2);
+        assert_eq!(c.read(), 1);
     }
 }

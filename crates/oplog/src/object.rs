@@ -120,8 +120,12 @@ impl<L: Log> Domain<L> {
         Self::with_config(DEFAULT_WAYS, DEFAULT_BOUND)
     }
 
-    /// A domain with `ways` ways per CPU (rounded up to a power of two) and logs bounded to
-    /// `bound` entries per CPU per object.
+    /// A domain with `ways` ways per CPU (rounded up to a power of two, at least 1) and logs
+    /// bounded to `bound` entries per CPU per object (at least 1).
+    ///
+    /// # Aborts
+    /// Where the domain's header (with one table slot per CPU, each table still unallocated)
+    /// cannot be allocated, as a failed allocation does.
     ///
     /// # Panics
     /// If one CPU's table of `ways` ways (rounded up) could not be allocated: its size in bytes

@@ -35,6 +35,13 @@ use std::collections::HashMap;
 pub const LOCAL_SCAN: usize = 64;
 
 /// An update that adds or removes one element identified by a key.
+///
+/// `key` and `is_add` run in [`PairedLog`]'s [`Log::push`], and with local absorption so does
+/// the drop of a cancelled add and of its remove, with the CPU's log slot locked: there they
+/// must not log to or synchronize an object of the log's domain, nor drop a handle of one
+/// (an op that holds a handle, or a reference whose last drop does so), which may need that
+/// slot and then waits for ever (see [`Log::push`]). `exec`, and the drops of the ops that
+/// global absorption cancels, run in [`Log::apply`], where the rules are those of `apply`.
 pub trait PairedOp: Send + 'static {
     /// The underlying data structure.
     type Target: Send;

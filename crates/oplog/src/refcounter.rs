@@ -46,7 +46,11 @@ pub struct OpLogCounter {
 }
 
 impl OpLogCounter {
-    /// A scheme with a domain of `ways` ways per CPU.
+    /// A scheme with a domain of `ways` ways per CPU (rounded up to a power of two).
+    ///
+    /// # Panics
+    /// As [`Domain::with_config`]: if one CPU's table of `ways` ways could not be allocated
+    /// (its size in bytes would pass `isize::MAX`).
     pub fn with_ways(ways: usize) -> Self {
         OpLogCounter {
             domain: Domain::with_config(ways, crate::object::DEFAULT_BOUND),
