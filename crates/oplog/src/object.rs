@@ -83,6 +83,23 @@ impl<L: Log> Table<L> {
         }
     }
 
+    /// Allocates the table of `n` ways if it is not allocated yet, or returns the error of that
+    /// allocation (the table stays unallocated then).
+    fn try_allocate(&self, n: usize) -> Result<(), std::collections::TryReserveError> {
+        #[cfg(not(loom))]
+        if self.ways.get().is_none() {
+            let mut ways = Vec::new();
+            ways.try_reserve_exact(n)?;
+            ways.extend((0..n).map(|_| Way::new()));
+            // The capacity is the `n` reserved on an empty vector: no reallocation. Where
+            // another thread allocated the table meanwhile, this one is dropped.
+            let _ = self.ways.set(ways.into_boxed_slice());
+        }
+        #[cfg(loom)]
+        let _ = n;
+        Ok(())
+    }
+
     fn allocated(&self) -> bool {
         #[cfg(not(loom))]
         {
@@ -104,7 +121,8 @@ impl<L: Log> Table<L> {
 /// (1 − 1/1024)^1023 ≈ 1/e). An object that needs a log on a CPU where its way holds another
 /// object's log synchronizes that object first (eviction). A CPU's table is allocated the first
 /// time something is logged on that CPU, and a failure of that allocation aborts the process
-/// (see [`Object::log`], "Aborts").
+/// (see [`Object::log`], "Aborts"), unless [`Domain::try_allocate_tables`] has allocated every
+/// CPU's table beforehand (it returns an error where it cannot).
 pub struct Domain<L: Log> {
     caches: PerCpu<Table<L>>,
     ways: usize,
@@ -171,6 +189,19 @@ impl<L: Log> Domain<L> {
         core::mem::size_of::<Self>()
             + self.caches.len() * core::mem::size_of::<Table<L>>()
             + self.caches.iter().filter(|c| c.allocated()).count() * per
+    }
+
+    /// Allocates now the table of every CPU that has none yet, or returns the error where one
+    /// cannot be allocated (the tables allocated before it are kept). The first
+    /// [`Object::log`] on a CPU allocates that CPU's table, and aborts the process where it
+    /// cannot (`log` has no error to return); after this has returned `Ok`, no `log` allocates
+    /// a table (a `log` still allocates what its [`Log::push`] does, and where it evicts or
+    /// passes the bound, the list of logs it gathers or the room for a log in the spill list
+    /// of a locked object). [`Domain::memory`] counts the tables.
+    pub fn try_allocate_tables(&self) -> Result<(), std::collections::TryReserveError> {
+        self.caches
+            .iter()
+            .try_for_each(|table| table.try_allocate(self.ways))
     }
 
     /// The slot of the CPU this thread runs on. A CPU numbered past the slots (where the count
@@ -940,8 +971,9 @@ impl<L: Log> Object<L> {
     /// [`CounterLog`](crate::CounterLog)). Where that allocation fails, the process aborts, as
     /// it does where an allocation of [`Log::push`] (a log's growth) fails: `log` has no error
     /// to return (its `None` is an update the log absorbed), and an update it could not log
-    /// would be lost. A program that must not abort there logs once on each CPU while it can
-    /// still handle the failure otherwise; [`Domain::memory`] counts the tables made.
+    /// would be lost. A program that must not abort there allocates the tables beforehand with
+    /// [`Domain::try_allocate_tables`], which returns an error instead; [`Domain::memory`]
+    /// counts the tables made.
     pub fn log(&self, op: L::Op) -> Option<Stamp> {
         let core = self.core();
         // The tag is the allocation's own pointer (not one derived from `core`, a shared

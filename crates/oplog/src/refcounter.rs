@@ -2,7 +2,9 @@
 //! `+1`/`-1` on the current CPU (absorbed there into one delta), `read_all` synchronizes. The
 //! first of them on a CPU allocates that CPU's logger table (`ways` × 32 bytes), and aborts the
 //! process where it cannot (see [`Object::log`], "Aborts": a `try_get` returns `None` only for
-//! an object being reclaimed or dead).
+//! an object being reclaimed or dead), unless the tables were allocated beforehand:
+//! `scheme.domain().try_allocate_tables()` ([`Domain::try_allocate_tables`]) allocates them
+//! all, or returns an error.
 //!
 //! Each object is an [`Object`], whose core (its header and count) and pending bits (a word per
 //! 64 CPU slots) are allocated as it is made: `new_object` aborts the process where they cannot

@@ -254,3 +254,52 @@ fn structures_past_the_memory_left_are_an_error() {
         assert_eq!(q.drain(), [e]);
     });
 }
+
+/// [`Domain::try_allocate_tables`] where a CPU's table cannot be allocated: an error, not an
+/// abort, and no table is counted; once it has allocated them, a `log` (on whichever CPU the
+/// thread runs) allocates no table, even with every allocation of a table's size refused, and
+/// an oplog-counter whose domain's tables were allocated takes and gives back references so.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn tables_past_the_memory_left_are_an_error() {
+    in_child("tables_past_the_memory_left_are_an_error", || {
+        let ways = 64;
+        // A CPU's table: what allocating all of them adds to a domain's memory, per CPU slot
+        // (one per possible CPU).
+        let probe = Domain::<CounterLog>::with_config(ways, 4);
+        let before = probe.memory();
+        probe.try_allocate_tables().expect("memory");
+        let table = (probe.memory() - before) / percpu::possible_cpus();
+        assert!(table >= ways * 8, "{table} bytes for {ways} ways");
+        let d = Domain::<CounterLog>::with_config(ways, 4);
+        let bare = d.memory();
+        refusing(table, || d.try_allocate_tables())
+            .expect_err("a table made with its memory refused");
+        assert_eq!(d.memory(), bare, "a table counted that was not allocated");
+        d.try_allocate_tables().expect("made with the memory there");
+        let all = d.memory();
+        assert_eq!(all, bare + percpu::possible_cpus() * table);
+        let o = Object::new(&d, 0);
+        // Every allocation of a table's size refused: a `log` that allocated its table would
+        // abort here.
+        let ((), refused) = percpu::testing::refusing(table, false, || {
+            for _ in 0..3 {
+                o.log(1);
+            }
+        });
+        assert!(!refused, "a log allocated {table} bytes or more");
+        assert_eq!(*o.synchronize(), 3);
+        assert_eq!(d.memory(), all);
+
+        let scheme = OpLogCounter::with_ways(ways);
+        scheme.domain().try_allocate_tables().expect("memory");
+        let obj = scheme.try_new_object().expect("memory");
+        let (token, refused) = percpu::testing::refusing(table, false, || {
+            scheme.try_get(Pin::new(&obj)).expect("a reference")
+        });
+        assert!(!refused, "a try_get allocated {table} bytes or more");
+        assert_eq!(scheme.read_all(Pin::new(&obj)), 1);
+        scheme.put(Pin::new(&obj), token);
+        counts(&scheme, &obj);
+    });
+}
