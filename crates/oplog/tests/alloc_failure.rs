@@ -144,9 +144,16 @@ fn object_try_new_past_the_memory_left_gives_the_target_back() {
 }
 
 /// The bytes of the core of an object of log type `L`, from a made object's
-/// [`Object::memory`] (as [`core_bytes`] for a counter).
+/// [`Object::memory`] (as [`core_bytes`] for a counter, and asserted above the pending bits'
+/// likewise).
 fn core_bytes_of<L: oplog::Log>(o: &Object<L>) -> usize {
-    o.memory() - std::mem::size_of::<Object<L>>() - pending_bytes()
+    let core = o.memory() - std::mem::size_of::<Object<L>>() - pending_bytes();
+    assert!(
+        core > pending_bytes(),
+        "core {core}, pending {}",
+        pending_bytes()
+    );
+    core
 }
 
 /// `make` (a structure's `try_new`) with the first allocation of `size` bytes or more refused,
