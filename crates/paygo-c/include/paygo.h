@@ -93,7 +93,8 @@ typedef enum paygo_error {
                                destructor), or libpaygo.so was unloaded: its destructor ran
                                (at dlclose, or at the exit of a process that loaded it, for a
                                call from a thread still running or a destructor run after
-                               it); linked from libpaygo.a, the process's exit refuses none */
+                               it); linked from libpaygo.a (into a dynamically or a
+                               statically linked program), the process's exit refuses none */
     PAYGO_ENOMEM = -12,     /* domain_init, or the first call that sets up the default domain
                                (see paygo_domain_init): its tables cannot be allocated (nothing
                                is set up; a later call tries again); ref: the thread's anchor

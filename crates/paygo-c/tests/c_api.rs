@@ -55,6 +55,57 @@ fn c_calls_from_a_destructor_at_exit_succeed() {
     build_and_run("exit");
 }
 
+/// Whether `$CC` links static programs: `-print-file-name` names where it finds `file` (glibc's
+/// `libc.a`, or `rcrt1.o` for a static position-independent one), or echoes the bare name.
+fn cc_has(file: &str) -> bool {
+    let out = Command::new(cc::compiler("CC", "cc"))
+        .arg(format!("-print-file-name={file}"))
+        .output();
+    out.is_ok_and(|o| {
+        let p = std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+        p.is_absolute() && p.exists()
+    })
+}
+
+/// As [`c_calls_from_a_destructor_at_exit_succeed`], in a program linked statically
+/// (`-static`, and `-static-pie`), where `libpaygo.a` is part of the program as well: the calls
+/// from its ELF destructor succeed, where they failed with `PAYGO_ESHUTDOWN` (and the destroy
+/// with `PAYGO_EBUSY`): `dladdr`, which the library asked where it was loaded, finds no object
+/// in such a program, and the library took itself for a shared one and deleted its key.
+#[test]
+fn c_calls_from_a_destructor_at_exit_of_a_static_program_succeed() {
+    if !cc_has("libc.a") {
+        percpu::testing::skip("no static glibc (libc.a): static programs are not linked");
+        return;
+    }
+    let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
+    let mut kinds = vec!["-static"];
+    if cc_has("rcrt1.o") {
+        kinds.push("-static-pie");
+    } else {
+        percpu::testing::skip("no rcrt1.o: a static position-independent program is not linked");
+    }
+    for kind in kinds {
+        // A folder of its own: the dynamic program of the test above is built as c_exit.<pid>
+        // too, maybe at the same time.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&kind[1..]);
+        std::fs::create_dir_all(&dir).expect("a folder for the program");
+        // No -lgcc_s, which has no static library: the static link takes libgcc_eh.
+        let exe = cc::build(
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            "exit",
+            &lib,
+            &[kind, "-lpthread", "-ldl", "-lm", "-lrt"],
+            &dir,
+        );
+        let out = cc::run(&mut Command::new(&exe));
+        let text = String::from_utf8_lossy(&out.stdout);
+        println!("{kind}: {text}");
+        let _ = std::fs::remove_file(&exe);
+        assert!(text.contains("failures=0"), "{kind}: {text}");
+    }
+}
+
 /// The process's first calls (the first sets up the default domain, reading sysfs: open(2),
 /// read(2) and close(2) are cancellation points) from a thread whose cancellation is pending
 /// return their results, and the thread is cancelled at its own next cancellation point (a

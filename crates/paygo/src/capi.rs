@@ -383,28 +383,52 @@ extern "C" fn delete_key() {
     }
 }
 
-/// Whether this code is part of the main program (linked from `libpaygo.a`), not of a shared
-/// library: `dladdr` finds [`delete_key`] in the object that holds the program's entry point.
-/// `false` where either cannot be found (the key is then deleted, which is always safe).
+/// Whether this code is part of the main program (linked from `libpaygo.a`, into a
+/// dynamically or a statically linked program), not of a shared library: [`delete_key`] lies
+/// in a loadable segment of the first object that `dl_iterate_phdr` visits, which is the main
+/// program. (`dladdr` would not do: it finds no object at all in a statically linked program,
+/// whose exit then deleted the key.) `false` where that object cannot be read (the key is then
+/// deleted, which is always safe).
 fn in_main_program() -> bool {
-    /// The load address of the object that holds `addr`, or null.
-    fn base_of(addr: *const core::ffi::c_void) -> *mut core::ffi::c_void {
-        // SAFETY: `Dl_info` is plain data (pointers), for which all zeroes is valid.
-        let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
-        // SAFETY: `info` is writable; `dladdr` only looks `addr` up among the loaded objects.
-        if unsafe { libc::dladdr(addr, &mut info) } == 0 {
-            return core::ptr::null_mut();
+    /// `dl_iterate_phdr`'s callback, for the first object only (it returns 1, which ends the
+    /// walk): whether the address in `*data` lies in one of the object's `PT_LOAD` segments,
+    /// into `*data` (non-zero: yes).
+    ///
+    /// # Safety
+    /// `info` is `dl_iterate_phdr`'s description of an object; `data` points to a `usize`.
+    unsafe extern "C" fn in_first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut core::ffi::c_void,
+    ) -> libc::c_int {
+        let at = data.cast::<usize>();
+        // SAFETY: `data` is the `usize` that `in_main_program` passed, which this thread alone
+        // uses during the walk.
+        let addr = unsafe { at.read() } as u64;
+        // SAFETY: `dl_iterate_phdr` passes a valid description of a loaded object.
+        let info = unsafe { &*info };
+        let mut inside = false;
+        if !info.dlpi_phdr.is_null() {
+            // SAFETY: the object's program headers, `dlpi_phnum` of them, mapped with it.
+            let headers =
+                unsafe { core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+            inside = headers.iter().any(|h| {
+                h.p_type == libc::PT_LOAD
+                    && addr.wrapping_sub(info.dlpi_addr.wrapping_add(h.p_vaddr)) < h.p_memsz
+            });
         }
-        info.dli_fbase
+        // SAFETY: as above.
+        unsafe { at.write(usize::from(inside)) };
+        1
     }
-    // SAFETY: `getauxval` reads the process's auxiliary vector.
-    let entry = unsafe { libc::getauxval(libc::AT_ENTRY) };
-    if entry == 0 {
-        return false;
-    }
-    let main = base_of(entry as *const core::ffi::c_void);
-    let ours = base_of(delete_key as *const core::ffi::c_void);
-    !main.is_null() && main == ours
+    let mut data = delete_key as *const () as usize;
+    // SAFETY: the callback reads `data` and writes it back, and never unwinds. The walk's lock
+    // (glibc's `dl_load_write_lock`, recursive) is not held by the loader while it runs
+    // `.fini_array` functions (at `dlclose`, at the exit), so the walk does not wait there.
+    let walked =
+        unsafe { libc::dl_iterate_phdr(Some(in_first), core::ptr::addr_of_mut!(data).cast()) };
+    // The callback's 1 ends the walk and is its result; 0: no object was visited.
+    walked == 1 && data == 1
 }
 
 /// [`delete_key`] among the library's ELF destructors.
