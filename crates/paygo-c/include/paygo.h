@@ -24,12 +24,14 @@
  * an entry) is asked for without aborting (PAYGO_ENOMEM).
  *
  * Thread cancellation: no call is a cancellation point. The set-up of the domain (by the
- * first call that needs it, or paygo_domain_init) reads sysfs (open, read, close), and runs
- * with the calling thread's cancellation disabled (pthread_setcancelstate), so a pending
- * pthread_cancel is acted on at the caller's next cancellation point, after the call returned
- * (acted on inside the library, it would unwind the thread through the library's state); the
- * calls' other paths reach no cancellation point, but for the message that a caught panic (a
- * bug, PAYGO_EINTERNAL) writes to stderr. No call is async-cancel-safe.
+ * first call that needs it, or paygo_domain_init) reads sysfs (open, read, close), and the
+ * making of a thread's anchor information (by its first paygo_ref) reads random keys
+ * (getrandom); both run with the calling thread's cancellation disabled
+ * (pthread_setcancelstate), so a pending pthread_cancel is acted on at the caller's next
+ * cancellation point, after the call returned (acted on inside the library, it would unwind
+ * the thread through the library's state); the calls' other paths reach no cancellation
+ * point, but for the message that a caught panic (a bug, PAYGO_EINTERNAL) writes to stderr. No
+ * call is async-cancel-safe.
  *
  * Signal handlers: no call is async-signal-safe. A call may allocate memory (the domain's
  * tables, the thread's anchor information, room in it or on an overflow list) and may wait for

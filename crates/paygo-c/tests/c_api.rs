@@ -110,7 +110,10 @@ fn c_calls_from_a_destructor_at_exit_of_a_static_program_succeed() {
 /// read(2) and close(2) are cancellation points) from a thread whose cancellation is pending
 /// return their results, and the thread is cancelled at its own next cancellation point (a
 /// cancellation acted on inside the library would abort the process: its forced unwind is
-/// caught at the library's boundary).
+/// caught at the library's boundary). So do a later thread's first calls, once the domain
+/// exists: its first `paygo_ref` makes its anchor information, whose map's hasher reads the
+/// thread's random keys with getrandom(2), a cancellation point too (the process aborted,
+/// "FATAL: exception not rethrown").
 #[test]
 fn c_calls_from_a_thread_whose_cancellation_is_pending_return() {
     let out = build_and_run("cancel");

@@ -494,7 +494,12 @@ extern "C" fn release_at_exit(p: *mut core::ffi::c_void) {
 
 /// A new, empty `AnchorInfo` on the heap (to be freed as a `Box`), or `None` if the
 /// allocation fails: `Box::new` would abort the process, which no call of the C API may do.
+/// Made with the thread's cancellation disabled (`NoCancel`): the map's hasher takes the
+/// thread's random keys, which std reads, at the thread's first hasher, with `getrandom(2)`,
+/// a cancellation point of glibc (a pending `pthread_cancel` acted on there would unwind the
+/// thread into the boundary's `catch_unwind`, and glibc would abort the process).
 fn new_info() -> Option<*mut AnchorInfo> {
+    let _no_cancel = NoCancel::new();
     let layout = core::alloc::Layout::new::<AnchorInfo>();
     // SAFETY: `AnchorInfo` is not zero-sized (a RefCell of a HashMap).
     let p = unsafe { std::alloc::alloc(layout) } as *mut AnchorInfo;

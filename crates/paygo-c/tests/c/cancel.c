@@ -4,9 +4,12 @@
  * close(2): cancellation points of the C library). No call acts on the request: each returns
  * its result, the thread is cancelled at its own next cancellation point (pthread_testcancel),
  * and the domain goes on working. (Acted on inside the library, the cancellation's forced
- * unwind would be caught at its boundary and the process would abort.) The cancelled thread calls
- * nothing but the library before its pthread_testcancel: stdio's calls are cancellation points
- * too. Prints "ok cancel" and "failures=N"; exits non-zero on any failure. */
+ * unwind would be caught at its boundary and the process would abort.) Then a second thread,
+ * its cancellation pending too, makes its first paygo call once the domain exists: a paygo_ref,
+ * which makes the thread's anchor information, whose map is seeded with the thread's first
+ * random keys (getrandom(2), a cancellation point of glibc). The cancelled threads call nothing
+ * but the library before their pthread_testcancel: stdio's calls are cancellation points too.
+ * Prints "ok cancel" and "failures=N"; exits non-zero on any failure. */
 #define _GNU_SOURCE
 #include "paygo.h"
 #include "check.h"
@@ -37,6 +40,21 @@ static void *calls(void *arg) {
     return NULL;
 }
 
+/* What the second cancelled thread's calls returned. */
+static struct {
+    int ref, unref;
+} later;
+
+/* The thread's first paygo calls, the domain made: a reference taken and given back. */
+static void *first_ref(void *arg) {
+    (void)arg;
+    pthread_cancel(pthread_self());
+    later.ref = paygo_ref(&obj); /* makes the thread's anchor information */
+    later.unref = paygo_unref(&obj);
+    pthread_testcancel();
+    return NULL;
+}
+
 int main(void) {
     pthread_t t;
     void *res = NULL;
@@ -53,6 +71,14 @@ int main(void) {
     CHECK_EQ(paygo_ref(&obj), PAYGO_OK);
     CHECK_EQ(paygo_read_all(&obj), 1);
     CHECK_EQ(paygo_unref(&obj), PAYGO_OK);
+    /* A thread whose first call comes after the domain was made. */
+    res = NULL;
+    CHECK_EQ(pthread_create(&t, NULL, first_ref, NULL), 0);
+    CHECK_EQ(pthread_join(t, &res), 0);
+    CHECK(res == PTHREAD_CANCELED);
+    CHECK_EQ(later.ref, PAYGO_OK);
+    CHECK_EQ(later.unref, PAYGO_OK);
+    CHECK_EQ(paygo_read_all(&obj), 0);
     CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_OK);
     printf("ok cancel\n");
     printf("failures=%d\n", failures);
