@@ -19,7 +19,9 @@
  * Before dlclose() of libpagecache.so, every thread that used it calls
  * pagecache_prepare_unload(), and the program closes every file and frees every cache: no
  * handle outlives the library (a "refcache" cache left alive also keeps its epoch thread
- * running, and with it the library loaded).
+ * running, and with it the library loaded). A thread that used paygo.h's functions of the
+ * library follows paygo.h's unload procedure too (paygo_prepare_unload(), which frees the
+ * thread's anchor information, so that its exit runs no code of the library).
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
