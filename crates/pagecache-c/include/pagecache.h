@@ -93,9 +93,11 @@
  *     handle there returns PAGECACHE_EFORKED at once (and pagecache_free of its cache handle
  *     returns) instead of waiting for it for ever: the handle is closed, and the file or
  *     cache it held is neither written back nor freed, as that call may have left it half
- *     changed (its pages stay with the parent). Other calls with such a handle in the child
- *     may wait for ever for locks that call held: in a child of a threaded parent, as POSIX
- *     says, call only async-signal-safe functions until exec.
+ *     changed (its pages stay with the parent). Neither its slot nor that of a closed handle
+ *     such a call was made with (about to return PAGECACHE_EBADF) is reused in the child, so
+ *     a handle opened there never returns PAGECACHE_EFORKED. Other calls with such a handle
+ *     in the child may wait for ever for locks that call held: in a child of a threaded
+ *     parent, as POSIX says, call only async-signal-safe functions until exec.
  *   - A pointer that no pagecache_new or pagecache_open returned (a file handle passed as a
  *     cache handle included) is not checked: passing one is undefined behaviour.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with

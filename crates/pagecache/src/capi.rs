@@ -19,7 +19,8 @@
 //!   open handle or gets `PAGECACHE_EBADF` (or, once the slot was reused, the new handle). In a
 //!   child of `fork`, a pin of a thread of the parent (marked by a `pthread_atfork` handler) is
 //!   never dropped: a close that finds one returns [`PAGECACHE_EFORKED`] without waiting, and
-//!   leaves the value in its slot.
+//!   leaves the value in its slot; an open takes no free slot that one holds (its call was
+//!   made with the closed handle).
 //! * A file handle holds the cache's shared state (an `Arc`), so it may outlive its
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
@@ -1456,6 +1457,74 @@ mod tests {
             assert_eq!(pagecache_close(f), PAGECACHE_OK);
             pagecache_free(c);
         }
+    }
+
+    /// In a child of `fork`, the slot of a closed handle that a thread of the parent was
+    /// calling with when it forked (its pin published, the call about to return
+    /// `PAGECACHE_EBADF`) is not handed to a later open: that pin is never dropped in the child,
+    /// so the new handle's close would take it for a call in progress on its file and return
+    /// `PAGECACHE_EFORKED`, its written bytes never written back. The child's open gets
+    /// another slot, and its close writes the file back and returns `PAGECACHE_OK`.
+    #[test]
+    fn a_child_of_fork_reuses_no_slot_that_a_thread_of_the_parent_pinned() {
+        let _tables = tables_alone();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = file_in(&dir, "f", 100, 3);
+        let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        // SAFETY: a live handle, closed once: its slot is the next one an open takes.
+        assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+        let fs = Shared(f);
+        let (pinned_tx, pinned) = std::sync::mpsc::channel();
+        let (end_tx, end) = std::sync::mpsc::channel::<()>();
+        let user = std::thread::spawn(move || {
+            // A call with the closed handle, as `enter` begins one: its pin is published,
+            // and it then finds the slot closed.
+            let pin = pins::Pin::new(fs.get().cast_const().cast());
+            // SAFETY: a closed handle of the files' table.
+            assert_eq!(unsafe { enter(fs.get()) }.err(), Some(PAGECACHE_EBADF));
+            pinned_tx.send(()).expect("say the call began");
+            end.recv().expect("wait for the fork's end");
+            drop(pin);
+        });
+        pinned.recv().expect("the call began");
+        // SAFETY: the child calls only the library and async-signal-safe functions (alarm,
+        // open, pread, close, _exit); the parent waits for it.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: as above; `c` is live in the child's copy of the tables, `path` a
+            // NUL-terminated string, `g` and `b` writable.
+            unsafe {
+                libc::alarm(60);
+                let mut g = null_mut();
+                let opened = pagecache_open(c, path.as_ptr(), &mut g);
+                let wrote = pagecache_write_at(g, b"wxyz".as_ptr().cast(), 4, 0);
+                let closed = pagecache_close(g);
+                let mut b = [0u8; 4];
+                let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+                let read = libc::pread(fd, b.as_mut_ptr().cast(), 4, 0);
+                libc::close(fd);
+                let ok = opened == PAGECACHE_OK
+                    && wrote == 4
+                    && closed == PAGECACHE_OK
+                    && read == 4
+                    && &b == b"wxyz";
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+        }
+        assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+        let mut status = 0;
+        // SAFETY: waits for the child just forked; `status` is writable.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        end_tx.send(()).expect("end the call");
+        user.join().expect("the calling thread");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child's close did not write its file back (exit 1) or waited (SIGALRM): \
+             {status:#x}"
+        );
+        // SAFETY: a live handle, freed once.
+        unsafe { pagecache_free(c) };
     }
 
     /// A close racing a thread whose calls go from one handle to another: the close waits for

@@ -85,11 +85,17 @@ impl<T: Send + Sync + 'static> Table<T> {
         }
     }
 
-    /// A closed slot: off the free list, or from a new chunk.
+    /// A closed slot: off the free list, or from a new chunk. In a child of `fork`, a free slot
+    /// that a thread of the parent pinned (its call with the closed handle, about to return
+    /// `PAGECACHE_EBADF`, never returns in the child) is taken off the list for good: the pin
+    /// stays, and the close of a handle opened in the slot would take it for a call on that
+    /// handle (`PAGECACHE_EFORKED`, the file never written back).
     fn closed_slot(&self) -> &'static Slot<T> {
         let mut free = lock(&self.free);
-        if let Some(s) = free.pop() {
-            return s;
+        while let Some(s) = free.pop() {
+            if !pins::pinned_for_ever(core::ptr::from_ref(s).cast()) {
+                return s;
+            }
         }
         let chunk: &'static [Slot<T>] =
             Box::leak((0..CHUNK).map(|_| Slot::new()).collect::<Box<[_]>>());
@@ -238,6 +244,10 @@ pub(super) mod pins {
     /// Every record ever made, newest first (push only).
     static RECORDS: AtomicPtr<Record> = AtomicPtr::new(null_mut());
 
+    /// Set in a child of `fork` where [`forked`] marked a record orphaned: opens then check
+    /// the free slots they take ([`pinned_for_ever`]).
+    static ORPHANS: AtomicBool = AtomicBool::new(false);
+
     thread_local! {
         /// This thread's record, once it has one.
         static MINE: Cell<Option<&'static Record>> = const { Cell::new(None) };
@@ -325,8 +335,9 @@ pub(super) mod pins {
         None
     }
 
-    /// A call's pin on a slot, published until dropped.
-    pub(super) struct Pin {
+    /// A call's pin on a slot, published until dropped (the unit tests make one to stand for
+    /// a call in progress).
+    pub(in crate::capi) struct Pin {
         record: &'static Record,
         /// A record claimed for this call alone (a call nested in another one of the same
         /// thread, from a signal handler, or one made while the thread exits).
@@ -336,7 +347,7 @@ pub(super) mod pins {
     impl Pin {
         /// Publishes that this thread uses `slot`'s value from now until the pin is dropped.
         #[inline]
-        pub(super) fn new(slot: *const u8) -> Pin {
+        pub(in crate::capi) fn new(slot: *const u8) -> Pin {
             let (record, temporary) = match mine() {
                 Some(r) if r.slot.load(Ordering::Relaxed).is_null() => (r, false),
                 _ => (temporary_record(), true),
@@ -407,9 +418,33 @@ pub(super) mod pins {
             if r.owned.load(Ordering::Relaxed) && !mine.is_some_and(|m| core::ptr::eq(m, r)) {
                 // Relaxed: the child's threads all begin after this (their spawn orders it).
                 r.orphaned.store(true, Ordering::Relaxed);
+                ORPHANS.store(true, Ordering::Relaxed);
             }
             p = r.next.load(Ordering::Relaxed);
         }
+    }
+
+    /// Whether a record orphaned by a `fork` (see [`forked`]) holds a pin on `slot`: one that
+    /// is never dropped. `false` at once in a process that never forked with other threads.
+    pub(super) fn pinned_for_ever(slot: *const u8) -> bool {
+        // Relaxed: set in the child before any of its threads began (see `forked`).
+        if !ORPHANS.load(Ordering::Relaxed) {
+            return false;
+        }
+        // Acquire: as in `claim`.
+        let mut p = RECORDS.load(Ordering::Acquire);
+        // SAFETY: records are never freed; `p` is null or one of them.
+        while let Some(r) = unsafe { p.as_ref() } {
+            // Relaxed: an orphaned record's fields are the parent's at the fork, and no thread
+            // of the child writes them (it is owned for ever).
+            if r.orphaned.load(Ordering::Relaxed)
+                && r.slot.load(Ordering::Relaxed).cast_const() == slot
+            {
+                return true;
+            }
+            p = r.next.load(Ordering::Relaxed);
+        }
+        false
     }
 
     /// After a slot was closed: waits until no call that may have seen it live holds a pin on
