@@ -52,6 +52,13 @@
  * leave the call it interrupted (longjmp, pthread_exit): the call is never finished, and the
  * thread's references may leak.
  *
+ * fork(2): the child has only the thread that forked. The references that the parent's other
+ * threads held are never given back there (nor counted by paygo_leftovers_released): their
+ * objects are never reclaimed in the child (PAYGO_EBUSY). A lock of the domain that one of
+ * those threads held when the process forked is never released in the child, and a call that
+ * waits for it there waits for ever: in a child of a threaded parent, as POSIX says, call only
+ * async-signal-safe functions (and so none of this library's) until exec.
+ *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
  * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
  * or misaligned for its type (objects and paygo_stats_t: 8 bytes) is refused with
