@@ -288,7 +288,9 @@ impl Lists {
     fn trim(&mut self) -> Delta {
         let before = self.map_bytes();
         if self.map.is_empty() && before != 0 {
-            self.map = HashMap::new();
+            // In place: the map keeps its hasher (a new one would read the thread's random
+            // keys, with `getrandom(2)` the first time on a thread: a cancellation point).
+            self.map.shrink_to_fit();
         }
         Delta {
             bytes: self.map_bytes() as isize - before as isize,
@@ -319,8 +321,9 @@ impl Lists {
         let before = self.map_bytes();
         self.map.remove(&obj);
         if self.map.is_empty() {
-            // Give the table back too, so that an idle domain holds no overflow memory.
-            self.map = HashMap::new();
+            // Give the table back too, so that an idle domain holds no overflow memory (in
+            // place, as in `trim`).
+            self.map.shrink_to_fit();
         }
         Some(Delta {
             bytes: self.map_bytes() as isize - before as isize - freed as isize,
