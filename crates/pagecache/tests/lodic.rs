@@ -1,7 +1,8 @@
 //! LODIC mappings over the page cache: content through mappings, exact counts (global plus
 //! embedded) against a model, overflow into the global counter, reclaim refused while any
-//! mapping counts a reference, both reverse maps, bad input, and a stress of map / read / hold
-//! / unmap / drop_cache / eviction with forced migration and content checks.
+//! mapping counts a reference, both reverse maps, bad input, a stress of map / read / hold /
+//! unmap / drop_cache / eviction with forced migration and content checks, and reads through
+//! mappings against a byte model of a file written, cut, synced and dropped with failing I/O.
 
 #[macro_use]
 mod common;
@@ -1349,5 +1350,373 @@ fn lodic_memory_counts_the_per_page_mapping_counts() {
         drop(f);
         assert_eq!(c.lodic_memory().mapcount_bytes, two, "{rmap:?}: f's went");
         assert_eq!(c.lodic_memory().mappings, 0);
+    }
+}
+
+/// A fault hook that fails, from a counter seeded with `seed` (the same I/Os in every run), one
+/// in `one_in(kind)` of the I/Os of each kind (0: none of that kind), while `on` is set.
+fn failing_io(
+    on: std::sync::Arc<AtomicBool>,
+    seed: u64,
+    one_in: fn(pagecache::IoKind) -> u64,
+) -> pagecache::FaultHook {
+    let draws = AtomicU64::new(seed);
+    std::sync::Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+        if !on.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        // splitmix64 of the counter.
+        let mut x = draws.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        let n = one_in(ev.kind);
+        if n > 0 && x.is_multiple_of(n) {
+            return Err(std::io::Error::other("injected EIO"));
+        }
+        Ok(())
+    })
+}
+
+/// Writes `bytes` at `off` into `model` (grown with zeros to cover them).
+fn model_write(model: &mut Vec<u8>, off: u64, bytes: &[u8]) {
+    let (a, b) = (off as usize, off as usize + bytes.len());
+    if model.len() < b {
+        model.resize(b, 0);
+    }
+    model[a..b].copy_from_slice(bytes);
+}
+
+/// One writable file driven by random steps against a byte model, in a cache of `limit`
+/// frames whose fault hook fails some fills, publications, write-backs, `fdatasync`s, cuts and
+/// direct writes: writes of up to two pages and a bit (across pages, past the end, into the
+/// holes they leave), reads through two mappings (one of the whole file as it was when made,
+/// one of a part) and through the file, pages held through a mapping while the file is
+/// written, cut or dropped, cuts and growths, syncs and drops. A write that fails has written
+/// the pages before the one that failed and none from it on (found by reading them back with
+/// the faults off), and the length covers those. Every byte read through a mapping or a held
+/// page is the model's, or a zero past the end (pages a cut dropped read as zeros); every
+/// read through the file is the model's; at the end of each mapping's life no page counts a
+/// reference, and the disk equals the model.
+fn mapped_reads_against_the_model<C: RefCounter>(
+    scheme: C,
+    rmap: Rmap,
+    mode: pagecache::Mode,
+    limit: usize,
+    seed: u64,
+) {
+    let tag = format!("{} {rmap:?} {mode:?} limit {limit} seed {seed}", C::NAME);
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", 3 * P + 100);
+    let mut model = pattern(3 * P + 100);
+    let on = std::sync::Arc::new(AtomicBool::new(true));
+    let mut cfg = Config::new(limit, C::NAME);
+    cfg.rmap = rmap;
+    cfg.mode = mode;
+    cfg.fault = Some(failing_io(on.clone(), seed, |kind| match kind {
+        pagecache::IoKind::Fill => 7,
+        pagecache::IoKind::Filled => 9,
+        pagecache::IoKind::WriteBack => 3,
+        _ => 5,
+    }));
+    let c = PageCacheOf::with_scheme(scheme, &cfg).unwrap();
+    let f = c.open(&path).unwrap();
+    let mut rng = Rng::new(seed);
+    let byte = |model: &Vec<u8>, off: u64| model.get(off as usize).copied().unwrap_or(0);
+    let injected = |r: std::io::Result<()>, at: &str| {
+        if let Err(e) = r {
+            assert!(e.to_string().contains("injected"), "{at}: {e}");
+        }
+    };
+    // A write at `off` that may fail: the model takes the page parts it wrote.
+    let write = |model: &mut Vec<u8>, off: u64, bytes: &[u8], at: &str| {
+        let Err(e) = f.write_at(bytes, off) else {
+            model_write(model, off, bytes);
+            return;
+        };
+        injected(Err(e), at);
+        on.store(false, Ordering::Relaxed);
+        let mut done = 0;
+        while done < bytes.len() {
+            let a = off + done as u64;
+            let k = ((P - a % P) as usize).min(bytes.len() - done);
+            let mut b = vec![0u8; k];
+            let n = f.read_at(&mut b, a).unwrap();
+            if n < k || b != bytes[done..done + k] {
+                break;
+            }
+            model_write(model, a, &b);
+            done += k;
+        }
+        assert_eq!(
+            f.len(),
+            model.len() as u64,
+            "{at}: the length over what was written"
+        );
+        on.store(true, Ordering::Relaxed);
+    };
+    for epoch in 0..percpu::testing::reps(8) {
+        if model.is_empty() {
+            on.store(false, Ordering::Relaxed);
+            f.write_at(&[5], 0).unwrap();
+            model.push(5);
+            on.store(true, Ordering::Relaxed);
+        }
+        let pages = (model.len() as u64).div_ceil(P);
+        let first = rng.below(pages);
+        let part = f.map(first, 1 + rng.below(pages - first)).unwrap();
+        let whole = f.map(0, pages).unwrap();
+        for step in 0..percpu::testing::reps(60) {
+            let at = format!("{tag}: epoch {epoch} step {step}");
+            match rng.below(10) {
+                0..=2 => {
+                    let off = rng.below(model.len() as u64 + 3 * P);
+                    let len = 1 + rng.below(2 * P + 10) as usize;
+                    let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8 | 1).collect();
+                    write(&mut model, off, &bytes, &at);
+                }
+                3 | 4 => {
+                    let m = if rng.below(2) == 0 { &part } else { &whole };
+                    let o = rng.below(m.len());
+                    let mut b = vec![0u8; (1 + rng.below(2 * P)).min(m.len() - o) as usize];
+                    match m.read_at(&mut b, o) {
+                        Ok(()) => {
+                            let from = m.first_page() * P + o;
+                            for (j, &x) in b.iter().enumerate() {
+                                let off = from + j as u64;
+                                assert_eq!(x, byte(&model, off), "{at}: mapped byte {off}");
+                            }
+                        }
+                        Err(e) => injected(Err(e), &at),
+                    }
+                }
+                5 => {
+                    let k = rng.below(part.pages());
+                    let g = match part.page(k) {
+                        Ok(g) => g,
+                        Err(e) if e.kind() == ErrorKind::OutOfMemory => continue,
+                        Err(e) => {
+                            injected(Err(e), &at);
+                            continue;
+                        }
+                    };
+                    let page = part.first_page() + k;
+                    match rng.below(3) {
+                        0 => injected(f.drop_cache().map(|_| ()), &at),
+                        1 => {
+                            let to = rng.below(model.len() as u64 + 1);
+                            match f.set_len(to) {
+                                Ok(()) => model.truncate(to as usize),
+                                Err(e) => injected(Err(e), &at),
+                            }
+                        }
+                        _ => {
+                            let bytes = [rng.next() as u8 | 1; 7];
+                            write(&mut model, page * P + rng.below(P - 7), &bytes, &at);
+                        }
+                    }
+                    let mut b = vec![0u8; PAGE_SIZE];
+                    g.read(0, &mut b);
+                    for (j, &x) in b.iter().enumerate() {
+                        let off = page * P + j as u64;
+                        assert_eq!(x, byte(&model, off), "{at}: held byte {off}");
+                    }
+                }
+                6 => injected(f.sync(), &at),
+                7 => injected(f.drop_cache().map(|_| ()), &at),
+                8 => {
+                    let to = if rng.below(2) == 0 {
+                        rng.below(model.len() as u64 + 1)
+                    } else {
+                        model.len() as u64 + rng.below(3 * P)
+                    };
+                    match f.set_len(to) {
+                        Ok(()) => model.resize(to as usize, 0),
+                        Err(e) => injected(Err(e), &at),
+                    }
+                }
+                _ => {
+                    let o = rng.below(model.len() as u64 + P);
+                    let mut b = vec![0u8; rng.below(3 * P) as usize];
+                    match f.read_at(&mut b, o) {
+                        Ok(n) => {
+                            let o = o as usize;
+                            assert_eq!(n, model.len().saturating_sub(o).min(b.len()), "{at}");
+                            let want = &model[o.min(model.len())..][..n];
+                            assert!(b[..n] == *want, "{at}: read at {o}");
+                        }
+                        Err(e) => injected(Err(e), &at),
+                    }
+                }
+            }
+            assert_eq!(f.len(), model.len() as u64, "{at}: length");
+        }
+        drop((part, whole));
+        for p in 0..(model.len() as u64).div_ceil(P).max(pages) {
+            assert_eq!(f.page_count(p), 0, "{tag}: epoch {epoch}: page {p} counted");
+        }
+    }
+    on.store(false, Ordering::Relaxed);
+    f.close().unwrap();
+    assert!(std::fs::read(&path).unwrap() == model, "{tag}: on disk");
+    assert_eq!(c.stats().resident, 0, "{tag}: frames in use");
+}
+
+/// [`mapped_reads_against_the_model`] over `atomic` and PAYGO, both reverse maps, counting and
+/// optimistic reads, in caches of 1 frame (a page held through a mapping sends every other
+/// read and write straight to the file) and 3.
+#[test]
+fn mapped_reads_follow_the_model_under_writes_cuts_and_failing_io() {
+    for rmap in RMAPS {
+        for mode in [pagecache::Mode::Counting, pagecache::Mode::Optimistic] {
+            for limit in [1, 3] {
+                let seed = 7 + limit as u64;
+                mapped_reads_against_the_model(Atomic, rmap, mode, limit, seed);
+                mapped_reads_against_the_model(paygo::Domain::new(), rmap, mode, limit, seed);
+            }
+        }
+    }
+}
+
+/// Sets its flag when dropped by a panic.
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Writers each own two pages of a file, write them (within a page and across the two) and read
+/// their own bytes back through a mapping of them, through the file, and, after each `sync`
+/// that succeeds, from the disk; owners read pages nobody writes through mappings and hold
+/// some; a thread syncs and drops the file in a loop; the cache has fewer frames than pages,
+/// so eviction writes pages back too; and a third of the write-backs fail. Every read is the
+/// writer's model or the pattern, a `sync` that returns `Ok` leaves the writer's bytes on disk
+/// (whichever write-back took them), and at the end the disk equals the models.
+fn own_writes_through_mappings<C: RefCounter>(scheme: C, rmap: Rmap, seed: u64) {
+    const READ_ONLY: u64 = 8;
+    const WRITERS: u64 = 3;
+    const OWN: u64 = 2;
+    let tag = format!("{} {rmap:?} seed {seed}", C::NAME);
+    let total = (READ_ONLY + WRITERS * OWN) * P;
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", total);
+    let on = std::sync::Arc::new(AtomicBool::new(true));
+    let mut cfg = Config::new(5, C::NAME);
+    cfg.rmap = rmap;
+    cfg.fault = Some(failing_io(on.clone(), seed, |kind| {
+        if kind == pagecache::IoKind::WriteBack {
+            3
+        } else {
+            0
+        }
+    }));
+    let c = PageCacheOf::with_scheme(scheme, &cfg).unwrap();
+    let f = c.open(&path).unwrap();
+    let stop = AtomicBool::new(false);
+    let models: Vec<Vec<u8>> = std::thread::scope(|s| {
+        for t in 0..2 {
+            let (f, stop) = (&f, &stop);
+            s.spawn(move || {
+                let mut rng = Rng::new(seed + t);
+                while !stop.load(Ordering::Relaxed) {
+                    let m = f.map(rng.below(READ_ONLY - 3), 4).unwrap();
+                    for _ in 0..50 {
+                        let o = rng.below(m.len() - 64);
+                        let mut b = [0u8; 64];
+                        m.read_at(&mut b, o).unwrap();
+                        check_bytes(&b, m.first_page() * P + o);
+                        if rng.below(8) == 0 {
+                            let Ok(g) = m.page(o / P) else {
+                                continue;
+                            };
+                            std::thread::yield_now();
+                            let x = (o % P).min(P - 64);
+                            g.read(x as usize, &mut b);
+                            check_bytes(&b, (m.first_page() + o / P) * P + x);
+                        }
+                    }
+                }
+            });
+        }
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (f, tag, stop) = (&f, &tag, &stop);
+                s.spawn(move || {
+                    // A failure stops the other threads, which would otherwise run for ever.
+                    let _stop = StopOnPanic(stop);
+                    let first = READ_ONLY + w * OWN;
+                    let mut model = pattern(total)[(first * P) as usize..].to_vec();
+                    model.truncate((OWN * P) as usize);
+                    let mut rng = Rng::new(seed * 7 + w);
+                    let m = f.map(first, OWN).unwrap();
+                    let span = |rng: &mut Rng| {
+                        let o = rng.below(OWN * P - 1);
+                        (o, (1 + rng.below(P + 100)).min(OWN * P - o) as usize)
+                    };
+                    for step in 0..percpu::testing::reps(600) {
+                        let at = format!("{tag}: writer {w} step {step}");
+                        let (o, n) = span(&mut rng);
+                        let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                        assert_eq!(f.write_at(&bytes, first * P + o).unwrap(), n, "{at}");
+                        model_write(&mut model, o, &bytes);
+                        let (o, n) = span(&mut rng);
+                        let mut b = vec![0u8; n];
+                        m.read_at(&mut b, o).unwrap();
+                        let want = &model[o as usize..][..n];
+                        assert!(b == want, "{at}: read through the mapping at {o}");
+                        assert_eq!(f.read_at(&mut b, first * P + o).unwrap(), n, "{at}");
+                        assert!(b == want, "{at}: read through the file at {o}");
+                        if rng.below(32) == 0 && f.sync().is_ok() {
+                            use std::os::unix::fs::FileExt;
+                            let mut d = vec![0u8; model.len()];
+                            std::fs::File::open(f.path())
+                                .and_then(|disk| disk.read_exact_at(&mut d, first * P))
+                                .unwrap();
+                            assert!(d == model, "{at}: on disk after a sync");
+                        }
+                    }
+                    model
+                })
+            })
+            .collect();
+        let (f, stop) = (&f, &stop);
+        let dropper = s.spawn(move || {
+            for k in 0u64.. {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let _ = if k % 2 == 0 {
+                    f.drop_cache().map(|_| ())
+                } else {
+                    f.sync()
+                };
+                std::thread::yield_now();
+            }
+        });
+        let models = writers.into_iter().map(|h| h.join().unwrap()).collect();
+        stop.store(true, Ordering::Relaxed);
+        dropper.join().unwrap();
+        models
+    });
+    on.store(false, Ordering::Relaxed);
+    f.close().unwrap();
+    let mut want = pattern(total);
+    for (w, m) in models.iter().enumerate() {
+        let at = ((READ_ONLY + w as u64 * OWN) * P) as usize;
+        want[at..at + m.len()].copy_from_slice(m);
+    }
+    assert!(std::fs::read(&path).unwrap() == want, "{tag}: on disk");
+    assert_eq!(c.stats().resident, 0, "{tag}: frames in use");
+}
+
+#[test]
+fn own_writes_read_back_through_mappings_and_from_disk_after_syncs() {
+    for rmap in RMAPS {
+        own_writes_through_mappings(Atomic, rmap, 3);
+        own_writes_through_mappings(paygo::Domain::new(), rmap, 5);
     }
 }
