@@ -80,6 +80,12 @@ pub struct IoEvent<'a> {
 /// Called before every I/O, and after a fill's read ([`IoKind::Filled`]); an `Err` is
 /// returned as that I/O's error instead of issuing it (fault injection for tests). A panic of
 /// the hook is caught and taken as such an error.
+///
+/// The hook runs inside the cache's own work: for write-backs, direct I/O and `set_len` under
+/// the cache's allocator lock, and for a fill while the page is marked as being filled. A
+/// hook that calls back into the same cache (a read or write of the page being filled, or any
+/// call that takes the allocator lock) can wait for ever; it should only decide, sleep, or
+/// count.
 pub type FaultHook = Arc<dyn Fn(&IoEvent<'_>) -> io::Result<()> + Send + Sync>;
 
 /// What a cache is made with.
