@@ -40,7 +40,9 @@
 //! [`Arc::into_raw`] turns a reference into a pointer, which cannot say where a per-CPU count
 //! holds it: the reference moves into a count kept in the allocation under its registry lock,
 //! which every reclaim of an `Arc` allocation holds and none passes while the count is not
-//! zero; [`Arc::from_raw`] moves it back.
+//! zero. The `Arc` that [`Arc::from_raw`] makes keeps it there until it is dropped or needs it
+//! counted on a CPU (the unique-owner calls), so that one forgotten (a borrow of the pointer's
+//! reference, as `std`'s `Wake` for `Arc` makes) leaves the pointer's reference as it was.
 
 use crate::table::Slot;
 use crate::{Anchor, Domain, Header};
@@ -577,7 +579,9 @@ fn my_shard() -> usize {
 /// more than the pointer (where its reference is counted: CPU, slot and generation).
 pub struct Arc<T: ?Sized> {
     inner: NonNull<ArcInner<T>>,
-    /// Where the reference is counted: `cpu << 32 | slot` (the slot within that CPU's table).
+    /// Where the reference is counted: `cpu << 32 | slot` (the slot within that CPU's table),
+    /// or [`IN_RAW`]: in the allocation's count of references held as raw pointers (an `Arc`
+    /// made by [`Arc::from_raw`] whose reference was not yet moved to a CPU's table).
     pos: u64,
     /// The generation of the entry that counts it.
     gen: u64,
@@ -705,6 +709,7 @@ impl<T> Arc<T> {
     where
         T: Clone + Send + 'static,
     {
+        this.counted_on_a_cpu();
         if !this.is_only() {
             let d = this.meta().domain;
             // Relaxed: only which way to try; each decides under its own synchronisation. A
@@ -792,7 +797,8 @@ impl<T> Arc<T> {
     /// drop(b);
     /// assert_eq!(paygo::Arc::try_unwrap(a), Ok(3));
     /// ```
-    pub fn try_unwrap(this: Self) -> Result<T, Self> {
+    pub fn try_unwrap(mut this: Self) -> Result<T, Self> {
+        this.counted_on_a_cpu();
         let d = this.meta().domain;
         let mut v = d.arcs.lock(this.meta().shard);
         // Under the lock, as every other reclaim of an Arc allocation (a drop that looks last,
@@ -827,7 +833,8 @@ impl<T> Arc<T> {
     /// let there = t.join().unwrap();
     /// assert!(here.is_some() != there.is_some());
     /// ```
-    pub fn into_inner(this: Self) -> Option<T> {
+    pub fn into_inner(mut this: Self) -> Option<T> {
+        this.counted_on_a_cpu();
         let d = this.meta().domain;
         let mut v = d.arcs.lock(this.meta().shard);
         this.release_locked(&mut v)
@@ -942,9 +949,10 @@ impl<T: ?Sized> Arc<T> {
     ///
     /// A pointer cannot say on which CPU's table its reference is counted, so the reference
     /// moves into a count in the allocation, changed under the allocation's registry lock:
-    /// this and `from_raw` take a lock each (on one thread, a clone turned into a pointer and
-    /// back costs about 20 ns more than a clone and drop; paygo's criterion benchmark), where
-    /// `std`'s cost nothing.
+    /// this takes the lock, and so does the drop of the `Arc` that `from_raw` makes (on one
+    /// thread, a clone turned into a pointer and back costs about 20 ns more than a clone and
+    /// drop; paygo's criterion benchmark), where `std`'s cost nothing. An `Arc` from
+    /// `from_raw` turned into a pointer again takes no lock.
     /// A pointer never turned back leaks the value, as a leaked `Arc` does.
     ///
     /// ```
@@ -958,9 +966,13 @@ impl<T: ?Sized> Arc<T> {
     /// ```
     pub fn into_raw(this: Self) -> *const T {
         let this = ManuallyDrop::new(this);
+        let ptr = Self::as_ptr(&this);
+        if this.pos == IN_RAW {
+            // Its reference is one of the pointers' already.
+            return ptr;
+        }
         let m = this.meta();
         let d = m.domain;
-        let ptr = Self::as_ptr(&this);
         let _v = d.arcs.lock(m.shard);
         // The count goes up before the reference is given back: a reclaim (under the same
         // lock) sees one or the other.
@@ -972,6 +984,14 @@ impl<T: ?Sized> Arc<T> {
     /// An `Arc` from a pointer that [`Arc::into_raw`] returned, taking over the reference
     /// that pointer holds, as `std::sync::Arc::from_raw`.
     ///
+    /// The reference stays in the allocation's count of references held as pointers (no lock
+    /// is taken, nothing is written) until the `Arc` is dropped, which gives it back under the
+    /// allocation's registry lock, or until [`Arc::get_mut`], [`Arc::make_mut`],
+    /// [`Arc::try_unwrap`] or [`Arc::into_inner`] moves it to the current CPU's table (a REF
+    /// under the lock). So, as with `std`'s, an `Arc` made here and forgotten (in a
+    /// `ManuallyDrop`, to borrow the pointer's reference as `std`'s `Wake` for `Arc` does)
+    /// leaves the pointer holding its reference, and [`Arc::into_raw`] of it takes no lock.
+    ///
     /// # Safety
     /// `ptr` was returned by `Arc::<T>::into_raw` (or counted again by
     /// [`Arc::increment_strong_count`]), and the reference it holds was not yet taken over
@@ -980,23 +1000,53 @@ impl<T: ?Sized> Arc<T> {
     ///
     /// # Panics
     /// If no reference held as a raw pointer is left on the value (a second `from_raw` for one
-    /// `into_raw`, while another `Arc` keeps the value alive): nothing is changed.
+    /// `into_raw`, while another `Arc` keeps the value alive): nothing is changed. Where two
+    /// `Arc`s were made for one such reference, the second to give it back or move it panics
+    /// in the same way (its drop changes nothing then, and does not panic while its thread
+    /// unwinds).
     pub unsafe fn from_raw(ptr: *const T) -> Self {
         // SAFETY: forwarded contract: `ptr` points at the value of a live allocation.
         let inner = unsafe { Self::inner_of(ptr) };
         // SAFETY: the reference `ptr` holds keeps the allocation and its value alive.
         let m = unsafe { meta_of(inner) };
-        let d = m.domain;
-        let (pos, gen) = {
-            let _v = m.lock_raw();
-            // The REF comes before the count goes down; no reclaim runs meanwhile (each holds
-            // the lock), so it takes the reference at once.
-            let r = Self::get(d, inner);
-            // Relaxed: `raw` changes only under the lock we hold.
-            m.raw.fetch_sub(1, Ordering::Relaxed);
-            r
-        };
-        Arc { inner, pos, gen }
+        // Relaxed: a check of the contract only (exact for calls in one thread's order): the
+        // reference is given back or moved under the registry lock, which checks again.
+        if m.raw.load(Ordering::Relaxed) == 0 {
+            no_raw_reference();
+        }
+        Arc {
+            inner,
+            pos: IN_RAW,
+            gen: 0,
+        }
+    }
+
+    /// Moves the reference of an `Arc` made by [`Arc::from_raw`] from the allocation's count
+    /// of references held as raw pointers to the current CPU's table (a REF, then the count
+    /// down one, under the registry lock: no reclaim runs meanwhile, each holds the lock); an
+    /// `Arc` counted on a CPU already is left as it is.
+    ///
+    /// # Panics
+    /// If the count is zero (two `Arc`s were made for one pointer's reference): nothing is
+    /// changed, and the `Arc`'s drop then panics too, or does nothing while unwinding.
+    #[inline(always)]
+    fn counted_on_a_cpu(&mut self) {
+        if self.pos == IN_RAW {
+            self.move_to_a_cpu();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn move_to_a_cpu(&mut self) {
+        // SAFETY: our reference, held as a pointer's, keeps the allocation live.
+        let m = unsafe { meta_of(self.inner) };
+        let _v = m.lock_raw();
+        // The REF comes before the count goes down; no reclaim runs meanwhile (each holds the
+        // lock), so it takes the reference at once.
+        (self.pos, self.gen) = Self::get(m.domain, self.inner);
+        // Relaxed: `raw` changes only under the lock we hold.
+        m.raw.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Adds one reference held by `ptr` (as `std::sync::Arc::increment_strong_count`): one
@@ -1048,8 +1098,12 @@ impl<T: ?Sized> Arc<T> {
         unsafe { NonNull::new_unchecked(inner) }
     }
 
-    /// The CPU whose table counts this reference.
+    /// The CPU whose table counts this reference; `usize::MAX` for an `Arc` made by
+    /// [`Arc::from_raw`] whose reference is still counted with the pointers'.
     pub fn anchor_cpu(this: &Self) -> usize {
+        if this.pos == IN_RAW {
+            return usize::MAX;
+        }
         (this.pos >> 32) as usize
     }
 
@@ -1078,6 +1132,7 @@ impl<T: ?Sized> Arc<T> {
     /// assert_eq!(*paygo::Arc::get_mut(&mut a).unwrap(), 2);
     /// ```
     pub fn get_mut(this: &mut Self) -> Option<&mut T> {
+        this.counted_on_a_cpu();
         if !this.is_only() {
             return None;
         }
@@ -1160,6 +1215,10 @@ impl<T: ?Sized> Arc<T> {
 
     /// This `Arc`'s reference as an [`Anchor`] of `d` (its domain).
     fn anchor(&self, d: &Domain) -> Anchor {
+        debug_assert_ne!(
+            self.pos, IN_RAW,
+            "paygo: the anchor of a reference held as a pointer"
+        );
         let cpu = (self.pos >> 32) as usize;
         let slot = d.slot_number(cpu, self.pos as u32 as usize);
         Anchor::new(d.id, slot, self.gen, cpu, Self::header(self.inner).addr())
@@ -1212,6 +1271,10 @@ impl<T: ?Sized> core::ops::Deref for Arc<T> {
 impl<T: ?Sized> Drop for Arc<T> {
     #[inline(always)]
     fn drop(&mut self) {
+        if self.pos == IN_RAW {
+            self.drop_in_raw();
+            return;
+        }
         // Everything read from the allocation is read now, while our reference keeps it live.
         let d = self.meta().domain;
         let hdr = Self::header(self.inner);
@@ -1289,6 +1352,47 @@ impl Recent {
 }
 
 impl<T: ?Sized> Arc<T> {
+    /// The drop of an `Arc` made by [`Arc::from_raw`] whose reference is still one of the
+    /// allocation's `raw` count: under the registry lock, the count down one if another
+    /// pointer's reference is left (which keeps the value: no reclaim passes while the count
+    /// is not zero, and the lock orders this `Arc`'s uses of the value before any later
+    /// reclaim's); for the last, the reference moved to this CPU's table and then dropped as
+    /// any other (the drop that looks last).
+    ///
+    /// # Panics
+    /// If the count is zero (two `Arc`s were made for one pointer's reference): nothing is
+    /// changed; while the thread unwinds, the drop just returns.
+    #[cold]
+    #[inline(never)]
+    fn drop_in_raw(&mut self) {
+        let inner = self.inner;
+        // SAFETY: our reference, held as a pointer's, keeps the allocation live.
+        let m = unsafe { meta_of(inner) };
+        let d = m.domain;
+        let (pos, gen) = {
+            let v = d.arcs.lock(m.shard);
+            // Relaxed: `raw` changes only under the lock we hold.
+            let now = m.raw.load(Ordering::Relaxed);
+            if now == 0 {
+                drop(v);
+                if std::thread::panicking() {
+                    return;
+                }
+                no_raw_reference();
+            }
+            if now > 1 {
+                m.raw.store(now - 1, Ordering::Relaxed);
+                return;
+            }
+            // The last: the REF before the count goes down, as in `move_to_a_cpu`.
+            let r = Self::get(d, inner);
+            m.raw.store(0, Ordering::Relaxed);
+            r
+        };
+        // The reference is counted on this CPU now: the drop of any such `Arc`.
+        drop(Arc { inner, pos, gen });
+    }
+
     /// A drop whose UNREF leaves its entry at zero (slot `s` of CPU `cpu`, the reference's):
     /// unless this thread found the object still referenced recently, look whether it was the
     /// last reference. The thread's state is read and written once for the skip and for
@@ -1523,6 +1627,10 @@ impl Default for Arc<str> {
         Arc::from_str_in("", default_domain())
     }
 }
+
+/// An [`Arc`]'s `pos` when its reference is one of the allocation's `raw` count (made by
+/// [`Arc::from_raw`]): no CPU's table position is this (CPU numbers are below `u32::MAX`).
+const IN_RAW: u64 = u64::MAX;
 
 /// The weak count while `get_mut` looks (no `Weak` may be made then).
 const WEAK_LOCKED: usize = usize::MAX;

@@ -909,8 +909,8 @@ fn a_raw_pointer_holds_its_reference() {
 }
 
 /// `increment_strong_count` / `decrement_strong_count` on a pointer; a second `from_raw` of
-/// one pointer (a broken contract) panics and changes nothing; a pointer never turned back
-/// leaks the value and nothing else.
+/// one pointer (a broken contract) once its reference was moved to a CPU's table panics and
+/// changes nothing; a pointer never turned back leaks the value and nothing else.
 #[test]
 fn raw_counts_add_up_and_a_lost_pointer_leaks() {
     let drops = leak(AtomicUsize::new(0));
@@ -929,12 +929,15 @@ fn raw_counts_add_up_and_a_lost_pointer_leaks() {
     unsafe {
         Arc::increment_strong_count(p);
         Arc::increment_strong_count(p);
-        let a = Arc::from_raw(p);
+        let mut a = Arc::from_raw(p);
         assert_eq!(Arc::count(&a), 3);
         Arc::decrement_strong_count(p);
         Arc::decrement_strong_count(p);
         assert_eq!(Arc::count(&a), 1);
         assert_eq!(drops.load(Ordering::SeqCst), 0);
+        // `a`'s reference moves from the pointers' count to a CPU's table.
+        assert!(Arc::get_mut(&mut a).is_some());
+        assert_eq!(Arc::count(&a), 1);
         // No reference is held by a pointer any more: from_raw refuses.
         let again = std::panic::catch_unwind(|| drop(Arc::from_raw(p)));
         assert!(again.is_err());
@@ -975,6 +978,140 @@ fn raw_counts_add_up_and_a_lost_pointer_leaks() {
     drop((s, v));
     collect(d);
     assert_eq!(d.arcs_alive(), 1, "only the lost pointer's value");
+}
+
+/// A `Waker` over a `paygo::Arc`, made as `std` makes one over a `std::sync::Arc` (its `Wake`
+/// impl): the waker's data is a pointer from `into_raw`, and `wake_by_ref` borrows its
+/// reference with an `Arc` from `from_raw` kept in a `ManuallyDrop`, which `std` allows (the
+/// forgotten `Arc` changes no count). Wakers cloned, woken by reference and by value, dropped,
+/// on this thread and on others that migrate: the value lives while a waker does, is dropped
+/// exactly once after the last, and the pointer's count is never short (a later `from_raw`
+/// of a waker found no reference held as a pointer and panicked, and the borrowed reference
+/// leaked the value).
+#[test]
+fn a_waker_borrows_its_pointer_s_reference_as_std_s_wake_does() {
+    use std::mem::ManuallyDrop;
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+
+    struct Task {
+        wakes: AtomicUsize,
+        tracked: Tracked<'static>,
+    }
+
+    const VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
+
+    unsafe fn clone(p: *const ()) -> RawWaker {
+        // SAFETY: `p` is a waker's pointer from `into_raw`, which holds a reference.
+        unsafe { Arc::increment_strong_count(p.cast::<Task>()) };
+        RawWaker::new(p, &VTABLE)
+    }
+    unsafe fn wake(p: *const ()) {
+        // SAFETY: the waker's reference, taken over once (the waker is consumed).
+        let t = unsafe { Arc::from_raw(p.cast::<Task>()) };
+        t.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+    unsafe fn wake_by_ref(p: *const ()) {
+        // SAFETY: borrowed, as `std`'s `wake_by_ref` for `Arc`: never dropped.
+        let t = ManuallyDrop::new(unsafe { Arc::from_raw(p.cast::<Task>()) });
+        assert!(
+            !t.tracked.dropped.load(Ordering::SeqCst),
+            "woken after its drop"
+        );
+        t.wakes.fetch_add(1, Ordering::SeqCst);
+        // A clone of the borrowed `Arc` is an `Arc` as any other.
+        drop(Arc::clone(&t));
+    }
+    unsafe fn drop_waker(p: *const ()) {
+        // SAFETY: the waker's reference, given back once.
+        unsafe { Arc::decrement_strong_count(p.cast::<Task>()) };
+    }
+    fn waker(t: Arc<Task>) -> Waker {
+        // SAFETY: the vtable's functions keep `RawWaker`'s contract with the pointer's
+        // reference, as `std`'s `Wake` for `Arc` does.
+        unsafe { Waker::from_raw(RawWaker::new(Arc::into_raw(t).cast(), &VTABLE)) }
+    }
+
+    let d = tiny_domain();
+    for round in 0..reps(50) {
+        let drops = leak(AtomicUsize::new(0));
+        let dropped = leak(AtomicBool::new(false));
+        let task = Arc::new_in(
+            Task {
+                wakes: AtomicUsize::new(0),
+                tracked: Tracked {
+                    id: round,
+                    drops,
+                    dropped,
+                },
+            },
+            d,
+        );
+        let w = waker(task.clone());
+        let w2 = w.clone();
+        w.wake_by_ref();
+        w2.wake_by_ref();
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let mine = w.clone();
+                s.spawn(move || {
+                    for i in 0..reps(100) {
+                        let _ = migrate(round + t + i);
+                        mine.wake_by_ref();
+                        let more = mine.clone();
+                        more.wake_by_ref();
+                        if i % 2 == 0 {
+                            more.wake();
+                        }
+                    }
+                    unpin();
+                });
+            }
+        });
+        assert_eq!(task.wakes.load(Ordering::SeqCst), 2 + 3 * reps(100) * 5 / 2);
+        w.wake();
+        drop(task);
+        collect(d);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            0,
+            "dropped while a waker holds it"
+        );
+        drop(w2);
+        collect(d);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "round {round}");
+    }
+    assert_eq!(d.arcs_alive(), 0);
+
+    // An `Arc` from `from_raw` turned into a pointer again, and one borrowed, leave the
+    // pointers' count as it was; a drop of an `Arc` from `from_raw` gives one back.
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let a = Arc::new_in(
+        Tracked {
+            id: 0,
+            drops,
+            dropped,
+        },
+        d,
+    );
+    let p = Arc::into_raw(a.clone());
+    // SAFETY: `p` holds a reference (taken over and given back to it at once).
+    let q = Arc::into_raw(unsafe { Arc::from_raw(p) });
+    assert_eq!(p, q);
+    // SAFETY: borrowed, never dropped.
+    let borrowed = ManuallyDrop::new(unsafe { Arc::from_raw(p) });
+    assert_eq!((Arc::count(&a), Arc::count(&borrowed)), (2, 2));
+    // SAFETY: `p`'s reference, taken over once.
+    let mut b = unsafe { Arc::from_raw(p) };
+    assert!(Arc::get_mut(&mut b).is_none(), "`a` is another");
+    drop(a);
+    assert!(
+        Arc::get_mut(&mut b).is_some(),
+        "the pointer's reference is `b`'s"
+    );
+    assert_eq!(Arc::try_unwrap(b).map(|t| t.id).ok(), Some(0));
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(d.arcs_alive(), 0);
 }
 
 /// Threads (more than this machine's cores) pass references to each other as raw pointers
