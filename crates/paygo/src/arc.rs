@@ -1205,6 +1205,23 @@ impl<T: ?Sized> Arc<T> {
         }
     }
 
+    /// [`Arc::count`] under `std`'s name and type (`std::sync::Arc::strong_count`): the number
+    /// of `Arc`s and pointers from [`Arc::into_raw`] to the value, `this` among them. Not a
+    /// load, as `std`'s is: a READ-ALL over every CPU.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(5);
+    /// let b = a.clone();
+    /// assert_eq!(paygo::Arc::strong_count(&a), 2);
+    /// drop(b);
+    /// assert_eq!(paygo::Arc::strong_count(&a), 1);
+    /// ```
+    pub fn strong_count(this: &Self) -> usize {
+        // Never below zero while `this` counts one (a READ-ALL is not below the true count
+        // of the references held throughout the read).
+        Self::count(this).max(0) as usize
+    }
+
     /// The number of [`Weak`]s to the value (a snapshot).
     pub fn weak_count(this: &Self) -> usize {
         match this.meta().weak.load(Ordering::Relaxed) {
@@ -1586,6 +1603,13 @@ impl<T: Clone + Send + 'static> From<&[T]> for Arc<[T]> {
     }
 }
 
+impl<T: Send + 'static> From<Box<T>> for Arc<T> {
+    /// The value moved out of the box into a new `Arc` (the box's memory is freed).
+    fn from(b: Box<T>) -> Self {
+        Arc::new(*b)
+    }
+}
+
 impl<T: Send + 'static> From<Box<[T]>> for Arc<[T]> {
     fn from(b: Box<[T]>) -> Self {
         Arc::from_vec_in(b.into_vec(), default_domain())
@@ -1709,6 +1733,49 @@ impl<T: ?Sized> Weak<T> {
             pos: d.anchor_pos(&a),
             gen: a.gen,
         })
+    }
+
+    /// The number of `Arc`s (and pointers from [`Arc::into_raw`]) to the value, as
+    /// `std::sync::Weak::strong_count`: 0 for a [`Weak::new`] and once the value is reclaimed.
+    /// Not a load, as `std`'s is: a READ-ALL over every CPU (a snapshot). Between the drop of
+    /// the last `Arc` and the value's reclaim (see [`Arc`]) it is 0 too, and [`Weak::upgrade`]
+    /// may still succeed.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(5);
+    /// let w = paygo::Arc::downgrade(&a);
+    /// assert_eq!((w.strong_count(), w.weak_count()), (1, 1));
+    /// drop(a);
+    /// assert_eq!(w.strong_count(), 0);
+    /// assert_eq!(paygo::Weak::<i32>::new().strong_count(), 0);
+    /// ```
+    pub fn strong_count(&self) -> usize {
+        let Some(m) = self.meta() else {
+            return 0;
+        };
+        let hdr = Arc::header(self.inner);
+        if hdr.is_dead() {
+            return 0;
+        }
+        let n = m.domain.read_all(hdr) + m.raw.load(Ordering::Relaxed) as i64;
+        n.max(0) as usize
+    }
+
+    /// The number of `Weak`s to the value, as `std::sync::Weak::weak_count`: 0 for a
+    /// [`Weak::new`], and 0 where no `Arc` is left ([`Weak::strong_count`] is 0). A snapshot.
+    pub fn weak_count(&self) -> usize {
+        let Some(m) = self.meta() else {
+            return 0;
+        };
+        if self.strong_count() == 0 {
+            return 0;
+        }
+        match m.weak.load(Ordering::Relaxed) {
+            // `get_mut` looks, for an `Arc` that holds the only reference: no `Weak` was
+            // there when it locked the count, and this one is.
+            WEAK_LOCKED => 1,
+            n => n - 1,
+        }
     }
 
     /// Whether two `Weak`s point to the same allocation (two [`Weak::new`]s do).

@@ -1306,3 +1306,64 @@ fn arcs_in_thread_local_destructors_and_in_drops() {
     assert_eq!(*other, vec![7u8; 10]);
     assert_eq!(d.arcs_alive(), 2, "only `shared` and `other` are left");
 }
+
+/// `Arc::strong_count`, `Weak::strong_count` and `Weak::weak_count` give `std`'s figures
+/// through a sequence of clones, pointers, downgrades and drops (each step done to a `std` Arc
+/// beside), on threads that migrate between the steps; `From<Box<T>>` moves the value.
+#[test]
+fn the_counts_under_std_s_names_agree_with_std_s() {
+    let d = default_sized_domain();
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            s.spawn(move || {
+                let (p, q) = (Arc::new_in(7u32, d), std::sync::Arc::new(7u32));
+                let counts = |p: &Arc<u32>, q: &std::sync::Arc<u32>| {
+                    (
+                        (Arc::strong_count(p), Arc::weak_count(p)),
+                        (
+                            std::sync::Arc::strong_count(q),
+                            std::sync::Arc::weak_count(q),
+                        ),
+                    )
+                };
+                let (c1, d1) = (p.clone(), q.clone());
+                migrate(t + 1);
+                let (w, v) = (Arc::downgrade(&p), std::sync::Arc::downgrade(&q));
+                let (r, s) = (Arc::into_raw(c1), std::sync::Arc::into_raw(d1));
+                let (a, b) = counts(&p, &q);
+                assert_eq!(a, b);
+                assert_eq!(a, (2, 1));
+                assert_eq!(
+                    (w.strong_count(), w.weak_count()),
+                    (v.strong_count(), v.weak_count())
+                );
+                // SAFETY: `r` and `s` came from `into_raw` and are taken back once.
+                let (c1, d1) = unsafe { (Arc::from_raw(r), std::sync::Arc::from_raw(s)) };
+                migrate(t);
+                let (w2, v2) = (w.clone(), v.clone());
+                assert_eq!(counts(&p, &q).0, counts(&p, &q).1);
+                assert_eq!(counts(&p, &q).0, (2, 2));
+                drop((c1, d1, w2, v2));
+                assert_eq!(counts(&p, &q).0, (1, 1));
+                drop((p, q));
+                assert_eq!(
+                    (w.strong_count(), w.weak_count()),
+                    (v.strong_count(), v.weak_count())
+                );
+                assert_eq!((w.strong_count(), w.weak_count()), (0, 0));
+                assert!(v.upgrade().is_none());
+                let none = Weak::<u32>::new();
+                assert_eq!((none.strong_count(), none.weak_count()), (0, 0));
+            });
+        }
+    });
+    // Reclaimed: still 0 and 0.
+    let a = Arc::new_in(String::from("boxed"), d);
+    let w = Arc::downgrade(&a);
+    drop(a);
+    collect(d);
+    assert!(w.upgrade().is_none());
+    assert_eq!((w.strong_count(), w.weak_count()), (0, 0));
+    let b: Arc<Vec<u8>> = Arc::from(Box::new(vec![1u8, 2, 3]));
+    assert_eq!((b.as_slice(), Arc::strong_count(&b)), (&[1u8, 2, 3][..], 1));
+}
