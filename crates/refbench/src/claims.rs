@@ -419,31 +419,44 @@ fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
 /// PAYGO §6.2.4, Fig. 12 (96 threads, 1 to 512 objects): "FAA and CAS suffer from
 /// synchronization bottlenecks initially [...] but they slowly gain throughput up to a certain
 /// point as contention is dispersed" and "PAYGO could sustain the maximum throughput regardless
-/// of the count of objects". FAA (`atomic`) stands for both.
+/// of the count of objects". FAA (`atomic`) and CAS (`cas`) are each judged. The claim is of
+/// threads contending for few objects: a run at one thread (nothing contends) is "not measured".
 fn fig12_spectrum(rows: &Rows<'_>) -> Outcome {
     let exp = "object-spectrum";
     let tn = need!(rows.most_threads(exp), "object-spectrum was not run");
+    if tn < 2 {
+        return not_measured(
+            "object-spectrum: one thread measured, which contends with none (the claim is of \
+             threads contending for few objects)",
+        );
+    }
     let objects = |r: &Row| Some(r.objects);
     let p = curve(rows, exp, "paygo", tn, objects);
     let a = curve(rows, exp, "atomic", tn, objects);
-    if p.len() < 2 || a.len() < 2 {
-        return not_measured("paygo and atomic need two object counts");
+    let c = curve(rows, exp, "cas", tn, objects);
+    if p.len() < 2 || a.len() < 2 || c.len() < 2 {
+        return not_measured(format!(
+            "object-spectrum: paygo, atomic and cas need two object counts each at {tn} threads"
+        ));
     }
     let flat =
         p.iter().map(|x| x.1).fold(f64::MAX, f64::min) / p.iter().map(|x| x.1).fold(0.0, f64::max);
-    let recover = a.last().unwrap().1 / a.first().unwrap().1;
-    // In shape where either half of the claim holds, as the rule says: the shape took looser
-    // bounds of its own (0.33, any gain), which the table did not state.
-    let (is_flat, recovers) = (flat >= 0.5, recover >= 1.5);
+    // Throughput at the most objects over that at the fewest, and the two counts.
+    let gain = |v: &[(usize, f64)]| {
+        let (first, last) = (v[0], v[v.len() - 1]);
+        (last.1 / first.1.max(1e-9), first.0, last.0)
+    };
+    let ((ra, a0, a1), (rc, c0, c1)) = (gain(&a), gain(&c));
+    // In shape where either half of the claim holds, as the rule says.
+    let (is_flat, recovers) = (flat >= 0.5, ra >= 1.5 && rc >= 1.5);
     let v = grade(is_flat && recovers, is_flat || recovers);
     outcome(
         v,
         format!(
-            "paygo min/max over objects {flat:.2}; atomic at {} / at {} objects {recover:.2}x",
-            a.last().unwrap().0,
-            a.first().unwrap().0
+            "paygo min/max over objects {flat:.2}; at the most / the fewest objects: atomic \
+             {ra:.2}x ({a1} / {a0}), cas {rc:.2}x ({c1} / {c0}) ({tn} threads)"
         ),
-        "PAYGO varies more than 2x over the spectrum, or FAA does not recover 1.5x",
+        "PAYGO varies more than 2x over the spectrum, or FAA or CAS does not recover 1.5x",
     )
 }
 
@@ -1088,7 +1101,7 @@ pub const CLAIMS: &[Claim] = &[
     Claim { source: "PAYGO Fig. 7", claim: "DRBH: vanilla collapses, PAYGO and RefCache scale", rule: "cas tn/t1 <= 1.1 and paygo, refcache >= 0.75x ideal (shape: paygo scales better than cas)", experiments: &["drbh"], check: fig7_drbh },
     Claim { source: "PAYGO Fig. 8", claim: "randomread: PAYGO ahead of RefCache as threads grow", rule: "paygo/refcache >= 1 at tn and not falling (shape: not falling)", experiments: &["randomread"], check: fig8_randomread },
     Claim { source: "PAYGO Fig. 11", claim: "one object: PAYGO scales, FAA and CAS saturate", rule: "paygo tn/t1 >= 0.75x ideal, atomic and cas <= 1 (shape: paygo scales better)", experiments: &["single-object"], check: fig11_single_object },
-    Claim { source: "PAYGO Fig. 12", claim: "object spectrum: PAYGO flat, FAA/CAS recover as objects spread", rule: "paygo min/max >= 0.5 and atomic at most objects >= 1.5x at one (shape: either)", experiments: &["object-spectrum"], check: fig12_spectrum },
+    Claim { source: "PAYGO Fig. 12", claim: "object spectrum: PAYGO flat, FAA/CAS recover as objects spread", rule: "at the most threads (2 or more): paygo min/max >= 0.5, and atomic and cas each >= 1.5x at the most objects of the fewest (shape: either)", experiments: &["object-spectrum"], check: fig12_spectrum },
     Claim { source: "PAYGO Fig. 13", claim: "dropping a cached file stays affordable with PAYGO", rule: "paygo drop <= 2x cas without readers (shape: <= 4x)", experiments: &["drop-file"], check: fig13_drop },
     Claim { source: "PAYGO §6.2.3", claim: "anchoring costs little under migration", rule: "paygo / bare per-CPU loop, both migrated every N ops (the largest N, the most threads), >= 0.5x that ratio unmoved (shape: >= 0.25x)", experiments: &["migration"], check: anchoring_overhead },
     Claim { source: "PAYGO §6.2.5", claim: "preempt-disable beats a spin lock (here: rseq section vs per-CPU lock)", rule: "paygo with rseq sections >= 1.2x paygo on the locked fallback (shape: > 1x)", experiments: &["section-vs-lock"], check: section_vs_lock },
@@ -1370,13 +1383,14 @@ mod tests {
             rows.push(row("object-spectrum", "refcache", 2, n, rc, json!({})));
             rows.push(row("object-spectrum", "paygo", 2, n, p, json!({})));
             rows.push(row("object-spectrum", "atomic", 2, n, a, json!({})));
+            rows.push(row("object-spectrum", "cas", 2, n, a, json!({})));
         }
         assert_eq!(fig12_spectrum(&Rows::new(&rows)).verdict, Verdict::Holds);
     }
 
-    /// The shape of Fig. 12 is the rule's "either": PAYGO flat within 2x, or FAA recovering
-    /// 1.5x; neither (PAYGO varies 2.5x, FAA gains 1.2x) does not hold, and one of them holds
-    /// in shape.
+    /// The shape of Fig. 12 is the rule's "either": PAYGO flat within 2x, or FAA and CAS
+    /// recovering 1.5x; neither (PAYGO varies 2.5x, FAA and CAS gain 1.2x) does not hold, and
+    /// one of them holds in shape. Both bounds hold at the bound, not just below it.
     #[test]
     fn spectrum_shape_is_either_half_of_the_rule() {
         let verdict = |p: [f64; 2], a: [f64; 2]| {
@@ -1384,6 +1398,7 @@ mod tests {
             for (i, n) in [1, 65536].into_iter().enumerate() {
                 rows.push(row("object-spectrum", "paygo", 2, n, p[i], json!({})));
                 rows.push(row("object-spectrum", "atomic", 2, n, a[i], json!({})));
+                rows.push(row("object-spectrum", "cas", 2, n, a[i], json!({})));
             }
             fig12_spectrum(&Rows::new(&rows)).verdict
         };
@@ -1400,6 +1415,11 @@ mod tests {
             Verdict::HoldsInShape
         );
         assert_eq!(verdict([400.0, 300.0], [100.0, 150.0]), Verdict::Holds);
+        assert_eq!(verdict([400.0, 200.0], [100.0, 150.0]), Verdict::Holds);
+        assert_eq!(
+            verdict([400.0, 199.0], [100.0, 149.0]),
+            Verdict::DoesNotHold
+        );
     }
 
     #[test]
@@ -2256,5 +2276,36 @@ mod tests {
         assert_eq!(source("dynamic log allocation"), "OpLog §5.2, §7.3");
         // PAYGO has no §6.4: its space overhead is stated in §3.1.
         assert_eq!(source("space:"), "PAYGO §3.1");
+    }
+
+    /// Fig. 12's claim names FAA and CAS: FAA's recovery does not hold it where CAS does not
+    /// recover, or was not measured. At one thread nothing contends, and the spectrum says
+    /// nothing of the claim: not measured (PAYGO flat held it in shape).
+    #[test]
+    fn spectrum_rule_needs_cas_and_two_threads() {
+        let run = |threads: usize, cas: Option<[f64; 2]>| {
+            let mut rows = Vec::new();
+            for (i, n) in [1, 65536].into_iter().enumerate() {
+                let (p, a) = ([400.0, 300.0][i], [100.0, 150.0][i]);
+                rows.push(row("object-spectrum", "paygo", threads, n, p, json!({})));
+                rows.push(row("object-spectrum", "atomic", threads, n, a, json!({})));
+                if let Some(c) = cas {
+                    rows.push(row("object-spectrum", "cas", threads, n, c[i], json!({})));
+                }
+            }
+            fig12_spectrum(&Rows::new(&rows))
+        };
+        let o = run(2, Some([100.0, 150.0]));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert!(o.measured.contains("cas 1.50x"), "{o:?}");
+        // CAS gains 1.49x: PAYGO flat holds it in shape only.
+        let o = run(2, Some([100.0, 149.0]));
+        assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+        let o = run(2, None);
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("cas"), "{o:?}");
+        let o = run(1, Some([100.0, 150.0]));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("one thread"), "{o:?}");
     }
 }
