@@ -736,10 +736,17 @@ fn pread_table(rows: &Rows<'_>) -> Outcome {
 /// threads measured, OpLog with absorption (`oplog`) against the locked map (`locked`), from
 /// the rows' medians at each k (one truncate every k forks). OpLog ahead from the smallest k
 /// measured shows no break-even: the claim's first half (logging loses where reads are
-/// frequent) is not seen, and it holds in shape only.
+/// frequent) is not seen, and it holds in shape only. The rule needs two values of k measured
+/// for both, and two threads or more (at one, nothing contends for the locked map).
 fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
     let exp = "oplog-read-ratio";
     let tn = need!(rows.most_threads(exp), "oplog-read-ratio was not run");
+    if tn < 2 {
+        return not_measured(
+            "oplog-read-ratio: one thread measured, which contends with none for the locked map \
+             (the paper's 48 processes fork on every core)",
+        );
+    }
     let k_of = |r: &Row| r.extra.get("read_every").and_then(|v| v.as_u64());
     let (o, l) = (
         curve(rows, exp, "oplog", tn, k_of),
@@ -755,10 +762,15 @@ fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
         .iter()
         .filter_map(|&(k, ov)| Some((k, ov, l.iter().find(|x| x.0 == k)?.1)))
         .collect();
-    let k0 = need!(
-        both.first().map(|x| x.0),
-        "oplog-read-ratio: no k measured for both oplog and the locked map"
-    );
+    // A break-even is where the lead changes hands: one k shows none, whichever leads there.
+    if both.len() < 2 {
+        return not_measured(format!(
+            "oplog-read-ratio: the break-even needs two values of k measured for both oplog and \
+             the locked map at {tn} threads ({} measured)",
+            both.len()
+        ));
+    }
+    let k0 = both[0].0;
     let at = |k: u64| {
         both.iter()
             .find(|x| x.0 == k)
@@ -1107,7 +1119,7 @@ pub const CLAIMS: &[Claim] = &[
     Claim { source: "PAYGO §6.2.5", claim: "preempt-disable beats a spin lock (here: rseq section vs per-CPU lock)", rule: "paygo with rseq sections >= 1.2x paygo on the locked fallback (shape: > 1x)", experiments: &["section-vs-lock"], check: section_vs_lock },
     Claim { source: "PAYGO §3.1", claim: "space: much smaller than per-object per-CPU counters, similar to RefCache", rule: "paygo bytes/object below sloppy and percpu-ref and at most 2x refcache, at the most CPUs measured or sized for (shape: below sloppy and percpu-ref)", experiments: &["memory"], check: space },
     Claim { source: "2026 folio patch", claim: "pread table: the frozen bit beats the CAS loop", rule: "frozen-bit >= cas at every thread count >= 2 (shape: at the most threads)", experiments: &["pread-table"], check: pread_table },
-    Claim { source: "OpLog Fig. 11", claim: "fork-truncate: logging pays off past a break-even read ratio", rule: "at the most threads, oplog below the locked map at the smallest k and at or above it from a larger k (shape: at or above from the smallest k)", experiments: &["oplog-read-ratio"], check: oplog_break_even },
+    Claim { source: "OpLog Fig. 11", claim: "fork-truncate: logging pays off past a break-even read ratio", rule: "at the most threads (2 or more; two k or more), oplog below the locked map at the smallest k and at or above it from a larger k (shape: at or above from the smallest k)", experiments: &["oplog-read-ratio"], check: oplog_break_even },
     Claim { source: "OpLog Fig. 12", claim: "lock-free list peaks early, local absorption scales", rule: "oplog-local tn/t1 >= 0.75x ideal and above the lock-free list (shape: above)", experiments: &["oplog-list"], check: oplog_fig12 },
     Claim { source: "OpLog §6.1", claim: "synchronised TSCs order events across CPUs", rule: "0 violations", experiments: &["tsc-check"], check: tsc },
     Claim { source: "OpLog §5.2, §7.3", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref, at the most CPUs measured or sized for", experiments: &["memory"], check: oplog_memory },
@@ -2305,6 +2317,32 @@ mod tests {
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("cas"), "{o:?}");
         let o = run(1, Some([100.0, 150.0]));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("one thread"), "{o:?}");
+    }
+
+    /// The break-even needs two read ratios (k) measured for both: one k says nothing of where
+    /// logging starts to pay (OpLog behind at k = 1 alone, as in the paper, did not hold). At
+    /// one thread nothing contends for the locked map: not measured.
+    #[test]
+    fn read_ratio_rule_needs_two_k_and_two_threads() {
+        for oplog in [90.0, 110.0] {
+            let rows = [
+                rr("oplog", 2, 1, oplog, None),
+                rr("locked", 2, 1, 100.0, None),
+                // A k of oplog alone is not one of both.
+                rr("oplog", 2, 2, 120.0, None),
+            ];
+            let o = oplog_break_even(&Rows::new(&rows));
+            assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+            assert!(o.reason.contains("two values of k"), "{o:?}");
+        }
+        let mut rows = Vec::new();
+        for (k, o) in [(1, 80.0), (2, 90.0), (3, 110.0)] {
+            rows.push(rr("oplog", 1, k, o, None));
+            rows.push(rr("locked", 1, k, 100.0, None));
+        }
+        let o = oplog_break_even(&Rows::new(&rows));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("one thread"), "{o:?}");
     }
