@@ -676,14 +676,17 @@ fn space(rows: &Rows<'_>) -> Outcome {
         per_object_bytes(rows, "refcache", cpus),
         "memory: no refcache row"
     );
-    let sloppy = per_object_bytes(rows, "sloppy", cpus);
-    let per_cpu = sloppy.map_or(pr, |s| s.min(pr));
+    // The sloppy counter is the paper's own comparison: percpu-ref alone does not stand in.
+    let sloppy = need!(
+        per_object_bytes(rows, "sloppy", cpus),
+        "memory: no sloppy row"
+    );
+    let per_cpu = sloppy.min(pr);
     let v = grade(p < per_cpu && p <= 2.0 * rc, p < per_cpu);
-    let sloppy = sloppy.map_or("sloppy not measured".into(), |s| format!("sloppy {s:.1}"));
     outcome(
         v,
         format!(
-            "bytes per object{}: paygo {p:.1}, {sloppy}, percpu-ref {pr:.1}, refcache {rc:.1} (paygo / refcache {:.2}x)",
+            "bytes per object{}: paygo {p:.1}, sloppy {sloppy:.1}, percpu-ref {pr:.1}, refcache {rc:.1} (paygo / refcache {:.2}x)",
             at_cpus(cpus),
             p / rc.max(1e-9)
         ),
@@ -1674,6 +1677,14 @@ mod tests {
             ),
             row(
                 "memory",
+                "sloppy",
+                1,
+                100,
+                0.0,
+                json!({"bytes_total": 6500}),
+            ),
+            row(
+                "memory",
                 "oplog-counter",
                 1,
                 100,
@@ -1718,6 +1729,7 @@ mod tests {
             mem("percpu-ref", 16, 17_800),
             mem("paygo", 16, 5_000),
             mem("refcache", 16, 7_600),
+            mem("sloppy", 16, 17_000),
         ]);
         // Whatever the order of the rows.
         rows.reverse();
@@ -2416,5 +2428,29 @@ mod tests {
             oplog_fig12(&Rows::new(&no_lf)).verdict,
             Verdict::NotMeasured
         );
+    }
+
+    /// §3.1 sets PAYGO's space against the Linux sloppy counter: without a sloppy row the
+    /// claim is not measured (it held on percpu-ref alone, the rule naming both).
+    #[test]
+    fn space_rule_needs_the_sloppy_counter() {
+        let mem = |scheme: &str, bytes: u64| {
+            row(
+                "memory",
+                scheme,
+                1,
+                100,
+                0.0,
+                json!({"bytes_total": bytes, "cpus": 16}),
+            )
+        };
+        let rows = [
+            mem("paygo", 8_000),
+            mem("refcache", 7_650),
+            mem("percpu-ref", 17_800),
+        ];
+        let o = space(&Rows::new(&rows));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert!(o.reason.contains("sloppy"), "{o:?}");
     }
 }
