@@ -2516,4 +2516,192 @@ mod tests {
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
         assert!(o.reason.contains("lodic-file"), "{o:?}");
     }
+
+    /// Every threshold of the scaling, ratio and memory rules, at the bound (it holds, as the
+    /// rule's ">=" or "<=" says) and just past it.
+    #[test]
+    fn thresholds_hold_at_the_bound_and_not_past_it() {
+        // Fig. 7: cas tn/t1 <= 1.1, paygo and refcache >= 0.75x ideal (1.5x at 2 threads).
+        let drbh = |cas2: f64, paygo2: f64| {
+            let rows = [
+                row("drbh", "cas", 1, 1, 100.0, json!({})),
+                row("drbh", "cas", 2, 1, cas2, json!({})),
+                row("drbh", "paygo", 1, 1, 100.0, json!({})),
+                row("drbh", "paygo", 2, 1, paygo2, json!({})),
+                row("drbh", "refcache", 1, 1, 100.0, json!({})),
+                row("drbh", "refcache", 2, 1, 150.0, json!({})),
+            ];
+            fig7_drbh(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(drbh(110.0, 150.0), Verdict::Holds);
+        assert_eq!(drbh(111.0, 150.0), Verdict::HoldsInShape);
+        assert_eq!(drbh(110.0, 149.0), Verdict::HoldsInShape);
+        assert_eq!(drbh(150.0, 150.0), Verdict::DoesNotHold);
+        // Fig. 8: paygo / refcache >= 1 at tn and not below its t1 value.
+        let rr = |p1: f64, p2: f64| {
+            let rows = [
+                row("randomread", "paygo", 1, 10, p1, json!({})),
+                row("randomread", "refcache", 1, 10, 100.0, json!({})),
+                row("randomread", "paygo", 2, 10, p2, json!({})),
+                row("randomread", "refcache", 2, 10, 100.0, json!({})),
+            ];
+            fig8_randomread(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(rr(100.0, 100.0), Verdict::Holds);
+        assert_eq!(rr(90.0, 99.0), Verdict::HoldsInShape);
+        assert_eq!(rr(120.0, 119.0), Verdict::DoesNotHold);
+        // Fig. 11: atomic and cas tn/t1 <= 1, paygo >= 0.75x ideal.
+        let single = |atomic2: f64, paygo2: f64| {
+            let rows = [
+                row("single-object", "paygo", 1, 1, 100.0, json!({})),
+                row("single-object", "paygo", 2, 1, paygo2, json!({})),
+                row("single-object", "atomic", 1, 1, 100.0, json!({})),
+                row("single-object", "atomic", 2, 1, atomic2, json!({})),
+                row("single-object", "cas", 1, 1, 100.0, json!({})),
+                row("single-object", "cas", 2, 1, 100.0, json!({})),
+            ];
+            fig11_single_object(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(single(100.0, 150.0), Verdict::Holds);
+        assert_eq!(single(101.0, 150.0), Verdict::HoldsInShape);
+        assert_eq!(single(100.0, 149.0), Verdict::HoldsInShape);
+        assert_eq!(single(100.0, 100.0), Verdict::DoesNotHold);
+        // Fig. 13: paygo's drop <= 2x cas's (shape: <= 4x).
+        let drop = |ms: f64| {
+            let rows = [
+                drop_row("cas", 256, 0, 1.0, &[1.0]),
+                drop_row("paygo", 256, 0, ms, &[1.0]),
+            ];
+            fig13_drop(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(drop(2.0), Verdict::Holds);
+        assert_eq!(drop(2.01), Verdict::HoldsInShape);
+        assert_eq!(drop(4.0), Verdict::HoldsInShape);
+        assert_eq!(drop(4.01), Verdict::DoesNotHold);
+        // §6.2.3: paygo's lead over the bare loop kept >= 0.5x (shape: >= 0.25x) under migration.
+        let m = |e: u64| json!({ "migrate_every": e });
+        let moved = |paygo_moved: f64| {
+            let rows = [
+                row("migration", "paygo", 1, 1, 200.0, m(0)),
+                row("migration", "paygo", 1, 1, paygo_moved, m(100)),
+                row("migration", LIMIT_ROW, 1, 1, 100.0, m(0)),
+                row("migration", LIMIT_ROW, 1, 1, 100.0, m(100)),
+            ];
+            anchoring_overhead(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(moved(100.0), Verdict::Holds);
+        assert_eq!(moved(99.0), Verdict::HoldsInShape);
+        assert_eq!(moved(50.0), Verdict::HoldsInShape);
+        assert_eq!(moved(49.0), Verdict::DoesNotHold);
+        // §6.2.5: rseq sections >= 1.2x the locked fallback (shape: > 1x).
+        let section = |rseq: f64| {
+            let rows = [
+                row("section-vs-lock", "paygo", 2, 1, rseq, json!({})),
+                row("section-vs-lock", "paygo-locked", 2, 1, 100.0, json!({})),
+            ];
+            section_vs_lock(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(section(120.0), Verdict::Holds);
+        assert_eq!(section(119.0), Verdict::HoldsInShape);
+        assert_eq!(section(100.0), Verdict::DoesNotHold);
+        // §3.1: paygo below sloppy and percpu-ref, and at most 2x refcache; oplog-counter below
+        // percpu-ref.
+        let mem = |scheme: &str, bytes: u64| {
+            row(
+                "memory",
+                scheme,
+                1,
+                100,
+                0.0,
+                json!({"bytes_total": bytes, "cpus": 16}),
+            )
+        };
+        let space_of = |paygo: u64| {
+            let rows = [
+                mem("paygo", paygo),
+                mem("refcache", 5_000),
+                mem("sloppy", 10_100),
+                mem("percpu-ref", 10_200),
+            ];
+            space(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(space_of(10_000), Verdict::Holds);
+        assert_eq!(space_of(10_001), Verdict::HoldsInShape);
+        assert_eq!(space_of(10_100), Verdict::DoesNotHold);
+        let logs = |oplog: u64| {
+            let rows = [mem("oplog-counter", oplog), mem("percpu-ref", 10_200)];
+            oplog_memory(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(logs(10_199), Verdict::Holds);
+        assert_eq!(logs(10_200), Verdict::DoesNotHold);
+        // The pread table: frozen-bit >= cas at every thread count from 2.
+        let pread = |f2: f64, f4: f64| {
+            let rows = [
+                row("pread-table", "cas", 2, 1, 100.0, json!({})),
+                row("pread-table", "frozen-bit", 2, 1, f2, json!({})),
+                row("pread-table", "cas", 4, 1, 100.0, json!({})),
+                row("pread-table", "frozen-bit", 4, 1, f4, json!({})),
+            ];
+            pread_table(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(pread(100.0, 100.0), Verdict::Holds);
+        assert_eq!(pread(99.0, 100.0), Verdict::HoldsInShape);
+        assert_eq!(pread(100.0, 99.0), Verdict::DoesNotHold);
+        // LODIC's memory: per-core counters >= 13x lodic (shape: > 1x).
+        let lm = |percpu: f64| {
+            let rows = [
+                row(
+                    "lodic-memory",
+                    "lodic-file",
+                    2,
+                    100,
+                    0.0,
+                    json!({"bytes": 100.0}),
+                ),
+                row(
+                    "lodic-memory",
+                    "percpu-ref",
+                    2,
+                    100,
+                    0.0,
+                    json!({"bytes": percpu}),
+                ),
+            ];
+            lodic_memory(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(lm(1_300.0), Verdict::Holds);
+        assert_eq!(lm(1_299.0), Verdict::HoldsInShape);
+        assert_eq!(lm(100.0), Verdict::DoesNotHold);
+        // LODIC's query: 100% mapped >= 5x the 10% drop (shape: > 1x).
+        let q = |all: f64| {
+            let at = |pct: usize, ms: f64| {
+                row(
+                    "lodic-query",
+                    "lodic-file",
+                    2,
+                    pct,
+                    0.0,
+                    json!({"mapped_pct": pct, "ms_to_drop": ms}),
+                )
+            };
+            lodic_query(&Rows::new(&[at(10, 1.0), at(100, all)])).verdict
+        };
+        assert_eq!(q(5.0), Verdict::Holds);
+        assert_eq!(q(4.99), Verdict::HoldsInShape);
+        assert_eq!(q(1.0), Verdict::DoesNotHold);
+        // LODIC against stock Linux: each variant >= 65x cas at tn.
+        let stock = |lead: f64| {
+            let mut rows = vec![
+                row("drbh", "cas", 1, 1, 100.0, json!({})),
+                row("drbh", "cas", 16, 1, 10.0, json!({})),
+            ];
+            for name in ["lodic-file", "lodic-process"] {
+                rows.push(row("drbh", name, 1, 1, 100.0, json!({})));
+                rows.push(row("drbh", name, 16, 1, 10.0 * lead, json!({})));
+            }
+            lodic_vs_stock(&Rows::new(&rows)).verdict
+        };
+        assert_eq!(stock(65.0), Verdict::Holds);
+        assert_eq!(stock(64.9), Verdict::HoldsInShape);
+    }
 }
