@@ -341,6 +341,53 @@ fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
     )
 }
 
+/// PAYGO §6.2.3, Fig. 10 (96 threads, one file of 1 to 64 MiB): "the vanilla scheme is
+/// ill-suited for the strongly contending condition (i.e., 1 MiB). But its performance rebounds
+/// quickly as soon as the degree of contention is alleviated, and it outperforms RefCache once
+/// it passes a break even point (i.e., 16 MiB file in our case)". Read from `file-spectrum` at
+/// the most threads: vanilla (`cas`) against `refcache` at the smallest file and at the largest,
+/// which is past RefCache's 16 MiB cache. At one thread nothing contends: "not measured".
+fn fig10_vanilla_break_even(rows: &Rows<'_>) -> Outcome {
+    let exp = "file-spectrum";
+    let tn = need!(rows.most_threads(exp), "file-spectrum was not run");
+    if tn < 2 {
+        return not_measured(
+            "file-spectrum: one thread measured, which contends with none (the claim is of \
+             vanilla under contention)",
+        );
+    }
+    let mib = |r: &Row| Some(r.objects);
+    let rc = curve(rows, exp, "refcache", tn, mib);
+    // cas / refcache at each file size measured for both, ascending.
+    let both: Vec<(usize, f64)> = curve(rows, exp, "cas", tn, mib)
+        .into_iter()
+        .filter_map(|(n, c)| Some((n, c / rc.iter().find(|x| x.0 == n)?.1.max(1e-9))))
+        .collect();
+    let (Some(&(small, lo)), Some(&(large, hi))) = (both.first(), both.last()) else {
+        return not_measured(format!(
+            "file-spectrum: cas and refcache not both measured at {tn} threads"
+        ));
+    };
+    if small > REFCACHE_CACHE_MIB || large <= REFCACHE_CACHE_MIB {
+        return not_measured(format!(
+            "file-spectrum: cas and refcache need a file of {REFCACHE_CACHE_MIB} MiB or less and \
+             one past it at {tn} threads"
+        ));
+    }
+    let v = grade(lo < 1.0 && hi >= 1.0, hi > lo);
+    outcome(
+        v,
+        format!("cas / refcache: {lo:.2}x at {small} MiB, {hi:.2}x at {large} MiB ({tn} threads)"),
+        if hi <= lo {
+            "vanilla gains nothing on RefCache as the file grows"
+        } else if lo >= 1.0 {
+            "vanilla already at or above RefCache on the smallest file: no break-even"
+        } else {
+            "vanilla still below RefCache on the largest file"
+        },
+    )
+}
+
 /// PAYGO §6.2.1, Fig. 7 (DRBH, threads re-read one 4 KiB block): "all file systems under
 /// consideration in stock Linux (i.e., vanilla) undergo severe scalability bottlenecks" and
 /// "PAYGO and RefCache perfectly scale the throughput of ext4, btrfs and F2FS". Vanilla is the
@@ -1159,6 +1206,7 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
 /// Every claim, in the order of the report.
 pub const CLAIMS: &[Claim] = &[
     Claim { source: "PAYGO Fig. 2/10", claim: "file of growing size: RefCache falls once its pages outgrow the per-CPU cache, PAYGO stays flat", rule: "file-spectrum at the most threads: paygo max/min over the file sizes <= 1.5x and refcache falls >= 10x from the largest file within its cache (16 MiB, 4,096 pages) to the largest file (shape: refcache falls more than paygo between those sizes)", experiments: &["file-spectrum"], check: fig2_refcache_falls },
+    Claim { source: "PAYGO Fig. 10", claim: "file of growing size: vanilla behind RefCache on a small file, ahead past a break-even (16 MiB there)", rule: "file-spectrum at the most threads (2 or more): cas below refcache at the smallest file and at or above it at the largest, past refcache's 16 MiB cache (shape: cas / refcache higher at the largest file than at the smallest)", experiments: &["file-spectrum"], check: fig10_vanilla_break_even },
     Claim { source: "PAYGO Fig. 7", claim: "DRBH: vanilla collapses, PAYGO and RefCache scale", rule: "cas tn/t1 <= 1.1 and paygo, refcache >= 0.75x ideal (shape: paygo scales better than cas)", experiments: &["drbh"], check: fig7_drbh },
     Claim { source: "PAYGO Fig. 8", claim: "randomread: PAYGO ahead of RefCache as threads grow", rule: "paygo/refcache >= 1 at tn and not falling (shape: not falling)", experiments: &["randomread"], check: fig8_randomread },
     Claim { source: "PAYGO Fig. 11", claim: "one object: PAYGO scales, FAA and CAS saturate", rule: "paygo tn/t1 >= 0.75x ideal, atomic and cas <= 1 (shape: paygo scales better)", experiments: &["single-object"], check: fig11_single_object },
@@ -2703,5 +2751,67 @@ mod tests {
         };
         assert_eq!(stock(65.0), Verdict::Holds);
         assert_eq!(stock(64.9), Verdict::HoldsInShape);
+    }
+
+    /// PAYGO Fig. 10's break-even: vanilla (cas) behind refcache on the smallest file, at or
+    /// above it on the largest, past refcache's cache; at one thread, "not measured".
+    #[test]
+    fn fig10_vanilla_passes_refcache_past_a_break_even() {
+        let fs = |threads: usize, cas: [f64; 3]| {
+            let mut v = Vec::new();
+            for (i, mib) in [1, 16, 64].into_iter().enumerate() {
+                v.push(row(
+                    "file-spectrum",
+                    "refcache",
+                    threads,
+                    mib,
+                    100.0,
+                    json!({}),
+                ));
+                v.push(row("file-spectrum", "cas", threads, mib, cas[i], json!({})));
+            }
+            fig10_vanilla_break_even(&Rows::new(&v))
+        };
+        let o = fs(2, [50.0, 90.0, 100.0]);
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert_eq!(
+            o.measured,
+            "cas / refcache: 0.50x at 1 MiB, 1.00x at 64 MiB (2 threads)"
+        );
+        let o = fs(2, [50.0, 90.0, 99.0]);
+        assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+        assert!(o.reason.contains("still below"), "{o:?}");
+        let o = fs(2, [100.0, 120.0, 300.0]);
+        assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+        assert!(o.reason.contains("no break-even"), "{o:?}");
+        let o = fs(2, [50.0, 60.0, 50.0]);
+        assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+        assert_eq!(fs(1, [50.0, 90.0, 100.0]).verdict, Verdict::NotMeasured);
+        // No file past the cache, or no cas rows: not measured.
+        let within: Vec<Row> = [1, 16]
+            .into_iter()
+            .flat_map(|mib| {
+                [
+                    row("file-spectrum", "refcache", 2, mib, 100.0, json!({})),
+                    row("file-spectrum", "cas", 2, mib, 50.0, json!({})),
+                ]
+            })
+            .collect();
+        let o = fig10_vanilla_break_even(&Rows::new(&within));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        let past: Vec<Row> = [32, 64]
+            .into_iter()
+            .flat_map(|mib| {
+                [
+                    row("file-spectrum", "refcache", 2, mib, 100.0, json!({})),
+                    row("file-spectrum", "cas", 2, mib, 150.0, json!({})),
+                ]
+            })
+            .collect();
+        let o = fig10_vanilla_break_even(&Rows::new(&past));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        let no_cas: Vec<Row> = within.into_iter().filter(|r| r.scheme != "cas").collect();
+        let o = fig10_vanilla_break_even(&Rows::new(&no_cas));
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
     }
 }
