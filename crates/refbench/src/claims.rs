@@ -157,6 +157,14 @@ impl<'a> Rows<'a> {
         self.of(exp).map(|f| self.note(f)).collect()
     }
 
+    /// The rows of `exp` that `pick` selects; only those are noted as read.
+    pub fn rows_where(&self, exp: &str, pick: impl Fn(&Row) -> bool) -> Vec<&'a Row> {
+        self.of(exp)
+            .filter(|(_, r)| pick(r))
+            .map(|f| self.note(f))
+            .collect()
+    }
+
     /// The rows of `exp` for `scheme`.
     pub fn rows_of(&self, exp: &str, scheme: &str) -> Vec<&'a Row> {
         self.of(exp)
@@ -210,8 +218,8 @@ fn span(rows: &Rows<'_>, exp: &str) -> Result<(usize, usize), Outcome> {
 }
 
 /// The `(key(row), ops/s)` of the rows of `scheme` in `exp` at `threads` threads that have
-/// both, ascending by key (rows of one key in the order of the run). Notes every row of `exp`
-/// as read.
+/// both, ascending by key (rows of one key in the order of the run). Notes those rows, and no
+/// other, as read.
 fn curve<K: Ord + Copy>(
     rows: &Rows<'_>,
     exp: &str,
@@ -220,9 +228,13 @@ fn curve<K: Ord + Copy>(
     key: impl Fn(&Row) -> Option<K>,
 ) -> Vec<(K, f64)> {
     let mut v: Vec<(K, f64)> = rows
-        .rows(exp)
+        .rows_where(exp, |r| {
+            r.scheme == scheme
+                && r.threads == threads
+                && key(r).is_some()
+                && r.ops_per_sec.is_some()
+        })
         .into_iter()
-        .filter(|r| r.scheme == scheme && r.threads == threads)
         .filter_map(|r| Some((key(r)?, r.ops_per_sec?)))
         .collect();
     v.sort_by_key(|x| x.0);
@@ -280,9 +292,10 @@ fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
     let tn = need!(rows.most_threads(exp), "file-spectrum was not run");
     let series = |s: &str| -> Vec<(usize, f64)> {
         let mut v: Vec<(usize, f64)> = rows
-            .rows_of(exp, s)
+            .rows_where(exp, |r| {
+                r.scheme == s && r.threads == tn && r.ops_per_sec.is_some()
+            })
             .into_iter()
-            .filter(|r| r.threads == tn)
             .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
             .collect();
         v.sort_by_key(|x| x.0);
@@ -680,11 +693,7 @@ fn row_cpus(r: &Row) -> u64 {
 /// judged there (they are about many-core machines; `reproduce` also sizes the memory
 /// experiments for 16 CPUs on smaller machines).
 fn most_cpus(rows: &Rows<'_>, exp: &str) -> u64 {
-    rows.rows(exp)
-        .iter()
-        .map(|r| row_cpus(r))
-        .max()
-        .unwrap_or(0)
+    rows.of(exp).map(|(_, r)| row_cpus(r)).max().unwrap_or(0)
 }
 
 /// " at N CPUs" for the outcome's text, if the rows say.
@@ -698,9 +707,9 @@ fn at_cpus(n: u64) -> String {
 
 /// Bytes per object of `scheme` in the `memory` rows sized for `cpus` CPUs.
 fn per_object_bytes(rows: &Rows<'_>, scheme: &str, cpus: u64) -> Option<f64> {
-    rows.rows("memory")
+    rows.rows_where("memory", |r| r.scheme == scheme && row_cpus(r) == cpus)
         .into_iter()
-        .find(|r| r.scheme == scheme && row_cpus(r) == cpus)
+        .next()
         .and_then(|r| Some(r.extra.get("bytes_total")?.as_f64()? / r.objects.max(1) as f64))
 }
 
@@ -1116,17 +1125,20 @@ fn lodic_vs_stock(rows: &Rows<'_>) -> Outcome {
 /// blocks mapped) and Objective ("The number of counters are proportional to the degree of
 /// sharing"). The slides give no figures: the rule asks half of the 10x share ratio.
 fn lodic_query(rows: &Rows<'_>) -> Outcome {
-    let r = rows.rows("lodic-query");
-    if r.is_empty() {
-        return not_measured("lodic-query was not run");
-    }
+    let exp = "lodic-query";
     // At the most sharing threads measured: the query cost follows the degree of sharing.
-    let most = r.iter().map(|r| r.threads).max().unwrap_or(0);
+    let most = need!(
+        rows.of(exp).map(|(_, r)| r.threads).max(),
+        "lodic-query was not run"
+    );
     let at = |pct: f64| {
-        r.iter()
-            .filter(|r| r.scheme.contains("file") && r.threads == most)
-            .find(|r| r.extra.get("mapped_pct").and_then(|v| v.as_f64()) == Some(pct))
-            .copied()
+        rows.rows_where(exp, |r| {
+            r.scheme.contains("file")
+                && r.threads == most
+                && r.extra.get("mapped_pct").and_then(|v| v.as_f64()) == Some(pct)
+        })
+        .into_iter()
+        .next()
     };
     let ten_row = need!(at(10.0), "lodic-query: no 10% row (file-space)");
     let all_row = need!(at(100.0), "lodic-query: no 100% row (file-space)");
@@ -1159,8 +1171,8 @@ fn lodic_query(rows: &Rows<'_>) -> Outcome {
 /// 2 sharing threads and the fully mapped file, LODIC's worst case, at the most CPUs measured or
 /// sized for).
 fn lodic_memory(rows: &Rows<'_>) -> Outcome {
-    let r = rows.rows("lodic-memory");
-    if r.is_empty() {
+    let exp = "lodic-memory";
+    if rows.of(exp).next().is_none() {
         return not_measured("lodic-memory was not run");
     }
     // The fully mapped file where it was measured (LODIC's worst case), else any share; at
@@ -1168,11 +1180,9 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
     let cpus = most_cpus(rows, "lodic-memory");
     let full = |r: &Row| r.extra.get("mapped_pct").and_then(|v| v.as_f64()) == Some(100.0);
     let bytes = |s: &str| {
-        let at2: Vec<&Row> = r
-            .iter()
-            .copied()
-            .filter(|r| r.scheme.starts_with(s) && r.threads == 2 && row_cpus(r) == cpus)
-            .collect();
+        let at2: Vec<&Row> = rows.rows_where(exp, |r| {
+            r.scheme.starts_with(s) && r.threads == 2 && row_cpus(r) == cpus
+        });
         at2.iter()
             .filter(|r| full(r))
             .chain(at2.iter())
@@ -2813,5 +2823,66 @@ mod tests {
         let no_cas: Vec<Row> = within.into_iter().filter(|r| r.scheme != "cas").collect();
         let o = fig10_vanilla_break_even(&Rows::new(&no_cas));
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    }
+
+    /// A verdict is marked disturbed by the rows its rule compares, not by every row of its
+    /// experiment: a disturbed row of a scheme the rule does not name, or of a thread count it
+    /// does not read, does not mark it (Fig. 12 read every `object-spectrum` row, and Fig. 2/10
+    /// the 1-thread rows of its schemes).
+    #[test]
+    fn only_the_rows_a_rule_compares_mark_it_disturbed() {
+        let quiet = json!({"cpu_util": 0.99});
+        let low = json!({"cpu_util": 0.3});
+        let mut rows = Vec::new();
+        for (n, p, a) in [(1, 400.0, 100.0), (65536, 300.0, 150.0)] {
+            rows.push(row("object-spectrum", "paygo", 2, n, p, quiet.clone()));
+            rows.push(row("object-spectrum", "atomic", 2, n, a, quiet.clone()));
+            rows.push(row("object-spectrum", "cas", 2, n, a, quiet.clone()));
+            rows.push(row("object-spectrum", "sloppy", 2, n, a, low.clone()));
+            rows.push(row("object-spectrum", "paygo", 1, n, p, low.clone()));
+        }
+        for (mib, rc) in [(1, 400.0), (16, 380.0), (64, 30.0)] {
+            rows.push(row("file-spectrum", "refcache", 2, mib, rc, quiet.clone()));
+            rows.push(row("file-spectrum", "paygo", 2, mib, 400.0, quiet.clone()));
+            rows.push(row("file-spectrum", "cas", 2, mib, 380.0, quiet.clone()));
+            rows.push(row("file-spectrum", "refcache", 1, mib, rc, low.clone()));
+            rows.push(row("file-spectrum", "sloppy", 2, mib, rc, low.clone()));
+        }
+        for (scheme, bytes, util) in [
+            ("paygo", 5_000, 0.99),
+            ("refcache", 7_600, 0.99),
+            ("sloppy", 17_000, 0.99),
+            ("percpu-ref", 17_800, 0.99),
+            ("atomic", 800, 0.3),
+        ] {
+            let extra = json!({"bytes_total": bytes, "cpus": 16, "cpu_util": util});
+            rows.push(row("memory", scheme, 1, 100, 0.0, extra));
+        }
+        for (pct, ms) in [(10, 1.0), (100, 6.0)] {
+            let extra = json!({"mapped_pct": pct, "ms_to_drop": ms, "cpu_util": 0.99});
+            rows.push(row("lodic-query", "lodic-file", 2, pct, 0.0, extra));
+            let extra = json!({"mapped_pct": pct, "ms_to_drop": ms, "cpu_util": 0.3});
+            rows.push(row("lodic-query", "lodic-process", 2, pct, 0.0, extra));
+        }
+        let t = table(&rows);
+        for src in [
+            "PAYGO Fig. 12",
+            "PAYGO Fig. 2/10",
+            "PAYGO Fig. 10",
+            "PAYGO §3.1",
+        ] {
+            let line = t
+                .lines()
+                .find(|l| l.starts_with(&format!("| {src} |")))
+                .expect("the claim's line");
+            assert!(line.contains("**holds**"), "{line}");
+            assert!(!line.contains("disturbed"), "{line}");
+        }
+        let query = t
+            .lines()
+            .find(|l| l.contains("query cost follows"))
+            .expect("the claim's line");
+        assert!(query.contains("**holds**"), "{query}");
+        assert!(!query.contains("disturbed"), "{query}");
     }
 }
