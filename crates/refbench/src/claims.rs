@@ -2885,4 +2885,23 @@ mod tests {
         assert!(query.contains("**holds**"), "{query}");
         assert!(!query.contains("disturbed"), "{query}");
     }
+
+    /// Fig. 2/10's bounds: paygo within 1.5x over the file sizes and refcache falling 10x past
+    /// its cache hold at the bound; just past either, in shape.
+    #[test]
+    fn fig2_10_bounds() {
+        let fs = |rc64: f64, p1: f64| {
+            let mut v = Vec::new();
+            for (mib, rc, p) in [(1, 300.0, p1), (16, 300.0, 200.0), (64, rc64, 200.0)] {
+                v.push(row("file-spectrum", "refcache", 2, mib, rc, json!({})));
+                v.push(row("file-spectrum", "paygo", 2, mib, p, json!({})));
+            }
+            fig2_refcache_falls(&Rows::new(&v)).verdict
+        };
+        assert_eq!(fs(30.0, 300.0), Verdict::Holds);
+        assert_eq!(fs(30.1, 300.0), Verdict::HoldsInShape);
+        assert_eq!(fs(30.0, 301.0), Verdict::HoldsInShape);
+        // refcache falls no more than paygo (1x) between 16 and 64 MiB.
+        assert_eq!(fs(300.0, 300.0), Verdict::DoesNotHold);
+    }
 }
