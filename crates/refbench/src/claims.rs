@@ -4,8 +4,9 @@
 //!
 //! Each rule compares figures of one run (one machine, repetitions interleaved), at the
 //! smallest (`t1`) and the largest (`tn`) thread count measured. A claim whose experiment was
-//! not run, or whose rule needs two thread counts where one was measured, is "not measured"
-//! with the reason.
+//! not run, whose rule needs two thread counts where one was measured, whose claim is of threads
+//! contending where one thread was measured, or whose rule names a scheme without rows, is "not
+//! measured" with the reason.
 
 use crate::bare_loop::LIMIT_ROW;
 use crate::output::Row;
