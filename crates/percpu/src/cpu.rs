@@ -185,24 +185,33 @@ fn mask_bits_with(mut getaffinity: impl FnMut(usize) -> Option<usize>) -> Option
     None
 }
 
-/// The highest CPU number in a kernel CPU list such as `0-3,8-11` or `0`.
+/// The highest CPU number in a kernel CPU list such as `0-3,8-11` or `0`: ranges `a-b` (with
+/// `a <= b`) and single numbers, in decimal digits, separated by single commas, as the kernel
+/// prints them (`/sys/devices/system/cpu/possible`, `online`, a cpuset's `cpus`), without the
+/// newline that ends the file: trim it first. `None` for anything else: an empty list, an empty
+/// part (`0,,2`, `0,`), a range missing an end (`0-`) or reversed (`3-1`), a sign, spaces or
+/// newlines inside, and a number no CPU can have (above `i32::MAX`: the kernel's CPU numbers are
+/// `int`s), so that one more than the answer, a count of CPUs, never overflows.
 pub fn parse_cpu_list_max(s: &str) -> Option<usize> {
+    /// A CPU number: ASCII digits only (`str::parse` also takes a leading `+`), at most
+    /// `i32::MAX`.
+    fn number(s: &str) -> Option<usize> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse::<usize>().ok().filter(|&n| n <= i32::MAX as usize)
+    }
     let mut max = None;
     for part in s.split(',') {
-        let part = part.trim();
-        if part.is_empty() {
-            continue;
-        }
         let hi = match part.split_once('-') {
             Some((lo, hi)) => {
-                let lo: usize = lo.trim().parse().ok()?;
-                let hi: usize = hi.trim().parse().ok()?;
+                let (lo, hi) = (number(lo)?, number(hi)?);
                 if hi < lo {
                     return None;
                 }
                 hi
             }
-            None => part.parse().ok()?,
+            None => number(part)?,
         };
         max = Some(max.map_or(hi, |m: usize| m.max(hi)));
     }
@@ -306,6 +315,50 @@ mod tests {
         assert_eq!(parse_cpu_list_max("0,2,5"), Some(5));
         assert_eq!(parse_cpu_list_max("3-1"), None);
         assert_eq!(parse_cpu_list_max("x"), None);
+        assert_eq!(parse_cpu_list_max("2147483647"), Some(i32::MAX as usize));
+        assert_eq!(parse_cpu_list_max("0-2147483647"), Some(i32::MAX as usize));
+    }
+
+    /// Every list the kernel would not print is refused, not read as a number: an empty list or
+    /// part, a range without an end, a sign, whitespace or a newline anywhere, a number past
+    /// any CPU's. `+3`, `0,,3`, `0 - 3`, `0-3\n` read as 3, and `18446744073709551615` as
+    /// `usize::MAX`, one less than a count of CPUs that overflowed (`detect_possible` adds 1).
+    #[test]
+    fn malformed_cpu_lists_are_refused() {
+        for s in [
+            "",
+            " ",
+            "\n",
+            ",",
+            "0-",
+            "-3",
+            "-",
+            "3-1",
+            "0-1-2",
+            "+3",
+            "0-+3",
+            "-0",
+            "0,,3",
+            ",3",
+            "3,",
+            "0 - 3",
+            " 3",
+            "3 ",
+            "3\n",
+            "0-3\n",
+            "0\n1",
+            "3 ,4",
+            "0x3",
+            "1e3",
+            "\u{663}",
+            "2147483648",
+            "0-2147483648",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(parse_cpu_list_max(s), None, "{s:?}");
+        }
     }
 
     /// The kernel's CPU mask covers every possible CPU (the count sysfs gives), rounded up to
