@@ -113,6 +113,9 @@ pub fn unpin() {
 }
 
 /// The calling thread's affinity, saved to be put back: [`Saved::restore`], or dropping it.
+/// Neither `Send` nor `Sync`: `sched_setaffinity` sets the affinity of the thread that calls it,
+/// so a `Saved` restored or dropped on another thread would give that thread the affinity
+/// saved, and leave the thread it was taken on where it was moved.
 ///
 /// ```
 /// let saved = percpu::affinity::Saved::take();
@@ -126,12 +129,16 @@ pub fn unpin() {
 /// drop(saved); // back to the CPUs the thread had before
 /// ```
 #[must_use = "dropping it at once restores the affinity at once"]
-pub struct Saved(Option<imp::Set>);
+pub struct Saved(
+    Option<imp::Set>,
+    /// Neither `Send` nor `Sync`: the affinity it restores is its own thread's.
+    core::marker::PhantomData<*const ()>,
+);
 
 impl Saved {
     /// Saves the calling thread's affinity (nothing where it cannot be read).
     pub fn take() -> Self {
-        Saved(imp::get())
+        Saved(imp::get(), core::marker::PhantomData)
     }
 
     /// Puts the saved affinity back; false where nothing was saved or the kernel refuses it.
