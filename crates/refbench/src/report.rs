@@ -73,6 +73,15 @@ fn results_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
 ///
 /// [`Row`]: crate::output::Row
 fn read_results(f: &Path) -> Result<(Value, Vec<Value>, Vec<crate::output::Row>), String> {
+    // Only a file is opened: a FIFO named `*.json` would block the read (and `report`, or
+    // `reproduce` checking its folder, with it) until something wrote to it.
+    let kind = std::fs::metadata(f).map_err(|e| format!("{}: {e}", f.display()))?;
+    if !kind.is_file() {
+        return Err(format!(
+            "{}: not a file (a result is a file refbench wrote)",
+            f.display()
+        ));
+    }
     let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not refbench JSON: {e}", f.display()))?;

@@ -1176,6 +1176,71 @@ fn report_with_a_broken_result_writes_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `refbench ARGS`, killed if it has not ended after a minute (a guard against a hang, which
+/// the caller reports; no figure depends on the time).
+fn refbench_or_kill(args: &[&str]) -> Option<std::process::Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_refbench"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("refbench runs");
+    for _ in 0..600 {
+        if child.try_wait().expect("waits").is_some() {
+            return Some(child.wait_with_output().expect("its output"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// A `*.json` in the folder that is not a file (a FIFO) is named and refused with exit 2 by
+/// `report`, and by `reproduce` before it runs, where reading it waited for a writer for ever.
+#[test]
+fn a_json_that_is_not_a_file_exits_2_without_waiting_for_it() {
+    let dir = scratch("report-fifo");
+    let fifo = dir.join("notes.json");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no mkfifo here");
+        return;
+    }
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "1",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    std::fs::write(dir.join("single-object.json"), &o.stdout).unwrap();
+    let d = dir.to_str().unwrap();
+    for args in [
+        &["report", d][..],
+        &["reproduce", "--quick", "--only", "tsc-check", "--out", d],
+    ] {
+        let o = refbench_or_kill(args).unwrap_or_else(|| panic!("{args:?} waited on the FIFO"));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&fifo.display().to_string()) && err.contains("not a file"),
+            "{args:?}: {err}"
+        );
+        assert!(!dir.join("REPORT.md").exists(), "{args:?} wrote a report");
+        assert!(!dir.join("tsc-check.json").exists(), "{args:?} ran");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `run --help` says what each experiment runs without `--schemes`, as the code decides it.
 #[test]
 fn help_says_the_default_schemes_of_every_experiment() {
