@@ -148,8 +148,22 @@ pub struct Results {
     pub rows: Vec<Row>,
 }
 
-fn mops(v: f64) -> String {
-    format!("{:.2}", v / 1e6)
+/// `v` with `places` decimals, but for a value that would show as zero without being zero
+/// (931 ops/s as Mops/s, a ratio of 0.00015), shown with two significant digits instead: a
+/// rate measured that low is not a rate of zero.
+pub fn fixed(v: f64, places: usize) -> String {
+    let text = format!("{v:.places$}");
+    if v == 0.0 || !v.is_finite() || text.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        return text;
+    }
+    // Two significant digits: one decimal past the first nonzero one.
+    let first = (-v.abs().log10().floor()) as usize;
+    format!("{v:.prec$}", prec = first + 1)
+}
+
+/// Operations per second as millions ("Mops/s"), two decimals ([`fixed`]).
+pub fn mops(v: f64) -> String {
+    fixed(v / 1e6, 2)
 }
 
 /// The extra fields of a row on one line of the table: a text over several lines (a `ceiling`
@@ -158,7 +172,9 @@ fn mops(v: f64) -> String {
 fn extra_text(m: &Map<String, Value>) -> String {
     m.iter()
         .map(|(k, v)| match v {
-            Value::Number(n) if n.is_f64() => format!("{k}={:.3}", n.as_f64().unwrap_or(0.0)),
+            Value::Number(n) if n.is_f64() => {
+                format!("{k}={}", fixed(n.as_f64().unwrap_or(0.0), 3))
+            }
             Value::String(s) => {
                 format!("{k}={}", s.replace("\r\n", " ").replace(['\n', '\r'], " "))
             }
@@ -432,6 +448,42 @@ mod tests {
             lines[2].ends_with("skipped=cc failed: no sys/rseq.h    17 | #include"),
             "{t}"
         );
+    }
+
+    /// A rate or a ratio measured too low for the table's decimals shows with two significant
+    /// digits, not as zero (readers at 932 ops/s under a reclaimer showed "0.00" Mops/s, and
+    /// their `vs_no_reclaimer` of 0.00015 "0.000"); zero and larger values keep their decimals.
+    #[test]
+    fn a_value_too_small_for_its_decimals_is_not_shown_as_zero() {
+        assert_eq!(fixed(0.000_931_97, 2), "0.00093");
+        assert_eq!(fixed(0.000_149_9, 3), "0.00015");
+        assert_eq!(fixed(-0.000_149_9, 3), "-0.00015");
+        assert_eq!(fixed(0.0049, 2), "0.0049");
+        assert_eq!(fixed(0.0, 2), "0.00");
+        assert_eq!(fixed(0.054_774, 2), "0.05");
+        assert_eq!(fixed(22.381_885, 2), "22.38");
+        assert_eq!(fixed(0.1234, 3), "0.123");
+        let results = Results {
+            meta: Meta::collect(),
+            rows: vec![Row {
+                experiment: "reclaim-pressure".into(),
+                scheme: "percpu-ref".into(),
+                kind: Kind::Scheme,
+                threads: 2,
+                objects: 1,
+                ops_per_sec: Some(931.97),
+                reps: vec![1721.11, 142.83],
+                extra: serde_json::json!({"vs_no_reclaimer": 0.000_149_9, "cpu_util": 0.0})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            }],
+        };
+        let t = table(&results);
+        let row: Vec<&str> = t.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(row[4..6], ["0.00093", "0.00014..0.0017"], "{t}");
+        assert!(row.contains(&"vs_no_reclaimer=0.00015"), "{t}");
+        assert!(row.contains(&"cpu_util=0.000"), "{t}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 fn cell(v: Option<&Value>) -> String {
     match v {
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(f) if n.is_f64() => format!("{f:.3}"),
+            Some(f) if n.is_f64() => crate::output::fixed(f, 3),
             _ => n.to_string(),
         },
         Some(Value::String(s)) => s.clone(),
@@ -275,7 +275,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
             let mops = r
                 .get("ops_per_sec")
                 .and_then(|v| v.as_f64())
-                .map(|v| format!("{:.2}", v / 1e6))
+                .map(crate::output::mops)
                 .unwrap_or_else(|| "-".into());
             let _ = write!(
                 out,
@@ -367,6 +367,31 @@ mod tests {
             table[2].contains("No such file    17 \\| #include <sys/rseq.h>       \\| "),
             "{}",
             table[2]
+        );
+    }
+
+    /// The report shows a throughput or a ratio too small for its decimals with two significant
+    /// digits, as the table on screen does: readers at 932 ops/s under a reclaimer were "0.00"
+    /// Mops/s in it, and their `vs_no_reclaimer` of 0.00015 "0.000".
+    #[test]
+    fn a_value_too_small_for_its_decimals_is_not_reported_as_zero() {
+        let dir =
+            std::env::temp_dir().join(format!("refbench-report-small-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let results = serde_json::json!({
+            "meta": {"cpu_model": "test"},
+            "rows": [{"experiment": "reclaim-pressure", "scheme": "percpu-ref", "kind": "scheme",
+                      "threads": 2, "objects": 1, "ops_per_sec": 931.97,
+                      "reps": [1721.11, 142.83], "reclaimer": true,
+                      "vs_no_reclaimer": 0.000_149_9}],
+        });
+        std::fs::write(dir.join("reclaim-pressure.json"), results.to_string()).unwrap();
+        let report = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            report.contains("| percpu-ref | 2 | 1 | 0.00093 | true | 0.00015 |"),
+            "{report}"
         );
     }
 
