@@ -227,7 +227,10 @@ fn spans_decades(values: &[f64]) -> bool {
     !pos.is_empty() && hi / lo >= 10.0
 }
 
-/// A label for a value: an integer where it is one, else three significant digits.
+/// A label for a tick (1, 2 or 5 times a power of ten, or a multiple of such a step): an
+/// integer where it is one, one decimal from 1 up, and below 1 as many decimals as the value
+/// needs, at least two. With two at most, the ticks of a log axis under 0.01 (readers at a few
+/// thousand pairs per second) all read 0.00, and a linear tick of 0.015 read 0.02.
 fn label(v: f64) -> String {
     if (v - v.round()).abs() < 1e-9 {
         format!("{}", v.round() as i64)
@@ -236,7 +239,13 @@ fn label(v: f64) -> String {
     } else if v >= 1.0 {
         format!("{v:.1}")
     } else {
-        format!("{v:.2}")
+        // Twelve decimals hold any tick drawn here exactly, but for float noise far below.
+        let text = format!("{v:.12}");
+        let text = text.trim_end_matches('0');
+        match text.split_once('.') {
+            Some((_, decimals)) if decimals.len() >= 2 => text.to_string(),
+            _ => format!("{v:.2}"),
+        }
     }
 }
 
@@ -484,6 +493,27 @@ fn png_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ticks below 1 read as their values: those of a log axis under 0.01, and a linear tick
+    /// between two of two decimals, read 0.00, 0.01 or 0.02.
+    #[test]
+    fn tick_labels_below_one_keep_their_digits() {
+        let log_tick = |v: f64| label(10f64.powf(v.log10()));
+        assert_eq!(log_tick(0.005), "0.005");
+        assert_eq!(log_tick(0.002), "0.002");
+        assert_eq!(log_tick(0.001), "0.001");
+        assert_eq!(log_tick(0.0001), "0.0001");
+        assert_eq!(label(3.0 * 0.005), "0.015");
+        assert_eq!(label(0.1), "0.10");
+        assert_eq!(label(0.5), "0.50");
+        assert_eq!(label(0.25), "0.25");
+        assert_eq!(label(1.5), "1.5");
+        assert_eq!(label(200.0), "200");
+        assert_eq!(label(0.0), "0");
+        for t in linear_ticks(0.03) {
+            assert!((label(t).parse::<f64>().unwrap() - t).abs() < 1e-12, "{t}");
+        }
+    }
 
     fn row(exp: &str, scheme: &str, threads: usize, objects: usize, ops: f64) -> Row {
         Row {
