@@ -71,6 +71,7 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
     let several_cpus = rows
         .iter()
         .any(|r| cpus(r) != rows.first().and_then(|f| cpus(f)));
+    let several_objects = rows.iter().any(|r| r.objects != rows[0].objects);
     let mut out: Vec<Series> = Vec::new();
     for r in rows {
         let Some(v) = r.ops_per_sec else { continue };
@@ -80,6 +81,10 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
         }
         let label = match axis {
             XAxis::Objects | XAxis::Share => format!("{} {}T", r.scheme, r.threads),
+            // Drawn by threads over several object counts (`query --objects 10,1000`): a
+            // series per count, where the counts' points were one line up and down at each
+            // thread count.
+            XAxis::Threads if several_objects => format!("{} {} objects", r.scheme, r.objects),
             _ => r.scheme.clone(),
         };
         let label = match r.extra.get("migrate_every") {
@@ -635,6 +640,31 @@ mod tests {
         );
         let (_, _, s) = series(&refs[..2]);
         assert_eq!(points(&s, "paygo single"), vec![(1.0, 10.0), (2.0, 8.0)]);
+    }
+
+    /// `query` over several object counts is drawn by threads with a series per count (and
+    /// form): the counts' points were one series, a line up and down at each thread count.
+    #[test]
+    fn rows_of_several_object_counts_by_threads_are_a_series_each() {
+        let mut rows = Vec::new();
+        for (t, n, ops) in [(1, 10, 1e6), (1, 1000, 3e6), (2, 10, 2e6), (2, 1000, 5e6)] {
+            let mut r = row("query", "paygo", t, n, ops);
+            r.extra.insert("form".into(), "single".into());
+            rows.push(r);
+        }
+        let refs: Vec<&Row> = rows.iter().collect();
+        let (caption, _, s) = series(&refs);
+        assert_eq!(caption, "threads");
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            points(&s, "paygo 10 objects single"),
+            vec![(1.0, 1.0), (2.0, 2.0)]
+        );
+        assert_eq!(
+            points(&s, "paygo 1000 objects single"),
+            vec![(1.0, 3.0), (2.0, 5.0)]
+        );
+        assert_ne!(s[0].key, s[1].key, "one colour for both counts");
     }
 
     #[test]
