@@ -20,6 +20,11 @@ pub const MAX_THREADS: usize = 4096;
 /// outlast any use of its results.
 pub const MAX_DURATION_MS: u64 = 3_600_000;
 
+/// The most repetitions of one run (`--reps`): far more than a median needs (the figures take
+/// 3 to 9), and few enough that a count with zeros too many (a run of 10^19 repetitions would
+/// never end) is refused, as a duration past [`MAX_DURATION_MS`] is.
+pub const MAX_REPS: usize = 1000;
+
 /// Pins the calling thread to CPU number `i % n` of the `n` CPUs the process may use
 /// ([`percpu::affinity::process_cpus`], not the online CPUs: a cpuset or `taskset` may leave
 /// some out). Returns whether it worked.

@@ -80,7 +80,13 @@ enum Cmd {
         #[arg(
             long,
             default_value_t = 3,
-            help = flag_help(Flag::Reps, "Repetitions, at least 1; the median is reported.")
+            help = flag_help(
+                Flag::Reps,
+                &format!(
+                    "Repetitions, 1 to {}; the median is reported.",
+                    refbench::harness::MAX_REPS
+                )
+            )
         )]
         reps: usize,
         #[arg(
@@ -611,6 +617,12 @@ fn main() -> ExitCode {
             }
             if reps == 0 {
                 return usage_error("--reps must be at least 1");
+            }
+            if reps > refbench::harness::MAX_REPS {
+                return usage_error(format!(
+                    "--reps {reps}: at most {} repetitions",
+                    refbench::harness::MAX_REPS
+                ));
             }
             if let Err(e) = check_duration(duration_ms) {
                 return usage_error(e);
