@@ -149,14 +149,18 @@ pub struct Results {
 }
 
 /// `v` with `places` decimals, but for a value that would show as zero without being zero
-/// (931 ops/s as Mops/s, a ratio of 0.00015), shown with two significant digits instead: a
-/// rate measured that low is not a rate of zero.
+/// (931 ops/s as Mops/s, a ratio of 0.00015), shown with two significant digits instead (as a
+/// power of ten below 10^-4): a rate measured that low is not a rate of zero.
 pub fn fixed(v: f64, places: usize) -> String {
     let text = format!("{v:.places$}");
     if v == 0.0 || !v.is_finite() || text.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
         return text;
     }
-    // Two significant digits: one decimal past the first nonzero one.
+    // Two significant digits: one decimal past the first nonzero one, or as a power of ten
+    // below 10^-4 (a counter's events per operation, 3.7e-8, rather than 0.000000037).
+    if v.abs() < 1e-4 {
+        return format!("{v:.1e}");
+    }
     let first = (-v.abs().log10().floor()) as usize;
     format!("{v:.prec$}", prec = first + 1)
 }
@@ -459,6 +463,8 @@ mod tests {
         assert_eq!(fixed(0.000_149_9, 3), "0.00015");
         assert_eq!(fixed(-0.000_149_9, 3), "-0.00015");
         assert_eq!(fixed(0.0049, 2), "0.0049");
+        assert_eq!(fixed(3.7e-8, 3), "3.7e-8");
+        assert_eq!(fixed(0.000_099, 2), "9.9e-5");
         assert_eq!(fixed(0.0, 2), "0.00");
         assert_eq!(fixed(0.054_774, 2), "0.05");
         assert_eq!(fixed(22.381_885, 2), "22.38");
