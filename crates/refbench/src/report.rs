@@ -228,6 +228,16 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
             Some((_, stems)) => stems.push(stem.to_string()),
             None => machines.push((machine, vec![stem.to_string()])),
         }
+        // The plots `redraw_plots` draws of this file: one per experiment with throughput rows,
+        // named after the experiment (a file named otherwise, `renamed.json`, has its plot in
+        // `EXPERIMENT.svg`, which the report did not show; and a `renamed.svg` left there was
+        // shown in its place).
+        let mut plotted: Vec<String> = Vec::new();
+        for r in parsed.iter().filter(|r| r.ops_per_sec.is_some()) {
+            if !plotted.contains(&r.experiment) {
+                plotted.push(r.experiment.clone());
+            }
+        }
         all_rows.extend(parsed);
         let out = &mut sections;
         let _ = writeln!(out, "\n## {stem}\n");
@@ -288,11 +298,12 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
             }
             out.push('\n');
         }
-        for ext in ["svg", "png"] {
-            let plot = dir.join(format!("{stem}.{ext}"));
-            if plot.exists() {
-                let _ = writeln!(out, "\n![{stem}]({stem}.{ext})");
-                break;
+        for exp in &plotted {
+            for ext in ["svg", "png"] {
+                if dir.join(format!("{exp}.{ext}")).exists() {
+                    let _ = writeln!(out, "\n![{exp}]({exp}.{ext})");
+                    break;
+                }
             }
         }
     }
@@ -393,6 +404,47 @@ mod tests {
             report.contains("| percpu-ref | 2 | 1 | 0.00093 | true | 0.00015 |"),
             "{report}"
         );
+    }
+
+    /// A result file named otherwise than its experiment shows the plot `report` draws of it
+    /// (`EXPERIMENT.svg`), not a plot named after the file, and a file without throughput rows
+    /// shows none.
+    #[test]
+    fn the_report_shows_the_plots_drawn_of_each_file() {
+        let dir =
+            std::env::temp_dir().join(format!("refbench-report-plots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |exp: &str, ops: Option<f64>| {
+            serde_json::json!({
+                "meta": {"cpu_model": "test"},
+                "rows": [{"experiment": exp, "scheme": "atomic", "kind": "scheme", "threads": 1,
+                          "objects": 1, "ops_per_sec": ops, "reps": []}],
+            })
+            .to_string()
+        };
+        std::fs::write(dir.join("run2.json"), file("single-object", Some(1e6))).unwrap();
+        std::fs::write(dir.join("memory.json"), file("memory", None)).unwrap();
+        // Plots of no result drawn here: one named after the file, one of `memory` left by hand.
+        std::fs::write(dir.join("run2.svg"), "<svg/>").unwrap();
+        std::fs::write(dir.join("memory.svg"), "<svg/>").unwrap();
+        let drawn = redraw_plots(&dir).unwrap();
+        assert_eq!(
+            drawn,
+            [dir.join("single-object.svg"), dir.join("single-object.png")]
+        );
+        let report = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let section = |name: &str| {
+            let s = report.split(&format!("\n## {name}\n")).nth(1).unwrap();
+            s.split("\n## ").next().unwrap().to_string()
+        };
+        assert!(
+            section("run2").contains("![single-object](single-object.svg)"),
+            "{report}"
+        );
+        assert!(!report.contains("run2.svg"), "{report}");
+        assert!(!section("memory").contains("!["), "{report}");
     }
 
     /// The claims' header names every machine and commit the folder's results were measured
