@@ -138,7 +138,13 @@ enum Cmd {
         #[arg(
             long,
             default_value_t = 1_000_000,
-            help = flag_help(Flag::Samples, "Round trips per ordered pair of CPUs, at least 1.")
+            help = flag_help(
+                Flag::Samples,
+                &format!(
+                    "Round trips per ordered pair of CPUs, 1 to {}.",
+                    refbench::oplog_workloads::MAX_SAMPLES
+                )
+            )
         )]
         samples: u64,
         #[arg(
@@ -590,6 +596,12 @@ fn main() -> ExitCode {
             }
             if samples == 0 {
                 return usage_error("--samples must be at least 1");
+            }
+            if samples > refbench::oplog_workloads::MAX_SAMPLES {
+                return usage_error(format!(
+                    "--samples {samples}: at most {} round trips per pair of CPUs",
+                    refbench::oplog_workloads::MAX_SAMPLES
+                ));
             }
             if file_mib == 0 {
                 return usage_error("--file-mib must be at least 1");

@@ -274,6 +274,11 @@ fn oplog_list_loop<const L: bool, const G: bool>(
 /// `u64::MAX` would never end.
 pub const MAX_SPIN_CYCLES: u64 = 1 << 32;
 
+/// The most round trips `tsc-check` makes per ordered pair of CPUs (`--samples`): 1,000 times
+/// its default, minutes per pair at a few hundred nanoseconds a round trip; a count with zeros
+/// too many (near `u64::MAX`) would never end.
+pub const MAX_SAMPLES: u64 = 1_000_000_000;
+
 /// Figure 12: each of `threads` threads adds an element of its own (a fresh key each
 /// iteration) to one shared list, spins
 /// `spin_cycles` timestamp-counter cycles, removes the element, spins again, for `duration`.

@@ -68,12 +68,12 @@ fn bad_arguments_exit_2_with_a_message() {
     }
 }
 
-/// A duration, a repetition count or a spin past its bound is refused by name before anything
-/// runs: unbounded, `--duration-ms 18446744073709551615` (or as many `--reps`) would run for as
-/// long as it says, and `--spin-cycles` near `u64::MAX` would spin past any `--duration-ms` (a
-/// worker looks at the stop flag between iterations). Each is given with an `--out` that cannot
-/// be made (under a file), refused after them: without the bound, the `--out` message would come
-/// instead.
+/// A duration, a count of repetitions or round trips, or a spin past its bound is refused by
+/// name before anything runs: unbounded, `--duration-ms 18446744073709551615` (or as many
+/// `--reps` or `--samples`) would run for as long as it says, and `--spin-cycles` near
+/// `u64::MAX` would spin past any `--duration-ms` (a worker looks at the stop flag between
+/// iterations). Each is given with an `--out` that cannot be made (under a file), refused after
+/// them: without the bound, the `--out` message would come instead.
 #[test]
 fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
     let out = format!("{}/x", env!("CARGO_BIN_EXE_refbench"));
@@ -102,6 +102,10 @@ fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
         (
             &["run", "single-object", "--reps", "18446744073709551615"],
             "--reps 18446744073709551615: at most 1000",
+        ),
+        (
+            &["run", "tsc-check", "--samples", "18446744073709551615"],
+            "--samples 18446744073709551615: at most 1000000000",
         ),
         (
             &["run", "oplog-list", "--spin-cycles", "4294967297"],
