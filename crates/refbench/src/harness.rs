@@ -708,8 +708,8 @@ mod tests {
     }
 
     /// The window holds every worker's counting: a worker that started before another (the
-    /// case where the old harness, timing from the main thread, saw `cpu_util` above 1) counts
-    /// from its own start.
+    /// case where a window timed from the main thread gives a `cpu_util` above 1) counts from
+    /// its own start.
     #[test]
     fn summary_window_spans_every_worker() {
         let t0 = Instant::now();
