@@ -1111,8 +1111,7 @@ impl<T: ?Sized> Arc<T> {
     /// pointers: for tests and diagnostics, as costly as the number of CPUs, and out of date
     /// as soon as another thread clones or drops).
     pub fn count(this: &Self) -> i64 {
-        let m = this.meta();
-        m.domain.read_all(Self::header(this.inner)) + m.raw.load(Ordering::Relaxed) as i64
+        strong_of(this.meta(), Self::header(this.inner))
     }
 
     /// A mutable reference to the value if `this` is its only `Arc` and no [`Weak`] to it
@@ -1662,6 +1661,16 @@ const WEAK_LOCKED: usize = usize::MAX;
 /// `Weak`s cannot wrap the count and free the allocation under a live one).
 const WEAK_MAX: usize = isize::MAX as usize;
 
+/// The references to the value of allocation `m` (header `hdr`): its READ-ALL plus those held
+/// as raw pointers, read under the allocation's registry lock, under which a reference moves
+/// between a CPU's table and the raw count (`into_raw`, and the `Arc`s from `from_raw` given
+/// back or counted on a CPU): unlocked, the two reads could miss such a reference (0 while an
+/// `Arc` lives throughout) or count it twice.
+fn strong_of(m: &Meta, hdr: Pin<&Header>) -> i64 {
+    let _v = m.domain.arcs.lock(m.shard);
+    m.domain.read_all(hdr) + m.raw.load(Ordering::Relaxed) as i64
+}
+
 #[cold]
 #[inline(never)]
 fn no_raw_reference() -> ! {
@@ -1757,8 +1766,7 @@ impl<T: ?Sized> Weak<T> {
         if hdr.is_dead() {
             return 0;
         }
-        let n = m.domain.read_all(hdr) + m.raw.load(Ordering::Relaxed) as i64;
-        n.max(0) as usize
+        strong_of(m, hdr).max(0) as usize
     }
 
     /// The number of `Weak`s to the value, as `std::sync::Weak::weak_count`: 0 for a
@@ -1771,8 +1779,8 @@ impl<T: ?Sized> Weak<T> {
             return 0;
         }
         match m.weak.load(Ordering::Relaxed) {
-            // `get_mut` looks, for an `Arc` that holds the only reference: no `Weak` was
-            // there when it locked the count, and this one is.
+            // Not seen while this `Weak` lives (`get_mut` locks the count only from 1, no
+            // `Weak`): matched for completeness.
             WEAK_LOCKED => 1,
             n => n - 1,
         }

@@ -985,9 +985,9 @@ fn raw_counts_add_up_and_a_lost_pointer_leaks() {
 /// reference with an `Arc` from `from_raw` kept in a `ManuallyDrop`, which `std` allows (the
 /// forgotten `Arc` changes no count). Wakers cloned, woken by reference and by value, dropped,
 /// on this thread and on others that migrate: the value lives while a waker does, is dropped
-/// exactly once after the last, and the pointer's count is never short (a later `from_raw`
-/// of a waker found no reference held as a pointer and panicked, and the borrowed reference
-/// leaked the value).
+/// exactly once after the last, and the pointer's count is never short (a short count would
+/// make a later `from_raw` of a waker panic, finding no reference held as a pointer, and the
+/// borrowed reference leak the value).
 #[test]
 fn a_waker_borrows_its_pointer_s_reference_as_std_s_wake_does() {
     use std::mem::ManuallyDrop;
@@ -1366,4 +1366,48 @@ fn the_counts_under_std_s_names_agree_with_std_s() {
     assert_eq!((w.strong_count(), w.weak_count()), (0, 0));
     let b: Arc<Vec<u8>> = Arc::from(Box::new(vec![1u8, 2, 3]));
     assert_eq!((b.as_slice(), Arc::strong_count(&b)), (&[1u8, 2, 3][..], 1));
+}
+
+/// A reference that changes form (into a pointer, back into an `Arc`, counted on a CPU again)
+/// is counted once throughout by `Arc::strong_count` and `Weak::strong_count` read on another
+/// thread: with one `Arc` alive the whole time, every read is 1 (and `Weak::weak_count` 1).
+/// The reference changes form until the reader has read `READS` times (or failed).
+#[test]
+fn a_reference_changing_form_is_counted_once_by_readers() {
+    const READS: usize = if cfg!(miri) { 30 } else { 300_000 };
+    let d = default_sized_domain();
+    let mut a = Arc::new_in(5u32, d);
+    let w = Arc::downgrade(&a);
+    let watcher = Arc::new_in(0u8, d);
+    let done = AtomicBool::new(false);
+    let a = std::thread::scope(|s| {
+        s.spawn(|| {
+            /// Says the reader is done, also when a check fails (its drop runs as the panic
+            /// unwinds), so that the loop below ends.
+            struct Done<'a>(&'a AtomicBool);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::SeqCst);
+                }
+            }
+            let _done = Done(&done);
+            for r in 0..READS {
+                assert_eq!((w.strong_count(), w.weak_count()), (1, 1), "read {r}");
+                assert_eq!(Arc::strong_count(&watcher), 1);
+            }
+        });
+        let mut r = 0usize;
+        while !done.load(Ordering::SeqCst) {
+            let p = Arc::into_raw(a);
+            // SAFETY: `p` came from `into_raw` and is taken back once.
+            a = unsafe { Arc::from_raw(p) };
+            if r.is_multiple_of(2) {
+                // Counted on this CPU again.
+                assert!(Arc::get_mut(&mut a).is_none(), "a Weak exists");
+            }
+            r += 1;
+        }
+        a
+    });
+    assert_eq!(Arc::strong_count(&a), 1);
 }
