@@ -69,9 +69,9 @@ fn cc_has(file: &str) -> bool {
 
 /// As [`c_calls_from_a_destructor_at_exit_succeed`], in a program linked statically
 /// (`-static`, and `-static-pie`), where `libpaygo.a` is part of the program as well: the calls
-/// from its ELF destructor succeed, where they failed with `PAYGO_ESHUTDOWN` (and the destroy
-/// with `PAYGO_EBUSY`): `dladdr`, which the library asked where it was loaded, finds no object
-/// in such a program, and the library took itself for a shared one and deleted its key.
+/// from its ELF destructor succeed (not `PAYGO_ESHUTDOWN`, nor `PAYGO_EBUSY` for the destroy):
+/// the library finds itself in the main program, although `dladdr` finds no object in such a
+/// program, and keeps its key.
 #[test]
 fn c_calls_from_a_destructor_at_exit_of_a_static_program_succeed() {
     if !cc_has("libc.a") {
@@ -112,8 +112,8 @@ fn c_calls_from_a_destructor_at_exit_of_a_static_program_succeed() {
 /// cancellation acted on inside the library would abort the process: its forced unwind is
 /// caught at the library's boundary). So do a later thread's first calls, once the domain
 /// exists: its first `paygo_ref` makes its anchor information, whose map's hasher reads the
-/// thread's random keys with getrandom(2), a cancellation point too (the process aborted,
-/// "FATAL: exception not rethrown").
+/// thread's random keys with getrandom(2), a cancellation point too (acted on, the process
+/// would abort: "FATAL: exception not rethrown").
 #[test]
 fn c_calls_from_a_thread_whose_cancellation_is_pending_return() {
     let out = build_and_run("cancel");

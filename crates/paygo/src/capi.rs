@@ -387,7 +387,7 @@ extern "C" fn delete_key() {
 /// dynamically or a statically linked program), not of a shared library: [`delete_key`] lies
 /// in a loadable segment of the first object that `dl_iterate_phdr` visits, which is the main
 /// program. (`dladdr` would not do: it finds no object at all in a statically linked program,
-/// whose exit then deleted the key.) `false` where that object cannot be read (the key is then
+/// which would take the library for a shared one and delete the key at exit.) `false` where that object cannot be read (the key is then
 /// deleted, which is always safe).
 fn in_main_program() -> bool {
     /// `dl_iterate_phdr`'s callback, for the first object only (it returns 1, which ends the

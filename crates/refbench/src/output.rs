@@ -455,8 +455,8 @@ mod tests {
     }
 
     /// A rate or a ratio measured too low for the table's decimals shows with two significant
-    /// digits, not as zero (readers at 932 ops/s under a reclaimer showed "0.00" Mops/s, and
-    /// their `vs_no_reclaimer` of 0.00015 "0.000"); zero and larger values keep their decimals.
+    /// digits, not as zero (readers at 932 ops/s under a reclaimer, 0.00093 Mops/s, and their
+    /// `vs_no_reclaimer` of 0.00015); zero and larger values keep their decimals.
     #[test]
     fn a_value_too_small_for_its_decimals_is_not_shown_as_zero() {
         assert_eq!(fixed(0.000_931_97, 2), "0.00093");

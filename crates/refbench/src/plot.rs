@@ -82,8 +82,7 @@ fn series(rows: &[&Row]) -> (String, bool, Vec<Series>) {
         let label = match axis {
             XAxis::Objects | XAxis::Share => format!("{} {}T", r.scheme, r.threads),
             // Drawn by threads over several object counts (`query --objects 10,1000`): a
-            // series per count, where the counts' points were one line up and down at each
-            // thread count.
+            // series per count (one series would go up and down at each thread count).
             XAxis::Threads if several_objects => format!("{} {} objects", r.scheme, r.objects),
             _ => r.scheme.clone(),
         };
@@ -234,8 +233,8 @@ fn spans_decades(values: &[f64]) -> bool {
 
 /// A label for a tick (1, 2 or 5 times a power of ten, or a multiple of such a step): an
 /// integer where it is one, one decimal from 1 up, and below 1 as many decimals as the value
-/// needs, at least two. With two at most, the ticks of a log axis under 0.01 (readers at a few
-/// thousand pairs per second) all read 0.00, and a linear tick of 0.015 read 0.02.
+/// needs, at least two (with two at most, the ticks of a log axis under 0.01, readers at a few
+/// thousand pairs per second, would all read 0.00, and a linear tick of 0.015 0.02).
 fn label(v: f64) -> String {
     if (v - v.round()).abs() < 1e-9 {
         format!("{}", v.round() as i64)
@@ -643,7 +642,7 @@ mod tests {
     }
 
     /// `query` over several object counts is drawn by threads with a series per count (and
-    /// form): the counts' points were one series, a line up and down at each thread count.
+    /// form), not one series going up and down at each thread count.
     #[test]
     fn rows_of_several_object_counts_by_threads_are_a_series_each() {
         let mut rows = Vec::new();

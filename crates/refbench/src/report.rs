@@ -230,8 +230,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
         }
         // The plots `redraw_plots` draws of this file: one per experiment with throughput rows,
         // named after the experiment (a file named otherwise, `renamed.json`, has its plot in
-        // `EXPERIMENT.svg`, which the report did not show; and a `renamed.svg` left there was
-        // shown in its place).
+        // `EXPERIMENT.svg`, which the report shows, not a `renamed.svg` that may be there).
         let mut plotted: Vec<String> = Vec::new();
         for r in parsed.iter().filter(|r| r.ops_per_sec.is_some()) {
             if !plotted.contains(&r.experiment) {
@@ -382,8 +381,8 @@ mod tests {
     }
 
     /// The report shows a throughput or a ratio too small for its decimals with two significant
-    /// digits, as the table on screen does: readers at 932 ops/s under a reclaimer were "0.00"
-    /// Mops/s in it, and their `vs_no_reclaimer` of 0.00015 "0.000".
+    /// digits, as the table on screen does: readers at 932 ops/s under a reclaimer (0.00093
+    /// Mops/s), and their `vs_no_reclaimer` of 0.00015.
     #[test]
     fn a_value_too_small_for_its_decimals_is_not_reported_as_zero() {
         let dir =

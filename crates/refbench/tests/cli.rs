@@ -1189,28 +1189,40 @@ fn report_with_a_broken_result_writes_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `refbench ARGS`, killed if it has not ended after a minute (a guard against a hang, which
-/// the caller reports; no figure depends on the time).
-fn refbench_or_kill(args: &[&str]) -> Option<std::process::Output> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_refbench"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("refbench runs");
-    for _ in 0..600 {
-        if child.try_wait().expect("waits").is_some() {
-            return Some(child.wait_with_output().expect("its output"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
+/// `refbench ARGS` run while a thread of this test holds `fifo`'s write end open as soon as a
+/// reader opens the FIFO, and whether refbench opened it (then it reads what the thread wrote,
+/// nothing, and ends, rather than waiting for a writer for ever). Once refbench has ended, the
+/// test opens the FIFO's read end itself (without blocking) so that the thread ends.
+fn refbench_beside_a_writer(args: &[&str], fifo: &std::path::Path) -> (std::process::Output, bool) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Blocks until a reader opens the FIFO.
+            let w = std::fs::OpenOptions::new()
+                .write(true)
+                .open(fifo)
+                .expect("write end");
+            opened.store(true, std::sync::atomic::Ordering::SeqCst);
+            drop(w);
+        });
+        let o = refbench(args);
+        // Read before the test's own open below releases the thread: set only where refbench
+        // opened the FIFO (the thread sets it before it closes its end, which refbench's read
+        // waits for).
+        let by_refbench = opened.load(std::sync::atomic::Ordering::SeqCst);
+        let _r = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo)
+            .expect("read end");
+        (o, by_refbench)
+    })
 }
 
 /// A `*.json` in the folder that is not a file (a FIFO) is named and refused with exit 2 by
-/// `report`, and by `reproduce` before it runs, where reading it waited for a writer for ever.
+/// `report`, and by `reproduce` before it runs, without opening it (a read of a FIFO waits
+/// for a writer).
 #[test]
 fn a_json_that_is_not_a_file_exits_2_without_waiting_for_it() {
     let dir = scratch("report-fifo");
@@ -1241,7 +1253,8 @@ fn a_json_that_is_not_a_file_exits_2_without_waiting_for_it() {
         &["report", d][..],
         &["reproduce", "--quick", "--only", "tsc-check", "--out", d],
     ] {
-        let o = refbench_or_kill(args).unwrap_or_else(|| panic!("{args:?} waited on the FIFO"));
+        let (o, opened) = refbench_beside_a_writer(args, &fifo);
+        assert!(!opened, "{args:?} opened the FIFO");
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
