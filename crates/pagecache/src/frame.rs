@@ -12,6 +12,10 @@ pub(crate) mod bug {
         /// the frame is not ordered after the odd version.
         pub(crate) static NO_ASSIGN_FENCE: core::cell::Cell<bool> =
             const { core::cell::Cell::new(false) };
+        /// LODIC's owner skips its light fence between its count and its flag load
+        /// (`lodic::light_fence`).
+        pub(crate) static NO_OWNER_FENCE: core::cell::Cell<bool> =
+            const { core::cell::Cell::new(false) };
     }
 }
 

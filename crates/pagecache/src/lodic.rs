@@ -139,12 +139,16 @@ pub(crate) fn count_of(e: u64) -> u64 {
 
 /// The owner's light fence between its counter store and its flag load (pairs with the
 /// reclaimer's [`heavy_fence`]). Under loom both are `SeqCst` fences, except in the mutation
-/// the model must catch (`--cfg lodic_loom_bug`: no fence on the owner's side).
+/// the models must catch (`frame::bug::NO_OWNER_FENCE`: no fence on the owner's side).
 #[inline(always)]
 pub(crate) fn light_fence() {
     #[cfg(not(loom))]
     percpu::membarrier::light_fence();
-    #[cfg(all(loom, not(lodic_loom_bug)))]
+    #[cfg(all(loom, paygo_loom_bug))]
+    if crate::frame::bug::NO_OWNER_FENCE.with(|b| b.get()) {
+        return;
+    }
+    #[cfg(loom)]
     crate::sync::fence(Ordering::SeqCst);
 }
 

@@ -7,9 +7,8 @@
 //! with A again: the reader must never accept the half-filled page.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo-pagecache --release --lib`;
-//! add `--cfg lodic_loom_bug` to see the LODIC models catch a missing owner fence, and
-//! `--cfg paygo_loom_bug` to run the `bugs` tests, which check that the models catch the
-//! mutations of `frame::bug`.
+//! add `--cfg paygo_loom_bug` to run the `bugs` tests, which check that the models catch the
+//! mutations of `frame::bug` (among them the LODIC owner's missing fence).
 
 use crate::frame::FrameMeta;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -268,14 +267,53 @@ mod bugs {
         crate::frame::bug::NO_ASSIGN_FENCE.with(|b| b.set(true));
         super::refill_by_another_thread_model(|| refcount::cas::Cas);
     }
+
+    /// Runs `model` with the LODIC owner's light fence removed.
+    fn without_owner_fence(model: impl FnOnce()) {
+        crate::frame::bug::NO_OWNER_FENCE.with(|b| b.set(true));
+        model();
+    }
+
+    /// Without the owner's fence, the reclaimer's sum can miss the owner's count while the
+    /// owner's flag load misses the reclaimer's flag: the owner accepts the refilled frame.
+    #[test]
+    #[should_panic(expected = "accepted page B")]
+    fn bug_no_owner_fence_is_caught_atomic() {
+        without_owner_fence(|| super::lodic_model(|| refcount::atomic::Atomic));
+    }
+
+    #[test]
+    #[should_panic(expected = "accepted page B")]
+    fn bug_no_owner_fence_is_caught_cas() {
+        without_owner_fence(|| super::lodic_model(|| refcount::cas::Cas));
+    }
+
+    /// The same seen by the copy: a copy not ordered before the refill.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_owner_fence_is_caught_by_the_copy_atomic() {
+        without_owner_fence(|| super::lodic_copy_model(|| refcount::atomic::Atomic));
+    }
+
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_owner_fence_is_caught_by_the_copy_cas() {
+        without_owner_fence(|| super::lodic_copy_model(|| refcount::cas::Cas));
+    }
+
+    /// The same through a stale entry whose page is then reclaimed as a mapped page.
+    #[test]
+    #[should_panic(expected = "accepted another page")]
+    fn bug_no_owner_fence_is_caught_under_a_stale_entry() {
+        without_owner_fence(|| super::lodic_stale_model(|| refcount::atomic::Atomic, true));
+    }
 }
 
 /// LODIC (`lodic.rs`): an owner reads page A through its mapping entry (embedded counter,
 /// light fence, flag, re-check) while a reclaimer flags the frame, fences, sums the entry and,
 /// if it reads zero, reclaims the global counter and refills the frame with page B. The owner
 /// must never accept B's bytes, and a reclaim must never succeed while the owner is counted.
-/// `--cfg lodic_loom_bug` removes the owner's fence (in `lodic.rs` itself); the models are then
-/// expected to fail, and do.
+/// Without the owner's fence (`frame::bug::NO_OWNER_FENCE`) the model fails (`bugs`).
 fn lodic_model<C: RefCounter>(make: fn() -> C) {
     use crate::lodic::{
         embedded_count, entry, heavy_fence, owner_check, owner_enter, owner_exit, owner_undo,
@@ -313,13 +351,11 @@ fn lodic_model<C: RefCounter>(make: fn() -> C) {
 }
 
 #[test]
-#[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted page B"))]
 fn lodic_owner_never_reads_a_reclaimed_frame_atomic() {
     lodic_model(|| refcount::atomic::Atomic);
 }
 
 #[test]
-#[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted page B"))]
 fn lodic_owner_never_reads_a_reclaimed_frame_cas() {
     lodic_model(|| refcount::cas::Cas);
 }
@@ -334,7 +370,7 @@ fn lodic_owner_never_reads_a_reclaimed_frame_cas() {
 /// word, which loom never lets read a store that follows them: a Relaxed exit passes there and
 /// fails here. (`owner_undo`'s Release store is not checked: under loom the owner's fence is a
 /// `SeqCst` fence, which orders the copies before a relaxed undo too, where the real light
-/// fence is a compiler fence.) `--cfg lodic_loom_bug` (no owner fence) fails here too.
+/// fence is a compiler fence.) Without the owner's fence it fails too (`bugs`).
 fn lodic_copy_model<C: RefCounter>(make: fn() -> C) {
     use crate::lodic::{
         embedded_count, entry, heavy_fence, owner_check, owner_enter, owner_exit, owner_undo,
@@ -376,13 +412,11 @@ fn lodic_copy_model<C: RefCounter>(make: fn() -> C) {
 }
 
 #[test]
-#[cfg_attr(lodic_loom_bug, should_panic(expected = "Causality violation"))]
 fn lodic_owner_copies_before_the_refill_atomic() {
     lodic_copy_model(|| refcount::atomic::Atomic);
 }
 
 #[test]
-#[cfg_attr(lodic_loom_bug, should_panic(expected = "Causality violation"))]
 fn lodic_owner_copies_before_the_refill_cas() {
     lodic_copy_model(|| refcount::cas::Cas);
 }
@@ -448,7 +482,6 @@ fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_cas() {
 }
 
 #[test]
-#[cfg_attr(lodic_loom_bug, should_panic(expected = "accepted another page"))]
 fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_then_reclaimed() {
     lodic_stale_model(|| refcount::atomic::Atomic, true);
 }

@@ -4,8 +4,8 @@
 //! section; `percpu::loom_set_cpu` migrates a model thread.
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p paygo --release --lib loom
-//! RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" LOOM_MAX_PREEMPTIONS=3 cargo test -p paygo --release --lib loom
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
+//! RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo --release --lib loom
 //! ```
 //! The second builds the bug switch: the `bug_*` tests remove the fence, the flag check, the
 //! eviction's move bracket (which lets a reclaim decide without the stripe lock), a swept
@@ -14,8 +14,9 @@
 //! claim summary, and expect loom to find the reader holding a reclaimed object (a causality
 //! violation); or the flag of the only-reference check, where the owner asserts that a reader
 //! (which counts the references it holds) holds none when the owner is told it is alone. The
-//! model that catches the unordered listed-entry count needs `LOOM_MAX_PREEMPTIONS=3` (CI's
-//! setting for this crate); the others are caught with 2.
+//! model that catches the unordered listed-entry count needs three preemptions, the others are
+//! caught with two: this crate's models run with at least three, whatever
+//! `LOOM_MAX_PREEMPTIONS` says (`percpu::testing::loom_model_preempting`).
 
 use crate::{Config, Domain, Header};
 use core::pin::Pin;
@@ -24,7 +25,10 @@ use loom::sync::Arc;
 use loom::thread;
 use percpu::loom_set_cpu;
 
-use percpu::testing::loom_model as model;
+/// Runs a model with at least three preemptions (see the module docs).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    percpu::testing::loom_model_preempting(3, f);
+}
 
 const ALIVE: u64 = 1;
 const RECLAIMED: u64 = 2;

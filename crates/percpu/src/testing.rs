@@ -319,10 +319,25 @@ mod tests {
 /// preemption bound comes from `LOOM_MAX_PREEMPTIONS` as usual.
 #[cfg(loom)]
 pub fn loom_model(f: impl Fn() + Sync + Send + 'static) {
+    loom_model_with(loom::model::Builder::new(), f);
+}
+
+/// [`loom_model`] with a preemption bound of at least `at_least`: `LOOM_MAX_PREEMPTIONS` when
+/// it is set higher (or unset, which bounds nothing), else `at_least`. For a crate whose models
+/// need more preemptions than the bound its neighbours run under, so that one run (one build)
+/// tests them all.
+#[cfg(loom)]
+pub fn loom_model_preempting(at_least: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = b.preemption_bound.map(|p| p.max(at_least));
+    loom_model_with(b, f);
+}
+
+#[cfg(loom)]
+fn loom_model_with(mut b: loom::model::Builder, f: impl Fn() + Sync + Send + 'static) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let runs = std::sync::Arc::new(AtomicUsize::new(0));
     let counted = runs.clone();
-    let mut b = loom::model::Builder::new();
     b.max_branches = 100_000;
     b.check(move || {
         counted.fetch_add(1, Ordering::Relaxed);
