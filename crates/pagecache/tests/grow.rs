@@ -499,7 +499,7 @@ fn cuts_under_concurrent_reads_and_drops() {
             let _stop = SetOnDrop(done);
             let garbage = vec![0xEEu8; X as usize];
             let mut b = vec![0u8; X as usize];
-            for round in 0..percpu::testing::reps(300) {
+            for round in 0..percpu::testing::reps(150) {
                 if done.load(Ordering::Relaxed) {
                     break; // a reader failed
                 }

@@ -21,6 +21,9 @@ const SWEPT: usize = 40;
 const READERS: usize = 4;
 /// Reclaim attempts at least; more while the readers have not run (see `run`).
 const ATTEMPTS: usize = 20_000;
+/// The same for batches of [`SWEPT`] objects: each attempt decides them all (as many object
+/// decisions as 200,000 single attempts).
+const SWEPT_ATTEMPTS: usize = 5_000;
 
 struct Obj {
     hdr: Header,
@@ -58,6 +61,11 @@ enum How {
 
 /// Runs the race on `objects` objects; returns the number of reclaim attempts made.
 fn run(domain: &Domain, how: How, objects: usize) -> usize {
+    let at_least = if objects >= SWEPT {
+        SWEPT_ATTEMPTS
+    } else {
+        ATTEMPTS
+    };
     let objs: Pin<Box<[Obj]>> = Box::into_pin(
         (0..objects)
             .map(|_| Obj {
@@ -72,7 +80,7 @@ fn run(domain: &Domain, how: How, objects: usize) -> usize {
         unsafe { objs.as_ref().map_unchecked(|s| &s[i].hdr) }
     };
     let stop = AtomicBool::new(false);
-    // References taken so far, all readers together: the reclaimer goes on past ATTEMPTS
+    // References taken so far, all readers together: the reclaimer goes on past its attempts
     // until the readers have run (a loaded machine may not schedule them before).
     let progress = AtomicU64::new(0);
     let (mut reclaimed, mut got, mut attempts) = (0u64, 0u64, 0usize);
@@ -118,7 +126,7 @@ fn run(domain: &Domain, how: How, objects: usize) -> usize {
             .collect();
         let mut rng = Rng::new(99);
         let start = std::time::Instant::now();
-        while attempts < ATTEMPTS
+        while attempts < at_least
             || ((progress.load(Ordering::Relaxed) < 1000 || reclaimed == 0)
                 && start.elapsed() < std::time::Duration::from_secs(60))
         {

@@ -2015,10 +2015,11 @@ mod tests {
     /// Epochs run on a thread started before the object's reference was cached, in a way
     /// that was empty: the epoch may see the delta before the tag installed ahead of it (both
     /// relaxed stores of sections), and must not take the empty tag for an object's. Under
-    /// Miri the epoch thread followed the empty tag to a slot past the slab (an index panic).
+    /// Miri the epoch thread followed the empty tag to a slot past the slab (an index panic):
+    /// without the re-read, it fails there by the fifth round (eight seeds tried).
     #[test]
     fn epochs_never_follow_an_empty_tag() {
-        const ROUNDS: usize = if cfg!(miri) { 24 } else { 200 };
+        const ROUNDS: usize = if cfg!(miri) { 10 } else { 200 };
         for _ in 0..ROUNDS {
             let s = RefCache::with_manual_epochs(Config {
                 ways: 1,
