@@ -158,8 +158,9 @@ fn rerun_command(name: &str, marker: &str) -> std::process::Command {
 /// test knows it is the child). Asserts that the child passed that one test; returns its
 /// standard output.
 pub fn rerun_without_glibc_rseq(name: &str, marker: &str) -> String {
+    let tunables = tunables_without_rseq(std::env::var_os("GLIBC_TUNABLES"));
     let out = rerun_command(name, marker)
-        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+        .env("GLIBC_TUNABLES", tunables)
         .env_remove(crate::FORCE_FALLBACK_ENV)
         .output()
         .expect("starting the child");
@@ -171,6 +172,19 @@ pub fn rerun_without_glibc_rseq(name: &str, marker: &str) -> String {
         out.status
     );
     stdout
+}
+
+/// The caller's glibc tunables (`GLIBC_TUNABLES`, if any) with glibc's rseq registration
+/// turned off: appended, so that the caller's other tunables still hold (glibc applies them
+/// from left to right: the last setting of a tunable wins).
+fn tunables_without_rseq(caller: Option<std::ffi::OsString>) -> std::ffi::OsString {
+    match caller {
+        Some(mut t) if !t.is_empty() => {
+            t.push(":glibc.pthread.rseq=0");
+            t
+        }
+        _ => "glibc.pthread.rseq=0".into(),
+    }
 }
 
 /// Runs `checks` in a child process of its own: in the child (where `marker` is set), runs
@@ -278,6 +292,22 @@ mod tests {
         if !cfg!(miri) {
             assert!(name.starts_with("percpu"), "{name}");
         }
+    }
+
+    /// The rerun keeps the caller's other tunables and turns glibc's rseq off after them.
+    #[test]
+    fn the_rerun_without_glibc_rseq_keeps_the_caller_s_tunables() {
+        let with = |t: Option<&str>| tunables_without_rseq(t.map(Into::into));
+        assert_eq!(with(None), "glibc.pthread.rseq=0");
+        assert_eq!(with(Some("")), "glibc.pthread.rseq=0");
+        assert_eq!(
+            with(Some("glibc.malloc.check=3")),
+            "glibc.malloc.check=3:glibc.pthread.rseq=0"
+        );
+        assert_eq!(
+            with(Some("glibc.pthread.rseq=1")),
+            "glibc.pthread.rseq=1:glibc.pthread.rseq=0"
+        );
     }
 
     #[test]
