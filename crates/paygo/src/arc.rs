@@ -1109,9 +1109,12 @@ impl<T: ?Sized> Arc<T> {
 
     /// The number of references now (a READ-ALL over every CPU, plus those held as raw
     /// pointers: for tests and diagnostics, as costly as the number of CPUs, and out of date
-    /// as soon as another thread clones or drops).
+    /// as soon as another thread clones or drops). At least 1, `this`: while other threads
+    /// clone and drop, a READ-ALL may miss a reference held throughout (cancelled by a clone
+    /// taken after its read of an entry's local counter and dropped on another CPU before its
+    /// read of the anchor counter).
     pub fn count(this: &Self) -> i64 {
-        strong_of(this.meta(), Self::header(this.inner))
+        strong_of(this.meta(), Self::header(this.inner), false).max(1)
     }
 
     /// A mutable reference to the value if `this` is its only `Arc` and no [`Weak`] to it
@@ -1216,9 +1219,8 @@ impl<T: ?Sized> Arc<T> {
     /// assert_eq!(paygo::Arc::strong_count(&a), 1);
     /// ```
     pub fn strong_count(this: &Self) -> usize {
-        // Never below zero while `this` counts one (a READ-ALL is not below the true count
-        // of the references held throughout the read).
-        Self::count(this).max(0) as usize
+        // At least 1 (`count`'s), `this`.
+        Self::count(this) as usize
     }
 
     /// The number of [`Weak`]s to the value (a snapshot).
@@ -1666,9 +1668,23 @@ const WEAK_MAX: usize = isize::MAX as usize;
 /// between a CPU's table and the raw count (`into_raw`, and the `Arc`s from `from_raw` given
 /// back or counted on a CPU): unlocked, the two reads could miss such a reference (0 while an
 /// `Arc` lives throughout) or count it twice.
-fn strong_of(m: &Meta, hdr: Pin<&Header>) -> i64 {
+///
+/// While other threads clone and drop, a READ-ALL may miss references held throughout (each
+/// cancelled by a clone taken after its read of an entry's local counter and dropped on
+/// another CPU before its read of the anchor counter). With `confirm_zero`, a sum of 0 or less
+/// is read again under the object's flag ([`Domain::flagged_read_all`]: no REF commits
+/// meanwhile), which is not below the references held throughout: 0 only once none is left
+/// (or the object is dead). No other party flags the object meanwhile: every reclaim of an
+/// `Arc` allocation holds the registry lock.
+fn strong_of(m: &Meta, hdr: Pin<&Header>, confirm_zero: bool) -> i64 {
     let _v = m.domain.arcs.lock(m.shard);
-    m.domain.read_all(hdr) + m.raw.load(Ordering::Relaxed) as i64
+    // Relaxed: `raw` changes only under the lock we hold.
+    let raw = m.raw.load(Ordering::Relaxed) as i64;
+    let n = m.domain.read_all(hdr) + raw;
+    if n > 0 || !confirm_zero {
+        return n;
+    }
+    m.domain.flagged_read_all(hdr).map_or(0, |n| n + raw)
 }
 
 #[cold]
@@ -1746,9 +1762,10 @@ impl<T: ?Sized> Weak<T> {
 
     /// The number of `Arc`s (and pointers from [`Arc::into_raw`]) to the value, as
     /// `std::sync::Weak::strong_count`: 0 for a [`Weak::new`] and once the value is reclaimed.
-    /// Not a load, as `std`'s is: a READ-ALL over every CPU (a snapshot). Between the drop of
-    /// the last `Arc` and the value's reclaim (see [`Arc`]) it is 0 too, and [`Weak::upgrade`]
-    /// may still succeed.
+    /// Not a load, as `std`'s is: a READ-ALL over every CPU (a snapshot). Never 0 while an
+    /// `Arc` lives: a READ-ALL that finds none is read again under the object's reclaim flag
+    /// (an asymmetric fence, as [`Arc::get_mut`]'s check). Between the drop of the last `Arc`
+    /// and the value's reclaim (see [`Arc`]) it is 0, and [`Weak::upgrade`] may still succeed.
     ///
     /// ```
     /// let a = paygo::Arc::new(5);
@@ -1766,7 +1783,7 @@ impl<T: ?Sized> Weak<T> {
         if hdr.is_dead() {
             return 0;
         }
-        strong_of(m, hdr).max(0) as usize
+        strong_of(m, hdr, true).max(0) as usize
     }
 
     /// The number of `Weak`s to the value, as `std::sync::Weak::weak_count`: 0 for a

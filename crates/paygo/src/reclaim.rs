@@ -297,6 +297,23 @@ impl Domain {
         true
     }
 
+    /// READ-ALL under the object's flag (the flag, the asymmetric fence, READ-ALL, and the
+    /// object live again): no REF commits while it reads, so the count is never below the
+    /// number of references held throughout the call (an unflagged READ-ALL is, by each
+    /// reference taken after its read of an entry's local counter and given back on another
+    /// CPU before its read of the anchor counter). `None`, with nothing changed, if the object
+    /// is not live (dead, or another party reclaims it). While it runs, REFs of the object
+    /// wait ([`Domain::get_or_wait`]) or fail ([`Domain::try_get`]).
+    pub(crate) fn flagged_read_all(&self, hdr: Pin<&Header>) -> Option<i64> {
+        // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
+        hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
+        self.flagged_fence(core::slice::from_ref(&hdr), None);
+        let n = self.read_all(hdr);
+        // Release: pairs with the Acquire flag load of REFs.
+        hdr.set_state(LIVE, Ordering::Release);
+        Some(n)
+    }
+
     /// Reclaims the object if the caller's reference `anchor` is the only one, giving it back
     /// under the reclaim's flag (so no REF can come in between): `Ok` and the object is dead,
     /// or `Err` with the anchor, still counted, and the object live. The caller's side of

@@ -1411,3 +1411,61 @@ fn a_reference_changing_form_is_counted_once_by_readers() {
     });
     assert_eq!(Arc::strong_count(&a), 1);
 }
+
+/// `Arc::strong_count`, `Weak::strong_count` and `Weak::weak_count` read on one thread while
+/// another clones the one `Arc` held throughout (a REF on its CPU, the entry that counts the
+/// held `Arc` too) and a third drops the clones on another CPU (an UNREF of that entry's
+/// anchor counter): every read is at least 1 (and `weak_count` 1), as `std`'s. A READ-ALL
+/// alone may miss the held `Arc`: a clone taken after its read of the entry's local counter and
+/// given back before its read of the anchor counter cancels it in the sum.
+#[test]
+fn a_strong_count_is_never_zero_while_clones_are_dropped_on_another_cpu() {
+    const READS: usize = if cfg!(miri) { 30 } else { 200_000 };
+    let d = leak(Domain::with_config(Config {
+        slots_per_cpu: 64,
+        window: 1,
+    }));
+    // The first and second of the process's CPUs (nothing where affinity cannot be set: under
+    // Miri, each thread is a CPU of its own).
+    let _ = migrate(0);
+    let a = Arc::new_in(5u32, d);
+    let w = Arc::downgrade(&a);
+    let done = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Arc<u32>>>(4);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let _ = migrate(1);
+            while let Ok(batch) = rx.recv() {
+                drop(batch);
+            }
+            unpin();
+        });
+        let reader = s.spawn(|| {
+            /// Says the reader is done, also when a check fails.
+            struct Done<'a>(&'a AtomicBool);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::SeqCst);
+                }
+            }
+            let _done = Done(&done);
+            let _ = migrate(1);
+            for r in 0..READS {
+                assert!(Arc::strong_count(&a) >= 1, "read {r}: Arc::strong_count 0");
+                assert!(w.strong_count() >= 1, "read {r}: Weak::strong_count 0");
+                assert_eq!(w.weak_count(), 1, "read {r}: Weak::weak_count");
+            }
+            unpin();
+        });
+        while !done.load(Ordering::SeqCst) {
+            let batch: Vec<Arc<u32>> = (0..16).map(|_| a.clone()).collect();
+            if tx.send(batch).is_err() {
+                break;
+            }
+        }
+        drop(tx);
+        reader.join().unwrap();
+    });
+    unpin();
+    assert_eq!(Arc::strong_count(&a), 1);
+}
