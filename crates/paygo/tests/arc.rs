@@ -1469,3 +1469,177 @@ fn a_strong_count_is_never_zero_while_clones_are_dropped_on_another_cpu() {
     unpin();
     assert_eq!(Arc::strong_count(&a), 1);
 }
+
+/// An `Arc` from `from_raw` (its reference still counted with the pointers') cloned,
+/// downgraded, forgotten, counted again through its pointer, turned back into a pointer and
+/// dropped, each step done to a `std` Arc beside: `Arc::strong_count`, `Weak::strong_count`
+/// and `Weak::weak_count` give `std`'s figures after every step, on threads that migrate
+/// between the steps, and the value lives while a pointer holds it.
+#[test]
+fn an_arc_from_from_raw_is_counted_as_std_s() {
+    let d = default_sized_domain();
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            s.spawn(move || {
+                let drops = leak(AtomicUsize::new(0));
+                let dropped = leak(AtomicBool::new(false));
+                let value = |id| Tracked { id, drops, dropped };
+                let (a, q) = (Arc::new_in(value(t), d), std::sync::Arc::new(t));
+                let (w, v) = (Arc::downgrade(&a), std::sync::Arc::downgrade(&q));
+                let same = |step: &str| {
+                    assert_eq!(
+                        (w.strong_count(), w.weak_count()),
+                        (v.strong_count(), v.weak_count()),
+                        "{step}"
+                    );
+                };
+                let (p, pq) = (
+                    Arc::into_raw(a.clone()),
+                    std::sync::Arc::into_raw(q.clone()),
+                );
+                same("into_raw");
+                let _ = migrate(t + 1);
+                // SAFETY: `p` and `pq` hold a reference each, taken over here.
+                let (b, bq) = unsafe { (Arc::from_raw(p), std::sync::Arc::from_raw(pq)) };
+                let (c, cq) = (b.clone(), bq.clone());
+                assert_eq!(Arc::strong_count(&b), std::sync::Arc::strong_count(&bq));
+                assert_eq!(Arc::strong_count(&b), 3);
+                same("from_raw, clone");
+                // SAFETY: `b`'s reference is `p`'s: counted again, for a second `from_raw`.
+                unsafe {
+                    Arc::increment_strong_count(p);
+                    std::sync::Arc::increment_strong_count(pq);
+                }
+                same("increment_strong_count");
+                let (w2, v2) = (Arc::downgrade(&b), std::sync::Arc::downgrade(&bq));
+                same("downgrade");
+                let _ = migrate(t);
+                // Leaked, both: the value lives on with them.
+                core::mem::forget(b);
+                core::mem::forget(bq);
+                same("forget");
+                drop((a, q));
+                same("drop the first");
+                // SAFETY: the reference counted by `increment_strong_count`, given back once.
+                unsafe {
+                    Arc::decrement_strong_count(p);
+                    std::sync::Arc::decrement_strong_count(pq);
+                }
+                same("decrement_strong_count");
+                // SAFETY: the leaked `b`'s reference is still `p`'s, as `bq`'s is `pq`'s:
+                // borrowed here, turned back into the same pointer.
+                let (e, eq) = unsafe { (Arc::from_raw(p), std::sync::Arc::from_raw(pq)) };
+                assert_eq!((Arc::into_raw(e), std::sync::Arc::into_raw(eq)), (p, pq));
+                same("from_raw, into_raw");
+                let _ = migrate(t + 1);
+                drop((c, cq, w2, v2));
+                same("drop the clone");
+                assert_eq!((w.strong_count(), w.weak_count()), (1, 1));
+                collect(d);
+                assert_eq!(
+                    drops.load(Ordering::SeqCst),
+                    0,
+                    "dropped while `p` holds it"
+                );
+                // SAFETY: `p`'s and `pq`'s references, turned back once.
+                let (mut e, mut eq) = unsafe { (Arc::from_raw(p), std::sync::Arc::from_raw(pq)) };
+                assert_eq!(
+                    Arc::get_mut(&mut e).is_none(),
+                    std::sync::Arc::get_mut(&mut eq).is_none()
+                );
+                assert!(Arc::get_mut(&mut e).is_none(), "a Weak");
+                drop((e, eq));
+                same("the last drop");
+                assert_eq!((w.strong_count(), w.weak_count()), (0, 0));
+                collect(d);
+                assert!(w.upgrade().is_none());
+                assert_eq!(drops.load(Ordering::SeqCst), 1);
+                unpin();
+            });
+        }
+    });
+}
+
+/// `Weak::upgrade` on one thread against the last drop of an `Arc` from `from_raw` (whose
+/// reference moves to a CPU's table as it is dropped) on another, both migrating: every
+/// upgrade that succeeds sees the value undropped and counts at least itself, and the value
+/// is dropped exactly once.
+#[test]
+fn weaks_upgrade_against_the_last_drop_of_an_arc_from_from_raw() {
+    let d = tiny_domain();
+    for round in 0..reps(1000) {
+        let drops = leak(AtomicUsize::new(0));
+        let dropped = leak(AtomicBool::new(false));
+        let a = Arc::new_in(
+            Tracked {
+                id: round,
+                drops,
+                dropped,
+            },
+            d,
+        );
+        let w = Arc::downgrade(&a);
+        let p = std::sync::atomic::AtomicPtr::new(Arc::into_raw(a).cast_mut());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _ = migrate(round);
+                // SAFETY: the pointer's reference, taken over once.
+                drop(unsafe { Arc::from_raw(p.load(Ordering::Acquire)) });
+                unpin();
+            });
+            s.spawn(|| {
+                let _ = migrate(round + 1);
+                for _ in 0..10 {
+                    let Some(u) = w.upgrade() else { break };
+                    assert!(!dropped.load(Ordering::SeqCst), "upgraded a dropped value");
+                    assert!(Arc::strong_count(&u) >= 1);
+                    assert!(w.strong_count() >= 1);
+                    assert_eq!(u.id, round);
+                }
+                unpin();
+            });
+        });
+        collect(d);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "round {round}");
+        assert!(w.upgrade().is_none());
+        assert_eq!((w.strong_count(), w.weak_count()), (0, 0));
+    }
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// `From<Box<T>>` of a zero-sized and of a page-aligned value, and `From` a boxed slice of each
+/// and a boxed `str`: the value keeps its alignment, and its pointer turns back into the
+/// `Arc` (as `std`'s).
+#[test]
+fn arcs_from_boxes_of_zero_sized_and_over_aligned_values() {
+    #[derive(Debug, PartialEq)]
+    #[repr(align(4096))]
+    struct Page(u8);
+    #[derive(Debug, PartialEq)]
+    #[repr(align(64))]
+    struct Zst;
+    let a: Arc<Page> = Arc::from(Box::new(Page(3)));
+    let p = Arc::into_raw(a);
+    assert_eq!(p as usize % 4096, 0);
+    // SAFETY: `p` came from `into_raw` and is turned back once.
+    let a = unsafe { Arc::from_raw(p) };
+    assert_eq!((*a == Page(3), Arc::strong_count(&a)), (true, 1));
+    let z: Arc<Zst> = Arc::from(Box::new(Zst));
+    let p = Arc::into_raw(z);
+    assert_eq!(p as usize % 64, 0);
+    // SAFETY: as above.
+    let z = unsafe { Arc::from_raw(p) };
+    assert_eq!(Arc::into_inner(z), Some(Zst));
+    let pages: Arc<[Page]> = Arc::from(vec![Page(1), Page(2)].into_boxed_slice());
+    assert_eq!(
+        (&*pages, pages.as_ptr() as usize % 4096),
+        (&[Page(1), Page(2)][..], 0)
+    );
+    let zsts: Arc<[Zst]> = Arc::from(vec![Zst, Zst, Zst].into_boxed_slice());
+    let p = Arc::into_raw(zsts);
+    // SAFETY: as above.
+    let zsts = unsafe { Arc::from_raw(p) };
+    assert_eq!((zsts.len(), Arc::strong_count(&zsts)), (3, 1));
+    let s: Arc<str> = Arc::from(String::from("boxed").into_boxed_str());
+    assert_eq!(&*s, "boxed");
+}
