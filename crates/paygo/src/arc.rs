@@ -1109,12 +1109,15 @@ impl<T: ?Sized> Arc<T> {
 
     /// The number of references now (a READ-ALL over every CPU, plus those held as raw
     /// pointers: for tests and diagnostics, as costly as the number of CPUs, and out of date
-    /// as soon as another thread clones or drops). At least 1, `this`: while other threads
-    /// clone and drop, a READ-ALL may miss a reference held throughout (cancelled by a clone
-    /// taken after its read of an entry's local counter and dropped on another CPU before its
-    /// read of the anchor counter).
+    /// as soon as another thread clones or drops). While other threads clone and drop, a
+    /// READ-ALL may miss references held throughout (each cancelled by a clone taken after its
+    /// read of an entry's local counter and dropped on another CPU before its read of the
+    /// anchor counter): a READ-ALL below 2 is read again under the object's reclaim flag (an
+    /// asymmetric fence, as [`Arc::get_mut`]'s check), so that 1 means, as with `std`'s, that
+    /// `this` was the only reference (`Arc` or pointer) at the end of the call.
     pub fn count(this: &Self) -> i64 {
-        strong_of(this.meta(), Self::header(this.inner), false).max(1)
+        // At least 1: `this` (the flagged read is never below it; the first may be).
+        strong_of(this.meta(), Self::header(this.inner), 2).max(1)
     }
 
     /// A mutable reference to the value if `this` is its only `Arc` and no [`Weak`] to it
@@ -1209,7 +1212,9 @@ impl<T: ?Sized> Arc<T> {
 
     /// [`Arc::count`] under `std`'s name and type (`std::sync::Arc::strong_count`): the number
     /// of `Arc`s and pointers from [`Arc::into_raw`] to the value, `this` among them. Not a
-    /// load, as `std`'s is: a READ-ALL over every CPU.
+    /// load, as `std`'s is: a READ-ALL over every CPU, and a second one under the object's
+    /// reclaim flag (an asymmetric fence) when the first finds fewer than 2, so that 1 means
+    /// that no other `Arc` or pointer exists, as with `std`'s.
     ///
     /// ```
     /// let a = paygo::Arc::new(5);
@@ -1219,7 +1224,7 @@ impl<T: ?Sized> Arc<T> {
     /// assert_eq!(paygo::Arc::strong_count(&a), 1);
     /// ```
     pub fn strong_count(this: &Self) -> usize {
-        // At least 1 (`count`'s), `this`.
+        // At least 1 (`count`'s): `this`.
         Self::count(this) as usize
     }
 
@@ -1671,20 +1676,21 @@ const WEAK_MAX: usize = isize::MAX as usize;
 ///
 /// While other threads clone and drop, a READ-ALL may miss references held throughout (each
 /// cancelled by a clone taken after its read of an entry's local counter and dropped on
-/// another CPU before its read of the anchor counter). With `confirm_zero`, a sum of 0 or less
-/// is read again under the object's flag ([`Domain::flagged_read_all`]: no REF commits
-/// meanwhile), which is not below the references held throughout: 0 only once none is left
-/// (or the object is dead). No other party flags the object meanwhile: every reclaim of an
-/// `Arc` allocation holds the registry lock.
-fn strong_of(m: &Meta, hdr: Pin<&Header>, confirm_zero: bool) -> i64 {
+/// another CPU before its read of the anchor counter). A sum below `confirm_below` is read
+/// again under the object's flag ([`Domain::flagged_read_all`]: no REF commits meanwhile),
+/// which is not below the references held throughout the call: so 0 only once none is left
+/// (or the object is dead), and 1 only once no reference but the caller's is. No other party
+/// flags the object meanwhile: every reclaim of an `Arc` allocation holds the registry lock
+/// (the first sum is returned if the object is not live).
+fn strong_of(m: &Meta, hdr: Pin<&Header>, confirm_below: i64) -> i64 {
     let _v = m.domain.arcs.lock(m.shard);
     // Relaxed: `raw` changes only under the lock we hold.
     let raw = m.raw.load(Ordering::Relaxed) as i64;
     let n = m.domain.read_all(hdr) + raw;
-    if n > 0 || !confirm_zero {
+    if n >= confirm_below {
         return n;
     }
-    m.domain.flagged_read_all(hdr).map_or(0, |n| n + raw)
+    m.domain.flagged_read_all(hdr).map_or(n, |n| n + raw)
 }
 
 #[cold]
@@ -1783,7 +1789,7 @@ impl<T: ?Sized> Weak<T> {
         if hdr.is_dead() {
             return 0;
         }
-        strong_of(m, hdr, true).max(0) as usize
+        strong_of(m, hdr, 1).max(0) as usize
     }
 
     /// The number of `Weak`s to the value, as `std::sync::Weak::weak_count`: 0 for a

@@ -1412,24 +1412,13 @@ fn a_reference_changing_form_is_counted_once_by_readers() {
     assert_eq!(Arc::strong_count(&a), 1);
 }
 
-/// `Arc::strong_count`, `Weak::strong_count` and `Weak::weak_count` read on one thread while
-/// another clones the one `Arc` held throughout (a REF on its CPU, the entry that counts the
-/// held `Arc` too) and a third drops the clones on another CPU (an UNREF of that entry's
-/// anchor counter): every read is at least 1 (and `weak_count` 1), as `std`'s. A READ-ALL
-/// alone may miss the held `Arc`: a clone taken after its read of the entry's local counter and
-/// given back before its read of the anchor counter cancels it in the sum.
-#[test]
-fn a_strong_count_is_never_zero_while_clones_are_dropped_on_another_cpu() {
+/// Runs `read` (given the read's number) `READS` times on one thread while another clones `a`
+/// (a REF on its CPU, in the entry that counts `a` too) and a third drops the clones on another
+/// CPU (an UNREF of that entry's anchor counter). A READ-ALL alone may miss `a` then: a clone
+/// taken after its read of the entry's local counter and given back before its read of the
+/// anchor counter cancels it in the sum.
+fn read_while_clones_are_dropped_on_another_cpu(a: &Arc<u32>, read: impl Fn(usize) + Sync) {
     const READS: usize = if cfg!(miri) { 30 } else { 200_000 };
-    let d = leak(Domain::with_config(Config {
-        slots_per_cpu: 64,
-        window: 1,
-    }));
-    // The first and second of the process's CPUs (nothing where affinity cannot be set: under
-    // Miri, each thread is a CPU of its own).
-    let _ = migrate(0);
-    let a = Arc::new_in(5u32, d);
-    let w = Arc::downgrade(&a);
     let done = AtomicBool::new(false);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Arc<u32>>>(4);
     std::thread::scope(|s| {
@@ -1451,9 +1440,7 @@ fn a_strong_count_is_never_zero_while_clones_are_dropped_on_another_cpu() {
             let _done = Done(&done);
             let _ = migrate(1);
             for r in 0..READS {
-                assert!(Arc::strong_count(&a) >= 1, "read {r}: Arc::strong_count 0");
-                assert!(w.strong_count() >= 1, "read {r}: Weak::strong_count 0");
-                assert_eq!(w.weak_count(), 1, "read {r}: Weak::weak_count");
+                read(r);
             }
             unpin();
         });
@@ -1466,7 +1453,49 @@ fn a_strong_count_is_never_zero_while_clones_are_dropped_on_another_cpu() {
         drop(tx);
         reader.join().unwrap();
     });
+}
+
+/// A domain whose objects each have one entry per CPU (window 1), and this thread on the first
+/// of the process's CPUs (nowhere where affinity cannot be set: under Miri, each thread is a
+/// CPU of its own), where the `Arc`s it makes are counted.
+fn one_entry_per_cpu_here() -> &'static Domain {
+    let _ = migrate(0);
+    leak(Domain::with_config(Config {
+        slots_per_cpu: 64,
+        window: 1,
+    }))
+}
+
+/// `Arc::strong_count`, `Weak::strong_count` and `Weak::weak_count` read while clones of the
+/// one `Arc` held throughout are dropped on another CPU: every read is at least 1 (and
+/// `weak_count` 1), as `std`'s.
+#[test]
+fn a_strong_count_is_never_zero_while_clones_are_dropped_on_another_cpu() {
+    let d = one_entry_per_cpu_here();
+    let a = Arc::new_in(5u32, d);
+    let w = Arc::downgrade(&a);
+    read_while_clones_are_dropped_on_another_cpu(&a, |r| {
+        assert!(Arc::strong_count(&a) >= 1, "read {r}: Arc::strong_count 0");
+        assert!(w.strong_count() >= 1, "read {r}: Weak::strong_count 0");
+        assert_eq!(w.weak_count(), 1, "read {r}: Weak::weak_count");
+    });
     unpin();
+    assert_eq!(Arc::strong_count(&a), 1);
+}
+
+/// `Arc::strong_count` read while a second `Arc` is held throughout and clones of the first are
+/// dropped on another CPU: never 1, so that 1 means, as with `std`'s, that no other `Arc` (or
+/// pointer) exists.
+#[test]
+fn a_strong_count_of_one_means_no_other_arc_while_clones_are_dropped_on_another_cpu() {
+    let d = one_entry_per_cpu_here();
+    let a = Arc::new_in(5u32, d);
+    let b = a.clone();
+    read_while_clones_are_dropped_on_another_cpu(&a, |r| {
+        assert!(Arc::strong_count(&a) >= 2, "read {r}: 1 while `b` lives");
+    });
+    unpin();
+    drop(b);
     assert_eq!(Arc::strong_count(&a), 1);
 }
 
