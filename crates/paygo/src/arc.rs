@@ -991,6 +991,9 @@ impl<T: ?Sized> Arc<T> {
     /// under the lock). So, as with `std`'s, an `Arc` made here and forgotten (in a
     /// `ManuallyDrop`, to borrow the pointer's reference as `std`'s `Wake` for `Arc` does)
     /// leaves the pointer holding its reference, and [`Arc::into_raw`] of it takes no lock.
+    /// Unlike `std`'s, a borrowed `Arc` given to `get_mut` or `make_mut` (which change no
+    /// count in `std`) takes the pointer's reference to a CPU's table: forgotten then, it leaks
+    /// the value, and the pointer holds no reference (its next `from_raw` may panic).
     ///
     /// # Safety
     /// `ptr` was returned by `Arc::<T>::into_raw` (or counted again by
