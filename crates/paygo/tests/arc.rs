@@ -1506,10 +1506,12 @@ fn a_strong_count_of_one_means_no_other_arc_while_clones_are_dropped_on_another_
 /// between the steps, and the value lives while a pointer holds it.
 #[test]
 fn an_arc_from_from_raw_is_counted_as_std_s() {
-    let d = default_sized_domain();
     std::thread::scope(|s| {
         for t in 0..2 {
             s.spawn(move || {
+                // A domain per thread: a collection by the other thread could have reclaimed
+                // this thread's value and not yet dropped it when this one's `collect` returns.
+                let d = default_sized_domain();
                 let drops = leak(AtomicUsize::new(0));
                 let dropped = leak(AtomicBool::new(false));
                 let value = |id| Tracked { id, drops, dropped };
