@@ -14,9 +14,9 @@
 //! claim summary, and expect loom to find the reader holding a reclaimed object (a causality
 //! violation); or the flag of the only-reference check, where the owner asserts that a reader
 //! (which counts the references it holds) holds none when the owner is told it is alone. The
-//! model that catches the unordered listed-entry count needs three preemptions, the others are
-//! caught with two: this crate's models run with at least three, whatever
-//! `LOOM_MAX_PREEMPTIONS` says (`percpu::testing::loom_model_preempting`).
+//! models that catch the unordered listed-entry count and the relaxed claim key need three
+//! preemptions, the others are caught with two: this crate's models run with at least three,
+//! whatever `LOOM_MAX_PREEMPTIONS` says (`percpu::testing::loom_model_preempting`).
 
 use crate::{Config, Domain, Header};
 use core::pin::Pin;
