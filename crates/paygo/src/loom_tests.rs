@@ -419,8 +419,8 @@ fn eviction_vs_reclaim(batch: bool) {
 /// then reads 0): the claim's key store, read by the sweep, must carry what the claiming
 /// thread saw of the move, so that the sweep's second look at the stripe's sequence finds it.
 /// It does when the speculative store of a critical section is a release, as on the rseq path
-/// (x86-64); with a relaxed one on the locked fallback the batch reclaimed X (found with
-/// `LOOM_MAX_PREEMPTIONS=3`).
+/// (x86-64); with a relaxed one on the locked fallback the batch reclaims X (found with three
+/// preemptions: `bugs::bug_relaxed_claim_key_is_caught_by_the_swept_batch`).
 #[test]
 fn loom_eviction_and_claim_by_another_thread_vs_swept_batch() {
     model(|| {
