@@ -305,10 +305,7 @@ impl Domain {
     /// is not live (dead, or another party reclaims it). While it runs, REFs of the object
     /// wait ([`Domain::get_or_wait`]) or fail ([`Domain::try_get`]).
     pub(crate) fn flagged_read_all(&self, hdr: Pin<&Header>) -> Option<i64> {
-        // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
-        hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
-        self.flagged_fence(core::slice::from_ref(&hdr), None);
-        let n = self.read_all(hdr);
+        let n = self.flag_and_read_all(hdr)?;
         // Release: pairs with the Acquire flag load of REFs.
         hdr.set_state(LIVE, Ordering::Release);
         Some(n)
@@ -356,6 +353,13 @@ impl Domain {
             hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
             return Some(n);
         }
+        self.flag_and_read_all(hdr)
+    }
+
+    /// The flag (LIVE -> RECLAIMING), the asymmetric fence and READ-ALL: `Some(count)` with
+    /// the flag left set (no REF commits under it, so the count is not below the references
+    /// held throughout), `None` with nothing changed if the object is not live.
+    fn flag_and_read_all(&self, hdr: Pin<&Header>) -> Option<i64> {
         // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
         hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
         self.flagged_fence(core::slice::from_ref(&hdr), None);
