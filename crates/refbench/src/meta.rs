@@ -9,6 +9,9 @@ pub struct Meta {
     pub cpu_model: String,
     /// CPUs online.
     pub online_cpus: usize,
+    /// CPUs this process may run on (its affinity: a cpuset or `taskset` may leave some online
+    /// CPUs out); the online CPUs where the affinity cannot be read.
+    pub allowed_cpus: usize,
     /// CPUs possible (the size of per-CPU arrays).
     pub possible_cpus: usize,
     /// Kernel release.
@@ -45,6 +48,10 @@ impl Meta {
         Meta {
             cpu_model,
             online_cpus: percpu::online_cpus(),
+            allowed_cpus: match percpu::affinity::process_cpus().len() {
+                0 => percpu::online_cpus(),
+                n => n,
+            },
             possible_cpus: percpu::possible_cpus(),
             kernel,
             rustc: env!("REFBENCH_RUSTC").to_string(),
@@ -57,5 +64,28 @@ impl Meta {
                 .unwrap_or(0),
             command: std::env::args().collect::<Vec<_>>().join(" "),
         }
+    }
+}
+
+/// What follows the number of online CPUs wherever a run's machine is named: ", 4 allowed"
+/// where the process could use fewer of them (a cpuset or `taskset`; its threads then shared
+/// those), else nothing. `allowed` is `None` for results that did not record it.
+pub fn allowed_suffix(online: &str, allowed: Option<&str>) -> String {
+    match allowed {
+        Some(a) if !a.is_empty() && a != online => format!(", {a} allowed"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allowed_suffix;
+
+    #[test]
+    fn the_allowed_cpus_are_named_only_where_fewer_than_the_online_ones() {
+        assert_eq!(allowed_suffix("16", Some("16")), "");
+        assert_eq!(allowed_suffix("16", Some("4")), ", 4 allowed");
+        assert_eq!(allowed_suffix("2", None), "");
+        assert_eq!(allowed_suffix("2", Some("")), "");
     }
 }

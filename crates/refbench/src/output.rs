@@ -200,8 +200,16 @@ pub fn table(results: &Results) -> String {
     };
     let _ = writeln!(
         out,
-        "# {} | {} online CPUs{sized} | kernel {} | per-CPU path: {} | commit {}",
-        m.cpu_model, m.online_cpus, m.kernel, m.percpu_mode, m.git_commit
+        "# {} | {} online CPUs{}{sized} | kernel {} | per-CPU path: {} | commit {}",
+        m.cpu_model,
+        m.online_cpus,
+        crate::meta::allowed_suffix(
+            &m.online_cpus.to_string(),
+            Some(&m.allowed_cpus.to_string())
+        ),
+        m.kernel,
+        m.percpu_mode,
+        m.git_commit
     );
     let header = [
         "experiment",

@@ -400,6 +400,7 @@ pub fn write_plots(
     let footer = footer(
         &m.cpu_model,
         &m.online_cpus.to_string(),
+        Some(&m.allowed_cpus.to_string()),
         &m.kernel,
         &m.percpu_mode,
         &m.git_commit,
@@ -407,16 +408,19 @@ pub fn write_plots(
     write_plots_of(&results.rows, &footer, dir, written)
 }
 
-/// The line under every plot: the machine and the commit it was measured at.
+/// The line under every plot: the machine and the commit it was measured at (`allowed`, the
+/// CPUs the run's process could use, as [`crate::meta::allowed_suffix`] takes it).
 pub fn footer(
     cpu_model: &str,
     online_cpus: &str,
+    allowed: Option<&str>,
     kernel: &str,
     mode: &str,
     commit: &str,
 ) -> String {
+    let allowed = crate::meta::allowed_suffix(online_cpus, allowed);
     format!(
-        "{cpu_model} | {online_cpus} online CPUs | kernel {kernel} | per-CPU path: {mode} | commit {}",
+        "{cpu_model} | {online_cpus} online CPUs{allowed} | kernel {kernel} | per-CPU path: {mode} | commit {}",
         commit.chars().take(12).collect::<String>()
     )
 }

@@ -16,6 +16,13 @@ fn cell(v: Option<&Value>) -> String {
     }
 }
 
+/// What follows the online CPUs of a result's machine ([`crate::meta::allowed_suffix`]):
+/// nothing for results that did not record the CPUs their process was allowed.
+fn allowed(meta: &Value) -> String {
+    let allowed = meta.get("allowed_cpus").map(|v| cell(Some(v)));
+    crate::meta::allowed_suffix(&cell(meta.get("online_cpus")), allowed.as_deref())
+}
+
 /// [`cell`] for a cell of a Markdown table: a `|` escaped and a line break made a space, so that
 /// the value stays in its cell and the table whole. A `ceiling` row skipped for a C loop that
 /// did not build says why in the compiler's words, over several lines with `|` in them (gcc's
@@ -194,6 +201,7 @@ pub fn redraw_plots(dir: &Path) -> Result<Vec<PathBuf>, String> {
         let footer = crate::plot::footer(
             &cell(meta.get("cpu_model")),
             &cell(meta.get("online_cpus")),
+            meta.get("allowed_cpus").map(|v| cell(Some(v))).as_deref(),
             &cell(meta.get("kernel")),
             &cell(meta.get("percpu_mode")),
             &cell(meta.get("git_commit")),
@@ -217,9 +225,10 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
         let pinned = pinned(meta, &parsed);
         let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("results");
         let machine = format!(
-            "{} ({} CPUs online), kernel {}, per-CPU path {}, commit {}",
+            "{} ({} CPUs online{}), kernel {}, per-CPU path {}, commit {}",
             cell(meta.get("cpu_model")),
             cell(meta.get("online_cpus")),
+            allowed(meta),
             cell(meta.get("kernel")),
             cell(meta.get("percpu_mode")),
             cell(meta.get("git_commit")),
@@ -242,9 +251,10 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
         let _ = writeln!(out, "\n## {stem}\n");
         let _ = writeln!(
             out,
-            "Machine: {} ({} CPUs online), kernel {}, per-CPU path: {}, commit {}, {}{}.\n",
+            "Machine: {} ({} CPUs online{}), kernel {}, per-CPU path: {}, commit {}, {}{}.\n",
             cell(meta.get("cpu_model")),
             cell(meta.get("online_cpus")),
+            allowed(meta),
             cell(meta.get("kernel")),
             cell(meta.get("percpu_mode")),
             cell(meta.get("git_commit")),
@@ -484,6 +494,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
             report.contains("measured on m ( CPUs online), kernel , per-CPU path , commit aaaa. "),
+            "{report}"
+        );
+    }
+
+    /// A result measured by a process allowed fewer CPUs than are online (a cpuset, `taskset`)
+    /// says so wherever the report names its machine.
+    #[test]
+    fn the_report_names_the_cpus_a_run_was_allowed() {
+        let dir =
+            std::env::temp_dir().join(format!("refbench-report-allowed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let results = serde_json::json!({
+            "meta": {"cpu_model": "m", "git_commit": "aaaa", "online_cpus": 16,
+                     "allowed_cpus": 4},
+            "rows": [{"experiment": "drbh", "scheme": "atomic", "kind": "scheme", "threads": 1,
+                      "objects": 1, "ops_per_sec": 1e6, "reps": [1e6]}],
+        });
+        std::fs::write(dir.join("drbh.json"), results.to_string()).unwrap();
+        let report = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            report.contains("Machine: m (16 CPUs online, 4 allowed), kernel"),
+            "{report}"
+        );
+        assert!(
+            report.contains("measured on m (16 CPUs online, 4 allowed), kernel"),
             "{report}"
         );
     }
