@@ -8,25 +8,57 @@
 
 #[cfg(all(target_os = "linux", not(miri), not(loom)))]
 mod imp {
-    pub(super) type Set = libc::cpu_set_t;
+    use crate::MAX_SIZED_CPUS;
 
-    pub(super) fn make(cpus: &mut dyn Iterator<Item = usize>) -> Option<Set> {
-        // SAFETY: cpu_set_t is plain data, valid when zeroed; CPU_SET writes inside it for
-        // indices below CPU_SETSIZE, which the filter guarantees.
-        unsafe {
-            let mut set: Set = core::mem::zeroed();
-            let mut any = false;
-            for c in cpus.filter(|&c| c < libc::CPU_SETSIZE as usize) {
-                libc::CPU_SET(c, &mut set);
-                any = true;
-            }
-            any.then_some(set)
+    /// Bits per word of the kernel's CPU mask (an array of `unsigned long`).
+    const BITS: usize = 8 * core::mem::size_of::<libc::c_ulong>();
+
+    /// A CPU mask of [`MAX_SIZED_CPUS`] bits (1 KiB), laid out as the kernel's (bit `c % BITS` of
+    /// word `c / BITS`): glibc's `cpu_set_t` holds 1,024 CPUs, and on a machine with more the
+    /// kernel refuses to write its mask into one (`EINVAL`), so the process's CPUs could not be
+    /// read at all. On the stack, like `cpu_set_t`: nothing here allocates.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub(super) struct Set([libc::c_ulong; MAX_SIZED_CPUS / BITS]);
+
+    impl Set {
+        const EMPTY: Set = Set([0; MAX_SIZED_CPUS / BITS]);
+
+        /// Adds `cpu` (below [`MAX_SIZED_CPUS`]).
+        pub(super) fn add(&mut self, cpu: usize) {
+            self.0[cpu / BITS] |= 1 << (cpu % BITS);
+        }
+
+        /// Whether `cpu` is in the set (false at or past [`MAX_SIZED_CPUS`]).
+        pub(super) fn has(&self, cpu: usize) -> bool {
+            cpu < MAX_SIZED_CPUS && self.0[cpu / BITS] & (1 << (cpu % BITS)) != 0
+        }
+
+        /// The CPUs in the set, in increasing order.
+        pub(super) fn cpus(&self) -> impl Iterator<Item = usize> + '_ {
+            (0..MAX_SIZED_CPUS).filter(|&c| self.has(c))
         }
     }
 
+    pub(super) fn make(cpus: &mut dyn Iterator<Item = usize>) -> Option<Set> {
+        let mut set = Set::EMPTY;
+        let mut any = false;
+        for c in cpus.filter(|&c| c < MAX_SIZED_CPUS) {
+            set.add(c);
+            any = true;
+        }
+        any.then_some(set)
+    }
+
     pub(super) fn set(set: &Set) -> bool {
-        // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
-        unsafe { libc::sched_setaffinity(0, core::mem::size_of::<Set>(), set) == 0 }
+        // SAFETY: the kernel reads the `size_of::<Set>()` bytes of `set` (a mask in its layout,
+        // which is all `sched_setaffinity` takes of a `cpu_set_t`); pid 0 is the calling thread.
+        unsafe {
+            libc::sched_setaffinity(
+                0,
+                core::mem::size_of::<Set>(),
+                (set as *const Set).cast::<libc::cpu_set_t>(),
+            ) == 0
+        }
     }
 
     pub(super) fn get() -> Option<Set> {
@@ -35,25 +67,24 @@ mod imp {
 
     /// The affinity of thread `tid` (0: the calling thread; the process id: the main thread).
     fn of(tid: libc::pid_t) -> Option<Set> {
-        // SAFETY: the kernel fills a cpu_set_t of the size passed.
-        unsafe {
-            let mut set: Set = core::mem::zeroed();
-            (libc::sched_getaffinity(tid, core::mem::size_of::<Set>(), &mut set) == 0)
-                .then_some(set)
-        }
+        let mut set = Set::EMPTY;
+        // SAFETY: the kernel writes at most the `size_of::<Set>()` bytes passed into `set`,
+        // any of whose bit patterns is a valid `Set`.
+        let ok = unsafe {
+            libc::sched_getaffinity(
+                tid,
+                core::mem::size_of::<Set>(),
+                (&mut set as *mut Set).cast::<libc::cpu_set_t>(),
+            ) == 0
+        };
+        ok.then_some(set)
     }
 
     /// The CPUs in the main thread's affinity mask.
     pub(super) fn process_cpus() -> Vec<usize> {
         // SAFETY: getpid has no preconditions.
         let set = of(unsafe { libc::getpid() });
-        set.map(|set| {
-            (0..libc::CPU_SETSIZE as usize)
-                // SAFETY: CPU_ISSET reads a valid set at an index below CPU_SETSIZE.
-                .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-                .collect()
-        })
-        .unwrap_or_default()
+        set.map(|set| set.cpus().collect()).unwrap_or_default()
     }
 }
 
@@ -87,7 +118,7 @@ pub fn process_cpus() -> &'static [usize] {
 }
 
 /// Lets the calling thread run on `cpus` only. False if the set is empty (CPU numbers at or
-/// past `CPU_SETSIZE` are ignored) or the kernel refuses it (no such CPU online, or a cgroup
+/// past [`MAX_SIZED_CPUS`](crate::MAX_SIZED_CPUS), 8,192, are ignored) or the kernel refuses it (no such CPU online, or a cgroup
 /// forbids them all); the thread's affinity is then unchanged.
 pub fn allow(cpus: impl IntoIterator<Item = usize>) -> bool {
     imp::make(&mut cpus.into_iter()).is_some_and(|s| imp::set(&s))
@@ -166,8 +197,7 @@ mod tests {
     use super::*;
 
     fn same(a: &imp::Set, b: &imp::Set) -> bool {
-        // SAFETY: CPU_EQUAL reads two valid sets.
-        unsafe { libc::CPU_EQUAL(a, b) }
+        a == b
     }
 
     #[test]
@@ -196,13 +226,44 @@ mod tests {
             assert_eq!(crate::current_cpu(), cpus[pick % cpus.len()], "pick {pick}");
         }
         unpin();
-        assert_eq!(
-            imp::get().map(|s| {
-                // SAFETY: CPU_COUNT reads a valid set.
-                unsafe { libc::CPU_COUNT(&s) as usize }
-            }),
-            Some(cpus.len())
-        );
+        assert_eq!(imp::get().map(|s| s.cpus().count()), Some(cpus.len()));
+    }
+
+    /// The mask is laid out as the kernel's and glibc's (`CPU_SET`'s bits for the CPUs a
+    /// `cpu_set_t` holds), and holds CPUs up to 8,191, past glibc's 1,024.
+    #[test]
+    fn the_mask_holds_8192_cpus_in_the_kernel_s_layout() {
+        let cpus = [
+            0,
+            1,
+            63,
+            64,
+            65,
+            1023,
+            1024,
+            4097,
+            crate::MAX_SIZED_CPUS - 1,
+        ];
+        let set = imp::make(&mut cpus.iter().copied().chain([crate::MAX_SIZED_CPUS])).unwrap();
+        assert_eq!(set.cpus().collect::<Vec<_>>(), cpus);
+        // SAFETY: cpu_set_t is plain data, valid when zeroed; CPU_SET writes inside it for
+        // indices below CPU_SETSIZE (1,024), which the filter keeps.
+        let glibc = unsafe {
+            let mut g: libc::cpu_set_t = core::mem::zeroed();
+            for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+                libc::CPU_SET(c, &mut g);
+            }
+            g
+        };
+        let n = core::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: both are plain data at least `n` bytes long (`Set` is 1 KiB, cpu_set_t `n`).
+        let (ours, theirs) = unsafe {
+            (
+                core::slice::from_raw_parts((&set as *const imp::Set).cast::<u8>(), n),
+                core::slice::from_raw_parts((&glibc as *const libc::cpu_set_t).cast::<u8>(), n),
+            )
+        };
+        assert_eq!(ours, theirs);
     }
 
     #[test]
