@@ -6,7 +6,8 @@
  *   rseq_loop THREADS MILLIS PIN
  *
  * prints "ops=N secs=S cpu=C": pairs done, the window from the first thread's start to the
- * last one's end, and the CPU time the threads got inside it. Exit 3: no rseq here. */
+ * last one's end, and the CPU time the threads got inside it. Exit 3: no rseq here; exit 1,
+ * with a message: another failure (more CPUs than MAX_CPUS, a thread not started). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/rseq.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_CPUS 4096
 /* refbench's own bound on --threads (harness::MAX_THREADS); a unit test of c_loop.rs checks it. */
@@ -69,10 +71,13 @@ static void *worker(void *arg)
 	struct rseq *rs = area();
 	uint64_t ops = 0;
 	if (pin) {
-		cpu_set_t s;
-		CPU_ZERO(&s);
-		CPU_SET(cpus[t % ncpus], &s);
-		sched_setaffinity(0, sizeof s, &s);
+		cpu_set_t *s = CPU_ALLOC(MAX_CPUS);
+		if (s) {
+			CPU_ZERO_S(CPU_ALLOC_SIZE(MAX_CPUS), s);
+			CPU_SET_S(cpus[t % ncpus], CPU_ALLOC_SIZE(MAX_CPUS), s);
+			sched_setaffinity(0, CPU_ALLOC_SIZE(MAX_CPUS), s);
+			CPU_FREE(s);
+		}
 	}
 	while (!atomic_load(&go))
 		;
@@ -109,11 +114,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rseq_loop: glibc registered no rseq area\n");
 		return 3;
 	}
-	cpu_set_t all;
-	sched_getaffinity(0, sizeof all, &all);
-	for (int c = 0; c < CPU_SETSIZE && ncpus < MAX_CPUS; c++)
-		if (CPU_ISSET(c, &all))
+	/* The counters are indexed by CPU number: a machine with more CPUs than they hold is
+	 * refused (glibc's cpu_set_t, 1,024 CPUs, is too small for the masks too). */
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	if (conf > MAX_CPUS) {
+		fprintf(stderr, "rseq_loop: %ld CPUs, more than the %d it counts for\n", conf,
+			MAX_CPUS);
+		return 1;
+	}
+	cpu_set_t *all = CPU_ALLOC(MAX_CPUS);
+	if (!all || sched_getaffinity(0, CPU_ALLOC_SIZE(MAX_CPUS), all) != 0) {
+		fprintf(stderr, "rseq_loop: cannot read the CPUs this process may use\n");
+		return 1;
+	}
+	for (int c = 0; c < MAX_CPUS; c++)
+		if (CPU_ISSET_S(c, CPU_ALLOC_SIZE(MAX_CPUS), all))
 			cpus[ncpus++] = c;
+	CPU_FREE(all);
 	pthread_t h[MAX_THREADS];
 	for (long t = 0; t < threads; t++) {
 		int e = pthread_create(&h[t], NULL, worker, (void *)t);
