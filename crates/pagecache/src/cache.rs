@@ -1886,8 +1886,20 @@ fn pseudo_file_system(file: &File) -> Option<&'static str> {
         return None;
     }
     // SAFETY: fstatfs succeeded, so it wrote the whole struct.
-    let magic = unsafe { st.assume_init() }.f_type as u64;
-    Some(match magic {
+    pseudo_file_system_named(unsafe { st.assume_init() }.f_type as u64)
+}
+
+/// The name of the pseudo file system whose `statfs` magic (`f_type`) is `magic`, or `None`
+/// for any other file system. Each of these makes regular files whose contents are made when
+/// read or that take commands when written, with a size of 0 (or a fixed one, mqueue's 80)
+/// that is not their length: SELinux's and Smack's policy files (`/sys/fs/selinux`,
+/// `/sys/fs/smackfs`), `binfmt_misc`'s, the FUSE control files, nfsd's transaction files,
+/// POSIX message queues' status files, Xen's and OpenPROM's, besides procfs, sysfs and the
+/// kernel's debugging, tracing, control-group, configuration and security ones.
+fn pseudo_file_system_named(magic: u64) -> Option<&'static str> {
+    // `f_type` is a signed word on some targets: a magic with its top bit set (selinuxfs's,
+    // xenfs's) comes sign-extended. Magics are 32 bits.
+    Some(match magic as u32 {
         0x9fa0 => "procfs",
         0x6265_6572 => "sysfs",
         0x6462_6720 => "debugfs",
@@ -1896,6 +1908,14 @@ fn pseudo_file_system(file: &File) -> Option<&'static str> {
         0x0027_e0eb => "cgroupfs",
         0x6265_6570 => "configfs",
         0x7363_6673 => "securityfs",
+        0xf97c_ff8c => "selinuxfs",
+        0x4341_5d53 => "smackfs",
+        0x4249_4e4d => "binfmt_misc",
+        0x6573_5543 => "fusectl",
+        0x6e66_7364 => "nfsd",
+        0x1980_0202 => "mqueue",
+        0xabba_1974 => "xenfs",
+        0x9fa1 => "openpromfs",
         _ => return None,
     })
 }
@@ -3243,6 +3263,63 @@ mod tests {
         let mut got = vec![0u8; data.len() + 10];
         assert_eq!(b.read_at(&mut got, 0).expect("read"), data.len());
         assert_eq!(&got[..data.len()], &data[..]);
+    }
+
+    /// Every pseudo file system whose regular files' size is not their length is named, and so
+    /// refused at open: those mounted on common systems besides procfs and sysfs (SELinux's
+    /// `/sys/fs/selinux`, whose `enforce` has a size of 0, `binfmt_misc`, the FUSE control
+    /// files, nfsd's, POSIX message queues') among them, with their magic as `fstatfs` gives it
+    /// on 64-bit targets and sign-extended from a 32-bit word; the file systems of real files
+    /// are not.
+    #[test]
+    fn pseudo_file_systems_are_named_by_their_magic() {
+        let pseudo = [
+            (0x9fa0, "procfs"),
+            (0x6265_6572, "sysfs"),
+            (0x6462_6720, "debugfs"),
+            (0x7472_6163, "tracefs"),
+            (0x6367_7270, "cgroup2"),
+            (0x0027_e0eb, "cgroupfs"),
+            (0x6265_6570, "configfs"),
+            (0x7363_6673, "securityfs"),
+            (0xf97c_ff8c, "selinuxfs"),
+            (0x4341_5d53, "smackfs"),
+            (0x4249_4e4d, "binfmt_misc"),
+            (0x6573_5543, "fusectl"),
+            (0x6e66_7364, "nfsd"),
+            (0x1980_0202, "mqueue"),
+            (0xabba_1974, "xenfs"),
+            (0x9fa1, "openpromfs"),
+        ];
+        for (magic, name) in pseudo {
+            assert_eq!(
+                super::pseudo_file_system_named(magic),
+                Some(name),
+                "{magic:#x}"
+            );
+            // A 32-bit `f_type`, sign-extended.
+            let extended = magic as u32 as i32 as i64 as u64;
+            assert_eq!(
+                super::pseudo_file_system_named(extended),
+                Some(name),
+                "{magic:#x}"
+            );
+        }
+        // ext4, tmpfs, xfs, btrfs, overlayfs, FUSE (a FUSE file system's files are its own),
+        // NFS, efivarfs (whose size is its length) and hugetlbfs.
+        for magic in [
+            0xef53u64,
+            0x0102_1994,
+            0x5846_5342,
+            0x9123_683e,
+            0x794c_7630,
+            0x6573_5546,
+            0x6969,
+            0xde5e_81e4,
+            0x9584_58f6,
+        ] {
+            assert_eq!(super::pseudo_file_system_named(magic), None, "{magic:#x}");
+        }
     }
 
     /// An open whose listing cannot be allocated fails with `OutOfMemory` and lists nothing:
