@@ -225,16 +225,17 @@ void pagecache_free(pagecache_t *cache);
  * up to 4 MiB, cannot be allocated), the open's
  * -errno (-ENOENT: no such file, -EACCES: no permission to read, -ENAMETOOLONG: a path of
  * PATH_MAX (4096) bytes or more, refused before it is copied, or a name of more than 255,
- * -ENOTDIR, -ELOOP, -ENXIO: a socket, -EAGAIN: another open file holds a lease on it
- * (fcntl F_SETLEASE), whose break this open starts but does not wait for, ...), -EISDIR (a
- * directory), -EINVAL (not a regular file: a FIFO, a device; or a file of a pseudo file
- * system, procfs, sysfs and the like, whose size is not its length). A program being run
- * opens read-only. The cache takes the file's size at open and does not see changes that
- * others make to the file while it is open. A file already open in the cache (the same
- * device and inode, by any path) is shared, as in the kernel's page cache: the handles read and
- * write the same cached pages (a write through one is read through the other at once), through
- * the first open's descriptor and access mode; the pages are written back and dropped when the
- * last handle of the file is closed. */
+ * -ENOTDIR, -ELOOP, -EAGAIN: another open file holds a lease on it (fcntl F_SETLEASE),
+ * whose break this open starts but does not wait for, ...), -EISDIR (a directory), -EINVAL
+ * (not a regular file: a FIFO, a socket, a device, whatever its open said; or a file of a
+ * pseudo file system, procfs, sysfs and the like, whose size is not its length). A program
+ * being run opens read-only. The cache takes the file's size at open and is its only writer
+ * while it is open: what others write meanwhile is not seen in pages it holds, a page it
+ * fills later reads the file as it is then, and its write-backs go over it. A file already
+ * open in the cache (the same device and inode, by any path) is shared, as in the kernel's page
+ * cache: the handles read and write the same cached pages (a write through one is read through
+ * the other at once), through the first open's descriptor and access mode; the pages are
+ * written back and dropped when the last handle of the file is closed. */
 int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
 
 /* Closes a file handle. At the file's last handle, writes its dirty pages back and frees its

@@ -2094,15 +2094,17 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// Opens `path` through the cache: read-write if permitted, else read-only (as for a
     /// program being run, which Linux lets no one open for writing). Errors: the file's own
     /// (`NotFound`, `PermissionDenied`, ...), `IsADirectory`, `InvalidInput` for anything
-    /// that is not a regular file or is a file of a pseudo file system (procfs, sysfs and
-    /// the like: their files are made when read, and their size is not their length), or
-    /// `OutOfMemory` if the file's page table (4 bytes a page at open, at most 4 MiB) cannot
-    /// be allocated.
+    /// that is not a regular file (a FIFO, a socket, a device, whatever its open said) or is
+    /// a file of a pseudo file system (procfs, sysfs and the like: their files are made when
+    /// read, and their size is not their length), or `OutOfMemory` if the file's page table
+    /// (4 bytes a page at open, at most 4 MiB) cannot be allocated.
     ///
     /// The cache takes the file's size at open and is its only writer from then on, as a
-    /// database's buffer pool is: it does not see changes that others (other processes, or
-    /// descriptors opened outside the cache) make to the file while it is open, and writes
-    /// back its own pages over them.
+    /// database's buffer pool is. What others (other processes, or descriptors opened outside
+    /// the cache) write to the file while it is open is not seen in the pages the cache holds;
+    /// a page it fills later reads the file as it is then, others' bytes included (also past
+    /// the size taken at open, which a growth through the cache then reads instead of zeros);
+    /// and its write-backs go over what others wrote.
     ///
     /// A file already open in this cache (the same device and inode, by whatever path) is
     /// shared, as the kernel's page cache is: the new handle reads and writes the same cached
@@ -2124,8 +2126,8 @@ impl<C: RefCounter> PageCacheOf<C> {
             }
             o
         };
-        let (file, writable) = match opts(true).open(path) {
-            Ok(f) => (f, true),
+        let opened = match opts(true).open(path) {
+            Ok(f) => Ok((f, true)),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -2135,9 +2137,23 @@ impl<C: RefCounter> PageCacheOf<C> {
                         | io::ErrorKind::IsADirectory
                 ) =>
             {
-                (opts(false).open(path)?, false)
+                opts(false).open(path).map(|f| (f, false))
             }
-            Err(e) => return Err(e),
+            Err(e) => Err(e),
+        };
+        let (file, writable) = match opened {
+            Ok(o) => o,
+            // A socket's open fails (`ENXIO`), as may a device's (`EACCES`, `ENODEV`): what
+            // is not a regular file is named so, whatever its open said.
+            Err(e) => match std::fs::metadata(path) {
+                Ok(m) if !m.is_file() && !m.is_dir() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("pagecache: {} is not a regular file ({e})", path.display()),
+                    ))
+                }
+                _ => return Err(e),
+            },
         };
         let meta = file.metadata()?;
         if meta.is_dir() {

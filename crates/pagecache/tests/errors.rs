@@ -504,6 +504,22 @@ fn an_fdatasync_error_is_returned_and_a_read_only_file_is_not_synced() {
     );
 }
 
+/// A socket is not a regular file: `InvalidInput`, as a FIFO is, where its open fails
+/// (`ENXIO`, "No such device or address", which names no file kind), and the cache goes on.
+#[test]
+#[cfg_attr(miri, ignore = "Miri binds no Unix socket")]
+fn a_socket_is_refused_as_not_a_regular_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "ok", 4096);
+    let sock = dir.path().join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("socket");
+    let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
+    let e = cache.open(&sock).err().expect("a socket was opened");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("is not a regular file"), "{e}");
+    check_reads(&cache.open(&path).expect("open"), 4096);
+}
+
 /// Files of procfs and sysfs are made when read, and their size is not their length (0, or
 /// 4096): the cache refuses them, and goes on.
 #[test]
