@@ -125,9 +125,14 @@ impl RefCounter for Atomic {
             obj.word.store(0, Ordering::Release);
             return;
         }
+        // Checked before the subtraction, so that a debug build's panic leaves a live object as
+        // it was (after it, the object would read dead under its references).
+        debug_assert!(
+            obj.word.load(Ordering::Relaxed) & DEAD != 0,
+            "atomic: reinit of a live object"
+        );
         // Release pairs with the Acquire in try_get().
-        let old = obj.word.fetch_sub(DEAD, Ordering::Release);
-        debug_assert!(old & DEAD != 0, "atomic: reinit of a live object");
+        obj.word.fetch_sub(DEAD, Ordering::Release);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> Memory {

@@ -497,10 +497,12 @@ fn reclaim_many_matches_model_by<C: RefCounter>(s: &C, exclusive: bool) {
     assert_eq!(batches(&|i| referenced(i), "second batch"), N / 3);
 }
 
-/// Misuse: `reinit` of a live object panics in debug builds (the schemes check it), and
-/// leaves a scheme usable for other objects.
+/// Misuse: `reinit` of a live object panics in debug builds (the schemes check it) before it
+/// changes anything: the object keeps the reference held on it (counted, not reclaimed, gets
+/// still succeed), and the scheme stays usable for other objects.
 pub fn misuse_reinit_of_live_object_panics<C: RefCounter>(s: &C) {
     let objs = Objects::new(s, 2);
+    let held = s.try_get(objs.get(0)).expect("live");
     if cfg!(debug_assertions) {
         // SAFETY: not kept on purpose (the object is live), to check the schemes' debug check;
         // the object is this function's alone, and the scheme panics before it changes it.
@@ -513,6 +515,19 @@ pub fn misuse_reinit_of_live_object_panics<C: RefCounter>(s: &C) {
             C::NAME
         );
     }
+    check_count(s, &objs, 0, 1, "after a reinit of it while referenced");
+    assert!(
+        !s.try_reclaim(objs.get(0)),
+        "{}: reclaimed under a reference after a reinit of it while live",
+        C::NAME
+    );
+    let again = s
+        .try_get(objs.get(0))
+        .unwrap_or_else(|| panic!("{}: a get failed after a reinit of a live object", C::NAME));
+    check_count(s, &objs, 0, 2, "after a reinit of it while referenced");
+    s.put(objs.get(0), again);
+    s.put(objs.get(0), held);
+    assert!(reclaim_eventually(s, objs.get(0)));
     let t = s.try_get(objs.get(1)).expect("other objects unaffected");
     check_count(s, &objs, 1, 1, "after a misuse on another object");
     s.put(objs.get(1), t);
