@@ -329,7 +329,14 @@ impl RefCounter for Sticky {
             "sticky: reinit of a live object"
         );
         // Release pairs with the Acquire fetch_add in try_get().
+        #[cfg(not(loom))]
         obj.word.store(1, Ordering::Release);
+        // Under loom a swap, which C11 allows wherever it allows the store: loom 0.7 lets a plain
+        // store fall between the read and the write of another thread's read-modify-write
+        // (tokio-rs/loom#254), and `late_mark_taker_vs_reuse` would report words no execution
+        // can reach (life 2 at `ZERO`, from three preemptions on).
+        #[cfg(loom)]
+        obj.word.swap(1, Ordering::Release);
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&StickyObject>>) -> Memory {
