@@ -412,30 +412,47 @@ mod loom_tests {
     /// Two threads arrive and depart at leaves `at` of a tree of `leaves` leaves while the main
     /// thread queries; the indicator is set whenever some arrival has completed and its
     /// departure has not begun, and every node returns to zero.
+    ///
+    /// The main thread's query counts only where a thread held throughout it: that thread's
+    /// phase (1 from its completed arrival until it begins to depart) read as 1 both before and
+    /// after the query. A single read before the query would not do: the holder may give its
+    /// reference back between that read and the query, which then rightly reads zero (from
+    /// four preemptions on, loom finds that schedule).
     fn arrive_depart_query(leaves: usize, at: [usize; 2]) {
         percpu::testing::loom_model(move || {
             let s = Snzi::with_leaves(leaves);
             let obj = Arc::new(s.new_object());
-            let held = Arc::new(AtomicU64::new(0));
+            let phases: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
             let mut hs = Vec::new();
-            for leaf in at {
-                let (o, h) = (obj.clone(), held.clone());
+            for (i, leaf) in at.into_iter().enumerate() {
+                let (o, p) = (obj.clone(), phases.clone());
                 hs.push(thread::spawn(move || {
                     let s = Snzi::with_leaves(leaves);
                     let node = leaves - 1 + leaf;
                     s.arrive(&o, node);
-                    h.fetch_add(1, Ordering::SeqCst);
-                    assert!(s.query(pin(&o)), "indicator clear while held");
-                    h.fetch_sub(1, Ordering::SeqCst);
+                    p[i].store(1, Ordering::SeqCst);
+                    let set = s.query(pin(&o));
+                    p[i].store(2, Ordering::SeqCst);
                     s.depart(&o, node);
+                    set
                 }));
             }
-            if held.load(Ordering::SeqCst) > 0 {
-                assert!(s.query(pin(&obj)), "indicator clear while held");
-            }
-            for h in hs {
-                h.join().unwrap();
-            }
+            // SeqCst: the phases' loads and stores and the query are in one total order with
+            // the tree's SeqCst exchanges, so a phase read as 1 on both sides of the query puts
+            // the query between that thread's arrival and its departure.
+            let phase = |i: usize| phases[i].load(Ordering::SeqCst);
+            let before = [phase(0), phase(1)];
+            let set = s.query(pin(&obj));
+            let after = [phase(0), phase(1)];
+            let held_throughout = (0..2).any(|i| before[i] == 1 && after[i] == 1);
+            // Checked once the threads are done (a model that panics while a thread has yet to
+            // run aborts instead of failing).
+            let set_for_holders: Vec<bool> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+            assert!(
+                set_for_holders.iter().all(|&q| q),
+                "indicator clear while held"
+            );
+            assert!(set || !held_throughout, "indicator clear while held");
             assert!(!s.query(pin(&obj)), "indicator set after every departure");
             for n in obj.nodes.iter() {
                 assert_eq!(c_of(n.load(Ordering::Relaxed)), 0);
