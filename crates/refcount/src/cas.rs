@@ -75,6 +75,11 @@ impl Cas {
     /// on the frozen object. Hence `unsafe`, as the kernel's callers own the references they
     /// freeze.
     ///
+    /// A freeze with `expected == 0` fails, changing nothing: the word is 0 only where the
+    /// object is frozen or dead already, and a success there would hand the caller a freeze
+    /// that another caller made (a freeze, or a `try_reclaim` whose caller owns the dead
+    /// object), whose [`Cas::unfreeze`] would then revive the object under that caller.
+    ///
     /// ```compile_fail,E0133
     /// use refcount::{cas::Cas, Objects, RefCounter};
     /// let s = Cas;
@@ -89,7 +94,8 @@ impl Cas {
     /// knows their holders wait for the unfreeze) until [`Cas::unfreeze`] restores them.
     #[inline]
     pub unsafe fn freeze(&self, obj: Pin<&CasObject>, expected: u64) -> bool {
-        Self::freeze_raw(&obj, expected)
+        // 0 -> 0 would "succeed" on an object someone else froze or reclaimed (above).
+        expected != 0 && Self::freeze_raw(&obj, expected)
     }
 
     /// The compare-exchange of [`Cas::freeze`].
