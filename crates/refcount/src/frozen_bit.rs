@@ -242,12 +242,40 @@ impl FrozenBit {
     }
 
     /// The owner drops its base reference (the page leaves the page cache): a dec-and-test,
-    /// first half. See [`Self::dec_begin`].
+    /// first half. See [`Self::dec_begin`]; `None`, changing nothing, where a `try_reclaim`
+    /// ended the life first (see [`FrozenBit::release_base`]).
     ///
     /// # Safety
     /// As for [`FrozenBit::release_base`], which this call and its other half make together.
     pub unsafe fn release_base_begin(&self, obj: Pin<&FrozenBitObject>) -> Option<Zero> {
-        self.dec(&obj)
+        // A compare-exchange loop where a put has its `fetch_sub`: it refuses (`None`, nothing
+        // changed) a frozen word, whose life a `try_reclaim` ended before this release, taking
+        // the base with it. A decrement there would borrow `FROZEN` out of the dead word.
+        // Release: as in `dec` (the mutation makes both Relaxed).
+        let order = if bug(Bug::RelaxedPut) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let mut w = obj.word.load(Ordering::Relaxed);
+        loop {
+            if w & FROZEN != 0 {
+                return None;
+            }
+            debug_assert!(w & COUNT != 0, "frozen-bit: release without the base");
+            match obj
+                .word
+                .compare_exchange_weak(w, w - 1, order, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(cur) => w = cur,
+            }
+        }
+        let new = w - 1;
+        (new & (FROZEN | COUNT) == 0).then(|| Zero {
+            word: new,
+            tag: crate::TokenTag::of(&*obj),
+        })
     }
 
     /// The second half of dec-and-test: `compare_exchange(word -> gen | FROZEN)` with the exact
@@ -296,12 +324,16 @@ impl FrozenBit {
     ///
     /// # Safety
     /// The caller holds the owner's (base) reference of this life of the object (a life starts
-    /// at `new_object` or `reinit`) and gives it up here, once per life. Afterwards it neither
-    /// calls [`RefCounter::try_reclaim`] on this life nor reinits the object before the call
-    /// that returned true (this one, or the last reference's put) ended the life. Otherwise the
-    /// count falls below the references held, and `try_reclaim`, on whose success code relies
-    /// to free or reuse the object, could succeed while a reference is held. No type can record
-    /// which caller holds the base.
+    /// at `new_object` or `reinit`) and gives it up here, once per life. A
+    /// [`RefCounter::try_reclaim`] of this life that succeeded before this call, on any
+    /// thread, ended the life and took the base with it: the call then frees nothing, changes
+    /// nothing and returns false. No thread calls `try_reclaim` on this life while this call
+    /// runs or after it (a get may take the count back up from zero meanwhile, and a reclaim
+    /// would then succeed under that get's reference), and no thread reinits the object before
+    /// the call that returned true (this one, or the last reference's put) ended the life.
+    /// Otherwise the count falls below the references held, and `try_reclaim`, on whose
+    /// success code relies to free or reuse the object, could succeed while a reference is
+    /// held. No type can record which caller holds the base.
     pub unsafe fn release_base(&self, obj: Pin<&FrozenBitObject>) -> bool {
         // SAFETY: the caller's contract, passed on.
         match unsafe { self.release_base_begin(obj) } {

@@ -296,12 +296,16 @@ impl RcuRef {
     ///
     /// # Safety
     /// The caller holds the owner's (base) reference of this life of the object (a life starts
-    /// at `new_object` or `reinit`) and gives it up here, once per life. Afterwards it neither
-    /// calls [`RefCounter::try_reclaim`] on this life nor reinits the object before the call
-    /// that returned true (this one, or the last reference's put) ended the life. Otherwise the
-    /// count falls below the references held, and `try_reclaim`, on whose success code relies
-    /// to free or reuse the object, could succeed while a reference is held. No type can record
-    /// which caller holds the base.
+    /// at `new_object` or `reinit`) and gives it up here, once per life. A
+    /// [`RefCounter::try_reclaim`] of this life that succeeded before this call, on any
+    /// thread, ended the life and took the base with it: the call then frees nothing, changes
+    /// nothing and returns false. No thread calls `try_reclaim` on this life while this call
+    /// runs or after it (a get may take the count back up from zero meanwhile, and a reclaim
+    /// would then succeed under that get's reference), and no thread reinits the object before
+    /// the call that returned true (this one, or the last reference's put) ended the life.
+    /// Otherwise the count falls below the references held, and `try_reclaim`, on whose
+    /// success code relies to free or reuse the object, could succeed while a reference is
+    /// held. No type can record which caller holds the base.
     pub unsafe fn release_base(&self, obj: Pin<&RcuRefObject>) -> bool {
         self.put_raw(&obj)
     }

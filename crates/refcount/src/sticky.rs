@@ -38,7 +38,9 @@
 //!
 //! # Onto [`RefCounter`]
 //!
-//! `try_get` is the increment, `put` the decrement (the owner's [`Sticky::release_base`] too).
+//! `try_get` is the increment, `put` the decrement (the owner's [`Sticky::release_base`] too,
+//! by a compare-exchange that leaves a word at `ZERO` alone: a reclaim ended the life and took
+//! the base).
 //! [`RefCounter::try_reclaim`] is the freeze: `compare_exchange(1 -> ZERO)` succeeds only when
 //! the owner's reference is the only one. `read_all` is `load - 1`. [`RefCounter::reinit`]
 //! stores 1 (Release). Failed increments pile up in the low bits of a dead word: 2⁶² of them
@@ -167,6 +169,34 @@ impl Sticky {
         old == 1
     }
 
+    /// The owner's decrement of its base: [`Self::dec_begin`], but a compare-exchange loop that
+    /// refuses (false, nothing changed) a word already stuck at zero: a `try_reclaim` of this
+    /// life succeeded before the release and took the base with it. A
+    /// `fetch_sub` there would take the word out of `ZERO` to a huge live count, on which gets
+    /// succeed while the reclaimer owns the object dead.
+    fn release_begin(obj: &StickyObject) -> bool {
+        // Release: as in dec_begin (the mutation makes both Relaxed).
+        let order = if bug(Bug::RelaxedDecrement) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let mut w = obj.word.load(Ordering::Relaxed);
+        loop {
+            if w & ZERO != 0 {
+                return false;
+            }
+            debug_assert!(w != 0, "sticky: release without the base");
+            match obj
+                .word
+                .compare_exchange_weak(w, w - 1, order, Ordering::Relaxed)
+            {
+                Ok(_) => return w == 1,
+                Err(cur) => w = cur,
+            }
+        }
+    }
+
     /// After a decrement reached zero: mark it stuck, or take a helping reader's mark. False if
     /// a get raised the count again in between (that getter's put will reach zero later).
     #[cold]
@@ -206,13 +236,14 @@ impl Sticky {
     }
 
     /// The owner's release in two steps, for tests that put a reader or a getter between
-    /// them: the `fetch_sub` (true if it reached zero), then [`Sticky::release_base_finish`].
+    /// them: the decrement (true if it reached zero; false, changing nothing, after a reclaim
+    /// of the life), then [`Sticky::release_base_finish`].
     #[doc(hidden)]
     ///
     /// # Safety
     /// As for [`Sticky::release_base`], which this call and its other half make together.
     pub unsafe fn release_base_begin(&self, obj: Pin<&StickyObject>) -> bool {
-        Self::dec_begin(&obj)
+        Self::release_begin(&obj)
     }
 
     /// The second step of [`Sticky::release_base_begin`]: true if the caller must free.
@@ -262,14 +293,18 @@ impl Sticky {
     ///
     /// # Safety
     /// The caller holds the owner's (base) reference of this life of the object (a life starts
-    /// at `new_object` or `reinit`) and gives it up here, once per life. Afterwards it neither
-    /// calls [`RefCounter::try_reclaim`] on this life nor reinits the object before the call
-    /// that returned true (this one, or the last reference's put) ended the life. Otherwise the
-    /// count falls below the references held, and `try_reclaim`, on whose success code relies
-    /// to free or reuse the object, could succeed while a reference is held. No type can record
-    /// which caller holds the base.
+    /// at `new_object` or `reinit`) and gives it up here, once per life. A
+    /// [`RefCounter::try_reclaim`] of this life that succeeded before this call, on any
+    /// thread, ended the life and took the base with it: the call then frees nothing, changes
+    /// nothing and returns false. No thread calls `try_reclaim` on this life while this call
+    /// runs or after it (a get may take the count back up from zero meanwhile, and a reclaim
+    /// would then succeed under that get's reference), and no thread reinits the object before
+    /// the call that returned true (this one, or the last reference's put) ended the life.
+    /// Otherwise the count falls below the references held, and `try_reclaim`, on whose
+    /// success code relies to free or reuse the object, could succeed while a reference is
+    /// held. No type can record which caller holds the base.
     pub unsafe fn release_base(&self, obj: Pin<&StickyObject>) -> bool {
-        self.decrement(&obj)
+        Self::release_begin(&obj) && Self::dec_finish(&obj)
     }
 
     /// parlaylib's `load` (the count including the owner's reference; 0 once stuck at zero).

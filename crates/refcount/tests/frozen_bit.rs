@@ -237,3 +237,27 @@ fn every_life_freed_exactly_once() {
         "each life freed exactly once"
     );
 }
+
+/// The owner's release of its base after a `try_reclaim` of the same life succeeded: the
+/// reclaim ended the life and took the base with it, so the release frees nothing and changes
+/// nothing, and the object stays frozen. Without its check, the release's decrement borrowed
+/// `FROZEN` out of the dead word (a live word at the count's limit, its generation one less).
+#[test]
+fn a_release_after_a_reclaim_changes_nothing() {
+    let s = FrozenBit;
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let reclaimed = std::thread::scope(|sc| sc.spawn(|| s.try_reclaim(o)).join().unwrap());
+    assert!(reclaimed);
+    let dead = s.raw(o);
+    // SAFETY: this thread holds the base of the object's life and releases it once; the
+    // reclaim above (on another thread, joined) ended that life first, and nothing reinits or
+    // reclaims the object after.
+    assert!(
+        !unsafe { s.release_base(o) },
+        "a release after the reclaim freed"
+    );
+    assert_eq!(s.raw(o), dead, "the release changed a dead word");
+    assert!(s.is_frozen(o));
+    assert!(s.try_get(o).is_none(), "a get on the reclaimed object");
+}

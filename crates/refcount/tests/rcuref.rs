@@ -195,3 +195,11 @@ fn with_raw_refuses_words_a_get_would_carry_to_a_live_count() {
         }
     }
 }
+
+/// A release of the base after a reclaim of its life (`common`'s
+/// `a_release_after_a_reclaim_changes_nothing`): its decrement lands in the dead zone, which
+/// its slow path settles back to `DEAD`.
+#[test]
+fn a_release_after_a_reclaim_changes_nothing() {
+    common::a_release_after_a_reclaim_changes_nothing(&RcuRef, |o| RcuRef.raw(o) as u64);
+}

@@ -221,3 +221,12 @@ fn a_stalled_last_decrement_frees_the_next_life() {
     );
     assert!(s.try_get(o).is_none(), "life 2 is dead");
 }
+
+/// A release of the base after a reclaim of its life (`common`'s
+/// `a_release_after_a_reclaim_changes_nothing`): without its check, the release's decrement
+/// took the dead word out of `ZERO` to a huge live count, and gets succeeded on the object the
+/// reclaimer owns.
+#[test]
+fn a_release_after_a_reclaim_changes_nothing() {
+    common::a_release_after_a_reclaim_changes_nothing(&Sticky, |o| Sticky.raw(o));
+}

@@ -119,3 +119,31 @@ pub fn frees_under_racing_gets<C: PutAndTest>(
     });
     frees.load(Ordering::SeqCst)
 }
+
+/// The owner's release of its base after a `try_reclaim` of the same life succeeded: the
+/// reclaim ended the life and took the base with it, so the release frees nothing and changes
+/// nothing (`raw` reads the word), and the object stays dead.
+pub fn a_release_after_a_reclaim_changes_nothing<C: PutAndTest>(
+    s: &C,
+    raw: impl Fn(Pin<&C::Object>) -> u64,
+) {
+    let objs = Objects::new(s, 1);
+    let o = objs.get(0);
+    let reclaimed = std::thread::scope(|sc| sc.spawn(|| s.try_reclaim(o)).join().unwrap());
+    assert!(reclaimed);
+    let dead = raw(o);
+    // SAFETY: this thread holds the base of the object's life and releases it once; the
+    // reclaim above (on another thread, joined) ended that life first, and nothing reinits or
+    // reclaims the object after.
+    assert!(
+        !unsafe { s.release_base(o) },
+        "{}: a release after the reclaim freed",
+        C::NAME
+    );
+    assert_eq!(raw(o), dead, "{}: the release changed a dead word", C::NAME);
+    assert!(
+        s.try_get(o).is_none(),
+        "{}: a get on the reclaimed object after the release",
+        C::NAME
+    );
+}
