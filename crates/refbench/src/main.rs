@@ -47,23 +47,7 @@ enum Cmd {
             help = flag_help(Flag::Threads, "Thread counts, comma-separated, 1 to 4096.")
         )]
         threads: Vec<usize>,
-        #[arg(
-            long,
-            value_delimiter = ',',
-            help = flag_help(
-                Flag::Objects,
-                "Object counts, comma-separated, each at least 1 (default depends on the \
-                 experiment): at most 2^24, and at most 2^27 objects x the CPUs the per-CPU \
-                 structures are sized for (the memory a per-CPU scheme keeps grows with both), and \
-                 at most 2^22 with percpu-ref, sloppy or refcache (their arenas' slots; 64 fewer \
-                 in query, whose background threads use 64 more). File sizes (MiB) or numbers of 1 \
-                 MiB files for the file experiments, which must fit in the free space of the \
-                 temporary directory (/dev/shm where there is one) and their page cache in the \
-                 memory available; mapped percentages for `lodic-*`. The page frames of one page \
-                 cache of a file experiment (its files' pages, and 64) count as objects of \
-                 percpu-ref, sloppy and refcache."
-            )
-        )]
+        #[arg(long, value_delimiter = ',', help = objects_help())]
         objects: Vec<usize>,
         #[arg(
             long,
@@ -167,7 +151,7 @@ enum Cmd {
                 Flag::SizeCpus,
                 "Size every per-CPU structure for this many CPUs (at least the machine's \
                  possible CPUs): the bytes a machine with that many CPUs would use, and what a \
-                 READ-ALL over that many CPUs' state costs."
+                 READ-ALL over that many CPUs' state costs. Default: the machine's possible CPUs."
             )
         )]
         size_cpus: Option<usize>,
@@ -262,6 +246,37 @@ fn schemes_help() -> String {
 /// decides which `run` refuses it for ([`experiments::used_by`]).
 fn flag_help(flag: Flag, what: &str) -> String {
     format!("{what} Used by {}.", experiments::used_by(flag))
+}
+
+/// `run --objects`' help: what it counts, its bounds, and each experiment's default, from the
+/// table that decides it ([`experiments::default_objects`]).
+fn objects_help() -> String {
+    let defaults: Vec<String> = EXPERIMENTS
+        .iter()
+        .filter(|e| e.uses(Flag::Objects))
+        .map(|e| {
+            let d: Vec<String> = experiments::default_objects(e.name)
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+            format!("{}: {}", e.name, d.join(","))
+        })
+        .collect();
+    flag_help(
+        Flag::Objects,
+        &format!(
+            "Object counts, comma-separated, each at least 1: at most 2^24, and at most 2^27 \
+             objects x the CPUs the per-CPU structures are sized for (the memory a per-CPU \
+             scheme keeps grows with both), and at most 2^22 with percpu-ref, sloppy or refcache \
+             (their arenas' slots; 64 fewer in query, whose background threads use 64 more). \
+             File sizes (MiB) or numbers of 1 MiB files for the file experiments, which must fit \
+             in the free space of the temporary directory (/dev/shm where there is one) and their \
+             page cache in the memory available; mapped percentages for `lodic-*`. The page \
+             frames of one page cache of a file experiment (its files' pages, and 64) count as \
+             objects of percpu-ref, sloppy and refcache. Default: {}.",
+            defaults.join("; ")
+        ),
+    )
 }
 
 /// `run --epoch-us`' help: the schemes it sets the epoch of, and where it is used.

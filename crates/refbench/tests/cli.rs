@@ -1300,6 +1300,35 @@ fn help_says_the_default_schemes_of_every_experiment() {
     );
 }
 
+/// `run --help` gives the default of `--objects` for every experiment that uses it, as the code
+/// decides it, and says what `--size-cpus` is without the flag: every flag's default is there.
+#[test]
+fn help_says_the_default_objects_of_every_experiment_and_the_size_cpus_default() {
+    use refbench::experiments::{default_objects, Flag, EXPERIMENTS};
+    let options = run_help_options();
+    let help = |flag: &str| {
+        let (_, h) = options
+            .iter()
+            .find(|(n, _)| n == flag)
+            .unwrap_or_else(|| panic!("--{flag} is not an option of run"));
+        h.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let objects = help("objects");
+    for e in EXPERIMENTS.iter().filter(|e| e.uses(Flag::Objects)) {
+        let d: Vec<String> = default_objects(e.name)
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        let said = format!("{}: {}", e.name, d.join(","));
+        assert!(objects.contains(&said), "{said:?} not in {objects}");
+    }
+    let size_cpus = help("size-cpus");
+    assert!(
+        size_cpus.contains("Default: the machine's possible CPUs"),
+        "{size_cpus}"
+    );
+}
+
 /// `refbench run ARGS` in a shell whose address space is limited to 3 GB, so that the system
 /// refuses threads long before 4,000; killed (and the test failed) if it has not ended in a
 /// minute.
