@@ -33,6 +33,9 @@ fn main() -> ExitCode {
             }),
             "-h" | "--help" => {
                 println!("usage: pcat FILE [--scheme S] [--pages N] [--passes P]");
+                println!("  --scheme S  the counting scheme, by name (default paygo)");
+                println!("  --pages N   the cache's memory limit in 4 KiB frames (default 1024)");
+                println!("  --passes P  reads of the whole file, the first to stdout (default 2)");
                 return ExitCode::SUCCESS;
             }
             _ if path.is_none() && !a.starts_with('-') => {
@@ -77,9 +80,10 @@ fn main() -> ExitCode {
     let _ = out.flush();
     let st = cache.stats();
     eprintln!(
-        "pcat: {} ({}): {page_reads} page reads in {passes} passes, {} hits, {} misses ({} pages read ahead), {} evictions, {} of {} frames used",
+        "pcat: {} ({}): {page_reads} page reads in {passes} pass{}, {} hits, {} misses ({} pages read ahead), {} evictions, {} of {} frames used",
         path,
         cache.scheme(),
+        if passes == 1 { "" } else { "es" },
         page_reads - (st.fills - st.read_ahead),
         st.fills - st.read_ahead,
         st.read_ahead,
