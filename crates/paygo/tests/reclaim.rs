@@ -1,6 +1,7 @@
 //! Reclaim safety: objects carry a canary; a reclaimer loops over try-reclaim (single and
 //! batch) while readers get/put and migrate; a reader never holds a reclaimed object, and every
-//! reclaim that succeeded was at a true zero (no reader had counted itself in).
+//! reclaim that succeeded was at a true zero (no reader had counted itself in), also for
+//! scoped references (`with_ref_placed`) and guards sent to other threads.
 //!
 //! Every domain here has tables for 16 CPUs (`percpu::size_for_cpus`, whatever the machine),
 //! as on a 16-core machine: batches of neighbouring objects are then decided by one sweep of
@@ -311,9 +312,6 @@ fn swept_batch_matches_the_model() {
     }
 }
 
-/// The batch PAYGO asks a caller with many objects to reclaim for: a quarter of the slots
-/// marked in its CPUs' claim summaries (a sweep then reads about four slots per object),
-/// within 4,096..=65,536.
 /// Takes and gives back a reference to an object placed on each slot of `d`'s tables.
 fn use_every_slot(d: &Domain) {
     let objs: Vec<Pin<Box<Header>>> = (0..d.config().slots_per_cpu as u64)
@@ -325,6 +323,9 @@ fn use_every_slot(d: &Domain) {
     }
 }
 
+/// The batch PAYGO asks a caller with many objects to reclaim for: a quarter of the slots
+/// marked in its CPUs' claim summaries (a sweep then reads about four slots per object),
+/// within 4,096..=65,536.
 #[test]
 fn reclaim_batch_hint_follows_the_marked_slots() {
     sixteen_cpus();
@@ -393,4 +394,171 @@ fn exclusive_batch_refuses_dead_repeated_and_referenced_objects() {
         unsafe { d.try_reclaim_many_exclusive(&[hdr(2)], &mut out) },
         1
     );
+}
+
+/// The race of [`run`] with the other ways to hold a reference: scoped references
+/// ([`Domain::with_ref_placed`], sometimes at a wrong place, with migrations and, on small
+/// tables, evictions of their own entry inside the scope) and guards of placed REFs sent to
+/// other readers and dropped there (after a migration: the anchor path). A reclaim succeeds
+/// only where no reader counts itself a holder, a reader never sees a reclaimed object's
+/// canary, and every count is 0 at the end. Returns the domain's statistics.
+fn scoped_and_sent(cfg: Config, how: How, objects: usize) -> paygo::Stats {
+    let domain = &domain(cfg);
+    let objs: Pin<Box<[Obj]>> = Box::into_pin(
+        (0..objects)
+            .map(|i| Obj {
+                hdr: Header::with_place(i as u64),
+                canary: AtomicU64::new(ALIVE),
+                holders: AtomicU64::new(0),
+            })
+            .collect::<Box<[Obj]>>(),
+    );
+    let hdr = |i: usize| -> Pin<&Header> {
+        // SAFETY: pinned slice, never moves.
+        unsafe { objs.as_ref().map_unchecked(|s| &s[i].hdr) }
+    };
+    // Objects whose REFs inside a scope evict entries from small tables.
+    let others: Pin<Box<[Header]>> =
+        Box::into_pin((0..32).map(|_| Header::new()).collect::<Box<[Header]>>());
+    let other = |i: usize| -> Pin<&Header> {
+        // SAFETY: pinned slice, never moves.
+        unsafe { others.as_ref().map_unchecked(|s| &s[i % 32]) }
+    };
+    let stop = AtomicBool::new(false);
+    let progress = AtomicU64::new(0);
+    // A few guards in flight at most, so that the objects are often free to reclaim.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, paygo::Guard<'_>)>(4);
+    let rx = std::sync::Mutex::new(rx);
+    let check = |i: usize| {
+        // Acquire: pairs with the reclaimer's Release stores of the canary.
+        assert_eq!(objs[i].canary.load(Ordering::Acquire), ALIVE, "object {i}");
+    };
+    let (mut reclaimed, mut attempts) = (0u64, 0usize);
+    std::thread::scope(|s| {
+        for t in 0..READERS {
+            let (objs, stop, progress, tx, rx) = (&objs, &stop, &progress, tx.clone(), &rx);
+            let (hdr, other, check) = (&hdr, &other, &check);
+            s.spawn(move || {
+                let mut rng = Rng::new(11 + t as u64);
+                while !stop.load(Ordering::Relaxed) {
+                    if rng.below(16) == 0 {
+                        migrate(rng.below(64));
+                    }
+                    let i = rng.below(objects);
+                    let place = if rng.below(8) == 0 { i + 1 } else { i };
+                    match rng.below(3) {
+                        0 => {
+                            let _ = domain.with_ref_placed(hdr(i), place, || {
+                                objs[i].holders.fetch_add(1, Ordering::SeqCst);
+                                check(i);
+                                if rng.below(4) == 0 {
+                                    migrate(rng.below(64));
+                                }
+                                for k in 0..rng.below(8) {
+                                    drop(domain.try_ref(other(t * 8 + k)));
+                                }
+                                check(i);
+                                objs[i].holders.fetch_sub(1, Ordering::SeqCst);
+                            });
+                        }
+                        1 => {
+                            if let Some(a) = domain.try_get_placed(hdr(i), place) {
+                                let g = paygo::Guard::from_token(domain, hdr(i), a);
+                                objs[i].holders.fetch_add(1, Ordering::SeqCst);
+                                check(i);
+                                use std::sync::mpsc::TrySendError;
+                                if let Err(TrySendError::Full((i, g))) = tx.try_send((i, g)) {
+                                    objs[i].holders.fetch_sub(1, Ordering::SeqCst);
+                                    drop(g);
+                                }
+                            }
+                        }
+                        _ => {
+                            let got = rx.lock().unwrap().try_recv();
+                            if let Ok((i, g)) = got {
+                                check(i);
+                                migrate(rng.below(64));
+                                objs[i].holders.fetch_sub(1, Ordering::SeqCst);
+                                drop(g);
+                            }
+                        }
+                    }
+                    progress.fetch_add(1, Ordering::Relaxed);
+                }
+                unpin();
+            });
+        }
+        drop(tx);
+        let mut rng = Rng::new(98);
+        let start = std::time::Instant::now();
+        while attempts < SWEPT_ATTEMPTS
+            || ((progress.load(Ordering::Relaxed) < 1000 || reclaimed == 0)
+                && start.elapsed() < std::time::Duration::from_secs(60))
+        {
+            attempts += 1;
+            let mut out = vec![false; objects];
+            if how == How::One {
+                let i = rng.below(objects);
+                out[i] = domain.try_reclaim(hdr(i));
+            } else {
+                let hs: Vec<_> = (0..objects).map(hdr).collect();
+                domain.try_reclaim_many(&hs, &mut out);
+            }
+            for (i, _) in out.iter().enumerate().filter(|(_, ok)| **ok) {
+                reclaimed += 1;
+                assert_eq!(
+                    objs[i].holders.load(Ordering::SeqCst),
+                    0,
+                    "reclaimed while held"
+                );
+                objs[i].canary.store(RECLAIMED, Ordering::Release);
+                assert!(domain.try_get(hdr(i)).is_none(), "REF of a dead object");
+                assert_eq!(domain.with_ref_placed(hdr(i), i, || ()), None);
+                for _ in 0..rng.below(200) {
+                    core::hint::spin_loop();
+                }
+                objs[i].canary.store(ALIVE, Ordering::Release);
+                domain.reinit(hdr(i));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    // The guards still in flight.
+    while let Ok((i, g)) = rx.lock().unwrap().try_recv() {
+        objs[i].holders.fetch_sub(1, Ordering::SeqCst);
+        drop(g);
+    }
+    assert!(reclaimed > 0, "no reclaim ever succeeded");
+    for i in 0..objects {
+        assert_eq!(domain.read_all(hdr(i)), 0, "object {i}");
+        assert!(domain.try_reclaim(hdr(i)), "object {i}");
+    }
+    assert_eq!(domain.memory_usage().overflow_entries, 0);
+    let st = domain.stats();
+    println!("{attempts} attempts, reclaimed {reclaimed}, {st:?}");
+    st
+}
+
+#[test]
+fn scoped_and_sent_references_vs_reclaim() {
+    scoped_and_sent(Config::default(), How::One, OBJECTS);
+}
+
+#[test]
+fn scoped_and_sent_references_vs_swept_batches() {
+    let st = scoped_and_sent(Config::default(), How::Batch, SWEPT);
+    assert!(st.swept > 0, "no batch was swept");
+}
+
+#[test]
+fn scoped_and_sent_references_vs_batches_with_evictions() {
+    let st = scoped_and_sent(
+        Config {
+            slots_per_cpu: 4,
+            window: 2,
+        },
+        How::Batch,
+        SWEPT,
+    );
+    assert!(st.evictions > 0, "the tables never overflowed");
 }
