@@ -152,17 +152,25 @@ pub struct Stats {
     /// entry an eviction moves out and another REF claims meanwhile, may lose that REF's
     /// count. Summing them reads every group of slots that was ever claimed.
     pub claims: u64,
-    /// Successful `try_reclaim`s and kills.
+    /// Objects reclaimed: by [`Domain::try_reclaim`] (also a `paygo::Arc`'s drop that looks
+    /// last), by [`Domain::try_reclaim_many`] batches (also the `Arc` collector's), by a
+    /// `paygo::Arc` whose value was taken or moved away (`try_unwrap`, `into_inner`,
+    /// `make_mut`), and handle values released (by the owner's kill where no
+    /// [`HandleRef`](crate::HandleRef) was held, else by the last one).
     pub reclaims: u64,
     /// Failed `try_reclaim`s (the object was referenced), and the objects of
     /// [`Domain::try_reclaim_many`] batches found referenced after their flag was set (not
     /// those a batch passes over before flagging them: objects not live, and those that the
     /// `Arc` collector's batches see referenced without a fence).
     pub failed_reclaims: u64,
-    /// Asymmetric fences issued (one per `try_reclaim` that found no reference before its
-    /// flag, one per batch, one per kill). Not counted: the second fence that a successful
-    /// reclaim takes on the locked fallback path, to order the holders' last sections before
-    /// the reclaimer's use of the object.
+    /// Asymmetric fences issued: one per `try_reclaim` that found no reference before its
+    /// flag, one per batch that flagged an object, one per kill, and one per check of a
+    /// `paygo::Arc` under its object's flag that saw no second reference before it (the
+    /// unique-owner calls `get_mut`, `make_mut`, `try_unwrap` and `into_inner`, and the strong
+    /// counts where a READ-ALL of a live object finds fewer than 2 from an `Arc`, or none from
+    /// a `Weak`). Not counted: the second fence that a successful reclaim takes on the locked
+    /// fallback path, to order the holders' last sections before the reclaimer's use of the
+    /// object.
     pub fences: u64,
     /// Objects of [`Domain::try_reclaim_many`] batches decided by one sweep of the tables
     /// (batches of objects with neighbouring home slots, on machines with enough CPUs that the

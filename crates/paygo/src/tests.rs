@@ -322,3 +322,74 @@ fn every_claim_is_counted_in_the_stats() {
     }
     unpin();
 }
+
+/// `Stats::reclaims`, `failed_reclaims` and `fences` count what their docs list: a
+/// `try_reclaim` (one fence where it flags, none where it sees a reference first), a batch (one
+/// fence), the checks of a `paygo::Arc` under its object's flag (`get_mut`, `strong_count`,
+/// `try_unwrap`), and a handle's kill (one fence) and release (by the kill or by the last
+/// `HandleRef`).
+#[test]
+fn reclaims_and_fences_are_counted_as_documented() {
+    /// (reclaims, failed_reclaims, fences) since `base`.
+    fn since(d: &Domain, base: Stats) -> (u64, u64, u64) {
+        let s = d.stats();
+        (
+            s.reclaims - base.reclaims,
+            s.failed_reclaims - base.failed_reclaims,
+            s.fences - base.fences,
+        )
+    }
+    let d: &'static Domain = Box::leak(Box::new(Domain::new()));
+    let (x, y) = (Box::pin(Header::new()), Box::pin(Header::new()));
+    let (x, y) = (x.as_ref(), y.as_ref());
+    let base = d.stats();
+    assert!(d.try_reclaim(x));
+    assert_eq!(since(d, base), (1, 0, 1), "a try_reclaim that succeeds");
+    d.reinit(x);
+    let held = d.try_ref(x).expect("live");
+    let base = d.stats();
+    assert!(!d.try_reclaim(x));
+    assert_eq!(
+        since(d, base),
+        (0, 1, 0),
+        "a try_reclaim that sees a reference"
+    );
+    let mut out = [false; 2];
+    assert_eq!(d.try_reclaim_many(&[x, y], &mut out), 1);
+    assert_eq!(
+        since(d, base),
+        (1, 2, 1),
+        "and a batch of a held and a free object"
+    );
+    drop(held);
+
+    let mut a = Arc::new_in(7u64, d);
+    let base = d.stats();
+    assert_eq!(Arc::get_mut(&mut a), Some(&mut 7));
+    assert_eq!(since(d, base), (0, 0, 1), "Arc::get_mut");
+    assert_eq!(Arc::strong_count(&a), 1);
+    assert_eq!(
+        since(d, base),
+        (0, 0, 2),
+        "and Arc::strong_count of the only Arc"
+    );
+    assert_eq!(Arc::try_unwrap(a).ok(), Some(7));
+    assert_eq!(since(d, base), (1, 0, 3), "and Arc::try_unwrap");
+
+    let d = std::sync::Arc::new(Domain::new());
+    let base = d.stats();
+    let owner = Owner::new(&d, 7u64);
+    owner.kill();
+    assert_eq!(since(&d, base), (1, 0, 1), "a kill with no reference held");
+    let owner = Owner::new(&d, 7u64);
+    let handle = owner.handle();
+    let r = handle.try_get().expect("published");
+    owner.kill();
+    assert_eq!(since(&d, base), (1, 0, 2), "and a kill with one held");
+    drop(r);
+    assert_eq!(
+        since(&d, base),
+        (2, 0, 2),
+        "and the last HandleRef's release"
+    );
+}
