@@ -143,7 +143,8 @@ fn an_anchor_given_back_to_another_object_panics() {
 }
 
 /// Issue case 3: one header used with two domains. Each domain counts its own references and
-/// keeps its own overflow lists; evictions in both at once touch no shared list.
+/// keeps its own overflow lists; evictions in both at once touch no shared list. The state is
+/// the header's, one for both.
 #[test]
 fn one_header_two_domains() {
     let d1 = one_slot();
@@ -173,6 +174,18 @@ fn one_header_two_domains() {
     assert_eq!(d2.read_all(shared.as_ref()), 0);
     assert_eq!(d1.memory_usage().overflow_entries, 0);
     assert_eq!(d2.memory_usage().overflow_entries, 0);
+    // One state: a reclaim by the domain that counts no reference makes the object dead for
+    // the other too, whose guard stays counted and is given back as before.
+    let held = d1.try_ref(shared.as_ref()).expect("live");
+    assert!(!d1.try_reclaim(shared.as_ref()));
+    assert!(d2.try_reclaim(shared.as_ref()));
+    assert!(shared.is_dead());
+    assert!(d1.try_get(shared.as_ref()).is_none());
+    assert_eq!(d1.read_all(shared.as_ref()), 1);
+    drop(held);
+    assert_eq!(d1.read_all(shared.as_ref()), 0);
+    d1.reinit(shared.as_ref());
+    assert!(d2.try_ref(shared.as_ref()).is_some());
 }
 
 /// Issue case 4: a handle reference leaked with `mem::forget`, then the owner and the last
