@@ -1134,6 +1134,38 @@ mod tests {
         });
     }
 
+    /// An UNREF by another party while a try-reclaim (`paygo_try_reclaim`'s) decides, the object
+    /// flagged, succeeds; and where it gave back the last reference before the reclaim's READ-ALL,
+    /// the reclaim succeeds too (the reference was evicted to its overflow list, which the
+    /// reclaim's look before its flag does not read; a REF taken just after that look is the
+    /// same). Here the UNREF runs at the reclaim's interruption point, flagged, before its fence.
+    #[test]
+    fn an_unref_while_a_reclaim_decides_may_let_it_succeed() {
+        if percpu::testing::pin_or_skip("the eviction needs both REFs on one CPU").is_none() {
+            return;
+        }
+        let d: &'static Domain = Box::leak(Box::new(Domain::with_config(Config {
+            slots_per_cpu: 1,
+            window: 1,
+        })));
+        let o = Pin::static_ref(Box::leak(Box::new(Header::new())));
+        let p = Pin::static_ref(Box::leak(Box::new(Header::new())));
+        let a = d.try_get(o).expect("live");
+        // Evicts `o`'s entry (one slot): its reference is counted on its overflow list.
+        let b = d.try_get(p).expect("live");
+        assert_eq!(d.memory_usage().overflow_entries, 1);
+        INTERRUPT.with(|i| {
+            i.set(Some(Box::new(move || {
+                assert_eq!(d.put(o, a), crate::PutPath::Overflow)
+            })))
+        });
+        assert!(d.try_reclaim(o), "the reclaim counted after the last UNREF");
+        assert!(INTERRUPT.with(Cell::take).is_none(), "the UNREF ran");
+        assert!(o.is_dead());
+        d.put(p, b);
+        percpu::affinity::unpin();
+    }
+
     /// A REF from a signal handler that interrupts `paygo_read_all` (which holds the object's
     /// stripe lock while it sums) is refused (`PAYGO_EINTERNAL`) and takes nothing. It went on,
     /// and one that needed that lock (to evict an entry of an object of the stripe) waited for
