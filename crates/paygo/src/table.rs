@@ -535,9 +535,16 @@ impl Domain {
         ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & (STRIPES - 1)
     }
 
+    /// The current CPU's statistics. A CPU numbered past the cells (the kernel's number, where
+    /// a sandbox's `/sys` understated the possible CPUs) counts in the last one, where
+    /// `PerCpu::get` would panic: a statistic is counted after the change it counts (an
+    /// UNREF's decrement, a reclaim's verdict), and a panic there would leave the change made
+    /// while the call fails (and `with_ref_placed`, unwinding, would give its reference back a
+    /// second time).
     #[inline]
     pub(crate) fn stat(&self) -> &StatCells {
-        self.stats.get(percpu::current_cpu())
+        let cpu = percpu::current_cpu().min(self.stats.len() - 1);
+        self.stats.get(cpu)
     }
 
     /// Adds 1 to a statistic of the current CPU.

@@ -393,3 +393,43 @@ fn reclaims_and_fences_are_counted_as_documented() {
         "and the last HandleRef's release"
     );
 }
+
+/// An UNREF on a CPU past the domain's per-CPU statistics (where a sandbox's `/sys` understated
+/// the possible CPUs, the kernel's number is past every per-CPU array: `PerCpu::get` panics
+/// there) gives its reference back and returns, without a panic after the decrement: a panic
+/// there left the reference given back although the call failed (`paygo_unref` said
+/// `PAYGO_EINTERNAL`, "nothing was changed"), and `with_ref_placed`, unwinding from it, gave the
+/// reference back a second time. Here the statistics have cells for the CPUs below the higher
+/// of two, and the thread moves to that one between REF and UNREF.
+#[test]
+fn an_unref_on_a_cpu_past_the_statistics_cells_does_not_panic() {
+    let Some((a, b)) = two_cpus_or_skip("the UNREF runs on a CPU other than the REF's") else {
+        return;
+    };
+    let (lo, hi) = (a.min(b), a.max(b));
+    let mut d = Domain::new();
+    d.stats = percpu::PerCpu::with_cpus(hi, |_| crate::table::StatCells::default());
+    let h = Box::pin(Header::with_place(3));
+    let h = h.as_ref();
+    assert!(
+        pin(lo) && pin(hi) && pin(lo),
+        "the thread can run on both CPUs"
+    );
+    let r = d.try_get(h).expect("live");
+    pin(hi);
+    let put = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.put(h, r)));
+    assert_eq!(put.ok(), Some(PutPath::Anchor), "the UNREF panicked");
+    assert_eq!(d.read_all(h), 0);
+    pin(lo);
+    let ran = d.with_ref_placed(h, 3, || {
+        pin(hi);
+    });
+    assert_eq!(ran, Some(()));
+    assert_eq!(d.read_all(h), 0, "the scoped reference was given back once");
+    // The scoped UNREF after the move: the anchor path on the rseq path; on the locked
+    // fallback its section runs under the REF's CPU's lock from here.
+    let scoped = if percpu::fast_path_available() { 1 } else { 0 };
+    assert_eq!(d.stats().anchor_puts, 1 + scoped);
+    assert!(d.try_reclaim(h));
+    unpin();
+}
