@@ -69,8 +69,10 @@
  *
  * Ordering: what a thread did with an object before it gave its reference back (paygo_unref,
  * or the release at its exit) happens before the return of a paygo_try_reclaim or
- * paygo_obj_destroy of the object that succeeds (the caller may then free or reuse it), also
- * where another thread's paygo_try_reclaim killed it; what a thread wrote before a
+ * paygo_obj_destroy of the object that succeeds (the caller may then free or reuse it once no
+ * other call on the object is in progress: a paygo_ref that waits out a reclaim reads the
+ * object until it sees it dead, and once more after), also where another thread's
+ * paygo_try_reclaim killed it; what a thread wrote before a
  * paygo_obj_init or paygo_reinit of an object happens before the return of each paygo_ref of
  * it that succeeds after that call. paygo_read_all and paygo_is_referenced promise no order.
  */
@@ -134,7 +136,7 @@ typedef struct paygo_stats {
     uint64_t overflow_puts;      /* unrefs of evicted entries (overflow list) */
     uint64_t evictions;          /* entries evicted to overflow lists */
     uint64_t claims;             /* refs that claimed a free slot */
-    uint64_t reclaims;           /* successful try-reclaims */
+    uint64_t reclaims;           /* successful try-reclaims, and destroys of live objects */
     uint64_t leftovers_released; /* references released at thread exit */
     uint64_t table_bytes;        /* bytes of the per-CPU tables */
     uint64_t overflow_bytes;     /* bytes held by overflow lists now */

@@ -89,7 +89,7 @@ pub struct CStats {
     pub evictions: u64,
     /// REFs that claimed a free slot.
     pub claims: u64,
-    /// Successful try-reclaims.
+    /// Successful try-reclaims, and destroys of live objects.
     pub reclaims: u64,
     /// References released at thread exit.
     pub leftovers_released: u64,
