@@ -329,6 +329,10 @@ fn every_claim_is_counted_in_the_stats() {
 /// `try_unwrap`), and a handle's kill (one fence) and release (by the kill or by the last
 /// `HandleRef`).
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "95 s under Miri for statistics; the Arc and handle tests run its paths there"
+)]
 fn reclaims_and_fences_are_counted_as_documented() {
     /// (reclaims, failed_reclaims, fences) since `base`.
     fn since(d: &Domain, base: Stats) -> (u64, u64, u64) {
