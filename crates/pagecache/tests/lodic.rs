@@ -1229,6 +1229,66 @@ fn overflowing_entries_against_eviction_and_drops_count_exactly() {
     }
 }
 
+/// Every frame of a cache of 3 held only through a mapping's embedded counters (the scheme
+/// counts no reference on any): reads through another handle of the file and through the
+/// mapping evict none of them (CLOCK's sweeps flag, fence and sum, and keep them) and get the
+/// other pages from the disk, a fourth page held through the mapping is `OutOfMemory`, the held
+/// pages keep their bytes and their counts across a drop and a cut through the other handle,
+/// and a reopen after it is closed; once let go, they drop.
+#[test]
+fn frames_held_only_through_entries_are_never_evicted() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 8 * P);
+        let c = cache(Atomic, 3, rmap);
+        let f = c.open(&path).unwrap();
+        let other = c.open(&path).unwrap();
+        let m = f.map(0, 8).unwrap();
+        let held: Vec<_> = (0..3).map(|k| m.page(k).unwrap()).collect();
+        assert!(
+            held.iter().all(|g| !g.spilled()),
+            "{rmap:?}: in the entries"
+        );
+        let check_held = |what: &str, end: u64| {
+            for g in &held {
+                let mut x = vec![0u8; PAGE_SIZE];
+                g.read(0, &mut x);
+                let at = g.index() * P;
+                let inside = end.saturating_sub(at).min(P) as usize;
+                assert_pattern(&x[..inside], at, &format!("{rmap:?}: {what}"));
+                assert!(x[inside..].iter().all(|&b| b == 0), "{rmap:?}: {what}");
+                assert_eq!(f.page_count(g.index()), 1, "{rmap:?}: {what}");
+            }
+        };
+        let mut b = vec![0u8; 8 * PAGE_SIZE];
+        assert_eq!(other.read_at(&mut b, 0).unwrap(), b.len());
+        assert_pattern(&b, 0, &format!("{rmap:?}: read through the file"));
+        m.read_at(&mut b, 0).unwrap();
+        assert_pattern(&b, 0, &format!("{rmap:?}: read through the mapping"));
+        check_held("after the reads", 8 * P);
+        let e = m.page(5).err().expect("every frame held");
+        assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{rmap:?}: {e}");
+        assert_eq!(other.drop_cache().unwrap(), 0, "{rmap:?}: nothing to drop");
+        check_held("after a drop", 8 * P);
+        other.set_len(2 * P + 10).unwrap();
+        check_held("after a cut", 2 * P + 10);
+        drop(other);
+        let reopened = c.open(&path).unwrap();
+        reopened.set_len(8 * P).unwrap();
+        check_held("after a reopen and a growth", 2 * P + 10);
+        drop(held);
+        for p in 0..8 {
+            assert_eq!(f.page_count(p), 0, "{rmap:?}: page {p}");
+        }
+        drop(m);
+        assert_eq!(
+            reopened.drop_cache().unwrap(),
+            3,
+            "{rmap:?}: let go, they drop"
+        );
+    }
+}
+
 /// Owners read through mappings of the whole file and hold pages while a cutter cuts the
 /// file at random lengths, grows it back and writes the pattern back, in a cache of 4 frames:
 /// every byte an owner gets is the file's pattern at its offset or a zero of a cut (never
