@@ -510,7 +510,9 @@ std::thread_local! {
 /// [`crate::lodic`]): reads through it count on its own entries, with plain stores.
 ///
 /// Neither `Send` nor `Sync`: only the thread that made it may use it, which the compiler
-/// checks. Dropping it unmaps it.
+/// checks. Dropping it unmaps it, unless guards of it were leaked (`mem::forget`) with counts
+/// still in its entries: it then stays in the reverse maps, and the pages it counts stay
+/// referenced.
 ///
 /// ```
 /// # use pagecache::{Config, PageCacheOf};
@@ -753,7 +755,12 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// The embedded counter of the entry of mapped page `k` (relative to the mapping), and
     /// the frame it names. For tests and inspection.
     pub fn entry(&self, k: u64) -> Option<(u32, u64)> {
-        let v = self.rec.entries.get(k as usize)?.load(Ordering::Relaxed);
+        // `try_from`, not `as`: on a 32-bit target `as` would take `1 << 32` to entry 0.
+        let v = self
+            .rec
+            .entries
+            .get(usize::try_from(k).ok()?)?
+            .load(Ordering::Relaxed);
         frame_of(v).map(|f| (f, count_of(v)))
     }
 
