@@ -133,6 +133,8 @@ pub fn heavy_fence() {
     if expedited() {
         return fence_cmd(CMD_PRIVATE_EXPEDITED, "PRIVATE_EXPEDITED");
     }
+    // No barrier registered: pairs with the SeqCst fence of every other thread's light_fence
+    // (both sides SeqCst, as `expedited` answered no for good).
     std::sync::atomic::fence(Ordering::SeqCst);
 }
 
@@ -141,8 +143,11 @@ pub fn heavy_fence() {
 #[inline]
 pub fn light_fence() {
     if EXPEDITED.load(Ordering::Relaxed) == YES {
+        // Pairs with heavy_fence's membarrier, which runs a full barrier on every CPU running
+        // this process: only the compiler may reorder here.
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
     } else {
+        // Pairs with heavy_fence's SeqCst fence (no barrier registered).
         std::sync::atomic::fence(Ordering::SeqCst);
     }
 }
