@@ -561,18 +561,20 @@ fn ratio_basis(paired: bool, reps: usize) -> String {
 /// (`cas`) without readers is this rule's bound for "affordable".
 fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     let exp = "drop-file";
-    // The rows of `s` with or without readers that have a time to drop.
+    // The rows of `s` with or without readers that have a time to drop, with their positions;
+    // none is noted as read here: the rule notes the rows it compares once it has chosen them.
     let of = |s: &str, bg: bool| {
-        let v: Vec<&Row> = rows
-            .rows_of(exp, s)
-            .into_iter()
-            .filter(|r| {
-                (r.extra
-                    .get("background")
-                    .and_then(|b| b.as_u64())
-                    .unwrap_or(0)
-                    > 0)
-                    == bg
+        let v: Vec<(usize, &Row)> = rows
+            .of(exp)
+            .filter(|(_, r)| {
+                r.scheme == s
+                    && (r
+                        .extra
+                        .get("background")
+                        .and_then(|b| b.as_u64())
+                        .unwrap_or(0)
+                        > 0)
+                        == bg
                     && ms_to_drop(r).is_some()
             })
             .collect();
@@ -583,19 +585,29 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     let mib = need!(
         of("paygo", false)
             .into_iter()
-            .map(|r| r.objects)
-            .filter(|&n| of("cas", false).iter().any(|r| r.objects == n))
+            .map(|(_, r)| r.objects)
+            .filter(|&n| of("cas", false).iter().any(|(_, r)| r.objects == n))
             .max(),
         "drop-file: no file size dropped by both paygo and cas without readers"
     );
-    let at = |s: &str, bg: bool| of(s, bg).into_iter().find(|r| r.objects == mib);
+    // The row of `s` at that size, noted as read.
+    let at = |s: &str, bg: bool| {
+        of(s, bg)
+            .into_iter()
+            .find(|(_, r)| r.objects == mib)
+            .map(|f| rows.note(f))
+    };
     let pr = need!(
         at("paygo", false),
         "drop-file: no paygo row without readers"
     );
     let cr = need!(at("cas", false), "drop-file: no cas row without readers");
     let (p, c) = (ms_to_drop(pr).unwrap_or(0.0), ms_to_drop(cr).unwrap_or(0.0));
-    let pb = at("paygo", true).and_then(ms_to_drop);
+    // With readers, shown beside the verdict and not drawn on by it: not noted as read.
+    let pb = of("paygo", true)
+        .into_iter()
+        .find(|(_, r)| r.objects == mib)
+        .and_then(|(_, r)| ms_to_drop(r));
     let paired = paired_time_ratio(pr, cr);
     let r = paired.unwrap_or(p / c.max(1e-9));
     let v = grade(r <= 2.0, r <= 4.0);
@@ -2885,6 +2897,52 @@ mod tests {
             .expect("the claim's line");
         assert!(query.contains("**holds**"), "{query}");
         assert!(!query.contains("disturbed"), "{query}");
+    }
+
+    /// The drop rule compares paygo and cas at one file size without readers: a disturbed row of
+    /// another file size, of the other schemes or with readers does not mark its verdict
+    /// disturbed.
+    #[test]
+    fn drop_rule_is_marked_disturbed_only_by_the_rows_it_compares() {
+        let drop = |scheme: &str, mib: usize, ms: f64, util: f64| {
+            let mut r = drop_row(scheme, mib, 0, ms, &[1.0]);
+            r.extra.insert("cpu_util".into(), json!(util));
+            r
+        };
+        let line = |rows: &[Row]| {
+            table(rows)
+                .lines()
+                .find(|l| l.starts_with("| PAYGO Fig. 13 |"))
+                .expect("the claim's line")
+                .to_string()
+        };
+        // Disturbed at 64 MiB only; the rule compares the 256 MiB rows.
+        let rows = [
+            drop("cas", 64, 0.2, 0.3),
+            drop("paygo", 64, 0.3, 0.3),
+            drop("cas", 256, 1.0, 0.99),
+            drop("paygo", 256, 1.5, 0.99),
+            drop("atomic", 256, 1.0, 0.3),
+        ];
+        let l = line(&rows);
+        assert!(l.contains("(256 MiB): 1.50x"), "{l}");
+        assert!(l.contains("**holds**"), "{l}");
+        assert!(!l.contains("disturbed"), "{l}");
+        // A disturbed row with readers, shown beside the verdict, does not mark it.
+        let mut with = drop_row("paygo", 256, 1, 3.0, &[1.0]);
+        with.extra.insert("cpu_util".into(), json!(0.4));
+        let l = line(&[rows.as_slice(), &[with]].concat());
+        assert!(l.contains("3.00 ms with readers"), "{l}");
+        assert!(!l.contains("disturbed"), "{l}");
+        // A disturbed row the rule compares marks it.
+        let mut rows = rows;
+        rows[3].extra.insert("cpu_util".into(), json!(0.5));
+        let l = line(&rows);
+        assert!(l.contains("**holds** (disturbed)"), "{l}");
+        assert!(
+            l.contains("1 of its rows ran disturbed (cpu_util down to 0.50"),
+            "{l}"
+        );
     }
 
     /// Fig. 2/10's bounds: paygo within 1.5x over the file sizes and refcache falling 10x past
