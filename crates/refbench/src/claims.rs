@@ -1239,7 +1239,7 @@ pub const CLAIMS: &[Claim] = &[
     Claim { source: "PAYGO §6.2.5", claim: "preempt-disable beats a spin lock (here: rseq section vs per-CPU lock)", rule: "paygo with rseq sections >= 1.2x paygo on the locked fallback (shape: > 1x)", experiments: &["section-vs-lock"], check: section_vs_lock },
     Claim { source: "PAYGO §3.1", claim: "space: much smaller than per-object per-CPU counters, similar to RefCache", rule: "paygo bytes/object below sloppy and percpu-ref and at most 2x refcache, at the most CPUs measured or sized for (shape: below sloppy and percpu-ref)", experiments: &["memory"], check: space },
     Claim { source: "2026 folio patch", claim: "pread table: the frozen bit beats the CAS loop", rule: "frozen-bit >= cas at every thread count >= 2 (shape: at the most threads)", experiments: &["pread-table"], check: pread_table },
-    Claim { source: "OpLog Fig. 11", claim: "fork-truncate: logging pays off past a break-even read ratio", rule: "at the most threads (2 or more; two k or more), oplog below the locked map at the smallest k and at or above it from a larger k (shape: at or above from the smallest k)", experiments: &["oplog-read-ratio"], check: oplog_break_even },
+    Claim { source: "OpLog Fig. 11", claim: "fork-truncate: logging pays off past a break-even read ratio", rule: "at the most threads (2 or more; two k or more), oplog below the locked map at some k and at or above it at every larger k (shape: at or above at every k)", experiments: &["oplog-read-ratio"], check: oplog_break_even },
     Claim { source: "OpLog Fig. 12", claim: "lock-free list peaks early, local absorption scales", rule: "oplog-local tn/t1 >= 0.75x ideal and above lockfree-list tn/t1, and the lock-free list below its best at fewer threads at tn (it peaked; shape: oplog-local above the lock-free list)", experiments: &["oplog-list"], check: oplog_fig12 },
     Claim { source: "OpLog §6.1", claim: "synchronised TSCs order events across CPUs", rule: "0 violations", experiments: &["tsc-check"], check: tsc },
     Claim { source: "OpLog §5.2, §7.3", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref, at the most CPUs measured or sized for", experiments: &["memory"], check: oplog_memory },
@@ -2312,6 +2312,18 @@ mod tests {
         // Ahead at every k: no break-even, in shape only.
         let o = run([120.0, 110.0, 100.0, 130.0]);
         assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+        // The rule the table prints says what these verdicts follow: OpLog ahead at k = 1 held
+        // the claim above, so the rule asks OpLog below at some k, not at the smallest.
+        let rule = CLAIMS
+            .iter()
+            .find(|c| c.source == "OpLog Fig. 11")
+            .expect("the claim")
+            .rule;
+        assert!(
+            rule.contains("below the locked map at some k and at or above it at every larger k"),
+            "{rule}"
+        );
+        assert!(rule.contains("(shape: at or above at every k)"), "{rule}");
     }
 
     #[test]
