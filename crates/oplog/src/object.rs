@@ -669,7 +669,9 @@ impl<L: Log> Core<L> {
     /// Applies the pending updates and hands out the target as a [`SyncGuard`].
     ///
     /// # Panics
-    /// If the object is poisoned (nothing is applied then: the pending updates stay logged).
+    /// If the object is poisoned before the gather (nothing is applied then: the pending
+    /// updates stay logged), or by it: where the gather finds updates lost by a failed spill,
+    /// the updates it gathered are applied first, then it panics.
     fn guard<'a>(&'a self, target: MutexGuard<'a, L::Target>) -> SyncGuard<'a, L> {
         // Objects dropped by the updates applied are dropped once `target` is unlocked: when
         // the guard returned is dropped, or on unwind (`deferring` is declared before the
@@ -1140,8 +1142,9 @@ impl<L: Log> Object<L> {
     /// access to the underlying structure. Blocks while another thread holds the guard.
     ///
     /// # Panics
-    /// If the object is poisoned (see [`Object::is_poisoned`]); and, poisoning it, if the
-    /// log's [`Log::apply`] (an [`Op::exec`](crate::Op::exec)) panics. (The drops of objects
+    /// If the object is poisoned (see [`Object::is_poisoned`]), also where this call's gather
+    /// finds updates lost by a spill (those it gathered are applied first); and, poisoning it,
+    /// if the log's [`Log::apply`] (an [`Op::exec`](crate::Op::exec)) panics. (The drops of objects
     /// whose last handles the updates dropped run when the guard is dropped: see
     /// [`SyncGuard`].)
     pub fn synchronize(&self) -> SyncGuard<'_, L> {
