@@ -591,12 +591,9 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
         "drop-file: no file size dropped by both paygo and cas without readers"
     );
     // The row of `s` at that size, noted as read.
-    let at = |s: &str, bg: bool| {
-        of(s, bg)
-            .into_iter()
-            .find(|(_, r)| r.objects == mib)
-            .map(|f| rows.note(f))
-    };
+    let find = |s: &str, bg: bool| of(s, bg).into_iter().find(|(_, r)| r.objects == mib);
+    // A row the verdict draws on, noted as read.
+    let at = |s: &str, bg: bool| find(s, bg).map(|f| rows.note(f));
     let pr = need!(
         at("paygo", false),
         "drop-file: no paygo row without readers"
@@ -604,10 +601,7 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     let cr = need!(at("cas", false), "drop-file: no cas row without readers");
     let (p, c) = (ms_to_drop(pr).unwrap_or(0.0), ms_to_drop(cr).unwrap_or(0.0));
     // With readers, shown beside the verdict and not drawn on by it: not noted as read.
-    let pb = of("paygo", true)
-        .into_iter()
-        .find(|(_, r)| r.objects == mib)
-        .and_then(|(_, r)| ms_to_drop(r));
+    let pb = find("paygo", true).and_then(|(_, r)| ms_to_drop(r));
     let paired = paired_time_ratio(pr, cr);
     let r = paired.unwrap_or(p / c.max(1e-9));
     let v = grade(r <= 2.0, r <= 4.0);
