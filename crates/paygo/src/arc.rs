@@ -1110,14 +1110,29 @@ impl<T: ?Sized> Arc<T> {
         (this.pos >> 32) as usize
     }
 
-    /// The number of references now (a READ-ALL over every CPU, plus those held as raw
-    /// pointers: for tests and diagnostics, as costly as the number of CPUs, and out of date
-    /// as soon as another thread clones or drops). While other threads clone and drop, a
-    /// READ-ALL may miss references held throughout (each cancelled by a clone taken after its
-    /// read of an entry's local counter and dropped on another CPU before its read of the
-    /// anchor counter): a READ-ALL below 2 is read again under the object's reclaim flag (an
-    /// asymmetric fence, as [`Arc::get_mut`]'s check), so that 1 means, as with `std`'s, that
-    /// `this` was the only reference (`Arc` or pointer) at the end of the call.
+    /// The number of references to the value (`Arc`s and pointers from [`Arc::into_raw`],
+    /// `this` among them): a READ-ALL over every CPU plus those held as raw pointers, for tests
+    /// and diagnostics (as costly as the number of CPUs). What it tells:
+    ///
+    /// * **Exact** when no other thread takes or gives back a reference to the value during
+    ///   the call (a `clone`, a drop of an `Arc` or of a pointer's reference, a
+    ///   [`Weak::upgrade`]): so always in a single thread, whatever the count, the CPUs it ran
+    ///   on and the evictions of its entries, and with other threads holding references
+    ///   without using them. References to other values taken or given back meanwhile do not
+    ///   disturb it.
+    /// * **Otherwise not one instant's count** (where `std`'s, a load, is): the CPUs are read
+    ///   one after another, so the sum may be below the number of references held throughout the
+    ///   call (each clone taken after its read of an entry's local counter and dropped on
+    ///   another CPU before its read of the anchor counter cancels one), by as many as were
+    ///   cloned and dropped meanwhile, and may be above the number at any one instant (a
+    ///   reference dropped after its entry was read and another taken before its own entry is
+    ///   read are both counted), though never above the number that existed at some time
+    ///   during the call.
+    /// * **Never below 2 while another reference is held throughout, and 1 only if `this`
+    ///   was the only reference at the end of the call**, as with `std`'s: a READ-ALL below 2
+    ///   is read again under the object's reclaim flag (an asymmetric fence, as
+    ///   [`Arc::get_mut`]'s check), under which no reference is taken, so that it is not
+    ///   below the references held throughout.
     pub fn count(this: &Self) -> i64 {
         // At least 1: `this` (the flagged read is never below it; the first may be).
         strong_of(this.meta(), Self::header(this.inner), 2).max(1)
@@ -1216,8 +1231,11 @@ impl<T: ?Sized> Arc<T> {
     /// [`Arc::count`] under `std`'s name and type (`std::sync::Arc::strong_count`): the number
     /// of `Arc`s and pointers from [`Arc::into_raw`] to the value, `this` among them. Not a
     /// load, as `std`'s is: a READ-ALL over every CPU, and a second one under the object's
-    /// reclaim flag (an asymmetric fence) when the first finds fewer than 2, so that 1 means
-    /// that no other `Arc` or pointer exists, as with `std`'s.
+    /// reclaim flag (an asymmetric fence) when the first finds fewer than 2. Exact when no
+    /// other thread clones or drops a reference to the value during the call (always in a
+    /// single thread); otherwise it may be below the number held throughout the call (but not
+    /// below 2 while another is) or above the number at any one instant (see [`Arc::count`]).
+    /// 1 means that no other `Arc` or pointer existed at the end of the call, as with `std`'s.
     ///
     /// ```
     /// let a = paygo::Arc::new(5);
@@ -1771,10 +1789,14 @@ impl<T: ?Sized> Weak<T> {
 
     /// The number of `Arc`s (and pointers from [`Arc::into_raw`]) to the value, as
     /// `std::sync::Weak::strong_count`: 0 for a [`Weak::new`] and once the value is reclaimed.
-    /// Not a load, as `std`'s is: a READ-ALL over every CPU (a snapshot). Never 0 while an
-    /// `Arc` lives: a READ-ALL that finds none is read again under the object's reclaim flag
-    /// (an asymmetric fence, as [`Arc::get_mut`]'s check). Between the drop of the last `Arc`
-    /// and the value's reclaim (see [`Arc`]) it is 0, and [`Weak::upgrade`] may still succeed.
+    /// Not a load, as `std`'s is: a READ-ALL over every CPU. Exact when no other thread clones,
+    /// drops or upgrades a reference to the value during the call (always in a single
+    /// thread); otherwise it may be below the number held throughout the call or above the
+    /// number at any one instant, as [`Arc::count`]. Never 0 while an `Arc` is held
+    /// throughout the call: a READ-ALL that finds none is read again under the object's
+    /// reclaim flag (an asymmetric fence, as [`Arc::get_mut`]'s check). Between the drop of
+    /// the last `Arc` and the value's reclaim (see [`Arc`]) it is 0, and [`Weak::upgrade`] may
+    /// still succeed.
     ///
     /// ```
     /// let a = paygo::Arc::new(5);

@@ -1368,6 +1368,109 @@ fn the_counts_under_std_s_names_agree_with_std_s() {
     assert_eq!((b.as_slice(), Arc::strong_count(&b)), (&[1u8, 2, 3][..], 1));
 }
 
+/// `Arc::strong_count` and `Weak::strong_count` are exact when no other thread clones or drops
+/// a reference to the value during the call, whatever the count: a random walk of clones,
+/// drops, pointers (`into_raw`, `increment_strong_count`, `from_raw`,
+/// `decrement_strong_count`) and upgrades of three values, on a thread that migrates between
+/// the steps, in a domain whose tiny tables evict the entries to the overflow lists all the
+/// time, reads after every step the count of a model. The walk takes the counts well past 2,
+/// where no read under the reclaim flag confirms them; another thread holds clones of the
+/// values meanwhile, idle, and they are counted too.
+#[test]
+fn strong_counts_are_exact_without_concurrent_clones_or_drops() {
+    const STEPS: usize = reps(20_000);
+    let d = tiny_domain();
+    let firsts: Vec<Arc<u32>> = (0..3).map(|i| Arc::new_in(i, d)).collect();
+    let weaks: Vec<Weak<u32>> = firsts.iter().map(Arc::downgrade).collect();
+    // Clones held, untouched, by another thread while the walk runs.
+    let idle: Vec<Arc<u32>> = firsts.iter().flat_map(|a| [a.clone(), a.clone()]).collect();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let (firsts_, weaks_) = (&firsts, &weaks);
+    std::thread::scope(move |s| {
+        let (firsts, weaks) = (firsts_, weaks_);
+        s.spawn(move || {
+            held_tx.send(()).unwrap();
+            // Until the walk ends (`done_tx` sent or dropped, also by a failed check).
+            let _ = done_rx.recv();
+            drop(idle);
+        });
+        held_rx.recv().unwrap();
+        let mut arcs: Vec<Vec<Arc<u32>>> = vec![Vec::new(), Vec::new(), Vec::new()];
+        let mut raws: Vec<Vec<*const u32>> = vec![Vec::new(), Vec::new(), Vec::new()];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for step in 0..STEPS {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (v, op, pick) = ((x % 3) as usize, (x >> 8) % 8, (x >> 16) as usize);
+            if step % 16 == 0 {
+                let _ = migrate(pick);
+            }
+            // Mostly clones while few are held, mostly drops past 40, so the counts wander.
+            let grow = arcs[v].len() + raws[v].len() < 40;
+            match op {
+                0..=2 if grow => arcs[v].push(firsts[v].clone()),
+                0..=2 => drop(arcs[v].pop()),
+                3 if grow => arcs[v].push(weaks[v].upgrade().expect("an Arc lives")),
+                3 => {
+                    let n = arcs[v].len();
+                    if n > 0 {
+                        drop(arcs[v].swap_remove(pick % n));
+                    }
+                }
+                4 => {
+                    if let Some(a) = arcs[v].pop() {
+                        raws[v].push(Arc::into_raw(a));
+                    }
+                }
+                5 if grow => {
+                    if let Some(&p) = raws[v].last() {
+                        // SAFETY: `p` came from `into_raw` and holds a reference (in `raws`).
+                        unsafe { Arc::increment_strong_count(p) };
+                        raws[v].push(p);
+                    }
+                }
+                5 => {
+                    if let Some(p) = raws[v].pop() {
+                        // SAFETY: each pointer of `raws` holds one reference, given back once.
+                        unsafe { Arc::decrement_strong_count(p) };
+                    }
+                }
+                _ => {
+                    if let Some(p) = raws[v].pop() {
+                        // SAFETY: as above, taken back once.
+                        arcs[v].push(unsafe { Arc::from_raw(p) });
+                    }
+                }
+            }
+            // The first, the idle thread's two, and those of the walk.
+            let model = 3 + arcs[v].len() + raws[v].len();
+            assert_eq!(
+                Arc::strong_count(&firsts[v]),
+                model,
+                "step {step}, value {v}"
+            );
+            assert_eq!(weaks[v].strong_count(), model, "step {step}, value {v}");
+            if let Some(a) = arcs[v].last() {
+                assert_eq!(Arc::count(a), model as i64, "step {step}, value {v}");
+            }
+        }
+        done_tx.send(()).unwrap();
+        for (v, rs) in raws.iter_mut().enumerate() {
+            for p in rs.drain(..) {
+                // SAFETY: as above.
+                unsafe { Arc::decrement_strong_count(p) };
+            }
+            arcs[v].clear();
+        }
+    });
+    unpin();
+    for (a, w) in firsts.iter().zip(&weaks) {
+        assert_eq!((Arc::strong_count(a), w.strong_count()), (1, 1));
+    }
+}
+
 /// A reference that changes form (into a pointer, back into an `Arc`, counted on a CPU again)
 /// is counted once throughout by `Arc::strong_count` and `Weak::strong_count` read on another
 /// thread: with one `Arc` alive the whole time, every read is 1 (and `Weak::weak_count` 1).
