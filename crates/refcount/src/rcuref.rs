@@ -10,8 +10,8 @@
 //! | value | zone | meaning |
 //! | --- | --- | --- |
 //! | `0x0000_0000` ([`ONEREF`]) .. `0x7fff_ffff` ([`MAXREF`]) | valid | `value + 1` references |
-//! | `0x8000_0000` .. `0x9fff_ffff` | saturation | too many references; gets still succeed |
-//! | `0xa000_0000` ([`SATURATED`]) | saturation | the mean saturated value: the object leaks |
+//! | `0x8000_0000` .. `0xbfff_ffff` | saturation | too many references; gets still succeed |
+//! | `0xa000_0000` ([`SATURATED`]) | saturation | the zone's mean, where slow paths put it back |
 //! | `0xc000_0000` ([`RELEASED`]) .. `0xdfff_ffff` | released | the last put is deciding |
 //! | `0xe000_0000` ([`DEAD`]) .. `0xffff_fffe` | dead | no get may succeed |
 //! | `0xffff_ffff` ([`NOREF`]) | no reference | a put just dropped the last one |
@@ -153,19 +153,24 @@ pub struct RcuRefObject {
 
 impl RcuRefObject {
     /// An object whose word holds `raw` (for tests of the zones): a live count (`raw + 1`
-    /// references that no token stands for, which leak), a saturated one, or [`DEAD`].
+    /// references that no token stands for, which leak), [`SATURATED`], or [`DEAD`]: the
+    /// words an object holds while no get or put is in flight.
     ///
     /// # Panics
-    /// If `raw` is in the released or dead zone other than `DEAD` itself: a word a put is
-    /// deciding on, whose owner no object of this API has. From `NOREF` (or `NOREF − 1`, whose
+    /// If `raw` is any other word of the saturation, released or dead zones: a word that gets
+    /// or puts in flight leave before their slow paths put it back to the zone's mean, or one
+    /// a put is deciding on, whose owner no object of this API has. At a zone's edge one get
+    /// or put carries such a word out of its zone: from `RELEASED − 1` a get lands in the
+    /// released zone, fails and kills a saturated object; from `NOREF` (or `NOREF − 1`, whose
     /// get lands on `NOREF`, which the slow path leaves to the last put's exchange) a get
     /// would carry the word to `ONEREF` and succeed, and `try_reclaim` would then succeed
     /// while that get's reference is held.
     #[doc(hidden)]
     pub fn with_raw(raw: u32) -> Self {
         assert!(
-            raw < RELEASED || raw == DEAD,
-            "rcuref: with_raw({raw:#x}): a released or dead word other than DEAD"
+            raw <= MAXREF || raw == SATURATED || raw == DEAD,
+            "rcuref: with_raw({raw:#x}): a word of the saturation, released or dead zones \
+             other than SATURATED and DEAD"
         );
         RcuRefObject {
             refcnt: AtomicU32::new(raw),

@@ -196,6 +196,42 @@ fn with_raw_refuses_words_a_get_would_carry_to_a_live_count() {
     }
 }
 
+/// `RcuRefObject::with_raw` takes no word of the saturation zone but `SATURATED`, its mean:
+/// the others are words that gets or puts in flight leave before their slow paths, and at the
+/// zone's edges one get or put carries them out of it. From `RELEASED − 1` a get on the
+/// saturated (live) object lands in the released zone, fails and leaves the word `DEAD`.
+#[test]
+fn with_raw_takes_no_saturated_word_but_the_zone_s_mean() {
+    let s = RcuRef;
+    for raw in [
+        RELEASED - 1,
+        RELEASED - 2,
+        SATURATED + 1,
+        SATURATED - 1,
+        MAXREF + 2,
+        MAXREF + 1,
+    ] {
+        let made = std::panic::catch_unwind(|| RcuRefObject::with_raw(raw));
+        if let Ok(obj) = made {
+            let o = pin!(obj);
+            let o = o.as_ref();
+            let got = s.try_get(o).is_some();
+            panic!(
+                "with_raw({raw:#x}) made a saturated object: a get {}, the word then {:#x}",
+                if got { "succeeded" } else { "failed" },
+                s.raw(o)
+            );
+        }
+    }
+    // The mean: gets succeed and puts leave it there, as from a get past `MAXREF`.
+    let o = pin!(RcuRefObject::with_raw(SATURATED));
+    let o = o.as_ref();
+    let t = s.try_get(o).expect("a get on a saturated word succeeds");
+    assert!(!s.put_and_test(o, t));
+    assert_eq!(s.raw(o), SATURATED);
+    assert!(!s.try_reclaim(o), "a saturated object is never reclaimed");
+}
+
 /// A release of the base after a reclaim of its life (`common`'s
 /// `a_release_after_a_reclaim_changes_nothing`): its decrement lands in the dead zone, which
 /// its slow path settles back to `DEAD`.
