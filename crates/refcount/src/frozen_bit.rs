@@ -118,6 +118,9 @@ pub(crate) enum Bug {
     PlainTakeBack,
     /// The put's decrement is Relaxed instead of Release.
     RelaxedPut,
+    /// The owner's release reads the word and stores its decrement over it, where its
+    /// compare-exchange loop would try again: a get's increment in between is lost.
+    ReleaseByStore,
 }
 
 crate::mutation::bug_switch!();
@@ -263,6 +266,11 @@ impl FrozenBit {
                 return None;
             }
             debug_assert!(w & COUNT != 0, "frozen-bit: release without the base");
+            if bug(Bug::ReleaseByStore) {
+                // The mutation: the decrement stored over the word read (Release as below).
+                obj.word.store(w - 1, order);
+                break;
+            }
             match obj
                 .word
                 .compare_exchange_weak(w, w - 1, order, Ordering::Relaxed)
@@ -692,6 +700,33 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_relaxed_put_is_caught() {
         super::bug::with(Bug::RelaxedPut, get_put_vs_reclaim);
+    }
+
+    impl crate::loom_models::LastPut for FrozenBit {
+        fn put_and_test(&self, obj: Pin<&FrozenBitObject>, token: FrozenBitToken) -> bool {
+            FrozenBit::put_and_test(self, obj, token)
+        }
+
+        unsafe fn release_base(&self, obj: Pin<&FrozenBitObject>) -> bool {
+            // SAFETY: forwarded contract.
+            unsafe { FrozenBit::release_base(self, obj) }
+        }
+    }
+
+    /// The owner's release against a get and its put (`loom_models`'): a get between the
+    /// release's read and its compare-exchange sends the release round its loop.
+    #[test]
+    fn release_vs_get_put() {
+        crate::loom_models::release_vs_get_put(FrozenBit);
+    }
+
+    /// `release_vs_get_put` catches a release that stores its decrement over the word it read:
+    /// it loses a get's increment, so the release and that get's put both free.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "not exactly one call freed the object")]
+    fn bug_release_by_store_is_caught() {
+        super::bug::with(Bug::ReleaseByStore, release_vs_get_put);
     }
 
     /// The v4 interleaving, explored exhaustively: T1 holds the last reference of life g and

@@ -78,7 +78,7 @@ pub(crate) fn reuse_vs_get<S: RefCounter>(make: fn() -> S) {
     });
 }
 
-/// A scheme whose last put tells its caller to free the object (rcuref, sticky).
+/// A scheme whose last put tells its caller to free the object (rcuref, sticky, frozen-bit).
 pub(crate) trait LastPut: RefCounter + Copy {
     /// Gives back a reference; whether it was the last (the caller frees the object).
     fn put_and_test(&self, obj: Pin<&Self::Object>, token: Self::Token) -> bool;
@@ -88,6 +88,52 @@ pub(crate) trait LastPut: RefCounter + Copy {
     /// # Safety
     /// The scheme's own `release_base`'s.
     unsafe fn release_base(&self, obj: Pin<&Self::Object>) -> bool;
+}
+
+/// The owner's release of its base against a get, a write under its reference and its put on
+/// another thread. The owner writes to what the object guards before its release, and the
+/// call told to free writes to it and to what the getter wrote: exactly one call frees (the
+/// release, where the get failed or its put came first; else that put), after every holder's
+/// accesses, and the object ends dead. A get whose increment lands between the release's read
+/// of the word and its read-modify-write sends a compare-exchange release (sticky's,
+/// frozen-bit's) round its loop again; a release that wrote its decrement over that increment
+/// would free under the get's reference.
+pub(crate) fn release_vs_get_put<S: LastPut>(s: S)
+where
+    S::Object: 'static,
+{
+    percpu::testing::loom_model(move || {
+        let obj = Arc::new(s.new_object());
+        // `own`: written by the owner under its base; `held`: by the getter under its reference.
+        let (own, held) = (Arc::new(UnsafeCell::new(0)), Arc::new(UnsafeCell::new(0)));
+        let (o2, own2, held2) = (obj.clone(), own.clone(), held.clone());
+        let t = thread::spawn(move || match s.try_get(pin(&o2)) {
+            Some(tok) => {
+                write(&held2);
+                let freed = s.put_and_test(pin(&o2), tok);
+                if freed {
+                    write(&own2);
+                    write(&held2);
+                }
+                freed
+            }
+            None => false,
+        });
+        write(&own);
+        // SAFETY: this thread holds the new object's base and releases it once; no thread
+        // reclaims or reinits it.
+        let released = unsafe { s.release_base(pin(&obj)) };
+        if released {
+            write(&own);
+            write(&held);
+        }
+        let put_freed = t.join().unwrap();
+        assert!(
+            released ^ put_freed,
+            "not exactly one call freed the object"
+        );
+        assert!(s.try_get(pin(&obj)).is_none(), "a get on the freed object");
+    });
 }
 
 /// T1 gives back the last transient reference of a new object (its owner released the base),

@@ -78,8 +78,9 @@
 //! Loom models beside this code race a get and its put against a reclaim, the last decrement
 //! against a helping reader, a load against a get at zero, a last put against a get, its put
 //! and the reuse that follows (each life freed once, after its holders' accesses, even where
-//! the last put frees the next life), and a late taker of a reader's mark against the reuse
-//! (the next life left live), each with a mutation it must catch
+//! the last put frees the next life), a late taker of a reader's mark against the reuse (the
+//! next life left live), and the owner's release against a get and its put (which sends the
+//! release's compare-exchange round its loop), each with a mutation it must catch
 //! (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount --release --lib
 //! sticky`).
 //!
@@ -124,6 +125,9 @@ pub(crate) enum Bug {
     /// A decrement takes a reader's mark with parlaylib's `swap(ZERO)` instead of clearing
     /// `HELPED` (a late one stores `ZERO` over the next life).
     SwapTakesMark,
+    /// The owner's release reads the word and stores its decrement over it, where its
+    /// compare-exchange loop would try again: a get's increment in between is lost.
+    ReleaseByStore,
 }
 
 crate::mutation::bug_switch!();
@@ -187,6 +191,11 @@ impl Sticky {
                 return false;
             }
             debug_assert!(w != 0, "sticky: release without the base");
+            if bug(Bug::ReleaseByStore) {
+                // The mutation: the decrement stored over the word read (Release as below).
+                obj.word.store(w - 1, order);
+                return w == 1;
+            }
             match obj
                 .word
                 .compare_exchange_weak(w, w - 1, order, Ordering::Relaxed)
@@ -638,6 +647,22 @@ mod loom_tests {
     #[test]
     fn last_put_vs_get_put_and_reuse() {
         crate::loom_models::last_put_vs_get_put_and_reuse(Sticky);
+    }
+
+    /// The owner's release against a get and its put (`loom_models`'): a get between the
+    /// release's read and its compare-exchange sends the release round its loop.
+    #[test]
+    fn release_vs_get_put() {
+        crate::loom_models::release_vs_get_put(Sticky);
+    }
+
+    /// `release_vs_get_put` catches a release that stores its decrement over the word it read:
+    /// it loses a get's increment, so the release and that get's put both free.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "not exactly one call freed the object")]
+    fn bug_release_by_store_is_caught() {
+        super::bug::with(Bug::ReleaseByStore, release_vs_get_put);
     }
 
     impl LastPut for Sticky {
