@@ -118,8 +118,8 @@ pub fn process_cpus() -> &'static [usize] {
 }
 
 /// Lets the calling thread run on `cpus` only. False if the set is empty (CPU numbers at or
-/// past [`MAX_SIZED_CPUS`](crate::MAX_SIZED_CPUS), 8,192, are ignored) or the kernel refuses it (no such CPU online, or a cgroup
-/// forbids them all); the thread's affinity is then unchanged.
+/// past [`MAX_SIZED_CPUS`](crate::MAX_SIZED_CPUS), 8,192, are ignored) or the kernel refuses it
+/// (no such CPU online, or a cgroup forbids them all); the thread's affinity is then unchanged.
 pub fn allow(cpus: impl IntoIterator<Item = usize>) -> bool {
     imp::make(&mut cpus.into_iter()).is_some_and(|s| imp::set(&s))
 }
