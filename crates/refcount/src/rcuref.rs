@@ -307,7 +307,9 @@ impl RcuRef {
     /// nothing and returns false. No thread calls `try_reclaim` on this life while this call
     /// runs or after it (a get may take the count back up from zero meanwhile, and a reclaim
     /// would then succeed under that get's reference), and no thread reinits the object before
-    /// the call that returned true (this one, or the last reference's put) ended the life.
+    /// the call that returned true (this one, or the last reference's put) ended the life, nor,
+    /// where a `try_reclaim` ended it, before this call returned (it would take the new life's
+    /// count down).
     /// Otherwise the count falls below the references held, and `try_reclaim`, on whose
     /// success code relies to free or reuse the object, could succeed while a reference is
     /// held. No type can record which caller holds the base.
