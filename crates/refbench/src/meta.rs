@@ -69,10 +69,16 @@ impl Meta {
 
 /// What follows the number of online CPUs wherever a run's machine is named: ", 4 allowed"
 /// where the process could use fewer of them (a cpuset or `taskset`; its threads then shared
-/// those), else nothing. `allowed` is `None` for results that did not record it.
+/// those), else nothing. `allowed` is `None` for results that did not record it. A count
+/// above the online CPUs (a sandbox whose `/sys` names fewer CPUs than the process may use) is
+/// not named: the threads had every online CPU.
 pub fn allowed_suffix(online: &str, allowed: Option<&str>) -> String {
+    let fewer = |a: &str| match (a.parse::<usize>(), online.parse::<usize>()) {
+        (Ok(a), Ok(o)) => a < o,
+        _ => a != online,
+    };
     match allowed {
-        Some(a) if !a.is_empty() && a != online => format!(", {a} allowed"),
+        Some(a) if !a.is_empty() && fewer(a) => format!(", {a} allowed"),
         _ => String::new(),
     }
 }
@@ -86,6 +92,11 @@ mod tests {
         assert_eq!(allowed_suffix("16", Some("16")), "");
         assert_eq!(allowed_suffix("16", Some("4")), ", 4 allowed");
         assert_eq!(allowed_suffix("2", None), "");
+        assert_eq!(
+            allowed_suffix("2", Some("4")),
+            "",
+            "more than online: not fewer"
+        );
         assert_eq!(allowed_suffix("2", Some("")), "");
     }
 }
