@@ -16,6 +16,10 @@ pub(crate) mod bug {
         /// (`lodic::light_fence`).
         pub(crate) static NO_OWNER_FENCE: core::cell::Cell<bool> =
             const { core::cell::Cell::new(false) };
+        /// LODIC's owner undoes its count with a Relaxed store instead of a Release one
+        /// (`lodic::owner_undo`).
+        pub(crate) static RELAXED_OWNER_UNDO: core::cell::Cell<bool> =
+            const { core::cell::Cell::new(false) };
     }
 }
 

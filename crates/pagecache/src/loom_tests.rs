@@ -8,7 +8,8 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo-pagecache --release --lib`;
 //! add `--cfg paygo_loom_bug` to run the `bugs` tests, which check that the models catch the
-//! mutations of `frame::bug` (among them the LODIC owner's missing fence).
+//! mutations of `frame::bug` (among them the LODIC owner's missing fence, and its Relaxed undo,
+//! which only a model with membarrier emulated catches: `percpu::membarrier::emulated`).
 
 use crate::frame::FrameMeta;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -301,6 +302,16 @@ mod bugs {
         without_owner_fence(|| super::lodic_copy_model(|| refcount::cas::Cas));
     }
 
+    /// With membarrier emulated, a Relaxed undo leaves the copy of the read before it
+    /// unordered before the refill of a reclaim that reads the undo's count.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_owner_undo_is_caught_under_membarrier() {
+        crate::frame::bug::RELAXED_OWNER_UNDO.with(|b| b.set(true));
+        percpu::membarrier::emulated::enable();
+        super::lodic_copy_model(|| refcount::atomic::Atomic);
+    }
+
     /// The same through a stale entry whose page is then reclaimed as a mapped page.
     #[test]
     #[should_panic(expected = "accepted another page")]
@@ -368,14 +379,24 @@ fn lodic_owner_never_reads_a_reclaimed_frame_cas() {
 /// as zero must be ordered after the copies made under it (`owner_exit`'s Release store, which
 /// `embedded_count`'s Acquire load reads). The copies in `lodic_model` are loads of an atomic
 /// word, which loom never lets read a store that follows them: a Relaxed exit passes there and
-/// fails here. (`owner_undo`'s Release store is not checked: under loom the owner's fence is a
-/// `SeqCst` fence, which orders the copies before a relaxed undo too, where the real light
-/// fence is a compiler fence.) Without the owner's fence it fails too (`bugs`).
+/// fails here. Without the owner's fence it fails too (`bugs`).
+///
+/// With membarrier emulated (`percpu::membarrier::emulated`: the owner's light fence is a
+/// compiler fence, and the heavy fence's barrier falls on the owner where its light fence
+/// stands or just before a copy), it also checks `owner_undo`'s Release store: the barrier
+/// falls after the first read's check and before its copy, the second read sees the flag and
+/// undoes its count, and the reclaimer's sum reads the undo's zero. Only the undo's Release
+/// store then orders the first copy before the refill (a relaxed one ends the release
+/// sequence that the first exit's store heads): with `frame::bug::RELAXED_OWNER_UNDO` the
+/// model fails. Under `SeqCst` fences on both sides it cannot: the second read's light fence
+/// then orders the first copy before a relaxed undo as well.
 fn lodic_copy_model<C: RefCounter>(make: fn() -> C) {
     use crate::lodic::{
         embedded_count, entry, heavy_fence, owner_check, owner_enter, owner_exit, owner_undo,
     };
+    use percpu::membarrier::emulated;
     loom::model(move || {
+        emulated::start();
         let s = Shared::new(make());
         let e = Arc::new(AtomicU64::new(entry(0, 0)));
         let r = {
@@ -386,6 +407,7 @@ fn lodic_copy_model<C: RefCounter>(make: fn() -> C) {
                     let v = e.load(Ordering::Relaxed);
                     owner_enter(&e, v);
                     if owner_check(&s.meta, FILE, A) {
+                        emulated::poll();
                         // SAFETY: loom runs one thread at a time, and checks this read against
                         // the refill's write of the cell.
                         got.push(s.cell.with(|p| unsafe { *p }));
@@ -394,6 +416,7 @@ fn lodic_copy_model<C: RefCounter>(make: fn() -> C) {
                         owner_undo(&e);
                     }
                 }
+                emulated::leave();
                 got
             })
         };
@@ -419,6 +442,14 @@ fn lodic_owner_copies_before_the_refill_atomic() {
 #[test]
 fn lodic_owner_copies_before_the_refill_cas() {
     lodic_copy_model(|| refcount::cas::Cas);
+}
+
+/// `lodic_copy_model` with membarrier emulated: the copies happen before the refill with the
+/// owner's light fence a compiler fence, as it is where membarrier is available.
+#[test]
+fn lodic_owner_copies_before_the_refill_under_membarrier() {
+    percpu::membarrier::emulated::enable();
+    lodic_copy_model(|| refcount::atomic::Atomic);
 }
 
 /// LODIC, a stale entry: the owner's entry still names frame 0, where page A was when the entry

@@ -152,6 +152,116 @@ pub fn light_fence() {
     }
 }
 
+/// Under loom: `membarrier` emulated, for the models whose light side must be the compiler
+/// fence it is where membarrier is available (a model whose light and heavy sides are both
+/// `SeqCst` fences, as where it is not, proves too much: an owner's light fence then also
+/// orders its earlier accesses before each of its later stores, which a compiler fence does
+/// not).
+///
+/// The kernel runs a full barrier on the CPU of every running thread at some point `P` of that
+/// thread's program, between the heavy side's call and its return (a thread that is not
+/// running passed one when it was switched out). Here the one *light* thread of a model
+/// passes `P` at a [`poll`](emulated::poll): where its light fence stands, and wherever else
+/// the model calls it. [`heavy`](emulated::heavy) asks for the barrier and waits until the
+/// light thread polls (or has [left](emulated::leave)); a poll that finds the request answers
+/// it. The Release request read by the poll's Acquire load orders the heavy side's accesses
+/// before the call before the light thread's accesses after `P`, and the Release answer read
+/// by the heavy side's Acquire load orders the light thread's accesses before `P` before the
+/// heavy side's after the call: each `P` a model explores is one the kernel may choose. Not
+/// part of the public API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod emulated {
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use std::cell::Cell;
+
+    std::thread_local! {
+        /// Whether the models of this test emulate membarrier. A std thread-local: loom runs
+        /// every model thread on the test's OS thread, so the test's setting holds in all of
+        /// them.
+        static ON: Cell<bool> = const { Cell::new(false) };
+    }
+
+    struct State {
+        /// The heavy fences asked for so far.
+        asked: AtomicUsize,
+        /// The last of them the light thread passed a barrier for (`usize::MAX`: it left).
+        passed: AtomicUsize,
+    }
+
+    loom::lazy_static! {
+        static ref STATE: State = State {
+            asked: AtomicUsize::new(0),
+            passed: AtomicUsize::new(0),
+        };
+    }
+
+    /// Switches the emulation on for the models this test runs next.
+    pub fn enable() {
+        ON.with(|o| o.set(true));
+    }
+
+    /// Whether the emulation is on (else both sides are `SeqCst` fences).
+    pub fn on() -> bool {
+        ON.with(Cell::get)
+    }
+
+    /// Starts an execution of a model: call it first, on the model's main thread, before any
+    /// other thread runs (loom orders a lazy static's first use before every later use, which
+    /// must not order the model's threads). Like the functions below, it does nothing while
+    /// the emulation is off, so that a model may call them in both modes.
+    pub fn start() {
+        if !on() {
+            return;
+        }
+        let _ = &*STATE;
+    }
+
+    /// The light thread: passes the barrier here if a heavy fence asked for one.
+    pub fn poll() {
+        if !on() {
+            return;
+        }
+        // Acquire: pairs with the Release of `heavy`'s request: the heavy side's accesses
+        // before its call happen before the light thread's after this point.
+        let asked = STATE.asked.load(Ordering::Acquire);
+        // Relaxed: written only by this thread.
+        if STATE.passed.load(Ordering::Relaxed) < asked {
+            // Release: pairs with the Acquire load of `heavy`'s wait: the light thread's
+            // accesses before this point happen before the heavy side's after its call.
+            STATE.passed.store(asked, Ordering::Release);
+            // Loom advances a thread's clock only at its atomic operations, so a plain access
+            // right after the store above would count as made before it (as published by it):
+            // one more operation puts the accesses after this point past what it published.
+            let _ = STATE.passed.load(Ordering::Relaxed);
+        }
+    }
+
+    /// The light thread stops running (it ends, or blocks in a join): every later heavy fence
+    /// finds it past its barrier.
+    pub fn leave() {
+        if !on() {
+            return;
+        }
+        // Release: as in `poll`.
+        STATE.passed.store(usize::MAX, Ordering::Release);
+    }
+
+    /// The heavy side (another thread than the light one): asks for the barrier and waits
+    /// until the light thread passed it.
+    pub fn heavy() {
+        if !on() {
+            return;
+        }
+        // Release: pairs with the Acquire load of `poll`.
+        let me = STATE.asked.fetch_add(1, Ordering::Release) + 1;
+        // Acquire: pairs with the Release stores of `poll` and `leave`.
+        while STATE.passed.load(Ordering::Acquire) < me {
+            loom::thread::yield_now();
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
