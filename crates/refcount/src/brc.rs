@@ -36,8 +36,11 @@
 //! # Reclamation (flag + asymmetric fence)
 //!
 //! The owner's increment is a plain store, so the reclaimer cannot see it atomically. Owner
-//! get: `local += 1`, [`light_fence`] (a compiler fence when membarrier is available), then
-//! check `state`, undo and fail if it is not `LIVE`. `try_reclaim`: `state = RECLAIMING`,
+//! get: fail if `state` is not `LIVE`; `local += 1`, [`light_fence`] (a compiler fence when
+//! membarrier is available), then check `state` again, undo and fail if it is not `LIVE`. The
+//! first check lets the undo be a relaxed store: a reclaim that reads the undone count put its
+//! fence's barrier on the owner after that check (else the check would have seen its flag), so
+//! the barrier orders the owner's earlier accesses before the reclaim. `try_reclaim`: `state = RECLAIMING`,
 //! [`heavy_fence`] (`membarrier(PRIVATE_EXPEDITED)`: every running thread passes a full
 //! barrier), then read `local` *then* `shared`; zero means dead. Either the owner's state load
 //! comes after the heavy fence and sees the flag, or its increment is visible to the reclaimer
@@ -110,13 +113,20 @@ pub fn thread_id() -> u64 {
 }
 
 /// The owner's side of the asymmetric fence ([`light_fence`]). Loom cannot see membarrier: a
-/// model has both sides pay a `SeqCst` fence, as where membarrier is unavailable.
+/// model has both sides pay a `SeqCst` fence, as where membarrier is unavailable, or emulates
+/// it (`percpu::membarrier::emulated`), where this fence is a point at which the owner may pass
+/// the reclaimer's barrier and orders nothing else, as the compiler fence it is with
+/// membarrier.
 #[inline(always)]
 fn owner_fence() {
     #[cfg(not(loom))]
     light_fence();
     #[cfg(loom)]
-    crate::sync::fence(Ordering::SeqCst);
+    if percpu::membarrier::emulated::on() {
+        percpu::membarrier::emulated::poll();
+    } else {
+        crate::sync::fence(Ordering::SeqCst);
+    }
 }
 
 /// The reclaimer's side of the asymmetric fence ([`heavy_fence`]; see [`owner_fence`]).
@@ -126,7 +136,11 @@ fn reclaim_fence() {
     #[cfg(not(loom))]
     heavy_fence();
     #[cfg(loom)]
-    crate::sync::fence(Ordering::SeqCst);
+    if percpu::membarrier::emulated::on() {
+        percpu::membarrier::emulated::heavy();
+    } else {
+        crate::sync::fence(Ordering::SeqCst);
+    }
 }
 
 /// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
@@ -149,6 +163,9 @@ pub(crate) enum Bug {
     RelaxedSharedPut,
     /// The merge's fold into `shared` is Relaxed instead of Release.
     RelaxedFold,
+    /// The owner's get skips its check of `state` before its increment (only the check after
+    /// its fence remains).
+    NoEarlyStateCheck,
 }
 
 crate::mutation::bug_switch!();
@@ -334,7 +351,15 @@ impl RefCounter for Brc {
     #[inline]
     fn try_get(&self, obj: Pin<&BrcObject>) -> Option<BrcToken> {
         if obj.owner.load(Ordering::Relaxed) == thread_id() {
-            if obj.state.load(Ordering::Relaxed) != LIVE {
+            // Relaxed: a get that reads LIVE here is decided by the load after the fence. The
+            // check also keeps the Relaxed undo below sound: a reclaim whose barrier (its heavy
+            // fence's, on this thread) fell before this point has its flag seen here, which
+            // the barrier shows to every later load, so the count that a get passing this
+            // check gives back by its undo is read only by reclaims whose barriers fall after
+            // this point, and such a barrier orders every access the owner made before it
+            // before the reclaim's verdict (the loom model
+            // `owner_put_and_failed_get_vs_reclaim`, mutation `NoEarlyStateCheck`).
+            if obj.state.load(Ordering::Relaxed) != LIVE && !bug(Bug::NoEarlyStateCheck) {
                 return None;
             }
             let l = obj.local.load(Ordering::Relaxed);
@@ -346,6 +371,12 @@ impl RefCounter for Brc {
             }
             // Acquire pairs with the Release store of state in reinit.
             if obj.state.load(Ordering::Acquire) != LIVE {
+                // Relaxed, although a reclaim that reads this value (the count as the owner's
+                // last put left it) must see the accesses made before that put, which neither a
+                // Relaxed store (it ends the release sequence that the put's store heads) nor,
+                // with membarrier, the compiler fence above orders before the reclaim: the
+                // check before the increment does (that reclaim's barrier fell on this thread
+                // after it). Without that check this store would have to be Release.
                 obj.local.store(l, Ordering::Relaxed);
                 return None;
             }
@@ -527,6 +558,55 @@ mod loom_tests {
             t.join().unwrap();
             assert_eq!(s.read_all(pin(&obj)), 0);
         });
+    }
+
+    /// The owner's get, a write under it and its put, then a second get, against a reclaim,
+    /// with membarrier emulated (`percpu::membarrier::emulated`: the owner's fence is the
+    /// compiler fence it is with membarrier, and the reclaimer's barrier falls on the owner
+    /// where that fence stands or just after the first get). When the barrier falls after the
+    /// first get and before its write, the second get sees the flag in its check before the
+    /// increment and fails without one. Without that check (`Bug::NoEarlyStateCheck`) it
+    /// increments, sees the flag after its fence and undoes the increment with a Relaxed
+    /// store, and the reclaim may read `local` as that undo left it (0): nothing then orders
+    /// the owner's write before the reclaimer's. Under `SeqCst` fences on both sides (the
+    /// other models) the owner's fence would order it. Whatever the interleaving, no write
+    /// races and the count ends at 0.
+    #[test]
+    fn owner_put_and_failed_get_vs_reclaim() {
+        use percpu::membarrier::emulated;
+        emulated::enable();
+        percpu::testing::loom_model(|| {
+            emulated::start();
+            let (s, obj, data) = owned();
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                if s2.try_reclaim(pin(&o2)) {
+                    write(&d2);
+                }
+            });
+            if let Some(tok) = s.try_get(pin(&obj)) {
+                emulated::poll();
+                write(&data);
+                s.put(pin(&obj), tok);
+                if let Some(tok) = s.try_get(pin(&obj)) {
+                    s.put(pin(&obj), tok);
+                }
+            }
+            // Blocked in the join from here on: off its CPU.
+            emulated::leave();
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+        });
+    }
+
+    /// `owner_put_and_failed_get_vs_reclaim` catches an owner get without its check of
+    /// `state` before the increment: a reclaim that reads the Relaxed undo of a get that saw
+    /// its flag only after the fence is not ordered after the owner's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_owner_get_without_early_state_check_is_caught() {
+        super::bug::with(Bug::NoEarlyStateCheck, owner_put_and_failed_get_vs_reclaim);
     }
 
     /// `owner_get_vs_reclaim` with the reclaim batched: `try_reclaim_many` flags an
