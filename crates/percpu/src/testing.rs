@@ -273,6 +273,40 @@ pub fn refusing<R>(from: usize, once: bool, f: impl FnOnce() -> R) -> (R, bool) 
     )
 }
 
+/// Runs a loom model with room for 100,000 branches (loom's default of 1,000 is for models of
+/// a handful of operations; spin locks and a REF that evicts pass it, as does a model run with
+/// more preemptions than `LOOM_MAX_PREEMPTIONS=2`), and prints how many executions it
+/// explored: a model that explores a handful has stopped covering its protocol. The
+/// preemption bound comes from `LOOM_MAX_PREEMPTIONS` as usual.
+#[cfg(loom)]
+pub fn loom_model(f: impl Fn() + Sync + Send + 'static) {
+    loom_model_with(loom::model::Builder::new(), f);
+}
+
+/// [`loom_model`] with a preemption bound of at least `at_least`: `LOOM_MAX_PREEMPTIONS` when
+/// it is set higher (or unset, which bounds nothing), else `at_least`. For a crate whose models
+/// need more preemptions than the bound its neighbours run under, so that one run (one build)
+/// tests them all.
+#[cfg(loom)]
+pub fn loom_model_preempting(at_least: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = b.preemption_bound.map(|p| p.max(at_least));
+    loom_model_with(b, f);
+}
+
+#[cfg(loom)]
+fn loom_model_with(mut b: loom::model::Builder, f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let runs = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    b.max_branches = 100_000;
+    b.check(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        f()
+    });
+    eprintln!("loom: {} executions", runs.load(Ordering::Relaxed));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,38 +374,4 @@ mod tests {
             &mut out,
         );
     }
-}
-
-/// Runs a loom model with room for 100,000 branches (loom's default of 1,000 is for models of
-/// a handful of operations; spin locks and a REF that evicts pass it, as does a model run with
-/// more preemptions than `LOOM_MAX_PREEMPTIONS=2`), and prints how many executions it
-/// explored: a model that explores a handful has stopped covering its protocol. The
-/// preemption bound comes from `LOOM_MAX_PREEMPTIONS` as usual.
-#[cfg(loom)]
-pub fn loom_model(f: impl Fn() + Sync + Send + 'static) {
-    loom_model_with(loom::model::Builder::new(), f);
-}
-
-/// [`loom_model`] with a preemption bound of at least `at_least`: `LOOM_MAX_PREEMPTIONS` when
-/// it is set higher (or unset, which bounds nothing), else `at_least`. For a crate whose models
-/// need more preemptions than the bound its neighbours run under, so that one run (one build)
-/// tests them all.
-#[cfg(loom)]
-pub fn loom_model_preempting(at_least: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = b.preemption_bound.map(|p| p.max(at_least));
-    loom_model_with(b, f);
-}
-
-#[cfg(loom)]
-fn loom_model_with(mut b: loom::model::Builder, f: impl Fn() + Sync + Send + 'static) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let runs = std::sync::Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    b.max_branches = 100_000;
-    b.check(move || {
-        counted.fetch_add(1, Ordering::Relaxed);
-        f()
-    });
-    eprintln!("loom: {} executions", runs.load(Ordering::Relaxed));
 }
