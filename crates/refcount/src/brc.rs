@@ -35,22 +35,21 @@
 //!
 //! # Reclamation (flag + asymmetric fence)
 //!
-//! The owner's increment is a plain store, so the reclaimer cannot see it atomically. Owner
-//! get: fail if `state` is not `LIVE`; `local += 1`, [`light_fence`] (a compiler fence when
-//! membarrier is available), then check `state` again, undo and fail if it is not `LIVE`. The
-//! first check lets the undo be a relaxed store: a reclaim that reads the undone count put its
-//! fence's barrier on the owner after that check (else the check would have seen its flag), so
-//! the barrier orders the owner's earlier accesses before the reclaim. `try_reclaim`: `state = RECLAIMING`,
-//! [`heavy_fence`] (`membarrier(PRIVATE_EXPEDITED)`: every running thread passes a full
-//! barrier), then read `local` *then* `shared`; zero means dead. Either the owner's state load
-//! comes after the heavy fence and sees the flag, or its increment is visible to the reclaimer
-//! (folly's TLRefCount pattern). [`RefCounter::try_reclaim_many`] flags every object of the
-//! batch, pays one heavy fence, then reads each object's counts. Non-owners use SeqCst
-//! `fetch_add` then SeqCst load of `state`, pairing with the reclaimer's SeqCst store then
-//! load. Reading `local` before `shared` keeps a concurrent merge (which adds to `shared`
-//! first, then zeroes `local`) from hiding references, and a `shared` that says `MERGED`
-//! already holds `local`, whose value read before the zeroing is then not added again
-//! (`read_all` reads the same way).
+//! The owner's increment is a plain store, so the reclaimer cannot see it atomically. Owner get:
+//! fail if `state` is not `LIVE`; `local += 1`, [`light_fence`] (a compiler fence when membarrier
+//! is available), then check `state` again, undo and fail if it is not `LIVE`. The first check lets
+//! the undo be a relaxed store: a reclaim that reads the undone count put its fence's barrier on
+//! the owner after that check (else the check would have seen its flag), so the barrier orders the
+//! owner's earlier accesses before the reclaim. `try_reclaim`: `state = RECLAIMING`,
+//! [`heavy_fence`] (`membarrier(PRIVATE_EXPEDITED)`: every running thread passes a full barrier),
+//! then read `local` *then* `shared`; zero means dead. Either the owner's state load comes after
+//! the heavy fence and sees the flag, or its increment is visible to the reclaimer (folly's
+//! TLRefCount pattern). [`RefCounter::try_reclaim_many`] flags every object of the batch, pays one
+//! heavy fence, then reads each object's counts. Non-owners use SeqCst `fetch_add` then SeqCst load
+//! of `state`, pairing with the reclaimer's SeqCst store then load. Reading `local` before `shared`
+//! keeps a concurrent merge (which adds to `shared` first, then zeroes `local`) from hiding
+//! references, and a `shared` that says `MERGED` already holds `local`, whose value read before the
+//! zeroing is then not added again (`read_all` reads the same way).
 //!
 //! # Consequences of ownership (what a benchmark must know)
 //!
