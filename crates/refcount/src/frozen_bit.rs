@@ -260,25 +260,13 @@ impl FrozenBit {
         } else {
             Ordering::Release
         };
-        let mut w = obj.word.load(Ordering::Relaxed);
-        loop {
-            if w & FROZEN != 0 {
-                return None;
-            }
-            debug_assert!(w & COUNT != 0, "frozen-bit: release without the base");
-            if bug(Bug::ReleaseByStore) {
-                // The mutation: the decrement stored over the word read (Release as below).
-                obj.word.store(w - 1, order);
-                break;
-            }
-            match obj
-                .word
-                .compare_exchange_weak(w, w - 1, order, Ordering::Relaxed)
-            {
-                Ok(_) => break,
-                Err(cur) => w = cur,
-            }
-        }
+        let w = crate::lifecycle::release_unless_dead(
+            &obj.word,
+            FROZEN,
+            order,
+            bug(Bug::ReleaseByStore),
+            |w| debug_assert!(w & COUNT != 0, "frozen-bit: release without the base"),
+        )?;
         let new = w - 1;
         (new & (FROZEN | COUNT) == 0).then(|| Zero {
             word: new,

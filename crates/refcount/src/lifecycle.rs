@@ -10,6 +10,39 @@ pub(crate) const RECLAIMING: u64 = 1;
 /// Reclaimed: no reference until `reinit`.
 pub(crate) const DEAD: u64 = 2;
 
+/// The owner's release of its base on a word whose bits `dead` mark an ended life (sticky's
+/// `ZERO`, frozen-bit's `FROZEN`): subtracts 1 by a compare-exchange loop where a put has its
+/// `fetch_sub`, so that a word whose life a `try_reclaim` ended before the release (taking the
+/// base with it) is left alone. The word it subtracted from, or `None`, nothing changed, where
+/// it found `dead` set. `check` runs on each word before its exchange (the scheme's debug
+/// check); `order` is the exchange's (the scheme's put's). `by_store` is the loom mutation
+/// `ReleaseByStore` of both schemes: the decrement stored over the word read, which loses an
+/// increment made in between.
+#[inline]
+pub(crate) fn release_unless_dead(
+    word: &AtomicU64,
+    dead: u64,
+    order: Ordering,
+    by_store: bool,
+    check: impl Fn(u64),
+) -> Option<u64> {
+    let mut w = word.load(Ordering::Relaxed);
+    loop {
+        if w & dead != 0 {
+            return None;
+        }
+        check(w);
+        if by_store {
+            word.store(w - 1, order);
+            return Some(w);
+        }
+        match word.compare_exchange_weak(w, w - 1, order, Ordering::Relaxed) {
+            Ok(_) => return Some(w),
+            Err(cur) => w = cur,
+        }
+    }
+}
+
 /// `reinit` on a state word: `DEAD` becomes `LIVE`; any other state is left alone (and is a
 /// panic in debug builds, naming `scheme`).
 pub(crate) fn revive(state: &AtomicU64, scheme: &str) {

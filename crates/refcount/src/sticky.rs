@@ -185,25 +185,14 @@ impl Sticky {
         } else {
             Ordering::Release
         };
-        let mut w = obj.word.load(Ordering::Relaxed);
-        loop {
-            if w & ZERO != 0 {
-                return false;
-            }
-            debug_assert!(w != 0, "sticky: release without the base");
-            if bug(Bug::ReleaseByStore) {
-                // The mutation: the decrement stored over the word read (Release as below).
-                obj.word.store(w - 1, order);
-                return w == 1;
-            }
-            match obj
-                .word
-                .compare_exchange_weak(w, w - 1, order, Ordering::Relaxed)
-            {
-                Ok(_) => return w == 1,
-                Err(cur) => w = cur,
-            }
-        }
+        crate::lifecycle::release_unless_dead(
+            &obj.word,
+            ZERO,
+            order,
+            bug(Bug::ReleaseByStore),
+            |w| debug_assert!(w != 0, "sticky: release without the base"),
+        )
+        .is_some_and(|w| w == 1)
     }
 
     /// After a decrement reached zero: mark it stuck, or take a helping reader's mark. False if
