@@ -45,10 +45,11 @@ pub const ROW_FIELDS: [&str; 7] = [
 /// it: what a run that will write there checks before it measures anything, so that an `--out`
 /// that is a file, lies under one, or is not writable costs no run.
 pub fn prepare_out_dir(dir: &std::path::Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    if !dir.is_dir() {
+    // Before `create_dir_all`, which fails on a file with "File exists".
+    if dir.exists() && !dir.is_dir() {
         return Err(format!("{} is not a directory", dir.display()));
     }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let probe = dir.join(format!(".refbench-probe-{}", std::process::id()));
     std::fs::File::create_new(&probe)
         .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
@@ -360,6 +361,20 @@ pub fn csv(results: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `--out` that is a file (or a device) is refused as not a directory, by name: not with
+    /// the "File exists" of a folder that could not be made.
+    #[test]
+    fn out_dir_that_is_a_file_is_not_a_directory() {
+        let dir = std::env::temp_dir().join(format!("refbench-out-file-{}", std::process::id()));
+        std::fs::write(&dir, "kept").unwrap();
+        let err = prepare_out_dir(&dir).unwrap_err();
+        assert_eq!(err, format!("{} is not a directory", dir.display()));
+        assert_eq!(std::fs::read_to_string(&dir).unwrap(), "kept");
+        std::fs::remove_file(&dir).unwrap();
+        let err = prepare_out_dir(std::path::Path::new("/dev/null")).unwrap_err();
+        assert_eq!(err, "/dev/null is not a directory");
+    }
 
     /// The "vs 1T" column of the table scales a row against the 1-thread row of its own series:
     /// a batched query against the batched one, a run with a reclaimer against the one with a
