@@ -42,15 +42,17 @@ enum Cmd {
         schemes: Vec<String>,
         #[arg(
             long,
+            allow_negative_numbers = true,
             value_delimiter = ',',
-            default_values_t = vec![1usize, 2],
+            default_value = "1,2",
             help = flag_help(Flag::Threads, "Thread counts, comma-separated, 1 to 4096.")
         )]
         threads: Vec<usize>,
-        #[arg(long, value_delimiter = ',', help = objects_help())]
+        #[arg(long, allow_negative_numbers = true, value_delimiter = ',', help = objects_help())]
         objects: Vec<usize>,
         #[arg(
             long,
+            allow_negative_numbers = true,
             default_value_t = 500,
             help = flag_help(
                 Flag::DurationMs,
@@ -63,6 +65,7 @@ enum Cmd {
         duration_ms: u64,
         #[arg(
             long,
+            allow_negative_numbers = true,
             default_value_t = 3,
             help = flag_help(
                 Flag::Reps,
@@ -85,8 +88,9 @@ enum Cmd {
         pin: bool,
         #[arg(
             long,
+            allow_negative_numbers = true,
             value_delimiter = ',',
-            default_values_t = vec![0u64, 10000, 1000, 100],
+            default_value = "0,10000,1000,100",
             help = flag_help(
                 Flag::MigrateEvery,
                 "Migrate between get and put every this many operations (comma-separated; 0 = \
@@ -96,12 +100,14 @@ enum Cmd {
         migrate_every: Vec<u64>,
         #[arg(
             long,
+            allow_negative_numbers = true,
             default_value_t = 1.0,
             help = flag_help(Flag::ReferencedPct, "Percentage of objects holding a reference.")
         )]
         referenced_pct: f64,
         #[arg(
             long,
+            allow_negative_numbers = true,
             default_value_t = 1000,
             help = flag_help(
                 Flag::SpinCycles,
@@ -111,8 +117,9 @@ enum Cmd {
         spin_cycles: u64,
         #[arg(
             long,
+            allow_negative_numbers = true,
             value_delimiter = ',',
-            default_values_t = vec![1u64, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+            default_value = "1,2,3,4,5,6,7,8,9,10",
             help = flag_help(
                 Flag::ReadEvery,
                 "Read every k updates, for each k (comma-separated, each at least 1)."
@@ -121,6 +128,7 @@ enum Cmd {
         read_every: Vec<u64>,
         #[arg(
             long,
+            allow_negative_numbers = true,
             default_value_t = 1_000_000,
             help = flag_help(
                 Flag::Samples,
@@ -133,6 +141,7 @@ enum Cmd {
         samples: u64,
         #[arg(
             long,
+            allow_negative_numbers = true,
             default_value_t = 256,
             help = flag_help(
                 Flag::FileMib,
@@ -143,10 +152,11 @@ enum Cmd {
             )
         )]
         file_mib: usize,
-        #[arg(long, default_value_t = 10_000, help = epoch_help())]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 10_000, help = epoch_help())]
         epoch_us: u64,
         #[arg(
             long,
+            allow_negative_numbers = true,
             help = flag_help(
                 Flag::SizeCpus,
                 "Size every per-CPU structure for this many CPUs (at least the machine's \
@@ -158,8 +168,9 @@ enum Cmd {
         /// What to print on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Also write <experiment>.json and .csv, and (for experiments with throughput rows) .svg and .png, into this folder
-        /// (made if missing, and checked to be writable before the experiment runs).
+        /// Also write <experiment>.json and .csv, and (for experiments with throughput rows)
+        /// .svg and .png, into this folder (made if missing, and checked to be writable before
+        /// the experiment runs).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -173,7 +184,7 @@ enum Cmd {
         quick: bool,
         /// Thread counts, comma-separated, 1 to 4096 (default: 1, 2 and every power of two up to
         /// the CPUs the process may run on, as `taskset` or a cpuset leaves them).
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, allow_negative_numbers = true, value_delimiter = ',')]
         threads: Vec<usize>,
         /// Only these experiments, comma-separated (default: all; `section-vs-lock` comes with
         /// `single-object`, and where it cannot be measured, its earlier results are removed).
@@ -183,7 +194,7 @@ enum Cmd {
         only: Vec<String>,
         /// Measured time of one repetition, in milliseconds, 1 to 3600000 (default: 300, 120
         /// with --quick): shorter on a machine lent for a limited time.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         duration_ms: Option<u64>,
         /// Pin worker t to CPU number t % n of the n CPUs the process may use (its affinity: a
         /// cpuset or taskset may leave some out) in every experiment that takes `run --pin`: the

@@ -68,6 +68,59 @@ fn bad_arguments_exit_2_with_a_message() {
     }
 }
 
+/// A negative number is refused as a bad value of its flag, by name (an unsigned one does not
+/// parse, a percentage is out of its range): not taken for an unknown flag, with a tip to pass it
+/// after `--`, which would make it the experiment's name.
+#[test]
+fn negative_numbers_are_bad_values_of_their_flag() {
+    for (args, flag) in [
+        (&["run", "single-object", "--reps", "-1"][..], "--reps"),
+        (
+            &["run", "single-object", "--duration-ms", "-5"],
+            "--duration-ms",
+        ),
+        (&["run", "single-object", "--threads", "-2"], "--threads"),
+        (
+            &["run", "memory", "--referenced-pct", "-1"],
+            "--referenced-pct",
+        ),
+        (
+            &[
+                "reproduce",
+                "--duration-ms",
+                "-5",
+                "--out",
+                "/nonexistent/x",
+            ],
+            "--duration-ms",
+        ),
+    ] {
+        let o = refbench(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(flag) && !err.contains("-- -"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `run --help` shows the defaults of the comma-separated flags as they are typed: `1 2` would
+/// be read as the experiment `2`.
+#[test]
+fn help_shows_list_defaults_comma_separated() {
+    let o = refbench(&["run", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&o.stdout);
+    for default in [
+        "[default: 1,2]",
+        "[default: 0,10000,1000,100]",
+        "[default: 1,2,3,4,5,6,7,8,9,10]",
+    ] {
+        assert!(help.contains(default), "no {default} in {help}");
+    }
+}
+
 /// A duration, a count of repetitions or round trips, or a spin past its bound is refused by
 /// name before anything runs: unbounded, `--duration-ms 18446744073709551615` (or as many
 /// `--reps` or `--samples`) would run for as long as it says, and `--spin-cycles` near
