@@ -2,7 +2,9 @@
 //!
 //! Each function here checks one promise of [`RefCounter`] against a model; the
 //! [`conformance_suite!`](crate::conformance_suite) macro instantiates all of them as `#[test]`s
-//! for a scheme, so every scheme (in this crate, in `paygo`, in `oplog`) runs the same suite:
+//! for a scheme, so every scheme (in this crate, in `paygo`, in `oplog`) runs the same suite. It
+//! goes in an integration test file (here `tests/conformance.rs`, built with the `conformance`
+//! feature), not in a doctest, whose `#[test]` functions nothing would run:
 //!
 //! ```ignore
 //! refcount::conformance_suite!(atomic, refcount::atomic::Atomic);
