@@ -219,9 +219,12 @@ pub(crate) fn reclaim_batch_unflagging<O>(
 /// Tries a reclaim this many times before [`reclaim_eventually`] gives up.
 pub const RECLAIM_ATTEMPTS: usize = 10_000;
 
-/// Reclaims an object that no one references, allowing schemes whose counts lag (RefCache
-/// settles its per-CPU deltas at epochs) up to [`RECLAIM_ATTEMPTS`] tries; whether it
-/// succeeded.
+/// Reclaims an object that no one references, in up to [`RECLAIM_ATTEMPTS`] tries; whether it
+/// succeeded. One try is not always enough: [`RefCounter::try_reclaim`] promises to fail under
+/// a reference, not to succeed without one, and a try fails while a get that failed is still
+/// backing out its count or another thread's reclaim holds the object.
+///
+/// [`RefCounter::try_reclaim`]: crate::RefCounter::try_reclaim
 pub fn reclaim_eventually<C: crate::RefCounter>(s: &C, obj: core::pin::Pin<&C::Object>) -> bool {
     (0..RECLAIM_ATTEMPTS).any(|_| s.try_reclaim(obj))
 }
