@@ -4,8 +4,9 @@
 //! * [`header`]: a header's enums, prototypes and struct fields, and the same of the Rust side
 //!   (`src/capi.rs`), so that a test can check that the two cannot drift;
 //! * [`cc`]: building a C program against a package's static library and running it, and
-//!   compiling a header as C++ and as pedantic C99; the programs' checks (`CHECK`,
-//!   `CHECK_EQ`) are this crate's `include/check.h`.
+//!   compiling a header as pedantic C++ and C99, linking a C++ program against a library and
+//!   checking a shared library's exports; the programs' checks (`CHECK`, `CHECK_EQ`) are this
+//!   crate's `include/check.h`.
 //!
 //! * [`child`]: running a test's body in a child process in which no thread can be started.
 //!
@@ -393,8 +394,8 @@ pub mod cc {
         exe
     }
 
-    /// Checks that `header` compiles as C++ (`$CXX`; skipped, with a message, where no C++
-    /// compiler is installed) and as pedantic C99 (`$CC`), warnings as errors.
+    /// Checks that `header` compiles as pedantic C++ (`$CXX`; skipped, with a message, where no
+    /// C++ compiler is installed) and as pedantic C99 (`$CC`), warnings as errors.
     ///
     /// # Panics
     /// If a compiler rejects it.
@@ -405,7 +406,15 @@ pub mod cc {
         let cxx = compiler("CXX", "c++");
         if exists(&cxx) {
             run(Command::new(&cxx)
-                .args(["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-x", "c++"])
+                .args([
+                    "-fsyntax-only",
+                    "-pedantic",
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-x",
+                    "c++",
+                ])
                 .arg(header));
         } else {
             // Debian's gcc package has no C++ compiler; g++ (or $CXX) brings one.
@@ -425,6 +434,102 @@ pub mod cc {
                 "c",
             ])
             .arg(header));
+    }
+
+    /// Checks that a C++ program (`$CXX`, pedantic, warnings as errors) that includes each of
+    /// `headers` and takes the address of every function named `prefix...` that the header
+    /// declares links against `lib` with the `link` flags and runs: the header gives its
+    /// functions C linkage (`extern "C"`), without which a C++ caller names mangled symbols
+    /// that no C library defines (a check the header's compilation alone cannot make). The
+    /// program is built in `out_dir`. Skipped, with a message, where no C++ compiler is
+    /// installed.
+    ///
+    /// # Panics
+    /// If a header cannot be read or declares no such function, or the program does not
+    /// compile, link or run.
+    pub fn check_cxx_links(headers: &[(&Path, &str)], lib: &Path, link: &[&str], out_dir: &Path) {
+        let cxx = compiler("CXX", "c++");
+        if !exists(&cxx) {
+            percpu::testing::skip(format_args!(
+                "no C++ compiler `{cxx}` (install g++ or set CXX): no C++ program is linked \
+                 against {}",
+                lib.display()
+            ));
+            return;
+        }
+        let mut src = String::new();
+        let mut fns = Vec::new();
+        for (header, prefix) in headers {
+            let h = std::fs::read_to_string(header)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", header.display()));
+            let declared = crate::header::functions(&h, prefix);
+            assert!(!declared.is_empty(), "{}: no {prefix}...", header.display());
+            src.push_str(&format!("#include \"{}\"\n", header.display()));
+            fns.extend(declared.into_keys());
+        }
+        // A function pointer converts to `void (*)()` (and back) without a warning, whatever
+        // the function's type.
+        src.push_str("typedef void (*fn_t)();\nstatic fn_t const volatile fns[] = {\n");
+        for f in &fns {
+            src.push_str(&format!("    reinterpret_cast<fn_t>(&{f}),\n"));
+        }
+        src.push_str(
+            "};\nint main() {\n    for (unsigned k = 0; k < sizeof fns / sizeof *fns; k++)\n        \
+             if (fns[k] == 0) return 1;\n    return 0;\n}\n",
+        );
+        let stem = format!("cxx_link.{}", std::process::id());
+        let cpp = out_dir.join(format!("{stem}.cpp"));
+        std::fs::write(&cpp, src).unwrap_or_else(|e| panic!("writing {}: {e}", cpp.display()));
+        let exe = out_dir.join(stem);
+        run(Command::new(&cxx)
+            .args(["-pedantic", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .arg(&cpp)
+            .arg(lib)
+            .args(link)
+            .arg("-o")
+            .arg(&exe));
+        run(&mut Command::new(&exe));
+        let _ = std::fs::remove_file(&exe);
+        let _ = std::fs::remove_file(&cpp);
+    }
+
+    /// Checks that the shared library `so` exports (`nm -D --defined-only`) no symbol but the
+    /// functions named `prefix...` that each of `headers` declares: no data, and no function of
+    /// another name (the functions of the header are checked to be there by
+    /// [`assert_libraries_define`]). Skipped, with a message, where `nm` is not installed.
+    ///
+    /// # Panics
+    /// If a header cannot be read, `nm` fails, or the library exports another symbol.
+    pub fn assert_exports_only(so: &Path, headers: &[(&Path, &str)]) {
+        if !exists("nm") {
+            percpu::testing::skip(format_args!(
+                "no `nm` (install binutils): the exports of {} are not checked",
+                so.display()
+            ));
+            return;
+        }
+        let mut declared = std::collections::BTreeSet::new();
+        for (header, prefix) in headers {
+            let h = std::fs::read_to_string(header)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", header.display()));
+            declared.extend(crate::header::functions(&h, prefix).into_keys());
+        }
+        let out = run(Command::new("nm").args(["-D", "--defined-only"]).arg(so));
+        let others: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                // `ADDRESS TYPE NAME`; a symbol's version, if any, after an `@`.
+                let name = l.split_whitespace().last()?;
+                let bare = name.split('@').next().unwrap_or(name);
+                (!declared.contains(bare)).then(|| l.to_string())
+            })
+            .collect();
+        assert!(
+            others.is_empty(),
+            "{} exports symbols that no header declares:\n{}",
+            so.display(),
+            others.join("\n")
+        );
     }
 }
 

@@ -210,3 +210,37 @@ fn the_libraries_define_every_function_of_the_header() {
     let paygo_h = dir.join("../paygo-c/include/paygo.h");
     cc::assert_libraries_define(&paygo_h, "paygo_", package, lib, cargo);
 }
+
+/// A C++ program that includes `pagecache.h` and `paygo.h` and takes the address of each of
+/// their functions links against `libpagecache.a` and runs: the headers give the functions C
+/// linkage (`extern "C"`), which compiling a header alone does not check.
+#[test]
+fn a_cxx_program_links_every_function_of_the_headers() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
+    cc::check_cxx_links(
+        &[
+            (&dir.join("include/pagecache.h"), "pagecache_"),
+            (&dir.join("../paygo-c/include/paygo.h"), "paygo_"),
+        ],
+        &lib,
+        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+}
+
+/// `libpagecache.so` exports the functions of `pagecache.h` and `paygo.h` and nothing else: no
+/// data, and no function of another name (a `#[no_mangle]` item of any crate linked in would be
+/// exported too).
+#[test]
+fn the_shared_library_exports_only_the_headers() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let so = cc::cdylib("paygo-pagecache-c", "pagecache", env!("CARGO"));
+    cc::assert_exports_only(
+        &so,
+        &[
+            (&dir.join("include/pagecache.h"), "pagecache_"),
+            (&dir.join("../paygo-c/include/paygo.h"), "paygo_"),
+        ],
+    );
+}

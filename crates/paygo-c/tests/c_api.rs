@@ -170,3 +170,34 @@ fn the_libraries_define_every_function_of_the_header() {
         env!("CARGO"),
     );
 }
+
+/// A C++ program that includes `paygo.h` and takes the address of each of its functions links
+/// against `libpaygo.a` and runs: the header gives the functions C linkage (`extern "C"`), which
+/// compiling the header alone does not check.
+#[test]
+fn a_cxx_program_links_every_function_of_the_header() {
+    let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
+    cc::check_cxx_links(
+        &[(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"),
+            "paygo_",
+        )],
+        &lib,
+        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    );
+}
+
+/// `libpaygo.so` exports the functions of `paygo.h` and nothing else: no data, and no function
+/// of another name (a `#[no_mangle]` item of any crate linked in would be exported too).
+#[test]
+fn the_shared_library_exports_only_the_header() {
+    let so = cc::cdylib("paygo-c", "paygo", env!("CARGO"));
+    cc::assert_exports_only(
+        &so,
+        &[(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"),
+            "paygo_",
+        )],
+    );
+}
