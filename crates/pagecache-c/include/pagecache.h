@@ -34,15 +34,17 @@
  * A handle or out pointer that is misaligned for its type is never a live handle or a place
  * for a result: every function refuses it as it refuses NULL (PAGECACHE_EINVAL, nothing done;
  * pagecache_free does nothing, as with NULL).
- * pagecache_strerror() describes both. A call refused for its arguments (PAGECACHE_EINVAL,
- * PAGECACHE_ENOSCHEME, ...) changes nothing and leaves *out as it was; the cache and its files
- * go on working after any error. An I/O error of a read or a write may come after part of the
- * range was done, as with pread and pwrite: a read leaves the buffer's contents unspecified, a
- * write may have written a prefix of its range. No call aborts the process: a Rust panic
- * inside the library is caught at the boundary and returned as PAGECACHE_EINTERNAL, and the
- * allocations sized by the arguments (a cache's frames, a file's page table) that cannot be
- * made return PAGECACHE_ENOMEM. (The library's other allocations are small; one that fails
- * aborts the process, as in any Rust program.)
+ * pagecache_strerror() describes both. The code is returned, never reported through errno, whose
+ * value after a call is unspecified (a system call inside it that failed may have set it, such as a
+ * failed open(2) of pagecache_open). A call refused for its arguments (PAGECACHE_EINVAL,
+ * PAGECACHE_ENOSCHEME, ...) changes nothing and leaves *out as it was; the cache and its files go
+ * on working after any error. An I/O error of a read or a write may come after part of the range
+ * was done, as with pread and pwrite: a read leaves the buffer's contents unspecified, a write may
+ * have written a prefix of its range. No call aborts the process: a Rust panic inside the library
+ * is caught at the boundary and returned as PAGECACHE_EINTERNAL, and the allocations sized by the
+ * arguments (a cache's frames, a file's page table) that cannot be made return PAGECACHE_ENOMEM.
+ * (The library's other allocations are small; one that fails aborts the process, as in any Rust
+ * program.)
  *
  * Threads: handles are thread-safe. One pagecache_t and one pagecache_file_t may be used from
  * many threads at once (reads, writes, sync, drop_cache, len, set_len, open, stats); reads and

@@ -59,12 +59,13 @@
  * waits for it there waits for ever: in a child of a threaded parent, as POSIX says, call only
  * async-signal-safe functions (and so none of this library's) until exec.
  *
- * Every function returns a paygo_error (negative on failure) unless stated otherwise. A call
- * that fails changes nothing. A pointer argument (an object, or paygo_stats' out) that is NULL
- * or misaligned for its type (objects and paygo_stats_t: 8 bytes) is refused with
- * PAYGO_EINVAL, nothing read or written, as pagecache.h refuses its handles and out pointers.
- * A pointer to memory that is not (or no longer) readable as a paygo_obj_t, such as a freed
- * object, is not checked: passing one is undefined behaviour, as in pagecache.h. A destroyed
+ * Every function returns a paygo_error (negative on failure) unless stated otherwise; no function
+ * reports an error through errno, whose value after a call is unspecified (a system call inside it
+ * that failed may have set it). A call that fails changes nothing. A pointer argument (an object,
+ * or paygo_stats' out) that is NULL or misaligned for its type (objects and paygo_stats_t: 8 bytes)
+ * is refused with PAYGO_EINVAL, nothing read or written, as pagecache.h refuses its handles and out
+ * pointers. A pointer to memory that is not (or no longer) readable as a paygo_obj_t, such as a
+ * freed object, is not checked: passing one is undefined behaviour, as in pagecache.h. A destroyed
  * object whose memory is still there is refused with PAYGO_ENOTOBJ.
  *
  * Ordering: what a thread did with an object before it gave its reference back (paygo_unref,
