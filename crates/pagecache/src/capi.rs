@@ -615,29 +615,43 @@ pub extern "C" fn pagecache_prepare_unload() -> i32 {
 /// Negative errnos that [`pagecache_strerror`] describes with the system's text.
 const ERRNO_TEXTS: i32 = 256;
 
-/// The system's texts of errnos 1 to [`ERRNO_TEXTS`] - 1, made once (through `strerror_r`,
-/// thread-safe) and kept for the life of the process.
+/// The system's text of the error number `n` (through `strerror_r`, thread-safe).
+fn system_text(n: i32) -> String {
+    let s = io::Error::from_raw_os_error(n).to_string();
+    // std appends the suffix to the system's text; Miri's `strerror_r` text carries it
+    // already, so it is cut as often as it ends the text.
+    let suffix = format!(" (os error {n})");
+    let mut t = s.as_str();
+    while let Some(rest) = t.strip_suffix(&suffix) {
+        t = rest;
+    }
+    t.replace('\0', "")
+}
+
+/// The texts of the numbers 1 to [`ERRNO_TEXTS`] - 1, made once and kept for the life of the
+/// process: the system's text of each errno, and "unknown error" for a number that is no
+/// errno, whose system text is the one of a number far out of the errnos' range with its
+/// number in place (glibc's "Unknown error 200"; musl has one text for all of them), as
+/// pagecache.h promises for any value that is neither an errno nor the library's.
 fn errno_texts() -> &'static [CString] {
     static TEXTS: OnceLock<Vec<CString>> = OnceLock::new();
     TEXTS.get_or_init(|| {
+        const FAR: i32 = 1 << 20;
+        let far = system_text(FAR);
         (1..ERRNO_TEXTS)
             .map(|n| {
-                let s = io::Error::from_raw_os_error(n).to_string();
-                // std appends the suffix to the system's text; Miri's `strerror_r` text
-                // carries it already, so it is cut as often as it ends the text.
-                let suffix = format!(" (os error {n})");
-                let mut t = s.as_str();
-                while let Some(rest) = t.strip_suffix(&suffix) {
-                    t = rest;
+                let t = system_text(n);
+                if t == far.replace(&FAR.to_string(), &n.to_string()) {
+                    return c"unknown error".to_owned();
                 }
-                CString::new(t.replace('\0', "")).unwrap_or_default()
+                CString::new(t).unwrap_or_default()
             })
             .collect()
     })
 }
 
-/// A static, NUL-terminated description of an error code: the library's own codes, and
-/// `-errno` (the system's text). Thread-safe.
+/// A static, NUL-terminated description of an error code: the library's own codes, `-errno`
+/// (the system's text), and "unknown error" for any other value. Thread-safe.
 #[no_mangle]
 pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
     let s: &'static CStr = match code {
@@ -1180,6 +1194,10 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(text(1), "unknown error");
+        // Numbers in the range of the system's texts that no errno has: the header's text,
+        // not the system's (glibc's "Unknown error 200").
+        assert_eq!(text(-200), "unknown error");
+        assert_eq!(text(-(ERRNO_TEXTS - 1)), "unknown error");
         assert_eq!(text(-100_000), "unknown error");
         assert_eq!(text(i32::MIN), "unknown error");
         // Static storage: the same pointer every time.

@@ -417,6 +417,10 @@ static void errors(void) {
     }
     CHECK(strcmp(pagecache_strerror(-ENOENT), strerror(ENOENT)) == 0);
     CHECK(strcmp(pagecache_strerror(PAGECACHE_ENOSCHEME), pagecache_strerror(-ENOENT)) != 0);
+    /* Any other value, also one in the range of the system's texts that no errno has. */
+    CHECK(strcmp(pagecache_strerror(12345), "unknown error") == 0);
+    CHECK(strcmp(pagecache_strerror(-200), "unknown error") == 0);
+    CHECK(strcmp(pagecache_strerror(-100000), "unknown error") == 0);
     printf("ok errors\n");
 }
 
