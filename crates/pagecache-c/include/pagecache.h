@@ -99,7 +99,9 @@
  *     such a call was made with (about to return PAGECACHE_EBADF) is reused in the child, so
  *     a handle opened there never returns PAGECACHE_EFORKED. Other calls with such a handle
  *     in the child may wait for ever for locks that call held: in a child of a threaded
- *     parent, as POSIX says, call only async-signal-safe functions until exec.
+ *     parent, as POSIX says, call only async-signal-safe functions until exec. A "refcache"
+ *     cache's epoch thread is not in the child either: the child's copy of the cache runs no
+ *     epochs (its counts stay exact), and its free there does not wait for that thread.
  *   - A pointer that no pagecache_new or pagecache_open returned (a file handle passed as a
  *     cache handle included) is not checked: passing one is undefined behaviour.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with

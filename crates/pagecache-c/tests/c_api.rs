@@ -1,5 +1,5 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
-//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`) against `include/pagecache.h` and the
+//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`) against `include/pagecache.h` and the
 //! crate's static library (`unload.c` loads the shared one with `dlopen`), runs them, and
 //! checks that the header also compiles as C++ (or says that check is skipped where no C++
 //! compiler is installed) and as pedantic C99, and that both libraries define every function
@@ -180,6 +180,26 @@ fn c_program_unloads_the_shared_library() {
 fn c_program_with_a_pending_cancellation_is_not_aborted() {
     let text = build_and_run("cancel");
     expect_lines(&text, &["ok cancel", "failures=0"]);
+}
+
+/// A child of `fork` reads, writes, closes and frees the handles its parent made (no thread of
+/// the parent inside a call when it forked), for several schemes: each call returns its
+/// documented result, with nothing on the standard error. The free of a `refcache` cache in
+/// the child panicked (caught at the boundary, its message printed): it joined the cache's
+/// epoch thread, which is not in the child.
+#[test]
+fn c_program_uses_its_parents_handles_in_a_child_of_fork() {
+    let text = build_and_run("fork");
+    expect_lines(
+        &text,
+        &[
+            "ok fork scheme=paygo",
+            "ok fork scheme=atomic",
+            "ok fork scheme=refcache",
+            "ok fork scheme=percpu-ref",
+            "failures=0",
+        ],
+    );
 }
 
 /// Fails unless every one of `lines` is a whole line of `text` (a C program's output).

@@ -660,7 +660,9 @@ impl Shared {
 
 /// The `refcache` scheme: the per-CPU caches, the slab of per-object cores, the review queue,
 /// and the epoch thread (stopped when the scheme is dropped; none with
-/// [`RefCache::with_manual_epochs`]).
+/// [`RefCache::with_manual_epochs`]). A child of `fork` has a copy of the scheme without the
+/// thread: epochs run there only by [`RefCache::run_epoch`], and the copy's drop neither stops
+/// nor joins the parent's thread.
 pub struct RefCache {
     shared: Arc<Shared>,
     #[cfg(not(loom))]
@@ -674,6 +676,9 @@ pub struct RefCache {
 struct EpochThread {
     stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
     handle: std::thread::JoinHandle<()>,
+    /// The process that started the thread: a child of `fork` has a copy of the scheme but not
+    /// the thread (see the `Drop` of [`RefCache`]).
+    pid: u32,
 }
 
 impl RefCache {
@@ -770,7 +775,11 @@ impl RefCache {
                     format!("refcache: cannot start the epoch thread: {e}"),
                 )
             })?;
-        s.thread = Some(EpochThread { stop, handle });
+        s.thread = Some(EpochThread {
+            stop,
+            handle,
+            pid: std::process::id(),
+        });
         Ok(s)
     }
 
@@ -970,6 +979,14 @@ impl Default for RefCache {
 impl Drop for RefCache {
     fn drop(&mut self) {
         if let Some(t) = self.thread.take() {
+            if t.pid != std::process::id() {
+                // A child of `fork`: the epoch thread is its parent's, not in this process.
+                // Its join would fail (std panics there: the thread never ends here), and the
+                // stop flag's lock may be held for ever (the thread held it at the fork). The
+                // thread's handle, and the shared state it holds, are left as they are.
+                core::mem::forget(t);
+                return;
+            }
             let (m, cv) = &*t.stop;
             *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
             cv.notify_all();
