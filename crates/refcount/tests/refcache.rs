@@ -161,6 +161,36 @@ fn background_epochs_flush_and_stop_on_drop() {
     drop(s); // joins the thread: hangs here if it does not stop
 }
 
+/// A child of `fork` drops its copy of a scheme whose epoch thread the parent started: the
+/// thread is not in the child, and the drop neither joins it nor takes its stop flag's lock
+/// (the join panicked there, "threads should not terminate unexpectedly", which the C API of
+/// `pagecache` caught and printed at a child's `pagecache_free`). The parent's scheme stops its
+/// thread as before.
+#[test]
+#[cfg_attr(miri, ignore = "forks, which Miri cannot")]
+fn a_child_of_fork_drops_its_copy_without_the_epoch_thread() {
+    let s = RefCache::new();
+    // SAFETY: the child only drops the scheme (freeing memory: glibc's fork leaves malloc
+    // usable in the child) and exits with `_exit`; the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: ends the child after at most a minute (a drop that waits for ever).
+        unsafe { libc::alarm(60) };
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(s)));
+        // SAFETY: ends the child without running the test harness's exit.
+        unsafe { libc::_exit(i32::from(dropped.is_err())) };
+    }
+    assert!(pid > 0, "fork: {}", std::io::Error::last_os_error());
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's drop panicked (exit 1) or waited for ever (SIGALRM): {status:#x}"
+    );
+    drop(s); // joins the parent's thread
+}
+
 /// A scheme whose epoch thread cannot be started is an error of its construction, naming the
 /// thread, with the spawn's kind (`try_new`, `try_with_config`); `new` and `with_config`
 /// panic with it. It was a panic of `new` and `with_config` alone, which a caller could not
