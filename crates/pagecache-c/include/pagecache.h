@@ -66,7 +66,8 @@
  * cache, of a file, of the handle tables), which a call from a handler may wait for for ever
  * where the call it interrupted on its thread holds them; and a pagecache_close (or
  * pagecache_free) from a handler that interrupted a call with the same handle on its thread
- * waits for ever for that call to return.
+ * waits for ever for that call to return. The epoch thread of a "refcache" cache blocks every
+ * signal, so the program's process-directed signals are handled on the program's own threads.
  *
  * Lifetimes: a handle is the address of a slot in a table that the library never frees (64
  * bytes per slot, made 16 at a time when no slot is free, kept for the life of the process: a

@@ -660,9 +660,10 @@ impl Shared {
 
 /// The `refcache` scheme: the per-CPU caches, the slab of per-object cores, the review queue,
 /// and the epoch thread (stopped when the scheme is dropped; none with
-/// [`RefCache::with_manual_epochs`]). A child of `fork` has a copy of the scheme without the
-/// thread: epochs run there only by [`RefCache::run_epoch`], and the copy's drop neither stops
-/// nor joins the parent's thread.
+/// [`RefCache::with_manual_epochs`]), which blocks every signal (a program's process-directed
+/// signals are handled on the program's threads). A child of `fork` has a copy of the scheme
+/// without the thread: epochs run there only by [`RefCache::run_epoch`], and the copy's drop
+/// neither stops nor joins the parent's thread.
 pub struct RefCache {
     shared: Arc<Shared>,
     #[cfg(not(loom))]
@@ -679,6 +680,46 @@ struct EpochThread {
     /// The process that started the thread: a child of `fork` has a copy of the scheme but not
     /// the thread (see the `Drop` of [`RefCache`]).
     pid: u32,
+}
+
+/// Every signal blocked on the calling thread while the guard lives (the mask as it was once it
+/// is dropped): a thread started meanwhile inherits the full mask. Nothing under Miri, which
+/// has no signal masks.
+#[cfg(not(loom))]
+struct BlockSignals {
+    #[cfg(not(miri))]
+    old: libc::sigset_t,
+}
+
+#[cfg(not(loom))]
+impl BlockSignals {
+    fn new() -> Self {
+        #[cfg(not(miri))]
+        {
+            // SAFETY: `sigset_t` is plain data, filled by `sigfillset` before use; the masks
+            // are valid, writable sets, and `pthread_sigmask` only changes this thread's mask.
+            unsafe {
+                let mut all: libc::sigset_t = core::mem::zeroed();
+                let mut old: libc::sigset_t = core::mem::zeroed();
+                libc::sigfillset(&mut all);
+                libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+                BlockSignals { old }
+            }
+        }
+        #[cfg(miri)]
+        BlockSignals {}
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for BlockSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask `new` saved, a valid set.
+        #[cfg(not(miri))]
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, core::ptr::null_mut());
+        }
+    }
 }
 
 impl RefCache {
@@ -755,6 +796,11 @@ impl RefCache {
         let mut s = Self::try_with_manual_epochs(config)?;
         let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
         let (sh, st, len) = (s.shared.clone(), stop.clone(), config.epoch);
+        // The thread starts with every signal blocked (a new thread inherits its creator's
+        // mask), so that the program's process-directed signals (SIGINT, SIGALRM, ...) are
+        // never handled on this thread of the library, which runs none of the program's code,
+        // but on one of the program's threads (or stay pending), as the program expects.
+        let _no_signals = BlockSignals::new();
         let handle = std::thread::Builder::new()
             .name("refcache-epoch".into())
             .spawn(move || loop {

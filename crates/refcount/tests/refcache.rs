@@ -191,6 +191,65 @@ fn a_child_of_fork_drops_its_copy_without_the_epoch_thread() {
     drop(s); // joins the parent's thread
 }
 
+/// The epoch thread blocks every signal it can, whatever the mask of the thread that made the
+/// scheme: a program's process-directed signal (SIGINT, SIGALRM, ...) is handled on one of the
+/// program's threads, never on this thread of the library. It had its creator's mask (here:
+/// nothing blocked), so the kernel could pick it for such a signal. Read from the threads'
+/// `SigBlk` in `/proc/self/task/*/status` (every `refcache-epoch` thread of the process: those
+/// of the tests running meanwhile too).
+#[test]
+#[cfg_attr(miri, ignore = "Miri has no /proc and no signal masks")]
+fn the_epoch_thread_takes_no_signal() {
+    let s = RefCache::new();
+    // The signals a program catches: SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+    // SIGTERM, SIGCHLD (numbers 1, 2, 3, 10, 12, 14, 15, 17: bit n - 1 of SigBlk).
+    let wanted: u64 = [1, 2, 3, 10, 12, 14, 15, 17]
+        .iter()
+        .fold(0, |m, n| m | 1 << (n - 1));
+    let mut epochs = 0;
+    // Not a timing assertion: the thread names itself once it runs; wait (up to a minute)
+    // until it has.
+    for _ in 0..60_000 {
+        if epochs > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        epochs = epoch_threads_checked(wanted);
+    }
+    assert!(epochs >= 1, "no refcache-epoch thread found");
+    drop(s);
+}
+
+/// Checks that every `refcache-epoch` thread of the process blocks the signals `wanted`
+/// (bit n - 1 for signal n); how many it found.
+fn epoch_threads_checked(wanted: u64) -> usize {
+    let mut epochs = 0;
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
+        let dir = task.expect("a task").path();
+        let (Ok(comm), Ok(status)) = (
+            std::fs::read_to_string(dir.join("comm")),
+            std::fs::read_to_string(dir.join("status")),
+        ) else {
+            continue; // the thread exited meanwhile
+        };
+        if comm.trim() != "refcache-epoch" {
+            continue;
+        }
+        let blocked = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .expect("SigBlk");
+        assert_eq!(
+            blocked & wanted,
+            wanted,
+            "an epoch thread takes signals: SigBlk {blocked:#x}"
+        );
+        epochs += 1;
+    }
+    epochs
+}
+
 /// A scheme whose epoch thread cannot be started is an error of its construction, naming the
 /// thread, with the spawn's kind (`try_new`, `try_with_config`); `new` and `with_config`
 /// panic with it. It was a panic of `new` and `with_config` alone, which a caller could not
