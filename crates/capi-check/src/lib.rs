@@ -116,6 +116,136 @@ pub mod header {
             .collect()
     }
 
+    /// A function's signature: its return type and its parameters' types, each in the words of
+    /// the Rust side (see [`signatures`] and [`rust_signatures`]): `()` for no value, the
+    /// fixed-width or pointer-sized integer (`i32`, `i64`, `u64`, `usize`, `isize`), `c_char`,
+    /// `c_void`, or the Rust name of a C type the caller names; a pointer as `*` before its
+    /// pointee, whatever its mutability (`const` on the C side, `*const` or `*mut` on the Rust
+    /// side: the ABI is the same).
+    pub type Signature = (String, Vec<String>);
+
+    /// A C type (`const` words and a parameter's name left out) in the words of the Rust side:
+    /// the integer types by their width (`int` is `i32`, `size_t` is `usize`, `ssize_t` is
+    /// `isize`, `int64_t` is `i64`, `uint64_t` is `u64`), `char` and `void` as `c_char` and
+    /// `c_void` (a `void` return as `()`), the types of `aliases` (C name, Rust name), and
+    /// anything else as it is (so that it differs from the Rust side). `None` for an empty
+    /// parameter list (`void`).
+    fn c_type(text: &str, aliases: &[(&str, &str)], is_param: bool) -> Option<String> {
+        let spaced = text.replace('*', " * ");
+        let mut words: Vec<&str> = spaced
+            .split_whitespace()
+            .filter(|w| *w != "const")
+            .collect();
+        let stars = words.iter().filter(|w| **w == "*").count();
+        words.retain(|w| *w != "*");
+        // A parameter's last word is its name where a type comes before it.
+        if is_param && words.len() >= 2 {
+            words.pop();
+        }
+        let base = words.join(" ");
+        if base == "void" && stars == 0 {
+            return if is_param { None } else { Some("()".into()) };
+        }
+        let rust = match base.as_str() {
+            "int" | "int32_t" => "i32",
+            "unsigned" | "unsigned int" | "uint32_t" => "u32",
+            "int64_t" => "i64",
+            "uint64_t" => "u64",
+            "size_t" => "usize",
+            "ssize_t" => "isize",
+            "char" => "c_char",
+            "void" => "c_void",
+            other => aliases
+                .iter()
+                .find(|(c, _)| *c == other)
+                .map_or(other, |(_, r)| r),
+        };
+        Some(format!("{}{rust}", "*".repeat(stars)))
+    }
+
+    /// A Rust type (a parameter's or a return's) in the words of [`Signature`]: `*const` and
+    /// `*mut` as `*`, paths to their last segment, `c_int` as `i32`, `size_t` as `usize`.
+    fn rust_type(text: &str) -> String {
+        let mut t = text.trim();
+        let mut stars = 0;
+        while let Some(rest) = t.strip_prefix("*const").or_else(|| t.strip_prefix("*mut")) {
+            stars += 1;
+            t = rest.trim_start();
+        }
+        let base = t.rsplit("::").next().unwrap_or(t).trim();
+        let base = match base {
+            "c_int" => "i32",
+            "c_uint" => "u32",
+            "size_t" => "usize",
+            "ssize_t" => "isize",
+            "" => "()",
+            other => other,
+        };
+        format!("{}{base}", "*".repeat(stars))
+    }
+
+    /// The [`Signature`]s of the header's prototypes of functions named `prefix...`, the C
+    /// types named in Rust's words with `aliases` (C name, Rust name) for the header's own
+    /// types.
+    pub fn signatures(
+        h: &str,
+        prefix: &str,
+        aliases: &[(&str, &str)],
+    ) -> BTreeMap<String, Signature> {
+        let flat = strip_comments(h).replace('\n', " ");
+        flat.split(';')
+            .filter_map(|decl| {
+                let open = decl.find(prefix)?;
+                let name_end = open + decl[open..].find('(')?;
+                let name = decl[open..name_end].trim().to_string();
+                if name.contains(' ') || decl.contains("typedef") {
+                    return None;
+                }
+                // The return type: the type words just before the name.
+                let before: Vec<&str> = decl[..open].split_whitespace().collect();
+                let is_type_word = |w: &str| {
+                    w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*')
+                        && !w.is_empty()
+                };
+                let k = before
+                    .iter()
+                    .rposition(|w| !is_type_word(w))
+                    .map_or(0, |k| k + 1);
+                let ret = c_type(&before[k..].join(" "), aliases, false)?;
+                let params = &decl[name_end + 1..decl.rfind(')')?];
+                let params = params
+                    .split(',')
+                    .filter_map(|p| c_type(p, aliases, true))
+                    .collect();
+                Some((name, (ret, params)))
+            })
+            .collect()
+    }
+
+    /// The [`Signature`]s of the `extern "C"` functions named `prefix...` of a Rust source
+    /// file.
+    pub fn rust_signatures(src: &str, prefix: &str) -> BTreeMap<String, Signature> {
+        src.split("extern \"C\" fn ")
+            .skip(1)
+            .filter_map(|rest| {
+                let name_end = rest.find('(')?;
+                let name = rest[..name_end].to_string();
+                if !name.starts_with(prefix) {
+                    return None;
+                }
+                let close = rest.find(')')?;
+                let params = rest[name_end + 1..close]
+                    .split(',')
+                    .filter_map(|p| Some(rust_type(p.split_once(':')?.1)))
+                    .collect();
+                let after = &rest[close + 1..rest.find('{')?];
+                let ret = rust_type(after.trim().strip_prefix("->").unwrap_or(""));
+                Some((name, (ret, params)))
+            })
+            .collect()
+    }
+
     /// The names of the lines of `body` that start with `marker` (`uint64_t` fields of a C
     /// struct, `pub` fields of a Rust one), in order.
     fn fields(body: &str, marker: &str) -> Vec<String> {

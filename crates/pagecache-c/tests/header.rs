@@ -1,9 +1,13 @@
 //! `include/pagecache.h` and the package `paygo-pagecache`'s `src/capi.rs` (its `capi`
 //! feature) cannot drift: every error code and mode (name and value), every exported function
-//! (name and arity), the statistics struct's fields (names and order) and the page size agree.
+//! (name, arity, and the types of its parameters and result: `size_t` is `usize`, `ssize_t` is
+//! `isize`, ...), the statistics struct's fields (names and order) and the page size agree.
 //! Reads `capi.rs` from the workspace (`../pagecache`).
 
-use capi_check::header::{enum_values, functions, read, rust_fields, rust_functions, u64_fields};
+use capi_check::header::{
+    enum_values, functions, read, rust_fields, rust_functions, rust_signatures, signatures,
+    u64_fields,
+};
 use pagecache::capi;
 use std::collections::BTreeMap;
 
@@ -70,6 +74,23 @@ fn error_codes_and_modes_agree() {
 fn functions_agree() {
     let h = functions(&file("include/pagecache.h"), "pagecache_");
     let r = rust_functions(&file("src/capi.rs"), "pagecache_");
+    assert!(h.len() >= 13, "parsed too few prototypes: {h:?}");
+    assert_eq!(h, r);
+}
+
+/// Each function's parameters and result have the same types on both sides: an integer of
+/// another width (an `int64_t` taken as `i32`, a `ssize_t` returned as `i32`), or a pointer to
+/// another type, is another ABI, which the arity alone does not show. Types of one width are
+/// told apart too (`size_t` is `usize`, not `u64`), as the header names them.
+#[test]
+fn signatures_agree() {
+    let aliases = [
+        ("pagecache_t", "CCache"),
+        ("pagecache_file_t", "CFile"),
+        ("pagecache_stats_t", "CStats"),
+    ];
+    let h = signatures(&file("include/pagecache.h"), "pagecache_", &aliases);
+    let r = rust_signatures(&file("src/capi.rs"), "pagecache_");
     assert!(h.len() >= 13, "parsed too few prototypes: {h:?}");
     assert_eq!(h, r);
 }

@@ -1,9 +1,13 @@
 //! `include/paygo.h` and the package `paygo`'s `src/capi.rs` (its `capi` feature) cannot drift:
-//! every error code (name and value), every exported function (name and arity), the statistics
+//! every error code (name and value), every exported function (name, arity, and the types of
+//! its parameters and result: `size_t` is `usize`, `int64_t` is `i64`, ...), the statistics
 //! struct's fields (names and order) and the object's size agree. Reads `capi.rs` from the
 //! workspace (`../paygo`).
 
-use capi_check::header::{enum_values, functions, read, rust_fields, rust_functions, u64_fields};
+use capi_check::header::{
+    enum_values, functions, read, rust_fields, rust_functions, rust_signatures, signatures,
+    u64_fields,
+};
 use paygo::capi;
 use std::collections::BTreeMap;
 
@@ -48,6 +52,18 @@ fn error_codes_agree() {
 fn functions_agree() {
     let h = functions(&file("include/paygo.h"), "paygo_");
     let r = rust_functions(&file("src/capi.rs"), "paygo_");
+    assert!(h.len() >= 10, "parsed too few prototypes: {h:?}");
+    assert_eq!(h, r);
+}
+
+/// Each function's parameters and result have the same types on both sides: an integer of
+/// another width (a `size_t` taken as `u32`, an `int64_t` returned as `i32`), or a pointer to
+/// another type, is another ABI, which the arity alone does not show.
+#[test]
+fn signatures_agree() {
+    let aliases = [("paygo_obj_t", "CObj"), ("paygo_stats_t", "CStats")];
+    let h = signatures(&file("include/paygo.h"), "paygo_", &aliases);
+    let r = rust_signatures(&file("src/capi.rs"), "paygo_");
     assert!(h.len() >= 10, "parsed too few prototypes: {h:?}");
     assert_eq!(h, r);
 }
