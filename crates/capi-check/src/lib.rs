@@ -603,10 +603,10 @@ pub mod cc {
         for f in &fns {
             src.push_str(&format!("    reinterpret_cast<fn_t>(&{f}),\n"));
         }
-        src.push_str(
-            "};\nint main() {\n    for (unsigned k = 0; k < sizeof fns / sizeof *fns; k++)\n        \
-             if (fns[k] == 0) return 1;\n    return 0;\n}\n",
-        );
+        src.push_str("};\nint main() {\n");
+        src.push_str("    for (unsigned k = 0; k < sizeof fns / sizeof *fns; k++)\n");
+        src.push_str("        if (fns[k] == 0) return 1;\n");
+        src.push_str("    return 0;\n}\n");
         let stem = format!("cxx_link.{}", std::process::id());
         let cpp = out_dir.join(format!("{stem}.cpp"));
         std::fs::write(&cpp, src).unwrap_or_else(|e| panic!("writing {}: {e}", cpp.display()));

@@ -1,9 +1,10 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
-//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`) against `include/pagecache.h` and the
-//! crate's static library (`unload.c` loads the shared one with `dlopen`), runs them, and
-//! checks that the header also compiles as C++ (or says that check is skipped where no C++
-//! compiler is installed) and as pedantic C99, and that both libraries define every function
-//! the header declares. The libraries are built for the test by `capi_check::cc` (`cargo build
+//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`) against `include/pagecache.h`
+//! and the crate's static library (`unload.c` loads the shared one with `dlopen`), runs them,
+//! and checks that the header also compiles as pedantic C++ (or says that check is skipped
+//! where no C++ compiler is installed) and C99, that a C++ program links every function of it
+//! and `paygo.h`, that both libraries define every function the header declares, and that the
+//! shared one exports nothing else. The libraries are built for the test by `capi_check::cc` (`cargo build
 //! -p paygo-pagecache-c --lib`, in the test's own target directory and profile).
 
 use capi_check::cc;

@@ -1,7 +1,8 @@
 //! The C API from C: builds `tests/c/*.c` against `include/paygo.h` and the crate's static
 //! library (`unload.c` against its shared one), runs them, and checks that the header also
-//! compiles as C++ (or says that check is skipped where no C++ compiler is installed) and as
-//! pedantic C99, and that both libraries define every function the header declares. The
+//! compiles as pedantic C++ (or says that check is skipped where no C++ compiler is installed)
+//! and C99, that a C++ program links every function of it, that both libraries define every
+//! function the header declares, and that the shared one exports nothing else. The
 //! libraries are built for the test by `capi_check::cc` (`cargo build -p paygo-c --lib`, in the
 //! test's own target directory and profile).
 
