@@ -4,8 +4,8 @@
 //! and checks that the header also compiles as pedantic C++ (or says that check is skipped
 //! where no C++ compiler is installed) and C99, that a C++ program links every function of it
 //! and `paygo.h`, that both libraries define every function the header declares, and that the
-//! shared one exports nothing else. The libraries are built for the test by `capi_check::cc` (`cargo build
-//! -p paygo-pagecache-c --lib`, in the test's own target directory and profile).
+//! shared one exports nothing else. The libraries are built for the test by `capi_check::cc`
+//! (`cargo build -p paygo-pagecache-c --lib`, in the test's own target directory and profile).
 
 use capi_check::cc;
 use std::path::Path;
