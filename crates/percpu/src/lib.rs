@@ -9,6 +9,9 @@ mod cpu;
 pub mod membarrier;
 mod mode;
 mod percpu;
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub mod signals;
 /// The workspace's std-or-loom facade (used by the crates built on this one); not part of the
 /// public API.
 #[doc(hidden)]

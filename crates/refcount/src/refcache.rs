@@ -682,46 +682,6 @@ struct EpochThread {
     pid: u32,
 }
 
-/// Every signal blocked on the calling thread while the guard lives (the mask as it was once it
-/// is dropped): a thread started meanwhile inherits the full mask. Nothing under Miri, which
-/// has no signal masks.
-#[cfg(not(loom))]
-struct BlockSignals {
-    #[cfg(not(miri))]
-    old: libc::sigset_t,
-}
-
-#[cfg(not(loom))]
-impl BlockSignals {
-    fn new() -> Self {
-        #[cfg(not(miri))]
-        {
-            // SAFETY: `sigset_t` is plain data, filled by `sigfillset` before use; the masks
-            // are valid, writable sets, and `pthread_sigmask` only changes this thread's mask.
-            unsafe {
-                let mut all: libc::sigset_t = core::mem::zeroed();
-                let mut old: libc::sigset_t = core::mem::zeroed();
-                libc::sigfillset(&mut all);
-                libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-                BlockSignals { old }
-            }
-        }
-        #[cfg(miri)]
-        BlockSignals {}
-    }
-}
-
-#[cfg(not(loom))]
-impl Drop for BlockSignals {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask `new` saved, a valid set.
-        #[cfg(not(miri))]
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, core::ptr::null_mut());
-        }
-    }
-}
-
 impl RefCache {
     /// A live object on `slot` (just allocated), tagged with the slot's generation.
     fn object(&self, slot: u32) -> RefCacheObject {
@@ -800,7 +760,7 @@ impl RefCache {
         // mask), so that the program's process-directed signals (SIGINT, SIGALRM, ...) are
         // never handled on this thread of the library, which runs none of the program's code,
         // but on one of the program's threads (or stay pending), as the program expects.
-        let _no_signals = BlockSignals::new();
+        let _no_signals = percpu::signals::AllBlocked::new();
         let handle = std::thread::Builder::new()
             .name("refcache-epoch".into())
             .spawn(move || loop {

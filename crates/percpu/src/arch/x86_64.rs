@@ -230,11 +230,15 @@ fn init_own() -> bool {
     if !(-STATIC_TLS_SPAN..0).contains(&off) {
         return false;
     }
+    // The probe blocks every signal (see `signals`): the program's signals are not handled
+    // on a thread of this crate.
+    let no_signals = crate::signals::AllBlocked::new();
     let other = std::thread::Builder::new()
         .name("percpu-tls-probe".into())
         .spawn(own_offset)
         .ok()
         .and_then(|h| h.join().ok());
+    drop(no_signals);
     if other != Some(off) {
         return false;
     }
