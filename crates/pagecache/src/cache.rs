@@ -2681,14 +2681,43 @@ impl<C: RefCounter> CachedFileOf<C> {
 
     /// Writes the file's dirty pages back and frees every frame of it that nobody references
     /// (like `posix_fadvise(POSIX_FADV_DONTNEED)`). Returns how many frames were freed; pages
-    /// held by a [`PageRef`] or a concurrent read stay. Write-back errors leave that page
-    /// cached and dirty; the first is returned.
+    /// held by a [`PageRef`], a LODIC mapping or a concurrent read or write stay cached, and
+    /// those of them that are dirty are written back all the same, as [`CachedFileOf::sync`]
+    /// writes a page back (under a reference, waiting for a `sync` of the file in progress),
+    /// without its `fdatasync`. Write-back errors leave that page cached and dirty; the first
+    /// is returned (after the other pages were written back and dropped).
     pub fn drop_cache(&self) -> io::Result<usize> {
-        self.drop_from(0)
+        let mut held = Vec::new();
+        let dropped = self.drop_from(0, Some(&mut held));
+        if held.is_empty() {
+            return dropped;
+        }
+        // The dirty pages the drop could not free, written back as `sync` writes them: one
+        // sync of the file at a time (a sync that found a page clean because this pass took
+        // its bit must not return before this `pwrite`), and no length change meanwhile (no
+        // write-back with the length before a cut).
+        let f = &*self.state;
+        let _one = lock(&f.syncing);
+        let _resize = f.resize.read().unwrap_or_else(|e| e.into_inner());
+        held.sort_unstable();
+        held.dedup();
+        let mut first = None;
+        for page in held {
+            if let Some(slot) = f.slots.get(page) {
+                self.sync_slot(page, slot, &mut first);
+            }
+        }
+        match (dropped, first) {
+            (Err(e), _) | (Ok(_), Some(e)) => Err(e),
+            (Ok(n), None) => Ok(n),
+        }
     }
 
-    /// `drop_cache` of the pages from `from` on.
-    fn drop_from(&self, from: u64) -> io::Result<usize> {
+    /// `drop_cache` of the pages from `from` on. `held`: where to name the pages that stayed
+    /// cached and dirty (held, or never reclaimed by a scheme whose zero detection lags), for
+    /// `drop_cache` to write them back; `None` for a cut's drop, whose pages past the end are
+    /// clean.
+    fn drop_from(&self, from: u64, mut held: Option<&mut Vec<u64>>) -> io::Result<usize> {
         let c = &*self.cache;
         let f = &*self.state;
         let mut freed = 0;
@@ -2706,6 +2735,19 @@ impl<C: RefCounter> CachedFileOf<C> {
         let ours = |i: u32| -> bool {
             let m = &c.frames[i as usize].meta;
             m.file.load(Ordering::Relaxed) == f.id && !m.unfilled()
+        };
+        // Under the allocator lock: names in `held` the page of frame `i`, one of the file's
+        // that stays cached, if it is dirty. Relaxed: a hint of which pages to look at; the
+        // write-back takes the bit with `sync`'s ordering (a write that returned before the
+        // drop began set it before, so this load sees it).
+        let mut keep = |i: u32| {
+            let m = &c.frames[i as usize].meta;
+            if let Some(h) = held.as_deref_mut() {
+                let page = m.index.load(Ordering::Relaxed);
+                if ours(i) && page >= from && m.dirty.load(Ordering::Relaxed) {
+                    h.push(page);
+                }
+            }
         };
         let base = f.slots.base();
         let start = from.min(base.len() as u64) as usize;
@@ -2736,7 +2778,12 @@ impl<C: RefCounter> CachedFileOf<C> {
                 // Not reclaimed although unreferenced: a scheme whose zero detection lags.
                 if ours(i) && !c.scheme.is_referenced(c.obj(i)) {
                     retry.push(i);
+                } else {
+                    keep(i);
                 }
+            }
+            for &i in &done.busy {
+                keep(i);
             }
             batch.len = 0;
         });
@@ -2807,6 +2854,10 @@ impl<C: RefCounter> CachedFileOf<C> {
                 std::thread::yield_now();
                 a = lock(&c.alloc);
             }
+        }
+        // Frames the scheme never reclaimed in all the rounds stay cached too.
+        for &i in &retry {
+            keep(i);
         }
         drop(a);
         match first {
@@ -2907,7 +2958,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
         });
         // Nothing is dirty past the end, so nothing is written back here.
-        let dropped = self.drop_from(size.div_ceil(PAGE_SIZE as u64));
+        let dropped = self.drop_from(size.div_ceil(PAGE_SIZE as u64), None);
         match stuck {
             Some(e) => Err(e),
             None => dropped.map(|_| ()),

@@ -288,10 +288,11 @@ impl Gate {
         };
     }
 
-    fn at(&self, kind: pagecache::IoKind) {
+    /// Stalls here if the gate is armed for `kind`: whether it was (the I/O was this gate's).
+    fn at(&self, kind: pagecache::IoKind) -> bool {
         let mut s = self.st.lock().unwrap();
         if s.armed != Some(kind) {
-            return;
+            return false;
         }
         s.armed = None;
         s.reached = true;
@@ -299,6 +300,7 @@ impl Gate {
         while !s.open {
             s = self.cv.wait(s).unwrap();
         }
+        true
     }
 
     fn wait_reached(&self) {
@@ -314,25 +316,31 @@ impl Gate {
     }
 }
 
-/// Two last closes at once: the first handle's close is writing back (held at its
-/// `fdatasync`) when the file is opened again, written, and that handle closed too, its
-/// write-back held; the first close then ends. Until the second close has written its pages
-/// back, the file must stay listed, so that an open meanwhile shares the cached pages: a new
-/// state would read the disk, which lacks the write that returned before the open, and its
-/// own later writes could be overwritten by the held write-back.
+/// Two last closes at once: the first handle's close is writing back (held in its drop's
+/// write-back of a page another handle pinned) when the file is written again through that
+/// other handle, and that handle closed too, its write-back held; the first close then ends.
+/// Until the second close has written its pages back, the file must stay listed, so that an
+/// open meanwhile shares the cached pages: a new state would read the disk, which lacks the
+/// write that returned before the open, and its own later writes could be overwritten by the
+/// held write-back.
 #[test]
 fn an_open_during_two_overlapping_last_closes_sees_the_write_of_the_later_one() {
     use pagecache::IoKind;
     use std::sync::Arc;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = pattern_file(&dir, "f", 4 * 4096);
-    let (ds, wb) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
+    let (ds, wa, wb) = (
+        Arc::new(Gate::default()),
+        Arc::new(Gate::default()),
+        Arc::new(Gate::default()),
+    );
     let mut cfg = Config::new(8, "cas");
     cfg.fault = Some({
-        let (ds, wb) = (ds.clone(), wb.clone());
+        let (ds, wa, wb) = (ds.clone(), wa.clone(), wb.clone());
         Arc::new(move |ev: &pagecache::IoEvent<'_>| {
-            ds.at(ev.kind);
-            wb.at(ev.kind);
+            // One gate an I/O: the first close's write-back, let go by `wa`, must not stop
+            // at `wb`, armed meanwhile for the second close's.
+            let _ = ds.at(ev.kind) || wa.at(ev.kind) || wb.at(ev.kind);
             Ok(())
         })
     });
@@ -343,16 +351,23 @@ fn an_open_during_two_overlapping_last_closes_sees_the_write_of_the_later_one() 
         let t1 = s.spawn(move || first.close());
         ds.wait_reached();
         // The first close holds the file's sync lock in its `fdatasync`. A second handle
-        // writes page 1 and pins it (a leaked reference: no drop can write it back or free
-        // it), then closes: its sync waits for the first's.
+        // writes page 2 and pins it (a leaked reference: no drop can free it), so that the
+        // first close's drop writes it back, held there, with the sync lock, after it has
+        // dropped the other pages.
         let second = cache.open(&path).expect("open again");
+        second.write_at(b"pinned", 2 * 4096).expect("write");
+        core::mem::forget(second.page(2).expect("page"));
+        wa.arm(IoKind::WriteBack);
+        ds.open();
+        wa.wait_reached();
+        // Past the first close's drop: page 1, written now, is the second close's to write
+        // back. Its sync waits for the first close's write-back.
         second.write_at(b"written!", 4096 + 8).expect("write");
-        core::mem::forget(second.page(1).expect("page"));
         let t2 = s.spawn(move || second.close());
         // Let the second close reach its sync (the test passes spuriously if it did not).
         std::thread::sleep(std::time::Duration::from_millis(200));
         wb.arm(IoKind::WriteBack);
-        ds.open();
+        wa.open();
         t1.join()
             .expect("first close")
             .expect("first close's result");
