@@ -2446,7 +2446,6 @@ impl<C: RefCounter> CachedFileOf<C> {
 
     fn direct_read(&self, part: &mut [u8], at: u64) -> io::Result<()> {
         let f = &*self.state;
-        self.cache.direct.fetch_add(1, Ordering::Relaxed);
         self.cache.hook(IoKind::Direct, f, at, part.len())?;
         let mut done = 0;
         while done < part.len() {
@@ -2458,6 +2457,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
         }
         part[done..].fill(0);
+        // Counted once it read, as a direct write once it wrote.
+        self.cache.direct.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -145,7 +145,8 @@ pub struct Stats {
     pub evictions: u64,
     /// Dirty pages written back.
     pub write_backs: u64,
-    /// Reads and writes that went straight to a file because every frame was referenced.
+    /// Reads and writes that went straight to a file because every frame was referenced
+    /// (counted when they succeed).
     pub direct_ios: u64,
     /// Frames holding a page (or being filled) now; retired frames are not counted.
     pub resident: usize,

@@ -296,6 +296,46 @@ fn a_page_that_finds_every_frame_held_counts_no_direct_io() {
     drop(guard);
 }
 
+/// Direct I/O that fails (the fault hook refuses it, every frame being held) counts nothing in
+/// `Stats::direct_ios`, a read as a write: they did not go to the file. The same read and write
+/// count one each once they succeed.
+#[test]
+fn direct_io_that_fails_counts_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 4 * 4096;
+    let path = pattern_file(&dir, "held", len);
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut cfg = Config::new(1, "atomic");
+    cfg.fault = Some({
+        let fail = fail.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == IoKind::Direct && fail.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("injected direct error"));
+            }
+            Ok(())
+        })
+    });
+    let cache = pagecache::PageCacheOf::with_scheme(refcount::atomic::Atomic, &cfg).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let guard = file.page(0).expect("page");
+    let mut b = [0u8; 8];
+    let e = file
+        .read_at(&mut b, 2 * 4096)
+        .expect_err("the direct read fails");
+    assert!(e.to_string().contains("injected"), "{e}");
+    let e = file
+        .write_at(b"direct", 3 * 4096)
+        .expect_err("the direct write fails");
+    assert!(e.to_string().contains("injected"), "{e}");
+    assert_eq!(cache.stats().direct_ios, 0, "nothing went to the file");
+    fail.store(false, Ordering::SeqCst);
+    assert_eq!(file.read_at(&mut b, 2 * 4096).expect("read"), 8);
+    assert_eq!(b[0], pat(2 * 4096));
+    file.write_at(b"direct", 3 * 4096).expect("write");
+    assert_eq!(cache.stats().direct_ios, 2, "one read and one write");
+    drop(guard);
+}
+
 /// A page whose write-back fails at its file's last close is lost (the drop ignores errors),
 /// but its frame is not: the next eviction frees it. With two frames, both serve the next
 /// file at once.
