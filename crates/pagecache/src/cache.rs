@@ -2097,7 +2097,8 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// that is not a regular file (a FIFO, a socket, a device, whatever its open said) or is
     /// a file of a pseudo file system (procfs, sysfs and the like: their files are made when
     /// read, and their size is not their length), or `OutOfMemory` if the file's page table
-    /// (4 bytes a page at open, at most 4 MiB) cannot be allocated.
+    /// (4 bytes a page at open, at most 4 MiB), or its entry in the list of open files, cannot
+    /// be allocated.
     ///
     /// The cache takes the file's size at open and is its only writer from then on, as a
     /// database's buffer pool is. What others (other processes, or descriptors opened outside
@@ -2338,7 +2339,16 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// Reads up to `buf.len()` bytes at `offset`, like `pread`: fewer at the end of the file,
-    /// 0 at or past it.
+    /// 0 at or past it (and for an empty `buf`), with nothing read or counted.
+    ///
+    /// Errors: a fill's (the `pread` of a missed page and of the pages read ahead with it, the
+    /// fault hook's, `OutOfMemory` where the optimistic mode's fill buffer cannot be had); a
+    /// direct read's, where every frame is referenced (see [`Stats::direct_ios`]); `Other`
+    /// where a wait for a page gives up on a cache that a counting scheme's panic poisoned
+    /// (see the crate's documentation). A read over several pages that fails at one returns
+    /// the error, not a short count as `pread` would: the bytes of the pages before it are in
+    /// `buf`, and the rest of `buf` holds no byte of the file that was promised (in the
+    /// optimistic mode, a copy that a version change discarded may be left there).
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let n = self.readable(buf.len(), offset);
         if n == 0 {
@@ -2488,6 +2498,10 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// `RLIMIT_FSIZE` is read when a write is checked: a limit raised later is seen, but one
     /// lowered later below what was already checked is not, and the write-back of the pages
     /// past it then raises `SIGXFSZ`, as `pwrite` would.
+    ///
+    /// On a cache that a counting scheme's panic poisoned (see the crate's documentation), a
+    /// page whose wait gives up ends the write there as a fill's error does, with an `Other`
+    /// error.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         let f = &*self.state;
         let c = &*self.cache;
@@ -3048,8 +3062,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end
-    /// of the file (`UnexpectedEof`), a fill's error, or every frame referenced
-    /// (`OutOfMemory`).
+    /// of the file (`UnexpectedEof`), a fill's error, every frame referenced (`OutOfMemory`),
+    /// or `Other` where the wait for the page gives up on a cache that a counting scheme's
+    /// panic poisoned (see the crate's documentation).
     pub fn page(&self, index: u64) -> io::Result<PageRef<'_, C>> {
         let f = &*self.state;
         let len = self.len();

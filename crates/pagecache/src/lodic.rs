@@ -800,7 +800,9 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// load from mapped memory: bytes past the end of the file (in its last page, or in pages
     /// a [`CachedFileOf::set_len`] cut off) read as they are cached (zeros unless written; a
     /// mapping outlives cuts, where the kernel would raise `SIGBUS`). Errors: a range outside
-    /// the mapping (`InvalidInput`), a fill's error.
+    /// the mapping (`InvalidInput`, nothing read); those of [`CachedFileOf::read_at`] (a fill's,
+    /// a direct read's where every frame is referenced, a poisoned cache's `Other`), with the
+    /// bytes of the pages before in `buf`.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.check(offset, buf.len())?;
         let mut done = 0;
@@ -874,7 +876,7 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
 
     /// A held reference to mapped page `k` (relative to the mapping), filled. Errors: a page
     /// outside the mapping (`InvalidInput`), a fill's error, every frame referenced
-    /// (`OutOfMemory`).
+    /// (`OutOfMemory`), a poisoned cache's `Other` (as [`CachedFileOf::page`]).
     pub fn page(&self, k: u64) -> io::Result<MappedPage<'_, 'f, C>> {
         if k >= self.pages() {
             return Err(invalid(format!(

@@ -296,6 +296,49 @@ fn a_page_that_finds_every_frame_held_counts_no_direct_io() {
     drop(guard);
 }
 
+/// A read over three pages whose third page's fill fails returns that error (not a short
+/// count), with the two cached pages before it in the buffer, as `read_at`'s documentation
+/// says; in both read modes. The same read succeeds once the fill does.
+#[test]
+fn a_read_that_fails_at_a_later_page_returns_the_error_with_the_pages_before() {
+    for mode in [pagecache::Mode::Counting, pagecache::Mode::Optimistic] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let len = 4 * 4096;
+        let path = pattern_file(&dir, "f", len);
+        let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let mut cfg = Config::new(8, "atomic");
+        cfg.mode = mode;
+        cfg.fault = Some({
+            let fail = fail.clone();
+            Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+                if ev.kind == IoKind::Fill && ev.offset == 2 * 4096 && fail.load(Ordering::SeqCst) {
+                    return Err(std::io::Error::other("injected fill error"));
+                }
+                Ok(())
+            })
+        });
+        let cache =
+            pagecache::PageCacheOf::with_scheme(refcount::atomic::Atomic, &cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        // Pages 0 and 1 cached (read one by one, backwards: no readahead reaches page 2).
+        let mut b = [0u8; 1];
+        file.read_at(&mut b, 4096).expect("page 1");
+        file.read_at(&mut b, 0).expect("page 0");
+        let mut buf = vec![0u8; 3 * 4096];
+        let e = file
+            .read_at(&mut buf, 0)
+            .expect_err("the third page's fill fails");
+        assert!(e.to_string().contains("injected"), "{mode:?}: {e}");
+        assert!(
+            buf[..2 * 4096] == pattern(2 * 4096)[..],
+            "{mode:?}: the pages before"
+        );
+        fail.store(false, Ordering::SeqCst);
+        assert_eq!(file.read_at(&mut buf, 0).expect("read"), 3 * 4096);
+        assert!(buf == pattern(3 * 4096), "{mode:?}");
+    }
+}
+
 /// Direct I/O that fails (the fault hook refuses it, every frame being held) counts nothing in
 /// `Stats::direct_ios`, a read as a write: they did not go to the file. The same read and write
 /// count one each once they succeed.
