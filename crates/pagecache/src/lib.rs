@@ -81,11 +81,14 @@ pub struct IoEvent<'a> {
 /// returned as that I/O's error instead of issuing it (fault injection for tests). A panic of
 /// the hook is caught and taken as such an error.
 ///
-/// The hook runs inside the cache's own work: for write-backs, direct I/O and `set_len` under
-/// the cache's allocator lock, and for a fill while the page is marked as being filled. A
-/// hook that calls back into the same cache (a read or write of the page being filled, or any
-/// call that takes the allocator lock) can wait for ever; it should only decide, sleep, or
-/// count.
+/// The hook runs inside the cache's own work: for the write-backs of eviction and
+/// `drop_cache`'s freed pages, for direct I/O and for a cut's `set_len` under the cache's
+/// allocator lock; for the write-backs of `sync` (and of the held pages `drop_cache` writes
+/// back) under a reference to the page and the file's sync lock; for a growth's `set_len`
+/// under the file's length lock; and for a fill while the page is marked as being filled. A
+/// hook that calls back into the same cache (a read or write of the page being filled or
+/// written back, a `sync` of the file, or any call that takes the allocator lock) can wait
+/// for ever; it should only decide, sleep, or count.
 pub type FaultHook = Arc<dyn Fn(&IoEvent<'_>) -> io::Result<()> + Send + Sync>;
 
 /// What a cache is made with.
