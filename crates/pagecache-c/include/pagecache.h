@@ -290,9 +290,9 @@ int pagecache_sync(pagecache_file_t *file);
 
 /* Writes the file's dirty pages back and frees every frame of it that no concurrent read or
  * write holds (like posix_fadvise(POSIX_FADV_DONTNEED)): returns how many frames were freed
- * (>= 0). A held page stays cached, written back if dirty (without fdatasync). Errors: PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed), the first
- * failed write-back's -errno (that
- * page stays cached and dirty). */
+ * (>= 0). A held page stays cached, written back if dirty (without fdatasync). Errors:
+ * PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed), the first failed
+ * write-back's -errno (that page stays cached and dirty). */
 ssize_t pagecache_drop_cache(pagecache_file_t *file);
 
 /* The file's length in bytes (its size at open, grown by writes, set by pagecache_set_len),
