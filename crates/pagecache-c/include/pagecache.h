@@ -258,8 +258,10 @@ int pagecache_close(pagecache_file_t *file);
  * fewer than len at the end of the file and 0 at or past it. Errors: PAGECACHE_EINVAL (file is
  * NULL, buf is NULL with len > 0, len > SSIZE_MAX), PAGECACHE_EBADF (file is closed), a
  * fill's -errno (the pread of a missed page failed: the page is not cached, and the next read
- * tries again) or a direct read's (every frame was held). buf is written only up
- * to the number of bytes the file holds past offset. */
+ * tries again) or a direct read's (every frame was held). A read that fails at a later page
+ * returns, as pread(2), the bytes of the pages before it (fewer than len; a read at the rest
+ * then meets the error); an error means nothing was read. buf is written only up to the number
+ * of bytes the file holds past offset. */
 ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_t offset);
 
 /* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes
@@ -274,7 +276,9 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
  * is written), a fill's or a direct write's -errno (a direct write: every frame was held;
  * the write ends at that page: the pages before it are written and the length covers them,
  * and so does it cover the bytes of that page that a direct write's pwrite(2) wrote before it
- * failed, as the file's length does). The bytes reach the file by pagecache_sync, eviction,
+ * failed, as the file's length does; a write that so ends after writing some bytes returns
+ * their number, as pwrite(2), and a write of the rest then meets the error: an error means
+ * nothing was written). The bytes reach the file by pagecache_sync, eviction,
  * pagecache_drop_cache or pagecache_close. Only writes ending past what the file was checked
  * for (its size at open, then the pages of earlier checked writes) are checked, with
  * getrlimit(2) and lseek(2); RLIMIT_FSIZE lowered below what was already checked is not seen,

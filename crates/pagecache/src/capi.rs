@@ -381,7 +381,8 @@ unsafe fn io_args(
 /// Reads up to `len` bytes at `offset` into `buf`, like `pread`: the number of bytes read
 /// (fewer at the end of the file, 0 at or past it), or a negative error: `PAGECACHE_EINVAL`
 /// (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`), `PAGECACHE_EBADF` (a
-/// closed handle), a fill's or a direct read's (every frame held) `-errno`.
+/// closed handle), a fill's or a direct read's (every frame held) `-errno`. A read that fails
+/// at a later page returns the bytes of the pages before it, as `pread`.
 ///
 /// # Safety
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is
@@ -428,12 +429,13 @@ pub unsafe extern "C" fn pagecache_read_at(
 }
 
 /// Writes `len` bytes of `buf` at `offset` through the cache (the pages are filled first,
-/// then marked dirty; the file grows when the range ends past it): `len`, or a negative error:
-/// `PAGECACHE_EINVAL` (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`,
+/// then marked dirty; the file grows when the range ends past it): `len` (fewer where a page's
+/// fill or direct write failed after earlier bytes were written, as `pwrite`), or a negative
+/// error: `PAGECACHE_EINVAL` (a null handle, a null `buf` with `len > 0`, `len > SSIZE_MAX`,
 /// `offset + len` above 2^63 - 1), `PAGECACHE_EBADF` (a closed handle), `-EACCES` on a file
-/// opened read-only, `PAGECACHE_EFBIG` (a
-/// write the file cannot hold: past the largest file of its file system or past
-/// `RLIMIT_FSIZE`; nothing written), a fill's or write's `-errno`. `len` 0 returns 0.
+/// opened read-only, `PAGECACHE_EFBIG` (a write the file cannot hold: past the largest file of
+/// its file system or past `RLIMIT_FSIZE`; nothing written), a fill's or write's `-errno`.
+/// `len` 0 returns 0.
 ///
 /// # Safety
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is
