@@ -4,8 +4,9 @@
 //! through the collector), a value whose `Drop` gives up the last `Weak` to itself, the
 //! unique-owner calls with `Weak`s around, a `Clone` that panics in `make_mut`, a value that is
 //! not `Sync` dropped by the collector on another thread, the unique-owner calls against
-//! another thread's plain reads with nothing else ordering them, and the calls that take out a
-//! value holding a `Weak` to itself. Run under Miri by `.ci/miri`.
+//! another thread's plain reads with nothing else ordering them, the calls that take out a
+//! value holding a `Weak` to itself, and every kind of reference used at once from two threads.
+//! Run under Miri by `.ci/miri`.
 
 use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::affinity::{migrate, unpin};
@@ -623,4 +624,122 @@ fn calls_that_take_out_a_value_holding_a_weak_to_itself() {
         assert_eq!(drops.load(Ordering::SeqCst), expected, "{how}");
         assert_eq!(d.arcs_alive(), 0, "{how}");
     }
+}
+
+/// Two threads use one value through every kind of reference at once, each with its own `Arc`
+/// and `Weak`: clones, raw pointers (`into_raw` and `decrement_strong_count`), upgrades,
+/// `make_mut`, `get_mut`, `try_unwrap` (the value put back in a new `Arc`), fresh `Weak`s and
+/// strong counts, in an order that differs between the threads and moves them between CPUs.
+/// No write through `get_mut`, `make_mut` or `try_unwrap` overlaps a read of the same value
+/// (Miri's race detector sees any), every value read is whole (its two fields agree), and
+/// every value made (by `new`, or cloned by `make_mut`) is dropped exactly once.
+#[test]
+fn every_kind_of_reference_used_at_once_from_two_threads() {
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+    struct Pair {
+        a: u64,
+        b: u64,
+    }
+    impl Pair {
+        fn new(n: u64) -> Self {
+            MADE.fetch_add(1, Ordering::SeqCst);
+            Pair { a: n, b: n }
+        }
+        fn check(&self) {
+            assert_eq!(self.a, self.b, "a value read while it was written");
+        }
+        fn write(&mut self) {
+            self.check();
+            self.a += 1;
+            self.b += 1;
+        }
+    }
+    impl Clone for Pair {
+        fn clone(&self) -> Self {
+            self.check();
+            Pair::new(self.a)
+        }
+    }
+    impl Drop for Pair {
+        fn drop(&mut self) {
+            self.check();
+            DROPPED.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = small_domain();
+    let root = Arc::new_in(Pair::new(0), d);
+    // Where the threads meet again after `make_mut` or `try_unwrap` gave each its own value.
+    let slot = leak(std::sync::Mutex::new(Some(root.clone())));
+    let workers: Vec<_> = (0..2usize)
+        .map(|t| {
+            let mut mine = root.clone();
+            let mut w = Arc::downgrade(&root);
+            std::thread::spawn(move || {
+                for i in 0..reps(20_000) {
+                    if i % 16 == 0 {
+                        let _ = migrate(i / 16 + t);
+                    }
+                    match (i * 5 + t * 3) % 7 {
+                        0 => mine.clone().check(),
+                        1 => {
+                            let p = Arc::into_raw(mine.clone());
+                            // SAFETY: `p` holds the reference `into_raw` moved into it, given
+                            // back once below.
+                            unsafe {
+                                (*p).check();
+                                Arc::decrement_strong_count(p);
+                            }
+                        }
+                        2 => {
+                            if let Some(u) = w.upgrade() {
+                                u.check();
+                            }
+                        }
+                        3 => Arc::make_mut(&mut mine).write(),
+                        4 => {
+                            if let Some(v) = Arc::get_mut(&mut mine) {
+                                v.write();
+                            }
+                        }
+                        5 => {
+                            mine = match Arc::try_unwrap(mine) {
+                                Ok(mut v) => {
+                                    v.write();
+                                    Arc::new_in(v, d)
+                                }
+                                Err(m) => m,
+                            }
+                        }
+                        _ => {
+                            let mut shared = slot.lock().unwrap();
+                            let there = shared.as_mut().expect("taken out only at the end");
+                            if i % 2 == 0 {
+                                core::mem::swap(there, &mut mine);
+                            } else {
+                                mine = there.clone();
+                            }
+                            drop(shared);
+                            w = Arc::downgrade(&mine);
+                            assert!(Arc::strong_count(&mine) >= 1);
+                        }
+                    }
+                }
+                unpin();
+                mine.check();
+            })
+        })
+        .collect();
+    drop(root);
+    for h in workers {
+        h.join().unwrap();
+    }
+    drop(slot.lock().unwrap().take());
+    collect(d);
+    assert_eq!(d.arcs_alive(), 0);
+    assert_eq!(
+        DROPPED.load(Ordering::SeqCst),
+        MADE.load(Ordering::SeqCst),
+        "every value made is dropped once"
+    );
 }
