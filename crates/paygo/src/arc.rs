@@ -993,7 +993,9 @@ impl<T: ?Sized> Arc<T> {
     /// leaves the pointer holding its reference, and [`Arc::into_raw`] of it takes no lock.
     /// Unlike `std`'s, a borrowed `Arc` given to `get_mut` or `make_mut` (which change no
     /// count in `std`) takes the pointer's reference to a CPU's table: forgotten then, it leaks
-    /// the value, and the pointer holds no reference (its next `from_raw` may panic).
+    /// the value, and the pointer holds no reference any more, so that a later `from_raw` of it
+    /// breaks the contract below (in practice it panics, or it takes over another pointer's
+    /// reference).
     ///
     /// # Safety
     /// `ptr` was returned by `Arc::<T>::into_raw` (or counted again by
