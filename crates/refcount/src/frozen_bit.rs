@@ -27,11 +27,13 @@
 //!   increment back with a `compare_exchange` loop that only ever goes from a frozen word with
 //!   a non-zero count to that word minus one: the count bits of a frozen word hold nothing
 //!   but failed increments, and a plain `fetch_sub` could instead be the decrement that takes
-//!   a reference from the object's next life after a reinit. The patch makes one best-effort
-//!   `compare_exchange(result -> gen | FROZEN)`, which loses whenever another get added in
-//!   between: under a schedule where every one loses, failed increments would pile up through
-//!   `FROZEN` into the generation and leave the dead object live. Here they never outnumber
-//!   the failed gets in flight. A live object whose count the
+//!   a reference from the object's next life after a reinit. The patch's RFC made one
+//!   best-effort `compare_exchange(result -> gen | FROZEN)`, which loses whenever another get
+//!   added in between: under a schedule where every one loses, failed increments would pile up
+//!   through `FROZEN` into the generation and leave the dead object live. The patch as posted
+//!   on 26 February 2026 ("mm: improve folio refcount scalability", whose changes since the RFC
+//!   say "Replace single CAS with CAS loop in failure path") loops instead. Here failed
+//!   increments never outnumber the failed gets in flight. A live object whose count the
 //!   increment took past [`MAX_COUNT`] refuses the get and takes the increment back too (see
 //!   *Limit*).
 //! * `put` is dec-and-test: `fetch_sub(1)`; if the count reaches 0 (possible only after the owner
@@ -110,8 +112,8 @@ pub(crate) enum Bug {
     /// v4 `cmpxchg(0 -> FROZEN)` did: no generation.
     NoGeneration,
     /// A get refused at the limit makes one best-effort exchange to take its increment back
-    /// and refuses whether or not it succeeded (the patch's best-effort reset, on the live
-    /// word).
+    /// and refuses whether or not it succeeded (the best-effort reset of the patch's RFC, on
+    /// the live word).
     LimitTakeBackOnce,
     /// A get that fails on a frozen word takes its increment back with a plain `fetch_sub`,
     /// whatever the word is by then.
