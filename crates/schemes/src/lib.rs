@@ -35,7 +35,9 @@ pub struct SchemeInfo {
 /// Settings that some schemes take.
 #[derive(Clone, Debug)]
 pub struct SchemeConfig {
-    /// Epoch length of schemes with a background thread, in microseconds.
+    /// Epoch length of schemes with a background thread, in microseconds. Not 0: `refcache`
+    /// refuses an epoch of 0 ([`try_visit`] returns the error, of kind
+    /// [`InvalidInput`](std::io::ErrorKind::InvalidInput)).
     pub epoch_us: u64,
 }
 
@@ -78,7 +80,8 @@ macro_rules! registry {
 
         /// Makes the scheme called `name` with `cfg` and runs `v` with it: `None` if there is
         /// no such scheme, `Some(Err)` if it could not be made (`refcache` when its caches
-        /// cannot be allocated or its epoch thread cannot be started, see
+        /// cannot be allocated or its epoch thread cannot be started, or when `cfg.epoch_us` is
+        /// 0, of kind [`InvalidInput`](std::io::ErrorKind::InvalidInput), see
         /// [`RefCache::try_with_config`](refcount::refcache::RefCache::try_with_config);
         /// `paygo` when its domain's tables cannot be allocated: of kind
         /// [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)), and then `v` does not run.

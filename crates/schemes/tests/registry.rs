@@ -85,3 +85,19 @@ fn a_scheme_that_cannot_be_made_is_an_error_of_try_visit() {
         },
     );
 }
+
+/// An epoch of 0 microseconds: `refcache` is not made (`try_visit` returns its error, of kind
+/// `InvalidInput`, and does not run the visitor; `visit` panics with it), and a scheme without
+/// epochs is made as before.
+#[test]
+fn an_epoch_of_0_is_an_error_of_try_visit() {
+    let cfg = SchemeConfig { epoch_us: 0 };
+    let e = schemes::try_visit("refcache", &cfg, Name)
+        .expect("a registered scheme")
+        .expect_err("an epoch of 0");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().starts_with("refcache: an epoch of 0"), "{e}");
+    assert!(std::panic::catch_unwind(|| schemes::visit("refcache", &cfg, Name)).is_err());
+    let made = schemes::try_visit("atomic", &cfg, Name).expect("a registered scheme");
+    assert_eq!(made.expect("made"), "atomic");
+}
