@@ -144,7 +144,9 @@ pub(crate) fn reserve_free_list(
 /// Bytes a scheme uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Memory {
-    /// State shared by all objects (per-CPU tables, caches, queues).
+    /// State shared by all objects (per-CPU tables, caches, queues), and what a scheme has
+    /// allocated for objects that no live object holds (the slots of an arena's chunk not
+    /// handed out yet or given back: `percpu-ref`, `sloppy`, `refcache`).
     pub shared: usize,
     /// Per-object state: the inline size of each object's [`RefCounter::Object`] plus what it
     /// owns on the heap, summed over the objects asked about.

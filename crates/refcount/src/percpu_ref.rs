@@ -67,7 +67,10 @@
 //!
 //! [`RefCounter::try_reclaim_many`] kills every object of the batch first and pays one fence.
 //!
-//! Memory: 8 bytes per CPU per object in the arena plus the object header.
+//! Memory: 8 bytes per CPU per object in the arena plus the object header. The arena allocates
+//! its words a chunk of 512 slots at a time (see *Limit*): [`RefCounter::memory`] counts the
+//! words of the slots no live object holds (not handed out yet, or given back by a drop) in its
+//! shared bytes.
 //!
 //! Limit: all the words wrap (mod 2⁶⁴) and the count is read from them as an `i64`, so it is
 //! exact up to 2⁶³ − 1 references (leaked ones included), and `BIAS` (2⁶³) is never mistaken
@@ -220,18 +223,17 @@ impl CpuSlots {
         self.cpus
     }
 
-    /// Bytes of the arena that are not per-object words (the chunk table, and the free list's
-    /// room for every slot handed out).
+    /// Bytes of the arena that are not a live object's words: the chunk table, the free list's
+    /// room for every slot handed out, and the words of the slots of the chunks made that no
+    /// live object holds (never handed out yet, or given back by a drop).
     pub(crate) fn overhead(&self) -> usize {
-        let free = self
-            .free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .free
-            .capacity();
+        let f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let made = self.chunks.iter().filter(|c| c.get().is_some()).count();
+        let live = f.next as usize - f.free.len();
         core::mem::size_of::<Self>()
             + self.chunks.len() * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
-            + free * core::mem::size_of::<u32>()
+            + f.free.capacity() * core::mem::size_of::<u32>()
+            + (made * CHUNK - live) * self.cpus * core::mem::size_of::<AtomicU64>()
     }
 }
 

@@ -107,7 +107,9 @@
 //!   two objects ever have the same tag. The slab holds at most 2²² objects at a time, and
 //!   allocates its cores a chunk of 512 at a time, at the first object of the chunk, with room
 //!   in its free list for every slot handed out: `new_object` aborts the process where either
-//!   allocation fails, `try_new_object` returns an `OutOfMemory` error.
+//!   allocation fails, `try_new_object` returns an `OutOfMemory` error. [`RefCounter::memory`]
+//!   counts the cores of the chunks made that no object holds (not handed out yet, or given
+//!   back by a drop) in its shared bytes; a retired slot's core it counts nowhere.
 //!
 //! # An object used through another instance
 //!
@@ -1223,17 +1225,20 @@ fn fence_all(own: &Arc<Shared>, objs: &[Pin<&RefCacheObject>]) {
 }
 
 impl Shared {
-    /// The slab's chunk table and its free list's room for every slot handed out.
+    /// The slab's chunk table, its free list's room for every slot handed out, and the cores
+    /// of the chunks made that no object holds (never handed out yet, or given back by a drop).
     fn chunks_overhead(&self) -> usize {
-        let free = self
+        let f = self.cores.free.lock().unwrap_or_else(|e| e.into_inner());
+        let made = self
             .cores
-            .free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .1
-            .capacity();
+            .chunks
+            .iter()
+            .filter(|c| c.get().is_some())
+            .count();
+        let held = f.0 as usize - f.1.len();
         self.cores.chunks.len() * core::mem::size_of::<OnceLock<Box<[Core]>>>()
-            + free * core::mem::size_of::<u32>()
+            + f.1.capacity() * core::mem::size_of::<u32>()
+            + (made * CHUNK - held) * core::mem::size_of::<Core>()
     }
 }
 

@@ -41,7 +41,9 @@
 //! `read_all` reads `central` then the spares, so it is exact when nothing runs concurrently and
 //! never below the true count while the object is being reclaimed: [`Precision::Exact`].
 //!
-//! Memory: 8 bytes per CPU per object in the arena, plus the object header.
+//! Memory: 8 bytes per CPU per object in the arena, plus the object header. [`RefCounter::memory`]
+//! counts the words of the arena's slots that no live object holds in its shared bytes, as
+//! `percpu-ref`'s.
 //!
 //! Limit: `central` and the spares are `i64`s and every spare is also counted in `central`, so
 //! the count is exact up to 2⁶³ − 1 references (leaked ones included): centuries of gets at
