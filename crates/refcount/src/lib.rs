@@ -328,6 +328,12 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// succeeds until [`Self::reinit`]. On failure the object is live and unchanged.
     ///
     /// Calling it on a dead object returns `false`.
+    ///
+    /// # Panics
+    /// Where the scheme's fence cannot be had: `sloppy`, `percpu-ref` and `refcache` fence with
+    /// `membarrier` on the rseq path, `brc` with `membarrier` where it is registered, and panic
+    /// if the call keeps failing (100 tries; `ENOMEM` where the kernel cannot allocate its CPU
+    /// mask). The object is then as after a failed reclaim: live and unchanged.
     fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool;
 
     /// `try_reclaim` on each object, writing the outcome of `objs[i]` to `out[i]`, and returning
@@ -335,7 +341,8 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// fence once per batch.
     ///
     /// # Panics
-    /// If `objs` and `out` differ in length.
+    /// If `objs` and `out` differ in length; as [`Self::try_reclaim`] where the fence cannot be
+    /// had (every object of the batch then live and unchanged).
     fn try_reclaim_many(&self, objs: &[Pin<&Self::Object>], out: &mut [bool]) -> usize {
         assert_eq!(
             objs.len(),
