@@ -514,8 +514,8 @@ impl<C: RefCounter> Objects<C> {
 /// assert_eq!(scheme.read_all(objs.get(0)), 0);
 /// ```
 ///
-/// `Send` whenever the scheme's token is, so it may be dropped on another thread (PAYGO then takes its anchor
-/// path).
+/// `Send` whenever the scheme's token is, so it may be dropped on another thread (PAYGO then
+/// takes its anchor path).
 pub struct Ref<'a, C: RefCounter> {
     scheme: &'a C,
     obj: Pin<&'a C::Object>,
