@@ -179,8 +179,9 @@ impl Memory {
 /// ```
 ///
 /// `&self` is the scheme's shared state; each counted object embeds a [`Self::Object`].
-/// Every method takes the object pinned: a scheme may record its address (PAYGO and RefCache
-/// key per-CPU tables by it), so it must not move while referenced.
+/// Every method takes the object pinned: a scheme may record its address (PAYGO keys its per-CPU
+/// tables by it; `refcache` keys its caches by a slot number the object carries instead), so it
+/// must not move while referenced.
 pub trait RefCounter: Send + Sync + Sized + 'static {
     /// Per-object state.
     type Object: Send + Sync;

@@ -492,3 +492,23 @@ fn memory_counts_the_cores_no_object_holds() {
         "a dropped object's core stays allocated, unused"
     );
 }
+
+/// An object's cached deltas are found by the slot its object carries, not by its address: an
+/// object moved (it is `Unpin`) with a reference cached in a way (leaked, so that no token
+/// names the old address) still counts it at its new address, and no reclaim succeeds under it.
+#[test]
+fn a_moved_object_keeps_its_cached_count() {
+    let s = manual(4, i32::MAX as i64);
+    let a = Box::new(s.new_object());
+    let _leaked = s.try_get(core::pin::Pin::new(&*a)).expect("live");
+    let b = *a;
+    let o = core::pin::Pin::new(&b);
+    assert_eq!(s.read_all(o), 1, "the cached delta at the new address");
+    assert!(!s.try_reclaim(o), "reclaimed under the leaked reference");
+    let t = s.try_get(o).expect("live");
+    assert_eq!(s.read_all(o), 2);
+    s.put(o, t);
+    s.run_epoch();
+    assert_eq!(s.global_count(o), 1, "the flush found the delta");
+    assert!(!s.try_reclaim(o));
+}
