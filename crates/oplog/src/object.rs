@@ -183,11 +183,20 @@ impl<L: Log> Domain<L> {
     }
 
     /// Bytes of the logger caches allocated so far (not counting what the logs own on the
-    /// heap).
+    /// heap): the domain's header in its `Arc`, one CPU slot per possible CPU (each padded to
+    /// its own cache lines) and the tables made.
     pub fn memory(&self) -> usize {
         let per = self.ways * core::mem::size_of::<Way<L>>();
-        core::mem::size_of::<Self>()
-            + self.caches.len() * core::mem::size_of::<Table<L>>()
+        // The `Arc`'s block: its two counts, then the domain.
+        let header = core::alloc::Layout::new::<[usize; 2]>()
+            .extend(core::alloc::Layout::new::<Self>())
+            .map_or(0, |(l, _)| l.pad_to_align().size());
+        // A slot of `PerCpu`: the value beside the slot's lock, cache-padded (the layout of
+        // percpu's private `Slot`; `tests/memory.rs` checks the sum against the allocator).
+        let slot =
+            core::mem::size_of::<crossbeam_utils::CachePadded<(std::sync::Mutex<()>, Table<L>)>>();
+        header
+            + self.caches.len() * slot
             + self.caches.iter().filter(|c| c.allocated()).count() * per
     }
 
