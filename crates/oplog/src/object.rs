@@ -1156,6 +1156,15 @@ impl<L: Log> Object<L> {
     /// if the log's [`Log::apply`] (an [`Op::exec`](crate::Op::exec)) panics. (The drops of objects
     /// whose last handles the updates dropped run when the guard is dropped: see
     /// [`SyncGuard`].)
+    ///
+    /// # Aborts
+    /// Where the list of the logs it gathers cannot grow (a few words per log, allocated as
+    /// the logs are found), as a failed allocation does; so does the [`Log::apply`] of the
+    /// logs in this crate where the batch it merges them into cannot be allocated. The logs
+    /// were moved out of their ways by then: the call has no error to return, and the updates
+    /// would be lost. The same holds for [`Object::try_synchronize`], [`Object::into_inner`],
+    /// the drop of an object (which also records a drop deferred during an apply in a small
+    /// allocation), and a `log` that evicts or passes the bound (see [`Object::log`]).
     pub fn synchronize(&self) -> SyncGuard<'_, L> {
         let core = self.core();
         core.guard(core.lock_target())
@@ -1165,6 +1174,9 @@ impl<L: Log> Object<L> {
     /// locked.
     ///
     /// # Panics
+    /// As [`Object::synchronize`].
+    ///
+    /// # Aborts
     /// As [`Object::synchronize`].
     pub fn try_synchronize(&self) -> Option<SyncGuard<'_, L>> {
         let core = self.core();
@@ -1232,6 +1244,9 @@ impl<L: Log> Object<L> {
     /// If a [`SyncGuard`] of this object was forgotten: the structure stays locked for ever
     /// (the object is then leaked, as its drop does). As [`Object::synchronize`] if the object
     /// is poisoned or the apply panics.
+    ///
+    /// # Aborts
+    /// As [`Object::synchronize`].
     pub fn into_inner(self) -> L::Target
     where
         L::Target: Default,
