@@ -92,6 +92,38 @@ fn read_races_two_cpus() {
     });
 }
 
+/// Two threads log on one CPU's slot, as a thread that read its CPU and then migrated away
+/// does beside the thread that now runs there (both take that CPU's way, one after the other,
+/// whichever CPU they run on), while a reader on the other CPU synchronizes: the read is the
+/// model after a prefix of the stamp order, the stamps are distinct, and the final structure
+/// is the model after all of them.
+#[test]
+fn loom_two_threads_logging_on_one_cpu_see_a_prefix_of_the_stamp_order() {
+    model(|| {
+        let d = Domain::<SetLog<false, false>>::with_config(1, 64);
+        let s = Arc::new(OpSet::<false, false>::new(&d));
+        let logger = |ops: [SetOp; 2]| {
+            let s = s.clone();
+            thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                ops.map(|op| (s.update(op), op)).to_vec()
+            })
+        };
+        let a = logger([SetOp::Insert(1), SetOp::Remove(2)]);
+        let b = logger([SetOp::Insert(2), SetOp::Remove(1)]);
+        percpu::loom_set_cpu(1);
+        let read: BTreeSet<u64> = s.object().synchronize().clone();
+        let mut ops: Vec<(Stamp, SetOp)> = a.join().unwrap();
+        ops.extend(b.join().unwrap());
+        let mut stamps: Vec<Stamp> = ops.iter().map(|o| o.0).collect();
+        stamps.sort();
+        stamps.dedup();
+        assert_eq!(stamps.len(), 4, "stamps of one slot repeat: {ops:?}");
+        let model = assert_prefix(&read, ops);
+        assert_eq!(*s.object().synchronize(), model);
+    });
+}
+
 /// A reference taken (and kept) is never reclaimed.
 #[test]
 fn loom_reclaim_never_misses_a_reference() {
