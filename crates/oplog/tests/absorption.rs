@@ -34,7 +34,7 @@ where
                 max_len = max_len.max(logs.iter().map(|l| l.len()).sum());
             }
             None => {
-                let taken = logs.iter_mut().map(core::mem::take).collect();
+                let taken = logs.iter_mut().map(L::take).collect();
                 L::apply(taken, target);
             }
         }
