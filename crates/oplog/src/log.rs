@@ -164,9 +164,11 @@ pub trait Log: Default + Send + 'static {
 
     /// Global absorption: `batch` holds every pending entry of every CPU, merged in timestamp
     /// order; remove the entries whose effects cancel (an insert followed by the remove of the
-    /// same element). The `apply` of the logs in this crate calls it once per synchronize,
-    /// before executing the batch; the default keeps everything. (The paper calls it once per
-    /// operation; seeing the whole batch lets it look ahead, which cancelling an insert needs.)
+    /// same element). The `apply` of [`OpVec`], and that of the set's and the paired logs' with
+    /// global absorption switched on, calls it once per synchronize, before executing the batch
+    /// (the counter's log holds no entries, and the others' without global absorption do not
+    /// call it); the default keeps everything. (The paper calls it once per operation; seeing
+    /// the whole batch lets it look ahead, which cancelling an insert needs.)
     fn try_absorb(batch: &mut Vec<Entry<Self::Op>>) {
         let _ = batch;
     }
