@@ -75,25 +75,36 @@ pub mod header {
             .collect()
     }
 
+    /// The prototypes of functions named `prefix...` in `flat` (a header without comments, on
+    /// one line): each function's name, the declaration's text before the name and the text
+    /// between its parentheses. Typedefs are left out.
+    fn prototypes<'a>(
+        flat: &'a str,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (String, &'a str, &'a str)> + 'a {
+        flat.split(';').filter_map(move |decl| {
+            let open = decl.find(prefix)?;
+            let name_end = open + decl[open..].find('(')?;
+            let name = decl[open..name_end].trim().to_string();
+            if name.contains(' ') || decl.contains("typedef") {
+                return None;
+            }
+            Some((name, &decl[..open], &decl[name_end + 1..decl.rfind(')')?]))
+        })
+    }
+
     /// `name -> number of parameters` of the header's prototypes of functions named
     /// `prefix...`.
     pub fn functions(h: &str, prefix: &str) -> BTreeMap<String, usize> {
         let flat = strip_comments(h).replace('\n', " ");
-        flat.split(';')
-            .filter_map(|decl| {
-                let open = decl.find(prefix)?;
-                let name_end = open + decl[open..].find('(')?;
-                let name = decl[open..name_end].trim().to_string();
-                if name.contains(' ') || decl.contains("typedef") {
-                    return None;
-                }
-                let params = &decl[name_end + 1..decl.rfind(')')?];
+        prototypes(&flat, prefix)
+            .map(|(name, _, params)| {
                 let n = if params.trim() == "void" {
                     0
                 } else {
                     params.split(',').count()
                 };
-                Some((name, n))
+                (name, n)
             })
             .collect()
     }
@@ -193,16 +204,10 @@ pub mod header {
         aliases: &[(&str, &str)],
     ) -> BTreeMap<String, Signature> {
         let flat = strip_comments(h).replace('\n', " ");
-        flat.split(';')
-            .filter_map(|decl| {
-                let open = decl.find(prefix)?;
-                let name_end = open + decl[open..].find('(')?;
-                let name = decl[open..name_end].trim().to_string();
-                if name.contains(' ') || decl.contains("typedef") {
-                    return None;
-                }
+        prototypes(&flat, prefix)
+            .filter_map(|(name, before, params)| {
                 // The return type: the type words just before the name.
-                let before: Vec<&str> = decl[..open].split_whitespace().collect();
+                let before: Vec<&str> = before.split_whitespace().collect();
                 let is_type_word = |w: &str| {
                     w.chars()
                         .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*')
@@ -213,7 +218,6 @@ pub mod header {
                     .rposition(|w| !is_type_word(w))
                     .map_or(0, |k| k + 1);
                 let ret = c_type(&before[k..].join(" "), aliases, false)?;
-                let params = &decl[name_end + 1..decl.rfind(')')?];
                 let params = params
                     .split(',')
                     .filter_map(|p| c_type(p, aliases, true))

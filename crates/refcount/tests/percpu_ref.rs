@@ -156,34 +156,9 @@ fn read_all_never_sees_the_bias_of_a_resurrection() {
 }
 
 /// The arena's words are allocated a chunk of 512 slots at a time: those of the slots no live
-/// object holds (never handed out yet, or given back by a drop) are the scheme's shared bytes,
-/// so that shared plus per-object bytes of every live object is at least the chunks made.
+/// object holds are the scheme's shared bytes.
 #[test]
 fn memory_counts_the_arena_words_no_object_holds() {
-    let s = PercpuRef::new();
     let words = 8 * percpu::possible_cpus();
-    let before = s.memory(&mut core::iter::empty()).shared;
-    let objs = Objects::new(&s, 3);
-    let m = s.memory(&mut objs.iter());
-    assert!(
-        m.shared - before >= (512 - 3) * words,
-        "a chunk of 512 slots of {words} bytes made for three objects: the shared bytes grew \
-         by {}",
-        m.shared - before
-    );
-    // The free list has room for four slots since the third (it grows by doubling): a fourth
-    // object allocates nothing, and its words leave the unused ones.
-    let fourth = Objects::new(&s, 1);
-    let shared = s.memory(&mut core::iter::empty()).shared;
-    assert_eq!(
-        shared + words,
-        m.shared,
-        "the fourth object's words left the shared bytes"
-    );
-    drop(fourth);
-    assert_eq!(
-        s.memory(&mut core::iter::empty()).shared,
-        m.shared,
-        "a dropped object's words stay allocated, unused"
-    );
+    refcount::conformance::arena_parts_no_object_holds_are_shared(&PercpuRef::new(), words);
 }
