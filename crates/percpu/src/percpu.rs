@@ -685,6 +685,10 @@ impl<T> PerCpu<T> {
     /// read the new values). rseq path: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)`,
     /// which aborts in-flight sections; fallback: takes and releases every slot lock in turn
     /// (the release of each pairs with the acquire by the next section on that slot).
+    ///
+    /// # Panics
+    /// On the rseq path, as [`crate::membarrier::rseq_fence`]: if `membarrier` keeps failing
+    /// (for want of memory, 100 tries). Nothing is fenced then.
     pub fn fence(&self) {
         if self.rseq_ok(0) {
             crate::membarrier::rseq_fence();
