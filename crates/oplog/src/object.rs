@@ -191,12 +191,9 @@ impl<L: Log> Domain<L> {
         let header = core::alloc::Layout::new::<[usize; 2]>()
             .extend(core::alloc::Layout::new::<Self>())
             .map_or(0, |(l, _)| l.pad_to_align().size());
-        // A slot of `PerCpu`: the value beside the slot's lock, cache-padded (the layout of
-        // percpu's private `Slot`; `tests/memory.rs` checks the sum against the allocator).
-        let slot =
-            core::mem::size_of::<crossbeam_utils::CachePadded<(std::sync::Mutex<()>, Table<L>)>>();
+        // `tests/memory.rs` checks the sum against the allocator.
         header
-            + self.caches.len() * slot
+            + self.caches.slot_bytes()
             + self.caches.iter().filter(|c| c.allocated()).count() * per
     }
 

@@ -421,6 +421,13 @@ impl<T> PerCpu<T> {
         self.slots.len()
     }
 
+    /// The bytes allocated for the slots: each holds its value beside the slot's lock, padded
+    /// to its own cache lines (128 bytes on x86-64 for a value of up to 64 bytes less the
+    /// lock). The `PerCpu` itself, where it is embedded, is not counted.
+    pub fn slot_bytes(&self) -> usize {
+        self.slots.len() * core::mem::size_of::<CachePadded<Slot<T>>>()
+    }
+
     /// Always false: a `PerCpu` has at least one slot.
     #[inline]
     pub fn is_empty(&self) -> bool {

@@ -687,7 +687,7 @@ impl RefCounter for PercpuRef {
         Memory {
             shared: self.slots.overhead()
                 + core::mem::size_of::<PerCpu<()>>()
-                + 128 * self.pc.len(),
+                + self.pc.slot_bytes(),
             objects: objs.count() * per,
         }
     }

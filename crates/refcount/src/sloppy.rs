@@ -345,7 +345,7 @@ impl RefCounter for Sloppy {
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SloppyObject>>) -> Memory {
         let per = core::mem::size_of::<SloppyObject>() + 8 * self.slots.cpus();
         Memory {
-            shared: self.slots.overhead() + 128 * self.pc.len(),
+            shared: self.slots.overhead() + self.pc.slot_bytes(),
             objects: objs.count() * per,
         }
     }
