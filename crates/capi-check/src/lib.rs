@@ -112,19 +112,31 @@ pub mod header {
     /// `name -> number of parameters` of the `extern "C"` functions named `prefix...` of a
     /// Rust source file.
     pub fn rust_functions(src: &str, prefix: &str) -> BTreeMap<String, usize> {
+        rust_prototypes(src, prefix)
+            .map(|(name, params, _)| {
+                let n = params.split(',').filter(|p| !p.trim().is_empty()).count();
+                (name, n)
+            })
+            .collect()
+    }
+
+    /// The `extern "C"` functions named `prefix...` of a Rust source file: each function's
+    /// name, the text between its parentheses and the text after them.
+    fn rust_prototypes<'a>(
+        src: &'a str,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (String, &'a str, &'a str)> + 'a {
         src.split("extern \"C\" fn ")
             .skip(1)
-            .filter_map(|rest| {
+            .filter_map(move |rest| {
                 let name_end = rest.find('(')?;
                 let name = rest[..name_end].to_string();
                 if !name.starts_with(prefix) {
                     return None;
                 }
-                let params = &rest[name_end + 1..rest.find(')')?];
-                let n = params.split(',').filter(|p| !p.trim().is_empty()).count();
-                Some((name, n))
+                let close = rest.find(')')?;
+                Some((name, &rest[name_end + 1..close], &rest[close + 1..]))
             })
-            .collect()
     }
 
     /// A function's signature: its return type and its parameters' types, each in the words of
@@ -230,20 +242,13 @@ pub mod header {
     /// The [`Signature`]s of the `extern "C"` functions named `prefix...` of a Rust source
     /// file.
     pub fn rust_signatures(src: &str, prefix: &str) -> BTreeMap<String, Signature> {
-        src.split("extern \"C\" fn ")
-            .skip(1)
-            .filter_map(|rest| {
-                let name_end = rest.find('(')?;
-                let name = rest[..name_end].to_string();
-                if !name.starts_with(prefix) {
-                    return None;
-                }
-                let close = rest.find(')')?;
-                let params = rest[name_end + 1..close]
+        rust_prototypes(src, prefix)
+            .filter_map(|(name, params, after)| {
+                let params = params
                     .split(',')
                     .filter_map(|p| Some(rust_type(p.split_once(':')?.1)))
                     .collect();
-                let after = &rest[close + 1..rest.find('{')?];
+                let after = &after[..after.find('{')?];
                 let ret = rust_type(after.trim().strip_prefix("->").unwrap_or(""));
                 Some((name, (ret, params)))
             })
