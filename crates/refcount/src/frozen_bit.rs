@@ -709,7 +709,7 @@ mod loom_tests {
     /// release's read and its compare-exchange sends the release round its loop.
     #[test]
     fn release_vs_get_put() {
-        crate::loom_models::release_vs_get_put(FrozenBit);
+        crate::loom_models::release_vs_get_put(FrozenBit, |o| FrozenBit.is_frozen(o));
     }
 
     /// `release_vs_get_put` catches a release that stores its decrement over the word it read:

@@ -97,8 +97,8 @@ pub(crate) trait LastPut: RefCounter + Copy {
 /// accesses, and the object ends dead. A get whose increment lands between the release's read
 /// of the word and its read-modify-write sends a compare-exchange release (sticky's,
 /// frozen-bit's) round its loop again; a release that wrote its decrement over that increment
-/// would free under the get's reference.
-pub(crate) fn release_vs_get_put<S: LastPut>(s: S)
+/// would free under the get's reference. Once both are done, `dead` holds of the object.
+pub(crate) fn release_vs_get_put<S: LastPut>(s: S, dead: fn(Pin<&S::Object>) -> bool)
 where
     S::Object: 'static,
 {
@@ -133,6 +133,7 @@ where
             "not exactly one call freed the object"
         );
         assert!(s.try_get(pin(&obj)).is_none(), "a get on the freed object");
+        assert!(dead(pin(&obj)), "the freed object is not dead");
     });
 }
 

@@ -455,9 +455,8 @@ impl RefCounter for RcuRef {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::loom_models::{pin, write, LastPut};
+    use crate::loom_models::{pin, LastPut};
     use crate::sync::Arc;
-    use loom::cell::UnsafeCell;
     use loom::thread;
 
     /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
@@ -477,40 +476,13 @@ mod loom_tests {
     }
 
     /// The owner's release (the last reference: `ONEREF -> NOREF`, then the exchange to `DEAD`)
-    /// against a get, a write under its reference and its put: a get that lands on `NOREF`
-    /// succeeds and the release's exchange fails, so the getter's put frees; otherwise the get
-    /// fails on the dead word. Exactly one call frees, and whoever frees writes: never while the
-    /// other thread's reference is held (its write would race).
+    /// against a get, a write under its reference and its put (`loom_models`'): a get that
+    /// lands on `NOREF` succeeds and the release's exchange fails, so the getter's put frees;
+    /// otherwise the get fails on the dead word. Exactly one call frees, never while the other
+    /// thread's reference is held, and the word ends `DEAD`.
     #[test]
     fn release_vs_get() {
-        percpu::testing::loom_model(|| {
-            let obj = Arc::new(RcuRef.new_object());
-            let data = Arc::new(UnsafeCell::new(0));
-            let (o2, d2) = (obj.clone(), data.clone());
-            let t = thread::spawn(move || match RcuRef.try_get(pin(&o2)) {
-                Some(tok) => {
-                    write(&d2);
-                    let freed = RcuRef.put_and_test(pin(&o2), tok);
-                    if freed {
-                        write(&d2);
-                    }
-                    freed
-                }
-                None => false,
-            });
-            // SAFETY: this thread holds the new object's base and releases it once; no thread
-            // reclaims or reinits it.
-            let released = unsafe { RcuRef.release_base(pin(&obj)) };
-            if released {
-                write(&data);
-            }
-            let put_freed = t.join().unwrap();
-            assert!(
-                released ^ put_freed,
-                "not exactly one call freed the object"
-            );
-            assert_eq!(RcuRef.raw(pin(&obj)), DEAD);
-        });
+        crate::loom_models::release_vs_get_put(RcuRef, |o| RcuRef.raw(o) == DEAD);
     }
 
     /// A get on a reclaimed object against its reinit (reuse in place, no grace period): the get

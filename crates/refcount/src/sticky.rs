@@ -644,7 +644,7 @@ mod loom_tests {
     /// release's read and its compare-exchange sends the release round its loop.
     #[test]
     fn release_vs_get_put() {
-        crate::loom_models::release_vs_get_put(Sticky);
+        crate::loom_models::release_vs_get_put(Sticky, |o| Sticky.try_get(o).is_none());
     }
 
     /// `release_vs_get_put` catches a release that stores its decrement over the word it read:
