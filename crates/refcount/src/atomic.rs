@@ -136,10 +136,7 @@ impl RefCounter for Atomic {
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> Memory {
-        Memory {
-            shared: 0,
-            objects: objs.count() * core::mem::size_of::<AtomicObject>(),
-        }
+        Memory::inline_only(objs)
     }
 }
 

@@ -449,10 +449,7 @@ impl RefCounter for Brc {
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&BrcObject>>) -> Memory {
-        Memory {
-            shared: 0,
-            objects: objs.count() * core::mem::size_of::<BrcObject>(),
-        }
+        Memory::inline_only(objs)
     }
 }
 

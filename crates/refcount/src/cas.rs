@@ -216,10 +216,7 @@ impl RefCounter for Cas {
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&CasObject>>) -> Memory {
-        Memory {
-            shared: 0,
-            objects: objs.count() * core::mem::size_of::<CasObject>(),
-        }
+        Memory::inline_only(objs)
     }
 }
 

@@ -438,10 +438,7 @@ impl RefCounter for FrozenBit {
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&FrozenBitObject>>) -> Memory {
-        Memory {
-            shared: 0,
-            objects: objs.count() * core::mem::size_of::<FrozenBitObject>(),
-        }
+        Memory::inline_only(objs)
     }
 }
 

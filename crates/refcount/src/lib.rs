@@ -158,6 +158,16 @@ impl Memory {
     pub fn total(&self) -> usize {
         self.shared + self.objects
     }
+
+    /// The memory of the objects `objs` yields for a scheme that keeps no shared state and
+    /// whose objects own nothing beyond their inline `T` (`atomic`, `cas`, `frozen-bit`,
+    /// `rcuref`, `sticky`, `brc`): `size_of::<T>()` bytes per object.
+    pub fn inline_only<T>(objs: &mut dyn Iterator<Item = Pin<&T>>) -> Memory {
+        Memory {
+            shared: 0,
+            objects: objs.count() * core::mem::size_of::<T>(),
+        }
+    }
 }
 
 /// A reference counting scheme. See the crate documentation for the model.

@@ -445,10 +445,7 @@ impl RefCounter for RcuRef {
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RcuRefObject>>) -> Memory {
-        Memory {
-            shared: 0,
-            objects: objs.count() * core::mem::size_of::<RcuRefObject>(),
-        }
+        Memory::inline_only(objs)
     }
 }
 

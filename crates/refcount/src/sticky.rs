@@ -375,10 +375,7 @@ impl RefCounter for Sticky {
     }
 
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&StickyObject>>) -> Memory {
-        Memory {
-            shared: 0,
-            objects: objs.count() * core::mem::size_of::<StickyObject>(),
-        }
+        Memory::inline_only(objs)
     }
 }
 
