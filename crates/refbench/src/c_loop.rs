@@ -147,7 +147,7 @@ pub fn parse(line: &str, threads: usize) -> Option<RunResult> {
 pub enum Outcome {
     /// Its measurement.
     Ran(RunResult),
-    /// glibc registered no rseq area in it (rseq disabled, or an old glibc): no row here.
+    /// glibc registered no rseq area in it (rseq disabled, or an old glibc): no figure here.
     NoRseq,
     /// It failed; the message says how.
     Failed(String),
@@ -169,33 +169,34 @@ pub fn run_once(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Ou
     };
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     match out.status.code() {
-        Some(0) => match parse(String::from_utf8_lossy(&out.stdout).trim(), threads) {
-            Some(r) => Outcome::Ran(r),
-            None => Outcome::Failed("unreadable output".into()),
-        },
+        Some(0) => {
+            let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            match parse(&stdout, threads) {
+                Some(r) => Outcome::Ran(r),
+                None => Outcome::Failed(format!("{}: unreadable output {stdout:?}", exe.display())),
+            }
+        }
         Some(NO_RSEQ) => Outcome::NoRseq,
-        _ => Outcome::Failed(stderr),
+        // A program that says nothing (killed by a signal, or failing without a message) is
+        // still named, with how it ended.
+        _ if stderr.is_empty() => {
+            Outcome::Failed(format!("{} failed ({})", exe.display(), out.status))
+        }
+        _ => Outcome::Failed(format!(
+            "{} failed ({}): {stderr}",
+            exe.display(),
+            out.status
+        )),
     }
 }
 
-/// Runs the program once; `None` (with a message that names `row`) if there is no row.
-pub fn run(
-    row: &str,
-    exe: &Path,
-    threads: usize,
-    duration: Duration,
-    pin: bool,
-) -> Option<RunResult> {
+/// Runs the program once: its measurement, or why there is none (glibc registered no rseq
+/// area, or the program failed).
+pub fn run(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Result<RunResult, String> {
     match run_once(exe, threads, duration, pin) {
-        Outcome::Ran(r) => Some(r),
-        Outcome::NoRseq => {
-            eprintln!("refbench: {row}: glibc registered no rseq area; no row");
-            None
-        }
-        Outcome::Failed(e) => {
-            eprintln!("refbench: {row}: {e}");
-            None
-        }
+        Outcome::Ran(r) => Ok(r),
+        Outcome::NoRseq => Err("glibc registered no rseq area in the C loop".into()),
+        Outcome::Failed(e) => Err(e),
     }
 }
 

@@ -818,6 +818,61 @@ fn reproduce_in_parts() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A C loop that fails when run (here: prebuilt programs that fail, one saying why and one
+/// silently) leaves a row that says so where its figure would be, at each thread count, with
+/// the program's words or its exit status, and the other rows have no `vs_c_loop`.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn a_c_loop_that_fails_leaves_a_row_that_says_why() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::temp_dir().join(format!("refbench-c-fails-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    };
+    let loud = script(
+        "loud",
+        "echo 'rseq_loop: cannot start thread 1 of 1' >&2; exit 1",
+    );
+    let silent = script("silent", "exit 1");
+    let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+        .args(["run", "ceiling", "--threads", "1", "--reps", "2"])
+        .args(["--duration-ms", "10", "--format", "json"])
+        .env("REFBENCH_C_LOOP", &loud)
+        .env("REFBENCH_C_LOOP_ALIGNED", &silent)
+        .output()
+        .expect("refbench runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let row = |scheme: &str| {
+        rows.iter()
+            .find(|r| r["scheme"] == scheme)
+            .unwrap_or_else(|| panic!("no {scheme} row in {rows:?}"))
+    };
+    for (scheme, why) in [
+        ("c-rseq-loop", "cannot start thread 1 of 1"),
+        ("c-rseq-loop-aligned", "exit status: 1"),
+    ] {
+        let r = row(scheme);
+        assert_eq!(r["threads"], 1, "{r}");
+        assert!(r["ops_per_sec"].is_null(), "{r}");
+        let skipped = r["skipped"].as_str().unwrap_or_else(|| panic!("{r}"));
+        assert!(
+            skipped.starts_with("2 of 2 repetitions failed: ") && skipped.contains(why),
+            "{r}"
+        );
+    }
+    let limit = row("percpu-limit");
+    assert!(limit["ops_per_sec"].as_f64().unwrap() > 0.0, "{limit}");
+    assert!(limit.get("vs_c_loop").is_none(), "{limit}");
+}
+
 #[test]
 fn tsc_check_rows_carry_violations() {
     let o = refbench(&["run", "tsc-check", "--samples", "2000", "--format", "json"]);

@@ -33,23 +33,25 @@ const C_LOOP_ALIGNED: &str = "c-rseq-loop-aligned";
 /// The C loop's builds, each with its row's name.
 const C_BUILDS: [Build; 2] = [Build::Default, Build::Aligned];
 
+/// One repetition of row `name` at `threads` threads: its measurement, why a C loop run gave
+/// none, or `None` for a C loop that was not built (its row says why: `skipped`).
 fn measure(
     name: &str,
     threads: usize,
     p: &Params,
     c_loops: &BTreeMap<&'static str, crate::c_loop::Program>,
-) -> Option<RunResult> {
+) -> Option<Result<RunResult, String>> {
     if name == LIMIT_ROW {
-        return Some(run_rseq_loop(threads, p.duration, p.pin, 0));
+        return Some(Ok(run_rseq_loop(threads, p.duration, p.pin, 0)));
     }
     if let Some(b) = C_BUILDS.iter().find(|b| b.row() == name) {
         return c_loops
             .get(b.row())
-            .and_then(|prog| crate::c_loop::run(name, prog.path(), threads, p.duration, p.pin));
+            .map(|prog| crate::c_loop::run(prog.path(), threads, p.duration, p.pin));
     }
     let limit = PercpuLimit::new();
     let objs = Objects::new(&limit, 1);
-    Some(run_counting(
+    Some(Ok(run_counting(
         &limit,
         &objs,
         Pattern::Single,
@@ -59,7 +61,7 @@ fn measure(
             pin: p.pin,
             migrate_every: 0,
         },
-    ))
+    )))
 }
 
 /// Runs the experiment: one row per variant and thread count.
@@ -82,17 +84,33 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
     }
     let mut m: BTreeMap<(String, usize), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    // The C loop runs that gave no figure: per row and thread count, how many and the first
+    // reason.
+    let mut failed: BTreeMap<(String, usize), (usize, String)> = BTreeMap::new();
     for _ in 0..p.reps {
         for name in &p.schemes {
             for &t in &p.threads {
-                if let Some(r) = measure(name, t, p, &c_loops) {
-                    let e = m.entry((name.clone(), t)).or_default();
-                    e.0.push(r.ops_per_sec);
-                    e.1.push(r.cpu_util);
+                match measure(name, t, p, &c_loops) {
+                    Some(Ok(r)) => {
+                        let e = m.entry((name.clone(), t)).or_default();
+                        e.0.push(r.ops_per_sec);
+                        e.1.push(r.cpu_util);
+                    }
+                    Some(Err(why)) => {
+                        eprintln!("refbench: {name} at {t} threads: {why}");
+                        failed.entry((name.clone(), t)).or_insert((0, why)).0 += 1;
+                    }
+                    None => {}
                 }
                 tick(name);
             }
         }
+    }
+    // A row with a repetition that failed has no figure, and says why where its figure would
+    // be: the results, not only the terminal, tell why it and the rows' `vs_c_loop` are
+    // missing, and no median of fewer repetitions than the other rows' stands beside theirs.
+    for key in failed.keys() {
+        m.remove(key);
     }
     let mut rows = Vec::new();
     for (row, why) in skipped {
@@ -111,6 +129,24 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     }
     for name in &p.schemes {
         for &t in &p.threads {
+            if let Some((n, why)) = failed.get(&(name.clone(), t)) {
+                let mut extra = Map::new();
+                extra.insert(
+                    "skipped".into(),
+                    json!(format!("{n} of {} repetitions failed: {why}", p.reps)),
+                );
+                rows.push(Row {
+                    experiment: "ceiling".into(),
+                    scheme: name.clone(),
+                    kind: Kind::Reference,
+                    threads: t,
+                    objects: 1,
+                    ops_per_sec: None,
+                    reps: Vec::new(),
+                    extra,
+                });
+                continue;
+            }
             let Some((reps, util)) = m.get(&(name.clone(), t)) else {
                 continue;
             };
