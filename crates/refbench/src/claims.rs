@@ -1239,7 +1239,7 @@ pub const CLAIMS: &[Claim] = &[
     Claim { source: "OpLog §5.2, §7.3", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref, at the most CPUs measured or sized for", experiments: &["memory"], check: oplog_memory },
     Claim { source: "LODIC", claim: "DRBH: logical counters scale like per-core ones", rule: "lodic-file and lodic-process each: tn/t1 >= 0.75x ideal and >= 0.67x paygo at tn (shape: each scales)", experiments: &["drbh"], check: lodic_drbh },
     Claim { source: "LODIC", claim: "DRBH: shared block reads 65x the baseline (stock Linux)", rule: "drbh at the most threads tn: lodic-file and lodic-process each >= 65x cas, the slides' factor on 120 cores (shape: each >= 65x scaled to tn of 120 cores, i.e. 65 x tn / 120, and its lead over cas larger at tn than at t1)", experiments: &["drbh"], check: lodic_vs_stock },
-    Claim { source: "LODIC", claim: "query cost follows the share of mapped pages", rule: "drop with 100% mapped >= 5x the 10% case (file-space, most sharing threads)", experiments: &["lodic-query"], check: lodic_query },
+    Claim { source: "LODIC", claim: "query cost follows the share of mapped pages", rule: "drop with 100% mapped >= 5x the 10% case (file-space, most sharing threads; shape: > 1x)", experiments: &["lodic-query"], check: lodic_query },
     Claim { source: "LODIC", claim: "counter memory far below per-core counters", rule: "percpu-ref >= 13x lodic at 2 sharing threads, at the most CPUs measured or sized for (shape: > 1x)", experiments: &["lodic-memory"], check: lodic_memory },
 ];
 
@@ -2192,6 +2192,35 @@ mod tests {
         assert_eq!(
             lodic_query(&Rows::new(&rows)).verdict,
             Verdict::HoldsInShape
+        );
+    }
+
+    /// The LODIC query rule's text says what its "holds in shape" is, as the code grades it:
+    /// a drop with 100% mapped slower than the 10% one by more than 1x and less than 5x.
+    #[test]
+    fn lodic_query_rule_text_names_its_shape() {
+        let q = |pct: usize, ms: f64| {
+            row(
+                "lodic-query",
+                "lodic-file",
+                16,
+                pct,
+                0.0,
+                json!({"mapped_pct": pct, "ms_to_drop": ms}),
+            )
+        };
+        let verdict = |all: f64| lodic_query(&Rows::new(&[q(10, 2.0), q(100, all)])).verdict;
+        assert_eq!(verdict(10.0), Verdict::Holds);
+        assert_eq!(verdict(2.2), Verdict::HoldsInShape);
+        assert_eq!(verdict(2.0), Verdict::DoesNotHold);
+        let claim = CLAIMS
+            .iter()
+            .find(|c| c.experiments == ["lodic-query"])
+            .expect("the LODIC query claim");
+        assert!(
+            claim.rule.contains(">= 5x") && claim.rule.contains("shape: > 1x"),
+            "{}",
+            claim.rule
         );
     }
 
