@@ -429,7 +429,23 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             }
         }
     }
-    let mut rows = Vec::new();
+    // A reference row cannot tell that an object is unreferenced, so it reclaims nothing: it
+    // has a row that says so, with no figure, where it would have one.
+    let mut rows: Vec<Row> = p
+        .schemes
+        .iter()
+        .filter(|n| schemes::find(n).map(|s| s.kind) == Some(schemes::Kind::Reference))
+        .map(|name| {
+            let mut extra = Map::new();
+            extra.insert(
+                "skipped".into(),
+                json!("a reference row: it cannot detect zero, so it has nothing to reclaim"),
+            );
+            let mut r = row("query", name, 1, 1, Vec::new(), extra);
+            r.ops_per_sec = None;
+            r
+        })
+        .collect();
     for ((name, n, background, batched), (reps, util)) in &res {
         let mut extra = Map::new();
         extra.insert("cpu_util".into(), json!(median(util)));
@@ -656,6 +672,39 @@ mod tests {
             let u = u.unwrap_or_else(|| panic!("{} {:?}: no cpu_util", r.scheme, r.extra));
             assert!((0.0..=1.0).contains(&u), "{}: cpu_util {u}", r.scheme);
         }
+    }
+
+    /// A reference row named in `query` (which cannot detect zero) has a row that says why it
+    /// has no figure, beside the schemes' rows.
+    #[test]
+    fn query_says_why_a_reference_row_has_no_figure() {
+        let p = Params {
+            schemes: vec![crate::bare_loop::LIMIT_ROW.into(), "atomic".into()],
+            threads: vec![1],
+            objects: vec![10],
+            duration: std::time::Duration::from_millis(1),
+            reps: 1,
+            pin: false,
+            migrate_every: vec![0],
+            referenced_pct: 1.0,
+            scheme_config: Default::default(),
+            spin_cycles: 0,
+            read_every: vec![1],
+            samples: 1,
+            file_mib: 1,
+        };
+        let rows = query(&p, &mut |_| {});
+        let limit: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.scheme == crate::bare_loop::LIMIT_ROW)
+            .collect();
+        assert_eq!(limit.len(), 1, "{rows:?}");
+        assert_eq!(limit[0].ops_per_sec, None);
+        assert_eq!(limit[0].kind, schemes::Kind::Reference);
+        let why = limit[0].extra["skipped"].as_str().unwrap();
+        assert!(why.contains("cannot detect zero"), "{why}");
+        // Two forms, without and with a background thread.
+        assert_eq!(rows.iter().filter(|r| r.scheme == "atomic").count(), 4);
     }
 
     /// A row's throughput is the inverse of its `ns_per_pair` for an even count of repetitions
