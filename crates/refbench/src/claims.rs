@@ -91,6 +91,11 @@ impl<'a> Rows<'a> {
         r
     }
 
+    /// Notes that the rule compared the row at position `i` (one of [`points`]).
+    fn note_at(&self, i: usize) {
+        self.read.borrow_mut().push(i);
+    }
+
     /// The rows read so far, and forgets them.
     fn take_read(&self) -> Vec<&'a Row> {
         let mut read = std::mem::take(&mut *self.read.borrow_mut());
@@ -218,9 +223,27 @@ fn span(rows: &Rows<'_>, exp: &str) -> Result<(usize, usize), Outcome> {
     }
 }
 
-/// The `(key(row), ops/s)` of the rows of `scheme` in `exp` at `threads` threads that have
-/// both, ascending by key (rows of one key in the order of the run). Notes those rows, and no
-/// other, as read.
+/// The `(key(row), ops/s, position)` of the rows of `scheme` in `exp` at `threads` threads
+/// that have both, ascending by key (rows of one key in the order of the run). Notes none of
+/// them as read: a rule that compares some of them notes those ([`Rows::note_at`]).
+fn points<K: Ord + Copy>(
+    rows: &Rows<'_>,
+    exp: &str,
+    scheme: &str,
+    threads: usize,
+    key: impl Fn(&Row) -> Option<K>,
+) -> Vec<(K, f64, usize)> {
+    let mut v: Vec<(K, f64, usize)> = rows
+        .of(exp)
+        .filter(|(_, r)| r.scheme == scheme && r.threads == threads)
+        .filter_map(|(i, r)| Some((key(r)?, r.ops_per_sec?, i)))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    v
+}
+
+/// The `(key(row), ops/s)` of [`points`], every one of whose rows the rule compares: notes
+/// those rows, and no other, as read.
 fn curve<K: Ord + Copy>(
     rows: &Rows<'_>,
     exp: &str,
@@ -228,18 +251,13 @@ fn curve<K: Ord + Copy>(
     threads: usize,
     key: impl Fn(&Row) -> Option<K>,
 ) -> Vec<(K, f64)> {
-    let mut v: Vec<(K, f64)> = rows
-        .rows_where(exp, |r| {
-            r.scheme == scheme
-                && r.threads == threads
-                && key(r).is_some()
-                && r.ops_per_sec.is_some()
-        })
+    points(rows, exp, scheme, threads, key)
         .into_iter()
-        .filter_map(|r| Some((key(r)?, r.ops_per_sec?)))
-        .collect();
-    v.sort_by_key(|x| x.0);
-    v
+        .map(|(k, v, i)| {
+            rows.note_at(i);
+            (k, v)
+        })
+        .collect()
 }
 
 /// `ops(tn) / ops(t1)` of `scheme` in `exp`.
@@ -291,15 +309,9 @@ const REFCACHE_CACHE_MIB: usize = refcount::refcache::DEFAULT_WAYS * 4 / 1024;
 fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
     let exp = "file-spectrum";
     let tn = need!(rows.most_threads(exp), "file-spectrum was not run");
-    let series = |s: &str| -> Vec<(usize, f64)> {
-        let mut v: Vec<(usize, f64)> = rows
-            .rows_where(exp, |r| {
-                r.scheme == s && r.threads == tn && r.ops_per_sec.is_some()
-            })
-            .into_iter()
-            .filter_map(|r| Some((r.objects, r.ops_per_sec?)))
-            .collect();
-        v.sort_by_key(|x| x.0);
+    // Each file size once (its first row), with the row's position: none noted as read yet.
+    let series = |s: &str| -> Vec<(usize, f64, usize)> {
+        let mut v = points(rows, exp, s, tn, |r| Some(r.objects));
         v.dedup_by_key(|x| x.0);
         v
     };
@@ -326,6 +338,10 @@ fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
         at(past.0),
         format!("file-spectrum: no paygo row at {} MiB", past.0)
     );
+    // Compared: paygo at every size (its spread), refcache at the two sizes of its fall.
+    for i in p.iter().map(|x| x.2).chain([within.2, past.2]) {
+        rows.note_at(i);
+    }
     let spread = p.iter().map(|x| x.1).fold(0.0, f64::max)
         / p.iter().map(|x| x.1).fold(f64::MAX, f64::min).max(1e-9);
     let fall = within.1 / past.1.max(1e-9);
@@ -371,13 +387,18 @@ fn fig10_vanilla_break_even(rows: &Rows<'_>) -> Outcome {
         );
     }
     let mib = |r: &Row| Some(r.objects);
-    let rc = curve(rows, exp, "refcache", tn, mib);
-    // cas / refcache at each file size measured for both, ascending.
-    let both: Vec<(usize, f64)> = curve(rows, exp, "cas", tn, mib)
+    let rc = points(rows, exp, "refcache", tn, mib);
+    // cas / refcache at each file size measured for both, ascending, with the two rows'
+    // positions.
+    let both: Vec<(usize, f64, [usize; 2])> = points(rows, exp, "cas", tn, mib)
         .into_iter()
-        .filter_map(|(n, c)| Some((n, c / rc.iter().find(|x| x.0 == n)?.1.max(1e-9))))
+        .filter_map(|(n, c, i)| {
+            let r = rc.iter().find(|x| x.0 == n)?;
+            Some((n, c / r.1.max(1e-9), [i, r.2]))
+        })
         .collect();
-    let (Some(&(small, lo)), Some(&(large, hi))) = (both.first(), both.last()) else {
+    let (Some(&(small, lo, at_small)), Some(&(large, hi, at_large))) = (both.first(), both.last())
+    else {
         return not_measured(format!(
             "file-spectrum: cas and refcache not both measured at {tn} threads"
         ));
@@ -387,6 +408,10 @@ fn fig10_vanilla_break_even(rows: &Rows<'_>) -> Outcome {
             "file-spectrum: cas and refcache need a file of {REFCACHE_CACHE_MIB} MiB or less and \
              one past it at {tn} threads"
         ));
+    }
+    // Compared: cas and refcache at the smallest file and at the largest.
+    for i in at_small.into_iter().chain(at_large) {
+        rows.note_at(i);
     }
     let v = grade(lo < 1.0 && hi >= 1.0, hi > lo);
     outcome(
@@ -493,17 +518,23 @@ fn fig12_spectrum(rows: &Rows<'_>) -> Outcome {
     }
     let objects = |r: &Row| Some(r.objects);
     let p = curve(rows, exp, "paygo", tn, objects);
-    let a = curve(rows, exp, "atomic", tn, objects);
-    let c = curve(rows, exp, "cas", tn, objects);
+    let a = points(rows, exp, "atomic", tn, objects);
+    let c = points(rows, exp, "cas", tn, objects);
     if p.len() < 2 || a.len() < 2 || c.len() < 2 {
         return not_measured(format!(
             "object-spectrum: paygo, atomic and cas need two object counts each at {tn} threads"
         ));
     }
+    // Compared: paygo at every object count (its flatness), atomic and cas at the fewest
+    // objects and the most.
+    for v in [&a, &c] {
+        rows.note_at(v[0].2);
+        rows.note_at(v[v.len() - 1].2);
+    }
     let flat =
         p.iter().map(|x| x.1).fold(f64::MAX, f64::min) / p.iter().map(|x| x.1).fold(0.0, f64::max);
     // Throughput at the most objects over that at the fewest, and the two counts.
-    let gain = |v: &[(usize, f64)]| {
+    let gain = |v: &[(usize, f64, usize)]| {
         let (first, last) = (v[0], v[v.len() - 1]);
         (last.1 / first.1.max(1e-9), first.0, last.0)
     };
@@ -2932,6 +2963,60 @@ mod tests {
             .expect("the claim's line");
         assert!(query.contains("**holds**"), "{query}");
         assert!(!query.contains("disturbed"), "{query}");
+    }
+
+    /// The spectrum rules compare a scheme at some of its sizes only: RefCache's fall at the
+    /// largest file within its cache and the largest (Fig. 2/10), cas and refcache at the
+    /// smallest file and the largest (Fig. 10), FAA and CAS at the fewest objects and the most
+    /// (Fig. 12). A disturbed row of theirs at a size in between does not mark the verdict;
+    /// one the rule compares does.
+    #[test]
+    fn spectrum_rules_are_marked_disturbed_only_by_the_sizes_they_compare() {
+        let util = |u: f64| json!({ "cpu_util": u });
+        let rows = |low_mib: usize, low_objects: usize| {
+            let mut rows = Vec::new();
+            for (mib, rc, cas) in [
+                (1, 400.0, 100.0),
+                (4, 390.0, 200.0),
+                (16, 380.0, 300.0),
+                (64, 30.0, 350.0),
+            ] {
+                let u = if mib == low_mib { 0.3 } else { 0.99 };
+                rows.push(row("file-spectrum", "refcache", 2, mib, rc, util(u)));
+                rows.push(row("file-spectrum", "cas", 2, mib, cas, util(u)));
+                rows.push(row("file-spectrum", "paygo", 2, mib, 400.0, util(0.99)));
+            }
+            for (n, a) in [(1, 100.0), (64, 120.0), (65536, 300.0)] {
+                let u = if n == low_objects { 0.3 } else { 0.99 };
+                rows.push(row("object-spectrum", "paygo", 2, n, 400.0, util(0.99)));
+                rows.push(row("object-spectrum", "atomic", 2, n, a, util(u)));
+                rows.push(row("object-spectrum", "cas", 2, n, a, util(u)));
+            }
+            rows
+        };
+        let line = |t: &str, src: &str| -> String {
+            t.lines()
+                .find(|l| l.starts_with(&format!("| {src} |")))
+                .expect("the claim's line")
+                .to_string()
+        };
+        let claims = ["PAYGO Fig. 2/10", "PAYGO Fig. 10", "PAYGO Fig. 12"];
+        // Disturbed in between: 4 MiB, 64 objects.
+        let t = table(&rows(4, 64));
+        for src in claims {
+            let l = line(&t, src);
+            assert!(l.contains("**holds**") && !l.contains("disturbed"), "{l}");
+        }
+        // Disturbed where compared: 16 MiB (refcache's fall; not Fig. 10's), 1 MiB (Fig. 10's
+        // smallest; not Fig. 2/10's), 65,536 objects.
+        let t = table(&rows(16, 65536));
+        assert!(line(&t, "PAYGO Fig. 2/10").contains("(disturbed)"));
+        assert!(!line(&t, "PAYGO Fig. 10").contains("disturbed"));
+        assert!(line(&t, "PAYGO Fig. 12").contains("(disturbed)"));
+        let t = table(&rows(1, 1));
+        assert!(!line(&t, "PAYGO Fig. 2/10").contains("disturbed"));
+        assert!(line(&t, "PAYGO Fig. 10").contains("(disturbed)"));
+        assert!(line(&t, "PAYGO Fig. 12").contains("(disturbed)"));
     }
 
     /// The drop rule compares paygo and cas at one file size without readers: a disturbed row of
