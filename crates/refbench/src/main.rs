@@ -313,7 +313,8 @@ fn print_out(text: &str) -> Result<(), String> {
         .map_err(|e| format!("writing to standard output: {e}"))
 }
 
-/// The end of a command whose output to stdout failed: the message, and exit code 1.
+/// The end of a command whose output could not be written (to stdout, or a file after the
+/// checks passed): the message, and exit code 1.
 fn output_error(e: String) -> ExitCode {
     eprintln!("refbench: {e}");
     ExitCode::FAILURE
@@ -433,10 +434,15 @@ fn main() -> ExitCode {
         }
         Cmd::Report { dir } => {
             // Every result is read, and every file to be written checked, first: a file that
-            // fails the report fails it before any plot is drawn again.
-            match refbench::report::check_results(&dir, &[])
+            // fails the report fails it before any plot is drawn again (exit code 2).
+            if let Err(e) = refbench::report::check_results(&dir, &[])
                 .and_then(|_| refbench::report::check_outputs(&dir))
-                .and_then(|_| refbench::report::redraw_plots(&dir))
+            {
+                return usage_error(e);
+            }
+            // A write that fails after the checks (a full disk) is no bad argument: exit code
+            // 1, as `run` and `reproduce` end where their results cannot be written.
+            match refbench::report::redraw_plots(&dir)
                 .and_then(|plots| Ok((plots, refbench::report::write_report(&dir)?)))
             {
                 Ok((plots, report)) => {
@@ -450,7 +456,7 @@ fn main() -> ExitCode {
                         Err(e) => output_error(e),
                     }
                 }
-                Err(e) => usage_error(e),
+                Err(e) => output_error(e),
             }
         }
         Cmd::Reproduce {

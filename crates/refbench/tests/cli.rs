@@ -750,6 +750,19 @@ fn a_plot_whose_write_fails_is_not_kept_cut() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `report` whose writing fails after its checks passed (the SVG past the file size limit, with
+/// SIGXFSZ ignored: EFBIG, as a full disk gives ENOSPC) names the file and exits 1, as `run`
+/// does: exit code 2 is for bad arguments.
+#[test]
+fn report_whose_write_fails_exits_1() {
+    let (dir, _, limit) = results_smaller_than_plots("report-cut");
+    let o = refbench_with_file_limit(&["report", dir.to_str().unwrap()], limit, true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("single-object.svg: File too large"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `run --out` whose writing fails after some of its files were written (here the SVG, past the
 /// file size limit, with SIGXFSZ ignored so that the write returns EFBIG) names those it wrote
 /// and the one that failed, and exits 1: it named none, while the JSON and CSV it had written
