@@ -285,8 +285,11 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
  * and the write-back of the pages past it then raises SIGXFSZ, as pwrite(2) would. */
 ssize_t pagecache_write_at(pagecache_file_t *file, const void *buf, size_t len, uint64_t offset);
 
-/* Writes every dirty page of the file back (pwrite), then fdatasync(2)s it (a file opened
- * read-only has no dirty page and is not fdatasync'ed: read-only file systems refuse it). Errors:
+/* Writes every dirty page of the file back (pwrite), then fdatasync(2)s it where the cache wrote
+ * to the file (a write-back, a direct write, a set_len) since the last fdatasync began or that one
+ * failed: a file opened read-only, or opened writable and only read, is never fdatasync'ed
+ * (read-only file systems refuse it), nor is a file not written since a sync that succeeded,
+ * at its last close either. Errors:
  * PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed), the first failed
  * write-back's or fdatasync's -errno (a page
  * that failed stays dirty). */

@@ -4,7 +4,7 @@ use crate::frame::FrameMeta;
 use crate::lodic::{FileMaps, Lodic, Rmap};
 use crate::page::{copy_in, copy_out, PAGE_SIZE, WORDS};
 use crate::slots::Slots;
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::{Config, IoEvent, IoKind, Mode, Stats};
 use core::mem::ManuallyDrop;
 use core::ops::Range;
@@ -339,6 +339,14 @@ pub(crate) struct FileState {
     resize: RwLock<()>,
     /// Held by `sync` throughout: one sync of the file at a time.
     syncing: Mutex<()>,
+    /// The file was written since the last `fdatasync` of [`CachedFileOf::sync`] began: set
+    /// after every `pwrite` the cache makes to it (a write-back, by `sync`, eviction,
+    /// `drop_cache` or a cut; a direct write) and every `ftruncate` (`set_len`), taken by
+    /// `sync` after its write-backs to decide whether to `fdatasync`. A file the cache never
+    /// wrote (one opened writable but only read, or one synced since its last write) is not
+    /// `fdatasync`ed. A write into a cached page needs no mark: its page is dirty, and its
+    /// write-back marks the file.
+    unsynced: AtomicBool,
     /// Readahead state, read and written under the allocator lock only: the page whose miss
     /// would continue a sequential read (bits 8 and up) and the last window (low 8 bits).
     ra: AtomicU64,
@@ -403,6 +411,15 @@ impl FileState {
                 what()
             ),
         )
+    }
+
+    /// Marks the file written (see [`FileState::unsynced`]): after a `pwrite` or an
+    /// `ftruncate` of it.
+    #[inline]
+    fn mark_written(&self) {
+        // Release: pairs with the Acquire swap of `sync` (the write is issued before the
+        // `fdatasync` that takes this mark).
+        self.unsynced.store(true, Ordering::Release);
     }
 
     /// The slot of a page that has (or had, under the allocator lock) a frame.
@@ -913,7 +930,10 @@ impl<C: RefCounter> Inner<C> {
         let mut buf = [0u8; PAGE_SIZE];
         copy_out(self.words(i), 0, &mut buf[..len]);
         self.hook(IoKind::WriteBack, f, off, len)?;
-        f.file.write_all_at(&buf[..len], off)?;
+        let written = f.file.write_all_at(&buf[..len], off);
+        // Also after a `pwrite` that failed: some of its bytes may have reached the file.
+        f.mark_written();
+        written?;
         self.writebacks.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -2247,6 +2267,7 @@ impl<C: RefCounter> PageCacheOf<C> {
             room: AtomicU64::new(room),
             resize: RwLock::new(()),
             syncing: Mutex::new(()),
+            unsynced: AtomicBool::new(false),
             ra: AtomicU64::new(0),
         });
         files.by_id.insert(
@@ -2608,6 +2629,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         if done > 0 {
             // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
             f.len.fetch_max(at + done as u64, Ordering::AcqRel);
+            f.mark_written();
         }
         r?;
         c.direct.fetch_add(1, Ordering::Relaxed);
@@ -2619,9 +2641,13 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// in the file when it returns (and on the device, unless it failed): a `sync` racing
     /// another waits for the other's write-backs, which took the pages' dirty bits.
     ///
-    /// A file opened read-only has no page to write, and is not `fdatasync`ed: read-only file
-    /// systems without it (squashfs, erofs, iso9660) refuse it with `EINVAL`, which would make
-    /// every `sync` and last close of their files fail.
+    /// The `fdatasync` is made only where the cache wrote to the file (a write-back, by this
+    /// sync, eviction or `drop_cache`; a direct write; a `set_len`) since the last `fdatasync`
+    /// of a `sync` began, or where that `fdatasync` failed: a file opened writable but only
+    /// read, or not written since a sync that succeeded, is not `fdatasync`ed again (and so
+    /// neither at its last close). A file opened read-only is never written, so never
+    /// `fdatasync`ed: read-only file systems without it (squashfs, erofs, iso9660) refuse it
+    /// with `EINVAL`, which would make every `sync` and last close of their files fail.
     ///
     /// On a cache that a counting scheme's panic poisoned (see the crate's documentation), a
     /// page whose frame the scheme still counts a reference on while its try-get fails is
@@ -2647,11 +2673,23 @@ impl<C: RefCounter> CachedFileOf<C> {
         if let Some(e) = first {
             return Err(e);
         }
-        if !f.writable {
+        // Taken after the write-backs, which mark the file: a write to the file that this
+        // swap does not see leaves the mark for the next sync. A file opened read-only is
+        // never written, so never marked.
+        // Acquire: pairs with the Release stores of `mark_written`.
+        if !f.unsynced.swap(false, Ordering::Acquire) {
             return Ok(());
         }
-        self.cache.hook(IoKind::DataSync, f, 0, 0)?;
-        f.file.sync_data()
+        let synced = self
+            .cache
+            .hook(IoKind::DataSync, f, 0, 0)
+            .and_then(|()| f.file.sync_data());
+        if synced.is_err() {
+            // The next sync `fdatasync`s again. Relaxed: this thread's own writes were marked
+            // before the swap above.
+            f.unsynced.store(true, Ordering::Relaxed);
+        }
+        synced
     }
 
     /// `sync`'s step for one slot: writes the page it holds back if dirty (the first error
@@ -2957,6 +2995,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         if size >= old {
             c.hook(IoKind::SetLen, f, size, 0)?;
             f.file.set_len(size)?;
+            f.mark_written();
             // Release: pairs with the Acquire loads of `len`.
             f.len.store(size, Ordering::Release);
             return Ok(());
@@ -2971,6 +3010,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             let _a = lock(&c.alloc);
             c.hook(IoKind::SetLen, f, size, 0)?;
             f.file.set_len(size)?;
+            f.mark_written();
             // Release: pairs with the Acquire loads of `len` (write-back bounds its copy
             // with it).
             f.len.store(size, Ordering::Release);

@@ -467,10 +467,10 @@ pub unsafe extern "C" fn pagecache_write_at(
     })
 }
 
-/// Writes the file's dirty pages back and `fdatasync`s it (not a file opened read-only, as
-/// [`CachedFileOf::sync`](crate::CachedFileOf::sync)): `PAGECACHE_OK`, `PAGECACHE_EINVAL`
-/// (a null handle), `PAGECACHE_EBADF` (a closed handle) or the first `-errno` (a page that
-/// failed stays dirty).
+/// Writes the file's dirty pages back and `fdatasync`s it (only where the cache wrote to it
+/// since the last `fdatasync` began, as [`CachedFileOf::sync`](crate::CachedFileOf::sync)):
+/// `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null handle), `PAGECACHE_EBADF` (a closed handle) or
+/// the first `-errno` (a page that failed stays dirty).
 ///
 /// # Safety
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).

@@ -55,7 +55,9 @@ pub enum IoKind {
     /// `ftruncate` of [`CachedFileOf::set_len`] (`offset` is the new length, `len` 0).
     SetLen,
     /// `fdatasync` of [`CachedFileOf::sync`], after its write-backs (and so of a file's last
-    /// close); `offset` and `len` 0. Never for a file opened read-only, which is not synced.
+    /// close); `offset` and `len` 0. Only where the cache wrote to the file (a write-back, a
+    /// direct write, a `set_len`) since the last one began, or where the last one failed: never
+    /// for a file opened read-only, nor for one opened writable and only read.
     DataSync,
     /// Not an I/O: a fill's `pread` is done and its pages are not yet published (`offset` and
     /// `len` as for its [`IoKind::Fill`]). An `Err` fails the fill as a read error would (a

@@ -621,6 +621,118 @@ fn an_fdatasync_error_is_returned_and_a_read_only_file_is_not_synced() {
     );
 }
 
+/// A cache that counts the `fdatasync`s it is about to make (fault hook at
+/// [`IoKind::DataSync`]), with `pages` frames counted by `atomic`.
+fn counting_syncs(
+    pages: usize,
+) -> (
+    pagecache::PageCacheOf<refcount::atomic::Atomic>,
+    Arc<AtomicU32>,
+) {
+    let syncs = Arc::new(AtomicU32::new(0));
+    let mut cfg = Config::new(pages, "atomic");
+    cfg.fault = Some({
+        let syncs = syncs.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == IoKind::DataSync {
+                syncs.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(())
+        })
+    });
+    let cache = pagecache::PageCacheOf::with_scheme(refcount::atomic::Atomic, &cfg).expect("cache");
+    (cache, syncs)
+}
+
+/// A file opened writable (`O_RDWR`) and only read is never `fdatasync`ed, by `sync` or by its
+/// last close; nor is a file again that was not written since a `sync` that succeeded. Each way
+/// the cache writes to a file makes the next `sync` (or the last close) `fdatasync` it: a
+/// write-back by `sync` or by the close, one by an eviction (the page clean in the cache when
+/// the sync comes), a direct write (every frame held), and a `set_len`.
+#[test]
+fn only_a_file_the_cache_wrote_is_fdatasynced() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 4 * 4096;
+    let path = pattern_file(&dir, "f", len);
+    let (cache, syncs) = counting_syncs(4);
+    let count = || syncs.load(Ordering::SeqCst);
+
+    // Read only: no fdatasync, by sync or close.
+    let file = cache.open(&path).expect("open");
+    let mut buf = vec![0u8; len as usize];
+    assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
+    assert!(buf == pattern(len));
+    file.sync().expect("sync");
+    assert_eq!(count(), 0, "a file only read was fdatasynced by sync");
+    file.close().expect("close");
+    assert_eq!(
+        count(),
+        0,
+        "a file only read was fdatasynced at its last close"
+    );
+
+    // Written: one fdatasync by sync; none again by a second sync or the close.
+    let file = cache.open(&path).expect("open");
+    file.write_at(b"one", 5).expect("write");
+    file.sync().expect("sync");
+    assert_eq!(count(), 1, "the sync of a written file");
+    file.sync().expect("sync again");
+    file.close().expect("close");
+    assert_eq!(count(), 1, "nothing written since the sync that succeeded");
+
+    // Written, then written back by the last close: its fdatasync.
+    let file = cache.open(&path).expect("open");
+    file.write_at(b"two", 4096 + 5).expect("write");
+    file.close().expect("close");
+    assert_eq!(count(), 2, "the last close of a written file");
+
+    // Written back by an eviction (one frame: reading page 1 evicts page 0), then synced.
+    let (cache1, syncs1) = counting_syncs(1);
+    let file = cache1.open(&path).expect("open");
+    file.write_at(b"three", 7).expect("write");
+    assert_eq!(file.read_at(&mut buf[..16], 4096).expect("read"), 16);
+    assert_eq!(
+        cache1.stats().write_backs,
+        1,
+        "the eviction wrote page 0 back"
+    );
+    file.sync().expect("sync");
+    assert_eq!(
+        syncs1.load(Ordering::SeqCst),
+        1,
+        "the eviction's write-back is fdatasynced"
+    );
+    let mut b = [0u8; 5];
+    std::fs::File::open(&path)
+        .expect("open")
+        .read_exact_at(&mut b, 7)
+        .expect("pread");
+    assert_eq!(&b, b"three");
+    file.close().expect("close");
+    assert_eq!(syncs1.load(Ordering::SeqCst), 1);
+
+    // A direct write (the only frame held), then the last close.
+    let file = cache1.open(&path).expect("open");
+    let held = file.page(0).expect("page 0");
+    file.write_at(b"four", 2 * 4096).expect("write");
+    assert_eq!(cache1.stats().direct_ios, 1, "the write went to the file");
+    drop(held);
+    file.close().expect("close");
+    assert_eq!(
+        syncs1.load(Ordering::SeqCst),
+        2,
+        "the direct write is fdatasynced"
+    );
+
+    // A cut, then the last close.
+    let file = cache1.open(&path).expect("open");
+    file.set_len(3 * 4096).expect("cut");
+    file.close().expect("close");
+    assert_eq!(syncs1.load(Ordering::SeqCst), 3, "the cut is fdatasynced");
+    assert_eq!(std::fs::metadata(&path).expect("stat").len(), 3 * 4096);
+}
+
 /// A socket is not a regular file: `InvalidInput`, as a FIFO is, where its open fails
 /// (`ENXIO`, "No such device or address", which names no file kind), and the cache goes on.
 #[test]

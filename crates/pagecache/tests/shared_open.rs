@@ -346,6 +346,9 @@ fn an_open_during_two_overlapping_last_closes_sees_the_write_of_the_later_one() 
     });
     let cache = pagecache::PageCacheOf::with_scheme(refcount::cas::Cas, &cfg).expect("cache");
     let first = cache.open(&path).expect("open");
+    // A write (of the byte the file holds), so that the first close `fdatasync`s: a file the
+    // cache did not write is not `fdatasync`ed.
+    first.write_at(&[pat(0)], 0).expect("write");
     ds.arm(IoKind::DataSync);
     std::thread::scope(|s| {
         let t1 = s.spawn(move || first.close());
