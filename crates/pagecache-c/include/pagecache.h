@@ -243,14 +243,22 @@ void pagecache_free(pagecache_t *cache);
  * written back and dropped when the last handle of the file is closed. */
 int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
 
-/* Closes a file handle. At the file's last handle, writes its dirty pages back and frees its
- * frames. Returns PAGECACHE_OK, PAGECACHE_EINVAL (file is NULL: nothing done),
- * PAGECACHE_EBADF (file is already closed: nothing done), or, at the last handle, the first
- * failed write-back's or fdatasync's -errno: the pages that failed are lost, and this is how
- * the caller learns it (another handle's write can leave pages dirty after a
- * pagecache_sync of this one). The handle is closed whatever it returns, as by close(2); it
- * waits for calls with this handle that other threads began before it, or, in a child of
- * fork(2) where another thread of the parent was inside one when it forked, returns
+/* Closes a file handle. At the file's last handle, writes its dirty pages back (as
+ * pagecache_sync), then frees its frames, writing back again a page whose write-back failed;
+ * where the first write-backs failed and the second all succeeded, fdatasync(2)s the file
+ * again. Returns PAGECACHE_OK (every page written is in the file, and the last fdatasync, where
+ * one was needed, succeeded; or not the last handle: nothing written), PAGECACHE_EINVAL (file
+ * is NULL: nothing done), PAGECACHE_EBADF (file is already closed: nothing done), or, at the
+ * last handle: an fdatasync's -errno (every page was written back, but the device may not
+ * hold them), or a write-back's -errno (a page failed twice: its bytes are discarded, in no
+ * file and seen by no later open; the other pages were written back, with no fdatasync). The
+ * cache does not say which page failed: a caller that must not lose its writes keeps them until
+ * a pagecache_sync succeeds (while a handle is open, a page that failed stays dirty and every
+ * pagecache_sync tries it again), or writes them again through a new handle after this error.
+ * Another handle's write can leave pages dirty after a pagecache_sync of this one, so the close
+ * can fail after a sync that succeeded. The handle is closed whatever it returns, as by
+ * close(2); it waits for calls with this handle that other threads began before it, or, in a
+ * child of fork(2) where another thread of the parent was inside one when it forked, returns
  * PAGECACHE_EFORKED at once (see Lifetimes). */
 int pagecache_close(pagecache_file_t *file);
 

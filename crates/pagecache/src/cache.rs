@@ -2654,6 +2654,12 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// written back all the same (under the allocator lock, without a reference): so are its
     /// bytes when the file's last handle is closed or dropped.
     pub fn sync(&self) -> io::Result<()> {
+        self.sync_staged().map_err(|(e, _)| e)
+    }
+
+    /// [`CachedFileOf::sync`], its error with whether a page's write-back failed (`true`: the
+    /// page stays dirty, and no `fdatasync` was made) or the `fdatasync` did (`false`).
+    fn sync_staged(&self) -> Result<(), (io::Error, bool)> {
         let f = &*self.state;
         // One sync of the file at a time: a page whose dirty bit another sync cleared is not
         // in the file until that sync's `pwrite` returns (the kernel's fsync waits on
@@ -2671,7 +2677,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         f.slots
             .ext_for_each(|page, slot| self.sync_slot(page, slot, &mut first));
         if let Some(e) = first {
-            return Err(e);
+            return Err((e, true));
         }
         // Taken after the write-backs, which mark the file: a write to the file that this
         // swap does not see leaves the mark for the next sync. A file opened read-only is
@@ -2689,7 +2695,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             // before the swap above.
             f.unsynced.store(true, Ordering::Relaxed);
         }
-        synced
+        synced.map_err(|e| (e, false))
     }
 
     /// `sync`'s step for one slot: writes the page it holds back if dirty (the first error
@@ -3169,11 +3175,34 @@ impl<C: RefCounter> FileExt for CachedFileOf<C> {
 }
 
 impl<C: RefCounter> CachedFileOf<C> {
-    /// Closes the handle, as dropping it does, and returns what a drop cannot: when it is the
-    /// file's last handle, the first error of writing its dirty pages back and dropping them
-    /// (a write-back's or `fdatasync`'s). A page whose write-back fails there is lost, as at a
-    /// drop: the error says so. `Ok(())` when every page reached the file, or when other
-    /// handles of the file are still open (their pages stay cached; the last one writes them).
+    /// Closes the handle, as dropping it does, and returns what a drop cannot. The file's last
+    /// handle writes its dirty pages back ([`CachedFileOf::sync`]), then drops them
+    /// ([`CachedFileOf::drop_cache`], which tries again the write-back of a page that failed
+    /// in the sync); where the sync's write-backs failed and the drop's all succeeded, it
+    /// `fdatasync`s the file once more. It returns:
+    /// * `Ok(())`: every page written through the cache is in the file and, where the cache
+    ///   wrote to the file, the last `fdatasync` succeeded; also for a handle that is not the
+    ///   file's last (nothing is written: the other handles' pages stay cached, dirty ones
+    ///   too, and the last handle writes them);
+    /// * the `fdatasync`'s error: every page was written back (`pwrite`), but the device may
+    ///   not hold them all (as after a failed `fsync` on Linux, which marks the pages clean: a
+    ///   later `fsync` does not report it again);
+    /// * a write-back's error (or, on a cache that a scheme's panic poisoned, a page's wait's):
+    ///   a page failed in the sync and in the drop. Its bytes are discarded: they are not in
+    ///   the file, no later open sees them (it reads the file), and its frame is freed by a
+    ///   later eviction. The other pages were written back, but no `fdatasync` was made. The
+    ///   cache does not say which page failed: a caller that must not lose its writes keeps
+    ///   them until a `sync` succeeds, writes them again through a new handle after this error
+    ///   (and syncs), or `sync`s before it closes: while a handle is open, a page whose
+    ///   write-back fails stays cached and dirty, and every later `sync` tries it again.
+    ///   Where an open of the file came during the close (the file is shared again), the
+    ///   page stays cached and dirty for the new handle, and the error is returned all the
+    ///   same.
+    ///
+    /// Linux's `close(2)` writes nothing back, and a page whose write-back fails is marked
+    /// clean there, its error reported once by `fsync`; POSIX leaves a file's state after a
+    /// failed `fsync` unspecified. The cache keeps such a page dirty while the file is open,
+    /// and reports its loss here, when no handle is left to sync it again.
     ///
     /// Calling [`CachedFileOf::sync`] first does not make this needless: a write through
     /// another handle of the file, dropped meanwhile, can make this handle the last one with
@@ -3208,8 +3237,16 @@ impl<C: RefCounter> CachedFileOf<C> {
             files: &self.cache.files,
             state: &self.state,
         };
-        let synced = self.sync();
+        let synced = self.sync_staged();
         let dropped = self.drop_cache();
+        let result = match (synced, dropped) {
+            // A page's write-back failed in the sync, and the drop, which writes back every
+            // dirty page it frees or that stays held, wrote them all: no page is lost, and the
+            // file's word is an `fdatasync` of what the drop wrote (the write-backs marked the
+            // file). The sync's error would say a page was lost that is in the file.
+            (Err((_, true)), Ok(_)) => self.sync(),
+            (synced, dropped) => synced.map_err(|(e, _)| e).and(dropped.map(|_| ())),
+        };
         core::mem::forget(releasing);
         let mut files = lock(&self.cache.files);
         let open = files
@@ -3227,7 +3264,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         // A state kept by a release that unwound goes here, after the lock (this handle still
         // holds it: the state itself goes with the handle).
         drop(gone);
-        synced.and(dropped.map(|_| ()))
+        result
     }
 }
 

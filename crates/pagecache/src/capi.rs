@@ -335,10 +335,12 @@ pub unsafe extern "C" fn pagecache_open(
 
 /// Closes a file handle: at the file's last handle, writes its dirty pages back and frees its
 /// frames. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` for a null or misaligned handle,
-/// `PAGECACHE_EBADF` for a closed one (nothing done either way), or, at the last handle, the
-/// first write-back's or `fdatasync`'s `-errno`: the pages that failed are lost, and this says
-/// so. The handle is closed whatever it returns, as by `close(2)`. Waits for the calls on the
-/// handle that other threads began before it; in a child of `fork(2)`, where a thread of the
+/// `PAGECACHE_EBADF` for a closed one (nothing done either way), or, at the last handle, an
+/// `fdatasync`'s `-errno` (every page written back, the device may not hold them) or a
+/// write-back's (a page failed in the sync and again in the drop: its bytes are lost, and this
+/// says so), as [`CachedFileOf::close`](crate::CachedFileOf::close) says. The handle is
+/// closed whatever it returns, as by `close(2)`. Waits for the calls on the handle that other
+/// threads began before it; in a child of `fork(2)`, where a thread of the
 /// parent was inside a call with the handle when it forked, returns [`PAGECACHE_EFORKED`] at
 /// once instead of waiting for ever for that call (the file is not written back or freed).
 ///

@@ -733,6 +733,50 @@ fn only_a_file_the_cache_wrote_is_fdatasynced() {
     assert_eq!(std::fs::metadata(&path).expect("stat").len(), 3 * 4096);
 }
 
+/// A page whose write-back fails in the last close's sync and succeeds when the close drops it
+/// is not lost: the close `fdatasync`s what the drop wrote and returns `Ok`, with the bytes on
+/// disk, where the sync's error would say a page was lost that is in the file.
+#[test]
+fn a_last_close_whose_drop_writes_the_page_the_sync_failed_succeeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4 * 4096);
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut cfg = Config::new(4, "paygo");
+    cfg.fault = Some({
+        let events = events.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            let mut events = events.lock().unwrap();
+            let first = !events.contains(&(IoKind::WriteBack, false));
+            let fail = ev.kind == IoKind::WriteBack && first;
+            if matches!(ev.kind, IoKind::WriteBack | IoKind::DataSync) {
+                events.push((ev.kind, !fail));
+            }
+            if fail {
+                return Err(std::io::Error::other("injected write error"));
+            }
+            Ok(())
+        })
+    });
+    let cache = PageCache::new(cfg).expect("cache");
+    let file = cache.open(&path).expect("open");
+    file.write_at(b"kept", 4096 + 9).expect("write");
+    file.close()
+        .expect("the drop wrote the page back: nothing was lost");
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            (IoKind::WriteBack, false),
+            (IoKind::WriteBack, true),
+            (IoKind::DataSync, true)
+        ],
+        "the sync's write-back failed, the drop's succeeded, then an fdatasync"
+    );
+    assert_eq!(
+        &std::fs::read(&path).expect("disk")[4096 + 9..4096 + 13],
+        b"kept"
+    );
+}
+
 /// A socket is not a regular file: `InvalidInput`, as a FIFO is, where its open fails
 /// (`ENXIO`, "No such device or address", which names no file kind), and the cache goes on.
 #[test]
