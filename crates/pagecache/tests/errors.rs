@@ -777,6 +777,64 @@ fn a_last_close_whose_drop_writes_the_page_the_sync_failed_succeeds() {
     );
 }
 
+/// An eviction whose write-back fails runs in another file's miss, under the allocator lock:
+/// the reader whose miss it was is not failed (with the only frame kept dirty it reads the
+/// file directly), and the error is not lost: the page stays cached and dirty, and its own
+/// file's `sync` writes it again and returns the error while it fails, and writes it once the
+/// write-back succeeds; its last close too.
+#[test]
+fn an_eviction_error_goes_to_the_dirty_page_s_file_not_to_the_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 4 * 4096;
+    let owner = pattern_file(&dir, "owner", len);
+    let other = pattern_file(&dir, "other", len);
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let tried = Arc::new(AtomicU32::new(0));
+    let mut cfg = Config::new(1, "atomic");
+    cfg.fault = Some({
+        let (fail, tried, owner) = (fail.clone(), tried.clone(), owner.clone());
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == IoKind::WriteBack && ev.path == owner {
+                tried.fetch_add(1, Ordering::SeqCst);
+                if fail.load(Ordering::SeqCst) {
+                    return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+                }
+            }
+            Ok(())
+        })
+    });
+    let cache = PageCache::new(cfg).expect("cache");
+    let a = cache.open(&owner).expect("open");
+    a.write_at(b"mine", 4096 + 5).expect("write");
+    let b = cache.open(&other).expect("open the other file");
+    // The other file's reads miss: each eviction of the dirty page fails, and they go on.
+    check_reads(&b, len);
+    assert!(
+        tried.load(Ordering::SeqCst) > 0,
+        "the misses tried to evict the page"
+    );
+    assert!(cache.stats().direct_ios > 0, "the reads went to the file");
+    let on_disk = || std::fs::read(&owner).expect("disk")[4096 + 5..4096 + 9].to_vec();
+    assert_ne!(on_disk(), b"mine", "not written back");
+    let mut buf = [0u8; 4];
+    a.read_at(&mut buf, 4096 + 5).expect("read");
+    assert_eq!(&buf, b"mine", "still cached");
+    let e = a.sync().expect_err("the owner's sync meets the error");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    fail.store(false, Ordering::SeqCst);
+    a.sync().expect("the write-back succeeds");
+    assert_eq!(on_disk(), b"mine");
+    // Again, up to the last close.
+    fail.store(true, Ordering::SeqCst);
+    a.write_at(b"MINE", 4096 + 5).expect("write");
+    check_reads(&b, len);
+    b.close().expect("the other file's close");
+    let e = a
+        .close()
+        .expect_err("the owner's last close meets the error");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+}
+
 /// A socket is not a regular file: `InvalidInput`, as a FIFO is, where its open fails
 /// (`ENXIO`, "No such device or address", which names no file kind), and the cache goes on.
 #[test]
