@@ -187,6 +187,80 @@ fn tunables_without_rseq(caller: Option<std::ffi::OsString>) -> std::ffi::OsStri
     }
 }
 
+/// In a process whose C library registers no rseq area (a child of
+/// [`rerun_without_glibc_rseq`]): `None` where the process is on the rseq path with this crate's
+/// own areas ([`crate::Registrar::Percpu`]); else why this machine does not allow that path, for
+/// the caller to report as its skip: not x86_64 Linux (or Miri), the fallback forced, a C
+/// library other than glibc, a kernel that refuses a new thread's rseq area (none registered
+/// for it), or one without `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`.
+///
+/// # Panics
+/// Where none of those holds, or the path taken is not the one the missing piece leads to
+/// (without the membarrier command, [`crate::FallbackReason::NoMembarrier`]): the crate failed to
+/// take a path the machine offers, which a skip would hide.
+#[cfg(not(loom))]
+pub fn own_rseq_skip_reason() -> Option<String> {
+    use crate::{FallbackReason, Mode};
+    let mode = crate::mode();
+    if mode == Mode::Rseq && crate::registrar() == Some(crate::Registrar::Percpu) {
+        return None;
+    }
+    let why = if !cfg!(all(target_arch = "x86_64", target_os = "linux", not(miri))) {
+        "no rseq support in this build (not x86_64 Linux, or Miri)".to_string()
+    } else if mode == Mode::Fallback(FallbackReason::Forced) {
+        format!("{} is set", crate::FORCE_FALLBACK_ENV)
+    } else if !cfg!(target_env = "gnu") {
+        "the C library is not glibc".to_string()
+    } else if let Err(e) = new_thread_registers_rseq() {
+        format!("the kernel refuses a new thread's rseq area: {e}")
+    } else {
+        assert!(
+            !crate::membarrier::register_rseq(),
+            "{mode}, where percpu's own rseq areas can be registered and membarrier has its rseq \
+             fence: the rseq path on percpu's own areas was not taken"
+        );
+        assert_eq!(
+            mode,
+            Mode::Fallback(FallbackReason::NoMembarrier),
+            "the kernel registers rseq areas but lacks membarrier's rseq fence"
+        );
+        "the kernel lacks MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ".to_string()
+    };
+    Some(format!("{mode}: {why}"))
+}
+
+/// Whether a new thread, on which nothing registered an rseq area, can register one (which it
+/// then unregisters); the kernel's error where it cannot.
+#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux", not(miri)))]
+fn new_thread_registers_rseq() -> std::io::Result<()> {
+    std::thread::spawn(|| {
+        #[repr(C, align(32))]
+        struct Area([u32; 8]);
+        let sig = crate::arch::rseq::RSEQ_SIG;
+        let mut area = Area([0, u32::MAX, 0, 0, 0, 0, 0, 0]);
+        let p: *mut Area = &mut area;
+        // SAFETY: `area` is a 32-byte, 32-byte aligned `struct rseq` that outlives its
+        // registration, which is undone below before `area` goes out of scope.
+        if unsafe { libc::syscall(libc::SYS_rseq, p, 32u32, 0, sig) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: unregisters the area registered just above, with its length and signature.
+        let r = unsafe { libc::syscall(libc::SYS_rseq, p, 32u32, 1, sig) };
+        assert_eq!(r, 0, "unregistering: {}", std::io::Error::last_os_error());
+        Ok(())
+    })
+    .join()
+    .expect("the rseq probe thread")
+}
+
+#[cfg(all(
+    not(loom),
+    not(all(target_arch = "x86_64", target_os = "linux", not(miri)))
+))]
+fn new_thread_registers_rseq() -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 /// Runs `checks` in a child process of its own: in the child (where `marker` is set), runs
 /// them and prints `CHILD-OK`; in the parent, runs the test `name` again ([`rerun`]) and asserts
 /// that the child printed that and exited with success. For checks that would abort the

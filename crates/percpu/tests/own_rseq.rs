@@ -42,10 +42,12 @@ fn run_child(name: &str) -> Option<String> {
     Some(stdout)
 }
 
-/// In the child: whether the checks can run (the rseq path, with the crate's own areas).
+/// In the child: whether the checks can run (the rseq path, with the crate's own areas). Where
+/// they cannot, the machine must say why (`own_rseq_skip_reason` panics otherwise: a fallback
+/// taken where the kernel offers the path would pass as a skip).
 fn child_on_own_areas() -> bool {
-    match percpu::mode() {
-        Mode::Rseq => {
+    match percpu::testing::own_rseq_skip_reason() {
+        None => {
             assert_eq!(percpu::registrar(), Some(Registrar::Percpu));
             assert_eq!(
                 percpu::mode().to_string(),
@@ -53,9 +55,8 @@ fn child_on_own_areas() -> bool {
             );
             true
         }
-        m => {
-            // Only a kernel without rseq (or one that refuses it) gets here.
-            println!("{NO_RSEQ}: {m}");
+        Some(why) => {
+            println!("{NO_RSEQ}: {why}");
             false
         }
     }
@@ -302,13 +303,13 @@ fn deny_membarrier() {
 
 fn no_membarrier_leaves_no_registration() {
     deny_membarrier();
-    match percpu::mode() {
-        Mode::Fallback(percpu::FallbackReason::NoMembarrier) => {}
-        m => {
-            // A kernel without rseq decides NotRegistered first.
-            println!("{NO_RSEQ}: {m}");
-            return;
-        }
+    if percpu::mode() != Mode::Fallback(percpu::FallbackReason::NoMembarrier) {
+        // Only where the rseq path is out of reach anyway (a kernel without rseq decides
+        // NotRegistered first); the rseq path itself, without membarrier, is an error.
+        let why = percpu::testing::own_rseq_skip_reason()
+            .unwrap_or_else(|| panic!("{}: membarrier is denied", percpu::mode()));
+        println!("{NO_RSEQ}: {why}");
+        return;
     }
     // This thread decided the mode, registering its own area on the way; on the fallback no
     // section uses it, so another library may register one for the thread.

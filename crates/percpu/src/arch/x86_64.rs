@@ -1199,11 +1199,8 @@ mod tests {
     }
 
     fn handler_registers_mid_section() {
-        if crate::mode() != crate::Mode::Rseq || !own_areas() {
-            println!(
-                "CHILD-SKIP: no rseq path with percpu's own areas: {}",
-                crate::mode()
-            );
+        if let Some(why) = crate::testing::own_rseq_skip_reason() {
+            println!("CHILD-SKIP: no rseq path with percpu's own areas: {why}");
             return;
         }
         PC.get_or_init(|| PerCpu::new(|_| AtomicU64::new(0)));
@@ -1253,11 +1250,8 @@ mod tests {
     }
 
     fn first_this_cpu_adds_count_no_abort() {
-        if crate::mode() != crate::Mode::Rseq || !own_areas() {
-            println!(
-                "CHILD-SKIP: no rseq path with percpu's own areas: {}",
-                crate::mode()
-            );
+        if let Some(why) = crate::testing::own_rseq_skip_reason() {
+            println!("CHILD-SKIP: no rseq path with percpu's own areas: {why}");
             return;
         }
         const THREADS: u64 = 40;
