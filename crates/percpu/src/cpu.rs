@@ -247,6 +247,11 @@ pub fn online_cpus() -> usize {
 /// tells whether the area is registered (where this crate registers the areas, a thread's is
 /// registered here if it is not yet); on the fallback path it calls `sched_getcpu` (a vDSO
 /// call); under loom it returns the CPU that `loom_set_cpu` set for the model thread.
+///
+/// # Panics
+/// Where this crate registers the rseq areas ([`crate::Registrar::Percpu`]) and another library
+/// registered one for the calling thread first, as the thread's first critical section does:
+/// the thread can run no section, and no other path may be mixed with them.
 #[inline]
 pub fn current_cpu() -> usize {
     #[cfg(loom)]

@@ -76,9 +76,10 @@ pub fn register_rseq() -> bool {
 /// module's semantics). Only meaningful on the rseq path, where [`register_rseq`] succeeded.
 ///
 /// # Panics
-/// If the kernel refuses the call although registration succeeded (it cannot, short of a
-/// seccomp filter that lets the registration through and not the command), or keeps failing
-/// for want of memory (`ENOMEM`, tried 100 times; a transient `ENOMEM` is retried).
+/// If the kernel refuses the call 100 times: where the process is not registered (off the rseq
+/// path, where [`register_rseq`] did not succeed: `EPERM`, or `EINVAL` without the command),
+/// where registration succeeded but a seccomp filter refuses the command, or for want of memory
+/// (`ENOMEM`; a transient one is retried).
 pub fn rseq_fence() {
     fence_cmd(CMD_PRIVATE_EXPEDITED_RSEQ, "PRIVATE_EXPEDITED_RSEQ");
 }
@@ -138,8 +139,9 @@ pub fn heavy_fence() {
     std::sync::atomic::fence(Ordering::SeqCst);
 }
 
-/// The light side of an asymmetric fence: a compiler fence when membarrier is available, a
-/// `SeqCst` fence otherwise. Pairs with [`heavy_fence`].
+/// The light side of an asymmetric fence: a compiler fence once a [`heavy_fence`] (or
+/// [`asymmetric_available`]) of the process has registered membarrier, a `SeqCst` fence before
+/// that and where membarrier is unavailable. Pairs with [`heavy_fence`].
 #[inline]
 pub fn light_fence() {
     if EXPEDITED.load(Ordering::Relaxed) == YES {
@@ -237,8 +239,10 @@ pub mod emulated {
         }
     }
 
-    /// The light thread stops running (it ends, or blocks in a join): every later heavy fence
-    /// finds it past its barrier.
+    /// The light thread stops running for good: it ends, or blocks in a join of the heavy
+    /// thread. Every later heavy fence finds it past its barrier, so a light thread that runs
+    /// on after `leave` while heavy fences still run (after a join of a third thread) would
+    /// count as past barriers it never passed.
     pub fn leave() {
         if !on() {
             return;
@@ -304,9 +308,9 @@ mod tests {
         }
     }
 
-    /// The registration state agrees with the kernel: `heavy_fence` uses the expedited barrier
-    /// exactly when the kernel offers it, and then the process is registered for it (an
-    /// unregistered process gets EPERM), so `light_fence` may be a compiler fence.
+    /// The first thread to record whether the expedited barrier is registered decides for all:
+    /// a later answer, the other way, changes neither the state nor what the later thread is
+    /// told.
     #[test]
     fn the_first_answer_on_expedited_membarrier_stands() {
         for (first, second) in [(YES, false), (NO, true)] {
@@ -325,6 +329,9 @@ mod tests {
         }
     }
 
+    /// The registration state agrees with the kernel: `heavy_fence` uses the expedited barrier
+    /// exactly when the kernel offers it, and then the process is registered for it (an
+    /// unregistered process gets EPERM), so `light_fence` may be a compiler fence.
     #[test]
     fn heavy_fence_registers_what_the_kernel_offers() {
         heavy_fence();

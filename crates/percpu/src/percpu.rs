@@ -356,6 +356,9 @@ impl<T> PerCpu<T> {
     /// thread is not on commits, [`PerCpu::sections_check_cpu`] is false, and a signal handler
     /// that runs one on a slot its thread holds waits for ever), and [`PerCpu::fence`] takes the
     /// locks.
+    ///
+    /// # Panics
+    /// If `n` is 0.
     pub fn with_cpus(n: usize, init: impl FnMut(usize) -> T) -> Self {
         // What a `collect` of the slots does when it cannot allocate them: abort the process
         // (or panic if their size overflows).
