@@ -151,16 +151,70 @@ fn oversubscribed_sum_is_exact() {
 
 extern "C" fn noop_handler(_: libc::c_int) {}
 
-/// Forces aborts two ways, an injected delay inside every section and a storm of signals at
-/// the worker threads, and checks that no update is lost or doubled.
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "Miri does not support sigaction and pthread_kill (signals)"
-)]
-fn forced_aborts_lose_nothing() {
-    const THREADS: usize = 8;
-    const ITERS: i64 = reps(20_000) as i64;
+/// The shapes of section that `forced_aborts_lose_nothing` aborts, each its own abort handler:
+/// `add_current` (no check) and `add_this_cpu` (the CPU read inside); `add` with 1, 2, 3 checks
+/// (unrolled) and 4 (looping); `store_add` with 3 (unrolled) and 4 (looping); `store` with 1, 2
+/// (unrolled) and 4 (looping), as an increment whose first check is the word's old value.
+const SHAPES: [&str; 11] = [
+    "add_current",
+    "add_this_cpu",
+    "add, 1 check",
+    "add, 2 checks",
+    "add, 3 checks",
+    "add, 4 checks",
+    "store_add, 3 checks",
+    "store_add, 4 checks",
+    "store, 1 check",
+    "store, 2 checks",
+    "store, 4 checks",
+];
+
+/// One update of 1 by section shape `shape` (an index of [`SHAPES`]) to word `shape` of the
+/// current CPU's slot of `words` (to `single` for `add_this_cpu`), retried until it commits;
+/// `holds` are words whose checks hold (0), `spec` takes `store_add`'s speculative store.
+fn add_one_by(
+    shape: usize,
+    words: &PerCpu<[AtomicI64; SHAPES.len()]>,
+    single: &PerCpu<AtomicI64>,
+    holds: &[AtomicU64; 4],
+    spec: &AtomicU64,
+) {
+    let c: [Check<'_>; 4] = std::array::from_fn(|i| Check::new(&holds[i], 0));
+    match shape {
+        0 => return words.add_current(|w| &w[0], 1),
+        1 => return single.add_this_cpu(1),
+        _ => {}
+    }
+    loop {
+        let (cpu, w) = words.current();
+        let target = &w[shape];
+        let old = target.load(Ordering::Relaxed);
+        let cas = [Check::new(target, old), c[0], c[1], c[2]];
+        let r = match shape {
+            2..=5 => words.add(cpu, &c[..shape - 1], target, 1),
+            6 | 7 => words.store_add(cpu, &c[..shape - 3], spec, 1, target, 1),
+            8 | 9 => words.store(cpu, &cas[..shape - 7], target, old + 1),
+            10 => words.store(cpu, &cas, target, old + 1),
+            _ => unreachable!("{shape}"),
+        };
+        match r {
+            Ok(()) => return,
+            Err(Fail::Abort) => {}
+            // Another thread's increment on this slot came first.
+            Err(Fail::Mismatch(0)) if shape >= 8 => {}
+            Err(e) => panic!("{}: {e:?}", SHAPES[shape]),
+        }
+    }
+}
+
+/// In a process of its own (the injected delay and the count of aborts are the process's):
+/// for each shape of section in turn, four threads update its word with it while an injected
+/// delay inside every section and a storm of signals abort them; checks that no update is
+/// lost or doubled, and on the rseq path that the shape's sections aborted (its abort handler
+/// ran).
+fn forced_aborts_in_every_shape() {
+    const THREADS: usize = 4;
+    const ITERS: i64 = reps(2_000) as i64;
     // SAFETY: installing a handler that does nothing, for a signal nothing else uses.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -169,66 +223,91 @@ fn forced_aborts_lose_nothing() {
         libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
     }
     percpu::set_inject_delay(2_000);
-    let before = percpu::aborts();
-    let pc: Arc<PerCpu<AtomicI64>> = Arc::new(PerCpu::default());
-    let done = Arc::new(AtomicUsize::new(0));
-    let start = Arc::new(Barrier::new(THREADS + 1));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let hs: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (pc, done, start, tx) = (pc.clone(), done.clone(), start.clone(), tx.clone());
-            thread::spawn(move || {
-                // SAFETY: pthread_self has no preconditions.
-                tx.send(unsafe { libc::pthread_self() }).unwrap();
-                start.wait();
-                for _ in 0..ITERS {
-                    // Half the threads use the section that reads the CPU inside itself.
-                    if t % 2 == 0 {
-                        pc.add_current(|v| v, 1);
-                    } else {
-                        pc.add_this_cpu(1);
+    let words: PerCpu<[AtomicI64; SHAPES.len()]> = PerCpu::default();
+    let single: PerCpu<AtomicI64> = PerCpu::default();
+    let holds: [AtomicU64; 4] = Default::default();
+    let spec = AtomicU64::new(0);
+    for (shape, name) in SHAPES.iter().enumerate() {
+        let before = percpu::aborts();
+        let done = AtomicUsize::new(0);
+        let start = Barrier::new(THREADS + 1);
+        let signals = thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for _ in 0..THREADS {
+                let tx = tx.clone();
+                let (words, single, holds, spec) = (&words, &single, &holds, &spec);
+                let (done, start) = (&done, &start);
+                s.spawn(move || {
+                    // SAFETY: pthread_self has no preconditions.
+                    tx.send(unsafe { libc::pthread_self() }).unwrap();
+                    start.wait();
+                    for _ in 0..ITERS {
+                        add_one_by(shape, words, single, holds, spec);
                     }
-                }
-                done.fetch_add(1, Ordering::Release);
-            })
-        })
-        .collect();
-    let tids: Vec<libc::pthread_t> = (0..THREADS).map(|_| rx.recv().unwrap()).collect();
-    start.wait();
-    let mut signals = 0u64;
-    while done.load(Ordering::Acquire) < THREADS {
-        for (i, &t) in tids.iter().enumerate() {
-            if i % 2 == 0 {
-                // SAFETY: the thread is alive until it is joined below (it may have finished
-                // its loop, in which case the signal is delivered to an exiting thread and
-                // ignored by the no-op handler).
-                unsafe { libc::pthread_kill(t, libc::SIGUSR1) };
-                signals += 1;
+                    // Release: pairs with the Acquire load of the signalling loop below.
+                    done.fetch_add(1, Ordering::Release);
+                });
             }
+            let tids: Vec<libc::pthread_t> = (0..THREADS).map(|_| rx.recv().unwrap()).collect();
+            start.wait();
+            let mut signals = 0u64;
+            // Acquire: pairs with the workers' Release increments.
+            while done.load(Ordering::Acquire) < THREADS {
+                for &t in &tids {
+                    // SAFETY: the thread is alive until the scope joins it (it may have
+                    // finished its loop, and then ignores the signal with the no-op handler).
+                    unsafe { libc::pthread_kill(t, libc::SIGUSR1) };
+                    signals += 1;
+                }
+                thread::yield_now();
+            }
+            signals
+        });
+        let aborts = percpu::aborts() - before;
+        println!(
+            "mode {}: {name}: {signals} signals, {aborts} aborts",
+            percpu::mode()
+        );
+        let total: i64 = if shape == 1 {
+            single.iter().map(|w| w.load(Ordering::Relaxed)).sum()
+        } else {
+            words.iter().map(|w| w[shape].load(Ordering::Relaxed)).sum()
+        };
+        assert_eq!(
+            total,
+            THREADS as i64 * ITERS,
+            "{name}: updates lost or doubled"
+        );
+        if percpu::fast_path_available() {
+            assert!(
+                aborts > 0,
+                "{name}: the delay and the signals aborted no section"
+            );
         }
-        thread::yield_now();
-    }
-    for h in hs {
-        h.join().unwrap();
     }
     percpu::set_inject_delay(0);
-    let aborts = percpu::aborts() - before;
-    eprintln!(
-        "mode {}: {signals} signals, {aborts} aborts",
-        percpu::mode()
-    );
-    assert_eq!(sum(&pc), THREADS as i64 * ITERS);
-    if percpu::fast_path_available() {
-        assert!(
-            aborts > 0,
-            "the injected delay and signals should have aborted some sections"
-        );
-    } else {
+}
+
+/// Every shape of section aborts without losing or doubling an update: an injected delay inside
+/// every section and a storm of signals at the worker threads abort them, the abort handler of
+/// each shape runs (rseq path), and the counts are exact.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "starts a child process, and Miri does not support sigaction and pthread_kill"
+)]
+fn forced_aborts_lose_nothing() {
+    if !percpu::fast_path_available() {
         percpu::testing::skip(format_args!(
-            "percpu mode {}: no rseq section to abort, the sum is checked without forced aborts",
+            "percpu mode {}: no rseq section to abort, the sums are checked without forced aborts",
             percpu::mode()
         ));
     }
+    percpu::testing::in_child(
+        "forced_aborts_lose_nothing",
+        "PERCPU_FORCED_ABORTS_CHILD",
+        forced_aborts_in_every_shape,
+    );
 }
 
 /// The flag protocol the fence exists for: workers add only while the flag is clear (checked
