@@ -10,10 +10,11 @@ pub const FORCE_FALLBACK_ENV: &str = "PERCPU_FORCE_FALLBACK";
 /// How per-CPU critical sections run in this process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// Restartable sequences: every thread has a registered rseq area (glibc's, or this
-    /// crate's own where libc registers none: see [`registrar`]), and the kernel supports
-    /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`. Critical sections run without a system call, a
-    /// lock or an atomic read-modify-write.
+    /// Restartable sequences: every thread runs its sections on a registered rseq area
+    /// (glibc's, which every thread has from its start, or, where libc registers none, this
+    /// crate's own, which a thread's first section or [`crate::current_cpu`] registers: see
+    /// [`registrar`]), and the kernel supports `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`. Critical
+    /// sections run without a system call, a lock or an atomic read-modify-write.
     Rseq,
     /// A lock per CPU slot, taken around each critical section; the CPU id is only a hint
     /// (from `sched_getcpu`). Correct everywhere; slower.
@@ -30,9 +31,10 @@ pub enum FallbackReason {
     /// No rseq area could be registered: the kernel refused glibc's (or has no rseq: before
     /// Linux 4.18), or, where libc registers none (glibc before 2.35, or
     /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`), this crate's own could not be: the kernel
-    /// refused it, another library registered rseq for the thread first, this crate's
-    /// thread-local storage is not at one offset from every thread pointer (a library loaded
-    /// with `dlopen`), or the C library is not glibc (musl unmaps a detached thread's
+    /// refused it, another library registered rseq for the thread that decided the path first,
+    /// this crate's thread-local storage is not at one offset from every thread pointer (a
+    /// library loaded with `dlopen`, or the thread that compares it could not be started), or
+    /// the C library is not glibc (musl unmaps a detached thread's
     /// thread-local storage before the thread exits, while the kernel may still write an area
     /// there).
     NotRegistered,
