@@ -1101,6 +1101,37 @@ mod tests {
         assert!(seen > 0, "no descriptor found");
     }
 
+    /// `prepare_unload` leaves no section armed on the calling thread, whoever registered its
+    /// area: after a section, `rseq_cs` names the section's descriptor (until the kernel clears
+    /// it at a preemption or signal, or this thread's next section arms another), which the
+    /// kernel would read from unmapped code after the unload; after the call it is 0.
+    #[test]
+    fn prepare_unload_leaves_no_section_armed() {
+        if crate::mode() != crate::Mode::Rseq {
+            crate::testing::skip(format_args!("no rseq path: {}", crate::mode()));
+            return;
+        }
+        let pc = PerCpu::new(|_| AtomicU64::new(0));
+        let rseq_cs = || {
+            // SAFETY: on the rseq path (checked above), after a section, which registered this
+            // thread's area where this crate registers them: `rseq_cs` is its u64 at offset 8.
+            unsafe { (area().add(RSEQ_CS) as *const u64).read_volatile() }
+        };
+        let mut armed = 0;
+        for _ in 0..1000 {
+            pc.add_this_cpu(1);
+            armed += usize::from(rseq_cs() != 0);
+            crate::prepare_unload();
+            assert_eq!(rseq_cs(), 0, "a section armed after prepare_unload");
+        }
+        assert!(
+            armed > 0,
+            "rseq_cs read 0 after every section: the wrong field is read"
+        );
+        let sum: u64 = pc.iter().map(|v| v.load(Ordering::Relaxed)).sum();
+        assert_eq!(sum, 1000);
+    }
+
     static PC: OnceLock<PerCpu<AtomicU64>> = OnceLock::new();
     /// 0: waiting for a step into a section while the area is not registered; 1: a handler's
     /// section registered it there, watching where the stepped section leaves; 2: done.
