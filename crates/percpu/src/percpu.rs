@@ -1197,8 +1197,8 @@ mod bound_tests {
 
     /// The callers' retry loops (refcount's schemes): `current`, then a section for the CPU
     /// it gave, retried on an abort with a [`Retry`]. On the rseq path from a CPU numbered past
-    /// the slots, `current` used to map the CPU onto slot 0, whose sections then all failed
-    /// (the thread is not on CPU 0) and the loop never ended (here: bounded, it returned
+    /// the slots, a `current` that mapped the CPU onto slot 0 would make every section fail
+    /// (the thread is not on CPU 0) and the loop never end (here: bounded, it would return
     /// without a panic); `current` panics instead, naming the cause.
     #[test]
     fn retry_loops_over_current_on_a_cpu_past_the_slots_panic() {

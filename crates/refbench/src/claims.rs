@@ -1623,7 +1623,7 @@ mod tests {
         // Does not hold: refcache falls 1.03x, less than paygo's 1.09x.
         let o = fig2_refcache_falls(&Rows::new(&fs([400.0, 390.0, 380.0, 370.0], flat)));
         assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
-        // Not measured: object-spectrum rows only (the experiment the rule used to read) ...
+        // Not measured: object-spectrum rows only (an experiment over objects, not files) ...
         let objects: Vec<Row> = [(1, 400.0), (4096, 380.0), (65536, 30.0)]
             .into_iter()
             .flat_map(|(n, ops)| {
