@@ -641,6 +641,26 @@ pub(crate) unsafe fn cs_store_add<const OWN: bool>(
     ret as u32
 }
 
+/// The text of [`cs_add_this_cpu`]'s section, with `$inject` (the injected delay) between its
+/// address computation and its commit where given: one text for both variants.
+macro_rules! this_cpu_add {
+    ($($inject:expr)?) => {
+        concat!(
+            cs_arm!("tmp"),
+            "1:\n",
+            "movslq 4({rseq}), {cpu}\n",
+            "cmpq {n}, {cpu}\n",
+            "jae {abort}\n",
+            own_check!(abort),
+            "shlq %cl, {cpu}\n",
+            $($inject,)?
+            "addq {delta}, ({base}, {cpu})\n",
+            "2:\n",
+            cs_abort_to_label!(),
+        )
+    };
+}
+
 /// Critical section `*(base + (cpu_id << shift)) += delta` (Linux's `this_cpu_add`): the CPU is
 /// read inside the section, so no compare against a CPU read before it is needed, and the abort
 /// path is a jump straight to the caller's retry (no status code to decode).
@@ -680,17 +700,7 @@ pub(crate) unsafe fn cs_add_this_cpu<const OWN: bool>(
             OWN,
             #[cfg(feature = "inject")]
             asm!(
-                cs_arm!("tmp"),
-                "1:\n",
-                "movslq 4({rseq}), {cpu}\n",
-                "cmpq {n}, {cpu}\n",
-                "jae {abort}\n",
-                own_check!(abort),
-                "shlq %cl, {cpu}\n",
-                cs_inject!(),
-                "addq {delta}, ({base}, {cpu})\n",
-                "2:\n",
-                cs_abort_to_label!(),
+                this_cpu_add!(cs_inject!()),
                 rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
                 delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
                 inject = sym INJECT_LOOPS,
@@ -700,16 +710,7 @@ pub(crate) unsafe fn cs_add_this_cpu<const OWN: bool>(
             );
             #[cfg(not(feature = "inject"))]
             asm!(
-                cs_arm!("tmp"),
-                "1:\n",
-                "movslq 4({rseq}), {cpu}\n",
-                "cmpq {n}, {cpu}\n",
-                "jae {abort}\n",
-                own_check!(abort),
-                "shlq %cl, {cpu}\n",
-                "addq {delta}, ({base}, {cpu})\n",
-                "2:\n",
-                cs_abort_to_label!(),
+                this_cpu_add!(),
                 rseq = in(reg) rseq, base = in(reg) base, n = in(reg) n, in("ecx") shift,
                 delta = in(reg) delta, cpu = out(reg) _, tmp = out(reg) _,
                 sig = const RSEQ_SIG,
