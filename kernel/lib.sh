@@ -5,7 +5,8 @@ set -euo pipefail
 # Pinned kernel source: Debian 12 (bookworm) security archive.
 PAYGO_LINUX_PKG=linux-source-6.12
 PAYGO_LINUX_VERSION=6.12.117-1~deb12u1
-PAYGO_LINUX_TARBALL=/usr/src/linux-source-6.12.tar.xz
+# (overridable only so that kernel/check-scripts can test the scripts' skip)
+PAYGO_LINUX_TARBALL=${PAYGO_LINUX_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 
 KERNEL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # One work folder per checkout, named after the checkout's path, so that
@@ -31,47 +32,88 @@ export DEBIAN_FRONTEND=noninteractive
 
 log() { printf '[kernel %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
+# skip REASON: this check cannot run here; say so the way the repository's
+# other skipped tests do (a SKIPPED line, also appended to
+# $SKIPPED_TESTS_LOG where that is set) and exit 0
+skip() {
+	local line
+	line="SKIPPED: kernel/$(basename "$0"): $*"
+	echo "$line"
+	[ -z "${SKIPPED_TESTS_LOG:-}" ] || echo "$line" >> "$SKIPPED_TESTS_LOG"
+	# the work folder made when this file was sourced, if still empty
+	rmdir "$KERNEL_WORKDIR" 2>/dev/null || true
+	exit 0
+}
+
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi
 }
 
-# install_deps [extra packages...]
+# missing_pkgs PKG...: those of PKG that dpkg does not have installed
+missing_pkgs() {
+	local p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || echo "$p"
+	done
+}
+
+# install_deps [extra packages...]: install what is missing; skip (above)
+# if the kernel source tarball is not there afterwards, fail if a build
+# dependency could not be installed
 install_deps() {
 	local pkgs=(bc bison flex libelf-dev libssl-dev gcc make perl python3
 		    xz-utils git cpio kmod ccache "$@")
-	local missing=() p have
-	for p in "${pkgs[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
-			grep -q 'install ok installed' || missing+=("$p")
-	done
+	local missing=() have
+	mapfile -t missing < <(missing_pkgs "${pkgs[@]}")
 	have=$(dpkg-query -W -f='${Version}' "$PAYGO_LINUX_PKG" 2>/dev/null || true)
-	if [ "$have" != "$PAYGO_LINUX_VERSION" ] || [ ! -f "$PAYGO_LINUX_TARBALL" ]; then
-		missing+=("$PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION")
-	fi
-	[ ${#missing[@]} -eq 0 ] && return 0
-	log "apt-get install ${missing[*]}"
-	as_root apt-get update -qq
-	if ! as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null; then
-		# The security archive may have dropped the pinned version.
-		log "WARNING: pinned $PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION not installable; trying the candidate version"
-		missing=("${missing[@]/#$PAYGO_LINUX_PKG=*/$PAYGO_LINUX_PKG}")
-		as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
-	fi
-	have=$(dpkg-query -W -f='${Version}' "$PAYGO_LINUX_PKG")
 	[ "$have" = "$PAYGO_LINUX_VERSION" ] ||
-		log "WARNING: using $PAYGO_LINUX_PKG $have, series was made against $PAYGO_LINUX_VERSION"
+		missing+=("$PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION")
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "apt-get install ${missing[*]}"
+		as_root apt-get update -qq || log "WARNING: apt-get update failed"
+		if ! as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null; then
+			# The security archive may have dropped the pinned version.
+			log "WARNING: pinned $PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION not installable; trying the candidate version"
+			missing=("${missing[@]/#$PAYGO_LINUX_PKG=*/$PAYGO_LINUX_PKG}")
+			as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null ||
+				log "WARNING: apt-get install failed"
+		fi
+	fi
+	# The tarball is what the scripts use; dpkg may list the package
+	# while the file is gone (then apt-get install --reinstall).
+	[ -f "$PAYGO_LINUX_TARBALL" ] ||
+		skip "the kernel source $PAYGO_LINUX_TARBALL is missing and $PAYGO_LINUX_PKG could not be installed (apt-get install $PAYGO_LINUX_PKG, or --reinstall if dpkg lists it)"
+	mapfile -t missing < <(missing_pkgs "${pkgs[@]}")
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "ERROR: could not install ${missing[*]}"
+		exit 1
+	fi
+	have=$(dpkg-query -W -f='${Version}' "$PAYGO_LINUX_PKG" 2>/dev/null || true)
+	[ "$have" = "$PAYGO_LINUX_VERSION" ] ||
+		log "WARNING: using $PAYGO_LINUX_PKG ${have:-(not installed)}, series was made against $PAYGO_LINUX_VERSION"
 }
 
-# unpack_tree DIR: fresh, unpatched source tree in DIR
+# unpack_tree DIR: fresh, unpatched source tree in DIR; on failure nothing
+# is left of DIR or of its temporary folder
 unpack_tree() {
 	local dir=$1 tmp
 	rm -rf "$dir" "$dir.tmp"
 	mkdir -p "$dir.tmp"
 	log "unpacking $PAYGO_LINUX_TARBALL into $dir"
-	tar -C "$dir.tmp" -xf "$PAYGO_LINUX_TARBALL"
+	if ! tar -C "$dir.tmp" -xf "$PAYGO_LINUX_TARBALL"; then
+		rm -rf "$dir.tmp"
+		log "ERROR: cannot unpack $PAYGO_LINUX_TARBALL"
+		exit 1
+	fi
 	tmp=$(echo "$dir.tmp"/linux-source-*)
+	if [ ! -d "$tmp" ]; then
+		rm -rf "$dir.tmp"
+		log "ERROR: $PAYGO_LINUX_TARBALL has no linux-source-* folder"
+		exit 1
+	fi
 	mv "$tmp" "$dir"
-	rmdir "$dir.tmp"
+	rm -rf "$dir.tmp"
 }
 
 # apply_series DIR [N]: apply the first N patches (default all) of patches/
