@@ -103,6 +103,37 @@ fn half_evicted_entry_takes_home_and_remote_unrefs() {
     unpin();
 }
 
+/// A handle's UNREF on its reference's CPU after the kill takes the locked path with the
+/// entry still in the table: it must not take the reference off another entry of the object
+/// on the overflow list that was evicted from the same slot in an earlier generation (that
+/// entry's own UNREF would then find nothing to give its reference back to). Exactly one of
+/// the UNREFs releases the object, and only the last.
+#[test]
+fn a_killed_objects_unref_takes_its_own_generations_entry() {
+    let (pinned, d) = pinned_one_slot_domain();
+    let h = Box::pin(Header::new());
+    let y = Box::pin(Header::new());
+    let (hdr, y) = (h.as_ref(), y.as_ref());
+    // H's first entry (slot 0, generation g) is evicted by Y's REF; H's second REF evicts Y's
+    // entry and claims the slot again (generation g + 2): one slot, two generations of H.
+    let old = d.try_get(hdr).unwrap();
+    let b = d.try_get(y).unwrap();
+    d.put(y, b);
+    let new = d.try_get(hdr).unwrap();
+    if pinned {
+        assert_eq!(old.slot, new.slot);
+        assert_ne!(old.gen, new.gen);
+        assert_eq!(d.memory_usage().overflow_entries, 1);
+    }
+    assert!(!d.kill(hdr), "killed with two references");
+    assert!(!d.put_release(hdr, new), "released with a reference left");
+    assert_eq!(d.read_all(hdr), 1);
+    assert!(d.put_release(hdr, old), "the last UNREF did not release");
+    assert!(hdr.is_dead());
+    assert_eq!(d.memory_usage().overflow_entries, 0);
+    unpin();
+}
+
 /// An anchor of another domain whose slot number is in range here (what an anchor of a dropped
 /// domain of the same size would be) is refused by the domain's number.
 #[test]
