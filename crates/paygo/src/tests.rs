@@ -134,6 +134,30 @@ fn a_killed_objects_unref_takes_its_own_generations_entry() {
     unpin();
 }
 
+/// A handle's kill with the object's only reference on the overflow list (its entry evicted
+/// from the table) does not release it: the kill's check for references counts the list, and
+/// the reference's UNREF, through the list, releases it.
+#[test]
+fn a_kill_counts_a_reference_on_the_overflow_list() {
+    let (pinned, d) = pinned_one_slot_domain();
+    let h = Box::pin(Header::new());
+    let y = Box::pin(Header::new());
+    let (hdr, y) = (h.as_ref(), y.as_ref());
+    let a = d.try_get(hdr).unwrap();
+    // Y's REF evicts H's entry (one slot) with its reference to H's overflow list.
+    let b = d.try_get(y).unwrap();
+    d.put(y, b);
+    if pinned {
+        assert_eq!(d.memory_usage().overflow_entries, 1);
+    }
+    assert!(!d.kill(hdr), "the kill released an object with a reference");
+    assert!(!hdr.is_dead());
+    assert!(d.put_release(hdr, a), "the last UNREF did not release");
+    assert!(hdr.is_dead());
+    assert_eq!(d.memory_usage().overflow_entries, 0);
+    unpin();
+}
+
 /// An anchor of another domain whose slot number is in range here (what an anchor of a dropped
 /// domain of the same size would be) is refused by the domain's number.
 #[test]
