@@ -158,6 +158,53 @@ fn a_kill_counts_a_reference_on_the_overflow_list() {
     unpin();
 }
 
+/// A slot between an eviction's two steps (what an evictor preempted there leaves, made by
+/// hand as in `half_evict`) is not claimed, though its entry is at zero: step 1 moved the
+/// generation word on, step 2 has not moved the anchor counter's generation yet and will
+/// read the local counter as final, so a reference counted there by a claim in between would
+/// be taken to the victim's overflow list. The REF takes the window's other slot.
+#[test]
+fn a_slot_between_an_evictions_two_steps_is_not_claimed() {
+    let pinned = pin_or_skip("the slot checks need the thread on one CPU").is_some();
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 2,
+        window: 2,
+    });
+    let x = Box::pin(Header::with_place(0));
+    let z = Box::pin(Header::with_place(0));
+    let (x, z) = (x.as_ref(), z.as_ref());
+    let a = d.try_get(x).unwrap();
+    let slot = a.slot;
+    let s = d.slots.get(slot).expect("the domain's slot");
+    d.put(x, a);
+    // Step 1 of an eviction of X's entry, as its critical section commits it: key tagged,
+    // generation word moved on (single-threaded test).
+    let g = s.gen.load(Ordering::Relaxed);
+    s.key.store(x.addr() | TAG, Ordering::Relaxed);
+    s.gen.store(g + 1, Ordering::Relaxed);
+    let b = d.try_get(z).unwrap();
+    if pinned {
+        assert_ne!(b.slot, slot, "Z claimed the slot being evicted");
+    }
+    // Step 2, as the eviction then makes it: the local counter is final; the anchor counter
+    // moves to generation g + 1 with minus that, and the entry's count goes to X's list.
+    let l = s.local.load(Ordering::Relaxed);
+    let (ga, an) = s.anchor.load();
+    assert_eq!(ga, g);
+    assert_eq!(s.anchor.compare_exchange((g, an), (g + 1, -l)), Ok(()));
+    assert_eq!(
+        l + an,
+        0,
+        "the eviction would take Z's reference to X's list"
+    );
+    assert_eq!(d.read_all(z), 1);
+    d.put(z, b);
+    assert_eq!(d.read_all(z), 0);
+    assert_eq!(d.read_all(x), 0);
+    assert!(d.try_reclaim(z));
+    unpin();
+}
+
 /// An anchor of another domain whose slot number is in range here (what an anchor of a dropped
 /// domain of the same size would be) is refused by the domain's number.
 #[test]
