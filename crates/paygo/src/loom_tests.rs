@@ -292,6 +292,54 @@ fn loom_reinit_after_reclaim_by_another_thread() {
     }
 }
 
+/// `is_dead` by a thread that learns of the object's death only from it (a thread that frees
+/// what it finds dead): as in [`loom_reinit_after_reclaim_by_another_thread`], a reader gives
+/// back its reference (on CPU 0, or on CPU 1: the anchor path) while a reclaimer on CPU 1 tries
+/// to reclaim; the third thread, once the reclaim has decided (a flag that orders nothing),
+/// writes the payload if `is_dead` says the object is dead. loom
+/// reports a causality violation if that write can race with the reader's read: a `true` from
+/// `is_dead` must be ordered after the reclaim's decision.
+#[test]
+fn loom_is_dead_after_reclaim_by_another_thread() {
+    for migrate in [false, true] {
+        model(move || {
+            let d = Arc::new(tiny());
+            let o = Arc::new(Obj::new());
+            loom_set_cpu(0);
+            let a = d.try_get(o.hdr()).unwrap();
+            let (d1, o1) = (d.clone(), o.clone());
+            let reader = thread::spawn(move || {
+                loom_set_cpu(0);
+                // SAFETY: loom checks this access against the third thread's write.
+                o1.payload
+                    .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a freed object"));
+                if migrate {
+                    loom_set_cpu(1);
+                }
+                d1.put(o1.hdr(), a);
+            });
+            let decided = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+            let (d2, o2, decided2) = (d.clone(), o.clone(), decided.clone());
+            let reclaimer = thread::spawn(move || {
+                loom_set_cpu(1);
+                d2.try_reclaim(o2.hdr());
+                // Relaxed: only when the third thread looks; it orders nothing.
+                decided2.store(true, core::sync::atomic::Ordering::Relaxed);
+            });
+            // Waits with yields (no preemption spent) so that `is_dead` reads the decision.
+            while !decided.load(core::sync::atomic::Ordering::Relaxed) {
+                thread::yield_now();
+            }
+            if o.hdr.is_dead() {
+                // SAFETY: loom checks this access against the reader's read.
+                o.payload.with_mut(|p| unsafe { *p = RECLAIMED });
+            }
+            reader.join().unwrap();
+            reclaimer.join().unwrap();
+        });
+    }
+}
+
 /// A get on CPU 1 against the reuse of a reclaimed object on CPU 0 (a write to its payload,
 /// then `try_reinit`): a get that succeeds is on the new life and reads the write (the
 /// `RefCounter` contract a cache's key check under a reference relies on). loom reports a
