@@ -747,6 +747,42 @@ mod tests {
         (hdrs, held)
     }
 
+    /// A swept batch decides one by one the objects whose stripe is not quiet (an entry of one
+    /// of its objects on an overflow list): every flagged object is decided, `out` says which
+    /// died, and the count returned agrees with it. Object 0's entry, holding its reference,
+    /// is evicted to its list, so its stripe is not quiet.
+    #[test]
+    #[cfg_attr(miri, ignore = "places 1,024 objects: slow under Miri")]
+    fn a_swept_batch_decides_the_objects_of_stripes_that_are_not_quiet() {
+        let pinned = percpu::testing::pin_or_skip("the eviction needs the thread on one CPU");
+        let d = Domain::new();
+        let (hdrs, held) = placed(&d, 1024);
+        d.evict(held.cpu(), &d.slots[held.slot], false).unwrap();
+        if pinned.is_some() {
+            assert_eq!(d.memory_usage().overflow_entries, 1, "not evicted");
+        }
+        // SAFETY: the headers stay where they are for the whole test (a vector not resized).
+        let pins: Vec<Pin<&Header>> = hdrs
+            .iter()
+            .map(|h| unsafe { Pin::new_unchecked(h) })
+            .collect();
+        let mut out = vec![false; pins.len()];
+        let n = d.try_reclaim_many(&pins, &mut out);
+        assert!(d.stats().swept > 0, "the batch was not swept");
+        assert_eq!(n, out.iter().filter(|&&r| r).count());
+        assert_eq!(n, pins.len() - 1);
+        assert!(!out[0], "the held object was reclaimed");
+        for (i, h) in pins.iter().enumerate() {
+            assert_eq!(
+                h.is_dead(),
+                out[i],
+                "object {i} was not decided as `out` says"
+            );
+        }
+        d.put(pins[0], held);
+        percpu::affinity::unpin();
+    }
+
     /// The buffers of a swept batch are kept by the domain (in `table_bytes`) and reused by the
     /// next batch, which allocates nothing more; a batch larger than `SCRATCH_KEEP` keeps
     /// none; a batch that finds them in use (another batch) uses its own. The outcomes are the
