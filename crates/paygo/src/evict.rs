@@ -59,14 +59,23 @@ impl Domain {
         // (commit). From the commit on no critical section touches this identity's local
         // counter (they all check key == victim or gen == g).
         loop {
-            match self.tables.store_add(
-                cpu,
-                &[Check::new(&s.key, k), Check::new(&s.gen, g)],
-                &s.key,
-                victim | TAG,
-                &s.gen,
-                1,
-            ) {
+            #[cfg(all(test, not(loom)))]
+            let forced = abort_hook::run(s, k, g, victim);
+            #[cfg(not(all(test, not(loom))))]
+            let forced = false;
+            let r = if forced {
+                Err(Fail::Abort)
+            } else {
+                self.tables.store_add(
+                    cpu,
+                    &[Check::new(&s.key, k), Check::new(&s.gen, g)],
+                    &s.key,
+                    victim | TAG,
+                    &s.gen,
+                    1,
+                )
+            };
+            match r {
                 Ok(()) => break,
                 Err(Fail::Abort) => {
                     // The speculative key may have landed: the entry is then "half-evicted"
@@ -126,6 +135,56 @@ impl Domain {
         if bracket {
             lists.end_move();
         }
+        true
+    }
+}
+
+/// The unit tests' stand-in for an abort of the critical section of an eviction's step 1: set
+/// on a thread, the next such section that thread runs is not run but reports
+/// [`Fail::Abort`], after doing what its preemption would let happen meanwhile.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod abort_hook {
+    use crate::sync::Ordering;
+    use crate::table::{Slot, TAG};
+    use std::cell::RefCell;
+
+    /// One forced abort.
+    pub(crate) struct Abort {
+        /// Whether the section's speculative key store (`key := victim | TAG`) landed before
+        /// the abort (it does only where the section's checks hold).
+        pub(crate) landed: bool,
+        /// What runs between the abort and the evictor's reaction to it: what other threads
+        /// of the CPU do while the evictor is preempted.
+        pub(crate) meanwhile: Box<dyn FnOnce()>,
+    }
+
+    std::thread_local! {
+        static NEXT: RefCell<Option<Abort>> = const { RefCell::new(None) };
+    }
+
+    /// Forces the abort of the calling thread's next step-1 section.
+    pub(crate) fn set(abort: Abort) {
+        NEXT.with(|c| *c.borrow_mut() = Some(abort));
+    }
+
+    /// Whether a forced abort is still waiting for its section.
+    pub(crate) fn pending() -> bool {
+        NEXT.with(|c| c.borrow().is_some())
+    }
+
+    /// The forced abort, if one is set, of the section that checks `key == k` and `gen == g`
+    /// on slot `s` and stores `victim | TAG`: whether it was forced (the section is then not
+    /// run).
+    pub(super) fn run(s: &Slot, k: usize, g: u64, victim: usize) -> bool {
+        let Some(abort) = NEXT.with(|c| c.borrow_mut().take()) else {
+            return false;
+        };
+        // Relaxed, as the section's own loads and store: the test runs on the slot's CPU.
+        if abort.landed && s.key.load(Ordering::Relaxed) == k && s.gen.load(Ordering::Relaxed) == g
+        {
+            s.key.store(victim | TAG, Ordering::Relaxed);
+        }
+        (abort.meanwhile)();
         true
     }
 }

@@ -205,6 +205,74 @@ fn a_slot_between_an_evictions_two_steps_is_not_claimed() {
     unpin();
 }
 
+/// An eviction whose step 1 aborts looks at the slot again before it retries: if, while the
+/// evictor was away (preempted, its speculative key store landed or not), the victim's entry
+/// dropped to zero and a REF of another object X claimed the slot (same generation), the
+/// eviction gives up. A retry checking the key it reads then (X's) would commit and take X's
+/// reference to the victim's overflow list: X would count 0 while referenced, and the victim
+/// 1. The REF that evicts then evicts X's entry instead, to X's own list.
+#[test]
+fn an_eviction_that_aborts_leaves_a_slot_claimed_by_another_object_meanwhile() {
+    use crate::evict::abort_hook::{self, Abort};
+    use std::cell::Cell;
+    use std::rc::Rc;
+    if pin_or_skip("the forced abort needs the thread on the slot's CPU").is_none() {
+        return;
+    }
+    for landed in [false, true] {
+        // One slot per CPU: every object's entry on this CPU is in slot `slot`.
+        let d = Rc::new(Domain::with_config(Config {
+            slots_per_cpu: 1,
+            window: 1,
+        }));
+        let v = Rc::new(Box::pin(Header::new()));
+        let x = Rc::new(Box::pin(Header::new()));
+        let w = Box::pin(Header::new());
+        let a = d.try_get(v.as_ref().as_ref()).unwrap();
+        let (slot, gen) = (a.slot, a.gen);
+        let taken = Rc::new(Cell::new(None));
+        abort_hook::set(Abort {
+            landed,
+            meanwhile: Box::new({
+                let (d, v, x, taken) = (d.clone(), v.clone(), x.clone(), taken.clone());
+                move || {
+                    // V's last UNREF (its count is 0: the slot is free), then X's REF claims
+                    // the slot, in V's generation.
+                    assert_eq!(d.put(v.as_ref().as_ref(), a), PutPath::Home);
+                    let b = d.try_get(x.as_ref().as_ref()).unwrap();
+                    assert_eq!((b.slot, b.gen), (slot, gen), "X did not claim V's slot");
+                    taken.set(Some(b));
+                }
+            }),
+        });
+        // W's REF finds the slot held (V, count 1) and evicts V's entry: step 1 aborts.
+        let c = d.try_get(w.as_ref()).unwrap();
+        assert!(!abort_hook::pending(), "W's REF did not evict");
+        let b = taken.take().expect("the abort's meanwhile ran");
+        let (v, x, w) = (v.as_ref().as_ref(), x.as_ref().as_ref(), w.as_ref());
+        assert_eq!(
+            d.read_all(x),
+            1,
+            "landed {landed}: X's reference went elsewhere"
+        );
+        assert_eq!(d.read_all(v), 0, "landed {landed}: V's list holds a count");
+        assert_eq!(d.read_all(w), 1);
+        assert!(
+            !d.try_reclaim(x),
+            "landed {landed}: X reclaimed while referenced"
+        );
+        assert!(d.try_reclaim(v), "landed {landed}: V not reclaimed at 0");
+        // X's entry was evicted by W's REF, to X's list.
+        assert_eq!(d.put(x, b), PutPath::Overflow);
+        assert_eq!(d.read_all(x), 0);
+        d.put(w, c);
+        assert_eq!(d.memory_usage().overflow_entries, 0);
+        assert!(d.try_reclaim(x));
+        assert!(d.try_reclaim(w));
+    }
+    unpin();
+}
+
 /// An anchor of another domain whose slot number is in range here (what an anchor of a dropped
 /// domain of the same size would be) is refused by the domain's number.
 #[test]
