@@ -2679,10 +2679,16 @@ impl<C: RefCounter> CachedFileOf<C> {
         if let Some(e) = first {
             return Err((e, true));
         }
+        // An eviction whose write-back the loop above waited for (its frame unreadable until
+        // its slot was cleared, a Relaxed store) marked the file and cleared the slot under the
+        // allocator lock: taking the lock orders its mark before the swap below (a lock taken
+        // after the slot's clear was seen comes after that eviction's, so after its release).
+        drop(lock(&self.cache.alloc));
         // Taken after the write-backs, which mark the file: a write to the file that this
         // swap does not see leaves the mark for the next sync. A file opened read-only is
         // never written, so never marked.
-        // Acquire: pairs with the Release stores of `mark_written`.
+        // Acquire: pairs with the Release stores of `mark_written` (and through the allocator
+        // lock above, with those of the evictions this sync waited for).
         if !f.unsynced.swap(false, Ordering::Acquire) {
             return Ok(());
         }
