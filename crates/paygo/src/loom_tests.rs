@@ -265,17 +265,7 @@ fn loom_reinit_after_reclaim_by_another_thread() {
             let o = Arc::new(Obj::new());
             loom_set_cpu(0);
             let a = d.try_get(o.hdr()).unwrap();
-            let (d1, o1) = (d.clone(), o.clone());
-            let reader = thread::spawn(move || {
-                loom_set_cpu(0);
-                // SAFETY: loom checks this access against the reiniter's write.
-                o1.payload
-                    .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reused object"));
-                if migrate {
-                    loom_set_cpu(1);
-                }
-                d1.put(o1.hdr(), a);
-            });
+            let reader = read_and_give_back(&d, &o, a, migrate);
             let (d2, o2) = (d.clone(), o.clone());
             let reclaimer = thread::spawn(move || {
                 loom_set_cpu(1);
@@ -290,6 +280,29 @@ fn loom_reinit_after_reclaim_by_another_thread() {
             reclaimer.join().unwrap();
         });
     }
+}
+
+/// The reader of [`loom_reinit_after_reclaim_by_another_thread`] and
+/// [`loom_is_dead_after_reclaim_by_another_thread`]: on CPU 0, reads the payload under the
+/// reference `a` (loom checks the read against the other threads' writes) and gives the
+/// reference back, on CPU 1 (the anchor path) if `migrate`.
+fn read_and_give_back(
+    d: &Arc<Domain>,
+    o: &Arc<Obj>,
+    a: crate::Anchor,
+    migrate: bool,
+) -> thread::JoinHandle<()> {
+    let (d, o) = (d.clone(), o.clone());
+    thread::spawn(move || {
+        loom_set_cpu(0);
+        // SAFETY: loom checks this access against the writes of the model's other threads.
+        o.payload
+            .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a reused or freed object"));
+        if migrate {
+            loom_set_cpu(1);
+        }
+        d.put(o.hdr(), a);
+    })
 }
 
 /// `is_dead` by a thread that learns of the object's death only from it (a thread that frees
@@ -307,17 +320,7 @@ fn loom_is_dead_after_reclaim_by_another_thread() {
             let o = Arc::new(Obj::new());
             loom_set_cpu(0);
             let a = d.try_get(o.hdr()).unwrap();
-            let (d1, o1) = (d.clone(), o.clone());
-            let reader = thread::spawn(move || {
-                loom_set_cpu(0);
-                // SAFETY: loom checks this access against the third thread's write.
-                o1.payload
-                    .with(|p| assert_eq!(unsafe { *p }, ALIVE, "read a freed object"));
-                if migrate {
-                    loom_set_cpu(1);
-                }
-                d1.put(o1.hdr(), a);
-            });
+            let reader = read_and_give_back(&d, &o, a, migrate);
             let decided = Arc::new(loom::sync::atomic::AtomicBool::new(false));
             let (d2, o2, decided2) = (d.clone(), o.clone(), decided.clone());
             let reclaimer = thread::spawn(move || {
