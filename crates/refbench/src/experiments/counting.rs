@@ -649,21 +649,7 @@ mod tests {
     /// reclaimed, as every timed row does (the README's rule): its rows had none.
     #[test]
     fn query_rows_carry_cpu_util() {
-        let p = Params {
-            schemes: vec!["atomic".into(), "paygo".into()],
-            threads: vec![2],
-            objects: vec![100],
-            duration: std::time::Duration::from_millis(1),
-            reps: 1,
-            pin: false,
-            migrate_every: vec![0],
-            referenced_pct: 1.0,
-            scheme_config: Default::default(),
-            spin_cycles: 0,
-            read_every: vec![1],
-            samples: 1,
-            file_mib: 1,
-        };
+        let p = Params::tiny(&["atomic", "paygo"], &[2], &[100]);
         let rows = query(&p, &mut |_| {});
         // Two schemes, two forms, without and with a background thread.
         assert_eq!(rows.len(), 2 * 2 * 2);
@@ -678,21 +664,7 @@ mod tests {
     /// has no figure, beside the schemes' rows.
     #[test]
     fn query_says_why_a_reference_row_has_no_figure() {
-        let p = Params {
-            schemes: vec![crate::bare_loop::LIMIT_ROW.into(), "atomic".into()],
-            threads: vec![1],
-            objects: vec![10],
-            duration: std::time::Duration::from_millis(1),
-            reps: 1,
-            pin: false,
-            migrate_every: vec![0],
-            referenced_pct: 1.0,
-            scheme_config: Default::default(),
-            spin_cycles: 0,
-            read_every: vec![1],
-            samples: 1,
-            file_mib: 1,
-        };
+        let p = Params::tiny(&[crate::bare_loop::LIMIT_ROW, "atomic"], &[1], &[10]);
         let rows = query(&p, &mut |_| {});
         let limit: Vec<&Row> = rows
             .iter()

@@ -272,21 +272,7 @@ mod tests {
     /// high on a 1-ms run).
     #[test]
     fn reclaim_rate_is_over_the_reclaimers_own_time() {
-        let p = Params {
-            schemes: vec!["cas".into()],
-            threads: vec![32],
-            objects: vec![1],
-            duration: Duration::from_millis(1),
-            reps: 1,
-            pin: false,
-            migrate_every: vec![0],
-            referenced_pct: 1.0,
-            scheme_config: Default::default(),
-            spin_cycles: 0,
-            read_every: vec![1],
-            samples: 1,
-            file_mib: 1,
-        };
+        let p = Params::tiny(&["cas"], &[32], &[1]);
         let mut out = (0.0, 0.0, 0, 0.0);
         let t0 = Instant::now();
         crate::harness::visit_scheme(

@@ -379,6 +379,29 @@ pub struct Params {
     pub file_mib: usize,
 }
 
+#[cfg(test)]
+impl Params {
+    /// The parameters of a unit test's run: `schemes` at `threads` over `objects`, one
+    /// repetition of a millisecond, unpinned, the other settings at their smallest.
+    pub(crate) fn tiny(schemes: &[&str], threads: &[usize], objects: &[usize]) -> Params {
+        Params {
+            schemes: schemes.iter().map(|s| s.to_string()).collect(),
+            threads: threads.to_vec(),
+            objects: objects.to_vec(),
+            duration: Duration::from_millis(1),
+            reps: 1,
+            pin: false,
+            migrate_every: vec![0],
+            referenced_pct: 1.0,
+            scheme_config: SchemeConfig::default(),
+            spin_cycles: 0,
+            read_every: vec![1],
+            samples: 1,
+            file_mib: 1,
+        }
+    }
+}
+
 /// The most objects `--objects` takes where it counts objects (not file sizes, files or mapped
 /// percentages): 2^24, over 160 times the largest default (`memory`'s 100,000). The
 /// memory experiment's heaviest scheme (`snzi`) keeps some 400 bytes an object: 7 GiB at this
@@ -626,19 +649,10 @@ mod tests {
     #[test]
     fn steps_of_huge_repetitions_do_not_overflow() {
         let p = Params {
-            schemes: vec!["cas".into(); 13],
-            threads: vec![1, 2, 4],
-            objects: vec![1, 2],
-            duration: Duration::from_millis(1),
             reps: usize::MAX,
-            pin: false,
             migrate_every: vec![0, 100],
-            referenced_pct: 1.0,
-            scheme_config: SchemeConfig::default(),
-            spin_cycles: 0,
             read_every: vec![1, 2],
-            samples: 1,
-            file_mib: 1,
+            ..Params::tiny(&["cas"; 13], &[1, 2, 4], &[1, 2])
         };
         for e in EXPERIMENTS {
             let n = steps(e.name, &p);
