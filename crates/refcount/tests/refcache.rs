@@ -91,8 +91,12 @@ fn review_confirms_zero_after_two_clean_epochs() {
     s.run_epoch(); // -1 flushed: global 0 again, still dirty; review re-queues
     assert!(!s.zero_confirmed(o));
     assert!(s.queued_for_review(o));
+    // The -1 dirtied it again: the review at its second epoch re-queues it, which starts a
+    // new wait of two epochs from that review (not from the first queueing).
     s.run_epoch();
+    assert!(!s.zero_confirmed(o), "dirty at its second epoch: re-queued");
     s.run_epoch();
+    assert!(!s.zero_confirmed(o), "one epoch since the re-queueing");
     s.run_epoch();
     assert!(s.zero_confirmed(o), "two clean epochs at zero");
     assert!(!s.queued_for_review(o));
