@@ -646,4 +646,22 @@ mod tests {
         );
         assert!(s.try_get(o).is_none(), "life 2 is dead");
     }
+
+    /// A put whose decrement lands on `RELEASED`, the released zone's lowest word (a dead
+    /// object under imbalanced puts in flight), keeps the object dead: its slow path puts the
+    /// word back to `DEAD`, the middle of the dead zone, rather than leaving it at the edge,
+    /// from which the next decrement would carry it into saturation, where gets succeed.
+    #[test]
+    fn a_put_that_lands_on_released_puts_the_word_back_to_dead() {
+        let s = RcuRef;
+        let obj = RcuRefObject::with_raw(DEAD);
+        // The word as the decrement from `RELEASED + 1` left it.
+        obj.refcnt.store(RELEASED, Ordering::Relaxed);
+        assert!(
+            !s.put_slowpath(&obj, RELEASED),
+            "a dead object is freed once"
+        );
+        assert_eq!(obj.refcnt.load(Ordering::Relaxed), DEAD);
+        assert!(s.try_get(Pin::new(&obj)).is_none(), "still dead");
+    }
 }
