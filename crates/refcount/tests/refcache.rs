@@ -108,6 +108,34 @@ fn review_confirms_zero_after_two_clean_epochs() {
     s.put(o, t);
 }
 
+/// A queued object whose re-queueing flush left its global count above zero is taken off the
+/// queue at the end of its wait, unconfirmed: only a count still at 0 is confirmed.
+#[test]
+fn a_queued_object_left_above_zero_is_dropped_unconfirmed() {
+    let s = manual(64, i32::MAX as i64);
+    let objs = Objects::new(&s, 1);
+    let o = objs.get(0);
+    let t = s.try_get(o).unwrap();
+    s.run_epoch(); // +1 flushed: global 1
+    s.put(o, t);
+    s.run_epoch(); // -1 flushed: global 0, queued
+    assert!(s.queued_for_review(o));
+    let t = s.try_get(o).unwrap();
+    s.run_epoch(); // +1 flushed: global 1, dirty; the review re-queues it
+    assert!(s.queued_for_review(o));
+    s.run_epoch();
+    s.run_epoch(); // two clean epochs since the re-queueing: decided
+    assert_eq!(s.global_count(o), 1);
+    assert!(!s.queued_for_review(o), "taken off the queue");
+    assert!(
+        !s.zero_confirmed(o),
+        "a global count of 1 is not confirmed at zero"
+    );
+    assert_eq!(s.stats().confirmed, 0);
+    s.put(o, t);
+    assert!(s.try_reclaim(o));
+}
+
 #[test]
 fn deltas_of_dropped_objects_are_discarded() {
     let s = manual(4, i32::MAX as i64);
