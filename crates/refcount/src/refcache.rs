@@ -530,6 +530,11 @@ impl Shared {
             self.overflow_evictions.fetch_add(1, Ordering::Relaxed);
         } else {
             self.conflict_evictions.fetch_add(1, Ordering::Relaxed);
+            #[cfg(all(test, not(loom)))]
+            tests::between_flush_and_install();
+            // The check of the delta: a get or put of the way's object on this CPU (this thread
+            // preempted) may have changed it since the flush; the install then fails, and the
+            // caller's next try flushes it.
             let _ = self.pc.store(
                 cpu,
                 &[Check::new(&way.tag, cur), Check::new(&way.delta, 0u64)],
@@ -1609,6 +1614,63 @@ mod tests {
         if let Some(f) = BETWEEN.with(|b| b.borrow_mut().take()) {
             f();
         }
+    }
+
+    std::thread_local! {
+        /// Run (once) by this thread's next conflict eviction between its flush of the way's
+        /// delta and its install of the new tag: where a preempted thread lets another run.
+        static BEFORE_INSTALL: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    /// The hook of [`BEFORE_INSTALL`].
+    pub(super) fn between_flush_and_install() {
+        if let Some(f) = BEFORE_INSTALL.with(|b| b.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    /// A get of a way's object on its CPU, run between the flush of a conflict eviction and
+    /// its install of another object's tag (as a thread preempted there lets another run),
+    /// takes the way's delta from 0 to 1: the install, which checks the delta is still 0,
+    /// fails, and the eviction flushes again, so that the get counts for its own object, not
+    /// for the object whose tag replaces it.
+    #[test]
+    fn a_get_between_an_evictions_flush_and_its_install_counts_for_its_own_object() {
+        let saved = percpu::affinity::Saved::take();
+        if percpu::testing::pin_or_skip("an eviction and a get on one CPU's way").is_none() {
+            return;
+        }
+        // One way per CPU: both objects map to it.
+        let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
+            ways: 1,
+            ..Config::default()
+        }));
+        let a = std::rc::Rc::new(s.new_object());
+        let b = s.new_object();
+        let first = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
+        let (s2, a2) = (s.clone(), a.clone());
+        let second = std::rc::Rc::new(RefCell::new(None));
+        let got = second.clone();
+        BEFORE_INSTALL.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                *got.borrow_mut() = s2.try_get(pinned(&a2)); // a's delta 0 -> 1
+            }))
+        });
+        let tb = s.try_get(pinned(&b)).expect("live"); // evicts a
+        assert!(
+            BEFORE_INSTALL.with(|h| h.borrow().is_none()),
+            "the hook ran"
+        );
+        let second = second.take().expect("live");
+        assert_eq!(s.read_all(pinned(&a)), 2, "a's two references");
+        assert_eq!(s.read_all(pinned(&b)), 1, "b's one reference");
+        s.put(pinned(&a), first);
+        s.put(pinned(&a), second);
+        assert!(!s.try_reclaim(pinned(&b)), "b is referenced");
+        assert!(s.try_reclaim(pinned(&a)));
+        s.put(pinned(&b), tb);
+        assert!(s.try_reclaim(pinned(&b)));
+        assert!(saved.restore());
     }
 
     /// The deltas cached for `obj`, one per CPU.
