@@ -466,6 +466,65 @@ fn orphan_case<C: refcount::RefCounter>(scheme: C, name: &str) {
     );
 }
 
+/// A frame freed dirty (an orphan: the write-back of its closed file failed, and a later
+/// eviction freed it) is clean once it holds another page: reading that page and closing its
+/// file writes nothing back (fails if `FrameMeta::assign` keeps the dirty bit: the close
+/// writes the page that was only read back, marking the file for an `fdatasync` too).
+#[test]
+fn a_page_filled_into_a_frame_freed_dirty_is_clean() {
+    clean_reuse_case(refcount::atomic::Atomic, "atomic");
+    clean_reuse_case(paygo::Domain::new(), "paygo");
+}
+
+fn clean_reuse_case<C: refcount::RefCounter>(scheme: C, name: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 4 * 4096;
+    let lost = pattern_file(&dir, "lost", len);
+    let next = pattern_file(&dir, "next", len);
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let hook = {
+        let fail = fail.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == IoKind::WriteBack && fail.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("injected write error"));
+            }
+            Ok(())
+        })
+    };
+    let mut cfg = Config::new(2, name);
+    cfg.fault = Some(hook);
+    let cache = pagecache::PageCacheOf::with_scheme(scheme, &cfg).expect("cache");
+    {
+        let file = cache.open(&lost).expect("open");
+        file.write_at(b"never written", 4096).expect("write");
+    } // the last handle: its sync and drop fail on the page, which stays dirty
+    fail.store(false, Ordering::SeqCst);
+    let file = cache.open(&next).expect("open");
+    let (a, b) = (file.page(0).expect("page 0"), file.page(1).expect("page 1"));
+    let mut x = [0u8; 1];
+    b.read(7, &mut x);
+    assert_eq!(x[0], pat(4096 + 7), "{name}");
+    a.read(7, &mut x);
+    assert_eq!(x[0], pat(7), "{name}");
+    drop((a, b));
+    assert_eq!(
+        cache.stats().resident,
+        2,
+        "{name}: the orphan's frame holds a page of next"
+    );
+    let before = cache.stats().write_backs;
+    file.close().expect("close");
+    assert_eq!(
+        cache.stats().write_backs,
+        before,
+        "{name}: a file only read writes nothing"
+    );
+    assert!(
+        std::fs::read(&next).expect("disk") == pattern(len),
+        "{name}"
+    );
+}
+
 /// `close` returns what dropping the last handle ignores: the first write-back error, when a
 /// write through another handle, dropped since, left a page dirty after this handle's `sync`.
 /// A close that is not the file's last returns `Ok` and writes nothing; one whose pages all
