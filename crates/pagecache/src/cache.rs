@@ -3322,6 +3322,67 @@ mod tests {
         (off.wrapping_mul(7) ^ (off >> 12)) as u8
     }
 
+    /// CLOCK's second chance: an eviction passes over the pages read since the hand's last
+    /// pass and takes those that were not. 128 frames are filled (no readahead: the pages are
+    /// read in descending order); a miss then evicts a batch of 32, which leaves 96 pages with
+    /// their accessed bits cleared; 64 of them are read again (hits); once the free frames are
+    /// used up, the next eviction takes exactly the 32 pages that were not read again, and
+    /// every page that was is still cached.
+    #[test]
+    fn an_eviction_keeps_the_pages_read_since_the_hands_last_pass() {
+        const N: u64 = 128;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let len = 2 * N * PAGE_SIZE as u64;
+        std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+        let cache =
+            PageCacheOf::with_scheme(Atomic, &Config::new(N as usize, "atomic")).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let mut b = [0u8; 1];
+        let mut read = |page: u64| {
+            let off = page * PAGE_SIZE as u64;
+            assert_eq!(file.read_at(&mut b, off).expect("read"), 1);
+            assert_eq!(b[0], byte(off));
+        };
+        // Whether the page has a frame, read from its slot: no hit, so no accessed bit set.
+        let cached = |page: u64| {
+            file.state
+                .slots
+                .get(page)
+                .is_some_and(|s| s.load(core::sync::atomic::Ordering::Relaxed) != 0)
+        };
+        for page in (0..N).rev() {
+            read(page);
+        }
+        let s = cache.stats();
+        assert_eq!((s.fills, s.read_ahead, s.evictions), (N, 0, 0));
+        // The first eviction: one turn of the hand clears every bit, the next takes a batch.
+        read(2 * N - 1);
+        let batch = super::RECLAIM_BATCH as u64;
+        assert_eq!(cache.stats().evictions, batch);
+        let left: Vec<u64> = (0..N).filter(|&p| cached(p)).collect();
+        assert_eq!(left.len() as u64, N - batch);
+        // Not read again: the lowest pages, which the fills put farthest from the hand (a
+        // hand that gave no second chance would take the pages after it, read again or not).
+        let (not_again, again) = left.split_at(batch as usize);
+        for &p in again {
+            read(p); // hits: their bits are set again
+        }
+        // The batch's other free frames, in descending order (no readahead).
+        for p in (N + 1..N + batch).rev() {
+            read(p);
+        }
+        let s = cache.stats();
+        assert_eq!((s.evictions, s.read_ahead), (batch, 0), "no eviction yet");
+        // The second eviction passes over the pages read again and takes the 32 others.
+        read(2 * N - 2);
+        assert_eq!(cache.stats().evictions, 2 * batch);
+        let kept: Vec<u64> = again.iter().copied().filter(|&p| !cached(p)).collect();
+        assert!(kept.is_empty(), "pages read again were evicted: {kept:?}");
+        let gone: Vec<u64> = not_again.iter().copied().filter(|&p| cached(p)).collect();
+        assert!(gone.is_empty(), "pages not read again were kept: {gone:?}");
+    }
+
     /// A fill whose read panics (its buffer's allocation fails, injected as under
     /// `-Zoom=panic`) unwinds out of the read that missed and takes out the frames it
     /// installed (the missed page's and the pages read ahead): none stays resident, and the
@@ -3377,9 +3438,9 @@ mod tests {
     /// A fill whose readahead panics under the allocator lock (the allocation of a slot's nodes
     /// past the flat array fails, injected as under `-Zoom=panic`) unwinds out of the read
     /// that missed, with the missed page's frame and those read ahead taken out and the lock
-    /// not poisoned: none stays resident, and the file's pages read back what was written.
-    /// Before, the missed page's frame stayed installed and never published, and every later
-    /// read of that page waited, then gave up with an error on the poisoned lock.
+    /// not poisoned: none stays resident, and the file's pages read back what was written. A
+    /// missed page's frame left installed and never published would make every later read of
+    /// that page wait, then give up with an error on the poisoned lock.
     #[test]
     fn a_readahead_that_panics_takes_its_frames_out() {
         let dir = tempfile::tempdir().expect("tempdir");
