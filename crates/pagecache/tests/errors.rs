@@ -422,61 +422,21 @@ fn a_frame_whose_write_back_failed_at_close_is_freed_by_the_next_eviction() {
     orphan_case(paygo::Domain::new(), "paygo");
 }
 
-fn orphan_case<C: refcount::RefCounter>(scheme: C, name: &str) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let len = 4 * 4096;
-    let lost = pattern_file(&dir, "lost", len);
-    let next = pattern_file(&dir, "next", len);
-    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let hook = {
-        let fail = fail.clone();
-        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
-            if ev.kind == IoKind::WriteBack && fail.load(Ordering::SeqCst) {
-                return Err(std::io::Error::other("injected write error"));
-            }
-            Ok(())
-        })
-    };
-    let mut cfg = Config::new(2, name);
-    cfg.fault = Some(hook);
-    let cache = pagecache::PageCacheOf::with_scheme(scheme, &cfg).expect("cache");
-    {
-        let file = cache.open(&lost).expect("open");
-        file.write_at(b"never written", 4096).expect("write");
-    } // the last handle: its sync and drop fail on the page
-    fail.store(false, Ordering::SeqCst);
-    assert_eq!(cache.stats().resident, 1, "{name}: the failed page's frame");
-    let file = cache.open(&next).expect("open");
-    let (a, b) = (file.page(0).expect("page 0"), file.page(1).expect("page 1"));
-    let mut x = [0u8; 1];
-    b.read(7, &mut x);
-    assert_eq!(x[0], pat(4096 + 7), "{name}");
-    a.read(7, &mut x);
-    assert_eq!(x[0], pat(7), "{name}");
-    assert_eq!(cache.stats().direct_ios, 0, "{name}: both pages had frames");
-    drop((a, b));
-    let mut buf = vec![0u8; len as usize];
-    assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
-    assert!(buf == pattern(len), "{name}");
-    // The lost write is not in the file.
-    assert_eq!(
-        std::fs::read(&lost).expect("disk")[4096..4096 + 13],
-        (4096..4096 + 13).map(pat).collect::<Vec<u8>>()[..],
-        "{name}"
-    );
-}
-
-/// A frame freed dirty (an orphan: the write-back of its closed file failed, and a later
-/// eviction freed it) is clean once it holds another page: reading that page and closing its
-/// file writes nothing back (fails if `FrameMeta::assign` keeps the dirty bit: the close
-/// writes the page that was only read back, marking the file for an `fdatasync` too).
-#[test]
-fn a_page_filled_into_a_frame_freed_dirty_is_clean() {
-    clean_reuse_case(refcount::atomic::Atomic, "atomic");
-    clean_reuse_case(paygo::Domain::new(), "paygo");
-}
-
-fn clean_reuse_case<C: refcount::RefCounter>(scheme: C, name: &str) {
+/// The files of an orphaned frame's cases: a 2-frame cache over `scheme` whose file `lost`
+/// (4 pages) was closed with its write-back failing on a page it wrote (the frame stays,
+/// dirty), then a file `next` (4 pattern pages) opened, its pages 0 and 1 held at once (both
+/// need a frame: the orphan's is one) and read. Returns the folder, the two paths, the cache
+/// and `next`'s handle.
+fn orphan_then_next<C: refcount::RefCounter>(
+    scheme: C,
+    name: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    pagecache::PageCacheOf<C>,
+    pagecache::CachedFileOf<C>,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let len = 4 * 4096;
     let lost = pattern_file(&dir, "lost", len);
@@ -499,6 +459,7 @@ fn clean_reuse_case<C: refcount::RefCounter>(scheme: C, name: &str) {
         file.write_at(b"never written", 4096).expect("write");
     } // the last handle: its sync and drop fail on the page, which stays dirty
     fail.store(false, Ordering::SeqCst);
+    assert_eq!(cache.stats().resident, 1, "{name}: the failed page's frame");
     let file = cache.open(&next).expect("open");
     let (a, b) = (file.page(0).expect("page 0"), file.page(1).expect("page 1"));
     let mut x = [0u8; 1];
@@ -507,6 +468,36 @@ fn clean_reuse_case<C: refcount::RefCounter>(scheme: C, name: &str) {
     a.read(7, &mut x);
     assert_eq!(x[0], pat(7), "{name}");
     drop((a, b));
+    (dir, lost, next, cache, file)
+}
+
+fn orphan_case<C: refcount::RefCounter>(scheme: C, name: &str) {
+    let (_dir, lost, _, cache, file) = orphan_then_next(scheme, name);
+    assert_eq!(cache.stats().direct_ios, 0, "{name}: both pages had frames");
+    let len = 4 * 4096;
+    let mut buf = vec![0u8; len as usize];
+    assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
+    assert!(buf == pattern(len), "{name}");
+    // The lost write is not in the file.
+    assert_eq!(
+        std::fs::read(&lost).expect("disk")[4096..4096 + 13],
+        (4096..4096 + 13).map(pat).collect::<Vec<u8>>()[..],
+        "{name}"
+    );
+}
+
+/// A frame freed dirty (an orphan: the write-back of its closed file failed, and a later
+/// eviction freed it) is clean once it holds another page: reading that page and closing its
+/// file writes nothing back (fails if `FrameMeta::assign` keeps the dirty bit: the close
+/// writes the page that was only read back, marking the file for an `fdatasync` too).
+#[test]
+fn a_page_filled_into_a_frame_freed_dirty_is_clean() {
+    clean_reuse_case(refcount::atomic::Atomic, "atomic");
+    clean_reuse_case(paygo::Domain::new(), "paygo");
+}
+
+fn clean_reuse_case<C: refcount::RefCounter>(scheme: C, name: &str) {
+    let (_dir, _, next, cache, file) = orphan_then_next(scheme, name);
     assert_eq!(
         cache.stats().resident,
         2,
@@ -520,7 +511,7 @@ fn clean_reuse_case<C: refcount::RefCounter>(scheme: C, name: &str) {
         "{name}: a file only read writes nothing"
     );
     assert!(
-        std::fs::read(&next).expect("disk") == pattern(len),
+        std::fs::read(&next).expect("disk") == pattern(4 * 4096),
         "{name}"
     );
 }
