@@ -695,12 +695,8 @@ impl<C: RefCounter> Inner<C> {
     #[cold]
     fn retire(&self, a: &mut Alloc, f: &FileState, i: u32, page: u64) -> io::Result<()> {
         let m = self.meta(i);
-        // Acquire: pairs with the Release store of writers that set the bit after their bytes
-        // (no writer holds the frame now).
-        if m.dirty.load(Ordering::Acquire) {
-            self.write_back(f, i, page)?;
-            m.dirty.store(false, Ordering::Relaxed);
-        }
+        // No writer holds the frame: no reference can be taken on it.
+        m.write_back_if_dirty(|| self.write_back(f, i, page))?;
         m.unpublish();
         f.slot(page).store(0, Ordering::Relaxed);
         m.clear();
@@ -730,14 +726,8 @@ impl<C: RefCounter> Inner<C> {
         if m.unfilled() {
             return Ok(false);
         }
-        // AcqRel: as `sync_slot`'s swap (pairs with the writers' Release store of the bit).
-        if m.dirty.swap(false, Ordering::AcqRel) {
-            if let Err(e) = self.write_back(f, i, page) {
-                // Release: pairs with the Acquire loads of later write-backs.
-                m.dirty.store(true, Ordering::Release);
-                return Err(e);
-            }
-        }
+        // As `sync_slot`'s write-back: the bit cleared before the copy.
+        m.sync_dirty(|| self.write_back(f, i, page))?;
         Ok(true)
     }
 
@@ -1589,9 +1579,9 @@ impl<C: RefCounter> Inner<C> {
         };
         for ((&i, &page), &pin) in frames.iter().zip(pages).zip(pins) {
             let m = &all[i as usize].meta;
-            // Acquire: pairs with the Release store of writers that set the bit after their
-            // bytes.
-            if m.dirty.load(Ordering::Acquire) && !self.write_back_reclaimed(i, pin, page, f, err) {
+            if m.write_back_if_dirty(|| self.write_back_reclaimed(i, pin, page, f, err))
+                .is_err()
+            {
                 continue;
             }
             m.unpublish();
@@ -1610,9 +1600,10 @@ impl<C: RefCounter> Inner<C> {
         tail.freed
     }
 
-    /// Writes back reclaimed frame `i` (object `pin`), which holds dirty page `page` of `f`:
-    /// `true` if written (the frame is then clean), else `false` with the frame made live
-    /// again, still mapped and dirty, and the error in `err` if it is the first.
+    /// Writes back reclaimed frame `i` (object `pin`), which holds dirty page `page` of `f`
+    /// (`write_back_if_dirty`'s write-back, which then clears the bit): `Ok` if written, else
+    /// `Err` with the frame made live again, still mapped and dirty, and the error in `err` if
+    /// it is the first.
     #[cold]
     fn write_back_reclaimed(
         &self,
@@ -1621,23 +1612,13 @@ impl<C: RefCounter> Inner<C> {
         page: u64,
         f: &FileState,
         err: &mut Option<io::Error>,
-    ) -> bool {
-        match self.write_back(f, i, page) {
-            Ok(()) => {
-                self.frames[i as usize]
-                    .meta
-                    .dirty
-                    .store(false, Ordering::Relaxed);
-                true
-            }
-            Err(e) => {
-                // SAFETY: `pin` was reclaimed by this batch, and the caller holds the allocator
-                // lock: no other thread reinits or reclaims a frame without it.
-                unsafe { self.scheme.reinit(pin) };
-                err.get_or_insert(e);
-                false
-            }
-        }
+    ) -> Result<(), ()> {
+        self.write_back(f, i, page).map_err(|e| {
+            // SAFETY: `pin` was reclaimed by this batch, and the caller holds the allocator
+            // lock: no other thread reinits or reclaims a frame without it.
+            unsafe { self.scheme.reinit(pin) };
+            err.get_or_insert(e);
+        })
     }
 
     /// The end of [`Self::evict_batch`] in general: frees the frames of `b` the scheme
@@ -1689,15 +1670,11 @@ impl<C: RefCounter> Inner<C> {
         f: &FileState,
     ) -> io::Result<()> {
         let m = &self.frames[i as usize].meta;
-        // Acquire: pairs with the Release store of writers that set the bit after their bytes.
-        if m.dirty.load(Ordering::Acquire) {
-            if let Err(e) = self.write_back(f, i, page) {
-                // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock
-                // (`a`) is held: no other thread reinits or reclaims a frame without it.
-                unsafe { self.scheme.reinit(pin) };
-                return Err(e);
-            }
-            m.dirty.store(false, Ordering::Relaxed);
+        if let Err(e) = m.write_back_if_dirty(|| self.write_back(f, i, page)) {
+            // SAFETY: frame i was reclaimed (this function's contract), and the allocator lock
+            // (`a`) is held: no other thread reinits or reclaims a frame without it.
+            unsafe { self.scheme.reinit(pin) };
+            return Err(e);
         }
         m.unpublish();
         f.slot(page).store(0, Ordering::Relaxed);
@@ -2584,23 +2561,21 @@ impl<C: RefCounter> CachedFileOf<C> {
                 }
             };
             if let Got::Frame(i, tok) = got {
-                copy_in(c.words(i), off, part);
-                // After the bytes, so a reader that sees the new length sees them (as the
-                // kernel updates i_size after the copy); before the dirty bit, so a
-                // write-back that sees the bit covers them.
-                // Only when the write ends past the length: an overwrite writes no shared word
-                // but the page's (the length only grows while `resize` is held shared).
-                // Relaxed: a stale smaller value only takes the `fetch_max`.
-                if f.len.load(Ordering::Relaxed) < at + k as u64 {
-                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
-                    f.len.fetch_max(at + k as u64, Ordering::AcqRel);
-                }
-                // Release: pairs with the Acquire loads/swaps of write-back (sync, eviction):
-                // the bytes and the length are visible before the bit.
-                c.frames[i as usize]
-                    .meta
-                    .dirty
-                    .store(true, Ordering::Release);
+                // The bytes and the length, then the dirty bit (a Release store): a
+                // write-back that sees the bit (sync, eviction) sees them.
+                c.frames[i as usize].meta.write(|| {
+                    copy_in(c.words(i), off, part);
+                    // After the bytes, so a reader that sees the new length sees them (as the
+                    // kernel updates i_size after the copy); before the dirty bit, so a
+                    // write-back that sees the bit covers them.
+                    // Only when the write ends past the length: an overwrite writes no shared
+                    // word but the page's (the length only grows while `resize` is held
+                    // shared). Relaxed: a stale smaller value only takes the `fetch_max`.
+                    if f.len.load(Ordering::Relaxed) < at + k as u64 {
+                        // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                        f.len.fetch_max(at + k as u64, Ordering::AcqRel);
+                    }
+                });
                 c.scheme.put(c.obj(i), tok);
             }
             done += k;
@@ -2709,14 +2684,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     fn sync_slot(&self, page: u64, slot: &AtomicU32, first: &mut Option<io::Error>) {
         let c = &*self.cache;
         let waited = self.with_cached(page, slot, |i, m| {
-            // Acquire: pairs with the writers' Release store of the bit. Cleared before the
-            // copy, so a write after the copy sets it again.
-            if m.dirty.swap(false, Ordering::AcqRel) {
-                if let Err(e) = c.write_back(&self.state, i, page) {
-                    // Release: pairs with the Acquire loads of later write-backs.
-                    m.dirty.store(true, Ordering::Release);
-                    first.get_or_insert(e);
-                }
+            // The bit cleared before the copy, so a write after the copy sets it again.
+            if let Err(e) = m.sync_dirty(|| c.write_back(&self.state, i, page)) {
+                first.get_or_insert(e);
             }
         });
         if let Err(e) = waited {

@@ -1,5 +1,6 @@
-//! A frame's words and the steps of the fill/evict/lookup protocol on them, kept apart from
-//! the cache so that the loom model (`loom_tests.rs`) runs the same code.
+//! A frame's words and the steps of the fill/evict/lookup protocol on them, and of the dirty
+//! bit's (a write, a sync's write-back, an eviction's), kept apart from the cache so that the
+//! loom model (`loom_tests.rs`) runs the same code.
 
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
@@ -19,6 +20,10 @@ pub(crate) mod bug {
         /// LODIC's owner undoes its count with a Relaxed store instead of a Release one
         /// (`lodic::owner_undo`).
         pub(crate) static RELAXED_OWNER_UNDO: core::cell::Cell<bool> =
+            const { core::cell::Cell::new(false) };
+        /// A write sets the dirty bit with a Relaxed store instead of a Release one
+        /// (`FrameMeta::write`).
+        pub(crate) static RELAXED_DIRTY_MARK: core::cell::Cell<bool> =
             const { core::cell::Cell::new(false) };
     }
 }
@@ -158,6 +163,75 @@ impl FrameMeta {
         // before their second version loads. A fill of the frame on another thread orders its
         // stores after the odd version with its own fence (`assign`).
         fence(Ordering::Release);
+    }
+
+    /// A write's step on a filled frame it holds a reference on (`write_at`): `copy` stores the
+    /// bytes (and what must be seen with them: the file's length), then the dirty bit is set,
+    /// so that a write-back that sees the bit ([`FrameMeta::sync_dirty`],
+    /// [`FrameMeta::write_back_if_dirty`]) copies the bytes.
+    #[inline(always)]
+    pub(crate) fn write(&self, copy: impl FnOnce()) {
+        copy();
+        #[cfg(all(loom, paygo_loom_bug))]
+        if bug::RELAXED_DIRTY_MARK.with(|b| b.get()) {
+            self.dirty.store(true, Ordering::Relaxed);
+            return;
+        }
+        // Release: pairs with the Acquire load of `write_back_if_dirty` and the AcqRel swap of
+        // `sync_dirty`: the bytes `copy` stored are visible to a write-back that sees the bit.
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// A sync's step on a filled frame it holds a reference on (`sync`, and `drop_cache`'s
+    /// held pages): clears the dirty bit, then, if it was set, runs `write_back` (which copies
+    /// the bytes out and writes them); if that fails, sets the bit again and returns its
+    /// error. Cleared before the copy: a write that stores its bytes after the copy sets the
+    /// bit after the clear, and the page stays dirty for the next write-back.
+    #[inline(always)]
+    pub(crate) fn sync_dirty<E>(
+        &self,
+        write_back: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        // AcqRel: pairs with the Release store of `write` (the bytes of the writes whose bit
+        // this clears are visible to the copy).
+        #[cfg(not(loom))]
+        let was = self.dirty.swap(false, Ordering::AcqRel);
+        // Loom 0.7 lets a `swap` racing a store read the old value and still lose the store
+        // (tokio-rs/loom#254: it fails `assert!(old || now)` for one `store(true)` against one
+        // `swap(false)`), so the model clears the bit with the compare-exchange that a swap of
+        // a bool to `false` amounts to (from `false`, the swap changes nothing; from `true`,
+        // both read `true` and store `false` with the same orderings).
+        #[cfg(loom)]
+        let was = self
+            .dirty
+            .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if was {
+            if let Err(e) = write_back() {
+                // Release: pairs with the Acquire loads of later write-backs (the bytes are
+                // still the page's).
+                self.dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// An eviction's step on a frame it reclaimed (no reference is held, none can be taken):
+    /// if the frame is dirty, runs `write_back` (which copies the bytes out and writes them)
+    /// and, once it succeeded, clears the bit; its error leaves the frame dirty.
+    #[inline(always)]
+    pub(crate) fn write_back_if_dirty<E>(
+        &self,
+        write_back: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        // Acquire: pairs with the Release store of `write` (the bytes of every write whose bit
+        // this reads are visible to the copy).
+        if self.dirty.load(Ordering::Acquire) {
+            write_back()?;
+            self.dirty.store(false, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Without a reference: runs `copy` if the frame holds the filled page (`file`, `index`)

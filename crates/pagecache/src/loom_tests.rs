@@ -312,6 +312,16 @@ mod bugs {
         super::lodic_copy_model(|| refcount::atomic::Atomic);
     }
 
+    /// A write's dirty bit set by a Relaxed store (`FrameMeta::write`, which `write_at`
+    /// calls): a sync that reads the bit may copy the page from before the write's bytes, and
+    /// clears the bit all the same.
+    #[test]
+    #[should_panic(expected = "a sync cleared the bit of a write it did not copy")]
+    fn bug_relaxed_dirty_mark_is_caught() {
+        crate::frame::bug::RELAXED_DIRTY_MARK.with(|b| b.set(true));
+        super::sync_vs_write_model();
+    }
+
     /// The same through a stale entry whose page is then reclaimed as a mapped page.
     #[test]
     #[should_panic(expected = "accepted another page")]
@@ -521,8 +531,8 @@ fn lodic_owner_never_reads_a_frame_reused_under_a_stale_entry_then_reclaimed() {
 const W: u64 = 77;
 
 impl<C: RefCounter> Shared<C> {
-    /// `write_at`'s steps on cached page A: a reference, the re-check, the bytes, the dirty bit
-    /// (Release, after the bytes), the put. Whether it wrote.
+    /// `write_at`'s steps on cached page A: a reference, the re-check, the bytes and the dirty
+    /// bit (`FrameMeta::write`, which `write_at` calls), the put. Whether it wrote.
     fn write(&self) -> bool {
         // Acquire: pairs with the Release store that installed page A.
         if self.slot_a.load(Ordering::Acquire) == 0 {
@@ -533,28 +543,26 @@ impl<C: RefCounter> Shared<C> {
         };
         let held = self.meta.holds(FILE, A);
         if held {
-            self.word.store(W, Ordering::Relaxed);
-            // Release: as in `write_at`, pairs with the write-backs' Acquire loads of the bit.
-            self.meta.dirty.store(true, Ordering::Release);
+            self.meta.write(|| self.word.store(W, Ordering::Relaxed));
         }
         self.scheme.put(self.obj(), tok);
         held
     }
 
-    /// `finish_evict` of page A: the try-reclaim, then the write-back of a dirty page (the
-    /// bytes it writes to the file), the unmapping. `None` if the reclaim failed; else what the
-    /// file holds for page A afterwards.
+    /// `finish_evict` of page A: the try-reclaim, then the write-back of a dirty page
+    /// (`FrameMeta::write_back_if_dirty`, which `finish_evict` calls; the copy is the bytes it
+    /// writes to the file), the unmapping. `None` if the reclaim failed; else what the file
+    /// holds for page A afterwards.
     fn evict_writing_back(&self) -> Option<u64> {
         if !self.scheme.try_reclaim(self.obj()) {
             return None;
         }
-        // Acquire: as in `finish_evict`, pairs with the writer's Release store of the bit.
-        let disk = if self.meta.dirty.load(Ordering::Acquire) {
-            self.meta.dirty.store(false, Ordering::Relaxed);
-            self.word.load(Ordering::Relaxed)
-        } else {
-            A
-        };
+        let mut disk = A;
+        let copied: Result<(), ()> = self.meta.write_back_if_dirty(|| {
+            disk = self.word.load(Ordering::Relaxed);
+            Ok(())
+        });
+        assert!(copied.is_ok());
         self.meta.unpublish();
         self.slot_a.store(0, Ordering::Relaxed);
         self.meta.clear();
@@ -565,26 +573,18 @@ impl<C: RefCounter> Shared<C> {
 }
 
 impl<C: RefCounter> Shared<C> {
-    /// `sync_slot` of page A: under a reference, clears the bit (AcqRel) and copies the page
-    /// out if it was set. What it wrote to the file, if anything.
-    ///
-    /// The cache clears the bit with `swap(false, AcqRel)`; loom 0.7 lets a `swap` racing a
-    /// store read the old value and still leave the store's value lost (tokio-rs/loom#254: it
-    /// fails `assert!(old || now)` for one `store(true)` against one `swap(false)`), so the
-    /// model clears it with the compare-exchange that a swap of a bool to `false` amounts to
-    /// (from `false`, the swap changes nothing; from `true`, both read `true` and store
-    /// `false` with the same orderings).
+    /// `sync_slot` of page A: under a reference, clears the bit and copies the page out if it
+    /// was set (`FrameMeta::sync_dirty`, which `sync_slot` calls; under loom it clears the bit
+    /// with a compare-exchange, see there). What it wrote to the file, if anything.
     fn sync(&self) -> Option<u64> {
         let tok = self.scheme.try_get(self.obj())?;
         let mut wrote = None;
-        if self.meta.holds(FILE, A)
-            && self
-                .meta
-                .dirty
-                .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            wrote = Some(self.word.load(Ordering::Relaxed));
+        if self.meta.holds(FILE, A) {
+            let copied: Result<(), ()> = self.meta.sync_dirty(|| {
+                wrote = Some(self.word.load(Ordering::Relaxed));
+                Ok(())
+            });
+            assert!(copied.is_ok());
         }
         self.scheme.put(self.obj(), tok);
         wrote
@@ -593,7 +593,11 @@ impl<C: RefCounter> Shared<C> {
 
 /// A writer of cached page A against an eviction of A: a write that returned is either in the
 /// frame, still mapped and dirty, or in what the eviction wrote back; never dropped with the
-/// frame (a dirty bit the eviction does not see, or bytes it copies before they are in).
+/// frame (a dirty bit the eviction does not see, or bytes it copies before they are in). The
+/// steps on the bit are the cache's (`FrameMeta::write`, `FrameMeta::write_back_if_dirty`);
+/// here the scheme's counter orders a successful reclaim after the writer's put, so the
+/// orderings of the bit are not what this model checks (a Relaxed store or load of it passes):
+/// `a_sync_racing_a_write_leaves_it_written_or_dirty` checks the store's.
 fn write_vs_evict_model<C: RefCounter>(make: fn() -> C) {
     loom::model(move || {
         let s = Shared::new(make());
@@ -633,8 +637,16 @@ fn an_eviction_never_loses_a_write_atomic() {
 /// A writer of cached page A against a sync of it: once both are done, the write is in what
 /// the sync wrote, or the page is still dirty (a later write-back takes it). A sync that could
 /// not take its reference (a scheme's transient failure) writes nothing and clears nothing.
+/// The writer's and the sync's steps on the frame are those of `write_at` and `sync_slot`
+/// (`FrameMeta::write`, `FrameMeta::sync_dirty`): with the write's dirty bit set by a Relaxed
+/// store (`frame::bug::RELAXED_DIRTY_MARK`) the sync copies the bytes from before the write
+/// and clears its bit, and the model fails (`bugs`).
 #[test]
 fn a_sync_racing_a_write_leaves_it_written_or_dirty() {
+    sync_vs_write_model();
+}
+
+fn sync_vs_write_model() {
     loom::model(|| {
         let s = Shared::new(refcount::cas::Cas);
         let w = {
