@@ -7,7 +7,7 @@ use common::{pat, pattern, pattern_file};
 use pagecache::{Config, IoKind, PageCache};
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 fn check_reads(file: &pagecache::CachedFile, len: u64) {
     let mut buf = vec![0u8; len as usize];
@@ -1520,4 +1520,62 @@ fn drop_cache_writes_back_a_held_dirty_first_page() {
     assert_eq!(disk[10..24], *b"held and dirty");
     assert_eq!(disk[4096 + 10..4096 + 18], *b"held too");
     drop(held);
+}
+
+/// A write into a page while `sync` writes it back, after the write-back copied the page (the
+/// fault hook runs between the copy and the `pwrite`), is never lost: the sync clears the
+/// page's dirty bit before its copy, so the write's bit stays set, and the file holds the
+/// write's bytes after the sync or after the next one. Fails where the sync copies the page
+/// before it clears the bit (the clear then drops the bit of a write it did not copy).
+#[test]
+fn a_write_during_a_sync_s_write_back_of_its_page_is_not_lost() {
+    for scheme in common::schemes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", 2 * 4096);
+        // A second handle of the file, which the hook takes (once) at page 1's write-back.
+        let armed: Arc<Mutex<Option<pagecache::CachedFile>>> = Arc::default();
+        let hook = {
+            let armed = armed.clone();
+            Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+                if ev.kind != IoKind::WriteBack || ev.offset != 4096 {
+                    return Ok(());
+                }
+                let second = armed.lock().expect("armed").take();
+                if let Some(b) = second {
+                    // On another thread, as a concurrent writer: the sync holds a reference on
+                    // the page, the file's sync lock and its length lock (shared), none of
+                    // which a write waits for.
+                    std::thread::scope(|s| s.spawn(|| b.write_at(b"second", 4096 + 10)).join())
+                        .expect("the writer")
+                        .expect("the write during the write-back");
+                }
+                Ok(())
+            })
+        };
+        let mut cfg = Config::new(4, scheme);
+        cfg.fault = Some(hook);
+        let cache = PageCache::new(cfg).expect("cache");
+        let a = cache.open(&path).expect("open");
+        a.write_at(b"first!", 4096 + 10).expect("write");
+        *armed.lock().expect("armed") = Some(cache.open(&path).expect("second handle"));
+        a.sync().expect("sync");
+        assert!(
+            armed.lock().expect("armed").is_none(),
+            "{scheme}: the hook wrote"
+        );
+        let on_disk = || std::fs::read(&path).expect("disk")[4096 + 10..4096 + 16].to_vec();
+        if on_disk() != b"second" {
+            // The sync wrote its copy, from before the write: the page is still dirty.
+            assert_eq!(on_disk(), b"first!", "{scheme}: the sync wrote its copy");
+            a.sync().expect("second sync");
+            assert_eq!(
+                on_disk(),
+                b"second",
+                "{scheme}: the write during the sync's write-back was lost"
+            );
+        }
+        let mut buf = [0u8; 6];
+        a.read_at(&mut buf, 4096 + 10).expect("read");
+        assert_eq!(&buf, b"second", "{scheme}");
+    }
 }
