@@ -315,7 +315,16 @@ pub fn json(results: &Results) -> String {
     serde_json::to_string_pretty(results).expect("results serialize")
 }
 
-/// CSV: one line per row; `reps` joined with `;`, extra fields as their own columns.
+/// `v` as the JSON writes it: the shortest decimal that reads back as the same `f64` (a CSV
+/// consumer gets every digit the JSON holds); empty where it is not finite (JSON's `null`).
+fn number(v: f64) -> String {
+    serde_json::Number::from_f64(v)
+        .map(|n| n.to_string())
+        .unwrap_or_default()
+}
+
+/// CSV: one line per row; `reps` joined with `;`, extra fields as their own columns. Numbers
+/// are written as in the JSON, to the last digit ([`number`]).
 pub fn csv(results: &Results) -> String {
     let mut keys: Vec<String> = Vec::new();
     for r in &results.rows {
@@ -339,10 +348,10 @@ pub fn csv(results: &Results) -> String {
                 .unwrap_or_default(),
             r.threads.to_string(),
             r.objects.to_string(),
-            r.ops_per_sec.map(|v| format!("{v:.0}")).unwrap_or_default(),
+            r.ops_per_sec.map(number).unwrap_or_default(),
             r.reps
                 .iter()
-                .map(|v| format!("{v:.0}"))
+                .map(|&v| number(v))
                 .collect::<Vec<_>>()
                 .join(";"),
         ];

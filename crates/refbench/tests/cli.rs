@@ -479,6 +479,67 @@ fn json_has_meta_and_rows_with_medians() {
         .any(|r| r["scheme"] == "percpu-limit" && r["kind"] == "reference"));
 }
 
+/// The CSV of a run holds the same numbers as its JSON, to the last digit: every row's
+/// `ops_per_sec` and each of its `reps` are written in the CSV as in the JSON (the same text,
+/// which `str::parse` reads back as the same `f64`): a CSV rounded to whole operations per
+/// second lost what the JSON keeps.
+#[test]
+fn csv_numbers_are_the_jsons() {
+    let dir = scratch("csv-precision");
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic,percpu-limit",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "20",
+        "--reps",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(dir.join("single-object.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rows = json["rows"].as_array().expect("rows");
+    // The numbers of the JSON as written (serde_json's reader may miss the last bit).
+    let numbers: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == ']')
+        .filter(|w| w.parse::<f64>().is_ok())
+        .collect();
+    let mut csv = csv::Reader::from_path(dir.join("single-object.csv")).unwrap();
+    let header = csv.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    let (ops, reps, scheme) = (col("ops_per_sec"), col("reps"), col("scheme"));
+    let records: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(records.len(), rows.len());
+    for (rec, row) in records.iter().zip(rows) {
+        assert_eq!(rec[scheme], row["scheme"]);
+        let json_reps = row["reps"].as_array().unwrap();
+        assert_eq!(json_reps.len(), 2, "{row}");
+        let cells: Vec<&str> = rec[reps].split(';').collect();
+        for (cell, json) in std::iter::once(&rec[ops])
+            .chain(cells)
+            .zip(std::iter::once(&row["ops_per_sec"]).chain(json_reps))
+        {
+            let v: f64 = cell.parse().unwrap();
+            let j = json.as_f64().unwrap();
+            assert!(
+                (v - j).abs() <= j * 1e-15,
+                "{cell} in the CSV, {j} in the JSON"
+            );
+            assert!(
+                numbers.contains(&cell),
+                "{cell} is not written so in the JSON"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `refbench args` with the system's font folders hidden (a private mount namespace with an
 /// empty tmpfs over each), where `unshare` allows it; else as is, saying so. Plots must not need
 /// a system font.
