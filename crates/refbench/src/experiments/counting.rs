@@ -158,12 +158,19 @@ pub fn single_or_spread(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)
     rows
 }
 
-/// `migration`: get, (every M ops) move to the next CPU, put.
-pub fn migration(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+/// The values of M that `migration` measures: `--migrate-every`, with 0 (no migration, the
+/// base of `vs_no_migration`) first where it is not given.
+pub(crate) fn migration_every(p: &Params) -> Vec<u64> {
     let mut every = p.migrate_every.clone();
     if !every.contains(&0) {
         every.insert(0, 0);
     }
+    every
+}
+
+/// `migration`: get, (every M ops) move to the next CPU, put.
+pub fn migration(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let every = migration_every(p);
     let m = collect(p, Pattern::Single, &[1], &every, tick);
     let mut rows = Vec::new();
     for name in &p.schemes {
@@ -382,6 +389,18 @@ impl Visit for QueryVisit<'_> {
     }
 }
 
+/// The schemes `query` measures: those of `p.schemes` that are schemes (a reference row
+/// cannot detect zero, so it has nothing to reclaim, and a row that says so).
+pub(crate) fn query_schemes(p: &Params) -> impl Iterator<Item = &String> {
+    p.schemes
+        .iter()
+        .filter(|n| schemes::find(n).map(|s| s.kind) == Some(schemes::Kind::Scheme))
+}
+
+/// How many measurements `query` makes per scheme it measures, object count and repetition:
+/// one per form of reclaiming, without and with background threads.
+pub(crate) const QUERY_CELLS: u64 = 2 * FORMS.len() as u64;
+
 /// `query`: reclaims per second over N unreferenced objects, with 0 and with `threads - 1`
 /// (at least 1) background threads doing get/put on other objects, one `try_reclaim` per
 /// object (`form` = `single`) and one `try_reclaim_many` over all of them (`batched`, which
@@ -400,11 +419,7 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     type Cells = BTreeMap<(String, usize, usize, bool), (Vec<f64>, Vec<f64>)>;
     let mut res: Cells = BTreeMap::new();
     for _ in 0..p.reps {
-        for name in p
-            .schemes
-            .iter()
-            .filter(|n| schemes::find(n).map(|s| s.kind) == Some(schemes::Kind::Scheme))
-        {
+        for name in query_schemes(p) {
             for &n in &p.objects {
                 for background in [0, bg] {
                     for (_, batched) in FORMS {

@@ -106,10 +106,11 @@ pub fn default_objects(experiment: &str) -> Vec<usize> {
     }
 }
 
-/// How many measurements `run` makes.
+/// How many measurements `run` makes (none of a scheme that cannot serve a page cache: its
+/// row says why it has no figure).
 pub fn steps(experiment: &str, p: &Params) -> u64 {
     let (s, r, t, o) = (
-        p.schemes.len() as u64,
+        p.schemes.iter().filter(|n| unfit(n).is_none()).count() as u64,
         p.reps as u64,
         p.threads.len() as u64,
         p.objects.len() as u64,

@@ -548,9 +548,14 @@ pub fn steps(experiment: &str, p: &Params) -> u64 {
         "single-object" => product(&[s, r, t]),
         "object-spectrum" => product(&[s, r, t, o]),
         "pair-cost" => product(&[s, r]),
-        "migration" => product(&[s, r, t, p.migrate_every.len() as u64]),
+        "migration" => product(&[s, r, t, counting::migration_every(p).len() as u64]),
         "memory" => product(&[s, o]),
-        "query" => product(&[s, r, o, 4]),
+        "query" => product(&[
+            counting::query_schemes(p).count() as u64,
+            r,
+            o,
+            counting::QUERY_CELLS,
+        ]),
         "ceiling" => product(&[s, r, t]),
         "tsc-check" => 1,
         "oplog-list" => product(&[s, r, t]),
@@ -641,6 +646,40 @@ mod tests {
         assert!(read(&["refcache"]).contains(&Flag::EpochUs));
         assert!(!read(&["paygo"]).contains(&Flag::EpochUs));
         assert!(read(&["paygo"]).contains(&Flag::SizeCpus));
+    }
+
+    /// The progress bar's total ([`steps`]) is the number of measurements each experiment
+    /// makes (its calls of `tick`), so that every bar ends exactly at its end: here with two
+    /// repetitions, two thread counts, two object counts (sizes, files, percentages), two
+    /// `--read-every`, a `--migrate-every` without 0 (`migration` measures 0 as well) and,
+    /// where an experiment takes one, a reference row (which `query` and the file experiments
+    /// do not measure).
+    #[test]
+    fn steps_are_the_measurements_each_experiment_makes() {
+        for e in EXPERIMENTS {
+            let schemes: Vec<&str> = match (e.name, e.variants) {
+                // The C loops are built with `cc` and run as programs of their own: a tick
+                // each all the same, built or not, and measured or not.
+                ("ceiling", _) => vec![crate::bare_loop::LIMIT_ROW, "percpu-limit-trait"],
+                (_, Some(v)) => v.to_vec(),
+                (name, None) => match default_schemes(name) {
+                    Some(d) => d.to_vec(),
+                    None => [crate::bare_loop::LIMIT_ROW, "atomic"]
+                        .into_iter()
+                        .chain(fs::baselines(name).iter().copied())
+                        .collect(),
+                },
+            };
+            let p = Params {
+                reps: 2,
+                migrate_every: vec![1000],
+                read_every: vec![1, 2],
+                ..Params::tiny(&schemes, &[1, 2], &[1, 2])
+            };
+            let mut ticks = 0u64;
+            run(e.name, &p, &mut |_| ticks += 1).unwrap();
+            assert_eq!(steps(e.name, &p), ticks, "{}: {schemes:?}", e.name);
+        }
     }
 
     /// `--reps` as large as it parses counts the progress bar's steps without overflowing (a
