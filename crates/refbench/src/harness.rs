@@ -27,8 +27,93 @@ pub const MAX_REPS: usize = 1000;
 
 /// Pins the calling thread to CPU number `i % n` of the `n` CPUs the process may use
 /// ([`percpu::affinity::process_cpus`], not the online CPUs: a cpuset or `taskset` may leave
-/// some out). Returns whether it worked.
-pub use percpu::affinity::migrate as pin_to;
+/// some out). Returns whether it worked. A pin refused (`sched_setaffinity` fails: a CPU
+/// outside a container's cpuset, a seccomp filter) leaves the thread where it was and is
+/// recorded with its reason ([`take_pin_refusals`]): the rows of the scheme whose measurement
+/// it belongs to say so (`pin_refused`, [`crate::experiments::run`]), so that no row measured
+/// with threads left where they were reads as pinned.
+pub fn pin_to(i: usize) -> bool {
+    let cpus = percpu::affinity::process_cpus();
+    if cpus.is_empty() {
+        record_pin_refusal(|| {
+            "the CPUs the process may use cannot be read (sched_getaffinity)".to_string()
+        });
+        return false;
+    }
+    if percpu::affinity::migrate(i) {
+        return true;
+    }
+    // `migrate` makes no system call after the refused `sched_setaffinity`: errno is its.
+    let err = std::io::Error::last_os_error();
+    let cpu = cpus[i % cpus.len()];
+    record_pin_refusal(|| format!("sched_setaffinity to CPU {cpu}: {err}"));
+    false
+}
+
+/// The pins refused since [`take_pin_refusals`] last took them: how many, and the reason of the
+/// first.
+static PIN_REFUSALS: Mutex<(u64, Option<String>)> = Mutex::new((0, None));
+
+fn record_pin_refusal(why: impl FnOnce() -> String) {
+    let mut r = PIN_REFUSALS.lock().unwrap_or_else(PoisonError::into_inner);
+    r.0 += 1;
+    if r.1.is_none() {
+        r.1 = Some(why());
+    }
+}
+
+/// The pins refused ([`pin_to`]) since the last call: how many, and the reason of the first;
+/// `None` where every pin worked.
+pub fn take_pin_refusals() -> Option<(u64, String)> {
+    let mut r = PIN_REFUSALS.lock().unwrap_or_else(PoisonError::into_inner);
+    let (n, why) = std::mem::take(&mut *r);
+    why.map(|w| (n, w))
+}
+
+/// What a row's `pin_refused` says of `n` pins refused, the first for the reason `why`.
+pub fn pin_refused(n: u64, why: &str) -> String {
+    match n {
+        1 => format!("1 pin refused: {why}"),
+        n => format!("{n} pins refused, the first: {why}"),
+    }
+}
+
+/// Checks that `--pin` can pin anything here: a thread of its own (the caller's affinity is
+/// left as it is) pinned to each CPU the process may use in turn, until one pin works. `Err`
+/// says why none did: the run would be measured unpinned throughout.
+pub fn check_pin() -> Result<(), String> {
+    std::thread::scope(|s| {
+        let probe = std::thread::Builder::new().spawn_scoped(s, || {
+            let cpus = percpu::affinity::process_cpus();
+            if cpus.is_empty() {
+                return Err(
+                    "the CPUs the process may use cannot be read (sched_getaffinity)".to_string(),
+                );
+            }
+            let mut first = None;
+            for (i, &cpu) in cpus.iter().enumerate() {
+                if percpu::affinity::migrate(i) {
+                    return Ok(());
+                }
+                let err = std::io::Error::last_os_error();
+                first.get_or_insert_with(|| format!("sched_setaffinity to CPU {cpu}: {err}"));
+            }
+            Err(first.unwrap_or_default())
+        });
+        match probe {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err("the thread that tries a pin panicked".into())),
+            Err(e) => Err(format!("cannot start a thread to try a pin: {e}")),
+        }
+    })
+    .map_err(|why| {
+        format!(
+            "--pin: no thread can be pinned to any of the CPUs this process may use ({why}); \
+             run without --pin to measure unpinned"
+        )
+    })
+}
 
 /// How threads pick objects.
 #[derive(Clone, Copy, Debug)]

@@ -82,7 +82,10 @@ enum Cmd {
                 Flag::Pin,
                 "Pin worker t to CPU number t % n of the n CPUs the process may use (its \
                  affinity: a cpuset or taskset may leave some out). In drop-file, the dropper \
-                 is worker 0 and background reader t is worker t + 1."
+                 is worker 0 and background reader t is worker t + 1. Where no thread can be \
+                 pinned (sched_setaffinity refused), the run exits 2 before measuring; a pin \
+                 refused during the run is said on stderr and in its scheme's rows \
+                 (`pin_refused`: how many, and why)."
             )
         )]
         pin: bool,
@@ -199,6 +202,8 @@ enum Cmd {
         /// Pin worker t to CPU number t % n of the n CPUs the process may use (its affinity: a
         /// cpuset or taskset may leave some out) in every experiment that takes `run --pin`: the
         /// scaling figures of a many-core machine, where an unpinned thread may share a CPU.
+        /// Where no thread can be pinned, exits 2 before running; a pin refused during a run
+        /// is said in its rows (`pin_refused`).
         #[arg(long)]
         pin: bool,
         /// The folder for the results, the plots and REPORT.md (made if missing). The report
@@ -526,6 +531,11 @@ fn main() -> ExitCode {
                     return usage_error(e);
                 }
             }
+            if pin {
+                if let Err(e) = refbench::harness::check_pin() {
+                    return usage_error(e);
+                }
+            }
             if let Err(e) = refbench::reproduce::check_out(&plan, &out) {
                 return usage_error(format!("--out: {e}"));
             }
@@ -712,6 +722,12 @@ fn main() -> ExitCode {
                 experiments::check_live_objects(&experiment, &schemes, &objects, file_mib)
             {
                 return usage_error(e);
+            }
+            // A `--pin` that can pin nothing here is refused: every row would read as pinned.
+            if pin {
+                if let Err(e) = refbench::harness::check_pin() {
+                    return usage_error(e);
+                }
             }
             if let Some(dir) = &out {
                 if let Err(e) = output::prepare_out_dir(dir).and_then(|_| {

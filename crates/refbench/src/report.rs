@@ -223,6 +223,7 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
         let (meta, rows, parsed) = read_results(&f)?;
         let (meta, rows) = (&meta, &rows);
         let pinned = pinned(meta, &parsed);
+        let refused = parsed.iter().any(|r| r.extra.contains_key("pin_refused"));
         let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("results");
         let machine = format!(
             "{} ({} CPUs online{}), kernel {}, per-CPU path {}, commit {}",
@@ -259,10 +260,13 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
             cell(meta.get("percpu_mode")),
             cell(meta.get("git_commit")),
             cell(meta.get("rustc")),
-            if pinned {
-                "; workers pinned (`--pin`)"
-            } else {
-                ""
+            match (pinned, refused) {
+                (true, false) => "; workers pinned (`--pin`)",
+                (true, true) => {
+                    "; workers pinned (`--pin`) but where a pin was refused (the rows' \
+                     `pin_refused`)"
+                }
+                (false, _) => "",
             },
         );
         let mut extra: Vec<String> = Vec::new();
@@ -527,7 +531,7 @@ mod tests {
 
     /// The report says a run's workers were pinned where they were: `reproduce --pin` pins the
     /// workers of the experiments that take `run --pin`, and a `memory` result of that run (no
-    /// workers) is not said to be pinned.
+    /// workers) is not said to be pinned; a result with a row whose pin was refused says so.
     #[test]
     fn only_experiments_that_pin_are_said_pinned() {
         let dir =
@@ -535,12 +539,17 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let meta = serde_json::json!({"command": "refbench reproduce --pin --out x"});
-        for (exp, ops) in [("memory", None), ("single-object", Some(1e6))] {
-            let results = serde_json::json!({
-                "meta": meta,
-                "rows": [{"experiment": exp, "scheme": "atomic", "kind": "scheme", "threads": 1,
-                          "objects": 1, "ops_per_sec": ops, "reps": []}],
-            });
+        for (exp, ops) in [
+            ("memory", None),
+            ("single-object", Some(1e6)),
+            ("arc-clone", Some(1e6)),
+        ] {
+            let mut row = serde_json::json!({"experiment": exp, "scheme": "std-arc",
+                "kind": "scheme", "threads": 1, "objects": 1, "ops_per_sec": ops, "reps": []});
+            if exp == "arc-clone" {
+                row["pin_refused"] = "1 pin refused: sched_setaffinity to CPU 1: EPERM".into();
+            }
+            let results = serde_json::json!({"meta": meta, "rows": [row]});
             std::fs::write(dir.join(format!("{exp}.json")), results.to_string()).unwrap();
         }
         let report = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
@@ -556,5 +565,8 @@ mod tests {
         let said = "workers pinned (`--pin`)";
         assert!(machine("single-object").contains(said), "{report}");
         assert!(!machine("memory").contains(said), "{report}");
+        let refused = "but where a pin was refused (the rows' `pin_refused`)";
+        assert!(machine("arc-clone").contains(refused), "{report}");
+        assert!(!machine("single-object").contains(refused), "{report}");
     }
 }

@@ -2477,3 +2477,180 @@ fn two_results_of_one_experiment_are_refused() {
     assert!(!dir.join("single-object.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `refbench args` with every `sched_setaffinity` refused (`EPERM`), as a container's seccomp
+/// profile may: a seccomp filter installed in the child before it runs refbench. `None`, after
+/// a skip that says why, where no filter can be installed here.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn refbench_that_cannot_pin(args: &[&str]) -> Option<std::process::Output> {
+    use std::os::unix::process::CommandExt as _;
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    let ins = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let (ld, jeq, ret) = (0x20, 0x15, 0x06); // BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
+    let filter = [
+        ins(ld, 0, 0, 4), // seccomp_data.arch
+        ins(jeq, 0, 3, AUDIT_ARCH_X86_64),
+        ins(ld, 0, 0, 0), // seccomp_data.nr
+        ins(jeq, 0, 1, libc::SYS_sched_setaffinity as u32),
+        ins(ret, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        ins(ret, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
+    cmd.args(args);
+    // SAFETY: the closure runs in the forked child before exec and makes only two system calls
+    // (prctl), async-signal-safe, on a filter program that `filter` (moved in, alive until the
+    // calls return) holds.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr().cast_mut(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    match cmd.output() {
+        Ok(o) => Some(o),
+        Err(e) => {
+            percpu::testing::skip(format!("no seccomp filter refusing sched_setaffinity: {e}"));
+            None
+        }
+    }
+}
+
+/// `--pin` where no thread can be pinned (every `sched_setaffinity` refused) exits 2 before
+/// measuring, saying why, in `run` and `reproduce`: it ran unpinned, its rows and the report
+/// reading as pinned.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn pin_where_nothing_can_be_pinned_exits_2_saying_why() {
+    let dir = scratch("pin-refused");
+    let d = dir.to_str().unwrap();
+    for args in [
+        &["run", "single-object", "--schemes", "atomic", "--pin"][..],
+        &["run", "ceiling", "--schemes", "percpu-limit", "--pin"],
+        &[
+            "reproduce",
+            "--quick",
+            "--only",
+            "ceiling",
+            "--pin",
+            "--out",
+            d,
+        ],
+    ] {
+        let mut all = args.to_vec();
+        if args[0] == "run" {
+            all.extend(["--threads", "1", "--duration-ms", "20", "--reps", "1"]);
+            all.extend(["--out", d]);
+        } else {
+            all.extend(["--threads", "1", "--duration-ms", "20"]);
+        }
+        let Some(o) = refbench_that_cannot_pin(&all) else {
+            return;
+        };
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {err}");
+        assert!(
+            err.contains("--pin: no thread can be pinned")
+                && err.contains("sched_setaffinity to CPU")
+                && err.contains("Operation not permitted")
+                && err.contains("run without --pin"),
+            "{all:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{all:?}: measured");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "{all:?}: wrote"
+        );
+    }
+    // Without --pin the same run measures.
+    let args = [
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+    ];
+    let o =
+        refbench_that_cannot_pin(&[&args[..], &["--duration-ms", "20", "--reps", "1"]].concat())
+            .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pin refused during a run (here: `migration`'s moves, which pin the workers in turn, with
+/// every `sched_setaffinity` refused) is said on stderr and in the rows of its scheme
+/// (`pin_refused`: how many and why), JSON and CSV: those rows measured threads that did not
+/// move. A run whose pins all work has no `pin_refused`.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn a_pin_refused_during_a_run_is_said_in_its_rows() {
+    let dir = scratch("pin-refused-rows");
+    let d = dir.to_str().unwrap();
+    let args = [
+        "run",
+        "migration",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--migrate-every",
+        "100",
+        "--duration-ms",
+        "20",
+        "--reps",
+        "1",
+        "--out",
+        d,
+    ];
+    let Some(o) = refbench_that_cannot_pin(&args) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("migration, atomic: ") && err.contains("pins refused"),
+        "{err}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("migration.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in rows {
+        let why = r["pin_refused"].as_str().unwrap_or_else(|| panic!("{r}"));
+        assert!(
+            why.contains("pins refused, the first: sched_setaffinity to CPU ")
+                && why.ends_with("Operation not permitted (os error 1)"),
+            "{why}"
+        );
+    }
+    let csv = std::fs::read_to_string(dir.join("migration.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().contains("pin_refused") && csv.contains("pins refused"),
+        "{csv}"
+    );
+    // Where the system lets the threads move, the rows have no such field.
+    if !std::thread::spawn(|| percpu::affinity::migrate(0))
+        .join()
+        .unwrap()
+    {
+        percpu::testing::skip("no thread can be pinned here: the run whose pins all work");
+    } else {
+        let o = refbench(&[&args[..12], &["--format", "json"]].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        for r in v["rows"].as_array().unwrap() {
+            assert!(r.get("pin_refused").is_none(), "{r}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

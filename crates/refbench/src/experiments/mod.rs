@@ -508,8 +508,43 @@ pub fn default_objects(experiment: &str) -> Vec<usize> {
     }
 }
 
-/// Runs `experiment`; `tick` is called after each measurement (for progress).
+/// Runs `experiment`; `tick` is called after each measurement (for progress). The rows of a
+/// scheme one of whose measurements had a pin refused ([`crate::harness::pin_to`]: those of
+/// `--pin`, and those `migration`, `oplog-list` and `oplog-read-ratio` make in every run) carry
+/// `pin_refused`, how many and the first reason, and the refusal is told on stderr: those rows
+/// were measured with threads where the system left them.
 pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, String> {
+    use crate::harness::take_pin_refusals;
+    // Refusals of an earlier run in this process are not this one's.
+    let _ = take_pin_refusals();
+    let mut refused: std::collections::BTreeMap<String, (u64, String)> = Default::default();
+    let mut rows = run_experiment(experiment, p, &mut |name: &str| {
+        if let Some((n, why)) = take_pin_refusals() {
+            refused.entry(name.to_string()).or_insert((0, why)).0 += n;
+        }
+        tick(name)
+    })?;
+    let refused: std::collections::BTreeMap<String, String> = refused
+        .into_iter()
+        .map(|(name, (n, why))| (name, crate::harness::pin_refused(n, &why)))
+        .collect();
+    for (name, why) in &refused {
+        eprintln!("refbench: {experiment}, {name}: {why}; its rows say so (pin_refused)");
+    }
+    for r in &mut rows {
+        if let Some(why) = refused.get(&r.scheme) {
+            r.extra.insert("pin_refused".into(), serde_json::json!(why));
+        }
+    }
+    Ok(rows)
+}
+
+/// The experiment called `experiment`, run.
+fn run_experiment(
+    experiment: &str,
+    p: &Params,
+    tick: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, String> {
     match experiment {
         "single-object" => Ok(counting::single_or_spread(experiment, p, tick)),
         "object-spectrum" => Ok(counting::single_or_spread(experiment, p, tick)),
