@@ -105,6 +105,16 @@ fn child_rows_of(
     env: &[(&str, &str)],
     what: &str,
 ) -> Result<Vec<Row>, String> {
+    child_results_of(exe, args, env, what).map(|(_, rows)| rows)
+}
+
+/// [`child_rows_of`] with the child's `meta` (the machine and per-CPU path it ran on).
+fn child_results_of(
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    what: &str,
+) -> Result<(serde_json::Value, Vec<Row>), String> {
     let out = std::process::Command::new(exe)
         .args(args)
         .args(["--format", "json"])
@@ -127,8 +137,33 @@ fn child_rows_of(
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("refbench on {what} printed no JSON: {e}"))?;
-    serde_json::from_value(v["rows"].clone())
-        .map_err(|e| format!("refbench on {what}: unexpected rows: {e}"))
+    let rows = serde_json::from_value(v["rows"].clone())
+        .map_err(|e| format!("refbench on {what}: unexpected rows: {e}"))?;
+    Ok((v["meta"].clone(), rows))
+}
+
+/// The environment that puts a child on the locked fallback: the per-CPU crate's switch, and
+/// glibc's, so that the child's threads have no rseq area at all.
+const FALLBACK_ENV: [(&str, &str); 2] = [
+    ("PERCPU_FORCE_FALLBACK", "1"),
+    ("GLIBC_TUNABLES", "glibc.pthread.rseq=0"),
+];
+
+/// The rows of the program `exe` (a `refbench run`, with `args`) on the locked fallback
+/// ([`FALLBACK_ENV`]), checked to be that: its `meta` must say it ran without the rseq path
+/// (`rseq_fast_path` false). A child that ran on the rseq path all the same (a switch it did
+/// not heed) is an error: its rows, named `paygo-locked`, would set the section against itself.
+fn locked_rows(exe: &Path, args: &[&str]) -> Result<Vec<Row>, String> {
+    let (meta, rows) = child_results_of(exe, args, &FALLBACK_ENV, "the fallback")?;
+    match meta.get("rseq_fast_path").and_then(|v| v.as_bool()) {
+        Some(false) => Ok(rows),
+        Some(true) => Err(
+            "refbench on the fallback ran on the rseq path all the same: its rows would not \
+             measure the lock"
+                .into(),
+        ),
+        None => Err("refbench on the fallback does not say which per-CPU path it ran on".into()),
+    }
 }
 
 /// The arguments of a child `refbench run experiment` with the parameters `p`: every flag the
@@ -200,8 +235,9 @@ fn write(dir: &Path, experiment: &str, results: &Results) -> Result<Vec<PathBuf>
 }
 
 /// The rseq section against a lock (PAYGO §6.2.5): `single-object` for `paygo` here, and again
-/// in a child `refbench` on the locked fallback (`PERCPU_FORCE_FALLBACK=1`), as experiment
-/// `section-vs-lock` with the fallback's rows named `paygo-locked`. `Err` says why not.
+/// in a child `refbench` on the locked fallback ([`locked_rows`]: `PERCPU_FORCE_FALLBACK=1`,
+/// checked), as experiment `section-vs-lock` with the fallback's rows named `paygo-locked`.
+/// `Err` says why not.
 fn section_vs_lock(p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, String> {
     if !percpu::fast_path_available() {
         return Err("the rseq path is not in use here: nothing to compare the lock with".into());
@@ -211,14 +247,8 @@ fn section_vs_lock(p: &Params, tick: &mut dyn FnMut(&str)) -> Result<Vec<Row>, S
     let mut rows =
         crate::harness::catch_spawn_failure(|| experiments::run("single-object", &q, tick))??;
     let args = run_args("single-object", &q);
-    let locked = child_rows(
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        &[
-            ("PERCPU_FORCE_FALLBACK", "1"),
-            ("GLIBC_TUNABLES", "glibc.pthread.rseq=0"),
-        ],
-        "the fallback",
-    )?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find refbench: {e}"))?;
+    let locked = locked_rows(&exe, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
     for mut r in locked {
         r.scheme = "paygo-locked".into();
         rows.push(r);
@@ -450,6 +480,31 @@ mod tests {
         let e = child_rows_of(Path::new("/bin/sh"), &["-c", "exit 4", "sh"], &[], "x")
             .expect_err("the child failed");
         assert_eq!(e, "refbench on x failed (exit status: 4)");
+    }
+
+    /// The fallback's rows are taken only from a child that says it ran on the fallback
+    /// (`meta.rseq_fast_path` false): one that ran on the rseq path all the same, or does not
+    /// say, is an error, not rows named `paygo-locked` that measure the section. The child
+    /// here is a script that prints such JSON, and the fallback's environment it was given.
+    #[test]
+    fn the_fallbacks_rows_come_from_a_child_on_the_fallback() {
+        let child = |fast: &str| {
+            let script = format!(
+                "[ \"$PERCPU_FORCE_FALLBACK\" = 1 ] && [ \"$GLIBC_TUNABLES\" = \
+                 glibc.pthread.rseq=0 ] || exit 9; echo '{{\"meta\": {{{fast}}}, \"rows\": \
+                 [{{\"experiment\": \"single-object\", \"scheme\": \"paygo\", \"kind\": \
+                 \"scheme\", \"threads\": 1, \"objects\": 1, \"ops_per_sec\": 5.0, \
+                 \"reps\": [5.0]}}]}}'"
+            );
+            locked_rows(Path::new("/bin/sh"), &["-c", &script, "sh"])
+        };
+        let rows = child("\"rseq_fast_path\": false").expect("a child on the fallback");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].ops_per_sec, Some(5.0));
+        let e = child("\"rseq_fast_path\": true").expect_err("a child on the rseq path");
+        assert!(e.contains("ran on the rseq path all the same"), "{e}");
+        let e = child("").expect_err("a child that does not say");
+        assert!(e.contains("does not say which per-CPU path"), "{e}");
     }
 
     /// A child run gets every flag its experiment reads, with the parent's values, and no

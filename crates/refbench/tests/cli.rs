@@ -2254,6 +2254,53 @@ fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `reproduce` with `single-object` measures `section-vs-lock` where the rseq path is in use:
+/// `paygo` on it, and `paygo-locked` from a child on the locked fallback, at each thread count.
+/// Where this run has no rseq path (the fallback's environment, a kernel without rseq), the
+/// report says why it was not measured, and the test says SKIPPED.
+#[test]
+fn reproduce_measures_section_vs_lock_against_the_fallback() {
+    let dir = scratch("reproduce-section");
+    let o = refbench(&[
+        "reproduce",
+        "--quick",
+        "--only",
+        "single-object",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap()
+    };
+    if read("single-object.json")["meta"]["rseq_fast_path"] == false {
+        let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+        assert!(
+            report.contains("section-vs-lock not measured: the rseq path is not in use here"),
+            "{report}"
+        );
+        assert!(!dir.join("section-vs-lock.json").exists());
+        percpu::testing::skip("the rseq path is not in use here: section-vs-lock is not measured");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let v = read("section-vs-lock.json");
+    let rows = v["rows"].as_array().expect("rows");
+    let mut schemes: Vec<&str> = rows.iter().map(|r| r["scheme"].as_str().unwrap()).collect();
+    schemes.sort();
+    assert_eq!(schemes, ["paygo", "paygo-locked"], "{rows:?}");
+    for r in rows {
+        assert_eq!(r["experiment"], "section-vs-lock", "{r}");
+        assert_eq!(r["threads"], 1, "{r}");
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A test file that cannot be written although the room check passed (here: a file size limit,
 /// as a disk that filled up in between would) ends the run with its reason and exit code 1, as
 /// a refused thread does, where it was a panic (exit code 101).
