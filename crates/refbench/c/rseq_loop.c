@@ -6,9 +6,12 @@
  *   rseq_loop THREADS MILLIS PIN
  *
  * prints "ops=N secs=S cpu=C": pairs done, the window from the first thread's start to the
- * last one's end, and the CPU time the threads got inside it. Exit 3: no rseq here; exit 1,
- * with a message: another failure (more CPUs than MAX_CPUS, a thread not started). */
+ * last one's end, and the CPU time the threads got inside it; with PIN 1, where pins were
+ * refused (sched_setaffinity failed: the thread ran where it was), also "pin_refused=N
+ * pin_errno=E", how many and the errno of the first. Exit 3: no rseq here; exit 1, with a
+ * message: another failure (more CPUs than MAX_CPUS, a thread not started). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -27,6 +30,8 @@
 struct __attribute__((aligned(128))) slot { int64_t v; };
 static struct slot counters[MAX_CPUS];
 static atomic_int stop, go;
+/* Pins refused, and the errno of the first. */
+static atomic_int refused, refused_errno;
 static int pin, ncpus, cpus[MAX_CPUS];
 
 struct result { uint64_t ops; double start, end, cpu; };
@@ -72,11 +77,17 @@ static void *worker(void *arg)
 	uint64_t ops = 0;
 	if (pin) {
 		cpu_set_t *s = CPU_ALLOC(MAX_CPUS);
+		int e = ENOMEM;
 		if (s) {
 			CPU_ZERO_S(CPU_ALLOC_SIZE(MAX_CPUS), s);
 			CPU_SET_S(cpus[t % ncpus], CPU_ALLOC_SIZE(MAX_CPUS), s);
-			sched_setaffinity(0, CPU_ALLOC_SIZE(MAX_CPUS), s);
+			e = sched_setaffinity(0, CPU_ALLOC_SIZE(MAX_CPUS), s) == 0 ? 0 : errno;
 			CPU_FREE(s);
+		}
+		if (e != 0) {
+			int none = 0;
+			atomic_compare_exchange_strong(&refused_errno, &none, e);
+			atomic_fetch_add(&refused, 1);
 		}
 	}
 	while (!atomic_load(&go))
@@ -160,6 +171,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rseq_loop: counters sum to %lld, not 0\n", (long long)sum);
 		return 1;
 	}
-	printf("ops=%llu secs=%.9f cpu=%.9f\n", (unsigned long long)ops, end - start, cpu);
+	printf("ops=%llu secs=%.9f cpu=%.9f", (unsigned long long)ops, end - start, cpu);
+	if (atomic_load(&refused) != 0)
+		printf(" pin_refused=%d pin_errno=%d", atomic_load(&refused),
+		       atomic_load(&refused_errno));
+	printf("\n");
 	return 0;
 }

@@ -120,7 +120,8 @@ pub fn build(how: Build) -> Result<Program, String> {
     })
 }
 
-/// Parses the program's `ops=N secs=S cpu=C` line for `threads` threads.
+/// Parses the program's `ops=N secs=S cpu=C` line for `threads` threads (with the fields of
+/// [`pin_refusals`], or without).
 pub fn parse(line: &str, threads: usize) -> Option<RunResult> {
     let mut ops = None;
     let mut secs = None;
@@ -131,6 +132,7 @@ pub fn parse(line: &str, threads: usize) -> Option<RunResult> {
             "ops" => ops = v.parse::<u64>().ok(),
             "secs" => secs = v.parse::<f64>().ok(),
             "cpu" => cpu = v.parse::<f64>().ok(),
+            "pin_refused" | "pin_errno" => {}
             _ => return None,
         }
     }
@@ -142,11 +144,26 @@ pub fn parse(line: &str, threads: usize) -> Option<RunResult> {
     })
 }
 
+/// The pins the program's line says were refused (`pin_refused=N pin_errno=E`): how many, and
+/// why the first was; `None` where it says none.
+pub fn pin_refusals(line: &str) -> Option<(u64, String)> {
+    let field = |name: &str| {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+    };
+    let n: u64 = field("pin_refused")?.parse().ok().filter(|&n| n > 0)?;
+    let why = match field("pin_errno").and_then(|e| e.parse::<i32>().ok()) {
+        Some(e) => std::io::Error::from_raw_os_error(e).to_string(),
+        None => "no reason given".to_string(),
+    };
+    Some((n, format!("sched_setaffinity in the C loop: {why}")))
+}
+
 /// What one run of the program gave.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Its measurement.
-    Ran(RunResult),
+    /// Its measurement, and the pins it says were refused ([`pin_refusals`]).
+    Ran(RunResult, Option<(u64, String)>),
     /// glibc registered no rseq area in it (rseq disabled, or an old glibc): no figure here.
     NoRseq,
     /// It failed; the message says how.
@@ -172,7 +189,7 @@ pub fn run_once(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Ou
         Some(0) => {
             let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
             match parse(&stdout, threads) {
-                Some(r) => Outcome::Ran(r),
+                Some(r) => Outcome::Ran(r, pin_refusals(&stdout)),
                 None => Outcome::Failed(format!("{}: unreadable output {stdout:?}", exe.display())),
             }
         }
@@ -191,10 +208,16 @@ pub fn run_once(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Ou
 }
 
 /// Runs the program once: its measurement, or why there is none (glibc registered no rseq
-/// area, or the program failed).
+/// area, or the program failed). The pins it says were refused are recorded as a refused
+/// [`crate::harness::pin_to`] is: its row says so (`pin_refused`).
 pub fn run(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Result<RunResult, String> {
     match run_once(exe, threads, duration, pin) {
-        Outcome::Ran(r) => Ok(r),
+        Outcome::Ran(r, refused) => {
+            if let Some((n, why)) = refused {
+                crate::harness::record_pin_refusals(n, || why);
+            }
+            Ok(r)
+        }
         Outcome::NoRseq => Err("glibc registered no rseq area in the C loop".into()),
         Outcome::Failed(e) => Err(e),
     }
@@ -234,6 +257,104 @@ mod tests {
         assert!(parse("hello", 1).is_none());
     }
 
+    /// The program's line with the pins it says were refused reads as the same measurement,
+    /// and [`pin_refusals`] reads how many and why; a line without them says none.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_lines_pins_refused_are_read() {
+        let line = "ops=2000 secs=0.5 cpu=0.9 pin_refused=2 pin_errno=1";
+        assert_eq!(parse(line, 2).unwrap().ops_per_sec, 4000.0);
+        assert_eq!(
+            pin_refusals(line),
+            Some((
+                2,
+                "sched_setaffinity in the C loop: Operation not permitted (os error 1)".into()
+            ))
+        );
+        assert_eq!(pin_refusals("ops=2000 secs=0.5 cpu=0.9"), None);
+        assert!(parse("ops=2000 secs=0.5 cpu=0.9 pinned=2", 2).is_none());
+    }
+
+    /// The C loop run with every `sched_setaffinity` refused (`EPERM`, by a seccomp filter
+    /// installed in the child before it runs the program) and asked to pin says how many pins
+    /// were refused and why, so that its unpinned threads do not read as pinned; where its
+    /// pins work it says none.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn the_c_loop_says_the_pins_refused() {
+        use std::os::unix::process::CommandExt as _;
+        let prog = match build(Build::Default) {
+            Ok(e) => e,
+            Err(e) => return percpu::testing::skip(format_args!("no C loop here: {e}")),
+        };
+        const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+        let ins = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+        let (ld, jeq, ret) = (0x20, 0x15, 0x06); // BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
+        let filter = [
+            ins(ld, 0, 0, 4), // seccomp_data.arch
+            ins(jeq, 0, 3, AUDIT_ARCH_X86_64),
+            ins(ld, 0, 0, 0), // seccomp_data.nr
+            ins(jeq, 0, 1, libc::SYS_sched_setaffinity as u32),
+            ins(ret, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+            ins(ret, 0, 0, libc::SECCOMP_RET_ALLOW),
+        ];
+        let run = |refuse: bool| {
+            let mut cmd = Command::new(prog.path());
+            cmd.args(["2", "20", "1"]);
+            if refuse {
+                // SAFETY: the closure runs in the forked child before exec and makes only two
+                // system calls (prctl), async-signal-safe, on a filter program that `filter`
+                // (copied in, alive until the calls return) holds.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        let prog = libc::sock_fprog {
+                            len: filter.len() as u16,
+                            filter: filter.as_ptr().cast_mut(),
+                        };
+                        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                            || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog)
+                                != 0
+                        {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    })
+                };
+            }
+            cmd.output()
+        };
+        let o = match run(true) {
+            Ok(o) => o,
+            Err(e) => return percpu::testing::skip(format_args!("no seccomp filter here: {e}")),
+        };
+        if o.status.code() == Some(NO_RSEQ) {
+            return percpu::testing::skip("glibc registered no rseq area: the C loop cannot run");
+        }
+        let line = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        assert!(
+            o.status.success(),
+            "{line} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(parse(&line, 2).is_some(), "{line}");
+        assert_eq!(
+            pin_refusals(&line).map(|r| r.0),
+            Some(2),
+            "two workers, two pins refused: {line}"
+        );
+        assert!(line.ends_with(" pin_errno=1"), "{line}");
+        if !std::thread::spawn(|| percpu::affinity::migrate(0))
+            .join()
+            .unwrap()
+        {
+            return percpu::testing::skip("no thread can be pinned here: the run whose pins work");
+        }
+        let o = run(false).unwrap();
+        let line = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        assert!(o.status.success(), "{line}");
+        assert_eq!(pin_refusals(&line), None, "{line}");
+    }
+
     /// Where a C compiler is installed (the README's requirements) and glibc registers rseq,
     /// both builds of the loop build and count pairs with every +1 undone (the program checks
     /// that the counters sum to zero); elsewhere the test says what it skipped.
@@ -256,7 +377,8 @@ mod tests {
         drop(prog);
         assert_eq!(exe.exists(), std::env::var_os(how.prebuilt()).is_some());
         match outcome {
-            Outcome::Ran(r) => {
+            Outcome::Ran(r, refused) => {
+                assert_eq!(refused, None, "{r:?}");
                 assert!(r.ops >= 2 * 256, "{r:?}");
                 assert!(r.cpu_util > 0.0 && r.cpu_util <= 1.001, "{r:?}");
             }

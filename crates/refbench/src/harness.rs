@@ -55,8 +55,14 @@ pub fn pin_to(i: usize) -> bool {
 static PIN_REFUSALS: Mutex<(u64, Option<String>)> = Mutex::new((0, None));
 
 fn record_pin_refusal(why: impl FnOnce() -> String) {
+    record_pin_refusals(1, why);
+}
+
+/// Records `n` pins refused, the first for the reason `why` (what [`pin_to`] does for one, and
+/// the C loop's runs for theirs).
+pub(crate) fn record_pin_refusals(n: u64, why: impl FnOnce() -> String) {
     let mut r = PIN_REFUSALS.lock().unwrap_or_else(PoisonError::into_inner);
-    r.0 += 1;
+    r.0 += n;
     if r.1.is_none() {
         r.1 = Some(why());
     }
