@@ -123,8 +123,8 @@ pub fn arc_clone(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 /// One repetition of `reclaim-pressure` for one scheme: `threads` readers get/put one object
 /// that the main thread keeps referenced, with or without one more thread looping
 /// `try_reclaim` on it (which must always fail). `out`: the readers' ops/s and cpu_util, the
-/// reclaimer's attempts and the seconds its loop ran (from before the readers are started to
-/// after they are joined: longer than the readers' window).
+/// reclaimer's attempts and the seconds from before it is spawned (before the readers are
+/// started) to the end of its loop (after they are joined: longer than the readers' window).
 struct Pressure<'a> {
     threads: usize,
     reclaimer: bool,
@@ -144,11 +144,14 @@ impl Visit for Pressure<'_> {
             // The reclaimer stops however this scope ends (the readers' run may be abandoned:
             // `SpawnFailed`).
             let _done = SetOnDrop(done);
+            // Taken before the reclaimer is spawned, so that its seconds hold the readers'
+            // whole run however late the reclaimer is first scheduled.
+            let start = Instant::now();
             let reclaimer = spawn_workers(
                 s,
                 usize::from(self.reclaimer),
                 move |_| {
-                    let (mut n, start) = (0u64, Instant::now());
+                    let mut n = 0u64;
                     while !done.load(Ordering::Relaxed) {
                         assert!(!scheme.try_reclaim(o), "reclaimed a referenced object");
                         n += 1;
@@ -265,11 +268,11 @@ pub fn reclaim_pressure(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 mod tests {
     use super::*;
 
-    /// The reclaimer's attempts per second are over the time its loop ran, which holds the
-    /// readers' start and end as well as their window: at least the readers' duration, at most
-    /// the repetition's wall time (they were divided by the duration alone, while the loop
-    /// also ran as 32 readers were started one by one and joined: a rate several times too
-    /// high on a 1-ms run).
+    /// The reclaimer's attempts per second are over the seconds from before it is spawned to
+    /// the end of its loop, which hold the readers' start and end as well as their window: at
+    /// least the readers' duration, at most the repetition's wall time (over the duration
+    /// alone, the rate of a 1-ms run would be several times too high: the loop also runs while
+    /// 32 readers are started one by one and joined), however late the reclaimer first runs.
     #[test]
     fn reclaim_rate_is_over_the_reclaimers_own_time() {
         let p = Params::tiny(&["cas"], &[32], &[1]);
