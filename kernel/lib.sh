@@ -21,11 +21,15 @@ paygo_default_workdir() {
 KERNEL_WORKDIR=${KERNEL_WORKDIR:-$(paygo_default_workdir)}
 mkdir -p "$KERNEL_WORKDIR"
 JOBS=${JOBS:-$(nproc)}
-# Builds are niced (the machine is shared) and cached with ccache, whose
-# cache lives in the work folder; kunit.py gets the same compiler through
-# KUNIT_MAKE_OPTS.
+# Builds are niced (the machine is shared) and cached with ccache; kunit.py
+# gets the same compiler through its make options. The cache is one for every
+# checkout on the machine (ccache is made to be shared: a hit needs the same
+# sources, headers and command line), and paths under the work folder are
+# hashed relative to it (CCACHE_BASEDIR), so a fresh clone with the same
+# series builds from the cache that another checkout filled.
 NICE=${NICE:-nice -n 19}
-export CCACHE_DIR=${CCACHE_DIR:-$KERNEL_WORKDIR/ccache}
+export CCACHE_DIR=${CCACHE_DIR:-/var/tmp/paygo-kernel/ccache}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$KERNEL_WORKDIR}
 export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros
 export CCACHE_NOHASHDIR=1
 export DEBIAN_FRONTEND=noninteractive
