@@ -98,26 +98,28 @@ install_deps() {
 		log "WARNING: using $PAYGO_LINUX_PKG ${have:-(not installed)}, series was made against $PAYGO_LINUX_VERSION"
 }
 
-# unpack_tree DIR: fresh, unpatched source tree in DIR; on failure nothing
-# is left of DIR or of its temporary folder
+# unpack_tree DIR: fresh, unpatched source tree in DIR (what was there is
+# removed), unpacked in a temporary folder of its own beside DIR; on
+# failure nothing is left of DIR or of that temporary folder
 unpack_tree() {
-	local dir=$1 tmp
-	rm -rf "$dir" "$dir.tmp"
-	mkdir -p "$dir.tmp"
+	local dir=$1 tmp src
+	rm -rf "$dir"
+	mkdir -p "$(dirname "$dir")"
+	tmp=$(mktemp -d "$dir.tmp.XXXXXX")
 	log "unpacking $PAYGO_LINUX_TARBALL into $dir"
-	if ! tar -C "$dir.tmp" -xf "$PAYGO_LINUX_TARBALL"; then
-		rm -rf "$dir.tmp"
+	if ! tar -C "$tmp" -xf "$PAYGO_LINUX_TARBALL"; then
+		rm -rf "$tmp"
 		log "ERROR: cannot unpack $PAYGO_LINUX_TARBALL"
 		exit 1
 	fi
-	tmp=$(echo "$dir.tmp"/linux-source-*)
-	if [ ! -d "$tmp" ]; then
-		rm -rf "$dir.tmp"
+	src=$(echo "$tmp"/linux-source-*)
+	if [ ! -d "$src" ]; then
+		rm -rf "$tmp"
 		log "ERROR: $PAYGO_LINUX_TARBALL has no linux-source-* folder"
 		exit 1
 	fi
-	mv "$tmp" "$dir"
-	rm -rf "$dir.tmp"
+	mv "$src" "$dir"
+	rm -rf "$tmp"
 }
 
 # apply_series DIR [N]: apply the first N patches (default all) of patches/
