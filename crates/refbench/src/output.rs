@@ -324,7 +324,8 @@ fn number(v: f64) -> String {
 }
 
 /// CSV: one line per row; `reps` joined with `;`, extra fields as their own columns. Numbers
-/// are written as in the JSON, to the last digit ([`number`]).
+/// are written as in the JSON, to the last digit: the shortest decimal that reads back as the
+/// same `f64`, empty where it is not finite.
 pub fn csv(results: &Results) -> String {
     let mut keys: Vec<String> = Vec::new();
     for r in &results.rows {
