@@ -8,6 +8,10 @@
 //!   checking a shared library's exports; the programs' checks (`CHECK`, `CHECK_EQ`) are this
 //!   crate's `include/check.h`.
 //!
+//! * [`elf`]: the SONAME and the needed libraries of an ELF file (its dynamic section);
+//! * [`install`]: checking `scripts/install-c.sh`, the install of a C library with its
+//!   SONAME links and pkg-config file, by building a program against what it installed;
+//!
 //! * [`child`]: running a test's body in a child process in which no thread can be started.
 //!
 //! The parsers read this workspace's own headers (one declaration per statement, `/* */`
@@ -326,6 +330,31 @@ pub mod cc {
     /// If it cannot be built or found.
     pub fn cdylib(package: &str, lib: &str, cargo: &str) -> PathBuf {
         library(package, &format!("lib{}.so", lib.replace('-', "_")), cargo)
+    }
+
+    /// Makes the link `<SONAME> -> lib<lib>.so` next to the shared library `so` (the name that
+    /// a program linked with `-L <its folder> -l<lib>` looks for at run time, which cargo does
+    /// not make), as the README's `ln -sf` does, and returns its path. Safe when tests make it
+    /// at the same time: each makes a link of its own name and renames it over the SONAME's.
+    ///
+    /// # Panics
+    /// If `so` has no SONAME or the link cannot be made.
+    pub fn soname_link(so: &Path) -> PathBuf {
+        static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let soname = crate::elf::dynamic(so)
+            .soname
+            .unwrap_or_else(|| panic!("{} has no SONAME", so.display()));
+        let dir = so.parent().expect("the library's folder");
+        let file = so.file_name().expect("the library's file name");
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!(".{soname}.{}.{seq}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(file, &tmp)
+            .unwrap_or_else(|e| panic!("linking {}: {e}", tmp.display()));
+        let link = dir.join(&soname);
+        std::fs::rename(&tmp, &link)
+            .unwrap_or_else(|e| panic!("renaming {} to {soname}: {e}", tmp.display()));
+        link
     }
 
     /// The library file `file` of package `package`: see [`staticlib`].
@@ -669,6 +698,404 @@ pub mod cc {
             so.display(),
             others.join("\n")
         );
+    }
+}
+
+pub mod elf {
+    //! The dynamic section of an ELF file (64-bit, little-endian: the targets the workspace's
+    //! C libraries are tested on), read without `readelf`.
+
+    use std::path::Path;
+
+    /// What an ELF file's dynamic section says of its name and dependencies.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    pub struct Dynamic {
+        /// `DT_SONAME`: the name a program linked against the library records.
+        pub soname: Option<String>,
+        /// `DT_NEEDED`: the libraries the file needs at run time, in order.
+        pub needed: Vec<String>,
+    }
+
+    fn bytes<const N: usize>(b: &[u8], at: usize) -> Result<[u8; N], String> {
+        at.checked_add(N)
+            .and_then(|end| b.get(at..end))
+            .and_then(|s| s.try_into().ok())
+            .ok_or_else(|| format!("truncated at byte {at}"))
+    }
+    fn u16_at(b: &[u8], at: usize) -> Result<usize, String> {
+        Ok(u16::from_le_bytes(bytes(b, at)?).into())
+    }
+    fn u32_at(b: &[u8], at: usize) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(bytes(b, at)?))
+    }
+    fn u64_at(b: &[u8], at: usize) -> Result<usize, String> {
+        usize::try_from(u64::from_le_bytes(bytes(b, at)?)).map_err(|e| e.to_string())
+    }
+
+    /// The string at `at` of a string table that starts at byte `table`.
+    fn string(b: &[u8], table: usize, at: usize) -> Result<String, String> {
+        let start = table.checked_add(at).ok_or("string offset overflows")?;
+        let rest = b.get(start..).ok_or("string outside the file")?;
+        let len = rest
+            .iter()
+            .position(|c| *c == 0)
+            .ok_or("unterminated string")?;
+        Ok(String::from_utf8_lossy(&rest[..len]).into_owned())
+    }
+
+    /// The dynamic section of the ELF file `b` (found through the section headers: `SHT_DYNAMIC`
+    /// and the string table its `sh_link` names). A file without one has a default
+    /// [`Dynamic`].
+    ///
+    /// # Errors
+    /// If `b` is no 64-bit little-endian ELF file or a table lies outside it.
+    pub fn parse(b: &[u8]) -> Result<Dynamic, String> {
+        if b.get(..4) != Some(b"\x7fELF") {
+            return Err("no ELF magic".into());
+        }
+        if b.get(4..6) != Some(&[2, 1]) {
+            return Err("not a 64-bit little-endian ELF file".into());
+        }
+        let shoff = u64_at(b, 0x28)?;
+        let shentsize = u16_at(b, 0x3a)?;
+        let shnum = u16_at(b, 0x3c)?;
+        let section = |k: usize| -> Result<usize, String> {
+            k.checked_mul(shentsize)
+                .and_then(|o| o.checked_add(shoff))
+                .ok_or_else(|| "section header offset overflows".to_string())
+        };
+        let mut out = Dynamic::default();
+        for k in 0..shnum {
+            let sh = section(k)?;
+            // SHT_DYNAMIC
+            if u32_at(b, sh + 4)? != 6 {
+                continue;
+            }
+            let (offset, size) = (u64_at(b, sh + 24)?, u64_at(b, sh + 32)?);
+            let link = usize::try_from(u32_at(b, sh + 40)?).map_err(|e| e.to_string())?;
+            let strtab = u64_at(b, section(link)? + 24)?;
+            for entry in (offset..offset.saturating_add(size)).step_by(16) {
+                let value = u64_at(b, entry + 8)?;
+                match u64_at(b, entry)? {
+                    0 => break,                                         // DT_NULL
+                    1 => out.needed.push(string(b, strtab, value)?),    // DT_NEEDED
+                    14 => out.soname = Some(string(b, strtab, value)?), // DT_SONAME
+                    _ => {}
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`parse`] of the file at `path`.
+    ///
+    /// # Panics
+    /// If it cannot be read or parsed.
+    pub fn dynamic(path: &Path) -> Dynamic {
+        let b = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        parse(&b).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The SONAME of a library of version `version` (`MAJOR.MINOR.PATCH`), as the C crates'
+    /// `build.rs` give it and cargo-c names it: `lib<lib>.so.0.MINOR` for a 0.x version,
+    /// else `lib<lib>.so.MAJOR`.
+    ///
+    /// # Panics
+    /// If `version` has no minor number.
+    pub fn soname(lib: &str, version: &str) -> String {
+        let mut parts = version.split('.');
+        let major = parts.next().unwrap_or_default();
+        let minor = parts.next().expect("a MAJOR.MINOR version");
+        if major == "0" {
+            format!("lib{lib}.so.0.{minor}")
+        } else {
+            format!("lib{lib}.so.{major}")
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// The test binary itself needs the C library, and names none of its own.
+        #[test]
+        fn reads_the_needed_libraries_of_the_test_binary() {
+            let exe = std::env::current_exe().expect("the test binary");
+            let d = dynamic(&exe);
+            assert!(d.needed.iter().any(|n| n.starts_with("libc.so")), "{d:?}");
+            assert_eq!(d.soname, None);
+        }
+
+        #[test]
+        fn refuses_what_is_no_elf_file_or_is_cut_short() {
+            assert_eq!(parse(b"#!/bin/sh\n"), Err("no ELF magic".to_string()));
+            assert!(parse(b"\x7fELF\x01\x01").is_err());
+            let exe = std::fs::read(std::env::current_exe().expect("the test binary"))
+                .expect("reading the test binary");
+            assert!(parse(&exe[..0x30]).is_err());
+        }
+
+        #[test]
+        fn sonames_follow_cargo_c() {
+            assert_eq!(soname("paygo", "0.1.0"), "libpaygo.so.0.1");
+            assert_eq!(soname("paygo", "0.12.3"), "libpaygo.so.0.12");
+            assert_eq!(soname("paygo", "2.3.4"), "libpaygo.so.2");
+        }
+    }
+}
+
+pub mod install {
+    //! Checking `scripts/install-c.sh`: what it installs under a prefix, and a program built
+    //! against that with `pkg-config`, shared and static.
+
+    use crate::{cc, elf};
+    use std::ffi::OsStr;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
+
+    /// The workspace's `scripts/install-c.sh`.
+    pub fn script() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-c.sh")
+    }
+
+    /// One of the workspace's C libraries.
+    pub struct Library<'a> {
+        /// Its package (`paygo-c`).
+        pub package: &'a str,
+        /// Its library name (`paygo`: `libpaygo.so`, `paygo.h`, `paygo.pc`).
+        pub lib: &'a str,
+        /// The package's version (its `CARGO_PKG_VERSION`).
+        pub version: &'a str,
+        /// The package's folder (its `CARGO_MANIFEST_DIR`).
+        pub crate_dir: &'a Path,
+        /// The `CARGO` the test was built by.
+        pub cargo: &'a str,
+    }
+
+    impl Library<'_> {
+        /// The folder of the library's `.so` and `.a`, built by [`cc::cdylib`] and
+        /// [`cc::staticlib`] in the test's own target directory and profile (the install takes
+        /// them from there with `--from`, rather than building the release ones).
+        fn built(&self) -> PathBuf {
+            let so = cc::cdylib(self.package, self.lib, self.cargo);
+            let a = cc::staticlib(self.package, self.lib, self.cargo);
+            let dir = so.parent().expect("the library's folder");
+            assert_eq!(
+                a.parent(),
+                Some(dir),
+                "{} and {}",
+                so.display(),
+                a.display()
+            );
+            dir.to_path_buf()
+        }
+
+        /// The script's output, run with `args` (and `DESTDIR` where given), whatever its exit.
+        fn install(&self, args: &[&OsStr], destdir: Option<&Path>) -> Output {
+            let mut cmd = Command::new("bash");
+            cmd.arg(script()).args(args).env("CARGO", self.cargo);
+            match destdir {
+                Some(d) => cmd.env("DESTDIR", d),
+                None => cmd.env_remove("DESTDIR"),
+            };
+            cmd.output()
+                .unwrap_or_else(|e| panic!("running {}: {e}", script().display()))
+        }
+    }
+
+    /// The files under `root` (a prefix), as the script installs them: the shared library under
+    /// its full version, the SONAME link to it and the development link to that, the static
+    /// library and the header as built, and a pkg-config file for prefix `prefix`; and the
+    /// installed shared library's SONAME is the link's name.
+    ///
+    /// # Panics
+    /// If one is missing or differs.
+    fn assert_installed(l: &Library, built: &Path, root: &Path, prefix: &str) {
+        let lib = l.lib;
+        let libdir = root.join("lib");
+        let full = format!("lib{lib}.so.{}", l.version);
+        let soname = elf::soname(lib, l.version);
+        let meta =
+            std::fs::symlink_metadata(libdir.join(&full)).unwrap_or_else(|e| panic!("{full}: {e}"));
+        assert!(meta.is_file(), "{full} is a file");
+        let link = |name: &str| {
+            std::fs::read_link(libdir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        assert_eq!(link(&soname), Path::new(&full));
+        assert_eq!(link(&format!("lib{lib}.so")), Path::new(&soname));
+        let same = |installed: &Path, original: &Path| {
+            let read = |p: &Path| std::fs::read(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert!(
+                read(installed) == read(original),
+                "{installed:?} is {original:?}"
+            );
+        };
+        same(&libdir.join(&full), &built.join(format!("lib{lib}.so")));
+        same(
+            &libdir.join(format!("lib{lib}.a")),
+            &built.join(format!("lib{lib}.a")),
+        );
+        same(
+            &root.join(format!("include/{lib}.h")),
+            &l.crate_dir.join(format!("include/{lib}.h")),
+        );
+        assert_eq!(
+            elf::dynamic(&libdir.join(&full)).soname.as_deref(),
+            Some(soname.as_str())
+        );
+        let pc_path = libdir.join(format!("pkgconfig/{lib}.pc"));
+        let pc = std::fs::read_to_string(&pc_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", pc_path.display()));
+        for line in [
+            format!("prefix={prefix}"),
+            "libdir=${exec_prefix}/lib".to_string(),
+            "includedir=${prefix}/include".to_string(),
+            format!("Version: {}", l.version),
+            format!("Libs: -L${{libdir}} -l{lib}"),
+            "Libs.private: -lpthread -ldl -lm -lrt -lgcc_s".to_string(),
+            "Cflags: -I${includedir}".to_string(),
+        ] {
+            assert!(pc.lines().any(|l| l == line), "{line} in {lib}.pc:\n{pc}");
+        }
+    }
+
+    /// Installs the library with `scripts/install-c.sh` (`--from` the libraries the test built,
+    /// `DESTDIR` a folder of `out_dir`, the default prefix `/usr/local`), checks the installed
+    /// files (`assert_installed`), then builds the package's `tests/c/quickstart.c` with
+    /// `pkg-config --cflags --libs` against the installed shared library (the program needs
+    /// it by its SONAME) and runs it with `args` (`LD_LIBRARY_PATH` at the installed `lib`),
+    /// and once more with `pkg-config --static --libs`, `-l<lib>` taken as `-l:lib<lib>.a`
+    /// (the program needs no `lib<lib>.so`), run without `LD_LIBRARY_PATH`; each run prints
+    /// `failures=0`. The programs are skipped, with a message, where `pkg-config` is not
+    /// installed.
+    ///
+    /// # Panics
+    /// If the script fails, an installed file is wrong, or a program does not build or run.
+    pub fn check(l: &Library, args: &[&OsStr], out_dir: &Path) {
+        let lib = l.lib;
+        let built = l.built();
+        let dir = out_dir.join(format!("install-{lib}.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let stage = dir.join("stage");
+        let out = l.install(
+            &[OsStr::new("--from"), built.as_os_str(), OsStr::new(lib)],
+            Some(&stage),
+        );
+        assert!(
+            out.status.success(),
+            "install-c.sh: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let root = stage.join("usr/local");
+        assert_installed(l, &built, &root, "/usr/local");
+        if !cc::exists("pkg-config") {
+            percpu::testing::skip(format_args!(
+                "no `pkg-config` (install pkgconf): no program is built against the installed \
+                 {lib}"
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        let pc_dir = root.join("lib/pkgconfig");
+        let flags = |what: &[&str]| -> Vec<String> {
+            let out = cc::run(
+                Command::new("pkg-config")
+                    .args(what)
+                    .arg(lib)
+                    .env("PKG_CONFIG_PATH", &pc_dir)
+                    .env("PKG_CONFIG_LIBDIR", &pc_dir)
+                    .env("PKG_CONFIG_SYSROOT_DIR", &stage),
+            );
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        let soname = elf::soname(lib, l.version);
+        let quickstart = l.crate_dir.join("tests/c/quickstart.c");
+        let build = |name: &str, flags: &[String]| {
+            let exe = dir.join(name);
+            cc::run(
+                Command::new(cc::compiler("CC", "cc"))
+                    .arg("-pthread")
+                    .arg(&quickstart)
+                    .args(flags)
+                    .arg("-o")
+                    .arg(&exe),
+            );
+            exe
+        };
+        let check_run = |cmd: &mut Command| {
+            let out = cc::run(cmd.args(args));
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("failures=0"), "{cmd:?}: {text}");
+        };
+
+        let shared = build("quickstart-shared", &flags(&["--cflags", "--libs"]));
+        let needed = elf::dynamic(&shared).needed;
+        assert!(needed.contains(&soname), "{soname} in {needed:?}");
+        check_run(Command::new(&shared).env("LD_LIBRARY_PATH", root.join("lib")));
+
+        let mut static_flags = flags(&["--cflags", "--static", "--libs"]);
+        let dash_l = format!("-l{lib}");
+        let at = static_flags
+            .iter()
+            .position(|f| *f == dash_l)
+            .unwrap_or_else(|| panic!("{dash_l} in {static_flags:?}"));
+        static_flags[at] = format!("-l:lib{lib}.a");
+        let static_exe = build("quickstart-static", &static_flags);
+        let needed = elf::dynamic(&static_exe).needed;
+        assert!(
+            !needed
+                .iter()
+                .any(|n| n.starts_with(&format!("lib{lib}.so"))),
+            "no lib{lib}.so in {needed:?}"
+        );
+        check_run(Command::new(&static_exe).env_remove("LD_LIBRARY_PATH"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Checks that the script refuses bad arguments with a message and exit status 2: an
+    /// option without its value, a prefix that is not absolute, one that cannot be made (under
+    /// a regular file of `out_dir`), an unknown library, and none.
+    ///
+    /// # Panics
+    /// If one is accepted, or refused otherwise.
+    pub fn check_refusals(l: &Library, out_dir: &Path) {
+        let built = l.built();
+        let file = out_dir.join(format!("install-refusals-{}.{}", l.lib, std::process::id()));
+        std::fs::write(&file, "a file, not a folder").expect("writing a file");
+        let under_file = file.join("prefix");
+        let os = OsStr::new;
+        let from = [os("--from"), built.as_os_str()];
+        let cases: Vec<(Vec<&OsStr>, &str)> = vec![
+            (vec![os(l.lib), os("--prefix")], "--prefix needs a value"),
+            (vec![os("--prefix="), os(l.lib)], "--prefix needs a value"),
+            (vec![os(l.lib), os("--from")], "--from needs a value"),
+            (
+                vec![os("--prefix"), os("relative"), os(l.lib)],
+                "must be an absolute path",
+            ),
+            (
+                [
+                    &from[..],
+                    &[os("--prefix"), under_file.as_os_str(), os(l.lib)],
+                ]
+                .concat(),
+                "cannot write to the prefix",
+            ),
+            (vec![os("libfoo")], "unknown library libfoo"),
+            (vec![], "which library"),
+        ];
+        for (args, message) in cases {
+            let out = l.install(&args, None);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(message), "{args:?}: {message} in {stderr}");
+        }
+        assert!(!under_file.exists());
+        let _ = std::fs::remove_file(&file);
     }
 }
 

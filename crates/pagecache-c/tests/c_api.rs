@@ -124,6 +124,46 @@ fn c_program_gets_pagecache_enomem_for_counters_past_the_limit() {
     expect_lines(&text, &["ok counters", "ok paygo-tables", "failures=0"]);
 }
 
+/// The README's quick start linked with `-L <folder> -lpagecache` against `libpagecache.so`, whose
+/// SONAME names the file the program needs at run time: made there as the README's `ln -sf`
+/// makes it (`cc::soname_link`), it runs, found through `-Wl,-rpath`.
+#[test]
+fn c_quick_start_links_the_shared_library_by_its_soname() {
+    let so = cc::cdylib("paygo-pagecache-c", "pagecache", env!("CARGO"));
+    let link = cc::soname_link(&so);
+    let dir = so
+        .parent()
+        .expect("the library's folder")
+        .to_str()
+        .expect("a UTF-8 path");
+    // A folder of its own: `c_quick_start_runs` builds c_quickstart.<pid> too, maybe at the
+    // same time.
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shared");
+    std::fs::create_dir_all(&out_dir).expect("a folder for the program");
+    let exe = cc::build_unlinked(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        "quickstart",
+        &["-L", dir, "-lpagecache", &format!("-Wl,-rpath,{dir}")],
+        &out_dir,
+    );
+    let needed = capi_check::elf::dynamic(&exe).needed;
+    let soname = link
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("the SONAME");
+    assert!(needed.iter().any(|n| n == soname), "{soname} in {needed:?}");
+    // The quick start reads a file: the header.
+    let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h");
+    let out = cc::run(
+        Command::new(&exe)
+            .arg(&header)
+            .env_remove("LD_LIBRARY_PATH"),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_file(&exe);
+    assert!(text.contains("failures=0"), "{text}");
+}
+
 #[test]
 fn header_compiles_as_cxx_and_pedantic_c() {
     cc::check_header(&Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h"));

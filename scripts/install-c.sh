@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Installs one of the workspace's C libraries, as cargo-c's `cargo cinstall` would:
+#
+#   scripts/install-c.sh [--prefix DIR] [--from DIR] paygo|pagecache
+#
+# into $DESTDIR$PREFIX (PREFIX from --prefix, an absolute path; /usr/local by default):
+#
+#   lib/libLIB.so.VERSION            the shared library (its SONAME is set by the crate's build.rs)
+#   lib/libLIB.so.0.MINOR -> ...     the SONAME link (libLIB.so.MAJOR for a version >= 1)
+#   lib/libLIB.so -> ...             the link a program is linked through (-lLIB)
+#   lib/libLIB.a                     the static library
+#   include/LIB.h                    the header
+#   lib/pkgconfig/LIB.pc             for `pkg-config --cflags --libs LIB` (`--static` adds the
+#                                    system libraries the static library needs)
+#
+# The libraries are built with `cargo build --release -p PACKAGE --lib` (into $CARGO_TARGET_DIR,
+# else the workspace's target/), or taken from the folder --from names, where they are already
+# built. Bad arguments, or a prefix that cannot be written, exit 2 with a message.
+set -euo pipefail
+
+usage() {
+	echo "usage: $0 [--prefix DIR] [--from DIR] paygo|pagecache" >&2
+}
+die() {
+	echo "install-c.sh: $*" >&2
+	exit 2
+}
+
+prefix=/usr/local
+from=
+lib=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--prefix | --from)
+		[ $# -ge 2 ] && [ -n "$2" ] || { usage; die "$1 needs a value"; }
+		if [ "$1" = --prefix ]; then prefix=$2; else from=$2; fi
+		shift 2
+		;;
+	--prefix=* | --from=*)
+		value=${1#*=}
+		[ -n "$value" ] || { usage; die "${1%%=*} needs a value"; }
+		if [ "${1%%=*}" = --prefix ]; then prefix=$value; else from=$value; fi
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	-*)
+		usage
+		die "unknown option $1"
+		;;
+	*)
+		[ -z "$lib" ] || { usage; die "one library at a time (got $lib and $1)"; }
+		lib=$1
+		shift
+		;;
+	esac
+done
+
+cargo=${CARGO:-cargo}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+case $lib in
+paygo)
+	package=paygo-c
+	crate_dir=$root/crates/paygo-c
+	description="PAYGO's C API: scalable reference counting"
+	;;
+pagecache)
+	package=paygo-pagecache-c
+	crate_dir=$root/crates/pagecache-c
+	description="A page cache whose frames are reference counted by PAYGO or its peers"
+	;;
+"")
+	usage
+	die "which library: paygo or pagecache"
+	;;
+*)
+	usage
+	die "unknown library $lib (paygo or pagecache)"
+	;;
+esac
+case $prefix in
+/*) ;;
+*) die "the prefix must be an absolute path: $prefix" ;;
+esac
+
+# The package's version: `cargo pkgid` ends with `#VERSION` or `#NAME@VERSION`.
+pkgid=$("$cargo" pkgid --manifest-path "$root/Cargo.toml" -p "$package") ||
+	die "cannot read the version of $package"
+version=${pkgid##*#}
+version=${version##*@}
+major=${version%%.*}
+minor=${version#*.}
+minor=${minor%%.*}
+if [ "$major" = 0 ]; then soname=lib$lib.so.0.$minor; else soname=lib$lib.so.$major; fi
+
+if [ -z "$from" ]; then
+	"$cargo" build --release --manifest-path "$root/Cargo.toml" -p "$package" --lib
+	from=${CARGO_TARGET_DIR:-$root/target}/release
+fi
+for f in "lib$lib.so" "lib$lib.a"; do
+	[ -f "$from/$f" ] || die "no $f in $from"
+done
+
+dest=${DESTDIR:-}$prefix
+mkdir -p "$dest/lib/pkgconfig" "$dest/include" 2>/dev/null && [ -w "$dest/lib" ] ||
+	die "cannot write to the prefix $dest"
+install -m 0755 "$from/lib$lib.so" "$dest/lib/lib$lib.so.$version" ||
+	die "cannot install into $dest/lib"
+ln -sfn "lib$lib.so.$version" "$dest/lib/$soname"
+ln -sfn "$soname" "$dest/lib/lib$lib.so"
+install -m 0644 "$from/lib$lib.a" "$dest/lib/lib$lib.a"
+install -m 0644 "$crate_dir/include/$lib.h" "$dest/include/$lib.h"
+# Libs.private: the system libraries of the static library's link line, as the README lists
+# them (`cargo rustc -p PACKAGE --lib -- --print native-static-libs` prints them and libc).
+cat >"$dest/lib/pkgconfig/$lib.pc" <<PC
+prefix=$prefix
+exec_prefix=\${prefix}
+libdir=\${exec_prefix}/lib
+includedir=\${prefix}/include
+
+Name: $lib
+Description: $description
+Version: $version
+Libs: -L\${libdir} -l$lib
+Libs.private: -lpthread -ldl -lm -lrt -lgcc_s
+Cflags: -I\${includedir}
+PC
+echo "installed lib$lib $version into $dest (SONAME $soname)"
