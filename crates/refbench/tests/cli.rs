@@ -2530,37 +2530,9 @@ fn two_results_of_one_experiment_are_refused() {
 /// a skip that says why, where no filter can be installed here.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn refbench_that_cannot_pin(args: &[&str]) -> Option<std::process::Output> {
-    use std::os::unix::process::CommandExt as _;
-    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-    let ins = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
-    let (ld, jeq, ret) = (0x20, 0x15, 0x06); // BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
-    let filter = [
-        ins(ld, 0, 0, 4), // seccomp_data.arch
-        ins(jeq, 0, 3, AUDIT_ARCH_X86_64),
-        ins(ld, 0, 0, 0), // seccomp_data.nr
-        ins(jeq, 0, 1, libc::SYS_sched_setaffinity as u32),
-        ins(ret, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
-        ins(ret, 0, 0, libc::SECCOMP_RET_ALLOW),
-    ];
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
     cmd.args(args);
-    // SAFETY: the closure runs in the forked child before exec and makes only two system calls
-    // (prctl), async-signal-safe, on a filter program that `filter` (moved in, alive until the
-    // calls return) holds.
-    unsafe {
-        cmd.pre_exec(move || {
-            let prog = libc::sock_fprog {
-                len: filter.len() as u16,
-                filter: filter.as_ptr().cast_mut(),
-            };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    percpu::testing::refuse_sched_setaffinity(&mut cmd);
     match cmd.output() {
         Ok(o) => Some(o),
         Err(e) => {
