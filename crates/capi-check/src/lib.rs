@@ -538,6 +538,45 @@ pub mod cc {
         compile(crate_dir, name, None, link, out_dir)
     }
 
+    /// The crate's `tests/c/quickstart.c` linked with `-L <folder> -l<lib>` against the test's
+    /// `lib<lib>.so` ([`cdylib`]), found at run time through `-Wl,-rpath` under its SONAME,
+    /// whose file is made in that folder as the READMEs' `ln -sf` makes it ([`soname_link`]).
+    /// Built in a folder of its own under `tmp_dir` (`c_quick_start_runs` builds
+    /// `c_quickstart.<pid>` too, maybe at the same time).
+    ///
+    /// # Panics
+    /// If it cannot be built, or does not need the library by its SONAME.
+    pub fn quick_start_by_soname(
+        package: &str,
+        lib: &str,
+        cargo: &str,
+        crate_dir: &Path,
+        tmp_dir: &Path,
+    ) -> PathBuf {
+        let so = cdylib(package, lib, cargo);
+        let link = soname_link(&so);
+        let dir = so
+            .parent()
+            .expect("the library's folder")
+            .to_str()
+            .expect("a UTF-8 path");
+        let out_dir = tmp_dir.join("shared");
+        std::fs::create_dir_all(&out_dir).expect("a folder for the program");
+        let exe = build_unlinked(
+            crate_dir,
+            "quickstart",
+            &["-L", dir, &format!("-l{lib}"), &format!("-Wl,-rpath,{dir}")],
+            &out_dir,
+        );
+        let needed = crate::elf::dynamic(&exe).needed;
+        let soname = link
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("the SONAME");
+        assert!(needed.iter().any(|n| n == soname), "{soname} in {needed:?}");
+        exe
+    }
+
     fn compile(
         crate_dir: &Path,
         name: &str,

@@ -129,29 +129,13 @@ fn c_program_gets_pagecache_enomem_for_counters_past_the_limit() {
 /// makes it (`cc::soname_link`), it runs, found through `-Wl,-rpath`.
 #[test]
 fn c_quick_start_links_the_shared_library_by_its_soname() {
-    let so = cc::cdylib("paygo-pagecache-c", "pagecache", env!("CARGO"));
-    let link = cc::soname_link(&so);
-    let dir = so
-        .parent()
-        .expect("the library's folder")
-        .to_str()
-        .expect("a UTF-8 path");
-    // A folder of its own: `c_quick_start_runs` builds c_quickstart.<pid> too, maybe at the
-    // same time.
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shared");
-    std::fs::create_dir_all(&out_dir).expect("a folder for the program");
-    let exe = cc::build_unlinked(
+    let exe = cc::quick_start_by_soname(
+        "paygo-pagecache-c",
+        "pagecache",
+        env!("CARGO"),
         Path::new(env!("CARGO_MANIFEST_DIR")),
-        "quickstart",
-        &["-L", dir, "-lpagecache", &format!("-Wl,-rpath,{dir}")],
-        &out_dir,
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
-    let needed = capi_check::elf::dynamic(&exe).needed;
-    let soname = link
-        .file_name()
-        .and_then(|n| n.to_str())
-        .expect("the SONAME");
-    assert!(needed.iter().any(|n| n == soname), "{soname} in {needed:?}");
     // The quick start reads a file: the header.
     let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h");
     let out = cc::run(
