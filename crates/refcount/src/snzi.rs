@@ -18,7 +18,8 @@
 //!   `c == 0`, CAS to `(½, v + 1)` — this thread now owes the parent an arrival; if `c == ½`
 //!   (ours or another thread's), arrive at the parent, then CAS `(½, v) -> (1, v)`; whoever
 //!   loses that CAS has arrived at the parent once too often and departs from it at the end.
-//!   The version makes the last CAS fail if the node went ½ → 1 → 0 → ½ meanwhile.
+//!   The version makes the last CAS fail if the node went ½ → 1 → 0 → ½ meanwhile (an ABA
+//!   that would be harmless here, see `arrive`).
 //! * `depart(x)`: CAS `c − 1`; if `c` was 1, depart from the parent.
 //! * The root is a node without a parent: its `c > 0` is the indicator (the ½ state of the root
 //!   reads as zero: an arrival is complete only when `arrive` returns).
@@ -47,7 +48,9 @@
 //! A loom model of arrive/depart/query with the reclaimer is beside this code
 //! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`); with
 //! `--cfg paygo_loom_bug` it must catch three mutations (a surplus parent arrival kept, the
-//! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival).
+//! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival), and
+//! pass with a fourth, harmless one (the version kept at `0 -> ½`, `keep_version_is_harmless`,
+//! ignored: run it with `--ignored`).
 
 use crate::lifecycle::{revive, store_load_order, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicU64, Ordering};
@@ -89,6 +92,9 @@ pub(crate) enum Bug {
     ParentAfterHalf,
     /// `try_get` does not load `state` again after its arrival.
     NoStateRecheck,
+    /// An arrival's `0 -> ½` keeps the node's version instead of bumping it. Harmless (see
+    /// `arrive`): `keep_version_is_harmless` checks that the models still pass.
+    KeepVersion,
 }
 
 crate::mutation::bug_switch!();
@@ -162,7 +168,25 @@ impl Snzi {
                     )
                     .is_ok();
             } else if c_of(w) == 0 {
-                let half = make(HALF, v_of(w).wrapping_add(1));
+                // The new version makes a helper's `½ -> 1` below fail where the node went
+                // ½ → 1 → 0 → ½ since the helper's load (the paper's versions). That ABA would be
+                // harmless here: a `½ -> 1` that succeeds, whichever ½ it completes, comes after
+                // an arrival at the parent by the same thread, which that thread undoes only
+                // where its exchange fails; the node departs from the parent once per `1 -> 0`.
+                // So the parent holds an arrival for every `½ -> 1` not yet matched by a
+                // `1 -> 0`: one while the node is non-zero. The thread that took the node to ½
+                // again then loses its own exchange and undoes its parent arrival as surplus.
+                // The root has no parent and no word but its own: its `c > 0` is the indicator,
+                // with no separate flag that a version would guard. With the version kept
+                // (`Bug::KeepVersion`), loom (two preemptions) runs `three_at_one_leaf` through
+                // some 1,800 schedules where a helper's stale exchange completes a later ½ of
+                // the leaf, and every check holds (`keep_version_is_harmless`).
+                let v = if bug(Bug::KeepVersion) {
+                    v_of(w)
+                } else {
+                    v_of(w).wrapping_add(1)
+                };
+                let half = make(HALF, v);
                 // SeqCst: as above.
                 if x.compare_exchange(w, half, Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
@@ -476,6 +500,78 @@ mod loom_tests {
     #[test]
     fn arrive_depart_query_siblings() {
         arrive_depart_query(4, [0, 1]);
+    }
+
+    /// Three threads arrive at and depart from one leaf of a two-leaf tree (the root its
+    /// parent): the ½ state of the leaf taken again while a helper that read the previous ½
+    /// (and arrived at the root for it) has yet to try its `½ -> 1`. Each thread queries the
+    /// root between its arrival and its departure (set), and once all departed every node is
+    /// at zero and the root reads clear.
+    fn three_at_one_leaf() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Snzi::with_leaves(2).new_object());
+            let arrive_query_depart = |o: &SnziObject| {
+                let s = Snzi::with_leaves(2);
+                s.arrive(o, 1);
+                let set = s.query(Pin::new(o));
+                s.depart(o, 1);
+                set
+            };
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let o = obj.clone();
+                    thread::spawn(move || arrive_query_depart(&o))
+                })
+                .collect();
+            let mine = arrive_query_depart(&obj);
+            let theirs: Vec<bool> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+            assert!(
+                mine && theirs.iter().all(|&q| q),
+                "indicator clear while held"
+            );
+            assert!(
+                !Snzi::with_leaves(2).query(pin(&obj)),
+                "indicator set after every departure"
+            );
+            for n in obj.nodes.iter() {
+                assert_eq!(
+                    c_of(n.load(Ordering::Relaxed)),
+                    0,
+                    "a node not back at zero"
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn three_arrivals_at_one_leaf() {
+        three_at_one_leaf();
+    }
+
+    /// `three_at_one_leaf` catches an arrival that keeps its surplus parent arrival.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "indicator set after every departure")]
+    fn bug_keep_surplus_is_caught_by_three() {
+        super::bug::with(Bug::KeepSurplus, three_at_one_leaf);
+    }
+
+    /// `three_at_one_leaf` catches an arrival that completes `½ -> 1` before it arrives at the
+    /// parent.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "indicator clear while held")]
+    fn bug_parent_after_half_is_caught_by_three() {
+        super::bug::with(Bug::ParentAfterHalf, three_at_one_leaf);
+    }
+
+    /// `three_at_one_leaf` passes with an arrival that keeps the node's version at `0 -> ½`:
+    /// the ABA the version prevents is harmless (see `arrive`).
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[ignore = "18 s under LOOM_MAX_PREEMPTIONS=2; run by hand: it checks a harmless mutation"]
+    fn keep_version_is_harmless() {
+        super::bug::with(Bug::KeepVersion, three_at_one_leaf);
     }
 
     /// A get racing with a reclaim: never both a successful reclaim and a held reference. The
