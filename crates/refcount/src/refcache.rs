@@ -78,12 +78,17 @@
 //! and eviction that change them (no delta lost or counted twice); and the review of a
 //! queued object against a get and a put on two CPUs whose flushes take its global count
 //! through 1 and back to 0 (zero is confirmed only if no flush changed it since the
-//! queueing). Each has a mutation it must catch: a get whose section does not check the
-//! state, a reclaim whose sum reads the ways without Acquire, a flush and an eviction that
-//! take the delta before the object's lock, a flush that clears the way instead of taking
-//! what it read, a flush that does not mark a queued object dirty; the first also catches
-//! the sum without Acquire (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p
-//! refcount --release --lib refcache`).
+//! queueing); and three epochs on one thread, which queue an object at zero and review it,
+//! against a get on one CPU and its put on the other (the object revived after its count
+//! was flushed to zero), with or without a reclaim on a third thread. Each has a mutation it
+//! must catch: a get whose section does not check the state, a reclaim whose sum reads the
+//! ways without Acquire, a flush and an eviction that take the delta before the object's
+//! lock, a flush that clears the way instead of taking what it read, a flush that does not
+//! mark a queued object dirty; the first also catches the sum without Acquire, and the last
+//! catches, with its reclaim, the get without the check, the sum without Acquire and the
+//! flush before the lock, and without it, the flush that clears the way and the one that
+//! does not mark dirty (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount
+//! --release --lib refcache`).
 //!
 //! # Limits
 //!
@@ -1587,6 +1592,146 @@ mod loom_tests {
             );
             assert!(s.try_reclaim(o));
         });
+    }
+
+    /// An object whose count reaches zero and is confirmed over epochs run on one thread,
+    /// while another thread revives it: the main thread took a reference on CPU 0, an epoch
+    /// flushed its +1 and it gave it back (−1 cached on CPU 0); then thread `E` runs three
+    /// epochs (one of them flushes the −1, and the flush that takes `global` to 0 queues the
+    /// object; the third reviews it) while thread `G` takes a reference on CPU 1, writes under
+    /// it and gives it back on CPU 0, where the −1 waits for `E`'s flush. With `reclaim`, the
+    /// main thread meanwhile reclaims the object and writes once it succeeded (`G`'s get then
+    /// fails, or its put came first). `E` confirms zero only if no flush changed `global` in
+    /// its second and third epochs (the object was queued in the first and every later flush
+    /// marks it dirty); no delta is lost or counted twice (the count is 0 once all are done);
+    /// epochs then confirm zero and the object is reclaimed.
+    ///
+    /// The models above race one epoch, or one reclaim, against one get or put, with the
+    /// queueing and the confirming epochs run on the main thread before or after the race:
+    /// loom's search branches only where accesses of two threads depend on each other, so
+    /// they run 6 to 99 schedules. Here the epochs that queue, review and confirm the object
+    /// run on their own thread, against a get and a put on two CPUs (and a reclaim): some
+    /// 260 schedules, 2,200 with the reclaim.
+    fn revive_vs_confirming_epochs(reclaim: bool) {
+        percpu::testing::loom_model(move || {
+            let s = scheme();
+            let obj = Arc::new(s.new_object());
+            let data = Arc::new(UnsafeCell::new(0));
+            percpu::loom_set_cpu(0);
+            let t = s.try_get(pin(&obj)).unwrap();
+            s.run_epoch();
+            s.put(pin(&obj), t);
+            assert_eq!(s.global_count(pin(&obj)), 1);
+            let (se, oe) = (s.clone(), obj.clone());
+            let e = spawn(move || {
+                percpu::loom_set_cpu(0);
+                se.run_epoch();
+                let first = se.stats().epoch_flushes;
+                se.run_epoch();
+                se.run_epoch();
+                let after = se.stats().epoch_flushes;
+                (se.zero_confirmed(pin(&oe)), first, after)
+            });
+            let (sg, og, dg) = (s.clone(), obj.clone(), data.clone());
+            let g = spawn(move || {
+                percpu::loom_set_cpu(1);
+                if let Some(t) = sg.try_get(pin(&og)) {
+                    write(&dg);
+                    percpu::loom_set_cpu(0);
+                    sg.put(pin(&og), t);
+                }
+            });
+            let reclaimed = reclaim && s.try_reclaim(pin(&obj));
+            if reclaimed {
+                write(&data);
+            }
+            g.join().unwrap();
+            let (confirmed, first, after) = e.join().unwrap();
+            assert_eq!(
+                s.read_all(pin(&obj)),
+                0,
+                "a delta was lost or counted twice"
+            );
+            if confirmed {
+                assert_eq!(
+                    after, first,
+                    "zero confirmed though a flush changed the global count after the queueing"
+                );
+            }
+            for _ in 0..4 {
+                s.run_epoch();
+            }
+            assert!(
+                s.zero_confirmed(pin(&obj)),
+                "zero not detected four epochs after the last put"
+            );
+            assert!(
+                reclaimed || s.try_reclaim(pin(&obj)),
+                "not reclaimed once free"
+            );
+        });
+    }
+
+    /// `revive_vs_confirming_epochs` without the reclaim.
+    #[test]
+    fn revive_vs_confirming_epochs_on_another_thread() {
+        revive_vs_confirming_epochs(false);
+    }
+
+    /// `revive_vs_confirming_epochs` with the reclaim.
+    #[test]
+    fn revive_vs_confirming_epochs_and_reclaim() {
+        revive_vs_confirming_epochs(true);
+    }
+
+    /// `revive_vs_confirming_epochs` catches a flush that does not mark a queued object dirty:
+    /// `G`'s +1 and −1, flushed after the queueing, take `global` away from 0 and back, and
+    /// the review confirms zero.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "zero confirmed though a flush changed the global count")]
+    fn bug_no_dirty_is_caught_by_revive() {
+        super::bug::with(Bug::NoDirty, || revive_vs_confirming_epochs(false));
+    }
+
+    /// `revive_vs_confirming_epochs` catches an epoch flush that clears the way instead of
+    /// taking the delta it read: `G`'s put on CPU 0 between `E`'s read of the −1 and its
+    /// flush is lost.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "a delta was lost or counted twice")]
+    fn bug_flush_stores_zero_is_caught_by_revive() {
+        super::bug::with(Bug::FlushStoresZero, || revive_vs_confirming_epochs(false));
+    }
+
+    /// `revive_vs_confirming_epochs` with the reclaim catches an epoch flush that takes the
+    /// delta out of its way before it holds the object's lock: the reclaimer's sum misses
+    /// `G`'s +1 in flight and the object is reclaimed under `G`'s reference.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_flush_outside_lock_is_caught_by_revive_and_reclaim() {
+        super::bug::with(Bug::FlushOutsideLock, || revive_vs_confirming_epochs(true));
+    }
+
+    /// `revive_vs_confirming_epochs` with the reclaim catches a get whose critical section
+    /// does not check the object's state.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_get_skips_state_check_is_caught_by_revive_and_reclaim() {
+        super::bug::with(Bug::GetSkipsStateCheck, || {
+            revive_vs_confirming_epochs(true)
+        });
+    }
+
+    /// `revive_vs_confirming_epochs` with the reclaim catches a sum that reads the ways
+    /// Relaxed with no Acquire fence after it.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_sum_is_caught_by_revive_and_reclaim() {
+        super::bug::with(Bug::RelaxedSum, || revive_vs_confirming_epochs(true));
     }
 
     /// `flushes_vs_review` catches a flush that does not mark a queued object dirty.
