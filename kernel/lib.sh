@@ -162,3 +162,13 @@ prepare_tree() {
 	apply_series "$dir" "$n"
 	echo "$stamp" > "$dir/.paygo-stamp"
 }
+
+# kernel_log_problems FILE: the lines of a kernel log that fail a check: a
+# lockdep report, BUG, Oops or WARNING, but UML's own boot warning (virt-pci
+# without a virtio device, at arch/um/), whose path is absolute or relative
+# to the build folder (as ccache's CCACHE_BASEDIR makes it: ../linux/arch/um/).
+# Succeeds if there is one.
+kernel_log_problems() {
+	grep -aE 'BUG:|WARNING:|Oops|possible (circular|recursive) locking|inconsistent lock state|INFO: lockdep' \
+		"$1" | grep -avE 'WARNING: .* at ([^ ]*/)?arch/um/'
+}
