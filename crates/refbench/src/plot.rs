@@ -182,7 +182,9 @@ impl Ranged for TickedAxis {
     fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
         let span = (self.range.end - self.range.start).max(1e-12);
         let f = (value - self.range.start) / span;
-        limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
+        // In `f64`, and then cast, which saturates: a value far off the axis (a result file's
+        // -1e308) maps to the edge of `i32`, where a sum of two `i32`s would overflow.
+        (limit.0 as f64 + f * (limit.1 - limit.0) as f64).round() as i32
     }
 
     fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
@@ -521,6 +523,25 @@ mod tests {
         for t in linear_ticks(0.03) {
             assert!((label(t).parse::<f64>().unwrap() - t).abs() < 1e-12, "{t}");
         }
+    }
+
+    /// A value far off an axis (a result file's throughput of -1e308) maps to the edge of
+    /// `i32`, on its side of the axis, with no sum of two `i32`s that would overflow (a panic
+    /// in a debug build, a pixel wrapped to the other side in a release build).
+    #[test]
+    fn a_value_far_off_the_axis_maps_to_its_edge() {
+        let axis = TickedAxis {
+            range: 0.0..10.0,
+            ticks: vec![],
+        };
+        // The y axis runs from the bottom (pixel 500) up to the top (pixel 0).
+        assert_eq!(axis.map(&-1e308, (500, 0)), i32::MAX);
+        assert_eq!(axis.map(&1e308, (500, 0)), i32::MIN);
+        assert_eq!(axis.map(&-1e308, (40, 900)), i32::MIN);
+        assert_eq!(axis.map(&1e308, (40, 900)), i32::MAX);
+        assert_eq!(axis.map(&5.0, (500, 0)), 250);
+        assert_eq!(axis.map(&0.0, (40, 900)), 40);
+        assert_eq!(axis.map(&10.0, (40, 900)), 900);
     }
 
     fn row(exp: &str, scheme: &str, threads: usize, objects: usize, ops: f64) -> Row {
