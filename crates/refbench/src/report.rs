@@ -115,6 +115,22 @@ fn read_results(f: &Path) -> Result<(Value, Vec<Value>, Vec<crate::output::Row>)
                     row.experiment
                 ));
             }
+            // A throughput and the repetitions its median is taken over are rates: a negative
+            // one is no measurement refbench made (its plot would draw it below the axis, and
+            // a claim would divide by it).
+            if let Some(ops) = row.ops_per_sec {
+                if let Some(bad) = std::iter::once(ops)
+                    .chain(row.reps.iter().copied())
+                    .find(|x| !x.is_finite() || *x < 0.0)
+                {
+                    return Err(format!(
+                        "{}: row {} is not a refbench row: a throughput of {bad} (ops_per_sec and \
+                         reps are rates, 0 or more)",
+                        f.display(),
+                        i + 1
+                    ));
+                }
+            }
             Ok(row)
         })
         .collect::<Result<_, _>>()?;

@@ -1211,6 +1211,38 @@ fn report_refuses_rows_that_are_not_refbench_rows() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `report` refuses a row whose throughput, or one of its repetitions, is negative: no run
+/// writes one, and the report drew it below its plot's axis and took ratios of it.
+#[test]
+fn report_refuses_a_negative_throughput_and_writes_nothing() {
+    for (ops, reps) in [(-5.0, 5.0), (5.0, -1e308)] {
+        let dir = scratch("report-negative");
+        let results = serde_json::json!({
+            "meta": {"cpu_model": "test"},
+            "rows": [
+                {"experiment": "single-object", "scheme": "atomic", "kind": "scheme",
+                 "threads": 1, "objects": 1, "ops_per_sec": 1e6, "reps": [1e6]},
+                {"experiment": "single-object", "scheme": "atomic", "kind": "scheme",
+                 "threads": 2, "objects": 1, "ops_per_sec": ops, "reps": [5.0, reps]},
+            ],
+        });
+        std::fs::write(dir.join("single-object.json"), results.to_string()).unwrap();
+        let o = refbench(&["report", dir.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let bad = if ops < 0.0 { ops } else { reps };
+        assert!(
+            err.contains(&format!(
+                "single-object.json: row 2 is not a refbench row: a throughput of {bad}"
+            )),
+            "{err}"
+        );
+        assert!(!dir.join("REPORT.md").exists());
+        assert!(!dir.join("single-object.svg").exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// `report` refuses a row whose experiment is not one of refbench's: its plots are written to
 /// DIR/EXPERIMENT.svg and .png, so `../name` wrote them outside the folder (over whatever
 /// was there) and an empty name wrote `.svg` before failing on `.png`.
