@@ -73,14 +73,19 @@ install_deps() {
 	have=$(dpkg-query -W -f='${Version}' "$PAYGO_LINUX_PKG" 2>/dev/null || true)
 	[ "$have" = "$PAYGO_LINUX_VERSION" ] ||
 		missing+=("$PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION")
+	# Never removes an installed package to make room (apt-get would, without
+	# asking, with -y: Debian's qemu-system-x86 removes a backported
+	# qemu-utils); PAYGO_APT_ALLOW_REMOVE=1 lets it.
+	local apt=(apt-get install -y -qq --no-install-recommends)
+	[ -n "${PAYGO_APT_ALLOW_REMOVE:-}" ] || apt+=(--no-remove)
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "apt-get install ${missing[*]}"
 		as_root apt-get update -qq || log "WARNING: apt-get update failed"
-		if ! as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null; then
+		if ! as_root "${apt[@]}" "${missing[@]}" </dev/null; then
 			# The security archive may have dropped the pinned version.
 			log "WARNING: pinned $PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION not installable; trying the candidate version"
 			missing=("${missing[@]/#$PAYGO_LINUX_PKG=*/$PAYGO_LINUX_PKG}")
-			as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null ||
+			as_root "${apt[@]}" "${missing[@]}" </dev/null ||
 				log "WARNING: apt-get install failed"
 		fi
 	fi
@@ -90,7 +95,7 @@ install_deps() {
 		skip "the kernel source $PAYGO_LINUX_TARBALL is missing and $PAYGO_LINUX_PKG could not be installed (apt-get install $PAYGO_LINUX_PKG, or --reinstall if dpkg lists it)"
 	mapfile -t missing < <(missing_pkgs "${pkgs[@]}")
 	if [ ${#missing[@]} -gt 0 ]; then
-		log "ERROR: could not install ${missing[*]}"
+		log "ERROR: could not install ${missing[*]} (apt-get's reason is above; where it would have to remove installed packages, install them yourself or set PAYGO_APT_ALLOW_REMOVE=1)"
 		exit 1
 	fi
 	have=$(dpkg-query -W -f='${Version}' "$PAYGO_LINUX_PKG" 2>/dev/null || true)
