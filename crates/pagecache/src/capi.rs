@@ -1368,10 +1368,15 @@ mod tests {
     /// Open/close cycles from 8 threads, each on its own file: every handle reads its own file,
     /// the files' table makes no more slots than were open at once (rounded up to a chunk),
     /// every slot is free at the end, and the threads' pin records are reused by the next
-    /// threads. Each round joins its threads with `ScopedJoinHandle::join` before the next
-    /// begins: a thread gives its record back in a thread-local destructor, which runs after
-    /// the scope's implicit join has already let the scope return, so without the explicit
-    /// joins the next round could find a record still owned and make a new one.
+    /// threads. In each round the 8 threads own their records at once (each makes its first
+    /// call, which claims one, before a barrier), so that the second round, whose threads need
+    /// as many, makes none if the first round's were given back (without the barrier a thread
+    /// of the first round could finish and give its record to another before all had begun,
+    /// and the second round then make one more). Each round joins its threads with
+    /// `ScopedJoinHandle::join` before the next begins: a thread gives its record back in a
+    /// thread-local destructor, which runs after the scope's implicit join has already let the
+    /// scope return, so without the explicit joins the next round could find a record still
+    /// owned and make a new one.
     #[test]
     fn open_close_cycles_from_many_threads_lose_no_slot() {
         const THREADS: usize = 8;
@@ -1383,19 +1388,41 @@ mod tests {
             .collect();
         let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
         let made = FILES.made.load(Ordering::Relaxed);
+        /// Waits on the barrier once: after the thread's first cycle, or while it unwinds from
+        /// a panic before that (which then fails the test instead of leaving the others
+        /// waiting).
+        struct WaitOnce<'a>(Option<&'a std::sync::Barrier>);
+        impl WaitOnce<'_> {
+            fn wait(&mut self) {
+                if let Some(b) = self.0.take() {
+                    b.wait();
+                }
+            }
+        }
+        impl Drop for WaitOnce<'_> {
+            fn drop(&mut self) {
+                self.wait();
+            }
+        }
         let round = || {
+            let all_began = std::sync::Barrier::new(THREADS);
             std::thread::scope(|s| {
                 let threads: Vec<_> = paths
                     .iter()
                     .enumerate()
                     .map(|(t, path)| {
                         let c = Shared(c);
+                        let all_began = &all_began;
                         s.spawn(move || {
-                            for _ in 0..CYCLES {
+                            let mut began = WaitOnce(Some(all_began));
+                            for k in 0..CYCLES {
                                 let f = open(c.get(), path);
                                 assert!(reads_as(f, 300 + t, t), "thread {t} read another file");
                                 // SAFETY: a live handle, closed once.
                                 assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+                                if k == 0 {
+                                    began.wait();
+                                }
                             }
                         })
                     })
@@ -1408,6 +1435,10 @@ mod tests {
         };
         round();
         let records = pins::records();
+        assert!(
+            records >= THREADS,
+            "{records} pin records for {THREADS} threads at once"
+        );
         round();
         assert_eq!(
             pins::records(),
