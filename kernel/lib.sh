@@ -83,7 +83,7 @@ install_deps() {
 		as_root apt-get update -qq || log "WARNING: apt-get update failed"
 		if ! as_root "${apt[@]}" "${missing[@]}" </dev/null; then
 			# The security archive may have dropped the pinned version.
-			log "WARNING: pinned $PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION not installable; trying the candidate version"
+			log "WARNING: apt-get install failed (the pinned $PAYGO_LINUX_PKG=$PAYGO_LINUX_VERSION may be gone); trying the candidate version"
 			missing=("${missing[@]/#$PAYGO_LINUX_PKG=*/$PAYGO_LINUX_PKG}")
 			as_root "${apt[@]}" "${missing[@]}" </dev/null ||
 				log "WARNING: apt-get install failed"
