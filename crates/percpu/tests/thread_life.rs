@@ -141,6 +141,11 @@ fn sections_in_a_signal_handler_interrupting_sections() {
             pc.add_current(|v| v, 1);
             pc.this_cpu().add(1);
         }
+        // Alive until a handler has run on it: a thread that finished before the first signal
+        // was sent would leave the test nothing to count, whatever the schedule.
+        while SIG_RUNS.load(Ordering::Relaxed) == 0 {
+            std::thread::yield_now();
+        }
     });
     // SAFETY: the pthread_t of a thread that has not been joined yet.
     let t = {
