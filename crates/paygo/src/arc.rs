@@ -1326,7 +1326,7 @@ impl<T: ?Sized> Drop for Arc<T> {
         let hdr = Self::header(self.inner);
         let cpu = (self.pos >> 32) as usize;
         let s = d.slot(cpu, self.pos as u32 as usize);
-        if s.count() == 1 {
+        if d.entry_sum(s) == 1 {
             self.drop_candidate(d, hdr, s, cpu);
         } else {
             d.put_at(hdr, s, cpu, self.gen);

@@ -106,13 +106,11 @@ impl Domain {
         // Relaxed: the last sections to write `local` ran on CPU `cpu` before step 1 (rseq: in
         // that CPU's program order; fallback: under the slot lock step 1 then took).
         let l = s.local.load(Ordering::Relaxed);
-        let mut cur = s.anchor.load();
+        let anchor = self.anchor(s);
+        let mut cur = anchor.load();
         let count = loop {
             debug_assert_eq!(cur.0, g, "paygo: anchor generation out of step");
-            match s
-                .anchor
-                .compare_exchange(cur, (g.wrapping_add(1), l.wrapping_neg()))
-            {
+            match anchor.compare_exchange(cur, (g.wrapping_add(1), l.wrapping_neg())) {
                 Ok(()) => break l.wrapping_add(cur.1),
                 Err(now) => cur = now,
             }

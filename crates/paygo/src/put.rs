@@ -153,9 +153,10 @@ impl Domain {
             } else {
                 // Anchor path (Table 1, foreign land): atomic decrement of the anchor counter,
                 // only while the slot still holds this reference's identity.
-                let mut cur = s.anchor.load();
+                let anchor = self.anchor(s);
+                let mut cur = anchor.load();
                 while cur.0 == g {
-                    match s.anchor.compare_exchange(cur, (g, cur.1.wrapping_sub(1))) {
+                    match anchor.compare_exchange(cur, (g, cur.1.wrapping_sub(1))) {
                         Ok(()) => {
                             self.count(|c| &c.anchor_puts);
                             // SeqCst load after the SeqCst compare-and-swap: see README, "the
@@ -183,13 +184,14 @@ impl Domain {
                 // Not evicted: under the stripe lock no eviction of this object can close the
                 // identity, and a slot holding an outstanding reference is never reused, so
                 // the anchor counter of generation g takes the decrement (from any CPU).
-                let mut cur = s.anchor.load();
+                let anchor = self.anchor(s);
+                let mut cur = anchor.load();
                 loop {
                     assert_eq!(
                         cur.0, g,
                         "paygo: put of a reference this domain does not count"
                     );
-                    match s.anchor.compare_exchange(cur, (g, cur.1.wrapping_sub(1))) {
+                    match anchor.compare_exchange(cur, (g, cur.1.wrapping_sub(1))) {
                         Ok(()) => break,
                         Err(now) => cur = now,
                     }

@@ -29,7 +29,7 @@ impl Domain {
             let mut here = 0i64;
             for run in [first.clone(), wrapped.clone()] {
                 self.for_claimed(cpu, run.start, run.end, |slots| {
-                    here = here.wrapping_add(Self::scan_run(slots, obj));
+                    here = here.wrapping_add(self.scan_run(slots, obj));
                 });
             }
             total = total.wrapping_add(here);
@@ -42,7 +42,7 @@ impl Domain {
 
     /// The sum of `obj`'s entries among `run` (local + anchor).
     #[inline(always)]
-    fn scan_run(run: &[crate::table::Slot], obj: usize) -> i64 {
+    fn scan_run(&self, run: &[crate::table::Slot], obj: usize) -> i64 {
         let mut here = 0i64;
         for s in run {
             // Acquire (key and local): pairs with the stores of the critical sections (releases
@@ -53,7 +53,7 @@ impl Domain {
             if k & !TAG != obj {
                 continue;
             }
-            here = here.wrapping_add(Self::entry_count(s, k));
+            here = here.wrapping_add(self.entry_count(s, k));
         }
         here
     }
@@ -63,10 +63,10 @@ impl Domain {
     /// never below the entry's count at the end); 0 if the slot was claimed by another object
     /// meanwhile (our entry was then at zero).
     #[inline(always)]
-    fn entry_count(s: &crate::table::Slot, k: usize) -> i64 {
+    fn entry_count(&self, s: &crate::table::Slot, k: usize) -> i64 {
         // Acquire: as the key load of the caller.
         let l = s.local.load(Ordering::Acquire);
-        let (_, a) = s.anchor.load();
+        let (_, a) = self.anchor(s).load();
         // The same object's entry, tagged or not: an eviction's first step tags the key
         // before the stripe's move begins, and the count is still in the slot until the move
         // (which a lock-free decision sees) takes it out.
@@ -210,7 +210,7 @@ impl Domain {
                             continue;
                         }
                         if let Some(i) = find(k & !TAG) {
-                            sums[i] = sums[i].wrapping_add(Self::entry_count(s, k));
+                            sums[i] = sums[i].wrapping_add(self.entry_count(s, k));
                         }
                     }
                 });

@@ -64,16 +64,20 @@ fn too_many_domains() -> ! {
     )
 }
 
-/// Slots per bit of a CPU's claim summary (`1 << GROUP_SHIFT`: a group of 8 slots, 512 bytes
-/// of table).
+/// Slots per bit of a CPU's claim summary (`1 << GROUP_SHIFT`: a group of 8 slots, 256 bytes
+/// of table and 128 of anchors).
 pub(crate) const GROUP_SHIFT: u32 = 3;
 
 /// The most slots a CPU's table may have (2^24: a gigabyte per CPU).
 pub const MAX_SLOTS_PER_CPU: usize = 1 << 24;
 
-/// One entry of a per-CPU table: PAYGO's `{object, local counter, anchor counter}` plus the
-/// generation that names the entry's identity. One cache line.
-#[repr(C, align(64))]
+/// One entry of a per-CPU table: PAYGO's `{object, local counter}` plus the generation that
+/// names the entry's identity, and the slot's claim count. Half a cache line, two entries to a
+/// line: the words that the table's own CPU writes. The entry's anchor counter, the one word
+/// other CPUs write, lives apart, in the domain's `anchors` at the slot's number, so that their
+/// compare-and-swaps never take the lines the owner writes, and the table a REF reads is 32
+/// bytes an entry (a page cache reading random pages finds more of its entries in the caches).
+#[repr(C, align(32))]
 pub(crate) struct Slot {
     /// Header address of the object (0: never used; `| TAG`: evicted or being evicted).
     /// Written only by critical sections of the owning CPU. Only ever compared, never
@@ -88,29 +92,18 @@ pub(crate) struct Slot {
     /// claim commits, on a line the claim has just read, so that counting costs the claim no
     /// other line and no address computation.
     pub(crate) claims: AtomicU64,
-    /// `(generation, anchor counter)`, updated by compare-and-swap from any CPU.
-    pub(crate) anchor: AnchorWord,
 }
 
 #[cfg(all(not(loom), target_pointer_width = "64"))]
-const _: () = assert!(core::mem::size_of::<Slot>() == 64);
+const _: () = assert!(core::mem::size_of::<Slot>() == 32);
 
 impl Slot {
-    /// The entry's count, `local + anchor` (a snapshot: exact only when nothing changes it).
-    #[inline(always)]
-    pub(crate) fn count(&self) -> i64 {
-        self.local
-            .load(Ordering::Relaxed)
-            .wrapping_add(self.anchor.load().1)
-    }
-
     fn new() -> Self {
         Slot {
             key: AtomicUsize::new(0),
             local: AtomicI64::new(0),
             gen: AtomicU64::new(0),
             claims: AtomicU64::new(0),
-            anchor: AnchorWord::new(),
         }
     }
 }
@@ -181,10 +174,11 @@ pub struct Stats {
 /// Bytes a domain uses (see [`Domain::memory_usage`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryUsage {
-    /// The per-CPU tables (slots × 64 bytes × CPUs), their claim summaries (a bit per 8 slots),
-    /// the stripe locks, and the buffers kept for the next batch reclaim (about 56 bytes per
-    /// object of the largest batch so far, kept for batches of up to 16,384 objects; left out
-    /// while a batch uses them, as the call never waits for one).
+    /// The per-CPU tables (slots × 48 bytes × CPUs: 32 for the entry, 16 for its anchor
+    /// counter), their claim summaries (a bit per 8 slots), the stripe locks, and the buffers
+    /// kept for the next batch reclaim (about 56 bytes per object of the largest batch so far,
+    /// kept for batches of up to 16,384 objects; left out while a batch uses them, as the call
+    /// never waits for one).
     pub table_bytes: usize,
     /// Heap bytes held by overflow lists now (the lists and the maps that find them).
     pub overflow_bytes: usize,
@@ -281,6 +275,9 @@ pub struct Domain {
     pub(crate) tables: PerCpu<()>,
     /// All tables, one after the other (one allocation; no pointer chase on the fast path).
     pub(crate) slots: Box<[Slot]>,
+    /// The anchor counters of the slots, slot `n`'s at `anchors[n]`: `(generation, anchor
+    /// counter)`, updated by compare-and-swap from any CPU (see [`Slot`] for why apart).
+    pub(crate) anchors: Box<[AnchorWord]>,
     pub(crate) bits: u32,
     pub(crate) stats: PerCpu<StatCells>,
     /// The overflow lists of the objects whose addresses hash to each stripe; the lock also
@@ -345,7 +342,7 @@ impl Domain {
 
     /// A domain of the given size, or why not: `slots_per_cpu` must be a power of two no larger
     /// than [`MAX_SLOTS_PER_CPU`], `window` in `1..=slots_per_cpu`, and the tables
-    /// (`possible CPUs × slots_per_cpu × 64` bytes) must be allocatable.
+    /// (`possible CPUs × slots_per_cpu × 48` bytes) must be allocatable.
     ///
     /// # Panics
     /// If 2^32 - 1 domains were made in this process (see [`Domain::new`]).
@@ -357,6 +354,7 @@ impl Domain {
             .checked_mul(cfg.slots_per_cpu)
             .ok_or(ConfigError::OutOfMemory { bytes: usize::MAX })?;
         let slots = try_array(n, Slot::new)?;
+        let anchors = try_array(n, AnchorWord::new)?;
         let claimed_stride = cfg
             .slots_per_cpu
             .div_ceil(1 << GROUP_SHIFT)
@@ -374,6 +372,7 @@ impl Domain {
         Ok(Domain {
             tables,
             slots,
+            anchors,
             bits,
             stats,
             stripes,
@@ -445,6 +444,24 @@ impl Domain {
     #[inline(always)]
     pub(crate) fn slot_addr(s: &Slot) -> usize {
         s as *const Slot as usize
+    }
+
+    /// The anchor counter of slot `s` (which is one of this domain's): `(generation, anchor
+    /// counter)`.
+    #[inline(always)]
+    pub(crate) fn anchor(&self, s: &Slot) -> &AnchorWord {
+        let n = (Self::slot_addr(s).wrapping_sub(self.slots.as_ptr() as usize))
+            / core::mem::size_of::<Slot>();
+        &self.anchors[n]
+    }
+
+    /// The count of the entry in slot `s` (one of this domain's), `local + anchor` (a
+    /// snapshot: exact only when nothing changes it).
+    #[inline(always)]
+    pub(crate) fn entry_sum(&self, s: &Slot) -> i64 {
+        s.local
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.anchor(s).load().1)
     }
 
     /// Marks the group of slot `s` (one of CPU `cpu`'s) in the CPU's claim summary, before a
@@ -594,7 +611,9 @@ impl Domain {
     /// Bytes used by the tables and, now, by overflow lists.
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
-            table_bytes: self.tables.len() * (self.mask + 1) * core::mem::size_of::<Slot>()
+            table_bytes: self.tables.len()
+                * (self.mask + 1)
+                * (core::mem::size_of::<Slot>() + core::mem::size_of::<AnchorWord>())
                 + self.claimed.len() * 8
                 + STRIPES * core::mem::size_of::<CachePadded<Stripe>>()
                 // Never waits: the thread may be inside a batch that holds the buffers (a C
@@ -618,7 +637,7 @@ impl Domain {
     pub fn live_entries(&self, cpu: usize) -> usize {
         assert!(cpu < self.cpus(), "paygo: no CPU {cpu}");
         (0..=self.mask)
-            .filter(|&i| self.slot(cpu, i).count() != 0)
+            .filter(|&i| self.entry_sum(self.slot(cpu, i)) != 0)
             .count()
     }
 }

@@ -189,9 +189,9 @@ fn a_slot_between_an_evictions_two_steps_is_not_claimed() {
     // Step 2, as the eviction then makes it: the local counter is final; the anchor counter
     // moves to generation g + 1 with minus that, and the entry's count goes to X's list.
     let l = s.local.load(Ordering::Relaxed);
-    let (ga, an) = s.anchor.load();
+    let (ga, an) = d.anchor(s).load();
     assert_eq!(ga, g);
-    assert_eq!(s.anchor.compare_exchange((g, an), (g + 1, -l)), Ok(()));
+    assert_eq!(d.anchor(s).compare_exchange((g, an), (g + 1, -l)), Ok(()));
     assert_eq!(
         l + an,
         0,

@@ -15,7 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
 /// Allocations of at least this many bytes are refused while [`REFUSE`] is set (a default
-/// domain's slot tables are 256 KiB per possible CPU).
+/// domain's slot tables are 128 KiB per possible CPU, their anchor counters 64 KiB).
 const LARGE: usize = 64 * 1024;
 
 #[global_allocator]
@@ -68,7 +68,7 @@ fn tables_message(bytes: usize) -> String {
               too small for this allocator to refuse"
 )]
 fn the_default_domain_without_memory_panics_and_is_made_later() {
-    let tables = percpu::possible_cpus() * 4096 * 64;
+    let tables = percpu::possible_cpus() * 4096 * 32;
     for _ in 0..2 {
         assert_eq!(
             panic_without_memory(paygo::default_domain),
@@ -98,7 +98,7 @@ fn the_default_domain_without_memory_panics_and_is_made_later() {
 
 #[test]
 fn a_domain_without_memory_panics_and_the_next_one_is_made() {
-    let tables = percpu::possible_cpus() * 4096 * 64;
+    let tables = percpu::possible_cpus() * 4096 * 32;
     assert_eq!(panic_without_memory(Domain::new), tables_message(tables));
     let cfg = paygo::Config {
         slots_per_cpu: 1 << 12,

@@ -42,8 +42,8 @@ static uint64_t address_space(void) {
     return pages * 4096;
 }
 
-/* A "paygo" cache's scheme is a PAYGO domain of its own, whose tables (4096 slots of 64 bytes
- * per possible CPU: 256 KiB or more) are made before the frames: with the address space capped
+/* A "paygo" cache's scheme is a PAYGO domain of its own, whose tables (4096 slots of 32 bytes
+ * per possible CPU: 128 KiB or more) are made before the frames: with the address space capped
  * just above what the process maps, pagecache_new returns PAGECACHE_ENOMEM, and works once the
  * cap is lifted. (A domain made by a constructor that panics where its tables cannot be
  * allocated would give PAGECACHE_EINTERNAL, a bug's code, with a panic message.) Runs after the
@@ -58,7 +58,7 @@ static void paygo_tables(void) {
     CHECK_EQ(getrlimit(RLIMIT_AS, &old), 0);
     cap = old;
     /* Room for small allocations, not for the tables. */
-    cap.rlim_cur = address_space() + 160 * 1024;
+    cap.rlim_cur = address_space() + 96 * 1024;
     CHECK_EQ(setrlimit(RLIMIT_AS, &cap), 0);
     int rc = pagecache_new(1, "paygo", PAGECACHE_MODE_COUNTING, &c);
     CHECK_EQ(setrlimit(RLIMIT_AS, &old), 0);

@@ -3,7 +3,7 @@
  * memory is there again the next call makes it (or paygo_domain_init sizes it).
  *
  * The address space is limited (RLIMIT_AS) to what the process maps now plus less than the
- * default domain's tables (4096 slots of 64 bytes per possible CPU: 256 KiB or more), so that
+ * default domain's tables (4096 slots of 32 bytes per possible CPU: 128 KiB or more), so that
  * the tables' allocation fails while small ones still find room. This runs on the main thread,
  * whose malloc arena grows only by new mappings (brk or mmap), which the limit refuses. */
 #define _GNU_SOURCE
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 /* Room for small allocations under the limit, and less than the default domain's tables. */
-#define SLACK (160 * 1024)
+#define SLACK (96 * 1024)
 
 /* Bytes of address space the process maps now. */
 static unsigned long mapped_bytes(void) {

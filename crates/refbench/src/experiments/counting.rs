@@ -494,7 +494,8 @@ const PAIR_BATCHES: usize = if cfg!(test) { 20 } else { 2000 };
 const PAIRS_PER_BATCH: usize = 2000;
 
 /// `pair-cost`'s objects of the spread (one after another: for PAYGO, 64 neighbouring home
-/// slots, one per cache line of a 4 KiB page of its table), and batches per object.
+/// slots, two to a cache line, so both halves of 32 lines of its table), and batches per
+/// object.
 const SPREAD_OBJECTS: usize = 64;
 const SPREAD_BATCHES: usize = if cfg!(test) { 2 } else { 200 };
 
