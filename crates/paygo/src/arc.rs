@@ -1325,8 +1325,9 @@ impl<T: ?Sized> Drop for Arc<T> {
         let d = self.meta().domain;
         let hdr = Self::header(self.inner);
         let cpu = (self.pos >> 32) as usize;
-        let s = d.slot(cpu, self.pos as u32 as usize);
-        if d.entry_sum(s) == 1 {
+        let n = d.slot_number(cpu, self.pos as u32 as usize);
+        let s = &d.slots[n];
+        if d.entry_sum(n) == 1 {
             self.drop_candidate(d, hdr, s, cpu);
         } else {
             d.put_at(hdr, s, cpu, self.gen);

@@ -210,7 +210,7 @@ impl Domain {
                 // The home slot holds another object's entry: claim it if it is free (the
                 // paper's immediate reuse of zero entries, on the fast path).
                 let gw = s.gen.load(Ordering::Relaxed);
-                let (ga, a) = self.anchor(s).load();
+                let (ga, a) = self.anchors[n].load();
                 let l = s.local.load(Ordering::Relaxed);
                 if ga == gw && l.wrapping_add(a) == 0 {
                     return self.claim(&here, n, s, k, &hdr, live, obj, gw, l);
@@ -432,7 +432,7 @@ impl Domain {
                 //    (speculatively) and adds 1 to the local counter (commit). The anchor word
                 //    is read SeqCst (README, "why the slot really is free").
                 let gw = s.gen.load(Ordering::Relaxed);
-                let (ga, a) = self.anchor(s).load();
+                let (ga, a) = self.anchors[n].load();
                 let l = s.local.load(Ordering::Relaxed);
                 if ga != gw || l.wrapping_add(a) != 0 {
                     continue;

@@ -447,7 +447,8 @@ impl Domain {
     }
 
     /// The anchor counter of slot `s` (which is one of this domain's): `(generation, anchor
-    /// counter)`.
+    /// counter)`. Where the slot's number is at hand, `anchors[n]` reads it without this
+    /// division.
     #[inline(always)]
     pub(crate) fn anchor(&self, s: &Slot) -> &AnchorWord {
         let n = (Self::slot_addr(s).wrapping_sub(self.slots.as_ptr() as usize))
@@ -455,13 +456,14 @@ impl Domain {
         &self.anchors[n]
     }
 
-    /// The count of the entry in slot `s` (one of this domain's), `local + anchor` (a
-    /// snapshot: exact only when nothing changes it).
+    /// The count of the entry in slot number `n`, `local + anchor` (a snapshot: exact only
+    /// when nothing changes it).
     #[inline(always)]
-    pub(crate) fn entry_sum(&self, s: &Slot) -> i64 {
-        s.local
+    pub(crate) fn entry_sum(&self, n: usize) -> i64 {
+        self.slots[n]
+            .local
             .load(Ordering::Relaxed)
-            .wrapping_add(self.anchor(s).load().1)
+            .wrapping_add(self.anchors[n].load().1)
     }
 
     /// Marks the group of slot `s` (one of CPU `cpu`'s) in the CPU's claim summary, before a
@@ -637,7 +639,7 @@ impl Domain {
     pub fn live_entries(&self, cpu: usize) -> usize {
         assert!(cpu < self.cpus(), "paygo: no CPU {cpu}");
         (0..=self.mask)
-            .filter(|&i| self.entry_sum(self.slot(cpu, i)) != 0)
+            .filter(|&i| self.entry_sum(self.slot_number(cpu, i)) != 0)
             .count()
     }
 }
