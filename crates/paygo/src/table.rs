@@ -68,12 +68,14 @@ fn too_many_domains() -> ! {
 /// of table and 128 of anchors).
 pub(crate) const GROUP_SHIFT: u32 = 3;
 
-/// The most slots a CPU's table may have (2^24: a gigabyte per CPU).
+/// The most slots a CPU's table may have (2^24: 768 MiB per CPU, slots and anchor counters).
 pub const MAX_SLOTS_PER_CPU: usize = 1 << 24;
 
 /// One entry of a per-CPU table: PAYGO's `{object, local counter}` plus the generation that
 /// names the entry's identity, and the slot's claim count. Half a cache line, two entries to a
-/// line: the words that the table's own CPU writes. The entry's anchor counter, the one word
+/// line (the domain's array of slots starts on a line): the words that the table's own CPU
+/// writes (and the claim count, a statistic that the claiming thread bumps just after its
+/// claim's section). The entry's anchor counter, the one word
 /// other CPUs write, lives apart, in the domain's `anchors` at the slot's number, so that their
 /// compare-and-swaps never take the lines the owner writes, and the table a REF reads is 32
 /// bytes an entry (a page cache reading random pages finds more of its entries in the caches).
@@ -96,6 +98,74 @@ pub(crate) struct Slot {
 
 #[cfg(all(not(loom), target_pointer_width = "64"))]
 const _: () = assert!(core::mem::size_of::<Slot>() == 32);
+
+/// The size of a cache line, which the domain's arrays of slots and anchor counters start on.
+const LINE: usize = 64;
+
+/// `K` values of `T` on one cache line (`K × size_of::<T>() == LINE`, checked where an array of
+/// them is made).
+#[cfg(not(loom))]
+#[repr(C, align(64))]
+pub(crate) struct Line<T, const K: usize>([T; K]);
+
+/// `len` values of `T` in one allocation that starts on a cache line, `K` to a line: read as a
+/// `[T]` (through `Deref`). A `Box<[T]>` is only aligned to `T`'s alignment (32 bytes for a
+/// [`Slot`]), so the first and last lines of each CPU's table could be shared with the
+/// neighbouring CPUs' tables; here CPU `c`'s table (`c × slots_per_cpu` slots in, a multiple of
+/// `K` for tables of `K` slots or more) begins on a line of its own. Under loom (whose atomics
+/// have other sizes) a plain `Box<[T]>`: the models check the protocol, not the layout.
+pub(crate) struct LineArray<T, const K: usize> {
+    #[cfg(not(loom))]
+    lines: Box<[Line<T, K>]>,
+    #[cfg(loom)]
+    lines: Box<[T]>,
+    len: usize,
+}
+
+impl<T, const K: usize> LineArray<T, K> {
+    /// A line holds `K` values of `T` exactly, with no padding between them.
+    #[cfg(not(loom))]
+    const FITS: () = assert!(K > 0 && K * core::mem::size_of::<T>() == LINE);
+
+    /// `n` values made by `make` (and, on the last line, up to `K - 1` more that are never
+    /// read), in one allocation asked for without aborting.
+    fn try_new(n: usize, mut make: impl FnMut() -> T) -> Result<Self, ConfigError> {
+        #[cfg(not(loom))]
+        {
+            // Evaluates the assertion for this `T` and `K` (at compile time).
+            let () = Self::FITS;
+            let lines = try_array(n.div_ceil(K), || Line(core::array::from_fn(|_| make())))?;
+            Ok(LineArray { lines, len: n })
+        }
+        #[cfg(loom)]
+        {
+            let lines = try_array(n, make)?;
+            Ok(LineArray { lines, len: n })
+        }
+    }
+}
+
+impl<T, const K: usize> core::ops::Deref for LineArray<T, K> {
+    type Target = [T];
+
+    #[inline(always)]
+    fn deref(&self) -> &[T] {
+        #[cfg(not(loom))]
+        {
+            // SAFETY: a `Line<T, K>` is `repr(C)` with one field, `[T; K]`, and no padding
+            // (`FITS`: its size is `K` values of `T`), so the boxed lines are
+            // `lines.len() × K` initialised values of `T` one after the other, in one
+            // allocation that the pointer's provenance covers, and `len <= lines.len() × K`
+            // (`try_new`). The slice borrows `self`, which owns the box: nothing frees or
+            // mutably borrows the values while it lives.
+            unsafe { core::slice::from_raw_parts(self.lines.as_ptr().cast::<T>(), self.len) }
+        }
+        #[cfg(loom)]
+        {
+            &self.lines[..self.len]
+        }
+    }
+}
 
 impl Slot {
     fn new() -> Self {
@@ -274,10 +344,10 @@ pub struct Domain {
     /// critical sections of slot `c` only.
     pub(crate) tables: PerCpu<()>,
     /// All tables, one after the other (one allocation; no pointer chase on the fast path).
-    pub(crate) slots: Box<[Slot]>,
+    pub(crate) slots: LineArray<Slot, 2>,
     /// The anchor counters of the slots, slot `n`'s at `anchors[n]`: `(generation, anchor
     /// counter)`, updated by compare-and-swap from any CPU (see [`Slot`] for why apart).
-    pub(crate) anchors: Box<[AnchorWord]>,
+    pub(crate) anchors: LineArray<AnchorWord, 4>,
     pub(crate) bits: u32,
     pub(crate) stats: PerCpu<StatCells>,
     /// The overflow lists of the objects whose addresses hash to each stripe; the lock also
@@ -353,8 +423,8 @@ impl Domain {
         let n = cpus
             .checked_mul(cfg.slots_per_cpu)
             .ok_or(ConfigError::OutOfMemory { bytes: usize::MAX })?;
-        let slots = try_array(n, Slot::new)?;
-        let anchors = try_array(n, AnchorWord::new)?;
+        let slots = LineArray::try_new(n, Slot::new)?;
+        let anchors = LineArray::try_new(n, AnchorWord::new)?;
         let claimed_stride = cfg
             .slots_per_cpu
             .div_ceil(1 << GROUP_SHIFT)

@@ -607,3 +607,53 @@ fn an_unref_on_a_cpu_past_the_statistics_cells_does_not_panic() {
     assert!(d.try_reclaim(h));
     unpin();
 }
+
+/// The tables' layout: the slots and the anchor counters start on cache lines, so a CPU's
+/// table of two slots or more shares no line with another CPU's (nor with other heap data at
+/// its start); `Domain::anchor` finds slot `n`'s counter at `anchors[n]` from the slot's address
+/// alone, for every slot of every CPU, as the paths that hold the number read it; a slot's
+/// position in its table is its number modulo the table's size.
+#[test]
+fn each_slots_anchor_counter_is_at_its_number_and_tables_start_on_lines() {
+    for slots_per_cpu in [1, 2, 4, 64] {
+        let d = Domain::with_config(Config {
+            slots_per_cpu,
+            window: 1,
+        });
+        let n = d.cpus() * slots_per_cpu;
+        assert_eq!((d.slots.len(), d.anchors.len()), (n, n));
+        assert_eq!(d.slots.as_ptr() as usize % 64, 0, "slots on a line");
+        assert_eq!(d.anchors.as_ptr() as usize % 64, 0, "anchors on a line");
+        for cpu in 0..d.cpus() {
+            let first = d.slot(cpu, 0) as *const crate::table::Slot as usize;
+            if slots_per_cpu >= 2 {
+                assert_eq!(first % 64, 0, "CPU {cpu}'s table on a line of its own");
+            }
+            for i in 0..slots_per_cpu {
+                let number = d.slot_number(cpu, i);
+                assert_eq!(number, cpu * slots_per_cpu + i);
+                let s = d.slot(cpu, i);
+                assert!(core::ptr::eq(s, &d.slots[number]));
+                assert!(core::ptr::eq(d.anchor(s), &d.anchors[number]));
+                assert_eq!(
+                    d.index_in_table(crate::table::Domain::slot_addr(s)),
+                    i,
+                    "slot {i} of CPU {cpu}"
+                );
+            }
+        }
+        // An anchor counter written through one slot is read through that slot only.
+        let s = d.slot(d.cpus() - 1, slots_per_cpu - 1);
+        let (g, a) = d.anchor(s).load();
+        assert_eq!(d.anchor(s).compare_exchange((g, a), (g, a - 5)), Ok(()));
+        assert_eq!(d.anchors[n - 1].load(), (g, a - 5));
+        assert_eq!(d.entry_sum(n - 1), a - 5);
+        if n > 1 {
+            assert_eq!(
+                d.anchors[0].load().1,
+                0,
+                "the first slot's counter untouched"
+            );
+        }
+    }
+}

@@ -64,7 +64,7 @@ fn tables_message(bytes: usize) -> String {
 #[test]
 #[cfg_attr(
     miri,
-    ignore = "under Miri the default domain's tables are 4 KiB per CPU (see default_domain), \
+    ignore = "under Miri the default domain's tables are 3 KiB per CPU (see default_domain), \
               too small for this allocator to refuse"
 )]
 fn the_default_domain_without_memory_panics_and_is_made_later() {

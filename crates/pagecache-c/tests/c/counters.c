@@ -42,8 +42,9 @@ static uint64_t address_space(void) {
     return pages * 4096;
 }
 
-/* A "paygo" cache's scheme is a PAYGO domain of its own, whose tables (4096 slots of 32 bytes
- * per possible CPU: 128 KiB or more) are made before the frames: with the address space capped
+/* A "paygo" cache's scheme is a PAYGO domain of its own, whose slot tables (4096 slots of 32
+ * bytes per possible CPU: 128 KiB or more, then 64 KiB of anchor counters) are made before the
+ * frames: with the address space capped
  * just above what the process maps, pagecache_new returns PAGECACHE_ENOMEM, and works once the
  * cap is lifted. (A domain made by a constructor that panics where its tables cannot be
  * allocated would give PAGECACHE_EINTERNAL, a bug's code, with a panic message.) Runs after the

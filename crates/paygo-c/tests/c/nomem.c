@@ -3,7 +3,8 @@
  * memory is there again the next call makes it (or paygo_domain_init sizes it).
  *
  * The address space is limited (RLIMIT_AS) to what the process maps now plus less than the
- * default domain's tables (4096 slots of 32 bytes per possible CPU: 128 KiB or more), so that
+ * default domain's slot tables (4096 slots of 32 bytes per possible CPU: 128 KiB or more, the
+ * first of the tables' allocations; their anchor counters take another 64 KiB), so that
  * the tables' allocation fails while small ones still find room. This runs on the main thread,
  * whose malloc arena grows only by new mappings (brk or mmap), which the limit refuses. */
 #define _GNU_SOURCE

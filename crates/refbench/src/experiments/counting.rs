@@ -493,11 +493,11 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
 const PAIR_BATCHES: usize = if cfg!(test) { 20 } else { 2000 };
 const PAIRS_PER_BATCH: usize = 2000;
 
-/// `pair-cost`'s objects of the spread (one after another: for PAYGO, 64 neighbouring home
-/// slots, two to a cache line, so both halves of 32 lines of its table), and batches per
-/// object.
-const SPREAD_OBJECTS: usize = 64;
-const SPREAD_BATCHES: usize = if cfg!(test) { 2 } else { 200 };
+/// `pair-cost`'s objects of the spread (one after another: for PAYGO, 128 neighbouring home
+/// slots, two to a cache line, so every line of 4 KiB of its table and with them every line
+/// offset that could alias the thread's own lines), and batches per object.
+const SPREAD_OBJECTS: usize = 128;
+const SPREAD_BATCHES: usize = if cfg!(test) { 2 } else { 100 };
 
 /// One repetition of `pair-cost` for one scheme.
 #[derive(Default)]
