@@ -57,8 +57,10 @@
 //!   by workers are counted entirely on `shared` (a CAS loop on put): create each object on
 //!   the thread that will use it most.
 //! * An object the owner shares is merged the first time the owner's local count drops to zero
-//!   while another thread holds a reference; from then on it costs what a shared atomic costs
-//!   (a CAS loop on put). Once merged, an object never becomes owned again (as in CPython).
+//!   while another thread holds a reference, or is taking one (a non-owner get counts on
+//!   `shared` before it checks the state: one that then fails, on an object being reclaimed or
+//!   dead, is seen for that moment too); from then on it costs what a shared atomic costs (a
+//!   CAS loop on put). Once merged, an object never becomes owned again (as in CPython).
 //! * Thread ids are never reused, so an object whose owner thread exited is simply shared.
 //!
 //! # Limit

@@ -95,7 +95,11 @@ fn shared_going_negative_queues_and_merge_folds_local() {
 /// happens at a true zero. After each reclaim the reclaimer leaves the object live until the
 /// owner has made 16 more attempts, so that the owner's gets succeed however the two threads
 /// are scheduled (a reclaimer descheduled while the object is dead would otherwise fail all of
-/// them).
+/// them). The reclaimer takes no reference, not even one that fails: a non-owner get counts on
+/// `shared` before it checks the state, and an owner put that drops `local` to zero meanwhile
+/// sees that count and merges the object (as it should: the object was being shared), after
+/// which the owner's path is no longer the one tested (Miri's scheduler found that
+/// interleaving). That a dead object refuses gets is the conformance suite's.
 #[test]
 fn owner_path_races_a_remote_reclaimer() {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -149,7 +153,6 @@ fn owner_path_races_a_remote_reclaimer() {
             reclaimed += 1;
             canary.store(RECLAIMED, Ordering::Release);
             assert_eq!(s.read_all(o), 0);
-            assert!(s.try_get(o).is_none());
             canary.store(ALIVE, Ordering::Release);
             // SAFETY: this thread reclaimed the object above, and only it reinits or reclaims it.
             unsafe { s.reinit(o) };
