@@ -129,9 +129,10 @@ impl<T, const K: usize> LineArray<T, K> {
 
     /// `n` values made by `make` (and, on the last line, up to `K - 1` more that are never
     /// read), in one allocation asked for without aborting.
-    fn try_new(n: usize, mut make: impl FnMut() -> T) -> Result<Self, ConfigError> {
+    fn try_new(n: usize, make: impl FnMut() -> T) -> Result<Self, ConfigError> {
         #[cfg(not(loom))]
         {
+            let mut make = make;
             // Evaluates the assertion for this `T` and `K` (at compile time).
             let () = Self::FITS;
             let lines = try_array(n.div_ceil(K), || Line(core::array::from_fn(|_| make())))?;
