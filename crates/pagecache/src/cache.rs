@@ -1799,7 +1799,10 @@ fn pwrite_all(file: &File, buf: &[u8], off: u64) -> (usize, io::Result<()>) {
         }
         match file.write_at(chunk, off + done as u64) {
             Ok(0) => return (done, Err(io::ErrorKind::WriteZero.into())),
-            Ok(n) => done += n,
+            Ok(n) => {
+                crate::inject::wrote(n);
+                done += n;
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return (done, Err(e)),
         }

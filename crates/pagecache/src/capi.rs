@@ -1462,6 +1462,7 @@ mod tests {
     /// will end (the child's alarm then killed it). In the parent, the thread ends its calls
     /// and both handles close as usual.
     #[test]
+    #[cfg_attr(miri, ignore = "forks, which Miri cannot")]
     fn a_child_of_fork_closes_handles_a_thread_of_the_parent_was_using() {
         let _tables = tables_alone();
         let dir = tempfile::tempdir().expect("tempdir");

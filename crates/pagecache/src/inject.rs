@@ -101,16 +101,29 @@ pub(crate) fn fail_write_after(n: usize) {
     SHORT_WRITE.with(|w| w.set(Some(n)));
 }
 
-/// A direct write's point before a `pwrite` of `len` bytes: how many of them it writes (`Some(0)`:
-/// it fails) where a short write is armed, which this then counts; `None` (all) elsewhere. A
-/// failure disarms it.
+/// A direct write's point before a `pwrite` of `len` bytes: how many of them it may write
+/// (`Some(0)`: it fails) where a short write is armed; `None` (all) elsewhere. A failure
+/// disarms it. The bytes count once written ([`wrote`]): a `pwrite` that the system cuts
+/// shorter still (Miri's file shim cuts writes at random) leaves the rest for the next.
 #[cfg(all(test, not(loom)))]
 pub(crate) fn write_room(len: usize) -> Option<usize> {
     SHORT_WRITE.with(|w| {
         let left = w.get()?;
-        let n = left.min(len);
-        w.set(if n == 0 { None } else { Some(left - n) });
-        Some(n)
+        if left == 0 {
+            w.set(None);
+        }
+        Some(left.min(len))
+    })
+}
+
+/// A direct write's point after a `pwrite` that wrote `n` bytes: counts them against an armed
+/// short write.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn wrote(n: usize) {
+    SHORT_WRITE.with(|w| {
+        if let Some(left) = w.get() {
+            w.set(Some(left.saturating_sub(n)));
+        }
     })
 }
 
@@ -120,3 +133,8 @@ pub(crate) fn write_room(len: usize) -> Option<usize> {
 pub(crate) fn write_room(_len: usize) -> Option<usize> {
     None
 }
+
+/// Other builds: nothing to count.
+#[cfg(not(all(test, not(loom))))]
+#[inline(always)]
+pub(crate) fn wrote(_n: usize) {}
