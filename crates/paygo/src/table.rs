@@ -75,10 +75,10 @@ pub const MAX_SLOTS_PER_CPU: usize = 1 << 24;
 /// names the entry's identity, and the slot's claim count. Half a cache line, two entries to a
 /// line (the domain's array of slots starts on a line): the words that the table's own CPU
 /// writes (and the claim count, a statistic that the claiming thread bumps just after its
-/// claim's section). The entry's anchor counter, the one word
-/// other CPUs write, lives apart, in the domain's `anchors` at the slot's number, so that their
-/// compare-and-swaps never take the lines the owner writes, and the table a REF reads is 32
-/// bytes an entry (a page cache reading random pages finds more of its entries in the caches).
+/// claim's section). The entry's anchor counter, the one word other CPUs write, lives apart,
+/// in the domain's `anchors` at the slot's number, so that their compare-and-swaps never take
+/// the lines the owner writes, and the table a REF reads is 32 bytes an entry (a page cache
+/// reading random pages finds more of its entries in the caches).
 #[repr(C, align(32))]
 pub(crate) struct Slot {
     /// Header address of the object (0: never used; `| TAG`: evicted or being evicted).
