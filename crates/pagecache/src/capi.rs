@@ -1520,6 +1520,7 @@ mod tests {
     /// `PAGECACHE_EFORKED`, its written bytes never written back. The child's open gets
     /// another slot, and its close writes the file back and returns `PAGECACHE_OK`.
     #[test]
+    #[cfg_attr(miri, ignore = "forks, which Miri cannot")]
     fn a_child_of_fork_reuses_no_slot_that_a_thread_of_the_parent_pinned() {
         let _tables = tables_alone();
         let dir = tempfile::tempdir().expect("tempdir");

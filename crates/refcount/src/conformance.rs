@@ -959,18 +959,22 @@ macro_rules! conformance_suite {
 }
 
 /// For a scheme whose objects' parts of `unit` bytes each (per-CPU words, a core) come from an
-/// arena allocated 512 at a time: the parts no live object holds (never handed out yet, or
-/// given back by a drop) are the scheme's shared bytes, so that the shared bytes and the live
-/// objects' bytes are at least the chunks made. Three objects make a chunk; a fourth allocates
-/// nothing (the free list has room for four since the third: it grows by doubling), and its
-/// part leaves the shared bytes; dropped, the part stays allocated, unused.
-pub fn arena_parts_no_object_holds_are_shared<C: RefCounter>(s: &C, unit: usize) {
+/// arena allocated `chunk` at a time (4 or more): the parts no live object holds (never handed
+/// out yet, or given back by a drop) are the scheme's shared bytes, so that the shared bytes
+/// and the live objects' bytes are at least the chunks made. Three objects make a chunk; a
+/// fourth allocates nothing (the free list has room for four since the third: it grows by
+/// doubling), and its part leaves the shared bytes; dropped, the part stays allocated, unused.
+pub fn arena_parts_no_object_holds_are_shared<C: RefCounter>(s: &C, unit: usize, chunk: usize) {
+    assert!(
+        chunk >= 4,
+        "a chunk of {chunk} parts: four objects need more than one"
+    );
     let before = s.memory(&mut core::iter::empty()).shared;
     let objs = Objects::new(s, 3);
     let m = s.memory(&mut objs.iter());
     assert!(
-        m.shared - before >= (512 - 3) * unit,
-        "{}: a chunk of 512 parts of {unit} bytes made for three objects: the shared bytes \
+        m.shared - before >= (chunk - 3) * unit,
+        "{}: a chunk of {chunk} parts of {unit} bytes made for three objects: the shared bytes \
          grew by {}",
         C::NAME,
         m.shared - before

@@ -175,6 +175,10 @@ pub const DEFAULT_EPOCH: Duration = Duration::from_millis(10);
 /// holds at once. An object's way is its slot modulo the ways, so a way past the slots would
 /// never be used; the caches then take 64 MiB per CPU.
 pub const MAX_WAYS: usize = 1 << 22;
+/// The cores the slab allocates at a time, at the first object of each chunk: 512 (32 under
+/// Miri and 2 under loom, whose time grows with the cores a chunk makes). The cores of a chunk
+/// that no live object holds count as the scheme's shared bytes ([`RefCounter::memory`]).
+pub const SLAB_CHUNK: usize = CHUNK;
 
 /// Configuration of a [`RefCache`].
 #[derive(Clone, Copy, Debug)]

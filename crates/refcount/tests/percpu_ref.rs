@@ -160,5 +160,5 @@ fn read_all_never_sees_the_bias_of_a_resurrection() {
 #[test]
 fn memory_counts_the_arena_words_no_object_holds() {
     let words = 8 * percpu::possible_cpus();
-    refcount::conformance::arena_parts_no_object_holds_are_shared(&PercpuRef::new(), words);
+    refcount::conformance::arena_parts_no_object_holds_are_shared(&PercpuRef::new(), words, 512);
 }

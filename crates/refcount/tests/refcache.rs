@@ -502,7 +502,11 @@ fn memory_counts_the_cores_no_object_holds() {
     let core = probe.memory(&mut one.iter()).objects
         - core::mem::size_of::<refcount::refcache::RefCacheObject>();
     let s = manual(4, i32::MAX as i64);
-    refcount::conformance::arena_parts_no_object_holds_are_shared(&s, core);
+    refcount::conformance::arena_parts_no_object_holds_are_shared(
+        &s,
+        core,
+        refcount::refcache::SLAB_CHUNK,
+    );
 }
 
 /// An object's cached deltas are found by the slot its object carries, not by its address: an

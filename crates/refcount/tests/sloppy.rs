@@ -96,5 +96,5 @@ fn spares_of_a_cpu_past_the_possible_cpus_panics() {
 #[test]
 fn memory_counts_the_arena_words_no_object_holds() {
     let words = 8 * percpu::possible_cpus();
-    refcount::conformance::arena_parts_no_object_holds_are_shared(&Sloppy::new(), words);
+    refcount::conformance::arena_parts_no_object_holds_are_shared(&Sloppy::new(), words, 512);
 }
