@@ -119,6 +119,8 @@ pub(crate) struct LineArray<T, const K: usize> {
     lines: Box<[Line<T, K>]>,
     #[cfg(loom)]
     lines: Box<[T]>,
+    /// The values (the last line may hold up to `K - 1` more).
+    #[cfg(not(loom))]
     len: usize,
 }
 
@@ -141,7 +143,7 @@ impl<T, const K: usize> LineArray<T, K> {
         #[cfg(loom)]
         {
             let lines = try_array(n, make)?;
-            Ok(LineArray { lines, len: n })
+            Ok(LineArray { lines })
         }
     }
 }
@@ -163,7 +165,7 @@ impl<T, const K: usize> core::ops::Deref for LineArray<T, K> {
         }
         #[cfg(loom)]
         {
-            &self.lines[..self.len]
+            &self.lines
         }
     }
 }
@@ -504,11 +506,18 @@ impl Domain {
         ((a.cpu as u64) << 32) | (a.slot & self.mask) as u64
     }
 
+    /// The number among all the domain's slots of the slot at address `addr` (one of this
+    /// domain's slots): the inverse of [`Domain::slot_number`].
+    #[inline(always)]
+    fn number_at(&self, addr: usize) -> usize {
+        addr.wrapping_sub(self.slots.as_ptr() as usize) / core::mem::size_of::<Slot>()
+    }
+
     /// The position within its CPU's table of the slot at address `addr` (one of this
     /// domain's slots).
     #[inline(always)]
     pub(crate) fn index_in_table(&self, addr: usize) -> usize {
-        (addr.wrapping_sub(self.slots.as_ptr() as usize) / core::mem::size_of::<Slot>()) & self.mask
+        self.number_at(addr) & self.mask
     }
 
     /// The address of slot `s` (which is one of this domain's).
@@ -522,9 +531,7 @@ impl Domain {
     /// division.
     #[inline(always)]
     pub(crate) fn anchor(&self, s: &Slot) -> &AnchorWord {
-        let n = (Self::slot_addr(s).wrapping_sub(self.slots.as_ptr() as usize))
-            / core::mem::size_of::<Slot>();
-        &self.anchors[n]
+        &self.anchors[self.number_at(Self::slot_addr(s))]
     }
 
     /// The count of the entry in slot number `n`, `local + anchor` (a snapshot: exact only
