@@ -967,7 +967,7 @@ macro_rules! conformance_suite {
 pub fn arena_parts_no_object_holds_are_shared<C: RefCounter>(s: &C, unit: usize, chunk: usize) {
     assert!(
         chunk >= 4,
-        "a chunk of {chunk} parts: four objects need more than one"
+        "a chunk of {chunk} parts: the check needs the four objects it makes to share one chunk"
     );
     let before = s.memory(&mut core::iter::empty()).shared;
     let objs = Objects::new(s, 3);
