@@ -410,6 +410,10 @@ mod tests {
     /// is the next file's first page), against a scan of random items, as they come and go. A stab
     /// finds only the items of its page's file that cover the page.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code only (this module has no unsafe block), and it ran more than 6 minutes under Miri"
+    )]
     fn pairs_are_found_by_file_then_page() {
         const PAGES: u64 = 24;
         const TOP: u64 = u64::MAX;
