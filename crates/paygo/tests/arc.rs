@@ -2,7 +2,7 @@
 //! leaked `Arc` leaks the value (and nothing else happens).
 
 use paygo::{collect, Arc, Config, Domain, Weak};
-use percpu::affinity::{migrate, pin, unpin};
+use percpu::affinity::{migrate, pin, unpin, Saved};
 use percpu::testing::reps;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -40,8 +40,23 @@ fn tiny_domain() -> &'static Domain {
     }))
 }
 
+/// Keeps the calling thread on the CPU it runs on until the guard is dropped (which puts its
+/// affinity back), or `None` where affinity cannot be set. A single thread's last drop drops
+/// the value at once only if the thread did not migrate while it held clones: a clone counted
+/// on another CPU makes an earlier drop find the value still referenced, and the thread then
+/// skips the check of its next drops of that value (the arc module's `RECHECK`), the last one
+/// included, which leaves the value to the collector (as the module documents).
+fn stay_on_this_cpu() -> Option<Saved> {
+    let saved = Saved::take();
+    pin(percpu::current_cpu()).then_some(saved)
+}
+
 #[test]
 fn one_thread_drops_the_value_at_the_last_drop() {
+    let Some(_here) = stay_on_this_cpu() else {
+        percpu::testing::skip("cannot pin the thread: its last drop may be left to the collector");
+        return;
+    };
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));
     let d = default_sized_domain();
@@ -161,20 +176,22 @@ fn a_leaked_arc_leaks_the_value_and_nothing_else() {
     );
     std::mem::forget(a.clone());
     drop(a);
-    // Churn the tiny tables so that the leaked entry is evicted to an overflow list.
+    // Churn the tiny tables so that the leaked entry is evicted to an overflow list. (A
+    // migration between a churned value's clones may leave it to the collector: see
+    // `stay_on_this_cpu`. The collection below drops those, and no other value.)
     for i in 0..reps(1000) {
         let o = Arc::new_in(i, d);
         let p = o.clone();
         drop(o);
         drop(p);
     }
-    assert_eq!(collect(d), 0);
+    collect(d);
     assert_eq!(
         drops.load(Ordering::SeqCst),
         0,
         "a counted value was dropped"
     );
-    assert_eq!(d.arcs_alive(), 1);
+    assert_eq!(d.arcs_alive(), 1, "only the leaked value is left");
 }
 
 /// Six threads (more than this machine's cores) clone, drop and hand each other `Arc`s of a
