@@ -40,25 +40,20 @@ fn tiny_domain() -> &'static Domain {
     }))
 }
 
-/// Keeps the calling thread on the CPU it runs on until the guard is dropped (which puts its
-/// affinity back), or `None` where affinity cannot be set. A single thread's last drop drops
-/// the value at once only if the thread did not migrate while it held clones: a clone counted
-/// on another CPU makes an earlier drop find the value still referenced, and the thread then
-/// skips the check of its next drops of that value (the arc module's `RECHECK`), the last one
-/// included, which leaves the value to the collector (as the module documents). Where no CPU
-/// id can be had (under Miri, off Linux), a thread's CPU is a number of its own and never
-/// changes: nothing to pin there.
-fn stay_on_this_cpu() -> Option<Saved> {
-    let saved = Saved::take();
-    (cfg!(any(miri, not(target_os = "linux"))) || pin(percpu::current_cpu())).then_some(saved)
-}
-
 #[test]
 fn one_thread_drops_the_value_at_the_last_drop() {
-    let Some(_here) = stay_on_this_cpu() else {
-        percpu::testing::skip("cannot pin the thread: its last drop may be left to the collector");
+    // The thread stays on one CPU (its affinity put back at the end): a single thread's last
+    // drop drops the value at once only if the thread did not migrate while it held clones. A
+    // clone counted on another CPU makes an earlier drop find the value still referenced, and
+    // the thread then skips the check of its next drops of that value (the arc module's
+    // `RECHECK`), the last one included, which leaves the value to the collector (as the module
+    // documents). Under Miri a thread's CPU is a number of its own that never changes.
+    let _saved = Saved::take();
+    if !cfg!(miri)
+        && percpu::testing::pin_or_skip("its last drop may be left to the collector").is_none()
+    {
         return;
-    };
+    }
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));
     let d = default_sized_domain();
@@ -180,7 +175,8 @@ fn a_leaked_arc_leaks_the_value_and_nothing_else() {
     drop(a);
     // Churn the tiny tables so that the leaked entry is evicted to an overflow list. (A
     // migration between a churned value's clones may leave it to the collector: see
-    // `stay_on_this_cpu`. The collection below drops those, and no other value.)
+    // `one_thread_drops_the_value_at_the_last_drop`. The collection below drops those, and no
+    // other value.)
     for i in 0..reps(1000) {
         let o = Arc::new_in(i, d);
         let p = o.clone();
