@@ -13,6 +13,8 @@
  *   paygo_run=selftest run /paygo_test instead of the benchmark
  *   paygo_run=fsx      run the fsx stress (kernel/fsx) instead
  *   paygo_fsx_ops=N    operations per fsx instance (default 100000)
+ *   paygo_fsx_disk=DEV the ext4 disk of the fsx stress (kernel/fsx passes
+ *                      /dev/vda, a virtio disk); none: tmpfs only
  *
  * Build: gcc -static -O2 -pthread -o init pread.c
  */
@@ -25,8 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/loop.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -137,11 +137,12 @@ static void run_selftest(void)
 }
 
 /*
- * paygo_run=fsx: fsx on a tmpfs file, and on an ext4 file if the
- * initramfs has /ext4.img (kernel/fsx puts it there) and the kernel can
- * loop-mount it, while other processes pread() the fsx files, drop their
- * page cache with fadvise(DONTNEED), and, on each file system, a checker
- * reads a file that another process keeps truncating to 0 and rewriting
+ * paygo_run=fsx: fsx on a tmpfs file, and on an ext4 file if the command
+ * line names a disk (paygo_fsx_disk=/dev/vda: kernel/fsx passes the
+ * host's ext4 image as a virtio disk, and checks it with e2fsck after the
+ * guest has unmounted it), while other processes pread() the fsx files,
+ * drop their page cache with fadvise(DONTNEED), and, on each file system,
+ * a checker reads a file that another process keeps truncating to 0 and rewriting
  * with 'c': every byte a read returns must be 'c' or 0.  (A read that
  * overlaps the truncation can return zeroes of the hole for pages below
  * the size it saw before the truncation: reads are not atomic against
@@ -150,8 +151,8 @@ static void run_selftest(void)
  * fadvise(DONTNEED), the calls after which fewer pages were resident:
  * tmpfs ignores the advice, so there that count is only the truncations
  * and hole punches that fell between the two mincore() calls, the noise
- * floor for ext4's count.  If /ext4.img exists but cannot be mounted,
- * the run fails.
+ * floor for ext4's count.  If the disk is named but cannot be mounted,
+ * or cannot be unmounted at the end, the run fails.
  */
 enum { FS_TMPFS, FS_EXT4, NFS };
 static const char *const fs_name[NFS] = { "tmpfs", "ext4" };
@@ -314,44 +315,23 @@ static pid_t spawn_fsx(const char *ops, const char *seed, const char *art,
 }
 
 /*
- * Attach img to a free loop device and mount it as ext4 on dir.  The
- * initramfs has no /dev/loop*: devtmpfs is mounted on /dev here (the
- * kernel mounts it itself only when it mounts a root file system, not
- * for an initramfs /init).
+ * Mount the ext4 disk dev on dir.  The initramfs has no /dev entries:
+ * devtmpfs is mounted on /dev here (the kernel mounts it itself only when
+ * it mounts a root file system, not for an initramfs /init).
  */
-static int loop_mount(const char *img, const char *dir)
+static int disk_mount(const char *dev, const char *dir)
 {
-	char dev[32];
-	int ctl, n, lfd, ffd;
-
 	mkdir("/dev", 0755);
-	if (access("/dev/loop-control", F_OK) &&
+	if (access(dev, F_OK) &&
 	    mount("devtmpfs", "/dev", "devtmpfs", 0, NULL)) {
 		perror("# ext4: mount devtmpfs on /dev");
 		return -1;
 	}
-	ctl = open("/dev/loop-control", O_RDWR);
-	n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
-	if (n < 0) {
-		perror("# ext4: /dev/loop-control");
-		return -1;
-	}
-	close(ctl);
-	snprintf(dev, sizeof(dev), "/dev/loop%d", n);
-	lfd = open(dev, O_RDWR);
-	ffd = open(img, O_RDWR);
-	if (lfd < 0 || ffd < 0 || ioctl(lfd, LOOP_SET_FD, ffd)) {
-		fprintf(stderr, "# ext4: %s on %s: %s\n", img, dev, strerror(errno));
-		return -1;
-	}
-	close(ffd);
 	mkdir(dir, 0755);
 	if (mount(dev, dir, "ext4", 0, NULL)) {
-		perror("# ext4: mount ext4");
-		ioctl(lfd, LOOP_CLR_FD, 0);
+		fprintf(stderr, "# ext4: mount %s: %s\n", dev, strerror(errno));
 		return -1;
 	}
-	close(lfd);
 	return 0;
 }
 
@@ -364,6 +344,7 @@ static void run_fsx(void)
 {
 	const char *ops = env("paygo_fsx_ops", "100000");
 	pid_t helpers[8], pid[NFS];
+	const char *disk = env("paygo_fsx_disk", "");
 	int status[NFS] = { -1, -1 }, nh = 0, i, f, nfs, want_ext4, ok;
 	double t0 = now();
 
@@ -373,13 +354,13 @@ static void run_fsx(void)
 		printf("# fsx stress: setup failed\n");
 		return;
 	}
-	want_ext4 = !access("/ext4.img", R_OK);
-	nfs = want_ext4 && !loop_mount("/ext4.img", "/mnt") ? 2 : 1;
+	want_ext4 = *disk != 0;
+	nfs = want_ext4 && !disk_mount(disk, "/mnt") ? 2 : 1;
 	printf("# fsx stress: cpus=%ld ops=%s per fsx, tmpfs /tmp%s\n",
 	       sysconf(_SC_NPROCESSORS_ONLN), ops,
 	       nfs == 2 ? " and ext4 /mnt" :
-	       want_ext4 ? " (ext4: could not mount /ext4.img)" :
-	       " (no /ext4.img in the initramfs)");
+	       want_ext4 ? " (ext4: could not mount the disk)" :
+	       " (no disk named: paygo_fsx_disk)");
 	fflush(stdout);
 	for (f = 0; f < nfs; f++)
 		pid[f] = spawn_fsx(ops, f ? "2" : "1",
