@@ -177,3 +177,14 @@ kernel_log_problems() {
 	grep -aE 'BUG:|WARNING:|Oops|possible (circular|recursive) locking|inconsistent lock state|INFO: lockdep' \
 		"$1" | grep -avE 'WARNING: .* at ([^ ]*/)?arch/um/'
 }
+
+# ext4_clean IMG LOG: whether e2fsck finds the unmounted ext4 image IMG
+# clean, checking everything (-f) and mending nothing (-n); its output goes
+# to LOG. Not clean: e2fsck exits non-zero, or it asked to mend anything
+# ("Fix? no", "Clear? no", ...), which it does with exit 0 for a summary
+# count such as the superblock's free blocks.
+ext4_clean() {
+	local rc=0
+	PATH=$PATH:/usr/sbin:/sbin e2fsck -fn "$1" > "$2" 2>&1 || rc=$?
+	[ $rc -eq 0 ] && ! grep -aq '? no$' "$2"
+}
