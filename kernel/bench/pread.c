@@ -142,12 +142,12 @@ static void run_selftest(void)
  * host's ext4 image as a virtio disk, and checks it with e2fsck after the
  * guest has unmounted it), while other processes pread() the fsx files,
  * drop their page cache with fadvise(DONTNEED), and, on each file system,
- * a checker reads a file that another process keeps truncating to 0 and rewriting
- * with 'c': every byte a read returns must be 'c' or 0.  (A read that
- * overlaps the truncation can return zeroes of the hole for pages below
- * the size it saw before the truncation: reads are not atomic against
- * truncate, on the vanilla kernel too.  Any other byte would be another
- * page's.)  The dropper counts, with mincore() before and after each
+ * a checker reads a file that another process keeps truncating to 0 and
+ * rewriting with 'c': every byte a read returns must be 'c' or 0.  (A
+ * read that overlaps the truncation can return zeroes of the hole for
+ * pages below the size it saw before the truncation: reads are not atomic
+ * against truncate, on the vanilla kernel too.  Any other byte would be
+ * another page's.)  The dropper counts, with mincore() before and after each
  * fadvise(DONTNEED), the calls after which fewer pages were resident:
  * tmpfs ignores the advice, so there that count is only the truncations
  * and hole punches that fell between the two mincore() calls, the noise
