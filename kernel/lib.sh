@@ -188,3 +188,11 @@ ext4_clean() {
 	PATH=$PATH:/usr/sbin:/sbin e2fsck -fn "$1" > "$2" 2>&1 || rc=$?
 	[ $rc -eq 0 ] && ! grep -aq '? no$' "$2"
 }
+
+# ext4_needs_recovery IMG: whether the ext4 image IMG has a journal to
+# replay (the superblock's needs_recovery feature: it was not unmounted
+# cleanly, and a transaction was open). Set at mount, cleared at unmount.
+ext4_needs_recovery() {
+	PATH=$PATH:/usr/sbin:/sbin dumpe2fs -h "$1" 2>/dev/null |
+		grep -q '^Filesystem features:.*needs_recovery'
+}

@@ -15,12 +15,15 @@
  *   paygo_fsx_ops=N    operations per fsx instance (default 100000)
  *   paygo_fsx_disk=DEV the ext4 disk of the fsx stress (kernel/fsx passes
  *                      /dev/vda, a virtio disk); none: tmpfs only
+ *   paygo_run=replay   mount paygo_fsx_disk after a crash (FSX_CRASH of
+ *                      kernel/fsx): replay its journal, read and write it
  *
  * Build: gcc -static -O2 -pthread -o init pread.c
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -407,6 +410,124 @@ static void run_fsx(void)
 	fflush(stdout);
 }
 
+/*
+ * paygo_run=replay: the guest of kernel/fsx's FSX_CRASH boots again on the
+ * disk the fsx stress was killed on.  Mounting it replays the journal (in
+ * this kernel, through its page cache and buffer heads); then every file of
+ * it is read to its end, a new file is written, fsync()ed, dropped from the
+ * page cache and read back, and the disk is unmounted for the host's e2fsck.
+ * Prints "# replay passed" or "# replay FAILED".
+ */
+static long replay_files, replay_bytes, replay_errors;
+
+static int replay_read(const char *path, const struct stat *sb, int type,
+		       struct FTW *ftw)
+{
+	static char buf[1 << 16];
+	ssize_t n;
+	int fd;
+
+	(void)sb;
+	(void)ftw;
+	if (type != FTW_F)
+		return 0;
+	fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		printf("# replay: open %s: %s\n", path, strerror(errno));
+		replay_errors++;
+		return 0;
+	}
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		replay_bytes += n;
+	if (n < 0) {
+		printf("# replay: read %s: %s\n", path, strerror(errno));
+		replay_errors++;
+	}
+	close(fd);
+	replay_files++;
+	return 0;
+}
+
+static int replay_write(const char *path)
+{
+	static char buf[1 << 20], back[1 << 20];
+	size_t i;
+	int fd, ok;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)(i * 7 + i / 4096);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return 0;
+	ok = pwrite(fd, buf, sizeof(buf), 0) == sizeof(buf) && !fsync(fd) &&
+	     !posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) &&
+	     pread(fd, back, sizeof(back), 0) == sizeof(back) &&
+	     !memcmp(buf, back, sizeof(buf));
+	close(fd);
+	return ok;
+}
+
+/*
+ * Prints the kernel's messages about ext4 and its journal so far (those the
+ * console's loglevel hides too: "recovery complete" is KERN_INFO), one
+ * "# kmsg: ..." line each.
+ */
+static void print_ext4_kmsg(void)
+{
+	char rec[2048];
+	ssize_t n;
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd < 0) {
+		printf("# kmsg: /dev/kmsg: %s\n", strerror(errno));
+		return;
+	}
+	/* one record per read: "prio,seq,usec,flags;text\n"; EAGAIN at the end */
+	while ((n = read(fd, rec, sizeof(rec) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
+		char *text, *end;
+
+		if (n < 0)
+			continue; /* records overwritten before this read */
+		rec[n] = 0;
+		text = strchr(rec, ';');
+		if (!text)
+			continue;
+		text++;
+		end = strchr(text, '\n');
+		if (end)
+			*end = 0;
+		if (strstr(text, "EXT4-fs") || strstr(text, "jbd2"))
+			printf("# kmsg: %s\n", text);
+	}
+	close(fd);
+}
+
+static void run_replay(void)
+{
+	const char *disk = env("paygo_fsx_disk", "");
+	int ok = 0, walked, wrote = 0;
+
+	if (!*disk || disk_mount(disk, "/mnt")) {
+		printf("# replay FAILED: could not mount %s\n",
+		       *disk ? disk : "(no paygo_fsx_disk)");
+		fflush(stdout);
+		return;
+	}
+	print_ext4_kmsg();
+	walked = !nftw("/mnt", replay_read, 16, FTW_PHYS);
+	if (walked)
+		wrote = replay_write("/mnt/after-replay");
+	ok = walked && wrote && !replay_errors;
+	printf("# replay read %ld files, %ld bytes, %ld errors; wrote, synced, dropped and read back 1 MiB: %s\n",
+	       replay_files, replay_bytes, replay_errors, wrote ? "yes" : "NO");
+	if (umount("/mnt")) {
+		perror("# ext4: umount /mnt");
+		ok = 0;
+	}
+	printf("# replay %s\n", ok ? "passed" : "FAILED");
+	fflush(stdout);
+}
+
 int main(void)
 {
 	const char *scheme = env("paygo_scheme", "unknown");
@@ -425,6 +546,10 @@ int main(void)
 		perror("mount tmpfs");
 	if (!strcmp(env("paygo_run", "pread"), "fsx")) {
 		run_fsx();
+		goto out;
+	}
+	if (!strcmp(env("paygo_run", "pread"), "replay")) {
+		run_replay();
 		goto out;
 	}
 	fd = open("/tmp/file", O_RDWR | O_CREAT | O_TRUNC, 0644);
