@@ -190,8 +190,8 @@ ext4_clean() {
 }
 
 # ext4_needs_recovery IMG: whether the ext4 image IMG has a journal to
-# replay (the superblock's needs_recovery feature: it was not unmounted
-# cleanly, and a transaction was open). Set at mount, cleared at unmount.
+# replay (the superblock's needs_recovery feature, which a read-write mount
+# sets and an unmount clears: it was mounted and not unmounted).
 ext4_needs_recovery() {
 	PATH=$PATH:/usr/sbin:/sbin dumpe2fs -h "$1" 2>/dev/null |
 		grep -q '^Filesystem features:.*needs_recovery'
