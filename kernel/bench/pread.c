@@ -457,8 +457,10 @@ static int replay_write(const char *path)
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = (char)(i * 7 + i / 4096);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
+	if (fd < 0) {
+		printf("# replay: open %s: %s\n", path, strerror(errno));
 		return 0;
+	}
 	ok = pwrite(fd, buf, sizeof(buf), 0) == sizeof(buf) && !fsync(fd) &&
 	     !posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) &&
 	     pread(fd, back, sizeof(back), 0) == sizeof(back) &&
@@ -505,7 +507,7 @@ static void print_ext4_kmsg(void)
 static void run_replay(void)
 {
 	const char *disk = env("paygo_fsx_disk", "");
-	int ok = 0, walked, wrote = 0;
+	int ok, walked, wrote = 0;
 
 	if (!*disk || disk_mount(disk, "/mnt")) {
 		printf("# replay FAILED: could not mount %s\n",
