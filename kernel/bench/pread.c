@@ -17,6 +17,9 @@
  *                      /dev/vda, a virtio disk); none: tmpfs only
  *   paygo_run=replay   mount paygo_fsx_disk after a crash (FSX_CRASH of
  *                      kernel/fsx): replay its journal, read and write it
+ *   paygo_durable=N    (replay) the last "# durable N" line the crashed
+ *                      guest printed: files N-31 .. N of /mnt/durable must
+ *                      hold their bytes
  *
  * Build: gcc -static -O2 -pthread -o init pread.c
  */
@@ -154,8 +157,10 @@ static void run_selftest(void)
  * fadvise(DONTNEED), the calls after which fewer pages were resident:
  * tmpfs ignores the advice, so there that count is only the truncations
  * and hole punches that fell between the two mincore() calls, the noise
- * floor for ext4's count.  If the disk is named but cannot be mounted,
- * or cannot be unmounted at the end, the run fails.
+ * floor for ext4's count.  On ext4 a durable writer (stress_durable())
+ * writes and fsync()s numbered files for kernel/fsx's power loss.  If the
+ * disk is named but cannot be mounted, or cannot be unmounted at the end,
+ * the run fails.
  */
 enum { FS_TMPFS, FS_EXT4, NFS };
 static const char *const fs_name[NFS] = { "tmpfs", "ext4" };
@@ -169,6 +174,7 @@ struct stress {
 		atomic_long reads, bad, zeroes, rewrites, foreign;
 		atomic_long fadvise, dropping, dropped;
 	} fs[NFS];
+	atomic_long durable, durable_errors;
 };
 
 static struct stress *st;
@@ -299,6 +305,72 @@ static void stress_dropper(int nfs)
 	_exit(0);
 }
 
+/*
+ * The durable writer, on ext4: writes /mnt/durable/N (N = 1, 2, ...;
+ * DURABLE_SIZE bytes, four pages and part of a fifth, each byte
+ * durable_byte(N, offset)), fsync()s it and the folder, and only then
+ * prints "# durable N" on the console; after the print it unlinks file
+ * N - DURABLE_KEEP.  After FSX_CRASH's power loss, kernel/fsx passes the
+ * last such line of the crashed guest's log to the boot on the disk left
+ * (paygo_durable=N), which requires files N - DURABLE_CHECK + 1 .. N to
+ * be there with every byte (check_durable()): what fsync() said was on
+ * the disk must be there after the journal's replay.  The margin between
+ * DURABLE_KEEP and DURABLE_CHECK covers lines the guest printed that did
+ * not reach the log before qemu died (their unlinks may have happened).
+ */
+#define DURABLE_DIR "/mnt/durable"
+#define DURABLE_SIZE (4 * 4096 + 1234)
+#define DURABLE_KEEP 64
+#define DURABLE_CHECK 32
+
+static unsigned char durable_byte(long n, long i)
+{
+	return (unsigned char)(n * 131 + i * 7 + (i >> 12) * 29 + (i >> 8));
+}
+
+static void stress_durable(void)
+{
+	static unsigned char buf[DURABLE_SIZE];
+	char path[64];
+	long n, i;
+	int fd, dir;
+
+	mkdir(DURABLE_DIR, 0755);
+	dir = open(DURABLE_DIR, O_RDONLY | O_DIRECTORY);
+	if (dir < 0) {
+		printf("# durable: open %s: %s\n", DURABLE_DIR, strerror(errno));
+		fflush(stdout);
+		atomic_fetch_add(&st->durable_errors, 1);
+		_exit(1);
+	}
+	for (n = 1; !atomic_load(&st->stop); n++) {
+		for (i = 0; i < DURABLE_SIZE; i++)
+			buf[i] = durable_byte(n, i);
+		snprintf(path, sizeof(path), DURABLE_DIR "/%ld", n);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || pwrite(fd, buf, DURABLE_SIZE, 0) != DURABLE_SIZE ||
+		    fsync(fd) || fsync(dir)) {
+			printf("# durable: write and fsync %s: %s\n", path,
+			       strerror(errno));
+			fflush(stdout);
+			atomic_fetch_add(&st->durable_errors, 1);
+			_exit(1);
+		}
+		close(fd);
+		printf("# durable %ld\n", n);
+		fflush(stdout);
+		atomic_store(&st->durable, n);
+		if (n > DURABLE_KEEP) {
+			snprintf(path, sizeof(path), DURABLE_DIR "/%ld",
+				 n - DURABLE_KEEP);
+			unlink(path);
+		}
+		usleep(5000);
+	}
+	close(dir);
+	_exit(0);
+}
+
 static pid_t spawn_fsx(const char *ops, const char *seed, const char *art,
 		       const char *file)
 {
@@ -379,6 +451,8 @@ static void run_fsx(void)
 		stress_foreign(nfs);
 	if ((helpers[nh++] = fork()) == 0)
 		stress_dropper(nfs);
+	if (nfs == 2 && (helpers[nh++] = fork()) == 0)
+		stress_durable();
 	for (f = 0; f < nfs; f++)
 		waitpid(pid[f], &status[f], 0);
 	atomic_store(&st->stop, 1);
@@ -402,6 +476,13 @@ static void run_fsx(void)
 		ok &= exited_ok(status[f]) && !atomic_load(&st->fs[f].bad) &&
 		      atomic_load(&st->fs[f].reads) > 0;
 	}
+	if (nfs == 2) {
+		printf("# durable ext4 files written and fsync()ed %ld, errors %ld\n",
+		       atomic_load(&st->durable),
+		       atomic_load(&st->durable_errors));
+		ok &= atomic_load(&st->durable) > 0 &&
+		      !atomic_load(&st->durable_errors);
+	}
 	if (nfs == 2 && umount("/mnt")) {
 		perror("# ext4: umount /mnt");
 		ok = 0;
@@ -416,6 +497,8 @@ static void run_fsx(void)
  * this kernel, through its page cache and buffer heads); then every file of
  * it is read to its end, a new file is written, fsync()ed, dropped from the
  * page cache and read back, and the disk is unmounted for the host's e2fsck.
+ * With paygo_durable=N, the durable writer's last DURABLE_CHECK files up to
+ * N must hold their bytes (check_durable()).
  * Prints "# replay passed" or "# replay FAILED".
  */
 static long replay_files, replay_bytes, replay_errors;
@@ -470,6 +553,46 @@ static int replay_write(const char *path)
 }
 
 /*
+ * Files last - DURABLE_CHECK + 1 .. last of the durable writer (those from
+ * 1 when there are fewer): each must be there, DURABLE_SIZE bytes long, with
+ * every byte durable_byte().  Prints one line; returns the number of files
+ * missing or wrong (the first five are named).
+ */
+static long check_durable(long last)
+{
+	static unsigned char buf[DURABLE_SIZE + 1];
+	long n, i, first = last - DURABLE_CHECK + 1, bad = 0;
+	char path[64];
+	ssize_t got;
+	int fd;
+
+	if (first < 1)
+		first = 1;
+	for (n = first; n <= last; n++) {
+		const char *why = NULL;
+
+		snprintf(path, sizeof(path), DURABLE_DIR "/%ld", n);
+		fd = open(path, O_RDONLY);
+		if (fd < 0) {
+			why = strerror(errno);
+		} else {
+			got = pread(fd, buf, sizeof(buf), 0);
+			close(fd);
+			if (got != DURABLE_SIZE)
+				why = "wrong size";
+			for (i = 0; !why && i < DURABLE_SIZE; i++)
+				if (buf[i] != durable_byte(n, i))
+					why = "wrong bytes";
+		}
+		if (why && bad++ < 5)
+			printf("# replay: durable file %s: %s\n", path, why);
+	}
+	printf("# replay durable files %ld..%ld (fsync()ed before the power loss): %ld intact, %ld missing or wrong\n",
+	       first, last, last - first + 1 - bad, bad);
+	return bad;
+}
+
+/*
  * Prints the kernel's messages about ext4 and its journal so far (those the
  * console's loglevel hides too: "recovery complete" is KERN_INFO), one
  * "# kmsg: ..." line each.
@@ -507,6 +630,7 @@ static void print_ext4_kmsg(void)
 static void run_replay(void)
 {
 	const char *disk = env("paygo_fsx_disk", "");
+	long durable = atol(env("paygo_durable", "0"));
 	int ok, walked, wrote = 0;
 
 	if (!*disk || disk_mount(disk, "/mnt")) {
@@ -520,6 +644,8 @@ static void run_replay(void)
 	if (walked)
 		wrote = replay_write("/mnt/after-replay");
 	ok = walked && wrote && !replay_errors;
+	if (durable > 0 && check_durable(durable))
+		ok = 0;
 	printf("# replay read %ld files, %ld bytes, %ld errors; wrote, synced, dropped and read back 1 MiB: %s\n",
 	       replay_files, replay_bytes, replay_errors, wrote ? "yes" : "NO");
 	if (umount("/mnt")) {
