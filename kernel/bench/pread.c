@@ -20,10 +20,13 @@
  *   paygo_durable=N    (replay) the last "# durable N" line the crashed
  *                      guest printed: files N-31 .. N of /mnt/durable must
  *                      hold their bytes
+ *   paygo_durable_first=F (replay) its first such line: files below F are
+ *                      of an earlier run on the disk and are not checked
  *
  * Build: gcc -static -O2 -pthread -o init pread.c
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -306,7 +309,9 @@ static void stress_dropper(int nfs)
 }
 
 /*
- * The durable writer, on ext4: writes /mnt/durable/N (N = 1, 2, ...;
+ * The durable writer, on ext4: writes /mnt/durable/N (N = 1, 2, ..., or,
+ * on a disk a crashed run left (FSX_CRASH_ROUNDS), from one past the
+ * highest N there, so that no file is written twice with the same bytes;
  * DURABLE_SIZE bytes, four pages and part of a fifth, each byte
  * durable_byte(N, offset)), fsync()s it and the folder, and only then
  * prints "# durable N" on the console; after the print it unlinks file
@@ -323,6 +328,25 @@ static void stress_dropper(int nfs)
 #define DURABLE_KEEP 64
 #define DURABLE_CHECK 32
 
+/* the highest N of /mnt/durable/N, 0 if there is none */
+static long durable_highest(void)
+{
+	DIR *d = opendir(DURABLE_DIR);
+	struct dirent *e;
+	long n, max = 0;
+	char *end;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		n = strtol(e->d_name, &end, 10);
+		if (end != e->d_name && !*end && n > max)
+			max = n;
+	}
+	closedir(d);
+	return max;
+}
+
 static unsigned char durable_byte(long n, long i)
 {
 	return (unsigned char)(n * 131 + i * 7 + (i >> 12) * 29 + (i >> 8));
@@ -332,10 +356,11 @@ static void stress_durable(void)
 {
 	static unsigned char buf[DURABLE_SIZE];
 	char path[64];
-	long n, i;
+	long n, i, first;
 	int fd, dir;
 
 	mkdir(DURABLE_DIR, 0755);
+	first = durable_highest() + 1;
 	dir = open(DURABLE_DIR, O_RDONLY | O_DIRECTORY);
 	if (dir < 0) {
 		printf("# durable: open %s: %s\n", DURABLE_DIR, strerror(errno));
@@ -343,7 +368,7 @@ static void stress_durable(void)
 		atomic_fetch_add(&st->durable_errors, 1);
 		_exit(1);
 	}
-	for (n = 1; !atomic_load(&st->stop); n++) {
+	for (n = first; !atomic_load(&st->stop); n++) {
 		for (i = 0; i < DURABLE_SIZE; i++)
 			buf[i] = durable_byte(n, i);
 		snprintf(path, sizeof(path), DURABLE_DIR "/%ld", n);
@@ -360,7 +385,8 @@ static void stress_durable(void)
 		printf("# durable %ld\n", n);
 		fflush(stdout);
 		atomic_store(&st->durable, n);
-		if (n > DURABLE_KEEP) {
+		/* an earlier run's files are left as they are */
+		if (n - first >= DURABLE_KEEP) {
 			snprintf(path, sizeof(path), DURABLE_DIR "/%ld",
 				 n - DURABLE_KEEP);
 			unlink(path);
@@ -554,11 +580,12 @@ static int replay_write(const char *path)
 
 /*
  * Files last - DURABLE_CHECK + 1 .. last of the durable writer (those from
- * 1 when there are fewer): each must be there, DURABLE_SIZE bytes long, with
+ * from, the first file of the crashed run, when there are fewer): each must
+ * be there, DURABLE_SIZE bytes long, with
  * every byte durable_byte().  Prints one line; returns the number of files
  * missing or wrong (the first five are named).
  */
-static long check_durable(long last)
+static long check_durable(long from, long last)
 {
 	static unsigned char buf[DURABLE_SIZE + 1];
 	long n, i, first = last - DURABLE_CHECK + 1, bad = 0;
@@ -566,6 +593,8 @@ static long check_durable(long last)
 	ssize_t got;
 	int fd;
 
+	if (first < from)
+		first = from;
 	if (first < 1)
 		first = 1;
 	for (n = first; n <= last; n++) {
@@ -631,6 +660,7 @@ static void run_replay(void)
 {
 	const char *disk = env("paygo_fsx_disk", "");
 	long durable = atol(env("paygo_durable", "0"));
+	long durable_first = atol(env("paygo_durable_first", "1"));
 	int ok, walked, wrote = 0;
 
 	if (!*disk || disk_mount(disk, "/mnt")) {
@@ -644,7 +674,7 @@ static void run_replay(void)
 	if (walked)
 		wrote = replay_write("/mnt/after-replay");
 	ok = walked && wrote && !replay_errors;
-	if (durable > 0 && check_durable(durable))
+	if (durable > 0 && check_durable(durable_first, durable))
 		ok = 0;
 	printf("# replay read %ld files, %ld bytes, %ld errors; wrote, synced, dropped and read back 1 MiB: %s\n",
 	       replay_files, replay_bytes, replay_errors, wrote ? "yes" : "NO");
