@@ -5,7 +5,10 @@
 # NBD_OPT_GO) writes, flushes, writes with FUA and reads; after the power
 # loss (the connection ended without NBD_CMD_DISC, or a flush after
 # SIGUSR1) the image must hold what the mode allows, and every version a
-# block may hold must show up over 40 seeds.  Usage: nbd-cache-test.py
+# block (mode any) or a sector (mode torn) may hold must show up over 40
+# seeds; the images of power losses taken while the run goes on (--images)
+# must hold the flushed writes alone and name the durable lines the
+# console showed.  Usage: nbd-cache-test.py
 # SERVER TMPDIR; exits 1 with a message on the first check that fails.
 import os, signal, socket, struct, subprocess, sys, time
 
@@ -20,7 +23,7 @@ def fail(msg):
 def block(tag):
     return bytes([tag]) * B
 
-def start(mode, seed, cut=None):
+def start(mode, seed, cut=None, extra=()):
     img = os.path.join(tmp, "nbd.img")
     with open(img, "wb") as f:
         for b in range(NBLOCKS):
@@ -31,6 +34,7 @@ def start(mode, seed, cut=None):
     args = [sys.executable, server, "--image", img, "--socket", sock, "--mode", mode, "--seed", str(seed)]
     if cut is not None:
         args += ["--cut-blocks", str(cut)]
+    args += extra
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(200):
         if os.path.exists(sock):
@@ -125,32 +129,55 @@ def finish(p):
         fail(f"exit {p.returncode}: {err}")
     return out
 
+def lost(mode, seed):
+    """The workload, then the connection closed without NBD_CMD_DISC: the
+    server's line, the image and the workload's blocks."""
+    p, c, img = start(mode, seed)
+    handshake(c)
+    blocks = workload(c)
+    c.close()
+    return (finish(p), image(img)) + blocks
+
 # drop: every unflushed write lost, the flushed and the FUA one kept
-p, c, img = start("drop", 1)
-handshake(c)
-orig, allowed, newest = workload(c)
-c.close()
-out = finish(p)
+out, got, orig, allowed, newest = lost("drop", 1)
 if "power loss at the end of the connection" not in out:
     fail(f"drop: {out}")
 want = [allowed[0][0], orig[1], orig[2], allowed[3][0]] + orig[4:]
-if image(img) != want:
+if got != want:
     fail("drop: the image is not the flushed writes and the FUA write alone")
 # any: each block one of its versions, every version seen over the seeds
 seen = [set() for _ in range(NBLOCKS)]
 for seed in range(40):
-    p, c, img = start("any", seed)
-    handshake(c)
-    orig, allowed, newest = workload(c)
-    c.close()
-    finish(p)
-    for b, d in enumerate(image(img)):
+    out, got, orig, allowed, newest = lost("any", seed)
+    for b, d in enumerate(got):
         if d not in allowed[b]:
             fail(f"any, seed {seed}: block {b} holds a version it never had")
         seen[b].add(d)
 for b in range(NBLOCKS):
     if len(seen[b]) != len(allowed[b]):
         fail(f"any: block {b} held {len(seen[b])} of its {len(allowed[b])} versions over 40 seeds")
+# torn: each 512-byte sector one of its block's versions, and blocks that
+# come back part old and part new
+S = 512
+torn = 0
+seen = [[set() for _ in range(B // S)] for _ in range(NBLOCKS)]
+for seed in range(40):
+    out, got, orig, allowed, newest = lost("torn", seed)
+    if "came back torn" not in out:
+        fail(f"torn, seed {seed}: {out}")
+    for b, d in enumerate(got):
+        for i in range(B // S):
+            sec = d[i * S:(i + 1) * S]
+            if sec not in [v[i * S:(i + 1) * S] for v in allowed[b]]:
+                fail(f"torn, seed {seed}: sector {i} of block {b} holds bytes it never had")
+            seen[b][i].add(sec)
+        torn += d not in allowed[b]
+for b in range(NBLOCKS):
+    for i in range(B // S):
+        if len(seen[b][i]) != len({v[i * S:(i + 1) * S] for v in allowed[b]}):
+            fail(f"torn: sector {i} of block {b} did not take each of its versions over 40 seeds")
+if not torn:
+    fail("torn: no block came back torn over 40 seeds")
 # a clean end writes everything back
 p, c, img = start("any", 7)
 handshake(c)
@@ -186,6 +213,48 @@ if image(img) != want:
     fail("armed: the image is not the writes flushed before the cut")
 c.close()
 finish(p)
+# images: power losses taken while the run goes on, once the console shows
+# a durable line, each with the durable lines seen (a partial one not)
+console = os.path.join(tmp, "console.log")
+open(console, "wb").close()
+p, c, img = start("drop", 5, cut=2, extra=["--images", "2", "--image-dir", tmp,
+                                          "--console", console, "--interval", "0"])
+handshake(c)
+request(c, 1, 5 * B, block(0x51))
+request(c, 1, 6 * B, block(0x61))
+request(c, 3)                                   # no durable line yet: no image
+with open(console, "ab") as f:
+    f.write(b"boot\n# durable 5\n")
+request(c, 1, 4 * B, block(0x41))
+request(c, 1, 7 * B, block(0x71))
+request(c, 3)                                   # image 1
+with open(console, "ab") as f:
+    f.write(b"# durable 6\n# durable 7\r\n# dur")
+request(c, 1, 0, block(0x01))
+request(c, 1, B, block(0x02))
+request(c, 3)                                   # image 2
+request(c, 1, 2 * B, block(0x03))
+request(c, 1, 3 * B, block(0x04))
+request(c, 3)                                   # no third
+c.close()
+out = finish(p).splitlines()
+want_lines = [
+    f"nbd-cache: image 1 {tmp}/crash-1.img, ",
+    f"nbd-cache: image 2 {tmp}/crash-2.img, ",
+]
+if len(out) != 3 or any(not o.startswith(w) for o, w in zip(out, want_lines)):
+    fail(f"images: {out}")
+if not out[0].endswith("durable 5 5: 2 blocks in the cache: 0 kept their newest version, 0 an older one, 2 none") \
+        or "durable 5 7: 2 blocks" not in out[1]:
+    fail(f"images: the durable lines or the blocks: {out}")
+i1 = orig[:5] + [block(0x51), block(0x61), orig[7]]
+i2 = orig[:4] + [block(0x41), block(0x51), block(0x61), block(0x71)]
+if image(os.path.join(tmp, "crash-1.img")) != i1 or image(os.path.join(tmp, "crash-2.img")) != i2:
+    fail("images: an image is not the flushed writes alone")
+if os.path.exists(os.path.join(tmp, "crash-3.img")):
+    fail("images: more images than asked for")
+if image(img) != [block(0x01), block(0x02), block(0x03), block(0x04)] + i2[4:]:
+    fail("images: the run's own image is not every flushed write")
 # an image that is not whole blocks is refused
 with open(os.path.join(tmp, "bad.img"), "wb") as f:
     f.write(b"x" * 1000)
