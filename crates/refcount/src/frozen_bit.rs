@@ -241,6 +241,7 @@ impl FrozenBit {
     /// zero; the caller must then call [`Self::free_if_winner`], and frees the object only if
     /// that returns true. [`Self::put_and_test`] does both; the halves exist so that tests can
     /// stall a thread between them (the ABA window).
+    #[inline]
     pub fn dec_begin(&self, obj: Pin<&FrozenBitObject>, token: FrozenBitToken) -> Option<Zero> {
         token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.dec(&obj)
@@ -285,6 +286,7 @@ impl FrozenBit {
     /// If `zero` came from a decrement of another object (whose word could equal this one's),
     /// before anything is changed.
     #[track_caller]
+    #[inline]
     pub fn free_if_winner(&self, obj: Pin<&FrozenBitObject>, zero: Zero) -> bool {
         zero.tag.check(&*obj, <Self as RefCounter>::NAME);
         if bug(Bug::NoGeneration) {
@@ -311,6 +313,7 @@ impl FrozenBit {
 
     /// Dec-and-test put (`folio_put`): true if the caller won the right to free the object,
     /// which is then dead (frozen) until `reinit`.
+    #[inline]
     pub fn put_and_test(&self, obj: Pin<&FrozenBitObject>, token: FrozenBitToken) -> bool {
         match self.dec_begin(obj, token) {
             Some(z) => self.free_if_winner(obj, z),

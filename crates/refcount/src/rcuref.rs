@@ -290,6 +290,7 @@ impl RcuRef {
     /// A put that reports whether it freed the object (the kernel's `rcuref_put` return). With
     /// reuse in place, the life it is told to free may be a later one than its reference's (see
     /// "Reuse in place" in the module docs).
+    #[inline]
     pub fn put_and_test(&self, obj: Pin<&RcuRefObject>, token: RcuRefToken) -> bool {
         token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.put_raw(&obj)

@@ -1091,7 +1091,10 @@ impl RefCounter for RefCache {
         self.try_new_object()
     }
 
-    #[inline]
+    // Always inline, as the kernel's fast paths are and PAYGO's: left to the compiler, the
+    // whole function (its retry path included) stayed a call at every use, which cost the
+    // scheme more than its counting in the benchmarks.
+    #[inline(always)]
     fn try_get(&self, obj: Pin<&RefCacheObject>) -> Option<RefCacheToken> {
         // The object's scheme, whichever instance this is (module documentation).
         let sh = &*obj.shared;
@@ -1142,7 +1145,7 @@ impl RefCounter for RefCache {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&self, obj: Pin<&RefCacheObject>, token: RefCacheToken) {
         token.0.check(&*obj, Self::NAME);
         // The object's scheme, whichever instance this is (module documentation).

@@ -221,7 +221,10 @@ impl RefCounter for Sloppy {
         self.try_new_object()
     }
 
-    #[inline]
+    // Always inline, as the kernel's fast paths are and PAYGO's: left to the compiler, the
+    // whole function (its retry path included) stayed a call at every use, which cost the
+    // scheme more than its counting in the benchmarks.
+    #[inline(always)]
     fn try_get(&self, obj: Pin<&SloppyObject>) -> Option<SloppyToken> {
         let mut retry = Retry::new();
         loop {
@@ -264,7 +267,7 @@ impl RefCounter for Sloppy {
         Some(SloppyToken(crate::TokenTag::of(&*obj)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&self, obj: Pin<&SloppyObject>, token: SloppyToken) {
         token.0.check(&*obj, Self::NAME);
         let mut retry = Retry::new();

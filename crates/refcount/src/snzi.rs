@@ -224,6 +224,7 @@ impl Snzi {
         }
     }
 
+    #[inline]
     fn depart(&self, obj: &SnziObject, mut node: usize) {
         loop {
             let x = &obj.nodes[node];
@@ -338,7 +339,9 @@ impl RefCounter for Snzi {
         self.try_new_object()
     }
 
-    #[inline]
+    // Always inline, as the other schemes' fast paths: with the first level of `arrive` inlined
+    // into it, the compiler kept this a call at every use.
+    #[inline(always)]
     fn try_get(&self, obj: Pin<&SnziObject>) -> Option<SnziToken> {
         // Cheap early exit; the SeqCst load after the arrival is the one that matters.
         if obj.state.load(Ordering::Relaxed) != LIVE {
@@ -359,7 +362,7 @@ impl RefCounter for Snzi {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn put(&self, obj: Pin<&SnziObject>, token: SnziToken) {
         token.tag.check(&*obj, Self::NAME);
         self.depart(&obj, token.leaf());

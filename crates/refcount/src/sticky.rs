@@ -281,6 +281,7 @@ impl Sticky {
     /// A put that reports whether it freed the object (its decrement reached zero). With reuse
     /// in place, the life it is told to free may be a later one than its reference's (see
     /// "Reuse in place" in the module docs).
+    #[inline]
     pub fn put_and_test(&self, obj: Pin<&StickyObject>, token: StickyToken) -> bool {
         token.0.check(&*obj, <Self as RefCounter>::NAME);
         self.decrement(&obj)
