@@ -572,9 +572,9 @@ impl RefCounter for PercpuRef {
         self.try_new_object()
     }
 
-    // Always inline, as the kernel's fast paths are and PAYGO's: left to the compiler, the
-    // whole function (its retry path included) stayed a call at every use, which cost the
-    // scheme more than its counting in the benchmarks.
+    // Always inline, as PAYGO's fast path is: left to the compiler, the whole function (its
+    // retry path included) stayed a call at every use, which cost the scheme more than its
+    // counting in the benchmarks.
     #[inline(always)]
     fn try_get(&self, obj: Pin<&PercpuRefObject>) -> Option<PercpuRefToken> {
         let mut retry = Retry::new();

@@ -221,9 +221,9 @@ impl RefCounter for Sloppy {
         self.try_new_object()
     }
 
-    // Always inline, as the kernel's fast paths are and PAYGO's: left to the compiler, the
-    // whole function (its retry path included) stayed a call at every use, which cost the
-    // scheme more than its counting in the benchmarks.
+    // Always inline, as PAYGO's fast path is: left to the compiler, the whole function (its
+    // retry path included) stayed a call at every use, which cost the scheme more than its
+    // counting in the benchmarks.
     #[inline(always)]
     fn try_get(&self, obj: Pin<&SloppyObject>) -> Option<SloppyToken> {
         let mut retry = Retry::new();

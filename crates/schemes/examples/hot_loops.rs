@@ -1,8 +1,8 @@
 //! Every scheme's get and put in loops of their own, for `.ci/inline-check`: in a release build
 //! no such loop may call a scheme's `try_get`, `put`, `try_get_placed` or `with_ref_placed`
-//! (nor `put_and_test`, through which some schemes put). Each fast path must inline into its
-//! caller, as PAYGO's does, so that where refbench compares schemes it compares their counting,
-//! not a function call that some of them pay and others do not.
+//! (nor `put_and_test` or `dec_begin`, through which some schemes put). Each fast path must
+//! inline into its caller, as PAYGO's does, so that where refbench compares schemes it compares
+//! their counting, not a function call that some of them pay and others do not.
 //!
 //! `cargo run --release -p paygo-schemes --example hot_loops` runs each loop on one object and
 //! checks that every get succeeded and the count came back to where it was.
@@ -11,12 +11,17 @@ use core::pin::Pin;
 use refcount::{Objects, RefCounter};
 use schemes::{SchemeConfig, SchemeInfo, Visit, SCHEMES};
 
-/// Gets and puts on `obj`, `n` times: the gets that succeeded.
-#[inline(never)]
-fn get_put<C: RefCounter>(scheme: &C, obj: Pin<&C::Object>, n: u64) -> u64 {
+/// Gets (with `get`) and puts on `obj`, `n` times: the gets that succeeded.
+#[inline(always)]
+fn gets_and_puts<C: RefCounter>(
+    scheme: &C,
+    obj: Pin<&C::Object>,
+    n: u64,
+    get: impl Fn() -> Option<C::Token>,
+) -> u64 {
     let mut got = 0;
     for _ in 0..n {
-        if let Some(t) = scheme.try_get(obj) {
+        if let Some(t) = get() {
             got += 1;
             scheme.put(obj, t);
         }
@@ -24,17 +29,16 @@ fn get_put<C: RefCounter>(scheme: &C, obj: Pin<&C::Object>, n: u64) -> u64 {
     got
 }
 
+/// `try_get` and `put` on `obj`, `n` times.
+#[inline(never)]
+fn get_put<C: RefCounter>(scheme: &C, obj: Pin<&C::Object>, n: u64) -> u64 {
+    gets_and_puts(scheme, obj, n, || scheme.try_get(obj))
+}
+
 /// The same through `try_get_placed` (object `place` of a placed set).
 #[inline(never)]
 fn get_put_placed<C: RefCounter>(scheme: &C, obj: Pin<&C::Object>, place: usize, n: u64) -> u64 {
-    let mut got = 0;
-    for _ in 0..n {
-        if let Some(t) = scheme.try_get_placed(obj, place) {
-            got += 1;
-            scheme.put(obj, t);
-        }
-    }
-    got
+    gets_and_puts(scheme, obj, n, || scheme.try_get_placed(obj, place))
 }
 
 /// The page cache's hit: `with_ref_placed` around a little work.
