@@ -1,8 +1,8 @@
 //! Micro-benchmarks of the PAYGO paths on one thread: the REF+UNREF pair (home path) on one
 //! object and on many, the anchor counter's compare-and-swap, READ-ALL, and try-reclaim (one
 //! asymmetric fence), against a shared atomic's fetch_add + fetch_sub; `paygo::Arc` against
-//! `std::sync::Arc` (clone+drop, `get_mut` of the only `Arc`, `Weak` upgrade+drop, a clone
-//! through `into_raw`/`from_raw`); and the
+//! `std::sync::Arc` (clone+drop, a clone moved into a call that drops it, `get_mut` of the
+//! only `Arc`, `Weak` upgrade+drop, a clone through `into_raw`/`from_raw`); and the
 //! batch reclaim of 4,096 objects with neighbouring home slots (a file's pages), per object.
 //!
 //! `PAYGO_BENCH_CPUS=N` sizes the per-CPU tables for `N` CPUs (at least the machine's): the
@@ -73,6 +73,16 @@ fn benches(c: &mut Criterion) {
     c.bench_function("paygo::Arc clone+drop", |b| {
         b.iter(|| drop(black_box(p.clone())))
     });
+    // A clone moved into a function that is not inlined and drops it, as a clone handed to a
+    // call is: a pointer and a word go in two registers (three words would go through the
+    // stack, copied with a load wider than the stores that wrote them).
+    c.bench_function(
+        "std::sync::Arc clone, moved into a call that drops it",
+        |b| b.iter(|| consume(s.clone())),
+    );
+    c.bench_function("paygo::Arc clone, moved into a call that drops it", |b| {
+        b.iter(|| consume(p.clone()))
+    });
     // The unique-owner check: std loads its counts; paygo flags, fences and reads every CPU.
     let mut s = std::sync::Arc::new(7u64);
     c.bench_function("std::sync::Arc get_mut (the only Arc)", |b| {
@@ -106,6 +116,12 @@ fn benches(c: &mut Criterion) {
             drop(unsafe { paygo::Arc::from_raw(black_box(raw)) })
         })
     });
+}
+
+/// Drops `v`, out of line.
+#[inline(never)]
+fn consume<T>(v: T) {
+    drop(v)
 }
 
 /// `try_reclaim_many` of 4,096 unreferenced objects at placements 0..4096 (each with an entry

@@ -386,11 +386,19 @@ unsafe impl Send for Entry {}
 /// A domain's list of live `Arc` allocations, in shards.
 pub(crate) struct Registry {
     shards: Box<[Mutex<Vec<Entry>>]>,
+    /// How an `Arc`'s word names the slot that counts its reference and the slot's
+    /// generation (see [`Arc`]'s `at`): the slot number in the low `slot_bits` bits...
+    slot_bits: u32,
+    /// ... (`slot_bits` ones)...
+    slot_mask: u64,
+    /// ... and generations below `gen_limit` above them, bit 63 clear.
+    gen_limit: u64,
 }
 
 impl Registry {
-    /// An empty registry, or the error of its shards' size if they cannot be allocated.
-    pub(crate) fn try_new() -> Result<Self, crate::ConfigError> {
+    /// An empty registry for a domain of `slots` slots (all CPUs' tables), or the error of its
+    /// shards' size if they cannot be allocated.
+    pub(crate) fn try_new(slots: usize) -> Result<Self, crate::ConfigError> {
         let mut shards = Vec::new();
         shards
             .try_reserve_exact(SHARDS)
@@ -398,9 +406,37 @@ impl Registry {
                 bytes: SHARDS * core::mem::size_of::<Mutex<Vec<Entry>>>(),
             })?;
         shards.extend((0..SHARDS).map(|_| Mutex::new(Vec::new())));
+        // Slot numbers are below `slots` (at most 2^13 CPUs x 2^24 slots), so the bits left
+        // for the generation are at least 26 (42 with 4,096 slots on 512 CPUs).
+        let slot_bits = usize::BITS - slots.saturating_sub(1).leading_zeros();
+        // `PAYGO_ARC_BOXED=1`: every word boxed, so that the tests run the rare form's paths.
+        let boxed = std::env::var_os("PAYGO_ARC_BOXED").is_some_and(|v| v == "1");
         Ok(Registry {
             shards: shards.into_boxed_slice(),
+            slot_bits,
+            slot_mask: (1u64 << slot_bits) - 1,
+            gen_limit: if boxed { 0 } else { 1u64 << (63 - slot_bits) },
         })
+    }
+
+    /// The word of an `Arc` whose reference `a` counts (one of this registry's domain): the
+    /// slot and generation packed, or for a generation too large to pack (a slot evicted
+    /// 2^26 times or more since the domain was made; 2^42 with the default tables on 512
+    /// CPUs), a box that holds them ([`wide`]).
+    #[inline(always)]
+    fn word(&self, a: &Anchor) -> u64 {
+        if a.gen < self.gen_limit {
+            (a.gen << self.slot_bits) | a.slot as u64
+        } else {
+            wide(a.slot, a.gen)
+        }
+    }
+
+    /// The slot number and generation of a packed word (not [`IN_RAW`], not [`WIDE`]).
+    #[inline(always)]
+    fn unpack(&self, at: u64) -> (usize, u64) {
+        debug_assert_eq!(at & WIDE, 0, "paygo: unpacking a word that is not packed");
+        ((at & self.slot_mask) as usize, at >> self.slot_bits)
     }
 
     fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Vec<Entry>> {
@@ -575,16 +611,20 @@ fn my_shard() -> usize {
 /// the collector runs in creations and drops of `Arc`s, so these may drop (and pass on the
 /// panic of) another value left to it; [`Arc::get_mut`], [`Arc::make_mut`] and
 /// [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a per-CPU count is exact
-/// only under a reclaim's flag), where `std`'s load one counter; and an `Arc` is two words
-/// more than the pointer (where its reference is counted: CPU, slot and generation).
+/// only under a reclaim's flag), where `std`'s load one counter; and an `Arc` is one word
+/// more than the pointer (where its reference is counted: slot and generation).
 pub struct Arc<T: ?Sized> {
     inner: NonNull<ArcInner<T>>,
-    /// Where the reference is counted: `cpu << 32 | slot` (the slot within that CPU's table),
-    /// or [`IN_RAW`]: in the allocation's count of references held as raw pointers (an `Arc`
-    /// made by [`Arc::from_raw`] whose reference was not yet moved to a CPU's table).
-    pos: u64,
-    /// The generation of the entry that counts it.
-    gen: u64,
+    /// Where the reference is counted, in one word, so that an `Arc` of a sized value is two
+    /// words, which Rust passes in registers (three would go through memory at every move,
+    /// and a load of a value just stored in pieces waits for the stores to drain):
+    /// * bit 63 clear: the slot number (among all the domain's) and that entry's generation,
+    ///   packed as the domain's [`Registry`] says;
+    /// * [`IN_RAW`]: in the allocation's count of references held as raw pointers (an `Arc`
+    ///   made by [`Arc::from_raw`] whose reference was not yet moved to a CPU's table);
+    /// * else [`WIDE`] and the address of a [`Wide`] box that holds slot and generation, for
+    ///   a generation too large to pack.
+    at: u64,
 }
 
 // SAFETY: as std::sync::Arc: an Arc gives &T on any thread and may drop T on any thread.
@@ -674,7 +714,7 @@ impl<T> Arc<T> {
         core::mem::forget(unwritten);
         // SAFETY: room for the value, written once, before the object is made live.
         unsafe { core::ptr::addr_of_mut!((*inner.as_ptr()).value).write(ManuallyDrop::new(value)) };
-        let (pos, gen) = {
+        let at = {
             let mut v = domain.arcs.lock(meta.shard);
             Registry::add_locked(&mut v, inner.cast());
             // Release: pairs with the Acquire flag load of REFs: an upgrade that succeeds
@@ -684,7 +724,7 @@ impl<T> Arc<T> {
         };
         // The `Arc` holds the reference before anything else runs: if the collection `tick`
         // may run panics (another value's `Drop`), the unwinding gives it back.
-        let me = Arc { inner, pos, gen };
+        let me = Arc { inner, at };
         drop(weak);
         tick(domain);
         me
@@ -719,7 +759,10 @@ impl<T> Arc<T> {
             // SAFETY: on `Some`, the old `Arc` is forgotten here, not dropped.
             match weaks.then(|| unsafe { Self::move_if_only(this) }).flatten() {
                 Some(moved) => {
-                    core::mem::forget(core::mem::replace(this, moved));
+                    // The old `Arc`'s reference was given back by the move's reclaim.
+                    let old = core::mem::replace(this, moved);
+                    Self::release_word(old.at);
+                    core::mem::forget(old);
                     tick(d);
                 }
                 None => *this = Arc::new_in((**this).clone(), d),
@@ -813,6 +856,8 @@ impl<T> Arc<T> {
             return Err(this);
         }
         let this = ManuallyDrop::new(this);
+        // Our reference was given back by the reclaim.
+        Self::release_word(this.at);
         Registry::remove_locked(&mut v, this.inner.cast());
         drop(v);
         // SAFETY: our reclaim moved the header to DEAD with our reference given back: we alone
@@ -855,7 +900,10 @@ impl<T> Arc<T> {
     fn release_locked(self, v: &mut Vec<Entry>) -> Option<T> {
         let this = ManuallyDrop::new(self);
         let d = this.meta().domain;
-        if !Self::unref_and_reclaim(d, this.inner, this.anchor(d), v) {
+        let given_back = Self::unref_and_reclaim(d, this.inner, this.anchor(d), v);
+        // The reference was given back either way.
+        Self::release_word(this.at);
+        if !given_back {
             // Another Arc counts a reference: the value is its holder's now.
             return None;
         }
@@ -900,8 +948,8 @@ impl<T: ?Sized> Arc<T> {
     /// # Safety
     /// As [`Arc::publish`].
     unsafe fn publish_untimed(inner: NonNull<ArcInner<T>>, domain: &'static Domain) -> Self {
-        let (pos, gen) = Self::get(domain, inner);
-        let me = Arc { inner, pos, gen };
+        let at = Self::get(domain, inner);
+        let me = Arc { inner, at };
         domain.arcs.add(inner.cast());
         me
     }
@@ -921,12 +969,46 @@ impl<T: ?Sized> Arc<T> {
 
     /// A new reference to the object, for a caller that holds one (so it cannot be dead; a
     /// concurrent collector's reclaim fails because of the caller's reference, and is waited
-    /// out).
+    /// out), as an `Arc`'s word.
     #[inline(always)]
-    fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> (u64, u64) {
+    fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> u64 {
         match d.get_or_wait(Self::header(inner)) {
-            Some(a) => (d.anchor_pos(&a), a.gen),
+            Some(a) => d.arcs.word(&a),
             None => unreachable!("paygo: Arc object dead while referenced"),
+        }
+    }
+
+    /// Where a word counted on a CPU (not [`IN_RAW`]) counts its reference: slot number and
+    /// generation.
+    #[inline(always)]
+    fn place(d: &Domain, at: u64) -> (usize, u64) {
+        if at & WIDE == 0 {
+            d.arcs.unpack(at)
+        } else {
+            debug_assert_ne!(
+                at, IN_RAW,
+                "paygo: the place of a reference held as a pointer"
+            );
+            // SAFETY: a word with `WIDE` set that is not `IN_RAW` names the live box its `Arc`
+            // owns.
+            unsafe { wide_of(at) }
+        }
+    }
+
+    /// Frees the box of a word that has one, as its reference is given back or moved out (the
+    /// caller then forgets the `Arc` or gives it a new word).
+    #[inline(always)]
+    fn release_word(at: u64) {
+        if at & WIDE != 0 && at != IN_RAW {
+            #[cfg(test)]
+            tests::BOXES.with(|b| b.set(b.get() - 1));
+            // SAFETY: made by `wide` (`Box::into_raw`, provenance exposed) and owned by the
+            // word's `Arc`, which stops naming it here.
+            drop(unsafe {
+                Box::from_raw(core::ptr::with_exposed_provenance_mut::<Wide>(
+                    (at & !WIDE) as usize,
+                ))
+            });
         }
     }
 
@@ -967,7 +1049,7 @@ impl<T: ?Sized> Arc<T> {
     pub fn into_raw(this: Self) -> *const T {
         let this = ManuallyDrop::new(this);
         let ptr = Self::as_ptr(&this);
-        if this.pos == IN_RAW {
+        if this.at == IN_RAW {
             // Its reference is one of the pointers' already.
             return ptr;
         }
@@ -978,6 +1060,7 @@ impl<T: ?Sized> Arc<T> {
         // lock) sees one or the other.
         m.raw_increment();
         d.put(Self::header(this.inner), this.anchor(d));
+        Self::release_word(this.at);
         ptr
     }
 
@@ -1019,11 +1102,7 @@ impl<T: ?Sized> Arc<T> {
         if m.raw.load(Ordering::Relaxed) == 0 {
             no_raw_reference();
         }
-        Arc {
-            inner,
-            pos: IN_RAW,
-            gen: 0,
-        }
+        Arc { inner, at: IN_RAW }
     }
 
     /// Moves the reference of an `Arc` made by [`Arc::from_raw`] from the allocation's count
@@ -1036,7 +1115,7 @@ impl<T: ?Sized> Arc<T> {
     /// changed, and the `Arc`'s drop then panics too, or does nothing while unwinding.
     #[inline(always)]
     fn counted_on_a_cpu(&mut self) {
-        if self.pos == IN_RAW {
+        if self.at == IN_RAW {
             self.move_to_a_cpu();
         }
     }
@@ -1049,7 +1128,7 @@ impl<T: ?Sized> Arc<T> {
         let _v = m.lock_raw();
         // The REF comes before the count goes down; no reclaim runs meanwhile (each holds the
         // lock), so it takes the reference at once.
-        (self.pos, self.gen) = Self::get(m.domain, self.inner);
+        self.at = Self::get(m.domain, self.inner);
         // Relaxed: `raw` changes only under the lock we hold.
         m.raw.fetch_sub(1, Ordering::Relaxed);
     }
@@ -1106,10 +1185,11 @@ impl<T: ?Sized> Arc<T> {
     /// The CPU whose table counts this reference; `usize::MAX` for an `Arc` made by
     /// [`Arc::from_raw`] whose reference is still counted with the pointers'.
     pub fn anchor_cpu(this: &Self) -> usize {
-        if this.pos == IN_RAW {
+        if this.at == IN_RAW {
             return usize::MAX;
         }
-        (this.pos >> 32) as usize
+        let d = this.meta().domain;
+        Self::place(d, this.at).0 >> d.bits
     }
 
     /// The number of references to the value (`Arc`s and pointers from [`Arc::into_raw`],
@@ -1261,13 +1341,14 @@ impl<T: ?Sized> Arc<T> {
 
     /// This `Arc`'s reference as an [`Anchor`] of `d` (its domain).
     fn anchor(&self, d: &Domain) -> Anchor {
-        debug_assert_ne!(
-            self.pos, IN_RAW,
-            "paygo: the anchor of a reference held as a pointer"
-        );
-        let cpu = (self.pos >> 32) as usize;
-        let slot = d.slot_number(cpu, self.pos as u32 as usize);
-        Anchor::new(d.id, slot, self.gen, cpu, Self::header(self.inner).addr())
+        let (slot, gen) = Self::place(d, self.at);
+        Self::anchor_at(d, self.inner, slot, gen)
+    }
+
+    /// The [`Anchor`] of a reference to `inner` counted in slot number `slot`, generation `gen`.
+    #[inline(always)]
+    fn anchor_at(d: &Domain, inner: NonNull<ArcInner<T>>, slot: usize, gen: u64) -> Anchor {
+        Anchor::new(d.id, slot, gen, slot >> d.bits, Self::header(inner).addr())
     }
 
     /// UNREF of `a` (an `Arc`'s reference to `inner`), then a reclaim; on success, unlists
@@ -1295,11 +1376,9 @@ impl<T: ?Sized> Arc<T> {
 impl<T: ?Sized> Clone for Arc<T> {
     #[inline(always)]
     fn clone(&self) -> Self {
-        let (pos, gen) = Self::get(self.meta().domain, self.inner);
         Arc {
             inner: self.inner,
-            pos,
-            gen,
+            at: Self::get(self.meta().domain, self.inner),
         }
     }
 }
@@ -1317,21 +1396,14 @@ impl<T: ?Sized> core::ops::Deref for Arc<T> {
 impl<T: ?Sized> Drop for Arc<T> {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.pos == IN_RAW {
-            self.drop_in_raw();
+        if self.at & WIDE != 0 {
+            self.drop_rare();
             return;
         }
         // Everything read from the allocation is read now, while our reference keeps it live.
         let d = self.meta().domain;
-        let hdr = Self::header(self.inner);
-        let cpu = (self.pos >> 32) as usize;
-        let n = d.slot_number(cpu, self.pos as u32 as usize);
-        let s = &d.slots[n];
-        if d.entry_sum(n) == 1 {
-            self.drop_candidate(d, hdr, s, cpu);
-        } else {
-            d.put_at(hdr, s, cpu, self.gen);
-        }
+        let (n, gen) = d.arcs.unpack(self.at);
+        self.drop_at(d, n, gen);
         // The allocation may be gone from here on: nothing is read through `self.inner`.
     }
 }
@@ -1399,6 +1471,35 @@ impl Recent {
 }
 
 impl<T: ?Sized> Arc<T> {
+    /// The drop of a reference counted in slot number `n`, generation `gen`: the UNREF, or, if
+    /// it may leave the entry at zero, [`Arc::drop_candidate`].
+    #[inline(always)]
+    fn drop_at(&self, d: &'static Domain, n: usize, gen: u64) {
+        let hdr = Self::header(self.inner);
+        let cpu = n >> d.bits;
+        let s = &d.slots[n];
+        if d.entry_sum_relaxed(n) == 1 {
+            self.drop_candidate(d, hdr, s, n, gen);
+        } else {
+            d.put_at(hdr, s, cpu, gen);
+        }
+    }
+
+    /// The drop of an `Arc` whose word is not packed: held as a pointer's, or boxed.
+    #[cold]
+    #[inline(never)]
+    fn drop_rare(&mut self) {
+        if self.at == IN_RAW {
+            self.drop_in_raw();
+            return;
+        }
+        let d = self.meta().domain;
+        // SAFETY: a word with `WIDE` set that is not `IN_RAW` names the live box we own.
+        let (n, gen) = unsafe { wide_of(self.at) };
+        Self::release_word(self.at);
+        self.drop_at(d, n, gen);
+    }
+
     /// The drop of an `Arc` made by [`Arc::from_raw`] whose reference is still one of the
     /// allocation's `raw` count: under the registry lock, the count down one if another
     /// pointer's reference is left (which keeps the value: no reclaim passes while the count
@@ -1416,7 +1517,7 @@ impl<T: ?Sized> Arc<T> {
         // SAFETY: our reference, held as a pointer's, keeps the allocation live.
         let m = unsafe { meta_of(inner) };
         let d = m.domain;
-        let (pos, gen) = {
+        let at = {
             let v = d.arcs.lock(m.shard);
             // Relaxed: `raw` changes only under the lock we hold.
             let now = m.raw.load(Ordering::Relaxed);
@@ -1437,17 +1538,18 @@ impl<T: ?Sized> Arc<T> {
             r
         };
         // The reference is counted on this CPU now: the drop of any such `Arc`.
-        drop(Arc { inner, pos, gen });
+        drop(Arc { inner, at });
     }
 
-    /// A drop whose UNREF leaves its entry at zero (slot `s` of CPU `cpu`, the reference's):
-    /// unless this thread found the object still referenced recently, look whether it was the
-    /// last reference. The thread's state is read and written once for the skip and for
-    /// [`tick`]'s count: this runs on every drop of a loop that clones and drops a value
-    /// another clone keeps (the entry goes from 0 to 1 and back).
+    /// A drop whose UNREF leaves its entry at zero (slot `s`, number `n`, generation `gen`: the
+    /// reference's): unless this thread found the object still referenced recently, look
+    /// whether it was the last reference. The thread's state is read and written once for the
+    /// skip and for [`tick`]'s count: this runs on every drop of a loop that clones and drops a
+    /// value another clone keeps (the entry goes from 0 to 1 and back).
     #[cold]
     #[inline(never)]
-    fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, s: &Slot, cpu: usize) {
+    fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, s: &Slot, n: usize, gen: u64) {
+        let cpu = n >> d.bits;
         let addr = self.inner.as_ptr().cast::<u8>() as usize;
         let (skip, due) = RECENT
             .try_with(|c| {
@@ -1462,8 +1564,8 @@ impl<T: ?Sized> Arc<T> {
             })
             .unwrap_or((false, None));
         if skip {
-            d.put_at(hdr, s, cpu, self.gen);
-        } else if !self.drop_if_last(d, hdr, self.anchor(d)) {
+            d.put_at(hdr, s, cpu, gen);
+        } else if !self.drop_if_last(d, hdr, Self::anchor_at(d, self.inner, n, gen)) {
             let _ = RECENT.try_with(|c| {
                 let mut r = c.get();
                 r.addr = addr;
@@ -1682,9 +1784,42 @@ impl Default for Arc<str> {
     }
 }
 
-/// An [`Arc`]'s `pos` when its reference is one of the allocation's `raw` count (made by
-/// [`Arc::from_raw`]): no CPU's table position is this (CPU numbers are below `u32::MAX`).
+/// An [`Arc`]'s word when its reference is one of the allocation's `raw` count (made by
+/// [`Arc::from_raw`]): neither a packed word (bit 63 clear) nor a boxed one (a box's address
+/// is a multiple of 8).
 const IN_RAW: u64 = u64::MAX;
+
+/// The bit of an [`Arc`]'s word that says the rest is the address of a [`Wide`] box.
+const WIDE: u64 = 1 << 63;
+
+/// Where an `Arc` whose generation does not fit its word counts its reference.
+struct Wide {
+    slot: usize,
+    gen: u64,
+}
+
+/// A word that points at a new [`Wide`] box (which the `Arc` owns: it is freed by
+/// [`Arc::release_word`] as the reference is given back or moved). An address of user space
+/// has bit 63 clear on every 64-bit target Rust supports for Linux.
+#[cold]
+#[inline(never)]
+fn wide(slot: usize, gen: u64) -> u64 {
+    #[cfg(test)]
+    tests::BOXES.with(|b| b.set(b.get() + 1));
+    let p = Box::into_raw(Box::new(Wide { slot, gen })).expose_provenance() as u64;
+    assert_eq!(p & WIDE, 0, "paygo: a heap address with bit 63 set");
+    p | WIDE
+}
+
+/// The slot number and generation a boxed word (`WIDE` set, not [`IN_RAW`]) holds.
+///
+/// # Safety
+/// `at` was made by [`wide`] and its box not yet freed.
+unsafe fn wide_of(at: u64) -> (usize, u64) {
+    // SAFETY: the caller's contract: a live box made by `wide`, whose provenance it exposed.
+    let w = unsafe { &*core::ptr::with_exposed_provenance::<Wide>((at & !WIDE) as usize) };
+    (w.slot, w.gen)
+}
 
 /// The weak count while `get_mut` looks (no `Weak` may be made then).
 const WEAK_LOCKED: usize = usize::MAX;
@@ -1785,8 +1920,7 @@ impl<T: ?Sized> Weak<T> {
         let a = d.get_or_wait(Arc::header(self.inner))?;
         Some(Arc {
             inner: self.inner,
-            pos: d.anchor_pos(&a),
-            gen: a.gen,
+            at: d.arcs.word(&a),
         })
     }
 
@@ -1884,6 +2018,8 @@ mod tests {
     std::thread_local! {
         /// `Arc` allocations made on this thread less those freed on it.
         pub(super) static ALLOCATIONS: Cell<isize> = const { Cell::new(0) };
+        /// Boxed words made on this thread less those freed on it.
+        pub(super) static BOXES: Cell<isize> = const { Cell::new(0) };
     }
 
     /// A value that counts its drops, the one numbered `panics` panicking in its `Drop` (after
@@ -2281,5 +2417,173 @@ mod tests {
         assert_eq!(weak_counts(&w), 1);
         assert_eq!(collect(d), 0);
         assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+    }
+
+    /// A domain whose `Arc`s pack generations below `gen_limit` only, and box the others.
+    fn boxing_domain(cfg: Config, gen_limit: u64) -> &'static Domain {
+        let mut d = Domain::with_config(cfg);
+        d.arcs.gen_limit = gen_limit;
+        leak(d)
+    }
+
+    /// Whether `a`'s word is boxed (counted on a CPU, its generation too large to pack).
+    fn boxed<T: ?Sized>(a: &Arc<T>) -> bool {
+        a.at & WIDE != 0 && a.at != IN_RAW
+    }
+
+    /// With every word boxed (as for a slot evicted more often than its domain's words can
+    /// say), each way of taking, giving back and moving a reference counts it as a packed
+    /// word does: exact counts, `get_mut` and `try_unwrap` only for the one `Arc`, one drop
+    /// of each value, and every box freed as its reference goes.
+    #[test]
+    fn a_boxed_word_counts_its_reference_as_a_packed_one() {
+        let d = boxing_domain(
+            Config {
+                slots_per_cpu: 64,
+                window: 4,
+            },
+            0,
+        );
+        let boxes = BOXES.with(Cell::get);
+        let drops = counters(1);
+        let mut a = Arc::new_in(
+            Counted {
+                id: 0,
+                panics: usize::MAX,
+                drops,
+            },
+            d,
+        );
+        assert!(boxed(&a));
+        let b = a.clone();
+        assert!(boxed(&b));
+        assert!(Arc::anchor_cpu(&b) < d.cpus());
+        assert_eq!(Arc::count(&a), 2);
+        let w = Arc::downgrade(&a);
+        let u = w.upgrade().expect("the value lives");
+        assert!(boxed(&u));
+        assert_eq!(Arc::count(&a), 3);
+        drop(u);
+        assert!(Arc::get_mut(&mut a).is_none());
+        drop(b);
+        drop(w);
+        assert!(Arc::get_mut(&mut a).is_some());
+        // A pointer's reference, and back.
+        let p = Arc::into_raw(a.clone());
+        assert_eq!(Arc::count(&a), 2);
+        // SAFETY: `p` came from `into_raw` and is turned back once.
+        let back = unsafe { Arc::from_raw(p) };
+        assert_eq!(Arc::anchor_cpu(&back), usize::MAX);
+        assert_eq!(Arc::count(&a), 2);
+        drop(back);
+        assert_eq!(Arc::count(&a), 1);
+        // The moves of the value out of its allocation.
+        let mut x = Arc::new_in(5u64, d);
+        let y = x.clone();
+        *Arc::make_mut(&mut x) += 1;
+        assert_eq!((*x, *y), (6, 5));
+        drop(y);
+        let wx = Arc::downgrade(&x);
+        *Arc::make_mut(&mut x) += 1;
+        assert!(boxed(&x));
+        assert!(wx.upgrade().is_none(), "make_mut moved the value away");
+        let x2 = x.clone();
+        let x = Arc::try_unwrap(x).expect_err("another Arc");
+        drop(x2);
+        assert_eq!(Arc::try_unwrap(x), Ok(7));
+        let i = Arc::new_in(3u64, d);
+        let j = i.clone();
+        assert_eq!(Arc::into_inner(i), None);
+        assert_eq!(Arc::into_inner(j), Some(3));
+        drop(a);
+        collect(d);
+        assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+        assert_eq!(d.arcs_alive(), 0);
+        assert_eq!(BOXES.with(Cell::get), boxes, "a boxed word was not freed");
+    }
+
+    /// Generation 0 packs and every later one is boxed, in tables of one slot per CPU, so
+    /// that evictions move the generations on while threads (more than the CPUs, migrating)
+    /// clone, hand over, turn into pointers and drop `Arc`s of a few values: both forms meet,
+    /// no value is dropped while held, and each is dropped once.
+    #[test]
+    fn words_of_both_forms_count_under_evictions_and_migration() {
+        const THREADS: usize = 4;
+        const VALUES: usize = 3;
+        let rounds = percpu::testing::reps(4000);
+        let d = boxing_domain(
+            Config {
+                slots_per_cpu: 1,
+                window: 1,
+            },
+            1,
+        );
+        let drops = counters(VALUES);
+        let seen = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let roots: Vec<Arc<Counted>> = (0..VALUES)
+            .map(|id| {
+                Arc::new_in(
+                    Counted {
+                        id,
+                        panics: usize::MAX,
+                        drops,
+                    },
+                    d,
+                )
+            })
+            .collect();
+        let mailbox: Mutex<Vec<Arc<Counted>>> = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let mut held = roots.clone();
+                let (mailbox, seen) = (&mailbox, &seen);
+                s.spawn(move || {
+                    let mut x = t as u64 + 1;
+                    for round in 0..rounds {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if held.is_empty() {
+                            held.extend(mailbox.lock().unwrap().pop());
+                            continue;
+                        }
+                        let i = x as usize % held.len();
+                        let c = held[i].clone();
+                        seen[boxed(&c) as usize].fetch_add(1, Ordering::Relaxed);
+                        assert_eq!(drops[c.id].load(Ordering::SeqCst), 0, "dropped while held");
+                        match x % 6 {
+                            0 => mailbox.lock().unwrap().push(c),
+                            1 => {
+                                percpu::affinity::migrate(round);
+                                drop(c);
+                            }
+                            2 => {
+                                held.swap_remove(i);
+                                drop(c);
+                            }
+                            3 => {
+                                let p = Arc::into_raw(c);
+                                // SAFETY: `p` came from `into_raw` and is turned back once.
+                                held.push(unsafe { Arc::from_raw(p) });
+                            }
+                            _ => held.push(c),
+                        }
+                        if held.len() > 12 {
+                            held.truncate(6);
+                        }
+                    }
+                    percpu::affinity::unpin();
+                });
+            }
+        });
+        drop(roots);
+        mailbox.lock().unwrap().clear();
+        collect(d);
+        for (i, n) in drops.iter().enumerate() {
+            assert_eq!(n.load(Ordering::SeqCst), 1, "value {i}");
+        }
+        assert_eq!(d.arcs_alive(), 0);
+        let [packed, boxed] = seen.map(AtomicUsize::into_inner);
+        assert!(packed > 0 && boxed > 0, "packed {packed}, boxed {boxed}");
     }
 }

@@ -130,6 +130,41 @@ impl AnchorWord {
         }
     }
 
+    /// The anchor counter alone, with no ordering: a snapshot for a heuristic (a `paygo::Arc`
+    /// drop's look at whether its UNREF may leave the entry at zero), which any value read
+    /// leaves correct and only a current one makes prompt.
+    ///
+    /// On x86-64 one plain 8-byte load of the counter's half of the word: atomic as any
+    /// aligned 8-byte access, and neither a 16-byte load nor a compiler barrier, which
+    /// [`AnchorWord::load`] is, since it must be SeqCst.
+    #[inline(always)]
+    pub(crate) fn count_relaxed(&self) -> i64 {
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+        {
+            let v: i64;
+            // SAFETY: `as_ptr` is the address of this live, 16-byte aligned word, whose low
+            // 8 bytes (x86-64 is little-endian) hold the anchor counter (`pack`). An aligned
+            // 8-byte `mov` is one atomic access (Intel SDM vol. 3A, "Guaranteed Atomic
+            // Operations"), so it reads a value some write stored, never a torn one; every
+            // write of the word is a `lock cmpxchg16b` or portable-atomic's, which are atomic
+            // against it. `readonly`: the block writes no memory; it synchronizes with no
+            // thread (a relaxed read), so the compiler may move it past other accesses.
+            unsafe {
+                core::arch::asm!(
+                    "mov {v}, qword ptr [{src}]",
+                    src = in(reg) self.word.as_ptr(),
+                    v = lateout(reg) v,
+                    options(nostack, readonly, preserves_flags),
+                );
+            }
+            v
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+        {
+            self.load().1
+        }
+    }
+
     /// Replaces `cur` by `new` if the word still holds `cur`; otherwise returns what it holds.
     /// SeqCst (a locked `cmpxchg16b`): the remote UNREF's release of the object pairs with the
     /// reclaimer's SeqCst load in `read_all`, and its place in the single total order pairs

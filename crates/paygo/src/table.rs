@@ -439,7 +439,7 @@ impl Domain {
         let stats = PerCpu::try_new(|_| StatCells::default())
             .map_err(|_| oom::<CachePadded<StatCells>>(cpus))?;
         #[cfg(not(loom))]
-        let arcs = crate::arc::Registry::try_new()?;
+        let arcs = crate::arc::Registry::try_new(n)?;
         // Taken last: a domain that could not be made uses no number.
         let id = next_domain_id();
         Ok(Domain {
@@ -500,12 +500,6 @@ impl Domain {
         (cpu << self.bits) | (i & self.mask)
     }
 
-    /// Where `a` counts its reference, as `cpu << 32 | slot within the CPU's table`.
-    #[inline(always)]
-    pub(crate) fn anchor_pos(&self, a: &crate::Anchor) -> u64 {
-        ((a.cpu as u64) << 32) | (a.slot & self.mask) as u64
-    }
-
     /// The number among all the domain's slots of the slot at address `addr` (one of this
     /// domain's slots): the inverse of [`Domain::slot_number`].
     #[inline(always)]
@@ -542,6 +536,16 @@ impl Domain {
             .local
             .load(Ordering::Relaxed)
             .wrapping_add(self.anchors[n].load().1)
+    }
+
+    /// [`Domain::entry_sum`] read with no ordering ([`AnchorWord::count_relaxed`]), for a
+    /// heuristic.
+    #[inline(always)]
+    pub(crate) fn entry_sum_relaxed(&self, n: usize) -> i64 {
+        self.slots[n]
+            .local
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.anchors[n].count_relaxed())
     }
 
     /// Marks the group of slot `s` (one of CPU `cpu`'s) in the CPU's claim summary, before a
