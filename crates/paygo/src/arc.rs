@@ -542,24 +542,30 @@ pub fn collect(domain: &Domain) -> usize {
     (0..SHARDS).map(|s| domain.collect_shard(s).1).sum()
 }
 
-/// A thread's state for its drops.
-#[derive(Clone, Copy)]
+/// A thread's state for its drops, a cell per field: a drop reads and writes only the fields
+/// it uses, not the whole state copied in and out.
 struct Recent {
     /// The last object this thread found still referenced when its drop looked last...
-    addr: usize,
+    addr: Cell<usize>,
     /// ... and how many more such drops of it skip the check.
-    skip: u32,
+    skip: Cell<u32>,
     /// Drops since the thread's last collection...
-    drops: u64,
+    drops: Cell<u64>,
     /// ... and how many to wait for before the next one.
-    due: u64,
+    due: Cell<u64>,
     /// The shard collected next.
-    shard: usize,
+    shard: Cell<usize>,
 }
 
 std::thread_local! {
-    static RECENT: Cell<Recent> = const {
-        Cell::new(Recent { addr: 0, skip: 0, drops: 0, due: COLLECT_EVERY, shard: 0 })
+    static RECENT: Recent = const {
+        Recent {
+            addr: Cell::new(0),
+            skip: Cell::new(0),
+            drops: Cell::new(0),
+            due: Cell::new(COLLECT_EVERY),
+            shard: Cell::new(0),
+        }
     };
     /// The registry shard of the Arcs this thread makes.
     static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -1412,15 +1418,7 @@ impl<T: ?Sized> Drop for Arc<T> {
 /// of `d` (each collection paid for by 16 such events per object it examined, so that a
 /// large registry costs each event O(1)).
 fn tick(d: &Domain) {
-    let due = RECENT
-        .try_with(|c| {
-            let mut r = c.get();
-            let due = r.count_event();
-            c.set(r);
-            due
-        })
-        .ok()
-        .flatten();
+    let due = RECENT.try_with(Recent::count_event).ok().flatten();
     collect_due(d, due);
 }
 
@@ -1441,32 +1439,28 @@ fn collect_due(d: &Domain, due: Option<usize>) {
 #[inline(never)]
 fn collect_now(d: &Domain, shard: usize) {
     if std::thread::panicking() {
-        let _ = RECENT.try_with(|c| {
-            let mut r = c.get();
-            r.drops = r.due.saturating_sub(1);
-            c.set(r);
-        });
+        let _ = RECENT.try_with(|r| r.drops.set(r.due.get().saturating_sub(1)));
         return;
     }
     let (n, _) = d.collect_shard(shard);
-    let _ = RECENT.try_with(|c| {
-        let mut r = c.get();
-        r.due = COLLECT_EVERY.max(16 * n as u64);
-        r.shard = (shard + 1) % SHARDS;
-        c.set(r);
+    let _ = RECENT.try_with(|r| {
+        r.due.set(COLLECT_EVERY.max(16 * n as u64));
+        r.shard.set((shard + 1) % SHARDS);
     });
 }
 
 impl Recent {
     /// Counts a creation or a candidate drop: the shard to collect now, if one is due.
     #[inline(always)]
-    fn count_event(&mut self) -> Option<usize> {
-        self.drops += 1;
-        let due = self.drops >= self.due;
-        if due {
-            self.drops = 0;
+    fn count_event(&self) -> Option<usize> {
+        let drops = self.drops.get() + 1;
+        if drops >= self.due.get() {
+            self.drops.set(0);
+            Some(self.shard.get())
+        } else {
+            self.drops.set(drops);
+            None
         }
-        due.then_some(self.shard)
     }
 }
 
@@ -1552,25 +1546,21 @@ impl<T: ?Sized> Arc<T> {
         let cpu = n >> d.bits;
         let addr = self.inner.as_ptr().cast::<u8>() as usize;
         let (skip, due) = RECENT
-            .try_with(|c| {
-                let mut r = c.get();
-                let skip = r.addr == addr && r.skip > 0;
+            .try_with(|r| {
+                let left = r.skip.get();
+                let skip = r.addr.get() == addr && left > 0;
                 if skip {
-                    r.skip -= 1;
+                    r.skip.set(left - 1);
                 }
-                let due = r.count_event();
-                c.set(r);
-                (skip, due)
+                (skip, r.count_event())
             })
             .unwrap_or((false, None));
         if skip {
             d.put_at(hdr, s, cpu, gen);
         } else if !self.drop_if_last(d, hdr, Self::anchor_at(d, self.inner, n, gen)) {
-            let _ = RECENT.try_with(|c| {
-                let mut r = c.get();
-                r.addr = addr;
-                r.skip = RECHECK;
-                c.set(r);
+            let _ = RECENT.try_with(|r| {
+                r.addr.set(addr);
+                r.skip.set(RECHECK);
             });
         }
         collect_due(d, due);
@@ -2065,12 +2055,10 @@ mod tests {
     /// is due on this thread).
     fn drop_for_the_collector<T: ?Sized>(a: Arc<T>) {
         let addr = a.inner.as_ptr().cast::<u8>() as usize;
-        RECENT.with(|c| {
-            let mut r = c.get();
-            r.addr = addr;
-            r.skip = 1;
-            r.due = u64::MAX;
-            c.set(r);
+        RECENT.with(|r| {
+            r.addr.set(addr);
+            r.skip.set(1);
+            r.due.set(u64::MAX);
         });
         drop(a);
     }
@@ -2139,12 +2127,10 @@ mod tests {
         assert_eq!(d.arcs_alive(), 1);
         // The next event on this thread collects the shard where value 0 waits.
         let shard = my_shard();
-        RECENT.with(|c| {
-            let mut r = c.get();
-            r.drops = 0;
-            r.due = 1;
-            r.shard = shard;
-            c.set(r);
+        RECENT.with(|r| {
+            r.drops.set(0);
+            r.due.set(1);
+            r.shard.set(shard);
         });
         let r = std::panic::catch_unwind(|| {
             Arc::new_cyclic_in(
@@ -2316,12 +2302,10 @@ mod tests {
             },
             d,
         );
-        RECENT.with(|c| {
-            let mut r = c.get();
-            r.addr = 0;
-            r.drops = 0;
-            r.due = u64::MAX;
-            c.set(r);
+        RECENT.with(|r| {
+            r.addr.set(0);
+            r.drops.set(0);
+            r.due.set(u64::MAX);
         });
         let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
             let _a = a;
@@ -2364,13 +2348,11 @@ mod tests {
         // The next event on this thread (b's drop, a candidate) collects the shard where
         // value 0 waits.
         let shard = my_shard();
-        RECENT.with(|c| {
-            let mut r = c.get();
-            r.addr = 0;
-            r.drops = 0;
-            r.due = 1;
-            r.shard = shard;
-            c.set(r);
+        RECENT.with(|r| {
+            r.addr.set(0);
+            r.drops.set(0);
+            r.due.set(1);
+            r.shard.set(shard);
         });
         let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
             let _b = b;
