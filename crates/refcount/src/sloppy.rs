@@ -221,81 +221,38 @@ impl RefCounter for Sloppy {
         self.try_new_object()
     }
 
-    // Always inline, as PAYGO's fast path is: left to the compiler, the whole function (its
-    // retry path included) stayed a call at every use, which cost the scheme more than its
-    // counting in the benchmarks.
+    // PAYGO's shape: one attempt inline, its retries and the central counter out of line
+    // ([`Sloppy::get_retry`]), so that every use carries the attempt only. Always inline:
+    // left to the compiler, the function stayed a call at every use, which cost the scheme
+    // more than its counting in the benchmarks.
     #[inline(always)]
     fn try_get(&self, obj: Pin<&SloppyObject>) -> Option<SloppyToken> {
-        let mut retry = Retry::new();
-        loop {
-            let (cpu, _) = self.pc.current();
-            let w = self.spare(&obj, cpu);
-            let v = w.load(Ordering::Relaxed);
-            if v as i64 <= 0 {
-                break;
-            }
+        let (cpu, _) = self.pc.current();
+        let w = self.spare(&obj, cpu);
+        let v = w.load(Ordering::Relaxed);
+        if v as i64 > 0 {
             let checks = [Check::new(&obj.state, LIVE), Check::new(w, v)];
-            let checks = if bug(Bug::NoSpareStateCheck) {
-                &checks[1..]
-            } else {
-                &checks[..]
-            };
-            match self.pc.add(cpu, checks, w, 1u64.wrapping_neg()) {
-                Ok(()) => return Some(SloppyToken(crate::TokenTag::of(&*obj))),
-                // The spare moved (check 1, or 0 under the mutation): read it again.
-                Err(Fail::Abort) => retry.aborted(),
-                Err(Fail::Mismatch(i)) if i + 1 == checks.len() => retry.aborted(),
-                Err(Fail::Mismatch(_)) => return None,
+            if self
+                .pc
+                .add(cpu, spare_checks(&checks), w, 1u64.wrapping_neg())
+                .is_ok()
+            {
+                return Some(SloppyToken(crate::TokenTag::of(&*obj)));
             }
         }
-        // SeqCst: store-then-load, pairs with the reclaimer's SeqCst state store and central
-        // load.
-        let old = obj.central.fetch_add(1, Ordering::SeqCst);
-        crate::lifecycle::store_load_order();
-        if obj.state.load(Ordering::SeqCst) != LIVE && !bug(Bug::NoCentralRecheck) {
-            // A read-modify-write: the reclaim may have succeeded without this increment, and
-            // the object been reused, so this may land in the next life; it takes back the
-            // increment, which `central` holds before it, and nothing else (the loom model
-            // `failed_central_get_vs_reclaim_and_reuse`).
-            if bug(Bug::StoreUndo) {
-                obj.central.store(old, Ordering::Relaxed);
-            } else {
-                obj.central.fetch_sub(1, Ordering::Relaxed);
-            }
-            return None;
-        }
-        Some(SloppyToken(crate::TokenTag::of(&*obj)))
+        self.get_retry(obj)
     }
 
     #[inline(always)]
     fn put(&self, obj: Pin<&SloppyObject>, token: SloppyToken) {
         token.0.check(&*obj, Self::NAME);
-        let mut retry = Retry::new();
-        loop {
-            let (cpu, _) = self.pc.current();
-            let w = self.spare(&obj, cpu);
-            let v = w.load(Ordering::Relaxed);
-            if (v as i64) < self.threshold {
-                match self.pc.add(cpu, &[Check::new(w, v)], w, 1u64) {
-                    Ok(()) => return,
-                    Err(_) => retry.aborted(),
-                }
-            } else {
-                let keep = self.threshold / 2;
-                let excess = v as i64 + 1 - keep;
-                match self
-                    .pc
-                    .add(cpu, &[Check::new(w, v)], w, (1 - excess) as u64)
-                {
-                    Ok(()) => {
-                        // Release pairs with the reclaimer's SeqCst load of central.
-                        obj.central.fetch_sub(excess, Ordering::Release);
-                        return;
-                    }
-                    Err(_) => retry.aborted(),
-                }
-            }
+        let (cpu, _) = self.pc.current();
+        let w = self.spare(&obj, cpu);
+        let v = w.load(Ordering::Relaxed);
+        if (v as i64) < self.threshold && self.pc.add(cpu, &[Check::new(w, v)], w, 1u64).is_ok() {
+            return;
         }
+        self.put_retry(obj);
     }
 
     fn read_all(&self, obj: Pin<&SloppyObject>) -> i64 {
@@ -351,6 +308,94 @@ impl RefCounter for Sloppy {
             shared: self.slots.overhead() + self.pc.slot_bytes(),
             objects: objs.count() * per,
         }
+    }
+}
+
+impl Sloppy {
+    /// [`RefCounter::try_get`] after its inline attempt failed: the attempt again, in a loop,
+    /// or the central counter once no spare is left on this CPU.
+    #[cold]
+    #[inline(never)]
+    fn get_retry(&self, obj: Pin<&SloppyObject>) -> Option<SloppyToken> {
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, _) = self.pc.current();
+            let w = self.spare(&obj, cpu);
+            let v = w.load(Ordering::Relaxed);
+            if v as i64 <= 0 {
+                break;
+            }
+            let checks = [Check::new(&obj.state, LIVE), Check::new(w, v)];
+            let checks = spare_checks(&checks);
+            match self.pc.add(cpu, checks, w, 1u64.wrapping_neg()) {
+                Ok(()) => return Some(SloppyToken(crate::TokenTag::of(&*obj))),
+                // The spare moved (check 1, or 0 under the mutation): read it again.
+                Err(Fail::Abort) => retry.aborted(),
+                Err(Fail::Mismatch(i)) if i + 1 == checks.len() => retry.aborted(),
+                Err(Fail::Mismatch(_)) => return None,
+            }
+        }
+        // SeqCst: store-then-load, pairs with the reclaimer's SeqCst state store and central
+        // load.
+        let old = obj.central.fetch_add(1, Ordering::SeqCst);
+        crate::lifecycle::store_load_order();
+        if obj.state.load(Ordering::SeqCst) != LIVE && !bug(Bug::NoCentralRecheck) {
+            // A read-modify-write: the reclaim may have succeeded without this increment, and
+            // the object been reused, so this may land in the next life; it takes back the
+            // increment, which `central` holds before it, and nothing else (the loom model
+            // `failed_central_get_vs_reclaim_and_reuse`).
+            if bug(Bug::StoreUndo) {
+                obj.central.store(old, Ordering::Relaxed);
+            } else {
+                obj.central.fetch_sub(1, Ordering::Relaxed);
+            }
+            return None;
+        }
+        Some(SloppyToken(crate::TokenTag::of(&*obj)))
+    }
+
+    /// [`RefCounter::put`] after its inline attempt failed: the attempt again, in a loop,
+    /// handing the excess over the threshold to the central counter.
+    #[cold]
+    #[inline(never)]
+    fn put_retry(&self, obj: Pin<&SloppyObject>) {
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, _) = self.pc.current();
+            let w = self.spare(&obj, cpu);
+            let v = w.load(Ordering::Relaxed);
+            if (v as i64) < self.threshold {
+                match self.pc.add(cpu, &[Check::new(w, v)], w, 1u64) {
+                    Ok(()) => return,
+                    Err(_) => retry.aborted(),
+                }
+            } else {
+                let keep = self.threshold / 2;
+                let excess = v as i64 + 1 - keep;
+                match self
+                    .pc
+                    .add(cpu, &[Check::new(w, v)], w, (1 - excess) as u64)
+                {
+                    Ok(()) => {
+                        // Release pairs with the reclaimer's SeqCst load of central.
+                        obj.central.fetch_sub(excess, Ordering::Release);
+                        return;
+                    }
+                    Err(_) => retry.aborted(),
+                }
+            }
+        }
+    }
+}
+
+/// A spare's get checks: the object's state and the spare, the spare only under the mutation
+/// `NoSpareStateCheck`.
+#[inline(always)]
+fn spare_checks<'c, 'a>(checks: &'c [Check<'a>; 2]) -> &'c [Check<'a>] {
+    if bug(Bug::NoSpareStateCheck) {
+        &checks[1..]
+    } else {
+        &checks[..]
     }
 }
 
