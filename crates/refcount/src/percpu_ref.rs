@@ -572,44 +572,62 @@ impl RefCounter for PercpuRef {
         self.try_new_object()
     }
 
-    // PAYGO's shape: one attempt inline, its retries out of line ([`PercpuRef::get_retry`]),
-    // so that every use carries the attempt only. Always inline: left to the compiler, the
-    // function stayed a call at every use, which cost the scheme more than its counting in the
-    // benchmarks.
+    // Always inline, as PAYGO's fast path is: left to the compiler, the whole function (its
+    // retry path included) stayed a call at every use, which cost the scheme more than its
+    // counting in the benchmarks. The whole loop, not PAYGO's shape (one attempt inline, the
+    // retries in a cold call, as sloppy's and refcache's): in that shape the compiler kept
+    // the rseq area on the stack in refbench's object-spectrum loop, which ran much slower.
     #[inline(always)]
     fn try_get(&self, obj: Pin<&PercpuRefObject>) -> Option<PercpuRefToken> {
-        // Acquire pairs with the Release stores of mode in reinit/resurrect.
-        let m = obj.mode.load(Ordering::Acquire);
-        if m & STATE_MASK == PERCPU {
+        let mut retry = Retry::new();
+        loop {
+            // Acquire pairs with the Release stores of mode in reinit/resurrect.
+            let m = obj.mode.load(Ordering::Acquire);
+            if m & STATE_MASK != PERCPU {
+                return None;
+            }
             let (cpu, _) = self.pc.current();
+            let w = obj.slot.word(cpu);
             let checks = [Check::new(&obj.mode, m)];
-            if self
-                .pc
-                .add(cpu, get_checks(&checks), obj.slot.word(cpu), 1u64)
-                .is_ok()
-            {
-                return Some(PercpuRefToken(crate::TokenTag::of(&*obj)));
+            let checks = if bug(Bug::NoModeCheck) {
+                &checks[..0]
+            } else {
+                &checks[..]
+            };
+            match self.pc.add(cpu, checks, w, 1u64) {
+                Ok(()) => return Some(PercpuRefToken(crate::TokenTag::of(&*obj))),
+                Err(Fail::Abort) => retry.aborted(),
+                Err(Fail::Mismatch(_)) => {}
             }
         }
-        self.get_retry(obj)
     }
 
     #[inline(always)]
     fn put(&self, obj: Pin<&PercpuRefObject>, token: PercpuRefToken) {
         token.0.check(&*obj, Self::NAME);
-        let m = obj.mode.load(Ordering::Relaxed);
-        if m & STATE_MASK == PERCPU {
+        let mut retry = Retry::new();
+        loop {
+            let m = obj.mode.load(Ordering::Relaxed);
+            if m & STATE_MASK != PERCPU {
+                break;
+            }
             let (cpu, _) = self.pc.current();
             let w = obj.slot.word(cpu);
-            if self
+            match self
                 .pc
                 .add(cpu, &[Check::new(&obj.mode, m)], w, 1u64.wrapping_neg())
-                .is_ok()
             {
-                return;
+                Ok(()) => return,
+                Err(Fail::Abort) => retry.aborted(),
+                Err(Fail::Mismatch(_)) => {}
             }
         }
-        self.put_retry(obj);
+        // Release pairs with the Acquire load of atomic in fold_and_confirm.
+        let old = obj.atomic.fetch_sub(1, Ordering::Release);
+        debug_assert!(
+            obj.mode.load(Ordering::Relaxed) & STATE_MASK != DEAD || old != 0,
+            "percpu-ref: put on a dead object"
+        );
     }
 
     /// Reads the count without waiting for a reclaim that killed the object (module
@@ -677,70 +695,6 @@ impl RefCounter for PercpuRef {
                 + self.pc.slot_bytes(),
             objects: objs.count() * per,
         }
-    }
-}
-
-impl PercpuRef {
-    /// [`RefCounter::try_get`] after its inline attempt failed: the attempt again, in a loop.
-    #[cold]
-    #[inline(never)]
-    fn get_retry(&self, obj: Pin<&PercpuRefObject>) -> Option<PercpuRefToken> {
-        let mut retry = Retry::new();
-        loop {
-            // Acquire pairs with the Release stores of mode in reinit/resurrect.
-            let m = obj.mode.load(Ordering::Acquire);
-            if m & STATE_MASK != PERCPU {
-                return None;
-            }
-            let (cpu, _) = self.pc.current();
-            let w = obj.slot.word(cpu);
-            let checks = [Check::new(&obj.mode, m)];
-            match self.pc.add(cpu, get_checks(&checks), w, 1u64) {
-                Ok(()) => return Some(PercpuRefToken(crate::TokenTag::of(&*obj))),
-                Err(Fail::Abort) => retry.aborted(),
-                Err(Fail::Mismatch(_)) => {}
-            }
-        }
-    }
-
-    /// [`RefCounter::put`] after its inline attempt failed: the attempt again, in a loop, or
-    /// the shared counter once the object left per-CPU mode.
-    #[cold]
-    #[inline(never)]
-    fn put_retry(&self, obj: Pin<&PercpuRefObject>) {
-        let mut retry = Retry::new();
-        loop {
-            let m = obj.mode.load(Ordering::Relaxed);
-            if m & STATE_MASK != PERCPU {
-                break;
-            }
-            let (cpu, _) = self.pc.current();
-            let w = obj.slot.word(cpu);
-            match self
-                .pc
-                .add(cpu, &[Check::new(&obj.mode, m)], w, 1u64.wrapping_neg())
-            {
-                Ok(()) => return,
-                Err(Fail::Abort) => retry.aborted(),
-                Err(Fail::Mismatch(_)) => {}
-            }
-        }
-        // Release pairs with the Acquire load of atomic in fold_and_confirm.
-        let old = obj.atomic.fetch_sub(1, Ordering::Release);
-        debug_assert!(
-            obj.mode.load(Ordering::Relaxed) & STATE_MASK != DEAD || old != 0,
-            "percpu-ref: put on a dead object"
-        );
-    }
-}
-
-/// A get's checks: the mode's, none under the mutation `NoModeCheck`.
-#[inline(always)]
-fn get_checks<'c, 'a>(checks: &'c [Check<'a>; 1]) -> &'c [Check<'a>] {
-    if bug(Bug::NoModeCheck) {
-        &checks[..0]
-    } else {
-        &checks[..]
     }
 }
 
