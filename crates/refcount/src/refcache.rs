@@ -1091,25 +1091,61 @@ impl RefCounter for RefCache {
         self.try_new_object()
     }
 
-    // PAYGO's shape: one attempt inline, its retries and the cache's evictions out of line
-    // ([`RefCache::get_retry`]), so that every use carries the attempt only. Always inline:
-    // left to the compiler, the function stayed a call at every use, which cost the scheme
-    // more than its counting in the benchmarks.
+    // Always inline, as PAYGO's fast path is: left to the compiler, the whole function (its
+    // retry path included) stayed a call at every use, which cost the scheme more than its
+    // counting in the benchmarks. The whole loop, not PAYGO's shape (one attempt inline, the
+    // retries in a cold call, as sloppy's): in that shape the gets and puts past the cache's
+    // size, which miss and make room every time, ran slower at 2 threads in refbench's
+    // object-spectrum.
     #[inline(always)]
     fn try_get(&self, obj: Pin<&RefCacheObject>) -> Option<RefCacheToken> {
         // The object's scheme, whichever instance this is (module documentation).
         let sh = &*obj.shared;
-        let (cpu, cache) = sh.pc.current();
-        let way = &cache.ways[obj.slot as usize & sh.mask];
-        let d = way.delta.load(Ordering::Relaxed);
-        if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) < sh.limit {
-            #[cfg(all(test, not(loom)))]
-            tests::between_check_and_section();
-            if get_section(sh, cpu, &obj, way, d).is_ok() {
-                return Some(RefCacheToken(crate::TokenTag::of(&*obj)));
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, cache) = sh.pc.current();
+            let way = &cache.ways[obj.slot as usize & sh.mask];
+            let d = way.delta.load(Ordering::Relaxed);
+            if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) < sh.limit {
+                #[cfg(all(test, not(loom)))]
+                tests::between_check_and_section();
+                // The section checks the delta it compared with the limit: another get on this
+                // CPU between the two (this thread preempted) could have taken it to the limit.
+                let r = if bug(Bug::GetSkipsStateCheck) {
+                    sh.pc
+                        .add(
+                            cpu,
+                            &[Check::new(&way.tag, obj.tag), Check::new(&way.delta, d)],
+                            &way.delta,
+                            1u64,
+                        )
+                        .map_err(|_| Fail::Abort)
+                } else {
+                    sh.pc.add(
+                        cpu,
+                        &[
+                            Check::new(&obj.state, LIVE),
+                            Check::new(&way.tag, obj.tag),
+                            Check::new(&way.delta, d),
+                        ],
+                        &way.delta,
+                        1u64,
+                    )
+                };
+                match r {
+                    Ok(()) => return Some(RefCacheToken(crate::TokenTag::of(&*obj))),
+                    Err(Fail::Mismatch(0)) => return None,
+                    Err(_) => {
+                        retry.aborted();
+                        continue;
+                    }
+                }
             }
+            if obj.state.load(Ordering::Relaxed) != LIVE {
+                return None;
+            }
+            sh.make_room(cpu, way, obj.tag);
         }
-        self.get_retry(obj)
     }
 
     #[inline(always)]
@@ -1117,27 +1153,32 @@ impl RefCounter for RefCache {
         token.0.check(&*obj, Self::NAME);
         // The object's scheme, whichever instance this is (module documentation).
         let sh = &*obj.shared;
-        let (cpu, cache) = sh.pc.current();
-        let way = &cache.ways[obj.slot as usize & sh.mask];
-        let d = way.delta.load(Ordering::Relaxed);
-        if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) > -sh.limit {
-            #[cfg(all(test, not(loom)))]
-            tests::between_check_and_section();
-            // The section checks the delta it compared with the limit (see `put_retry`).
-            if sh
-                .pc
-                .add(
+        let mut retry = Retry::new();
+        loop {
+            let (cpu, cache) = sh.pc.current();
+            let way = &cache.ways[obj.slot as usize & sh.mask];
+            let d = way.delta.load(Ordering::Relaxed);
+            if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) > -sh.limit {
+                #[cfg(all(test, not(loom)))]
+                tests::between_check_and_section();
+                // The section checks the delta it compared with the limit, as try_get's: another
+                // put on this CPU between the two (this thread preempted) could have taken it to
+                // -limit.
+                match sh.pc.add(
                     cpu,
                     &[Check::new(&way.tag, obj.tag), Check::new(&way.delta, d)],
                     &way.delta,
                     1u64.wrapping_neg(),
-                )
-                .is_ok()
-            {
-                return;
+                ) {
+                    Ok(()) => return,
+                    Err(_) => {
+                        retry.aborted();
+                        continue;
+                    }
+                }
             }
+            sh.make_room(cpu, way, obj.tag);
         }
-        self.put_retry(obj);
     }
 
     fn read_all(&self, obj: Pin<&RefCacheObject>) -> i64 {
@@ -1201,114 +1242,6 @@ impl RefCounter for RefCache {
             objects: objs.count()
                 * (core::mem::size_of::<RefCacheObject>() + core::mem::size_of::<Core>()),
         }
-    }
-}
-
-impl RefCache {
-    /// [`RefCounter::try_get`] after its inline attempt failed: the attempt again, in a loop,
-    /// making room in this CPU's cache where the object has no way there.
-    #[cold]
-    #[inline(never)]
-    fn get_retry(&self, obj: Pin<&RefCacheObject>) -> Option<RefCacheToken> {
-        // The object's scheme, whichever instance this is (module documentation).
-        let sh = &*obj.shared;
-        let mut retry = Retry::new();
-        loop {
-            let (cpu, cache) = sh.pc.current();
-            let way = &cache.ways[obj.slot as usize & sh.mask];
-            let d = way.delta.load(Ordering::Relaxed);
-            if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) < sh.limit {
-                #[cfg(all(test, not(loom)))]
-                tests::between_check_and_section();
-                // The section checks the delta it compared with the limit: another get on this
-                // CPU between the two (this thread preempted) could have taken it to the limit.
-                let r = get_section(sh, cpu, &obj, way, d);
-                match r {
-                    Ok(()) => return Some(RefCacheToken(crate::TokenTag::of(&*obj))),
-                    Err(Fail::Mismatch(0)) => return None,
-                    Err(_) => {
-                        retry.aborted();
-                        continue;
-                    }
-                }
-            }
-            if obj.state.load(Ordering::Relaxed) != LIVE {
-                return None;
-            }
-            sh.make_room(cpu, way, obj.tag);
-        }
-    }
-
-    /// [`RefCounter::put`] after its inline attempt failed: the attempt again, in a loop,
-    /// making room in this CPU's cache where the object has no way there.
-    #[cold]
-    #[inline(never)]
-    fn put_retry(&self, obj: Pin<&RefCacheObject>) {
-        // The object's scheme, whichever instance this is (module documentation).
-        let sh = &*obj.shared;
-        let mut retry = Retry::new();
-        loop {
-            let (cpu, cache) = sh.pc.current();
-            let way = &cache.ways[obj.slot as usize & sh.mask];
-            let d = way.delta.load(Ordering::Relaxed);
-            if way.tag.load(Ordering::Relaxed) == obj.tag && (d as i64) > -sh.limit {
-                #[cfg(all(test, not(loom)))]
-                tests::between_check_and_section();
-                // The section checks the delta it compared with the limit, as try_get's: another
-                // put on this CPU between the two (this thread preempted) could have taken it to
-                // -limit.
-                match sh.pc.add(
-                    cpu,
-                    &[Check::new(&way.tag, obj.tag), Check::new(&way.delta, d)],
-                    &way.delta,
-                    1u64.wrapping_neg(),
-                ) {
-                    Ok(()) => return,
-                    Err(_) => {
-                        retry.aborted();
-                        continue;
-                    }
-                }
-            }
-            sh.make_room(cpu, way, obj.tag);
-        }
-    }
-}
-
-/// A get's critical section on way `way` (delta `d` read) of CPU `cpu`'s cache: if the object
-/// is live, the way still holds its tag and the delta is still `d`, the delta up one. The
-/// section checks the delta it compared with the limit: another get on this CPU between the
-/// two (this thread preempted) could have taken it to the limit. `Mismatch(0)`: the object is
-/// not live. Under the mutation `GetSkipsStateCheck`, no state check (and any failure reads
-/// as an abort).
-#[inline(always)]
-fn get_section(
-    sh: &Shared,
-    cpu: usize,
-    obj: &RefCacheObject,
-    way: &Way,
-    d: u64,
-) -> Result<(), Fail> {
-    if bug(Bug::GetSkipsStateCheck) {
-        sh.pc
-            .add(
-                cpu,
-                &[Check::new(&way.tag, obj.tag), Check::new(&way.delta, d)],
-                &way.delta,
-                1u64,
-            )
-            .map_err(|_| Fail::Abort)
-    } else {
-        sh.pc.add(
-            cpu,
-            &[
-                Check::new(&obj.state, LIVE),
-                Check::new(&way.tag, obj.tag),
-                Check::new(&way.delta, d),
-            ],
-            &way.delta,
-            1u64,
-        )
     }
 }
 
