@@ -2484,21 +2484,25 @@ mod tests {
         assert_eq!(BOXES.with(Cell::get), boxes, "a boxed word was not freed");
     }
 
-    /// Generation 0 packs and every later one is boxed, in tables of one slot per CPU, so
-    /// that evictions move the generations on while threads (more than the CPUs, migrating)
-    /// clone, hand over, turn into pointers and drop `Arc`s of a few values: both forms meet,
-    /// no value is dropped while held, and each is dropped once.
+    /// Generations below `PACKED` pack and later ones are boxed, in tables of one slot per
+    /// CPU, so that evictions move the generations on while threads (more than the CPUs,
+    /// migrating) clone, hand over, turn into pointers and drop `Arc`s of a few values: both
+    /// forms meet, no value is dropped while held, and each is dropped once. The setup's words
+    /// pack whatever the scheduler does (its REFs evict at most once each, too few to take a
+    /// slot's generation to `PACKED`); the threads' evictions take the generations past it.
     #[test]
     fn words_of_both_forms_count_under_evictions_and_migration() {
         const THREADS: usize = 4;
         const VALUES: usize = 3;
+        /// More than the setup's REFs: `VALUES` creations and `THREADS` clones of each.
+        const PACKED: u64 = (VALUES * (THREADS + 1)) as u64 + 5;
         let rounds = percpu::testing::reps(4000);
         let d = boxing_domain(
             Config {
                 slots_per_cpu: 1,
                 window: 1,
             },
-            1,
+            PACKED,
         );
         let drops = counters(VALUES);
         let seen = [AtomicUsize::new(0), AtomicUsize::new(0)];
@@ -2515,9 +2519,12 @@ mod tests {
             })
             .collect();
         let mailbox: Mutex<Vec<Arc<Counted>>> = Mutex::new(Vec::new());
+        let helds: Vec<Vec<Arc<Counted>>> = (0..THREADS).map(|_| roots.clone()).collect();
+        for a in roots.iter().chain(helds.iter().flatten()) {
+            seen[boxed(a) as usize].fetch_add(1, Ordering::Relaxed);
+        }
         std::thread::scope(|s| {
-            for t in 0..THREADS {
-                let mut held = roots.clone();
+            for (t, mut held) in helds.into_iter().enumerate() {
                 let (mailbox, seen) = (&mailbox, &seen);
                 s.spawn(move || {
                     let mut x = t as u64 + 1;
