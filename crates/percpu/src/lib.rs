@@ -68,9 +68,7 @@ pub use cpu::{
 pub use mode::{
     fast_path_available, mode, registrar, FallbackReason, Mode, Registrar, FORCE_FALLBACK_ENV,
 };
-#[cfg(feature = "inject")]
-pub use percpu::set_inject_delay;
-pub use percpu::{aborts, Fail, Here, PerCpu, Retry, ThisCpu, MAX_CHECKS};
+pub use percpu::{aborts, set_inject_delay, Fail, Here, PerCpu, Retry, ThisCpu, MAX_CHECKS};
 pub use word::{Check, Word};
 
 /// Prepares the calling thread for the unloading (`dlclose`) of the code that holds this

@@ -190,14 +190,38 @@ pub fn aborts() -> u64 {
 }
 
 /// Sets the spin delay (iterations of `pause`) built into every critical section between its
-/// checks and its commit, so that preemption lands inside sections and forces aborts. Only
-/// with the `inject` feature; 0 turns it off.
-#[cfg(feature = "inject")]
-pub fn set_inject_delay(loops: u64) {
-    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
-    crate::arch::rseq::INJECT_LOOPS.store(loops, std::sync::atomic::Ordering::Relaxed);
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
-    let _ = loops;
+/// checks and its commit, so that preemption lands inside sections and forces aborts; 0 turns
+/// it off. Returns whether the delay is built in: `true` with the `inject` feature on the rseq
+/// sections of x86-64 Linux, `false` (and nothing is set) without the feature or where there
+/// are no such sections (the locked fallback alone, Miri, loom).
+///
+/// The feature is for tests. Cargo unifies features, so a dev-dependency that turns it on
+/// turns it on for the whole build of the tests, benches and examples it is part of: a test in
+/// another crate calls this and says what it checked without the delay where it returns
+/// `false`, and that crate's benches can be built without the feature's load and branch.
+pub fn set_inject_delay(loops: u64) -> bool {
+    #[cfg(all(
+        feature = "inject",
+        target_arch = "x86_64",
+        target_os = "linux",
+        not(miri),
+        not(loom)
+    ))]
+    {
+        crate::arch::rseq::INJECT_LOOPS.store(loops, std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+    #[cfg(not(all(
+        feature = "inject",
+        target_arch = "x86_64",
+        target_os = "linux",
+        not(miri),
+        not(loom)
+    )))]
+    {
+        let _ = loops;
+        false
+    }
 }
 
 /// The CPU a thread was on when it called [`PerCpu::here`], and what the value's critical
