@@ -575,8 +575,8 @@ impl RefCounter for PercpuRef {
     // Always inline, as PAYGO's fast path is: left to the compiler, the whole function (its
     // retry path included) stayed a call at every use, which cost the scheme more than its
     // counting in the benchmarks. The whole loop, not PAYGO's shape (one attempt inline, the
-    // retries in a cold call, as sloppy's): in that shape the compiler kept
-    // the rseq area on the stack in refbench's object-spectrum loop, which ran much slower.
+    // retries in a cold call, as sloppy's): in that shape the compiler kept the rseq area on
+    // the stack in refbench's object-spectrum loop, which ran much slower.
     #[inline(always)]
     fn try_get(&self, obj: Pin<&PercpuRefObject>) -> Option<PercpuRefToken> {
         let mut retry = Retry::new();
