@@ -222,7 +222,13 @@ fn forced_aborts_in_every_shape() {
         sa.sa_flags = libc::SA_RESTART;
         libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
     }
-    percpu::set_inject_delay(2_000);
+    // The crate's tests build it with its inject feature (its own dev-dependency): the delay
+    // is built into the rseq sections wherever there are such sections.
+    assert_eq!(
+        percpu::set_inject_delay(2_000),
+        cfg!(all(target_arch = "x86_64", target_os = "linux", not(miri))),
+        "set_inject_delay: whether the delay is built in"
+    );
     let words: PerCpu<[AtomicI64; SHAPES.len()]> = PerCpu::default();
     let single: PerCpu<AtomicI64> = PerCpu::default();
     let holds: [AtomicU64; 4] = Default::default();
