@@ -192,8 +192,8 @@ pub fn aborts() -> u64 {
 /// Sets the spin delay (iterations of `pause`) built into every critical section between its
 /// checks and its commit, so that preemption lands inside sections and forces aborts; 0 turns
 /// it off. Returns whether the delay is built in: `true` with the `inject` feature on the rseq
-/// sections of x86-64 Linux, `false` (and nothing is set) without the feature or where there
-/// are no such sections (the locked fallback alone, Miri, loom).
+/// sections of x86-64 Linux (whichever path a process takes at run time), `false` (and nothing
+/// is set) without the feature or on a build with no such sections (other targets, Miri, loom).
 ///
 /// The feature is for tests. Cargo unifies features, so a dev-dependency that turns it on
 /// turns it on for the whole build of the tests, benches and examples it is part of: a test in
