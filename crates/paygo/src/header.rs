@@ -143,6 +143,13 @@ impl Header {
         self.flag.store(self.word(state), order);
     }
 
+    /// Sets the state, keeping the placement of `word`, a word loaded from this header
+    /// earlier (the placement bits never change): a store without a load.
+    #[inline]
+    pub(crate) fn set_state_in(&self, word: u64, state: u64, order: Ordering) {
+        self.flag.store((word & !STATE_MASK) | state, order);
+    }
+
     /// `from -> to` if the state is `from`; otherwise the state found.
     #[inline]
     pub(crate) fn cas_state(&self, from: u64, to: u64, order: Ordering) -> Result<(), u64> {

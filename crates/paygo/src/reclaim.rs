@@ -3,7 +3,7 @@
 
 #[cfg(paygo_loom_bug)]
 use crate::get::bug;
-use crate::header::{Header, DEAD, KILLED, KILL_FENCED, LIVE, RECLAIMING};
+use crate::header::{Header, DEAD, KILLED, KILL_FENCED, LIVE, RECLAIMING, STATE_MASK};
 use crate::overflow::Lists;
 use crate::sync::Ordering;
 use crate::table::STRIPES;
@@ -23,14 +23,12 @@ const SCRATCH_KEEP: usize = 16_384;
 /// thread's batch) makes its own.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// The positions in the batch of the flagged objects.
-    pub(crate) flagged: Vec<usize>,
     /// One bit per table position, for [`Domain::window_runs`].
     pub(crate) bits: Vec<u64>,
     /// The slot runs the sweep reads.
     pub(crate) runs: Vec<(usize, usize)>,
-    /// (position in the batch, stripe) of the objects the sweep decides.
-    pub(crate) swept: Vec<(usize, usize)>,
+    /// (position in the batch, header word) of the objects the sweep decides.
+    pub(crate) swept: Vec<(usize, u64)>,
     /// The positions of the objects decided one by one.
     pub(crate) alone: Vec<usize>,
     /// The swept objects' addresses, and their sums.
@@ -64,10 +62,9 @@ impl Scratch {
     /// The bytes the buffers hold.
     pub(crate) fn bytes(&self) -> usize {
         use core::mem::size_of;
-        self.flagged.capacity() * size_of::<usize>()
-            + self.bits.capacity() * size_of::<u64>()
+        self.bits.capacity() * size_of::<u64>()
             + self.runs.capacity() * size_of::<(usize, usize)>()
-            + self.swept.capacity() * size_of::<(usize, usize)>()
+            + self.swept.capacity() * size_of::<(usize, u64)>()
             + self.alone.capacity() * size_of::<usize>()
             + self.addrs.capacity() * size_of::<usize>()
             + self.sums.capacity() * size_of::<i64>()
@@ -456,14 +453,15 @@ impl Domain {
         );
         let mut flagged = 0usize;
         for (h, r) in objs.iter().zip(out.iter_mut()) {
-            *r = h.state(Ordering::Relaxed) == LIVE
+            let word = h.flag.load(Ordering::Relaxed);
+            *r = word & STATE_MASK == LIVE
                 && !(prescan && self.visibly_referenced(*h))
                 && if exclusive {
                     // No other thread moves the state meanwhile (the caller's contract), and a
                     // REF only reads it. Relaxed: the asymmetric fence below orders the store
                     // before the tables' reads, and pairs with the flag check inside every REF
                     // critical section, as for the compare-and-swap.
-                    h.set_state(RECLAIMING, Ordering::Relaxed);
+                    h.set_state_in(word, RECLAIMING, Ordering::Relaxed);
                     true
                 } else {
                     // The flags: SeqCst as in try_reclaim.
@@ -481,8 +479,8 @@ impl Domain {
             let mut kept = Scratch::try_lock(&self.scratch);
             let mut own = Scratch::default();
             let s = kept.as_deref_mut().unwrap_or(&mut own);
-            let n = self.decide_swept(objs, out, s);
-            if s.flagged.capacity() > SCRATCH_KEEP {
+            let n = self.decide_swept(objs, out, flagged, s);
+            if s.swept.capacity() > SCRATCH_KEEP {
                 *s = Scratch::default();
             }
             n
@@ -505,13 +503,19 @@ impl Domain {
 
     /// Decides the flagged objects of a batch (`out[i]` true) with one READ-ALL sweep of the
     /// tables ([`Domain::sweep`]) where it reads fewer slots than a scan per object, under
-    /// [`Stripe::quiet`](crate::overflow::Stripe)'s sequence split in two: every object's
-    /// stripe sequence before the sweep, one Acquire fence after it, each sequence again.
-    /// Objects whose stripe was not quiet, or saw a move begin, are decided one by one as in
-    /// `try_reclaim`. Returns how many were reclaimed; `out` receives each outcome.
-    fn decide_swept(&self, objs: &[Pin<&Header>], out: &mut [bool], s: &mut Scratch) -> usize {
+    /// [`Stripe::quiet`](crate::overflow::Stripe)'s sequence split in two: each stripe's
+    /// sequence before the sweep, one Acquire fence after it, each sequence again. Objects
+    /// whose stripe was not quiet, or saw a move begin, are decided one by one as in
+    /// `try_reclaim`. `flagged`: how many of `out` are true. Returns how many were reclaimed;
+    /// `out` receives each outcome.
+    fn decide_swept(
+        &self,
+        objs: &[Pin<&Header>],
+        out: &mut [bool],
+        flagged: usize,
+        s: &mut Scratch,
+    ) -> usize {
         let Scratch {
-            flagged,
             bits,
             runs,
             swept,
@@ -520,20 +524,62 @@ impl Domain {
             sums,
             index,
         } = s;
-        flagged.clear();
-        flagged.reserve(objs.len());
-        flagged.extend((0..objs.len()).filter(|&i| out[i]));
-        self.window_runs(
-            flagged
-                .iter()
-                .map(|&i| self.home(objs[i].flag.load(Ordering::Relaxed))),
-            bits,
-            runs,
-        );
-        let (flagged, runs) = (&flagged[..], &runs[..]);
-        let mut n = 0;
+        // Each stripe's sequence, read once for all its objects of the batch (the first half of
+        // `Stripe::quiet` for many objects at once): `UNREAD` until read, `NOT_QUIET` if a move
+        // was under way or a list not empty (both odd: a quiet sequence is even). `read` names
+        // the stripes read, `stripes` of them.
+        const UNREAD: u64 = u64::MAX;
+        const NOT_QUIET: u64 = u64::MAX - 2;
+        let mut seqs = [UNREAD; STRIPES];
+        let mut read = [0u16; STRIPES];
+        let mut stripes = 0;
+        // A batch of at least as many objects as there are stripes reads every stripe first:
+        // where all are quiet (the common case), no object needs its own stripe looked up.
+        let mut all_quiet = false;
+        if flagged >= STRIPES {
+            all_quiet = true;
+            for (st, seq) in seqs.iter_mut().enumerate() {
+                *seq = self.stripes[st].enter().unwrap_or(NOT_QUIET);
+                all_quiet &= *seq != NOT_QUIET;
+                read[st] = st as u16;
+            }
+            stripes = STRIPES;
+        }
+        // One pass over the flagged objects: where the object's stripe is quiet, its address
+        // and (position in objs, header word) in `swept` and the window of its home slot for
+        // the sweep's runs; otherwise its position in `alone`.
+        swept.clear();
+        swept.reserve(flagged);
+        addrs.clear();
+        addrs.reserve(flagged);
+        alone.clear();
+        let homes = objs
+            .iter()
+            .zip(out.iter())
+            .enumerate()
+            .filter(|&(_, (_, &r))| r)
+            .filter_map(|(i, (h, _))| {
+                let a = h.addr();
+                if !all_quiet {
+                    let st = Self::stripe_index(a);
+                    if seqs[st] == UNREAD {
+                        seqs[st] = self.stripes[st].enter().unwrap_or(NOT_QUIET);
+                        read[stripes] = st as u16;
+                        stripes += 1;
+                    }
+                    if seqs[st] == NOT_QUIET {
+                        alone.push(i);
+                        return None;
+                    }
+                }
+                let word = h.flag.load(Ordering::Relaxed);
+                swept.push((i, word));
+                addrs.push(a);
+                Some(self.home(word))
+            });
+        self.window_runs(homes, bits, runs);
         // The sweep's map numbers the objects with u32s.
-        if flagged.len() >= u32::MAX as usize
+        if swept.len() >= u32::MAX as usize
             || !sweep_pays(
                 // Under loom the sweep always pays: no reads of the summaries to model.
                 if cfg!(loom) {
@@ -541,55 +587,50 @@ impl Domain {
                 } else {
                     self.marked_slots(runs)
                 },
-                flagged.len(),
+                swept.len(),
                 self.window,
                 self.cpus(),
             )
         {
-            return self.decide_each(objs, out, flagged.iter().copied());
+            // Every flagged object one by one (`out` still names them).
+            alone.clear();
+            alone.extend((0..objs.len()).filter(|&i| out[i]));
+            debug_assert_eq!(alone.len(), flagged);
+            return self.decide_each(objs, out, alone.iter().copied());
         }
-        // Each stripe's sequence, read once for all its objects of the batch (the first half of
-        // `Stripe::quiet` for many objects at once): `UNREAD` until read, `NOT_QUIET` if a move
-        // was under way or a list not empty (both odd: a quiet sequence is even).
-        const UNREAD: u64 = u64::MAX;
-        const NOT_QUIET: u64 = u64::MAX - 2;
-        let mut seqs = [UNREAD; STRIPES];
-        // `swept`: (index in objs, stripe number) of the objects decided by the sweep.
-        swept.clear();
-        swept.reserve(flagged.len());
-        alone.clear();
-        for &i in flagged {
-            let st = Self::stripe_index(objs[i].addr());
-            if seqs[st] == UNREAD {
-                seqs[st] = self.stripes[st].enter().unwrap_or(NOT_QUIET);
-            }
-            if seqs[st] == NOT_QUIET {
-                alone.push(i);
-            } else {
-                swept.push((i, st));
-            }
-        }
-        addrs.clear();
-        addrs.extend(swept.iter().map(|&(i, _)| objs[i].addr()));
         sums.clear();
         sums.resize(addrs.len(), 0);
         self.sweep(addrs, runs, sums, index);
-        let mut decided = 0u64;
         // Acquire fence: pairs with `begin_move`'s Release fence, as in `Stripe::quiet`.
         crate::sync::fence(Ordering::Acquire);
-        for (&(i, st), &sum) in swept.iter().zip(sums.iter()) {
-            let h = objs[i];
-            // The second half: no move began since the stripe's sequence was read.
+        // The second half, once per stripe: no move began since its sequence was read.
+        let mut all_settled = true;
+        for &st in &read[..stripes] {
+            let st = st as usize;
+            if seqs[st] == NOT_QUIET {
+                continue;
+            }
             let settled = self.stripes[st].settled(seqs[st]);
             #[cfg(paygo_loom_bug)]
             let settled = settled || bug::is(bug::NO_SWEEP_RECHECK);
             if !settled {
+                seqs[st] = NOT_QUIET;
+                all_settled = false;
+            }
+        }
+        let mut n = 0;
+        let mut decided = 0u64;
+        for ((&(i, word), &sum), &a) in swept.iter().zip(sums.iter()).zip(addrs.iter()) {
+            // A swept object's stripe was quiet before the sweep; if some stripe saw a move
+            // begin since, the objects of that one are decided alone.
+            if !all_settled && seqs[Self::stripe_index(a)] == NOT_QUIET {
                 alone.push(i);
                 continue;
             }
             let busy = sum > 0;
-            // Release: pairs with the Acquire flag load of REFs and of is_dead().
-            h.set_state(if busy { LIVE } else { DEAD }, Ordering::Release);
+            // The placement from the word read above (it never changes): no load of the
+            // header. Release: pairs with the Acquire flag load of REFs and of is_dead().
+            objs[i].set_state_in(word, if busy { LIVE } else { DEAD }, Ordering::Release);
             out[i] = !busy;
             n += !busy as usize;
             decided += 1;
