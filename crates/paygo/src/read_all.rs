@@ -214,10 +214,8 @@ impl Domain {
             }
             index[p] = i as u32 + 1;
         }
+        // Keys outside lo..=hi are passed over by the walk, without a probe.
         let find = |k: usize| -> Option<usize> {
-            if k.wrapping_sub(lo) > hi.wrapping_sub(lo) {
-                return None;
-            }
             let mut p = hash(k);
             loop {
                 match index[p] {
@@ -227,17 +225,41 @@ impl Domain {
                 }
             }
         };
+        self.entries_in_range(runs, lo, hi, |s, k| {
+            if let Some(i) = find(k & !TAG) {
+                sums[i] = sums[i].wrapping_add(self.entry_count(s, k));
+            }
+            true
+        });
+    }
+
+    /// Calls `f` with each slot of `runs` in a marked group, on every CPU, whose key (tagged or
+    /// not) lies in `lo..=hi`, and the key read; stops at the first call that returns false.
+    #[inline(always)]
+    fn entries_in_range(
+        &self,
+        runs: &[(usize, usize)],
+        lo: usize,
+        hi: usize,
+        mut f: impl FnMut(&crate::table::Slot, usize) -> bool,
+    ) {
+        let mut go = true;
         for cpu in 0..self.cpus() {
             for &(a, b) in runs {
+                if !go {
+                    return;
+                }
                 self.for_claimed(cpu, a, b, |slots| {
+                    if !go {
+                        return;
+                    }
                     for s in slots {
-                        // Acquire: as in `scan_run`.
+                        // Acquire: as in `scan_run`. An empty slot's key (0) lies outside
+                        // every range of object addresses.
                         let k = s.key.load(Ordering::Acquire);
-                        if k == 0 {
-                            continue;
-                        }
-                        if let Some(i) = find(k & !TAG) {
-                            sums[i] = sums[i].wrapping_add(self.entry_count(s, k));
+                        if (k & !TAG).wrapping_sub(lo) <= hi.wrapping_sub(lo) && !f(s, k) {
+                            go = false;
+                            return;
                         }
                     }
                 });
@@ -245,34 +267,14 @@ impl Domain {
         }
     }
 
-    /// Whether some entry in `runs` of a marked group, on any CPU, whose key (tagged or not)
-    /// lies in `lo..=hi`, has a count other than zero: the sweep's first look, which needs no
-    /// map from a key to its object. Stops at the first such entry.
+    /// Whether some entry of [`Domain::entries_in_range`] has a count other than zero: the
+    /// sweep's first look, which needs no map from a key to its object.
     fn counts_in_range(&self, runs: &[(usize, usize)], lo: usize, hi: usize) -> bool {
         let mut found = false;
-        for cpu in 0..self.cpus() {
-            for &(a, b) in runs {
-                if found {
-                    return true;
-                }
-                self.for_claimed(cpu, a, b, |slots| {
-                    if found {
-                        return;
-                    }
-                    for s in slots {
-                        // Acquire: as in `scan_run`. An empty slot's key (0) lies outside
-                        // every range of object addresses.
-                        let k = s.key.load(Ordering::Acquire);
-                        if (k & !TAG).wrapping_sub(lo) <= hi.wrapping_sub(lo)
-                            && self.entry_count(s, k) != 0
-                        {
-                            found = true;
-                            return;
-                        }
-                    }
-                });
-            }
-        }
+        self.entries_in_range(runs, lo, hi, |s, k| {
+            found = self.entry_count(s, k) != 0;
+            !found
+        });
         found
     }
 
