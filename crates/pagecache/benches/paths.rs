@@ -1,8 +1,8 @@
 //! Micro-benchmarks of the page cache's single-thread paths, each beside what a user would call
 //! instead on the same file (`pread(2)`/`pwrite(2)` through `std::os::unix::fs::FileExt`):
-//! a 64-byte read of a cached page (counting with `paygo` and `atomic`, and optimistic), a
-//! 64-byte overwrite, a 64-byte append (the file grows through the cache; cut back every
-//! 4,096), a `set_len` that cuts one page off and grows it back, and the miss path: the file's
+//! a 64-byte read of a cached page (counting with `paygo` and `atomic`, and optimistic) and a
+//! 61-byte one that starts and ends inside words, a 64-byte overwrite, a 64-byte append (the
+//! file grows through the cache; cut back every 4,096), a `set_len` that cuts one page off and grows it back, and the miss path: the file's
 //! 64 pages dropped from the cache and read again in 4 KiB reads (fills with readahead),
 //! beside the same reads through `pread(2)`.
 //!
@@ -49,6 +49,15 @@ fn reads<C: RefCounter>(c: &mut Criterion, dir: &tempfile::TempDir, scheme: C, m
         bn.iter(|| {
             k = (k + 1) % PAGES;
             f.read_at(black_box(&mut b), k * P + 128).expect("read")
+        })
+    });
+    // A read that starts and ends inside words: the copy's byte path.
+    let odd = name.replacen("read 64 B", "read 61 B at byte 131", 1);
+    c.bench_function(&odd, |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            f.read_at(black_box(&mut b[..61]), k * P + 131)
+                .expect("read")
         })
     });
 }

@@ -33,18 +33,56 @@ pub(crate) fn copy_out(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
     copy_out_bytes(words, off, buf);
 }
 
-/// `copy_out` of a range that does not start or end on a word.
+/// `copy_out` of a range that does not start or end on a word (inside the page): one load
+/// per word it touches and no call. The part of a word before the first whole word and the
+/// part after the last are copied in fixed-size pieces, the whole words one store each. Not
+/// inlined: code that the aligned reads' hit path does not run would make its registers
+/// scarcer.
+#[cold]
 #[inline(never)]
 fn copy_out_bytes(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
-    let mut pos = 0;
-    let mut at = off;
-    while pos < buf.len() {
-        let w = words[at / 8].load(Ordering::Relaxed).to_ne_bytes();
-        let b = at % 8;
-        let n = (8 - b).min(buf.len() - pos);
-        buf[pos..pos + n].copy_from_slice(&w[b..b + n]);
-        pos += n;
-        at += n;
+    let load = |w: usize| words[w].load(Ordering::Relaxed).to_ne_bytes();
+    let mut w = off / 8;
+    let mut out = buf;
+    let skip = off % 8;
+    if skip != 0 && !out.is_empty() {
+        // The rest of the first word, or less if the range ends in it.
+        let n = (8 - skip).min(out.len());
+        let (head, rest) = out.split_at_mut(n);
+        copy_part(head, &load(w)[skip..skip + n]);
+        out = rest;
+        w += 1;
+    }
+    let whole = out.len() / 8;
+    let mut chunks = out.chunks_exact_mut(8);
+    for (b, word) in (&mut chunks).zip(&words[w..w + whole]) {
+        b.copy_from_slice(&word.load(Ordering::Relaxed).to_ne_bytes());
+    }
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        // The start of the word after the whole ones.
+        let n = tail.len();
+        copy_part(tail, &load(w + whole)[..n]);
+    }
+}
+
+/// Copies `src` into `dst` (of the same length, less than 8) in pieces of 4, 2 and 1 bytes:
+/// fixed-size moves, where a copy of a length known only at run time is a call to `memcpy`.
+#[inline(always)]
+fn copy_part(dst: &mut [u8], src: &[u8]) {
+    debug_assert!(dst.len() == src.len() && dst.len() < 8);
+    let n = dst.len();
+    let mut i = 0;
+    if n & 4 != 0 {
+        dst[..4].copy_from_slice(&src[..4]);
+        i = 4;
+    }
+    if n & 2 != 0 {
+        dst[i..i + 2].copy_from_slice(&src[i..i + 2]);
+        i += 2;
+    }
+    if n & 1 != 0 {
+        dst[i] = src[i];
     }
 }
 
@@ -112,6 +150,29 @@ mod tests {
             copy_out(&words, off, &mut part);
             assert_eq!(part, src);
         }
+    }
+
+    /// Every start within the first words and the last, every length up to a few words:
+    /// the bytes copied out are the page's, and nothing of `buf` past them is touched.
+    #[test]
+    fn copy_out_matches_the_page_at_every_start_and_length() {
+        let model: Vec<u8> = (0..PAGE_SIZE).map(|i| (i * 31 + i / 256) as u8).collect();
+        let words: Vec<AtomicU64> = model
+            .chunks_exact(8)
+            .map(|c| AtomicU64::new(u64::from_ne_bytes(c.try_into().unwrap())))
+            .collect();
+        let starts = (0..=26).chain(PAGE_SIZE - 26..=PAGE_SIZE);
+        for off in starts {
+            for len in 0..=(PAGE_SIZE - off).min(41) {
+                let mut buf = vec![0xEEu8; len + 3];
+                copy_out(&words, off, &mut buf[..len]);
+                assert_eq!(&buf[..len], &model[off..off + len], "{len} bytes at {off}");
+                assert_eq!(&buf[len..], &[0xEE; 3], "past {len} bytes at {off}");
+            }
+        }
+        let mut all = vec![0u8; PAGE_SIZE];
+        copy_out(&words, 0, &mut all);
+        assert_eq!(all, model);
     }
 
     /// A range whose end wraps past `usize::MAX` is past the page: refused by the bounds
