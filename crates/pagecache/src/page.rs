@@ -25,9 +25,7 @@ pub(crate) fn copy_out(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
     );
     if off.is_multiple_of(8) && buf.len().is_multiple_of(8) {
         // Whole words: the common case of aligned reads, inlined into the read's hit path.
-        for (b, w) in buf.chunks_exact_mut(8).zip(&words[off / 8..]) {
-            b.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
-        }
+        copy_words(buf, &words[off / 8..]);
         return;
     }
     copy_out_bytes(words, off, buf);
@@ -54,15 +52,21 @@ fn copy_out_bytes(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
         w += 1;
     }
     let whole = out.len() / 8;
-    let mut chunks = out.chunks_exact_mut(8);
-    for (b, word) in (&mut chunks).zip(&words[w..w + whole]) {
-        b.copy_from_slice(&word.load(Ordering::Relaxed).to_ne_bytes());
-    }
-    let tail = chunks.into_remainder();
+    let (mid, tail) = out.split_at_mut(whole * 8);
+    copy_words(mid, &words[w..w + whole]);
     if !tail.is_empty() {
         // The start of the word after the whole ones.
         let n = tail.len();
         copy_part(tail, &load(w + whole)[..n]);
+    }
+}
+
+/// Copies whole words from `words` into `buf`, one load and one store per word, as many as
+/// `buf` holds (its length a multiple of 8).
+#[inline(always)]
+fn copy_words(buf: &mut [u8], words: &[AtomicU64]) {
+    for (b, w) in buf.chunks_exact_mut(8).zip(words) {
+        b.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
     }
 }
 
