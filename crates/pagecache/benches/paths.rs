@@ -1,10 +1,11 @@
 //! Micro-benchmarks of the page cache's single-thread paths, each beside what a user would call
 //! instead on the same file (`pread(2)`/`pwrite(2)` through `std::os::unix::fs::FileExt`):
 //! a 64-byte read of a cached page (counting with `paygo` and `atomic`, and optimistic) and a
-//! 61-byte one that starts and ends inside words, a 64-byte overwrite, a 64-byte append (the
-//! file grows through the cache; cut back every 4,096), a `set_len` that cuts one page off and grows it back, and the miss path: the file's
-//! 64 pages dropped from the cache and read again in 4 KiB reads (fills with readahead),
-//! beside the same reads through `pread(2)`.
+//! 61-byte one that starts and ends inside words, a 64-byte overwrite (and a 61-byte one), a
+//! 64-byte append (the file grows through the cache; cut back every 4,096), a `set_len` that
+//! cuts one page off and grows it back, and the miss path: the file's 64 pages dropped from
+//! the cache and read again in 4 KiB reads (fills with readahead), beside the same reads
+//! through `pread(2)`.
 //!
 //! The paper's experiments (threads, files, the schemes side by side) are refbench's
 //! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
@@ -102,6 +103,13 @@ fn benches(c: &mut Criterion) {
         bn.iter(|| {
             k = (k + 1) % PAGES;
             f.write_at(black_box(&data), k * P + 128).expect("write")
+        })
+    });
+    c.bench_function("overwrite 61 B at byte 131, cached, paygo", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            f.write_at(black_box(&data[..61]), k * P + 131)
+                .expect("write")
         })
     });
     let base = PAGES * P;

@@ -117,7 +117,7 @@ pub(crate) fn copy_in(words: &[AtomicU64], off: usize, buf: &[u8]) {
             let mut cur = w.load(Ordering::Relaxed);
             loop {
                 let mut v = cur.to_ne_bytes();
-                v[b..b + n].copy_from_slice(&buf[pos..pos + n]);
+                copy_part(&mut v[b..b + n], &buf[pos..pos + n]);
                 match w.compare_exchange_weak(
                     cur,
                     u64::from_ne_bytes(v),
@@ -177,6 +177,29 @@ mod tests {
         let mut all = vec![0u8; PAGE_SIZE];
         copy_out(&words, 0, &mut all);
         assert_eq!(all, model);
+    }
+
+    /// Every start within the first words and the last, every length up to a few words: a
+    /// write changes the page's bytes in its range and no other.
+    #[test]
+    fn copy_in_writes_its_range_only_at_every_start_and_length() {
+        let page: Vec<u8> = (0..PAGE_SIZE).map(|i| (i * 13 + 5) as u8).collect();
+        let starts = (0..=26).chain(PAGE_SIZE - 26..=PAGE_SIZE);
+        for off in starts {
+            for len in 0..=(PAGE_SIZE - off).min(41) {
+                let words: Vec<AtomicU64> = page
+                    .chunks_exact(8)
+                    .map(|c| AtomicU64::new(u64::from_ne_bytes(c.try_into().unwrap())))
+                    .collect();
+                let src: Vec<u8> = (0..len).map(|i| !(i as u8)).collect();
+                copy_in(&words, off, &src);
+                let mut model = page.clone();
+                model[off..off + len].copy_from_slice(&src);
+                let mut all = vec![0u8; PAGE_SIZE];
+                copy_out(&words, 0, &mut all);
+                assert_eq!(all, model, "{len} bytes at {off}");
+            }
+        }
     }
 
     /// A range whose end wraps past `usize::MAX` is past the page: refused by the bounds
