@@ -156,15 +156,20 @@ mod tests {
         }
     }
 
+    /// The words of a page holding `bytes`.
+    fn words_of(bytes: &[u8]) -> Vec<AtomicU64> {
+        bytes
+            .chunks_exact(8)
+            .map(|c| AtomicU64::new(u64::from_ne_bytes(c.try_into().unwrap())))
+            .collect()
+    }
+
     /// Every start within the first words and the last, every length up to a few words:
     /// the bytes copied out are the page's, and nothing of `buf` past them is touched.
     #[test]
     fn copy_out_matches_the_page_at_every_start_and_length() {
         let model: Vec<u8> = (0..PAGE_SIZE).map(|i| (i * 31 + i / 256) as u8).collect();
-        let words: Vec<AtomicU64> = model
-            .chunks_exact(8)
-            .map(|c| AtomicU64::new(u64::from_ne_bytes(c.try_into().unwrap())))
-            .collect();
+        let words = words_of(&model);
         let starts = (0..=26).chain(PAGE_SIZE - 26..=PAGE_SIZE);
         for off in starts {
             for len in 0..=(PAGE_SIZE - off).min(41) {
@@ -187,10 +192,7 @@ mod tests {
         let starts = (0..=26).chain(PAGE_SIZE - 26..=PAGE_SIZE);
         for off in starts {
             for len in 0..=(PAGE_SIZE - off).min(41) {
-                let words: Vec<AtomicU64> = page
-                    .chunks_exact(8)
-                    .map(|c| AtomicU64::new(u64::from_ne_bytes(c.try_into().unwrap())))
-                    .collect();
+                let words = words_of(&page);
                 let src: Vec<u8> = (0..len).map(|i| !(i as u8)).collect();
                 copy_in(&words, off, &src);
                 let mut model = page.clone();
