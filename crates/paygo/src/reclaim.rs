@@ -418,18 +418,23 @@ impl Domain {
     ///
     /// A larger batch reads fewer slots per object, but its passes over the objects (flag,
     /// decision) fall out of the caches. Dropping a 256 MiB file through the page cache (refbench
-    /// `drop-file`), on an x86-64 with 2 CPUs and the tables sized for 16, ns per page, with
-    /// the file read on one CPU (one table marked) and with every slot read (the sweep of every
-    /// table whole that a table marked throughout costs):
+    /// `drop-file`, tables sized for 16 CPUs), ns per page by batch size, with the file read on
+    /// one CPU (one table marked) and with every group of every table marked. Ranges over three
+    /// rounds, on a 2-vCPU AMD Zen 4 guest at commit 0bc4bb1; the data, the measuring patch and
+    /// the commands are in `docs/results/2core-zen4/reclaim-batch/`:
     ///
-    /// | batch | one table marked | every table read |
+    /// | batch | one table marked | every table marked |
     /// | ---: | ---: | ---: |
-    /// | 1,024 | 38.5-40.4 | |
-    /// | 4,096 | 38.1-40.2 | 81-86 |
-    /// | 8,192 | 40.7-41.9 | 67-68 |
-    /// | 16,384 | 45.4-48.3 | 58-67 |
-    /// | 32,768 | 54.3-57.3 | 53-64 |
-    /// | 65,536 | 76.7-77.1 | 78-81 |
+    /// | 1,024 | 19.6-21.4 | 30.1-32.3 |
+    /// | 4,096 | 18.4-19.3 | 28.7-30.9 |
+    /// | 8,192 | 17.7-18.1 | 23.5-29.0 |
+    /// | 16,384 | 17.3-19.5 | 20.5-22.6 |
+    /// | 32,768 | 17.9-19.0 | 19.8-23.6 |
+    /// | 65,536 | 18.9-21.9 | 19.5-31.0 |
+    ///
+    /// With one table marked every batch from 4,096 to 32,768 costs about the same, and the
+    /// hint is 4,096; with every table marked the hint, 16,384, is the narrowest range near the
+    /// best, while 4,096 costs about 1.4x as much and 65,536 spreads up to 31 ns.
     pub fn reclaim_batch_hint(&self) -> usize {
         let marked = self.overflow.marked_groups.load(Ordering::Relaxed);
         (marked.saturating_mul(1 << crate::table::GROUP_SHIFT) / 4).clamp(4096, 65_536)
