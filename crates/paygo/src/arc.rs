@@ -44,7 +44,6 @@
 //! counted on a CPU (the unique-owner calls), so that one forgotten (a borrow of the pointer's
 //! reference, as `std`'s `Wake` for `Arc` makes) leaves the pointer's reference as it was.
 
-use crate::table::Slot;
 use crate::{Anchor, Domain, Header};
 use core::alloc::Layout;
 use core::cell::{Cell, UnsafeCell};
@@ -1450,6 +1449,20 @@ fn collect_now(d: &Domain, shard: usize) {
 }
 
 impl Recent {
+    /// For a drop that leaves its entry at zero, of the object at `addr`: if this thread found
+    /// that object still referenced within its last [`RECHECK`] such drops, one skip fewer and
+    /// `Some` of the drop's count ([`Recent::count_event`]); else `None`, counting nothing.
+    #[inline(always)]
+    fn skip_check(&self, addr: usize) -> Option<Option<usize>> {
+        let left = self.skip.get();
+        if self.addr.get() == addr && left > 0 {
+            self.skip.set(left - 1);
+            Some(self.count_event())
+        } else {
+            None
+        }
+    }
+
     /// Counts a creation or a candidate drop: the shard to collect now, if one is due.
     #[inline(always)]
     fn count_event(&self) -> Option<usize> {
@@ -1466,17 +1479,31 @@ impl Recent {
 
 impl<T: ?Sized> Arc<T> {
     /// The drop of a reference counted in slot number `n`, generation `gen`: the UNREF, or, if
-    /// it may leave the entry at zero, [`Arc::drop_candidate`].
+    /// it may leave the entry at zero and this thread found the object still referenced
+    /// recently ([`Recent::skip_check`]), the UNREF and the collector's count; otherwise
+    /// [`Arc::drop_candidate`]. The skip is decided here, not in the out-of-line candidate
+    /// drop: a loop that clones and drops a value another clone keeps takes it on every drop
+    /// (the entry goes from 0 to 1 and back), and the UNREF is the same section as the common
+    /// drop's.
     #[inline(always)]
     fn drop_at(&self, d: &'static Domain, n: usize, gen: u64) {
         let hdr = Self::header(self.inner);
         let cpu = n >> d.bits;
         let s = &d.slots[n];
-        if d.entry_sum_relaxed(n) == 1 {
-            self.drop_candidate(d, hdr, s, n, gen);
+        let due = if d.entry_sum_relaxed(n) == 1 {
+            let addr = self.inner.as_ptr().cast::<u8>() as usize;
+            match RECENT.try_with(|r| r.skip_check(addr)) {
+                Ok(Some(due)) => due,
+                _ => {
+                    self.drop_candidate(d, hdr, n, gen);
+                    return;
+                }
+            }
         } else {
-            d.put_at(hdr, s, cpu, gen);
-        }
+            None
+        };
+        d.put_at(hdr, s, cpu, gen);
+        collect_due(d, due);
     }
 
     /// The drop of an `Arc` whose word is not packed: held as a pointer's, or boxed.
@@ -1535,29 +1562,17 @@ impl<T: ?Sized> Arc<T> {
         drop(Arc { inner, at });
     }
 
-    /// A drop whose UNREF leaves its entry at zero (slot `s`, number `n`, generation `gen`: the
-    /// reference's): unless this thread found the object still referenced recently, look
-    /// whether it was the last reference. The thread's state is read and written once for the
-    /// skip and for [`tick`]'s count: this runs on every drop of a loop that clones and drops a
-    /// value another clone keeps (the entry goes from 0 to 1 and back).
+    /// A drop whose UNREF leaves its entry at zero (slot number `n`, generation `gen`: the
+    /// reference's), where [`Arc::drop_at`] found no recent sign that the object is still
+    /// referenced: looks whether it was the last reference, and if it was not, skips the look
+    /// for the next [`RECHECK`] such drops of it on this thread. Counted for [`tick`] as the
+    /// skipped drops are.
     #[cold]
     #[inline(never)]
-    fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, s: &Slot, n: usize, gen: u64) {
-        let cpu = n >> d.bits;
+    fn drop_candidate(&self, d: &'static Domain, hdr: Pin<&Header>, n: usize, gen: u64) {
         let addr = self.inner.as_ptr().cast::<u8>() as usize;
-        let (skip, due) = RECENT
-            .try_with(|r| {
-                let left = r.skip.get();
-                let skip = r.addr.get() == addr && left > 0;
-                if skip {
-                    r.skip.set(left - 1);
-                }
-                (skip, r.count_event())
-            })
-            .unwrap_or((false, None));
-        if skip {
-            d.put_at(hdr, s, cpu, gen);
-        } else if !self.drop_if_last(d, hdr, Self::anchor_at(d, self.inner, n, gen)) {
+        let due = RECENT.try_with(Recent::count_event).ok().flatten();
+        if !self.drop_if_last(d, hdr, Self::anchor_at(d, self.inner, n, gen)) {
             let _ = RECENT.try_with(|r| {
                 r.addr.set(addr);
                 r.skip.set(RECHECK);
@@ -2061,6 +2076,70 @@ mod tests {
             r.due.set(u64::MAX);
         });
         drop(a);
+    }
+
+    /// A thread's skips of an object's last-reference check run out: with one skip left, the
+    /// first drop that leaves its entry at zero skips the check and uses the skip up; the next
+    /// such drop checks, finds the value still referenced (by a pointer's reference, which no
+    /// table counts) and skips the next [`RECHECK`] drops of it, the last one's included (the
+    /// collector then drops the value). A drop of another object leaves the skips alone and
+    /// checks. Each value is dropped once.
+    #[test]
+    fn a_thread_skips_an_objects_check_as_many_times_as_it_was_told() {
+        let d = small_domain();
+        let drops = counters(2);
+        let p = Arc::into_raw(Arc::new_in(
+            Counted {
+                id: 0,
+                panics: usize::MAX,
+                drops,
+            },
+            d,
+        ));
+        let other = Arc::new_in(
+            Counted {
+                id: 1,
+                panics: usize::MAX,
+                drops,
+            },
+            d,
+        );
+        // SAFETY: `p` came from `into_raw`; the `Arc` is turned into a pointer again below,
+        // before the reference is given back.
+        let held = unsafe { Arc::from_raw(p) };
+        let addr = held.inner.as_ptr().cast::<u8>() as usize;
+        let skips = || RECENT.with(|r| (r.addr.get(), r.skip.get()));
+        RECENT.with(|r| {
+            r.addr.set(addr);
+            r.skip.set(1);
+            r.due.set(u64::MAX);
+        });
+        // A clone's reference is the only one its table entry counts: its drop leaves the
+        // entry at zero.
+        drop(other.clone());
+        assert_eq!(skips(), (addr, 1), "another object's drop uses no skip");
+        drop(held.clone());
+        assert_eq!(skips(), (addr, 0), "the skip is used up");
+        drop(held.clone());
+        assert_eq!(skips(), (addr, RECHECK), "checked, and found referenced");
+        assert!(drops.iter().all(|c| c.load(Ordering::SeqCst) == 0));
+        let p = Arc::into_raw(held);
+        // SAFETY: the pointer's reference, given back once.
+        drop(unsafe { Arc::from_raw(p) });
+        assert_eq!(
+            skips(),
+            (addr, RECHECK - 1),
+            "the last drop skipped the check too"
+        );
+        assert_eq!(drops[0].load(Ordering::SeqCst), 0, "left to the collector");
+        drop(other);
+        assert_eq!(
+            drops[1].load(Ordering::SeqCst),
+            1,
+            "dropped by its last drop"
+        );
+        assert_eq!(collect(d), 1, "the value left to the collector");
+        assert!(drops.iter().all(|c| c.load(Ordering::SeqCst) == 1));
     }
 
     /// A collection whose batch holds a value whose `Drop` panics, at each position of the
