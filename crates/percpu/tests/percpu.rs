@@ -6,6 +6,7 @@ use percpu::{Check, Fail, PerCpu};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::Instant;
 
 fn sum(pc: &PerCpu<AtomicI64>) -> i64 {
     pc.iter().map(|v| v.load(Ordering::Relaxed)).sum()
@@ -209,9 +210,9 @@ fn add_one_by(
 
 /// In a process of its own (the injected delay and the count of aborts are the process's):
 /// for each shape of section in turn, four threads update its word with it while an injected
-/// delay inside every section and a storm of signals abort them; checks that no update is
-/// lost or doubled, and on the rseq path that the shape's sections aborted (its abort handler
-/// ran).
+/// delay inside every section and a storm of signals (a round every two delays) abort them;
+/// checks that no update is lost or doubled, and on the rseq path that the shape's sections
+/// aborted (its abort handler ran).
 fn forced_aborts_in_every_shape() {
     const THREADS: usize = 4;
     const ITERS: i64 = reps(2_000) as i64;
@@ -224,11 +225,24 @@ fn forced_aborts_in_every_shape() {
     }
     // The crate's tests build it with its inject feature (its own dev-dependency): the delay
     // is built into the rseq sections wherever there are such sections.
+    const DELAY: u64 = 2_000;
     assert_eq!(
-        percpu::set_inject_delay(2_000),
+        percpu::set_inject_delay(DELAY),
         cfg!(all(target_arch = "x86_64", target_os = "linux", not(miri))),
         "set_inject_delay: whether the delay is built in"
     );
+    // The delay timed on this CPU: `pause` takes a few cycles on some CPUs and about 140 on
+    // others. Signals that came faster than a section lasts would abort every section and the
+    // workers would never finish (on a machine where each worker has a CPU of its own, the
+    // signalling loop is not slowed down by the workers it shares a CPU with); a round of
+    // signals every two delays still aborts about every other section.
+    let between = {
+        let t = Instant::now();
+        for _ in 0..DELAY {
+            std::hint::spin_loop();
+        }
+        2 * t.elapsed()
+    };
     let words: PerCpu<[AtomicI64; SHAPES.len()]> = PerCpu::default();
     let single: PerCpu<AtomicI64> = PerCpu::default();
     let holds: [AtomicU64; 4] = Default::default();
@@ -265,7 +279,10 @@ fn forced_aborts_in_every_shape() {
                     unsafe { libc::pthread_kill(t, libc::SIGUSR1) };
                     signals += 1;
                 }
-                thread::yield_now();
+                let next = Instant::now() + between;
+                while Instant::now() < next {
+                    thread::yield_now();
+                }
             }
             signals
         });
