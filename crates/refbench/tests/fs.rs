@@ -89,6 +89,49 @@ fn randomread_reads_over_each_number_of_files() {
     }
 }
 
+/// The schemes' event counts come with the read experiments' rows, per read: paygo claims a
+/// slot of its table once per page and CPU for a file whose pages its tables hold, and for every
+/// read of a file of twice as many pages as a CPU's table has slots, read in order (each page's
+/// entry is gone by the time the reads come round to it again); a scheme that counts no events
+/// reports none.
+#[test]
+fn file_spectrum_reports_paygo_claims_per_read_past_its_tables() {
+    let slots = paygo::Config::default().slots_per_cpu;
+    // Twice the slots, in pages of 4 KiB, in MiB.
+    let big = (2 * slots * 4096).div_ceil(1 << 20);
+    let rows = run_json(&[
+        "run",
+        "file-spectrum",
+        "--schemes",
+        "paygo,atomic",
+        "--threads",
+        "1",
+        "--objects",
+        &format!("1,{big}"),
+        "--duration-ms",
+        "20",
+    ]);
+    let row = |name: &str, mib: usize| {
+        rows.iter()
+            .find(|r| r["scheme"] == name && r["file_mib"] == mib)
+            .unwrap_or_else(|| panic!("no row for {name} over {mib} MiB"))
+    };
+    let claims = |mib: usize| {
+        row("paygo", mib)["claims_per_op"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no claims_per_op: {}", row("paygo", mib)))
+    };
+    // 256 pages: each claimed once per CPU the reader ran on, then found (a slow run, as on
+    // the locked fallback of a loaded machine, reads few times more than 256 pages in 20 ms);
+    // twice the slots: claimed on every read.
+    assert!(claims(1) < 0.5, "{}", row("paygo", 1));
+    assert!(claims(big) > 0.9, "{}", row("paygo", big));
+    assert_eq!(row("paygo", big)["evictions_per_op"].as_f64(), Some(0.0));
+    for mib in [1, big] {
+        assert!(row("atomic", mib).get("claims_per_op").is_none());
+    }
+}
+
 #[test]
 fn drop_file_drops_every_page_with_and_without_readers() {
     let rows = run_json(&[

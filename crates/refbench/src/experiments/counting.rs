@@ -57,15 +57,7 @@ impl Visit for Measure<'_> {
                         .or_default();
                     e.0.push(r.ops_per_sec);
                     e.1.push(r.cpu_util);
-                    *e.2.entry(OPS).or_default() += r.ops;
-                    for (k, v) in after {
-                        let b = before
-                            .iter()
-                            .find(|(bk, _)| *bk == k)
-                            .map(|x| x.1)
-                            .unwrap_or(0);
-                        *e.2.entry(k).or_default() += v - b;
-                    }
+                    add_counters(&mut e.2, r.ops, &before, &after);
                     (self.tick)(info.name);
                 }
             }
@@ -121,8 +113,28 @@ fn row(
     }
 }
 
-/// Adds each scheme counter as `<name>_per_op` (events per get+put pair).
-fn per_op(extra: &mut Map<String, Value>, counters: &BTreeMap<&'static str, u64>) {
+/// Adds what each counter of `after` ([`RefCounter::counters`]) moved since `before`, and
+/// `ops` operations (key `ops`), to `into`.
+pub(super) fn add_counters(
+    into: &mut BTreeMap<&'static str, u64>,
+    ops: u64,
+    before: &[(&'static str, u64)],
+    after: &[(&'static str, u64)],
+) {
+    *into.entry(OPS).or_default() += ops;
+    for &(k, v) in after {
+        let b = before
+            .iter()
+            .find(|(bk, _)| *bk == k)
+            .map(|x| x.1)
+            .unwrap_or(0);
+        *into.entry(k).or_default() += v - b;
+    }
+}
+
+/// Adds each scheme counter as `<name>_per_op` (events per get+put pair, or per read in the
+/// file-system experiments).
+pub(super) fn per_op(extra: &mut Map<String, Value>, counters: &BTreeMap<&'static str, u64>) {
     let ops = *counters.get(OPS).unwrap_or(&0);
     if ops == 0 {
         return;

@@ -19,7 +19,8 @@
 
 use super::Params;
 use crate::harness::{
-    abandon, median, pin_to, run_workers_prepared, spawn_workers, thread_cpu_secs, Gate, SetOnDrop,
+    abandon, median, pin_to, run_workers_prepared, spawn_workers, thread_cpu_secs, Gate, RunResult,
+    SetOnDrop,
 };
 use crate::output::Row;
 use crate::schemes::{self, Kind, SchemeInfo, Visit};
@@ -464,9 +465,9 @@ pub(super) fn make_files(count: usize, bytes: u64) -> Files {
     }
 }
 
-/// One timed run: `threads` threads reading with `pattern` for `duration`. Returns (reads per
-/// second, cpu_util), both over the window from the first reader's start to the last one's
-/// end.
+/// One timed run: `threads` threads reading with `pattern` for `duration`. Returns the reads
+/// per second, the reads, and cpu_util, over the window from the first reader's start to the
+/// last one's end.
 fn timed<S: Source>(
     src: &S,
     pattern: Pattern,
@@ -475,10 +476,10 @@ fn timed<S: Source>(
     threads: usize,
     duration: Duration,
     pin: bool,
-) -> (f64, f64) {
+) -> RunResult {
     // Each reader's state (its source's local part: a LODIC reader's mappings, made and read
     // once) is made before the gate, outside the window.
-    let r = run_workers_prepared(
+    run_workers_prepared(
         threads,
         duration,
         pin,
@@ -522,8 +523,7 @@ fn timed<S: Source>(
             }
             ops
         },
-    );
-    (r.ops_per_sec, r.cpu_util)
+    )
 }
 
 /// Per (scheme, threads, objects): reps, cpu_util, and the largest resident count seen with
@@ -534,6 +534,9 @@ struct Cell {
     util: Vec<f64>,
     resident_max: usize,
     limit: usize,
+    /// The scheme's event counts ([`RefCounter::counters`]) over the timed windows, and the
+    /// reads they took (key `ops`): `<name>_per_op` in the row.
+    counters: BTreeMap<&'static str, u64>,
 }
 
 type Cells = BTreeMap<(String, usize, usize), Cell>;
@@ -588,7 +591,8 @@ impl Visit for ReadJob<'_> {
             pages: self.files.pages,
         };
         for &t in &self.p.threads {
-            let (ops, util) = match self.lodic {
+            let before = cache.scheme().counters();
+            let r = match self.lodic {
                 Some(_) => timed(
                     &lodic_src,
                     self.pattern,
@@ -608,13 +612,15 @@ impl Visit for ReadJob<'_> {
                     self.p.pin,
                 ),
             };
+            let after = cache.scheme().counters();
             let st = cache.stats();
             let c = self
                 .cells
                 .entry((self.label.to_string(), t, self.objects))
                 .or_default();
-            c.reps.push(ops);
-            c.util.push(util);
+            c.reps.push(r.ops_per_sec);
+            c.util.push(r.cpu_util);
+            super::counting::add_counters(&mut c.counters, r.ops, &before, &after);
             c.resident_max = c.resident_max.max(st.resident_high_water);
             c.limit = st.limit;
             (self.tick)(self.label);
@@ -660,8 +666,8 @@ fn measure_reads(
                 .collect();
             let src = KernelSource { files: &fs };
             for &t in &p.threads {
-                let (ops, util) = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
-                record(cells, t, ops, util, 0);
+                let r = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
+                record(cells, t, r.ops_per_sec, r.cpu_util, 0);
             }
         }
         "quick_cache" => {
@@ -672,9 +678,9 @@ fn measure_reads(
                 .collect();
             let src = QuickSource::warm(&fs, files.pages, limit);
             for &t in &p.threads {
-                let (ops, util) = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
+                let r = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
                 let resident = src.cache.len();
-                record(cells, t, ops, util, resident);
+                record(cells, t, r.ops_per_sec, r.cpu_util, resident);
             }
         }
         _ => {
@@ -770,6 +776,7 @@ fn rows_from(experiment: &str, p: &Params, objects: &[usize], cells: &Cells) -> 
                 if experiment == "file-spectrum" {
                     extra.insert("file_mib".into(), json!(o));
                 }
+                super::counting::per_op(&mut extra, &c.counters);
                 if let Some(n) = note(name) {
                     extra.insert("note".into(), json!(n));
                 }
@@ -1186,7 +1193,7 @@ mod tests {
         let threads = percpu::online_cpus().max(1);
         let mut worst: f64 = 0.0;
         for _ in 0..40 {
-            let (_, util) = timed(
+            let util = timed(
                 &Spin,
                 Pattern::Sequential,
                 1,
@@ -1194,7 +1201,8 @@ mod tests {
                 threads,
                 Duration::from_millis(2),
                 true,
-            );
+            )
+            .cpu_util;
             worst = worst.max(util);
         }
         assert!(worst <= 1.001, "cpu_util {worst}");
