@@ -140,9 +140,12 @@ impl Domain {
     /// [`Header::with_place`]`(place)` (as for [`Domain::try_get_placed`]), and gives it back,
     /// also if `f` panics; `None`, without running `f`, where `try_get_placed` would fail.
     ///
-    /// Where REF finds the object's entry at its home slot, the UNREF that follows `f` is one
-    /// critical section on that slot, through the CPU and the per-CPU area the REF read: no
-    /// anchor is made or checked and nothing is looked up again. If the entry was evicted
+    /// Where REF finds the object's entry at its home slot, or claims that slot from another
+    /// object's free entry (the first REF of the object on this CPU since its entry there was
+    /// reused: what every read does in a page cache whose resident pages outnumber a table's
+    /// slots), the UNREF that follows `f` is one critical section on that slot, through the
+    /// CPU and the per-CPU area the REF read: no anchor is made or checked and nothing is
+    /// looked up again. If the entry was evicted
     /// meanwhile (by REFs of other objects on that CPU), or on the rseq path if the thread moved
     /// to another CPU, that section fails and the UNREF takes [`Domain::put`]'s other paths (on
     /// the locked fallback a thread that moved runs the section under the REF's CPU's lock).
@@ -160,7 +163,7 @@ impl Domain {
         let cpu = here.cpu();
         let n = self.slot_number(cpu, self.home(live));
         let s = &self.slots[n];
-        if let Ok(g) = self.ref_entry(&here, s, &hdr, obj, live) {
+        if let Some(g) = self.home_entry(&here, n, s, &hdr, obj, live) {
             let held = HomeRef {
                 domain: self,
                 hdr,
@@ -203,21 +206,39 @@ impl Domain {
         let cpu = here.cpu();
         let n = self.slot_number(cpu, self.home(live));
         let s = &self.slots[n];
-        match self.ref_entry(&here, s, &hdr, obj, live) {
-            Ok(g) => return Some(Anchor::new(self.id, n, g, cpu, obj)),
-            Err(None) => {}
+        let g = self.home_entry(&here, n, s, &hdr, obj, live)?;
+        Some(Anchor::new(self.id, n, g, cpu, obj))
+    }
+
+    /// REF at the home slot `s` (number `n`) of the CPU `here` names: the object's entry
+    /// there ([`Domain::ref_entry`]), or, where the slot holds another object's entry that is
+    /// free, that slot claimed (the paper's immediate reuse of zero entries, on the fast
+    /// path). The generation the reference was counted in; `None` sends the caller to the
+    /// slow path.
+    #[inline(always)]
+    fn home_entry(
+        &self,
+        here: &Here<'_, ()>,
+        n: usize,
+        s: &Slot,
+        hdr: &Header,
+        obj: usize,
+        live: u64,
+    ) -> Option<u64> {
+        match self.ref_entry(here, s, hdr, obj, live) {
+            Ok(g) => Some(g),
+            Err(None) => None,
             Err(Some(k)) => {
-                // The home slot holds another object's entry: claim it if it is free (the
-                // paper's immediate reuse of zero entries, on the fast path).
                 let gw = s.gen.load(Ordering::Relaxed);
                 let (ga, a) = self.anchors[n].load();
                 let l = s.local.load(Ordering::Relaxed);
                 if ga == gw && l.wrapping_add(a) == 0 {
-                    return self.claim(&here, n, s, k, &hdr, live, obj, gw, l);
+                    self.claim(here, s, k, hdr, live, obj, gw, l).then_some(gw)
+                } else {
+                    None
                 }
             }
         }
-        None
     }
 
     /// REF on the entry of `obj` (header `hdr`, whose word, live, is `live`) in slot `s` of
@@ -288,11 +309,11 @@ impl Domain {
             .map(|a| Guard::from_token(self, hdr, a))
     }
 
-    /// Claims free slot `s` (number `n`) of the CPU `here` names (read with `key == k`,
-    /// `gen == gw`, `local == l`, count 0) for `obj`: marks its group in the CPU's claim
-    /// summary if the slot was never used (`k == 0`), then one critical section that checks
-    /// `local`, `gen` and the flag, stores the key (speculatively) and adds 1 to `local`
-    /// (commit). `None` if it did not commit.
+    /// Claims free slot `s` of the CPU `here` names (read with `key == k`, `gen == gw`,
+    /// `local == l`, count 0) for `obj`: marks its group in the CPU's claim summary if the
+    /// slot was never used (`k == 0`), then one critical section that checks `local`, `gen`
+    /// and the flag, stores the key (speculatively) and adds 1 to `local` (commit). Whether
+    /// it committed (the reference is then counted in generation `gw`).
     ///
     /// A slot whose key is not 0 needs no mark: its key was stored by an earlier claim on this
     /// CPU's table, which marked the group before it (marks are never cleared). That claim's
@@ -304,7 +325,6 @@ impl Domain {
     fn claim(
         &self,
         here: &Here<'_, ()>,
-        n: usize,
         s: &Slot,
         k: usize,
         hdr: &Header,
@@ -312,7 +332,7 @@ impl Domain {
         obj: usize,
         gw: u64,
         l: i64,
-    ) -> Option<Anchor> {
+    ) -> bool {
         #[cfg(paygo_loom_bug)]
         let mark = !bug::is(bug::NO_CLAIM_MARK);
         #[cfg(not(paygo_loom_bug))]
@@ -321,25 +341,29 @@ impl Domain {
         if mark && k == 0 {
             self.note_claim(cpu, s);
         }
-        here.store_add(
-            &[
-                Check::new(&s.local, l),
-                Check::new(&s.gen, gw),
-                flag_check(hdr, live, Check::new(&s.gen, gw)),
-            ],
-            &s.key,
-            obj,
-            &s.local,
-            1,
-        )
-        .ok()?;
+        if here
+            .store_add(
+                &[
+                    Check::new(&s.local, l),
+                    Check::new(&s.gen, gw),
+                    flag_check(hdr, live, Check::new(&s.gen, gw)),
+                ],
+                &s.key,
+                obj,
+                &s.local,
+                1,
+            )
+            .is_err()
+        {
+            return false;
+        }
         // Relaxed, and a load and a store, not a read-modify-write: a statistic (see
         // `Stats::claims`).
         s.claims.store(
             s.claims.load(Ordering::Relaxed).wrapping_add(1),
             Ordering::Relaxed,
         );
-        Some(Anchor::new(self.id, n, gw, cpu, obj))
+        true
     }
 
     /// REF's slow path; an eviction that cannot allocate aborts the process.
@@ -437,9 +461,9 @@ impl Domain {
                 if ga != gw || l.wrapping_add(a) != 0 {
                     continue;
                 }
-                match self.claim(&here, n, s, k, &hdr, live, obj, gw, l) {
-                    Some(anchor) => return Ok(anchor),
-                    None => {
+                match self.claim(&here, s, k, &hdr, live, obj, gw, l) {
+                    true => return Ok(Anchor::new(self.id, n, gw, cpu, obj)),
+                    false => {
                         retry.aborted();
                         continue 'outer;
                     }

@@ -152,13 +152,23 @@ enum Inside {
     Evict,
 }
 
-/// [`Domain::with_ref_placed`] against a reclaim: the reader on CPU 0 takes and gives back a
-/// reference first, so that the object's entry is in its home slot and the scoped reference
-/// takes the path that keeps the slot and the per-CPU area between its REF and UNREF; it reads
-/// the payload inside the scoped reference, then does what `inside` says. The reclaimer on
-/// CPU 1 writes the payload if it reclaimed. loom reports a causality violation if the write
-/// can race with the read; the count ends at 0.
-fn scoped_ref_vs_reclaim(inside: Inside) {
+/// What the reader of [`scoped_ref_vs_reclaim`] does before its scoped reference.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Before {
+    /// Takes and gives back a reference to the object: its entry is in its home slot.
+    OwnEntry,
+    /// Takes and gives back a reference to another object: the home slot (the table's only
+    /// one) holds that object's free entry, which the scoped reference claims inline.
+    OtherFreeEntry,
+}
+
+/// [`Domain::with_ref_placed`] against a reclaim: the reader on CPU 0 first does what
+/// `before` says, so that the scoped reference takes the path that keeps the slot and the
+/// per-CPU area between its REF and UNREF (on the object's entry, or on a free slot it claims);
+/// it reads the payload inside the scoped reference, then does what `inside` says. The
+/// reclaimer on CPU 1 writes the payload if it reclaimed. loom reports a causality violation if
+/// the write can race with the read; the counts end at 0.
+fn scoped_ref_vs_reclaim(before: Before, inside: Inside) {
     model(move || {
         let d = Arc::new(tiny());
         let o = Arc::new(Obj {
@@ -169,8 +179,16 @@ fn scoped_ref_vs_reclaim(inside: Inside) {
         let (d1, o1, other1) = (d.clone(), o.clone(), other.clone());
         let reader = thread::spawn(move || {
             loom_set_cpu(0);
-            if let Some(a) = d1.try_get_placed(o1.hdr(), 0) {
-                d1.put(o1.hdr(), a);
+            match before {
+                Before::OwnEntry => {
+                    if let Some(a) = d1.try_get_placed(o1.hdr(), 0) {
+                        d1.put(o1.hdr(), a);
+                    }
+                }
+                Before::OtherFreeEntry => {
+                    let a = d1.try_get(other1.hdr()).expect("live");
+                    d1.put(other1.hdr(), a);
+                }
             }
             d1.with_ref_placed(o1.hdr(), 0, || {
                 // SAFETY: loom checks this access against the reclaimer's write.
@@ -207,17 +225,22 @@ fn scoped_ref_vs_reclaim(inside: Inside) {
 
 #[test]
 fn loom_scoped_ref_vs_reclaim_home() {
-    scoped_ref_vs_reclaim(Inside::Nothing);
+    scoped_ref_vs_reclaim(Before::OwnEntry, Inside::Nothing);
+}
+
+#[test]
+fn loom_scoped_ref_vs_reclaim_claimed() {
+    scoped_ref_vs_reclaim(Before::OtherFreeEntry, Inside::Nothing);
 }
 
 #[test]
 fn loom_scoped_ref_vs_reclaim_moved_inside() {
-    scoped_ref_vs_reclaim(Inside::Move);
+    scoped_ref_vs_reclaim(Before::OwnEntry, Inside::Move);
 }
 
 #[test]
 fn loom_scoped_ref_vs_reclaim_evicted_inside() {
-    scoped_ref_vs_reclaim(Inside::Evict);
+    scoped_ref_vs_reclaim(Before::OwnEntry, Inside::Evict);
 }
 
 #[test]
@@ -699,7 +722,17 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_flag_check_is_caught_by_a_scoped_reference() {
         with_bug(bug::NO_FLAG_CHECK, || {
-            super::scoped_ref_vs_reclaim(super::Inside::Nothing)
+            super::scoped_ref_vs_reclaim(super::Before::OwnEntry, super::Inside::Nothing)
+        });
+    }
+
+    /// The same where the scoped reference claims its home slot from another object's free
+    /// entry: the claim's section checks the flag too.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_flag_check_is_caught_by_a_scoped_reference_that_claims() {
+        with_bug(bug::NO_FLAG_CHECK, || {
+            super::scoped_ref_vs_reclaim(super::Before::OtherFreeEntry, super::Inside::Nothing)
         });
     }
 
