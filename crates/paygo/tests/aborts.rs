@@ -41,7 +41,20 @@ fn counts_survive_forced_aborts() {
         libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
     }
     let aborts_before = percpu::aborts();
-    let delay = percpu::set_inject_delay(300);
+    const DELAY: u64 = 300;
+    let delay = percpu::set_inject_delay(DELAY);
+    // The delay timed on this CPU (`pause` takes a few cycles on some CPUs and about 140 on
+    // others): the signalling loop below waits twice that between rounds. Signals that came
+    // faster than a section lasts would abort every section, and the workers would never
+    // finish where each has a CPU of its own and the loop is not slowed down by sharing one
+    // with them.
+    let between = {
+        let t = std::time::Instant::now();
+        for _ in 0..DELAY {
+            std::hint::spin_loop();
+        }
+        2 * t.elapsed()
+    };
     let barrier = Barrier::new(THREADS + 1);
     let finished = AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -94,7 +107,10 @@ fn counts_survive_forced_aborts() {
                 // and SIGUSR1's handler does nothing.
                 unsafe { libc::pthread_kill(tid, libc::SIGUSR1) };
             }
-            std::thread::yield_now();
+            let next = std::time::Instant::now() + between;
+            while std::time::Instant::now() < next {
+                std::thread::yield_now();
+            }
         }
         barrier.wait();
         for (i, m) in model.iter().enumerate() {

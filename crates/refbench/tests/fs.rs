@@ -97,8 +97,8 @@ fn randomread_reads_over_each_number_of_files() {
 #[test]
 fn file_spectrum_reports_paygo_claims_per_read_past_its_tables() {
     let slots = paygo::Config::default().slots_per_cpu;
-    // Twice the slots, in pages of 4 KiB, in MiB.
-    let big = (2 * slots * 4096).div_ceil(1 << 20);
+    // Twice the slots, in the cache's pages, in MiB.
+    let big = (2 * slots * pagecache::PAGE_SIZE).div_ceil(1 << 20);
     let rows = run_json(&[
         "run",
         "file-spectrum",
