@@ -3,7 +3,9 @@
 //! asymmetric fence), against a shared atomic's fetch_add + fetch_sub; `paygo::Arc` against
 //! `std::sync::Arc` (clone+drop, a clone moved into a call that drops it, `get_mut` of the
 //! only `Arc`, `Weak` upgrade+drop, a clone through `into_raw`/`from_raw`); and the
-//! batch reclaim of 4,096 objects with neighbouring home slots (a file's pages), per object.
+//! batch reclaim of 4,096 objects with neighbouring home slots (a file's pages), per object;
+//! `with_ref_placed` (a page cache's hit) on one object, and over twice as many objects as a
+//! table has slots (each use claims its slot), against the general pair over the same.
 //!
 //! `PAYGO_BENCH_CPUS=N` sizes the per-CPU tables for `N` CPUs (at least the machine's): the
 //! batch reclaim then reads as many tables as a machine with `N` CPUs has, e.g.
@@ -65,6 +67,7 @@ fn benches(c: &mut Criterion) {
     );
     d.put(hdr, held);
     reclaim_many(c, &d);
+    scoped(c, &d);
     let s = std::sync::Arc::new(7u64);
     c.bench_function("std::sync::Arc clone+drop", |b| {
         b.iter(|| drop(black_box(s.clone())))
@@ -152,6 +155,41 @@ fn reclaim_many(c: &mut Criterion, d: &Domain) {
         },
     );
     g.finish();
+}
+
+/// `with_ref_placed` (a page cache's hit) on one placed object, and in turn over twice as
+/// many placed objects as a CPU's table has slots, as a page cache reads a file larger than
+/// that: each use then finds its home slot holding another object's free entry and claims it.
+/// The same walk with `try_get_placed` + `put`, the general pair.
+fn scoped(c: &mut Criterion, d: &Domain) {
+    let n = 2 * d.config().slots_per_cpu;
+    let hdrs: Pin<Box<[Header]>> =
+        Box::into_pin((0..n).map(|i| Header::with_place(i as u64)).collect());
+    // SAFETY: a pinned slice: its elements never move.
+    let hdr = |i: usize| unsafe { hdrs.as_ref().map_unchecked(|s| &s[i]) };
+    c.bench_function("paygo with_ref_placed, one object", |b| {
+        b.iter(|| d.with_ref_placed(black_box(hdr(0)), 0, || ()).unwrap())
+    });
+    let mut i = 0usize;
+    c.bench_function(
+        &format!("paygo with_ref_placed, {n} objects in turn (a claim each)"),
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % n;
+                d.with_ref_placed(hdr(i), i, || ()).unwrap()
+            })
+        },
+    );
+    c.bench_function(
+        &format!("paygo try_get_placed+put, {n} objects in turn (a claim each)"),
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % n;
+                let t = d.try_get_placed(hdr(i), i).unwrap();
+                d.put(hdr(i), t);
+            })
+        },
+    );
 }
 
 criterion_group!(paygo_benches, benches);
