@@ -145,11 +145,11 @@ impl Domain {
     /// reused: what every read does in a page cache whose resident pages outnumber a table's
     /// slots), the UNREF that follows `f` is one critical section on that slot, through the
     /// CPU and the per-CPU area the REF read: no anchor is made or checked and nothing is
-    /// looked up again. If the entry was evicted
-    /// meanwhile (by REFs of other objects on that CPU), or on the rseq path if the thread moved
-    /// to another CPU, that section fails and the UNREF takes [`Domain::put`]'s other paths (on
-    /// the locked fallback a thread that moved runs the section under the REF's CPU's lock).
-    /// Otherwise it is [`Domain::try_get_placed`], `f` and [`Domain::put`].
+    /// looked up again. If the entry was evicted meanwhile (by REFs of other objects on that
+    /// CPU), or on the rseq path if the thread moved to another CPU, that section fails and the
+    /// UNREF takes [`Domain::put`]'s other paths (on the locked fallback a thread that moved
+    /// runs the section under the REF's CPU's lock). Otherwise it is
+    /// [`Domain::try_get_placed`], `f` and [`Domain::put`].
     #[inline(always)]
     pub fn with_ref_placed<R>(
         &self,
