@@ -114,7 +114,9 @@ fn row(
 }
 
 /// Adds what each counter of `after` ([`RefCounter::counters`]) moved since `before`, and
-/// `ops` operations (key `ops`), to `into`.
+/// `ops` operations (key `ops`), to `into`. A counter that went back (paygo's `claims`, counted
+/// without a read-modify-write, can: a count held up between its load and its store overwrites
+/// later ones) adds nothing.
 pub(super) fn add_counters(
     into: &mut BTreeMap<&'static str, u64>,
     ops: u64,
@@ -128,7 +130,7 @@ pub(super) fn add_counters(
             .find(|(bk, _)| *bk == k)
             .map(|x| x.1)
             .unwrap_or(0);
-        *into.entry(k).or_default() += v - b;
+        *into.entry(k).or_default() += v.saturating_sub(b);
     }
 }
 
@@ -674,6 +676,30 @@ fn pair_cost_row(name: &str, c: &PairCosts, atomic: Option<f64>) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The counters' moves add up over runs; one that went back between its two reads adds
+    /// nothing (it panicked in a debug build and wrapped to about 2^64 in a release build).
+    #[test]
+    fn add_counters_adds_moves_and_nothing_for_a_counter_that_went_back() {
+        let mut into = BTreeMap::new();
+        add_counters(
+            &mut into,
+            10,
+            &[("claims", 5), ("evictions", 1)],
+            &[("claims", 9), ("evictions", 1)],
+        );
+        add_counters(
+            &mut into,
+            7,
+            &[("claims", 9), ("evictions", 1)],
+            &[("claims", 8), ("evictions", 4)],
+        );
+        // A counter the first read did not list counts from 0.
+        add_counters(&mut into, 0, &[], &[("reclaims", 2)]);
+        let want: BTreeMap<&str, u64> =
+            [(OPS, 17), ("claims", 4), ("evictions", 3), ("reclaims", 2)].into();
+        assert_eq!(into, want);
+    }
 
     /// Every `query` row has `cpu_util`, the reclaiming thread's CPU share of the time it
     /// reclaimed, as every timed row does (the README's rule): its rows had none.
