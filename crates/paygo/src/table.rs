@@ -291,6 +291,36 @@ impl Config {
         }
         Ok(())
     }
+
+    /// The bytes of the tables of a domain of this size whose per-CPU structures are sized for
+    /// `cpus` CPUs (a domain's are sized for [`percpu::possible_cpus`]): its slots, their
+    /// anchors, the claim summaries and the stripe locks, which [`Domain::try_with_config`]
+    /// allocates, and writes, before it returns. A new domain's
+    /// [`MemoryUsage::table_bytes`]; `None` where the product does not fit in a `usize`.
+    /// Known before anything is allocated, as for sizing a domain against the memory there is.
+    ///
+    /// ```
+    /// let cfg = paygo::Config { slots_per_cpu: 1 << 16, ..paygo::Config::default() };
+    /// let d = paygo::Domain::with_config(cfg);
+    /// assert_eq!(cfg.table_bytes(d.cpus()), Some(d.memory_usage().table_bytes));
+    /// assert_eq!(cfg.table_bytes(usize::MAX), None);
+    /// ```
+    pub fn table_bytes(&self, cpus: usize) -> Option<usize> {
+        let per_slot = core::mem::size_of::<Slot>() + core::mem::size_of::<AnchorWord>();
+        cpus.checked_mul(self.slots_per_cpu)?
+            .checked_mul(per_slot)?
+            .checked_add(cpus.checked_mul(claimed_stride(self.slots_per_cpu))? * 8)?
+            .checked_add(STRIPES * core::mem::size_of::<CachePadded<Stripe>>())
+    }
+}
+
+/// The 64-bit words of one CPU's claim summary for a table of `slots_per_cpu` slots: a bit per
+/// group of slots, in whole cache lines.
+fn claimed_stride(slots_per_cpu: usize) -> usize {
+    slots_per_cpu
+        .div_ceil(1 << GROUP_SHIFT)
+        .div_ceil(64)
+        .next_multiple_of(8)
 }
 
 /// Why a [`Config`] was refused by [`Domain::try_with_config`].
@@ -428,11 +458,7 @@ impl Domain {
             .ok_or(ConfigError::OutOfMemory { bytes: usize::MAX })?;
         let slots = LineArray::try_new(n, Slot::new)?;
         let anchors = LineArray::try_new(n, AnchorWord::new)?;
-        let claimed_stride = cfg
-            .slots_per_cpu
-            .div_ceil(1 << GROUP_SHIFT)
-            .div_ceil(64)
-            .next_multiple_of(8);
+        let claimed_stride = claimed_stride(cfg.slots_per_cpu);
         let claimed = try_array(cpus * claimed_stride, || AtomicU64::new(0))?;
         let stripes = try_array(STRIPES, || CachePadded::new(Stripe::default()))?;
         let tables = PerCpu::try_new(|_| ()).map_err(|_| oom::<CachePadded<()>>(cpus))?;
@@ -695,11 +721,10 @@ impl Domain {
     /// Bytes used by the tables and, now, by overflow lists.
     pub fn memory_usage(&self) -> MemoryUsage {
         MemoryUsage {
-            table_bytes: self.tables.len()
-                * (self.mask + 1)
-                * (core::mem::size_of::<Slot>() + core::mem::size_of::<AnchorWord>())
-                + self.claimed.len() * 8
-                + STRIPES * core::mem::size_of::<CachePadded<Stripe>>()
+            table_bytes: self
+                .config()
+                .table_bytes(self.tables.len())
+                .expect("the tables were allocated")
                 // Never waits: the thread may be inside a batch that holds the buffers (a C
                 // signal handler's `paygo_stats`), whose bytes are then left out.
                 + crate::reclaim::Scratch::try_lock(&self.scratch).map_or(0, |s| s.bytes()),

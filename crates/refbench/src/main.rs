@@ -168,6 +168,8 @@ enum Cmd {
             )
         )]
         size_cpus: Option<usize>,
+        #[arg(long, allow_negative_numbers = true, help = paygo_slots_help())]
+        paygo_slots: Option<usize>,
         /// What to print on stdout.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -303,6 +305,24 @@ fn epoch_help() -> String {
             "Epoch of the schemes with a background thread ({}), in microseconds, at least 1 \
              (refused where none of them runs).",
             experiments::EPOCH_SCHEMES.join(", ")
+        ),
+    )
+}
+
+/// `run --paygo-slots`' help.
+fn paygo_slots_help() -> String {
+    let d = paygo::Config::default();
+    flag_help(
+        Flag::PaygoSlots,
+        &format!(
+            "Slots in each CPU's table of paygo's domain: a power of two from {} (its probe \
+             window) to {} (refused where paygo does not run). Objects past the slots claim a \
+             slot on their first REF on a CPU, evicting no entry that counts a reference; \
+             more slots, fewer claims, more bytes. paygo's rows then carry paygo_slots. \
+             Default: {}.",
+            d.window,
+            paygo::MAX_SLOTS_PER_CPU,
+            d.slots_per_cpu
         ),
     )
 }
@@ -566,6 +586,7 @@ fn main() -> ExitCode {
             file_mib,
             epoch_us,
             size_cpus,
+            paygo_slots,
             format,
             out,
         } => {
@@ -621,6 +642,11 @@ fn main() -> ExitCode {
             }
             if flags.contains(&Flag::EpochUs) {
                 if let Err(e) = experiments::check_epoch(&experiment, &schemes) {
+                    return usage_error(e);
+                }
+            }
+            if flags.contains(&Flag::PaygoSlots) {
+                if let Err(e) = experiments::check_paygo_slots(&experiment, &schemes) {
                     return usage_error(e);
                 }
             }
@@ -696,6 +722,12 @@ fn main() -> ExitCode {
                     return usage_error(format!("--size-cpus {n}: {e}"));
                 }
             }
+            // After --size-cpus: the tables are sized for its CPUs.
+            let paygo_size = match paygo_slots.map(experiments::paygo_size) {
+                None => paygo::Config::default(),
+                Some(Ok(size)) => size,
+                Some(Err(e)) => return usage_error(e),
+            };
             if experiments::counts_objects(&experiment) {
                 // After --size-cpus: the CPUs every per-CPU structure is sized for.
                 let cpus = percpu::possible_cpus();
@@ -757,7 +789,10 @@ fn main() -> ExitCode {
                 pin,
                 migrate_every,
                 referenced_pct,
-                scheme_config: SchemeConfig { epoch_us },
+                scheme_config: SchemeConfig {
+                    epoch_us,
+                    paygo: paygo_size,
+                },
                 spin_cycles,
                 read_every,
                 samples,

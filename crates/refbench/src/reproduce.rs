@@ -196,6 +196,9 @@ fn run_args(experiment: &str, p: &Params) -> Vec<String> {
             Flag::FileMib => p.file_mib.to_string(),
             Flag::EpochUs => p.scheme_config.epoch_us.to_string(),
             Flag::SizeCpus => continue,
+            // The default size, which `reproduce` runs, is named by no flag.
+            Flag::PaygoSlots if p.scheme_config.paygo == paygo::Config::default() => continue,
+            Flag::PaygoSlots => p.scheme_config.paygo.slots_per_cpu.to_string(),
         };
         if !value.is_empty() {
             args.extend([flag.to_string(), value]);
@@ -508,12 +511,14 @@ mod tests {
     }
 
     /// A child run gets every flag its experiment reads, with the parent's values, and no
-    /// other (it would refuse that one).
+    /// other (it would refuse that one); `--paygo-slots` only for a size of paygo's domain
+    /// other than the default, which no flag names.
     #[test]
     fn children_get_the_flags_their_experiment_reads() {
         for e in EXPERIMENTS {
             let mut p = params(e.name, Depth::Quick, &[1, 2]);
             p.pin = true;
+            p.scheme_config.paygo.slots_per_cpu = 8192;
             let args = run_args(e.name, &p);
             assert_eq!(args[..2], ["run", e.name]);
             let given: Vec<&String> = args[2..].iter().filter(|a| a.starts_with("--")).collect();
@@ -543,6 +548,14 @@ mod tests {
         let mut p = params("single-object", Depth::Quick, &[1]);
         p.schemes = vec!["paygo".into()];
         assert!(!run_args("single-object", &p).contains(&"--epoch-us".to_string()));
+        assert!(!run_args("single-object", &p).contains(&"--paygo-slots".to_string()));
+        p.scheme_config.paygo.slots_per_cpu = 8192;
+        let args = run_args("single-object", &p);
+        let at = args
+            .iter()
+            .position(|a| a == "--paygo-slots")
+            .expect("--paygo-slots");
+        assert_eq!(args[at + 1], "8192");
     }
 
     /// `reproduce --only` with experiments none of which reads a flag given refuses it.

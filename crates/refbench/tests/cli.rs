@@ -327,6 +327,73 @@ fn memory_sized_for_more_cpus() {
     assert_eq!(sized[1].2 - machine[1].2, 14 * 8 * 1000);
 }
 
+/// `--paygo-slots`: paygo's domain is made with that many slots per CPU, its rows carry the
+/// size (`paygo_slots`) and its shared bytes are the tables' of that size
+/// (`paygo::Config::table_bytes`); the other schemes' rows do not change and carry no size,
+/// nor does paygo's of a run without the flag.
+#[test]
+fn memory_with_paygo_slots() {
+    let rows = |slots: Option<&str>| {
+        let mut args = vec![
+            "run",
+            "memory",
+            "--schemes",
+            "paygo,atomic",
+            "--objects",
+            "100",
+            "--format",
+            "json",
+        ];
+        if let Some(n) = slots {
+            args.extend(["--paygo-slots", n]);
+        }
+        let o = refbench(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        v["rows"].as_array().expect("rows").clone()
+    };
+    let (default, sized) = (rows(None), rows(Some("65536")));
+    assert_eq!(sized.len(), 2);
+    let shared = |r: &serde_json::Value| r["bytes_shared"].as_u64().unwrap() as usize;
+    let cpus = sized[0]["cpus"].as_u64().unwrap() as usize;
+    let tables = |slots_per_cpu| {
+        paygo::Config {
+            slots_per_cpu,
+            ..paygo::Config::default()
+        }
+        .table_bytes(cpus)
+        .unwrap()
+    };
+    assert_eq!(sized[0]["scheme"], "paygo");
+    assert_eq!(sized[0]["paygo_slots"].as_u64(), Some(65536));
+    assert_eq!(shared(&sized[0]), tables(65536));
+    assert_eq!(shared(&default[0]), tables(4096));
+    assert!(default[0].get("paygo_slots").is_none(), "{}", default[0]);
+    assert!(sized[1].get("paygo_slots").is_none(), "{}", sized[1]);
+    assert_eq!(sized[1]["bytes_total"], default[1]["bytes_total"]);
+}
+
+/// `--paygo-slots` refused, with exit 2 and a message that names the flag and the value and
+/// says why, before anything runs: a size paygo does not take, where paygo does not run, where
+/// its tables would not fit in the memory available.
+#[test]
+fn paygo_slots_refused_say_why() {
+    for (args, why) in [
+        (&["run", "drbh", "--paygo-slots", "3000"][..], "--paygo-slots 3000: slots_per_cpu must be a power of two"),
+        (&["run", "drbh", "--paygo-slots", "4"], "--paygo-slots 4: at least 8, the probe window"),
+        (&["run", "drbh", "--paygo-slots", "33554432"], "--paygo-slots 33554432: slots_per_cpu must be a power of two no larger than 16777216"),
+        (&["run", "drbh", "--schemes", "cas,atomic", "--paygo-slots", "8192"], "--paygo-slots: drbh does not use it with the schemes cas, atomic"),
+        (&["run", "arc-clone", "--paygo-slots", "8192"], "--paygo-slots: arc-clone does not use it"),
+        (&["run", "memory", "--size-cpus", "4096", "--paygo-slots", "16777216"], "--paygo-slots 16777216: paygo's tables would take 3146753 MiB for 4096 CPUs, more than the"),
+    ] {
+        let o = refbench(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&format!("refbench: {why}")), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} measured");
+    }
+}
+
 /// Runs `run EXPERIMENT ARGS --size-cpus (machine + 14) --format json` and returns its rows,
 /// each checked to say it was sized for that many CPUs.
 fn sized_for_more_cpus(experiment: &str, args: &[&str]) -> Vec<serde_json::Value> {

@@ -135,6 +135,41 @@ fn file_spectrum_reports_paygo_claims_per_read_past_its_tables() {
     }
 }
 
+/// `--paygo-slots` sizes the tables of the page cache's PAYGO domain, and the rows say the
+/// size: over a 1 MiB file (256 pages) read in order, tables of half as many slots as pages
+/// claim a slot on every read, as the default size does past twice its slots above, and
+/// tables of twice as many claim once per page and CPU, then find the entries.
+#[test]
+fn file_spectrum_claims_follow_paygo_slots() {
+    let pages = (1 << 20) / pagecache::PAGE_SIZE;
+    let claims = |slots: usize| {
+        let rows = run_json(&[
+            "run",
+            "file-spectrum",
+            "--schemes",
+            "paygo",
+            "--threads",
+            "1",
+            "--objects",
+            "1",
+            "--duration-ms",
+            "20",
+            "--pin",
+            "--paygo-slots",
+            &slots.to_string(),
+        ]);
+        assert_eq!(rows.len(), 1);
+        let r = rows[0].clone();
+        assert_eq!(r["paygo_slots"].as_u64(), Some(slots as u64), "{r}");
+        assert_eq!(r["evictions_per_op"].as_f64(), Some(0.0), "{r}");
+        (r["claims_per_op"].as_f64().expect("claims_per_op"), r)
+    };
+    let (few, r) = claims(pages / 2);
+    assert!(few > 0.9, "{r}");
+    let (many, r) = claims(pages * 2);
+    assert!(many < 0.5, "{r}");
+}
+
 #[test]
 fn drop_file_drops_every_page_with_and_without_readers() {
     let rows = run_json(&[

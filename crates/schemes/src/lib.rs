@@ -39,11 +39,18 @@ pub struct SchemeConfig {
     /// refuses an epoch of 0 ([`try_visit`] returns the error, of kind
     /// [`InvalidInput`](std::io::ErrorKind::InvalidInput)).
     pub epoch_us: u64,
+    /// The size of `paygo`'s domain: slots per CPU and probe window (default
+    /// [`paygo::Config::default`], 4,096 slots). A size [`paygo::Config::check`] refuses is an
+    /// error of [`try_visit`] of kind [`InvalidInput`](std::io::ErrorKind::InvalidInput).
+    pub paygo: paygo::Config,
 }
 
 impl Default for SchemeConfig {
     fn default() -> Self {
-        SchemeConfig { epoch_us: 10_000 }
+        SchemeConfig {
+            epoch_us: 10_000,
+            paygo: paygo::Config::default(),
+        }
     }
 }
 
@@ -84,7 +91,9 @@ macro_rules! registry {
         /// 0, of kind [`InvalidInput`](std::io::ErrorKind::InvalidInput), see
         /// [`RefCache::try_with_config`](refcount::refcache::RefCache::try_with_config);
         /// `paygo` when its domain's tables cannot be allocated: of kind
-        /// [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)), and then `v` does not run.
+        /// [`OutOfMemory`](std::io::ErrorKind::OutOfMemory), or when `cfg.paygo` is not a
+        /// valid size: of kind [`InvalidInput`](std::io::ErrorKind::InvalidInput)), and then
+        /// `v` does not run.
         pub fn try_visit<V: Visit>(
             name: &str,
             cfg: &SchemeConfig,
@@ -119,16 +128,16 @@ registry! {
     "snzi", Scheme, "scalable non-zero indicator tree (lock-free, 1/2 state, versions)" => |c| refcount::snzi::Snzi::new();
     "brc", Scheme, "biased reference counting: owner non-atomic, others atomic" => |c| refcount::brc::Brc::new();
     "oplog-counter", Scheme, "OpLog distributed counter: per-CPU deltas in a logger cache, read_all synchronizes" => |c| oplog::OpLogCounter::default();
-    "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => fallible |c| paygo_domain();
+    "paygo", Scheme, "PAYGO: per-CPU hash of local + anchor counters, rseq fast path" => fallible |c| paygo_domain(c.paygo);
     "percpu-limit", Reference, "bare per-CPU rseq counter: no per-object state, cannot detect zero (the bare per-CPU update)",
         unfit "it cannot detect zero, so its try_reclaim never succeeds and no frame could ever be evicted or dropped" => |c| crate::limit::PercpuLimit::new();
 }
 
-/// The `paygo` scheme: a domain of the default size ([`paygo::Domain::new`]), or, where its
-/// tables cannot be allocated, an error of kind [`std::io::ErrorKind::OutOfMemory`] (which
-/// `Domain::new` would panic with).
-fn paygo_domain() -> std::io::Result<paygo::Domain> {
-    paygo::Domain::try_with_config(paygo::Config::default()).map_err(|e| {
+/// The `paygo` scheme: a domain of size `cfg`, or, where its tables cannot be allocated, an
+/// error of kind [`std::io::ErrorKind::OutOfMemory`] (which `Domain::new` would panic with),
+/// and where `cfg` is not a valid size, one of kind [`std::io::ErrorKind::InvalidInput`].
+fn paygo_domain(cfg: paygo::Config) -> std::io::Result<paygo::Domain> {
+    paygo::Domain::try_with_config(cfg).map_err(|e| {
         let kind = match e {
             paygo::ConfigError::OutOfMemory { .. } => std::io::ErrorKind::OutOfMemory,
             paygo::ConfigError::SlotsPerCpu(_) | paygo::ConfigError::Window(_) => {

@@ -91,7 +91,10 @@ fn a_scheme_that_cannot_be_made_is_an_error_of_try_visit() {
 /// epochs is made as before.
 #[test]
 fn an_epoch_of_0_is_an_error_of_try_visit() {
-    let cfg = SchemeConfig { epoch_us: 0 };
+    let cfg = SchemeConfig {
+        epoch_us: 0,
+        ..SchemeConfig::default()
+    };
     let e = schemes::try_visit("refcache", &cfg, Name)
         .expect("a registered scheme")
         .expect_err("an epoch of 0");
@@ -100,4 +103,47 @@ fn an_epoch_of_0_is_an_error_of_try_visit() {
     assert!(std::panic::catch_unwind(|| schemes::visit("refcache", &cfg, Name)).is_err());
     let made = schemes::try_visit("atomic", &cfg, Name).expect("a registered scheme");
     assert_eq!(made.expect("made"), "atomic");
+}
+
+/// `paygo` is made with the size of `cfg.paygo` (its tables' bytes grow with the slots); a size
+/// `paygo::Config::check` refuses is an error of kind `InvalidInput`, naming the size, and the
+/// visitor does not run.
+#[test]
+fn paygo_is_made_with_the_size_of_the_config() {
+    struct TableBytes;
+    impl Visit for TableBytes {
+        type Out = usize;
+        fn visit<C: refcount::RefCounter>(self, _info: &SchemeInfo, scheme: C) -> usize {
+            scheme.memory(&mut std::iter::empty()).shared
+        }
+    }
+    let sized = |slots_per_cpu: usize| SchemeConfig {
+        paygo: paygo::Config {
+            slots_per_cpu,
+            ..paygo::Config::default()
+        },
+        ..SchemeConfig::default()
+    };
+    let bytes = |slots| {
+        schemes::try_visit("paygo", &sized(slots), TableBytes)
+            .expect("a registered scheme")
+            .expect("made")
+    };
+    let (default, big) = (bytes(4096), bytes(16384));
+    assert_eq!(
+        schemes::visit("paygo", &SchemeConfig::default(), TableBytes),
+        Some(default)
+    );
+    // Four times the slots: at least three times the bytes (the slots are most of them).
+    assert!(
+        big > 3 * default,
+        "{default} bytes with 4,096 slots, {big} with 16,384"
+    );
+    for slots in [3000, 4] {
+        let e = schemes::try_visit("paygo", &sized(slots), TableBytes)
+            .expect("a registered scheme")
+            .expect_err("a size paygo refuses");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().starts_with("paygo: "), "{e}");
+    }
 }

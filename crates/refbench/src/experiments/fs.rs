@@ -352,7 +352,7 @@ fn space_of(dir: &Path) -> Result<(u128, bool), String> {
 }
 
 /// MemAvailable of `/proc/meminfo`, in MiB; `None` where it cannot be read.
-fn mem_available_mib() -> Option<u128> {
+pub(crate) fn mem_available_mib() -> Option<u128> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -13,8 +13,8 @@ use crate::output::Row;
 use crate::schemes::SchemeConfig;
 use std::time::Duration;
 use Flag::{
-    DurationMs, EpochUs, FileMib, MigrateEvery, Objects, Pin, ReadEvery, ReferencedPct, Reps,
-    Samples, Schemes, SizeCpus, SpinCycles, Threads,
+    DurationMs, EpochUs, FileMib, MigrateEvery, Objects, PaygoSlots, Pin, ReadEvery, ReferencedPct,
+    Reps, Samples, Schemes, SizeCpus, SpinCycles, Threads,
 };
 
 /// One experiment.
@@ -73,11 +73,14 @@ pub enum Flag {
     EpochUs,
     /// `--size-cpus`.
     SizeCpus,
+    /// `--paygo-slots`: read only where `paygo` is one of the schemes run
+    /// ([`check_paygo_slots`]).
+    PaygoSlots,
 }
 
 impl Flag {
     /// Every flag, in the order of `refbench run --help`.
-    pub const ALL: [Flag; 14] = [
+    pub const ALL: [Flag; 15] = [
         Flag::Schemes,
         Flag::Threads,
         Flag::Objects,
@@ -92,6 +95,7 @@ impl Flag {
         Flag::FileMib,
         Flag::EpochUs,
         Flag::SizeCpus,
+        Flag::PaygoSlots,
     ];
 
     /// The id of its argument in the command line parser (the field of `refbench run`):
@@ -112,6 +116,7 @@ impl Flag {
             Flag::FileMib => "file_mib",
             Flag::EpochUs => "epoch_us",
             Flag::SizeCpus => "size_cpus",
+            Flag::PaygoSlots => "paygo_slots",
         }
     }
 }
@@ -187,17 +192,66 @@ pub fn check_epoch(experiment: &str, schemes: &[String]) -> Result<(), String> {
     ))
 }
 
+/// The scheme whose domain `--paygo-slots` sizes.
+pub const PAYGO: &str = "paygo";
+
+/// `Err` (why) where `--paygo-slots` would change nothing in a run of `experiment` with
+/// `schemes`: `paygo` is not one of them.
+pub fn check_paygo_slots(experiment: &str, schemes: &[String]) -> Result<(), String> {
+    if schemes.iter().any(|s| s == PAYGO) {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: {experiment} does not use it with the schemes {} (it sizes the tables of \
+         {PAYGO}: add it to --schemes)",
+        Flag::PaygoSlots,
+        schemes.join(", "),
+    ))
+}
+
+/// The size of paygo's domain with `--paygo-slots n`, checked before anything is made: a size
+/// paygo takes ([`paygo::Config::check`]: a power of two, at least the probe window, at most
+/// [`paygo::MAX_SLOTS_PER_CPU`]) whose tables, with per-CPU structures sized for the CPUs they
+/// will be sized for (after `--size-cpus`), fit in the memory available (`MemAvailable`, where
+/// it can be read): they are written whole when the domain is made. `Err` says why not.
+pub fn paygo_size(n: usize) -> Result<paygo::Config, String> {
+    let cfg = paygo::Config {
+        slots_per_cpu: n,
+        ..paygo::Config::default()
+    };
+    let refused = |why: String| Err(format!("{} {n}: {why}", Flag::PaygoSlots));
+    match cfg.check() {
+        Ok(()) => {}
+        Err(paygo::ConfigError::Window(w)) => {
+            return refused(format!("at least {w}, the probe window of paygo's tables"))
+        }
+        Err(e) => return refused(e.to_string()),
+    }
+    let cpus = percpu::possible_cpus();
+    let mib = cfg
+        .table_bytes(cpus)
+        .map_or(u128::MAX, |b| (b as u128).div_ceil(1 << 20));
+    match fs::mem_available_mib() {
+        Some(avail) if mib > avail => refused(format!(
+            "paygo's tables would take {mib} MiB for {cpus} CPUs, more than the {avail} MiB of \
+             memory available"
+        )),
+        _ => Ok(cfg),
+    }
+}
+
 /// The flags a run of `experiment` with `schemes` reads: its [`ExperimentInfo::flags`], less
-/// `--epoch-us` where none of `schemes` has an epoch thread.
+/// `--epoch-us` where none of `schemes` has an epoch thread and `--paygo-slots` where none is
+/// `paygo`.
 pub fn flags_read<'a>(
     experiment: &'a ExperimentInfo,
     schemes: &'a [String],
 ) -> impl Iterator<Item = Flag> + 'a {
-    experiment
-        .flags
-        .iter()
-        .copied()
-        .filter(move |&f| f != Flag::EpochUs || runs_an_epoch(schemes))
+    experiment.flags.iter().copied().filter(move |&f| match f {
+        Flag::EpochUs => runs_an_epoch(schemes),
+        Flag::PaygoSlots => check_paygo_slots(experiment.name, schemes).is_ok(),
+        _ => true,
+    })
 }
 
 /// The experiments `reproduce` runs a second time with every per-CPU structure sized for
@@ -217,43 +271,44 @@ pub const SIZED_CPUS: usize = 16;
 /// count bytes, which it does not change). `--pin` where the workers are pinned on request
 /// (`pair-cost` pins a thread to each CPU in turn for figures of its own, the OpLog
 /// experiments pin their workers always, `tsc-check` each pair, and the LODIC experiments'
-/// sharing threads only hold mappings).
+/// sharing threads only hold mappings). `--paygo-slots` where `paygo` may run (the
+/// `paygo::Arc` of `arc-clone` lives in the process's own domain, of the default size).
 pub const EXPERIMENTS: &[ExperimentInfo] = &[
     ExperimentInfo {
         name: "single-object",
         about: "PAYGO Fig. 11: all threads get/put one shared object",
         variants: None,
-        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs],
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "object-spectrum",
         about: "PAYGO Fig. 12: threads get/put objects spread over a set of N objects",
         variants: None,
-        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
+        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "pair-cost",
         about: "one thread, one object: ns per get+put pair, best of 2,000 batches of 2,000 (the uncontended fast path)",
         variants: None,
-        flags: &[Schemes, Reps, EpochUs],
+        flags: &[Schemes, Reps, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "migration",
         about: "PAYGO 6.2.3 anchoring overhead: forced migration between get and put every M ops; anchor-path share and throughput vs no migration",
         variants: None,
-        flags: &[Schemes, Threads, DurationMs, Reps, Pin, MigrateEvery, EpochUs],
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, MigrateEvery, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "memory",
         about: "bytes used for N objects of which a given share is referenced",
         variants: None,
-        flags: &[Schemes, Objects, ReferencedPct, SizeCpus],
+        flags: &[Schemes, Objects, ReferencedPct, SizeCpus, PaygoSlots],
     },
     ExperimentInfo {
         name: "query",
         about: "PAYGO 6.3 query overhead: time to try-reclaim N unreferenced objects, one by one and batched (try_reclaim_many), with and without background get/put",
         variants: None,
-        flags: &[Schemes, Threads, Objects, Reps, Pin, EpochUs, SizeCpus],
+        flags: &[Schemes, Threads, Objects, Reps, Pin, EpochUs, SizeCpus, PaygoSlots],
     },
     ExperimentInfo {
         name: "ceiling",
@@ -289,31 +344,31 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         name: "reclaim-pressure",
         about: "readers of one referenced object while a thread loops try_reclaim on it (vs_no_reclaimer)",
         variants: None,
-        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs],
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "drbh",
         about: "PAYGO Fig. 7 (FxMark DRBH): every thread reads 64 bytes of the same 4 KiB page through the page cache; also kernel pread(2), quick_cache, optimistic",
         variants: None,
-        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs],
+        flags: &[Schemes, Threads, DurationMs, Reps, Pin, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "randomread",
         about: "PAYGO Fig. 8 (filebench): 64-byte random reads from one of ten 1 MiB files (`--objects`: how many) through the page cache; also kernel, quick_cache, optimistic",
         variants: None,
-        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
+        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "file-spectrum",
         about: "PAYGO Fig. 2/10: threads read 64 bytes per 4 KiB page sequentially over one file of --objects MiB (default 1,4,16,64)",
         variants: None,
-        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs],
+        flags: &[Schemes, Threads, Objects, DurationMs, Reps, Pin, EpochUs, PaygoSlots],
     },
     ExperimentInfo {
         name: "drop-file",
         about: "PAYGO Fig. 13: time to drop a cached file of --objects MiB (default 64,256), without and with background readers",
         variants: None,
-        flags: &[Schemes, Threads, Objects, Reps, Pin, EpochUs, SizeCpus],
+        flags: &[Schemes, Threads, Objects, Reps, Pin, EpochUs, SizeCpus, PaygoSlots],
     },
     ExperimentInfo {
         name: "lodic-query",
@@ -325,7 +380,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         name: "lodic-memory",
         about: "LODIC counter memory vs per-object schemes over a cached file of --file-mib MiB, 1 to 16 sharing threads, --objects percent mapped (default 10,50,100)",
         variants: Some(lodic_exp::MEMORY_VARIANTS),
-        flags: &[Schemes, Objects, FileMib, SizeCpus],
+        flags: &[Schemes, Objects, FileMib, SizeCpus, PaygoSlots],
     },
     ExperimentInfo {
         name: "pread-table",
@@ -536,7 +591,22 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
             r.extra.insert("pin_refused".into(), serde_json::json!(why));
         }
     }
+    tag_paygo_size(experiment, p, &mut rows);
     Ok(rows)
+}
+
+/// Gives each `paygo` row of a run whose domain is not of the default size (`--paygo-slots`)
+/// its slots per CPU (`paygo_slots`), so that no row of a resized table reads as the default.
+fn tag_paygo_size(experiment: &str, p: &Params, rows: &mut [Row]) {
+    let size = p.scheme_config.paygo;
+    let reads = find(experiment).is_some_and(|e| e.uses(Flag::PaygoSlots));
+    if !reads || size == paygo::Config::default() {
+        return;
+    }
+    for r in rows.iter_mut().filter(|r| r.scheme == PAYGO) {
+        r.extra
+            .insert("paygo_slots".into(), serde_json::json!(size.slots_per_cpu));
+    }
 }
 
 /// The experiment called `experiment`, run.
@@ -633,6 +703,12 @@ mod tests {
             if e.uses(Flag::EpochUs) {
                 assert!(may_run_an_epoch, "{} reads --epoch-us", e.name);
             }
+            assert_eq!(
+                e.uses(Flag::PaygoSlots),
+                names.contains(&PAYGO),
+                "{}: --paygo-slots where paygo may run",
+                e.name
+            );
             let named = EXPERIMENTS.iter().filter(|x| x.name == e.name).count();
             assert_eq!(named, 1, "{} in EXPERIMENTS {named} times", e.name);
         }
@@ -647,6 +723,7 @@ mod tests {
         for s in EPOCH_SCHEMES {
             assert!(crate::schemes::find(s).is_some(), "{s}");
         }
+        assert!(crate::schemes::find(PAYGO).is_some());
     }
 
     /// A flag's users in words, and the refusal of a flag an experiment does not read.
@@ -681,6 +758,36 @@ mod tests {
         assert!(read(&["refcache"]).contains(&Flag::EpochUs));
         assert!(!read(&["paygo"]).contains(&Flag::EpochUs));
         assert!(read(&["paygo"]).contains(&Flag::SizeCpus));
+        assert!(read(&["paygo"]).contains(&Flag::PaygoSlots));
+        assert!(!read(&["refcache", "cas"]).contains(&Flag::PaygoSlots));
+        let size = paygo_size(16384).expect("a size paygo takes");
+        assert_eq!(size.slots_per_cpu, 16384);
+        assert_eq!(size.window, paygo::Config::default().window);
+        for (n, why) in [
+            (
+                3000,
+                "--paygo-slots 3000: slots_per_cpu must be a power of two",
+            ),
+            (4, "--paygo-slots 4: at least 8, the probe window"),
+            (
+                1 << 25,
+                "--paygo-slots 33554432: slots_per_cpu must be a power of two",
+            ),
+        ] {
+            let e = paygo_size(n).unwrap_err();
+            assert!(e.starts_with(why), "{e}");
+        }
+        let e = check_paygo_slots("drbh", &names(&["cas", "atomic"])).unwrap_err();
+        assert_eq!(
+            e,
+            "--paygo-slots: drbh does not use it with the schemes cas, atomic (it sizes the \
+             tables of paygo: add it to --schemes)"
+        );
+        assert_eq!(
+            used_by(Flag::PaygoSlots),
+            "every experiment but ceiling, tsc-check, oplog-list, oplog-read-ratio, arc-clone, \
+             lodic-query and pread-table"
+        );
     }
 
     /// The progress bar's total ([`steps`]) is the number of measurements each experiment
