@@ -217,6 +217,16 @@ typedef struct pagecache_stats {
  * the epoch thread of "refcache" cannot be started). The frames are allocated here. */
 int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagecache_t **out);
 
+/* pagecache_new, with the tables of the domain of "paygo" sized at paygo_slots_per_cpu slots
+ * per possible CPU (0: the default, 4,096; 48 bytes a slot). A frame's home slot in a CPU's
+ * table is its number modulo the slots: in a cache of more frames than slots, a page's first
+ * read on a CPU claims the slot from another frame (every read does over a file larger than the
+ * tables read in order); with at least as many slots as frames, each frame's home slot is its
+ * own, claimed on its first read on each CPU. Errors: pagecache_new's, and PAGECACHE_EINVAL for a size other than 0 with another
+ * scheme than "paygo", or one that is not a power of two from 8 to 16777216 (2^24). */
+int pagecache_new_sized(size_t memory_limit_pages, const char *scheme, int mode,
+                        size_t paygo_slots_per_cpu, pagecache_t **out);
+
 /* Frees a cache handle; NULL, a misaligned pointer or a handle already freed does nothing.
  * Files opened through it stay open and usable (see Lifetimes above); the frames are freed
  * with the last of them, or here if none is open. Waits for calls with this handle that other

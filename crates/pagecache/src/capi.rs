@@ -203,11 +203,7 @@ fn scheme_cstr(name: &str) -> &'static CStr {
 
 /// Makes a cache of `memory_limit_pages` frames counted by the scheme named `scheme` (null:
 /// `"paygo"`), with counting (`mode` 0) or optimistic (1) reads, and stores its handle in
-/// `*out`. Errors: `PAGECACHE_EINVAL` (null `out`, a limit of 0 or above `u32::MAX - 1`, another
-/// mode), `PAGECACHE_ENOSCHEME` (no such scheme, or a name that is not UTF-8),
-/// `PAGECACHE_EUNFIT` (a scheme that cannot serve a page cache), `PAGECACHE_ENOMEM`, the
-/// `-errno` of a scheme that cannot be made (`-EAGAIN`: `refcache`'s epoch thread cannot be
-/// started).
+/// `*out`: [`pagecache_new_sized`] with PAYGO's default tables.
 ///
 /// # Safety
 /// `scheme` is null or a NUL-terminated string; `out` is null, misaligned or writable.
@@ -216,6 +212,30 @@ pub unsafe extern "C" fn pagecache_new(
     memory_limit_pages: usize,
     scheme: *const c_char,
     mode: c_int,
+    out: *mut *mut CCache,
+) -> i32 {
+    // SAFETY: the caller's contract is this function's.
+    unsafe { pagecache_new_sized(memory_limit_pages, scheme, mode, 0, out) }
+}
+
+/// Makes a cache of `memory_limit_pages` frames counted by the scheme named `scheme` (null:
+/// `"paygo"`), with counting (`mode` 0) or optimistic (1) reads, PAYGO's tables of
+/// `paygo_slots_per_cpu` slots per CPU (0: the default, 4,096), and stores its handle in
+/// `*out`. Errors: `PAGECACHE_EINVAL` (null `out`, a limit of 0 or above `u32::MAX - 1`, another
+/// mode, a size that is not 0 for another scheme than `"paygo"`, or that paygo does not take:
+/// not a power of two from 8 to 2^24), `PAGECACHE_ENOSCHEME` (no such scheme, or a name that
+/// is not UTF-8), `PAGECACHE_EUNFIT` (a scheme that cannot serve a page cache),
+/// `PAGECACHE_ENOMEM` (with PAYGO's tables that cannot be allocated), the `-errno` of a scheme
+/// that cannot be made (`-EAGAIN`: `refcache`'s epoch thread cannot be started).
+///
+/// # Safety
+/// `scheme` is null or a NUL-terminated string; `out` is null, misaligned or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_new_sized(
+    memory_limit_pages: usize,
+    scheme: *const c_char,
+    mode: c_int,
+    paygo_slots_per_cpu: usize,
     out: *mut *mut CCache,
 ) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
@@ -248,6 +268,14 @@ pub unsafe extern "C" fn pagecache_new(
         }
         let mut cfg = Config::new(memory_limit_pages, name);
         cfg.mode = mode;
+        if paygo_slots_per_cpu != 0 {
+            // A size for a scheme that has no tables would change nothing: refused, as is a
+            // size paygo does not take (`paygo::Config::check`).
+            cfg.scheme_config.paygo.slots_per_cpu = paygo_slots_per_cpu;
+            if name != "paygo" || cfg.scheme_config.paygo.check().is_err() {
+                return PAGECACHE_EINVAL;
+            }
+        }
         // A limit whose frames or counters cannot be allocated is `OutOfMemory`
         // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`; so are the
         // tables of a `paygo` domain and the caches of `refcache` (see `schemes::try_visit`).
