@@ -316,10 +316,11 @@ fn paygo_slots_help() -> String {
         Flag::PaygoSlots,
         &format!(
             "Slots in each CPU's table of paygo's domain: a power of two from {} (its probe \
-             window) to {} (refused where paygo does not run). Objects past the slots claim a \
-             slot on their first REF on a CPU, evicting no entry that counts a reference; \
-             more slots, fewer claims, more bytes. paygo's rows then carry paygo_slots. \
-             Default: {}.",
+             window) to {} (refused where paygo does not run, and where the tables would not fit \
+             in the memory available). With more objects than slots, an object's first REF on \
+             a CPU claims its home slot from another object's unreferenced entry \
+             (claims_per_op): more slots, fewer claims, more bytes (48 a slot, in each CPU's \
+             table). paygo's rows then carry paygo_slots. Default: {}.",
             d.window,
             paygo::MAX_SLOTS_PER_CPU,
             d.slots_per_cpu

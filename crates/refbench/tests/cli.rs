@@ -9,6 +9,18 @@ fn refbench(args: &[&str]) -> std::process::Output {
         .expect("refbench runs")
 }
 
+/// The rows of a successful `refbench ARGS` that prints JSON.
+fn json_rows(args: &[&str]) -> Vec<serde_json::Value> {
+    let o = refbench(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    v["rows"].as_array().expect("rows").clone()
+}
+
 #[test]
 fn bad_arguments_exit_2_with_a_message() {
     for args in [
@@ -282,30 +294,21 @@ fn a_value_given_twice_exits_2_before_running() {
     }
 }
 
+/// The rows of `refbench run memory --schemes SCHEMES --objects OBJECTS` with `more` flags.
+fn memory_rows(schemes: &str, objects: &str, more: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["run", "memory", "--schemes", schemes, "--objects", objects];
+    args.extend(more);
+    args.extend(["--format", "json"]);
+    json_rows(&args)
+}
+
 /// `--size-cpus`: the memory of every per-CPU scheme as a machine with more CPUs would use it;
 /// the per-object schemes do not change.
 #[test]
 fn memory_sized_for_more_cpus() {
     let per_object = |size: Option<&str>| {
-        let mut args = vec![
-            "run",
-            "memory",
-            "--schemes",
-            "atomic,percpu-ref",
-            "--objects",
-            "1000",
-            "--format",
-            "json",
-        ];
-        if let Some(n) = size {
-            args.extend(["--size-cpus", n]);
-        }
-        let o = refbench(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-        v["rows"]
-            .as_array()
-            .expect("rows")
+        let more = size.map(|n| vec!["--size-cpus", n]).unwrap_or_default();
+        memory_rows("atomic,percpu-ref", "1000", &more)
             .iter()
             .map(|r| {
                 (
@@ -333,26 +336,8 @@ fn memory_sized_for_more_cpus() {
 /// nor does paygo's of a run without the flag.
 #[test]
 fn memory_with_paygo_slots() {
-    let rows = |slots: Option<&str>| {
-        let mut args = vec![
-            "run",
-            "memory",
-            "--schemes",
-            "paygo,atomic",
-            "--objects",
-            "100",
-            "--format",
-            "json",
-        ];
-        if let Some(n) = slots {
-            args.extend(["--paygo-slots", n]);
-        }
-        let o = refbench(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-        v["rows"].as_array().expect("rows").clone()
-    };
-    let (default, sized) = (rows(None), rows(Some("65536")));
+    let default = memory_rows("paygo,atomic", "100", &[]);
+    let sized = memory_rows("paygo,atomic", "100", &["--paygo-slots", "65536"]);
     assert_eq!(sized.len(), 2);
     let shared = |r: &serde_json::Value| r["bytes_shared"].as_u64().unwrap() as usize;
     let cpus = sized[0]["cpus"].as_u64().unwrap() as usize;
@@ -402,10 +387,7 @@ fn sized_for_more_cpus(experiment: &str, args: &[&str]) -> Vec<serde_json::Value
     let mut all = vec!["run", experiment];
     all.extend_from_slice(args);
     all.extend(["--size-cpus", &n, "--format", "json"]);
-    let o = refbench(&all);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let rows = v["rows"].as_array().expect("rows").clone();
+    let rows = json_rows(&all);
     for r in &rows {
         assert_eq!(r["cpus"].as_u64(), Some(cpus as u64), "{r}");
     }
@@ -2092,10 +2074,7 @@ fn a_flag_the_experiment_uses_runs() {
         let mut all = vec!["run"];
         all.extend_from_slice(args);
         all.extend(["--format", "json"]);
-        let o = refbench(&all);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-        v["rows"].as_array().expect("rows").clone()
+        json_rows(&all)
     };
     let short = ["--threads", "1", "--duration-ms", "20", "--reps", "1"];
     let mut args = vec![
