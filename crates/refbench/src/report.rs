@@ -349,9 +349,30 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
                     .join("; ")
             ),
         };
+        // A claim about paygo judged on tables of another size than the default says so.
+        let mut sizes: Vec<u64> = all_rows
+            .iter()
+            .filter_map(|r| r.extra.get("paygo_slots").and_then(Value::as_u64))
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let resized = if sizes.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " paygo's rows with `paygo_slots` ran with tables of {} slots per CPU \
+                 (`--paygo-slots`), not the default {}: its claims are judged on them.",
+                sizes
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                paygo::Config::default().slots_per_cpu
+            )
+        };
         let _ = write!(
             out,
-            "\n## Claims of the source documents\n\nFrom the rows of this folder, {measured}. Each verdict is computed from the rows by the rule beside it (`crates/refbench/src/claims.rs`); a claim whose experiment is not in this folder is \"not measured\".\n\n{}",
+            "\n## Claims of the source documents\n\nFrom the rows of this folder, {measured}. Each verdict is computed from the rows by the rule beside it (`crates/refbench/src/claims.rs`); a claim whose experiment is not in this folder is \"not measured\".{resized}\n\n{}",
             crate::claims::table(&all_rows),
         );
     }
@@ -515,6 +536,50 @@ mod tests {
         assert!(
             report.contains("measured on m ( CPUs online), kernel , per-CPU path , commit aaaa. "),
             "{report}"
+        );
+    }
+
+    /// The claims' header says where paygo's rows ran with tables of another size than the
+    /// default (`--paygo-slots`), and with which sizes; it says nothing of sizes otherwise.
+    #[test]
+    fn the_report_says_paygo_rows_of_other_table_sizes() {
+        let dir =
+            std::env::temp_dir().join(format!("refbench-report-slots-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let row = |exp: &str, slots: Option<u64>| {
+            let mut r = serde_json::json!({"experiment": exp, "scheme": "paygo",
+                "kind": "scheme", "threads": 1, "objects": 1, "ops_per_sec": 1e6,
+                "reps": [1e6]});
+            if let Some(n) = slots {
+                r["paygo_slots"] = n.into();
+            }
+            r
+        };
+        let write = |exp: &str, slots: Option<u64>| {
+            let results = serde_json::json!({"meta": {"git_commit": "aaaa"},
+                                             "rows": [row(exp, slots)]});
+            std::fs::write(dir.join(format!("{exp}.json")), results.to_string()).unwrap();
+        };
+        let header = || {
+            let report = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+            let line = report
+                .lines()
+                .find(|l| l.starts_with("From the rows of this folder"));
+            line.expect("the claims' header").to_string()
+        };
+        write("drbh", None);
+        assert!(!header().contains("paygo_slots"));
+        write("single-object", Some(65536));
+        write("object-spectrum", Some(16384));
+        let h = header();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            h.ends_with(
+                "paygo's rows with `paygo_slots` ran with tables of 16384 or 65536 slots per \
+                 CPU (`--paygo-slots`), not the default 4096: its claims are judged on them."
+            ),
+            "{h}"
         );
     }
 
