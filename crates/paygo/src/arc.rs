@@ -65,7 +65,8 @@ const SHARDS: usize = 16;
 static DEFAULT: OnceLock<Domain> = OnceLock::new();
 
 /// The process-wide domain of [`Arc::new`] and of the C API, made with the default
-/// configuration on first use (the C API's `paygo_domain_init` may size it first). Under Miri
+/// configuration on first use ([`init_default_domain`], or the C API's `paygo_domain_init`,
+/// may size it first). Under Miri
 /// its tables have 64 slots per CPU instead of [`Config::default`](crate::Config)'s 4,096, with
 /// the default window: Miri interprets every access to them, and their size is its time.
 ///
@@ -91,12 +92,6 @@ pub fn default_domain_config() -> crate::Config {
     }
 }
 
-/// Whether the default domain has been made.
-#[cfg(any(feature = "capi", test))]
-pub(crate) fn default_domain_exists() -> bool {
-    DEFAULT.get().is_some()
-}
-
 /// The default domain if it has been made.
 #[cfg(any(feature = "capi", test))]
 pub(crate) fn default_domain_if_made() -> Option<&'static Domain> {
@@ -113,15 +108,66 @@ pub(crate) fn try_default_domain() -> Result<&'static Domain, crate::ConfigError
         return Ok(d);
     }
     let d = Domain::try_with_config(default_domain_config())?;
-    Ok(init_default_domain(|| d).unwrap_or_else(|there| there))
+    Ok(make_default_domain(|| d).unwrap_or_else(|there| there))
 }
+
+/// Makes the process-wide domain of [`Arc::new`] (and of the C API, whose
+/// `paygo_domain_init` does the same) with `cfg` instead of [`default_domain_config`], before
+/// its first use: for a program that holds more `Arc`s at once on a CPU than a default table
+/// has slots (4,096), each of which would otherwise claim a slot of its CPU's table on its
+/// first clone there ([`Config::table_bytes`](crate::Config::table_bytes) says what a size
+/// costs). The domain made, or why not: [`DefaultDomainError::Config`] for a size
+/// [`Config::check`](crate::Config::check) refuses or tables that cannot be allocated (nothing
+/// is made then: a later call, or `Arc::new`, tries again), [`DefaultDomainError::Made`] with
+/// the existing domain's size if it was made first (by an `Arc::new`, [`default_domain`], or
+/// another call of this function, which may have run at the same time).
+///
+/// ```
+/// let cfg = paygo::Config { slots_per_cpu: 1 << 14, ..paygo::Config::default() };
+/// let d = paygo::init_default_domain(cfg).expect("before the first Arc");
+/// assert_eq!(d.config(), cfg);
+/// let a = paygo::Arc::new(5);
+/// assert_eq!(*a.clone(), 5);
+/// assert!(std::ptr::eq(paygo::default_domain(), d));
+/// let again = paygo::init_default_domain(paygo::Config::default());
+/// assert_eq!(again.unwrap_err(), paygo::DefaultDomainError::Made(cfg));
+/// ```
+pub fn init_default_domain(cfg: crate::Config) -> Result<&'static Domain, DefaultDomainError> {
+    cfg.check().map_err(DefaultDomainError::Config)?;
+    if let Some(d) = DEFAULT.get() {
+        return Err(DefaultDomainError::Made(d.config()));
+    }
+    let d = Domain::try_with_config(cfg).map_err(DefaultDomainError::Config)?;
+    make_default_domain(|| d).map_err(|there| DefaultDomainError::Made(there.config()))
+}
+
+/// Why [`init_default_domain`] made no domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultDomainError {
+    /// The size was refused, or its tables could not be allocated.
+    Config(crate::ConfigError),
+    /// The default domain was made first, with this size.
+    Made(crate::Config),
+}
+
+impl core::fmt::Display for DefaultDomainError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DefaultDomainError::Config(e) => e.fmt(f),
+            DefaultDomainError::Made(c) => write!(
+                f,
+                "the default domain was made first, with {} slots per CPU and a window of {}",
+                c.slots_per_cpu, c.window
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DefaultDomainError {}
 
 /// Makes the default domain with `make` if it does not exist yet: `Ok` with the new domain, or
 /// `Err` with the one already there.
-#[cfg(any(feature = "capi", test))]
-pub(crate) fn init_default_domain(
-    make: impl FnOnce() -> Domain,
-) -> Result<&'static Domain, &'static Domain> {
+fn make_default_domain(make: impl FnOnce() -> Domain) -> Result<&'static Domain, &'static Domain> {
     let mut fresh = false;
     let d = DEFAULT.get_or_init(|| {
         fresh = true;

@@ -21,7 +21,9 @@
 //! * State changes are single compare-and-swaps: of two threads that reinit or destroy one
 //!   object, one succeeds.
 
-use crate::arc::{default_domain_if_made, init_default_domain, try_default_domain};
+use crate::arc::{
+    default_domain_if_made, init_default_domain, try_default_domain, DefaultDomainError,
+};
 use crate::get::GetError;
 use crate::header::{DEAD, DESTROYED};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
@@ -629,17 +631,11 @@ pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 
         if cfg.check().is_err() {
             return PAYGO_EINVAL;
         }
-        if crate::arc::default_domain_exists() {
-            return PAYGO_EALREADY;
-        }
-        let d = match Domain::try_with_config(cfg) {
-            Ok(d) => d,
-            Err(crate::ConfigError::OutOfMemory { .. }) => return PAYGO_ENOMEM,
-            Err(_) => return PAYGO_EINVAL,
-        };
-        match init_default_domain(|| d) {
+        match init_default_domain(cfg) {
             Ok(_) => PAYGO_OK,
-            Err(_) => PAYGO_EALREADY,
+            Err(DefaultDomainError::Made(_)) => PAYGO_EALREADY,
+            Err(DefaultDomainError::Config(crate::ConfigError::OutOfMemory { .. })) => PAYGO_ENOMEM,
+            Err(DefaultDomainError::Config(_)) => PAYGO_EINVAL,
         }
     })
 }

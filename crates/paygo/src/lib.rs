@@ -37,7 +37,10 @@ mod tests;
 
 pub use anchor::{Anchor, PutPath};
 #[cfg(not(loom))]
-pub use arc::{collect, default_domain, default_domain_config, Arc, Weak};
+pub use arc::{
+    collect, default_domain, default_domain_config, init_default_domain, Arc, DefaultDomainError,
+    Weak,
+};
 #[cfg(not(loom))]
 pub use handle::{Handle, HandleRef, Owner};
 pub use header::Header;
