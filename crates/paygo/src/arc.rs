@@ -66,9 +66,9 @@ static DEFAULT: OnceLock<Domain> = OnceLock::new();
 
 /// The process-wide domain of [`Arc::new`] and of the C API, made with the default
 /// configuration on first use ([`init_default_domain`], or the C API's `paygo_domain_init`,
-/// may size it first). Under Miri
-/// its tables have 64 slots per CPU instead of [`Config::default`](crate::Config)'s 4,096, with
-/// the default window: Miri interprets every access to them, and their size is its time.
+/// may size it first). Under Miri its tables have 64 slots per CPU instead of
+/// [`Config::default`](crate::Config)'s 4,096, with the default window: Miri interprets every
+/// access to them, and their size is its time.
 ///
 /// # Panics
 /// If the domain's tables cannot be allocated, as [`Domain::new`] (the C API's calls return

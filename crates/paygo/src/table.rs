@@ -304,12 +304,17 @@ impl Config {
     /// let d = paygo::Domain::with_config(cfg);
     /// assert_eq!(cfg.table_bytes(d.cpus()), Some(d.memory_usage().table_bytes));
     /// assert_eq!(cfg.table_bytes(usize::MAX), None);
+    /// let one = paygo::Config { slots_per_cpu: 1, window: 1 };
+    /// assert_eq!(one.table_bytes(usize::MAX / 50), None);
     /// ```
     pub fn table_bytes(&self, cpus: usize) -> Option<usize> {
         let per_slot = core::mem::size_of::<Slot>() + core::mem::size_of::<AnchorWord>();
         cpus.checked_mul(self.slots_per_cpu)?
             .checked_mul(per_slot)?
-            .checked_add(cpus.checked_mul(claimed_stride(self.slots_per_cpu))? * 8)?
+            .checked_add(
+                cpus.checked_mul(claimed_stride(self.slots_per_cpu))?
+                    .checked_mul(8)?,
+            )?
             .checked_add(STRIPES * core::mem::size_of::<CachePadded<Stripe>>())
     }
 }
