@@ -25,7 +25,7 @@ fn new_sized(frames: usize, scheme: Option<&CStr>, slots: usize) -> (i32, *mut C
 
 /// Each cache reads a file of 20 pages right, whatever its tables' size; a size other than the
 /// default takes that size's tables (`paygo::Config::table_bytes`: written whole when the
-/// domain is made, so resident), and 0 the default.
+/// domain is made, so resident, nearly all in new pages), and 0 the default.
 #[test]
 fn paygo_tables_of_the_size_asked_for() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -55,9 +55,12 @@ fn paygo_tables_of_the_size_asked_for() {
         let (rc, c) = new_sized(8, scheme, slots);
         assert_eq!(rc, PAGECACHE_OK, "{scheme:?} {slots}");
         if slots == big {
+            // Nine tenths: a few of the tables' pages may be memory the process freed before
+            // and still holds (the small arrays come from the heap). With the size ignored,
+            // the default tables are a sixty-fourth of these.
             let grew = resident().saturating_sub(before);
             assert!(
-                grew >= tables(big),
+                grew >= tables(big) / 10 * 9,
                 "{grew} bytes for {} of tables",
                 tables(big)
             );
