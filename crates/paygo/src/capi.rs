@@ -628,9 +628,7 @@ pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 
             slots_per_cpu,
             window,
         };
-        if cfg.check().is_err() {
-            return PAYGO_EINVAL;
-        }
+        // A size refused is refused first, whether or not the domain exists.
         match init_default_domain(cfg) {
             Ok(_) => PAYGO_OK,
             Err(DefaultDomainError::Made(_)) => PAYGO_EALREADY,

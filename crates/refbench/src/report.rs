@@ -386,15 +386,21 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
 mod tests {
     use super::*;
 
+    /// An empty folder of this process for the test named `tag`.
+    fn fresh_dir(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("refbench-report-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// A row's text over several lines with `|` in it (a `ceiling` row skipped for a C loop
     /// that did not build, in the compiler's words) stays in its cell: every line of the
     /// experiment's table has the header's cells, and the text is there, escaped.
     #[test]
     fn a_cell_with_pipes_and_line_breaks_keeps_the_table_whole() {
-        let dir =
-            std::env::temp_dir().join(format!("refbench-report-cells-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("cells");
         let why = "cc failed: rseq_loop.c:17:10: fatal error: sys/rseq.h: No such file\n   17 | \
                    #include <sys/rseq.h>\n      |          ^~~~~~~~~~~~\ncompilation terminated.";
         let results = serde_json::json!({
@@ -436,10 +442,7 @@ mod tests {
     /// Mops/s), and their `vs_no_reclaimer` of 0.00015.
     #[test]
     fn a_value_too_small_for_its_decimals_is_not_reported_as_zero() {
-        let dir =
-            std::env::temp_dir().join(format!("refbench-report-small-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("small");
         let results = serde_json::json!({
             "meta": {"cpu_model": "test"},
             "rows": [{"experiment": "reclaim-pressure", "scheme": "percpu-ref", "kind": "scheme",
@@ -461,10 +464,7 @@ mod tests {
     /// shows none.
     #[test]
     fn the_report_shows_the_plots_drawn_of_each_file() {
-        let dir =
-            std::env::temp_dir().join(format!("refbench-report-plots-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("plots");
         let file = |exp: &str, ops: Option<f64>| {
             serde_json::json!({
                 "meta": {"cpu_model": "test"},
@@ -501,10 +501,7 @@ mod tests {
     /// on, with the results of each, where it named those of the first result file alone.
     #[test]
     fn the_claims_name_every_machine_and_commit_of_the_folder() {
-        let dir =
-            std::env::temp_dir().join(format!("refbench-report-machines-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("machines");
         for (exp, commit) in [
             ("drbh", "aaaa"),
             ("memory", "bbbb"),
@@ -543,10 +540,7 @@ mod tests {
     /// default (`--paygo-slots`), and with which sizes; it says nothing of sizes otherwise.
     #[test]
     fn the_report_says_paygo_rows_of_other_table_sizes() {
-        let dir =
-            std::env::temp_dir().join(format!("refbench-report-slots-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("slots");
         let row = |exp: &str, slots: Option<u64>| {
             let mut r = serde_json::json!({"experiment": exp, "scheme": "paygo",
                 "kind": "scheme", "threads": 1, "objects": 1, "ops_per_sec": 1e6,
@@ -587,10 +581,7 @@ mod tests {
     /// says so wherever the report names its machine.
     #[test]
     fn the_report_names_the_cpus_a_run_was_allowed() {
-        let dir =
-            std::env::temp_dir().join(format!("refbench-report-allowed-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("allowed");
         let results = serde_json::json!({
             "meta": {"cpu_model": "m", "git_commit": "aaaa", "online_cpus": 16,
                      "allowed_cpus": 4},
@@ -615,10 +606,7 @@ mod tests {
     /// workers) is not said to be pinned; a result with a row whose pin was refused says so.
     #[test]
     fn only_experiments_that_pin_are_said_pinned() {
-        let dir =
-            std::env::temp_dir().join(format!("refbench-report-pinned-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("pinned");
         let meta = serde_json::json!({"command": "refbench reproduce --pin --out x"});
         for (exp, ops) in [
             ("memory", None),

@@ -591,16 +591,16 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
             r.extra.insert("pin_refused".into(), serde_json::json!(why));
         }
     }
-    tag_paygo_size(experiment, p, &mut rows);
+    tag_paygo_size(p, &mut rows);
     Ok(rows)
 }
 
 /// Gives each `paygo` row of a run whose domain is not of the default size (`--paygo-slots`)
 /// its slots per CPU (`paygo_slots`), so that no row of a resized table reads as the default.
-fn tag_paygo_size(experiment: &str, p: &Params, rows: &mut [Row]) {
+/// (Only the experiments that read the flag have rows named `paygo`.)
+fn tag_paygo_size(p: &Params, rows: &mut [Row]) {
     let size = p.scheme_config.paygo;
-    let reads = find(experiment).is_some_and(|e| e.uses(Flag::PaygoSlots));
-    if !reads || size == paygo::Config::default() {
+    if size == paygo::Config::default() {
         return;
     }
     for r in rows.iter_mut().filter(|r| r.scheme == PAYGO) {
