@@ -67,8 +67,12 @@ pub(crate) mod bug {
 /// `here` that subtracts 1 from the slot's local counter if its generation is still `gen` (as
 /// [`Domain::put`]'s home path). That section fails if the entry was evicted, and on the rseq
 /// path if the thread is on another CPU now (on the locked fallback it runs under `cpu`'s lock
-/// from any CPU); then `put`'s anchor or overflow path. Dropped (the closure unwound), it gives
-/// the reference back the same way; after `put`, the caller forgets it.
+/// from any CPU); then `put`'s anchor or overflow path. It has no `Drop`: a guard to be dropped
+/// while the closure unwinds is written whole to the stack before the closure runs, for the
+/// unwinder's out-of-line drop (nine stores on every hit); [`unwinding`] gives the reference
+/// back instead, from a copy of the fields moved into its closure (a closure that borrowed the
+/// guard would keep it in memory as well).
+#[derive(Clone, Copy)]
 struct HomeRef<'a> {
     domain: &'a Domain,
     hdr: Pin<&'a Header>,
@@ -92,9 +96,21 @@ impl HomeRef<'_> {
     }
 }
 
-impl Drop for HomeRef<'_> {
-    fn drop(&mut self) {
-        self.put();
+/// Runs `f`; if it unwinds, runs `undo` and goes on unwinding with `f`'s payload, as a drop guard
+/// would. Unlike a guard, nothing of what `undo` reads is written to memory for the unwinder
+/// (see [`HomeRef`]): the unwind is caught, and [`std::panic::resume_unwind`] continues it
+/// (the panic hook has run already and does not run again). A foreign exception (one that
+/// unwinds into Rust through a `C-unwind` function) either aborts the process, after the
+/// destructors of `f`, or is caught, given back the reference, and continued as a Rust panic:
+/// which is unspecified ([`std::panic::catch_unwind`]). Under `panic = "abort"` this is `f()`.
+#[inline(always)]
+fn unwinding<R>(f: impl FnOnce() -> R, undo: impl FnOnce()) -> R {
+    match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            undo();
+            std::panic::resume_unwind(payload)
+        }
     }
 }
 
@@ -172,14 +188,11 @@ impl Domain {
                 cpu,
                 gen: g,
             };
-            let r = f();
-            // The UNREF inline, read field by field in place (a drop or a move of the guard
-            // copies it whole through the stack), then nothing for the drop to do. The guard
-            // is forgotten after the UNREF, not before: nothing in it panics (`put_at` panics
-            // only on an anchor of another domain or object, and this one is the domain's own
-            // for `hdr`), so the drop never runs a second UNREF.
+            // The UNREF inline, once `f` returned or while it unwinds. Nothing in it panics
+            // (`put_at` panics only on an anchor of another domain or object, and this one is
+            // the domain's own for `hdr`), so the reference is given back exactly once.
+            let r = unwinding(f, move || held.put());
             held.put();
-            core::mem::forget(held);
             return Some(r);
         }
         let a = self.try_get_placed(hdr, place)?;

@@ -287,32 +287,21 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
         place: usize,
         f: impl FnOnce() -> R,
     ) -> Option<R> {
-        /// Puts the reference if dropped while `f` unwinds; after `f`, the put is inline.
-        struct Held<'a, C: RefCounter> {
-            scheme: &'a C,
-            obj: Pin<&'a C::Object>,
-            token: Option<C::Token>,
-        }
-        impl<C: RefCounter> Drop for Held<'_, C> {
-            fn drop(&mut self) {
-                if let Some(t) = self.token.take() {
-                    self.scheme.put(self.obj, t);
-                }
+        let token = self.try_get_placed(obj, place)?;
+        // The reference is given back on both arms, not by a drop guard: a guard dropped while
+        // `f` unwinds is written to the stack, for the unwinder's out-of-line drop, before `f`
+        // runs. The unwind is caught and continued (`resume_unwind`: the panic hook does not
+        // run again).
+        match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
+            Ok(r) => {
+                self.put(obj, token);
+                Some(r)
+            }
+            Err(payload) => {
+                self.put(obj, token);
+                std::panic::resume_unwind(payload)
             }
         }
-        let token = self.try_get_placed(obj, place)?;
-        let mut held = Held {
-            scheme: self,
-            obj,
-            token: Some(token),
-        };
-        let r = f();
-        // The token out of the guard first: a put that panicked would not be tried again by
-        // the guard's drop.
-        if let Some(t) = held.token.take() {
-            self.put(obj, t);
-        }
-        Some(r)
     }
 
     /// Gives back the reference `token` stands for, which `try_get` on this scheme and this
