@@ -166,6 +166,10 @@ impl Domain {
     /// UNREF takes [`Domain::put`]'s other paths (on the locked fallback a thread that moved
     /// runs the section under the REF's CPU's lock). Otherwise it is
     /// [`Domain::try_get_placed`], `f` and [`Domain::put`].
+    ///
+    /// On the home slot a panic of `f` is caught, the reference given back and the unwind
+    /// continued, as [`refcount::RefCounter::with_ref_placed`] describes (foreign exceptions
+    /// included); otherwise a guard gives the reference back while `f` unwinds.
     #[inline(always)]
     pub fn with_ref_placed<R>(
         &self,

@@ -280,6 +280,12 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// a short use of the object, as a page cache's copy of a hit: PAYGO keeps the entry it
     /// counted in and the thread's per-CPU area between its REF and UNREF, so the UNREF looks
     /// up nothing again. By default [`Self::try_get_placed`], `f` and [`Self::put`].
+    ///
+    /// If `f` panics, the panic is caught ([`std::panic::catch_unwind`]), the reference given
+    /// back, and the unwind continued with the same payload ([`std::panic::resume_unwind`]:
+    /// the panic hook does not run a second time). A foreign exception unwinding out of `f`
+    /// (through a `C-unwind` function) meets what `catch_unwind` leaves unspecified: the
+    /// process aborts, or the exception is caught and continues as a Rust panic.
     #[inline(always)]
     fn with_ref_placed<R>(
         &self,
