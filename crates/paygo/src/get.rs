@@ -8,6 +8,11 @@ use crate::{Anchor, Domain, Guard};
 use core::pin::Pin;
 use percpu::{Check, Here, Retry};
 
+/// [`Domain::slow_out`]'s failures, in place of a slot number: slot numbers are below
+/// `cpus << bits`, at most 2^55 (CPU numbers are below 2^31, `bits` at most 24).
+const NOT_LIVE: usize = usize::MAX;
+const NO_MEMORY: usize = usize::MAX - 1;
+
 /// Why a REF took no reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum GetError {
@@ -384,22 +389,51 @@ impl Domain {
     }
 
     /// REF's slow path; an eviction that cannot allocate aborts the process.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn get_slow(&self, hdr: Pin<&Header>, on_reclaim: OnReclaim) -> Option<Anchor> {
-        self.slow(hdr, on_reclaim, false).ok()
+        self.anchor_from(hdr, self.slow_out(hdr, on_reclaim, false))
+            .ok()
     }
 
     /// REF's slow path; an eviction that cannot allocate fails it with `NoMemory`.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     #[cfg(any(feature = "capi", test))]
     fn get_slow_fallible(
         &self,
         hdr: Pin<&Header>,
         on_reclaim: OnReclaim,
     ) -> Result<Anchor, GetError> {
-        self.slow(hdr, on_reclaim, true)
+        self.anchor_from(hdr, self.slow_out(hdr, on_reclaim, true))
+    }
+
+    /// The anchor for `hdr` of [`Domain::slow_out`]'s result, or its error. The CPU is the
+    /// slot number's high part ([`Domain::slot_number`]): the slow path numbers its slots for
+    /// the CPU its anchor names.
+    #[inline(always)]
+    fn anchor_from(&self, hdr: Pin<&Header>, (n, g): (usize, u64)) -> Result<Anchor, GetError> {
+        match n {
+            NOT_LIVE => Err(GetError::NotLive),
+            NO_MEMORY => Err(GetError::NoMemory),
+            n => Ok(Anchor::new(self.id, n, g, n >> self.bits, hdr.addr())),
+        }
+    }
+
+    /// [`Domain::slow`] out of line, its anchor in pieces: the slot number and the generation,
+    /// or [`NOT_LIVE`] or [`NO_MEMORY`] and 0. Two words come back in registers, where an
+    /// `Option<Anchor>` comes back through memory that the caller lends: the caller's anchor,
+    /// on the fast path too, then lived in that memory (each REF stored it and its UNREF loaded
+    /// it back: 1.30x the time of a REF and UNREF pair in `refbench run pair-cost` on a Zen 4).
+    #[cold]
+    #[inline(never)]
+    fn slow_out(&self, hdr: Pin<&Header>, on_reclaim: OnReclaim, fallible: bool) -> (usize, u64) {
+        match self.slow(hdr, on_reclaim, fallible) {
+            Ok(a) => {
+                debug_assert_eq!(a.cpu as usize, a.slot >> self.bits);
+                (a.slot, a.gen)
+            }
+            Err(GetError::NotLive) => (NOT_LIVE, 0),
+            Err(GetError::NoMemory) => (NO_MEMORY, 0),
+        }
     }
 
     /// The slow path over the probe window; `fallible` as [`Domain::evict`]'s.
