@@ -27,6 +27,50 @@ fn pinned_one_slot_domain() -> (bool, Domain) {
     (pinned, d)
 }
 
+/// A REF that takes the slow path (its home slot holds another object's referenced entry, so
+/// it claims the next slot of the window) returns an anchor that names the CPU it counted on
+/// and that slot: the slow path returns the slot number and the generation, and the anchor's
+/// CPU is the number's high part. On every CPU the process may use (CPU numbers above 0 give
+/// the number a high part), its UNREF takes the home path, and the counts are exact.
+#[test]
+fn a_slow_path_ref_anchors_on_its_cpu_and_slot() {
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 2,
+        window: 2,
+    });
+    // Places 0 and 2: the same home slot (0) in tables of two slots.
+    let (a, b) = (
+        Box::pin(Header::with_place(0)),
+        Box::pin(Header::with_place(2)),
+    );
+    let (a, b) = (a.as_ref(), b.as_ref());
+    let mut checked = 0;
+    for &cpu in percpu::affinity::process_cpus() {
+        if !pin(cpu) {
+            continue;
+        }
+        let ta = d.try_get(a).expect("live");
+        let tb = d.try_get(b).expect("live");
+        assert_eq!((ta.cpu(), tb.cpu()), (cpu, cpu), "anchors name the CPU");
+        assert_eq!(ta.slot, d.slot_number(cpu, 0), "A's REF took its home slot");
+        assert_eq!(
+            tb.slot,
+            d.slot_number(cpu, 1),
+            "B's REF took the window's next slot"
+        );
+        assert_eq!((d.read_all(a), d.read_all(b)), (1, 1));
+        assert_eq!(d.put(b, tb), PutPath::Home, "on CPU {cpu}");
+        assert_eq!(d.put(a, ta), PutPath::Home, "on CPU {cpu}");
+        assert_eq!((d.read_all(a), d.read_all(b)), (0, 0));
+        checked += 1;
+    }
+    unpin();
+    if checked == 0 {
+        percpu::testing::skip(format_args!("no CPU could be pinned: the anchors' CPUs"));
+    }
+    assert!(d.try_reclaim(a) && d.try_reclaim(b));
+}
+
 #[test]
 fn half_evicted_entry_counts_and_is_finished_by_the_next_eviction() {
     let (pinned, d) = pinned_one_slot_domain();
