@@ -422,7 +422,7 @@ impl Domain {
     /// or [`NOT_LIVE`] or [`NO_MEMORY`] and 0. Two words come back in registers, where an
     /// `Option<Anchor>` comes back through memory that the caller lends: the caller's anchor,
     /// on the fast path too, then lived in that memory (each REF stored it and its UNREF loaded
-    /// it back: 1.30x the time of a REF and UNREF pair in `refbench run pair-cost` on a Zen 4).
+    /// it back; `docs/results/2core-zen4/slow-path-registers` measures the difference).
     #[cold]
     #[inline(never)]
     fn slow_out(&self, hdr: Pin<&Header>, on_reclaim: OnReclaim, fallible: bool) -> (usize, u64) {
