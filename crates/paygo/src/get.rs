@@ -102,12 +102,9 @@ impl HomeRef<'_> {
 }
 
 /// Runs `f`; if it unwinds, runs `undo` and goes on unwinding with `f`'s payload, as a drop guard
-/// would. Unlike a guard, nothing of what `undo` reads is written to memory for the unwinder
-/// (see [`HomeRef`]): the unwind is caught, and [`std::panic::resume_unwind`] continues it
-/// (the panic hook has run already and does not run again). A foreign exception (one that
-/// unwinds into Rust through a `C-unwind` function) either aborts the process, after the
-/// destructors of `f`, or is caught, given back the reference, and continued as a Rust panic:
-/// which is unspecified ([`std::panic::catch_unwind`]). Under `panic = "abort"` this is `f()`.
+/// would, but with nothing of what `undo` reads written to memory for the unwinder (see
+/// [`HomeRef`]). The unwind is caught and continued as
+/// [`refcount::RefCounter::with_ref_placed`]'s default does (foreign exceptions included).
 #[inline(always)]
 fn unwinding<R>(f: impl FnOnce() -> R, undo: impl FnOnce()) -> R {
     match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
