@@ -1,10 +1,15 @@
-//! `pcat FILE [--scheme S] [--pages N] [--passes P]`: cats FILE through the page cache (to
-//! stdout, once) and prints the hit and miss counts of P passes (default 2: the first misses,
-//! or hits on the pages read ahead of a miss; the second hits) on stderr.
+//! `pcat FILE [--scheme S] [--pages N] [--passes P] [--optimistic] [--paygo-slots N]`: cats
+//! FILE through the page cache (to stdout, once) and prints the hit and miss counts of P passes
+//! (default 2: the first misses, or hits on the pages read ahead of a miss; the second hits) on
+//! stderr. Bad arguments, a cache that cannot be made and a file that cannot be read are said
+//! on stderr, with exit code 2.
 
-use pagecache::{Config, PageCache, PAGE_SIZE};
+use pagecache::{Config, Mode, PageCache, PAGE_SIZE};
 use std::io::Write;
 use std::process::ExitCode;
+
+const USAGE: &str =
+    "usage: pcat FILE [--scheme S] [--pages N] [--passes P] [--optimistic] [--paygo-slots N]";
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("pcat: {msg}");
@@ -14,6 +19,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (mut path, mut scheme, mut pages, mut passes) = (None, "paygo".to_string(), 1024, 2);
+    let (mut mode, mut paygo_slots) = (Mode::Counting, None);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         let r = match a.as_str() {
@@ -31,11 +37,24 @@ fn main() -> ExitCode {
                 }
                 Err(e) => Err(format!("--passes {v}: {e}")),
             }),
+            "--optimistic" => {
+                mode = Mode::Optimistic;
+                Ok(())
+            }
+            "--paygo-slots" => value("--paygo-slots").and_then(|v| {
+                v.parse()
+                    .map(|n| paygo_slots = Some(n))
+                    .map_err(|e| format!("--paygo-slots {v}: {e}"))
+            }),
             "-h" | "--help" => {
-                println!("usage: pcat FILE [--scheme S] [--pages N] [--passes P]");
-                println!("  --scheme S  the counting scheme, by name (default paygo)");
-                println!("  --pages N   the cache's memory limit in 4 KiB frames (default 1024)");
-                println!("  --passes P  reads of the whole file, the first to stdout (default 2)");
+                println!("{USAGE}");
+                println!("  --scheme S       the counting scheme, by name (default paygo)");
+                println!("  --pages N        the cache's memory limit in 4 KiB frames (default 1024)");
+                println!("  --passes P       reads of the whole file, the first to stdout (default 2)");
+                println!("  --optimistic     hits copy between two equal versions of the frame,");
+                println!("                   without a reference (the scheme counts the rest)");
+                println!("  --paygo-slots N  PAYGO's slots per CPU: a power of two from 8 to 2^24");
+                println!("                   (default 4,096); only with --scheme paygo");
                 return ExitCode::SUCCESS;
             }
             _ if path.is_none() && !a.starts_with('-') => {
@@ -49,9 +68,20 @@ fn main() -> ExitCode {
         }
     }
     let Some(path) = path else {
-        return fail("usage: pcat FILE [--scheme S] [--pages N] [--passes P]");
+        return fail(USAGE);
     };
-    let cache = match PageCache::new(Config::new(pages, &scheme)) {
+    let mut cfg = Config::new(pages, &scheme);
+    cfg.mode = mode;
+    if let Some(n) = paygo_slots {
+        if scheme != "paygo" {
+            return fail(format!(
+                "--paygo-slots sizes paygo's tables, and scheme {scheme} has none"
+            ));
+        }
+        // A size paygo does not take is refused by `PageCache::new` (`InvalidInput`).
+        cfg.scheme_config.paygo.slots_per_cpu = n;
+    }
+    let cache = match PageCache::new(cfg) {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -80,9 +110,10 @@ fn main() -> ExitCode {
     let _ = out.flush();
     let st = cache.stats();
     eprintln!(
-        "pcat: {} ({}): {page_reads} page reads in {passes} pass{}, {} hits, {} misses ({} pages read ahead), {} evictions, {} of {} frames used",
+        "pcat: {} ({}{}): {page_reads} page reads in {passes} pass{}, {} hits, {} misses ({} pages read ahead), {} evictions, {} of {} frames used",
         path,
         cache.scheme(),
+        if mode == Mode::Optimistic { ", optimistic reads" } else { "" },
         if passes == 1 { "" } else { "es" },
         page_reads - (st.fills - st.read_ahead),
         st.fills - st.read_ahead,
