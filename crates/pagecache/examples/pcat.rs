@@ -10,6 +10,13 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: pcat FILE [--scheme S] [--pages N] [--passes P] [--optimistic] [--paygo-slots N]";
+const OPTIONS: &str = "  --scheme S       the counting scheme, by name (default paygo)
+  --pages N        the cache's memory limit in 4 KiB frames (default 1024)
+  --passes P       reads of the whole file, the first to stdout (default 2)
+  --optimistic     hits copy between two equal versions of the frame,
+                   without a reference (the scheme counts the rest)
+  --paygo-slots N  PAYGO's slots per CPU: a power of two from 8 to 2^24
+                   (default 4,096); only with --scheme paygo";
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("pcat: {msg}");
@@ -47,14 +54,7 @@ fn main() -> ExitCode {
                     .map_err(|e| format!("--paygo-slots {v}: {e}"))
             }),
             "-h" | "--help" => {
-                println!("{USAGE}");
-                println!("  --scheme S       the counting scheme, by name (default paygo)");
-                println!("  --pages N        the cache's memory limit in 4 KiB frames (default 1024)");
-                println!("  --passes P       reads of the whole file, the first to stdout (default 2)");
-                println!("  --optimistic     hits copy between two equal versions of the frame,");
-                println!("                   without a reference (the scheme counts the rest)");
-                println!("  --paygo-slots N  PAYGO's slots per CPU: a power of two from 8 to 2^24");
-                println!("                   (default 4,096); only with --scheme paygo");
+                println!("{USAGE}\n{OPTIONS}");
                 return ExitCode::SUCCESS;
             }
             _ if path.is_none() && !a.starts_with('-') => {
