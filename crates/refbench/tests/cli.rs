@@ -2113,6 +2113,14 @@ fn a_flag_the_experiment_uses_runs() {
     assert_eq!(r[0]["referenced"], 50, "{r:?}");
     let r = rows(&["pair-cost", "--schemes", "atomic", "--reps", "1"]);
     assert_eq!(r.len(), 1, "{r:?}");
+    // The scoped references' costs, and what the copy adds: their difference.
+    let empty = r[0]["ns_per_scoped"].as_f64().expect("ns_per_scoped");
+    let copy = r[0]["ns_per_scoped_copy"]
+        .as_f64()
+        .expect("ns_per_scoped_copy");
+    assert!(empty > 0.0 && copy > 0.0, "{r:?}");
+    let adds = r[0]["copy_adds_ns"].as_f64().expect("copy_adds_ns");
+    assert!((adds - (copy - empty)).abs() < 1e-9, "{r:?}");
 }
 
 /// `reproduce` refuses a flag that none of the experiments of `--only` uses, before anything

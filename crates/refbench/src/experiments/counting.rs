@@ -7,6 +7,7 @@ use crate::schemes::{self, SchemeInfo, Visit};
 use refcount::{Objects, RefCounter};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 type Key = (String, usize, usize, u64);
@@ -526,6 +527,49 @@ struct PairCosts {
     /// On a thread pinned to each CPU the process may use in turn: the best ns per pair on the
     /// first (lowest-numbered) CPU, and the lowest and highest on the others.
     by_cpu: Vec<(f64, f64, f64)>,
+    /// The best ns per scoped reference, on the calling thread, whose closure does nothing
+    /// and whose closure copies 64 bytes of a page ([`best_scoped_ns`]).
+    scoped: Vec<(f64, f64)>,
+}
+
+/// The page whose first 64 bytes `pair-cost`'s scoped copy reads: 4 KiB aligned, as a page
+/// cache's frame is, and read with the page cache's relaxed word loads.
+#[repr(C, align(4096))]
+struct CopyPage([AtomicU64; 512]);
+
+/// The best ns per [`RefCounter::with_ref_placed`] on `o` (made with place 0) over `batches`
+/// batches on the calling thread, whose closure copies 64 bytes of `page` into a buffer
+/// (`copy`), as a page-cache hit does under its reference (`Inner::read_hit`, without the
+/// lookup around it), or does nothing. The difference of the two is what a short copy under
+/// the reference adds: a scheme whose pair is bound by the latency of its locked instructions
+/// runs the copy in their shadow, one whose pair is bound by its instructions pays for every
+/// one the copy adds.
+fn best_scoped_ns<C: RefCounter>(
+    scheme: &C,
+    o: core::pin::Pin<&C::Object>,
+    page: &CopyPage,
+    copy: bool,
+    batches: usize,
+) -> f64 {
+    let mut buf = [0u64; 8];
+    let mut best = f64::MAX;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..PAIRS_PER_BATCH {
+            scheme
+                .with_ref_placed(std::hint::black_box(o), 0, || {
+                    if copy {
+                        for (b, w) in buf.iter_mut().zip(&page.0) {
+                            *b = w.load(Ordering::Relaxed);
+                        }
+                    }
+                })
+                .expect("with_ref_placed failed on a live object");
+            std::hint::black_box(&mut buf);
+        }
+        best = best.min(t.elapsed().as_nanos() as f64 / PAIRS_PER_BATCH as f64);
+    }
+    best
 }
 
 struct PairCostVisit<'a> {
@@ -554,6 +598,10 @@ impl Visit for PairCostVisit<'_> {
         let objs = Objects::new(&scheme, 1);
         let o = objs.get(0);
         self.out.main.push(best_pair_ns(&scheme, o, PAIR_BATCHES));
+        let placed = Objects::new_placed(&scheme, 1);
+        let page = Box::new(CopyPage(core::array::from_fn(|i| AtomicU64::new(i as u64))));
+        let scoped = |copy| best_scoped_ns(&scheme, placed.get(0), &page, copy, PAIR_BATCHES);
+        self.out.scoped.push((scoped(false), scoped(true)));
         // The same loop on a thread of its own, as the other experiments' workers run: its
         // stack and thread-local area (the rseq area among them) lie elsewhere. Then over
         // many objects: a cost that depends on where the object's state lies (a line that
@@ -623,7 +671,10 @@ fn min_max(v: &[f64]) -> (f64, f64) {
 /// cost depends on where an object's state lies. And on a thread pinned to each CPU in turn
 /// (200 batches each): the first CPU (`ns_per_pair_first_cpu`, normally CPU 0) and the lowest
 /// and highest of the others (`ns_per_pair_other_cpus_min`, `_max`), which differ where the
-/// cost depends on the CPU (omitted where the threads cannot be pinned).
+/// cost depends on the CPU (omitted where the threads cannot be pinned). And on the calling
+/// thread (best of 2,000 batches of 2,000 each), a scoped reference whose closure does nothing
+/// (`ns_per_scoped`) and one whose closure copies 64 bytes of a page, as a page-cache hit does
+/// (`ns_per_scoped_copy`), and what the copy adds (`copy_adds_ns`, their difference).
 pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
     let mut res: BTreeMap<String, PairCosts> = BTreeMap::new();
     for _ in 0..p.reps {
@@ -666,6 +717,13 @@ fn pair_cost_row(name: &str, c: &PairCosts, atomic: Option<f64>) -> Row {
     }
     if let Some(a) = atomic {
         extra.insert("vs_atomic".into(), json!(a / best));
+    }
+    if !c.scoped.is_empty() {
+        let empty = median(&c.scoped.iter().map(|s| s.0).collect::<Vec<_>>());
+        let copy = median(&c.scoped.iter().map(|s| s.1).collect::<Vec<_>>());
+        extra.insert("ns_per_scoped".into(), json!(empty));
+        extra.insert("ns_per_scoped_copy".into(), json!(copy));
+        extra.insert("copy_adds_ns".into(), json!(copy - empty));
     }
     let reps: Vec<f64> = c.main.iter().map(|n| 1e9 / n).collect();
     let mut r = row("pair-cost", name, 1, 1, reps, extra);
@@ -744,9 +802,14 @@ mod tests {
             worker: vec![2.0, 2.0],
             spread: vec![(1.0, 2.0), (1.0, 2.0)],
             by_cpu: Vec::new(),
+            scoped: vec![(2.0, 2.5), (3.0, 4.5)],
         };
         let r = pair_cost_row("atomic", &c, Some(2.0));
         assert_eq!(r.extra["ns_per_pair"].as_f64(), Some(2.0));
+        // The scoped references' medians, and what the copy adds: the difference of the medians.
+        assert_eq!(r.extra["ns_per_scoped"].as_f64(), Some(2.5));
+        assert_eq!(r.extra["ns_per_scoped_copy"].as_f64(), Some(3.5));
+        assert_eq!(r.extra["copy_adds_ns"].as_f64(), Some(1.0));
         assert_eq!(r.ops_per_sec, Some(5e8));
         assert_eq!(r.reps, [1e9, 1e9 / 3.0]);
         assert_eq!(r.extra["vs_atomic"].as_f64(), Some(1.0));

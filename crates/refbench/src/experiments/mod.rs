@@ -288,7 +288,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     },
     ExperimentInfo {
         name: "pair-cost",
-        about: "one thread, one object: ns per get+put pair, best of 2,000 batches of 2,000 (the uncontended fast path)",
+        about: "one thread, one object: ns per get+put pair, best of 2,000 batches of 2,000 (the uncontended fast path), and with a 64-byte copy under a scoped reference",
         variants: None,
         flags: &[Schemes, Reps, EpochUs, PaygoSlots],
     },
