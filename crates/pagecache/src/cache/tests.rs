@@ -1,0 +1,488 @@
+//! Unit tests that look at the cache's internals: its slots, its allocator, its list of open
+//! files, and helpers that are not public.
+
+use crate::{Config, PageCacheOf, PAGE_SIZE};
+use core::pin::Pin;
+use refcount::atomic::Atomic;
+
+/// The byte at `off` of the test's file.
+fn byte(off: u64) -> u8 {
+    (off.wrapping_mul(7) ^ (off >> 12)) as u8
+}
+
+/// CLOCK's second chance: an eviction passes over the pages read since the hand's last
+/// pass and takes those that were not. 128 frames are filled (no readahead: the pages are
+/// read in descending order); a miss then evicts a batch of 32, which leaves 96 pages with
+/// their accessed bits cleared; 64 of them are read again (hits); once the free frames are
+/// used up, the next eviction takes exactly the 32 pages that were not read again, and
+/// every page that was is still cached.
+#[test]
+fn an_eviction_keeps_the_pages_read_since_the_hands_last_pass() {
+    const N: u64 = 128;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    let len = 2 * N * PAGE_SIZE as u64;
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let cache =
+        PageCacheOf::with_scheme(Atomic, &Config::new(N as usize, "atomic")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let mut b = [0u8; 1];
+    let mut read = |page: u64| {
+        let off = page * PAGE_SIZE as u64;
+        assert_eq!(file.read_at(&mut b, off).expect("read"), 1);
+        assert_eq!(b[0], byte(off));
+    };
+    // Whether the page has a frame, read from its slot: no hit, so no accessed bit set.
+    let cached = |page: u64| {
+        file.state
+            .slots
+            .get(page)
+            .is_some_and(|s| s.load(core::sync::atomic::Ordering::Relaxed) != 0)
+    };
+    for page in (0..N).rev() {
+        read(page);
+    }
+    let s = cache.stats();
+    assert_eq!((s.fills, s.read_ahead, s.evictions), (N, 0, 0));
+    // The first eviction: one turn of the hand clears every bit, the next takes a batch.
+    read(2 * N - 1);
+    let batch = super::evict::RECLAIM_BATCH as u64;
+    assert_eq!(cache.stats().evictions, batch);
+    let left: Vec<u64> = (0..N).filter(|&p| cached(p)).collect();
+    assert_eq!(left.len() as u64, N - batch);
+    // Not read again: the lowest pages, which the fills put farthest from the hand (a
+    // hand that gave no second chance would take the pages after it, read again or not).
+    let (not_again, again) = left.split_at(batch as usize);
+    for &p in again {
+        read(p); // hits: their bits are set again
+    }
+    // The batch's other free frames, in descending order (no readahead).
+    for p in (N + 1..N + batch).rev() {
+        read(p);
+    }
+    let s = cache.stats();
+    assert_eq!((s.evictions, s.read_ahead), (batch, 0), "no eviction yet");
+    // The second eviction passes over the pages read again and takes the 32 others.
+    read(2 * N - 2);
+    assert_eq!(cache.stats().evictions, 2 * batch);
+    let kept: Vec<u64> = again.iter().copied().filter(|&p| !cached(p)).collect();
+    assert!(kept.is_empty(), "pages read again were evicted: {kept:?}");
+    let gone: Vec<u64> = not_again.iter().copied().filter(|&p| cached(p)).collect();
+    assert!(gone.is_empty(), "pages not read again were kept: {gone:?}");
+}
+
+/// A fill whose read panics (its buffer's allocation fails, injected as under
+/// `-Zoom=panic`) unwinds out of the read that missed and takes out the frames it
+/// installed (the missed page's and the pages read ahead): none stays resident, and the
+/// next read of those pages fills them again and returns their bytes, where it would
+/// otherwise wait for ever for frames that are never published. The file is then written,
+/// synced and closed as any other.
+#[test]
+fn a_fill_that_panics_takes_its_frames_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    let len = 8 * PAGE_SIZE as u64;
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let mut buf = vec![0u8; PAGE_SIZE];
+    crate::inject::fail_allocation(0);
+    let panicked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
+            .is_err();
+    let injected = crate::inject::disarm();
+    let after = cache.stats();
+    // The file goes to another thread before any assertion, so that a wait without end
+    // (the read below, or a close that syncs a page never published) fails the test
+    // instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = vec![0u8; len as usize];
+        let r = file.read_at(&mut all, 0);
+        let _ = tx.send((r.map(|n| (n, all)), file));
+    });
+    let (r, file) = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the read after the panic returns");
+    assert!(injected, "the fill reached its allocation");
+    assert!(panicked, "the fill's panic unwinds out of the read");
+    assert_eq!(after.resident, 0, "the fill's frames are free");
+    assert_eq!(after.fills, 0);
+    let (n, all) = r.expect("read");
+    assert_eq!(n, len as usize);
+    assert!(
+        all.iter().enumerate().all(|(k, &x)| x == byte(k as u64)),
+        "the pages read after the panic hold the file's bytes"
+    );
+    assert_eq!(file.write_at(b"after", 3).expect("write"), 5);
+    file.sync().expect("sync");
+    file.close().expect("close");
+    let disk = std::fs::read(&path).expect("read the file");
+    assert_eq!(&disk[3..8], b"after");
+    assert_eq!(disk[8], byte(8));
+    assert_eq!(cache.stats().resident, 0);
+}
+
+/// A fill whose readahead panics under the allocator lock (the allocation of a slot's nodes
+/// past the flat array fails, injected as under `-Zoom=panic`) unwinds out of the read
+/// that missed, with the missed page's frame and those read ahead taken out and the lock
+/// not poisoned: none stays resident, and the file's pages read back what was written. A
+/// missed page's frame left installed and never published would make every later read of
+/// that page wait, then give up with an error on the poisoned lock.
+#[test]
+fn a_readahead_that_panics_takes_its_frames_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    std::fs::write(&path, b"").expect("file");
+    let len = 8 * PAGE_SIZE as u64;
+    let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    // Every page past the empty file's flat array, in the slots' tree.
+    let data: Vec<u8> = (0..len).map(byte).collect();
+    assert_eq!(file.write_at(&data, 0).expect("write"), len as usize);
+    assert_eq!(file.drop_cache().expect("drop"), 8);
+    let mut buf = vec![0u8; PAGE_SIZE];
+    crate::inject::fail_allocation(0);
+    let panicked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
+            .is_err();
+    assert!(
+        crate::inject::disarm(),
+        "the readahead reached its allocation"
+    );
+    assert!(panicked, "the readahead's panic unwinds out of the read");
+    assert!(
+        !cache.inner.alloc.is_poisoned(),
+        "the lock is let go unpoisoned"
+    );
+    assert_eq!(cache.stats().resident, 0, "the fill's frames are free");
+    let mut all = vec![0u8; len as usize];
+    assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
+    assert!(
+        all == data,
+        "the pages read after the panic hold what was written"
+    );
+    file.close().expect("close");
+}
+
+/// An open racing the last close of its file, which writes the file's pages back and
+/// unlists it between the open's look at the file and its look at the list, takes the
+/// file's length after those write-backs: a new handle sees every byte the closed one
+/// wrote, where a length taken before them would hide the bytes past the old size (and
+/// later writes and cuts would work from that stale length).
+#[test]
+fn an_open_racing_the_last_close_sees_the_length_it_wrote_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    std::fs::write(&path, b"").expect("f");
+    let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+    let a = cache.open(&path).expect("open");
+    let data: Vec<u8> = (0..2 * PAGE_SIZE as u64 + 3).map(byte).collect();
+    assert_eq!(a.write_at(&data, 0).expect("write"), data.len());
+    let (at_pause, paused) = std::sync::mpsc::channel();
+    let (go, wait_go) = std::sync::mpsc::channel::<()>();
+    let opener = std::thread::spawn({
+        let (cache, path) = (cache.clone(), path.clone());
+        move || {
+            crate::inject::pause_at_next(move || {
+                at_pause.send(()).expect("signal the pause");
+                wait_go.recv().expect("wait for the close");
+            });
+            cache.open(&path)
+        }
+    });
+    paused.recv().expect("the open reaches its pause");
+    // The last close: writes the pages back and unlists the file while the open waits.
+    a.close().expect("close");
+    go.send(()).expect("let the open go on");
+    let b = opener.join().expect("opener").expect("open");
+    assert_eq!(
+        b.len(),
+        data.len() as u64,
+        "the length after the close's write-back"
+    );
+    let mut got = vec![0u8; data.len() + 10];
+    assert_eq!(b.read_at(&mut got, 0).expect("read"), data.len());
+    assert_eq!(&got[..data.len()], &data[..]);
+}
+
+/// Every pseudo file system whose regular files' size is not their length is named, and so
+/// refused at open: those mounted on common systems besides procfs and sysfs (SELinux's
+/// `/sys/fs/selinux`, whose `enforce` has a size of 0, `binfmt_misc`, the FUSE control
+/// files, nfsd's, POSIX message queues') among them, with their magic as `fstatfs` gives it
+/// on 64-bit targets and sign-extended from a 32-bit word; the file systems of real files
+/// are not.
+#[test]
+fn pseudo_file_systems_are_named_by_their_magic() {
+    let pseudo = [
+        (0x9fa0, "procfs"),
+        (0x6265_6572, "sysfs"),
+        (0x6462_6720, "debugfs"),
+        (0x7472_6163, "tracefs"),
+        (0x6367_7270, "cgroup2"),
+        (0x0027_e0eb, "cgroupfs"),
+        (0x6265_6570, "configfs"),
+        (0x7363_6673, "securityfs"),
+        (0xf97c_ff8c, "selinuxfs"),
+        (0x4341_5d53, "smackfs"),
+        (0x4249_4e4d, "binfmt_misc"),
+        (0x6573_5543, "fusectl"),
+        (0x6e66_7364, "nfsd"),
+        (0x1980_0202, "mqueue"),
+        (0xabba_1974, "xenfs"),
+        (0x9fa1, "openpromfs"),
+    ];
+    for (magic, name) in pseudo {
+        assert_eq!(
+            super::os::pseudo_file_system_named(magic),
+            Some(name),
+            "{magic:#x}"
+        );
+        // A 32-bit `f_type`, sign-extended.
+        let extended = magic as u32 as i32 as i64 as u64;
+        assert_eq!(
+            super::os::pseudo_file_system_named(extended),
+            Some(name),
+            "{magic:#x}"
+        );
+    }
+    // ext4, tmpfs, xfs, btrfs, overlayfs, FUSE (a FUSE file system's files are its own),
+    // NFS, efivarfs (whose size is its length) and hugetlbfs.
+    for magic in [
+        0xef53u64,
+        0x0102_1994,
+        0x5846_5342,
+        0x9123_683e,
+        0x794c_7630,
+        0x6573_5546,
+        0x6969,
+        0xde5e_81e4,
+        0x9584_58f6,
+    ] {
+        assert_eq!(
+            super::os::pseudo_file_system_named(magic),
+            None,
+            "{magic:#x}"
+        );
+    }
+}
+
+/// An open whose listing cannot be allocated fails with `OutOfMemory` and lists nothing:
+/// the next open of the file lists it once, under one id, and a second open shares it.
+#[test]
+fn an_open_without_memory_to_list_the_file_lists_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    std::fs::write(&path, (0..PAGE_SIZE as u64).map(byte).collect::<Vec<u8>>()).expect("f");
+    let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
+    let listed = || {
+        let files = super::lock(&cache.inner.files);
+        (files.by_id.len(), files.by_inode.len())
+    };
+    crate::inject::fail_allocation(0);
+    let r = cache.open(&path);
+    assert!(crate::inject::disarm(), "the open reached its allocation");
+    let e = r.err().expect("the open fails");
+    assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+    assert_eq!(listed(), (0, 0), "nothing listed");
+    let a = cache.open(&path).expect("open");
+    let b = cache.open(&path).expect("open again");
+    assert_eq!(listed(), (1, 1));
+    assert!(
+        std::sync::Arc::ptr_eq(&a.state, &b.state),
+        "one state for the file"
+    );
+    let mut buf = [0u8; 3];
+    assert_eq!(b.read_at(&mut buf, 5).expect("read"), 3);
+    assert_eq!(buf, [byte(5), byte(6), byte(7)]);
+    drop((a, b));
+    assert_eq!(listed(), (0, 0), "the last close unlists it");
+}
+
+/// A write that goes straight to the file (the only frame is held) and whose `pwrite` fails
+/// after 1,000 of its 3,000 bytes (a short write, then an error, injected) returns those
+/// 1,000, as `pwrite`, and the cache's length covers the bytes that reached the file: the
+/// file and the cache agree on the length (6,000), a read through the cache returns those
+/// bytes, and after the close the file holds them and no more.
+#[test]
+fn a_direct_write_that_fails_part_way_leaves_the_lengths_agreeing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    let len = PAGE_SIZE as u64;
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let cache = PageCacheOf::with_scheme(Atomic, &Config::new(1, "atomic")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let held = file.page(0).expect("page 0");
+    let data = [7u8; 3000];
+    crate::inject::fail_write_after(1000);
+    let r = file.write_at(&data, 5000);
+    // `None`: a failure disarmed it.
+    let left = crate::inject::write_room(1);
+    assert_eq!(
+        r.expect("a short write"),
+        1000,
+        "the bytes that reached the file"
+    );
+    assert_eq!(left, None, "the direct write reached the failure");
+    let disk = std::fs::metadata(&path).expect("stat").len();
+    assert_eq!(disk, 6000, "the short write reached the file");
+    assert_eq!(file.len(), disk, "the cache's length is the file's");
+    assert_eq!(cache.stats().direct_ios, 0, "no direct write succeeded");
+    let mut buf = vec![0u8; 3000];
+    assert_eq!(file.read_at(&mut buf, 4000).expect("read"), 2000);
+    assert!((0..96).all(|k| buf[k] == byte(4000 + k as u64)));
+    assert!(buf[96..1000].iter().all(|&x| x == 0));
+    assert!(buf[1000..2000].iter().all(|&x| x == 7));
+    drop(held);
+    file.close().expect("close");
+    let disk = std::fs::read(&path).expect("read the file");
+    assert_eq!(disk.len(), 6000);
+    assert!(disk[4096..5000].iter().all(|&x| x == 0));
+    assert!(disk[5000..].iter().all(|&x| x == 7));
+}
+
+/// `atomic` whose zero detection lags, as RefCache's epochs can: each object's first two
+/// try-reclaims after it was made live fail although nobody references it.
+#[derive(Default)]
+struct Lagging {
+    inner: Atomic,
+    /// Refusals so far, per object (by address), since it was last made live.
+    refused: std::sync::Mutex<std::collections::HashMap<usize, usize>>,
+}
+
+impl refcount::RefCounter for Lagging {
+    type Object = refcount::atomic::AtomicObject;
+    type Token = refcount::atomic::AtomicToken;
+    const NAME: &'static str = "lagging";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+    fn new_object(&self) -> Self::Object {
+        self.inner.new_object()
+    }
+    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+        self.inner.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
+        self.inner.put(obj, token)
+    }
+    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
+        self.inner.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
+        let at = &*obj as *const Self::Object as usize;
+        let mut refused = self.refused.lock().unwrap();
+        let n = refused.entry(at).or_insert(0);
+        if *n < 2 {
+            *n += 1;
+            return false;
+        }
+        drop(refused);
+        self.inner.try_reclaim(obj)
+    }
+    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
+        let at = &*obj as *const Self::Object as usize;
+        self.refused.lock().unwrap().remove(&at);
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
+        self.inner.memory(objs)
+    }
+}
+
+/// `atomic` that says it can have at most 4 objects live.
+#[derive(Default)]
+struct FourObjects(Atomic);
+
+impl refcount::RefCounter for FourObjects {
+    type Object = refcount::atomic::AtomicObject;
+    type Token = refcount::atomic::AtomicToken;
+    const NAME: &'static str = "four-objects";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+    fn new_object(&self) -> Self::Object {
+        self.0.new_object()
+    }
+    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+        self.0.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
+        self.0.put(obj, token)
+    }
+    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
+        self.0.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
+        self.0.try_reclaim(obj)
+    }
+    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.0.reinit(obj) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
+        self.0.memory(objs)
+    }
+    fn max_live_objects(&self) -> Option<usize> {
+        Some(4)
+    }
+}
+
+/// A cache of as many frames as its scheme can have objects live is made; one more frame is
+/// `InvalidInput`, naming the scheme and its bound.
+#[test]
+fn a_cache_has_at_most_as_many_frames_as_its_scheme_has_objects() {
+    let config = |n| crate::Config::new(n, "four-objects");
+    let cache = PageCacheOf::with_scheme(FourObjects::default(), &config(4)).expect("4 frames");
+    assert_eq!(cache.stats().limit, 4);
+    let e = PageCacheOf::with_scheme(FourObjects::default(), &config(5))
+        .err()
+        .expect("5 frames");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("'four-objects'") && msg.contains("at most 4 live objects"),
+        "{msg}"
+    );
+}
+
+/// A cut whose drop of the pages past the end retries a frame (a scheme whose zero
+/// detection lags refused it twice) lets the allocator lock go between rounds; a read of
+/// page 0 then evicts that frame and refills it with page 0, below the cut. The next round
+/// leaves the frame alone: page 0 stays cached, where a round that tried again every frame
+/// still holding a page of the file dropped it too.
+#[test]
+fn a_cut_keeps_a_page_below_it_that_took_a_retried_frame() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    let len = 4 * PAGE_SIZE as u64;
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    // One frame: page 3's, then page 0's.
+    let cache =
+        PageCacheOf::with_scheme(Lagging::default(), &Config::new(1, "lagging")).expect("cache");
+    let file = std::sync::Arc::new(cache.open(&path).expect("open"));
+    let mut b = [0u8; 4];
+    assert_eq!(
+        file.read_at(&mut b, 3 * PAGE_SIZE as u64)
+            .expect("read page 3"),
+        4
+    );
+    let read = std::sync::Arc::new(std::sync::Mutex::new(None));
+    crate::inject::pause_at_next({
+        let (file, read) = (file.clone(), read.clone());
+        move || {
+            let mut b = [0u8; 4];
+            *read.lock().unwrap() = Some(file.read_at(&mut b, 0).map(|n| (n, b)));
+        }
+    });
+    file.set_len(2 * PAGE_SIZE as u64).expect("cut");
+    let (n, b) = read
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the drop let the lock go between rounds")
+        .expect("read page 0");
+    assert_eq!((n, b), (4, [byte(0), byte(1), byte(2), byte(3)]));
+    let s = cache.stats();
+    assert_eq!(s.evictions, 1, "only page 3 was evicted (by the read)");
+    assert_eq!(s.resident, 1, "page 0 stays cached");
+}
