@@ -87,7 +87,7 @@ use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::frame::FrameMeta;
 use crate::inject::{alloc_fails, alloc_point};
 use crate::interval::{IntervalIndex, Point};
-use crate::page::{copy_out, page_parts, PAGE_SIZE};
+use crate::page::{copy_out, PAGE_SIZE};
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
 use core::marker::PhantomData;
@@ -805,8 +805,14 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// bytes of the pages before in `buf`.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.check(offset, buf.len())?;
-        for (k, off, part) in page_parts(offset, buf.len()) {
-            self.read_page(k, off, &mut buf[part])?;
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let k = at / PAGE_SIZE as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let n = (PAGE_SIZE - off).min(buf.len() - done);
+            self.read_page(k, off, &mut buf[done..done + n])?;
+            done += n;
         }
         Ok(())
     }

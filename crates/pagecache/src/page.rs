@@ -9,26 +9,6 @@ pub const PAGE_SIZE: usize = 4096;
 /// Words in a page.
 pub(crate) const WORDS: usize = PAGE_SIZE / 8;
 
-/// The `n` bytes from file offset `offset` cut at page boundaries: for each piece, its page,
-/// its offset in the page and its range in the caller's buffer (which starts at `offset`).
-pub(crate) fn page_parts(
-    offset: u64,
-    n: usize,
-) -> impl Iterator<Item = (u64, usize, core::ops::Range<usize>)> {
-    let mut done = 0;
-    core::iter::from_fn(move || {
-        if done >= n {
-            return None;
-        }
-        let at = offset + done as u64;
-        let off = (at % PAGE_SIZE as u64) as usize;
-        let k = (PAGE_SIZE - off).min(n - done);
-        let part = (at / PAGE_SIZE as u64, off, done..done + k);
-        done += k;
-        Some(part)
-    })
-}
-
 /// Copies `buf.len()` bytes starting at byte `off` of the page held in `words` into `buf`.
 /// Relaxed loads: the caller orders them (a reference taken after the fill's Release, or the
 /// optimistic mode's version check).
@@ -221,43 +201,6 @@ mod tests {
                 copy_out(&words, 0, &mut all);
                 assert_eq!(all, model, "{len} bytes at {off}");
             }
-        }
-    }
-
-    /// The pieces tile the range in order, each inside one page, and each piece but the last
-    /// ends on a page boundary.
-    #[test]
-    fn page_parts_cut_a_range_at_page_boundaries() {
-        let p = PAGE_SIZE as u64;
-        let parts = |offset, n| page_parts(offset, n).collect::<Vec<_>>();
-        assert_eq!(parts(0, 0), vec![]);
-        assert_eq!(parts(5, 64), vec![(0, 5, 0..64)]);
-        assert_eq!(parts(p - 1, 1), vec![(0, PAGE_SIZE - 1, 0..1)]);
-        assert_eq!(
-            parts(3 * p - 10, PAGE_SIZE + 20),
-            vec![
-                (2, PAGE_SIZE - 10, 0..10),
-                (3, 0, 10..10 + PAGE_SIZE),
-                (4, 0, 10 + PAGE_SIZE..20 + PAGE_SIZE),
-            ]
-        );
-        for (offset, n) in [
-            (0u64, 3 * PAGE_SIZE),
-            (4095, 2),
-            (12_345, 9_999),
-            (7 * p, 1),
-        ] {
-            let mut next = 0;
-            for (page, off, r) in page_parts(offset, n) {
-                assert_eq!(r.start, next, "{n} bytes at {offset}: in order");
-                assert!(!r.is_empty() && off + r.len() <= PAGE_SIZE);
-                assert_eq!(page * p + off as u64, offset + r.start as u64);
-                if r.end < n {
-                    assert_eq!(off + r.len(), PAGE_SIZE, "ends on a boundary");
-                }
-                next = r.end;
-            }
-            assert_eq!(next, n, "{n} bytes at {offset}: covered");
         }
     }
 

@@ -6,7 +6,7 @@ use super::{lock, CachedFileOf, Got, MAX_LEN};
 #[cfg(doc)]
 use super::{Inner, PageRef};
 use crate::frame::FrameMeta;
-use crate::page::{copy_in, page_parts, PAGE_SIZE};
+use crate::page::{copy_in, PAGE_SIZE};
 use crate::sync::{AtomicU32, Ordering};
 use crate::IoKind;
 #[cfg(doc)]
@@ -82,10 +82,13 @@ impl<C: RefCounter> CachedFileOf<C> {
                 )
             })?;
         }
-        for (page, off, range) in page_parts(offset, buf.len()) {
-            let (done, k) = (range.start, range.len());
+        let mut done = 0;
+        while done < buf.len() {
             let at = offset + done as u64;
-            let part = &buf[range];
+            let page = at / PAGE_SIZE as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let k = (PAGE_SIZE - off).min(buf.len() - done);
+            let part = &buf[done..done + k];
             // The bytes of this page that a direct write's `pwrite` wrote before it failed.
             let partial = core::cell::Cell::new(0);
             let got = match c.acquire(f, page, None, &mut || self.direct_write(part, at, &partial))
@@ -116,6 +119,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 });
                 c.scheme.put(c.obj(i), tok);
             }
+            done += k;
         }
         debug_assert!(self.len() >= end);
         Ok(buf.len())
