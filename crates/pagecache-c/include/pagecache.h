@@ -25,8 +25,8 @@
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
- *     PAGECACHE_EFBIG and PAGECACHE_EBADF equal -EINVAL, -ENOMEM, -EFBIG and -EBADF; the
- *     others are -1000 and below, never an errno;
+ *     PAGECACHE_EFBIG, PAGECACHE_EBADF and PAGECACHE_E2BIG equal -EINVAL, -ENOMEM, -EFBIG,
+ *     -EBADF and -E2BIG; the others are -1000 and below, never an errno;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
  *     for a file that is not a regular file or is on a pseudo file system such as procfs or
@@ -154,6 +154,10 @@ typedef enum pagecache_error {
                                     fails for it (nor raises SIGXFSZ) */
     PAGECACHE_EBADF = -9,        /* (= -EBADF) a file handle already closed, a cache handle
                                     already freed (see Lifetimes): nothing done */
+    PAGECACHE_E2BIG = -7,        /* (= -E2BIG) pagecache_new_opts: options of a later version
+                                    of the library, which set a field this one does not
+                                    know (a byte past its fields that is not zero), or a
+                                    size above 4096: nothing done */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
                                     boundary) */
     PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
@@ -226,6 +230,44 @@ int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagec
  * scheme than "paygo", or one that is not a power of two from 8 to 16777216 (2^24). */
 int pagecache_new_sized(size_t memory_limit_pages, const char *scheme, int mode,
                         size_t paygo_slots_per_cpu, pagecache_t **out);
+
+/* The settings of a cache, for pagecache_new_opts: pagecache_new_sized's arguments and the
+ * settings of the schemes, in a struct that later versions extend at its end. Set size to
+ * sizeof(pagecache_options_t) and zero every field you do not set: every field but size and
+ * memory_limit_pages means "the default" at 0, so
+ *
+ *   pagecache_options_t o = { .size = sizeof o, .memory_limit_pages = 1024 };
+ *
+ * is pagecache_new(1024, NULL, PAGECACHE_MODE_COUNTING, ...). A program built with this header
+ * keeps working with a later library (the fields it does not know take their defaults); one
+ * built with a later header works with this library as long as the fields this one does not
+ * know are 0 (else PAGECACHE_E2BIG): the rule of openat2(2)'s struct open_how. */
+typedef struct pagecache_options {
+    size_t size;                /* sizeof(pagecache_options_t): at least this first version's
+                                   (56 bytes on 64-bit targets), at most 4096 */
+    size_t memory_limit_pages;  /* frames, 1 to 4294967294 */
+    const char *scheme;         /* the counting scheme's name; NULL: "paygo" */
+    int mode;                   /* a pagecache_mode; 0: PAGECACHE_MODE_COUNTING */
+    uint32_t flags;             /* none defined yet: 0 */
+    size_t paygo_slots_per_cpu; /* slots per possible CPU of "paygo"'s tables (see
+                                   pagecache_new_sized); 0: 4096. Only with "paygo" */
+    size_t paygo_window;        /* the probe window of "paygo"'s tables: how many slots from
+                                   a frame's home slot may hold its entry, 1 to the slots
+                                   per CPU; 0: 8. Only with "paygo" */
+    uint64_t refcache_epoch_us; /* the epoch of "refcache"'s background thread, in
+                                   microseconds: a frame whose last reference was put back
+                                   can be evicted after two or three epochs; 0: 10000
+                                   (10 ms). Only with "refcache" */
+} pagecache_options_t;
+
+/* Makes a cache with the settings of *opts and stores its handle in *out. Errors:
+ * pagecache_new_sized's; PAGECACHE_EINVAL for opts NULL, a size below this first version's,
+ * flags other than 0, a setting for another scheme than the one it names (paygo_slots_per_cpu
+ * or paygo_window other than 0 without "paygo", refcache_epoch_us other than 0 without
+ * "refcache"), a window of more slots than the tables have; PAGECACHE_E2BIG for a size above
+ * 4096 or a byte past this version's fields that is not 0. Reads at most size bytes of *opts;
+ * refused, it changes nothing. */
+int pagecache_new_opts(const pagecache_options_t *opts, pagecache_t **out);
 
 /* Frees a cache handle; NULL, a misaligned pointer or a handle already freed does nothing.
  * Files opened through it stay open and usable (see Lifetimes above); the frames are freed

@@ -1,5 +1,5 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
-//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`) against `include/pagecache.h`
+//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`) against `include/pagecache.h`
 //! and the crate's static library (`unload.c` loads the shared one with `dlopen`), runs them,
 //! and checks that the header also compiles as pedantic C++ (or says that check is skipped
 //! where no C++ compiler is installed) and C99, that a C++ program links every function of it
@@ -122,6 +122,63 @@ fn c_program_gets_pagecache_efbig_past_the_limits() {
 fn c_program_gets_pagecache_enomem_for_counters_past_the_limit() {
     let text = build_and_run("counters");
     expect_lines(&text, &["ok counters", "ok paygo-tables", "failures=0"]);
+}
+
+/// `pagecache_new_opts` from C (`tests/c/options.c`): `pagecache_options_t` has the layout of
+/// [`COptions`] (every field at the same offset, the same size: the header and `capi.rs` name
+/// the same fields in the same order), caches made with designated initializers and the
+/// defaults of the fields left at 0, and every refusal with its code, `*out` untouched;
+/// options of a later version (a larger struct) are taken while the fields this version does
+/// not know are 0, else refused with `PAGECACHE_E2BIG`.
+#[test]
+fn c_program_makes_caches_with_options() {
+    use pagecache::capi::COptions;
+    use std::mem::offset_of;
+    let text = build_and_run("options");
+    expect_lines(
+        &text,
+        &[
+            "ok layout",
+            "ok made",
+            "ok later",
+            "ok refused",
+            "failures=0",
+        ],
+    );
+    let fields: Vec<(&str, usize)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("field ")?.split(' ');
+            Some((w.next()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    let rust = [
+        ("size", offset_of!(COptions, size)),
+        (
+            "memory_limit_pages",
+            offset_of!(COptions, memory_limit_pages),
+        ),
+        ("scheme", offset_of!(COptions, scheme)),
+        ("mode", offset_of!(COptions, mode)),
+        ("flags", offset_of!(COptions, flags)),
+        (
+            "paygo_slots_per_cpu",
+            offset_of!(COptions, paygo_slots_per_cpu),
+        ),
+        ("paygo_window", offset_of!(COptions, paygo_window)),
+        ("refcache_epoch_us", offset_of!(COptions, refcache_epoch_us)),
+    ];
+    assert_eq!(fields, rust);
+    let size = format!("sizeof {}", core::mem::size_of::<COptions>());
+    expect_lines(&text, &[size.as_str()]);
+    // And `capi.rs` declares no field that the list above (so the C program) forgot.
+    let src = capi_check::header::read(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../pagecache"),
+        "src/capi.rs",
+    );
+    let declared = capi_check::header::rust_fields(&src, "COptions");
+    let names: Vec<&str> = rust.iter().map(|(n, _)| *n).collect();
+    assert_eq!(declared, names);
 }
 
 /// The README's quick start linked with `-L <folder> -lpagecache` against `libpagecache.so`, whose

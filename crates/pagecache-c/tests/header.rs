@@ -31,6 +31,7 @@ fn error_codes_and_modes_agree() {
         ("PAGECACHE_ENOMEM", capi::PAGECACHE_ENOMEM),
         ("PAGECACHE_EFBIG", capi::PAGECACHE_EFBIG),
         ("PAGECACHE_EBADF", capi::PAGECACHE_EBADF),
+        ("PAGECACHE_E2BIG", capi::PAGECACHE_E2BIG),
         ("PAGECACHE_EINTERNAL", capi::PAGECACHE_EINTERNAL),
         ("PAGECACHE_ENOSCHEME", capi::PAGECACHE_ENOSCHEME),
         ("PAGECACHE_EUNFIT", capi::PAGECACHE_EUNFIT),
@@ -49,8 +50,8 @@ fn error_codes_and_modes_agree() {
         codes.len() + modes.len(),
         "capi.rs declares a constant not checked here"
     );
-    // The library's own codes other than EINVAL, ENOMEM, EFBIG and EBADF (each the errno of the
-    // same meaning) are outside the errno range, so that they never mean an I/O error.
+    // The library's own codes other than EINVAL, ENOMEM, EFBIG, EBADF and E2BIG (each the errno
+    // of the same meaning) are outside the errno range, so that they never mean an I/O error.
     for (name, v) in &codes {
         assert!(
             matches!(
@@ -60,6 +61,7 @@ fn error_codes_and_modes_agree() {
                     | "PAGECACHE_ENOMEM"
                     | "PAGECACHE_EFBIG"
                     | "PAGECACHE_EBADF"
+                    | "PAGECACHE_E2BIG"
             ) || *v <= -1000,
             "{name} = {v}"
         );
@@ -88,6 +90,7 @@ fn signatures_agree() {
         ("pagecache_t", "CCache"),
         ("pagecache_file_t", "CFile"),
         ("pagecache_stats_t", "CStats"),
+        ("pagecache_options_t", "COptions"),
     ];
     let h = signatures(&file("include/pagecache.h"), "pagecache_", &aliases);
     let r = rust_signatures(&file("src/capi.rs"), "pagecache_");

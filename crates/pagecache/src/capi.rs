@@ -25,8 +25,9 @@
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
 //! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`], [`PAGECACHE_ENOMEM`],
-//!   [`PAGECACHE_EFBIG`] and [`PAGECACHE_EBADF`] equal `-EINVAL`, `-ENOMEM`, `-EFBIG` and
-//!   `-EBADF`; the others are below -999, outside the errno range), or `-errno` for an I/O
+//!   [`PAGECACHE_EFBIG`], [`PAGECACHE_EBADF`] and [`PAGECACHE_E2BIG`] equal `-EINVAL`,
+//!   `-ENOMEM`, `-EFBIG`, `-EBADF` and `-E2BIG`; the others are below -999, outside the errno
+//!   range), or `-errno` for an I/O
 //!   error (`-raw_os_error()`, or the errno closest to the `io::ErrorKind` of an error the
 //!   cache makes itself).
 //! * A call refused for its arguments changes nothing. No Rust panic crosses the boundary:
@@ -74,6 +75,12 @@ pub const PAGECACHE_EUNFIT: i32 = -1002;
 /// there), so the close could not wait for it: the handle is closed, and its file is neither
 /// written back nor freed (the parent still holds its pages).
 pub const PAGECACHE_EFORKED: i32 = -1003;
+
+/// `pagecache_new_opts`: options of a later version of the library, which sets a field this
+/// one does not know (a byte past [`COptions`] that is not zero), or a `size` above
+/// [`OPTIONS_MAX_SIZE`]: refused, nothing done. Equal to `-E2BIG`, which `openat2(2)`,
+/// `clone3(2)` and `sched_setattr(2)` return for the same case.
+pub const PAGECACHE_E2BIG: i32 = -libc::E2BIG;
 
 /// `mode` of `pagecache_new`: every read takes a reference ([`Mode::Counting`]).
 pub const PAGECACHE_MODE_COUNTING: i32 = 0;
@@ -136,6 +143,47 @@ pub struct CStats {
     /// Of the fills, the pages read ahead of a sequential miss.
     pub read_ahead: u64,
 }
+
+/// The settings of a cache (`pagecache_options_t`), for [`pagecache_new_opts`]: the arguments
+/// of [`pagecache_new_sized`], and the settings of the schemes that [`Config::scheme_config`]
+/// holds, with room to grow. `size` is the size of the struct as the caller's header has it
+/// (`sizeof(pagecache_options_t)`), so that a program built with an older header, which knows
+/// fewer fields, keeps working with a later library (the fields it does not know take their
+/// defaults), and one built with a later header works with this library as long as it leaves
+/// the fields this one does not know at zero (else [`PAGECACHE_E2BIG`]): the rule of the
+/// kernel's `copy_struct_from_user`. Every field but `size` and `memory_limit_pages` means
+/// "the default" at zero, so `{ .size = sizeof o, .memory_limit_pages = n }` is
+/// `pagecache_new(n, NULL, PAGECACHE_MODE_COUNTING, ...)`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct COptions {
+    /// The struct's size as the caller knows it: at least this first version's
+    /// (`size_of::<COptions>()`, 56 bytes on 64-bit targets), at most [`OPTIONS_MAX_SIZE`].
+    pub size: usize,
+    /// Frames the cache may hold: 1 to `u32::MAX - 1`.
+    pub memory_limit_pages: usize,
+    /// The counting scheme's name, NUL-terminated; null: `"paygo"`.
+    pub scheme: *const c_char,
+    /// [`PAGECACHE_MODE_COUNTING`] (0) or [`PAGECACHE_MODE_OPTIMISTIC`].
+    pub mode: c_int,
+    /// No flag is defined yet: 0.
+    pub flags: u32,
+    /// Slots per CPU of `"paygo"`'s tables (`paygo::Config::slots_per_cpu`); 0: the default,
+    /// 4,096. Not 0 only with `"paygo"`.
+    pub paygo_slots_per_cpu: usize,
+    /// The probe window of `"paygo"`'s tables (`paygo::Config::window`), at most the slots
+    /// per CPU; 0: the default, 8. Not 0 only with `"paygo"`.
+    pub paygo_window: usize,
+    /// The epoch of `"refcache"`'s background thread, in microseconds
+    /// ([`SchemeConfig::epoch_us`](schemes::SchemeConfig::epoch_us)): a reference put back is
+    /// seen as zero, and its frame can be evicted, after two or three epochs; 0: the default,
+    /// 10,000 (10 ms). Not 0 only with `"refcache"`.
+    pub refcache_epoch_us: u64,
+}
+
+/// The largest `size` of [`COptions`] that [`pagecache_new_opts`] reads (a page, as the
+/// kernel's `openat2(2)`): larger is [`PAGECACHE_E2BIG`].
+pub const OPTIONS_MAX_SIZE: usize = 4096;
 
 /// Whether `out` may be written with a `T`: not null, aligned.
 fn writable<T>(out: *mut T) -> bool {
@@ -239,59 +287,144 @@ pub unsafe extern "C" fn pagecache_new_sized(
     out: *mut *mut CCache,
 ) -> i32 {
     boundary(PAGECACHE_EINTERNAL, || {
-        if !writable(out) {
-            return PAGECACHE_EINVAL;
-        }
-        let mode = match mode {
-            PAGECACHE_MODE_COUNTING => Mode::Counting,
-            PAGECACHE_MODE_OPTIMISTIC => Mode::Optimistic,
-            _ => return PAGECACHE_EINVAL,
+        let opts = COptions {
+            size: core::mem::size_of::<COptions>(),
+            memory_limit_pages,
+            scheme,
+            mode,
+            flags: 0,
+            paygo_slots_per_cpu,
+            paygo_window: 0,
+            refcache_epoch_us: 0,
         };
-        if memory_limit_pages == 0 || memory_limit_pages >= u32::MAX as usize {
-            return PAGECACHE_EINVAL;
-        }
-        let name = if scheme.is_null() {
-            DEFAULT_SCHEME
-        } else {
-            // SAFETY: the caller passes a NUL-terminated string that stays valid during the
-            // call.
-            match unsafe { CStr::from_ptr(scheme) }.to_str() {
-                Ok(s) => s,
-                Err(_) => return PAGECACHE_ENOSCHEME,
-            }
-        };
-        let Some(info) = schemes::find(name) else {
-            return PAGECACHE_ENOSCHEME;
-        };
-        if info.unfit_for_page_cache.is_some() {
-            return PAGECACHE_EUNFIT;
-        }
-        let mut cfg = Config::new(memory_limit_pages, name);
-        cfg.mode = mode;
-        if paygo_slots_per_cpu != 0 {
-            // A size for a scheme that has no tables would change nothing: refused, as is a
-            // size paygo does not take (`paygo::Config::check`).
-            cfg.scheme_config.paygo.slots_per_cpu = paygo_slots_per_cpu;
-            if name != "paygo" || cfg.scheme_config.paygo.check().is_err() {
-                return PAGECACHE_EINVAL;
-            }
-        }
-        // A limit whose frames or counters cannot be allocated is `OutOfMemory`
-        // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`; so are the
-        // tables of a `paygo` domain and the caches of `refcache` (see `schemes::try_visit`).
-        let cache = match PageCache::new(cfg) {
-            Ok(c) => c,
-            Err(e) => return io_code(&e),
-        };
-        let scheme = scheme_cstr(cache.scheme());
-        // Registers the process for `membarrier` now (once), so that calls pin their handles
-        // with a compiler fence from the first one on (see `pins`).
-        let _ = percpu::membarrier::asymmetric_available();
-        let h = CACHES.open(OpenCache { cache, scheme });
-        // SAFETY: `out` is not null, and the caller gives writable memory for a pointer.
-        unsafe { out.write(h) };
-        PAGECACHE_OK
+        // SAFETY: the caller's contract is this function's.
+        unsafe { new_cache(&opts, out) }
     })
+}
+
+/// Makes a cache with the settings of `*opts` (see [`COptions`]) and stores its handle in
+/// `*out`. Errors: [`pagecache_new_sized`]'s, and `PAGECACHE_EINVAL` for a null or misaligned
+/// `opts`, a `size` below this first version's, `flags` other than 0, a `paygo_window` for
+/// another scheme than `"paygo"` or that paygo does not take (above the slots per CPU), a
+/// `refcache_epoch_us` for another scheme than `"refcache"`; `PAGECACHE_E2BIG` for a `size`
+/// above [`OPTIONS_MAX_SIZE`], or a byte past this version's fields that is not zero (a
+/// setting of a later version). Refused for its arguments, it reads nothing past `size` bytes
+/// and changes nothing.
+///
+/// # Safety
+/// `opts` is null, misaligned, or points to `opts->size` readable bytes (at least the `size`
+/// field) that no other thread writes during the call, whose `scheme` is null or a
+/// NUL-terminated string; `out` is null, misaligned or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_new_opts(opts: *const COptions, out: *mut *mut CCache) -> i32 {
+    boundary(PAGECACHE_EINTERNAL, || {
+        if opts.is_null() || !opts.is_aligned() {
+            return PAGECACHE_EINVAL;
+        }
+        // SAFETY: `opts` is aligned and, by the caller's contract, its `size` field readable.
+        let size = unsafe { core::ptr::addr_of!((*opts).size).read() };
+        let known = core::mem::size_of::<COptions>();
+        if size < known {
+            return PAGECACHE_EINVAL;
+        }
+        if size > OPTIONS_MAX_SIZE {
+            return PAGECACHE_E2BIG;
+        }
+        // SAFETY: the caller gives `size` readable bytes from `opts`, and `known..size` is
+        // within them.
+        let later =
+            unsafe { core::slice::from_raw_parts(opts.cast::<u8>().add(known), size - known) };
+        if later.iter().any(|&b| b != 0) {
+            return PAGECACHE_E2BIG;
+        }
+        // SAFETY: `size >= known`: the whole struct is readable, and aligned.
+        let opts = unsafe { opts.read() };
+        // SAFETY: forwarded contract (`opts.scheme`, `out`).
+        unsafe { new_cache(&opts, out) }
+    })
+}
+
+/// The cache's [`Config`] of `opts` (its `size` is not looked at), or the code that refuses
+/// it.
+///
+/// # Safety
+/// `opts.scheme` is null or a NUL-terminated string.
+unsafe fn config_of(opts: &COptions) -> Result<Config, i32> {
+    let mode = match opts.mode {
+        PAGECACHE_MODE_COUNTING => Mode::Counting,
+        PAGECACHE_MODE_OPTIMISTIC => Mode::Optimistic,
+        _ => return Err(PAGECACHE_EINVAL),
+    };
+    let limit = opts.memory_limit_pages;
+    if limit == 0 || limit >= u32::MAX as usize || opts.flags != 0 {
+        return Err(PAGECACHE_EINVAL);
+    }
+    let name = if opts.scheme.is_null() {
+        DEFAULT_SCHEME
+    } else {
+        // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
+        unsafe { CStr::from_ptr(opts.scheme) }
+            .to_str()
+            .map_err(|_| PAGECACHE_ENOSCHEME)?
+    };
+    let info = schemes::find(name).ok_or(PAGECACHE_ENOSCHEME)?;
+    if info.unfit_for_page_cache.is_some() {
+        return Err(PAGECACHE_EUNFIT);
+    }
+    let mut cfg = Config::new(limit, name);
+    cfg.mode = mode;
+    // A setting for a scheme that does not take it would change nothing: refused, as is a
+    // size paygo does not take (`paygo::Config::check`).
+    if opts.paygo_slots_per_cpu != 0 || opts.paygo_window != 0 {
+        if name != "paygo" {
+            return Err(PAGECACHE_EINVAL);
+        }
+        let paygo = &mut cfg.scheme_config.paygo;
+        if opts.paygo_slots_per_cpu != 0 {
+            paygo.slots_per_cpu = opts.paygo_slots_per_cpu;
+        }
+        if opts.paygo_window != 0 {
+            paygo.window = opts.paygo_window;
+        }
+        paygo.check().map_err(|_| PAGECACHE_EINVAL)?;
+    }
+    if opts.refcache_epoch_us != 0 {
+        if name != "refcache" {
+            return Err(PAGECACHE_EINVAL);
+        }
+        cfg.scheme_config.epoch_us = opts.refcache_epoch_us;
+    }
+    Ok(cfg)
+}
+
+/// The work of [`pagecache_new_opts`] once `opts` is read (its `size` is not looked at).
+///
+/// # Safety
+/// `opts.scheme` is null or a NUL-terminated string; `out` is null, misaligned or writable.
+unsafe fn new_cache(opts: &COptions, out: *mut *mut CCache) -> i32 {
+    if !writable(out) {
+        return PAGECACHE_EINVAL;
+    }
+    // SAFETY: forwarded contract (`opts.scheme`).
+    let cfg = match unsafe { config_of(opts) } {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
+    };
+    // A limit whose frames or counters cannot be allocated is `OutOfMemory`
+    // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`; so are the tables of
+    // a `paygo` domain and the caches of `refcache` (see `schemes::try_visit`).
+    let cache = match PageCache::new(cfg) {
+        Ok(c) => c,
+        Err(e) => return io_code(&e),
+    };
+    let scheme = scheme_cstr(cache.scheme());
+    // Registers the process for `membarrier` now (once), so that calls pin their handles with
+    // a compiler fence from the first one on (see `pins`).
+    let _ = percpu::membarrier::asymmetric_available();
+    let h = CACHES.open(OpenCache { cache, scheme });
+    // SAFETY: `out` is not null, and the caller gives writable memory for a pointer.
+    unsafe { out.write(h) };
+    PAGECACHE_OK
 }
 
 /// Frees a cache handle (null, misaligned or already freed: nothing). Files opened through
@@ -699,6 +832,9 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",
         PAGECACHE_ENOSCHEME => c"no counting scheme of that name",
         PAGECACHE_EUNFIT => c"the counting scheme cannot serve a page cache",
+        PAGECACHE_E2BIG => {
+            c"options of a later version of the library (a setting this one does not know is set, or a size above 4096)"
+        }
         PAGECACHE_EFORKED => {
             c"handle in use by a thread of the parent when the process forked (closed, not freed)"
         }
@@ -865,6 +1001,178 @@ mod tests {
             assert_eq!(pagecache_close(null_mut()), PAGECACHE_EINVAL);
             assert!(pagecache_scheme(null()).is_null());
         }
+    }
+
+    /// [`COptions`] with `size` set and the rest at zero (the defaults), as C's
+    /// `{ .size = sizeof o, .memory_limit_pages = pages }`.
+    fn options(pages: usize, scheme: Option<&CStr>) -> COptions {
+        COptions {
+            size: core::mem::size_of::<COptions>(),
+            memory_limit_pages: pages,
+            scheme: scheme.map_or(null(), CStr::as_ptr),
+            mode: 0,
+            flags: 0,
+            paygo_slots_per_cpu: 0,
+            paygo_window: 0,
+            refcache_epoch_us: 0,
+        }
+    }
+
+    /// Options as a later version of the library would have them: this version's fields, and
+    /// `later` past them.
+    #[repr(C)]
+    struct Later {
+        opts: COptions,
+        later: [u64; 3],
+    }
+
+    /// `pagecache_new_opts(opts, &out)`: its code and handle (`*out` left null when refused).
+    fn new_opts<T>(opts: &T) -> (i32, *mut CCache) {
+        let mut c = null_mut();
+        // SAFETY: `opts` is a `COptions` or starts with one, of the size its `size` says (as
+        // the callers set it); its name is NUL-terminated or null; `c` is writable.
+        let rc = unsafe { pagecache_new_opts((opts as *const T).cast(), &mut c) };
+        assert_eq!(rc != PAGECACHE_OK, c.is_null(), "rc {rc}");
+        (rc, c)
+    }
+
+    /// Reads pages 0, 1 and 2 of a file through a cache of 2 frames, one after the other, and
+    /// returns the cache's statistics: the third page needs a frame of one of the others.
+    fn read_three_pages(c: *mut CCache) -> CStats {
+        let (_dir, path) = file_of(3 * PAGE_SIZE);
+        let f = open(c, &path);
+        let mut st = CStats::default();
+        let mut b = [0u8; 8];
+        // SAFETY: live handles, an 8-byte buffer, a writable statistics struct.
+        unsafe {
+            for page in 0..3 {
+                let off = (page * PAGE_SIZE) as u64 + 8;
+                assert_eq!(pagecache_read_at(f, b.as_mut_ptr().cast(), 8, off), 8);
+                assert_eq!(b, [8u8, 9, 10, 11, 12, 13, 14, 15]);
+            }
+            assert_eq!(pagecache_stats(c, &mut st), PAGECACHE_OK);
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        }
+        st
+    }
+
+    #[test]
+    fn new_opts_takes_its_settings_and_refuses_what_it_does_not_know() {
+        let _tables = shared_tables();
+        // Every field at its default: `pagecache_new(8, NULL, 0)`.
+        let (rc, c) = new_opts(&options(8, None));
+        assert_eq!(rc, PAGECACHE_OK);
+        // SAFETY: a live handle, freed once; the name is static.
+        unsafe {
+            assert_eq!(CStr::from_ptr(pagecache_scheme(c)), c"paygo");
+            pagecache_free(c);
+        }
+        // Each setting with its scheme.
+        let mut o = options(8, Some(c"paygo"));
+        o.paygo_slots_per_cpu = 16;
+        o.paygo_window = 16;
+        o.mode = PAGECACHE_MODE_OPTIMISTIC;
+        let (rc, c) = new_opts(&o);
+        assert_eq!(rc, PAGECACHE_OK);
+        assert_eq!(read_three_pages(c).limit, 8);
+        // SAFETY: a live handle, freed once.
+        unsafe { pagecache_free(c) };
+        // The settings reach the cache's `Config` (and only those of its scheme are taken).
+        // SAFETY (both calls): names are static NUL-terminated strings.
+        let cfg = unsafe { config_of(&o) }.expect("taken");
+        assert_eq!(cfg.mode, Mode::Optimistic);
+        assert_eq!(
+            cfg.scheme_config.paygo,
+            paygo::Config {
+                slots_per_cpu: 16,
+                window: 16
+            }
+        );
+        assert_eq!(cfg.scheme_config.epoch_us, 10_000);
+        let mut o = options(2, Some(c"refcache"));
+        o.refcache_epoch_us = 3_600_000_000;
+        let cfg = unsafe { config_of(&o) }.expect("taken");
+        assert_eq!(
+            (cfg.scheme.as_str(), cfg.memory_limit_pages),
+            ("refcache", 2)
+        );
+        assert_eq!(cfg.scheme_config.epoch_us, 3_600_000_000);
+        assert_eq!(cfg.scheme_config.paygo, paygo::Config::default());
+        let (rc, c) = new_opts(&o);
+        assert_eq!(rc, PAGECACHE_OK);
+        let st = read_three_pages(c);
+        assert_eq!((st.limit, st.fills), (2, 3), "{st:?}");
+        // SAFETY: a live handle, freed once.
+        unsafe { pagecache_free(c) };
+        // A later version's options whose later fields are zero: taken.
+        let mut l = Later {
+            opts: options(8, Some(c"atomic")),
+            later: [0; 3],
+        };
+        l.opts.size = core::mem::size_of::<Later>();
+        let (rc, c) = new_opts(&l);
+        assert_eq!(rc, PAGECACHE_OK);
+        // SAFETY: a live handle, freed once.
+        unsafe { pagecache_free(c) };
+        // Refused, each with its code, `*out` untouched.
+        /// A change to valid options, and the code that refuses them then.
+        type Refusal = (fn(&mut Later), i32);
+        let refused: [Refusal; 15] = [
+            (|l| l.later[1] = 1, PAGECACHE_E2BIG),
+            (|l| l.later[2] = 1 << 63, PAGECACHE_E2BIG),
+            (|l| l.opts.size = OPTIONS_MAX_SIZE + 1, PAGECACHE_E2BIG),
+            (|l| l.opts.size = usize::MAX, PAGECACHE_E2BIG),
+            (
+                |l| l.opts.size = core::mem::size_of::<COptions>() - 8,
+                PAGECACHE_EINVAL,
+            ),
+            (|l| l.opts.size = 0, PAGECACHE_EINVAL),
+            (|l| l.opts.flags = 1, PAGECACHE_EINVAL),
+            (|l| l.opts.mode = 2, PAGECACHE_EINVAL),
+            (|l| l.opts.memory_limit_pages = 0, PAGECACHE_EINVAL),
+            (|l| l.opts.paygo_slots_per_cpu = 16, PAGECACHE_EINVAL),
+            (|l| l.opts.paygo_window = 4, PAGECACHE_EINVAL),
+            (|l| l.opts.refcache_epoch_us = 1000, PAGECACHE_EINVAL),
+            (|l| l.opts.scheme = c"no-such".as_ptr(), PAGECACHE_ENOSCHEME),
+            (
+                |l| l.opts.scheme = c"percpu-limit".as_ptr(),
+                PAGECACHE_EUNFIT,
+            ),
+            (
+                |l| {
+                    // A window wider than the tables.
+                    l.opts.scheme = c"paygo".as_ptr();
+                    l.opts.paygo_slots_per_cpu = 8;
+                    l.opts.paygo_window = 16;
+                },
+                PAGECACHE_EINVAL,
+            ),
+        ];
+        for (k, (change, code)) in refused.into_iter().enumerate() {
+            let mut l = Later {
+                opts: options(8, Some(c"atomic")),
+                later: [0; 3],
+            };
+            l.opts.size = core::mem::size_of::<Later>();
+            change(&mut l);
+            let (rc, _) = new_opts(&l);
+            assert_eq!(rc, code, "case {k}");
+        }
+        let mut c = null_mut();
+        // SAFETY: null and misaligned options are refused before any access; `c` is
+        // writable.
+        unsafe {
+            assert_eq!(pagecache_new_opts(null(), &mut c), PAGECACHE_EINVAL);
+            let words = [0u64; 16];
+            let odd = words.as_ptr().cast::<u8>().add(1).cast::<COptions>();
+            assert_eq!(pagecache_new_opts(odd, &mut c), PAGECACHE_EINVAL);
+            assert_eq!(
+                pagecache_new_opts(&options(8, None), null_mut()),
+                PAGECACHE_EINVAL
+            );
+        }
+        assert!(c.is_null());
+        assert!(text(PAGECACHE_E2BIG).contains("later version"));
     }
 
     #[test]
