@@ -1,0 +1,149 @@
+//! [`Weak`]: a reference to an [`Arc`]'s allocation that does not keep the value.
+
+use super::*;
+
+/// A weak reference to a [`Arc`]'s value, as `std::sync::Weak`: it keeps the allocation, not
+/// the value, and [`Weak::upgrade`] gives an `Arc` while the value lives. Made by
+/// [`Arc::downgrade`] (or [`Weak::new`], which never upgrades).
+///
+/// The value lives until it is reclaimed, which may be after its last `Arc` was dropped (by the
+/// collector: see [`Arc`]); until then `upgrade` succeeds, and the value lives on with the
+/// `Arc` it gave.
+pub struct Weak<T: ?Sized> {
+    /// The allocation, or a dangling pointer for [`Weak::new`].
+    pub(super) inner: NonNull<ArcInner<T>>,
+}
+
+// SAFETY: as std::sync::Weak: it gives an Arc<T> on any thread.
+unsafe impl<T: ?Sized + Send + Sync> Send for Weak<T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized + Send + Sync> Sync for Weak<T> {}
+
+// As std::sync::Weak's, for the reason given at `Arc`'s.
+impl<T: ?Sized + std::panic::RefUnwindSafe> std::panic::UnwindSafe for Weak<T> {}
+impl<T: ?Sized + std::panic::RefUnwindSafe> std::panic::RefUnwindSafe for Weak<T> {}
+
+/// The address of a [`Weak::new`]'s pointer: no allocation is there (as `std`'s).
+const NO_ALLOCATION: usize = usize::MAX;
+
+impl<T> Weak<T> {
+    /// A `Weak` to nothing: `upgrade` always gives `None`.
+    pub const fn new() -> Self {
+        Weak {
+            // SAFETY: not null; never dereferenced (`meta` checks the address first).
+            inner: unsafe {
+                NonNull::new_unchecked(core::ptr::without_provenance_mut(NO_ALLOCATION))
+            },
+        }
+    }
+}
+
+impl<T: ?Sized> Weak<T> {
+    /// The allocation's head, unless this is a [`Weak::new`].
+    pub(super) fn meta(&self) -> Option<&Meta> {
+        if self.inner.as_ptr().cast::<u8>().addr() == NO_ALLOCATION {
+            return None;
+        }
+        // SAFETY: our weak count keeps the allocation live (its value may be gone, or being
+        // dropped by a `Drop` that upgrades this `Weak`).
+        Some(unsafe { meta_of(self.inner) })
+    }
+
+    /// An [`Arc`] to the value, if it was not reclaimed. Waits out a reclaim under way (the
+    /// collector's, or a drop's) and fails if it succeeded.
+    pub fn upgrade(&self) -> Option<Arc<T>> {
+        let m = self.meta()?;
+        let d = m.domain;
+        // A REF: it fails on a dead header, and a reclaim fails while it holds.
+        let a = d.get_or_wait(Arc::header(self.inner))?;
+        Some(Arc {
+            inner: self.inner,
+            at: d.arcs.word(&a),
+        })
+    }
+
+    /// The number of `Arc`s (and pointers from [`Arc::into_raw`]) to the value, as
+    /// `std::sync::Weak::strong_count`: 0 for a [`Weak::new`] and once the value is reclaimed.
+    /// Not a load, as `std`'s is: a READ-ALL over every CPU. Exact when no other thread clones,
+    /// drops or upgrades a reference to the value during the call (always in a single
+    /// thread); otherwise it may be below the number held throughout the call or above the
+    /// number at any one instant, as [`Arc::count`]. Never 0 while an `Arc` is held
+    /// throughout the call: a READ-ALL that finds none is read again under the object's
+    /// reclaim flag (an asymmetric fence, as [`Arc::get_mut`]'s check). Between the drop of
+    /// the last `Arc` and the value's reclaim (see [`Arc`]) it is 0, and [`Weak::upgrade`] may
+    /// still succeed.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(5);
+    /// let w = paygo::Arc::downgrade(&a);
+    /// assert_eq!((w.strong_count(), w.weak_count()), (1, 1));
+    /// drop(a);
+    /// assert_eq!(w.strong_count(), 0);
+    /// assert_eq!(paygo::Weak::<i32>::new().strong_count(), 0);
+    /// ```
+    pub fn strong_count(&self) -> usize {
+        let Some(m) = self.meta() else {
+            return 0;
+        };
+        let hdr = Arc::header(self.inner);
+        if hdr.is_dead() {
+            return 0;
+        }
+        strong_of(m, hdr, 1).max(0) as usize
+    }
+
+    /// The number of `Weak`s to the value, as `std::sync::Weak::weak_count`: 0 for a
+    /// [`Weak::new`], and 0 where no `Arc` is left ([`Weak::strong_count`] is 0). A snapshot.
+    pub fn weak_count(&self) -> usize {
+        let Some(m) = self.meta() else {
+            return 0;
+        };
+        if self.strong_count() == 0 {
+            return 0;
+        }
+        match m.weak.load(Ordering::Relaxed) {
+            // Not seen while this `Weak` lives (`get_mut` locks the count only from 1, no
+            // `Weak`): matched for completeness.
+            WEAK_LOCKED => 1,
+            n => n - 1,
+        }
+    }
+
+    /// Whether two `Weak`s point to the same allocation (two [`Weak::new`]s do).
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        core::ptr::addr_eq(a.inner.as_ptr(), b.inner.as_ptr())
+    }
+}
+
+impl<T: ?Sized> Clone for Weak<T> {
+    fn clone(&self) -> Self {
+        if let Some(m) = self.meta() {
+            // Relaxed: we hold a count, so the allocation stays; as std's.
+            if m.weak.fetch_add(1, Ordering::Relaxed) >= WEAK_MAX {
+                weak_overflow();
+            }
+        }
+        Weak { inner: self.inner }
+    }
+}
+
+impl<T: ?Sized> Drop for Weak<T> {
+    fn drop(&mut self) {
+        if self.meta().is_some() {
+            // SAFETY: we hold one weak count of the live allocation and give it back.
+            unsafe { release_weak(self.inner.cast()) }
+        }
+    }
+}
+
+impl<T> Default for Weak<T> {
+    fn default() -> Self {
+        Weak::new()
+    }
+}
+
+impl<T: ?Sized> core::fmt::Debug for Weak<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("(Weak)")
+    }
+}
