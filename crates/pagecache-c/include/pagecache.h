@@ -134,11 +134,14 @@ extern "C" {
  * function returns is -errno. */
 typedef enum pagecache_error {
     PAGECACHE_OK = 0,
-    PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer (or a misaligned handle or out
-                                    pointer), a memory limit of 0 or above
-                                    4294967294 pages, a mode other than 0 or 1, a length above
-                                    SSIZE_MAX, a write ending past 2^63 - 1, a
-                                    negative length */
+    PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer (or a misaligned handle, out
+                                    pointer or options pointer), a memory limit of 0 or
+                                    above 4294967294 pages, a mode other than 0 or 1, a
+                                    scheme's setting that it does not take or that is out
+                                    of range, options whose size is below the first
+                                    version's or whose flags are not 0, a length above
+                                    SSIZE_MAX, a write ending past 2^63 - 1, a negative
+                                    length */
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
                                     (their pages, and the scheme's counters, which take
                                     more on machines of many CPUs), or the tables of
@@ -261,7 +264,7 @@ typedef struct pagecache_options {
 } pagecache_options_t;
 
 /* Makes a cache with the settings of *opts and stores its handle in *out. Errors:
- * pagecache_new_sized's; PAGECACHE_EINVAL for opts NULL, a size below this first version's,
+ * pagecache_new_sized's; PAGECACHE_EINVAL for opts NULL or misaligned, a size below this first version's,
  * flags other than 0, a setting for another scheme than the one it names (paygo_slots_per_cpu
  * or paygo_window other than 0 without "paygo", refcache_epoch_us other than 0 without
  * "refcache"), a window of more slots than the tables have; PAGECACHE_E2BIG for a size above

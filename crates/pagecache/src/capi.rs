@@ -47,9 +47,11 @@ use std::sync::OnceLock;
 
 /// Success.
 pub const PAGECACHE_OK: i32 = 0;
-/// A null pointer (or a misaligned handle or out pointer), a memory limit of zero or above
-/// `u32::MAX - 1` pages, an unknown mode, a length above `SSIZE_MAX`, a negative length, a
-/// write ending past 2^63 - 1. Equal to `-EINVAL`.
+/// A null pointer (or a misaligned handle, out pointer or options pointer), a memory limit of
+/// zero or above `u32::MAX - 1` pages, an unknown mode, a scheme's setting that it does not
+/// take or that is out of range, options whose `size` is below the first version's or whose
+/// `flags` are not 0, a length above `SSIZE_MAX`, a negative length, a write ending past
+/// 2^63 - 1. Equal to `-EINVAL`.
 pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
 /// `pagecache_new`: the frames of the memory limit cannot be allocated; `pagecache_open`: the
 /// file's page table cannot be. Equal to `-ENOMEM`.
@@ -822,7 +824,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
     let s: &'static CStr = match code {
         PAGECACHE_OK => c"success",
         PAGECACHE_EINVAL => {
-            c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a length above SSIZE_MAX, a negative length, a write or length past 2^63 - 1, or not a regular file)"
+            c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a scheme's setting it does not take, options of a size too small or with flags, a length above SSIZE_MAX, a negative length, a write or length past 2^63 - 1, or not a regular file)"
         }
         PAGECACHE_ENOMEM => c"out of memory (a cache's frames or a file's page table cannot be allocated)",
         PAGECACHE_EFBIG => {
