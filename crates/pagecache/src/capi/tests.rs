@@ -1,0 +1,1155 @@
+//! Unit tests of the C API from Rust: the exact codes of the error paths, handles used after
+//! their close, from many threads and across `fork`, and the options of `pagecache_new_opts`.
+
+use super::handles::{lock, pins, CHUNK};
+use super::*;
+use crate::PAGE_SIZE;
+use core::ptr::{null, null_mut};
+use std::ffi::CString;
+use std::sync::atomic::Ordering;
+
+/// Tests that use stale handles (whose slots another test's open could take) hold this
+/// lock alone; the others share it.
+static TABLES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared_tables() -> std::sync::RwLockReadGuard<'static, ()> {
+    TABLES
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn tables_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    TABLES
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A handle handed to other threads: both handles may be used from many threads at once
+/// (see the header), which a raw pointer does not say. Keeps the pointer's provenance, as
+/// a cast through `usize` would not.
+struct Shared<T>(*mut T);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Shared<T> {}
+
+// SAFETY: the handles' slots are `Send + Sync` (checked at the top of the module) and
+// never freed; the pointer is only passed to the library's calls.
+unsafe impl<T: Sync> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The handle (a method, so that a closure captures the `Shared`, not its pointer).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// Every slot of `t` is free: none was lost.
+fn all_free<T: Send + Sync>(t: &Table<T>) {
+    assert_eq!(lock(&t.free).len(), t.made.load(Ordering::Relaxed));
+}
+
+/// A temporary file of `len` bytes (byte k is `k as u8`), and its directory.
+fn file_of(len: usize) -> (tempfile::TempDir, CString) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("f");
+    std::fs::write(&p, (0..len).map(|k| k as u8).collect::<Vec<u8>>()).expect("write");
+    let c = CString::new(p.as_os_str().as_bytes()).expect("path");
+    (dir, c)
+}
+
+fn new_cache(pages: usize, scheme: &CStr, mode: i32) -> *mut CCache {
+    let mut c = null_mut();
+    // SAFETY: a NUL-terminated name and a writable out pointer.
+    let rc = unsafe { pagecache_new(pages, scheme.as_ptr(), mode, &mut c) };
+    assert_eq!(rc, PAGECACHE_OK);
+    assert!(!c.is_null());
+    c
+}
+
+fn open(c: *mut CCache, path: &CStr) -> *mut CFile {
+    let mut f = null_mut();
+    // SAFETY: a live handle, a NUL-terminated path, a writable out pointer.
+    assert_eq!(unsafe { pagecache_open(c, path.as_ptr(), &mut f) }, 0);
+    f
+}
+
+/// Reads the whole file through `f` and checks it.
+fn check(f: *mut CFile, len: usize) {
+    let mut buf = vec![0u8; len + 10];
+    // SAFETY: a live handle and a buffer of `buf.len()` bytes.
+    let n = unsafe { pagecache_read_at(f, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    assert_eq!(n, len as isize);
+    for (k, &b) in buf[..len].iter().enumerate() {
+        assert_eq!(b, k as u8, "byte {k}");
+    }
+}
+
+fn text(code: i32) -> String {
+    // SAFETY: strerror returns a static NUL-terminated string.
+    unsafe { CStr::from_ptr(pagecache_strerror(code)) }
+        .to_str()
+        .expect("utf-8")
+        .to_string()
+}
+
+#[test]
+fn new_refuses_bad_arguments_with_distinct_codes() {
+    let _tables = shared_tables();
+    let mut c: *mut CCache = null_mut();
+    // SAFETY (every call of this test): names are NUL-terminated or null, `c` is writable
+    // or the out pointer is null.
+    unsafe {
+        assert_eq!(pagecache_new(8, null(), 0, null_mut()), PAGECACHE_EINVAL);
+        assert_eq!(pagecache_new(0, null(), 0, &mut c), PAGECACHE_EINVAL);
+        assert_eq!(
+            pagecache_new(u32::MAX as usize, null(), 0, &mut c),
+            PAGECACHE_EINVAL
+        );
+        assert_eq!(pagecache_new(8, null(), 2, &mut c), PAGECACHE_EINVAL);
+        assert_eq!(pagecache_new(8, null(), -1, &mut c), PAGECACHE_EINVAL);
+        assert_eq!(
+            pagecache_new(8, c"no-such".as_ptr(), 0, &mut c),
+            PAGECACHE_ENOSCHEME
+        );
+        assert_eq!(
+            pagecache_new(8, c"pay\xffgo".as_ptr(), 0, &mut c),
+            PAGECACHE_ENOSCHEME
+        );
+        assert_eq!(
+            pagecache_new(8, c"percpu-limit".as_ptr(), 0, &mut c),
+            PAGECACHE_EUNFIT
+        );
+    }
+    // Far more than any machine has (22 TB): refused, not an abort. Where the kernel
+    // grants any allocation (overcommit mode 1) the cache would be made and touched, so
+    // the check is not run there.
+    let always =
+        std::fs::read_to_string("/proc/sys/vm/overcommit_memory").is_ok_and(|m| m.trim() == "1");
+    if always {
+        percpu::testing::skip("vm.overcommit_memory is 1: PAGECACHE_ENOMEM is not checked");
+    } else {
+        // SAFETY: a writable out pointer.
+        let rc = unsafe { pagecache_new(u32::MAX as usize - 1, null(), 0, &mut c) };
+        assert_eq!(rc, PAGECACHE_ENOMEM);
+    }
+    assert!(c.is_null(), "a failed call wrote *out");
+    // SAFETY: as above.
+    let rc = unsafe { pagecache_new(8, null(), PAGECACHE_MODE_OPTIMISTIC, &mut c) };
+    assert_eq!(rc, PAGECACHE_OK);
+    // SAFETY: a live handle; the name is static.
+    let name = unsafe { CStr::from_ptr(pagecache_scheme(c)) };
+    assert_eq!(name, c"paygo");
+    // SAFETY: a live handle, freed once; then null handles.
+    unsafe {
+        pagecache_free(c);
+        pagecache_free(null_mut());
+        assert_eq!(pagecache_close(null_mut()), PAGECACHE_EINVAL);
+        assert!(pagecache_scheme(null()).is_null());
+    }
+}
+
+/// [`COptions`] with `size` set and the rest at zero (the defaults), as C's
+/// `{ .size = sizeof o, .memory_limit_pages = pages }`.
+fn options(pages: usize, scheme: Option<&CStr>) -> COptions {
+    COptions {
+        size: core::mem::size_of::<COptions>(),
+        memory_limit_pages: pages,
+        scheme: scheme.map_or(null(), CStr::as_ptr),
+        mode: 0,
+        flags: 0,
+        paygo_slots_per_cpu: 0,
+        paygo_window: 0,
+        refcache_epoch_us: 0,
+    }
+}
+
+/// Options as a later version of the library would have them: this version's fields, and
+/// `later` past them.
+#[repr(C)]
+struct Later {
+    opts: COptions,
+    later: [u64; 3],
+}
+
+/// `pagecache_new_opts(opts, &out)`: its code and handle (`*out` left null when refused).
+fn new_opts<T>(opts: &T) -> (i32, *mut CCache) {
+    let mut c = null_mut();
+    // SAFETY: `opts` is a `COptions` or starts with one, of the size its `size` says (as
+    // the callers set it); its name is NUL-terminated or null; `c` is writable.
+    let rc = unsafe { pagecache_new_opts((opts as *const T).cast(), &mut c) };
+    assert_eq!(rc != PAGECACHE_OK, c.is_null(), "rc {rc}");
+    (rc, c)
+}
+
+/// Reads pages 0, 1 and 2 of a file through a cache of 2 frames, one after the other, and
+/// returns the cache's statistics: the third page needs a frame of one of the others.
+fn read_three_pages(c: *mut CCache) -> CStats {
+    let (_dir, path) = file_of(3 * PAGE_SIZE);
+    let f = open(c, &path);
+    let mut st = CStats::default();
+    let mut b = [0u8; 8];
+    // SAFETY: live handles, an 8-byte buffer, a writable statistics struct.
+    unsafe {
+        for page in 0..3 {
+            let off = (page * PAGE_SIZE) as u64 + 8;
+            assert_eq!(pagecache_read_at(f, b.as_mut_ptr().cast(), 8, off), 8);
+            assert_eq!(b, [8u8, 9, 10, 11, 12, 13, 14, 15]);
+        }
+        assert_eq!(pagecache_stats(c, &mut st), PAGECACHE_OK);
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+    }
+    st
+}
+
+#[test]
+fn new_opts_takes_its_settings_and_refuses_what_it_does_not_know() {
+    let _tables = shared_tables();
+    // Every field at its default: `pagecache_new(8, NULL, 0)`.
+    let (rc, c) = new_opts(&options(8, None));
+    assert_eq!(rc, PAGECACHE_OK);
+    // SAFETY: a live handle, freed once; the name is static.
+    unsafe {
+        assert_eq!(CStr::from_ptr(pagecache_scheme(c)), c"paygo");
+        pagecache_free(c);
+    }
+    // Each setting with its scheme.
+    let mut o = options(8, Some(c"paygo"));
+    o.paygo_slots_per_cpu = 16;
+    o.paygo_window = 16;
+    o.mode = PAGECACHE_MODE_OPTIMISTIC;
+    let (rc, c) = new_opts(&o);
+    assert_eq!(rc, PAGECACHE_OK);
+    assert_eq!(read_three_pages(c).limit, 8);
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
+    // The settings reach the cache's `Config` (and only those of its scheme are taken).
+    // SAFETY (both calls): names are static NUL-terminated strings.
+    let cfg = unsafe { config_of(&o) }.expect("taken");
+    assert_eq!(cfg.mode, Mode::Optimistic);
+    assert_eq!(
+        cfg.scheme_config.paygo,
+        paygo::Config {
+            slots_per_cpu: 16,
+            window: 16
+        }
+    );
+    assert_eq!(cfg.scheme_config.epoch_us, 10_000);
+    let mut o = options(2, Some(c"refcache"));
+    o.refcache_epoch_us = 3_600_000_000;
+    let cfg = unsafe { config_of(&o) }.expect("taken");
+    assert_eq!(
+        (cfg.scheme.as_str(), cfg.memory_limit_pages),
+        ("refcache", 2)
+    );
+    assert_eq!(cfg.scheme_config.epoch_us, 3_600_000_000);
+    assert_eq!(cfg.scheme_config.paygo, paygo::Config::default());
+    let (rc, c) = new_opts(&o);
+    assert_eq!(rc, PAGECACHE_OK);
+    let st = read_three_pages(c);
+    assert_eq!((st.limit, st.fills), (2, 3), "{st:?}");
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
+    // A later version's options whose later fields are zero: taken.
+    let mut l = Later {
+        opts: options(8, Some(c"atomic")),
+        later: [0; 3],
+    };
+    l.opts.size = core::mem::size_of::<Later>();
+    let (rc, c) = new_opts(&l);
+    assert_eq!(rc, PAGECACHE_OK);
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
+    // Refused, each with its code, `*out` untouched.
+    /// A change to valid options, and the code that refuses them then.
+    type Refusal = (fn(&mut Later), i32);
+    let refused: [Refusal; 15] = [
+        (|l| l.later[1] = 1, PAGECACHE_E2BIG),
+        (|l| l.later[2] = 1 << 63, PAGECACHE_E2BIG),
+        (|l| l.opts.size = OPTIONS_MAX_SIZE + 1, PAGECACHE_E2BIG),
+        (|l| l.opts.size = usize::MAX, PAGECACHE_E2BIG),
+        (
+            |l| l.opts.size = core::mem::size_of::<COptions>() - 8,
+            PAGECACHE_EINVAL,
+        ),
+        (|l| l.opts.size = 0, PAGECACHE_EINVAL),
+        (|l| l.opts.flags = 1, PAGECACHE_EINVAL),
+        (|l| l.opts.mode = 2, PAGECACHE_EINVAL),
+        (|l| l.opts.memory_limit_pages = 0, PAGECACHE_EINVAL),
+        (|l| l.opts.paygo_slots_per_cpu = 16, PAGECACHE_EINVAL),
+        (|l| l.opts.paygo_window = 4, PAGECACHE_EINVAL),
+        (|l| l.opts.refcache_epoch_us = 1000, PAGECACHE_EINVAL),
+        (|l| l.opts.scheme = c"no-such".as_ptr(), PAGECACHE_ENOSCHEME),
+        (
+            |l| l.opts.scheme = c"percpu-limit".as_ptr(),
+            PAGECACHE_EUNFIT,
+        ),
+        (
+            |l| {
+                // A window wider than the tables.
+                l.opts.scheme = c"paygo".as_ptr();
+                l.opts.paygo_slots_per_cpu = 8;
+                l.opts.paygo_window = 16;
+            },
+            PAGECACHE_EINVAL,
+        ),
+    ];
+    for (k, (change, code)) in refused.into_iter().enumerate() {
+        let mut l = Later {
+            opts: options(8, Some(c"atomic")),
+            later: [0; 3],
+        };
+        l.opts.size = core::mem::size_of::<Later>();
+        change(&mut l);
+        let (rc, _) = new_opts(&l);
+        assert_eq!(rc, code, "case {k}");
+    }
+    let mut c = null_mut();
+    // SAFETY: null and misaligned options are refused before any access; `c` is
+    // writable.
+    unsafe {
+        assert_eq!(pagecache_new_opts(null(), &mut c), PAGECACHE_EINVAL);
+        let words = [0u64; 16];
+        let odd = words.as_ptr().cast::<u8>().add(1).cast::<COptions>();
+        assert_eq!(pagecache_new_opts(odd, &mut c), PAGECACHE_EINVAL);
+        assert_eq!(
+            pagecache_new_opts(&options(8, None), null_mut()),
+            PAGECACHE_EINVAL
+        );
+    }
+    assert!(c.is_null());
+    assert!(text(PAGECACHE_E2BIG).contains("later version"));
+}
+
+#[test]
+fn every_usable_scheme_gets_its_name_back() {
+    let _tables = shared_tables();
+    for name in crate::usable_schemes() {
+        let cname = CString::new(name).expect("name");
+        let c = new_cache(2, &cname, PAGECACHE_MODE_COUNTING);
+        // SAFETY: a live handle; the name is static; freed once.
+        unsafe {
+            assert_eq!(CStr::from_ptr(pagecache_scheme(c)), cname.as_c_str());
+            pagecache_free(c);
+        }
+    }
+}
+
+#[test]
+fn open_errors_are_negative_errnos_and_change_nothing() {
+    let _tables = shared_tables();
+    let (dir, path) = file_of(3 * PAGE_SIZE + 5);
+    let c = new_cache(2, c"atomic", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let missing = CString::new(dir.path().join("missing").as_os_str().as_bytes()).unwrap();
+    let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+    let mut g: *mut CFile = null_mut();
+    // SAFETY (every call of this block): live or null handles, NUL-terminated or null
+    // paths, writable or null out pointers.
+    unsafe {
+        assert_eq!(pagecache_open(c, missing.as_ptr(), &mut g), -libc::ENOENT);
+        assert_eq!(pagecache_open(c, d.as_ptr(), &mut g), -libc::EISDIR);
+        assert_eq!(pagecache_open(c, c"".as_ptr(), &mut g), -libc::ENOENT);
+        assert_eq!(
+            pagecache_open(null(), path.as_ptr(), &mut g),
+            PAGECACHE_EINVAL
+        );
+        assert_eq!(pagecache_open(c, null(), &mut g), PAGECACHE_EINVAL);
+        assert_eq!(
+            pagecache_open(c, path.as_ptr(), null_mut()),
+            PAGECACHE_EINVAL
+        );
+    }
+    assert!(g.is_null(), "a failed open wrote *out");
+    check(f, 3 * PAGE_SIZE + 5);
+    // SAFETY: live handles, closed and freed once.
+    unsafe {
+        pagecache_close(f);
+        pagecache_free(c);
+    }
+}
+
+#[test]
+fn io_calls_refuse_null_and_oversized_arguments() {
+    let _tables = shared_tables();
+    let len = 2 * PAGE_SIZE + 10;
+    let (_dir, path) = file_of(len);
+    let c = new_cache(1, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let mut b = [0u8; 16];
+    let mut st = CStats::default();
+    let big = isize::MAX as usize + 1;
+    // SAFETY (every call of this block): live or null handles; buffers of at least the
+    // length given, or null (and then the call refuses them before any access), or
+    // lengths above SSIZE_MAX (refused before any access).
+    unsafe {
+        let p = b.as_mut_ptr().cast::<c_void>();
+        assert_eq!(pagecache_read_at(null(), p, 16, 0), -22);
+        assert_eq!(pagecache_read_at(f, null_mut(), 16, 0), -22);
+        assert_eq!(pagecache_read_at(f, null_mut(), 0, 0), 0);
+        assert_eq!(pagecache_read_at(f, p, big, 0), -22);
+        assert_eq!(pagecache_read_at(f, p, usize::MAX, 0), -22);
+        assert_eq!(pagecache_write_at(null(), p, 16, 0), -22);
+        assert_eq!(pagecache_write_at(f, null(), 16, 0), -22);
+        assert_eq!(pagecache_write_at(f, p, big, 0), -22);
+        assert_eq!(
+            pagecache_write_at(f, p, 16, u64::MAX - 4),
+            -libc::EINVAL as isize
+        );
+        assert_eq!(pagecache_write_at(f, null(), 0, 0), 0);
+        assert_eq!(pagecache_sync(null()), PAGECACHE_EINVAL);
+        assert_eq!(pagecache_drop_cache(null()), PAGECACHE_EINVAL as isize);
+        assert_eq!(pagecache_len(null()), PAGECACHE_EINVAL as i64);
+        assert_eq!(pagecache_stats(null(), &mut st), PAGECACHE_EINVAL);
+        assert_eq!(pagecache_stats(c, null_mut()), PAGECACHE_EINVAL);
+        // Reads at and past the end are short, as pread.
+        assert_eq!(pagecache_read_at(f, p, 16, len as u64 - 4), 4);
+        assert_eq!(
+            &b[..4],
+            &[
+                (len - 4) as u8,
+                (len - 3) as u8,
+                (len - 2) as u8,
+                (len - 1) as u8
+            ]
+        );
+        assert_eq!(pagecache_read_at(f, p, 16, len as u64), 0);
+        assert_eq!(pagecache_read_at(f, p, 16, u64::MAX), 0);
+        assert_eq!(pagecache_len(f), len as i64);
+    }
+    check(f, len);
+    // SAFETY: live handles.
+    unsafe {
+        assert_eq!(pagecache_stats(c, &mut st), PAGECACHE_OK);
+    }
+    assert_eq!(st.limit, 1);
+    assert!(
+        st.resident <= 1 && st.evictions > 0 && st.fills > 0,
+        "{st:?}"
+    );
+    // SAFETY: live handles, closed and freed once.
+    unsafe {
+        pagecache_close(f);
+        pagecache_free(c);
+    }
+}
+
+/// A handle or out pointer misaligned for its type (here one byte into a live handle or a
+/// buffer) is never a live handle or a place for a result: every entry point refuses it
+/// with `PAGECACHE_EINVAL` and touches nothing, and the real handles go on working.
+#[test]
+fn misaligned_handles_and_out_pointers_are_refused() {
+    let _tables = shared_tables();
+    let len = 2 * PAGE_SIZE + 3;
+    let (_dir, path) = file_of(len);
+    let c = new_cache(2, c"atomic", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let bad_c = c.cast::<u8>().wrapping_add(1).cast::<CCache>();
+    let bad_f = f.cast::<u8>().wrapping_add(1).cast::<CFile>();
+    // Room for a result, and a pointer one byte into it.
+    let mut room = [0u64; 16];
+    let at = room.as_mut_ptr().cast::<u8>().wrapping_add(1);
+    let mut b = [0u8; 8];
+    let p = b.as_mut_ptr().cast::<c_void>();
+    // SAFETY (every call of this block): live handles, or pointers misaligned for their
+    // type (refused before any access); buffers of at least the length given.
+    unsafe {
+        let ec = PAGECACHE_EINVAL;
+        assert_eq!(pagecache_new(2, null(), 0, at.cast()), ec);
+        assert_eq!(pagecache_open(bad_c, path.as_ptr(), &mut null_mut()), ec);
+        assert_eq!(pagecache_open(c, path.as_ptr(), at.cast()), ec);
+        assert_eq!(pagecache_stats(bad_c, &mut CStats::default()), ec);
+        assert_eq!(pagecache_stats(c, at.cast()), ec);
+        assert!(pagecache_scheme(bad_c).is_null());
+        assert_eq!(pagecache_read_at(bad_f, p, 8, 0), ec as isize);
+        assert_eq!(pagecache_write_at(bad_f, p, 8, 0), ec as isize);
+        assert_eq!(pagecache_sync(bad_f), ec);
+        assert_eq!(pagecache_drop_cache(bad_f), ec as isize);
+        assert_eq!(pagecache_len(bad_f), ec as i64);
+        assert_eq!(pagecache_set_len(bad_f, 0), ec);
+        assert_eq!(pagecache_close(bad_f), ec);
+        pagecache_free(bad_c);
+    }
+    assert_eq!(
+        room, [0; 16],
+        "nothing written through a misaligned out pointer"
+    );
+    check(f, len);
+    // SAFETY: live handles, closed and freed once.
+    unsafe {
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+}
+
+#[test]
+fn writes_sync_drop_and_a_file_outliving_its_cache() {
+    let _tables = shared_tables();
+    let len = 3 * PAGE_SIZE;
+    let (dir, path) = file_of(len);
+    let c = new_cache(2, c"refcache", PAGECACHE_MODE_OPTIMISTIC);
+    let f = open(c, &path);
+    let msg = b"across a page boundary";
+    let at = PAGE_SIZE as u64 - 5;
+    // SAFETY: live handles and a buffer of `msg.len()` bytes.
+    unsafe {
+        let n = pagecache_write_at(f, msg.as_ptr().cast(), msg.len(), at);
+        assert_eq!(n, msg.len() as isize);
+        assert_eq!(pagecache_sync(f), PAGECACHE_OK);
+        assert!(pagecache_drop_cache(f) >= 0);
+        // The file keeps the cache's state alive.
+        pagecache_free(c);
+    }
+    let disk = std::fs::read(dir.path().join("f")).expect("read");
+    assert_eq!(&disk[at as usize..at as usize + msg.len()], msg);
+    let mut b = vec![0u8; msg.len()];
+    // SAFETY: a live file handle (its cache freed: allowed) and a buffer of `b.len()`.
+    unsafe {
+        let n = pagecache_read_at(f, b.as_mut_ptr().cast(), b.len(), at);
+        assert_eq!(n, msg.len() as isize);
+        // A write past the end grows the file.
+        let n = pagecache_write_at(f, msg.as_ptr().cast(), msg.len(), len as u64 + 100);
+        assert_eq!(n, msg.len() as isize);
+        assert_eq!(pagecache_len(f), (len + 100 + msg.len()) as i64);
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+    }
+    assert_eq!(&b, msg);
+}
+
+/// The last close of a file returns the write-back's error (the page is lost, and the
+/// caller learns it); a close that is not the last returns `PAGECACHE_OK` and writes
+/// nothing.
+#[test]
+fn the_last_close_returns_the_write_back_error() {
+    let _tables = shared_tables();
+    let (dir, _) = file_of(2 * PAGE_SIZE);
+    let p = dir.path().join("f");
+    let mut cfg = Config::new(4, "paygo");
+    cfg.fault = Some(std::sync::Arc::new(|ev: &crate::IoEvent<'_>| {
+        if ev.kind == crate::IoKind::WriteBack {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        Ok(())
+    }));
+    let cache = PageCache::new(cfg).expect("cache");
+    let handle = || FILES.open(cache.open(&p).expect("open"));
+    let (a, b) = (handle(), handle());
+    // SAFETY: live handles (from the files' table, as `pagecache_open` makes them), each
+    // closed once, and a buffer of 5 bytes.
+    unsafe {
+        assert_eq!(pagecache_sync(a), PAGECACHE_OK, "nothing dirty yet");
+        assert_eq!(pagecache_write_at(b, b"lost!".as_ptr().cast(), 5, 7), 5);
+        assert_eq!(pagecache_close(b), PAGECACHE_OK, "not the last handle");
+        assert_eq!(pagecache_close(a), -libc::ENOSPC, "the last close");
+    }
+    let disk = std::fs::read(&p).expect("read");
+    assert_eq!(
+        &disk[7..12],
+        &[7u8, 8, 9, 10, 11],
+        "the write never reached the file"
+    );
+}
+
+#[test]
+fn a_read_only_file_refuses_writes_with_eacces() {
+    let _tables = shared_tables();
+    // A file with no write permission (root ignores the mode: then there is nothing to
+    // check).
+    let (dir, path) = file_of(PAGE_SIZE);
+    let p = dir.path().join("f");
+    let mut perm = std::fs::metadata(&p).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o400);
+    std::fs::set_permissions(&p, perm).expect("chmod");
+    if std::fs::OpenOptions::new().write(true).open(&p).is_ok() {
+        percpu::testing::skip("the file mode does not stop this user (root) from writing");
+        return;
+    }
+    let c = new_cache(2, c"cas", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    // SAFETY: live handles and a buffer of 2 bytes.
+    unsafe {
+        assert_eq!(
+            pagecache_write_at(f, b"hi".as_ptr().cast(), 2, 0),
+            -(libc::EACCES as isize)
+        );
+    }
+    check(f, PAGE_SIZE);
+    // SAFETY: live handles, closed and freed once.
+    unsafe {
+        pagecache_close(f);
+        pagecache_free(c);
+    }
+}
+
+/// I/O errors of fills, write-backs (sync, eviction, drop_cache), `ftruncate` and
+/// `fdatasync` come back from the C calls as their `-errno`, change nothing the header says
+/// they keep (the length, the dirty pages), and lose no written byte: once the errors
+/// stop, the file reads and ends up on disk as written, in both read modes.
+#[test]
+fn io_errors_return_their_errno_and_lose_nothing() {
+    use std::sync::atomic::AtomicU8;
+    let _tables = shared_tables();
+    /// The kind of I/O that fails now (`IoKind as u8 + 1`), or 0.
+    static FAIL: AtomicU8 = AtomicU8::new(0);
+    let fail = |k: Option<crate::IoKind>| {
+        FAIL.store(k.map_or(0, |k| k as u8 + 1), Ordering::SeqCst);
+    };
+    let page = PAGE_SIZE as u64;
+    for mode in [Mode::Counting, Mode::Optimistic] {
+        let (dir, _) = file_of(4 * PAGE_SIZE);
+        let p = dir.path().join("f");
+        // One frame: a miss on another page evicts the one cached.
+        let mut cfg = Config::new(1, "paygo");
+        cfg.mode = mode;
+        cfg.fault = Some(std::sync::Arc::new(|ev: &crate::IoEvent<'_>| {
+            if FAIL.load(Ordering::SeqCst) == ev.kind as u8 + 1 {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            Ok(())
+        }));
+        let cache = PageCache::new(cfg).expect("cache");
+        let f = FILES.open(cache.open(&p).expect("open"));
+        let eio = -libc::EIO as isize;
+        let mut b = [0u8; 4];
+        let bp = b.as_mut_ptr().cast::<c_void>();
+        // SAFETY (every call of this block): a live handle (from the files' table, as
+        // `pagecache_open` makes them), closed once at the end; buffers of at least the
+        // length given.
+        unsafe {
+            for k in [crate::IoKind::Fill, crate::IoKind::Filled] {
+                fail(Some(k));
+                assert_eq!(pagecache_read_at(f, bp, 4, 0), eio, "{k:?}");
+                assert_eq!(pagecache_write_at(f, b"zz".as_ptr().cast(), 2, 5), eio);
+                assert_eq!(pagecache_len(f), 4 * page as i64);
+            }
+            fail(None);
+            assert_eq!(pagecache_read_at(f, bp, 4, 0), 4);
+            assert_eq!(b, [0, 1, 2, 3]);
+            assert_eq!(pagecache_write_at(f, b"AB".as_ptr().cast(), 2, 0), 2);
+            fail(Some(crate::IoKind::WriteBack));
+            // The dirty page 0 cannot be evicted: the read and the write go around it.
+            assert_eq!(pagecache_read_at(f, bp, 4, 2 * page + 4), 4);
+            assert_eq!(b, [4, 5, 6, 7]);
+            assert_eq!(pagecache_write_at(f, b"CD".as_ptr().cast(), 2, 3 * page), 2);
+            assert_eq!(pagecache_sync(f), -libc::EIO);
+            assert_eq!(pagecache_drop_cache(f), eio);
+            fail(Some(crate::IoKind::SetLen));
+            assert_eq!(pagecache_set_len(f, 100), -libc::EIO);
+            assert_eq!(pagecache_len(f), 4 * page as i64);
+            fail(Some(crate::IoKind::DataSync));
+            assert_eq!(pagecache_sync(f), -libc::EIO);
+            fail(None);
+            assert_eq!(pagecache_read_at(f, bp, 4, 0), 4);
+            assert_eq!(b, *b"AB\x02\x03");
+            assert_eq!(pagecache_read_at(f, bp, 4, 3 * page), 4);
+            assert_eq!(b, *b"CD\x02\x03");
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        }
+        let disk = std::fs::read(&p).expect("read");
+        assert_eq!(disk.len(), 4 * PAGE_SIZE);
+        assert_eq!(&disk[..4], b"AB\x02\x03");
+        assert_eq!(&disk[3 * PAGE_SIZE..3 * PAGE_SIZE + 4], b"CD\x02\x03");
+    }
+}
+
+#[test]
+fn strerror_covers_own_codes_and_errnos() {
+    for code in [
+        PAGECACHE_OK,
+        PAGECACHE_EINVAL,
+        PAGECACHE_ENOMEM,
+        PAGECACHE_EFBIG,
+        PAGECACHE_EBADF,
+        PAGECACHE_EINTERNAL,
+        PAGECACHE_ENOSCHEME,
+        PAGECACHE_EUNFIT,
+        PAGECACHE_EFORKED,
+    ] {
+        assert!(!text(code).is_empty());
+    }
+    assert!(text(PAGECACHE_EFBIG).starts_with("file too large ("));
+    assert_eq!(text(PAGECACHE_ENOSCHEME), "no counting scheme of that name");
+    let t = text(-libc::ENOENT);
+    assert!(!t.is_empty() && !t.contains("os error"), "{t}");
+    assert_eq!(
+        t,
+        io::Error::from_raw_os_error(libc::ENOENT)
+            .to_string()
+            .split(" (os error")
+            .next()
+            .unwrap()
+    );
+    assert_eq!(text(1), "unknown error");
+    // Numbers in the range of the system's texts that no errno has: the header's text,
+    // not the system's (glibc's "Unknown error 200").
+    assert_eq!(text(-200), "unknown error");
+    assert_eq!(text(-(ERRNO_TEXTS - 1)), "unknown error");
+    assert_eq!(text(-100_000), "unknown error");
+    assert_eq!(text(i32::MIN), "unknown error");
+    // Static storage: the same pointer every time.
+    assert_eq!(
+        pagecache_strerror(-libc::EIO),
+        pagecache_strerror(-libc::EIO)
+    );
+}
+
+#[test]
+fn io_errors_map_to_errnos() {
+    use io::ErrorKind as K;
+    assert_eq!(
+        io_code(&io::Error::from_raw_os_error(libc::ENOSPC)),
+        -libc::ENOSPC
+    );
+    assert_eq!(
+        io_code(&io::Error::new(K::IsADirectory, "d")),
+        -libc::EISDIR
+    );
+    assert_eq!(
+        io_code(&io::Error::new(K::InvalidInput, "i")),
+        -libc::EINVAL
+    );
+    assert_eq!(
+        io_code(&io::Error::new(K::PermissionDenied, "p")),
+        -libc::EACCES
+    );
+    assert_eq!(io_code(&io::Error::other("o")), -libc::EIO);
+    // The cache's own refusal and the system's error get the same code.
+    assert_eq!(
+        io_code(&io::Error::new(K::FileTooLarge, "f")),
+        PAGECACHE_EFBIG
+    );
+    assert_eq!(
+        io_code(&io::Error::from_raw_os_error(libc::EFBIG)),
+        PAGECACHE_EFBIG
+    );
+}
+
+/// A temporary file of `len` bytes (byte k is `(k + seed) as u8`) in `dir`.
+fn file_in(dir: &tempfile::TempDir, name: &str, len: usize, seed: usize) -> CString {
+    let p = dir.path().join(name);
+    let bytes: Vec<u8> = (0..len).map(|k| (k + seed) as u8).collect();
+    std::fs::write(&p, bytes).expect("write");
+    CString::new(p.as_os_str().as_bytes()).expect("path")
+}
+
+/// Whether `f` reads as `file_in`'s file of `len` bytes and `seed`.
+fn reads_as(f: *const CFile, len: usize, seed: usize) -> bool {
+    let mut b = vec![0u8; len + 1];
+    // SAFETY: a handle from `pagecache_open` and a buffer of `b.len()` bytes.
+    let n = unsafe { pagecache_read_at(f, b.as_mut_ptr().cast(), b.len(), 0) };
+    n == len as isize
+        && b[..len]
+            .iter()
+            .enumerate()
+            .all(|(k, &x)| x == (k + seed) as u8)
+}
+
+/// A closed file handle is refused by every call with `PAGECACHE_EBADF`, and nothing is
+/// touched: a second close, reads (the buffer stays as it was), writes, sync, drop_cache,
+/// len, set_len; another handle of the same file goes on reading it as it was.
+#[test]
+fn a_closed_file_handle_is_refused_with_ebadf() {
+    let _tables = tables_alone();
+    let len = 2 * PAGE_SIZE + 7;
+    let (_dir, path) = file_of(len);
+    let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
+    let (f, g) = (open(c, &path), open(c, &path));
+    let mut b = [0xAAu8; 32];
+    let p = b.as_mut_ptr().cast::<c_void>();
+    // SAFETY (every call of this block): handles from `pagecache_open` (closed or live)
+    // and a buffer of 32 bytes.
+    unsafe {
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        assert_eq!(pagecache_close(f), PAGECACHE_EBADF);
+        assert_eq!(pagecache_read_at(f, p, 32, 0), PAGECACHE_EBADF as isize);
+        assert_eq!(pagecache_write_at(f, p, 32, 0), PAGECACHE_EBADF as isize);
+        assert_eq!(pagecache_sync(f), PAGECACHE_EBADF);
+        assert_eq!(pagecache_drop_cache(f), PAGECACHE_EBADF as isize);
+        assert_eq!(pagecache_len(f), PAGECACHE_EBADF as i64);
+        assert_eq!(pagecache_set_len(f, 0), PAGECACHE_EBADF);
+        assert_eq!(pagecache_close(f), PAGECACHE_EBADF);
+    }
+    assert_eq!(b, [0xAA; 32], "a refused read wrote the buffer");
+    check(g, len);
+    // SAFETY: live handles, then a closed one.
+    unsafe {
+        assert_eq!(pagecache_len(g), len as i64);
+        assert_eq!(pagecache_close(g), PAGECACHE_OK);
+        assert_eq!(pagecache_close(g), PAGECACHE_EBADF);
+        pagecache_free(c);
+    }
+    all_free(&FILES);
+}
+
+/// A freed cache handle: a second free does nothing, `pagecache_stats` and
+/// `pagecache_open` return `PAGECACHE_EBADF` with `*out` untouched, `pagecache_scheme`
+/// null; the file opened through it goes on working.
+#[test]
+fn a_freed_cache_handle_is_refused_with_ebadf() {
+    let _tables = tables_alone();
+    let len = PAGE_SIZE + 1;
+    let (_dir, path) = file_of(len);
+    let c = new_cache(4, c"atomic", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let mut st = CStats {
+        limit: 77,
+        ..CStats::default()
+    };
+    let mut g: *mut CFile = null_mut();
+    // SAFETY (every call of this block): a handle from `pagecache_new` (freed), a
+    // NUL-terminated path, writable out pointers.
+    unsafe {
+        pagecache_free(c);
+        pagecache_free(c);
+        assert_eq!(pagecache_stats(c, &mut st), PAGECACHE_EBADF);
+        assert!(pagecache_scheme(c).is_null());
+        assert_eq!(pagecache_open(c, path.as_ptr(), &mut g), PAGECACHE_EBADF);
+    }
+    assert_eq!(st.limit, 77, "a refused stats wrote *out");
+    assert!(g.is_null(), "a refused open wrote *out");
+    check(f, len);
+    // SAFETY: a live handle, closed once.
+    assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+    all_free(&CACHES);
+    all_free(&FILES);
+}
+
+/// A closed handle's slot goes to the next open, as a file descriptor's number does: the
+/// stale handle then names the new file (reads it, closes it), and so for caches.
+#[test]
+fn a_reused_slot_names_the_new_handle() {
+    let _tables = tables_alone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (file_in(&dir, "a", 100, 1), file_in(&dir, "b", 200, 2));
+    let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &a);
+    assert!(reads_as(f, 100, 1));
+    // SAFETY: a live handle, closed once.
+    assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+    let g = open(c, &b);
+    assert_eq!(g, f, "the slot is reused");
+    assert!(reads_as(f, 200, 2), "the stale handle reads the new file");
+    // SAFETY: the stale handle closes the new file; then both are closed.
+    unsafe {
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        assert_eq!(pagecache_close(g), PAGECACHE_EBADF);
+        pagecache_free(c);
+    }
+    let d = new_cache(4, c"refcache", PAGECACHE_MODE_COUNTING);
+    assert_eq!(d, c, "the slot is reused");
+    // SAFETY: the stale handle names the new cache; then it is freed.
+    unsafe {
+        assert_eq!(CStr::from_ptr(pagecache_scheme(c)), c"refcache");
+        pagecache_free(d);
+        assert!(pagecache_scheme(c).is_null());
+    }
+    all_free(&CACHES);
+    all_free(&FILES);
+}
+
+/// Open/close cycles from 8 threads, each on its own file: every handle reads its own file,
+/// the files' table makes no more slots than were open at once (rounded up to a chunk),
+/// every slot is free at the end, and the threads' pin records are reused by the next
+/// threads. In each round the 8 threads own their records at once (each makes its first
+/// call, which claims one, before a barrier), so that the second round, whose threads need
+/// as many, makes none if the first round's were given back (without the barrier a thread
+/// of the first round could finish and give its record to another before all had begun,
+/// and the second round then make one more). Each round joins its threads with
+/// `ScopedJoinHandle::join` before the next begins: a thread gives its record back in a
+/// thread-local destructor, which runs after the scope's implicit join has already let the
+/// scope return, so without the explicit joins the next round could find a record still
+/// owned and make a new one.
+#[test]
+fn open_close_cycles_from_many_threads_lose_no_slot() {
+    const THREADS: usize = 8;
+    const CYCLES: usize = percpu::testing::reps(300);
+    let _tables = tables_alone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths: Vec<CString> = (0..THREADS)
+        .map(|t| file_in(&dir, &format!("f{t}"), 300 + t, t))
+        .collect();
+    let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
+    let made = FILES.made.load(Ordering::Relaxed);
+    /// Waits on the barrier once: after the thread's first cycle, or while it unwinds from
+    /// a panic before that (which then fails the test instead of leaving the others
+    /// waiting).
+    struct WaitOnce<'a>(Option<&'a std::sync::Barrier>);
+    impl WaitOnce<'_> {
+        fn wait(&mut self) {
+            if let Some(b) = self.0.take() {
+                b.wait();
+            }
+        }
+    }
+    impl Drop for WaitOnce<'_> {
+        fn drop(&mut self) {
+            self.wait();
+        }
+    }
+    let round = || {
+        let all_began = std::sync::Barrier::new(THREADS);
+        std::thread::scope(|s| {
+            let threads: Vec<_> = paths
+                .iter()
+                .enumerate()
+                .map(|(t, path)| {
+                    let c = Shared(c);
+                    let all_began = &all_began;
+                    s.spawn(move || {
+                        let mut began = WaitOnce(Some(all_began));
+                        for k in 0..CYCLES {
+                            let f = open(c.get(), path);
+                            assert!(reads_as(f, 300 + t, t), "thread {t} read another file");
+                            // SAFETY: a live handle, closed once.
+                            assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+                            if k == 0 {
+                                began.wait();
+                            }
+                        }
+                    })
+                })
+                .collect();
+            // Joined here, not by the scope: see the doc comment.
+            for t in threads {
+                t.join().expect("a cycling thread panicked");
+            }
+        });
+    };
+    round();
+    let records = pins::records();
+    assert!(
+        records >= THREADS,
+        "{records} pin records for {THREADS} threads at once"
+    );
+    round();
+    assert_eq!(
+        pins::records(),
+        records,
+        "the exited threads' records were not reused"
+    );
+    assert!(
+        FILES.made.load(Ordering::Relaxed) <= made.max(THREADS.next_multiple_of(CHUNK)),
+        "{} slots made for {THREADS} handles open at once",
+        FILES.made.load(Ordering::Relaxed)
+    );
+    all_free(&FILES);
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
+}
+
+/// A child of `fork` whose parent had calls in progress with a file handle and a cache
+/// handle on another thread (their pins held, as `enter` holds them for a call) closes
+/// the file handle with `PAGECACHE_EFORKED` (a second close: `PAGECACHE_EBADF`) and frees
+/// the cache handle, where each waited for ever for a call that no thread of the child
+/// will end (the child's alarm then killed it). In the parent, the thread ends its calls
+/// and both handles close as usual.
+#[test]
+#[cfg_attr(miri, ignore = "forks, which Miri cannot")]
+fn a_child_of_fork_closes_handles_a_thread_of_the_parent_was_using() {
+    let _tables = tables_alone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = file_in(&dir, "f", 100, 3);
+    let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let (cs, fs) = (Shared(c), Shared(f));
+    let (pinned_tx, pinned) = std::sync::mpsc::channel();
+    let (end_tx, end) = std::sync::mpsc::channel::<()>();
+    let user = std::thread::spawn(move || {
+        // SAFETY: live handles of their tables.
+        let calls = unsafe { (enter(cs.get()), enter(fs.get())) };
+        assert!(calls.0.is_ok() && calls.1.is_ok(), "both handles are live");
+        pinned_tx.send(()).expect("say the calls began");
+        end.recv().expect("wait for the fork's end");
+        drop(calls);
+    });
+    pinned.recv().expect("the calls began");
+    // SAFETY: the child calls only the library's close and free and async-signal-safe
+    // functions (alarm, _exit); the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above; the handles are live in the child's copy of the tables.
+        unsafe {
+            libc::alarm(60);
+            let closed = pagecache_close(f);
+            let again = pagecache_close(f);
+            pagecache_free(c);
+            let ok = closed == PAGECACHE_EFORKED && again == PAGECACHE_EBADF;
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+    }
+    assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    end_tx.send(()).expect("end the calls");
+    user.join().expect("the calling thread");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's close or free failed (exit 1) or waited for ever (SIGALRM): {status:#x}"
+    );
+    assert!(reads_as(f, 100, 3), "the parent's handle still works");
+    // SAFETY: live handles, closed and freed once.
+    unsafe {
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+}
+
+/// In a child of `fork`, the slot of a closed handle that a thread of the parent was
+/// calling with when it forked (its pin published, the call about to return
+/// `PAGECACHE_EBADF`) is not handed to a later open: that pin is never dropped in the child,
+/// so the new handle's close would take it for a call in progress on its file and return
+/// `PAGECACHE_EFORKED`, its written bytes never written back. The child's open gets
+/// another slot, and its close writes the file back and returns `PAGECACHE_OK`.
+#[test]
+#[cfg_attr(miri, ignore = "forks, which Miri cannot")]
+fn a_child_of_fork_reuses_no_slot_that_a_thread_of_the_parent_pinned() {
+    let _tables = tables_alone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = file_in(&dir, "f", 100, 3);
+    let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    // SAFETY: a live handle, closed once: its slot is the next one an open takes.
+    assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+    let fs = Shared(f);
+    let (pinned_tx, pinned) = std::sync::mpsc::channel();
+    let (end_tx, end) = std::sync::mpsc::channel::<()>();
+    let user = std::thread::spawn(move || {
+        // A call with the closed handle, as `enter` begins one: its pin is published,
+        // and it then finds the slot closed.
+        let pin = pins::Pin::new(fs.get().cast_const().cast());
+        // SAFETY: a closed handle of the files' table.
+        assert_eq!(unsafe { enter(fs.get()) }.err(), Some(PAGECACHE_EBADF));
+        pinned_tx.send(()).expect("say the call began");
+        end.recv().expect("wait for the fork's end");
+        drop(pin);
+    });
+    pinned.recv().expect("the call began");
+    // SAFETY: the child calls only the library and async-signal-safe functions (alarm,
+    // open, pread, close, _exit); the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above; `c` is live in the child's copy of the tables, `path` a
+        // NUL-terminated string, `g` and `b` writable.
+        unsafe {
+            libc::alarm(60);
+            let mut g = null_mut();
+            let opened = pagecache_open(c, path.as_ptr(), &mut g);
+            let wrote = pagecache_write_at(g, b"wxyz".as_ptr().cast(), 4, 0);
+            let closed = pagecache_close(g);
+            let mut b = [0u8; 4];
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+            let read = libc::pread(fd, b.as_mut_ptr().cast(), 4, 0);
+            libc::close(fd);
+            let ok = opened == PAGECACHE_OK
+                && wrote == 4
+                && closed == PAGECACHE_OK
+                && read == 4
+                && &b == b"wxyz";
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+    }
+    assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    end_tx.send(()).expect("end the call");
+    user.join().expect("the calling thread");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's close did not write its file back (exit 1) or waited (SIGALRM): \
+         {status:#x}"
+    );
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
+}
+
+/// A close racing a thread whose calls go from one handle to another: the close waits for
+/// the call on its handle, and must see that call's reads of the value done before it drops
+/// the value, also when its scan of the thread's record finds the pin of the thread's next
+/// call (on the other handle) rather than the unpin between them. Each round opens two
+/// handles, runs a thread that calls on both in turn, and closes the first under it; Miri's
+/// data-race detector checks the drop of the value against the calls' reads of it.
+#[test]
+fn a_close_sees_the_reads_of_a_call_whose_thread_went_on_to_another_handle() {
+    // Its threads claim pin records: none while another test counts them.
+    let _tables = tables_alone();
+    static TABLE: Table<Vec<u64>> = Table::new();
+    const WORDS: u64 = 16;
+    for round in 0..percpu::testing::reps(2000) as u64 {
+        let x = TABLE.open((0..WORDS).map(|k| round + k).collect());
+        let y = TABLE.open((0..WORDS).map(|k| round + 1 + k).collect());
+        // SAFETY: slots are never freed; these are the table's.
+        let (xs, ys): (&'static Slot<Vec<u64>>, &'static Slot<Vec<u64>>) = unsafe { (&*x, &*y) };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut calls = 0u64;
+                while !stop.load(Ordering::Relaxed) || calls < 4 {
+                    for (h, first) in [(xs, round), (ys, round + 1)] {
+                        // SAFETY: a handle this table returned (live or closed).
+                        if let Ok(v) = unsafe { enter(core::ptr::from_ref(h)) } {
+                            let sum: u64 = v.iter().sum();
+                            assert_eq!(sum, WORDS * first + WORDS * (WORDS - 1) / 2);
+                        }
+                    }
+                    calls += 1;
+                }
+            });
+            std::thread::yield_now();
+            // SAFETY: a live handle of this table, closed once.
+            let v = unsafe { TABLE.close(x) }.expect("live");
+            drop(v);
+            stop.store(true, Ordering::Relaxed);
+        });
+        // SAFETY: as above.
+        let v = unsafe { TABLE.close(y) }.expect("live");
+        assert_eq!(v[0], round + 1);
+    }
+}
+
+/// Threads reading one handle while another thread closes it (the caller's bug, as
+/// close(2) racing pread(2)) get whole, right reads or `PAGECACHE_EBADF`, and the close
+/// returns once the reads in flight are done: no read uses a freed file.
+#[test]
+fn reads_racing_the_close_of_their_handle_stay_memory_safe() {
+    let _tables = tables_alone();
+    let len = 3 * PAGE_SIZE;
+    let (_dir, path) = file_of(len);
+    let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = Shared(open(c, &path));
+    let started = std::sync::Barrier::new(5);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                started.wait();
+                let mut reads = 0u64;
+                loop {
+                    let mut b = vec![0u8; len];
+                    // SAFETY: a handle from `pagecache_open` (live or closed by the racing
+                    // thread; never reopened here) and a buffer of `len` bytes.
+                    let n = unsafe { pagecache_read_at(f.get(), b.as_mut_ptr().cast(), len, 0) };
+                    if n == PAGECACHE_EBADF as isize {
+                        break;
+                    }
+                    assert_eq!(n, len as isize);
+                    assert!(b.iter().enumerate().all(|(k, &x)| x == k as u8));
+                    reads += 1;
+                }
+                reads
+            });
+        }
+        started.wait();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // SAFETY: a live handle, closed once while the readers run.
+        assert_eq!(unsafe { pagecache_close(f.get()) }, PAGECACHE_OK);
+    });
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
+    all_free(&FILES);
+}
