@@ -10,10 +10,12 @@
 
 /// Every signal blocked on the calling thread while the guard lives, the mask as it was once it
 /// is dropped: a thread started meanwhile inherits the full mask. Nothing under Miri, which has
-/// no signal masks.
+/// no signal masks. Neither `Send` nor `Sync`: the mask it restores is its own thread's, so it
+/// is dropped there.
 pub struct AllBlocked {
     #[cfg(not(miri))]
     old: libc::sigset_t,
+    _thread: core::marker::PhantomData<*const ()>,
 }
 
 impl AllBlocked {
@@ -29,11 +31,16 @@ impl AllBlocked {
                 let mut old: libc::sigset_t = core::mem::zeroed();
                 libc::sigfillset(&mut all);
                 libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-                AllBlocked { old }
+                AllBlocked {
+                    old,
+                    _thread: core::marker::PhantomData,
+                }
             }
         }
         #[cfg(miri)]
-        AllBlocked {}
+        AllBlocked {
+            _thread: core::marker::PhantomData,
+        }
     }
 }
 
