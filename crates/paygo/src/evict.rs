@@ -105,6 +105,8 @@ impl Domain {
         // open generation g + 1 with anchor = -l, so the slot's sum is 0 (free).
         // Relaxed: the last sections to write `local` ran on CPU `cpu` before step 1 (rseq: in
         // that CPU's program order; fallback: under the slot lock step 1 then took).
+        #[cfg(loom)]
+        loom_pause::between_steps();
         let l = s.local.load(Ordering::Relaxed);
         let anchor = self.anchor(s);
         let mut cur = anchor.load();
@@ -115,6 +117,8 @@ impl Domain {
                 Err(now) => cur = now,
             }
         };
+        // The counter's value now, for the claims of the slot (see `Slot::seen`).
+        s.seen.store(l.wrapping_neg(), Ordering::Relaxed);
         debug_assert!(count >= 0, "paygo: evicted entry with a negative count");
         // Step 3: keep the count on the victim's overflow list, in the domain (we hold the
         // victim's stripe lock, which protects it), in the room made at step 0.
@@ -134,6 +138,24 @@ impl Domain {
             lists.end_move();
         }
         true
+    }
+}
+
+/// A loom model's pause between an eviction's two steps: a yield (which spends no preemption)
+/// where the model asked for one, so that another thread of the model runs there.
+#[cfg(loom)]
+pub(crate) mod loom_pause {
+    use std::cell::Cell;
+
+    std::thread_local! {
+        /// Whether evictions yield between their steps (the model threads share it).
+        pub(crate) static BETWEEN_STEPS: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub(super) fn between_steps() {
+        if BETWEEN_STEPS.with(Cell::get) {
+            loom::thread::yield_now();
+        }
     }
 }
 

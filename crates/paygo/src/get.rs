@@ -3,7 +3,7 @@
 
 use crate::header::{Header, LIVE, RECLAIMING, STATE_MASK};
 use crate::sync::Ordering;
-use crate::table::Slot;
+use crate::table::{Slot, TAG};
 use crate::{Anchor, Domain, Guard};
 use core::pin::Pin;
 use percpu::{Check, Here, Retry};
@@ -59,6 +59,10 @@ pub(crate) mod bug {
     /// A claim does not mark its group in the CPU's claim summary: READ-ALL skips the group
     /// and misses the entry.
     pub const NO_CLAIM_MARK: u8 = 8;
+    /// A claim proved free by the slot's `seen` value ignores the key's tag: it may commit
+    /// between an eviction's two steps, whose second then moves the claim's reference to the
+    /// evicted object's overflow list and opens the new generation at a count of 0.
+    pub const SEEN_IGNORES_TAG: u8 = 9;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }
@@ -209,7 +213,7 @@ impl Domain {
     /// REF's fast path: the home slot (its entry, or a free slot claimed); `None` sends the
     /// caller to the slow path.
     #[inline(always)]
-    fn get_fast(&self, hdr: Pin<&Header>) -> Option<Anchor> {
+    pub(crate) fn get_fast(&self, hdr: Pin<&Header>) -> Option<Anchor> {
         // The header word as it is if the object is live (the section checks it).
         self.get_fast_as(hdr, hdr.word(LIVE))
     }
@@ -247,17 +251,47 @@ impl Domain {
         match self.ref_entry(here, s, hdr, obj, live) {
             Ok(g) => Some(g),
             Err(None) => None,
-            Err(Some(k)) => {
-                let gw = s.gen.load(Ordering::Relaxed);
-                let (ga, a) = self.anchors[n].load();
+            // The key is read again below, after the generation.
+            Err(Some(_)) => {
+                // Acquire: pairs with the Release commit of an eviction's first step (the
+                // generation's add), so that the key read next is that step's tagged one or a
+                // later one (README, "the slot's anchor, seen").
+                let gw = s.gen.load(Ordering::Acquire);
+                // Acquire: pairs with the Release key store of the claim that stored it, so
+                // that this REF's section comes after that claim's.
+                let key = s.key.load(Ordering::Acquire);
+                #[cfg(paygo_loom_bug)]
+                let key = if bug::is(bug::SEEN_IGNORES_TAG) {
+                    key & !TAG
+                } else {
+                    key
+                };
                 let l = s.local.load(Ordering::Relaxed);
-                if ga == gw && l.wrapping_add(a) == 0 {
-                    self.claim(here, s, k, hdr, live, obj, gw, l).then_some(gw)
+                // On the slot's line alone: a key not tagged, read after the generation (no
+                // eviction of generation `gw` is between its two steps) and
+                // `local + seen == 0`; else the anchor word.
+                let free = (key & TAG == 0 && l.wrapping_add(s.seen.load(Ordering::Relaxed)) == 0)
+                    || self.free_by_anchor(n, s, gw, l);
+                if free {
+                    self.claim(here, s, key, hdr, live, obj, gw, l)
+                        .then_some(gw)
                 } else {
                     None
                 }
             }
         }
+    }
+
+    /// Whether slot `s` (number `n`), read with `gen == gw` and `local == l`, is free by its
+    /// anchor word: generation `gw` and counter `-l`. The counter read becomes the slot's
+    /// `seen` value. Out of line: a claim whose `seen` value is current does not come here,
+    /// and the fast path keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn free_by_anchor(&self, n: usize, s: &Slot, gw: u64, l: i64) -> bool {
+        let (ga, a) = self.anchors[n].load();
+        s.seen.store(a, Ordering::Relaxed);
+        ga == gw && l.wrapping_add(a) == 0
     }
 
     /// REF on the entry of `obj` (header `hdr`, whose word, live, is `live`) in slot `s` of
@@ -334,6 +368,11 @@ impl Domain {
     /// and the flag, stores the key (speculatively) and adds 1 to `local` (commit). Whether
     /// it committed (the reference is then counted in generation `gw`).
     ///
+    /// The caller proved the count 0 either by the anchor word, read with generation `gw`
+    /// and counter `-l`, or by the slot's `seen` value `-l` and a key not tagged, read
+    /// (Acquire) after the generation (Acquire): no eviction is then between its two steps,
+    /// and the anchor counter is at most `seen` (README, "the slot's anchor, seen").
+    ///
     /// A slot whose key is not 0 needs no mark: its key was stored by an earlier claim on this
     /// CPU's table, which marked the group before it (marks are never cleared). That claim's
     /// mark is ordered before this claim's critical section as its key store is: on the rseq
@@ -377,11 +416,11 @@ impl Domain {
             return false;
         }
         // Relaxed, and a load and a store, not a read-modify-write: a statistic (see
-        // `Stats::claims`).
-        s.claims.store(
-            s.claims.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
+        // `Stats::claims`). On the REF's CPU's line; none for a CPU past the lines (where the
+        // possible CPUs were understated): no panic after the reference is counted.
+        if let Some(c) = self.claim_counts.get(cpu) {
+            c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        }
         true
     }
 

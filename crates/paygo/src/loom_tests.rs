@@ -535,6 +535,58 @@ fn loom_eviction_and_claim_by_another_thread_vs_swept_batch() {
     });
 }
 
+/// A claim by the slot's `seen` value against an eviction of the same free entry, on one
+/// CPU. X's entry on CPU 0 is at count 0 with its `seen` value current; one thread evicts it;
+/// the other, once the eviction's first step has tagged the key, takes Y on REF's fast path,
+/// whose claim of the slot by `seen` must wait for the second step (the anchor word's path
+/// does). A claim that committed between the two steps would have its count read by the
+/// second as X's and moved to X's overflow list, and the new generation opened at a count of
+/// 0: Y's reference uncounted while held, and X left with a count that no one holds (which
+/// the model checks). With the tag ignored, loom finds it
+/// (`bugs::bug_seen_ignoring_the_tag_is_caught`).
+#[test]
+fn loom_claim_by_seen_vs_eviction() {
+    claim_by_seen_vs_eviction();
+}
+
+fn claim_by_seen_vs_eviction() {
+    model(|| {
+        crate::evict::loom_pause::BETWEEN_STEPS.with(|c| c.set(true));
+        let d = Arc::new(tiny());
+        let x = Arc::new(Obj::new());
+        let y = Arc::new(Obj::new());
+        loom_set_cpu(0);
+        let a = d.try_get(x.hdr()).unwrap();
+        d.put(x.hdr(), a);
+        let d1 = d.clone();
+        let evictor = thread::spawn(move || {
+            loom_set_cpu(0);
+            d1.evict(0, d1.slot(0, 0), false).unwrap();
+        });
+        // Waits with yields (no preemption spent) for the eviction's first step, after which
+        // the evictor yields.
+        while d.slot(0, 0).key.load(crate::sync::Ordering::Acquire) & crate::table::TAG == 0 {
+            thread::yield_now();
+        }
+        // REF's fast path alone: its claim of the home slot is the one modelled (the slow
+        // path's turns would only multiply the interleavings). No READ-ALL of Y while the
+        // evictor may hold X's stripe lock: whether the two objects share a stripe depends
+        // on their addresses, which loom does not replay.
+        if let Some(b) = d.get_fast(y.hdr()) {
+            d.put(y.hdr(), b);
+        }
+        evictor.join().unwrap();
+        assert_eq!(
+            d.read_all(x.hdr()),
+            0,
+            "X counts a reference that no one holds"
+        );
+        assert_eq!(d.read_all(y.hdr()), 0);
+        assert_eq!(d.memory_usage().overflow_entries, 0);
+        crate::evict::loom_pause::BETWEEN_STEPS.with(|c| c.set(false));
+    });
+}
+
 /// The handle protocol in miniature: a reader holds a reference (taken on CPU 0, given back
 /// on CPU 0 or 1) while the owner kills; exactly one of them observes the release.
 #[test]
@@ -822,6 +874,14 @@ mod bugs {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_flag_check_is_caught() {
         with_bug(bug::NO_FLAG_CHECK, || super::ref_vs_reclaim(false, false));
+    }
+
+    /// A claim by the slot's `seen` value that ignores the key's tag commits between an
+    /// eviction's two steps: the eviction takes its count to X's list.
+    #[test]
+    #[should_panic(expected = "X counts a reference that no one holds")]
+    fn bug_seen_ignoring_the_tag_is_caught() {
+        with_bug(bug::SEEN_IGNORES_TAG, super::claim_by_seen_vs_eviction);
     }
 
     /// The claim's key store (a critical section's speculative store) made Relaxed on the

@@ -72,13 +72,13 @@ pub(crate) const GROUP_SHIFT: u32 = 3;
 pub const MAX_SLOTS_PER_CPU: usize = 1 << 24;
 
 /// One entry of a per-CPU table: PAYGO's `{object, local counter}` plus the generation that
-/// names the entry's identity, and the slot's claim count. Half a cache line, two entries to a
-/// line (the domain's array of slots starts on a line): the words that the table's own CPU
-/// writes (and the claim count, a statistic that the claiming thread bumps just after its
-/// claim's section). The entry's anchor counter, the one word other CPUs write, lives apart,
-/// in the domain's `anchors` at the slot's number, so that their compare-and-swaps never take
-/// the lines the owner writes, and the table a REF reads is 32 bytes an entry (a page cache
-/// reading random pages finds more of its entries in the caches).
+/// names the entry's identity, and a value that the slot's anchor counter once held. Half a
+/// cache line, two entries to a line (the domain's array of slots starts on a line): the words
+/// that the table's own CPU writes (`seen` too, but for a thread that moved after reading the
+/// anchor word). The entry's anchor counter, the word that migrated threads update, lives
+/// apart, in the domain's `anchors` at the slot's number, so that their compare-and-swaps
+/// never take the lines the owner writes, and the table a REF reads is 32 bytes an entry (a
+/// page cache reading random pages finds more of its entries in the caches).
 #[repr(C, align(32))]
 pub(crate) struct Slot {
     /// Header address of the object (0: never used; `| TAG`: evicted or being evicted).
@@ -90,10 +90,15 @@ pub(crate) struct Slot {
     /// Generation of the entry's identity, for the critical sections' checks. Written only by
     /// critical sections of the owning CPU (the eviction's first step).
     pub(crate) gen: AtomicU64,
-    /// Claims of this slot (see [`Stats::claims`]): bumped with a plain load and store after a
-    /// claim commits, on a line the claim has just read, so that counting costs the claim no
-    /// other line and no address computation.
-    pub(crate) claims: AtomicU64,
+    /// A value that this slot's anchor counter held at some time (of any generation; 0, the
+    /// first, until another is stored), read by a claim in place of the anchor word's line.
+    /// The anchor counter of a slot never grows: within a generation only remote UNREFs change
+    /// it (by -1), and an eviction opens the next generation at `-local`, which is at most the
+    /// closing value since the closed entry's count `local + anchor` is not negative. So this
+    /// value is at least the counter's value now, and `local + seen == 0` with `local` current
+    /// proves the count 0 (README, "the slot's anchor, seen"). Any thread may store any value
+    /// it read from the anchor word (Relaxed: a stale value is only a larger one).
+    pub(crate) seen: AtomicI64,
 }
 
 #[cfg(all(not(loom), target_pointer_width = "64"))]
@@ -176,7 +181,7 @@ impl Slot {
             key: AtomicUsize::new(0),
             local: AtomicI64::new(0),
             gen: AtomicU64::new(0),
-            claims: AtomicU64::new(0),
+            seen: AtomicI64::new(0),
         }
     }
 }
@@ -212,11 +217,11 @@ pub struct Stats {
     /// Live or empty entries evicted to make room for a new object.
     pub evictions: u64,
     /// REFs that claimed a free slot (the first REF of an object on a CPU since its entry there
-    /// was last reused). Counted in the slot, after the claim, without an atomic
-    /// read-modify-write: nearly exact, since no other REF claims a slot while the reference
-    /// its claim took is held, but a claim held up between its commit and its count, whose
-    /// entry an eviction moves out and another REF claims meanwhile, may lose that REF's
-    /// count. Summing them reads every group of slots that was ever claimed.
+    /// was last reused). Counted on the claiming CPU's line of statistics, after the claim,
+    /// with a plain load and store (no atomic read-modify-write on the fast path): nearly
+    /// exact, since a claim is lost only where two threads count on one CPU's line at once
+    /// (one preempted between its load and its store, or moved to another CPU after its
+    /// claim).
     pub claims: u64,
     /// Objects reclaimed: by [`Domain::try_reclaim`] (also a `paygo::Arc`'s drop that looks
     /// last), by [`Domain::try_reclaim_many`] batches (also the `Arc` collector's), by a
@@ -403,6 +408,8 @@ pub struct Domain {
     /// group, so READ-ALL skips unmarked groups: on a machine whose tables were used by a few
     /// CPUs, a reclaim reads those CPUs' tables, not every CPU's (see [`Domain::note_claim`]).
     pub(crate) claimed: Box<[AtomicU64]>,
+    /// The claims counted on each CPU's table (see [`Stats::claims`]), a line each.
+    pub(crate) claim_counts: Box<[CachePadded<AtomicU64>]>,
     /// Words of `claimed` per CPU (a multiple of 8: each CPU's summary on its own lines).
     pub(crate) claimed_stride: usize,
     /// Overflow accounting and the count of marked claim groups, on their own line: bumped by
@@ -465,6 +472,7 @@ impl Domain {
         let anchors = LineArray::try_new(n, AnchorWord::new)?;
         let claimed_stride = claimed_stride(cfg.slots_per_cpu);
         let claimed = try_array(cpus * claimed_stride, || AtomicU64::new(0))?;
+        let claim_counts = try_array(cpus, || CachePadded::new(AtomicU64::new(0)))?;
         let stripes = try_array(STRIPES, || CachePadded::new(Stripe::default()))?;
         let tables = PerCpu::try_new(|_| ()).map_err(|_| oom::<CachePadded<()>>(cpus))?;
         let stats = PerCpu::try_new(|_| StatCells::default())
@@ -484,6 +492,7 @@ impl Domain {
             window: cfg.window,
             id,
             claimed,
+            claim_counts,
             claimed_stride,
             overflow: CachePadded::new(OverflowCounters::default()),
             #[cfg(not(loom))]
@@ -699,8 +708,7 @@ impl Domain {
         }
     }
 
-    /// Slow-path counters, summed over CPUs. Reads one line per CPU and the slots of every
-    /// group that was ever claimed (for [`Stats::claims`]): up to the whole tables.
+    /// Slow-path counters and claims, summed over CPUs: reads two lines per CPU.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
         for c in self.stats.iter() {
@@ -712,13 +720,8 @@ impl Domain {
             s.fences += c.fences.load(Ordering::Relaxed);
             s.swept += c.swept.load(Ordering::Relaxed);
         }
-        // Only a claim bumps a slot's count, and a claim marks its group first.
-        for cpu in 0..self.tables.len() {
-            self.for_claimed(cpu, 0, self.mask + 1, |slots| {
-                for slot in slots {
-                    s.claims = s.claims.wrapping_add(slot.claims.load(Ordering::Relaxed));
-                }
-            });
+        for c in self.claim_counts.iter() {
+            s.claims = s.claims.wrapping_add(c.load(Ordering::Relaxed));
         }
         s
     }

@@ -503,9 +503,9 @@ fn a_new_thread_waits_out_a_long_reclaim_without_panicking() {
     d.put(y.as_ref(), held);
 }
 
-/// Every claim is counted once, in its slot, and `stats` finds the counts of every CPU's
-/// claimed groups: two objects with the same home slot, taken and given back in turn, claim
-/// that slot at every REF but the very first (which claims a never-used slot: counted too).
+/// Every claim is counted once, on its CPU's line, and `stats` sums the lines: two objects
+/// with the same home slot, taken and given back in turn, claim that slot at every REF but
+/// the very first (which claims a never-used slot: counted too).
 #[test]
 fn every_claim_is_counted_in_the_stats() {
     let pinned = pin_or_skip("a claim on another CPU would claim a fresh slot there").is_some();
@@ -534,6 +534,76 @@ fn every_claim_is_counted_in_the_stats() {
         // claim); each REF claims at most once, and the first claims.
         assert!((1..=2 * ROUNDS).contains(&d.stats().claims));
     }
+    unpin();
+}
+
+/// A claim reads the slot's anchor word only where the slot's `seen` value is not the
+/// counter's: X's reference, taken on CPU `a` and given back on CPU `b`, leaves its entry free
+/// with `local` 1 and the anchor counter -1 while `seen` is still 0. Y's claim then reads the
+/// anchor word and keeps -1 in `seen`; Z's claims by `seen` alone; W's REF evicts Z's
+/// referenced entry, whose eviction opens the next generation at `-local` and keeps that in
+/// `seen`. Every count is exact throughout.
+#[test]
+fn a_claim_takes_the_anchor_counter_from_seen_until_it_moves() {
+    let Some((a, b)) = two_cpus_or_skip("X's reference is given back on another CPU") else {
+        return;
+    };
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 1,
+        window: 1,
+    });
+    let hs: Vec<_> = (0..4).map(|_| Box::pin(Header::with_place(0))).collect();
+    let (x, y, z, w) = (
+        hs[0].as_ref(),
+        hs[1].as_ref(),
+        hs[2].as_ref(),
+        hs[3].as_ref(),
+    );
+    assert!(
+        pin(a) && pin(b) && pin(a),
+        "the thread can run on both CPUs"
+    );
+    let n = a << d.bits;
+    let s = d.slots.get(n).expect("CPU a's slot");
+    let r = d.try_get(x).unwrap();
+    assert_eq!(r.slot, n);
+    pin(b);
+    assert_eq!(d.put(x, r), PutPath::Anchor);
+    pin(a);
+    let seen = |s: &crate::table::Slot| s.seen.load(Ordering::Relaxed);
+    assert_eq!(
+        (
+            s.local.load(Ordering::Relaxed),
+            d.anchor(s).load().1,
+            seen(s)
+        ),
+        (1, -1, 0)
+    );
+    // Y: `local + seen` is 1, so the claim reads the anchor word, finds the slot free, and
+    // keeps the counter in `seen`.
+    let ry = d.try_get(y).unwrap();
+    assert_eq!((ry.slot, seen(s)), (n, -1));
+    assert_eq!((d.read_all(x), d.read_all(y)), (0, 1));
+    d.put(y, ry);
+    // Z: free by `seen` (1 - 1); the anchor word has not moved.
+    let rz = d.try_get(z).unwrap();
+    assert_eq!((rz.slot, seen(s)), (n, -1));
+    assert_eq!((d.read_all(y), d.read_all(z)), (0, 1));
+    assert_eq!(d.stats().claims, 3);
+    // W: Z's entry is referenced, so W's REF evicts it (its count goes to Z's list) and claims
+    // the slot in the next generation, whose anchor counter starts at -local (-2): `seen`.
+    let rw = d.try_get(w).unwrap();
+    assert_eq!(rw.slot, n);
+    assert_eq!(d.anchor(s).load(), (rw.gen, -2));
+    assert_eq!(seen(s), -2);
+    assert_eq!((d.read_all(z), d.read_all(w)), (1, 1));
+    assert_eq!(d.put(z, rz), PutPath::Overflow);
+    d.put(w, rw);
+    for h in [x, y, z, w] {
+        assert_eq!(d.read_all(h), 0);
+        assert!(d.try_reclaim(h));
+    }
+    assert_eq!(d.memory_usage().overflow_entries, 0);
     unpin();
 }
 
