@@ -207,12 +207,19 @@ impl FrameMeta {
             .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
         if was {
-            if let Err(e) = write_back() {
-                // Release: pairs with the Acquire loads of later write-backs (the bytes are
-                // still the page's).
-                self.dirty.store(true, Ordering::Release);
-                return Err(e);
+            // Sets the bit again unless the write-back succeeded: where it failed, and where
+            // it unwound (the page is then still dirty for the next write-back).
+            struct Redirty<'a>(&'a AtomicBool);
+            impl Drop for Redirty<'_> {
+                fn drop(&mut self) {
+                    // Release: pairs with the Acquire loads of later write-backs (the bytes
+                    // are still the page's).
+                    self.0.store(true, Ordering::Release);
+                }
             }
+            let redirty = Redirty(&self.dirty);
+            write_back()?;
+            core::mem::forget(redirty);
         }
         Ok(())
     }

@@ -1039,20 +1039,34 @@ fn a_fifo_is_refused_at_once_even_read_only() {
     );
 }
 
+/// A panic payload whose own drop panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("a panic payload whose drop panics");
+    }
+}
+
 /// A fault hook that panics (once, at one kind of I/O) fails that I/O as an error would: the
 /// call returns the error instead of unwinding, and the cache goes on. Unwinding from a fill's
 /// hook left its frame installed and never filled, and from an eviction's write-back its frame
 /// reclaimed and never freed: every later read of the page waited for it for ever (and so did
 /// `sync`, `drop_cache` and the file's close); from `set_len`'s, the length stayed cut with the
-/// file not truncated.
+/// file not truncated; from `sync`'s write-back, the page was left clean and the write never
+/// reached the file. The same with a panic whose payload panics when dropped (the cache drops
+/// it where that cannot unwind into it).
 #[test]
 fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
-    for kind in [
-        IoKind::Fill,
-        IoKind::Filled,
-        IoKind::WriteBack,
-        IoKind::SetLen,
-    ] {
+    for (kind, by_sync, bomb) in [false, true].into_iter().flat_map(|bomb| {
+        [
+            (IoKind::Fill, false, bomb),
+            (IoKind::Filled, false, bomb),
+            (IoKind::WriteBack, false, bomb),
+            (IoKind::WriteBack, true, bomb),
+            (IoKind::SetLen, false, bomb),
+        ]
+    }) {
         let dir = tempfile::tempdir().expect("tempdir");
         let len = 4 * 4096;
         let path = pattern_file(&dir, "f", len);
@@ -1062,6 +1076,9 @@ fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
             let armed = armed.clone();
             Arc::new(move |ev: &pagecache::IoEvent<'_>| {
                 if ev.kind == kind && armed.swap(false, Ordering::SeqCst) {
+                    if bomb {
+                        std::panic::panic_any(Bomb);
+                    }
                     panic!("a fault hook that panics");
                 }
                 Ok(())
@@ -1075,6 +1092,7 @@ fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
         }
         armed.store(true, Ordering::SeqCst);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match kind {
+            IoKind::WriteBack if by_sync => file.sync(),
             // Page 0 dirty in one of two frames: reads of two other pages evict it.
             IoKind::WriteBack => [4096, 3 * 4096]
                 .iter()
@@ -1082,9 +1100,15 @@ fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
             IoKind::SetLen => file.set_len(100),
             _ => file.read_at(&mut b, 0).map(drop),
         }))
-        .unwrap_or_else(|_| panic!("{kind:?}: the hook's panic unwound out of the call"));
+        .unwrap_or_else(|p| {
+            // A `Bomb` that unwound here would panic again when dropped: kept.
+            core::mem::forget(p);
+            panic!(
+                "{kind:?} (sync {by_sync}, bomb {bomb}): the hook's panic unwound out of the call"
+            )
+        });
         assert!(!armed.load(Ordering::SeqCst), "{kind:?}: the hook ran");
-        if kind == IoKind::WriteBack {
+        if kind == IoKind::WriteBack && !by_sync {
             // An eviction's failed write-back is not the reader's error: the page stays
             // cached and dirty, and another frame is evicted.
             r.expect("the reads");

@@ -47,12 +47,22 @@ impl<C: RefCounter> Inner<C> {
         };
         // AssertUnwindSafe: after a panic the hook is not called again for this I/O, and the
         // cache's state is only read by it.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(&ev))).unwrap_or_else(|_| {
-            Err(io::Error::other(format!(
-                "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} of {}",
-                f.path.display()
-            )))
-        })
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(&ev))) {
+            Ok(r) => r,
+            Err(payload) => {
+                // The payload is dropped where its own drop cannot unwind into the cache (a
+                // payload whose drop panics would, from here); the second payload is leaked.
+                if let Err(again) =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload)))
+                {
+                    core::mem::forget(again);
+                }
+                Err(io::Error::other(format!(
+                    "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} of {}",
+                    f.path.display()
+                )))
+            }
+        }
     }
 
     /// Fills frames `frames` with the pages of `f` from `page` on (one page each), zeros past
