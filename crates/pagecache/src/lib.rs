@@ -81,7 +81,11 @@ pub struct IoEvent<'a> {
 
 /// Called before every I/O, and after a fill's read ([`IoKind::Filled`]); an `Err` is
 /// returned as that I/O's error instead of issuing it (fault injection for tests). A panic of
-/// the hook is caught and taken as such an error.
+/// the hook is caught and taken as such an error. An error that carries a value of the hook's
+/// making (`io::Error::other(x)`) reaches the caller as an error of the same kind and message,
+/// not `x` itself: the cache drops `x` as soon as the hook returns, where a panic of its drop
+/// or its `Display` is caught, since the cache drops some errors inside its own work (an
+/// eviction's failed write-back, all but the first of `drop_cache`'s).
 ///
 /// The hook runs inside the cache's own work: for the write-backs of eviction and
 /// `drop_cache`'s freed pages, for direct I/O and for a cut's `set_len` under the cache's

@@ -1136,6 +1136,134 @@ fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
     }
 }
 
+/// An error value whose drop panics, and whose `Display` panics too where `loud_display`.
+#[derive(Debug)]
+struct BombError {
+    loud_display: bool,
+}
+
+impl std::fmt::Display for BombError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.loud_display {
+            panic!("an error whose Display panics");
+        }
+        f.write_str("an error whose drop panics")
+    }
+}
+
+impl std::error::Error for BombError {}
+
+impl Drop for BombError {
+    fn drop(&mut self) {
+        panic!("an error whose drop panics");
+    }
+}
+
+/// A fault hook's error carrying a value whose drop (and `Display`) panics fails its I/O with
+/// the error's kind and message, and the cache goes on. The cache drops some errors inside its
+/// own work: an eviction's failed write-back (under the allocator lock), and every error of
+/// `drop_cache` after the first; with the hook's value inside, its drop unwound from there and
+/// left the evicted frames reclaimed and never freed. Two dirty pages, the hook failing twice.
+#[test]
+fn a_fault_hooks_error_whose_drop_panics_is_dropped_where_it_cannot_unwind() {
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum By {
+        Evict,
+        Sync,
+        DropCache,
+        Read,
+        SetLen,
+    }
+    for (by, loud_display) in [false, true].into_iter().flat_map(|loud| {
+        [By::Evict, By::Sync, By::DropCache, By::Read, By::SetLen].map(|by| (by, loud))
+    }) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let len = 4 * 4096;
+        let path = pattern_file(&dir, "f", len);
+        let failing = Arc::new(AtomicU32::new(0));
+        let kind = match by {
+            By::Evict | By::Sync | By::DropCache => IoKind::WriteBack,
+            By::Read => IoKind::Fill,
+            By::SetLen => IoKind::SetLen,
+        };
+        let mut cfg = Config::new(2, "atomic");
+        cfg.fault = Some({
+            let failing = failing.clone();
+            Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+                let left = failing.load(Ordering::SeqCst);
+                if ev.kind == kind && left > 0 {
+                    failing.store(left - 1, Ordering::SeqCst);
+                    return Err(std::io::Error::new(
+                        ErrorKind::PermissionDenied,
+                        BombError { loud_display },
+                    ));
+                }
+                Ok(())
+            })
+        });
+        let cache = PageCache::new(cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let mut want = pattern(len);
+        if kind == IoKind::WriteBack {
+            // Pages 0 and 1 dirty: both frames.
+            file.write_at(b"written", 5).expect("write");
+            file.write_at(b"WRITTEN", 4096 + 5).expect("write");
+            want[5..12].copy_from_slice(b"written");
+            want[4096 + 5..4096 + 12].copy_from_slice(b"WRITTEN");
+        }
+        failing.store(2, Ordering::SeqCst);
+        let mut b = [0u8; 8];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match by {
+            By::Evict => file.read_at(&mut b, 3 * 4096).map(drop),
+            By::Sync => file.sync(),
+            By::DropCache => file.drop_cache().map(drop),
+            By::Read => file.read_at(&mut b, 0).map(drop),
+            By::SetLen => file.set_len(100),
+        }))
+        .unwrap_or_else(|p| {
+            core::mem::forget(p);
+            panic!("{by:?} (loud {loud_display}): the error's drop unwound out of the call")
+        });
+        if by == By::Evict {
+            // An eviction's failed write-backs are not the reader's error: both pages stay
+            // cached and dirty, and the read is direct.
+            r.expect("the read");
+            assert_eq!(b, want[3 * 4096..3 * 4096 + 8], "{by:?}");
+        } else {
+            let e = r.expect_err("the hook's I/O failed");
+            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{by:?}");
+            let msg = e.to_string();
+            if loud_display {
+                assert!(msg.contains("panicked when displayed"), "{by:?}: {msg}");
+            } else {
+                assert_eq!(msg, "an error whose drop panics", "{by:?}");
+            }
+            // The caller's error is the cache's: dropping it does not panic.
+            drop(e);
+        }
+        assert_eq!(
+            failing.load(Ordering::SeqCst),
+            // A failed fill or cut is not tried again; the write-backs of both pages are.
+            u32::from(matches!(by, By::Read | By::SetLen)),
+            "{by:?}: the hook failed as many I/Os as it was asked to"
+        );
+        failing.store(0, Ordering::SeqCst);
+        // The cache goes on: every byte reads back (the writes too), and the file writes back.
+        assert_eq!(file.len(), len, "{by:?}: nothing changed");
+        let mut all = vec![0u8; len as usize];
+        assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
+        assert!(all == want, "{by:?}");
+        file.sync().expect("sync");
+        let resident = cache.stats().resident;
+        assert_eq!(file.drop_cache().expect("drop"), resident, "{by:?}");
+        drop(file);
+        assert!(
+            std::fs::read(&path).expect("disk") == want,
+            "{by:?}: on disk"
+        );
+    }
+}
+
 /// Fills (with their readahead), fills' publications and write-backs that fail now and then,
 /// under six threads in a cache of 16 frames over 48 pages: writers of their own pages (each write checked
 /// by reading it back, the model updated only by the writes that returned), sequential readers

@@ -10,6 +10,7 @@ use crate::Mode;
 #[cfg(doc)]
 use crate::Stats;
 use crate::{IoEvent, IoKind};
+use core::mem::ManuallyDrop;
 use core::panic::AssertUnwindSafe;
 use core::pin::Pin;
 use refcount::RefCounter;
@@ -24,6 +25,44 @@ const RA_MAX: u64 = 32;
 const RA_SHIFT: u32 = 8;
 const RA_MASK: u64 = (1 << RA_SHIFT) - 1;
 const _: () = assert!(RA_MAX <= RA_MASK);
+
+/// `f()`, or `None` where it panics. The panic's payload is dropped here too, where its own
+/// drop cannot unwind into the cache (a payload whose drop panics would, from the caller); the
+/// payload of that second panic is leaked.
+fn caught<R>(f: impl FnOnce() -> R) -> Option<R> {
+    // AssertUnwindSafe: the callers read nothing `f` may have left half-changed.
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(payload) => {
+            if let Err(again) = std::panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+                core::mem::forget(again);
+            }
+            None
+        }
+    }
+}
+
+/// An error the fault hook returned, as one the cache can drop wherever it drops errors (an
+/// eviction's failed write-back, the errors after the first of a `drop_cache`, some under the
+/// allocator lock). An error that carries a value of the hook's making (`io::Error::other(x)`,
+/// whose drop and `Display` are `x`'s, and may panic) becomes one of the same kind and message,
+/// and the value is dropped here, where a panic of its drop or its `Display` is caught. The
+/// other errors (an OS error code, a kind, a constant message) carry no code of the hook's and
+/// are returned as they are.
+fn owned(e: io::Error) -> io::Error {
+    if e.get_ref().is_none() {
+        return e;
+    }
+    let kind = e.kind();
+    // Dropped only inside `caught`: a `Display` that panics must not drop it while unwinding.
+    let e = ManuallyDrop::new(e);
+    let msg = caught(|| e.to_string()).unwrap_or_else(|| {
+        format!("pagecache: the fault hook's error ({kind:?}) panicked when displayed")
+    });
+    // A drop that panics leaves the value's remains leaked.
+    let _ = caught(move || drop(ManuallyDrop::into_inner(e)));
+    io::Error::new(kind, msg)
+}
 
 impl<C: RefCounter> Inner<C> {
     /// The fault hook's word on one I/O. A panic of the hook is that I/O's error: unwinding
@@ -47,21 +86,12 @@ impl<C: RefCounter> Inner<C> {
         };
         // AssertUnwindSafe: after a panic the hook is not called again for this I/O, and the
         // cache's state is only read by it.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(&ev))) {
-            Ok(r) => r,
-            Err(payload) => {
-                // The payload is dropped where its own drop cannot unwind into the cache (a
-                // payload whose drop panics would, from here); the second payload is leaked.
-                if let Err(again) =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload)))
-                {
-                    core::mem::forget(again);
-                }
-                Err(io::Error::other(format!(
-                    "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} of {}",
-                    f.path.display()
-                )))
-            }
+        match caught(|| h(&ev)) {
+            Some(r) => r.map_err(owned),
+            None => Err(io::Error::other(format!(
+                "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} of {}",
+                f.path.display()
+            ))),
         }
     }
 
