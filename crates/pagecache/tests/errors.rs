@@ -1039,6 +1039,30 @@ fn a_fifo_is_refused_at_once_even_read_only() {
     );
 }
 
+/// After a failed I/O, the cache goes on: `file` (of `cache`, at `path`) reads back `want`
+/// whole and at its length, its sync succeeds, its drop frees every resident frame, and once
+/// closed the file on disk holds `want`.
+fn goes_on(
+    cache: &PageCache,
+    file: pagecache::CachedFile,
+    path: &std::path::Path,
+    want: &[u8],
+    what: &str,
+) {
+    assert_eq!(file.len(), want.len() as u64, "{what}: nothing changed");
+    let mut all = vec![0u8; want.len()];
+    assert_eq!(file.read_at(&mut all, 0).expect("read"), want.len());
+    assert!(all == want, "{what}");
+    file.sync().expect("sync");
+    let resident = cache.stats().resident;
+    assert_eq!(file.drop_cache().expect("drop"), resident, "{what}");
+    drop(file);
+    assert!(
+        std::fs::read(path).expect("disk") == want,
+        "{what}: on disk"
+    );
+}
+
 /// A panic payload whose own drop panics.
 struct Bomb;
 
@@ -1121,18 +1145,7 @@ fn a_panicking_fault_hook_fails_its_io_and_the_cache_goes_on() {
         if kind == IoKind::WriteBack {
             want[5..12].copy_from_slice(b"written");
         }
-        assert_eq!(file.len(), len, "{kind:?}: nothing changed");
-        let mut all = vec![0u8; len as usize];
-        assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
-        assert!(all == want, "{kind:?}");
-        file.sync().expect("sync");
-        let resident = cache.stats().resident;
-        assert_eq!(file.drop_cache().expect("drop"), resident, "{kind:?}");
-        drop(file);
-        assert!(
-            std::fs::read(&path).expect("disk") == want,
-            "{kind:?}: on disk"
-        );
+        goes_on(&cache, file, &path, &want, &format!("{kind:?}"));
     }
 }
 
@@ -1249,18 +1262,7 @@ fn a_fault_hooks_error_whose_drop_panics_is_dropped_where_it_cannot_unwind() {
         );
         failing.store(0, Ordering::SeqCst);
         // The cache goes on: every byte reads back (the writes too), and the file writes back.
-        assert_eq!(file.len(), len, "{by:?}: nothing changed");
-        let mut all = vec![0u8; len as usize];
-        assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
-        assert!(all == want, "{by:?}");
-        file.sync().expect("sync");
-        let resident = cache.stats().resident;
-        assert_eq!(file.drop_cache().expect("drop"), resident, "{by:?}");
-        drop(file);
-        assert!(
-            std::fs::read(&path).expect("disk") == want,
-            "{by:?}: on disk"
-        );
+        goes_on(&cache, file, &path, &want, &format!("{by:?}"));
     }
 }
 
