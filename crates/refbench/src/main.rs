@@ -750,6 +750,9 @@ fn main() -> ExitCode {
             if let Err(e) = experiments::fs::check_file_room(&experiment, &objects, file_mib) {
                 return usage_error(e);
             }
+            if let Err(e) = experiments::fs::check_open_files(&experiment, &objects) {
+                return usage_error(e);
+            }
             // After the room for the files: a size past it is refused for that first.
             if let Err(e) =
                 experiments::check_live_objects(&experiment, &schemes, &objects, file_mib)

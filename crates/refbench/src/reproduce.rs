@@ -296,7 +296,8 @@ pub fn makes_test_files(plan: &Plan) -> bool {
 /// `plan` fit in the free space of the temporary folder and their page caches in the memory
 /// available, as `run` checks its own ([`experiments::fs::check_file_room`]): unchecked, a
 /// folder too small (a container's 64 MiB `/dev/shm`) panicked with ENOSPC where the first of
-/// them made its files, after the experiments before it had run.
+/// them made its files, after the experiments before it had run. And that `randomread`'s files
+/// can be held open at once ([`experiments::fs::check_open_files`]).
 pub fn check_file_room(plan: &Plan) -> Result<(), String> {
     for name in planned(plan) {
         let p = params(name, plan.depth, &plan.threads);
@@ -307,6 +308,8 @@ pub fn check_file_room(plan: &Plan) -> Result<(), String> {
                 crate::scratch::DIR_ENV
             )
         })?;
+        experiments::fs::check_open_files(name, &p.objects)
+            .map_err(|e| format!("{e} ({name} in reproduce: leave it out with --only)"))?;
     }
     Ok(())
 }

@@ -1689,6 +1689,119 @@ fn a_scheme_whose_thread_is_refused_exits_1_without_a_panic() {
     }
 }
 
+/// `refbench args` with `REFBENCH_TMPDIR` set to `tmp` and the files it may hold open limited to
+/// `limit` (the soft `RLIMIT_NOFILE`, as `ulimit -n` sets it).
+fn refbench_with_open_files(
+    args: &[&str],
+    tmp: &std::path::Path,
+    limit: u64,
+) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
+    cmd.args(args)
+        .env(refbench::scratch::DIR_ENV, tmp)
+        .env("RUST_BACKTRACE", "0");
+    // SAFETY: the closure runs in the child between fork and exec, and calls only getrlimit
+    // and setrlimit, which are async-signal-safe, on values of its own.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            let mut r: libc::rlimit = std::mem::zeroed();
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            r.rlim_cur = limit.min(r.rlim_max);
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("refbench runs")
+}
+
+/// `randomread` with more files than the process may hold open at once (`ulimit -n`, 1,024 by
+/// default on many systems, and `--objects` takes up to 1,024) is refused with exit 2 before
+/// it makes any: it made its files and then ended with exit 1 where the page cache opened one
+/// too many (and with a panic, exit 101, where `kernel` did). A number that fits still runs.
+#[test]
+fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
+    let dir = scratch("open-files");
+    let out = dir.join("out");
+    for (args, limit) in [
+        (
+            &[
+                "run",
+                "randomread",
+                "--objects",
+                "100",
+                "--schemes",
+                "kernel",
+            ][..],
+            64,
+        ),
+        (
+            &[
+                "run",
+                "randomread",
+                "--objects",
+                "10,100",
+                "--duration-ms",
+                "100000",
+            ][..],
+            64,
+        ),
+        (
+            &[
+                "reproduce",
+                "--quick",
+                "--only",
+                "randomread",
+                "--out",
+                out.to_str().unwrap(),
+            ][..],
+            20,
+        ),
+    ] {
+        let o = refbench_with_open_files(args, &dir, limit);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("randomread holds its 100 files open at once")
+                || err.contains("randomread holds its 10 files open at once"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("`ulimit -n`"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: it ran");
+        // No test file was made, and no folder for them is left.
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    let o = refbench_with_open_files(
+        &[
+            "run",
+            "randomread",
+            "--objects",
+            "40",
+            "--schemes",
+            "atomic,kernel,quick_cache",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--duration-ms",
+            "1",
+        ],
+        &dir,
+        64,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A `REFBENCH_TMPDIR` in which no folder can be made is refused before anything runs.
 #[test]
 fn a_tmpdir_that_cannot_hold_the_files_exits_2() {

@@ -427,6 +427,61 @@ pub(super) fn open_refused(p: &std::path::Path, e: std::io::Error) -> ! {
     ))
 }
 
+/// Abandons a run that cannot open a test file for a baseline that reads it without a page
+/// cache (`kernel`, `quick_cache`): see [`abandon`]. It panicked (exit code 101 and a
+/// backtrace) where the page cache's own open of the same file ended the run with its message.
+fn kernel_open_refused(p: &std::path::Path, e: std::io::Error) -> ! {
+    abandon(format!("cannot open {}: {e}", p.display()))
+}
+
+/// File descriptors [`check_open_files`] leaves free besides `randomread`'s files and those the
+/// process holds when it checks (the standard streams, the interrupt handler's pipe): for what
+/// a run opens for a moment.
+const SPARE_FDS: u64 = 16;
+
+/// The soft limit on the files the process may hold open (`ulimit -n`); `None` where there is
+/// none or it cannot be read.
+fn open_file_limit() -> Option<u64> {
+    // SAFETY: a struct of integers, for which all zeroes is a value.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes only the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    // The two are of different types on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    Some(lim.rlim_cur as u64)
+}
+
+/// Checks, before anything is made, that `randomread` can hold the files of its largest
+/// `--objects` value open at once, as it reads them (through the page cache, and again for
+/// `kernel` and `quick_cache`), within the process's limit on open files (`ulimit -n`) with
+/// those open now and [`SPARE_FDS`] besides. Unchecked, `--objects 1024` under the usual limit
+/// of 1,024 made its gigabyte of files and then ended the run with exit code 1 where the page
+/// cache opened the 1,020th (and `kernel` alone panicked). `Err` says the limit and what fits.
+pub fn check_open_files(experiment: &str, objects: &[usize]) -> Result<(), String> {
+    if experiment != "randomread" {
+        return Ok(());
+    }
+    let (Some(&n), Some(limit)) = (objects.iter().max(), open_file_limit()) else {
+        return Ok(());
+    };
+    // Those open now, the one that lists them included.
+    let open = std::fs::read_dir("/proc/self/fd").map_or(3, |d| d.count() as u64);
+    let needed = (n as u64).saturating_add(open + SPARE_FDS);
+    if needed > limit {
+        return Err(format!(
+            "--objects {n}: randomread holds its {n} files open at once, and this process may \
+             open {limit} files (`ulimit -n`), {open} of them open already: at most {} files \
+             here (raise the limit to {needed} with `ulimit -n`, or take fewer files)",
+            limit.saturating_sub(open + SPARE_FDS)
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn make_files(count: usize, bytes: u64) -> Files {
     let dir = temp_dir();
     let mut chunk = vec![0u8; 1 << 20];
@@ -662,7 +717,7 @@ fn measure_reads(
             let fs: Vec<File> = files
                 .paths
                 .iter()
-                .map(|p| File::open(p).expect("open"))
+                .map(|p| File::open(p).unwrap_or_else(|e| kernel_open_refused(p, e)))
                 .collect();
             let src = KernelSource { files: &fs };
             for &t in &p.threads {
@@ -674,7 +729,7 @@ fn measure_reads(
             let fs: Vec<File> = files
                 .paths
                 .iter()
-                .map(|p| File::open(p).expect("open"))
+                .map(|p| File::open(p).unwrap_or_else(|e| kernel_open_refused(p, e)))
                 .collect();
             let src = QuickSource::warm(&fs, files.pages, limit);
             for &t in &p.threads {
