@@ -1690,11 +1690,13 @@ fn a_scheme_whose_thread_is_refused_exits_1_without_a_panic() {
 }
 
 /// `refbench args` with `REFBENCH_TMPDIR` set to `tmp` and the files it may hold open limited to
-/// `limit` (the soft `RLIMIT_NOFILE`, as `ulimit -n` sets it).
+/// `limit` (the soft `RLIMIT_NOFILE`, as `ulimit -n` sets it), and the hard limit too where
+/// `hard`.
 fn refbench_with_open_files(
     args: &[&str],
     tmp: &std::path::Path,
     limit: u64,
+    hard: bool,
 ) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
     cmd.args(args)
@@ -1709,6 +1711,9 @@ fn refbench_with_open_files(
                 return Err(std::io::Error::last_os_error());
             }
             r.rlim_cur = limit.min(r.rlim_max);
+            if hard {
+                r.rlim_max = r.rlim_cur;
+            }
             if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -1718,10 +1723,12 @@ fn refbench_with_open_files(
     cmd.output().expect("refbench runs")
 }
 
-/// `randomread` with more files than the process may hold open at once (`ulimit -n`, 1,024 by
-/// default on many systems, and `--objects` takes up to 1,024) is refused with exit 2 before
-/// it makes any: it made its files and then ended with exit 1 where the page cache opened one
-/// too many (and with a panic, exit 101, where `kernel` did). A number that fits still runs.
+/// `randomread` with more files than the process may hold open at once, even with its soft
+/// limit raised to the hard one (`ulimit -Hn`), is refused with exit 2 before it makes any: it
+/// made its files and then ended with exit 1 where the page cache opened one too many (and
+/// with a panic, exit 101, where `kernel` did). A number that fits still runs, and so does one
+/// past the soft limit (`ulimit -n`, 1,024 by default on many systems, where `--objects` takes
+/// up to 1,024) within the hard one: refbench raises its soft limit.
 #[test]
 fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
     let dir = scratch("open-files");
@@ -1761,7 +1768,7 @@ fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
             20,
         ),
     ] {
-        let o = refbench_with_open_files(args, &dir, limit);
+        let o = refbench_with_open_files(args, &dir, limit, true);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
@@ -1797,6 +1804,28 @@ fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
         ],
         &dir,
         64,
+        true,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Past the soft limit, within the hard one: raised, and run (`kernel` opens its own).
+    let o = refbench_with_open_files(
+        &[
+            "run",
+            "randomread",
+            "--objects",
+            "100",
+            "--schemes",
+            "atomic,kernel",
+            "--threads",
+            "1",
+            "--reps",
+            "1",
+            "--duration-ms",
+            "1",
+        ],
+        &dir,
+        64,
+        false,
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);

@@ -439,9 +439,10 @@ fn kernel_open_refused(p: &std::path::Path, e: std::io::Error) -> ! {
 /// a run opens for a moment.
 const SPARE_FDS: u64 = 16;
 
-/// The soft limit on the files the process may hold open (`ulimit -n`); `None` where there is
-/// none or it cannot be read.
-fn open_file_limit() -> Option<u64> {
+/// The limits on the files the process may hold open (`ulimit -n`): the soft one, which the
+/// kernel enforces, and the hard one, up to which the process may raise it. `None` where the
+/// soft one is unlimited or they cannot be read.
+fn open_file_limits() -> Option<libc::rlimit> {
     // SAFETY: a struct of integers, for which all zeroes is a value.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: getrlimit writes only the struct we pass.
@@ -450,36 +451,49 @@ fn open_file_limit() -> Option<u64> {
     {
         return None;
     }
-    // The two are of different types on some targets.
-    #[allow(clippy::unnecessary_cast)]
-    Some(lim.rlim_cur as u64)
+    Some(lim)
 }
 
 /// Checks, before anything is made, that `randomread` can hold the files of its largest
 /// `--objects` value open at once, as it reads them (through the page cache, and again for
-/// `kernel` and `quick_cache`), within the process's limit on open files (`ulimit -n`) with
-/// those open now and [`SPARE_FDS`] besides. Unchecked, `--objects 1024` under the usual limit
-/// of 1,024 made its gigabyte of files and then ended the run with exit code 1 where the page
-/// cache opened the 1,020th (and `kernel` alone panicked). `Err` says the limit and what fits.
+/// `kernel` and `quick_cache`), with those open now and [`SPARE_FDS`] besides. Where the soft
+/// limit on open files (`ulimit -n`, 1,024 on many systems, where `--objects` takes up to
+/// 1,024) is too low and the hard one is not, the soft one is raised to what the run needs, as
+/// servers that hold many files raise it; past the hard one the run is refused (`Err` says the
+/// limits and what fits), where it would make its files and end at the open that failed.
 pub fn check_open_files(experiment: &str, objects: &[usize]) -> Result<(), String> {
     if experiment != "randomread" {
         return Ok(());
     }
-    let (Some(&n), Some(limit)) = (objects.iter().max(), open_file_limit()) else {
+    let (Some(&n), Some(lim)) = (objects.iter().max(), open_file_limits()) else {
         return Ok(());
     };
+    // The two are of different types on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    let (soft, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
     // Those open now, the one that lists them included.
     let open = std::fs::read_dir("/proc/self/fd").map_or(3, |d| d.count() as u64);
     let needed = (n as u64).saturating_add(open + SPARE_FDS);
-    if needed > limit {
-        return Err(format!(
-            "--objects {n}: randomread holds its {n} files open at once, and this process may \
-             open {limit} files (`ulimit -n`), {open} of them open already: at most {} files \
-             here (raise the limit to {needed} with `ulimit -n`, or take fewer files)",
-            limit.saturating_sub(open + SPARE_FDS)
-        ));
+    if needed <= soft {
+        return Ok(());
     }
-    Ok(())
+    if lim.rlim_max == libc::RLIM_INFINITY || needed <= hard {
+        let raised = libc::rlimit {
+            rlim_cur: needed as libc::rlim_t,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads only the struct we pass.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "--objects {n}: randomread holds its {n} files open at once, and this process may \
+         open {soft} files (`ulimit -n`, at most {hard} once raised), {open} of them open \
+         already: at most {} files here (raise the hard limit to {needed}, or take fewer \
+         files)",
+        hard.max(soft).saturating_sub(open + SPARE_FDS)
+    ))
 }
 
 pub(super) fn make_files(count: usize, bytes: u64) -> Files {
