@@ -456,7 +456,7 @@ fn open_file_limits() -> Option<libc::rlimit> {
 
 /// Checks, before anything is made, that `randomread` can hold the files of its largest
 /// `--objects` value open at once, as it reads them (through the page cache, and again for
-/// `kernel` and `quick_cache`), with those open now and [`SPARE_FDS`] besides. Where the soft
+/// `kernel` and `quick_cache`), with those open now and `SPARE_FDS` (16) besides. Where the soft
 /// limit on open files (`ulimit -n`, 1,024 on many systems, where `--objects` takes up to
 /// 1,024) is too low and the hard one is not, the soft one is raised to what the run needs, as
 /// servers that hold many files raise it; past the hard one the run is refused (`Err` says the
