@@ -654,7 +654,26 @@ fn my_shard() -> usize {
 ///
 /// `T` may be a slice or `str` ([`Arc::from_vec_in`], [`Arc::from_str_in`], and `From` a
 /// `Vec`, a slice, a `Box`, a `String`, as `std`'s); not a trait object: `Arc<dyn Trait>`
-/// needs the unsizing coercion, which only `std` may implement on stable Rust.
+/// needs the unsizing coercion, which only `std` may implement on stable Rust. A boxed one
+/// works, one allocation and one indirection more (the box must be `Send`, and `Sync` for the
+/// `Arc` to cross threads):
+///
+/// ```
+/// trait Shape {
+///     fn area(&self) -> f64;
+/// }
+/// struct Square(f64);
+/// impl Shape for Square {
+///     fn area(&self) -> f64 {
+///         self.0 * self.0
+///     }
+/// }
+/// let shape: paygo::Arc<Box<dyn Shape + Send + Sync>> = paygo::Arc::new(Box::new(Square(3.0)));
+/// let other = shape.clone();
+/// let area = std::thread::spawn(move || other.area()).join().unwrap();
+/// assert_eq!(area, 9.0);
+/// assert_eq!(shape.area(), 9.0); // auto-deref through the Arc and the Box
+/// ```
 ///
 /// Differences from `std::sync::Arc`: the value of an object whose last `Arc` was dropped is
 /// dropped either by that drop or later by the collector (module documentation of
