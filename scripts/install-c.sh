@@ -9,13 +9,18 @@
 #   lib/libLIB.so.0.MINOR -> ...     the SONAME link (libLIB.so.MAJOR for a version >= 1)
 #   lib/libLIB.so -> ...             the link a program is linked through (-lLIB)
 #   lib/libLIB.a                     the static library
-#   include/LIB.h                    the header
+#   include/LIB.h                    the header (and, for pagecache, paygo.h: libpagecache
+#                                    exports paygo.h's functions too)
 #   lib/pkgconfig/LIB.pc             for `pkg-config --cflags --libs LIB` (`--static` adds the
 #                                    system libraries the static library needs)
 #
 # The libraries are built with `cargo build --release -p PACKAGE --lib` (into $CARGO_TARGET_DIR,
 # else the workspace's target/), or taken from the folder --from names, where they are already
-# built. Bad arguments, or a prefix that cannot be written, exit 2 with a message.
+# built. The installed libraries are stripped of their debug information (the release profile
+# builds them with `debug = 1`): `strip --strip-unneeded` for the shared library,
+# `strip --strip-debug` for the static one, with $STRIP if set, else `strip`; where there is no
+# such command they are installed as built, and the script says so. Bad arguments, or a prefix
+# that cannot be written, exit 2 with a message.
 set -euo pipefail
 
 usage() {
@@ -29,6 +34,7 @@ die() {
 prefix=/usr/local
 from=
 lib=
+extra_headers=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--prefix | --from)
@@ -69,6 +75,9 @@ paygo)
 pagecache)
 	package=paygo-pagecache-c
 	crate_dir=$root/crates/pagecache-c
+	# libpagecache exports paygo.h's functions as well (a program that needs both links
+	# libpagecache alone, as pagecache.h says): its header comes with it.
+	extra_headers=("$root/crates/paygo-c/include/paygo.h")
 	description="A page cache whose frames are reference counted by PAYGO or its peers"
 	;;
 "")
@@ -112,6 +121,19 @@ ln -sfn "lib$lib.so.$version" "$dest/lib/$soname"
 ln -sfn "$soname" "$dest/lib/lib$lib.so"
 install -m 0644 "$from/lib$lib.a" "$dest/lib/lib$lib.a"
 install -m 0644 "$crate_dir/include/$lib.h" "$dest/include/$lib.h"
+for h in ${extra_headers[@]+"${extra_headers[@]}"}; do
+	install -m 0644 "$h" "$dest/include/${h##*/}"
+done
+# The release profile keeps line tables (`debug = 1`, for profiles of the benchmarks); the
+# installed libraries go without them.
+strip=${STRIP:-strip}
+if command -v "$strip" >/dev/null 2>&1; then
+	"$strip" --strip-unneeded "$dest/lib/lib$lib.so.$version" ||
+		die "cannot strip $dest/lib/lib$lib.so.$version"
+	"$strip" --strip-debug "$dest/lib/lib$lib.a" || die "cannot strip $dest/lib/lib$lib.a"
+else
+	echo "install-c.sh: no $strip: the libraries are installed with their debug information" >&2
+fi
 # Libs.private: the system libraries of the static library's link line, as the README lists
 # them (`cargo rustc -p PACKAGE --lib -- --print native-static-libs` prints them and libc).
 cat >"$dest/lib/pkgconfig/$lib.pc" <<PC

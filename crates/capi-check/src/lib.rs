@@ -875,6 +875,9 @@ pub mod install {
         pub crate_dir: &'a Path,
         /// The `CARGO` the test was built by.
         pub cargo: &'a str,
+        /// Other headers the install copies into `include/` as they are (pagecache's:
+        /// `paygo.h`, whose functions `libpagecache` exports too).
+        pub other_headers: &'a [&'a str],
     }
 
     impl Library<'_> {
@@ -908,14 +911,32 @@ pub mod install {
         }
     }
 
+    /// The bytes of the library file `original` as the script installs it: stripped with
+    /// `$STRIP` (else `strip`) and `flag` (in a copy under `scratch`), or as built where there is
+    /// no such command.
+    fn stripped(original: &Path, flag: &str, scratch: &Path) -> Vec<u8> {
+        let read = |p: &Path| std::fs::read(p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        let strip = std::env::var("STRIP").unwrap_or_else(|_| "strip".to_string());
+        if !cc::exists(&strip) {
+            return read(original);
+        }
+        let name = original.file_name().expect("a library file's name");
+        let copy = scratch.join(name);
+        std::fs::create_dir_all(scratch).unwrap_or_else(|e| panic!("{scratch:?}: {e}"));
+        std::fs::copy(original, &copy).unwrap_or_else(|e| panic!("{original:?}: {e}"));
+        cc::run(Command::new(&strip).arg(flag).arg(&copy));
+        read(&copy)
+    }
+
     /// The files under `root` (a prefix), as the script installs them: the shared library under
     /// its full version, the SONAME link to it and the development link to that, the static
-    /// library and the header as built, and a pkg-config file for prefix `prefix`; and the
-    /// installed shared library's SONAME is the link's name.
+    /// library (both stripped of debug information as the script strips them, with a copy
+    /// under `scratch`), the header and `other_headers` as they are, and a pkg-config file for
+    /// prefix `prefix`; and the installed shared library's SONAME is the link's name.
     ///
     /// # Panics
     /// If one is missing or differs.
-    fn assert_installed(l: &Library, built: &Path, root: &Path, prefix: &str) {
+    fn assert_installed(l: &Library, built: &Path, root: &Path, prefix: &str, scratch: &Path) {
         let lib = l.lib;
         let libdir = root.join("lib");
         let full = format!("lib{lib}.so.{}", l.version);
@@ -935,15 +956,32 @@ pub mod install {
                 "{installed:?} is {original:?}"
             );
         };
-        same(&libdir.join(&full), &built.join(format!("lib{lib}.so")));
-        same(
+        let same_stripped = |installed: &Path, original: &Path, flag: &str| {
+            let read = std::fs::read(installed).unwrap_or_else(|e| panic!("{installed:?}: {e}"));
+            assert!(
+                read == stripped(original, flag, scratch),
+                "{installed:?} is {original:?} after strip {flag}"
+            );
+        };
+        same_stripped(
+            &libdir.join(&full),
+            &built.join(format!("lib{lib}.so")),
+            "--strip-unneeded",
+        );
+        same_stripped(
             &libdir.join(format!("lib{lib}.a")),
             &built.join(format!("lib{lib}.a")),
+            "--strip-debug",
         );
         same(
             &root.join(format!("include/{lib}.h")),
             &l.crate_dir.join(format!("include/{lib}.h")),
         );
+        for header in l.other_headers {
+            let header = Path::new(header);
+            let name = header.file_name().expect("a header's name");
+            same(&root.join("include").join(name), header);
+        }
         assert_eq!(
             elf::dynamic(&libdir.join(&full)).soname.as_deref(),
             Some(soname.as_str())
@@ -993,7 +1031,7 @@ pub mod install {
             String::from_utf8_lossy(&out.stderr)
         );
         let root = stage.join("usr/local");
-        assert_installed(l, &built, &root, "/usr/local");
+        assert_installed(l, &built, &root, "/usr/local", &dir.join("stripped"));
         if !cc::exists("pkg-config") {
             percpu::testing::skip(format_args!(
                 "no `pkg-config` (install pkgconf): no program is built against the installed \

@@ -1,7 +1,8 @@
-//! `scripts/install-c.sh pagecache`: installs `libpagecache.so` under its version with its
-//! SONAME's link, `libpagecache.a`, `pagecache.h` and `pagecache.pc`, against which the
-//! README's quick start builds with `pkg-config`, shared and static, and runs; bad arguments
-//! exit 2 with a message. The install takes the libraries the test builds (`--from`), not
+//! `scripts/install-c.sh pagecache`: installs `libpagecache.so` under its version with its SONAME's
+//! link, `libpagecache.a` (both stripped of their debug information where `strip` exists),
+//! `pagecache.h`, `paygo.h` (libpagecache exports its functions too) and `pagecache.pc`, against
+//! which the README's quick start builds with `pkg-config`, shared and static, and runs; bad
+//! arguments exit 2 with a message. The install takes the libraries the test builds (`--from`), not
 //! release ones.
 
 use capi_check::install::{self, Library};
@@ -14,6 +15,10 @@ fn library() -> Library<'static> {
         version: env!("CARGO_PKG_VERSION"),
         crate_dir: Path::new(env!("CARGO_MANIFEST_DIR")),
         cargo: env!("CARGO"),
+        other_headers: &[concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../paygo-c/include/paygo.h"
+        )],
     }
 }
 

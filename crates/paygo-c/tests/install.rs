@@ -1,7 +1,8 @@
-//! `scripts/install-c.sh paygo`: installs `libpaygo.so` under its version with its SONAME's
-//! link, `libpaygo.a`, `paygo.h` and `paygo.pc`, against which the README's quick start builds
-//! with `pkg-config`, shared and static, and runs; bad arguments exit 2 with a message. The
-//! install takes the libraries the test builds (`--from`), not release ones.
+//! `scripts/install-c.sh paygo`: installs `libpaygo.so` under its version with its SONAME's link,
+//! `libpaygo.a` (both stripped of their debug information where `strip` exists), `paygo.h` and
+//! `paygo.pc`, against which the README's quick start builds with `pkg-config`, shared and static,
+//! and runs; bad arguments exit 2 with a message. The install takes the libraries the test builds
+//! (`--from`), not release ones.
 
 use capi_check::install::{self, Library};
 use std::path::Path;
@@ -13,6 +14,7 @@ fn library() -> Library<'static> {
         version: env!("CARGO_PKG_VERSION"),
         crate_dir: Path::new(env!("CARGO_MANIFEST_DIR")),
         cargo: env!("CARGO"),
+        other_headers: &[],
     }
 }
 
