@@ -173,6 +173,7 @@ trait DynCache: Send + Sync {
     fn open(&self, path: &Path) -> io::Result<Box<dyn DynFile>>;
     fn stats(&self) -> Stats;
     fn scheme(&self) -> &'static str;
+    fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
 }
 
 trait DynFile: Send + Sync {
@@ -183,6 +184,8 @@ trait DynFile: Send + Sync {
     fn sync(&self) -> io::Result<()>;
     fn drop_cache(&self) -> io::Result<usize>;
     fn len(&self) -> u64;
+    fn path(&self) -> &Path;
+    fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
     fn set_len(&self, size: u64) -> io::Result<()>;
     fn close(self: Box<Self>) -> io::Result<()>;
 }
@@ -196,6 +199,9 @@ impl<C: RefCounter> DynCache for PageCacheOf<C> {
     }
     fn scheme(&self) -> &'static str {
         C::NAME
+    }
+    fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fmt_named(name, f)
     }
 }
 
@@ -219,6 +225,12 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     fn len(&self) -> u64 {
         CachedFileOf::len(self)
     }
+    fn path(&self) -> &Path {
+        CachedFileOf::path(self)
+    }
+    fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fmt_named(name, f)
+    }
     fn set_len(&self, size: u64) -> io::Result<()> {
         CachedFileOf::set_len(self, size)
     }
@@ -236,6 +248,24 @@ pub struct PageCache {
 /// A file opened through a [`PageCache`]; see [`CachedFileOf`] for the semantics.
 pub struct CachedFile {
     inner: Box<dyn DynFile>,
+}
+
+/// Shows the scheme, the read mode, the memory limit (`limit_pages`), and the frames resident
+/// and the files open now. It never waits for a lock (so it may be used in a [`FaultHook`],
+/// which can run under the cache's allocator lock): where one of those two counts' locks is
+/// held, the count shows as `<lock held>`. [`PageCache::stats`] has every count.
+impl std::fmt::Debug for PageCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt_debug("PageCache", f)
+    }
+}
+
+/// Shows the path, the length in bytes, the pages of that length, whether the file was opened
+/// writable, and the cache's scheme. Takes no lock.
+impl std::fmt::Debug for CachedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt_debug("CachedFile", f)
+    }
 }
 
 struct Build<'a>(&'a Config);
@@ -333,6 +363,10 @@ impl CachedFile {
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// See [`CachedFileOf::path`].
+    pub fn path(&self) -> &Path {
+        self.inner.path()
     }
     /// See [`CachedFileOf::close`].
     pub fn close(self) -> io::Result<()> {

@@ -22,18 +22,12 @@ fn check_reads(file: &pagecache::CachedFile, len: u64) {
 
 #[test]
 fn bad_configs_are_refused() {
-    let e = PageCache::new(Config::new(0, "paygo"))
-        .err()
-        .expect("limit 0");
+    let e = PageCache::new(Config::new(0, "paygo")).expect_err("limit 0");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
-    let e = PageCache::new(Config::new(8, "no-such"))
-        .err()
-        .expect("unknown");
+    let e = PageCache::new(Config::new(8, "no-such")).expect_err("unknown");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("no-such"));
-    let e = PageCache::new(Config::new(8, "percpu-limit"))
-        .err()
-        .expect("unfit");
+    let e = PageCache::new(Config::new(8, "percpu-limit")).expect_err("unfit");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("cannot detect zero"), "{e}");
 }
@@ -46,9 +40,7 @@ fn bad_configs_are_refused() {
 fn a_scheme_that_cannot_be_made_is_an_error() {
     const CHILD: &str = "PAGECACHE_TEST_NO_THREADS_CHILD";
     capi_check::child::without_threads("a_scheme_that_cannot_be_made_is_an_error", CHILD, || {
-        let e = PageCache::new(Config::new(8, "refcache"))
-            .err()
-            .expect("no epoch thread");
+        let e = PageCache::new(Config::new(8, "refcache")).expect_err("no epoch thread");
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
         assert!(e.to_string().contains("epoch thread"), "{e}");
         assert!(PageCache::new(Config::new(8, "paygo")).is_ok());
@@ -74,8 +66,7 @@ fn a_memory_limit_that_cannot_be_allocated_is_refused() {
     let path = pattern_file(&dir, "f", 4096);
     for scheme in ["atomic", "paygo", "snzi"] {
         let e = PageCache::new(Config::new(u32::MAX as usize - 2, scheme))
-            .err()
-            .expect("16 TiB of frames");
+            .expect_err("16 TiB of frames");
         assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{scheme}: {e}");
         assert!(e.to_string().contains(&format!("'{scheme}'")), "{e}");
         let cache = PageCache::new(Config::new(4, scheme)).expect("cache");
@@ -98,8 +89,7 @@ fn a_limit_past_the_objects_a_scheme_can_count_is_refused() {
     for scheme in ["percpu-ref", "sloppy", "refcache"] {
         for n in [MAX + 1, u32::MAX as usize - 2] {
             let e = PageCache::new(Config::new(n, scheme))
-                .err()
-                .expect("more frames than the scheme counts");
+                .expect_err("more frames than the scheme counts");
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{scheme}: {e}");
             let msg = e.to_string();
             assert!(msg.contains(&format!("'{scheme}'")), "{msg}");
@@ -119,12 +109,9 @@ fn missing_files_and_directories_are_refused_and_the_cache_goes_on() {
     let path = pattern_file(&dir, "ok", 3 * 4096 + 5);
     let cache = PageCache::new(Config::new(2, "paygo")).expect("cache");
     let file = cache.open(&path).expect("open");
-    let e = cache
-        .open(dir.path().join("missing"))
-        .err()
-        .expect("missing");
+    let e = cache.open(dir.path().join("missing")).expect_err("missing");
     assert_eq!(e.kind(), ErrorKind::NotFound);
-    let e = cache.open(dir.path()).err().expect("directory");
+    let e = cache.open(dir.path()).expect_err("directory");
     assert_eq!(e.kind(), ErrorKind::IsADirectory);
     check_reads(&file, 3 * 4096 + 5);
 }
@@ -895,7 +882,7 @@ fn a_socket_is_refused_as_not_a_regular_file() {
     let sock = dir.path().join("sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("socket");
     let cache = PageCache::new(Config::new(4, "paygo")).expect("cache");
-    let e = cache.open(&sock).err().expect("a socket was opened");
+    let e = cache.open(&sock).expect_err("a socket was opened");
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     assert!(e.to_string().contains("is not a regular file"), "{e}");
     check_reads(&cache.open(&path).expect("open"), 4096);
@@ -992,7 +979,7 @@ fn a_fifo_is_refused_at_once_even_read_only() {
     // Root: a FIFO it may write is refused too; then the read-only case as `nobody`, who may
     // read the folder and its files but write none of them.
     let cache = PageCache::new(Config::new(4, "atomic")).expect("cache");
-    let e = cache.open(dir.path().join("fifo")).err().expect("refused");
+    let e = cache.open(dir.path().join("fifo")).expect_err("refused");
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     use std::os::unix::{fs::PermissionsExt, process::CommandExt};
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");

@@ -780,6 +780,89 @@ impl<C: RefCounter> PageCacheOf<C> {
     }
 }
 
+/// A value read for a `Debug` output under a lock taken with `try_lock`: the value, or
+/// `<lock held>` where the lock was held (by another thread, or by this one: a `Debug` made in
+/// a fault hook that runs under the allocator lock must not wait for it).
+struct IfFree<T>(Option<T>);
+
+impl<T: std::fmt::Debug> std::fmt::Debug for IfFree<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(v) => v.fmt(f),
+            None => f.write_str("<lock held>"),
+        }
+    }
+}
+
+/// `m`'s guard if it is free now (a poisoned lock is used as is, as by [`lock`]), `None` if it
+/// is held: never waits.
+fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+impl<C: RefCounter> PageCacheOf<C> {
+    /// The `Debug` output of the cache, as the struct `name`: the scheme's name, the read
+    /// mode, the memory limit, and the frames resident and the files open now. The last two
+    /// are read under their locks taken with `try_lock` (shown as `<lock held>` where one is
+    /// held), so that a `Debug` never waits, not even in a fault hook that runs under the
+    /// allocator lock.
+    pub(crate) fn fmt_named(
+        &self,
+        name: &str,
+        f: &mut std::fmt::Formatter<'_>,
+    ) -> std::fmt::Result {
+        let i = &self.inner;
+        let resident = try_lock(&i.alloc).map(|a| i.frames.len() - a.free.len() - a.retired);
+        let open_files = try_lock(&i.files).map(|fs| fs.by_id.len());
+        f.debug_struct(name)
+            .field("scheme", &C::NAME)
+            .field("mode", &i.mode)
+            .field("limit_pages", &i.frames.len())
+            .field("resident", &IfFree(resident))
+            .field("open_files", &IfFree(open_files))
+            .finish()
+    }
+}
+
+/// Shows the scheme, the mode, the memory limit and the frames resident and files open now;
+/// takes no lock it would wait for (see [`PageCacheOf::stats`] for the other counts).
+impl<C: RefCounter> std::fmt::Debug for PageCacheOf<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fmt_named("PageCacheOf", f)
+    }
+}
+
+impl<C: RefCounter> CachedFileOf<C> {
+    /// The `Debug` output of the file, as the struct `name`: its path, length and pages (of
+    /// that length), whether it was opened writable, and the cache's scheme. Takes no lock:
+    /// the length is one atomic load, the rest does not change.
+    pub(crate) fn fmt_named(
+        &self,
+        name: &str,
+        f: &mut std::fmt::Formatter<'_>,
+    ) -> std::fmt::Result {
+        let len = self.len();
+        f.debug_struct(name)
+            .field("path", &self.state.path)
+            .field("len", &len)
+            .field("pages", &len.div_ceil(PAGE_SIZE as u64))
+            .field("writable", &self.state.writable)
+            .field("scheme", &C::NAME)
+            .finish()
+    }
+}
+
+/// Shows the path, the length, the pages and whether the file is writable; takes no lock.
+impl<C: RefCounter> std::fmt::Debug for CachedFileOf<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fmt_named("CachedFileOf", f)
+    }
+}
+
 impl<C: RefCounter> CachedFileOf<C> {
     /// The cache and the file's state.
     #[inline(always)]

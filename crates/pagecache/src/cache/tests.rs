@@ -282,7 +282,7 @@ fn an_open_without_memory_to_list_the_file_lists_nothing() {
     crate::inject::fail_allocation(0);
     let r = cache.open(&path);
     assert!(crate::inject::disarm(), "the open reached its allocation");
-    let e = r.err().expect("the open fails");
+    let e = r.expect_err("the open fails");
     assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
     assert_eq!(listed(), (0, 0), "nothing listed");
     let a = cache.open(&path).expect("open");
@@ -434,9 +434,7 @@ fn a_cache_has_at_most_as_many_frames_as_its_scheme_has_objects() {
     let config = |n| crate::Config::new(n, "four-objects");
     let cache = PageCacheOf::with_scheme(FourObjects::default(), &config(4)).expect("4 frames");
     assert_eq!(cache.stats().limit, 4);
-    let e = PageCacheOf::with_scheme(FourObjects::default(), &config(5))
-        .err()
-        .expect("5 frames");
+    let e = PageCacheOf::with_scheme(FourObjects::default(), &config(5)).expect_err("5 frames");
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
     let msg = e.to_string();
     assert!(
