@@ -6,6 +6,7 @@ mod cache;
 // unit tests.
 #[cfg(any(feature = "capi", test))]
 pub mod capi;
+mod cursor;
 mod frame;
 mod inject;
 mod interval;
@@ -18,6 +19,7 @@ mod slots;
 mod sync;
 
 pub use cache::{CachedFileOf, PageCacheOf, PageRef};
+pub use cursor::Cursor;
 pub use lodic::{LodicMemory, MappedPage, Mapping, Rmap};
 pub use page::PAGE_SIZE;
 pub use schemes::SchemeConfig;
