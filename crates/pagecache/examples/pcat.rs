@@ -1,10 +1,19 @@
 //! `pcat FILE [--scheme S] [--pages N] [--passes P] [--optimistic] [--paygo-slots N]`: cats
-//! FILE through the page cache (to stdout, once) and prints the hit and miss counts of P passes
-//! (default 2: the first misses, or hits on the pages read ahead of a miss; the second hits) on
-//! stderr. Bad arguments, a cache that cannot be made and a file that cannot be read are said
-//! on stderr, with exit code 2.
+//! FILE through the page cache (to stdout, once), reading it page by page P times (default 2),
+//! and prints on stderr what the cache did:
+//!
+//! * page reads: the reads of P passes, one page each;
+//! * hits: the page reads that found their page cached, a page read ahead by an earlier miss
+//!   included (with the hits of each pass); misses: those that read their page from the file;
+//! * fills: the pages read from the file, the misses' own and those read ahead with them (a
+//!   miss that continues a sequential read reads up to 32 following pages in the same
+//!   `pread`), each counted once however often it is then hit;
+//! * evictions, and the frames resident at the end and at their peak, of the memory limit.
+//!
+//! Bad arguments, a cache that cannot be made and a file that cannot be opened or read are
+//! said on stderr (the file's path once), with exit code 2; a failed write to stdout exits 1.
 
-use pagecache::{Config, Mode, PageCache, PAGE_SIZE};
+use pagecache::{Config, Mode, PageCache, Stats, PAGE_SIZE};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -18,13 +27,74 @@ const OPTIONS: &str = "  --scheme S       the counting scheme, by name (default 
   --paygo-slots N  PAYGO's slots per CPU: a power of two from 8 to 2^24
                    (default 4,096); only with --scheme paygo";
 
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("pcat: {msg}");
-    ExitCode::from(2)
+fn main() -> ExitCode {
+    let code = run(
+        std::env::args().skip(1),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    );
+    ExitCode::from(code)
 }
 
-fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
+/// The message of an error of the file at `path`, which names the path once: the cache's own
+/// errors name it already ("pagecache: PATH is a directory", said without their prefix), the
+/// system's do not ("No such file or directory (os error 2)", said after the path).
+fn file_error(path: &str, e: &std::io::Error) -> String {
+    let msg = e.to_string();
+    if msg.contains(path) {
+        msg.strip_prefix("pagecache: ").unwrap_or(&msg).to_string()
+    } else {
+        format!("{path}: {msg}")
+    }
+}
+
+/// What pcat says of a run on stderr, past its `pcat: FILE (SCHEME): `.
+struct Summary {
+    passes: u64,
+    page_reads: u64,
+    /// Hits of each pass.
+    hits: Vec<u64>,
+    stats: Stats,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = &self.stats;
+        let hits: u64 = self.hits.iter().sum();
+        let by_pass: Vec<String> = self.hits.iter().map(u64::to_string).collect();
+        write!(
+            f,
+            "{} page reads in {} pass{}: {hits} hits (by pass: {}), {} misses; \
+             {} fills (pages read from the file: {} on a miss, {} read ahead); \
+             {} evictions; {} resident frames ({} at peak) of {}",
+            self.page_reads,
+            self.passes,
+            if self.passes == 1 { "" } else { "es" },
+            by_pass.join(", "),
+            self.page_reads - hits,
+            st.fills,
+            st.fills - st.read_ahead,
+            st.read_ahead,
+            st.evictions,
+            st.resident,
+            st.resident_high_water,
+            st.limit,
+        )
+    }
+}
+
+/// pcat with `args` (the program's name left out), writing the file to `out` and what it says
+/// to `err`: its exit code.
+pub(crate) fn run(
+    args: impl IntoIterator<Item = String>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let mut fail = |msg: &dyn std::fmt::Display| {
+        let _ = writeln!(err, "pcat: {msg}");
+        2
+    };
+    let mut args = args.into_iter();
     let (mut path, mut scheme, mut pages, mut passes) = (None, "paygo".to_string(), 1024, 2);
     let (mut mode, mut paygo_slots) = (Mode::Counting, None);
     while let Some(a) = args.next() {
@@ -54,8 +124,10 @@ fn main() -> ExitCode {
                     .map_err(|e| format!("--paygo-slots {v}: {e}"))
             }),
             "-h" | "--help" => {
-                println!("{USAGE}\n{OPTIONS}");
-                return ExitCode::SUCCESS;
+                return match writeln!(out, "{USAGE}\n{OPTIONS}") {
+                    Ok(()) => 0,
+                    Err(_) => 1,
+                };
             }
             _ if path.is_none() && !a.starts_with('-') => {
                 path = Some(a);
@@ -64,17 +136,17 @@ fn main() -> ExitCode {
             _ => Err(format!("unexpected argument '{a}'")),
         };
         if let Err(e) = r {
-            return fail(e);
+            return fail(&e);
         }
     }
     let Some(path) = path else {
-        return fail(USAGE);
+        return fail(&USAGE);
     };
     let mut cfg = Config::new(pages, &scheme);
     cfg.mode = mode;
     if let Some(n) = paygo_slots {
         if scheme != "paygo" {
-            return fail(format!(
+            return fail(&format!(
                 "--paygo-slots sizes paygo's tables, and scheme {scheme} has none"
             ));
         }
@@ -83,44 +155,56 @@ fn main() -> ExitCode {
     }
     let cache = match PageCache::new(cfg) {
         Ok(c) => c,
-        Err(e) => return fail(e),
+        Err(e) => return fail(&e),
     };
     let file = match cache.open(&path) {
         Ok(f) => f,
-        Err(e) => return fail(format!("{path}: {e}")),
+        Err(e) => return fail(&file_error(&path, &e)),
     };
-    let mut out = std::io::stdout().lock();
     let mut buf = vec![0u8; PAGE_SIZE];
-    let mut page_reads = 0u64;
+    let (mut page_reads, mut hits) = (0u64, Vec::new());
     for pass in 0..passes {
+        let before = cache.stats();
+        let mut reads = 0u64;
         let mut off = 0u64;
         loop {
             let n = match file.read_at(&mut buf, off) {
                 Ok(0) => break,
                 Ok(n) => n,
-                Err(e) => return fail(format!("{path}: {e}")),
+                Err(e) => return fail(&file_error(&path, &e)),
             };
-            page_reads += 1;
+            reads += 1;
             if pass == 0 && out.write_all(&buf[..n]).is_err() {
-                return ExitCode::FAILURE;
+                return 1;
             }
             off += n as u64;
         }
+        // Every page read is one page (offsets stay page-aligned: a read returns a whole page
+        // but at the end), and a miss is the fill of its own page: the pass's fills less the
+        // pages it read ahead.
+        let after = cache.stats();
+        let misses = (after.fills - before.fills) - (after.read_ahead - before.read_ahead);
+        hits.push(reads - misses);
+        page_reads += reads;
     }
-    let _ = out.flush();
-    let st = cache.stats();
-    eprintln!(
-        "pcat: {} ({}{}): {page_reads} page reads in {passes} pass{}, {} hits, {} misses ({} pages read ahead), {} evictions, {} of {} frames used",
-        path,
+    if out.flush().is_err() {
+        return 1;
+    }
+    let summary = Summary {
+        passes,
+        page_reads,
+        hits,
+        stats: cache.stats(),
+    };
+    let _ = writeln!(
+        err,
+        "pcat: {path} ({}{}): {summary}",
         cache.scheme(),
-        if mode == Mode::Optimistic { ", optimistic reads" } else { "" },
-        if passes == 1 { "" } else { "es" },
-        page_reads - (st.fills - st.read_ahead),
-        st.fills - st.read_ahead,
-        st.read_ahead,
-        st.evictions,
-        st.resident_high_water,
-        st.limit
+        if mode == Mode::Optimistic {
+            ", optimistic reads"
+        } else {
+            ""
+        },
     );
-    ExitCode::SUCCESS
+    0
 }

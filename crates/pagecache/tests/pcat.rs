@@ -1,0 +1,152 @@
+//! The example `pcat`, run in this process (its `run`, from `examples/pcat.rs`): the file on
+//! stdout, and on stderr the counts of a file of known size (page reads, hits, misses, fills
+//! with the pages read ahead, evictions, resident frames at the end and at peak); the path
+//! said once in an error, and exit code 2 for bad input.
+
+mod common;
+
+#[allow(dead_code)] // its `main`
+#[path = "../examples/pcat.rs"]
+mod pcat;
+
+use common::{pattern, pattern_file};
+use pagecache::PAGE_SIZE;
+
+/// Ten pages, the last partial.
+const LEN: u64 = 10 * PAGE_SIZE as u64 - 1000;
+
+/// pcat's exit code, stdout and stderr with `args`.
+fn pcat(args: &[&str]) -> (u8, Vec<u8>, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = pcat::run(args.iter().map(|a| a.to_string()), &mut out, &mut err);
+    (code, out, String::from_utf8(err).expect("UTF-8"))
+}
+
+/// The number before `what` in `s` (`"27 hits"`: 27 for " hits").
+fn count(s: &str, what: &str) -> u64 {
+    let at = s
+        .find(what)
+        .unwrap_or_else(|| panic!("{what:?} not in {s}"));
+    let digits: String = s[..at]
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .chars()
+        .rev()
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("no count before {what:?} in {s}"))
+}
+
+#[test]
+fn counts_of_a_file_of_known_size() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", LEN);
+    let p = path.to_str().expect("UTF-8 path");
+
+    // A cache larger than the file: the first pass reads each page from the file once (on a
+    // miss or read ahead of one), the second hits every page.
+    let (code, out, err) = pcat(&[p, "--passes", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, pattern(LEN));
+    assert!(err.starts_with(&format!("pcat: {p} (paygo): ")), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(count(&err, " page reads in 2 passes"), 20, "{err}");
+    let (hits, misses) = (count(&err, " hits"), count(&err, " misses"));
+    assert_eq!(hits + misses, 20, "{err}");
+    assert_eq!(
+        count(&err, " fills"),
+        10,
+        "each page read from the file once: {err}"
+    );
+    let (on_miss, ahead) = (count(&err, " on a miss"), count(&err, " read ahead)"));
+    assert_eq!((on_miss, on_miss + ahead), (misses, 10), "{err}");
+    assert!(ahead > 0, "a sequential read reads ahead: {err}");
+    // The pages read ahead are hits of the first pass, every page one of the second.
+    assert!(
+        err.contains(&format!("hits (by pass: {ahead}, 10)")),
+        "{err}"
+    );
+    assert_eq!(count(&err, " evictions"), 0, "{err}");
+    assert!(
+        err.ends_with("10 resident frames (10 at peak) of 1024\n"),
+        "{err}"
+    );
+
+    // Two frames: nothing read ahead (an eighth of the cache is none), every page read is a
+    // miss and a fill, each past the second evicts; two frames at peak.
+    let (code, out, err) = pcat(&[p, "--pages", "2", "--passes", "3", "--scheme", "atomic"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, pattern(LEN));
+    assert!(err.starts_with(&format!("pcat: {p} (atomic): ")), "{err}");
+    assert_eq!(count(&err, " page reads in 3 passes"), 30, "{err}");
+    assert!(
+        err.contains(": 0 hits (by pass: 0, 0, 0), 30 misses;"),
+        "{err}"
+    );
+    assert!(
+        err.contains("; 30 fills (pages read from the file: 30 on a miss, 0 read ahead);"),
+        "{err}"
+    );
+    assert_eq!(count(&err, " evictions"), 28, "{err}");
+    assert_eq!(count(&err, " at peak) of 2"), 2, "{err}");
+
+    // One pass, optimistic reads.
+    let (code, out, err) = pcat(&[p, "--passes", "1", "--optimistic"]);
+    assert_eq!((code, out.len() as u64), (0, LEN), "{err}");
+    assert!(
+        err.contains("(paygo, optimistic reads): 10 page reads in 1 pass:"),
+        "{err}"
+    );
+    assert_eq!(count(&err, " fills"), 10, "{err}");
+
+    // An empty file: nothing read.
+    let empty = pattern_file(&dir, "empty", 0);
+    let (code, out, err) = pcat(&[empty.to_str().expect("UTF-8")]);
+    assert_eq!((code, out.len()), (0, 0), "{err}");
+    assert!(
+        err.contains(": 0 page reads in 2 passes: 0 hits (by pass: 0, 0), 0 misses; 0 fills"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_input_says_the_path_once_and_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("UTF-8 path");
+    // A directory: the cache's own error names the path.
+    let (code, out, err) = pcat(&[d]);
+    assert_eq!((code, out.len()), (2, 0), "{err}");
+    assert_eq!(err, format!("pcat: {d} is a directory\n"));
+    assert_eq!(err.matches(d).count(), 1, "{err}");
+    // A missing file: the system's error does not, pcat does.
+    let missing = format!("{d}/missing");
+    let (code, out, err) = pcat(&[&missing]);
+    assert_eq!((code, out.len()), (2, 0), "{err}");
+    assert!(err.starts_with(&format!("pcat: {missing}: ")), "{err}");
+    assert_eq!(err.matches(&missing).count(), 1, "{err}");
+    // Bad arguments.
+    let path = pattern_file(&dir, "f", 10);
+    let p = path.to_str().expect("UTF-8 path");
+    for args in [
+        &[][..],
+        &[p, "--pages"],
+        &[p, "--pages", "x"],
+        &[p, "--pages", "0"],
+        &[p, "--passes", "0"],
+        &[p, "--scheme", "no-such"],
+        &[p, "--scheme", "atomic", "--paygo-slots", "8"],
+        &[p, "--paygo-slots", "3000"],
+        &[p, p],
+        &[p, "--bogus"],
+    ] {
+        let (code, out, err) = pcat(args);
+        assert_eq!((code, out.len()), (2, 0), "{args:?}: {err}");
+        assert!(
+            err.starts_with("pcat: ") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
