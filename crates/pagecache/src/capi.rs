@@ -823,8 +823,10 @@ fn errno_texts() -> &'static [CString] {
 pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
     let s: &'static CStr = match code {
         PAGECACHE_OK => c"success",
+        // One sentence, not the list of the causes (the documentation of each call has its
+        // own); `-EINVAL` is also the I/O error of a file that the cache does not serve.
         PAGECACHE_EINVAL => {
-            c"invalid argument (a null pointer, a memory limit of 0 or too large, an unknown mode, a scheme's setting it does not take, options of a size too small or with flags, a length above SSIZE_MAX, a negative length, a write or length past 2^63 - 1, or not a regular file)"
+            c"invalid argument: a value the call does not take (pagecache.h says which for each call), or a file that is not a regular one"
         }
         PAGECACHE_ENOMEM => c"out of memory (a cache's frames or a file's page table cannot be allocated)",
         PAGECACHE_EFBIG => {

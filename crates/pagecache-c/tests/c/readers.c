@@ -416,6 +416,9 @@ static void errors(void) {
         CHECK(s != NULL && s[0] != '\0');
     }
     CHECK(strcmp(pagecache_strerror(-ENOENT), strerror(ENOENT)) == 0);
+    /* PAGECACHE_EINVAL (-EINVAL): one sentence, not a list of every cause. */
+    CHECK(strncmp(pagecache_strerror(PAGECACHE_EINVAL), "invalid argument: ", 18) == 0);
+    CHECK(strstr(pagecache_strerror(PAGECACHE_EINVAL), "a null pointer, ") == NULL);
     CHECK(strcmp(pagecache_strerror(PAGECACHE_ENOSCHEME), pagecache_strerror(-ENOENT)) != 0);
     /* Any other value, also one in the range of the system's texts that no errno has. */
     CHECK(strcmp(pagecache_strerror(12345), "unknown error") == 0);

@@ -673,6 +673,13 @@ fn strerror_covers_own_codes_and_errnos() {
         assert!(!text(code).is_empty());
     }
     assert!(text(PAGECACHE_EFBIG).starts_with("file too large ("));
+    // One sentence: no list of every cause in parentheses.
+    let t = text(PAGECACHE_EINVAL);
+    assert!(
+        t.starts_with("invalid argument: ") && t.matches(',').count() <= 1,
+        "{t}"
+    );
+    assert!(!t.contains("a null pointer, "), "{t}");
     assert_eq!(text(PAGECACHE_ENOSCHEME), "no counting scheme of that name");
     let t = text(-libc::ENOENT);
     assert!(!t.is_empty() && !t.contains("os error"), "{t}");
