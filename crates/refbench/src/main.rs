@@ -15,7 +15,8 @@ use std::time::Duration;
 #[command(
     name = "refbench",
     version,
-    about = "Scalable reference counting experiments, side by side for every scheme"
+    about = "Scalable reference counting experiments, side by side for every scheme",
+    after_long_help = output::TABLE_LEGEND
 )]
 struct Cli {
     #[command(subcommand)]
@@ -35,6 +36,7 @@ enum Cmd {
     ///
     /// A flag the experiment does not use is refused with exit code 2; each flag's help names
     /// the experiments that use it.
+    #[command(after_long_help = output::TABLE_LEGEND)]
     Run {
         /// The experiment (see `refbench list`).
         experiment: String,

@@ -288,8 +288,98 @@ pub fn table(results: &Results) -> String {
             fmt([&l[0], &l[1], &l[2], &l[3], &l[4], &l[5], &l[6], &l[7]])
         );
     }
-    if results.rows.iter().any(|r| r.kind == Kind::Reference) {
-        let _ = writeln!(out, "(ref) = reference row: a bare per-CPU counter with no per-object state; it cannot detect zero and shows what a bare per-CPU update costs.");
+    for line in footer(results, &lines) {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// What each column of [`table`] shows, and the extra fields that many experiments' rows carry:
+/// the legend of `refbench --help` and `refbench run --help`. README.md's "Reading the table"
+/// names every extra field of every experiment.
+pub const TABLE_LEGEND: &str = "\
+Reading the table (--format table):
+  experiment, scheme  the experiment and the scheme (or reference row) measured
+  threads   worker threads (query, drop-file: the background threads and the one that reclaims
+            or drops; lodic-*: the threads sharing the mappings)
+  objects   objects the threads share; MiB of file in file-spectrum and drop-file, files in
+            randomread, mapped percent in lodic-query and lodic-memory
+  Mops/s    median over the repetitions (--reps) of millions of ops per second (one op: a get+put
+            pair in the counting experiments, a 64-byte read in the file ones); - where the row
+            measures no throughput (memory, tsc-check, skipped rows)
+  min..max  the slowest and the fastest repetition, in Mops/s
+  vs 1T     Mops/s over that of the same scheme's 1-thread row (same experiment, objects and
+            series: migrate_every, read_every, background, form, reclaimer); blank without one
+  (ref)     a reference row, not a scheme: a bare per-CPU counter with no per-object state, which
+            cannot detect zero (it shows what a bare per-CPU update costs)
+  extra     the experiment's own fields, NAME=VALUE, among them:
+            cpu_util     the workers' CPU time over threads x the window; below 0.9 the row was
+                         disturbed by other load
+            NAME_per_op  the scheme's events per op: paygo's claims, evictions, put_anchor,
+                         put_overflow; refcache's conflict_evictions, overflow_evictions,
+                         epoch_flushes, epochs, confirmed
+            vs_NAME      a ratio to the row NAME names (vs_no_migration, vs_std_arc, ...)
+            skipped      why the row has no figure; note: what the scheme is
+            paygo_slots  paygo's slots per CPU (--paygo-slots); pin_refused: pins refused
+  README.md's \"Reading the table\" names every field of every experiment.";
+
+/// The lines under [`table`] that say what its columns show: those of its columns that hold
+/// something (a table of `memory` rows has no throughput, no spread and no scaling), and what
+/// a reference row is where there is one. The whole legend is [`TABLE_LEGEND`].
+fn footer(results: &Results, lines: &[[String; 8]]) -> Vec<String> {
+    let rows = &results.rows;
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let measured = rows.iter().filter(|r| r.ops_per_sec.is_some()).count();
+    let mut columns = Vec::new();
+    match measured {
+        0 => columns.push("Mops/s: - (no throughput measured: the figures are in extra)".into()),
+        n => {
+            let none = if n < rows.len() {
+                " (-: none measured)"
+            } else {
+                ""
+            };
+            columns.push(format!(
+                "Mops/s: median of the repetitions, millions of ops per second{none}"
+            ));
+            columns.push("min..max: the slowest and the fastest repetition".into());
+        }
+    }
+    if lines.iter().any(|l| !l[6].is_empty()) {
+        columns.push("vs 1T: Mops/s over the same scheme's 1-thread row".into());
+    }
+    let mut out = vec![format!("{}.", columns.join("; "))];
+    let mut notes = Vec::new();
+    if rows.iter().any(|r| !r.extra.is_empty()) {
+        let has =
+            |pred: &dyn Fn(&str) -> bool| rows.iter().any(|r| r.extra.keys().any(|k| pred(k)));
+        let mut fields = Vec::new();
+        if has(&|k| k == "cpu_util") {
+            fields.push("cpu_util below 0.9: disturbed by other load");
+        }
+        if has(&|k| k.ends_with("_per_op")) {
+            fields.push("X_per_op: the scheme's X events per op");
+        }
+        if has(&|k| k == "skipped") {
+            fields.push("skipped: why a row has no figure");
+        }
+        fields.push("see refbench run --help");
+        notes.push(format!(
+            "extra: the experiment's fields ({})",
+            fields.join("; ")
+        ));
+    }
+    if rows.iter().any(|r| r.kind == Kind::Reference) {
+        notes.push(
+            "(ref): a reference row, not a scheme: a bare per-CPU counter with no per-object \
+             state, which cannot detect zero"
+                .into(),
+        );
+    }
+    if !notes.is_empty() {
+        out.push(format!("{}.", notes.join("; ")));
     }
     out
 }
@@ -479,8 +569,9 @@ mod tests {
         };
         let t = table(&results);
         let lines: Vec<&str> = t.lines().collect();
-        // The machine, the header, the row, the note on reference rows.
-        assert_eq!(lines.len(), 4, "{t}");
+        // The machine, the header, the row, and the footer: the columns, and the extra fields
+        // with the note on reference rows.
+        assert_eq!(lines.len(), 5, "{t}");
         assert!(
             lines[2].ends_with("skipped=cc failed: no sys/rseq.h    17 | #include"),
             "{t}"
@@ -523,6 +614,129 @@ mod tests {
         assert_eq!(row[4..6], ["0.00093", "0.00014..0.0017"], "{t}");
         assert!(row.contains(&"vs_no_reclaimer=0.00015"), "{t}");
         assert!(row.contains(&"cpu_util=0.000"), "{t}");
+    }
+
+    /// The footer under the table says what each column that holds something shows: the
+    /// median, the spread and the scaling of a run with throughput, the extra fields it has,
+    /// and what a reference row is; a table of rows without throughput (`memory`) says only
+    /// why its figures are in `extra`.
+    #[test]
+    fn the_footer_says_what_each_column_shows() {
+        let row = |scheme: &str, kind: Kind, threads: usize, ops: Option<f64>, extra: Value| Row {
+            experiment: "single-object".into(),
+            scheme: scheme.into(),
+            kind,
+            threads,
+            objects: 1,
+            ops_per_sec: ops,
+            reps: ops.into_iter().collect(),
+            extra: extra.as_object().cloned().unwrap_or_default(),
+        };
+        let results = Results {
+            meta: Meta::collect(),
+            rows: vec![
+                row(
+                    "paygo",
+                    Kind::Scheme,
+                    1,
+                    Some(8e6),
+                    serde_json::json!({"cpu_util": 0.99, "claims_per_op": 0.0}),
+                ),
+                row(
+                    "paygo",
+                    Kind::Scheme,
+                    2,
+                    Some(16e6),
+                    serde_json::json!({"cpu_util": 0.98, "claims_per_op": 0.0}),
+                ),
+                row(
+                    "percpu-limit",
+                    Kind::Reference,
+                    1,
+                    Some(80e6),
+                    serde_json::json!({"cpu_util": 0.99}),
+                ),
+            ],
+        };
+        let t = table(&results);
+        let lines: Vec<&str> = t.lines().collect();
+        // The machine, the header, three rows, two lines of footer.
+        assert_eq!(lines.len(), 7, "{t}");
+        assert_eq!(
+            lines[4].split_whitespace().nth(2),
+            Some("(ref)"),
+            "the reference row is marked: {t}"
+        );
+        assert_eq!(
+            lines[5],
+            "Mops/s: median of the repetitions, millions of ops per second; min..max: the \
+             slowest and the fastest repetition; vs 1T: Mops/s over the same scheme's 1-thread \
+             row."
+        );
+        assert_eq!(
+            lines[6],
+            "extra: the experiment's fields (cpu_util below 0.9: disturbed by other load; \
+             X_per_op: the scheme's X events per op; see refbench run --help); (ref): a \
+             reference row, not a scheme: a bare per-CPU counter with no per-object state, \
+             which cannot detect zero."
+        );
+        // Every column of the header that holds something is named in the footer.
+        let footer = lines[5..].join(" ");
+        for column in ["Mops/s", "min..max", "vs 1T", "extra", "(ref)"] {
+            assert!(lines[1].contains(column) || column == "(ref)", "{t}");
+            assert!(footer.contains(&format!("{column}:")), "{column}: {t}");
+        }
+
+        // No throughput (memory's rows), a skipped row, no reference row: no spread and no
+        // scaling to explain.
+        let results = Results {
+            meta: Meta::collect(),
+            rows: vec![
+                row(
+                    "atomic",
+                    Kind::Scheme,
+                    1,
+                    None,
+                    serde_json::json!({"bytes_total": 80}),
+                ),
+                row(
+                    "paygo",
+                    Kind::Scheme,
+                    1,
+                    None,
+                    serde_json::json!({"skipped": "why"}),
+                ),
+            ],
+        };
+        let t = table(&results);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[4..],
+            [
+                "Mops/s: - (no throughput measured: the figures are in extra).",
+                "extra: the experiment's fields (skipped: why a row has no figure; see refbench \
+                 run --help)."
+            ],
+            "{t}"
+        );
+
+        // Some rows with throughput and some without.
+        let results = Results {
+            meta: Meta::collect(),
+            rows: vec![
+                row("atomic", Kind::Scheme, 2, Some(5e6), serde_json::json!({})),
+                row("paygo", Kind::Scheme, 2, None, serde_json::json!({})),
+            ],
+        };
+        let t = table(&results);
+        assert_eq!(
+            t.lines().last(),
+            Some(
+                "Mops/s: median of the repetitions, millions of ops per second (-: none \
+                 measured); min..max: the slowest and the fastest repetition."
+            ),
+            "{t}"
+        );
     }
 
     #[test]

@@ -133,6 +133,81 @@ fn help_shows_list_defaults_comma_separated() {
     }
 }
 
+/// The table a run prints ends with a footer that says what its columns show, and `--help` and
+/// `run --help` carry the legend of every column and of the common extra fields.
+#[test]
+fn the_table_and_the_help_say_what_the_columns_show() {
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "paygo,percpu-limit",
+        "--threads",
+        "1,2",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    // The machine, the header, 2 schemes x 2 thread counts, the footer's two lines.
+    assert_eq!(lines.len(), 8, "{table}");
+    assert!(lines[1].starts_with("experiment"), "{table}");
+    assert!(
+        lines[5].contains("percpu-limit (ref)"),
+        "the reference row is marked: {table}"
+    );
+    assert_eq!(
+        lines[6],
+        "Mops/s: median of the repetitions, millions of ops per second; min..max: the slowest \
+         and the fastest repetition; vs 1T: Mops/s over the same scheme's 1-thread row.",
+        "{table}"
+    );
+    assert_eq!(
+        lines[7],
+        "extra: the experiment's fields (cpu_util below 0.9: disturbed by other load; X_per_op: \
+         the scheme's X events per op; see refbench run --help); (ref): a reference row, not a \
+         scheme: a bare per-CPU counter with no per-object state, which cannot detect zero.",
+        "{table}"
+    );
+    // paygo's rows carry the fields the footer names.
+    assert!(
+        lines[2].contains(" claims_per_op=") && lines[2].contains(" cpu_util="),
+        "{table}"
+    );
+    for args in [&["--help"][..], &["run", "--help"]] {
+        let o = refbench(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&o.stdout);
+        let legend = help
+            .split_once("Reading the table (--format table):")
+            .unwrap_or_else(|| panic!("{args:?}: no legend in {help}"))
+            .1;
+        for column in [
+            "\n  threads ",
+            "\n  objects ",
+            "\n  Mops/s ",
+            "\n  min..max ",
+            "\n  vs 1T ",
+            "\n  (ref) ",
+            "\n  extra ",
+            " cpu_util ",
+            " NAME_per_op ",
+            " claims, evictions, put_anchor,",
+            " epoch_flushes, epochs, confirmed",
+            " skipped ",
+            " paygo_slots ",
+        ] {
+            assert!(legend.contains(column), "{args:?}: {column:?} in {legend}");
+        }
+    }
+    // The short help stays short: the legend is in the long one only.
+    let o = refbench(&["run", "-h"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("Reading the table"));
+}
+
 /// A duration, a count of repetitions or round trips, or a spin past its bound is refused by
 /// name before anything runs: unbounded, `--duration-ms 18446744073709551615` (or as many
 /// `--reps` or `--samples`) would run for as long as it says, and `--spin-cycles` near
