@@ -6,6 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use refbench::experiments::{self, Flag, Params, EXPERIMENTS};
 use refbench::meta::Meta;
 use refbench::output::{self, Results};
+use refbench::say;
 use refbench::schemes::{SchemeConfig, SCHEMES};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -344,7 +345,7 @@ fn print_out(text: &str) -> Result<(), String> {
 /// The end of a command whose output could not be written (to stdout, or a file after the
 /// checks passed): the message, and exit code 1.
 fn output_error(e: String) -> ExitCode {
-    eprintln!("refbench: {e}");
+    say!("refbench: {e}");
     ExitCode::FAILURE
 }
 
@@ -359,14 +360,14 @@ fn default_thread_ceiling() -> usize {
 }
 
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("refbench: {msg}");
+    say!("refbench: {msg}");
     ExitCode::from(2)
 }
 
 /// `errors`, one a line, and exit code 2; `None` where there are none.
 fn usage_errors(errors: &[String]) -> Option<ExitCode> {
     for e in errors {
-        eprintln!("refbench: {e}");
+        say!("refbench: {e}");
     }
     (!errors.is_empty()).then(|| ExitCode::from(2))
 }
@@ -568,7 +569,7 @@ fn main() -> ExitCode {
                     Err(e) => output_error(e),
                 },
                 Err(e) => {
-                    eprintln!("refbench: {e}");
+                    say!("refbench: {e}");
                     ExitCode::FAILURE
                 }
             }
@@ -776,7 +777,7 @@ fn main() -> ExitCode {
                 // Before anything runs: the results of an earlier run there are replaced.
                 let earlier = output::earlier_results(dir, &experiment);
                 if !earlier.is_empty() {
-                    eprintln!(
+                    say!(
                         "refbench: --out: this run replaces the earlier results {}",
                         earlier
                             .iter()
@@ -824,7 +825,7 @@ fn main() -> ExitCode {
                 Ok(Err(e)) => return usage_error(e),
                 Err(e) => {
                     bar.finish_and_clear();
-                    eprintln!("refbench: {experiment}: {e}");
+                    say!("refbench: {experiment}: {e}");
                     return ExitCode::FAILURE;
                 }
             };
@@ -854,12 +855,12 @@ fn main() -> ExitCode {
                     output::remove_stale_plots(&dir, &experiment, &files)
                 })();
                 for f in &files {
-                    eprintln!("refbench: wrote {}", f.display());
+                    say!("refbench: wrote {}", f.display());
                 }
                 match r {
                     Ok(removed) => {
                         for f in removed {
-                            eprintln!(
+                            say!(
                                 "refbench: removed {}, an earlier run's plot (no throughput rows \
                                  to draw in this one)",
                                 f.display()
@@ -867,7 +868,7 @@ fn main() -> ExitCode {
                         }
                     }
                     Err(e) => {
-                        eprintln!("refbench: writing results: {e}");
+                        say!("refbench: writing results: {e}");
                         return ExitCode::FAILURE;
                     }
                 }

@@ -6,6 +6,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 
+/// Writes `args` and a line break to standard error, ignoring a write that fails (see
+/// [`say!`](crate::say)): what refbench says on stderr is never worth a panic.
+pub fn to_stderr(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(format!("{args}\n").as_bytes());
+}
+
 /// One measured configuration.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Row {

@@ -160,7 +160,7 @@ pub fn install() -> bool {
             for p in partial.iter() {
                 let _ = std::fs::remove_file(p);
             }
-            eprintln!(
+            crate::say!(
                 "refbench: interrupted; removed {} folder(s) of test files",
                 live.len()
             );

@@ -1489,6 +1489,110 @@ fn a_stdout_that_cannot_be_written_exits_1_and_keeps_the_results() {
     let _ = std::fs::remove_dir_all(&report_dir);
 }
 
+/// A pipe whose reader has gone: its write end, for a child's stdout or stderr.
+fn pipe_without_reader() -> std::io::PipeWriter {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    writer
+}
+
+/// A standard output whose reader goes away after one line (`refbench ... | head -1`) ends the
+/// run with its message and exit code 1, and a standard error that cannot be written (a pipe
+/// whose reader has gone, `2>&1 | head -1`; or closed, `2>&-`) is ignored: `eprintln!` panicked
+/// there, exit code 101 where a bad argument exits 2 and a run that wrote its results 0.
+#[test]
+fn a_closed_stdout_or_stderr_ends_without_a_panic() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    let exe = env!("CARGO_BIN_EXE_refbench");
+    // A table of some 270 KB, past what a pipe holds (64 KiB): refbench is still writing it
+    // when the reader goes, one line in.
+    let objects: Vec<String> = (1..=120).map(|n| n.to_string()).collect();
+    let big = ["run", "memory", "--objects", &objects.join(",")];
+    for stderr_readable in [true, false] {
+        let mut cmd = Command::new(exe);
+        cmd.args(big).stdout(Stdio::piped());
+        if stderr_readable {
+            cmd.stderr(Stdio::piped());
+        } else {
+            cmd.stderr(pipe_without_reader());
+        }
+        let mut child = cmd.spawn().expect("refbench runs");
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        assert!(first.starts_with("# "), "the machine line: {first}");
+        drop(out);
+        let o = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "stderr readable: {stderr_readable}: {err}"
+        );
+        if stderr_readable {
+            assert_eq!(
+                err.trim_end(),
+                "refbench: writing to standard output: Broken pipe (os error 32)"
+            );
+        }
+    }
+
+    // Only stderr gone: each command ends as it would have, with nothing on stderr to say it.
+    let dir = scratch("stderr-closed");
+    let run = [
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    let missing = dir.join("missing");
+    for (args, code) in [
+        // Its `--out` files, each said on stderr ("wrote ..."), and then once more: the earlier
+        // results it replaces are said before it runs.
+        (&run[..], 0),
+        (&run[..], 0),
+        (&["run", "no-such-experiment"], 2),
+        (&["report", missing.to_str().unwrap()], 2),
+        (&["run", "single-object", "--threads", "0"], 2),
+    ] {
+        let o = Command::new(exe)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(pipe_without_reader())
+            .output()
+            .expect("refbench runs");
+        assert_eq!(o.status.code(), Some(code), "{args:?} with a stderr gone");
+        if code == 0 {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+            assert_eq!(v["rows"][0]["scheme"], "atomic");
+        }
+        // Closed outright, as `2>&-` leaves it.
+        let o = Command::new("sh")
+            .args(["-c", "exec \"$0\" \"$@\" 2>&-"])
+            .arg(exe)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("sh runs");
+        assert_eq!(o.status.code(), Some(code), "{args:?} with 2>&-");
+        assert!(o.stderr.is_empty(), "{args:?} with 2>&-");
+    }
+    assert!(dir.join("single-object.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `report` refuses a folder with a broken result before it draws anything: it drew the plots
 /// of the results sorted before the broken one again, wrote them over the folder's and exited
 /// 2 without naming them.

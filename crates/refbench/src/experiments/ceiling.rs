@@ -78,7 +78,7 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 c_loops.insert(b.row(), exe);
             }
             Err(e) => {
-                eprintln!("refbench: no {} row: {e}", b.row());
+                crate::say!("refbench: no {} row: {e}", b.row());
                 skipped.push((b.row(), e));
             }
         }
@@ -97,7 +97,7 @@ pub fn ceiling(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                         e.1.push(r.cpu_util);
                     }
                     Some(Err(why)) => {
-                        eprintln!("refbench: {name} at {t} threads: {why}");
+                        crate::say!("refbench: {name} at {t} threads: {why}");
                         failed.entry((name.clone(), t)).or_insert((0, why)).0 += 1;
                     }
                     None => {}

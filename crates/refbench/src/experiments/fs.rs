@@ -787,7 +787,7 @@ fn unfit(name: &str) -> Option<&'static str> {
 }
 
 fn skipped_row(experiment: &str, name: &str, why: &str) -> Row {
-    eprintln!("refbench: {experiment}: {name} skipped: it cannot serve a page cache: {why}");
+    crate::say!("refbench: {experiment}: {name} skipped: it cannot serve a page cache: {why}");
     let mut extra = Map::new();
     extra.insert(
         "skipped".into(),

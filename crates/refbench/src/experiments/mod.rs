@@ -584,7 +584,7 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
         .map(|(name, (n, why))| (name, crate::harness::pin_refused(n, &why)))
         .collect();
     for (name, why) in &refused {
-        eprintln!("refbench: {experiment}, {name}: {why}; its rows say so (pin_refused)");
+        crate::say!("refbench: {experiment}, {name}: {why}; its rows say so (pin_refused)");
     }
     for r in &mut rows {
         if let Some(why) = refused.get(&r.scheme) {
