@@ -189,11 +189,16 @@ pub fn check_results(dir: &Path, except: &[&str]) -> Result<(), String> {
 /// where they are there, are files it can write over ([`crate::output::check_result_files`]).
 /// Run before anything is drawn: a `REPORT.md` that could not be written failed the report
 /// after every plot had been drawn over the folder's. The results are read first
-/// ([`check_results`]).
+/// ([`check_results`]). Results that hold no row between them are refused: the report of a
+/// folder of empty results was a `REPORT.md` of claims none of them measured, written over
+/// the folder's.
 pub fn check_outputs(dir: &Path) -> Result<(), String> {
     let mut names = vec!["REPORT.md".to_string()];
-    for f in results_in(dir)? {
-        let (_, _, rows) = read_results(&f)?;
+    let files = results_in(dir)?;
+    let mut any_row = false;
+    for f in &files {
+        let (_, _, rows) = read_results(f)?;
+        any_row |= !rows.is_empty();
         for r in &rows {
             for ext in ["svg", "png"] {
                 let name = format!("{}.{ext}", r.experiment);
@@ -202,6 +207,18 @@ pub fn check_outputs(dir: &Path) -> Result<(), String> {
                 }
             }
         }
+    }
+    if !any_row {
+        let listed: Vec<String> = files
+            .iter()
+            .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        let hold = if listed.len() == 1 { "holds" } else { "hold" };
+        return Err(format!(
+            "no rows in the results in {} ({} {hold} none): nothing to report",
+            dir.display(),
+            listed.join(", ")
+        ));
     }
     crate::output::prepare_out_dir(dir)?;
     crate::output::check_result_files(dir, &names)

@@ -1367,6 +1367,87 @@ fn report_refuses_a_negative_throughput_and_writes_nothing() {
     }
 }
 
+/// `report` on a folder whose results hold no row between them, or with no result at all, is
+/// refused with exit code 2 and writes nothing: it wrote a REPORT.md of claims none of them
+/// measured, over the folder's.
+#[test]
+fn report_on_results_without_rows_exits_2_and_writes_nothing() {
+    let empty = serde_json::json!({"meta": {"cpu_model": "test"}, "rows": []}).to_string();
+    let kept = "# an earlier report\n";
+    let listing = |dir: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    for files in [
+        &[][..],
+        &["single-object.json"],
+        &["drbh.json", "memory.json"],
+    ] {
+        let dir = scratch("report-no-rows");
+        for f in files {
+            std::fs::write(dir.join(f), &empty).unwrap();
+        }
+        // An earlier report stays as it was, where there is one.
+        if !files.is_empty() {
+            std::fs::write(dir.join("REPORT.md"), kept).unwrap();
+        }
+        let before = listing(&dir);
+        let o = refbench(&["report", dir.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{files:?}: {err}");
+        assert!(o.stdout.is_empty(), "{files:?}: nothing written to list");
+        let want = match files {
+            [] => format!("refbench: no *.json results in {}\n", dir.display()),
+            [one] => format!(
+                "refbench: no rows in the results in {} ({one} holds none): nothing to report\n",
+                dir.display()
+            ),
+            _ => format!(
+                "refbench: no rows in the results in {} ({} hold none): nothing to report\n",
+                dir.display(),
+                files.join(", ")
+            ),
+        };
+        assert_eq!(err, want, "{files:?}");
+        assert_eq!(listing(&dir), before, "{files:?}: nothing written");
+        if !files.is_empty() {
+            assert_eq!(
+                std::fs::read_to_string(dir.join("REPORT.md")).unwrap(),
+                kept
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // A folder of results with a row between them is reported: an empty result beside one
+    // with rows is no reason to refuse it.
+    let dir = scratch("report-some-rows");
+    std::fs::write(dir.join("drbh.json"), &empty).unwrap();
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "5",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(dir.join("single-object.json"), &o.stdout).unwrap();
+    let o = refbench(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.join("REPORT.md").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `report` refuses a row whose experiment is not one of refbench's: its plots are written to
 /// DIR/EXPERIMENT.svg and .png, so `../name` wrote them outside the folder (over whatever
 /// was there) and an empty name wrote `.svg` before failing on `.png`.
