@@ -296,9 +296,34 @@ pub fn table(results: &Results) -> String {
         );
     }
     for line in footer(results, &lines) {
-        let _ = writeln!(out, "{line}");
+        for l in wrap(&line, FOOTER_WIDTH) {
+            let _ = writeln!(out, "{l}");
+        }
     }
     out
+}
+
+/// The widest line of [`table`]'s footer (its rows are as wide as their fields).
+const FOOTER_WIDTH: usize = 100;
+
+/// `text` cut into lines of at most `width` characters at spaces (a word longer than `width`
+/// stays whole on a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// What each column of [`table`] shows, and the extra fields that many experiments' rows carry:
@@ -577,8 +602,9 @@ mod tests {
         let t = table(&results);
         let lines: Vec<&str> = t.lines().collect();
         // The machine, the header, the row, and the footer: the columns, and the extra fields
-        // with the note on reference rows.
-        assert_eq!(lines.len(), 5, "{t}");
+        // with the note on reference rows (the text's lines are all on the row's).
+        assert!(lines[3].starts_with("Mops/s: "), "{t}");
+        assert!(lines[3..].iter().all(|l| !l.contains("#include")), "{t}");
         assert!(
             lines[2].ends_with("skipped=cc failed: no sys/rseq.h    17 | #include"),
             "{t}"
@@ -667,28 +693,25 @@ mod tests {
         };
         let t = table(&results);
         let lines: Vec<&str> = t.lines().collect();
-        // The machine, the header, three rows, two lines of footer.
-        assert_eq!(lines.len(), 7, "{t}");
+        // The machine, the header, three rows, the footer's lines, none wider than its width.
+        assert!(lines.len() > 5, "{t}");
+        assert!(lines[5..].iter().all(|l| l.len() <= FOOTER_WIDTH), "{t}");
         assert_eq!(
             lines[4].split_whitespace().nth(2),
             Some("(ref)"),
             "the reference row is marked: {t}"
         );
+        let footer = lines[5..].join(" ");
         assert_eq!(
-            lines[5],
+            footer,
             "Mops/s: median of the repetitions, millions of ops per second; min..max: the \
              slowest and the fastest repetition; vs 1T: Mops/s over the same scheme's 1-thread \
-             row."
-        );
-        assert_eq!(
-            lines[6],
-            "extra: the experiment's fields (cpu_util below 0.9: disturbed by other load; \
+             row. extra: the experiment's fields (cpu_util below 0.9: disturbed by other load; \
              X_per_op: the scheme's X events per op; see refbench run --help); (ref): a \
              reference row, not a scheme: a bare per-CPU counter with no per-object state, \
              which cannot detect zero."
         );
         // Every column of the header that holds something is named in the footer.
-        let footer = lines[5..].join(" ");
         for column in ["Mops/s", "min..max", "vs 1T", "extra", "(ref)"] {
             assert!(lines[1].contains(column) || column == "(ref)", "{t}");
             assert!(footer.contains(&format!("{column}:")), "{column}: {t}");
@@ -718,12 +741,9 @@ mod tests {
         let t = table(&results);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
-            lines[4..],
-            [
-                "Mops/s: - (no throughput measured: the figures are in extra).",
-                "extra: the experiment's fields (skipped: why a row has no figure; see refbench \
-                 run --help)."
-            ],
+            lines[4..].join(" "),
+            "Mops/s: - (no throughput measured: the figures are in extra). extra: the \
+             experiment's fields (skipped: why a row has no figure; see refbench run --help).",
             "{t}"
         );
 
@@ -736,14 +756,32 @@ mod tests {
             ],
         };
         let t = table(&results);
+        let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
-            t.lines().last(),
-            Some(
-                "Mops/s: median of the repetitions, millions of ops per second (-: none \
-                 measured); min..max: the slowest and the fastest repetition."
-            ),
+            lines[4..].join(" "),
+            "Mops/s: median of the repetitions, millions of ops per second (-: none \
+             measured); min..max: the slowest and the fastest repetition.",
             "{t}"
         );
+    }
+
+    /// The footer's lines are cut at spaces, none wider than the width but a word that is,
+    /// and give back the text joined with single spaces.
+    #[test]
+    fn wrap_cuts_at_spaces_within_the_width() {
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(wrap("aa bb cc", 8), ["aa bb cc"]);
+        assert_eq!(wrap("aaaaaaa b", 3), ["aaaaaaa", "b"]);
+        assert_eq!(wrap("", 10), Vec::<String>::new());
+        let text = "one two three four five six seven eight nine ten";
+        for width in 1..60 {
+            let lines = wrap(text, width);
+            assert_eq!(lines.join(" "), text, "{width}");
+            assert!(
+                lines.iter().all(|l| l.len() <= width.max(5)),
+                "{width}: {lines:?}"
+            );
+        }
     }
 
     #[test]
