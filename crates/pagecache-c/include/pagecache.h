@@ -34,9 +34,11 @@
  * A handle or out pointer that is misaligned for its type is never a live handle or a place
  * for a result: every function refuses it as it refuses NULL (PAGECACHE_EINVAL, nothing done;
  * pagecache_free does nothing, as with NULL).
- * pagecache_strerror() describes both. The code is returned, never reported through errno, whose
- * value after a call is unspecified (a system call inside it that failed may have set it, such as a
- * failed open(2) of pagecache_open). A call refused for its arguments (PAGECACHE_EINVAL,
+ * pagecache_strerror() describes both; pagecache_last_error() says which argument or file, and
+ * why, for the last call of the calling thread that failed (a per-thread message, set by
+ * failures only). The code is returned, never reported through errno, whose value after a call
+ * is unspecified (a system call inside it that failed may have set it, such as a failed open(2)
+ * of pagecache_open). A call refused for its arguments (PAGECACHE_EINVAL,
  * PAGECACHE_ENOSCHEME, ...) changes nothing and leaves *out as it was; the cache and its files go
  * on working after any error. An I/O error of a read or a write may come after part of the range
  * was done, as with pread and pwrite: a read leaves the buffer's contents unspecified, a write may
@@ -117,7 +119,7 @@
  *     (even where fewer bytes would be read or written).
  *
  * Strings returned (pagecache_scheme, pagecache_strerror) are static: never freed, valid for
- * the life of the process.
+ * the life of the process; but pagecache_last_error's belongs to the calling thread (see it).
  */
 #ifndef PAGECACHE_H
 #define PAGECACHE_H
@@ -397,6 +399,33 @@ int pagecache_prepare_unload(void);
 /* A static description of a pagecache_error or of a -errno (the system's text); "unknown
  * error" for any other value. Thread-safe; never NULL. */
 const char *pagecache_strerror(int code);
+
+/* The message of the last call of the calling thread that failed, or NULL if no call of this
+ * thread has failed yet: the function's name, then which argument was refused and why, or
+ * which file and the system's text of its error, such as
+ *     "pagecache_open: /tmp/x: No such file or directory (os error 2)"
+ *     "pagecache_new: memory_limit_pages is 0"
+ *     "pagecache_read_at: buf is NULL and len is 64, not 0"
+ *     "pagecache_sync: file (0x5555...) is a closed file handle (pagecache_close was called with it)"
+ * It is the message of pagecache_strerror(code)'s case, made precise: read it right after a
+ * call returned an error, as errno. For humans (logs, error reports): its wording may change
+ * between versions; a program decides on the code, never on the text.
+ *   - Only failures set it: a call that succeeds leaves it as it was (as errno), so after a
+ *     success it still describes an earlier failure. The calls that return no code set it
+ *     too: pagecache_scheme when it returns NULL, and any call whose internal error
+ *     (PAGECACHE_EINTERNAL, a panic) it catches, also pagecache_free. pagecache_strerror and
+ *     pagecache_last_error never change it.
+ *   - Per thread: a failure on another thread does not change this thread's message.
+ *   - Lifetime: the string belongs to the library and to the calling thread: do not free it,
+ *     and do not pass it to another thread. It stays valid until the next pagecache_* call of
+ *     the same thread (pagecache_strerror and pagecache_last_error excepted) or the thread's
+ *     exit; copy it to keep it longer.
+ *   - A path is shown as the bytes it was given (not necessarily UTF-8); a NUL byte inside a
+ *     message is written as the two characters \0. Where the memory for the message cannot be
+ *     allocated, it is a static text that says so (the code still says what failed).
+ * Thread-safe; reads the thread's own message only, and does no work on a call's success
+ * path (a failure is recorded where it is returned). */
+const char *pagecache_last_error(void);
 
 #ifdef __cplusplus
 }

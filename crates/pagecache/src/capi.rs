@@ -30,6 +30,10 @@
 //!   range), or `-errno` for an I/O
 //!   error (`-raw_os_error()`, or the errno closest to the `io::ErrorKind` of an error the
 //!   cache makes itself).
+//! * A call that fails also records, for its thread, a message naming the function and the
+//!   argument refused or the file and its error's text ([`pagecache_last_error`]): on the
+//!   failure paths only (the `#[cold]` functions of `last_error`), so a call that succeeds
+//!   does no work for it.
 //! * A call refused for its arguments changes nothing. No Rust panic crosses the boundary:
 //!   every entry point catches one and returns [`PAGECACHE_EINTERNAL`]. No call is a
 //!   cancellation point: each runs with the thread's cancellation disabled (`NoCancel`), a
@@ -117,8 +121,10 @@ const _: fn() = || {
 const _: () = assert!(core::mem::size_of::<CCache>() == 64 && core::mem::size_of::<CFile>() == 64);
 
 mod handles;
+mod last_error;
 pub use handles::Slot;
 use handles::{enter, Live, Table};
+use last_error::{failed, handle_failed, io_failed, pointer_failed};
 
 /// The caches' handles.
 static CACHES: Table<OpenCache> = Table::new();
@@ -192,19 +198,25 @@ fn writable<T>(out: *mut T) -> bool {
     !out.is_null() && out.is_aligned()
 }
 
-/// Runs an entry point's body, turning a panic into `err`, with the calling thread's
-/// cancellation disabled (`NoCancel`).
-fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
+/// Runs the body of the entry point `func`, turning a panic into `err` (and the thread's last
+/// error message), with the calling thread's cancellation disabled (`NoCancel`).
+fn boundary<R>(func: &str, err: R, f: impl FnOnce() -> R) -> R {
     let _no_cancel = NoCancel::new();
-    catches(err, f)
+    catches(func, err, f)
 }
 
-/// Runs an entry point's body, turning a panic into `err`, with the thread's cancellation as
-/// it is: for a body that disables it itself before any cancellation point
-/// (`pagecache_read_at`, whose reads of cached pages make no system call but the optimistic
-/// mode's `sched_yield`, which is no cancellation point).
-fn catches<R>(err: R, f: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
+/// Runs the body of the entry point `func`, turning a panic into `err` (and the thread's last
+/// error message), with the thread's cancellation as it is: for a body that disables it itself
+/// before any cancellation point (`pagecache_read_at`, whose reads of cached pages make no
+/// system call but the optimistic mode's `sched_yield`, which is no cancellation point).
+fn catches<R>(func: &str, err: R, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            last_error::panicked(func, &*payload);
+            err
+        }
+    }
 }
 
 /// The negative errno of an I/O error: its OS code, or the errno closest to its kind (errors
@@ -265,7 +277,7 @@ pub unsafe extern "C" fn pagecache_new(
     out: *mut *mut CCache,
 ) -> i32 {
     // SAFETY: the caller's contract is this function's.
-    unsafe { pagecache_new_sized(memory_limit_pages, scheme, mode, 0, out) }
+    unsafe { new_sized("pagecache_new", memory_limit_pages, scheme, mode, 0, out) }
 }
 
 /// Makes a cache of `memory_limit_pages` frames counted by the scheme named `scheme` (null:
@@ -288,7 +300,32 @@ pub unsafe extern "C" fn pagecache_new_sized(
     paygo_slots_per_cpu: usize,
     out: *mut *mut CCache,
 ) -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
+    // SAFETY: the caller's contract is this function's.
+    unsafe {
+        new_sized(
+            "pagecache_new_sized",
+            memory_limit_pages,
+            scheme,
+            mode,
+            paygo_slots_per_cpu,
+            out,
+        )
+    }
+}
+
+/// The work of [`pagecache_new_sized`] (and of [`pagecache_new`]), for the entry point `func`.
+///
+/// # Safety
+/// As [`pagecache_new_sized`].
+unsafe fn new_sized(
+    func: &'static str,
+    memory_limit_pages: usize,
+    scheme: *const c_char,
+    mode: c_int,
+    paygo_slots_per_cpu: usize,
+    out: *mut *mut CCache,
+) -> i32 {
+    boundary(func, PAGECACHE_EINTERNAL, || {
         let opts = COptions {
             size: core::mem::size_of::<COptions>(),
             memory_limit_pages,
@@ -300,7 +337,7 @@ pub unsafe extern "C" fn pagecache_new_sized(
             refcache_epoch_us: 0,
         };
         // SAFETY: the caller's contract is this function's.
-        unsafe { new_cache(&opts, out) }
+        unsafe { new_cache(func, &opts, out) }
     })
 }
 
@@ -319,59 +356,145 @@ pub unsafe extern "C" fn pagecache_new_sized(
 /// NUL-terminated string; `out` is null, misaligned or writable.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_new_opts(opts: *const COptions, out: *mut *mut CCache) -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
+    const F: &str = "pagecache_new_opts";
+    boundary(F, PAGECACHE_EINTERNAL, || {
         if opts.is_null() || !opts.is_aligned() {
-            return PAGECACHE_EINVAL;
+            return pointer_failed(PAGECACHE_EINVAL, F, "opts", opts);
         }
         // SAFETY: `opts` is aligned and, by the caller's contract, its `size` field readable.
         let size = unsafe { core::ptr::addr_of!((*opts).size).read() };
         let known = core::mem::size_of::<COptions>();
         if size < known {
-            return PAGECACHE_EINVAL;
+            return failed(
+                PAGECACHE_EINVAL,
+                F,
+                format_args!("opts->size is {size}, below the first version's {known}"),
+            );
         }
         if size > OPTIONS_MAX_SIZE {
-            return PAGECACHE_E2BIG;
+            return failed(
+                PAGECACHE_E2BIG,
+                F,
+                format_args!("opts->size is {size}, above the largest, {OPTIONS_MAX_SIZE}"),
+            );
         }
         // SAFETY: the caller gives `size` readable bytes from `opts`, and `known..size` is
         // within them.
         let later =
             unsafe { core::slice::from_raw_parts(opts.cast::<u8>().add(known), size - known) };
-        if later.iter().any(|&b| b != 0) {
-            return PAGECACHE_E2BIG;
+        if let Some(k) = later.iter().position(|&b| b != 0) {
+            return failed(
+                PAGECACHE_E2BIG,
+                F,
+                format_args!(
+                    "byte {} of opts (of {size}) is not 0: a setting of a later version, which \
+                     this library (whose options end at byte {known}) does not know",
+                    known + k
+                ),
+            );
         }
         // SAFETY: `size >= known`: the whole struct is readable, and aligned.
         let opts = unsafe { opts.read() };
         // SAFETY: forwarded contract (`opts.scheme`, `out`).
-        unsafe { new_cache(&opts, out) }
+        unsafe { new_cache(F, &opts, out) }
     })
 }
 
+/// The names of the schemes, for a message: `"paygo", "atomic", ...`.
+struct SchemeNames;
+
+impl core::fmt::Display for SchemeNames {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (k, s) in schemes::SCHEMES.iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{:?}", s.name)?;
+        }
+        Ok(())
+    }
+}
+
 /// The cache's [`Config`] of `opts` (its `size` is not looked at), or the code that refuses
-/// it.
+/// it (and this thread's last error message, which names `func`).
 ///
 /// # Safety
 /// `opts.scheme` is null or a NUL-terminated string.
-unsafe fn config_of(opts: &COptions) -> Result<Config, i32> {
+unsafe fn config_of(func: &str, opts: &COptions) -> Result<Config, i32> {
     let mode = match opts.mode {
         PAGECACHE_MODE_COUNTING => Mode::Counting,
         PAGECACHE_MODE_OPTIMISTIC => Mode::Optimistic,
-        _ => return Err(PAGECACHE_EINVAL),
+        m => {
+            return Err(failed(
+                PAGECACHE_EINVAL,
+                func,
+                format_args!(
+                    "mode is {m}: neither PAGECACHE_MODE_COUNTING (0) nor \
+                     PAGECACHE_MODE_OPTIMISTIC (1)"
+                ),
+            ))
+        }
     };
     let limit = opts.memory_limit_pages;
-    if limit == 0 || limit >= u32::MAX as usize || opts.flags != 0 {
-        return Err(PAGECACHE_EINVAL);
+    if limit == 0 {
+        return Err(failed(
+            PAGECACHE_EINVAL,
+            func,
+            format_args!("memory_limit_pages is 0"),
+        ));
+    }
+    if limit >= u32::MAX as usize {
+        return Err(failed(
+            PAGECACHE_EINVAL,
+            func,
+            format_args!(
+                "memory_limit_pages is {limit}, above the largest, {}",
+                u32::MAX - 1
+            ),
+        ));
+    }
+    if opts.flags != 0 {
+        return Err(failed(
+            PAGECACHE_EINVAL,
+            func,
+            format_args!(
+                "flags is {:#x}: no flag is defined, it must be 0",
+                opts.flags
+            ),
+        ));
     }
     let name = if opts.scheme.is_null() {
         DEFAULT_SCHEME
     } else {
         // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
-        unsafe { CStr::from_ptr(opts.scheme) }
-            .to_str()
-            .map_err(|_| PAGECACHE_ENOSCHEME)?
+        let bytes = unsafe { CStr::from_ptr(opts.scheme) };
+        match bytes.to_str() {
+            Ok(name) => name,
+            Err(e) => {
+                return Err(failed(
+                    PAGECACHE_ENOSCHEME,
+                    func,
+                    format_args!(
+                        "scheme {bytes:?} is not valid UTF-8 ({e}), so no scheme's name (the \
+                         schemes: {SchemeNames})"
+                    ),
+                ))
+            }
+        }
     };
-    let info = schemes::find(name).ok_or(PAGECACHE_ENOSCHEME)?;
-    if info.unfit_for_page_cache.is_some() {
-        return Err(PAGECACHE_EUNFIT);
+    let Some(info) = schemes::find(name) else {
+        return Err(failed(
+            PAGECACHE_ENOSCHEME,
+            func,
+            format_args!("no scheme is named {name:?} (the schemes: {SchemeNames})"),
+        ));
+    };
+    if let Some(why) = info.unfit_for_page_cache {
+        return Err(failed(
+            PAGECACHE_EUNFIT,
+            func,
+            format_args!("scheme {name:?} cannot serve a page cache: {why}"),
+        ));
     }
     let mut cfg = Config::new(limit, name);
     cfg.mode = mode;
@@ -379,7 +502,19 @@ unsafe fn config_of(opts: &COptions) -> Result<Config, i32> {
     // size paygo does not take (`paygo::Config::check`).
     if opts.paygo_slots_per_cpu != 0 || opts.paygo_window != 0 {
         if name != "paygo" {
-            return Err(PAGECACHE_EINVAL);
+            let (field, n) = if opts.paygo_slots_per_cpu != 0 {
+                ("paygo_slots_per_cpu", opts.paygo_slots_per_cpu)
+            } else {
+                ("paygo_window", opts.paygo_window)
+            };
+            return Err(failed(
+                PAGECACHE_EINVAL,
+                func,
+                format_args!(
+                    "{field} is {n}, a setting of scheme \"paygo\" only, not of {name:?} (0 \
+                     for another scheme)"
+                ),
+            ));
         }
         let paygo = &mut cfg.scheme_config.paygo;
         if opts.paygo_slots_per_cpu != 0 {
@@ -388,11 +523,25 @@ unsafe fn config_of(opts: &COptions) -> Result<Config, i32> {
         if opts.paygo_window != 0 {
             paygo.window = opts.paygo_window;
         }
-        paygo.check().map_err(|_| PAGECACHE_EINVAL)?;
+        if let Err(e) = paygo.check() {
+            return Err(failed(
+                PAGECACHE_EINVAL,
+                func,
+                format_args!("paygo's tables: {e}"),
+            ));
+        }
     }
     if opts.refcache_epoch_us != 0 {
         if name != "refcache" {
-            return Err(PAGECACHE_EINVAL);
+            return Err(failed(
+                PAGECACHE_EINVAL,
+                func,
+                format_args!(
+                    "refcache_epoch_us is {}, a setting of scheme \"refcache\" only, not of \
+                     {name:?} (0 for another scheme)",
+                    opts.refcache_epoch_us
+                ),
+            ));
         }
         cfg.scheme_config.epoch_us = opts.refcache_epoch_us;
     }
@@ -403,12 +552,12 @@ unsafe fn config_of(opts: &COptions) -> Result<Config, i32> {
 ///
 /// # Safety
 /// `opts.scheme` is null or a NUL-terminated string; `out` is null, misaligned or writable.
-unsafe fn new_cache(opts: &COptions, out: *mut *mut CCache) -> i32 {
+unsafe fn new_cache(func: &str, opts: &COptions, out: *mut *mut CCache) -> i32 {
     if !writable(out) {
-        return PAGECACHE_EINVAL;
+        return pointer_failed(PAGECACHE_EINVAL, func, "out", out);
     }
     // SAFETY: forwarded contract (`opts.scheme`).
-    let cfg = match unsafe { config_of(opts) } {
+    let cfg = match unsafe { config_of(func, opts) } {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
@@ -417,7 +566,7 @@ unsafe fn new_cache(opts: &COptions, out: *mut *mut CCache) -> i32 {
     // a `paygo` domain and the caches of `refcache` (see `schemes::try_visit`).
     let cache = match PageCache::new(cfg) {
         Ok(c) => c,
-        Err(e) => return io_code(&e),
+        Err(e) => return io_failed(io_code(&e), func, None, &e),
     };
     let scheme = scheme_cstr(cache.scheme());
     // Registers the process for `membarrier` now (once), so that calls pin their handles with
@@ -440,7 +589,7 @@ unsafe fn new_cache(opts: &COptions, out: *mut *mut CCache) -> i32 {
 /// returned again).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
-    boundary((), || {
+    boundary("pagecache_free", (), || {
         // SAFETY: forwarded contract. The value is dropped here: a panic in its drop is caught.
         drop(unsafe { CACHES.close(cache) });
     })
@@ -466,14 +615,18 @@ pub unsafe extern "C" fn pagecache_open(
     path: *const c_char,
     out: *mut *mut CFile,
 ) -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
-        if path.is_null() || !writable(out) {
-            return PAGECACHE_EINVAL;
+    const F: &str = "pagecache_open";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        if path.is_null() {
+            return failed(PAGECACHE_EINVAL, F, format_args!("path is NULL"));
+        }
+        if !writable(out) {
+            return pointer_failed(PAGECACHE_EINVAL, F, "out", out);
         }
         // SAFETY: forwarded contract.
         let c = match unsafe { enter(cache) } {
             Ok(c) => c,
-            Err(code) => return code,
+            Err(code) => return handle_failed(code, F, "cache", cache, code),
         };
         // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
         let path = unsafe { CStr::from_ptr(path) }.to_bytes();
@@ -481,9 +634,18 @@ pub unsafe extern "C" fn pagecache_open(
         // be copied (to pass it to open, to keep it with the file), and an allocation of that
         // size that fails aborts the process.
         if path.len() >= libc::PATH_MAX as usize {
-            return -libc::ENAMETOOLONG;
+            return failed(
+                -libc::ENAMETOOLONG,
+                F,
+                format_args!(
+                    "path is {} bytes long, at least PATH_MAX ({})",
+                    path.len(),
+                    libc::PATH_MAX
+                ),
+            );
         }
-        match c.cache.open(OsStr::from_bytes(path)) {
+        let path = OsStr::from_bytes(path);
+        match c.cache.open(path) {
             Ok(file) => {
                 let h = FILES.open(file);
                 // SAFETY: `out` is not null, and the caller gives writable memory for a
@@ -491,7 +653,7 @@ pub unsafe extern "C" fn pagecache_open(
                 unsafe { out.write(h) };
                 PAGECACHE_OK
             }
-            Err(e) => io_code(&e),
+            Err(e) => io_failed(io_code(&e), F, Some(path.as_ref()), &e),
         }
     })
 }
@@ -512,33 +674,51 @@ pub unsafe extern "C" fn pagecache_open(
 /// returned again).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_close(file: *mut CFile) -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
+    const F: &str = "pagecache_close";
+    boundary(F, PAGECACHE_EINTERNAL, || {
         // SAFETY: forwarded contract.
         match unsafe { FILES.close(file) } {
-            Ok(f) => match f.close() {
-                Ok(()) => PAGECACHE_OK,
-                Err(e) => io_code(&e),
-            },
-            Err(code) => code,
+            Ok(f) => {
+                // Kept for the message: the file is consumed by its close.
+                let path = f.path().to_path_buf();
+                match f.close() {
+                    Ok(()) => PAGECACHE_OK,
+                    Err(e) => io_failed(io_code(&e), F, Some(&path), &e),
+                }
+            }
+            Err(code) => handle_failed(code, F, "file", file, code),
         }
     })
 }
 
-/// The file of a read or write of `len` bytes at `buf`, or `PAGECACHE_EINVAL` for a null
-/// handle, a null `buf` with `len > 0`, or `len > SSIZE_MAX`, or `PAGECACHE_EBADF` for a
-/// closed handle.
+/// The file of a read or write (the entry point `func`) of `len` bytes at `buf`, or
+/// `PAGECACHE_EINVAL` for a null handle, a null `buf` with `len > 0`, or `len > SSIZE_MAX`, or
+/// `PAGECACHE_EBADF` for a closed handle (and this thread's last error message).
 ///
 /// # Safety
 /// `file` is null, misaligned or a handle from [`pagecache_open`].
 unsafe fn io_args(
+    func: &str,
     file: *const CFile,
     buf: *const c_void,
     len: usize,
 ) -> Result<Live<CachedFile>, isize> {
     // SAFETY: forwarded contract.
-    let f = unsafe { enter(file) }.map_err(|code| code as isize)?;
-    if len > isize::MAX as usize || (buf.is_null() && len > 0) {
-        return Err(PAGECACHE_EINVAL as isize);
+    let f = unsafe { enter(file) }
+        .map_err(|code| handle_failed(code as isize, func, "file", file, code))?;
+    if len > isize::MAX as usize {
+        return Err(failed(
+            PAGECACHE_EINVAL as isize,
+            func,
+            format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
+        ));
+    }
+    if buf.is_null() && len > 0 {
+        return Err(failed(
+            PAGECACHE_EINVAL as isize,
+            func,
+            format_args!("buf is NULL and len is {len}, not 0"),
+        ));
     }
     Ok(f)
 }
@@ -562,9 +742,10 @@ pub unsafe extern "C" fn pagecache_read_at(
     // Not `boundary`: a read of cached pages makes no system call but the optimistic mode's
     // `sched_yield`, so it reaches no cancellation point and need not pay for disabling
     // cancellation; a read that may fill a page or read the file disables it first.
-    catches(PAGECACHE_EINTERNAL as isize, || {
+    const F: &str = "pagecache_read_at";
+    catches(F, PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
-        let f = match unsafe { io_args(file, buf.cast_const(), len) } {
+        let f = match unsafe { io_args(F, file, buf.cast_const(), len) } {
             Ok(f) => f,
             Err(code) => return code,
         };
@@ -588,7 +769,7 @@ pub unsafe extern "C" fn pagecache_read_at(
         let _no_cancel = NoCancel::new();
         match f.read_at(part, offset) {
             Ok(k) => k as isize,
-            Err(e) => io_code(&e) as isize,
+            Err(e) => io_failed(io_code(&e) as isize, F, Some(f.path()), &e),
         }
     })
 }
@@ -612,9 +793,10 @@ pub unsafe extern "C" fn pagecache_write_at(
     len: usize,
     offset: u64,
 ) -> isize {
-    boundary(PAGECACHE_EINTERNAL as isize, || {
+    const F: &str = "pagecache_write_at";
+    boundary(F, PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
-        let f = match unsafe { io_args(file, buf, len) } {
+        let f = match unsafe { io_args(F, file, buf, len) } {
             Ok(f) => f,
             Err(code) => return code,
         };
@@ -627,7 +809,7 @@ pub unsafe extern "C" fn pagecache_write_at(
         };
         match f.write_at(data, offset) {
             Ok(k) => k as isize,
-            Err(e) => io_code(&e) as isize,
+            Err(e) => io_failed(io_code(&e) as isize, F, Some(f.path()), &e),
         }
     })
 }
@@ -641,15 +823,16 @@ pub unsafe extern "C" fn pagecache_write_at(
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_sync(file: *const CFile) -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
+    const F: &str = "pagecache_sync";
+    boundary(F, PAGECACHE_EINTERNAL, || {
         // SAFETY: forwarded contract.
         let f = match unsafe { enter(file) } {
             Ok(f) => f,
-            Err(code) => return code,
+            Err(code) => return handle_failed(code, F, "file", file, code),
         };
         match f.sync() {
             Ok(()) => PAGECACHE_OK,
-            Err(e) => io_code(&e),
+            Err(e) => io_failed(io_code(&e), F, Some(f.path()), &e),
         }
     })
 }
@@ -662,15 +845,16 @@ pub unsafe extern "C" fn pagecache_sync(file: *const CFile) -> i32 {
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
-    boundary(PAGECACHE_EINTERNAL as isize, || {
+    const F: &str = "pagecache_drop_cache";
+    boundary(F, PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
         let f = match unsafe { enter(file) } {
             Ok(f) => f,
-            Err(code) => return code as isize,
+            Err(code) => return handle_failed(code as isize, F, "file", file, code),
         };
         match f.drop_cache() {
             Ok(n) => n.min(isize::MAX as usize) as isize,
-            Err(e) => io_code(&e) as isize,
+            Err(e) => io_failed(io_code(&e) as isize, F, Some(f.path()), &e),
         }
     })
 }
@@ -685,18 +869,19 @@ pub unsafe extern "C" fn pagecache_drop_cache(file: *const CFile) -> isize {
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
+    const F: &str = "pagecache_set_len";
+    boundary(F, PAGECACHE_EINTERNAL, || {
         // SAFETY: forwarded contract.
         let f = match unsafe { enter(file) } {
             Ok(f) => f,
-            Err(code) => return code,
+            Err(code) => return handle_failed(code, F, "file", file, code),
         };
         let Ok(len) = u64::try_from(len) else {
-            return PAGECACHE_EINVAL;
+            return failed(PAGECACHE_EINVAL, F, format_args!("len is {len}, negative"));
         };
         match f.set_len(len) {
             Ok(()) => PAGECACHE_OK,
-            Err(e) => io_code(&e),
+            Err(e) => io_failed(io_code(&e), F, Some(f.path()), &e),
         }
     })
 }
@@ -709,11 +894,12 @@ pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
-    boundary(PAGECACHE_EINTERNAL as i64, || {
+    const F: &str = "pagecache_len";
+    boundary(F, PAGECACHE_EINTERNAL as i64, || {
         // SAFETY: forwarded contract.
         match unsafe { enter(file) } {
             Ok(f) => i64::try_from(f.len()).unwrap_or(i64::MAX),
-            Err(code) => code as i64,
+            Err(code) => handle_failed(code as i64, F, "file", file, code),
         }
     })
 }
@@ -726,14 +912,15 @@ pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
 /// null, misaligned or writable for a `pagecache_stats_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats) -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
+    const F: &str = "pagecache_stats";
+    boundary(F, PAGECACHE_EINTERNAL, || {
         if !writable(out) {
-            return PAGECACHE_EINVAL;
+            return pointer_failed(PAGECACHE_EINVAL, F, "out", out);
         }
         // SAFETY: forwarded contract.
         let c = match unsafe { enter(cache) } {
             Ok(c) => c,
-            Err(code) => return code,
+            Err(code) => return handle_failed(code, F, "cache", cache, code),
         };
         let s = c.cache.stats();
         let stats = CStats {
@@ -759,11 +946,12 @@ pub unsafe extern "C" fn pagecache_stats(cache: *const CCache, out: *mut CStats)
 /// `cache` is null, misaligned or a handle from [`pagecache_new`] (live or freed).
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_scheme(cache: *const CCache) -> *const c_char {
-    boundary(core::ptr::null(), || {
+    const F: &str = "pagecache_scheme";
+    boundary(F, core::ptr::null(), || {
         // SAFETY: forwarded contract.
         match unsafe { enter(cache) } {
             Ok(c) => c.scheme.as_ptr(),
-            Err(_) => core::ptr::null(),
+            Err(code) => handle_failed(core::ptr::null(), F, "cache", cache, code),
         }
     })
 }
@@ -773,7 +961,7 @@ pub unsafe extern "C" fn pagecache_scheme(cache: *const CCache) -> *const c_char
 /// library is unloaded.
 #[no_mangle]
 pub extern "C" fn pagecache_prepare_unload() -> i32 {
-    boundary(PAGECACHE_EINTERNAL, || {
+    boundary("pagecache_prepare_unload", PAGECACHE_EINTERNAL, || {
         percpu::prepare_unload();
         PAGECACHE_OK
     })
@@ -842,7 +1030,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         PAGECACHE_EFORKED => {
             c"handle in use by a thread of the parent when the process forked (closed, not freed)"
         }
-        c if c < 0 && c > -ERRNO_TEXTS => boundary(c"unknown error", || {
+        c if c < 0 && c > -ERRNO_TEXTS => boundary("pagecache_strerror", c"unknown error", || {
             errno_texts()
                 .get((-c - 1) as usize)
                 .map_or(c"unknown error", |t| t.as_c_str())
@@ -850,6 +1038,24 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         _ => c"unknown error",
     };
     s.as_ptr()
+}
+
+/// The message of the last call of the calling thread that failed, NUL-terminated, or null
+/// where no call of this thread has failed yet: `"<function>: <cause>"`, such as
+/// `"pagecache_open: /tmp/x: No such file or directory (os error 2)"` or `"pagecache_new:
+/// memory_limit_pages is 0"`: the argument refused and why, or the file and the text of the
+/// system's error (an `io::Error`'s `Display`). A path is shown as the bytes it was given; a NUL
+/// byte in a message is written `\0`. A call that succeeds leaves the message as it was (as
+/// `errno`): read it only after a call returned an error. The string belongs to the thread:
+/// valid until the thread's next call of the library (only a failed call replaces it, but the
+/// header promises no more) or its exit; never freed by the caller. Where the message's bytes
+/// cannot be allocated, a static text says so. Per-thread: another thread's failure does not
+/// change it. The calls that return no code report here too: `pagecache_scheme` (null for a
+/// null or freed handle) and a panic of any call (also `pagecache_free`).
+#[no_mangle]
+pub extern "C" fn pagecache_last_error() -> *const c_char {
+    // Reads a thread local and nothing else: no cancellation point, no panic.
+    catches("pagecache_last_error", core::ptr::null(), last_error::last)
 }
 
 #[cfg(all(test, not(loom)))]

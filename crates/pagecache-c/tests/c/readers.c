@@ -234,13 +234,26 @@ static void errors_with(pagecache_t *c, pagecache_file_t *f) {
     snprintf(path, sizeof path, "%s/pagecache-no-such-file-%d", tmpdir(), (int)getpid());
     CHECK_EQ(pagecache_open(c, path, &g), -ENOENT);
     CHECK(g == NULL);
+    /* The thread's last error names the call, the path and the system's text; a call that
+     * succeeds keeps it. */
+    const char *m = pagecache_last_error();
+    CHECK(m != NULL);
+    if (m) {
+        printf("last error: %s\n", m);
+        CHECK(strncmp(m, "pagecache_open: ", 16) == 0);
+        CHECK(strstr(m, path) != NULL);
+        CHECK(strstr(m, strerror(ENOENT)) != NULL);
+    }
     still_works(f);
+    CHECK(pagecache_last_error() == m);
     CHECK_EQ(pagecache_open(c, tmpdir(), &g), -EISDIR);
     CHECK(g == NULL);
     still_works(f);
     CHECK_EQ(pagecache_open(c, "", &g), -ENOENT);
     CHECK_EQ(pagecache_open(NULL, path, &g), PAGECACHE_EINVAL);
+    CHECK(strcmp(pagecache_last_error(), "pagecache_open: cache is NULL") == 0);
     CHECK_EQ(pagecache_open(c, NULL, &g), PAGECACHE_EINVAL);
+    CHECK(strcmp(pagecache_last_error(), "pagecache_open: path is NULL") == 0);
     CHECK_EQ(pagecache_open(c, path, NULL), PAGECACHE_EINVAL);
     CHECK(g == NULL);
     still_works(f);
@@ -347,9 +360,29 @@ static void run(const char *scheme, int mode) {
 }
 
 /* Errors that need no open file. */
+/* A failure on another thread: its own message, which leaves the caller's as it was. */
+static void *other_thread_fails(void *arg) {
+    (void)arg;
+    CHECK(pagecache_last_error() == NULL);
+    pagecache_t *c = NULL;
+    CHECK_EQ(pagecache_new(0, NULL, 0, &c), PAGECACHE_EINVAL);
+    const char *m = pagecache_last_error();
+    CHECK(m != NULL && strcmp(m, "pagecache_new: memory_limit_pages is 0") == 0);
+    return NULL;
+}
+
 static void errors(void) {
     pagecache_t *c = NULL;
+    /* No call of this thread has failed yet. */
+    CHECK(pagecache_last_error() == NULL);
     CHECK_EQ(pagecache_new(LIMIT, "no-such-scheme", 0, &c), PAGECACHE_ENOSCHEME);
+    const char *m = pagecache_last_error();
+    static const char want[] = "pagecache_new: no scheme is named \"no-such-scheme\" (";
+    CHECK(m != NULL && strncmp(m, want, sizeof want - 1) == 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, other_thread_fails, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK(pagecache_last_error() == m);
     CHECK_EQ(pagecache_new(LIMIT, "percpu-limit", 0, &c), PAGECACHE_EUNFIT);
     CHECK_EQ(pagecache_new(0, "paygo", 0, &c), PAGECACHE_EINVAL);
     /* more frames than the scheme's arena counts (2^22 live objects) */

@@ -6,6 +6,7 @@ use super::*;
 use crate::PAGE_SIZE;
 use core::ptr::{null, null_mut};
 use std::ffi::CString;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 /// Tests that use stale handles (whose slots another test's open could take) hold this
@@ -230,7 +231,7 @@ fn new_opts_takes_its_settings_and_refuses_what_it_does_not_know() {
     unsafe { pagecache_free(c) };
     // The settings reach the cache's `Config` (and only those of its scheme are taken).
     // SAFETY (both calls): names are static NUL-terminated strings.
-    let cfg = unsafe { config_of(&o) }.expect("taken");
+    let cfg = unsafe { config_of("pagecache_new_opts", &o) }.expect("taken");
     assert_eq!(cfg.mode, Mode::Optimistic);
     assert_eq!(
         cfg.scheme_config.paygo,
@@ -242,7 +243,7 @@ fn new_opts_takes_its_settings_and_refuses_what_it_does_not_know() {
     assert_eq!(cfg.scheme_config.epoch_us, 10_000);
     let mut o = options(2, Some(c"refcache"));
     o.refcache_epoch_us = 3_600_000_000;
-    let cfg = unsafe { config_of(&o) }.expect("taken");
+    let cfg = unsafe { config_of("pagecache_new_opts", &o) }.expect("taken");
     assert_eq!(
         (cfg.scheme.as_str(), cfg.memory_limit_pages),
         ("refcache", 2)
@@ -1159,4 +1160,474 @@ fn reads_racing_the_close_of_their_handle_stay_memory_safe() {
     // SAFETY: a live handle, freed once.
     unsafe { pagecache_free(c) };
     all_free(&FILES);
+}
+
+/// This thread's last error message (`pagecache_last_error`), or `None` where it is null.
+fn last_error() -> Option<String> {
+    let p = pagecache_last_error();
+    // SAFETY: null, or this thread's message: NUL-terminated, valid until its next call.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// `code` is `want`, and this thread's last message names `func` first and then holds each
+/// of `parts`.
+#[track_caller]
+fn says<C: PartialEq + core::fmt::Debug>(code: C, want: C, func: &str, parts: &[&str]) {
+    let m = last_error().expect("a message after a failed call");
+    assert_eq!(code, want, "{m}");
+    assert!(m.starts_with(&format!("{func}: ")), "{m:?} names {func}");
+    for p in parts {
+        assert!(m.contains(p), "{m:?} says {p:?}");
+    }
+}
+
+/// A thread's message is null until one of its calls fails; a call that succeeds leaves it as
+/// it was (as `errno`), and the next failure replaces it.
+#[test]
+fn last_error_is_null_until_a_failure_and_successes_keep_it() {
+    let _tables = shared_tables();
+    // A new thread: this test's own may have failed calls before (in another test).
+    std::thread::spawn(|| {
+        assert_eq!(last_error(), None);
+        assert!(pagecache_last_error().is_null());
+        let mut c = null_mut();
+        // SAFETY: a writable out pointer, a null name.
+        let rc = unsafe { pagecache_new(0, null(), 0, &mut c) };
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            "pagecache_new",
+            &["memory_limit_pages is 0"],
+        );
+        let first = pagecache_last_error();
+        let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+        let mut st = CStats::default();
+        // SAFETY: a live handle and a writable struct.
+        assert_eq!(unsafe { pagecache_stats(c, &mut st) }, PAGECACHE_OK);
+        assert_eq!(pagecache_last_error(), first, "successes keep the message");
+        says(
+            PAGECACHE_EINVAL,
+            PAGECACHE_EINVAL,
+            "pagecache_new",
+            &["is 0"],
+        );
+        // SAFETY: a live handle, freed once, then a freed one (refused).
+        unsafe {
+            pagecache_free(c);
+            let rc = pagecache_stats(c, &mut st);
+            says(
+                rc,
+                PAGECACHE_EBADF,
+                "pagecache_stats",
+                &["cache (0x", "freed cache handle"],
+            );
+        }
+    })
+    .join()
+    .expect("thread");
+}
+
+/// Every refusal of `pagecache_new`, `pagecache_new_sized` and `pagecache_new_opts` names the
+/// function, the argument and why.
+#[test]
+fn last_error_of_new_names_the_argument_and_the_cause() {
+    let _tables = shared_tables();
+    let mut c: *mut CCache = null_mut();
+    let n = "pagecache_new";
+    let ns = "pagecache_new_sized";
+    // SAFETY (every call of this block): names are NUL-terminated or null, `c` is writable
+    // or the out pointer is null or misaligned (refused before any write).
+    unsafe {
+        let rc = pagecache_new(8, null(), 0, null_mut());
+        says(rc, PAGECACHE_EINVAL, n, &["out is NULL"]);
+        let mut room = [0u64; 2];
+        let at = room.as_mut_ptr().cast::<u8>().wrapping_add(1).cast();
+        let rc = pagecache_new(8, null(), 0, at);
+        says(rc, PAGECACHE_EINVAL, n, &["out (0x", "misaligned"]);
+        let rc = pagecache_new(0, null(), 0, &mut c);
+        says(rc, PAGECACHE_EINVAL, n, &["memory_limit_pages is 0"]);
+        let rc = pagecache_new(u32::MAX as usize, null(), 0, &mut c);
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            n,
+            &["memory_limit_pages is 4294967295, above the largest, 4294967294"],
+        );
+        let rc = pagecache_new(8, null(), 2, &mut c);
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            n,
+            &["mode is 2", "PAGECACHE_MODE_COUNTING"],
+        );
+        let rc = pagecache_new(8, c"no-such".as_ptr(), 0, &mut c);
+        says(
+            rc,
+            PAGECACHE_ENOSCHEME,
+            n,
+            &["no scheme is named \"no-such\"", "\"paygo\", "],
+        );
+        let rc = pagecache_new(8, c"pay\xffgo".as_ptr(), 0, &mut c);
+        says(
+            rc,
+            PAGECACHE_ENOSCHEME,
+            n,
+            &["scheme \"pay\\xffgo\" is not valid UTF-8"],
+        );
+        let rc = pagecache_new(8, c"percpu-limit".as_ptr(), 0, &mut c);
+        says(
+            rc,
+            PAGECACHE_EUNFIT,
+            n,
+            &["\"percpu-limit\" cannot serve a page cache: it cannot detect zero"],
+        );
+        let rc = pagecache_new_sized(8, c"atomic".as_ptr(), 0, 64, &mut c);
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            ns,
+            &["paygo_slots_per_cpu is 64", "not of \"atomic\""],
+        );
+        let rc = pagecache_new_sized(8, null(), 0, 100, &mut c);
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            ns,
+            &[
+                "paygo's tables: slots_per_cpu must be a power of two",
+                "(got 100)",
+            ],
+        );
+    }
+    assert!(c.is_null());
+    let o = "pagecache_new_opts";
+    let mut opts = options(8, None);
+    opts.paygo_window = 64;
+    opts.paygo_slots_per_cpu = 16;
+    let (rc, _) = new_opts(&opts);
+    says(
+        rc,
+        PAGECACHE_EINVAL,
+        o,
+        &["paygo's tables: window must be in 1..=slots_per_cpu (got 64)"],
+    );
+    let mut opts = options(8, Some(c"atomic"));
+    opts.paygo_window = 4;
+    let (rc, _) = new_opts(&opts);
+    says(
+        rc,
+        PAGECACHE_EINVAL,
+        o,
+        &["paygo_window is 4", "not of \"atomic\""],
+    );
+    let mut opts = options(8, None);
+    opts.refcache_epoch_us = 5;
+    let (rc, _) = new_opts(&opts);
+    says(
+        rc,
+        PAGECACHE_EINVAL,
+        o,
+        &["refcache_epoch_us is 5", "not of \"paygo\""],
+    );
+    let mut opts = options(8, None);
+    opts.flags = 4;
+    let (rc, _) = new_opts(&opts);
+    says(
+        rc,
+        PAGECACHE_EINVAL,
+        o,
+        &["flags is 0x4: no flag is defined"],
+    );
+    let known = core::mem::size_of::<COptions>();
+    let mut opts = options(8, None);
+    opts.size = known - 8;
+    let (rc, _) = new_opts(&opts);
+    says(
+        rc,
+        PAGECACHE_EINVAL,
+        o,
+        &[&format!(
+            "opts->size is {}, below the first version's {known}",
+            known - 8
+        )],
+    );
+    let mut later = Later {
+        opts: options(8, None),
+        later: [0, 7, 0],
+    };
+    later.opts.size = OPTIONS_MAX_SIZE + 1;
+    let (rc, _) = new_opts(&later);
+    says(
+        rc,
+        PAGECACHE_E2BIG,
+        o,
+        &["opts->size is 4097, above the largest, 4096"],
+    );
+    later.opts.size = core::mem::size_of::<Later>();
+    let (rc, _) = new_opts(&later);
+    says(
+        rc,
+        PAGECACHE_E2BIG,
+        o,
+        &[
+            &format!("byte {} of opts", known + 8),
+            "a setting of a later version",
+        ],
+    );
+    // SAFETY: a null options pointer is refused before any access.
+    let rc = unsafe { pagecache_new_opts(null(), &mut c) };
+    says(rc, PAGECACHE_EINVAL, o, &["opts is NULL"]);
+}
+
+/// The refusals and the failures of `pagecache_open`: the file's path (its bytes, as given)
+/// and the system's text, or the argument.
+#[test]
+fn last_error_of_open_names_the_path_and_the_system_error() {
+    let _tables = shared_tables();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+    let missing = dir.path().join("missing");
+    let cmissing = CString::new(missing.as_os_str().as_bytes()).unwrap();
+    let enoent = io::Error::from_raw_os_error(libc::ENOENT).to_string();
+    let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+    let mut g: *mut CFile = null_mut();
+    let op = "pagecache_open";
+    // SAFETY (every call of this block): live, freed or null handles, NUL-terminated or null
+    // paths, writable or null out pointers.
+    unsafe {
+        let rc = pagecache_open(c, cmissing.as_ptr(), &mut g);
+        says(
+            rc,
+            -libc::ENOENT,
+            op,
+            &[&format!("{}: {enoent}", missing.display())],
+        );
+        assert!(enoent.contains("(os error 2)"), "{enoent}");
+        let rc = pagecache_open(c, d.as_ptr(), &mut g);
+        let m = last_error().unwrap();
+        says(
+            rc,
+            -libc::EISDIR,
+            op,
+            &[&format!("{} is a directory", dir.path().display())],
+        );
+        assert_eq!(m.matches(&*dir.path().to_string_lossy()).count(), 1, "{m}");
+        assert!(!m.contains("pagecache: "), "{m}");
+        let rc = pagecache_open(c, c"".as_ptr(), &mut g);
+        says(rc, -libc::ENOENT, op, &[&format!(": {enoent}")]);
+        // A path that is not UTF-8 comes back as its bytes.
+        let mut raw = missing.as_os_str().as_bytes().to_vec();
+        raw.extend_from_slice(b"\xff\xfe");
+        let craw = CString::new(raw.clone()).unwrap();
+        assert_eq!(pagecache_open(c, craw.as_ptr(), &mut g), -libc::ENOENT);
+        let bytes = CStr::from_ptr(pagecache_last_error()).to_bytes();
+        assert!(bytes.windows(raw.len()).any(|w| w == raw), "{bytes:?}");
+        let long = CString::new(vec![b'a'; libc::PATH_MAX as usize]).unwrap();
+        let rc = pagecache_open(c, long.as_ptr(), &mut g);
+        says(
+            rc,
+            -libc::ENAMETOOLONG,
+            op,
+            &["path is 4096 bytes long, at least PATH_MAX (4096)"],
+        );
+        let rc = pagecache_open(c, null(), &mut g);
+        says(rc, PAGECACHE_EINVAL, op, &["path is NULL"]);
+        let rc = pagecache_open(c, cmissing.as_ptr(), null_mut());
+        says(rc, PAGECACHE_EINVAL, op, &["out is NULL"]);
+        let rc = pagecache_open(null(), cmissing.as_ptr(), &mut g);
+        says(rc, PAGECACHE_EINVAL, op, &["cache is NULL"]);
+        let bad = c.cast::<u8>().wrapping_add(1).cast::<CCache>();
+        let rc = pagecache_open(bad, cmissing.as_ptr(), &mut g);
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            op,
+            &["cache (0x", "misaligned: not a handle"],
+        );
+        assert!(pagecache_scheme(null()).is_null());
+        says(0, 0, "pagecache_scheme", &["cache is NULL"]);
+        pagecache_free(c);
+        let rc = pagecache_open(c, cmissing.as_ptr(), &mut g);
+        says(rc, PAGECACHE_EBADF, op, &["freed cache handle"]);
+    }
+    assert!(g.is_null());
+}
+
+/// The refusals and I/O errors of the calls on a file: the argument, or the file's path and
+/// the error's text.
+#[test]
+fn last_error_of_file_calls_names_the_file_and_the_cause() {
+    let _tables = shared_tables();
+    let (dir, _) = file_of(2 * PAGE_SIZE);
+    let p = dir.path().join("f");
+    let shown = p.display().to_string();
+    let eio = io::Error::from_raw_os_error(libc::EIO).to_string();
+    let with_eio = format!("{shown}: {eio}");
+    static FAIL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let mut cfg = Config::new(1, "paygo");
+    cfg.fault = Some(std::sync::Arc::new(|_: &crate::IoEvent<'_>| {
+        if FAIL.load(Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        Ok(())
+    }));
+    let cache = PageCache::new(cfg).expect("cache");
+    let f = FILES.open(cache.open(&p).expect("open"));
+    let mut b = [0u8; 8];
+    let bp = b.as_mut_ptr().cast::<c_void>();
+    let big = isize::MAX as usize + 1;
+    // SAFETY (every call of this block): a live handle (from the files' table, as
+    // `pagecache_open` makes them), closed once at the end, then refused; null handles;
+    // buffers of at least the length given, or null or oversized (refused before any access).
+    unsafe {
+        let rc = pagecache_read_at(null(), bp, 8, 0);
+        says(rc, -22, "pagecache_read_at", &["file is NULL"]);
+        let rc = pagecache_read_at(f, null_mut(), 8, 0);
+        says(rc, -22, "pagecache_read_at", &["buf is NULL and len is 8"]);
+        let rc = pagecache_write_at(f, bp, big, 0);
+        says(
+            rc,
+            -22,
+            "pagecache_write_at",
+            &["len is 9223372036854775808, above SSIZE_MAX"],
+        );
+        let rc = pagecache_write_at(f, bp, 16, u64::MAX - 4);
+        says(rc, -22, "pagecache_write_at", &[&shown]);
+        let rc = pagecache_set_len(f, -1);
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            "pagecache_set_len",
+            &["len is -1, negative"],
+        );
+        FAIL.store(true, Ordering::SeqCst);
+        let rc = pagecache_read_at(f, bp, 8, 0);
+        says(rc, -(libc::EIO as isize), "pagecache_read_at", &[&with_eio]);
+        FAIL.store(false, Ordering::SeqCst);
+        assert_eq!(pagecache_write_at(f, bp, 8, 0), 8);
+        FAIL.store(true, Ordering::SeqCst);
+        let rc = pagecache_sync(f);
+        says(rc, -libc::EIO, "pagecache_sync", &[&with_eio]);
+        let rc = pagecache_drop_cache(f);
+        says(
+            rc,
+            -(libc::EIO as isize),
+            "pagecache_drop_cache",
+            &[&with_eio],
+        );
+        let rc = pagecache_set_len(f, 3);
+        says(rc, -libc::EIO, "pagecache_set_len", &[&with_eio]);
+        let rc = pagecache_close(f);
+        says(rc, -libc::EIO, "pagecache_close", &[&with_eio]);
+        FAIL.store(false, Ordering::SeqCst);
+        let rc = pagecache_len(f);
+        says(
+            rc,
+            PAGECACHE_EBADF as i64,
+            "pagecache_len",
+            &["file (0x", "closed file handle"],
+        );
+        let rc = pagecache_close(f);
+        says(
+            rc,
+            PAGECACHE_EBADF,
+            "pagecache_close",
+            &["closed file handle"],
+        );
+        let rc = pagecache_sync(f.cast::<u8>().wrapping_add(8).cast());
+        says(rc, PAGECACHE_EINVAL, "pagecache_sync", &["misaligned"]);
+        let rc = pagecache_stats(null(), &mut CStats::default());
+        says(rc, PAGECACHE_EINVAL, "pagecache_stats", &["cache is NULL"]);
+    }
+}
+
+/// A write to a file opened read-only: `-EACCES`, and the message names the file. The file
+/// has no write permission, or, for root, whom the mode does not stop, it is the running test
+/// program (`ETXTBSY` for a write open: opened read-only).
+#[test]
+fn last_error_of_a_write_to_a_read_only_file() {
+    let _tables = shared_tables();
+    let (dir, _) = file_of(PAGE_SIZE);
+    let mut p = dir.path().join("f");
+    let mut perm = std::fs::metadata(&p).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o400);
+    std::fs::set_permissions(&p, perm).expect("chmod");
+    if std::fs::OpenOptions::new().write(true).open(&p).is_ok() {
+        p = std::env::current_exe().expect("the test program");
+    }
+    let path = CString::new(p.as_os_str().as_bytes()).unwrap();
+    let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    // SAFETY: live handles, closed and freed once, and a buffer of 2 bytes.
+    unsafe {
+        let rc = pagecache_write_at(f, b"hi".as_ptr().cast(), 2, 0);
+        let want = format!("{} was opened read-only", p.display());
+        says(rc, -(libc::EACCES as isize), "pagecache_write_at", &[&want]);
+        pagecache_close(f);
+        pagecache_free(c);
+    }
+}
+
+/// The message belongs to the thread: a failure on another thread changes neither this
+/// thread's text nor its pointer.
+#[test]
+fn last_error_is_per_thread() {
+    let _tables = shared_tables();
+    last_error::clear();
+    assert_eq!(last_error(), None);
+    let mut c = null_mut();
+    // SAFETY: a writable out pointer, a NUL-terminated name.
+    let rc = unsafe { pagecache_new(8, c"mine".as_ptr(), 0, &mut c) };
+    says(rc, PAGECACHE_ENOSCHEME, "pagecache_new", &["\"mine\""]);
+    let mine = pagecache_last_error();
+    std::thread::scope(|s| {
+        for k in 0..4 {
+            s.spawn(move || {
+                assert_eq!(last_error(), None, "a new thread has no message");
+                let name = CString::new(format!("theirs-{k}")).unwrap();
+                let mut c = null_mut();
+                // SAFETY: as above.
+                let rc = unsafe { pagecache_new(8, name.as_ptr(), 0, &mut c) };
+                says(
+                    rc,
+                    PAGECACHE_ENOSCHEME,
+                    "pagecache_new",
+                    &[&format!("\"theirs-{k}\"")],
+                );
+            });
+        }
+    });
+    assert_eq!(pagecache_last_error(), mine);
+    says(rc, PAGECACHE_ENOSCHEME, "pagecache_new", &["\"mine\""]);
+    assert!(!last_error().unwrap().contains("theirs"));
+}
+
+/// A NUL byte in an error's text does not cut the C string (it is written `\0`), and a panic
+/// caught at the boundary leaves its message with the function's name.
+#[test]
+fn last_error_keeps_nul_bytes_and_panics() {
+    let code = io_failed(-5, "pagecache_x", None, &io::Error::other("a\0b\0"));
+    assert_eq!(code, -5);
+    assert_eq!(last_error().as_deref(), Some("pagecache_x: a\\0b\\0"));
+    let path = Path::new("/no/such");
+    io_failed(
+        -5,
+        "pagecache_y",
+        Some(path),
+        &io::Error::other("pagecache: /no/such is bad"),
+    );
+    assert_eq!(
+        last_error().as_deref(),
+        Some("pagecache_y: /no/such is bad")
+    );
+    let rc = catches("pagecache_z", PAGECACHE_EINTERNAL, || panic!("boom {}", 7));
+    says(
+        rc,
+        PAGECACHE_EINTERNAL,
+        "pagecache_z",
+        &["internal error (a bug in libpagecache): boom 7"],
+    );
+    let rc = catches("pagecache_z", -1, || std::panic::panic_any(5u8));
+    says(rc, -1, "pagecache_z", &["a panic without a message"]);
+    assert!(!last_error::NO_ROOM.to_bytes().is_empty());
 }

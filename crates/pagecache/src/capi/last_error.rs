@@ -1,0 +1,215 @@
+//! The message of the last failed call of each thread (`pagecache_last_error`): recorded only
+//! on the failure paths (each a `#[cold]` function), so a call that succeeds does no work for
+//! it and touches no thread local.
+//!
+//! The message is `"<function>: <cause>"`, the cause from the `io::Error`'s `Display` where
+//! there is one. It is built with fallible allocations: where one fails, the message is a static
+//! text ([`NO_ROOM`]) instead. A NUL byte in it (from an error's text) is written `\0`, so the
+//! C string holds all of it. Nothing here panics; a panic would still be caught (the recording
+//! runs inside the entry point's `catch_unwind`, or in its own one for the panic's message).
+
+use core::cell::Cell;
+use core::ffi::{c_char, CStr};
+use core::fmt::{self, Write as _};
+use std::ffi::CString;
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+/// The message kept when the bytes of the real one cannot be allocated.
+pub(super) const NO_ROOM: &CStr =
+    c"libpagecache: the message of this error could not be allocated (pagecache_strerror of the code returned describes it)";
+
+/// A thread's last message: made for it, or static.
+enum Message {
+    Owned(CString),
+    Static(&'static CStr),
+}
+
+impl Message {
+    fn as_ptr(&self) -> *const c_char {
+        match self {
+            Message::Owned(c) => c.as_ptr(),
+            Message::Static(c) => c.as_ptr(),
+        }
+    }
+}
+
+thread_local! {
+    /// The message of this thread's last failed call; `None` before the first. A `Cell` taken
+    /// and put back, never borrowed: a call nested in another (from a signal handler) cannot
+    /// make it panic. Its value is dropped with the thread.
+    static LAST: Cell<Option<Message>> = const { Cell::new(None) };
+}
+
+/// The bytes of a C string being made: every allocation fallible (a failure is `fmt::Error`),
+/// a NUL written as `\0`.
+struct CBytes(Vec<u8>);
+
+impl CBytes {
+    fn push(&mut self, b: &[u8]) -> fmt::Result {
+        let nuls = b.iter().filter(|&&c| c == 0).count();
+        self.0.try_reserve(b.len() + nuls).map_err(|_| fmt::Error)?;
+        for &c in b {
+            if c == 0 {
+                self.0.extend_from_slice(b"\\0");
+            } else {
+                self.0.push(c);
+            }
+        }
+        Ok(())
+    }
+
+    /// The C string, in an allocation of exactly its size (so that `CString`'s conversion to
+    /// a boxed slice does not reallocate).
+    fn finish(self) -> Option<CString> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(self.0.len() + 1).ok()?;
+        v.extend_from_slice(&self.0);
+        v.push(0);
+        CString::from_vec_with_nul(v).ok()
+    }
+}
+
+impl fmt::Write for CBytes {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.push(s.as_bytes())
+    }
+}
+
+/// Records `"<func>: "` and what `cause` writes as this thread's message; [`NO_ROOM`] where
+/// the bytes cannot be allocated. Does nothing while the thread's locals are destroyed.
+#[cold]
+#[inline(never)]
+fn record(func: &str, cause: impl FnOnce(&mut CBytes) -> fmt::Result) {
+    let mut w = CBytes(Vec::new());
+    let made = write!(w, "{func}: ")
+        .and_then(|()| cause(&mut w))
+        .ok()
+        .and_then(|()| w.finish());
+    let message = made.map_or(Message::Static(NO_ROOM), Message::Owned);
+    // The old message is dropped here, after the new one was made.
+    let _ = LAST.try_with(|m| m.set(Some(message)));
+}
+
+/// Records the message `"<func>: <cause>"` and returns `code`: the failure path of a call.
+#[cold]
+#[inline(never)]
+pub(super) fn failed<C>(code: C, func: &str, cause: fmt::Arguments<'_>) -> C {
+    record(func, |w| w.write_fmt(cause));
+    code
+}
+
+/// Records the message of an I/O error, `"<func>: <path>: <error>"` (the path's bytes as
+/// given; left out where the error's text already names it, as the cache's own errors do, whose
+/// `"pagecache: "` prefix is then left out too), and returns `code`.
+#[cold]
+#[inline(never)]
+pub(super) fn io_failed<C>(code: C, func: &str, path: Option<&Path>, e: &io::Error) -> C {
+    use std::os::unix::ffi::OsStrExt;
+    record(func, |w| {
+        let text = e.to_string();
+        match path {
+            Some(p) if !text.contains(&*p.to_string_lossy()) => {
+                w.push(p.as_os_str().as_bytes())?;
+                w.push(b": ")?;
+                w.push(text.as_bytes())
+            }
+            _ => w.push(text.strip_prefix("pagecache: ").unwrap_or(&text).as_bytes()),
+        }
+    });
+    code
+}
+
+/// The message of a handle (`what`: its parameter's name, `"file"` or `"cache"`) that
+/// [`enter`](super::handles::enter) or a close refused with `code`; returns `code`.
+#[cold]
+#[inline(never)]
+pub(super) fn handle_failed<C, T>(code: C, func: &str, what: &str, p: *const T, err: i32) -> C {
+    use super::{PAGECACHE_EBADF, PAGECACHE_EFORKED, PAGECACHE_EINVAL};
+    let kind = if what == "file" {
+        "a closed file handle (pagecache_close was called with it)"
+    } else {
+        "a freed cache handle (pagecache_free was called with it)"
+    };
+    match err {
+        PAGECACHE_EINVAL if p.is_null() => failed(code, func, format_args!("{what} is NULL")),
+        PAGECACHE_EINVAL => failed(
+            code,
+            func,
+            format_args!("{what} ({p:p}) is misaligned: not a handle"),
+        ),
+        PAGECACHE_EBADF => failed(code, func, format_args!("{what} ({p:p}) is {kind}")),
+        PAGECACHE_EFORKED => failed(
+            code,
+            func,
+            format_args!(
+                "{what} ({p:p}): a thread of the parent was inside a call with it when the \
+                 process forked; closed without waiting for that call, its file neither \
+                 written back nor freed"
+            ),
+        ),
+        _ => failed(
+            code,
+            func,
+            format_args!("{what} ({p:p}): internal error: a live handle without its value"),
+        ),
+    }
+}
+
+/// The message of an out pointer (`what`: its parameter's name) that is null or misaligned;
+/// returns `code`.
+#[cold]
+#[inline(never)]
+pub(super) fn pointer_failed<C, T>(code: C, func: &str, what: &str, p: *const T) -> C {
+    if p.is_null() {
+        failed(code, func, format_args!("{what} is NULL"))
+    } else {
+        failed(
+            code,
+            func,
+            format_args!(
+                "{what} ({p:p}) is misaligned for its type (alignment {})",
+                core::mem::align_of::<T>()
+            ),
+        )
+    }
+}
+
+/// Records the message of a panic caught at the boundary of `func` (its payload's text, where
+/// it is a string). Catches a panic of its own.
+#[cold]
+#[inline(never)]
+pub(super) fn panicked(func: &str, payload: &(dyn core::any::Any + Send)) {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        failed(
+            (),
+            func,
+            format_args!("internal error (a bug in libpagecache): {what}"),
+        );
+    }));
+}
+
+/// This thread's last message, or null before its first failed call. The pointer stays valid
+/// until the thread's next failed call replaces the message, or the thread exits.
+pub(super) fn last() -> *const c_char {
+    LAST.try_with(|m| {
+        let v = m.take();
+        let p = v.as_ref().map_or(core::ptr::null(), Message::as_ptr);
+        // The `CString`'s bytes do not move with it.
+        m.set(v);
+        p
+    })
+    .unwrap_or(core::ptr::null())
+}
+
+/// Forgets this thread's message (for the unit tests: a thread's first call sees none).
+#[cfg(all(test, not(loom)))]
+pub(super) fn clear() {
+    let _ = LAST.try_with(|m| m.set(None));
+}
