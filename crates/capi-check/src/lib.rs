@@ -932,13 +932,31 @@ pub mod install {
     /// its full version, the SONAME link to it and the development link to that, the static
     /// library (both stripped of debug information as the script strips them, with a copy
     /// under `scratch`), the header and `other_headers` as they are, and a pkg-config file for
-    /// prefix `prefix`; and the installed shared library's SONAME is the link's name.
+    /// prefix `prefix`; and the installed shared library's SONAME is the link's name. The
+    /// libraries and the pkg-config file are in `root`'s `lib`, or, with `libdir` (the
+    /// `--libdir` of the install, under `prefix`), in that folder, which the pkg-config file's
+    /// `libdir` names.
     ///
     /// # Panics
     /// If one is missing or differs.
-    fn assert_installed(l: &Library, built: &Path, root: &Path, prefix: &str, scratch: &Path) {
+    fn assert_installed(
+        l: &Library,
+        built: &Path,
+        root: &Path,
+        prefix: &str,
+        libdir: Option<&str>,
+        scratch: &Path,
+    ) {
         let lib = l.lib;
-        let libdir = root.join("lib");
+        let (libdir, pc_libdir) = match libdir {
+            None => (root.join("lib"), "${exec_prefix}/lib".to_string()),
+            Some(dir) => {
+                let under = dir
+                    .strip_prefix(prefix)
+                    .unwrap_or_else(|| panic!("the libdir {dir} is under the prefix {prefix}"));
+                (root.join(under.trim_start_matches('/')), dir.to_string())
+            }
+        };
         let full = format!("lib{lib}.so.{}", l.version);
         let soname = elf::soname(lib, l.version);
         let meta =
@@ -991,7 +1009,7 @@ pub mod install {
             .unwrap_or_else(|e| panic!("{}: {e}", pc_path.display()));
         for line in [
             format!("prefix={prefix}"),
-            "libdir=${exec_prefix}/lib".to_string(),
+            format!("libdir={pc_libdir}"),
             "includedir=${prefix}/include".to_string(),
             format!("Version: {}", l.version),
             format!("Libs: -L${{libdir}} -l{lib}"),
@@ -1004,7 +1022,8 @@ pub mod install {
 
     /// Installs the library with `scripts/install-c.sh` (`--from` the libraries the test built,
     /// `DESTDIR` a folder of `out_dir`, the default prefix `/usr/local`), checks the installed
-    /// files (`assert_installed`), then builds the package's `tests/c/quickstart.c` with
+    /// files (`assert_installed`), and those of a second install with `--prefix /opt/paygo
+    /// --libdir /opt/paygo/lib64` (libraries and pkg-config file in `lib64`), then builds the package's `tests/c/quickstart.c` with
     /// `pkg-config --cflags --libs` against the installed shared library (the program needs
     /// it by its SONAME) and runs it with `args` (`LD_LIBRARY_PATH` at the installed `lib`),
     /// and once more with `pkg-config --static --libs`, `-l<lib>` taken as `-l:lib<lib>.a`
@@ -1031,7 +1050,41 @@ pub mod install {
             String::from_utf8_lossy(&out.stderr)
         );
         let root = stage.join("usr/local");
-        assert_installed(l, &built, &root, "/usr/local", &dir.join("stripped"));
+        assert_installed(l, &built, &root, "/usr/local", None, &dir.join("stripped"));
+
+        // With --libdir (and --prefix): the libraries and the pkg-config file there, the
+        // headers under the prefix, nothing in the prefix's lib.
+        let other = dir.join("stage-libdir");
+        let out = l.install(
+            &[
+                OsStr::new("--from"),
+                built.as_os_str(),
+                OsStr::new("--prefix=/opt/paygo"),
+                OsStr::new("--libdir"),
+                OsStr::new("/opt/paygo/lib64"),
+                OsStr::new(lib),
+            ],
+            Some(&other),
+        );
+        assert!(
+            out.status.success(),
+            "install-c.sh --libdir: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let other_root = other.join("opt/paygo");
+        assert_installed(
+            l,
+            &built,
+            &other_root,
+            "/opt/paygo",
+            Some("/opt/paygo/lib64"),
+            &dir.join("stripped"),
+        );
+        assert!(
+            !other_root.join("lib").exists(),
+            "no lib/ beside --libdir's lib64/"
+        );
         if !cc::exists("pkg-config") {
             percpu::testing::skip(format_args!(
                 "no `pkg-config` (install pkgconf): no program is built against the installed \
@@ -1100,8 +1153,8 @@ pub mod install {
     }
 
     /// Checks that the script refuses bad arguments with a message and exit status 2: an
-    /// option without its value, a prefix that is not absolute, one that cannot be made (under
-    /// a regular file of `out_dir`), an unknown library, and none.
+    /// option without its value, a prefix or libdir that is not absolute, a prefix that cannot
+    /// be made (under a regular file of `out_dir`), an unknown library, and none.
     ///
     /// # Panics
     /// If one is accepted, or refused otherwise.
@@ -1116,6 +1169,11 @@ pub mod install {
             (vec![os(l.lib), os("--prefix")], "--prefix needs a value"),
             (vec![os("--prefix="), os(l.lib)], "--prefix needs a value"),
             (vec![os(l.lib), os("--from")], "--from needs a value"),
+            (vec![os(l.lib), os("--libdir")], "--libdir needs a value"),
+            (
+                vec![os("--libdir"), os("lib64"), os(l.lib)],
+                "the libdir must be an absolute path",
+            ),
             (
                 vec![os("--prefix"), os("relative"), os(l.lib)],
                 "must be an absolute path",
