@@ -97,8 +97,9 @@ typedef enum paygo_error {
     PAYGO_ENOREF = -61,     /* unref: the calling thread holds no reference to the object */
     PAYGO_EDEAD = -43,      /* the object has been reclaimed: no ref/unref until reinit */
     PAYGO_EBUSY = -16,      /* try_reclaim/destroy: the object is referenced, or another thread
-                               is reclaiming it */
-    PAYGO_ELIVE = -17,      /* reinit: the object is live (not reclaimed) */
+                               is reclaiming it; obj_init: another thread is reclaiming it */
+    PAYGO_ELIVE = -17,      /* reinit: the object is live (not reclaimed); obj_init: the object
+                               is initialised and live (not reclaimed nor destroyed) */
     PAYGO_EALREADY = -114,  /* domain_init: the domain is already set up */
     PAYGO_ESHUTDOWN = -108, /* ref/unref: the calling thread's anchor information was already
                                released at its exit (a call from a later thread-exit
@@ -153,7 +154,19 @@ typedef struct paygo_stats {
  * paygo_obj_init, paygo_strerror and calls refused for their arguments do not. */
 int paygo_domain_init(size_t slots_per_cpu, size_t window);
 
-/* Initialises obj: live, no reference. obj must not be in use. */
+/* Initialises obj: live, no reference. No other call on obj may be in progress. Memory that
+ * already holds an initialised object (its magic word, which is a constant xor obj's address)
+ * is accepted only where that object is dead (paygo_try_reclaim succeeded: its memory may be
+ * reused) or destroyed (paygo_obj_destroy clears the magic): a live object is refused with
+ * PAYGO_ELIVE and one that another thread is reclaiming with PAYGO_EBUSY, and nothing
+ * changes (a re-init would forget the references held: a try-reclaim would then succeed
+ * while one is held, and its unref get PAYGO_EDEAD). Fresh memory (malloc, the stack) passes
+ * unless its first 8 bytes happen to equal obj's own magic, which garbage does not by chance
+ * (2^-64 for random bytes; the value depends on the address). Memory of an object that was
+ * freed or abandoned live, never reclaimed nor destroyed (against the rule that an object is
+ * freed after a paygo_try_reclaim or paygo_obj_destroy that succeeded), still holds the magic
+ * and a live state if nothing overwrote it, and is refused: clear it (memset) before the init
+ * where that is known to be safe, e.g. an object of a libpaygo.so since unloaded. */
 int paygo_obj_init(paygo_obj_t *obj);
 
 /* Reclaims obj if live (PAYGO_EBUSY if referenced or being reclaimed: nothing changes), then

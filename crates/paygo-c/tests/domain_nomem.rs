@@ -45,7 +45,7 @@ fn the_first_call_without_any_memory_says_enomem() {
 
     // The first REF, READ-ALL, try-reclaim and reinit of the process without memory: each
     // decides what it needs once (the way to find the CPU, the fence) and aborts nothing.
-    let mut obj = std::mem::MaybeUninit::<CObj>::uninit();
+    let mut obj = std::mem::MaybeUninit::<CObj>::zeroed();
     let o = obj.as_mut_ptr();
     REFUSE.with(|r| r.set(true));
     // SAFETY: `o` is writable memory for a `CObj`, used by this test only.

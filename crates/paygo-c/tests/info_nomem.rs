@@ -37,7 +37,7 @@ fn a_ref_whose_anchor_information_cannot_be_made_or_grown_says_enomem() {
     // A thread of its own: it has no anchor information yet.
     std::thread::spawn(|| {
         const N: usize = 64;
-        let mut objs: Vec<MaybeUninit<CObj>> = (0..N).map(|_| MaybeUninit::uninit()).collect();
+        let mut objs: Vec<MaybeUninit<CObj>> = (0..N).map(|_| MaybeUninit::zeroed()).collect();
         let o: Vec<*mut CObj> = objs.iter_mut().map(|m| m.as_mut_ptr()).collect();
         // SAFETY: each `o[i]` is writable memory for a `CObj`, used by this thread only and
         // not moved while initialised.

@@ -35,7 +35,7 @@ fn delete_key(k: libc::pthread_key_t) {
 
 #[test]
 fn a_ref_refused_for_want_of_a_key_succeeds_once_one_is_given_back() {
-    let mut obj = MaybeUninit::<CObj>::uninit();
+    let mut obj = MaybeUninit::<CObj>::zeroed();
     let o = obj.as_mut_ptr();
     // SAFETY: `o` is writable memory for a `CObj`, used by this test only and not moved while
     // initialised.

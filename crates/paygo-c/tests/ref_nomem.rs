@@ -38,7 +38,7 @@ fn a_ref_that_cannot_allocate_its_eviction_says_enomem() {
         percpu::testing::skip(format_args!("cannot pin the thread to CPU {cpu}"));
         return;
     }
-    let mut objs = [MaybeUninit::<CObj>::uninit(), MaybeUninit::uninit()];
+    let mut objs = [MaybeUninit::<CObj>::zeroed(), MaybeUninit::zeroed()];
     let [a, b] = objs.each_mut().map(|o| o.as_mut_ptr());
     // SAFETY: `a` and `b` are writable memory for a `CObj` each, used by this test only, and
     // not moved while initialised.

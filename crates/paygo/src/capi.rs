@@ -4,7 +4,9 @@
 //!
 //! * Objects embed a `paygo_obj_t` (a [`CObj`]: a magic word and a [`Header`]);
 //!   `paygo_obj_init` writes the magic (the constant [`MAGIC`] xor the object's address, so a
-//!   copied or uninitialised object is not mistaken for one), and every call checks it.
+//!   copied or uninitialised object is not mistaken for one), and every call checks it;
+//!   `paygo_obj_init` itself refuses memory that holds a live object (`PAYGO_ELIVE`), and
+//!   `paygo_obj_destroy` clears the magic, so a destroyed object can be initialised again.
 //! * `paygo_ref(obj)` takes a reference and records its anchor in the calling thread's anchor
 //!   information: a map from object address to the anchors the thread holds (a thread may hold
 //!   several references to one object, taken on different CPUs). `paygo_unref(obj)` gives back
@@ -25,7 +27,7 @@ use crate::arc::{
     default_domain_if_made, init_default_domain, try_default_domain, DefaultDomainError,
 };
 use crate::get::GetError;
-use crate::header::{DEAD, DESTROYED};
+use crate::header::{DEAD, DESTROYED, RECLAIMING};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
 use core::pin::Pin;
@@ -45,9 +47,11 @@ pub const PAYGO_ENOTOBJ: i32 = -2;
 pub const PAYGO_ENOREF: i32 = -61;
 /// The object has been reclaimed (dead): no reference can be taken or given back.
 pub const PAYGO_EDEAD: i32 = -43;
-/// try-reclaim or destroy: the object is referenced, or another thread is reclaiming it.
+/// try-reclaim or destroy: the object is referenced, or another thread is reclaiming it;
+/// obj_init: another thread is reclaiming the object.
 pub const PAYGO_EBUSY: i32 = -16;
-/// reinit: the object is live (only a reclaimed object can be made live again).
+/// reinit: the object is live (only a reclaimed object can be made live again); obj_init: the
+/// object is initialised and live (only a reclaimed or destroyed one can be initialised again).
 pub const PAYGO_ELIVE: i32 = -17;
 /// The domain was already set up (explicitly, or implicitly by a first call).
 pub const PAYGO_EALREADY: i32 = -114;
@@ -638,17 +642,41 @@ pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 
     })
 }
 
-/// Initialises an object header (live, no reference).
+/// Initialises an object header (live, no reference). Memory that already holds this
+/// address's magic (an initialised object) is accepted only if the object is dead (reclaimed:
+/// its memory may be reused) or destroyed; an object that is live is refused with
+/// `PAYGO_ELIVE`, one being reclaimed with `PAYGO_EBUSY`, and nothing changes: a re-init
+/// would forget its references (a later try-reclaim would succeed while one is held, and its
+/// unref get `PAYGO_EDEAD`). Fresh memory matches the magic ([`MAGIC`] xor the address) by
+/// chance only if its 8 bytes equal that value; memory of an object freed live (never
+/// reclaimed nor destroyed, against the contract) still holds it, and is refused.
 ///
 /// # Safety
-/// `obj` is null or points to writable memory for a `paygo_obj_t` that is not in use.
+/// `obj` is null or points to readable and writable memory for a `paygo_obj_t` on which no
+/// other call is in progress.
 #[no_mangle]
 pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
     if obj.is_null() || !obj.is_aligned() {
         return PAYGO_EINVAL;
     }
     boundary(PAYGO_EINTERNAL, || {
-        // SAFETY: the caller gives us the memory; nothing else uses it.
+        // SAFETY: the caller gives us readable memory, aligned (checked); the magic is read
+        // atomically. Acquire: pairs with the Release store of the magic in a previous init.
+        let m = unsafe { (*obj).magic.load(Ordering::Acquire) };
+        if m == MAGIC ^ obj as u64 {
+            // SAFETY: the magic says a previous init wrote the header beside it, and the
+            // memory is still readable (the caller's contract).
+            let hdr = unsafe { &(*obj).hdr };
+            // Acquire: pairs with the Release store of DEAD by a reclaim's decision, as in
+            // `paygo_obj_destroy`: the holders' accesses come before the new header.
+            match hdr.state(Ordering::Acquire) {
+                DEAD | DESTROYED => {}
+                RECLAIMING => return PAYGO_EBUSY,
+                _ => return PAYGO_ELIVE,
+            }
+        }
+        // SAFETY: the caller gives us the memory; no other call uses it; an object there is
+        // dead or destroyed (checked above), so no reference to it is held.
         unsafe {
             core::ptr::write(
                 obj,

@@ -1,6 +1,6 @@
 /* The C API from several threads: ref/unref with forced migration, several references to
- * one object per thread, misuse, try-reclaim (also racing readers that check a canary),
- * leftovers at thread exit, evictions. */
+ * one object per thread, misuse (also a re-init of a live object), try-reclaim (also racing
+ * readers that check a canary), leftovers at thread exit, evictions. */
 #define _GNU_SOURCE
 #include "paygo.h"
 #include "check.h"
@@ -167,6 +167,27 @@ int main(void) {
     CHECK_EQ(paygo_try_reclaim(NULL), PAYGO_EINVAL);
     CHECK_EQ(paygo_reinit(NULL), PAYGO_EINVAL);
     CHECK_EQ(paygo_obj_destroy(NULL), PAYGO_EINVAL);
+
+    /* paygo_obj_init of a live object is refused and changes nothing: it overwrote the
+     * header, so a try-reclaim succeeded while a reference was held and that reference's
+     * unref got PAYGO_EDEAD. A reclaimed or destroyed object is initialised again. */
+    struct object again;
+    memset(&again, 0, sizeof again);
+    CHECK_EQ(paygo_obj_init(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_ref(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_obj_init(&again.hdr), PAYGO_ELIVE);
+    CHECK_EQ(paygo_read_all(&again.hdr), 1);
+    CHECK_EQ(paygo_try_reclaim(&again.hdr), PAYGO_EBUSY);
+    CHECK_EQ(paygo_unref(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_obj_init(&again.hdr), PAYGO_ELIVE);
+    CHECK_EQ(paygo_try_reclaim(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_obj_init(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_obj_destroy(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_ref(&again.hdr), PAYGO_ENOTOBJ);
+    CHECK_EQ(paygo_obj_init(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_ref(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_unref(&again.hdr), PAYGO_OK);
+    CHECK_EQ(paygo_obj_destroy(&again.hdr), PAYGO_OK);
     CHECK_EQ(paygo_unref(&shared.hdr), PAYGO_ENOREF);
     CHECK_EQ(paygo_read_all(&shared.hdr), 0);
 

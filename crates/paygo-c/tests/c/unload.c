@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ROUNDS 3
 
@@ -77,6 +78,10 @@ int main(int argc, char **argv) {
         *(void **)&api.unref = must_sym(lib, "paygo_unref");
         *(void **)&api.read_all = must_sym(lib, "paygo_read_all");
         *(void **)&api.prepare_unload = must_sym(lib, "paygo_prepare_unload");
+        /* The object of the previous round is still live (the keeper's reference leaked with
+         * the unloaded library): paygo_obj_init refuses a live object (PAYGO_ELIVE), so its
+         * memory is cleared first, as paygo.h says for an object abandoned live. */
+        memset(&obj, 0, sizeof obj);
         CHECK_EQ(api.obj_init(&obj), PAYGO_OK);
 
         pthread_barrier_init(&used, NULL, 3);

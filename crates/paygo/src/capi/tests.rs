@@ -35,7 +35,7 @@ fn with_interrupting_call(
     steps: fn(*mut CObj, &dyn Fn(), &HandlerResult<'_>),
 ) {
     std::thread::spawn(move || {
-        let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+        let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
         let o = obj.as_mut_ptr();
         let handler = std::rc::Rc::new(Cell::new(None));
         let arm = || {
@@ -286,7 +286,7 @@ fn a_locking_call_interrupting_the_release_at_exit_is_refused() {
 /// the magic is written back after the destroy, as the late call read it.
 #[test]
 fn a_call_that_read_the_magic_before_a_destroy_finds_the_object_destroyed() {
-    let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+    let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
     let o = obj.as_mut_ptr();
     // SAFETY: `o` is writable memory for a CObj, used by this test only.
     unsafe {
@@ -308,7 +308,7 @@ fn a_call_that_read_the_magic_before_a_destroy_finds_the_object_destroyed() {
 /// is taken and leaked, none is given back.
 #[test]
 fn a_call_interrupting_one_of_its_thread_changes_nothing() {
-    let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+    let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
     let o = obj.as_mut_ptr();
     // SAFETY: `o` is writable memory for a CObj, used by this test only.
     unsafe {
@@ -343,7 +343,7 @@ fn an_unref_takes_a_reference_of_its_cpu_from_the_group_of_that_cpu() {
         return;
     };
     let _saved = percpu::affinity::Saved::take();
-    let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+    let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
     let o = obj.as_mut_ptr();
     let groups = || {
         with_info(|i| {
@@ -407,7 +407,7 @@ fn an_unref_takes_a_reference_of_its_cpu_from_the_group_of_that_cpu() {
 /// UNREF of it from another CPU.
 #[test]
 fn read_all_never_returns_a_racing_count_below_zero() {
-    let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+    let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
     let o = obj.as_mut_ptr();
     // SAFETY: `o` is writable memory for a CObj, used by this test only.
     unsafe {
@@ -478,7 +478,7 @@ fn a_key_made_in_a_race_it_lost_is_deleted() {
 #[test]
 fn prepare_unload_frees_the_anchor_information_of_a_thread_that_holds_nothing() {
     std::thread::spawn(|| {
-        let mut obj = core::mem::MaybeUninit::<CObj>::uninit();
+        let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
         let o = obj.as_mut_ptr();
         // SAFETY: `o` is writable memory for a CObj, used by this thread only.
         unsafe {
@@ -532,4 +532,64 @@ fn stats_refuses_a_misaligned_out_pointer() {
     // SAFETY: a valid, aligned `CStats`.
     assert_eq!(unsafe { paygo_stats(&mut st) }, PAYGO_OK);
     assert!(st.table_bytes > 0);
+}
+
+/// `paygo_obj_init` of a live, referenced object is refused (`PAYGO_ELIVE`) and changes
+/// nothing: it overwrote the header, so a try-reclaim then succeeded while the reference was
+/// held and the reference's unref got `PAYGO_EDEAD`. A live object without a reference is
+/// refused too; a reclaimed or destroyed one is initialised again.
+#[test]
+fn obj_init_of_a_live_object_is_refused_and_changes_nothing() {
+    std::thread::spawn(|| {
+        // Zeroed: fresh memory whose bytes are not this address's magic.
+        let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
+        let o = obj.as_mut_ptr();
+        // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+        unsafe {
+            assert_eq!(paygo_obj_init(o), PAYGO_OK);
+            assert_eq!(paygo_ref(o), PAYGO_OK);
+            assert_eq!(paygo_obj_init(o), PAYGO_ELIVE, "referenced");
+            assert_eq!(paygo_read_all(o), 1, "the reference is still counted");
+            assert_eq!(paygo_try_reclaim(o), PAYGO_EBUSY, "still referenced");
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+            assert_eq!(paygo_obj_init(o), PAYGO_ELIVE, "live, unreferenced");
+            assert_eq!(paygo_try_reclaim(o), PAYGO_OK);
+            // Dead: its memory may be reused, and initialised again.
+            assert_eq!(paygo_obj_init(o), PAYGO_OK, "reclaimed");
+            assert_eq!(paygo_ref(o), PAYGO_OK);
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+            assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+            assert_eq!(paygo_ref(o), PAYGO_ENOTOBJ, "destroyed");
+            assert_eq!(paygo_obj_init(o), PAYGO_OK, "destroyed");
+            assert_eq!(paygo_ref(o), PAYGO_OK);
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+            assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+        }
+    })
+    .join()
+    .expect("the test thread");
+}
+
+/// A destroy between its compare-and-swap and its clearing of the magic leaves the state
+/// destroyed with the magic still in place; `paygo_obj_init` takes such a header, and refuses
+/// one being reclaimed with `PAYGO_EBUSY` (changing nothing).
+#[test]
+fn obj_init_takes_a_destroyed_header_and_refuses_one_being_reclaimed() {
+    let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
+    let o = obj.as_mut_ptr();
+    // SAFETY: `o` is writable memory for a CObj, used by this thread only; the header's state
+    // is set by hand as a concurrent call would have set it.
+    unsafe {
+        assert_eq!(paygo_obj_init(o), PAYGO_OK);
+        (*o).hdr.set_state(RECLAIMING, Ordering::Relaxed);
+        assert_eq!(paygo_obj_init(o), PAYGO_EBUSY);
+        assert_eq!(
+            (*o).hdr.state(Ordering::Relaxed),
+            RECLAIMING,
+            "nothing changed"
+        );
+        (*o).hdr.set_state(DESTROYED, Ordering::Relaxed);
+        assert_eq!(paygo_obj_init(o), PAYGO_OK);
+        assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+    }
 }
