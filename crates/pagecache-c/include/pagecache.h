@@ -26,7 +26,8 @@
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
  *     PAGECACHE_EFBIG, PAGECACHE_EBADF and PAGECACHE_E2BIG equal -EINVAL, -ENOMEM, -EFBIG,
- *     -EBADF and -E2BIG; the others are -1000 and below, never an errno;
+ *     -EBADF and -E2BIG; the others are -1000 to -1999, never an errno nor one of paygo.h's
+ *     own codes (-2000 and below), which the paygo_ functions this library exports return;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
  *     for a file that is not a regular file or is on a pseudo file system such as procfs or

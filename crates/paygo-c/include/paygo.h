@@ -87,21 +87,27 @@
 extern "C" {
 #endif
 
-/* Error codes: negative, errno-like; each means one thing. */
+/* Error codes: negative; each means one thing. PAYGO_EINVAL, PAYGO_ENOMEM and PAYGO_EBUSY
+ * equal -EINVAL, -ENOMEM and -EBUSY, errno's codes of the same meaning; the library's own
+ * codes are -2000 and below, never an errno nor one of pagecache.h's own (-1000 to -1999):
+ * libpagecache exports this interface too, and a code of either means one thing there.
+ * (Earlier builds used -2, -61, -43, -17, -114, -108 and -131, errno numbers of other
+ * meanings, for the seven: compare codes with their names, never with numbers.)
+ * paygo_strerror describes each. */
 typedef enum paygo_error {
     PAYGO_OK = 0,
     PAYGO_EINVAL = -22,     /* a null or misaligned (not 8-aligned) object pointer or
                                paygo_stats out pointer, or an invalid configuration */
-    PAYGO_ENOTOBJ = -2,     /* not an initialised paygo object (bad magic: never initialised,
+    PAYGO_ENOTOBJ = -2000,  /* not an initialised paygo object (bad magic: never initialised,
                                destroyed, or copied to another address) */
-    PAYGO_ENOREF = -61,     /* unref: the calling thread holds no reference to the object */
-    PAYGO_EDEAD = -43,      /* the object has been reclaimed: no ref/unref until reinit */
+    PAYGO_ENOREF = -2001,   /* unref: the calling thread holds no reference to the object */
+    PAYGO_EDEAD = -2002,    /* the object has been reclaimed: no ref/unref until reinit */
     PAYGO_EBUSY = -16,      /* try_reclaim/destroy: the object is referenced, or another thread
                                is reclaiming it; obj_init: another thread is reclaiming it */
-    PAYGO_ELIVE = -17,      /* reinit: the object is live (not reclaimed); obj_init: the object
+    PAYGO_ELIVE = -2003,    /* reinit: the object is live (not reclaimed); obj_init: the object
                                is initialised and live (not reclaimed nor destroyed) */
-    PAYGO_EALREADY = -114,  /* domain_init: the domain is already set up */
-    PAYGO_ESHUTDOWN = -108, /* ref/unref: the calling thread's anchor information was already
+    PAYGO_EALREADY = -2004, /* domain_init: the domain is already set up */
+    PAYGO_ESHUTDOWN = -2005, /* ref/unref: the calling thread's anchor information was already
                                released at its exit (a call from a later thread-exit
                                destructor), or libpaygo.so was unloaded: its destructor ran
                                (at dlclose, or at the exit of a process that loaded it, for a
@@ -119,7 +125,7 @@ typedef enum paygo_error {
                                and another thread, or a migration, took the room it made,
                                that one stays on its overflow list: every count is as
                                before, the statistics and overflow bytes show the move) */
-    PAYGO_EINTERNAL = -131  /* a bug in libpaygo (a Rust panic caught at the boundary), or a
+    PAYGO_EINTERNAL = -2006 /* a bug in libpaygo (a Rust panic caught at the boundary), or a
                                ref, unref, read_all, is_referenced, try_reclaim or obj_destroy
                                from a signal handler that interrupted a ref, unref, read_all,
                                is_referenced, try_reclaim, obj_destroy or prepare_unload of

@@ -84,3 +84,77 @@ fn stats_and_object_layout_agree() {
     assert!(core::mem::size_of::<capi::CObj>() <= 48);
     assert!(core::mem::align_of::<capi::CObj>() <= 8);
 }
+
+/// No code means two things where libpagecache exports paygo.h and pagecache.h together, or
+/// where a caller compares with errno's codes: `PAYGO_EINVAL`, `PAYGO_ENOMEM` and
+/// `PAYGO_EBUSY` are `-EINVAL`, `-ENOMEM` and `-EBUSY` (same meaning; pagecache.h's EINVAL and
+/// ENOMEM are the same two), and every other code is none of Linux's errno values, nor one of
+/// pagecache.h's own codes; `paygo_strerror` describes each, and no other.
+#[test]
+fn error_codes_collide_with_no_errno_nor_pagecache_code() {
+    let paygo = enum_values(&file("include/paygo.h"), "paygo_error");
+    let pagecache = enum_values(
+        &read(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../pagecache-c"),
+            "include/pagecache.h",
+        ),
+        "pagecache_error",
+    );
+    assert!(pagecache.len() >= 5, "parsed too few codes: {pagecache:?}");
+    let same_meaning = [
+        ("PAYGO_EINVAL", libc::EINVAL),
+        ("PAYGO_ENOMEM", libc::ENOMEM),
+        ("PAYGO_EBUSY", libc::EBUSY),
+    ];
+    // Linux's errno values end at 133 (EHWPOISON); some margin above.
+    let errno_range = -999..0;
+    for (name, &v) in &paygo {
+        if name == "PAYGO_OK" {
+            assert_eq!(v, 0);
+            continue;
+        }
+        assert!(v < 0, "{name} = {v}");
+        match same_meaning.iter().find(|(n, _)| n == name) {
+            Some(&(_, errno)) => assert_eq!(v, -errno, "{name} is -errno of its meaning"),
+            None => assert!(
+                !errno_range.contains(&v) && v <= -2000,
+                "{name} = {v}: an errno value, or pagecache's range"
+            ),
+        }
+        for (pname, &pv) in &pagecache {
+            let same = pname.strip_prefix("PAGECACHE_") == name.strip_prefix("PAYGO_");
+            assert!(
+                pv != v || same,
+                "{name} = {pname} = {v}, of different meanings"
+            );
+        }
+        // SAFETY: paygo_strerror takes any int and returns a static NUL-terminated string.
+        let text = unsafe { std::ffi::CStr::from_ptr(capi::paygo_strerror(v)) };
+        // SAFETY: as above.
+        let unknown = unsafe { std::ffi::CStr::from_ptr(capi::paygo_strerror(i32::MIN)) };
+        assert_ne!(text, unknown, "{name} has its own description");
+    }
+    let codes: std::collections::BTreeSet<i32> = paygo.values().copied().collect();
+    assert_eq!(codes.len(), paygo.len(), "each code is one value");
+    for v in [
+        -1,
+        -2,
+        -61,
+        -43,
+        -17,
+        -114,
+        -108,
+        -131,
+        -1000,
+        -1999,
+        1,
+        i32::MIN,
+    ] {
+        // SAFETY: as above.
+        let text = unsafe { std::ffi::CStr::from_ptr(capi::paygo_strerror(v)) };
+        assert!(
+            codes.contains(&v) || text.to_str().unwrap().contains("unknown"),
+            "{v}: {text:?}"
+        );
+    }
+}

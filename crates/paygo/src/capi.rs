@@ -37,33 +37,38 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+// The codes: `PAYGO_EINVAL`, `PAYGO_ENOMEM` and `PAYGO_EBUSY` equal `-EINVAL`, `-ENOMEM` and
+// `-EBUSY`, errno's codes of the same meaning; the library's own codes are -2000 and below,
+// never an errno (Linux's end at 133) nor one of `pagecache.h`'s
+// own (-1000 to -1999), as libpagecache exports both interfaces.
+
 /// Success.
 pub const PAYGO_OK: i32 = 0;
 /// A null pointer, or an invalid configuration.
 pub const PAYGO_EINVAL: i32 = -22;
 /// The pointer is not an initialised paygo object (its magic word is wrong).
-pub const PAYGO_ENOTOBJ: i32 = -2;
+pub const PAYGO_ENOTOBJ: i32 = -2000;
 /// The calling thread holds no reference to the object (unref without a matching ref).
-pub const PAYGO_ENOREF: i32 = -61;
+pub const PAYGO_ENOREF: i32 = -2001;
 /// The object has been reclaimed (dead): no reference can be taken or given back.
-pub const PAYGO_EDEAD: i32 = -43;
+pub const PAYGO_EDEAD: i32 = -2002;
 /// try-reclaim or destroy: the object is referenced, or another thread is reclaiming it;
 /// obj_init: another thread is reclaiming the object.
 pub const PAYGO_EBUSY: i32 = -16;
 /// reinit: the object is live (only a reclaimed object can be made live again); obj_init: the
 /// object is initialised and live (only a reclaimed or destroyed one can be initialised again).
-pub const PAYGO_ELIVE: i32 = -17;
+pub const PAYGO_ELIVE: i32 = -2003;
 /// The domain was already set up (explicitly, or implicitly by a first call).
-pub const PAYGO_EALREADY: i32 = -114;
+pub const PAYGO_EALREADY: i32 = -2004;
 /// The calling thread is exiting (its anchor information is gone), or `libpaygo.so` was
 /// unloaded (its pthread key deleted).
-pub const PAYGO_ESHUTDOWN: i32 = -108;
+pub const PAYGO_ESHUTDOWN: i32 = -2005;
 /// domain_init, or the first call that makes the default domain: its tables could not be
 /// allocated; ref: the anchor information, or the room on an overflow list for the entry it
 /// had to evict, could not be.
 pub const PAYGO_ENOMEM: i32 = -12;
 /// An internal error (a Rust panic, caught at the boundary): a bug; nothing was changed.
-pub const PAYGO_EINTERNAL: i32 = -131;
+pub const PAYGO_EINTERNAL: i32 = -2006;
 
 /// Runs an entry point's body, turning a panic into `err`.
 fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
@@ -852,8 +857,8 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
 /// The count is read at 0 where [`Domain::read_all`] reads it below zero: that happens only
 /// while REFs and UNREFs run (its sum takes an entry's local counter before its anchor
 /// counter, so a REF and its UNREF from another CPU that both fall between the two loads count
-/// -1), and a negative count would read as an error code (-2 as `PAYGO_ENOTOBJ`, -16 as
-/// `PAYGO_EBUSY`, ...).
+/// -1), and a negative count would read as an error code (-16 as `PAYGO_EBUSY`, -2000 as
+/// `PAYGO_ENOTOBJ`, ...).
 ///
 /// # Safety
 /// As [`paygo_ref`].

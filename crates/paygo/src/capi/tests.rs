@@ -416,7 +416,7 @@ fn read_all_never_returns_a_racing_count_below_zero() {
         let slot = with_info(|i| held(i).expect("not borrowed")[&(o as usize)].groups[0].1[0].slot)
             .expect("anchor information");
         let s = &domain().expect("the domain").slots[slot];
-        // local 1 - 3, anchor 0: READ-ALL sums -2, which would read as PAYGO_ENOTOBJ.
+        // local 1 - 3, anchor 0: READ-ALL sums -2, which would read as an error code.
         s.local.fetch_sub(3, Ordering::Relaxed);
         let racing = paygo_read_all(o);
         s.local.fetch_add(3, Ordering::Relaxed);
