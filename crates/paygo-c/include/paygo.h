@@ -4,7 +4,19 @@
  * The paper's user-level interface (section 5): paygo_ref(obj), paygo_unref(obj),
  * paygo_read_all(obj), plus try-reclaim and domain set-up, over one process-wide domain of
  * per-CPU tables. Link with libpaygo.a (and -lpthread -ldl -lm -lrt -lgcc_s) or libpaygo.so,
- * both built by `cargo build --release -p paygo-c` (under target/release/).
+ * both built by `cargo build --release -p paygo-c` (under target/release/). A fully static
+ * program (cc -static, or -static-pie) links libpaygo.a with -lpthread -ldl -lm -lrt and
+ * without -lgcc_s, which has no static library ("cannot find -lgcc_s"; the static link takes
+ * libgcc_eh instead). The linker then warns that getaddrinfo and getpwuid_r, used by the Rust
+ * standard library inside libpaygo.a, need glibc's shared libraries at run time: harmless,
+ * as no paygo function calls them.
+ *
+ * References are per-thread. A reference belongs to the thread that took it: paygo_unref(obj)
+ * in another thread gets PAYGO_ENOREF and gives nothing back, and the reference is given back
+ * only by its thread, with paygo_unref or at the thread's exit. To hand an object from a
+ * producer A to a consumer B, B takes its own reference (paygo_ref) before A drops its one
+ * (paygo_unref), e.g. A keeps its reference until B signals that it has taken one; B then
+ * gives back its own.
  *
  * Objects embed a paygo_obj_t, initialised with paygo_obj_init() and not moved or copied while
  * initialised. Each thread keeps anchor information: the anchors of the references it holds

@@ -91,7 +91,8 @@ fn c_calls_from_a_destructor_at_exit_of_a_static_program_succeed() {
         // too, maybe at the same time.
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&kind[1..]);
         std::fs::create_dir_all(&dir).expect("a folder for the program");
-        // No -lgcc_s, which has no static library: the static link takes libgcc_eh.
+        // No -lgcc_s, which has no static library: the static link takes libgcc_eh (the fully
+        // static link line of paygo.h and the README).
         let exe = cc::build(
             Path::new(env!("CARGO_MANIFEST_DIR")),
             "exit",

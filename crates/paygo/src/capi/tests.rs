@@ -593,3 +593,53 @@ fn obj_init_takes_a_destroyed_header_and_refuses_one_being_reclaimed() {
         assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
     }
 }
+
+/// References are per-thread: another thread's `paygo_unref` of an object gets
+/// `PAYGO_ENOREF` and gives nothing back; the reference is given back at its taker's exit
+/// (counted as a leftover). A handoff works where the receiver takes its own reference before
+/// the giver drops its one.
+#[test]
+fn a_reference_is_given_back_by_its_thread_only() {
+    let mut obj = Box::new(core::mem::MaybeUninit::<CObj>::zeroed());
+    let addr = obj.as_mut_ptr() as usize;
+    let o = addr as *mut CObj;
+    // SAFETY: `o` is writable memory for a CObj, used by the threads below one after another.
+    assert_eq!(unsafe { paygo_obj_init(o) }, PAYGO_OK);
+    let (taken_tx, taken_rx) = std::sync::mpsc::channel();
+    let (exit_tx, exit_rx) = std::sync::mpsc::channel::<()>();
+    let a = std::thread::spawn(move || {
+        // SAFETY: the initialised object, alive until the test's end.
+        assert_eq!(unsafe { paygo_ref(addr as *mut CObj) }, PAYGO_OK);
+        taken_tx.send(()).expect("the test waits");
+        exit_rx.recv().expect("the test says when");
+    });
+    taken_rx.recv().expect("A took its reference");
+    let before = paygo_leftovers_released();
+    std::thread::spawn(move || {
+        let o = addr as *mut CObj;
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(paygo_unref(o), PAYGO_ENOREF, "B holds none");
+            assert_eq!(paygo_read_all(o), 1, "A's reference is still held");
+            // The handoff: B takes its own reference, and gives it back.
+            assert_eq!(paygo_ref(o), PAYGO_OK);
+            assert_eq!(paygo_read_all(o), 2);
+            assert_eq!(paygo_unref(o), PAYGO_OK);
+        }
+    })
+    .join()
+    .expect("thread B");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(paygo_read_all(o), 1);
+        assert_eq!(paygo_try_reclaim(o), PAYGO_EBUSY);
+    }
+    exit_tx.send(()).expect("A waits");
+    a.join().expect("thread A");
+    assert!(paygo_leftovers_released() > before, "released at A's exit");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(paygo_read_all(o), 0);
+        assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+    }
+}
