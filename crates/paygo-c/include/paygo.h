@@ -103,9 +103,7 @@ extern "C" {
  * equal -EINVAL, -ENOMEM and -EBUSY, errno's codes of the same meaning; the library's own
  * codes are -2000 and below, never an errno nor one of pagecache.h's own (-1000 to -1999):
  * libpagecache exports this interface too, and a code of either means one thing there.
- * (Earlier builds used -2, -61, -43, -17, -114, -108 and -131, errno numbers of other
- * meanings, for the seven: compare codes with their names, never with numbers.)
- * paygo_strerror describes each. */
+ * Compare codes with their names, never with numbers. paygo_strerror describes each. */
 typedef enum paygo_error {
     PAYGO_OK = 0,
     PAYGO_EINVAL = -22,     /* a null or misaligned (not 8-aligned) object pointer or
