@@ -188,6 +188,18 @@ typedef enum pagecache_mode {
     PAGECACHE_MODE_OPTIMISTIC = 1
 } pagecache_mode;
 
+/* How pagecache_open_flags opens a file (its flags; 0: as pagecache_open, read-write if
+ * permitted, else read-only). */
+typedef enum pagecache_open_flag {
+    /* Read-only (O_RDONLY): pagecache_write_at and pagecache_set_len through the handle
+     * return -EACCES, nothing changed, and another process may execve(2) the file while it is
+     * open (unless the cache already held it open writable: see pagecache_open). */
+    PAGECACHE_O_RDONLY = 1,
+    /* Read-write, or the open's -errno (-EACCES, -EROFS, -ETXTBSY: a program being run), with
+     * no read-only fallback; -EACCES too for a file already open in the cache read-only. */
+    PAGECACHE_O_RDWR = 2
+} pagecache_open_flag;
+
 /* The size of a page (of a frame), in bytes. */
 #define PAGECACHE_PAGE_SIZE 4096
 
@@ -298,8 +310,21 @@ void pagecache_free(pagecache_t *cache);
  * open in the cache (the same device and inode, by any path) is shared, as in the kernel's page
  * cache: the handles read and write the same cached pages (a write through one is read through
  * the other at once), through the first open's descriptor and access mode; the pages are
- * written back and dropped when the last handle of the file is closed. */
+ * written back and dropped when the last handle of the file is closed. A file this user may
+ * write (as root, nearly every file) is held open for writing even by a program that only
+ * reads it: while it is open, execve(2) of it, by any process, fails with ETXTBSY. A reader
+ * opens with pagecache_open_flags(cache, path, PAGECACHE_O_RDONLY, out). */
 int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out);
+
+/* pagecache_open in the access mode flags names: 0 as pagecache_open, PAGECACHE_O_RDONLY
+ * read-only (writes and length changes through the handle return -EACCES, nothing changed,
+ * even where the file is shared with a handle that writes it), PAGECACHE_O_RDWR read-write
+ * or the open's -errno (see pagecache_open_flag). Any other flags: PAGECACHE_EINVAL, nothing
+ * done (pagecache_last_error names the flags). Otherwise the errors and the sharing of a file
+ * already open in the cache are pagecache_open's; a file already open writable keeps its
+ * writable descriptor until its last handle is closed, a read-only handle of it included. */
+int pagecache_open_flags(pagecache_t *cache, const char *path, int flags,
+                         pagecache_file_t **out);
 
 /* Closes a file handle. At the file's last handle, writes its dirty pages back (as
  * pagecache_sync), then frees its frames, writing back again a page whose write-back failed;

@@ -72,6 +72,7 @@ fn c_program_reads_and_writes_from_several_threads() {
     expect_lines(
         &text,
         &[
+            "ok read-only open",
             "ok errors",
             "ok scheme=paygo mode=counting",
             "ok scheme=atomic mode=counting",

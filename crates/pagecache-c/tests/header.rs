@@ -43,11 +43,16 @@ fn error_codes_and_modes_agree() {
         ("PAGECACHE_MODE_OPTIMISTIC", capi::PAGECACHE_MODE_OPTIMISTIC),
     ]);
     assert_eq!(enum_values(&h, "pagecache_mode"), modes);
+    let flags = map(&[
+        ("PAGECACHE_O_RDONLY", capi::PAGECACHE_O_RDONLY),
+        ("PAGECACHE_O_RDWR", capi::PAGECACHE_O_RDWR),
+    ]);
+    assert_eq!(enum_values(&h, "pagecache_open_flag"), flags);
     // And capi.rs declares no constant the lists above forgot.
     let src = file("src/capi.rs");
     assert_eq!(
         src.matches("pub const PAGECACHE_").count(),
-        codes.len() + modes.len(),
+        codes.len() + modes.len() + flags.len(),
         "capi.rs declares a constant not checked here"
     );
     // The library's own codes other than EINVAL, ENOMEM, EFBIG, EBADF and E2BIG (each the errno

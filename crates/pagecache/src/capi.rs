@@ -40,7 +40,7 @@
 //!   read of cached pages only once it finds a page that is not (it reaches no cancellation
 //!   point: its only system call is the optimistic mode's `sched_yield`, which is none).
 
-use crate::{CachedFile, Config, Mode, PageCache};
+use crate::{CachedFile, Config, Mode, OpenMode, PageCache};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use percpu::cancel::NoCancel;
 use std::ffi::{CString, OsStr};
@@ -92,6 +92,12 @@ pub const PAGECACHE_E2BIG: i32 = -libc::E2BIG;
 pub const PAGECACHE_MODE_COUNTING: i32 = 0;
 /// `mode` of `pagecache_new`: reads of cached pages take no reference ([`Mode::Optimistic`]).
 pub const PAGECACHE_MODE_OPTIMISTIC: i32 = 1;
+
+/// `flags` of [`pagecache_open_flags`]: open read-only ([`OpenMode::ReadOnly`]).
+pub const PAGECACHE_O_RDONLY: c_int = 1;
+/// `flags` of [`pagecache_open_flags`]: open read-write, with no read-only fallback
+/// ([`OpenMode::ReadWrite`]).
+pub const PAGECACHE_O_RDWR: c_int = 2;
 
 /// The scheme used when `pagecache_new` is given a null name.
 pub const DEFAULT_SCHEME: &str = "paygo";
@@ -604,7 +610,9 @@ pub unsafe extern "C" fn pagecache_free(cache: *mut CCache) {
 /// directory, `-EINVAL` for anything else that is not a regular file or is on a pseudo file
 /// system (procfs, sysfs, ...). A program being run opens read-only. A file already open in
 /// the cache is shared (see
-/// [`PageCacheOf::open`](crate::PageCacheOf::open)).
+/// [`PageCacheOf::open`](crate::PageCacheOf::open)). A file this user may write is held open
+/// for writing, so that `execve` of it fails with `ETXTBSY` while it is open: a reader uses
+/// [`pagecache_open_flags`] with [`PAGECACHE_O_RDONLY`].
 ///
 /// # Safety
 /// `cache` is null, misaligned or a handle from [`pagecache_new`] (live or freed); `path` is
@@ -617,45 +625,98 @@ pub unsafe extern "C" fn pagecache_open(
 ) -> i32 {
     const F: &str = "pagecache_open";
     boundary(F, PAGECACHE_EINTERNAL, || {
-        if path.is_null() {
-            return failed(PAGECACHE_EINVAL, F, format_args!("path is NULL"));
-        }
-        if !writable(out) {
-            return pointer_failed(PAGECACHE_EINVAL, F, "out", out);
-        }
         // SAFETY: forwarded contract.
-        let c = match unsafe { enter(cache) } {
-            Ok(c) => c,
-            Err(code) => return handle_failed(code, F, "cache", cache, code),
-        };
-        // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
-        let path = unsafe { CStr::from_ptr(path) }.to_bytes();
-        // Refused as open(2) refuses it, before any copy: a path of any length would otherwise
-        // be copied (to pass it to open, to keep it with the file), and an allocation of that
-        // size that fails aborts the process.
-        if path.len() >= libc::PATH_MAX as usize {
-            return failed(
-                -libc::ENAMETOOLONG,
-                F,
-                format_args!(
-                    "path is {} bytes long, at least PATH_MAX ({})",
-                    path.len(),
-                    libc::PATH_MAX
-                ),
-            );
-        }
-        let path = OsStr::from_bytes(path);
-        match c.cache.open(path) {
-            Ok(file) => {
-                let h = FILES.open(file);
-                // SAFETY: `out` is not null, and the caller gives writable memory for a
-                // pointer.
-                unsafe { out.write(h) };
-                PAGECACHE_OK
-            }
-            Err(e) => io_failed(io_code(&e), F, Some(path.as_ref()), &e),
-        }
+        unsafe { open_in(F, cache, path, OpenMode::WritableIfPermitted, out) }
     })
+}
+
+/// [`pagecache_open`] in the access mode `flags` names: 0 as [`pagecache_open`] (read-write if
+/// permitted, else read-only), [`PAGECACHE_O_RDONLY`] read-only (writes and length changes
+/// through the handle fail with `-EACCES`), [`PAGECACHE_O_RDWR`] read-write or the open's
+/// `-errno` (`-EACCES`, `-EROFS`, `-ETXTBSY`; `-EACCES` too for a file already open in the
+/// cache read-only). Any other `flags` is `PAGECACHE_EINVAL`, nothing done. Other errors as
+/// [`pagecache_open`]'s.
+///
+/// # Safety
+/// As [`pagecache_open`].
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_open_flags(
+    cache: *const CCache,
+    path: *const c_char,
+    flags: c_int,
+    out: *mut *mut CFile,
+) -> i32 {
+    const F: &str = "pagecache_open_flags";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        let mode = match flags {
+            0 => OpenMode::WritableIfPermitted,
+            PAGECACHE_O_RDONLY => OpenMode::ReadOnly,
+            PAGECACHE_O_RDWR => OpenMode::ReadWrite,
+            _ => {
+                return failed(
+                    PAGECACHE_EINVAL,
+                    F,
+                    format_args!(
+                        "flags is {flags}, not 0, PAGECACHE_O_RDONLY ({PAGECACHE_O_RDONLY}) \
+                         or PAGECACHE_O_RDWR ({PAGECACHE_O_RDWR})"
+                    ),
+                )
+            }
+        };
+        // SAFETY: forwarded contract.
+        unsafe { open_in(F, cache, path, mode, out) }
+    })
+}
+
+/// The body of [`pagecache_open`] and [`pagecache_open_flags`] (`func`), opening in `mode`.
+///
+/// # Safety
+/// As [`pagecache_open`].
+unsafe fn open_in(
+    func: &str,
+    cache: *const CCache,
+    path: *const c_char,
+    mode: OpenMode,
+    out: *mut *mut CFile,
+) -> i32 {
+    if path.is_null() {
+        return failed(PAGECACHE_EINVAL, func, format_args!("path is NULL"));
+    }
+    if !writable(out) {
+        return pointer_failed(PAGECACHE_EINVAL, func, "out", out);
+    }
+    // SAFETY: forwarded contract.
+    let c = match unsafe { enter(cache) } {
+        Ok(c) => c,
+        Err(code) => return handle_failed(code, func, "cache", cache, code),
+    };
+    // SAFETY: the caller passes a NUL-terminated string that stays valid during the call.
+    let path = unsafe { CStr::from_ptr(path) }.to_bytes();
+    // Refused as open(2) refuses it, before any copy: a path of any length would otherwise
+    // be copied (to pass it to open, to keep it with the file), and an allocation of that
+    // size that fails aborts the process.
+    if path.len() >= libc::PATH_MAX as usize {
+        return failed(
+            -libc::ENAMETOOLONG,
+            func,
+            format_args!(
+                "path is {} bytes long, at least PATH_MAX ({})",
+                path.len(),
+                libc::PATH_MAX
+            ),
+        );
+    }
+    let path = OsStr::from_bytes(path);
+    match c.cache.open_with(path, mode) {
+        Ok(file) => {
+            let h = FILES.open(file);
+            // SAFETY: `out` is not null, and the caller gives writable memory for a
+            // pointer.
+            unsafe { out.write(h) };
+            PAGECACHE_OK
+        }
+        Err(e) => io_failed(io_code(&e), func, Some(path.as_ref()), &e),
+    }
 }
 
 /// Closes a file handle: at the file's last handle, writes its dirty pages back and frees its

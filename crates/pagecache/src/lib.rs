@@ -18,7 +18,7 @@ mod page;
 mod slots;
 mod sync;
 
-pub use cache::{CachedFileOf, PageCacheOf, PageRef};
+pub use cache::{CachedFileOf, OpenMode, PageCacheOf, PageRef};
 pub use cursor::Cursor;
 pub use lodic::{LodicMemory, MappedPage, Mapping, Rmap};
 pub use page::PAGE_SIZE;
@@ -172,7 +172,7 @@ pub struct Stats {
 }
 
 trait DynCache: Send + Sync {
-    fn open(&self, path: &Path) -> io::Result<Box<dyn DynFile>>;
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>>;
     fn stats(&self) -> Stats;
     fn scheme(&self) -> &'static str;
     fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
@@ -193,8 +193,8 @@ trait DynFile: Send + Sync {
 }
 
 impl<C: RefCounter> DynCache for PageCacheOf<C> {
-    fn open(&self, path: &Path) -> io::Result<Box<dyn DynFile>> {
-        Ok(Box::new(PageCacheOf::open(self, path)?))
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>> {
+        Ok(Box::new(PageCacheOf::open_with(self, path, mode)?))
     }
     fn stats(&self) -> Stats {
         PageCacheOf::stats(self)
@@ -262,8 +262,8 @@ impl std::fmt::Debug for PageCache {
     }
 }
 
-/// Shows the path, the length in bytes, the pages of that length, whether the file was opened
-/// writable, and the cache's scheme. Takes no lock.
+/// Shows the path, the length in bytes, the pages of that length, whether the handle may write
+/// the file (opened writable, and not by `open_read_only`), and the cache's scheme. Takes no lock.
 impl std::fmt::Debug for CachedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.inner.fmt_debug("CachedFile", f)
@@ -311,10 +311,24 @@ impl PageCache {
         }
     }
 
-    /// Opens `path` through the cache (see [`PageCacheOf::open`]).
+    /// Opens `path` through the cache, read-write if permitted, else read-only (see
+    /// [`PageCacheOf::open`]): the file is held writable whenever it may be, so that no
+    /// process can run it (`execve` fails with `ETXTBSY`) while it is open; a reader uses
+    /// [`PageCache::open_read_only`].
     pub fn open(&self, path: impl AsRef<Path>) -> io::Result<CachedFile> {
+        self.open_with(path, OpenMode::WritableIfPermitted)
+    }
+
+    /// Opens `path` through the cache read-only (see [`PageCacheOf::open_read_only`]): writes
+    /// and length changes through the handle fail with `PermissionDenied`.
+    pub fn open_read_only(&self, path: impl AsRef<Path>) -> io::Result<CachedFile> {
+        self.open_with(path, OpenMode::ReadOnly)
+    }
+
+    /// Opens `path` through the cache in `mode` (see [`PageCacheOf::open_with`]).
+    pub fn open_with(&self, path: impl AsRef<Path>, mode: OpenMode) -> io::Result<CachedFile> {
         Ok(CachedFile {
-            inner: self.inner.open(path.as_ref())?,
+            inner: self.inner.open(path.as_ref(), mode)?,
         })
     }
 

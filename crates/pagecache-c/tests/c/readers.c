@@ -421,6 +421,60 @@ static void errors(void) {
     unlink(path);
     close(fd);
 
+    /* pagecache_open_flags(PAGECACHE_O_RDONLY): a file this user may write, opened read-only
+     * all the same: a write (an empty one too: the access is checked first) and a set_len get
+     * -EACCES and change nothing on disk; PAGECACHE_O_RDWR cannot share its read-only
+     * descriptor (-EACCES); other flags are PAGECACHE_EINVAL, with a message. */
+    if (c) {
+        fd = make_file(path, sizeof path);
+        pagecache_file_t *f = NULL, *g = NULL;
+        CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &f), PAGECACHE_OK);
+        if (f) {
+            CHECK_EQ(pagecache_write_at(f, "x", 1, 0), -EACCES);
+            CHECK_EQ(pagecache_write_at(f, "x", 0, 0), -EACCES);
+            CHECK_EQ(pagecache_write_at(f, "x", 1, FILE_LEN + 10), -EACCES);
+            CHECK_EQ(pagecache_set_len(f, 0), -EACCES);
+            CHECK_EQ(pagecache_set_len(f, FILE_LEN + 10), -EACCES);
+            CHECK_EQ(pagecache_len(f), FILE_LEN);
+            still_works(f);
+            CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDWR, &g), -EACCES);
+            CHECK(g == NULL);
+            CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
+            CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
+        }
+        unsigned char *disk = malloc(FILE_LEN + 1);
+        CHECK_EQ(pread(fd, disk, FILE_LEN + 1, 0), FILE_LEN);
+        for (uint64_t o = 0; o < FILE_LEN; o++) {
+            if (disk[o] != byte_at(o, 0)) {
+                CHECK_EQ(disk[o], byte_at(o, 0));
+                break;
+            }
+        }
+        free(disk);
+        /* Closed: PAGECACHE_O_RDWR opens it read-write, 0 as pagecache_open. */
+        CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDWR, &g), PAGECACHE_OK);
+        if (g) {
+            CHECK_EQ(pagecache_write_at(g, "x", 0, 0), 0);
+            CHECK_EQ(pagecache_close(g), PAGECACHE_OK);
+        }
+        g = NULL;
+        CHECK_EQ(pagecache_open_flags(c, path, 0, &g), PAGECACHE_OK);
+        if (g) CHECK_EQ(pagecache_close(g), PAGECACHE_OK);
+        g = NULL;
+        const int bad[] = {3, -1, 4, PAGECACHE_O_RDONLY | 0x100};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            CHECK_EQ(pagecache_open_flags(c, path, bad[i], &g), PAGECACHE_EINVAL);
+            CHECK(g == NULL);
+            const char *m = pagecache_last_error();
+            CHECK(m != NULL && strncmp(m, "pagecache_open_flags: flags is ", 31) == 0);
+        }
+        CHECK_EQ(pagecache_open_flags(NULL, path, PAGECACHE_O_RDONLY, &g), PAGECACHE_EINVAL);
+        CHECK(strcmp(pagecache_last_error(), "pagecache_open_flags: cache is NULL") == 0);
+        unlink(path);
+        close(fd);
+        printf("ok read-only open\n");
+    }
+
     /* Not regular files: -EINVAL, at once (the open of a FIFO does not wait for a writer), and
      * *out as it was. */
     if (c) {

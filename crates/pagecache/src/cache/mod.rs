@@ -281,8 +281,30 @@ impl<C: RefCounter> Clone for PageCacheOf<C> {
 pub struct CachedFileOf<C: RefCounter> {
     cache: Arc<Inner<C>>,
     state: Arc<FileState>,
+    /// Opened by [`PageCacheOf::open_read_only`]: writes and length changes are refused, even
+    /// where the shared descriptor is writable.
+    read_only: bool,
     /// Released by [`CachedFileOf::close`]: the drop has nothing left to do.
     closed: bool,
+}
+
+/// How [`PageCacheOf::open_with`] (and [`PageCache::open_with`](crate::PageCache::open_with))
+/// opens a file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OpenMode {
+    /// Read-write if this user may write the file, else read-only (where its read-write open
+    /// fails with `PermissionDenied`, `ReadOnlyFilesystem`, `ExecutableFileBusy` or
+    /// `IsADirectory`): [`PageCacheOf::open`].
+    #[default]
+    WritableIfPermitted,
+    /// Read-only (`O_RDONLY`): writes are refused with `PermissionDenied`, and another
+    /// process may run the file: [`PageCacheOf::open_read_only`].
+    ReadOnly,
+    /// Read-write, or the open's error (`PermissionDenied`, `ReadOnlyFilesystem`,
+    /// `ExecutableFileBusy`, ...), with no read-only fallback; `PermissionDenied` too for a
+    /// file already open in the cache read-only (its handles share that descriptor).
+    ReadWrite,
 }
 
 /// A held reference to one cached page: the page stays in its frame until the guard is dropped
@@ -577,8 +599,34 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// shared, as the kernel's page cache is: the new handle reads and writes the same cached
     /// pages (a write through one is seen by a read through the other at once), through the
     /// first open's descriptor, access mode and path. Its pages are written back and dropped
-    /// when its last handle is dropped.
+    /// when its last handle is dropped. A handle of [`PageCacheOf::open_read_only`] refuses
+    /// writes even where that descriptor is writable.
+    ///
+    /// The file is held open for writing whenever this user may write it (as `root`, nearly
+    /// always), even by a program that only reads it: while it is open, `execve` of it (by
+    /// any process) fails with `ETXTBSY` (`ExecutableFileBusy`), and the descriptor could
+    /// write. A reader opens it with [`PageCacheOf::open_read_only`] (or
+    /// [`PageCacheOf::open_with`] and [`OpenMode::ReadOnly`]); [`OpenMode::ReadWrite`] opens
+    /// read-write or fails.
     pub fn open(&self, path: impl AsRef<Path>) -> io::Result<CachedFileOf<C>> {
+        self.open_with(path, OpenMode::WritableIfPermitted)
+    }
+
+    /// Opens `path` through the cache read-only (`O_RDONLY`), as [`PageCacheOf::open`] does
+    /// otherwise: the same errors, and a file already open in the cache is shared. The handle
+    /// refuses [`CachedFileOf::write_at`] and [`CachedFileOf::set_len`] with
+    /// `PermissionDenied` (the error of a file that [`PageCacheOf::open`] could only open
+    /// read-only; `-EACCES` in the C API), changing nothing, even when the file is shared
+    /// with a handle that writes it. A file first opened here is held by a read-only
+    /// descriptor, so another process may run it (`execve`) while it is open; one already
+    /// open in the cache writable keeps its writable descriptor until its last handle goes.
+    pub fn open_read_only(&self, path: impl AsRef<Path>) -> io::Result<CachedFileOf<C>> {
+        self.open_with(path, OpenMode::ReadOnly)
+    }
+
+    /// Opens `path` through the cache in `mode` (see [`OpenMode`]; [`PageCacheOf::open`] for
+    /// the errors and the sharing of a file already open in the cache).
+    pub fn open_with(&self, path: impl AsRef<Path>, mode: OpenMode) -> io::Result<CachedFileOf<C>> {
         let path = path.as_ref();
         // Non-blocking until the file is known to be regular: a FIFO opened for reading only
         // (the fallback below, when this user may not write it) waits for a writer, and a
@@ -593,16 +641,17 @@ impl<C: RefCounter> PageCacheOf<C> {
             }
             o
         };
-        let opened = match opts(true).open(path) {
-            Ok(f) => Ok((f, true)),
+        let opened = match opts(mode != OpenMode::ReadOnly).open(path) {
+            Ok(f) => Ok((f, mode != OpenMode::ReadOnly)),
             Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::PermissionDenied
-                        | io::ErrorKind::ReadOnlyFilesystem
-                        | io::ErrorKind::ExecutableFileBusy
-                        | io::ErrorKind::IsADirectory
-                ) =>
+                if mode == OpenMode::WritableIfPermitted
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::PermissionDenied
+                            | io::ErrorKind::ReadOnlyFilesystem
+                            | io::ErrorKind::ExecutableFileBusy
+                            | io::ErrorKind::IsADirectory
+                    ) =>
             {
                 opts(false).open(path).map(|f| (f, false))
             }
@@ -658,10 +707,22 @@ impl<C: RefCounter> PageCacheOf<C> {
             // Listed, so live: the last handle unlists it (under this lock) before its state
             // goes.
             if let Some(state) = open.state.upgrade() {
+                if mode == OpenMode::ReadWrite && !state.writable {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
+                            "pagecache: {} is open read-only in this cache (as {}), whose \
+                             descriptor its handles share",
+                            path.display(),
+                            state.path.display()
+                        ),
+                    ));
+                }
                 open.handles += 1;
                 return Ok(CachedFileOf {
                     cache: self.inner.clone(),
                     state,
+                    read_only: mode == OpenMode::ReadOnly,
                     closed: false,
                 });
             }
@@ -731,6 +792,7 @@ impl<C: RefCounter> PageCacheOf<C> {
         Ok(CachedFileOf {
             cache: self.inner.clone(),
             state,
+            read_only: mode == OpenMode::ReadOnly,
             closed: false,
         })
     }
@@ -838,7 +900,8 @@ impl<C: RefCounter> std::fmt::Debug for PageCacheOf<C> {
 
 impl<C: RefCounter> CachedFileOf<C> {
     /// The `Debug` output of the file, as the struct `name`: its path, length and pages (of
-    /// that length), whether it was opened writable, and the cache's scheme. Takes no lock:
+    /// that length), whether the handle may write it (opened writable, and not by
+    /// [`PageCacheOf::open_read_only`]), and the cache's scheme. Takes no lock:
     /// the length is one atomic load, the rest does not change.
     pub(crate) fn fmt_named(
         &self,
@@ -850,7 +913,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             .field("path", &self.state.path)
             .field("len", &len)
             .field("pages", &len.div_ceil(PAGE_SIZE as u64))
-            .field("writable", &self.state.writable)
+            .field("writable", &self.writable())
             .field("scheme", &C::NAME)
             .finish()
     }
@@ -864,6 +927,12 @@ impl<C: RefCounter> std::fmt::Debug for CachedFileOf<C> {
 }
 
 impl<C: RefCounter> CachedFileOf<C> {
+    /// Whether this handle may write the file: its descriptor is writable, and the handle was
+    /// not opened read-only.
+    pub(crate) fn writable(&self) -> bool {
+        self.state.writable && !self.read_only
+    }
+
     /// The cache and the file's state.
     #[inline(always)]
     pub(crate) fn parts(&self) -> (&Inner<C>, &FileState) {

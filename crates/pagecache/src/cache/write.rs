@@ -52,7 +52,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         let f = &*self.state;
         let c = &*self.cache;
-        if !f.writable {
+        if !self.writable() {
             return Err(f.read_only());
         }
         let end = offset
@@ -308,7 +308,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     pub fn set_len(&self, size: u64) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
-        if !f.writable {
+        if !self.writable() {
             return Err(f.read_only());
         }
         if size > MAX_LEN {
