@@ -12,7 +12,11 @@
  * pagecache_set_len), and its new pages are cached as the others.
  *
  * Linking: libpagecache.a (and -lpthread -ldl -lm -lrt -lgcc_s) or libpagecache.so, both built
- * by `cargo build --release -p paygo-pagecache-c` (under target/release/). The static library
+ * by `cargo build --release -p paygo-pagecache-c` (under target/release/). A fully static
+ * program (cc -static) drops -lgcc_s, which has no static archive (`cannot find -lgcc_s`):
+ * libpagecache.a -lpthread -ldl -lm -lrt; the linker then warns that the Rust runtime's
+ * getaddrinfo and getpwuid_r need glibc's shared libraries at run time, which is harmless: the
+ * library never calls them (no name lookup, no home directory). The static library
  * carries its own Rust runtime, so it is not linked together with another Rust static library
  * such as libpaygo.a; it exports paygo.h's functions as well (PAYGO's process-wide domain,
  * separate from the caches' counters), so a program that needs both links libpagecache alone.
@@ -133,8 +137,14 @@
 extern "C" {
 #endif
 
-/* The library's error codes: negative; each means one thing. Any other negative value a
- * function returns is -errno. */
+/* The library's error codes: negative. Any other negative value a function returns is -errno.
+ * The codes from -1000 down each mean one thing; the five that equal an errno (PAGECACHE_EINVAL,
+ * PAGECACHE_ENOMEM, PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG) are also that errno's
+ * code where it means the same, and then name the cause less closely: pagecache_open's -EINVAL
+ * (PAGECACHE_EINVAL) is an argument refused (below) or a path that is not a regular file (a
+ * FIFO, a socket, a device) or is a file of a pseudo file system (a /proc or /sys file), and
+ * a file's I/O error can be -EFBIG or -ENOMEM. pagecache_last_error() says which: the argument
+ * refused, or the file and why. */
 typedef enum pagecache_error {
     PAGECACHE_OK = 0,
     PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer (or a misaligned handle, out
@@ -227,7 +237,10 @@ typedef struct pagecache_stats {
 } pagecache_stats_t;
 
 /* Makes a cache of memory_limit_pages frames (1 to 4294967294) counted by the scheme named
- * scheme (NULL: "paygo"; `refbench list` names them all), reading in mode (a pagecache_mode),
+ * scheme (NULL: "paygo"; "atomic", "cas", "frozen-bit", "rcuref", "sticky", "sloppy",
+ * "percpu-ref", "refcache", "snzi", "brc", "oplog-counter" or "paygo", the schemes of
+ * `refbench list` that can count a page cache's frames: its "percpu-limit" cannot, and is
+ * PAGECACHE_EUNFIT), reading in mode (a pagecache_mode),
  * and stores its handle in *out. Errors: PAGECACHE_EINVAL (out is NULL, a limit of 0 or too
  * large, more frames than the scheme can count: 2^22 for "percpu-ref", "sloppy" and
  * "refcache", another mode), PAGECACHE_ENOSCHEME (no such scheme), PAGECACHE_EUNFIT (a
@@ -357,7 +370,10 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
 
 /* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes
  * are copied in and the page marked dirty; the file grows when the range ends past it.
- * Returns len (0 for len 0, at any offset up to 2^63 - 1). Errors: PAGECACHE_EINVAL (file is
+ * Returns len (0 for len 0, at any offset up to 2^63 - 1, on a file the handle may write: the
+ * handle's checks come first, so a write of len 0 still returns PAGECACHE_EINVAL for a NULL
+ * file, PAGECACHE_EBADF for a closed one and -EACCES for one opened read-only, before the
+ * length and the offset are looked at). Errors: PAGECACHE_EINVAL (file is
  * NULL, buf is NULL with len > 0, len > SSIZE_MAX, offset + len above 2^63 - 1),
  * PAGECACHE_EBADF (file is closed), -EACCES (the
  * file was opened read-only), PAGECACHE_EFBIG (the file cannot hold the write: it ends past

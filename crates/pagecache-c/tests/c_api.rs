@@ -63,6 +63,82 @@ fn c_quick_start_runs() {
     );
 }
 
+/// The quick start linked fully static (`cc -static`) with the line `pagecache.h` and the
+/// README document for it, [`LINK`] without `-lgcc_s` (which has no static archive), runs with
+/// no shared library at all. Skipped where the C library has no static archive (`libc.a`).
+#[test]
+fn c_quick_start_links_fully_static() {
+    let compiler = cc::compiler("CC", "cc");
+    let libc_a = cc::run(Command::new(&compiler).arg("-print-file-name=libc.a"));
+    if !Path::new(String::from_utf8_lossy(&libc_a.stdout).trim()).is_absolute() {
+        percpu::testing::skip(format_args!("no static libc.a: no fully static program"));
+        return;
+    }
+    let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let exe = tmp.path().join("quickstart-static");
+    let link: Vec<&str> = LINK.iter().copied().filter(|l| *l != "-lgcc_s").collect();
+    let out = cc::run(
+        Command::new(&compiler)
+            .arg("-static")
+            .arg("-I")
+            .arg(dir.join("include"))
+            .arg(dir.join("tests/c/quickstart.c"))
+            .arg(&lib)
+            .args(&link)
+            .arg("-o")
+            .arg(&exe),
+    );
+    // The only warnings are the documented ones, of Rust's standard library.
+    for l in String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("warning"))
+    {
+        assert!(
+            l.contains("getaddrinfo") || l.contains("getpwuid_r"),
+            "a warning the documents do not name: {l}"
+        );
+    }
+    let file = tmp.path().join("f");
+    std::fs::write(&file, vec![7u8; 100]).expect("write the file");
+    let out = cc::run(Command::new(&exe).arg(&file).env_clear());
+    let text = String::from_utf8_lossy(&out.stdout);
+    expect_lines(
+        &text,
+        &["read 200 bytes in 2 passes, pages filled: 1", "failures=0"],
+    );
+}
+
+/// The README's C fragment (its ```` ```c ```` block: a function) compiles with every warning
+/// an error.
+#[test]
+fn the_readmes_c_fragment_compiles() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("README.md");
+    let start = readme.find("```c\n").expect("a ```c block") + 5;
+    let len = readme[start..].find("```").expect("its end");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("fragment.c");
+    std::fs::write(&src, &readme[start..start + len]).expect("write the fragment");
+    cc::run(
+        Command::new(cc::compiler("CC", "cc"))
+            .args([
+                "-std=c11",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pedantic",
+                "-c",
+                "-I",
+            ])
+            .arg(dir.join("include"))
+            .arg(&src)
+            .arg("-o")
+            .arg(tmp.path().join("fragment.o")),
+    );
+}
+
 /// Several schemes and both read modes: 4 reader threads check every byte of random ranges
 /// while a writer rewrites a region and syncs; the file is then checked with `pread`, the
 /// counts with `pagecache_stats`, and every error case returns its documented code.

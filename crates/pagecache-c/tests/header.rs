@@ -115,3 +115,25 @@ fn stats_layout_agrees() {
         "pagecache_stats_t is a row of uint64_t"
     );
 }
+
+/// `pagecache_new`'s comment names every scheme that can count a page cache's frames (those of
+/// `refbench list` but `percpu-limit`, which it names as refused), and so does `Config::scheme`.
+#[test]
+fn the_scheme_names_are_listed() {
+    let h = file("include/pagecache.h");
+    let at = h.find("int pagecache_new(").expect("pagecache_new");
+    let comment = &h[h[..at].rfind("/*").expect("its comment")..at];
+    let lib = read(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../pagecache"),
+        "src/lib.rs",
+    );
+    for name in pagecache::usable_schemes() {
+        assert!(
+            comment.contains(&format!("\"{name}\"")),
+            "{name} in {comment}"
+        );
+        assert!(lib.contains(&format!("`{name}`")), "{name} in lib.rs");
+    }
+    assert!(comment.contains("\"percpu-limit\" cannot"), "{comment}");
+    assert_eq!(pagecache::usable_schemes().count(), 12);
+}

@@ -842,7 +842,8 @@ pub unsafe extern "C" fn pagecache_read_at(
 /// `offset + len` above 2^63 - 1), `PAGECACHE_EBADF` (a closed handle), `-EACCES` on a file
 /// opened read-only, `PAGECACHE_EFBIG` (a write the file cannot hold: past the largest file of
 /// its file system or past `RLIMIT_FSIZE`; nothing written), a fill's or write's `-errno`.
-/// `len` 0 returns 0.
+/// `len` 0 returns 0 on a file the handle may write (the handle's checks come first: a null
+/// or closed handle, or `-EACCES` for one opened read-only).
 ///
 /// # Safety
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `buf` is

@@ -104,7 +104,11 @@ pub type FaultHook = Arc<dyn Fn(&IoEvent<'_>) -> io::Result<()> + Send + Sync>;
 pub struct Config {
     /// Frames (4 KiB pages) the cache may hold; at least 1.
     pub memory_limit_pages: usize,
-    /// The counting scheme, by name (see `refbench list` or [`schemes::SCHEMES`]).
+    /// The counting scheme, by name: `atomic`, `cas`, `frozen-bit`, `rcuref`, `sticky`,
+    /// `sloppy`, `percpu-ref`, `refcache`, `snzi`, `brc`, `oplog-counter` or `paygo` (those of
+    /// `refbench list`, or [`schemes::SCHEMES`], that can count a page cache's frames, as
+    /// [`usable_schemes`] lists them; `percpu-limit` cannot, and [`PageCache::new`] refuses
+    /// it).
     pub scheme: String,
     /// Settings some schemes take.
     pub scheme_config: SchemeConfig,
