@@ -22,6 +22,10 @@ pub use cache::{CachedFileOf, OpenMode, PageCacheOf, PageRef};
 pub use cursor::Cursor;
 pub use lodic::{LodicMemory, MappedPage, Mapping, Rmap};
 pub use page::PAGE_SIZE;
+/// The counting crate: the [`RefCounter`] trait and the schemes' types
+/// (`refcount::cas::Cas`, `refcount::atomic::Atomic`, ...) that [`PageCacheOf::with_scheme`]
+/// takes, re-exported so that a typed cache needs no dependency of its own on it.
+pub use refcount;
 pub use schemes::SchemeConfig;
 
 use refcount::RefCounter;

@@ -797,12 +797,16 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     }
 
     /// Copies `buf.len()` bytes at `offset` (from the start of the mapping) into `buf`, like a
-    /// load from mapped memory: bytes past the end of the file (in its last page, or in pages
-    /// a [`CachedFileOf::set_len`] cut off) read as they are cached (zeros unless written; a
+    /// load from mapped memory. Unlike [`CachedFileOf::read_at`], whose offset is the file's
+    /// and which returns the number of bytes read (short at the end of the file, 0 past it),
+    /// the offset is relative to the mapping's first page (byte `first * PAGE_SIZE` of the
+    /// file is offset 0) and the read is exact: it fills all of `buf` or fails, and returns
+    /// `()`. Bytes past the end of the file (in its last page, or in pages a
+    /// [`CachedFileOf::set_len`] cut off) read as they are cached (zeros unless written; a
     /// mapping outlives cuts, where the kernel would raise `SIGBUS`). Errors: a range outside
-    /// the mapping (`InvalidInput`, nothing read); those of [`CachedFileOf::read_at`] (a fill's,
-    /// a direct read's where every frame is referenced, a poisoned cache's `Other`), with the
-    /// bytes of the pages before in `buf`.
+    /// the mapping (`InvalidInput`, nothing read, even where the file goes on past it); those
+    /// of [`CachedFileOf::read_at`] (a fill's, a direct read's where every frame is
+    /// referenced, a poisoned cache's `Other`), with the bytes of the pages before in `buf`.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.check(offset, buf.len())?;
         let mut done = 0;

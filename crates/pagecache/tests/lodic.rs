@@ -1800,3 +1800,34 @@ fn own_writes_read_back_through_mappings_and_from_disk_after_syncs() {
         own_writes_through_mappings(paygo::Domain::new(), rmap, 5);
     }
 }
+
+/// `Mapping::read_at` takes an offset from the mapping's first page and reads exactly: all of
+/// `buf`, or `InvalidInput` (nothing read) for a range past the mapping's end, even where the
+/// file goes on; `CachedFileOf::read_at` takes the file's offset and returns a count. The
+/// counting crate is reached through the re-export `pagecache::refcount`, as the README's
+/// example does.
+#[test]
+fn mapping_read_at_is_relative_to_the_mapping_and_exact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 8 * PAGE_SIZE as u64);
+    let cfg = Config::new(16, "cas");
+    let cache = PageCacheOf::with_scheme(pagecache::refcount::cas::Cas, &cfg).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let map = file.map(2, 3).expect("map pages 2..5");
+    let mut buf = [0u8; 16];
+    map.read_at(&mut buf, 100).expect("read");
+    let at = 2 * PAGE_SIZE as u64 + 100;
+    assert_eq!(buf, core::array::from_fn(|i| pat(at + i as u64)));
+    let mut same = [0u8; 16];
+    assert_eq!(file.read_at(&mut same, at).expect("file read"), 16);
+    assert_eq!(same, buf);
+    // Across the mapping's end (the file goes on): refused, nothing read.
+    let mut past = [0xAAu8; 16];
+    let e = map
+        .read_at(&mut past, 3 * PAGE_SIZE as u64 - 8)
+        .expect_err("past the mapping");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert_eq!(past, [0xAA; 16]);
+    drop(map);
+    file.close().expect("close");
+}
