@@ -1185,7 +1185,7 @@ fn says<C: PartialEq + core::fmt::Debug>(code: C, want: C, func: &str, parts: &[
 /// it was (as `errno`), and the next failure replaces it.
 #[test]
 fn last_error_is_null_until_a_failure_and_successes_keep_it() {
-    let _tables = shared_tables();
+    let _tables = tables_alone();
     // A new thread: this test's own may have failed calls before (in another test).
     std::thread::spawn(|| {
         assert_eq!(last_error(), None);
@@ -1383,7 +1383,7 @@ fn last_error_of_new_names_the_argument_and_the_cause() {
 /// and the system's text, or the argument.
 #[test]
 fn last_error_of_open_names_the_path_and_the_system_error() {
-    let _tables = shared_tables();
+    let _tables = tables_alone();
     let dir = tempfile::tempdir().expect("tempdir");
     let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
     let missing = dir.path().join("missing");
@@ -1457,7 +1457,7 @@ fn last_error_of_open_names_the_path_and_the_system_error() {
 /// the error's text.
 #[test]
 fn last_error_of_file_calls_names_the_file_and_the_cause() {
-    let _tables = shared_tables();
+    let _tables = tables_alone();
     let (dir, _) = file_of(2 * PAGE_SIZE);
     let p = dir.path().join("f");
     let shown = p.display().to_string();
