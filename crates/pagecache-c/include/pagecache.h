@@ -334,8 +334,10 @@ int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out)
  * even where the file is shared with a handle that writes it), PAGECACHE_O_RDWR read-write
  * or the open's -errno (see pagecache_open_flag). Any other flags: PAGECACHE_EINVAL, nothing
  * done (pagecache_last_error names the flags). Otherwise the errors and the sharing of a file
- * already open in the cache are pagecache_open's; a file already open writable keeps its
- * writable descriptor until its last handle is closed, a read-only handle of it included. */
+ * already open in the cache are pagecache_open's; each handle writes as its own open allowed,
+ * whatever the file's other handles may do. A file already open writable keeps its writable
+ * descriptor until its last handle is closed, a read-only handle of it included, and a file
+ * open read-only that a writable open joins keeps that open's descriptor as well. */
 int pagecache_open_flags(pagecache_t *cache, const char *path, int flags,
                          pagecache_file_t **out);
 

@@ -2,7 +2,8 @@
 //! through the handle are refused with `PermissionDenied` (the error of a file `open` could only
 //! open read-only) and change nothing on disk, and another process may run the file while it
 //! is open, which a writable descriptor (`open` of a file this user may write) forbids
-//! (`ETXTBSY`). `OpenMode::ReadWrite` opens read-write or fails.
+//! (`ETXTBSY`). `OpenMode::ReadWrite` opens read-write or fails; a writable open of a file
+//! open read-only adds its writable descriptor to the file's state.
 
 use pagecache::{Config, OpenMode, PageCache};
 use std::io;
@@ -117,32 +118,53 @@ fn a_read_only_handle_of_a_file_open_writable_refuses_writes() {
     assert_eq!(on_disk.len(), 4096);
 }
 
+/// A writable open of a file open read-only in the cache adds its writable descriptor to the
+/// file's state: its handle writes, as does a later plain `open`'s, and evictions and the last
+/// close write the dirty pages back through it; the read-only handle still refuses writes.
 #[test]
-fn open_read_write_refuses_what_it_cannot_write() {
+fn a_writable_open_of_a_file_open_read_only_adds_a_writable_descriptor() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("f");
-    std::fs::write(&path, b"hello").expect("write");
-    let cache = PageCache::new(Config::new(8, "paygo")).expect("cache");
-    // Open read-only in the cache: a read-write open cannot share its descriptor.
+    let mut model: Vec<u8> = (0..3 * 4096).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&path, &model).expect("write");
+    // Two frames for three pages: writes to all three evict dirty pages.
+    let cache = PageCache::new(Config::new(2, "paygo")).expect("cache");
     let r = cache.open_read_only(&path).expect("open_read_only");
-    let e = cache
-        .open_with(&path, OpenMode::ReadWrite)
-        .expect_err("a read-write open of a file open read-only");
-    assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
-    // A plain open shares it, read-only (the first open's access mode).
-    let p = cache.open(&path).expect("open");
-    assert_eq!(
-        p.write_at(b"x", 0).expect_err("read-only").kind(),
-        io::ErrorKind::PermissionDenied
-    );
-    drop((r, p));
+    assert_eq!(access_modes(&path), [libc::O_RDONLY]);
     let w = cache
         .open_with(&path, OpenMode::ReadWrite)
-        .expect("a read-write open once it is closed");
-    assert_eq!(access_modes(&path), [libc::O_RDWR]);
-    w.write_at(b"J", 0).expect("write");
+        .expect("a read-write open of a file open read-only");
+    let mut modes = access_modes(&path);
+    modes.sort();
+    assert_eq!(modes, [libc::O_RDONLY, libc::O_RDWR]);
+    // A plain open writes too (this user may write the file).
+    let p = cache.open(&path).expect("open");
+    for (h, page, byte) in [
+        (&w, 0u64, b'W'),
+        (&p, 1, b'P'),
+        (&w, 2, b'X'),
+        (&p, 0, b'Q'),
+    ] {
+        let at = page * 4096 + 7;
+        assert_eq!(h.write_at(&[byte; 3], at).expect("write"), 3);
+        model[at as usize..at as usize + 3].fill(byte);
+    }
+    // The read-only handle reads every write and refuses its own.
+    let mut back = vec![0u8; model.len()];
+    assert_eq!(r.read_at(&mut back, 0).expect("read"), model.len());
+    assert_eq!(back, model);
+    let e = r.write_at(b"r", 0).expect_err("a read-only handle");
+    assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+    assert!(cache.stats().evictions > 0, "dirty pages were evicted");
+    drop(r);
     w.close().expect("close");
-    assert_eq!(std::fs::read(&path).expect("read back"), b"Jello");
+    p.close().expect("the last close writes back");
+    assert_eq!(std::fs::read(&path).expect("read back"), model);
+    assert_eq!(
+        access_modes(&path),
+        Vec::<i32>::new(),
+        "every descriptor closed"
+    );
 }
 
 #[test]

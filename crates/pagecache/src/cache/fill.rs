@@ -228,7 +228,7 @@ impl<C: RefCounter> Inner<C> {
         let mut buf = [0u8; PAGE_SIZE];
         copy_out(self.words(i), 0, &mut buf[..len]);
         self.hook(IoKind::WriteBack, f, off, len)?;
-        let written = f.file.write_all_at(&buf[..len], off);
+        let written = f.write_file().write_all_at(&buf[..len], off);
         // Also after a `pwrite` that failed: some of its bytes may have reached the file.
         f.mark_written();
         written?;

@@ -29,7 +29,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 
 /// The largest file length the cache writes or sets: `i64::MAX`, the most `off_t` holds.
 pub(crate) const MAX_LEN: u64 = i64::MAX as u64;
@@ -127,9 +127,15 @@ impl Drop for Releasing<'_> {
 /// One open file.
 pub(crate) struct FileState {
     pub(crate) id: u64,
+    /// The descriptor of the first open: every read, and the writes where it is writable.
     file: File,
     pub(crate) path: PathBuf,
-    writable: bool,
+    /// A writable descriptor of the file, where the first open's is read-only and a later
+    /// open of the file (of a handle that may write) got one: set once, under the lock of the
+    /// open files, before that handle is returned, and kept until the state goes.
+    writer: OnceLock<File>,
+    /// The first open's descriptor is writable.
+    first_writable: bool,
     /// Page index -> frame + 1 (0: not cached): a flat array for the pages at open (up to 4
     /// GiB), a sparse tree past them (see `slots.rs`).
     pub(crate) slots: Slots,
@@ -165,6 +171,16 @@ pub(crate) struct FileState {
 }
 
 impl FileState {
+    /// The descriptor that writes the file: the first open's where it is writable, else the
+    /// one a later writable open added. A write, a length change or a dirty page (whose write
+    /// wrote through a handle that may write) comes after the open of a handle that may
+    /// write, which set it if the first open's is read-only; a file that no such handle
+    /// opened has neither, and its first descriptor (read-only) refuses what is asked.
+    #[inline]
+    pub(crate) fn write_file(&self) -> &File {
+        self.writer.get().unwrap_or(&self.file)
+    }
+
     /// The error of a write or a length change to a file opened read-only.
     fn read_only(&self) -> io::Error {
         io::Error::new(
@@ -281,8 +297,9 @@ impl<C: RefCounter> Clone for PageCacheOf<C> {
 pub struct CachedFileOf<C: RefCounter> {
     cache: Arc<Inner<C>>,
     state: Arc<FileState>,
-    /// Opened by [`PageCacheOf::open_read_only`]: writes and length changes are refused, even
-    /// where the shared descriptor is writable.
+    /// Its open got no writable descriptor ([`PageCacheOf::open_read_only`], or
+    /// [`PageCacheOf::open`] of a file this user may not write): writes and length changes are
+    /// refused, even where another handle's open made the file's shared state writable.
     read_only: bool,
     /// Released by [`CachedFileOf::close`]: the drop has nothing left to do.
     closed: bool,
@@ -302,8 +319,7 @@ pub enum OpenMode {
     /// process may run the file: [`PageCacheOf::open_read_only`].
     ReadOnly,
     /// Read-write, or the open's error (`PermissionDenied`, `ReadOnlyFilesystem`,
-    /// `ExecutableFileBusy`, ...), with no read-only fallback; `PermissionDenied` too for a
-    /// file already open in the cache read-only (its handles share that descriptor).
+    /// `ExecutableFileBusy`, ...), with no read-only fallback.
     ReadWrite,
 }
 
@@ -598,9 +614,13 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// A file already open in this cache (the same device and inode, by whatever path) is
     /// shared, as the kernel's page cache is: the new handle reads and writes the same cached
     /// pages (a write through one is seen by a read through the other at once), through the
-    /// first open's descriptor, access mode and path. Its pages are written back and dropped
-    /// when its last handle is dropped. A handle of [`PageCacheOf::open_read_only`] refuses
-    /// writes even where that descriptor is writable.
+    /// first open's descriptor and path. Each handle may write as its own open allowed: one
+    /// whose open got a writable descriptor writes (where the first open's is read-only, the
+    /// file keeps that writable descriptor too, for the writes and write-backs, until its last
+    /// handle goes), and one whose open got a read-only descriptor
+    /// ([`PageCacheOf::open_read_only`], or a file this user may not write) refuses writes,
+    /// whatever the other handles may do. Its pages are written back and dropped when its last
+    /// handle is dropped.
     ///
     /// The file is held open for writing whenever this user may write it (as `root`, nearly
     /// always), even by a program that only reads it: while it is open, `execve` of it (by
@@ -618,8 +638,9 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// `PermissionDenied` (the error of a file that [`PageCacheOf::open`] could only open
     /// read-only; `-EACCES` in the C API), changing nothing, even when the file is shared
     /// with a handle that writes it. A file first opened here is held by a read-only
-    /// descriptor, so another process may run it (`execve`) while it is open; one already
-    /// open in the cache writable keeps its writable descriptor until its last handle goes.
+    /// descriptor, so another process may run it (`execve`) while it is open, until a handle
+    /// that may write opens it; one already open in the cache writable keeps its writable
+    /// descriptor until its last handle goes.
     pub fn open_read_only(&self, path: impl AsRef<Path>) -> io::Result<CachedFileOf<C>> {
         self.open_with(path, OpenMode::ReadOnly)
     }
@@ -707,22 +728,17 @@ impl<C: RefCounter> PageCacheOf<C> {
             // Listed, so live: the last handle unlists it (under this lock) before its state
             // goes.
             if let Some(state) = open.state.upgrade() {
-                if mode == OpenMode::ReadWrite && !state.writable {
-                    return Err(io::Error::new(
-                        io::ErrorKind::PermissionDenied,
-                        format!(
-                            "pagecache: {} is open read-only in this cache (as {}), whose \
-                             descriptor its handles share",
-                            path.display(),
-                            state.path.display()
-                        ),
-                    ));
+                // A handle that may write a file whose descriptors are all read-only gives
+                // it this open's writable one (kept until the state goes); otherwise this
+                // open's descriptor is closed here, the state's serving the handle.
+                if writable && !state.first_writable && state.writer.get().is_none() {
+                    let _ = state.writer.set(file);
                 }
                 open.handles += 1;
                 return Ok(CachedFileOf {
                     cache: self.inner.clone(),
                     state,
-                    read_only: mode == OpenMode::ReadOnly,
+                    read_only: !writable,
                     closed: false,
                 });
             }
@@ -766,7 +782,8 @@ impl<C: RefCounter> PageCacheOf<C> {
             id,
             file,
             path: path.to_path_buf(),
-            writable,
+            first_writable: writable,
+            writer: OnceLock::new(),
             slots,
             pages_at_open: pages,
             maps: Mutex::new(FileMaps::default()),
@@ -792,7 +809,7 @@ impl<C: RefCounter> PageCacheOf<C> {
         Ok(CachedFileOf {
             cache: self.inner.clone(),
             state,
-            read_only: mode == OpenMode::ReadOnly,
+            read_only: !writable,
             closed: false,
         })
     }
@@ -930,7 +947,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// Whether this handle may write the file: its descriptor is writable, and the handle was
     /// not opened read-only.
     pub(crate) fn writable(&self) -> bool {
-        self.state.writable && !self.read_only
+        !self.read_only
     }
 
     /// The cache and the file's state.

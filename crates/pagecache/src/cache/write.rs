@@ -140,7 +140,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let f = &*self.state;
         let c = &*self.cache;
         c.hook(IoKind::Direct, f, at, part.len())?;
-        let (done, r) = pwrite_all(&f.file, part, at);
+        let (done, r) = pwrite_all(f.write_file(), part, at);
         written.set(done);
         if done > 0 {
             // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
@@ -211,7 +211,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let synced = self
             .cache
             .hook(IoKind::DataSync, f, 0, 0)
-            .and_then(|()| f.file.sync_data());
+            .and_then(|()| f.write_file().sync_data());
         if synced.is_err() {
             // The next sync `fdatasync`s again. Relaxed: this thread's own writes were marked
             // before the swap above.
@@ -330,7 +330,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         }
         if size >= old {
             c.hook(IoKind::SetLen, f, size, 0)?;
-            f.file.set_len(size)?;
+            f.write_file().set_len(size)?;
             f.mark_written();
             // Release: pairs with the Acquire loads of `len`.
             f.len.store(size, Ordering::Release);
@@ -345,7 +345,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             // changes nothing, and no reader ever sees its length.
             let _a = lock(&c.alloc);
             c.hook(IoKind::SetLen, f, size, 0)?;
-            f.file.set_len(size)?;
+            f.write_file().set_len(size)?;
             f.mark_written();
             // Release: pairs with the Acquire loads of `len` (write-back bounds its copy
             // with it).
