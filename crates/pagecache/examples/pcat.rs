@@ -66,7 +66,7 @@ impl std::fmt::Display for Summary {
             f,
             "{} page reads in {} pass{}: {hits} hits (by pass: {}), {} misses; \
              {} fills (pages read from the file: {} on a miss, {} read ahead); \
-             {} evictions; {} resident frames ({} at peak) of {}",
+             {} evictions; {} resident frame{} ({} at peak) of {}",
             self.page_reads,
             self.passes,
             if self.passes == 1 { "" } else { "es" },
@@ -77,6 +77,7 @@ impl std::fmt::Display for Summary {
             st.read_ahead,
             st.evictions,
             st.resident,
+            if st.resident == 1 { "" } else { "s" },
             st.resident_high_water,
             st.limit,
         )

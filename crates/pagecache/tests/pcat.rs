@@ -110,6 +110,19 @@ fn counts_of_a_file_of_known_size() {
         err.contains(": 0 page reads in 2 passes: 0 hits (by pass: 0, 0), 0 misses; 0 fills"),
         "{err}"
     );
+    assert!(
+        err.ends_with("0 resident frames (0 at peak) of 1024\n"),
+        "{err}"
+    );
+
+    // One page: one frame, said in the singular.
+    let one = pattern_file(&dir, "one", 100);
+    let (code, out, err) = pcat(&[one.to_str().expect("UTF-8")]);
+    assert_eq!((code, out), (0, pattern(100)), "{err}");
+    assert!(
+        err.ends_with("; 1 resident frame (1 at peak) of 1024\n"),
+        "{err}"
+    );
 }
 
 #[test]
