@@ -13,7 +13,7 @@
 //! Bad arguments, a cache that cannot be made and a file that cannot be opened or read are
 //! said on stderr (the file's path once), with exit code 2; a failed write to stdout exits 1.
 
-use pagecache::{Config, Mode, PageCache, Stats, PAGE_SIZE};
+use pagecache::{Config, FileError, Mode, PageCache, Stats, PAGE_SIZE};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -36,15 +36,15 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The message of an error of the file at `path`, which names the path once: the cache's own
-/// errors name it already ("pagecache: PATH is a directory", said without their prefix), the
-/// system's do not ("No such file or directory (os error 2)", said after the path).
+/// The message of an error of the file at `path`, which names the path once: the cache's
+/// [`FileError`]s name it already ("pagecache: PATH is a directory", said without their
+/// prefix), the system's do not ("No such file or directory (os error 2)", said after the path).
 fn file_error(path: &str, e: &std::io::Error) -> String {
     let msg = e.to_string();
-    if msg.contains(path) {
-        msg.strip_prefix("pagecache: ").unwrap_or(&msg).to_string()
-    } else {
-        format!("{path}: {msg}")
+    let msg = msg.strip_prefix("pagecache: ").unwrap_or(&msg);
+    match FileError::of(e) {
+        Some(_) => msg.to_string(),
+        None => format!("{path}: {msg}"),
     }
 }
 

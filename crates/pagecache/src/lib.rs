@@ -7,6 +7,7 @@ mod cache;
 #[cfg(any(feature = "capi", test))]
 pub mod capi;
 mod cursor;
+mod error;
 mod frame;
 mod inject;
 mod interval;
@@ -20,6 +21,7 @@ mod sync;
 
 pub use cache::{CachedFileOf, OpenMode, PageCacheOf, PageRef};
 pub use cursor::Cursor;
+pub use error::FileError;
 pub use lodic::{LodicMemory, MappedPage, Mapping, Rmap};
 pub use page::PAGE_SIZE;
 /// The counting crate: the [`RefCounter`] trait and the schemes' types

@@ -90,6 +90,7 @@ use crate::interval::{IntervalIndex, Point};
 use crate::page::{copy_out, PAGE_SIZE};
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
+use crate::FileError;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use refcount::RefCounter;
@@ -591,19 +592,24 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(invalid("pagecache: a mapping of no pages".into()));
         }
         if first.checked_add(pages).is_none_or(|end| end > have) {
-            return Err(invalid(format!(
-                "pagecache: mapping pages {first}..{} of {}, which has {have} pages",
-                first.saturating_add(pages),
-                f.path.display()
-            )));
+            return Err(FileError::error(
+                io::ErrorKind::InvalidInput,
+                &f.path,
+                format!(
+                    "pagecache: mapping pages {first}..{} of {}, which has {have} pages",
+                    first.saturating_add(pages),
+                    f.path.display()
+                ),
+            ));
         }
         // The light fence is a compiler fence only once the process is registered for the
         // heavy one; register before the first owner relies on it.
         let _ = percpu::membarrier::asymmetric_available();
         let owner = OWNER.with(|o| *o);
         let no_memory = |what: &str| {
-            io::Error::new(
+            FileError::error(
                 io::ErrorKind::OutOfMemory,
+                &f.path,
                 format!(
                     "pagecache: no memory for the {what} of a mapping of {pages} pages of {}",
                     f.path.display()

@@ -116,6 +116,88 @@ fn missing_files_and_directories_are_refused_and_the_cache_goes_on() {
     check_reads(&file, 3 * 4096 + 5);
 }
 
+/// The cache's errors about one file carry its path as data (`FileError`), each with the kind
+/// it documents; a system call's error is the system's, with its errno; an error about no
+/// one file carries none.
+#[test]
+fn errors_about_a_file_carry_its_path() {
+    use pagecache::{FileError, OpenMode};
+    use std::path::Path;
+    fn names(e: &std::io::Error, kind: ErrorKind, path: &Path) {
+        assert_eq!(e.kind(), kind, "{e}");
+        let f = FileError::of(e).unwrap_or_else(|| panic!("no FileError in {e:?}"));
+        assert_eq!(f.path(), path);
+        assert_eq!(f.to_string(), e.to_string());
+        assert_eq!(
+            e.to_string().matches(&*path.to_string_lossy()).count(),
+            1,
+            "{e}"
+        );
+        assert_eq!(e.raw_os_error(), None);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4096 + 5);
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut cfg = Config::new(4, "paygo");
+    cfg.fault = Some({
+        let armed = armed.clone();
+        Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == IoKind::Fill && armed.swap(false, Ordering::SeqCst) {
+                panic!("a fault hook that panics");
+            }
+            Ok(())
+        })
+    });
+    let cache = PageCache::new(cfg).expect("cache");
+    names(
+        &cache.open(dir.path()).expect_err("a directory"),
+        ErrorKind::IsADirectory,
+        dir.path(),
+    );
+    let ro = cache
+        .open_with(&path, OpenMode::ReadOnly)
+        .expect("read-only");
+    names(
+        &ro.write_at(b"x", 0).expect_err("read-only"),
+        ErrorKind::PermissionDenied,
+        &path,
+    );
+    // The typed cache's page and mapping.
+    let typed = pagecache::PageCacheOf::with_scheme(
+        pagecache::refcount::atomic::Atomic,
+        &Config::new(4, "atomic"),
+    )
+    .expect("typed cache");
+    let t = typed.open_read_only(&path).expect("open");
+    names(
+        &t.page(2).err().expect("page 2 of 2"),
+        ErrorKind::UnexpectedEof,
+        &path,
+    );
+    names(
+        &t.map(1, 2).err().expect("pages 1..3 of 2"),
+        ErrorKind::InvalidInput,
+        &path,
+    );
+    armed.store(true, Ordering::SeqCst);
+    names(
+        &ro.read_at(&mut [0; 8], 0).expect_err("the hook panics"),
+        ErrorKind::Other,
+        &path,
+    );
+    // A system call's error: as the system gave it, naming no file.
+    let e = cache.open(dir.path().join("missing")).expect_err("missing");
+    assert!(FileError::of(&e).is_none(), "{e:?}");
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+    // An error about no one file (the offset alone is wrong).
+    let rw = cache.open(&path).expect("open");
+    let e = rw.write_at(b"x", u64::MAX - 1).expect_err("past 2^63 - 1");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(FileError::of(&e).is_none(), "{e:?}");
+    // And the cache goes on.
+    check_reads(&ro, 4096 + 5);
+}
+
 #[test]
 fn reads_past_the_end_are_short() {
     let dir = tempfile::tempdir().expect("tempdir");

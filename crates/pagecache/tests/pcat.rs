@@ -140,6 +140,12 @@ fn bad_input_says_the_path_once_and_exits_2() {
     assert_eq!((code, out.len()), (2, 0), "{err}");
     assert!(err.starts_with(&format!("pcat: {missing}: ")), "{err}");
     assert_eq!(err.matches(&missing).count(), 1, "{err}");
+    // A missing file whose name is in the system's text ("No such file or directory") is named
+    // too (relative to the test's directory, the crate's, which has no file "or").
+    assert!(!std::path::Path::new("or").exists());
+    let (code, out, err) = pcat(&["or"]);
+    assert_eq!((code, out.len()), (2, 0), "{err}");
+    assert_eq!(err, "pcat: or: No such file or directory (os error 2)\n");
     // Bad arguments.
     let path = pattern_file(&dir, "f", 10);
     let p = path.to_str().expect("UTF-8 path");

@@ -9,7 +9,7 @@ use crate::sync::{AtomicU64, Ordering};
 use crate::Mode;
 #[cfg(doc)]
 use crate::Stats;
-use crate::{IoEvent, IoKind};
+use crate::{FileError, IoEvent, IoKind};
 use core::mem::ManuallyDrop;
 use core::panic::AssertUnwindSafe;
 use core::pin::Pin;
@@ -88,10 +88,15 @@ impl<C: RefCounter> Inner<C> {
         // cache's state is only read by it.
         match caught(|| h(&ev)) {
             Some(r) => r.map_err(owned),
-            None => Err(io::Error::other(format!(
-                "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} of {}",
-                f.path.display()
-            ))),
+            None => Err(FileError::error(
+                io::ErrorKind::Other,
+                &f.path,
+                format!(
+                    "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} \
+                     of {}",
+                    f.path.display()
+                ),
+            )),
         }
     }
 

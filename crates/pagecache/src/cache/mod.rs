@@ -19,7 +19,7 @@ use crate::lodic::{FileMaps, Lodic};
 use crate::page::{copy_out, PAGE_SIZE, WORDS};
 use crate::slots::Slots;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use crate::{Config, Mode, Stats};
+use crate::{Config, FileError, Mode, Stats};
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use os::{blocking, fs_holds, fsize_limit, pseudo_file_system};
@@ -183,8 +183,9 @@ impl FileState {
 
     /// The error of a write or a length change to a file opened read-only.
     fn read_only(&self) -> io::Error {
-        io::Error::new(
+        FileError::error(
             io::ErrorKind::PermissionDenied,
+            &self.path,
             format!("pagecache: {} was opened read-only", self.path.display()),
         )
     }
@@ -232,8 +233,9 @@ impl FileState {
         } else {
             String::new()
         };
-        io::Error::new(
+        FileError::error(
             io::ErrorKind::FileTooLarge,
+            &self.path,
             format!(
                 "pagecache: file too large: {} goes past {past}{page}",
                 what()
@@ -684,8 +686,9 @@ impl<C: RefCounter> PageCacheOf<C> {
             // is not a regular file is named so, whatever its open said.
             Err(e) => match std::fs::metadata(path) {
                 Ok(m) if !m.is_file() && !m.is_dir() => {
-                    return Err(io::Error::new(
+                    return Err(FileError::error(
                         io::ErrorKind::InvalidInput,
+                        path,
                         format!("pagecache: {} is not a regular file ({e})", path.display()),
                     ))
                 }
@@ -694,21 +697,24 @@ impl<C: RefCounter> PageCacheOf<C> {
         };
         let meta = file.metadata()?;
         if meta.is_dir() {
-            return Err(io::Error::new(
+            return Err(FileError::error(
                 io::ErrorKind::IsADirectory,
+                path,
                 format!("pagecache: {} is a directory", path.display()),
             ));
         }
         if !meta.is_file() {
-            return Err(io::Error::new(
+            return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
+                path,
                 format!("pagecache: {} is not a regular file", path.display()),
             ));
         }
         blocking(&file)?;
         if let Some(fs) = pseudo_file_system(&file) {
-            return Err(io::Error::new(
+            return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
+                path,
                 format!(
                     "pagecache: {} is on {fs}, whose files are made when read and whose size \
                      is not their length",
@@ -758,8 +764,9 @@ impl<C: RefCounter> PageCacheOf<C> {
             limit - limit % PAGE_SIZE as u64
         };
         let Some(slots) = Slots::new(pages) else {
-            return Err(io::Error::new(
+            return Err(FileError::error(
                 io::ErrorKind::OutOfMemory,
+                path,
                 format!(
                     "pagecache: no memory for the page table of {} ({pages} pages)",
                     path.display()
@@ -772,8 +779,9 @@ impl<C: RefCounter> PageCacheOf<C> {
             || files.by_id.try_reserve(1).is_err()
             || files.by_inode.try_reserve(1).is_err()
         {
-            return Err(io::Error::new(
+            return Err(FileError::error(
                 io::ErrorKind::OutOfMemory,
+                path,
                 format!("pagecache: no memory to list {} as open", path.display()),
             ));
         }

@@ -7,7 +7,7 @@ use crate::page::{copy_out, PAGE_SIZE, WORDS};
 use crate::sync::Ordering;
 #[cfg(doc)]
 use crate::Stats;
-use crate::{IoKind, Mode};
+use crate::{FileError, IoKind, Mode};
 use core::mem::ManuallyDrop;
 use core::ops::Range;
 use core::pin::Pin;
@@ -248,8 +248,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         let f = &*self.state;
         let len = self.len();
         if index >= len.div_ceil(PAGE_SIZE as u64) {
-            return Err(io::Error::new(
+            return Err(FileError::error(
                 io::ErrorKind::UnexpectedEof,
+                &f.path,
                 format!(
                     "pagecache: page {index} is past the end of {} ({len} bytes)",
                     f.path.display()

@@ -8,6 +8,7 @@
 //! C string holds all of it. Nothing here panics; a panic would still be caught (the recording
 //! runs inside the entry point's `catch_unwind`, or in its own one for the panic's message).
 
+use crate::FileError;
 use core::cell::Cell;
 use core::ffi::{c_char, CStr};
 use core::fmt::{self, Write as _};
@@ -101,22 +102,19 @@ pub(super) fn failed<C>(code: C, func: &str, cause: fmt::Arguments<'_>) -> C {
 }
 
 /// Records the message of an I/O error, `"<func>: <path>: <error>"` (the path's bytes as
-/// given; left out where the error's text already names it, as the cache's own errors do, whose
-/// `"pagecache: "` prefix is then left out too), and returns `code`.
+/// given; left out where the error is a [`FileError`], whose text names its file already), the
+/// cache's `"pagecache: "` prefix left out, and returns `code`.
 #[cold]
 #[inline(never)]
 pub(super) fn io_failed<C>(code: C, func: &str, path: Option<&Path>, e: &io::Error) -> C {
     use std::os::unix::ffi::OsStrExt;
     record(func, |w| {
         let text = e.to_string();
-        match path {
-            Some(p) if !text.contains(&*p.to_string_lossy()) => {
-                w.push(p.as_os_str().as_bytes())?;
-                w.push(b": ")?;
-                w.push(text.as_bytes())
-            }
-            _ => w.push(text.strip_prefix("pagecache: ").unwrap_or(&text).as_bytes()),
+        if let (Some(p), None) = (path, FileError::of(e)) {
+            w.push(p.as_os_str().as_bytes())?;
+            w.push(b": ")?;
         }
+        w.push(text.strip_prefix("pagecache: ").unwrap_or(&text).as_bytes())
     });
     code
 }

@@ -1414,7 +1414,13 @@ fn last_error_of_open_names_the_path_and_the_system_error() {
         assert_eq!(m.matches(&*dir.path().to_string_lossy()).count(), 1, "{m}");
         assert!(!m.contains("pagecache: "), "{m}");
         let rc = pagecache_open(c, c"".as_ptr(), &mut g);
-        says(rc, -libc::ENOENT, op, &[&format!(": {enoent}")]);
+        says(rc, -libc::ENOENT, op, &[&format!("{op}: : {enoent}")]);
+        // A path found in the system's text ("No such file or directory") is named too
+        // (relative to the test's directory, the crate's, which has no file "or").
+        assert!(!std::path::Path::new("or").exists());
+        let rc = pagecache_open(c, c"or".as_ptr(), &mut g);
+        assert_eq!(last_error().unwrap(), format!("{op}: or: {enoent}"));
+        assert_eq!(rc, -libc::ENOENT);
         // A path that is not UTF-8 comes back as its bytes.
         let mut raw = missing.as_os_str().as_bytes().to_vec();
         raw.extend_from_slice(b"\xff\xfe");
@@ -1610,15 +1616,22 @@ fn last_error_keeps_nul_bytes_and_panics() {
     assert_eq!(code, -5);
     assert_eq!(last_error().as_deref(), Some("pagecache_x: a\\0b\\0"));
     let path = Path::new("/no/such");
-    io_failed(
-        -5,
-        "pagecache_y",
-        Some(path),
-        &io::Error::other("pagecache: /no/such is bad"),
+    // A `FileError` names its path; another error of the cache is said after the path.
+    let e = crate::FileError::error(
+        io::ErrorKind::Other,
+        path,
+        "pagecache: /no/such is bad".into(),
     );
+    io_failed(-5, "pagecache_y", Some(path), &e);
     assert_eq!(
         last_error().as_deref(),
         Some("pagecache_y: /no/such is bad")
+    );
+    let e = io::Error::other("pagecache: no memory for a fill's buffer");
+    io_failed(-5, "pagecache_y", Some(path), &e);
+    assert_eq!(
+        last_error().as_deref(),
+        Some("pagecache_y: /no/such: no memory for a fill's buffer")
     );
     let rc = catches("pagecache_z", PAGECACHE_EINTERNAL, || panic!("boom {}", 7));
     says(

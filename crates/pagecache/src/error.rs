@@ -1,0 +1,73 @@
+//! The error the cache puts inside the `io::Error`s it makes about one file.
+
+use core::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What the cache found wrong with one file, inside the [`io::Error`] it returns: the file's
+/// path as data, for a caller that reports the error with the file, or handles it by file.
+///
+/// The cache's own errors that concern a file carry one: a path that is a directory or not a
+/// regular file, a write to a file opened read-only, a length past the file's limits, a page
+/// past its end, a mapping out of its range, a fault hook that panicked, no memory for its
+/// tables. Its `Display` is the whole message, which names the path once ("pagecache: /tmp/d
+/// is a directory"). The errors of system calls (the `open` of a missing file, a `pread`'s
+/// `EIO`) are returned as the system gave them, with their [`io::Error::raw_os_error`], and
+/// carry no path: a caller that reports one names the file itself.
+///
+/// ```
+/// use pagecache::{Config, FileError, PageCache};
+///
+/// let dir = std::env::temp_dir().join(format!("pagecache-doc-file-error-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let cache = PageCache::new(Config::new(64, "paygo"))?;
+/// let e = cache.open(&dir).unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::IsADirectory);
+/// assert_eq!(FileError::of(&e).map(FileError::path), Some(dir.as_path()));
+///
+/// // A system error names no file: the caller says which.
+/// let missing = dir.join("missing");
+/// let e = cache.open(&missing).unwrap_err();
+/// assert!(FileError::of(&e).is_none());
+/// assert_eq!(e.raw_os_error(), Some(2));
+/// std::fs::remove_dir(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct FileError {
+    path: PathBuf,
+    message: String,
+}
+
+impl FileError {
+    /// An `io::Error` of kind `kind` about the file at `path`; `message` names the path.
+    #[cold]
+    pub(crate) fn error(kind: io::ErrorKind, path: &Path, message: String) -> io::Error {
+        io::Error::new(
+            kind,
+            FileError {
+                path: path.to_path_buf(),
+                message,
+            },
+        )
+    }
+
+    /// The path of the file, as it was given to the open.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `FileError` inside `e`, if the cache made `e` about a file; `None` for a system
+    /// call's error and for the cache's errors that concern no one file.
+    pub fn of(e: &io::Error) -> Option<&FileError> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FileError {}
