@@ -735,9 +735,10 @@ impl<C: RefCounter> PageCacheOf<C> {
             // goes.
             if let Some(state) = open.state.upgrade() {
                 // A handle that may write a file whose descriptors are all read-only gives
-                // it this open's writable one (kept until the state goes); otherwise this
-                // open's descriptor is closed here, the state's serving the handle.
-                if writable && !state.first_writable && state.writer.get().is_none() {
+                // it this open's writable one (kept until the state goes); otherwise (or where
+                // an earlier open gave one: `set` hands `file` back) this open's descriptor is
+                // closed here, the state's serving the handle.
+                if writable && !state.first_writable {
                     let _ = state.writer.set(file);
                 }
                 open.handles += 1;
