@@ -36,18 +36,28 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct FileError {
     path: PathBuf,
-    message: String,
+    /// The message's words before the path, and after it (without the `"pagecache: "` that
+    /// starts every message).
+    before: String,
+    after: String,
 }
 
 impl FileError {
-    /// An `io::Error` of kind `kind` about the file at `path`; `message` names the path.
+    /// An `io::Error` of kind `kind` about the file at `path`, whose message is `"pagecache: "`,
+    /// `before`, the path and `after`.
     #[cold]
-    pub(crate) fn error(kind: io::ErrorKind, path: &Path, message: String) -> io::Error {
+    pub(crate) fn error(
+        kind: io::ErrorKind,
+        path: &Path,
+        before: impl Into<String>,
+        after: impl Into<String>,
+    ) -> io::Error {
         io::Error::new(
             kind,
             FileError {
                 path: path.to_path_buf(),
-                message,
+                before: before.into(),
+                after: after.into(),
             },
         )
     }
@@ -62,11 +72,26 @@ impl FileError {
     pub fn of(e: &io::Error) -> Option<&FileError> {
         e.get_ref()?.downcast_ref()
     }
+
+    /// The message's words around the path: before it (past `"pagecache: "`) and after it, for
+    /// a message that shows the path otherwise than `Display` (the C API's, as its bytes).
+    #[cfg(any(feature = "capi", test))]
+    pub(crate) fn around_path(&self) -> (&str, &str) {
+        (&self.before, &self.after)
+    }
 }
 
+/// `"pagecache: "`, the words before the path, the path (`Path::display`: a byte that is not
+/// UTF-8 shows as U+FFFD), the words after it.
 impl fmt::Display for FileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        write!(
+            f,
+            "pagecache: {}{}{}",
+            self.before,
+            self.path.display(),
+            self.after
+        )
     }
 }
 

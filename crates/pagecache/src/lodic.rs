@@ -595,11 +595,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
                 &f.path,
-                format!(
-                    "pagecache: mapping pages {first}..{} of {}, which has {have} pages",
-                    first.saturating_add(pages),
-                    f.path.display()
-                ),
+                format!("mapping pages {first}..{} of ", first.saturating_add(pages)),
+                format!(", which has {have} pages"),
             ));
         }
         // The light fence is a compiler fence only once the process is registered for the
@@ -610,10 +607,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             FileError::error(
                 io::ErrorKind::OutOfMemory,
                 &f.path,
-                format!(
-                    "pagecache: no memory for the {what} of a mapping of {pages} pages of {}",
-                    f.path.display()
-                ),
+                format!("no memory for the {what} of a mapping of {pages} pages of "),
+                "",
             )
         };
         let end = first + pages;

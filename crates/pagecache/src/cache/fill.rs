@@ -91,11 +91,8 @@ impl<C: RefCounter> Inner<C> {
             None => Err(FileError::error(
                 io::ErrorKind::Other,
                 &f.path,
-                format!(
-                    "pagecache: the fault hook panicked at {kind:?} of {len} bytes at {offset} \
-                     of {}",
-                    f.path.display()
-                ),
+                format!("the fault hook panicked at {kind:?} of {len} bytes at {offset} of "),
+                "",
             )),
         }
     }

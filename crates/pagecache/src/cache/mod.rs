@@ -186,11 +186,12 @@ impl FileState {
         FileError::error(
             io::ErrorKind::PermissionDenied,
             &self.path,
-            format!("pagecache: {} was opened read-only", self.path.display()),
+            "",
+            " was opened read-only",
         )
     }
 
-    /// Refuses a write or a length (`what` names it, with the file) that ends at `end`, past
+    /// Refuses a write or a length (`what` names it, up to the file's path, which follows) that ends at `end`, past
     /// `room`, if the file cannot hold it; else raises `room`. Called under `resize` (shared
     /// by a write, exclusive by `set_len`), only past `room`: a write inside what was checked
     /// before makes no system call.
@@ -236,10 +237,8 @@ impl FileState {
         FileError::error(
             io::ErrorKind::FileTooLarge,
             &self.path,
-            format!(
-                "pagecache: file too large: {} goes past {past}{page}",
-                what()
-            ),
+            format!("file too large: {}", what()),
+            format!(" goes past {past}{page}"),
         )
     }
 
@@ -689,7 +688,8 @@ impl<C: RefCounter> PageCacheOf<C> {
                     return Err(FileError::error(
                         io::ErrorKind::InvalidInput,
                         path,
-                        format!("pagecache: {} is not a regular file ({e})", path.display()),
+                        "",
+                        format!(" is not a regular file ({e})"),
                     ))
                 }
                 _ => return Err(e),
@@ -700,14 +700,16 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::IsADirectory,
                 path,
-                format!("pagecache: {} is a directory", path.display()),
+                "",
+                " is a directory",
             ));
         }
         if !meta.is_file() {
             return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
                 path,
-                format!("pagecache: {} is not a regular file", path.display()),
+                "",
+                " is not a regular file",
             ));
         }
         blocking(&file)?;
@@ -715,11 +717,8 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
                 path,
-                format!(
-                    "pagecache: {} is on {fs}, whose files are made when read and whose size \
-                     is not their length",
-                    path.display()
-                ),
+                "",
+                format!(" is on {fs}, whose files are made when read and whose size is not their length"),
             ));
         }
         let inode = (meta.dev(), meta.ino());
@@ -768,10 +767,8 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::OutOfMemory,
                 path,
-                format!(
-                    "pagecache: no memory for the page table of {} ({pages} pages)",
-                    path.display()
-                ),
+                "no memory for the page table of ",
+                format!(" ({pages} pages)"),
             ));
         };
         // Room in both lists before either insert: an allocation that failed between them
@@ -783,7 +780,8 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::OutOfMemory,
                 path,
-                format!("pagecache: no memory to list {} as open", path.display()),
+                "no memory to list ",
+                " as open",
             ));
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);

@@ -251,10 +251,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::UnexpectedEof,
                 &f.path,
-                format!(
-                    "pagecache: page {index} is past the end of {} ({len} bytes)",
-                    f.path.display()
-                ),
+                format!("page {index} is past the end of "),
+                format!(" ({len} bytes)"),
             ));
         }
         match self.cache.acquire(f, index, None, &mut || Ok(()))? {

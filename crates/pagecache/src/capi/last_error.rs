@@ -101,19 +101,26 @@ pub(super) fn failed<C>(code: C, func: &str, cause: fmt::Arguments<'_>) -> C {
     code
 }
 
-/// Records the message of an I/O error, `"<func>: <path>: <error>"` (the path's bytes as
-/// given; left out where the error is a [`FileError`], whose text names its file already), the
-/// cache's `"pagecache: "` prefix left out, and returns `code`.
+/// Records the message of an I/O error and returns `code`: `"<func>: <path>: <error>"` (the
+/// path's bytes as given), the cache's `"pagecache: "` prefix left out; for a [`FileError`],
+/// whose text names its file, its text with the path's bytes as given (where `Display` shows a
+/// byte that is not UTF-8 as U+FFFD).
 #[cold]
 #[inline(never)]
 pub(super) fn io_failed<C>(code: C, func: &str, path: Option<&Path>, e: &io::Error) -> C {
     use std::os::unix::ffi::OsStrExt;
     record(func, |w| {
-        let text = e.to_string();
-        if let (Some(p), None) = (path, FileError::of(e)) {
+        if let Some(f) = FileError::of(e) {
+            let (before, after) = f.around_path();
+            w.push(before.as_bytes())?;
+            w.push(f.path().as_os_str().as_bytes())?;
+            return w.push(after.as_bytes());
+        }
+        if let Some(p) = path {
             w.push(p.as_os_str().as_bytes())?;
             w.push(b": ")?;
         }
+        let text = e.to_string();
         w.push(text.strip_prefix("pagecache: ").unwrap_or(&text).as_bytes())
     });
     code

@@ -1428,6 +1428,16 @@ fn last_error_of_open_names_the_path_and_the_system_error() {
         assert_eq!(pagecache_open(c, craw.as_ptr(), &mut g), -libc::ENOENT);
         let bytes = CStr::from_ptr(pagecache_last_error()).to_bytes();
         assert!(bytes.windows(raw.len()).any(|w| w == raw), "{bytes:?}");
+        // So in the cache's own errors (whose Rust text shows U+FFFD for such a byte).
+        let mut raw_dir = dir.path().as_os_str().as_bytes().to_vec();
+        raw_dir.extend_from_slice(b"/d\xff");
+        std::fs::create_dir(std::ffi::OsStr::from_bytes(&raw_dir)).expect("mkdir");
+        let craw_dir = CString::new(raw_dir.clone()).unwrap();
+        assert_eq!(pagecache_open(c, craw_dir.as_ptr(), &mut g), -libc::EISDIR);
+        let mut want = b"pagecache_open: ".to_vec();
+        want.extend_from_slice(&raw_dir);
+        want.extend_from_slice(b" is a directory");
+        assert_eq!(CStr::from_ptr(pagecache_last_error()).to_bytes(), &want[..]);
         let long = CString::new(vec![b'a'; libc::PATH_MAX as usize]).unwrap();
         let rc = pagecache_open(c, long.as_ptr(), &mut g);
         says(
@@ -1617,11 +1627,7 @@ fn last_error_keeps_nul_bytes_and_panics() {
     assert_eq!(last_error().as_deref(), Some("pagecache_x: a\\0b\\0"));
     let path = Path::new("/no/such");
     // A `FileError` names its path; another error of the cache is said after the path.
-    let e = crate::FileError::error(
-        io::ErrorKind::Other,
-        path,
-        "pagecache: /no/such is bad".into(),
-    );
+    let e = crate::FileError::error(io::ErrorKind::Other, path, "", " is bad");
     io_failed(-5, "pagecache_y", Some(path), &e);
     assert_eq!(
         last_error().as_deref(),
