@@ -206,7 +206,8 @@ typedef enum pagecache_open_flag {
      * open (unless the cache already held it open writable: see pagecache_open). */
     PAGECACHE_O_RDONLY = 1,
     /* Read-write, or the open's -errno (-EACCES, -EROFS, -ETXTBSY: a program being run), with
-     * no read-only fallback; -EACCES too for a file already open in the cache read-only. */
+     * no read-only fallback; a file already open in the cache read-only is joined, and the
+     * handle writes through this open's writable descriptor (see pagecache_open_flags). */
     PAGECACHE_O_RDWR = 2
 } pagecache_open_flag;
 
@@ -322,7 +323,9 @@ void pagecache_free(pagecache_t *cache);
  * fills later reads the file as it is then, and its write-backs go over it. A file already
  * open in the cache (the same device and inode, by any path) is shared, as in the kernel's page
  * cache: the handles read and write the same cached pages (a write through one is read through
- * the other at once), through the first open's descriptor and access mode; the pages are
+ * the other at once), through the first open's descriptor (and, where that one is read-only
+ * and a later open's writable, that open's descriptor for the writes and write-backs too);
+ * each handle writes as its own open allowed (see pagecache_open_flags); the pages are
  * written back and dropped when the last handle of the file is closed. A file this user may
  * write (as root, nearly every file) is held open for writing even by a program that only
  * reads it: while it is open, execve(2) of it, by any process, fails with ETXTBSY. A reader

@@ -633,9 +633,9 @@ pub unsafe extern "C" fn pagecache_open(
 /// [`pagecache_open`] in the access mode `flags` names: 0 as [`pagecache_open`] (read-write if
 /// permitted, else read-only), [`PAGECACHE_O_RDONLY`] read-only (writes and length changes
 /// through the handle fail with `-EACCES`), [`PAGECACHE_O_RDWR`] read-write or the open's
-/// `-errno` (`-EACCES`, `-EROFS`, `-ETXTBSY`; `-EACCES` too for a file already open in the
-/// cache read-only). Any other `flags` is `PAGECACHE_EINVAL`, nothing done. Other errors as
-/// [`pagecache_open`]'s.
+/// `-errno` (`-EACCES`, `-EROFS`, `-ETXTBSY`; a file already open in the cache read-only is
+/// joined, and the handle writes through this open's writable descriptor). Any other `flags`
+/// is `PAGECACHE_EINVAL`, nothing done. Other errors as [`pagecache_open`]'s.
 ///
 /// # Safety
 /// As [`pagecache_open`].

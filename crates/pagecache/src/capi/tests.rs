@@ -587,6 +587,54 @@ fn a_read_only_file_refuses_writes_with_eacces() {
     }
 }
 
+/// `pagecache_open_flags(PAGECACHE_O_RDWR)` of a file already open in the cache read-only
+/// joins it and writes (the header said `-EACCES`, and that the handles write through the
+/// first open's access mode): `PAGECACHE_OK`, its writes return their length and reach the
+/// file at the last close, while the read-only handle still gets `-EACCES` and changes
+/// nothing. The header no longer says otherwise.
+#[test]
+fn open_flags_rdwr_joins_a_file_open_read_only() {
+    let _tables = shared_tables();
+    let (dir, path) = file_of(PAGE_SIZE);
+    let c = new_cache(4, c"atomic", PAGECACHE_MODE_COUNTING);
+    let (mut r, mut w) = (null_mut(), null_mut());
+    // SAFETY: a live cache handle, a NUL-terminated path and writable out pointers; the
+    // buffers hold the lengths given.
+    unsafe {
+        assert_eq!(
+            pagecache_open_flags(c, path.as_ptr(), PAGECACHE_O_RDONLY, &mut r),
+            PAGECACHE_OK
+        );
+        assert_eq!(
+            pagecache_open_flags(c, path.as_ptr(), PAGECACHE_O_RDWR, &mut w),
+            PAGECACHE_OK
+        );
+        assert_eq!(pagecache_write_at(w, b"xy".as_ptr().cast(), 2, 0), 2);
+        assert_eq!(
+            pagecache_write_at(r, b"z".as_ptr().cast(), 1, 0),
+            -(libc::EACCES as isize)
+        );
+        assert_eq!(pagecache_set_len(r, 0), -libc::EACCES);
+        assert_eq!(pagecache_len(r), PAGE_SIZE as i64);
+        let mut b = [0u8; 2];
+        assert_eq!(pagecache_read_at(r, b.as_mut_ptr().cast(), 2, 0), 2);
+        assert_eq!(&b, b"xy");
+        assert_eq!(pagecache_close(w), PAGECACHE_OK);
+        assert_eq!(pagecache_close(r), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+    let disk = std::fs::read(dir.path().join("f")).expect("read");
+    assert_eq!(&disk[..2], b"xy");
+    assert_eq!(disk.len(), PAGE_SIZE);
+    let h = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../pagecache-c/include/pagecache.h"
+    ))
+    .expect("pagecache.h");
+    assert!(!h.contains("-EACCES too for a file already open in the cache read-only"));
+    assert!(!h.contains("first open's descriptor and access mode"));
+}
+
 /// I/O errors of fills, write-backs (sync, eviction, drop_cache), `ftruncate` and
 /// `fdatasync` come back from the C calls as their `-errno`, change nothing the header says
 /// they keep (the length, the dirty pages), and lose no written byte: once the errors
