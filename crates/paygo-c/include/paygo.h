@@ -163,11 +163,13 @@ typedef struct paygo_stats {
 /* Sets up the domain: slots_per_cpu a power of two no larger than 2^24, 1 <= window <=
  * slots_per_cpu (PAYGO_EINVAL otherwise, whether or not the domain exists; PAYGO_ENOMEM if
  * the tables cannot be allocated). PAYGO_EALREADY if the domain exists. Optional: the first
- * call that counts in the domain (paygo_ref, paygo_unref, paygo_read_all,
- * paygo_is_referenced, paygo_try_reclaim, paygo_reinit, paygo_obj_destroy, paygo_stats) sets
- * up a default domain (4096 slots per CPU, window 8), or returns PAYGO_ENOMEM if its tables
- * cannot be allocated (each such call tries again, and paygo_domain_init may still size it);
- * paygo_obj_init, paygo_strerror and calls refused for their arguments do not. */
+ * call that counts in the domain (paygo_ref, paygo_read_all, paygo_is_referenced,
+ * paygo_try_reclaim, paygo_obj_destroy, paygo_stats) sets up a default domain (4096 slots per
+ * CPU, window 8), or returns PAYGO_ENOMEM if its tables cannot be allocated (each such call
+ * tries again, and paygo_domain_init may still size it); paygo_obj_init, paygo_strerror, calls
+ * refused for their arguments, paygo_unref and paygo_reinit do not (before any domain exists
+ * no reference was ever taken nor any object reclaimed: paygo_unref returns PAYGO_ENOREF and
+ * paygo_reinit PAYGO_ELIVE), so a paygo_domain_init after them still sizes the domain. */
 int paygo_domain_init(size_t slots_per_cpu, size_t window);
 
 /* Initialises obj: live, no reference. No other call on obj may be in progress. Memory that

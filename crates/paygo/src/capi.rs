@@ -27,7 +27,7 @@ use crate::arc::{
     default_domain_if_made, init_default_domain, try_default_domain, DefaultDomainError,
 };
 use crate::get::GetError;
-use crate::header::{DEAD, DESTROYED, RECLAIMING};
+use crate::header::{DEAD, DESTROYED, LIVE, RECLAIMING};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
 use core::pin::Pin;
@@ -812,9 +812,16 @@ pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let (hdr, d) = match unsafe { object(obj) } {
-            Ok(o) => o,
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
             Err(e) => return e,
+        };
+        // No domain yet: no reference was ever taken (this thread's would have made it first),
+        // nor the object reclaimed or destroyed. Refused without making one, which would fix
+        // the domain's size (a later `paygo_domain_init` then gets `PAYGO_EALREADY`) or fail
+        // with `PAYGO_ENOMEM` for an unref that holds nothing.
+        let Some(d) = default_domain_if_made() else {
+            return unless_destroyed(hdr, PAYGO_ENOREF);
         };
         if hdr.is_dead() {
             return PAYGO_EDEAD;
@@ -939,11 +946,16 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let (hdr, d) = match unsafe { object(obj) } {
-            Ok(o) => o,
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
             Err(e) => return e,
         };
-        if d.try_reinit(hdr) {
+        // The header's compare-and-swap alone (`Domain::try_reinit`): no domain is made, as a
+        // reinit counts nothing (an object is dead only after a reclaim, which made it), so a
+        // refused one (`PAYGO_ELIVE`) does not fix the domain's size.
+        // AcqRel. Release: pairs with the Acquire flag load of REFs. Acquire: pairs with the
+        // Release store of DEAD by the reclaim's decision.
+        if hdr.cas_state(DEAD, LIVE, Ordering::AcqRel).is_ok() {
             PAYGO_OK
         } else {
             unless_destroyed(hdr, PAYGO_ELIVE)

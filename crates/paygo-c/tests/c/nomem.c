@@ -52,14 +52,16 @@ int main(void) {
     free(malloc(1));
 
     limit_address_space(mapped_bytes() + SLACK);
-    /* Each call that needs the domain tries to make it, and says why it cannot. */
+    /* Each call that needs the domain tries to make it, and says why it cannot. An unref and
+     * a reinit need none (before any domain no reference was taken nor object reclaimed): they
+     * say why they are refused, PAYGO_ENOREF and PAYGO_ELIVE, and make nothing. */
     for (int i = 0; i < 2; i++) {
         CHECK_EQ(paygo_ref(&obj), PAYGO_ENOMEM);
-        CHECK_EQ(paygo_unref(&obj), PAYGO_ENOMEM);
+        CHECK_EQ(paygo_unref(&obj), PAYGO_ENOREF);
         CHECK_EQ(paygo_read_all(&obj), PAYGO_ENOMEM);
         CHECK_EQ(paygo_is_referenced(&obj), PAYGO_ENOMEM);
         CHECK_EQ(paygo_try_reclaim(&obj), PAYGO_ENOMEM);
-        CHECK_EQ(paygo_reinit(&obj), PAYGO_ENOMEM);
+        CHECK_EQ(paygo_reinit(&obj), PAYGO_ELIVE);
         CHECK_EQ(paygo_stats(&st), PAYGO_ENOMEM);
         CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_ENOMEM);
     }
