@@ -1229,6 +1229,45 @@ fn says<C: PartialEq + core::fmt::Debug>(code: C, want: C, func: &str, parts: &[
     }
 }
 
+/// An error of the cache that is no `FileError` (a write ending past 2^63 - 1) is said after the
+/// file's path, also where the path is one of the error's words (`"past"`).
+#[test]
+fn last_error_of_a_write_past_the_largest_offset_names_the_file() {
+    let _tables = shared_tables();
+    /// Removes the file, made in the test's working directory, whatever the test does.
+    struct Gone(&'static str);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(self.0);
+        }
+    }
+    let name = "past";
+    assert!(!Path::new(name).exists(), "{name} is there already");
+    let _gone = Gone(name);
+    std::fs::write(name, b"x").expect("write");
+    let c = new_cache(2, c"atomic", PAGECACHE_MODE_COUNTING);
+    let f = open(c, c"past");
+    // SAFETY: live handles and a buffer of 1 byte; the message is read before the thread's
+    // next call.
+    unsafe {
+        assert_eq!(
+            pagecache_write_at(f, b"y".as_ptr().cast(), 1, i64::MAX as u64),
+            PAGECACHE_EINVAL as isize
+        );
+        assert_eq!(
+            last_error().as_deref(),
+            Some(&*format!(
+                "pagecache_write_at: past: a write of 1 bytes at {} ends past 2^63 - 1",
+                i64::MAX
+            ))
+        );
+        assert_eq!(pagecache_len(f), 1);
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+    assert_eq!(std::fs::read(name).expect("read"), b"x");
+}
+
 /// A thread's message is null until one of its calls fails; a call that succeeds leaves it as
 /// it was (as `errno`), and the next failure replaces it.
 #[test]
