@@ -27,7 +27,7 @@ use crate::arc::{
     default_domain_if_made, init_default_domain, try_default_domain, DefaultDomainError,
 };
 use crate::get::GetError;
-use crate::header::{DEAD, DESTROYED, LIVE, RECLAIMING};
+use crate::header::{DEAD, DESTROYED, RECLAIMING};
 use crate::{Anchor, Config, Domain, Header, ReclaimError};
 use core::cell::{Cell, RefCell};
 use core::pin::Pin;
@@ -950,12 +950,10 @@ pub unsafe extern "C" fn paygo_reinit(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
-        // The header's compare-and-swap alone (`Domain::try_reinit`): no domain is made, as a
-        // reinit counts nothing (an object is dead only after a reclaim, which made it), so a
-        // refused one (`PAYGO_ELIVE`) does not fix the domain's size.
-        // AcqRel. Release: pairs with the Acquire flag load of REFs. Acquire: pairs with the
-        // Release store of DEAD by the reclaim's decision.
-        if hdr.cas_state(DEAD, LIVE, Ordering::AcqRel).is_ok() {
+        // `Domain::try_reinit` without a domain, none being made: a reinit counts nothing (an
+        // object is dead only after a reclaim, which made it), so a refused one
+        // (`PAYGO_ELIVE`) does not fix the domain's size.
+        if hdr.try_revive() {
             PAYGO_OK
         } else {
             unless_destroyed(hdr, PAYGO_ELIVE)

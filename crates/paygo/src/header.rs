@@ -160,6 +160,15 @@ impl Header {
             .map_err(|now| now & STATE_MASK)
     }
 
+    /// DEAD -> LIVE, with no reference: [`Domain::try_reinit`](crate::Domain::try_reinit),
+    /// which needs no domain (a reinit counts nothing). `false` if the object is not dead.
+    #[inline]
+    pub(crate) fn try_revive(&self) -> bool {
+        // AcqRel. Release: pairs with the Acquire flag load of REFs. Acquire: pairs with the
+        // Release store of DEAD by the reclaim's decision.
+        self.cas_state(DEAD, LIVE, Ordering::AcqRel).is_ok()
+    }
+
     /// Whether the object has been reclaimed (a successful `try_reclaim`, or a handle's
     /// release).
     pub fn is_dead(&self) -> bool {

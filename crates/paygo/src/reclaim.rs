@@ -671,9 +671,7 @@ impl Domain {
     /// with the object happens before what the caller does with its memory next, even where
     /// the caller learned of the death only from this call.
     pub fn try_reinit(&self, hdr: Pin<&Header>) -> bool {
-        // AcqRel. Release: pairs with the Acquire flag load of REFs. Acquire: pairs with the
-        // Release store of DEAD by the reclaim's decision.
-        hdr.cas_state(DEAD, LIVE, Ordering::AcqRel).is_ok()
+        hdr.try_revive()
     }
 
     /// Makes a dead object live again with no reference.
