@@ -450,6 +450,12 @@ impl RefCounter for Brc {
         revive(&obj.state, Self::NAME);
     }
 
+    fn vouch(&self) -> Option<crate::Vouch> {
+        // SAFETY: this scheme keeps the trait's contract against any safe caller (the
+        // conformance suite and its loom models check it).
+        Some(unsafe { crate::Vouch::new() })
+    }
+
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&BrcObject>>) -> Memory {
         Memory::inline_only(objs)
     }

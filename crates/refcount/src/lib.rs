@@ -141,6 +141,38 @@ pub(crate) fn reserve_free_list(
         })
 }
 
+/// A scheme's word, given in `unsafe` code ([`Vouch::new`]), that it keeps the contract of
+/// [`RefCounter`] by itself, whatever its callers do with it in safe code: handed out by
+/// [`RefCounter::vouch`].
+///
+/// `RefCounter` is a safe trait: safe code may implement it, and an implementation may break
+/// its contract (a `try_reclaim` that succeeds under a reference, a `try_get` that succeeds on
+/// a dead object). Unsafe code of a caller must then not turn that into undefined behaviour:
+/// where it relies on the contract for memory safety, it does so only for a scheme that vouches
+/// for it, and takes a path that costs only wrong answers otherwise (the page cache has the
+/// kernel write a frame's bytes, with `preadv`, straight into the frame only for such a
+/// scheme; for another one it stores them with atomic stores, so that a reader that a broken
+/// scheme let hold the frame reads wrong bytes, not bytes written by a racing plain write).
+#[derive(Clone, Copy, Debug)]
+pub struct Vouch(());
+
+impl Vouch {
+    /// The scheme's word.
+    ///
+    /// # Safety
+    /// Only a scheme's [`RefCounter::vouch`] makes it, and that scheme keeps, against any
+    /// safe caller: a `try_get` (`try_get_placed`, `with_ref_placed`) fails on an object being
+    /// reclaimed or dead, and one that succeeds happens after the `reinit` that began the life
+    /// it counts in; a `try_reclaim` (`try_reclaim_many`, and `try_reclaim_many_exclusive`
+    /// within its contract) succeeds only where no reference taken on the object in its
+    /// current life is held, and happens after every `put` of that life's references (the
+    /// [`TokenTag`] exception aside: tokens put on an object that came to their object's
+    /// address).
+    pub const unsafe fn new() -> Self {
+        Vouch(())
+    }
+}
+
 /// Bytes a scheme uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Memory {
@@ -433,6 +465,14 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// it. A caller that makes many objects up front (a page cache's frames) checks its number
     /// against this first. `None` by default: no bound but memory.
     fn max_live_objects(&self) -> Option<usize> {
+        None
+    }
+
+    /// The scheme's word that it keeps this trait's contract by itself ([`Vouch`]), for
+    /// callers whose `unsafe` code relies on the contract for memory safety. `None` by default:
+    /// a scheme implemented in safe code may break the contract, and such a caller then takes
+    /// its path that costs only wrong answers. Every scheme of this workspace vouches.
+    fn vouch(&self) -> Option<Vouch> {
         None
     }
 

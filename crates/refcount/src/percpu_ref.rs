@@ -687,6 +687,12 @@ impl RefCounter for PercpuRef {
         Some(ARENA_SLOTS)
     }
 
+    fn vouch(&self) -> Option<crate::Vouch> {
+        // SAFETY: this scheme keeps the trait's contract against any safe caller (the
+        // conformance suite and its loom models check it).
+        Some(unsafe { crate::Vouch::new() })
+    }
+
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&PercpuRefObject>>) -> Memory {
         let per = core::mem::size_of::<PercpuRefObject>() + 8 * self.slots.cpus();
         Memory {

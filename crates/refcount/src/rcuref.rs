@@ -445,6 +445,12 @@ impl RefCounter for RcuRef {
         obj.refcnt.swap(ONEREF, Ordering::Release);
     }
 
+    fn vouch(&self) -> Option<crate::Vouch> {
+        // SAFETY: this scheme keeps the trait's contract against any safe caller (the
+        // conformance suite and its loom models check it).
+        Some(unsafe { crate::Vouch::new() })
+    }
+
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RcuRefObject>>) -> Memory {
         Memory::inline_only(objs)
     }

@@ -129,7 +129,12 @@ impl<C: RefCounter> Inner<C> {
     ///
     /// In counting mode straight into the frames, as `preadv(2)` with one buffer per frame:
     /// the frames are unpublished (odd versions), only the filling thread touches them, and a
-    /// counted read copies only from a frame it holds a reference on. In optimistic mode an
+    /// counted read copies only from a frame it holds a reference on, which the scheme's
+    /// reclaim does not take from it. So only for a scheme that vouches for that
+    /// ([`RefCounter::vouch`]): `RefCounter` is a safe trait, and a scheme written in safe code
+    /// whose reclaim succeeds under a reference would otherwise have the kernel's plain writes
+    /// race with a reader's loads (the test `a_held_page_refilled_under_a_reader`); another
+    /// scheme's fills go through the buffer below. In optimistic mode an
     /// optimistic read that found the page before it was evicted may still be loading the
     /// frame's words (atomically, to discard the copy once it sees the version changed): the
     /// kernel's plain writes would race with those loads, so the bytes go through a buffer and
@@ -147,7 +152,7 @@ impl<C: RefCounter> Inner<C> {
         // The buffer below, allocated (for a test, an injected failure: see `inject.rs`).
         crate::inject::alloc_point();
         #[cfg(all(unix, not(miri), not(loom)))]
-        if self.mode == Mode::Counting {
+        if self.mode == Mode::Counting && self.vouched {
             use std::os::fd::AsRawFd;
             let fd = f.file.as_raw_fd();
             let mut iov: Vec<libc::iovec> = Vec::with_capacity(frames.len());
@@ -177,8 +182,9 @@ impl<C: RefCounter> Inner<C> {
                 // SAFETY: every buffer of `iov` is a range of a frame's page of the cache's
                 // mapping, alive while `self` is, and accessed by no one else: the frames are
                 // installed but unpublished, only this thread fills them, and in counting mode
-                // no read copies from a frame it holds no reference on. The descriptor is
-                // `f`'s, open while `f` is.
+                // no read copies from a frame it holds no reference on, and no frame is
+                // reclaimed under a reference (the scheme vouched for it: `self.vouched`).
+                // The descriptor is `f`'s, open while `f` is.
                 let r = unsafe { libc::preadv(fd, iov.as_ptr(), n, (off + done as u64) as _) };
                 match r {
                     0 => break,

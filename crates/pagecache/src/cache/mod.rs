@@ -265,6 +265,12 @@ pub(crate) struct Inner<C: RefCounter> {
     frames: Box<[Frame<C>]>,
     data: crate::mem::PageMemory,
     mode: Mode,
+    /// The scheme vouches for its contract ([`RefCounter::vouch`]): a counting-mode fill may
+    /// have the kernel write the frames' bytes itself (`preadv`), trusting that no reader
+    /// holds them. Otherwise the bytes go through a buffer and atomic stores, so that a reader
+    /// a broken scheme let hold a frame being filled races with nothing.
+    #[cfg_attr(any(miri, loom, not(unix)), allow(dead_code))]
+    pub(crate) vouched: bool,
     pub(crate) alloc: Mutex<Alloc>,
     files: Mutex<Files>,
     next_id: AtomicU64,
@@ -573,6 +579,7 @@ impl<C: RefCounter> PageCacheOf<C> {
         free.extend((0..n as u32).rev());
         Ok(PageCacheOf {
             inner: Arc::new(Inner {
+                vouched: scheme.vouch().is_some(),
                 scheme,
                 frames: frames.into_boxed_slice(),
                 data,

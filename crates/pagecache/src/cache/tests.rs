@@ -484,3 +484,36 @@ fn a_cut_keeps_a_page_below_it_that_took_a_retried_frame() {
     assert_eq!(s.evictions, 1, "only page 3 was evicted (by the read)");
     assert_eq!(s.resident, 1, "page 0 stays cached");
 }
+
+/// A fill has the kernel write the frames' bytes itself (`preadv`) only for a scheme that
+/// vouches for its contract (`RefCounter::vouch`): the workspace's do; one implemented in
+/// safe code outside it (here `Lagging`, which keeps the default `None`) may break the
+/// contract, and a frame its reclaim took from under a reader is then refilled with atomic
+/// stores, not with the kernel's plain writes racing with the reader's loads
+/// (`tests/untrusted_scheme.rs`, `a_held_page_refilled_under_a_reader`).
+#[test]
+fn only_a_vouching_scheme_has_the_kernel_fill_its_frames() {
+    use refcount::RefCounter;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    std::fs::write(
+        &path,
+        (0..2 * PAGE_SIZE as u64).map(byte).collect::<Vec<u8>>(),
+    )
+    .expect("file");
+    let vouching = PageCacheOf::with_scheme(Atomic, &Config::new(1, "atomic")).expect("cache");
+    let lagging =
+        PageCacheOf::with_scheme(Lagging::default(), &Config::new(1, "lagging")).expect("cache");
+    assert!(Atomic.vouch().is_some() && vouching.inner.vouched);
+    assert!(Lagging::default().vouch().is_none() && !lagging.inner.vouched);
+    // Both fill right, either way.
+    let want: [u8; 5] = core::array::from_fn(|k| byte(PAGE_SIZE as u64 + 3 + k as u64));
+    let mut b = [0u8; 5];
+    let file = vouching.open(&path).expect("open");
+    assert_eq!(file.read_at(&mut b, PAGE_SIZE as u64 + 3).expect("read"), 5);
+    assert_eq!(b, want);
+    let file = lagging.open(&path).expect("open");
+    b = [0; 5];
+    assert_eq!(file.read_at(&mut b, PAGE_SIZE as u64 + 3).expect("read"), 5);
+    assert_eq!(b, want);
+}
