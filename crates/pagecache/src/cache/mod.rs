@@ -474,6 +474,11 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// take meanwhile, or a kernel that grants more than it has (overcommit), can still make a
     /// counter's allocation fail (and then the error above). Schemes whose counters keep nothing of
     /// their own are not probed.
+    ///
+    /// A counting-mode fill has the kernel write the frames (`preadv`) only for a scheme that
+    /// vouches for the `RefCounter` contract ([`RefCounter::vouch`]: every scheme of the
+    /// workspace); another scheme's fills store the bytes atomically from a buffer, so that a
+    /// scheme written in safe code that breaks the contract costs wrong bytes, never a data race.
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
