@@ -505,6 +505,10 @@ fn only_a_vouching_scheme_has_the_kernel_fill_its_frames() {
     let lagging =
         PageCacheOf::with_scheme(Lagging::default(), &Config::new(1, "lagging")).expect("cache");
     assert!(Atomic.vouch().is_some() && vouching.inner.vouched);
+    assert!(
+        paygo::Domain::new().vouch().is_some(),
+        "paygo's Domain vouches"
+    );
     assert!(Lagging::default().vouch().is_none() && !lagging.inner.vouched);
     // Both fill right, either way.
     let want: [u8; 5] = core::array::from_fn(|k| byte(PAGE_SIZE as u64 + 3 + k as u64));
