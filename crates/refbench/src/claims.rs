@@ -507,10 +507,10 @@ fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
             "paygo / refcache over {files} file{}: {lo:.2}x at {t1}T, {hi:.2}x at {tn}T",
             if files == 1 { "" } else { "s" }
         ),
-        if hi < 1.0 {
-            "PAYGO not ahead of RefCache at the most threads"
+        &if hi < 1.0 {
+            "PAYGO not ahead of RefCache at the most threads".to_string()
         } else {
-            "PAYGO ahead of RefCache, but by less at the most threads than at one"
+            format!("PAYGO ahead of RefCache, but by less at {tn}T than at {t1}T")
         },
     )
 }

@@ -1802,3 +1802,21 @@ fn randomread_rule_reads_the_papers_ten_files() {
     let o = fig8_randomread(&Rows::new(&v));
     assert!(o.measured.contains("over 1 file:"), "{o:?}");
 }
+
+/// Fig. 8's reason names the two thread counts it compared: a run of 2 and 4 threads
+/// (`reproduce --threads 2,4`) compares 4 threads with 2, not with one.
+#[test]
+fn randomread_reason_names_the_thread_counts_compared() {
+    let rows = [
+        row("randomread", "paygo", 2, 10, 130.0, json!({})),
+        row("randomread", "refcache", 2, 10, 100.0, json!({})),
+        row("randomread", "paygo", 4, 10, 120.0, json!({})),
+        row("randomread", "refcache", 4, 10, 100.0, json!({})),
+    ];
+    let o = fig8_randomread(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+    assert_eq!(
+        o.reason,
+        "PAYGO ahead of RefCache, but by less at 4T than at 2T"
+    );
+}
