@@ -1120,7 +1120,7 @@ fn lodic_drbh(rows: &Rows<'_>) -> Outcome {
     outcome(
         verdict,
         measured.join("; "),
-        "below 0.75x ideal scaling or 1.5x behind PAYGO",
+        "below 0.75x ideal scaling, or below 0.67x PAYGO at the most threads",
     )
 }
 

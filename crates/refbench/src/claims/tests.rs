@@ -1820,3 +1820,24 @@ fn randomread_reason_names_the_thread_counts_compared() {
         "PAYGO ahead of RefCache, but by less at 4T than at 2T"
     );
 }
+
+/// LODIC's DRBH rule holds a variant at 0.67x PAYGO; its reason said "1.5x behind PAYGO",
+/// which 0.6675x (1.498x behind) is not. The reason names the bound the code applies.
+#[test]
+fn lodic_drbh_reason_names_the_bound_applied() {
+    let mut v = vec![
+        row("drbh", "paygo", 1, 1, 100.0, json!({})),
+        row("drbh", "paygo", 2, 1, 200.0, json!({})),
+    ];
+    for name in ["lodic-file", "lodic-process"] {
+        v.push(row("drbh", name, 1, 1, 80.0, json!({})));
+        v.push(row("drbh", name, 2, 1, 133.5, json!({})));
+    }
+    let o = lodic_drbh(&Rows::new(&v));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(o.measured.contains("0.67x paygo at 2T"), "{o:?}");
+    assert_eq!(
+        o.reason,
+        "below 0.75x ideal scaling, or below 0.67x PAYGO at the most threads"
+    );
+}
