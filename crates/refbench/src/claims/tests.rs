@@ -1841,3 +1841,42 @@ fn lodic_drbh_reason_names_the_bound_applied() {
         "below 0.75x ideal scaling, or below 0.67x PAYGO at the most threads"
     );
 }
+
+/// LODIC's memory claim is judged at LODIC's worst case, the largest mapped share measured:
+/// without a 100% row it took the first row at 2 sharing threads, the 10% one (LODIC's best
+/// case, 15x: held), where the 50% row says 7.5x. The text names the share.
+#[test]
+fn lodic_memory_rule_reads_the_largest_share_measured() {
+    let at = |scheme: &str, pct: u64, bytes: f64| {
+        row(
+            "lodic-memory",
+            scheme,
+            2,
+            pct as usize,
+            0.0,
+            json!({"bytes": bytes, "mapped_pct": pct, "cpus": 16}),
+        )
+    };
+    let rows = [
+        at("lodic-file", 10, 100.0),
+        at("lodic-file", 50, 200.0),
+        at("percpu-ref", 10, 1_500.0),
+        at("percpu-ref", 50, 1_500.0),
+    ];
+    let o = lodic_memory(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert_eq!(
+        o.measured,
+        "per-core counters / lodic at 2 sharing threads, 50% mapped at 16 CPUs: 7.5x"
+    );
+    // With the fully mapped file: that row, whatever the order.
+    let rows = [
+        at("lodic-file", 100, 100.0),
+        at("lodic-file", 10, 50.0),
+        at("percpu-ref", 10, 1_300.0),
+        at("percpu-ref", 100, 1_300.0),
+    ];
+    let o = lodic_memory(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+    assert!(o.measured.contains("100% mapped"), "{o:?}");
+}
