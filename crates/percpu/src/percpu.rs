@@ -890,7 +890,11 @@ impl<W: Word> ThisCpu<'_, W> {
             let mut retry = Retry::new();
             loop {
                 let cpu = crate::arch::rseq::cpu_id();
-                if cpu >= 0 && cpu as u64 >= n {
+                if cpu < 0 {
+                    // Unregistered again since (a signal handler's `prepare_unload`), which
+                    // every later section would fail for: registers it again.
+                    crate::arch::rseq::on_wrong_cpu();
+                } else if cpu as u64 >= n {
                     past_the_slots(cpu as u64, n);
                 }
                 if aborted {

@@ -467,3 +467,87 @@ fn detached_threads_that_ran_sections_exit_cleanly() {
         detached_threads_exit,
     );
 }
+
+/// Signals handled meanwhile by [`unload_in_handler`].
+static UNLOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A signal handler that unregisters its thread's area, as `prepare_unload` may (it is
+/// async-signal-safe: a load, a store and a system call).
+extern "C" fn unload_in_handler(_: libc::c_int) {
+    percpu::prepare_unload();
+    UNLOADS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A thread whose sections each register its area again (after a `prepare_unload`), while a
+/// storm of signals whose handler calls `prepare_unload` hits it: a pending signal is handled
+/// as a system call returns, so some handlers unregister the area just after the system call
+/// that registered it, before the registration reads the area's CPU back. The registration
+/// then read -1 there and panicked, saying that another library had registered an area for the
+/// thread; it succeeded (the handler unregistered it after), and the section's retry registers
+/// the area again and commits: every update lands once. (`add_this_cpu`'s retry loop registered
+/// the area only before its first retry, and spun for ever on an area unregistered after that.)
+fn unregistered_during_a_registration() {
+    if !child_on_own_areas() {
+        return;
+    }
+    // SAFETY: installs a handler that calls only `prepare_unload` and an atomic add, for a
+    // signal nothing else in this child uses.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = unload_in_handler as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+    }
+    const N: i64 = 20_000;
+    let counters = PerCpu::new(|_| AtomicI64::new(0));
+    // The worker's committed updates: one signal per update at most, so that the handlers
+    // leave each update a registration they do not undo.
+    let progress = std::sync::atomic::AtomicI64::new(0);
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (counters, progress) = (&counters, &progress);
+        s.spawn(move || {
+            // SAFETY: pthread_self has no preconditions.
+            tx.send(unsafe { libc::pthread_self() }).unwrap();
+            for i in 0..N {
+                percpu::prepare_unload();
+                if i % 2 == 0 {
+                    counters.add_current(|c| c, 1);
+                } else {
+                    counters.add_this_cpu(1);
+                }
+                // Release: pairs with the Acquire load of the signalling loop.
+                progress.store(i + 1, Ordering::Release);
+            }
+        });
+        let t = rx.recv().unwrap();
+        let mut signalled = 0;
+        // Acquire: pairs with the worker's Release stores.
+        while let p @ 0..N = progress.load(Ordering::Acquire) {
+            if p >= signalled {
+                // SAFETY: the worker is alive until the scope joins it (it has not finished
+                // its loop).
+                unsafe { libc::pthread_kill(t, libc::SIGUSR1) };
+                signalled = p + 1;
+            }
+            std::hint::spin_loop();
+        }
+    });
+    let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    assert_eq!(total, N, "{} handlers ran", UNLOADS.load(Ordering::Relaxed));
+    assert!(UNLOADS.load(Ordering::Relaxed) > 0, "no signal was handled");
+    println!("CHILD-OK");
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
+fn a_handler_that_unregisters_during_a_registration_panics_nothing() {
+    in_child(
+        "a_handler_that_unregisters_during_a_registration_panics_nothing",
+        unregistered_during_a_registration,
+    );
+}

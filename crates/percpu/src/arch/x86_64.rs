@@ -250,10 +250,12 @@ fn init_own() -> bool {
     true
 }
 
-/// Registers the calling thread's own area. True if it is registered now: by this call, or
-/// already (by a signal handler that interrupted this thread's first registration; the kernel
-/// then answers `EBUSY` for the same area). False if the kernel has no rseq or another
-/// library registered a different area for this thread.
+/// Registers the calling thread's own area. True if this call registered it, or it was
+/// registered already (by a signal handler that interrupted this thread's registration; the
+/// kernel then answers `EBUSY` for the same area): it may be unregistered again by the time
+/// this returns (a signal handler's `prepare_unload`), and the caller's retry, which finds it so,
+/// registers it again. False if the kernel has no rseq or another library registered a
+/// different area for this thread.
 fn register_own() -> bool {
     // Checked by init_own for two threads; a thread whose area is elsewhere would have its
     // sections find another word at thread pointer + OFFSET.
@@ -275,11 +277,17 @@ fn register_own() -> bool {
     // as the thread (glibc's static TLS, which `init_own` checked: freed only after the kernel
     // cleared the thread's id at exit, when it no longer writes the area); the kernel writes
     // only the area's fields.
-    let _ = unsafe { libc::syscall(libc::SYS_rseq, a, OWN_SIZE, 0, RSEQ_SIG) };
+    let r = unsafe { libc::syscall(libc::SYS_rseq, a, OWN_SIZE, 0, RSEQ_SIG) };
+    if r == 0 {
+        // Registered by this call. Not read back from `cpu_id`: a signal is handled as the
+        // system call returns, and a handler that calls `prepare_unload` there unregisters the
+        // area before such a read, which then took the registration for refused.
+        return true;
+    }
     // SAFETY: as above; the kernel writes a CPU number into cpu_id at registration, before the
     // system call returns to this thread.
     let cpu = unsafe { (a.add(CPU_ID) as *const i32).read_volatile() };
-    cpu >= 0
+    cpu >= 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EBUSY)
 }
 
 /// Whether the rseq areas are this crate's own (libc registered none).
