@@ -507,7 +507,7 @@ fn unregistered_during_a_registration() {
     std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::channel();
         let (counters, progress) = (&counters, &progress);
-        s.spawn(move || {
+        let worker = s.spawn(move || {
             // SAFETY: pthread_self has no preconditions.
             tx.send(unsafe { libc::pthread_self() }).unwrap();
             for i in 0..N {
@@ -524,7 +524,11 @@ fn unregistered_during_a_registration() {
         let t = rx.recv().unwrap();
         let mut signalled = 0;
         // Acquire: pairs with the worker's Release stores.
+        // (Until the worker ends: a worker that panicked makes no more progress.)
         while let p @ 0..N = progress.load(Ordering::Acquire) {
+            if worker.is_finished() {
+                break;
+            }
             if p >= signalled {
                 // SAFETY: the worker is alive until the scope joins it (it has not finished
                 // its loop).
