@@ -162,7 +162,8 @@ typedef struct paygo_stats {
 
 /* Sets up the domain: slots_per_cpu a power of two no larger than 2^24, 1 <= window <=
  * slots_per_cpu (PAYGO_EINVAL otherwise, whether or not the domain exists; PAYGO_ENOMEM if
- * the tables cannot be allocated). PAYGO_EALREADY if the domain exists. Optional: the first
+ * the tables cannot be allocated). PAYGO_EALREADY if the domain exists (also where another
+ * thread made it while this call sized its tables, short of memory or not). Optional: the first
  * call that counts in the domain (paygo_ref, paygo_read_all, paygo_is_referenced,
  * paygo_try_reclaim, paygo_obj_destroy, paygo_stats) sets up a default domain (4096 slots per
  * CPU, window 8), or returns PAYGO_ENOMEM if its tables cannot be allocated (each such call

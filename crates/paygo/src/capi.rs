@@ -626,8 +626,9 @@ unsafe fn object<'a>(obj: *const CObj) -> Result<(Pin<&'a Header>, &'static Doma
 
 /// Sets up the process-wide domain. `slots_per_cpu` a power of two no larger than
 /// [`crate::MAX_SLOTS_PER_CPU`], `1 <= window <= slots_per_cpu`; `PAYGO_EINVAL` otherwise
-/// (whether or not the domain exists), `PAYGO_EALREADY` if the domain exists, `PAYGO_ENOMEM`
-/// if the tables cannot be allocated.
+/// (whether or not the domain exists), `PAYGO_EALREADY` if the domain exists (also where
+/// another thread made it while this call sized its tables), `PAYGO_ENOMEM` if the tables
+/// cannot be allocated.
 #[no_mangle]
 pub extern "C" fn paygo_domain_init(slots_per_cpu: usize, window: usize) -> i32 {
     boundary(PAYGO_EINTERNAL, || {

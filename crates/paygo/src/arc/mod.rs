@@ -120,7 +120,8 @@ pub(crate) fn try_default_domain() -> Result<&'static Domain, crate::ConfigError
 /// [`Config::check`](crate::Config::check) refuses or tables that cannot be allocated (nothing
 /// is made then: a later call, or `Arc::new`, tries again), [`DefaultDomainError::Made`] with
 /// the existing domain's size if it was made first (by an `Arc::new`, [`default_domain`], or
-/// another call of this function, which may have run at the same time).
+/// another call of this function, which may have run at the same time: also where this call's
+/// tables could not be allocated while another thread made it).
 ///
 /// ```
 /// let cfg = paygo::Config { slots_per_cpu: 1 << 14, ..paygo::Config::default() };
@@ -137,7 +138,18 @@ pub fn init_default_domain(cfg: crate::Config) -> Result<&'static Domain, Defaul
     if let Some(d) = DEFAULT.get() {
         return Err(DefaultDomainError::Made(d.config()));
     }
-    let d = Domain::try_with_config(cfg).map_err(DefaultDomainError::Config)?;
+    let d = match Domain::try_with_config(cfg) {
+        Ok(d) => d,
+        // A domain made meanwhile by another thread (whose tables may be why these could not
+        // be allocated) is the answer: this call would have been refused for it, memory or not.
+        Err(e) => {
+            return Err(DEFAULT
+                .get()
+                .map_or(DefaultDomainError::Config(e), |there| {
+                    DefaultDomainError::Made(there.config())
+                }))
+        }
+    };
     make_default_domain(|| d).map_err(|there| DefaultDomainError::Made(there.config()))
 }
 
