@@ -560,6 +560,35 @@ fn comparisons_hashing_and_formatting_forward_to_the_value() {
 }
 
 #[test]
+fn an_arc_of_an_error_is_an_error_with_the_value_s_source() {
+    use std::error::Error;
+    use std::fmt;
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("outer")
+        }
+    }
+    impl Error for Outer {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    let shared = Arc::new(Outer(std::io::Error::other("inner")));
+    let returned: Box<dyn Error + Send + Sync> = Box::new(shared.clone());
+    assert_eq!(returned.to_string(), "outer");
+    let source = returned.source().expect("the value's source");
+    assert_eq!(source.to_string(), "inner");
+    assert!(source.downcast_ref::<std::io::Error>().is_some());
+    // `?` converts it as any other error.
+    let f = || -> Result<(), Box<dyn Error + Send + Sync>> { Err(shared.clone())? };
+    assert_eq!(f().unwrap_err().to_string(), "outer");
+    drop(returned);
+    assert_eq!(Arc::strong_count(&shared), 1);
+}
+
+#[test]
 fn weak_upgrades_while_the_value_lives() {
     let drops = leak(AtomicUsize::new(0));
     let dropped = leak(AtomicBool::new(false));

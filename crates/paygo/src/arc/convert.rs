@@ -16,6 +16,15 @@ impl<T: ?Sized + core::fmt::Display> core::fmt::Display for Arc<T> {
     }
 }
 
+/// An `Arc` of an error is an error, as `std::sync::Arc`'s is: the value's `source`. A shared
+/// error (one failure that several waiters report) can be returned as
+/// `Box<dyn Error + Send + Sync>` or through `?`.
+impl<T: ?Sized + std::error::Error> std::error::Error for Arc<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        (**self).source()
+    }
+}
+
 impl<T: ?Sized + PartialEq> PartialEq for Arc<T> {
     fn eq(&self, other: &Self) -> bool {
         **self == **other

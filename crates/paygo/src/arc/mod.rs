@@ -1778,6 +1778,8 @@ fn weak_overflow() -> ! {
 }
 
 mod convert;
+#[cfg(feature = "serde")]
+mod serde;
 mod weak;
 pub use weak::Weak;
 
