@@ -560,6 +560,57 @@ fn comparisons_hashing_and_formatting_forward_to_the_value() {
 }
 
 #[test]
+fn a_pinned_value_is_dropped_where_it_was_pinned() {
+    use std::marker::PhantomPinned;
+    use std::pin::Pin;
+    use std::sync::atomic::AtomicPtr;
+    /// A value that may not move: its drop checks it lies where it was first seen.
+    struct Fixed {
+        seen: &'static AtomicPtr<Fixed>,
+        drops: &'static AtomicUsize,
+        _pin: PhantomPinned,
+    }
+    impl Drop for Fixed {
+        fn drop(&mut self) {
+            assert_eq!(
+                self.seen.load(Ordering::SeqCst),
+                self as *mut Fixed,
+                "moved"
+            );
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let seen = leak(AtomicPtr::new(std::ptr::null_mut()));
+    let drops = leak(AtomicUsize::new(0));
+    let d = tiny_domain();
+    let p: Pin<Arc<Fixed>> = Arc::pin_in(
+        Fixed {
+            seen,
+            drops,
+            _pin: PhantomPinned,
+        },
+        d,
+    );
+    seen.store(&*p as *const Fixed as *mut Fixed, Ordering::SeqCst);
+    // Clones dropped on other threads; the pinned value stays put and is dropped once.
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            let c = p.clone();
+            s.spawn(move || {
+                let c2 = c.clone();
+                assert!(std::ptr::eq(&*c, &*c2));
+            });
+        }
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(p);
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    let q = Arc::pin(5u8);
+    assert_eq!(*q, 5);
+}
+
+#[test]
 fn an_arc_of_an_error_is_an_error_with_the_value_s_source() {
     use std::error::Error;
     use std::fmt;

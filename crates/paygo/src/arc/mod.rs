@@ -742,6 +742,35 @@ impl<T> Arc<T> {
         unsafe { Self::publish(inner, domain) }
     }
 
+    /// `value` pinned in the [`default_domain`], as `std::sync::Arc::pin`: it is never moved
+    /// again (`Pin` gives no `&mut Arc<T>` nor, unless `T: Unpin`, the `Arc` back, so no
+    /// `get_mut`, `make_mut`, `try_unwrap` or `into_inner` can reach it) and is dropped where it
+    /// lies, by the last drop or by the collector.
+    ///
+    /// ```
+    /// let f: core::pin::Pin<paygo::Arc<_>> = paygo::Arc::pin(async { 7 });
+    /// let shared = f.clone();
+    /// assert!(core::ptr::eq(&*f, &*shared));
+    /// ```
+    pub fn pin(value: T) -> Pin<Self>
+    where
+        T: Send + 'static,
+    {
+        Self::pin_in(value, default_domain())
+    }
+
+    /// `value` pinned in `domain` (see [`Arc::pin`]).
+    pub fn pin_in(value: T, domain: &'static Domain) -> Pin<Self>
+    where
+        T: Send + 'static,
+    {
+        // SAFETY: the value lives in its allocation from `new_in` until it is dropped in place
+        // (`drop_value`); it moves out only through `try_unwrap`, `into_inner`,
+        // `unwrap_or_clone` (which take the `Arc`) and `make_mut` and `get_mut` (which take
+        // `&mut Arc`), none of which `Pin<Arc<T>>` gives safe code unless `T: Unpin`.
+        unsafe { Pin::new_unchecked(Self::new_in(value, domain)) }
+    }
+
     /// An `Arc` to the value `make` returns, given a [`Weak`] to that value before it exists
     /// (for values that point at themselves), as `std::sync::Arc::new_cyclic`: the `Weak`
     /// does not upgrade until `make` has returned. In the [`default_domain`].
