@@ -797,6 +797,22 @@ fn arcs_of_str_and_slices() {
     assert_eq!(&*boxed, &[7, 7, 7]);
     let cloned: Arc<[String]> = Arc::from(&[String::from("x")][..]);
     assert_eq!(cloned[0], "x");
+    // The other conversions std's has: from `&mut`, `Cow` and arrays.
+    let mut text = String::from("mut");
+    let from_mut: Arc<str> = Arc::from(text.as_mut_str());
+    let borrowed: Arc<str> = Arc::from(std::borrow::Cow::Borrowed("cow"));
+    let owned: Arc<str> = Arc::from(std::borrow::Cow::<str>::Owned("owned".into()));
+    assert_eq!((&*from_mut, &*borrowed, &*owned), ("mut", "cow", "owned"));
+    let mut nums = [5u16, 6];
+    let from_mut_slice: Arc<[u16]> = Arc::from(&mut nums[..]);
+    let array: Arc<[String]> = Arc::from([String::from("a"), String::from("b")]);
+    let cow_slice: Arc<[u16]> = Arc::from(std::borrow::Cow::Borrowed(&nums[..1]));
+    let cow_vec: Arc<[u16]> = Arc::from(std::borrow::Cow::<[u16]>::Owned(vec![8, 9]));
+    assert_eq!(
+        (&*from_mut_slice, &*cow_slice, &*cow_vec),
+        (&[5, 6][..], &[5][..], &[8, 9][..])
+    );
+    assert_eq!(&*array, &["a", "b"]);
     // Values aligned past the header: placed where their alignment asks, sized and sliced.
     #[derive(Clone, Debug, PartialEq)]
     #[repr(align(256))]

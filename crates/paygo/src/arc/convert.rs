@@ -3,6 +3,7 @@
 //! the `From` conversions and slice and string constructors.
 
 use super::*;
+use std::borrow::Cow;
 
 impl<T: ?Sized + core::fmt::Debug> core::fmt::Debug for Arc<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -133,6 +134,29 @@ impl<T: Clone + Send + 'static> From<&[T]> for Arc<[T]> {
     }
 }
 
+impl<T: Clone + Send + 'static> From<&mut [T]> for Arc<[T]> {
+    fn from(s: &mut [T]) -> Self {
+        Arc::from(&*s)
+    }
+}
+
+impl<T: Clone + Send + 'static> From<Cow<'_, [T]>> for Arc<[T]> {
+    /// The elements cloned if borrowed, moved if owned.
+    fn from(c: Cow<'_, [T]>) -> Self {
+        match c {
+            Cow::Borrowed(s) => Arc::from(s),
+            Cow::Owned(v) => Arc::from(v),
+        }
+    }
+}
+
+impl<T: Send + 'static, const N: usize> From<[T; N]> for Arc<[T]> {
+    /// The array's elements moved into a new `Arc`.
+    fn from(a: [T; N]) -> Self {
+        Arc::from_vec_in(Vec::from(a), default_domain())
+    }
+}
+
 impl<T: Send + 'static> From<Box<T>> for Arc<T> {
     /// The value moved out of the box into a new `Arc` (the box's memory is freed).
     fn from(b: Box<T>) -> Self {
@@ -161,6 +185,18 @@ impl<T: Send + 'static> Default for Arc<[T]> {
 impl From<&str> for Arc<str> {
     fn from(s: &str) -> Self {
         Arc::from_str_in(s, default_domain())
+    }
+}
+
+impl From<&mut str> for Arc<str> {
+    fn from(s: &mut str) -> Self {
+        Arc::from_str_in(s, default_domain())
+    }
+}
+
+impl From<Cow<'_, str>> for Arc<str> {
+    fn from(s: Cow<'_, str>) -> Self {
+        Arc::from_str_in(&s, default_domain())
     }
 }
 
