@@ -898,9 +898,13 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
                 self.install(k, i);
                 let named = frame_of(self.rec.entries[k as usize].load(Ordering::Relaxed));
                 if named == Some(i) && self.enter(k, None) == Some(i) {
-                    // Counted in the entry now; the global reference can go.
+                    // Counted in the entry now; the global reference can go. The guard is
+                    // made first, so that a scheme's panic in `put` unwinds through its drop,
+                    // which takes the entry's count back (else a count nobody holds would pin
+                    // the page, and keep the mapping in the reverse maps once dropped).
+                    let g = self.guard(k, i, None);
                     c.scheme.put(c.obj(i), tok);
-                    return Ok(self.guard(k, i, None));
+                    return Ok(g);
                 }
                 // The entry is full or counts another frame: spill into the global counter.
                 Ok(self.guard(k, i, Some(tok)))

@@ -1831,3 +1831,82 @@ fn mapping_read_at_is_relative_to_the_mapping_and_exact() {
     drop(map);
     file.close().expect("close");
 }
+
+/// `atomic` whose `put`, once armed, lets the reference go and then panics.
+#[derive(Default)]
+struct PanicsInPut {
+    inner: Atomic,
+    armed: AtomicBool,
+}
+
+impl RefCounter for PanicsInPut {
+    type Object = AtomicObject;
+    type Token = refcount::atomic::AtomicToken;
+    const NAME: &'static str = "panics-in-put";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+    fn new_object(&self) -> AtomicObject {
+        self.inner.new_object()
+    }
+    fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<Self::Token> {
+        self.inner.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&AtomicObject>, token: Self::Token) {
+        self.inner.put(obj, token);
+        if self.armed.swap(false, Ordering::Relaxed) {
+            panic!("a scheme whose put panics");
+        }
+    }
+    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
+        self.inner.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> refcount::Memory {
+        self.inner.memory(objs)
+    }
+}
+
+/// `Mapping::page` that takes the global path (the entry names no frame yet) counts the
+/// reference in the entry, then lets the global one go: a scheme whose `put` panics there
+/// (after letting its reference go) unwinds out of `page` with nothing held, and leaves no
+/// count behind in the entry. A count left there would be a reference nobody holds: the page
+/// could never be dropped while the file is open, and the mapping, counting it, would stay in
+/// the reverse maps when dropped.
+#[test]
+fn a_panic_in_the_put_of_a_mapped_page_leaves_no_count_in_the_entry() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 2 * P);
+        let c = cache(PanicsInPut::default(), 4, rmap);
+        let f = c.open(&path).unwrap();
+        let m = f.map(0, 2).unwrap();
+        assert_eq!(m.entry(1), None, "{rmap:?}: nothing installed yet");
+        c.scheme().armed.store(true, Ordering::Relaxed);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.page(1).map(drop)));
+        assert!(
+            r.is_err(),
+            "{rmap:?}: the scheme's panic unwinds out of page"
+        );
+        assert!(
+            !c.scheme().armed.load(Ordering::Relaxed),
+            "{rmap:?}: put ran"
+        );
+        assert_eq!(m.entry(1).map(|e| e.1), Some(0), "{rmap:?}: no count left");
+        assert_eq!(f.page_count(1), 0, "{rmap:?}: nothing is held");
+        // The mapping still counts in its entry.
+        let g = m.page(1).unwrap();
+        assert!(!g.spilled(), "{rmap:?}");
+        assert_eq!(f.page_count(1), 1, "{rmap:?}");
+        drop(g);
+        drop(m);
+        assert_eq!(f.mapcount(1), 0, "{rmap:?}: unmapped");
+        assert_eq!(c.lodic_memory().mappings, 0, "{rmap:?}: unmapped");
+        assert_eq!(f.drop_cache().unwrap(), 1, "{rmap:?}: the page drops");
+    }
+}
