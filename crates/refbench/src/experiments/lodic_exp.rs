@@ -18,13 +18,12 @@
 
 use super::fs::{
     cache_refused, lodic_rmap, make_files, mib_bytes, open_refused, warm, Files, LodicGlobal,
-    LODIC_GLOBAL,
 };
 use super::Params;
 use crate::harness::{median, spawn_workers, thread_cpu_secs, Gate, OpenOnPanic};
 use crate::output::Row;
 use crate::schemes::{Kind, SchemeInfo, Visit};
-use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
+use pagecache::{CachedFileOf, Config, PageCacheOf, Rmap, PAGE_SIZE};
 use refcount::RefCounter;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
@@ -213,16 +212,31 @@ fn query_row(
     }
 }
 
-/// One timed drop of the whole file with `pct` percent of it mapped by `threads` threads.
-/// Returns (milliseconds, the dropper's cpu_util).
-fn drop_once(files: &Files, rmap: Rmap, pct: usize, threads: usize) -> (f64, f64) {
-    let mut cfg = Config::new(files.pages as usize + 64, LODIC_GLOBAL);
+/// A page cache of `frames` frames counted by `scheme`, its LODIC mappings found through
+/// `rmap`, and the test file opened through it, its pages read once. A cache the system
+/// refuses (its frames' memory under an address-space limit) or a file it cannot open abandons
+/// the run with the reason ([`cache_refused`], [`open_refused`]: exit code 1), as every other
+/// experiment's page cache does, where a panic gave exit code 101 and a backtrace hint.
+fn warm_cache<C: RefCounter>(
+    scheme: C,
+    frames: usize,
+    rmap: Rmap,
+    files: &Files,
+) -> (PageCacheOf<C>, CachedFileOf<C>) {
+    let mut cfg = Config::new(frames, C::NAME);
     cfg.rmap = rmap;
-    let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).unwrap_or_else(|e| cache_refused(e));
+    let cache = PageCacheOf::with_scheme(scheme, &cfg).unwrap_or_else(|e| cache_refused(e));
     let file = cache
         .open(&files.paths[0])
         .unwrap_or_else(|e| open_refused(&files.paths[0], e));
     warm(std::slice::from_ref(&file), files.pages);
+    (cache, file)
+}
+
+/// One timed drop of the whole file with `pct` percent of it mapped by `threads` threads.
+/// Returns (milliseconds, the dropper's cpu_util).
+fn drop_once(files: &Files, rmap: Rmap, pct: usize, threads: usize) -> (f64, f64) {
+    let (_cache, file) = warm_cache(LodicGlobal, files.pages as usize + 64, rmap, files);
     let runs = runs(files.pages, pct);
     let (ms, util, freed) = with_mappings(&file, &runs, threads, || {
         let (t0, c0) = (Instant::now(), thread_cpu_secs());
@@ -246,10 +260,7 @@ struct MemoryJob<'a> {
 impl Visit for MemoryJob<'_> {
     type Out = ();
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
-        let cfg = Config::new(self.files.pages as usize, C::NAME);
-        let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("refbench: page cache");
-        let file = cache.open(&self.files.paths[0]).expect("refbench: open");
-        warm(std::slice::from_ref(&file), self.files.pages);
+        let (cache, _file) = warm_cache(scheme, self.files.pages as usize, Rmap::File, self.files);
         *self.out = Some(cache.counter_memory());
     }
 }
@@ -292,11 +303,8 @@ pub fn memory(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                         m.total()
                     }
                     None => {
-                        let mut cfg = Config::new(pages as usize, LODIC_GLOBAL);
-                        cfg.rmap = lodic_rmap(name).expect("a lodic name");
-                        let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).expect("cache");
-                        let file = cache.open(&files.paths[0]).expect("refbench: open");
-                        warm(std::slice::from_ref(&file), pages);
+                        let rmap = lodic_rmap(name).expect("a lodic name");
+                        let (cache, file) = warm_cache(LodicGlobal, pages as usize, rmap, &files);
                         let (global, lm) = with_mappings(&file, &runs, t, || {
                             (cache.counter_memory(), cache.lodic_memory())
                         });
@@ -347,10 +355,8 @@ mod tests {
         // On a thread of its own, which a hang leaves behind without holding up the test.
         std::thread::spawn(move || {
             let files = make_files(1, 4 * PAGE_SIZE as u64);
-            let cfg = Config::new(files.pages as usize + 64, LODIC_GLOBAL);
-            let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).expect("cache");
-            let file = cache.open(&files.paths[0]).expect("open");
-            warm(std::slice::from_ref(&file), files.pages);
+            let (_cache, file) =
+                warm_cache(LodicGlobal, files.pages as usize + 64, Rmap::File, &files);
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 with_mappings(&file, &runs(files.pages, 100), 2, || panic!("no drop"))
             }));
@@ -399,6 +405,27 @@ mod tests {
         );
         assert_eq!(r.ops_per_sec, Some(500_000.0));
         assert_eq!(r.extra["ms_to_drop"].as_f64(), Some(2.0));
+    }
+
+    /// A page cache that cannot be made (here a limit of no frame; under an address-space
+    /// limit, its frames' memory refused) abandons the run with the reason, as the README says
+    /// of a page cache whose memory is refused (exit code 1 where the command line runs it),
+    /// for LODIC's caches and for those `lodic-memory` compares them with: not a panic (exit
+    /// code 101 and a backtrace hint), as `lodic-memory`'s were.
+    #[test]
+    fn a_page_cache_that_cannot_be_made_abandons_the_run() {
+        let files = make_files(1, 4 * PAGE_SIZE as u64);
+        for rmap in [Rmap::File, Rmap::Process] {
+            let r = crate::harness::catch_spawn_failure(|| {
+                warm_cache(LodicGlobal, 0, rmap, &files);
+            });
+            let why = r.expect_err("no cache of 0 frames");
+            assert!(why.starts_with("cannot make a page cache: "), "{why}");
+        }
+        let r = crate::harness::catch_spawn_failure(|| {
+            warm_cache(refcount::atomic::Atomic, 0, Rmap::File, &files);
+        });
+        assert!(r.is_err(), "no cache of 0 frames");
     }
 
     #[test]
