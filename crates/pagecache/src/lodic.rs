@@ -327,32 +327,35 @@ impl FileMaps {
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
-    /// Makes the per-page counts if they are not made yet: `false` if their memory (the flat
-    /// part, 4 bytes a page of the file at open, at most 4 MiB) cannot be had.
-    fn make_counts(&mut self, pages_at_open: u64) -> bool {
-        if self.mapcount.is_none() {
-            self.mapcount = Slots::new(pages_at_open);
-        }
-        self.mapcount.is_some()
+    /// The per-page counts of a file of `pages_at_open` pages at open, none counted, for its
+    /// first mapping (kept by the file, [`FileMaps::keep_counts`], once that is published):
+    /// `None` if their memory (the flat part, 4 bytes a page of the file at open, at most
+    /// 4 MiB) cannot be had.
+    fn new_counts(pages_at_open: u64) -> Option<Slots> {
+        Slots::new(pages_at_open)
     }
 
-    /// Makes the count slots of pages `first..end` past the flat array, where they are made as
-    /// needed (the flat array's exist with the counts, [`FileMaps::make_counts`], made
-    /// first): after this, [`FileMaps::add`] on these pages allocates nothing.
-    fn make_slots(&mut self, first: u64, end: u64) {
-        let m = self
-            .mapcount
-            .as_ref()
-            .expect("pagecache: a mapping's pages have counts (made by its map)");
-        for page in first.max(m.base().len() as u64)..end {
+    /// Keeps `counts` (made by [`FileMaps::new_counts`] for the file's first mapping, now
+    /// published) as the file's per-page counts, until it is closed.
+    fn keep_counts(&mut self, counts: Slots) {
+        debug_assert!(self.mapcount.is_none(), "the file's counts are made once");
+        self.mapcount = Some(counts);
+    }
+
+    /// Makes the count slots of pages `first..end` past the flat array of `counts` (the file's,
+    /// or those made for its first mapping), where they are made as needed (the flat array's
+    /// exist with the counts): after this, [`FileMaps::add`] on these pages allocates nothing.
+    fn make_slots(counts: &Slots, first: u64, end: u64) {
+        for page in first.max(counts.base().len() as u64)..end {
             alloc_point();
-            m.get_or_alloc(page)
+            counts
+                .get_or_alloc(page)
                 .expect("pagecache: a mapped page is inside the file (below 2^63 bytes)");
         }
     }
 
     /// Adds `delta` to the counts of pages `first..end`; the counts and their slots are made
-    /// ([`FileMaps::make_counts`], [`FileMaps::make_slots`], by the mapping that covers these
+    /// ([`FileMaps::new_counts`], [`FileMaps::make_slots`], by the mapping that covers these
     /// pages).
     fn add(&mut self, first: u64, end: u64, delta: i32) {
         let m = self
@@ -638,13 +641,26 @@ impl<C: RefCounter> CachedFileOf<C> {
             entries: entries.into_boxed_slice(),
         });
         let mut fm = crate::cache::lock(&f.maps);
-        if (fm.mapcount.is_none() && alloc_fails(true)) || !fm.make_counts(f.pages_at_open) {
+        // The file's per-page counts, made for its first mapping: the file keeps them only once
+        // the mapping is published (a failure drops them with the mapping's other memory, up
+        // to 4 MiB when memory is short, and reported as the file's in `LodicMemory`).
+        let first_counts = if fm.mapcount.is_some() {
+            None
+        } else if alloc_fails(true) {
             return Err(no_memory("per-page counts of the file"));
-        }
+        } else {
+            let counts = FileMaps::new_counts(f.pages_at_open);
+            Some(counts.ok_or_else(|| no_memory("per-page counts of the file"))?)
+        };
         // The counts of the pages past the flat array (a file of more than 4 GiB at open, or
         // grown past its pages at open), made now with nothing counted: `add` below then
         // allocates nothing.
-        fm.make_slots(first, end);
+        let counts = first_counts.as_ref().or(fm.mapcount.as_ref());
+        FileMaps::make_slots(
+            counts.expect("pagecache: the file's counts, made now or before"),
+            first,
+            end,
+        );
         if c.lodic.rmap == Rmap::File && (alloc_fails(true) || fm.maps.try_reserve(1).is_err()) {
             return Err(no_memory("file-space reverse map"));
         }
@@ -686,6 +702,9 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
         }
         drop(owners);
+        if let Some(counts) = first_counts {
+            fm.keep_counts(counts);
+        }
         fm.add(first, end, 1);
         fm.live += 1;
         if c.lodic.rmap == Rmap::File {
@@ -1060,8 +1079,9 @@ mod tests {
     /// for a thread's and a file's first mapping and for a later one, of pages past the flat
     /// array of the file's slots (a file longer than 4 GiB at open): each returns
     /// `OutOfMemory` or unwinds, and leaves the LODIC state as it was (no owner record, no
-    /// mapping count, no entry in either reverse map); the map that no failure reaches maps,
-    /// reads the file, and its unmap leaves the state as it was too.
+    /// mapping count, no entry in either reverse map, and, where it was the file's first, no
+    /// per-page counts); the map that no failure reaches maps, reads the file, and its unmap
+    /// leaves the state as it was too.
     #[test]
     fn a_map_that_fails_at_any_allocation_leaves_nothing_behind() {
         let flat = crate::slots::FLAT_MAX as u64;
@@ -1086,8 +1106,10 @@ mod tests {
                 let (mut errors, mut panics) = (0, 0);
                 for n in 0.. {
                     crate::inject::fail_allocation(n);
+                    let mapped = core::cell::Cell::new(false);
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let m = file.map(first, pages)?;
+                        mapped.set(true);
                         let mut buf = [0u8; 6];
                         m.read_at(&mut buf, crate::PAGE_SIZE as u64)?;
                         assert_eq!(&buf, b"mapped");
@@ -1097,6 +1119,12 @@ mod tests {
                     let failed = crate::inject::disarm();
                     let what = format!("{rmap:?}, earlier mapping {earlier}, failure {n}");
                     assert_eq!(lodic_state(&file, range.clone()), state, "{what}");
+                    // The file's per-page counts: none after a first map that failed (they
+                    // are made for the file's first mapping, and kept once it is made).
+                    let counts = crate::cache::lock(&file.parts().1.maps).mapcount_bytes();
+                    if !earlier && !mapped.get() {
+                        assert_eq!(counts, 0, "{what}: counts of a file never mapped");
+                    }
                     match r {
                         Err(_) => panics += 1,
                         Ok(Err(e)) => {
