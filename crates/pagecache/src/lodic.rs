@@ -459,7 +459,8 @@ pub struct LodicMemory {
     /// entries have anyway (a PTE's unused bits), so they add nothing to the tables.
     pub counter_bytes: usize,
     /// The tables themselves (8 bytes per entry) and the reverse-map records: what a mapping
-    /// costs whether or not it counts (the page tables and VMAs of a process).
+    /// costs whether or not it counts (the page tables and VMAs of a process). The nodes of
+    /// the indexes that find the records (about a hundred bytes a mapping) are not counted.
     pub table_bytes: usize,
     /// The per-page mapping counts of the open files that were ever mapped (the kernel's
     /// `_mapcount`, which lets a reclaim pass over the pages no mapping covers): 4 bytes a
