@@ -35,7 +35,7 @@ pub const QUERY_VARIANTS: &[&str] = &["lodic-file", "lodic-process"];
 /// `lodic-memory`'s variants: LODIC, and the schemes it is compared with.
 pub const MEMORY_VARIANTS: &[&str] = &["lodic-file", "percpu-ref", "paygo", "refcache", "atomic"];
 
-/// Sharing threads of `lodic-memory`, and the most of `lodic-query`.
+/// Sharing threads of `lodic-memory`.
 pub const SHARING: &[usize] = &[1, 2, 4, 8, 16];
 
 /// The sharing thread counts of `lodic-query`: the most threads asked for, and 16.
