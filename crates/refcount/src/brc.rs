@@ -167,6 +167,8 @@ pub(crate) enum Bug {
     /// The owner's get skips its check of `state` before its increment (only the check after
     /// its fence remains).
     NoEarlyStateCheck,
+    /// The owner's get loads `state` after its fence Relaxed instead of Acquire.
+    RelaxedOwnerStateLoad,
 }
 
 crate::mutation::bug_switch!();
@@ -370,8 +372,15 @@ impl RefCounter for Brc {
             if !bug(Bug::NoOwnerFence) {
                 owner_fence();
             }
-            // Acquire pairs with the Release store of state in reinit.
-            if obj.state.load(Ordering::Acquire) != LIVE {
+            // Acquire pairs with the Release store of state in reinit: a get of the new life
+            // sees what the reuser wrote before it (with membarrier the fence above is a
+            // compiler fence, which orders nothing; the loom model `owner_get_vs_reuse`).
+            let order = if bug(Bug::RelaxedOwnerStateLoad) {
+                Ordering::Relaxed
+            } else {
+                Ordering::Acquire
+            };
+            if obj.state.load(order) != LIVE {
                 // Relaxed, although a reclaim that reads this value (the count as the owner's
                 // last put left it) must see the accesses made before that put, which neither a
                 // Relaxed store (it ends the release sequence that the put's store heads) nor,
@@ -601,6 +610,57 @@ mod loom_tests {
             t.join().unwrap();
             assert_eq!(s.read_all(pin(&obj)), 0);
         });
+    }
+
+    /// The owner's gets against the reuse of its object by another thread (a reclaim, a write
+    /// to what the object guards, then `reinit`), with membarrier emulated: the owner's fence
+    /// is the compiler fence it is with membarrier, so only its Acquire load of `state` after
+    /// it orders the reuser's write before a get of the new life (`reuse_vs_get` gets on
+    /// another thread than the owner, on `shared`). A get that succeeds reads what the object
+    /// guards: on the old life before the reclaim (which then fails or comes after its put),
+    /// on the new one after the reuser's write.
+    #[test]
+    fn owner_get_vs_reuse() {
+        use percpu::membarrier::emulated;
+        emulated::enable();
+        percpu::testing::loom_model(|| {
+            emulated::start();
+            let (s, obj, data) = owned();
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                if s2.try_reclaim(pin(&o2)) {
+                    write(&d2);
+                    // SAFETY: the object is dead (reclaimed above) and only this thread
+                    // reinits or reclaims it.
+                    unsafe { s2.reinit(pin(&o2)) };
+                }
+            });
+            // Two tries, the reclaimer's barrier passed between them: the first may fail on
+            // the object being reclaimed, the second then find it reused.
+            for _ in 0..2 {
+                assert!(s.is_owner(pin(&obj)));
+                if let Some(tok) = s.try_get(pin(&obj)) {
+                    // SAFETY: loom checks the access: a read under a reference, which the
+                    // scheme must order after the reuser's write (or before the reclaim).
+                    let _ = data.with(|d| unsafe { *d });
+                    s.put(pin(&obj), tok);
+                }
+                emulated::poll();
+            }
+            // Blocked in the join from here on: off its CPU.
+            emulated::leave();
+            t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+        });
+    }
+
+    /// `owner_get_vs_reuse` catches an owner get whose load of `state` after its fence is
+    /// Relaxed: a get of the new life is no longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_owner_state_load_is_caught() {
+        super::bug::with(Bug::RelaxedOwnerStateLoad, owner_get_vs_reuse);
     }
 
     /// `owner_put_and_failed_get_vs_reclaim` catches an owner get without its check of

@@ -270,8 +270,9 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// A get that succeeds happens after the [`Self::reinit`] that began the life it counts
     /// in (an Acquire read of what the reinit stored with Release): a cache that stores a
     /// frame's key before reinitialising it can check the key under the reference. The loom
-    /// model `reuse_vs_get` checks it of every scheme of this crate (and `loom_get_vs_reuse`
-    /// of `paygo`'s).
+    /// model `reuse_vs_get` checks it of every scheme of this crate, `brc`'s owner path in
+    /// `owner_get_vs_reuse` (`reuse_vs_get` gets on another thread), and `loom_get_vs_reuse`
+    /// of `paygo`'s.
     fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token>;
 
     /// A live object with no reference, made for callers that number their objects (a page

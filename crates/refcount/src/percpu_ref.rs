@@ -386,6 +386,8 @@ pub(crate) enum Bug {
     NoModeCheck,
     /// The fold changes `atomic` and `base` with the mode still `KILLED` (no `FOLDING` first).
     FoldUnmarked,
+    /// A put outside per-CPU mode decrements `atomic` Relaxed instead of Release.
+    RelaxedAtomicPut,
 }
 
 crate::mutation::bug_switch!();
@@ -622,8 +624,14 @@ impl RefCounter for PercpuRef {
                 Err(Fail::Mismatch(_)) => {}
             }
         }
-        // Release pairs with the Acquire load of atomic in fold_and_confirm.
-        let old = obj.atomic.fetch_sub(1, Ordering::Release);
+        // Release pairs with the AcqRel fold and the Acquire load of atomic in
+        // fold_and_confirm (the loom model `put_on_atomic_vs_reclaim`).
+        let order = if bug(Bug::RelaxedAtomicPut) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        let old = obj.atomic.fetch_sub(1, order);
         debug_assert!(
             obj.mode.load(Ordering::Relaxed) & STATE_MASK != DEAD || old != 0,
             "percpu-ref: put on a dead object"
@@ -887,6 +895,48 @@ mod loom_tests {
             assert_eq!(s.read_all(o), 0);
             assert!(s.try_reclaim(o));
         });
+    }
+
+    /// A write under a reference taken in per-CPU mode and its put, against a reclaim on
+    /// another CPU that writes once it succeeded. A put that finds the object killed gives its
+    /// reference back on `atomic`, whose Release decrement the fold (AcqRel) or the check of
+    /// zero after it (Acquire) reads: the reclaim succeeds only after the put, and the write
+    /// under the reference happens before the reclaimer's. (A put in per-CPU mode commits
+    /// before the kill's fence, which orders it.) Whatever the interleaving, the count ends at
+    /// 0 and the object reclaimed or reclaimable.
+    #[test]
+    fn put_on_atomic_vs_reclaim() {
+        use crate::loom_models::{pin, write};
+        percpu::testing::loom_model(|| {
+            let s = crate::sync::Arc::new(PercpuRef::new());
+            let obj = crate::sync::Arc::new(s.new_object());
+            let data = crate::sync::Arc::new(loom::cell::UnsafeCell::new(0));
+            percpu::loom_set_cpu(0);
+            let held = s.try_get(pin(&obj)).unwrap();
+            let (s2, o2, d2) = (s.clone(), obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                percpu::loom_set_cpu(1);
+                let ok = s2.try_reclaim(pin(&o2));
+                if ok {
+                    write(&d2);
+                }
+                ok
+            });
+            write(&data);
+            s.put(pin(&obj), held);
+            let reclaimed = t.join().unwrap();
+            assert_eq!(s.read_all(pin(&obj)), 0);
+            assert!(reclaimed || s.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// `put_on_atomic_vs_reclaim` catches a Relaxed put on `atomic`: the reclaim that reads its
+    /// decrement is no longer ordered after the holder's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_atomic_put_is_caught() {
+        super::bug::with(Bug::RelaxedAtomicPut, put_on_atomic_vs_reclaim);
     }
 
     /// `kill_vs_get` catches a get whose critical section does not check `mode`: it can commit

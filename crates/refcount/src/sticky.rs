@@ -76,7 +76,8 @@
 //! `a_late_mark_taker_leaves_the_next_life_alone` replays it).
 //!
 //! Loom models beside this code race a get and its put against a reclaim, the last decrement
-//! against a helping reader, a load against a get at zero, a last put against a get, its put
+//! against a helping reader (and, where another reference's holder wrote before its put, the
+//! free after that write), a load against a get at zero, a last put against a get, its put
 //! and the reuse that follows (each life freed once, after its holders' accesses, even where
 //! the last put frees the next life), a late taker of a reader's mark against the reuse (the
 //! next life left live), and the owner's release against a get and its put (which sends the
@@ -128,6 +129,8 @@ pub(crate) enum Bug {
     /// The owner's release reads the word and stores its decrement over it, where its
     /// compare-exchange loop would try again: a get's increment in between is lost.
     ReleaseByStore,
+    /// A decrement takes a reader's mark Relaxed instead of Acquire.
+    RelaxedTakeMark,
 }
 
 crate::mutation::bug_switch!();
@@ -230,7 +233,14 @@ impl Sticky {
         }
         // Acquire pairs with the Release decrements (the reader's mark, a read-modify-write,
         // carries their release sequences): every holder's accesses happen before the free.
-        obj.word.fetch_and(!HELPED, Ordering::Acquire) & HELPED != 0
+        // The decrement that reached zero is Release only, and its exchange failed Relaxed, so
+        // this is its one Acquire (the loom model `helped_last_decrement_vs_holder`).
+        let order = if bug(Bug::RelaxedTakeMark) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Acquire
+        };
+        obj.word.fetch_and(!HELPED, order) & HELPED != 0
     }
 
     /// The owner's release in two steps, for tests that put a reader or a getter between
@@ -540,6 +550,53 @@ mod loom_tests {
             assert!(Sticky.try_get(pin(&obj)).is_none());
             assert_eq!(Sticky.load(pin(&obj)), 0);
         });
+    }
+
+    /// Two transient references left after the owner's release: a holder writes under one and
+    /// gives it back, the main thread gives back the other, and a reader may find the count at
+    /// 0 and mark it before the decrement that reached zero does; the put told to free writes
+    /// too. That put takes the reader's mark, or wins its own exchange, with Acquire: whichever
+    /// put is last, the free happens after the other's write, and exactly one put frees.
+    #[test]
+    fn helped_last_decrement_vs_holder() {
+        use crate::loom_models::write;
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Sticky.new_object());
+            let held = Sticky.try_get(pin(&obj)).unwrap();
+            let last = Sticky.try_get(pin(&obj)).unwrap();
+            // SAFETY: this thread holds the new object's base and releases it once; no thread
+            // reclaims or reinits the object.
+            assert!(!unsafe { Sticky.release_base(pin(&obj)) });
+            let data = Arc::new(loom::cell::UnsafeCell::new(0));
+            let (o1, d1) = (obj.clone(), data.clone());
+            let holder = thread::spawn(move || {
+                write(&d1);
+                let freed = Sticky.put_and_test(pin(&o1), held);
+                if freed {
+                    write(&d1);
+                }
+                freed
+            });
+            let o2 = obj.clone();
+            let reader = thread::spawn(move || Sticky.load(pin(&o2)));
+            let freed = Sticky.put_and_test(pin(&obj), last);
+            if freed {
+                write(&data);
+            }
+            let holder_freed = holder.join().unwrap();
+            assert!(reader.join().unwrap() <= 2);
+            assert!(freed ^ holder_freed, "not exactly one put freed the object");
+            assert!(Sticky.try_get(pin(&obj)).is_none());
+        });
+    }
+
+    /// `helped_last_decrement_vs_holder` catches a decrement that takes the reader's mark
+    /// Relaxed: its free is no longer ordered after the holder's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_take_mark_is_caught() {
+        super::bug::with(Bug::RelaxedTakeMark, helped_last_decrement_vs_holder);
     }
 
     /// The last decrement, a get that may land on the count's 0 before it is marked (the
