@@ -654,6 +654,38 @@ mod tests {
         assert!(s.try_get(o).is_none(), "life 2 is dead");
     }
 
+    /// A get that added to a dead word and stalls before its slow path, while the object is
+    /// reused (`reinit` wipes the add) and the new life's last reference is dropped, its
+    /// decrement landing on `NOREF` and stalling before its exchange: the get's slow path
+    /// fails, and its settle toward `DEAD`, which finds `NOREF`, leaves it to that exchange
+    /// (module docs, "Reuse in place"). A settle that took `NOREF` to `DEAD` would make the
+    /// exchange fail: no call would be told to free the new life, which would leak.
+    #[test]
+    fn a_late_dead_get_leaves_noref_to_the_last_puts_exchange() {
+        let s = RcuRef;
+        let obj = RcuRefObject::with_raw(DEAD);
+        let o = Pin::new(&obj);
+        // SAFETY: the value is finished below, once, on this object.
+        let new = unsafe { s.get_begin(o) };
+        assert_eq!(new, DEAD + 1);
+        // SAFETY: the object is dead (made so) and only this thread reinits or reclaims it.
+        unsafe { s.reinit(o) };
+        // The new life's owner drops its reference (the only one) and stalls at `NOREF`.
+        assert_eq!(obj.refcnt.fetch_sub(1, Ordering::Release), ONEREF);
+        // SAFETY: `new` is the value of the get_begin above, on this object, finished once.
+        assert!(
+            unsafe { s.get_finish(o, new) }.is_none(),
+            "a get on the dead word"
+        );
+        assert_eq!(
+            s.raw(o),
+            NOREF,
+            "the late get's settle changed the last put's NOREF"
+        );
+        assert!(s.put_slowpath(&obj, NOREF), "the last put is told to free");
+        assert_eq!(s.raw(o), DEAD);
+    }
+
     /// A put whose decrement lands on `RELEASED`, the released zone's lowest word (a dead
     /// object under imbalanced puts in flight), keeps the object dead: its slow path puts the
     /// word back to `DEAD`, the middle of the dead zone, rather than leaving it at the edge,
