@@ -160,6 +160,13 @@ mod loom_tests {
         crate::loom_models::reuse_vs_get(|| Atomic);
     }
 
+    /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
+    /// object ends dead (`reclaim_vs_reclaim`).
+    #[test]
+    fn reclaim_vs_reclaim() {
+        crate::loom_models::reclaim_vs_reclaim(|| Atomic);
+    }
+
     /// A get, a write under its reference and its put, against a reclaim on another thread that
     /// writes once it succeeded: the reclaim succeeds only before the get (which then fails and
     /// takes its increment back) or after the put, whose accesses happen before it (its Release

@@ -237,6 +237,13 @@ mod loom_tests {
         crate::loom_models::reuse_vs_get(|| Cas);
     }
 
+    /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
+    /// object ends dead (`reclaim_vs_reclaim`).
+    #[test]
+    fn reclaim_vs_reclaim() {
+        crate::loom_models::reclaim_vs_reclaim(|| Cas);
+    }
+
     /// A get (load, then compare-exchange), a write under its reference and its put, against a
     /// reclaim (`1 -> 0`) on another thread that writes once it succeeded: the get fails once
     /// it finds 0, and the reclaim succeeds only before the get or after the put, whose accesses

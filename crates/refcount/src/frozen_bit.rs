@@ -684,6 +684,13 @@ mod loom_tests {
         crate::loom_models::reuse_vs_get(|| FrozenBit);
     }
 
+    /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
+    /// object ends dead (`reclaim_vs_reclaim`).
+    #[test]
+    fn reclaim_vs_reclaim() {
+        crate::loom_models::reclaim_vs_reclaim(|| FrozenBit);
+    }
+
     /// A get, a write under its reference and its put, against a freeze (`try_reclaim`) on
     /// another thread that writes once it succeeded (the workspace's model, on this scheme).
     #[test]

@@ -366,7 +366,10 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// Succeeds only if no reference exists, and then the object is dead: no later `try_get`
     /// succeeds until [`Self::reinit`]. On failure the object is live and unchanged.
     ///
-    /// Calling it on a dead object returns `false`.
+    /// Calling it on a dead object returns `false`, and of calls racing on one life at most one
+    /// succeeds (the others find the object being reclaimed or dead): a caller that frees the
+    /// object on success frees it once (the loom model `reclaim_vs_reclaim` checks it of every
+    /// scheme of this crate; [`Self::try_reclaim_many_exclusive`] leaves it to its caller).
     ///
     /// # Panics
     /// Where the scheme's fence cannot be had: `sloppy`, `percpu-ref` and `refcache` fence with

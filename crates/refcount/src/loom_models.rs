@@ -78,6 +78,28 @@ pub(crate) fn reuse_vs_get<S: RefCounter>(make: fn() -> S) {
     });
 }
 
+/// Two reclaims of one unreferenced object, on two threads: at most one succeeds, so that a
+/// caller that frees (or reuses) the object on success does so once for the life; the other
+/// finds the object being reclaimed or dead and fails. (`try_reclaim_many_exclusive` is the
+/// form that may leave that to its caller.) Once both are done the object is dead: reclaimed
+/// by one of them, or by a third reclaim after both failed, and no get succeeds.
+pub(crate) fn reclaim_vs_reclaim<S: RefCounter>(make: fn() -> S) {
+    percpu::testing::loom_model(move || {
+        let s = Arc::new(make());
+        let obj = Arc::new(s.new_object());
+        let (s2, o2) = (s.clone(), obj.clone());
+        let t = thread::spawn(move || s2.try_reclaim(pin(&o2)));
+        let mine = s.try_reclaim(pin(&obj));
+        let theirs = t.join().unwrap();
+        assert!(!(mine && theirs), "both reclaims of one life succeeded");
+        assert!(mine || theirs || s.try_reclaim(pin(&obj)));
+        assert!(
+            s.try_get(pin(&obj)).is_none(),
+            "a get on the reclaimed object"
+        );
+    });
+}
+
 /// A scheme whose last put tells its caller to free the object (rcuref, sticky, frozen-bit).
 pub(crate) trait LastPut: RefCounter + Copy {
     /// Gives back a reference; whether it was the last (the caller frees the object).

@@ -817,6 +817,13 @@ mod loom_tests {
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(PercpuRef::new);
     }
+
+    /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
+    /// object ends dead (`reclaim_vs_reclaim`).
+    #[test]
+    fn reclaim_vs_reclaim() {
+        crate::loom_models::reclaim_vs_reclaim(PercpuRef::new);
+    }
     use loom::thread;
 
     /// Kill against get: a reference taken while the reclaimer kills is either refused or

@@ -435,6 +435,13 @@ mod loom_tests {
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(Sloppy::new);
     }
+
+    /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
+    /// object ends dead (`reclaim_vs_reclaim`).
+    #[test]
+    fn reclaim_vs_reclaim() {
+        crate::loom_models::reclaim_vs_reclaim(Sloppy::new);
+    }
     use loom::thread;
 
     fn pin(o: &crate::sync::Arc<SloppyObject>) -> Pin<&SloppyObject> {

@@ -29,6 +29,18 @@ fn reuse_vs_get() {
     });
 }
 
+/// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
+/// object ends dead (`reclaim_vs_reclaim`).
+#[test]
+fn reclaim_vs_reclaim() {
+    crate::loom_models::reclaim_vs_reclaim(|| {
+        RefCache::with_manual_epochs(Config {
+            ways: 1,
+            ..Config::default()
+        })
+    });
+}
+
 /// A scheme whose epochs the model runs, with one way per CPU: every object of the model
 /// maps to it.
 fn scheme() -> Arc<RefCache> {
