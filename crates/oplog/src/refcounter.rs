@@ -182,7 +182,7 @@ impl RefCounter for OpLogCounter {
         debug_assert!(old & DEAD != 0, "oplog-counter: reinit of a live object");
     }
 
-    fn vouch(&self) -> Option<refcount::Vouch> {
+    fn vouch(&self) -> Option<refcount::Vouch<Self>> {
         // SAFETY: this scheme keeps the trait's contract against any safe caller (the
         // conformance suite and its loom models check it).
         Some(unsafe { refcount::Vouch::new() })

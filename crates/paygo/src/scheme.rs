@@ -86,7 +86,7 @@ impl RefCounter for Domain {
         ]
     }
 
-    fn vouch(&self) -> Option<refcount::Vouch> {
+    fn vouch(&self) -> Option<refcount::Vouch<Self>> {
         // SAFETY: this scheme keeps the trait's contract against any safe caller (the
         // conformance suite and its loom models check it).
         Some(unsafe { refcount::Vouch::new() })

@@ -135,7 +135,7 @@ impl RefCounter for Atomic {
         obj.word.fetch_sub(DEAD, Ordering::Release);
     }
 
-    fn vouch(&self) -> Option<crate::Vouch> {
+    fn vouch(&self) -> Option<crate::Vouch<Self>> {
         // SAFETY: this scheme keeps the trait's contract against any safe caller (the
         // conformance suite and its loom models check it).
         Some(unsafe { crate::Vouch::new() })

@@ -459,7 +459,7 @@ impl RefCounter for Brc {
         revive(&obj.state, Self::NAME);
     }
 
-    fn vouch(&self) -> Option<crate::Vouch> {
+    fn vouch(&self) -> Option<crate::Vouch<Self>> {
         // SAFETY: this scheme keeps the trait's contract against any safe caller (the
         // conformance suite and its loom models check it).
         Some(unsafe { crate::Vouch::new() })

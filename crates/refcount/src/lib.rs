@@ -3,6 +3,7 @@
 
 use percpu::sync;
 
+use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 
@@ -153,14 +154,56 @@ pub(crate) fn reserve_free_list(
 /// kernel write a frame's bytes, with `preadv`, straight into the frame only for such a
 /// scheme; for another one it stores them with atomic stores, so that a reader that a broken
 /// scheme let hold the frame reads wrong bytes, not bytes written by a racing plain write).
-#[derive(Clone, Copy, Debug)]
-pub struct Vouch(());
+///
+/// A word is the scheme `S`'s own: a scheme in safe code cannot pass on another's (and so
+/// vouch for itself without `unsafe`), since `vouch` returns a `Vouch<Self>` (invariant in
+/// `S`):
+///
+/// ```compile_fail,E0308
+/// # use core::pin::Pin;
+/// # use refcount::{atomic::{Atomic, AtomicObject, AtomicToken}, RefCounter, Vouch};
+/// struct Lying;
+/// impl RefCounter for Lying {
+///     // ... every method delegated to `Atomic`, but for a `try_reclaim` that lies ...
+/// #   type Object = AtomicObject;
+/// #   type Token = AtomicToken;
+/// #   const NAME: &'static str = "lying";
+/// #   const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+/// #   fn new_object(&self) -> AtomicObject { Atomic.new_object() }
+/// #   fn try_get(&self, o: Pin<&AtomicObject>) -> Option<AtomicToken> { Atomic.try_get(o) }
+/// #   fn put(&self, o: Pin<&AtomicObject>, t: AtomicToken) { Atomic.put(o, t) }
+/// #   fn read_all(&self, o: Pin<&AtomicObject>) -> i64 { Atomic.read_all(o) }
+/// #   fn try_reclaim(&self, _: Pin<&AtomicObject>) -> bool { true }
+/// #   unsafe fn reinit(&self, o: Pin<&AtomicObject>) { unsafe { Atomic.reinit(o) } }
+/// #   fn memory(&self, o: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> refcount::Memory {
+/// #       Atomic.memory(o)
+/// #   }
+///     fn vouch(&self) -> Option<Vouch<Self>> {
+///         Atomic.vouch() // a `Vouch<Atomic>`: does not compile
+///     }
+/// }
+/// ```
+pub struct Vouch<S: ?Sized>(PhantomData<fn(*const S) -> *const S>);
 
-impl Vouch {
+impl<S: ?Sized> Clone for Vouch<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: ?Sized> Copy for Vouch<S> {}
+
+impl<S: ?Sized> core::fmt::Debug for Vouch<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Vouch")
+    }
+}
+
+impl<S: ?Sized> Vouch<S> {
     /// The scheme's word.
     ///
     /// # Safety
-    /// Only a scheme's [`RefCounter::vouch`] makes it, and that scheme keeps, against any
+    /// Only scheme `S`'s [`RefCounter::vouch`] makes it, and `S` keeps, against any
     /// safe caller: a `try_get` (`try_get_placed`, `with_ref_placed`) fails on an object being
     /// reclaimed or dead, and one that succeeds happens after the `reinit` that began the life
     /// it counts in; a `try_reclaim` (`try_reclaim_many`, and `try_reclaim_many_exclusive`
@@ -169,7 +212,7 @@ impl Vouch {
     /// [`TokenTag`] exception aside: tokens put on an object that came to their object's
     /// address).
     pub const unsafe fn new() -> Self {
-        Vouch(())
+        Vouch(PhantomData)
     }
 }
 
@@ -476,7 +519,7 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// callers whose `unsafe` code relies on the contract for memory safety. `None` by default:
     /// a scheme implemented in safe code may break the contract, and such a caller then takes
     /// its path that costs only wrong answers. Every scheme of this workspace vouches.
-    fn vouch(&self) -> Option<Vouch> {
+    fn vouch(&self) -> Option<Vouch<Self>> {
         None
     }
 

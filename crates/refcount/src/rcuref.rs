@@ -445,7 +445,7 @@ impl RefCounter for RcuRef {
         obj.refcnt.swap(ONEREF, Ordering::Release);
     }
 
-    fn vouch(&self) -> Option<crate::Vouch> {
+    fn vouch(&self) -> Option<crate::Vouch<Self>> {
         // SAFETY: this scheme keeps the trait's contract against any safe caller (the
         // conformance suite and its loom models check it).
         Some(unsafe { crate::Vouch::new() })

@@ -408,7 +408,7 @@ impl RefCounter for Snzi {
     }
 
     /// Each object's own tree (its number of leaves may not be this instance's).
-    fn vouch(&self) -> Option<crate::Vouch> {
+    fn vouch(&self) -> Option<crate::Vouch<Self>> {
         // SAFETY: this scheme keeps the trait's contract against any safe caller (the
         // conformance suite and its loom models check it).
         Some(unsafe { crate::Vouch::new() })
