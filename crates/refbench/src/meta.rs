@@ -26,7 +26,8 @@ pub struct Meta {
     pub percpu_mode: String,
     /// Seconds since the Unix epoch when the run started.
     pub started_unix: u64,
-    /// The command line.
+    /// The command line, its arguments joined by spaces; bytes of an argument that are not
+    /// UTF-8 (a path may hold any) read as U+FFFD.
     pub command: String,
 }
 
@@ -62,7 +63,12 @@ impl Meta {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
-            command: std::env::args().collect::<Vec<_>>().join(" "),
+            // Not `std::env::args`, which panics on an argument that is not UTF-8 (an `--out`
+            // folder's name may be any bytes).
+            command: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 }

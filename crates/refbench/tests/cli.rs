@@ -3145,3 +3145,53 @@ fn a_pin_refused_during_a_run_is_said_in_its_rows() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An `--out` folder whose name is not UTF-8 (a Linux path may be any bytes but `/` and NUL)
+/// holds the results as any other: `run` and `reproduce` panicked (exit 101, a backtrace, the
+/// folder made and nothing in it) where the command line was recorded in `meta.command`
+/// (`std::env::args`, which panics on such an argument). The name is recorded with U+FFFD in
+/// place of the bytes that are not UTF-8.
+#[test]
+fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = scratch("non-utf8-out");
+    let out = dir.join(std::ffi::OsStr::from_bytes(b"results-\xff"));
+    for (args, json) in [
+        (
+            &[
+                "run",
+                "single-object",
+                "--schemes",
+                "atomic",
+                "--threads",
+                "1",
+                "--duration-ms",
+                "5",
+                "--reps",
+                "1",
+                "--out",
+            ][..],
+            "single-object.json",
+        ),
+        (
+            &["reproduce", "--quick", "--only", "tsc-check", "--out"],
+            "tsc-check.json",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(args)
+            .arg(&out)
+            .output()
+            .expect("refbench runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{args:?}: {:?} {err}", o.status);
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join(json)).expect(json)).unwrap();
+        let command = v["meta"]["command"].as_str().expect("meta.command");
+        assert!(
+            command.contains(args[0]) && command.ends_with("results-\u{fffd}"),
+            "{command}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
