@@ -502,9 +502,8 @@ fn main() -> ExitCode {
             if let Err(e) = check_threads(&threads).and(check_distinct("--threads", &threads)) {
                 return usage_error(e);
             }
-            if let Err(e) = check_distinct("--only", &only) {
-                return usage_error(e);
-            }
+            // The names before the duplicates: `--only ,` names no experiment (it was refused as
+            // `--only:  is given twice`).
             if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
                 let hint = if bad == "section-vs-lock" {
                     "it is measured with single-object: --only single-object"
@@ -512,6 +511,9 @@ fn main() -> ExitCode {
                     "see `refbench list`"
                 };
                 return usage_error(format!("--only: unknown experiment '{bad}' ({hint})"));
+            }
+            if let Err(e) = check_distinct("--only", &only) {
+                return usage_error(e);
             }
             let threads = if threads.is_empty() {
                 let cpus = default_thread_ceiling();

@@ -2868,6 +2868,15 @@ fn bad_input_exits_2_with_its_message() {
             &["reproduce", "--only=", "--out", missing],
             "--only: unknown experiment ''",
         ),
+        // Two empty names: the name is what is wrong, not that it is given twice.
+        (
+            &["reproduce", "--only", ",", "--out", missing],
+            "--only: unknown experiment ''",
+        ),
+        (
+            &["run", "single-object", "--schemes", ","],
+            "unknown scheme ''",
+        ),
         (
             &["reproduce", "--threads", "0", "--out", missing],
             "at least 1",
