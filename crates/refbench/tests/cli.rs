@@ -1713,12 +1713,13 @@ fn report_with_a_broken_result_writes_nothing() {
 /// `refbench ARGS` run while a thread of this test holds `fifo`'s write end open as soon as a
 /// reader opens the FIFO, and whether refbench opened it (then it reads what the thread wrote,
 /// nothing, and ends, rather than waiting for a writer for ever). Once refbench has ended, the
-/// test opens the FIFO's read end itself (without blocking) so that the thread ends.
+/// test opens the FIFO's read end itself (without blocking), and holds it until the thread has
+/// opened its end and ended.
 fn refbench_beside_a_writer(args: &[&str], fifo: &std::path::Path) -> (std::process::Output, bool) {
     use std::os::unix::fs::OpenOptionsExt;
     let opened = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        let writer = s.spawn(|| {
             // Blocks until a reader opens the FIFO.
             let w = std::fs::OpenOptions::new()
                 .write(true)
@@ -1737,6 +1738,10 @@ fn refbench_beside_a_writer(args: &[&str], fifo: &std::path::Path) -> (std::proc
             .custom_flags(libc::O_NONBLOCK)
             .open(fifo)
             .expect("read end");
+        // Held until the thread has opened its end: a thread that came to its open only after
+        // this end was closed again (on a loaded machine, where refbench can end before the
+        // thread first runs) waited for a reader for ever, and the test with it.
+        writer.join().expect("the writer");
         (o, by_refbench)
     })
 }
