@@ -213,7 +213,8 @@ enum Cmd {
         pin: bool,
         /// The folder for the results, the plots and REPORT.md (made if missing). The report
         /// covers every *.json there, so each one this run does not replace must be a refbench
-        /// result: checked, with the folder writable, before anything runs.
+        /// result: checked, with the folder writable, before anything runs. The earlier results
+        /// of the experiments it runs are replaced, and named on stderr before it runs.
         #[arg(long)]
         out: PathBuf,
     },
@@ -564,6 +565,16 @@ fn main() -> ExitCode {
             }
             if let Err(e) = refbench::reproduce::check_out(&plan, &out) {
                 return usage_error(format!("--out: {e}"));
+            }
+            // Before anything runs, as `run --out` says it: the results of an earlier run of
+            // these experiments there are replaced (they were, unsaid).
+            let replaced = refbench::reproduce::replaced_results(&plan, &out);
+            if !replaced.is_empty() {
+                say!(
+                    "refbench: --out: this run replaces the earlier results of {} in {}",
+                    replaced.join(", "),
+                    out.display()
+                );
             }
             match refbench::reproduce::reproduce(&plan, &out) {
                 Ok(p) => match print_out(&format!("{}\n", p.display())) {

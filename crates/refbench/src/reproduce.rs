@@ -357,6 +357,17 @@ pub fn check_out(plan: &Plan, dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("{e} (the report covers every *.json in the folder: move it away)"))
 }
 
+/// The experiments of `plan` whose earlier results in `dir` a [`reproduce`] replaces: those it
+/// runs, and `section-vs-lock` with `single-object` (replaced, or removed where it cannot be
+/// measured), that have a result file there ([`output::earlier_results`]). Said before it runs,
+/// as `run --out` says the files it replaces, so that earlier results are not lost unsaid.
+pub fn replaced_results(plan: &Plan, dir: &Path) -> Vec<&'static str> {
+    planned(plan)
+        .flat_map(|e| std::iter::once(e).chain((e == "single-object").then_some("section-vs-lock")))
+        .filter(|e| !output::earlier_results(dir, e).is_empty())
+        .collect()
+}
+
 /// Runs every experiment of `plan` (`section-vs-lock` with `single-object`) into `dir` and
 /// writes `dir/REPORT.md` from every result in `dir` (those of earlier runs included);
 /// returns its path.

@@ -3209,3 +3209,42 @@ fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `reproduce` into a folder that holds results of the experiments it runs says, before it
+/// runs, that it replaces them, as `run --out` does: it replaced them unsaid (a full run's
+/// results under a `--quick` one, say). Results of the experiments it does not run are kept and
+/// not named.
+#[test]
+fn reproduce_over_earlier_results_says_so() {
+    let dir = scratch("reproduce-earlier");
+    let d = dir.to_str().unwrap();
+    let reproduce = || {
+        let o = refbench(&["reproduce", "--quick", "--only", "tsc-check", "--out", d]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        err
+    };
+    let first = reproduce();
+    assert!(!first.contains("replaces"), "{first}");
+    let o = refbench(&[
+        "run",
+        "memory",
+        "--schemes",
+        "atomic",
+        "--objects",
+        "10",
+        "--out",
+        d,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let second = reproduce();
+    assert!(
+        second.contains(&format!(
+            "--out: this run replaces the earlier results of tsc-check in {d}"
+        )),
+        "{second}"
+    );
+    assert!(!second.contains("memory"), "{second}");
+    assert!(dir.join("memory.json").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
