@@ -79,7 +79,7 @@ impl RefCounter for PercpuLimit {
 
     fn memory(&self, _objs: &mut dyn Iterator<Item = Pin<&()>>) -> Memory {
         Memory {
-            shared: self.counters.len() * 128,
+            shared: self.counters.slot_bytes(),
             objects: 0,
         }
     }
