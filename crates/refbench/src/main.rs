@@ -221,7 +221,7 @@ enum Cmd {
     /// List the experiments and schemes, one per line.
     List,
     /// Regenerate DIR/REPORT.md and the plots (EXPERIMENT.svg and .png) from the JSON results in
-    /// DIR.
+    /// DIR, with the notes of the last `reproduce` into DIR (reproduce-notes.txt).
     Report {
         /// Folder of results written by `run --out`.
         dir: PathBuf,

@@ -394,10 +394,28 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
         );
     }
     out.push_str(&sections);
+    // The notes of the last `reproduce` into this folder (what it could not measure, and why):
+    // kept in a file of their own, so that a report made again from the JSON keeps them.
+    let notes_path = dir.join(NOTES);
+    match std::fs::read_to_string(&notes_path) {
+        Ok(notes) if !notes.trim().is_empty() => {
+            out.push_str("\n## Notes\n\n");
+            for n in notes.lines().filter(|l| !l.trim().is_empty()) {
+                let _ = writeln!(out, "* {n}");
+            }
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{}: {e}", notes_path.display())),
+    }
     let path = dir.join("REPORT.md");
     crate::output::write_whole(&path, &out).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }
+
+/// The file in a results folder that holds the notes of the last `reproduce` into it, one a
+/// line: [`write_report`] puts them under the report's "Notes".
+pub const NOTES: &str = "reproduce-notes.txt";
 
 #[cfg(test)]
 mod tests {

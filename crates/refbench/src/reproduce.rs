@@ -460,17 +460,26 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
     }
     bar.inc(1);
     bar.finish_and_clear();
-    let report = crate::report::write_report(dir)?;
-    if !notes.is_empty() {
-        let mut body =
-            std::fs::read_to_string(&report).map_err(|e| format!("{}: {e}", report.display()))?;
-        body.push_str("\n## Notes\n\n");
-        for n in &notes {
-            body.push_str(&format!("* {n}\n"));
+    // This run's notes replace an earlier run's (none: the file goes), for every report made
+    // from the folder ([`crate::report::NOTES`]).
+    let notes_path = dir.join(crate::report::NOTES);
+    if notes.is_empty() {
+        match std::fs::remove_file(&notes_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("{}: {e}", notes_path.display()));
+            }
+            _ => {}
         }
-        output::write_whole(&report, &body).map_err(|e| format!("{}: {e}", report.display()))?;
+    } else {
+        // One note a line: a line break inside one (a child's message) is a space.
+        let body: String = notes
+            .iter()
+            .map(|n| format!("{}\n", n.replace(['\n', '\r'], " ")))
+            .collect();
+        output::write_whole(&notes_path, body)
+            .map_err(|e| format!("{}: {e}", notes_path.display()))?;
     }
-    Ok(report)
+    crate::report::write_report(dir)
 }
 
 #[cfg(test)]

@@ -2697,7 +2697,7 @@ fn pin_help_names_the_cpus_the_process_may_use() {
 /// `reproduce` whose `section-vs-lock` cannot be measured (here: the rseq path forced off, so
 /// there is no section to compare the lock with) removes that experiment's results of an
 /// earlier run from its folder, and its report says so, where the claims table judged PAYGO
-/// §6.2.5 from them as if this run had measured it.
+/// §6.2.5 from them as if this run had measured it; `report` of the folder keeps that note.
 #[test]
 fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
     let dir = scratch("reproduce-stale-section");
@@ -2728,6 +2728,24 @@ fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
         .find(|l| l.starts_with("| PAYGO §6.2.5 |"))
         .expect("the claim's row");
     assert!(claim.contains("**not measured**"), "{claim}");
+    // A report made again from the folder keeps the notes.
+    let o = refbench(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    let notes = |r: &str| r[r.find("\n## Notes\n").expect("notes")..].to_string();
+    assert_eq!(notes(&again), notes(&report));
+    // A later `reproduce` with nothing to note leaves none of the earlier run's.
+    let o = refbench(&[
+        "reproduce",
+        "--quick",
+        "--only",
+        "tsc-check",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let later = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    assert!(!later.contains("## Notes"), "{later}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
