@@ -503,8 +503,8 @@ fn main() -> ExitCode {
             if let Err(e) = check_threads(&threads).and(check_distinct("--threads", &threads)) {
                 return usage_error(e);
             }
-            // The names before the duplicates: `--only ,` names no experiment (it was refused as
-            // `--only:  is given twice`).
+            // The names before the duplicates: `--only ,` names no experiment, which says more
+            // than `--only:  is given twice`.
             if let Some(bad) = only.iter().find(|e| experiments::find(e).is_none()) {
                 let hint = if bad == "section-vs-lock" {
                     "it is measured with single-object: --only single-object"
@@ -567,7 +567,7 @@ fn main() -> ExitCode {
                 return usage_error(format!("--out: {e}"));
             }
             // Before anything runs, as `run --out` says it: the results of an earlier run of
-            // these experiments there are replaced (they were, unsaid).
+            // these experiments there are replaced.
             let replaced = refbench::reproduce::replaced_results(&plan, &out);
             if !replaced.is_empty() {
                 say!(

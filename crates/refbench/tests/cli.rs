@@ -3229,9 +3229,9 @@ fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
 }
 
 /// `reproduce` into a folder that holds results of the experiments it runs says, before it
-/// runs, that it replaces them, as `run --out` does: it replaced them unsaid (a full run's
-/// results under a `--quick` one, say). Results of the experiments it does not run are kept and
-/// not named.
+/// runs, that it replaces them, as `run --out` does (a `--quick` run replacing a full run's
+/// results is then no surprise). Results of the experiments it does not run are kept and not
+/// named.
 #[test]
 fn reproduce_over_earlier_results_says_so() {
     let dir = scratch("reproduce-earlier");
