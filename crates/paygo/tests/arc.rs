@@ -639,6 +639,57 @@ fn an_arc_of_an_error_is_an_error_with_the_value_s_source() {
     assert_eq!(Arc::strong_count(&shared), 1);
 }
 
+/// `Weak::into_raw` keeps the weak count in the pointer and `Weak::from_raw` takes it back,
+/// on another thread too, before and after the value is gone; a `Weak::new`'s pointer comes
+/// back as a `Weak::new`. (Under Miri, `.ci/miri`, a count given back twice is a use after
+/// free.)
+#[test]
+fn a_weak_as_a_raw_pointer_keeps_its_count() {
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let d = tiny_domain();
+    let a = Arc::new_in(
+        Tracked {
+            id: 8,
+            drops,
+            dropped,
+        },
+        d,
+    );
+    let w = Arc::downgrade(&a);
+    assert!(std::ptr::eq(w.as_ptr(), Arc::as_ptr(&a)));
+    let p = w.into_raw();
+    assert_eq!(Arc::weak_count(&a), 1, "held by the pointer");
+    // SAFETY: the value lives (`a`), and `p` is its address.
+    assert_eq!(unsafe { (*p).id }, 8);
+    let addr = p as usize;
+    let w = std::thread::spawn(move || {
+        // SAFETY: from `into_raw`, turned back once.
+        let w = unsafe { Weak::from_raw(addr as *const Tracked<'static>) };
+        assert_eq!(w.upgrade().expect("the value lives").id, 8);
+        w
+    })
+    .join()
+    .unwrap();
+    assert_eq!(Arc::weak_count(&a), 1);
+    drop(a);
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    // After the value: the pointer still holds the allocation, and comes back to nothing.
+    let p = w.into_raw();
+    // SAFETY: from `into_raw`, turned back once.
+    let w = unsafe { Weak::from_raw(p) };
+    assert!(w.upgrade().is_none() && w.strong_count() == 0);
+    drop(w);
+    let none = Weak::<u64>::new();
+    let p = none.into_raw();
+    // SAFETY: from `into_raw`, turned back once.
+    let none = unsafe { Weak::from_raw(p) };
+    assert!(none.upgrade().is_none() && none.weak_count() == 0);
+    assert!(Weak::ptr_eq(&none, &Weak::new()));
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
+
 #[test]
 fn weak_upgrades_while_the_value_lives() {
     let drops = leak(AtomicUsize::new(0));

@@ -38,6 +38,62 @@ impl<T> Weak<T> {
     }
 }
 
+impl<T> Weak<T> {
+    /// The address of the value, as `std::sync::Weak::as_ptr`: valid to read only while the
+    /// value lives (an `Arc` to it is held); a [`Weak::new`]'s points nowhere (as `std`'s, it
+    /// is not aligned).
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(7);
+    /// let w = paygo::Arc::downgrade(&a);
+    /// assert!(core::ptr::eq(w.as_ptr(), paygo::Arc::as_ptr(&a)));
+    /// ```
+    pub fn as_ptr(&self) -> *const T {
+        if self.meta().is_none() {
+            return core::ptr::without_provenance(NO_ALLOCATION);
+        }
+        // SAFETY: our weak count keeps the allocation live; no reference to the value (which
+        // may have been dropped) is made.
+        unsafe { core::ptr::addr_of!((*self.inner.as_ptr()).value) as *const T }
+    }
+
+    /// Consumes `self` and returns [`Weak::as_ptr`], keeping its weak count, as
+    /// `std::sync::Weak::into_raw`: [`Weak::from_raw`] turns it back. A pointer never turned
+    /// back leaks the allocation (not the value), as a leaked `Weak` does.
+    pub fn into_raw(self) -> *const T {
+        let ptr = self.as_ptr();
+        core::mem::forget(self);
+        ptr
+    }
+
+    /// A `Weak` from a pointer that [`Weak::into_raw`] returned, taking over its weak count,
+    /// as `std::sync::Weak::from_raw`.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(String::from("v"));
+    /// let p = paygo::Arc::downgrade(&a).into_raw();
+    /// // SAFETY: `p` came from `into_raw` and is turned back once.
+    /// let w = unsafe { paygo::Weak::from_raw(p) };
+    /// assert_eq!(*w.upgrade().unwrap(), "v");
+    /// ```
+    ///
+    /// # Safety
+    /// `ptr` was returned by `Weak::<T>::into_raw` and is turned back at most once (each
+    /// `into_raw` allows one `from_raw`).
+    pub unsafe fn from_raw(ptr: *const T) -> Self {
+        if ptr.addr() == NO_ALLOCATION {
+            // A `Weak::new`'s: no value lies at the last address.
+            return Weak::new();
+        }
+        let offset = core::mem::offset_of!(ArcInner<T>, value);
+        // SAFETY: by the contract `ptr` is the value's address in an allocation that its weak
+        // count keeps live, `offset` bytes into it (repr(C)): the result is the allocation's
+        // start, with the same provenance, and not null.
+        let inner = unsafe { NonNull::new_unchecked(ptr.byte_sub(offset) as *mut ArcInner<T>) };
+        Weak { inner }
+    }
+}
+
 impl<T: ?Sized> Weak<T> {
     /// The allocation's head, unless this is a [`Weak::new`].
     pub(super) fn meta(&self) -> Option<&Meta> {
