@@ -43,6 +43,13 @@ pub use arc::{
 };
 #[cfg(not(loom))]
 pub use handle::{Handle, HandleRef, Owner};
+
+/// What [`unsize!`] expands to: not part of the API.
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::arc::unsize::{Coercion, Unsize};
+}
 pub use header::Header;
 pub use reclaim::ReclaimError;
 pub use table::{Config, ConfigError, Domain, MemoryUsage, Stats, MAX_SLOTS_PER_CPU};

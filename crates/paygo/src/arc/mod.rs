@@ -665,10 +665,9 @@ fn my_shard() -> usize {
 /// ```
 ///
 /// `T` may be a slice or `str` ([`Arc::from_vec_in`], [`Arc::from_str_in`], and `From` a
-/// `Vec`, a slice, a `Box`, a `String`, as `std`'s); not a trait object: `Arc<dyn Trait>`
-/// needs the unsizing coercion, which only `std` may implement on stable Rust. A boxed one
-/// works, one allocation and one indirection more (the box must be `Send`, and `Sync` for the
-/// `Arc` to cross threads):
+/// `Vec`, a slice, a `Box`, a `String`, as `std`'s), or a trait object: where `std`'s `Arc`
+/// coerces (`let s: Arc<dyn Shape> = Arc::new(Square(3.0))`), which stable Rust lets only
+/// `std`'s pointers do, [`unsize!`](crate::unsize) converts, with the same checks:
 ///
 /// ```
 /// trait Shape {
@@ -680,11 +679,12 @@ fn my_shard() -> usize {
 ///         self.0 * self.0
 ///     }
 /// }
-/// let shape: paygo::Arc<Box<dyn Shape + Send + Sync>> = paygo::Arc::new(Box::new(Square(3.0)));
+/// let shape: paygo::Arc<dyn Shape + Send + Sync> =
+///     paygo::unsize!(paygo::Arc::new(Square(3.0)), dyn Shape + Send + Sync);
 /// let other = shape.clone();
 /// let area = std::thread::spawn(move || other.area()).join().unwrap();
 /// assert_eq!(area, 9.0);
-/// assert_eq!(shape.area(), 9.0); // auto-deref through the Arc and the Box
+/// assert_eq!(shape.area(), 9.0);
 /// ```
 ///
 /// Differences from `std::sync::Arc`: the value of an object whose last `Arc` was dropped is
@@ -1720,8 +1720,10 @@ impl<T: ?Sized> Arc<T> {
         // The value's weak count goes back after its drop, even if that panics.
         let _weak = ValueWeak(m);
         // SAFETY: our reclaim moved the header to DEAD: we alone drop the value; the
-        // allocation is unlisted and no Arc names it any more.
-        unsafe { drop_value::<T>(m) };
+        // allocation is unlisted and no Arc names it any more. Through the `Meta`'s function,
+        // not `drop_value::<T>`: the value is dropped as the type it was made with, which
+        // `T` is not for an `Arc` that `unsize!` made (`unsize.rs`).
+        unsafe { (m.as_ref().drop_value)(m) };
         true
     }
 }
@@ -1809,6 +1811,7 @@ fn weak_overflow() -> ! {
 mod convert;
 #[cfg(feature = "serde")]
 mod serde;
+pub(crate) mod unsize;
 mod weak;
 pub use weak::Weak;
 

@@ -165,9 +165,11 @@ impl<T: ?Sized> Weak<T> {
         }
     }
 
-    /// Whether two `Weak`s point to the same allocation (two [`Weak::new`]s do).
-    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-        core::ptr::addr_eq(a.inner.as_ptr(), b.inner.as_ptr())
+    /// Whether two `Weak`s point to the same allocation (two [`Weak::new`]s do). A method, as
+    /// `std::sync::Weak::ptr_eq` is (a `Weak` does not dereference to the value, so it
+    /// shadows nothing), and callable as `Weak::ptr_eq(&a, &b)` too.
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        core::ptr::addr_eq(self.inner.as_ptr(), other.inner.as_ptr())
     }
 }
 
