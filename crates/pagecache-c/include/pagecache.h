@@ -258,8 +258,11 @@ int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagec
  * table is its number modulo the slots: in a cache of more frames than slots, a page's first
  * read on a CPU claims the slot from another frame (every read does over a file larger than the
  * tables read in order); with at least as many slots as frames, each frame's home slot is its
- * own, claimed on its first read on each CPU. Errors: pagecache_new's, and PAGECACHE_EINVAL for a size other than 0 with another
- * scheme than "paygo", or one that is not a power of two from 8 to 16777216 (2^24). */
+ * own, claimed on its first read on each CPU. Errors: pagecache_new's, and PAGECACHE_EINVAL for
+ * a size other than 0 with another scheme than "paygo", or one that is not a power of two from 8
+ * (the default probe window's slots) to 16777216 (2^24). pagecache_new_opts, which also sets the
+ * window, takes any power of two up to 2^24 of at least the window's slots (1 with a window of
+ * 1). */
 int pagecache_new_sized(size_t memory_limit_pages, const char *scheme, int mode,
                         size_t paygo_slots_per_cpu, pagecache_t **out);
 
@@ -282,7 +285,8 @@ typedef struct pagecache_options {
     int mode;                   /* a pagecache_mode; 0: PAGECACHE_MODE_COUNTING */
     uint32_t flags;             /* none defined yet: 0 */
     size_t paygo_slots_per_cpu; /* slots per possible CPU of "paygo"'s tables (see
-                                   pagecache_new_sized); 0: 4096. Only with "paygo" */
+                                   pagecache_new_sized): a power of two up to 2^24, at
+                                   least the window; 0: 4096. Only with "paygo" */
     size_t paygo_window;        /* the probe window of "paygo"'s tables: how many slots from
                                    a frame's home slot may hold its entry, 1 to the slots
                                    per CPU; 0: 8. Only with "paygo" */

@@ -97,6 +97,15 @@ int main(void) {
     pagecache_options_t r = {
         .size = sizeof r, .memory_limit_pages = 2, .scheme = "refcache", .refcache_epoch_us = 500};
     made(&r, "refcache", path);
+    /* Tables smaller than the default window: any power of two of at least the window's
+     * slots (pagecache_new_sized, whose window is the default 8, takes 8 and above). */
+    pagecache_options_t small = {.size = sizeof small,
+                                 .memory_limit_pages = 3,
+                                 .paygo_slots_per_cpu = 4,
+                                 .paygo_window = 2};
+    made(&small, "paygo", path);
+    small.paygo_slots_per_cpu = small.paygo_window = 1;
+    made(&small, "paygo", path);
     printf("ok made\n");
 
     /* A later version's options, its later fields at 0: taken. */
@@ -134,6 +143,8 @@ int main(void) {
     REFUSED(bad.refcache_epoch_us = 1000, PAGECACHE_EINVAL); /* "paygo" has no epoch */
     REFUSED(bad.paygo_slots_per_cpu = 100, PAGECACHE_EINVAL); /* not a power of two */
     REFUSED((bad.paygo_slots_per_cpu = 8, bad.paygo_window = 16), PAGECACHE_EINVAL);
+    REFUSED(bad.paygo_slots_per_cpu = 4, PAGECACHE_EINVAL); /* fewer than the window's 8 */
+    REFUSED((bad.paygo_slots_per_cpu = 2, bad.paygo_window = 4), PAGECACHE_EINVAL);
     refused(NULL, PAGECACHE_EINVAL);
     o.size = sizeof o;
     CHECK_EQ(pagecache_new_opts(&o, NULL), PAGECACHE_EINVAL);
