@@ -80,6 +80,17 @@
  * freed object, is not checked: passing one is undefined behaviour, as in pagecache.h. A destroyed
  * object whose memory is still there is refused with PAYGO_ENOTOBJ.
  *
+ * Threads: every function may be called from any number of threads at once, on one object too
+ * (ref, unref, read_all, is_referenced, try_reclaim, reinit and destroy of the same object race
+ * as each one's comment says), with two exceptions: paygo_obj_init(obj) runs while no other
+ * call on obj is in progress (it writes the whole header), and an object's memory is freed or
+ * reused only once no call on it is in progress (see Ordering). paygo_domain_init may race the
+ * first calls that make the default domain (one of them makes it; the others use it, or get
+ * PAYGO_EALREADY). paygo_ref and paygo_unref act on the calling thread's references, and
+ * paygo_prepare_unload on the calling thread alone. paygo_leftovers_released and paygo_stats
+ * read counters that other threads' calls change meanwhile (no snapshot of all of them at
+ * once); paygo_strerror returns static strings.
+ *
  * Ordering: what a thread did with an object before it gave its reference back (paygo_unref,
  * or the release at its exit) happens before the return of a paygo_try_reclaim or
  * paygo_obj_destroy of the object that succeeds (the caller may then free or reuse it once no
