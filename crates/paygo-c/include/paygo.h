@@ -28,7 +28,12 @@
  * exception: the release runs in a pthread key destructor, and glibc runs at most
  * PTHREAD_DESTRUCTOR_ITERATIONS (4) rounds of them, so a reference that a thread's first
  * paygo call takes in the last round is never released: it leaks (its object is never
- * reclaimed), and nothing else is harmed.
+ * reclaimed), and nothing else is harmed. The process's exit (exit(3), or main returning) is no
+ * thread's exit: the references that its threads hold then, the exiting thread's included, are
+ * neither released nor counted, and stay held for the atexit handlers and ELF destructors that
+ * run after it (which may give back the calling thread's with paygo_unref, but for calls that
+ * PAYGO_ESHUTDOWN refuses); a main that ends with pthread_exit(3) has its references released
+ * as any thread's.
  *
  * No call aborts the process: a Rust panic inside the library is caught at the boundary and
  * returned as PAYGO_EINTERNAL, and memory the calls allocate (the domain's tables, the anchor
