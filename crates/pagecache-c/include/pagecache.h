@@ -249,7 +249,8 @@ typedef struct pagecache_stats {
  * scheme's counters keep of their own, cannot be allocated: the latter is probed before the
  * counters are made, and a counter whose memory still cannot be allocated then is this error
  * too; or the tables of the domain of "paygo", 192 KiB per possible CPU, or the caches of
- * "refcache", 64 KiB per possible CPU), the -errno of a scheme that cannot be made (-EAGAIN:
+ * "refcache", 64 KiB per possible CPU, or the table of chunks of the arena of "percpu-ref" and
+ * "sloppy" or of the slab of "refcache", 192 KiB), the -errno of a scheme that cannot be made (-EAGAIN:
  * the epoch thread of "refcache" cannot be started). The frames are allocated here. */
 int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagecache_t **out);
 

@@ -123,15 +123,32 @@ struct FreeList {
 }
 
 impl CpuSlots {
+    /// An arena for `cpus` CPUs.
+    ///
+    /// # Aborts
+    /// Where its table of chunk cells cannot be allocated (see [`CpuSlots::try_new`]).
     pub(crate) fn new(cpus: usize) -> Self {
-        CpuSlots {
+        Self::try_new(cpus).unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(core::alloc::Layout::new::<
+                [OnceLock<Box<[AtomicU64]>>; MAX_CHUNKS],
+            >())
+        })
+    }
+
+    /// [`CpuSlots::new`], or `None` where its table of [`MAX_CHUNKS`] chunk cells (192 KiB,
+    /// whatever the number of objects) cannot be allocated.
+    pub(crate) fn try_new(cpus: usize) -> Option<Self> {
+        let mut chunks = Vec::new();
+        chunks.try_reserve_exact(MAX_CHUNKS).ok()?;
+        chunks.extend((0..MAX_CHUNKS).map(|_| OnceLock::new()));
+        Some(CpuSlots {
             cpus,
-            chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect(),
+            chunks: chunks.into_boxed_slice(),
             free: Mutex::new(FreeList {
                 next: 0,
                 free: Vec::new(),
             }),
-        }
+        })
     }
 
     /// A slot whose words are all zero.
@@ -358,6 +375,18 @@ pub(crate) type Sections = &'static PerCpu<()>;
 pub(crate) type Sections = Box<PerCpu<()>>;
 
 /// The process's [`Sections`] (under loom, a fresh one).
+/// The error of the scheme `scheme` whose arena ([`CpuSlots`]) cannot allocate its table of
+/// chunks.
+pub(crate) fn arena_out_of_memory(scheme: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::OutOfMemory,
+        format!(
+            "{scheme}: cannot allocate the per-CPU arena's table of {MAX_CHUNKS} chunks ({} bytes)",
+            MAX_CHUNKS * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
+        ),
+    )
+}
+
 pub(crate) fn sections() -> Sections {
     #[cfg(not(loom))]
     {
@@ -409,6 +438,18 @@ impl PercpuRef {
             pc,
             slots: Arc::new(CpuSlots::new(cpus)),
         }
+    }
+
+    /// [`PercpuRef::new`], or an error of kind [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)
+    /// where the arena's table of chunks (192 KiB) cannot be allocated, which `new` aborts on.
+    pub fn try_new() -> std::io::Result<Self> {
+        let pc = sections();
+        let cpus = pc.len();
+        let slots = CpuSlots::try_new(cpus).ok_or_else(|| arena_out_of_memory("percpu-ref"))?;
+        Ok(PercpuRef {
+            pc,
+            slots: Arc::new(slots),
+        })
     }
 
     /// A live object on `slot`.

@@ -336,11 +336,16 @@ struct Slab {
 }
 
 impl Slab {
-    fn new() -> Self {
-        Slab {
-            chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect(),
+    /// An empty slab, or `None` where its table of [`MAX_CHUNKS`] chunk cells (192 KiB,
+    /// whatever the number of objects) cannot be allocated.
+    fn try_new() -> Option<Self> {
+        let mut chunks = Vec::new();
+        chunks.try_reserve_exact(MAX_CHUNKS).ok()?;
+        chunks.extend((0..MAX_CHUNKS).map(|_| OnceLock::new()));
+        Some(Slab {
+            chunks: chunks.into_boxed_slice(),
             free: Mutex::new((0, Vec::new())),
-        }
+        })
     }
     /// A slot whose core is made.
     ///
@@ -872,11 +877,20 @@ impl RefCache {
                 ),
             ));
         }
+        let Some(cores) = Slab::try_new() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "refcache: cannot allocate the slab's table of {MAX_CHUNKS} chunks ({} bytes)",
+                    MAX_CHUNKS * core::mem::size_of::<OnceLock<Box<[Core]>>>()
+                ),
+            ));
+        };
         let shared = Arc::new(Shared {
             pc,
             mask: ways - 1,
             limit: delta_limit,
-            cores: Slab::new(),
+            cores,
             epoch: AtomicU64::new(0),
             review: Mutex::new(NIL),
             epoch_lock: Mutex::new(()),

@@ -93,6 +93,20 @@ impl Sloppy {
         Self::with_threshold(DEFAULT_THRESHOLD)
     }
 
+    /// [`Sloppy::new`], or an error of kind [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)
+    /// where the arena's table of chunks (192 KiB) cannot be allocated, which `new` aborts on.
+    pub fn try_new() -> std::io::Result<Self> {
+        let pc = sections();
+        let cpus = pc.len();
+        let slots = CpuSlots::try_new(cpus)
+            .ok_or_else(|| crate::percpu_ref::arena_out_of_memory("sloppy"))?;
+        Ok(Sloppy {
+            pc,
+            slots: Arc::new(slots),
+            threshold: DEFAULT_THRESHOLD.max(1),
+        })
+    }
+
     /// A scheme whose CPUs keep at most `threshold` spares per object (at least 1).
     pub fn with_threshold(threshold: i64) -> Self {
         let pc = sections();

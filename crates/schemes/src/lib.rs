@@ -119,8 +119,8 @@ registry! {
     "frozen-bit", Scheme, "2026 folio patch: dedicated frozen bit, try-get is one fetch_add" => |c| refcount::frozen_bit::FrozenBit;
     "rcuref", Scheme, "Linux rcuref: zones in one word, get is one add (negative check), cmpxchg to DEAD on the last put" => |c| refcount::rcuref::RcuRef;
     "sticky", Scheme, "parlaylib wait-free sticky counter: fetch_add guarded by a top-bit zero flag, helping readers" => |c| refcount::sticky::Sticky;
-    "sloppy", Scheme, "sloppy counters (OSDI'10): per-CPU spare references over a central count", max 1 << 22 => |c| refcount::sloppy::Sloppy::new();
-    "percpu-ref", Scheme, "Linux percpu_ref: per-object per-CPU counters, kill to atomic mode", max 1 << 22 => |c| refcount::percpu_ref::PercpuRef::new();
+    "sloppy", Scheme, "sloppy counters (OSDI'10): per-CPU spare references over a central count", max 1 << 22 => fallible |c| refcount::sloppy::Sloppy::try_new();
+    "percpu-ref", Scheme, "Linux percpu_ref: per-object per-CPU counters, kill to atomic mode", max 1 << 22 => fallible |c| refcount::percpu_ref::PercpuRef::try_new();
     "refcache", Scheme, "RadixVM RefCache: per-CPU direct-mapped delta cache (4096 ways), epochs", max 1 << 22 => fallible |c| refcount::refcache::RefCache::try_with_config(refcount::refcache::Config {
         epoch: std::time::Duration::from_micros(c.epoch_us),
         ..Default::default()
