@@ -123,19 +123,15 @@ struct FreeList {
 }
 
 impl CpuSlots {
-    /// An arena for `cpus` CPUs.
-    ///
-    /// # Aborts
-    /// Where its table of chunk cells cannot be allocated (see [`CpuSlots::try_new`]).
-    pub(crate) fn new(cpus: usize) -> Self {
-        Self::try_new(cpus).unwrap_or_else(|| {
-            std::alloc::handle_alloc_error(core::alloc::Layout::new::<
-                [OnceLock<Box<[AtomicU64]>>; MAX_CHUNKS],
-            >())
-        })
+    /// What a failed allocation of the table of chunk cells does where it cannot be returned:
+    /// abort the process, as any failed allocation does.
+    pub(crate) fn table_alloc_error() -> ! {
+        std::alloc::handle_alloc_error(core::alloc::Layout::new::<
+            [OnceLock<Box<[AtomicU64]>>; MAX_CHUNKS],
+        >())
     }
 
-    /// [`CpuSlots::new`], or `None` where its table of [`MAX_CHUNKS`] chunk cells (192 KiB,
+    /// An arena for `cpus` CPUs, or `None` where its table of [`MAX_CHUNKS`] chunk cells (192 KiB,
     /// whatever the number of objects) cannot be allocated.
     pub(crate) fn try_new(cpus: usize) -> Option<Self> {
         let mut chunks = Vec::new();
@@ -374,7 +370,6 @@ pub(crate) type Sections = &'static PerCpu<()>;
 #[cfg(loom)]
 pub(crate) type Sections = Box<PerCpu<()>>;
 
-/// The process's [`Sections`] (under loom, a fresh one).
 /// The error of the scheme `scheme` whose arena ([`CpuSlots`]) cannot allocate its table of
 /// chunks.
 pub(crate) fn arena_out_of_memory(scheme: &str) -> std::io::Error {
@@ -387,6 +382,7 @@ pub(crate) fn arena_out_of_memory(scheme: &str) -> std::io::Error {
     )
 }
 
+/// The process's [`Sections`] (under loom, a fresh one).
 pub(crate) fn sections() -> Sections {
     #[cfg(not(loom))]
     {
@@ -432,12 +428,7 @@ pub struct PercpuRef {
 impl PercpuRef {
     /// A scheme for this machine's possible CPUs.
     pub fn new() -> Self {
-        let pc = sections();
-        let cpus = pc.len();
-        PercpuRef {
-            pc,
-            slots: Arc::new(CpuSlots::new(cpus)),
-        }
+        Self::try_new().unwrap_or_else(|_| CpuSlots::table_alloc_error())
     }
 
     /// [`PercpuRef::new`], or an error of kind [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)
@@ -817,7 +808,7 @@ mod tests {
         const LIMIT: usize = 1 << 22;
         assert_eq!(ARENA_SLOTS, LIMIT, "the documented limit");
         assert_eq!(PercpuRef::new().max_live_objects(), Some(LIMIT));
-        let arena = CpuSlots::new(1);
+        let arena = CpuSlots::try_new(1).unwrap();
         for i in 0..LIMIT {
             assert_eq!(arena.alloc() as usize, i);
         }
@@ -833,7 +824,7 @@ mod tests {
     #[test]
     fn a_slot_handle_reaches_the_word_of_every_cpu() {
         const CPUS: usize = 4;
-        let arena = Arc::new(CpuSlots::new(CPUS));
+        let arena = Arc::new(CpuSlots::try_new(CPUS).unwrap());
         let before = SlotHandle::new(&arena);
         let h = SlotHandle::new(&arena);
         let after = SlotHandle::new(&arena);

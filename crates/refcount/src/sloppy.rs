@@ -96,6 +96,18 @@ impl Sloppy {
     /// [`Sloppy::new`], or an error of kind [`OutOfMemory`](std::io::ErrorKind::OutOfMemory)
     /// where the arena's table of chunks (192 KiB) cannot be allocated, which `new` aborts on.
     pub fn try_new() -> std::io::Result<Self> {
+        Self::try_with_threshold(DEFAULT_THRESHOLD)
+    }
+
+    /// A scheme whose CPUs keep at most `threshold` spares per object (at least 1).
+    pub fn with_threshold(threshold: i64) -> Self {
+        Self::try_with_threshold(threshold).unwrap_or_else(|_| CpuSlots::table_alloc_error())
+    }
+
+    /// [`Sloppy::with_threshold`], or an error of kind
+    /// [`OutOfMemory`](std::io::ErrorKind::OutOfMemory) where the arena's table of chunks
+    /// (192 KiB) cannot be allocated, which `with_threshold` aborts on.
+    pub fn try_with_threshold(threshold: i64) -> std::io::Result<Self> {
         let pc = sections();
         let cpus = pc.len();
         let slots = CpuSlots::try_new(cpus)
@@ -103,19 +115,8 @@ impl Sloppy {
         Ok(Sloppy {
             pc,
             slots: Arc::new(slots),
-            threshold: DEFAULT_THRESHOLD.max(1),
-        })
-    }
-
-    /// A scheme whose CPUs keep at most `threshold` spares per object (at least 1).
-    pub fn with_threshold(threshold: i64) -> Self {
-        let pc = sections();
-        let cpus = pc.len();
-        Sloppy {
-            pc,
-            slots: Arc::new(CpuSlots::new(cpus)),
             threshold: threshold.max(1),
-        }
+        })
     }
 
     /// CPU `cpu`'s spare word of `obj` (an `i64` kept in a `u64` word, two's complement);
