@@ -294,7 +294,11 @@ typedef struct pagecache_options {
     uint64_t refcache_epoch_us; /* the epoch of "refcache"'s background thread, in
                                    microseconds: a frame whose last reference was put back
                                    can be evicted after two or three epochs; 0: 10000
-                                   (10 ms). Only with "refcache" */
+                                   (10 ms). Any other value is taken as it is: an epoch
+                                   longer than the cache's life leaves every frame once
+                                   referenced unevictable, and reads and writes of
+                                   uncached pages then go to the file directly. Only
+                                   with "refcache" */
 } pagecache_options_t;
 
 /* Makes a cache with the settings of *opts and stores its handle in *out. Errors:
