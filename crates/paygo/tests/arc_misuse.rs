@@ -743,3 +743,68 @@ fn every_kind_of_reference_used_at_once_from_two_threads() {
         "every value made is dropped once"
     );
 }
+
+/// `make_mut` with `Weak`s around and a reference held as a raw pointer clones the value, as
+/// `std`'s: the pointer's reference is another strong one, so the value may not be moved away
+/// from under it (the pointer would then name a moved-out value, and its `from_raw` an object
+/// already reclaimed).
+#[test]
+fn make_mut_with_a_raw_pointer_and_weaks_clones() {
+    let d = small_domain();
+    let mut a = Arc::new_in(vec![1u64], d);
+    let w = Arc::downgrade(&a);
+    let p = Arc::into_raw(a.clone());
+    Arc::make_mut(&mut a).push(2);
+    // SAFETY: `p` holds the reference `into_raw` moved into it.
+    assert_eq!(
+        unsafe { &*p },
+        &vec![1],
+        "the pointer's value was moved or changed"
+    );
+    assert_eq!(
+        w.upgrade().as_deref(),
+        Some(&vec![1]),
+        "the Weak lost its value"
+    );
+    assert_eq!(*a, vec![1, 2]);
+    // SAFETY: `p` came from `into_raw` and is turned back once.
+    let back = unsafe { Arc::from_raw(p) };
+    assert_eq!(*back, vec![1]);
+    drop(back);
+    drop(a);
+    collect(d);
+    assert!(w.upgrade().is_none());
+}
+
+/// A `Weak` upgrades while an `Arc` to its value is held throughout, also while another
+/// thread's `Arc::strong_count` has the object under its reclaim flag (a READ-ALL that finds
+/// fewer than 2 is read again under the flag): the upgrade waits the flag out, as
+/// `Weak::upgrade` documents, where a REF that fails on the flag would answer `None` for a live
+/// value.
+#[test]
+fn an_upgrade_waits_out_a_flagged_count() {
+    let d = small_domain();
+    let a = Arc::new_in(7u64, d);
+    let w = Arc::downgrade(&a);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                // `a` alone between upgrades: 1, read again under the flag.
+                assert!(Arc::strong_count(&a) >= 1);
+            }
+        });
+        // Stops the other thread also where an assertion below fails.
+        struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _stop = Stop(&stop);
+        for _ in 0..reps(200_000) {
+            let u = w.upgrade();
+            assert!(u.is_some(), "an upgrade failed while an Arc was held");
+        }
+    });
+}
