@@ -562,3 +562,20 @@ fn scoped_and_sent_references_vs_batches_with_evictions() {
     );
     assert!(st.evictions > 0, "the tables never overflowed");
 }
+
+/// `try_reclaim_many` refuses `objs` and `out` of different lengths, either way round, before
+/// anything changes (as documented): an `out` longer than `objs` too.
+#[test]
+fn a_batch_whose_out_differs_in_length_panics_and_changes_nothing() {
+    sixteen_cpus();
+    let d = paygo::Domain::new();
+    let h = Box::pin(paygo::Header::new());
+    for len in [0, 2] {
+        let mut out = vec![false; len];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            d.try_reclaim_many(&[h.as_ref()], &mut out)
+        }));
+        assert!(r.is_err(), "out of length {len} for 1 object was taken");
+        assert!(!h.is_dead(), "a refused batch changed the object");
+    }
+}
