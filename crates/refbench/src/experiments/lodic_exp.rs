@@ -20,13 +20,14 @@ use super::fs::{
     cache_refused, lodic_rmap, make_files, mib_bytes, open_refused, warm, Files, LodicGlobal,
 };
 use super::Params;
-use crate::harness::{median, spawn_workers, thread_cpu_secs, Gate, OpenOnPanic};
+use crate::harness::{abandon, median, spawn_workers, thread_cpu_secs, Gate, OpenOnPanic};
 use crate::output::Row;
 use crate::schemes::{Kind, SchemeInfo, Visit};
 use pagecache::{CachedFileOf, Config, PageCacheOf, Rmap, PAGE_SIZE};
 use refcount::RefCounter;
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 /// `lodic-query`'s variants.
@@ -66,7 +67,10 @@ fn runs(pages: u64, pct: usize) -> Vec<(u64, u64)> {
 }
 
 /// `threads` threads each map `runs` of `file` and read one byte of every mapped page; while
-/// they hold their mappings, `f` runs on the calling thread.
+/// they hold their mappings, `f` runs on the calling thread. A mapping or a read the cache
+/// refuses (no memory for a mapping's entries under an address-space limit, a fill's error)
+/// abandons the run with the reason ([`abandon`]: exit code 1), as a page cache the system
+/// refuses does, once every thread has let go of its mappings: `f` does not run.
 fn with_mappings<C: RefCounter, R>(
     file: &pagecache::CachedFileOf<C>,
     runs: &[(u64, u64)],
@@ -75,26 +79,43 @@ fn with_mappings<C: RefCounter, R>(
 ) -> R {
     let mapped = Gate::new();
     let done = Gate::new();
-    std::thread::scope(|s| {
-        let (mapped, done) = (&mapped, &done);
+    // The first refusal a thread met, with what it was mapping or reading.
+    let refused: Mutex<Option<String>> = Mutex::new(None);
+    let r = std::thread::scope(|s| {
+        let (mapped, done, refused) = (&mapped, &done, &refused);
         spawn_workers(
             s,
             threads,
             move |_| {
                 let gates = [mapped, done];
                 let _open = OpenOnPanic(&gates);
-                let maps: Vec<_> = runs
+                let maps: Result<Vec<_>, String> = runs
                     .iter()
                     .map(|&(first, n)| {
-                        let m = file.map(first, n).expect("refbench: map");
+                        let m = file.map(first, n).map_err(|e| {
+                            format!(
+                                "cannot map pages {first}..{} of the test file: {e}",
+                                first + n
+                            )
+                        })?;
                         let mut b = [0u8; 1];
                         for k in 0..n {
-                            m.read_at(&mut b, k * PAGE_SIZE as u64)
-                                .expect("refbench: read through a mapping");
+                            m.read_at(&mut b, k * PAGE_SIZE as u64).map_err(|e| {
+                                format!(
+                                    "cannot read page {} of the test file through a mapping: {e}",
+                                    first + k
+                                )
+                            })?;
                         }
-                        m
+                        Ok(m)
                     })
                     .collect();
+                if let Err(e) = &maps {
+                    refused
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert_with(|| e.clone());
+                }
                 mapped.arrive();
                 done.arrive();
                 drop(maps);
@@ -105,6 +126,14 @@ fn with_mappings<C: RefCounter, R>(
             },
         );
         mapped.open_when(threads);
+        if refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+        {
+            done.release();
+            return None;
+        }
         // The threads let go however `f` ends: a panic in it (a drop refused) met them waiting
         // at `done`, and the scope joining them waited for ever.
         let r = {
@@ -113,7 +142,14 @@ fn with_mappings<C: RefCounter, R>(
             f()
         };
         done.open_when(threads);
-        r
+        Some(r)
+    });
+    r.unwrap_or_else(|| {
+        let why = refused
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .expect("a refusal recorded");
+        abandon(why)
     })
 }
 
@@ -366,6 +402,28 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("with_mappings hung");
         assert!(failed);
+    }
+
+    /// A mapping the cache refuses (here a range past the file's end) abandons the run with
+    /// the reason (exit code 1 where the command line runs it), once every thread has let go
+    /// of its mappings, and `f` does not run: a worker's `expect` panicked (exit code 101).
+    #[test]
+    fn a_refused_mapping_abandons_the_run() {
+        let files = make_files(1, 4 * PAGE_SIZE as u64);
+        let (_cache, file) = warm_cache(LodicGlobal, files.pages as usize + 64, Rmap::File, &files);
+        let ran = std::sync::atomic::AtomicBool::new(false);
+        let r = crate::harness::catch_spawn_failure(|| {
+            with_mappings(&file, &[(0, 2), (2, 8)], 2, || {
+                ran.store(true, std::sync::atomic::Ordering::Relaxed)
+            })
+        });
+        let why = r.expect_err("a mapping past the end is refused");
+        assert!(
+            why.starts_with("cannot map pages 2..10 of the test file: "),
+            "{why}"
+        );
+        assert!(!ran.load(std::sync::atomic::Ordering::Relaxed));
+        assert_eq!(file.mapcount(0), 0, "every mapping let go");
     }
 
     /// `lodic-query` follows the harness's convention, as `drop-file` does: `ops_per_sec` is
