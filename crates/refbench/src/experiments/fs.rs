@@ -137,12 +137,12 @@ enum Pattern {
 }
 
 /// Something the timed loop reads from; each reading thread makes its own `Local` state (a
-/// LODIC mapping) on its own thread.
+/// LODIC mapping) on its own thread, or gets the error that refused it.
 trait Source: Sync {
     type Local<'s>
     where
         Self: 's;
-    fn local(&self) -> Self::Local<'_>;
+    fn local(&self) -> Result<Self::Local<'_>, String>;
     fn read<'s>(&'s self, local: &mut Self::Local<'s>, file: usize, buf: &mut [u8], off: u64);
 }
 
@@ -153,7 +153,9 @@ macro_rules! stateless {
             = ()
         where
             Self: 's;
-        fn local(&self) {}
+        fn local(&self) -> Result<(), String> {
+            Ok(())
+        }
     };
 }
 
@@ -201,18 +203,23 @@ impl<C: RefCounter> Source for LodicSource<'_, C> {
     /// The thread's mappings, each page read once through them before the run: a mapping's
     /// entry names its page from the first read on (LODIC's soft fault, a read through the
     /// page's global counter before that), and the timed reads find every page as warm as the
-    /// other sources' caches do.
-    fn local(&self) -> Vec<Mapping<'_, C>> {
+    /// other sources' caches do. A mapping or read that the cache refuses (memory for the
+    /// mapping's entries, a failed fill) is the error, which ends the run.
+    fn local(&self) -> Result<Vec<Mapping<'_, C>>, String> {
         let mut b = [0u8; 1];
         self.files
             .iter()
-            .map(|f| {
-                let m = f.map(0, self.pages).expect("refbench: map the file");
+            .enumerate()
+            .map(|(i, f)| {
+                let m = f.map(0, self.pages).map_err(|e| {
+                    format!("cannot map pages 0..{} of test file {i}: {e}", self.pages)
+                })?;
                 for p in 0..self.pages {
-                    m.read_at(&mut b, p * PAGE_SIZE as u64)
-                        .expect("refbench: read through a mapping");
+                    m.read_at(&mut b, p * PAGE_SIZE as u64).map_err(|e| {
+                        format!("cannot read page {p} of test file {i} through a mapping: {e}")
+                    })?;
                 }
-                m
+                Ok(m)
             })
             .collect()
     }
@@ -547,17 +554,32 @@ fn timed<S: Source>(
     pin: bool,
 ) -> RunResult {
     // Each reader's state (its source's local part: a LODIC reader's mappings, made and read
-    // once) is made before the gate, outside the window.
-    run_workers_prepared(
+    // once) is made before the gate, outside the window. A reader whose state was refused
+    // reads nothing, and the run is abandoned with the first such error once every reader is
+    // done (a panic in a reader would end the process with 101, not the run's message).
+    let refused: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let result = run_workers_prepared(
         threads,
         duration,
         pin,
         |t| {
             let rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
             let page = t as u64 * pages / threads as u64;
-            (src.local(), rng, page)
+            let local = src
+                .local()
+                .map_err(|e| {
+                    refused
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                })
+                .ok();
+            (local, rng, page)
         },
         |_, (local, rng, page), stop| {
+            let Some(local) = local else {
+                return 0;
+            };
             let mut buf = [0u8; READ];
             let mut ops = 0u64;
             loop {
@@ -592,7 +614,11 @@ fn timed<S: Source>(
             }
             ops
         },
-    )
+    );
+    if let Some(why) = refused.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        abandon(why);
+    }
+    result
 }
 
 /// Per (scheme, threads, objects): reps, cpu_util, and the largest resident count seen with
@@ -1235,11 +1261,47 @@ mod tests {
             files: &files,
             pages: made.pages,
         };
-        let maps = src.local();
+        let maps = src.local().unwrap();
         for (f, m) in maps.iter().enumerate() {
             let cold = (0..made.pages).filter(|&k| m.entry(k).is_none()).count();
             assert_eq!(cold, 0, "file {f}: {cold} of {} pages unnamed", made.pages);
         }
+    }
+
+    /// A LODIC reader whose mapping the cache refuses abandons the run with the reason (exit
+    /// 1 from the command), after every reader is done, and no reader reads: here a mapping
+    /// past the end of the files, as a mapping refused for memory would be.
+    #[test]
+    fn a_refused_mapping_of_a_reader_abandons_the_run() {
+        let made = make_files(1, 4 * PAGE_SIZE as u64);
+        let mut cfg = Config::new(limit_for(&made), LODIC_GLOBAL);
+        cfg.rmap = Rmap::File;
+        let cache = PageCacheOf::with_scheme(LodicGlobal, &cfg).unwrap();
+        let files: Vec<CachedFileOf<LodicGlobal>> =
+            made.paths.iter().map(|p| cache.open(p).unwrap()).collect();
+        let src = LodicSource {
+            files: &files,
+            pages: made.pages + 4,
+        };
+        let r = crate::harness::catch_spawn_failure(|| {
+            timed(
+                &src,
+                Pattern::Random,
+                1,
+                made.pages + 4,
+                2,
+                Duration::from_millis(20),
+                false,
+            )
+        });
+        let Err(why) = r else {
+            panic!("a mapping past the end is refused")
+        };
+        assert!(
+            why.starts_with("cannot map pages 0..8 of test file 0: "),
+            "{why}"
+        );
+        assert_eq!(files[0].mapcount(0), 0, "every mapping let go");
     }
 
     /// A source that does next to nothing per read.
