@@ -746,7 +746,19 @@ impl<C: RefCounter> CachedFileOf<C> {
         );
         let fm = crate::cache::lock(&f.maps);
         let owners = (c.lodic.rmap == Rmap::Process).then(|| crate::cache::lock(&c.lodic.owners));
-        c.scheme.read_all(c.obj(i)) + c.lodic.sum(&fm, owners.as_deref(), f.id, index, i) as i64
+        // The scheme's code, under the cache's locks: its panic is passed on once they are let
+        // go, unpoisoned (a READ-ALL changes nothing, and a poisoned allocator lock says that
+        // a panic under it may have left a page unusable: `Inner::wait_turn`).
+        let global = match std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+            c.scheme.read_all(c.obj(i))
+        })) {
+            Ok(n) => n,
+            Err(payload) => {
+                drop((owners, fm, _a));
+                std::panic::resume_unwind(payload)
+            }
+        };
+        global + c.lodic.sum(&fm, owners.as_deref(), f.id, index, i) as i64
     }
 
     /// How many mappings cover page `index` now.
@@ -1073,6 +1085,80 @@ mod tests {
         let fm = crate::cache::lock(&f.maps);
         let counts = pages.map(|p| fm.count(p)).collect();
         (c.lodic.memory(), owners, fm.live, fm.maps.len(), counts)
+    }
+
+    /// `atomic` whose `read_all`, once armed, panics.
+    #[derive(Default)]
+    struct PanicsInReadAll {
+        inner: Atomic,
+        armed: std::sync::atomic::AtomicBool,
+    }
+
+    impl refcount::RefCounter for PanicsInReadAll {
+        type Object = refcount::atomic::AtomicObject;
+        type Token = refcount::atomic::AtomicToken;
+        const NAME: &'static str = "panics-in-read-all";
+        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+        fn new_object(&self) -> Self::Object {
+            self.inner.new_object()
+        }
+        fn try_get(&self, obj: core::pin::Pin<&Self::Object>) -> Option<Self::Token> {
+            self.inner.try_get(obj)
+        }
+        fn put(&self, obj: core::pin::Pin<&Self::Object>, token: Self::Token) {
+            self.inner.put(obj, token)
+        }
+        fn read_all(&self, obj: core::pin::Pin<&Self::Object>) -> i64 {
+            if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                panic!("a scheme whose read_all panics");
+            }
+            self.inner.read_all(obj)
+        }
+        fn try_reclaim(&self, obj: core::pin::Pin<&Self::Object>) -> bool {
+            self.inner.try_reclaim(obj)
+        }
+        unsafe fn reinit(&self, obj: core::pin::Pin<&Self::Object>) {
+            // SAFETY: the caller's contract is this one's.
+            unsafe { self.inner.reinit(obj) }
+        }
+        fn memory(
+            &self,
+            objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
+        ) -> refcount::Memory {
+            self.inner.memory(objs)
+        }
+    }
+
+    /// `page_count` calls the scheme's `read_all` under the allocator lock and the file's
+    /// (and the owners', by process): a panic there reaches the caller and poisons none of
+    /// them (a poisoned allocator lock tells waits for a page that it may be unusable), and
+    /// the next `page_count` counts.
+    #[test]
+    fn a_panic_in_read_all_of_page_count_poisons_no_lock() {
+        let (_dir, path) = zeroed_file(2);
+        for rmap in [Rmap::File, Rmap::Process] {
+            let mut cfg = Config::new(4, "panics-in-read-all");
+            cfg.rmap = rmap;
+            let cache = PageCacheOf::with_scheme(PanicsInReadAll::default(), &cfg).expect("cache");
+            let file = cache.open(&path).expect("open");
+            let m = file.map(0, 2).expect("map");
+            let g = m.page(1).expect("page");
+            assert_eq!(file.page_count(1), 1, "{rmap:?}");
+            cache
+                .scheme()
+                .armed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.page_count(1)));
+            assert!(r.is_err(), "{rmap:?}: the panic reaches the caller");
+            let (c, f) = file.parts();
+            assert!(!c.alloc.is_poisoned(), "{rmap:?}: the allocator lock");
+            assert!(!f.maps.is_poisoned(), "{rmap:?}: the file's maps");
+            assert!(!c.lodic.owners.is_poisoned(), "{rmap:?}: the owners");
+            assert_eq!(file.page_count(1), 1, "{rmap:?}");
+            drop(g);
+            assert_eq!(file.page_count(1), 0, "{rmap:?}");
+        }
     }
 
     /// A `map` whose allocations fail, each in turn (a failure reported as an error where the
