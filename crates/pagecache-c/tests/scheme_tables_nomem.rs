@@ -78,20 +78,25 @@ fn new_without_large(scheme: &std::ffi::CStr) -> (i32, bool, *mut CCache) {
     (rc, REFUSED.load(Ordering::Relaxed) > before, c)
 }
 
+/// Makes and frees a cache of `scheme` with memory: it must succeed.
+fn new_with_memory(scheme: &std::ffi::CStr) {
+    let mut c = null_mut();
+    // SAFETY: as in `new_without_large`.
+    assert_eq!(
+        unsafe { pagecache_new(1, scheme.as_ptr(), PAGECACHE_MODE_COUNTING, &mut c) },
+        PAGECACHE_OK,
+        "{scheme:?}"
+    );
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
+}
+
 #[test]
 fn a_scheme_whose_tables_cannot_be_allocated_says_enomem() {
     for scheme in [c"percpu-ref", c"sloppy", c"refcache", c"paygo"] {
         // What the library keeps for the process (the scheme registry's names, per-CPU
         // sections) is made first, with memory.
-        let mut c = null_mut();
-        // SAFETY: as in `new_without_large`.
-        assert_eq!(
-            unsafe { pagecache_new(1, scheme.as_ptr(), PAGECACHE_MODE_COUNTING, &mut c) },
-            PAGECACHE_OK,
-            "{scheme:?}"
-        );
-        // SAFETY: a live handle, freed once.
-        unsafe { pagecache_free(c) };
+        new_with_memory(scheme);
         let (rc, refused, c) = new_without_large(scheme);
         assert!(
             refused,
@@ -103,14 +108,6 @@ fn a_scheme_whose_tables_cannot_be_allocated_says_enomem() {
         let msg = unsafe { std::ffi::CStr::from_ptr(pagecache_last_error()) };
         println!("{scheme:?}: {msg:?}");
         // With memory, the same call succeeds.
-        let mut c = null_mut();
-        // SAFETY: as in `new_without_large`.
-        assert_eq!(
-            unsafe { pagecache_new(1, scheme.as_ptr(), PAGECACHE_MODE_COUNTING, &mut c) },
-            PAGECACHE_OK,
-            "{scheme:?}"
-        );
-        // SAFETY: a live handle, freed once.
-        unsafe { pagecache_free(c) };
+        new_with_memory(scheme);
     }
 }
