@@ -609,3 +609,29 @@ mod bugs {
         with_bug(bug::ONE_PASS, super::read_races_two_cpus);
     }
 }
+
+/// Two reclaimers race on an object with no reference: exactly one of them reclaims it (the
+/// second, whose increment of `state` came before the first set `DEAD`, finds the sum zero
+/// too, and must see `DEAD` under the object's lock).
+#[test]
+fn loom_two_reclaimers_reclaim_once() {
+    model(|| {
+        let scheme = Arc::new(OpLogCounter::with_ways(1));
+        let obj = Arc::new(scheme.new_object());
+        let other = {
+            let (scheme, obj) = (scheme.clone(), obj.clone());
+            thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                scheme.try_reclaim(core::pin::Pin::new(&*obj))
+            })
+        };
+        percpu::loom_set_cpu(1);
+        let mine = scheme.try_reclaim(core::pin::Pin::new(&*obj));
+        let theirs = other.join().unwrap();
+        assert!(
+            mine != theirs,
+            "reclaimed by both or by neither: {mine} {theirs}"
+        );
+        assert_eq!(scheme.read_all(core::pin::Pin::new(&*obj)), 0);
+    });
+}
