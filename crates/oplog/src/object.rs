@@ -2091,4 +2091,88 @@ mod tests {
         drop(s);
         percpu::affinity::unpin();
     }
+
+    /// A log whose `take` panics once armed (by pushing `u32::MAX`), dropping what it moved out.
+    #[derive(Default)]
+    struct TakePanics {
+        entries: Vec<u32>,
+        armed: bool,
+    }
+
+    impl Log for TakePanics {
+        type Target = Vec<u32>;
+        type Op = u32;
+        fn push(&mut self, op: u32, _: &mut Stamper) {
+            if op == u32::MAX {
+                self.armed = true;
+            } else {
+                self.entries.push(op);
+            }
+        }
+        fn len(&self) -> usize {
+            self.entries.len()
+        }
+        fn take(&mut self) -> Self {
+            let out = TakePanics {
+                entries: core::mem::take(&mut self.entries),
+                armed: false,
+            };
+            assert!(!core::mem::take(&mut self.armed), "take fails");
+            out
+        }
+        fn apply(logs: Vec<Self>, target: &mut Vec<u32>) {
+            for l in logs {
+                target.extend(l.entries);
+            }
+        }
+    }
+
+    /// A spill whose `take` panics while a synchronize of its object gathers (the object was
+    /// not poisoned when the synchronize began): that synchronize applies what it gathered,
+    /// then panics (the object is poisoned), rather than hand out a structure that silently
+    /// lacks the updates the `take` dropped.
+    #[test]
+    fn a_spill_lost_during_a_gather_makes_that_synchronize_panic() {
+        let _saved = percpu::affinity::Saved::take();
+        // On one CPU, so that the two objects meet in its only way.
+        if percpu::testing::pin_or_skip("an eviction on one CPU").is_none() {
+            return;
+        }
+        let d = Domain::<TakePanics>::with_config(1, 1000);
+        let a = std::rc::Rc::new(Object::new(&d, Vec::new()));
+        let b = std::rc::Rc::new(Object::new(&d, Vec::new()));
+        a.log(1);
+        a.log(u32::MAX);
+        let spilled = std::rc::Rc::new(core::cell::Cell::new(false));
+        {
+            let (b, spilled) = (b.clone(), spilled.clone());
+            ON_PASS.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move |pass| {
+                    if pass == 1 {
+                        // `a` is locked by its gather: `b` spills `a`'s log, whose take panics.
+                        let r = catch_unwind(AssertUnwindSafe(|| b.log(5)));
+                        spilled.set(r.is_err());
+                    }
+                }))
+            });
+        }
+        let r = catch_unwind(AssertUnwindSafe(|| drop(a.synchronize())));
+        ON_PASS.with(|h| h.borrow_mut().take());
+        assert!(spilled.get(), "the spill's take did not panic");
+        let msg = match r {
+            Ok(()) => String::from("<no panic>"),
+            Err(e) => e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default(),
+        };
+        assert!(
+            msg.contains("poisoned"),
+            "the synchronize handed out a structure lacking update 1: {msg}"
+        );
+        assert!(a.is_poisoned());
+        a.clear_poison();
+        assert!(a.synchronize().is_empty(), "1 was lost with the take");
+    }
 }
