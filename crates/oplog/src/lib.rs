@@ -18,5 +18,5 @@ mod sync;
 
 pub use counter::{Counter, CounterLog};
 pub use log::{merge, take_entries, Entry, Log, Op, OpVec, Stamp, Stamper, KEEP_CAPACITY};
-pub use object::{Domain, NoMemory, Object, SyncGuard, DEFAULT_BOUND, DEFAULT_WAYS};
+pub use object::{Domain, NoMemory, Object, SyncGuard, TooManyWays, DEFAULT_BOUND, DEFAULT_WAYS};
 pub use refcounter::OpLogCounter;

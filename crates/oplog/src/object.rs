@@ -148,28 +148,38 @@ impl<L: Log> Domain<L> {
     /// # Panics
     /// If one CPU's table of `ways` ways (rounded up) could not be allocated: its size in bytes
     /// would pass `isize::MAX` (the first log would fail to allocate it, and
-    /// [`Domain::memory`] would overflow).
+    /// [`Domain::memory`] would overflow). [`Domain::try_with_config`] returns that as an error.
     pub fn with_config(ways: usize, bound: usize) -> Arc<Self> {
+        Self::try_with_config(ways, bound).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Domain::with_config`], or [`TooManyWays`] where one CPU's table of `ways` ways (rounded
+    /// up to a power of two) could not be allocated, whatever the memory: its size in bytes
+    /// would pass `isize::MAX`.
+    ///
+    /// ```
+    /// use oplog::{CounterLog, Domain};
+    ///
+    /// assert_eq!(Domain::<CounterLog>::try_with_config(5, 64).unwrap().ways(), 8);
+    /// let e = Domain::<CounterLog>::try_with_config(1 << 62, 64).err().unwrap();
+    /// assert_eq!(e.ways(), 1 << 62);
+    /// ```
+    pub fn try_with_config(ways: usize, bound: usize) -> Result<Arc<Self>, TooManyWays> {
         let way = core::mem::size_of::<Way<L>>();
         let ways = ways
             .max(1)
             .checked_next_power_of_two()
             .filter(|w| w.checked_mul(way).is_some_and(|b| b <= isize::MAX as usize))
-            .unwrap_or_else(|| {
-                panic!(
-                    "oplog: {ways} ways of {way} bytes: one CPU's table of them (rounded up to a \
-                     power of two) would not fit in memory"
-                )
-            });
+            .ok_or(TooManyWays { ways, way })?;
         let caches = PerCpu::new(|_| Table::new(ways));
         let words = caches.len().div_ceil(64);
-        Arc::new(Domain {
+        Ok(Arc::new(Domain {
             caches,
             ways,
             bound: bound.max(1),
             words,
             next_way: AtomicUsize::new(0),
-        })
+        }))
     }
 
     /// Ways per CPU.
@@ -806,6 +816,35 @@ impl<L: Log> core::ops::DerefMut for SyncGuard<'_, L> {
         &mut self.target
     }
 }
+
+/// What [`Domain::try_with_config`] returns for a number of ways whose table (one CPU's ways,
+/// rounded up to a power of two) could not be allocated: its size in bytes would pass
+/// `isize::MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyWays {
+    ways: usize,
+    way: usize,
+}
+
+impl TooManyWays {
+    /// The ways asked for.
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+}
+
+impl core::fmt::Display for TooManyWays {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "oplog: {} ways of {} bytes: one CPU's table of them (rounded up to a power of two) \
+             would not fit in memory",
+            self.ways, self.way
+        )
+    }
+}
+
+impl std::error::Error for TooManyWays {}
 
 /// What [`Object::try_new`] returns where the object's memory cannot be allocated: which
 /// allocation failed and its layout, and the structure it was given, back

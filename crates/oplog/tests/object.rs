@@ -285,6 +285,22 @@ fn ways_round_up_and_too_many_are_refused_at_once() {
     refused((1 << 63) + 1);
     refused(1 << 63);
     refused(1 << 60);
+    // The same as an error, whose message is the panic's.
+    for ways in [usize::MAX, (1 << 63) + 1, 1 << 60] {
+        let e = Domain::<CounterLog>::try_with_config(ways, 4)
+            .err()
+            .expect("refused");
+        assert_eq!(e.ways(), ways);
+        assert!(
+            e.to_string()
+                .starts_with(&format!("oplog: {ways} ways of ")),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        Domain::<CounterLog>::try_with_config(5, 4).unwrap().ways(),
+        8
+    );
     // A table that may be allocated is accepted (and allocated at the first log only).
     let d = Domain::<CounterLog>::with_config(1 << 40, 4);
     assert_eq!(d.ways(), 1 << 40);
