@@ -143,7 +143,36 @@ trait Source: Sync {
     where
         Self: 's;
     fn local(&self) -> Result<Self::Local<'_>, String>;
-    fn read<'s>(&'s self, local: &mut Self::Local<'s>, file: usize, buf: &mut [u8], off: u64);
+    /// Reads `buf.len()` bytes at `off` of file `file`. Every offset read lies inside the
+    /// file, so a short read is an error too ([`whole`]); an error ends its reader, and the
+    /// run is abandoned with it.
+    fn read<'s>(
+        &'s self,
+        local: &mut Self::Local<'s>,
+        file: usize,
+        buf: &mut [u8],
+        off: u64,
+    ) -> std::io::Result<()>;
+}
+
+/// `Ok` where a read returned the `want` bytes asked for; a short read is an
+/// [`UnexpectedEof`](std::io::ErrorKind::UnexpectedEof) error (a test file shortened under
+/// the run).
+#[inline]
+fn whole(n: usize, want: usize) -> std::io::Result<()> {
+    if n == want {
+        Ok(())
+    } else {
+        Err(short_read(n, want))
+    }
+}
+
+#[cold]
+fn short_read(n: usize, want: usize) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!("a short read ({n} of {want} bytes)"),
+    )
 }
 
 /// Sources without per-thread state.
@@ -166,12 +195,8 @@ struct CacheSource<'a, C: RefCounter> {
 impl<C: RefCounter> Source for CacheSource<'_, C> {
     stateless!();
     #[inline]
-    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) {
-        let n = self.files[file]
-            .read_at(buf, off)
-            .expect("read through the cache");
-        // Every offset read lies inside the file: a short read is a broken source.
-        assert_eq!(n, buf.len());
+    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+        whole(self.files[file].read_at(buf, off)?, buf.len())
     }
 }
 
@@ -182,10 +207,8 @@ struct KernelSource<'a> {
 impl Source for KernelSource<'_> {
     stateless!();
     #[inline]
-    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) {
-        let n = self.files[file].read_at(buf, off).expect("pread");
-        // Every offset read lies inside the file: a short read is a broken source.
-        assert_eq!(n, buf.len());
+    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+        whole(self.files[file].read_at(buf, off)?, buf.len())
     }
 }
 
@@ -224,11 +247,15 @@ impl<C: RefCounter> Source for LodicSource<'_, C> {
             .collect()
     }
     #[inline]
-    fn read<'s>(&'s self, local: &mut Vec<Mapping<'s, C>>, file: usize, buf: &mut [u8], off: u64) {
+    fn read<'s>(
+        &'s self,
+        local: &mut Vec<Mapping<'s, C>>,
+        file: usize,
+        buf: &mut [u8],
+        off: u64,
+    ) -> std::io::Result<()> {
         // A mapping reads the whole range or fails.
-        local[file]
-            .read_at(buf, off)
-            .expect("read through a mapping");
+        local[file].read_at(buf, off)
     }
 }
 
@@ -259,7 +286,12 @@ impl<'a> QuickSource<'a> {
         loop {
             for f in 0..files.len() {
                 for pg in 0..pages {
-                    src.read(&mut (), f, &mut b, pg * PAGE_SIZE as u64);
+                    src.read(&mut (), f, &mut b, pg * PAGE_SIZE as u64)
+                        .unwrap_or_else(|e| {
+                            abandon(format!(
+                                "quick_cache: reading page {pg} of test file {f}: {e}"
+                            ))
+                        });
                 }
             }
             if src.cache.len() as u64 >= total {
@@ -279,26 +311,24 @@ impl<'a> QuickSource<'a> {
 impl Source for QuickSource<'_> {
     stateless!();
     #[inline]
-    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) {
+    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) -> std::io::Result<()> {
         let page = off / PAGE_SIZE as u64;
-        let p = self
-            .cache
-            .get_or_insert_with(&(file, page), || {
-                let mut b = [0u8; PAGE_SIZE];
-                let mut done = 0;
-                while done < PAGE_SIZE {
-                    match self.files[file]
-                        .read_at(&mut b[done..], page * PAGE_SIZE as u64 + done as u64)?
-                    {
-                        0 => break,
-                        n => done += n,
-                    }
+        let p = self.cache.get_or_insert_with(&(file, page), || {
+            let mut b = [0u8; PAGE_SIZE];
+            let mut done = 0;
+            while done < PAGE_SIZE {
+                match self.files[file]
+                    .read_at(&mut b[done..], page * PAGE_SIZE as u64 + done as u64)?
+                {
+                    0 => break,
+                    n => done += n,
                 }
-                Ok::<_, std::io::Error>(Arc::new(b))
-            })
-            .expect("pread on a miss");
+            }
+            Ok::<_, std::io::Error>(Arc::new(b))
+        })?;
         let o = (off % PAGE_SIZE as u64) as usize;
         buf.copy_from_slice(&p[o..o + buf.len()]);
+        Ok(())
     }
 }
 
@@ -555,8 +585,9 @@ fn timed<S: Source>(
 ) -> RunResult {
     // Each reader's state (its source's local part: a LODIC reader's mappings, made and read
     // once) is made before the gate, outside the window. A reader whose state was refused
-    // reads nothing, and the run is abandoned with the first such error once every reader is
-    // done (a panic in a reader would end the process with 101, not the run's message).
+    // reads nothing, and one whose read fails reads no more; the run is abandoned with the
+    // first such error once every reader is done (a panic in a reader would end the process
+    // with 101, not the run's message).
     let refused: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
     let result = run_workers_prepared(
         threads,
@@ -565,15 +596,7 @@ fn timed<S: Source>(
         |t| {
             let rng = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
             let page = t as u64 * pages / threads as u64;
-            let local = src
-                .local()
-                .map_err(|e| {
-                    refused
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(e);
-                })
-                .ok();
+            let local = src.local().map_err(|e| first_error(&refused, e)).ok();
             (local, rng, page)
         },
         |_, (local, rng, page), stop| {
@@ -603,7 +626,10 @@ fn timed<S: Source>(
                             (0, p * PAGE_SIZE as u64)
                         }
                     };
-                    src.read(local, file, &mut buf, off);
+                    if let Err(e) = src.read(local, file, &mut buf, off) {
+                        first_error(&refused, read_failed(file, off, e));
+                        return ops;
+                    }
                     // The bytes are the read's work: kept, whatever the source inlines.
                     std::hint::black_box(&mut buf);
                 }
@@ -619,6 +645,19 @@ fn timed<S: Source>(
         abandon(why);
     }
     result
+}
+
+/// Keeps `e` in `slot` unless an earlier error is there.
+fn first_error(slot: &std::sync::Mutex<Option<String>>, e: String) {
+    slot.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert(e);
+}
+
+#[cold]
+#[inline(never)]
+fn read_failed(file: usize, off: u64, e: std::io::Error) -> String {
+    format!("reading {READ} bytes at offset {off} of test file {file}: {e}")
 }
 
 /// Per (scheme, threads, objects): reps, cpu_util, and the largest resident count seen with
@@ -723,12 +762,13 @@ impl Visit for ReadJob<'_> {
     }
 }
 
+/// Reads every page of `files` once, before a timed run; a read that fails abandons the run.
 pub(super) fn warm<C: RefCounter>(files: &[CachedFileOf<C>], pages: u64) {
     let mut b = [0u8; READ];
-    for f in files {
+    for (i, f) in files.iter().enumerate() {
         for p in 0..pages {
             f.read_at(&mut b, p * PAGE_SIZE as u64)
-                .expect("warm-up read");
+                .unwrap_or_else(|e| abandon(format!("reading page {p} of test file {i}: {e}")));
         }
     }
 }
@@ -991,11 +1031,13 @@ impl Visit for DropJob<'_> {
             warm(std::slice::from_ref(&file), self.files.pages);
             let read = || {
                 let mut b = [0u8; READ];
-                hot.read_at(&mut b, 0).expect("background read");
+                whole(hot.read_at(&mut b, 0)?, READ)
             };
             let (secs, freed) = with_readers(background, self.pin, read, || {
                 let (t0, c0) = (Instant::now(), thread_cpu_secs());
-                let freed = file.drop_cache().expect("drop_cache");
+                let freed = file
+                    .drop_cache()
+                    .unwrap_or_else(|e| abandon(format!("dropping the cached file: {e}")));
                 // The CPU time read before the wall clock: it lies inside the window (and
                 // the share is capped at 1 as lodic-query's, against the two clocks' ticks).
                 let cpu = thread_cpu_secs() - c0;
@@ -1010,7 +1052,8 @@ impl Visit for DropJob<'_> {
 }
 
 /// Runs `timed` while `readers` threads call `read` in a loop, and returns what it returns.
-/// With `pin`, reader `t` is pinned to CPU number `t + 1` and `timed` runs on a thread of its
+/// A reader whose read fails reads no more, and the run is abandoned with the first such
+/// error once `timed` and every reader are done. With `pin`, reader `t` is pinned to CPU number `t + 1` and `timed` runs on a thread of its
 /// own pinned to CPU number 0 (as the workers of `run --pin`: the dropper never shares a CPU
 /// with a reader while CPUs are left); without, `timed` runs on the calling thread. `timed`
 /// starts once every reader has made its first read: opening the readers' gate only wakes
@@ -1019,7 +1062,7 @@ impl Visit for DropJob<'_> {
 fn with_readers<R: Send>(
     readers: usize,
     pin: bool,
-    read: impl Fn() + Sync,
+    read: impl Fn() -> std::io::Result<()> + Sync,
     timed: impl FnOnce() -> R + Send,
 ) -> R {
     /// Counts its reader as reading when dropped: after its first read, or as it unwinds from
@@ -1035,8 +1078,11 @@ fn with_readers<R: Send>(
     let stop = AtomicBool::new(false);
     let started = Gate::new();
     let reading = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        let (stop, started, reading, read) = (&stop, &started, &reading, &read);
+    let failed: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let r = std::thread::scope(|s| {
+        let (stop, started, reading, read, failed) = (&stop, &started, &reading, &read, &failed);
+        let read =
+            move || read().map_err(|e| first_error(failed, format!("a background reader: {e}")));
         // The readers stop however this scope ends (a drop that fails panics: they read on,
         // and the scope joining them waited for ever).
         let _stop = SetOnDrop(stop);
@@ -1049,11 +1095,13 @@ fn with_readers<R: Send>(
                 }
                 started.arrive();
                 let first = Reading(reading);
-                read();
+                let ok = read().is_ok();
                 drop(first);
-                while !stop.load(Ordering::Relaxed) {
+                while ok && !stop.load(Ordering::Relaxed) {
                     for _ in 0..64 {
-                        read();
+                        if read().is_err() {
+                            return;
+                        }
                     }
                 }
             },
@@ -1081,7 +1129,11 @@ fn with_readers<R: Send>(
         };
         stop.store(true, Ordering::Relaxed);
         r
-    })
+    });
+    if let Some(why) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        abandon(why);
+    }
+    r
 }
 
 /// `drop-file`: time to drop a cached file of each size (`--objects`, MiB), without and with
@@ -1304,13 +1356,84 @@ mod tests {
         assert_eq!(files[0].mapcount(0), 0, "every mapping let go");
     }
 
+    /// A read that fails in the timed loop ends its reader, and the run is abandoned with the
+    /// reason (exit 1 from the command): a short `pread` of a test file cut to nothing under
+    /// the run, and a page cache whose fills fail.
+    #[test]
+    fn a_failed_read_in_the_window_abandons_the_run() {
+        fn run<S: Source>(src: &S) -> Result<RunResult, String> {
+            crate::harness::catch_spawn_failure(|| {
+                timed(
+                    src,
+                    Pattern::SamePage,
+                    1,
+                    4,
+                    2,
+                    Duration::from_millis(20),
+                    false,
+                )
+            })
+        }
+        let made = make_files(1, 4 * PAGE_SIZE as u64);
+        let fs = [File::open(&made.paths[0]).unwrap()];
+        assert!(run(&KernelSource { files: &fs }).is_ok());
+        let mut cfg = Config::new(limit_for(&made), "atomic");
+        cfg.fault = Some(Arc::new(|ev: &pagecache::IoEvent<'_>| {
+            if ev.kind == pagecache::IoKind::Fill {
+                return Err(std::io::Error::other("injected EIO"));
+            }
+            Ok(())
+        }));
+        let cache = PageCacheOf::with_scheme(refcount::atomic::Atomic, &cfg).unwrap();
+        let cached = [cache.open(&made.paths[0]).unwrap()];
+        let Err(why) = run(&CacheSource { files: &cached }) else {
+            panic!("a read whose fill fails is refused")
+        };
+        assert_eq!(
+            why,
+            "reading 64 bytes at offset 0 of test file 0: injected EIO"
+        );
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&made.paths[0])
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let Err(why) = run(&KernelSource { files: &fs }) else {
+            panic!("a pread of a file cut to nothing is refused")
+        };
+        assert_eq!(
+            why,
+            "reading 64 bytes at offset 0 of test file 0: a short read (0 of 64 bytes)"
+        );
+    }
+
+    /// A background reader of `drop-file` whose read fails reads no more, and the run is
+    /// abandoned with its error once the timed drop is done.
+    #[test]
+    fn a_failed_background_read_abandons_the_run() {
+        let reads = AtomicUsize::new(0);
+        let read = || {
+            reads.fetch_add(1, Ordering::Relaxed);
+            Err(std::io::Error::other("no such page"))
+        };
+        let r = crate::harness::catch_spawn_failure(|| with_readers(2, false, read, || 7));
+        assert_eq!(r, Err("a background reader: no such page".to_string()));
+        assert_eq!(
+            reads.load(Ordering::Relaxed),
+            2,
+            "each reader stopped at its error"
+        );
+    }
+
     /// A source that does next to nothing per read.
     struct Spin;
 
     impl Source for Spin {
         stateless!();
-        fn read(&self, _: &mut (), _: usize, buf: &mut [u8], off: u64) {
+        fn read(&self, _: &mut (), _: usize, buf: &mut [u8], off: u64) -> std::io::Result<()> {
             buf[0] = std::hint::black_box(off as u8);
+            Ok(())
         }
     }
 
@@ -1351,6 +1474,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
             }
             reads.fetch_add(1, Ordering::Relaxed);
+            Ok(())
         };
         let seen = with_readers(2, false, read, || reads.load(Ordering::Relaxed));
         assert!(seen >= 2, "{seen} reads before the drop");
@@ -1369,7 +1493,7 @@ mod tests {
         let on = with_readers(
             1,
             true,
-            || {},
+            || Ok(()),
             || (0..100).map(|_| percpu::current_cpu()).collect::<Vec<_>>(),
         );
         drop(saved);

@@ -276,7 +276,9 @@ fn drop_once(files: &Files, rmap: Rmap, pct: usize, threads: usize) -> (f64, f64
     let runs = runs(files.pages, pct);
     let (ms, util, freed) = with_mappings(&file, &runs, threads, || {
         let (t0, c0) = (Instant::now(), thread_cpu_secs());
-        let freed = file.drop_cache().expect("drop_cache");
+        let freed = file
+            .drop_cache()
+            .unwrap_or_else(|e| abandon(format!("dropping the cached file: {e}")));
         let secs = t0.elapsed().as_secs_f64();
         let cpu = thread_cpu_secs() - c0;
         (secs * 1e3, (cpu / secs.max(1e-9)).min(1.0), freed)
