@@ -1,5 +1,6 @@
-//! `paygo::unsize!` and `Arc::downcast`: an `Arc` or a `Weak` of a trait object, a supertrait
-//! or a slice keeps its reference and allocation, and the value is dropped exactly once, as
+//! `paygo::unsize!`, `Arc::downcast` and the conversions of `Arc<[T]>` to `Arc<[T; N]>` and of
+//! `Arc<str>` to `Arc<[u8]>`: an `Arc` or a `Weak` of a trait object, a supertrait, a slice, an
+//! array or bytes keeps its reference and allocation, and the value is dropped exactly once, as
 //! the type it was made with, whichever form of the `Arc` goes last, on whichever thread.
 
 use paygo::{collect, Arc, Config, Domain, Weak};
@@ -233,6 +234,84 @@ fn an_array_unsizes_to_a_slice() {
     drop(t);
     collect(d);
     assert_eq!(drops.load(Ordering::SeqCst), 3);
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// `TryFrom<Arc<[T]>> for Arc<[T; N]>`: a slice of another length comes back whole; one of
+/// length `N` is the same allocation as an array, cloned and dropped in both forms on
+/// migrating threads, its elements dropped once each whichever form goes last, and moved out
+/// once by `try_unwrap`.
+#[test]
+fn a_slice_of_the_right_length_is_an_array() {
+    for last_is_array in [false, true] {
+        let drops = leak(AtomicUsize::new(0));
+        let d = tiny_domain();
+        let s: Arc<[Square]> = Arc::from_vec_in(
+            (0..3).map(|i| Square::new(i, i as usize, drops)).collect(),
+            d,
+        );
+        let Err(s) = <Arc<[Square; 2]>>::try_from(s) else {
+            panic!("3 elements are no [_; 2]")
+        };
+        let Err(s) = <Arc<[Square; 4]>>::try_from(s) else {
+            panic!("3 elements are no [_; 4]")
+        };
+        assert_eq!(s.len(), 3);
+        let a: Arc<[Square; 3]> = s.clone().try_into().ok().expect("3 elements");
+        assert!(core::ptr::addr_eq(Arc::as_ptr(&a), Arc::as_ptr(&s)));
+        std::thread::scope(|sc| {
+            for t in 0..4 {
+                let (a, s) = (&a, &s);
+                sc.spawn(move || {
+                    for r in 0..reps(1_000) {
+                        let (x, y) = (a.clone(), s.clone());
+                        assert_eq!(x[(r + t) % 3].area(), y[(r + t) % 3].area());
+                    }
+                });
+            }
+        });
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        if last_is_array {
+            drop(s);
+            assert_eq!(drops.load(Ordering::SeqCst), 0);
+            let [x, y, z] = Arc::try_unwrap(a).ok().expect("the only Arc");
+            assert_eq!([x.id, y.id, z.id], [0, 1, 2]);
+            assert_eq!(drops.load(Ordering::SeqCst), 0, "moved out, not dropped");
+        } else {
+            drop(a);
+            assert_eq!(drops.load(Ordering::SeqCst), 0);
+            drop(s);
+        }
+        collect(d);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            3,
+            "last is array: {last_is_array}"
+        );
+        assert_eq!(d.arcs_alive(), 0);
+    }
+}
+
+/// `From<Arc<str>> for Arc<[u8]>`: the string's bytes, the same allocation and reference; a
+/// `Weak` of the string sees it gone once the bytes' `Arc` is.
+#[test]
+fn a_string_is_its_bytes() {
+    let d = tiny_domain();
+    let s: Arc<str> = Arc::from_str_in("héllo", d);
+    let w: Weak<str> = Arc::downgrade(&s);
+    let b: Arc<[u8]> = Arc::from(s.clone());
+    assert_eq!(&*b, "héllo".as_bytes());
+    assert!(core::ptr::addr_eq(Arc::as_ptr(&b), Arc::as_ptr(&s)));
+    drop(s);
+    assert_eq!(w.upgrade().as_deref(), Some("héllo"), "the bytes hold it");
+    let c = b.clone();
+    drop(b);
+    assert_eq!(&*c, "héllo".as_bytes());
+    drop(c);
+    collect(d);
+    assert!(w.upgrade().is_none());
+    drop(w);
+    collect(d);
     assert_eq!(d.arcs_alive(), 0);
 }
 

@@ -217,3 +217,54 @@ impl Default for Arc<str> {
         Arc::from_str_in("", default_domain())
     }
 }
+
+impl From<Arc<str>> for Arc<[u8]> {
+    /// The string's bytes, as `std`'s: the same allocation and reference, nothing copied or
+    /// counted.
+    ///
+    /// ```
+    /// let s: paygo::Arc<str> = paygo::Arc::from("bytes");
+    /// let b: paygo::Arc<[u8]> = paygo::Arc::from(s);
+    /// assert_eq!(&*b, b"bytes");
+    /// ```
+    fn from(s: Arc<str>) -> Self {
+        let this = ManuallyDrop::new(s);
+        // `str` and `[u8]` have one layout and one metadata (the length in bytes), so the
+        // allocation of an `ArcInner<str>` (`repr(C)`) is one of an `ArcInner<[u8]>` holding
+        // the same bytes. It is still dropped and freed as the `str` it was made as
+        // (`Meta::drop_value` and its layout), which drops nothing either.
+        let inner = this.inner.as_ptr() as *mut ArcInner<[u8]>;
+        Arc {
+            // SAFETY: `inner` has the address of `this.inner`, which is not null.
+            inner: unsafe { NonNull::new_unchecked(inner) },
+            at: this.at,
+        }
+    }
+}
+
+impl<T: Send + 'static, const N: usize> TryFrom<Arc<[T]>> for Arc<[T; N]> {
+    type Error = Arc<[T]>;
+
+    /// The slice as an array of its length, as `std`'s: the same allocation and reference,
+    /// nothing moved or counted; the slice back where its length is not `N`.
+    ///
+    /// ```
+    /// let s: paygo::Arc<[u32]> = paygo::Arc::from(vec![1, 2, 3]);
+    /// let s = <paygo::Arc<[u32; 2]>>::try_from(s).unwrap_err();
+    /// let a: paygo::Arc<[u32; 3]> = s.try_into().unwrap();
+    /// assert_eq!(*a, [1, 2, 3]);
+    /// ```
+    fn try_from(s: Arc<[T]>) -> Result<Self, Arc<[T]>> {
+        if s.len() != N {
+            return Err(s);
+        }
+        let this = ManuallyDrop::new(s);
+        Ok(Arc {
+            // `N` elements of `T` at the value's place: an `[T; N]` has the layout of an `[T]`
+            // of length `N` (the allocation is the `repr(C)` `ArcInner` of either), and the
+            // value is still dropped and freed as the slice it was made as (`Meta`).
+            inner: this.inner.cast::<ArcInner<[T; N]>>(),
+            at: this.at,
+        })
+    }
+}
