@@ -555,3 +555,52 @@ fn a_handler_that_unregisters_during_a_registration_panics_nothing() {
         unregistered_during_a_registration,
     );
 }
+
+/// The allocator of this test binary: the system's, except inside
+/// [`percpu::testing::refusing`] (only [`deciding_the_path_without_memory_aborts_nothing`]).
+#[global_allocator]
+static ALLOC: percpu::testing::Refusing = percpu::testing::Refusing;
+
+/// The first call of the process, made while no allocation succeeds (a C caller out of memory),
+/// where libc registers no rseq area: deciding the path compares the offset of this crate's
+/// area in a second thread, which must start without the Rust allocator (`std::thread` allocates
+/// its name and its handle, and a refusal aborts the process); then the thread's first section
+/// and CPU read, on a fresh thread, register its area without memory too.
+fn decide_without_memory() {
+    let (mode, _) = percpu::testing::refusing(0, false, percpu::mode);
+    if !child_on_own_areas() {
+        return;
+    }
+    assert_eq!(mode, Mode::Rseq, "decided without memory");
+    let counters = PerCpu::new(|_| AtomicI64::new(0));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let (cpu, refused) = percpu::testing::refusing(0, false, || {
+                counters.add_this_cpu(1);
+                counters.add_current(|c| c, 1);
+                percpu::current_cpu()
+            });
+            assert!(!refused, "an allocation was asked for");
+            assert!(cpu < percpu::possible_cpus());
+        });
+    });
+    let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    assert_eq!(total, 2);
+    println!("CHILD-OK");
+}
+
+/// Deciding the path where libc registers no rseq area, with no memory to be had, aborts
+/// nothing: the process takes the rseq path on its own areas, as it does with memory.
+/// `std::thread::Builder::spawn` started the probe thread, and aborted the process on the
+/// refusal of the 16 bytes of its name.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
+fn deciding_the_path_without_memory_aborts_nothing() {
+    in_child(
+        "deciding_the_path_without_memory_aborts_nothing",
+        decide_without_memory,
+    );
+}

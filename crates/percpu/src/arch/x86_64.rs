@@ -230,16 +230,7 @@ fn init_own() -> bool {
     if !(-STATIC_TLS_SPAN..0).contains(&off) {
         return false;
     }
-    // The probe blocks every signal (see `signals`): the program's signals are not handled
-    // on a thread of this crate.
-    let no_signals = crate::signals::AllBlocked::new();
-    let other = std::thread::Builder::new()
-        .name("percpu-tls-probe".into())
-        .spawn(own_offset)
-        .ok()
-        .and_then(|h| h.join().ok());
-    drop(no_signals);
-    if other != Some(off) {
+    if probe_offset() != Some(off) {
         return false;
     }
     OFFSET.store(off, Ordering::Relaxed);
@@ -248,6 +239,48 @@ fn init_own() -> bool {
     }
     OWN.store(true, Ordering::Relaxed);
     true
+}
+
+/// The offset of [`own_offset`] in a second thread, or `None` where no thread could be started.
+/// The thread is started with `pthread_create`, not `std::thread`, so that deciding the path
+/// asks nothing of the Rust allocator: the first call of the process may come where no
+/// allocation succeeds (a C caller out of memory), and `std::thread` allocates the thread's name
+/// and handle there, whose refusal aborts the process; `pthread_create` answers `EAGAIN` instead
+/// (and the process then takes the fallback, as for a thread it cannot start).
+fn probe_offset() -> Option<isize> {
+    extern "C" fn probe(out: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: the name is a NUL-terminated string of 15 bytes and a NUL (the kernel's
+        // limit), naming the calling thread.
+        unsafe { libc::pthread_setname_np(libc::pthread_self(), c"percpu-tls-prob".as_ptr()) };
+        // SAFETY: `out` is the `isize` that `probe_offset` lent this thread, alive until its
+        // join, which this write happens before; nothing else accesses it meanwhile.
+        unsafe { out.cast::<isize>().write(own_offset()) };
+        core::ptr::null_mut()
+    }
+    let mut off: isize = 0;
+    // SAFETY: `pthread_t` is an integer on Linux, valid zeroed; the call writes it.
+    let mut thread: libc::pthread_t = unsafe { core::mem::zeroed() };
+    // The probe blocks every signal (see `signals`): the program's signals are not handled
+    // on a thread of this crate.
+    let no_signals = crate::signals::AllBlocked::new();
+    // SAFETY: `probe` is a thread function of the right signature that touches only the
+    // `isize` passed, which lives until the thread is joined below; default attributes.
+    let started = unsafe {
+        libc::pthread_create(
+            &mut thread,
+            core::ptr::null(),
+            probe,
+            (&mut off as *mut isize).cast(),
+        )
+    } == 0;
+    drop(no_signals);
+    if !started {
+        return None;
+    }
+    // SAFETY: `thread` was started above, joinable, and is joined once; the join makes its
+    // write of `off` visible here.
+    let joined = unsafe { libc::pthread_join(thread, core::ptr::null_mut()) } == 0;
+    joined.then_some(off)
 }
 
 /// Registers the calling thread's own area. True if this call registered it, or it was
