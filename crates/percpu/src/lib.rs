@@ -77,8 +77,10 @@ pub use word::{Check, Word};
 /// once the code is unmapped that read would fault. Clears the pointer (librseq's
 /// `rseq_prepare_unload`); where the thread's rseq area is this crate's own (see
 /// [`Registrar::Percpu`]), also unregisters it, since the area goes away with the library.
-/// Every thread that ran a critical section of the library must call it before the library is
-/// unloaded; a later section arms the pointer again. Nothing to do on the locked fallback, nor
+/// Every thread that ran a critical section of the library, or read the CPU through it
+/// ([`current_cpu`], [`affinity::pin`]: where this crate registers the areas, that registers the
+/// thread's), must call it before the library is unloaded; a later section arms the pointer
+/// again. Nothing to do on the locked fallback, nor
 /// where the process has run no section yet (the path is then not decided, and this call does
 /// not decide it: that would probe the kernel, and may start a thread, from an unload path).
 pub fn prepare_unload() {
