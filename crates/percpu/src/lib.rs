@@ -80,9 +80,9 @@ pub use word::{Check, Word};
 /// Every thread that ran a critical section of the library, or read the CPU through it
 /// ([`current_cpu`], [`affinity::pin`]: where this crate registers the areas, that registers the
 /// thread's), must call it before the library is unloaded; a later section arms the pointer
-/// again. Nothing to do on the locked fallback, nor
-/// where the process has run no section yet (the path is then not decided, and this call does
-/// not decide it: that would probe the kernel, and may start a thread, from an unload path).
+/// again. Nothing to do on the locked fallback, nor where the process has run no section yet
+/// (the path is then not decided, and this call does not decide it: that would probe the
+/// kernel, and may start a thread, from an unload path).
 pub fn prepare_unload() {
     #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
     if mode::decided() == Some(Mode::Rseq) {
