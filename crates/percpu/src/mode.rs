@@ -129,39 +129,11 @@ pub fn fast_path_available() -> bool {
     }
 }
 
-/// [`FORCE_FALLBACK_ENV`] as the C string `getenv` takes.
-const FORCE_FALLBACK_NAME: &core::ffi::CStr = c"PERCPU_FORCE_FALLBACK";
-
-const _: () = {
-    // The two spellings of the name agree.
-    let (a, b) = (
-        FORCE_FALLBACK_ENV.as_bytes(),
-        FORCE_FALLBACK_NAME.to_bytes(),
-    );
-    assert!(a.len() == b.len());
-    let mut i = 0;
-    while i < a.len() {
-        assert!(a[i] == b[i]);
-        i += 1;
-    }
-};
-
-/// Whether [`FORCE_FALLBACK_ENV`] is set to anything but `0` or the empty string. Read with
-/// `getenv`, not `std::env::var_os`, which copies the value into an allocation: the first call
-/// of the process, which decides the path, may come where no allocation succeeds (a C caller
-/// out of memory), and a refused allocation aborts the process.
 fn forced() -> bool {
-    // SAFETY: the name is a NUL-terminated string; `getenv` only reads the environment, and
-    // returns null or a NUL-terminated string in it, read before anything changes it: std's
-    // `set_var` and `remove_var`, through which safe code changes the environment, require
-    // that no other thread reads it meanwhile, by any means (`getenv` named among them).
-    let value = unsafe { libc::getenv(FORCE_FALLBACK_NAME.as_ptr()) };
-    if value.is_null() {
-        return false;
+    match std::env::var_os(FORCE_FALLBACK_ENV) {
+        Some(v) => !(v.is_empty() || v == "0"),
+        None => false,
     }
-    // SAFETY: as above: a NUL-terminated string of the environment, read at once.
-    let value = unsafe { core::ffi::CStr::from_ptr(value) }.to_bytes();
-    !(value.is_empty() || value == b"0")
 }
 
 fn detect() -> Mode {
