@@ -97,10 +97,17 @@ impl FrameMeta {
         self.ver.load(Ordering::Relaxed) == v
     }
 
-    /// Whether the version is odd (free, filling, evicted).
+    /// Whether the version is odd (free, filling, evicted). An eviction (CLOCK's sweep, a drop)
+    /// asks this before it reclaims a frame, unmaps it and frees it for the next fill.
     #[inline(always)]
     pub(crate) fn unfilled(&self) -> bool {
-        self.ver.load(Ordering::Relaxed) & 1 == 1
+        // Acquire: pairs with the Release store of `publish`: an evictor that finds the frame
+        // filled has its filler's writes of the bytes (the kernel's, in counting mode) ordered
+        // before its own and the next fill's. A page read ahead has no other edge: its filler
+        // took no reference (no put orders its writes before the try-reclaim) and let the
+        // allocator lock go before its read (the loom model
+        // `a_page_read_ahead_and_evicted_unread_is_ordered_before_the_next_fill_*`).
+        self.ver.load(Ordering::Acquire) & 1 == 1
     }
 
     /// Marks a hit for CLOCK, writing only when the bit is clear.

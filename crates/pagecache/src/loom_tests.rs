@@ -4,7 +4,8 @@
 //! reader's reference must make the eviction fail. A writer of page A against an eviction of
 //! it: the eviction writes back every write that returned, or fails and leaves the page dirty.
 //! An optimistic reader of page A while one thread drops A and another fills the freed frame
-//! with A again: the reader must never accept the half-filled page.
+//! with A again: the reader must never accept the half-filled page. A page read ahead (filled
+//! with no reference) and evicted unread: its filler's writes must come before the next fill's.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p paygo-pagecache --release --lib`;
 //! add `--cfg paygo_loom_bug` to run the `bugs` tests, which check that the models catch the
@@ -253,6 +254,99 @@ fn optimistic_reader_never_accepts_a_page_refilled_by_another_thread_cas() {
 #[test]
 fn optimistic_reader_never_accepts_a_page_refilled_by_another_thread_atomic() {
     refill_by_another_thread_model(|| refcount::atomic::Atomic);
+}
+
+/// A page read ahead and evicted before anyone read it, its frame then filled with page B by
+/// the evicting thread: `read_ahead` installs page A's frame under the allocator lock with no
+/// reference, and its filler writes the bytes (in counting mode the kernel does, `preadv`:
+/// plain writes, as the cell's here) and publishes them; CLOCK's sweep (`take_frame`, or a
+/// drop's `gather`) finds the frame filled, reclaims and frees it, and the miss that took it
+/// writes page B's bytes. No reference, lock or put of the read-ahead's orders its writes before
+/// the eviction (it took no reference, and it let the lock go before its read): only the
+/// version the sweep reads does, so that load must be an Acquire (`FrameMeta::unfilled`), or
+/// the next fill's writes race with the read-ahead's (loom reports the cell's writes
+/// unordered) and a reader of page B may be left with page A's bytes.
+fn readahead_then_evict_model<C: RefCounter>(make: fn() -> C) {
+    loom::model(move || {
+        let scheme = make();
+        let s = Arc::new(Shared {
+            obj: scheme.new_object(),
+            scheme,
+            meta: FrameMeta::new(),
+            word: AtomicU64::new(0),
+            cell: UnsafeCell::new(0),
+            slot_a: AtomicU32::new(0),
+            slot_b: AtomicU32::new(0),
+        });
+        // The allocator lock.
+        let alloc = Arc::new(loom::sync::Mutex::new(()));
+        let ahead = {
+            let (s, alloc) = (s.clone(), alloc.clone());
+            loom::thread::spawn(move || {
+                {
+                    let _a = alloc.lock().unwrap();
+                    s.meta.assign(FILE, A);
+                    // Release: pairs with the readers' Acquire slot loads, as in `read_ahead`.
+                    s.slot_a.store(1, Ordering::Release);
+                }
+                // SAFETY: loom checks this write against every access of the cell.
+                s.cell.with_mut(|p| unsafe { *p = A });
+                s.word.store(A, Ordering::Relaxed);
+                s.meta.publish();
+            })
+        };
+        // CLOCK's sweep and the miss that takes the frame it frees.
+        let tok = {
+            let _a = alloc.lock().unwrap();
+            // Relaxed: under the allocator lock, as `take_frame`'s check.
+            if s.slot_a.load(Ordering::Relaxed) == 0 || s.meta.unfilled() {
+                // Not installed, or being filled: the sweep passes it by.
+                None
+            } else {
+                assert!(
+                    s.scheme.try_reclaim(s.obj()),
+                    "no reference counts on a page read ahead"
+                );
+                s.meta.unpublish();
+                s.slot_a.store(0, Ordering::Relaxed);
+                s.meta.clear();
+                // SAFETY: reclaimed just above, under the allocator lock, which every reclaim
+                // and reinit of the frame in this model holds.
+                unsafe { s.scheme.reinit(s.obj()) };
+                s.meta.assign(FILE, B);
+                // Release: pairs with the readers' Acquire slot loads, as in `fill`.
+                s.slot_b.store(1, Ordering::Release);
+                Some(s.scheme.try_get(s.obj()).expect("a free frame's get"))
+            }
+        };
+        let refilled = tok.is_some();
+        if let Some(tok) = tok {
+            // SAFETY: as the read-ahead's write.
+            s.cell.with_mut(|p| unsafe { *p = B });
+            s.word.store(B, Ordering::Relaxed);
+            s.meta.publish();
+            s.scheme.put(s.obj(), tok);
+        }
+        ahead.join().expect("read-ahead");
+        if refilled {
+            // SAFETY: both threads' writes are done (joined).
+            assert_eq!(
+                s.cell.with(|p| unsafe { *p }),
+                B,
+                "page B's frame holds page A's bytes"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_page_read_ahead_and_evicted_unread_is_ordered_before_the_next_fill_cas() {
+    readahead_then_evict_model(|| refcount::cas::Cas);
+}
+
+#[test]
+fn a_page_read_ahead_and_evicted_unread_is_ordered_before_the_next_fill_atomic() {
+    readahead_then_evict_model(|| refcount::atomic::Atomic);
 }
 
 /// The mutations of the frame protocol that the models above must catch (`--cfg
