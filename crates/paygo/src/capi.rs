@@ -70,9 +70,17 @@ pub const PAYGO_ENOMEM: i32 = -12;
 /// An internal error (a Rust panic, caught at the boundary): a bug; nothing was changed.
 pub const PAYGO_EINTERNAL: i32 = -2006;
 
-/// Runs an entry point's body, turning a panic into `err`.
+/// Runs an entry point's body, turning a panic into `err`. The panic's payload is dropped
+/// where a panic of its own drop is caught too (and its payload leaked): dropped in the entry
+/// point, a payload whose drop panics would unwind out of the `extern "C"` function, which
+/// aborts the process.
 fn boundary<R>(err: R, f: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(err)
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+            core::mem::forget(again);
+        }
+        err
+    })
 }
 
 /// The magic value (xor the object's address) of an initialised object.

@@ -1735,5 +1735,15 @@ fn last_error_keeps_nul_bytes_and_panics() {
     );
     let rc = catches("pagecache_z", -1, || std::panic::panic_any(5u8));
     says(rc, -1, "pagecache_z", &["a panic without a message"]);
+    // A payload whose drop panics: the second panic is caught too (out of an entry point it
+    // would abort the process).
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("the payload's drop");
+        }
+    }
+    let rc = catches("pagecache_w", -2, || std::panic::panic_any(PanicsOnDrop));
+    says(rc, -2, "pagecache_w", &["a panic without a message"]);
     assert!(!last_error::NO_ROOM.to_bytes().is_empty());
 }

@@ -643,3 +643,21 @@ fn a_reference_is_given_back_by_its_thread_only() {
         assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
     }
 }
+
+/// A panic caught at the boundary whose payload's drop panics too is still the entry point's
+/// error: the second panic is caught (in an entry point it would unwind out of the `extern
+/// "C"` function, which aborts the process).
+#[test]
+fn a_panic_whose_payload_panics_when_dropped_is_the_error() {
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("the payload's drop");
+        }
+    }
+    assert_eq!(
+        boundary(PAYGO_EINTERNAL, || std::panic::panic_any(PanicsOnDrop)),
+        PAYGO_EINTERNAL
+    );
+    assert_eq!(boundary(PAYGO_EINTERNAL, || 7), 7);
+}
