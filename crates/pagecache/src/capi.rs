@@ -220,19 +220,11 @@ fn catches<R>(func: &str, err: R, f: impl FnOnce() -> R) -> R {
         Ok(r) => r,
         Err(payload) => {
             last_error::panicked(func, &*payload);
-            drop_payload(payload);
+            // Where a panic of the payload's own drop is caught too: out of the entry point it
+            // would abort the process.
+            crate::cache::drop_payload(payload);
             err
         }
-    }
-}
-
-/// Drops a caught panic's payload where a panic of its own drop is caught too (and its payload
-/// leaked): dropped in the entry point, a payload whose drop panics would unwind out of the
-/// `extern "C"` function, which aborts the process.
-#[cold]
-fn drop_payload(payload: Box<dyn core::any::Any + Send>) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-        core::mem::forget(again);
     }
 }
 

@@ -34,9 +34,7 @@ fn caught<R>(f: impl FnOnce() -> R) -> Option<R> {
     match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => Some(r),
         Err(payload) => {
-            if let Err(again) = std::panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-                core::mem::forget(again);
-            }
+            super::drop_payload(payload);
             None
         }
     }

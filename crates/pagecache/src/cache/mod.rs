@@ -43,6 +43,16 @@ struct Frame<C: RefCounter> {
     meta: FrameMeta,
 }
 
+/// Drops a caught panic's payload where a panic of its own drop is caught too (and its payload
+/// leaked): dropped by the catcher's caller, a payload whose drop panics would unwind into the
+/// cache's work (a fill), or out of a C entry point, which aborts the process.
+#[cold]
+pub(crate) fn drop_payload(payload: Box<dyn core::any::Any + Send>) {
+    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
+        core::mem::forget(again);
+    }
+}
+
 /// A hint to bring `w`'s cache line in (nothing on targets without one). The slot it is
 /// found through may change meanwhile: a stale hint costs a wasted line, never a wrong read.
 #[inline(always)]
