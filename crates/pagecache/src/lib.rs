@@ -7,6 +7,7 @@ mod cache;
 #[cfg(any(feature = "capi", test))]
 pub mod capi;
 mod cursor;
+mod dynpage;
 mod error;
 mod frame;
 mod inject;
@@ -21,6 +22,8 @@ mod sync;
 
 pub use cache::{CachedFileOf, OpenMode, PageCacheOf, PageRef};
 pub use cursor::Cursor;
+use dynpage::ErasedToken;
+pub use dynpage::Page;
 pub use error::FileError;
 pub use lodic::{LodicMemory, MappedPage, Mapping, Rmap};
 pub use page::PAGE_SIZE;
@@ -200,6 +203,16 @@ trait DynFile: Send + Sync {
     fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
     fn set_len(&self, size: u64) -> io::Result<()>;
     fn close(self: Box<Self>) -> io::Result<()>;
+    /// [`CachedFileOf::page`] taken apart: the frame, the length, and the scheme's token.
+    fn page(&self, index: u64) -> io::Result<(u32, usize, ErasedToken)>;
+    /// [`PageRef::read`] of a page of this file taken apart by [`DynFile::page`].
+    fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]);
+    /// Gives back the reference of a page of this file taken apart by [`DynFile::page`].
+    ///
+    /// # Safety
+    /// `frame` and `token` are the parts of one [`DynFile::page`] of this file, given back
+    /// once.
+    unsafe fn put_frame(&self, frame: u32, token: ErasedToken);
 }
 
 impl<C: RefCounter> DynCache for PageCacheOf<C> {
@@ -248,6 +261,19 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     }
     fn close(self: Box<Self>) -> io::Result<()> {
         CachedFileOf::close(*self)
+    }
+    fn page(&self, index: u64) -> io::Result<(u32, usize, ErasedToken)> {
+        let (frame, len, token) = CachedFileOf::page(self, index)?.into_parts();
+        Ok((frame, len, ErasedToken::new(token)))
+    }
+    fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]) {
+        CachedFileOf::read_frame(self, frame, offset, buf);
+    }
+    unsafe fn put_frame(&self, frame: u32, token: ErasedToken) {
+        // SAFETY: `token` was made by `page` above, from a `C::Token` (the caller's contract:
+        // a page of this file, whose scheme is `C`).
+        let token = unsafe { token.into_token::<C::Token>() };
+        CachedFileOf::put_frame(self, frame, token);
     }
 }
 
@@ -389,6 +415,13 @@ impl CachedFile {
     /// Whether the file is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// A reference to page `index`, filled: see [`CachedFileOf::page`] (its errors) and
+    /// [`Page`]. The page is read with [`Page::read`] for as long as the guard lives, without a
+    /// lookup, and stays cached meanwhile.
+    pub fn page(&self, index: u64) -> io::Result<Page<'_>> {
+        let parts = self.inner.page(index)?;
+        Ok(Page::new(&*self.inner, parts))
     }
     /// See [`CachedFileOf::path`].
     pub fn path(&self) -> &Path {

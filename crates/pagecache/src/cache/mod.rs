@@ -1117,7 +1117,34 @@ impl<C: RefCounter> Drop for CachedFileOf<C> {
     }
 }
 
+impl<C: RefCounter> CachedFileOf<C> {
+    /// Copies `buf.len()` bytes at `offset` within frame `frame`, which a [`PageRef`] of this
+    /// file taken apart by [`PageRef::into_parts`] holds ([`PageRef::read`]).
+    ///
+    /// # Panics
+    /// If the range is outside the page.
+    pub(crate) fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]) {
+        copy_out(self.cache.words(frame), offset, buf);
+    }
+
+    /// Gives back the reference of a [`PageRef`] of this file taken apart by
+    /// [`PageRef::into_parts`] (its drop).
+    pub(crate) fn put_frame(&self, frame: u32, token: C::Token) {
+        self.cache.scheme.put(self.cache.obj(frame), token);
+    }
+}
+
 impl<C: RefCounter> PageRef<'_, C> {
+    /// The frame, the length and the scheme's token of the reference, which is then held
+    /// until [`CachedFileOf::put_frame`] gives it back (or for ever, as a leaked guard's).
+    pub(crate) fn into_parts(self) -> (u32, usize, C::Token) {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: the token is taken exactly once, here, and `me` is never dropped (nor used
+        // again), so its drop cannot take it a second time.
+        let t = unsafe { ManuallyDrop::take(&mut me.token) };
+        (me.frame, me.len, t)
+    }
+
     /// Bytes of the page that are inside the file.
     pub fn len(&self) -> usize {
         self.len
