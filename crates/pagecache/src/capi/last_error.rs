@@ -21,17 +21,35 @@ use std::path::Path;
 pub(super) const NO_ROOM: &CStr =
     c"libpagecache: the message of this error could not be allocated (pagecache_strerror of the code returned describes it)";
 
-/// A thread's last message: made for it, or static.
+/// A thread's last message: made for it, or static. A message made for it is held as the raw
+/// pointer of its `CString` ([`CString::into_raw`]), not as the `CString`: the message moves
+/// in and out of its `Cell` after the caller got its address ([`last`]), and a `CString`'s
+/// move would move the `Box` of its bytes, which invalidates the pointers derived from it
+/// (Rust's aliasing rules for a `Box`, which Miri checks).
 enum Message {
-    Owned(CString),
+    Owned(core::ptr::NonNull<c_char>),
     Static(&'static CStr),
 }
 
 impl Message {
+    fn owned(c: CString) -> Self {
+        // SAFETY: `into_raw` never returns null.
+        Message::Owned(unsafe { core::ptr::NonNull::new_unchecked(c.into_raw()) })
+    }
+
     fn as_ptr(&self) -> *const c_char {
         match self {
-            Message::Owned(c) => c.as_ptr(),
+            Message::Owned(p) => p.as_ptr(),
             Message::Static(c) => c.as_ptr(),
+        }
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        if let Message::Owned(p) = *self {
+            // SAFETY: made by `CString::into_raw` in `owned`, taken back once: here.
+            drop(unsafe { CString::from_raw(p.as_ptr()) });
         }
     }
 }
@@ -88,7 +106,7 @@ fn record(func: &str, cause: impl FnOnce(&mut CBytes) -> fmt::Result) {
         .and_then(|()| cause(&mut w))
         .ok()
         .and_then(|()| w.finish());
-    let message = made.map_or(Message::Static(NO_ROOM), Message::Owned);
+    let message = made.map_or(Message::Static(NO_ROOM), Message::owned);
     // The old message is dropped here, after the new one was made.
     let _ = LAST.try_with(|m| m.set(Some(message)));
 }
