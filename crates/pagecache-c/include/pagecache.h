@@ -29,8 +29,8 @@
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
- *     PAGECACHE_EFBIG, PAGECACHE_EBADF and PAGECACHE_E2BIG equal -EINVAL, -ENOMEM, -EFBIG,
- *     -EBADF and -E2BIG; the others are -1000 to -1999, never an errno nor one of paygo.h's
+ *     PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG and PAGECACHE_EBUSY equal -EINVAL,
+ *     -ENOMEM, -EFBIG, -EBADF, -E2BIG and -EBUSY; the others are -1000 to -1999, never an errno nor one of paygo.h's
  *     own codes (-2000 and below), which the paygo_ functions this library exports return;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
@@ -112,6 +112,9 @@
  *     epochs (its counts stay exact), and its free there does not wait for that thread.
  *   - A pointer that no pagecache_new or pagecache_open returned (a file handle passed as a
  *     cache handle included) is not checked: passing one is undefined behaviour.
+ *   - A held page (pagecache_page_get) keeps its file handle open: pagecache_close returns
+ *     PAGECACHE_EBUSY until every page taken through the handle was put. The file's other
+ *     handles (another pagecache_open of the same file) close as they would.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with
  *     files still open is allowed, and those files go on working (reads, writes, sync,
  *     drop_cache, len, close) on the cache's frames, which are freed with the last of them.
@@ -138,12 +141,12 @@ extern "C" {
 #endif
 
 /* The library's error codes: negative. Any other negative value a function returns is -errno.
- * The codes from -1000 down each mean one thing; the five that equal an errno (PAGECACHE_EINVAL,
- * PAGECACHE_ENOMEM, PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG) are also that errno's
- * code where it means the same, and then name the cause less closely: pagecache_open's -EINVAL
- * (PAGECACHE_EINVAL) is an argument refused (below) or a path that is not a regular file (a
- * FIFO, a socket, a device) or is a file of a pseudo file system (a /proc or /sys file), and
- * a file's I/O error can be -EFBIG or -ENOMEM. pagecache_last_error() says which: the argument
+ * The codes from -1000 down each mean one thing; the six that equal an errno (PAGECACHE_EINVAL,
+ * PAGECACHE_ENOMEM, PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG, PAGECACHE_EBUSY) are
+ * also that errno's code where it means the same, and then name the cause less closely:
+ * pagecache_open's -EINVAL (PAGECACHE_EINVAL) is an argument refused (below) or a path that is
+ * not a regular file (a FIFO, a socket, a device) or is a file of a pseudo file system (a /proc
+ * or /sys file), and a file's I/O error can be -EFBIG or -ENOMEM. pagecache_last_error() says which: the argument
  * refused, or the file and why. */
 typedef enum pagecache_error {
     PAGECACHE_OK = 0,
@@ -174,6 +177,9 @@ typedef enum pagecache_error {
                                     of the library, which set a field this one does not
                                     know (a byte past its fields that is not zero), or a
                                     size above 4096: nothing done */
+    PAGECACHE_EBUSY = -16,       /* (= -EBUSY) pagecache_close: pages taken through the
+                                    handle (pagecache_page_get) are still held: nothing
+                                    done, the handle stays open */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
                                     boundary) */
     PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
@@ -219,6 +225,17 @@ typedef struct pagecache pagecache_t;
 
 /* A file opened through a cache (opaque). */
 typedef struct pagecache_file pagecache_file_t;
+
+/* A page held through pagecache_page_get: the caller's memory (on its stack, in its own
+ * structures), 64 bytes that the library fills and empties; its fields are the library's.
+ * Initialised with PAGECACHE_PAGE_INIT (or zeroed), it holds no page. Not copied while it holds
+ * one: a copy is not a page (only the one the get filled is read and put). */
+typedef struct pagecache_page {
+    uint64_t pagecache_private[8];
+} pagecache_page_t;
+
+/* A pagecache_page_t that holds no page. */
+#define PAGECACHE_PAGE_INIT { { 0 } }
 
 /* Counts of a cache. */
 typedef struct pagecache_stats {
@@ -353,7 +370,10 @@ int pagecache_open(pagecache_t *cache, const char *path, pagecache_file_t **out)
 int pagecache_open_flags(pagecache_t *cache, const char *path, int flags,
                          pagecache_file_t **out);
 
-/* Closes a file handle. At the file's last handle, writes its dirty pages back (as
+/* Closes a file handle, or returns PAGECACHE_EBUSY where pages taken through it
+ * (pagecache_page_get) are still held: nothing done then, the handle stays open (put the
+ * pages, then close again; a call racing this refused close may get PAGECACHE_EBADF, as any
+ * call racing a close). At the file's last handle, writes its dirty pages back (as
  * pagecache_sync), then frees its frames, writing back again a page whose write-back failed;
  * where the first write-backs failed and the second all succeeded, fdatasync(2)s the file
  * again. Returns PAGECACHE_OK (every page written is in the file, and the last fdatasync, where
@@ -381,6 +401,37 @@ int pagecache_close(pagecache_file_t *file);
  * then meets the error); an error means nothing was read. buf is written only up to the number
  * of bytes the file holds past offset. */
 ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_t offset);
+
+/* Holds page index of the file (its bytes index * 4096 to index * 4096 + 4095) in *page: takes
+ * a reference on its frame, as a read does (filling it from the file on a miss), and keeps it
+ * until pagecache_page_put(page). Meanwhile the page stays in its frame, neither evicted nor
+ * dropped by pagecache_drop_cache, and pagecache_page_read copies its bytes with no lookup and
+ * no counting; the file handle cannot be closed (pagecache_close returns PAGECACHE_EBUSY). The
+ * reference costs what a read's does (with "paygo", no write to a line another CPU writes),
+ * and so does the hold on the file handle (a PAYGO reference too). Returns the bytes of the page
+ * inside the file (1 to 4096: fewer in the last page). Errors: PAGECACHE_EINVAL (file or page
+ * is NULL or misaligned), PAGECACHE_EBADF (file is closed), -ENXIO (the page is at or past the
+ * end of the file), PAGECACHE_ENOMEM (every frame of the cache is held), a fill's -errno (the
+ * pread of the page failed). On an error *page is left as it was. A page that *page holds
+ * already is overwritten, its reference leaked (its frame held for ever, the handle never
+ * closed): put it first. */
+ssize_t pagecache_page_get(pagecache_file_t *file, uint64_t index, pagecache_page_t *page);
+
+/* Copies up to len bytes of the held page at offset (within the page) into buf: returns the
+ * number of bytes copied, fewer than len at the end of the page's bytes inside the file (as
+ * they were at the get), 0 at or past it. A write through the file lands in the same frame, so
+ * the next read of the page sees it (as pagecache_read_at racing a write, a read racing one
+ * sees the old or the new bytes, byte by byte). Errors: PAGECACHE_EINVAL (page is NULL or
+ * misaligned, buf is NULL with len > 0, len > SSIZE_MAX), PAGECACHE_EBADF (page holds no
+ * page: put already, or PAGECACHE_PAGE_INIT). Many threads may read one page at once; a put
+ * racing them is the caller's bug (as free(3) racing a read). */
+ssize_t pagecache_page_read(const pagecache_page_t *page, void *buf, size_t len, size_t offset);
+
+/* Gives back the page that *page holds: it may be evicted again, and *page holds no page.
+ * Returns PAGECACHE_OK, PAGECACHE_EINVAL (page is NULL or misaligned), PAGECACHE_EBADF (page
+ * holds no page: a second put, or PAGECACHE_PAGE_INIT; nothing done). Two puts of one page
+ * racing each other are safe (one gives it back, the other returns PAGECACHE_EBADF). */
+int pagecache_page_put(pagecache_page_t *page);
 
 /* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes
  * are copied in and the page marked dirty; the file grows when the range ends past it.

@@ -1,5 +1,6 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
-//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`) against `include/pagecache.h`
+//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`, `pages.c`) against
+//! `include/pagecache.h`
 //! and the crate's static library (`unload.c` loads the shared one with `dlopen`), runs them,
 //! and checks that the header also compiles as pedantic C++ (or says that check is skipped
 //! where no C++ compiler is installed) and C99, that a C++ program links every function of it
@@ -302,6 +303,26 @@ fn c_program_gets_pagecache_ebadf_for_stale_handles() {
             "ok freed-cache",
             "ok reused-slot",
             "ok cycles",
+            "failures=0",
+        ],
+    );
+}
+
+/// Held pages (`tests/c/pages.c`): bytes read through a held page are the file's, a held page
+/// stays cached under eviction and `pagecache_drop_cache` and sees writes, a close with pages
+/// held is refused with `PAGECACHE_EBUSY` (nothing done), every refusal has its code, and 4
+/// threads hold pages of a file larger than the cache while another drops it, for 4 schemes.
+#[test]
+fn c_program_holds_pages() {
+    let text = build_and_run("pages");
+    expect_lines(
+        &text,
+        &[
+            "ok single",
+            "ok threads paygo",
+            "ok threads atomic",
+            "ok threads percpu-ref",
+            "ok threads refcache",
             "failures=0",
         ],
     );

@@ -32,6 +32,7 @@ fn error_codes_and_modes_agree() {
         ("PAGECACHE_EFBIG", capi::PAGECACHE_EFBIG),
         ("PAGECACHE_EBADF", capi::PAGECACHE_EBADF),
         ("PAGECACHE_E2BIG", capi::PAGECACHE_E2BIG),
+        ("PAGECACHE_EBUSY", capi::PAGECACHE_EBUSY),
         ("PAGECACHE_EINTERNAL", capi::PAGECACHE_EINTERNAL),
         ("PAGECACHE_ENOSCHEME", capi::PAGECACHE_ENOSCHEME),
         ("PAGECACHE_EUNFIT", capi::PAGECACHE_EUNFIT),
@@ -55,8 +56,9 @@ fn error_codes_and_modes_agree() {
         codes.len() + modes.len() + flags.len(),
         "capi.rs declares a constant not checked here"
     );
-    // The library's own codes other than EINVAL, ENOMEM, EFBIG, EBADF and E2BIG (each the errno
-    // of the same meaning) are outside the errno range, so that they never mean an I/O error.
+    // The library's own codes other than EINVAL, ENOMEM, EFBIG, EBADF, E2BIG and EBUSY (each the
+    // errno of the same meaning) are outside the errno range, so that they never mean an I/O
+    // error.
     for (name, v) in &codes {
         assert!(
             matches!(
@@ -67,6 +69,7 @@ fn error_codes_and_modes_agree() {
                     | "PAGECACHE_EFBIG"
                     | "PAGECACHE_EBADF"
                     | "PAGECACHE_E2BIG"
+                    | "PAGECACHE_EBUSY"
             ) || *v <= -1000,
             "{name} = {v}"
         );
@@ -96,6 +99,7 @@ fn signatures_agree() {
         ("pagecache_file_t", "CFile"),
         ("pagecache_stats_t", "CStats"),
         ("pagecache_options_t", "COptions"),
+        ("pagecache_page_t", "CPage"),
     ];
     let h = signatures(&file("include/pagecache.h"), "pagecache_", &aliases);
     let r = rust_signatures(&file("src/capi.rs"), "pagecache_");

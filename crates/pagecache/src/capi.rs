@@ -25,8 +25,9 @@
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
 //! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`], [`PAGECACHE_ENOMEM`],
-//!   [`PAGECACHE_EFBIG`], [`PAGECACHE_EBADF`] and [`PAGECACHE_E2BIG`] equal `-EINVAL`,
-//!   `-ENOMEM`, `-EFBIG`, `-EBADF` and `-E2BIG`; the others are below -999, outside the errno
+//!   [`PAGECACHE_EFBIG`], [`PAGECACHE_EBADF`], [`PAGECACHE_E2BIG`] and [`PAGECACHE_EBUSY`]
+//!   equal `-EINVAL`, `-ENOMEM`, `-EFBIG`, `-EBADF`, `-E2BIG` and `-EBUSY`; the others are
+//!   below -999, outside the errno
 //!   range), or `-errno` for an I/O
 //!   error (`-raw_os_error()`, or the errno closest to the `io::ErrorKind` of an error the
 //!   cache makes itself).
@@ -47,6 +48,7 @@ use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Success.
@@ -76,6 +78,10 @@ pub const PAGECACHE_ENOSCHEME: i32 = -1001;
 /// `pagecache_new`: the scheme exists but cannot count the frames of a page cache
 /// (`percpu-limit`: it cannot detect zero, so no frame could ever be evicted).
 pub const PAGECACHE_EUNFIT: i32 = -1002;
+/// `pagecache_close`: pages taken through the handle ([`pagecache_page_get`]) are still held:
+/// nothing done, the handle stays open. Equal to `-EBUSY`, which `umount(2)` returns for a file
+/// system still in use.
+pub const PAGECACHE_EBUSY: i32 = -libc::EBUSY;
 /// `pagecache_close` in a child of `fork(2)`: another thread of the parent was inside a call
 /// with the handle when it forked, and that call never returns in the child (its thread is not
 /// there), so the close could not wait for it: the handle is closed, and its file is neither
@@ -111,14 +117,20 @@ pub struct OpenCache {
 /// A cache handle, `pagecache_t` (opaque to C): a slot of the caches' handle table.
 pub type CCache = Slot<OpenCache>;
 
+/// What a live file handle holds: the file, in a `paygo::Arc` whose clones are the pages held
+/// through the handle ([`CPage`]): a page's get clones it and its put drops the clone, PAYGO
+/// references that write no line another CPU writes, and `pagecache_close` closes the file
+/// only where the handle's is the last ([`PAGECACHE_EBUSY`] otherwise).
+pub type OpenFile = paygo::Arc<CachedFile>;
+
 /// A file handle, `pagecache_file_t` (opaque to C): a slot of the files' handle table.
-pub type CFile = Slot<CachedFile>;
+pub type CFile = Slot<OpenFile>;
 
 // The header promises that both handles may be used from many threads at once.
 const _: fn() = || {
     fn thread_safe<T: Send + Sync>() {}
     thread_safe::<OpenCache>();
-    thread_safe::<CachedFile>();
+    thread_safe::<OpenFile>();
     thread_safe::<CCache>();
     thread_safe::<CFile>();
 };
@@ -132,10 +144,27 @@ pub use handles::Slot;
 use handles::{enter, Live, Table};
 use last_error::{failed, handle_failed, io_failed, pointer_failed};
 
+/// The PAYGO domain of the file handles' `paygo::Arc`s ([`OpenFile`]), made at the first open:
+/// 64 slots per possible CPU (3 KiB a CPU), a slot for each file a CPU holds pages of at once
+/// (more share the slots, correctly, a little slower). `Err` where its tables cannot be
+/// allocated (nothing is made: the next open tries again).
+fn handles_domain() -> Result<&'static paygo::Domain, paygo::ConfigError> {
+    static DOMAIN: OnceLock<paygo::Domain> = OnceLock::new();
+    if let Some(d) = DOMAIN.get() {
+        return Ok(d);
+    }
+    let d = paygo::Domain::try_with_config(paygo::Config {
+        slots_per_cpu: 64,
+        ..paygo::Config::default()
+    })?;
+    // Another thread's, where it made one first (this one is then freed).
+    Ok(DOMAIN.get_or_init(|| d))
+}
+
 /// The caches' handles.
 static CACHES: Table<OpenCache> = Table::new();
 /// The files' handles.
-static FILES: Table<CachedFile> = Table::new();
+static FILES: Table<OpenFile> = Table::new();
 /// Statistics of a cache (`pagecache_stats_t`): [`crate::Stats`] in fixed-width fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -710,9 +739,19 @@ unsafe fn open_in(
         );
     }
     let path = OsStr::from_bytes(path);
+    let domain = match handles_domain() {
+        Ok(d) => d,
+        Err(e) => {
+            return failed(
+                PAGECACHE_ENOMEM,
+                func,
+                format_args!("the PAYGO domain that counts the file handles' pages: {e}"),
+            )
+        }
+    };
     match c.cache.open_with(path, mode) {
         Ok(file) => {
-            let h = FILES.open(file);
+            let h = FILES.open(paygo::Arc::new_in(file, domain));
             // SAFETY: `out` is not null, and the caller gives writable memory for a
             // pointer.
             unsafe { out.write(h) };
@@ -740,8 +779,12 @@ unsafe fn open_in(
 pub unsafe extern "C" fn pagecache_close(file: *mut CFile) -> i32 {
     const F: &str = "pagecache_close";
     boundary(F, PAGECACHE_EINTERNAL, || {
+        // The file, where no page taken through the handle is held (the handle's `Arc` is the
+        // last; a page's put may drop its clone at any time, a get no longer once the close
+        // began: its call would have to enter the handle).
+        let last = |f: OpenFile| paygo::Arc::try_unwrap(f).map_err(|f| (f, PAGECACHE_EBUSY));
         // SAFETY: forwarded contract.
-        match unsafe { FILES.close(file) } {
+        match unsafe { FILES.close_with(file, last) } {
             Ok(f) => {
                 // Kept for the message: the file is consumed by its close.
                 let path = f.path().to_path_buf();
@@ -750,6 +793,14 @@ pub unsafe extern "C" fn pagecache_close(file: *mut CFile) -> i32 {
                     Err(e) => io_failed(io_code(&e), F, Some(&path), &e),
                 }
             }
+            Err(PAGECACHE_EBUSY) => failed(
+                PAGECACHE_EBUSY,
+                F,
+                format_args!(
+                    "pages taken through the handle are held: nothing done (pagecache_page_put \
+                     them, then close)"
+                ),
+            ),
             Err(code) => handle_failed(code, F, "file", file, code),
         }
     })
@@ -766,7 +817,7 @@ unsafe fn io_args(
     file: *const CFile,
     buf: *const c_void,
     len: usize,
-) -> Result<Live<CachedFile>, isize> {
+) -> Result<Live<OpenFile>, isize> {
     // SAFETY: forwarded contract.
     let f = unsafe { enter(file) }
         .map_err(|code| handle_failed(code as isize, func, "file", file, code))?;
@@ -951,6 +1002,236 @@ pub unsafe extern "C" fn pagecache_set_len(file: *const CFile, len: i64) -> i32 
     })
 }
 
+/// A held page (`pagecache_page_t`): memory of the caller's, which [`pagecache_page_get`]
+/// fills with the page it holds and [`pagecache_page_put`] empties. Zeroed
+/// (`PAGECACHE_PAGE_INIT`), it holds no page.
+#[repr(C, align(8))]
+#[derive(Debug, Default)]
+pub struct CPage {
+    /// The held page (its frame, its reference and its file) while one is held; the first
+    /// word is 0 otherwise.
+    pub pagecache_private: [u64; 8],
+}
+
+/// What a [`CPage`] holds while its page is held.
+#[repr(C)]
+struct Held {
+    /// [`HELD`] while the page is held, 0 once it was put (or never got). Accessed atomically
+    /// by the put, so that of two puts of one page (the second a caller's bug), one gives the
+    /// reference back and the other finds it gone.
+    state: u64,
+    /// The frame.
+    frame: u32,
+    /// Bytes of the page inside the file when it was taken: 1 to [`PAGE_SIZE`](crate::PAGE_SIZE).
+    len: u32,
+    /// The file: a clone of its handle's `Arc`, so that the handle cannot be closed while the
+    /// page is held ([`PAGECACHE_EBUSY`]), and the frames stay while the file does.
+    file: OpenFile,
+    /// The reference: the scheme's token.
+    token: crate::dynpage::ErasedToken,
+}
+
+/// [`Held::state`] of a held page ("PAGEHELD").
+const HELD: u64 = u64::from_be_bytes(*b"PAGEHELD");
+
+// A held page fits the header's 64 bytes, aligned as they are.
+const _: () = assert!(
+    core::mem::size_of::<Held>() <= core::mem::size_of::<CPage>()
+        && core::mem::align_of::<Held>() <= core::mem::align_of::<CPage>()
+        && core::mem::offset_of!(Held, state) == 0
+);
+
+/// The state word of a page, or `PAGECACHE_EINVAL` (and the thread's message) for a null or
+/// misaligned pointer.
+///
+/// # Safety
+/// `page` is null, misaligned, or valid for reads and writes of a [`CPage`] whose first word
+/// no other thread accesses during the call but through this function's atomics (a racing
+/// put's).
+unsafe fn page_state<'a>(func: &str, page: *mut CPage) -> Result<&'a AtomicU64, i32> {
+    if page.is_null() || !page.is_aligned() {
+        return Err(pointer_failed(PAGECACHE_EINVAL, func, "page", page));
+    }
+    // SAFETY: aligned for a `u64` (a `CPage` is), valid for reads and writes (the caller's
+    // contract); accessed only atomically while other threads may (a racing put).
+    Ok(unsafe { AtomicU64::from_ptr(page.cast::<u64>()) })
+}
+
+/// Takes a reference on page `index` of the file (filling it from the file on a miss, as a
+/// read does) and stores it in `*page`: the page stays in its frame, neither evicted nor
+/// dropped, until [`pagecache_page_put`], and [`pagecache_page_read`] copies its bytes with no
+/// lookup. Returns the bytes of the page inside the file (1 to 4096), or an error:
+/// `PAGECACHE_EINVAL` (a null handle, a null or misaligned `page`), `PAGECACHE_EBADF` (a closed
+/// handle), `-ENXIO` (a page at or past the end of the file), `PAGECACHE_ENOMEM` (every frame
+/// of the cache is held), a fill's `-errno`. On an error, `*page` is left as it was.
+///
+/// # Safety
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `page` is
+/// null, misaligned, or writable for a [`CPage`] that no other thread accesses during the
+/// call, and holds no page (one it holds is overwritten, its reference leaked).
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_page_get(
+    file: *const CFile,
+    index: u64,
+    page: *mut CPage,
+) -> isize {
+    const F: &str = "pagecache_page_get";
+    boundary(F, PAGECACHE_EINTERNAL as isize, || {
+        // SAFETY: forwarded contract.
+        let f = match unsafe { enter(file) } {
+            Ok(f) => f,
+            Err(code) => return handle_failed(code as isize, F, "file", file, code),
+        };
+        if page.is_null() || !page.is_aligned() {
+            return pointer_failed(PAGECACHE_EINVAL as isize, F, "page", page);
+        }
+        let (frame, len, token) = match f.inner.page(index) {
+            Ok(parts) => parts,
+            Err(e) => {
+                let code = match e.kind() {
+                    io::ErrorKind::UnexpectedEof => -libc::ENXIO,
+                    _ => io_code(&e),
+                };
+                return io_failed(code as isize, F, Some(f.path()), &e);
+            }
+        };
+        let held = Held {
+            state: 0,
+            frame,
+            len: len as u32,
+            file: paygo::Arc::clone(&*f),
+            token,
+        };
+        // SAFETY: `page` is not null, aligned, and writable for a `CPage`, which a `Held`
+        // fits, and no other thread accesses it (the caller's contract).
+        unsafe { page.cast::<Held>().write(held) };
+        // SAFETY: as above.
+        let state = unsafe { page_state(F, page) }.expect("checked above");
+        // Release: pairs with the Acquire swap of `pagecache_page_put`: a put on another
+        // thread that sees the page held sees what the get wrote.
+        state.store(HELD, Ordering::Release);
+        len as isize
+    })
+}
+
+/// Copies up to `len` bytes of the held page at `offset` within it into `buf`: the number of
+/// bytes copied (fewer than `len` at the end of the page's bytes inside the file, 0 at or past
+/// it), or `PAGECACHE_EINVAL` (a null or misaligned `page`, a null `buf` with `len > 0`, `len >
+/// SSIZE_MAX`), `PAGECACHE_EBADF` (`page` holds no page: put, or zeroed and never got). A write
+/// through the file lands in the same frame: the next read of the page sees it.
+///
+/// # Safety
+/// `page` is null, misaligned, or a [`CPage`] that [`pagecache_page_get`] filled, zeroed, or
+/// given back by [`pagecache_page_put`], which no other thread writes during the call (reads of
+/// it on many threads at once are allowed, a put racing them is not); `buf` is null or writable
+/// for `len` bytes that no other thread accesses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_page_read(
+    page: *const CPage,
+    buf: *mut c_void,
+    len: usize,
+    offset: usize,
+) -> isize {
+    const F: &str = "pagecache_page_read";
+    // Not `boundary`: a copy out of a frame makes no system call.
+    catches(F, PAGECACHE_EINTERNAL as isize, || {
+        if page.is_null() || !page.is_aligned() {
+            return pointer_failed(PAGECACHE_EINVAL as isize, F, "page", page);
+        }
+        // A plain load: no put may run meanwhile, and a get of this page on another thread
+        // was ordered before this call by the caller, as its writes of any memory must be
+        // (the pointer may also be read-only: `const`). Only two puts may race each other.
+        // SAFETY: not null, aligned, and readable for a `CPage` (the caller's contract).
+        if unsafe { page.cast::<u64>().read() } != HELD {
+            return failed(
+                PAGECACHE_EBADF as isize,
+                F,
+                format_args!("page holds no page (given back by pagecache_page_put, or never got)"),
+            );
+        }
+        if len > isize::MAX as usize {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
+            );
+        }
+        if buf.is_null() && len > 0 {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!("buf is NULL and len is {len}, not 0"),
+            );
+        }
+        // SAFETY: the page is held: `pagecache_page_get` wrote a `Held` there, which no put
+        // takes while this call reads it (the caller's contract).
+        let held = unsafe { &*page.cast::<Held>() };
+        let n = (held.len as usize).saturating_sub(offset).min(len);
+        if n == 0 {
+            return 0;
+        }
+        let buf = buf.cast::<u8>();
+        // SAFETY: `buf` is not null and writable for `len >= n` bytes that nobody else
+        // accesses during the call; zeroed first, so the slice holds initialised bytes.
+        let part = unsafe {
+            core::ptr::write_bytes(buf, 0, n);
+            core::slice::from_raw_parts_mut(buf, n)
+        };
+        held.file.inner.read_frame(held.frame, offset, part);
+        n as isize
+    })
+}
+
+/// Gives back the reference of a page that [`pagecache_page_get`] stored in `*page`: the page
+/// may be evicted again, and `*page` holds no page. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL`
+/// (a null or misaligned `page`), or `PAGECACHE_EBADF` (`page` holds no page: a second put, or
+/// zeroed and never got; nothing done). Its file handle may have been closed meanwhile only
+/// with no page held, so never before this put: [`pagecache_close`] returns
+/// [`PAGECACHE_EBUSY`] until then.
+///
+/// # Safety
+/// `page` is null, misaligned, or a [`CPage`] that [`pagecache_page_get`] filled, zeroed, or
+/// given back; no other thread reads it during the call (two puts at once are allowed: one
+/// gives the page back, the other returns `PAGECACHE_EBADF`). A copy of a held page is not a
+/// page: only the one that the get filled is put.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_page_put(page: *mut CPage) -> i32 {
+    const F: &str = "pagecache_page_put";
+    catches(F, PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let state = match unsafe { page_state(F, page) } {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        // Acquire: pairs with the Release store of `pagecache_page_get` (the `Held` is seen).
+        // This thread alone sees it held, and takes it.
+        if state.swap(0, Ordering::Acquire) != HELD {
+            return failed(
+                PAGECACHE_EBADF,
+                F,
+                format_args!("page holds no page (given back already, or never got)"),
+            );
+        }
+        let held = page.cast::<Held>();
+        // SAFETY: the page was held, and this thread's swap took it: the fields that the get
+        // wrote are read once, here, each alone (not the state word, which a racing put's swap
+        // may be reading).
+        let (frame, file, token) = unsafe {
+            (
+                (&raw const (*held).frame).read(),
+                (&raw const (*held).file).read(),
+                (&raw const (*held).token).read(),
+            )
+        };
+        // SAFETY: `frame` and `token` are the parts of one `page` of this file (the get's),
+        // given back once (the swap above).
+        unsafe { file.inner.put_frame(frame, token) };
+        // The file's `Arc` clone goes last: the frames stay while the file does.
+        drop(file);
+        PAGECACHE_OK
+    })
+}
+
 /// The file's length in bytes (its size at open, grown by writes through the cache, set by
 /// `pagecache_set_len`), or `PAGECACHE_EINVAL` (a null handle), `PAGECACHE_EBADF` (a closed
 /// handle).
@@ -1091,6 +1372,9 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         PAGECACHE_EUNFIT => c"the counting scheme cannot serve a page cache",
         PAGECACHE_E2BIG => {
             c"options of a later version of the library (a setting this one does not know is set, or a size above 4096)"
+        }
+        PAGECACHE_EBUSY => {
+            c"handle busy (pages taken through the file handle are still held: put them, then close)"
         }
         PAGECACHE_EFORKED => {
             c"handle in use by a thread of the parent when the process forked (closed, not freed)"

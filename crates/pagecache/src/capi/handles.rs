@@ -139,6 +139,24 @@ impl<T: Send + Sync + 'static> Table<T> {
     /// `p` is null, misaligned, or a handle this table returned (live, closed or reused).
     pub(super) unsafe fn close(&self, p: *const Slot<T>) -> Result<T, i32> {
         // SAFETY: forwarded contract.
+        unsafe { self.close_with(p, Ok) }
+    }
+
+    /// [`Table::close`], where `keep` decides, once every call on the handle that began before
+    /// the close returned: `Ok(r)` closes the handle (`r` is returned), `Err((value, code))`
+    /// puts `value` back and makes the handle live again, and returns `Err(code)`. A call that
+    /// raced such a close may have been refused with `PAGECACHE_EBADF` meanwhile (a call racing
+    /// a close is the caller's bug: see `Slot`); no open takes the slot meanwhile, as it is not
+    /// on the free list. A `keep` that unwinds leaves the handle closed and its slot unused.
+    ///
+    /// # Safety
+    /// As [`Table::close`].
+    pub(super) unsafe fn close_with<R>(
+        &self,
+        p: *const Slot<T>,
+        keep: impl FnOnce(T) -> Result<R, (T, i32)>,
+    ) -> Result<R, i32> {
+        // SAFETY: forwarded contract.
         let slot = unsafe { slot_ref(p) }.ok_or(PAGECACHE_EINVAL)?;
         let mut s = slot.state.load(Ordering::Relaxed);
         loop {
@@ -163,10 +181,30 @@ impl<T: Send + Sync + 'static> Table<T> {
         }
         // SAFETY: this thread won the slot's close, and every call that saw it live has
         // dropped its pin (later calls see it closed and leave the value alone): it holds the
-        // slot alone until it puts it back on the free list below.
-        let value = unsafe { (*slot.value.get()).take() };
-        lock(&self.free).push(slot);
-        value.ok_or(PAGECACHE_EINTERNAL)
+        // slot alone until it puts it back on the free list, or live again, below.
+        let Some(value) = (unsafe { (*slot.value.get()).take() }) else {
+            lock(&self.free).push(slot);
+            return Err(PAGECACHE_EINTERNAL);
+        };
+        match keep(value) {
+            Ok(r) => {
+                lock(&self.free).push(slot);
+                Ok(r)
+            }
+            Err((value, code)) => {
+                // SAFETY: this thread still holds the slot alone (above): closed, off the free
+                // list, and no call reads its value.
+                unsafe { *slot.value.get() = Some(value) };
+                // Only a closer changes the state, and this thread won the close: the closed
+                // state it stored is the last store.
+                let s = slot.state.load(Ordering::Relaxed);
+                // Release: as `open`'s store, pairs with the Acquire load in `enter` and the
+                // Acquire compare-and-swap of a later close: whoever sees the slot live again
+                // sees the value put back.
+                slot.state.store(s | LIVE, Ordering::Release);
+                Err(code)
+            }
+        }
     }
 }
 

@@ -538,7 +538,7 @@ fn the_last_close_returns_the_write_back_error() {
         Ok(())
     }));
     let cache = PageCache::new(cfg).expect("cache");
-    let handle = || FILES.open(cache.open(&p).expect("open"));
+    let handle = || FILES.open(paygo::Arc::new(cache.open(&p).expect("open")));
     let (a, b) = (handle(), handle());
     // SAFETY: live handles (from the files' table, as `pagecache_open` makes them), each
     // closed once, and a buffer of 5 bytes.
@@ -662,7 +662,7 @@ fn io_errors_return_their_errno_and_lose_nothing() {
             Ok(())
         }));
         let cache = PageCache::new(cfg).expect("cache");
-        let f = FILES.open(cache.open(&p).expect("open"));
+        let f = FILES.open(paygo::Arc::new(cache.open(&p).expect("open")));
         let eio = -libc::EIO as isize;
         let mut b = [0u8; 4];
         let bp = b.as_mut_ptr().cast::<c_void>();
@@ -1575,7 +1575,7 @@ fn last_error_of_file_calls_names_the_file_and_the_cause() {
         Ok(())
     }));
     let cache = PageCache::new(cfg).expect("cache");
-    let f = FILES.open(cache.open(&p).expect("open"));
+    let f = FILES.open(paygo::Arc::new(cache.open(&p).expect("open")));
     let mut b = [0u8; 8];
     let bp = b.as_mut_ptr().cast::<c_void>();
     let big = isize::MAX as usize + 1;
@@ -1746,4 +1746,154 @@ fn last_error_keeps_nul_bytes_and_panics() {
     let rc = catches("pagecache_w", -2, || std::panic::panic_any(PanicsOnDrop));
     says(rc, -2, "pagecache_w", &["a panic without a message"]);
     assert!(!last_error::NO_ROOM.to_bytes().is_empty());
+}
+
+/// Held pages: each refusal of `pagecache_page_get`, `pagecache_page_read` and
+/// `pagecache_page_put` has its code and a message naming the function and the cause, and a
+/// close with pages held is `PAGECACHE_EBUSY`, nothing done, the handle still open.
+#[test]
+fn last_error_of_held_pages_names_the_cause_and_a_busy_close_changes_nothing() {
+    let _tables = shared_tables();
+    let len = 2 * PAGE_SIZE + 10;
+    let (_dir, path) = file_of(len);
+    let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let mut page = CPage::default();
+    let mut b = [0u8; 16];
+    // SAFETY: live handles, a page of this test's, buffers of their lengths; the messages are
+    // read before the thread's next call.
+    unsafe {
+        let rc = pagecache_page_read(&page, b.as_mut_ptr().cast(), 8, 0);
+        says(
+            rc,
+            PAGECACHE_EBADF as isize,
+            "pagecache_page_read",
+            &["holds no page"],
+        );
+        let rc = pagecache_page_put(&mut page);
+        says(
+            rc,
+            PAGECACHE_EBADF,
+            "pagecache_page_put",
+            &["holds no page"],
+        );
+        let rc = pagecache_page_get(f, 3, &mut page);
+        says(
+            rc,
+            -libc::ENXIO as isize,
+            "pagecache_page_get",
+            &["page 3 is past the end"],
+        );
+        assert_eq!(page.pagecache_private, [0; 8], "untouched");
+        let rc = pagecache_page_get(f, 0, null_mut());
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_page_get",
+            &["page is NULL"],
+        );
+        let odd = (&raw mut page).cast::<u8>().add(1).cast::<CPage>();
+        let rc = pagecache_page_get(f, 0, odd);
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_page_get",
+            &["misaligned"],
+        );
+        let rc = pagecache_page_get(null(), 0, &mut page);
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_page_get",
+            &["file is NULL"],
+        );
+        assert_eq!(pagecache_page_get(f, 2, &mut page), 10);
+        assert_eq!(pagecache_page_read(&page, b.as_mut_ptr().cast(), 16, 0), 10);
+        assert_eq!(
+            b[..10],
+            core::array::from_fn::<u8, 10, _>(|k| (2 * PAGE_SIZE + k) as u8)
+        );
+        let rc = pagecache_page_read(&page, null_mut(), 1, 0);
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_page_read",
+            &["buf is NULL"],
+        );
+        let rc = pagecache_page_read(&page, b.as_mut_ptr().cast(), usize::MAX, 0);
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_page_read",
+            &["above SSIZE_MAX"],
+        );
+        // Both frames held: no third page.
+        let mut other = CPage::default();
+        assert_eq!(pagecache_page_get(f, 0, &mut other), PAGE_SIZE as isize);
+        let rc = pagecache_page_get(f, 1, &mut CPage::default());
+        says(
+            rc,
+            PAGECACHE_ENOMEM as isize,
+            "pagecache_page_get",
+            &["every frame is referenced"],
+        );
+        assert_eq!(pagecache_page_put(&mut other), PAGECACHE_OK);
+        // A close with the page held: refused, and the handle goes on working.
+        let rc = pagecache_close(f);
+        says(
+            rc,
+            PAGECACHE_EBUSY,
+            "pagecache_close",
+            &["pages taken through the handle are held"],
+        );
+        assert_eq!(text(PAGECACHE_EBUSY), "handle busy (pages taken through the file handle are still held: put them, then close)");
+        check(f, len);
+        assert_eq!(pagecache_page_put(&mut page), PAGECACHE_OK);
+        assert_eq!(page.pagecache_private[0], 0);
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        assert_eq!(pagecache_close(f), PAGECACHE_EBADF);
+        pagecache_free(c);
+    }
+}
+
+/// Two puts of one held page racing each other: exactly one gives it back (the frame's
+/// reference is dropped once: the file closes, and `drop_cache` then frees the frame), the
+/// other returns `PAGECACHE_EBADF`.
+#[test]
+fn racing_puts_of_a_page_give_it_back_once() {
+    let _tables = shared_tables();
+    let (_dir, path) = file_of(PAGE_SIZE);
+    for scheme in [c"paygo", c"atomic"] {
+        let c = new_cache(1, scheme, PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        for _ in 0..if cfg!(miri) { 4 } else { 200 } {
+            let mut page = CPage::default();
+            // SAFETY: a live handle and a page of this test's.
+            assert_eq!(
+                unsafe { pagecache_page_get(f, 0, &mut page) },
+                PAGE_SIZE as isize
+            );
+            let p = Shared(&raw mut page);
+            let codes: Vec<i32> = std::thread::scope(|s| {
+                let t: Vec<_> = (0..2)
+                    // SAFETY: the page is held; two puts may race (see the header).
+                    .map(|_| s.spawn(move || unsafe { pagecache_page_put(p.get()) }))
+                    .collect();
+                t.into_iter().map(|t| t.join().expect("put")).collect()
+            });
+            let mut sorted = codes.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [PAGECACHE_EBADF, PAGECACHE_OK], "{codes:?}");
+        }
+        // SAFETY: live handles. The one frame is free again: the reference was dropped once
+        // per page (a second put would have made the count negative or freed it under a get).
+        unsafe {
+            assert_eq!(pagecache_drop_cache(f), 1);
+            let mut page = CPage::default();
+            assert_eq!(pagecache_page_get(f, 0, &mut page), PAGE_SIZE as isize);
+            assert_eq!(pagecache_page_put(&mut page), PAGECACHE_OK);
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            pagecache_free(c);
+        }
+    }
 }
