@@ -1,4 +1,7 @@
-#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+// Not under loom: these tests start child processes and check the rseq path, which loom builds
+// do not have (`testing::own_rseq_skip_reason` is not built there, and `Word` is implemented for
+// loom's atomics, not std's).
+#![cfg(all(target_arch = "x86_64", target_os = "linux", not(loom)))]
 
 //! The crate's own rseq registration, where libc registers none (glibc before 2.35, or
 //! `GLIBC_TUNABLES=glibc.pthread.rseq=0`). glibc reads its tunables at start-up only, so each

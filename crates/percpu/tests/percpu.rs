@@ -1,6 +1,11 @@
 //! Public-API tests of the per-CPU substrate. Run on both paths: plain, and with
 //! `PERCPU_FORCE_FALLBACK=1` (CI does both).
 
+// Not under loom: these tests run the sections on real threads with std's atomics (`Word` is
+// implemented for loom's stand-ins there, not std's) and time some waits; the loom models of
+// the sections are this crate's unit tests (`src/percpu.rs`).
+#![cfg(not(loom))]
+
 use percpu::testing::reps;
 use percpu::{Check, Fail, PerCpu};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};

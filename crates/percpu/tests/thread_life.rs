@@ -1,6 +1,11 @@
 //! Critical sections at the edges of a thread's life: in a child made by `fork`, in a
 //! thread-local destructor, and in a signal handler that interrupts sections of its thread.
 
+// Not under loom: these tests fork, run sections in thread-local destructors and signal
+// handlers on real threads, with std's atomics (`Word` is implemented for loom's stand-ins
+// there, not std's); none of that runs inside a loom model.
+#![cfg(not(loom))]
+
 use percpu::{Fail, PerCpu};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
