@@ -101,27 +101,154 @@ fn detect_possible() -> usize {
     (n.max(1) as usize).max(kernel_mask_bits().unwrap_or(0))
 }
 
-/// The highest CPU number of the kernel's list of possible CPUs (sysfs), read into a buffer on
-/// the stack where it fits (a list longer than 512 bytes is read into a `String`): the first use of
-/// the crate may come where no allocation succeeds (a C caller out of memory), and the count
-/// it finds is kept for the life of the process, so it must not depend on the allocator.
+/// The highest CPU number of the kernel's list of possible CPUs (sysfs), read in chunks into a
+/// buffer on the stack and parsed as it comes ([`CpuListScan`]), whatever the list's length (a
+/// list of scattered CPU numbers is long: `0,2,4,...,1022` is 2,005 bytes): the first use of
+/// the crate may come where no allocation succeeds (a C caller out of memory), and the count it
+/// finds is kept for the life of the process, so it must not depend on the allocator.
 #[cfg(not(loom))]
 fn possible_listed() -> Option<usize> {
-    use std::io::Read;
-    const PATH: &str = "/sys/devices/system/cpu/possible";
-    let mut buf = [0u8; 512];
-    let mut f = std::fs::File::open(PATH).ok()?;
-    let mut len = 0;
-    while len < buf.len() {
-        match f.read(&mut buf[len..]) {
-            Ok(0) => return parse_cpu_list_max(core::str::from_utf8(&buf[..len]).ok()?.trim()),
-            Ok(n) => len += n,
+    list_max_at("/sys/devices/system/cpu/possible")
+}
+
+/// [`list_max_from`] the file at `path` (opening it allocates nothing for a path of up to a few
+/// hundred bytes: std builds its C string on the stack).
+#[cfg(not(loom))]
+fn list_max_at(path: &str) -> Option<usize> {
+    list_max_from(std::fs::File::open(path).ok()?)
+}
+
+/// The highest CPU number of the CPU list `r` holds (a sysfs file: [`parse_cpu_list_max`]'s
+/// syntax, with whitespace around it, such as the newline that ends the file), read in chunks
+/// of at most 256 bytes, allocating nothing. `None` where the list is malformed or cannot be
+/// read.
+#[cfg(not(loom))]
+fn list_max_from(mut r: impl std::io::Read) -> Option<usize> {
+    let mut buf = [0u8; 256];
+    let mut scan = CpuListScan::new(true);
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return scan.finish(),
+            Ok(n) => {
+                if !scan.feed(&buf[..n]) {
+                    return None;
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return None,
         }
     }
-    let s = std::fs::read_to_string(PATH).ok()?;
-    parse_cpu_list_max(s.trim())
+}
+
+/// Where a [`CpuListScan`] is in its list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScanAt {
+    /// Before the list: whitespace (where it is allowed around the list) or its first digit.
+    Start,
+    /// In a part's first number (or before it, after a comma).
+    First,
+    /// In a range's second number (or before it, after the `-`).
+    Second,
+    /// After the list and the whitespace that ended it: only more whitespace may follow.
+    End,
+    /// Malformed: [`CpuListScan::finish`] returns `None`.
+    Bad,
+}
+
+/// [`parse_cpu_list_max`] as a scan that takes the list in pieces of any size (each byte once,
+/// no allocation, constant memory), so that a list of any length can be read in chunks.
+/// `around` allows ASCII whitespace before and after the list (the newline that ends a sysfs
+/// file), never inside it.
+#[derive(Clone, Copy, Debug)]
+struct CpuListScan {
+    at: ScanAt,
+    around: bool,
+    /// The number being read (at most `i32::MAX`), and whether it has a digit yet.
+    n: usize,
+    digits: bool,
+    /// The first number of the range being read ([`ScanAt::Second`]).
+    lo: usize,
+    /// The highest number of the parts read so far.
+    max: Option<usize>,
+}
+
+impl CpuListScan {
+    fn new(around: bool) -> Self {
+        CpuListScan {
+            at: ScanAt::Start,
+            around,
+            n: 0,
+            digits: false,
+            lo: 0,
+            max: None,
+        }
+    }
+
+    /// Ends the number being read: the part's highest CPU (`lo-n` or `n`) is taken into the
+    /// maximum. False (and `Bad`) where there is no number, or the range is reversed.
+    fn end_part(&mut self) -> bool {
+        if !self.digits || (self.at == ScanAt::Second && self.n < self.lo) {
+            self.at = ScanAt::Bad;
+            return false;
+        }
+        self.max = Some(self.max.map_or(self.n, |m| m.max(self.n)));
+        self.n = 0;
+        self.digits = false;
+        true
+    }
+
+    /// Takes the next bytes of the list. False once the list is malformed (nothing that
+    /// follows can mend it).
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            if self.at == ScanAt::Start {
+                if self.around && b.is_ascii_whitespace() {
+                    continue;
+                }
+                self.at = ScanAt::First;
+            }
+            match (self.at, b) {
+                (ScanAt::Bad, _) => return false,
+                (ScanAt::End, b) if b.is_ascii_whitespace() => {}
+                (ScanAt::First | ScanAt::Second, b'0'..=b'9') => {
+                    self.n = self.n * 10 + usize::from(b - b'0');
+                    self.digits = true;
+                    // No CPU has a number above i32::MAX (the kernel's are `int`s); refused
+                    // here, the number never overflows.
+                    if self.n > i32::MAX as usize {
+                        self.at = ScanAt::Bad;
+                    }
+                }
+                (ScanAt::First, b'-') if self.digits => {
+                    self.lo = self.n;
+                    self.n = 0;
+                    self.digits = false;
+                    self.at = ScanAt::Second;
+                }
+                (ScanAt::First | ScanAt::Second, b',') => {
+                    if self.end_part() {
+                        self.at = ScanAt::First;
+                    }
+                }
+                (ScanAt::First | ScanAt::Second, b) if self.around && b.is_ascii_whitespace() => {
+                    if self.end_part() {
+                        self.at = ScanAt::End;
+                    }
+                }
+                _ => self.at = ScanAt::Bad,
+            }
+        }
+        self.at != ScanAt::Bad
+    }
+
+    /// The highest CPU number of the list, or `None` if it is malformed or empty.
+    fn finish(mut self) -> Option<usize> {
+        match self.at {
+            ScanAt::First | ScanAt::Second => self.end_part().then_some(self.max?),
+            ScanAt::End => self.max,
+            ScanAt::Start | ScanAt::Bad => None,
+        }
+    }
 }
 
 /// The bits of the kernel's CPU mask (`nr_cpu_ids` rounded up to a multiple of 64): every CPU
@@ -194,29 +321,9 @@ fn mask_bits_with(mut getaffinity: impl FnMut(usize) -> Option<usize>) -> Option
 /// newlines inside, and a number no CPU can have (above `i32::MAX`: the kernel's CPU numbers are
 /// `int`s), so that one more than the answer, a count of CPUs, never overflows.
 pub fn parse_cpu_list_max(s: &str) -> Option<usize> {
-    /// A CPU number: ASCII digits only (`str::parse` also takes a leading `+`), at most
-    /// `i32::MAX`.
-    fn number(s: &str) -> Option<usize> {
-        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        s.parse::<usize>().ok().filter(|&n| n <= i32::MAX as usize)
-    }
-    let mut max = None;
-    for part in s.split(',') {
-        let hi = match part.split_once('-') {
-            Some((lo, hi)) => {
-                let (lo, hi) = (number(lo)?, number(hi)?);
-                if hi < lo {
-                    return None;
-                }
-                hi
-            }
-            None => number(part)?,
-        };
-        max = Some(max.map_or(hi, |m: usize| m.max(hi)));
-    }
-    max
+    let mut scan = CpuListScan::new(false);
+    scan.feed(s.as_bytes());
+    scan.finish()
 }
 
 /// The number of CPUs online now (`sysconf(_SC_NPROCESSORS_ONLN)`).
@@ -364,6 +471,159 @@ mod tests {
             "99999999999999999999999",
         ] {
             assert_eq!(parse_cpu_list_max(s), None, "{s:?}");
+        }
+    }
+
+    /// A sparse list, `0,2,4,...,1022` and a newline (2,005 bytes: longer than the reader's
+    /// buffer, and than the 512 bytes it read on the stack before), and a list of ranges.
+    #[cfg(not(loom))]
+    fn long_lists() -> [(String, usize); 2] {
+        let evens = (0..512).map(|c| (2 * c).to_string()).collect::<Vec<_>>();
+        let ranges = (0..300)
+            .map(|c| format!("{}-{}", 4 * c, 4 * c + 2))
+            .collect::<Vec<_>>();
+        [
+            (evens.join(",") + "\n", 1022),
+            (ranges.join(",") + "\n", 1198),
+        ]
+    }
+
+    /// A reader that hands out at most `chunk` bytes per read, and an `Interrupted` error
+    /// before every other read (a signal during `read`), as a file may.
+    #[cfg(not(loom))]
+    struct Chunks<'a> {
+        rest: &'a [u8],
+        chunk: usize,
+        interrupt: bool,
+    }
+
+    #[cfg(not(loom))]
+    impl std::io::Read for Chunks<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            let n = self.rest.len().min(self.chunk).min(buf.len());
+            buf[..n].copy_from_slice(&self.rest[..n]);
+            self.rest = &self.rest[n..];
+            Ok(n)
+        }
+    }
+
+    /// A list longer than the reader's buffer is parsed whole, in whatever pieces the reads
+    /// return: its highest CPU is the last part's, past the first 512 bytes.
+    #[cfg(not(loom))]
+    #[test]
+    fn a_long_cpu_list_is_read_in_chunks() {
+        for (list, max) in long_lists() {
+            assert!(list.len() > 1024, "{}", list.len());
+            assert_eq!(parse_cpu_list_max(list.trim()), Some(max));
+            for chunk in (1..=17).chain([255, 256, 257, 511, 512, 513, 4096]) {
+                let r = Chunks {
+                    rest: list.as_bytes(),
+                    chunk,
+                    interrupt: false,
+                };
+                assert_eq!(list_max_from(r), Some(max), "chunks of {chunk} bytes");
+            }
+        }
+    }
+
+    /// A file holding a list of 2,005 bytes (or 2,445) is read without an allocation: the count
+    /// of CPUs is taken where none may succeed (see `possible_listed`). The list was read into
+    /// a `String` past 512 bytes, which the refusal turned into `None`.
+    #[cfg(not(loom))]
+    #[test]
+    fn a_long_cpu_list_file_is_read_without_allocating() {
+        let path = std::env::temp_dir().join(format!("percpu-cpu-list-{}", std::process::id()));
+        for (list, max) in long_lists() {
+            std::fs::write(&path, &list).expect("writing the list");
+            let p = path.to_str().expect("a UTF-8 temporary directory");
+            let (read, refused) = crate::testing::refusing(0, false, || list_max_at(p));
+            assert_eq!(read, Some(max));
+            assert!(!refused, "an allocation was asked for");
+        }
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(list_max_at("/nonexistent/percpu-cpu-list"), None);
+    }
+
+    /// The file reader takes whitespace around the list (the newline that ends a sysfs file),
+    /// never inside it, and refuses what `parse_cpu_list_max` refuses.
+    #[cfg(not(loom))]
+    #[test]
+    fn cpu_list_files_of_every_shape() {
+        let read = |s: &str| list_max_from(s.as_bytes());
+        for (s, max) in [
+            ("0", Some(0)),
+            ("0\n", Some(0)),
+            ("0-3", Some(3)),
+            ("0-3\n", Some(3)),
+            ("0-3,8-11\n", Some(11)),
+            ("8-11,0-3\n", Some(11)),
+            ("7,0-3\n", Some(7)),
+            (" 0-3 \n\n", Some(3)),
+            ("00000000000000000000003\n", Some(3)),
+            ("2147483647\n", Some(i32::MAX as usize)),
+            ("", None),
+            ("\n", None),
+            ("  \n ", None),
+            ("0 3\n", None),
+            ("0-3\n4\n", None),
+            ("0-\n", None),
+            ("0,\n", None),
+            ("-3\n", None),
+            ("3-1\n", None),
+            ("0-1-2\n", None),
+            ("2147483648\n", None),
+            ("99999999999999999999999\n", None),
+            ("0\u{0}\n", None),
+        ] {
+            assert_eq!(read(s), max, "{s:?}");
+        }
+    }
+
+    /// A list split anywhere parses as it does whole: the scan carries a number, a range and
+    /// the whitespace around the list across the pieces.
+    #[test]
+    fn a_cpu_list_split_anywhere_parses_the_same() {
+        for s in [
+            "0",
+            "0-3",
+            "0-3,8-11",
+            "0,2,5",
+            "3-1",
+            "0-",
+            "-3",
+            "0,,3",
+            "3,",
+            "+3",
+            "0 - 3",
+            "0-3\n",
+            " 3",
+            "",
+            "2147483647",
+            "2147483648",
+            "0-2147483648",
+            "1023,0-1022",
+        ] {
+            let whole = parse_cpu_list_max(s);
+            let mut around = CpuListScan::new(true);
+            around.feed(s.as_bytes());
+            let whole_around = around.finish();
+            for at in 0..=s.len() {
+                let (a, b) = s.as_bytes().split_at(at);
+                for (flag, expected) in [(false, whole), (true, whole_around)] {
+                    let mut scan = CpuListScan::new(flag);
+                    scan.feed(a);
+                    scan.feed(b);
+                    assert_eq!(
+                        scan.finish(),
+                        expected,
+                        "{s:?} split at {at}, around {flag}"
+                    );
+                }
+            }
         }
     }
 

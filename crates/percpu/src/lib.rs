@@ -19,6 +19,12 @@ pub mod sync;
 pub mod testing;
 mod word;
 
+/// The unit tests' allocator: the system's, except inside [`testing::refusing`], where the
+/// tests of what must allocate nothing (reading the CPU list) refuse every allocation.
+#[cfg(test)]
+#[global_allocator]
+static ALLOC: testing::Refusing = testing::Refusing;
+
 /// The mutation switch of the loom demonstrations (`--cfg paygo_loom_bug`): the models of this
 /// crate and of paygo that a weaker ordering must fail. Not part of the public API.
 #[doc(hidden)]
