@@ -356,9 +356,11 @@ pub fn online_cpus() -> usize {
 /// call); under loom it returns the CPU that `loom_set_cpu` set for the model thread.
 ///
 /// # Panics
-/// Where this crate registers the rseq areas ([`crate::Registrar::Percpu`]) and another library
-/// registered one for the calling thread first, as the thread's first critical section does:
-/// the thread can run no section, and no other path may be mixed with them.
+/// Where this crate registers the rseq areas ([`crate::Registrar::Percpu`]) and the calling
+/// thread's cannot be registered (another library registered one for the thread first, or a
+/// seccomp filter denies the `rseq` system call to it), as the thread's first critical section
+/// does: the thread can run no section, and no other path may be mixed with them. The message
+/// names the system call's error and its likely cause.
 #[inline]
 pub fn current_cpu() -> usize {
     #[cfg(loom)]

@@ -31,12 +31,12 @@ pub enum FallbackReason {
     /// No rseq area could be registered: the kernel refused glibc's (or has no rseq: before
     /// Linux 4.18), or, where libc registers none (glibc before 2.35, or
     /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`), this crate's own could not be: the kernel
-    /// refused it, another library registered rseq for the thread that decided the path first,
-    /// this crate's thread-local storage is not at one offset from every thread pointer (a
-    /// library loaded with `dlopen`, or the thread that compares it could not be started), or
-    /// the C library is not glibc (musl unmaps a detached thread's
-    /// thread-local storage before the thread exits, while the kernel may still write an area
-    /// there).
+    /// refused it (or a seccomp filter denied the system call), another library registered rseq
+    /// for the thread that decided the path first, this crate's thread-local storage is not at
+    /// one offset from every thread pointer (a library loaded with `dlopen`, or the thread that
+    /// compares it could not be started), or the C library is not glibc (musl unmaps a detached
+    /// thread's thread-local storage before the thread exits, while the kernel may still write
+    /// an area there).
     NotRegistered,
     /// rseq is registered but the kernel lacks `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`, which
     /// [`crate::PerCpu::fence`] needs.
@@ -75,7 +75,8 @@ pub enum Registrar {
     /// `GLIBC_TUNABLES=glibc.pthread.rseq=0`): one area per thread in thread-local storage,
     /// registered when the thread's first critical section fails for want of it (or by its
     /// first [`crate::current_cpu`]), as librseq does. A thread for which another library
-    /// registered rseq first cannot run critical sections: its first one panics, naming
+    /// registered rseq first, or which a seccomp filter denies the `rseq` system call, cannot
+    /// run critical sections: its first one panics, naming the error and
     /// `PERCPU_FORCE_FALLBACK`. Code that unloads this crate's library must call
     /// [`crate::prepare_unload`] on every thread that used it.
     Percpu,

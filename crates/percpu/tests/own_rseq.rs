@@ -180,17 +180,14 @@ fn registered_by_another_library() {
     })
     .join()
     .expect("the thread itself does not panic");
-    let message = |e: Box<dyn std::any::Any + Send>| {
-        e.downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| e.downcast_ref::<String>().cloned())
-            .unwrap_or_default()
-    };
-    // The first section and a CPU read both panic, naming the way out; nothing was counted.
+    // The first section and a CPU read both panic, naming the cause (the kernel's EINVAL) and
+    // the way out; nothing was counted.
     let (section, read, total) = r;
     for (what, r) in [("section", section), ("CPU read", read)] {
         let msg = message(r.expect_err(what));
         assert!(msg.contains("PERCPU_FORCE_FALLBACK"), "{what}: {msg}");
+        assert!(msg.contains("another library registered"), "{what}: {msg}");
+        assert!(msg.contains("(os error 22)"), "{what}: {msg}");
     }
     assert_eq!(total, 0);
     // Other threads are unaffected.
@@ -207,6 +204,63 @@ fn a_thread_registered_by_another_library_panics() {
     in_child(
         "a_thread_registered_by_another_library_panics",
         registered_by_another_library,
+    );
+}
+
+/// A panic's message.
+fn message(e: Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// Threads denied the `rseq` system call by a seccomp filter (as a sandbox may), with `EPERM`,
+/// `ENOSYS` and another error, after the path was decided on the crate's own areas: each
+/// thread's first section and CPU read panic, naming the filter and the error, not another
+/// library (which the message blamed, whatever the error); nothing is counted, and other
+/// threads are unaffected.
+fn denied_rseq_by_seccomp() {
+    if !child_on_own_areas() {
+        return;
+    }
+    for (errno, text) in [
+        (libc::EPERM, "(os error 1)"),
+        (libc::ENOSYS, "(os error 38)"),
+        (libc::EACCES, "(os error 13)"),
+    ] {
+        let (section, read, total) = std::thread::spawn(move || {
+            deny(libc::SYS_rseq, errno);
+            let counters = PerCpu::new(|_| AtomicI64::new(0));
+            let section = std::panic::catch_unwind(|| counters.add_current(|c| c, 1));
+            let read = std::panic::catch_unwind(percpu::current_cpu);
+            let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            (section.map(|_| ()), read.map(|_| ()), total)
+        })
+        .join()
+        .expect("the thread itself does not panic");
+        for (what, r) in [("section", section), ("CPU read", read)] {
+            let msg = message(r.expect_err(what));
+            assert!(msg.contains("a seccomp filter denies"), "{what}: {msg}");
+            assert!(msg.contains(text), "{what}: {msg}");
+            assert!(!msg.contains("another library"), "{what}: {msg}");
+            assert!(msg.contains("PERCPU_FORCE_FALLBACK=1"), "{what}: {msg}");
+        }
+        assert_eq!(total, 0);
+    }
+    count_on_many_threads();
+    println!("CHILD-OK");
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
+fn a_thread_denied_rseq_by_seccomp_panics_naming_the_filter() {
+    in_child(
+        "a_thread_denied_rseq_by_seccomp_panics_naming_the_filter",
+        denied_rseq_by_seccomp,
     );
 }
 
@@ -258,6 +312,12 @@ fn registrar_matches_the_mode() {
 /// Makes `membarrier` fail with `ENOSYS` (a kernel without it) for the calling thread and the
 /// threads it starts, by a seccomp filter.
 fn deny_membarrier() {
+    deny(libc::SYS_membarrier, libc::ENOSYS);
+}
+
+/// Makes the system call `nr` fail with `errno` for the calling thread and the threads it
+/// starts, by a seccomp filter.
+fn deny(nr: libc::c_long, errno: i32) {
     const ALLOW: u32 = 0x7fff_0000;
     let filter = [
         // Load the system call number (`seccomp_data.nr`, offset 0).
@@ -267,18 +327,18 @@ fn deny_membarrier() {
             jf: 0,
             k: 0,
         },
-        // membarrier: on to the next instruction, else skip it.
+        // `nr`: on to the next instruction, else skip it.
         libc::sock_filter {
             code: 0x15,
             jt: 0,
             jf: 1,
-            k: libc::SYS_membarrier as u32,
+            k: nr as u32,
         },
         libc::sock_filter {
             code: 0x06,
             jt: 0,
             jf: 0,
-            k: libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+            k: libc::SECCOMP_RET_ERRNO | errno as u32,
         },
         libc::sock_filter {
             code: 0x06,

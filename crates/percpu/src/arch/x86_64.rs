@@ -234,7 +234,7 @@ fn init_own() -> bool {
         return false;
     }
     OFFSET.store(off, Ordering::Relaxed);
-    if !register_own() {
+    if register_own().is_err() {
         return false;
     }
     OWN.store(true, Ordering::Relaxed);
@@ -283,13 +283,14 @@ fn probe_offset() -> Option<isize> {
     joined.then_some(off)
 }
 
-/// Registers the calling thread's own area. True if this call registered it, or it was
+/// Registers the calling thread's own area. `Ok` if this call registered it, or it was
 /// registered already (by a signal handler that interrupted this thread's registration; the
 /// kernel then answers `EBUSY` for the same area): it may be unregistered again by the time
 /// this returns (a signal handler's `prepare_unload`), and the caller's retry, which finds it so,
-/// registers it again. False if the kernel has no rseq or another library registered a
-/// different area for this thread.
-fn register_own() -> bool {
+/// registers it again. Otherwise the error the `rseq` system call returned (`errno`): `EINVAL`
+/// where another area is registered for this thread (another library's), `ENOSYS` where the
+/// kernel has no rseq, or whatever a seccomp filter that denies the call returns.
+fn register_own() -> Result<(), i32> {
     // Checked by init_own for two threads; a thread whose area is elsewhere would have its
     // sections find another word at thread pointer + OFFSET.
     assert_eq!(
@@ -315,12 +316,17 @@ fn register_own() -> bool {
         // Registered by this call. Not read back from `cpu_id`: a signal is handled as the
         // system call returns, and a handler that calls `prepare_unload` there unregisters the
         // area before such a read, which then took the registration for refused.
-        return true;
+        return Ok(());
     }
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
     // SAFETY: as above; the kernel writes a CPU number into cpu_id at registration, before the
     // system call returns to this thread.
     let cpu = unsafe { (a.add(CPU_ID) as *const i32).read_volatile() };
-    cpu >= 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EBUSY)
+    if cpu >= 0 || errno == libc::EBUSY {
+        Ok(())
+    } else {
+        Err(errno)
+    }
 }
 
 /// Whether the rseq areas are this crate's own (libc registered none).
@@ -333,18 +339,50 @@ pub(crate) fn own_areas() -> bool {
 /// and retries).
 ///
 /// # Panics
-/// If the area cannot be registered (another library registered rseq for this thread): every
-/// section of this thread would fail, and no other path may be mixed with the sections.
+/// If the area cannot be registered (another library registered rseq for this thread, or a
+/// seccomp filter denies the system call to it): every section of this thread would fail, and
+/// no other path may be mixed with the sections. The message names the error and what it
+/// means ([`cannot_register`]).
 #[cold]
 #[inline(never)]
 pub(crate) fn on_wrong_cpu() {
     if own_areas() && cpu_id() < 0 {
-        assert!(
-            register_own(),
-            "percpu: cannot register an rseq area for this thread (another library registered \
-             its own?); run with PERCPU_FORCE_FALLBACK=1"
-        );
+        if let Err(errno) = register_own() {
+            cannot_register(errno);
+        }
     }
+}
+
+/// The panic of a thread whose own area the kernel refused with `errno`. What is known here:
+/// the process is on the rseq path with this crate's areas, so the kernel has rseq and
+/// registered the area of the thread that decided the path; this thread's area is not
+/// registered, and the `rseq` system call failed with `errno`, not `EBUSY`. The kernel answers
+/// `EINVAL` where a different area is registered for the thread (another library registered
+/// one first); it answers `ENOSYS` or `EPERM` here only where a seccomp filter (a sandbox, or
+/// a filter the program installed on this thread or one it was started from) returns them for
+/// the call, which a filter may do with any error.
+#[cold]
+#[inline(never)]
+fn cannot_register(errno: i32) -> ! {
+    let cause = match errno {
+        libc::EINVAL => {
+            "another library registered an rseq area for this thread first (or a seccomp filter \
+             denies the rseq system call with EINVAL)"
+        }
+        libc::ENOSYS | libc::EPERM => {
+            "a seccomp filter denies the rseq system call to this thread (the kernel has rseq: \
+             it registered the area of the thread that chose the rseq path)"
+        }
+        _ => {
+            "a seccomp filter denies the rseq system call to this thread (the kernel itself \
+             answers no such error to this registration)"
+        }
+    };
+    panic!(
+        "percpu: cannot register an rseq area for this thread: rseq failed with {}: {cause}; run \
+         with PERCPU_FORCE_FALLBACK=1 to take the locked path",
+        std::io::Error::from_raw_os_error(errno)
+    );
 }
 
 /// `cpu_id_start`, for a caller that is not about to run a section (whose failure would
