@@ -369,6 +369,12 @@ pub struct PerCpu<T> {
 
 impl<T> PerCpu<T> {
     /// One value per possible CPU, made by `init(cpu)`.
+    ///
+    /// # Panics
+    /// If `init` panics (the panic propagates; the values made before it are dropped). The
+    /// count of slots, [`crate::possible_cpus`], is never 0. Where the slots cannot be
+    /// allocated the process aborts, as a failed allocation does ([`PerCpu::try_new`] returns
+    /// the error instead).
     pub fn new(init: impl FnMut(usize) -> T) -> Self {
         Self::with_cpus(crate::possible_cpus(), init)
     }
@@ -382,7 +388,12 @@ impl<T> PerCpu<T> {
     /// locks.
     ///
     /// # Panics
-    /// If `n` is 0.
+    /// If `n` is 0, before `init` is called or anything is allocated: a `PerCpu` has at least
+    /// one slot. If `n` slots overflow the address space (more than `isize::MAX` bytes), as a
+    /// `Vec` of them would. If `init` panics (the panic propagates; the values made before it
+    /// are dropped). Where the slots cannot be allocated the process aborts, as a failed
+    /// allocation does ([`PerCpu::try_with_cpus`] returns the error instead).
+    #[track_caller]
     pub fn with_cpus(n: usize, init: impl FnMut(usize) -> T) -> Self {
         // What a `collect` of the slots does when it cannot allocate them: abort the process
         // (or panic if their size overflows).
@@ -396,21 +407,35 @@ impl<T> PerCpu<T> {
 
     /// [`PerCpu::new`], or `Err` if the slots cannot be allocated (where `new` aborts the
     /// process, as a failed allocation does).
+    ///
+    /// # Panics
+    /// If `init` panics (the panic propagates; the values made before it are dropped). The
+    /// count of slots, [`crate::possible_cpus`], is never 0.
     pub fn try_new(
         init: impl FnMut(usize) -> T,
     ) -> Result<Self, std::collections::TryReserveError> {
         Self::try_with_cpus(crate::possible_cpus(), init)
     }
 
-    /// [`PerCpu::with_cpus`], or `Err` if the slots cannot be allocated.
+    /// [`PerCpu::with_cpus`], or `Err` if the slots cannot be allocated, or if `n` slots
+    /// overflow the address space (a capacity overflow), in both cases before `init` is
+    /// called.
     ///
     /// # Panics
-    /// If `n` is 0.
+    /// If `n` is 0, before `init` is called or anything is allocated: a `PerCpu` has at least
+    /// one slot, and a count of 0 is the caller's error, not a failed allocation, which is all
+    /// that [`std::collections::TryReserveError`] reports (its kinds, a capacity overflow and
+    /// an allocator's refusal, cannot be made for anything else outside std). If `init` panics
+    /// (the panic propagates; the values made before it are dropped).
+    #[track_caller]
     pub fn try_with_cpus(
         n: usize,
         mut init: impl FnMut(usize) -> T,
     ) -> Result<Self, std::collections::TryReserveError> {
-        assert!(n > 0, "PerCpu needs at least one slot");
+        assert!(
+            n > 0,
+            "PerCpu::with_cpus or try_with_cpus: n is 0, and a PerCpu needs at least one slot"
+        );
         let mut slots = Vec::new();
         slots.try_reserve_exact(n)?;
         slots.extend((0..n).map(|cpu| {
@@ -755,7 +780,8 @@ impl<W: Word> PerCpu<W> {
     pub fn add_this_cpu(&self, delta: W::Value) {
         on_path!(self.path, OWN => {
             let area = self.area();
-            // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
+            // SAFETY: a PerCpu has at least one slot (asserted by try_with_cpus, which every
+            // constructor calls).
             let base = unsafe { self.slots.get_unchecked(0) }.value.raw();
             let n = self.slots.len() as u64;
             // SAFETY: an rseq path; area is this thread's, base this PerCpu's slot 0, n its
@@ -775,7 +801,8 @@ impl<W: Word> PerCpu<W> {
             return ThisCpu {
                 pc: self,
                 area: self.area(),
-                // SAFETY: a PerCpu has at least one slot (asserted by with_cpus).
+                // SAFETY: a PerCpu has at least one slot (asserted by try_with_cpus, which every
+                // constructor calls).
                 base: unsafe { self.slots.get_unchecked(0) }.value.raw(),
                 n: self.slots.len() as u64,
                 path: self.path,

@@ -725,3 +725,75 @@ fn fewer_slots_than_cpus_map_and_get_past_them_names_the_slots() {
         "{msg}"
     );
 }
+
+/// The panic of `f`, caught: its message, and the file and line the panic hook reported for it
+/// (the hook records the calling thread's panics only, and passes on those of other tests'
+/// threads, which run meanwhile, to the hook it replaced, restored after).
+fn caught_panic(f: impl FnOnce() + std::panic::UnwindSafe) -> (String, String, u32) {
+    use std::sync::Mutex;
+    static WHERE: Mutex<Option<(thread::ThreadId, String, u32)>> = Mutex::new(None);
+    type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send>;
+    let before: Arc<Hook> = Arc::new(std::panic::take_hook());
+    let me = thread::current().id();
+    let others = before.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        if thread::current().id() == me {
+            let loc = info.location().expect("a location");
+            *WHERE.lock().unwrap() = Some((me, loc.file().to_string(), loc.line()));
+        } else {
+            others(info);
+        }
+    }));
+    let payload = std::panic::catch_unwind(f).expect_err("a panic");
+    drop(std::panic::take_hook());
+    let before = Arc::try_unwrap(before).unwrap_or_else(|_| unreachable!("the hook was dropped"));
+    std::panic::set_hook(before);
+    let msg = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .expect("a message");
+    let (_, file, line) = WHERE.lock().unwrap().take().expect("the hook ran");
+    (msg, file, line)
+}
+
+/// `with_cpus(0)` and `try_with_cpus(0)` panic, as documented under `# Panics` (a `PerCpu` has
+/// at least one slot, and `TryReserveError` has no kind for a count of 0): before `init` runs,
+/// with a message naming the constructors and the count, at the caller's line (the panic was
+/// reported at the `assert!` inside the crate). A count whose slots overflow the address
+/// space is `try_with_cpus`'s `Err` (a capacity overflow) and `with_cpus`'s panic, before
+/// `init` runs too.
+#[test]
+fn zero_slots_panic_at_the_call_before_init() {
+    let inits = AtomicUsize::new(0);
+    let init = |_| {
+        inits.fetch_add(1, Ordering::Relaxed);
+        AtomicI64::new(0)
+    };
+    let (msg, file, line) = caught_panic(|| {
+        let _ = PerCpu::try_with_cpus(0, init);
+    });
+    assert_eq!((file.as_str(), line), (file!(), line!() - 2), "{msg}");
+    let (msg2, file, line) = caught_panic(|| {
+        PerCpu::with_cpus(0, init);
+    });
+    assert_eq!((file.as_str(), line), (file!(), line!() - 2), "{msg2}");
+    for msg in [msg, msg2] {
+        assert!(
+            msg.contains("with_cpus or try_with_cpus: n is 0") && msg.contains("at least one slot"),
+            "{msg}"
+        );
+    }
+    let too_many = usize::MAX / 64;
+    assert!(PerCpu::try_with_cpus(too_many, init).is_err());
+    let (msg, _, _) = caught_panic(|| {
+        PerCpu::with_cpus(too_many, init);
+    });
+    assert!(msg.contains("overflow the address space"), "{msg}");
+    assert_eq!(inits.load(Ordering::Relaxed), 0);
+    // The constructors of the possible CPUs' count never see 0.
+    assert!(percpu::possible_cpus() > 0);
+    let pc = PerCpu::try_new(init).expect("the slots");
+    assert_eq!(pc.len(), percpu::possible_cpus());
+    assert_eq!(inits.load(Ordering::Relaxed), pc.len());
+}
