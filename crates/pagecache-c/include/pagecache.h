@@ -59,9 +59,10 @@
  * as pread racing pwrite may (and a read racing a pagecache_set_len that cuts, the old bytes
  * or zeros). No call is a cancellation point, although calls read, write, sync, open and
  * close files: each disables the calling thread's cancellation (pthread_setcancelstate) while
- * it runs (a pagecache_read_at of cached pages, which reaches no cancellation point: its only
- * system call is the optimistic mode's sched_yield, which is none; only once it finds a page
- * that is not), so a pending pthread_cancel is acted on at the caller's next
+ * it runs (a pagecache_read_at or pagecache_page_get of cached pages, which reaches no
+ * cancellation point: its only system call is the optimistic mode's sched_yield, which is
+ * none; only once it finds a page that is not; pagecache_page_read and pagecache_page_put make
+ * no system call, and do not at all), so a pending pthread_cancel is acted on at the caller's next
  * cancellation point, after the call returned (acted on inside the library, it would unwind
  * the thread through the library's state). That is deferred cancellation, the default: no call
  * is async-cancel-safe, and a thread whose cancellation type is PTHREAD_CANCEL_ASYNCHRONOUS may

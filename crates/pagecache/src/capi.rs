@@ -1076,7 +1076,9 @@ pub unsafe extern "C" fn pagecache_page_get(
     page: *mut CPage,
 ) -> isize {
     const F: &str = "pagecache_page_get";
-    boundary(F, PAGECACHE_EINTERNAL as isize, || {
+    // Not `boundary`: as `pagecache_read_at`, a get of a cached page reaches no cancellation
+    // point, and only a get that may fill one disables cancellation (below).
+    catches(F, PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
         let f = match unsafe { enter(file) } {
             Ok(f) => f,
@@ -1085,7 +1087,11 @@ pub unsafe extern "C" fn pagecache_page_get(
         if page.is_null() || !page.is_aligned() {
             return pointer_failed(PAGECACHE_EINVAL as isize, F, "page", page);
         }
-        let (frame, len, token) = match f.inner.page(index) {
+        // A cached page first, with no system call; a get that may fill the page (I/O, a
+        // cancellation point) disables the thread's cancellation first.
+        let cached = f.inner.page_cached(index);
+        let _no_cancel = cached.is_none().then(NoCancel::new);
+        let (frame, len, token) = match cached.map_or_else(|| f.inner.page(index), Ok) {
             Ok(parts) => parts,
             Err(e) => {
                 let code = match e.kind() {
@@ -1197,6 +1203,7 @@ pub unsafe extern "C" fn pagecache_page_read(
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_page_put(page: *mut CPage) -> i32 {
     const F: &str = "pagecache_page_put";
+    // Not `boundary`: a put makes no system call.
     catches(F, PAGECACHE_EINTERNAL, || {
         // SAFETY: forwarded contract.
         let state = match unsafe { page_state(F, page) } {

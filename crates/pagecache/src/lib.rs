@@ -205,6 +205,10 @@ trait DynFile: Send + Sync {
     fn close(self: Box<Self>) -> io::Result<()>;
     /// [`CachedFileOf::page`] taken apart: the frame, the length, and the scheme's token.
     fn page(&self, index: u64) -> io::Result<(u32, usize, ErasedToken)>;
+    /// [`DynFile::page`] where the page is cached now, with no system call
+    /// (`CachedFileOf::page_cached`).
+    #[cfg(any(feature = "capi", test))]
+    fn page_cached(&self, index: u64) -> Option<(u32, usize, ErasedToken)>;
     /// [`PageRef::read`] of a page of this file taken apart by [`DynFile::page`].
     fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]);
     /// Gives back the reference of a page of this file taken apart by [`DynFile::page`].
@@ -265,6 +269,11 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     fn page(&self, index: u64) -> io::Result<(u32, usize, ErasedToken)> {
         let (frame, len, token) = CachedFileOf::page(self, index)?.into_parts();
         Ok((frame, len, ErasedToken::new(token)))
+    }
+    #[cfg(any(feature = "capi", test))]
+    fn page_cached(&self, index: u64) -> Option<(u32, usize, ErasedToken)> {
+        let (frame, len, token) = CachedFileOf::page_cached(self, index)?;
+        Some((frame, len, ErasedToken::new(token)))
     }
     fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]) {
         CachedFileOf::read_frame(self, frame, offset, buf);

@@ -1,6 +1,7 @@
 /* Thread cancellation: a thread with a cancellation request pending (pthread_cancel, deferred,
  * the default) calls into the library, whose calls reach cancellation points of the C library
- * (open, pread, pwrite, fdatasync, close; pthread_join in the drop of a "refcache" cache). No
+ * (open, pread, pwrite, fdatasync, close, and pread in the get of a held page that is not
+ * cached; pthread_join in the drop of a "refcache" cache). No
  * call acts on the request: each returns its result, the thread is cancelled at its own next
  * cancellation point (pthread_testcancel), and the cache and the file go on working. (Before,
  * the forced unwind of the cancellation was caught at the library's boundary and glibc aborted
@@ -26,8 +27,8 @@ static pagecache_t *cache;
 
 /* What a cancelled thread's calls returned. */
 static struct {
-    int open, close_a, sync, close_b, open_c, new_d;
-    ssize_t read, hit, write, drop;
+    int open, close_a, sync, close_b, open_c, new_d, put_miss, put_hit;
+    ssize_t read, hit, write, drop, page_miss, page_read, page_hit;
 } got;
 
 /* The calls, each in a thread whose cancellation is pending; then the thread's own
@@ -45,6 +46,12 @@ static void *calls(void *arg) {
     got.sync = pagecache_sync(f);                          /* pwrite(2), fdatasync(2) */
     got.write = pagecache_write_at(f, b, sizeof b, 12000); /* dirty again */
     got.drop = pagecache_drop_cache(f);                    /* pwrite(2) */
+    pagecache_page_t p = PAGECACHE_PAGE_INIT;
+    got.page_miss = pagecache_page_get(f, 1, &p);          /* a miss: pread(2) */
+    got.page_read = pagecache_page_read(&p, b, 10, 0);     /* no system call */
+    got.put_miss = pagecache_page_put(&p);
+    got.page_hit = pagecache_page_get(f, 1, &p);           /* cached: no system call */
+    got.put_hit = pagecache_page_put(&p);
     got.close_a = pagecache_close(f);                      /* fdatasync(2), close(2) */
     /* A cache of its own, counted by refcache, whose drop joins its epoch thread. */
     pagecache_t *d = NULL;
@@ -83,6 +90,11 @@ int main(void) {
     CHECK_EQ(got.write, 100);
     CHECK_EQ(got.sync, PAGECACHE_OK);
     CHECK(got.drop >= 1);
+    CHECK_EQ(got.page_miss, PAGECACHE_PAGE_SIZE);
+    CHECK_EQ(got.page_read, 10);
+    CHECK_EQ(got.put_miss, PAGECACHE_OK);
+    CHECK_EQ(got.page_hit, PAGECACHE_PAGE_SIZE);
+    CHECK_EQ(got.put_hit, PAGECACHE_OK);
     CHECK_EQ(got.close_a, PAGECACHE_OK);
     CHECK_EQ(got.new_d, PAGECACHE_OK);
     CHECK_EQ(got.open_c, PAGECACHE_OK);

@@ -254,7 +254,7 @@ impl<C: RefCounter> Inner<C> {
     /// arrays' bounds again.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
-    fn take_held(
+    pub(super) fn take_held(
         &self,
         f: &FileState,
         page: u64,

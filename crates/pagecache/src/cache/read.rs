@@ -240,6 +240,24 @@ impl<C: RefCounter> CachedFileOf<C> {
         Ok(())
     }
 
+    /// [`Self::page`] where the page is cached now, taken apart (see [`PageRef::into_parts`]):
+    /// `None` where it is not, or is being filled or evicted, or is past the end of the file.
+    /// No fill, no wait, no system call (the C API takes a page so before it disables the
+    /// thread's cancellation for a get that may do I/O, as [`Self::read_cached`]).
+    #[cfg(any(feature = "capi", test))]
+    pub(crate) fn page_cached(&self, index: u64) -> Option<(u32, usize, C::Token)> {
+        let len = self.len();
+        if index >= len.div_ceil(PAGE_SIZE as u64) {
+            return None;
+        }
+        // Acquire: pairs with the Release store of `fill` that installs the frame.
+        let s = self.state.slots.get(index)?.load(Ordering::Acquire);
+        let i = s.checked_sub(1)?;
+        let (tok, _, _) = self.cache.take_held(&self.state, index, i, None)?;
+        let bytes = (len - index * PAGE_SIZE as u64).min(PAGE_SIZE as u64) as usize;
+        Some((i, bytes, tok))
+    }
+
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end
     /// of the file (`UnexpectedEof`), a fill's error, every frame referenced (`OutOfMemory`),
     /// or `Other` where the wait for the page gives up on a cache that a counting scheme's
