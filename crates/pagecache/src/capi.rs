@@ -767,7 +767,9 @@ unsafe fn open_in(
 /// `fdatasync`'s `-errno` (every page written back, the device may not hold them) or a
 /// write-back's (a page failed in the sync and again in the drop: its bytes are lost, and this
 /// says so), as [`CachedFileOf::close`](crate::CachedFileOf::close) says. The handle is
-/// closed whatever it returns, as by `close(2)`. Waits for the calls on the handle that other
+/// closed whatever it returns, as by `close(2)`, but for [`PAGECACHE_EBUSY`]: pages taken
+/// through it ([`pagecache_page_get`]) are still held, and nothing is done (the handle stays
+/// open, its file's `Arc` put back in its slot). Waits for the calls on the handle that other
 /// threads began before it; in a child of `fork(2)`, where a thread of the
 /// parent was inside a call with the handle when it forked, returns [`PAGECACHE_EFORKED`] at
 /// once instead of waiting for ever for that call (the file is not written back or freed).
