@@ -395,9 +395,8 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
             }
             // Release: as above.
             canary[i].store(ALIVE, Ordering::Release);
-            // SAFETY: this thread reclaimed object i above; only the thread that reclaims an object
-            // reinits it, and none reclaims it until the reinit returns (the canary says ALIVE only
-            // after it).
+            // SAFETY: this thread reclaimed object i above (it is dead), and it is the only thread
+            // that reclaims or reinits an object here: the readers only get and put.
             unsafe { s.reinit(objs.get(i)) };
         }
     }
