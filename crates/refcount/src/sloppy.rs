@@ -57,12 +57,15 @@
 //! `OutOfMemory` error.
 //!
 //! Loom models beside this code race a get (spare path and central path) and its put against
-//! a reclaim, a put that returns spares against a reclaim under a reference, and a central get
-//! against a reclaim and the reuse that follows it (a failed get's `fetch_sub` may land in the
-//! next life) (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib sloppy`); with
-//! `--cfg paygo_loom_bug` they must catch four mutations (the spares read before `central`, a
-//! spare get that does not check `state` in its section, a central get that does not load
-//! `state` after its increment, a failed central get that takes its increment back by a store).
+//! a reclaim, a put that commits after a reclaim's fence against that reclaim (a write under
+//! the reference against the reclaimer's once it succeeded), a put that returns spares against
+//! a reclaim under a reference, and a central get against a reclaim and the reuse that follows
+//! it (a failed get's `fetch_sub` may land in the next life) (`RUSTFLAGS="--cfg loom" cargo
+//! test -p refcount --release --lib sloppy`); with `--cfg paygo_loom_bug` they must catch five
+//! mutations (the spares read before `central`, a spare get that does not check `state` in its
+//! section, a central get that does not load `state` after its increment, a failed central get
+//! that takes its increment back by a store, a reclaim without its Acquire fence after the
+//! reads).
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::percpu_ref::{sections, CpuSlots, Sections, SlotHandle};
@@ -174,8 +177,11 @@ impl Sloppy {
         };
         // Acquire pairs with the Release commits of the puts' critical sections (the spares
         // read above) and their Release fetch_sub of central: holders' accesses made before
-        // their puts happen before the verdict.
-        crate::sync::fence(Ordering::Acquire);
+        // their puts happen before the verdict. A put's section does not check `state`, so it
+        // may commit after the fence (the loom model `put_after_the_fence_vs_reclaim_and_free`).
+        if !bug(Bug::NoConfirmFence) {
+            crate::sync::fence(Ordering::Acquire);
+        }
         debug_assert!(c - s >= 0, "sloppy: negative count");
         if c == s {
             // Release pairs with the Acquire load of state in read_all.
@@ -436,6 +442,8 @@ pub(crate) enum Bug {
     /// A get from `central` that fails takes its increment back by storing the value
     /// `central` had before it, instead of a `fetch_sub`.
     StoreUndo,
+    /// `confirm` leaves out its Acquire fence after reading `central` and the spares.
+    NoConfirmFence,
 }
 
 crate::mutation::bug_switch!();
@@ -548,6 +556,58 @@ mod loom_tests {
         get_vs_reclaim(false);
     }
 
+    /// A reference (taken from `central`: CPU 1 holds no spare), a write under it and its put
+    /// (kept as a spare on CPU 1, threshold 1) against a reclaim on CPU 0 that writes once it
+    /// succeeded. The put's section does not check `state`, so it may commit after the
+    /// reclaim's fence: the model puts it there (relaxed flags, which order nothing, hold each
+    /// thread until the other got there), and the reclaim's read of the spares then counts it
+    /// with no other edge from the holder's write, where it reads the put's commit; the
+    /// Acquire fence after that read orders the write before the verdict.
+    #[test]
+    fn put_after_the_fence_vs_reclaim_and_free() {
+        use crate::loom_models::write;
+        use crate::sync::AtomicBool;
+        percpu::testing::loom_model(|| {
+            let s = crate::sync::Arc::new(Sloppy::with_threshold(1));
+            let obj = crate::sync::Arc::new(s.new_object());
+            let data = crate::sync::Arc::new(loom::cell::UnsafeCell::new(0));
+            let flags = crate::sync::Arc::new((AtomicBool::new(false), AtomicBool::new(false)));
+            let wait = |f: &AtomicBool| {
+                // Relaxed: the flags only hold a thread back; they order nothing.
+                while !f.load(Ordering::Relaxed) {
+                    loom::thread::yield_now();
+                }
+            };
+            percpu::loom_set_cpu(1);
+            let tok = s.try_get(pin(&obj)).expect("a new object is live");
+            let (s2, o2, d2, f2) = (s.clone(), obj.clone(), data.clone(), flags.clone());
+            let t = thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                assert!(s2.block(&o2));
+                s2.pc.fence();
+                // Relaxed: as above.
+                f2.0.store(true, Ordering::Relaxed);
+                wait(&f2.1);
+                crate::lifecycle::store_load_order();
+                let ok = s2.confirm(&o2);
+                if ok {
+                    write(&d2);
+                }
+                ok
+            });
+            write(&data);
+            wait(&flags.0);
+            s.put(pin(&obj), tok);
+            // Relaxed: as above.
+            flags.1.store(true, Ordering::Relaxed);
+            // The reclaim may read the spare from before the put (nothing orders the put before
+            // the read); it then fails, and the object is reclaimed now.
+            let reclaimed = t.join().unwrap();
+            assert!(reclaimed || s.try_reclaim(pin(&obj)));
+            assert_eq!(s.read_all(pin(&obj)), 0);
+        });
+    }
+
     /// A get from `central` on CPU 1 races a reclaim and, if the reclaim succeeds, the reuse of
     /// the object (`reinit`), after which this thread takes a reference on the new life and
     /// tries to reclaim it. A get whose increment comes after the reclaim's read of `central`
@@ -633,5 +693,15 @@ mod loom_tests {
     #[should_panic(expected = "the count is not the references held")]
     fn bug_store_undo_is_caught() {
         super::bug::with(Bug::StoreUndo, failed_central_get_vs_reclaim_and_reuse);
+    }
+
+    /// `put_after_the_fence_vs_reclaim_and_free` catches a reclaim without the Acquire fence
+    /// after its reads: a put that commits after the reclaim's fence is counted, but the
+    /// holder's write before it is not ordered before the reclaimer's.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_no_confirm_fence_is_caught() {
+        super::bug::with(Bug::NoConfirmFence, put_after_the_fence_vs_reclaim_and_free);
     }
 }
