@@ -2,6 +2,9 @@
 //! and closed from many threads while their cache is freed, called through the library's
 //! `extern "C"` functions.
 
+// Not under loom: pagecache::capi is not built there.
+#![cfg(not(loom))]
+
 use pagecache::capi::*;
 use std::ffi::{c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;

@@ -1,5 +1,8 @@
 //! Errors of the C API that need a process of their own.
 
+// Not under loom: pagecache::capi is not built there.
+#![cfg(not(loom))]
+
 /// A scheme that cannot be made (`refcache`, whose epoch thread cannot start) is an error of
 /// `pagecache_new` (`-EAGAIN`, as `PageCache::new`'s `WouldBlock`), not a panic (nor
 /// `PAGECACHE_EINTERNAL`), and no handle is made. Run in a child process where

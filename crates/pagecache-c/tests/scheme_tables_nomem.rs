@@ -9,6 +9,9 @@
 //!
 //! Its own test binary: the allocator is the process's.
 
+// Not under loom: pagecache::capi is not built there.
+#![cfg(not(loom))]
+
 use pagecache::capi::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

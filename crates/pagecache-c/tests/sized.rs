@@ -1,6 +1,9 @@
 //! `pagecache_new_sized`: PAYGO's tables of the size asked for, and the sizes refused. A test
 //! binary of its own: the resident memory it measures is this test's alone.
 
+// Not under loom: pagecache::capi is not built there.
+#![cfg(not(loom))]
+
 use pagecache::capi::*;
 use std::ffi::{c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;

@@ -2,4 +2,6 @@
 //! those of [`paygo::capi`] (the package `paygo` with its `capi` feature). This crate only
 //! links them into the C libraries; see the README.
 
+// Not under loom, where paygo::capi is not built: the libraries are then empty.
+#[cfg(not(loom))]
 pub use paygo::capi::*;

@@ -6,6 +6,9 @@
 //! Its own test binary: the allocator and the default domain are the process's, and the domain
 //! (with what it sizes by the machine's CPUs) must not exist before the test.
 
+// Not under loom: paygo::capi is not built there.
+#![cfg(not(loom))]
+
 // The allocator that refuses allocations on request, shared with the package `paygo`'s tests.
 #[path = "../../paygo/tests/common/mod.rs"]
 mod common;

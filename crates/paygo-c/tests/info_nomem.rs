@@ -6,6 +6,9 @@
 //!
 //! Its own test binary: the allocator is the process's.
 
+// Not under loom: paygo::capi is not built there.
+#![cfg(not(loom))]
+
 // The allocator that refuses allocations on request, shared with the package `paygo`'s tests.
 #[path = "../../paygo/tests/common/mod.rs"]
 mod common;

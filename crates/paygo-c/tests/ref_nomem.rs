@@ -7,6 +7,9 @@
 //! Its own test binary: the C API's domain is process-wide, and this one is sized to one slot
 //! per CPU.
 
+// Not under loom: paygo::capi is not built there.
+#![cfg(not(loom))]
+
 // The allocator that refuses allocations on request, shared with the package `paygo`'s tests.
 #[path = "../../paygo/tests/common/mod.rs"]
 mod common;

@@ -7,6 +7,9 @@
 //! while that thread sets a flag; small ones (the panic's message) still succeed. Its own test
 //! binary: the default domain is process-wide.
 
+// Not under loom: default_domain and paygo::Arc are not built there.
+#![cfg(not(loom))]
+
 mod common;
 
 use common::{Refusing, REFUSE, REFUSED};

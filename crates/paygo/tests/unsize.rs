@@ -3,6 +3,9 @@
 //! array or bytes keeps its reference and allocation, and the value is dropped exactly once, as
 //! the type it was made with, whichever form of the `Arc` goes last, on whichever thread.
 
+// Not under loom: paygo::Arc and unsize! are not built there.
+#![cfg(not(loom))]
+
 use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::testing::reps;
 use std::any::Any;

@@ -1,5 +1,8 @@
 //! The command line contract: exit codes, the JSON shape, the files `--out` writes.
 
+// Not under loom: percpu::testing::refuse_sched_setaffinity, which it uses, is not built there.
+#![cfg(not(loom))]
+
 use std::process::Command;
 
 fn refbench(args: &[&str]) -> std::process::Output {

@@ -74,6 +74,8 @@ fn arc_clone_once(name: &str, threads: usize, p: &Params) -> (f64, f64) {
     match name {
         "std-arc" => run!(std::sync::Arc<u64>, std::sync::Arc::new(7)),
         "triomphe-arc" => run!(triomphe::Arc<u64>, triomphe::Arc::new(7)),
+        // Not under loom, where paygo::Arc is not built (refbench runs no loom model).
+        #[cfg(not(loom))]
         "paygo-arc" => run!(paygo::Arc<u64>, paygo::Arc::new(7)),
         other => unreachable!("unknown pointer type {other}"),
     }
