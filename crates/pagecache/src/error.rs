@@ -75,7 +75,7 @@ impl FileError {
 
     /// The message's words around the path: before it (past `"pagecache: "`) and after it, for
     /// a message that shows the path otherwise than `Display` (the C API's, as its bytes).
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     pub(crate) fn around_path(&self) -> (&str, &str) {
         (&self.before, &self.after)
     }

@@ -3,8 +3,8 @@
 
 mod cache;
 // The C API: with the `capi` feature (the package `paygo-pagecache-c`), and in the crate's own
-// unit tests.
-#[cfg(any(feature = "capi", test))]
+// unit tests. Not under loom, where its file handles (`paygo::Arc`s) are not built.
+#[cfg(all(not(loom), any(feature = "capi", test)))]
 pub mod capi;
 mod cursor;
 mod dynpage;
@@ -193,7 +193,7 @@ trait DynCache: Send + Sync {
 
 trait DynFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize>;
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
     fn sync(&self) -> io::Result<()>;
@@ -207,7 +207,7 @@ trait DynFile: Send + Sync {
     fn page(&self, index: u64) -> io::Result<(u32, usize, ErasedToken)>;
     /// [`DynFile::page`] where the page is cached now, with no system call
     /// (`CachedFileOf::page_cached`).
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     fn page_cached(&self, index: u64) -> Option<(u32, usize, ErasedToken)>;
     /// [`PageRef::read`] of a page of this file taken apart by [`DynFile::page`].
     fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]);
@@ -238,7 +238,7 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         CachedFileOf::read_at(self, buf, offset)
     }
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         CachedFileOf::read_cached(self, buf, offset)
     }
@@ -270,7 +270,7 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
         let (frame, len, token) = CachedFileOf::page(self, index)?.into_parts();
         Ok((frame, len, ErasedToken::new(token)))
     }
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     fn page_cached(&self, index: u64) -> Option<(u32, usize, ErasedToken)> {
         let (frame, len, token) = CachedFileOf::page_cached(self, index)?;
         Some((frame, len, ErasedToken::new(token)))
@@ -396,7 +396,7 @@ impl CachedFile {
     /// `read_at` if every page of the range is cached, with no system call but the optimistic
     /// mode's `sched_yield`; `None` at the first page that is not (see
     /// `CachedFileOf::read_cached`).
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         self.inner.read_cached(buf, offset)
     }

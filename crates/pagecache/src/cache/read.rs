@@ -173,7 +173,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// in the optimistic mode's wait for a page that another thread is filling or evicting (the
     /// C API reads so before it disables the thread's cancellation for a read that may do
     /// I/O).
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
         let n = self.readable(buf.len(), offset);
         for (page, off, part) in page_parts(offset, n) {
@@ -244,7 +244,7 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// `None` where it is not, or is being filled or evicted, or is past the end of the file.
     /// No fill, no wait, no system call (the C API takes a page so before it disables the
     /// thread's cancellation for a get that may do I/O, as [`Self::read_cached`]).
-    #[cfg(any(feature = "capi", test))]
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
     pub(crate) fn page_cached(&self, index: u64) -> Option<(u32, usize, C::Token)> {
         let len = self.len();
         if index >= len.div_ceil(PAGE_SIZE as u64) {
