@@ -60,9 +60,12 @@
  * or zeros). No call is a cancellation point, although calls read, write, sync, open and
  * close files: each disables the calling thread's cancellation (pthread_setcancelstate) while
  * it runs (a pagecache_read_at or pagecache_page_get of cached pages, which reaches no
- * cancellation point: its only system call is the optimistic mode's sched_yield, which is
- * none; only once it finds a page that is not; pagecache_page_read and pagecache_page_put make
- * no system call, and do not at all), so a pending pthread_cancel is acted on at the caller's next
+ * cancellation point: its only system calls are the optimistic mode's sched_yield and, for a
+ * get, those of the rare waits and locks of the file handle's PAYGO reference, none of them
+ * one; only once it finds a page that is not; pagecache_page_read makes no system call, and
+ * pagecache_page_put none but those of the drop of that reference, which now and then runs
+ * the PAYGO collector, a lock and a membarrier(2), and neither disables it at all), so a
+ * pending pthread_cancel is acted on at the caller's next
  * cancellation point, after the call returned (acted on inside the library, it would unwind
  * the thread through the library's state). That is deferred cancellation, the default: no call
  * is async-cancel-safe, and a thread whose cancellation type is PTHREAD_CANCEL_ASYNCHRONOUS may
@@ -415,7 +418,8 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
  * end of the file), PAGECACHE_ENOMEM (every frame of the cache is held), a fill's -errno (the
  * pread of the page failed). On an error *page is left as it was. A page that *page holds
  * already is overwritten, its reference leaked (its frame held for ever, the handle never
- * closed): put it first. */
+ * closed): put it first. No other thread may read or write *page during the call (a
+ * pagecache_page_put or pagecache_page_read of it included). */
 ssize_t pagecache_page_get(pagecache_file_t *file, uint64_t index, pagecache_page_t *page);
 
 /* Copies up to len bytes of the held page at offset (within the page) into buf: returns the
@@ -431,7 +435,9 @@ ssize_t pagecache_page_read(const pagecache_page_t *page, void *buf, size_t len,
 /* Gives back the page that *page holds: it may be evicted again, and *page holds no page.
  * Returns PAGECACHE_OK, PAGECACHE_EINVAL (page is NULL or misaligned), PAGECACHE_EBADF (page
  * holds no page: a second put, or PAGECACHE_PAGE_INIT; nothing done). Two puts of one page
- * racing each other are safe (one gives it back, the other returns PAGECACHE_EBADF). */
+ * racing each other are safe (one gives it back, the other returns PAGECACHE_EBADF), but the
+ * one that gives it back reads *page until it returns: a put that returned PAGECACHE_EBADF
+ * does not mean that *page may be reused (got into again) or freed yet; wait for both. */
 int pagecache_page_put(pagecache_page_t *page);
 
 /* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes

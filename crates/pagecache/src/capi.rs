@@ -1200,12 +1200,15 @@ pub unsafe extern "C" fn pagecache_page_read(
 /// # Safety
 /// `page` is null, misaligned, or a [`CPage`] that [`pagecache_page_get`] filled, zeroed, or
 /// given back; no other thread reads it during the call (two puts at once are allowed: one
-/// gives the page back, the other returns `PAGECACHE_EBADF`). A copy of a held page is not a
-/// page: only the one that the get filled is put.
+/// gives the page back, the other returns `PAGECACHE_EBADF`; the first reads the page's fields
+/// until it returns, so the page is got into again, or freed, only once both returned). A copy
+/// of a held page is not a page: only the one that the get filled is put.
 #[no_mangle]
 pub unsafe extern "C" fn pagecache_page_put(page: *mut CPage) -> i32 {
     const F: &str = "pagecache_page_put";
-    // Not `boundary`: a put makes no system call.
+    // Not `boundary`: a put reaches no cancellation point (its frame's put, and the drop of
+    // the file's `paygo::Arc` clone, which now and then runs the PAYGO collector: a lock and
+    // an asymmetric fence, `membarrier(2)`, neither a cancellation point).
     catches(F, PAGECACHE_EINTERNAL, || {
         // SAFETY: forwarded contract.
         let state = match unsafe { page_state(F, page) } {

@@ -22,7 +22,9 @@ pub(super) const CHUNK: usize = 16;
 /// on the slot (see `pins`), then loads the state (`Acquire`) and reads `value` only if it
 /// is live, until it drops its pin. The closer wins one compare-and-swap of the state from live
 /// to closed, waits until no pin that may have seen it live is left, and only then takes
-/// `value` out and puts the slot back on the free list.
+/// `value` out and puts the slot back on the free list; or, where `Table::close_with`'s
+/// `keep` refuses, puts `value` back and makes the slot live again with a `Release` store, as
+/// an opener does (the slot never passed through the free list meanwhile).
 #[repr(align(64))]
 pub struct Slot<T> {
     /// `generation << 1 | LIVE` (live) or `generation << 1` (closed).

@@ -224,7 +224,7 @@ pub(super) fn last() -> *const c_char {
     LAST.try_with(|m| {
         let v = m.take();
         let p = v.as_ref().map_or(core::ptr::null(), Message::as_ptr);
-        // The `CString`'s bytes do not move with it.
+        // The message's bytes do not move with it (held by their raw pointer: see `Message`).
         m.set(v);
         p
     })
