@@ -1089,6 +1089,9 @@ pub unsafe extern "C" fn pagecache_page_get(
         if page.is_null() || !page.is_aligned() {
             return pointer_failed(PAGECACHE_EINVAL as isize, F, "page", page);
         }
+        // The file's reference first: once the frame's is taken, nothing may fail before both
+        // are stored (a panic of the clone would leave the frame held for ever).
+        let file_ref = paygo::Arc::clone(&*f);
         // A cached page first, with no system call; a get that may fill the page (I/O, a
         // cancellation point) disables the thread's cancellation first.
         let cached = f.inner.page_cached(index);
@@ -1107,7 +1110,7 @@ pub unsafe extern "C" fn pagecache_page_get(
             state: 0,
             frame,
             len: len as u32,
-            file: paygo::Arc::clone(&*f),
+            file: file_ref,
             token,
         };
         // SAFETY: `page` is not null, aligned, and writable for a `CPage`, which a `Held`

@@ -211,11 +211,12 @@ trait DynFile: Send + Sync {
     fn page_cached(&self, index: u64) -> Option<(u32, usize, ErasedToken)>;
     /// [`PageRef::read`] of a page of this file taken apart by [`DynFile::page`].
     fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]);
-    /// Gives back the reference of a page of this file taken apart by [`DynFile::page`].
+    /// Gives back the reference of a page of this file taken apart by [`DynFile::page`] (or
+    /// `DynFile::page_cached`).
     ///
     /// # Safety
-    /// `frame` and `token` are the parts of one [`DynFile::page`] of this file, given back
-    /// once.
+    /// `frame` and `token` are the parts of one [`DynFile::page`] (or `DynFile::page_cached`)
+    /// of this file, given back once.
     unsafe fn put_frame(&self, frame: u32, token: ErasedToken);
 }
 
