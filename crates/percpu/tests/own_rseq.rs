@@ -150,11 +150,32 @@ fn own_areas_serve_every_thread() {
     in_child("own_areas_serve_every_thread", serve_every_thread);
 }
 
+/// What a thread that refuses this crate's registration gets: on a new thread that first runs
+/// `refuse`, the first section of a new `PerCpu` and a CPU read, each with its panic caught, and
+/// the total counted. Each must panic with the message that `check` checks (`"section"` or
+/// `"CPU read"`, and the message), and nothing is counted.
+fn refused_thread(refuse: impl FnOnce() + Send + 'static, check: impl Fn(&str, &str)) {
+    let (section, read, total) = std::thread::spawn(move || {
+        refuse();
+        let counters = PerCpu::new(|_| AtomicI64::new(0));
+        let section = std::panic::catch_unwind(|| counters.add_current(|c| c, 1));
+        let read = std::panic::catch_unwind(percpu::current_cpu);
+        let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        (section.map(|_| ()), read.map(|_| ()), total)
+    })
+    .join()
+    .expect("the thread itself does not panic");
+    for (what, r) in [("section", section), ("CPU read", read)] {
+        check(what, &message(r.expect_err(what)));
+    }
+    assert_eq!(total, 0);
+}
+
 fn registered_by_another_library() {
     if !child_on_own_areas() {
         return;
     }
-    let r = std::thread::spawn(|| {
+    let refuse = || {
         // Another library's area, registered before this crate's first use on the thread
         // (leaked: the kernel may write it until the thread exits).
         #[repr(C, align(32))]
@@ -172,24 +193,14 @@ fn registered_by_another_library() {
             )
         };
         assert_eq!(rc, 0, "registering the foreign area");
-        let counters = PerCpu::new(|_| AtomicI64::new(0));
-        let section = std::panic::catch_unwind(|| counters.add_current(|c| c, 1));
-        let read = std::panic::catch_unwind(percpu::current_cpu);
-        let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        (section.map(|_| ()), read.map(|_| ()), total)
-    })
-    .join()
-    .expect("the thread itself does not panic");
+    };
     // The first section and a CPU read both panic, naming the cause (the kernel's EINVAL) and
     // the way out; nothing was counted.
-    let (section, read, total) = r;
-    for (what, r) in [("section", section), ("CPU read", read)] {
-        let msg = message(r.expect_err(what));
+    refused_thread(refuse, |what, msg| {
         assert!(msg.contains("PERCPU_FORCE_FALLBACK"), "{what}: {msg}");
         assert!(msg.contains("another library registered"), "{what}: {msg}");
         assert!(msg.contains("(os error 22)"), "{what}: {msg}");
-    }
-    assert_eq!(total, 0);
+    });
     // Other threads are unaffected.
     count_on_many_threads();
     println!("CHILD-OK");
@@ -229,24 +240,15 @@ fn denied_rseq_by_seccomp() {
         (libc::ENOSYS, "(os error 38)"),
         (libc::EACCES, "(os error 13)"),
     ] {
-        let (section, read, total) = std::thread::spawn(move || {
-            deny(libc::SYS_rseq, errno);
-            let counters = PerCpu::new(|_| AtomicI64::new(0));
-            let section = std::panic::catch_unwind(|| counters.add_current(|c| c, 1));
-            let read = std::panic::catch_unwind(percpu::current_cpu);
-            let total: i64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-            (section.map(|_| ()), read.map(|_| ()), total)
-        })
-        .join()
-        .expect("the thread itself does not panic");
-        for (what, r) in [("section", section), ("CPU read", read)] {
-            let msg = message(r.expect_err(what));
-            assert!(msg.contains("a seccomp filter denies"), "{what}: {msg}");
-            assert!(msg.contains(text), "{what}: {msg}");
-            assert!(!msg.contains("another library"), "{what}: {msg}");
-            assert!(msg.contains("PERCPU_FORCE_FALLBACK=1"), "{what}: {msg}");
-        }
-        assert_eq!(total, 0);
+        refused_thread(
+            move || deny(libc::SYS_rseq, errno),
+            |what, msg| {
+                assert!(msg.contains("a seccomp filter denies"), "{what}: {msg}");
+                assert!(msg.contains(text), "{what}: {msg}");
+                assert!(!msg.contains("another library"), "{what}: {msg}");
+                assert!(msg.contains("PERCPU_FORCE_FALLBACK=1"), "{what}: {msg}");
+            },
+        );
     }
     count_on_many_threads();
     println!("CHILD-OK");
