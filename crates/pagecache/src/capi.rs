@@ -228,6 +228,21 @@ pub struct COptions {
 /// kernel's `openat2(2)`): larger is [`PAGECACHE_E2BIG`].
 pub const OPTIONS_MAX_SIZE: usize = 4096;
 
+/// The first `n` bytes of the caller's buffer `buf` as a slice to read into, zeroed first, so
+/// that it holds initialised bytes whatever the buffer held.
+///
+/// # Safety
+/// `buf` is not null and writable for `n` bytes that no other thread accesses while the slice
+/// lives.
+unsafe fn zeroed<'a>(buf: *mut c_void, n: usize) -> &'a mut [u8] {
+    let buf = buf.cast::<u8>();
+    // SAFETY: the caller's contract; the bytes are written before the slice is made.
+    unsafe {
+        core::ptr::write_bytes(buf, 0, n);
+        core::slice::from_raw_parts_mut(buf, n)
+    }
+}
+
 /// Whether `out` may be written with a `T`: not null, aligned.
 fn writable<T>(out: *mut T) -> bool {
     !out.is_null() && out.is_aligned()
@@ -872,14 +887,9 @@ pub unsafe extern "C" fn pagecache_read_at(
         if n == 0 {
             return 0;
         }
-        let buf = buf.cast::<u8>();
         // SAFETY: `buf` is not null and writable for `len >= n` bytes that nobody else
-        // accesses during the call (the caller's contract). They are zeroed first, so the
-        // slice holds initialised bytes whatever the caller's buffer held.
-        let part = unsafe {
-            core::ptr::write_bytes(buf, 0, n);
-            core::slice::from_raw_parts_mut(buf, n)
-        };
+        // accesses during the call (the caller's contract).
+        let part = unsafe { zeroed(buf, n) };
         if let Some(k) = f.read_cached(part, offset) {
             return k as isize;
         }
@@ -1181,13 +1191,9 @@ pub unsafe extern "C" fn pagecache_page_read(
         if n == 0 {
             return 0;
         }
-        let buf = buf.cast::<u8>();
         // SAFETY: `buf` is not null and writable for `len >= n` bytes that nobody else
-        // accesses during the call; zeroed first, so the slice holds initialised bytes.
-        let part = unsafe {
-            core::ptr::write_bytes(buf, 0, n);
-            core::slice::from_raw_parts_mut(buf, n)
-        };
+        // accesses during the call (the caller's contract).
+        let part = unsafe { zeroed(buf, n) };
         held.file.inner.read_frame(held.frame, offset, part);
         n as isize
     })
