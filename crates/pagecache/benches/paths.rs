@@ -5,14 +5,16 @@
 //! 64-byte append (the file grows through the cache; cut back every 4,096), a `set_len` that
 //! cuts one page off and grows it back, and the miss path: the file's 64 pages dropped from
 //! the cache and read again in 4 KiB reads (fills with readahead), beside the same reads
-//! through `pread(2)`.
+//! through `pread(2)`. Held pages (`PageCache`, the scheme chosen at run time): a 64-byte read
+//! through `read_at` beside the same read of a page held (`CachedFile::page`: no lookup, no
+//! counting) and a page taken, read and let go.
 //!
 //! The paper's experiments (threads, files, the schemes side by side) are refbench's
 //! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
 //! one call at a time: `cargo bench -p paygo-pagecache`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use pagecache::{Config, Mode, PageCacheOf, PAGE_SIZE};
+use pagecache::{Config, Mode, PageCache, PageCacheOf, PAGE_SIZE};
 use refcount::RefCounter;
 use std::os::unix::fs::FileExt;
 
@@ -63,6 +65,41 @@ fn reads<C: RefCounter>(c: &mut Criterion, dir: &tempfile::TempDir, scheme: C, m
     });
 }
 
+/// Reads of the run-time-chosen cache (`paygo`): through `read_at`, of held pages, and of pages
+/// taken, read and let go one at a time.
+fn held(c: &mut Criterion, dir: &tempfile::TempDir) {
+    let cache = PageCache::new(Config::new(2 * PAGES as usize, "paygo")).expect("cache");
+    let f = cache.open(file(dir, "held")).expect("open");
+    let mut b = [0u8; 64];
+    for p in 0..PAGES {
+        f.read_at(&mut b, p * P).expect("warm");
+    }
+    let mut k = 0u64;
+    c.bench_function("read 64 B, cached, paygo, PageCache", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            f.read_at(black_box(&mut b), k * P + 128).expect("read")
+        })
+    });
+    let pages: Vec<_> = (0..PAGES).map(|p| f.page(p).expect("page")).collect();
+    c.bench_function("read 64 B of a held page, paygo, PageCache::page", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            pages[k as usize].read(128, black_box(&mut b))
+        })
+    });
+    drop(pages);
+    c.bench_function(
+        "take a page, read 64 B, let it go, paygo, PageCache::page",
+        |bn| {
+            bn.iter(|| {
+                k = (k + 1) % PAGES;
+                f.page(k).expect("page").read(128, black_box(&mut b))
+            })
+        },
+    );
+}
+
 fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let plain = std::fs::OpenOptions::new()
@@ -83,6 +120,7 @@ fn benches(c: &mut Criterion) {
     reads(c, &dir, paygo::Domain::new(), Mode::Counting);
     reads(c, &dir, refcount::atomic::Atomic, Mode::Counting);
     reads(c, &dir, paygo::Domain::new(), Mode::Optimistic);
+    held(c, &dir);
 
     let cfg = Config::new(2 * PAGES as usize, "paygo");
     let cache = PageCacheOf::with_scheme(paygo::Domain::new(), &cfg).expect("cache");
