@@ -1126,8 +1126,8 @@ pub unsafe extern "C" fn pagecache_page_get(
         // SAFETY: `page` is not null, aligned, and writable for a `CPage`, which a `Held`
         // fits, and no other thread accesses it (the caller's contract).
         unsafe { page.cast::<Held>().write(held) };
-        // SAFETY: as above.
-        let state = unsafe { page_state(F, page) }.expect("checked above");
+        // SAFETY: as above; aligned for a `u64` (a `CPage` is).
+        let state = unsafe { AtomicU64::from_ptr(page.cast::<u64>()) };
         // Release: pairs with the Acquire swap of `pagecache_page_put`: a put on another
         // thread that sees the page held sees what the get wrote.
         state.store(HELD, Ordering::Release);
