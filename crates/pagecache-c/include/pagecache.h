@@ -432,6 +432,18 @@ ssize_t pagecache_page_get(pagecache_file_t *file, uint64_t index, pagecache_pag
  * racing them is the caller's bug (as free(3) racing a read). */
 ssize_t pagecache_page_read(const pagecache_page_t *page, void *buf, size_t len, size_t offset);
 
+/* Writes len bytes of buf at offset (within the page) into the held page, in its frame, and
+ * marks the page dirty: what pagecache_write_at at the page's place in the file does, without
+ * the lookup (the bytes reach the file as that call's do; a write ending past the file's length
+ * grows the file). Returns len (0 for len 0). Errors, which write nothing: PAGECACHE_EINVAL
+ * (page is NULL or misaligned, buf is NULL with len > 0, offset + len above 4096),
+ * PAGECACHE_EBADF (page holds no page), -EACCES (the file was opened read-only),
+ * PAGECACHE_EFBIG (the file cannot hold the write, as for pagecache_write_at). Reads and
+ * writes racing it see, byte by byte, the old or the new bytes. pagecache_page_read still reads
+ * up to the page's length at the get. The threads rules are pagecache_page_read's. */
+ssize_t pagecache_page_write(const pagecache_page_t *page, const void *buf, size_t len,
+                             size_t offset);
+
 /* Gives back the page that *page holds: it may be evicted again, and *page holds no page.
  * Returns PAGECACHE_OK, PAGECACHE_EINVAL (page is NULL or misaligned), PAGECACHE_EBADF (page
  * holds no page: a second put, or PAGECACHE_PAGE_INIT; nothing done). Two puts of one page

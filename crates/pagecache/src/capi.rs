@@ -41,7 +41,7 @@
 //!   read of cached pages only once it finds a page that is not (it reaches no cancellation
 //!   point: its only system call is the optimistic mode's `sched_yield`, which is none).
 
-use crate::{CachedFile, Config, Mode, OpenMode, PageCache};
+use crate::{CachedFile, Config, Mode, OpenMode, PageCache, PAGE_SIZE};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use percpu::cancel::NoCancel;
 use std::ffi::{CString, OsStr};
@@ -1196,6 +1196,74 @@ pub unsafe extern "C" fn pagecache_page_read(
         let part = unsafe { zeroed(buf, n) };
         held.file.inner.read_frame(held.frame, offset, part);
         n as isize
+    })
+}
+
+/// Writes `len` bytes of `buf` at `offset` within the held page, in its frame, and marks the
+/// page dirty: what [`pagecache_write_at`] at the page's place in the file does, without the
+/// lookup (the page is written back as that call's are; a write ending past the file's length
+/// grows the file). Returns `len` (0 for `len` 0), or `PAGECACHE_EINVAL` (a null or misaligned
+/// `page`, a null `buf` with `len > 0`, `offset + len` above 4096), `PAGECACHE_EBADF` (`page`
+/// holds no page), `-EACCES` (the file was opened read-only), `PAGECACHE_EFBIG` (the file cannot
+/// hold the write, as for [`pagecache_write_at`]); an error writes nothing. The length that
+/// [`pagecache_page_read`] reads up to stays the one at the get.
+///
+/// # Safety
+/// As [`pagecache_page_read`]'s, with `buf` null or readable for `len` bytes that no other
+/// thread writes during the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_page_write(
+    page: *const CPage,
+    buf: *const c_void,
+    len: usize,
+    offset: usize,
+) -> isize {
+    const F: &str = "pagecache_page_write";
+    // Not `boundary`: a copy into a frame reaches no cancellation point (its only system calls
+    // are `getrlimit` and `lseek`, for a write that grows the file past what was checked).
+    catches(F, PAGECACHE_EINTERNAL as isize, || {
+        if page.is_null() || !page.is_aligned() {
+            return pointer_failed(PAGECACHE_EINVAL as isize, F, "page", page);
+        }
+        // A plain load, as in `pagecache_page_read`.
+        // SAFETY: not null, aligned, and readable for a `CPage` (the caller's contract).
+        if unsafe { page.cast::<u64>().read() } != HELD {
+            return failed(
+                PAGECACHE_EBADF as isize,
+                F,
+                format_args!("page holds no page (given back by pagecache_page_put, or never got)"),
+            );
+        }
+        if buf.is_null() && len > 0 {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!("buf is NULL and len is {len}, not 0"),
+            );
+        }
+        if offset > PAGE_SIZE || len > PAGE_SIZE - offset {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!(
+                    "a write of {len} bytes at {offset} ends past the page's {PAGE_SIZE} bytes"
+                ),
+            );
+        }
+        // SAFETY: the page is held: `pagecache_page_get` wrote a `Held` there, which no put
+        // takes while this call reads it (the caller's contract).
+        let held = unsafe { &*page.cast::<Held>() };
+        let part: &[u8] = if len == 0 {
+            &[]
+        } else {
+            // SAFETY: `buf` is not null and readable for `len` bytes that no other thread
+            // writes during the call (the caller's contract).
+            unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) }
+        };
+        match held.file.inner.write_frame(held.frame, offset, part) {
+            Ok(()) => len as isize,
+            Err(e) => io_failed(io_code(&e) as isize, F, Some(held.file.path()), &e),
+        }
     })
 }
 

@@ -57,29 +57,38 @@ impl ErasedToken {
 /// [`drop_cache`](crate::CachedFile::drop_cache), until the guard is dropped (a leaked guard
 /// pins the page for ever, and the cache goes on with one frame fewer). It holds the page, not
 /// its bytes: a write through the file lands in the same frame, and a later
-/// [`Page::read`] sees it.
+/// [`Page::read`] sees it; [`Page::write`] writes in the frame, with no lookup.
 pub struct Page<'a> {
     file: &'a dyn DynFile,
     frame: u32,
+    index: u64,
     len: usize,
     token: ManuallyDrop<ErasedToken>,
 }
 
 impl<'a> Page<'a> {
-    /// A guard of the reference that `file.page` handed out as its parts.
+    /// A guard of the reference that `file.page(index)` handed out as its parts.
     pub(crate) fn new(
         file: &'a dyn DynFile,
+        index: u64,
         (frame, len, token): (u32, usize, ErasedToken),
     ) -> Self {
         Page {
             file,
             frame,
+            index,
             len,
             token: ManuallyDrop::new(token),
         }
     }
 
-    /// Bytes of the page that are inside the file (as the file was when the page was taken).
+    /// The page's index in its file.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// Bytes of the page that are inside the file (as the file was when the page was taken:
+    /// a write through the guard or the file does not change it).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -97,6 +106,18 @@ impl<'a> Page<'a> {
     pub fn read(&self, offset: usize, buf: &mut [u8]) {
         self.file.read_frame(self.frame, offset, buf);
     }
+
+    /// Writes `buf` at `offset` within the page, in its frame, and marks the page dirty, as
+    /// [`CachedFile::write_at`](crate::CachedFile::write_at) at the page's place in the file
+    /// would, without the lookup: see [`PageRef::write`](crate::PageRef::write) (its errors,
+    /// which write nothing: `PermissionDenied` on a file opened read-only, `FileTooLarge`).
+    ///
+    /// # Panics
+    /// If the range is outside the page (`offset + buf.len()` above
+    /// [`PAGE_SIZE`](crate::PAGE_SIZE)).
+    pub fn write(&self, offset: usize, buf: &[u8]) -> std::io::Result<()> {
+        self.file.write_frame(self.frame, offset, buf)
+    }
 }
 
 impl Drop for Page<'_> {
@@ -113,6 +134,7 @@ impl Drop for Page<'_> {
 impl std::fmt::Debug for Page<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Page")
+            .field("index", &self.index)
             .field("len", &self.len)
             .finish_non_exhaustive()
     }

@@ -211,6 +211,9 @@ trait DynFile: Send + Sync {
     fn page_cached(&self, index: u64) -> Option<(u32, usize, ErasedToken)>;
     /// [`PageRef::read`] of a page of this file taken apart by [`DynFile::page`].
     fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]);
+    /// [`PageRef::write`] of a page of this file taken apart by [`DynFile::page`] (or
+    /// `DynFile::page_cached`), whose reference the caller holds.
+    fn write_frame(&self, frame: u32, offset: usize, buf: &[u8]) -> io::Result<()>;
     /// Gives back the reference of a page of this file taken apart by [`DynFile::page`] (or
     /// `DynFile::page_cached`).
     ///
@@ -278,6 +281,9 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
     }
     fn read_frame(&self, frame: u32, offset: usize, buf: &mut [u8]) {
         CachedFileOf::read_frame(self, frame, offset, buf);
+    }
+    fn write_frame(&self, frame: u32, offset: usize, buf: &[u8]) -> io::Result<()> {
+        CachedFileOf::write_frame(self, frame, offset, buf)
     }
     unsafe fn put_frame(&self, frame: u32, token: ErasedToken) {
         // SAFETY: `token` was made by `page` above, from a `C::Token` (the caller's contract:
@@ -427,11 +433,11 @@ impl CachedFile {
         self.len() == 0
     }
     /// A reference to page `index`, filled: see [`CachedFileOf::page`] (its errors) and
-    /// [`Page`]. The page is read with [`Page::read`] for as long as the guard lives, without a
-    /// lookup, and stays cached meanwhile.
+    /// [`Page`]. The page is read with [`Page::read`] and written with [`Page::write`] for as
+    /// long as the guard lives, without a lookup, and stays cached meanwhile.
     pub fn page(&self, index: u64) -> io::Result<Page<'_>> {
         let parts = self.inner.page(index)?;
-        Ok(Page::new(&*self.inner, parts))
+        Ok(Page::new(&*self.inner, index, parts))
     }
     /// See [`CachedFileOf::path`].
     pub fn path(&self) -> &Path {

@@ -159,3 +159,185 @@ fn threads_holding_pages_under_eviction_read_the_file_for_every_scheme() {
         assert!(cache.stats().resident_high_water <= 4, "{scheme}");
     }
 }
+
+/// Writes through a held page land in its frame, are read by `read_at` and the guard, reach the
+/// file through `drop_cache`, grow the file past its end as `write_at` does (also after a cut
+/// while the page is held), and are refused on a file opened read-only, for every scheme.
+#[test]
+fn writes_through_a_held_page_reach_the_file_for_every_scheme() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Two whole pages and 100 bytes of a third.
+    let len = 2 * PAGE + 100;
+    let path = pattern_file(&dir, "write", len);
+    for scheme in schemes() {
+        std::fs::write(&path, common::pattern(len)).expect("restore");
+        let mut model = common::pattern(len);
+        let cache = PageCache::new(Config::new(2, scheme)).expect(scheme);
+        let file = cache.open(&path).expect("open");
+        let held = file.page(1).expect("page 1");
+        assert_eq!(held.index(), 1, "{scheme}");
+        held.write(10, b"through the guard").expect("write");
+        model[(PAGE + 10) as usize..][..17].copy_from_slice(b"through the guard");
+        assert_eq!(bytes(&held, 10, 17), b"through the guard", "{scheme}");
+        // An empty write writes nothing, anywhere in the page.
+        held.write(PAGE_SIZE, &[]).expect("empty write");
+        // Every other page read through the other frame: the written page stays, dirty.
+        let mut buf = vec![0u8; len as usize];
+        assert_eq!(file.read_at(&mut buf, 0).expect("read"), len as usize);
+        assert_eq!(buf, model, "{scheme}");
+        assert_eq!(file.drop_cache().expect("drop_cache"), 1, "{scheme}");
+        assert_eq!(cache.stats().resident, 1, "{scheme}: only the held page");
+        drop(held);
+        assert_eq!(file.drop_cache().expect("drop_cache"), 1, "{scheme}");
+        assert_eq!(std::fs::read(&path).expect("on disk"), model, "{scheme}");
+        // The last page: a write past the file's end grows it, the bytes between read as zeros.
+        let last = file.page(2).expect("page 2");
+        assert_eq!(last.len(), 100, "{scheme}");
+        last.write(200, b"tail").expect("write past the end");
+        assert_eq!(file.len(), 2 * PAGE + 204, "{scheme}");
+        assert_eq!(last.len(), 100, "{scheme}: the length at the get");
+        model.resize((2 * PAGE + 200) as usize, 0);
+        model.extend_from_slice(b"tail");
+        // Cut into page 1 while page 2 is held: page 2 stays in its frame, zeroed; a write
+        // into it grows the file again, with zeros between the cut and the write.
+        file.set_len(PAGE + 50).expect("cut");
+        model.truncate((PAGE + 50) as usize);
+        last.write(8, b"again").expect("write after the cut");
+        model.resize((2 * PAGE + 8) as usize, 0);
+        model.extend_from_slice(b"again");
+        assert_eq!(file.len(), 2 * PAGE + 13, "{scheme}");
+        drop(last);
+        let mut buf = vec![0u8; model.len() + 10];
+        assert_eq!(file.read_at(&mut buf, 0).expect("read"), model.len());
+        assert_eq!(&buf[..model.len()], &model[..], "{scheme}");
+        file.close().expect("close");
+        assert_eq!(std::fs::read(&path).expect("on disk"), model, "{scheme}");
+        // Read-only: refused, nothing written.
+        let file = cache.open_read_only(&path).expect("open read-only");
+        let page = file.page(0).expect("page 0");
+        let e = page.write(0, b"no").expect_err("a read-only file");
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{scheme}");
+        assert_eq!(bytes(&page, 0, 2), &model[..2], "{scheme}");
+        drop(page);
+        file.close().expect("close");
+        assert_eq!(std::fs::read(&path).expect("on disk"), model, "{scheme}");
+    }
+}
+
+/// The typed cache's guard writes as the run-time-chosen one does.
+#[test]
+fn a_typed_held_page_writes_its_frame() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "typed", PAGE);
+    let cache =
+        pagecache::PageCacheOf::with_scheme(refcount::atomic::Atomic, &Config::new(1, "atomic"))
+            .expect("cache");
+    let file = cache.open(&path).expect("open");
+    let page = file.page(0).expect("page 0");
+    assert_eq!((page.index(), page.len()), (0, PAGE_SIZE));
+    page.write(4090, b"sixsix").expect("write");
+    let mut b = [0u8; 6];
+    page.read(4090, &mut b);
+    assert_eq!(&b, b"sixsix");
+    drop(page);
+    file.sync().expect("sync");
+    assert_eq!(&std::fs::read(&path).expect("on disk")[4090..], b"sixsix");
+}
+
+#[test]
+#[should_panic(expected = "a write of 10 bytes at 4090")]
+fn a_write_past_the_page_panics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "panic", PAGE);
+    let cache = PageCache::new(Config::new(1, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let page = file.page(0).expect("page 0");
+    let _ = page.write(4090, &[0; 10]);
+}
+
+/// Threads write bytes they own (the file's offsets `t` modulo the number of threads) through
+/// pages they hold, while one thread drops the cache and another syncs it: after the last
+/// close the file on disk is the model of every write, for every scheme.
+#[test]
+fn threads_writing_through_held_pages_lose_nothing_for_every_scheme() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pages = 16;
+    let len = pages * PAGE;
+    let path = pattern_file(&dir, "writers", len);
+    let (threads, turns) = if cfg!(miri) { (3, 20) } else { (6, 2_000) };
+    for scheme in schemes() {
+        std::fs::write(&path, common::pattern(len)).expect("restore");
+        let cache = PageCache::new(Config::new(4, scheme)).expect(scheme);
+        let file = cache.open(&path).expect("open");
+        let stop = AtomicBool::new(false);
+        let written = AtomicU64::new(0);
+        let models: Vec<Vec<(u64, u8)>> = std::thread::scope(|s| {
+            let dropper = s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    file.drop_cache().expect("drop_cache");
+                    std::thread::yield_now();
+                }
+            });
+            let syncer = s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    file.sync().expect("sync");
+                    std::thread::yield_now();
+                }
+            });
+            let writers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (file, written) = (&file, &written);
+                    s.spawn(move || {
+                        let mut rng = Rng::new(t + 7);
+                        let mut mine = Vec::new();
+                        for _ in 0..turns {
+                            let index = rng.below(pages);
+                            let Ok(page) = file.page(index) else {
+                                continue; // Every frame held by the other threads' guards.
+                            };
+                            // An offset of this page that thread `t` owns.
+                            let first = (t + threads - (index * PAGE) % threads) % threads;
+                            let at = first + threads * rng.below((PAGE - first) / threads);
+                            let v = rng.next() as u8;
+                            page.write(at as usize, &[v]).expect("write");
+                            mine.push((index * PAGE + at, v));
+                            written.fetch_add(1, Ordering::Relaxed);
+                            let mut b = [0u8; 1];
+                            page.read(at as usize, &mut b);
+                            assert_eq!(b[0], v, "{scheme}: the byte just written");
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            let models = writers
+                .into_iter()
+                .map(|w| w.join().expect("writer"))
+                .collect();
+            stop.store(true, Ordering::Relaxed);
+            dropper.join().expect("dropper");
+            syncer.join().expect("syncer");
+            models
+        });
+        assert!(
+            written.load(Ordering::Relaxed) > 0,
+            "{scheme}: nothing written"
+        );
+        file.close().expect("close");
+        let mut model = common::pattern(len);
+        for (t, mine) in models.iter().enumerate() {
+            for &(off, v) in mine {
+                assert_eq!(
+                    off % threads,
+                    t as u64,
+                    "{scheme}: an offset of thread {t}'s"
+                );
+                model[off as usize] = v;
+            }
+        }
+        assert!(
+            std::fs::read(&path).expect("on disk") == model,
+            "{scheme}: the file differs from the model of the writes"
+        );
+    }
+}

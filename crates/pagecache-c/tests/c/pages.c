@@ -1,6 +1,7 @@
-/* Held pages (pagecache_page_get, pagecache_page_read, pagecache_page_put): every byte read
- * through a held page is the file's; a held page stays cached under eviction and
- * pagecache_drop_cache and sees writes through the file; a close with pages held returns
+/* Held pages (pagecache_page_get, pagecache_page_read, pagecache_page_write,
+ * pagecache_page_put): every byte read through a held page is the file's; a held page stays
+ * cached under eviction and pagecache_drop_cache and sees writes through the file; writes
+ * through it reach the file (and grow it past its end), and are refused on a read-only file; a close with pages held returns
  * PAGECACHE_EBUSY and changes nothing; the refusals (past the end, every frame held, a second
  * put, a page never got) have their codes; and 4 threads hold pages of a file larger than the
  * cache while another drops it, for "paygo", "atomic", "percpu-ref" and "refcache". Prints one
@@ -106,9 +107,27 @@ static void single(const char *path) {
     CHECK_EQ(pagecache_write_at(f, "written", 7, 3 * PAGECACHE_PAGE_SIZE + 9), 7);
     CHECK_EQ(pagecache_page_read(&page, b, 7, 9), 7);
     CHECK(memcmp(b, "written", 7) == 0);
+    /* A write through the held page: into its frame, seen by a read through the file. */
+    CHECK_EQ(pagecache_page_write(&page, "held!", 5, 100), 5);
+    CHECK_EQ(pagecache_read_at(f, b, 5, 3 * PAGECACHE_PAGE_SIZE + 100), 5);
+    CHECK(memcmp(b, "held!", 5) == 0);
+    CHECK_EQ(pagecache_page_write(&page, NULL, 0, 4096), 0);
+    CHECK_EQ(pagecache_page_write(&page, "x", 1, 4096), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_page_write(&page, "xy", 2, 4095), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_page_write(&page, "x", 1, SIZE_MAX), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_page_write(&page, NULL, 1, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_page_write(NULL, "x", 1, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_page_write(&fourth, "x", 1, 0), PAGECACHE_EBADF);
+    /* The last page: a write past the end grows the file; the page's length stays the get's. */
+    CHECK_EQ(pagecache_page_write(&last, "end", 3, 4093), 3);
+    CHECK_EQ(pagecache_len(f), PAGES * PAGECACHE_PAGE_SIZE);
+    CHECK_EQ(pagecache_page_read(&last, b, 8, 4093), 0);
+    CHECK_EQ(pagecache_read_at(f, b, 200, LEN), 100);
+    CHECK(memcmp(b + 97, "end", 3) == 0);
+    for (int k = 0; k < 97; k++) CHECK_EQ(b[k], 0);
     /* Pages held: the close is refused, nothing done, and the handle goes on working. */
     CHECK_EQ(pagecache_close(f), PAGECACHE_EBUSY);
-    CHECK_EQ(pagecache_len(f), LEN);
+    CHECK_EQ(pagecache_len(f), PAGES * PAGECACHE_PAGE_SIZE);
     CHECK_EQ(pagecache_page_put(&page), PAGECACHE_OK);
     CHECK_EQ(pagecache_page_put(&page), PAGECACHE_EBADF);
     CHECK_EQ(pagecache_page_read(&page, b, 8, 0), PAGECACHE_EBADF);
@@ -123,8 +142,28 @@ static void single(const char *path) {
         CHECK(fseek(fp, 3 * PAGECACHE_PAGE_SIZE + 9, SEEK_SET) == 0);
         CHECK(fread(b, 1, 7, fp) == 7);
         CHECK(memcmp(b, "written", 7) == 0);
+        CHECK(fseek(fp, 3 * PAGECACHE_PAGE_SIZE + 100, SEEK_SET) == 0);
+        CHECK(fread(b, 1, 5, fp) == 5);
+        CHECK(memcmp(b, "held!", 5) == 0);
+        CHECK(fseek(fp, 0, SEEK_END) == 0);
+        CHECK_EQ(ftell(fp), PAGES * PAGECACHE_PAGE_SIZE);
+        CHECK(fseek(fp, -3, SEEK_END) == 0);
+        CHECK(fread(b, 1, 3, fp) == 3);
+        CHECK(memcmp(b, "end", 3) == 0);
         fclose(fp);
     }
+    /* Read-only: a write through a held page is refused (-EACCES), nothing written. */
+    CHECK_EQ(pagecache_new(3, "paygo", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &f), PAGECACHE_OK);
+    CHECK_EQ(pagecache_page_get(f, 3, &page), PAGECACHE_PAGE_SIZE);
+    CHECK_EQ(pagecache_page_write(&page, "no", 2, 100), -EACCES);
+    CHECK(pagecache_last_error() != NULL &&
+          strstr(pagecache_last_error(), "pagecache_page_write") != NULL);
+    CHECK_EQ(pagecache_page_read(&page, b, 5, 100), 5);
+    CHECK(memcmp(b, "held!", 5) == 0);
+    CHECK_EQ(pagecache_page_put(&page), PAGECACHE_OK);
+    CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
+    pagecache_free(c);
     printf("ok single\n");
 }
 

@@ -341,10 +341,13 @@ pub enum OpenMode {
 }
 
 /// A held reference to one cached page: the page stays in its frame until the guard is dropped
-/// (a leaked guard pins the page for ever, and the cache goes on with one frame fewer).
+/// (a leaked guard pins the page for ever, and the cache goes on with one frame fewer). Its
+/// bytes are read ([`PageRef::read`]) and written ([`PageRef::write`]) in the frame, with no
+/// lookup.
 pub struct PageRef<'a, C: RefCounter> {
-    cache: &'a Inner<C>,
+    file: &'a CachedFileOf<C>,
     frame: u32,
+    index: u64,
     len: usize,
     token: ManuallyDrop<C::Token>,
 }
@@ -1145,7 +1148,13 @@ impl<C: RefCounter> PageRef<'_, C> {
         (me.frame, me.len, t)
     }
 
-    /// Bytes of the page that are inside the file.
+    /// The page's index in its file.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// Bytes of the page that are inside the file (as the file was when the page was taken:
+    /// a write through the guard or the file does not change it).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -1160,7 +1169,26 @@ impl<C: RefCounter> PageRef<'_, C> {
     /// # Panics
     /// If the range is outside the page.
     pub fn read(&self, offset: usize, buf: &mut [u8]) {
-        copy_out(self.cache.words(self.frame), offset, buf);
+        copy_out(self.file.cache.words(self.frame), offset, buf);
+    }
+
+    /// Writes `buf` at `offset` within the page, in its frame, and marks the page dirty: what
+    /// [`CachedFileOf::write_at`] at the page's place in the file does, without the lookup and
+    /// the reference it takes. The bytes are written back as that call's are (by
+    /// [`CachedFileOf::sync`], an eviction once the guard is dropped, `drop_cache`, the last
+    /// close), and a write that ends past the file's length grows the file (bytes between
+    /// its end and `offset` read as zeros). Writes through the guard, through the file, and
+    /// reads racing them see, byte by byte, the old or the new bytes, as `pwrite` racing
+    /// `pread`. [`PageRef::len`] stays the length at the get.
+    ///
+    /// Errors, which write nothing: `PermissionDenied` on a file opened read-only;
+    /// `FileTooLarge` for a write ending past what the file may hold (the file system's
+    /// largest file, `RLIMIT_FSIZE`), as from `write_at`. An empty `buf` writes nothing.
+    ///
+    /// # Panics
+    /// If the range is outside the page.
+    pub fn write(&self, offset: usize, buf: &[u8]) -> io::Result<()> {
+        self.file.write_frame(self.frame, offset, buf)
     }
 }
 
@@ -1168,6 +1196,6 @@ impl<C: RefCounter> Drop for PageRef<'_, C> {
     fn drop(&mut self) {
         // SAFETY: the token is taken exactly once, here, and self is never used again.
         let t = unsafe { ManuallyDrop::take(&mut self.token) };
-        self.cache.scheme.put(self.cache.obj(self.frame), t);
+        self.file.put_frame(self.frame, t);
     }
 }

@@ -275,8 +275,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         }
         match self.cache.acquire(f, index, None, &mut || Ok(()))? {
             Got::Frame(i, tok) => Ok(PageRef {
-                cache: &self.cache,
+                file: self,
                 frame: i,
+                index,
                 len: (len - index * PAGE_SIZE as u64).min(PAGE_SIZE as u64) as usize,
                 token: ManuallyDrop::new(tok),
             }),

@@ -98,27 +98,80 @@ impl<C: RefCounter> CachedFileOf<C> {
                 }
             };
             if let Got::Frame(i, tok) = got {
-                // The bytes and the length, then the dirty bit (a Release store): a
-                // write-back that sees the bit (sync, eviction) sees them.
-                c.frames[i as usize].meta.write(|| {
-                    copy_in(c.words(i), off, part);
-                    // After the bytes, so a reader that sees the new length sees them (as the
-                    // kernel updates i_size after the copy); before the dirty bit, so a
-                    // write-back that sees the bit covers them.
-                    // Only when the write ends past the length: an overwrite writes no shared
-                    // word but the page's (the length only grows while `resize` is held
-                    // shared). Relaxed: a stale smaller value only takes the `fetch_max`.
-                    if f.len.load(Ordering::Relaxed) < at + k as u64 {
-                        // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
-                        f.len.fetch_max(at + k as u64, Ordering::AcqRel);
-                    }
-                });
+                self.store(i, off, part, at);
                 c.scheme.put(c.obj(i), tok);
             }
             done += k;
         }
         debug_assert!(self.len() >= end);
         Ok(buf.len())
+    }
+
+    /// Copies `part` (within one page) at `off` into frame `i`, which holds the page at file
+    /// offset `at - off` under the caller's reference; grows the length over it and marks the
+    /// page dirty. The caller holds `resize` shared and checked the room up to
+    /// `at + part.len()` (`write_at`, [`PageRef::write`]).
+    fn store(&self, i: u32, off: usize, part: &[u8], at: u64) {
+        let f = &*self.state;
+        let c = &*self.cache;
+        let end = at + part.len() as u64;
+        // The bytes and the length, then the dirty bit (a Release store): a write-back that
+        // sees the bit (sync, eviction) sees them.
+        c.frames[i as usize].meta.write(|| {
+            copy_in(c.words(i), off, part);
+            // After the bytes, so a reader that sees the new length sees them (as the kernel
+            // updates i_size after the copy); before the dirty bit, so a write-back that sees
+            // the bit covers them.
+            // Only when the write ends past the length: an overwrite writes no shared word but
+            // the page's (the length only grows while `resize` is held shared). Relaxed: a
+            // stale smaller value only takes the `fetch_max`.
+            if f.len.load(Ordering::Relaxed) < end {
+                // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                f.len.fetch_max(end, Ordering::AcqRel);
+            }
+        });
+    }
+
+    /// [`PageRef::write`]: writes `buf` at `offset` within the page of this file that the
+    /// caller's reference holds in frame `frame`, as `write_at` would write it there, without
+    /// the lookup.
+    ///
+    /// # Panics
+    /// If the range is outside the page.
+    pub(crate) fn write_frame(&self, frame: u32, offset: usize, buf: &[u8]) -> io::Result<()> {
+        assert!(
+            offset <= PAGE_SIZE && buf.len() <= PAGE_SIZE - offset,
+            "pagecache: a write of {} bytes at {offset} of a page of {PAGE_SIZE}",
+            buf.len()
+        );
+        let f = &*self.state;
+        if !self.writable() {
+            return Err(f.read_only());
+        }
+        if buf.is_empty() {
+            // As `write_at` of no bytes: nothing is written, and the file does not grow.
+            return Ok(());
+        }
+        let m = &self.cache.frames[frame as usize].meta;
+        // The page the frame holds: the caller's reference keeps it from eviction and reuse,
+        // so its key stays (a cut that came since the page was taken zeroed its bytes past
+        // the end and left it in its slot). Relaxed: the get that took the reference read it
+        // after its Acquire version load (`holds`).
+        let index = m.index.load(Ordering::Relaxed);
+        debug_assert!(m.holds(f.id, index));
+        let at = index * PAGE_SIZE as u64 + offset as u64;
+        let end = at + buf.len() as u64;
+        // Shared, as `write_at`: a cut waits, and the write lands as `write_at`'s would,
+        // growing the file again past a cut that came since the page was taken.
+        let _resize = f.resize.read().unwrap_or_else(|e| e.into_inner());
+        // Relaxed: as in `write_at`.
+        if end > f.room.load(Ordering::Relaxed) {
+            f.check_room(end, &|| {
+                format!("a write of {} bytes at {at} to ", buf.len())
+            })?;
+        }
+        self.store(frame, offset, buf, at);
+        Ok(())
     }
 
     /// `write_at`'s bypass: writes `part` (within one page) at `at` straight to the file, under

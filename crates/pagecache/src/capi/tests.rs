@@ -1827,6 +1827,50 @@ fn last_error_of_held_pages_names_the_cause_and_a_busy_close_changes_nothing() {
             "pagecache_page_read",
             &["above SSIZE_MAX"],
         );
+        // Writes through the held page: into its frame (read back through the page and the
+        // file), the refusals with their messages, and nothing written by them.
+        assert_eq!(pagecache_page_write(&page, b"ab".as_ptr().cast(), 2, 4), 2);
+        assert_eq!(pagecache_page_read(&page, b.as_mut_ptr().cast(), 3, 3), 3);
+        assert_eq!(b[..3], [(2 * PAGE_SIZE + 3) as u8, b'a', b'b']);
+        let rc = pagecache_page_write(&page, b"xy".as_ptr().cast(), 2, PAGE_SIZE - 1);
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_page_write",
+            &["a write of 2 bytes at 4095 ends past the page"],
+        );
+        let rc = pagecache_page_write(&page, null(), 1, 0);
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_page_write",
+            &["buf is NULL"],
+        );
+        let rc = pagecache_page_write(&CPage::default(), b"x".as_ptr().cast(), 1, 0);
+        says(
+            rc,
+            PAGECACHE_EBADF as isize,
+            "pagecache_page_write",
+            &["holds no page"],
+        );
+        assert_eq!(pagecache_page_write(&page, null(), 0, PAGE_SIZE), 0);
+        assert_eq!(pagecache_len(f), len as i64, "no write grew the file");
+        assert_eq!(pagecache_page_write(&page, b"ab".as_ptr().cast(), 2, 10), 2);
+        assert_eq!(
+            pagecache_len(f),
+            len as i64 + 2,
+            "a write past the end grows it"
+        );
+        // The file's bytes again (the pattern: `(offset as u8)`), now 2 bytes longer.
+        assert_eq!(
+            pagecache_page_write(&page, [10u8, 11].as_ptr().cast(), 2, 10),
+            2
+        );
+        assert_eq!(
+            pagecache_page_write(&page, [4u8, 5].as_ptr().cast(), 2, 4),
+            2
+        );
+        let len = len + 2;
         // Both frames held: no third page.
         let mut other = CPage::default();
         assert_eq!(pagecache_page_get(f, 0, &mut other), PAGE_SIZE as isize);
