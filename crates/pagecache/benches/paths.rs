@@ -7,7 +7,8 @@
 //! the cache and read again in 4 KiB reads (fills with readahead), beside the same reads
 //! through `pread(2)`. Held pages (`PageCache`, the scheme chosen at run time): a 64-byte read
 //! through `read_at` beside the same read of a page held (`CachedFile::page`: no lookup, no
-//! counting) and a page taken, read and let go.
+//! counting) and a page taken, read and let go; a 64-byte overwrite through `write_at` beside
+//! the same write into a held page.
 //!
 //! The paper's experiments (threads, files, the schemes side by side) are refbench's
 //! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
@@ -66,7 +67,7 @@ fn reads<C: RefCounter>(c: &mut Criterion, dir: &tempfile::TempDir, scheme: C, m
 }
 
 /// Reads of the run-time-chosen cache (`paygo`): through `read_at`, of held pages, and of pages
-/// taken, read and let go one at a time.
+/// taken, read and let go one at a time; overwrites through `write_at` and of held pages.
 fn held(c: &mut Criterion, dir: &tempfile::TempDir) {
     let cache = PageCache::new(Config::new(2 * PAGES as usize, "paygo")).expect("cache");
     let f = cache.open(file(dir, "held")).expect("open");
@@ -88,6 +89,21 @@ fn held(c: &mut Criterion, dir: &tempfile::TempDir) {
             pages[k as usize].read(128, black_box(&mut b))
         })
     });
+    c.bench_function("overwrite 64 B, cached, paygo, PageCache", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            f.write_at(black_box(&b), k * P + 128).expect("write")
+        })
+    });
+    c.bench_function(
+        "overwrite 64 B of a held page, paygo, PageCache::page",
+        |bn| {
+            bn.iter(|| {
+                k = (k + 1) % PAGES;
+                pages[k as usize].write(128, black_box(&b)).expect("write")
+            })
+        },
+    );
     drop(pages);
     c.bench_function(
         "take a page, read 64 B, let it go, paygo, PageCache::page",
