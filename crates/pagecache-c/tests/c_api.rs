@@ -312,7 +312,8 @@ fn c_program_gets_pagecache_ebadf_for_stale_handles() {
 }
 
 /// Held pages (`tests/c/pages.c`): bytes read through a held page are the file's, a held page
-/// stays cached under eviction and `pagecache_drop_cache` and sees writes, a close with pages
+/// stays cached under eviction and `pagecache_drop_cache` and sees writes, writes through it
+/// reach the file (growing it past its end; refused on a read-only file), a close with pages
 /// held is refused with `PAGECACHE_EBUSY` (nothing done), every refusal has its code, and 4
 /// threads hold pages of a file larger than the cache while another drops it, for 4 schemes.
 #[test]

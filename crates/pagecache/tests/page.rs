@@ -1,6 +1,7 @@
 //! `CachedFile::page` (`pagecache::Page`): a held page of a cache whose scheme is chosen at run
-//! time reads the file's bytes, stays cached under eviction and `drop_cache`, sees writes, and
-//! is given back by its drop, for every scheme.
+//! time reads the file's bytes, stays cached under eviction and `drop_cache`, sees writes,
+//! writes its frame (the bytes reach the file, nothing lost under eviction, drops and syncs),
+//! and is given back by its drop, for every scheme.
 
 mod common;
 

@@ -28,7 +28,7 @@ static pagecache_t *cache;
 /* What a cancelled thread's calls returned. */
 static struct {
     int open, close_a, sync, close_b, open_c, new_d, put_miss, put_hit;
-    ssize_t read, hit, write, drop, page_miss, page_read, page_hit;
+    ssize_t read, hit, write, drop, page_miss, page_read, page_write, page_hit;
 } got;
 
 /* The calls, each in a thread whose cancellation is pending; then the thread's own
@@ -49,6 +49,7 @@ static void *calls(void *arg) {
     pagecache_page_t p = PAGECACHE_PAGE_INIT;
     got.page_miss = pagecache_page_get(f, 1, &p);          /* a miss: pread(2) */
     got.page_read = pagecache_page_read(&p, b, 10, 0);     /* no system call */
+    got.page_write = pagecache_page_write(&p, b, 10, 0);   /* the same bytes: no system call */
     got.put_miss = pagecache_page_put(&p);
     got.page_hit = pagecache_page_get(f, 1, &p);           /* cached: no system call */
     got.put_hit = pagecache_page_put(&p);
@@ -92,6 +93,7 @@ int main(void) {
     CHECK(got.drop >= 1);
     CHECK_EQ(got.page_miss, PAGECACHE_PAGE_SIZE);
     CHECK_EQ(got.page_read, 10);
+    CHECK_EQ(got.page_write, 10);
     CHECK_EQ(got.put_miss, PAGECACHE_OK);
     CHECK_EQ(got.page_hit, PAGECACHE_PAGE_SIZE);
     CHECK_EQ(got.put_hit, PAGECACHE_OK);
