@@ -1910,3 +1910,263 @@ fn a_panic_in_the_put_of_a_mapped_page_leaves_no_count_in_the_entry() {
         assert_eq!(f.drop_cache().unwrap(), 1, "{rmap:?}: the page drops");
     }
 }
+
+/// The model of [`mappings_come_and_go`]: what the cache must
+/// report for one file of `PAGES` pages.
+struct MapModel {
+    /// Per page: the references held on it (live guards and leaked ones).
+    refs: Vec<i64>,
+    /// The mappings that stay in the reverse maps without a handle: leaked with
+    /// `mem::forget`, or dropped while a leaked guard counts in one of their entries.
+    leaked: Vec<(u64, u64)>,
+}
+
+impl MapModel {
+    /// Checks the cache against the model: each page's count (READ-ALL, global plus
+    /// embedded) and mapping count, the entry counts of each mapping of `live` against the
+    /// references counted in them (the model's, beside it), and the reverse maps' mappings
+    /// and entries.
+    #[track_caller]
+    fn check<C: RefCounter>(
+        &self,
+        c: &PageCacheOf<C>,
+        f: &pagecache::CachedFileOf<C>,
+        live: &[(&pagecache::Mapping<'_, C>, &[u64])],
+        what: &str,
+    ) {
+        let ranges: Vec<(u64, u64)> = live
+            .iter()
+            .map(|(m, _)| (m.first_page(), m.pages()))
+            .chain(self.leaked.iter().copied())
+            .collect();
+        for p in 0..self.refs.len() as u64 {
+            let covering = ranges.iter().filter(|&&(s, n)| s <= p && p < s + n).count();
+            assert_eq!(
+                f.mapcount(p),
+                covering as u32,
+                "{what}: mapcount of page {p}"
+            );
+            assert_eq!(
+                f.page_count(p),
+                self.refs[p as usize],
+                "{what}: count of page {p}"
+            );
+        }
+        for (n, (m, emb)) in live.iter().enumerate() {
+            for k in 0..m.pages() {
+                let got = m.entry(k).map_or(0, |(_, count)| count);
+                assert_eq!(got, emb[k as usize], "{what}: mapping {n}, entry {k}");
+            }
+        }
+        let mem = c.lodic_memory();
+        assert_eq!(
+            (mem.mappings, mem.entries as u64),
+            (ranges.len(), ranges.iter().map(|r| r.1).sum::<u64>()),
+            "{what}: the reverse maps' mappings and entries"
+        );
+    }
+
+    /// A drop of the cache: frees every cached page nobody references, keeps the others.
+    #[track_caller]
+    fn drop_cache<C: RefCounter>(
+        &self,
+        c: &PageCacheOf<C>,
+        f: &pagecache::CachedFileOf<C>,
+        what: &str,
+    ) {
+        let before = c.stats().resident;
+        let held = self.refs.iter().filter(|&&r| r > 0).count();
+        assert_eq!(
+            f.drop_cache().unwrap(),
+            before - held,
+            "{what}: the drop frees exactly the pages nobody holds"
+        );
+        assert_eq!(c.stats().resident, held, "{what}: the held pages stay");
+    }
+}
+
+/// One step of [`mappings_come_and_go`] through one of
+/// `maps`, whose entries count `embs` (the model) and whose guards `held` holds (with the
+/// mapping's place in `maps` and the entry): takes a reference through one (or, rarely, enough
+/// to fill the entry and spill past it), lets one go (or, rarely, leaks it), reads through one,
+/// or drops the cache.
+#[allow(clippy::too_many_arguments)]
+fn model_step<'m, 'f, C: RefCounter>(
+    c: &PageCacheOf<C>,
+    f: &pagecache::CachedFileOf<C>,
+    model: &mut MapModel,
+    rng: &mut Rng,
+    maps: &'m [pagecache::Mapping<'f, C>],
+    embs: &mut [Vec<u64>],
+    held: &mut Vec<(usize, u64, pagecache::MappedPage<'m, 'f, C>)>,
+    what: &str,
+) {
+    let max = EMBEDDED_MAX;
+    let n = rng.below(maps.len() as u64) as usize;
+    let (m, emb) = (&maps[n], &mut embs[n]);
+    match rng.below(20) {
+        0..=7 | 19 => {
+            let k = rng.below(m.pages());
+            let p = (m.first_page() + k) as usize;
+            let times = if rng.below(20) == 19 {
+                max - emb[k as usize].min(max) + 2
+            } else {
+                1
+            };
+            for _ in 0..times {
+                let full = emb[k as usize] == max;
+                let g = m.page(k).unwrap();
+                assert_eq!(g.spilled(), full, "{what}: spilled iff the entry is full");
+                if !full {
+                    emb[k as usize] += 1;
+                }
+                model.refs[p] += 1;
+                held.push((n, k, g));
+            }
+        }
+        8..=13 if !held.is_empty() => {
+            let (n, k, g) = held.swap_remove(rng.below(held.len() as u64) as usize);
+            let p = g.index() as usize;
+            if rng.below(80) == 0 {
+                // Leaked: its reference stays, in the entry or in the global counter.
+                core::mem::forget(g);
+            } else {
+                if !g.spilled() {
+                    embs[n][k as usize] -= 1;
+                }
+                drop(g);
+                model.refs[p] -= 1;
+            }
+        }
+        14..=16 => {
+            let at = rng.below(m.len());
+            let mut buf = vec![0u8; rng.below(m.len() - at + 1).min(2 * P) as usize];
+            m.read_at(&mut buf, at).unwrap();
+            check_bytes(&buf, m.first_page() * P + at);
+        }
+        _ => model.drop_cache(c, f, what),
+    }
+}
+
+/// A random walk over a cache counted by `scheme`, for both reverse maps: mappings made and
+/// unmapped (overlapping, nested, some leaked with `mem::forget`, some kept by a leaked
+/// guard), pages held and let go through them (some guards leaked, some entries driven past
+/// their eleven bits), reads through them and drops of the cache, against a model checked
+/// after every step: each page's count is the references held on it, each mapping's entry
+/// counts exactly the references taken through it (a reference spills into the global counter
+/// exactly when its entry is full), each page's mapping count is the mappings (live, or left
+/// in the reverse maps) that cover it, the reverse maps hold exactly those mappings, and a
+/// drop frees exactly the pages nobody holds. The guards of long-lived mappings are held
+/// across the unmapping of the others.
+fn mappings_come_and_go<C: RefCounter>(scheme: fn() -> C) {
+    const PAGES: u64 = 24;
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", PAGES * P);
+        let c = cache(scheme(), 2 * PAGES as usize, rmap);
+        let f = c.open(&path).unwrap();
+        let mut rng = Rng::new(0x10d1c ^ rmap as u64);
+        let mut model = MapModel {
+            refs: vec![0; PAGES as usize],
+            leaked: Vec::new(),
+        };
+        // A mapping of random pages of the file.
+        let random_map = |rng: &mut Rng| {
+            let first = rng.below(PAGES);
+            let longest = [1, 4, PAGES][rng.below(3) as usize];
+            let pages = 1 + rng.below(longest.min(PAGES - first));
+            (first, pages)
+        };
+        // Long-lived mappings, the references counted in their entries (the model's), and
+        // their guards, held across rounds: (the mapping's place, its entry, the guard).
+        let long: Vec<_> = (0..3)
+            .map(|_| {
+                let (first, pages) = random_map(&mut rng);
+                f.map(first, pages).unwrap()
+            })
+            .collect();
+        let mut long_emb: Vec<Vec<u64>> =
+            long.iter().map(|m| vec![0; m.pages() as usize]).collect();
+        let mut long_held = Vec::new();
+        for round in 0..percpu::testing::reps(100) {
+            let short: Vec<_> = (0..1 + rng.below(4))
+                .map(|_| {
+                    let (first, pages) = random_map(&mut rng);
+                    f.map(first, pages).unwrap()
+                })
+                .collect();
+            let mut short_emb: Vec<Vec<u64>> =
+                short.iter().map(|m| vec![0; m.pages() as usize]).collect();
+            let mut short_held = Vec::new();
+            for step in 0..60 {
+                let what = format!("{rmap:?}, round {round}, step {step}");
+                // Through a mapping of this round, or a long-lived one.
+                let of_short = rng.below(2) == 0;
+                if of_short {
+                    let (m, e, h) = (&short[..], &mut short_emb[..], &mut short_held);
+                    model_step(&c, &f, &mut model, &mut rng, m, e, h, &what);
+                } else {
+                    let (m, e, h) = (&long[..], &mut long_emb[..], &mut long_held);
+                    model_step(&c, &f, &mut model, &mut rng, m, e, h, &what);
+                }
+                let live: Vec<_> = long
+                    .iter()
+                    .zip(&long_emb)
+                    .chain(short.iter().zip(&short_emb))
+                    .map(|(m, e)| (m, e.as_slice()))
+                    .collect();
+                model.check(&c, &f, &live, &what);
+            }
+            // The round's guards go, then its mappings: those whose entries a leaked guard
+            // counts in stay in the reverse maps, as do those leaked themselves.
+            for (n, k, g) in short_held.drain(..) {
+                if !g.spilled() {
+                    short_emb[n][k as usize] -= 1;
+                }
+                model.refs[g.index() as usize] -= 1;
+            }
+            drop(short_held);
+            for (m, emb) in short.into_iter().zip(&short_emb) {
+                let range = (m.first_page(), m.pages());
+                if emb.iter().any(|&e| e > 0) {
+                    drop(m);
+                    model.leaked.push(range);
+                } else if rng.below(25) == 0 {
+                    core::mem::forget(m);
+                    model.leaked.push(range);
+                } else {
+                    drop(m);
+                }
+            }
+            let live: Vec<_> = long
+                .iter()
+                .zip(&long_emb)
+                .map(|(m, e)| (m, e.as_slice()))
+                .collect();
+            let what = format!("{rmap:?}, after round {round}");
+            model.check(&c, &f, &live, &what);
+            model.drop_cache(&c, &f, &what);
+        }
+        for (n, k, g) in long_held.drain(..) {
+            if !g.spilled() {
+                long_emb[n][k as usize] -= 1;
+            }
+            model.refs[g.index() as usize] -= 1;
+        }
+        drop(long_held);
+        for (m, emb) in long.into_iter().zip(&long_emb) {
+            if emb.iter().any(|&e| e > 0) {
+                model.leaked.push((m.first_page(), m.pages()));
+            }
+        }
+        model.check(&c, &f, &[], &format!("{rmap:?}, at the end"));
+        model.drop_cache(&c, &f, &format!("{rmap:?}, at the end"));
+    }
+}
+
+/// [`mappings_come_and_go`] over `atomic` and PAYGO.
+#[test]
+fn mappings_come_and_go_under_held_pages_against_a_model() {
+    mappings_come_and_go(|| Atomic);
+    mappings_come_and_go(paygo::Domain::new);
+}
