@@ -215,7 +215,8 @@ pub(crate) fn owner_undo(e: &AtomicU64) {
 /// The reclaimer's read of one entry: its count if it names `frame`.
 #[inline]
 pub(crate) fn embedded_count(e: &AtomicU64, frame: u32) -> u64 {
-    // Acquire: pairs with the Release store of `owner_exit`.
+    // Acquire: pairs with the Release stores of `owner_exit` and `owner_undo`: the owner's
+    // copies made before the count read here was stored come before a reclaim that reads it.
     let v = e.load(Ordering::Acquire);
     if frame_of(v) == Some(frame) {
         count_of(v)
