@@ -2170,3 +2170,66 @@ fn mappings_come_and_go_under_held_pages_against_a_model() {
     mappings_come_and_go(|| Atomic);
     mappings_come_and_go(paygo::Domain::new);
 }
+
+/// The edges of a mapping's input: an empty file has no page to map (`InvalidInput`, naming
+/// its 0 pages, nothing registered); a handle opened read-only maps, reads, holds and counts
+/// like any other (a mapping only reads); a read of no bytes at the mapping's end succeeds and
+/// one past it is refused; and a held page's read past the page panics (as documented), the
+/// unwinding letting the reference go, so that the page counts nothing and drops.
+#[test]
+fn empty_files_read_only_handles_and_reads_at_the_edges() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = pattern_file(&dir, "empty", 0);
+        let path = pattern_file(&dir, "f", 2 * P);
+        let c = cache(Atomic, 8, rmap);
+        let e = c.open(&empty).unwrap();
+        for (first, pages) in [(0, 0), (0, 1), (1, 1)] {
+            let err = e.map(first, pages).err().expect("nothing to map: refused");
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{rmap:?}: {err}");
+            if pages > 0 {
+                assert!(
+                    err.to_string().contains("which has 0 pages"),
+                    "{rmap:?}: {err}"
+                );
+            }
+        }
+        assert_eq!(
+            (e.mapcount(0), c.lodic_memory()),
+            (0, Default::default()),
+            "{rmap:?}: nothing registered"
+        );
+        let f = c.open_read_only(&path).unwrap();
+        let m = f.map(0, 2).unwrap();
+        let mut buf = [0u8; 24];
+        m.read_at(&mut buf, P - 8).unwrap();
+        check_bytes(&buf, P - 8);
+        m.read_at(&mut [], 2 * P).unwrap();
+        let err = m.read_at(&mut [], 2 * P + 1).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{rmap:?}: {err}");
+        let g = m.page(1).unwrap();
+        assert!(!g.spilled(), "{rmap:?}: counted in the entry");
+        assert_eq!((f.page_count(1), f.mapcount(1)), (1, 1), "{rmap:?}");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let mut past = [0u8; 2];
+            g.read(PAGE_SIZE - 1, &mut past);
+        }));
+        assert!(r.is_err(), "{rmap:?}: a read past the page panics");
+        assert_eq!(
+            m.entry(1).map(|e| e.1),
+            Some(0),
+            "{rmap:?}: the entry let go"
+        );
+        assert_eq!(f.page_count(1), 0, "{rmap:?}");
+        drop(m);
+        assert_eq!(f.mapcount(1), 0, "{rmap:?}");
+        let resident = c.stats().resident;
+        assert!(resident >= 2, "{rmap:?}: the pages read");
+        assert_eq!(
+            f.drop_cache().unwrap(),
+            resident,
+            "{rmap:?}: every page drops"
+        );
+        assert_eq!(c.stats().resident, 0, "{rmap:?}");
+    }
+}
