@@ -236,6 +236,7 @@ fn a_typed_held_page_writes_its_frame() {
     let file = cache.open(&path).expect("open");
     let page = file.page(0).expect("page 0");
     assert_eq!((page.index(), page.len()), (0, PAGE_SIZE));
+    assert_eq!(format!("{page:?}"), "PageRef { index: 0, len: 4096, .. }");
     page.write(4090, b"sixsix").expect("write");
     let mut b = [0u8; 6];
     page.read(4090, &mut b);

@@ -1192,6 +1192,16 @@ impl<C: RefCounter> PageRef<'_, C> {
     }
 }
 
+/// Shows the page's index and length.
+impl<C: RefCounter> std::fmt::Debug for PageRef<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageRef")
+            .field("index", &self.index)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<C: RefCounter> Drop for PageRef<'_, C> {
     fn drop(&mut self) {
         // SAFETY: the token is taken exactly once, here, and self is never used again.
