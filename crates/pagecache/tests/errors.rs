@@ -170,7 +170,7 @@ fn errors_about_a_file_carry_its_path() {
     .expect("typed cache");
     let t = typed.open_read_only(&path).expect("open");
     names(
-        &t.page(2).err().expect("page 2 of 2"),
+        &t.page(2).expect_err("page 2 of 2"),
         ErrorKind::UnexpectedEof,
         &path,
     );
@@ -332,11 +332,11 @@ fn a_leaked_page_guard_pins_one_frame_and_nothing_else_breaks() {
     assert_eq!(&buf[..6], b"direct");
     assert!(cache.stats().direct_ios > 0);
     assert_eq!(
-        file.page(2).err().expect("no frame").kind(),
+        file.page(2).expect_err("no frame").kind(),
         ErrorKind::OutOfMemory
     );
     assert_eq!(
-        file.page(9).err().expect("past end").kind(),
+        file.page(9).expect_err("past end").kind(),
         ErrorKind::UnexpectedEof
     );
 }
@@ -353,7 +353,7 @@ fn a_page_that_finds_every_frame_held_counts_no_direct_io() {
     let file = cache.open(&path).expect("open");
     let guard = file.page(0).expect("page");
     assert_eq!(
-        file.page(2).err().expect("no frame").kind(),
+        file.page(2).expect_err("no frame").kind(),
         ErrorKind::OutOfMemory
     );
     assert_eq!(cache.stats().direct_ios, 0, "a page that read nothing");
