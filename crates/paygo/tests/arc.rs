@@ -845,6 +845,7 @@ fn arcs_of_str_and_slices() {
     assert_eq!(&*it, &[0, 1, 4, 9]);
     let empty: Arc<[String]> = Arc::default();
     assert!(empty.is_empty());
+    drop(empty);
     let units: Arc<[()]> = Arc::from(vec![(); 5]);
     assert_eq!(units.len(), 5);
     let boxed: Arc<[u8]> = Arc::from(vec![7u8; 3].into_boxed_slice());
@@ -1955,4 +1956,109 @@ fn arcs_from_boxes_of_zero_sized_and_over_aligned_values() {
     assert_eq!((zsts.len(), Arc::strong_count(&zsts)), (3, 1));
     let s: Arc<str> = Arc::from(String::from("boxed").into_boxed_str());
     assert_eq!(&*s, "boxed");
+}
+
+/// `new_uninit` and `assume_init`: the value written through `get_mut` is read through the
+/// `Arc<T>`, and is dropped exactly once, as a `T`, whether the last reference is the `Arc<T>`
+/// or a clone of the `Arc<MaybeUninit<T>>` made before `assume_init`; an `Arc` of room never
+/// written drops nothing.
+#[test]
+fn an_uninit_arc_written_and_assumed_init_drops_its_value_once() {
+    let d = default_sized_domain();
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    // Written, then made an Arc<T>: the last drop (or the collector) drops the value.
+    let mut a = Arc::<Tracked<'_>>::new_uninit_in(d);
+    Arc::get_mut(&mut a).expect("the only Arc").write(Tracked {
+        id: 3,
+        drops,
+        dropped,
+    });
+    // SAFETY: written just above.
+    let a = unsafe { a.assume_init() };
+    assert_eq!(a.id, 3);
+    let b = a.clone();
+    drop(a);
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "a clone holds it");
+    drop(b);
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(d.arcs_alive(), 0);
+    // The uninit Arc cloned first: the clone, still of MaybeUninit, is the last reference, and
+    // its drop drops the value as a Tracked.
+    let mut u = Arc::<Tracked<'_>>::new_uninit_in(d);
+    Arc::get_mut(&mut u).expect("the only Arc").write(Tracked {
+        id: 4,
+        drops,
+        dropped,
+    });
+    let other = u.clone();
+    // SAFETY: written above.
+    let t = unsafe { u.assume_init() };
+    assert_eq!(t.id, 4);
+    // SAFETY: the same bytes, initialised.
+    assert_eq!(unsafe { other.assume_init_ref() }.id, 4);
+    drop(t);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    drop(other);
+    collect(d);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        2,
+        "dropped as a Tracked, once"
+    );
+    // Never written, never assumed: nothing is dropped, the allocation is freed.
+    let never = Arc::<Tracked<'_>>::new_uninit_in(d);
+    drop(never);
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    assert_eq!(d.arcs_alive(), 0);
+}
+
+/// `new_uninit_slice` and `assume_init`: every element written is read back and dropped once;
+/// an empty slice and one never assumed work too.
+#[test]
+fn an_uninit_slice_written_and_assumed_init_drops_each_element_once() {
+    let d = default_sized_domain();
+    let drops = leak(AtomicUsize::new(0));
+    let dropped = leak(AtomicBool::new(false));
+    let mut s = Arc::<[Tracked<'_>]>::new_uninit_slice_in(5, d);
+    for (id, e) in Arc::get_mut(&mut s)
+        .expect("the only Arc")
+        .iter_mut()
+        .enumerate()
+    {
+        e.write(Tracked { id, drops, dropped });
+    }
+    // SAFETY: every element written above.
+    let s = unsafe { s.assume_init() };
+    assert_eq!(s.iter().map(|t| t.id).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    let weak: Weak<[Tracked<'_>]> = Arc::downgrade(&s);
+    drop(s);
+    collect(d);
+    assert!(weak.upgrade().is_none());
+    assert_eq!(drops.load(Ordering::SeqCst), 5);
+    // SAFETY: no element to write.
+    let empty = unsafe { Arc::<[String]>::new_uninit_slice_in(0, d).assume_init() };
+    assert!(empty.is_empty());
+    drop(empty);
+    let strings = {
+        let mut s = Arc::<[String]>::new_uninit_slice(2);
+        let m = Arc::get_mut(&mut s).expect("the only Arc");
+        m[0].write("a".repeat(3));
+        m[1].write("b".into());
+        // SAFETY: both written.
+        unsafe { s.assume_init() }
+    };
+    assert_eq!(&*strings, ["aaa", "b"]);
+    let mut never = Arc::<[Tracked<'_>]>::new_uninit_slice_in(3, d);
+    Arc::get_mut(&mut never).expect("the only Arc")[0].write(Tracked {
+        id: 9,
+        drops,
+        dropped,
+    });
+    drop(never); // written in part, never assumed: leaked, as std's
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 5);
+    assert_eq!(d.arcs_alive(), 0);
 }

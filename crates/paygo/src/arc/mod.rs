@@ -51,7 +51,7 @@ use core::marker::PhantomData;
 use core::mem::{ManuallyDrop, MaybeUninit};
 use core::pin::Pin;
 use core::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// How many times a thread skips the check of an object it found still referenced.
@@ -197,8 +197,9 @@ fn make_default_domain(make: impl FnOnce() -> Domain) -> Result<&'static Domain,
 struct Meta {
     header: Header,
     domain: &'static Domain,
-    /// Drops the value in place.
-    drop_value: unsafe fn(NonNull<Meta>),
+    /// Drops the value in place, as the type it is (set again by `assume_init`, whose value
+    /// became a `T` where it was a `MaybeUninit<T>`).
+    drop_value: DropFn,
     /// The registry shard that lists this allocation.
     shard: usize,
     /// Its position in the shard's list; read and written only under the shard's lock.
@@ -216,6 +217,33 @@ struct Meta {
     /// slice or `str`), for `drop_value::<T>`, which is given `Meta`'s address only. Written
     /// once, before the allocation is shared.
     wide: MaybeUninit<[*mut (); 2]>,
+}
+
+/// [`Meta::drop_value`]: a `drop_value::<T>` kept as an atomic pointer, as `assume_init` sets
+/// it again while other `Arc`s of the allocation may read `Meta` (never this field, which only
+/// the party that drops the value reads).
+struct DropFn(AtomicPtr<()>);
+
+impl DropFn {
+    fn new(f: unsafe fn(NonNull<Meta>)) -> Self {
+        DropFn(AtomicPtr::new(f as *mut ()))
+    }
+
+    /// Relaxed: set by a caller that holds a reference, before its drop; the value's drop,
+    /// which reads it, comes after every reference's drop, as it comes after the writes of the
+    /// value's own bytes.
+    fn set(&self, f: unsafe fn(NonNull<Meta>)) {
+        self.0.store(f as *mut (), Ordering::Relaxed);
+    }
+
+    fn get(&self) -> unsafe fn(NonNull<Meta>) {
+        // Relaxed: see `set`.
+        let p = self.0.load(Ordering::Relaxed);
+        // SAFETY: `p` was made from an `unsafe fn(NonNull<Meta>)` by `new` or `set` (a
+        // function pointer and a data pointer have one size on every target Rust supports
+        // with threads), and is turned back into that type.
+        unsafe { core::mem::transmute::<*mut (), unsafe fn(NonNull<Meta>)>(p) }
+    }
 }
 
 impl Meta {
@@ -360,7 +388,7 @@ fn allocate<T: ?Sized + Send + 'static>(
         p.cast::<Meta>().write(Meta {
             header: Header::new(),
             domain,
-            drop_value: drop_value::<T>,
+            drop_value: DropFn::new(drop_value::<T>),
             shard: my_shard(),
             index: UnsafeCell::new(0),
             weak: AtomicUsize::new(1),
@@ -426,7 +454,7 @@ impl Drop for Reclaimed {
         let _weak = ValueWeak(m);
         // SAFETY: by `new`'s contract, the value is live and ours alone to drop, once (this
         // drop runs once); `_weak` gives back its count after it, unwinding or not.
-        unsafe { (m.as_ref().drop_value)(m) }
+        unsafe { (m.as_ref().drop_value.get())(m) }
     }
 }
 
@@ -1723,7 +1751,7 @@ impl<T: ?Sized> Arc<T> {
         // allocation is unlisted and no Arc names it any more. Through the `Meta`'s function,
         // not `drop_value::<T>`: the value is dropped as the type it was made with, which
         // `T` is not for an `Arc` that `unsize!` made (`unsize.rs`).
-        unsafe { (m.as_ref().drop_value)(m) };
+        unsafe { (m.as_ref().drop_value.get())(m) };
         true
     }
 }
@@ -1811,6 +1839,7 @@ fn weak_overflow() -> ! {
 mod convert;
 #[cfg(feature = "serde")]
 mod serde;
+mod uninit;
 pub(crate) mod unsize;
 mod weak;
 pub use weak::Weak;

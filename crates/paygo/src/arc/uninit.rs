@@ -1,0 +1,125 @@
+//! `Arc`s of values written after the allocation, as `std::sync::Arc::new_uninit` and
+//! `new_uninit_slice` with `assume_init`: the allocation is made (and published, its first
+//! reference taken) holding a `MaybeUninit<T>`, which drops nothing; `assume_init` makes it an
+//! `Arc<T>` and sets the allocation's drop to `T`'s.
+
+use super::{allocate, default_domain, drop_value, Arc, ArcInner};
+use crate::Domain;
+use core::alloc::Layout;
+use core::mem::{ManuallyDrop, MaybeUninit};
+use core::ptr::NonNull;
+
+impl<T> Arc<T> {
+    /// An `Arc` of room for a `T`, not yet written, in the [`default_domain`], as
+    /// `std::sync::Arc::new_uninit`: write it through [`Arc::get_mut`] (the new `Arc` is the
+    /// only one), then [`Arc::assume_init`]. Dropped before that, it drops nothing.
+    ///
+    /// ```
+    /// let mut five = paygo::Arc::<u32>::new_uninit();
+    /// paygo::Arc::get_mut(&mut five).unwrap().write(5);
+    /// // SAFETY: written just above.
+    /// let five = unsafe { five.assume_init() };
+    /// assert_eq!(*five, 5);
+    /// ```
+    pub fn new_uninit() -> Arc<MaybeUninit<T>>
+    where
+        T: Send + 'static,
+    {
+        Self::new_uninit_in(default_domain())
+    }
+
+    /// [`Arc::new_uninit`] in `domain`.
+    pub fn new_uninit_in(domain: &'static Domain) -> Arc<MaybeUninit<T>>
+    where
+        T: Send + 'static,
+    {
+        let inner = allocate::<MaybeUninit<T>>(Layout::new::<T>(), domain, |p| p.cast());
+        // SAFETY: made by `allocate`; a `MaybeUninit` needs no writing; not yet shared.
+        unsafe { Arc::publish(inner, domain) }
+    }
+}
+
+impl<T> Arc<[T]> {
+    /// An `Arc` of room for `len` elements, not yet written, in the [`default_domain`], as
+    /// `std::sync::Arc::new_uninit_slice`: write them through [`Arc::get_mut`], then
+    /// [`Arc::assume_init`](Arc::<[MaybeUninit<T>]>::assume_init). Dropped before that, it
+    /// drops nothing.
+    ///
+    /// ```
+    /// let mut v = paygo::Arc::<[u32]>::new_uninit_slice(3);
+    /// for (k, e) in paygo::Arc::get_mut(&mut v).unwrap().iter_mut().enumerate() {
+    ///     e.write(k as u32 * 10);
+    /// }
+    /// // SAFETY: every element written just above.
+    /// let v = unsafe { v.assume_init() };
+    /// assert_eq!(*v, [0, 10, 20]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `len` elements of `T` take more than `isize::MAX` bytes.
+    pub fn new_uninit_slice(len: usize) -> Arc<[MaybeUninit<T>]>
+    where
+        T: Send + 'static,
+    {
+        Self::new_uninit_slice_in(len, default_domain())
+    }
+
+    /// [`Arc::new_uninit_slice`] in `domain`.
+    ///
+    /// # Panics
+    /// As [`Arc::new_uninit_slice`].
+    pub fn new_uninit_slice_in(len: usize, domain: &'static Domain) -> Arc<[MaybeUninit<T>]>
+    where
+        T: Send + 'static,
+    {
+        let layout = Layout::array::<T>(len).unwrap_or_else(|_| {
+            panic!(
+                "paygo: {len} elements of {} bytes are too large",
+                size_of::<T>()
+            )
+        });
+        let inner = allocate::<[MaybeUninit<T>]>(layout, domain, |p| {
+            core::ptr::slice_from_raw_parts_mut(p.cast::<MaybeUninit<T>>(), len)
+                as *mut ArcInner<[MaybeUninit<T>]>
+        });
+        // SAFETY: made by `allocate`; `MaybeUninit`s need no writing; not yet shared.
+        unsafe { Arc::publish(inner, domain) }
+    }
+}
+
+impl<T: Send + 'static> Arc<MaybeUninit<T>> {
+    /// The `Arc<T>` of the value written, as `std::sync::Arc::assume_init`: its allocation now
+    /// drops a `T` (other `Arc`s of it, still of `MaybeUninit<T>`, read the same bytes).
+    ///
+    /// # Safety
+    /// The value is initialised (as for [`MaybeUninit::assume_init`]).
+    pub unsafe fn assume_init(self) -> Arc<T> {
+        let me = ManuallyDrop::new(self);
+        // Before the reference goes on: the drop of the value comes after it.
+        me.meta().drop_value.set(drop_value::<T>);
+        Arc {
+            // A `MaybeUninit<T>` has a `T`'s layout: the allocation is an `ArcInner<T>`.
+            inner: me.inner.cast(),
+            at: me.at,
+        }
+    }
+}
+
+impl<T: Send + 'static> Arc<[MaybeUninit<T>]> {
+    /// The `Arc<[T]>` of the elements written, as `std::sync::Arc::assume_init`: its allocation
+    /// now drops the `T`s.
+    ///
+    /// # Safety
+    /// Every element is initialised (as for [`MaybeUninit::assume_init`]).
+    pub unsafe fn assume_init(self) -> Arc<[T]> {
+        let me = ManuallyDrop::new(self);
+        // Before the reference goes on: the drop of the value comes after it. `drop_value`
+        // reads the allocation's wide pointer, stored with `MaybeUninit<T>` elements, as one
+        // with `T` elements: the same address and length.
+        me.meta().drop_value.set(drop_value::<[T]>);
+        // SAFETY: not null (an `Arc`'s); a slice of `MaybeUninit<T>` has the layout of as many
+        // `T`s, so the cast keeps the length and names the same allocation.
+        let inner = unsafe { NonNull::new_unchecked(me.inner.as_ptr() as *mut ArcInner<[T]>) };
+        Arc { inner, at: me.at }
+    }
+}
