@@ -1135,6 +1135,51 @@ pub unsafe extern "C" fn pagecache_page_get(
     })
 }
 
+/// The page held in `*page`, for a read or write of `len` bytes at `buf` through it (the entry
+/// point `func`), or `PAGECACHE_EINVAL` (a null or misaligned `page`, a null `buf` with
+/// `len > 0`) or `PAGECACHE_EBADF` (`page` holds no page), and this thread's message.
+///
+/// # Safety
+/// `page` is null, misaligned, or a [`CPage`] that [`pagecache_page_get`] filled, zeroed, or
+/// given back, which no put takes while the result is used (the contract of
+/// [`pagecache_page_read`] and [`pagecache_page_write`]).
+unsafe fn held_args<'a>(
+    func: &str,
+    page: *const CPage,
+    buf_null: bool,
+    len: usize,
+) -> Result<&'a Held, isize> {
+    if page.is_null() || !page.is_aligned() {
+        return Err(pointer_failed(
+            PAGECACHE_EINVAL as isize,
+            func,
+            "page",
+            page,
+        ));
+    }
+    // A plain load: no put may run meanwhile, and a get of this page on another thread was
+    // ordered before this call by the caller, as its writes of any memory must be (the
+    // pointer may also be read-only: `const`). Only two puts may race each other.
+    // SAFETY: not null, aligned, and readable for a `CPage` (the caller's contract).
+    if unsafe { page.cast::<u64>().read() } != HELD {
+        return Err(failed(
+            PAGECACHE_EBADF as isize,
+            func,
+            format_args!("page holds no page (given back by pagecache_page_put, or never got)"),
+        ));
+    }
+    if buf_null && len > 0 {
+        return Err(failed(
+            PAGECACHE_EINVAL as isize,
+            func,
+            format_args!("buf is NULL and len is {len}, not 0"),
+        ));
+    }
+    // SAFETY: the page is held: `pagecache_page_get` wrote a `Held` there, which no put takes
+    // while the caller uses it (the caller's contract).
+    Ok(unsafe { &*page.cast::<Held>() })
+}
+
 /// Copies up to `len` bytes of the held page at `offset` within it into `buf`: the number of
 /// bytes copied (fewer than `len` at the end of the page's bytes inside the file, 0 at or past
 /// it), or `PAGECACHE_EINVAL` (a null or misaligned `page`, a null `buf` with `len > 0`, `len >
@@ -1156,20 +1201,11 @@ pub unsafe extern "C" fn pagecache_page_read(
     const F: &str = "pagecache_page_read";
     // Not `boundary`: a copy out of a frame makes no system call.
     catches(F, PAGECACHE_EINTERNAL as isize, || {
-        if page.is_null() || !page.is_aligned() {
-            return pointer_failed(PAGECACHE_EINVAL as isize, F, "page", page);
-        }
-        // A plain load: no put may run meanwhile, and a get of this page on another thread
-        // was ordered before this call by the caller, as its writes of any memory must be
-        // (the pointer may also be read-only: `const`). Only two puts may race each other.
-        // SAFETY: not null, aligned, and readable for a `CPage` (the caller's contract).
-        if unsafe { page.cast::<u64>().read() } != HELD {
-            return failed(
-                PAGECACHE_EBADF as isize,
-                F,
-                format_args!("page holds no page (given back by pagecache_page_put, or never got)"),
-            );
-        }
+        // SAFETY: forwarded contract.
+        let held = match unsafe { held_args(F, page, buf.is_null(), len) } {
+            Ok(h) => h,
+            Err(code) => return code,
+        };
         if len > isize::MAX as usize {
             return failed(
                 PAGECACHE_EINVAL as isize,
@@ -1177,16 +1213,6 @@ pub unsafe extern "C" fn pagecache_page_read(
                 format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
             );
         }
-        if buf.is_null() && len > 0 {
-            return failed(
-                PAGECACHE_EINVAL as isize,
-                F,
-                format_args!("buf is NULL and len is {len}, not 0"),
-            );
-        }
-        // SAFETY: the page is held: `pagecache_page_get` wrote a `Held` there, which no put
-        // takes while this call reads it (the caller's contract).
-        let held = unsafe { &*page.cast::<Held>() };
         let n = (held.len as usize).saturating_sub(offset).min(len);
         if n == 0 {
             return 0;
@@ -1222,25 +1248,11 @@ pub unsafe extern "C" fn pagecache_page_write(
     // Not `boundary`: a copy into a frame reaches no cancellation point (its only system calls
     // are `getrlimit` and `lseek`, for a write that grows the file past what was checked).
     catches(F, PAGECACHE_EINTERNAL as isize, || {
-        if page.is_null() || !page.is_aligned() {
-            return pointer_failed(PAGECACHE_EINVAL as isize, F, "page", page);
-        }
-        // A plain load, as in `pagecache_page_read`.
-        // SAFETY: not null, aligned, and readable for a `CPage` (the caller's contract).
-        if unsafe { page.cast::<u64>().read() } != HELD {
-            return failed(
-                PAGECACHE_EBADF as isize,
-                F,
-                format_args!("page holds no page (given back by pagecache_page_put, or never got)"),
-            );
-        }
-        if buf.is_null() && len > 0 {
-            return failed(
-                PAGECACHE_EINVAL as isize,
-                F,
-                format_args!("buf is NULL and len is {len}, not 0"),
-            );
-        }
+        // SAFETY: forwarded contract.
+        let held = match unsafe { held_args(F, page, buf.is_null(), len) } {
+            Ok(h) => h,
+            Err(code) => return code,
+        };
         if offset > PAGE_SIZE || len > PAGE_SIZE - offset {
             return failed(
                 PAGECACHE_EINVAL as isize,
@@ -1250,9 +1262,6 @@ pub unsafe extern "C" fn pagecache_page_write(
                 ),
             );
         }
-        // SAFETY: the page is held: `pagecache_page_get` wrote a `Held` there, which no put
-        // takes while this call reads it (the caller's contract).
-        let held = unsafe { &*page.cast::<Held>() };
         let part: &[u8] = if len == 0 {
             &[]
         } else {
