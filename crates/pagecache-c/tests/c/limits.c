@@ -1,5 +1,6 @@
-/* PAGECACHE_EFBIG from C: a write or a length that the file cannot hold is refused with it
- * before anything changes, and a write ending at the limit is accepted and written back. First
+/* PAGECACHE_EFBIG from C: a write (through the file or a held page) or a length that the file
+ * cannot hold is refused with it before anything changes, and a write ending at the limit is
+ * accepted and written back. First
  * past the largest file of the file system of $TMPDIR (found with ftruncate; skipped where it
  * is 2^63 - 1 bytes, as on tmpfs), then past RLIMIT_FSIZE, set by this program with SIGXFSZ at
  * its default action (a write-back past the limit would kill the program). Between them,
@@ -122,6 +123,13 @@ static void rlimit(void) {
         CHECK_EQ(pagecache_write_at(f, buf, 10, LIMIT - 5), PAGECACHE_EFBIG);
         CHECK_EQ(pagecache_write_at(f, buf, sizeof buf, (uint64_t)1 << 40), PAGECACHE_EFBIG);
         CHECK_EQ(pagecache_set_len(f, (int64_t)LIMIT + 1), PAGECACHE_EFBIG);
+        /* Through a held page: the last one, which holds the limit. */
+        pagecache_page_t page = PAGECACHE_PAGE_INIT;
+        CHECK_EQ(pagecache_page_get(f, LIMIT / PAGE, &page), (ssize_t)(LIMIT % PAGE));
+        CHECK_EQ(pagecache_page_write(&page, buf, 1, LIMIT % PAGE), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_page_write(&page, buf, 4, LIMIT % PAGE - 3), PAGECACHE_EFBIG);
+        CHECK_EQ(pagecache_page_write(&page, buf, 3, LIMIT % PAGE - 3), 3);
+        CHECK_EQ(pagecache_page_put(&page), PAGECACHE_OK);
         CHECK_EQ(pagecache_len(f), LIMIT);
         CHECK_EQ(pagecache_sync(f), PAGECACHE_OK);
         CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
