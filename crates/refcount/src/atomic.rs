@@ -41,6 +41,8 @@ pub(crate) enum Bug {
     RelaxedPut,
     /// `reinit` stores 0 instead of subtracting `DEAD`.
     ReinitStores,
+    /// `reinit`'s subtraction of `DEAD` is Relaxed instead of Release.
+    RelaxedReinit,
 }
 
 crate::mutation::bug_switch!();
@@ -132,7 +134,12 @@ impl RefCounter for Atomic {
             "atomic: reinit of a live object"
         );
         // Release pairs with the Acquire in try_get().
-        obj.word.fetch_sub(DEAD, Ordering::Release);
+        let order = if bug(Bug::RelaxedReinit) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        obj.word.fetch_sub(DEAD, order);
     }
 
     fn vouch(&self) -> Option<crate::Vouch<Self>> {
@@ -209,6 +216,15 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_relaxed_put_is_caught() {
         super::bug::with(Bug::RelaxedPut, get_put_vs_reclaim);
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's word is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        super::bug::with(Bug::RelaxedReinit, reuse_vs_get);
     }
 
     /// `failing_get_vs_reinit` catches a reinit that stores 0: a failing get's undo after it

@@ -525,6 +525,15 @@ mod loom_tests {
         crate::loom_models::reuse_vs_get(Brc::new);
     }
 
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's state is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        crate::lifecycle::bug::with(crate::lifecycle::Bug::RelaxedRevive, reuse_vs_get);
+    }
+
     /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
     /// object ends dead (`reclaim_vs_reclaim`).
     #[test]

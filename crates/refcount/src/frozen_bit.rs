@@ -123,6 +123,8 @@ pub(crate) enum Bug {
     /// The owner's release reads the word and stores its decrement over it, where its
     /// compare-exchange loop would try again: a get's increment in between is lost.
     ReleaseByStore,
+    /// `reinit`'s Release store (the one a get's Acquire reads) is Relaxed.
+    RelaxedReinit,
 }
 
 crate::mutation::bug_switch!();
@@ -430,14 +432,19 @@ impl RefCounter for FrozenBit {
         debug_assert!(w & FROZEN != 0, "frozen-bit: reinit of a live object");
         let live = ((w & GEN).wrapping_add(GEN_ONE)) | 1;
         // Release pairs with the Acquire fetch_add in try_get().
+        let order = if bug(Bug::RelaxedReinit) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
         #[cfg(not(loom))]
-        obj.word.store(live, Ordering::Release);
+        obj.word.store(live, order);
         // Under loom a swap, which C11 allows wherever it allows the store: loom 0.7 lets a plain
         // store fall between the read and the write of another thread's read-modify-write
         // (tokio-rs/loom#254), and `failed_get_vs_reinit` would report words no execution can
         // reach.
         #[cfg(loom)]
-        obj.word.swap(live, Ordering::Release);
+        obj.word.swap(live, order);
     }
 
     fn vouch(&self) -> Option<crate::Vouch<Self>> {
@@ -682,6 +689,15 @@ mod loom_tests {
     #[test]
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(|| FrozenBit);
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's word is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        super::bug::with(Bug::RelaxedReinit, reuse_vs_get);
     }
 
     /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the

@@ -10,6 +10,20 @@ pub(crate) const RECLAIMING: u64 = 1;
 /// Reclaimed: no reference until `reinit`.
 pub(crate) const DEAD: u64 = 2;
 
+/// The mutations the loom models must catch, one at a time (`--cfg paygo_loom_bug`: a bug test
+/// switches one on with `bug::with` before its model runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(paygo_loom_bug), allow(dead_code))]
+pub(crate) enum Bug {
+    /// None: the code as written.
+    None,
+    /// [`revive`]'s exchange `DEAD -> LIVE` is Relaxed instead of Release (the reinit of
+    /// `sloppy`, `snzi`, `brc` and `refcache`).
+    RelaxedRevive,
+}
+
+crate::mutation::bug_switch!();
+
 /// The owner's release of its base on a word whose bits `dead` mark an ended life (sticky's
 /// `ZERO`, frozen-bit's `FROZEN`): subtracts 1 by a compare-exchange loop where a put has its
 /// `fetch_sub`, so that a word whose life a `try_reclaim` ended before the release (taking the
@@ -52,7 +66,12 @@ pub(crate) fn revive(state: &AtomicU64, scheme: &str) {
         "{scheme}: reinit of a live object"
     );
     // Release pairs with the Acquire (or stronger) state loads of the scheme's gets.
-    let _ = state.compare_exchange(DEAD, LIVE, Ordering::Release, Ordering::Relaxed);
+    let order = if bug(Bug::RelaxedRevive) {
+        Ordering::Relaxed
+    } else {
+        Ordering::Release
+    };
+    let _ = state.compare_exchange(DEAD, LIVE, order, Ordering::Relaxed);
 }
 
 /// Orders a SeqCst store before a SeqCst load of another word (the store-buffering pattern).

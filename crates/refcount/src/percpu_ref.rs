@@ -413,6 +413,8 @@ pub(crate) enum Bug {
     FoldUnmarked,
     /// A put outside per-CPU mode decrements `atomic` Relaxed instead of Release.
     RelaxedAtomicPut,
+    /// `reinit`'s Release store of the `PERCPU` mode is Relaxed.
+    RelaxedReinit,
 }
 
 crate::mutation::bug_switch!();
@@ -720,7 +722,12 @@ impl RefCounter for PercpuRef {
         }
         obj.atomic.fetch_add(BIAS, Ordering::Relaxed);
         // Release pairs with the Acquire mode load in try_get.
-        obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
+        let order = if bug(Bug::RelaxedReinit) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        obj.mode.store(next_mode(m, PERCPU), order);
     }
 
     fn max_live_objects(&self) -> Option<usize> {
@@ -848,6 +855,15 @@ mod loom_tests {
     #[test]
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(PercpuRef::new);
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's state is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        super::bug::with(Bug::RelaxedReinit, reuse_vs_get);
     }
 
     /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the

@@ -137,6 +137,8 @@ pub(crate) enum Bug {
     /// The put's slow path tests for the saturation zone as for the dead one (`new > MAXREF`
     /// first): a put on a saturated word settles it to `DEAD`.
     SaturatedPutKills,
+    /// `reinit`'s Release store (the one a get's Acquire reads) is Relaxed.
+    RelaxedReinit,
 }
 
 crate::mutation::bug_switch!();
@@ -436,13 +438,18 @@ impl RefCounter for RcuRef {
             "rcuref: reinit of a live object"
         );
         // Release pairs with the Acquire fetch_add in try_get().
+        let order = if bug(Bug::RelaxedReinit) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
         #[cfg(not(loom))]
-        obj.refcnt.store(ONEREF, Ordering::Release);
+        obj.refcnt.store(ONEREF, order);
         // Under loom a swap, which C11 allows wherever it allows the store: loom 0.7 lets a plain
         // store fall between the read and the write of another thread's read-modify-write
         // (tokio-rs/loom#254), and its models would report words no execution can reach.
         #[cfg(loom)]
-        obj.refcnt.swap(ONEREF, Ordering::Release);
+        obj.refcnt.swap(ONEREF, order);
     }
 
     fn vouch(&self) -> Option<crate::Vouch<Self>> {
@@ -468,6 +475,15 @@ mod loom_tests {
     #[test]
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(|| RcuRef);
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's word is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        super::bug::with(Bug::RelaxedReinit, reuse_vs_get);
     }
 
     /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the

@@ -61,11 +61,11 @@
 //! the reference against the reclaimer's once it succeeded), a put that returns spares against
 //! a reclaim under a reference, and a central get against a reclaim and the reuse that follows
 //! it (a failed get's `fetch_sub` may land in the next life) (`RUSTFLAGS="--cfg loom" cargo
-//! test -p refcount --release --lib sloppy`); with `--cfg paygo_loom_bug` they must catch five
+//! test -p refcount --release --lib sloppy`); with `--cfg paygo_loom_bug` they must catch six
 //! mutations (the spares read before `central`, a spare get that does not check `state` in its
 //! section, a central get that does not load `state` after its increment, a failed central get
 //! that takes its increment back by a store, a reclaim without its Acquire fence after the
-//! reads).
+//! reads, a `reinit` whose revival of `state` is Relaxed).
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::percpu_ref::{sections, CpuSlots, Sections, SlotHandle};
@@ -457,6 +457,15 @@ mod loom_tests {
     #[test]
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(Sloppy::new);
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's state is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        crate::lifecycle::bug::with(crate::lifecycle::Bug::RelaxedRevive, reuse_vs_get);
     }
 
     /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the

@@ -47,8 +47,9 @@
 //!
 //! A loom model of arrive/depart/query with the reclaimer is beside this code
 //! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`); with
-//! `--cfg paygo_loom_bug` it must catch three mutations (a surplus parent arrival kept, the
-//! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival), and
+//! `--cfg paygo_loom_bug` it must catch four mutations (a surplus parent arrival kept, the
+//! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival, a
+//! `reinit` whose revival of `state` is Relaxed), and
 //! pass with a fourth, harmless one (the version kept at `0 -> ½`, `keep_version_is_harmless`,
 //! ignored: run it with `--ignored`).
 
@@ -434,6 +435,15 @@ mod loom_tests {
     #[test]
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(|| Snzi::with_leaves(2));
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's state is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        crate::lifecycle::bug::with(crate::lifecycle::Bug::RelaxedRevive, reuse_vs_get);
     }
 
     /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the

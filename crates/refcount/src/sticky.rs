@@ -131,6 +131,8 @@ pub(crate) enum Bug {
     ReleaseByStore,
     /// A decrement takes a reader's mark Relaxed instead of Acquire.
     RelaxedTakeMark,
+    /// `reinit`'s Release store (the one a get's Acquire reads) is Relaxed.
+    RelaxedReinit,
 }
 
 crate::mutation::bug_switch!();
@@ -375,14 +377,19 @@ impl RefCounter for Sticky {
             "sticky: reinit of a live object"
         );
         // Release pairs with the Acquire fetch_add in try_get().
+        let order = if bug(Bug::RelaxedReinit) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
         #[cfg(not(loom))]
-        obj.word.store(1, Ordering::Release);
+        obj.word.store(1, order);
         // Under loom a swap, which C11 allows wherever it allows the store: loom 0.7 lets a plain
         // store fall between the read and the write of another thread's read-modify-write
         // (tokio-rs/loom#254), and `late_mark_taker_vs_reuse` would report words no execution
         // can reach (life 2 at `ZERO`, from three preemptions on).
         #[cfg(loom)]
-        obj.word.swap(1, Ordering::Release);
+        obj.word.swap(1, order);
     }
 
     fn vouch(&self) -> Option<crate::Vouch<Self>> {
@@ -522,6 +529,15 @@ mod loom_tests {
     #[test]
     fn reuse_vs_get() {
         crate::loom_models::reuse_vs_get(|| Sticky);
+    }
+
+    /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's word is no
+    /// longer ordered after the reuser's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_reinit_is_caught() {
+        super::bug::with(Bug::RelaxedReinit, reuse_vs_get);
     }
 
     /// Two reclaims of the unreferenced object on two threads: at most one succeeds, and the
