@@ -206,8 +206,23 @@ impl Snzi {
                 }
                 // SeqCst: as above. Losing this CAS means another thread completed the step
                 // (and arrived at the parent for it): our parent arrival is surplus.
+                //
+                // SeqCst on failure too. Where this thread took the node to ½ itself (`succ` is
+                // set), the failed exchange is its arrival's last access to the node: it reads
+                // the completion `½ -> 1` (made after the completer's parent arrival) that its
+                // arrival rests on. Read Relaxed, nothing in the C++ memory model would place
+                // that completion before this thread's SeqCst state load in the single total
+                // order: the reclaimer's SeqCst query could come between them, reading the root
+                // still at ½ (or, below the root, after this thread's surplus departure and
+                // before the completer's parent arrival) while this thread's state load, earlier
+                // in that order, read `LIVE`: a reclaim under its reference. Read SeqCst, the
+                // completion precedes this read, hence the state load, in the order. (Loom cannot
+                // show the difference: its SeqCst loads read the last SeqCst store of the
+                // interleaving it runs, and the interleaving is the order; the model
+                // `two_gets_vs_reclaim_at_one_node` runs the schedule. On x86-64 the two are the
+                // same instruction.)
                 let completed = x
-                    .compare_exchange(w, make(1, v_of(w)), Ordering::SeqCst, Ordering::Relaxed)
+                    .compare_exchange(w, make(1, v_of(w)), Ordering::SeqCst, Ordering::SeqCst)
                     .is_ok();
                 if let Some(p) = parent.filter(|_| late) {
                     // The mutation: the parent arrival after the step.
@@ -634,6 +649,53 @@ mod loom_tests {
                 assert!(s.try_get(pin(&obj)).is_none());
             }
             t.join().unwrap();
+        });
+    }
+
+    /// Two gets, each writing under its reference before its put, against a reclaim that
+    /// writes once it succeeded, on a tree of one node (the root its only leaf). The schedule
+    /// that matters: the first get takes the root to ½, the second completes `½ -> 1` for it
+    /// and counts its own arrival, and the first's `½ -> 1` fails; the first then reads the
+    /// state `LIVE` and writes under its reference; a reclaim that reads the root at ½ (zero)
+    /// must then come after the second get's completion, which the first get's failed
+    /// exchange read (see `arrive`), and so find the first get's reference or make it fail.
+    #[test]
+    fn two_gets_vs_reclaim_at_one_node() {
+        percpu::testing::loom_model(|| {
+            let s = Snzi::with_leaves(1);
+            let obj = Arc::new(s.new_object());
+            // One cell per getter (the getters may hold references at once); the reclaimer
+            // writes both.
+            let data = Arc::new([
+                loom::cell::UnsafeCell::new(0u64),
+                loom::cell::UnsafeCell::new(0u64),
+            ]);
+            let get_write_put = move |o: &SnziObject, d: &loom::cell::UnsafeCell<u64>| {
+                if let Some(tok) = s.try_get(Pin::new(o)) {
+                    // SAFETY: loom checks the access: written under a reference, and by the
+                    // reclaimer only after its success, which the scheme must order.
+                    d.with_mut(|d| unsafe { *d += 1 });
+                    s.put(Pin::new(o), tok);
+                }
+            };
+            let (o, d) = (obj.clone(), data.clone());
+            let g = thread::spawn(move || get_write_put(&o, &d[1]));
+            let (o, d) = (obj.clone(), data.clone());
+            let r = thread::spawn(move || {
+                if s.try_reclaim(pin(&o)) {
+                    for d in d.iter() {
+                        // SAFETY: as above.
+                        d.with_mut(|d| unsafe { *d += 1 });
+                    }
+                    assert!(
+                        s.try_get(pin(&o)).is_none(),
+                        "a get on the reclaimed object"
+                    );
+                }
+            });
+            get_write_put(&obj, &data[0]);
+            g.join().unwrap();
+            r.join().unwrap();
         });
     }
 
