@@ -1,7 +1,8 @@
 //! The registry: every scheme is made by name, and a scheme that cannot be made is an error of
 //! `try_visit` (a panic of `visit`).
 
-use schemes::{SchemeConfig, SchemeInfo, Visit};
+use refcount::RefCounter;
+use schemes::{Kind, SchemeConfig, SchemeInfo, Visit};
 
 /// Returns the made scheme's name.
 struct Name;
@@ -24,6 +25,45 @@ fn every_scheme_is_made_by_its_name() {
     }
     assert!(schemes::try_visit("no-such", &cfg, Name).is_none());
     assert!(schemes::visit("no-such", &cfg, Name).is_none());
+}
+
+/// Checks the made scheme against what its registry line says: a scheme (`Kind::Scheme`)
+/// vouches for the trait's contract, can count a page cache's frames, and passes the
+/// conformance suite's single-thread model and its check of a token put on another object; a
+/// reference row does not vouch and says why it cannot serve a page cache.
+struct Conforms;
+
+impl Visit for Conforms {
+    type Out = ();
+    fn visit<C: RefCounter>(self, info: &SchemeInfo, scheme: C) {
+        let name = info.name;
+        match info.kind {
+            Kind::Scheme => {
+                assert!(
+                    scheme.vouch().is_some(),
+                    "{name}: a scheme that does not vouch"
+                );
+                assert_eq!(info.unfit_for_page_cache, None, "{name}");
+                refcount::conformance::single_thread_model(&scheme);
+                refcount::conformance::misuse_put_on_another_object_panics(&scheme);
+            }
+            Kind::Reference => {
+                assert!(scheme.vouch().is_none(), "{name}: a reference row vouches");
+                assert!(info.unfit_for_page_cache.is_some(), "{name}");
+            }
+        }
+    }
+}
+
+/// Every registered scheme, made as the registry makes it (`refbench` and `pagecache` choose
+/// schemes through it), conforms: a scheme added to the registry is tested with the others
+/// even before it has a conformance suite of its own.
+#[test]
+fn every_registered_scheme_conforms() {
+    let cfg = SchemeConfig::default();
+    for s in schemes::SCHEMES {
+        schemes::visit(s.name, &cfg, Conforms).expect("a registered scheme");
+    }
 }
 
 /// Returns the made scheme's `max_live_objects`.
