@@ -11,10 +11,12 @@
 //! * evictions, and the frames resident at the end and at their peak, of the memory limit.
 //!
 //! Bad arguments, a cache that cannot be made and a file that cannot be opened or read are
-//! said on stderr (the file's path once), with exit code 2; a failed write to stdout exits 1.
+//! said on stderr (the file's path once), with exit code 2; a failed write to stdout is said too, with exit code 1.
 
 use pagecache::{Config, FileError, Mode, PageCache, Stats, PAGE_SIZE};
+use std::ffi::OsString;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 const USAGE: &str =
@@ -28,8 +30,10 @@ const OPTIONS: &str = "  --scheme S       the counting scheme, by name (default 
                    (default 4,096); only with --scheme paygo";
 
 fn main() -> ExitCode {
+    // `args_os`: `std::env::args` panics on an argument that is not UTF-8, and a file's name
+    // need not be.
     let code = run(
-        std::env::args().skip(1),
+        std::env::args_os().skip(1),
         &mut std::io::stdout().lock(),
         &mut std::io::stderr(),
     );
@@ -39,12 +43,12 @@ fn main() -> ExitCode {
 /// The message of an error of the file at `path`, which names the path once: the cache's
 /// [`FileError`]s name it already ("pagecache: PATH is a directory", said without their
 /// prefix), the system's do not ("No such file or directory (os error 2)", said after the path).
-fn file_error(path: &str, e: &std::io::Error) -> String {
+fn file_error(path: &Path, e: &std::io::Error) -> String {
     let msg = e.to_string();
     let msg = msg.strip_prefix("pagecache: ").unwrap_or(&msg);
     match FileError::of(e) {
         Some(_) => msg.to_string(),
-        None => format!("{path}: {msg}"),
+        None => format!("{}: {msg}", path.display()),
     }
 }
 
@@ -85,22 +89,30 @@ impl std::fmt::Display for Summary {
 }
 
 /// pcat with `args` (the program's name left out), writing the file to `out` and what it says
-/// to `err`: its exit code.
+/// to `err`: its exit code. The file's name may be any bytes (a name that is not UTF-8 is said
+/// with U+FFFD in its place); an option or its value that is not UTF-8 is refused.
 pub(crate) fn run(
-    args: impl IntoIterator<Item = String>,
+    args: impl IntoIterator<Item = OsString>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let mut fail = |msg: &dyn std::fmt::Display| {
+    let mut say = |msg: &dyn std::fmt::Display, code: u8| {
         let _ = writeln!(err, "pcat: {msg}");
-        2
+        code
     };
+    let mut fail = |msg: &dyn std::fmt::Display| say(msg, 2);
     let mut args = args.into_iter();
     let (mut path, mut scheme, mut pages, mut passes) = (None, "paygo".to_string(), 1024, 2);
     let (mut mode, mut paygo_slots) = (Mode::Counting, None);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        let r = match a.as_str() {
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| match args.next().map(OsString::into_string) {
+            Some(Ok(v)) => Ok(v),
+            Some(Err(v)) => Err(format!("{name} {}: not UTF-8", v.to_string_lossy())),
+            None => Err(format!("{name} needs a value")),
+        };
+        // The file's name may be any bytes; no option is other than UTF-8.
+        let a = arg.to_string_lossy();
+        let r = match &*a {
             "--scheme" => value("--scheme").map(|v| scheme = v),
             "--pages" => value("--pages").and_then(|v| {
                 v.parse()
@@ -131,7 +143,7 @@ pub(crate) fn run(
                 };
             }
             _ if path.is_none() && !a.starts_with('-') => {
-                path = Some(a);
+                path = Some(PathBuf::from(arg));
                 Ok(())
             }
             _ => Err(format!("unexpected argument '{a}'")),
@@ -175,8 +187,10 @@ pub(crate) fn run(
                 Err(e) => return fail(&file_error(&path, &e)),
             };
             reads += 1;
-            if pass == 0 && out.write_all(&buf[..n]).is_err() {
-                return 1;
+            if pass == 0 {
+                if let Err(e) = out.write_all(&buf[..n]) {
+                    return say(&format!("writing to standard output: {e}"), 1);
+                }
             }
             off += n as u64;
         }
@@ -188,8 +202,8 @@ pub(crate) fn run(
         hits.push(reads - misses);
         page_reads += reads;
     }
-    if out.flush().is_err() {
-        return 1;
+    if let Err(e) = out.flush() {
+        return say(&format!("writing to standard output: {e}"), 1);
     }
     let summary = Summary {
         passes,
@@ -199,7 +213,8 @@ pub(crate) fn run(
     };
     let _ = writeln!(
         err,
-        "pcat: {path} ({}{}): {summary}",
+        "pcat: {} ({}{}): {summary}",
+        path.display(),
         cache.scheme(),
         if mode == Mode::Optimistic {
             ", optimistic reads"

@@ -17,8 +17,18 @@ const LEN: u64 = 10 * PAGE_SIZE as u64 - 1000;
 
 /// pcat's exit code, stdout and stderr with `args`.
 fn pcat(args: &[&str]) -> (u8, Vec<u8>, String) {
+    pcat_os(
+        &args
+            .iter()
+            .map(std::ffi::OsString::from)
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// [`pcat`] with arguments that need not be UTF-8.
+fn pcat_os(args: &[std::ffi::OsString]) -> (u8, Vec<u8>, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = pcat::run(args.iter().map(|a| a.to_string()), &mut out, &mut err);
+    let code = pcat::run(args.iter().cloned(), &mut out, &mut err);
     (code, out, String::from_utf8(err).expect("UTF-8"))
 }
 
@@ -166,6 +176,70 @@ fn bad_input_says_the_path_once_and_exits_2() {
         assert!(
             err.starts_with("pcat: ") && err.lines().count() == 1,
             "{args:?}: {err}"
+        );
+    }
+}
+
+/// A file whose name is not UTF-8 is read as any other (its name said with U+FFFD in its place);
+/// an option's value that is not UTF-8 is refused by name (exit 2). `pcat` read its arguments
+/// with `std::env::args`, which panics on such an argument (exit 101, a backtrace hint).
+#[test]
+fn a_name_that_is_not_utf8_is_read_and_a_value_that_is_not_is_refused() {
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = std::ffi::OsString::from_vec(b"f\xff".to_vec());
+    let path = dir.path().join(&name);
+    std::fs::write(&path, pattern(LEN)).expect("the file");
+    let (code, out, err) = pcat_os(&[path.clone().into_os_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, pattern(LEN));
+    assert!(
+        err.starts_with(&format!("pcat: {} (paygo): ", path.display())),
+        "{err}"
+    );
+    assert!(err.contains("f\u{fffd}"), "{err}");
+
+    let (code, out, err) = pcat_os(&[
+        path.into_os_string(),
+        "--scheme".into(),
+        std::ffi::OsString::from_vec(b"a\xff".to_vec()),
+    ]);
+    assert_eq!((code, out.len()), (2, 0), "{err}");
+    assert_eq!(err, "pcat: --scheme a\u{fffd}: not UTF-8\n");
+}
+
+/// A standard output that cannot be written (a pipe whose reader has gone, a full disk) ends
+/// pcat with exit code 1 and the reason on stderr: it ended with exit code 1 and nothing said.
+#[test]
+fn a_stdout_that_cannot_be_written_exits_1_saying_why() {
+    /// Takes `left` bytes, then fails as a full disk does.
+    struct Full {
+        left: usize,
+    }
+    impl std::io::Write for Full {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.left == 0 {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            let n = buf.len().min(self.left);
+            self.left -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", LEN);
+    let p = std::ffi::OsString::from(&path);
+    for left in [0, PAGE_SIZE + 10] {
+        let mut err = Vec::new();
+        let code = pcat::run([p.clone()], &mut Full { left }, &mut err);
+        let err = String::from_utf8(err).expect("UTF-8");
+        assert_eq!(code, 1, "{left}: {err}");
+        assert_eq!(
+            err, "pcat: writing to standard output: No space left on device (os error 28)\n",
+            "{left}"
         );
     }
 }
