@@ -191,7 +191,8 @@ pub fn check_results(dir: &Path, except: &[&str]) -> Result<(), String> {
 /// after every plot had been drawn over the folder's. The results are read first
 /// ([`check_results`]). Results that hold no row between them are refused: the report of a
 /// folder of empty results was a `REPORT.md` of claims none of them measured, written over
-/// the folder's.
+/// the folder's. The notes of the last `reproduce` ([`NOTES`]), where they are there, are read
+/// too: a folder or FIFO in their place is refused.
 pub fn check_outputs(dir: &Path) -> Result<(), String> {
     let mut names = vec!["REPORT.md".to_string()];
     let files = results_in(dir)?;
@@ -220,6 +221,9 @@ pub fn check_outputs(dir: &Path) -> Result<(), String> {
             listed.join(", ")
         ));
     }
+    // The notes the report shows: read now, so that notes it cannot read fail it before any
+    // plot is drawn again (they failed it after, with exit code 1, or blocked it on a FIFO).
+    read_notes(dir)?;
     crate::output::prepare_out_dir(dir)?;
     crate::output::check_result_files(dir, &names)
 }
@@ -396,17 +400,12 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
     out.push_str(&sections);
     // The notes of the last `reproduce` into this folder (what it could not measure, and why):
     // kept in a file of their own, so that a report made again from the JSON keeps them.
-    let notes_path = dir.join(NOTES);
-    match std::fs::read_to_string(&notes_path) {
-        Ok(notes) if !notes.trim().is_empty() => {
-            out.push_str("\n## Notes\n\n");
-            for n in notes.lines().filter(|l| !l.trim().is_empty()) {
-                let _ = writeln!(out, "* {n}");
-            }
+    let notes = read_notes(dir)?;
+    if !notes.trim().is_empty() {
+        out.push_str("\n## Notes\n\n");
+        for n in notes.lines().filter(|l| !l.trim().is_empty()) {
+            let _ = writeln!(out, "* {n}");
         }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("{}: {e}", notes_path.display())),
     }
     let path = dir.join("REPORT.md");
     crate::output::write_whole(&path, &out).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -416,6 +415,29 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, String> {
 /// The file in a results folder that holds the notes of the last `reproduce` into it, one a
 /// line: [`write_report`] puts them under the report's "Notes".
 pub const NOTES: &str = "reproduce-notes.txt";
+
+/// The notes of the last `reproduce` into `dir` ([`NOTES`]), empty where there are none. Only
+/// a file is read: a FIFO in its place would block the read, and the report with it, until
+/// something wrote to it. Bytes that are not UTF-8 are read as U+FFFD: the notes are text for
+/// the report, not results.
+fn read_notes(dir: &Path) -> Result<String, String> {
+    let path = dir.join(NOTES);
+    match std::fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Ok(m) if !m.is_file() => {
+            return Err(format!(
+                "{}: not a file (the notes of the last `refbench reproduce` into the folder are \
+                 a file it wrote)",
+                path.display()
+            ))
+        }
+        Ok(_) => {}
+    }
+    std::fs::read(&path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
 
 #[cfg(test)]
 mod tests {

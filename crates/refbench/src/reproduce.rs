@@ -336,8 +336,9 @@ pub fn check_flags(plan: &Plan, given: &[Flag]) -> Vec<String> {
 }
 
 /// Checks, before [`reproduce`] runs anything, that it can finish: `dir` is (or can be made) a
-/// folder it can write in, and every `*.json` there that the run does not replace is a result
-/// its report can read (the report covers them all, so one that is not would fail it at the
+/// folder it can write in, where `REPORT.md`, the notes ([`crate::report::NOTES`]) and the
+/// results it writes are files it can write over, and every `*.json` there that the run does
+/// not replace is a result its report can read (the report covers them all, so one that is not would fail it at the
 /// end). `section-vs-lock.json` counts as not replaced: that run may not happen here.
 pub fn check_out(plan: &Plan, dir: &Path) -> Result<(), String> {
     output::prepare_out_dir(dir)?;
@@ -351,7 +352,8 @@ pub fn check_out(plan: &Plan, dir: &Path) -> Result<(), String> {
         )
         .flat_map(|e| output::result_files(e))
         .collect();
-    files.push("REPORT.md".into());
+    // The notes it writes or removes at the end, before the report ([`crate::report::NOTES`]).
+    files.extend(["REPORT.md".into(), crate::report::NOTES.into()]);
     output::check_result_files(dir, &files)?;
     crate::report::check_results(dir, &replaced)
         .map_err(|e| format!("{e} (the report covers every *.json in the folder: move it away)"))

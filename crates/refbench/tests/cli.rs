@@ -3269,3 +3269,88 @@ fn reproduce_over_earlier_results_says_so() {
     assert!(dir.join("memory.json").is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The notes of the last `reproduce` (`reproduce-notes.txt`) where a folder or a FIFO is in
+/// their place are refused with exit 2 before anything is drawn: by `report` (which redrew
+/// every plot and then failed with exit 1 on a folder, or waited for ever on the FIFO's
+/// writer) and by `reproduce` before it runs (it failed at the end, after every experiment had
+/// run, where it removes or writes them). Notes that are not UTF-8 are reported, the bytes
+/// that are not as U+FFFD (they failed the report with exit 1).
+#[test]
+fn notes_that_are_not_a_file_exit_2_before_anything_is_drawn() {
+    let dir = scratch("report-notes");
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "1",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    std::fs::write(dir.join("single-object.json"), &o.stdout).unwrap();
+    let d = dir.to_str().unwrap();
+    let notes = dir.join("reproduce-notes.txt");
+    let names = || {
+        let mut n: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        n.sort();
+        n
+    };
+    let refused = |o: &std::process::Output, args: &[&str]| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&notes.display().to_string()) && err.contains("not a file"),
+            "{args:?}: {err}"
+        );
+    };
+    let report = ["report", d];
+    let reproduce = ["reproduce", "--quick", "--only", "tsc-check", "--out", d];
+
+    // A folder.
+    std::fs::create_dir(&notes).unwrap();
+    for args in [&report[..], &reproduce] {
+        refused(&refbench(args), args);
+        assert_eq!(
+            names(),
+            ["reproduce-notes.txt", "single-object.json"],
+            "{args:?} wrote"
+        );
+    }
+    std::fs::remove_dir(&notes).unwrap();
+
+    // A FIFO: refused without opening it.
+    let made = Command::new("mkfifo").arg(&notes).status();
+    if made.is_ok_and(|s| s.success()) {
+        for args in [&report[..], &reproduce] {
+            let (o, opened) = refbench_beside_a_writer(args, &notes);
+            assert!(!opened, "{args:?} opened the FIFO");
+            refused(&o, args);
+            assert_eq!(
+                names(),
+                ["reproduce-notes.txt", "single-object.json"],
+                "{args:?} wrote"
+            );
+        }
+        std::fs::remove_file(&notes).unwrap();
+    } else {
+        eprintln!("no mkfifo here: the FIFO not tried");
+    }
+
+    // Not UTF-8: reported.
+    std::fs::write(&notes, b"a note \xff here\n").unwrap();
+    let o = refbench(&report);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
+    assert!(md.contains("## Notes\n\n* a note \u{fffd} here\n"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
