@@ -222,8 +222,13 @@ enum Cmd {
     List,
     /// Regenerate DIR/REPORT.md and the plots (EXPERIMENT.svg and .png) from the JSON results in
     /// DIR, with the notes of the last `reproduce` into DIR (reproduce-notes.txt).
+    ///
+    /// Every *.json in DIR must be a refbench result (rows of refbench's experiments, no
+    /// experiment in two files, at least one row between them) and reproduce-notes.txt, where
+    /// it is there, a file: else `report` names what is wrong and exits 2 before anything is
+    /// written. A write that fails after those checks (a full disk) exits 1.
     Report {
-        /// Folder of results written by `run --out`.
+        /// Folder of results written by `run --out` or `reproduce --out`.
         dir: PathBuf,
     },
 }

@@ -3354,3 +3354,22 @@ fn notes_that_are_not_a_file_exit_2_before_anything_is_drawn() {
     assert!(md.contains("## Notes\n\n* a note \u{fffd} here\n"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `report --help` says what it refuses (exit 2, before anything is written) and that
+/// `reproduce --out` folders are reports' folders too: it named `run --out` alone and no
+/// refusal.
+#[test]
+fn report_help_says_what_it_refuses() {
+    let o = refbench(&["report", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for words in [
+        "reproduce --out",
+        "reproduce-notes.txt, where it is there, a file",
+        "no experiment in two files",
+        "exits 2 before anything is written",
+    ] {
+        assert!(help.contains(words), "{words:?} not in: {help}");
+    }
+}
