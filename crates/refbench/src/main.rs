@@ -178,7 +178,8 @@ enum Cmd {
         format: Format,
         /// Also write <experiment>.json and .csv, and (for experiments with throughput rows)
         /// .svg and .png, into this folder (made if missing, and checked to be writable before
-        /// the experiment runs).
+        /// the experiment runs). A REPORT.md there is left as it was, and said to be the earlier
+        /// results' (`refbench report DIR` writes it again).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -882,6 +883,17 @@ fn main() -> ExitCode {
                                 "refbench: removed {}, an earlier run's plot (no throughput rows \
                                  to draw in this one)",
                                 f.display()
+                            );
+                        }
+                        // A report of the folder (`reproduce`'s, `report`'s) is left as it was:
+                        // its tables and claims are the earlier results', its plots these.
+                        let report = dir.join("REPORT.md");
+                        if report.is_file() {
+                            say!(
+                                "refbench: {} is the earlier results' report: `refbench report {}` \
+                                 writes it again from the results there now",
+                                report.display(),
+                                dir.display()
                             );
                         }
                     }

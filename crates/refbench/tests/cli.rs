@@ -3373,3 +3373,51 @@ fn report_help_says_what_it_refuses() {
         assert!(help.contains(words), "{words:?} not in: {help}");
     }
 }
+
+/// `run --out` into a folder with a report (`reproduce`'s or `report`'s) leaves it as it was and
+/// says it is the earlier results' report, and how to write it again: it was left unsaid, its
+/// tables and claims the earlier results' beside the new plots it shows.
+#[test]
+fn run_out_beside_a_report_says_the_report_is_the_earlier_results() {
+    let dir = scratch("beside-report");
+    let d = dir.to_str().unwrap();
+    let run = || {
+        let o = refbench(&[
+            "run",
+            "single-object",
+            "--schemes",
+            "atomic",
+            "--threads",
+            "1",
+            "--duration-ms",
+            "1",
+            "--reps",
+            "1",
+            "--out",
+            d,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        err
+    };
+    let first = run();
+    assert!(!first.contains("REPORT.md"), "{first}");
+    let o = refbench(&["report", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = dir.join("REPORT.md");
+    let before = std::fs::read(&report).unwrap();
+    let second = run();
+    assert!(
+        second.contains(&format!(
+            "{} is the earlier results' report: `refbench report {d}`",
+            report.display()
+        )),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read(&report).unwrap(),
+        before,
+        "the report changed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
