@@ -165,9 +165,13 @@ enum Cmd {
             allow_negative_numbers = true,
             help = flag_help(
                 Flag::SizeCpus,
-                "Size every per-CPU structure for this many CPUs (at least the machine's \
-                 possible CPUs): the bytes a machine with that many CPUs would use, and what a \
-                 READ-ALL over that many CPUs' state costs. Default: the machine's possible CPUs."
+                &format!(
+                    "Size every per-CPU structure for this many CPUs (at least the machine's \
+                     possible CPUs, at most {}): the bytes a machine with that many CPUs would \
+                     use, and what a READ-ALL over that many CPUs' state costs. Default: the \
+                     machine's possible CPUs.",
+                    percpu::MAX_SIZED_CPUS
+                )
             )
         )]
         size_cpus: Option<usize>,

@@ -1830,7 +1830,8 @@ fn help_says_the_default_schemes_of_every_experiment() {
 }
 
 /// `run --help` gives the default of `--objects` for every experiment that uses it, as the code
-/// decides it, and says what `--size-cpus` is without the flag: every flag's default is there.
+/// decides it, and says what `--size-cpus` is without the flag: every flag's default is there;
+/// and `--size-cpus`' bounds (the upper one, 8192, was refused and not said).
 #[test]
 fn help_says_the_default_objects_of_every_experiment_and_the_size_cpus_default() {
     use refbench::experiments::{default_objects, Flag, EXPERIMENTS};
@@ -1856,6 +1857,17 @@ fn help_says_the_default_objects_of_every_experiment_and_the_size_cpus_default()
         size_cpus.contains("Default: the machine's possible CPUs"),
         "{size_cpus}"
     );
+    // Its bounds, both of which are refused past (exit 2).
+    assert!(
+        size_cpus.contains("at least the machine's possible CPUs, at most 8192"),
+        "{size_cpus}"
+    );
+    for n in ["0", "8193"] {
+        let o = refbench(&["run", "memory", "--size-cpus", n]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "--size-cpus {n}: {err}");
+        assert!(err.contains(&format!("--size-cpus {n}: ")), "{err}");
+    }
 }
 
 /// `refbench run ARGS` in a shell whose address space is limited to 3 GB, so that the system
