@@ -108,7 +108,10 @@ enum Cmd {
             long,
             allow_negative_numbers = true,
             default_value_t = 1.0,
-            help = flag_help(Flag::ReferencedPct, "Percentage of objects holding a reference.")
+            help = flag_help(
+                Flag::ReferencedPct,
+                "Percentage of objects holding a reference, 0 to 100."
+            )
         )]
         referenced_pct: f64,
         #[arg(

@@ -1831,7 +1831,8 @@ fn help_says_the_default_schemes_of_every_experiment() {
 
 /// `run --help` gives the default of `--objects` for every experiment that uses it, as the code
 /// decides it, and says what `--size-cpus` is without the flag: every flag's default is there;
-/// and `--size-cpus`' bounds (the upper one, 8192, was refused and not said).
+/// and the bounds of `--size-cpus` (the upper one, 8192, was refused and not said) and of
+/// `--referenced-pct` (0 to 100, refused past and not said).
 #[test]
 fn help_says_the_default_objects_of_every_experiment_and_the_size_cpus_default() {
     use refbench::experiments::{default_objects, Flag, EXPERIMENTS};
@@ -1857,7 +1858,19 @@ fn help_says_the_default_objects_of_every_experiment_and_the_size_cpus_default()
         size_cpus.contains("Default: the machine's possible CPUs"),
         "{size_cpus}"
     );
-    // Its bounds, both of which are refused past (exit 2).
+    // `--referenced-pct`'s bounds, refused past (exit 2): its help did not say them.
+    let pct = help("referenced-pct");
+    assert!(pct.contains("0 to 100"), "{pct}");
+    for v in ["100.5", "NaN"] {
+        let o = refbench(&["run", "memory", "--referenced-pct", v]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "--referenced-pct {v}: {err}");
+        assert!(
+            err.contains("--referenced-pct must be between 0 and 100"),
+            "{err}"
+        );
+    }
+    // `--size-cpus`' bounds, both of which are refused past (exit 2).
     assert!(
         size_cpus.contains("at least the machine's possible CPUs, at most 8192"),
         "{size_cpus}"
