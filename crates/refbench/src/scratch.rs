@@ -160,10 +160,16 @@ pub fn install() -> bool {
             for p in partial.iter() {
                 let _ = std::fs::remove_file(p);
             }
-            crate::say!(
-                "refbench: interrupted; removed {} folder(s) of test files",
-                live.len()
-            );
+            // What it removed, where it removed anything: a run that made no test files (a
+            // counting experiment, `report`) was said to have removed "0 folder(s)" of them.
+            let mut removed = String::new();
+            if !live.is_empty() {
+                removed += &format!("; removed {} folder(s) of test files", live.len());
+            }
+            if !partial.is_empty() {
+                removed += &format!("; removed {} partly written file(s)", partial.len());
+            }
+            crate::say!("refbench: interrupted{removed}");
             std::process::exit(130);
         })
         .is_ok()

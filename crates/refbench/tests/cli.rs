@@ -3446,3 +3446,49 @@ fn run_out_beside_a_report_says_the_report_is_the_earlier_results() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An interrupt of a run that made no test files (a counting experiment) says it was
+/// interrupted and nothing else, with exit code 130: it said it had removed "0 folder(s) of
+/// test files". SIGINT is sent once refbench catches it (`SigCgt` in /proc/PID/status), so that
+/// it is not the default action that ends it.
+#[test]
+fn an_interrupt_of_a_run_without_test_files_says_only_that() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_refbench"))
+        .args([
+            "run",
+            "single-object",
+            "--schemes",
+            "atomic",
+            "--threads",
+            "1",
+        ])
+        .args(["--reps", "1", "--duration-ms", "600000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("refbench runs");
+    let pid = child.id();
+    let catches_sigint = || {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return false;
+        };
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
+    };
+    while !catches_sigint() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "refbench ended before it caught SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory effects; `pid` is the child's, not yet waited for.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().expect("refbench ends");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert_eq!(err, "refbench: interrupted\n");
+}
