@@ -27,7 +27,9 @@ const OPTIONS: &str = "  --scheme S       the counting scheme, by name (default 
   --optimistic     hits copy between two equal versions of the frame,
                    without a reference (the scheme counts the rest)
   --paygo-slots N  PAYGO's slots per CPU: a power of two from 8 to 2^24
-                   (default 4,096); only with --scheme paygo";
+                   (default 4,096); only with --scheme paygo
+  --               no option follows: the next argument is FILE, even one
+                   whose name starts with -";
 
 fn main() -> ExitCode {
     // `args_os`: `std::env::args` panics on an argument that is not UTF-8, and a file's name
@@ -103,8 +105,16 @@ pub(crate) fn run(
     let mut fail = |msg: &dyn std::fmt::Display| say(msg, 2);
     let mut args = args.into_iter();
     let (mut path, mut scheme, mut pages, mut passes) = (None, "paygo".to_string(), 1024, 2);
-    let (mut mode, mut paygo_slots) = (Mode::Counting, None);
+    let (mut mode, mut paygo_slots, mut options_end) = (Mode::Counting, None, false);
     while let Some(arg) = args.next() {
+        // Past `--`, every argument is a file's name (one is taken).
+        if options_end {
+            if path.is_some() {
+                return fail(&format!("unexpected argument '{}'", arg.to_string_lossy()));
+            }
+            path = Some(PathBuf::from(arg));
+            continue;
+        }
         let mut value = |name: &str| match args.next().map(OsString::into_string) {
             Some(Ok(v)) => Ok(v),
             Some(Err(v)) => Err(format!("{name} {}: not UTF-8", v.to_string_lossy())),
@@ -136,6 +146,10 @@ pub(crate) fn run(
                     .map(|n| paygo_slots = Some(n))
                     .map_err(|e| format!("--paygo-slots {v}: {e}"))
             }),
+            "--" => {
+                options_end = true;
+                Ok(())
+            }
             "-h" | "--help" => {
                 return match writeln!(out, "{USAGE}\n{OPTIONS}") {
                     Ok(()) => 0,

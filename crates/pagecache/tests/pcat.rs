@@ -243,3 +243,30 @@ fn a_stdout_that_cannot_be_written_exits_1_saying_why() {
         );
     }
 }
+
+/// `--` ends the options: the argument after it is the file, even one whose name starts with
+/// `-` (it was refused as an unexpected argument '--', and such a file could not be named but
+/// as `./-NAME`); a second file after it is refused.
+#[test]
+fn a_double_dash_ends_the_options() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", LEN);
+    let p = path.to_str().expect("UTF-8 path");
+    let (code, out, err) = pcat(&["--pages", "16", "--", p]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, pattern(LEN));
+    assert!(err.ends_with(" of 16\n"), "{err}");
+    // A name that starts with `-` is a file's, not an option.
+    let (code, out, err) = pcat(&["--", "--pages"]);
+    assert_eq!((code, out.len()), (2, 0), "{err}");
+    assert_eq!(
+        err,
+        "pcat: --pages: No such file or directory (os error 2)\n"
+    );
+    let (code, out, err) = pcat(&["--", p, p]);
+    assert_eq!((code, out.len()), (2, 0), "{err}");
+    assert_eq!(err, format!("pcat: unexpected argument '{p}'\n"));
+    let (code, _, err) = pcat(&[p, "--", p]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err, format!("pcat: unexpected argument '{p}'\n"));
+}
