@@ -11,7 +11,8 @@
 //! * evictions, and the frames resident at the end and at their peak, of the memory limit.
 //!
 //! Bad arguments, a cache that cannot be made and a file that cannot be opened or read are
-//! said on stderr (the file's path once), with exit code 2; a failed write to stdout is said too, with exit code 1.
+//! said on stderr (the file's path once), with exit code 2; a failed write to stdout is said
+//! too, with exit code 1.
 
 use pagecache::{Config, FileError, Mode, PageCache, Stats, PAGE_SIZE};
 use std::ffi::OsString;
