@@ -156,6 +156,12 @@ impl Snzi {
                 // 2³¹ − 1 arrivals (references leaked with `mem::forget`, or held): the node
                 // stays non-zero for good instead of wrapping to a negative counter that its
                 // parent (or the root's reader) would take for zero. The object leaks.
+                // SeqCst, read again: this arrival rests on the saturating arrival it reads, as
+                // a failed `½ -> 1` rests on the completion it reads (below), so that arrival,
+                // and the parent arrival before it, come before this thread's SeqCst state load
+                // in the single total order (a Relaxed read places them nowhere in it). Only
+                // here, at saturation: the loop's first load stays Relaxed.
+                let _ = x.load(Ordering::SeqCst);
                 succ = true;
             } else if c_of(w) >= 1 {
                 // SeqCst: arrivals are ordered with the reclaimer's SeqCst flag store and
