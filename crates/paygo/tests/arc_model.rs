@@ -302,12 +302,10 @@ impl Drop for Trail {
     fn drop(&mut self) {
         if std::thread::panicking() {
             let from = self.ops.len().saturating_sub(40);
-            eprintln!(
-                "{} failed with seed {:#x}, after {} operations; the last ones:",
-                self.what,
-                self.seed,
-                self.ops.len()
-            );
+            eprintln!("{} failed with seed {:#x}", self.what, self.seed);
+            if !self.ops.is_empty() {
+                eprintln!("after {} operations; the last ones:", self.ops.len());
+            }
             for (i, op) in self.ops.iter().enumerate().skip(from) {
                 eprintln!("  {i}: {op}");
             }
@@ -323,6 +321,18 @@ struct Run {
     weaks: Vec<(W, Option<usize>)>,
     raws: Vec<(R, usize)>,
     trail: Trail,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The model and paygo disagree: what paygo holds may be broken (a value given out
+            // while still shared, freed under its other Arcs). Leak it all, so that the failure
+            // is reported rather than a crash of the unwinding.
+            std::mem::forget(std::mem::take(&mut self.arcs));
+            std::mem::forget(std::mem::take(&mut self.weaks));
+        }
+    }
 }
 
 /// Which way `make_mut` must go.
@@ -1479,6 +1489,16 @@ struct Worker {
     ids: std::ops::Range<usize>,
     mine: Vec<Arc<Val>>,
     weaks: Vec<(Weak<Val>, usize)>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // As `Run`'s: leak what paygo may have broken, so that the failure is reported.
+            std::mem::forget(std::mem::take(&mut self.mine));
+            std::mem::forget(std::mem::take(&mut self.weaks));
+        }
+    }
 }
 
 impl Worker {
