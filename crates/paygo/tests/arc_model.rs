@@ -37,7 +37,7 @@ use refcount::conformance::{migrate, Rng};
 use std::any::Any;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Barrier, Mutex, MutexGuard};
+use std::sync::{mpsc, Condvar, Mutex, MutexGuard};
 
 /// Outcomes the random walks must each reach at least once (so that a change of the odds that
 /// stops exercising one fails): counted by [`seen`], checked at the end of each test.
@@ -76,6 +76,10 @@ fn seen(what: &str) {
 
 /// Every outcome of the many-threads test (`many`) or of the single-thread one was reached.
 fn check_seen(many: bool) {
+    if cfg!(miri) {
+        // Too few rounds there to reach them all.
+        return;
+    }
     for (o, n) in OUTCOMES.iter().zip(&SEEN) {
         if o.starts_with("many threads") == many {
             assert!(n.load(SeqCst) > 0, "never reached: {o}");
@@ -1559,7 +1563,8 @@ impl Worker {
                     let id = a.id;
                     Msg::Raw(Raw(Arc::into_raw(a)), id)
                 };
-                self.to[to].send(m).expect("the receiver lives");
+                // A receiver is gone only where its thread failed (that failure is reported).
+                self.to[to].send(m).ok();
             }
             42..=47 if n > 0 => {
                 let a = &self.mine[pick(&mut self.rng)];
@@ -1568,9 +1573,7 @@ impl Worker {
                     self.weaks.push(w);
                 } else {
                     let to = self.rng.below(self.to.len());
-                    self.to[to]
-                        .send(Msg::Weak(w.0, w.1))
-                        .expect("the receiver lives");
+                    self.to[to].send(Msg::Weak(w.0, w.1)).ok();
                 }
             }
             48..=55 if !self.weaks.is_empty() => {
@@ -1679,11 +1682,22 @@ fn many_threads(seed: u64, d: &'static Domain, threads: usize, rounds: usize, pe
         ops: Vec::new(),
     };
     let (to, from): (Vec<_>, Vec<_>) = (0..threads).map(|_| mpsc::channel::<Msg>()).unzip();
-    let barrier = leak(Barrier::new(threads));
+    // Threads done sending: each counts itself as it leaves its rounds, or as it unwinds from
+    // a failure (so that the others do not wait for it for ever).
+    // (The channels are unbounded: a send never waits.)
+    struct Arrive<'a>(&'a (Mutex<usize>, Condvar));
+    impl Drop for Arrive<'_> {
+        fn drop(&mut self) {
+            *self.0 .0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+            self.0 .1.notify_all();
+        }
+    }
+    let done = &(Mutex::new(0), Condvar::new());
     std::thread::scope(|s| {
         for (t, rx) in from.into_iter().enumerate() {
             let to = to.clone();
             s.spawn(move || {
+                let arrive = Arrive(done);
                 let mut w = Worker {
                     rng: Rng::new(seed ^ ((t as u64 + 1) << 32)),
                     g,
@@ -1700,7 +1714,12 @@ fn many_threads(seed: u64, d: &'static Domain, threads: usize, rounds: usize, pe
                     w.step();
                 }
                 // Every send is done once all threads are here: drain, and give back all.
-                barrier.wait();
+                drop(arrive);
+                let mut n = done.0.lock().unwrap_or_else(|e| e.into_inner());
+                while *n < threads {
+                    n = done.1.wait(n).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(n);
                 while let Ok(m) = rx.try_recv() {
                     w.take(m);
                 }
