@@ -74,15 +74,30 @@ fn seen(what: &str) {
     SEEN[i].fetch_add(1, SeqCst);
 }
 
+/// The outcomes that need a value left to the collector, which a thread that cannot move to
+/// another CPU (a process allowed one) leaves only rarely.
+const NEED_TWO_CPUS: [&str; 2] = [
+    "upgrade: a value left to the collector",
+    "collect: dropped a value",
+];
+
 /// Every outcome of the many-threads test (`many`) or of the single-thread one was reached.
 fn check_seen(many: bool) {
     if cfg!(miri) {
         // Too few rounds there to reach them all.
         return;
     }
+    let cpus = percpu::affinity::process_cpus().len();
     for (o, n) in OUTCOMES.iter().zip(&SEEN) {
-        if o.starts_with("many threads") == many {
-            assert!(n.load(SeqCst) > 0, "never reached: {o}");
+        if o.starts_with("many threads") != many || n.load(SeqCst) > 0 {
+            continue;
+        }
+        if cpus < 2 && NEED_TWO_CPUS.contains(o) {
+            percpu::testing::skip(format_args!(
+                "never reached, with {cpus} CPU the process may use: {o}"
+            ));
+        } else {
+            panic!("never reached: {o}");
         }
     }
 }
