@@ -12,6 +12,26 @@ fn refbench(args: &[&str]) -> std::process::Output {
         .expect("refbench runs")
 }
 
+/// Writes `dir/single-object.json`: a short `single-object` run of `atomic`, one thread.
+fn single_object_json_in(dir: &std::path::Path) {
+    let o = refbench(&[
+        "run",
+        "single-object",
+        "--schemes",
+        "atomic",
+        "--threads",
+        "1",
+        "--duration-ms",
+        "1",
+        "--reps",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    std::fs::write(dir.join("single-object.json"), &o.stdout).unwrap();
+}
+
 /// The rows of a successful `refbench ARGS` that prints JSON.
 fn json_rows(args: &[&str]) -> Vec<serde_json::Value> {
     let o = refbench(args);
@@ -1761,22 +1781,7 @@ fn a_json_that_is_not_a_file_exits_2_without_waiting_for_it() {
         eprintln!("skipped: no mkfifo here");
         return;
     }
-    let o = refbench(&[
-        "run",
-        "single-object",
-        "--schemes",
-        "atomic",
-        "--threads",
-        "1",
-        "--duration-ms",
-        "1",
-        "--reps",
-        "1",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success());
-    std::fs::write(dir.join("single-object.json"), &o.stdout).unwrap();
+    single_object_json_in(&dir);
     let d = dir.to_str().unwrap();
     for args in [
         &["report", d][..],
@@ -3304,22 +3309,7 @@ fn reproduce_over_earlier_results_says_so() {
 #[test]
 fn notes_that_are_not_a_file_exit_2_before_anything_is_drawn() {
     let dir = scratch("report-notes");
-    let o = refbench(&[
-        "run",
-        "single-object",
-        "--schemes",
-        "atomic",
-        "--threads",
-        "1",
-        "--duration-ms",
-        "1",
-        "--reps",
-        "1",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success());
-    std::fs::write(dir.join("single-object.json"), &o.stdout).unwrap();
+    single_object_json_in(&dir);
     let d = dir.to_str().unwrap();
     let notes = dir.join("reproduce-notes.txt");
     let names = || {
