@@ -4,6 +4,9 @@
 // Not under loom: paygo::Arc and its default domain are not built there (the core alone is).
 #![cfg(not(loom))]
 
+mod common;
+
+use common::{leak, tiny_domain};
 use paygo::{collect, Arc, Config, Domain, Weak};
 use percpu::affinity::{migrate, pin, unpin, Saved};
 use percpu::testing::reps;
@@ -24,23 +27,10 @@ impl Drop for Tracked<'_> {
     }
 }
 
-fn leak<T>(v: T) -> &'static T {
-    Box::leak(Box::new(v))
-}
-
 /// A domain of its own of the default domain's size (smaller under Miri: see
 /// [`paygo::default_domain_config`]).
 fn default_sized_domain() -> &'static Domain {
     leak(Domain::with_config(paygo::default_domain_config()))
-}
-
-/// A domain of its own (so that counts of other tests do not mix), with tiny tables so that
-/// entries are evicted to overflow lists all the time.
-fn tiny_domain() -> &'static Domain {
-    leak(Domain::with_config(Config {
-        slots_per_cpu: 2,
-        window: 1,
-    }))
 }
 
 #[test]

@@ -30,6 +30,9 @@
 // Not under loom: paygo::Arc and its default domain are not built there (the core alone is).
 #![cfg(not(loom))]
 
+mod common;
+
+use common::{leak, tiny_domain};
 use paygo::{collect, default_domain, Arc, Config, Domain, Weak};
 use percpu::affinity::Saved;
 use percpu::testing::reps;
@@ -100,19 +103,6 @@ fn check_seen(many: bool) {
             panic!("never reached: {o}");
         }
     }
-}
-
-fn leak<T>(v: T) -> &'static T {
-    Box::leak(Box::new(v))
-}
-
-/// A domain of its own with tiny tables, so that entries are evicted to overflow lists all the
-/// time.
-fn tiny_domain() -> &'static Domain {
-    leak(Domain::with_config(Config {
-        slots_per_cpu: 2,
-        window: 1,
-    }))
 }
 
 // ------------------------------------------------------------------------------------------

@@ -6,23 +6,13 @@
 // Not under loom: paygo::Arc and unsize! are not built there.
 #![cfg(not(loom))]
 
-use paygo::{collect, Arc, Config, Domain, Weak};
+mod common;
+
+use common::{leak, tiny_domain};
+use paygo::{collect, Arc, Weak};
 use percpu::testing::reps;
 use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn leak<T>(v: T) -> &'static T {
-    Box::leak(Box::new(v))
-}
-
-/// A domain of its own, with tiny tables so that entries are evicted to overflow lists all the
-/// time.
-fn tiny_domain() -> &'static Domain {
-    leak(Domain::with_config(Config {
-        slots_per_cpu: 2,
-        window: 1,
-    }))
-}
 
 trait Shape: Send + Sync {
     fn area(&self) -> u64;

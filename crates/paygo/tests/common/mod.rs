@@ -1,5 +1,5 @@
-//! Shared by the tests: a guard that aborts the process when a thread panics (for tests whose
-//! threads wait at a barrier), and an allocator that refuses a thread's allocations while the
+//! Shared by the tests: a leaked value and a domain of tiny tables, a guard that aborts the
+//! process when a thread panics (for tests whose threads wait at a barrier), and an allocator that refuses a thread's allocations while the
 //! thread asks it to (for the tests of what runs out of memory; a test binary that wants it
 //! makes it its `#[global_allocator]`).
 
@@ -8,6 +8,20 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// `v`, leaked: for values the tests' domains and values borrow for the rest of the process.
+pub fn leak<T>(v: T) -> &'static T {
+    Box::leak(Box::new(v))
+}
+
+/// A domain of its own (so that counts of other tests do not mix), with tiny tables so that
+/// entries are evicted to overflow lists all the time.
+pub fn tiny_domain() -> &'static paygo::Domain {
+    leak(paygo::Domain::with_config(paygo::Config {
+        slots_per_cpu: 2,
+        window: 1,
+    }))
+}
 
 /// Aborts the process if a thread panics while it lives: the others would wait at the barrier
 /// for ever, and a failure must fail, not hang.
