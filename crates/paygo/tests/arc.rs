@@ -1949,9 +1949,10 @@ fn arcs_from_boxes_of_zero_sized_and_over_aligned_values() {
 }
 
 /// `new_uninit` and `assume_init`: the value written through `get_mut` is read through the
-/// `Arc<T>`, and is dropped exactly once, as a `T`, whether the last reference is the `Arc<T>`
-/// or a clone of the `Arc<MaybeUninit<T>>` made before `assume_init`; an `Arc` of room never
-/// written drops nothing.
+/// `Arc<T>` and dropped exactly once, as a `T`; an `Arc` of room never written drops nothing.
+/// `assume_init` of an `Arc` that is not the only reference (a clone, a `Weak`) panics, and its
+/// value is never dropped: a `MaybeUninit` clone that went last could have moved it out or
+/// written `uninit()` over it through `get_mut`, and the allocation drops one type.
 #[test]
 fn an_uninit_arc_written_and_assumed_init_drops_its_value_once() {
     let d = default_sized_domain();
@@ -1974,34 +1975,39 @@ fn an_uninit_arc_written_and_assumed_init_drops_its_value_once() {
     collect(d);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert_eq!(d.arcs_alive(), 0);
-    // The uninit Arc cloned first: the clone, still of MaybeUninit, is the last reference, and
-    // its drop drops the value as a Tracked.
-    let mut u = Arc::<Tracked<'_>>::new_uninit_in(d);
-    Arc::get_mut(&mut u).expect("the only Arc").write(Tracked {
-        id: 4,
-        drops,
-        dropped,
-    });
-    let other = u.clone();
-    // SAFETY: written above.
-    let t = unsafe { u.assume_init() };
-    assert_eq!(t.id, 4);
-    // SAFETY: the same bytes, initialised.
-    assert_eq!(unsafe { other.assume_init_ref() }.id, 4);
-    drop(t);
-    assert_eq!(drops.load(Ordering::SeqCst), 1);
-    drop(other);
-    collect(d);
-    assert_eq!(
-        drops.load(Ordering::SeqCst),
-        2,
-        "dropped as a Tracked, once"
-    );
+    // Not the only reference: a clone, then a Weak. The call panics; the value is never
+    // dropped (nothing drops a `MaybeUninit`), whichever reference goes last.
+    for weak in [false, true] {
+        let mut u = Arc::<Tracked<'_>>::new_uninit_in(d);
+        Arc::get_mut(&mut u).expect("the only Arc").write(Tracked {
+            id: 4,
+            drops,
+            dropped,
+        });
+        let other = (!weak).then(|| u.clone());
+        let w = weak.then(|| Arc::downgrade(&u));
+        // SAFETY: written above (the call refuses for another reason).
+        let r =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { u.assume_init() }));
+        let Err(msg) = r else {
+            panic!("weak: {weak}: assume_init of an Arc that is not the only reference");
+        };
+        let msg = msg.downcast_ref::<&str>().copied().unwrap_or_default();
+        assert!(msg.contains("not the only reference"), "{msg}");
+        if let Some(o) = other {
+            // SAFETY: the same bytes, initialised.
+            assert_eq!(unsafe { o.assume_init_ref() }.id, 4);
+            drop(o);
+        }
+        collect(d);
+        assert!(w.is_none_or(|w| w.upgrade().is_none()));
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "weak: {weak}");
+    }
     // Never written, never assumed: nothing is dropped, the allocation is freed.
     let never = Arc::<Tracked<'_>>::new_uninit_in(d);
     drop(never);
     collect(d);
-    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert_eq!(d.arcs_alive(), 0);
 }
 

@@ -2,6 +2,14 @@
 //! `new_uninit_slice` with `assume_init`: the allocation is made (and published, its first
 //! reference taken) holding a `MaybeUninit<T>`, which drops nothing; `assume_init` makes it an
 //! `Arc<T>` and sets the allocation's drop to `T`'s.
+//!
+//! `std`'s allocation drops its value as the type of its last `Arc`, so a clone of the
+//! `Arc<MaybeUninit<T>>` that outlives the `Arc<T>` drops nothing. Here the value's drop may be
+//! the collector's, which knows one drop per allocation: with a `MaybeUninit` clone left (or a
+//! `Weak`, or a raw pointer, which can make one again), `T`'s drop would run after safe code
+//! could have moved the value out or written `MaybeUninit::uninit()` over it through that
+//! clone's `get_mut`. So `assume_init` takes only the one reference to the allocation (checked,
+//! as `get_mut` checks it) and panics otherwise.
 
 use super::{allocate, default_domain, drop_value, Arc, ArcInner};
 use crate::Domain;
@@ -87,15 +95,39 @@ impl<T> Arc<[T]> {
     }
 }
 
+/// Panics unless `a` is the only reference to its allocation (no other `Arc`, no `Weak`, no
+/// raw pointer): see the module documentation.
+fn only_one<T: ?Sized>(a: &mut Arc<T>) {
+    if Arc::get_mut(a).is_none() {
+        panic!(
+            "paygo: assume_init of an Arc that is not the only reference to its value (another \
+             Arc, a Weak or a raw pointer): its value would be dropped as initialised whichever \
+             of them went last"
+        );
+    }
+}
+
 impl<T: Send + 'static> Arc<MaybeUninit<T>> {
     /// The `Arc<T>` of the value written, as `std::sync::Arc::assume_init`: its allocation now
-    /// drops a `T` (other `Arc`s of it, still of `MaybeUninit<T>`, read the same bytes).
+    /// drops a `T`.
+    ///
+    /// Unlike `std`'s, `self` must be the only reference to the value: with a clone of it, a
+    /// `Weak` or a raw pointer left, `std`'s allocation would drop nothing if a `MaybeUninit`
+    /// clone went last, where this one's value may be dropped by the collector, which knows
+    /// one drop per allocation. Checking it costs what [`Arc::get_mut`] costs (a fence).
     ///
     /// # Safety
     /// The value is initialised (as for [`MaybeUninit::assume_init`]).
-    pub unsafe fn assume_init(self) -> Arc<T> {
+    ///
+    /// # Panics
+    /// If another `Arc` of the value, a [`Weak`](crate::Weak) to it or a raw pointer
+    /// ([`Arc::into_raw`]) exists; `self` is dropped then, as a `MaybeUninit<T>` (its value
+    /// leaks).
+    pub unsafe fn assume_init(mut self) -> Arc<T> {
+        only_one(&mut self);
         let me = ManuallyDrop::new(self);
-        // Before the reference goes on: the drop of the value comes after it.
+        // The only reference: no `MaybeUninit` clone can be made of the allocation any more
+        // (no `Weak` to upgrade, no raw pointer), so only `T`s drop it from here on.
         me.meta().drop_value.set(drop_value::<T>);
         Arc {
             // A `MaybeUninit<T>` has a `T`'s layout: the allocation is an `ArcInner<T>`.
@@ -107,15 +139,21 @@ impl<T: Send + 'static> Arc<MaybeUninit<T>> {
 
 impl<T: Send + 'static> Arc<[MaybeUninit<T>]> {
     /// The `Arc<[T]>` of the elements written, as `std::sync::Arc::assume_init`: its allocation
-    /// now drops the `T`s.
+    /// now drops the `T`s. As for [`Arc::<MaybeUninit<T>>::assume_init`](Arc::assume_init),
+    /// `self` must be the only reference to the elements (checked).
     ///
     /// # Safety
     /// Every element is initialised (as for [`MaybeUninit::assume_init`]).
-    pub unsafe fn assume_init(self) -> Arc<[T]> {
+    ///
+    /// # Panics
+    /// If another `Arc` of the elements, a [`Weak`](crate::Weak) to them or a raw pointer
+    /// exists; `self` is dropped then, as `MaybeUninit`s (the elements leak).
+    pub unsafe fn assume_init(mut self) -> Arc<[T]> {
+        only_one(&mut self);
         let me = ManuallyDrop::new(self);
-        // Before the reference goes on: the drop of the value comes after it. `drop_value`
-        // reads the allocation's wide pointer, stored with `MaybeUninit<T>` elements, as one
-        // with `T` elements: the same address and length.
+        // The only reference (see the sized form). `drop_value` reads the allocation's wide
+        // pointer, stored with `MaybeUninit<T>` elements, as one with `T` elements: the same
+        // address and length.
         me.meta().drop_value.set(drop_value::<[T]>);
         // SAFETY: not null (an `Arc`'s); a slice of `MaybeUninit<T>` has the layout of as many
         // `T`s, so the cast keeps the length and names the same allocation.
