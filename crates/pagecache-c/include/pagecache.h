@@ -435,9 +435,10 @@ ssize_t pagecache_page_read(const pagecache_page_t *page, void *buf, size_t len,
 /* Writes len bytes of buf at offset (within the page) into the held page, in its frame, and
  * marks the page dirty: what pagecache_write_at at the page's place in the file does, without
  * the lookup (the bytes reach the file as that call's do; a write ending past the file's length
- * grows the file). Returns len (0 for len 0). Errors, which write nothing: PAGECACHE_EINVAL
- * (page is NULL or misaligned, buf is NULL with len > 0, offset + len above 4096),
- * PAGECACHE_EBADF (page holds no page), -EACCES (the file was opened read-only),
+ * grows the file). Returns len (0 for len 0 through a handle that may write). Errors, which
+ * write nothing: PAGECACHE_EINVAL (page is NULL or misaligned, buf is NULL with len > 0,
+ * offset + len above 4096, a write ending past 2^63 - 1 bytes), PAGECACHE_EBADF (page holds no
+ * page), -EACCES (the page was got through a handle opened read-only, also for len 0),
  * PAGECACHE_EFBIG (the file cannot hold the write, as for pagecache_write_at). Reads and
  * writes racing it see, byte by byte, the old or the new bytes. pagecache_page_read still reads
  * up to the page's length at the get. The threads rules are pagecache_page_read's. */

@@ -1228,10 +1228,12 @@ pub unsafe extern "C" fn pagecache_page_read(
 /// Writes `len` bytes of `buf` at `offset` within the held page, in its frame, and marks the
 /// page dirty: what [`pagecache_write_at`] at the page's place in the file does, without the
 /// lookup (the page is written back as that call's are; a write ending past the file's length
-/// grows the file). Returns `len` (0 for `len` 0), or `PAGECACHE_EINVAL` (a null or misaligned
-/// `page`, a null `buf` with `len > 0`, `offset + len` above 4096), `PAGECACHE_EBADF` (`page`
-/// holds no page), `-EACCES` (the file was opened read-only), `PAGECACHE_EFBIG` (the file cannot
-/// hold the write, as for [`pagecache_write_at`]); an error writes nothing. The length that
+/// grows the file). Returns `len` (0 for `len` 0 through a handle that may write), or
+/// `PAGECACHE_EINVAL` (a null or misaligned `page`, a null `buf` with `len > 0`, `offset + len`
+/// above 4096, a write ending past 2^63 - 1 bytes), `PAGECACHE_EBADF` (`page` holds no page),
+/// `-EACCES` (the page was got through a handle opened read-only, also for `len` 0),
+/// `PAGECACHE_EFBIG` (the file cannot hold the write, as for [`pagecache_write_at`]); an error
+/// writes nothing. The length that
 /// [`pagecache_page_read`] reads up to stays the one at the get.
 ///
 /// # Safety

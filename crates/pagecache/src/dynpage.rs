@@ -110,7 +110,8 @@ impl<'a> Page<'a> {
     /// Writes `buf` at `offset` within the page, in its frame, and marks the page dirty, as
     /// [`CachedFile::write_at`](crate::CachedFile::write_at) at the page's place in the file
     /// would, without the lookup: see [`PageRef::write`](crate::PageRef::write) (its errors,
-    /// which write nothing: `PermissionDenied` on a file opened read-only, `FileTooLarge`).
+    /// which write nothing: `PermissionDenied` through a handle opened read-only,
+    /// `FileTooLarge`, `InvalidInput` past 2^63 - 1 bytes).
     ///
     /// # Panics
     /// If the range is outside the page (`offset + buf.len()` above

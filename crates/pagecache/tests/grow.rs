@@ -782,6 +782,17 @@ fn the_last_page_of_the_largest_file_reads_and_writes() {
     assert_eq!(file.write_at(b"y", end - 1).expect("last byte"), 1);
     assert_eq!(file.read_at(&mut buf, end - 2).expect("read"), 2);
     assert_eq!(&buf[..2], b"\0y");
+    // Through the held last page: its last byte, at 2^63 - 1, is refused as `write_at`'s
+    // (InvalidInput, nothing written); the byte before it is written.
+    let last = file.page(end / P).expect("the last page");
+    let at = (end % P) as usize;
+    let e = last.write(at, b"z").expect_err("a byte at 2^63 - 1");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert_eq!(file.len(), end);
+    last.write(at - 2, b"x").expect("the byte before the last");
+    drop(last);
+    assert_eq!(file.read_at(&mut buf, end - 2).expect("read"), 2);
+    assert_eq!(&buf[..2], b"xy");
     file.sync().expect("sync");
     let mut b = [0u8; 1];
     use std::os::unix::fs::FileExt;

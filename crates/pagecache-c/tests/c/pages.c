@@ -157,6 +157,7 @@ static void single(const char *path) {
     CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &f), PAGECACHE_OK);
     CHECK_EQ(pagecache_page_get(f, 3, &page), PAGECACHE_PAGE_SIZE);
     CHECK_EQ(pagecache_page_write(&page, "no", 2, 100), -EACCES);
+    CHECK_EQ(pagecache_page_write(&page, NULL, 0, 0), -EACCES); /* the handle first */
     CHECK(pagecache_last_error() != NULL &&
           strstr(pagecache_last_error(), "pagecache_page_write") != NULL);
     CHECK_EQ(pagecache_page_read(&page, b, 5, 100), 5);

@@ -1181,9 +1181,11 @@ impl<C: RefCounter> PageRef<'_, C> {
     /// reads racing them see, byte by byte, the old or the new bytes, as `pwrite` racing
     /// `pread`. [`PageRef::len`] stays the length at the get.
     ///
-    /// Errors, which write nothing: `PermissionDenied` on a file opened read-only;
-    /// `FileTooLarge` for a write ending past what the file may hold (the file system's
-    /// largest file, `RLIMIT_FSIZE`), as from `write_at`. An empty `buf` writes nothing.
+    /// Errors, which write nothing, as from `write_at`: `PermissionDenied` through a handle
+    /// opened read-only (an empty `buf` too: the handle is checked first); `FileTooLarge` for
+    /// a write ending past what the file may hold (the file system's largest file,
+    /// `RLIMIT_FSIZE`); `InvalidInput` for one ending past 2^63 - 1 bytes (in the last page of
+    /// a file that long). Else an empty `buf` writes nothing.
     ///
     /// # Panics
     /// If the range is outside the page.

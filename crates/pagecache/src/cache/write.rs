@@ -161,6 +161,16 @@ impl<C: RefCounter> CachedFileOf<C> {
         debug_assert!(m.holds(f.id, index));
         let at = index * PAGE_SIZE as u64 + offset as u64;
         let end = at + buf.len() as u64;
+        if end > MAX_LEN {
+            // The last page of a file of 2^63 - 1 bytes: as `write_at`'s refusal.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "pagecache: a write of {} bytes at {at} ends past 2^63 - 1",
+                    buf.len()
+                ),
+            ));
+        }
         // Shared, as `write_at`: a cut waits, and the write lands as `write_at`'s would,
         // growing the file again past a cut that came since the page was taken.
         let _resize = f.resize.read().unwrap_or_else(|e| e.into_inner());
