@@ -16,6 +16,15 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
+/// The refusal (`InvalidInput`, as `pwrite`'s `EINVAL`) of a write of `n` bytes at `at` that
+/// ends past the largest length, 2^63 - 1 bytes: `write_at`'s and [`PageRef::write`]'s.
+fn past_max_len(n: usize, at: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("pagecache: a write of {n} bytes at {at} ends past 2^63 - 1"),
+    )
+}
+
 impl<C: RefCounter> CachedFileOf<C> {
     /// Writes `buf` at `offset` into the cached pages and marks them dirty; grows the file when
     /// it ends past it. Returns `buf.len()` (fewer where the write ends early, below); an empty
@@ -58,15 +67,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let end = offset
             .checked_add(buf.len() as u64)
             .filter(|&e| e <= MAX_LEN)
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "pagecache: a write of {} bytes at {offset} ends past 2^63 - 1",
-                        buf.len()
-                    ),
-                )
-            })?;
+            .ok_or_else(|| past_max_len(buf.len(), offset))?;
         if buf.is_empty() {
             // As `pwrite` of no bytes: nothing is written, and the file does not grow.
             return Ok(0);
@@ -163,13 +164,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         let end = at + buf.len() as u64;
         if end > MAX_LEN {
             // The last page of a file of 2^63 - 1 bytes: as `write_at`'s refusal.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "pagecache: a write of {} bytes at {at} ends past 2^63 - 1",
-                    buf.len()
-                ),
-            ));
+            return Err(past_max_len(buf.len(), at));
         }
         // Shared, as `write_at`: a cut waits, and the write lands as `write_at`'s would,
         // growing the file again past a cut that came since the page was taken.

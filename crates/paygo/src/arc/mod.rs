@@ -220,8 +220,9 @@ struct Meta {
 }
 
 /// [`Meta::drop_value`]: a `drop_value::<T>` kept as an atomic pointer, as `assume_init` sets
-/// it again while other `Arc`s of the allocation may read `Meta` (never this field, which only
-/// the party that drops the value reads).
+/// it again through a shared `Meta` (its `Arc` is the allocation's only reference then, but the
+/// collector may be reading the `Meta` of every listed allocation; this field only the party
+/// that drops the value reads).
 struct DropFn(AtomicPtr<()>);
 
 impl DropFn {
