@@ -4,6 +4,88 @@
 
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
+/// The groups of 64 pages of a file that may hold a dirty page, a bit each, so that a sync
+/// walks the slots of those groups, not every slot of the file (the kernel's fsync finds its
+/// dirty pages by the xarray's dirty tags the same way). A bit may be set where no page is
+/// dirty (the page was written back by an eviction, or by `drop_cache`), never the other way:
+/// a page made dirty by a write that returned before a sync takes the marks is in a marked
+/// group.
+///
+/// The protocol, with the frame's dirty bit (`FrameMeta::write` and `FrameMeta::sync_dirty`):
+/// a write sets the dirty bit with a read-modify-write (AcqRel), then marks the group unless
+/// its word has the bit (a Relaxed load: no store to the shared word but the first write of a
+/// group after a sync). A sync (one at a time per file) takes a word's marks (Acquire), then
+/// walks the groups taken, clearing each page's dirty bit (AcqRel) before its write-back, and
+/// marks a group again where a page of it stays dirty (a failed write-back).
+/// - A write whose check finds the bit clear marks it (Release): a sync whose take reads the
+///   mark sees the dirty bit set before it.
+/// - A write whose check finds the bit set, set before a sync's take that clears it: that
+///   sync's clear of the page's dirty bit comes after the write's read-modify-write of it.
+///   Otherwise the write's read-modify-write reads the clear's value (or a later one in its
+///   release sequence, or the `true` that a failed write-back stores), so the sync's take,
+///   before its clear, happens before the write's check, which then reads the take's value
+///   (or a later one): the bit clear. So the sync's clear reads the write's `true` and writes
+///   its bytes back, or fails and marks the group again.
+///
+/// A write that returns is therefore in a marked group, or written back by the sync that took
+/// its mark; a mark only on a clean frame's first write would not do (a second write that finds
+/// the bit the first one set may return before the first marks the group; `bug` has it).
+pub(crate) struct DirtyGroups {
+    words: Box<[AtomicU64]>,
+}
+
+impl DirtyGroups {
+    /// `groups` groups, none marked; `None` if the memory (a bit a group) cannot be had.
+    pub(crate) fn new(groups: usize) -> Option<Self> {
+        let n = groups.div_ceil(64);
+        let mut words = Vec::new();
+        words.try_reserve_exact(n).ok()?;
+        words.extend((0..n).map(|_| AtomicU64::new(0)));
+        Some(DirtyGroups {
+            words: words.into_boxed_slice(),
+        })
+    }
+
+    /// The words of marks, 64 groups each.
+    pub(crate) fn words(&self) -> usize {
+        self.words.len()
+    }
+
+    /// The bytes the marks take.
+    pub(crate) fn bytes(&self) -> usize {
+        core::mem::size_of_val(&*self.words)
+    }
+
+    /// Marks `group`: by a write, after its page's dirty bit was set (`FrameMeta::write`), and
+    /// by a sync, for a group it took that has a page still dirty.
+    #[inline(always)]
+    pub(crate) fn mark(&self, group: usize) {
+        let (word, bit) = (&self.words[group / 64], 1u64 << (group % 64));
+        // Relaxed: see the type's documentation (what orders this load after a sync's take).
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            // Release: pairs with the Acquire take of `take`: a sync that takes the mark sees
+            // the page's dirty bit, set before.
+            word.fetch_or(bit, Ordering::Release);
+        }
+    }
+
+    /// Takes (and clears) the marks of word `w`: groups `64 w` to `64 w + 63`, bit `g` for
+    /// group `64 w + g`.
+    #[inline]
+    pub(crate) fn take(&self, w: usize) -> u64 {
+        let word = &self.words[w];
+        // Relaxed: a mark made by a write that returned before this sync began happens before
+        // this load; a concurrent mark that it misses stays for the next sync.
+        if word.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        // Acquire: pairs with the Release `fetch_or` of `mark` (the marking write's dirty bit
+        // is seen by the walk). A read-modify-write (`fetch_and`, which loom models as a swap
+        // is not, see `FrameMeta::sync_dirty`): a mark it reads is cleared, one after it stays.
+        word.fetch_and(0, Ordering::Acquire)
+    }
+}
+
 /// The bug switch of the loom model (`--cfg paygo_loom_bug`, see `loom_tests.rs`): a mutation
 /// of the protocol that a model must catch, set on the model's thread.
 #[cfg(all(loom, paygo_loom_bug))]
@@ -21,9 +103,19 @@ pub(crate) mod bug {
         /// (`lodic::owner_undo`).
         pub(crate) static RELAXED_OWNER_UNDO: core::cell::Cell<bool> =
             const { core::cell::Cell::new(false) };
-        /// A write sets the dirty bit with a Relaxed store instead of a Release one
+        /// A write sets the dirty bit with Relaxed orderings instead of AcqRel ones
         /// (`FrameMeta::write`).
         pub(crate) static RELAXED_DIRTY_MARK: core::cell::Cell<bool> =
+            const { core::cell::Cell::new(false) };
+        /// A write marks its page's group ([`super::DirtyGroups`]) only where it found the
+        /// frame clean: a write that finds the bit another write set, before that write marks
+        /// the group, returns with its page in no marked group.
+        pub(crate) static MARK_ONLY_CLEAN: core::cell::Cell<bool> =
+            const { core::cell::Cell::new(false) };
+        /// A write sets the dirty bit with a Release read-modify-write instead of an AcqRel
+        /// one (`FrameMeta::write`): its check of the group's mark is not ordered after the
+        /// take of a sync whose clear of the bit it reads.
+        pub(crate) static DIRTY_SET_WITHOUT_ACQUIRE: core::cell::Cell<bool> =
             const { core::cell::Cell::new(false) };
     }
 }
@@ -175,18 +267,34 @@ impl FrameMeta {
     /// A write's step on a filled frame it holds a reference on (`write_at`): `copy` stores the
     /// bytes (and what must be seen with them: the file's length), then the dirty bit is set,
     /// so that a write-back that sees the bit ([`FrameMeta::sync_dirty`],
-    /// [`FrameMeta::write_back_if_dirty`]) copies the bytes.
+    /// [`FrameMeta::write_back_if_dirty`]) copies the bytes; then `mark` marks the page's group
+    /// ([`DirtyGroups::mark`]), so that the next sync walks it.
     #[inline(always)]
-    pub(crate) fn write(&self, copy: impl FnOnce()) {
+    pub(crate) fn write(&self, copy: impl FnOnce(), mark: impl FnOnce()) {
         copy();
-        #[cfg(all(loom, paygo_loom_bug))]
-        if bug::RELAXED_DIRTY_MARK.with(|b| b.get()) {
-            self.dirty.store(true, Ordering::Relaxed);
-            return;
-        }
         // Release: pairs with the Acquire load of `write_back_if_dirty` and the AcqRel swap of
         // `sync_dirty`: the bytes `copy` stored are visible to a write-back that sees the bit.
-        self.dirty.store(true, Ordering::Release);
+        // Acquire, and a read-modify-write: where a sync cleared the bit before (`sync_dirty`'s
+        // swap, or a store of `true` that it made on a failure), this reads its value, so the
+        // sync's take of the group's marks, before its clear, is ordered before `mark`'s check
+        // (see [`DirtyGroups`]).
+        #[cfg(not(all(loom, paygo_loom_bug)))]
+        let set = Ordering::AcqRel;
+        #[cfg(all(loom, paygo_loom_bug))]
+        let set = if bug::RELAXED_DIRTY_MARK.with(|b| b.get()) {
+            Ordering::Relaxed
+        } else if bug::DIRTY_SET_WITHOUT_ACQUIRE.with(|b| b.get()) {
+            Ordering::Release
+        } else {
+            Ordering::AcqRel
+        };
+        let was = self.dirty.swap(true, set);
+        #[cfg(all(loom, paygo_loom_bug))]
+        if was && bug::MARK_ONLY_CLEAN.with(|b| b.get()) {
+            return;
+        }
+        let _ = was;
+        mark();
     }
 
     /// A sync's step on a filled frame it holds a reference on (`sync`, and `drop_cache`'s
@@ -201,18 +309,7 @@ impl FrameMeta {
     ) -> Result<(), E> {
         // AcqRel: pairs with the Release store of `write` (the bytes of the writes whose bit
         // this clears are visible to the copy).
-        #[cfg(not(loom))]
         let was = self.dirty.swap(false, Ordering::AcqRel);
-        // Loom 0.7 lets a `swap` racing a store read the old value and still lose the store
-        // (tokio-rs/loom#254: it fails `assert!(old || now)` for one `store(true)` against one
-        // `swap(false)`), so the model clears the bit with the compare-exchange that a swap of
-        // a bool to `false` amounts to (from `false`, the swap changes nothing; from `true`,
-        // both read `true` and store `false` with the same orderings).
-        #[cfg(loom)]
-        let was = self
-            .dirty
-            .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
         if was {
             // Sets the bit again unless the write-back succeeded: where it failed, and where
             // it unwound (the page is then still dirty for the next write-back).

@@ -12,7 +12,7 @@
 //! mutations of `frame::bug` (among them the LODIC owner's missing fence, and its Relaxed undo,
 //! which only a model with membarrier emulated catches: `percpu::membarrier::emulated`).
 
-use crate::frame::FrameMeta;
+use crate::frame::{DirtyGroups, FrameMeta};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use core::pin::Pin;
 use loom::cell::UnsafeCell;
@@ -36,6 +36,8 @@ struct Shared<C: RefCounter> {
     cell: UnsafeCell<u64>,
     slot_a: AtomicU32,
     slot_b: AtomicU32,
+    /// The file's dirty groups: one, page A's.
+    marks: DirtyGroups,
 }
 
 impl<C: RefCounter> Shared<C> {
@@ -59,6 +61,7 @@ impl<C: RefCounter> Shared<C> {
             cell: UnsafeCell::new(page),
             slot_a: AtomicU32::new(0),
             slot_b: AtomicU32::new(0),
+            marks: DirtyGroups::new(1).expect("one word"),
         };
         s.meta.assign(FILE, page);
         s.word.store(page, Ordering::Relaxed);
@@ -277,6 +280,7 @@ fn readahead_then_evict_model<C: RefCounter>(make: fn() -> C) {
             cell: UnsafeCell::new(0),
             slot_a: AtomicU32::new(0),
             slot_b: AtomicU32::new(0),
+            marks: DirtyGroups::new(1).expect("one word"),
         });
         // The allocator lock.
         let alloc = Arc::new(loom::sync::Mutex::new(()));
@@ -414,6 +418,27 @@ mod bugs {
     fn bug_relaxed_dirty_mark_is_caught() {
         crate::frame::bug::RELAXED_DIRTY_MARK.with(|b| b.set(true));
         super::sync_vs_write_model();
+    }
+
+    /// A write that marks its page's group only where it found the frame clean
+    /// (`frame::bug::MARK_ONLY_CLEAN`): a second write that finds the first one's bit returns
+    /// before the first marks the group, and a sync after it finds no group to walk.
+    #[test]
+    #[should_panic(expected = "a sync after a write found its page in no marked group")]
+    fn bug_mark_only_clean_is_caught() {
+        crate::frame::bug::MARK_ONLY_CLEAN.with(|b| b.set(true));
+        super::two_writes_then_a_sync_model();
+    }
+
+    /// A write's dirty bit set without Acquire (`frame::bug::DIRTY_SET_WITHOUT_ACQUIRE`):
+    /// where a racing sync cleared the bit before the write set it, the write's check of the
+    /// group's mark may read the mark from before that sync took it, and the write returns
+    /// with its page dirty in no marked group.
+    #[test]
+    #[should_panic(expected = "a write that returned before a sync is not written back")]
+    fn bug_dirty_set_without_acquire_is_caught() {
+        crate::frame::bug::DIRTY_SET_WITHOUT_ACQUIRE.with(|b| b.set(true));
+        super::write_racing_a_sync_then_a_sync_model();
     }
 
     /// The same through a stale entry whose page is then reclaimed as a mapped page.
@@ -637,7 +662,8 @@ impl<C: RefCounter> Shared<C> {
         };
         let held = self.meta.holds(FILE, A);
         if held {
-            self.meta.write(|| self.word.store(W, Ordering::Relaxed));
+            self.meta
+                .write(|| self.word.store(W, Ordering::Relaxed), || {});
         }
         self.scheme.put(self.obj(), tok);
         held
@@ -754,4 +780,91 @@ fn sync_vs_write_model() {
             "a sync cleared the bit of a write it did not copy ({synced:?})"
         );
     });
+}
+
+impl<C: RefCounter> Shared<C> {
+    /// `write_at`'s steps on cached page A, storing `v`, with the mark of its dirty group
+    /// (`FrameMeta::write` with `DirtyGroups::mark`, as `store` calls them).
+    fn write_marked(&self, v: u64) -> bool {
+        // Acquire: pairs with the Release store that installed page A.
+        if self.slot_a.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let Some(tok) = self.scheme.try_get(self.obj()) else {
+            return false;
+        };
+        let held = self.meta.holds(FILE, A);
+        if held {
+            self.meta.write(
+                || self.word.store(v, Ordering::Relaxed),
+                || self.marks.mark(0),
+            );
+        }
+        self.scheme.put(self.obj(), tok);
+        held
+    }
+
+    /// `sync`'s steps: takes the marks; if page A's group was marked, `sync_slot` of A. What
+    /// it wrote. (A sync marks a group again where a page of it stays dirty, a failed
+    /// write-back: nothing fails here, nothing evicts, and the reference is always had.)
+    fn sync_marked(&self) -> Option<u64> {
+        if self.marks.take(0) & 1 == 0 {
+            return None;
+        }
+        self.sync()
+    }
+}
+
+/// Two writes of page A, then a sync after the second: the sync writes the second write's
+/// bytes back, or the group is marked for the next one. With a mark only on a clean frame's
+/// first write the second write can return before the first marks (`bugs`).
+fn two_writes_then_a_sync_model() {
+    loom::model(|| {
+        let s = Shared::new(refcount::cas::Cas);
+        let first = {
+            let s = s.clone();
+            loom::thread::spawn(move || s.write_marked(W))
+        };
+        assert!(s.write_marked(W), "nothing evicts here");
+        let synced = s.sync_marked();
+        assert!(
+            synced == Some(W) || s.marks.take(0) & 1 == 1,
+            "a sync after a write found its page in no marked group ({synced:?})"
+        );
+        assert!(first.join().expect("writer"));
+    });
+}
+
+#[test]
+fn a_sync_after_a_write_finds_its_group_marked() {
+    two_writes_then_a_sync_model();
+}
+
+/// Page A dirty and marked; a write of A racing a sync, then a sync after both: the write's
+/// bytes are in what one of the syncs wrote back. The write's dirty bit is a read-modify-write,
+/// so that where the racing sync cleared the bit before the write set it, the write's check of
+/// the mark sees that sync's take and marks the group again (`DirtyGroups`); without its
+/// Acquire the model fails (`bugs`).
+fn write_racing_a_sync_then_a_sync_model() {
+    loom::model(|| {
+        let s = Shared::new(refcount::cas::Cas);
+        assert!(s.write_marked(55));
+        let racing = {
+            let s = s.clone();
+            loom::thread::spawn(move || s.sync_marked())
+        };
+        assert!(s.write_marked(W), "nothing evicts here");
+        // One sync of a file at a time (`syncing`): the next begins after the racing one.
+        let first = racing.join().expect("sync");
+        let second = s.sync_marked();
+        assert!(
+            second == Some(W) || (first == Some(W) && !s.meta.dirty.load(Ordering::Relaxed)),
+            "a write that returned before a sync is not written back ({first:?}, {second:?})"
+        );
+    });
+}
+
+#[test]
+fn a_write_racing_a_sync_is_written_back_by_the_next() {
+    write_racing_a_sync_then_a_sync_model();
 }

@@ -14,6 +14,7 @@
 //! plain reference for as long as the file's state lives, with no unsafe code. Lookups that
 //! find no node see a page not cached.
 
+use crate::frame::DirtyGroups;
 use crate::sync::AtomicU32;
 use std::sync::OnceLock;
 
@@ -25,6 +26,9 @@ const FAN: usize = 1 << FAN_BITS;
 /// which makes the slots one by one about a thousand times slower (four minutes for a
 /// million), 4,096 (the first 16 MiB): the tests of large files then reach the trees sooner.
 pub(crate) const FLAT_MAX: usize = if cfg!(miri) { 1 << 12 } else { 1 << 20 };
+
+/// Pages of a dirty group ([`DirtyGroups`]) of the flat array.
+const GROUP: usize = 64;
 
 /// Trees past the flat array: tree `k` spans `64^(k+1)` pages; nine span more than 2^52.
 const TREES: usize = 9;
@@ -55,6 +59,9 @@ impl Node {
 pub(crate) struct Slots {
     base: Box<[AtomicU32]>,
     trees: [OnceLock<Node>; TREES],
+    /// The groups of 64 pages of the flat array that may hold a dirty page, and one more
+    /// ([`Slots::ext_group`]) for every page past it (see [`DirtyGroups`]).
+    dirty: DirtyGroups,
 }
 
 /// Tree and index within it of extension page `x` (pages counted from the end of the flat
@@ -78,7 +85,8 @@ fn tree_start(k: usize) -> u64 {
 
 impl Slots {
     /// The slots of a file of `pages` pages, all empty: the first [`FLAT_MAX`] in the flat
-    /// array. `None` if the flat array's memory (4 bytes a page, at most 4 MiB) cannot be had.
+    /// array. `None` if the flat array's memory (4 bytes a page, at most 4 MiB, and a bit per
+    /// 64 pages for the dirty groups) cannot be had.
     pub(crate) fn new(pages: u64) -> Option<Slots> {
         let flat = pages.min(FLAT_MAX as u64) as usize;
         let mut base = Vec::new();
@@ -87,7 +95,35 @@ impl Slots {
         Some(Slots {
             base: base.into_boxed_slice(),
             trees: std::array::from_fn(|_| OnceLock::new()),
+            dirty: DirtyGroups::new(flat.div_ceil(GROUP) + 1)?,
         })
+    }
+
+    /// The dirty group of `page`: its 64 pages' of the flat array, or [`Slots::ext_group`].
+    #[inline(always)]
+    pub(crate) fn group_of(&self, page: u64) -> usize {
+        if page < self.base.len() as u64 {
+            page as usize / GROUP
+        } else {
+            self.ext_group()
+        }
+    }
+
+    /// The dirty group that stands for every page past the flat array.
+    #[inline(always)]
+    pub(crate) fn ext_group(&self) -> usize {
+        self.base.len().div_ceil(GROUP)
+    }
+
+    /// The pages of flat group `group` (below [`Slots::ext_group`]).
+    pub(crate) fn group_pages(&self, group: usize) -> core::ops::Range<usize> {
+        group * GROUP..((group + 1) * GROUP).min(self.base.len())
+    }
+
+    /// The file's dirty groups.
+    #[inline(always)]
+    pub(crate) fn dirty(&self) -> &DirtyGroups {
+        &self.dirty
     }
 
     /// The flat array (the file's pages at open, up to [`FLAT_MAX`]).
@@ -162,6 +198,7 @@ impl Slots {
         }
         core::mem::size_of::<Slots>()
             + core::mem::size_of_val(&*self.base)
+            + self.dirty.bytes()
             + self
                 .trees
                 .iter()

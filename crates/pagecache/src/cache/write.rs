@@ -5,7 +5,7 @@
 use super::{lock, CachedFileOf, Got, MAX_LEN};
 #[cfg(doc)]
 use super::{Inner, PageRef};
-use crate::frame::FrameMeta;
+use crate::frame::{DirtyGroups, FrameMeta};
 use crate::page::{copy_in, PAGE_SIZE};
 use crate::sync::{AtomicU32, Ordering};
 use crate::IoKind;
@@ -117,20 +117,26 @@ impl<C: RefCounter> CachedFileOf<C> {
         let c = &*self.cache;
         let end = at + part.len() as u64;
         // The bytes and the length, then the dirty bit (a Release store): a write-back that
-        // sees the bit (sync, eviction) sees them.
-        c.frames[i as usize].meta.write(|| {
-            copy_in(c.words(i), off, part);
-            // After the bytes, so a reader that sees the new length sees them (as the kernel
-            // updates i_size after the copy); before the dirty bit, so a write-back that sees
-            // the bit covers them.
-            // Only when the write ends past the length: an overwrite writes no shared word but
-            // the page's (the length only grows while `resize` is held shared). Relaxed: a
-            // stale smaller value only takes the `fetch_max`.
-            if f.len.load(Ordering::Relaxed) < end {
-                // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
-                f.len.fetch_max(end, Ordering::AcqRel);
-            }
-        });
+        // sees the bit (sync, eviction) sees them; then the page's dirty group, which the next
+        // sync walks.
+        let group = f.slots.group_of(at / PAGE_SIZE as u64);
+        let marks = f.slots.dirty();
+        c.frames[i as usize].meta.write(
+            || {
+                copy_in(c.words(i), off, part);
+                // After the bytes, so a reader that sees the new length sees them (as the kernel
+                // updates i_size after the copy); before the dirty bit, so a write-back that sees
+                // the bit covers them.
+                // Only when the write ends past the length: an overwrite writes no shared word but
+                // the page's (the length only grows while `resize` is held shared). Relaxed: a
+                // stale smaller value only takes the `fetch_max`.
+                if f.len.load(Ordering::Relaxed) < end {
+                    // AcqRel: pairs with the Acquire length loads of `len` and `write_back`.
+                    f.len.fetch_max(end, Ordering::AcqRel);
+                }
+            },
+            || marks.mark(group),
+        );
     }
 
     /// [`PageRef::write`]: writes `buf` at `offset` within the page of this file that the
@@ -219,6 +225,10 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// `fdatasync`ed: read-only file systems without it (squashfs, erofs, iso9660) refuse it
     /// with `EINVAL`, which would make every `sync` and last close of their files fail.
     ///
+    /// A sync walks the pages of the groups of 64 that writes marked since the last one (a
+    /// bit each, see the crate's README), not every page of the file: with nothing written it
+    /// reads a bit per 64 pages.
+    ///
     /// On a cache that a counting scheme's panic poisoned (see the crate's documentation), a
     /// page whose frame the scheme still counts a reference on while its try-get fails is
     /// written back all the same (under the allocator lock, without a reference): so are its
@@ -241,11 +251,35 @@ impl<C: RefCounter> CachedFileOf<C> {
         // with the old length after the file was cut.
         let _resize = f.resize.read().unwrap_or_else(|e| e.into_inner());
         let mut first = None;
-        for (page, slot) in f.slots.base().iter().enumerate() {
-            self.sync_slot(page as u64, slot, &mut first);
+        // The groups of pages that writes marked since the last sync took them (see
+        // `DirtyGroups`): a sync walks a bit per 64 pages of the file and the slots of the
+        // groups written, not every slot.
+        let marks = f.slots.dirty();
+        let base = f.slots.base();
+        for w in 0..marks.words() {
+            let mut taken = marks.take(w);
+            while taken != 0 {
+                let group = w * 64 + taken.trailing_zeros() as usize;
+                taken &= taken - 1;
+                // Marked again unless every page of the group is written back: a write-back
+                // that failed, a page left unusable, an unwind (a scheme's panic) leave a
+                // page dirty, which the next sync must find.
+                let again = MarkAgain { marks, group };
+                let mut done = true;
+                if group == f.slots.ext_group() {
+                    f.slots.ext_for_each(|page, slot| {
+                        done &= self.sync_slot(page, slot, &mut first);
+                    });
+                } else {
+                    for page in f.slots.group_pages(group) {
+                        done &= self.sync_slot(page as u64, &base[page], &mut first);
+                    }
+                }
+                if done {
+                    core::mem::forget(again);
+                }
+            }
         }
-        f.slots
-            .ext_for_each(|page, slot| self.sync_slot(page, slot, &mut first));
         if let Some(e) = first {
             return Err((e, true));
         }
@@ -275,13 +309,21 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// `sync`'s step for one slot: writes the page it holds back if dirty (the first error
-    /// into `first`).
-    pub(super) fn sync_slot(&self, page: u64, slot: &AtomicU32, first: &mut Option<io::Error>) {
+    /// into `first`). Whether it did or the page was clean (`false`: an error, the page may
+    /// still be dirty).
+    pub(super) fn sync_slot(
+        &self,
+        page: u64,
+        slot: &AtomicU32,
+        first: &mut Option<io::Error>,
+    ) -> bool {
         let c = &*self.cache;
+        let mut done = true;
         let waited = self.with_cached(page, slot, |i, m| {
             // The bit cleared before the copy, so a write after the copy sets it again.
             if let Err(e) = m.sync_dirty(|| c.write_back(&self.state, i, page)) {
                 first.get_or_insert(e);
+                done = false;
             }
         });
         if let Err(e) = waited {
@@ -290,12 +332,15 @@ impl<C: RefCounter> CachedFileOf<C> {
                 Ok(true) => {}
                 Ok(false) => {
                     first.get_or_insert(e);
+                    done = false;
                 }
                 Err(w) => {
                     first.get_or_insert(w);
+                    done = false;
                 }
             }
         }
+        done
     }
 
     /// Runs `f` on the frame that holds `page` (whose slot is `slot`), filled, under a
@@ -545,4 +590,17 @@ fn pwrite_all(file: &File, buf: &[u8], off: u64) -> (usize, io::Result<()>) {
         }
     }
     (done, Ok(()))
+}
+
+/// Marks a dirty group again when dropped: `sync` forgets it once every page of the group it
+/// took is written back (see [`DirtyGroups`]).
+struct MarkAgain<'a> {
+    marks: &'a DirtyGroups,
+    group: usize,
+}
+
+impl Drop for MarkAgain<'_> {
+    fn drop(&mut self) {
+        self.marks.mark(self.group);
+    }
 }
