@@ -481,7 +481,8 @@ ssize_t pagecache_write_at(pagecache_file_t *file, const void *buf, size_t len, 
  * to the file (a write-back, a direct write, a set_len) since the last fdatasync began or that one
  * failed: a file opened read-only, or opened writable and only read, is never fdatasync'ed
  * (read-only file systems refuse it), nor is a file not written since a sync that succeeded,
- * at its last close either. Errors:
+ * at its last close either. It walks the pages of the groups of 64 written since the last sync
+ * (a bit per group), not every page of the file. Errors:
  * PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed), the first failed
  * write-back's or fdatasync's -errno (a page
  * that failed stays dirty). */
