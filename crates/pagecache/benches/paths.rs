@@ -9,7 +9,7 @@
 //! through `read_at` beside the same read of a page held (`CachedFile::page`: no lookup, no
 //! counting) and a page taken, read and let go; a 64-byte overwrite through `write_at` beside
 //! the same write into a held page. `sync` of a 4 GiB file with nothing written, and after one
-//! 64-byte write.
+//! 64-byte write; a 64-byte read (a fill) and `drop_cache` of the same file.
 //!
 //! The paper's experiments (threads, files, the schemes side by side) are refbench's
 //! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
@@ -232,6 +232,14 @@ fn syncs(c: &mut Criterion) {
             k = (k + 1) % PAGES;
             f.write_at(black_box(&data), k * P).expect("write");
             f.sync().expect("sync")
+        })
+    });
+    let mut page = [0u8; 64];
+    c.bench_function("read 64 B and drop_cache, 4 GiB file, paygo", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            f.read_at(black_box(&mut page), k * P).expect("read");
+            f.drop_cache().expect("drop")
         })
     });
 }

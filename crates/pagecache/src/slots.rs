@@ -15,7 +15,7 @@
 //! find no node see a page not cached.
 
 use crate::frame::DirtyGroups;
-use crate::sync::AtomicU32;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Bits of the page index per level.
@@ -27,8 +27,8 @@ const FAN: usize = 1 << FAN_BITS;
 /// million), 4,096 (the first 16 MiB): the tests of large files then reach the trees sooner.
 pub(crate) const FLAT_MAX: usize = if cfg!(miri) { 1 << 12 } else { 1 << 20 };
 
-/// Pages of a dirty group ([`DirtyGroups`]) of the flat array.
-const GROUP: usize = 64;
+/// Pages of a group of the flat array: a bit of [`DirtyGroups`] and of the cached groups.
+pub(crate) const GROUP: usize = 64;
 
 /// Trees past the flat array: tree `k` spans `64^(k+1)` pages; nine span more than 2^52.
 const TREES: usize = 9;
@@ -62,6 +62,13 @@ pub(crate) struct Slots {
     /// The groups of 64 pages of the flat array that may hold a dirty page, and one more
     /// ([`Slots::ext_group`]) for every page past it (see [`DirtyGroups`]).
     dirty: DirtyGroups,
+    /// The groups of 64 pages of the flat array that may have a page with a frame, a bit each,
+    /// so that a drop walks the slots of those groups, not every slot of the file. Set when a
+    /// page of the group is given a frame ([`Slots::note_cached`]), cleared by a drop that
+    /// finds every slot of the group empty ([`Slots::forget_empty_groups`]): both under the
+    /// cache's allocator lock, under which every slot changes from or to empty, so a slot that
+    /// is not empty is in a group whose bit is set whenever that lock is free.
+    cached: Box<[AtomicU64]>,
 }
 
 /// Tree and index within it of extension page `x` (pages counted from the end of the flat
@@ -92,11 +99,68 @@ impl Slots {
         let mut base = Vec::new();
         base.try_reserve_exact(flat).ok()?;
         base.extend((0..flat).map(|_| AtomicU32::new(0)));
+        let mut cached = Vec::new();
+        cached
+            .try_reserve_exact(flat.div_ceil(GROUP).div_ceil(64))
+            .ok()?;
+        cached.extend((0..flat.div_ceil(GROUP).div_ceil(64)).map(|_| AtomicU64::new(0)));
         Some(Slots {
             base: base.into_boxed_slice(),
             trees: std::array::from_fn(|_| OnceLock::new()),
             dirty: DirtyGroups::new(flat.div_ceil(GROUP) + 1)?,
+            cached: cached.into_boxed_slice(),
         })
+    }
+
+    /// Notes that `page` is given a frame (its slot changes from empty), under the cache's
+    /// allocator lock: its group of the flat array, if it is in it, may have a cached page.
+    #[inline]
+    pub(crate) fn note_cached(&self, page: u64) {
+        if page < self.base.len() as u64 {
+            let g = page as usize / GROUP;
+            let (word, bit) = (&self.cached[g / 64], 1u64 << (g % 64));
+            // Relaxed: read and written under the allocator lock.
+            if word.load(Ordering::Relaxed) & bit == 0 {
+                word.fetch_or(bit, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Under the cache's allocator lock: whether flat group `group` may have a cached page (if
+    /// not, every slot of it is empty).
+    #[inline]
+    pub(crate) fn may_be_cached(&self, group: usize) -> bool {
+        // Relaxed: read and written under the allocator lock.
+        self.cached[group / 64].load(Ordering::Relaxed) & (1u64 << (group % 64)) != 0
+    }
+
+    /// Under the cache's allocator lock: clears the bit of every group of the flat array from
+    /// the one of page `from` on whose slots are all empty now (a later fill sets it again).
+    pub(crate) fn forget_empty_groups(&self, from: usize) {
+        let first = from / GROUP;
+        for (w, word) in self.cached.iter().enumerate().skip(first / 64) {
+            // Relaxed: under the allocator lock, as every change of a slot from or to empty.
+            let mut bits = word.load(Ordering::Relaxed);
+            while bits != 0 {
+                let g = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if g >= first
+                    && self.base[self.group_pages(g)]
+                        .iter()
+                        .all(|s| s.load(Ordering::Relaxed) == 0)
+                {
+                    word.fetch_and(!(1u64 << (g % 64)), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Under the cache's allocator lock: whether any of the 64 groups of word `w` (pages
+    /// `4096 w` to `4096 w + 4095` of the flat array) may have a cached page.
+    #[inline]
+    pub(crate) fn may_be_cached_any(&self, w: usize) -> bool {
+        // Relaxed: read and written under the allocator lock.
+        self.cached[w].load(Ordering::Relaxed) != 0
     }
 
     /// The dirty group of `page`: its 64 pages' of the flat array, or [`Slots::ext_group`].
@@ -199,6 +263,7 @@ impl Slots {
         core::mem::size_of::<Slots>()
             + core::mem::size_of_val(&*self.base)
             + self.dirty.bytes()
+            + core::mem::size_of_val(&*self.cached)
             + self
                 .trees
                 .iter()

@@ -300,3 +300,57 @@ fn a_drop_writes_back_the_dirty_pages_it_cannot_free() {
         });
     }
 }
+
+/// A drop walks only the groups of 64 pages that have had a page cached since the last drop
+/// found them empty: pages read ahead into a group of their own (past the group of the page
+/// missed), pages scattered over far groups, and groups emptied by an eviction are all found;
+/// a drop frees every page, and a second one finds nothing. Every scheme that serves a page
+/// cache.
+#[test]
+fn a_drop_finds_the_pages_of_every_group() {
+    for scheme in common::schemes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pages = 5 * 64 + 3;
+        let path = pattern_file(&dir, "g", pages * PAGE_SIZE as u64);
+        let file_bytes = pattern(pages * PAGE_SIZE as u64);
+        let cache = pagecache::PageCache::new(Config::new(64, scheme)).expect("cache");
+        let f = cache.open(&path).expect("open");
+        let mut buf = vec![0u8; PAGE_SIZE];
+        let mut read = |p: u64| {
+            let at = p * PAGE_SIZE as u64;
+            assert_eq!(f.read_at(&mut buf, at).expect("read"), PAGE_SIZE);
+            same(&buf, &file_bytes[at as usize..][..PAGE_SIZE], |i| {
+                format!("{scheme}: page {p} byte {i}")
+            });
+        };
+        // Sequential reads from page 58: the misses read ahead into the next groups.
+        for p in 58..62 {
+            read(p);
+        }
+        // Far groups, the last one of 3 pages.
+        for p in [130, 200, 321, 322] {
+            read(p);
+        }
+        let st = cache.stats();
+        assert!(st.read_ahead > 0, "{scheme}: {st:?}");
+        let resident = st.resident;
+        assert_eq!(f.drop_cache().expect("drop"), resident, "{scheme}");
+        assert_eq!(cache.stats().resident, 0, "{scheme}");
+        assert_eq!(f.drop_cache().expect("drop"), 0, "{scheme}");
+        // A cache of 64 frames read through 320 pages: evictions empty the early groups.
+        for p in 0..pages {
+            read(p);
+        }
+        let resident = cache.stats().resident;
+        assert!(resident > 0 && cache.stats().evictions > 0, "{scheme}");
+        assert_eq!(f.drop_cache().expect("drop"), resident, "{scheme}");
+        assert_eq!(cache.stats().resident, 0, "{scheme}");
+        for p in [0, 63, 64, 322] {
+            read(p);
+        }
+        let resident = cache.stats().resident;
+        assert!(resident >= 4, "{scheme}");
+        assert_eq!(f.drop_cache().expect("drop"), resident, "{scheme}");
+        assert_eq!(cache.stats().resident, 0, "{scheme}");
+    }
+}

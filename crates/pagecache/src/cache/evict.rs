@@ -6,7 +6,8 @@
 use super::PageRef;
 use super::{lock, prefetch, Alloc, CachedFileOf, FileState, Inner};
 use crate::lodic::{FileMaps, Rmap};
-use crate::sync::{AtomicU32, Ordering};
+use crate::slots::{Slots, GROUP};
+use crate::sync::Ordering;
 use core::panic::AssertUnwindSafe;
 use core::pin::Pin;
 use refcount::RefCounter;
@@ -115,18 +116,20 @@ where
 }
 
 /// `drop_cache`'s walk of the flat array of pages (under the allocator lock): names in `b`
-/// the frames of the pages `lo..hi` of `base` that hold filled pages, calling `full(b)`
-/// each time `b` fills. A few stores a page, and no call.
+/// the frames of the pages `lo..hi` of `slots`' flat array that hold filled pages, calling
+/// `full(b)` each time `b` fills. A few stores a page, and no call; the groups of 64 pages
+/// with no page cached ([`Slots::may_be_cached`]) are passed over whole.
 #[inline(never)]
 fn gather<'c, C: RefCounter>(
     c: &'c Inner<C>,
-    base: &[AtomicU32],
+    slots: &Slots,
     lo: usize,
     hi: usize,
     b: &mut Batch<'c, C>,
     full: &mut impl FnMut(&mut Batch<'c, C>),
 ) {
     debug_assert!(b.room() > 0, "a batch with no room never fills");
+    let base = slots.base();
     let frames = &c.frames[..];
     let mut k = lo;
     while k < hi {
@@ -134,6 +137,18 @@ fn gather<'c, C: RefCounter>(
         let (fr, pg, pn) = (&mut b.frames[..], &mut b.pages[..], &mut b.pins[..]);
         let room = fr.len().min(pg.len()).min(pn.len());
         while k < hi && n < room {
+            if k.is_multiple_of(GROUP) && !slots.may_be_cached(k / GROUP) {
+                // Every slot of the group is empty (under the allocator lock), and of the 64
+                // groups from here if none of them may have a page.
+                let span =
+                    if k.is_multiple_of(64 * GROUP) && !slots.may_be_cached_any(k / (64 * GROUP)) {
+                        64 * GROUP
+                    } else {
+                        GROUP
+                    };
+                k = (k + span).min(hi);
+                continue;
+            }
             // The frame a few pages on, asked for now: the frames of a file's pages lie
             // anywhere, so each check below would otherwise wait for its own miss.
             if let Some(ahead) = base.get(k + DROP_PREFETCH) {
@@ -826,6 +841,8 @@ impl<C: RefCounter> CachedFileOf<C> {
         let in_runs: u64 = runs.iter().map(|r| r.1 - r.0).sum();
         let mut mapped = Batch::<C>::new();
         let mut a = lock(&c.alloc);
+        // The groups whose pages the last drops took out are passed over from now on.
+        f.slots.forget_empty_groups(start);
         let mut run = batch_fn(c, |a, batch, retry, order| {
             let done = c.evict_batch(a, batch, owners, order);
             freed += done.freed;
@@ -861,7 +878,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         loop {
             let (end, is_run) = segments.next().unwrap_or((base.len(), false));
             let b = if is_run { &mut mapped } else { &mut batch };
-            gather(c, base, at, end, b, &mut |b| {
+            gather(c, &f.slots, at, end, b, &mut |b| {
                 run(&mut a, b, &mut retry, Order::ByPage)
             });
             at = end;

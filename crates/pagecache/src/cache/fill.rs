@@ -351,6 +351,7 @@ impl<C: RefCounter> Inner<C> {
             // Release: pairs with the Acquire slot load of `acquire` and optimistic reads (the
             // key above is visible before the frame is found).
             slot.store(i + 1, Ordering::Release);
+            f.slots.note_cached(page);
             let mut tries = 0;
             let tok = loop {
                 if let Some(t) = self.get(i) {
@@ -479,6 +480,7 @@ impl<C: RefCounter> Inner<C> {
             self.frames[j as usize].meta.assign(f.id, p);
             // Release: as the missed page's slot store in `fill`.
             s.store(j + 1, Ordering::Release);
+            f.slots.note_cached(p);
             frames.push(j);
             p += 1;
         }
