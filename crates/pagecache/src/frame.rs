@@ -14,9 +14,10 @@ use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 /// The protocol, with the frame's dirty bit (`FrameMeta::write` and `FrameMeta::sync_dirty`):
 /// a write sets the dirty bit with a read-modify-write (AcqRel), then marks the group unless
 /// its word has the bit (a Relaxed load: no store to the shared word but the first write of a
-/// group after a sync). A sync (one at a time per file) takes a word's marks (Acquire), then
-/// walks the groups taken, clearing each page's dirty bit (AcqRel) before its write-back, and
-/// marks a group again where a page of it stays dirty (a failed write-back).
+/// group after a sync). A sync (one at a time per file) takes every word's marks (Acquire),
+/// takes and lets go the allocator lock, then walks the groups taken, clearing each page's
+/// dirty bit (AcqRel) before its write-back, and marks a group again where a page of it stays
+/// dirty (a failed write-back), and every group taken and not yet walked if it unwinds.
 /// - A write whose check finds the bit clear marks it (Release): a sync whose take reads the
 ///   mark sees the dirty bit set before it.
 /// - A write whose check finds the bit set, set before a sync's take that clears it: that
@@ -25,7 +26,13 @@ use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 ///   release sequence, or the `true` that a failed write-back stores), so the sync's take,
 ///   before its clear, happens before the write's check, which then reads the take's value
 ///   (or a later one): the bit clear. So the sync's clear reads the write's `true` and writes
-///   its bytes back, or fails and marks the group again.
+///   its bytes back, or fails and marks the group again. Where the sync finds the page in no
+///   slot (its frame filled after the walk loaded the slot) it clears no bit, and a check may
+///   read a mark from before the take (store buffering: the sync stores the word and loads the
+///   slot, the write stores the slot and loads the word). The fill installs the frame under
+///   the allocator lock, which the sync takes between its takes and its walk: a fill whose
+///   lock comes first is seen by the walk (the slot's Release store), and one whose lock comes
+///   after is after the takes, which then happen before the check, which reads the bit clear.
 ///
 /// A write that returns is therefore in a marked group, or written back by the sync that took
 /// its mark; a mark only on a clean frame's first write would not do (a second write that finds
@@ -66,6 +73,16 @@ impl DirtyGroups {
             // Release: pairs with the Acquire take of `take`: a sync that takes the mark sees
             // the page's dirty bit, set before.
             word.fetch_or(bit, Ordering::Release);
+        }
+    }
+
+    /// Marks the groups `bits` of word `w` (as [`DirtyGroups::take`] numbers them): a sync's
+    /// marks again, of the groups it took and did not walk clean.
+    pub(crate) fn mark_word(&self, w: usize, bits: u64) {
+        let word = &self.words[w];
+        // Relaxed, Release: as in `mark`.
+        if bits != 0 && word.load(Ordering::Relaxed) & bits != bits {
+            word.fetch_or(bits, Ordering::Release);
         }
     }
 

@@ -441,6 +441,16 @@ mod bugs {
         super::write_racing_a_sync_then_a_sync_model();
     }
 
+    /// A sync that walks its groups right after it takes their marks, without the allocator
+    /// lock between: a write that fills its page after the walk found the slot empty may
+    /// check the mark from before the take (store buffering), and returns with its page dirty
+    /// in no marked group.
+    #[test]
+    #[should_panic(expected = "a write that filled its page is not written back")]
+    fn a_sync_without_the_allocator_lock_after_its_takes_is_caught() {
+        super::write_filling_a_page_racing_a_sync_model(false);
+    }
+
     /// The same through a stale entry whose page is then reclaimed as a mapped page.
     #[test]
     #[should_panic(expected = "accepted another page")]
@@ -867,4 +877,81 @@ fn write_racing_a_sync_then_a_sync_model() {
 #[test]
 fn a_write_racing_a_sync_is_written_back_by_the_next() {
     write_racing_a_sync_then_a_sync_model();
+}
+
+impl<C: RefCounter> Shared<C> {
+    /// `sync`'s steps on page A as the cache makes them (`sync_staged` with `sync_slot` and
+    /// `with_cached`): takes the marks; if A's group was marked, takes and lets go the
+    /// allocator lock `alloc` (`locked`: as `sync_staged` does, between its takes and its
+    /// walk), loads A's slot (nothing to write back if the page is not cached), then waits
+    /// while the frame is being filled and writes A back if dirty.
+    fn sync_walking_slot(&self, alloc: &loom::sync::Mutex<()>, locked: bool) -> Option<u64> {
+        if self.marks.take(0) & 1 == 0 {
+            return None;
+        }
+        if locked {
+            drop(alloc.lock().expect("alloc"));
+        }
+        loop {
+            // Acquire: pairs with the Release store of `fill`, as in `with_cached`.
+            if self.slot_a.load(Ordering::Acquire) == 0 {
+                return None;
+            }
+            if let Some(tok) = self.scheme.try_get(self.obj()) {
+                if self.meta.holds(FILE, A) {
+                    let mut wrote = None;
+                    let copied: Result<(), ()> = self.meta.sync_dirty(|| {
+                        wrote = Some(self.word.load(Ordering::Relaxed));
+                        Ok(())
+                    });
+                    assert!(copied.is_ok());
+                    self.scheme.put(self.obj(), tok);
+                    return wrote;
+                }
+                self.scheme.put(self.obj(), tok);
+            }
+            loom::thread::yield_now();
+        }
+    }
+}
+
+/// Page A not cached, its group marked (another page of it written before: B, here clean);
+/// a write of A, which fills it (under the allocator lock), racing a sync that finds A's slot
+/// empty; then a sync after both: the write's bytes are in what one of them wrote back. The
+/// sync's clear of the dirty bit is what orders its take before a write's check of the mark
+/// (`DirtyGroups`), and a sync that finds the slot empty clears no bit: the write's check may
+/// read the mark from before the take (store buffering: the sync stores the word and loads
+/// the slot, the write stores the slot and loads the word), and the write returns with its
+/// page dirty in no marked group. The sync's allocator lock between its take and its walk
+/// orders the take before the fill's lock, or the fill's slot store before the walk (without
+/// it, `!locked`, the model fails: `bugs`).
+fn write_filling_a_page_racing_a_sync_model(locked: bool) {
+    loom::model(move || {
+        let s = Shared::holding(refcount::cas::Cas, B);
+        let alloc = Arc::new(loom::sync::Mutex::new(()));
+        // An earlier write to another page of the group marked it.
+        s.marks.mark(0);
+        let racing = {
+            let (s, alloc) = (s.clone(), alloc.clone());
+            loom::thread::spawn(move || s.sync_walking_slot(&alloc, locked))
+        };
+        {
+            // `fill` of A under the allocator lock (the frame that held B, clean, evicted).
+            let _a = alloc.lock().expect("alloc");
+            assert!(s.evict_and_refill_with(B, A), "nothing holds B");
+        }
+        assert!(s.write_marked(W), "nothing evicts A");
+        // One sync of a file at a time (`syncing`): the next begins after the racing one.
+        let first = racing.join().expect("sync");
+        let second = s.sync_walking_slot(&alloc, locked);
+        assert!(
+            first == Some(W) || second == Some(W),
+            "a write that filled its page is not written back ({first:?}, {second:?})"
+        );
+    });
+}
+
+#[test]
+fn a_write_filling_its_page_racing_a_sync_is_written_back_by_the_next() {
+    write_filling_a_page_racing_a_sync_model(true);
 }

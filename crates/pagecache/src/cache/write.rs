@@ -256,15 +256,36 @@ impl<C: RefCounter> CachedFileOf<C> {
         // groups written, not every slot.
         let marks = f.slots.dirty();
         let base = f.slots.base();
+        // Every word's marks taken first, then the walk: a group taken and not walked clean
+        // (a write-back that failed, a page left unusable, an unwind, a scheme's panic, in
+        // this group or an earlier one) is marked again when `taken` drops, so that the next
+        // sync finds the page left dirty.
+        let mut taken = Taken {
+            marks,
+            words: Vec::new(),
+        };
         for w in 0..marks.words() {
-            let mut taken = marks.take(w);
-            while taken != 0 {
-                let group = w * 64 + taken.trailing_zeros() as usize;
-                taken &= taken - 1;
-                // Marked again unless every page of the group is written back: a write-back
-                // that failed, a page left unusable, an unwind (a scheme's panic) leave a
-                // page dirty, which the next sync must find.
-                let again = MarkAgain { marks, group };
+            let bits = marks.take(w);
+            if bits != 0 {
+                taken.words.push((w, bits));
+            }
+        }
+        if !taken.words.is_empty() {
+            // A write whose frame this walk finds in no slot (filled after the walk's load of
+            // the slot) has no dirty bit that this sync clears, which is what orders the takes
+            // before its check of the mark otherwise (see `DirtyGroups`): its fill installs
+            // the frame under the allocator lock, so that either the fill's lock comes after
+            // this one (the takes are before the write's check, which then finds its group
+            // taken and marks it again) or before (the walk finds the frame in its slot).
+            drop(lock(&self.cache.alloc));
+        }
+        for k in 0..taken.words.len() {
+            let (w, bits) = taken.words[k];
+            let mut rest = bits;
+            while rest != 0 {
+                let bit = rest.trailing_zeros();
+                rest &= rest - 1;
+                let group = w * 64 + bit as usize;
                 let mut done = true;
                 if group == f.slots.ext_group() {
                     f.slots.ext_for_each(|page, slot| {
@@ -276,10 +297,12 @@ impl<C: RefCounter> CachedFileOf<C> {
                     }
                 }
                 if done {
-                    core::mem::forget(again);
+                    taken.words[k].1 &= !(1u64 << bit);
                 }
             }
         }
+        // The groups with a page left dirty, marked again.
+        drop(taken);
         if let Some(e) = first {
             return Err((e, true));
         }
@@ -592,15 +615,18 @@ fn pwrite_all(file: &File, buf: &[u8], off: u64) -> (usize, io::Result<()>) {
     (done, Ok(()))
 }
 
-/// Marks a dirty group again when dropped: `sync` forgets it once every page of the group it
-/// took is written back (see [`DirtyGroups`]).
-struct MarkAgain<'a> {
+/// The marks a sync took ([`DirtyGroups::take`]): `(word, groups)`, the groups not yet
+/// walked clean. Marked again when dropped, also on an unwind: `sync` clears a group's bit here
+/// once every page of it is written back (see [`DirtyGroups`]).
+struct Taken<'a> {
     marks: &'a DirtyGroups,
-    group: usize,
+    words: Vec<(usize, u64)>,
 }
 
-impl Drop for MarkAgain<'_> {
+impl Drop for Taken<'_> {
     fn drop(&mut self) {
-        self.marks.mark(self.group);
+        for &(w, bits) in &self.words {
+            self.marks.mark_word(w, bits);
+        }
     }
 }
