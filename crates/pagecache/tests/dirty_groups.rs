@@ -10,6 +10,7 @@ use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
 use refcount::atomic::{Atomic, AtomicObject};
 use refcount::RefCounter;
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `atomic` whose `try_get`, once armed, panics (once) before it takes anything.
@@ -84,4 +85,42 @@ fn a_sync_that_unwinds_leaves_the_groups_it_did_not_walk_marked() {
         "a sync after one that unwound left page 64 out of the file"
     );
     drop(file);
+}
+
+/// Files of 0, 1, 63, 64, 65 and 128 pages at open: writes to the pages around the end of
+/// the flat array (the last page of a group, the first past it: the group of every page past
+/// the file's pages at open) and far past it (a tree's page), then a sync: each write is in
+/// the file before the handle closes, and a second round of writes to the same pages after
+/// the first sync (the groups taken) is too.
+#[test]
+fn a_sync_writes_back_the_pages_at_the_edges_of_the_groups() {
+    for pages in [0u64, 1, 63, 64, 65, 128] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", pages * PAGE_SIZE as u64);
+        let cache = PageCacheOf::with_scheme(Atomic, &Config::new(256, "atomic")).unwrap();
+        let file = cache.open(&path).unwrap();
+        let targets: Vec<u64> = [pages.saturating_sub(1), pages, pages + 1, 1 << 21]
+            .into_iter()
+            .collect();
+        for round in 0u8..2 {
+            for &p in &targets {
+                let tag = [round, (p % 251) as u8, 0xA5, 0x5A];
+                file.write_at(&tag, p * PAGE_SIZE as u64 + 8).unwrap();
+            }
+            file.sync().unwrap();
+            // Read from the file itself (sparse: 8 GiB long), at each page.
+            let disk = std::fs::File::open(&path).unwrap();
+            for &p in &targets {
+                let mut got = [0u8; 4];
+                disk.read_exact_at(&mut got, p * PAGE_SIZE as u64 + 8)
+                    .unwrap();
+                assert_eq!(
+                    &got,
+                    &[round, (p % 251) as u8, 0xA5, 0x5A],
+                    "page {p} of a file of {pages} pages at open, round {round}"
+                );
+            }
+        }
+        drop(file);
+    }
 }
