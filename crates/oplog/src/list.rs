@@ -133,6 +133,17 @@ pub struct OpList<const LOCAL: bool, const GLOBAL: bool> {
     obj: Object<ListLog<LOCAL, GLOBAL>>,
 }
 
+/// Shows the elements, head first, synchronized, or `<locked>` where the list is locked: it
+/// never waits for the list's lock, so a list can be formatted while its guard is held (by this
+/// thread too).
+impl<const LOCAL: bool, const GLOBAL: bool> core::fmt::Debug for OpList<LOCAL, GLOBAL> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("OpList")
+            .field("elements", &crate::object::Synchronized(&self.obj))
+            .finish()
+    }
+}
+
 /// "OpLog basic": no absorption.
 pub type BasicList = OpList<false, false>;
 /// "OpLog global absorption": a remove cancels a pending add during synchronize.

@@ -41,6 +41,17 @@ pub struct NotifyQueue {
     obj: Object<NotifyLog>,
 }
 
+/// Shows the queued events, oldest first, synchronized but not taken out of the queue, or
+/// `<locked>` where the queue is locked: it never waits for the queue's lock, so a queue can be
+/// formatted while its guard is held (by this thread too).
+impl core::fmt::Debug for NotifyQueue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("NotifyQueue")
+            .field("events", &crate::object::Synchronized(&self.obj))
+            .finish()
+    }
+}
+
 impl NotifyQueue {
     /// An empty queue logging in `domain`.
     ///

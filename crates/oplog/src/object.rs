@@ -161,7 +161,7 @@ impl<L: Log> Domain<L> {
     /// use oplog::{CounterLog, Domain};
     ///
     /// assert_eq!(Domain::<CounterLog>::try_with_config(5, 64).unwrap().ways(), 8);
-    /// let e = Domain::<CounterLog>::try_with_config(1 << 62, 64).err().unwrap();
+    /// let e = Domain::<CounterLog>::try_with_config(1 << 62, 64).unwrap_err();
     /// assert_eq!(e.ways(), 1 << 62);
     /// ```
     pub fn try_with_config(ways: usize, bound: usize) -> Result<Arc<Self>, TooManyWays> {
@@ -1573,6 +1573,50 @@ mod deferred {
                 unsafe { (node.finish)(node.core) };
             }
             RUNNING.with(|r| r.set(false));
+        }
+    }
+}
+
+/// The ways per CPU, the bound, the CPU slots and how many of their tables are allocated (it
+/// takes no lock).
+impl<L: Log> core::fmt::Debug for Domain<L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Domain")
+            .field("ways", &self.ways)
+            .field("bound", &self.bound)
+            .field("cpus", &self.caches.len())
+            .field(
+                "tables",
+                &self.caches.iter().filter(|c| c.allocated()).count(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// The structure, as its own `Debug` shows it (the guard holds the object's lock).
+impl<L: Log> core::fmt::Debug for SyncGuard<'_, L>
+where
+    L::Target: core::fmt::Debug,
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// Formats an object's structure for the `Debug` of this crate's structures: synchronized, as
+/// [`Object::try_synchronize`] (so every logged update is applied), or `<locked>` where the
+/// object is locked (by this thread too: it never waits for the object's lock). The logs of
+/// this crate's structures never poison their objects, so the synchronize does not panic.
+pub(crate) struct Synchronized<'a, L: Log>(pub(crate) &'a Object<L>);
+
+impl<L: Log> core::fmt::Debug for Synchronized<'_, L>
+where
+    L::Target: core::fmt::Debug,
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0.try_synchronize() {
+            Some(g) => core::fmt::Debug::fmt(&*g, f),
+            None => f.write_str("<locked>"),
         }
     }
 }

@@ -54,7 +54,7 @@ pub trait PairedOp: Send + 'static {
 }
 
 /// A multiplicative hasher for `u64` keys (absorption hashes every key of a batch).
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone, Copy, Debug)]
 pub struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {

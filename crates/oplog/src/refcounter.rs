@@ -47,6 +47,15 @@ pub struct OpLogCounter {
     domain: Arc<Domain<CounterLog>>,
 }
 
+/// Shows the domain (its ways, bound, CPU slots and tables allocated).
+impl core::fmt::Debug for OpLogCounter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("OpLogCounter")
+            .field("domain", &self.domain)
+            .finish()
+    }
+}
+
 impl OpLogCounter {
     /// A scheme with a domain of `ways` ways per CPU (rounded up to a power of two).
     ///
@@ -78,6 +87,20 @@ pub struct OpLogCounterObject {
     count: Object<CounterLog>,
     /// [`DEAD`] | reclaimers in progress.
     state: AtomicU64,
+}
+
+/// Shows a snapshot of the state (whether the object is dead, and the reclaimers in progress)
+/// and the count's object; it synchronizes nothing (the count is [`RefCounter::read_all`]'s).
+impl core::fmt::Debug for OpLogCounterObject {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Relaxed: a snapshot for display; it orders nothing.
+        let state = self.state.load(Ordering::Relaxed);
+        f.debug_struct("OpLogCounterObject")
+            .field("dead", &(state & DEAD != 0))
+            .field("reclaimers", &(state & !DEAD))
+            .field("count", &self.count)
+            .finish()
+    }
 }
 
 /// Proof of one reference taken from an [`OpLogCounter`] object.

@@ -120,6 +120,17 @@ pub struct Rmap<const LOCAL: bool = true, const GLOBAL: bool = true> {
     obj: Object<RmapLog<LOCAL, GLOBAL>>,
 }
 
+/// Shows the mappings, synchronized (as [`Rmap::snapshot`]), or `<locked>` where the rmap is
+/// locked: it never waits for the rmap's lock, so an rmap can be formatted while its guard is
+/// held (by this thread too).
+impl<const LOCAL: bool, const GLOBAL: bool> core::fmt::Debug for Rmap<LOCAL, GLOBAL> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Rmap")
+            .field("mappings", &crate::object::Synchronized(&self.obj))
+            .finish()
+    }
+}
+
 impl<const LOCAL: bool, const GLOBAL: bool> Rmap<LOCAL, GLOBAL> {
     /// An empty rmap logging in `domain`.
     ///

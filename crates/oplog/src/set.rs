@@ -148,6 +148,17 @@ pub struct OpSet<const LOCAL: bool, const GLOBAL: bool> {
     obj: Object<SetLog<LOCAL, GLOBAL>>,
 }
 
+/// Shows the members, synchronized (as [`OpSet::to_vec`]), or `<locked>` where the set is
+/// locked: it never waits for the set's lock, so a set can be formatted while its guard is held
+/// (by this thread too).
+impl<const LOCAL: bool, const GLOBAL: bool> core::fmt::Debug for OpSet<LOCAL, GLOBAL> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("OpSet")
+            .field("members", &crate::object::Synchronized(&self.obj))
+            .finish()
+    }
+}
+
 impl<const LOCAL: bool, const GLOBAL: bool> OpSet<LOCAL, GLOBAL> {
     /// An empty set logging in `domain`.
     ///

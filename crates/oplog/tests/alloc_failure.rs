@@ -73,9 +73,7 @@ fn oplog_counter_past_the_memory_left(from: usize, message: &str, placed: bool) 
         }
     };
     for i in 0..3 {
-        let e = refusing(from, || make(i))
-            .err()
-            .expect("an object made with its memory refused");
+        let e = refusing(from, || make(i)).expect_err("an object made with its memory refused");
         assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
         assert_eq!(e.to_string(), message);
     }
@@ -219,8 +217,7 @@ fn structures_past_the_memory_left_are_an_error() {
             (core_bytes_of(l.object()), "core"),
         ] {
             let e = refusing(size, || AbsorbingList::try_new(&d))
-                .err()
-                .expect("a list made with its memory refused");
+                .expect_err("a list made with its memory refused");
             assert_eq!(
                 e.to_string(),
                 format!("cannot allocate an object's {part}: {size} bytes")

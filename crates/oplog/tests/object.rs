@@ -278,7 +278,7 @@ fn ways_round_up_and_too_many_are_refused_at_once() {
     assert_eq!(Domain::<CounterLog>::with_config(5, 4).ways(), 8);
     let refused = |ways: usize| {
         let r = std::panic::catch_unwind(|| Domain::<CounterLog>::with_config(ways, 4));
-        let msg = r.err().expect("refused");
+        let msg = r.expect_err("refused");
         let msg = msg.downcast::<String>().expect("a message");
         assert!(msg.contains("ways of"), "{ways}: {msg}");
     };
@@ -287,9 +287,7 @@ fn ways_round_up_and_too_many_are_refused_at_once() {
     refused(1 << 60);
     // The same as an error, whose message is the panic's.
     for ways in [usize::MAX, (1 << 63) + 1, 1 << 60] {
-        let e = Domain::<CounterLog>::try_with_config(ways, 4)
-            .err()
-            .expect("refused");
+        let e = Domain::<CounterLog>::try_with_config(ways, 4).expect_err("refused");
         assert_eq!(e.ways(), ways);
         assert!(
             e.to_string()
