@@ -227,14 +227,15 @@ int paygo_unref(paygo_obj_t *obj);
 /* READ-ALL: the number of references (>= 0), or a negative paygo_error. Exact when no
  * paygo_ref or paygo_unref of obj runs meanwhile; while they run, a snapshot that may be off by
  * the references they take and give back (one that sums below zero is returned as 0, never as
- * a negative number, which would read as an error). */
-int64_t paygo_read_all(paygo_obj_t *obj);
+ * a negative number, which would read as an error). It only reads obj, so obj may be const (it
+ * may still set up the default domain, which lives outside obj). */
+int64_t paygo_read_all(const paygo_obj_t *obj);
 
 /* 1 if obj is referenced, 0 if not (READ-ALL with early exit), or a negative paygo_error. As
  * exact as paygo_read_all: while paygo_ref or paygo_unref of obj run, it may answer 0 although a
  * reference is held (one taken and given back on another CPU during the read cancels it in the
- * sum); only paygo_try_reclaim decides that none is. */
-int paygo_is_referenced(paygo_obj_t *obj);
+ * sum); only paygo_try_reclaim decides that none is. It only reads obj, as paygo_read_all. */
+int paygo_is_referenced(const paygo_obj_t *obj);
 
 /* Try-reclaim: PAYGO_OK if obj had no reference (it is now dead: every paygo_ref fails with
  * PAYGO_EDEAD), PAYGO_EBUSY if referenced or being reclaimed (nothing changed), PAYGO_EDEAD if

@@ -161,3 +161,36 @@ fn error_codes_collide_with_no_errno_nor_pagecache_code() {
         );
     }
 }
+
+/// An object parameter is `const paygo_obj_t *` in `paygo.h` exactly where `capi.rs` takes a
+/// `*const CObj` (the calls that only read the object: `paygo_read_all`,
+/// `paygo_is_referenced`), and `paygo_obj_t *` where it takes a `*mut CObj`: the signature
+/// check above reads both as a pointer, and a C caller with a const object could not call a
+/// function that only reads it.
+#[test]
+fn object_pointers_are_const_where_the_functions_only_read() {
+    let h = file("include/paygo.h");
+    let r = file("src/capi.rs");
+    let mut seen = BTreeMap::new();
+    for f in functions(&h, "paygo_").keys() {
+        let rust_const = r.contains(&format!("fn {f}(obj: *const CObj)"));
+        let rust_mut = r.contains(&format!("fn {f}(obj: *mut CObj)"));
+        let c_const = h.contains(&format!(" {f}(const paygo_obj_t *obj);"));
+        let c_mut = h.contains(&format!(" {f}(paygo_obj_t *obj);"));
+        assert!(
+            !(rust_const || rust_mut || c_const || c_mut)
+                || (rust_const == c_const && rust_mut == c_mut && rust_const != rust_mut),
+            "{f}: Rust *const {rust_const}, *mut {rust_mut}; C const {c_const}, non-const {c_mut}"
+        );
+        if rust_const || rust_mut {
+            seen.insert(f.clone(), rust_const);
+        }
+    }
+    let read_only: Vec<_> = seen
+        .iter()
+        .filter(|(_, &c)| c)
+        .map(|(f, _)| f.as_str())
+        .collect();
+    assert_eq!(read_only, ["paygo_is_referenced", "paygo_read_all"]);
+    assert!(seen.len() >= 8, "parsed too few object functions: {seen:?}");
+}

@@ -868,7 +868,9 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
     })
 }
 
-/// READ-ALL: the number of references (>= 0), or a negative error.
+/// READ-ALL: the number of references (>= 0), or a negative error. Only reads the object
+/// (`const paygo_obj_t *` in `paygo.h`, as [`paygo_is_referenced`]): its header is read through
+/// a shared reference, and the domain's stripe lock it takes lives in the domain.
 ///
 /// The count is read at 0 where [`Domain::read_all`] reads it below zero: that happens only
 /// while REFs and UNREFs run (its sum takes an entry's local counter before its anchor
@@ -879,7 +881,7 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
 /// # Safety
 /// As [`paygo_ref`].
 #[no_mangle]
-pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
+pub unsafe extern "C" fn paygo_read_all(obj: *const CObj) -> i64 {
     boundary(PAYGO_EINTERNAL as i64, || {
         // Counted as a use: a signal handler's call that interrupts it is refused, and so is
         // this call where it interrupted one (it would wait for a lock that one holds).
@@ -895,12 +897,13 @@ pub unsafe extern "C" fn paygo_read_all(obj: *mut CObj) -> i64 {
     })
 }
 
-/// 1 if some reference exists, 0 if none, or a negative error (early-exit READ-ALL).
+/// 1 if some reference exists, 0 if none, or a negative error (early-exit READ-ALL). Only
+/// reads the object, as [`paygo_read_all`].
 ///
 /// # Safety
 /// As [`paygo_ref`].
 #[no_mangle]
-pub unsafe extern "C" fn paygo_is_referenced(obj: *mut CObj) -> i32 {
+pub unsafe extern "C" fn paygo_is_referenced(obj: *const CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // Counted as a use: a signal handler's call that interrupts it is refused, and so is
         // this call where it interrupted one (it would wait for a lock that one holds).

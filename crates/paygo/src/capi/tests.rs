@@ -260,7 +260,7 @@ fn a_ref_interrupting_prepare_unloads_rseq_step_is_refused() {
 #[test]
 fn a_locking_call_interrupting_the_release_at_exit_is_refused() {
     // SAFETY (of the call): the handler passes the initialised object.
-    let read_all = |o| unsafe { paygo_read_all(o) } as i32;
+    let read_all = |o: *mut CObj| unsafe { paygo_read_all(o) } as i32;
     with_interrupting_call(read_all, |o, arm, handler| {
         // SAFETY: `o` is an initialised object, used by this thread only; the key's value
         // is the thread's anchor information, handed to its destructor once.
