@@ -40,6 +40,14 @@ fn c_program_uses_the_header_from_several_threads() {
     build_and_run("threads");
 }
 
+/// `paygo_stats` against a model, counter by counter, after each step of a thread pinned to a
+/// CPU (claims, evictions, overflow and anchor puts, reclaims, leftovers, and the tables' and
+/// overflow lists' bytes), where it was only checked for evictions and no overflow bytes.
+#[test]
+fn c_stats_count_each_path_as_a_model_does() {
+    build_and_run("stats");
+}
+
 /// State changes under races (reinit, destroy, try-reclaim by two threads at once; reinit
 /// against a reclaim of a referenced object), a reference taken in a pthread key destructor,
 /// and domain sizes that cannot be made: each an error code or exactly one winner.
