@@ -69,12 +69,18 @@
  * leave the call it interrupted (longjmp, pthread_exit): the call is never finished, and the
  * thread's references may leak.
  *
- * fork(2): the child has only the thread that forked. The references that the parent's other
- * threads held are never given back there (nor counted by paygo_leftovers_released): their
- * objects are never reclaimed in the child (PAYGO_EBUSY). A lock of the domain that one of
- * those threads held when the process forked is never released in the child, and a call that
- * waits for it there waits for ever: in a child of a threaded parent, as POSIX says, call only
- * async-signal-safe functions (and so none of this library's) until exec.
+ * fork(2): the child has only the thread that forked. It counts in its own copy of the domain,
+ * apart from the parent from then on, and holds the forking thread's references (each given
+ * back once, in the child as in the parent). Counts are per process: an object in memory that
+ * processes share (MAP_SHARED, shm_open) is counted by each in its own domain, and a
+ * paygo_try_reclaim in one, which sees none of the others' references, kills it for all (their
+ * paygo_ref and paygo_unref then get PAYGO_EDEAD): keep objects in memory private to the
+ * process. The references that the parent's other threads held are never given back in the
+ * child (nor counted by paygo_leftovers_released): their objects are never reclaimed there
+ * (PAYGO_EBUSY). A lock of the domain that one of those threads held when the process forked
+ * is never released in the child, and a call that waits for it there waits for ever: in a
+ * child of a threaded parent, as POSIX says, call only async-signal-safe functions (and so
+ * none of this library's) until exec.
  *
  * Every function returns a paygo_error (negative on failure) unless stated otherwise; no function
  * reports an error through errno, whose value after a call is unspecified (a system call inside it

@@ -40,6 +40,14 @@ fn c_program_uses_the_header_from_several_threads() {
     build_and_run("threads");
 }
 
+/// fork(2) from a process whose one thread holds references (paygo.h): the child gives back
+/// the references it inherited, each once, reclaims an object the parent still references, and
+/// counts its own thread's leftovers, and the parent's counts are as at the fork.
+#[test]
+fn c_a_forked_child_counts_apart_from_its_parent() {
+    build_and_run("fork");
+}
+
 /// `paygo_stats` against a model, counter by counter, after each step of a thread pinned to a
 /// CPU (claims, evictions, overflow and anchor puts, reclaims, leftovers, and the tables' and
 /// overflow lists' bytes), where it was only checked for evictions and no overflow bytes.
