@@ -85,11 +85,12 @@
  * Every function returns a paygo_error (negative on failure) unless stated otherwise; no function
  * reports an error through errno, whose value after a call is unspecified (a system call inside it
  * that failed may have set it). A call that fails changes nothing. A pointer argument (an object,
- * or paygo_stats' out) that is NULL or misaligned for its type (objects and paygo_stats_t: 8 bytes)
- * is refused with PAYGO_EINVAL, nothing read or written, as pagecache.h refuses its handles and out
- * pointers. A pointer to memory that is not (or no longer) readable as a paygo_obj_t, such as a
- * freed object, is not checked: passing one is undefined behaviour, as in pagecache.h. A destroyed
- * object whose memory is still there is refused with PAYGO_ENOTOBJ.
+ * or paygo_stats' out) that is NULL or misaligned for its type (objects: 8 bytes; paygo_stats_t:
+ * that of a uint64_t member, 8 bytes on x86-64) is refused with PAYGO_EINVAL, nothing read or
+ * written, as pagecache.h refuses its handles and out pointers. A pointer to memory that is not
+ * (or no longer) readable as a paygo_obj_t, such as a freed object, is not checked: passing one
+ * is undefined behaviour, as in pagecache.h. A destroyed object whose memory is still there is
+ * refused with PAYGO_ENOTOBJ.
  *
  * Threads: every function may be called from any number of threads at once, on one object too
  * (ref, unref, read_all, is_referenced, try_reclaim, reinit and destroy of the same object race
@@ -128,7 +129,7 @@ extern "C" {
  * Compare codes with their names, never with numbers. paygo_strerror describes each. */
 typedef enum paygo_error {
     PAYGO_OK = 0,
-    PAYGO_EINVAL = -22,     /* a null or misaligned (not 8-aligned) object pointer or
+    PAYGO_EINVAL = -22,     /* a null or misaligned object pointer (not 8-aligned) or
                                paygo_stats out pointer, or an invalid configuration */
     PAYGO_ENOTOBJ = -2000,  /* not an initialised paygo object (bad magic: never initialised,
                                destroyed, or copied to another address) */
@@ -165,10 +166,24 @@ typedef enum paygo_error {
                                changed */
 } paygo_error;
 
-/* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned. */
+/* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned on every target,
+ * also where a uint64_t member alone is 4-aligned (i386), as the library needs (an object that
+ * is not 8-aligned is refused with PAYGO_EINVAL): alignas in C++11, _Alignas in C11, the GNU
+ * aligned attribute in older dialects (a compiler with none of them, on such a target, may
+ * place the object 4-aligned). */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define PAYGO_ALIGN8_ alignas(8)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define PAYGO_ALIGN8_ _Alignas(8)
+#elif defined(__GNUC__)
+#define PAYGO_ALIGN8_ __attribute__((aligned(8)))
+#else
+#define PAYGO_ALIGN8_
+#endif
 typedef struct paygo_obj {
-    uint64_t opaque_[6];
+    PAYGO_ALIGN8_ uint64_t opaque_[6];
 } paygo_obj_t;
+#undef PAYGO_ALIGN8_
 
 /* Statistics of the process-wide domain. */
 typedef struct paygo_stats {
