@@ -44,7 +44,7 @@ use std::sync::OnceLock;
 
 /// Success.
 pub const PAYGO_OK: i32 = 0;
-/// A null pointer, or an invalid configuration.
+/// A null or misaligned pointer (an object, or `paygo_stats`' out), or an invalid configuration.
 pub const PAYGO_EINVAL: i32 = -22;
 /// The pointer is not an initialised paygo object (its magic word is wrong).
 pub const PAYGO_ENOTOBJ: i32 = -2000;
