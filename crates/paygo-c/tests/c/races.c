@@ -125,6 +125,17 @@ static void *destroy_racer(void *arg) {
         if (me == 0) {
             if (results[0][r] == PAYGO_OK && results[1][r] == PAYGO_OK)
                 destroyed_while_referenced++;
+            /* Each round is one of two (thread 0 alone reclaims, so a reinit succeeds only
+             * between the destroy's reclaim and its end): the destroy won (PAYGO_OK; the
+             * reinit found the object destroyed, and no reference was taken), or the reinit
+             * revived the object first (the destroy is PAYGO_EBUSY, and the ref after the
+             * reinit PAYGO_OK). */
+            int destroyed = results[0][r] == PAYGO_OK && results[1][r] == 1;
+            int revived = results[0][r] == PAYGO_EBUSY && results[1][r] == PAYGO_OK;
+            if (!destroyed && !revived &&
+                __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED) < 5)
+                fprintf(stderr, "destroy against reinit, round %d: destroy %d, ref %d\n", r,
+                        results[0][r], results[1][r]);
             revived_and_referenced += results[1][r] == PAYGO_OK;
             /* Set the object up for the next round: live, unreferenced. */
             if (results[0][r] == PAYGO_OK) {
