@@ -64,6 +64,69 @@ fn c_races_and_edges_of_life() {
     build_and_run("races");
 }
 
+/// `races.c` on one CPU (the process's affinity cut to the first CPU it may run on, as
+/// `taskset -c` or a container's cpuset cuts it): its spinning threads yield there, and it ends
+/// in about a second, where each of its hundreds of thousands of waits lasted until the waiting
+/// thread was preempted, and the program ran for many minutes (given 120 seconds here).
+#[test]
+fn c_races_and_edges_of_life_on_one_cpu() {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
+    // A folder of its own: c_races_and_edges_of_life builds c_races.<pid> too.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("one_cpu");
+    std::fs::create_dir_all(&dir).expect("a folder for the program");
+    let exe = cc::build(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        "races",
+        &lib,
+        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
+        &dir,
+    );
+    let mut cmd = Command::new(&exe);
+    cmd.stdout(std::process::Stdio::piped());
+    // SAFETY: the closure runs in the child between fork and exec; it calls only
+    // sched_getaffinity and sched_setaffinity (system calls, async-signal-safe) and the
+    // CPU-set helpers, on a set on its own stack, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            let size = core::mem::size_of::<libc::cpu_set_t>();
+            if libc::sched_getaffinity(0, size, &mut set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let first = (0..libc::CPU_SETSIZE as usize)
+                .find(|&c| libc::CPU_ISSET(c, &set))
+                .unwrap_or(0);
+            libc::CPU_ZERO(&mut set);
+            libc::CPU_SET(first, &mut set);
+            if libc::sched_setaffinity(0, size, &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let mut child = cmd.spawn().expect("races runs");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("races' status").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = std::fs::remove_file(&exe);
+            panic!("races.c on one CPU ran for more than 120 seconds");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("races' output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    let _ = std::fs::remove_file(&exe);
+    assert!(
+        out.status.success() && text.contains("failures=0"),
+        "{text}"
+    );
+}
+
 /// `paygo_unref` and `paygo_ref` from the program's own ELF destructor at its exit (after
 /// those of `libpaygo.a`) succeed, where they failed with `PAYGO_ESHUTDOWN`: the library's
 /// destructor had deleted its pthread key.
