@@ -410,7 +410,7 @@ mod bugs {
         super::lodic_copy_model(|| refcount::atomic::Atomic);
     }
 
-    /// A write's dirty bit set by a Relaxed store (`FrameMeta::write`, which `write_at`
+    /// A write's dirty bit set with Relaxed orderings (`FrameMeta::write`, which `write_at`
     /// calls): a sync that reads the bit may copy the page from before the write's bytes, and
     /// clears the bit all the same.
     #[test]
@@ -726,8 +726,8 @@ impl<C: RefCounter> Shared<C> {
 /// frame (a dirty bit the eviction does not see, or bytes it copies before they are in). The
 /// steps on the bit are the cache's (`FrameMeta::write`, `FrameMeta::write_back_if_dirty`);
 /// here the scheme's counter orders a successful reclaim after the writer's put, so the
-/// orderings of the bit are not what this model checks (a Relaxed store or load of it passes):
-/// `a_sync_racing_a_write_leaves_it_written_or_dirty` checks the store's.
+/// orderings of the bit are not what this model checks (a Relaxed set or load of it passes):
+/// `a_sync_racing_a_write_leaves_it_written_or_dirty` checks the set's.
 fn write_vs_evict_model<C: RefCounter>(make: fn() -> C) {
     loom::model(move || {
         let s = Shared::new(make());
@@ -768,8 +768,8 @@ fn an_eviction_never_loses_a_write_atomic() {
 /// the sync wrote, or the page is still dirty (a later write-back takes it). A sync that could
 /// not take its reference (a scheme's transient failure) writes nothing and clears nothing.
 /// The writer's and the sync's steps on the frame are those of `write_at` and `sync_slot`
-/// (`FrameMeta::write`, `FrameMeta::sync_dirty`): with the write's dirty bit set by a Relaxed
-/// store (`frame::bug::RELAXED_DIRTY_MARK`) the sync copies the bytes from before the write
+/// (`FrameMeta::write`, `FrameMeta::sync_dirty`): with the write's dirty bit set with Relaxed
+/// orderings (`frame::bug::RELAXED_DIRTY_MARK`) the sync copies the bytes from before the write
 /// and clears its bit, and the model fails (`bugs`).
 #[test]
 fn a_sync_racing_a_write_leaves_it_written_or_dirty() {
