@@ -4,6 +4,15 @@
 
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
+/// `n` zeroed words, or `None` if their memory cannot be had: the bits of [`DirtyGroups`] and
+/// of a file's cached groups (`Slots`).
+pub(crate) fn zeroed_words(n: usize) -> Option<Box<[AtomicU64]>> {
+    let mut words = Vec::new();
+    words.try_reserve_exact(n).ok()?;
+    words.extend((0..n).map(|_| AtomicU64::new(0)));
+    Some(words.into_boxed_slice())
+}
+
 /// The groups of 64 pages of a file that may hold a dirty page, a bit each, so that a sync
 /// walks the slots of those groups, not every slot of the file (the kernel's fsync finds its
 /// dirty pages by the xarray's dirty tags the same way). A bit may be set where no page is
@@ -44,12 +53,8 @@ pub(crate) struct DirtyGroups {
 impl DirtyGroups {
     /// `groups` groups, none marked; `None` if the memory (a bit a group) cannot be had.
     pub(crate) fn new(groups: usize) -> Option<Self> {
-        let n = groups.div_ceil(64);
-        let mut words = Vec::new();
-        words.try_reserve_exact(n).ok()?;
-        words.extend((0..n).map(|_| AtomicU64::new(0)));
         Some(DirtyGroups {
-            words: words.into_boxed_slice(),
+            words: zeroed_words(groups.div_ceil(64))?,
         })
     }
 
@@ -67,21 +72,19 @@ impl DirtyGroups {
     /// by a sync, for a group it took that has a page still dirty.
     #[inline(always)]
     pub(crate) fn mark(&self, group: usize) {
-        let (word, bit) = (&self.words[group / 64], 1u64 << (group % 64));
-        // Relaxed: see the type's documentation (what orders this load after a sync's take).
-        if word.load(Ordering::Relaxed) & bit == 0 {
-            // Release: pairs with the Acquire take of `take`: a sync that takes the mark sees
-            // the page's dirty bit, set before.
-            word.fetch_or(bit, Ordering::Release);
-        }
+        self.mark_word(group / 64, 1u64 << (group % 64));
     }
 
-    /// Marks the groups `bits` of word `w` (as [`DirtyGroups::take`] numbers them): a sync's
-    /// marks again, of the groups it took and did not walk clean.
+    /// Marks the groups `bits` of word `w` (as [`DirtyGroups::take`] numbers them): a write's
+    /// group ([`DirtyGroups::mark`]), or a sync's marks again, of the groups it took and did
+    /// not walk clean.
+    #[inline(always)]
     pub(crate) fn mark_word(&self, w: usize, bits: u64) {
         let word = &self.words[w];
-        // Relaxed, Release: as in `mark`.
+        // Relaxed: see the type's documentation (what orders this load after a sync's take).
         if bits != 0 && word.load(Ordering::Relaxed) & bits != bits {
+            // Release: pairs with the Acquire take of `take`: a sync that takes the mark sees
+            // the page's dirty bit, set before.
             word.fetch_or(bits, Ordering::Release);
         }
     }

@@ -14,7 +14,7 @@
 //! plain reference for as long as the file's state lives, with no unsafe code. Lookups that
 //! find no node see a page not cached.
 
-use crate::frame::DirtyGroups;
+use crate::frame::{zeroed_words, DirtyGroups};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -99,16 +99,11 @@ impl Slots {
         let mut base = Vec::new();
         base.try_reserve_exact(flat).ok()?;
         base.extend((0..flat).map(|_| AtomicU32::new(0)));
-        let mut cached = Vec::new();
-        cached
-            .try_reserve_exact(flat.div_ceil(GROUP).div_ceil(64))
-            .ok()?;
-        cached.extend((0..flat.div_ceil(GROUP).div_ceil(64)).map(|_| AtomicU64::new(0)));
         Some(Slots {
             base: base.into_boxed_slice(),
             trees: std::array::from_fn(|_| OnceLock::new()),
             dirty: DirtyGroups::new(flat.div_ceil(GROUP) + 1)?,
-            cached: cached.into_boxed_slice(),
+            cached: zeroed_words(flat.div_ceil(GROUP).div_ceil(64))?,
         })
     }
 
