@@ -9,7 +9,8 @@
 //! through `read_at` beside the same read of a page held (`CachedFile::page`: no lookup, no
 //! counting) and a page taken, read and let go; a 64-byte overwrite through `write_at` beside
 //! the same write into a held page. `sync` of a 4 GiB file with nothing written, and after one
-//! 64-byte write; a 64-byte read (a fill) and `drop_cache` of the same file.
+//! 64-byte write; a 64-byte read (a fill) and `drop_cache` of the same file, and a read and a
+//! `set_len` that cuts the file to its first page (and grows it back).
 //!
 //! The paper's experiments (threads, files, the schemes side by side) are refbench's
 //! (`refbench run drbh`, `randomread`, `file-spectrum`, `drop-file`); these are the fast paths
@@ -209,7 +210,9 @@ fn benches(c: &mut Criterion) {
 /// `sync` of a file of 4 GiB (the most pages of a file's flat array of slots; sparse, on
 /// tmpfs where there is one, so that `fdatasync` costs little): with nothing written since the
 /// last sync, and after one 64-byte write. A sync walks a bit per 64 pages and the slots of the
-/// groups written, not every slot of the file.
+/// groups written, not every slot of the file. A 64-byte read (a fill) and `drop_cache`, and
+/// one and a cut of the file to its first page (grown back after): both walk the slots of the
+/// groups with a cached page only.
 fn syncs(c: &mut Criterion) {
     let dir = tempfile::tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
@@ -242,6 +245,17 @@ fn syncs(c: &mut Criterion) {
             f.drop_cache().expect("drop")
         })
     });
+    c.bench_function(
+        "read 64 B, cut to 4 KiB and grow back, 4 GiB file, paygo",
+        |bn| {
+            bn.iter(|| {
+                k = k % (PAGES - 1) + 1;
+                f.read_at(black_box(&mut page), k * P).expect("read");
+                f.set_len(P).expect("cut");
+                f.set_len(4 << 30).expect("grow")
+            })
+        },
+    );
 }
 
 criterion_group!(g, benches, syncs);

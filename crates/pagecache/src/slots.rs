@@ -158,6 +158,35 @@ impl Slots {
         self.cached[w].load(Ordering::Relaxed) != 0
     }
 
+    /// Calls `f` with each page from `from` on of the flat array, and its slot, in the groups
+    /// that may have a cached page, read without the allocator lock: each group whose bit is
+    /// clear is passed over whole, and 64 such groups at once where a word is clear. Every page
+    /// whose slot was not empty when this thread last held the allocator lock is visited,
+    /// unless every slot of its group was empty at some moment since: its bit was set then
+    /// (under the lock, before this thread's acquisition of it, which the loads below follow),
+    /// and only [`Slots::forget_empty_groups`] clears a bit, under the lock, when it finds
+    /// every slot of the group empty. So a page cached then and skipped now had its frame taken
+    /// out since; one cached again since then was given its frame after that lock.
+    pub(crate) fn for_each_cached_from(&self, from: usize, mut f: impl FnMut(usize, &AtomicU32)) {
+        let first = from / GROUP;
+        for (w, word) in self.cached.iter().enumerate().skip(first / 64) {
+            // Relaxed: the sets this walk must see were made under the allocator lock before
+            // this thread last took it (see above); coherence keeps it from reading older values.
+            let mut bits = word.load(Ordering::Relaxed);
+            if w == first / 64 {
+                bits &= !0u64 << (first % 64);
+            }
+            while bits != 0 {
+                let g = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let pages = self.group_pages(g);
+                for page in pages.start.max(from)..pages.end {
+                    f(page, &self.base[page]);
+                }
+            }
+        }
+    }
+
     /// The dirty group of `page`: its 64 pages' of the flat array, or [`Slots::ext_group`].
     #[inline(always)]
     pub(crate) fn group_of(&self, page: u64) -> usize {

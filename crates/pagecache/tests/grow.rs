@@ -802,3 +802,65 @@ fn the_last_page_of_the_largest_file_reads_and_writes() {
         .expect("pread");
     assert_eq!(&b, b"y");
 }
+
+/// A cut zeros the held pages past it in every group of the file that has a cached page (the
+/// group of the new end, groups of both bitmap words, the last group, a group emptied by a
+/// drop and filled again), for every scheme that can serve a page cache; a growth then reads
+/// zeros through the held pages, through the file and on disk, and a dirty page past the cut
+/// is not written back.
+#[test]
+fn a_cut_zeros_held_pages_in_every_cached_group() {
+    struct Cut;
+    impl Visit for Cut {
+        type Out = ();
+        fn visit<C: RefCounter>(self, info: &SchemeInfo, scheme: C) {
+            const N: u64 = 64 * 70;
+            const CUT: u64 = 100 * P + 1000;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = pattern_file(&dir, "groups", N * P);
+            let cache =
+                PageCacheOf::with_scheme(scheme, &Config::new(64, info.name)).expect("cache");
+            let file = cache.open(&path).expect("open");
+            let mut b = vec![0u8; PAGE_SIZE];
+            // A group whose bit a drop clears (its only page dropped), then filled again.
+            file.read_at(&mut b, 2000 * P).expect("read");
+            file.drop_cache().expect("drop");
+            file.read_at(&mut b, 2001 * P).expect("read");
+            // Dirty pages past the cut, not held: dropped by the cut, never written back.
+            file.write_at(&[0xAB; 10], 3000 * P).expect("write");
+            file.write_at(&[0xCD; 10], 4200 * P + 7).expect("write");
+            // Held: the page of the new end, and pages of groups 2, 15, 64 (the second
+            // word's first) and 69 (the last).
+            let held: Vec<_> = [100, 130, 1000, 4100, N - 1]
+                .iter()
+                .map(|&k| file.page(k).expect("page"))
+                .collect();
+            file.set_len(CUT).expect("cut");
+            file.set_len(N * P).expect("grow");
+            let want = |o: u64| if o >= CUT { 0 } else { pat(o) };
+            for pg in &held {
+                pg.read(0, &mut b);
+                for (k, &x) in b.iter().enumerate() {
+                    let o = pg.index() * P + k as u64;
+                    assert_eq!(x, want(o), "{}: held page byte {o}", info.name);
+                }
+            }
+            drop(held);
+            for page in [100, 101, 130, 1000, 2001, 3000, 4100, 4200, N - 1] {
+                assert_eq!(file.read_at(&mut b, page * P).expect("read"), PAGE_SIZE);
+                for (k, &x) in b.iter().enumerate() {
+                    let o = page * P + k as u64;
+                    assert_eq!(x, want(o), "{}: byte {o}", info.name);
+                }
+            }
+            drop(file);
+            let disk = std::fs::read(&path).expect("disk");
+            assert_eq!(disk.len() as u64, N * P);
+            let bad = disk.iter().enumerate().find(|&(o, &x)| x != want(o as u64));
+            assert_eq!(bad, None, "{}: disk (offset, byte)", info.name);
+        }
+    }
+    for scheme in common::schemes() {
+        schemes::visit(scheme, &SchemeConfig::default(), Cut).expect("a usable scheme");
+    }
+}

@@ -475,18 +475,17 @@ impl<C: RefCounter> CachedFileOf<C> {
         // (a full page past the end is then clean: the file reads zeros there too).
         // A page that cannot be had (a poisoned cache's: see `Inner::wait_turn`) is skipped,
         // and the first such error returned once the others are done.
+        // The flat array's pages in the groups that may have a cached page only: a page
+        // cached when the cut held the allocator lock is visited unless it was evicted since,
+        // and a page filled since reads the cut file (see `Slots::for_each_cached_from`).
         let first = size / PAGE_SIZE as u64;
-        let base = f.slots.base();
+        let from = first.min(f.slots.base().len() as u64) as usize;
         let mut stuck = None;
-        for (page, slot) in base
-            .iter()
-            .enumerate()
-            .skip(first.min(base.len() as u64) as usize)
-        {
+        f.slots.for_each_cached_from(from, |page, slot| {
             if let Err(e) = self.zero_past(page as u64, slot, size) {
                 stuck.get_or_insert(e);
             }
-        }
+        });
         f.slots.ext_for_each(|page, slot| {
             if page >= first {
                 if let Err(e) = self.zero_past(page, slot, size) {
