@@ -9,7 +9,10 @@
 //! (the unused bits 52-62 of an x86-64 PTE). Only the thread that made the mapping writes its
 //! entries (the type is neither `Send` nor `Sync`), with plain stores: a read through a mapping
 //! executes no atomic read-modify-write instruction and no restartable sequence, and a thread
-//! that migrates has nothing to do.
+//! that migrates has nothing to do. A write through a mapping ([`Mapping::write_at`],
+//! [`MappedPage::write`]) holds the page as [`Mapping::page`] does and writes as
+//! [`crate::PageRef::write`] does: the page's dirty bit and its group's mark are every
+//! write's, so the bytes are written back as those of any write.
 //!
 //! # The protocol (the owner against a reclaimer)
 //!
@@ -554,6 +557,11 @@ std::thread_local! {
 /// assert_eq!(file.page_count(2), 1);
 /// drop(held);
 /// assert_eq!(file.page_count(2), 0);
+/// map.write_at(b"new", 4096 + 8)?; // a store through the mapping, dirty
+/// map.read_at(&mut buf[..3], 4096 + 8)?;
+/// assert_eq!(&buf[..3], b"new");
+/// file.sync()?;
+/// assert_eq!(&std::fs::read(&path)?[4096 + 8..4096 + 11], b"new");
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct Mapping<'f, C: RefCounter> {
@@ -817,13 +825,14 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
         frame_of(v).map(|f| (f, count_of(v)))
     }
 
-    fn check(&self, offset: u64, len: usize) -> io::Result<()> {
+    /// `what` (a read or a write) of `len` bytes at `offset` must lie inside the mapping.
+    fn check(&self, what: &str, offset: u64, len: usize) -> io::Result<()> {
         if offset
             .checked_add(len as u64)
             .is_none_or(|end| end > self.len())
         {
             return Err(invalid(format!(
-                "pagecache: read of {len} bytes at {offset} outside a mapping of {} bytes",
+                "pagecache: {what} of {len} bytes at {offset} outside a mapping of {} bytes",
                 self.len()
             )));
         }
@@ -842,7 +851,7 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// of [`CachedFileOf::read_at`] (a fill's, a direct read's where every frame is
     /// referenced, a poisoned cache's `Other`), with the bytes of the pages before in `buf`.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.check(offset, buf.len())?;
+        self.check("read", offset, buf.len())?;
         let mut done = 0;
         while done < buf.len() {
             let at = offset + done as u64;
@@ -850,6 +859,36 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
             let off = (at % PAGE_SIZE as u64) as usize;
             let n = (PAGE_SIZE - off).min(buf.len() - done);
             self.read_page(k, off, &mut buf[done..done + n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes `buf` at `offset` (from the start of the mapping), like a store to memory mapped
+    /// shared: each page is taken as [`Mapping::page`] takes it (no lookup where the entry
+    /// names the page's frame) and written as [`MappedPage::write`] writes it, so the bytes
+    /// reach the file as those of [`CachedFileOf::write_at`] at the same place do (dirty,
+    /// written back by `sync`, an eviction, `drop_cache` or the last close), and every read
+    /// of the file and of every mapping of it sees them. Exact, as [`Mapping::read_at`]: the
+    /// range is the mapping's, and the write writes all of `buf` or fails. A write that ends
+    /// past the file's length grows the file, as `write_at` does (where the kernel would
+    /// leave a store into the last page's tail out of the file). Errors: a range outside the
+    /// mapping (`InvalidInput`, nothing written); `PermissionDenied` through a file opened
+    /// read-only (nothing written, an empty `buf` too); those of [`Mapping::page`] (a fill's,
+    /// `OutOfMemory` where every frame is referenced) and of [`MappedPage::write`]
+    /// (`FileTooLarge`), with the bytes of the pages before written.
+    pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if !self.file.writable() {
+            return Err(self.file.parts().1.read_only());
+        }
+        self.check("write", offset, buf.len())?;
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let n = (PAGE_SIZE - off).min(buf.len() - done);
+            self.page(at / PAGE_SIZE as u64)?
+                .write(off, &buf[done..done + n])?;
             done += n;
         }
         Ok(())
@@ -1008,6 +1047,18 @@ impl<C: RefCounter> MappedPage<'_, '_, C> {
     /// If the range is outside the page.
     pub fn read(&self, offset: usize, buf: &mut [u8]) {
         copy_out(self.map.file.parts().0.words(self.frame), offset, buf);
+    }
+
+    /// Writes `buf` at `offset` within the page, in its frame, and marks the page dirty: what
+    /// [`crate::PageRef::write`] does (the reference this guard holds, embedded or spilled,
+    /// keeps the page in its frame as a `PageRef`'s does). Errors, which write nothing:
+    /// `PermissionDenied` through a file opened read-only, `FileTooLarge` and `InvalidInput`
+    /// for a write ending past what the file may hold (see `PageRef::write`).
+    ///
+    /// # Panics
+    /// If the range is outside the page.
+    pub fn write(&self, offset: usize, buf: &[u8]) -> io::Result<()> {
+        self.map.file.write_frame(self.frame, offset, buf)
     }
 }
 

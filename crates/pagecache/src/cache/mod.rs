@@ -192,7 +192,7 @@ impl FileState {
     }
 
     /// The error of a write or a length change to a file opened read-only.
-    fn read_only(&self) -> io::Error {
+    pub(crate) fn read_only(&self) -> io::Error {
         FileError::error(
             io::ErrorKind::PermissionDenied,
             &self.path,

@@ -1,0 +1,308 @@
+//! Writes through LODIC mappings (`Mapping::write_at`, `MappedPage::write`): the bytes reach
+//! every reader (the mapping, another mapping, the file's `read_at`) and the file on disk, a
+//! write past the end grows the file, bad input and read-only files change nothing, and
+//! threads writing bytes of their own through mappings of shared pages, migrating, against
+//! `sync`, `drop_cache` and a cache small enough to evict, leave the file equal to a model;
+//! for every scheme that can serve a page cache and both reverse maps.
+
+mod common;
+
+use common::{pattern, pattern_file, Rng};
+use pagecache::{Config, PageCacheOf, Rmap, SchemeConfig, PAGE_SIZE};
+use refcount::RefCounter;
+use schemes::{SchemeInfo, Visit};
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const RMAPS: [Rmap; 2] = [Rmap::File, Rmap::Process];
+const P: u64 = PAGE_SIZE as u64;
+
+fn cache<C: RefCounter>(scheme: C, name: &str, pages: usize, rmap: Rmap) -> PageCacheOf<C> {
+    let mut cfg = Config::new(pages, name);
+    cfg.rmap = rmap;
+    PageCacheOf::with_scheme(scheme, &cfg).expect("cache")
+}
+
+/// Runs `test` with each scheme that can serve a page cache, and each reverse map.
+fn for_each<V: Visit<Out = ()>>(test: impl Fn(Rmap) -> V) {
+    for scheme in common::schemes() {
+        for rmap in RMAPS {
+            schemes::visit(scheme, &SchemeConfig::default(), test(rmap)).expect("a usable scheme");
+        }
+    }
+}
+
+/// The first byte where `got` differs from `want`, with both bytes (`None`: equal).
+fn first_difference(got: &[u8], want: &[u8]) -> Option<(usize, Option<u8>, Option<u8>)> {
+    if got == want {
+        return None;
+    }
+    let k = (0..got.len().max(want.len()))
+        .find(|&k| got.get(k) != want.get(k))
+        .unwrap_or(0);
+    Some((k, got.get(k).copied(), want.get(k).copied()))
+}
+
+/// Writes `bytes` at file offset `at` into `model`, growing it (with zeros) as the file grows.
+fn apply(model: &mut Vec<u8>, at: u64, bytes: &[u8]) {
+    let end = at as usize + bytes.len();
+    if model.len() < end {
+        model.resize(end, 0);
+    }
+    model[at as usize..end].copy_from_slice(bytes);
+}
+
+struct Reach(Rmap);
+
+impl Visit for Reach {
+    type Out = ();
+    fn visit<C: RefCounter>(self, info: &SchemeInfo, sch: C) {
+        let (scheme, rmap) = (info.name, self.0);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let len = 10 * P + 100;
+        let path = pattern_file(&dir, "f", len);
+        let c = cache(sch, scheme, 64, rmap);
+        let f = c.open(&path).expect("open");
+        let mut model = pattern(len);
+        // Pages 2 to 10, the last one partial.
+        let m = f.map(2, 9).expect("map");
+        // (offset in the mapping, length): inside a page, across one boundary, across
+        // three pages, and across the file's end in its last page (the file grows).
+        let writes = [
+            (0, 10),
+            (P - 5, 10),
+            (3 * P + 100, 2 * P as usize),
+            (8 * P + 90, 20),
+        ];
+        for (w, &(off, n)) in writes.iter().enumerate() {
+            let bytes: Vec<u8> = (0..n).map(|k| (w * 37 + k * 11) as u8 ^ 0xA5).collect();
+            m.write_at(&bytes, off).expect("write through the mapping");
+            apply(&mut model, 2 * P + off, &bytes);
+        }
+        assert_eq!(f.len(), 10 * P + 110, "{scheme} {rmap:?}: the file grew");
+        // A held page of the mapping, written through its guard.
+        let g = m.page(1).expect("page");
+        g.write(7, b"xyz").expect("write through the guard");
+        apply(&mut model, 3 * P + 7, b"xyz");
+        let mut x = [0u8; 3];
+        g.read(7, &mut x);
+        assert_eq!(&x, b"xyz");
+        drop(g);
+        // The mapping (its tail past the file's end reads zeros), another mapping of the
+        // same pages by this thread, and the file.
+        let mut through = vec![0u8; m.len() as usize];
+        m.read_at(&mut through, 0)
+            .expect("read through the mapping");
+        let mut want = model[2 * P as usize..].to_vec();
+        want.resize(through.len(), 0);
+        assert_eq!(
+            first_difference(&through, &want),
+            None,
+            "{scheme} {rmap:?}: mapping"
+        );
+        let other = f.map(0, 4).expect("map");
+        let mut head = vec![0u8; 4 * PAGE_SIZE];
+        other.read_at(&mut head, 0).expect("read");
+        assert_eq!(
+            first_difference(&head, &model[..4 * PAGE_SIZE]),
+            None,
+            "{scheme} {rmap:?}: another mapping"
+        );
+        let mut all = vec![0u8; model.len()];
+        assert_eq!(f.read_at(&mut all, 0).expect("read"), model.len());
+        assert_eq!(
+            first_difference(&all, &model),
+            None,
+            "{scheme} {rmap:?}: read_at"
+        );
+        drop((m, other));
+        f.sync().expect("sync");
+        let disk = std::fs::read(&path).expect("disk");
+        assert_eq!(
+            first_difference(&disk, &model),
+            None,
+            "{scheme} {rmap:?}: disk"
+        );
+        // Nothing held: every page drops, and fills again with what was written.
+        assert_eq!(f.drop_cache().expect("drop"), 11);
+        let m = f.map(0, 11).expect("map");
+        let mut again = vec![0u8; model.len()];
+        m.read_at(&mut again, 0).expect("read");
+        assert_eq!(
+            first_difference(&again, &model),
+            None,
+            "{scheme} {rmap:?}: refilled"
+        );
+    }
+}
+
+#[test]
+fn writes_through_a_mapping_reach_every_reader_and_the_file() {
+    for_each(Reach);
+}
+
+#[test]
+fn a_write_outside_the_mapping_or_to_a_read_only_file_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", 4 * P);
+    let want = pattern(4 * P);
+    for rmap in RMAPS {
+        let c = cache(paygo::Domain::new(), "paygo", 8, rmap);
+        let f = c.open(&path).expect("open");
+        let m = f.map(1, 2).expect("map");
+        for (at, n) in [
+            (2 * P - 8, 16),
+            (2 * P, 1),
+            (u64::MAX - 3, 8),
+            (0, 2 * PAGE_SIZE + 1),
+        ] {
+            let e = m
+                .write_at(&vec![0xEE; n], at)
+                .expect_err("outside the mapping");
+            assert_eq!(
+                e.kind(),
+                ErrorKind::InvalidInput,
+                "{rmap:?}: write at {at}: {e}"
+            );
+            assert!(e.to_string().contains("write of"), "{e}");
+        }
+        assert_eq!(f.page_count(1), 0, "{rmap:?}: nothing held");
+        assert_eq!(f.page_count(2), 0);
+        let mut all = vec![0u8; want.len()];
+        assert_eq!(f.read_at(&mut all, 0).expect("read"), want.len());
+        assert_eq!(
+            first_difference(&all, &want),
+            None,
+            "{rmap:?}: a refused write wrote"
+        );
+        drop(m);
+        drop(f);
+
+        let f = c.open_read_only(&path).expect("open read-only");
+        let m = f.map(0, 4).expect("map");
+        for n in [0, 1, 100] {
+            let e = m.write_at(&vec![0xEE; n], 10).expect_err("read-only");
+            assert_eq!(
+                e.kind(),
+                ErrorKind::PermissionDenied,
+                "{rmap:?}: {n} bytes: {e}"
+            );
+        }
+        let g = m.page(2).expect("page");
+        let e = g.write(5, b"no").expect_err("read-only");
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        drop(g);
+        let mut all = vec![0u8; want.len()];
+        m.read_at(&mut all, 0).expect("read");
+        assert_eq!(
+            first_difference(&all, &want),
+            None,
+            "{rmap:?}: read-only file written"
+        );
+        drop(m);
+        assert_eq!(f.sync().ok(), Some(()));
+        assert_eq!(
+            first_difference(&std::fs::read(&path).expect("disk"), &want),
+            None
+        );
+    }
+}
+
+/// Threads write 8-byte chunks of their own (chunk `j` belongs to thread `j % THREADS`) through
+/// mappings of random ranges of a shared file, read each back at once through the mapping,
+/// migrate, and sometimes hold a page while writing into it; meanwhile the main thread syncs
+/// and drops the file's cache, and a cache of a third of the file's pages evicts (writing
+/// back) on most fills. Every read-back returns the thread's last bytes, and the file on disk
+/// ends equal to the model.
+#[test]
+fn writes_of_many_threads_through_mappings_against_eviction_and_drops_equal_the_model() {
+    for_each(Writers);
+}
+
+struct Writers(Rmap);
+
+impl Visit for Writers {
+    type Out = ();
+    fn visit<C: RefCounter>(self, info: &SchemeInfo, sch: C) {
+        const PAGES: u64 = 48;
+        const THREADS: usize = 4;
+        const CHUNKS: u64 = PAGES * P / 8;
+        let writes = percpu::testing::reps(1_500);
+        let (scheme, rmap) = (info.name, self.0);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", PAGES * P);
+        let c = cache(sch, scheme, 16, rmap);
+        let f = c.open(&path).expect("open");
+        let stop = AtomicBool::new(false);
+        let models: Vec<Vec<(u64, [u8; 8])>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let f = &f;
+                    s.spawn(move || {
+                        let mut rng = Rng::new(t as u64 * 7 + 3);
+                        let mut mine = Vec::new();
+                        for w in 0..writes {
+                            let first = rng.below(PAGES - 6);
+                            let m = f.map(first, 6).expect("map");
+                            for _ in 0..4 {
+                                // A chunk of this thread inside the mapping.
+                                let lo = first * P / 8;
+                                let mut j = lo + rng.below(6 * P / 8);
+                                j -= j % THREADS as u64;
+                                j += t as u64;
+                                if j >= lo + 6 * P / 8 {
+                                    j -= THREADS as u64;
+                                }
+                                let at = j * 8 - first * P;
+                                let bytes = ((w as u64) << 8 | t as u64).to_le_bytes();
+                                if rng.below(8) == 0 {
+                                    let g = m.page(at / P).expect("page");
+                                    percpu::affinity::migrate(rng.below(64) as usize);
+                                    g.write((at % P) as usize, &bytes).expect("write");
+                                } else {
+                                    m.write_at(&bytes, at).expect("write");
+                                }
+                                let mut back = [0u8; 8];
+                                m.read_at(&mut back, at).expect("read back");
+                                assert_eq!(back, bytes, "{scheme}: chunk {j} of thread {t}");
+                                mine.push((j, bytes));
+                            }
+                            if rng.below(16) == 0 {
+                                percpu::affinity::migrate(rng.below(64) as usize);
+                            }
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            while !stop.load(Ordering::Relaxed) {
+                f.sync().expect("sync");
+                f.drop_cache().expect("drop");
+                std::thread::yield_now();
+                if workers.iter().all(|w| w.is_finished()) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("writer"))
+                .collect()
+        });
+        let mut model = pattern(PAGES * P);
+        for (j, bytes) in models.into_iter().flatten() {
+            assert!(j < CHUNKS);
+            apply(&mut model, j * 8, &bytes);
+        }
+        f.sync().expect("sync");
+        let disk = std::fs::read(&path).expect("disk");
+        assert_eq!(
+            first_difference(&disk, &model),
+            None,
+            "{scheme} {rmap:?}: disk"
+        );
+        for p in 0..PAGES {
+            assert_eq!(f.page_count(p), 0, "{scheme} {rmap:?}: page {p}");
+            assert_eq!(f.mapcount(p), 0);
+        }
+    }
+}
