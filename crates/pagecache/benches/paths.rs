@@ -8,7 +8,8 @@
 //! through `pread(2)`. Held pages (`PageCache`, the scheme chosen at run time): a 64-byte read
 //! through `read_at` beside the same read of a page held (`CachedFile::page`: no lookup, no
 //! counting) and a page taken, read and let go; a 64-byte overwrite through `write_at` beside
-//! the same write into a held page. `sync` of a 4 GiB file with nothing written, and after one
+//! the same write into a held page. A 64-byte read and overwrite through a LODIC mapping.
+//! `sync` of a 4 GiB file with nothing written, and after one
 //! 64-byte write; a 64-byte read (a fill) and `drop_cache` of the same file, and a read and a
 //! `set_len` that cuts the file to its first page (and grows it back).
 //!
@@ -64,6 +65,34 @@ fn reads<C: RefCounter>(c: &mut Criterion, dir: &tempfile::TempDir, scheme: C, m
             k = (k + 1) % PAGES;
             f.read_at(black_box(&mut b[..61]), k * P + 131)
                 .expect("read")
+        })
+    });
+}
+
+/// Through a LODIC mapping of the file (`paygo` as the global counter, untouched on these
+/// paths): a 64-byte read and a 64-byte overwrite at an offset from the mapping's start, each
+/// counted in the mapping's entry, beside the same read and write through the file.
+fn mapped(c: &mut Criterion, dir: &tempfile::TempDir) {
+    let cfg = Config::new(2 * PAGES as usize, "paygo");
+    let cache = PageCacheOf::with_scheme(paygo::Domain::new(), &cfg).expect("cache");
+    let f = cache.open(file(dir, "mapped")).expect("open");
+    let map = f.map(0, PAGES).expect("map");
+    let mut b = [0u8; 64];
+    for p in 0..PAGES {
+        map.read_at(&mut b, p * P).expect("warm");
+    }
+    let data = [9u8; 64];
+    let mut k = 0u64;
+    c.bench_function("read 64 B through a LODIC mapping, paygo", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            map.read_at(black_box(&mut b), k * P + 128).expect("read")
+        })
+    });
+    c.bench_function("overwrite 64 B through a LODIC mapping, paygo", |bn| {
+        bn.iter(|| {
+            k = (k + 1) % PAGES;
+            map.write_at(black_box(&data), k * P + 128).expect("write")
         })
     });
 }
@@ -139,6 +168,7 @@ fn benches(c: &mut Criterion) {
     reads(c, &dir, refcount::atomic::Atomic, Mode::Counting);
     reads(c, &dir, paygo::Domain::new(), Mode::Optimistic);
     held(c, &dir);
+    mapped(c, &dir);
 
     let cfg = Config::new(2 * PAGES as usize, "paygo");
     let cache = PageCacheOf::with_scheme(paygo::Domain::new(), &cfg).expect("cache");
