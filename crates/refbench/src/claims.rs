@@ -777,12 +777,43 @@ fn at_cpus(n: u64) -> String {
     }
 }
 
-/// Bytes per object of `scheme` in the `memory` rows sized for `cpus` CPUs.
-fn per_object_bytes(rows: &Rows<'_>, scheme: &str, cpus: u64) -> Option<f64> {
-    rows.rows_where("memory", |r| r.scheme == scheme && row_cpus(r) == cpus)
-        .into_iter()
-        .next()
-        .and_then(|r| Some(r.extra.get("bytes_total")?.as_f64()? / r.objects.max(1) as f64))
+/// Whether `r` is a `memory` row of `scheme` sized for `cpus` CPUs that counts its bytes.
+fn memory_row(r: &Row, scheme: &str, cpus: u64) -> bool {
+    r.experiment == "memory"
+        && r.scheme == scheme
+        && row_cpus(r) == cpus
+        && r.extra
+            .get("bytes_total")
+            .and_then(|v| v.as_f64())
+            .is_some()
+}
+
+/// The most objects at which every one of `schemes` has a `memory` row sized for `cpus` CPUs:
+/// the memory claims compare the schemes at one object count, the largest (a shared per-CPU
+/// table weighs on each object less, the more objects share it; the claims are of many
+/// objects), whatever the order in which the counts were measured. `None` where they share none.
+fn memory_objects(rows: &Rows<'_>, schemes: &[&str], cpus: u64) -> Option<usize> {
+    rows.of("memory")
+        .filter(|(_, r)| memory_row(r, schemes[0], cpus))
+        .map(|(_, r)| r.objects)
+        .filter(|&n| {
+            schemes.iter().all(|s| {
+                rows.of("memory")
+                    .any(|(_, r)| r.objects == n && memory_row(r, s, cpus))
+            })
+        })
+        .max()
+}
+
+/// Bytes per object of `scheme` in the `memory` row of `objects` objects sized for `cpus`
+/// CPUs.
+fn per_object_bytes(rows: &Rows<'_>, scheme: &str, cpus: u64, objects: usize) -> Option<f64> {
+    rows.rows_where("memory", |r| {
+        memory_row(r, scheme, cpus) && r.objects == objects
+    })
+    .into_iter()
+    .next()
+    .and_then(|r| Some(r.extra.get("bytes_total")?.as_f64()? / r.objects.max(1) as f64))
 }
 
 /// PAYGO §3.1 (overall structure): "The space overhead for this hash table is much smaller than
@@ -792,29 +823,28 @@ fn per_object_bytes(rows: &Rows<'_>, scheme: &str, cpus: u64) -> Option<f64> {
 /// below it is not asked for.
 fn space(rows: &Rows<'_>) -> Outcome {
     let cpus = most_cpus(rows, "memory");
-    let p = need!(
-        per_object_bytes(rows, "paygo", cpus),
-        "memory: no paygo row"
-    );
-    let pr = need!(
-        per_object_bytes(rows, "percpu-ref", cpus),
-        "memory: no percpu-ref row"
-    );
-    let rc = need!(
-        per_object_bytes(rows, "refcache", cpus),
-        "memory: no refcache row"
-    );
     // The sloppy counter is the paper's own comparison: percpu-ref alone does not stand in.
-    let sloppy = need!(
-        per_object_bytes(rows, "sloppy", cpus),
-        "memory: no sloppy row"
+    let schemes = ["paygo", "percpu-ref", "refcache", "sloppy"];
+    for s in schemes {
+        if !rows.of("memory").any(|(_, r)| memory_row(r, s, cpus)) {
+            return not_measured(format!("memory: no {s} row"));
+        }
+    }
+    let n = need!(
+        memory_objects(rows, &schemes, cpus),
+        format!(
+            "memory: paygo, percpu-ref, refcache and sloppy not measured at one object count{}",
+            at_cpus(cpus)
+        )
     );
+    let at = |s: &str| per_object_bytes(rows, s, cpus, n).expect("measured at n");
+    let (p, pr, rc, sloppy) = (at("paygo"), at("percpu-ref"), at("refcache"), at("sloppy"));
     let per_cpu = sloppy.min(pr);
     let v = grade(p < per_cpu && p <= 2.0 * rc, p < per_cpu);
     outcome(
         v,
         format!(
-            "bytes per object{}: paygo {p:.1}, sloppy {sloppy:.1}, percpu-ref {pr:.1}, refcache {rc:.1} (paygo / refcache {:.2}x)",
+            "bytes per object{}, {n} objects: paygo {p:.1}, sloppy {sloppy:.1}, percpu-ref {pr:.1}, refcache {rc:.1} (paygo / refcache {:.2}x)",
             at_cpus(cpus),
             p / rc.max(1e-9)
         ),
@@ -1055,14 +1085,21 @@ fn tsc(rows: &Rows<'_>) -> Outcome {
 /// per dentry (384 bytes) for a regular distributed counter on our 48-core machine").
 fn oplog_memory(rows: &Rows<'_>) -> Outcome {
     let cpus = most_cpus(rows, "memory");
-    let o = need!(
-        per_object_bytes(rows, "oplog-counter", cpus),
-        "memory: no oplog-counter row"
+    let schemes = ["oplog-counter", "percpu-ref"];
+    for s in schemes {
+        if !rows.of("memory").any(|(_, r)| memory_row(r, s, cpus)) {
+            return not_measured(format!("memory: no {s} row"));
+        }
+    }
+    let n = need!(
+        memory_objects(rows, &schemes, cpus),
+        format!(
+            "memory: oplog-counter and percpu-ref not measured at one object count{}",
+            at_cpus(cpus)
+        )
     );
-    let pr = need!(
-        per_object_bytes(rows, "percpu-ref", cpus),
-        "memory: no percpu-ref row"
-    );
+    let at = |s: &str| per_object_bytes(rows, s, cpus, n).expect("measured at n");
+    let (o, pr) = (at("oplog-counter"), at("percpu-ref"));
     let v = if o < pr {
         Verdict::Holds
     } else {
@@ -1071,7 +1108,7 @@ fn oplog_memory(rows: &Rows<'_>) -> Outcome {
     outcome(
         v,
         format!(
-            "bytes per object{}: oplog-counter {o:.1}, per-core counters (percpu-ref) {pr:.1}",
+            "bytes per object{}, {n} objects: oplog-counter {o:.1}, per-core counters (percpu-ref) {pr:.1}",
             at_cpus(cpus)
         ),
         "logs cost more than per-core counters",
@@ -1317,12 +1354,12 @@ pub const CLAIMS: &[Claim] = &[
     Claim { source: "PAYGO Fig. 13", claim: "dropping a cached file stays affordable with PAYGO", rule: "paygo drop <= 2x cas without readers (shape: <= 4x)", experiments: &["drop-file"], check: fig13_drop },
     Claim { source: "PAYGO §6.2.3", claim: "anchoring costs little under migration", rule: "paygo / bare per-CPU loop, both migrated every N ops (the largest N, the most threads), >= 0.5x that ratio unmoved (shape: >= 0.25x)", experiments: &["migration"], check: anchoring_overhead },
     Claim { source: "PAYGO §6.2.5", claim: "preempt-disable beats a spin lock (here: rseq section vs per-CPU lock)", rule: "paygo with rseq sections >= 1.2x paygo on the locked fallback (shape: > 1x)", experiments: &["section-vs-lock"], check: section_vs_lock },
-    Claim { source: "PAYGO §3.1", claim: "space: much smaller than per-object per-CPU counters, similar to RefCache", rule: "paygo bytes/object below sloppy and percpu-ref and at most 2x refcache, at the most CPUs measured or sized for (shape: below sloppy and percpu-ref)", experiments: &["memory"], check: space },
+    Claim { source: "PAYGO §3.1", claim: "space: much smaller than per-object per-CPU counters, similar to RefCache", rule: "paygo bytes/object below sloppy and percpu-ref and at most 2x refcache, at the most CPUs measured or sized for and the most objects measured for all four (shape: below sloppy and percpu-ref)", experiments: &["memory"], check: space },
     Claim { source: "2026 folio patch", claim: "pread table: the frozen bit beats the CAS loop", rule: "frozen-bit >= cas at every thread count >= 2 (shape: at the most threads)", experiments: &["pread-table"], check: pread_table },
     Claim { source: "OpLog Fig. 11", claim: "fork-truncate: logging pays off past a break-even read ratio", rule: "at the most threads (2 or more; two k or more), oplog below the locked map at some k and at or above it at every larger k (shape: at or above at every k)", experiments: &["oplog-read-ratio"], check: oplog_break_even },
     Claim { source: "OpLog Fig. 12", claim: "lock-free list peaks early, local absorption scales", rule: "oplog-local tn/t1 >= 0.75x ideal and above lockfree-list tn/t1, and the lock-free list below its best at fewer threads at tn (it peaked; shape: oplog-local above the lock-free list)", experiments: &["oplog-list"], check: oplog_fig12 },
     Claim { source: "OpLog §6.1", claim: "synchronised TSCs order events across CPUs", rule: "0 violations", experiments: &["tsc-check"], check: tsc },
-    Claim { source: "OpLog §5.2, §7.3", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref, at the most CPUs measured or sized for", experiments: &["memory"], check: oplog_memory },
+    Claim { source: "OpLog §5.2, §7.3", claim: "dynamic log allocation: memory below per-core counters", rule: "oplog-counter bytes/object below percpu-ref, at the most CPUs measured or sized for and the most objects measured for both", experiments: &["memory"], check: oplog_memory },
     Claim { source: "LODIC", claim: "DRBH: logical counters scale like per-core ones", rule: "lodic-file and lodic-process each: tn/t1 >= 0.75x ideal and >= 0.67x paygo at tn (shape: each scales)", experiments: &["drbh"], check: lodic_drbh },
     Claim { source: "LODIC", claim: "DRBH: shared block reads 65x the baseline (stock Linux)", rule: "drbh at the most threads tn: lodic-file and lodic-process each >= 65x cas, the slides' factor on 120 cores (shape: each >= 65x scaled to tn of 120 cores, i.e. 65 x tn / 120, and its lead over cas larger at tn than at t1)", experiments: &["drbh"], check: lodic_vs_stock },
     Claim { source: "LODIC", claim: "query cost follows the share of mapped pages", rule: "drop with 100% mapped >= 5x the 10% case (file-space, most sharing threads; shape: > 1x)", experiments: &["lodic-query"], check: lodic_query },

@@ -1880,3 +1880,70 @@ fn lodic_memory_rule_reads_the_largest_share_measured() {
     assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
     assert!(o.measured.contains("100% mapped"), "{o:?}");
 }
+
+/// The memory claims compare every scheme at one object count, the most measured for all of
+/// them, whatever the order of the rows: a run of 10 and 100,000 objects was judged at 10
+/// (paygo's per-CPU table over ten objects: 10,000 bytes each, "does not hold") where the same
+/// rows listed from 100,000 held (40 bytes each).
+#[test]
+fn memory_rules_judge_at_the_most_objects_whatever_the_order() {
+    let mem = |s: &str, n: usize, bytes: f64| {
+        row(
+            "memory",
+            s,
+            1,
+            n,
+            0.0,
+            json!({"bytes_total": bytes, "cpus": 16}),
+        )
+    };
+    let mut rows = vec![
+        mem("paygo", 10, 100_000.0),
+        mem("paygo", 100_000, 4_000_000.0),
+        mem("sloppy", 10, 1_700.0),
+        mem("sloppy", 100_000, 17_000_000.0),
+        mem("percpu-ref", 10, 1_800.0),
+        mem("percpu-ref", 100_000, 18_000_000.0),
+        mem("refcache", 10, 80_000.0),
+        mem("refcache", 100_000, 8_000_000.0),
+        mem("oplog-counter", 10, 16_000.0),
+        mem("oplog-counter", 100_000, 12_000_000.0),
+    ];
+    for _ in 0..2 {
+        let o = space(&Rows::new(&rows));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert_eq!(
+            o.measured,
+            "bytes per object at 16 CPUs, 100000 objects: paygo 40.0, sloppy 170.0, \
+             percpu-ref 180.0, refcache 80.0 (paygo / refcache 0.50x)"
+        );
+        let o = oplog_memory(&Rows::new(&rows));
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+        assert_eq!(
+            o.measured,
+            "bytes per object at 16 CPUs, 100000 objects: oplog-counter 120.0, per-core \
+             counters (percpu-ref) 180.0"
+        );
+        rows.reverse();
+    }
+    // The most objects measured for every scheme the rule names: refcache only at 10 leaves 10.
+    let at_10: Vec<Row> = rows
+        .iter()
+        .filter(|r| !(r.scheme == "refcache" && r.objects == 100_000))
+        .cloned()
+        .collect();
+    let o = space(&Rows::new(&at_10));
+    assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+    assert!(o.measured.contains("10 objects: paygo 10000.0"), "{o:?}");
+    // No count measured for all of them: not measured, saying so.
+    let apart = [
+        mem("oplog-counter", 10, 16_000.0),
+        mem("percpu-ref", 100_000, 18_000_000.0),
+    ];
+    let o = oplog_memory(&Rows::new(&apart));
+    assert_eq!(o.verdict, Verdict::NotMeasured);
+    assert_eq!(
+        o.reason,
+        "memory: oplog-counter and percpu-ref not measured at one object count at 16 CPUs"
+    );
+}
