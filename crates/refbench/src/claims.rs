@@ -5,8 +5,8 @@
 //! Each rule compares figures of one run (one machine, repetitions interleaved), at the
 //! smallest (`t1`) and the largest (`tn`) thread count measured. A claim whose experiment was
 //! not run, whose rule needs two thread counts where one was measured, whose claim is of threads
-//! contending where one thread was measured, or whose rule names a scheme without rows, is "not
-//! measured" with the reason.
+//! contending where one thread was measured, whose rule names a scheme without rows, or whose
+//! rule divides by a figure of 0, is "not measured" with the reason.
 
 use crate::bare_loop::LIMIT_ROW;
 use crate::output::Row;
@@ -260,7 +260,23 @@ fn curve<K: Ord + Copy>(
         .collect()
 }
 
-/// `ops(tn) / ops(t1)` of `scheme` in `exp`.
+/// `num / den`, or "not measured" where `den`, the figure `what` names, is not above 0 (or
+/// not a number): a throughput, a time or a size of 0 is no figure to divide by, where the
+/// rules divided by 1e-9 instead and read the quotient as a factor of billions (paygo's
+/// scaling from 0 ops/s at one thread "held" the claim).
+fn div(num: f64, den: f64, what: impl FnOnce() -> String) -> Result<f64, Outcome> {
+    if den > 0.0 {
+        Ok(num / den)
+    } else {
+        Err(not_measured(format!(
+            "{} measured {den}: no ratio to it",
+            what()
+        )))
+    }
+}
+
+/// `ops(tn) / ops(t1)` of `scheme` in `exp`: `None` where a row is missing, an `Err` where
+/// the figure at `t1` is 0 ([`div`]).
 fn scaling(
     rows: &Rows<'_>,
     exp: &str,
@@ -268,8 +284,10 @@ fn scaling(
     t1: usize,
     tn: usize,
     objects: Option<usize>,
-) -> Option<f64> {
-    Some(rows.ops(exp, scheme, tn, objects)? / rows.ops(exp, scheme, t1, objects)?.max(1e-9))
+) -> Option<Result<f64, Outcome>> {
+    let n = rows.ops(exp, scheme, tn, objects)?;
+    let one = rows.ops(exp, scheme, t1, objects)?;
+    Some(div(n, one, || format!("{exp}: {scheme} at {t1}T")))
 }
 
 /// The value of an `Option`, else returns from the rule "not measured" with `$why`; or, with
@@ -342,10 +360,16 @@ fn fig2_refcache_falls(rows: &Rows<'_>) -> Outcome {
     for i in p.iter().map(|x| x.2).chain([within.2, past.2]) {
         rows.note_at(i);
     }
-    let spread = p.iter().map(|x| x.1).fold(0.0, f64::max)
-        / p.iter().map(|x| x.1).fold(f64::MAX, f64::min).max(1e-9);
-    let fall = within.1 / past.1.max(1e-9);
-    let p_fall = p_within / p_past.max(1e-9);
+    let (min_mib, min) = p.iter().fold(
+        (p[0].0, p[0].1),
+        |m, x| if x.1 < m.1 { (x.0, x.1) } else { m },
+    );
+    let max = p.iter().map(|x| x.1).fold(0.0, f64::max);
+    let at_mib =
+        |s: &'static str, mib: usize| move || format!("file-spectrum: {s} at {mib} MiB ({tn}T)");
+    let spread = need!(div(max, min, at_mib("paygo", min_mib)));
+    let fall = need!(div(within.1, past.1, at_mib("refcache", past.0)));
+    let p_fall = need!(div(p_within, p_past, at_mib("paygo", past.0)));
     let v = grade(spread <= 1.5 && fall >= 10.0, fall > p_fall);
     outcome(
         v,
@@ -390,11 +414,11 @@ fn fig10_vanilla_break_even(rows: &Rows<'_>) -> Outcome {
     let rc = points(rows, exp, "refcache", tn, mib);
     // cas / refcache at each file size measured for both, ascending, with the two rows'
     // positions.
-    let both: Vec<(usize, f64, [usize; 2])> = points(rows, exp, "cas", tn, mib)
+    let both: Vec<(usize, [f64; 2], [usize; 2])> = points(rows, exp, "cas", tn, mib)
         .into_iter()
         .filter_map(|(n, c, i)| {
             let r = rc.iter().find(|x| x.0 == n)?;
-            Some((n, c / r.1.max(1e-9), [i, r.2]))
+            Some((n, [c, r.1], [i, r.2]))
         })
         .collect();
     let (Some(&(small, lo, at_small)), Some(&(large, hi, at_large))) = (both.first(), both.last())
@@ -409,6 +433,9 @@ fn fig10_vanilla_break_even(rows: &Rows<'_>) -> Outcome {
              one past it at {tn} threads"
         ));
     }
+    let refcache_at = |mib: usize| move || format!("file-spectrum: refcache at {mib} MiB ({tn}T)");
+    let lo = need!(div(lo[0], lo[1], refcache_at(small)));
+    let hi = need!(div(hi[0], hi[1], refcache_at(large)));
     // Compared: cas and refcache at the smallest file and at the largest.
     for i in at_small.into_iter().chain(at_large) {
         rows.note_at(i);
@@ -433,18 +460,18 @@ fn fig10_vanilla_break_even(rows: &Rows<'_>) -> Outcome {
 /// CAS loop of the page cache (`cas`).
 fn fig7_drbh(rows: &Rows<'_>) -> Outcome {
     let (t1, tn) = need!(span(rows, "drbh"));
-    let cas = need!(
+    let cas = need!(need!(
         scaling(rows, "drbh", "cas", t1, tn, None),
         "drbh: no cas rows"
-    );
-    let paygo = need!(
+    ));
+    let paygo = need!(need!(
         scaling(rows, "drbh", "paygo", t1, tn, None),
         "drbh: no paygo rows"
-    );
-    let refcache = need!(
+    ));
+    let refcache = need!(need!(
         scaling(rows, "drbh", "refcache", t1, tn, None),
         "drbh: no refcache rows"
-    );
+    ));
     let ideal = tn as f64 / t1 as f64;
     let v = grade(
         cas <= 1.1 && paygo >= 0.75 * ideal && refcache >= 0.75 * ideal,
@@ -493,13 +520,14 @@ fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
         "randomread: paygo or refcache missing"
     );
     let at = |t| {
-        Some(
-            rows.ops(exp, "paygo", t, Some(files))?
-                / rows.ops(exp, "refcache", t, Some(files))?.max(1e-9),
-        )
+        let p = rows.ops(exp, "paygo", t, Some(files))?;
+        let r = rows.ops(exp, "refcache", t, Some(files))?;
+        Some(div(p, r, || {
+            format!("randomread: refcache over {files} files at {t}T")
+        }))
     };
-    let hi = need!(at(tn), "randomread: paygo or refcache missing");
-    let lo = need!(at(t1), "randomread: paygo or refcache missing");
+    let hi = need!(need!(at(tn), "randomread: paygo or refcache missing"));
+    let lo = need!(need!(at(t1), "randomread: paygo or refcache missing"));
     let v = grade(hi >= 1.0 && hi >= lo, hi >= lo);
     outcome(
         v,
@@ -521,9 +549,18 @@ fn fig8_randomread(rows: &Rows<'_>) -> Outcome {
 fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
     let exp = "single-object";
     let (t1, tn) = need!(span(rows, exp));
-    let paygo = need!(scaling(rows, exp, "paygo", t1, tn, None), "no paygo rows");
-    let atomic = need!(scaling(rows, exp, "atomic", t1, tn, None), "no atomic rows");
-    let cas = need!(scaling(rows, exp, "cas", t1, tn, None), "no cas rows");
+    let paygo = need!(need!(
+        scaling(rows, exp, "paygo", t1, tn, None),
+        "no paygo rows"
+    ));
+    let atomic = need!(need!(
+        scaling(rows, exp, "atomic", t1, tn, None),
+        "no atomic rows"
+    ));
+    let cas = need!(need!(
+        scaling(rows, exp, "cas", t1, tn, None),
+        "no cas rows"
+    ));
     let ideal = tn as f64 / t1 as f64;
     let v = grade(
         paygo >= 0.75 * ideal && atomic <= 1.0 && cas <= 1.0,
@@ -565,14 +602,21 @@ fn fig12_spectrum(rows: &Rows<'_>) -> Outcome {
         rows.note_at(v[0].2);
         rows.note_at(v[v.len() - 1].2);
     }
-    let flat =
-        p.iter().map(|x| x.1).fold(f64::MAX, f64::min) / p.iter().map(|x| x.1).fold(0.0, f64::max);
+    let flat = need!(div(
+        p.iter().map(|x| x.1).fold(f64::MAX, f64::min),
+        p.iter().map(|x| x.1).fold(0.0, f64::max),
+        || format!("object-spectrum: paygo's best ({tn}T)")
+    ));
     // Throughput at the most objects over that at the fewest, and the two counts.
-    let gain = |v: &[(usize, f64, usize)]| {
+    let gain = |s: &str, v: &[(usize, f64, usize)]| {
         let (first, last) = (v[0], v[v.len() - 1]);
-        (last.1 / first.1.max(1e-9), first.0, last.0)
+        div(last.1, first.1, || {
+            format!("object-spectrum: {s} at {} objects ({tn}T)", first.0)
+        })
+        .map(|g| (g, first.0, last.0))
     };
-    let ((ra, a0, a1), (rc, c0, c1)) = (gain(&a), gain(&c));
+    let (ra, a0, a1) = need!(gain("atomic", &a));
+    let (rc, c0, c1) = need!(gain("cas", &c));
     // In shape where either half of the claim holds, as the rule says.
     let (is_flat, recovers) = (flat >= 0.5, ra >= 1.5 && rc >= 1.5);
     let v = grade(is_flat && recovers, is_flat || recovers);
@@ -589,8 +633,9 @@ fn fig12_spectrum(rows: &Rows<'_>) -> Outcome {
 /// How many times longer `slow`'s operation takes than `fast`'s, from two rows of rates of one
 /// run whose repetitions were measured in turn (rep 1 of each, then rep 2, ...): the median of the
 /// per-repetition ratios, so that a slow or fast period of a shared host weighs on both sides of
-/// a ratio alike. `None` where the rows' repetitions do not pair (fewer than 2, or not as many),
-/// and the caller divides the medians instead.
+/// a ratio alike. `None` where the rows' repetitions do not pair (fewer than 2, or not as many,
+/// or a rate of 0 on either side: a time without end, no ratio), and the caller divides the
+/// medians instead.
 fn paired_time_ratio(slow: &Row, fast: &Row) -> Option<f64> {
     if slow.reps.len() < 2 || slow.reps.len() != fast.reps.len() {
         return None;
@@ -599,7 +644,7 @@ fn paired_time_ratio(slow: &Row, fast: &Row) -> Option<f64> {
         .reps
         .iter()
         .zip(&slow.reps)
-        .filter(|(_, s)| **s > 0.0)
+        .filter(|(f, s)| **f > 0.0 && **s > 0.0)
         .map(|(f, s)| f / s)
         .collect();
     (ratios.len() == slow.reps.len()).then(|| crate::harness::median(&ratios))
@@ -668,7 +713,12 @@ fn fig13_drop(rows: &Rows<'_>) -> Outcome {
     // With readers, shown beside the verdict and not drawn on by it: not noted as read.
     let pb = find("paygo", true).and_then(|(_, r)| ms_to_drop(r));
     let paired = paired_time_ratio(pr, cr);
-    let r = paired.unwrap_or(p / c.max(1e-9));
+    let r = match paired {
+        Some(r) => r,
+        None => need!(div(p, c, || format!(
+            "drop-file: cas's drop of {mib} MiB without readers (ms)"
+        ))),
+    };
     let v = grade(r <= 2.0, r <= 4.0);
     let with = pb
         .map(|x| format!(", {x:.2} ms with readers"))
@@ -722,10 +772,18 @@ fn anchoring_overhead(rows: &Rows<'_>) -> Outcome {
         at(LIMIT_ROW, every),
         "migration: the bare per-CPU loop (percpu-limit) was not measured with migration"
     );
-    let raw = pm / p0.max(1e-9);
-    let loop_raw = lm / l0.max(1e-9);
-    let (lead0, leadm) = (p0 / l0.max(1e-9), pm / lm.max(1e-9));
-    let kept = leadm / lead0.max(1e-9);
+    let moved = |s: &'static str, e: u64| {
+        move || match e {
+            0 => format!("migration: {s} at {tn}T unmoved"),
+            e => format!("migration: {s} at {tn}T moved every {e} ops"),
+        }
+    };
+    let raw = need!(div(pm, p0, moved("paygo", 0)));
+    let loop_raw = need!(div(lm, l0, moved(LIMIT_ROW, 0)));
+    let leadm = need!(div(pm, lm, moved(LIMIT_ROW, every)));
+    // Above 0: p0 and l0 are.
+    let lead0 = p0 / l0;
+    let kept = leadm / lead0;
     let v = grade(kept >= 0.5, kept >= 0.25);
     outcome(
         v,
@@ -747,7 +805,9 @@ fn section_vs_lock(rows: &Rows<'_>) -> Outcome {
     let tn = need!(rows.most_threads(exp), "section-vs-lock was not run (the rseq path is not available here, or the fallback run failed)");
     let rseq = need!(rows.ops(exp, "paygo", tn, None), "no rseq row");
     let lock = need!(rows.ops(exp, "paygo-locked", tn, None), "no locked row");
-    let r = rseq / lock.max(1e-9);
+    let r = need!(div(rseq, lock, || format!(
+        "section-vs-lock: paygo-locked at {tn}T"
+    )));
     let v = grade(r >= 1.2, r > 1.0);
     outcome(
         v,
@@ -873,7 +933,8 @@ fn pread_table(rows: &Rows<'_>) -> Outcome {
             "pread-table: no frozen-bit row"
         );
         let c = need!(rows.ops(exp, "cas", n, None), "pread-table: no cas row");
-        boosts.push((n, 100.0 * (f / c.max(1e-9) - 1.0)));
+        let r = need!(div(f, c, || format!("pread-table: cas at {n}T")));
+        boosts.push((n, 100.0 * (r - 1.0)));
     }
     let all = boosts.iter().all(|b| b.1 >= 0.0);
     let last = boosts.last().unwrap().1 >= 0.0;
@@ -981,14 +1042,14 @@ fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
 fn oplog_fig12(rows: &Rows<'_>) -> Outcome {
     let exp = "oplog-list";
     let (t1, tn) = need!(span(rows, exp));
-    let local = need!(
+    let local = need!(need!(
         scaling(rows, exp, "oplog-local", t1, tn, None),
         "no oplog-local rows"
-    );
-    let lf = need!(
+    ));
+    let lf = need!(need!(
         scaling(rows, exp, "lockfree-list", t1, tn, None),
         "no lockfree-list rows"
-    );
+    ));
     // The lock-free list's best figure at fewer threads than tn, as a multiple of its figure at
     // t1, and where: t1 at least (`scaling` found it there).
     let lf1 = need!(
@@ -999,7 +1060,8 @@ fn oplog_fig12(rows: &Rows<'_>) -> Outcome {
         .threads(exp)
         .into_iter()
         .filter(|&t| t < tn)
-        .filter_map(|t| Some((t, rows.ops(exp, "lockfree-list", t, None)? / lf1.max(1e-9))))
+        // lf1 is above 0: `scaling` divided by it.
+        .filter_map(|t| Some((t, rows.ops(exp, "lockfree-list", t, None)? / lf1)))
         .fold((t1, 1.0), |m, x| if x.1 > m.1 { x } else { m });
     let peaked = lf < best;
     let ideal = tn as f64 / t1 as f64;
@@ -1135,15 +1197,18 @@ fn lodic_drbh(rows: &Rows<'_>) -> Outcome {
     let mut verdict = Verdict::Holds;
     let mut measured = Vec::new();
     for name in variants {
-        let gain = need!(
+        let gain = need!(need!(
             scaling(rows, "drbh", name, t1, tn, None),
             format!(
                 "drbh: no {name} rows at {t1} and {tn} threads (the rule judges lodic-file and \
                  lodic-process each)"
             )
-        );
-        let vs_paygo =
-            need!(rows.ops("drbh", name, tn, None), "drbh: no lodic rows") / paygo.max(1e-9);
+        ));
+        let vs_paygo = need!(div(
+            need!(rows.ops("drbh", name, tn, None), "drbh: no lodic rows"),
+            paygo,
+            || format!("drbh: paygo at {tn}T")
+        ));
         let v = grade(gain >= 0.75 * ideal && vs_paygo >= 0.67, gain > 1.0);
         verdict = match (verdict, v) {
             (Verdict::DoesNotHold, _) | (_, Verdict::DoesNotHold) => Verdict::DoesNotHold,
@@ -1204,8 +1269,8 @@ fn lodic_vs_stock(rows: &Rows<'_>) -> Outcome {
             rows.ops("drbh", name, t1, None),
             format!("drbh: {name} at one thread count")
         );
-        let lead = n / cas_n.max(1e-9);
-        let lead_1 = one / cas_1.max(1e-9);
+        let lead = need!(div(n, cas_n, || format!("drbh: cas at {tn}T")));
+        let lead_1 = need!(div(one, cas_1, || format!("drbh: cas at {t1}T")));
         let v = grade(lead >= LODIC_DRBH_FACTOR, lead >= bar && lead > lead_1);
         verdict = match (verdict, v) {
             (Verdict::DoesNotHold, _) | (_, Verdict::DoesNotHold) => Verdict::DoesNotHold,
@@ -1254,7 +1319,12 @@ fn lodic_query(rows: &Rows<'_>) -> Outcome {
     let ten = need!(ms_to_drop(ten_row), "lodic-query: no 10% row (file-space)");
     let all = need!(ms_to_drop(all_row), "lodic-query: no 100% row (file-space)");
     let paired = paired_time_ratio(all_row, ten_row);
-    let r = paired.unwrap_or(all / ten.max(1e-9));
+    let r = match paired {
+        Some(r) => r,
+        None => need!(div(all, ten, || format!(
+            "lodic-query: the drop with 10% mapped ({most} sharing threads, ms)"
+        ))),
+    };
     let v = grade(r >= 5.0, r > 1.0);
     // The share a 10% row mapped: mappings come in runs of 2 MiB, so a small file (the quick
     // run's) maps more than asked, which lowers the ratio.
@@ -1328,7 +1398,9 @@ fn lodic_memory(rows: &Rows<'_>) -> Outcome {
         bytes_of(rows.note(lr)).unwrap_or(0.0),
         bytes_of(rows.note(pr)).unwrap_or(0.0),
     );
-    let ratio = p / l.max(1e-9);
+    let ratio = need!(div(p, l, || {
+        "lodic-memory: lodic's bytes at 2 sharing threads".to_string()
+    }));
     let v = grade(ratio >= 13.0, ratio > 1.0);
     let mapped = share(lr.1)
         .map(|s| format!(", {s:.0}% mapped"))

@@ -1947,3 +1947,251 @@ fn memory_rules_judge_at_the_most_objects_whatever_the_order() {
         "memory: oplog-counter and percpu-ref not measured at one object count at 16 CPUs"
     );
 }
+
+/// A figure of 0 that a rule divides by is no ratio: the claim is "not measured", naming the
+/// figure, where the rules divided by 1e-9 and read the quotient as a factor of billions (paygo
+/// at 0 ops/s at one thread "scaled" 190,000,000,000x and held Fig. 11; a zero refcache figure
+/// put paygo that far ahead of it). A zero that is not divided by (cas at the most threads,
+/// a numerator) stays a figure.
+#[test]
+fn a_zero_figure_a_rule_divides_by_is_not_measured() {
+    // (experiment, scheme, threads, objects, ops) of rows that hold or nearly so.
+    let base: Vec<Row> = [
+        ("single-object", "paygo", 1, 1, 100.0),
+        ("single-object", "paygo", 2, 1, 190.0),
+        ("single-object", "atomic", 1, 1, 90.0),
+        ("single-object", "atomic", 2, 1, 30.0),
+        ("single-object", "cas", 1, 1, 90.0),
+        ("single-object", "cas", 2, 1, 35.0),
+        ("drbh", "cas", 1, 1, 100.0),
+        ("drbh", "cas", 2, 1, 50.0),
+        ("drbh", "paygo", 1, 1, 100.0),
+        ("drbh", "paygo", 2, 1, 200.0),
+        ("drbh", "refcache", 1, 1, 100.0),
+        ("drbh", "refcache", 2, 1, 200.0),
+        ("drbh", "lodic-file", 1, 1, 100.0),
+        ("drbh", "lodic-file", 2, 1, 200.0),
+        ("drbh", "lodic-process", 1, 1, 100.0),
+        ("drbh", "lodic-process", 2, 1, 200.0),
+        ("randomread", "paygo", 1, 10, 120.0),
+        ("randomread", "paygo", 2, 10, 260.0),
+        ("randomread", "refcache", 1, 10, 100.0),
+        ("randomread", "refcache", 2, 10, 200.0),
+        ("object-spectrum", "paygo", 2, 1, 400.0),
+        ("object-spectrum", "paygo", 2, 4096, 380.0),
+        ("object-spectrum", "atomic", 2, 1, 60.0),
+        ("object-spectrum", "atomic", 2, 4096, 140.0),
+        ("object-spectrum", "cas", 2, 1, 60.0),
+        ("object-spectrum", "cas", 2, 4096, 140.0),
+        ("file-spectrum", "paygo", 2, 1, 100.0),
+        ("file-spectrum", "paygo", 2, 64, 90.0),
+        ("file-spectrum", "refcache", 2, 1, 200.0),
+        ("file-spectrum", "refcache", 2, 64, 10.0),
+        ("file-spectrum", "cas", 2, 1, 50.0),
+        ("file-spectrum", "cas", 2, 64, 80.0),
+        ("section-vs-lock", "paygo", 2, 1, 300.0),
+        ("section-vs-lock", "paygo-locked", 2, 1, 100.0),
+        ("pread-table", "cas", 2, 1, 100.0),
+        ("pread-table", "frozen-bit", 2, 1, 110.0),
+        ("oplog-list", "oplog-local", 1, 1, 100.0),
+        ("oplog-list", "oplog-local", 2, 1, 200.0),
+        ("oplog-list", "lockfree-list", 1, 1, 100.0),
+        ("oplog-list", "lockfree-list", 2, 1, 50.0),
+    ]
+    .into_iter()
+    .map(|(e, s, t, n, ops)| row(e, s, t, n, ops, json!({})))
+    .collect();
+    // The outcome of `check` with the figure of (experiment, scheme, threads, objects) at 0.
+    let zero = |check: fn(&Rows<'_>) -> Outcome, at: (&str, &str, usize, usize)| {
+        let mut rows = base.clone();
+        let r = rows
+            .iter_mut()
+            .find(|r| {
+                (
+                    r.experiment.as_str(),
+                    r.scheme.as_str(),
+                    r.threads,
+                    r.objects,
+                ) == at
+            })
+            .expect("a row to set to 0");
+        r.ops_per_sec = Some(0.0);
+        r.reps = vec![0.0];
+        check(&Rows::new(&rows))
+    };
+    // Every rule holds, or holds in shape, on the rows as they are.
+    let rows = Rows::new(&base);
+    let checks: [fn(&Rows<'_>) -> Outcome; 10] = [
+        fig11_single_object,
+        fig7_drbh,
+        fig8_randomread,
+        fig12_spectrum,
+        fig2_refcache_falls,
+        fig10_vanilla_break_even,
+        section_vs_lock,
+        pread_table,
+        lodic_drbh,
+        oplog_fig12,
+    ];
+    for c in checks {
+        let o = c(&rows);
+        assert!(
+            matches!(o.verdict, Verdict::Holds | Verdict::HoldsInShape),
+            "{o:?}"
+        );
+    }
+    assert_eq!(lodic_vs_stock(&rows).verdict, Verdict::HoldsInShape);
+    type Check = fn(&Rows<'_>) -> Outcome;
+    type At<'a> = (&'a str, &'a str, usize, usize);
+    let cases: [(Check, At, &str); 14] = [
+        (
+            fig11_single_object,
+            ("single-object", "paygo", 1, 1),
+            "single-object: paygo at 1T measured 0: no ratio to it",
+        ),
+        (
+            fig7_drbh,
+            ("drbh", "cas", 1, 1),
+            "drbh: cas at 1T measured 0: no ratio to it",
+        ),
+        (
+            fig8_randomread,
+            ("randomread", "refcache", 2, 10),
+            "randomread: refcache over 10 files at 2T measured 0: no ratio to it",
+        ),
+        (
+            fig12_spectrum,
+            ("object-spectrum", "atomic", 2, 1),
+            "object-spectrum: atomic at 1 objects (2T) measured 0: no ratio to it",
+        ),
+        (
+            fig2_refcache_falls,
+            ("file-spectrum", "refcache", 2, 64),
+            "file-spectrum: refcache at 64 MiB (2T) measured 0: no ratio to it",
+        ),
+        (
+            fig2_refcache_falls,
+            ("file-spectrum", "paygo", 2, 64),
+            "file-spectrum: paygo at 64 MiB (2T) measured 0: no ratio to it",
+        ),
+        (
+            fig10_vanilla_break_even,
+            ("file-spectrum", "refcache", 2, 1),
+            "file-spectrum: refcache at 1 MiB (2T) measured 0: no ratio to it",
+        ),
+        (
+            section_vs_lock,
+            ("section-vs-lock", "paygo-locked", 2, 1),
+            "section-vs-lock: paygo-locked at 2T measured 0: no ratio to it",
+        ),
+        (
+            pread_table,
+            ("pread-table", "cas", 2, 1),
+            "pread-table: cas at 2T measured 0: no ratio to it",
+        ),
+        (
+            lodic_drbh,
+            ("drbh", "paygo", 2, 1),
+            "drbh: paygo at 2T measured 0: no ratio to it",
+        ),
+        (
+            lodic_drbh,
+            ("drbh", "lodic-file", 1, 1),
+            "drbh: lodic-file at 1T measured 0: no ratio to it",
+        ),
+        (
+            lodic_vs_stock,
+            ("drbh", "cas", 2, 1),
+            "drbh: cas at 2T measured 0: no ratio to it",
+        ),
+        (
+            lodic_vs_stock,
+            ("drbh", "cas", 1, 1),
+            "drbh: cas at 1T measured 0: no ratio to it",
+        ),
+        (
+            oplog_fig12,
+            ("oplog-list", "lockfree-list", 1, 1),
+            "oplog-list: lockfree-list at 1T measured 0: no ratio to it",
+        ),
+    ];
+    for (check, at, why) in cases {
+        let o = zero(check, at);
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{at:?}: {o:?}");
+        assert_eq!(o.reason, why, "{at:?}");
+    }
+    // Paygo at 0 at every object count: no best to set its worst against.
+    let mut rows = base.clone();
+    for r in rows
+        .iter_mut()
+        .filter(|r| r.experiment == "object-spectrum" && r.scheme == "paygo")
+    {
+        r.ops_per_sec = Some(0.0);
+    }
+    let o = fig12_spectrum(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    assert_eq!(
+        o.reason,
+        "object-spectrum: paygo's best (2T) measured 0: no ratio to it"
+    );
+    // A numerator of 0 is a figure: cas at 0 at the most threads has collapsed.
+    let o = zero(fig7_drbh, ("drbh", "cas", 2, 1));
+    assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+    assert!(o.measured.contains("cas 0.00x"), "{o:?}");
+}
+
+/// The rules that divide times and sizes: a drop of 0 ms by cas (unpaired repetitions), a
+/// repetition's rate of 0 (a drop without end: the pair is no ratio, and the medians decide),
+/// the bare loop at 0 unmoved, LODIC at 0 bytes.
+#[test]
+fn a_zero_time_rate_or_size_a_rule_divides_by_is_not_measured() {
+    let o = fig13_drop(&Rows::new(&[
+        drop_row("cas", 256, 0, 0.0, &[1.0]),
+        drop_row("paygo", 256, 0, 1.0, &[1.0]),
+    ]));
+    assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    assert_eq!(
+        o.reason,
+        "drop-file: cas's drop of 256 MiB without readers (ms) measured 0: no ratio to it"
+    );
+    // cas's second repetition never ended (a rate of 0): paired, it made paygo's drop 0x
+    // cas's; the medians (1 ms and 1.5 ms) decide instead.
+    let o = fig13_drop(&Rows::new(&[
+        drop_row("cas", 256, 0, 1.0, &[100.0, 0.0, 100.0]),
+        drop_row("paygo", 256, 0, 1.5, &[70.0, 60.0, 50.0]),
+    ]));
+    assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+    assert!(
+        o.measured.ends_with("1.50x (ratio of the medians)"),
+        "{o:?}"
+    );
+    let m =
+        |s: &str, e: u64, ops: f64| row("migration", s, 2, 1, ops, json!({ "migrate_every": e }));
+    let o = anchoring_overhead(&Rows::new(&[
+        m("paygo", 0, 250.0),
+        m("paygo", 10_000, 120.0),
+        m("percpu-limit", 0, 0.0),
+        m("percpu-limit", 10_000, 125.0),
+    ]));
+    assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    assert_eq!(
+        o.reason,
+        "migration: percpu-limit at 2T unmoved measured 0: no ratio to it"
+    );
+    let lm = |s: &str, bytes: f64| {
+        row(
+            "lodic-memory",
+            s,
+            2,
+            100,
+            0.0,
+            json!({"bytes": bytes, "mapped_pct": 100, "cpus": 16}),
+        )
+    };
+    let o = lodic_memory(&Rows::new(&[lm("lodic-file", 0.0), lm("percpu-ref", 1e6)]));
+    assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    assert_eq!(
+        o.reason,
+        "lodic-memory: lodic's bytes at 2 sharing threads measured 0: no ratio to it"
+    );
+}
