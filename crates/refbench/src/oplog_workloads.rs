@@ -14,7 +14,7 @@ use oplog::list::{BasicList, GlobalList, ListLog, LocalList};
 use oplog::rmap::{IntervalMap, Mapping, Rmap, RmapLog};
 use oplog::Domain;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::harness::{pin_to, spawn_workers, Gate};
@@ -99,6 +99,9 @@ fn cpu_pairs(cpus: &[usize], pairs: usize) -> Vec<(usize, usize)> {
 
 /// One pair of the experiment with the clocks given: `read_a` on CPU A (a CPU number) before its
 /// store, `read_b` on CPU B after its load (the checker itself, whatever clock it is handed).
+/// Its two threads are started as the experiments' workers are ([`spawn_workers`]): a thread
+/// the system refuses abandons the run with the reason (exit code 1), where it panicked
+/// (exit code 101 and a backtrace), and the writer started before it is told to stop.
 pub fn clock_pair(
     cpu_a: usize,
     cpu_b: usize,
@@ -106,23 +109,29 @@ pub fn clock_pair(
     read_a: fn() -> u64,
     read_b: fn() -> u64,
 ) -> TscRow {
-    let slot = Arc::new(AtomicU64::new(0));
-    let s = slot.clone();
-    let writer = std::thread::spawn(move || {
-        let pinned = percpu::affinity::pin(cpu_a);
-        for _ in 0..samples {
-            let mut spins = 0;
-            // Acquire pairs with the reader's Release store of 0.
-            while s.load(Ordering::Acquire) != 0 {
-                wait_spin(&mut spins);
+    let slot = AtomicU64::new(0);
+    // Set where the reader could not be started: the writer waits for it no more.
+    let stop = AtomicBool::new(false);
+    let (slot, stop) = (&slot, &stop);
+    // Thread 0 writes (and says whether it was pinned), thread 1 reads and checks.
+    let pair = move |t: usize| -> Result<TscRow, bool> {
+        if t == 0 {
+            let pinned = percpu::affinity::pin(cpu_a);
+            for _ in 0..samples {
+                let mut spins = 0;
+                // Acquire pairs with the reader's Release store of 0.
+                while slot.load(Ordering::Acquire) != 0 {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(pinned);
+                    }
+                    wait_spin(&mut spins);
+                }
+                let t = read_a().max(1);
+                // Release pairs with the reader's Acquire load.
+                slot.store(t, Ordering::Release);
             }
-            let t = read_a().max(1);
-            // Release pairs with the reader's Acquire load.
-            s.store(t, Ordering::Release);
+            return Err(pinned);
         }
-        pinned
-    });
-    let reader = std::thread::spawn(move || {
         let pinned = percpu::affinity::pin(cpu_b);
         let mut row = TscRow {
             cpu_a,
@@ -156,12 +165,21 @@ pub fn clock_pair(
         if row.min_gap_cycles == u64::MAX {
             row.min_gap_cycles = 0;
         }
+        Ok(row)
+    };
+    std::thread::scope(|s| {
+        let mut hs = spawn_workers(s, 2, pair, || stop.store(true, Ordering::Relaxed)).into_iter();
+        let writer = hs.next().expect("the writer").join();
+        let reader = hs.next().expect("the reader").join();
+        let writer_pinned = writer
+            .expect("tsc_check writer panicked")
+            .expect_err("thread 0 writes");
+        let mut row = reader
+            .expect("tsc_check reader panicked")
+            .expect("thread 1 reads");
+        row.pinned &= writer_pinned;
         row
-    });
-    let writer_pinned = writer.join().expect("tsc_check writer panicked");
-    let mut row = reader.join().expect("tsc_check reader panicked");
-    row.pinned &= writer_pinned;
-    row
+    })
 }
 
 /// The list implementations of Figure 12.

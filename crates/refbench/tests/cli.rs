@@ -1956,6 +1956,39 @@ fn a_refused_thread_exits_1_without_a_panic_or_a_hang() {
     }
 }
 
+/// `tsc-check`'s two threads refused (an address space limited to a few tens of MB, raised a
+/// MB at a time from where the program cannot even load to where the check runs): each run
+/// ends with exit 1 and the reason, or runs, and none panics (exit 101 and a backtrace, where
+/// the pair was started with `std::thread::spawn`) or hangs (the writer left waiting for a
+/// reader that was refused).
+#[test]
+fn tsc_check_whose_threads_are_refused_exits_1_without_a_panic() {
+    let mut refused = 0;
+    for mb in 16..=128u64 {
+        let o = Command::new("sh")
+            .args([
+                "-c",
+                &format!("ulimit -v {} && exec \"$0\" \"$@\"", mb << 10),
+            ])
+            .arg(env!("CARGO_BIN_EXE_refbench"))
+            .args(["run", "tsc-check", "--samples", "10", "--format", "json"])
+            .output()
+            .expect("sh runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{mb} MB: {err}");
+        match o.status.code() {
+            Some(0) => {
+                assert!(refused > 0, "no limit refused the threads, down to {mb} MB");
+                return;
+            }
+            Some(1) if err.contains("refbench: tsc-check: cannot start thread") => refused += 1,
+            // Too little for the program to load or to start: no run of the experiment.
+            code => assert_ne!(code, Some(101), "{mb} MB: {err}"),
+        }
+    }
+    panic!("tsc-check did not run in 128 MB");
+}
+
 /// A scheme that cannot be made (`refcache`, whose epoch thread the system refuses: here
 /// `RUST_MIN_STACK` asks 2^47 bytes for every thread started without a size of its own) ends
 /// the run as a refused worker does: exit 1 and the scheme's error, no panic.
