@@ -193,7 +193,9 @@ enum Cmd {
     /// Run every experiment with every scheme that applies into a folder, with a report and
     /// the claims table of the source documents.
     ///
-    /// A flag that none of the experiments run uses (`--only`) is refused with exit code 2.
+    /// A flag that none of the experiments run uses (`--only`) is refused with exit code 2. A run
+    /// that ends before its report (an experiment abandoned, exit code 1) names the results it
+    /// wrote before, which replaced the earlier ones, and says that REPORT.md is not this run's.
     Reproduce {
         /// Short repetitions and fewer sizes: under three minutes on 2 cores.
         #[arg(long)]

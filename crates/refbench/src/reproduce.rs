@@ -372,8 +372,41 @@ pub fn replaced_results(plan: &Plan, dir: &Path) -> Vec<&'static str> {
 
 /// Runs every experiment of `plan` (`section-vs-lock` with `single-object`) into `dir` and
 /// writes `dir/REPORT.md` from every result in `dir` (those of earlier runs included);
-/// returns its path.
+/// returns its path. A run that ends before its report (an experiment abandoned: a thread or
+/// memory the system refused; a write that failed) says, after why, the results it wrote
+/// before: they replaced the earlier results of their experiments, and the
+/// folder's report is still the earlier results'.
 pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
+    let mut written = Vec::new();
+    run_plan(plan, dir, &mut written).map_err(|e| ended_early(&e, dir, &written))
+}
+
+/// Why a [`reproduce`] into `dir` ended before its report, `why`, with the files it wrote
+/// before (`written`) and what the folder's `REPORT.md` is then.
+fn ended_early(why: &str, dir: &Path, written: &[PathBuf]) -> String {
+    if written.is_empty() {
+        return why.to_string();
+    }
+    let files: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    let report = dir.join("REPORT.md");
+    let (report, again) = if report.is_file() {
+        (
+            format!("{} is the earlier results' report", report.display()),
+            "it again",
+        )
+    } else {
+        ("no report was written".to_string(), "one")
+    };
+    format!(
+        "{why}; before it ended, this run wrote {} (they replace the earlier results of their \
+         experiments); {report}: `refbench report {}` writes {again} from the results there now",
+        files.join(", "),
+        dir.display()
+    )
+}
+
+/// [`reproduce`], noting in `written` each file it writes.
+fn run_plan(plan: &Plan, dir: &Path, written: &mut Vec<PathBuf>) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let plan: Vec<(&str, Params)> = planned(plan)
         .map(|name| {
@@ -421,27 +454,27 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
                 Err(e) => notes.push(format!("{name} for {SIZED_CPUS} CPUs not measured: {e}")),
             }
         }
-        write(
+        written.extend(write(
             dir,
             name,
             &Results {
                 meta: meta.clone(),
                 rows,
             },
-        )?;
+        )?);
     }
     if let Some((_, single)) = plan.iter().find(|(n, _)| *n == "single-object") {
         bar.set_prefix("section-vs-lock");
         match section_vs_lock(single, &mut |s: &str| bar.set_message(s.to_string())) {
             Ok(rows) => {
-                write(
+                written.extend(write(
                     dir,
                     "section-vs-lock",
                     &Results {
                         meta: meta.clone(),
                         rows,
                     },
-                )?;
+                )?);
             }
             Err(e) => {
                 // An earlier run's result would be judged by the claims table as this run's.

@@ -3294,6 +3294,61 @@ fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `reproduce` whose experiment is abandoned (`drbh`: refcache's epoch thread refused, with
+/// `RUST_MIN_STACK` asking 2^47 bytes for it) after another wrote its results ends with exit 1,
+/// why, and what it wrote before: those results replaced the earlier ones, and the folder's
+/// `REPORT.md` is still the earlier results' (left as it was), or there is none; it said only
+/// why, and the folder's report read as this run's.
+#[test]
+fn reproduce_abandoned_part_way_names_what_it_wrote() {
+    let dir = scratch("reproduce-abandoned");
+    let d = dir.to_str().unwrap();
+    let o = refbench(&["reproduce", "--quick", "--only", "tsc-check", "--out", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = dir.join("REPORT.md");
+    let before = std::fs::read(&report).unwrap();
+    let abandoned = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(["reproduce", "--quick", "--only", "tsc-check,drbh"])
+            .args(["--threads", "1,2", "--duration-ms", "10", "--out", d])
+            .env("RUST_MIN_STACK", (1u64 << 47).to_string())
+            .output()
+            .expect("refbench runs");
+        assert_eq!(o.status.code(), Some(1));
+        assert!(o.stdout.is_empty());
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let err = abandoned();
+    let wrote = format!(
+        "; before it ended, this run wrote {d}/tsc-check.json, {d}/tsc-check.csv (they replace \
+         the earlier results of their experiments); "
+    );
+    assert!(
+        err.contains("\nrefbench: drbh: refcache: cannot start the epoch thread"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{wrote}{d}/REPORT.md is the earlier results' report: `refbench report {d}` writes \
+             it again from the results there now\n"
+        )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&report).unwrap(), before);
+    assert!(!dir.join("drbh.json").exists());
+    std::fs::remove_file(&report).unwrap();
+    let err = abandoned();
+    assert!(
+        err.contains(&format!(
+            "{wrote}no report was written: `refbench report {d}` writes one from the results \
+             there now\n"
+        )),
+        "{err}"
+    );
+    assert!(!report.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `reproduce` into a folder that holds results of the experiments it runs says, before it
 /// runs, that it replaces them, as `run --out` does (a `--quick` run replacing a full run's
 /// results is then no surprise). Results of the experiments it does not run are kept and not
