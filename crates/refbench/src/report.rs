@@ -115,6 +115,19 @@ fn read_results(f: &Path) -> Result<(Value, Vec<Value>, Vec<crate::output::Row>)
                     row.experiment
                 ));
             }
+            // Every row ran on a thread or more, over an object (a file, a share mapped) or
+            // more: a row of 0 has no run behind it, and the claims divide by its thread
+            // count (a scaling rule's ideal from 0 threads is infinite).
+            for (n, what) in [(row.threads, "threads"), (row.objects, "objects")] {
+                if n == 0 {
+                    return Err(format!(
+                        "{}: row {} is not a refbench row: 0 {what} (every row refbench writes \
+                         has 1 or more)",
+                        f.display(),
+                        i + 1
+                    ));
+                }
+            }
             // A throughput and the repetitions its median is taken over are rates: a negative
             // one is no measurement refbench made (its plot would draw it below the axis, and
             // a claim would divide by it).

@@ -1388,6 +1388,39 @@ fn report_refuses_a_negative_throughput_and_writes_nothing() {
     }
 }
 
+/// `report` refuses a row of 0 threads or 0 objects, which refbench never writes (exit 2,
+/// nothing written): it reported it, and the scaling claims took the ideal from 0 threads
+/// (infinite), so that `single-object`'s 0 and 2 threads held Fig. 11 "in shape".
+#[test]
+fn report_refuses_a_row_of_0_threads_or_objects_and_writes_nothing() {
+    for (threads, objects, what) in [(0, 1, "0 threads"), (2, 0, "0 objects")] {
+        let dir = scratch("report-zero");
+        let row = |scheme: &str, t: u64, n: u64, ops: f64| {
+            serde_json::json!({"experiment": "single-object", "scheme": scheme,
+                "kind": "scheme", "threads": t, "objects": n, "ops_per_sec": ops,
+                "reps": [ops]})
+        };
+        let results = serde_json::json!({
+            "meta": {"cpu_model": "test"},
+            "rows": [row("paygo", 2, 1, 2e6), row("paygo", threads, objects, 1e6)],
+        });
+        std::fs::write(dir.join("single-object.json"), results.to_string()).unwrap();
+        let o = refbench(&["report", dir.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "single-object.json: row 2 is not a refbench row: {what} (every row refbench \
+                 writes has 1 or more)"
+            )),
+            "{err}"
+        );
+        assert!(!dir.join("REPORT.md").exists());
+        assert!(!dir.join("single-object.svg").exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// `report` on a folder whose results hold no row between them, or with no result at all, is
 /// refused with exit code 2 and writes nothing: it wrote a REPORT.md of claims none of them
 /// measured, over the folder's.
