@@ -930,9 +930,12 @@ fn pread_table(rows: &Rows<'_>) -> Outcome {
     for &n in &t {
         let f = need!(
             rows.ops(exp, "frozen-bit", n, None),
-            "pread-table: no frozen-bit row"
+            format!("pread-table: no frozen-bit row at {n} threads")
         );
-        let c = need!(rows.ops(exp, "cas", n, None), "pread-table: no cas row");
+        let c = need!(
+            rows.ops(exp, "cas", n, None),
+            format!("pread-table: no cas row at {n} threads")
+        );
         let r = need!(div(f, c, || format!("pread-table: cas at {n}T")));
         boosts.push((n, 100.0 * (r - 1.0)));
     }
@@ -1267,7 +1270,10 @@ fn lodic_vs_stock(rows: &Rows<'_>) -> Outcome {
         let n = n.expect("each variant was measured at tn");
         let one = need!(
             rows.ops("drbh", name, t1, None),
-            format!("drbh: {name} at one thread count")
+            format!(
+                "drbh: no {name} row at {t1} threads (the rule sets its lead over cas at {tn} \
+                 threads against that at {t1})"
+            )
         );
         let lead = need!(div(n, cas_n, || format!("drbh: cas at {tn}T")));
         let lead_1 = need!(div(one, cas_1, || format!("drbh: cas at {t1}T")));

@@ -2195,3 +2195,42 @@ fn a_zero_time_rate_or_size_a_rule_divides_by_is_not_measured() {
         "lodic-memory: lodic's bytes at 2 sharing threads measured 0: no ratio to it"
     );
 }
+
+/// A "why not" names the row that is missing: LODIC's lead over stock Linux without its row at
+/// the fewest threads said "drbh: lodic-file at one thread count", and the pread table without
+/// a scheme at one of its thread counts did not say which.
+#[test]
+fn why_not_names_the_missing_row() {
+    let rows = [
+        row("drbh", "cas", 1, 1, 100.0, json!({})),
+        row("drbh", "cas", 4, 1, 50.0, json!({})),
+        row("drbh", "lodic-file", 4, 1, 4000.0, json!({})),
+        row("drbh", "lodic-process", 1, 1, 100.0, json!({})),
+        row("drbh", "lodic-process", 4, 1, 4000.0, json!({})),
+    ];
+    let o = lodic_vs_stock(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::NotMeasured);
+    assert_eq!(
+        o.reason,
+        "drbh: no lodic-file row at 1 threads (the rule sets its lead over cas at 4 threads \
+         against that at 1)"
+    );
+    let rows = [
+        row("pread-table", "cas", 2, 1, 100.0, json!({})),
+        row("pread-table", "frozen-bit", 2, 1, 110.0, json!({})),
+        row("pread-table", "cas", 4, 1, 100.0, json!({})),
+        row("pread-table", "frozen-bit", 8, 1, 110.0, json!({})),
+    ];
+    let o = pread_table(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::NotMeasured);
+    assert_eq!(o.reason, "pread-table: no frozen-bit row at 4 threads");
+    let o = pread_table(&Rows::new(&rows[..3]));
+    assert_eq!(o.verdict, Verdict::NotMeasured);
+    assert_eq!(o.reason, "pread-table: no frozen-bit row at 4 threads");
+    let o = pread_table(&Rows::new(&[
+        rows[0].clone(),
+        rows[1].clone(),
+        rows[3].clone(),
+    ]));
+    assert_eq!(o.reason, "pread-table: no cas row at 8 threads");
+}
