@@ -195,7 +195,8 @@ enum Cmd {
     ///
     /// A flag that none of the experiments run uses (`--only`) is refused with exit code 2. A run
     /// that ends before its report (an experiment abandoned, exit code 1) names the results it
-    /// wrote before, which replaced the earlier ones, and says that REPORT.md is not this run's.
+    /// wrote before, which replaced the earlier ones, says that REPORT.md is not this run's, and
+    /// notes how it ended in reproduce-notes.txt (for `refbench report`).
     Reproduce {
         /// Short repetitions and fewer sizes: under three minutes on 2 cores.
         #[arg(long)]

@@ -374,11 +374,27 @@ pub fn replaced_results(plan: &Plan, dir: &Path) -> Vec<&'static str> {
 /// writes `dir/REPORT.md` from every result in `dir` (those of earlier runs included);
 /// returns its path. A run that ends before its report (an experiment abandoned: a thread or
 /// memory the system refused; a write that failed) says, after why, the results it wrote
-/// before: they replaced the earlier results of their experiments, and the
-/// folder's report is still the earlier results'.
+/// before: they replaced the earlier results of their experiments, and the folder's report is
+/// still the earlier results'. Its notes, with how it ended, replace the earlier run's.
 pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
-    let mut written = Vec::new();
-    run_plan(plan, dir, &mut written).map_err(|e| ended_early(&e, dir, &written))
+    let (mut written, mut notes) = (Vec::new(), Vec::new());
+    run_plan(plan, dir, &mut written, &mut notes).map_err(|e| {
+        if written.is_empty() {
+            // The folder is as it was, its notes with it.
+            return e;
+        }
+        // The notes of this run, which replaced results, and how it ended: a report made from
+        // the folder says so, where it showed an earlier run's notes beside this one's results.
+        notes.push(format!(
+            "the last reproduce ended before its report: {e} (what it had not run then was \
+             not measured; results of it here are an earlier run's)"
+        ));
+        let e = ended_early(&e, dir, &written);
+        match write_notes(dir, &notes) {
+            Ok(()) => e,
+            Err(n) => format!("{e}; its notes were not written: {n}"),
+        }
+    })
 }
 
 /// Why a [`reproduce`] into `dir` ended before its report, `why`, with the files it wrote
@@ -405,8 +421,14 @@ fn ended_early(why: &str, dir: &Path, written: &[PathBuf]) -> String {
     )
 }
 
-/// [`reproduce`], noting in `written` each file it writes.
-fn run_plan(plan: &Plan, dir: &Path, written: &mut Vec<PathBuf>) -> Result<PathBuf, String> {
+/// [`reproduce`], noting in `written` each file it writes and in `notes` what it could not
+/// measure.
+fn run_plan(
+    plan: &Plan,
+    dir: &Path,
+    written: &mut Vec<PathBuf>,
+    notes: &mut Vec<String>,
+) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let plan: Vec<(&str, Params)> = planned(plan)
         .map(|name| {
@@ -432,7 +454,6 @@ fn run_plan(plan: &Plan, dir: &Path, written: &mut Vec<PathBuf>) -> Result<PathB
         .progress_chars("=> "),
     );
     let meta = Meta::collect();
-    let mut notes = Vec::new();
     for (name, p) in &plan {
         bar.set_prefix(name.to_string());
         let mut tick = |s: &str| {
@@ -495,8 +516,13 @@ fn run_plan(plan: &Plan, dir: &Path, written: &mut Vec<PathBuf>) -> Result<PathB
     }
     bar.inc(1);
     bar.finish_and_clear();
-    // This run's notes replace an earlier run's (none: the file goes), for every report made
-    // from the folder ([`crate::report::NOTES`]).
+    write_notes(dir, notes)?;
+    crate::report::write_report(dir)
+}
+
+/// Writes `notes`, a run's, into `dir` ([`crate::report::NOTES`]): they replace an earlier
+/// run's (none: the file goes), for every report made from the folder.
+fn write_notes(dir: &Path, notes: &[String]) -> Result<(), String> {
     let notes_path = dir.join(crate::report::NOTES);
     if notes.is_empty() {
         match std::fs::remove_file(&notes_path) {
@@ -514,7 +540,7 @@ fn run_plan(plan: &Plan, dir: &Path, written: &mut Vec<PathBuf>) -> Result<PathB
         output::write_whole(&notes_path, body)
             .map_err(|e| format!("{}: {e}", notes_path.display()))?;
     }
-    crate::report::write_report(dir)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3331,7 +3331,8 @@ fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
 /// `RUST_MIN_STACK` asking 2^47 bytes for it) after another wrote its results ends with exit 1,
 /// why, and what it wrote before: those results replaced the earlier ones, and the folder's
 /// `REPORT.md` is still the earlier results' (left as it was), or there is none; it said only
-/// why, and the folder's report read as this run's.
+/// why, and the folder's report read as this run's. Its notes say how it ended, so that a
+/// report made from the folder does (it showed the notes of the run before).
 #[test]
 fn reproduce_abandoned_part_way_names_what_it_wrote() {
     let dir = scratch("reproduce-abandoned");
@@ -3369,6 +3370,22 @@ fn reproduce_abandoned_part_way_names_what_it_wrote() {
     );
     assert_eq!(std::fs::read(&report).unwrap(), before);
     assert!(!dir.join("drbh.json").exists());
+    // Its notes say how it ended, for the report made from the folder.
+    let note = "the last reproduce ended before its report: drbh: refcache: cannot start the \
+                epoch thread";
+    let notes = std::fs::read_to_string(dir.join("reproduce-notes.txt")).unwrap();
+    assert!(notes.starts_with(note), "{notes}");
+    assert!(
+        notes.ends_with(
+            " (what it had not run then was not measured; results of it here are an earlier \
+             run's)\n"
+        ),
+        "{notes}"
+    );
+    let o = refbench(&["report", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let made = std::fs::read_to_string(&report).unwrap();
+    assert!(made.contains(&format!("\n## Notes\n\n* {note}")), "{made}");
     std::fs::remove_file(&report).unwrap();
     let err = abandoned();
     assert!(
