@@ -220,9 +220,15 @@ fn sized_rows(experiment: &str, p: &Params, cpus: usize) -> Result<Vec<Row>, Str
     )
 }
 
-/// Writes `EXPERIMENT.json`, `.csv` and the plots of `results` into `dir`; the paths written.
-fn write(dir: &Path, experiment: &str, results: &Results) -> Result<Vec<PathBuf>, String> {
-    let mut written = Vec::new();
+/// Writes `EXPERIMENT.json`, `.csv` and the plots of `results` into `dir`, adding to `written`
+/// each file as it is written: a write that fails leaves there those written before it (the
+/// JSON and CSV, where a plot failed), which replaced the earlier results.
+fn write(
+    dir: &Path,
+    experiment: &str,
+    results: &Results,
+    written: &mut Vec<PathBuf>,
+) -> Result<(), String> {
     for (ext, text) in [
         ("json", output::json(results)),
         ("csv", output::csv(results)),
@@ -231,10 +237,10 @@ fn write(dir: &Path, experiment: &str, results: &Results) -> Result<Vec<PathBuf>
         output::write_whole(&p, &text).map_err(|e| format!("{}: {e}", p.display()))?;
         written.push(p);
     }
-    crate::plot::write_plots(results, dir, &mut written)?;
+    crate::plot::write_plots(results, dir, written)?;
     // An earlier run's plots, where this one has none to draw, would sit beside its results.
-    output::remove_stale_plots(dir, experiment, &written)?;
-    Ok(written)
+    output::remove_stale_plots(dir, experiment, written)?;
+    Ok(())
 }
 
 /// The rseq section against a lock (PAYGO §6.2.5): `single-object` for `paygo` here, and again
@@ -475,27 +481,29 @@ fn run_plan(
                 Err(e) => notes.push(format!("{name} for {SIZED_CPUS} CPUs not measured: {e}")),
             }
         }
-        written.extend(write(
+        write(
             dir,
             name,
             &Results {
                 meta: meta.clone(),
                 rows,
             },
-        )?);
+            written,
+        )?;
     }
     if let Some((_, single)) = plan.iter().find(|(n, _)| *n == "single-object") {
         bar.set_prefix("section-vs-lock");
         match section_vs_lock(single, &mut |s: &str| bar.set_message(s.to_string())) {
             Ok(rows) => {
-                written.extend(write(
+                write(
                     dir,
                     "section-vs-lock",
                     &Results {
                         meta: meta.clone(),
                         rows,
                     },
-                )?);
+                    written,
+                )?;
             }
             Err(e) => {
                 // An earlier run's result would be judged by the claims table as this run's.

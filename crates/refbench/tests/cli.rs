@@ -3399,6 +3399,50 @@ fn reproduce_abandoned_part_way_names_what_it_wrote() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `reproduce` whose plot cannot be written (the file size limit past the JSON and CSV but not
+/// the SVG, SIGXFSZ ignored: EFBIG, as a full disk gives ENOSPC) ends with exit 1 naming the
+/// JSON and CSV it wrote before the plot failed (they replaced the earlier ones), and not the
+/// plot: it named none of that experiment's files.
+#[test]
+fn reproduce_whose_plot_fails_names_the_results_it_wrote() {
+    let dir = scratch("reproduce-cut-plot");
+    let d = dir.to_str().unwrap();
+    let args = [
+        "reproduce",
+        "--quick",
+        "--only",
+        "single-object",
+        "--threads",
+        "1,2",
+        "--duration-ms",
+        "5",
+        "--out",
+        d,
+    ];
+    let o = refbench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let size = |ext: &str| {
+        std::fs::metadata(dir.join(format!("single-object.{ext}")))
+            .unwrap()
+            .len()
+    };
+    let limit = size("json").max(size("csv")) + 1024;
+    assert!(size("svg") > limit, "the SVG is {} bytes", size("svg"));
+    let o = refbench_with_file_limit(&args, limit, true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("single-object.svg: File too large"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "; before it ended, this run wrote {d}/single-object.json, {d}/single-object.csv \
+             (they replace the earlier results of their experiments); {d}/REPORT.md is the \
+             earlier results' report"
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `reproduce` into a folder that holds results of the experiments it runs says, before it
 /// runs, that it replaces them, as `run --out` does (a `--quick` run replacing a full run's
 /// results is then no surprise). Results of the experiments it does not run are kept and not
