@@ -29,8 +29,8 @@
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
- *     PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG and PAGECACHE_EBUSY equal -EINVAL,
- *     -ENOMEM, -EFBIG, -EBADF, -E2BIG and -EBUSY; the others are -1000 to -1999, never an errno nor one of paygo.h's
+ *     PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG, PAGECACHE_EBUSY and PAGECACHE_EPERM
+ *     equal -EINVAL, -ENOMEM, -EFBIG, -EBADF, -E2BIG, -EBUSY and -EPERM; the others are -1000 to -1999, never an errno nor one of paygo.h's
  *     own codes (-2000 and below), which the paygo_ functions this library exports return;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
@@ -118,7 +118,17 @@
  *     cache handle included) is not checked: passing one is undefined behaviour.
  *   - A held page (pagecache_page_get) keeps its file handle open: pagecache_close returns
  *     PAGECACHE_EBUSY until every page taken through the handle was put. The file's other
- *     handles (another pagecache_open of the same file) close as they would.
+ *     handles (another pagecache_open of the same file) close as they would. So does a
+ *     mapping (pagecache_map) until it is unmapped.
+ *   - A mapping (pagecache_mapping_t) belongs to the thread that made it: only that thread
+ *     reads through it and unmaps it; a call with it from another thread returns
+ *     PAGECACHE_EPERM and touches nothing. Its handle is a slot of a third table, as a file
+ *     handle's: pagecache_unmap twice, or a read after it, returns PAGECACHE_EBADF, and a slot
+ *     is reused by a later pagecache_map (of any thread: the stale handle then names that
+ *     mapping, refused with PAGECACHE_EPERM where another thread made it). A mapping not
+ *     unmapped before its thread exits is never unmapped (no other thread may): its entries
+ *     stay allocated and its file handle busy (pagecache_close returns PAGECACHE_EBUSY), as a
+ *     page held for ever keeps it; nothing else is changed.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with
  *     files still open is allowed, and those files go on working (reads, writes, sync,
  *     drop_cache, len, close) on the cache's frames, which are freed with the last of them.
@@ -145,8 +155,9 @@ extern "C" {
 #endif
 
 /* The library's error codes: negative. Any other negative value a function returns is -errno.
- * The codes from -1000 down each mean one thing; the six that equal an errno (PAGECACHE_EINVAL,
- * PAGECACHE_ENOMEM, PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG, PAGECACHE_EBUSY) are
+ * The codes from -1000 down each mean one thing; the seven that equal an errno (PAGECACHE_EINVAL,
+ * PAGECACHE_ENOMEM, PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG, PAGECACHE_EBUSY,
+ * PAGECACHE_EPERM) are
  * also that errno's code where it means the same, and then name the cause less closely:
  * pagecache_open's -EINVAL (PAGECACHE_EINVAL) is an argument refused (below) or a path that is
  * not a regular file (a FIFO, a socket, a device) or is a file of a pseudo file system (a /proc
@@ -176,14 +187,20 @@ typedef enum pagecache_error {
                                     refused before anything changed, so the write-back never
                                     fails for it (nor raises SIGXFSZ) */
     PAGECACHE_EBADF = -9,        /* (= -EBADF) a file handle already closed, a cache handle
-                                    already freed (see Lifetimes): nothing done */
+                                    already freed, a mapping already unmapped (see
+                                    Lifetimes): nothing done */
     PAGECACHE_E2BIG = -7,        /* (= -E2BIG) pagecache_new_opts: options of a later version
                                     of the library, which set a field this one does not
                                     know (a byte past its fields that is not zero), or a
                                     size above 4096: nothing done */
     PAGECACHE_EBUSY = -16,       /* (= -EBUSY) pagecache_close: pages taken through the
-                                    handle (pagecache_page_get) are still held: nothing
-                                    done, the handle stays open */
+                                    handle (pagecache_page_get) are still held, or mappings
+                                    of it (pagecache_map) still mapped: nothing done, the
+                                    handle stays open */
+    PAGECACHE_EPERM = -1,        /* (= -EPERM) pagecache_mapping_read, pagecache_unmap: the
+                                    mapping was made by another thread (only the thread that
+                                    made it uses it, as only a mutex's owner unlocks it):
+                                    nothing done */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
                                     boundary) */
     PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
@@ -229,6 +246,9 @@ typedef struct pagecache pagecache_t;
 
 /* A file opened through a cache (opaque). */
 typedef struct pagecache_file pagecache_file_t;
+
+/* A mapping of pages of a file for one thread (opaque; see pagecache_map). */
+typedef struct pagecache_mapping pagecache_mapping_t;
 
 /* A page held through pagecache_page_get: the caller's memory (on its stack, in its own
  * structures), 64 bytes that the library fills and empties; its fields are the library's.
@@ -375,8 +395,8 @@ int pagecache_open_flags(pagecache_t *cache, const char *path, int flags,
                          pagecache_file_t **out);
 
 /* Closes a file handle, or returns PAGECACHE_EBUSY where pages taken through it
- * (pagecache_page_get) are still held: nothing done then, the handle stays open (put the
- * pages, then close again; a call racing this refused close may get PAGECACHE_EBADF, as any
+ * (pagecache_page_get) are still held, or mappings of it (pagecache_map) still mapped: nothing
+ * done then, the handle stays open (put the pages and unmap the mappings, then close again; a call racing this refused close may get PAGECACHE_EBADF, as any
  * call racing a close). At the file's last handle, writes its dirty pages back (as
  * pagecache_sync), then frees its frames, writing back again a page whose write-back failed;
  * where the first write-backs failed and the second all succeeded, fdatasync(2)s the file
@@ -452,6 +472,46 @@ ssize_t pagecache_page_write(const pagecache_page_t *page, const void *buf, size
  * one that gives it back reads *page until it returns: a put that returned PAGECACHE_EBADF
  * does not mean that *page may be reused (got into again) or freed yet; wait for both. */
 int pagecache_page_put(pagecache_page_t *page);
+
+/* Maps pages first_page to first_page + pages - 1 of the file for the calling thread (LODIC:
+ * logical distributed counting) and stores the mapping's handle in *out. A read through the
+ * mapping (pagecache_mapping_read) counts its reference on the mapping's own entry for the
+ * page, with plain stores to memory of this thread's (no atomic read-modify-write, no line
+ * another CPU writes, whatever the scheme), where pagecache_read_at counts on the page's
+ * shared counter; a reclaim (eviction, pagecache_drop_cache) of a mapped page sums the entries
+ * of the mappings that cover it, and keeps the page while a read through one is copying it.
+ * Pages need not be cached to be mapped: a read fills them as pagecache_read_at does. Every
+ * cache can map its files. The mapping is the calling thread's (see Lifetimes): only that
+ * thread reads through it and unmaps it. While it is mapped, the file handle cannot be closed
+ * (pagecache_close returns PAGECACHE_EBUSY). Costs 8 bytes a page, and, at the file's first
+ * mapping, 4 bytes a page of the file (up to 4 MiB) kept until the file is closed. Errors:
+ * PAGECACHE_EINVAL (file or out is NULL or misaligned, pages is 0), PAGECACHE_EBADF (file is
+ * closed), -ENXIO (the range ends past the file's last page, partial or whole, as its length
+ * is now), PAGECACHE_ENOMEM (the mapping's memory cannot be allocated). On an error nothing is
+ * mapped and *out is left as it was. A file cut shorter later (pagecache_set_len) stays mapped:
+ * its pages past the cut read as zeros. */
+int pagecache_map(pagecache_file_t *file, uint64_t first_page, uint64_t pages,
+                  pagecache_mapping_t **out);
+
+/* Copies len bytes of the mapping at offset into buf, as a load from mapped memory: offset is
+ * within the mapping (offset 0 is the file's byte first_page * 4096), and the read is exact:
+ * it returns len, or an error, never fewer bytes. Bytes of the mapped pages past the end of
+ * the file read as they are cached (zeros unless written). Errors: PAGECACHE_EINVAL (m is NULL
+ * or misaligned, buf is NULL with len > 0, len > SSIZE_MAX), PAGECACHE_EBADF (m was
+ * unmapped), PAGECACHE_EPERM (the calling thread did not make the mapping), -ENXIO (the range
+ * ends past the mapping's pages * 4096 bytes: nothing read), a fill's -errno (the pread of a
+ * missed page failed; buf may hold the bytes of the pages before it) or a direct read's (every
+ * frame was held). len 0 at an offset up to the mapping's end returns 0. */
+ssize_t pagecache_mapping_read(pagecache_mapping_t *m, void *buf, size_t len, uint64_t offset);
+
+/* Unmaps a mapping: its entries are freed, and its file handle may be closed again (once no
+ * other mapping or held page of it is left). Returns PAGECACHE_OK, PAGECACHE_EINVAL (m is NULL
+ * or misaligned), PAGECACHE_EBADF (m was unmapped already: nothing done), PAGECACHE_EPERM (the
+ * calling thread did not make the mapping: nothing done, the mapping stays its thread's), or,
+ * in a child of fork(2) where another thread of the parent was inside a call with m when it
+ * forked, PAGECACHE_EFORKED (m is unmapped, its mapping left as it was: its file handle stays
+ * busy). A mapping made by the thread that forked is its in the child too. */
+int pagecache_unmap(pagecache_mapping_t *m);
 
 /* Writes len bytes of buf at offset through the cache: each page is filled first, the bytes
  * are copied in and the page marked dirty; the file grows when the range ends past it.

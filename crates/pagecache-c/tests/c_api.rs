@@ -1,5 +1,6 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
-//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`, `pages.c`) against
+//! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`, `pages.c`,
+//! `mappings.c`) against
 //! `include/pagecache.h`
 //! and the crate's static library (`unload.c` loads the shared one with `dlopen`), runs them,
 //! and checks that the header also compiles as pedantic C++ (or says that check is skipped
@@ -319,6 +320,29 @@ fn c_program_gets_pagecache_ebadf_for_stale_handles() {
 #[test]
 fn c_program_holds_pages() {
     let text = build_and_run("pages");
+    expect_lines(
+        &text,
+        &[
+            "ok single",
+            "ok threads paygo",
+            "ok threads atomic",
+            "ok threads percpu-ref",
+            "ok threads refcache",
+            "failures=0",
+        ],
+    );
+}
+
+/// LODIC mappings (`tests/c/mappings.c`): every byte read through a mapping is the file's (the
+/// mapped part of the last page past the file's end reads as zeros), each refusal has its code
+/// (`-ENXIO` past the file or the mapping, `PAGECACHE_EINVAL`, `PAGECACHE_EBADF` after the
+/// unmap), another thread's read and unmap of a mapping are `PAGECACHE_EPERM` (also through a
+/// stale handle whose slot another thread's mapping took), a close while mapped is
+/// `PAGECACHE_EBUSY`, and 4 threads read through mappings of their own, every byte checked,
+/// while another drops the file's cache, for 4 schemes.
+#[test]
+fn c_program_reads_through_mappings() {
+    let text = build_and_run("mappings");
     expect_lines(
         &text,
         &[

@@ -21,6 +21,12 @@ fn file(rel: &str) -> String {
     }
 }
 
+/// The Rust side's entry points: `src/capi.rs` and its module of mappings, `src/capi/map.rs`.
+fn rust_entry_points() -> String {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../pagecache");
+    read(dir, "src/capi.rs") + &read(dir, "src/capi/map.rs")
+}
+
 fn map(pairs: &[(&str, i32)]) -> BTreeMap<String, i32> {
     pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
 }
@@ -36,6 +42,7 @@ fn error_codes_and_modes_agree() {
         ("PAGECACHE_EBADF", capi::PAGECACHE_EBADF),
         ("PAGECACHE_E2BIG", capi::PAGECACHE_E2BIG),
         ("PAGECACHE_EBUSY", capi::PAGECACHE_EBUSY),
+        ("PAGECACHE_EPERM", capi::PAGECACHE_EPERM),
         ("PAGECACHE_EINTERNAL", capi::PAGECACHE_EINTERNAL),
         ("PAGECACHE_ENOSCHEME", capi::PAGECACHE_ENOSCHEME),
         ("PAGECACHE_EUNFIT", capi::PAGECACHE_EUNFIT),
@@ -59,8 +66,8 @@ fn error_codes_and_modes_agree() {
         codes.len() + modes.len() + flags.len(),
         "capi.rs declares a constant not checked here"
     );
-    // The library's own codes other than EINVAL, ENOMEM, EFBIG, EBADF, E2BIG and EBUSY (each the
-    // errno of the same meaning) are outside the errno range, so that they never mean an I/O
+    // The library's own codes other than EINVAL, ENOMEM, EFBIG, EBADF, E2BIG, EBUSY and EPERM
+    // (each the errno of the same meaning) are outside the errno range, so that they never mean an I/O
     // error.
     for (name, v) in &codes {
         assert!(
@@ -73,6 +80,7 @@ fn error_codes_and_modes_agree() {
                     | "PAGECACHE_EBADF"
                     | "PAGECACHE_E2BIG"
                     | "PAGECACHE_EBUSY"
+                    | "PAGECACHE_EPERM"
             ) || *v <= -1000,
             "{name} = {v}"
         );
@@ -86,7 +94,7 @@ fn error_codes_and_modes_agree() {
 #[test]
 fn functions_agree() {
     let h = functions(&file("include/pagecache.h"), "pagecache_");
-    let r = rust_functions(&file("src/capi.rs"), "pagecache_");
+    let r = rust_functions(&rust_entry_points(), "pagecache_");
     assert!(h.len() >= 13, "parsed too few prototypes: {h:?}");
     assert_eq!(h, r);
 }
@@ -103,9 +111,10 @@ fn signatures_agree() {
         ("pagecache_stats_t", "CStats"),
         ("pagecache_options_t", "COptions"),
         ("pagecache_page_t", "CPage"),
+        ("pagecache_mapping_t", "CMapping"),
     ];
     let h = signatures(&file("include/pagecache.h"), "pagecache_", &aliases);
-    let r = rust_signatures(&file("src/capi.rs"), "pagecache_");
+    let r = rust_signatures(&rust_entry_points(), "pagecache_");
     assert!(h.len() >= 13, "parsed too few prototypes: {h:?}");
     assert_eq!(h, r);
 }

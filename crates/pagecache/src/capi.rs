@@ -1,6 +1,7 @@
 //! The C API (`pagecache.h`, in the package `paygo-pagecache-c`:
-//! `crates/pagecache-c/include/pagecache.h`): the run-time-dispatched [`PageCache`] and
-//! [`CachedFile`] behind opaque handles.
+//! `crates/pagecache-c/include/pagecache.h`): caches and files of a scheme chosen at run time,
+//! as [`crate::PageCache`] and [`crate::CachedFile`] dispatch them (the same dispatch, with the
+//! files' LODIC mappings too: see `map`), behind opaque handles.
 //!
 //! * `pagecache_t` ([`CCache`]) and `pagecache_file_t` ([`CFile`]) are the addresses of slots
 //!   of two handle tables ([`Slot`]): a slot holds an open cache ([`OpenCache`]: the cache and
@@ -21,12 +22,18 @@
 //!   never dropped: a close that finds one returns [`PAGECACHE_EFORKED`] without waiting, and
 //!   leaves the value in its slot; an open takes no free slot that one holds (its call was
 //!   made with the closed handle).
+//! * `pagecache_mapping_t` ([`CMapping`]) is a slot of a third table, which holds a LODIC
+//!   mapping ([`crate::Mapping`]) of the thread that made it: only that thread reads through it
+//!   and unmaps it ([`PAGECACHE_EPERM`] for the others, which read only the number of the
+//!   thread that owns it), and the mapping holds its file handle as a held page does
+//!   ([`PAGECACHE_EBUSY`]).
 //! * A file handle holds the cache's shared state (an `Arc`), so it may outlive its
 //!   `pagecache_t`: `pagecache_free` with files still open is allowed, and their frames are
 //!   freed when the last of them is closed.
 //! * Errors are negative: the library's own codes ([`PAGECACHE_EINVAL`], [`PAGECACHE_ENOMEM`],
-//!   [`PAGECACHE_EFBIG`], [`PAGECACHE_EBADF`], [`PAGECACHE_E2BIG`] and [`PAGECACHE_EBUSY`]
-//!   equal `-EINVAL`, `-ENOMEM`, `-EFBIG`, `-EBADF`, `-E2BIG` and `-EBUSY`; the others are
+//!   [`PAGECACHE_EFBIG`], [`PAGECACHE_EBADF`], [`PAGECACHE_E2BIG`], [`PAGECACHE_EBUSY`] and
+//!   [`PAGECACHE_EPERM`] equal `-EINVAL`, `-ENOMEM`, `-EFBIG`, `-EBADF`, `-E2BIG`, `-EBUSY` and
+//!   `-EPERM`; the others are
 //!   below -999, outside the errno
 //!   range), or `-errno` for an I/O
 //!   error (`-raw_os_error()`, or the errno closest to the `io::ErrorKind` of an error the
@@ -41,7 +48,7 @@
 //!   read of cached pages only once it finds a page that is not (it reaches no cancellation
 //!   point: its only system call is the optimistic mode's `sched_yield`, which is none).
 
-use crate::{CachedFile, Config, Mode, OpenMode, PageCache, PAGE_SIZE};
+use crate::{Config, Mode, OpenMode, PAGE_SIZE};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use percpu::cancel::NoCancel;
 use std::ffi::{CString, OsStr};
@@ -67,8 +74,9 @@ pub const PAGECACHE_ENOMEM: i32 = -libc::ENOMEM;
 /// the process's `RLIMIT_FSIZE` (see [`crate::CachedFileOf::write_at`]). Equal to `-EFBIG`,
 /// which `pwrite` and `ftruncate` return there.
 pub const PAGECACHE_EFBIG: i32 = -libc::EFBIG;
-/// A closed file handle or a freed cache handle (`pagecache_close` twice, a call after it,
-/// `pagecache_stats` after `pagecache_free`): refused, nothing done. Equal to `-EBADF`, which
+/// A closed file handle, a freed cache handle or an unmapped mapping (`pagecache_close` twice, a
+/// call after it, `pagecache_stats` after `pagecache_free`, `pagecache_unmap` twice): refused,
+/// nothing done. Equal to `-EBADF`, which
 /// `close(2)` and `pread(2)` return for a closed descriptor.
 pub const PAGECACHE_EBADF: i32 = -libc::EBADF;
 /// An internal error (a Rust panic, caught at the boundary): a bug.
@@ -78,10 +86,15 @@ pub const PAGECACHE_ENOSCHEME: i32 = -1001;
 /// `pagecache_new`: the scheme exists but cannot count the frames of a page cache
 /// (`percpu-limit`: it cannot detect zero, so no frame could ever be evicted).
 pub const PAGECACHE_EUNFIT: i32 = -1002;
-/// `pagecache_close`: pages taken through the handle ([`pagecache_page_get`]) are still held:
-/// nothing done, the handle stays open. Equal to `-EBUSY`, which `umount(2)` returns for a file
-/// system still in use.
+/// `pagecache_close`: pages taken through the handle ([`pagecache_page_get`]) are still held,
+/// or mappings of it ([`pagecache_map`]) are still mapped: nothing done, the handle stays open.
+/// Equal to `-EBUSY`, which `umount(2)` returns for a file system still in use.
 pub const PAGECACHE_EBUSY: i32 = -libc::EBUSY;
+/// `pagecache_mapping_read`, `pagecache_unmap`: the mapping was made by another thread (a
+/// mapping is its thread's: only the thread that called [`pagecache_map`] uses and unmaps
+/// it): refused, nothing done. Equal to `-EPERM`, which `pthread_mutex_unlock(3)` returns for a
+/// mutex the calling thread does not own.
+pub const PAGECACHE_EPERM: i32 = -libc::EPERM;
 /// `pagecache_close` in a child of `fork(2)`: another thread of the parent was inside a call
 /// with the handle when it forked, and that call never returns in the child (its thread is not
 /// there), so the close could not wait for it: the handle is closed, and its file is neither
@@ -110,7 +123,7 @@ pub const DEFAULT_SCHEME: &str = "paygo";
 
 /// What a live cache handle holds: the cache and its scheme's name as a static C string.
 pub struct OpenCache {
-    cache: PageCache,
+    cache: Box<dyn map::CacheOps>,
     scheme: &'static CStr,
 }
 
@@ -121,7 +134,7 @@ pub type CCache = Slot<OpenCache>;
 /// through the handle ([`CPage`]): a page's get clones it and its put drops the clone, PAYGO
 /// references that write no line another CPU writes, and `pagecache_close` closes the file
 /// only where the handle's is the last ([`PAGECACHE_EBUSY`] otherwise).
-pub type OpenFile = paygo::Arc<CachedFile>;
+pub type OpenFile = paygo::Arc<map::FileC>;
 
 /// A file handle, `pagecache_file_t` (opaque to C): a slot of the files' handle table.
 pub type CFile = Slot<OpenFile>;
@@ -140,9 +153,11 @@ const _: () = assert!(core::mem::size_of::<CCache>() == 64 && core::mem::size_of
 
 mod handles;
 mod last_error;
+mod map;
 pub use handles::Slot;
 use handles::{enter, Live, Table};
 use last_error::{failed, handle_failed, io_failed, pointer_failed};
+pub use map::{pagecache_map, pagecache_mapping_read, pagecache_unmap, CMapping, FileC};
 
 /// The PAYGO domain of the file handles' `paygo::Arc`s ([`OpenFile`]), made at the first open:
 /// 64 slots per possible CPU (3 KiB a CPU), a slot for each file a CPU holds pages of at once
@@ -617,7 +632,7 @@ unsafe fn new_cache(func: &str, opts: &COptions, out: *mut *mut CCache) -> i32 {
     // A limit whose frames or counters cannot be allocated is `OutOfMemory`
     // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`; so are the tables of
     // a `paygo` domain and the caches of `refcache` (see `schemes::try_visit`).
-    let cache = match PageCache::new(cfg) {
+    let cache = match map::new_cache(&cfg) {
         Ok(c) => c,
         Err(e) => return io_failed(io_code(&e), func, None, &e),
     };
@@ -764,9 +779,9 @@ unsafe fn open_in(
             )
         }
     };
-    match c.cache.open_with(path, mode) {
+    match c.cache.open_file(path.as_ref(), mode) {
         Ok(file) => {
-            let h = FILES.open(paygo::Arc::new_in(file, domain));
+            let h = FILES.open(paygo::Arc::new_in(map::FileC::new(file), domain));
             // SAFETY: `out` is not null, and the caller gives writable memory for a
             // pointer.
             unsafe { out.write(h) };
@@ -783,7 +798,8 @@ unsafe fn open_in(
 /// write-back's (a page failed in the sync and again in the drop: its bytes are lost, and this
 /// says so), as [`CachedFileOf::close`](crate::CachedFileOf::close) says. The handle is
 /// closed whatever it returns, as by `close(2)`, but for [`PAGECACHE_EBUSY`]: pages taken
-/// through it ([`pagecache_page_get`]) are still held, and nothing is done (the handle stays
+/// through it ([`pagecache_page_get`]) are still held, or mappings of it ([`pagecache_map`])
+/// still mapped, and nothing is done (the handle stays
 /// open, its file's `Arc` put back in its slot). Waits for the calls on the handle that other
 /// threads began before it; in a child of `fork(2)`, where a thread of the
 /// parent was inside a call with the handle when it forked, returns [`PAGECACHE_EFORKED`] at
@@ -814,8 +830,8 @@ pub unsafe extern "C" fn pagecache_close(file: *mut CFile) -> i32 {
                 PAGECACHE_EBUSY,
                 F,
                 format_args!(
-                    "pages taken through the handle are held: nothing done (pagecache_page_put \
-                     them, then close)"
+                    "pages taken through the handle are held, or mappings of it mapped: \
+                     nothing done (pagecache_page_put them, pagecache_unmap them, then close)"
                 ),
             ),
             Err(code) => handle_failed(code, F, "file", file, code),
@@ -1474,7 +1490,10 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
             c"options of a later version of the library (a setting this one does not know is set, or a size above 4096)"
         }
         PAGECACHE_EBUSY => {
-            c"handle busy (pages taken through the file handle are still held: put them, then close)"
+            c"handle busy (pages taken through the file handle are still held, or mappings of it mapped: put or unmap them, then close)"
+        }
+        PAGECACHE_EPERM => {
+            c"mapping of another thread (only the thread that made a mapping uses and unmaps it)"
         }
         PAGECACHE_EFORKED => {
             c"handle in use by a thread of the parent when the process forked (closed, not freed)"

@@ -144,16 +144,16 @@ pub(super) fn io_failed<C>(code: C, func: &str, path: Option<&Path>, e: &io::Err
     code
 }
 
-/// The message of a handle (`what`: its parameter's name, `"file"` or `"cache"`) that
+/// The message of a handle (`what`: its parameter's name, `"file"`, `"mapping"` or `"cache"`) that
 /// [`enter`](super::handles::enter) or a close refused with `code`; returns `code`.
 #[cold]
 #[inline(never)]
 pub(super) fn handle_failed<C, T>(code: C, func: &str, what: &str, p: *const T, err: i32) -> C {
     use super::{PAGECACHE_EBADF, PAGECACHE_EFORKED, PAGECACHE_EINVAL};
-    let kind = if what == "file" {
-        "a closed file handle (pagecache_close was called with it)"
-    } else {
-        "a freed cache handle (pagecache_free was called with it)"
+    let kind = match what {
+        "file" => "a closed file handle (pagecache_close was called with it)",
+        "mapping" => "an unmapped mapping handle (pagecache_unmap was called with it)",
+        _ => "a freed cache handle (pagecache_free was called with it)",
     };
     match err {
         PAGECACHE_EINVAL if p.is_null() => failed(code, func, format_args!("{what} is NULL")),

@@ -537,8 +537,14 @@ fn the_last_close_returns_the_write_back_error() {
         }
         Ok(())
     }));
-    let cache = PageCache::new(cfg).expect("cache");
-    let handle = || FILES.open(paygo::Arc::new(cache.open(&p).expect("open")));
+    let cache = map::new_cache(&cfg).expect("cache");
+    let handle = || {
+        FILES.open(paygo::Arc::new(FileC::new(
+            cache
+                .open_file(&p, OpenMode::WritableIfPermitted)
+                .expect("open"),
+        )))
+    };
     let (a, b) = (handle(), handle());
     // SAFETY: live handles (from the files' table, as `pagecache_open` makes them), each
     // closed once, and a buffer of 5 bytes.
@@ -661,8 +667,12 @@ fn io_errors_return_their_errno_and_lose_nothing() {
             }
             Ok(())
         }));
-        let cache = PageCache::new(cfg).expect("cache");
-        let f = FILES.open(paygo::Arc::new(cache.open(&p).expect("open")));
+        let cache = map::new_cache(&cfg).expect("cache");
+        let f = FILES.open(paygo::Arc::new(FileC::new(
+            cache
+                .open_file(&p, OpenMode::WritableIfPermitted)
+                .expect("open"),
+        )));
         let eio = -libc::EIO as isize;
         let mut b = [0u8; 4];
         let bp = b.as_mut_ptr().cast::<c_void>();
@@ -718,9 +728,12 @@ fn strerror_covers_own_codes_and_errnos() {
         PAGECACHE_ENOSCHEME,
         PAGECACHE_EUNFIT,
         PAGECACHE_EFORKED,
+        PAGECACHE_EBUSY,
+        PAGECACHE_EPERM,
     ] {
         assert!(!text(code).is_empty());
     }
+    assert!(text(PAGECACHE_EPERM).starts_with("mapping of another thread ("));
     assert!(text(PAGECACHE_EFBIG).starts_with("file too large ("));
     // One sentence: no list of every cause in parentheses.
     let t = text(PAGECACHE_EINVAL);
@@ -1574,8 +1587,12 @@ fn last_error_of_file_calls_names_the_file_and_the_cause() {
         }
         Ok(())
     }));
-    let cache = PageCache::new(cfg).expect("cache");
-    let f = FILES.open(paygo::Arc::new(cache.open(&p).expect("open")));
+    let cache = map::new_cache(&cfg).expect("cache");
+    let f = FILES.open(paygo::Arc::new(FileC::new(
+        cache
+            .open_file(&p, OpenMode::WritableIfPermitted)
+            .expect("open"),
+    )));
     let mut b = [0u8; 8];
     let bp = b.as_mut_ptr().cast::<c_void>();
     let big = isize::MAX as usize + 1;
@@ -1890,7 +1907,7 @@ fn last_error_of_held_pages_names_the_cause_and_a_busy_close_changes_nothing() {
             "pagecache_close",
             &["pages taken through the handle are held"],
         );
-        assert_eq!(text(PAGECACHE_EBUSY), "handle busy (pages taken through the file handle are still held: put them, then close)");
+        assert_eq!(text(PAGECACHE_EBUSY), "handle busy (pages taken through the file handle are still held, or mappings of it mapped: put or unmap them, then close)");
         check(f, len);
         assert_eq!(pagecache_page_put(&mut page), PAGECACHE_OK);
         assert_eq!(page.pagecache_private[0], 0);
@@ -1936,6 +1953,264 @@ fn racing_puts_of_a_page_give_it_back_once() {
             let mut page = CPage::default();
             assert_eq!(pagecache_page_get(f, 0, &mut page), PAGE_SIZE as isize);
             assert_eq!(pagecache_page_put(&mut page), PAGECACHE_OK);
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            pagecache_free(c);
+        }
+    }
+}
+
+/// The file's bytes at `offset`, as [`file_of`] writes them.
+fn byte_at(offset: u64) -> u8 {
+    offset as u8
+}
+
+/// A mapping of pages 1 to 3 of a 5-page file reads every byte of them (the offset within the
+/// mapping), across pages and at the last byte; a range past it is `-ENXIO`, nothing read; the
+/// file cannot be closed while it is mapped (`PAGECACHE_EBUSY`, the handle still working), and
+/// can once unmapped; a second unmap and a read after it are `PAGECACHE_EBADF`; each refusal
+/// names its argument.
+#[test]
+fn a_mapping_reads_its_pages_and_keeps_its_file_open() {
+    let _tables = shared_tables();
+    let (_dir, path) = file_of(5 * PAGE_SIZE);
+    for scheme in [c"paygo", c"atomic"] {
+        let c = new_cache(2, scheme, PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        // SAFETY: live handles, and buffers of this test's of the lengths given.
+        unsafe {
+            let mut m = null_mut();
+            assert_eq!(pagecache_map(f, 1, 3, &mut m), PAGECACHE_OK);
+            assert!(!m.is_null());
+            // Every byte, in reads of odd lengths that cross pages (more pages than frames).
+            let mut all = vec![0u8; 3 * PAGE_SIZE];
+            let mut at = 0;
+            while at < all.len() {
+                let n = 1000.min(all.len() - at);
+                assert_eq!(
+                    pagecache_mapping_read(m, all[at..].as_mut_ptr().cast(), n, at as u64),
+                    n as isize
+                );
+                at += n;
+            }
+            for (k, &b) in all.iter().enumerate() {
+                assert_eq!(b, byte_at(PAGE_SIZE as u64 + k as u64), "byte {k}");
+            }
+            let mut b = [9u8; 2];
+            assert_eq!(
+                pagecache_mapping_read(m, b.as_mut_ptr().cast(), 1, 3 * PAGE_SIZE as u64 - 1),
+                1
+            );
+            assert_eq!(b, [byte_at(4 * PAGE_SIZE as u64 - 1), 9]);
+            let rc = pagecache_mapping_read(m, b.as_mut_ptr().cast(), 2, 3 * PAGE_SIZE as u64 - 1);
+            says(
+                rc,
+                -libc::ENXIO as isize,
+                "pagecache_mapping_read",
+                &["ends past the mapping's 12288 bytes"],
+            );
+            assert_eq!(b, [byte_at(4 * PAGE_SIZE as u64 - 1), 9], "nothing read");
+            let rc = pagecache_mapping_read(m, b.as_mut_ptr().cast(), 1, u64::MAX);
+            assert_eq!(rc, -libc::ENXIO as isize);
+            assert_eq!(pagecache_mapping_read(m, null_mut(), 0, 0), 0);
+            let rc = pagecache_mapping_read(m, null_mut(), 1, 0);
+            says(
+                rc,
+                PAGECACHE_EINVAL as isize,
+                "pagecache_mapping_read",
+                &["buf is NULL"],
+            );
+            let rc = pagecache_mapping_read(m, b.as_mut_ptr().cast(), usize::MAX, 0);
+            says(
+                rc,
+                PAGECACHE_EINVAL as isize,
+                "pagecache_mapping_read",
+                &["above SSIZE_MAX"],
+            );
+            let rc = pagecache_mapping_read(null(), b.as_mut_ptr().cast(), 1, 0);
+            says(
+                rc,
+                PAGECACHE_EINVAL as isize,
+                "pagecache_mapping_read",
+                &["mapping is NULL"],
+            );
+            // Mapped: the file stays open.
+            let rc = pagecache_close(f);
+            says(
+                rc,
+                PAGECACHE_EBUSY,
+                "pagecache_close",
+                &["mappings of it mapped"],
+            );
+            check(f, 5 * PAGE_SIZE);
+            // The refusals of the map.
+            let mut other = null_mut();
+            let rc = pagecache_map(f, 0, 0, &mut other);
+            says(rc, PAGECACHE_EINVAL, "pagecache_map", &["pages is 0"]);
+            let rc = pagecache_map(f, 3, 3, &mut other);
+            says(
+                rc,
+                -libc::ENXIO,
+                "pagecache_map",
+                &["mapping pages 3..6 of", "which has 5 pages"],
+            );
+            let rc = pagecache_map(f, u64::MAX, 2, &mut other);
+            assert_eq!(rc, -libc::ENXIO);
+            let rc = pagecache_map(f, 0, 1, null_mut());
+            says(rc, PAGECACHE_EINVAL, "pagecache_map", &["out is NULL"]);
+            let rc = pagecache_map(null(), 0, 1, &mut other);
+            says(rc, PAGECACHE_EINVAL, "pagecache_map", &["file is NULL"]);
+            assert!(other.is_null(), "out untouched");
+            // Two mappings of one page: both read it.
+            assert_eq!(pagecache_map(f, 4, 1, &mut other), PAGECACHE_OK);
+            assert_eq!(
+                pagecache_mapping_read(other, b.as_mut_ptr().cast(), 2, 7),
+                2
+            );
+            assert_eq!(
+                b,
+                [
+                    byte_at(4 * PAGE_SIZE as u64 + 7),
+                    byte_at(4 * PAGE_SIZE as u64 + 8)
+                ]
+            );
+            assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+            let rc = pagecache_unmap(m);
+            says(
+                rc,
+                PAGECACHE_EBADF,
+                "pagecache_unmap",
+                &["an unmapped mapping handle"],
+            );
+            let rc = pagecache_mapping_read(m, b.as_mut_ptr().cast(), 1, 0);
+            says(
+                rc,
+                PAGECACHE_EBADF as isize,
+                "pagecache_mapping_read",
+                &["an unmapped mapping handle"],
+            );
+            says(
+                pagecache_unmap(null_mut()),
+                PAGECACHE_EINVAL,
+                "pagecache_unmap",
+                &["mapping is NULL"],
+            );
+            // Still busy: the other mapping.
+            assert_eq!(pagecache_close(f), PAGECACHE_EBUSY);
+            assert_eq!(pagecache_unmap(other), PAGECACHE_OK);
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            // A closed file maps nothing.
+            let rc = pagecache_map(f, 0, 1, &mut other);
+            says(
+                rc,
+                PAGECACHE_EBADF,
+                "pagecache_map",
+                &["a closed file handle"],
+            );
+            pagecache_free(c);
+        }
+    }
+}
+
+/// A mapping is its thread's: another thread's read and unmap of it are `PAGECACHE_EPERM`,
+/// nothing done (the owner still reads through it and unmaps it); so is a stale handle whose
+/// slot another thread's mapping took.
+#[test]
+fn another_threads_mapping_is_refused() {
+    let _tables = shared_tables();
+    let (_dir, path) = file_of(2 * PAGE_SIZE);
+    let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let mut m = null_mut();
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { pagecache_map(f, 0, 2, &mut m) }, PAGECACHE_OK);
+    let shared = Shared(m);
+    let (read, unmap) = std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut b = [0u8; 4];
+            // SAFETY: a live handle (another thread's), a buffer of 4 bytes.
+            let read = unsafe { pagecache_mapping_read(shared.get(), b.as_mut_ptr().cast(), 4, 0) };
+            assert_eq!(b, [0; 4], "nothing read");
+            assert!(last_error()
+                .expect("a message")
+                .contains("made by another thread"));
+            // SAFETY: as above.
+            (read, unsafe { pagecache_unmap(shared.get()) })
+        })
+        .join()
+        .expect("thread")
+    });
+    assert_eq!((read, unmap), (PAGECACHE_EPERM as isize, PAGECACHE_EPERM));
+    let mut b = [0u8; 4];
+    // SAFETY: live handles of this thread's.
+    unsafe {
+        assert_eq!(
+            pagecache_mapping_read(m, b.as_mut_ptr().cast(), 4, PAGE_SIZE as u64),
+            4
+        );
+        assert_eq!(b, [0, 1, 2, 3].map(|k| byte_at(PAGE_SIZE as u64 + k)));
+        assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+}
+
+/// A mapping read from its thread while another thread drops the file's cache over and over
+/// (and a third reads the file, so that frames are reused for other pages): every byte read
+/// through the mapping is the file's, for two schemes, and `drop_cache` did free frames.
+#[test]
+fn mapping_reads_are_right_under_drop_cache() {
+    let _tables = shared_tables();
+    const PAGES: usize = 8;
+    let (_dir, path) = file_of(PAGES * PAGE_SIZE);
+    let turns = if cfg!(miri) { 3 } else { 300 };
+    for scheme in [c"paygo", c"atomic"] {
+        let c = new_cache(3, scheme, PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        let fs = Shared(f);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let dropper = s.spawn(|| {
+                let mut dropped = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: a live handle, closed after the scope.
+                    let n = unsafe { pagecache_drop_cache(fs.get()) };
+                    assert!(n >= 0, "{n}");
+                    dropped += n;
+                    let mut b = [0u8; 64];
+                    // SAFETY: as above, a buffer of 64 bytes.
+                    let k = unsafe { pagecache_read_at(fs.get(), b.as_mut_ptr().cast(), 64, 0) };
+                    assert_eq!(k, 64);
+                    std::thread::yield_now();
+                }
+                dropped
+            });
+            let mut m = null_mut();
+            // SAFETY: a live handle.
+            assert_eq!(
+                unsafe { pagecache_map(f, 0, PAGES as u64, &mut m) },
+                PAGECACHE_OK
+            );
+            let mut b = vec![0u8; 3 * PAGE_SIZE];
+            for turn in 0..turns {
+                let at = (turn * 1237) % (PAGES * PAGE_SIZE - b.len());
+                // SAFETY: a live mapping of this thread's, a buffer of its length.
+                let n =
+                    unsafe { pagecache_mapping_read(m, b.as_mut_ptr().cast(), b.len(), at as u64) };
+                assert_eq!(n, b.len() as isize);
+                for (k, &x) in b.iter().enumerate() {
+                    assert_eq!(x, byte_at((at + k) as u64), "turn {turn}, byte {}", at + k);
+                }
+            }
+            // SAFETY: as above.
+            assert_eq!(unsafe { pagecache_unmap(m) }, PAGECACHE_OK);
+            stop.store(true, Ordering::Relaxed);
+            assert!(
+                dropper.join().expect("dropper") > 0,
+                "drop_cache freed frames"
+            );
+        });
+        // SAFETY: live handles, no other thread uses them now.
+        unsafe {
             assert_eq!(pagecache_close(f), PAGECACHE_OK);
             pagecache_free(c);
         }

@@ -1,0 +1,291 @@
+/* LODIC mappings (pagecache_map, pagecache_mapping_read, pagecache_unmap): every byte read
+ * through a mapping is the file's (the offset within the mapping; the mapped part of the last
+ * page past the file's end reads as zeros); the refusals have their codes (NULL arguments, no
+ * pages, a range past the file or past the mapping, a second unmap, a read after it); a
+ * mapping is its thread's (another thread's read and unmap: PAGECACHE_EPERM, nothing done,
+ * also through a stale handle whose slot another thread's mapping took); a close while mapped
+ * returns PAGECACHE_EBUSY and changes nothing; and 4 threads read through mappings of their own
+ * of a file larger than the cache, checking every byte, while another drops it, for "paygo",
+ * "atomic", "percpu-ref" and "refcache". Prints one "ok" line per part and "failures=N"; exits
+ * non-zero on any failure. */
+#define _GNU_SOURCE
+#include "pagecache.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
+#include "check.h"
+
+#define PAGES 16
+#define LEN (PAGES * PAGECACHE_PAGE_SIZE - 100) /* the last page holds 3996 bytes */
+#define THREADS 4
+#define TURNS 2000
+
+static const char *tmpdir(void) {
+    const char *d = getenv("TMPDIR");
+    return d && *d ? d : "/tmp";
+}
+
+/* The byte at offset k of the test file: of its page and its place in it. */
+static unsigned char pat(uint64_t k) {
+    return (unsigned char)((k * 31) ^ (k / PAGECACHE_PAGE_SIZE) * 7 ^ (k >> 8));
+}
+
+/* A temporary file of LEN pattern bytes; its path in path. */
+static void make_file(char *path, size_t cap) {
+    snprintf(path, cap, "%s/pagecache-mappings-XXXXXX", tmpdir());
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("mkstemp");
+        exit(2);
+    }
+    static unsigned char b[LEN];
+    for (uint64_t k = 0; k < LEN; k++) b[k] = pat(k);
+    if (pwrite(fd, b, LEN, 0) != LEN) {
+        perror("pwrite");
+        exit(2);
+    }
+    close(fd);
+}
+
+/* Whether the n bytes at b are the file's at offset at. */
+static int is_pattern(const unsigned char *b, size_t n, uint64_t at) {
+    for (size_t k = 0; k < n; k++)
+        if (b[k] != pat(at + k)) return 0;
+    return 1;
+}
+
+/* Whether this thread's last error message holds part. */
+static int said(const char *part) {
+    const char *m = pagecache_last_error();
+    return m != NULL && strstr(m, part) != NULL;
+}
+
+/* What another thread's calls with a mapping it did not make return. */
+struct other {
+    pagecache_mapping_t *m;
+    ssize_t read;
+    int unmap;
+    int said;
+    unsigned char b[8];
+};
+
+static void *other_thread(void *arg) {
+    struct other *o = arg;
+    memset(o->b, 0xAA, sizeof o->b);
+    o->read = pagecache_mapping_read(o->m, o->b, sizeof o->b, 0);
+    o->unmap = pagecache_unmap(o->m);
+    o->said = said("made by another thread");
+    return NULL;
+}
+
+/* Maps one page in another thread, keeps it mapped, and returns its handle. */
+static void *map_in_thread(void *arg) {
+    pagecache_file_t *f = arg;
+    pagecache_mapping_t *m = NULL;
+    CHECK_EQ(pagecache_map(f, 0, 1, &m), PAGECACHE_OK);
+    return m;
+}
+
+/* Unmaps, in its own thread, the mapping map_in_thread made there: a thread's handle. */
+struct unmapper {
+    pagecache_file_t *f;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int step; /* 1: mapped (m set); 2: may unmap; 3: unmapped */
+    pagecache_mapping_t *m;
+};
+
+static void *map_then_unmap(void *arg) {
+    struct unmapper *u = arg;
+    pagecache_mapping_t *m = map_in_thread(u->f);
+    pthread_mutex_lock(&u->lock);
+    u->m = m;
+    u->step = 1;
+    pthread_cond_broadcast(&u->cond);
+    while (u->step != 2) pthread_cond_wait(&u->cond, &u->lock);
+    pthread_mutex_unlock(&u->lock);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
+    return NULL;
+}
+
+static void single(const char *path) {
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = NULL;
+    pagecache_mapping_t *m = NULL, *last = NULL, *none = NULL;
+    CHECK_EQ(pagecache_new(3, "paygo", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    CHECK_EQ(pagecache_open(c, path, &f), PAGECACHE_OK);
+    /* Pages 2 to 5: more than the cache's 3 frames. */
+    CHECK_EQ(pagecache_map(f, 2, 4, &m), PAGECACHE_OK);
+    CHECK(m != NULL);
+    static unsigned char b[4 * PAGECACHE_PAGE_SIZE];
+    for (uint64_t k = 0; k < 4; k++) {
+        memset(b, 0, PAGECACHE_PAGE_SIZE);
+        CHECK_EQ(pagecache_mapping_read(m, b, PAGECACHE_PAGE_SIZE, k * PAGECACHE_PAGE_SIZE),
+                 PAGECACHE_PAGE_SIZE);
+        CHECK(is_pattern(b, PAGECACHE_PAGE_SIZE, (2 + k) * PAGECACHE_PAGE_SIZE));
+    }
+    /* All of it at once, and a read across pages at odd offsets. */
+    CHECK_EQ(pagecache_mapping_read(m, b, sizeof b, 0), sizeof b);
+    CHECK(is_pattern(b, sizeof b, 2 * PAGECACHE_PAGE_SIZE));
+    CHECK_EQ(pagecache_mapping_read(m, b, 5000, 4000), 5000);
+    CHECK(is_pattern(b, 5000, 2 * PAGECACHE_PAGE_SIZE + 4000));
+    CHECK_EQ(pagecache_mapping_read(m, b, 1, sizeof b - 1), 1);
+    CHECK(is_pattern(b, 1, 6 * PAGECACHE_PAGE_SIZE - 1));
+    /* Past the mapping: -ENXIO, nothing read (an exact read, not a short one). */
+    memset(b, 0x5A, 16);
+    CHECK_EQ(pagecache_mapping_read(m, b, 2, sizeof b - 1), -ENXIO);
+    CHECK(said("ends past the mapping"));
+    CHECK_EQ(b[0], 0x5A);
+    CHECK_EQ(pagecache_mapping_read(m, b, 1, sizeof b), -ENXIO);
+    CHECK_EQ(pagecache_mapping_read(m, b, 1, UINT64_MAX), -ENXIO);
+    CHECK_EQ(pagecache_mapping_read(m, NULL, 0, 0), 0);
+    CHECK_EQ(pagecache_mapping_read(m, NULL, 1, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_mapping_read(m, b, SIZE_MAX, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_mapping_read(NULL, b, 1, 0), PAGECACHE_EINVAL);
+    /* The last page: its 3996 bytes, then zeros to the end of the page. */
+    CHECK_EQ(pagecache_map(f, PAGES - 1, 1, &last), PAGECACHE_OK);
+    memset(b, 0x5A, PAGECACHE_PAGE_SIZE);
+    CHECK_EQ(pagecache_mapping_read(last, b, PAGECACHE_PAGE_SIZE, 0), PAGECACHE_PAGE_SIZE);
+    CHECK(is_pattern(b, PAGECACHE_PAGE_SIZE - 100, (PAGES - 1) * PAGECACHE_PAGE_SIZE));
+    for (size_t k = PAGECACHE_PAGE_SIZE - 100; k < PAGECACHE_PAGE_SIZE; k++) CHECK_EQ(b[k], 0);
+    /* The map's refusals: *out untouched. */
+    CHECK_EQ(pagecache_map(f, PAGES - 1, 2, &none), -ENXIO);
+    CHECK(said("which has 16 pages"));
+    CHECK_EQ(pagecache_map(f, PAGES, 1, &none), -ENXIO);
+    CHECK_EQ(pagecache_map(f, UINT64_MAX, 2, &none), -ENXIO);
+    CHECK_EQ(pagecache_map(f, 0, 0, &none), PAGECACHE_EINVAL);
+    CHECK(said("pages is 0"));
+    CHECK_EQ(pagecache_map(f, 0, 1, NULL), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_map(NULL, 0, 1, &none), PAGECACHE_EINVAL);
+    CHECK(none == NULL);
+    /* Another thread can neither read through nor unmap this thread's mapping. */
+    struct other o = {.m = m};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, other_thread, &o) == 0);
+    pthread_join(t, NULL);
+    CHECK_EQ(o.read, PAGECACHE_EPERM);
+    CHECK_EQ(o.unmap, PAGECACHE_EPERM);
+    CHECK(o.said);
+    CHECK_EQ(o.b[0], 0xAA); /* nothing read */
+    CHECK_EQ(pagecache_mapping_read(m, b, 8, 0), 8); /* still mapped, still this thread's */
+    CHECK(is_pattern(b, 8, 2 * PAGECACHE_PAGE_SIZE));
+    /* Mapped: the close is refused, and the handle goes on working. */
+    CHECK_EQ(pagecache_close(f), PAGECACHE_EBUSY);
+    CHECK(said("mappings of it mapped"));
+    CHECK_EQ(pagecache_read_at(f, b, 16, 7), 16);
+    CHECK(is_pattern(b, 16, 7));
+    /* A drop_cache frees the frames no read holds: the mapping reads them again. */
+    CHECK(pagecache_drop_cache(f) >= 0);
+    CHECK_EQ(pagecache_mapping_read(m, b, sizeof b, 0), sizeof b);
+    CHECK(is_pattern(b, sizeof b, 2 * PAGECACHE_PAGE_SIZE));
+    /* Unmapped: a second unmap and a read are PAGECACHE_EBADF, nothing done. */
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_EBADF);
+    CHECK(said("unmapped"));
+    CHECK_EQ(pagecache_mapping_read(m, b, 1, 0), PAGECACHE_EBADF);
+    CHECK_EQ(pagecache_unmap(NULL), PAGECACHE_EINVAL);
+    /* The stale handle's slot taken by another thread's mapping: that thread's, refused. */
+    struct unmapper u = {.f = f, .lock = PTHREAD_MUTEX_INITIALIZER,
+                         .cond = PTHREAD_COND_INITIALIZER};
+    CHECK(pthread_create(&t, NULL, map_then_unmap, &u) == 0);
+    pthread_mutex_lock(&u.lock);
+    while (u.step != 1) pthread_cond_wait(&u.cond, &u.lock);
+    pthread_mutex_unlock(&u.lock);
+    CHECK(u.m == m); /* the slot freed last is reused first */
+    CHECK_EQ(pagecache_mapping_read(m, b, 1, 0), PAGECACHE_EPERM);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_EPERM);
+    pthread_mutex_lock(&u.lock);
+    u.step = 2;
+    pthread_cond_broadcast(&u.cond);
+    pthread_mutex_unlock(&u.lock);
+    pthread_join(t, NULL);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_EBADF);
+    /* One mapping left: still busy; then closed. */
+    CHECK_EQ(pagecache_close(f), PAGECACHE_EBUSY);
+    CHECK_EQ(pagecache_unmap(last), PAGECACHE_OK);
+    CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
+    CHECK_EQ(pagecache_map(f, 0, 1, &none), PAGECACHE_EBADF);
+    CHECK(none == NULL);
+    pagecache_free(c);
+    printf("ok single\n");
+}
+
+struct shared {
+    pagecache_file_t *f;
+    int stop;
+    long read;
+};
+
+/* Maps the whole file and reads it through the mapping at random places, every byte
+ * checked. */
+static void *reader(void *arg) {
+    struct shared *s = arg;
+    unsigned seed = (unsigned)(uintptr_t)&seed;
+    pagecache_mapping_t *m = NULL;
+    CHECK_EQ(pagecache_map(s->f, 0, PAGES, &m), PAGECACHE_OK);
+    if (m == NULL) return NULL;
+    unsigned char b[2 * PAGECACHE_PAGE_SIZE];
+    for (int t = 0; t < TURNS; t++) {
+        size_t len = 1 + (size_t)rand_r(&seed) % sizeof b;
+        uint64_t at = (uint64_t)rand_r(&seed) % (LEN - len);
+        ssize_t n = pagecache_mapping_read(m, b, len, at);
+        CHECK_EQ(n, (ssize_t)len);
+        if (n != (ssize_t)len) break;
+        CHECK(is_pattern(b, len, at));
+        __atomic_add_fetch(&s->read, 1, __ATOMIC_RELAXED);
+        if (t % 64 == 0) sched_yield();
+    }
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
+    return NULL;
+}
+
+static void *dropper(void *arg) {
+    struct shared *s = arg;
+    while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+        CHECK(pagecache_drop_cache(s->f) >= 0);
+        sched_yield();
+    }
+    return NULL;
+}
+
+static void threads(const char *path, const char *scheme) {
+    pagecache_t *c = NULL;
+    struct shared s = {0};
+    CHECK_EQ(pagecache_new(4, scheme, PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &s.f), PAGECACHE_OK);
+    pthread_t t[THREADS], d;
+    CHECK(pthread_create(&d, NULL, dropper, &s) == 0);
+    for (int k = 0; k < THREADS; k++) CHECK(pthread_create(&t[k], NULL, reader, &s) == 0);
+    for (int k = 0; k < THREADS; k++) pthread_join(t[k], NULL);
+    __atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(d, NULL);
+    CHECK_EQ(s.read, (long)THREADS * TURNS);
+    /* Every mapping unmapped: nothing stays referenced, and the close succeeds. */
+    CHECK(pagecache_drop_cache(s.f) >= 0);
+    pagecache_stats_t st;
+    CHECK_EQ(pagecache_stats(c, &st), PAGECACHE_OK);
+    CHECK_EQ(st.resident, 0);
+    CHECK(st.resident_high_water <= 4);
+    CHECK_EQ(pagecache_close(s.f), PAGECACHE_OK);
+    pagecache_free(c);
+    printf("ok threads %s\n", scheme);
+}
+
+int main(void) {
+    char path[4096];
+    make_file(path, sizeof path);
+    single(path);
+    const char *schemes[] = {"paygo", "atomic", "percpu-ref", "refcache"};
+    for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++) threads(path, schemes[k]);
+    unlink(path);
+    printf("failures=%d\n", failures);
+    return failures != 0;
+}

@@ -1,0 +1,380 @@
+//! LODIC mappings in the C API (`pagecache_mapping_t`, [`CMapping`]): [`pagecache_map`],
+//! [`pagecache_mapping_read`] and [`pagecache_unmap`], over [`CachedFileOf::map`].
+//!
+//! The run-time-dispatched [`crate::PageCache`] has no mappings, so the C API keeps its caches
+//! and files behind traits of its own ([`CacheOps`], [`FileOps`]): the crate's dispatch
+//! (`DynCache`, `DynFile`) and, for a file, [`FileOps::map`], which makes the typed
+//! [`Mapping`] and hands it back erased ([`MapOps`]). Every cache has a LODIC reverse map
+//! ([`Config::rmap`], [`crate::Rmap::File`] unless set), so every file can be mapped.
+//!
+//! A [`Mapping`] is neither `Send` nor `Sync`: only the thread that made it uses it. A mapping
+//! handle is a slot of a third handle table (as the file handles, so that a second unmap, or a
+//! call after it, is refused with [`PAGECACHE_EBADF`] and touches nothing), whose value
+//! ([`OpenMapping`]) names the thread that made it (a number of the thread's own, never
+//! reused): a call from any other thread reads that number only, and is refused with
+//! [`PAGECACHE_EPERM`]. The mapping holds a clone of its file handle's `paygo::Arc`, as a held
+//! page does: `pagecache_close` of the file returns [`PAGECACHE_EBUSY`] until the unmap, and
+//! the file the mapping borrows lives as long as it does.
+
+use super::handles::{enter, Table};
+use super::last_error::{failed, handle_failed, io_failed, pointer_failed};
+use super::{
+    boundary, io_code, writable, zeroed, CFile, OpenFile, Slot, PAGECACHE_EINTERNAL,
+    PAGECACHE_EINVAL, PAGECACHE_EPERM, PAGECACHE_OK,
+};
+use crate::cache::{CachedFileOf, OpenMode, PageCacheOf};
+use crate::{Config, DynCache, DynFile, Mapping};
+use core::cell::Cell;
+use core::ffi::c_void;
+use refcount::RefCounter;
+use schemes::{SchemeInfo, Visit};
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A cache of the C API: the crate's dispatch, and an open that keeps the file's type's
+/// mappings reachable.
+pub(super) trait CacheOps: DynCache {
+    /// [`PageCacheOf::open_with`], the file behind [`FileOps`].
+    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FileOps>>;
+}
+
+impl<C: RefCounter> CacheOps for PageCacheOf<C> {
+    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FileOps>> {
+        Ok(Box::new(self.open_with(path, mode)?))
+    }
+}
+
+/// A file of the C API: the crate's dispatch, and its mappings.
+pub(super) trait FileOps: DynFile {
+    /// [`CachedFileOf::map`], erased.
+    fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn MapOps + '_>>;
+}
+
+impl<C: RefCounter> FileOps for CachedFileOf<C> {
+    fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn MapOps + '_>> {
+        Ok(Box::new(CachedFileOf::map(self, first, pages)?))
+    }
+}
+
+/// A [`Mapping`], erased.
+pub(super) trait MapOps {
+    /// [`Mapping::read_at`].
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// [`Mapping::len`].
+    fn len(&self) -> u64;
+}
+
+impl<C: RefCounter> MapOps for Mapping<'_, C> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        Mapping::read_at(self, buf, offset)
+    }
+    fn len(&self) -> u64 {
+        Mapping::len(self)
+    }
+}
+
+/// Builds the cache of a [`Config`] behind [`CacheOps`].
+struct Build<'a>(&'a Config);
+
+impl Visit for Build<'_> {
+    type Out = io::Result<Box<dyn CacheOps>>;
+    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) -> Self::Out {
+        Ok(Box::new(PageCacheOf::with_scheme(scheme, self.0)?))
+    }
+}
+
+/// The cache of `cfg`, as [`crate::PageCache::new`] makes it (its errors), behind
+/// [`CacheOps`].
+pub(super) fn new_cache(cfg: &Config) -> io::Result<Box<dyn CacheOps>> {
+    match schemes::try_visit(&cfg.scheme, &cfg.scheme_config, Build(cfg)) {
+        Some(r) => r?,
+        // `config_of` found the scheme first.
+        None => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("pagecache: unknown scheme '{}'", cfg.scheme),
+        )),
+    }
+}
+
+// `CachedFile::read_cached` is compiled for the C API (the `capi` feature), which now reads
+// through `FileOps` instead (the same `DynFile::read_cached`): referenced here so that it is
+// not dead code, until its `cfg` in `lib.rs` (outside the C API's files) leaves it out.
+const _: fn(&crate::CachedFile, &mut [u8], u64) -> Option<usize> = crate::CachedFile::read_cached;
+
+/// What a live file handle's `paygo::Arc` holds: the open file (see [`super::OpenFile`]).
+pub struct FileC {
+    pub(super) inner: Box<dyn FileOps>,
+}
+
+impl FileC {
+    pub(super) fn new(inner: Box<dyn FileOps>) -> Self {
+        FileC { inner }
+    }
+    pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    pub(super) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+        self.inner.read_cached(buf, offset)
+    }
+    pub(super) fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        self.inner.write_at(buf, offset)
+    }
+    pub(super) fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    pub(super) fn drop_cache(&self) -> io::Result<usize> {
+        self.inner.drop_cache()
+    }
+    pub(super) fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    pub(super) fn set_len(&self, size: u64) -> io::Result<()> {
+        self.inner.set_len(size)
+    }
+    pub(super) fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    pub(super) fn close(self) -> io::Result<()> {
+        self.inner.close()
+    }
+}
+
+/// What a live mapping handle holds: the mapping, the thread that made it, and the file.
+pub struct OpenMapping {
+    /// The [`thread_id`] of the thread that made the mapping: the only one that uses `map`.
+    owner: u64,
+    /// The mapping of the file of `file`, its lifetime erased: it borrows the file that `file`
+    /// holds, and is declared before it, so that it is dropped first (fields drop in the order
+    /// of their declaration).
+    map: Box<dyn MapOps>,
+    /// A clone of the file handle's `Arc`: the file stays while the mapping does, and its
+    /// handle is not closed meanwhile ([`PAGECACHE_EBUSY`]).
+    file: OpenFile,
+}
+
+// SAFETY: `map` (a `Mapping`, neither `Send` nor `Sync`) is used only on the thread `owner`
+// names: every call compares the calling thread's `thread_id` with `owner` before it touches
+// `map` (`pagecache_mapping_read`, and `pagecache_unmap`, whose `keep` gives the value back to
+// the caller, where it is dropped, only on that thread). Other threads read `owner` alone (a
+// `u64`) and `file` (`Send + Sync`). The handle table moves the value as bytes and never drops
+// one: a value is dropped only by the unmap that took it, or stays in its slot for ever.
+unsafe impl Send for OpenMapping {}
+// SAFETY: as for `Send`: shared references on other threads read `owner` only.
+unsafe impl Sync for OpenMapping {}
+
+/// A mapping handle, `pagecache_mapping_t` (opaque to C): a slot of the mappings' handle table.
+pub type CMapping = Slot<OpenMapping>;
+
+/// The mappings' handles.
+static MAPPINGS: Table<OpenMapping> = Table::new();
+
+/// The calling thread's number: unique in the process, never reused (a thread that exits takes
+/// its number with it), 1 and up.
+fn thread_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        /// 0 until the thread's first mapping call.
+        static ID: Cell<u64> = const { Cell::new(0) };
+    }
+    ID.with(|id| {
+        if id.get() == 0 {
+            // Relaxed: a counter; only its uniqueness matters.
+            id.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        id.get()
+    })
+}
+
+/// The message of a mapping used from a thread that did not make it; returns `code`.
+#[cold]
+#[inline(never)]
+fn not_owner<C>(code: C, func: &str, m: *const CMapping) -> C {
+    failed(
+        code,
+        func,
+        format_args!(
+            "mapping ({m:p}) was made by another thread: only the thread that called \
+             pagecache_map uses and unmaps it"
+        ),
+    )
+}
+
+/// Maps `pages` pages of the file from page `first_page` for the calling thread (LODIC: reads
+/// through the mapping count on its own entries, with plain stores) and stores the mapping's
+/// handle in `*out`: [`CachedFileOf::map`]. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null
+/// or misaligned `file` or `out`, `pages` 0), `PAGECACHE_EBADF` (a closed file handle),
+/// `-ENXIO` (the range ends past the file's last page, partial or whole, now),
+/// `PAGECACHE_ENOMEM` (the mapping's entries, 8 bytes a page, or the file's per-page mapping
+/// counts, cannot be allocated; nothing mapped). On an error `*out` is left as it was. The file
+/// handle cannot be closed while the mapping exists (`PAGECACHE_EBUSY`).
+///
+/// # Safety
+/// `file` is null, misaligned or a handle from [`super::pagecache_open`] (live or closed);
+/// `out` is null, misaligned or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_map(
+    file: *const CFile,
+    first_page: u64,
+    pages: u64,
+    out: *mut *mut CMapping,
+) -> i32 {
+    const F: &str = "pagecache_map";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let f = match unsafe { enter(file) } {
+            Ok(f) => f,
+            Err(code) => return handle_failed(code, F, "file", file, code),
+        };
+        if !writable(out) {
+            return pointer_failed(PAGECACHE_EINVAL, F, "out", out);
+        }
+        if pages == 0 {
+            return failed(PAGECACHE_EINVAL, F, format_args!("pages is 0"));
+        }
+        let owner = thread_id();
+        // The file's reference first: the mapping borrows the file it holds.
+        let file_ref = paygo::Arc::clone(&*f);
+        let map = match file_ref.inner.map(first_page, pages) {
+            Ok(m) => m,
+            Err(e) => {
+                // A range past the end (`map` checks it against the length it loads).
+                let code = match e.kind() {
+                    io::ErrorKind::InvalidInput => -libc::ENXIO,
+                    _ => io_code(&e),
+                };
+                return io_failed(code, F, Some(f.path()), &e);
+            }
+        };
+        // SAFETY: only the lifetime changes (same layout). The mapping borrows the file inside
+        // the `paygo::Arc` allocation that `file_ref` keeps alive, at an address that does not
+        // move: `OpenMapping` holds both, and drops the mapping first (its field order).
+        let map: Box<dyn MapOps + 'static> =
+            unsafe { core::mem::transmute::<Box<dyn MapOps + '_>, Box<dyn MapOps + 'static>>(map) };
+        let h = MAPPINGS.open(OpenMapping {
+            owner,
+            map,
+            file: file_ref,
+        });
+        // SAFETY: `out` is not null, aligned, and the caller gives writable memory for a
+        // pointer.
+        unsafe { out.write(h) };
+        PAGECACHE_OK
+    })
+}
+
+/// Copies `len` bytes of the mapping at `offset` into `buf`, as a load from mapped memory:
+/// [`Mapping::read_at`]. `offset` is within the mapping (byte `first_page * 4096` of the file
+/// is offset 0), and the read is exact: it returns `len`, or an error, never fewer bytes.
+/// Bytes past the end of the file (in its last page, or cut off since the map) read as they
+/// are cached (zeros unless written). Errors: `PAGECACHE_EINVAL` (a null or misaligned `m`, a
+/// null `buf` with `len > 0`, `len > SSIZE_MAX`), `PAGECACHE_EBADF` (an unmapped handle),
+/// `PAGECACHE_EPERM` (a thread other than the one that mapped it), `-ENXIO` (the range ends
+/// past the mapping: nothing read), a fill's or a direct read's `-errno` (`buf` may then hold
+/// the bytes of the pages before the one that failed).
+///
+/// # Safety
+/// `m` is null, misaligned or a handle from [`pagecache_map`] (live or unmapped); `buf` is
+/// null or writable for `len` bytes that no other thread accesses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_mapping_read(
+    m: *const CMapping,
+    buf: *mut c_void,
+    len: usize,
+    offset: u64,
+) -> isize {
+    const F: &str = "pagecache_mapping_read";
+    boundary(F, PAGECACHE_EINTERNAL as isize, || {
+        // SAFETY: forwarded contract.
+        let live = match unsafe { enter(m) } {
+            Ok(l) => l,
+            Err(code) => return handle_failed(code as isize, F, "mapping", m, code),
+        };
+        if live.owner != thread_id() {
+            return not_owner(PAGECACHE_EPERM as isize, F, m);
+        }
+        if len > isize::MAX as usize {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
+            );
+        }
+        if buf.is_null() && len > 0 {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!("buf is NULL and len is {len}, not 0"),
+            );
+        }
+        let size = live.map.len();
+        if offset.checked_add(len as u64).is_none_or(|end| end > size) {
+            return failed(
+                -libc::ENXIO as isize,
+                F,
+                format_args!(
+                    "a read of {len} bytes at {offset} ends past the mapping's {size} bytes"
+                ),
+            );
+        }
+        if len == 0 {
+            return 0;
+        }
+        // SAFETY: `buf` is not null and writable for `len` bytes that nobody else accesses
+        // during the call (the caller's contract).
+        let part = unsafe { zeroed(buf, len) };
+        match live.map.read_at(part, offset) {
+            Ok(()) => len as isize,
+            Err(e) => io_failed(io_code(&e) as isize, F, Some(live.file.path()), &e),
+        }
+    })
+}
+
+/// Unmaps a mapping: its pages are no longer counted through it, and its file handle may be
+/// closed again (once no other mapping or held page of it is left). Returns `PAGECACHE_OK`,
+/// `PAGECACHE_EINVAL` (a null or misaligned `m`), `PAGECACHE_EBADF` (unmapped already: nothing
+/// done), `PAGECACHE_EPERM` (a thread other than the one that mapped it: nothing done), or
+/// [`PAGECACHE_EFORKED`](super::PAGECACHE_EFORKED) in a child of `fork(2)` where another thread
+/// of the parent was inside a call with the handle when it forked (the handle is unmapped, its
+/// mapping left as it was: its file handle stays busy).
+///
+/// # Safety
+/// `m` is null, misaligned or a handle from [`pagecache_map`] (live, unmapped, or unmapped and
+/// returned again).
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_unmap(m: *mut CMapping) -> i32 {
+    const F: &str = "pagecache_unmap";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        let me = thread_id();
+        // Another thread's mapping is refused before its handle is touched, so that its owner's
+        // calls never see it closed for a moment. Only its owner closes a mapping handle, so
+        // the slot still holds this mapping at the close below.
+        {
+            // SAFETY: forwarded contract.
+            let live = match unsafe { enter(m) } {
+                Ok(l) => l,
+                Err(code) => return handle_failed(code, F, "mapping", m, code),
+            };
+            if live.owner != me {
+                return not_owner(PAGECACHE_EPERM, F, m);
+            }
+        }
+        let mine = |v: OpenMapping| {
+            if v.owner == me {
+                Ok(v)
+            } else {
+                Err((v, PAGECACHE_EPERM))
+            }
+        };
+        // SAFETY: forwarded contract.
+        match unsafe { MAPPINGS.close_with(m, mine) } {
+            // Dropped here, on its owner's thread: the mapping, then the file's reference.
+            Ok(v) => {
+                drop(v);
+                PAGECACHE_OK
+            }
+            Err(PAGECACHE_EPERM) => not_owner(PAGECACHE_EPERM, F, m),
+            Err(code) => handle_failed(code, F, "mapping", m, code),
+        }
+    })
+}
