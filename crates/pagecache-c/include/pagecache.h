@@ -54,7 +54,8 @@
  * program.)
  *
  * Threads: handles are thread-safe. One pagecache_t and one pagecache_file_t may be used from
- * many threads at once (reads, writes, sync, drop_cache, len, set_len, open, stats); reads and
+ * many threads at once (reads, writes, sync, drop_cache, len, set_len, open, stats); a
+ * pagecache_mapping_t is the one exception: it is its thread's (see Lifetimes); reads and
  * writes of overlapping ranges racing each other see, byte by byte, the old or the new bytes,
  * as pread racing pwrite may (and a read racing a pagecache_set_len that cuts, the old bytes
  * or zeros). No call is a cancellation point, although calls read, write, sync, open and
@@ -121,13 +122,13 @@
  *     handles (another pagecache_open of the same file) close as they would. So does a
  *     mapping (pagecache_map) until it is unmapped.
  *   - A mapping (pagecache_mapping_t) belongs to the thread that made it: only that thread
- *     reads through it and unmaps it; a call with it from another thread returns
+ *     reads through it, holds and releases its pages, and unmaps it; a call with it from another thread returns
  *     PAGECACHE_EPERM and touches nothing. Its handle is a slot of a third table, as a file
  *     handle's: pagecache_unmap twice, or a read after it, returns PAGECACHE_EBADF, and a slot
  *     is reused by a later pagecache_map (of any thread: the stale handle then names that
  *     mapping, refused with PAGECACHE_EPERM where another thread made it). A mapping not
  *     unmapped before its thread exits is never unmapped (no other thread may): its entries
- *     stay allocated and its file handle busy (pagecache_close returns PAGECACHE_EBUSY), as a
+ *     stay allocated, its held pages held, and its file handle busy (pagecache_close returns PAGECACHE_EBUSY), as a
  *     page held for ever keeps it; nothing else is changed.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with
  *     files still open is allowed, and those files go on working (reads, writes, sync,
@@ -195,10 +196,12 @@ typedef enum pagecache_error {
                                     size above 4096: nothing done */
     PAGECACHE_EBUSY = -16,       /* (= -EBUSY) pagecache_close: pages taken through the
                                     handle (pagecache_page_get) are still held, or mappings
-                                    of it (pagecache_map) still mapped: nothing done, the
-                                    handle stays open */
-    PAGECACHE_EPERM = -1,        /* (= -EPERM) pagecache_mapping_read, pagecache_unmap: the
-                                    mapping was made by another thread (only the thread that
+                                    of it (pagecache_map) still mapped; pagecache_unmap:
+                                    pages held through the mapping
+                                    (pagecache_mapping_hold): nothing done, the handle
+                                    stays open */
+    PAGECACHE_EPERM = -1,        /* (= -EPERM) pagecache_mapping_read, _hold, _release,
+                                    pagecache_unmap: the mapping was made by another thread (only the thread that
                                     made it uses it, as only a mutex's owner unlocks it):
                                     nothing done */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
@@ -504,10 +507,28 @@ int pagecache_map(pagecache_file_t *file, uint64_t first_page, uint64_t pages,
  * frame was held). len 0 at an offset up to the mapping's end returns 0. */
 ssize_t pagecache_mapping_read(pagecache_mapping_t *m, void *buf, size_t len, uint64_t offset);
 
+/* Holds page `page` of the mapping (page first_page + page of the file): takes a reference on
+ * it, counted on the mapping's entry for it as a read's is (filling it on a miss), and keeps it
+ * until pagecache_mapping_release(m, page). Meanwhile the page stays in its frame, neither
+ * evicted nor dropped by pagecache_drop_cache, and pagecache_unmap(m) returns
+ * PAGECACHE_EBUSY. A page may be held many times; each hold is released once. Returns
+ * PAGECACHE_OK. Errors, which hold nothing: PAGECACHE_EINVAL (m is NULL or misaligned),
+ * PAGECACHE_EBADF (m was unmapped), PAGECACHE_EPERM (the calling thread did not make the
+ * mapping), -ENXIO (page is not below the mapping's pages), PAGECACHE_ENOMEM (every frame of
+ * the cache is held), a fill's -errno. */
+int pagecache_mapping_hold(pagecache_mapping_t *m, uint64_t page);
+
+/* Gives back one hold of page `page` of the mapping (pagecache_mapping_hold): the page may be
+ * evicted again once no other hold or read keeps it. Returns PAGECACHE_OK, PAGECACHE_EINVAL (m
+ * is NULL or misaligned, or no hold of that page is left: nothing done), PAGECACHE_EBADF (m
+ * was unmapped), PAGECACHE_EPERM (the calling thread did not make the mapping). */
+int pagecache_mapping_release(pagecache_mapping_t *m, uint64_t page);
+
 /* Unmaps a mapping: its entries are freed, and its file handle may be closed again (once no
  * other mapping or held page of it is left). Returns PAGECACHE_OK, PAGECACHE_EINVAL (m is NULL
  * or misaligned), PAGECACHE_EBADF (m was unmapped already: nothing done), PAGECACHE_EPERM (the
- * calling thread did not make the mapping: nothing done, the mapping stays its thread's), or,
+ * calling thread did not make the mapping: nothing done, the mapping stays its thread's),
+ * PAGECACHE_EBUSY (pages held through it, pagecache_mapping_hold: nothing done), or,
  * in a child of fork(2) where another thread of the parent was inside a call with m when it
  * forked, PAGECACHE_EFORKED (m is unmapped, its mapping left as it was: its file handle stays
  * busy). A mapping made by the thread that forked is its in the child too. */

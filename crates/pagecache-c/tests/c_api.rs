@@ -334,12 +334,14 @@ fn c_program_holds_pages() {
 }
 
 /// LODIC mappings (`tests/c/mappings.c`): every byte read through a mapping is the file's (the
-/// mapped part of the last page past the file's end reads as zeros), each refusal has its code
+/// mapped part of the last page past the file's end reads as zeros), a page held through a
+/// mapping stays cached through `pagecache_drop_cache` and keeps the unmap refused
+/// (`PAGECACHE_EBUSY`) until released, each refusal has its code
 /// (`-ENXIO` past the file or the mapping, `PAGECACHE_EINVAL`, `PAGECACHE_EBADF` after the
-/// unmap), another thread's read and unmap of a mapping are `PAGECACHE_EPERM` (also through a
-/// stale handle whose slot another thread's mapping took), a close while mapped is
-/// `PAGECACHE_EBUSY`, and 4 threads read through mappings of their own, every byte checked,
-/// while another drops the file's cache, for 4 schemes.
+/// unmap), another thread's read, hold, release and unmap of a mapping are `PAGECACHE_EPERM`
+/// (also through a stale handle whose slot another thread's mapping took), a close while mapped
+/// is `PAGECACHE_EBUSY`, and 4 threads read through mappings of their own, every byte checked,
+/// and hold pages through them while another drops the file's cache, for 4 schemes.
 #[test]
 fn c_program_reads_through_mappings() {
     let text = build_and_run("mappings");

@@ -87,10 +87,12 @@ pub const PAGECACHE_ENOSCHEME: i32 = -1001;
 /// (`percpu-limit`: it cannot detect zero, so no frame could ever be evicted).
 pub const PAGECACHE_EUNFIT: i32 = -1002;
 /// `pagecache_close`: pages taken through the handle ([`pagecache_page_get`]) are still held,
-/// or mappings of it ([`pagecache_map`]) are still mapped: nothing done, the handle stays open.
+/// or mappings of it ([`pagecache_map`]) are still mapped; `pagecache_unmap`: pages held
+/// through the mapping ([`pagecache_mapping_hold`]): nothing done, the handle stays open.
 /// Equal to `-EBUSY`, which `umount(2)` returns for a file system still in use.
 pub const PAGECACHE_EBUSY: i32 = -libc::EBUSY;
-/// `pagecache_mapping_read`, `pagecache_unmap`: the mapping was made by another thread (a
+/// `pagecache_mapping_read`, `pagecache_mapping_hold`, `pagecache_mapping_release`,
+/// `pagecache_unmap`: the mapping was made by another thread (a
 /// mapping is its thread's: only the thread that called [`pagecache_map`] uses and unmaps
 /// it): refused, nothing done. Equal to `-EPERM`, which `pthread_mutex_unlock(3)` returns for a
 /// mutex the calling thread does not own.
@@ -157,7 +159,10 @@ mod map;
 pub use handles::Slot;
 use handles::{enter, Live, Table};
 use last_error::{failed, handle_failed, io_failed, pointer_failed};
-pub use map::{pagecache_map, pagecache_mapping_read, pagecache_unmap, CMapping, FileC};
+pub use map::{
+    pagecache_map, pagecache_mapping_hold, pagecache_mapping_read, pagecache_mapping_release,
+    pagecache_unmap, CMapping, FileC,
+};
 
 /// The PAYGO domain of the file handles' `paygo::Arc`s ([`OpenFile`]), made at the first open:
 /// 64 slots per possible CPU (3 KiB a CPU), a slot for each file a CPU holds pages of at once

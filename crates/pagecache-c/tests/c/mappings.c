@@ -1,13 +1,17 @@
-/* LODIC mappings (pagecache_map, pagecache_mapping_read, pagecache_unmap): every byte read
- * through a mapping is the file's (the offset within the mapping; the mapped part of the last
- * page past the file's end reads as zeros); the refusals have their codes (NULL arguments, no
- * pages, a range past the file or past the mapping, a second unmap, a read after it); a
- * mapping is its thread's (another thread's read and unmap: PAGECACHE_EPERM, nothing done,
- * also through a stale handle whose slot another thread's mapping took); a close while mapped
- * returns PAGECACHE_EBUSY and changes nothing; and 4 threads read through mappings of their own
- * of a file larger than the cache, checking every byte, while another drops it, for "paygo",
- * "atomic", "percpu-ref" and "refcache". Prints one "ok" line per part and "failures=N"; exits
- * non-zero on any failure. */
+/* LODIC mappings (pagecache_map, pagecache_mapping_read, pagecache_mapping_hold,
+ * pagecache_mapping_release, pagecache_unmap): every byte read through a mapping is the file's
+ * (the offset within the mapping; the mapped part of the last page past the file's end reads
+ * as zeros); a page held through a mapping stays cached through pagecache_drop_cache (read
+ * again with no fill) and its unmap is refused (PAGECACHE_EBUSY) until every hold is
+ * released; the refusals have their codes (NULL arguments, no pages, a range past the file or
+ * past the mapping, every frame held, a release of a page not held, a second unmap, a read
+ * after it); a mapping is its thread's (another thread's read, hold, release and unmap:
+ * PAGECACHE_EPERM, nothing done, also through a stale handle whose slot another thread's
+ * mapping took); a close while mapped returns PAGECACHE_EBUSY and changes nothing; and 4
+ * threads read through mappings of their own of a file larger than the cache, checking every
+ * byte, and hold pages through them, while another drops it, for "paygo", "atomic",
+ * "percpu-ref" and "refcache". Prints one "ok" line per part and "failures=N"; exits non-zero
+ * on any failure. */
 #define _GNU_SOURCE
 #include "pagecache.h"
 
@@ -72,6 +76,7 @@ static int said(const char *part) {
 struct other {
     pagecache_mapping_t *m;
     ssize_t read;
+    int hold, release;
     int unmap;
     int said;
     unsigned char b[8];
@@ -81,6 +86,8 @@ static void *other_thread(void *arg) {
     struct other *o = arg;
     memset(o->b, 0xAA, sizeof o->b);
     o->read = pagecache_mapping_read(o->m, o->b, sizeof o->b, 0);
+    o->hold = pagecache_mapping_hold(o->m, 0);
+    o->release = pagecache_mapping_release(o->m, 0);
     o->unmap = pagecache_unmap(o->m);
     o->said = said("made by another thread");
     return NULL;
@@ -172,6 +179,8 @@ static void single(const char *path) {
     CHECK(pthread_create(&t, NULL, other_thread, &o) == 0);
     pthread_join(t, NULL);
     CHECK_EQ(o.read, PAGECACHE_EPERM);
+    CHECK_EQ(o.hold, PAGECACHE_EPERM);
+    CHECK_EQ(o.release, PAGECACHE_EPERM);
     CHECK_EQ(o.unmap, PAGECACHE_EPERM);
     CHECK(o.said);
     CHECK_EQ(o.b[0], 0xAA); /* nothing read */
@@ -186,6 +195,40 @@ static void single(const char *path) {
     CHECK(pagecache_drop_cache(f) >= 0);
     CHECK_EQ(pagecache_mapping_read(m, b, sizeof b, 0), sizeof b);
     CHECK(is_pattern(b, sizeof b, 2 * PAGECACHE_PAGE_SIZE));
+    /* A held page (page 1 of the mapping, 3 of the file) stays cached through drop_cache, and
+     * is read again with no fill; the unmap is refused while it is held. */
+    pagecache_stats_t st;
+    CHECK_EQ(pagecache_mapping_hold(m, 1), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_hold(m, 1), PAGECACHE_OK); /* twice: released twice */
+    CHECK(pagecache_drop_cache(f) >= 0);
+    CHECK_EQ(pagecache_stats(c, &st), PAGECACHE_OK);
+    CHECK_EQ(st.resident, 1);
+    uint64_t fills = st.fills;
+    CHECK_EQ(pagecache_mapping_read(m, b, PAGECACHE_PAGE_SIZE, PAGECACHE_PAGE_SIZE),
+             PAGECACHE_PAGE_SIZE);
+    CHECK(is_pattern(b, PAGECACHE_PAGE_SIZE, 3 * PAGECACHE_PAGE_SIZE));
+    CHECK_EQ(pagecache_stats(c, &st), PAGECACHE_OK);
+    CHECK_EQ(st.fills, fills);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_EBUSY);
+    CHECK(said("pagecache_mapping_release them"));
+    /* Every frame held (3): a fourth page cannot be. */
+    CHECK_EQ(pagecache_mapping_hold(m, 0), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_hold(m, 2), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_hold(m, 3), PAGECACHE_ENOMEM);
+    CHECK_EQ(pagecache_mapping_hold(m, 4), -ENXIO);
+    CHECK_EQ(pagecache_mapping_hold(NULL, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_mapping_release(m, 3), PAGECACHE_EINVAL); /* never held */
+    CHECK(said("not held"));
+    CHECK_EQ(pagecache_mapping_release(NULL, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_mapping_release(m, 0), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_release(m, 2), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_release(m, 1), PAGECACHE_OK);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_EBUSY); /* one hold of page 1 left */
+    CHECK_EQ(pagecache_mapping_release(m, 1), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_release(m, 1), PAGECACHE_EINVAL);
+    CHECK(pagecache_drop_cache(f) >= 0);
+    CHECK_EQ(pagecache_stats(c, &st), PAGECACHE_OK);
+    CHECK_EQ(st.resident, 0);
     /* Unmapped: a second unmap and a read are PAGECACHE_EBADF, nothing done. */
     CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
     CHECK_EQ(pagecache_unmap(m), PAGECACHE_EBADF);
@@ -222,6 +265,7 @@ struct shared {
     pagecache_file_t *f;
     int stop;
     long read;
+    long held;
 };
 
 /* Maps the whole file and reads it through the mapping at random places, every byte
@@ -242,6 +286,19 @@ static void *reader(void *arg) {
         CHECK(is_pattern(b, len, at));
         __atomic_add_fetch(&s->read, 1, __ATOMIC_RELAXED);
         if (t % 64 == 0) sched_yield();
+        if (t % 16 == 0) {
+            /* A page held across a yield and the dropper's turns: still the file's. */
+            uint64_t page = (uint64_t)rand_r(&seed) % (PAGES - 1);
+            int rc = pagecache_mapping_hold(m, page);
+            if (rc == PAGECACHE_ENOMEM) continue; /* every frame held by the others */
+            CHECK_EQ(rc, PAGECACHE_OK);
+            __atomic_add_fetch(&s->held, 1, __ATOMIC_RELAXED);
+            sched_yield();
+            CHECK_EQ(pagecache_mapping_read(m, b, PAGECACHE_PAGE_SIZE, page * PAGECACHE_PAGE_SIZE),
+                     PAGECACHE_PAGE_SIZE);
+            CHECK(is_pattern(b, PAGECACHE_PAGE_SIZE, page * PAGECACHE_PAGE_SIZE));
+            CHECK_EQ(pagecache_mapping_release(m, page), PAGECACHE_OK);
+        }
     }
     CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
     return NULL;
@@ -268,6 +325,7 @@ static void threads(const char *path, const char *scheme) {
     __atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
     pthread_join(d, NULL);
     CHECK_EQ(s.read, (long)THREADS * TURNS);
+    CHECK(s.held > 0);
     /* Every mapping unmapped: nothing stays referenced, and the close succeeds. */
     CHECK(pagecache_drop_cache(s.f) >= 0);
     pagecache_stats_t st;

@@ -1,5 +1,6 @@
 //! LODIC mappings in the C API (`pagecache_mapping_t`, [`CMapping`]): [`pagecache_map`],
-//! [`pagecache_mapping_read`] and [`pagecache_unmap`], over [`CachedFileOf::map`].
+//! [`pagecache_mapping_read`], [`pagecache_mapping_hold`], [`pagecache_mapping_release`] and
+//! [`pagecache_unmap`], over [`CachedFileOf::map`], [`Mapping::read_at`] and [`Mapping::page`].
 //!
 //! The run-time-dispatched [`crate::PageCache`] has no mappings, so the C API keeps its caches
 //! and files behind traits of its own ([`CacheOps`], [`FileOps`]): the crate's dispatch
@@ -14,17 +15,19 @@
 //! reused): a call from any other thread reads that number only, and is refused with
 //! [`PAGECACHE_EPERM`]. The mapping holds a clone of its file handle's `paygo::Arc`, as a held
 //! page does: `pagecache_close` of the file returns [`PAGECACHE_EBUSY`] until the unmap, and
-//! the file the mapping borrows lives as long as it does.
+//! the file the mapping borrows lives as long as it does. Pages held through the mapping
+//! ([`MappedPage`]s) are kept in its value, on its thread, and the unmap is refused
+//! ([`PAGECACHE_EBUSY`]) until they are released.
 
-use super::handles::{enter, Table};
+use super::handles::{enter, Live, Table};
 use super::last_error::{failed, handle_failed, io_failed, pointer_failed};
 use super::{
-    boundary, io_code, writable, zeroed, CFile, OpenFile, Slot, PAGECACHE_EINTERNAL,
-    PAGECACHE_EINVAL, PAGECACHE_EPERM, PAGECACHE_OK,
+    boundary, io_code, writable, zeroed, CFile, OpenFile, Slot, PAGECACHE_EBUSY,
+    PAGECACHE_EINTERNAL, PAGECACHE_EINVAL, PAGECACHE_ENOMEM, PAGECACHE_EPERM, PAGECACHE_OK,
 };
 use crate::cache::{CachedFileOf, OpenMode, PageCacheOf};
-use crate::{Config, DynCache, DynFile, Mapping};
-use core::cell::Cell;
+use crate::{Config, DynCache, DynFile, MappedPage, Mapping};
+use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
@@ -63,6 +66,10 @@ pub(super) trait MapOps {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// [`Mapping::len`].
     fn len(&self) -> u64;
+    /// [`Mapping::pages`].
+    fn pages(&self) -> u64;
+    /// [`Mapping::page`]: a reference to mapped page `k`, held until the result is dropped.
+    fn hold(&self, k: u64) -> io::Result<Box<dyn HeldOps + '_>>;
 }
 
 impl<C: RefCounter> MapOps for Mapping<'_, C> {
@@ -72,7 +79,18 @@ impl<C: RefCounter> MapOps for Mapping<'_, C> {
     fn len(&self) -> u64 {
         Mapping::len(self)
     }
+    fn pages(&self) -> u64 {
+        Mapping::pages(self)
+    }
+    fn hold(&self, k: u64) -> io::Result<Box<dyn HeldOps + '_>> {
+        Ok(Box::new(Mapping::page(self, k)?))
+    }
 }
+
+/// A [`MappedPage`], erased: its drop gives the reference back.
+pub(super) trait HeldOps {}
+
+impl<C: RefCounter> HeldOps for MappedPage<'_, '_, C> {}
 
 /// Builds the cache of a [`Config`] behind [`CacheOps`].
 struct Build<'a>(&'a Config);
@@ -140,10 +158,17 @@ impl FileC {
     }
 }
 
-/// What a live mapping handle holds: the mapping, the thread that made it, and the file.
+/// What a live mapping handle holds: the mapping, the pages held through it, the thread that
+/// made it, and the file.
 pub struct OpenMapping {
-    /// The [`thread_id`] of the thread that made the mapping: the only one that uses `map`.
+    /// The [`thread_id`] of the thread that made the mapping: the only one that uses `held`
+    /// and `map`.
     owner: u64,
+    /// The pages held through the mapping ([`pagecache_mapping_hold`]): each with its page of
+    /// the mapping, in the order taken, their lifetimes erased: they borrow the mapping in
+    /// `map`, declared after them, so that they are dropped first (the mapping is not dropped
+    /// while one is held: [`pagecache_unmap`] returns `PAGECACHE_EBUSY` then).
+    held: RefCell<Vec<(u64, Box<dyn HeldOps>)>>,
     /// The mapping of the file of `file`, its lifetime erased: it borrows the file that `file`
     /// holds, and is declared before it, so that it is dropped first (fields drop in the order
     /// of their declaration).
@@ -153,10 +178,11 @@ pub struct OpenMapping {
     file: OpenFile,
 }
 
-// SAFETY: `map` (a `Mapping`, neither `Send` nor `Sync`) is used only on the thread `owner`
-// names: every call compares the calling thread's `thread_id` with `owner` before it touches
-// `map` (`pagecache_mapping_read`, and `pagecache_unmap`, whose `keep` gives the value back to
-// the caller, where it is dropped, only on that thread). Other threads read `owner` alone (a
+// SAFETY: `map` (a `Mapping`, neither `Send` nor `Sync`) and `held` (its `MappedPage`s, and a
+// `RefCell`) are used only on the thread `owner` names: every call compares the calling thread's
+// `thread_id` with `owner` before it touches them (`pagecache_mapping_read`,
+// `pagecache_mapping_hold`, `pagecache_mapping_release`, and `pagecache_unmap`, whose `keep`
+// gives the value back to the caller, where it is dropped, only on that thread). Other threads read `owner` alone (a
 // `u64`) and `file` (`Send + Sync`). The handle table moves the value as bytes and never drops
 // one: a value is dropped only by the unmap that took it, or stays in its slot for ever.
 unsafe impl Send for OpenMapping {}
@@ -196,6 +222,21 @@ fn not_owner<C>(code: C, func: &str, m: *const CMapping) -> C {
         format_args!(
             "mapping ({m:p}) was made by another thread: only the thread that called \
              pagecache_map uses and unmaps it"
+        ),
+    )
+}
+
+/// The message of an unmap refused while `held` pages are held through the mapping; returns
+/// `PAGECACHE_EBUSY`.
+#[cold]
+#[inline(never)]
+fn busy(func: &str, held: usize) -> i32 {
+    failed(
+        PAGECACHE_EBUSY,
+        func,
+        format_args!(
+            "{held} holds of pages are taken through the mapping: nothing done \
+             (pagecache_mapping_release them, then unmap)"
         ),
     )
 }
@@ -253,6 +294,7 @@ pub unsafe extern "C" fn pagecache_map(
             unsafe { core::mem::transmute::<Box<dyn MapOps + '_>, Box<dyn MapOps + 'static>>(map) };
         let h = MAPPINGS.open(OpenMapping {
             owner,
+            held: RefCell::new(Vec::new()),
             map,
             file: file_ref,
         });
@@ -333,7 +375,8 @@ pub unsafe extern "C" fn pagecache_mapping_read(
 /// Unmaps a mapping: its pages are no longer counted through it, and its file handle may be
 /// closed again (once no other mapping or held page of it is left). Returns `PAGECACHE_OK`,
 /// `PAGECACHE_EINVAL` (a null or misaligned `m`), `PAGECACHE_EBADF` (unmapped already: nothing
-/// done), `PAGECACHE_EPERM` (a thread other than the one that mapped it: nothing done), or
+/// done), `PAGECACHE_EPERM` (a thread other than the one that mapped it: nothing done),
+/// `PAGECACHE_EBUSY` (pages held through it, [`pagecache_mapping_hold`]: nothing done), or
 /// [`PAGECACHE_EFORKED`](super::PAGECACHE_EFORKED) in a child of `fork(2)` where another thread
 /// of the parent was inside a call with the handle when it forked (the handle is unmapped, its
 /// mapping left as it was: its file handle stays busy).
@@ -346,9 +389,9 @@ pub unsafe extern "C" fn pagecache_unmap(m: *mut CMapping) -> i32 {
     const F: &str = "pagecache_unmap";
     boundary(F, PAGECACHE_EINTERNAL, || {
         let me = thread_id();
-        // Another thread's mapping is refused before its handle is touched, so that its owner's
-        // calls never see it closed for a moment. Only its owner closes a mapping handle, so
-        // the slot still holds this mapping at the close below.
+        // Another thread's mapping, or one with pages held, is refused before its handle is
+        // touched, so that its owner's calls never see it closed for a moment. Only its owner
+        // closes a mapping handle, so the slot still holds this mapping at the close below.
         {
             // SAFETY: forwarded contract.
             let live = match unsafe { enter(m) } {
@@ -358,12 +401,18 @@ pub unsafe extern "C" fn pagecache_unmap(m: *mut CMapping) -> i32 {
             if live.owner != me {
                 return not_owner(PAGECACHE_EPERM, F, m);
             }
+            let held = live.held.borrow().len();
+            if held > 0 {
+                return busy(F, held);
+            }
         }
         let mine = |v: OpenMapping| {
-            if v.owner == me {
-                Ok(v)
-            } else {
+            if v.owner != me {
                 Err((v, PAGECACHE_EPERM))
+            } else if !v.held.borrow().is_empty() {
+                Err((v, PAGECACHE_EBUSY))
+            } else {
+                Ok(v)
             }
         };
         // SAFETY: forwarded contract.
@@ -374,7 +423,117 @@ pub unsafe extern "C" fn pagecache_unmap(m: *mut CMapping) -> i32 {
                 PAGECACHE_OK
             }
             Err(PAGECACHE_EPERM) => not_owner(PAGECACHE_EPERM, F, m),
+            Err(PAGECACHE_EBUSY) => busy(F, 1),
             Err(code) => handle_failed(code, F, "mapping", m, code),
         }
+    })
+}
+
+/// The live mapping `m` of the calling thread, for the entry point `func`, or the code that
+/// refuses it (`PAGECACHE_EINVAL`, `PAGECACHE_EBADF`, `PAGECACHE_EPERM`) and this thread's
+/// message.
+///
+/// # Safety
+/// `m` is null, misaligned or a handle from [`pagecache_map`] (live or unmapped).
+unsafe fn own(func: &str, m: *const CMapping) -> Result<Live<OpenMapping>, i32> {
+    // SAFETY: forwarded contract.
+    let live = unsafe { enter(m) }.map_err(|code| handle_failed(code, func, "mapping", m, code))?;
+    if live.owner != thread_id() {
+        return Err(not_owner(PAGECACHE_EPERM, func, m));
+    }
+    Ok(live)
+}
+
+/// Takes a reference on page `page` of the mapping (page `first_page + page` of the file),
+/// counted on the mapping's entry for it ([`Mapping::page`]; filled on a miss), and keeps it
+/// until [`pagecache_mapping_release`] of that page: the page stays cached meanwhile, neither
+/// evicted nor dropped by `pagecache_drop_cache`. A page may be held many times (each hold is
+/// released once). Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null or misaligned `m`),
+/// `PAGECACHE_EBADF` (an unmapped handle), `PAGECACHE_EPERM` (another thread's mapping),
+/// `-ENXIO` (`page` is not below the mapping's pages), `PAGECACHE_ENOMEM` (every frame of the
+/// cache is held), a fill's `-errno`; nothing held on an error.
+///
+/// # Safety
+/// `m` is null, misaligned or a handle from [`pagecache_map`] (live or unmapped).
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_mapping_hold(m: *const CMapping, page: u64) -> i32 {
+    const F: &str = "pagecache_mapping_hold";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let live = match unsafe { own(F, m) } {
+            Ok(l) => l,
+            Err(code) => return code,
+        };
+        let pages = live.map.pages();
+        if page >= pages {
+            return failed(
+                -libc::ENXIO,
+                F,
+                format_args!("page is {page}, past the mapping's {pages} pages"),
+            );
+        }
+        // Room first: once the reference is taken, nothing may fail before it is kept.
+        if live.held.borrow_mut().try_reserve(1).is_err() {
+            return failed(
+                PAGECACHE_ENOMEM,
+                F,
+                format_args!("no memory to keep the hold of a page"),
+            );
+        }
+        let held = match live.map.hold(page) {
+            Ok(h) => h,
+            Err(e) => {
+                let code = match e.kind() {
+                    io::ErrorKind::OutOfMemory => PAGECACHE_ENOMEM,
+                    _ => io_code(&e),
+                };
+                return io_failed(code, F, Some(live.file.path()), &e);
+            }
+        };
+        // SAFETY: only the lifetime changes (same layout). The held page borrows the mapping
+        // in the box of `live.map`, which does not move and is dropped only after every held
+        // page is (`OpenMapping`'s field order, and `pagecache_unmap` refuses while one is
+        // held).
+        let held: Box<dyn HeldOps + 'static> = unsafe {
+            core::mem::transmute::<Box<dyn HeldOps + '_>, Box<dyn HeldOps + 'static>>(held)
+        };
+        // Allocates nothing: room made above.
+        live.held.borrow_mut().push((page, held));
+        PAGECACHE_OK
+    })
+}
+
+/// Gives back one hold of page `page` of the mapping that [`pagecache_mapping_hold`] took (the
+/// latest of them). Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null or misaligned `m`, or
+/// no hold of `page` is left: nothing done), `PAGECACHE_EBADF` (an unmapped handle),
+/// `PAGECACHE_EPERM` (another thread's mapping).
+///
+/// # Safety
+/// `m` is null, misaligned or a handle from [`pagecache_map`] (live or unmapped).
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_mapping_release(m: *const CMapping, page: u64) -> i32 {
+    const F: &str = "pagecache_mapping_release";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let live = match unsafe { own(F, m) } {
+            Ok(l) => l,
+            Err(code) => return code,
+        };
+        let held = {
+            let mut all = live.held.borrow_mut();
+            match all.iter().rposition(|(k, _)| *k == page) {
+                Some(at) => all.remove(at),
+                None => {
+                    return failed(
+                        PAGECACHE_EINVAL,
+                        F,
+                        format_args!("page {page} of the mapping is not held through it"),
+                    )
+                }
+            }
+        };
+        // The reference goes back here, out of the list's borrow.
+        drop(held);
+        PAGECACHE_OK
     })
 }

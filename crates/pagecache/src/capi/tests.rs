@@ -2216,3 +2216,79 @@ fn mapping_reads_are_right_under_drop_cache() {
         }
     }
 }
+
+/// A page held through a mapping stays cached through `drop_cache` (no fill to read it again),
+/// and keeps the unmap refused (`PAGECACHE_EBUSY`, the mapping still working) until each of its
+/// holds is released; a release of a page not held is `PAGECACHE_EINVAL`, a hold past the
+/// mapping `-ENXIO`.
+#[test]
+fn a_page_held_through_a_mapping_stays_cached() {
+    let _tables = shared_tables();
+    let (_dir, path) = file_of(4 * PAGE_SIZE);
+    let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let stats = || {
+        let mut s = CStats::default();
+        // SAFETY: a live handle, a struct of this test's.
+        assert_eq!(unsafe { pagecache_stats(c, &mut s) }, PAGECACHE_OK);
+        s
+    };
+    // SAFETY: live handles of this thread's, buffers of their lengths.
+    unsafe {
+        let mut m = null_mut();
+        assert_eq!(pagecache_map(f, 1, 2, &mut m), PAGECACHE_OK);
+        assert_eq!(pagecache_mapping_hold(m, 1), PAGECACHE_OK);
+        assert_eq!(pagecache_mapping_hold(m, 1), PAGECACHE_OK);
+        assert!(pagecache_drop_cache(f) >= 0);
+        assert_eq!(stats().resident, 1, "the held page stays");
+        let fills = stats().fills;
+        let mut b = [0u8; 8];
+        assert_eq!(
+            pagecache_mapping_read(m, b.as_mut_ptr().cast(), 8, PAGE_SIZE as u64),
+            8
+        );
+        assert_eq!(
+            b,
+            core::array::from_fn(|k| byte_at(2 * PAGE_SIZE as u64 + k as u64))
+        );
+        assert_eq!(stats().fills, fills, "read with no fill");
+        let rc = pagecache_unmap(m);
+        says(
+            rc,
+            PAGECACHE_EBUSY,
+            "pagecache_unmap",
+            &["2 holds of pages"],
+        );
+        assert_eq!(pagecache_mapping_read(m, b.as_mut_ptr().cast(), 8, 0), 8);
+        let rc = pagecache_mapping_hold(m, 2);
+        says(
+            rc,
+            -libc::ENXIO,
+            "pagecache_mapping_hold",
+            &["past the mapping's 2 pages"],
+        );
+        let rc = pagecache_mapping_release(m, 0);
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            "pagecache_mapping_release",
+            &["page 0 of the mapping is not held"],
+        );
+        assert_eq!(pagecache_mapping_release(m, 1), PAGECACHE_OK);
+        assert_eq!(pagecache_unmap(m), PAGECACHE_EBUSY);
+        assert_eq!(pagecache_mapping_release(m, 1), PAGECACHE_OK);
+        assert_eq!(pagecache_mapping_release(m, 1), PAGECACHE_EINVAL);
+        assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+        let rc = pagecache_mapping_hold(m, 0);
+        says(
+            rc,
+            PAGECACHE_EBADF,
+            "pagecache_mapping_hold",
+            &["an unmapped mapping handle"],
+        );
+        assert!(pagecache_drop_cache(f) >= 0);
+        assert_eq!(stats().resident, 0, "released: dropped");
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+}
