@@ -63,7 +63,9 @@
  * it runs (a pagecache_read_at or pagecache_page_get of cached pages, which reaches no
  * cancellation point: its only system calls are the optimistic mode's sched_yield and, for a
  * get, those of the rare waits and locks of the file handle's PAYGO reference, none of them
- * one; only once it finds a page that is not; pagecache_page_read makes no system call, and
+ * one; only once it finds a page that is not; pagecache_mapping_read of pages whose mapping
+ * entries name their frames makes no system call at all, and disables it only once it finds a
+ * page whose entry does not; pagecache_page_read makes no system call, and
  * pagecache_page_put none but those of the drop of that reference, which now and then runs
  * the PAYGO collector, a lock and a membarrier(2), and neither disables it at all), so a
  * pending pthread_cancel is acted on at the caller's next

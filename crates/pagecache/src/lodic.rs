@@ -894,6 +894,36 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
         Ok(())
     }
 
+    /// [`Mapping::read_at`] of a range inside the mapping whose every page is read through its
+    /// entry (the entry names the page's frame, not flagged by a reclaim): no system call and
+    /// no lock. `false` at the first page that is not (the bytes of the pages before it are
+    /// copied), for the caller to read the range with [`Mapping::read_at`]; `false` for a range
+    /// outside the mapping. For the C API, which disables the thread's cancellation only for a
+    /// read that may fill a page.
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
+    pub(crate) fn read_entered(&self, buf: &mut [u8], offset: u64) -> bool {
+        if offset
+            .checked_add(buf.len() as u64)
+            .is_none_or(|end| end > self.len())
+        {
+            return false;
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            let k = at / PAGE_SIZE as u64;
+            let off = (at % PAGE_SIZE as u64) as usize;
+            let n = (PAGE_SIZE - off).min(buf.len() - done);
+            let Some(i) = self.enter(k, Some(off)) else {
+                return false;
+            };
+            copy_out(self.file.parts().0.words(i), off, &mut buf[done..done + n]);
+            owner_exit(&self.rec.entries[k as usize]);
+            done += n;
+        }
+        true
+    }
+
     /// Counts one reference in entry `k` if it names a frame that holds the page and is not
     /// full: the frame, or `None` (nothing counted). `copy_at`: the byte of the page the
     /// caller will copy, whose line is prefetched once the entry names a frame.
@@ -1179,6 +1209,44 @@ mod tests {
             objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
         ) -> refcount::Memory {
             self.inner.memory(objs)
+        }
+    }
+
+    /// `read_entered` reads nothing before an entry names its page's frame (a mapping's first
+    /// read of a page takes the slow path, which points the entry at the frame), then reads
+    /// the range through the entries, the file's bytes, across pages; it refuses a range past
+    /// the mapping, and a page whose frame was dropped since.
+    #[test]
+    fn read_entered_reads_through_the_entries_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..3 * crate::PAGE_SIZE).map(|k| (k % 251) as u8).collect();
+        std::fs::write(&path, &bytes).expect("file");
+        for rmap in [Rmap::File, Rmap::Process] {
+            let cache = atomic_cache(4, rmap);
+            let file = cache.open(&path).expect("open");
+            let m = file.map(1, 2).expect("map");
+            let mut buf = vec![0u8; 5000];
+            assert!(
+                !m.read_entered(&mut buf, 100),
+                "{rmap:?}: no entry names a frame"
+            );
+            m.read_at(&mut buf, 100).expect("read");
+            buf.fill(0);
+            assert!(m.read_entered(&mut buf, 100), "{rmap:?}");
+            let at = crate::PAGE_SIZE + 100;
+            assert_eq!(buf[..], bytes[at..at + 5000], "{rmap:?}");
+            assert!(!m.read_entered(&mut buf, 2 * crate::PAGE_SIZE as u64 - 4999));
+            assert_eq!(file.drop_cache().expect("drop"), 2, "{rmap:?}");
+            assert!(
+                !m.read_entered(&mut buf, 100),
+                "{rmap:?}: the frames were dropped"
+            );
+            assert_eq!(
+                m.entry(0).map(|e| e.1),
+                Some(0),
+                "{rmap:?}: nothing left counted"
+            );
         }
     }
 

@@ -22,13 +22,14 @@
 use super::handles::{enter, Live, Table};
 use super::last_error::{failed, handle_failed, io_failed, pointer_failed};
 use super::{
-    boundary, io_code, writable, zeroed, CFile, OpenFile, Slot, PAGECACHE_EBUSY,
+    boundary, catches, io_code, writable, zeroed, CFile, OpenFile, Slot, PAGECACHE_EBUSY,
     PAGECACHE_EINTERNAL, PAGECACHE_EINVAL, PAGECACHE_ENOMEM, PAGECACHE_EPERM, PAGECACHE_OK,
 };
 use crate::cache::{CachedFileOf, OpenMode, PageCacheOf};
 use crate::{Config, DynCache, DynFile, MappedPage, Mapping};
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
+use percpu::cancel::NoCancel;
 use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
 use std::io;
@@ -64,6 +65,9 @@ impl<C: RefCounter> FileOps for CachedFileOf<C> {
 pub(super) trait MapOps {
     /// [`Mapping::read_at`].
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// `Mapping::read_entered`: `read_at` where every page is read through its entry, with no
+    /// system call; `false` where one is not.
+    fn read_entered(&self, buf: &mut [u8], offset: u64) -> bool;
     /// [`Mapping::len`].
     fn len(&self) -> u64;
     /// [`Mapping::pages`].
@@ -75,6 +79,9 @@ pub(super) trait MapOps {
 impl<C: RefCounter> MapOps for Mapping<'_, C> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         Mapping::read_at(self, buf, offset)
+    }
+    fn read_entered(&self, buf: &mut [u8], offset: u64) -> bool {
+        Mapping::read_entered(self, buf, offset)
     }
     fn len(&self) -> u64 {
         Mapping::len(self)
@@ -326,7 +333,10 @@ pub unsafe extern "C" fn pagecache_mapping_read(
     offset: u64,
 ) -> isize {
     const F: &str = "pagecache_mapping_read";
-    boundary(F, PAGECACHE_EINTERNAL as isize, || {
+    // Not `boundary`: as `pagecache_read_at`, a read through entries that name their pages'
+    // frames reaches no cancellation point (no system call at all), and only a read that may
+    // fill a page or read the file disables cancellation (below).
+    catches(F, PAGECACHE_EINTERNAL as isize, || {
         // SAFETY: forwarded contract.
         let live = match unsafe { enter(m) } {
             Ok(l) => l,
@@ -365,6 +375,10 @@ pub unsafe extern "C" fn pagecache_mapping_read(
         // SAFETY: `buf` is not null and writable for `len` bytes that nobody else accesses
         // during the call (the caller's contract).
         let part = unsafe { zeroed(buf, len) };
+        if live.map.read_entered(part, offset) {
+            return len as isize;
+        }
+        let _no_cancel = NoCancel::new();
         match live.map.read_at(part, offset) {
             Ok(()) => len as isize,
             Err(e) => io_failed(io_code(&e) as isize, F, Some(live.file.path()), &e),
