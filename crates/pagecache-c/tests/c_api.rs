@@ -340,7 +340,9 @@ fn c_program_holds_pages() {
 /// (`-ENXIO` past the file or the mapping, `PAGECACHE_EINVAL`, `PAGECACHE_EBADF` after the
 /// unmap), another thread's read, hold, release and unmap of a mapping are `PAGECACHE_EPERM`
 /// (also through a stale handle whose slot another thread's mapping took), a close while mapped
-/// is `PAGECACHE_EBUSY`, and 4 threads read through mappings of their own, every byte checked,
+/// is `PAGECACHE_EBUSY`, in a child of `fork` the forking thread's mapping is its own there
+/// (read, held, unmapped) and another thread's refused, and 4 threads read through mappings of
+/// their own, every byte checked,
 /// and hold pages through them while another drops the file's cache, for 4 schemes.
 #[test]
 fn c_program_reads_through_mappings() {
@@ -349,6 +351,7 @@ fn c_program_reads_through_mappings() {
         &text,
         &[
             "ok single",
+            "ok fork",
             "ok threads paygo",
             "ok threads atomic",
             "ok threads percpu-ref",

@@ -7,7 +7,8 @@
  * past the mapping, every frame held, a release of a page not held, a second unmap, a read
  * after it); a mapping is its thread's (another thread's read, hold, release and unmap:
  * PAGECACHE_EPERM, nothing done, also through a stale handle whose slot another thread's
- * mapping took); a close while mapped returns PAGECACHE_EBUSY and changes nothing; and 4
+ * mapping took); a close while mapped returns PAGECACHE_EBUSY and changes nothing; in a child
+ * of fork(2), the forking thread's mapping is its own there, another thread's is refused; and 4
  * threads read through mappings of their own of a file larger than the cache, checking every
  * byte, and hold pages through them, while another drops it, for "paygo", "atomic",
  * "percpu-ref" and "refcache". Prints one "ok" line per part and "failures=N"; exits non-zero
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
@@ -261,6 +263,61 @@ static void single(const char *path) {
     printf("ok single\n");
 }
 
+/* A mapping made by a thread that then exits: never unmapped (no other thread may). */
+static void *map_and_exit(void *arg) {
+    return map_in_thread(arg);
+}
+
+/* In a child of fork(2), the mapping of the thread that forked is that thread's: read, held,
+ * released and unmapped there, its file then closed; the mapping of a thread of the parent
+ * (gone, and exited in the parent too) is PAGECACHE_EPERM there, as in the parent, and keeps
+ * its file handle busy. */
+static void forked(const char *path) {
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = NULL, *g = NULL;
+    pagecache_mapping_t *m = NULL, *gone = NULL;
+    unsigned char b[PAGECACHE_PAGE_SIZE];
+    CHECK_EQ(pagecache_new(4, "paygo", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    CHECK_EQ(pagecache_open(c, path, &f), PAGECACHE_OK);
+    CHECK_EQ(pagecache_open(c, path, &g), PAGECACHE_OK);
+    CHECK_EQ(pagecache_map(f, 4, 2, &m), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_read(m, b, 8, 0), 8);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, map_and_exit, g) == 0);
+    pthread_join(t, (void **)&gone);
+    CHECK(gone != NULL);
+    CHECK_EQ(pagecache_mapping_read(gone, b, 8, 0), PAGECACHE_EPERM);
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        int bad = 0;
+        bad |= pagecache_mapping_read(m, b, sizeof b, PAGECACHE_PAGE_SIZE) != sizeof b;
+        bad |= !is_pattern(b, sizeof b, 5 * PAGECACHE_PAGE_SIZE);
+        bad |= pagecache_mapping_hold(m, 0) != PAGECACHE_OK;
+        bad |= pagecache_unmap(m) != PAGECACHE_EBUSY;
+        bad |= pagecache_mapping_release(m, 0) != PAGECACHE_OK;
+        bad |= pagecache_unmap(m) != PAGECACHE_OK;
+        bad |= pagecache_close(f) != PAGECACHE_OK;
+        bad |= pagecache_mapping_read(gone, b, 8, 0) != PAGECACHE_EPERM;
+        bad |= pagecache_unmap(gone) != PAGECACHE_EPERM;
+        bad |= pagecache_close(g) != PAGECACHE_EBUSY;
+        _exit(bad);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* The parent's copies are as they were. */
+    CHECK_EQ(pagecache_mapping_read(m, b, sizeof b, 0), sizeof b);
+    CHECK(is_pattern(b, sizeof b, 4 * PAGECACHE_PAGE_SIZE));
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
+    CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
+    /* g and its cache stay: the mapping of the thread that exited is never unmapped. */
+    CHECK_EQ(pagecache_close(g), PAGECACHE_EBUSY);
+    pagecache_free(c);
+    printf("ok fork\n");
+}
+
 struct shared {
     pagecache_file_t *f;
     int stop;
@@ -341,6 +398,7 @@ int main(void) {
     char path[4096];
     make_file(path, sizeof path);
     single(path);
+    forked(path);
     const char *schemes[] = {"paygo", "atomic", "percpu-ref", "refcache"};
     for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++) threads(path, schemes[k]);
     unlink(path);
