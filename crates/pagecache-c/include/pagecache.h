@@ -30,8 +30,9 @@
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
  *     PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG, PAGECACHE_EBUSY and PAGECACHE_EPERM
- *     equal -EINVAL, -ENOMEM, -EFBIG, -EBADF, -E2BIG, -EBUSY and -EPERM; the others are -1000 to -1999, never an errno nor one of paygo.h's
- *     own codes (-2000 and below), which the paygo_ functions this library exports return;
+ *     equal -EINVAL, -ENOMEM, -EFBIG, -EBADF, -E2BIG, -EBUSY and -EPERM; the others are -1000
+ *     to -1999, never an errno nor one of paygo.h's own codes (-2000 and below), which the
+ *     paygo_ functions this library exports return;
  *   - -errno for an I/O error: the system's code (-ENOENT, -EACCES, -EIO, ...), or, for an
  *     error the cache finds itself, the errno that means it (-EISDIR for a directory, -EINVAL
  *     for a file that is not a regular file or is on a pseudo file system such as procfs or
@@ -124,14 +125,15 @@
  *     handles (another pagecache_open of the same file) close as they would. So does a
  *     mapping (pagecache_map) until it is unmapped.
  *   - A mapping (pagecache_mapping_t) belongs to the thread that made it: only that thread
- *     reads through it, holds and releases its pages, and unmaps it; a call with it from another thread returns
- *     PAGECACHE_EPERM and touches nothing. Its handle is a slot of a third table, as a file
- *     handle's: pagecache_unmap twice, or a read after it, returns PAGECACHE_EBADF, and a slot
- *     is reused by a later pagecache_map (of any thread: the stale handle then names that
- *     mapping, refused with PAGECACHE_EPERM where another thread made it). A mapping not
- *     unmapped before its thread exits is never unmapped (no other thread may): its entries
- *     stay allocated, its held pages held, and its file handle busy (pagecache_close returns PAGECACHE_EBUSY), as a
- *     page held for ever keeps it; nothing else is changed.
+ *     reads through it, holds and releases its pages, and unmaps it; a call with it from
+ *     another thread returns PAGECACHE_EPERM and touches nothing. Its handle is a slot of a
+ *     third table, as a file handle's: pagecache_unmap twice, or a read after it, returns
+ *     PAGECACHE_EBADF, and a slot is reused by a later pagecache_map (of any thread: the stale
+ *     handle then names that mapping, refused with PAGECACHE_EPERM where another thread made
+ *     it). A mapping not unmapped before its thread exits is never unmapped (no other thread
+ *     may): its entries stay allocated, its held pages held, and its file handle busy
+ *     (pagecache_close returns PAGECACHE_EBUSY), as a page held for ever keeps it; nothing
+ *     else is changed.
  *   - A file handle may outlive the cache it was opened through: pagecache_free(cache) with
  *     files still open is allowed, and those files go on working (reads, writes, sync,
  *     drop_cache, len, close) on the cache's frames, which are freed with the last of them.
@@ -158,10 +160,10 @@ extern "C" {
 #endif
 
 /* The library's error codes: negative. Any other negative value a function returns is -errno.
- * The codes from -1000 down each mean one thing; the seven that equal an errno (PAGECACHE_EINVAL,
- * PAGECACHE_ENOMEM, PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG, PAGECACHE_EBUSY,
- * PAGECACHE_EPERM) are
- * also that errno's code where it means the same, and then name the cause less closely:
+ * The codes from -1000 down each mean one thing; the seven that equal an errno
+ * (PAGECACHE_EINVAL, PAGECACHE_ENOMEM, PAGECACHE_EFBIG, PAGECACHE_EBADF, PAGECACHE_E2BIG,
+ * PAGECACHE_EBUSY, PAGECACHE_EPERM) are also that errno's code where it means the same, and
+ * then name the cause less closely:
  * pagecache_open's -EINVAL (PAGECACHE_EINVAL) is an argument refused (below) or a path that is
  * not a regular file (a FIFO, a socket, a device) or is a file of a pseudo file system (a /proc
  * or /sys file), and a file's I/O error can be -EFBIG or -ENOMEM. pagecache_last_error() says which: the argument
@@ -203,9 +205,9 @@ typedef enum pagecache_error {
                                     (pagecache_mapping_hold): nothing done, the handle
                                     stays open */
     PAGECACHE_EPERM = -1,        /* (= -EPERM) pagecache_mapping_read, _hold, _release,
-                                    pagecache_unmap: the mapping was made by another thread (only the thread that
-                                    made it uses it, as only a mutex's owner unlocks it):
-                                    nothing done */
+                                    pagecache_unmap: the mapping was made by another
+                                    thread (only the thread that made it uses it, as only
+                                    a mutex's owner unlocks it): nothing done */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the
                                     boundary) */
     PAGECACHE_ENOSCHEME = -1001, /* pagecache_new: no counting scheme has that name (a name
@@ -401,8 +403,9 @@ int pagecache_open_flags(pagecache_t *cache, const char *path, int flags,
 
 /* Closes a file handle, or returns PAGECACHE_EBUSY where pages taken through it
  * (pagecache_page_get) are still held, or mappings of it (pagecache_map) still mapped: nothing
- * done then, the handle stays open (put the pages and unmap the mappings, then close again; a call racing this refused close may get PAGECACHE_EBADF, as any
- * call racing a close). At the file's last handle, writes its dirty pages back (as
+ * done then, the handle stays open (put the pages and unmap the mappings, then close again; a
+ * call racing this refused close may get PAGECACHE_EBADF, as any call racing a close). At the
+ * file's last handle, writes its dirty pages back (as
  * pagecache_sync), then frees its frames, writing back again a page whose write-back failed;
  * where the first write-backs failed and the second all succeeded, fdatasync(2)s the file
  * again. Returns PAGECACHE_OK (every page written is in the file, and the last fdatasync, where
@@ -494,7 +497,7 @@ int pagecache_page_put(pagecache_page_t *page);
  * closed), -ENXIO (the range ends past the file's last page, partial or whole, as its length
  * is now), PAGECACHE_ENOMEM (the mapping's memory cannot be allocated). On an error nothing is
  * mapped and *out is left as it was. A file cut shorter later (pagecache_set_len) stays mapped:
- * its pages past the cut read as zeros. */
+ * its pages past the cut read as the cache holds them (zeros unless written since). */
 int pagecache_map(pagecache_file_t *file, uint64_t first_page, uint64_t pages,
                   pagecache_mapping_t **out);
 

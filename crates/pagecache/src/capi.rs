@@ -1498,7 +1498,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
             c"handle busy (pages taken through the file handle are still held, or mappings of it mapped: put or unmap them, then close)"
         }
         PAGECACHE_EPERM => {
-            c"mapping of another thread (only the thread that made a mapping uses and unmaps it)"
+            c"operation not permitted (a mapping used by a thread other than the one that made it, or a system call's EPERM)"
         }
         PAGECACHE_EFORKED => {
             c"handle in use by a thread of the parent when the process forked (closed, not freed)"

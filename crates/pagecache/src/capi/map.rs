@@ -185,13 +185,14 @@ pub struct OpenMapping {
     file: OpenFile,
 }
 
-// SAFETY: `map` (a `Mapping`, neither `Send` nor `Sync`) and `held` (its `MappedPage`s, and a
-// `RefCell`) are used only on the thread `owner` names: every call compares the calling thread's
-// `thread_id` with `owner` before it touches them (`pagecache_mapping_read`,
+// SAFETY: `map` (a `Mapping`, neither `Send` nor `Sync`) and `held` (its `MappedPage`s, in a
+// `RefCell`) are used only on the thread `owner` names: every call compares the calling
+// thread's `thread_id` with `owner` before it touches them (`pagecache_mapping_read`,
 // `pagecache_mapping_hold`, `pagecache_mapping_release`, and `pagecache_unmap`, whose `keep`
-// gives the value back to the caller, where it is dropped, only on that thread). Other threads read `owner` alone (a
-// `u64`) and `file` (`Send + Sync`). The handle table moves the value as bytes and never drops
-// one: a value is dropped only by the unmap that took it, or stays in its slot for ever.
+// gives the value back to the caller, where it is dropped, only on that thread); the value is
+// made on that thread too (`pagecache_map`). Other threads read `owner` alone (a `u64`). The
+// handle table moves the value as bytes and never drops one: a value is dropped only by the
+// unmap that took it, or stays in its slot for ever.
 unsafe impl Send for OpenMapping {}
 // SAFETY: as for `Send`: shared references on other threads read `owner` only.
 unsafe impl Sync for OpenMapping {}
