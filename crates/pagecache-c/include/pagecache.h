@@ -175,9 +175,9 @@ typedef enum pagecache_error {
                                     above 4294967294 pages, a mode other than 0 or 1, a
                                     scheme's setting that it does not take or that is out
                                     of range, options whose size is below the first
-                                    version's or whose flags are not 0, a length above
-                                    SSIZE_MAX, a write ending past 2^63 - 1, a negative
-                                    length */
+                                    version's or whose flags have a bit no flag has, a
+                                    length above SSIZE_MAX, a write ending past 2^63 - 1,
+                                    a negative length */
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
                                     (their pages, and the scheme's counters, which take
                                     more on machines of many CPUs), or the tables of
@@ -244,6 +244,16 @@ typedef enum pagecache_open_flag {
      * handle writes through this open's writable descriptor (see pagecache_open_flags). */
     PAGECACHE_O_RDWR = 2
 } pagecache_open_flag;
+
+/* The flags of pagecache_options_t. */
+typedef enum pagecache_option_flag {
+    /* The cache finds the mappings (pagecache_map) of a page it reclaims through the
+     * process-space reverse map: each thread keeps its mappings in an index of its own, and a
+     * reclaim of a mapped page searches every thread that maps a file of the cache. Without it,
+     * the file-space one: each file keeps the mappings of it (as the kernel's i_mmap tree),
+     * and a reclaim searches the file's. Mappings read and count alike with either. */
+    PAGECACHE_OPT_RMAP_PROCESS = 1
+} pagecache_option_flag;
 
 /* The size of a page (of a frame), in bytes. */
 #define PAGECACHE_PAGE_SIZE 4096
@@ -332,7 +342,7 @@ typedef struct pagecache_options {
     size_t memory_limit_pages;  /* frames, 1 to 4294967294 */
     const char *scheme;         /* the counting scheme's name; NULL: "paygo" */
     int mode;                   /* a pagecache_mode; 0: PAGECACHE_MODE_COUNTING */
-    uint32_t flags;             /* none defined yet: 0 */
+    uint32_t flags;             /* pagecache_option_flag bits; 0: none */
     size_t paygo_slots_per_cpu; /* slots per possible CPU of "paygo"'s tables (see
                                    pagecache_new_sized): a power of two up to 2^24, at
                                    least the window; 0: 4096. Only with "paygo" */
@@ -350,12 +360,12 @@ typedef struct pagecache_options {
 } pagecache_options_t;
 
 /* Makes a cache with the settings of *opts and stores its handle in *out. Errors:
- * pagecache_new_sized's; PAGECACHE_EINVAL for opts NULL or misaligned, a size below this first version's,
- * flags other than 0, a setting for another scheme than the one it names (paygo_slots_per_cpu
- * or paygo_window other than 0 without "paygo", refcache_epoch_us other than 0 without
- * "refcache"), a window of more slots than the tables have; PAGECACHE_E2BIG for a size above
- * 4096 or a byte past this version's fields that is not 0. Reads at most size bytes of *opts;
- * refused, it changes nothing. */
+ * pagecache_new_sized's; PAGECACHE_EINVAL for opts NULL or misaligned, a size below this first
+ * version's, flags with a bit no pagecache_option_flag has, a setting for another scheme than the
+ * one it names (paygo_slots_per_cpu or paygo_window other than 0 without "paygo",
+ * refcache_epoch_us other than 0 without "refcache"), a window of more slots than the tables have;
+ * PAGECACHE_E2BIG for a size above 4096 or a byte past this version's fields that is not 0. Reads
+ * at most size bytes of *opts; refused, it changes nothing. */
 int pagecache_new_opts(const pagecache_options_t *opts, pagecache_t **out);
 
 /* Frees a cache handle; NULL, a misaligned pointer or a handle already freed does nothing.
@@ -483,21 +493,21 @@ int pagecache_page_put(pagecache_page_t *page);
 
 /* Maps pages first_page to first_page + pages - 1 of the file for the calling thread (LODIC:
  * logical distributed counting) and stores the mapping's handle in *out. A read through the
- * mapping (pagecache_mapping_read) counts its reference on the mapping's own entry for the
- * page, with plain stores to memory of this thread's (no atomic read-modify-write, no line
- * another CPU writes, whatever the scheme), where pagecache_read_at counts on the page's
- * shared counter; a reclaim (eviction, pagecache_drop_cache) of a mapped page sums the entries
- * of the mappings that cover it, and keeps the page while a read through one is copying it.
- * Pages need not be cached to be mapped: a read fills them as pagecache_read_at does. Every
- * cache can map its files. The mapping is the calling thread's (see Lifetimes): only that
- * thread reads through it and unmaps it. While it is mapped, the file handle cannot be closed
- * (pagecache_close returns PAGECACHE_EBUSY). Costs 8 bytes a page, and, at the file's first
- * mapping, 4 bytes a page of the file (up to 4 MiB) kept until the file is closed. Errors:
- * PAGECACHE_EINVAL (file or out is NULL or misaligned, pages is 0), PAGECACHE_EBADF (file is
- * closed), -ENXIO (the range ends past the file's last page, partial or whole, as its length
- * is now), PAGECACHE_ENOMEM (the mapping's memory cannot be allocated). On an error nothing is
- * mapped and *out is left as it was. A file cut shorter later (pagecache_set_len) stays mapped:
- * its pages past the cut read as the cache holds them (zeros unless written since). */
+ * mapping (pagecache_mapping_read) counts its reference on the mapping's own entry for the page,
+ * with plain stores to memory of this thread's (no atomic read-modify-write, no line another CPU
+ * writes, whatever the scheme), where pagecache_read_at counts on the page's shared counter; a
+ * reclaim (eviction, pagecache_drop_cache) of a mapped page sums the entries of the mappings that
+ * cover it, and keeps the page while a read through one is copying it. Pages need not be cached to
+ * be mapped: a read fills them as pagecache_read_at does. Every cache can map its files (its
+ * reverse map: see PAGECACHE_OPT_RMAP_PROCESS). The mapping is the calling thread's (see
+ * Lifetimes): only that thread reads through it and unmaps it. While it is mapped, the file handle
+ * cannot be closed (pagecache_close returns PAGECACHE_EBUSY). Costs 8 bytes a page, and, at the
+ * file's first mapping, 4 bytes a page of the file (up to 4 MiB) kept until the file is closed.
+ * Errors: PAGECACHE_EINVAL (file or out is NULL or misaligned, pages is 0), PAGECACHE_EBADF (file
+ * is closed), -ENXIO (the range ends past the file's last page, partial or whole, as its length is
+ * now), PAGECACHE_ENOMEM (the mapping's memory cannot be allocated). On an error nothing is mapped
+ * and *out is left as it was. A file cut shorter later (pagecache_set_len) stays mapped: its pages
+ * past the cut read as the cache holds them (zeros unless written since). */
 int pagecache_map(pagecache_file_t *file, uint64_t first_page, uint64_t pages,
                   pagecache_mapping_t **out);
 

@@ -342,8 +342,9 @@ fn c_program_holds_pages() {
 /// (also through a stale handle whose slot another thread's mapping took), a close while mapped
 /// is `PAGECACHE_EBUSY`, in a child of `fork` the forking thread's mapping is its own there
 /// (read, held, unmapped) and another thread's refused, and 4 threads read through mappings of
-/// their own, every byte checked,
-/// and hold pages through them while another drops the file's cache, for 4 schemes.
+/// their own, every byte checked, and hold pages through them while another drops the file's
+/// cache, for 4 schemes, and for 2 with the process-space reverse map
+/// (`PAGECACHE_OPT_RMAP_PROCESS`).
 #[test]
 fn c_program_reads_through_mappings() {
     let text = build_and_run("mappings");
@@ -356,6 +357,8 @@ fn c_program_reads_through_mappings() {
             "ok threads atomic",
             "ok threads percpu-ref",
             "ok threads refcache",
+            "ok threads paygo rmap-process",
+            "ok threads atomic rmap-process",
             "failures=0",
         ],
     );

@@ -59,16 +59,21 @@ fn error_codes_and_modes_agree() {
         ("PAGECACHE_O_RDWR", capi::PAGECACHE_O_RDWR),
     ]);
     assert_eq!(enum_values(&h, "pagecache_open_flag"), flags);
+    let options = map(&[(
+        "PAGECACHE_OPT_RMAP_PROCESS",
+        capi::PAGECACHE_OPT_RMAP_PROCESS as i32,
+    )]);
+    assert_eq!(enum_values(&h, "pagecache_option_flag"), options);
     // And capi.rs declares no constant the lists above forgot.
     let src = file("src/capi.rs");
     assert_eq!(
         src.matches("pub const PAGECACHE_").count(),
-        codes.len() + modes.len() + flags.len(),
+        codes.len() + modes.len() + flags.len() + options.len(),
         "capi.rs declares a constant not checked here"
     );
     // The library's own codes other than EINVAL, ENOMEM, EFBIG, EBADF, E2BIG, EBUSY and EPERM
-    // (each the errno of the same meaning) are outside the errno range, so that they never mean an I/O
-    // error.
+    // (each the errno of the same meaning) are outside the errno range, so that they never mean
+    // an I/O error.
     for (name, v) in &codes {
         assert!(
             matches!(

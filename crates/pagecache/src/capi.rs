@@ -63,7 +63,7 @@ pub const PAGECACHE_OK: i32 = 0;
 /// A null pointer (or a misaligned handle, out pointer or options pointer), a memory limit of
 /// zero or above `u32::MAX - 1` pages, an unknown mode, a scheme's setting that it does not
 /// take or that is out of range, options whose `size` is below the first version's or whose
-/// `flags` are not 0, a length above `SSIZE_MAX`, a negative length, a write ending past
+/// `flags` set a bit no flag has, a length above `SSIZE_MAX`, a negative length, a write ending past
 /// 2^63 - 1. Equal to `-EINVAL`.
 pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
 /// `pagecache_new`: the frames of the memory limit cannot be allocated; `pagecache_open`: the
@@ -113,6 +113,14 @@ pub const PAGECACHE_E2BIG: i32 = -libc::E2BIG;
 pub const PAGECACHE_MODE_COUNTING: i32 = 0;
 /// `mode` of `pagecache_new`: reads of cached pages take no reference ([`Mode::Optimistic`]).
 pub const PAGECACHE_MODE_OPTIMISTIC: i32 = 1;
+
+/// `flags` of [`COptions`] (`pagecache_options_t`): the cache finds the LODIC mappings
+/// ([`pagecache_map`]) of a page that it reclaims through the process-space reverse map
+/// ([`Rmap::Process`](crate::Rmap::Process): each thread keeps its mappings in an index of its
+/// own, and a reclaim of a mapped page searches every thread that maps any file), not the
+/// file-space one ([`Rmap::File`](crate::Rmap::File), the default: each file keeps its
+/// mappings). Both count alike; they differ in what a reclaim of a mapped page searches.
+pub const PAGECACHE_OPT_RMAP_PROCESS: u32 = 1;
 
 /// `flags` of [`pagecache_open_flags`]: open read-only ([`OpenMode::ReadOnly`]).
 pub const PAGECACHE_O_RDONLY: c_int = 1;
@@ -229,7 +237,8 @@ pub struct COptions {
     pub scheme: *const c_char,
     /// [`PAGECACHE_MODE_COUNTING`] (0) or [`PAGECACHE_MODE_OPTIMISTIC`].
     pub mode: c_int,
-    /// No flag is defined yet: 0.
+    /// [`PAGECACHE_OPT_RMAP_PROCESS`], or 0 (the LODIC mappings' file-space reverse map,
+    /// [`Rmap::File`](crate::Rmap::File)).
     pub flags: u32,
     /// Slots per CPU of `"paygo"`'s tables (`paygo::Config::slots_per_cpu`); 0: the default,
     /// 4,096. Not 0 only with `"paygo"`.
@@ -416,7 +425,8 @@ unsafe fn new_sized(
 
 /// Makes a cache with the settings of `*opts` (see [`COptions`]) and stores its handle in
 /// `*out`. Errors: [`pagecache_new_sized`]'s, and `PAGECACHE_EINVAL` for a null or misaligned
-/// `opts`, a `size` below this first version's, `flags` other than 0, a `paygo_window` for
+/// `opts`, a `size` below this first version's, `flags` with a bit other than
+/// [`PAGECACHE_OPT_RMAP_PROCESS`]'s, a `paygo_window` for
 /// another scheme than `"paygo"` or that paygo does not take (above the slots per CPU), a
 /// `refcache_epoch_us` for another scheme than `"refcache"`; `PAGECACHE_E2BIG` for a `size`
 /// above [`OPTIONS_MAX_SIZE`], or a byte past this version's fields that is not zero (a
@@ -526,12 +536,13 @@ unsafe fn config_of(func: &str, opts: &COptions) -> Result<Config, i32> {
             ),
         ));
     }
-    if opts.flags != 0 {
+    if opts.flags & !PAGECACHE_OPT_RMAP_PROCESS != 0 {
         return Err(failed(
             PAGECACHE_EINVAL,
             func,
             format_args!(
-                "flags is {:#x}: no flag is defined, it must be 0",
+                "flags is {:#x}: the only flag is PAGECACHE_OPT_RMAP_PROCESS \
+                 ({PAGECACHE_OPT_RMAP_PROCESS:#x})",
                 opts.flags
             ),
         ));
@@ -571,6 +582,9 @@ unsafe fn config_of(func: &str, opts: &COptions) -> Result<Config, i32> {
     }
     let mut cfg = Config::new(limit, name);
     cfg.mode = mode;
+    if opts.flags & PAGECACHE_OPT_RMAP_PROCESS != 0 {
+        cfg.rmap = crate::Rmap::Process;
+    }
     // A setting for a scheme that does not take it would change nothing: refused, as is a
     // size paygo does not take (`paygo::Config::check`).
     if opts.paygo_slots_per_cpu != 0 || opts.paygo_window != 0 {

@@ -11,7 +11,8 @@
  * of fork(2), the forking thread's mapping is its own there, another thread's is refused; and 4
  * threads read through mappings of their own of a file larger than the cache, checking every
  * byte, and hold pages through them, while another drops it, for "paygo", "atomic",
- * "percpu-ref" and "refcache". Prints one "ok" line per part and "failures=N"; exits non-zero
+ * "percpu-ref" and "refcache", and for "paygo" and "atomic" with the process-space reverse map
+ * (PAGECACHE_OPT_RMAP_PROCESS). Prints one "ok" line per part and "failures=N"; exits non-zero
  * on any failure. */
 #define _GNU_SOURCE
 #include "pagecache.h"
@@ -370,10 +371,13 @@ static void *dropper(void *arg) {
     return NULL;
 }
 
-static void threads(const char *path, const char *scheme) {
+/* The threads' part for a cache of scheme whose options' flags are flags. */
+static void threads(const char *path, const char *scheme, uint32_t flags) {
     pagecache_t *c = NULL;
     struct shared s = {0};
-    CHECK_EQ(pagecache_new(4, scheme, PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    pagecache_options_t o = {
+        .size = sizeof o, .memory_limit_pages = 4, .scheme = scheme, .flags = flags};
+    CHECK_EQ(pagecache_new_opts(&o, &c), PAGECACHE_OK);
     CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &s.f), PAGECACHE_OK);
     pthread_t t[THREADS], d;
     CHECK(pthread_create(&d, NULL, dropper, &s) == 0);
@@ -391,7 +395,7 @@ static void threads(const char *path, const char *scheme) {
     CHECK(st.resident_high_water <= 4);
     CHECK_EQ(pagecache_close(s.f), PAGECACHE_OK);
     pagecache_free(c);
-    printf("ok threads %s\n", scheme);
+    printf("ok threads %s%s\n", scheme, flags & PAGECACHE_OPT_RMAP_PROCESS ? " rmap-process" : "");
 }
 
 int main(void) {
@@ -400,7 +404,9 @@ int main(void) {
     single(path);
     forked(path);
     const char *schemes[] = {"paygo", "atomic", "percpu-ref", "refcache"};
-    for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++) threads(path, schemes[k]);
+    for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++) threads(path, schemes[k], 0);
+    threads(path, "paygo", PAGECACHE_OPT_RMAP_PROCESS);
+    threads(path, "atomic", PAGECACHE_OPT_RMAP_PROCESS);
     unlink(path);
     printf("failures=%d\n", failures);
     return failures != 0;

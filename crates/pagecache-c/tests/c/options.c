@@ -97,6 +97,12 @@ int main(void) {
     pagecache_options_t r = {
         .size = sizeof r, .memory_limit_pages = 2, .scheme = "refcache", .refcache_epoch_us = 500};
     made(&r, "refcache", path);
+    /* The process-space reverse map of the mappings. */
+    pagecache_options_t rm = {.size = sizeof rm,
+                              .memory_limit_pages = 2,
+                              .scheme = "atomic",
+                              .flags = PAGECACHE_OPT_RMAP_PROCESS};
+    made(&rm, "atomic", path);
     /* Tables smaller than the default window: any power of two of at least the window's
      * slots (pagecache_new_sized, whose window is the default 8, takes 8 and above). */
     pagecache_options_t small = {.size = sizeof small,
@@ -135,7 +141,7 @@ int main(void) {
     REFUSED(bad.memory_limit_pages = 0, PAGECACHE_EINVAL);
     REFUSED(bad.memory_limit_pages = 4294967295u, PAGECACHE_EINVAL);
     REFUSED(bad.mode = 2, PAGECACHE_EINVAL);
-    REFUSED(bad.flags = 1, PAGECACHE_EINVAL);
+    REFUSED(bad.flags = 2, PAGECACHE_EINVAL); /* no flag has that bit */
     REFUSED(bad.scheme = "no-such", PAGECACHE_ENOSCHEME);
     REFUSED(bad.scheme = "percpu-limit", PAGECACHE_EUNFIT);
     REFUSED((bad.scheme = "atomic", bad.paygo_slots_per_cpu = 64), PAGECACHE_EINVAL);

@@ -6,7 +6,8 @@
 //! and files behind traits of its own ([`CacheOps`], [`FileOps`]): the crate's dispatch
 //! (`DynCache`, `DynFile`) and, for a file, [`FileOps::map`], which makes the typed
 //! [`Mapping`] and hands it back erased ([`MapOps`]). Every cache has a LODIC reverse map
-//! ([`Config::rmap`], [`crate::Rmap::File`] unless set), so every file can be mapped.
+//! ([`Config::rmap`]: [`crate::Rmap::File`], or [`crate::Rmap::Process`] with the option
+//! [`super::PAGECACHE_OPT_RMAP_PROCESS`]), so every file can be mapped.
 //!
 //! A [`Mapping`] is neither `Send` nor `Sync`: only the thread that made it uses it. A mapping
 //! handle is a slot of a third handle table (as the file handles, so that a second unmap, or a
@@ -53,11 +54,18 @@ impl<C: RefCounter> CacheOps for PageCacheOf<C> {
 pub(super) trait FileOps: DynFile {
     /// [`CachedFileOf::map`], erased.
     fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn MapOps + '_>>;
+    /// The reverse map of the cache's mappings (for the unit tests).
+    #[cfg(test)]
+    fn rmap(&self) -> crate::Rmap;
 }
 
 impl<C: RefCounter> FileOps for CachedFileOf<C> {
     fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn MapOps + '_>> {
         Ok(Box::new(CachedFileOf::map(self, first, pages)?))
+    }
+    #[cfg(test)]
+    fn rmap(&self) -> crate::Rmap {
+        self.parts().0.lodic.rmap
     }
 }
 

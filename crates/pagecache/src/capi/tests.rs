@@ -279,7 +279,7 @@ fn new_opts_takes_its_settings_and_refuses_what_it_does_not_know() {
             PAGECACHE_EINVAL,
         ),
         (|l| l.opts.size = 0, PAGECACHE_EINVAL),
-        (|l| l.opts.flags = 1, PAGECACHE_EINVAL),
+        (|l| l.opts.flags = 2, PAGECACHE_EINVAL),
         (|l| l.opts.mode = 2, PAGECACHE_EINVAL),
         (|l| l.opts.memory_limit_pages = 0, PAGECACHE_EINVAL),
         (|l| l.opts.paygo_slots_per_cpu = 16, PAGECACHE_EINVAL),
@@ -1438,7 +1438,7 @@ fn last_error_of_new_names_the_argument_and_the_cause() {
         rc,
         PAGECACHE_EINVAL,
         o,
-        &["flags is 0x4: no flag is defined"],
+        &["flags is 0x4: the only flag is PAGECACHE_OPT_RMAP_PROCESS (0x1)"],
     );
     let known = core::mem::size_of::<COptions>();
     let mut opts = options(8, None);
@@ -2292,5 +2292,49 @@ fn a_page_held_through_a_mapping_stays_cached() {
         assert_eq!(stats().resident, 0, "released: dropped");
         assert_eq!(pagecache_close(f), PAGECACHE_OK);
         pagecache_free(c);
+    }
+}
+
+/// `PAGECACHE_OPT_RMAP_PROCESS` makes a cache whose mappings are found through the
+/// process-space reverse map (the default, 0, the file-space one), and its mappings read,
+/// hold and unmap as the default's do, through a `drop_cache` that must search them.
+#[test]
+fn the_rmap_option_chooses_the_reverse_map() {
+    let _tables = shared_tables();
+    let (_dir, path) = file_of(3 * PAGE_SIZE);
+    for (flags, want) in [
+        (0, crate::Rmap::File),
+        (PAGECACHE_OPT_RMAP_PROCESS, crate::Rmap::Process),
+    ] {
+        let mut opts = options(4, Some(c"atomic"));
+        opts.flags = flags;
+        let mut c = null_mut();
+        // SAFETY: options of this test's, a writable out pointer.
+        assert_eq!(unsafe { pagecache_new_opts(&opts, &mut c) }, PAGECACHE_OK);
+        let f = open(c, &path);
+        // SAFETY: live handles of this thread's, a buffer of its length.
+        unsafe {
+            let live = handles::enter(f).expect("a live handle");
+            assert_eq!(live.inner.rmap(), want);
+            drop(live);
+            let mut m = null_mut();
+            assert_eq!(pagecache_map(f, 0, 3, &mut m), PAGECACHE_OK);
+            assert_eq!(pagecache_mapping_hold(m, 2), PAGECACHE_OK);
+            let mut b = vec![0u8; 3 * PAGE_SIZE];
+            assert_eq!(
+                pagecache_mapping_read(m, b.as_mut_ptr().cast(), b.len(), 0),
+                b.len() as isize
+            );
+            assert!(b.iter().enumerate().all(|(k, &x)| x == byte_at(k as u64)));
+            assert_eq!(
+                pagecache_drop_cache(f),
+                2,
+                "{want:?}: all but the held page"
+            );
+            assert_eq!(pagecache_mapping_release(m, 2), PAGECACHE_OK);
+            assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            pagecache_free(c);
+        }
     }
 }
