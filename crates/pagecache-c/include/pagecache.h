@@ -522,6 +522,22 @@ int pagecache_map(pagecache_file_t *file, uint64_t first_page, uint64_t pages,
  * frame was held). len 0 at an offset up to the mapping's end returns 0. */
 ssize_t pagecache_mapping_read(pagecache_mapping_t *m, void *buf, size_t len, uint64_t offset);
 
+/* Writes len bytes of buf at offset of the mapping, as a store to memory mapped shared: offset
+ * is within the mapping, as pagecache_mapping_read's, and the write is exact: it returns len, or
+ * an error. The bytes land in the pages' frames, dirty, and reach the file as those of
+ * pagecache_write_at at the same place do (pagecache_sync, eviction, pagecache_drop_cache, the
+ * last close); every read of the file and of its mappings sees them. A write ending past the
+ * file's length grows the file (where a store into the tail of a mapped last page would not).
+ * Errors: PAGECACHE_EINVAL (m is NULL or misaligned, buf is NULL with len > 0, len >
+ * SSIZE_MAX, a write ending past 2^63 - 1 bytes), PAGECACHE_EBADF (m was unmapped),
+ * PAGECACHE_EPERM (the calling thread did not make the mapping), -EACCES (the file was opened
+ * read-only; len 0 too), -ENXIO (the range ends past the mapping's pages * 4096 bytes: nothing
+ * written), PAGECACHE_EFBIG (the file cannot hold the write, as for pagecache_write_at),
+ * PAGECACHE_ENOMEM (every frame of the cache is held), a fill's -errno (the pages before the
+ * one that failed are written). */
+ssize_t pagecache_mapping_write(pagecache_mapping_t *m, const void *buf, size_t len,
+                                uint64_t offset);
+
 /* Holds page `page` of the mapping (page first_page + page of the file): takes a reference on
  * it, counted on the mapping's entry for it as a read's is (filling it on a miss), and keeps it
  * until pagecache_mapping_release(m, page). Meanwhile the page stays in its frame, neither

@@ -344,7 +344,10 @@ fn c_program_holds_pages() {
 /// (read, held, unmapped) and another thread's refused, and 4 threads read through mappings of
 /// their own, every byte checked, and hold pages through them while another drops the file's
 /// cache, for 4 schemes, and for 2 with the process-space reverse map
-/// (`PAGECACHE_OPT_RMAP_PROCESS`).
+/// (`PAGECACHE_OPT_RMAP_PROCESS`). Bytes written through a mapping (`pagecache_mapping_write`)
+/// reach every reader and the file, a write past its end grows it, and the write's refusals
+/// (another thread's, outside the mapping, after the unmap, a read-only file's `-EACCES`)
+/// write nothing.
 #[test]
 fn c_program_reads_through_mappings() {
     let text = build_and_run("mappings");
@@ -352,6 +355,7 @@ fn c_program_reads_through_mappings() {
         &text,
         &[
             "ok single",
+            "ok written",
             "ok fork",
             "ok threads paygo",
             "ok threads atomic",

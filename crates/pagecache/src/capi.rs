@@ -169,7 +169,7 @@ use handles::{enter, Live, Table};
 use last_error::{failed, handle_failed, io_failed, pointer_failed};
 pub use map::{
     pagecache_map, pagecache_mapping_hold, pagecache_mapping_read, pagecache_mapping_release,
-    pagecache_unmap, CMapping, FileC,
+    pagecache_mapping_write, pagecache_unmap, CMapping, FileC,
 };
 
 /// The PAYGO domain of the file handles' `paygo::Arc`s ([`OpenFile`]), made at the first open:

@@ -400,13 +400,6 @@ impl CachedFile {
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.inner.read_at(buf, offset)
     }
-    /// `read_at` if every page of the range is cached, with no system call but the optimistic
-    /// mode's `sched_yield`; `None` at the first page that is not (see
-    /// `CachedFileOf::read_cached`).
-    #[cfg(all(not(loom), any(feature = "capi", test)))]
-    pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
-        self.inner.read_cached(buf, offset)
-    }
 
     /// See [`CachedFileOf::write_at`].
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {

@@ -1,5 +1,6 @@
-/* LODIC mappings (pagecache_map, pagecache_mapping_read, pagecache_mapping_hold,
- * pagecache_mapping_release, pagecache_unmap): every byte read through a mapping is the file's
+/* LODIC mappings (pagecache_map, pagecache_mapping_read, pagecache_mapping_write,
+ * pagecache_mapping_hold, pagecache_mapping_release, pagecache_unmap): every byte read through a
+ * mapping is the file's
  * (the offset within the mapping; the mapped part of the last page past the file's end reads
  * as zeros); a page held through a mapping stays cached through pagecache_drop_cache (read
  * again with no fill) and its unmap is refused (PAGECACHE_EBUSY) until every hold is
@@ -12,7 +13,9 @@
  * threads read through mappings of their own of a file larger than the cache, checking every
  * byte, and hold pages through them, while another drops it, for "paygo", "atomic",
  * "percpu-ref" and "refcache", and for "paygo" and "atomic" with the process-space reverse map
- * (PAGECACHE_OPT_RMAP_PROCESS). Prints one "ok" line per part and "failures=N"; exits non-zero
+ * (PAGECACHE_OPT_RMAP_PROCESS); bytes written through a mapping reach every reader and the
+ * file, a write past the end grows it, and a write's refusals (another thread's, outside the
+ * mapping, unmapped, read-only: -EACCES) write nothing. Prints one "ok" line per part and "failures=N"; exits non-zero
  * on any failure. */
 #define _GNU_SOURCE
 #include "pagecache.h"
@@ -398,10 +401,104 @@ static void threads(const char *path, const char *scheme, uint32_t flags) {
     printf("ok threads %s%s\n", scheme, flags & PAGECACHE_OPT_RMAP_PROCESS ? " rmap-process" : "");
 }
 
+/* Another thread's write through a mapping it did not make. */
+struct other_write {
+    pagecache_mapping_t *m;
+    ssize_t got;
+    int said;
+};
+
+static void *other_writes(void *arg) {
+    struct other_write *o = arg;
+    o->got = pagecache_mapping_write(o->m, "x", 1, 0);
+    o->said = said("made by another thread");
+    return NULL;
+}
+
+/* Writes through a mapping (pagecache_mapping_write) of a file of its own: every reader and
+ * the file see them, a write past the file's end grows it, and the refusals change nothing. */
+static void written(void) {
+    char path[4096];
+    make_file(path, sizeof path);
+    static unsigned char model[LEN + 100], b[LEN + 100];
+    for (uint64_t k = 0; k < LEN; k++) model[k] = pat(k);
+    uint64_t len = LEN;
+    pagecache_t *c = NULL;
+    pagecache_file_t *f = NULL;
+    pagecache_mapping_t *m = NULL;
+    CHECK_EQ(pagecache_new(4, "paygo", PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
+    CHECK_EQ(pagecache_open(c, path, &f), PAGECACHE_OK);
+    /* Pages 2 to 15, the last one partial: more than the cache's 4 frames. */
+    CHECK_EQ(pagecache_map(f, 2, PAGES - 2, &m), PAGECACHE_OK);
+    const uint64_t base = 2 * PAGECACHE_PAGE_SIZE;
+    /* (offset in the mapping, length): inside a page, across a boundary, across 3 pages, and
+     * across the file's end (it grows by 14 bytes). */
+    const uint64_t at[] = {5, PAGECACHE_PAGE_SIZE - 50, 3 * PAGECACHE_PAGE_SIZE + 100,
+                           LEN - base - 6};
+    const size_t n[] = {10, 100, 2 * PAGECACHE_PAGE_SIZE, 20};
+    for (size_t w = 0; w < 4; w++) {
+        unsigned char data[2 * PAGECACHE_PAGE_SIZE];
+        for (size_t k = 0; k < n[w]; k++) data[k] = (unsigned char)(w * 37 + k * 11) ^ 0xA5;
+        CHECK_EQ(pagecache_mapping_write(m, data, n[w], at[w]), (ssize_t)n[w]);
+        memcpy(model + base + at[w], data, n[w]);
+        if (base + at[w] + n[w] > len) len = base + at[w] + n[w];
+    }
+    CHECK_EQ(len, LEN + 14);
+    CHECK_EQ(pagecache_len(f), (int64_t)len);
+    /* Through the mapping (the rest of the last page reads zeros), and through the file. */
+    const uint64_t mapped = (PAGES - 2) * PAGECACHE_PAGE_SIZE;
+    memset(b, 0xEE, sizeof b);
+    CHECK_EQ(pagecache_mapping_read(m, b, mapped, 0), (ssize_t)mapped);
+    CHECK(memcmp(b, model + base, len - base) == 0);
+    int zeros = 1;
+    for (uint64_t k = len - base; k < mapped; k++) zeros &= b[k] == 0;
+    CHECK(zeros);
+    memset(b, 0xEE, sizeof b);
+    CHECK_EQ(pagecache_read_at(f, b, sizeof b, 0), (ssize_t)len);
+    CHECK(memcmp(b, model, len) == 0);
+    /* Refusals, which write nothing. */
+    CHECK_EQ(pagecache_mapping_write(NULL, "x", 1, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_mapping_write(m, NULL, 1, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_mapping_write(m, NULL, 0, 0), 0);
+    CHECK_EQ(pagecache_mapping_write(m, "xyz", 3, mapped - 2), -ENXIO);
+    CHECK(said("outside a mapping"));
+    CHECK_EQ(pagecache_mapping_write(m, "x", 1, UINT64_MAX), -ENXIO);
+    struct other_write o = {m, 0, 0};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, other_writes, &o), 0);
+    pthread_join(t, NULL);
+    CHECK_EQ(o.got, PAGECACHE_EPERM);
+    CHECK(o.said);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_write(m, "x", 1, 0), PAGECACHE_EBADF);
+    /* Read-only: -EACCES, also for no bytes. */
+    pagecache_file_t *ro = NULL;
+    CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &ro), PAGECACHE_OK);
+    CHECK_EQ(pagecache_map(ro, 0, 2, &m), PAGECACHE_OK);
+    CHECK_EQ(pagecache_mapping_write(m, "x", 1, 0), -EACCES);
+    CHECK_EQ(pagecache_mapping_write(m, "x", 0, 0), -EACCES);
+    CHECK_EQ(pagecache_unmap(m), PAGECACHE_OK);
+    CHECK_EQ(pagecache_close(ro), PAGECACHE_OK);
+    /* Nothing refused was written: the file on disk, after the last close, is the model. */
+    CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
+    pagecache_free(c);
+    FILE *disk = fopen(path, "rb");
+    CHECK(disk != NULL);
+    if (disk) {
+        memset(b, 0xEE, sizeof b);
+        CHECK_EQ(fread(b, 1, sizeof b, disk), len);
+        CHECK(memcmp(b, model, len) == 0);
+        fclose(disk);
+    }
+    unlink(path);
+    printf("ok written\n");
+}
+
 int main(void) {
     char path[4096];
     make_file(path, sizeof path);
     single(path);
+    written();
     forked(path);
     const char *schemes[] = {"paygo", "atomic", "percpu-ref", "refcache"};
     for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++) threads(path, schemes[k], 0);

@@ -76,6 +76,8 @@ pub(super) trait MapOps {
     /// `Mapping::read_entered`: `read_at` where every page is read through its entry, with no
     /// system call; `false` where one is not.
     fn read_entered(&self, buf: &mut [u8], offset: u64) -> bool;
+    /// [`Mapping::write_at`].
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// [`Mapping::len`].
     fn len(&self) -> u64;
     /// [`Mapping::pages`].
@@ -90,6 +92,9 @@ impl<C: RefCounter> MapOps for Mapping<'_, C> {
     }
     fn read_entered(&self, buf: &mut [u8], offset: u64) -> bool {
         Mapping::read_entered(self, buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        Mapping::write_at(self, buf, offset)
     }
     fn len(&self) -> u64 {
         Mapping::len(self)
@@ -129,11 +134,6 @@ pub(super) fn new_cache(cfg: &Config) -> io::Result<Box<dyn CacheOps>> {
         )),
     }
 }
-
-// `CachedFile::read_cached` is compiled for the C API (the `capi` feature), which now reads
-// through `FileOps` instead (the same `DynFile::read_cached`): referenced here so that it is
-// not dead code, until its `cfg` in `lib.rs` (outside the C API's files) leaves it out.
-const _: fn(&crate::CachedFile, &mut [u8], u64) -> Option<usize> = crate::CachedFile::read_cached;
 
 /// What a live file handle's `paygo::Arc` holds: the open file (see [`super::OpenFile`]).
 pub struct FileC {
@@ -391,6 +391,75 @@ pub unsafe extern "C" fn pagecache_mapping_read(
         match live.map.read_at(part, offset) {
             Ok(()) => len as isize,
             Err(e) => io_failed(io_code(&e) as isize, F, Some(live.file.path()), &e),
+        }
+    })
+}
+
+/// Writes `len` bytes of `buf` at `offset` of the mapping, as a store to memory mapped shared:
+/// [`Mapping::write_at`]. `offset` is within the mapping, as [`pagecache_mapping_read`]'s, and
+/// the write is exact: it returns `len`, or an error. The bytes land in the pages' frames,
+/// dirty, and reach the file as those of `pagecache_write_at` at the same place do; a write
+/// ending past the file's length grows the file. Errors: `PAGECACHE_EINVAL` (a null or
+/// misaligned `m`, a null `buf` with `len > 0`, `len > SSIZE_MAX`), `PAGECACHE_EBADF` (an
+/// unmapped handle), `PAGECACHE_EPERM` (a thread other than the one that mapped it), `-EACCES`
+/// (the file was opened read-only; `len` 0 too), `-ENXIO` (the range ends past the mapping:
+/// nothing written), `PAGECACHE_EFBIG` (the file cannot hold the write), `PAGECACHE_ENOMEM`
+/// (every frame of the cache is held), a fill's `-errno` (the bytes of the pages before the
+/// one that failed are written).
+///
+/// # Safety
+/// `m` is null, misaligned or a handle from [`pagecache_map`] (live or unmapped); `buf` is
+/// null or readable for `len` bytes that no other thread writes during the call.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_mapping_write(
+    m: *const CMapping,
+    buf: *const c_void,
+    len: usize,
+    offset: u64,
+) -> isize {
+    const F: &str = "pagecache_mapping_write";
+    boundary(F, PAGECACHE_EINTERNAL as isize, || {
+        // SAFETY: forwarded contract.
+        let live = match unsafe { own(F, m) } {
+            Ok(l) => l,
+            Err(code) => return code as isize,
+        };
+        if len > isize::MAX as usize {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
+            );
+        }
+        if buf.is_null() && len > 0 {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!("buf is NULL and len is {len}, not 0"),
+            );
+        }
+        let data: &[u8] = if len == 0 {
+            &[]
+        } else {
+            // SAFETY: `buf` is not null and readable for `len` bytes that nobody writes during
+            // the call (the caller's contract).
+            unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) }
+        };
+        match live.map.write_at(data, offset) {
+            Ok(()) => len as isize,
+            Err(e) => {
+                // A range outside the mapping (checked after the handle's read-only mode, as
+                // by `Mapping::write_at`): `-ENXIO`, as for pagecache_mapping_read; any other
+                // `InvalidInput` (a write ending past 2^63 - 1) is `PAGECACHE_EINVAL`.
+                let size = live.map.len();
+                let outside = offset.checked_add(len as u64).is_none_or(|end| end > size);
+                let code = match e.kind() {
+                    io::ErrorKind::InvalidInput if outside => -libc::ENXIO,
+                    io::ErrorKind::OutOfMemory => PAGECACHE_ENOMEM,
+                    _ => io_code(&e),
+                };
+                io_failed(code as isize, F, Some(live.file.path()), &e)
+            }
         }
     })
 }

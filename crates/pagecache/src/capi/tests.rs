@@ -2113,6 +2113,92 @@ fn a_mapping_reads_its_pages_and_keeps_its_file_open() {
     }
 }
 
+/// A write through a mapping (`pagecache_mapping_write`, at an offset within it) reaches the
+/// mapping's reads and the file's, across pages and past the file's end (which grows); a range
+/// past the mapping is `-ENXIO`, a NULL buffer `PAGECACHE_EINVAL`, a read-only file `-EACCES`
+/// (also for no bytes), an unmapped handle `PAGECACHE_EBADF`: none writes anything.
+#[test]
+fn a_write_through_a_mapping_reaches_every_reader() {
+    let _tables = shared_tables();
+    let (_dir, path) = file_of(2 * PAGE_SIZE + 100);
+    let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let mut model: Vec<u8> = (0..2 * PAGE_SIZE + 100).map(|k| k as u8).collect();
+    // SAFETY: live handles, and buffers of this test's of the lengths given.
+    unsafe {
+        let mut m = null_mut();
+        assert_eq!(pagecache_map(f, 1, 2, &mut m), PAGECACHE_OK);
+        for (at, data) in [
+            (4090u64, &[0xA1u8; 12][..]),
+            (PAGE_SIZE as u64 + 95, &[0xB2; 10]),
+        ] {
+            let n = data.len();
+            assert_eq!(
+                pagecache_mapping_write(m, data.as_ptr().cast(), n, at),
+                n as isize
+            );
+            let end = PAGE_SIZE + at as usize + n;
+            if model.len() < end {
+                model.resize(end, 0);
+            }
+            model[PAGE_SIZE + at as usize..end].copy_from_slice(data);
+        }
+        assert_eq!(model.len(), 2 * PAGE_SIZE + 105, "the file grew");
+        let mut back = vec![0u8; model.len() - PAGE_SIZE];
+        let n = back.len();
+        assert_eq!(
+            pagecache_mapping_read(m, back.as_mut_ptr().cast(), n, 0),
+            n as isize
+        );
+        assert_eq!(back, model[PAGE_SIZE..]);
+        let x = [0xEEu8; 4];
+        let rc = pagecache_mapping_write(m, x.as_ptr().cast(), 4, 2 * PAGE_SIZE as u64 - 2);
+        says(
+            rc,
+            -libc::ENXIO as isize,
+            "pagecache_mapping_write",
+            &["outside a mapping"],
+        );
+        let rc = pagecache_mapping_write(m, null(), 1, 0);
+        says(
+            rc,
+            PAGECACHE_EINVAL as isize,
+            "pagecache_mapping_write",
+            &["buf is NULL"],
+        );
+        assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+        let rc = pagecache_mapping_write(m, x.as_ptr().cast(), 1, 0);
+        assert_eq!(rc, PAGECACHE_EBADF as isize);
+        check_bytes(f, &model);
+        let mut ro = null_mut();
+        assert_eq!(
+            pagecache_open_flags(c, path.as_ptr(), PAGECACHE_O_RDONLY, &mut ro),
+            PAGECACHE_OK
+        );
+        assert_eq!(pagecache_map(ro, 0, 1, &mut m), PAGECACHE_OK);
+        for n in [0, 1] {
+            let rc = pagecache_mapping_write(m, x.as_ptr().cast(), n, 0);
+            assert_eq!(rc, -libc::EACCES as isize, "{n} bytes");
+        }
+        assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+        assert_eq!(pagecache_close(ro), PAGECACHE_OK);
+        check_bytes(f, &model);
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+    let disk = std::fs::read(std::str::from_utf8(path.as_bytes()).expect("path")).expect("disk");
+    assert_eq!(disk, model, "the file after the last close");
+}
+
+/// The file's bytes through `pagecache_read_at` are `want`.
+fn check_bytes(f: *mut CFile, want: &[u8]) {
+    let mut buf = vec![0u8; want.len() + 10];
+    // SAFETY: a live handle and a buffer of `buf.len()` bytes.
+    let n = unsafe { pagecache_read_at(f, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    assert_eq!(n, want.len() as isize);
+    assert_eq!(&buf[..want.len()], want);
+}
+
 /// A mapping is its thread's: another thread's read and unmap of it are `PAGECACHE_EPERM`,
 /// nothing done (the owner still reads through it and unmaps it); so is a stale handle whose
 /// slot another thread's mapping took.
