@@ -204,8 +204,8 @@ typedef enum pagecache_error {
                                     pages held through the mapping
                                     (pagecache_mapping_hold): nothing done, the handle
                                     stays open */
-    PAGECACHE_EPERM = -1,        /* (= -EPERM) pagecache_mapping_read, _hold, _release,
-                                    pagecache_unmap: the mapping was made by another
+    PAGECACHE_EPERM = -1,        /* (= -EPERM) pagecache_mapping_read, _write, _hold,
+                                    _release, pagecache_unmap: the mapping was made by another
                                     thread (only the thread that made it uses it, as only
                                     a mutex's owner unlocks it): nothing done */
     PAGECACHE_EINTERNAL = -1000, /* a bug in libpagecache (a Rust panic caught at the

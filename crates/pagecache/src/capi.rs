@@ -91,8 +91,8 @@ pub const PAGECACHE_EUNFIT: i32 = -1002;
 /// through the mapping ([`pagecache_mapping_hold`]): nothing done, the handle stays open.
 /// Equal to `-EBUSY`, which `umount(2)` returns for a file system still in use.
 pub const PAGECACHE_EBUSY: i32 = -libc::EBUSY;
-/// `pagecache_mapping_read`, `pagecache_mapping_hold`, `pagecache_mapping_release`,
-/// `pagecache_unmap`: the mapping was made by another thread (a
+/// `pagecache_mapping_read`, `pagecache_mapping_write`, `pagecache_mapping_hold`,
+/// `pagecache_mapping_release`, `pagecache_unmap`: the mapping was made by another thread (a
 /// mapping is its thread's: only the thread that called [`pagecache_map`] uses and unmaps
 /// it): refused, nothing done. Equal to `-EPERM`, which `pthread_mutex_unlock(3)` returns for a
 /// mutex the calling thread does not own.
