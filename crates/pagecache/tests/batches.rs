@@ -971,3 +971,104 @@ fn a_frame_a_panic_left_flagged_under_a_mapping_that_counts_nothing_is_made_live
     );
     assert_eq!(c.stats().resident, 0);
 }
+
+/// What looks again at a page whose frame a panic left flagged (see
+/// [`write_through_a_mapping_into_a_frame_left_flagged`]).
+#[derive(Clone, Copy, Debug)]
+enum LookAgain {
+    /// A read of the page through the file, which gives up waiting for the frame and
+    /// recovers what it may.
+    Read,
+    /// A cut to 100 bytes into the page, which gives up waiting for the frame and zeros it
+    /// past the end without a reference.
+    Cut,
+    /// A second `drop_cache` whose batch panics in the scheme, which mends the frames of its
+    /// batch.
+    PanickingDrop,
+}
+
+/// A page (page 1 of four) whose frame a `drop_cache`'s panic left flagged under a `PageRef`
+/// (so not made live again), then held through a LODIC mapping, its count in the mapping's
+/// entry (the LODIC flag was lowered, so the owner's fast path takes the frame), and the
+/// `PageRef` let go; `again` looks at the frame again, then a write through the mapping's held
+/// page follows. The frame, which the mapping's count holds, is not retired under it (and a
+/// cut zeros it past the end): the held page reads zeros past a cut, and the write reaches
+/// every later reader and the file.
+fn write_through_a_mapping_into_a_frame_left_flagged(again: LookAgain) {
+    let (_dir, path, c, f, mut model) = a_drop_that_panics_with_its_flags_up(4, 3, b"three");
+    let map = f.map(0, 4).unwrap();
+    // The entry names page 1's frame, counting nothing.
+    drop(map.page(1).unwrap());
+    let held = f.page(1).unwrap();
+    drop_with_its_flags_up(&c, &f);
+    let g = map.page(1).unwrap();
+    assert!(
+        !g.spilled(),
+        "{again:?}: counted in the entry, on the flagged frame"
+    );
+    drop(held);
+    match again {
+        LookAgain::Read => {
+            let mut b = vec![0u8; 16];
+            let _ = f.read_at(&mut b, PAGE_SIZE as u64);
+        }
+        LookAgain::Cut => {
+            let cut = PAGE_SIZE + 100;
+            let _ = f.set_len(cut as u64);
+            model.truncate(cut);
+            let mut tail = vec![1u8; PAGE_SIZE - 100];
+            g.read(100, &mut tail);
+            assert!(
+                tail.iter().all(|&x| x == 0),
+                "{again:?}: the held page reads zeros past the cut"
+            );
+        }
+        LookAgain::PanickingDrop => drop_with_its_flags_up(&c, &f),
+    }
+    g.write(0, b"mapped").unwrap();
+    model[PAGE_SIZE..PAGE_SIZE + 6].copy_from_slice(b"mapped");
+    drop(g);
+    let mut first = [0u8; 6];
+    map.read_at(&mut first, PAGE_SIZE as u64).unwrap();
+    assert_eq!(
+        &first, b"mapped",
+        "{again:?}: the mapping reads the write back"
+    );
+    drop(map);
+    let mut all = vec![0u8; 4 * PAGE_SIZE];
+    assert_eq!(f.read_at(&mut all, 0).unwrap(), model.len(), "{again:?}");
+    assert!(
+        all[..model.len()] == model[..],
+        "{again:?}: every page reads back what was written"
+    );
+    f.close().unwrap();
+    assert!(
+        std::fs::read(&path).unwrap() == model,
+        "{again:?}: the file as written"
+    );
+}
+
+/// [`write_through_a_mapping_into_a_frame_left_flagged`], looked at again by a read of the
+/// file. Before, the read's recovery retired the frame (the scheme counts no reference on it,
+/// and a mapped page's frame was retired without a look at the mappings' counters), and the
+/// write went into the retired frame, which nothing reads or writes back: lost.
+#[test]
+fn a_write_through_a_mapping_into_a_frame_a_read_gave_up_on_is_not_lost() {
+    write_through_a_mapping_into_a_frame_left_flagged(LookAgain::Read);
+}
+
+/// As [`a_write_through_a_mapping_into_a_frame_a_read_gave_up_on_is_not_lost`], looked at
+/// again by a cut into the page. Before, the cut retired the frame unzeroed: the held page
+/// read the old bytes past the cut, and the write was lost.
+#[test]
+fn a_write_through_a_mapping_into_a_frame_a_cut_gave_up_on_is_not_lost() {
+    write_through_a_mapping_into_a_frame_left_flagged(LookAgain::Cut);
+}
+
+/// As [`a_write_through_a_mapping_into_a_frame_a_read_gave_up_on_is_not_lost`], looked at
+/// again by a second drop whose batch panics (the page's mappings' counters summed to one).
+/// Before, the batch's mending retired the frame, and the write was lost.
+#[test]
+fn a_write_through_a_mapping_into_a_frame_a_panicking_drop_mends_is_not_lost() {
+    write_through_a_mapping_into_a_frame_left_flagged(LookAgain::PanickingDrop);
+}

@@ -533,8 +533,9 @@ impl<C: RefCounter> Inner<C> {
     /// of its slot, so that its page is filled again from the file into a sound frame, and
     /// never freed, as the scheme's state of its object is not known: the cache goes on with
     /// one frame fewer. A frame whose write-back fails stays dirty in its slot, and a frame
-    /// that is live, or that the scheme still counts references on, is left alone; a later
-    /// wait for its page tries again ([`Inner::recover`]).
+    /// that is live, that the scheme still counts references on, or that a LODIC mapping may
+    /// count one on (its page mapped, and its mappings' counters not summed to zero), is left
+    /// alone; a later wait for its page tries again ([`Inner::recover`]).
     ///
     /// `returned`: the scheme's try-reclaim returned before the panic (which came from a
     /// `reinit`), so `b.out` holds its word on every frame. A frame it reclaimed that is still
@@ -593,7 +594,15 @@ impl<C: RefCounter> Inner<C> {
             // another mapped one may be referenced through the mappings' counters, which the
             // scheme does not see, and is not.
             let unmapped = b.flagged.binary_search(&n).is_err();
-            if (unmapped || (summed && b.busy.binary_search(&n).is_err())) && self.live_again(i) {
+            let uncounted = unmapped || (summed && b.busy.binary_search(&n).is_err());
+            if !uncounted {
+                // One a mapping's counter may hold (a dead frame that the owner's fast path
+                // took since its flag was lowered): retired, a write through that reference
+                // would go to a frame nothing writes back. Left as it is: a later wait for its
+                // page sums the counters again ([`Inner::recover`]).
+                continue;
+            }
+            if self.live_again(i) {
                 continue;
             }
             // A write-back error leaves the frame as it was.

@@ -5,9 +5,23 @@
 #[cfg(doc)]
 use super::CachedFileOf;
 use super::{lock, Alloc, FileState, Inner};
-use crate::sync::Ordering;
+use crate::lodic::{heavy_fence, FileMaps, Rmap};
+use crate::sync::{AtomicBool, Ordering};
 use refcount::RefCounter;
 use std::io;
+
+/// A frame's LODIC flag, raised by [`Inner::counted_in_mappings`] and lowered when this is
+/// dropped (after the frame was retired, where it was: an owner that sees the flag clear then
+/// sees the odd version).
+pub(super) struct LodicFlag<'a>(&'a AtomicBool);
+
+impl Drop for LodicFlag<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the owners' Acquire flag load (`lodic::owner_check`), as the
+        // clear at the end of an eviction's batch.
+        self.0.store(false, Ordering::Release);
+    }
+}
 
 /// How many times one wait that gave up on a poisoned cache tries [`Inner::recover`] on its
 /// page before it returns the error (a page that recovery made usable is found again at once;
@@ -55,12 +69,13 @@ impl<C: RefCounter> Inner<C> {
     ///   retired ([`Inner::retire`]): `true`, or the error of its write-back (the frame then
     ///   stays as it was). A frame a
     ///   LODIC mapping covers is only retired: the scheme does not see the mappings' counts;
+    ///   and only where none of them counts a reference on it ([`Inner::counted_in_mappings`]);
     /// * a dead frame that a cut unpublished in its slot, dirty, when it could not write the
     ///   page's bytes before the new end back ([`CachedFileOf::set_len`]): written back now,
     ///   then taken out of its slot and retired: `true`, or the write-back's error;
     /// * a frame being filled, or one the scheme counts a reference on (held, or leaked by the
-    ///   panic: the two cannot be told apart, so it is never reclaimed): `false`, nothing
-    ///   changed.
+    ///   panic: the two cannot be told apart, so it is never reclaimed), or one a LODIC
+    ///   mapping's entry counts a reference on: `false`, nothing changed.
     #[cold]
     fn recover(&self, f: &FileState, page: u64) -> io::Result<bool> {
         let mut a = lock(&self.alloc);
@@ -106,12 +121,49 @@ impl<C: RefCounter> Inner<C> {
             return Ok(false);
         }
         // A mapped page may be referenced through the mappings' counters, which the scheme
-        // does not see: its frame is never reclaimed here, only retired (never reused).
+        // does not see: its frame is never reclaimed here, only retired (never reused), and
+        // not while a mapping counts a reference on it (a write through that reference would
+        // go to the retired frame, which nothing reads or writes back again).
         if !maps.mapped(page) && self.live_again(i) {
             return Ok(true);
         }
+        let (counted, _flag) = self.counted_in_mappings(f, &maps, i, page);
+        if counted {
+            return Ok(false);
+        }
         self.retire(&mut a, f, i, page)?;
         Ok(true)
+    }
+
+    /// Under the allocator lock and `f`'s mapping lock (`fm`), for frame `i`, which holds
+    /// `page` of `f` in its slot: whether a LODIC mapping counts a reference on it in an
+    /// entry, found as an eviction's batch finds one (the frame's flag raised, the heavy fence,
+    /// the sum of the counters of the mappings that cover the page). The scheme does not see
+    /// those counts, so a frame on which its try-get fails and which it counts no reference on
+    /// may still be held through a mapping ([`crate::MappedPage`]), and written through it. The
+    /// flag, returned where the page is mapped, stays up until it is dropped: an owner that
+    /// comes after the sum sees it and takes the scheme's counter instead, which fails on this
+    /// frame; the caller retires the frame before it drops the flag, or leaves it be.
+    pub(super) fn counted_in_mappings(
+        &self,
+        f: &FileState,
+        fm: &FileMaps,
+        i: u32,
+        page: u64,
+    ) -> (bool, Option<LodicFlag<'_>>) {
+        if !fm.mapped(page) {
+            return (false, None);
+        }
+        let lodic = &self.meta(i).lodic;
+        // Relaxed: ordered before the sum by the heavy fence below. Raised and lowered only
+        // under the allocator lock and the file's mapping lock, held here: it was down.
+        lodic.store(true, Ordering::Relaxed);
+        let flag = LodicFlag(lodic);
+        // Pairs with the owners' light fence between their counter store and flag load.
+        heavy_fence();
+        let owners = (self.lodic.rmap == Rmap::Process).then(|| lock(&self.lodic.owners));
+        let sum = self.lodic.sum(fm, owners.as_deref(), f.id, page, i);
+        (sum > 0, Some(flag))
     }
 
     /// Frame `i`, which holds a page in its slot and on which the scheme's try-get fails under

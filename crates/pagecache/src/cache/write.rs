@@ -533,7 +533,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// returns its bytes past the end after a growth (its page unusable), and the error is
     /// returned; so is `e` for a frame never filled, left as it is. A frame the scheme still
     /// counts a reference on is zeroed past `size` under the lock, without a reference, and
-    /// stays (unusable to counted reads; an optimistic read sees the zeros).
+    /// stays (unusable to counted reads; an optimistic read sees the zeros), and so is one
+    /// that a LODIC mapping holds through its entry's count (see
+    /// [`Inner::counted_in_mappings`]).
     #[cold]
     fn zero_stuck(&self, page: u64, slot: &AtomicU32, size: u64, e: io::Error) -> io::Result<()> {
         let c = &*self.cache;
@@ -563,6 +565,17 @@ impl<C: RefCounter> CachedFileOf<C> {
             // bytes past the end are zeroed all the same, without a reference, as a held
             // page's are. The allocator lock keeps the frame on its page, and no write runs
             // (writes hold `resize`, which this cut holds exclusively).
+            self.zero_frame(i, m, page, size);
+            return Ok(());
+        }
+        // A page that a LODIC mapping holds, counted in the mapping's entry (which the scheme
+        // does not see): zeroed as above, and kept. Retired, its holder would read the bytes
+        // past the end through it, and write into a frame nothing writes back. The flag
+        // raised for the sum stays up while the frame is retired below (the mapping lock is
+        // taken after the allocator lock, as an eviction takes them).
+        let maps = lock(&f.maps);
+        let (counted, _flag) = c.counted_in_mappings(f, &maps, i, page);
+        if counted {
             self.zero_frame(i, m, page, size);
             return Ok(());
         }
