@@ -2,12 +2,13 @@
 //! every reader (the mapping, another mapping, the file's `read_at`) and the file on disk, a
 //! write past the end grows the file, bad input and read-only files change nothing, and
 //! threads writing bytes of their own through mappings of shared pages, migrating, against
-//! `sync`, `drop_cache` and a cache small enough to evict, leave the file equal to a model;
-//! for every scheme that can serve a page cache and both reverse maps.
+//! `sync`, `drop_cache` and a cache small enough to evict, leave the file equal to a model,
+//! and against cuts of the file never show bytes written before a cut past its end; for every
+//! scheme that can serve a page cache and both reverse maps.
 
 mod common;
 
-use common::{pattern, pattern_file, Rng};
+use common::{pattern, pattern_file, Rendezvous, Rng};
 use pagecache::{Config, PageCacheOf, Rmap, SchemeConfig, PAGE_SIZE};
 use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
@@ -304,5 +305,153 @@ impl Visit for Writers {
             assert_eq!(f.page_count(p), 0, "{scheme} {rmap:?}: page {p}");
             assert_eq!(f.mapcount(p), 0);
         }
+    }
+}
+
+/// Threads write 8-byte stamps (`seq << 8 | thread`, `seq` counting up from 1) into chunks of
+/// their own of pages 1.. through one mapping each, made before any cut, sometimes holding the
+/// page and migrating between taking it and writing into it; meanwhile the main thread cuts
+/// the file into page 0 (every chunk past the new end) and grows it back, again and again, in
+/// a cache small enough to evict (writing back) on most fills. After each cut and growth every
+/// chunk reads (through the file and through a mapping of the main thread) as zeros or as a
+/// stamp of its thread no older than the write that thread began before the cut: a write that
+/// returned before the cut never shows again, whether its page stayed cached (held, in a group
+/// the cut walks), was evicted dirty (written back with the cut length) or is refilled. At the
+/// end the file on disk reads the same, and holds only such chunks.
+#[test]
+fn writes_through_mappings_against_cuts_never_show_bytes_from_before_a_cut() {
+    for_each(Cuts);
+}
+
+struct Cuts(Rmap);
+
+impl Visit for Cuts {
+    type Out = ();
+    fn visit<C: RefCounter>(self, info: &SchemeInfo, sch: C) {
+        use std::sync::atomic::AtomicU64;
+        // Three groups of 64 pages (the cut walks the groups with a cached page).
+        const PAGES: u64 = 160;
+        const THREADS: usize = 3;
+        let cuts = percpu::testing::reps(40);
+        let (scheme, rmap) = (info.name, self.0);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", PAGES * P);
+        let c = cache(sch, scheme, 12, rmap);
+        let f = c.open(&path).expect("open");
+        let stop = AtomicBool::new(false);
+        let started: Vec<AtomicU64> = (0..THREADS).map(|_| AtomicU64::new(0)).collect();
+        // The writers map before the first cut (a mapping is of pages the file has now).
+        let mapped = Rendezvous::new(THREADS + 1);
+        // Chunk `j` (bytes `8 j..8 j + 8`, page 1 on) is thread `j % THREADS`'s; every chunk
+        // reads as zeros or a stamp of its thread from `lo[t]` to `hi[t]`.
+        let check = |bytes: &[u8], lo: &[u64], hi: &[u64], what: &str| {
+            for (k, w) in bytes.chunks(8).enumerate().skip(P as usize / 8) {
+                let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                let t = k % THREADS;
+                let seq = v >> 8;
+                assert!(
+                    v == 0 || (v & 0xff == t as u64 && seq >= lo[t] && seq <= hi[t]),
+                    "{scheme} {rmap:?} {what}: chunk {k} of thread {t} reads {v:#x} \
+                     (stamps {}..={} of it may show)",
+                    lo[t],
+                    hi[t]
+                );
+            }
+        };
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (f, started, stop, mapped) = (&f, &started, &stop, &mapped);
+                    s.spawn(move || {
+                        let _break = mapped.break_on_panic();
+                        let mut rng = Rng::new(t as u64 * 11 + 5);
+                        let m = f.map(1, PAGES - 1).expect("map");
+                        mapped.wait();
+                        let chunks = (PAGES - 1) * P / 8;
+                        let mut seq = 0u64;
+                        while !stop.load(Ordering::Relaxed) {
+                            seq += 1;
+                            // A chunk of this thread (chunk `j` of the file, page 1 on).
+                            let mut j = P / 8 + rng.below(chunks);
+                            j = j - j % THREADS as u64 + t as u64;
+                            if j < P / 8 {
+                                j += THREADS as u64;
+                            }
+                            if j >= PAGES * P / 8 {
+                                j -= THREADS as u64;
+                            }
+                            let at = j * 8 - P;
+                            let bytes = (seq << 8 | t as u64).to_le_bytes();
+                            started[t].store(seq, Ordering::SeqCst);
+                            if rng.below(4) == 0 {
+                                let g = m.page(at / P).expect("page");
+                                if rng.below(4) == 0 {
+                                    percpu::affinity::migrate(rng.below(64) as usize);
+                                }
+                                g.write((at % P) as usize, &bytes).expect("write");
+                            } else {
+                                m.write_at(&bytes, at).expect("write");
+                            }
+                            let mut back = [0u8; 8];
+                            m.read_at(&mut back, at).expect("read back");
+                            // A cut since the write may have zeroed it.
+                            assert!(
+                                back == bytes || back == [0; 8],
+                                "{scheme} {rmap:?}: chunk {j} of thread {t} read back {back:?}"
+                            );
+                            if rng.below(32) == 0 {
+                                percpu::affinity::migrate(rng.below(64) as usize);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let _stop_on_panic = StopOnDrop(&stop);
+            mapped.wait();
+            let mut rng = Rng::new(99);
+            let mut all = vec![0u8; (PAGES * P) as usize];
+            let load = |v: &[AtomicU64]| -> Vec<u64> {
+                v.iter().map(|x| x.load(Ordering::SeqCst)).collect()
+            };
+            for _ in 0..cuts {
+                // Every write of a thread below the stamp it began is done.
+                let lo = load(&started);
+                f.set_len(rng.below(P)).expect("cut");
+                f.set_len(PAGES * P).expect("grow");
+                if rng.below(4) == 0 {
+                    f.sync().expect("sync");
+                }
+                let m = f.map(0, PAGES).expect("map");
+                assert_eq!(f.read_at(&mut all, 0).expect("read"), all.len());
+                check(&all, &lo, &load(&started), "read_at");
+                m.read_at(&mut all, 0).expect("read through a mapping");
+                check(&all, &lo, &load(&started), "mapping");
+                drop(m);
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::Relaxed);
+            for w in workers {
+                w.join().expect("writer");
+            }
+        });
+        let hi: Vec<u64> = started.iter().map(|x| x.load(Ordering::SeqCst)).collect();
+        let len = f.len();
+        let mut cached = vec![0u8; len as usize];
+        assert_eq!(f.read_at(&mut cached, 0).expect("read"), cached.len());
+        f.sync().expect("sync");
+        let disk = std::fs::read(&path).expect("disk");
+        assert_eq!(first_difference(&disk, &cached), None, "{scheme} {rmap:?}");
+        if disk.len() as u64 > P {
+            check(&disk, &[0; THREADS], &hi, "disk");
+        }
+    }
+}
+
+/// Sets the flag when dropped (also by a panic), so that the threads that poll it end.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
