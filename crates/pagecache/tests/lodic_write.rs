@@ -320,10 +320,19 @@ impl Visit for Writers {
 /// end the file on disk reads the same, and holds only such chunks.
 #[test]
 fn writes_through_mappings_against_cuts_never_show_bytes_from_before_a_cut() {
-    for_each(Cuts);
+    for_each(|rmap| Cuts(rmap, true));
 }
 
-struct Cuts(Rmap);
+/// As [`writes_through_mappings_against_cuts_never_show_bytes_from_before_a_cut`], in a file
+/// of one page at open grown to its length through the cache: every page written is past the
+/// flat array of slots (in the sparse tree, which a cut walks whole).
+#[test]
+fn writes_through_mappings_of_pages_past_the_flat_array_against_cuts() {
+    for_each(|rmap| Cuts(rmap, false));
+}
+
+/// `.1`: the file has its length at open (else one page, grown through the cache).
+struct Cuts(Rmap, bool);
 
 impl Visit for Cuts {
     type Out = ();
@@ -333,11 +342,14 @@ impl Visit for Cuts {
         const PAGES: u64 = 160;
         const THREADS: usize = 3;
         let cuts = percpu::testing::reps(40);
-        let (scheme, rmap) = (info.name, self.0);
+        let (scheme, rmap, flat) = (info.name, self.0, self.1);
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = pattern_file(&dir, "f", PAGES * P);
+        let path = pattern_file(&dir, "f", if flat { PAGES * P } else { P });
         let c = cache(sch, scheme, 12, rmap);
         let f = c.open(&path).expect("open");
+        if !flat {
+            f.set_len(PAGES * P).expect("grow");
+        }
         let stop = AtomicBool::new(false);
         let started: Vec<AtomicU64> = (0..THREADS).map(|_| AtomicU64::new(0)).collect();
         // The writers map before the first cut (a mapping is of pages the file has now).

@@ -421,12 +421,12 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// changed on these errors. On a cache that a scheme's panic poisoned (see the crate's
     /// documentation), a page past the new end whose frame the panic left dead is taken out
     /// of the cache (written back up to the new end first if it holds the end and is dirty),
-    /// and fills again from the cut file; one whose frame the scheme still counts a reference
-    /// on has its bytes past the end zeroed all the same; one that cannot be had otherwise
-    /// (its frame never filled, or that write-back failing, when the frame is unpublished so
-    /// that no read returns its bytes past the end, and its bytes before the end are written
-    /// back by a later wait for the page, `sync`, close or drop) is left, and its error
-    /// returned after the length was set and the other pages cut.
+    /// and fills again from the cut file; one whose frame the scheme, or a LODIC mapping's
+    /// entry, still counts a reference on has its bytes past the end zeroed all the same; one
+    /// that cannot be had otherwise (its frame never filled, or that write-back failing, when
+    /// the frame is unpublished so that no read returns its bytes past the end, and its bytes
+    /// before the end are written back by a later wait for the page, `sync`, close or drop) is
+    /// left, and its error returned after the length was set and the other pages cut.
     pub fn set_len(&self, size: u64) -> io::Result<()> {
         let c = &*self.cache;
         let f = &*self.state;
