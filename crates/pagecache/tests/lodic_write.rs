@@ -341,7 +341,8 @@ impl Visit for Cuts {
         // Three groups of 64 pages (the cut walks the groups with a cached page).
         const PAGES: u64 = 160;
         const THREADS: usize = 3;
-        let cuts = percpu::testing::reps(40);
+        // Fewer in a debug build, where each takes several times as long.
+        let cuts = percpu::testing::reps(if cfg!(debug_assertions) { 10 } else { 40 });
         let (scheme, rmap, flat) = (info.name, self.0, self.1);
         let dir = tempfile::tempdir().expect("tempdir");
         let path = pattern_file(&dir, "f", if flat { PAGES * P } else { P });
