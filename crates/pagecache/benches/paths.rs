@@ -71,7 +71,8 @@ fn reads<C: RefCounter>(c: &mut Criterion, dir: &tempfile::TempDir, scheme: C, m
 
 /// Through a LODIC mapping of the file (`paygo` as the global counter, untouched on these
 /// paths): a 64-byte read and a 64-byte overwrite at an offset from the mapping's start, each
-/// counted in the mapping's entry, beside the same read and write through the file.
+/// counted in the mapping's entry. The same read and overwrite through the file's `read_at`
+/// and `write_at` (a typed `paygo` cache) are `reads`' and `benches`' rows.
 fn mapped(c: &mut Criterion, dir: &tempfile::TempDir) {
     let cfg = Config::new(2 * PAGES as usize, "paygo");
     let cache = PageCacheOf::with_scheme(paygo::Domain::new(), &cfg).expect("cache");
