@@ -90,7 +90,7 @@ use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::frame::FrameMeta;
 use crate::inject::{alloc_fails, alloc_point};
 use crate::interval::{IntervalIndex, Point};
-use crate::page::{copy_out, PAGE_SIZE};
+use crate::page::{copy_out, page_parts, PAGE_SIZE};
 use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
 use crate::FileError;
@@ -852,14 +852,8 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// referenced, a poisoned cache's `Other`), with the bytes of the pages before in `buf`.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.check("read", offset, buf.len())?;
-        let mut done = 0;
-        while done < buf.len() {
-            let at = offset + done as u64;
-            let k = at / PAGE_SIZE as u64;
-            let off = (at % PAGE_SIZE as u64) as usize;
-            let n = (PAGE_SIZE - off).min(buf.len() - done);
-            self.read_page(k, off, &mut buf[done..done + n])?;
-            done += n;
+        for (k, off, part) in page_parts(offset, buf.len()) {
+            self.read_page(k, off, &mut buf[part])?;
         }
         Ok(())
     }
@@ -882,14 +876,8 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
             return Err(self.file.parts().1.read_only());
         }
         self.check("write", offset, buf.len())?;
-        let mut done = 0;
-        while done < buf.len() {
-            let at = offset + done as u64;
-            let off = (at % PAGE_SIZE as u64) as usize;
-            let n = (PAGE_SIZE - off).min(buf.len() - done);
-            self.page(at / PAGE_SIZE as u64)?
-                .write(off, &buf[done..done + n])?;
-            done += n;
+        for (k, off, part) in page_parts(offset, buf.len()) {
+            self.page(k)?.write(off, &buf[part])?;
         }
         Ok(())
     }
@@ -908,18 +896,12 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
         {
             return false;
         }
-        let mut done = 0;
-        while done < buf.len() {
-            let at = offset + done as u64;
-            let k = at / PAGE_SIZE as u64;
-            let off = (at % PAGE_SIZE as u64) as usize;
-            let n = (PAGE_SIZE - off).min(buf.len() - done);
+        for (k, off, part) in page_parts(offset, buf.len()) {
             let Some(i) = self.enter(k, Some(off)) else {
                 return false;
             };
-            copy_out(self.file.parts().0.words(i), off, &mut buf[done..done + n]);
+            copy_out(self.file.parts().0.words(i), off, &mut buf[part]);
             owner_exit(&self.rec.entries[k as usize]);
-            done += n;
         }
         true
     }

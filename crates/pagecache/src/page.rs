@@ -134,6 +134,27 @@ pub(crate) fn copy_in(words: &[AtomicU64], off: usize, buf: &[u8]) {
     }
 }
 
+/// The `n` bytes from file offset `offset` cut at page boundaries: for each piece, its page,
+/// its offset in the page and its range in the caller's buffer (which starts at `offset`). Reads,
+/// writes, and a LODIC mapping's reads and writes (whose offsets are the mapping's) cut so.
+pub(crate) fn page_parts(
+    offset: u64,
+    n: usize,
+) -> impl Iterator<Item = (u64, usize, core::ops::Range<usize>)> {
+    let mut done = 0;
+    core::iter::from_fn(move || {
+        if done >= n {
+            return None;
+        }
+        let at = offset + done as u64;
+        let off = (at % PAGE_SIZE as u64) as usize;
+        let k = (PAGE_SIZE - off).min(n - done);
+        let part = (at / PAGE_SIZE as u64, off, done..done + k);
+        done += k;
+        Some(part)
+    })
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

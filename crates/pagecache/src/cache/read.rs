@@ -3,13 +3,12 @@
 //! caller.
 
 use super::{prefetch, CachedFileOf, FileState, Got, Inner, PageRef};
-use crate::page::{copy_out, PAGE_SIZE, WORDS};
+use crate::page::{copy_out, page_parts, PAGE_SIZE, WORDS};
 use crate::sync::Ordering;
 #[cfg(doc)]
 use crate::Stats;
 use crate::{FileError, IoKind, Mode};
 use core::mem::ManuallyDrop;
-use core::ops::Range;
 use core::pin::Pin;
 use refcount::RefCounter;
 use std::io;
@@ -80,23 +79,6 @@ impl<C: RefCounter> Inner<C> {
             }
         }
     }
-}
-
-/// The `n` bytes from file offset `offset` cut at page boundaries: for each piece, its page,
-/// its offset in the page and its range in the caller's buffer (which starts at `offset`).
-fn page_parts(offset: u64, n: usize) -> impl Iterator<Item = (u64, usize, Range<usize>)> {
-    let mut done = 0;
-    core::iter::from_fn(move || {
-        if done >= n {
-            return None;
-        }
-        let at = offset + done as u64;
-        let off = (at % PAGE_SIZE as u64) as usize;
-        let k = (PAGE_SIZE - off).min(n - done);
-        let part = (at / PAGE_SIZE as u64, off, done..done + k);
-        done += k;
-        Some(part)
-    })
 }
 
 impl<C: RefCounter> CachedFileOf<C> {

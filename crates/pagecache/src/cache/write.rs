@@ -6,7 +6,7 @@ use super::{lock, CachedFileOf, Got, MAX_LEN};
 #[cfg(doc)]
 use super::{Inner, PageRef};
 use crate::frame::{DirtyGroups, FrameMeta};
-use crate::page::{copy_in, PAGE_SIZE};
+use crate::page::{copy_in, page_parts, PAGE_SIZE};
 use crate::sync::{AtomicU32, Ordering};
 use crate::IoKind;
 #[cfg(doc)]
@@ -79,13 +79,10 @@ impl<C: RefCounter> CachedFileOf<C> {
                 format!("a write of {} bytes at {offset} to ", buf.len())
             })?;
         }
-        let mut done = 0;
-        while done < buf.len() {
+        for (page, off, range) in page_parts(offset, buf.len()) {
+            let done = range.start;
             let at = offset + done as u64;
-            let page = at / PAGE_SIZE as u64;
-            let off = (at % PAGE_SIZE as u64) as usize;
-            let k = (PAGE_SIZE - off).min(buf.len() - done);
-            let part = &buf[done..done + k];
+            let part = &buf[range];
             // The bytes of this page that a direct write's `pwrite` wrote before it failed.
             let partial = core::cell::Cell::new(0);
             let got = match c.acquire(f, page, None, &mut || self.direct_write(part, at, &partial))
@@ -102,7 +99,6 @@ impl<C: RefCounter> CachedFileOf<C> {
                 self.store(i, off, part, at);
                 c.scheme.put(c.obj(i), tok);
             }
-            done += k;
         }
         debug_assert!(self.len() >= end);
         Ok(buf.len())

@@ -354,19 +354,8 @@ pub unsafe extern "C" fn pagecache_mapping_read(
         if live.owner != thread_id() {
             return not_owner(PAGECACHE_EPERM as isize, F, m);
         }
-        if len > isize::MAX as usize {
-            return failed(
-                PAGECACHE_EINVAL as isize,
-                F,
-                format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
-            );
-        }
-        if buf.is_null() && len > 0 {
-            return failed(
-                PAGECACHE_EINVAL as isize,
-                F,
-                format_args!("buf is NULL and len is {len}, not 0"),
-            );
+        if let Err(code) = buf_args(F, buf.is_null(), len) {
+            return code;
         }
         let size = live.map.len();
         if offset.checked_add(len as u64).is_none_or(|end| end > size) {
@@ -424,19 +413,8 @@ pub unsafe extern "C" fn pagecache_mapping_write(
             Ok(l) => l,
             Err(code) => return code as isize,
         };
-        if len > isize::MAX as usize {
-            return failed(
-                PAGECACHE_EINVAL as isize,
-                F,
-                format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
-            );
-        }
-        if buf.is_null() && len > 0 {
-            return failed(
-                PAGECACHE_EINVAL as isize,
-                F,
-                format_args!("buf is NULL and len is {len}, not 0"),
-            );
+        if let Err(code) = buf_args(F, buf.is_null(), len) {
+            return code;
         }
         let data: &[u8] = if len == 0 {
             &[]
@@ -519,6 +497,26 @@ pub unsafe extern "C" fn pagecache_unmap(m: *mut CMapping) -> i32 {
             Err(code) => handle_failed(code, F, "mapping", m, code),
         }
     })
+}
+
+/// A read's or a write's buffer arguments: `PAGECACHE_EINVAL` (and `func`'s message) for a
+/// `len` above `SSIZE_MAX` or a null buffer with `len > 0`.
+fn buf_args(func: &str, null: bool, len: usize) -> Result<(), isize> {
+    if len > isize::MAX as usize {
+        return Err(failed(
+            PAGECACHE_EINVAL as isize,
+            func,
+            format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
+        ));
+    }
+    if null && len > 0 {
+        return Err(failed(
+            PAGECACHE_EINVAL as isize,
+            func,
+            format_args!("buf is NULL and len is {len}, not 0"),
+        ));
+    }
+    Ok(())
 }
 
 /// The live mapping `m` of the calling thread, for the entry point `func`, or the code that
