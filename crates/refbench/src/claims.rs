@@ -876,29 +876,44 @@ fn per_object_bytes(rows: &Rows<'_>, scheme: &str, cpus: u64, objects: usize) ->
     .and_then(|r| Some(r.extra.get("bytes_total")?.as_f64()? / r.objects.max(1) as f64))
 }
 
+/// The bytes per object of each of `schemes` in the `memory` rows sized for the most CPUs
+/// measured, at the most objects measured for all of them ([`memory_objects`]), with those CPUs
+/// and that count; else "not measured", naming the scheme without such rows, or `all` (the
+/// schemes' names) where they share no object count.
+fn memory_bytes<const N: usize>(
+    rows: &Rows<'_>,
+    schemes: [&str; N],
+    all: &str,
+) -> Result<(u64, usize, [f64; N]), Outcome> {
+    let cpus = most_cpus(rows, "memory");
+    if let Some(s) = schemes
+        .iter()
+        .find(|s| !rows.of("memory").any(|(_, r)| memory_row(r, s, cpus)))
+    {
+        return Err(not_measured(format!("memory: no {s} row")));
+    }
+    let Some(n) = memory_objects(rows, &schemes, cpus) else {
+        return Err(not_measured(format!(
+            "memory: {all} not measured at one object count{}",
+            at_cpus(cpus)
+        )));
+    };
+    let bytes = schemes.map(|s| per_object_bytes(rows, s, cpus, n).expect("measured at n"));
+    Ok((cpus, n, bytes))
+}
+
 /// PAYGO §3.1 (overall structure): "The space overhead for this hash table is much smaller than
 /// the Linux sloppy counter and larger than the traditional one, but it is similar to RefCache"
 /// (§2.1 puts percpu ref with the sloppy counter: "bad space efficiency due to the per-object,
 /// per-core local counters"). Similar to RefCache is read as at most 2x its bytes per object;
 /// below it is not asked for.
 fn space(rows: &Rows<'_>) -> Outcome {
-    let cpus = most_cpus(rows, "memory");
     // The sloppy counter is the paper's own comparison: percpu-ref alone does not stand in.
-    let schemes = ["paygo", "percpu-ref", "refcache", "sloppy"];
-    for s in schemes {
-        if !rows.of("memory").any(|(_, r)| memory_row(r, s, cpus)) {
-            return not_measured(format!("memory: no {s} row"));
-        }
-    }
-    let n = need!(
-        memory_objects(rows, &schemes, cpus),
-        format!(
-            "memory: paygo, percpu-ref, refcache and sloppy not measured at one object count{}",
-            at_cpus(cpus)
-        )
-    );
-    let at = |s: &str| per_object_bytes(rows, s, cpus, n).expect("measured at n");
-    let (p, pr, rc, sloppy) = (at("paygo"), at("percpu-ref"), at("refcache"), at("sloppy"));
+    let (cpus, n, [p, pr, rc, sloppy]) = need!(memory_bytes(
+        rows,
+        ["paygo", "percpu-ref", "refcache", "sloppy"],
+        "paygo, percpu-ref, refcache and sloppy"
+    ));
     let per_cpu = sloppy.min(pr);
     let v = grade(p < per_cpu && p <= 2.0 * rc, p < per_cpu);
     outcome(
@@ -1149,22 +1164,11 @@ fn tsc(rows: &Rows<'_>) -> Outcome {
 /// table of logs per type) and §7.3 ("adding an 8-byte integer per core incurs a 200% overhead
 /// per dentry (384 bytes) for a regular distributed counter on our 48-core machine").
 fn oplog_memory(rows: &Rows<'_>) -> Outcome {
-    let cpus = most_cpus(rows, "memory");
-    let schemes = ["oplog-counter", "percpu-ref"];
-    for s in schemes {
-        if !rows.of("memory").any(|(_, r)| memory_row(r, s, cpus)) {
-            return not_measured(format!("memory: no {s} row"));
-        }
-    }
-    let n = need!(
-        memory_objects(rows, &schemes, cpus),
-        format!(
-            "memory: oplog-counter and percpu-ref not measured at one object count{}",
-            at_cpus(cpus)
-        )
-    );
-    let at = |s: &str| per_object_bytes(rows, s, cpus, n).expect("measured at n");
-    let (o, pr) = (at("oplog-counter"), at("percpu-ref"));
+    let (cpus, n, [o, pr]) = need!(memory_bytes(
+        rows,
+        ["oplog-counter", "percpu-ref"],
+        "oplog-counter and percpu-ref"
+    ));
     let v = if o < pr {
         Verdict::Holds
     } else {
