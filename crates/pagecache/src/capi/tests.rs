@@ -1973,7 +1973,8 @@ fn byte_at(offset: u64) -> u8 {
 /// names its argument.
 #[test]
 fn a_mapping_reads_its_pages_and_keeps_its_file_open() {
-    let _tables = shared_tables();
+    // Stale handles below (calls after the unmap and the close).
+    let _tables = tables_alone();
     let (_dir, path) = file_of(5 * PAGE_SIZE);
     for scheme in [c"paygo", c"atomic"] {
         let c = new_cache(2, scheme, PAGECACHE_MODE_COUNTING);
@@ -2119,7 +2120,8 @@ fn a_mapping_reads_its_pages_and_keeps_its_file_open() {
 /// (also for no bytes), an unmapped handle `PAGECACHE_EBADF`: none writes anything.
 #[test]
 fn a_write_through_a_mapping_reaches_every_reader() {
-    let _tables = shared_tables();
+    // Stale handles below (calls after the unmap and the close).
+    let _tables = tables_alone();
     let (_dir, path) = file_of(2 * PAGE_SIZE + 100);
     let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
     let f = open(c, &path);
@@ -2200,8 +2202,9 @@ fn check_bytes(f: *mut CFile, want: &[u8]) {
 }
 
 /// A mapping is its thread's: another thread's read and unmap of it are `PAGECACHE_EPERM`,
-/// nothing done (the owner still reads through it and unmaps it); so is a stale handle whose
-/// slot another thread's mapping took.
+/// nothing done (the owner still reads through it and unmaps it). A stale handle whose slot
+/// another thread's mapping took is `tests/c/mappings.c`'s (a process of its own: here another
+/// test's mapping could take the slot).
 #[test]
 fn another_threads_mapping_is_refused() {
     let _tables = shared_tables();
@@ -2256,6 +2259,9 @@ fn mapping_reads_are_right_under_drop_cache() {
         let f = open(c, &path);
         let fs = Shared(f);
         let stop = std::sync::atomic::AtomicBool::new(false);
+        // Frames the dropper freed so far: the reads go on until it has freed some (a fast
+        // reader may finish its turns before the dropper first runs).
+        let freed = std::sync::atomic::AtomicIsize::new(0);
         std::thread::scope(|s| {
             let dropper = s.spawn(|| {
                 let mut dropped = 0;
@@ -2264,6 +2270,7 @@ fn mapping_reads_are_right_under_drop_cache() {
                     let n = unsafe { pagecache_drop_cache(fs.get()) };
                     assert!(n >= 0, "{n}");
                     dropped += n;
+                    freed.fetch_add(n, Ordering::Relaxed);
                     let mut b = [0u8; 64];
                     // SAFETY: as above, a buffer of 64 bytes.
                     let k = unsafe { pagecache_read_at(fs.get(), b.as_mut_ptr().cast(), 64, 0) };
@@ -2279,7 +2286,10 @@ fn mapping_reads_are_right_under_drop_cache() {
                 PAGECACHE_OK
             );
             let mut b = vec![0u8; 3 * PAGE_SIZE];
-            for turn in 0..turns {
+            let mut turn = 0;
+            // At most a thousand times the turns while the dropper has freed nothing (then the
+            // assertion below fails rather than the test hanging).
+            while turn < turns || (freed.load(Ordering::Relaxed) == 0 && turn < 1000 * turns) {
                 let at = (turn * 1237) % (PAGES * PAGE_SIZE - b.len());
                 // SAFETY: a live mapping of this thread's, a buffer of its length.
                 let n =
@@ -2288,6 +2298,7 @@ fn mapping_reads_are_right_under_drop_cache() {
                 for (k, &x) in b.iter().enumerate() {
                     assert_eq!(x, byte_at((at + k) as u64), "turn {turn}, byte {}", at + k);
                 }
+                turn += 1;
             }
             // SAFETY: as above.
             assert_eq!(unsafe { pagecache_unmap(m) }, PAGECACHE_OK);
@@ -2311,7 +2322,8 @@ fn mapping_reads_are_right_under_drop_cache() {
 /// mapping `-ENXIO`.
 #[test]
 fn a_page_held_through_a_mapping_stays_cached() {
-    let _tables = shared_tables();
+    // Stale handles below (calls after the unmap and the close).
+    let _tables = tables_alone();
     let (_dir, path) = file_of(4 * PAGE_SIZE);
     let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
     let f = open(c, &path);
