@@ -9,7 +9,7 @@
 mod common;
 
 use common::{pattern, pattern_file, Rendezvous, Rng};
-use pagecache::{Config, PageCacheOf, Rmap, SchemeConfig, PAGE_SIZE};
+use pagecache::{Config, Mapping, PageCacheOf, Rmap, SchemeConfig, PAGE_SIZE};
 use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
 use std::io::ErrorKind;
@@ -137,6 +137,46 @@ impl Visit for Reach {
     }
 }
 
+/// A random 8-byte chunk of thread `t` of `threads` (chunk `j`, bytes `8 j..8 j + 8`, is
+/// thread `j % threads`'s) among chunks `lo..hi`.
+fn own_chunk(rng: &mut Rng, t: usize, threads: usize, lo: u64, hi: u64) -> u64 {
+    let (t, n) = (t as u64, threads as u64);
+    let mut j = lo + rng.below(hi - lo);
+    j = j - j % n + t;
+    if j < lo {
+        j += n;
+    }
+    if j >= hi {
+        j -= n;
+    }
+    j
+}
+
+/// Writes `bytes` at `at` of `m`: one time in `held` through a held page (`MappedPage::write`,
+/// the thread moved to another CPU between the get and the write one time in `moved` of
+/// those), else with `Mapping::write_at`; returns the 8 bytes then read back through `m`.
+fn write_chunk<C: RefCounter>(
+    m: &Mapping<'_, C>,
+    rng: &mut Rng,
+    at: u64,
+    bytes: &[u8; 8],
+    held: u64,
+    moved: u64,
+) -> [u8; 8] {
+    if rng.below(held) == 0 {
+        let g = m.page(at / P).expect("page");
+        if rng.below(moved) == 0 {
+            percpu::affinity::migrate(rng.below(64) as usize);
+        }
+        g.write((at % P) as usize, bytes).expect("write");
+    } else {
+        m.write_at(bytes, at).expect("write");
+    }
+    let mut back = [0u8; 8];
+    m.read_at(&mut back, at).expect("read back");
+    back
+}
+
 #[test]
 fn writes_through_a_mapping_reach_every_reader_and_the_file() {
     for_each(Reach);
@@ -248,23 +288,10 @@ impl Visit for Writers {
                             for _ in 0..4 {
                                 // A chunk of this thread inside the mapping.
                                 let lo = first * P / 8;
-                                let mut j = lo + rng.below(6 * P / 8);
-                                j -= j % THREADS as u64;
-                                j += t as u64;
-                                if j >= lo + 6 * P / 8 {
-                                    j -= THREADS as u64;
-                                }
+                                let j = own_chunk(&mut rng, t, THREADS, lo, lo + 6 * P / 8);
                                 let at = j * 8 - first * P;
                                 let bytes = ((w as u64) << 8 | t as u64).to_le_bytes();
-                                if rng.below(8) == 0 {
-                                    let g = m.page(at / P).expect("page");
-                                    percpu::affinity::migrate(rng.below(64) as usize);
-                                    g.write((at % P) as usize, &bytes).expect("write");
-                                } else {
-                                    m.write_at(&bytes, at).expect("write");
-                                }
-                                let mut back = [0u8; 8];
-                                m.read_at(&mut back, at).expect("read back");
+                                let back = write_chunk(&m, &mut rng, at, &bytes, 8, 1);
                                 assert_eq!(back, bytes, "{scheme}: chunk {j} of thread {t}");
                                 mine.push((j, bytes));
                             }
@@ -380,33 +407,15 @@ impl Visit for Cuts {
                         let mut rng = Rng::new(t as u64 * 11 + 5);
                         let m = f.map(1, PAGES - 1).expect("map");
                         mapped.wait();
-                        let chunks = (PAGES - 1) * P / 8;
                         let mut seq = 0u64;
                         while !stop.load(Ordering::Relaxed) {
                             seq += 1;
                             // A chunk of this thread (chunk `j` of the file, page 1 on).
-                            let mut j = P / 8 + rng.below(chunks);
-                            j = j - j % THREADS as u64 + t as u64;
-                            if j < P / 8 {
-                                j += THREADS as u64;
-                            }
-                            if j >= PAGES * P / 8 {
-                                j -= THREADS as u64;
-                            }
+                            let j = own_chunk(&mut rng, t, THREADS, P / 8, PAGES * P / 8);
                             let at = j * 8 - P;
                             let bytes = (seq << 8 | t as u64).to_le_bytes();
                             started[t].store(seq, Ordering::SeqCst);
-                            if rng.below(4) == 0 {
-                                let g = m.page(at / P).expect("page");
-                                if rng.below(4) == 0 {
-                                    percpu::affinity::migrate(rng.below(64) as usize);
-                                }
-                                g.write((at % P) as usize, &bytes).expect("write");
-                            } else {
-                                m.write_at(&bytes, at).expect("write");
-                            }
-                            let mut back = [0u8; 8];
-                            m.read_at(&mut back, at).expect("read back");
+                            let back = write_chunk(&m, &mut rng, at, &bytes, 4, 4);
                             // A cut since the write may have zeroed it.
                             assert!(
                                 back == bytes || back == [0; 8],

@@ -97,6 +97,14 @@ fn cpu_pairs(cpus: &[usize], pairs: usize) -> Vec<(usize, usize)> {
     all
 }
 
+/// What each thread of a [`clock_pair`] returns.
+enum PairSide {
+    /// The writer's: whether it was pinned to its CPU.
+    Writer { pinned: bool },
+    /// The reader's: the pair's row.
+    Reader(TscRow),
+}
+
 /// One pair of the experiment with the clocks given: `read_a` on CPU A (a CPU number) before its
 /// store, `read_b` on CPU B after its load (the checker itself, whatever clock it is handed).
 /// Its two threads are started as the experiments' workers are ([`spawn_workers`]): a thread
@@ -114,7 +122,7 @@ pub fn clock_pair(
     let stop = AtomicBool::new(false);
     let (slot, stop) = (&slot, &stop);
     // Thread 0 writes (and says whether it was pinned), thread 1 reads and checks.
-    let pair = move |t: usize| -> Result<TscRow, bool> {
+    let pair = move |t: usize| -> PairSide {
         if t == 0 {
             let pinned = percpu::affinity::pin(cpu_a);
             for _ in 0..samples {
@@ -122,7 +130,7 @@ pub fn clock_pair(
                 // Acquire pairs with the reader's Release store of 0.
                 while slot.load(Ordering::Acquire) != 0 {
                     if stop.load(Ordering::Relaxed) {
-                        return Err(pinned);
+                        return PairSide::Writer { pinned };
                     }
                     wait_spin(&mut spins);
                 }
@@ -130,7 +138,7 @@ pub fn clock_pair(
                 // Release pairs with the reader's Acquire load.
                 slot.store(t, Ordering::Release);
             }
-            return Err(pinned);
+            return PairSide::Writer { pinned };
         }
         let pinned = percpu::affinity::pin(cpu_b);
         let mut row = TscRow {
@@ -165,18 +173,21 @@ pub fn clock_pair(
         if row.min_gap_cycles == u64::MAX {
             row.min_gap_cycles = 0;
         }
-        Ok(row)
+        PairSide::Reader(row)
     };
     std::thread::scope(|s| {
         let mut hs = spawn_workers(s, 2, pair, || stop.store(true, Ordering::Relaxed)).into_iter();
         let writer = hs.next().expect("the writer").join();
         let reader = hs.next().expect("the reader").join();
-        let writer_pinned = writer
-            .expect("tsc_check writer panicked")
-            .expect_err("thread 0 writes");
-        let mut row = reader
-            .expect("tsc_check reader panicked")
-            .expect("thread 1 reads");
+        let PairSide::Writer {
+            pinned: writer_pinned,
+        } = writer.expect("tsc_check writer panicked")
+        else {
+            unreachable!("thread 0 writes");
+        };
+        let PairSide::Reader(mut row) = reader.expect("tsc_check reader panicked") else {
+            unreachable!("thread 1 reads");
+        };
         row.pinned &= writer_pinned;
         row
     })

@@ -404,11 +404,8 @@ pub fn reproduce(plan: &Plan, dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// Why a [`reproduce`] into `dir` ended before its report, `why`, with the files it wrote
-/// before (`written`) and what the folder's `REPORT.md` is then.
+/// before (`written`, not empty) and what the folder's `REPORT.md` is then.
 fn ended_early(why: &str, dir: &Path, written: &[PathBuf]) -> String {
-    if written.is_empty() {
-        return why.to_string();
-    }
     let files: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     let report = dir.join("REPORT.md");
     let (report, again) = if report.is_file() {
