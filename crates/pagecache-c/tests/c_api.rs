@@ -1,6 +1,6 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
 //! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`, `pages.c`,
-//! `mappings.c`) against
+//! `mappings.c`, whose shared helpers are those of `tests/c/common.h`) against
 //! `include/pagecache.h`
 //! and the crate's static library (`unload.c` loads the shared one with `dlopen`), runs them,
 //! and checks that the header also compiles as pedantic C++ (or says that check is skipped

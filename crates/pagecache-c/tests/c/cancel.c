@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "common.h"
 
 #define LEN (4 * PAGECACHE_PAGE_SIZE)
 
@@ -65,20 +65,7 @@ static void *calls(void *arg) {
 }
 
 int main(void) {
-    const char *dir = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/pagecache-cancel-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        perror("mkstemp");
-        return 2;
-    }
-    unsigned char b[LEN];
-    for (int k = 0; k < LEN; k++) b[k] = (unsigned char)(k % 251);
-    if (pwrite(fd, b, LEN, 0) != LEN) {
-        perror("pwrite");
-        return 2;
-    }
-    close(fd);
+    close(pattern_file(path, sizeof path, "cancel", LEN, mod251, 0));
     CHECK_EQ(pagecache_new(8, "paygo", PAGECACHE_MODE_COUNTING, &cache), PAGECACHE_OK);
     pthread_t t;
     void *res = NULL;
@@ -108,7 +95,7 @@ int main(void) {
     CHECK_EQ(pagecache_read_at(f, back, LEN, 0), LEN);
     for (int k = 0; k < LEN; k++) {
         int written = (k >= 8000 && k < 8100) || (k >= 12000 && k < 12100);
-        if (back[k] != (written ? 0x5A : (unsigned char)(k % 251))) {
+        if (back[k] != (written ? 0x5A : mod251((uint64_t)k))) {
             fprintf(stderr, "byte %d: %d\n", k, back[k]);
             CHECK(0);
             break;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
+#include "common.h"
 
 /* Frames of the cache: 64 MiB of pages, about 64 MiB of snzi counters. */
 #define PAGES 16384
@@ -29,17 +29,6 @@ long sysconf(int name) {
     if (name == _SC_NPROCESSORS_ONLN) return 16;
     if (!real) real = (long (*)(int))dlsym(RTLD_NEXT, "sysconf");
     return real ? real(name) : -1;
-}
-
-/* The process's address space now, in bytes (the first field of /proc/self/statm). */
-static uint64_t address_space(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long pages = 0;
-    if (f) {
-        if (fscanf(f, "%llu", &pages) != 1) pages = 0;
-        fclose(f);
-    }
-    return pages * 4096;
 }
 
 /* A "paygo" cache's scheme is a PAYGO domain of its own, whose slot tables (4096 slots of 32

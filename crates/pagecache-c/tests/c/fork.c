@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
+#include "common.h"
 
 #define PAGE PAGECACHE_PAGE_SIZE
 #define PAGES 16
@@ -33,7 +33,7 @@ static int in_child(pagecache_t *c, pagecache_file_t *f) {
     close(err[1]);
     if (pagecache_read_at(f, b, LEN, 0) != (ssize_t)LEN) return 2;
     for (size_t k = 0; k < LEN; k++) {
-        unsigned char want = k >= 100 && k < 105 ? 'p' : (unsigned char)(k % 251);
+        unsigned char want = k >= 100 && k < 105 ? 'p' : mod251(k);
         if (b[k] != want) return 3;
     }
     if (pagecache_write_at(f, "child", 5, 10 * PAGE) != 5) return 4;
@@ -59,15 +59,9 @@ static int in_child(pagecache_t *c, pagecache_file_t *f) {
 }
 
 static void run(const char *scheme) {
-    const char *dir = getenv("TMPDIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/pagecache-fork-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd < 0) return;
+    int fd = pattern_file(path, sizeof path, "fork", LEN, mod251, 0);
     static unsigned char b[LEN];
-    for (size_t k = 0; k < LEN; k++) b[k] = (unsigned char)(k % 251);
-    CHECK_EQ(pwrite(fd, b, LEN, 0), (ssize_t)LEN);
     pagecache_t *c = NULL;
     pagecache_file_t *f = NULL;
     CHECK_EQ(pagecache_new(4, scheme, PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);

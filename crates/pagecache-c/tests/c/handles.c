@@ -16,32 +16,15 @@
 #include <unistd.h>
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
+#include "common.h"
 
 #define LEN (3 * PAGECACHE_PAGE_SIZE + 10)
 #define THREADS 4
 #define CYCLES 500
 
-static const char *tmpdir(void) {
-    const char *d = getenv("TMPDIR");
-    return d && *d ? d : "/tmp";
-}
-
 /* A temporary file of LEN bytes, each (offset + seed) mod 251; its path in path. */
 static void make_file(char *path, size_t cap, int seed) {
-    snprintf(path, cap, "%s/pagecache-handles-XXXXXX", tmpdir());
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        perror("mkstemp");
-        exit(2);
-    }
-    unsigned char b[LEN];
-    for (int k = 0; k < LEN; k++) b[k] = (unsigned char)((k + seed) % 251);
-    if (pwrite(fd, b, LEN, 0) != LEN) {
-        perror("pwrite");
-        exit(2);
-    }
-    close(fd);
+    close(pattern_file(path, cap, "handles", LEN, mod251, (uint64_t)seed));
 }
 
 /* Whether the file behind f reads as make_file's file of seed. */
@@ -49,7 +32,7 @@ static int reads_as(pagecache_file_t *f, int seed) {
     unsigned char b[LEN];
     if (pagecache_read_at(f, b, LEN, 0) != LEN) return 0;
     for (int k = 0; k < LEN; k++)
-        if (b[k] != (unsigned char)((k + seed) % 251)) return 0;
+        if (b[k] != mod251((uint64_t)(k + seed))) return 0;
     return 1;
 }
 

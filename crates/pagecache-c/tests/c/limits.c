@@ -27,17 +27,7 @@
 #define LIMIT ((uint64_t)16 * PAGE + 123)
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
-
-/* A new empty file in $TMPDIR (else /tmp): its descriptor, its path in path. */
-static int temp_file(char *path, size_t cap) {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    snprintf(path, cap, "%s/pagecache-limits-XXXXXX", dir);
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    return fd;
-}
+#include "common.h"
 
 /* The cache and one file opened through it, or NULL. */
 static pagecache_file_t *open_in(pagecache_t **c, const char *path) {
@@ -57,8 +47,7 @@ static void fs_limit(void) {
         return;
     }
     char path[4096];
-    int fd = temp_file(path, sizeof path);
-    if (fd < 0) return;
+    int fd = temp_file(path, sizeof path, "limits");
     int64_t lo = 0, hi = INT64_MAX;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2 + 1;
@@ -108,8 +97,7 @@ static void rlimit(void) {
         return;
     }
     char path[4096];
-    int fd = temp_file(path, sizeof path);
-    if (fd < 0) return;
+    int fd = temp_file(path, sizeof path, "limits");
     CHECK(signal(SIGXFSZ, SIG_DFL) != SIG_ERR);
     r.rlim_cur = LIMIT;
     CHECK_EQ(setrlimit(RLIMIT_FSIZE, &r), 0);
@@ -147,25 +135,13 @@ static void rlimit(void) {
     printf("ok rlimit\n");
 }
 
-/* The process's address space now, in bytes (the first field of /proc/self/statm). */
-static uint64_t address_space(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long pages = 0;
-    if (f) {
-        if (fscanf(f, "%llu", &pages) != 1) pages = 0;
-        fclose(f);
-    }
-    return pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 /* With the address space capped (RLIMIT_AS) 1 MiB above what the program uses, the open of a
  * file of 2^20 pages, whose page table is 4 MiB, is refused with PAGECACHE_ENOMEM (it aborted
  * the program: "memory allocation of 4194304 bytes failed"), and works once the cap is lifted.
  * Run before rlimit(), whose RLIMIT_FSIZE would refuse the file's size. */
 static void address_space_limit(void) {
     char path[4096];
-    int fd = temp_file(path, sizeof path);
-    if (fd < 0) return;
+    int fd = temp_file(path, sizeof path, "limits");
     if (ftruncate(fd, (off_t)1 << 32) != 0) {
         printf("skip as-limit: no file of 4 GiB in $TMPDIR\n");
         unlink(path);

@@ -31,46 +31,12 @@
 #include <unistd.h>
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
+#include "common.h"
 
 #define PAGES 16
 #define LEN (PAGES * PAGECACHE_PAGE_SIZE - 100) /* the last page holds 3996 bytes */
 #define THREADS 4
 #define TURNS 2000
-
-static const char *tmpdir(void) {
-    const char *d = getenv("TMPDIR");
-    return d && *d ? d : "/tmp";
-}
-
-/* The byte at offset k of the test file: of its page and its place in it. */
-static unsigned char pat(uint64_t k) {
-    return (unsigned char)((k * 31) ^ (k / PAGECACHE_PAGE_SIZE) * 7 ^ (k >> 8));
-}
-
-/* A temporary file of LEN pattern bytes; its path in path. */
-static void make_file(char *path, size_t cap) {
-    snprintf(path, cap, "%s/pagecache-mappings-XXXXXX", tmpdir());
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        perror("mkstemp");
-        exit(2);
-    }
-    static unsigned char b[LEN];
-    for (uint64_t k = 0; k < LEN; k++) b[k] = pat(k);
-    if (pwrite(fd, b, LEN, 0) != LEN) {
-        perror("pwrite");
-        exit(2);
-    }
-    close(fd);
-}
-
-/* Whether the n bytes at b are the file's at offset at. */
-static int is_pattern(const unsigned char *b, size_t n, uint64_t at) {
-    for (size_t k = 0; k < n; k++)
-        if (b[k] != pat(at + k)) return 0;
-    return 1;
-}
 
 /* Whether this thread's last error message holds part. */
 static int said(const char *part) {
@@ -324,7 +290,6 @@ static void forked(const char *path) {
 
 struct shared {
     pagecache_file_t *f;
-    int stop;
     long read;
     long held;
 };
@@ -365,15 +330,6 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-static void *dropper(void *arg) {
-    struct shared *s = arg;
-    while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
-        CHECK(pagecache_drop_cache(s->f) >= 0);
-        sched_yield();
-    }
-    return NULL;
-}
-
 /* The threads' part for a cache of scheme whose options' flags are flags. */
 static void threads(const char *path, const char *scheme, uint32_t flags) {
     pagecache_t *c = NULL;
@@ -382,12 +338,12 @@ static void threads(const char *path, const char *scheme, uint32_t flags) {
         .size = sizeof o, .memory_limit_pages = 4, .scheme = scheme, .flags = flags};
     CHECK_EQ(pagecache_new_opts(&o, &c), PAGECACHE_OK);
     CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &s.f), PAGECACHE_OK);
-    pthread_t t[THREADS], d;
-    CHECK(pthread_create(&d, NULL, dropper, &s) == 0);
+    pthread_t t[THREADS];
+    struct dropper d;
+    dropper_start(&d, s.f);
     for (int k = 0; k < THREADS; k++) CHECK(pthread_create(&t[k], NULL, reader, &s) == 0);
     for (int k = 0; k < THREADS; k++) pthread_join(t[k], NULL);
-    __atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
-    pthread_join(d, NULL);
+    dropper_stop(&d);
     CHECK_EQ(s.read, (long)THREADS * TURNS);
     CHECK(s.held > 0);
     /* Every mapping unmapped: nothing stays referenced, and the close succeeds. */
@@ -419,7 +375,7 @@ static void *other_writes(void *arg) {
  * the file see them, a write past the file's end grows it, and the refusals change nothing. */
 static void written(void) {
     char path[4096];
-    make_file(path, sizeof path);
+    close(pattern_file(path, sizeof path, "mappings", LEN, pat, 0));
     static unsigned char model[LEN + 100], b[LEN + 100];
     for (uint64_t k = 0; k < LEN; k++) model[k] = pat(k);
     uint64_t len = LEN;
@@ -496,7 +452,7 @@ static void written(void) {
 
 int main(void) {
     char path[4096];
-    make_file(path, sizeof path);
+    close(pattern_file(path, sizeof path, "mappings", LEN, pat, 0));
     single(path);
     written();
     forked(path);

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
+#include "common.h"
 
 #define FIELD(f) printf("field %s %zu\n", #f, offsetof(pagecache_options_t, f))
 
@@ -25,19 +25,6 @@ typedef struct {
     pagecache_options_t o;
     uint64_t later[3];
 } later_options_t;
-
-/* A file of 3 pages in $TMPDIR (else /tmp), byte k of it k % 251: its path in path. */
-static void temp_file(char *path, size_t cap) {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    snprintf(path, cap, "%s/pagecache-options-XXXXXX", dir);
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    static unsigned char bytes[3 * PAGECACHE_PAGE_SIZE];
-    for (size_t k = 0; k < sizeof bytes; k++) bytes[k] = (unsigned char)(k % 251);
-    CHECK_EQ(write(fd, bytes, sizeof bytes), sizeof bytes);
-    close(fd);
-}
 
 /* Makes a cache with o, checks its scheme's name, reads the file through it and frees it. */
 static void made(const pagecache_options_t *o, const char *scheme, const char *path) {
@@ -52,7 +39,7 @@ static void made(const pagecache_options_t *o, const char *scheme, const char *p
         for (uint64_t page = 0; page < 3; page++) {
             uint64_t off = page * PAGECACHE_PAGE_SIZE + 7;
             CHECK_EQ(pagecache_read_at(f, b, sizeof b, off), sizeof b);
-            for (size_t k = 0; k < sizeof b; k++) CHECK_EQ(b[k], (off + k) % 251);
+            for (size_t k = 0; k < sizeof b; k++) CHECK_EQ(b[k], mod251(off + k));
         }
         CHECK_EQ(pagecache_close(f), PAGECACHE_OK);
     }
@@ -82,7 +69,8 @@ int main(void) {
     printf("ok layout\n");
 
     char path[4096];
-    temp_file(path, sizeof path);
+    /* A file of 3 pages, byte k of it k % 251. */
+    close(pattern_file(path, sizeof path, "options", 3 * PAGECACHE_PAGE_SIZE, mod251, 0));
     /* The defaults: pagecache_new(4, NULL, PAGECACHE_MODE_COUNTING, ...). */
     pagecache_options_t o = {.size = sizeof o, .memory_limit_pages = 4};
     made(&o, "paygo", path);

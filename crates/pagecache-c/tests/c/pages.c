@@ -18,46 +18,12 @@
 #include <unistd.h>
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
+#include "common.h"
 
 #define PAGES 16
 #define LEN (PAGES * PAGECACHE_PAGE_SIZE - 100) /* the last page holds 3996 bytes */
 #define THREADS 4
 #define TURNS 3000
-
-static const char *tmpdir(void) {
-    const char *d = getenv("TMPDIR");
-    return d && *d ? d : "/tmp";
-}
-
-/* The byte at offset k of the test file: of its page and its place in it. */
-static unsigned char pat(uint64_t k) {
-    return (unsigned char)((k * 31) ^ (k / PAGECACHE_PAGE_SIZE) * 7 ^ (k >> 8));
-}
-
-/* A temporary file of LEN pattern bytes; its path in path. */
-static void make_file(char *path, size_t cap) {
-    snprintf(path, cap, "%s/pagecache-pages-XXXXXX", tmpdir());
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        perror("mkstemp");
-        exit(2);
-    }
-    static unsigned char b[LEN];
-    for (uint64_t k = 0; k < LEN; k++) b[k] = pat(k);
-    if (pwrite(fd, b, LEN, 0) != LEN) {
-        perror("pwrite");
-        exit(2);
-    }
-    close(fd);
-}
-
-/* Whether the n bytes at b are the file's at offset at. */
-static int is_pattern(const unsigned char *b, size_t n, uint64_t at) {
-    for (size_t k = 0; k < n; k++)
-        if (b[k] != pat(at + k)) return 0;
-    return 1;
-}
 
 static void single(const char *path) {
     pagecache_t *c = NULL;
@@ -170,7 +136,6 @@ static void single(const char *path) {
 
 struct shared {
     pagecache_file_t *f;
-    int stop;
     long held;
 };
 
@@ -197,26 +162,17 @@ static void *holder(void *arg) {
     return NULL;
 }
 
-static void *dropper(void *arg) {
-    struct shared *s = arg;
-    while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
-        CHECK(pagecache_drop_cache(s->f) >= 0);
-        sched_yield();
-    }
-    return NULL;
-}
-
 static void threads(const char *path, const char *scheme) {
     pagecache_t *c = NULL;
     struct shared s = {0};
     CHECK_EQ(pagecache_new(4, scheme, PAGECACHE_MODE_COUNTING, &c), PAGECACHE_OK);
     CHECK_EQ(pagecache_open_flags(c, path, PAGECACHE_O_RDONLY, &s.f), PAGECACHE_OK);
-    pthread_t t[THREADS], d;
-    CHECK(pthread_create(&d, NULL, dropper, &s) == 0);
+    pthread_t t[THREADS];
+    struct dropper d;
+    dropper_start(&d, s.f);
     for (int k = 0; k < THREADS; k++) CHECK(pthread_create(&t[k], NULL, holder, &s) == 0);
     for (int k = 0; k < THREADS; k++) pthread_join(t[k], NULL);
-    __atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
-    pthread_join(d, NULL);
+    dropper_stop(&d);
     CHECK(s.held > 0);
     /* Every page put: nothing stays held, and the close succeeds. */
     CHECK(pagecache_drop_cache(s.f) >= 0);
@@ -231,10 +187,11 @@ static void threads(const char *path, const char *scheme) {
 
 int main(void) {
     char path[4096];
-    make_file(path, sizeof path);
+    close(pattern_file(path, sizeof path, "pages", LEN, pat, 0));
     single(path);
     unlink(path);
-    make_file(path, sizeof path); /* a fresh file: single() wrote into the first */
+    /* A fresh file: single() wrote into the first. */
+    close(pattern_file(path, sizeof path, "pages", LEN, pat, 0));
     const char *schemes[] = {"paygo", "atomic", "percpu-ref", "refcache"};
     for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++) threads(path, schemes[k]);
     unlink(path);

@@ -33,7 +33,7 @@
 #define W_ROUNDS 3
 
 #define CHECK_DESCRIBE(v) pagecache_strerror((int)(v))
-#include "check.h"
+#include "common.h"
 
 /* The 8-byte word at offset off8 (a multiple of 8) of generation gen, derived from the offset
  * (so a byte of another place, another page or another generation is caught). */
@@ -62,27 +62,12 @@ static unsigned long rnd(unsigned long *s) {
     return *s;
 }
 
-static const char *tmpdir(void) {
-    const char *d = getenv("TMPDIR");
-    return d && *d ? d : "/tmp";
-}
+/* The byte at off of the file before the writer starts (generation 0). */
+static unsigned char first_at(uint64_t off) { return byte_at(off, 0); }
 
-/* A temporary pattern file (generation 0); its path in path, its descriptor returned. */
+/* A temporary file of generation 0; its path in path, its descriptor returned. */
 static int make_file(char *path, size_t cap) {
-    snprintf(path, cap, "%s/pagecache-readers-XXXXXX", tmpdir());
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        perror("mkstemp");
-        exit(2);
-    }
-    unsigned char *b = malloc(FILE_LEN);
-    for (uint64_t o = 0; o < FILE_LEN; o++) b[o] = byte_at(o, 0);
-    if (pwrite(fd, b, FILE_LEN, 0) != (ssize_t)FILE_LEN) {
-        perror("pwrite");
-        exit(2);
-    }
-    free(b);
-    return fd;
+    return pattern_file(path, cap, "readers", FILE_LEN, first_at, 0);
 }
 
 /* Reads [off, off + len) through f and checks it: the length pread would return, and every
@@ -487,13 +472,9 @@ static void errors(void) {
     /* Not regular files: -EINVAL, at once (the open of a FIFO does not wait for a writer), and
      * *out as it was. */
     if (c) {
-        snprintf(path, sizeof path, "%s/pagecache-fifo-XXXXXX", tmpdir());
-        int tmp = mkstemp(path);
-        CHECK(tmp >= 0);
-        if (tmp >= 0) {
-            close(tmp);
-            unlink(path);
-        }
+        /* A free name for the FIFO: a temporary file's, unlinked. */
+        close(temp_file(path, sizeof path, "fifo"));
+        unlink(path);
         CHECK_EQ(mkfifo(path, 0444), 0);
         pagecache_file_t *f = NULL;
         CHECK_EQ(pagecache_open(c, path, &f), -EINVAL);
