@@ -630,7 +630,8 @@ fn json_has_meta_and_rows_with_medians() {
 /// second lost what the JSON keeps.
 #[test]
 fn csv_numbers_are_the_jsons() {
-    let dir = scratch("csv-precision");
+    let tmp_dir = scratch("csv-precision");
+    let dir = tmp_dir.path();
     let o = refbench(&[
         "run",
         "single-object",
@@ -682,7 +683,6 @@ fn csv_numbers_are_the_jsons() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `refbench args` with the system's font folders hidden (a private mount namespace with an
@@ -709,8 +709,8 @@ fn refbench_without_fonts(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn out_writes_json_csv_plots_and_report() {
-    let dir = std::env::temp_dir().join(format!("refbench-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp_dir = scratch("test");
+    let dir = tmp_dir.path().join("out");
     let d = dir.to_str().unwrap();
     let o = refbench_without_fonts(&[
         "run",
@@ -773,7 +773,6 @@ fn out_writes_json_csv_plots_and_report() {
     );
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("| atomic | 1 | 16 |"), "{report}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `run --out` over a folder with the experiment's earlier results says, before it runs, that
@@ -782,7 +781,8 @@ fn out_writes_json_csv_plots_and_report() {
 /// report embedded them).
 #[test]
 fn out_over_earlier_results_says_so_and_leaves_no_stale_plot() {
-    let dir = scratch("earlier");
+    let tmp_dir = scratch("earlier");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let run = |scheme: &str| {
         let o = refbench_without_fonts(&[
@@ -822,7 +822,6 @@ fn out_over_earlier_results_says_so_and_leaves_no_stale_plot() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("drbh.json")).unwrap()).unwrap();
     assert_eq!(v["rows"][0]["scheme"], "percpu-limit");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A result file whose writing fails part way (here the file size limit, `ulimit -f`, which a
@@ -830,7 +829,8 @@ fn out_over_earlier_results_says_so_and_leaves_no_stale_plot() {
 /// at the limit, and `report` refused the folder.
 #[test]
 fn a_write_that_fails_part_way_keeps_the_earlier_results() {
-    let dir = scratch("cut");
+    let tmp_dir = scratch("cut");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let args = [
         "run",
@@ -859,7 +859,6 @@ fn a_write_that_fails_part_way_keeps_the_earlier_results() {
     assert_eq!(std::fs::read_to_string(&json).unwrap(), before);
     let o = refbench(&["report", d]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `refbench args` with the size of the files it writes limited to `limit` bytes
@@ -888,10 +887,12 @@ fn refbench_with_file_limit(args: &[&str], limit: u64, ignore_xfsz: bool) -> std
 }
 
 /// Runs `single-object` into a new folder `name`, whose JSON and CSV are smaller than its SVG by
-/// more than 1 KiB; returns the folder, the arguments of the run and a file size limit that
-/// holds the JSON and CSV (of as many rows, their figures of other lengths) and neither plot.
-fn results_smaller_than_plots(name: &str) -> (std::path::PathBuf, Vec<String>, u64) {
-    let dir = scratch(name);
+/// more than 1 KiB; returns the folder (removed when dropped), the arguments of the run and a
+/// file size limit that holds the JSON and CSV (of as many rows, their figures of other
+/// lengths) and neither plot.
+fn results_smaller_than_plots(name: &str) -> (tempfile::TempDir, Vec<String>, u64) {
+    let tmp_dir = scratch(name);
+    let dir = tmp_dir.path();
     let args: Vec<String> = [
         "run",
         "single-object",
@@ -917,14 +918,15 @@ fn results_smaller_than_plots(name: &str) -> (std::path::PathBuf, Vec<String>, u
     };
     let limit = size("json") + 1024;
     assert!(size("svg") > limit, "the SVG is {} bytes", size("svg"));
-    (dir, args, limit)
+    (tmp_dir, args, limit)
 }
 
 /// A plot whose writing fails part way (the file size limit, past the JSON and CSV but not the
 /// SVG) leaves the earlier run's plots whole: drawn in place, the SVG was cut at the limit.
 #[test]
 fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
-    let (dir, args, limit) = results_smaller_than_plots("cut-plot");
+    let (tmp_dir, args, limit) = results_smaller_than_plots("cut-plot");
+    let dir = tmp_dir.path();
     let read = |ext: &str| std::fs::read(dir.join(format!("single-object.{ext}"))).unwrap();
     let (json, svg, png) = (read("json"), read("svg"), read("png"));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -933,7 +935,6 @@ fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
     assert_ne!(read("json"), json, "the second run's JSON was not written");
     assert!(read("svg") == svg, "the earlier SVG was cut");
     assert!(read("png") == png, "the earlier PNG was changed");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A plot whose write fails with an error (the file size limit with SIGXFSZ ignored: EFBIG, as
@@ -941,7 +942,8 @@ fn a_plot_that_fails_part_way_keeps_the_earlier_plots() {
 /// dropped the error, and the cut SVG replaced the earlier one.
 #[test]
 fn a_plot_whose_write_fails_is_not_kept_cut() {
-    let (dir, args, limit) = results_smaller_than_plots("cut-svg");
+    let (tmp_dir, args, limit) = results_smaller_than_plots("cut-svg");
+    let dir = tmp_dir.path();
     let read = |ext: &str| std::fs::read(dir.join(format!("single-object.{ext}"))).unwrap();
     let svg = read("svg");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -953,7 +955,6 @@ fn a_plot_whose_write_fails_is_not_kept_cut() {
         read("svg") == svg,
         "the earlier SVG was replaced by a cut one"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `report` whose writing fails after its checks passed (the SVG past the file size limit, with
@@ -961,12 +962,12 @@ fn a_plot_whose_write_fails_is_not_kept_cut() {
 /// does: exit code 2 is for bad arguments.
 #[test]
 fn report_whose_write_fails_exits_1() {
-    let (dir, _, limit) = results_smaller_than_plots("report-cut");
+    let (tmp_dir, _, limit) = results_smaller_than_plots("report-cut");
+    let dir = tmp_dir.path();
     let o = refbench_with_file_limit(&["report", dir.to_str().unwrap()], limit, true);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("single-object.svg: File too large"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `run --out` whose writing fails after some of its files were written (here the SVG, past the
@@ -975,7 +976,8 @@ fn report_whose_write_fails_exits_1() {
 /// had replaced the earlier ones.
 #[test]
 fn out_that_fails_part_way_names_the_files_it_wrote() {
-    let (dir, args, limit) = results_smaller_than_plots("cut-named");
+    let (tmp_dir, args, limit) = results_smaller_than_plots("cut-named");
+    let dir = tmp_dir.path();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = refbench_with_file_limit(&args, limit, true);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -987,15 +989,14 @@ fn out_that_fails_part_way_names_the_files_it_wrote() {
     assert!(named("json") && named("csv"), "{err}");
     assert!(!named("svg") && !named("png"), "{err}");
     assert!(err.contains("single-object.svg"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `reproduce --only` in two parts into one folder: each part writes its experiments, and the
 /// report covers both, saying of each whether its workers were pinned (the second part's were).
 #[test]
 fn reproduce_in_parts() {
-    let dir = std::env::temp_dir().join(format!("refbench-parts-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp_dir = scratch("parts");
+    let dir = tmp_dir.path().join("out");
     let d = dir.to_str().unwrap();
     // tsc-check uses neither threads, nor a duration, nor pinning.
     let ceiling = ["--threads", "1", "--duration-ms", "20", "--pin"];
@@ -1034,7 +1035,6 @@ fn reproduce_in_parts() {
     let pinned = "workers pinned (`--pin`)";
     assert!(section("ceiling").contains(pinned), "{report}");
     assert!(!section("tsc-check").contains(pinned), "{report}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A C loop that fails when run (here: prebuilt programs that fail, one saying why and one
@@ -1044,9 +1044,8 @@ fn reproduce_in_parts() {
 #[test]
 fn a_c_loop_that_fails_leaves_a_row_that_says_why() {
     use std::os::unix::fs::PermissionsExt as _;
-    let dir = std::env::temp_dir().join(format!("refbench-c-fails-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp_dir = scratch("c-fails");
+    let dir = tmp_dir.path();
     let script = |name: &str, body: &str| {
         let p = dir.join(name);
         std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -1065,7 +1064,6 @@ fn a_c_loop_that_fails_leaves_a_row_that_says_why() {
         .env("REFBENCH_C_LOOP_ALIGNED", &silent)
         .output()
         .expect("refbench runs");
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = v["rows"].as_array().unwrap();
@@ -1190,19 +1188,21 @@ fn sizes_past_the_limits_say_the_limit() {
     assert!(err.contains("at most 32768 objects"), "{err}");
 }
 
-/// A folder for one test, emptied first.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("refbench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A new empty folder for one test, `refbench-NAME-…` in the temporary folder, removed with
+/// all it holds when the returned guard is dropped (at the end of the test, also where it fails).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("refbench-{name}-"))
+        .tempdir()
+        .expect("a scratch folder")
 }
 
 /// An `--out` that is a file, lies under one or cannot be written in is refused before anything
 /// runs: exit 2, and nothing measured (no table on stdout, for a run of 100 seconds).
 #[test]
 fn out_that_cannot_hold_results_exits_2_before_running() {
-    let dir = scratch("bad-out");
+    let tmp_dir = scratch("bad-out");
+    let dir = tmp_dir.path();
     let file = dir.join("a-file");
     std::fs::write(&file, "kept").unwrap();
     let file = file.to_str().unwrap();
@@ -1231,7 +1231,6 @@ fn out_that_cannot_hold_results_exits_2_before_running() {
         assert!(o.stdout.is_empty(), "reproduce --out {out} ran");
     }
     assert_eq!(std::fs::read_to_string(dir.join("a-file")).unwrap(), "kept");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A result file that `--out` cannot write over (here a folder in its place) is refused with
@@ -1275,7 +1274,8 @@ fn out_with_a_result_file_it_cannot_write_over_exits_2_before_running() {
             &["reproduce", "--quick", "--only", "single-object"],
         ),
     ] {
-        let dir = scratch("out-blocked");
+        let tmp_dir = scratch("out-blocked");
+        let dir = tmp_dir.path();
         std::fs::create_dir(dir.join(blocked)).unwrap();
         let mut args = args.to_vec();
         if args[0] == "run" {
@@ -1290,10 +1290,9 @@ fn out_with_a_result_file_it_cannot_write_over_exits_2_before_running() {
             err.contains(&dir.join(blocked).display().to_string()),
             "{args:?}: {err}"
         );
-        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
         assert_eq!(left.len(), 1, "{args:?}: wrote {left:?}");
         assert!(dir.join(blocked).is_dir());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -1314,32 +1313,33 @@ fn reproduce_refuses_a_folder_whose_report_would_fail() {
         ("notes.json", "{ not json", "not refbench JSON"),
         ("other.json", wrong_rows, "row 1 is not a refbench row"),
     ] {
-        let dir = scratch("reproduce-check");
+        let tmp_dir = scratch("reproduce-check");
+        let dir = tmp_dir.path();
         std::fs::write(dir.join(file), text).unwrap();
-        let o = run(&dir);
+        let o = run(dir);
         assert_eq!(o.status.code(), Some(2), "{file}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(file) && err.contains(says), "{err}");
         assert!(!dir.join("tsc-check.json").exists(), "ran before refusing");
-        let _ = std::fs::remove_dir_all(&dir);
     }
     // A broken result of the experiment being run is replaced.
-    let dir = scratch("reproduce-replace");
+    let tmp_dir = scratch("reproduce-replace");
+    let dir = tmp_dir.path();
     std::fs::write(dir.join("tsc-check.json"), "{ cut short").unwrap();
-    let o = run(&dir);
+    let o = run(dir);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("tsc-check.json")).unwrap())
             .expect("replaced by a result");
     assert_eq!(v["rows"][0]["experiment"], "tsc-check");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `report` refuses a file whose rows are not refbench rows (naming the file and the row)
 /// rather than leaving them out of the report and its claims.
 #[test]
 fn report_refuses_rows_that_are_not_refbench_rows() {
-    let dir = scratch("report-rows");
+    let tmp_dir = scratch("report-rows");
+    let dir = tmp_dir.path();
     std::fs::write(
         dir.join("mine.json"),
         r#"{"meta": {"cpu_model": "x"}, "rows": [{"name": "not a row", "value": 3}]}"#,
@@ -1353,7 +1353,6 @@ fn report_refuses_rows_that_are_not_refbench_rows() {
         "{err}"
     );
     assert!(!dir.join("REPORT.md").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `report` refuses a row whose throughput, or one of its repetitions, is negative: no run
@@ -1361,7 +1360,8 @@ fn report_refuses_rows_that_are_not_refbench_rows() {
 #[test]
 fn report_refuses_a_negative_throughput_and_writes_nothing() {
     for (ops, reps) in [(-5.0, 5.0), (5.0, -1e308)] {
-        let dir = scratch("report-negative");
+        let tmp_dir = scratch("report-negative");
+        let dir = tmp_dir.path();
         let results = serde_json::json!({
             "meta": {"cpu_model": "test"},
             "rows": [
@@ -1384,7 +1384,6 @@ fn report_refuses_a_negative_throughput_and_writes_nothing() {
         );
         assert!(!dir.join("REPORT.md").exists());
         assert!(!dir.join("single-object.svg").exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -1394,7 +1393,8 @@ fn report_refuses_a_negative_throughput_and_writes_nothing() {
 #[test]
 fn report_refuses_a_row_of_0_threads_or_objects_and_writes_nothing() {
     for (threads, objects, what) in [(0, 1, "0 threads"), (2, 0, "0 objects")] {
-        let dir = scratch("report-zero");
+        let tmp_dir = scratch("report-zero");
+        let dir = tmp_dir.path();
         let row = |scheme: &str, t: u64, n: u64, ops: f64| {
             serde_json::json!({"experiment": "single-object", "scheme": scheme,
                 "kind": "scheme", "threads": t, "objects": n, "ops_per_sec": ops,
@@ -1417,7 +1417,6 @@ fn report_refuses_a_row_of_0_threads_or_objects_and_writes_nothing() {
         );
         assert!(!dir.join("REPORT.md").exists());
         assert!(!dir.join("single-object.svg").exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -1441,7 +1440,8 @@ fn report_on_results_without_rows_exits_2_and_writes_nothing() {
         &["single-object.json"],
         &["drbh.json", "memory.json"],
     ] {
-        let dir = scratch("report-no-rows");
+        let tmp_dir = scratch("report-no-rows");
+        let dir = tmp_dir.path();
         for f in files {
             std::fs::write(dir.join(f), &empty).unwrap();
         }
@@ -1449,7 +1449,7 @@ fn report_on_results_without_rows_exits_2_and_writes_nothing() {
         if !files.is_empty() {
             std::fs::write(dir.join("REPORT.md"), kept).unwrap();
         }
-        let before = listing(&dir);
+        let before = listing(dir);
         let o = refbench(&["report", dir.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{files:?}: {err}");
@@ -1467,18 +1467,18 @@ fn report_on_results_without_rows_exits_2_and_writes_nothing() {
             ),
         };
         assert_eq!(err, want, "{files:?}");
-        assert_eq!(listing(&dir), before, "{files:?}: nothing written");
+        assert_eq!(listing(dir), before, "{files:?}: nothing written");
         if !files.is_empty() {
             assert_eq!(
                 std::fs::read_to_string(dir.join("REPORT.md")).unwrap(),
                 kept
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
     // A folder of results with a row between them is reported: an empty result beside one
     // with rows is no reason to refuse it.
-    let dir = scratch("report-some-rows");
+    let tmp_dir = scratch("report-some-rows");
+    let dir = tmp_dir.path();
     std::fs::write(dir.join("drbh.json"), &empty).unwrap();
     let o = refbench(&[
         "run",
@@ -1499,7 +1499,6 @@ fn report_on_results_without_rows_exits_2_and_writes_nothing() {
     let o = refbench(&["report", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(dir.join("REPORT.md").is_file());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `report` refuses a row whose experiment is not one of refbench's: its plots are written to
@@ -1507,7 +1506,9 @@ fn report_on_results_without_rows_exits_2_and_writes_nothing() {
 /// was there) and an empty name wrote `.svg` before failing on `.png`.
 #[test]
 fn report_refuses_a_row_of_an_unknown_experiment_and_writes_nothing() {
-    let dir = scratch("report-escape");
+    let tmp_dir = scratch("report-escape");
+    let dir = tmp_dir.path().join("dir");
+    std::fs::create_dir(&dir).unwrap();
     let o = refbench(&[
         "run",
         "single-object",
@@ -1560,8 +1561,6 @@ fn report_refuses_a_row_of_an_unknown_experiment_and_writes_nothing() {
         "keep me"
     );
     assert!(!outside.join("victim.png").exists());
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&outside);
 }
 
 /// A standard output that cannot be written (a closed pipe, as in `refbench list | head -1`, or
@@ -1576,8 +1575,10 @@ fn a_stdout_that_cannot_be_written_exits_1_and_keeps_the_results() {
             .open("/dev/full")
             .expect("/dev/full")
     };
-    let dir = scratch("stdout-full");
-    let report_dir = scratch("stdout-full-report");
+    let tmp_dir = scratch("stdout-full");
+    let dir = tmp_dir.path();
+    let report_tmp_dir = scratch("stdout-full-report");
+    let report_dir = report_tmp_dir.path();
     let run_args = [
         "run",
         "single-object",
@@ -1620,8 +1621,6 @@ fn a_stdout_that_cannot_be_written_exits_1_and_keeps_the_results() {
             "run --out wrote its {ext} file though stdout failed"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&report_dir);
 }
 
 /// A pipe whose reader has gone: its write end, for a child's stdout or stderr.
@@ -1674,7 +1673,8 @@ fn a_closed_stdout_or_stderr_ends_without_a_panic() {
     }
 
     // Only stderr gone: each command ends as it would have, with nothing on stderr to say it.
-    let dir = scratch("stderr-closed");
+    let tmp_dir = scratch("stderr-closed");
+    let dir = tmp_dir.path();
     let run = [
         "run",
         "single-object",
@@ -1725,7 +1725,6 @@ fn a_closed_stdout_or_stderr_ends_without_a_panic() {
         assert!(o.stderr.is_empty(), "{args:?} with 2>&-");
     }
     assert!(dir.join("single-object.json").is_file());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `report` refuses a folder with a broken result before it draws anything: it drew the plots
@@ -1733,7 +1732,8 @@ fn a_closed_stdout_or_stderr_ends_without_a_panic() {
 /// 2 without naming them.
 #[test]
 fn report_with_a_broken_result_writes_nothing() {
-    let dir = scratch("report-broken");
+    let tmp_dir = scratch("report-broken");
+    let dir = tmp_dir.path();
     let o = refbench(&[
         "run",
         "object-spectrum",
@@ -1757,13 +1757,12 @@ fn report_with_a_broken_result_writes_nothing() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("zz.json: not refbench JSON"), "{err}");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
     assert_eq!(names, ["object-spectrum.json", "zz.json"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `refbench ARGS` run while a thread of this test holds `fifo`'s write end open as soon as a
@@ -1807,14 +1806,15 @@ fn refbench_beside_a_writer(args: &[&str], fifo: &std::path::Path) -> (std::proc
 /// for a writer).
 #[test]
 fn a_json_that_is_not_a_file_exits_2_without_waiting_for_it() {
-    let dir = scratch("report-fifo");
+    let tmp_dir = scratch("report-fifo");
+    let dir = tmp_dir.path();
     let fifo = dir.join("notes.json");
     let made = Command::new("mkfifo").arg(&fifo).status();
     if !made.is_ok_and(|s| s.success()) {
         eprintln!("skipped: no mkfifo here");
         return;
     }
-    single_object_json_in(&dir);
+    single_object_json_in(dir);
     let d = dir.to_str().unwrap();
     for args in [
         &["report", d][..],
@@ -1831,7 +1831,6 @@ fn a_json_that_is_not_a_file_exits_2_without_waiting_for_it() {
         assert!(!dir.join("REPORT.md").exists(), "{args:?} wrote a report");
         assert!(!dir.join("tsc-check.json").exists(), "{args:?} ran");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `run --help` says what each experiment runs without `--schemes`, as the code decides it.
@@ -2093,7 +2092,8 @@ fn refbench_with_open_files(
 /// up to 1,024) within the hard one: refbench raises its soft limit.
 #[test]
 fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
-    let dir = scratch("open-files");
+    let tmp_dir = scratch("open-files");
+    let dir = tmp_dir.path();
     let out = dir.join("out");
     for (args, limit) in [
         (
@@ -2130,7 +2130,7 @@ fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
             20,
         ),
     ] {
-        let o = refbench_with_open_files(args, &dir, limit, true);
+        let o = refbench_with_open_files(args, dir, limit, true);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
@@ -2142,7 +2142,7 @@ fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(o.stdout.is_empty(), "{args:?}: it ran");
         // No test file was made, and no folder for them is left.
-        let left: Vec<_> = std::fs::read_dir(&dir)
+        let left: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
             .flatten()
             .map(|e| e.path())
@@ -2169,14 +2169,13 @@ fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
             "--duration-ms",
             "1",
         ];
-        let o = refbench_with_open_files(&args, &dir, 64, hard);
+        let o = refbench_with_open_files(&args, dir, 64, hard);
         assert!(
             o.status.success(),
             "{args:?}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A `REFBENCH_TMPDIR` in which no folder can be made is refused before anything runs.
@@ -2211,7 +2210,8 @@ fn a_tmpdir_that_cannot_hold_the_files_exits_2() {
 /// made its files, after the experiments before it had run.
 #[test]
 fn reproduce_with_a_tmpdir_too_small_exits_2_before_running() {
-    let dir = scratch("small-tmpdir");
+    let tmp_dir = scratch("small-tmpdir");
+    let dir = tmp_dir.path();
     let tmp = dir.join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let out = dir.join("out");
@@ -2227,7 +2227,6 @@ fn reproduce_with_a_tmpdir_too_small_exits_2_before_running() {
     let o = match o {
         Ok(o) if String::from_utf8_lossy(&o.stderr).starts_with("mounted") => o,
         _ => {
-            let _ = std::fs::remove_dir_all(&dir);
             return percpu::testing::skip("cannot mount a small tmpfs here (no unshare -rm)");
         }
     };
@@ -2237,23 +2236,22 @@ fn reproduce_with_a_tmpdir_too_small_exits_2_before_running() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(o.stdout.is_empty(), "it ran");
     assert!(!out.join("drop-file.json").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A `REFBENCH_TMPDIR` that cannot hold the test files does not refuse a `reproduce` whose
 /// experiments make none (it did, exit 2, for `--only tsc-check`).
 #[test]
 fn reproduce_without_file_experiments_needs_no_tmpdir() {
-    let dir = scratch("no-tmpdir");
+    let tmp_dir = scratch("no-tmpdir");
+    let dir = tmp_dir.path();
     let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
         .args(["reproduce", "--quick", "--only", "tsc-check", "--out"])
-        .arg(&dir)
+        .arg(dir)
         .env(refbench::scratch::DIR_ENV, "/nonexistent/refbench")
         .output()
         .expect("refbench runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(dir.join("tsc-check.json").is_file() && dir.join("REPORT.md").is_file());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An interrupted file experiment removes its test files: SIGINT, then SIGTERM, each while a
@@ -2263,11 +2261,12 @@ fn reproduce_without_file_experiments_needs_no_tmpdir() {
 fn an_interrupt_removes_the_test_files() {
     use std::time::{Duration, Instant};
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        let dir = scratch(&format!("interrupt-{signal}"));
+        let tmp_dir = scratch(&format!("interrupt-{signal}"));
+        let dir = tmp_dir.path();
         let child = Command::new(env!("CARGO_BIN_EXE_refbench"))
             .args(["run", "drbh", "--schemes", "atomic", "--threads", "1"])
             .args(["--reps", "1", "--duration-ms", "60000"])
-            .env(refbench::scratch::DIR_ENV, &dir)
+            .env(refbench::scratch::DIR_ENV, dir)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -2275,7 +2274,7 @@ fn an_interrupt_removes_the_test_files() {
         // Wait for its file (made before the measured minute starts).
         let start = Instant::now();
         let made = || {
-            std::fs::read_dir(&dir)
+            std::fs::read_dir(dir)
                 .unwrap()
                 .filter_map(Result::ok)
                 .any(|e| std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_some()))
@@ -2293,9 +2292,8 @@ fn an_interrupt_removes_the_test_files() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(130), "signal {signal}: {err}");
         assert!(err.contains("interrupted"), "signal {signal}: {err}");
-        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
         assert!(left.is_empty(), "signal {signal}: left behind: {left:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -2308,7 +2306,8 @@ fn an_interrupt_removes_the_test_files() {
 fn an_interrupt_while_results_are_written_leaves_no_partial_file() {
     use std::os::fd::AsRawFd as _;
     use std::time::{Duration, Instant};
-    let dir = scratch("interrupt-write");
+    let tmp_dir = scratch("interrupt-write");
+    let dir = tmp_dir.path();
     let name = ".memory.json.refbench-";
     // The FIFO's path but for the child's PID, made here: the child only appends digits.
     let mut prefix = dir.join(name).into_os_string().into_encoded_bytes();
@@ -2318,7 +2317,7 @@ fn an_interrupt_while_results_are_written_leaves_no_partial_file() {
     let objects: Vec<String> = (1..=50).map(|n| n.to_string()).collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
     cmd.args(["run", "memory", "--objects", &objects.join(","), "--out"])
-        .arg(&dir)
+        .arg(dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     // SAFETY: the closure runs in the child between fork and exec, and calls only getpid and
@@ -2376,13 +2375,12 @@ fn an_interrupt_while_results_are_written_leaves_no_partial_file() {
     drop(reader);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    let left: Vec<_> = std::fs::read_dir(&dir)
+    let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.file_name())
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An interrupt while the test files are being made removes them all: the files made after
@@ -2393,17 +2391,18 @@ fn an_interrupt_while_results_are_written_leaves_no_partial_file() {
 fn an_interrupt_while_the_files_are_made_leaves_none() {
     use std::time::{Duration, Instant};
     for round in 0..6 {
-        let dir = scratch(&format!("interrupt-making-{round}"));
+        let tmp_dir = scratch(&format!("interrupt-making-{round}"));
+        let dir = tmp_dir.path();
         let mut child = Command::new(env!("CARGO_BIN_EXE_refbench"))
             .args(["run", "randomread", "--schemes", "atomic", "--threads", "1"])
             .args(["--objects", "1024", "--reps", "1", "--duration-ms", "1"])
-            .env(refbench::scratch::DIR_ENV, &dir)
+            .env(refbench::scratch::DIR_ENV, dir)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("refbench runs");
         let files = || {
-            std::fs::read_dir(&dir)
+            std::fs::read_dir(dir)
                 .unwrap()
                 .filter_map(Result::ok)
                 .map(|e| std::fs::read_dir(e.path()).map_or(0, |d| d.count()))
@@ -2424,9 +2423,8 @@ fn an_interrupt_while_the_files_are_made_leaves_none() {
         );
         let status = child.wait().expect("wait");
         assert_eq!(status.code(), Some(130), "round {round}");
-        let left: Vec<_> = walk(&dir);
+        let left: Vec<_> = walk(dir);
         assert!(left.is_empty(), "round {round}: left behind: {left:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -2450,7 +2448,8 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// epoch thread can run.
 #[test]
 fn a_flag_the_experiment_does_not_use_exits_2_before_running() {
-    let dir = scratch("unused-flag");
+    let tmp_dir = scratch("unused-flag");
+    let dir = tmp_dir.path();
     let out = dir.join("out");
     let out = out.to_str().unwrap();
     // (experiment, flags it uses, the flag refused, the experiments that use that one). Where
@@ -2554,7 +2553,6 @@ fn a_flag_the_experiment_does_not_use_exits_2_before_running() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 2, "{err}");
     assert!(err.contains("--threads: tsc-check") && err.contains("--pin: tsc-check"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The flags an experiment uses run, and change what it measures.
@@ -2617,7 +2615,8 @@ fn a_flag_the_experiment_uses_runs() {
 /// runs (the `--out` folder is not made).
 #[test]
 fn reproduce_refuses_a_flag_none_of_its_experiments_uses() {
-    let dir = scratch("reproduce-unused");
+    let tmp_dir = scratch("reproduce-unused");
+    let dir = tmp_dir.path();
     let out = dir.join("out");
     let out = out.to_str().unwrap();
     for (only, flag, users) in [
@@ -2649,7 +2648,6 @@ fn reproduce_refuses_a_flag_none_of_its_experiments_uses() {
         assert!(o.stdout.is_empty(), "{args:?}: it ran");
         assert!(!dir.join("out").exists(), "{args:?}: --out was made");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `reproduce` measures `memory` again sized for 16 CPUs in a child `refbench run` (where the
@@ -2660,7 +2658,8 @@ fn reproduce_sizes_memory_for_16_cpus_in_a_child() {
         percpu::testing::skip("the machine has 16 CPUs or more: no run sized for 16");
         return;
     }
-    let dir = scratch("reproduce-sized");
+    let tmp_dir = scratch("reproduce-sized");
+    let dir = tmp_dir.path();
     let o = refbench(&[
         "reproduce",
         "--quick",
@@ -2681,7 +2680,6 @@ fn reproduce_sizes_memory_for_16_cpus_in_a_child() {
     assert!(sized > 0, "no row sized for 16 CPUs: {v}");
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(!report.contains("not measured: "), "{report}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The options of `run --help`, each with its help text on one line.
@@ -2799,7 +2797,8 @@ fn pin_help_names_the_cpus_the_process_may_use() {
 /// §6.2.5 from them as if this run had measured it; `report` of the folder keeps that note.
 #[test]
 fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
-    let dir = scratch("reproduce-stale-section");
+    let tmp_dir = scratch("reproduce-stale-section");
+    let dir = tmp_dir.path();
     let committed =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results/2core-reproduce");
     for f in ["section-vs-lock.json", "section-vs-lock.csv"] {
@@ -2845,7 +2844,6 @@ fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let later = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(!later.contains("## Notes"), "{later}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `reproduce` with `single-object` measures `section-vs-lock` where the rseq path is in use:
@@ -2854,7 +2852,8 @@ fn reproduce_that_cannot_measure_section_vs_lock_removes_its_earlier_results() {
 /// report says why it was not measured, and the test says SKIPPED.
 #[test]
 fn reproduce_measures_section_vs_lock_against_the_fallback() {
-    let dir = scratch("reproduce-section");
+    let tmp_dir = scratch("reproduce-section");
+    let dir = tmp_dir.path();
     let o = refbench(&[
         "reproduce",
         "--quick",
@@ -2879,7 +2878,6 @@ fn reproduce_measures_section_vs_lock_against_the_fallback() {
         );
         assert!(!dir.join("section-vs-lock.json").exists());
         percpu::testing::skip("the rseq path is not in use here: section-vs-lock is not measured");
-        let _ = std::fs::remove_dir_all(&dir);
         return;
     }
     let v = read("section-vs-lock.json");
@@ -2892,7 +2890,6 @@ fn reproduce_measures_section_vs_lock_against_the_fallback() {
         assert_eq!(r["threads"], 1, "{r}");
         assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A test file that cannot be written although the room check passed (here: a file size limit,
@@ -2934,7 +2931,8 @@ fn a_test_file_that_cannot_be_written_ends_the_run_with_exit_1() {
 /// that is malformed or not refbench's.
 #[test]
 fn bad_input_exits_2_with_its_message() {
-    let dir = scratch("bad-input");
+    let tmp_dir = scratch("bad-input");
+    let dir = tmp_dir.path();
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let broken = dir.join("broken");
@@ -3032,7 +3030,6 @@ fn bad_input_exits_2_with_its_message() {
         assert!(!std::path::Path::new(d).join("REPORT.md").exists(), "{d}");
     }
     assert!(!std::path::Path::new(missing).exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `report` on a folder where REPORT.md or a plot cannot be written (here a folder in its
@@ -3050,7 +3047,8 @@ fn report_that_cannot_write_its_files_draws_nothing() {
         ],
     });
     for blocked in ["REPORT.md", "single-object.png"] {
-        let dir = scratch(&format!("report-blocked-{blocked}"));
+        let tmp_dir = scratch(&format!("report-blocked-{blocked}"));
+        let dir = tmp_dir.path();
         std::fs::write(dir.join("single-object.json"), results.to_string()).unwrap();
         std::fs::create_dir(dir.join(blocked)).unwrap();
         let o = refbench(&["report", dir.to_str().unwrap()]);
@@ -3061,7 +3059,7 @@ fn report_that_cannot_write_its_files_draws_nothing() {
             "{blocked}: {err}"
         );
         assert!(o.stdout.is_empty(), "{blocked}");
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
+        let mut names: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
@@ -3069,7 +3067,6 @@ fn report_that_cannot_write_its_files_draws_nothing() {
         let mut want = vec![blocked.to_string(), "single-object.json".to_string()];
         want.sort();
         assert_eq!(names, want, "{blocked}: files were written");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -3089,7 +3086,8 @@ fn two_results_of_one_experiment_are_refused() {
         })
         .to_string()
     };
-    let dir = scratch("report-twice");
+    let tmp_dir = scratch("report-twice");
+    let dir = tmp_dir.path();
     std::fs::write(dir.join("single-object.json"), results(1e6)).unwrap();
     std::fs::write(dir.join("single-object2.json"), results(9e6)).unwrap();
     let o = refbench(&["report", dir.to_str().unwrap()]);
@@ -3101,7 +3099,7 @@ fn two_results_of_one_experiment_are_refused() {
         "{err}"
     );
     assert!(o.stdout.is_empty());
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
@@ -3125,7 +3123,6 @@ fn two_results_of_one_experiment_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("both hold rows of single-object"), "{err}");
     assert!(!dir.join("single-object.json").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `refbench args` with every `sched_setaffinity` refused (`EPERM`), as a container's seccomp
@@ -3151,7 +3148,8 @@ fn refbench_that_cannot_pin(args: &[&str]) -> Option<std::process::Output> {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
 fn pin_where_nothing_can_be_pinned_exits_2_saying_why() {
-    let dir = scratch("pin-refused");
+    let tmp_dir = scratch("pin-refused");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     for args in [
         &["run", "single-object", "--schemes", "atomic", "--pin"][..],
@@ -3186,11 +3184,7 @@ fn pin_where_nothing_can_be_pinned_exits_2_saying_why() {
             "{all:?}: {err}"
         );
         assert!(o.stdout.is_empty(), "{all:?}: measured");
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            0,
-            "{all:?}: wrote"
-        );
+        assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0, "{all:?}: wrote");
     }
     // Without --pin the same run measures.
     let args = [
@@ -3206,7 +3200,6 @@ fn pin_where_nothing_can_be_pinned_exits_2_saying_why() {
             .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(!o.stdout.is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A pin refused during a run (here: `migration`'s moves, which pin the workers in turn, with
@@ -3216,7 +3209,8 @@ fn pin_where_nothing_can_be_pinned_exits_2_saying_why() {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
 fn a_pin_refused_during_a_run_is_said_in_its_rows() {
-    let dir = scratch("pin-refused-rows");
+    let tmp_dir = scratch("pin-refused-rows");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let args = [
         "run",
@@ -3274,7 +3268,6 @@ fn a_pin_refused_during_a_run_is_said_in_its_rows() {
             assert!(r.get("pin_refused").is_none(), "{r}");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An `--out` folder whose name is not UTF-8 (a Linux path may be any bytes but `/` and NUL)
@@ -3285,7 +3278,8 @@ fn a_pin_refused_during_a_run_is_said_in_its_rows() {
 #[test]
 fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
     use std::os::unix::ffi::OsStrExt as _;
-    let dir = scratch("non-utf8-out");
+    let tmp_dir = scratch("non-utf8-out");
+    let dir = tmp_dir.path();
     let out = dir.join(std::ffi::OsStr::from_bytes(b"results-\xff"));
     for (args, json) in [
         (
@@ -3324,7 +3318,6 @@ fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
             "{command}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `reproduce` whose experiment is abandoned (`drbh`: refcache's epoch thread refused, with
@@ -3335,7 +3328,8 @@ fn an_out_folder_whose_name_is_not_utf8_holds_the_results() {
 /// report made from the folder does (it showed the notes of the run before).
 #[test]
 fn reproduce_abandoned_part_way_names_what_it_wrote() {
-    let dir = scratch("reproduce-abandoned");
+    let tmp_dir = scratch("reproduce-abandoned");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let o = refbench(&["reproduce", "--quick", "--only", "tsc-check", "--out", d]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -3396,7 +3390,6 @@ fn reproduce_abandoned_part_way_names_what_it_wrote() {
         "{err}"
     );
     assert!(!report.exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `reproduce` whose plot cannot be written (the file size limit past the JSON and CSV but not
@@ -3405,7 +3398,8 @@ fn reproduce_abandoned_part_way_names_what_it_wrote() {
 /// plot: it named none of that experiment's files.
 #[test]
 fn reproduce_whose_plot_fails_names_the_results_it_wrote() {
-    let dir = scratch("reproduce-cut-plot");
+    let tmp_dir = scratch("reproduce-cut-plot");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let args = [
         "reproduce",
@@ -3440,7 +3434,6 @@ fn reproduce_whose_plot_fails_names_the_results_it_wrote() {
         )),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `reproduce` into a folder that holds results of the experiments it runs says, before it
@@ -3449,7 +3442,8 @@ fn reproduce_whose_plot_fails_names_the_results_it_wrote() {
 /// named.
 #[test]
 fn reproduce_over_earlier_results_says_so() {
-    let dir = scratch("reproduce-earlier");
+    let tmp_dir = scratch("reproduce-earlier");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let reproduce = || {
         let o = refbench(&["reproduce", "--quick", "--only", "tsc-check", "--out", d]);
@@ -3479,7 +3473,6 @@ fn reproduce_over_earlier_results_says_so() {
     );
     assert!(!second.contains("memory"), "{second}");
     assert!(dir.join("memory.json").is_file());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The notes of the last `reproduce` (`reproduce-notes.txt`) where a folder or a FIFO is in
@@ -3490,12 +3483,13 @@ fn reproduce_over_earlier_results_says_so() {
 /// that are not as U+FFFD (they failed the report with exit 1).
 #[test]
 fn notes_that_are_not_a_file_exit_2_before_anything_is_drawn() {
-    let dir = scratch("report-notes");
-    single_object_json_in(&dir);
+    let tmp_dir = scratch("report-notes");
+    let dir = tmp_dir.path();
+    single_object_json_in(dir);
     let d = dir.to_str().unwrap();
     let notes = dir.join("reproduce-notes.txt");
     let names = || {
-        let mut n: Vec<String> = std::fs::read_dir(&dir)
+        let mut n: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
@@ -3549,7 +3543,6 @@ fn notes_that_are_not_a_file_exit_2_before_anything_is_drawn() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(md.contains("## Notes\n\n* a note \u{fffd} here\n"), "{md}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `report --help` says what it refuses (exit 2, before anything is written) and that
@@ -3576,7 +3569,8 @@ fn report_help_says_what_it_refuses() {
 /// tables and claims the earlier results' beside the new plots it shows.
 #[test]
 fn run_out_beside_a_report_says_the_report_is_the_earlier_results() {
-    let dir = scratch("beside-report");
+    let tmp_dir = scratch("beside-report");
+    let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let run = || {
         let o = refbench(&[
@@ -3616,7 +3610,6 @@ fn run_out_beside_a_report_says_the_report_is_the_earlier_results() {
         before,
         "the report changed"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An interrupt of a run that made no test files (a counting experiment) says it was
