@@ -25,7 +25,8 @@ pub struct Stamper {
 }
 
 impl Stamper {
-    /// Reads the clock for slot `cpu`, never returning a time at or below `last`.
+    /// Reads the clock for slot `cpu`, never returning a time at or below `last` (where `last`
+    /// is `u64::MAX`, [`Stamper::stamp`] panics: no later time exists).
     pub(crate) fn new(cpu: u32, last: u64) -> Self {
         Stamper {
             cpu,
@@ -36,6 +37,11 @@ impl Stamper {
     }
 
     /// A stamper that gives `stamp` (to drive a [`Log`] by hand, as tests do).
+    ///
+    /// A [`Log::push`] that replaces its stamper with a fixed one moves its CPU's later stamps
+    /// after the one it gives (a fixed stamp behind them moves nothing back): one at `u64::MAX`
+    /// leaves that CPU's log no later stamp, and the later updates stamped there panic (see
+    /// [`Stamper::stamp`]).
     pub fn fixed(stamp: Stamp) -> Self {
         Stamper {
             cpu: stamp.cpu,
@@ -47,6 +53,12 @@ impl Stamper {
 
     /// The update's stamp: the clock is read at the first call (with the slot locked), later
     /// calls return the same stamp.
+    ///
+    /// # Panics
+    /// If the slot's last stamp is at `u64::MAX`, after which no stamp exists (only a
+    /// [`Log::push`] that stamped an update with a [`Stamper::fixed`] stamper can leave it
+    /// there: see the comment of the clock read). A stamper made by [`Stamper::fixed`] does not
+    /// panic.
     #[inline]
     pub fn stamp(&mut self) -> Stamp {
         if let Some(s) = self.taken {
@@ -68,9 +80,20 @@ impl Stamper {
                 // order.
                 #[cfg(not(target_arch = "x86_64"))]
                 std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-                // Saturating: a log that stamped its own updates with `Stamper::fixed` may have
-                // left its slot's last time at `u64::MAX`.
-                crate::clock::now().max(self.last.saturating_add(1))
+                // The stamp comes after the slot's last one: its time is above `last`. None is
+                // above `u64::MAX`, and repeating it would give two updates of one slot one
+                // stamp, which `merge` orders by the order of the logs it is handed (no
+                // particular order where a CPU has several: spilled, or of several passes), not
+                // by the order they were logged in; so it panics instead. The clock does not get
+                // there: the counter of `Source::Sequence` after 2^64 - 1 stamps, the timestamp
+                // counter after 2^64 cycles (over a century at 5 GHz), `CLOCK_MONOTONIC` after
+                // 2^64 ns (584 years). Only the stamps a `Log::push` gives with `Stamper::fixed`
+                // bring `last` there: one at `u64::MAX`, or one close below it and then as many
+                // clock stamps as the times left.
+                let Some(after) = self.last.checked_add(1) else {
+                    no_stamp_after_the_largest(self.cpu)
+                };
+                crate::clock::now().max(after)
             }
         };
         self.last = ts;
@@ -87,6 +110,16 @@ impl Stamper {
     pub(crate) fn last(&self) -> u64 {
         self.last
     }
+}
+
+/// The panic of [`Stamper::stamp`] for a slot whose last stamp is at `u64::MAX`.
+#[cold]
+#[inline(never)]
+fn no_stamp_after_the_largest(cpu: u32) -> ! {
+    panic!(
+        "oplog: CPU slot {cpu} has no stamp left: its last one is at u64::MAX (a Log::push \
+         stamped an update there with Stamper::fixed), and a later update must be stamped after it"
+    )
 }
 
 /// One logged operation and its stamp.
@@ -278,10 +311,22 @@ mod tests {
     // Reads the clock, which loom's models provide only inside `loom::model`.
     #[cfg(not(loom))]
     #[test]
-    fn a_slot_whose_last_time_is_the_largest_still_stamps() {
-        let mut s = Stamper::new(3, u64::MAX);
+    fn a_slot_stamps_up_to_the_largest_time_and_then_refuses() {
+        let mut s = Stamper::new(3, u64::MAX - 1);
         assert_eq!(s.stamp(), st(u64::MAX, 3));
+        assert_eq!(s.stamp(), st(u64::MAX, 3), "the same update's stamp");
         assert_eq!(s.last(), u64::MAX);
+        // The next stamp of the slot: none is after u64::MAX (it repeated u64::MAX).
+        let mut s = Stamper::new(3, s.last());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.stamp()));
+        let msg = *r
+            .expect_err("no stamp after u64::MAX")
+            .downcast::<String>()
+            .unwrap();
+        assert!(msg.contains("CPU slot 3 has no stamp left"), "{msg}");
+        assert_eq!((s.taken(), s.last()), (None, u64::MAX));
+        // A fixed stamper gives its stamp whatever the slot's time.
+        assert_eq!(Stamper::fixed(st(u64::MAX, 3)).stamp(), st(u64::MAX, 3));
     }
 
     #[test]

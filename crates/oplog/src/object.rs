@@ -1002,11 +1002,13 @@ impl<L: Log> Object<L> {
     /// log passed the bound (`op` was logged; the object is poisoned), or another object's,
     /// whose log it evicted (`op` was not logged; that object is poisoned). Also if
     /// [`Log::push`] panics (the log keeps what `push` left in it, and later stamps of this
-    /// CPU's log still come after one it took). While the thread unwinds from another panic
-    /// (a `log` in a `Drop`), a panic of the updates it applies, or of the [`Log::take`] of a
-    /// log it spills, is caught instead, since it would abort the process: the object whose
-    /// updates it dropped is poisoned all the same. Also if the drop of an object whose last
-    /// handle the updates it applied dropped (run before it returns, deferred until their
+    /// CPU's log still come after one it took), as it does where it stamps the update after an
+    /// earlier `push` of this CPU's log gave a stamp at `u64::MAX` with [`Stamper::fixed`] (no
+    /// later stamp exists: see [`Stamper::stamp`]). While the thread unwinds from another
+    /// panic (a `log` in a `Drop`), a panic of the updates it applies, or of the [`Log::take`]
+    /// of a log it spills, is caught instead, since it would abort the process: the object
+    /// whose updates it dropped is poisoned all the same. Also if the drop of an object whose
+    /// last handle the updates it applied dropped (run before it returns, deferred until their
     /// lock is released) panics in that object's updates: that object is leaked, and `op` was
     /// logged if the updates applied were this object's (at the bound), not if they were
     /// another's (an eviction).

@@ -666,7 +666,8 @@ fn a_panic_while_dropping_an_object_leaves_the_domain_usable() {
 
 /// A log of the stamps it stored. `Ahead` stamps far ahead of the clock (as a clock that
 /// stood still would, relative to the next read), stores the entry and panics; `Behind`
-/// stamps itself at time 1 (a misbehaving log) and stores the entry.
+/// stamps itself at time 1 (a misbehaving log) and stores the entry; `Largest` stamps itself
+/// at `u64::MAX` and stores the entry.
 #[derive(Default)]
 struct StampLog(Vec<oplog::Stamp>);
 
@@ -674,6 +675,7 @@ enum StampOp {
     Plain,
     Ahead,
     Behind,
+    Largest,
 }
 
 impl oplog::Log for StampLog {
@@ -692,6 +694,10 @@ impl oplog::Log for StampLog {
         if let StampOp::Behind = op {
             let cpu = stamper.stamp().cpu;
             *stamper = oplog::Stamper::fixed(oplog::Stamp { ts: 1, cpu });
+        }
+        if let StampOp::Largest = op {
+            let cpu = stamper.stamp().cpu;
+            *stamper = oplog::Stamper::fixed(oplog::Stamp { ts: u64::MAX, cpu });
         }
         self.0.push(stamper.stamp());
     }
@@ -752,6 +758,40 @@ fn a_push_that_stamps_behind_does_not_move_the_cpus_stamps_back() {
     let ahead = applied[1];
     assert_eq!(applied, [behind, ahead, c], "{applied:?}");
     assert!(c.ts > ahead.ts, "{applied:?}");
+}
+
+/// A `push` that stamps an update at `u64::MAX` (its stamper replaced by a fixed one) leaves its
+/// CPU's log no later stamp: the next update stamped there panics, saying so, and is not
+/// logged; the object is not poisoned and applies the two it holds. The next update was stamped
+/// at `u64::MAX` too, a stamp two updates of one CPU then shared (applied in either order where
+/// they are in two logs of that CPU).
+#[test]
+fn a_cpu_whose_last_stamp_is_the_largest_refuses_the_next_stamp() {
+    let _saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("three updates on one CPU").is_none() {
+        return;
+    }
+    let d = default_sized::<StampLog>();
+    let o = Object::new(&d, Vec::new());
+    let a = o.log(StampOp::Plain).expect("stamped");
+    let largest = o.log(StampOp::Largest).expect("stamped");
+    assert_eq!(
+        largest,
+        oplog::Stamp {
+            ts: u64::MAX,
+            cpu: a.cpu
+        }
+    );
+    let msg = panic_message(|| {
+        let again = o.log(StampOp::Plain);
+        assert_ne!(again, Some(largest), "a stamp repeated");
+    });
+    assert!(
+        msg.contains(&format!("CPU slot {} has no stamp left", a.cpu)),
+        "{msg}"
+    );
+    assert!(!o.is_poisoned(), "a panicking push poisons nothing");
+    assert_eq!(*o.synchronize(), [a, largest]);
 }
 
 /// An update applied by a synchronize logs to its own object, and then to an object that shares
