@@ -1259,7 +1259,19 @@ impl<L: Log> Object<L> {
         drop(t);
     }
 
-    /// How many CPUs hold a log of this object now (a snapshot).
+    /// The number of the domain's CPU slots whose way holds a log of this object (is tagged
+    /// with it): a log begun by an [`Object::log`] on a CPU of that slot since the last
+    /// synchronize, drop or eviction took the log there. Such a log may be empty: its updates
+    /// cancelled in [`Log::push`] (local absorption), or its first `push` not run yet. Logs
+    /// that an eviction spilled to the object are not counted, though the next synchronize
+    /// applies them.
+    ///
+    /// A snapshot, read without a lock (Relaxed loads of the pending bits, one word of 64
+    /// slots after another): it races with other threads' `log` calls, which tag ways, and with
+    /// their synchronizes, drops and evictions (a `log` of an object that shares the way),
+    /// which untag them. While none does, it is exact; else it is a count the object had at
+    /// some moment of the call where the domain has 64 CPU slots or fewer (one word), and may
+    /// mix the words' counts of different moments where it has more.
     pub fn cpus_with_logs(&self) -> usize {
         self.core()
             .pending
