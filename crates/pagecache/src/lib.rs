@@ -7,6 +7,7 @@ mod cache;
 #[cfg(all(not(loom), any(feature = "capi", test)))]
 pub mod capi;
 mod cursor;
+mod dynmap;
 mod dynpage;
 mod error;
 mod frame;
@@ -22,6 +23,8 @@ mod sync;
 
 pub use cache::{CachedFileOf, OpenMode, PageCacheOf, PageRef};
 pub use cursor::Cursor;
+use dynmap::DynMap;
+pub use dynmap::{DynMappedPage, DynMapping};
 use dynpage::ErasedToken;
 pub use dynpage::Page;
 pub use error::FileError;
@@ -125,7 +128,8 @@ pub struct Config {
     pub mode: Mode,
     /// Fault injection: called before each I/O.
     pub fault: Option<FaultHook>,
-    /// Which reverse map finds the LODIC mappings of a page ([`CachedFileOf::map`]).
+    /// Which reverse map finds the LODIC mappings of a page ([`CachedFileOf::map`],
+    /// [`CachedFile::map`]). Every cache has one, so every file of every cache can be mapped.
     pub rmap: Rmap,
 }
 
@@ -185,7 +189,7 @@ pub struct Stats {
 }
 
 trait DynCache: Send + Sync {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>>;
+    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>>;
     fn stats(&self) -> Stats;
     fn scheme(&self) -> &'static str;
     fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
@@ -221,10 +225,19 @@ trait DynFile: Send + Sync {
     /// `frame` and `token` are the parts of one [`DynFile::page`] (or `DynFile::page_cached`)
     /// of this file, given back once.
     unsafe fn put_frame(&self, frame: u32, token: ErasedToken);
+    /// [`CachedFileOf::map`], the typed mapping behind [`DynMap`].
+    fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn DynMap + '_>>;
+    /// [`CachedFileOf::page_count`].
+    fn page_count(&self, index: u64) -> i64;
+    /// [`CachedFileOf::mapcount`].
+    fn mapcount(&self, index: u64) -> u32;
+    /// The reverse map of the cache's mappings ([`Config::rmap`]), for the C API's unit tests.
+    #[cfg(all(test, not(loom)))]
+    fn rmap(&self) -> Rmap;
 }
 
 impl<C: RefCounter> DynCache for PageCacheOf<C> {
-    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>> {
+    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>> {
         Ok(Box::new(PageCacheOf::open_with(self, path, mode)?))
     }
     fn stats(&self) -> Stats {
@@ -291,15 +304,32 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
         let token = unsafe { token.into_token::<C::Token>() };
         CachedFileOf::put_frame(self, frame, token);
     }
+    fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn DynMap + '_>> {
+        Ok(Box::new(CachedFileOf::map(self, first, pages)?))
+    }
+    fn page_count(&self, index: u64) -> i64 {
+        CachedFileOf::page_count(self, index)
+    }
+    fn mapcount(&self, index: u64) -> u32 {
+        CachedFileOf::mapcount(self, index)
+    }
+    #[cfg(all(test, not(loom)))]
+    fn rmap(&self) -> Rmap {
+        self.parts().0.lodic.rmap
+    }
 }
 
 /// A page cache whose counting scheme is chosen at run time by name ([`Config::scheme`]).
 /// [`PageCacheOf`] is the same cache with the scheme as a type parameter (no dynamic call).
+/// Its files map LODIC mappings as the typed ones do ([`CachedFile::map`], [`DynMapping`]),
+/// found at reclaim time through the reverse map of [`Config::rmap`].
 pub struct PageCache {
     inner: Box<dyn DynCache>,
 }
 
-/// A file opened through a [`PageCache`]; see [`CachedFileOf`] for the semantics.
+/// A file opened through a [`PageCache`]; see [`CachedFileOf`] for the semantics. Its pages
+/// are read and written with [`CachedFile::read_at`] and [`CachedFile::write_at`], held with
+/// [`CachedFile::page`], and mapped for a thread (LODIC) with [`CachedFile::map`].
 pub struct CachedFile {
     inner: Box<dyn DynFile>,
 }
@@ -379,9 +409,7 @@ impl PageCache {
 
     /// Opens `path` through the cache in `mode` (see [`PageCacheOf::open_with`]).
     pub fn open_with(&self, path: impl AsRef<Path>, mode: OpenMode) -> io::Result<CachedFile> {
-        Ok(CachedFile {
-            inner: self.inner.open(path.as_ref(), mode)?,
-        })
+        Ok(CachedFile::new(self.inner.open_file(path.as_ref(), mode)?))
     }
 
     /// Counts so far.
@@ -396,9 +424,21 @@ impl PageCache {
 }
 
 impl CachedFile {
+    /// The file behind `inner` (made by `DynCache::open_file`).
+    pub(crate) fn new(inner: Box<dyn DynFile>) -> Self {
+        CachedFile { inner }
+    }
+
     /// See [`CachedFileOf::read_at`].
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.inner.read_at(buf, offset)
+    }
+
+    /// `CachedFileOf::read_cached`: a read of pages cached now, with no system call; `None`
+    /// where one is not.
+    #[cfg(all(not(loom), any(feature = "capi", test)))]
+    pub(crate) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+        self.inner.read_cached(buf, offset)
     }
 
     /// See [`CachedFileOf::write_at`].
@@ -431,6 +471,22 @@ impl CachedFile {
     pub fn page(&self, index: u64) -> io::Result<Page<'_>> {
         let parts = self.inner.page(index)?;
         Ok(Page::new(&*self.inner, index, parts))
+    }
+    /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC): see
+    /// [`CachedFileOf::map`] (its errors: `InvalidInput` for no pages or a range past the end
+    /// of the file, `OutOfMemory`, nothing mapped) and [`DynMapping`]. The cache's reverse map
+    /// is its [`Config::rmap`].
+    pub fn map(&self, first: u64, pages: u64) -> io::Result<DynMapping<'_>> {
+        Ok(DynMapping::new(self, self.inner.map(first, pages)?))
+    }
+    /// See [`CachedFileOf::page_count`]: READ-ALL of page `index`, its global counter plus the
+    /// embedded counters of every mapping that covers it.
+    pub fn page_count(&self, index: u64) -> i64 {
+        self.inner.page_count(index)
+    }
+    /// See [`CachedFileOf::mapcount`].
+    pub fn mapcount(&self, index: u64) -> u32 {
+        self.inner.mapcount(index)
     }
     /// See [`CachedFileOf::path`].
     pub fn path(&self) -> &Path {

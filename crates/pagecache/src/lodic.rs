@@ -934,6 +934,13 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
         self.read_slow(k, off, part)
     }
 
+    /// Gives back a reference to mapped page `k` that [`MappedPage::into_parts`] took apart
+    /// (as the guard's drop would): for [`crate::DynMappedPage`], which keeps the parts with
+    /// the scheme's token erased.
+    pub(crate) fn put_parts(&self, k: u64, frame: u32, spilled: Option<C::Token>) {
+        drop(self.guard(k, frame, spilled));
+    }
+
     fn guard(&self, k: u64, frame: u32, spilled: Option<C::Token>) -> MappedPage<'_, 'f, C> {
         MappedPage {
             map: self,
@@ -1051,6 +1058,17 @@ impl<C: RefCounter> MappedPage<'_, '_, C> {
     /// Whether the reference spilled into the page's global counter.
     pub fn spilled(&self) -> bool {
         self.spilled.is_some()
+    }
+
+    /// The guard taken apart, its reference kept: the page's place in the mapping, its frame,
+    /// and the scheme's token where the reference spilled. [`Mapping::put_parts`] gives it
+    /// back.
+    pub(crate) fn into_parts(self) -> (u64, u32, Option<C::Token>) {
+        let mut me = ManuallyDrop::new(self);
+        // Moved out of the `ManuallyDrop` it was kept in; `me` is never dropped, so the token
+        // is not put twice.
+        let spilled = me.spilled.take().map(ManuallyDrop::into_inner);
+        (me.page - me.map.rec.first, me.frame, spilled)
     }
 
     /// Copies `buf.len()` bytes at `offset` within the page.

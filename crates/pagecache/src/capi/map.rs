@@ -1,23 +1,22 @@
 //! LODIC mappings in the C API (`pagecache_mapping_t`, [`CMapping`]): [`pagecache_map`],
 //! [`pagecache_mapping_read`], [`pagecache_mapping_hold`], [`pagecache_mapping_release`] and
-//! [`pagecache_unmap`], over [`CachedFileOf::map`], [`Mapping::read_at`] and [`Mapping::page`].
+//! [`pagecache_unmap`], over the run-time-dispatched [`CachedFile::map`], [`DynMapping::read_at`]
+//! and [`DynMapping::page`] (the typed [`crate::Mapping`] with its scheme erased).
 //!
-//! The run-time-dispatched [`crate::PageCache`] has no mappings, so the C API keeps its caches
-//! and files behind traits of its own ([`CacheOps`], [`FileOps`]): the crate's dispatch
-//! (`DynCache`, `DynFile`) and, for a file, [`FileOps::map`], which makes the typed
-//! [`Mapping`] and hands it back erased ([`MapOps`]). Every cache has a LODIC reverse map
-//! ([`Config::rmap`]: [`crate::Rmap::File`], or [`crate::Rmap::Process`] with the option
+//! The C API's caches and files are the crate's dispatch ([`crate::PageCache`]'s cache behind
+//! `DynCache`, and [`CachedFile`]). Every cache has a LODIC reverse map ([`Config::rmap`]:
+//! [`crate::Rmap::File`], or [`crate::Rmap::Process`] with the option
 //! [`super::PAGECACHE_OPT_RMAP_PROCESS`]), so every file can be mapped.
 //!
-//! A [`Mapping`] is neither `Send` nor `Sync`: only the thread that made it uses it. A mapping
-//! handle is a slot of a third handle table (as the file handles, so that a second unmap, or a
-//! call after it, is refused with [`PAGECACHE_EBADF`] and touches nothing), whose value
-//! ([`OpenMapping`]) names the thread that made it (a number of the thread's own, never
+//! A [`DynMapping`] is neither `Send` nor `Sync`: only the thread that made it uses it. A
+//! mapping handle is a slot of a third handle table (as the file handles, so that a second
+//! unmap, or a call after it, is refused with [`PAGECACHE_EBADF`] and touches nothing), whose
+//! value ([`OpenMapping`]) names the thread that made it (a number of the thread's own, never
 //! reused): a call from any other thread reads that number only, and is refused with
 //! [`PAGECACHE_EPERM`]. The mapping holds a clone of its file handle's `paygo::Arc`, as a held
 //! page does: `pagecache_close` of the file returns [`PAGECACHE_EBUSY`] until the unmap, and
 //! the file the mapping borrows lives as long as it does. Pages held through the mapping
-//! ([`MappedPage`]s) are kept in its value, on its thread, and the unmap is refused
+//! ([`DynMappedPage`]s) are kept in its value, on its thread, and the unmap is refused
 //! ([`PAGECACHE_EBUSY`]) until they are released.
 
 use super::handles::{enter, Live, Table};
@@ -26,104 +25,17 @@ use super::{
     boundary, catches, io_code, writable, zeroed, CFile, OpenFile, Slot, PAGECACHE_EBUSY,
     PAGECACHE_EINTERNAL, PAGECACHE_EINVAL, PAGECACHE_ENOMEM, PAGECACHE_EPERM, PAGECACHE_OK,
 };
-use crate::cache::{CachedFileOf, OpenMode, PageCacheOf};
-use crate::{Config, DynCache, DynFile, MappedPage, Mapping};
+use crate::{Build, CachedFile, Config, DynMappedPage, DynMapping};
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use percpu::cancel::NoCancel;
-use refcount::RefCounter;
-use schemes::{SchemeInfo, Visit};
 use std::io;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A cache of the C API: the crate's dispatch, and an open that keeps the file's type's
-/// mappings reachable.
-pub(super) trait CacheOps: DynCache {
-    /// [`PageCacheOf::open_with`], the file behind [`FileOps`].
-    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FileOps>>;
-}
+/// A cache of the C API: the crate's dispatch.
+pub(super) use crate::DynCache as CacheOps;
 
-impl<C: RefCounter> CacheOps for PageCacheOf<C> {
-    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn FileOps>> {
-        Ok(Box::new(self.open_with(path, mode)?))
-    }
-}
-
-/// A file of the C API: the crate's dispatch, and its mappings.
-pub(super) trait FileOps: DynFile {
-    /// [`CachedFileOf::map`], erased.
-    fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn MapOps + '_>>;
-    /// The reverse map of the cache's mappings (for the unit tests).
-    #[cfg(test)]
-    fn rmap(&self) -> crate::Rmap;
-}
-
-impl<C: RefCounter> FileOps for CachedFileOf<C> {
-    fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn MapOps + '_>> {
-        Ok(Box::new(CachedFileOf::map(self, first, pages)?))
-    }
-    #[cfg(test)]
-    fn rmap(&self) -> crate::Rmap {
-        self.parts().0.lodic.rmap
-    }
-}
-
-/// A [`Mapping`], erased.
-pub(super) trait MapOps {
-    /// [`Mapping::read_at`].
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
-    /// `Mapping::read_entered`: `read_at` where every page is read through its entry, with no
-    /// system call; `false` where one is not.
-    fn read_entered(&self, buf: &mut [u8], offset: u64) -> bool;
-    /// [`Mapping::write_at`].
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
-    /// [`Mapping::len`].
-    fn len(&self) -> u64;
-    /// [`Mapping::pages`].
-    fn pages(&self) -> u64;
-    /// [`Mapping::page`]: a reference to mapped page `k`, held until the result is dropped.
-    fn hold(&self, k: u64) -> io::Result<Box<dyn HeldOps + '_>>;
-}
-
-impl<C: RefCounter> MapOps for Mapping<'_, C> {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        Mapping::read_at(self, buf, offset)
-    }
-    fn read_entered(&self, buf: &mut [u8], offset: u64) -> bool {
-        Mapping::read_entered(self, buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        Mapping::write_at(self, buf, offset)
-    }
-    fn len(&self) -> u64 {
-        Mapping::len(self)
-    }
-    fn pages(&self) -> u64 {
-        Mapping::pages(self)
-    }
-    fn hold(&self, k: u64) -> io::Result<Box<dyn HeldOps + '_>> {
-        Ok(Box::new(Mapping::page(self, k)?))
-    }
-}
-
-/// A [`MappedPage`], erased: its drop gives the reference back.
-pub(super) trait HeldOps {}
-
-impl<C: RefCounter> HeldOps for MappedPage<'_, '_, C> {}
-
-/// Builds the cache of a [`Config`] behind [`CacheOps`].
-struct Build<'a>(&'a Config);
-
-impl Visit for Build<'_> {
-    type Out = io::Result<Box<dyn CacheOps>>;
-    fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) -> Self::Out {
-        Ok(Box::new(PageCacheOf::with_scheme(scheme, self.0)?))
-    }
-}
-
-/// The cache of `cfg`, as [`crate::PageCache::new`] makes it (its errors), behind
-/// [`CacheOps`].
+/// The cache of `cfg`, as [`crate::PageCache::new`] makes it (its errors).
 pub(super) fn new_cache(cfg: &Config) -> io::Result<Box<dyn CacheOps>> {
     match schemes::try_visit(&cfg.scheme, &cfg.scheme_config, Build(cfg)) {
         Some(r) => r?,
@@ -136,42 +48,7 @@ pub(super) fn new_cache(cfg: &Config) -> io::Result<Box<dyn CacheOps>> {
 }
 
 /// What a live file handle's `paygo::Arc` holds: the open file (see [`super::OpenFile`]).
-pub struct FileC {
-    pub(super) inner: Box<dyn FileOps>,
-}
-
-impl FileC {
-    pub(super) fn new(inner: Box<dyn FileOps>) -> Self {
-        FileC { inner }
-    }
-    pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
-    }
-    pub(super) fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
-        self.inner.read_cached(buf, offset)
-    }
-    pub(super) fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
-        self.inner.write_at(buf, offset)
-    }
-    pub(super) fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
-    }
-    pub(super) fn drop_cache(&self) -> io::Result<usize> {
-        self.inner.drop_cache()
-    }
-    pub(super) fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    pub(super) fn set_len(&self, size: u64) -> io::Result<()> {
-        self.inner.set_len(size)
-    }
-    pub(super) fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    pub(super) fn close(self) -> io::Result<()> {
-        self.inner.close()
-    }
-}
+pub type FileC = CachedFile;
 
 /// What a live mapping handle holds: the mapping, the pages held through it, the thread that
 /// made it, and the file.
@@ -180,20 +57,20 @@ pub struct OpenMapping {
     /// and `map`.
     owner: u64,
     /// The pages held through the mapping ([`pagecache_mapping_hold`]): each with its page of
-    /// the mapping, in the order taken, their lifetimes erased: they borrow the mapping in
-    /// `map`, declared after them, so that they are dropped first (the mapping is not dropped
-    /// while one is held: [`pagecache_unmap`] returns `PAGECACHE_EBUSY` then).
-    held: RefCell<Vec<(u64, Box<dyn HeldOps>)>>,
+    /// the mapping, in the order taken, their lifetimes erased: they borrow the typed mapping
+    /// in the box of `map`, declared after them, so that they are dropped first (the mapping
+    /// is not dropped while one is held: [`pagecache_unmap`] returns `PAGECACHE_EBUSY` then).
+    held: RefCell<Vec<(u64, DynMappedPage<'static>)>>,
     /// The mapping of the file of `file`, its lifetime erased: it borrows the file that `file`
     /// holds, and is declared before it, so that it is dropped first (fields drop in the order
     /// of their declaration).
-    map: Box<dyn MapOps>,
+    map: DynMapping<'static>,
     /// A clone of the file handle's `Arc`: the file stays while the mapping does, and its
     /// handle is not closed meanwhile ([`PAGECACHE_EBUSY`]).
     file: OpenFile,
 }
 
-// SAFETY: `map` (a `Mapping`, neither `Send` nor `Sync`) and `held` (its `MappedPage`s, in a
+// SAFETY: `map` (a `DynMapping`, neither `Send` nor `Sync`) and `held` (its `DynMappedPage`s, in a
 // `RefCell`) are used only on the thread `owner` names: every call compares the calling
 // thread's `thread_id` with `owner` before it touches them (`pagecache_mapping_read`,
 // `pagecache_mapping_hold`, `pagecache_mapping_release`, and `pagecache_unmap`, whose `keep`
@@ -259,7 +136,7 @@ fn busy(func: &str, held: usize) -> i32 {
 
 /// Maps `pages` pages of the file from page `first_page` for the calling thread (LODIC: reads
 /// through the mapping count on its own entries, with plain stores) and stores the mapping's
-/// handle in `*out`: [`CachedFileOf::map`]. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null
+/// handle in `*out`: [`CachedFile::map`]. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null
 /// or misaligned `file` or `out`, `pages` 0), `PAGECACHE_EBADF` (a closed file handle),
 /// `-ENXIO` (the range ends past the file's last page, partial or whole, now),
 /// `PAGECACHE_ENOMEM` (the mapping's entries, 8 bytes a page, or the file's per-page mapping
@@ -292,7 +169,7 @@ pub unsafe extern "C" fn pagecache_map(
         let owner = thread_id();
         // The file's reference first: the mapping borrows the file it holds.
         let file_ref = paygo::Arc::clone(&*f);
-        let map = match file_ref.inner.map(first_page, pages) {
+        let map = match file_ref.map(first_page, pages) {
             Ok(m) => m,
             Err(e) => {
                 // A range past the end (`map` checks it against the length it loads).
@@ -306,8 +183,7 @@ pub unsafe extern "C" fn pagecache_map(
         // SAFETY: only the lifetime changes (same layout). The mapping borrows the file inside
         // the `paygo::Arc` allocation that `file_ref` keeps alive, at an address that does not
         // move: `OpenMapping` holds both, and drops the mapping first (its field order).
-        let map: Box<dyn MapOps + 'static> =
-            unsafe { core::mem::transmute::<Box<dyn MapOps + '_>, Box<dyn MapOps + 'static>>(map) };
+        let map = unsafe { core::mem::transmute::<DynMapping<'_>, DynMapping<'static>>(map) };
         let h = MAPPINGS.open(OpenMapping {
             owner,
             held: RefCell::new(Vec::new()),
@@ -322,7 +198,7 @@ pub unsafe extern "C" fn pagecache_map(
 }
 
 /// Copies `len` bytes of the mapping at `offset` into `buf`, as a load from mapped memory:
-/// [`Mapping::read_at`]. `offset` is within the mapping (byte `first_page * 4096` of the file
+/// [`DynMapping::read_at`]. `offset` is within the mapping (byte `first_page * 4096` of the file
 /// is offset 0), and the read is exact: it returns `len`, or an error, never fewer bytes.
 /// Bytes past the end of the file (in its last page, or cut off since the map) read as they
 /// are cached (zeros unless written). Errors: `PAGECACHE_EINVAL` (a null or misaligned `m`, a
@@ -385,7 +261,7 @@ pub unsafe extern "C" fn pagecache_mapping_read(
 }
 
 /// Writes `len` bytes of `buf` at `offset` of the mapping, as a store to memory mapped shared:
-/// [`Mapping::write_at`]. `offset` is within the mapping, as [`pagecache_mapping_read`]'s, and
+/// [`DynMapping::write_at`]. `offset` is within the mapping, as [`pagecache_mapping_read`]'s, and
 /// the write is exact: it returns `len`, or an error. The bytes land in the pages' frames,
 /// dirty, and reach the file as those of `pagecache_write_at` at the same place do; a write
 /// ending past the file's length grows the file. Errors: `PAGECACHE_EINVAL` (a null or
@@ -427,7 +303,7 @@ pub unsafe extern "C" fn pagecache_mapping_write(
             Ok(()) => len as isize,
             Err(e) => {
                 // A range outside the mapping (checked after the handle's read-only mode, as
-                // by `Mapping::write_at`): `-ENXIO`, as for pagecache_mapping_read; any other
+                // by `DynMapping::write_at`): `-ENXIO`, as for pagecache_mapping_read; any other
                 // `InvalidInput` (a write ending past 2^63 - 1) is `PAGECACHE_EINVAL`.
                 let size = live.map.len();
                 let outside = offset.checked_add(len as u64).is_none_or(|end| end > size);
@@ -535,7 +411,7 @@ unsafe fn own(func: &str, m: *const CMapping) -> Result<Live<OpenMapping>, i32> 
 }
 
 /// Takes a reference on page `page` of the mapping (page `first_page + page` of the file),
-/// counted on the mapping's entry for it ([`Mapping::page`]; filled on a miss), and keeps it
+/// counted on the mapping's entry for it ([`DynMapping::page`]; filled on a miss), and keeps it
 /// until [`pagecache_mapping_release`] of that page: the page stays cached meanwhile, neither
 /// evicted nor dropped by `pagecache_drop_cache`. A page may be held many times (each hold is
 /// released once). Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null or misaligned `m`),
@@ -570,7 +446,7 @@ pub unsafe extern "C" fn pagecache_mapping_hold(m: *const CMapping, page: u64) -
                 format_args!("no memory to keep the hold of a page"),
             );
         }
-        let held = match live.map.hold(page) {
+        let held = match live.map.page(page) {
             Ok(h) => h,
             Err(e) => {
                 let code = match e.kind() {
@@ -580,13 +456,12 @@ pub unsafe extern "C" fn pagecache_mapping_hold(m: *const CMapping, page: u64) -
                 return io_failed(code, F, Some(live.file.path()), &e);
             }
         };
-        // SAFETY: only the lifetime changes (same layout). The held page borrows the mapping
-        // in the box of `live.map`, which does not move and is dropped only after every held
-        // page is (`OpenMapping`'s field order, and `pagecache_unmap` refuses while one is
-        // held).
-        let held: Box<dyn HeldOps + 'static> = unsafe {
-            core::mem::transmute::<Box<dyn HeldOps + '_>, Box<dyn HeldOps + 'static>>(held)
-        };
+        // SAFETY: only the lifetime changes (same layout). The held page borrows the typed
+        // mapping in the box of `live.map`, which does not move and is dropped only after
+        // every held page is (`OpenMapping`'s field order, and `pagecache_unmap` refuses while
+        // one is held).
+        let held =
+            unsafe { core::mem::transmute::<DynMappedPage<'_>, DynMappedPage<'static>>(held) };
         // Allocates nothing: room made above.
         live.held.borrow_mut().push((page, held));
         PAGECACHE_OK
