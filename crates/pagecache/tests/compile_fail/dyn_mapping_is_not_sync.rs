@@ -1,0 +1,16 @@
+// A dispatched (`PageCache`) mapping's entries are written by its owning thread only: another
+// thread cannot use it through a shared reference either.
+use pagecache::{Config, PageCache};
+
+fn main() {
+    let cache = PageCache::new(Config::new(4, "atomic")).unwrap();
+    let file = cache.open("/etc/hostname").unwrap();
+    let map = file.map(0, 1).unwrap();
+    let shared = &map;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut b = [0u8; 1];
+            shared.read_at(&mut b, 0).unwrap();
+        });
+    });
+}
