@@ -178,8 +178,21 @@ pub(crate) fn run(
                 "--paygo-slots sizes paygo's tables, and scheme {scheme} has none"
             ));
         }
-        // A size paygo does not take is refused by `PageCache::new` (`InvalidInput`).
-        cfg.scheme_config.paygo.slots_per_cpu = n;
+        // Checked here, where the flag can be named: `PageCache::new` refuses such a size
+        // too, but in the words of `paygo::Config`'s fields ("window must be in ...").
+        let paygo = paygo::Config {
+            slots_per_cpu: n,
+            ..cfg.scheme_config.paygo
+        };
+        if paygo.check().is_err() {
+            return fail(&format!(
+                "--paygo-slots {n}: must be a power of two from {} (the probe window of paygo's \
+                 tables) to {}",
+                paygo.window,
+                paygo::MAX_SLOTS_PER_CPU,
+            ));
+        }
+        cfg.scheme_config.paygo = paygo;
     }
     let cache = match PageCache::new(cfg) {
         Ok(c) => c,

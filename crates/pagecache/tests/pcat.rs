@@ -270,3 +270,26 @@ fn a_double_dash_ends_the_options() {
     assert_eq!(code, 2, "{err}");
     assert_eq!(err, format!("pcat: unexpected argument '{p}'\n"));
 }
+
+/// A `--paygo-slots` that paygo's tables cannot take is refused naming the flag and the sizes
+/// it takes, below the probe window as above the largest table and between powers of two; a
+/// size it takes is read with.
+#[test]
+fn a_bad_paygo_slots_names_the_flag_and_the_sizes_it_takes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(&dir, "f", LEN);
+    let p = path.to_str().expect("UTF-8 path");
+    for n in ["0", "4", "7", "3000", "33554432"] {
+        let (code, out, err) = pcat(&[p, "--paygo-slots", n]);
+        assert_eq!((code, out.len()), (2, 0), "{n}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "pcat: --paygo-slots {n}: must be a power of two from 8 (the probe window of \
+                 paygo's tables) to 16777216\n"
+            )
+        );
+    }
+    let (code, out, err) = pcat(&[p, "--paygo-slots", "8"]);
+    assert_eq!((code, out.len() as u64), (0, LEN), "{err}");
+}
