@@ -20,6 +20,8 @@
  * carries its own Rust runtime, so it is not linked together with another Rust static library
  * such as libpaygo.a; it exports paygo.h's functions as well (PAYGO's process-wide domain,
  * separate from the caches' counters), so a program that needs both links libpagecache alone.
+ * A first program: crates/pagecache-c/tests/c/quickstart.c of the repository, built and run
+ * as crates/pagecache-c/README.md shows.
  * Before dlclose() of libpagecache.so, every thread that used it calls
  * pagecache_prepare_unload(), and the program closes every file and frees every cache: no
  * handle outlives the library (a "refcache" cache left alive also keeps its epoch thread

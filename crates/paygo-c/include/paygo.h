@@ -9,7 +9,8 @@
  * without -lgcc_s, which has no static library ("cannot find -lgcc_s"; the static link takes
  * libgcc_eh instead). The linker then warns that getaddrinfo and getpwuid_r, used by the Rust
  * standard library inside libpaygo.a, need glibc's shared libraries at run time: harmless,
- * as no paygo function calls them.
+ * as no paygo function calls them. A first program: crates/paygo-c/tests/c/quickstart.c of
+ * the repository, built and run as crates/paygo-c/README.md shows.
  *
  * References are per-thread. A reference belongs to the thread that took it: paygo_unref(obj)
  * in another thread gets PAYGO_ENOREF and gives nothing back, and the reference is given back
