@@ -376,6 +376,17 @@ fn default_thread_ceiling() -> usize {
     }
 }
 
+/// What clap says instead of running a command: an error (on stderr, exit code 2) or the help
+/// or version asked for (on stdout, exit code 0), as `Cli::parse()` would, but for a help or
+/// version that cannot be written (a full disk, a closed pipe): that is said, with exit code 1,
+/// as for any output of refbench.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    match e.print() {
+        Err(err) if !e.use_stderr() => output_error(format!("writing to standard output: {err}")),
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
+    }
+}
+
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     say!("refbench: {msg}");
     ExitCode::from(2)
@@ -455,7 +466,10 @@ fn check_distinct<T: PartialEq + std::fmt::Display>(
 
 fn main() -> ExitCode {
     // As `Cli::parse()`, keeping the matches: they say which flags were given.
-    let matches = Cli::command().get_matches();
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return clap_exit(&e),
+    };
     let cli =
         Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
     // An interrupt removes the file experiments' test files before exiting (130).

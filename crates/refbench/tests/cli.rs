@@ -3657,3 +3657,46 @@ fn an_interrupt_of_a_run_without_test_files_says_only_that() {
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert_eq!(err, "refbench: interrupted\n");
 }
+
+/// The help and the version asked for go to stdout as any output does: one that cannot be
+/// written (a full disk: /dev/full here) is told with a message and exit code 1, where it
+/// was lost with exit code 0; written, they exit 0. A command line clap refuses still exits 2.
+#[test]
+fn a_help_or_version_that_cannot_be_written_exits_1_saying_why() {
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["--version"],
+        &["help", "run"],
+        &["run", "--help"],
+        &["reproduce", "-h"],
+        &["report", "--help"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .expect("refbench runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(
+            err, "refbench: writing to standard output: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+        let o = refbench(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        assert!(o.stderr.is_empty(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("refbench"),
+            "{args:?}"
+        );
+    }
+    let o = refbench(&["--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--no-such-flag"));
+}
