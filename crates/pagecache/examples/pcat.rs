@@ -152,9 +152,9 @@ pub(crate) fn run(
                 Ok(())
             }
             "-h" | "--help" => {
-                return match writeln!(out, "{USAGE}\n{OPTIONS}") {
+                return match writeln!(out, "{USAGE}\n{OPTIONS}").and_then(|()| out.flush()) {
                     Ok(()) => 0,
-                    Err(_) => 1,
+                    Err(e) => say(&format!("writing to standard output: {e}"), 1),
                 };
             }
             _ if path.is_none() && !a.starts_with('-') => {

@@ -293,3 +293,34 @@ fn a_bad_paygo_slots_names_the_flag_and_the_sizes_it_takes() {
     let (code, out, err) = pcat(&[p, "--paygo-slots", "8"]);
     assert_eq!((code, out.len() as u64), (0, LEN), "{err}");
 }
+
+/// The help goes to stdout, and one that cannot be written is said with exit code 1, as the
+/// file is: it ended with exit code 1 and nothing said.
+#[test]
+fn a_help_that_cannot_be_written_exits_1_saying_why() {
+    /// Fails every write as a full disk does.
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    for arg in ["--help", "-h"] {
+        let mut err = Vec::new();
+        let code = pcat::run([arg.into()], &mut Full, &mut err);
+        let err = String::from_utf8(err).expect("UTF-8");
+        assert_eq!(code, 1, "{arg}: {err}");
+        assert_eq!(
+            err, "pcat: writing to standard output: No space left on device (os error 28)\n",
+            "{arg}"
+        );
+        let (code, out, err) = pcat(&[arg]);
+        assert_eq!((code, err.as_str()), (0, ""), "{arg}");
+        assert!(String::from_utf8(out)
+            .expect("UTF-8")
+            .starts_with("usage: pcat FILE"));
+    }
+}
