@@ -4,30 +4,25 @@
  * branch, an invalid read or write). */
 #include "paygo.h"
 
+#define CHECK_DESCRIBE(v) paygo_strerror((int)(v))
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
-static int failures;
-
-static void check(int ok, const char *what) {
-    if (!ok) {
-        fprintf(stderr, "fresh: %s\n", what);
-        failures++;
-    }
-}
-
-/* An object's life from an init on memory of unknown content. */
-static void life(paygo_obj_t *obj, const char *where) {
-    int rc = paygo_obj_init(obj);
-    check(rc == PAYGO_OK, where);
-    check(paygo_obj_init(obj) == PAYGO_ELIVE, "a second init of a live object is refused");
-    check(paygo_ref(obj) == PAYGO_OK, "paygo_ref");
-    check(paygo_read_all(obj) == 1, "one reference");
-    check(paygo_try_reclaim(obj) == PAYGO_EBUSY, "a referenced object is kept");
-    check(paygo_unref(obj) == PAYGO_OK, "paygo_unref");
-    check(paygo_try_reclaim(obj) == PAYGO_OK, "an unreferenced object is reclaimed");
-    check(paygo_obj_init(obj) == PAYGO_OK, "a reclaimed object is initialised again");
-    check(paygo_obj_destroy(obj) == PAYGO_OK, "paygo_obj_destroy");
+/* An object's life from an init on memory of unknown content: a second init of the live
+ * object is refused, a referenced one is kept, an unreferenced one is reclaimed, and a
+ * reclaimed one is initialised again. */
+static void life(paygo_obj_t *obj) {
+    CHECK_EQ(paygo_obj_init(obj), PAYGO_OK);
+    CHECK_EQ(paygo_obj_init(obj), PAYGO_ELIVE);
+    CHECK_EQ(paygo_ref(obj), PAYGO_OK);
+    CHECK_EQ(paygo_read_all(obj), 1);
+    CHECK_EQ(paygo_try_reclaim(obj), PAYGO_EBUSY);
+    CHECK_EQ(paygo_unref(obj), PAYGO_OK);
+    CHECK_EQ(paygo_try_reclaim(obj), PAYGO_OK);
+    CHECK_EQ(paygo_obj_init(obj), PAYGO_OK);
+    CHECK_EQ(paygo_obj_destroy(obj), PAYGO_OK);
 }
 
 int main(void) {
@@ -35,24 +30,24 @@ int main(void) {
     paygo_obj_t *objs[N];
     for (int i = 0; i < N; i++) {
         objs[i] = malloc(sizeof *objs[i]);
-        check(objs[i] != NULL, "malloc");
+        CHECK(objs[i] != NULL);
         if (objs[i] == NULL)
             return 1;
-        life(objs[i], "paygo_obj_init of malloc's memory");
+        life(objs[i]);
     }
     for (int i = 0; i < N; i++)
         free(objs[i]);
     /* Memory freed and taken again: malloc may give the same blocks back. */
     for (int i = 0; i < N; i++) {
         objs[i] = malloc(sizeof *objs[i]);
-        check(objs[i] != NULL, "malloc");
+        CHECK(objs[i] != NULL);
         if (objs[i] == NULL)
             return 1;
-        life(objs[i], "paygo_obj_init of memory malloc gave again");
+        life(objs[i]);
         free(objs[i]);
     }
     paygo_obj_t on_stack;
-    life(&on_stack, "paygo_obj_init of the stack");
+    life(&on_stack);
     printf("failures=%d\n", failures);
     return failures != 0;
 }
