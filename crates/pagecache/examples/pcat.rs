@@ -125,10 +125,13 @@ pub(crate) fn run(
         let a = arg.to_string_lossy();
         let r = match &*a {
             "--scheme" => value("--scheme").map(|v| scheme = v),
-            "--pages" => value("--pages").and_then(|v| {
-                v.parse()
-                    .map(|n| pages = n)
-                    .map_err(|e| format!("--pages {v}: {e}"))
+            "--pages" => value("--pages").and_then(|v| match v.parse() {
+                Ok(0) => Err("--pages 0: the cache holds at least one page".into()),
+                Ok(n) => {
+                    pages = n;
+                    Ok(())
+                }
+                Err(e) => Err(format!("--pages {v}: {e}")),
             }),
             "--passes" => value("--passes").and_then(|v| match v.parse() {
                 Ok(0) => Err("--passes 0: at least one pass (the one that cats the file)".into()),

@@ -178,6 +178,9 @@ fn bad_input_says_the_path_once_and_exits_2() {
             "{args:?}: {err}"
         );
     }
+    // A value refused is named with its flag.
+    let (_, _, err) = pcat(&[p, "--pages", "0"]);
+    assert_eq!(err, "pcat: --pages 0: the cache holds at least one page\n");
 }
 
 /// A file whose name is not UTF-8 is read as any other (its name said with U+FFFD in its place);

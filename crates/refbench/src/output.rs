@@ -353,7 +353,8 @@ Reading the table (--format table):
             vs_NAME      a ratio to the row NAME names (vs_no_migration, vs_std_arc, ...)
             skipped      why the row has no figure; note: what the scheme is
             paygo_slots  paygo's slots per CPU (--paygo-slots); pin_refused: pins refused
-  README.md's \"Reading the table\" names every field of every experiment.";
+  The repository's README.md, section \"Reading the table\", names every field of every
+  experiment.";
 
 /// The lines under [`table`] that say what its columns show: those of its columns that hold
 /// something (a table of `memory` rows has no throughput, no spread and no scaling), and what

@@ -460,9 +460,9 @@ fn memory_with_paygo_slots() {
 #[test]
 fn paygo_slots_refused_say_why() {
     for (args, why) in [
-        (&["run", "drbh", "--paygo-slots", "3000"][..], "--paygo-slots 3000: slots_per_cpu must be a power of two"),
-        (&["run", "drbh", "--paygo-slots", "4"], "--paygo-slots 4: at least 8, the probe window"),
-        (&["run", "drbh", "--paygo-slots", "33554432"], "--paygo-slots 33554432: slots_per_cpu must be a power of two no larger than 16777216"),
+        (&["run", "drbh", "--paygo-slots", "3000"][..], "--paygo-slots 3000: a power of two from 8 (the probe window of paygo's tables) to 16777216"),
+        (&["run", "drbh", "--paygo-slots", "4"], "--paygo-slots 4: a power of two from 8 (the probe window"),
+        (&["run", "drbh", "--paygo-slots", "33554432"], "--paygo-slots 33554432: a power of two from 8 (the probe window of paygo's tables) to 16777216"),
         (&["run", "drbh", "--schemes", "cas,atomic", "--paygo-slots", "8192"], "--paygo-slots: drbh does not use it with the schemes cas, atomic"),
         (&["run", "arc-clone", "--paygo-slots", "8192"], "--paygo-slots: arc-clone does not use it"),
         (&["run", "memory", "--size-cpus", "4096", "--paygo-slots", "16777216"], "--paygo-slots 16777216: paygo's tables would take 3146753 MiB for 4096 CPUs, more than the"),
