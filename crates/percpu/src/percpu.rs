@@ -780,16 +780,33 @@ impl<W: Word> PerCpu<W> {
     pub fn add_this_cpu(&self, delta: W::Value) {
         on_path!(self.path, OWN => {
             let area = self.area();
-            // SAFETY: a PerCpu has at least one slot (asserted by try_with_cpus, which every
-            // constructor calls).
-            let base = unsafe { self.slots.get_unchecked(0) }.value.raw();
+            let base = self.section_base();
             let n = self.slots.len() as u64;
-            // SAFETY: an rseq path; area is this thread's, base this PerCpu's slot 0, n its
-            // slots.
+            // SAFETY: an rseq path; area is this thread's, base this PerCpu's slot 0 (with the
+            // provenance of every slot), n its slots.
             if !unsafe { ThisCpu::<W>::try_section::<OWN>(area, base, n, W::to_bits(delta)) } {
                 ThisCpu::add_slow(self, self.path, area, base, delta);
             }
         }, locked => self.add_current(|v| v, delta))
+    }
+
+    /// The word of slot 0, as the base from which the section of [`PerCpu::add_this_cpu`]
+    /// computes the word of the slot of the CPU it reads. Derived from the pointer to the whole
+    /// array of slots, not from a reference to slot 0's value: the section writes the other
+    /// slots' words through it, which a pointer derived from `&slot0.value` has no provenance
+    /// for (its accesses are confined to those 8 bytes), as the assembly may access only what
+    /// Rust code given the same pointers could.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    #[inline(always)]
+    fn section_base(&self) -> *const std::sync::atomic::AtomicU64 {
+        let slots = self.slots.as_ptr();
+        // SAFETY: a PerCpu has at least one slot (asserted by try_with_cpus, which every
+        // constructor calls).
+        let slot0 = unsafe { self.slots.get_unchecked(0) };
+        // The offset of the value in its padded slot (the same in every slot), from the two
+        // addresses alone; the pointer returned keeps the provenance of `slots`.
+        let offset = slot0.value.raw() as usize - slots as usize;
+        slots.cast::<u8>().wrapping_add(offset).cast()
     }
 
     /// A handle for [`ThisCpu::add`] from the calling thread (it is neither `Send` nor `Sync`:
@@ -801,9 +818,7 @@ impl<W: Word> PerCpu<W> {
             return ThisCpu {
                 pc: self,
                 area: self.area(),
-                // SAFETY: a PerCpu has at least one slot (asserted by try_with_cpus, which every
-                // constructor calls).
-                base: unsafe { self.slots.get_unchecked(0) }.value.raw(),
+                base: self.section_base(),
                 n: self.slots.len() as u64,
                 path: self.path,
             };
@@ -883,7 +898,8 @@ impl<W: Word> ThisCpu<'_, W> {
         // handle (which is neither Send nor Sync, so that thread is the caller). `n` is the
         // slots' count, so for each CPU number below it, base + (cpu << log2(stride)) is the
         // word of that CPU's slot (the slots are one contiguous array of
-        // `CachePadded<Slot<W>>`), a live 8-byte atomic that only that CPU's sections write.
+        // `CachePadded<Slot<W>>`, and `base` carries the provenance of all of it:
+        // `PerCpu::section_base`), a live 8-byte atomic that only that CPU's sections write.
         unsafe {
             crate::arch::rseq::cs_add_this_cpu::<OWN>(area, base, n, stride.trailing_zeros(), bits)
         }
