@@ -5,6 +5,11 @@
 /// `sysconf(_SC_NPROCESSORS_CONF)` and the size of the kernel's CPU mask),
 /// or more if [`size_for_cpus`] asked for more before the first call.
 /// Per-CPU arrays are sized by it, so CPU hot-plug never indexes past the end.
+///
+/// The first call is not async-signal-safe (it reads `/sys` and initialises a `OnceLock`);
+/// [`crate::PerCpu::new`] makes it, and so does [`current_cpu`] on the fallback path: a program
+/// whose signal handlers use this crate calls it, and [`crate::mode`], before installing them
+/// (after [`size_for_cpus`], if it sizes the per-CPU structures).
 pub fn possible_cpus() -> usize {
     #[cfg(loom)]
     {

@@ -102,9 +102,9 @@ static FAST: AtomicU8 = AtomicU8::new(0);
 
 /// The path in use in this process (decided on the first call, then fixed).
 ///
-/// The first call is not async-signal-safe (it reads `/sys`, asks the kernel, may start a
-/// thread and initialises a `OnceLock`): a program whose signal handlers use this crate calls
-/// it before installing them.
+/// The first call is not async-signal-safe (it asks the kernel, may start a thread and
+/// initialises a `OnceLock`): a program whose signal handlers use this crate calls it, and
+/// [`crate::possible_cpus`], before installing them.
 pub fn mode() -> Mode {
     let m = *MODE.get_or_init(detect);
     // Release: pairs with the Acquire load of `fast_path_available`; what `detect` set up (the

@@ -1,4 +1,7 @@
-//! The facade: the only module that names `std::sync` or `loom`.
+//! The facade through which the code that loom models explore (the sections' words, the slot
+//! locks, the fences) names `std::sync` or `loom`. The process-wide state that no model explores
+//! (the path decided, the count of CPUs, the abort count, membarrier's registration) uses std's
+//! types directly.
 //!
 //! Under `cfg(loom)` the atomics, the mutex and the thread-local come from loom, and the
 //! environment is mocked: the machine has `LOOM_CPUS` CPUs and each model thread says which
