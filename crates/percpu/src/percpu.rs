@@ -474,8 +474,9 @@ impl<T> PerCpu<T> {
     }
 
     /// The bytes allocated for the slots: each holds its value beside the slot's lock, padded
-    /// to its own cache lines (128 bytes on x86-64 for a value of up to 64 bytes less the
-    /// lock). The `PerCpu` itself, where it is embedded, is not counted.
+    /// to its own cache lines (on x86-64 a multiple of 128 bytes: 128 for a value of up to 128
+    /// bytes less the lock, which is 8 bytes on Linux). The `PerCpu` itself, where it is
+    /// embedded, is not counted.
     pub fn slot_bytes(&self) -> usize {
         self.slots.len() * core::mem::size_of::<CachePadded<Slot<T>>>()
     }
