@@ -1,5 +1,7 @@
 //! A guard that disables the calling thread's cancellation, for the C APIs of the crates built
-//! on this one (`paygo.h`, `pagecache.h`). Not part of the public API.
+//! on this one (`paygo.h`, `pagecache.h`), and for this crate's own set-up at its first use
+//! (counting the CPUs reads sysfs; deciding the path may join a thread), whoever calls it. Not
+//! part of the public API.
 //!
 //! A call of a C API that reaches one of the C library's cancellation points (`open`, `read`,
 //! `pread`, `pwrite`, `fdatasync`, `close`, `pthread_join`, the `write` of a panic's message)

@@ -95,6 +95,10 @@ pub fn size_for_cpus(n: usize) -> Result<usize, SizeError> {
 
 #[cfg(not(loom))]
 fn detect_possible() -> usize {
+    // Reading sysfs (`open`, `read`, `close`) passes cancellation points: a cancellation
+    // pending on the caller's thread (a C caller's) would unwind it there, through the
+    // `OnceLock` being initialised. The request stays pending for the caller's next one.
+    let _no_cancel = crate::cancel::NoCancel::new();
     if let Some(n) = possible_listed() {
         return n + 1;
     }

@@ -143,6 +143,12 @@ fn detect() -> Mode {
     }
     #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
     {
+        // Where this crate registers the areas, `init` joins the thread that compares the
+        // areas' offset (`pthread_join`, a cancellation point): a cancellation pending on the
+        // caller's thread (a C caller's) would unwind it there, through the `OnceLock` being
+        // initialised, and the joined thread would write its answer into a frame gone. The
+        // request stays pending for the caller's next cancellation point.
+        let _no_cancel = crate::cancel::NoCancel::new();
         if !crate::arch::rseq::init() {
             return Mode::Fallback(FallbackReason::NotRegistered);
         }

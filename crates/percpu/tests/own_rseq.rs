@@ -669,3 +669,78 @@ fn deciding_the_path_without_memory_aborts_nothing() {
         decide_without_memory,
     );
 }
+
+/// `PTHREAD_CANCEL_DISABLE` (glibc); the `libc` crate does not bind `pthread_setcancelstate`.
+const PTHREAD_CANCEL_DISABLE: libc::c_int = 1;
+
+extern "C" {
+    fn pthread_setcancelstate(state: libc::c_int, oldstate: *mut libc::c_int) -> libc::c_int;
+}
+
+/// What [`first_uses`] returns when both first uses returned to it.
+static RETURNED: u8 = 0;
+
+/// The first uses of the crate in the process, on a thread with a cancellation pending: counting
+/// the CPUs, then deciding the path. Returns the address of [`RETURNED`] if both returned, with
+/// cancellation disabled before anything else (the request stays pending, never acted on).
+extern "C" fn first_uses(counted: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: a deferred cancellation request for the calling thread, acted on at its next
+    // cancellation point while cancellation is enabled.
+    unsafe { libc::pthread_cancel(libc::pthread_self()) };
+    let cpus = percpu::possible_cpus();
+    let _ = percpu::mode();
+    let mut was = 0;
+    // SAFETY: `was` is a writable int; the call only changes this thread's state.
+    unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut was) };
+    // SAFETY: `counted` is the `usize` that the joining thread lent, alive until the join.
+    unsafe { counted.cast::<usize>().write(cpus) };
+    (&RETURNED as *const u8).cast_mut().cast()
+}
+
+/// In the child: [`first_uses`] on a thread of its own, where libc registers no rseq area.
+fn first_uses_with_a_cancellation_pending() {
+    let mut thread: libc::pthread_t = 0;
+    let mut counted = 0usize;
+    // SAFETY: `first_uses` has the thread function's signature and writes only `counted`,
+    // which lives until the join below; default attributes.
+    let r = unsafe {
+        libc::pthread_create(
+            &mut thread,
+            std::ptr::null(),
+            first_uses,
+            (&mut counted as *mut usize).cast(),
+        )
+    };
+    assert_eq!(r, 0, "pthread_create");
+    let mut ret = std::ptr::null_mut();
+    // SAFETY: `thread` was started above, joinable, and is joined once.
+    assert_eq!(unsafe { libc::pthread_join(thread, &mut ret) }, 0);
+    assert_eq!(
+        ret.cast_const().cast::<u8>(),
+        &RETURNED as *const u8,
+        "the thread was cancelled inside the crate's first uses"
+    );
+    assert_eq!(counted, percpu::possible_cpus());
+    if !child_on_own_areas() {
+        return;
+    }
+    println!("CHILD-OK");
+}
+
+/// The crate's first uses, counting the CPUs (which reads sysfs: `open`, `read` and `close`)
+/// and deciding the path (which, where the crate registers the areas, joins the thread that
+/// compares their offset: `pthread_join`), pass cancellation points: a cancellation pending on
+/// the caller's thread (a C caller's) must not unwind it there, through the `OnceLock` being
+/// initialised (and out of the join, whose thread would then write its answer into a frame gone).
+/// Both return, the request left pending.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs itself again in a child process, which Miri cannot start; and checks the rseq path, which Miri builds do not have"
+)]
+fn the_first_uses_return_on_a_thread_with_a_cancellation_pending() {
+    in_child(
+        "the_first_uses_return_on_a_thread_with_a_cancellation_pending",
+        first_uses_with_a_cancellation_pending,
+    );
+}
