@@ -107,9 +107,13 @@ static FAST: AtomicU8 = AtomicU8::new(0);
 /// [`crate::possible_cpus`], before installing them.
 pub fn mode() -> Mode {
     let m = *MODE.get_or_init(detect);
-    // Release: pairs with the Acquire load of `fast_path_available`; what `detect` set up (the
-    // rseq area's offset, whose areas they are) is visible to a thread that reads 1 there.
-    FAST.store(if m == Mode::Rseq { 1 } else { 2 }, Ordering::Release);
+    // Stored once it is not (a read of the line every CPU shares, not a write of it at every
+    // call: `mode` may be called in a loop). Release: pairs with the Acquire load of
+    // `fast_path_available`; what `detect` set up (the rseq area's offset, whose areas they
+    // are) is visible to a thread that reads 1 there.
+    if FAST.load(Ordering::Relaxed) == 0 {
+        FAST.store(if m == Mode::Rseq { 1 } else { 2 }, Ordering::Release);
+    }
     m
 }
 
