@@ -8,7 +8,8 @@
 //! through `pread(2)`. Held pages (`PageCache`, the scheme chosen at run time): a 64-byte read
 //! through `read_at` beside the same read of a page held (`CachedFile::page`: no lookup, no
 //! counting) and a page taken, read and let go; a 64-byte overwrite through `write_at` beside
-//! the same write into a held page. A 64-byte read and overwrite through a LODIC mapping.
+//! the same write into a held page. A 64-byte read and overwrite through a LODIC mapping, of
+//! the typed cache and of `PageCache`.
 //! `sync` of a 4 GiB file with nothing written, and after one
 //! 64-byte write; a 64-byte read (a fill) and `drop_cache` of the same file, and a read and a
 //! `set_len` that cuts the file to its first page (and grows it back).
@@ -98,8 +99,10 @@ fn mapped(c: &mut Criterion, dir: &tempfile::TempDir) {
     });
 }
 
-/// Reads of the run-time-chosen cache (`paygo`): through `read_at`, of held pages, and of pages
-/// taken, read and let go one at a time; overwrites through `write_at` and of held pages.
+/// Reads of the run-time-chosen cache (`paygo`): through `read_at`, of held pages, through a
+/// LODIC mapping (`CachedFile::map`: the typed mapping behind a dynamic call), and of pages
+/// taken, read and let go one at a time; overwrites through `write_at`, of held pages and
+/// through the mapping.
 fn held(c: &mut Criterion, dir: &tempfile::TempDir) {
     let cache = PageCache::new(Config::new(2 * PAGES as usize, "paygo")).expect("cache");
     let f = cache.open(file(dir, "held")).expect("open");
@@ -137,6 +140,26 @@ fn held(c: &mut Criterion, dir: &tempfile::TempDir) {
         },
     );
     drop(pages);
+    let map = f.map(0, PAGES).expect("map");
+    c.bench_function(
+        "read 64 B through a LODIC mapping, paygo, PageCache",
+        |bn| {
+            bn.iter(|| {
+                k = (k + 1) % PAGES;
+                map.read_at(black_box(&mut b), k * P + 128).expect("read")
+            })
+        },
+    );
+    c.bench_function(
+        "overwrite 64 B through a LODIC mapping, paygo, PageCache",
+        |bn| {
+            bn.iter(|| {
+                k = (k + 1) % PAGES;
+                map.write_at(black_box(&b), k * P + 128).expect("write")
+            })
+        },
+    );
+    drop(map);
     c.bench_function(
         "take a page, read 64 B, let it go, paygo, PageCache::page",
         |bn| {
