@@ -48,7 +48,7 @@
 //!   read of cached pages only once it finds a page that is not (it reaches no cancellation
 //!   point: its only system call is the optimistic mode's `sched_yield`, which is none).
 
-use crate::{Config, Mode, OpenMode, PAGE_SIZE};
+use crate::{CachedFile, Config, Mode, OpenMode, PageCache, PAGE_SIZE};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use percpu::cancel::NoCancel;
 use std::ffi::{CString, OsStr};
@@ -133,7 +133,7 @@ pub const DEFAULT_SCHEME: &str = "paygo";
 
 /// What a live cache handle holds: the cache and its scheme's name as a static C string.
 pub struct OpenCache {
-    cache: Box<dyn map::CacheOps>,
+    cache: PageCache,
     scheme: &'static CStr,
 }
 
@@ -144,7 +144,7 @@ pub type CCache = Slot<OpenCache>;
 /// through the handle ([`CPage`]): a page's get clones it and its put drops the clone, PAYGO
 /// references that write no line another CPU writes, and `pagecache_close` closes the file
 /// only where the handle's is the last ([`PAGECACHE_EBUSY`] otherwise).
-pub type OpenFile = paygo::Arc<map::FileC>;
+pub type OpenFile = paygo::Arc<CachedFile>;
 
 /// A file handle, `pagecache_file_t` (opaque to C): a slot of the files' handle table.
 pub type CFile = Slot<OpenFile>;
@@ -169,7 +169,7 @@ use handles::{enter, Live, Table};
 use last_error::{failed, handle_failed, io_failed, pointer_failed};
 pub use map::{
     pagecache_map, pagecache_mapping_hold, pagecache_mapping_read, pagecache_mapping_release,
-    pagecache_mapping_write, pagecache_unmap, CMapping, FileC,
+    pagecache_mapping_write, pagecache_unmap, CMapping,
 };
 
 /// The PAYGO domain of the file handles' `paygo::Arc`s ([`OpenFile`]), made at the first open:
@@ -651,7 +651,7 @@ unsafe fn new_cache(func: &str, opts: &COptions, out: *mut *mut CCache) -> i32 {
     // A limit whose frames or counters cannot be allocated is `OutOfMemory`
     // (`PAGECACHE_ENOMEM`), not an abort: see `PageCacheOf::with_scheme`; so are the tables of
     // a `paygo` domain and the caches of `refcache` (see `schemes::try_visit`).
-    let cache = match map::new_cache(&cfg) {
+    let cache = match PageCache::new(cfg) {
         Ok(c) => c,
         Err(e) => return io_failed(io_code(&e), func, None, &e),
     };
@@ -798,9 +798,9 @@ unsafe fn open_in(
             )
         }
     };
-    match c.cache.open_file(path.as_ref(), mode) {
+    match c.cache.open_with(path, mode) {
         Ok(file) => {
-            let h = FILES.open(paygo::Arc::new_in(map::FileC::new(file), domain));
+            let h = FILES.open(paygo::Arc::new_in(file, domain));
             // SAFETY: `out` is not null, and the caller gives writable memory for a
             // pointer.
             unsafe { out.write(h) };

@@ -189,7 +189,7 @@ pub struct Stats {
 }
 
 trait DynCache: Send + Sync {
-    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>>;
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>>;
     fn stats(&self) -> Stats;
     fn scheme(&self) -> &'static str;
     fn fmt_debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
@@ -237,7 +237,7 @@ trait DynFile: Send + Sync {
 }
 
 impl<C: RefCounter> DynCache for PageCacheOf<C> {
-    fn open_file(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>> {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>> {
         Ok(Box::new(PageCacheOf::open_with(self, path, mode)?))
     }
     fn stats(&self) -> Stats {
@@ -409,7 +409,7 @@ impl PageCache {
 
     /// Opens `path` through the cache in `mode` (see [`PageCacheOf::open_with`]).
     pub fn open_with(&self, path: impl AsRef<Path>, mode: OpenMode) -> io::Result<CachedFile> {
-        Ok(CachedFile::new(self.inner.open_file(path.as_ref(), mode)?))
+        Ok(CachedFile::new(self.inner.open(path.as_ref(), mode)?))
     }
 
     /// Counts so far.
@@ -424,7 +424,7 @@ impl PageCache {
 }
 
 impl CachedFile {
-    /// The file behind `inner` (made by `DynCache::open_file`).
+    /// The file behind `inner` (made by `DynCache::open`).
     pub(crate) fn new(inner: Box<dyn DynFile>) -> Self {
         CachedFile { inner }
     }

@@ -3,8 +3,8 @@
 //! [`pagecache_unmap`], over the run-time-dispatched [`CachedFile::map`], [`DynMapping::read_at`]
 //! and [`DynMapping::page`] (the typed [`crate::Mapping`] with its scheme erased).
 //!
-//! The C API's caches and files are the crate's dispatch ([`crate::PageCache`]'s cache behind
-//! `DynCache`, and [`CachedFile`]). Every cache has a LODIC reverse map ([`Config::rmap`]:
+//! The C API's caches and files are the crate's dispatch ([`crate::PageCache`] and
+//! [`CachedFile`]). Every cache has a LODIC reverse map ([`crate::Config::rmap`]:
 //! [`crate::Rmap::File`], or [`crate::Rmap::Process`] with the option
 //! [`super::PAGECACHE_OPT_RMAP_PROCESS`]), so every file can be mapped.
 //!
@@ -25,30 +25,14 @@ use super::{
     boundary, catches, io_code, writable, zeroed, CFile, OpenFile, Slot, PAGECACHE_EBUSY,
     PAGECACHE_EINTERNAL, PAGECACHE_EINVAL, PAGECACHE_ENOMEM, PAGECACHE_EPERM, PAGECACHE_OK,
 };
-use crate::{Build, CachedFile, Config, DynMappedPage, DynMapping};
+#[cfg(doc)]
+use crate::CachedFile;
+use crate::{DynMappedPage, DynMapping};
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use percpu::cancel::NoCancel;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// A cache of the C API: the crate's dispatch.
-pub(super) use crate::DynCache as CacheOps;
-
-/// The cache of `cfg`, as [`crate::PageCache::new`] makes it (its errors).
-pub(super) fn new_cache(cfg: &Config) -> io::Result<Box<dyn CacheOps>> {
-    match schemes::try_visit(&cfg.scheme, &cfg.scheme_config, Build(cfg)) {
-        Some(r) => r?,
-        // `config_of` found the scheme first.
-        None => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("pagecache: unknown scheme '{}'", cfg.scheme),
-        )),
-    }
-}
-
-/// What a live file handle's `paygo::Arc` holds: the open file (see [`super::OpenFile`]).
-pub type FileC = CachedFile;
 
 /// What a live mapping handle holds: the mapping, the pages held through it, the thread that
 /// made it, and the file.

@@ -537,13 +537,13 @@ fn the_last_close_returns_the_write_back_error() {
         }
         Ok(())
     }));
-    let cache = map::new_cache(&cfg).expect("cache");
+    let cache = crate::PageCache::new(cfg).expect("cache");
     let handle = || {
-        FILES.open(paygo::Arc::new(FileC::new(
+        FILES.open(paygo::Arc::new(
             cache
-                .open_file(&p, OpenMode::WritableIfPermitted)
+                .open_with(&p, OpenMode::WritableIfPermitted)
                 .expect("open"),
-        )))
+        ))
     };
     let (a, b) = (handle(), handle());
     // SAFETY: live handles (from the files' table, as `pagecache_open` makes them), each
@@ -667,12 +667,12 @@ fn io_errors_return_their_errno_and_lose_nothing() {
             }
             Ok(())
         }));
-        let cache = map::new_cache(&cfg).expect("cache");
-        let f = FILES.open(paygo::Arc::new(FileC::new(
+        let cache = crate::PageCache::new(cfg).expect("cache");
+        let f = FILES.open(paygo::Arc::new(
             cache
-                .open_file(&p, OpenMode::WritableIfPermitted)
+                .open_with(&p, OpenMode::WritableIfPermitted)
                 .expect("open"),
-        )));
+        ));
         let eio = -libc::EIO as isize;
         let mut b = [0u8; 4];
         let bp = b.as_mut_ptr().cast::<c_void>();
@@ -1589,12 +1589,12 @@ fn last_error_of_file_calls_names_the_file_and_the_cause() {
         }
         Ok(())
     }));
-    let cache = map::new_cache(&cfg).expect("cache");
-    let f = FILES.open(paygo::Arc::new(FileC::new(
+    let cache = crate::PageCache::new(cfg).expect("cache");
+    let f = FILES.open(paygo::Arc::new(
         cache
-            .open_file(&p, OpenMode::WritableIfPermitted)
+            .open_with(&p, OpenMode::WritableIfPermitted)
             .expect("open"),
-    )));
+    ));
     let mut b = [0u8; 8];
     let bp = b.as_mut_ptr().cast::<c_void>();
     let big = isize::MAX as usize + 1;
