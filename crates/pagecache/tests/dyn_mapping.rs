@@ -2,7 +2,8 @@
 //! `DynMappedPage`), for every scheme of the registry that serves a page cache and both
 //! reverse maps: reads against the file's pattern, writes seen by the file and on disk, bad
 //! input that changes nothing, held pages across `drop_cache` and past the entry's counter,
-//! and threads with mappings of their own, migrating, against `drop_cache`.
+//! leaked held pages (embedded and spilled), and threads with mappings of their own,
+//! migrating, against `drop_cache`.
 
 mod common;
 
@@ -400,5 +401,57 @@ fn threads_with_their_own_mappings_against_drop_cache() {
         }
         f.drop_cache().expect("drop");
         assert_eq!(c.stats().resident, 0, "{what}: every page drops at the end");
+    }
+}
+
+/// A leaked held page (`mem::forget`) leaks its reference and changes no count: one counted in
+/// the entry keeps its page cached and its mapping in the reverse map after the mapping is
+/// dropped; a spilled one (past `EMBEDDED_MAX` on one entry) keeps its page counted in the
+/// scheme's counter. A new mapping of the page counts beside them, and gives its reference
+/// back whole.
+#[test]
+fn a_leaked_held_page_pins_its_page_and_miscounts_nothing() {
+    for (scheme, rmap) in every_cache() {
+        let what = format!("{scheme}, {rmap:?}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", 4 * P);
+        let c = cache(scheme, 8, rmap);
+        let f = c.open(&path).expect("open");
+        let m = f.map(0, 4).expect("map");
+        m.read_at(&mut vec![0u8; 4 * PAGE_SIZE], 0).expect("read");
+        std::mem::forget(m.page(1).expect("page"));
+        // Fill entry 2, then leak one that spills.
+        let full: Vec<_> = (0..EMBEDDED_MAX)
+            .map(|_| m.page(2).expect("page"))
+            .collect();
+        let spilled = m.page(2).expect("page");
+        assert!(spilled.spilled(), "{what}");
+        std::mem::forget(spilled);
+        drop(full);
+        assert_eq!(m.entry(2).map(|(_, n)| n), Some(0), "{what}");
+        assert_count(&f, scheme, 2, 1, &what);
+        drop(m); // stays in the reverse maps, counting the leaked reference of page 1
+        assert_eq!((f.mapcount(1), f.mapcount(2)), (1, 1), "{what}");
+        assert_count(&f, scheme, 1, 1, &what);
+        assert_eq!(
+            f.drop_cache().expect("drop"),
+            2,
+            "{what}: the leaked pages stay"
+        );
+        assert_count(&f, scheme, 1, 1, &what);
+        assert_count(&f, scheme, 2, 1, &what);
+        // A new mapping of the same pages works beside them.
+        let m2 = f.map(1, 2).expect("map");
+        let held = [m2.page(0).expect("page"), m2.page(1).expect("page")];
+        assert_count(&f, scheme, 1, 2, &what);
+        assert_count(&f, scheme, 2, 2, &what);
+        let mut b = [0u8; 16];
+        held[1].read(100, &mut b);
+        assert_pattern(&b, 2 * P + 100, &what);
+        drop(held);
+        drop(m2);
+        assert_count(&f, scheme, 1, 1, &what);
+        assert_count(&f, scheme, 2, 1, &what);
+        assert_eq!(f.drop_cache().expect("drop"), 0, "{what}");
     }
 }
