@@ -124,6 +124,9 @@ impl<C: RefCounter> DynMap for Mapping<'_, C> {
 pub struct DynMapping<'f> {
     file: &'f CachedFile,
     map: Box<dyn DynMap + 'f>,
+    /// The mapping's first page (`map.first_page()`, kept here: a hold makes no dynamic call
+    /// for it).
+    first: u64,
     /// Not `Send`, not `Sync`: the entries are written by the owning thread only.
     _owner: PhantomData<*const ()>,
 }
@@ -133,6 +136,7 @@ impl<'f> DynMapping<'f> {
     pub(crate) fn new(file: &'f CachedFile, map: Box<dyn DynMap + 'f>) -> Self {
         DynMapping {
             file,
+            first: map.first_page(),
             map,
             _owner: PhantomData,
         }
@@ -145,7 +149,7 @@ impl<'f> DynMapping<'f> {
 
     /// See [`Mapping::first_page`].
     pub fn first_page(&self) -> u64 {
-        self.map.first_page()
+        self.first
     }
 
     /// Bytes mapped (`pages() * PAGE_SIZE`).
@@ -200,7 +204,7 @@ impl<'f> DynMapping<'f> {
         Ok(DynMappedPage {
             map: &*self.map,
             k,
-            first: self.first_page(),
+            first: self.first,
             frame,
             spilled,
             _owner: PhantomData,
