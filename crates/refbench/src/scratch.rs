@@ -79,10 +79,17 @@ impl Scratch {
         let b = tempfile::Builder::new().prefix("refbench-fs-").to_owned();
         let dir = match chosen_parent(std::env::var_os(DIR_ENV)) {
             Some(p) => b.tempdir_in(&p).map_err(|e| {
+                // `e` names the folder it tried to make inside `p`; where `p` itself is
+                // missing or no folder, its own error says why without a second path.
+                let why = match std::fs::metadata(&p) {
+                    Err(m) => m.to_string(),
+                    Ok(m) if !m.is_dir() => "not a folder".to_string(),
+                    Ok(_) => e.to_string(),
+                };
                 std::io::Error::new(
                     e.kind(),
                     format!(
-                        "cannot make a folder in {} ({DIR_ENV}): {e}",
+                        "cannot make a folder in {} ({DIR_ENV}): {why}",
                         Path::new(&p).display()
                     ),
                 )

@@ -2178,7 +2178,8 @@ fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
     }
 }
 
-/// A `REFBENCH_TMPDIR` in which no folder can be made is refused before anything runs.
+/// A `REFBENCH_TMPDIR` in which no folder can be made is refused before anything runs, naming
+/// the folder once.
 #[test]
 fn a_tmpdir_that_cannot_hold_the_files_exits_2() {
     for args in [
@@ -2200,6 +2201,9 @@ fn a_tmpdir_that_cannot_hold_the_files_exits_2() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("REFBENCH_TMPDIR"), "{args:?}: {err}");
+        // The folder is named once, with the system's reason.
+        assert_eq!(err.matches("/nonexistent").count(), 1, "{args:?}: {err}");
+        assert!(err.contains("No such file or directory"), "{args:?}: {err}");
         assert!(o.stdout.is_empty(), "{args:?}: it ran");
     }
 }
