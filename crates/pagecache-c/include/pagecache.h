@@ -57,7 +57,7 @@
  * program.)
  *
  * Threads: handles are thread-safe. One pagecache_t and one pagecache_file_t may be used from
- * many threads at once (reads, writes, sync, drop_cache, len, set_len, open, stats); a
+ * many threads at once (reads, writes, sync, drop_cache, len, set_len, counts, open, stats); a
  * pagecache_mapping_t is the one exception: it is its thread's (see Lifetimes); reads and
  * writes of overlapping ranges racing each other see, byte by byte, the old or the new bytes,
  * as pread racing pwrite may (and a read racing a pagecache_set_len that cuts, the old bytes
@@ -92,10 +92,11 @@
  * caches and files have a table each). So a handle stays a valid pointer after its close or
  * free, and the library checks it:
  *   - pagecache_close(file) twice, or any call with a closed file handle (read, write, sync,
- *     drop_cache, len, set_len), returns PAGECACHE_EBADF and does nothing, as close(2) and
- *     pread(2) of a closed descriptor return EBADF. pagecache_free(cache) twice does nothing;
- *     pagecache_open and pagecache_stats with a freed cache handle return PAGECACHE_EBADF
- *     (nothing done, *out untouched), pagecache_scheme returns NULL.
+ *     drop_cache, len, set_len, page_count, mapcount), returns PAGECACHE_EBADF and does
+ *     nothing, as close(2) and pread(2) of a closed descriptor return EBADF.
+ *     pagecache_free(cache) twice does nothing; pagecache_open and pagecache_stats with a freed
+ *     cache handle return PAGECACHE_EBADF (nothing done, *out untouched), pagecache_scheme
+ *     returns NULL.
  *   - A slot is reused, like a file descriptor's number: after pagecache_close(f), a later
  *     pagecache_open (by any thread) may return the same pointer, and the stale copy of f then
  *     names the new file: a call with it reaches that file, and a pagecache_close with it
@@ -612,6 +613,34 @@ ssize_t pagecache_drop_cache(pagecache_file_t *file);
 /* The file's length in bytes (its size at open, grown by writes, set by pagecache_set_len),
  * or PAGECACHE_EINVAL (file is NULL), PAGECACHE_EBADF (file is closed). */
 int64_t pagecache_len(pagecache_file_t *file);
+
+/* Stores in *out the count of page index of the file (its bytes index * 4096 to index * 4096 +
+ * 4095) now: the READ-ALL of its frame's counter, which holds the references of the reads and
+ * writes in flight and of the pages held (pagecache_page_get), plus the entries of every mapping
+ * that covers it (pagecache_map), which hold those of the reads through mappings in flight and
+ * of the pages held through them (pagecache_mapping_hold). 0 for a page not cached: one never
+ * read, evicted, dropped, or past the end of the file (a page past a cut that a mapping holds
+ * is cached, and counted). So with no other thread at work, a page's count is the number of
+ * its holds, pagecache_page_get's and pagecache_mapping_hold's: each adds one, each
+ * pagecache_page_put and pagecache_mapping_release takes it back. A snapshot: exact while no
+ * other thread takes or gives back a reference of the page (racing them, a scheme that counts
+ * per CPU may sum parts read at different times). It takes the cache's lock of its frames (as
+ * a fill and an eviction do) and the file's lock of its mappings: a look at the counts, not a
+ * call for a fast path. Returns PAGECACHE_OK. Errors, which leave *out as it was:
+ * PAGECACHE_EINVAL (file or out is NULL or misaligned), PAGECACHE_EBADF (file is closed),
+ * -ENXIO (index is above 2^51 - 1, the last page of a file of 2^63 - 1 bytes: no file has that
+ * page, such as (uint64_t)-1; a page past the end of this file is no error). */
+int pagecache_page_count(pagecache_file_t *file, uint64_t index, int64_t *out);
+
+/* Stores in *out how many mappings (pagecache_map, of any thread) cover page index of the file
+ * now: 0 for a page that no mapping covers. A mapping covers its pages from its map to its
+ * unmap, cached or not, and past a cut of the file (pagecache_set_len) as well; one whose thread
+ * exited without unmapping it covers them for ever. Two mappings that overlap count twice on
+ * the pages they share. A snapshot, as pagecache_page_count's. Returns PAGECACHE_OK. Errors,
+ * which leave *out as it was: PAGECACHE_EINVAL (file or out is NULL or misaligned),
+ * PAGECACHE_EBADF (file is closed), -ENXIO (index is above 2^51 - 1, as for
+ * pagecache_page_count). */
+int pagecache_mapcount(pagecache_file_t *file, uint64_t index, uint32_t *out);
 
 /* Sets the file's length, as ftruncate(2) does, through the cache. Growing: the new bytes read
  * as zeros. Shrinking: the bytes past the new end are gone, cached, dirty or not (a later growth

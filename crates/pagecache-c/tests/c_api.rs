@@ -1,6 +1,6 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
 //! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`, `pages.c`,
-//! `mappings.c`, whose shared helpers are those of `tests/c/common.h`) against
+//! `mappings.c`, `counts.c`, whose shared helpers are those of `tests/c/common.h`) against
 //! `include/pagecache.h`
 //! and the crate's static library (`unload.c` loads the shared one with `dlopen`), runs them,
 //! and checks that the header also compiles as pedantic C++ (or says that check is skipped
@@ -363,6 +363,28 @@ fn c_program_reads_through_mappings() {
             "ok threads refcache",
             "ok threads paygo rmap-process",
             "ok threads atomic rmap-process",
+            "failures=0",
+        ],
+    );
+}
+
+/// Page and mapping counts (`tests/c/counts.c`): `pagecache_page_count` of a page only read is
+/// 0, rises by one at each hold (`pagecache_page_get`, `pagecache_mapping_hold`) and falls back
+/// at each put and release; `pagecache_mapcount` counts the mappings that cover a page, this
+/// thread's and another's, overlapping ones each, back to 0 at their unmaps; a page held through
+/// a mapping past a cut of the file is still counted; for "paygo", "atomic" and "paygo" with the
+/// process-space reverse map. NULL or misaligned arguments are `PAGECACHE_EINVAL`, an index past
+/// 2^51 - 1 `-ENXIO`, a closed handle `PAGECACHE_EBADF`, each with `*out` untouched.
+#[test]
+fn c_program_reads_page_counts_and_mapcounts() {
+    let text = build_and_run("counts");
+    expect_lines(
+        &text,
+        &[
+            "ok counts paygo",
+            "ok counts atomic",
+            "ok counts paygo rmap-process",
+            "ok refusals",
             "failures=0",
         ],
     );

@@ -1385,6 +1385,95 @@ pub unsafe extern "C" fn pagecache_len(file: *const CFile) -> i64 {
     })
 }
 
+/// The last page any file can have: the page of byte 2^63 - 1, a file's largest offset
+/// (2^51 - 1). [`pagecache_page_count`] and [`pagecache_mapcount`] refuse an index past it.
+const LAST_PAGE: u64 = i64::MAX as u64 / PAGE_SIZE as u64;
+
+/// The file of a count of page `index` (the entry point `func`) stored in `*out`, or the code
+/// that refuses its arguments (and this thread's last error message): `PAGECACHE_EINVAL` for a
+/// null or misaligned `file` or `out`, `PAGECACHE_EBADF` for a closed handle, `-ENXIO` for an
+/// index past [`LAST_PAGE`].
+///
+/// # Safety
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed).
+unsafe fn count_args<T>(
+    func: &str,
+    file: *const CFile,
+    index: u64,
+    out: *mut T,
+) -> Result<Live<OpenFile>, i32> {
+    // SAFETY: forwarded contract.
+    let f = unsafe { enter(file) }.map_err(|code| handle_failed(code, func, "file", file, code))?;
+    if !writable(out) {
+        return Err(pointer_failed(PAGECACHE_EINVAL, func, "out", out));
+    }
+    if index > LAST_PAGE {
+        return Err(failed(
+            -libc::ENXIO,
+            func,
+            format_args!(
+                "index is {index}, past {LAST_PAGE}, the last page of a file of 2^63 - 1 bytes"
+            ),
+        ));
+    }
+    Ok(f)
+}
+
+/// Stores in `*out` the count of page `index` of the file now: READ-ALL of its frame's counter
+/// (the references of the reads and writes in flight and of the pages held,
+/// [`pagecache_page_get`]) plus the entries of every mapping that covers it (the reads through
+/// mappings in flight and the pages held through them, [`pagecache_mapping_hold`]), as
+/// [`CachedFile::page_count`]; 0 for a page not cached. A snapshot: exact while no other thread
+/// takes or gives back a reference of the page. Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a
+/// null or misaligned `file` or `out`), `PAGECACHE_EBADF` (a closed handle), `-ENXIO` (`index`
+/// past 2^51 - 1, the last page of a file of 2^63 - 1 bytes); on an error `*out` is left as it
+/// was.
+///
+/// # Safety
+/// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `out` is
+/// null, misaligned or writable.
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_page_count(
+    file: *const CFile,
+    index: u64,
+    out: *mut i64,
+) -> i32 {
+    const F: &str = "pagecache_page_count";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let f = match unsafe { count_args(F, file, index, out) } {
+            Ok(f) => f,
+            Err(code) => return code,
+        };
+        let n = f.page_count(index);
+        // SAFETY: `out` is not null, aligned, and the caller gives writable memory for it.
+        unsafe { out.write(n) };
+        PAGECACHE_OK
+    })
+}
+
+/// Stores in `*out` how many mappings ([`pagecache_map`], of any thread) cover page `index` of
+/// the file now, as [`CachedFile::mapcount`]: 0 for a page no mapping covers. Returns and
+/// refuses as [`pagecache_page_count`].
+///
+/// # Safety
+/// As [`pagecache_page_count`].
+#[no_mangle]
+pub unsafe extern "C" fn pagecache_mapcount(file: *const CFile, index: u64, out: *mut u32) -> i32 {
+    const F: &str = "pagecache_mapcount";
+    boundary(F, PAGECACHE_EINTERNAL, || {
+        // SAFETY: forwarded contract.
+        let f = match unsafe { count_args(F, file, index, out) } {
+            Ok(f) => f,
+            Err(code) => return code,
+        };
+        let n = f.mapcount(index);
+        // SAFETY: `out` is not null, aligned, and the caller gives writable memory for it.
+        unsafe { out.write(n) };
+        PAGECACHE_OK
+    })
+}
+
 /// Fills `*out` with the cache's counts: `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null
 /// pointer) or `PAGECACHE_EBADF` (a freed cache handle).
 ///

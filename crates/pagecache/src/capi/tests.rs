@@ -2437,3 +2437,184 @@ fn the_rmap_option_chooses_the_reverse_map() {
         }
     }
 }
+
+/// `pagecache_page_count(f, index, &n)` of this thread's file handle: the code and the count.
+fn page_count_of(f: *const CFile, index: u64) -> (i32, i64) {
+    let mut n = -77;
+    // SAFETY: a handle of the caller's (live or closed), a writable out pointer.
+    let rc = unsafe { pagecache_page_count(f, index, &mut n) };
+    (rc, n)
+}
+
+/// `pagecache_mapcount(f, index, &n)`: the code and the count.
+fn mapcount_of(f: *const CFile, index: u64) -> (i32, u32) {
+    let mut n = 77;
+    // SAFETY: a handle of the caller's (live or closed), a writable out pointer.
+    let rc = unsafe { pagecache_mapcount(f, index, &mut n) };
+    (rc, n)
+}
+
+/// `pagecache_page_count` is the page's references: 0 for a page not cached or only read (a
+/// read gives its reference back), one more for each page held (`pagecache_page_get`) and for
+/// each hold through a mapping (`pagecache_mapping_hold`), back to 0 as they are given back;
+/// `pagecache_mapcount` is the mappings that cover the page, overlapping ones counted each, back
+/// to 0 at their unmap. A page held through a mapping past a cut of the file is still counted
+/// (no error past the end of the file), for "paygo" and "atomic".
+#[test]
+fn page_count_and_mapcount_follow_holds_and_mappings() {
+    let _tables = shared_tables();
+    for scheme in [c"paygo", c"atomic"] {
+        // A file of its own: the cut below shortens it.
+        let (_dir, path) = file_of(4 * PAGE_SIZE + 10);
+        let c = new_cache(8, scheme, PAGECACHE_MODE_COUNTING);
+        let f = open(c, &path);
+        let count = |i| page_count_of(f, i);
+        let maps = |i| mapcount_of(f, i);
+        assert_eq!(count(1), (PAGECACHE_OK, 0), "{scheme:?}: not cached");
+        assert_eq!(maps(1), (PAGECACHE_OK, 0), "{scheme:?}: not mapped");
+        let mut b = [0u8; 8];
+        let (mut p, mut q) = (CPage::default(), CPage::default());
+        let (mut m, mut n) = (null_mut(), null_mut());
+        // SAFETY: live handles of this thread's, pages of this test's, a buffer of its length.
+        unsafe {
+            assert_eq!(
+                pagecache_read_at(f, b.as_mut_ptr().cast(), 8, PAGE_SIZE as u64),
+                8
+            );
+            assert_eq!(count(1), (PAGECACHE_OK, 0), "{scheme:?}: read, given back");
+            assert_eq!(pagecache_page_get(f, 1, &mut p), PAGE_SIZE as isize);
+            assert_eq!(count(1), (PAGECACHE_OK, 1), "{scheme:?}: held once");
+            assert_eq!(pagecache_page_get(f, 1, &mut q), PAGE_SIZE as isize);
+            assert_eq!(count(1), (PAGECACHE_OK, 2), "{scheme:?}: held twice");
+            assert_eq!(count(0), (PAGECACHE_OK, 0), "{scheme:?}: another page");
+            assert_eq!(pagecache_page_put(&mut q), PAGECACHE_OK);
+            assert_eq!(count(1), (PAGECACHE_OK, 1), "{scheme:?}: one put");
+            assert_eq!(pagecache_page_put(&mut p), PAGECACHE_OK);
+            assert_eq!(count(1), (PAGECACHE_OK, 0), "{scheme:?}: both put");
+
+            // Pages 1 and 2, and 2 to 4 (the last page, of 10 bytes).
+            assert_eq!(pagecache_map(f, 1, 2, &mut m), PAGECACHE_OK);
+            assert_eq!(pagecache_map(f, 2, 3, &mut n), PAGECACHE_OK);
+            let all: Vec<u32> = (0..6).map(|i| maps(i).1).collect();
+            assert_eq!(all, [0, 1, 2, 1, 1, 0], "{scheme:?}");
+            assert_eq!(count(2), (PAGECACHE_OK, 0), "{scheme:?}: mapped, not held");
+            assert_eq!(pagecache_mapping_hold(m, 1), PAGECACHE_OK);
+            assert_eq!(count(2), (PAGECACHE_OK, 1), "{scheme:?}: held through m");
+            assert_eq!(pagecache_mapping_hold(n, 0), PAGECACHE_OK);
+            assert_eq!(pagecache_page_get(f, 2, &mut p), PAGE_SIZE as isize);
+            assert_eq!(count(2), (PAGECACHE_OK, 3), "{scheme:?}: m, n and a page");
+            assert_eq!(pagecache_mapping_release(m, 1), PAGECACHE_OK);
+            assert_eq!(pagecache_page_put(&mut p), PAGECACHE_OK);
+            assert_eq!(count(2), (PAGECACHE_OK, 1), "{scheme:?}: n's hold left");
+            assert_eq!(pagecache_mapping_release(n, 0), PAGECACHE_OK);
+            assert_eq!(count(2), (PAGECACHE_OK, 0), "{scheme:?}: all given back");
+            assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+            let all: Vec<u32> = (0..6).map(|i| maps(i).1).collect();
+            assert_eq!(all, [0, 0, 1, 1, 1, 0], "{scheme:?}: m unmapped");
+
+            // A cut to one page: n's hold of page 4 keeps it, counted, past the end.
+            assert_eq!(pagecache_mapping_hold(n, 2), PAGECACHE_OK);
+            assert_eq!(pagecache_set_len(f, PAGE_SIZE as i64), PAGECACHE_OK);
+            assert_eq!(count(4), (PAGECACHE_OK, 1), "{scheme:?}: held past the cut");
+            assert_eq!(
+                maps(4),
+                (PAGECACHE_OK, 1),
+                "{scheme:?}: mapped past the cut"
+            );
+            assert_eq!(pagecache_mapping_release(n, 2), PAGECACHE_OK);
+            assert_eq!(count(4), (PAGECACHE_OK, 0), "{scheme:?}");
+            assert_eq!(pagecache_unmap(n), PAGECACHE_OK);
+            assert_eq!(maps(4), (PAGECACHE_OK, 0), "{scheme:?}: n unmapped");
+            // The last page a file can have is counted; none is past it.
+            assert_eq!(count(LAST_PAGE), (PAGECACHE_OK, 0));
+            assert_eq!(maps(LAST_PAGE), (PAGECACHE_OK, 0));
+            assert_eq!(pagecache_close(f), PAGECACHE_OK);
+            pagecache_free(c);
+        }
+    }
+}
+
+/// `pagecache_page_count` and `pagecache_mapcount` refuse a null or misaligned file or out
+/// pointer (`PAGECACHE_EINVAL`), an index past the last page a file can have (`-ENXIO`: 2^51
+/// and up, such as -1 cast to `uint64_t`), and a closed handle (`PAGECACHE_EBADF`), with
+/// `*out` untouched and a message that names the function and the cause.
+#[test]
+fn page_count_and_mapcount_refuse_bad_handles_and_indexes() {
+    // Alone: calls with a closed handle.
+    let _tables = tables_alone();
+    let (_dir, path) = file_of(PAGE_SIZE);
+    let c = new_cache(2, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let bad_f = f.cast::<u8>().wrapping_add(1).cast::<CFile>();
+    let mut room = [0u64; 2];
+    let at = room.as_mut_ptr().cast::<u8>().wrapping_add(1);
+    assert_eq!(LAST_PAGE, (1 << 51) - 1);
+    let rc = page_count_of(null(), 0).0;
+    says(
+        rc,
+        PAGECACHE_EINVAL,
+        "pagecache_page_count",
+        &["file is NULL"],
+    );
+    let rc = mapcount_of(null(), 0).0;
+    says(
+        rc,
+        PAGECACHE_EINVAL,
+        "pagecache_mapcount",
+        &["file is NULL"],
+    );
+    assert_eq!(page_count_of(bad_f, 0), (PAGECACHE_EINVAL, -77));
+    assert_eq!(mapcount_of(bad_f, 0), (PAGECACHE_EINVAL, 77));
+    // SAFETY: a live handle; out pointers null or misaligned, refused before any write.
+    unsafe {
+        let rc = pagecache_page_count(f, 0, null_mut());
+        says(
+            rc,
+            PAGECACHE_EINVAL,
+            "pagecache_page_count",
+            &["out is NULL"],
+        );
+        let rc = pagecache_mapcount(f, 0, null_mut());
+        says(rc, PAGECACHE_EINVAL, "pagecache_mapcount", &["out is NULL"]);
+        assert_eq!(pagecache_page_count(f, 0, at.cast()), PAGECACHE_EINVAL);
+        assert_eq!(pagecache_mapcount(f, 0, at.cast()), PAGECACHE_EINVAL);
+    }
+    assert_eq!(
+        room, [0; 2],
+        "nothing written through a misaligned out pointer"
+    );
+    for index in [LAST_PAGE + 1, u64::MAX] {
+        let (rc, n) = page_count_of(f, index);
+        says(
+            rc,
+            -libc::ENXIO,
+            "pagecache_page_count",
+            &[&format!("index is {index}, past {LAST_PAGE}")],
+        );
+        assert_eq!(n, -77, "*out untouched");
+        let (rc, n) = mapcount_of(f, index);
+        says(rc, -libc::ENXIO, "pagecache_mapcount", &["the last page"]);
+        assert_eq!(n, 77, "*out untouched");
+    }
+    assert_eq!(page_count_of(f, 0), (PAGECACHE_OK, 0));
+    // SAFETY: a live handle, closed once.
+    assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
+    let (rc, n) = page_count_of(f, 0);
+    says(
+        rc,
+        PAGECACHE_EBADF,
+        "pagecache_page_count",
+        &["a closed file handle"],
+    );
+    assert_eq!(n, -77, "*out untouched");
+    let (rc, n) = mapcount_of(f, 0);
+    says(
+        rc,
+        PAGECACHE_EBADF,
+        "pagecache_mapcount",
+        &["a closed file handle"],
+    );
+    assert_eq!(n, 77, "*out untouched");
+    // SAFETY: a live cache handle, freed once.
+    unsafe { pagecache_free(c) };
+}
