@@ -6,11 +6,17 @@
  *
  * A program that defines CHECK_DESCRIBE(v) before including this header (a `const char *` for
  * the value v, such as pagecache_strerror((int)(v))) has CHECK_EQ print it after the
- * numbers. */
+ * numbers.
+ *
+ * must_sym(lib, name) is, for a program that loads its library at run time (dlopen, such as
+ * each crate's unload.c), the address of the library's symbol name, or the end of the program
+ * with status 2 (a failure of the test) and dlerror()'s message where it has none. */
 #ifndef CAPI_CHECK_CHECK_H
 #define CAPI_CHECK_CHECK_H
 
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int failures;
 
@@ -39,5 +45,17 @@ static int failures;
             __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                             \
         }                                                                                   \
     } while (0)
+
+/* The address of the symbol name of lib (a handle of dlopen); a symbol lib does not define
+ * ends the program with status 2, after dlerror()'s message. Inline: a program that does not
+ * use it neither warns nor links dlsym. */
+static inline void *must_sym(void *lib, const char *name) {
+    void *p = dlsym(lib, name);
+    if (!p) {
+        fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
+        exit(2);
+    }
+    return p;
+}
 
 #endif

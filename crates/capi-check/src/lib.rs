@@ -5,8 +5,9 @@
 //!   (`src/capi.rs`), so that a test can check that the two cannot drift;
 //! * [`cc`]: building a C program against a package's static library and running it, and
 //!   compiling a header as pedantic C++ and C99, linking a C++ program against a library and
-//!   checking a shared library's exports; the programs' checks (`CHECK`, `CHECK_EQ`) are this
-//!   crate's `include/check.h`.
+//!   checking a shared library's exports; the programs' checks (`CHECK`, `CHECK_EQ`), and
+//!   `must_sym`, the lookup of a symbol of a library loaded with `dlopen` (each `unload.c`), are
+//!   this crate's `include/check.h`.
 //!
 //! * [`elf`]: the SONAME and the needed libraries of an ELF file (its dynamic section);
 //! * [`install`]: checking `scripts/install-c.sh`, the install of a C library with its

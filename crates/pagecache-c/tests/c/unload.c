@@ -31,15 +31,6 @@ static struct {
 
 static const char *path;
 
-static void *must_sym(void *lib, const char *name) {
-    void *p = dlsym(lib, name);
-    if (!p) {
-        fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
-        exit(2);
-    }
-    return p;
-}
-
 static void *user(void *arg) {
     (void)arg;
     static const char *schemes[] = {"paygo", "atomic", "refcache", "percpu-ref"};

@@ -30,15 +30,6 @@ static struct {
     int (*prepare_unload)(void);
 } api;
 
-static void *must_sym(void *lib, const char *name) {
-    void *p = dlsym(lib, name);
-    if (!p) {
-        fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
-        exit(2);
-    }
-    return p;
-}
-
 static paygo_obj_t obj;
 /* The threads have used the library (1), and may exit (2). */
 static pthread_barrier_t used, may_exit;
