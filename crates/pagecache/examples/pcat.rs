@@ -55,6 +55,21 @@ fn file_error(path: &Path, e: &std::io::Error) -> String {
     }
 }
 
+/// The value `v` of the option `name` as a number above 0, or the message that refuses it:
+/// `"NAME 0: WHY_NOT_ZERO"` for 0 (however it is written), `"NAME V: <the parse error>"` for
+/// a value that is no such number.
+fn positive<T>(name: &str, v: &str, why_not_zero: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + Default + PartialEq,
+    T::Err: std::fmt::Display,
+{
+    match v.parse::<T>() {
+        Ok(n) if n == T::default() => Err(format!("{name} 0: {why_not_zero}")),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{name} {v}: {e}")),
+    }
+}
+
 /// What pcat says of a run on stderr, past its `pcat: FILE (SCHEME): `.
 struct Summary {
     passes: u64,
@@ -125,22 +140,18 @@ pub(crate) fn run(
         let a = arg.to_string_lossy();
         let r = match &*a {
             "--scheme" => value("--scheme").map(|v| scheme = v),
-            "--pages" => value("--pages").and_then(|v| match v.parse() {
-                Ok(0) => Err("--pages 0: the cache holds at least one page".into()),
-                Ok(n) => {
-                    pages = n;
-                    Ok(())
-                }
-                Err(e) => Err(format!("--pages {v}: {e}")),
-            }),
-            "--passes" => value("--passes").and_then(|v| match v.parse() {
-                Ok(0) => Err("--passes 0: at least one pass (the one that cats the file)".into()),
-                Ok(n) => {
-                    passes = n;
-                    Ok(())
-                }
-                Err(e) => Err(format!("--passes {v}: {e}")),
-            }),
+            "--pages" => value("--pages")
+                .and_then(|v| positive("--pages", &v, "the cache holds at least one page"))
+                .map(|n| pages = n),
+            "--passes" => value("--passes")
+                .and_then(|v| {
+                    positive(
+                        "--passes",
+                        &v,
+                        "at least one pass (the one that cats the file)",
+                    )
+                })
+                .map(|n| passes = n),
             "--optimistic" => {
                 mode = Mode::Optimistic;
                 Ok(())

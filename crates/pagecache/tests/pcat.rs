@@ -178,9 +178,32 @@ fn bad_input_says_the_path_once_and_exits_2() {
             "{args:?}: {err}"
         );
     }
-    // A value refused is named with its flag.
-    let (_, _, err) = pcat(&[p, "--pages", "0"]);
-    assert_eq!(err, "pcat: --pages 0: the cache holds at least one page\n");
+    // A value refused is named with its flag, 0 (however it is written) with why it is refused.
+    for (args, said) in [
+        (
+            &[p, "--pages", "0"],
+            "pcat: --pages 0: the cache holds at least one page\n",
+        ),
+        (
+            &[p, "--pages", "00"],
+            "pcat: --pages 0: the cache holds at least one page\n",
+        ),
+        (
+            &[p, "--pages", "x"],
+            "pcat: --pages x: invalid digit found in string\n",
+        ),
+        (
+            &[p, "--passes", "0"],
+            "pcat: --passes 0: at least one pass (the one that cats the file)\n",
+        ),
+        (
+            &[p, "--passes", "-1"],
+            "pcat: --passes -1: invalid digit found in string\n",
+        ),
+    ] {
+        let (code, out, err) = pcat(args);
+        assert_eq!((code, out.len(), err.as_str()), (2, 0, said), "{args:?}");
+    }
 }
 
 /// A file whose name is not UTF-8 is read as any other (its name said with U+FFFD in its place);
