@@ -49,9 +49,8 @@
 //! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`); with
 //! `--cfg paygo_loom_bug` it must catch four mutations (a surplus parent arrival kept, the
 //! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival, a
-//! `reinit` whose revival of `state` is Relaxed), and
-//! pass with a fourth, harmless one (the version kept at `0 -> ½`, `keep_version_is_harmless`,
-//! ignored: run it with `--ignored`).
+//! `reinit` whose revival of `state` is Relaxed), and pass with a fifth, harmless one (the
+//! version kept at `0 -> ½`, `keep_version_is_harmless`, ignored: run it with `--ignored`).
 
 use crate::lifecycle::{revive, store_load_order, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicU64, Ordering};

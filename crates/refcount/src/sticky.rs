@@ -26,6 +26,9 @@
 //! # Operations (parlaylib's)
 //!
 //! * `increment`: `fetch_add(1)`; success iff the old value lacks `ZERO`. Wait-free: no loop.
+//!   parlaylib's `increment` first loads the word and fails without adding where it has
+//!   `ZERO`; here a get is the one `fetch_add`, so a get on a dead word always leaves its
+//!   increment in the low bits, which [`reinit`] clears.
 //! * `decrement`: `fetch_sub(1)`; if that brought the count to 0, `compare_exchange(0 -> ZERO)`;
 //!   if that fails because a reader helped (`HELPED` set), take the mark, and if the value
 //!   taken still had `HELPED`, this decrement is the one that reached zero. True for exactly
@@ -56,7 +59,8 @@
 //! # Reuse in place
 //!
 //! parlaylib's counters live in memory that its deferred reclamation keeps from reuse while
-//! an operation on them may still run; here objects are re-initialised in place at any time
+//! an operation on them may still run (its `reset` must not race with an increment or a
+//! decrement); here objects are re-initialised in place at any time
 //! after their life ended, and the word has no generation. So a decrement that reached zero
 //! and stalls before its mark, while a get revives the object, that getter's put frees it, and
 //! the object is re-initialised and its next life's count reaches zero as well, marks the next
