@@ -62,6 +62,11 @@
 //!   dead, is seen for that moment too); from then on it costs what a shared atomic costs (a
 //!   CAS loop on put). Once merged, an object never becomes owned again (as in CPython).
 //! * Thread ids are never reused, so an object whose owner thread exited is simply shared.
+//! * The owner's get, put and merge are a load and a store of `local`, not one instruction:
+//!   a signal handler that runs on the owner thread must not get, put or merge an object
+//!   that thread owns (between the interrupted load and store, a merge's fold would be lost
+//!   to the store, and a reclaim could then succeed while that reference is held). Every
+//!   other thread, and a handler on another thread, may.
 //!
 //! # Limit
 //!
