@@ -368,8 +368,9 @@ impl Domain {
     ///
     /// Objects with neighbouring home slots (made one after another, or placed with
     /// [`Header::with_place`] at neighbouring numbers) are decided by one sweep of the tables
-    /// when that reads fewer slots than a scan per object (on machines with 4 or more CPUs,
-    /// with the default window; [`crate::Stats::swept`] counts them).
+    /// when that reads fewer slots than a scan per object (with the default window, batches of
+    /// about 256 objects or more on 2 CPUs, of 16 or more on 16; [`crate::Stats::swept`]
+    /// counts them).
     ///
     /// Unlike [`Domain::try_reclaim`], no object is scanned before its flag: a batch is for
     /// objects expected to be unreferenced (a file's pages being dropped), where that scan
@@ -413,7 +414,8 @@ impl Domain {
     /// whose every CPU counted references in every part of its table `slots_per_cpu` × CPUs.
     /// The hint is a quarter of the marked slots now, so the sweep reads about four slots per
     /// object, bounded to 4,096..=65,536:
-    /// - 4,096 on 2 CPUs, where no batch is swept, and wherever the tables are mostly unused;
+    /// - 4,096 on 2 CPUs (a batch that large is swept there too), and wherever the tables are
+    ///   mostly unused;
     /// - 16,384 with the default tables on 16 CPUs whose every table is marked throughout.
     ///
     /// A larger batch reads fewer slots per object, but its passes over the objects (flag,
