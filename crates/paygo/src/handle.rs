@@ -2,7 +2,7 @@
 //! [`Handle`]s and take [`HandleRef`]s, and the value is dropped once the owner has let go and the
 //! last `HandleRef` is gone (percpu_ref's kill-then-release). See README, "the handle".
 
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::{Domain, Header};
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
@@ -15,6 +15,9 @@ struct Inner<T> {
     domain: Arc<Domain>,
     /// Owner + handles alive; the allocation is freed when it reaches zero.
     handles: AtomicUsize,
+    /// Set once the value's drop has returned (or unwound): what [`Handle::is_released`] reads.
+    /// The header's DEAD is set before, by the decision that this party drops the value.
+    released: AtomicBool,
     /// Dropped exactly once, by whoever moves the header to DEAD (the kill or the last HandleRef).
     value: UnsafeCell<ManuallyDrop<T>>,
 }
@@ -45,9 +48,21 @@ impl<T> Inner<T> {
         unsafe { Pin::new_unchecked(&self.header) }
     }
 
+    /// Drops the value, then marks it released (also if its drop panics).
+    ///
     /// # Safety
     /// Called once, by the party that moved the header to DEAD.
     unsafe fn drop_value(&self) {
+        /// Marks the value released when dropped: after the value's drop returned or unwound.
+        struct Released<'a>(&'a AtomicBool);
+        impl Drop for Released<'_> {
+            fn drop(&mut self) {
+                // Release: pairs with the Acquire load of `Handle::is_released`, so that what
+                // the value's drop did happens before a `true` there.
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let _released = Released(&self.released);
         // SAFETY: DEAD means no HandleRef exists or can be taken, and the owner is gone: nobody else
         // touches the value (the caller is the unique winner).
         unsafe { ManuallyDrop::drop(&mut *self.value.get()) }
@@ -133,6 +148,7 @@ impl<T> Owner<T> {
             header: Header::new(),
             domain: domain.clone(),
             handles: AtomicUsize::new(1),
+            released: AtomicBool::new(false),
             value: UnsafeCell::new(ManuallyDrop::new(value)),
         });
         Owner {
@@ -222,9 +238,12 @@ impl<T> Handle<T> {
         })
     }
 
-    /// Whether the value has been dropped.
+    /// Whether the value has been dropped: true once its drop has returned (or unwound from a
+    /// panic of the value's `Drop`), and what that drop did happens before the `true`. While
+    /// the last [`HandleRef`] (or the owner's kill) is dropping it on another thread, false.
     pub fn is_released(&self) -> bool {
-        self.inner().header.is_dead()
+        // Acquire: pairs with the Release store after the value's drop (`Inner::drop_value`).
+        self.inner().released.load(Ordering::Acquire)
     }
 }
 

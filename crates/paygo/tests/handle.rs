@@ -212,3 +212,54 @@ fn a_value_that_drops_the_last_handle_to_itself() {
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert_eq!(Arc::strong_count(&d), 1, "the allocation was freed");
 }
+
+/// `Handle::is_released` says the value has been dropped only once its drop has returned: the
+/// last `HandleRef`, dropped on another thread after the kill, runs the value's `Drop`, which
+/// waits for this thread's word; until then the handle says not released, and once it says
+/// released, what the drop did is seen.
+#[test]
+fn is_released_only_after_the_values_drop_returned() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{mpsc, Mutex};
+    struct Slow {
+        started: Mutex<mpsc::Sender<()>>,
+        go: Mutex<mpsc::Receiver<()>>,
+        done: Arc<AtomicBool>,
+    }
+    impl Drop for Slow {
+        fn drop(&mut self) {
+            self.started.lock().unwrap().send(()).unwrap();
+            self.go.lock().unwrap().recv().unwrap();
+            self.done.store(true, Ordering::Relaxed);
+        }
+    }
+    let d = Arc::new(Domain::new());
+    let (started_tx, started) = mpsc::channel();
+    let (go, go_rx) = mpsc::channel();
+    let done = Arc::new(AtomicBool::new(false));
+    let o = Owner::new(
+        &d,
+        Slow {
+            started: Mutex::new(started_tx),
+            go: Mutex::new(go_rx),
+            done: done.clone(),
+        },
+    );
+    let h = o.handle();
+    let r = h.try_get().expect("published");
+    o.kill();
+    assert!(!h.is_released(), "released while a reference is held");
+    std::thread::scope(|s| {
+        let last = s.spawn(move || drop(r));
+        started.recv().unwrap();
+        // Read while the drop waits, and checked once it returned (a failed assertion here
+        // would leave the drop waiting for ever).
+        let early = h.is_released();
+        go.send(()).unwrap();
+        last.join().unwrap();
+        assert!(!early, "released while the value's drop had not returned");
+    });
+    assert!(h.is_released());
+    assert!(done.load(Ordering::Relaxed), "the drop's write is seen");
+    assert!(h.try_get().is_none());
+}
