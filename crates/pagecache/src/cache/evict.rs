@@ -340,6 +340,7 @@ impl<C: RefCounter> Inner<C> {
         }));
         self.evictions.fetch_add(freed as u64, Ordering::Relaxed);
         if let Err(panic) = run {
+            a.evict_panics += 1;
             a.retired += self.lost_in_reinit(a, orphans, free_before);
             if returned {
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -476,6 +477,7 @@ impl<C: RefCounter> Inner<C> {
             // The scheme panicked: the frames it left dead go out of their slots (with the
             // mapping locks held, as an eviction unpublishes its frames). A second panic of
             // the scheme there ends the retiring; the first one goes on below.
+            a.evict_panics += 1;
             a.retired += self.lost_in_reinit(a, &b.frames[..b.len], free_before);
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 self.retire_dead(a, b, owners, returned, summed)

@@ -368,16 +368,25 @@ impl<C: RefCounter> Inner<C> {
             };
             frames.push(i);
             // A panic of the readahead (an allocation's, under `-Zoom=panic`: the slots' nodes
-            // past the flat array, an eviction's lists) is caught to take out the frames it
-            // installed, and the missed page's, and to let the lock go unpoisoned before it
-            // goes on: unwinding past them would leave every use of their pages waiting for
-            // frames never published (until the poisoned lock's waits gave up).
+            // past the flat array, an eviction's lists; or a counting scheme's, in an
+            // eviction) is caught to take out the frames it installed, and the missed page's:
+            // unwinding past them would leave every use of their pages waiting for frames never
+            // published (until the poisoned lock's waits gave up). An allocation's panic leaves
+            // nothing else unusable, and the lock is let go unpoisoned before it goes on. A
+            // scheme's panic that an eviction caught (`evict_panics` changed) may have left
+            // frames dead in their slots (see `retire_dead`: one whose write-back failed, one
+            // the scheme still counts a reference on): the lock is held as the unwind goes on,
+            // which poisons it as that panic does elsewhere, so that the waits for those pages
+            // give up and mend them (`wait_turn`, `recover`) instead of waiting for ever.
+            let panics = a.evict_panics;
             let ahead = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 self.read_ahead(&mut a, f, page, &mut frames)
             }));
             if let Err(panic) = ahead {
                 self.take_out(&mut a, f, page, &frames, tok);
-                drop(a);
+                if a.evict_panics == panics {
+                    drop(a);
+                }
                 std::panic::resume_unwind(panic);
             }
             a.high_water = a

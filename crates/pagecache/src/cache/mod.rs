@@ -80,6 +80,10 @@ pub(crate) struct Alloc {
     /// Frames a counting scheme's panic took out of use for good: neither free nor in a slot,
     /// never used again (see [`Inner::retire`]).
     retired: usize,
+    /// Panics an eviction caught under this lock (a counting scheme's, in its try-reclaim or a
+    /// `reinit`) before it went on: a fill whose readahead unwinds lets the lock go unpoisoned
+    /// only where this did not change meanwhile (see `Inner::fill`).
+    evict_panics: u64,
 }
 
 /// The open files, by id and by (device, inode).
@@ -607,6 +611,7 @@ impl<C: RefCounter> PageCacheOf<C> {
                     hand: 0,
                     high_water: 0,
                     retired: 0,
+                    evict_panics: 0,
                 }),
                 files: Mutex::new(Files::default()),
                 next_id: AtomicU64::new(1),

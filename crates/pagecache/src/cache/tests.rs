@@ -521,3 +521,144 @@ fn only_a_vouching_scheme_has_the_kernel_fill_its_frames() {
     assert_eq!(file.read_at(&mut b, PAGE_SIZE as u64 + 3).expect("read"), 5);
     assert_eq!(b, want);
 }
+
+/// `atomic` whose `reinit` panics (before it makes the object live again) at the call whose
+/// number (from 1) is `panic_at`.
+struct ReinitPanicsAt {
+    inner: Atomic,
+    reinits: std::sync::atomic::AtomicUsize,
+    panic_at: std::sync::atomic::AtomicUsize,
+}
+
+impl refcount::RefCounter for ReinitPanicsAt {
+    type Object = refcount::atomic::AtomicObject;
+    type Token = refcount::atomic::AtomicToken;
+    const NAME: &'static str = "reinit-panics-at";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+    fn new_object(&self) -> Self::Object {
+        self.inner.new_object()
+    }
+    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+        self.inner.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
+        self.inner.put(obj, token)
+    }
+    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
+        self.inner.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.reinits.fetch_add(1, Relaxed) + 1 == self.panic_at.load(Relaxed) {
+            panic!("a scheme whose reinit panics");
+        }
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
+        self.inner.memory(objs)
+    }
+}
+
+/// A scheme's panic in an eviction that a fill's readahead made (the `reinit` of a frame whose
+/// write-back failed) leaves the batch's other dirty frames dead in their slots, their
+/// write-backs failing too: the fill takes its own frames out and unwinds with the allocator
+/// lock poisoned, as the same panic in the missed page's eviction leaves it, so that a read of
+/// such a page gives up its wait and mends the frame (written back once the write-backs
+/// succeed, then filled again) and returns the bytes written there. With the lock let go
+/// unpoisoned, as after an allocation's panic, that read waited for ever.
+///
+/// A cache of 16 frames holds the 16 pages of file `a`, pages 1 to 15 written (dirty), page 0
+/// clean; write-backs fail. A sequential miss on file `b` evicts the 16 frames (15 made live
+/// again, dirty: 16 `reinit`s) and takes page 0's; its readahead (2 pages, an eighth of the
+/// cache) evicts again, and the first `reinit` there panics.
+#[test]
+fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pages = 16u64;
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    std::fs::write(
+        &a,
+        (0..pages * PAGE_SIZE as u64).map(byte).collect::<Vec<u8>>(),
+    )
+    .expect("file a");
+    std::fs::write(&b, vec![9u8; 4 * PAGE_SIZE]).expect("file b");
+    let fail = std::sync::Arc::new(AtomicBool::new(false));
+    let hook_fail = fail.clone();
+    let mut cfg = Config::new(16, "reinit-panics-at");
+    cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
+        if ev.kind == crate::IoKind::WriteBack && hook_fail.load(Relaxed) {
+            Err(std::io::Error::other("injected write-back error"))
+        } else {
+            Ok(())
+        }
+    }));
+    let scheme = ReinitPanicsAt {
+        inner: Atomic,
+        reinits: AtomicUsize::new(0),
+        panic_at: AtomicUsize::new(usize::MAX),
+    };
+    let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("cache");
+    // Kept from their drops until the end: a drop (its sync) would wait for ever on a dead
+    // page if the lock were not poisoned, which would hang the test instead of failing it.
+    let fa = core::mem::ManuallyDrop::new(cache.open(&a).expect("open a"));
+    let fb = core::mem::ManuallyDrop::new(cache.open(&b).expect("open b"));
+    let mut buf = vec![0u8; PAGE_SIZE];
+    // Descending: no page is read ahead (page 0's readahead stops at page 1, cached).
+    for p in (0..pages).rev() {
+        fa.read_at(&mut buf, p * PAGE_SIZE as u64).expect("read a");
+    }
+    for p in 1..pages {
+        fa.write_at(b"written", p * PAGE_SIZE as u64 + 100)
+            .expect("write a");
+    }
+    assert_eq!(cache.stats().resident, pages as usize);
+    fail.store(true, Relaxed);
+    let s = cache.scheme();
+    s.panic_at.store(s.reinits.load(Relaxed) + 17, Relaxed);
+    let panicked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fb.read_at(&mut buf, 0))).is_err();
+    assert!(panicked, "the scheme's panic unwinds out of the read");
+    assert!(
+        s.reinits.load(Relaxed) >= s.panic_at.load(Relaxed),
+        "the readahead's eviction reached the panicking reinit"
+    );
+    assert!(
+        cache.inner.alloc.is_poisoned(),
+        "the scheme's panic under the lock poisons it"
+    );
+    // The missed page's frame is free again; a's 15 dirty pages stay in their frames.
+    assert_eq!(cache.stats().resident, pages as usize - 1);
+    fail.store(false, Relaxed);
+    s.panic_at.store(usize::MAX, Relaxed);
+    // On another thread, so that a wait without end fails the test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut page = vec![0u8; PAGE_SIZE];
+        let r = fa.read_at(&mut page, PAGE_SIZE as u64).map(|n| (n, page));
+        let _ = tx.send((r, fa));
+    });
+    let (r, fa) = rx
+        .recv_timeout(std::time::Duration::from_secs(600))
+        .expect("the read of a page the panic left dead returns");
+    let fa = core::mem::ManuallyDrop::into_inner(fa);
+    let (n, page) = r.expect("read");
+    assert_eq!(n, PAGE_SIZE);
+    assert_eq!(&page[100..107], b"written");
+    assert_eq!(page[0], byte(PAGE_SIZE as u64));
+    assert_eq!(
+        &std::fs::read(&a).expect("read the file")[PAGE_SIZE + 100..PAGE_SIZE + 107],
+        b"written",
+        "the dead frame's bytes were written back"
+    );
+    fa.close().expect("close a");
+    core::mem::ManuallyDrop::into_inner(fb)
+        .close()
+        .expect("close b");
+}
