@@ -353,17 +353,33 @@ impl<C: RefCounter> Inner<C> {
             slot.store(i + 1, Ordering::Release);
             f.slots.note_cached(page);
             let mut tries = 0;
-            let tok = loop {
+            // A panic of the scheme's try-get is caught to take the frame out of the slot
+            // before it goes on: left there, installed and never published, it would make
+            // every later use of the page wait, then give up with an error, for good.
+            let got = std::panic::catch_unwind(AssertUnwindSafe(|| loop {
                 if let Some(t) = self.get(i) {
-                    break t;
+                    break Ok(t);
                 }
                 if let Err(e) = self.wait_turn(&mut tries) {
-                    // A free frame the scheme no longer counts on: left out of the free list
-                    // and of the slot (nobody used it: its version is odd), and retired.
+                    break Err(e);
+                }
+            }));
+            let tok = match got {
+                Ok(Ok(t)) => t,
+                failed => {
+                    // A free frame the scheme no longer counts on, or whose count its panic
+                    // left unknown: left out of the free list and of the slot (nobody used
+                    // it: its version is odd), and retired.
                     slot.store(0, Ordering::Relaxed);
                     self.frames[i as usize].meta.clear();
                     a.retired += 1;
-                    return Err(e);
+                    match failed {
+                        Ok(Err(e)) => return Err(e),
+                        // The lock held as the unwind goes on: poisoned, as by any scheme's
+                        // panic under it.
+                        Err(panic) => std::panic::resume_unwind(panic),
+                        Ok(Ok(_)) => unreachable!("taken above"),
+                    }
                 }
             };
             frames.push(i);

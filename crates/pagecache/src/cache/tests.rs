@@ -662,3 +662,85 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
         .close()
         .expect("close b");
 }
+
+/// `atomic` whose `try_get`, once armed, panics (before it counts anything).
+#[derive(Default)]
+struct GetPanics {
+    inner: Atomic,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl refcount::RefCounter for GetPanics {
+    type Object = refcount::atomic::AtomicObject;
+    type Token = refcount::atomic::AtomicToken;
+    const NAME: &'static str = "get-panics";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+    fn new_object(&self) -> Self::Object {
+        self.inner.new_object()
+    }
+    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose try_get panics");
+        }
+        self.inner.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
+        self.inner.put(obj, token)
+    }
+    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
+        self.inner.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
+        self.inner.memory(objs)
+    }
+}
+
+/// A scheme's `try_get` that panics in a miss, on the frame just installed for the page,
+/// unwinds out of the read with that frame taken out of the page's slot (and retired: its
+/// count is not known), so the next read of the page fills it into another frame and returns
+/// its bytes. Left installed and never published, the frame made every later read of the
+/// page wait, then give up with an error on the poisoned lock.
+#[test]
+fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    let len = 2 * PAGE_SIZE as u64;
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let cache = PageCacheOf::with_scheme(GetPanics::default(), &Config::new(4, "get-panics"))
+        .expect("cache");
+    let file = cache.open(&path).expect("open");
+    let mut buf = vec![0u8; PAGE_SIZE];
+    cache
+        .scheme()
+        .armed
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let panicked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
+            .is_err();
+    assert!(panicked, "the scheme's panic unwinds out of the read");
+    let after = cache.stats();
+    assert_eq!((after.resident, after.retired), (0, 1), "{after:?}");
+    // On another thread, so that a wait without end fails the test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut page = vec![0u8; PAGE_SIZE];
+        let r = file.read_at(&mut page, 0).map(|n| (n, page));
+        let _ = tx.send((r, file));
+    });
+    let (r, file) = rx
+        .recv_timeout(std::time::Duration::from_secs(600))
+        .expect("the read after the panic returns");
+    let (n, page) = r.expect("the page is read after the panic");
+    assert_eq!(n, PAGE_SIZE);
+    assert!(page.iter().enumerate().all(|(k, &x)| x == byte(k as u64)));
+    assert_eq!(cache.stats().resident, 1);
+    file.close().expect("close");
+}
