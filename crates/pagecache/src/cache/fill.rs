@@ -452,11 +452,26 @@ impl<C: RefCounter> Inner<C> {
     /// room for every frame.
     #[cold]
     fn take_out(&self, a: &mut Alloc, f: &FileState, page: u64, frames: &[u32], tok: C::Token) {
-        self.scheme.put(self.obj(frames[0]), tok);
+        // Out of their slots before the scheme's put, whose panic would otherwise leave them
+        // installed and never published, every later use of their pages waiting for them.
         for (k, &j) in frames.iter().enumerate() {
             f.slot(page + k as u64).store(0, Ordering::Relaxed);
             self.frames[j as usize].meta.clear();
-            a.free.push(j);
+        }
+        let put = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.scheme.put(self.obj(frames[0]), tok)
+        }));
+        // The frames read ahead, on which no reference was taken, are free; the first is too
+        // unless the put panicked, which leaves its count unknown: it is retired.
+        a.free.extend_from_slice(&frames[1..]);
+        match put {
+            Ok(()) => a.free.push(frames[0]),
+            Err(panic) => {
+                a.retired += 1;
+                // The lock held as the unwind goes on: poisoned, as by any scheme's panic
+                // under it.
+                std::panic::resume_unwind(panic);
+            }
         }
     }
 

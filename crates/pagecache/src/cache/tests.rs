@@ -744,3 +744,95 @@ fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
     assert_eq!(cache.stats().resident, 1);
     file.close().expect("close");
 }
+
+/// `atomic` whose `put`, once armed, panics (after it gave the reference back).
+#[derive(Default)]
+struct PutPanics {
+    inner: Atomic,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl refcount::RefCounter for PutPanics {
+    type Object = refcount::atomic::AtomicObject;
+    type Token = refcount::atomic::AtomicToken;
+    const NAME: &'static str = "put-panics";
+    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+
+    fn new_object(&self) -> Self::Object {
+        self.inner.new_object()
+    }
+    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+        self.inner.try_get(obj)
+    }
+    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
+        self.inner.put(obj, token);
+        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose put panics");
+        }
+    }
+    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
+        self.inner.read_all(obj)
+    }
+    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
+        self.inner.try_reclaim(obj)
+    }
+    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
+    }
+    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
+        self.inner.memory(objs)
+    }
+}
+
+/// A fill that fails (the fault hook's error on its read), whose frames are taken out, and
+/// whose scheme's `put` of the missed page's reference then panics, unwinds out of the read
+/// with every frame of the fill out of its slot: the pages read ahead free, the missed page's
+/// retired (its count not known), and the next read of those pages fills them again and
+/// returns their bytes. Before, the panic left the frames installed and never published, and
+/// every later read of their pages waited, then gave up with an error.
+#[test]
+fn a_put_that_panics_as_a_failed_fill_is_taken_out_leaves_its_pages_usable() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    let len = 4 * PAGE_SIZE as u64;
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let fail = std::sync::Arc::new(AtomicBool::new(false));
+    let hook_fail = fail.clone();
+    let mut cfg = Config::new(16, "put-panics");
+    cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
+        if ev.kind == crate::IoKind::Fill && hook_fail.load(Relaxed) {
+            Err(std::io::Error::other("injected fill error"))
+        } else {
+            Ok(())
+        }
+    }));
+    let cache = PageCacheOf::with_scheme(PutPanics::default(), &cfg).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let mut buf = vec![0u8; PAGE_SIZE];
+    fail.store(true, Relaxed);
+    cache.scheme().armed.store(true, Relaxed);
+    let panicked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
+            .is_err();
+    assert!(panicked, "the scheme's panic unwinds out of the read");
+    fail.store(false, Relaxed);
+    let after = cache.stats();
+    // The missed page and the 2 pages read ahead (an eighth of the cache).
+    assert_eq!((after.resident, after.retired), (0, 1), "{after:?}");
+    // On another thread, so that a wait without end fails the test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = vec![0u8; len as usize];
+        let r = file.read_at(&mut all, 0).map(|n| (n, all));
+        let _ = tx.send((r, file));
+    });
+    let (r, file) = rx
+        .recv_timeout(std::time::Duration::from_secs(600))
+        .expect("the read after the panic returns");
+    let (n, all) = r.expect("the pages are read after the panic");
+    assert_eq!(n, len as usize);
+    assert!(all.iter().enumerate().all(|(k, &x)| x == byte(k as u64)));
+    file.close().expect("close");
+}
