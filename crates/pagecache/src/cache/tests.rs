@@ -663,30 +663,37 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
         .expect("close b");
 }
 
-/// `atomic` whose `try_get`, once armed, panics (before it counts anything).
+/// `atomic` whose `try_get` (before it counts anything) or `put` (after it gave the reference
+/// back), once armed, panics once.
 #[derive(Default)]
-struct GetPanics {
+struct PanicsOnce {
     inner: Atomic,
-    armed: std::sync::atomic::AtomicBool,
+    /// The next `try_get` panics.
+    get: std::sync::atomic::AtomicBool,
+    /// The next `put` panics.
+    put: std::sync::atomic::AtomicBool,
 }
 
-impl refcount::RefCounter for GetPanics {
+impl refcount::RefCounter for PanicsOnce {
     type Object = refcount::atomic::AtomicObject;
     type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "get-panics";
+    const NAME: &'static str = "panics-once";
     const READ_ALL: refcount::Precision = refcount::Precision::Exact;
 
     fn new_object(&self) -> Self::Object {
         self.inner.new_object()
     }
     fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
-        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        if self.get.swap(false, std::sync::atomic::Ordering::Relaxed) {
             panic!("a scheme whose try_get panics");
         }
         self.inner.try_get(obj)
     }
     fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
-        self.inner.put(obj, token)
+        self.inner.put(obj, token);
+        if self.put.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose put panics");
+        }
     }
     fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
         self.inner.read_all(obj)
@@ -714,13 +721,13 @@ fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
     let path = dir.path().join("f");
     let len = 2 * PAGE_SIZE as u64;
     std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
-    let cache = PageCacheOf::with_scheme(GetPanics::default(), &Config::new(4, "get-panics"))
+    let cache = PageCacheOf::with_scheme(PanicsOnce::default(), &Config::new(4, "panics-once"))
         .expect("cache");
     let file = cache.open(&path).expect("open");
     let mut buf = vec![0u8; PAGE_SIZE];
     cache
         .scheme()
-        .armed
+        .get
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let panicked =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
@@ -745,46 +752,6 @@ fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
     file.close().expect("close");
 }
 
-/// `atomic` whose `put`, once armed, panics (after it gave the reference back).
-#[derive(Default)]
-struct PutPanics {
-    inner: Atomic,
-    armed: std::sync::atomic::AtomicBool,
-}
-
-impl refcount::RefCounter for PutPanics {
-    type Object = refcount::atomic::AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "put-panics";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-
-    fn new_object(&self) -> Self::Object {
-        self.inner.new_object()
-    }
-    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
-        self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
-        self.inner.put(obj, token);
-        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            panic!("a scheme whose put panics");
-        }
-    }
-    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
-        self.inner.read_all(obj)
-    }
-    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
-    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
-        self.inner.memory(objs)
-    }
-}
-
 /// A fill that fails (the fault hook's error on its read), whose frames are taken out, and
 /// whose scheme's `put` of the missed page's reference then panics, unwinds out of the read
 /// with every frame of the fill out of its slot: the pages read ahead free, the missed page's
@@ -800,7 +767,7 @@ fn a_put_that_panics_as_a_failed_fill_is_taken_out_leaves_its_pages_usable() {
     std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
     let fail = std::sync::Arc::new(AtomicBool::new(false));
     let hook_fail = fail.clone();
-    let mut cfg = Config::new(16, "put-panics");
+    let mut cfg = Config::new(16, "panics-once");
     cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
         if ev.kind == crate::IoKind::Fill && hook_fail.load(Relaxed) {
             Err(std::io::Error::other("injected fill error"))
@@ -808,11 +775,11 @@ fn a_put_that_panics_as_a_failed_fill_is_taken_out_leaves_its_pages_usable() {
             Ok(())
         }
     }));
-    let cache = PageCacheOf::with_scheme(PutPanics::default(), &cfg).expect("cache");
+    let cache = PageCacheOf::with_scheme(PanicsOnce::default(), &cfg).expect("cache");
     let file = cache.open(&path).expect("open");
     let mut buf = vec![0u8; PAGE_SIZE];
     fail.store(true, Relaxed);
-    cache.scheme().armed.store(true, Relaxed);
+    cache.scheme().put.store(true, Relaxed);
     let panicked =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.read_at(&mut buf, 0)))
             .is_err();
