@@ -522,28 +522,40 @@ fn only_a_vouching_scheme_has_the_kernel_fill_its_frames() {
     assert_eq!(b, want);
 }
 
-/// `atomic` whose `reinit` panics (before it makes the object live again) at the call whose
-/// number (from 1) is `panic_at`.
-struct ReinitPanicsAt {
+/// `atomic` that panics where a test arms it: its next `try_get` (before it counts anything),
+/// its next `put` (after it gave the reference back), or its `reinit` (before it makes the
+/// object live again) at the call whose number (from 1) is `panic_at` (0: none).
+#[derive(Default)]
+struct Panicking {
     inner: Atomic,
+    /// The next `try_get` panics.
+    get: std::sync::atomic::AtomicBool,
+    /// The next `put` panics.
+    put: std::sync::atomic::AtomicBool,
     reinits: std::sync::atomic::AtomicUsize,
     panic_at: std::sync::atomic::AtomicUsize,
 }
 
-impl refcount::RefCounter for ReinitPanicsAt {
+impl refcount::RefCounter for Panicking {
     type Object = refcount::atomic::AtomicObject;
     type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "reinit-panics-at";
+    const NAME: &'static str = "panicking";
     const READ_ALL: refcount::Precision = refcount::Precision::Exact;
 
     fn new_object(&self) -> Self::Object {
         self.inner.new_object()
     }
     fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
+        if self.get.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose try_get panics");
+        }
         self.inner.try_get(obj)
     }
     fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
-        self.inner.put(obj, token)
+        self.inner.put(obj, token);
+        if self.put.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose put panics");
+        }
     }
     fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
         self.inner.read_all(obj)
@@ -591,7 +603,7 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
     std::fs::write(&b, vec![9u8; 4 * PAGE_SIZE]).expect("file b");
     let fail = std::sync::Arc::new(AtomicBool::new(false));
     let hook_fail = fail.clone();
-    let mut cfg = Config::new(16, "reinit-panics-at");
+    let mut cfg = Config::new(16, "panicking");
     cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
         if ev.kind == crate::IoKind::WriteBack && hook_fail.load(Relaxed) {
             Err(std::io::Error::other("injected write-back error"))
@@ -599,10 +611,9 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
             Ok(())
         }
     }));
-    let scheme = ReinitPanicsAt {
-        inner: Atomic,
-        reinits: AtomicUsize::new(0),
+    let scheme = Panicking {
         panic_at: AtomicUsize::new(usize::MAX),
+        ..Panicking::default()
     };
     let cache = PageCacheOf::with_scheme(scheme, &cfg).expect("cache");
     // Kept from their drops until the end: a drop (its sync) would wait for ever on a dead
@@ -663,53 +674,6 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
         .expect("close b");
 }
 
-/// `atomic` whose `try_get` (before it counts anything) or `put` (after it gave the reference
-/// back), once armed, panics once.
-#[derive(Default)]
-struct PanicsOnce {
-    inner: Atomic,
-    /// The next `try_get` panics.
-    get: std::sync::atomic::AtomicBool,
-    /// The next `put` panics.
-    put: std::sync::atomic::AtomicBool,
-}
-
-impl refcount::RefCounter for PanicsOnce {
-    type Object = refcount::atomic::AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "panics-once";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-
-    fn new_object(&self) -> Self::Object {
-        self.inner.new_object()
-    }
-    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
-        if self.get.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            panic!("a scheme whose try_get panics");
-        }
-        self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
-        self.inner.put(obj, token);
-        if self.put.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            panic!("a scheme whose put panics");
-        }
-    }
-    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
-        self.inner.read_all(obj)
-    }
-    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
-    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
-        self.inner.memory(objs)
-    }
-}
-
 /// A scheme's `try_get` that panics in a miss, on the frame just installed for the page,
 /// unwinds out of the read with that frame taken out of the page's slot (and retired: its
 /// count is not known), so the next read of the page fills it into another frame and returns
@@ -721,7 +685,7 @@ fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
     let path = dir.path().join("f");
     let len = 2 * PAGE_SIZE as u64;
     std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
-    let cache = PageCacheOf::with_scheme(PanicsOnce::default(), &Config::new(4, "panics-once"))
+    let cache = PageCacheOf::with_scheme(Panicking::default(), &Config::new(4, "panicking"))
         .expect("cache");
     let file = cache.open(&path).expect("open");
     let mut buf = vec![0u8; PAGE_SIZE];
@@ -767,7 +731,7 @@ fn a_put_that_panics_as_a_failed_fill_is_taken_out_leaves_its_pages_usable() {
     std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
     let fail = std::sync::Arc::new(AtomicBool::new(false));
     let hook_fail = fail.clone();
-    let mut cfg = Config::new(16, "panics-once");
+    let mut cfg = Config::new(16, "panicking");
     cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
         if ev.kind == crate::IoKind::Fill && hook_fail.load(Relaxed) {
             Err(std::io::Error::other("injected fill error"))
@@ -775,7 +739,7 @@ fn a_put_that_panics_as_a_failed_fill_is_taken_out_leaves_its_pages_usable() {
             Ok(())
         }
     }));
-    let cache = PageCacheOf::with_scheme(PanicsOnce::default(), &cfg).expect("cache");
+    let cache = PageCacheOf::with_scheme(Panicking::default(), &cfg).expect("cache");
     let file = cache.open(&path).expect("open");
     let mut buf = vec![0u8; PAGE_SIZE];
     fail.store(true, Relaxed);
