@@ -347,3 +347,25 @@ fn a_pinned_arc_unsizes_and_its_value_stays_where_it_was_pinned() {
     collect(d);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
+
+/// An array of `MaybeUninit`s unsized to a slice and then `assume_init`: the allocation was
+/// made as the array (a thin pointer in its head), and its drop becomes the slice's, which
+/// needs the length. Each element is dropped once, no more, no fewer.
+#[test]
+fn an_uninit_array_unsized_to_a_slice_drops_its_elements_once_after_assume_init() {
+    use std::mem::MaybeUninit;
+    let drops = leak(AtomicUsize::new(0));
+    let d = tiny_domain();
+    let a: Arc<[MaybeUninit<Square>; 3]> = Arc::new_in([const { MaybeUninit::uninit() }; 3], d);
+    let mut s: Arc<[MaybeUninit<Square>]> = paygo::unsize!(a, [MaybeUninit<Square>]);
+    for (i, e) in Arc::get_mut(&mut s).unwrap().iter_mut().enumerate() {
+        e.write(Square::new(i as u64, i, drops));
+    }
+    // SAFETY: every element was written just above.
+    let s: Arc<[Square]> = unsafe { s.assume_init() };
+    assert_eq!(s.iter().map(Shape::area).collect::<Vec<_>>(), [0, 1, 4]);
+    drop(s);
+    collect(d);
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+    assert_eq!(d.arcs_alive(), 0);
+}

@@ -215,8 +215,11 @@ struct Meta {
     layout: Layout,
     /// The allocation as the `*mut ArcInner<T>` of its value's type (a wide pointer for a
     /// slice or `str`), for `drop_value::<T>`, which is given `Meta`'s address only. Written
-    /// once, before the allocation is shared.
-    wide: MaybeUninit<[*mut (); 2]>,
+    /// before the allocation is shared, and again only by `assume_init` of a slice, with the
+    /// slice's pointer, through its allocation's only reference (the allocation may have been
+    /// made as an array, whose pointer has no length); read only by the party that drops the
+    /// value, after every reference's drop (as `drop_value`).
+    wide: UnsafeCell<MaybeUninit<[*mut (); 2]>>,
 }
 
 /// [`Meta::drop_value`]: a `drop_value::<T>` kept as an atomic pointer, as `assume_init` sets
@@ -248,6 +251,25 @@ impl DropFn {
 }
 
 impl Meta {
+    /// Stores `inner` as the allocation's pointer for `drop_value::<T>`.
+    ///
+    /// # Safety
+    /// `inner` is this allocation as an `ArcInner<T>` of the value it holds, and the caller
+    /// holds its only reference (no `Arc`, `Weak` or raw pointer else: no party may drop the
+    /// value or read the pointer meanwhile), as `assume_init` does.
+    unsafe fn set_wide<T: ?Sized>(&self, inner: *mut ArcInner<T>) {
+        const { assert!(fits_wide::<T>(), "paygo: a pointer wider than two words") };
+        // SAFETY: it fits (asserted above); by the contract nobody else reads or writes the
+        // field now, and the party that drops the value reads it after our reference's drop,
+        // as it reads the value's bytes written before.
+        unsafe {
+            (*self.wide.get())
+                .as_mut_ptr()
+                .cast::<*mut ArcInner<T>>()
+                .write_unaligned(inner)
+        }
+    }
+
     /// Whether a reference is held as a raw pointer. Exact for a caller holding the
     /// allocation's registry lock (Relaxed: `raw` changes only under it).
     fn raw_held(&self) -> bool {
@@ -320,9 +342,7 @@ unsafe fn drop_value<T: ?Sized>(m: NonNull<Meta>) {
     // that type (it fits: checked there) and read back as that type; by the contract, the
     // value is live and ours alone to drop.
     unsafe {
-        let inner = m
-            .as_ref()
-            .wide
+        let inner = (*m.as_ref().wide.get())
             .as_ptr()
             .cast::<*mut ArcInner<T>>()
             .read_unaligned();
@@ -395,7 +415,7 @@ fn allocate<T: ?Sized + Send + 'static>(
             weak: AtomicUsize::new(1),
             raw: AtomicUsize::new(0),
             layout,
-            wide: stored,
+            wide: UnsafeCell::new(stored),
         });
         NonNull::new_unchecked(inner)
     }

@@ -151,13 +151,17 @@ impl<T: Send + 'static> Arc<[MaybeUninit<T>]> {
     pub unsafe fn assume_init(mut self) -> Arc<[T]> {
         only_one(&mut self);
         let me = ManuallyDrop::new(self);
-        // The only reference (see the sized form). `drop_value` reads the allocation's wide
-        // pointer, stored with `MaybeUninit<T>` elements, as one with `T` elements: the same
-        // address and length.
-        me.meta().drop_value.set(drop_value::<[T]>);
         // SAFETY: not null (an `Arc`'s); a slice of `MaybeUninit<T>` has the layout of as many
         // `T`s, so the cast keeps the length and names the same allocation.
         let inner = unsafe { NonNull::new_unchecked(me.inner.as_ptr() as *mut ArcInner<[T]>) };
+        // The only reference (see the sized form). The allocation's pointer is stored again,
+        // as the slice of `T`s with this `Arc`'s length: the allocation may have been made as
+        // an array of `MaybeUninit<T>` (`unsize!`), whose stored pointer has no length for
+        // `drop_value::<[T]>` to read.
+        // SAFETY: `inner` is the allocation as the `[T]` it holds from now on, and `me` is its
+        // only reference (checked above).
+        unsafe { me.meta().set_wide(inner.as_ptr()) };
+        me.meta().drop_value.set(drop_value::<[T]>);
         Arc { inner, at: me.at }
     }
 }
