@@ -14,8 +14,8 @@
 //! The allocation does not change: its `Meta` keeps the value's drop function and wide pointer
 //! of the type it was made with (or, once `assume_init` made its `MaybeUninit`s values, of the
 //! initialised type, with the slice's length: `uninit.rs`), and the value is dropped as that
-//! type, whichever `Arc` of it goes last (`Arc::drop_candidate` calls `Meta::drop_value`, never `drop_value::<T>` of the
-//! `Arc`'s own type).
+//! type, whichever `Arc` of it goes last (`Arc::drop_candidate` calls `Meta::drop_value`,
+//! never `drop_value::<T>` of the `Arc`'s own type).
 
 use super::*;
 use core::any::Any;
