@@ -186,7 +186,9 @@ enum Cmd {
         /// Also write <experiment>.json and .csv, and (for experiments with throughput rows)
         /// .svg and .png, into this folder (made if missing, and checked to be writable before
         /// the experiment runs). A REPORT.md there is left as it was, and said to be the earlier
-        /// results' (`refbench report DIR` writes it again).
+        /// results' (`refbench report DIR` writes it again). Another *.json there that holds rows
+        /// of the experiment, or is no refbench result, is said before the run: `refbench report
+        /// DIR` refuses the folder until it is moved away.
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -811,11 +813,24 @@ fn main() -> ExitCode {
                     return usage_error(e);
                 }
             }
+            // Why `refbench report` would refuse the folder once this run's results are in it
+            // (another file there holds rows of this experiment, or a `*.json` there is no
+            // refbench result), where it would: said before the run, which it does not stop
+            // (`run` writes no report), and in place of sending the user to `refbench report`.
+            let mut report_refused = false;
             if let Some(dir) = &out {
                 if let Err(e) = output::prepare_out_dir(dir).and_then(|_| {
                     output::check_result_files(dir, &output::result_files(&experiment))
                 }) {
                     return usage_error(format!("--out: {e}"));
+                }
+                if let Err(e) = refbench::report::check_results(dir, &[&experiment]) {
+                    say!(
+                        "refbench: --out: {e}: `refbench report {}` refuses the folder until the \
+                         other file is moved away",
+                        dir.display()
+                    );
+                    report_refused = true;
                 }
                 // Before anything runs: the results of an earlier run there are replaced.
                 let earlier = output::earlier_results(dir, &experiment);
@@ -912,7 +927,14 @@ fn main() -> ExitCode {
                         // A report of the folder (`reproduce`'s, `report`'s) is left as it was:
                         // its tables and claims are the earlier results', its plots these.
                         let report = dir.join("REPORT.md");
-                        if report.is_file() {
+                        if report.is_file() && report_refused {
+                            say!(
+                                "refbench: {} is the earlier results' report, and `refbench \
+                                 report {}` refuses the folder as it is (said above)",
+                                report.display(),
+                                dir.display()
+                            );
+                        } else if report.is_file() {
                             say!(
                                 "refbench: {} is the earlier results' report: `refbench report {}` \
                                  writes it again from the results there now",

@@ -3616,6 +3616,55 @@ fn run_out_beside_a_report_says_the_report_is_the_earlier_results() {
     );
 }
 
+/// `run --out` into a folder whose report would then be refused (an earlier result of the same
+/// experiment kept under another name, as one keeps results to compare) says so before it runs,
+/// and does not send the user to `refbench report DIR` to write the report again: it said
+/// "`refbench report DIR` writes it again", which then refused the folder (exit 2).
+#[test]
+fn run_out_beside_another_result_of_its_experiment_says_the_report_would_refuse() {
+    let tmp_dir = scratch("beside-kept");
+    let dir = tmp_dir.path();
+    let d = dir.to_str().unwrap();
+    let run = || {
+        refbench(&[
+            "run",
+            "single-object",
+            "--schemes",
+            "atomic",
+            "--threads",
+            "1",
+            "--duration-ms",
+            "1",
+            "--reps",
+            "1",
+            "--out",
+            d,
+        ])
+    };
+    let o = run();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = refbench(&["report", d]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The earlier result kept under another name.
+    std::fs::rename(
+        dir.join("single-object.json"),
+        dir.join("single-object-before.json"),
+    )
+    .unwrap();
+    let o = run();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("both hold rows of single-object")
+            && err.contains(&format!("`refbench report {d}` refuses")),
+        "{err}"
+    );
+    assert!(!err.contains("writes it again"), "{err}");
+    // As said: the report refuses the folder.
+    let o = refbench(&["report", d]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
 /// An interrupt of a run that made no test files (a counting experiment) says it was
 /// interrupted and nothing else, with exit code 130: it said it had removed "0 folder(s) of
 /// test files". SIGINT is sent once refbench catches it (`SigCgt` in /proc/PID/status), so that
