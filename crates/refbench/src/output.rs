@@ -337,8 +337,10 @@ Reading the table (--format table):
   objects   objects the threads share; MiB of file in file-spectrum and drop-file, files in
             randomread, mapped percent in lodic-query and lodic-memory
   Mops/s    median over the repetitions (--reps) of millions of ops per second (one op: a get+put
-            pair in the counting experiments, a 64-byte read in the file ones); - where the row
-            measures no throughput (memory, tsc-check, skipped rows)
+            pair in the counting experiments, a 64-byte read in the file ones, an object
+            reclaimed in query, a page dropped in drop-file and lodic-query, an add+remove
+            iteration in oplog-list, a fork in oplog-read-ratio); - where the row measures no
+            throughput (memory, tsc-check, skipped rows)
   min..max  the slowest and the fastest repetition, in Mops/s
   vs 1T     Mops/s over that of the same scheme's 1-thread row (same experiment, objects and
             series: migrate_every, read_every, background, form, reclaimer); blank without one

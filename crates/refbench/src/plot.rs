@@ -739,6 +739,47 @@ mod tests {
         );
     }
 
+    /// The table's legend (`refbench run --help`) and the report's head say what one op of each
+    /// experiment is, as its plot's axis does: they said "a get+put pair in the counting
+    /// experiments, a 64-byte read in the file ones" only, where an op of `drop-file` and
+    /// `lodic-query` is a page dropped, of `query` an object reclaimed, of `oplog-list` an
+    /// add+remove iteration and of `oplog-read-ratio` a fork.
+    #[test]
+    fn the_legend_and_the_report_name_each_experiments_op_as_its_plot_does() {
+        for (what, text) in [
+            ("the legend", crate::output::TABLE_LEGEND),
+            ("the report", crate::report::INTRO),
+        ] {
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let ops = text
+                .split_once("(one op: ")
+                .and_then(|(_, t)| t.split_once(')'))
+                .unwrap_or_else(|| panic!("{what} says no op: {text}"))
+                .0;
+            for e in crate::experiments::EXPERIMENTS {
+                let r = row(e.name, "atomic", 1, 1, 1.0);
+                let phrase = match unit(&[&r]) {
+                    "M get+put pairs/s" | "M reads/s" => continue,
+                    "M reclaims/s" => "an object reclaimed in ",
+                    "M pages dropped/s" => "a page dropped in ",
+                    "M add+remove iterations/s" => "an add+remove iteration in ",
+                    "M forks/s" => "a fork in ",
+                    u => panic!("{}: a unit this test does not know, {u}", e.name),
+                };
+                let named = ops.split_once(phrase).is_some_and(|(_, t)| {
+                    t.split(',')
+                        .next()
+                        .is_some_and(|t| t.split(' ').any(|w| w == e.name))
+                });
+                assert!(
+                    named,
+                    "{what} does not say that an op of {} is {phrase}it: {ops}",
+                    e.name
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_compiled_in_font_registers() {
         assert_eq!(register_font(), Ok(()));
