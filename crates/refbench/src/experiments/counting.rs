@@ -460,18 +460,19 @@ pub fn query(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
     }
     // A reference row cannot tell that an object is unreferenced, so it reclaims nothing: it
-    // has a row that says so, with no figure, where it would have one.
+    // has a row that says so, with no figure, at each object count where it would have one.
     let mut rows: Vec<Row> = p
         .schemes
         .iter()
         .filter(|n| schemes::find(n).map(|s| s.kind) == Some(schemes::Kind::Reference))
-        .map(|name| {
+        .flat_map(|name| p.objects.iter().map(move |&n| (name, n)))
+        .map(|(name, n)| {
             let mut extra = Map::new();
             extra.insert(
                 "skipped".into(),
                 json!("a reference row: it cannot detect zero, so it has nothing to reclaim"),
             );
-            let mut r = row("query", name, 1, 1, Vec::new(), extra);
+            let mut r = row("query", name, 1, n, Vec::new(), extra);
             r.ops_per_sec = None;
             r
         })
@@ -780,22 +781,26 @@ mod tests {
     }
 
     /// A reference row named in `query` (which cannot detect zero) has a row that says why it
-    /// has no figure, beside the schemes' rows.
+    /// has no figure, beside the schemes' rows, at each object count measured (it had one row,
+    /// at 1 object, whatever `--objects` said).
     #[test]
     fn query_says_why_a_reference_row_has_no_figure() {
-        let p = Params::tiny(&[crate::bare_loop::LIMIT_ROW, "atomic"], &[1], &[10]);
+        let p = Params::tiny(&[crate::bare_loop::LIMIT_ROW, "atomic"], &[1], &[10, 20]);
         let rows = query(&p, &mut |_| {});
         let limit: Vec<&Row> = rows
             .iter()
             .filter(|r| r.scheme == crate::bare_loop::LIMIT_ROW)
             .collect();
-        assert_eq!(limit.len(), 1, "{rows:?}");
-        assert_eq!(limit[0].ops_per_sec, None);
-        assert_eq!(limit[0].kind, schemes::Kind::Reference);
-        let why = limit[0].extra["skipped"].as_str().unwrap();
-        assert!(why.contains("cannot detect zero"), "{why}");
-        // Two forms, without and with a background thread.
-        assert_eq!(rows.iter().filter(|r| r.scheme == "atomic").count(), 4);
+        let objects: Vec<usize> = limit.iter().map(|r| r.objects).collect();
+        assert_eq!(objects, [10, 20], "{rows:?}");
+        for r in limit {
+            assert_eq!(r.ops_per_sec, None);
+            assert_eq!(r.kind, schemes::Kind::Reference);
+            let why = r.extra["skipped"].as_str().unwrap();
+            assert!(why.contains("cannot detect zero"), "{why}");
+        }
+        // Two forms, without and with a background thread, at each object count.
+        assert_eq!(rows.iter().filter(|r| r.scheme == "atomic").count(), 2 * 4);
     }
 
     /// A row's throughput is the inverse of its `ns_per_pair` for an even count of repetitions
