@@ -640,6 +640,14 @@ fn main() -> ExitCode {
             out,
         } => {
             let Some(info) = experiments::find(&experiment) else {
+                if experiment == "section-vs-lock" {
+                    // A claim's rows, not an experiment of its own (see `reproduce --only`).
+                    return usage_error(
+                        "unknown experiment 'section-vs-lock' (a claim's rows, not an \
+                         experiment: `refbench reproduce --only single-object` measures it, \
+                         single-object with rseq sections and again on the locked fallback)",
+                    );
+                }
                 return usage_error(format!(
                     "unknown experiment '{experiment}' (known: {})",
                     EXPERIMENTS

@@ -103,6 +103,32 @@ fn bad_arguments_exit_2_with_a_message() {
     }
 }
 
+/// `section-vs-lock` is a claim's rows, which `reproduce` measures with `single-object`: both
+/// `run` and `reproduce --only` refuse the name and say where it is measured (`run` listed the
+/// experiments only).
+#[test]
+fn section_vs_lock_is_refused_with_where_it_is_measured() {
+    for args in [
+        &["run", "section-vs-lock"][..],
+        &[
+            "reproduce",
+            "--only",
+            "section-vs-lock",
+            "--out",
+            "/nonexistent/x",
+        ],
+    ] {
+        let o = refbench(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("unknown experiment 'section-vs-lock'")
+                && err.contains("--only single-object"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// A negative number is refused as a bad value of its flag, by name (an unsigned one does not
 /// parse, a percentage is out of its range): not taken for an unknown flag, with a tip to pass it
 /// after `--`, which would make it the experiment's name.
