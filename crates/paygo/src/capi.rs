@@ -291,6 +291,18 @@ impl Using {
     }
 }
 
+/// Whether a REF or an UNREF interrupted another call of its thread that uses its anchor
+/// information or the domain's locks (it runs in a signal handler; see [`Using::interrupts`]),
+/// the thread's references not yet released at its exit: such a call is refused
+/// (`PAYGO_EINTERNAL`) before it looks at the domain or the key, as `paygo.h` says it changes
+/// nothing, where a REF would make the default domain (allocating its tables in the handler,
+/// and fixing its size) or the library's key. A call that interrupted the release at exit goes
+/// on, to be refused with `PAYGO_ESHUTDOWN` (changing nothing: the domain and the key are made
+/// by then, as the thread held references).
+fn interrupts_a_call() -> bool {
+    USING.with(|u| u.get()) > 0 && !RELEASED.try_with(|r| r.get()).unwrap_or(true)
+}
+
 impl Drop for Using {
     fn drop(&mut self) {
         // SeqCst compiler fence: the anchor information's use ends before the count comes
@@ -772,8 +784,15 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
 pub unsafe extern "C" fn paygo_ref(obj: *mut CObj) -> i32 {
     boundary(PAYGO_EINTERNAL, || {
         // SAFETY: forwarded contract.
-        let (hdr, d) = match unsafe { object(obj) } {
-            Ok(o) => o,
+        let hdr = match unsafe { check(obj) } {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        if interrupts_a_call() {
+            return PAYGO_EINTERNAL;
+        }
+        let d = match domain() {
+            Ok(d) => d,
             Err(e) => return e,
         };
         // Room for the anchor is made first, under the one borrow of the call: a thread that
@@ -830,6 +849,9 @@ pub unsafe extern "C" fn paygo_unref(obj: *mut CObj) -> i32 {
             Ok(h) => h,
             Err(e) => return e,
         };
+        if interrupts_a_call() {
+            return PAYGO_EINTERNAL;
+        }
         // No domain yet: no reference was ever taken (this thread's would have made it first),
         // nor the object reclaimed or destroyed. Refused without making one, which would fix
         // the domain's size (a later `paygo_domain_init` then gets `PAYGO_EALREADY`) or fail
