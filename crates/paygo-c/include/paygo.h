@@ -64,7 +64,8 @@
  * the thread's anchor information, or a lock of the domain, or the flag of an object it
  * reclaims, that the handler's call would wait for for ever); the four calls other than
  * paygo_ref and paygo_unref are refused before their argument is looked at (a NULL object
- * gets PAYGO_EINTERNAL there, not PAYGO_EINVAL). paygo_stats waits for no lock
+ * gets PAYGO_EINTERNAL there, not PAYGO_EINVAL), and those two once it is checked, before
+ * they look at the domain (so they make no default domain nor pthread key there). paygo_stats waits for no lock
  * a call in progress may hold: while a batch reclaim (of the Rust API, on the same domain)
  * uses the domain's buffers, it leaves their bytes out of table_bytes. A handler must not
  * leave the call it interrupted (longjmp, pthread_exit): the call is never finished, and the
