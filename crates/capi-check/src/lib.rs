@@ -80,6 +80,44 @@ pub mod header {
             .collect()
     }
 
+    /// The `#define {prefix}_VERSION_MAJOR`, `_MINOR` and `_PATCH` numbers of a header, and
+    /// whether its `{prefix}_VERSION_NUMBER` is `MAJOR * 10000 + MINOR * 100 + PATCH` as
+    /// written (the expression, not its value: the preprocessor is not run here).
+    ///
+    /// # Panics
+    /// If one of the three is missing or not a number.
+    pub fn version_macros(h: &str, prefix: &str) -> ([u64; 3], bool) {
+        let h = strip_comments(h);
+        let number = |part: &str| -> u64 {
+            let name = format!("#define {prefix}_VERSION_{part} ");
+            let at = h
+                .find(&name)
+                .unwrap_or_else(|| panic!("no {name}in the header"));
+            let rest = &h[at + name.len()..];
+            let digits: String = rest
+                .trim_start()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}is no number: {:?}", rest.lines().next()))
+        };
+        let flat: String = h
+            .replace("\\\n", " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let formula = format!(
+            "#define {prefix}_VERSION_NUMBER ({prefix}_VERSION_MAJOR * 10000 + \
+             {prefix}_VERSION_MINOR * 100 + {prefix}_VERSION_PATCH)"
+        );
+        (
+            [number("MAJOR"), number("MINOR"), number("PATCH")],
+            flat.contains(&formula),
+        )
+    }
+
     /// The prototypes of functions named `prefix...` in `flat` (a header without comments, on
     /// one line): each function's name, the declaration's text before the name and the text
     /// between its parentheses. Typedefs are left out.

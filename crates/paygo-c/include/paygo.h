@@ -120,6 +120,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of the library this header belongs to (the package's semantic version). For
+ * #if: PAYGO_VERSION_NUMBER is MAJOR * 10000 + MINOR * 100 + PATCH. The shared library's
+ * SONAME carries the same version (libpaygo.so.MAJOR, or libpaygo.so.0.MINOR below 1.0), so a
+ * program built with this header loads no library of another ABI. */
+#define PAYGO_VERSION_MAJOR 0
+#define PAYGO_VERSION_MINOR 1
+#define PAYGO_VERSION_PATCH 0
+#define PAYGO_VERSION_NUMBER \
+	(PAYGO_VERSION_MAJOR * 10000 + PAYGO_VERSION_MINOR * 100 + PAYGO_VERSION_PATCH)
+
 #ifdef __cplusplus
 extern "C" {
 #endif

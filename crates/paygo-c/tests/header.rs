@@ -9,7 +9,7 @@
 
 use capi_check::header::{
     enum_values, functions, read, rust_fields, rust_functions, rust_signatures, signatures,
-    u64_fields,
+    u64_fields, version_macros,
 };
 use paygo::capi;
 use std::collections::BTreeMap;
@@ -193,4 +193,22 @@ fn object_pointers_are_const_where_the_functions_only_read() {
         .collect();
     assert_eq!(read_only, ["paygo_is_referenced", "paygo_read_all"]);
     assert!(seen.len() >= 8, "parsed too few object functions: {seen:?}");
+}
+
+/// The header's version macros are the package's version (the one its SONAME carries), and
+/// `PAYGO_VERSION_NUMBER` is made of them.
+#[test]
+fn version_macros_are_the_packages_version() {
+    let (v, formula) = version_macros(&file("include/paygo.h"), "PAYGO");
+    let cargo = [
+        env!("CARGO_PKG_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MINOR"),
+        env!("CARGO_PKG_VERSION_PATCH"),
+    ]
+    .map(|n| n.parse::<u64>().unwrap());
+    assert_eq!(v, cargo, "include/paygo.h's version, the package's");
+    assert!(
+        formula,
+        "PAYGO_VERSION_NUMBER is not MAJOR * 10000 + MINOR * 100 + PATCH"
+    );
 }

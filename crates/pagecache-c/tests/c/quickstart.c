@@ -8,6 +8,11 @@
  */
 #include "pagecache.h"
 
+/* Built against the version this program was written for, or a later one. */
+#if PAGECACHE_VERSION_NUMBER < 100
+#error "this program needs pagecache.h 0.1 or later"
+#endif
+
 #include <stdio.h>
 
 int main(int argc, char **argv) {

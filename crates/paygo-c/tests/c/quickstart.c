@@ -8,6 +8,11 @@
  */
 #include "paygo.h"
 
+/* Built against the version this program was written for, or a later one. */
+#if PAYGO_VERSION_NUMBER < 100
+#error "this program needs paygo.h 0.1 or later"
+#endif
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
