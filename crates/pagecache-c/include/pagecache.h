@@ -159,9 +159,9 @@
 #include <sys/types.h> /* ssize_t */
 
 /* The version of the library this header belongs to (the package's semantic version). For
- * #if: PAGECACHE_VERSION_NUMBER is MAJOR * 10000 + MINOR * 100 + PATCH. The shared library's
- * SONAME carries the same version (libpagecache.so.MAJOR, or libpagecache.so.0.MINOR below 1.0), so a
- * program built with this header loads no library of another ABI. */
+ * #if: PAGECACHE_VERSION_NUMBER is MAJOR * 10000 + MINOR * 100 + PATCH. The shared
+ * library's SONAME carries the same version (libpagecache.so.MAJOR, or libpagecache.so.0.MINOR
+ * below 1.0), so a program built with this header loads no library of another ABI. */
 #define PAGECACHE_VERSION_MAJOR 0
 #define PAGECACHE_VERSION_MINOR 1
 #define PAGECACHE_VERSION_PATCH 0

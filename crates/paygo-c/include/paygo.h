@@ -65,9 +65,10 @@
  * reclaims, that the handler's call would wait for for ever); the four calls other than
  * paygo_ref and paygo_unref are refused before their argument is looked at (a NULL object
  * gets PAYGO_EINTERNAL there, not PAYGO_EINVAL), and those two once it is checked, before
- * they look at the domain (so they make no default domain nor pthread key there). paygo_stats waits for no lock
- * a call in progress may hold: while a batch reclaim (of the Rust API, on the same domain)
- * uses the domain's buffers, it leaves their bytes out of table_bytes. A handler must not
+ * they look at the domain (so they make no default domain nor pthread key there).
+ * paygo_stats waits for no lock a call in progress may hold: while a batch reclaim (of the
+ * Rust API, on the same domain) uses the domain's buffers, it leaves their bytes out of
+ * table_bytes. A handler must not
  * leave the call it interrupted (longjmp, pthread_exit): the call is never finished, and the
  * thread's references may leak.
  *
@@ -216,8 +217,9 @@ typedef struct paygo_stats {
  * call that counts in the domain (paygo_ref, paygo_read_all, paygo_is_referenced,
  * paygo_try_reclaim, paygo_obj_destroy, paygo_stats) sets up a default domain (4096 slots per
  * CPU, window 8), or returns PAYGO_ENOMEM if its tables cannot be allocated (each such call
- * tries again, and paygo_domain_init may still size it); paygo_obj_init, paygo_strerror, calls
- * refused for their arguments, paygo_unref and paygo_reinit do not (before any domain exists
+ * tries again, and paygo_domain_init may still size it); paygo_obj_init, paygo_strerror,
+ * paygo_prepare_unload, paygo_leftovers_released, calls refused for their arguments,
+ * paygo_unref and paygo_reinit do not (before any domain exists
  * no reference was ever taken nor any object reclaimed: paygo_unref returns PAYGO_ENOREF and
  * paygo_reinit PAYGO_ELIVE), so a paygo_domain_init after them still sizes the domain. */
 int paygo_domain_init(size_t slots_per_cpu, size_t window);
