@@ -197,7 +197,11 @@ typedef enum pagecache_error {
                                     "paygo"'s domain or the caches of "refcache",
                                     cannot be allocated;
                                     pagecache_open: the file's page
-                                    table (4 bytes a page, at most 4 MiB) cannot be */
+                                    table (4 bytes a page, at most 4 MiB) cannot be;
+                                    pagecache_map: the mapping's memory cannot be;
+                                    pagecache_page_get, pagecache_mapping_hold,
+                                    pagecache_mapping_write: every frame of the cache is
+                                    held */
     PAGECACHE_EFBIG = -27,       /* (= -EFBIG) pagecache_write_at, pagecache_set_len: the file
                                     cannot hold the write or the length, which ends past the
                                     largest file of its file system (16 TiB - 4 KiB on ext4
@@ -206,7 +210,8 @@ typedef enum pagecache_error {
                                     fails for it (nor raises SIGXFSZ) */
     PAGECACHE_EBADF = -9,        /* (= -EBADF) a file handle already closed, a cache handle
                                     already freed, a mapping already unmapped (see
-                                    Lifetimes): nothing done */
+                                    Lifetimes), a pagecache_page_t that holds no page (put
+                                    already, or PAGECACHE_PAGE_INIT): nothing done */
     PAGECACHE_E2BIG = -7,        /* (= -E2BIG) pagecache_new_opts: options of a later version
                                     of the library, which set a field this one does not
                                     know (a byte past its fields that is not zero), or a

@@ -67,16 +67,18 @@ pub const PAGECACHE_OK: i32 = 0;
 /// 2^63 - 1. Equal to `-EINVAL`.
 pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
 /// `pagecache_new`: the frames of the memory limit cannot be allocated; `pagecache_open`: the
-/// file's page table cannot be. Equal to `-ENOMEM`.
+/// file's page table cannot be; `pagecache_map`: the mapping's memory cannot be;
+/// `pagecache_page_get`, `pagecache_mapping_hold`, `pagecache_mapping_write`: every frame of the
+/// cache is held. Equal to `-ENOMEM`.
 pub const PAGECACHE_ENOMEM: i32 = -libc::ENOMEM;
 /// `pagecache_write_at`, `pagecache_set_len`: the file cannot hold the write or the length,
 /// refused before anything changed: it ends past the largest file of its file system, or past
 /// the process's `RLIMIT_FSIZE` (see [`crate::CachedFileOf::write_at`]). Equal to `-EFBIG`,
 /// which `pwrite` and `ftruncate` return there.
 pub const PAGECACHE_EFBIG: i32 = -libc::EFBIG;
-/// A closed file handle, a freed cache handle or an unmapped mapping (`pagecache_close` twice, a
-/// call after it, `pagecache_stats` after `pagecache_free`, `pagecache_unmap` twice): refused,
-/// nothing done. Equal to `-EBADF`, which
+/// A closed file handle, a freed cache handle, an unmapped mapping or a held page given back
+/// (`pagecache_close` twice, a call after it, `pagecache_stats` after `pagecache_free`,
+/// `pagecache_unmap` twice, `pagecache_page_put` twice): refused, nothing done. Equal to `-EBADF`, which
 /// `close(2)` and `pread(2)` return for a closed descriptor.
 pub const PAGECACHE_EBADF: i32 = -libc::EBADF;
 /// An internal error (a Rust panic, caught at the boundary): a bug.
@@ -1586,11 +1588,15 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
         PAGECACHE_EINVAL => {
             c"invalid argument: a value the call does not take (pagecache.h says which for each call), or a file that is not a regular one"
         }
-        PAGECACHE_ENOMEM => c"out of memory (a cache's frames or a file's page table cannot be allocated)",
+        PAGECACHE_ENOMEM => {
+            c"out of memory (a cache's frames, a file's page table or a mapping cannot be allocated, or every frame of the cache is held)"
+        }
         PAGECACHE_EFBIG => {
             c"file too large (a write or length past the largest file of the file system or past RLIMIT_FSIZE)"
         }
-        PAGECACHE_EBADF => c"bad handle (a file handle already closed or a cache handle already freed)",
+        PAGECACHE_EBADF => {
+            c"bad handle (a file handle already closed, a cache handle already freed, a mapping already unmapped, or a page that holds no page)"
+        }
         PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",
         PAGECACHE_ENOSCHEME => c"no counting scheme of that name",
         PAGECACHE_EUNFIT => c"the counting scheme cannot serve a page cache",

@@ -737,6 +737,19 @@ fn strerror_covers_own_codes_and_errnos() {
         text(PAGECACHE_EPERM).starts_with("operation not permitted (a mapping used by a thread")
     );
     assert!(text(PAGECACHE_EFBIG).starts_with("file too large ("));
+    // Each code's text covers every case the calls return it for: `PAGECACHE_EBADF` also for
+    // an unmapped mapping and a `pagecache_page_t` that holds no page (a second put),
+    // `PAGECACHE_ENOMEM` also for a cache whose every frame is held (a get, a hold).
+    let t = text(PAGECACHE_EBADF);
+    assert!(
+        t.starts_with("bad handle (") && t.contains("mapping") && t.contains("holds no page"),
+        "{t}"
+    );
+    let t = text(PAGECACHE_ENOMEM);
+    assert!(
+        t.starts_with("out of memory (") && t.contains("every frame of the cache is held"),
+        "{t}"
+    );
     // One sentence: no list of every cause in parentheses.
     let t = text(PAGECACHE_EINVAL);
     assert!(
