@@ -78,8 +78,8 @@ pub const PAGECACHE_ENOMEM: i32 = -libc::ENOMEM;
 pub const PAGECACHE_EFBIG: i32 = -libc::EFBIG;
 /// A closed file handle, a freed cache handle, an unmapped mapping or a held page given back
 /// (`pagecache_close` twice, a call after it, `pagecache_stats` after `pagecache_free`,
-/// `pagecache_unmap` twice, `pagecache_page_put` twice): refused, nothing done. Equal to `-EBADF`, which
-/// `close(2)` and `pread(2)` return for a closed descriptor.
+/// `pagecache_unmap` twice, `pagecache_page_put` twice): refused, nothing done. Equal to
+/// `-EBADF`, which `close(2)` and `pread(2)` return for a closed descriptor.
 pub const PAGECACHE_EBADF: i32 = -libc::EBADF;
 /// An internal error (a Rust panic, caught at the boundary): a bug.
 pub const PAGECACHE_EINTERNAL: i32 = -1000;
@@ -1595,7 +1595,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
             c"file too large (a write or length past the largest file of the file system or past RLIMIT_FSIZE)"
         }
         PAGECACHE_EBADF => {
-            c"bad handle (a file handle already closed, a cache handle already freed, a mapping already unmapped, or a page that holds no page)"
+            c"bad handle (a file handle already closed, a cache handle already freed, a mapping already unmapped, or a pagecache_page_t that holds no page)"
         }
         PAGECACHE_EINTERNAL => c"internal error (a bug in libpagecache)",
         PAGECACHE_ENOSCHEME => c"no counting scheme of that name",
