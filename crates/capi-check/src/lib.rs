@@ -640,6 +640,74 @@ pub mod cc {
         exe
     }
 
+    /// Checks a layout in every dialect a header supports, C89 to C11 and C++98 to C++17,
+    /// pedantic, warnings as errors, natively and on i386 (`-m32`, freestanding: no 32-bit C
+    /// library is needed), whose C ABI aligns a `uint64_t` member at 4 bytes only: `program`
+    /// (C, compiled with `-I` the header's folder) includes the header and fails to compile
+    /// where the layout is wrong (a negative array size). C++ is skipped, with a message,
+    /// where no C++ compiler is installed, and i386 where the compiler cannot target it or has
+    /// no 32-bit copy of a system header the header includes (`<sys/types.h>` is the C
+    /// library's: Debian's `gcc-multilib` has it).
+    ///
+    /// # Panics
+    /// If a compiler rejects the program.
+    pub fn check_layout(header: &Path, program: &str) {
+        let include = header.parent().expect("the header's folder");
+        let name = header
+            .file_stem()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let dir = std::env::temp_dir().join(format!("capi-check-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder for the programs");
+        let (cc, cxx) = (compiler("CC", "cc"), compiler("CXX", "c++"));
+        let mut langs = vec![(cc.clone(), "c", vec!["-std=c89", "-std=c99", "-std=c11"])];
+        if exists(&cxx) {
+            langs.push((cxx, "c++", vec!["-std=c++98", "-std=c++11", "-std=c++17"]));
+        } else {
+            percpu::testing::skip(format_args!("no C++ compiler `{cxx}`: checked as C only"));
+        }
+        let mut archs: Vec<&[&str]> = vec![&[]];
+        let empty = dir.join("empty.c");
+        // The header's system includes, and nothing else.
+        let text = std::fs::read_to_string(header).expect("the header");
+        let system: String = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("#include <"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&empty, format!("{system}typedef int capi_check_empty_;\n"))
+            .expect("a probe");
+        let i386 = Command::new(&cc)
+            .args(["-m32", "-ffreestanding", "-fsyntax-only"])
+            .arg(&empty)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if i386 {
+            archs.push(&["-m32", "-ffreestanding"]);
+        } else {
+            percpu::testing::skip(format_args!(
+                "`{cc}` cannot target i386 (-m32), or has no 32-bit copy of the system \
+                 headers {name}.h includes: checked natively"
+            ));
+        }
+        for (compiler, lang, stds) in &langs {
+            let src = dir.join(format!("layout.{}", if *lang == "c" { "c" } else { "cc" }));
+            std::fs::write(&src, program).expect("the program");
+            for std in stds {
+                for arch in &archs {
+                    run(Command::new(compiler)
+                        .args(["-fsyntax-only", "-pedantic", "-Wall", "-Wextra", "-Werror"])
+                        .arg(std)
+                        .args(*arch)
+                        .arg("-I")
+                        .arg(include)
+                        .args(["-x", lang])
+                        .arg(&src));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Checks that `header` compiles as pedantic C++ (`$CXX`; skipped, with a message, where no
     /// C++ compiler is installed) and as pedantic C99 (`$CC`), warnings as errors.
     ///

@@ -288,10 +288,23 @@ typedef struct pagecache_mapping pagecache_mapping_t;
 /* A page held through pagecache_page_get: the caller's memory (on its stack, in its own
  * structures), 64 bytes that the library fills and empties; its fields are the library's.
  * Initialised with PAGECACHE_PAGE_INIT (or zeroed), it holds no page. Not copied while it holds
- * one: a copy is not a page (only the one the get filled is read and put). */
+ * one: a copy is not a page (only the one the get filled is read and put). 8-aligned on every
+ * target, also where a uint64_t member alone is 4-aligned (i386), as the library needs (a
+ * page that is not 8-aligned is refused with PAGECACHE_EINVAL): alignas in C++11, _Alignas in
+ * C11, the GNU aligned attribute in older dialects. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define PAGECACHE_ALIGN8_ alignas(8)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define PAGECACHE_ALIGN8_ _Alignas(8)
+#elif defined(__GNUC__)
+#define PAGECACHE_ALIGN8_ __attribute__((aligned(8)))
+#else
+#define PAGECACHE_ALIGN8_
+#endif
 typedef struct pagecache_page {
-    uint64_t pagecache_private[8];
+    PAGECACHE_ALIGN8_ uint64_t pagecache_private[8];
 } pagecache_page_t;
+#undef PAGECACHE_ALIGN8_
 
 /* A pagecache_page_t that holds no page. */
 #define PAGECACHE_PAGE_INIT { { 0 } }

@@ -287,6 +287,21 @@ fn c_quick_start_links_the_shared_library_by_its_soname() {
     assert!(text.contains("failures=0"), "{text}");
 }
 
+/// `pagecache_page_t` is 64 bytes and 8-aligned (at offset 8 after a `char`) in every dialect
+/// the header supports, natively and on i386, whose C ABI aligns a `uint64_t` member at 4 bytes
+/// only: there a page was 4-aligned, and the library, which needs 8, refused a well-placed
+/// page with `PAGECACHE_EINVAL`.
+#[test]
+fn the_page_is_8_aligned_in_every_dialect_and_on_i386() {
+    cc::check_layout(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h"),
+        "#include \"pagecache.h\"\n\
+         struct holder { char c; pagecache_page_t page; };\n\
+         typedef char pagecache_page_layout_[(offsetof(struct holder, page) == 8 && \
+         sizeof(pagecache_page_t) == 64) ? 1 : -1];\n",
+    );
+}
+
 #[test]
 fn header_compiles_as_cxx_and_pedantic_c() {
     cc::check_header(&Path::new(env!("CARGO_MANIFEST_DIR")).join("include/pagecache.h"));

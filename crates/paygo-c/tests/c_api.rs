@@ -260,53 +260,13 @@ fn c_quick_start_links_the_shared_library_by_its_soname() {
 /// skipped where the compiler cannot target i386.
 #[test]
 fn the_object_is_8_aligned_in_every_dialect_and_on_i386() {
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
-    let program = "#include \"paygo.h\"\n\
-                   struct holder { char c; paygo_obj_t obj; };\n\
-                   typedef char paygo_obj_layout_[(offsetof(struct holder, obj) == 8 && \
-                   sizeof(paygo_obj_t) == 48) ? 1 : -1];\n";
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("obj_align");
-    std::fs::create_dir_all(&dir).expect("a folder for the programs");
-    let (cc, cxx) = (cc::compiler("CC", "cc"), cc::compiler("CXX", "c++"));
-    let mut langs = vec![(cc.clone(), "c", vec!["-std=c89", "-std=c99", "-std=c11"])];
-    if cc::exists(&cxx) {
-        langs.push((cxx, "c++", vec!["-std=c++98", "-std=c++11", "-std=c++17"]));
-    } else {
-        percpu::testing::skip(format_args!("no C++ compiler `{cxx}`: checked as C only"));
-    }
-    let mut archs: Vec<&[&str]> = vec![&[]];
-    let empty = dir.join("empty.c");
-    std::fs::write(&empty, "typedef int paygo_empty_;\n").expect("a probe");
-    let i386 = Command::new(&cc)
-        .args(["-m32", "-ffreestanding", "-fsyntax-only"])
-        .arg(&empty)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if i386 {
-        archs.push(&["-m32", "-ffreestanding"]);
-    } else {
-        percpu::testing::skip(format_args!(
-            "`{cc}` cannot target i386 (-m32): checked natively"
-        ));
-    }
-    for (compiler, lang, stds) in &langs {
-        let src = dir.join(format!("layout.{}", if *lang == "c" { "c" } else { "cc" }));
-        std::fs::write(&src, program).expect("the program");
-        for std in stds {
-            for arch in &archs {
-                cc::run(
-                    Command::new(compiler)
-                        .args(["-fsyntax-only", "-pedantic", "-Wall", "-Wextra", "-Werror"])
-                        .arg(std)
-                        .args(*arch)
-                        .arg("-I")
-                        .arg(&include)
-                        .args(["-x", lang])
-                        .arg(&src),
-                );
-            }
-        }
-    }
+    cc::check_layout(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("include/paygo.h"),
+        "#include \"paygo.h\"\n\
+         struct holder { char c; paygo_obj_t obj; };\n\
+         typedef char paygo_obj_layout_[(offsetof(struct holder, obj) == 8 && \
+         sizeof(paygo_obj_t) == 48) ? 1 : -1];\n",
+    );
 }
 
 #[test]
