@@ -92,8 +92,8 @@
  * caches and files have a table each). So a handle stays a valid pointer after its close or
  * free, and the library checks it:
  *   - pagecache_close(file) twice, or any call with a closed file handle (read, write, sync,
- *     drop_cache, len, set_len, page_count, mapcount), returns PAGECACHE_EBADF and does
- *     nothing, as close(2) and pread(2) of a closed descriptor return EBADF.
+ *     drop_cache, len, set_len, page_get, map, page_count, mapcount), returns PAGECACHE_EBADF
+ *     and does nothing, as close(2) and pread(2) of a closed descriptor return EBADF.
  *     pagecache_free(cache) twice does nothing; pagecache_open and pagecache_stats with a freed
  *     cache handle return PAGECACHE_EBADF (nothing done, *out untouched), pagecache_scheme
  *     returns NULL.

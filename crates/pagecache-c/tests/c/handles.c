@@ -56,6 +56,13 @@ static void closed_file(void) {
     CHECK_EQ(pagecache_len(f), PAGECACHE_EBADF);
     CHECK_EQ(pagecache_set_len(f, 0), PAGECACHE_EBADF);
     CHECK_EQ(pagecache_drop_cache(f), PAGECACHE_EBADF);
+    /* No page is held nor mapping made through it: the page stays empty, *out untouched. */
+    pagecache_page_t page = PAGECACHE_PAGE_INIT;
+    CHECK_EQ(pagecache_page_get(f, 0, &page), PAGECACHE_EBADF);
+    CHECK_EQ(pagecache_page_read(&page, b, sizeof b, 0), PAGECACHE_EBADF);
+    pagecache_mapping_t *m = (pagecache_mapping_t *)b;
+    CHECK_EQ(pagecache_map(f, 0, 1, &m), PAGECACHE_EBADF);
+    CHECK(m == (pagecache_mapping_t *)b);
     CHECK_EQ(pagecache_close(f), PAGECACHE_EBADF);
     /* Nothing was written or cut: the other handle reads the file as it was. */
     CHECK_EQ(pagecache_len(g), LEN);
