@@ -25,7 +25,7 @@
 //!
 //! ```text
 //!     rseq->rseq_cs = &descriptor           // arm
-//! [1] ret = ABORT
+//! [1] ret = WRONG_CPU                       // nothing tried: not counted as an abort
 //!     if rseq->cpu_id != cpu: goto [6]      // migrated since the caller read the CPU
 //!     if rseq->rseq_cs != &descriptor: goto [6]
 //!                                           // (OWN only) re-armed by a signal handler that
