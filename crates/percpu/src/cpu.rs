@@ -220,12 +220,17 @@ impl CpuListScan {
                 (ScanAt::Bad, _) => return false,
                 (ScanAt::End, b) if b.is_ascii_whitespace() => {}
                 (ScanAt::First | ScanAt::Second, b'0'..=b'9') => {
-                    self.n = self.n * 10 + usize::from(b - b'0');
                     self.digits = true;
-                    // No CPU has a number above i32::MAX (the kernel's are `int`s); refused
-                    // here, the number never overflows.
-                    if self.n > i32::MAX as usize {
-                        self.at = ScanAt::Bad;
+                    // No CPU has a number above i32::MAX (the kernel's are `int`s): refused
+                    // here. Checked: ten times a number up to i32::MAX overflows a 32-bit
+                    // `usize` (a debug build panicked, a release one wrapped to a small CPU).
+                    match self
+                        .n
+                        .checked_mul(10)
+                        .and_then(|n| n.checked_add(usize::from(b - b'0')))
+                    {
+                        Some(n) if n <= i32::MAX as usize => self.n = n,
+                        _ => self.at = ScanAt::Bad,
                     }
                 }
                 (ScanAt::First, b'-') if self.digits => {
@@ -477,6 +482,9 @@ mod tests {
             "\u{663}",
             "2147483648",
             "0-2147483648",
+            // Past i32::MAX by a digit, and 2^32 (which a 32-bit `usize` wrapped to 0).
+            "21474836470",
+            "4294967296",
             "18446744073709551615",
             "18446744073709551616",
             "99999999999999999999999",
