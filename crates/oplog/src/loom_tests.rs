@@ -307,6 +307,48 @@ fn read_races_a_spill() {
     });
 }
 
+/// A read races a spill that its final pass must find in the spill list: `x` has 3 logged on
+/// CPU 1; one thread logs 1 to `x` on CPU 0, then 4 on CPU 1 (it migrated: 4 is stamped after
+/// 1), then logs `y` on CPU 0, whose way holds `x`'s log, while the reader holds `x`, so it
+/// spills `x`'s log (1) to `x`. Where the reader's first pass saw only CPU 1's bit (and took
+/// 3 and 4) and its next pass found CPU 0's bit set but waited for that way's lock until the
+/// spill had untagged it, the pass found no log in the ways: only the spill list, checked
+/// after the bits, holds the 1 stamped before the 4 it took. A gather that checked the list
+/// before the bits would end there and read 3 and 4 without 1 (no prefix of the stamp
+/// order); the model finds that with two preemptions (`bug_spill_before_bits_is_caught`),
+/// where `loom_a_read_sees_the_log_spilled_while_it_gathers` (four threads) needs three.
+#[test]
+fn loom_a_pass_that_waits_for_a_spilling_way_checks_the_spill_after() {
+    a_pass_waits_for_a_spilling_way();
+}
+
+fn a_pass_waits_for_a_spilling_way() {
+    model(|| {
+        let d = Domain::<SetLog<false, false>>::with_config(1, 64);
+        let x = Arc::new(OpSet::<false, false>::new(&d));
+        let y = Arc::new(OpSet::<false, false>::new(&d));
+        percpu::loom_set_cpu(1);
+        let mut ops = vec![(x.insert(3), SetOp::Insert(3))];
+        let migrant = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                percpu::loom_set_cpu(0);
+                let one = x.insert(1);
+                percpu::loom_set_cpu(1);
+                let four = x.insert(4);
+                percpu::loom_set_cpu(0);
+                y.insert(2);
+                vec![(one, SetOp::Insert(1)), (four, SetOp::Insert(4))]
+            })
+        };
+        let read: BTreeSet<u64> = x.object().synchronize().clone();
+        ops.extend(migrant.join().unwrap());
+        let model = assert_prefix(&read, ops);
+        assert_eq!(*x.object().synchronize(), model);
+        assert_eq!(y.to_vec(), [2]);
+    });
+}
+
 /// A structure that records, in a list shared with the test, each update applied to it.
 #[derive(Default)]
 struct Applied(std::sync::Arc<std::sync::Mutex<Vec<(Stamp, u32)>>>);
@@ -559,6 +601,17 @@ mod bugs {
     #[should_panic(expected = "is no prefix of")]
     fn bug_untag_before_spill_is_caught() {
         with_bug(bug::UNTAG_BEFORE_SPILL, super::read_races_a_spill);
+    }
+
+    /// A pass that takes the spill list before it scans the bits misses a log spilled while it
+    /// waits for that log's way, and ends without it.
+    #[test]
+    #[should_panic(expected = "is no prefix of")]
+    fn bug_spill_before_bits_is_caught() {
+        with_bug(
+            bug::SPILL_BEFORE_BITS,
+            super::a_pass_waits_for_a_spilling_way,
+        );
     }
 
     /// A get that checks the state before its `+1` is logged lets a reclaim that came

@@ -359,6 +359,8 @@ pub(crate) mod bug {
     /// object whose logs the thread applies as an evicter is deferred (else the thread would
     /// wait for the lock it holds itself).
     pub(crate) const DROP_UNDER_LOCK: u8 = 6;
+    /// A gather's pass takes the spill list before it scans the pending bits, not after.
+    pub(crate) const SPILL_BEFORE_BITS: u8 = 7;
     std::thread_local! {
         /// The mode of the models run on this thread (loom runs a model's threads on the
         /// test's own).
@@ -599,6 +601,10 @@ impl<L: Log> Core<L> {
             #[cfg(all(test, not(loom)))]
             tests::pass_hook(passes, &self.pending);
             let mut any = false;
+            #[cfg(paygo_loom_bug)]
+            if bug::is(bug::SPILL_BEFORE_BITS) && self.take_spill(&mut logs) {
+                any = true;
+            }
             for (w, word) in self.pending.iter().enumerate() {
                 // SeqCst pairs with the SeqCst fetch_or in Object::log (and with the fetch_and
                 // of an evicter, whose spill push it then sees).
@@ -621,18 +627,13 @@ impl<L: Log> Core<L> {
             }
             // Taken after the scan of the bits, in the same pass: an evicter pushes to `spill`
             // before it clears the bit.
-            let mut spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
-            // Relaxed: set holding the lock of a way tagged with this object, which this pass
-            // took after it (see `Core::lost`); we hold `target` (see `Core::poisoned`).
-            self.poison_if_lost();
-            if !spill.is_empty() {
-                // Taken whole, its buffer with it (freed at the end of this statement), so the
-                // list keeps no memory (see `Core::spill`).
-                logs.append(&mut core::mem::take(&mut *spill));
-                self.spilled.store(0, Ordering::Relaxed);
+            #[cfg(paygo_loom_bug)]
+            let spill_first = bug::is(bug::SPILL_BEFORE_BITS);
+            #[cfg(not(paygo_loom_bug))]
+            let spill_first = false;
+            if !spill_first && self.take_spill(&mut logs) {
                 any = true;
             }
-            drop(spill);
             #[cfg(paygo_loom_bug)]
             if bug::is(bug::ONE_PASS) {
                 any = false;
@@ -642,6 +643,23 @@ impl<L: Log> Core<L> {
                 return logs;
             }
         }
+    }
+
+    /// Moves the spill list's logs to `logs` (the gather's), and says whether there were any.
+    /// The caller holds `target` and, in the same pass, scanned the pending bits before.
+    fn take_spill(&self, logs: &mut Vec<L>) -> bool {
+        let mut spill = self.spill.lock().unwrap_or_else(|e| e.into_inner());
+        // Relaxed: set holding the lock of a way tagged with this object, which this pass
+        // took after it (see `Core::lost`); we hold `target` (see `Core::poisoned`).
+        self.poison_if_lost();
+        if spill.is_empty() {
+            return false;
+        }
+        // Taken whole, its buffer with it (freed at the end of this statement), so the list
+        // keeps no memory (see `Core::spill`).
+        logs.append(&mut core::mem::take(&mut *spill));
+        self.spilled.store(0, Ordering::Relaxed);
+        true
     }
 
     /// Clears the way's tag and, in `pending` (the bits of the object the tag named), the bit
