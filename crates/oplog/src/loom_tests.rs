@@ -380,7 +380,8 @@ impl crate::Log for Recs {
 /// CPUs) while a log of another object on one of those CPUs needs the way that holds the
 /// first one's log there: it applies that log (the drop waits for its lock), or spills it to
 /// the object while the drop holds the lock, before the drop frees the object. Every update of
-/// either object is applied exactly once, in stamp order, and nothing deadlocks.
+/// either object is applied exactly once, in stamp order, both objects are freed, and nothing
+/// deadlocks.
 #[test]
 fn loom_a_drop_racing_an_eviction_applies_each_update_once() {
     model(|| {
@@ -407,6 +408,10 @@ fn loom_a_drop_racing_an_eviction_applies_each_update_once() {
             "x's updates"
         );
         assert_eq!(*y_seen.lock().unwrap(), [(two, 2)], "y's updates");
+        // Their structures were dropped with them (the lists' other holders): a drop that
+        // found `x` locked by the evicter waited for it, and freed `x` after.
+        assert_eq!(std::sync::Arc::strong_count(&x_seen), 1, "x was freed");
+        assert_eq!(std::sync::Arc::strong_count(&y_seen), 1, "y was freed");
     });
 }
 
