@@ -11,7 +11,7 @@ use oplog::{Domain, Stamp};
 use refcount::conformance::{migrate, reps, unpin, Rng};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 const THREADS: usize = 4;
@@ -287,4 +287,117 @@ fn counters_exact_under_migration_and_eviction() {
     for (c, w) in cs.iter().zip(want) {
         assert_eq!(c.read(), w);
     }
+}
+
+/// Keys recycled under the paired contract (see `oplog::paired`): any thread removes any live
+/// key, and a removed key is added again only after a synchronize that began once its remove
+/// had returned has itself returned. Threads migrate, one way per CPU (shared with another
+/// list, so that logs are evicted, and spilled while a reader holds the list) and a small
+/// bound: local absorption must cancel the add of the key's current life only, never one of an
+/// earlier life. Every read holds each key once at most, and the final list is the live keys.
+fn recycled_keys_history<const L: bool, const G: bool>() {
+    const KEYS: u64 = 48;
+    let d = Domain::<ListLog<L, G>>::with_config(1, 16);
+    let list = Arc::new(OpList::<L, G>::new(&d));
+    let other = Arc::new(OpList::<L, G>::new(&d));
+    // Keys free to add; keys added (their add returned) and not taken for a remove; keys whose
+    // remove returned, not yet recycled.
+    let free = Arc::new(Mutex::new((0..KEYS).collect::<Vec<u64>>()));
+    let live = Arc::new(Mutex::new(Vec::new()));
+    let retired = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (list, stop) = (list.clone(), stop.clone());
+        thread::spawn(move || loop {
+            // Checked before a read and acted on after it, so that at least one read runs
+            // however late this thread starts.
+            let last = stop.load(Ordering::Relaxed);
+            {
+                let g = list.object().synchronize();
+                let keys: Vec<u64> = g.iter().collect();
+                // Held a moment, so that evicted logs of the list are spilled to it.
+                thread::yield_now();
+                drop(g);
+                let distinct: HashSet<u64> = keys.iter().copied().collect();
+                assert_eq!(distinct.len(), keys.len(), "a key twice in {keys:?}");
+                assert!(
+                    keys.iter().all(|&k| k < KEYS),
+                    "a key never added: {keys:?}"
+                );
+            }
+            if last {
+                return;
+            }
+        })
+    };
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (list, other) = (list.clone(), other.clone());
+            let (free, live, retired) = (free.clone(), live.clone(), retired.clone());
+            thread::spawn(move || {
+                let mut rng = Rng::new(t as u64 + 500);
+                for i in 0..reps(4_000) as u64 {
+                    if rng.below(20) == 0 {
+                        migrate(rng.below(8));
+                    }
+                    match rng.below(10) {
+                        0..=3 => {
+                            let mut k = free.lock().unwrap().pop();
+                            if k.is_none() {
+                                // Recycle: the removes of these keys returned before they
+                                // were retired, so this synchronize began after them.
+                                let keys = core::mem::take(&mut *retired.lock().unwrap());
+                                let _ = list.len();
+                                free.lock().unwrap().extend(keys);
+                                k = free.lock().unwrap().pop();
+                            }
+                            if let Some(k) = k {
+                                list.add(k);
+                                live.lock().unwrap().push(k);
+                            }
+                        }
+                        4..=7 => {
+                            let k = {
+                                let mut live = live.lock().unwrap();
+                                let n = live.len();
+                                (n > 0).then(|| live.swap_remove(rng.below(n)))
+                            };
+                            if let Some(k) = k {
+                                list.remove(k);
+                                retired.lock().unwrap().push(k);
+                            }
+                        }
+                        _ => {
+                            // Another list in the same way: evicts the list's log here.
+                            let x = ((t as u64) << 32) | i;
+                            other.add(x);
+                            other.remove(x);
+                        }
+                    }
+                }
+                unpin();
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    let mut want = live.lock().unwrap().clone();
+    want.sort_unstable();
+    assert_eq!(
+        list.to_sorted_vec(),
+        want,
+        "list differs from its live keys (LOCAL={L}, GLOBAL={G})"
+    );
+    assert!(other.is_empty());
+}
+
+#[test]
+fn recycled_keys_keep_the_contract_with_every_absorption() {
+    recycled_keys_history::<false, false>();
+    recycled_keys_history::<false, true>();
+    recycled_keys_history::<true, false>();
+    recycled_keys_history::<true, true>();
 }
