@@ -316,7 +316,8 @@ fn read_races_a_spill() {
 /// after the bits, holds the 1 stamped before the 4 it took. A gather that checked the list
 /// before the bits would end there and read 3 and 4 without 1 (no prefix of the stamp
 /// order); the model finds that with two preemptions (`bug_spill_before_bits_is_caught`),
-/// where `loom_a_read_sees_the_log_spilled_while_it_gathers` (four threads) needs three.
+/// where `loom_a_read_sees_the_log_spilled_while_it_gathers` (four threads) does not (its
+/// reader must be preempted between its check of the list and its scan of the bits).
 #[test]
 fn loom_a_pass_that_waits_for_a_spilling_way_checks_the_spill_after() {
     a_pass_waits_for_a_spilling_way();
