@@ -1322,28 +1322,13 @@ pub mod child {
     /// In the parent, if the child did not run `body` to its end or failed (the message holds
     /// its output); in the child, if a thread can be started, or as `body` panics.
     pub fn without_threads(name: &str, child: &str, body: impl FnOnce()) {
-        if std::env::var_os(child).is_some() {
+        let stack = (1u64 << 47).to_string();
+        percpu::testing::in_child_with(name, child, &[("RUST_MIN_STACK", &stack)], || {
             assert!(
                 std::thread::Builder::new().spawn(|| ()).is_err(),
                 "the child can start threads: the test checks nothing"
             );
             body();
-            println!("child done");
-            return;
-        }
-        let exe = std::env::current_exe().expect("the test binary");
-        let out = std::process::Command::new(exe)
-            .args([name, "--exact", "--test-threads=1", "--nocapture"])
-            .env(child, "1")
-            .env("RUST_MIN_STACK", (1u64 << 47).to_string())
-            .output()
-            .expect("the child runs");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && stdout.contains("child done"),
-            "the child: {:?}\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        });
     }
 }

@@ -567,7 +567,7 @@ fn a_panic_in_len_while_spilling_loses_no_update() {
 fn a_failing_update_applied_while_unwinding_does_not_abort() {
     const CHILD: &str = "OPLOG_TEST_UNWINDING_CHILD";
     const NAME: &str = "a_failing_update_applied_while_unwinding_does_not_abort";
-    in_child(NAME, CHILD, || {
+    percpu::testing::in_child(NAME, CHILD, || {
         let d = default_sized::<OpVec<Push>>();
         let o = Object::new(&d, Vec::new());
         o.log(Push(BAD));
@@ -1006,31 +1006,6 @@ impl<L: oplog::Log> Drop for LogOnDrop<'_, L> {
     }
 }
 
-/// Runs `body` in a child process (this test binary, filtered to the test `name`, with the
-/// environment variable `child` set), and checks that the child printed "child done" and
-/// exited successfully (it did not abort). Called by the test itself: in the child, it runs
-/// `body` and prints that line.
-fn in_child(name: &str, child: &str, body: impl FnOnce()) {
-    if std::env::var_os(child).is_some() {
-        body();
-        println!("child done");
-        return;
-    }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
-        .env(child, "1")
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A `log` called by a `Drop` while the thread unwinds from a panic applies updates that panic:
 /// at the bound (its object's) and at an eviction (another object's). A panic there, during
 /// the unwinding, aborted the process; it is now caught (the object whose batch it was is
@@ -1041,7 +1016,7 @@ fn in_child(name: &str, child: &str, body: impl FnOnce()) {
 fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
     const CHILD: &str = "OPLOG_TEST_LOG_UNWINDING_CHILD";
     const NAME: &str = "a_log_while_unwinding_whose_applied_updates_fail_does_not_abort";
-    in_child(NAME, CHILD, || {
+    percpu::testing::in_child(NAME, CHILD, || {
         let _saved = percpu::affinity::Saved::take();
         // Held on one CPU, so that the updates go to one log and the objects meet in one way.
         if percpu::testing::pin_or_skip("the bound and an eviction on one CPU").is_some() {
@@ -1082,7 +1057,7 @@ fn a_log_while_unwinding_whose_applied_updates_fail_does_not_abort() {
 fn a_log_while_unwinding_whose_spill_take_fails_does_not_abort() {
     const CHILD: &str = "OPLOG_TEST_SPILL_UNWINDING_CHILD";
     const NAME: &str = "a_log_while_unwinding_whose_spill_take_fails_does_not_abort";
-    in_child(NAME, CHILD, || {
+    percpu::testing::in_child(NAME, CHILD, || {
         let _saved = percpu::affinity::Saved::take();
         // On one CPU, so that the two objects meet in its only way.
         if percpu::testing::pin_or_skip("an eviction on one CPU").is_some() {

@@ -266,12 +266,21 @@ fn new_thread_registers_rseq() -> std::io::Result<()> {
 /// that the child printed that and exited with success. For checks that would abort the
 /// process where they fail (an allocation that aborts, a limit set for the whole process).
 pub fn in_child(name: &str, marker: &str, checks: impl FnOnce()) {
+    in_child_with(name, marker, &[], checks)
+}
+
+/// [`in_child`], the child's environment with `env` added (the variables a process reads at
+/// its start: `RUST_MIN_STACK`, `GLIBC_TUNABLES`).
+pub fn in_child_with(name: &str, marker: &str, env: &[(&str, &str)], checks: impl FnOnce()) {
     if std::env::var_os(marker).is_some() {
         checks();
         println!("CHILD-OK");
         return;
     }
-    let out = rerun(name, marker);
+    let out = rerun_command(name, marker)
+        .envs(env.iter().copied())
+        .output()
+        .expect("starting the child");
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),

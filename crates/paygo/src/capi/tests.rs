@@ -662,33 +662,6 @@ fn a_panic_whose_payload_panics_when_dropped_is_the_error() {
     assert_eq!(boundary(PAYGO_EINTERNAL, || 7), 7);
 }
 
-/// Runs `body` in a process of its own: this test binary run again with only the test `name`
-/// (its path under the crate, `capi::tests::...`), so that no default domain and no key of the
-/// library exist before `body` (both are the process's, and other tests make them). The child
-/// is told by the environment; the parent checks that it ran `body` to its end and succeeded.
-#[cfg(not(miri))]
-fn in_a_process_of_its_own(name: &str, body: impl FnOnce()) {
-    const CHILD: &str = "PAYGO_CAPI_TEST_IN_A_PROCESS_OF_ITS_OWN";
-    if std::env::var_os(CHILD).is_some() {
-        body();
-        println!("child done");
-        return;
-    }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
-        .env(CHILD, "1")
-        .output()
-        .expect("the child runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("child done"),
-        "the child: {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A REF and an UNREF from a signal handler that interrupts `paygo_prepare_unload` of a
 /// thread, in a process that has no domain yet, are refused (`PAYGO_EINTERNAL`, as paygo.h
 /// says) and change nothing: no default domain, no key. The REF made the default domain
@@ -699,8 +672,11 @@ fn in_a_process_of_its_own(name: &str, body: impl FnOnce()) {
 #[cfg_attr(miri, ignore = "runs the test binary again, in a process of its own")]
 fn a_ref_interrupting_a_call_before_any_domain_makes_none() {
     #[cfg(not(miri))]
-    in_a_process_of_its_own(
+    // In a process of its own: no default domain and no key of the library exist before
+    // (both are the process's, and other tests make them).
+    percpu::testing::in_child(
         "capi::tests::a_ref_interrupting_a_call_before_any_domain_makes_none",
+        "PAYGO_CAPI_TEST_IN_A_PROCESS_OF_ITS_OWN",
         || {
             let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
             let o = obj.as_mut_ptr();
