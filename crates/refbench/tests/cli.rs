@@ -12,6 +12,17 @@ fn refbench(args: &[&str]) -> std::process::Output {
         .expect("refbench runs")
 }
 
+/// Runs refbench with `args`, checks that it exits with code 2 and a message, and returns its
+/// standard error (the message).
+#[track_caller]
+fn refused(args: &[&str]) -> String {
+    let o = refbench(args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2: {err}");
+    assert!(!err.trim().is_empty(), "{args:?} printed no message");
+    err
+}
+
 /// Writes `dir/single-object.json`: a short `single-object` run of `atomic`, one thread.
 fn single_object_json_in(dir: &std::path::Path) {
     let o = refbench(&[
@@ -96,10 +107,7 @@ fn bad_arguments_exit_2_with_a_message() {
         &["run", "single-object", "--threads", "1,4097"],
         &["reproduce", "--threads", "4097", "--out", "/nonexistent/x"],
     ] {
-        let o = refbench(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!err.trim().is_empty(), "{args:?} printed no message");
+        refused(args);
     }
 }
 
@@ -118,9 +126,7 @@ fn section_vs_lock_is_refused_with_where_it_is_measured() {
             "/nonexistent/x",
         ],
     ] {
-        let o = refbench(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&o.stderr);
+        let err = refused(args);
         assert!(
             err.contains("unknown experiment 'section-vs-lock'")
                 && err.contains("--only single-object"),
@@ -156,9 +162,7 @@ fn negative_numbers_are_bad_values_of_their_flag() {
             "--duration-ms",
         ),
     ] {
-        let o = refbench(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2");
-        let err = String::from_utf8_lossy(&o.stderr);
+        let err = refused(args);
         assert!(
             err.contains(flag) && !err.contains("-- -"),
             "{args:?}: {err}"
@@ -305,9 +309,7 @@ fn a_duration_or_spin_past_its_bound_exits_2_naming_it() {
     ] {
         let mut args = args.to_vec();
         args.extend(["--out", &out]);
-        let o = refbench(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let err = refused(&args);
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
@@ -348,9 +350,7 @@ fn more_objects_than_a_scheme_holds_exit_2_naming_it() {
     ] {
         let mut run = vec!["run"];
         run.extend(args);
-        let o = refbench(&run);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{run:?}: {err}");
+        let err = refused(&run);
         assert!(err.contains(says), "{run:?}: {err}");
     }
     let o = refbench(&["run", "memory", "--objects", "4194305", "--schemes", "cas"]);
@@ -1200,17 +1200,13 @@ fn sizes_past_the_limits_say_the_limit() {
             &["at most 4096 threads"],
         ),
     ] {
-        let o = refbench(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&o.stderr);
+        let err = refused(args);
         for s in says {
             assert!(err.contains(s), "{args:?}: {s:?} not in {err}");
         }
     }
     // With per-CPU structures sized for more CPUs, fewer objects: 2^27 over the CPUs.
-    let o = refbench(&["run", "memory", "--size-cpus", "4096", "--objects", "32769"]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["run", "memory", "--size-cpus", "4096", "--objects", "32769"]);
     assert!(err.contains("at most 32768 objects"), "{err}");
 }
 
@@ -1371,9 +1367,7 @@ fn report_refuses_rows_that_are_not_refbench_rows() {
         r#"{"meta": {"cpu_model": "x"}, "rows": [{"name": "not a row", "value": 3}]}"#,
     )
     .unwrap();
-    let o = refbench(&["report", dir.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["report", dir.to_str().unwrap()]);
     assert!(
         err.contains("mine.json: row 1 is not a refbench row"),
         "{err}"
@@ -1398,9 +1392,7 @@ fn report_refuses_a_negative_throughput_and_writes_nothing() {
             ],
         });
         std::fs::write(dir.join("single-object.json"), results.to_string()).unwrap();
-        let o = refbench(&["report", dir.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
+        let err = refused(&["report", dir.to_str().unwrap()]);
         let bad = if ops < 0.0 { ops } else { reps };
         assert!(
             err.contains(&format!(
@@ -1431,9 +1423,7 @@ fn report_refuses_a_row_of_0_threads_or_objects_and_writes_nothing() {
             "rows": [row("paygo", 2, 1, 2e6), row("paygo", threads, objects, 1e6)],
         });
         std::fs::write(dir.join("single-object.json"), results.to_string()).unwrap();
-        let o = refbench(&["report", dir.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
+        let err = refused(&["report", dir.to_str().unwrap()]);
         assert!(
             err.contains(&format!(
                 "single-object.json: row 2 is not a refbench row: {what} (every row refbench \
@@ -1569,9 +1559,7 @@ fn report_refuses_a_row_of_an_unknown_experiment_and_writes_nothing() {
         let mut v = good.clone();
         v["rows"][0]["experiment"] = bad.into();
         std::fs::write(sub.join("single-object.json"), v.to_string()).unwrap();
-        let o = refbench(&["report", sub.to_str().unwrap()]);
-        assert_eq!(o.status.code(), Some(2), "{bad:?}");
-        let err = String::from_utf8_lossy(&o.stderr);
+        let err = refused(&["report", sub.to_str().unwrap()]);
         assert!(
             err.contains("row 1 is not a refbench row: unknown experiment"),
             "{bad:?}: {err}"
@@ -1779,9 +1767,7 @@ fn report_with_a_broken_result_writes_nothing() {
     assert!(o.status.success());
     std::fs::write(dir.join("object-spectrum.json"), &o.stdout).unwrap();
     std::fs::write(dir.join("zz.json"), "{\"meta\": {}, \"rows\": [").unwrap();
-    let o = refbench(&["report", dir.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["report", dir.to_str().unwrap()]);
     assert!(err.contains("zz.json: not refbench JSON"), "{err}");
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -1925,9 +1911,7 @@ fn help_says_the_default_objects_of_every_experiment_and_the_size_cpus_default()
     let pct = help("referenced-pct");
     assert!(pct.contains("0 to 100"), "{pct}");
     for v in ["100.5", "NaN"] {
-        let o = refbench(&["run", "memory", "--referenced-pct", v]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "--referenced-pct {v}: {err}");
+        let err = refused(&["run", "memory", "--referenced-pct", v]);
         assert!(
             err.contains("--referenced-pct must be between 0 and 100"),
             "{err}"
@@ -1939,9 +1923,7 @@ fn help_says_the_default_objects_of_every_experiment_and_the_size_cpus_default()
         "{size_cpus}"
     );
     for n in ["0", "8193"] {
-        let o = refbench(&["run", "memory", "--size-cpus", n]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "--size-cpus {n}: {err}");
+        let err = refused(&["run", "memory", "--size-cpus", n]);
         assert!(err.contains(&format!("--size-cpus {n}: ")), "{err}");
     }
 }
@@ -2578,9 +2560,7 @@ fn a_flag_the_experiment_does_not_use_exits_2_before_running() {
     }
     assert!(o.stdout.is_empty() && !dir.join("out").exists(), "it ran");
     // Several at once: each is named, on a line of its own.
-    let o = refbench(&["run", "tsc-check", "--threads", "2", "--pin", "--out", out]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = refused(&["run", "tsc-check", "--threads", "2", "--pin", "--out", out]);
     assert_eq!(err.lines().count(), 2, "{err}");
     assert!(err.contains("--threads: tsc-check") && err.contains("--pin: tsc-check"));
 }
@@ -2787,9 +2767,7 @@ fn help_says_which_flags_refuse_zero() {
         let mut run = vec!["run"];
         run.extend(args);
         run.extend([zero.as_str(), "0"]);
-        let o = refbench(&run);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{run:?}: {err}");
+        let err = refused(&run);
         assert!(err.contains(&zero), "{run:?}: {err}");
     }
 }
@@ -3137,7 +3115,7 @@ fn two_results_of_one_experiment_are_refused() {
     assert_eq!(names, ["single-object.json", "single-object2.json"]);
     // `reproduce` refuses a file of its own experiment under another name before it runs.
     std::fs::remove_file(dir.join("single-object.json")).unwrap();
-    let o = refbench(&[
+    let err = refused(&[
         "reproduce",
         "--quick",
         "--only",
@@ -3149,8 +3127,6 @@ fn two_results_of_one_experiment_are_refused() {
         "--out",
         dir.to_str().unwrap(),
     ]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("both hold rows of single-object"), "{err}");
     assert!(!dir.join("single-object.json").exists());
 }
