@@ -23,9 +23,10 @@ fn refused(args: &[&str]) -> String {
     err
 }
 
-/// Writes `dir/single-object.json`: a short `single-object` run of `atomic`, one thread.
-fn single_object_json_in(dir: &std::path::Path) {
-    let o = refbench(&[
+/// `refbench run single-object` of `atomic`, one thread, one repetition of 1 ms (the shortest
+/// run), with `more` arguments.
+fn single_object(more: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "run",
         "single-object",
         "--schemes",
@@ -36,9 +37,19 @@ fn single_object_json_in(dir: &std::path::Path) {
         "1",
         "--reps",
         "1",
-        "--format",
-        "json",
-    ]);
+    ];
+    args.extend(more);
+    refbench(&args)
+}
+
+/// [`single_object`] with `--out dir`.
+fn single_object_out(dir: &str) -> std::process::Output {
+    single_object(&["--out", dir])
+}
+
+/// Writes `dir/single-object.json`: a short `single-object` run of `atomic`, one thread.
+fn single_object_json_in(dir: &std::path::Path) {
+    let o = single_object(&["--format", "json"]);
     assert!(o.status.success());
     std::fs::write(dir.join("single-object.json"), &o.stdout).unwrap();
 }
@@ -3579,20 +3590,7 @@ fn run_out_beside_a_report_says_the_report_is_the_earlier_results() {
     let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
     let run = || {
-        let o = refbench(&[
-            "run",
-            "single-object",
-            "--schemes",
-            "atomic",
-            "--threads",
-            "1",
-            "--duration-ms",
-            "1",
-            "--reps",
-            "1",
-            "--out",
-            d,
-        ]);
+        let o = single_object_out(d);
         let err = String::from_utf8_lossy(&o.stderr).to_string();
         assert!(o.status.success(), "{err}");
         err
@@ -3627,22 +3625,7 @@ fn run_out_beside_another_result_of_its_experiment_says_the_report_would_refuse(
     let tmp_dir = scratch("beside-kept");
     let dir = tmp_dir.path();
     let d = dir.to_str().unwrap();
-    let run = || {
-        refbench(&[
-            "run",
-            "single-object",
-            "--schemes",
-            "atomic",
-            "--threads",
-            "1",
-            "--duration-ms",
-            "1",
-            "--reps",
-            "1",
-            "--out",
-            d,
-        ])
-    };
+    let run = || single_object_out(d);
     let o = run();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = refbench(&["report", d]);
