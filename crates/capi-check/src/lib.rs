@@ -80,13 +80,14 @@ pub mod header {
             .collect()
     }
 
-    /// The `#define {prefix}_VERSION_MAJOR`, `_MINOR` and `_PATCH` numbers of a header, and
-    /// whether its `{prefix}_VERSION_NUMBER` is `MAJOR * 10000 + MINOR * 100 + PATCH` as
-    /// written (the expression, not its value: the preprocessor is not run here).
+    /// Checks that a header's `#define {prefix}_VERSION_MAJOR`, `_MINOR` and `_PATCH` are the
+    /// numbers of `version` (the package's, `env!("CARGO_PKG_VERSION")`, which its SONAME
+    /// carries), and that its `{prefix}_VERSION_NUMBER` is `MAJOR * 10000 + MINOR * 100 +
+    /// PATCH` as written (the expression, not its value: the preprocessor is not run here).
     ///
     /// # Panics
-    /// If one of the three is missing or not a number.
-    pub fn version_macros(h: &str, prefix: &str) -> ([u64; 3], bool) {
+    /// If a number is missing, is not a number or differs, or the formula is another.
+    pub fn check_version_macros(h: &str, prefix: &str, version: &str) {
         let h = strip_comments(h);
         let number = |part: &str| -> u64 {
             let name = format!("#define {prefix}_VERSION_{part} ");
@@ -103,7 +104,18 @@ pub mod header {
                 .parse()
                 .unwrap_or_else(|_| panic!("{name}is no number: {:?}", rest.lines().next()))
         };
-        let flat: String = h
+        let header = [number("MAJOR"), number("MINOR"), number("PATCH")];
+        let package: Vec<u64> = version
+            .split(['.', '-', '+'])
+            .take(3)
+            .map(|n| n.parse().expect("a semantic version"))
+            .collect();
+        assert_eq!(
+            header[..],
+            package[..],
+            "{prefix}_VERSION_*, the package's {version}"
+        );
+        let flat = h
             .replace("\\\n", " ")
             .split_whitespace()
             .collect::<Vec<_>>()
@@ -112,10 +124,10 @@ pub mod header {
             "#define {prefix}_VERSION_NUMBER ({prefix}_VERSION_MAJOR * 10000 + \
              {prefix}_VERSION_MINOR * 100 + {prefix}_VERSION_PATCH)"
         );
-        (
-            [number("MAJOR"), number("MINOR"), number("PATCH")],
+        assert!(
             flat.contains(&formula),
-        )
+            "{prefix}_VERSION_NUMBER is not MAJOR * 10000 + MINOR * 100 + PATCH"
+        );
     }
 
     /// The prototypes of functions named `prefix...` in `flat` (a header without comments, on

@@ -8,8 +8,8 @@
 #![cfg(not(loom))]
 
 use capi_check::header::{
-    enum_values, functions, read, rust_fields, rust_functions, rust_signatures, signatures,
-    u64_fields, version_macros,
+    check_version_macros, enum_values, functions, read, rust_fields, rust_functions,
+    rust_signatures, signatures, u64_fields,
 };
 use pagecache::capi;
 use std::collections::BTreeMap;
@@ -163,16 +163,9 @@ fn the_scheme_names_are_listed() {
 /// `PAGECACHE_VERSION_NUMBER` is made of them.
 #[test]
 fn version_macros_are_the_packages_version() {
-    let (v, formula) = version_macros(&file("include/pagecache.h"), "PAGECACHE");
-    let cargo = [
-        env!("CARGO_PKG_VERSION_MAJOR"),
-        env!("CARGO_PKG_VERSION_MINOR"),
-        env!("CARGO_PKG_VERSION_PATCH"),
-    ]
-    .map(|n| n.parse::<u64>().unwrap());
-    assert_eq!(v, cargo, "include/pagecache.h's version, the package's");
-    assert!(
-        formula,
-        "PAGECACHE_VERSION_NUMBER is not MAJOR * 10000 + MINOR * 100 + PATCH"
+    check_version_macros(
+        &file("include/pagecache.h"),
+        "PAGECACHE",
+        env!("CARGO_PKG_VERSION"),
     );
 }
