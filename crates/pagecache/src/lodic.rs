@@ -1177,38 +1177,13 @@ mod tests {
     }
 
     impl refcount::RefCounter for PanicsInReadAll {
-        type Object = refcount::atomic::AtomicObject;
-        type Token = refcount::atomic::AtomicToken;
-        const NAME: &'static str = "panics-in-read-all";
-        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-
-        fn new_object(&self) -> Self::Object {
-            self.inner.new_object()
-        }
-        fn try_get(&self, obj: core::pin::Pin<&Self::Object>) -> Option<Self::Token> {
-            self.inner.try_get(obj)
-        }
-        fn put(&self, obj: core::pin::Pin<&Self::Object>, token: Self::Token) {
-            self.inner.put(obj, token)
-        }
+        wraps_atomic!(inner, "panics-in-read-all";
+            new_object, try_get, put, try_reclaim, reinit, memory);
         fn read_all(&self, obj: core::pin::Pin<&Self::Object>) -> i64 {
             if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
                 panic!("a scheme whose read_all panics");
             }
             self.inner.read_all(obj)
-        }
-        fn try_reclaim(&self, obj: core::pin::Pin<&Self::Object>) -> bool {
-            self.inner.try_reclaim(obj)
-        }
-        unsafe fn reinit(&self, obj: core::pin::Pin<&Self::Object>) {
-            // SAFETY: the caller's contract is this one's.
-            unsafe { self.inner.reinit(obj) }
-        }
-        fn memory(
-            &self,
-            objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
-        ) -> refcount::Memory {
-            self.inner.memory(objs)
         }
     }
 

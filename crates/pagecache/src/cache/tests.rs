@@ -351,23 +351,7 @@ struct Lagging {
 }
 
 impl refcount::RefCounter for Lagging {
-    type Object = refcount::atomic::AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "lagging";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-
-    fn new_object(&self) -> Self::Object {
-        self.inner.new_object()
-    }
-    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
-        self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
-        self.inner.put(obj, token)
-    }
-    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
-        self.inner.read_all(obj)
-    }
+    wraps_atomic!(inner, "lagging"; new_object, try_get, put, read_all, memory);
     fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
         let at = &*obj as *const Self::Object as usize;
         let mut refused = self.refused.lock().unwrap();
@@ -385,9 +369,6 @@ impl refcount::RefCounter for Lagging {
         // SAFETY: the caller's contract is this one's.
         unsafe { self.inner.reinit(obj) }
     }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
-        self.inner.memory(objs)
-    }
 }
 
 /// `atomic` that says it can have at most 4 objects live.
@@ -395,33 +376,8 @@ impl refcount::RefCounter for Lagging {
 struct FourObjects(Atomic);
 
 impl refcount::RefCounter for FourObjects {
-    type Object = refcount::atomic::AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "four-objects";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-
-    fn new_object(&self) -> Self::Object {
-        self.0.new_object()
-    }
-    fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
-        self.0.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&Self::Object>, token: Self::Token) {
-        self.0.put(obj, token)
-    }
-    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
-        self.0.read_all(obj)
-    }
-    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
-        self.0.try_reclaim(obj)
-    }
-    unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.0.reinit(obj) }
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
-        self.0.memory(objs)
-    }
+    wraps_atomic!(0, "four-objects";
+        new_object, try_get, put, read_all, try_reclaim, reinit, memory);
     fn max_live_objects(&self) -> Option<usize> {
         Some(4)
     }
@@ -537,14 +493,7 @@ struct Panicking {
 }
 
 impl refcount::RefCounter for Panicking {
-    type Object = refcount::atomic::AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "panicking";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-
-    fn new_object(&self) -> Self::Object {
-        self.inner.new_object()
-    }
+    wraps_atomic!(inner, "panicking"; new_object, read_all, try_reclaim, memory);
     fn try_get(&self, obj: Pin<&Self::Object>) -> Option<Self::Token> {
         if self.get.swap(false, std::sync::atomic::Ordering::Relaxed) {
             panic!("a scheme whose try_get panics");
@@ -557,12 +506,6 @@ impl refcount::RefCounter for Panicking {
             panic!("a scheme whose put panics");
         }
     }
-    fn read_all(&self, obj: Pin<&Self::Object>) -> i64 {
-        self.inner.read_all(obj)
-    }
-    fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
     unsafe fn reinit(&self, obj: Pin<&Self::Object>) {
         use std::sync::atomic::Ordering::Relaxed;
         if self.reinits.fetch_add(1, Relaxed) + 1 == self.panic_at.load(Relaxed) {
@@ -570,9 +513,6 @@ impl refcount::RefCounter for Panicking {
         }
         // SAFETY: the caller's contract is this one's.
         unsafe { self.inner.reinit(obj) }
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&Self::Object>>) -> refcount::Memory {
-        self.inner.memory(objs)
     }
 }
 
