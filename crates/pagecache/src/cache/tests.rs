@@ -10,6 +10,15 @@ fn byte(off: u64) -> u8 {
     (off.wrapping_mul(7) ^ (off >> 12)) as u8
 }
 
+/// A file of `len` bytes, each [`byte`] of its offset, named `f` in a temporary folder (kept
+/// while the folder returned with it lives).
+fn pattern_file(len: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("f");
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    (dir, path)
+}
+
 /// CLOCK's second chance: an eviction passes over the pages read since the hand's last
 /// pass and takes those that were not. 128 frames are filled (no readahead: the pages are
 /// read in descending order); a miss then evicts a batch of 32, which leaves 96 pages with
@@ -19,10 +28,8 @@ fn byte(off: u64) -> u8 {
 #[test]
 fn an_eviction_keeps_the_pages_read_since_the_hands_last_pass() {
     const N: u64 = 128;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("f");
     let len = 2 * N * PAGE_SIZE as u64;
-    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let (_dir, path) = pattern_file(len);
     let cache =
         PageCacheOf::with_scheme(Atomic, &Config::new(N as usize, "atomic")).expect("cache");
     let file = cache.open(&path).expect("open");
@@ -79,10 +86,8 @@ fn an_eviction_keeps_the_pages_read_since_the_hands_last_pass() {
 /// synced and closed as any other.
 #[test]
 fn a_fill_that_panics_takes_its_frames_out() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("f");
     let len = 8 * PAGE_SIZE as u64;
-    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let (_dir, path) = pattern_file(len);
     let cache = PageCacheOf::with_scheme(Atomic, &Config::new(16, "atomic")).expect("cache");
     let file = cache.open(&path).expect("open");
     let mut buf = vec![0u8; PAGE_SIZE];
@@ -95,15 +100,10 @@ fn a_fill_that_panics_takes_its_frames_out() {
     // The file goes to another thread before any assertion, so that a wait without end
     // (the read below, or a close that syncs a page never published) fails the test
     // instead of hanging it.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let (r, file) = elsewhere(file, 60, "the read after the panic returns", move |file| {
         let mut all = vec![0u8; len as usize];
-        let r = file.read_at(&mut all, 0);
-        let _ = tx.send((r.map(|n| (n, all)), file));
+        file.read_at(&mut all, 0).map(|n| (n, all))
     });
-    let (r, file) = rx
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .expect("the read after the panic returns");
     assert!(injected, "the fill reached its allocation");
     assert!(panicked, "the fill's panic unwinds out of the read");
     assert_eq!(after.resident, 0, "the fill's frames are free");
@@ -306,10 +306,8 @@ fn an_open_without_memory_to_list_the_file_lists_nothing() {
 /// bytes, and after the close the file holds them and no more.
 #[test]
 fn a_direct_write_that_fails_part_way_leaves_the_lengths_agreeing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("f");
     let len = PAGE_SIZE as u64;
-    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let (_dir, path) = pattern_file(len);
     let cache = PageCacheOf::with_scheme(Atomic, &Config::new(1, "atomic")).expect("cache");
     let file = cache.open(&path).expect("open");
     let held = file.page(0).expect("page 0");
@@ -406,10 +404,8 @@ fn a_cache_has_at_most_as_many_frames_as_its_scheme_has_objects() {
 /// still holding a page of the file dropped it too.
 #[test]
 fn a_cut_keeps_a_page_below_it_that_took_a_retried_frame() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("f");
     let len = 4 * PAGE_SIZE as u64;
-    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let (_dir, path) = pattern_file(len);
     // One frame: page 3's, then page 0's.
     let cache =
         PageCacheOf::with_scheme(Lagging::default(), &Config::new(1, "lagging")).expect("cache");
@@ -516,6 +512,39 @@ impl refcount::RefCounter for Panicking {
     }
 }
 
+/// Runs `f` on `value` on another thread, and returns what it returned with the value: a wait
+/// without end in `f` fails the test (`what`, after `secs` seconds) instead of hanging it.
+fn elsewhere<T: Send + 'static, R: Send + 'static>(
+    value: T,
+    secs: u64,
+    what: &str,
+    f: impl FnOnce(&T) -> R + Send + 'static,
+) -> (R, T) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = f(&value);
+        let _ = tx.send((r, value));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// A configuration of 16 frames for [`Panicking`] whose I/O of `kind` fails while the flag
+/// returned with it is set.
+fn failing_config(kind: crate::IoKind) -> (Config, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let fail = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hook_fail = fail.clone();
+    let mut cfg = Config::new(16, "panicking");
+    cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
+        if ev.kind == kind && hook_fail.load(std::sync::atomic::Ordering::Relaxed) {
+            Err(std::io::Error::other(format!("injected {kind:?} error")))
+        } else {
+            Ok(())
+        }
+    }));
+    (cfg, fail)
+}
+
 /// A scheme's panic in an eviction that a fill's readahead made (the `reinit` of a frame whose
 /// write-back failed) leaves the batch's other dirty frames dead in their slots, their
 /// write-backs failing too: the fill takes its own frames out and unwinds with the allocator
@@ -530,7 +559,7 @@ impl refcount::RefCounter for Panicking {
 /// cache) evicts again, and the first `reinit` there panics.
 #[test]
 fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     let dir = tempfile::tempdir().expect("tempdir");
     let pages = 16u64;
     let a = dir.path().join("a");
@@ -541,16 +570,7 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
     )
     .expect("file a");
     std::fs::write(&b, vec![9u8; 4 * PAGE_SIZE]).expect("file b");
-    let fail = std::sync::Arc::new(AtomicBool::new(false));
-    let hook_fail = fail.clone();
-    let mut cfg = Config::new(16, "panicking");
-    cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
-        if ev.kind == crate::IoKind::WriteBack && hook_fail.load(Relaxed) {
-            Err(std::io::Error::other("injected write-back error"))
-        } else {
-            Ok(())
-        }
-    }));
+    let (cfg, fail) = failing_config(crate::IoKind::WriteBack);
     let scheme = Panicking {
         panic_at: AtomicUsize::new(usize::MAX),
         ..Panicking::default()
@@ -589,15 +609,11 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
     fail.store(false, Relaxed);
     s.panic_at.store(usize::MAX, Relaxed);
     // On another thread, so that a wait without end fails the test instead of hanging it.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let what = "the read of a page the panic left dead returns";
+    let (r, fa) = elsewhere(fa, 600, what, |fa| {
         let mut page = vec![0u8; PAGE_SIZE];
-        let r = fa.read_at(&mut page, PAGE_SIZE as u64).map(|n| (n, page));
-        let _ = tx.send((r, fa));
+        fa.read_at(&mut page, PAGE_SIZE as u64).map(|n| (n, page))
     });
-    let (r, fa) = rx
-        .recv_timeout(std::time::Duration::from_secs(600))
-        .expect("the read of a page the panic left dead returns");
     let fa = core::mem::ManuallyDrop::into_inner(fa);
     let (n, page) = r.expect("read");
     assert_eq!(n, PAGE_SIZE);
@@ -621,10 +637,8 @@ fn a_scheme_panic_in_a_readaheads_eviction_poisons_the_lock() {
 /// page wait, then give up with an error on the poisoned lock.
 #[test]
 fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("f");
     let len = 2 * PAGE_SIZE as u64;
-    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
+    let (_dir, path) = pattern_file(len);
     let cache = PageCacheOf::with_scheme(Panicking::default(), &Config::new(4, "panicking"))
         .expect("cache");
     let file = cache.open(&path).expect("open");
@@ -640,15 +654,10 @@ fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
     let after = cache.stats();
     assert_eq!((after.resident, after.retired), (0, 1), "{after:?}");
     // On another thread, so that a wait without end fails the test instead of hanging it.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let (r, file) = elsewhere(file, 600, "the read after the panic returns", |file| {
         let mut page = vec![0u8; PAGE_SIZE];
-        let r = file.read_at(&mut page, 0).map(|n| (n, page));
-        let _ = tx.send((r, file));
+        file.read_at(&mut page, 0).map(|n| (n, page))
     });
-    let (r, file) = rx
-        .recv_timeout(std::time::Duration::from_secs(600))
-        .expect("the read after the panic returns");
     let (n, page) = r.expect("the page is read after the panic");
     assert_eq!(n, PAGE_SIZE);
     assert!(page.iter().enumerate().all(|(k, &x)| x == byte(k as u64)));
@@ -664,21 +673,10 @@ fn a_try_get_that_panics_in_a_miss_leaves_the_page_usable() {
 /// every later read of their pages waited, then gave up with an error.
 #[test]
 fn a_put_that_panics_as_a_failed_fill_is_taken_out_leaves_its_pages_usable() {
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("f");
+    use std::sync::atomic::Ordering::Relaxed;
     let len = 4 * PAGE_SIZE as u64;
-    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).expect("file");
-    let fail = std::sync::Arc::new(AtomicBool::new(false));
-    let hook_fail = fail.clone();
-    let mut cfg = Config::new(16, "panicking");
-    cfg.fault = Some(std::sync::Arc::new(move |ev: &crate::IoEvent<'_>| {
-        if ev.kind == crate::IoKind::Fill && hook_fail.load(Relaxed) {
-            Err(std::io::Error::other("injected fill error"))
-        } else {
-            Ok(())
-        }
-    }));
+    let (_dir, path) = pattern_file(len);
+    let (cfg, fail) = failing_config(crate::IoKind::Fill);
     let cache = PageCacheOf::with_scheme(Panicking::default(), &cfg).expect("cache");
     let file = cache.open(&path).expect("open");
     let mut buf = vec![0u8; PAGE_SIZE];
@@ -693,15 +691,10 @@ fn a_put_that_panics_as_a_failed_fill_is_taken_out_leaves_its_pages_usable() {
     // The missed page and the 2 pages read ahead (an eighth of the cache).
     assert_eq!((after.resident, after.retired), (0, 1), "{after:?}");
     // On another thread, so that a wait without end fails the test instead of hanging it.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let (r, file) = elsewhere(file, 600, "the read after the panic returns", move |file| {
         let mut all = vec![0u8; len as usize];
-        let r = file.read_at(&mut all, 0).map(|n| (n, all));
-        let _ = tx.send((r, file));
+        file.read_at(&mut all, 0).map(|n| (n, all))
     });
-    let (r, file) = rx
-        .recv_timeout(std::time::Duration::from_secs(600))
-        .expect("the read after the panic returns");
     let (n, all) = r.expect("the pages are read after the panic");
     assert_eq!(n, len as usize);
     assert!(all.iter().enumerate().all(|(k, &x)| x == byte(k as u64)));
