@@ -326,14 +326,16 @@ pub mod header {
             .collect()
     }
 
-    /// The `uint64_t` fields of `typedef struct name { ... } name_t;`, in order.
+    /// The `uint64_t` fields of `typedef struct name_s { ... } name_t;`, in order (the tag is
+    /// not `name`, the name of the function that fills the struct, which C++ `-Wshadow`
+    /// reports as hiding the struct's constructor).
     ///
     /// # Panics
     /// If the header has no such struct.
     pub fn u64_fields(h: &str, name: &str) -> Vec<String> {
         let body = block(
             h,
-            &format!("typedef struct {name}"),
+            &format!("typedef struct {name}_s {{"),
             &format!("}} {name}_t;"),
         );
         fields(body, "uint64_t")
@@ -707,7 +709,14 @@ pub mod cc {
             for std in stds {
                 for arch in &archs {
                     run(Command::new(compiler)
-                        .args(["-fsyntax-only", "-pedantic", "-Wall", "-Wextra", "-Werror"])
+                        .args([
+                            "-fsyntax-only",
+                            "-pedantic",
+                            "-Wall",
+                            "-Wextra",
+                            "-Wshadow",
+                            "-Werror",
+                        ])
                         .arg(std)
                         .args(*arch)
                         .arg("-I")
@@ -721,7 +730,8 @@ pub mod cc {
     }
 
     /// Checks that `header` compiles as pedantic C++ (`$CXX`; skipped, with a message, where no
-    /// C++ compiler is installed) and as pedantic C99 (`$CC`), warnings as errors.
+    /// C++ compiler is installed) and as pedantic C99 (`$CC`), with `-Wshadow` (which C++
+    /// programs that include it may build with) and warnings as errors.
     ///
     /// # Panics
     /// If a compiler rejects it.
@@ -737,6 +747,7 @@ pub mod cc {
                     "-pedantic",
                     "-Wall",
                     "-Wextra",
+                    "-Wshadow",
                     "-Werror",
                     "-x",
                     "c++",
@@ -755,6 +766,7 @@ pub mod cc {
                 "-pedantic",
                 "-Wall",
                 "-Wextra",
+                "-Wshadow",
                 "-Werror",
                 "-x",
                 "c",
@@ -808,7 +820,14 @@ pub mod cc {
         std::fs::write(&cpp, src).unwrap_or_else(|e| panic!("writing {}: {e}", cpp.display()));
         let exe = out_dir.join(stem);
         run(Command::new(&cxx)
-            .args(["-pedantic", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .args([
+                "-pedantic",
+                "-Wall",
+                "-Wextra",
+                "-Wshadow",
+                "-Werror",
+                "-pthread",
+            ])
             .arg(&cpp)
             .arg(lib)
             .args(link)

@@ -309,8 +309,9 @@ typedef struct pagecache_page {
 /* A pagecache_page_t that holds no page. */
 #define PAGECACHE_PAGE_INIT { { 0 } }
 
-/* Counts of a cache. */
-typedef struct pagecache_stats {
+/* Counts of a cache. (The tag is not the function's name, which C++ -Wshadow would report
+ * as hiding the struct's constructor.) */
+typedef struct pagecache_stats_s {
     uint64_t fills;               /* pages filled from their files (pread), read ahead
                                      included */
     uint64_t evictions;           /* frames evicted or dropped */

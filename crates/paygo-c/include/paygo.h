@@ -198,8 +198,9 @@ typedef struct paygo_obj {
 } paygo_obj_t;
 #undef PAYGO_ALIGN8_
 
-/* Statistics of the process-wide domain. */
-typedef struct paygo_stats {
+/* Statistics of the process-wide domain. (The tag is not the function's name, which C++
+ * -Wshadow would report as hiding the struct's constructor.) */
+typedef struct paygo_stats_s {
     uint64_t anchor_puts;        /* unrefs after migration (anchor counter) */
     uint64_t overflow_puts;      /* unrefs of evicted entries (overflow list) */
     uint64_t evictions;          /* entries evicted to overflow lists */
