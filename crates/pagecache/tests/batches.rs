@@ -20,22 +20,15 @@ struct SmallBatches<const BATCH: usize> {
 }
 
 impl<const BATCH: usize> RefCounter for SmallBatches<BATCH> {
-    const NAME: &'static str = "small-batches";
-    atomic_passthrough!();
+    wraps_atomic!(inner, "small-batches";
+        new_object, try_get, put, read_all, try_reclaim, reinit, memory);
 
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
     fn try_reclaim_many(&self, objs: &[Pin<&AtomicObject>], out: &mut [bool]) -> usize {
         self.batches.lock().unwrap().push(objs.len());
         self.inner.try_reclaim_many(objs, out)
     }
     fn reclaim_batch_hint(&self) -> usize {
         BATCH
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 
@@ -185,12 +178,9 @@ struct PanicsInReinit {
 }
 
 impl RefCounter for PanicsInReinit {
-    const NAME: &'static str = "panics-in-reinit";
-    atomic_passthrough!();
+    wraps_atomic!(inner, "panics-in-reinit";
+        new_object, try_get, put, read_all, try_reclaim, memory);
 
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
     unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
         if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
             panic!("a scheme whose reinit panics");
@@ -520,10 +510,7 @@ struct Flagging {
 }
 
 impl RefCounter for Flagging {
-    type Object = FlagObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "flagging";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+    wraps_atomic!(inner, "flagging", FlagObject.count; put, read_all);
 
     fn new_object(&self) -> FlagObject {
         FlagObject::default()
@@ -540,12 +527,6 @@ impl RefCounter for Flagging {
             return None;
         }
         Some(tok)
-    }
-    fn put(&self, obj: Pin<&FlagObject>, token: Self::Token) {
-        self.inner.put(Pin::new(&obj.count), token)
-    }
-    fn read_all(&self, obj: Pin<&FlagObject>) -> i64 {
-        self.inner.read_all(Pin::new(&obj.count))
     }
     fn try_reclaim(&self, obj: Pin<&FlagObject>) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
@@ -815,20 +796,8 @@ struct OrphansThenPanics {
 }
 
 impl RefCounter for OrphansThenPanics {
-    type Object = AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "orphans-then-panics";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+    wraps_atomic!(inner, "orphans-then-panics"; new_object, try_get, put, memory);
 
-    fn new_object(&self) -> AtomicObject {
-        self.inner.new_object()
-    }
-    fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<Self::Token> {
-        self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&AtomicObject>, token: Self::Token) {
-        self.inner.put(obj, token)
-    }
     fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
         let n = self.inner.read_all(obj);
         if self.refuse.load(std::sync::atomic::Ordering::Relaxed) {
@@ -846,9 +815,6 @@ impl RefCounter for OrphansThenPanics {
         }
         // SAFETY: the caller's contract is this one's.
         unsafe { self.inner.reinit(obj) }
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> refcount::Memory {
-        self.inner.memory(objs)
     }
 }
 

@@ -21,35 +21,14 @@ struct PanicsInGet {
 }
 
 impl RefCounter for PanicsInGet {
-    const NAME: &'static str = "panics-in-get";
-    type Object = AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+    wraps_atomic!(inner, "panics-in-get";
+        new_object, put, read_all, try_reclaim, reinit, memory);
 
-    fn new_object(&self) -> AtomicObject {
-        self.inner.new_object()
-    }
     fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<Self::Token> {
         if self.armed.swap(false, Ordering::Relaxed) {
             panic!("a scheme's try_get that panics");
         }
         self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&AtomicObject>, token: Self::Token) {
-        self.inner.put(obj, token)
-    }
-    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
-        self.inner.read_all(obj)
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> refcount::Memory {
-        self.inner.memory(objs)
-    }
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 

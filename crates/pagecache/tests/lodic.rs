@@ -595,22 +595,15 @@ struct Batches<const N: usize> {
 }
 
 impl<const N: usize> RefCounter for Batches<N> {
-    const NAME: &'static str = "atomic-batches";
-    atomic_passthrough!();
+    wraps_atomic!(inner, "atomic-batches";
+        new_object, try_get, put, read_all, try_reclaim, reinit, memory);
 
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
     fn try_reclaim_many(&self, objs: &[Pin<&AtomicObject>], out: &mut [bool]) -> usize {
         self.sizes.lock().unwrap().push(objs.len());
         self.inner.try_reclaim_many(objs, out)
     }
     fn reclaim_batch_hint(&self) -> usize {
         N
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 
@@ -723,12 +716,9 @@ struct PausesBetweenBatches {
 }
 
 impl RefCounter for PausesBetweenBatches {
-    const NAME: &'static str = "atomic-pauses";
-    atomic_passthrough!();
+    wraps_atomic!(inner, "atomic-pauses";
+        new_object, try_get, put, read_all, try_reclaim, reinit, memory);
 
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
     fn reclaim_batch_hint(&self) -> usize {
         4
     }
@@ -738,10 +728,6 @@ impl RefCounter for PausesBetweenBatches {
             self.pause.wait();
         }
         self.inner.read_all(obj) > 0
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 
@@ -1840,35 +1826,14 @@ struct PanicsInPut {
 }
 
 impl RefCounter for PanicsInPut {
-    type Object = AtomicObject;
-    type Token = refcount::atomic::AtomicToken;
-    const NAME: &'static str = "panics-in-put";
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+    wraps_atomic!(inner, "panics-in-put";
+        new_object, try_get, read_all, try_reclaim, reinit, memory);
 
-    fn new_object(&self) -> AtomicObject {
-        self.inner.new_object()
-    }
-    fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<Self::Token> {
-        self.inner.try_get(obj)
-    }
     fn put(&self, obj: Pin<&AtomicObject>, token: Self::Token) {
         self.inner.put(obj, token);
         if self.armed.swap(false, Ordering::Relaxed) {
             panic!("a scheme whose put panics");
         }
-    }
-    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
-        self.inner.read_all(obj)
-    }
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> refcount::Memory {
-        self.inner.memory(objs)
     }
 }
 

@@ -164,32 +164,90 @@ pub fn write_random(
     model[off..off + n].copy_from_slice(&bytes);
 }
 
+/// In the `impl RefCounter` of a test's scheme that wraps `atomic` in its field `$f`: `atomic`'s
+/// token type and `READ_ALL`, the name `$name`, and each method listed handed to `atomic` as it
+/// is; the scheme writes out only the methods it changes (those it does not list, and the
+/// trait's other methods, whose defaults call its own). The object is `atomic`'s, or, written
+/// `Obj.field`, the scheme's own type `Obj` whose field `field` is `atomic`'s object (then
+/// `new_object` and `memory` are the scheme's to write). The same as the crate's unit tests'
+/// `wraps_atomic!` (`src/lib.rs`), which the integration tests cannot reach.
+macro_rules! wraps_atomic {
+    ($f:tt, $name:literal; $($m:ident),* $(,)?) => {
+        type Object = refcount::atomic::AtomicObject;
+        wraps_atomic!(@types $name);
+        $(wraps_atomic!(@ $f [] $m);)*
+    };
+    ($f:tt, $name:literal, $obj:ident . $field:ident; $($m:ident),* $(,)?) => {
+        type Object = $obj;
+        wraps_atomic!(@types $name);
+        $(wraps_atomic!(@ $f [$field] $m);)*
+    };
+    (@types $name:literal) => {
+        type Token = refcount::atomic::AtomicToken;
+        const NAME: &'static str = $name;
+        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+    };
+    // `atomic`'s object in the scheme's object `$o`.
+    (@obj $o:ident []) => {
+        $o
+    };
+    (@obj $o:ident [$field:ident]) => {
+        core::pin::Pin::new(&$o.$field)
+    };
+    (@ $f:tt [] new_object) => {
+        fn new_object(&self) -> Self::Object {
+            self.$f.new_object()
+        }
+    };
+    (@ $f:tt [$($p:ident)?] try_get) => {
+        fn try_get(&self, obj: core::pin::Pin<&Self::Object>) -> Option<Self::Token> {
+            self.$f.try_get(wraps_atomic!(@obj obj [$($p)?]))
+        }
+    };
+    (@ $f:tt [$($p:ident)?] put) => {
+        fn put(&self, obj: core::pin::Pin<&Self::Object>, token: Self::Token) {
+            self.$f.put(wraps_atomic!(@obj obj [$($p)?]), token)
+        }
+    };
+    (@ $f:tt [$($p:ident)?] read_all) => {
+        fn read_all(&self, obj: core::pin::Pin<&Self::Object>) -> i64 {
+            self.$f.read_all(wraps_atomic!(@obj obj [$($p)?]))
+        }
+    };
+    (@ $f:tt [$($p:ident)?] try_reclaim) => {
+        fn try_reclaim(&self, obj: core::pin::Pin<&Self::Object>) -> bool {
+            self.$f.try_reclaim(wraps_atomic!(@obj obj [$($p)?]))
+        }
+    };
+    (@ $f:tt [$($p:ident)?] reinit) => {
+        unsafe fn reinit(&self, obj: core::pin::Pin<&Self::Object>) {
+            // SAFETY: the caller's contract is this one's.
+            unsafe { self.$f.reinit(wraps_atomic!(@obj obj [$($p)?])) }
+        }
+    };
+    (@ $f:tt [] memory) => {
+        fn memory(
+            &self,
+            objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
+        ) -> refcount::Memory {
+            self.$f.memory(objs)
+        }
+    };
+}
+
 /// Inside `impl RefCounter for S`, where `S` wraps `atomic` in its field `inner`: the types and
-/// the methods passed through unchanged (the test's own methods come after).
+/// the methods passed through unchanged (the test's own methods, `NAME` among them, come
+/// after). [`wraps_atomic!`] with `try_reclaim` and `reinit` left out.
 macro_rules! atomic_passthrough {
     () => {
         type Object = refcount::atomic::AtomicObject;
         type Token = refcount::atomic::AtomicToken;
         const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-
-        fn new_object(&self) -> Self::Object {
-            self.inner.new_object()
-        }
-        fn try_get(&self, obj: core::pin::Pin<&Self::Object>) -> Option<Self::Token> {
-            self.inner.try_get(obj)
-        }
-        fn put(&self, obj: core::pin::Pin<&Self::Object>, token: Self::Token) {
-            self.inner.put(obj, token)
-        }
-        fn read_all(&self, obj: core::pin::Pin<&Self::Object>) -> i64 {
-            self.inner.read_all(obj)
-        }
-        fn memory(
-            &self,
-            objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
-        ) -> refcount::Memory {
-            self.inner.memory(objs)
-        }
+        wraps_atomic!(@ inner [] new_object);
+        wraps_atomic!(@ inner [] try_get);
+        wraps_atomic!(@ inner [] put);
+        wraps_atomic!(@ inner [] read_all);
+        wraps_atomic!(@ inner [] memory);
     };
 }
 
@@ -201,12 +259,9 @@ pub struct PanicsInReclaim {
 }
 
 impl refcount::RefCounter for PanicsInReclaim {
-    const NAME: &'static str = "panics-in-reclaim";
-    atomic_passthrough!();
+    wraps_atomic!(inner, "panics-in-reclaim";
+        new_object, try_get, put, read_all, try_reclaim, reinit, memory);
 
-    fn try_reclaim(&self, obj: core::pin::Pin<&refcount::atomic::AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
     fn try_reclaim_many(
         &self,
         objs: &[core::pin::Pin<&refcount::atomic::AtomicObject>],
@@ -216,10 +271,6 @@ impl refcount::RefCounter for PanicsInReclaim {
             panic!("a scheme whose try_reclaim_many panics");
         }
         self.inner.try_reclaim_many(objs, out)
-    }
-    unsafe fn reinit(&self, obj: core::pin::Pin<&refcount::atomic::AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 
