@@ -302,7 +302,9 @@ const RECLAIMED: u64 = 0xDEAD;
 /// Readers get/put while a reclaimer loops over `try_reclaim`; objects carry a canary the
 /// reclaimer poisons after each successful reclaim (and restores before `reinit`). A reader
 /// that ever sees the poison while holding a reference has caught a reclaim while referenced.
-/// Every successful reclaim must also read zero.
+/// Every successful reclaim must also read zero, and after the race every object must be live
+/// (the reclaimer reinits each one), count a reference taken on it, and be reclaimable once it
+/// is given back.
 pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, millis: u64) {
     const N: usize = 4;
     let objs = Arc::new(Objects::new(&*s, N));
@@ -418,8 +420,37 @@ pub fn reclaim_safety_with_canaries<C: RefCounter>(s: Arc<C>, readers: usize, mi
         "{}: {reclaimed} reclaims, {got} references taken, {failed} refused",
         C::NAME
     );
+    // Every object is live again (the reclaimer reinits each one it reclaims): it takes a
+    // reference, counts it, and is reclaimed once it is given back. A reinit that loses the
+    // increment of a failing get in flight leaves its object dead (`atomic` with a store of 0
+    // for its reinit: the get's undo wraps the word to dead) or miscounted.
     for i in 0..N {
         check_count(&*s, &objs, i, 0, "after the reclaim race");
+        let t = s.try_get(objs.get(i)).unwrap_or_else(|| {
+            panic!(
+                "{}: object {i} refuses gets after the reclaim race",
+                C::NAME
+            )
+        });
+        check_count(
+            &*s,
+            &objs,
+            i,
+            1,
+            "with one reference after the reclaim race",
+        );
+        assert!(
+            !s.try_reclaim(objs.get(i)),
+            "{}: object {i} reclaimed under a reference after the reclaim race",
+            C::NAME
+        );
+        s.put(objs.get(i), t);
+        check_count(&*s, &objs, i, 0, "given back after the reclaim race");
+        assert!(
+            reclaim_eventually(&*s, objs.get(i)),
+            "{}: object {i} not reclaimable after the reclaim race",
+            C::NAME
+        );
     }
 }
 
