@@ -529,6 +529,48 @@ fn reclaim_many_matches_model_by<C: RefCounter>(s: &C, exclusive: bool) {
     assert_eq!(batches(&|i| referenced(i), "second batch"), N / 3);
 }
 
+/// Misuse: `try_reclaim_many` and `try_reclaim_many_exclusive` with an `out` shorter or longer
+/// than `objs` panic, in every build, before they reclaim anything: every object stays live (a
+/// referenced one keeps its count, the others take a reference) and is reclaimed by a later
+/// reclaim once unreferenced.
+pub fn misuse_reclaim_many_of_mismatched_lengths_panics<C: RefCounter>(s: &C) {
+    const N: usize = 4;
+    let objs = Objects::new(s, N);
+    let pins: Vec<_> = objs.iter().collect();
+    let held = s.try_get(objs.get(1)).expect("live");
+    for exclusive in [false, true] {
+        for len in [N - 1, N + 1] {
+            let mut out = vec![false; len];
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if exclusive {
+                    // SAFETY: this thread is the only one to reclaim or reinit these objects.
+                    unsafe { s.try_reclaim_many_exclusive(&pins, &mut out) }
+                } else {
+                    s.try_reclaim_many(&pins, &mut out)
+                }
+            }));
+            let ctx = format!(
+                "after a {} of {N} objects with {len} outcomes",
+                if exclusive {
+                    "try_reclaim_many_exclusive"
+                } else {
+                    "try_reclaim_many"
+                }
+            );
+            assert!(r.is_err(), "{}: no panic {ctx}", C::NAME);
+            for i in 0..N {
+                check_count(s, &objs, i, usize::from(i == 1), &ctx);
+                let t = s
+                    .try_get(objs.get(i))
+                    .unwrap_or_else(|| panic!("{}: object {i} refuses gets {ctx}", C::NAME));
+                s.put(objs.get(i), t);
+            }
+        }
+    }
+    s.put(objs.get(1), held);
+    check_all_given_back(s, &objs, N, "after the misuses");
+}
+
 /// Misuse: `reinit` of a live object panics in debug builds (the schemes check it) before it
 /// changes anything: the object keeps the reference held on it (counted, not reclaimed, gets
 /// still succeed), and the scheme stays usable for other objects.
@@ -964,6 +1006,11 @@ macro_rules! conformance_suite {
                     ::std::sync::Arc::new($make),
                     4,
                 );
+            }
+
+            #[test]
+            fn misuse_reclaim_many_of_mismatched_lengths_panics() {
+                $crate::conformance::misuse_reclaim_many_of_mismatched_lengths_panics(&$make);
             }
 
             #[test]
