@@ -181,7 +181,8 @@ pub fn single_thread_model<C: RefCounter>(s: &C) {
     );
 }
 
-/// `Ref` guards: taken and dropped on another thread; counts follow.
+/// References taken on one thread and given back on another (moved to another CPU), as tokens
+/// sent through a channel and as [`Ref`](crate::Ref) guards dropped there; counts follow.
 pub fn guards_move_between_threads<C: RefCounter>(s: Arc<C>) {
     let objs = Arc::new(Objects::new(&*s, 1));
     let (tx, rx) = std::sync::mpsc::channel::<C::Token>();
@@ -199,6 +200,17 @@ pub fn guards_move_between_threads<C: RefCounter>(s: Arc<C>) {
     .join()
     .unwrap();
     check_count(&*s, &objs, 0, 0, "after another thread put them");
+    let guards: Vec<crate::Ref<'_, C>> = (0..100)
+        .map(|_| s.try_ref(objs.get(0)).expect("live"))
+        .collect();
+    check_count(&*s, &objs, 0, 100, "with 100 guards");
+    thread::scope(|sc| {
+        sc.spawn(move || {
+            migrate(1);
+            drop(guards);
+        });
+    });
+    check_count(&*s, &objs, 0, 0, "after another thread dropped the guards");
     assert!(reclaim_eventually(&*s, objs.get(0)));
 }
 
