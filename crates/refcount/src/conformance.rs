@@ -11,9 +11,10 @@
 //! ```
 //!
 //! What is checked depends on [`RefCounter::READ_ALL`]: `Exact` schemes must report the model's
-//! count whenever no operation runs; `NonZeroOnly` schemes must report whether it is non-zero;
-//! `Approximate` schemes are checked only where they promise something (never reclaimed while
-//! referenced, reclaimable once unreferenced, exact after a successful reclaim).
+//! count whenever no operation runs; `NonZeroOnly` schemes must report whether it is non-zero
+//! (1 or 0); `Approximate` schemes are checked only where they promise something (never
+//! reclaimed while referenced, reclaimable once unreferenced, exact after a successful
+//! reclaim).
 
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::{Objects, Precision, RefCounter};
@@ -76,9 +77,9 @@ fn check_count<C: RefCounter>(s: &C, objs: &Objects<C>, i: usize, model: usize, 
         ),
         Precision::NonZeroOnly => {
             assert_eq!(
-                got > 0,
-                model > 0,
-                "{}: non-zero indicator of object {i} {ctx}",
+                got,
+                i64::from(model > 0),
+                "{}: non-zero indicator (0 or 1) of object {i} {ctx}",
                 C::NAME
             )
         }
@@ -774,7 +775,7 @@ pub fn fallible_objects_are_made_live<C: RefCounter>(s: &C) {
         match C::READ_ALL {
             Precision::Exact => assert_eq!(got, model, "{}: read_all {ctx}", C::NAME),
             Precision::NonZeroOnly => {
-                assert_eq!(got != 0, model != 0, "{}: read_all {ctx}", C::NAME)
+                assert_eq!(got, i64::from(model != 0), "{}: read_all {ctx}", C::NAME)
             }
             Precision::Approximate => {}
         }
