@@ -27,6 +27,20 @@ fn every_scheme_is_made_by_its_name() {
     assert!(schemes::visit("no-such", &cfg, Name).is_none());
 }
 
+/// Each name is registered once: `try_visit` and `find` take the first line of a name, so a
+/// second line with it could never be chosen (and would stand in `SCHEMES` as a scheme that
+/// every listing shows and no name makes).
+#[test]
+fn every_name_is_registered_once() {
+    let names: Vec<&str> = schemes::SCHEMES.iter().map(|s| s.name).collect();
+    for (k, name) in names.iter().enumerate() {
+        assert!(
+            !names[..k].contains(name),
+            "{name} is registered twice: {names:?}"
+        );
+    }
+}
+
 /// Checks the made scheme against what its registry line says: a scheme (`Kind::Scheme`)
 /// vouches for the trait's contract, can count a page cache's frames, and passes the
 /// conformance suite's single-thread model and its check of a token put on another object; a
