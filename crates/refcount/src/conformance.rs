@@ -174,10 +174,36 @@ pub fn single_thread_model<C: RefCounter>(s: &C) {
             C::NAME
         );
     }
-    let mem = s.memory(&mut objs.iter());
-    assert!(
-        mem.objects > 0 || mem.shared > 0,
-        "{}: reports no memory at all",
+    check_memory(s, &objs);
+}
+
+/// [`RefCounter::memory`]'s per-object bytes are summed over the objects asked about (at least
+/// each one's inline size, none for no object), beside the same shared bytes whatever objects
+/// are asked about.
+fn check_memory<C: RefCounter>(s: &C, objs: &Objects<C>) {
+    let all = s.memory(&mut objs.iter());
+    let none = s.memory(&mut core::iter::empty());
+    assert_eq!(none.objects, 0, "{}: bytes of no object", C::NAME);
+    assert_eq!(
+        none.shared,
+        all.shared,
+        "{}: shared bytes depend on the objects asked about",
+        C::NAME
+    );
+    let mut sum = 0;
+    for (i, o) in objs.iter().enumerate() {
+        let one = s.memory(&mut core::iter::once(o)).objects;
+        assert!(
+            one >= core::mem::size_of::<C::Object>(),
+            "{}: object {i} reported {one} bytes, less than its inline size",
+            C::NAME
+        );
+        sum += one;
+    }
+    assert_eq!(
+        all.objects,
+        sum,
+        "{}: the objects' bytes together are not the sum of each one's",
         C::NAME
     );
 }
