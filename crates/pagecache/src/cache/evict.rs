@@ -221,7 +221,10 @@ struct Evicted {
 }
 
 impl<C: RefCounter> Inner<C> {
-    /// A free frame: the free list, else CLOCK eviction. `None` if every frame is referenced.
+    /// A free frame: the free list, else CLOCK eviction. `None` if no frame can be freed: each
+    /// is referenced (through the scheme or a LODIC mapping, or not yet seen unreferenced by a
+    /// scheme whose zero detection lags), being filled (a page read ahead holds no reference
+    /// while it is), retired, or holds a dirty page whose write-back fails now.
     pub(super) fn take_frame(&self, a: &mut Alloc) -> Option<u32> {
         if let Some(i) = a.free.pop() {
             return Some(i);

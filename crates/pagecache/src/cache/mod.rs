@@ -359,7 +359,8 @@ pub struct PageRef<'a, C: RefCounter> {
 pub(crate) enum Got<T> {
     /// A referenced frame holding the filled page.
     Frame(u32, T),
-    /// No frame could be had (all referenced); the bypass ran under the allocator lock.
+    /// No frame could be had (see `Inner::take_frame`: each referenced, being filled, or
+    /// holding a dirty page whose write-back failed); the bypass ran under the allocator lock.
     Bypassed,
 }
 
