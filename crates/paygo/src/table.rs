@@ -175,6 +175,40 @@ impl<T, const K: usize> core::ops::Deref for LineArray<T, K> {
     }
 }
 
+/// `array[n]`: the value at `n`, or a panic that says why there is none. The domain's slot
+/// numbers are `cpu << bits | i` ([`Domain::slot_number`]) with `cpu` the CPU the kernel
+/// reports for the thread (on the rseq path, its `cpu_id_start`, which is not mapped onto the
+/// tables): a number past the arrays comes from a CPU past the tables, a count of possible
+/// CPUs that was understated (a sandbox's `/sys`). Every REF indexes its slot before it
+/// changes anything, so the panic leaves the counts as they were. The same one compare and
+/// branch as a slice's own bounds check, with a message that names the cause.
+impl<T, const K: usize> core::ops::Index<usize> for LineArray<T, K> {
+    type Output = T;
+
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, n: usize) -> &T {
+        let all: &[T] = self;
+        match all.get(n) {
+            Some(v) => v,
+            None => past_the_tables(n, all.len()),
+        }
+    }
+}
+
+/// A slot number past the domain's arrays (see `LineArray`'s `Index`).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn past_the_tables(n: usize, len: usize) -> ! {
+    panic!(
+        "paygo: slot number {n} is past the domain's {len} slots: this thread runs on a CPU \
+         numbered past the tables, which were sized for {} possible CPUs (a count that was \
+         understated, as by a sandbox's /sys; percpu::size_for_cpus sizes for more)",
+        percpu::possible_cpus()
+    )
+}
+
 impl Slot {
     fn new() -> Self {
         Slot {
@@ -622,7 +656,7 @@ impl Domain {
     /// can name an object (see [`Domain::note_claim`]).
     #[inline(always)]
     pub(crate) fn for_claimed(&self, cpu: usize, a: usize, b: usize, mut f: impl FnMut(&[Slot])) {
-        let table = &self.slots[cpu << self.bits..][..self.mask + 1];
+        let table = &(*self.slots)[cpu << self.bits..][..self.mask + 1];
         let words = &self.claimed[cpu * self.claimed_stride..][..self.claimed_stride];
         let mut p = a;
         while p < b {
@@ -788,5 +822,22 @@ impl core::fmt::Debug for Domain {
             .field("config", &self.config())
             .field("cpus", &self.cpus())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+impl Domain {
+    /// The domain's tables (slots, anchor counters, claim summaries and claim counts) made
+    /// again, empty, for CPUs `0..cpus` only, as a count of possible CPUs understated to `cpus`
+    /// would have sized them (the per-CPU contexts are left as they are): a thread on a CPU
+    /// numbered `cpus` or more is then past the tables.
+    pub(crate) fn cut_tables_to(&mut self, cpus: usize) {
+        let n = cpus << self.bits;
+        self.slots = LineArray::try_new(n, Slot::new).expect("memory for the tables");
+        self.anchors = LineArray::try_new(n, AnchorWord::new).expect("memory for the tables");
+        self.claimed = try_array(cpus * self.claimed_stride, || AtomicU64::new(0))
+            .expect("memory for the tables");
+        self.claim_counts =
+            try_array(cpus, || CachePadded::new(AtomicU64::new(0))).expect("memory for the tables");
     }
 }

@@ -771,3 +771,57 @@ fn each_slots_anchor_counter_is_at_its_number_and_tables_start_on_lines() {
         }
     }
 }
+
+/// A REF on a CPU past the domain's tables (where a sandbox's `/sys` understated the possible
+/// CPUs, the kernel's CPU number on the rseq path is not mapped onto the tables) panics with a
+/// message that names the cause, not a slice's "index out of bounds", and before it changes
+/// anything: the counts stay 0, and the same REFs on a CPU the tables have work. Here the
+/// tables are cut to the CPUs below the higher of two, and the thread runs on that one.
+#[test]
+fn a_ref_on_a_cpu_past_the_tables_panics_naming_the_cause_and_changes_nothing() {
+    let Some((a, b)) = two_cpus_or_skip("the REF runs on a CPU past the tables") else {
+        return;
+    };
+    let (lo, hi) = (a.min(b), a.max(b));
+    let mut d = Domain::with_config(Config {
+        slots_per_cpu: 4,
+        window: 2,
+    });
+    d.cut_tables_to(hi);
+    let h = Box::pin(Header::with_place(1));
+    let h = h.as_ref();
+    let message = |r: Box<dyn std::any::Any + Send>| -> String {
+        match r.downcast::<String>() {
+            Ok(s) => *s,
+            Err(r) => r
+                .downcast_ref::<&str>()
+                .map_or_else(String::new, |s| s.to_string()),
+        }
+    };
+    assert!(pin(hi), "the thread can run on CPU {hi}");
+    let refs: [(&str, &dyn Fn()); 3] = [
+        ("try_get", &|| assert!(d.try_get(h).is_none())),
+        ("get_or_wait", &|| assert!(d.get_or_wait(h).is_none())),
+        ("with_ref_placed", &|| {
+            assert!(d.with_ref_placed(h, 1, || ()).is_some())
+        }),
+    ];
+    for (name, r) in refs {
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(r));
+        let msg = message(caught.expect_err(name));
+        assert!(
+            msg.starts_with("paygo: slot number") && msg.contains("understated"),
+            "{name}: {msg}"
+        );
+        assert!(
+            (0..d.slots.len())
+                .all(|n| d.entry_sum(n) == 0 && d.slots[n].key.load(Ordering::Relaxed) == 0),
+            "{name} changed a slot"
+        );
+    }
+    assert!(pin(lo));
+    let r = d.try_get(h).expect("live");
+    assert_eq!(d.put(h, r), PutPath::Home);
+    assert!((0..d.slots.len()).all(|n| d.entry_sum(n) == 0));
+    unpin();
+}
