@@ -67,6 +67,9 @@ enum Reclaim {
     Batch,
     /// A batch of one by the object's only reclaimer: the flag is a plain store.
     Exclusive,
+    /// A batch of one decided as batches too small for a sweep are outside loom: by a scan
+    /// under the stripe's sequence (`Stripe::quiet`), with no scan before the flag.
+    Each,
 }
 
 fn reclaim(d: &Domain, hdr: Pin<&Header>, how: Reclaim) -> bool {
@@ -77,6 +80,12 @@ fn reclaim(d: &Domain, hdr: Pin<&Header>, how: Reclaim) -> bool {
         // SAFETY: this thread is the object's only reclaimer in every model.
         Reclaim::Exclusive => {
             (unsafe { d.try_reclaim_many_exclusive(&[hdr], &mut out) }) == 1 && out[0]
+        }
+        Reclaim::Each => {
+            crate::reclaim::loom_each::EACH.with(|c| c.set(true));
+            let n = d.try_reclaim_many(&[hdr], &mut out);
+            crate::reclaim::loom_each::EACH.with(|c| c.set(false));
+            n == 1 && out[0]
         }
     }
 }
@@ -438,17 +447,26 @@ fn loom_anchor_path_with_eviction() {
 /// if it succeeds. The count must never be missed while it moves from the table to the list.
 #[test]
 fn loom_eviction_vs_reclaim() {
-    eviction_vs_reclaim(false);
+    eviction_vs_reclaim(Reclaim::One);
 }
 
 /// The same with a batch reclaim decided by one sweep: a move that begins during the sweep
 /// must send the object to the locked decision.
 #[test]
 fn loom_eviction_vs_swept_batch() {
-    eviction_vs_reclaim(true);
+    eviction_vs_reclaim(Reclaim::Batch);
 }
 
-fn eviction_vs_reclaim(batch: bool) {
+/// The same with a batch decided object by object (a batch too small for a sweep), which
+/// sets no flag after a scan as `try_reclaim` does: a move that begins during the decision's
+/// scan without the stripe lock must be seen by its second look at the stripe's sequence
+/// (`Stripe::quiet`), which then takes the lock.
+#[test]
+fn loom_eviction_vs_batch_decided_each() {
+    eviction_vs_reclaim(Reclaim::Each);
+}
+
+fn eviction_vs_reclaim(how: Reclaim) {
     model(move || {
         let d = Arc::new(tiny());
         let x = Arc::new(Obj::new());
@@ -470,11 +488,7 @@ fn eviction_vs_reclaim(batch: bool) {
             d2.put(y2.hdr(), b);
         });
         loom_set_cpu(1);
-        if reclaim(
-            &d,
-            x.hdr(),
-            if batch { Reclaim::Batch } else { Reclaim::One },
-        ) {
+        if reclaim(&d, x.hdr(), how) {
             // SAFETY: loom checks this access against the holder's read.
             x.payload.with_mut(|p| unsafe { *p = RECLAIMED });
         }
@@ -809,7 +823,9 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_no_move_bracket_is_caught() {
-        with_bug(bug::NO_MOVE_BRACKET, || super::eviction_vs_reclaim(false));
+        with_bug(bug::NO_MOVE_BRACKET, || {
+            super::eviction_vs_reclaim(super::Reclaim::One)
+        });
     }
 
     /// A swept batch that does not check its stripes' sequences after the sweep misses the
@@ -817,7 +833,9 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_no_sweep_recheck_is_caught() {
-        with_bug(bug::NO_SWEEP_RECHECK, || super::eviction_vs_reclaim(true));
+        with_bug(bug::NO_SWEEP_RECHECK, || {
+            super::eviction_vs_reclaim(super::Reclaim::Batch)
+        });
     }
 
     /// A decision that finds the lists empty must be ordered after the UNREF that emptied
@@ -825,7 +843,9 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_relaxed_listed_is_caught() {
-        with_bug(bug::RELAXED_LISTED, || super::eviction_vs_reclaim(false));
+        with_bug(bug::RELAXED_LISTED, || {
+            super::eviction_vs_reclaim(super::Reclaim::One)
+        });
     }
 
     /// An entry whose key an eviction has only tagged still counts: its count leaves the slot
@@ -833,7 +853,9 @@ mod bugs {
     #[test]
     #[should_panic(expected = "Causality violation")]
     fn bug_tag_is_claim_is_caught() {
-        with_bug(bug::TAG_IS_CLAIM, || super::eviction_vs_reclaim(true));
+        with_bug(bug::TAG_IS_CLAIM, || {
+            super::eviction_vs_reclaim(super::Reclaim::Batch)
+        });
     }
 
     /// Without the flag and the fence, each read of the counts (the scan before the flag and

@@ -118,8 +118,12 @@ const SWEEP_MIN: usize = 1;
 /// object in all on 2 CPUs, 88 on 16); the sweep costs about 17 ns per object (its passes
 /// and its map), 1.1 ns per marked slot it reads and about 0.6 µs per batch (21 to 28 ns
 /// per object in all from 256 objects on, on 2 CPUs as on 16). Under loom: always, so that
-/// the models take the sweep.
+/// the models take the sweep, but where a model asked for the other way (`loom_each`).
 fn sweep_pays(marked: usize, objects: usize, window: usize, cpus: usize) -> bool {
+    #[cfg(loom)]
+    if loom_each::EACH.with(core::cell::Cell::get) {
+        return false;
+    }
     let (marked, objects, window, cpus) = (
         marked as u128,
         objects as u128,
@@ -129,6 +133,19 @@ fn sweep_pays(marked: usize, objects: usize, window: usize, cpus: usize) -> bool
     let each = objects * (900 + 87 * cpus * window);
     let sweep = objects * 1700 + marked * 107 + 60_000;
     cfg!(loom) || sweep < each
+}
+
+/// A loom model's switch to the batch's other way of deciding: object by object, each under
+/// [`Stripe::quiet`](crate::overflow::Stripe) (what a batch too small for a sweep does outside
+/// loom), where loom's builds otherwise always sweep.
+#[cfg(loom)]
+pub(crate) mod loom_each {
+    use std::cell::Cell;
+
+    std::thread_local! {
+        /// Whether batches are decided object by object (the model threads share it).
+        pub(crate) static EACH: Cell<bool> = const { Cell::new(false) };
+    }
 }
 
 /// The error for a header whose state is `state` (not LIVE).
