@@ -211,6 +211,22 @@ fn reclaim_with_evictions() {
     );
 }
 
+/// Batches too small for a sweep, with tables too small for the objects: each object is
+/// decided alone without a scan before its flag, under its stripe's sequence
+/// (`Stripe::quiet`), while evictions move counts to overflow lists and back.
+#[test]
+fn reclaim_in_small_batches_with_evictions() {
+    let d = domain(Config {
+        slots_per_cpu: 2,
+        window: 1,
+    });
+    let attempts = run(&d, How::Batch, OBJECTS);
+    let st = d.stats();
+    assert!(st.evictions > 0, "the tables never overflowed");
+    assert_eq!(st.swept, 0, "a batch of {OBJECTS} was swept");
+    assert!(st.fences <= attempts as u64, "a batch must cost one fence");
+}
+
 /// Batches large enough to be decided by one sweep of the tables (consecutive placements),
 /// while readers take and give back references and migrate: each costs one fence.
 fn swept_batches(how: How) {
