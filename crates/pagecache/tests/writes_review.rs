@@ -1,7 +1,9 @@
 //! The write path around a cut: an eviction that comes between a cut's `ftruncate` and its
 //! zeroing of the cached pages past the new end, checked against the statistics, the fault
-//! hook's events and the file on disk; and a second cut over a page that a scheme's panic
-//! left dead and that a first cut could not write back.
+//! hook's events and the file on disk; and writes through the file and through held pages
+//! (with direct writes while every frame is held) across cuts, against a byte model; and a
+//! second cut over a page that a scheme's panic left dead and that a first cut could not write
+//! back.
 
 #[macro_use]
 mod common;
@@ -141,6 +143,100 @@ fn an_eviction_during_a_cut_writes_the_page_of_the_end_back_up_to_it() {
     assert_eq!(disk, want, "the file on disk");
     assert_eq!(events, [100], "the hook's write-backs");
     assert_eq!(write_backs, 1, "write-backs counted");
+}
+
+/// Writes through the file (cached, or straight to the file while every frame is held) and
+/// through held pages, cuts (held pages past the end stay, zeroed) and growths, syncs and
+/// drops, in a cache of 3 frames that pages are held in (up to all 3): after each step the
+/// length, after reads their bytes, and at the end the file on disk equal a byte model.
+#[test]
+fn writes_through_files_and_held_pages_across_cuts_equal_the_model() {
+    for seed in 1..=percpu::testing::reps(6) as u64 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "m", 6 * P + 100);
+        let mut model = std::fs::read(&path).expect("read");
+        let cache = PageCacheOf::with_scheme(Atomic, &Config::new(3, "atomic")).expect("cache");
+        let file = cache.open(&path).expect("open");
+        let mut rng = common::Rng::new(seed);
+        let mut held = Vec::new();
+        let mut buf = vec![0u8; 3 * PAGE_SIZE];
+        let put = |model: &mut Vec<u8>, at: usize, bytes: &[u8]| {
+            if model.len() < at + bytes.len() {
+                model.resize(at + bytes.len(), 0);
+            }
+            model[at..at + bytes.len()].copy_from_slice(bytes);
+        };
+        for step in 0..percpu::testing::reps(500) {
+            let what = format!("seed {seed}, step {step}");
+            match rng.below(12) {
+                0..=2 => {
+                    let at = rng.below(model.len() as u64 + 2 * P) as usize;
+                    let n = rng.below(2 * P) as usize + 1;
+                    let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8 | 1).collect();
+                    assert_eq!(
+                        file.write_at(&bytes, at as u64).expect("write"),
+                        n,
+                        "{what}"
+                    );
+                    put(&mut model, at, &bytes);
+                }
+                3 | 4 if held.len() < 3 => {
+                    let pages = (model.len() as u64).div_ceil(P);
+                    if pages > 0 {
+                        held.push(file.page(rng.below(pages)).expect("page"));
+                    }
+                }
+                5 if !held.is_empty() => {
+                    let k = rng.below(held.len() as u64) as usize;
+                    drop(held.swap_remove(k));
+                }
+                6 | 7 if !held.is_empty() => {
+                    let r: &pagecache::PageRef<'_, Atomic> =
+                        &held[rng.below(held.len() as u64) as usize];
+                    let off = rng.below(P) as usize;
+                    let n = rng.below(P - off as u64 + 1) as usize;
+                    let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8 | 1).collect();
+                    r.write(off, &bytes).expect("write through the page");
+                    if n > 0 {
+                        put(&mut model, r.index() as usize * PAGE_SIZE + off, &bytes);
+                    }
+                }
+                8 => {
+                    let to = rng.below(model.len() as u64 + 2 * P) as usize;
+                    file.set_len(to as u64).expect("set_len");
+                    model.resize(to, 0);
+                }
+                9 => file.sync().expect("sync"),
+                10 => {
+                    file.drop_cache().expect("drop_cache");
+                }
+                _ => {
+                    let at = rng.below(model.len() as u64 + 100) as usize;
+                    let n = rng.below(buf.len() as u64) as usize + 1;
+                    let got = file.read_at(&mut buf[..n], at as u64).expect("read");
+                    let want = model.len().saturating_sub(at).min(n);
+                    assert_eq!(got, want, "{what}: read of {n} at {at}");
+                    let from = at.min(model.len());
+                    assert!(
+                        buf[..got] == model[from..from + got],
+                        "{what}: bytes at {at}"
+                    );
+                }
+            }
+            assert_eq!(file.len(), model.len() as u64, "{what}: the length");
+        }
+        assert!(
+            cache.stats().direct_ios > 0,
+            "seed {seed}: no direct write or read"
+        );
+        drop(held);
+        file.close().expect("close");
+        let disk = std::fs::read(&path).expect("disk");
+        assert_eq!(disk.len(), model.len(), "seed {seed}: the length on disk");
+        if let Some(k) = (0..disk.len()).find(|&k| disk[k] != model[k]) {
+            panic!("seed {seed}: byte {k} on disk");
+        }
+    }
 }
 
 /// `atomic` whose `reinit`, once armed, panics before it makes the object live again.
