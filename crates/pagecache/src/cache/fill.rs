@@ -221,7 +221,8 @@ impl<C: RefCounter> Inner<C> {
         Ok(done)
     }
 
-    /// Writes frame `i` (page `page` of `f`) back, up to the file's length.
+    /// Writes frame `i` (page `page` of `f`) back, up to the file's length: nothing (and nothing
+    /// counted) for a page wholly past it.
     pub(super) fn write_back(&self, f: &FileState, i: u32, page: u64) -> io::Result<()> {
         let off = page * PAGE_SIZE as u64;
         // Acquire: pairs with the AcqRel `fetch_max` of `write_at`, done before the write
@@ -231,6 +232,12 @@ impl<C: RefCounter> Inner<C> {
             .load(Ordering::Acquire)
             .saturating_sub(off)
             .min(PAGE_SIZE as u64) as usize;
+        if len == 0 {
+            // A page wholly past the end (a cut since it was written, whose walk has not
+            // reached it yet): nothing of it is the file's, so nothing is written, shown to
+            // the fault hook or counted.
+            return Ok(());
+        }
         let mut buf = [0u8; PAGE_SIZE];
         copy_out(self.words(i), 0, &mut buf[..len]);
         self.hook(IoKind::WriteBack, f, off, len)?;

@@ -466,13 +466,6 @@ impl<C: RefCounter> CachedFileOf<C> {
             // Release: pairs with the Acquire loads of `len` (write-back bounds its copy
             // with it).
             f.len.store(size, Ordering::Release);
-            // The pages wholly past the new end marked clean before the lock is let go (the
-            // walk below zeros them later): an eviction that frees one of them before the
-            // walk reaches it then writes nothing back, where it would make (and count in
-            // `Stats::write_backs`, and show the fault hook) a write-back of 0 bytes. A frame
-            // in a slot under the lock holds that slot's page, and no write runs (they hold
-            // `resize`, which the cut holds exclusively).
-            self.clean_from(size.div_ceil(PAGE_SIZE as u64));
         }
         // The bytes past the end, in every cached page from the one that holds the end: zero
         // (a full page past the end is then clean: the file reads zeros there too).
@@ -502,40 +495,6 @@ impl<C: RefCounter> CachedFileOf<C> {
             Some(e) => Err(e),
             None => dropped.map(|_| ()),
         }
-    }
-
-    /// `set_len`'s cut, under the allocator lock (which the caller holds) and `resize`
-    /// (exclusive): clears the dirty bit of every cached page from `from` on, each wholly past
-    /// the new end, whose frame is filled. Under the lock every cached page's group is noted (see
-    /// [`crate::slots::Slots::for_each_cached_from`]), so every such page is found.
-    fn clean_from(&self, from: u64) {
-        let c = &*self.cache;
-        let f = &*self.state;
-        let clean = |slot: &AtomicU32| {
-            // Relaxed: a slot changes from or to empty only under the allocator lock.
-            let s = slot.load(Ordering::Relaxed);
-            if s == 0 {
-                return;
-            }
-            let m = c.meta(s - 1);
-            // Filled frames only, as the walk's zeroing: an unpublished one is being filled
-            // (never dirty), or is a dead frame that an earlier cut left unpublished, dirty,
-            // when it could not write it back (`zero_stuck`), whose dirty bit is what tells the
-            // wait that mends it (`Inner::recover`) to write it back and retire it.
-            if !m.unfilled() {
-                // Relaxed: every write-back that reads the bit holds the allocator lock or
-                // `resize`, which order it after this clear.
-                m.dirty.store(false, Ordering::Relaxed);
-            }
-        };
-        let base = f.slots.base().len() as u64;
-        f.slots
-            .for_each_cached_from(from.min(base) as usize, |_, slot| clean(slot));
-        f.slots.ext_for_each(|page, slot| {
-            if page >= from {
-                clean(slot);
-            }
-        });
     }
 
     /// `set_len`'s step for one slot at or past the new end `size`: zeros the bytes of the
