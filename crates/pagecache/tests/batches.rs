@@ -4,7 +4,7 @@
 #[macro_use]
 mod common;
 
-use common::{assert_pattern, pat, pattern, pattern_file, PanicsInReclaim};
+use common::{assert_pattern, pat, pattern, pattern_file, PanicsInReclaim, PanicsInReinit};
 use core::pin::Pin;
 use pagecache::{Config, PageCacheOf, PAGE_SIZE};
 use refcount::atomic::{Atomic, AtomicObject};
@@ -167,26 +167,6 @@ fn a_clock_batch_of_two_files_writes_back_and_unmaps_each_page_in_its_own_file()
         let mut back = vec![0u8; len as usize];
         assert_eq!(f.read_at(&mut back, 0).unwrap(), len as usize);
         assert!(&back == model, "the cache reads back what was written");
-    }
-}
-
-/// `atomic` whose `reinit`, once armed, panics before it makes the object live again.
-#[derive(Default)]
-struct PanicsInReinit {
-    inner: Atomic,
-    armed: std::sync::atomic::AtomicBool,
-}
-
-impl RefCounter for PanicsInReinit {
-    wraps_atomic!(inner, "panics-in-reinit";
-        new_object, try_get, put, read_all, try_reclaim, memory);
-
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            panic!("a scheme whose reinit panics");
-        }
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 

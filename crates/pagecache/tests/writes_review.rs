@@ -8,7 +8,7 @@
 #[macro_use]
 mod common;
 
-use common::pattern_file;
+use common::{pattern_file, PanicsInReinit};
 use core::pin::Pin;
 use pagecache::{Config, IoKind, PageCacheOf, PAGE_SIZE};
 use refcount::atomic::{Atomic, AtomicObject, AtomicToken};
@@ -31,14 +31,8 @@ struct Pausing {
 }
 
 impl RefCounter for Pausing {
-    const NAME: &'static str = "pausing";
-    type Object = AtomicObject;
-    type Token = AtomicToken;
-    const READ_ALL: refcount::Precision = refcount::Precision::Exact;
+    wraps_atomic!(inner, "pausing"; new_object, put, read_all, memory, try_reclaim, reinit);
 
-    fn new_object(&self) -> AtomicObject {
-        self.inner.new_object()
-    }
     fn try_get(&self, obj: Pin<&AtomicObject>) -> Option<AtomicToken> {
         if self.armed.swap(false, Ordering::SeqCst) {
             let ask = self
@@ -57,22 +51,6 @@ impl RefCounter for Pausing {
             done.recv().expect("the other thread acted");
         }
         self.inner.try_get(obj)
-    }
-    fn put(&self, obj: Pin<&AtomicObject>, token: AtomicToken) {
-        self.inner.put(obj, token)
-    }
-    fn read_all(&self, obj: Pin<&AtomicObject>) -> i64 {
-        self.inner.read_all(obj)
-    }
-    fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&AtomicObject>>) -> refcount::Memory {
-        self.inner.memory(objs)
-    }
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 
@@ -236,29 +214,6 @@ fn writes_through_files_and_held_pages_across_cuts_equal_the_model() {
         if let Some(k) = (0..disk.len()).find(|&k| disk[k] != model[k]) {
             panic!("seed {seed}: byte {k} on disk");
         }
-    }
-}
-
-/// `atomic` whose `reinit`, once armed, panics before it makes the object live again.
-#[derive(Default)]
-struct PanicsInReinit {
-    inner: Atomic,
-    armed: AtomicBool,
-}
-
-impl RefCounter for PanicsInReinit {
-    const NAME: &'static str = "panics-in-reinit";
-    atomic_passthrough!();
-
-    fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
-        self.inner.try_reclaim(obj)
-    }
-    unsafe fn reinit(&self, obj: Pin<&AtomicObject>) {
-        if self.armed.swap(false, Ordering::Relaxed) {
-            panic!("a scheme whose reinit panics");
-        }
-        // SAFETY: the caller's contract is this one's.
-        unsafe { self.inner.reinit(obj) }
     }
 }
 

@@ -274,6 +274,26 @@ impl refcount::RefCounter for PanicsInReclaim {
     }
 }
 
+/// `atomic` whose `reinit`, once armed, panics before it makes the object live again.
+#[derive(Default)]
+pub struct PanicsInReinit {
+    pub inner: refcount::atomic::Atomic,
+    pub armed: std::sync::atomic::AtomicBool,
+}
+
+impl refcount::RefCounter for PanicsInReinit {
+    wraps_atomic!(inner, "panics-in-reinit";
+        new_object, try_get, put, read_all, try_reclaim, memory);
+
+    unsafe fn reinit(&self, obj: core::pin::Pin<&refcount::atomic::AtomicObject>) {
+        if self.armed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            panic!("a scheme whose reinit panics");
+        }
+        // SAFETY: the caller's contract is this one's.
+        unsafe { self.inner.reinit(obj) }
+    }
+}
+
 /// A barrier that a panicking participant breaks: every wait then panics instead of waiting
 /// for ever, so a test whose check fails between two waits fails instead of hanging (a
 /// `std::sync::Barrier`'s other participants would wait for the one that panicked, and the
