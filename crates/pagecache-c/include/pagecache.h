@@ -317,7 +317,8 @@ typedef struct pagecache_stats_s {
     uint64_t evictions;           /* frames evicted or dropped */
     uint64_t write_backs;         /* dirty pages written back */
     uint64_t direct_ios;          /* reads and writes that went straight to a file because
-                                     every frame was referenced */
+                                     no frame could be had (every frame referenced, or the
+                                     others dirty with failing write-backs) */
     uint64_t resident;            /* frames holding a page (or being filled) now; <= limit
                                      (retired frames, only after a Rust scheme's panic, are
                                      not counted: the C API's schemes do not panic) */
@@ -485,8 +486,9 @@ ssize_t pagecache_read_at(pagecache_file_t *file, void *buf, size_t len, uint64_
  * and so does the hold on the file handle (a PAYGO reference too). Returns the bytes of the page
  * inside the file (1 to 4096: fewer in the last page). Errors: PAGECACHE_EINVAL (file or page
  * is NULL or misaligned), PAGECACHE_EBADF (file is closed), -ENXIO (the page is at or past the
- * end of the file), PAGECACHE_ENOMEM (every frame of the cache is held), a fill's -errno (the
- * pread of the page failed). On an error *page is left as it was. A page that *page holds
+ * end of the file), PAGECACHE_ENOMEM (every frame of the cache is held), a write-back's -errno
+ * (the frames not held are dirty and their write-back fails), a fill's -errno (the pread of
+ * the page failed). On an error *page is left as it was. A page that *page holds
  * already is overwritten, its reference leaked (its frame held for ever, the handle never
  * closed): put it first. No other thread may read or write *page during the call (a
  * pagecache_page_put or pagecache_page_read of it included). */
@@ -565,8 +567,9 @@ ssize_t pagecache_mapping_read(pagecache_mapping_t *m, void *buf, size_t len, ui
  * PAGECACHE_EPERM (the calling thread did not make the mapping), -EACCES (the file was opened
  * read-only; len 0 too), -ENXIO (the range ends past the mapping's pages * 4096 bytes: nothing
  * written), PAGECACHE_EFBIG (the file cannot hold the write, as for pagecache_write_at),
- * PAGECACHE_ENOMEM (every frame of the cache is held), a fill's -errno (the pages before the
- * one that failed are written). */
+ * PAGECACHE_ENOMEM (every frame of the cache is held), a write-back's -errno (the frames not
+ * held are dirty and their write-back fails), a fill's -errno (the pages before the one that
+ * failed are written). */
 ssize_t pagecache_mapping_write(pagecache_mapping_t *m, const void *buf, size_t len,
                                 uint64_t offset);
 
@@ -578,7 +581,8 @@ ssize_t pagecache_mapping_write(pagecache_mapping_t *m, const void *buf, size_t 
  * PAGECACHE_OK. Errors, which hold nothing: PAGECACHE_EINVAL (m is NULL or misaligned),
  * PAGECACHE_EBADF (m was unmapped), PAGECACHE_EPERM (the calling thread did not make the
  * mapping), -ENXIO (page is not below the mapping's pages), PAGECACHE_ENOMEM (every frame of
- * the cache is held), a fill's -errno. */
+ * the cache is held), a write-back's -errno (the frames not held are dirty and their
+ * write-back fails), a fill's -errno. */
 int pagecache_mapping_hold(pagecache_mapping_t *m, uint64_t page);
 
 /* Gives back one hold of page `page` of the mapping (pagecache_mapping_hold): the page may be

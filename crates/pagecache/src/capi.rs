@@ -205,7 +205,8 @@ pub struct CStats {
     pub evictions: u64,
     /// Dirty pages written back.
     pub write_backs: u64,
-    /// Reads and writes that went straight to a file because every frame was referenced.
+    /// Reads and writes that went straight to a file because no frame could be had (every
+    /// frame referenced, or the others dirty with failing write-backs).
     pub direct_ios: u64,
     /// Frames holding a page (or being filled) now.
     pub resident: u64,
@@ -1112,7 +1113,8 @@ unsafe fn page_state<'a>(func: &str, page: *mut CPage) -> Result<&'a AtomicU64, 
 /// lookup. Returns the bytes of the page inside the file (1 to 4096), or an error:
 /// `PAGECACHE_EINVAL` (a null handle, a null or misaligned `page`), `PAGECACHE_EBADF` (a closed
 /// handle), `-ENXIO` (a page at or past the end of the file), `PAGECACHE_ENOMEM` (every frame
-/// of the cache is held), a fill's `-errno`. On an error, `*page` is left as it was.
+/// of the cache is held), a write-back's `-errno` (the frames not held are dirty and their
+/// write-back fails), a fill's `-errno`. On an error, `*page` is left as it was.
 ///
 /// # Safety
 /// `file` is null, misaligned or a handle from [`pagecache_open`] (live or closed); `page` is

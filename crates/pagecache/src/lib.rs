@@ -117,7 +117,8 @@ pub enum IoKind {
     Fill,
     /// `pwrite` of a dirty page (sync, eviction, drop_cache).
     WriteBack,
-    /// A read or write that goes straight to the file because every frame is referenced.
+    /// A read or write that goes straight to the file because no frame can be had (every
+    /// frame referenced, or the others dirty with failing write-backs).
     Direct,
     /// `ftruncate` of [`CachedFileOf::set_len`] (`offset` is the new length, `len` 0).
     SetLen,
@@ -226,8 +227,9 @@ pub struct Stats {
     pub evictions: u64,
     /// Dirty pages written back.
     pub write_backs: u64,
-    /// Reads and writes that went straight to a file because every frame was referenced
-    /// (counted when they succeed).
+    /// Reads and writes that went straight to a file because no frame could be had (every
+    /// frame referenced, or the others dirty with failing write-backs; counted when they
+    /// succeed).
     pub direct_ios: u64,
     /// Frames holding a page (or being filled) now; retired frames are not counted.
     pub resident: usize,

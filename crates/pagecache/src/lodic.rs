@@ -869,7 +869,8 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// leave a store into the last page's tail out of the file). Errors: a range outside the
     /// mapping (`InvalidInput`, nothing written); `PermissionDenied` through a file opened
     /// read-only (nothing written, an empty `buf` too); those of [`Mapping::page`] (a fill's,
-    /// `OutOfMemory` where every frame is referenced) and of [`MappedPage::write`]
+    /// `OutOfMemory` or a write-back's error where no frame can be had) and of
+    /// [`MappedPage::write`]
     /// (`FileTooLarge`), with the bytes of the pages before written.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         if !self.file.writable() {
@@ -971,8 +972,9 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     }
 
     /// A held reference to mapped page `k` (relative to the mapping), filled. Errors: a page
-    /// outside the mapping (`InvalidInput`), a fill's error, every frame referenced
-    /// (`OutOfMemory`), a poisoned cache's `Other` (as [`CachedFileOf::page`]).
+    /// outside the mapping (`InvalidInput`), a fill's error, no frame to be had
+    /// (`OutOfMemory`, or a write-back's error, as [`CachedFileOf::page`]), a poisoned cache's
+    /// `Other` (as there).
     pub fn page(&self, k: u64) -> io::Result<MappedPage<'_, 'f, C>> {
         if k >= self.pages() {
             return Err(invalid(format!(
@@ -1000,10 +1002,7 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
                 // The entry is full or counts another frame: spill into the global counter.
                 Ok(self.guard(k, i, Some(tok)))
             }
-            Got::Bypassed => Err(io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                "pagecache: every frame is referenced",
-            )),
+            Got::Bypassed(failed) => Err(crate::cache::no_frame(failed)),
         }
     }
 }

@@ -310,6 +310,67 @@ fn a_failed_write_back_keeps_the_page_dirty() {
     );
 }
 
+/// Where no frame can be had because the only one holds a dirty page whose write-back fails
+/// (a full disk), `page` returns that write-back's error as it came (`ENOSPC`, which the C API
+/// returns as `-ENOSPC`), not `OutOfMemory` for frames that nobody references; for the other
+/// schemes' paths the same (`Mapping::page`). A read there goes to the file and a write-back
+/// that works again frees the frame: the written bytes reach the file, and `page` succeeds.
+#[test]
+fn a_page_that_finds_only_dirty_frames_that_cannot_be_written_returns_the_write_back_error() {
+    for scheme in ["atomic", "paygo"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let len = 8 * 4096;
+        let path = pattern_file(&dir, "full", len);
+        let full = Arc::new(AtomicU32::new(1));
+        let mut cfg = Config::new(1, scheme);
+        cfg.fault = Some({
+            let full = full.clone();
+            Arc::new(move |ev: &pagecache::IoEvent<'_>| {
+                if ev.kind == IoKind::WriteBack && full.load(Ordering::SeqCst) == 1 {
+                    return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+                }
+                Ok(())
+            })
+        });
+        let cache = PageCache::new(cfg).expect("cache");
+        let file = cache.open(&path).expect("open");
+        file.write_at(b"kept", 3).expect("write");
+        let e = file.page(5).expect_err("no frame");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{scheme}: {e}");
+        let e = file.map(5, 1).expect("map").page(0).expect_err("no frame");
+        assert_eq!(
+            e.raw_os_error(),
+            Some(libc::ENOSPC),
+            "{scheme}: mapped: {e}"
+        );
+        // A read goes to the file meanwhile; the dirty page stays cached.
+        let mut b = [0u8; 4];
+        assert_eq!(file.read_at(&mut b, 5 * 4096).expect("read"), 4);
+        assert_eq!(
+            b,
+            [
+                pat(5 * 4096),
+                pat(5 * 4096 + 1),
+                pat(5 * 4096 + 2),
+                pat(5 * 4096 + 3)
+            ]
+        );
+        file.read_at(&mut b, 3).expect("read");
+        assert_eq!(&b, b"kept", "{scheme}");
+        full.store(0, Ordering::SeqCst);
+        let p = file.page(5).expect("a frame once the write-back works");
+        let mut b = [0u8; 1];
+        p.read(7, &mut b);
+        assert_eq!(b[0], pat(5 * 4096 + 7), "{scheme}");
+        drop(p);
+        assert_eq!(
+            &std::fs::read(&path).expect("disk")[3..7],
+            b"kept",
+            "{scheme}"
+        );
+    }
+}
+
 #[test]
 fn a_leaked_page_guard_pins_one_frame_and_nothing_else_breaks() {
     let dir = tempfile::tempdir().expect("tempdir");

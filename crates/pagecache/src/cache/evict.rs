@@ -221,14 +221,16 @@ struct Evicted {
 }
 
 impl<C: RefCounter> Inner<C> {
-    /// A free frame: the free list, else CLOCK eviction. `None` if no frame can be freed: each
+    /// A free frame: the free list, else CLOCK eviction. `Err` if no frame can be freed: each
     /// is referenced (through the scheme or a LODIC mapping, or not yet seen unreferenced by a
     /// scheme whose zero detection lags), being filled (a page read ahead holds no reference
-    /// while it is), retired, or holds a dirty page whose write-back fails now.
-    pub(super) fn take_frame(&self, a: &mut Alloc) -> Option<u32> {
+    /// while it is), retired, or holds a dirty page whose write-back fails now; the error is
+    /// the first such write-back's, if one failed in this search.
+    pub(super) fn take_frame(&self, a: &mut Alloc) -> Result<u32, Option<io::Error>> {
         if let Some(i) = a.free.pop() {
-            return Some(i);
+            return Ok(i);
         }
+        let mut failed = None;
         // Up to two turns of the hand: the first clears accessed bits, the second finds them
         // clear unless the page was used again.
         let n = self.frames.len();
@@ -251,12 +253,13 @@ impl<C: RefCounter> Inner<C> {
                     batch.push(i);
                 }
             }
-            self.evict(a, &batch);
+            let done = self.evict(a, &batch);
             if let Some(i) = a.free.pop() {
-                return Some(i);
+                return Ok(i);
             }
+            failed = failed.or(done.err);
         }
-        None
+        Err(failed)
     }
 
     /// Tries to evict the frames `batch` (filled, under the allocator lock), of any files:

@@ -348,11 +348,14 @@ impl<C: RefCounter> Inner<C> {
             if slot.load(Ordering::Relaxed) != 0 {
                 return Ok(None);
             }
-            let Some(i) = self.take_frame(&mut a) else {
-                // Every frame is referenced. The slot is empty and stays so while we hold the
-                // lock, so the file holds this page's latest bytes.
-                bypass()?;
-                return Ok(Some(Got::Bypassed));
+            let i = match self.take_frame(&mut a) {
+                Ok(i) => i,
+                Err(failed) => {
+                    // No frame can be had. The slot is empty and stays so while we hold the
+                    // lock, so the file holds this page's latest bytes.
+                    bypass()?;
+                    return Ok(Some(Got::Bypassed(failed)));
+                }
             };
             self.frames[i as usize].meta.assign(f.id, page);
             // Release: pairs with the Acquire slot load of `acquire` and optimistic reads (the
@@ -521,7 +524,7 @@ impl<C: RefCounter> Inner<C> {
             if s.load(Ordering::Relaxed) != 0 {
                 break;
             }
-            let Some(j) = self.take_frame(a) else {
+            let Ok(j) = self.take_frame(a) else {
                 break;
             };
             self.frames[j as usize].meta.assign(f.id, p);

@@ -360,8 +360,22 @@ pub(crate) enum Got<T> {
     /// A referenced frame holding the filled page.
     Frame(u32, T),
     /// No frame could be had (see `Inner::take_frame`: each referenced, being filled, or
-    /// holding a dirty page whose write-back failed); the bypass ran under the allocator lock.
-    Bypassed,
+    /// holding a dirty page whose write-back failed, with the first such write-back's error);
+    /// the bypass ran under the allocator lock.
+    Bypassed(Option<std::io::Error>),
+}
+
+/// The error of a call that needs a frame where none could be had ([`Got::Bypassed`] with
+/// `failed`): the write-back's error where a dirty page's failed (a full disk holds the
+/// frames, not references; the error is returned as it came, with its `errno`), else
+/// `OutOfMemory`.
+pub(crate) fn no_frame(failed: Option<std::io::Error>) -> std::io::Error {
+    failed.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            "pagecache: every frame is referenced",
+        )
+    })
 }
 
 /// Turns of a wait that spin before it yields (see [`spin`]).

@@ -192,7 +192,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 held(i);
                 c.scheme.put(c.obj(i), tok);
             }
-            Got::Bypassed => {
+            Got::Bypassed(_) => {
                 let bytes = direct.expect("bypass ran")?;
                 part.copy_from_slice(&bytes);
             }
@@ -243,8 +243,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end
-    /// of the file (`UnexpectedEof`), a fill's error, every frame referenced (`OutOfMemory`),
-    /// or `Other` where the wait for the page gives up on a cache that a counting scheme's
+    /// of the file (`UnexpectedEof`), a fill's error, no frame to be had (`OutOfMemory` where
+    /// every frame is referenced; a write-back's error, as it came, where the frames not
+    /// referenced hold dirty pages whose write-back fails), or `Other` where the wait for the page gives up on a cache that a counting scheme's
     /// panic poisoned (see the crate's documentation).
     pub fn page(&self, index: u64) -> io::Result<PageRef<'_, C>> {
         let f = &*self.state;
@@ -265,10 +266,7 @@ impl<C: RefCounter> CachedFileOf<C> {
                 len: (len - index * PAGE_SIZE as u64).min(PAGE_SIZE as u64) as usize,
                 token: ManuallyDrop::new(tok),
             }),
-            Got::Bypassed => Err(io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                "pagecache: every frame is referenced",
-            )),
+            Got::Bypassed(failed) => Err(super::no_frame(failed)),
         }
     }
 }

@@ -253,7 +253,8 @@ pub unsafe extern "C" fn pagecache_mapping_read(
 /// unmapped handle), `PAGECACHE_EPERM` (a thread other than the one that mapped it), `-EACCES`
 /// (the file was opened read-only; `len` 0 too), `-ENXIO` (the range ends past the mapping:
 /// nothing written), `PAGECACHE_EFBIG` (the file cannot hold the write), `PAGECACHE_ENOMEM`
-/// (every frame of the cache is held), a fill's `-errno` (the bytes of the pages before the
+/// (every frame of the cache is held), a write-back's `-errno` (the frames not held are dirty
+/// and their write-back fails), a fill's `-errno` (the bytes of the pages before the
 /// one that failed are written).
 ///
 /// # Safety
@@ -401,7 +402,8 @@ unsafe fn own(func: &str, m: *const CMapping) -> Result<Live<OpenMapping>, i32> 
 /// released once). Returns `PAGECACHE_OK`, `PAGECACHE_EINVAL` (a null or misaligned `m`),
 /// `PAGECACHE_EBADF` (an unmapped handle), `PAGECACHE_EPERM` (another thread's mapping),
 /// `-ENXIO` (`page` is not below the mapping's pages), `PAGECACHE_ENOMEM` (every frame of the
-/// cache is held), a fill's `-errno`; nothing held on an error.
+/// cache is held), a write-back's `-errno` (the frames not held are dirty and their write-back
+/// fails), a fill's `-errno`; nothing held on an error.
 ///
 /// # Safety
 /// `m` is null, misaligned or a handle from [`pagecache_map`] (live or unmapped).
