@@ -161,8 +161,7 @@ struct Lagging<const LAG: usize = 1> {
 }
 
 impl<const LAG: usize> RefCounter for Lagging<LAG> {
-    const NAME: &'static str = "lagging";
-    atomic_passthrough!();
+    wraps_atomic!(inner, "lagging"; new_object, try_get, put, read_all, memory);
 
     fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
         let at = &*obj as *const AtomicObject as usize;

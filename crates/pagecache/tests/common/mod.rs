@@ -235,22 +235,6 @@ macro_rules! wraps_atomic {
     };
 }
 
-/// Inside `impl RefCounter for S`, where `S` wraps `atomic` in its field `inner`: the types and
-/// the methods passed through unchanged (the test's own methods, `NAME` among them, come
-/// after). [`wraps_atomic!`] with `try_reclaim` and `reinit` left out.
-macro_rules! atomic_passthrough {
-    () => {
-        type Object = refcount::atomic::AtomicObject;
-        type Token = refcount::atomic::AtomicToken;
-        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-        wraps_atomic!(@ inner [] new_object);
-        wraps_atomic!(@ inner [] try_get);
-        wraps_atomic!(@ inner [] put);
-        wraps_atomic!(@ inner [] read_all);
-        wraps_atomic!(@ inner [] memory);
-    };
-}
-
 /// `atomic` whose `try_reclaim_many`, once armed, panics before it reclaims anything.
 #[derive(Default)]
 pub struct PanicsInReclaim {
