@@ -730,7 +730,9 @@ impl<C: RefCounter> CachedFileOf<C> {
 
     /// READ-ALL of page `index`: its global counter (the scheme's `read_all`) plus every
     /// embedded counter of the mappings that cover it, found through the reverse map (0 for a
-    /// page not cached). A snapshot: exact when no thread is taking or dropping references.
+    /// page not cached). A snapshot: exact when no thread is taking or dropping references,
+    /// for a scheme whose `read_all` is exact; the global part is only as exact as the
+    /// scheme's [`RefCounter::READ_ALL`] says (`snzi`'s is 1 for any number of references).
     ///
     /// The frame is the page's for the whole count: frames are installed, evicted and reused
     /// only under the cache's allocator lock, which the count holds (before the mapping locks,
