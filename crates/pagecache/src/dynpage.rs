@@ -172,4 +172,26 @@ mod tests {
         // The leaked token's clone is never dropped.
         assert_eq!(Rc::strong_count(&rc), 2);
     }
+
+    /// Whether a scheme's token is held in place.
+    struct TokenFits;
+
+    impl schemes::Visit for TokenFits {
+        type Out = bool;
+        fn visit<C: refcount::RefCounter>(self, _: &schemes::SchemeInfo, _: C) -> bool {
+            ErasedToken::fits::<C::Token>()
+        }
+    }
+
+    /// The token of every scheme that can count a page cache's frames is held in place, as
+    /// `TOKEN_WORDS` and the documentation of `DynMapping` say: a held page allocates nothing.
+    #[test]
+    fn every_usable_schemes_token_is_held_in_place() {
+        for name in crate::usable_schemes() {
+            let fits = schemes::try_visit(name, &schemes::SchemeConfig::default(), TokenFits)
+                .expect("a registered scheme")
+                .expect("made");
+            assert!(fits, "{name}'s token is boxed");
+        }
+    }
 }
