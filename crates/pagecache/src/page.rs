@@ -19,16 +19,26 @@ pub(crate) const WORDS: usize = PAGE_SIZE / 8;
 pub(crate) fn copy_out(words: &[AtomicU64], off: usize, buf: &mut [u8]) {
     // Not `off + buf.len()`, which wraps for an `off` near `usize::MAX` (`PageRef::read`'s
     // offset is the caller's).
-    assert!(
-        off <= PAGE_SIZE && buf.len() <= PAGE_SIZE - off,
-        "copy_out past the page"
-    );
+    if !(off <= PAGE_SIZE && buf.len() <= PAGE_SIZE - off) {
+        past_the_page("read", off, buf.len());
+    }
     if off.is_multiple_of(8) && buf.len().is_multiple_of(8) {
         // Whole words: the common case of aligned reads, inlined into the read's hit path.
         copy_words(buf, &words[off / 8..]);
         return;
     }
     copy_out_bytes(words, off, buf);
+}
+
+/// The panic of a range past the page: the read or the write of a guard (`PageRef::read`,
+/// `MappedPage::read` and their run-time-scheme forms, whose offsets are the caller's), named
+/// with its range as `PageRef::write`'s own check names it. Out of line: the hit path keeps
+/// only the comparison and the call.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn past_the_page(what: &str, off: usize, len: usize) -> ! {
+    panic!("pagecache: a {what} of {len} bytes at {off} of a page of {PAGE_SIZE}")
 }
 
 /// `copy_out` of a range that does not start or end on a word (inside the page): one load
@@ -99,10 +109,9 @@ fn copy_part(dst: &mut [u8], src: &[u8]) {
 #[inline]
 pub(crate) fn copy_in(words: &[AtomicU64], off: usize, buf: &[u8]) {
     // As in `copy_out`: no sum that could wrap.
-    assert!(
-        off <= PAGE_SIZE && buf.len() <= PAGE_SIZE - off,
-        "copy_in past the page"
-    );
+    if !(off <= PAGE_SIZE && buf.len() <= PAGE_SIZE - off) {
+        past_the_page("write", off, buf.len());
+    }
     let mut pos = 0;
     let mut at = off;
     while pos < buf.len() {
@@ -239,9 +248,15 @@ mod tests {
         };
         for off in [usize::MAX - 7, usize::MAX] {
             let out = std::panic::catch_unwind(|| copy_out(&words, off, &mut [0u8; 8]));
-            assert_eq!(message(out), "copy_out past the page", "at {off}");
+            assert_eq!(
+                message(out),
+                format!("pagecache: a read of 8 bytes at {off} of a page of 4096")
+            );
             let inp = std::panic::catch_unwind(|| copy_in(&words, off, &[1u8; 8]));
-            assert_eq!(message(inp), "copy_in past the page", "at {off}");
+            assert_eq!(
+                message(inp),
+                format!("pagecache: a write of 8 bytes at {off} of a page of 4096")
+            );
         }
         // The end of the page, with nothing to copy, is inside it.
         copy_out(&words, PAGE_SIZE, &mut []);

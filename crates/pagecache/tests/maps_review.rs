@@ -1,5 +1,5 @@
 //! The guards of held and mapped pages at their edges: a guard given back by the unwinding of
-//! a panic (a range past the page) and on another thread, ranges that end exactly at the end
+//! a panic (a range past the page, whose message names the read or the write and its range) and on another thread, ranges that end exactly at the end
 //! of a page or of a mapping, empty ranges, and offsets near `u64::MAX` through a mapping and
 //! a cursor. Every count is checked against what the test holds.
 
@@ -37,9 +37,10 @@ fn a_held_page_that_panics_past_the_page_gives_its_reference_back() {
                 let _ = page.write(off, &vec![0xAB; len]);
             }))
             .expect_err("a write past the page");
-            assert!(
-                message(write).contains("of a page of 4096"),
-                "{scheme}: write at {off}"
+            assert_eq!(
+                message(write),
+                format!("pagecache: a write of {len} bytes at {off} of a page of 4096"),
+                "{scheme}"
             );
             assert_eq!(
                 file.page_count(1),
@@ -51,7 +52,11 @@ fn a_held_page_that_panics_past_the_page_gives_its_reference_back() {
                 page.read(off, &mut vec![0; len]);
             }))
             .expect_err("a read past the page");
-            assert_eq!(message(read), "copy_out past the page", "{scheme}");
+            assert_eq!(
+                message(read),
+                format!("pagecache: a read of {len} bytes at {off} of a page of 4096"),
+                "{scheme}"
+            );
             assert_eq!(
                 file.page_count(1),
                 0,
@@ -143,7 +148,8 @@ fn a_mappings_edges_and_a_guard_that_panics() {
             }));
             assert_eq!(
                 message(r.expect_err("past the page")),
-                "copy_out past the page"
+                "pagecache: a read of 2 bytes at 4095 of a page of 4096",
+                "{what}"
             );
             let r = catch_unwind(AssertUnwindSafe(|| {
                 let g = m.page(1).expect("page");
