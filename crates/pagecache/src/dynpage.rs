@@ -131,7 +131,7 @@ impl Drop for Page<'_> {
     }
 }
 
-/// Shows the page's length.
+/// Shows the page's index and length.
 impl std::fmt::Debug for Page<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Page")

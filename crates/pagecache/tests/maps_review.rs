@@ -190,3 +190,49 @@ fn a_cursor_near_u64_max_writes_nothing() {
     file.close().expect("close");
     assert_pattern(&std::fs::read(&path).expect("disk"), 0, "the file");
 }
+
+/// A mapping outlives a cut: a page held through it past the cut stays in its frame, zeroed
+/// past the new end; a read through the mapping there reads zeros; a write through the held
+/// page grows the file again (zeros between the cut and the write), and a page taken past
+/// the cut after it is filled with zeros. Every reference goes back. `Page`'s `Debug` shows
+/// its index and length.
+#[test]
+fn a_dyn_mapping_across_a_cut() {
+    for scheme in schemes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pattern_file(&dir, "f", 3 * P);
+        let c = PageCache::new(Config::new(4, scheme)).expect(scheme);
+        let f = c.open(&path).expect("open");
+        let m = f.map(0, 3).expect("map");
+        let held = m.page(2).expect("page 2");
+        f.set_len(P + 10).expect("cut");
+        let mut b = vec![0xEEu8; 2 * PAGE_SIZE];
+        m.read_at(&mut b, P).expect("read past the cut");
+        assert_pattern(&b[..10], P, scheme);
+        assert!(
+            b[10..].iter().all(|&x| x == 0),
+            "{scheme}: zeros past the cut"
+        );
+        held.write(5, b"again").expect("write past the cut");
+        assert_eq!(f.len(), 2 * P + 10, "{scheme}: grown again");
+        drop(held);
+        let mut b = [0xEEu8; 10];
+        m.read_at(&mut b, 2 * P).expect("read");
+        assert_eq!(&b, b"\0\0\0\0\0again", "{scheme}");
+        f.set_len(P).expect("cut");
+        let g = m.page(2).expect("page 2 again");
+        let mut b = [0xEEu8; 16];
+        g.read(0, &mut b);
+        assert_eq!(b, [0; 16], "{scheme}: past the cut");
+        drop(g);
+        assert!((0..3).all(|p| f.page_count(p) == 0), "{scheme}");
+        let page = f.page(0).expect("page 0");
+        assert_eq!(format!("{page:?}"), "Page { index: 0, len: 4096, .. }");
+        drop(page);
+        drop(m);
+        f.close().expect("close");
+        let disk = std::fs::read(&path).expect("disk");
+        assert_eq!(disk.len(), PAGE_SIZE, "{scheme}");
+        assert_pattern(&disk, 0, scheme);
+    }
+}
