@@ -608,7 +608,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
                 &f.path,
-                format!("mapping pages {first}..{} of ", first.saturating_add(pages)),
+                format!("mapping {pages} pages from page {first} of "),
                 format!(", which has {have} pages"),
             ));
         }
