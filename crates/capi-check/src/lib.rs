@@ -654,6 +654,10 @@ pub mod cc {
         exe
     }
 
+    /// The warnings, as errors, that the headers are compiled with (as C and as C++):
+    /// `-Wshadow` too, which C++ programs that include them may build with.
+    const STRICT: [&str; 5] = ["-pedantic", "-Wall", "-Wextra", "-Wshadow", "-Werror"];
+
     /// Checks a layout in every dialect a header supports, C89 to C11 and C++98 to C++17,
     /// pedantic, warnings as errors, natively and on i386 (`-m32`, freestanding: no 32-bit C
     /// library is needed), whose C ABI aligns a `uint64_t` member at 4 bytes only: `program`
@@ -709,14 +713,8 @@ pub mod cc {
             for std in stds {
                 for arch in &archs {
                     run(Command::new(compiler)
-                        .args([
-                            "-fsyntax-only",
-                            "-pedantic",
-                            "-Wall",
-                            "-Wextra",
-                            "-Wshadow",
-                            "-Werror",
-                        ])
+                        .arg("-fsyntax-only")
+                        .args(STRICT)
                         .arg(std)
                         .args(*arch)
                         .arg("-I")
@@ -730,8 +728,8 @@ pub mod cc {
     }
 
     /// Checks that `header` compiles as pedantic C++ (`$CXX`; skipped, with a message, where no
-    /// C++ compiler is installed) and as pedantic C99 (`$CC`), with `-Wshadow` (which C++
-    /// programs that include it may build with) and warnings as errors.
+    /// C++ compiler is installed) and as pedantic C99 (`$CC`), with the warnings of `STRICT`
+    /// as errors.
     ///
     /// # Panics
     /// If a compiler rejects it.
@@ -742,16 +740,9 @@ pub mod cc {
         let cxx = compiler("CXX", "c++");
         if exists(&cxx) {
             run(Command::new(&cxx)
-                .args([
-                    "-fsyntax-only",
-                    "-pedantic",
-                    "-Wall",
-                    "-Wextra",
-                    "-Wshadow",
-                    "-Werror",
-                    "-x",
-                    "c++",
-                ])
+                .arg("-fsyntax-only")
+                .args(STRICT)
+                .args(["-x", "c++"])
                 .arg(header));
         } else {
             // Debian's gcc package has no C++ compiler; g++ (or $CXX) brings one.
@@ -760,17 +751,9 @@ pub mod cc {
             ));
         }
         run(Command::new(compiler("CC", "cc"))
-            .args([
-                "-fsyntax-only",
-                "-std=c99",
-                "-pedantic",
-                "-Wall",
-                "-Wextra",
-                "-Wshadow",
-                "-Werror",
-                "-x",
-                "c",
-            ])
+            .args(["-fsyntax-only", "-std=c99"])
+            .args(STRICT)
+            .args(["-x", "c"])
             .arg(header));
     }
 
@@ -820,14 +803,8 @@ pub mod cc {
         std::fs::write(&cpp, src).unwrap_or_else(|e| panic!("writing {}: {e}", cpp.display()));
         let exe = out_dir.join(stem);
         run(Command::new(&cxx)
-            .args([
-                "-pedantic",
-                "-Wall",
-                "-Wextra",
-                "-Wshadow",
-                "-Werror",
-                "-pthread",
-            ])
+            .args(STRICT)
+            .arg("-pthread")
             .arg(&cpp)
             .arg(lib)
             .args(link)
