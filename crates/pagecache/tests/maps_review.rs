@@ -1,7 +1,8 @@
 //! The guards of held and mapped pages at their edges: a guard given back by the unwinding of
-//! a panic (a range past the page, whose message names the read or the write and its range) and on another thread, ranges that end exactly at the end
-//! of a page or of a mapping, empty ranges, and offsets near `u64::MAX` through a mapping and
-//! a cursor. Every count is checked against what the test holds.
+//! a panic (a range past the page, whose message names the read or the write and its range)
+//! and on another thread, ranges that end exactly at the end of a page or of a mapping, empty
+//! ranges, and offsets near `u64::MAX` through a mapping and a cursor. Every count is checked
+//! against what the test holds.
 
 mod common;
 

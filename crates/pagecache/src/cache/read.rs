@@ -245,8 +245,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// A reference to page `index`, filled (see [`PageRef`]). Errors: a page at or past the end
     /// of the file (`UnexpectedEof`), a fill's error, no frame to be had (`OutOfMemory` where
     /// every frame is referenced; a write-back's error, as it came, where the frames not
-    /// referenced hold dirty pages whose write-back fails), or `Other` where the wait for the page gives up on a cache that a counting scheme's
-    /// panic poisoned (see the crate's documentation).
+    /// referenced hold dirty pages whose write-back fails), or `Other` where the wait for the
+    /// page gives up on a cache that a counting scheme's panic poisoned (see the crate's
+    /// documentation).
     pub fn page(&self, index: u64) -> io::Result<PageRef<'_, C>> {
         let f = &*self.state;
         let len = self.len();
