@@ -872,8 +872,7 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// mapping (`InvalidInput`, nothing written); `PermissionDenied` through a file opened
     /// read-only (nothing written, an empty `buf` too); those of [`Mapping::page`] (a fill's,
     /// `OutOfMemory` or a write-back's error where no frame can be had) and of
-    /// [`MappedPage::write`]
-    /// (`FileTooLarge`), with the bytes of the pages before written.
+    /// [`MappedPage::write`] (`FileTooLarge`), with the bytes of the pages before written.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         if !self.file.writable() {
             return Err(self.file.parts().1.read_only());
