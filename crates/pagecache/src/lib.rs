@@ -1,58 +1,10 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
-/// In the `impl RefCounter` of a unit test's scheme that wraps `atomic` in its field `$f`:
-/// `atomic`'s types and `READ_ALL`, the name `$name`, and each method listed handed to
-/// `atomic` as it is (the scheme writes out only the methods it changes).
+// The unit tests' schemes that wrap `atomic` (the integration tests include the same file).
 #[cfg(all(test, not(loom)))]
-macro_rules! wraps_atomic {
-    ($f:tt, $name:literal; $($m:ident),* $(,)?) => {
-        type Object = refcount::atomic::AtomicObject;
-        type Token = refcount::atomic::AtomicToken;
-        const NAME: &'static str = $name;
-        const READ_ALL: refcount::Precision = refcount::Precision::Exact;
-        $(wraps_atomic!(@ $f $m);)*
-    };
-    (@ $f:tt new_object) => {
-        fn new_object(&self) -> Self::Object {
-            self.$f.new_object()
-        }
-    };
-    (@ $f:tt try_get) => {
-        fn try_get(&self, obj: core::pin::Pin<&Self::Object>) -> Option<Self::Token> {
-            self.$f.try_get(obj)
-        }
-    };
-    (@ $f:tt put) => {
-        fn put(&self, obj: core::pin::Pin<&Self::Object>, token: Self::Token) {
-            self.$f.put(obj, token)
-        }
-    };
-    (@ $f:tt read_all) => {
-        fn read_all(&self, obj: core::pin::Pin<&Self::Object>) -> i64 {
-            self.$f.read_all(obj)
-        }
-    };
-    (@ $f:tt try_reclaim) => {
-        fn try_reclaim(&self, obj: core::pin::Pin<&Self::Object>) -> bool {
-            self.$f.try_reclaim(obj)
-        }
-    };
-    (@ $f:tt reinit) => {
-        unsafe fn reinit(&self, obj: core::pin::Pin<&Self::Object>) {
-            // SAFETY: the caller's contract is this one's.
-            unsafe { self.$f.reinit(obj) }
-        }
-    };
-    (@ $f:tt memory) => {
-        fn memory(
-            &self,
-            objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
-        ) -> refcount::Memory {
-            self.$f.memory(objs)
-        }
-    };
-}
+#[macro_use]
+mod wraps_atomic;
 
 mod cache;
 // The C API: with the `capi` feature (the package `paygo-pagecache-c`), and in the crate's own
