@@ -2,7 +2,10 @@
 //! against a byte model (reads, the length, and the file on disk), for every scheme; held
 //! pages across a cut; appends read back by migrating threads; and the errors.
 
+#[macro_use]
 mod common;
+#[path = "grow/cut_races.rs"]
+mod cut_races;
 
 use common::{pat, pattern_file, Rng};
 use pagecache::{Config, IoKind, PageCache, PageCacheOf, SchemeConfig, PAGE_SIZE};

@@ -2,6 +2,8 @@
 //! written, and every read in between equals the model.
 
 mod common;
+#[path = "model/flat_end.rs"]
+mod flat_end;
 
 use common::{pattern_file, write_random, Rng};
 use pagecache::{Config, PageCache};

@@ -4,6 +4,8 @@
 //! and is given back by its drop, for every scheme.
 
 mod common;
+#[path = "page/guard_edges.rs"]
+mod guard_edges;
 
 use common::{assert_pattern, pat, pattern_file, schemes, Rng};
 use pagecache::{Config, PageCache, PAGE_SIZE};

@@ -4,9 +4,7 @@
 //! ranges, and offsets near `u64::MAX` through a mapping and a cursor. Every count is checked
 //! against what the test holds.
 
-mod common;
-
-use common::{assert_pattern, pattern_file, schemes};
+use crate::common::{assert_pattern, pattern_file, schemes};
 use pagecache::{Config, PageCache, Rmap, PAGE_SIZE};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -5,10 +5,7 @@
 //! second cut over a page that a scheme's panic left dead and that a first cut could not write
 //! back.
 
-#[macro_use]
-mod common;
-
-use common::{pattern_file, PanicsInReinit};
+use crate::common::{pattern, pattern_file, PanicsInReinit, Rng};
 use core::pin::Pin;
 use pagecache::{Config, IoKind, PageCacheOf, PAGE_SIZE};
 use refcount::atomic::{Atomic, AtomicObject, AtomicToken};
@@ -106,7 +103,7 @@ fn evicted_during_a_cut(dirty: u64, size: u64) -> (u64, Vec<usize>, Vec<u8>) {
 #[test]
 fn an_eviction_during_a_cut_counts_no_write_back_of_a_page_past_the_end() {
     let (write_backs, events, disk) = evicted_during_a_cut(2, P);
-    assert_eq!(disk, common::pattern(P), "the file on disk");
+    assert_eq!(disk, pattern(P), "the file on disk");
     assert_eq!(events, Vec::<usize>::new(), "the hook's write-backs");
     assert_eq!(write_backs, 0, "write-backs counted");
 }
@@ -116,7 +113,7 @@ fn an_eviction_during_a_cut_counts_no_write_back_of_a_page_past_the_end() {
 #[test]
 fn an_eviction_during_a_cut_writes_the_page_of_the_end_back_up_to_it() {
     let (write_backs, events, disk) = evicted_during_a_cut(2, 2 * P + 100);
-    let mut want = common::pattern(2 * P);
+    let mut want = pattern(2 * P);
     want.extend_from_slice(&[0xEE; 100]);
     assert_eq!(disk, want, "the file on disk");
     assert_eq!(events, [100], "the hook's write-backs");
@@ -135,7 +132,7 @@ fn writes_through_files_and_held_pages_across_cuts_equal_the_model() {
         let mut model = std::fs::read(&path).expect("read");
         let cache = PageCacheOf::with_scheme(Atomic, &Config::new(3, "atomic")).expect("cache");
         let file = cache.open(&path).expect("open");
-        let mut rng = common::Rng::new(seed);
+        let mut rng = Rng::new(seed);
         let mut held = Vec::new();
         let mut buf = vec![0u8; 3 * PAGE_SIZE];
         let put = |model: &mut Vec<u8>, at: usize, bytes: &[u8]| {
@@ -292,7 +289,7 @@ fn a_dead_page_a_cut_could_not_write_is_mended_after_a_second_cut_below_it() {
     assert_eq!(reread.expect("a read again"), (5, *b"fresh"));
     closed.expect("the last close");
     let disk = std::fs::read(&path).expect("disk");
-    let mut want = common::pattern(5 * P);
+    let mut want = pattern(5 * P);
     want.resize((PAGES * P) as usize, 0);
     want[at as usize..at as usize + 5].copy_from_slice(b"fresh");
     assert!(disk == want, "the file on disk");

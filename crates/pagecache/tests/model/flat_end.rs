@@ -3,9 +3,7 @@
 //! the sparse tree past it, read ahead across that end, written, dropped and cut, against a
 //! model of the file.
 
-mod common;
-
-use common::Rng;
+use crate::common::{sparse_file, Rng};
 use pagecache::{Config, IoKind, Mode, PageCache};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,7 +72,7 @@ fn check_disk(path: &std::path::Path, m: &Model, what: &str) {
 }
 
 fn run(scheme: &str, mode: Mode) {
-    let Some((_dir, path, len)) = common::sparse_file(&[
+    let Some((_dir, path, len)) = sparse_file(&[
         (Some("/dev/shm"), (FLAT + SIDE) * P),
         (None, (FLAT + SIDE) * P),
     ]) else {
