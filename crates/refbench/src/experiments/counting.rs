@@ -672,10 +672,10 @@ fn min_max(v: &[f64]) -> (f64, f64) {
 /// better), median over the repetitions. `ops_per_sec` is its inverse. The same loop again on a
 /// spawned thread (`ns_per_pair_worker`, and `worker_vs_main`, the ratio of the two costs):
 /// the other experiments time their pairs on spawned workers. And on the spawned thread, the
-/// best of 200 batches for each of 64 objects made one after another: the lowest and highest
+/// best of 100 batches for each of 128 objects made one after another: the lowest and highest
 /// (`ns_per_pair_objects_min`, `_max`, medians over the repetitions), which differ where the
 /// cost depends on where an object's state lies. And on a thread pinned to each CPU in turn
-/// (200 batches each): the first CPU (`ns_per_pair_first_cpu`, normally CPU 0) and the lowest
+/// (100 batches each): the first CPU (`ns_per_pair_first_cpu`, normally CPU 0) and the lowest
 /// and highest of the others (`ns_per_pair_other_cpus_min`, `_max`), which differ where the
 /// cost depends on the CPU (omitted where the threads cannot be pinned). And on the calling
 /// thread (best of 2,000 batches of 2,000 each), a scoped reference whose closure does nothing
