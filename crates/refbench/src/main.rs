@@ -84,8 +84,9 @@ enum Cmd {
             help = flag_help(
                 Flag::Pin,
                 "Pin worker t to CPU number t % n of the n CPUs the process may use (its \
-                 affinity: a cpuset or taskset may leave some out). In drop-file, the dropper \
-                 is worker 0 and background reader t is worker t + 1. Where no thread can be \
+                 affinity: a cpuset or taskset may leave some out). In drop-file and query, the \
+                 thread that drops or reclaims is worker 0 and background thread t is worker \
+                 t + 1. Where no thread can be \
                  pinned (sched_setaffinity refused), the run exits 2 before measuring; a pin \
                  refused during the run is said on stderr and in its scheme's rows \
                  (`pin_refused`: how many, and why)."

@@ -326,39 +326,20 @@ impl Visit for QueryVisit<'_> {
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) {
         let objs = Objects::new(&scheme, self.objects);
         let others = Objects::new(&scheme, QUERY_BACKGROUND_OBJECTS);
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        // The background threads start together, once all are there: spinning ones would slow
-        // the spawning of the others.
-        let gate = crate::harness::Gate::new();
-        let (secs, cpu) = std::thread::scope(|s| {
-            let (scheme, others, stop, gate) = (&scheme, &others, &stop, &gate);
-            let pin = self.pin;
-            // The background threads stop however this scope ends.
-            let _stop = crate::harness::SetOnDrop(stop);
-            crate::harness::spawn_workers(
-                s,
-                self.background,
-                move |t| {
-                    if pin {
-                        crate::harness::pin_to(t + 1);
-                    }
-                    gate.arrive();
-                    let mut i = t;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        for _ in 0..64 {
-                            let o = others.get(i % others.len());
-                            let tok = scheme.try_get(o).expect("live");
-                            scheme.put(o, tok);
-                            i += 1;
-                        }
-                    }
-                },
-                || {
-                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                    gate.release();
-                },
-            );
-            gate.open_when(self.background);
+        let (scheme, others, objs) = (&scheme, &others, &objs);
+        // Background thread `t` walks the 64 other objects from the `t`-th, 64 pairs a call.
+        let background = |t: usize| {
+            for k in 0..others.len() {
+                let o = others.get((t + k) % others.len());
+                let tok = scheme.try_get(o).expect("live");
+                scheme.put(o, tok);
+            }
+            Ok(())
+        };
+        // Beside the background threads, once each has done its first pairs; with `pin`, on a
+        // thread pinned to CPU number 0, theirs on the next ones (as `drop-file` drops): it ran
+        // on the calling thread, unpinned, and could share a CPU with one of them.
+        let (secs, cpu) = super::fs::with_readers(self.background, self.pin, background, || {
             // Touch every object once so per-CPU schemes hold (zero) entries for them.
             for o in objs.iter() {
                 let t = scheme.try_get(o).expect("live");
@@ -392,7 +373,6 @@ impl Visit for QueryVisit<'_> {
             // The CPU time read before the wall clock: it lies inside the window.
             let cpu = crate::harness::thread_cpu_secs() - cpu0;
             let secs = start.elapsed().as_secs_f64();
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
             assert_eq!(
                 done, self.objects,
                 "query: an unreferenced object could not be reclaimed"
@@ -778,6 +758,81 @@ mod tests {
             let u = u.unwrap_or_else(|| panic!("{} {:?}: no cpu_util", r.scheme, r.extra));
             assert!((0.0..=1.0).contains(&u), "{}: cpu_util {u}", r.scheme);
         }
+    }
+
+    /// `atomic`, noting the CPU each `try_reclaim` runs on.
+    struct ReclaimCpus {
+        cpus: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl RefCounter for ReclaimCpus {
+        type Object = <refcount::atomic::Atomic as RefCounter>::Object;
+        type Token = <refcount::atomic::Atomic as RefCounter>::Token;
+        const NAME: &'static str = "atomic";
+        const READ_ALL: refcount::Precision = refcount::atomic::Atomic::READ_ALL;
+        fn new_object(&self) -> Self::Object {
+            refcount::atomic::Atomic.new_object()
+        }
+        fn try_get(&self, o: core::pin::Pin<&Self::Object>) -> Option<Self::Token> {
+            refcount::atomic::Atomic.try_get(o)
+        }
+        fn put(&self, o: core::pin::Pin<&Self::Object>, t: Self::Token) {
+            refcount::atomic::Atomic.put(o, t)
+        }
+        fn read_all(&self, o: core::pin::Pin<&Self::Object>) -> i64 {
+            refcount::atomic::Atomic.read_all(o)
+        }
+        fn try_reclaim(&self, o: core::pin::Pin<&Self::Object>) -> bool {
+            self.cpus.lock().unwrap().push(percpu::current_cpu());
+            refcount::atomic::Atomic.try_reclaim(o)
+        }
+        unsafe fn reinit(&self, o: core::pin::Pin<&Self::Object>) {
+            // SAFETY: the caller's contract is `Atomic::reinit`'s, passed on whole.
+            unsafe { refcount::atomic::Atomic.reinit(o) }
+        }
+        fn memory(
+            &self,
+            objs: &mut dyn Iterator<Item = core::pin::Pin<&Self::Object>>,
+        ) -> refcount::Memory {
+            refcount::atomic::Atomic.memory(objs)
+        }
+    }
+
+    /// With `--pin`, `query` reclaims on the process's first CPU, its background threads on
+    /// the next ones (as `drop-file` drops: the reclaimer is worker 0), wherever the calling
+    /// thread runs: here it is pinned to the last CPU, which background thread 0 takes. The
+    /// reclaim ran on the calling thread, unpinned, where it could share a CPU with a
+    /// background thread, in rows said to be pinned.
+    #[test]
+    #[cfg_attr(loom, ignore)]
+    fn a_pinned_query_reclaims_on_the_first_cpu() {
+        let cpus = percpu::affinity::process_cpus();
+        let saved = percpu::affinity::Saved::take();
+        if cpus.len() < 2 || !percpu::affinity::pin(cpus[cpus.len() - 1]) {
+            eprintln!("skipped: this needs two CPUs and thread affinity");
+            return;
+        }
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let spy = ReclaimCpus { cpus: seen.clone() };
+        let info = schemes::find("atomic").expect("atomic");
+        let mut out = (Vec::new(), Vec::new());
+        let visit = QueryVisit {
+            objects: 16,
+            background: 1,
+            pin: true,
+            batched: false,
+            out: &mut out,
+        };
+        visit.visit(info, spy);
+        drop(saved);
+        let on = seen.lock().unwrap().clone();
+        assert_eq!(out.0.len(), 1);
+        assert!(!on.is_empty());
+        assert!(
+            on.iter().all(|&c| c == cpus[0]),
+            "{on:?} against {}",
+            cpus[0]
+        );
     }
 
     /// A reference row named in `query` (which cannot detect zero) has a row that says why it

@@ -1029,7 +1029,7 @@ impl Visit for DropJob<'_> {
         warm(std::slice::from_ref(&hot), 1);
         for background in [0, self.background] {
             warm(std::slice::from_ref(&file), self.files.pages);
-            let read = || {
+            let read = |_| {
                 let mut b = [0u8; READ];
                 whole(hot.read_at(&mut b, 0)?, READ)
             };
@@ -1051,18 +1051,20 @@ impl Visit for DropJob<'_> {
     }
 }
 
-/// Runs `timed` while `readers` threads call `read` in a loop, and returns what it returns.
-/// A reader whose read fails reads no more, and the run is abandoned with the first such
-/// error once `timed` and every reader are done. With `pin`, reader `t` is pinned to CPU number `t + 1` and `timed` runs on a thread of its
-/// own pinned to CPU number 0 (as the workers of `run --pin`: the dropper never shares a CPU
+/// Runs `timed` while `readers` threads call `read` in a loop (reader `t`, `read(t)`), and
+/// returns what it returns: `drop-file`'s drop beside its background readers, and `query`'s
+/// reclaims beside its background threads. A reader whose read fails reads no more, and the
+/// run is abandoned with the first such error once `timed` and every reader are done. With
+/// `pin`, reader `t` is pinned to CPU number `t + 1` and `timed` runs on a thread of its own
+/// pinned to CPU number 0 (as the workers of `run --pin`: the timed thread never shares a CPU
 /// with a reader while CPUs are left); without, `timed` runs on the calling thread. `timed`
 /// starts once every reader has made its first read: opening the readers' gate only wakes
 /// them, and a drop of a few hundred microseconds timed from there ran before some of them
 /// read at all.
-fn with_readers<R: Send>(
+pub(super) fn with_readers<R: Send>(
     readers: usize,
     pin: bool,
-    read: impl Fn() -> std::io::Result<()> + Sync,
+    read: impl Fn(usize) -> std::io::Result<()> + Sync,
     timed: impl FnOnce() -> R + Send,
 ) -> R {
     /// Counts its reader as reading when dropped: after its first read, or as it unwinds from
@@ -1082,7 +1084,7 @@ fn with_readers<R: Send>(
     let r = std::thread::scope(|s| {
         let (stop, started, reading, read, failed) = (&stop, &started, &reading, &read, &failed);
         let read =
-            move || read().map_err(|e| first_error(failed, format!("a background reader: {e}")));
+            move |t| read(t).map_err(|e| first_error(failed, format!("a background reader: {e}")));
         // The readers stop however this scope ends (a drop that fails panics: they read on,
         // and the scope joining them waited for ever).
         let _stop = SetOnDrop(stop);
@@ -1095,11 +1097,11 @@ fn with_readers<R: Send>(
                 }
                 started.arrive();
                 let first = Reading(reading);
-                let ok = read().is_ok();
+                let ok = read(t).is_ok();
                 drop(first);
                 while ok && !stop.load(Ordering::Relaxed) {
                     for _ in 0..64 {
-                        if read().is_err() {
+                        if read(t).is_err() {
                             return;
                         }
                     }
@@ -1413,7 +1415,7 @@ mod tests {
     #[test]
     fn a_failed_background_read_abandons_the_run() {
         let reads = AtomicUsize::new(0);
-        let read = || {
+        let read = |_| {
             reads.fetch_add(1, Ordering::Relaxed);
             Err(std::io::Error::other("no such page"))
         };
@@ -1469,7 +1471,7 @@ mod tests {
     fn a_timed_drop_starts_once_every_reader_reads() {
         let reads = AtomicUsize::new(0);
         // Only the first reads are slow, so that the readers see the stop soon after.
-        let read = || {
+        let read = |_| {
             if reads.load(Ordering::Relaxed) < 2 {
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -1493,7 +1495,7 @@ mod tests {
         let on = with_readers(
             1,
             true,
-            || Ok(()),
+            |_| Ok(()),
             || (0..100).map(|_| percpu::current_cpu()).collect::<Vec<_>>(),
         );
         drop(saved);
