@@ -7,6 +7,9 @@
 //! is the linearization point of `remove` and stops any insert after it; then it is unlinked
 //! from its predecessor with a second CAS (by the remover or by any later search). A node is
 //! freed by the epoch collector once no thread that could have read it is still pinned.
+//!
+//! That collector is crossbeam-epoch's default one: every operation takes a guard of it
+//! (`epoch::pin()`), and panics on a guard of another collector, which would protect nothing.
 
 use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned, Shared};
 use std::sync::atomic::Ordering;
@@ -82,7 +85,11 @@ impl LockFreeList {
     }
 
     /// Inserts `key`; false if it was present.
+    ///
+    /// # Panics
+    /// Where `guard` pins another collector than crossbeam-epoch's default one (`epoch::pin()`'s).
     pub fn insert(&self, key: u64, guard: &Guard) -> bool {
+        check_guard(guard);
         let mut node = Owned::new(Node {
             key,
             next: Atomic::null(),
@@ -105,7 +112,11 @@ impl LockFreeList {
     }
 
     /// Removes `key`; false if it was absent.
+    ///
+    /// # Panics
+    /// Where `guard` pins another collector than crossbeam-epoch's default one (`epoch::pin()`'s).
     pub fn remove(&self, key: u64, guard: &Guard) -> bool {
+        check_guard(guard);
         loop {
             let (prev, curr) = self.find(key, guard);
             // SAFETY: as in find().
@@ -149,7 +160,11 @@ impl LockFreeList {
     }
 
     /// Whether `key` is present.
+    ///
+    /// # Panics
+    /// Where `guard` pins another collector than crossbeam-epoch's default one (`epoch::pin()`'s).
     pub fn contains(&self, key: u64, guard: &Guard) -> bool {
+        check_guard(guard);
         let (_, curr) = self.find(key, guard);
         // SAFETY: as in find().
         unsafe { curr.as_ref() }.is_some_and(|c| c.key == key)
@@ -171,6 +186,23 @@ impl LockFreeList {
             curr = next.with_tag(0);
         }
         out
+    }
+}
+
+/// Panics unless `guard` pins crossbeam-epoch's default collector, the one the removed nodes
+/// are handed to: the list's nodes are protected by that collector's epochs only. A guard of
+/// another collector (`epoch::Collector::new()`, safe to make) does not hold them back, so a
+/// thread reading through one could read a node after a remove on another thread had it freed,
+/// and a node removed through one would be freed by that collector's epochs, under readers of
+/// the default one. A guard of no collector (`epoch::unprotected()`) is its unsafe caller's
+/// contract (no other thread uses the list).
+fn check_guard(guard: &Guard) {
+    if let Some(c) = guard.collector() {
+        assert!(
+            c == epoch::default_collector(),
+            "LockFreeList: a guard of another collector than crossbeam-epoch's default one \
+             (epoch::pin())"
+        );
     }
 }
 
@@ -207,6 +239,30 @@ mod tests {
         assert!(!l.remove(3, g));
         assert!(l.contains(5, g) && !l.contains(3, g));
         assert_eq!(l.to_vec(), [1, 5]);
+    }
+
+    /// A guard of another collector than crossbeam-epoch's default one (the one whose epochs
+    /// free the removed nodes) is refused: it protects nothing here, and a reader holding one
+    /// could read a node after another thread's remove had it freed (a use after free from
+    /// safe code). It was taken.
+    #[test]
+    fn a_guard_of_another_collector_is_refused() {
+        let other = epoch::Collector::new();
+        let handle = other.register();
+        let l = LockFreeList::new();
+        assert!(l.insert(7, &epoch::pin()));
+        let g = &handle.pin();
+        for op in [
+            (|l: &LockFreeList, g: &Guard| l.insert(1, g)) as fn(&LockFreeList, &Guard) -> bool,
+            |l, g| l.remove(7, g),
+            |l, g| l.contains(7, g),
+        ] {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&l, g)));
+            let msg = r.expect_err("a guard of another collector is refused");
+            let msg = msg.downcast_ref::<&str>().copied().unwrap_or_default();
+            assert!(msg.contains("another collector"), "{msg}");
+        }
+        assert_eq!(l.to_vec(), [7], "nothing was done with it");
     }
 
     #[test]
