@@ -343,7 +343,8 @@ fn paygo_slots_help() -> String {
              in the memory available). With more objects than slots, an object's first REF on \
              a CPU claims its home slot from another object's unreferenced entry \
              (claims_per_op): more slots, fewer claims, more bytes (48 a slot, in each CPU's \
-             table). paygo's rows then carry paygo_slots. Default: {}.",
+             table). paygo's rows then carry paygo_slots, as do optimistic's (a page cache \
+             counted by paygo). Default: {}.",
             d.window,
             paygo::MAX_SLOTS_PER_CPU,
             d.slots_per_cpu

@@ -195,10 +195,15 @@ pub fn check_epoch(experiment: &str, schemes: &[String]) -> Result<(), String> {
 /// The scheme whose domain `--paygo-slots` sizes.
 pub const PAYGO: &str = "paygo";
 
+/// The names of `--schemes` whose rows are measured on `paygo`'s domain, which
+/// `--paygo-slots` sizes: `paygo`, and `optimistic`, the file experiments' page cache in its
+/// optimistic mode (paygo counting all but its hits).
+pub const PAYGO_ROWS: &[&str] = &[PAYGO, "optimistic"];
+
 /// `Err` (why) where `--paygo-slots` would change nothing in a run of `experiment` with
-/// `schemes`: `paygo` is not one of them.
+/// `schemes`: none of them runs on `paygo`'s domain ([`PAYGO_ROWS`]).
 pub fn check_paygo_slots(experiment: &str, schemes: &[String]) -> Result<(), String> {
-    if schemes.iter().any(|s| s == PAYGO) {
+    if schemes.iter().any(|s| PAYGO_ROWS.contains(&s.as_str())) {
         return Ok(());
     }
     Err(format!(
@@ -596,15 +601,19 @@ pub fn run(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Result<V
     Ok(rows)
 }
 
-/// Gives each `paygo` row of a run whose domain is not of the default size (`--paygo-slots`)
-/// its slots per CPU (`paygo_slots`), so that no row of a resized table reads as the default.
-/// (Only the experiments that read the flag have rows named `paygo`.)
+/// Gives each row on `paygo`'s domain ([`PAYGO_ROWS`]) of a run whose domain is not of the
+/// default size (`--paygo-slots`) its slots per CPU (`paygo_slots`), so that no row of a
+/// resized table reads as the default. (Only the experiments that read the flag have such
+/// rows.)
 fn tag_paygo_size(p: &Params, rows: &mut [Row]) {
     let size = p.scheme_config.paygo;
     if size == paygo::Config::default() {
         return;
     }
-    for r in rows.iter_mut().filter(|r| r.scheme == PAYGO) {
+    for r in rows
+        .iter_mut()
+        .filter(|r| PAYGO_ROWS.contains(&r.scheme.as_str()))
+    {
         r.extra
             .insert("paygo_slots".into(), serde_json::json!(size.slots_per_cpu));
     }
@@ -833,6 +842,41 @@ mod tests {
             assert!(n == u64::MAX || fixed, "{}: {n}", e.name);
         }
         assert_eq!(product(&[3, 4, 5]), 60);
+    }
+
+    /// `optimistic`, the file experiments' page cache in its optimistic mode, is counted by
+    /// paygo's domain, of the size `--paygo-slots` sets: the flag is taken with it alone (it
+    /// was refused as unused), and its rows say the size (`paygo_slots`), as paygo's do (they
+    /// read as measured on tables of the default size).
+    #[test]
+    fn paygo_slots_size_the_optimistic_rows_too() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_paygo_slots("drbh", &names(&["optimistic"])).is_ok());
+        assert!(check_paygo_slots("drbh", &names(&["cas", "kernel"])).is_err());
+        let p = Params {
+            scheme_config: SchemeConfig {
+                paygo: paygo_size(16384).expect("a size paygo takes"),
+                ..SchemeConfig::default()
+            },
+            ..Params::tiny(&["optimistic", "cas"], &[1], &[1])
+        };
+        let row = |scheme: &str| Row {
+            experiment: "drbh".into(),
+            scheme: scheme.into(),
+            kind: crate::schemes::Kind::Scheme,
+            threads: 1,
+            objects: 1,
+            ops_per_sec: Some(1.0),
+            reps: vec![1.0],
+            extra: Default::default(),
+        };
+        let mut rows = vec![row("paygo"), row("optimistic"), row("cas")];
+        tag_paygo_size(&p, &mut rows);
+        let slots: Vec<Option<u64>> = rows
+            .iter()
+            .map(|r| r.extra.get("paygo_slots").and_then(|v| v.as_u64()))
+            .collect();
+        assert_eq!(slots, [Some(16384), Some(16384), None]);
     }
 
     /// Runs that would keep more objects alive at once than a scheme of the run holds are
