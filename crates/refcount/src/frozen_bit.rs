@@ -52,7 +52,9 @@
 //! * `reinit`: a store of `(gen + 1) | 1` (Release). A store is safe: no reference exists, and
 //!   failing try-gets in flight on the frozen word take an increment back only from a frozen
 //!   word, so losing their increments is right and their clean-up leaves the live word alone
-//!   (the loom model `failed_get_vs_reinit`, which catches a clean-up by plain `fetch_sub`).
+//!   (the loom model `failed_get_vs_reinit`, which catches a clean-up by plain `fetch_sub`),
+//!   and the next life's frozen word too, whose count is 0 (`failed_get_vs_reinit_and_reclaim`,
+//!   which catches a clean-up from a count of 0).
 //!   (A get refused at the limit takes its increment back only from a word of its own
 //!   generation.)
 //!
@@ -118,6 +120,10 @@ pub(crate) enum Bug {
     /// A get that fails on a frozen word takes its increment back with a plain `fetch_sub`,
     /// whatever the word is by then.
     PlainTakeBack,
+    /// A get that fails on a frozen word takes its increment back from any frozen word, one
+    /// whose count is 0 included (a reinit wiped the increment and a freeze of the next life
+    /// left 0): the decrement borrows `FROZEN` out of the dead word.
+    TakeBackFromZero,
     /// The put's decrement is Relaxed instead of Release.
     RelaxedPut,
     /// The owner's release reads the word and stores its decrement over it, where its
@@ -171,14 +177,16 @@ impl FrozenBit {
             // only a get that found FROZEN adds to them), so taking one back from a word that
             // is still frozen with a non-zero count never touches a reference, whoever's
             // increment it was. A reinit since (a store of a live word) wiped the increment
-            // already: nothing to take back. So the count bits never exceed the failed gets in
-            // flight.
+            // already: nothing to take back, also where the next life is frozen again by the
+            // time this loop reads it (a count of 0, from which a decrement would borrow
+            // FROZEN and leave the dead word live). So the count bits never exceed the failed
+            // gets in flight.
             if bug(Bug::PlainTakeBack) {
                 obj.word.fetch_sub(1, Ordering::Relaxed);
                 return None;
             }
             let mut cur = new;
-            while cur & FROZEN != 0 && cur & COUNT != 0 {
+            while cur & FROZEN != 0 && (cur & COUNT != 0 || bug(Bug::TakeBackFromZero)) {
                 match obj.word.compare_exchange_weak(
                     cur,
                     cur - 1,
@@ -682,6 +690,51 @@ mod loom_tests {
     #[should_panic(expected = "the new life's count is not its base plus the references held")]
     fn bug_plain_take_back_is_caught() {
         super::bug::with(Bug::PlainTakeBack, failed_get_vs_reinit);
+    }
+
+    /// A get on a dead object races its reuse: the reinit and, at once, a freeze of the new
+    /// life (its owner reclaims it). The get fails, or succeeds on the new life before the
+    /// freeze (which then fails). A failed get whose increment the reinit wiped finds the next
+    /// life frozen with a count of 0 and takes nothing back: the word ends as the new life's
+    /// frozen word, or its base plus the get's reference.
+    #[test]
+    fn failed_get_vs_reinit_and_reclaim() {
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(FrozenBit.new_object());
+            assert!(FrozenBit.try_reclaim(pin(&obj)));
+            let o1 = obj.clone();
+            let t = thread::spawn(move || FrozenBit.try_get(pin(&o1)));
+            // SAFETY: the object is dead (reclaimed above) and only this thread reinits or
+            // reclaims it.
+            unsafe { FrozenBit.reinit(pin(&obj)) };
+            let reclaimed = FrozenBit.try_reclaim(pin(&obj));
+            let got = t.join().unwrap();
+            assert_eq!(reclaimed, got.is_none(), "the freeze of the new life");
+            let expect = if reclaimed {
+                GEN_ONE | FROZEN
+            } else {
+                GEN_ONE | 2
+            };
+            assert_eq!(
+                FrozenBit.raw(pin(&obj)),
+                expect,
+                "the new life's word is not its freeze or its base plus the reference held"
+            );
+            if let Some(tok) = got {
+                FrozenBit.put(pin(&obj), tok);
+                assert!(FrozenBit.try_reclaim(pin(&obj)));
+            }
+        });
+    }
+
+    /// `failed_get_vs_reinit_and_reclaim` catches a failed get that takes its increment back
+    /// from a frozen count of 0: after the reinit wiped the increment and the new life was
+    /// frozen, its decrement borrows `FROZEN` out of the dead word.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "the new life's word is not its freeze")]
+    fn bug_take_back_from_zero_is_caught() {
+        super::bug::with(Bug::TakeBackFromZero, failed_get_vs_reinit_and_reclaim);
     }
 
     /// A get against the reuse of the reclaimed object (a write, then `reinit`): a get that
