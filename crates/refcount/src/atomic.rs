@@ -174,6 +174,13 @@ mod loom_tests {
         crate::loom_models::reclaim_vs_reclaim(|| Atomic);
     }
 
+    /// A reclaim of the dead object against a get, which fails: the reclaim fails too
+    /// (`reclaim_of_dead_vs_get`).
+    #[test]
+    fn reclaim_of_dead_vs_get() {
+        crate::loom_models::reclaim_of_dead_vs_get(|| Atomic);
+    }
+
     /// A get, a write under its reference and its put, against a reclaim on another thread that
     /// writes once it succeeded: the reclaim succeeds only before the get (which then fails and
     /// takes its increment back) or after the put, whose accesses happen before it (its Release

@@ -545,6 +545,13 @@ mod loom_tests {
     fn reclaim_vs_reclaim() {
         crate::loom_models::reclaim_vs_reclaim(Brc::new);
     }
+
+    /// A reclaim of the dead object against a get, which fails: the reclaim fails too
+    /// (`reclaim_of_dead_vs_get`).
+    #[test]
+    fn reclaim_of_dead_vs_get() {
+        crate::loom_models::reclaim_of_dead_vs_get(Brc::new);
+    }
     use crate::sync::Arc;
     use loom::cell::UnsafeCell;
     use loom::thread;

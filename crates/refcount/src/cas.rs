@@ -244,6 +244,13 @@ mod loom_tests {
         crate::loom_models::reclaim_vs_reclaim(|| Cas);
     }
 
+    /// A reclaim of the dead object against a get, which fails: the reclaim fails too
+    /// (`reclaim_of_dead_vs_get`).
+    #[test]
+    fn reclaim_of_dead_vs_get() {
+        crate::loom_models::reclaim_of_dead_vs_get(|| Cas);
+    }
+
     /// A get (load, then compare-exchange), a write under its reference and its put, against a
     /// reclaim (`1 -> 0`) on another thread that writes once it succeeded: the get fails once
     /// it finds 0, and the reclaim succeeds only before the get or after the put, whose accesses

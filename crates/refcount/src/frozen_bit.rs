@@ -124,6 +124,9 @@ pub(crate) enum Bug {
     /// whose count is 0 included (a reinit wiped the increment and a freeze of the next life
     /// left 0): the decrement borrows `FROZEN` out of the dead word.
     TakeBackFromZero,
+    /// `try_reclaim` tests the count alone for the base, not the frozen bit: a dead word
+    /// whose count is one failed get in flight is reclaimed again.
+    ReclaimIgnoresFrozen,
     /// The put's decrement is Relaxed instead of Release.
     RelaxedPut,
     /// The owner's release reads the word and stores its decrement over it, where its
@@ -419,7 +422,14 @@ impl RefCounter for FrozenBit {
     #[inline]
     fn try_reclaim(&self, obj: Pin<&FrozenBitObject>) -> bool {
         let mut w = obj.word.load(Ordering::Relaxed);
-        while w & (FROZEN | COUNT) == 1 {
+        // A live word with the base alone. A frozen word's count bits hold failed gets in
+        // flight: a dead object with one of them is not reclaimed again.
+        let live_base = if bug(Bug::ReclaimIgnoresFrozen) {
+            COUNT
+        } else {
+            FROZEN | COUNT
+        };
+        while w & live_base == 1 {
             // Acquire pairs with the Release fetch_sub in put().
             match obj.word.compare_exchange_weak(
                 w,
@@ -758,6 +768,22 @@ mod loom_tests {
     #[test]
     fn reclaim_vs_reclaim() {
         crate::loom_models::reclaim_vs_reclaim(|| FrozenBit);
+    }
+
+    /// A reclaim of the dead object against a get, which fails: the reclaim fails too
+    /// (`reclaim_of_dead_vs_get`).
+    #[test]
+    fn reclaim_of_dead_vs_get() {
+        crate::loom_models::reclaim_of_dead_vs_get(|| FrozenBit);
+    }
+
+    /// `reclaim_of_dead_vs_get` catches a reclaim that tests the count alone: the failed
+    /// get's increment, in flight on the frozen word, reads as the base of a live object.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "a dead object reclaimed again")]
+    fn bug_reclaim_ignores_frozen_is_caught() {
+        super::bug::with(Bug::ReclaimIgnoresFrozen, reclaim_of_dead_vs_get);
     }
 
     /// A get, a write under its reference and its put, against a freeze (`try_reclaim`) on

@@ -100,6 +100,24 @@ pub(crate) fn reclaim_vs_reclaim<S: RefCounter>(make: fn() -> S) {
     });
 }
 
+/// A reclaim of a dead object against a get on another thread: the get fails (for a moment
+/// its increment may be in the dead word, for the schemes whose get adds before it checks),
+/// and the reclaim fails too, whenever it reads the word: a life ends once, so that a caller
+/// that frees (or reuses) the object on success does so once. The object stays dead.
+pub(crate) fn reclaim_of_dead_vs_get<S: RefCounter>(make: fn() -> S) {
+    percpu::testing::loom_model(move || {
+        let s = Arc::new(make());
+        let obj = Arc::new(s.new_object());
+        assert!(s.try_reclaim(pin(&obj)), "a new object has no reference");
+        let (s2, o2) = (s.clone(), obj.clone());
+        let t = thread::spawn(move || s2.try_get(pin(&o2)).is_none());
+        assert!(!s.try_reclaim(pin(&obj)), "a dead object reclaimed again");
+        assert!(t.join().unwrap(), "a get on the dead object succeeded");
+        assert!(!s.try_reclaim(pin(&obj)), "a dead object reclaimed again");
+        assert!(s.try_get(pin(&obj)).is_none());
+    });
+}
+
 /// A scheme whose last put tells its caller to free the object (rcuref, sticky, frozen-bit).
 pub(crate) trait LastPut: RefCounter + Copy {
     /// Gives back a reference; whether it was the last (the caller frees the object).
