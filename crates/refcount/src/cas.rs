@@ -46,6 +46,8 @@ pub(crate) enum Bug {
     ZeroCheckedOnce,
     /// `reinit`'s store is Relaxed instead of Release.
     RelaxedReinit,
+    /// `unfreeze`'s store is Relaxed instead of Release (the kernel's `atomic_set_release`).
+    RelaxedUnfreeze,
 }
 
 crate::mutation::bug_switch!();
@@ -136,8 +138,14 @@ impl Cas {
     pub unsafe fn unfreeze(&self, obj: Pin<&CasObject>, count: u64) {
         debug_assert!(count > 0, "cas: unfreeze to 0");
         debug_assert_eq!(obj.count.load(Ordering::Relaxed), 0, "cas: not frozen");
-        // Release pairs with the Acquire CAS in try_get.
-        obj.count.store(count, Ordering::Release);
+        // Release pairs with the Acquire CAS in try_get: a get after the unfreeze sees what the
+        // freezer wrote while the object was frozen.
+        let order = if bug(Bug::RelaxedUnfreeze) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        obj.count.store(count, order);
     }
 }
 
@@ -277,6 +285,50 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_zero_checked_once_is_caught() {
         super::bug::with(Bug::ZeroCheckedOnce, get_put_vs_reclaim);
+    }
+
+    /// A get, a read under its reference and its put, against a freeze of the base
+    /// (`page_ref_freeze(1)`), a write while frozen and the unfreeze (`page_ref_unfreeze(1)`):
+    /// the get succeeds before the freeze (which then fails, or comes after its put, whose
+    /// accesses happen before it) or after the unfreeze, and then sees the write (the
+    /// unfreeze's Release store, read by the get's Acquire exchange).
+    #[test]
+    fn get_vs_freeze_write_unfreeze() {
+        use crate::loom_models::{pin, write};
+        use crate::sync::Arc;
+        use loom::cell::UnsafeCell;
+        use loom::thread;
+        percpu::testing::loom_model(|| {
+            let obj = Arc::new(Cas.new_object());
+            let data = Arc::new(UnsafeCell::new(0u64));
+            let (o2, d2) = (obj.clone(), data.clone());
+            let t = thread::spawn(move || {
+                if let Some(tok) = Cas.try_get(pin(&o2)) {
+                    // SAFETY: loom checks the access: a read under a reference, which the
+                    // scheme must order before the freeze or after the unfreeze.
+                    let _ = d2.with(|d| unsafe { *d });
+                    Cas.put(pin(&o2), tok);
+                }
+            });
+            // SAFETY: `expected` is the base alone: no reference is counted besides it.
+            if unsafe { Cas.freeze(pin(&obj), 1) } {
+                write(&data);
+                // SAFETY: frozen by the freeze above; 1 is the base, no reference outstanding.
+                unsafe { Cas.unfreeze(pin(&obj), 1) };
+            }
+            t.join().unwrap();
+            assert_eq!(Cas.read_all(pin(&obj)), 0);
+            assert!(Cas.try_reclaim(pin(&obj)));
+        });
+    }
+
+    /// `get_vs_freeze_write_unfreeze` catches a Relaxed unfreeze: a get that reads the
+    /// unfrozen count is no longer ordered after the freezer's write.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_unfreeze_is_caught() {
+        super::bug::with(Bug::RelaxedUnfreeze, get_vs_freeze_write_unfreeze);
     }
 
     /// `reuse_vs_get` catches a Relaxed reinit: a get that reads the new life's count is no
