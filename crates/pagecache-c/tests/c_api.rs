@@ -115,33 +115,64 @@ fn c_quick_start_links_fully_static() {
     );
 }
 
-/// The README's C fragment (its ```` ```c ```` block: a function) compiles with every warning
-/// an error.
+/// The README's C fragments (its ```` ```c ```` blocks: a function, then, indented in the list,
+/// statements that use an open `pagecache_file_t *file`, compiled as the body of a function
+/// that takes one, with the first block's includes) compile with every warning an error.
 #[test]
-fn the_readmes_c_fragment_compiles() {
+fn the_readmes_c_fragments_compile() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(dir.join("README.md")).expect("README.md");
-    let start = readme.find("```c\n").expect("a ```c block") + 5;
-    let len = readme[start..].find("```").expect("its end");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let src = tmp.path().join("fragment.c");
-    std::fs::write(&src, &readme[start..start + len]).expect("write the fragment");
-    cc::run(
-        Command::new(cc::compiler("CC", "cc"))
-            .args([
-                "-std=c11",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-pedantic",
-                "-c",
-                "-I",
-            ])
-            .arg(dir.join("include"))
-            .arg(&src)
-            .arg("-o")
-            .arg(tmp.path().join("fragment.o")),
+    let mut blocks = Vec::new();
+    let mut block: Option<(String, String)> = None;
+    for line in readme.lines() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        match block.take() {
+            None if code == "```c" => block = Some((indent.to_string(), String::new())),
+            None => {}
+            Some((_, text)) if code == "```" => blocks.push((!indent.is_empty(), text)),
+            Some((ind, mut text)) => {
+                text.push_str(line.strip_prefix(ind.as_str()).unwrap_or(line));
+                text.push('\n');
+                block = Some((ind, text));
+            }
+        }
+    }
+    assert!(block.is_none(), "a ```c block of the README is not closed");
+    assert_eq!(
+        blocks.len(),
+        3,
+        "the README's C blocks: a function and two fragments"
     );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (k, (statements, text)) in blocks.iter().enumerate() {
+        let src = tmp.path().join(format!("fragment{k}.c"));
+        let program = if *statements {
+            format!(
+                "#include \"pagecache.h\"\n#include <stdio.h>\nvoid fragment{k}(pagecache_file_t *file);\n\
+                 void fragment{k}(pagecache_file_t *file) {{\n{text}}}\n"
+            )
+        } else {
+            text.clone()
+        };
+        std::fs::write(&src, program).expect("write the fragment");
+        cc::run(
+            Command::new(cc::compiler("CC", "cc"))
+                .args([
+                    "-std=c11",
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-pedantic",
+                    "-c",
+                    "-I",
+                ])
+                .arg(dir.join("include"))
+                .arg(&src)
+                .arg("-o")
+                .arg(tmp.path().join(format!("fragment{k}.o"))),
+        );
+    }
 }
 
 /// Several schemes and both read modes: 4 reader threads check every byte of random ranges
