@@ -69,6 +69,10 @@ unsafe impl Sync for OpenMapping {}
 /// A mapping handle, `pagecache_mapping_t` (opaque to C): a slot of the mappings' handle table.
 pub type CMapping = Slot<OpenMapping>;
 
+// The header says a mapping's handle costs 128 bytes (two lines: its value does not fit in the
+// 64 bytes of a cache's or a file's).
+const _: () = assert!(core::mem::size_of::<CMapping>() == 128);
+
 /// The mappings' handles.
 static MAPPINGS: Table<OpenMapping> = Table::new();
 
