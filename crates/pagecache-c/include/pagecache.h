@@ -25,9 +25,14 @@
  * Before dlclose() of libpagecache.so, every thread that used it calls
  * pagecache_prepare_unload(), and the program closes every file and frees every cache: no
  * handle outlives the library (a "refcache" cache left alive also keeps its epoch thread
- * running, and with it the library loaded). A thread that used paygo.h's functions of the
- * library follows paygo.h's unload procedure too (paygo_prepare_unload(), which frees the
- * thread's anchor information, so that its exit runs no code of the library).
+ * running, and with it the library loaded). The library is unmapped only by a dlclose() that
+ * comes after the threads that used it have exited: a thread still running then (the calling
+ * one included) holds thread-local data of the library (its record of handles in use, its
+ * pagecache_last_error message) whose destructors glibc must run at that thread's exit, so
+ * dlclose() returns 0 and leaves the library mapped, harmlessly (a later dlopen() gets that
+ * copy back, whose dlclose() once those threads exited unmaps it). A thread that used paygo.h's
+ * functions of the library follows paygo.h's unload procedure too (paygo_prepare_unload(),
+ * which frees the thread's anchor information, so that its exit runs no code of the library).
  *
  * Errors: every function that can fail returns a negative code, and nothing else is negative:
  *   - the library's own codes (pagecache_error): PAGECACHE_EINVAL, PAGECACHE_ENOMEM,
