@@ -92,10 +92,10 @@
  * signal, so the program's process-directed signals are handled on the program's own threads.
  *
  * Lifetimes: a handle is the address of a slot in a table that the library never frees (64
- * bytes per slot, 128 for a mapping's, made 16 at a time when no slot is free, kept for the life
- * of the process: a program never holds more slots than the most handles it had open at once,
- * rounded up to 16; caches, files and mappings have a table each). So a handle stays a valid
- * pointer after its close or free, and the library checks it:
+ * bytes per slot, 128 for a mapping's on 64-bit targets, made 16 at a time when no slot is free,
+ * kept for the life of the process: a program never holds more slots than the most handles it
+ * had open at once, rounded up to 16; caches, files and mappings have a table each). So a handle
+ * stays a valid pointer after its close or free, and the library checks it:
  *   - pagecache_close(file) twice, or any call with a closed file handle (read, write, sync,
  *     drop_cache, len, set_len, page_get, map, page_count, mapcount), returns PAGECACHE_EBADF
  *     and does nothing, as close(2) and pread(2) of a closed descriptor return EBADF.
