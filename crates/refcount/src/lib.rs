@@ -96,10 +96,11 @@ fn token_of_another_object(scheme: &str) -> ! {
 }
 
 /// An allocation a scheme could not make: its layout, and what it was for (a phrase for the
-/// error: "a chunk of the slab: 6144 bytes (...)").
+/// error, "a chunk of the slab", which [`NoMemory::error`] follows with the layout's size).
+/// Made where memory is short, so it allocates nothing.
 pub(crate) struct NoMemory {
     pub(crate) layout: std::alloc::Layout,
-    pub(crate) what: String,
+    pub(crate) what: &'static str,
 }
 
 impl NoMemory {
@@ -108,22 +109,61 @@ impl NoMemory {
         std::alloc::handle_alloc_error(self.layout)
     }
 
-    /// The error of kind `OutOfMemory`: "`scheme`: cannot allocate `what`".
+    /// The error of kind `OutOfMemory`: "`scheme`: cannot allocate `what`: N bytes"
+    /// ([`out_of_memory`]).
     pub(crate) fn error(self, scheme: &str) -> std::io::Error {
-        std::io::Error::new(
-            std::io::ErrorKind::OutOfMemory,
-            format!("{scheme}: cannot allocate {}", self.what),
-        )
+        out_of_memory(format_args!(
+            "{scheme}: cannot allocate {}: {} bytes",
+            self.what,
+            self.layout.size()
+        ))
     }
 }
 
+/// The room asked for an [`out_of_memory`] error's message: more than any message of the
+/// schemes takes (a longer one is not written: the error is then the bare kind).
+const MESSAGE_ROOM: usize = 256;
+
+/// An error of kind `OutOfMemory` with the message `args`, written only where the memory it
+/// takes can be had: a scheme whose allocation just failed must not end the process in writing
+/// its error (a failed allocation of the message would, as every infallible allocation does).
+/// The message's room and the error's two boxes (`io::Error`'s and the message's) are asked
+/// for first with `try_reserve`, and the two boxes' given back just before the error is made,
+/// which takes them again; without that memory the error is the bare kind ("out of memory"),
+/// which allocates nothing.
+pub(crate) fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
+    /// Writes into the string's room, never past it (a longer message is an error: growing the
+    /// string would allocate).
+    struct Room<'a>(&'a mut String);
+    impl core::fmt::Write for Room<'_> {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            if self.0.capacity() - self.0.len() < s.len() {
+                return Err(core::fmt::Error);
+            }
+            self.0.push_str(s);
+            Ok(())
+        }
+    }
+    let mut message = String::new();
+    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
+    if message.try_reserve_exact(MESSAGE_ROOM).is_err()
+        || one.try_reserve_exact(1).is_err()
+        || two.try_reserve_exact(1).is_err()
+        || core::fmt::write(&mut Room(&mut message), args).is_err()
+    {
+        return std::io::ErrorKind::OutOfMemory.into();
+    }
+    drop((one, two));
+    std::io::Error::new(std::io::ErrorKind::OutOfMemory, message)
+}
+
 /// Makes room in `free` for `slots` entries, so that giving back every slot handed out (an
-/// object's drop, which has no error to return) allocates nothing. `arena` names the free
-/// list's owner for the error.
+/// object's drop, which has no error to return) allocates nothing. `what` names the free list
+/// for the error ("the free list of the slab").
 pub(crate) fn reserve_free_list(
     free: &mut Vec<u32>,
     slots: usize,
-    arena: &str,
+    what: &'static str,
 ) -> Result<(), NoMemory> {
     if free.capacity() >= slots {
         return Ok(());
@@ -135,10 +175,7 @@ pub(crate) fn reserve_free_list(
         .map_err(|_| NoMemory {
             layout: std::alloc::Layout::array::<u32>(want)
                 .unwrap_or(std::alloc::Layout::new::<u32>()),
-            what: format!(
-                "the free list of {arena}: {} bytes (room to give back each of {want} slots)",
-                want.saturating_mul(core::mem::size_of::<u32>())
-            ),
+            what,
         })
 }
 

@@ -185,16 +185,15 @@ impl CpuSlots {
                     let made = new_chunk(words).ok_or_else(|| crate::NoMemory {
                         layout: std::alloc::Layout::array::<AtomicU64>(words)
                             .unwrap_or(std::alloc::Layout::new::<AtomicU64>()),
-                        what: format!(
-                            "a chunk of the per-CPU arena: {} bytes ({CHUNK} objects of 8 bytes \
-                             for each of {} possible CPUs)",
-                            words * 8,
-                            self.cpus
-                        ),
+                        what: "a chunk of the per-CPU arena",
                     })?;
                     chunk.get_or_init(|| made);
                 }
-                crate::reserve_free_list(&mut f.free, i as usize + 1, "the per-CPU arena")?;
+                crate::reserve_free_list(
+                    &mut f.free,
+                    i as usize + 1,
+                    "the free list of the per-CPU arena",
+                )?;
                 f.next += 1;
                 i
             }
@@ -373,13 +372,10 @@ pub(crate) type Sections = Box<PerCpu<()>>;
 /// The error of the scheme `scheme` whose arena ([`CpuSlots`]) cannot allocate its table of
 /// chunks.
 pub(crate) fn arena_out_of_memory(scheme: &str) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::OutOfMemory,
-        format!(
-            "{scheme}: cannot allocate the per-CPU arena's table of {MAX_CHUNKS} chunks ({} bytes)",
-            MAX_CHUNKS * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
-        ),
-    )
+    crate::out_of_memory(format_args!(
+        "{scheme}: cannot allocate the per-CPU arena's table of {MAX_CHUNKS} chunks ({} bytes)",
+        MAX_CHUNKS * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
+    ))
 }
 
 /// The process's [`Sections`] (under loom, a fresh one).

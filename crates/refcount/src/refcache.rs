@@ -385,15 +385,11 @@ impl Slab {
                     let made = new_cores(CHUNK).ok_or_else(|| crate::NoMemory {
                         layout: std::alloc::Layout::array::<Core>(CHUNK)
                             .unwrap_or(std::alloc::Layout::new::<Core>()),
-                        what: format!(
-                            "a chunk of the slab: {} bytes ({CHUNK} cores of {} bytes)",
-                            CHUNK * core::mem::size_of::<Core>(),
-                            core::mem::size_of::<Core>()
-                        ),
+                        what: "a chunk of the slab",
                     })?;
                     chunk.get_or_init(|| made);
                 }
-                crate::reserve_free_list(&mut f.1, i as usize + 1, "the slab")?;
+                crate::reserve_free_list(&mut f.1, i as usize + 1, "the free list of the slab")?;
                 f.0 += 1;
                 Ok(i)
             }
@@ -867,24 +863,18 @@ impl RefCache {
             },
         });
         if failed.get() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                format!(
-                    "refcache: cannot allocate the caches: {ways} ways of {} bytes for each of \
-                     {} CPUs",
-                    core::mem::size_of::<Way>(),
-                    pc.len()
-                ),
-            ));
+            return Err(crate::out_of_memory(format_args!(
+                "refcache: cannot allocate the caches: {ways} ways of {} bytes for each of {} \
+                 CPUs",
+                core::mem::size_of::<Way>(),
+                pc.len()
+            )));
         }
         let Some(cores) = Slab::try_new() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                format!(
-                    "refcache: cannot allocate the slab's table of {MAX_CHUNKS} chunks ({} bytes)",
-                    MAX_CHUNKS * core::mem::size_of::<OnceLock<Box<[Core]>>>()
-                ),
-            ));
+            return Err(crate::out_of_memory(format_args!(
+                "refcache: cannot allocate the slab's table of {MAX_CHUNKS} chunks ({} bytes)",
+                MAX_CHUNKS * core::mem::size_of::<OnceLock<Box<[Core]>>>()
+            )));
         };
         let shared = Arc::new(Shared {
             pc,

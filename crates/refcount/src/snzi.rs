@@ -340,14 +340,10 @@ impl RefCounter for Snzi {
         let mut nodes = Vec::new();
         if nodes.try_reserve_exact(n).is_err() {
             let node = core::mem::size_of::<CachePadded<AtomicU64>>();
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                format!(
-                    "snzi: cannot allocate an object's tree: {} bytes ({n} nodes of {node} \
-                     bytes)",
-                    n * node
-                ),
-            ));
+            return Err(crate::out_of_memory(format_args!(
+                "snzi: cannot allocate an object's tree: {} bytes ({n} nodes of {node} bytes)",
+                n * node
+            )));
         }
         nodes.extend((0..n).map(|_| CachePadded::new(AtomicU64::new(0))));
         Ok(SnziObject {

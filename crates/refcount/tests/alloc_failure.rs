@@ -149,8 +149,7 @@ fn free_list_past_the_memory_left_is_an_error<C: RefCounter>(scheme: &C, arena: 
     assert_eq!(
         e.to_string(),
         format!(
-            "{}: cannot allocate the free list of {arena}: 2048 bytes (room to give back each \
-             of 512 slots)",
+            "{}: cannot allocate the free list of {arena}: 2048 bytes",
             C::NAME
         )
     );
@@ -210,6 +209,38 @@ fn snzi_tree_past_the_memory_left_is_an_error() {
             scheme.put(o, t);
             assert!(scheme.try_reclaim(o));
         }
+    });
+}
+
+/// With every allocation refused (a process whose memory is short until it frees some), a
+/// chunk, a free list's room or a tree that cannot be allocated is still an `OutOfMemory`
+/// error, not an end of the process in the allocation of its message: the message is written
+/// only where its memory can be had, and the error is the bare kind ("out of memory") here.
+/// Then, with the memory there, the object is made.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn with_no_memory_at_all_the_error_is_the_bare_kind() {
+    in_child("with_no_memory_at_all_the_error_is_the_bare_kind", || {
+        /// Makes `before` objects, then one with every allocation refused.
+        fn check<C: RefCounter>(scheme: &C, before: usize) {
+            let objs: Vec<_> = (0..before)
+                .map(|_| scheme.try_new_object().expect("memory"))
+                .collect();
+            let (made, refused) = percpu::testing::refusing(1, false, || scheme.try_new_object());
+            let e = made.err().expect("an object made with no memory");
+            assert!(refused, "{}: nothing was refused", C::NAME);
+            assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{}", C::NAME);
+            assert_eq!(e.to_string(), "out of memory", "{}", C::NAME);
+            let o = scheme.try_new_object().expect("made with the memory there");
+            drop((objs, o));
+        }
+        // The 513th object needs a new chunk; the 257th, room in the free list.
+        for before in [CHUNK, 256] {
+            check(&PercpuRef::new(), before);
+            check(&Sloppy::new(), before);
+            check(&RefCache::new(), before);
+        }
+        check(&Snzi::with_leaves(16), 1);
     });
 }
 
