@@ -237,6 +237,16 @@ fn c_program_gets_pagecache_enomem_for_counters_past_the_limit() {
     expect_lines(&text, &["ok counters", "ok paygo-tables", "failures=0"]);
 }
 
+/// `PAGECACHE_ENOMEM` where a frame's counter cannot be allocated after the probe of the
+/// counters' memory passed, with memory back only once something is freed (`tests/c/oom.c`,
+/// whose allocator runs out at the 100th counter of an `snzi` cache): no abort while the
+/// library writes its error.
+#[test]
+fn c_program_gets_pagecache_enomem_for_a_counter_after_the_probe() {
+    let text = build_and_run("oom");
+    expect_lines(&text, &["ok counter-oom", "failures=0"]);
+}
+
 /// `pagecache_new_opts` from C (`tests/c/options.c`): `pagecache_options_t` has the layout of
 /// [`COptions`] (every field at the same offset, the same size: the header and `capi.rs` name
 /// the same fields in the same order), caches made with designated initializers and the

@@ -553,6 +553,8 @@ impl<C: RefCounter> PageCacheOf<C> {
         let Some(data) = data
             .filter(|_| frames.try_reserve_exact(n).is_ok() && free.try_reserve_exact(n).is_ok())
         else {
+            // What was reserved is given back before the message is written (see below).
+            drop((frames, free));
             return Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!(
@@ -590,23 +592,29 @@ impl<C: RefCounter> PageCacheOf<C> {
         // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
         // per-CPU state by placement (PAYGO) finds it without reading the frame first. A scheme
         // that cannot allocate an object's memory says so (`try_new_object_placed`): the
-        // objects made so far are dropped with `frames`.
+        // objects made so far, the frames' pages and the free list are given back before the
+        // error's message is written, which allocates (with the memory short until then, that
+        // allocation would end the process, as a failed allocation does).
         for i in 0..n {
-            let obj = scheme.try_new_object_placed(i).map_err(|e| {
-                let what = if e.kind() == io::ErrorKind::OutOfMemory {
-                    "no memory for"
-                } else {
-                    "cannot make"
-                };
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "pagecache: {what} the counters of scheme '{}' for a limit of {n} \
-                         pages (frame {i}): {e}",
-                        C::NAME
-                    ),
-                )
-            })?;
+            let obj = match scheme.try_new_object_placed(i) {
+                Ok(obj) => obj,
+                Err(e) => {
+                    drop((frames, data, free));
+                    let what = if e.kind() == io::ErrorKind::OutOfMemory {
+                        "no memory for"
+                    } else {
+                        "cannot make"
+                    };
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "pagecache: {what} the counters of scheme '{}' for a limit of {n} \
+                             pages (frame {i}): {e}",
+                            C::NAME
+                        ),
+                    ));
+                }
+            };
             // Within the capacity reserved above: no allocation.
             frames.push(Frame::<C> {
                 obj,
