@@ -106,6 +106,10 @@ const _: () = assert!(core::mem::size_of::<Slot>() == 32);
 
 /// The size of a cache line, which the domain's arrays of slots and anchor counters start on.
 const LINE: usize = 64;
+/// [`Slot`]s to a line of the domain's array of slots.
+const SLOTS_PER_LINE: usize = 2;
+/// Anchor words to a line of the domain's array of anchor counters.
+const ANCHORS_PER_LINE: usize = 4;
 
 /// `K` values of `T` on one cache line (`K × size_of::<T>() == LINE`, checked where an array of
 /// them is made).
@@ -150,6 +154,14 @@ impl<T, const K: usize> LineArray<T, K> {
             let lines = try_array(n, make)?;
             Ok(LineArray { lines })
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+impl<T, const K: usize> LineArray<T, K> {
+    /// The bytes of the array's allocation (whole lines).
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        core::mem::size_of_val(&*self.lines)
     }
 }
 
@@ -287,7 +299,7 @@ pub struct Stats {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryUsage {
     /// The per-CPU tables (slots × 48 bytes × CPUs: 32 for the entry, 16 for its anchor
-    /// counter), their claim summaries (a bit per 8 slots), the stripe locks, and the buffers
+    /// counter, each array in whole cache lines), their claim summaries (a bit per 8 slots), the stripe locks, and the buffers
     /// kept for the next batch reclaim (about 56 bytes per object of the largest batch so far,
     /// kept for batches of up to 16,384 objects; left out while a batch uses them, as the call
     /// never waits for one).
@@ -347,9 +359,11 @@ impl Config {
     /// assert_eq!(one.table_bytes(usize::MAX / 50), None);
     /// ```
     pub fn table_bytes(&self, cpus: usize) -> Option<usize> {
-        let per_slot = core::mem::size_of::<Slot>() + core::mem::size_of::<AnchorWord>();
-        cpus.checked_mul(self.slots_per_cpu)?
-            .checked_mul(per_slot)?
+        let n = cpus.checked_mul(self.slots_per_cpu)?;
+        // The slots and the anchor counters in whole lines, as `LineArray` allocates them.
+        n.div_ceil(SLOTS_PER_LINE)
+            .checked_mul(LINE)?
+            .checked_add(n.div_ceil(ANCHORS_PER_LINE).checked_mul(LINE)?)?
             .checked_add(
                 cpus.checked_mul(claimed_stride(self.slots_per_cpu))?
                     .checked_mul(8)?,
@@ -421,10 +435,10 @@ pub struct Domain {
     /// critical sections of slot `c` only.
     pub(crate) tables: PerCpu<()>,
     /// All tables, one after the other (one allocation; no pointer chase on the fast path).
-    pub(crate) slots: LineArray<Slot, 2>,
+    pub(crate) slots: LineArray<Slot, SLOTS_PER_LINE>,
     /// The anchor counters of the slots, slot `n`'s at `anchors[n]`: `(generation, anchor
     /// counter)`, updated by compare-and-swap from any CPU (see [`Slot`] for why apart).
-    pub(crate) anchors: LineArray<AnchorWord, 4>,
+    pub(crate) anchors: LineArray<AnchorWord, ANCHORS_PER_LINE>,
     pub(crate) bits: u32,
     pub(crate) stats: PerCpu<StatCells>,
     /// The overflow lists of the objects whose addresses hash to each stripe; the lock also

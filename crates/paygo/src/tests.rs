@@ -825,3 +825,29 @@ fn a_ref_on_a_cpu_past_the_tables_panics_naming_the_cause_and_changes_nothing() 
     assert!((0..d.slots.len()).all(|n| d.entry_sum(n) == 0));
     unpin();
 }
+
+/// `Config::table_bytes` is what a domain of that size allocates for its tables (a new
+/// domain's `MemoryUsage::table_bytes`): the slots, their anchor counters, the claim summaries
+/// and the stripes, also for tables too small to fill a cache line, whose arrays are allocated
+/// in whole lines (two slots, four anchor counters to a line).
+#[test]
+fn table_bytes_are_the_bytes_the_tables_take() {
+    for slots_per_cpu in [1, 2, 4, 64] {
+        let cfg = Config {
+            slots_per_cpu,
+            window: 1,
+        };
+        let d = Domain::with_config(cfg);
+        let allocated = d.slots.allocated_bytes()
+            + d.anchors.allocated_bytes()
+            + core::mem::size_of_val(&*d.claimed)
+            + core::mem::size_of_val(&*d.stripes);
+        assert_eq!(
+            cfg.table_bytes(d.cpus()),
+            Some(allocated),
+            "{slots_per_cpu} slots per CPU on {} CPUs",
+            d.cpus()
+        );
+        assert_eq!(d.memory_usage().table_bytes, allocated);
+    }
+}
