@@ -800,7 +800,11 @@ impl Domain {
     /// # Panics
     /// If `cpu >= self.cpus()`.
     pub fn live_entries(&self, cpu: usize) -> usize {
-        assert!(cpu < self.cpus(), "paygo: no CPU {cpu}");
+        assert!(
+            cpu < self.cpus(),
+            "paygo: live_entries of CPU {cpu}, but the domain's tables are for CPUs 0 to {}",
+            self.cpus() - 1
+        );
         (0..=self.mask)
             .filter(|&i| self.entry_sum(self.slot_number(cpu, i)) != 0)
             .count()

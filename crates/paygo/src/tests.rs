@@ -851,3 +851,15 @@ fn table_bytes_are_the_bytes_the_tables_take() {
         assert_eq!(d.memory_usage().table_bytes, allocated);
     }
 }
+
+/// `Domain::live_entries` of a CPU the domain has no table for panics naming the CPUs it has.
+#[test]
+#[should_panic(expected = "paygo: live_entries of CPU 4096, but the domain's tables are for CPUs")]
+fn live_entries_of_a_cpu_past_the_tables_panics_naming_the_cpus() {
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 1,
+        window: 1,
+    });
+    assert!(d.cpus() < 4096, "a machine of fewer CPUs");
+    d.live_entries(4096);
+}
