@@ -263,3 +263,107 @@ fn is_released_only_after_the_values_drop_returned() {
     assert!(done.load(Ordering::Relaxed), "the drop's write is seen");
     assert!(h.try_get().is_none());
 }
+
+/// Handles outlive the caller's `Arc` of their domain: each allocation keeps the domain, which
+/// goes with the last handle. References taken and given back on other threads after the
+/// caller let go of the domain count there, and the value is dropped once, by the last one.
+#[test]
+fn handles_outlive_the_callers_domain() {
+    let d = Arc::new(Domain::with_config(Config {
+        slots_per_cpu: 1,
+        window: 1,
+    }));
+    let weak = Arc::downgrade(&d);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let o = Owner::new(&d, Value::new(&drops));
+    let handles: Vec<_> = (0..2).map(|_| o.handle()).collect();
+    drop(d);
+    assert!(
+        weak.upgrade().is_some(),
+        "the domain went with the caller's Arc"
+    );
+    let held = handles[0].try_get().expect("published");
+    std::thread::scope(|s| {
+        for (t, h) in handles.iter().enumerate() {
+            s.spawn(move || {
+                migrate(t);
+                for _ in 0..100 {
+                    let r = h.try_get().expect("published");
+                    assert_eq!(r.alive, 0xA11CE);
+                }
+                unpin();
+            });
+        }
+    });
+    o.kill();
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "dropped while a reference is held"
+    );
+    drop(held);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert!(handles.iter().all(|h| h.is_released()));
+    drop(handles);
+    assert!(
+        weak.upgrade().is_none(),
+        "the domain outlived the last handle"
+    );
+}
+
+/// Values of no size and of a large alignment: the value lies at an address of its alignment,
+/// references to it count, and it is dropped once.
+#[test]
+fn values_of_no_size_and_of_a_large_alignment() {
+    static ZST_DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct Nothing;
+    impl Drop for Nothing {
+        fn drop(&mut self) {
+            ZST_DROPS.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    #[repr(align(4096))]
+    struct Page {
+        first: u64,
+        value: Value,
+    }
+    let d = Arc::new(Domain::new());
+    let o = Owner::new(&d, Nothing);
+    let h = o.handle();
+    let r = h.try_get().expect("published");
+    assert_eq!(core::mem::size_of_val(&*r), 0);
+    drop(o);
+    assert_eq!(
+        ZST_DROPS.load(Ordering::SeqCst),
+        0,
+        "dropped while referenced"
+    );
+    drop(r);
+    assert_eq!(ZST_DROPS.load(Ordering::SeqCst), 1);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let owners: Vec<_> = (0..4)
+        .map(|i| {
+            Owner::new(
+                &d,
+                Page {
+                    first: i,
+                    value: Value::new(&drops),
+                },
+            )
+        })
+        .collect();
+    let handles: Vec<_> = owners.iter().map(Owner::handle).collect();
+    let refs: Vec<_> = handles.iter().map(|h| h.try_get().unwrap()).collect();
+    for (i, r) in refs.iter().enumerate() {
+        assert_eq!(
+            &**r as *const Page as usize % 4096,
+            0,
+            "value {i} misaligned"
+        );
+        assert_eq!((r.first, r.value.alive), (i as u64, 0xA11CE));
+    }
+    drop(owners);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(refs);
+    assert_eq!(drops.load(Ordering::SeqCst), 4);
+}
