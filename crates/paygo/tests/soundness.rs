@@ -298,3 +298,77 @@ fn a_panic_while_guards_are_held_gives_their_references_back() {
     assert!(d.try_reclaim(h.as_ref()));
     assert!(d.try_reclaim(other.as_ref()));
 }
+
+/// A forgotten `Owner`: it never lets go, so references can still be taken and the value is
+/// never dropped; its count keeps the allocation, leaked once the handles are gone.
+#[test]
+fn a_forgotten_owner_leaks_the_value_and_the_allocation() {
+    let drops = counter();
+    let d = std::sync::Arc::new(one_slot());
+    let owner = Owner::new(&d, Counted(7, drops));
+    let handle = owner.handle();
+    std::mem::forget(owner);
+    for _ in 0..3 {
+        let r = handle.try_get().expect("never killed");
+        assert_eq!(r.0, 7);
+    }
+    assert!(!handle.is_released());
+    drop(handle);
+    churn(&d, percpu::testing::reps(100));
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "a value never let go was dropped"
+    );
+    assert_eq!(
+        std::sync::Arc::strong_count(&d),
+        2,
+        "the allocation was freed"
+    );
+}
+
+/// A forgotten `Handle`: the owner's kill still drops the value (no reference is counted), the
+/// other handles see it released, and the allocation is leaked with the forgotten count.
+#[test]
+fn a_forgotten_handle_leaks_the_allocation_only() {
+    let drops = counter();
+    let d = std::sync::Arc::new(one_slot());
+    let owner = Owner::new(&d, Counted(7, drops));
+    let (kept, forgotten) = (owner.handle(), owner.handle());
+    assert_eq!(forgotten.try_get().expect("live").0, 7);
+    std::mem::forget(forgotten);
+    drop(owner);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the kill dropped the value"
+    );
+    assert!(kept.is_released() && kept.try_get().is_none());
+    drop(kept);
+    assert_eq!(
+        std::sync::Arc::strong_count(&d),
+        2,
+        "the allocation was freed"
+    );
+}
+
+/// A forgotten guard: its reference stays counted for ever (the object is never reclaimed),
+/// evictions of its entry keep it counted, and the other references count as before.
+#[test]
+fn a_forgotten_guard_keeps_its_object_referenced() {
+    let d = one_slot();
+    let h = Box::pin(Header::new());
+    let g = d.try_ref(h.as_ref()).expect("live");
+    std::mem::forget(g);
+    let other = d.try_ref(h.as_ref()).expect("live");
+    assert_eq!(d.read_all(h.as_ref()), 2);
+    drop(other);
+    churn(&d, percpu::testing::reps(100));
+    assert_eq!(d.read_all(h.as_ref()), 1);
+    assert!(d.is_referenced(h.as_ref()));
+    assert!(
+        !d.try_reclaim(h.as_ref()),
+        "reclaimed with a reference counted"
+    );
+    assert!(!h.is_dead());
+}
