@@ -863,3 +863,64 @@ fn live_entries_of_a_cpu_past_the_tables_panics_naming_the_cpus() {
     assert!(d.cpus() < 4096, "a machine of fewer CPUs");
     d.live_entries(4096);
 }
+
+/// An entry's two counters drift apart where references taken on its CPU are given back on
+/// another (the local counter only grows, the anchor counter only falls; neither is reset when
+/// the slot is reused), so after 2^63 such references each wraps. Every sum of them wraps too,
+/// and the counts stay exact across the wrap: an entry made by hand with its local counter at
+/// `i64::MAX` and its anchor counter at `-i64::MAX` (count 0) is claimed, given back on another
+/// CPU, claimed by another object, evicted to that object's overflow list and claimed again,
+/// each count as the model says.
+#[test]
+fn counts_stay_exact_where_an_entrys_counters_wrap() {
+    let Some((here, there)) = two_cpus_or_skip("a reference given back on another CPU") else {
+        return;
+    };
+    if !(pin(here) && pin(there) && pin(here)) {
+        percpu::testing::skip(format_args!("cannot pin to CPUs {here} and {there}"));
+        return;
+    }
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 1,
+        window: 1,
+    });
+    let n = d.slot_number(here, 0);
+    // The drift of 2^63 - 1 references taken on `here` and given back on another CPU.
+    d.slots[n].local.store(i64::MAX, Ordering::Relaxed);
+    assert_eq!(
+        d.anchors[n].compare_exchange((0, 0), (0, -i64::MAX)),
+        Ok(())
+    );
+    let (a, b) = (Box::pin(Header::new()), Box::pin(Header::new()));
+    let (a, b) = (a.as_ref(), b.as_ref());
+    let x = d.try_get(a).expect("live");
+    assert_eq!(x.slot, n, "the slot at count 0 was claimed");
+    assert_eq!(
+        d.slots[n].local.load(Ordering::Relaxed),
+        i64::MIN,
+        "wrapped"
+    );
+    assert_eq!(d.read_all(a), 1);
+    assert!(pin(there));
+    assert_eq!(d.put(a, x), PutPath::Anchor);
+    assert_eq!(d.anchors[n].load(), (0, i64::MIN));
+    assert_eq!(d.read_all(a), 0);
+    assert!(pin(here));
+    // At count 0 (`i64::MIN + i64::MIN`), claimed by another object.
+    let y = [d.try_get(b).expect("live"), d.try_get(b).expect("live")];
+    assert!(y.iter().all(|y| y.slot == n));
+    assert_eq!((d.read_all(a), d.read_all(b)), (0, 2));
+    assert!(!d.try_reclaim(b));
+    // A REF of `a` evicts `b`'s entry (count 2, wrapped) to `b`'s list and claims the slot.
+    let z = d.try_get(a).expect("live");
+    assert_eq!(d.memory_usage().overflow_entries, 1);
+    assert_eq!((d.read_all(a), d.read_all(b)), (1, 2));
+    for y in y {
+        assert_eq!(d.put(b, y), PutPath::Overflow);
+    }
+    assert_eq!(d.put(a, z), PutPath::Home);
+    assert_eq!((d.read_all(a), d.read_all(b)), (0, 0));
+    assert_eq!(d.memory_usage().overflow_entries, 0);
+    assert!(d.try_reclaim(a) && d.try_reclaim(b));
+    unpin();
+}
