@@ -287,7 +287,7 @@ fn handles_outlive_the_callers_domain() {
         for (t, h) in handles.iter().enumerate() {
             s.spawn(move || {
                 migrate(t);
-                for _ in 0..100 {
+                for _ in 0..percpu::testing::reps(100) {
                     let r = h.try_get().expect("published");
                     assert_eq!(r.alive, 0xA11CE);
                 }
