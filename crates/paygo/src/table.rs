@@ -263,11 +263,11 @@ pub struct Stats {
     /// Live or empty entries evicted to make room for a new object.
     pub evictions: u64,
     /// REFs that claimed a free slot (the first REF of an object on a CPU since its entry there
-    /// was last reused). Counted on the claiming CPU's line of statistics, after the claim,
-    /// with a plain load and store (no atomic read-modify-write on the fast path): nearly
-    /// exact, since a claim is lost only where two threads count on one CPU's line at once
-    /// (one preempted between its load and its store, or moved to another CPU after its
-    /// claim).
+    /// was last reused). Counted in the claiming CPU's own counter (a cache line of its own,
+    /// apart from its line of statistics), after the claim, with a plain load and store (no
+    /// atomic read-modify-write on the fast path): nearly exact, since a claim is lost only
+    /// where two threads count on one CPU's counter at once (one preempted between its load
+    /// and its store, or moved to another CPU after its claim).
     pub claims: u64,
     /// Objects reclaimed: by [`Domain::try_reclaim`] (also a `paygo::Arc`'s drop that looks
     /// last), by [`Domain::try_reclaim_many`] batches (also the `Arc` collector's), by a
