@@ -30,7 +30,7 @@ const CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ: libc::c_int = 1 << 8;
 #[cfg(all(target_os = "linux", not(miri)))]
 fn membarrier(cmd: libc::c_int, flags: libc::c_uint, cpu: libc::c_int) -> libc::c_long {
     #[cfg(all(test, not(loom)))]
-    if tests::fail_with_enomem() {
+    if tests::fail_with_enomem(cmd) {
         return -1;
     }
     // SAFETY: membarrier takes only integer arguments and touches no user memory.
@@ -55,6 +55,24 @@ fn fence_cmd(cmd: libc::c_int, name: &str) {
     );
 }
 
+/// Registers this process for a barrier with the command `cmd`, retried while the kernel
+/// answers `ENOMEM` (it could not allocate the CPU mask with which it updates the runqueues
+/// that run the process; the state it set stays, and a later call completes the registration),
+/// up to 100 tries. Whether it registered: any other error (`EINVAL` for a command the kernel
+/// lacks, `EPERM` from a seccomp filter) is a refusal, not retried.
+fn register(cmd: libc::c_int) -> bool {
+    for _ in 0..100 {
+        if membarrier(cmd, 0, 0) == 0 {
+            return true;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOMEM) {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
 #[cfg(not(all(target_os = "linux", not(miri))))]
 fn membarrier(_cmd: libc::c_int, _flags: libc::c_uint, _cpu: libc::c_int) -> libc::c_long {
     -1
@@ -66,10 +84,11 @@ fn supported(cmds: libc::c_int) -> bool {
 }
 
 /// Registers this process for `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`. Returns whether the
-/// kernel supports it (and the registration succeeded). Idempotent.
+/// kernel supports it and the registration succeeded (a transient `ENOMEM` is retried, up to
+/// 100 tries). Idempotent.
 pub fn register_rseq() -> bool {
     supported(CMD_PRIVATE_EXPEDITED_RSEQ | CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ)
-        && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0
+        && register(CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ)
 }
 
 /// Aborts every in-flight rseq critical section of this process and orders memory (see the
@@ -93,12 +112,16 @@ fn expedited() -> bool {
     match EXPEDITED.load(Ordering::Relaxed) {
         YES => true,
         NO => false,
-        _ => decide_expedited(
-            &EXPEDITED,
-            supported(CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED)
-                && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0,
-        ),
+        _ => decide_expedited(&EXPEDITED, register_expedited()),
     }
+}
+
+/// Registers this process for `MEMBARRIER_CMD_PRIVATE_EXPEDITED`. Whether the kernel supports
+/// it and the registration succeeded (a transient `ENOMEM` is retried, as in
+/// [`register_rseq`]): the answer is recorded for good ([`decide_expedited`]).
+fn register_expedited() -> bool {
+    supported(CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED)
+        && register(CMD_REGISTER_PRIVATE_EXPEDITED)
 }
 
 /// Records whether this thread's registration for `MEMBARRIER_CMD_PRIVATE_EXPEDITED` succeeded,
@@ -278,9 +301,14 @@ mod tests {
         static ENOMEMS: Cell<u32> = const { Cell::new(0) };
     }
 
-    /// Whether this `membarrier` call fails with `ENOMEM` (errno set), as the test asked.
+    /// Whether this `membarrier` call fails with `ENOMEM` (errno set), as the test asked. Never
+    /// a query, which allocates nothing in the kernel (only the barriers and the registrations
+    /// allocate a CPU mask).
     #[cfg(all(target_os = "linux", not(miri)))]
-    pub(super) fn fail_with_enomem() -> bool {
+    pub(super) fn fail_with_enomem(cmd: libc::c_int) -> bool {
+        if cmd == CMD_QUERY {
+            return false;
+        }
         let fail = ENOMEMS.with(|n| n.replace(n.get().saturating_sub(1)) > 0);
         if fail {
             // SAFETY: errno is this thread's.
@@ -305,6 +333,31 @@ mod tests {
             ENOMEMS.with(|n| n.set(3));
             heavy_fence();
             assert_eq!(ENOMEMS.with(Cell::get), 0);
+        }
+    }
+
+    /// A registration the kernel refuses for want of memory (`ENOMEM`: it could not allocate
+    /// the CPU mask with which it updates the runqueues that run the process; the state it set
+    /// stays, and a second call completes it) is retried, as the barriers are: a transient
+    /// `ENOMEM` made `register_rseq` answer no, which put the process on the locked fallback
+    /// for good (`Mode::Fallback(NoMembarrier)`), and made the heavy fence a `SeqCst` fence on
+    /// both sides for good.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn registrations_retry_a_transient_enomem() {
+        if supported(CMD_PRIVATE_EXPEDITED_RSEQ | CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) {
+            ENOMEMS.with(|n| n.set(3));
+            assert!(register_rseq(), "the rseq barrier's registration");
+            assert_eq!(ENOMEMS.with(Cell::get), 0);
+        } else {
+            crate::testing::skip("the kernel has no MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ");
+        }
+        if supported(CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED) {
+            ENOMEMS.with(|n| n.set(3));
+            assert!(register_expedited(), "the expedited barrier's registration");
+            assert_eq!(ENOMEMS.with(Cell::get), 0);
+        } else {
+            crate::testing::skip("the kernel has no MEMBARRIER_CMD_PRIVATE_EXPEDITED");
         }
     }
 

@@ -39,7 +39,8 @@ pub enum FallbackReason {
     /// an area there).
     NotRegistered,
     /// rseq is registered but the kernel lacks `MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ`, which
-    /// [`crate::PerCpu::fence`] needs.
+    /// [`crate::PerCpu::fence`] needs, or refused to register the process for it (a seccomp
+    /// filter, or `ENOMEM` at each of 100 tries).
     NoMembarrier,
 }
 
