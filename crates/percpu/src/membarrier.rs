@@ -15,9 +15,11 @@
 //!   restart. Pairs with a compiler fence ([`light_fence`]) on the fast side.
 //!
 //! Both need a one-time registration, done by [`register_rseq`] and lazily by
-//! [`heavy_fence`]. Where the kernel lacks them, [`heavy_fence`] falls back to a full
-//! `SeqCst` fence on the caller's side only, which is correct only if the light side also uses
-//! a `SeqCst` fence: [`light_fence`] does exactly that when membarrier is unavailable.
+//! [`heavy_fence`], each retried while the kernel answers `ENOMEM` (100 tries). Where the kernel
+//! lacks them, or refuses the registration (a seccomp filter, or `ENOMEM` at every try),
+//! [`heavy_fence`] falls back to a full `SeqCst` fence on the caller's side only, which is
+//! correct only if the light side also uses a `SeqCst` fence: [`light_fence`] does exactly that
+//! when membarrier is unavailable.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
