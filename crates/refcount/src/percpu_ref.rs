@@ -411,6 +411,8 @@ pub(crate) enum Bug {
     RelaxedAtomicPut,
     /// `reinit`'s Release store of the `PERCPU` mode is Relaxed.
     RelaxedReinit,
+    /// The resurrection's Release store of the `PERCPU` mode is Relaxed.
+    RelaxedResurrection,
 }
 
 crate::mutation::bug_switch!();
@@ -531,9 +533,18 @@ impl PercpuRef {
                 Ordering::Release
             };
             obj.atomic.fetch_add(BIAS, order);
-            // Release pairs with the Acquire in try_get's mode load: a get after the
-            // resurrection sees the restored bias and base.
-            obj.mode.store(next_mode(m, PERCPU), Ordering::Release);
+            // Release pairs with the Acquire load of mode in read_all (`try_read_all`): a reader
+            // that reads this PERCPU takes the per-CPU form, and must read the restored bias and
+            // the fold's base with it, not the ATOMIC-form `atomic` (the loom model
+            // `read_all_vs_resurrection`); and with the next reclaim's kill, whose exchange reads
+            // this store, so that its fold reads them too. (A get reads neither: it only adds
+            // to its CPU's word.)
+            let order = if bug(Bug::RelaxedResurrection) {
+                Ordering::Relaxed
+            } else {
+                Ordering::Release
+            };
+            obj.mode.store(next_mode(m, PERCPU), order);
             false
         }
     }
@@ -1025,5 +1036,15 @@ mod loom_tests {
     #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
     fn bug_relaxed_bias_is_caught() {
         super::bug::with(Bug::RelaxedBias, read_all_vs_resurrection);
+    }
+
+    /// `read_all_vs_resurrection` catches a resurrection whose store of the `PERCPU` mode is
+    /// Relaxed: a reader that reads that mode can still read `atomic` without the bias (its
+    /// `ATOMIC` form) or the `base` of before the fold, and takes them by the per-CPU form.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "read_all miscounted while a failed reclaim resurrected the object")]
+    fn bug_relaxed_resurrection_is_caught() {
+        super::bug::with(Bug::RelaxedResurrection, read_all_vs_resurrection);
     }
 }
