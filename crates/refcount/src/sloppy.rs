@@ -61,11 +61,12 @@
 //! the reference against the reclaimer's once it succeeded), a put that returns spares against
 //! a reclaim under a reference, and a central get against a reclaim and the reuse that follows
 //! it (a failed get's `fetch_sub` may land in the next life) (`RUSTFLAGS="--cfg loom" cargo
-//! test -p refcount --release --lib sloppy`); with `--cfg paygo_loom_bug` they must catch six
+//! test -p refcount --release --lib sloppy`); with `--cfg paygo_loom_bug` they must catch seven
 //! mutations (the spares read before `central`, a spare get that does not check `state` in its
 //! section, a central get that does not load `state` after its increment, a failed central get
 //! that takes its increment back by a store, a reclaim without its Acquire fence after the
-//! reads, a `reinit` whose revival of `state` is Relaxed).
+//! reads, a put that takes returned spares off `central` Relaxed, a `reinit` whose revival of
+//! `state` is Relaxed).
 
 use crate::lifecycle::{revive, DEAD, LIVE, RECLAIMING};
 use crate::percpu_ref::{sections, CpuSlots, Sections, SlotHandle};
@@ -404,8 +405,17 @@ impl Sloppy {
                     .add(cpu, &[Check::new(w, v)], w, (1 - excess) as u64)
                 {
                     Ok(()) => {
-                        // Release pairs with the reclaimer's SeqCst load of central.
-                        obj.central.fetch_sub(excess, Ordering::Release);
+                        // Release pairs with the reclaimer's SeqCst load of central: one that
+                        // reads this return reads the spares the section above left, not the
+                        // ones before it, with which it would subtract the returned spares
+                        // twice, from `central` and as spares (the loom model
+                        // `returning_put_vs_reclaim_under_a_reference`).
+                        let order = if bug(Bug::RelaxedReturn) {
+                            Ordering::Relaxed
+                        } else {
+                            Ordering::Release
+                        };
+                        obj.central.fetch_sub(excess, order);
                         return;
                     }
                     Err(_) => retry.aborted(),
@@ -444,6 +454,8 @@ pub(crate) enum Bug {
     StoreUndo,
     /// `confirm` leaves out its Acquire fence after reading `central` and the spares.
     NoConfirmFence,
+    /// A put that returns spares takes them off `central` Relaxed instead of Release.
+    RelaxedReturn,
 }
 
 crate::mutation::bug_switch!();
@@ -672,6 +684,20 @@ mod loom_tests {
     #[should_panic(expected = "reclaimed under the reference this thread holds")]
     fn bug_spares_read_first_is_caught() {
         super::bug::with(Bug::SparesFirst, returning_put_vs_reclaim_under_a_reference);
+    }
+
+    /// `returning_put_vs_reclaim_under_a_reference` catches a put that takes its returned
+    /// spares off `central` Relaxed: a reclaim that reads the lowered `central` can still read
+    /// the spares of before the put's section (its fence does not order a section that commits
+    /// after it), and counts 1 − 1 = 0 under the reference.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "reclaimed under the reference this thread holds")]
+    fn bug_relaxed_return_is_caught() {
+        super::bug::with(
+            Bug::RelaxedReturn,
+            returning_put_vs_reclaim_under_a_reference,
+        );
     }
 
     /// `spare_get_vs_reclaim` catches a get from a spare whose critical section does not check
