@@ -26,8 +26,10 @@
 //!
 //! * A counter that reaches [`SATURATED`] (2³¹ − 1 arrivals at one node: only a leaf, or a
 //!   root that is the only leaf, since a node counts at most one arrival per child besides the
-//!   surplus arrivals of helpers still in `arrive`, one per thread) stays there, as `rcuref`
-//!   saturates: the indicator stays set and the object leaks.
+//!   surplus arrivals of helpers still in `arrive`: one for each `½ -> 1` exchange a helper
+//!   has lost in its call, so a helper that other threads outpace through k rounds of the
+//!   child's ½ → 1 → 0 holds k, not one) stays there, as `rcuref` saturates: the indicator
+//!   stays set and the object leaks.
 //!
 //! `try_get` arrives at the leaf of the current CPU and returns the leaf in the token; `put`
 //! departs from that same leaf (the "go home" of PAYGO's anchor). The leaf is one of the
@@ -47,10 +49,11 @@
 //!
 //! A loom model of arrive/depart/query with the reclaimer is beside this code
 //! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`); with
-//! `--cfg paygo_loom_bug` it must catch four mutations (a surplus parent arrival kept, the
+//! `--cfg paygo_loom_bug` it must catch five mutations (a surplus parent arrival kept, the
 //! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival, a
-//! `reinit` whose revival of `state` is Relaxed), and pass with a fifth, harmless one (the
-//! version kept at `0 -> ½`, `keep_version_is_harmless`, ignored: run it with `--ignored`).
+//! departure whose exchanges are Relaxed, a `reinit` whose revival of `state` is Relaxed), and
+//! pass with a sixth, harmless one (the version kept at `0 -> ½`, `keep_version_is_harmless`,
+//! ignored: run it with `--ignored`).
 
 use crate::lifecycle::{revive, store_load_order, DEAD, LIVE, RECLAIMING};
 use crate::sync::{AtomicU64, Ordering};
@@ -92,6 +95,8 @@ pub(crate) enum Bug {
     ParentAfterHalf,
     /// `try_get` does not load `state` again after its arrival.
     NoStateRecheck,
+    /// A departure's exchanges are Relaxed instead of SeqCst.
+    RelaxedDepart,
     /// An arrival's `0 -> ½` keeps the node's version instead of bumping it. Harmless (see
     /// `arrive`): `keep_version_is_harmless` checks that the models still pass.
     KeepVersion,
@@ -257,11 +262,17 @@ impl Snzi {
                     return;
                 }
                 // SeqCst (Release at least): the holder's accesses happen before a reclaimer
-                // that reads the root at zero.
+                // that reads the root at zero (its SeqCst query; the loom model
+                // `get_vs_reclaim`).
+                let order = if bug(Bug::RelaxedDepart) {
+                    Ordering::Relaxed
+                } else {
+                    Ordering::SeqCst
+                };
                 match x.compare_exchange_weak(
                     w,
                     make(c_of(w) - 1, v_of(w)),
-                    Ordering::SeqCst,
+                    order,
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => break,
@@ -726,6 +737,15 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_no_state_recheck_is_caught() {
         super::bug::with(Bug::NoStateRecheck, get_vs_reclaim);
+    }
+
+    /// `get_vs_reclaim` catches a departure whose exchanges are Relaxed: a reclaim that reads
+    /// the root at zero is no longer ordered after the holder's write under its reference.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_relaxed_depart_is_caught() {
+        super::bug::with(Bug::RelaxedDepart, get_vs_reclaim);
     }
 }
 
