@@ -1167,7 +1167,9 @@ impl RefCounter for RefCache {
                 tests::between_check_and_section();
                 // The section checks the delta it compared with the limit, as try_get's: another
                 // put on this CPU between the two (this thread preempted) could have taken it to
-                // -limit.
+                // -limit. And the tag: a get of another object there could have evicted the way
+                // and taken that object's delta to `d`, which this put would then lower (the
+                // unit test `a_put_whose_way_another_object_takes_before_its_section_...`).
                 match sh.pc.add(
                     cpu,
                     &[Check::new(&way.tag, obj.tag), Check::new(&way.delta, d)],

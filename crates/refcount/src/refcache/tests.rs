@@ -175,6 +175,56 @@ fn a_put_between_anothers_limit_check_and_its_section_keeps_the_delta_in_bounds(
     assert!(saved.restore());
 }
 
+/// A put whose way is evicted between its check of the way (its object's tag, the delta `d`)
+/// and its critical section (as a thread preempted there lets another run), by a get of
+/// another object that installs its tag and takes its own delta to `d`: the put's section,
+/// which checks the tag as well as the delta, fails, and the put counts for its own object.
+/// A section that checked the delta alone would commit on the other object's delta: that
+/// object would read no reference while its get holds one, and reclaim under it.
+#[test]
+fn a_put_whose_way_another_object_takes_before_its_section_counts_for_its_own_object() {
+    let saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("a put and an eviction on one CPU's way").is_none() {
+        return;
+    }
+    // One way per CPU: both objects map to it.
+    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
+        ways: 1,
+        ..Config::default()
+    }));
+    let a = s.new_object();
+    let b = std::rc::Rc::new(s.new_object());
+    let ta = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
+    let (s2, b2) = (s.clone(), b.clone());
+    let got = std::rc::Rc::new(RefCell::new(None));
+    let got2 = got.clone();
+    // Checked at a's tag and delta 1; b's get evicts a (a's global 1) and takes b's delta to 1.
+    let_put(
+        &s,
+        &a,
+        ta,
+        Some(Box::new(move || {
+            *got2.borrow_mut() = s2.try_get(pinned(&b2));
+        })),
+    );
+    let tb = got.take().expect("live");
+    assert_eq!(
+        s.read_all(pinned(&b)),
+        1,
+        "b's reference (a's put lowered b's delta)"
+    );
+    assert_eq!(s.read_all(pinned(&a)), 0, "a's put (counted on b)");
+    assert!(
+        !s.try_reclaim(pinned(&b)),
+        "b reclaimed under its reference"
+    );
+    assert!(s.try_reclaim(pinned(&a)));
+    s.put(pinned(&b), tb);
+    assert_eq!(s.read_all(pinned(&b)), 0);
+    assert!(s.try_reclaim(pinned(&b)));
+    assert!(saved.restore());
+}
+
 /// Puts `t`, with `between` run between its check of the delta and its section.
 fn let_put(
     s: &RefCache,
