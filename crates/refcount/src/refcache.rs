@@ -1115,6 +1115,9 @@ impl RefCounter for RefCache {
                 tests::between_check_and_section();
                 // The section checks the delta it compared with the limit: another get on this
                 // CPU between the two (this thread preempted) could have taken it to the limit.
+                // And the tag: a get of another object there could have evicted the way and
+                // taken that object's delta to `d`, which this get would then raise (the unit
+                // test `a_get_whose_way_another_object_takes_before_its_section_...`).
                 let r = if bug(Bug::GetSkipsStateCheck) {
                     sh.pc
                         .add(

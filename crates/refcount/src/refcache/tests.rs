@@ -225,6 +225,52 @@ fn a_put_whose_way_another_object_takes_before_its_section_counts_for_its_own_ob
     assert!(saved.restore());
 }
 
+/// `a_put_whose_way_another_object_takes_before_its_section_counts_for_its_own_object` for a
+/// get: a get of another object, run between this get's check of the way and its section,
+/// evicts the way and takes its own delta to the one this get read; the get's section, which
+/// checks the tag, fails, and the get counts for its own object. A section that checked the
+/// delta alone would count it for the other object: its own would read one reference too few,
+/// and reclaim under the last one held.
+#[test]
+fn a_get_whose_way_another_object_takes_before_its_section_counts_for_its_own_object() {
+    let saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("two gets and an eviction on one CPU's way").is_none() {
+        return;
+    }
+    // One way per CPU: both objects map to it.
+    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
+        ways: 1,
+        ..Config::default()
+    }));
+    let a = s.new_object();
+    let b = std::rc::Rc::new(s.new_object());
+    let first = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
+    let (s2, b2) = (s.clone(), b.clone());
+    let got = std::rc::Rc::new(RefCell::new(None));
+    let got2 = got.clone();
+    // Checked at a's tag and delta 1; b's get evicts a (a's global 1) and takes b's delta to 1.
+    BETWEEN.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move || {
+            *got2.borrow_mut() = s2.try_get(pinned(&b2));
+        }))
+    });
+    let second = s.try_get(pinned(&a)).expect("live");
+    assert!(BETWEEN.with(|h| h.borrow().is_none()), "the hook ran");
+    let tb = got.take().expect("live");
+    assert_eq!(s.read_all(pinned(&a)), 2, "a's two references");
+    assert_eq!(s.read_all(pinned(&b)), 1, "b's one reference");
+    s.put(pinned(&a), first);
+    assert!(
+        !s.try_reclaim(pinned(&a)),
+        "a reclaimed under its second reference"
+    );
+    s.put(pinned(&a), second);
+    assert!(s.try_reclaim(pinned(&a)));
+    s.put(pinned(&b), tb);
+    assert!(s.try_reclaim(pinned(&b)));
+    assert!(saved.restore());
+}
+
 /// Puts `t`, with `between` run between its check of the delta and its section.
 fn let_put(
     s: &RefCache,
