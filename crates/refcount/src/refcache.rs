@@ -515,7 +515,9 @@ impl Shared {
     #[cold]
     fn make_room(&self, cpu: usize, way: &Way, tag: u64) {
         // Acquire: the reads that follow (the core, the delta) come after the tag read; the tag
-        // itself is pinned by the core lock taken next (installs over it need that lock).
+        // itself is pinned by the core lock taken next (installs over it need that lock). Until
+        // then another eviction on this CPU (this thread preempted) may replace it: the take's
+        // and the install's checks of the tag catch that.
         let cur = way.tag.load(Ordering::Acquire);
         if cur == EMPTY {
             let _ = self
@@ -532,6 +534,8 @@ impl Shared {
                 d.wrapping_neg(),
             )
         };
+        #[cfg(all(test, not(loom)))]
+        tests::between_tag_and_lock();
         let early = bug(Bug::EvictOutsideLock).then(|| {
             let d = way.delta.load(Ordering::Relaxed);
             (d, take(d))

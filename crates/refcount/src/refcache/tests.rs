@@ -30,6 +30,67 @@ pub(super) fn between_flush_and_install() {
     }
 }
 
+std::thread_local! {
+    /// Run (once) by this thread's next eviction between its read of the way's tag and its
+    /// lock of that tag's object: where a preempted thread lets another run.
+    static BEFORE_LOCK: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+}
+
+/// The hook of [`BEFORE_LOCK`].
+pub(super) fn between_tag_and_lock() {
+    if let Some(f) = BEFORE_LOCK.with(|b| b.borrow_mut().take()) {
+        f();
+    }
+}
+
+/// An eviction whose way another eviction takes over between its read of the tag (`a`'s) and
+/// its lock of that object (as a thread preempted there lets another run): a get of `c`
+/// there evicts `a` and takes `c`'s delta to 1. The first eviction's take, which checks the
+/// tag as well as the delta, fails, and it evicts again: each object counts its own
+/// references. A take that checked the delta alone would flush `c`'s delta into `a`'s count
+/// under `a`'s lock: `c` would read no reference while its get holds one, and reclaim under
+/// it.
+#[test]
+fn an_eviction_whose_way_another_eviction_takes_before_its_lock_flushes_nothing_of_it() {
+    let saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("two evictions on one CPU's way").is_none() {
+        return;
+    }
+    // One way per CPU: the three objects map to it.
+    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
+        ways: 1,
+        ..Config::default()
+    }));
+    let a = s.new_object();
+    let b = s.new_object();
+    let c = std::rc::Rc::new(s.new_object());
+    let ta = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
+    let (s2, c2) = (s.clone(), c.clone());
+    let got = std::rc::Rc::new(RefCell::new(None));
+    let got2 = got.clone();
+    BEFORE_LOCK.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move || {
+            // Evicts a (a's global 1) and takes c's delta to 1.
+            *got2.borrow_mut() = s2.try_get(pinned(&c2));
+        }))
+    });
+    let tb = s.try_get(pinned(&b)).expect("live"); // reads a's tag, then the hook runs
+    assert!(BEFORE_LOCK.with(|h| h.borrow().is_none()), "the hook ran");
+    let tc = got.take().expect("live");
+    for (o, name) in [(&a, "a"), (&b, "b"), (&*c, "c")] {
+        assert_eq!(s.read_all(pinned(o)), 1, "{name}'s one reference");
+    }
+    assert!(
+        !s.try_reclaim(pinned(&c)),
+        "c reclaimed under its reference"
+    );
+    for (o, t) in [(&a, ta), (&b, tb), (&*c, tc)] {
+        s.put(pinned(o), t);
+        assert!(s.try_reclaim(pinned(o)));
+    }
+    assert!(saved.restore());
+}
+
 /// A get of a way's object on its CPU, run between the flush of a conflict eviction and
 /// its install of another object's tag (as a thread preempted there lets another run),
 /// takes the way's delta from 0 to 1: the install, which checks the delta is still 0,
