@@ -519,7 +519,11 @@ impl Shared {
         // then another eviction on this CPU (this thread preempted) may replace it: the take's
         // and the install's checks of the tag catch that.
         let cur = way.tag.load(Ordering::Acquire);
+        #[cfg(all(test, not(loom)))]
+        tests::after_reading_the_tag();
         if cur == EMPTY {
+            // The check of the tag: another get or put on this CPU (this thread preempted) may
+            // have installed its object since the read, and counted in the way.
             let _ = self
                 .pc
                 .store(cpu, &[Check::new(&way.tag, EMPTY)], &way.tag, tag);
@@ -534,8 +538,6 @@ impl Shared {
                 d.wrapping_neg(),
             )
         };
-        #[cfg(all(test, not(loom)))]
-        tests::between_tag_and_lock();
         let early = bug(Bug::EvictOutsideLock).then(|| {
             let d = way.delta.load(Ordering::Relaxed);
             (d, take(d))

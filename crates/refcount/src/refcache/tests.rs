@@ -31,16 +31,61 @@ pub(super) fn between_flush_and_install() {
 }
 
 std::thread_local! {
-    /// Run (once) by this thread's next eviction between its read of the way's tag and its
-    /// lock of that tag's object: where a preempted thread lets another run.
-    static BEFORE_LOCK: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    /// Run (once) by this thread's next `make_room` between its read of the way's tag and what
+    /// it does on it (the install on an empty way, the lock of the tag's object for an
+    /// eviction): where a preempted thread lets another run.
+    static AFTER_TAG: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
 }
 
-/// The hook of [`BEFORE_LOCK`].
-pub(super) fn between_tag_and_lock() {
-    if let Some(f) = BEFORE_LOCK.with(|b| b.borrow_mut().take()) {
+/// The hook of [`AFTER_TAG`].
+pub(super) fn after_reading_the_tag() {
+    if let Some(f) = AFTER_TAG.with(|b| b.borrow_mut().take()) {
         f();
     }
+}
+
+/// An install on a way read empty, where a get of another object on the way's CPU, run
+/// between the read and the install (as a thread preempted there lets another run), installs
+/// its own tag and counts in the way: the install, which checks that the way is still empty,
+/// fails, and the first get evicts the other object instead. An install that did not check
+/// would put its tag over the other object's delta, which would then count for it: the other
+/// object would read no reference while its get holds one, and reclaim under it.
+#[test]
+fn an_install_on_a_way_another_object_took_since_it_was_read_empty_evicts_it() {
+    let saved = percpu::affinity::Saved::take();
+    if percpu::testing::pin_or_skip("two installs on one CPU's way").is_none() {
+        return;
+    }
+    // One way per CPU, empty: both objects map to it.
+    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
+        ways: 1,
+        ..Config::default()
+    }));
+    let x = s.new_object();
+    let y = std::rc::Rc::new(s.new_object());
+    let (s2, y2) = (s.clone(), y.clone());
+    let got = std::rc::Rc::new(RefCell::new(None));
+    let got2 = got.clone();
+    AFTER_TAG.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move || {
+            // Installs y on the empty way and takes its delta to 1.
+            *got2.borrow_mut() = s2.try_get(pinned(&y2));
+        }))
+    });
+    let tx = s.try_get(pinned(&x)).expect("live"); // reads the way empty, then the hook runs
+    assert!(AFTER_TAG.with(|h| h.borrow().is_none()), "the hook ran");
+    let ty = got.take().expect("live");
+    assert_eq!(s.read_all(pinned(&y)), 1, "y's one reference");
+    assert_eq!(s.read_all(pinned(&x)), 1, "x's one reference");
+    assert!(
+        !s.try_reclaim(pinned(&y)),
+        "y reclaimed under its reference"
+    );
+    for (o, t) in [(&x, tx), (&*y, ty)] {
+        s.put(pinned(o), t);
+        assert!(s.try_reclaim(pinned(o)));
+    }
+    assert!(saved.restore());
 }
 
 /// An eviction whose way another eviction takes over between its read of the tag (`a`'s) and
@@ -68,14 +113,14 @@ fn an_eviction_whose_way_another_eviction_takes_before_its_lock_flushes_nothing_
     let (s2, c2) = (s.clone(), c.clone());
     let got = std::rc::Rc::new(RefCell::new(None));
     let got2 = got.clone();
-    BEFORE_LOCK.with(|h| {
+    AFTER_TAG.with(|h| {
         *h.borrow_mut() = Some(Box::new(move || {
             // Evicts a (a's global 1) and takes c's delta to 1.
             *got2.borrow_mut() = s2.try_get(pinned(&c2));
         }))
     });
     let tb = s.try_get(pinned(&b)).expect("live"); // reads a's tag, then the hook runs
-    assert!(BEFORE_LOCK.with(|h| h.borrow().is_none()), "the hook ran");
+    assert!(AFTER_TAG.with(|h| h.borrow().is_none()), "the hook ran");
     let tc = got.take().expect("live");
     for (o, name) in [(&a, "a"), (&b, "b"), (&*c, "c")] {
         assert_eq!(s.read_all(pinned(o)), 1, "{name}'s one reference");
