@@ -978,6 +978,8 @@ impl RefCache {
             false => Ordering::Acquire,
         };
         for cpu in 0..sh.pc.len() {
+            #[cfg(all(test, not(loom)))]
+            tests::sum_reads_a_way(obj);
             let way = sh.way(cpu, obj.slot);
             // Acquire: pairs with the lock release of the evicting thread (through our lock)
             // and orders the delta read after the tag read.

@@ -44,6 +44,48 @@ pub(super) fn after_reading_the_tag() {
     }
 }
 
+std::thread_local! {
+    /// The ways this thread's sums read while [`sum_reads_a_way`] checks them (`None`: not
+    /// checked).
+    static SUM_WAYS: core::cell::Cell<Option<usize>> = const { core::cell::Cell::new(None) };
+}
+
+/// Run by a sum before it reads each way: where [`SUM_WAYS`] is set, checks that the sum
+/// holds the object's lock, and counts the way.
+pub(super) fn sum_reads_a_way(obj: &RefCacheObject) {
+    if let Some(n) = SUM_WAYS.with(|w| w.get()) {
+        let core = obj.shared.cores.get(obj.slot);
+        assert!(
+            matches!(
+                core.state.try_lock(),
+                Err(std::sync::TryLockError::WouldBlock)
+            ),
+            "a sum read a way without the object's lock"
+        );
+        SUM_WAYS.with(|w| w.set(Some(n + 1)));
+    }
+}
+
+/// A sum (`read_all`, `try_reclaim`) reads every way under the object's lock: an epoch flush
+/// or an eviction moves a delta from its way into `global` under that lock, and a sum that
+/// read `global` before such a move and the way after it would miss the delta (a reclaim
+/// under a reference). No loom model reaches that window: the flush's section reads the
+/// delta (its check) just before it takes it, and loom, which keeps one last access per
+/// atomic, then sees no race between the sum's read and the take.
+#[test]
+fn a_sum_reads_every_way_under_the_objects_lock() {
+    let s = RefCache::with_manual_epochs(Config::default());
+    let obj = s.new_object();
+    let t = s.try_get(pinned(&obj)).expect("live");
+    SUM_WAYS.with(|w| w.set(Some(0)));
+    assert_eq!(s.read_all(pinned(&obj)), 1);
+    assert!(!s.try_reclaim(pinned(&obj)), "reclaimed under a reference");
+    s.put(pinned(&obj), t);
+    assert!(s.try_reclaim(pinned(&obj)));
+    let read = SUM_WAYS.with(|w| w.take());
+    assert_eq!(read, Some(3 * s.shared.pc.len()), "the ways of three sums");
+}
+
 /// An install on a way read empty, where a get of another object on the way's CPU, run
 /// between the read and the install (as a thread preempted there lets another run), installs
 /// its own tag and counts in the way: the install, which checks that the way is still empty,
