@@ -981,8 +981,10 @@ impl RefCache {
             #[cfg(all(test, not(loom)))]
             tests::sum_reads_a_way(obj);
             let way = sh.way(cpu, obj.slot);
-            // Acquire: pairs with the lock release of the evicting thread (through our lock)
-            // and orders the delta read after the tag read.
+            // Acquire: pairs with the Release commits of the sections that stored the tag and
+            // the delta (an install's, a get's or put's), and orders the delta read after the
+            // tag read. What flushes and evictions did is ordered by the lock, not by these
+            // loads; `confirm` adds its own Acquire fence after the sum.
             if way.tag.load(acquire) == obj.tag {
                 sum += way.delta.load(acquire) as i64;
             }
