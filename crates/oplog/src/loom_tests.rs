@@ -3,7 +3,9 @@
 //! says which one it runs on. The clock is the modelled SeqCst counter (`sync::loom_clock`).
 //! The models need a preemption bound: without one the spin locks' yields make them run for
 //! hours. With `--cfg paygo_loom_bug` the `bug_*` tests remove one step of the protocol each
-//! (`object::bug`) and expect a model to fail.
+//! (`object::bug`) and expect a model to fail. A way's `last` and `log` are loom cells
+//! (`sync::LockedCell`): an access to them that the way's lock does not order is a data race
+//! that every model reports.
 //!
 //! **What they cannot catch: a weakened SeqCst.** Loom models a SeqCst access as AcqRel
 //! (tokio-rs/loom#180), so the protocol's SeqCst accesses whose single total order an argument
@@ -666,6 +668,16 @@ mod bugs {
     #[should_panic(expected = "out of their stamps' order")]
     fn bug_one_pass_is_caught() {
         with_bug(bug::ONE_PASS, super::read_races_two_cpus);
+    }
+
+    /// A `log` that unlocks its way before it reads its log's length (for the bound) reads it
+    /// while the reader's gather may be taking that log: a data race on the way's log, which
+    /// loom reports since the ways' cells are loom's (`sync::LockedCell`). With plain cells the
+    /// model runs each access whole, sees no race, and passed.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_len_after_unlock_is_caught() {
+        with_bug(bug::LEN_AFTER_UNLOCK, super::read_races_two_cpus);
     }
 }
 

@@ -5,9 +5,9 @@
 use crate::log::{Log, Stamp, Stamper};
 use crate::spin::SpinLock;
 use crate::sync::{
-    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, LockedCell, Mutex, MutexGuard,
+    Ordering,
 };
-use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use percpu::PerCpu;
 use std::sync::{Arc, TryLockError};
@@ -25,8 +25,8 @@ struct Way<L: Log> {
     /// held (Relaxed: the lock orders it).
     tag: AtomicPtr<Core<L>>,
     /// The last timestamp given out in this way (stamps of one way strictly increase).
-    last: UnsafeCell<u64>,
-    log: UnsafeCell<L>,
+    last: LockedCell<u64>,
+    log: LockedCell<L>,
 }
 
 // SAFETY: `last` and `log` are only touched with `lock` held, so a `Way` shared between threads
@@ -38,8 +38,8 @@ impl<L: Log> Way<L> {
         Way {
             lock: SpinLock::new(),
             tag: AtomicPtr::new(core::ptr::null_mut()),
-            last: UnsafeCell::new(0),
-            log: UnsafeCell::new(L::default()),
+            last: LockedCell::new(0),
+            log: LockedCell::new(L::default()),
         }
     }
 }
@@ -361,6 +361,8 @@ pub(crate) mod bug {
     pub(crate) const DROP_UNDER_LOCK: u8 = 6;
     /// A gather's pass takes the spill list before it scans the pending bits, not after.
     pub(crate) const SPILL_BEFORE_BITS: u8 = 7;
+    /// A `log` unlocks its way before it asks its log's length (for the bound), not after.
+    pub(crate) const LEN_AFTER_UNLOCK: u8 = 8;
     std::thread_local! {
         /// The mode of the models run on this thread (loom runs a model's threads on the
         /// test's own).
@@ -617,8 +619,8 @@ impl<L: Log> Core<L> {
                     let way = self.domain.way_of(cpu, self);
                     let g = way.lock.lock();
                     if core::ptr::eq(way.tag.load(Ordering::Relaxed), self) {
-                        // SAFETY: the way's lock is held.
-                        logs.push(unsafe { &mut *way.log.get() }.take());
+                        // SAFETY: the way's lock is held (`g`, dropped after this access).
+                        logs.push(unsafe { way.log.get_mut() }.take());
                         Self::untag(&self.pending, way, cpu);
                         any = true;
                     }
@@ -1126,39 +1128,45 @@ impl<L: Log> Object<L> {
                 }
                 None => {
                     // Its owner is synchronizing or reading it: spill the log to it instead.
-                    // SAFETY: the way's lock is held.
-                    let log = unsafe { &mut *way.log.get() };
-                    // The spill's size (a hint for the bound), asked before anything moves:
-                    // `len` is the user's code, and a panic there once `take` had moved the
-                    // updates out would drop them unreported. Here it leaves them in the way
-                    // (while the thread unwinds already, such a panic aborts the process, as
-                    // one in `Log::len` anywhere does). Where `take` panics while unwinding and
-                    // what it left is spilled, `n` overstates the spill: a hint only.
-                    let n = log.len();
-                    // If the user's `take` panics, what it moved out is lost: `lost` then
-                    // makes the object's next gather poison it.
-                    let lost = LostOnUnwind(&other.lost);
-                    let l = if std::thread::panicking() {
-                        // The thread unwinds from a panic (a `log` in a `Drop`): a panic of
-                        // `take` would abort the process. It is caught, `lost` reports what it
-                        // dropped, and what it left in the log is spilled with `mem::take`, so
-                        // that the way can be untagged as usual.
-                        let taken =
-                            std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| log.take()));
-                        match taken {
-                            Ok(l) => l,
-                            Err(payload) => {
-                                // Its drop is user code too, which might panic.
-                                core::mem::forget(payload);
-                                // Relaxed: as in `LostOnUnwind`.
-                                other.lost.store(true, Ordering::Relaxed);
-                                core::mem::take(log)
+                    let (n, l) = {
+                        // SAFETY: the way's lock is held (`g`, dropped after this block, which
+                        // ends the access).
+                        let mut log = unsafe { way.log.get_mut() };
+                        // The spill's size (a hint for the bound), asked before anything moves:
+                        // `len` is the user's code, and a panic there once `take` had moved the
+                        // updates out would drop them unreported. Here it leaves them in the way
+                        // (while the thread unwinds already, such a panic aborts the process, as
+                        // one in `Log::len` anywhere does). Where `take` panics while unwinding and
+                        // what it left is spilled, `n` overstates the spill: a hint only.
+                        let n = log.len();
+                        // If the user's `take` panics, what it moved out is lost: `lost` then
+                        // makes the object's next gather poison it.
+                        let lost = LostOnUnwind(&other.lost);
+                        let l = if std::thread::panicking() {
+                            // The thread unwinds from a panic (a `log` in a `Drop`): a panic of
+                            // `take` would abort the process. It is caught, `lost` reports what it
+                            // dropped, and what it left in the log is spilled with `mem::take`, so
+                            // that the way can be untagged as usual.
+                            let taken =
+                                std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                                    log.take()
+                                }));
+                            match taken {
+                                Ok(l) => l,
+                                Err(payload) => {
+                                    // Its drop is user code too, which might panic.
+                                    core::mem::forget(payload);
+                                    // Relaxed: as in `LostOnUnwind`.
+                                    other.lost.store(true, Ordering::Relaxed);
+                                    core::mem::take(&mut *log)
+                                }
                             }
-                        }
-                    } else {
-                        log.take()
+                        } else {
+                            log.take()
+                        };
+                        core::mem::forget(lost);
+                        (n, l)
                     };
-                    core::mem::forget(lost);
                     #[cfg(paygo_loom_bug)]
                     if bug::is(bug::UNTAG_BEFORE_SPILL) {
                         Core::untag(&other.pending, way, cpu);
@@ -1179,19 +1187,34 @@ impl<L: Log> Object<L> {
                 }
             }
         };
-        // SAFETY: the way's lock is held (for `last` and `log`).
-        let (last, log) = unsafe { (&mut *way.last.get(), &mut *way.log.get()) };
-        // The way's `last` advances to the stamp handed out even if `push` panics after taking
-        // it (the log may keep the entry, and stamps of one way must strictly increase): the
-        // store runs on unwind too, before `guard` (declared earlier) unlocks the way.
-        let stamper = Stamper::new(cpu as u32, *last);
-        let mut stamping = Stamping { last, stamper };
-        log.push(op, &mut stamping.stamper);
-        let taken = stamping.stamper.taken();
-        drop(stamping);
-        let over = log.len() > dom.bound
-            || (check_spill && core.spilled.load(Ordering::Relaxed) > dom.bound);
+        let (taken, over) = {
+            // SAFETY: the way's lock is held (for `last` and `log`) until `guard` is dropped,
+            // after this block, which ends the accesses (on unwind too).
+            let (mut last, mut log) = unsafe { (way.last.get_mut(), way.log.get_mut()) };
+            // The way's `last` advances to the stamp handed out even if `push` panics after
+            // taking it (the log may keep the entry, and stamps of one way must strictly
+            // increase): the store runs on unwind too, before `guard` (declared earlier) unlocks
+            // the way.
+            let stamper = Stamper::new(cpu as u32, *last);
+            let mut stamping = Stamping {
+                last: &mut last,
+                stamper,
+            };
+            log.push(op, &mut stamping.stamper);
+            let taken = stamping.stamper.taken();
+            drop(stamping);
+            let over = log.len() > dom.bound
+                || (check_spill && core.spilled.load(Ordering::Relaxed) > dom.bound);
+            (taken, over)
+        };
         drop(guard);
+        #[cfg(paygo_loom_bug)]
+        let over = if bug::is(bug::LEN_AFTER_UNLOCK) {
+            // SAFETY: none, the mutation's point: the log is read without its way's lock.
+            unsafe { way.log.get_mut() }.len() > dom.bound
+        } else {
+            over
+        };
         if over {
             // Objects dropped by the updates applied are dropped once `t` is unlocked.
             let deferring = deferred::Scope::enter();
@@ -2065,7 +2088,7 @@ mod tests {
                 let way = d.way_of(cpu, o.core());
                 let g = way.lock.lock();
                 // SAFETY: the way's lock is held.
-                let (last, log) = unsafe { (*way.last.get(), &*way.log.get()) };
+                let (last, log) = unsafe { (*way.last.get_mut(), way.log.get_mut()) };
                 if let Some(s) = log.0.last() {
                     assert_eq!(s.cpu as usize, cpu);
                     assert_eq!(last, s.ts, "the way's last time is its last stamp");

@@ -130,3 +130,86 @@ pub(crate) fn loom_clock() -> u64 {
     // SeqCst: the modelled clock's reads are totally ordered and follow happens-before.
     CLOCK.fetch_add(1, Ordering::SeqCst) + 1
 }
+
+/// A cell that a lock guards (a way's `last` and `log`): `core::cell::UnsafeCell`, and under
+/// loom `loom::cell::UnsafeCell`, so that the models check each access against the others: an
+/// access that the lock's orderings do not order after the previous holder's is a data race
+/// that loom reports. (With a plain `UnsafeCell` a model reads the latest value whatever the
+/// orderings, and a way lock weakened to Relaxed passed every model.)
+pub(crate) struct LockedCell<T> {
+    #[cfg(not(loom))]
+    cell: core::cell::UnsafeCell<T>,
+    #[cfg(loom)]
+    cell: loom::cell::UnsafeCell<T>,
+}
+
+/// Exclusive access to a [`LockedCell`]'s value while it lives (under loom, loom counts the
+/// access as running until it is dropped).
+pub(crate) struct LockedMut<'a, T> {
+    #[cfg(not(loom))]
+    ptr: *mut T,
+    #[cfg(loom)]
+    ptr: loom::cell::MutPtr<T>,
+    _cell: core::marker::PhantomData<&'a mut T>,
+}
+
+impl<T> LockedCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        LockedCell {
+            #[cfg(not(loom))]
+            cell: core::cell::UnsafeCell::new(value),
+            #[cfg(loom)]
+            cell: loom::cell::UnsafeCell::new(value),
+        }
+    }
+
+    /// The value, for as long as the returned access lives.
+    ///
+    /// # Safety
+    /// The caller holds the lock that guards the cell until the access is dropped, and makes
+    /// no other access to the cell meanwhile.
+    #[inline(always)]
+    pub(crate) unsafe fn get_mut(&self) -> LockedMut<'_, T> {
+        LockedMut {
+            #[cfg(not(loom))]
+            ptr: self.cell.get(),
+            #[cfg(loom)]
+            ptr: self.cell.get_mut(),
+            _cell: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> core::ops::Deref for LockedMut<'_, T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: `LockedCell::get_mut`'s caller holds the cell's lock while this access lives
+        // and makes no other access: the value is this access's alone.
+        #[cfg(not(loom))]
+        unsafe {
+            &*self.ptr
+        }
+        // SAFETY: as above.
+        #[cfg(loom)]
+        unsafe {
+            self.ptr.deref()
+        }
+    }
+}
+
+impl<T> core::ops::DerefMut for LockedMut<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`.
+        #[cfg(not(loom))]
+        unsafe {
+            &mut *self.ptr
+        }
+        // SAFETY: as in `deref`.
+        #[cfg(loom)]
+        unsafe {
+            self.ptr.deref()
+        }
+    }
+}
