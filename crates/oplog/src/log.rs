@@ -112,13 +112,15 @@ impl Stamper {
     }
 }
 
-/// The panic of [`Stamper::stamp`] for a slot whose last stamp is at `u64::MAX`.
+/// The panic of [`Stamper::stamp`] for a log slot (one object's way on CPU slot `cpu`, which
+/// the objects that share that way share) whose last stamp is at `u64::MAX`.
 #[cold]
 #[inline(never)]
 fn no_stamp_after_the_largest(cpu: u32) -> ! {
     panic!(
-        "oplog: CPU slot {cpu} has no stamp left: its last one is at u64::MAX (a Log::push \
-         stamped an update there with Stamper::fixed), and a later update must be stamped after it"
+        "oplog: this object's log slot on CPU slot {cpu} has no stamp left: its last one is at \
+         u64::MAX (a Log::push stamped an update there with Stamper::fixed), and a later update \
+         must be stamped after it (the CPU's other log slots are not affected)"
     )
 }
 
@@ -323,7 +325,10 @@ mod tests {
             .expect_err("no stamp after u64::MAX")
             .downcast::<String>()
             .unwrap();
-        assert!(msg.contains("CPU slot 3 has no stamp left"), "{msg}");
+        assert!(
+            msg.contains("this object's log slot on CPU slot 3 has no stamp left"),
+            "{msg}"
+        );
         assert_eq!((s.taken(), s.last()), (None, u64::MAX));
         // A fixed stamper gives its stamp whatever the slot's time.
         assert_eq!(Stamper::fixed(st(u64::MAX, 3)).stamp(), st(u64::MAX, 3));

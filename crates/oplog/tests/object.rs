@@ -761,10 +761,10 @@ fn a_push_that_stamps_behind_does_not_move_the_cpus_stamps_back() {
 }
 
 /// A `push` that stamps an update at `u64::MAX` (its stamper replaced by a fixed one) leaves its
-/// CPU's log no later stamp: the next update stamped there panics, saying so, and is not
-/// logged; the object is not poisoned and applies the two it holds. The next update was stamped
-/// at `u64::MAX` too, a stamp two updates of one CPU then shared (applied in either order where
-/// they are in two logs of that CPU).
+/// CPU's log of the object no later stamp: the next update stamped there panics, saying so, and
+/// is not logged; the object is not poisoned and applies the two it holds. The next update was
+/// stamped at `u64::MAX` too, a stamp two updates of one CPU then shared (applied in either order
+/// where they are in two logs of that CPU). The CPU's logs of other objects are not affected.
 #[test]
 fn a_cpu_whose_last_stamp_is_the_largest_refuses_the_next_stamp() {
     let _saved = percpu::affinity::Saved::take();
@@ -786,12 +786,21 @@ fn a_cpu_whose_last_stamp_is_the_largest_refuses_the_next_stamp() {
         let again = o.log(StampOp::Plain);
         assert_ne!(again, Some(largest), "a stamp repeated");
     });
+    // The object's log slot on that CPU is out of stamps, not the CPU: another object of the
+    // domain (the next way) logs there, stamped by the clock. The message named the CPU slot
+    // alone, as if nothing could be logged on it any more.
     assert!(
-        msg.contains(&format!("CPU slot {} has no stamp left", a.cpu)),
+        msg.contains(&format!(
+            "this object's log slot on CPU slot {} has no stamp left",
+            a.cpu
+        )),
         "{msg}"
     );
     assert!(!o.is_poisoned(), "a panicking push poisons nothing");
     assert_eq!(*o.synchronize(), [a, largest]);
+    let other = Object::new(&d, Vec::new());
+    let s = other.log(StampOp::Plain).expect("stamped");
+    assert!(s.cpu == a.cpu && s.ts < u64::MAX, "{s:?}");
 }
 
 /// An update applied by a synchronize logs to its own object, and then to an object that shares
