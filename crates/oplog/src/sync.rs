@@ -1,7 +1,7 @@
 //! The facade: the only module that names `std::sync` primitives the protocol relies on, or
 //! `loom`. Under `cfg(loom)` the atomics and the mutex come from loom (so a loom model explores
-//! their interleavings), the clock is a modelled global counter, and per-CPU tables are
-//! allocated eagerly.
+//! their interleavings), a way's cells are loom's ([`LockedCell`]: a model checks every access
+//! to them), the clock is a modelled global counter, and per-CPU tables are allocated eagerly.
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
