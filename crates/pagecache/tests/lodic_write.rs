@@ -13,7 +13,7 @@ use pagecache::{Config, Mapping, PageCacheOf, Rmap, SchemeConfig, PAGE_SIZE};
 use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
 use std::io::ErrorKind;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 const RMAPS: [Rmap; 2] = [Rmap::File, Rmap::Process];
 const P: u64 = PAGE_SIZE as u64;
@@ -414,7 +414,16 @@ impl Visit for Cuts {
                             let j = own_chunk(&mut rng, t, THREADS, P / 8, PAGES * P / 8);
                             let at = j * 8 - P;
                             let bytes = (seq << 8 | t as u64).to_le_bytes();
-                            started[t].store(seq, Ordering::SeqCst);
+                            // Release: pairs with the Acquire loads of `load` (`lo`): the
+                            // writes of this thread's stamps below `seq` are done before a
+                            // thread that reads `seq` here (the main thread, before its cut).
+                            started[t].store(seq, Ordering::Release);
+                            // Pairs with the Acquire fence of `load` (`hi`): the stamp's bytes
+                            // are Relaxed stores (the cache's words), and a thread that reads
+                            // them then sees `seq` here (a store before them in program order
+                            // alone would not show it: the stamps of a check are bounded by
+                            // `hi` only through this edge).
+                            fence(Ordering::Release);
                             let back = write_chunk(&m, &mut rng, at, &bytes, 4, 4);
                             // A cut since the write may have zeroed it.
                             assert!(
@@ -433,7 +442,11 @@ impl Visit for Cuts {
             let mut rng = Rng::new(99);
             let mut all = vec![0u8; (PAGES * P) as usize];
             let load = |v: &[AtomicU64]| -> Vec<u64> {
-                v.iter().map(|x| x.load(Ordering::SeqCst)).collect()
+                // Pairs with the writers' Release fence before a stamp's bytes: every stamp
+                // read before this shows its `started` value to the loads below (`hi`).
+                fence(Ordering::Acquire);
+                // Acquire: pairs with the writers' Release stores of `started` (`lo`).
+                v.iter().map(|x| x.load(Ordering::Acquire)).collect()
             };
             for _ in 0..cuts {
                 // Every write of a thread below the stamp it began is done.
@@ -456,7 +469,8 @@ impl Visit for Cuts {
                 w.join().expect("writer");
             }
         });
-        let hi: Vec<u64> = started.iter().map(|x| x.load(Ordering::SeqCst)).collect();
+        // Relaxed: the writers were joined.
+        let hi: Vec<u64> = started.iter().map(|x| x.load(Ordering::Relaxed)).collect();
         let len = f.len();
         let mut cached = vec![0u8; len as usize];
         assert_eq!(f.read_at(&mut cached, 0).expect("read"), cached.len());
