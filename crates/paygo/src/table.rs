@@ -298,11 +298,11 @@ pub struct Stats {
 /// Bytes a domain uses (see [`Domain::memory_usage`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryUsage {
-    /// The per-CPU tables (slots × 48 bytes × CPUs: 32 for the entry, 16 for its anchor
-    /// counter, each array in whole cache lines), their claim summaries (a bit per 8 slots), the stripe locks, and the buffers
-    /// kept for the next batch reclaim (about 56 bytes per object of the largest batch so far,
-    /// kept for batches of up to 16,384 objects; left out while a batch uses them, as the call
-    /// never waits for one).
+    /// The per-CPU tables (slots × 48 bytes × CPUs: 32 for the entry, 16 for its anchor counter,
+    /// each array in whole cache lines), their claim summaries (a bit per 8 slots), the stripe
+    /// locks, and the buffers kept for the next batch reclaim (about 56 bytes per object of the
+    /// largest batch so far, kept for batches of up to 16,384 objects; left out while a batch uses
+    /// them, as the call never waits for one).
     pub table_bytes: usize,
     /// Heap bytes held by overflow lists now (the lists and the maps that find them).
     pub overflow_bytes: usize,

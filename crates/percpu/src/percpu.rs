@@ -561,16 +561,16 @@ impl<T> PerCpu<T> {
         self.path != Path::Locked
     }
 
-    /// The CPU this thread runs on now, as [`crate::current_cpu`], but with the path decided
-    /// by this value's own flag (one global load fewer on the rseq path). Not mapped onto the
-    /// slots: see [`Here::cpu`]. Unlike `current_cpu`, on the rseq path it registers nothing
-    /// (on the locked path it is `current_cpu`, which registers the thread's area where this
-    /// crate registers them): where this crate registers the rseq areas ([`crate::Registrar::Percpu`]), a thread whose area is not
-    /// registered yet reads CPU 0 (its `cpu_id_start`), a stale CPU like any other: its first
-    /// section fails for it (the thread's `cpu_id` is -1), registers the area, and the caller's
-    /// retry reads the CPU again. So do [`PerCpu::here`] and [`PerCpu::current`]. A caller that
-    /// runs no section (it only picks a slot, under a lock of its own) would read CPU 0 for
-    /// ever there: it reads [`crate::current_cpu`] instead, at least where this reads 0.
+    /// The CPU this thread runs on now, as [`crate::current_cpu`], but with the path decided by
+    /// this value's own flag (one global load fewer on the rseq path). Not mapped onto the slots:
+    /// see [`Here::cpu`]. Unlike `current_cpu`, on the rseq path it registers nothing (on the
+    /// locked path it is `current_cpu`, which registers the thread's area where this crate
+    /// registers them): where this crate registers the rseq areas ([`crate::Registrar::Percpu`]), a
+    /// thread whose area is not registered yet reads CPU 0 (its `cpu_id_start`), a stale CPU like
+    /// any other: its first section fails for it (the thread's `cpu_id` is -1), registers the area,
+    /// and the caller's retry reads the CPU again. So do [`PerCpu::here`] and [`PerCpu::current`].
+    /// A caller that runs no section (it only picks a slot, under a lock of its own) would read CPU
+    /// 0 for ever there: it reads [`crate::current_cpu`] instead, at least where this reads 0.
     #[inline(always)]
     pub fn cpu(&self) -> usize {
         self.here().cpu()
