@@ -99,21 +99,12 @@ fn an_install_on_a_way_another_object_took_since_it_was_read_empty_evicts_it() {
         return;
     }
     // One way per CPU, empty: both objects map to it.
-    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    }));
+    let s = std::rc::Rc::new(one_way());
     let x = s.new_object();
     let y = std::rc::Rc::new(s.new_object());
-    let (s2, y2) = (s.clone(), y.clone());
-    let got = std::rc::Rc::new(RefCell::new(None));
-    let got2 = got.clone();
-    AFTER_TAG.with(|h| {
-        *h.borrow_mut() = Some(Box::new(move || {
-            // Installs y on the empty way and takes its delta to 1.
-            *got2.borrow_mut() = s2.try_get(pinned(&y2));
-        }))
-    });
+    // Installs y on the empty way and takes its delta to 1.
+    let (get_y, got) = a_get_of(&s, &y);
+    AFTER_TAG.with(|h| *h.borrow_mut() = Some(get_y));
     let tx = s.try_get(pinned(&x)).expect("live"); // reads the way empty, then the hook runs
     assert!(AFTER_TAG.with(|h| h.borrow().is_none()), "the hook ran");
     let ty = got.take().expect("live");
@@ -144,23 +135,15 @@ fn an_eviction_whose_way_another_eviction_takes_before_its_lock_flushes_nothing_
         return;
     }
     // One way per CPU: the three objects map to it.
-    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    }));
+    let s = std::rc::Rc::new(one_way());
     let a = s.new_object();
     let b = s.new_object();
     let c = std::rc::Rc::new(s.new_object());
     let ta = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
-    let (s2, c2) = (s.clone(), c.clone());
-    let got = std::rc::Rc::new(RefCell::new(None));
-    let got2 = got.clone();
-    AFTER_TAG.with(|h| {
-        *h.borrow_mut() = Some(Box::new(move || {
-            // Evicts a (a's global 1) and takes c's delta to 1.
-            *got2.borrow_mut() = s2.try_get(pinned(&c2));
-        }))
-    });
+
+    // Evicts a (a's global 1) and takes c's delta to 1.
+    let (get_c, got) = a_get_of(&s, &c);
+    AFTER_TAG.with(|h| *h.borrow_mut() = Some(get_c));
     let tb = s.try_get(pinned(&b)).expect("live"); // reads a's tag, then the hook runs
     assert!(AFTER_TAG.with(|h| h.borrow().is_none()), "the hook ran");
     let tc = got.take().expect("live");
@@ -190,10 +173,7 @@ fn a_get_between_an_evictions_flush_and_its_install_counts_for_its_own_object() 
         return;
     }
     // One way per CPU: both objects map to it.
-    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    }));
+    let s = std::rc::Rc::new(one_way());
     let a = std::rc::Rc::new(s.new_object());
     let b = s.new_object();
     let first = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
@@ -336,25 +316,14 @@ fn a_put_whose_way_another_object_takes_before_its_section_counts_for_its_own_ob
         return;
     }
     // One way per CPU: both objects map to it.
-    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    }));
+    let s = std::rc::Rc::new(one_way());
     let a = s.new_object();
     let b = std::rc::Rc::new(s.new_object());
     let ta = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
-    let (s2, b2) = (s.clone(), b.clone());
-    let got = std::rc::Rc::new(RefCell::new(None));
-    let got2 = got.clone();
+
     // Checked at a's tag and delta 1; b's get evicts a (a's global 1) and takes b's delta to 1.
-    let_put(
-        &s,
-        &a,
-        ta,
-        Some(Box::new(move || {
-            *got2.borrow_mut() = s2.try_get(pinned(&b2));
-        })),
-    );
+    let (get_b, got) = a_get_of(&s, &b);
+    let_put(&s, &a, ta, Some(get_b));
     let tb = got.take().expect("live");
     assert_eq!(
         s.read_all(pinned(&b)),
@@ -386,22 +355,14 @@ fn a_get_whose_way_another_object_takes_before_its_section_counts_for_its_own_ob
         return;
     }
     // One way per CPU: both objects map to it.
-    let s = std::rc::Rc::new(RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    }));
+    let s = std::rc::Rc::new(one_way());
     let a = s.new_object();
     let b = std::rc::Rc::new(s.new_object());
     let first = s.try_get(pinned(&a)).expect("live"); // a's tag, delta 1
-    let (s2, b2) = (s.clone(), b.clone());
-    let got = std::rc::Rc::new(RefCell::new(None));
-    let got2 = got.clone();
+
     // Checked at a's tag and delta 1; b's get evicts a (a's global 1) and takes b's delta to 1.
-    BETWEEN.with(|h| {
-        *h.borrow_mut() = Some(Box::new(move || {
-            *got2.borrow_mut() = s2.try_get(pinned(&b2));
-        }))
-    });
+    let (get_b, got) = a_get_of(&s, &b);
+    BETWEEN.with(|h| *h.borrow_mut() = Some(get_b));
     let second = s.try_get(pinned(&a)).expect("live");
     assert!(BETWEEN.with(|h| h.borrow().is_none()), "the hook ran");
     let tb = got.take().expect("live");
@@ -417,6 +378,31 @@ fn a_get_whose_way_another_object_takes_before_its_section_counts_for_its_own_ob
     s.put(pinned(&b), tb);
     assert!(s.try_reclaim(pinned(&b)));
     assert!(saved.restore());
+}
+
+/// A cache of one way per CPU (every object maps to it), with manual epochs.
+fn one_way() -> RefCache {
+    RefCache::with_manual_epochs(Config {
+        ways: 1,
+        ..Config::default()
+    })
+}
+
+/// Where [`a_get_of`]'s hook leaves the token of its get.
+type Got = std::rc::Rc<RefCell<Option<RefCacheToken>>>;
+
+/// A hook that takes a reference to `o` on `s` (another thread's get, run where this thread is
+/// preempted), and where it leaves the token.
+fn a_get_of(
+    s: &std::rc::Rc<RefCache>,
+    o: &std::rc::Rc<RefCacheObject>,
+) -> (Box<dyn FnOnce()>, Got) {
+    let got = Got::default();
+    let (s, o, into) = (s.clone(), o.clone(), got.clone());
+    (
+        Box::new(move || *into.borrow_mut() = s.try_get(pinned(&o))),
+        got,
+    )
 }
 
 /// Puts `t`, with `between` run between its check of the delta and its section.
@@ -474,10 +460,7 @@ fn a_slot_is_on_the_review_list_once_across_the_lives_of_its_objects() {
     if percpu::testing::pin_or_skip("evictions on one CPU's way").is_none() {
         return;
     }
-    let s = RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    });
+    let s = one_way();
     let b = Box::new(s.new_object());
     let mut held = Vec::new();
     // A get of `x` evicted by a get of `b`, flushed; its put evicted by another get of
@@ -647,10 +630,7 @@ fn with_epochs<R>(s: &RefCache, what: &str, body: impl FnOnce(&dyn Fn()) -> R) -
 #[test]
 fn the_review_list_stays_a_list_of_distinct_slots_under_evictions_and_epochs() {
     const ROUNDS: usize = if cfg!(miri) { 20 } else { 2000 };
-    let s = RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    });
+    let s = one_way();
     let objs: Vec<Vec<RefCacheObject>> = with_epochs(&s, "the epochs", |_| {
         std::thread::scope(|sc| {
             let hs: Vec<_> = (0..3)
@@ -805,10 +785,7 @@ fn a_reference_moved_ahead_of_the_flushes_is_confirmed_at_zero() {
     let on = |cpu: usize| {
         assert!(percpu::affinity::pin(cpu), "pinned to CPU {cpu}");
     };
-    let s = RefCache::with_manual_epochs(Config {
-        ways: 1,
-        ..Config::default()
-    });
+    let s = one_way();
     let sh = &*s.shared;
     // An epoch, as `run_epoch`'s, with `before(cpu)` run just before CPU `cpu`'s flush (each
     // flush on its CPU, which the rseq path needs).
