@@ -135,7 +135,7 @@ pub(crate) fn loom_clock() -> u64 {
 /// loom `loom::cell::UnsafeCell`, so that the models check each access against the others: an
 /// access that the lock's orderings do not order after the previous holder's is a data race
 /// that loom reports. (With a plain `UnsafeCell` a model reads the latest value whatever the
-/// orderings, and a way lock weakened to Relaxed passed every model.)
+/// orderings, and a model could not see a way lock weakened to Relaxed.)
 pub(crate) struct LockedCell<T> {
     #[cfg(not(loom))]
     cell: core::cell::UnsafeCell<T>,

@@ -244,7 +244,7 @@ mod tests {
     /// A guard of another collector than crossbeam-epoch's default one (the one whose epochs
     /// free the removed nodes) is refused: it protects nothing here, and a reader holding one
     /// could read a node after another thread's remove had it freed (a use after free from
-    /// safe code). It was taken.
+    /// safe code) if it were taken.
     #[test]
     fn a_guard_of_another_collector_is_refused() {
         let other = epoch::Collector::new();

@@ -4,8 +4,8 @@
  * cache (31 nodes of 128 bytes on a machine of 16 online CPUs, which its sysconf(3) reports, as
  * counters.c's does), and has memory again at the next free, as a process whose heap is full
  * gets some back when it frees. pagecache_new must return PAGECACHE_ENOMEM, and make the cache
- * once memory is back. (It aborted the program: "memory allocation of 130 bytes failed", the
- * library writing the error's message before it dropped the 99 trees made.) Prints
+ * once memory is back. (A library that wrote the error's message before it dropped the 99
+ * trees made would end the program: "memory allocation of 130 bytes failed".) Prints
  * "ok counter-oom" and "failures=N"; exits non-zero on any failure. */
 #define _GNU_SOURCE
 #include "pagecache.h"

@@ -337,8 +337,8 @@ impl Visit for QueryVisit<'_> {
             Ok(())
         };
         // Beside the background threads, once each has done its first pairs; with `pin`, on a
-        // thread pinned to CPU number 0, theirs on the next ones (as `drop-file` drops): it ran
-        // on the calling thread, unpinned, and could share a CPU with one of them.
+        // thread pinned to CPU number 0, theirs on the next ones (as `drop-file` drops), so that
+        // the reclaimer never shares a CPU with one of them.
         let (secs, cpu) = super::fs::with_readers(self.background, self.pin, background, || {
             // Touch every object once so per-CPU schemes hold (zero) entries for them.
             for o in objs.iter() {
