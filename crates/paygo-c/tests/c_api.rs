@@ -203,7 +203,12 @@ fn c_calls_from_a_thread_whose_cancellation_is_pending_return() {
 
 /// The default domain's tables cannot be allocated (the address space limited with
 /// `RLIMIT_AS`): every call that needs the domain returns `PAYGO_ENOMEM`, where they returned
-/// `PAYGO_EINTERNAL` and printed a panic message, and a later call with memory makes it.
+/// `PAYGO_EINTERNAL` and printed a panic message, and a later call with memory makes it. And
+/// `membarrier(2)` refused with `ENOMEM` (a seccomp filter, in children of the program): its
+/// registration, after which every call works on the fallback path, and the rseq fence, which
+/// makes a try-reclaim or destroy `PAYGO_EINTERNAL` with nothing changed, also from a thread
+/// whose cancellation is pending (the panic's message was a cancellation point there, and the
+/// process aborted).
 #[test]
 fn c_calls_without_memory_for_the_domain_say_enomem() {
     let out = build_and_run("nomem");

@@ -67,7 +67,9 @@ pub const PAYGO_ESHUTDOWN: i32 = -2005;
 /// allocated; ref: the anchor information, or the room on an overflow list for the entry it
 /// had to evict, could not be.
 pub const PAYGO_ENOMEM: i32 = -12;
-/// An internal error (a Rust panic, caught at the boundary): a bug; nothing was changed.
+/// An internal error (a Rust panic, caught at the boundary): a bug, or a try-reclaim or
+/// destroy whose asymmetric fence the kernel refused (`membarrier(2)`, 100 tries); nothing was
+/// changed.
 pub const PAYGO_EINTERNAL: i32 = -2006;
 
 /// Runs an entry point's body, turning a panic into `err`. The panic's payload is dropped
@@ -644,6 +646,18 @@ unsafe fn object<'a>(obj: *const CObj) -> Result<(Pin<&'a Header>, &'static Doma
     Ok((hdr, domain()?))
 }
 
+/// [`Domain::try_reclaim_detailed`] with the thread's cancellation disabled (`NoCancel`): the
+/// reclaim's asymmetric fence (`membarrier(2)` on the rseq path) panics where the kernel
+/// refuses it 100 times (`ENOMEM`, short of memory for its CPU mask; or a seccomp filter), with
+/// the object live again (nothing decided), and the panic's message is written to stderr
+/// (`write`, a cancellation point: a pending `pthread_cancel` acted on there would unwind the
+/// thread into the boundary's `catch_unwind`, and glibc would abort the process). The panic
+/// then reaches the boundary: `PAYGO_EINTERNAL`, nothing changed.
+fn reclaim(d: &Domain, hdr: Pin<&Header>) -> Result<(), ReclaimError> {
+    let _no_cancel = NoCancel::new();
+    d.try_reclaim_detailed(hdr)
+}
+
 /// Sets up the process-wide domain. `slots_per_cpu` a power of two no larger than
 /// [`crate::MAX_SLOTS_PER_CPU`], `1 <= window <= slots_per_cpu`; `PAYGO_EINVAL` otherwise
 /// (whether or not the domain exists), `PAYGO_EALREADY` if the domain exists (also where
@@ -728,7 +742,8 @@ pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
 /// clears the magic. Of two concurrent destroys one succeeds and the other gets
 /// `PAYGO_ENOTOBJ` (or `PAYGO_EBUSY`); a reinit between the reclaim and that compare-and-swap
 /// makes the destroy `PAYGO_EBUSY` (the object is live again, and may be referenced), and a
-/// destroyed object takes no reinit, reference or reclaim.
+/// destroyed object takes no reinit, reference or reclaim. `PAYGO_EINTERNAL` if the kernel
+/// refused the reclaim's asymmetric fence (see `reclaim`; nothing changed).
 ///
 /// # Safety
 /// As [`paygo_ref`].
@@ -746,7 +761,9 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
             Ok(o) => o,
             Err(e) => return e,
         };
-        match d.try_reclaim_detailed(hdr) {
+        // The reclaim's asymmetric fence panics where the kernel keeps refusing it: see
+        // `reclaim`.
+        match reclaim(d, hdr) {
             Ok(()) | Err(ReclaimError::Dead) => {}
             Err(ReclaimError::Referenced) => return PAYGO_EBUSY,
             // Being reclaimed, or destroyed by a destroy that won after `check`.
@@ -948,7 +965,8 @@ pub unsafe extern "C" fn paygo_is_referenced(obj: *const CObj) -> i32 {
 
 /// Try-reclaim: `PAYGO_OK` if the object had no reference (it is now dead), `PAYGO_EBUSY` if
 /// it is referenced or being reclaimed by another thread (nothing changed), `PAYGO_EDEAD` if
-/// it was already dead (also when another reclaim finished during the call).
+/// it was already dead (also when another reclaim finished during the call), `PAYGO_EINTERNAL`
+/// if the kernel refused its asymmetric fence (see `reclaim`; nothing changed).
 ///
 /// # Safety
 /// As [`paygo_ref`].
@@ -966,7 +984,7 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
             Ok(o) => o,
             Err(e) => return e,
         };
-        match d.try_reclaim_detailed(hdr) {
+        match reclaim(d, hdr) {
             Ok(()) => PAYGO_OK,
             Err(ReclaimError::Dead) => PAYGO_EDEAD,
             Err(ReclaimError::Referenced) => PAYGO_EBUSY,
@@ -1076,7 +1094,7 @@ pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
         PAYGO_ESHUTDOWN => c"the calling thread is exiting, or libpaygo.so was unloaded",
         PAYGO_ENOMEM => c"out of memory",
         PAYGO_EINTERNAL => {
-            c"internal error (a bug in libpaygo), or a call that interrupted another of its thread; nothing was changed"
+            c"internal error (a bug in libpaygo), a call that interrupted another of its thread, or a membarrier(2) the kernel refused; nothing was changed"
         }
         _ => c"unknown paygo error",
     };
