@@ -662,6 +662,76 @@ fn a_panic_whose_payload_panics_when_dropped_is_the_error() {
     assert_eq!(boundary(PAYGO_EINTERNAL, || 7), 7);
 }
 
+/// A try-reclaim or destroy whose asymmetric fence panics (a `membarrier(2)` that the kernel
+/// keeps refusing) is `PAYGO_EINTERNAL` and changes nothing (the object is live and
+/// initialised), and its fence runs with the thread's cancellation disabled: the panic's message
+/// is written there (`write`, a cancellation point), where a pending `pthread_cancel` would
+/// unwind the thread into the boundary, and glibc abort the process. Cancellation is enabled
+/// again after the call.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri has no thread cancellation (pthread_setcancelstate)"
+)]
+fn a_reclaim_whose_fence_fails_is_einternal_and_fences_with_cancellation_disabled() {
+    use crate::reclaim::FENCE_PANICS;
+    extern "C" {
+        fn pthread_setcancelstate(state: i32, old: *mut i32) -> i32;
+    }
+    /// `PTHREAD_CANCEL_DISABLE` (glibc, musl).
+    const DISABLE: i32 = 1;
+    fn cancel_disabled() -> bool {
+        let mut old = 0;
+        // SAFETY: sets the calling thread's state, and writes the one replaced into `old`;
+        // the second call puts it back.
+        unsafe {
+            pthread_setcancelstate(DISABLE, &mut old);
+            pthread_setcancelstate(old, &mut 0);
+        }
+        old == DISABLE
+    }
+    type Call = unsafe extern "C" fn(*mut CObj) -> i32;
+    std::thread::spawn(|| {
+        let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
+        let o = obj.as_mut_ptr();
+        // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+        unsafe {
+            assert_eq!(paygo_obj_init(o), PAYGO_OK);
+            for (what, call) in [
+                ("try_reclaim", paygo_try_reclaim as Call),
+                ("destroy", paygo_obj_destroy as Call),
+            ] {
+                FENCE_PANICS.with(|f| f.set(true));
+                let r = call(o);
+                FENCE_PANICS.with(|f| f.set(false));
+                assert_eq!(r, PAYGO_EINTERNAL, "{what}");
+                assert!(!cancel_disabled(), "{what}: cancellation enabled again");
+                assert_eq!(paygo_ref(o), PAYGO_OK, "{what}: the object is live");
+                assert_eq!(paygo_read_all(o), 1, "{what}");
+                assert_eq!(paygo_unref(o), PAYGO_OK, "{what}");
+                // The fence of a call that succeeds, where the stand-in for a signal handler
+                // runs (after the point where the failed fence panicked).
+                let seen = std::rc::Rc::new(Cell::new(None));
+                let s = seen.clone();
+                INTERRUPT.with(|i| i.set(Some(Box::new(move || s.set(Some(cancel_disabled()))))));
+                let r = call(o);
+                assert_eq!(
+                    seen.get(),
+                    Some(true),
+                    "{what}: its fence with cancellation off"
+                );
+                assert_eq!(r, PAYGO_OK, "{what}");
+                assert!(!cancel_disabled(), "{what}: cancellation enabled again");
+                if what == "try_reclaim" {
+                    assert_eq!(paygo_reinit(o), PAYGO_OK);
+                }
+            }
+        }
+    })
+    .join()
+    .expect("the test thread");
+}
+
 /// A REF and an UNREF from a signal handler that interrupts `paygo_prepare_unload` of a
 /// thread, in a process that has no domain yet, are refused (`PAYGO_EINTERNAL`, as paygo.h
 /// says) and change nothing: no default domain, no key. The REF made the default domain
