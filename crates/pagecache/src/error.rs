@@ -62,6 +62,45 @@ impl FileError {
         )
     }
 
+    /// An `io::Error` of kind `OutOfMemory` about the file at `path`, as [`FileError::error`]
+    /// makes, for an allocation that just failed: made only where the memory it takes can be
+    /// had, as [`out_of_memory`] makes its message. The path's copy, the room of the words
+    /// around it and the error's boxes are asked for first with `try_reserve`; without that
+    /// memory the error is the bare kind ("out of memory", no path), which allocates nothing.
+    #[cold]
+    pub(crate) fn out_of_memory(
+        path: &Path,
+        before: fmt::Arguments<'_>,
+        after: fmt::Arguments<'_>,
+    ) -> io::Error {
+        let mut copy = std::ffi::OsString::new();
+        let (mut b, mut a) = (String::new(), String::new());
+        let (mut boxed, mut custom) = (Vec::<FileError>::new(), Vec::<[usize; 3]>::new());
+        let room = path.as_os_str().len();
+        if copy.try_reserve_exact(room).is_err()
+            || b.try_reserve_exact(MESSAGE_ROOM).is_err()
+            || a.try_reserve_exact(MESSAGE_ROOM).is_err()
+            || boxed.try_reserve_exact(1).is_err()
+            || custom.try_reserve_exact(1).is_err()
+            || fmt::write(&mut Room(&mut b), before).is_err()
+            || fmt::write(&mut Room(&mut a), after).is_err()
+        {
+            return io::ErrorKind::OutOfMemory.into();
+        }
+        // Within the room reserved: no allocation.
+        copy.push(path.as_os_str());
+        // Given back just before the error takes them again (its two boxes).
+        drop((boxed, custom));
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            FileError {
+                path: PathBuf::from(copy),
+                before: b,
+                after: a,
+            },
+        )
+    }
+
     /// The path of the file, as it was given to the open.
     pub fn path(&self) -> &Path {
         &self.path
@@ -96,3 +135,44 @@ impl fmt::Display for FileError {
 }
 
 impl std::error::Error for FileError {}
+
+/// The room asked for an [`out_of_memory`] error's message, and for each of the words around
+/// the path of a [`FileError::out_of_memory`]: more than any of the cache's messages takes (a
+/// longer one is not written: the error is then the bare kind).
+const MESSAGE_ROOM: usize = 512;
+
+/// Writes into the string's room, never past it (a longer message is an error: growing the
+/// string would allocate).
+struct Room<'a>(&'a mut String);
+
+impl fmt::Write for Room<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.0.capacity() - self.0.len() < s.len() {
+            return Err(fmt::Error);
+        }
+        self.0.push_str(s);
+        Ok(())
+    }
+}
+
+/// An error of kind `OutOfMemory` with the message `args`, for an allocation that just failed,
+/// written only where the memory it takes can be had: the cache must not end the process in
+/// writing the error of an allocation it made fallible (a failed allocation of the message
+/// would, as every infallible allocation does). The message's room and the error's two boxes
+/// (`io::Error`'s and the message's) are asked for first with `try_reserve`, and the two boxes'
+/// given back just before the error is made, which takes them again; without that memory the
+/// error is the bare kind ("out of memory"), which allocates nothing.
+#[cold]
+pub(crate) fn out_of_memory(args: fmt::Arguments<'_>) -> io::Error {
+    let mut message = String::new();
+    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
+    if message.try_reserve_exact(MESSAGE_ROOM).is_err()
+        || one.try_reserve_exact(1).is_err()
+        || two.try_reserve_exact(1).is_err()
+        || fmt::write(&mut Room(&mut message), args).is_err()
+    {
+        return io::ErrorKind::OutOfMemory.into();
+    }
+    drop((one, two));
+    io::Error::new(io::ErrorKind::OutOfMemory, message)
+}

@@ -1,5 +1,9 @@
 //! Bad input gets a clear io::Error and leaves the cache unharmed: each case asserts the error
 //! kind and that later reads still succeed.
+//!
+//! This binary's global allocator refuses, on a thread that asks it to
+//! ([`percpu::testing::refusing`]), every allocation of a given size or more, for the tests of
+//! allocations that fail; everywhere else it is the system's.
 
 mod common;
 
@@ -8,6 +12,9 @@ use pagecache::{Config, IoKind, PageCache};
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+
+#[global_allocator]
+static ALLOC: percpu::testing::Refusing = percpu::testing::Refusing;
 
 fn check_reads(file: &pagecache::CachedFile, len: u64) {
     let mut buf = vec![0u8; len as usize];
@@ -72,6 +79,91 @@ fn a_memory_limit_that_cannot_be_allocated_is_refused() {
         let cache = PageCache::new(Config::new(4, scheme)).expect("cache");
         check_reads(&cache.open(&path).expect("open"), 4096);
     }
+}
+
+/// Runs `f` with every allocation of `from` bytes or more refused on this thread: its result,
+/// after asserting that an allocation was refused.
+fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
+    let (r, refused) = percpu::testing::refusing(from, false, f);
+    assert!(refused, "no allocation of {from} bytes or more was refused");
+    r
+}
+
+/// An allocation of the cache's that fails (the frames of a limit, a file's page table, its
+/// entry in the list of open files, a fill's list of frames, its buffer) is an
+/// `OutOfMemory` error, also where no memory at all is left: not an end of the process in the
+/// allocation of the error's message, which is written only where its memory can be had (the
+/// error is the bare kind, "out of memory", where it cannot). With memory for the message, it
+/// names what could not be had (and the file, for a page table). A failed fill leaves no frame
+/// behind: the read after it, with the memory there, fills the pages and returns the file's
+/// bytes. Run in a child process: an allocation that fails unhandled aborts it.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn allocations_that_fail_are_errors_even_with_no_memory_left() {
+    const CHILD: &str = "PAGECACHE_TEST_NO_MEMORY_CHILD";
+    let name = "allocations_that_fail_are_errors_even_with_no_memory_left";
+    percpu::testing::in_child(name, CHILD, || {
+        let bare = |e: std::io::Error, what: &str| {
+            assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{what}: {e}");
+            assert_eq!(e.to_string(), "out of memory", "{what}");
+            assert!(pagecache::FileError::of(&e).is_none(), "{what}");
+        };
+        // A limit of frames (of a scheme that allocates nothing of its own when made).
+        let copy = Config::new(16, "atomic");
+        let e = refusing(1, || PageCache::new(copy).map(drop)).expect_err("no memory");
+        bare(e, "a limit");
+        let config = Config::new(16, "paygo");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let len = 2 * 4096 + 5;
+        let path = pattern_file(&dir, "f", len);
+        // A page table: the bare kind without memory, the message with it (4 bytes a page
+        // refused: the table of 3,000 pages, not the message).
+        let cache = PageCache::new(config.clone()).expect("cache");
+        let e = refusing(1, || cache.open(&path).map(drop)).expect_err("no memory");
+        bare(e, "a page table");
+        let big = dir.path().join("big");
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len(3000 * 4096))
+            .expect("sparse file");
+        let e = refusing(4 * 3000, || cache.open(&big).map(drop)).expect_err("no table");
+        assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
+        let fe = pagecache::FileError::of(&e).expect("about the file");
+        assert_eq!(fe.path(), big.as_path());
+        let want = format!(
+            "pagecache: no memory for the page table of {} (3000 pages)",
+            big.display()
+        );
+        assert_eq!(e.to_string(), want);
+        // The list of open files: an empty file's page table (8 bytes) is had, the lists'
+        // first room (more than 100 bytes) and the message's are not.
+        let empty = dir.path().join("empty");
+        std::fs::File::create(&empty).expect("empty file");
+        let e = refusing(100, || cache.open(&empty).map(drop)).expect_err("no list");
+        bare(e, "the list of open files");
+        // A fill, in each mode: every allocation refused (its list of frames, the first), and
+        // in the optimistic mode those of 200 bytes or more (its buffer, then the message's
+        // room). The read after each gets the file's bytes; the last fill counts the two pages.
+        for mode in [pagecache::Mode::Counting, pagecache::Mode::Optimistic] {
+            let mut config = config.clone();
+            config.mode = mode;
+            let cache = PageCache::new(config).expect("cache");
+            let file = cache.open(&path).expect("open");
+            let mut buf = vec![0u8; len as usize];
+            let froms: &[usize] = match mode {
+                pagecache::Mode::Counting => &[1],
+                pagecache::Mode::Optimistic => &[1, 200],
+            };
+            for &from in froms {
+                let e = refusing(from, || file.read_at(&mut buf, 0)).expect_err("no memory");
+                bare(e, &format!("a fill ({mode:?}, from {from})"));
+                let s = cache.stats();
+                assert_eq!((s.fills, s.resident), (0, 0), "{mode:?}: {s:?}");
+            }
+            check_reads(&file, len);
+            let s = cache.stats();
+            assert_eq!((s.fills, s.read_ahead), (3, 2), "{mode:?}: {s:?}");
+        }
+    });
 }
 
 /// `percpu-ref`, `sloppy` and `refcache` keep their per-object state in an arena of 2²² slots

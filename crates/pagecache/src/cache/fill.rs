@@ -153,7 +153,13 @@ impl<C: RefCounter> Inner<C> {
         if self.mode == Mode::Counting && self.vouched {
             use std::os::fd::AsRawFd;
             let fd = f.file.as_raw_fd();
-            let mut iov: Vec<libc::iovec> = Vec::with_capacity(frames.len());
+            let mut iov: Vec<libc::iovec> = Vec::new();
+            if iov.try_reserve_exact(frames.len()).is_err() {
+                return Err(crate::error::out_of_memory(format_args!(
+                    "pagecache: no memory for a fill's list of {} buffers",
+                    frames.len()
+                )));
+            }
             while done < want {
                 // The frames' unread bytes, from the one the read is in, up to `want`.
                 iov.clear();
@@ -201,10 +207,9 @@ impl<C: RefCounter> Inner<C> {
         // cannot have it fails as a failed read does.
         let mut buf = Vec::new();
         if buf.try_reserve_exact(want).is_err() {
-            return Err(io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                "pagecache: no memory for a fill's buffer",
-            ));
+            return Err(crate::error::out_of_memory(format_args!(
+                "pagecache: no memory for a fill's buffer ({want} bytes)"
+            )));
         }
         buf.resize(want, 0u8);
         while done < want {
@@ -341,8 +346,14 @@ impl<C: RefCounter> Inner<C> {
             ));
         };
         // The frames to fill, with room for the most read ahead: allocated before any is
-        // installed (see below).
-        let mut frames: Vec<u32> = Vec::with_capacity(1 + RA_MAX as usize);
+        // installed (see below), without aborting: a fill that cannot have it fails as one
+        // whose buffer cannot be had does.
+        let mut frames: Vec<u32> = Vec::new();
+        if frames.try_reserve_exact(1 + RA_MAX as usize).is_err() {
+            return Err(crate::error::out_of_memory(format_args!(
+                "pagecache: no memory for a fill's list of frames"
+            )));
+        }
         let (i, tok) = {
             let mut a = lock(&self.alloc);
             if slot.load(Ordering::Relaxed) != 0 {

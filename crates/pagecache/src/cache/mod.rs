@@ -489,7 +489,8 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// ([`RefCounter::max_live_objects`]: 2²² for `percpu-ref`, `sloppy` and `refcache`; objects
     /// made before with the same scheme value are not counted), or a scheme that cannot serve a
     /// page cache (`InvalidInput`); a limit whose frames, or whose counters' memory, cannot be
-    /// allocated (`OutOfMemory`, naming the bytes and the scheme).
+    /// allocated (`OutOfMemory`, naming the bytes and the scheme where the memory for that
+    /// message can be had, else the bare kind: see below).
     ///
     /// The memory a scheme's counters keep of their own (`snzi`'s trees, the per-CPU words of
     /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores, `oplog-counter`'s objects) is
@@ -553,17 +554,14 @@ impl<C: RefCounter> PageCacheOf<C> {
         let Some(data) = data
             .filter(|_| frames.try_reserve_exact(n).is_ok() && free.try_reserve_exact(n).is_ok())
         else {
-            // What was reserved is given back before the message is written (see below).
+            // What was reserved is given back before the message is written, and the message
+            // only where its memory can be had (see `out_of_memory`).
             drop((frames, free));
-            return Err(io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                format!(
-                    "pagecache: no memory for a limit of {n} pages ({} bytes of frames, scheme \
-                     '{}')",
-                    n as u64 * PAGE_SIZE as u64,
-                    C::NAME
-                ),
-            ));
+            return Err(crate::error::out_of_memory(format_args!(
+                "pagecache: no memory for a limit of {n} pages ({} bytes of frames, scheme '{}')",
+                n as u64 * PAGE_SIZE as u64,
+                C::NAME
+            )));
         };
         // The counters' own memory, probed while the frames' is held (see above).
         let heap = counter_heap_bytes(&scheme);
@@ -576,40 +574,40 @@ impl<C: RefCounter> PageCacheOf<C> {
                 .is_some_and(|bytes| probe.try_reserve_exact(bytes).is_ok());
             drop(probe);
             if !had {
-                return Err(io::Error::new(
-                    io::ErrorKind::OutOfMemory,
-                    format!(
-                        "pagecache: no memory for the counters of scheme '{}' for a limit of \
-                         {n} pages ({} bytes: {heap} a frame, and {slack} for the \
-                         allocator, besides {} bytes of frames)",
-                        C::NAME,
-                        n as u128 * per as u128,
-                        n as u64 * PAGE_SIZE as u64
-                    ),
-                ));
+                return Err(crate::error::out_of_memory(format_args!(
+                    "pagecache: no memory for the counters of scheme '{}' for a limit of {n} \
+                     pages ({} bytes: {heap} a frame, and {slack} for the allocator, besides {} \
+                     bytes of frames)",
+                    C::NAME,
+                    n as u128 * per as u128,
+                    n as u64 * PAGE_SIZE as u64
+                )));
             }
         }
         // Frame i's object is placed at i: `Inner::get` passes i again, so a scheme that keeps
         // per-CPU state by placement (PAYGO) finds it without reading the frame first. A scheme
         // that cannot allocate an object's memory says so (`try_new_object_placed`): the
         // objects made so far, the frames' pages and the free list are given back before the
-        // error's message is written, which allocates (with the memory short until then, that
-        // allocation would end the process, as a failed allocation does).
+        // error's message is written, and the message only where its memory can be had
+        // (`out_of_memory`: a failed allocation of it would end the process).
         for i in 0..n {
             let obj = match scheme.try_new_object_placed(i) {
                 Ok(obj) => obj,
                 Err(e) => {
                     drop((frames, data, free));
-                    let what = if e.kind() == io::ErrorKind::OutOfMemory {
-                        "no memory for"
-                    } else {
-                        "cannot make"
-                    };
+                    if e.kind() == io::ErrorKind::OutOfMemory {
+                        // Written only where its memory can be had (see `out_of_memory`).
+                        return Err(crate::error::out_of_memory(format_args!(
+                            "pagecache: no memory for the counters of scheme '{}' for a limit \
+                             of {n} pages (frame {i}): {e}",
+                            C::NAME
+                        )));
+                    }
                     return Err(io::Error::new(
                         e.kind(),
                         format!(
-                            "pagecache: {what} the counters of scheme '{}' for a limit of {n} \
-                             pages (frame {i}): {e}",
+                            "pagecache: cannot make the counters of scheme '{}' for a limit of \
+                             {n} pages (frame {i}): {e}",
                             C::NAME
                         ),
                     ));
@@ -817,11 +815,10 @@ impl<C: RefCounter> PageCacheOf<C> {
             limit - limit % PAGE_SIZE as u64
         };
         let Some(slots) = Slots::new(pages) else {
-            return Err(FileError::error(
-                io::ErrorKind::OutOfMemory,
+            return Err(FileError::out_of_memory(
                 path,
-                "no memory for the page table of ",
-                format!(" ({pages} pages)"),
+                format_args!("no memory for the page table of "),
+                format_args!(" ({pages} pages)"),
             ));
         };
         // Room in both lists before either insert: an allocation that failed between them
@@ -830,11 +827,10 @@ impl<C: RefCounter> PageCacheOf<C> {
             || files.by_id.try_reserve(1).is_err()
             || files.by_inode.try_reserve(1).is_err()
         {
-            return Err(FileError::error(
-                io::ErrorKind::OutOfMemory,
+            return Err(FileError::out_of_memory(
                 path,
-                "no memory to list ",
-                " as open",
+                format_args!("no memory to list "),
+                format_args!(" as open"),
             ));
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);

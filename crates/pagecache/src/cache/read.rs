@@ -86,9 +86,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// 0 at or past it (and for an empty `buf`), with nothing read or counted.
     ///
     /// Errors: a fill's (the `pread` of a missed page and of the pages read ahead with it, the
-    /// fault hook's, `OutOfMemory` where a fill's buffer cannot be had: the optimistic mode's,
-    /// or a counting-mode fill's for a scheme that does not vouch for its contract, see
-    /// [`PageCacheOf::with_scheme`](crate::PageCacheOf::with_scheme)); a
+    /// fault hook's, `OutOfMemory` where a fill's list of frames or its buffer cannot be had:
+    /// the optimistic mode's, or a counting-mode fill's for a scheme that does not vouch for
+    /// its contract, see [`PageCacheOf::with_scheme`](crate::PageCacheOf::with_scheme)); a
     /// direct read's, where every frame is referenced (see [`Stats::direct_ios`]); `Other`
     /// where a wait for a page gives up on a cache that a counting scheme's panic poisoned
     /// (see the crate's documentation). A read over several pages that fails at a later one
