@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 /// The cache's own errors that concern a file carry one: a path that is a directory or not a
 /// regular file, a write to a file opened read-only, a length past the file's limits, a page
 /// past its end, a mapping out of its range, a fault hook that panicked, no memory for its
-/// tables. Its `Display` is the whole message, which names the path once ("pagecache: /tmp/d
-/// is a directory"). The errors of system calls (the `open` of a missing file, a `pread`'s
+/// tables (where the memory for the error itself can be had: else the bare `OutOfMemory`
+/// kind, which allocates nothing). Its `Display` is the whole message, which names the path
+/// once ("pagecache: /tmp/d is a directory"). The errors of system calls (the `open` of a missing file, a `pread`'s
 /// `EIO`) are returned as the system gave them, with their [`io::Error::raw_os_error`], and
 /// carry no path: a caller that reports one names the file itself.
 ///

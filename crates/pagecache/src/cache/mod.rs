@@ -654,7 +654,8 @@ impl<C: RefCounter> PageCacheOf<C> {
     /// a file of a pseudo file system (procfs, sysfs and the like: their files are made when
     /// read, and their size is not their length), or `OutOfMemory` if the file's page table
     /// (4 bytes a page at open, at most 4 MiB), or its entry in the list of open files, cannot
-    /// be allocated.
+    /// be allocated (a [`FileError`] naming the file, or, where the memory for that error
+    /// cannot be had either, the bare kind).
     ///
     /// The cache takes the file's size at open and is its only writer from then on, as a
     /// database's buffer pool is. What others (other processes, or descriptors opened outside
