@@ -37,23 +37,48 @@ struct Leaf([AtomicU32; FAN]);
 
 struct InnerNode([OnceLock<Node>; FAN]);
 
+/// A node, in a box of one (made by [`boxed`], which reports a failed allocation).
 enum Node {
-    Leaf(Box<Leaf>),
-    Inner(Box<InnerNode>),
+    Leaf(Box<[Leaf; 1]>),
+    Inner(Box<[InnerNode; 1]>),
+}
+
+/// `v` in a box of one, or `None` if its memory cannot be had.
+fn boxed<T>(v: T) -> Option<Box<[T; 1]>> {
+    let mut one = Vec::new();
+    one.try_reserve_exact(1).ok()?;
+    // Within the room reserved: no allocation.
+    one.push(v);
+    // Of length 1, so the conversion succeeds, and the slice's box is reused.
+    one.into_boxed_slice().try_into().ok()
 }
 
 impl Node {
-    /// A node `levels` levels above the leaves (0: a leaf).
-    fn new(levels: u32) -> Node {
-        if levels == 0 {
-            Node::Leaf(Box::new(Leaf(std::array::from_fn(|_| AtomicU32::new(0)))))
+    /// A node `levels` levels above the leaves (0: a leaf), or `None` if its memory cannot be
+    /// had.
+    fn new(levels: u32) -> Option<Node> {
+        Some(if levels == 0 {
+            Node::Leaf(boxed(Leaf(std::array::from_fn(|_| AtomicU32::new(0))))?)
         } else {
-            Node::Inner(Box::new(InnerNode(std::array::from_fn(|_| {
-                OnceLock::new()
-            }))))
+            Node::Inner(boxed(InnerNode(std::array::from_fn(|_| OnceLock::new())))?)
+        })
+    }
+
+    /// The node in `cell`, made (`levels` levels above the leaves) if there is none yet, or
+    /// `None` if it cannot be made for want of memory. Of two threads that make it at once,
+    /// one's is kept and the other's dropped.
+    fn get_or_make(cell: &OnceLock<Node>, levels: u32) -> Option<&Node> {
+        if let Some(n) = cell.get() {
+            return Some(n);
         }
+        let _ = cell.set(Node::new(levels)?);
+        cell.get()
     }
 }
+
+/// A node of a page table that could not be made: its memory could not be had.
+#[derive(Debug)]
+pub(crate) struct NoNode;
 
 /// A file's slots (see the module documentation).
 pub(crate) struct Slots {
@@ -237,9 +262,9 @@ impl Slots {
         let mut shift = FAN_BITS * k as u32;
         loop {
             match node {
-                Node::Leaf(l) => return Some(&l.0[(r as usize) & (FAN - 1)]),
+                Node::Leaf(l) => return Some(&l[0].0[(r as usize) & (FAN - 1)]),
                 Node::Inner(n) => {
-                    node = n.0[((r >> shift) as usize) & (FAN - 1)].get()?;
+                    node = n[0].0[((r >> shift) as usize) & (FAN - 1)].get()?;
                     shift -= FAN_BITS;
                 }
             }
@@ -248,21 +273,36 @@ impl Slots {
 
     /// The slot of `page`, creating the nodes on its path. `None` only for a page past
     /// 2^52 + the flat array (past any file's end).
+    ///
+    /// Where a node's memory cannot be had, ends as an infallible allocation does
+    /// (`handle_alloc_error`); [`Slots::try_get_or_alloc`] returns that failure.
     pub(crate) fn get_or_alloc(&self, page: u64) -> Option<&AtomicU32> {
-        if let Some(s) = usize::try_from(page).ok().and_then(|p| self.base.get(p)) {
-            return Some(s);
+        match self.try_get_or_alloc(page) {
+            Ok(s) => s,
+            Err(NoNode) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<InnerNode>()),
         }
-        let (k, r) = locate(page.checked_sub(self.base.len() as u64)?)?;
+    }
+
+    /// The slot of `page`, creating the nodes on its path: `Ok(None)` only for a page past
+    /// 2^52 + the flat array (past any file's end), `Err` where a node's memory cannot be
+    /// had. The nodes made before the failure stay (empty).
+    pub(crate) fn try_get_or_alloc(&self, page: u64) -> Result<Option<&AtomicU32>, NoNode> {
+        if let Some(s) = usize::try_from(page).ok().and_then(|p| self.base.get(p)) {
+            return Ok(Some(s));
+        }
+        let Some((k, r)) = page.checked_sub(self.base.len() as u64).and_then(locate) else {
+            return Ok(None);
+        };
         let mut levels = k as u32;
-        let mut node = self.trees[k].get_or_init(|| Node::new(levels));
+        let mut node = Node::get_or_make(&self.trees[k], levels).ok_or(NoNode)?;
         loop {
             match node {
-                Node::Leaf(l) => return Some(&l.0[(r as usize) & (FAN - 1)]),
+                Node::Leaf(l) => return Ok(Some(&l[0].0[(r as usize) & (FAN - 1)])),
                 Node::Inner(n) => {
                     let shift = FAN_BITS * levels;
                     levels -= 1;
-                    node =
-                        n.0[((r >> shift) as usize) & (FAN - 1)].get_or_init(|| Node::new(levels));
+                    let cell = &n[0].0[((r >> shift) as usize) & (FAN - 1)];
+                    node = Node::get_or_make(cell, levels).ok_or(NoNode)?;
                 }
             }
         }
@@ -276,7 +316,8 @@ impl Slots {
                 Node::Leaf(_) => core::mem::size_of::<Leaf>(),
                 Node::Inner(i) => {
                     core::mem::size_of::<InnerNode>()
-                        + i.0
+                        + i[0]
+                            .0
                             .iter()
                             .filter_map(OnceLock::get)
                             .map(node)
@@ -311,13 +352,13 @@ impl Slots {
 fn walk(n: &Node, first: u64, levels: u32, f: &mut impl FnMut(u64, &AtomicU32)) {
     match n {
         Node::Leaf(l) => {
-            for (j, s) in l.0.iter().enumerate() {
+            for (j, s) in l[0].0.iter().enumerate() {
                 f(first + j as u64, s);
             }
         }
         Node::Inner(inner) => {
             let span = 1u64 << (FAN_BITS * levels);
-            for (j, c) in inner.0.iter().enumerate() {
+            for (j, c) in inner[0].0.iter().enumerate() {
                 if let Some(c) = c.get() {
                     walk(c, first + j as u64 * span, levels - 1, f);
                 }

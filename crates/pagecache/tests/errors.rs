@@ -89,8 +89,9 @@ fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// An allocation of the cache's that fails (the frames of a limit, a file's page table, its
-/// entry in the list of open files, a fill's list of frames, its buffer) is an
+/// An allocation of the cache's that fails (the frames of a limit, a file's page table and
+/// the nodes of its tree, its entry in the list of open files, a fill's list of frames, its
+/// buffer) is an
 /// `OutOfMemory` error, also where no memory at all is left: not an end of the process in the
 /// allocation of the error's message, which is written only where its memory can be had (the
 /// error is the bare kind, "out of memory", where it cannot). With memory for the message, it
@@ -140,6 +141,18 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
         std::fs::File::create(&empty).expect("empty file");
         let e = refusing(100, || cache.open(&empty).map(drop)).expect_err("no list");
         bare(e, "the list of open files");
+        // The nodes of the page table past the flat array (all of an empty file's): a write's
+        // fill that cannot have them fails, and writes nothing; with the memory there, the
+        // write fills the page.
+        let file = cache.open(&empty).expect("open");
+        let e = refusing(1, || file.write_at(b"xyz", 5)).expect_err("no memory");
+        bare(e, "a page table's node");
+        assert_eq!(file.len(), 0);
+        assert_eq!(file.write_at(b"xyz", 5).expect("write"), 3);
+        let mut back = [1u8; 8];
+        assert_eq!(file.read_at(&mut back, 0).expect("read"), 8);
+        assert_eq!(&back, b"\0\0\0\0\0xyz");
+        drop(file);
         // A fill, in each mode: every allocation refused (its list of frames, the first), and
         // in the optimistic mode those of 200 bytes or more (its buffer, then the message's
         // room). The read after each gets the file's bytes; the last fill counts the two pages.

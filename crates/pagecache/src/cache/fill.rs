@@ -339,7 +339,14 @@ impl<C: RefCounter> Inner<C> {
         page: u64,
         bypass: &mut dyn FnMut() -> io::Result<()>,
     ) -> io::Result<Option<Got<C::Token>>> {
-        let Some(slot) = f.slots.get_or_alloc(page) else {
+        // The nodes of the slot's path past the flat array, made without aborting: a fill that
+        // cannot have them fails as one whose buffer cannot be had does.
+        let Some(slot) = f.slots.try_get_or_alloc(page).map_err(|_| {
+            crate::error::out_of_memory(format_args!(
+                "pagecache: no memory for the page table's nodes of page {page}"
+            ))
+        })?
+        else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("pagecache: page {page} is past any file's end"),
@@ -529,7 +536,8 @@ impl<C: RefCounter> Inner<C> {
                 // see `inject.rs`).
                 crate::inject::alloc_point();
             }
-            let Some(s) = f.slots.get_or_alloc(p) else {
+            // Past any file's end, or no memory for the nodes: nothing more read ahead.
+            let Ok(Some(s)) = f.slots.try_get_or_alloc(p) else {
                 break;
             };
             if s.load(Ordering::Relaxed) != 0 {
