@@ -411,8 +411,8 @@ impl<C: RefCounter> Inner<C> {
                 }
             };
             frames.push(i);
-            // A panic of the readahead (an allocation's, under `-Zoom=panic`: the slots' nodes
-            // past the flat array, an eviction's lists; or a counting scheme's, in an
+            // A panic of the readahead (an allocation's, under `-Zoom=panic`: an eviction's
+            // lists; or a counting scheme's, in an
             // eviction) is caught to take out the frames it installed, and the missed page's:
             // unwinding past them would leave every use of their pages waiting for frames never
             // published (until the poisoned lock's waits gave up). An allocation's panic leaves
@@ -532,8 +532,9 @@ impl<C: RefCounter> Inner<C> {
         let mut p = page + 1;
         while (frames.len() as u64 - 1) < want && p < pages {
             if p >= f.slots.base().len() as u64 {
-                // The nodes of the slot's path, allocated (for a test, an injected failure:
-                // see `inject.rs`).
+                // A point where the readahead allocates (the nodes of the slot's path), at which
+                // a test injects a panic, as any allocation's under `-Zoom=panic` (an
+                // eviction's lists): see `inject.rs`.
                 crate::inject::alloc_point();
             }
             // Past any file's end, or no memory for the nodes: nothing more read ahead.

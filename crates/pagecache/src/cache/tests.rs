@@ -123,8 +123,9 @@ fn a_fill_that_panics_takes_its_frames_out() {
     assert_eq!(cache.stats().resident, 0);
 }
 
-/// A fill whose readahead panics under the allocator lock (the allocation of a slot's nodes
-/// past the flat array fails, injected as under `-Zoom=panic`) unwinds out of the read
+/// A fill whose readahead panics under the allocator lock (an allocation's panic, as under
+/// `-Zoom=panic`, injected where it makes a slot's nodes past the flat array) unwinds out of
+/// the read
 /// that missed, with the missed page's frame and those read ahead taken out and the lock
 /// not poisoned: none stays resident, and the file's pages read back what was written. A
 /// missed page's frame left installed and never published would make every later read of
