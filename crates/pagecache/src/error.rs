@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 /// past its end, a mapping out of its range, a fault hook that panicked, no memory for its
 /// tables (where the memory for the error itself can be had: else the bare `OutOfMemory`
 /// kind, which allocates nothing). Its `Display` is the whole message, which names the path
-/// once ("pagecache: /tmp/d is a directory"). The errors of system calls (the `open` of a missing file, a `pread`'s
-/// `EIO`) are returned as the system gave them, with their [`io::Error::raw_os_error`], and
-/// carry no path: a caller that reports one names the file itself.
+/// once ("pagecache: /tmp/d is a directory"). The errors of system calls (the `open` of a
+/// missing file, a `pread`'s `EIO`) are returned as the system gave them, with their
+/// [`io::Error::raw_os_error`], and carry no path: a caller that reports one names the file
+/// itself.
 ///
 /// ```
 /// use pagecache::{Config, FileError, PageCache};

@@ -91,13 +91,13 @@ fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
 
 /// An allocation of the cache's that fails (the frames of a limit, a file's page table and
 /// the nodes of its tree, its entry in the list of open files, a fill's list of frames, its
-/// buffer) is an
-/// `OutOfMemory` error, also where no memory at all is left: not an end of the process in the
-/// allocation of the error's message, which is written only where its memory can be had (the
-/// error is the bare kind, "out of memory", where it cannot). With memory for the message, it
-/// names what could not be had (and the file, for a page table). A failed fill leaves no frame
-/// behind: the read after it, with the memory there, fills the pages and returns the file's
-/// bytes. Run in a child process: an allocation that fails unhandled aborts it.
+/// buffer) is an `OutOfMemory` error, also where no memory at all is left: not an end of the
+/// process in the allocation of the error's message, which is written only where its memory
+/// can be had (the error is the bare kind, "out of memory", where it cannot). With memory for
+/// the message, it names what could not be had (and the file, for a page table). A failed
+/// fill leaves no frame behind: the read after it, with the memory there, fills the pages and
+/// returns the file's bytes. Run in a child process: an allocation that fails unhandled aborts
+/// it.
 #[test]
 #[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
 fn allocations_that_fail_are_errors_even_with_no_memory_left() {
@@ -155,7 +155,8 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
         drop(file);
         // A fill, in each mode: every allocation refused (its list of frames, the first), and
         // in the optimistic mode those of 200 bytes or more (its buffer, then the message's
-        // room). The read after each gets the file's bytes; the last fill counts the two pages.
+        // room). The read after each gets the file's bytes: one fill of the file's three
+        // pages, two of them read ahead.
         for mode in [pagecache::Mode::Counting, pagecache::Mode::Optimistic] {
             let mut config = config.clone();
             config.mode = mode;
