@@ -307,3 +307,35 @@ fn tables_past_the_memory_left_are_an_error() {
         counts(&scheme, &obj);
     });
 }
+
+/// `oplog-counter`'s `try_new_object` with every allocation refused (the pending bits' first,
+/// then any the error would take): the bare `OutOfMemory` kind, whose message allocates
+/// nothing, not an abort of the process in allocating the error's message. Objects made before
+/// and after it count.
+#[test]
+#[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
+fn oplog_counter_with_no_memory_at_all_the_error_is_the_bare_kind() {
+    in_child(
+        "oplog_counter_with_no_memory_at_all_the_error_is_the_bare_kind",
+        || {
+            let scheme = OpLogCounter::with_ways(4);
+            let first = scheme.try_new_object().expect("memory");
+            for placed in [false, true] {
+                let (made, refused) = percpu::testing::refusing(1, false, || {
+                    if placed {
+                        scheme.try_new_object_placed(7)
+                    } else {
+                        scheme.try_new_object()
+                    }
+                });
+                let e = made.expect_err("an object made with no memory");
+                assert!(refused, "nothing was refused");
+                assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory);
+                assert_eq!(e.to_string(), "out of memory");
+            }
+            let o = scheme.try_new_object().expect("made with the memory there");
+            counts(&scheme, &first);
+            counts(&scheme, &o);
+        },
+    );
+}
