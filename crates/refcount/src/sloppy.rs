@@ -43,7 +43,7 @@
 //!
 //! Memory: 8 bytes per CPU per object in the arena, plus the object header. [`RefCounter::memory`]
 //! counts the words of the arena's slots that no live object holds in its shared bytes, as
-//! `percpu-ref`'s.
+//! `percpu-ref`'s, and the process's sections (a [`PerCpu`] and its slots) there too.
 //!
 //! Limit: `central` and the spares are `i64`s and every spare is also counted in `central`, so
 //! the count is exact up to 2⁶³ − 1 references (leaked ones included): centuries of gets at
@@ -73,9 +73,7 @@ use crate::percpu_ref::{sections, CpuSlots, Sections, SlotHandle};
 use crate::sync::{AtomicI64, AtomicU64, Ordering};
 use crate::{Memory, Precision, RefCounter};
 use core::pin::Pin;
-#[cfg(doc)]
-use percpu::PerCpu;
-use percpu::{Check, Fail, Retry};
+use percpu::{Check, Fail, PerCpu, Retry};
 use std::sync::Arc;
 
 /// The default spare threshold per CPU per object.
@@ -333,7 +331,11 @@ impl RefCounter for Sloppy {
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SloppyObject>>) -> Memory {
         let per = core::mem::size_of::<SloppyObject>() + 8 * self.slots.cpus();
         Memory {
-            shared: self.slots.overhead() + self.pc.slot_bytes(),
+            // The sections are the process's `PerCpu<()>` (the struct and its slots), shared
+            // with `percpu-ref`, which counts them alike.
+            shared: self.slots.overhead()
+                + core::mem::size_of::<PerCpu<()>>()
+                + self.pc.slot_bytes(),
             objects: objs.count() * per,
         }
     }

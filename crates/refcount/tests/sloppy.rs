@@ -98,3 +98,32 @@ fn memory_counts_the_arena_words_no_object_holds() {
     let words = 8 * percpu::possible_cpus();
     refcount::conformance::arena_parts_no_object_holds_are_shared(&Sloppy::new(), words, 512);
 }
+
+/// `sloppy`'s shared state is made of `percpu-ref`'s parts: the process's sections (one
+/// `PerCpu<()>`, the struct and its slots, shared by every instance of both schemes) and an
+/// arena of per-CPU words alike. So, at the same state of their arenas (none made yet, then a
+/// chunk for three objects), the two count the same shared bytes, which hold at least the
+/// sections' struct and slots and the arena's table of 8,192 chunk cells.
+#[test]
+fn shared_bytes_count_the_sections_as_percpu_refs_do() {
+    use percpu::PerCpu;
+    use refcount::percpu_ref::PercpuRef;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::OnceLock;
+    let (s, p) = (Sloppy::new(), PercpuRef::new());
+    let sections = std::mem::size_of::<PerCpu<()>>() + PerCpu::new(|_| ()).slot_bytes();
+    let table = 8192 * std::mem::size_of::<OnceLock<Box<[AtomicU64]>>>();
+    for n in [0, 3] {
+        let (so, po) = (Objects::new(&s, n), Objects::new(&p, n));
+        let (ms, mp) = (s.memory(&mut so.iter()), p.memory(&mut po.iter()));
+        assert_eq!(
+            ms.shared, mp.shared,
+            "{n} objects: sloppy's shared bytes are not percpu-ref's"
+        );
+        assert!(
+            ms.shared >= sections + table,
+            "{n} objects: {} shared bytes, below the sections' {sections} and the table's {table}",
+            ms.shared
+        );
+    }
+}
