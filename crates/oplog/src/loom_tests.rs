@@ -1,6 +1,8 @@
 //! Loom models of the protocol (run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2
 //! cargo test -p paygo-oplog --release --lib loom`). Loom's machine has two CPUs; each model thread
-//! says which one it runs on. The clock is the modelled SeqCst counter (`sync::loom_clock`).
+//! says which one it runs on. The clock is the modelled counter (`sync::loom_clock`), a Relaxed
+//! add as `clock::sequence`: stamps give the models no happens-before that the real clocks do
+//! not.
 //! The models need a preemption bound: without one the spin locks' yields make them run for
 //! hours. With `--cfg paygo_loom_bug` the `bug_*` tests remove one step of the protocol each
 //! (`object::bug`) and expect a model to fail. A way's `last` and `log` are loom cells

@@ -1,7 +1,8 @@
 //! The facade: the only module that names `std::sync` primitives the protocol relies on, or
 //! `loom`. Under `cfg(loom)` the atomics and the mutex come from loom (so a loom model explores
 //! their interleavings), a way's cells are loom's ([`LockedCell`]: a model checks every access
-//! to them), the clock is a modelled global counter, and per-CPU tables are allocated eagerly.
+//! to them), the clock is a modelled global counter (a Relaxed add: it publishes nothing, as
+//! the real clocks), and per-CPU tables are allocated eagerly.
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
@@ -120,15 +121,24 @@ pub(crate) fn loom_sc_fence() {
     loom::sync::atomic::fence(Ordering::SeqCst);
 }
 
-/// Under loom: the clock is one SeqCst counter, which is consistent with happens-before (the
-/// property OpLog assumes of synchronized timestamp counters).
+/// Under loom: the clock is one counter read with a Relaxed add, as `clock::sequence` is. Its
+/// reads are totally ordered and follow happens-before (the adds of one word are in one
+/// modification order, consistent with happens-before), the property OpLog assumes of
+/// synchronized timestamp counters. Relaxed, as the real clocks publish nothing: the timestamp
+/// counter and `CLOCK_MONOTONIC` are no memory accesses, and `clock::sequence` is a Relaxed add.
+/// A stronger add (loom runs a SeqCst one as AcqRel) would make each stamp synchronize with the
+/// one before it, a happens-before from one logger to the next that no real clock gives, which
+/// could hide from the models a missing ordering of the protocol. `Stamper::stamp`'s SeqCst
+/// fence before the read (off x86_64) is not modelled either: loom's SeqCst fence synchronizes
+/// with every earlier one, stronger still. A log that tags its way runs the `loom_sc_fence`
+/// beside the pending bit's `fetch_or` before it reads the clock.
 #[cfg(loom)]
 pub(crate) fn loom_clock() -> u64 {
     loom::lazy_static! {
         static ref CLOCK: loom::sync::atomic::AtomicU64 = loom::sync::atomic::AtomicU64::new(0);
     }
-    // SeqCst: the modelled clock's reads are totally ordered and follow happens-before.
-    CLOCK.fetch_add(1, Ordering::SeqCst) + 1
+    // Relaxed: as `clock::sequence` (see above).
+    CLOCK.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// A cell that a lock guards (a way's `last` and `log`): `core::cell::UnsafeCell`, and under
