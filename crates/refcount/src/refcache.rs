@@ -78,17 +78,20 @@
 //! and eviction that change them (no delta lost or counted twice); and the review of a
 //! queued object against a get and a put on two CPUs whose flushes take its global count
 //! through 1 and back to 0 (zero is confirmed only if no flush changed it since the
-//! queueing); and three epochs on one thread, which queue an object at zero and review it,
+//! queueing); three epochs on one thread, which queue an object at zero and review it,
 //! against a get on one CPU and its put on the other (the object revived after its count
-//! was flushed to zero), with or without a reclaim on a third thread. Each has a mutation it
-//! must catch: a get whose section does not check the state, a reclaim whose sum reads the
-//! ways without Acquire, a flush and an eviction that take the delta before the object's
-//! lock, a flush that clears the way instead of taking what it read, a flush that does not
-//! mark a queued object dirty; the first also catches the sum without Acquire, and the last
-//! catches, with its reclaim, the get without the check, the sum without Acquire and the
-//! flush before the lock, and without it, the flush that clears the way and the one that
-//! does not mark dirty (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug" cargo test -p refcount
-//! --release --lib refcache`).
+//! was flushed to zero), with or without a reclaim on a third thread; and two epochs on one
+//! thread against a get on one CPU, then a put on the other whose eviction's flush queues the
+//! object at zero while that get's reference is held (its +1 cached): no confirmation. Each
+//! has a mutation it must catch: a get whose section does not check the state, a reclaim
+//! whose sum reads the ways without Acquire, a flush and an eviction that take the delta
+//! before the object's lock, a flush that clears the way instead of taking what it read, a
+//! flush that does not mark a queued object dirty, a queueing and a review without the
+//! SeqCst fences beside the epoch's read and advance; the first also catches the sum without
+//! Acquire, and the revival with its reclaim catches the get without the check, the sum
+//! without Acquire and the flush before the lock, and without it, the flush that clears the
+//! way and the one that does not mark dirty (`RUSTFLAGS="--cfg loom --cfg paygo_loom_bug"
+//! cargo test -p refcount --release --lib refcache`).
 //!
 //! # Limits
 //!
@@ -163,6 +166,9 @@ pub(crate) enum Bug {
     /// The reclaim's sum reads the ways Relaxed and no Acquire fence follows it: a put it
     /// reads no longer orders its holder's accesses before the verdict.
     RelaxedSum,
+    /// A queueing's read of the epoch and the review's advance of it have no SeqCst fence
+    /// beside them: the queueing may read the epoch a round of flushes ago.
+    NoEpochFence,
 }
 
 crate::mutation::bug_switch!();
@@ -493,6 +499,26 @@ impl Shared {
         } else if st.global == 0 {
             st.queued = true;
             st.dirty = false;
+            // SeqCst fence: pairs with the fence after the epoch's advance in `review`, so that
+            // the epoch read here is not one a round of flushes ago. The review confirms the
+            // object two epochs after the one read here, and every CPU's flush of the round
+            // between them must see the deltas cached before this queueing (a get's +1 whose
+            // reference outlives the -1 flushed here). Without the fences nothing orders the
+            // two (the review advances the epoch without this object's lock, and a flush that
+            // read a way at 0 took no section of its CPU): a get on CPU c caches +1 after the
+            // advance and after the next round's flush of c read c's way at 0, its reference is
+            // handed on, a put elsewhere is flushed here (`global` 0) and reads the epoch from
+            // before the advance: the object is queued one round early, and the review at the
+            // end of that round confirms it with the +1 unflushed. With them, either this
+            // fence comes after the review's in their single total order, and the epoch read is
+            // the advanced one, or before it, and the flushes after the review's fence see the
+            // get, which happened before this fence (`queueing_vs_epochs` in the loom models).
+            // On x86_64 the review's locked add and this queueing's locked acquisition of the
+            // core's lock already order both sides; the language's model needs the fences.
+            if !bug(Bug::NoEpochFence) {
+                crate::sync::fence(Ordering::SeqCst);
+            }
+            // Relaxed: only the value is read (the fences order it); nothing is published.
             st.queued_epoch = self.epoch.load(Ordering::Relaxed) as u32;
             if !st.listed() {
                 self.enlist(st, slot);
@@ -638,7 +664,14 @@ impl Shared {
     /// listed meanwhile, so flushes that queue their objects again do not link them a second
     /// time: only this walk writes their links.
     fn review(&self) {
+        // Relaxed: one writer at a time (`epoch_lock`); the fence orders the advance.
         let now = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
+        // SeqCst fence: pairs with the fence before a queueing's read of the epoch in
+        // `flush_locked` (see there): the flushes of the rounds after this advance come after
+        // it (in this thread, or after `epoch_lock`).
+        if !bug(Bug::NoEpochFence) {
+            crate::sync::fence(Ordering::SeqCst);
+        }
         let mut slot = core::mem::replace(
             &mut *self.review.lock().unwrap_or_else(|e| e.into_inner()),
             NIL,

@@ -362,6 +362,71 @@ fn flushes_vs_review() {
     });
 }
 
+/// A reference handed on before the queueing: `T` takes a second reference to `x` on CPU 0
+/// (its +1 cached there), gives its first one back on CPU 1 (−1 there, on top of the +1 an
+/// epoch flushed), and a get of `y` on CPU 1 evicts `x`'s way: the flush of the −1 takes
+/// `global` to 0 and queues `x`, with a reference held whose +1 no flush has taken. Meanwhile
+/// thread `E` runs two epochs. `x` is confirmed at zero only by a review two epochs after the
+/// queueing, and every CPU's flush in the second of them comes after the queueing: the +1 is
+/// flushed first (the object is dirty), and `E` confirms nothing while `T` holds the
+/// reference. Where the queueing could read the epoch before `E`'s first review advanced it
+/// (nothing orders that review before it), and `E`'s second epoch could read CPU 0's way as
+/// it was before the get (nothing orders the get before it), `x` would be queued one epoch
+/// early and confirmed at the end of the second.
+fn queueing_vs_epochs() {
+    percpu::testing::loom_model(|| {
+        let s = scheme();
+        let x = Arc::new(s.new_object());
+        let y = Arc::new(s.new_object());
+        percpu::loom_set_cpu(1);
+        let first = s.try_get(pin(&x)).unwrap();
+        s.run_epoch();
+        assert_eq!(s.global_count(pin(&x)), 1);
+        let (se, xe) = (s.clone(), x.clone());
+        let e = spawn(move || {
+            percpu::loom_set_cpu(0);
+            se.run_epoch();
+            se.run_epoch();
+            se.zero_confirmed(pin(&xe))
+        });
+        let (st, xt, yt) = (s.clone(), x.clone(), y.clone());
+        let t = spawn(move || {
+            percpu::loom_set_cpu(0);
+            let second = st.try_get(pin(&xt)).unwrap();
+            percpu::loom_set_cpu(1);
+            st.put(pin(&xt), first);
+            let of_y = st.try_get(pin(&yt)).unwrap();
+            (second, of_y)
+        });
+        let (second, of_y) = t.join().unwrap();
+        assert!(
+            !e.join().unwrap(),
+            "zero confirmed while a reference taken before the queueing was held"
+        );
+        assert_eq!(s.read_all(pin(&x)), 1);
+        s.put(pin(&x), second);
+        s.put(pin(&y), of_y);
+        assert_eq!((s.read_all(pin(&x)), s.read_all(pin(&y))), (0, 0));
+    });
+}
+
+/// `queueing_vs_epochs`.
+#[test]
+fn a_reference_handed_on_before_the_queueing_is_not_confirmed_at_zero() {
+    queueing_vs_epochs();
+}
+
+/// `queueing_vs_epochs` catches a queueing and a review without the SeqCst fences beside the
+/// epoch's read and advance: the queueing reads the epoch before `E`'s first review advanced
+/// it while `E`'s second epoch reads CPU 0's way as before the get, and the object is
+/// confirmed at zero under the reference.
+#[cfg(paygo_loom_bug)]
+#[test]
+#[should_panic(expected = "zero confirmed while a reference taken before the queueing was held")]
+fn bug_no_epoch_fence_is_caught() {
+    super::bug::with(Bug::NoEpochFence, queueing_vs_epochs);
+}
+
 /// An object whose count reaches zero and is confirmed over epochs run on one thread,
 /// while another thread revives it: the main thread took a reference on CPU 0, an epoch
 /// flushed its +1 and it gave it back (−1 cached on CPU 0); then thread `E` runs three
