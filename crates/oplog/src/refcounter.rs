@@ -105,44 +105,6 @@ impl core::fmt::Debug for OpLogCounterObject {
     }
 }
 
-/// The room asked for an [`out_of_memory`] error's message: more than any of this scheme's
-/// takes (a longer one is not written: the error is then the bare kind).
-const MESSAGE_ROOM: usize = 128;
-
-/// An error of kind `OutOfMemory` with the message `args`, written only where the memory it
-/// takes can be had: an object whose allocation just failed must not end the process in
-/// writing its error (a failed allocation of the message would, as every infallible allocation
-/// does). The message's room and the error's two boxes (`io::Error`'s and the message's) are
-/// asked for first with `try_reserve`, and the two boxes' given back just before the error is
-/// made, which takes them again; without that memory the error is the bare kind ("out of
-/// memory"), which allocates nothing. (`refcount`'s schemes make theirs the same way, with a
-/// function private to that crate.)
-fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
-    /// Writes into the string's room, never past it (a longer message is an error: growing the
-    /// string would allocate).
-    struct Room<'a>(&'a mut String);
-    impl core::fmt::Write for Room<'_> {
-        fn write_str(&mut self, s: &str) -> core::fmt::Result {
-            if self.0.capacity() - self.0.len() < s.len() {
-                return Err(core::fmt::Error);
-            }
-            self.0.push_str(s);
-            Ok(())
-        }
-    }
-    let mut message = String::new();
-    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
-    if message.try_reserve_exact(MESSAGE_ROOM).is_err()
-        || one.try_reserve_exact(1).is_err()
-        || two.try_reserve_exact(1).is_err()
-        || core::fmt::write(&mut Room(&mut message), args).is_err()
-    {
-        return std::io::ErrorKind::OutOfMemory.into();
-    }
-    drop((one, two));
-    std::io::Error::new(std::io::ErrorKind::OutOfMemory, message)
-}
-
 /// Proof of one reference taken from an [`OpLogCounter`] object.
 #[derive(Debug)]
 #[must_use = "a reference must be given back with put"]
@@ -163,7 +125,7 @@ impl RefCounter for OpLogCounter {
 
     fn try_new_object(&self) -> std::io::Result<OpLogCounterObject> {
         let count = Object::try_new(&self.domain, 0)
-            .map_err(|e| out_of_memory(format_args!("{}: {e}", Self::NAME)))?;
+            .map_err(|e| refcount::out_of_memory(format_args!("{}: {e}", Self::NAME)))?;
         Ok(OpLogCounterObject {
             count,
             state: AtomicU64::new(0),

@@ -138,8 +138,8 @@ impl fmt::Display for FileError {
 
 impl std::error::Error for FileError {}
 
-/// The room asked for an [`out_of_memory`] error's message, and for each of the words around
-/// the path of a [`FileError::out_of_memory`]: more than any of the cache's messages takes (a
+/// The room asked for each of the words around the path of a [`FileError::out_of_memory`], as
+/// [`out_of_memory`] asks for its message's: more than any of the cache's messages takes (a
 /// longer one is not written: the error is then the bare kind).
 const MESSAGE_ROOM: usize = 512;
 
@@ -158,23 +158,5 @@ impl fmt::Write for Room<'_> {
 }
 
 /// An error of kind `OutOfMemory` with the message `args`, for an allocation that just failed,
-/// written only where the memory it takes can be had: the cache must not end the process in
-/// writing the error of an allocation it made fallible (a failed allocation of the message
-/// would, as every infallible allocation does). The message's room and the error's two boxes
-/// (`io::Error`'s and the message's) are asked for first with `try_reserve`, and the two boxes'
-/// given back just before the error is made, which takes them again; without that memory the
-/// error is the bare kind ("out of memory"), which allocates nothing.
-#[cold]
-pub(crate) fn out_of_memory(args: fmt::Arguments<'_>) -> io::Error {
-    let mut message = String::new();
-    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
-    if message.try_reserve_exact(MESSAGE_ROOM).is_err()
-        || one.try_reserve_exact(1).is_err()
-        || two.try_reserve_exact(1).is_err()
-        || fmt::write(&mut Room(&mut message), args).is_err()
-    {
-        return io::ErrorKind::OutOfMemory.into();
-    }
-    drop((one, two));
-    io::Error::new(io::ErrorKind::OutOfMemory, message)
-}
+/// written only where the memory it takes can be had (see [`refcount::out_of_memory`]).
+pub(crate) use refcount::out_of_memory;

@@ -121,17 +121,28 @@ impl NoMemory {
 }
 
 /// The room asked for an [`out_of_memory`] error's message: more than any message of the
-/// schemes takes (a longer one is not written: the error is then the bare kind).
-const MESSAGE_ROOM: usize = 256;
+/// schemes, the page cache or OpLog's counter takes (a longer one is not written: the error is
+/// then the bare kind).
+const MESSAGE_ROOM: usize = 512;
 
-/// An error of kind `OutOfMemory` with the message `args`, written only where the memory it
-/// takes can be had: a scheme whose allocation just failed must not end the process in writing
-/// its error (a failed allocation of the message would, as every infallible allocation does).
-/// The message's room and the error's two boxes (`io::Error`'s and the message's) are asked
-/// for first with `try_reserve`, and the two boxes' given back just before the error is made,
-/// which takes them again; without that memory the error is the bare kind ("out of memory"),
-/// which allocates nothing.
-pub(crate) fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
+/// An error of kind `OutOfMemory` with the message `args`, for an allocation that just failed,
+/// written only where the memory it takes can be had: code whose allocation just failed must
+/// not end the process in writing its error (a failed allocation of the message would, as
+/// every infallible allocation does). The message's room (512 bytes) and the error's two boxes
+/// (`io::Error`'s and the message's) are asked for first with `try_reserve`, and the two boxes'
+/// given back just before the error is made, which takes them again; without that memory, or
+/// for a longer message, the error is the bare kind ("out of memory"), which allocates nothing.
+///
+/// For a scheme's [`RefCounter::try_new_object`] (and the page cache's and OpLog's errors of
+/// the same kind):
+///
+/// ```
+/// let e = refcount::out_of_memory(format_args!("my-scheme: cannot allocate {} bytes", 64));
+/// assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory);
+/// assert_eq!(e.to_string(), "my-scheme: cannot allocate 64 bytes");
+/// ```
+#[cold]
+pub fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
     /// Writes into the string's room, never past it (a longer message is an error: growing the
     /// string would allocate).
     struct Room<'a>(&'a mut String);
