@@ -121,26 +121,63 @@ pub fn build(how: Build) -> Result<Program, String> {
 }
 
 /// Parses the program's `ops=N secs=S cpu=C` line for `threads` threads (with the fields of
-/// [`pin_refusals`], or without).
-pub fn parse(line: &str, threads: usize) -> Option<RunResult> {
+/// [`pin_refusals`], or without): its measurement, or what is wrong with the line (a field
+/// missing, unknown or not `NAME=VALUE`, a count that is not one, a window `S` that is not a
+/// finite number of seconds above 0, a CPU time `C` that is not a finite number, 0 or more, or
+/// a rate too large for an `f64`), naming the field.
+pub fn parse(line: &str, threads: usize) -> Result<RunResult, String> {
     let mut ops = None;
     let mut secs = None;
     let mut cpu = None;
+    // The field's value as an `f64` where `ok` takes it, else why not (`what`).
+    let number = |field: &str, v: &str, ok: fn(f64) -> bool, what: &str| {
+        v.parse::<f64>()
+            .ok()
+            .filter(|x| ok(*x))
+            .ok_or_else(|| format!("{field}: {what}"))
+    };
     for field in line.split_whitespace() {
-        let (k, v) = field.split_once('=')?;
+        let (k, v) = field
+            .split_once('=')
+            .ok_or_else(|| format!("{field:?} is not NAME=VALUE"))?;
         match k {
-            "ops" => ops = v.parse::<u64>().ok(),
-            "secs" => secs = v.parse::<f64>().ok(),
-            "cpu" => cpu = v.parse::<f64>().ok(),
+            "ops" => {
+                ops = Some(
+                    v.parse::<u64>()
+                        .map_err(|_| format!("{field}: not a count"))?,
+                )
+            }
+            "secs" => {
+                let ok = |s: f64| s.is_finite() && s > 0.0;
+                let what = "the window must be a finite number of seconds above 0";
+                secs = Some(number(field, v, ok, what)?);
+            }
+            "cpu" => {
+                let ok = |c: f64| c.is_finite() && c >= 0.0;
+                let what = "the CPU time must be a finite number of seconds, 0 or more";
+                cpu = Some(number(field, v, ok, what)?);
+            }
             "pin_refused" | "pin_errno" => {}
-            _ => return None,
+            _ => return Err(format!("{field}: no such field")),
         }
     }
-    let (ops, secs, cpu) = (ops?, secs?.max(1e-9), cpu?);
-    Some(RunResult {
-        ops_per_sec: ops as f64 / secs,
+    let missing = |name: &str| format!("no {name}= field");
+    let (ops, secs, cpu) = (
+        ops.ok_or_else(|| missing("ops"))?,
+        secs.ok_or_else(|| missing("secs"))?,
+        cpu.ok_or_else(|| missing("cpu"))?,
+    );
+    let ops_per_sec = ops as f64 / secs;
+    let cpu_util = cpu / (secs * threads as f64);
+    if !ops_per_sec.is_finite() || !cpu_util.is_finite() {
+        return Err(format!(
+            "secs={secs:e}: {ops} ops and {cpu} CPU seconds in it are no finite rate"
+        ));
+    }
+    Ok(RunResult {
+        ops_per_sec,
         ops,
-        cpu_util: cpu / (secs * threads as f64),
+        cpu_util,
     })
 }
 
@@ -189,8 +226,11 @@ pub fn run_once(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Ou
         Some(0) => {
             let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
             match parse(&stdout, threads) {
-                Some(r) => Outcome::Ran(r, pin_refusals(&stdout)),
-                None => Outcome::Failed(format!("{}: unreadable output {stdout:?}", exe.display())),
+                Ok(r) => Outcome::Ran(r, pin_refusals(&stdout)),
+                Err(why) => Outcome::Failed(format!(
+                    "{}: unreadable output {stdout:?}: {why}",
+                    exe.display()
+                )),
             }
         }
         Some(NO_RSEQ) => Outcome::NoRseq,
@@ -254,9 +294,36 @@ mod tests {
         assert_eq!(r.ops, 2000);
         assert_eq!(r.ops_per_sec, 4000.0);
         assert!((r.cpu_util - 0.9).abs() < 1e-12);
-        assert!(parse("ops=2000 secs=0.5", 2).is_none());
-        assert!(parse("ops=x secs=0.5 cpu=1", 2).is_none());
-        assert!(parse("hello", 1).is_none());
+        assert!(parse("ops=2000 secs=0.5", 2).is_err());
+        assert!(parse("ops=x secs=0.5 cpu=1", 2).is_err());
+        assert!(parse("hello", 1).is_err());
+    }
+
+    /// A line whose window is not a finite number of seconds above 0, or whose CPU time is
+    /// negative or not a finite number, measured nothing and is refused, the field named: a
+    /// window of 0 taken for a nanosecond would read 2,000 ops as 2 * 10^12 a second, and a CPU
+    /// time of -1 give a `cpu_util` that is no share.
+    #[test]
+    fn parse_refuses_a_window_or_cpu_time_that_is_no_measurement() {
+        for (line, field) in [
+            ("ops=2000 secs=0 cpu=0.9", "secs=0"),
+            ("ops=2000 secs=-1 cpu=0.9", "secs=-1"),
+            ("ops=2000 secs=NaN cpu=0.9", "secs=NaN"),
+            ("ops=2000 secs=inf cpu=0.9", "secs=inf"),
+            ("ops=2000 secs=1e-320 cpu=0", "secs=1e-320"),
+            ("ops=2000 secs=0.5 cpu=-1", "cpu=-1"),
+            ("ops=2000 secs=0.5 cpu=nan", "cpu=nan"),
+            ("ops=2000 secs=0.5 cpu=inf", "cpu=inf"),
+        ] {
+            let why = parse(line, 2).expect_err(line);
+            assert!(why.contains(field), "{line}: {why}");
+        }
+        // What the line lacks or has too many of is named too.
+        let why = parse("ops=2000 secs=0.5", 2).unwrap_err();
+        assert!(why.contains("cpu="), "{why}");
+        let why = parse("ops=2000 secs=0.5 cpu=0.9 pinned=2", 2).unwrap_err();
+        assert!(why.contains("pinned=2"), "{why}");
+        assert!(parse("ops=0 secs=0.5 cpu=0", 1).is_ok());
     }
 
     /// The program's line with the pins it says were refused reads as the same measurement,
@@ -274,7 +341,7 @@ mod tests {
             ))
         );
         assert_eq!(pin_refusals("ops=2000 secs=0.5 cpu=0.9"), None);
-        assert!(parse("ops=2000 secs=0.5 cpu=0.9 pinned=2", 2).is_none());
+        assert!(parse("ops=2000 secs=0.5 cpu=0.9 pinned=2", 2).is_err());
     }
 
     /// The C loop run with every `sched_setaffinity` refused (`EPERM`, by a seccomp filter
@@ -309,7 +376,7 @@ mod tests {
             "{line} {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        assert!(parse(&line, 2).is_some(), "{line}");
+        assert!(parse(&line, 2).is_ok(), "{line}");
         assert_eq!(
             pin_refusals(&line).map(|r| r.0),
             Some(2),
