@@ -142,6 +142,80 @@ fn single_object_rule() {
     );
 }
 
+/// FAA and CAS judged as the paper puts them: their 1-thread figure the peak, and after 2
+/// threads saturated or slowly degrading: the most threads against 1 alone would hold the
+/// claim where FAA falls at 2 threads and then gains 3x up to 4, or peaks at 2 threads, not 1.
+#[test]
+fn single_object_rule_judges_faa_and_cas_after_2_threads() {
+    let rows = |atomic: [f64; 3]| -> Vec<Row> {
+        [1, 2, 4]
+            .into_iter()
+            .zip(atomic)
+            .flat_map(|(t, a)| {
+                [
+                    row("single-object", "paygo", t, 1, 100.0 * t as f64, json!({})),
+                    row("single-object", "atomic", t, 1, a, json!({})),
+                    row(
+                        "single-object",
+                        "cas",
+                        t,
+                        1,
+                        [100.0, 30.0, 29.0][t / 2],
+                        json!({}),
+                    ),
+                ]
+            })
+            .collect()
+    };
+    // Saturated after 2 threads (within 1.1x of 2 threads' figure), below 1 thread's.
+    let o = fig11_single_object(&Rows::new(&rows([100.0, 30.0, 32.0])));
+    assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+    assert!(
+        o.measured
+            .contains("above 2T at most: atomic 1.07x (at 4T), cas 0.97x (at 4T) of 2T"),
+        "{o:?}"
+    );
+    assert!(
+        o.measured.contains("4T/1T: paygo 4.00x, atomic 0.32x"),
+        "{o:?}"
+    );
+    // Gaining 3x after 2 threads: not saturated, though below its 1-thread figure at 4.
+    let o = fig11_single_object(&Rows::new(&rows([100.0, 20.0, 60.0])));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert_eq!(
+        o.reason, "FAA or CAS gains more than 1.1x after 2 threads",
+        "{o:?}"
+    );
+    // Its peak at 2 threads, not 1, though it degrades after 2 and ends below 1 thread's.
+    let o = fig11_single_object(&Rows::new(&rows([100.0, 120.0, 90.0])));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert_eq!(
+        o.reason, "FAA or CAS above its figure at the fewest threads (the peak)",
+        "{o:?}"
+    );
+    assert!(o.measured.contains("atomic 1.20x (at 2T)"), "{o:?}");
+    // At 1 and 2 threads only, the peak and PAYGO's scaling are judged, and the text says that
+    // nothing after 2 threads was.
+    let two: Vec<Row> = rows([100.0, 30.0, 32.0])
+        .into_iter()
+        .filter(|r| r.threads <= 2)
+        .collect();
+    let o = fig11_single_object(&Rows::new(&two));
+    assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+    assert!(
+        o.measured.contains("saturation after 2T not judged"),
+        "{o:?}"
+    );
+    // FAA not measured at 2 threads, where the saturation is judged from: not measured.
+    let gap: Vec<Row> = rows([100.0, 30.0, 32.0])
+        .into_iter()
+        .filter(|r| !(r.scheme == "atomic" && r.threads == 2))
+        .collect();
+    let o = fig11_single_object(&Rows::new(&gap));
+    assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    assert_eq!(o.reason, "single-object: no atomic row at 2T", "{o:?}");
+}
+
 #[test]
 fn randomread_rule_says_why() {
     let rows = |p16: f64| {
