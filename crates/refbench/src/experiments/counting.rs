@@ -648,17 +648,18 @@ fn min_max(v: &[f64]) -> (f64, f64) {
 }
 
 /// `pair-cost`: one thread, one object; the cost of one get+put pair in nanoseconds, the best of
-/// 2,000 batches of 2,000 pairs (a figure that a busy machine can only make worse, never
-/// better), median over the repetitions. `ops_per_sec` is its inverse. The same loop again on a
-/// spawned thread (`ns_per_pair_worker`, and `worker_vs_main`, the ratio of the two costs):
-/// the other experiments time their pairs on spawned workers. And on the spawned thread, the
-/// best of 100 batches for each of 128 objects made one after another: the lowest and highest
-/// (`ns_per_pair_objects_min`, `_max`, medians over the repetitions), which differ where the
-/// cost depends on where an object's state lies. And on a thread pinned to each CPU in turn
-/// (100 batches each): the first CPU (`ns_per_pair_first_cpu`, normally CPU 0) and the lowest
-/// and highest of the others (`ns_per_pair_other_cpus_min`, `_max`), which differ where the
-/// cost depends on the CPU (omitted where the threads cannot be pinned). And on the calling
-/// thread (best of 2,000 batches of 2,000 each), a scoped reference whose closure does nothing
+/// 2,000 batches of 2,000 pairs (a figure that a busy machine can only make worse, never better),
+/// median over the repetitions (for an even count, the inverse of the median rate: `median_ns`, as
+/// every cost below). `ops_per_sec` is its inverse, and the median of `reps`, the repetitions'
+/// rates. The same loop again on a spawned thread (`ns_per_pair_worker`, and `worker_vs_main`, the
+/// ratio of the two costs): the other experiments time their pairs on spawned workers. And on the
+/// spawned thread, the best of 100 batches for each of 128 objects made one after another: the
+/// lowest and highest (`ns_per_pair_objects_min`, `_max`, medians over the repetitions), which
+/// differ where the cost depends on where an object's state lies. And on a thread pinned to each
+/// CPU in turn (100 batches each): the first CPU (`ns_per_pair_first_cpu`, normally CPU 0) and the
+/// lowest and highest of the others (`ns_per_pair_other_cpus_min`, `_max`), which differ where the
+/// cost depends on the CPU (omitted where the threads cannot be pinned). And on the calling thread
+/// (best of 2,000 batches of 2,000 each), a scoped reference whose closure does nothing
 /// (`ns_per_scoped`) and one whose closure copies 64 bytes of a page, as a page-cache hit does
 /// (`ns_per_scoped_copy`), and what the copy adds (`copy_adds_ns`, their difference).
 pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
@@ -671,32 +672,46 @@ pub fn pair_cost(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
             tick(name);
         }
     }
-    let atomic = res.get("atomic").map(|v| median(&v.main));
+    let atomic = res.get("atomic").map(|v| median_ns(&v.main));
     p.schemes
         .iter()
         .filter_map(|name| Some(pair_cost_row(name, res.get(name)?, atomic)))
         .collect()
 }
 
+/// The median of `costs` (ns per operation, one per repetition) as the inverse of the median
+/// of the rates: the middle cost for an odd count, and for an even one the inverse of the mean
+/// of the two middle rates (not the mean of the two middle costs), so that a row whose `reps`
+/// are the rates of these costs has as `ops_per_sec`, their median, 1e9 over this figure.
+fn median_ns(costs: &[f64]) -> f64 {
+    if costs.len() % 2 == 1 || costs.is_empty() {
+        median(costs)
+    } else {
+        let rates: Vec<f64> = costs.iter().map(|n| 1e9 / n).collect();
+        1e9 / median(&rates)
+    }
+}
+
 /// The `pair-cost` row of scheme `name` from its repetitions `c`, with `atomic`'s median ns per
-/// pair where it was measured. Its throughput is the inverse of its median cost, as the JSON
-/// says: with an even `--reps` the median of the repetitions' rates (the mean of the middle two
-/// inverses) is not the inverse of the median cost (the mean of the middle two costs), and the
-/// two differed by up to a third (costs 1 and 3 ns: 500 Mpairs/s against 667).
+/// pair where it was measured. Its `reps` are the rates of its repetitions' costs, and its
+/// throughput their median, as every row's is; its costs are medians by [`median_ns`], so that
+/// `ns_per_pair` is the inverse of the throughput for an even `--reps` too (the mean of the two
+/// middle costs is not the inverse of the mean of the two middle rates: costs of 1 and 3 ns, a
+/// mean of 2 ns, against 667 Mpairs/s, 1.5 ns a pair).
 fn pair_cost_row(name: &str, c: &PairCosts, atomic: Option<f64>) -> Row {
-    let best = median(&c.main);
-    let on_worker = median(&c.worker);
+    let best = median_ns(&c.main);
+    let on_worker = median_ns(&c.worker);
     let mut extra = Map::new();
     extra.insert("ns_per_pair".into(), json!(best));
     extra.insert("ns_per_pair_worker".into(), json!(on_worker));
     extra.insert("worker_vs_main".into(), json!(on_worker / best));
     let lo: Vec<f64> = c.spread.iter().map(|s| s.0).collect();
     let hi: Vec<f64> = c.spread.iter().map(|s| s.1).collect();
-    extra.insert("ns_per_pair_objects_min".into(), json!(median(&lo)));
-    extra.insert("ns_per_pair_objects_max".into(), json!(median(&hi)));
+    extra.insert("ns_per_pair_objects_min".into(), json!(median_ns(&lo)));
+    extra.insert("ns_per_pair_objects_max".into(), json!(median_ns(&hi)));
     if !c.by_cpu.is_empty() {
         let pick =
-            |f: fn(&(f64, f64, f64)) -> f64| median(&c.by_cpu.iter().map(f).collect::<Vec<_>>());
+            |f: fn(&(f64, f64, f64)) -> f64| median_ns(&c.by_cpu.iter().map(f).collect::<Vec<_>>());
         extra.insert("ns_per_pair_first_cpu".into(), json!(pick(|b| b.0)));
         extra.insert("ns_per_pair_other_cpus_min".into(), json!(pick(|b| b.1)));
         extra.insert("ns_per_pair_other_cpus_max".into(), json!(pick(|b| b.2)));
@@ -705,16 +720,14 @@ fn pair_cost_row(name: &str, c: &PairCosts, atomic: Option<f64>) -> Row {
         extra.insert("vs_atomic".into(), json!(a / best));
     }
     if !c.scoped.is_empty() {
-        let empty = median(&c.scoped.iter().map(|s| s.0).collect::<Vec<_>>());
-        let copy = median(&c.scoped.iter().map(|s| s.1).collect::<Vec<_>>());
+        let empty = median_ns(&c.scoped.iter().map(|s| s.0).collect::<Vec<_>>());
+        let copy = median_ns(&c.scoped.iter().map(|s| s.1).collect::<Vec<_>>());
         extra.insert("ns_per_scoped".into(), json!(empty));
         extra.insert("ns_per_scoped_copy".into(), json!(copy));
         extra.insert("copy_adds_ns".into(), json!(copy - empty));
     }
     let reps: Vec<f64> = c.main.iter().map(|n| 1e9 / n).collect();
-    let mut r = row("pair-cost", name, 1, 1, reps, extra);
-    r.ops_per_sec = Some(1e9 / best);
-    r
+    row("pair-cost", name, 1, 1, reps, extra)
 }
 
 #[cfg(test)]
@@ -858,30 +871,58 @@ mod tests {
         assert_eq!(rows.iter().filter(|r| r.scheme == "atomic").count(), 2 * 4);
     }
 
-    /// A row's throughput is the inverse of its `ns_per_pair` for an even count of repetitions
-    /// too, and its repetitions are the inverses of each one's cost.
+    /// A row's `ops_per_sec` is the median of its `reps` (every row's contract, the JSON's and
+    /// the table's) and the inverse of its `ns_per_pair` for an even count of repetitions too,
+    /// where the median of the rates (the mean of the middle two) is not the inverse of the
+    /// mean of the middle two costs (costs of 1 and 3 ns: 667 Mpairs/s against 1 / 2 ns): each
+    /// cost field is the inverse of the median rate of its repetitions, and the ratios and
+    /// differences are of those.
     #[test]
-    fn pair_cost_throughput_is_the_inverse_of_the_median_cost() {
+    fn pair_cost_throughput_is_the_median_of_the_reps_and_the_inverse_of_the_cost() {
         let c = PairCosts {
             main: vec![1.0, 3.0],
             worker: vec![2.0, 2.0],
             spread: vec![(1.0, 2.0), (1.0, 2.0)],
-            by_cpu: Vec::new(),
+            by_cpu: vec![(1.0, 2.0, 4.0), (3.0, 2.0, 4.0)],
             scoped: vec![(2.0, 2.5), (3.0, 4.5)],
         };
         let r = pair_cost_row("atomic", &c, Some(2.0));
-        assert_eq!(r.extra["ns_per_pair"].as_f64(), Some(2.0));
-        // The scoped references' medians, and what the copy adds: the difference of the medians.
-        assert_eq!(r.extra["ns_per_scoped"].as_f64(), Some(2.5));
-        assert_eq!(r.extra["ns_per_scoped_copy"].as_f64(), Some(3.5));
-        assert_eq!(r.extra["copy_adds_ns"].as_f64(), Some(1.0));
-        assert_eq!(r.ops_per_sec, Some(5e8));
         assert_eq!(r.reps, [1e9, 1e9 / 3.0]);
-        assert_eq!(r.extra["vs_atomic"].as_f64(), Some(1.0));
+        let ops = r.ops_per_sec.unwrap();
+        assert_eq!(ops, median(&r.reps));
+        assert_eq!(ops, (1e9 + 1e9 / 3.0) / 2.0);
+        let f = |k: &str| r.extra[k].as_f64().unwrap();
+        assert_eq!(f("ns_per_pair"), 1e9 / ops);
+        // The inverse of the mean of the middle two rates: 2ab / (a + b) of costs a and b.
+        let inv = |a: f64, b: f64| 2.0 * a * b / (a + b);
+        let close = |x: f64, want: f64| (x - want).abs() <= 1e-12 * want;
+        assert!(close(f("ns_per_pair"), inv(1.0, 3.0)), "{:?}", r.extra);
+        assert!(
+            close(f("ns_per_pair_first_cpu"), inv(1.0, 3.0)),
+            "{:?}",
+            r.extra
+        );
+        assert_eq!(f("ns_per_pair_worker"), 2.0);
+        assert_eq!(f("worker_vs_main"), 2.0 / f("ns_per_pair"));
+        assert_eq!(f("vs_atomic"), 2.0 / f("ns_per_pair"));
+        assert!(close(f("ns_per_scoped"), inv(2.0, 3.0)), "{:?}", r.extra);
+        assert!(
+            close(f("ns_per_scoped_copy"), inv(2.5, 4.5)),
+            "{:?}",
+            r.extra
+        );
+        assert_eq!(
+            f("copy_adds_ns"),
+            f("ns_per_scoped_copy") - f("ns_per_scoped")
+        );
+        // An odd count: the middle cost itself, and its inverse.
         let odd = PairCosts {
             main: vec![4.0, 1.0, 2.0],
             ..c
         };
-        assert_eq!(pair_cost_row("cas", &odd, None).ops_per_sec, Some(5e8));
+        let r = pair_cost_row("cas", &odd, None);
+        assert_eq!(r.ops_per_sec, Some(5e8));
+        assert_eq!(r.extra["ns_per_pair"].as_f64(), Some(2.0));
+        assert_eq!(r.ops_per_sec, Some(median(&r.reps)));
     }
 }
