@@ -1256,6 +1256,41 @@ fn space_rule_asks_paygo_to_be_on_a_par_with_refcache() {
     assert_eq!(space(&Rows::new(&more)).verdict, Verdict::DoesNotHold);
 }
 
+/// "Much smaller than the Linux sloppy counter": PAYGO below the per-CPU counters by less than
+/// the 2x within which the rule reads it as similar to RefCache is not much smaller, and
+/// holds the claim in shape only.
+#[test]
+fn space_rule_asks_paygo_to_be_much_smaller_than_the_per_cpu_counters() {
+    let mem = |scheme: &str, bytes: u64| {
+        row(
+            "memory",
+            scheme,
+            1,
+            100,
+            0.0,
+            json!({"bytes_total": bytes, "cpus": 16}),
+        )
+    };
+    let rows = |paygo: u64| {
+        [
+            mem("paygo", paygo),
+            mem("refcache", 15_000),
+            mem("percpu-ref", 17_800),
+            mem("sloppy", 17_000),
+        ]
+    };
+    // 0.94x the sloppy counter, 1.07x RefCache.
+    let o = space(&Rows::new(&rows(16_000)));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(o.reason.contains("not much smaller"), "{o:?}");
+    // Half the sloppy counter's bytes, and 0.57x RefCache's.
+    assert_eq!(space(&Rows::new(&rows(8_500))).verdict, Verdict::Holds);
+    assert_eq!(
+        space(&Rows::new(&rows(8_501))).verdict,
+        Verdict::HoldsInShape
+    );
+}
+
 #[test]
 fn sources_cite_sections_the_documents_have() {
     let source = |claim: &str| {
@@ -1525,8 +1560,8 @@ fn thresholds_hold_at_the_bound_and_not_past_it() {
     assert_eq!(section(120.0), Verdict::Holds);
     assert_eq!(section(119.0), Verdict::HoldsInShape);
     assert_eq!(section(100.0), Verdict::DoesNotHold);
-    // §3.1: paygo below sloppy and percpu-ref, and at most 2x refcache; oplog-counter below
-    // percpu-ref.
+    // §3.1: paygo at most half of sloppy and of percpu-ref, and at most 2x refcache;
+    // oplog-counter below percpu-ref.
     let mem = |scheme: &str, bytes: u64| {
         row(
             "memory",
@@ -1537,18 +1572,20 @@ fn thresholds_hold_at_the_bound_and_not_past_it() {
             json!({"bytes_total": bytes, "cpus": 16}),
         )
     };
-    let space_of = |paygo: u64| {
+    let space_of = |paygo: u64, refcache: u64| {
         let rows = [
             mem("paygo", paygo),
-            mem("refcache", 5_000),
-            mem("sloppy", 10_100),
-            mem("percpu-ref", 10_200),
+            mem("refcache", refcache),
+            mem("sloppy", 20_100),
+            mem("percpu-ref", 20_200),
         ];
         space(&Rows::new(&rows)).verdict
     };
-    assert_eq!(space_of(10_000), Verdict::Holds);
-    assert_eq!(space_of(10_001), Verdict::HoldsInShape);
-    assert_eq!(space_of(10_100), Verdict::DoesNotHold);
+    assert_eq!(space_of(10_000, 5_000), Verdict::Holds);
+    assert_eq!(space_of(10_001, 5_000), Verdict::HoldsInShape);
+    assert_eq!(space_of(10_050, 6_000), Verdict::Holds);
+    assert_eq!(space_of(10_051, 6_000), Verdict::HoldsInShape);
+    assert_eq!(space_of(20_100, 6_000), Verdict::DoesNotHold);
     let logs = |oplog: u64| {
         let rows = [mem("oplog-counter", oplog), mem("percpu-ref", 10_200)];
         oplog_memory(&Rows::new(&rows)).verdict
