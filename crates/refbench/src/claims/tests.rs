@@ -237,6 +237,17 @@ fn randomread_rule_says_why() {
     let o = fig8_randomread(&Rows::new(&rows(90.0)));
     assert_eq!(o.verdict, Verdict::DoesNotHold);
     assert!(o.reason.contains("not ahead"), "{o:?}");
+    // Level with RefCache at both thread counts: no gap, so none that widens, and PAYGO not
+    // ahead; the ratio not falling is the shape.
+    let level = [
+        row("randomread", "paygo", 1, 10, 100.0, json!({})),
+        row("randomread", "refcache", 1, 10, 100.0, json!({})),
+        row("randomread", "paygo", 16, 10, 100.0, json!({})),
+        row("randomread", "refcache", 16, 10, 100.0, json!({})),
+    ];
+    let o = fig8_randomread(&Rows::new(&level));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(o.reason.contains("not ahead"), "{o:?}");
 }
 
 #[test]
@@ -1503,7 +1514,8 @@ fn thresholds_hold_at_the_bound_and_not_past_it() {
         ];
         fig8_randomread(&Rows::new(&rows)).verdict
     };
-    assert_eq!(rr(100.0, 100.0), Verdict::Holds);
+    assert_eq!(rr(100.0, 100.5), Verdict::Holds);
+    assert_eq!(rr(100.0, 100.0), Verdict::HoldsInShape);
     assert_eq!(rr(90.0, 99.0), Verdict::HoldsInShape);
     assert_eq!(rr(120.0, 119.0), Verdict::DoesNotHold);
     // Fig. 11: atomic and cas tn/t1 <= 1, paygo >= 0.75x ideal.
