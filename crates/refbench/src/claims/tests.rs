@@ -1604,7 +1604,7 @@ fn thresholds_hold_at_the_bound_and_not_past_it() {
     };
     assert_eq!(logs(10_199), Verdict::Holds);
     assert_eq!(logs(10_200), Verdict::DoesNotHold);
-    // The pread table: frozen-bit >= cas at every thread count from 2.
+    // The pread table: frozen-bit above cas at every thread count from 2.
     let pread = |f2: f64, f4: f64| {
         let rows = [
             row("pread-table", "cas", 2, 1, 100.0, json!({})),
@@ -1614,9 +1614,12 @@ fn thresholds_hold_at_the_bound_and_not_past_it() {
         ];
         pread_table(&Rows::new(&rows)).verdict
     };
-    assert_eq!(pread(100.0, 100.0), Verdict::Holds);
-    assert_eq!(pread(99.0, 100.0), Verdict::HoldsInShape);
-    assert_eq!(pread(100.0, 99.0), Verdict::DoesNotHold);
+    assert_eq!(pread(100.5, 100.5), Verdict::Holds);
+    assert_eq!(pread(99.0, 100.5), Verdict::HoldsInShape);
+    assert_eq!(pread(100.5, 99.0), Verdict::DoesNotHold);
+    // Level with cas is not above it ("patched" above "vanilla" at every count of the table).
+    assert_eq!(pread(100.0, 100.5), Verdict::HoldsInShape);
+    assert_eq!(pread(100.5, 100.0), Verdict::DoesNotHold);
     // LODIC's memory: per-core counters >= 13x lodic (shape: > 1x).
     let lm = |percpu: f64| {
         let rows = [
