@@ -1374,6 +1374,33 @@ fn read_ratio_rule_needs_two_k_and_two_threads() {
     assert!(o.reason.contains("one thread"), "{o:?}");
 }
 
+/// "The throughput of the lock-free list peaks at 3 cores" (of 48): a list that peaks at 8
+/// threads of 16, and is below that at 16, has peaked, but not early, and holds the claim in
+/// shape only; one that peaks at the fewest threads measured from 3 up (4 where 3 was not
+/// measured), or before, holds it.
+#[test]
+fn oplog_list_rule_needs_the_lock_free_list_to_peak_early() {
+    let run = |lf: [f64; 5]| {
+        let mut rows = Vec::new();
+        for (i, t) in [1, 2, 4, 8, 16].into_iter().enumerate() {
+            rows.push(row("oplog-list", "lockfree-list", t, 1, lf[i], json!({})));
+            let local = 100.0 * t as f64;
+            rows.push(row("oplog-list", "oplog-local", t, 1, local, json!({})));
+        }
+        oplog_fig12(&Rows::new(&rows))
+    };
+    let o = run([100.0, 150.0, 160.0, 200.0, 180.0]);
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(o.reason.contains("peaks late, at 8T"), "{o:?}");
+    for early in [
+        [100.0, 150.0, 160.0, 150.0, 140.0],
+        [100.0, 150.0, 140.0, 130.0, 120.0],
+    ] {
+        let o = run(early);
+        assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+    }
+}
+
 /// OpLog Fig. 12: local absorption scales (0.75x ideal, at the bound and just below) past a
 /// lock-free list that peaks before the most threads; a lock-free list still gaining at the
 /// most threads holds the claim in shape only, and absorption behind it not at all.
