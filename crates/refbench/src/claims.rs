@@ -2,11 +2,12 @@
 //! documents, the figure measured here, and a verdict computed from the measured rows by the
 //! rule written beside the claim (never typed by hand).
 //!
-//! Each rule compares figures of one run (one machine, repetitions interleaved), at the
-//! smallest (`t1`) and the largest (`tn`) thread count measured. A claim whose experiment was
-//! not run, whose rule needs two thread counts where one was measured, whose claim is of threads
-//! contending where one thread was measured, whose rule names a scheme without rows, or whose
-//! rule divides by a figure of 0, is "not measured" with the reason.
+//! Each rule compares figures of one run (one machine, repetitions interleaved), at the smallest
+//! (`t1`) and the largest (`tn`) thread count measured, and at those between where its claim is of
+//! them (PAYGO Fig. 11's FAA and CAS after 2 threads, OpLog Fig. 12's lock-free list's peak). A
+//! claim whose experiment was not run, whose rule needs two thread counts where one was measured,
+//! whose claim is of threads contending where one thread was measured, whose rule names a scheme
+//! without rows, or whose rule divides by a figure of 0, is "not measured" with the reason.
 
 use crate::bare_loop::LIMIT_ROW;
 use crate::output::Row;

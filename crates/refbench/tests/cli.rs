@@ -1164,7 +1164,7 @@ fn pair_cost_times_the_main_thread_and_a_worker() {
     assert!(main > 0.0 && worker > 0.0, "{r}");
     let ratio = r["worker_vs_main"].as_f64().unwrap();
     assert!((ratio - worker / main).abs() < 1e-9, "{r}");
-    // Over 64 objects on the worker: a lowest and a highest best, in that order.
+    // Over 128 objects on the worker: a lowest and a highest best, in that order.
     let lo = r["ns_per_pair_objects_min"].as_f64().unwrap();
     let hi = r["ns_per_pair_objects_max"].as_f64().unwrap();
     assert!(0.0 < lo && lo <= hi, "{r}");
