@@ -624,6 +624,7 @@ fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
             "; above {t}T at most: atomic {:.2}x (at {}T), cas {:.2}x (at {}T) of {t}T",
             a.0, a.1, c.0, c.1
         ),
+        _ if tn <= 2 => format!("; saturation after 2T not judged: {tn}T the most measured"),
         _ => format!("; saturation after 2T not judged: no count from 2T up below {tn}T"),
     };
     outcome(

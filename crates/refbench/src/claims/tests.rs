@@ -203,7 +203,8 @@ fn single_object_rule_judges_faa_and_cas_after_2_threads() {
     let o = fig11_single_object(&Rows::new(&two));
     assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
     assert!(
-        o.measured.contains("saturation after 2T not judged"),
+        o.measured
+            .ends_with("; saturation after 2T not judged: 2T the most measured"),
         "{o:?}"
     );
     // FAA not measured at 2 threads, where the saturation is judged from: not measured.
