@@ -8,8 +8,10 @@
  * prints "ops=N secs=S cpu=C": pairs done, the window from the first thread's start to the
  * last one's end, and the CPU time the threads got inside it; with PIN 1, where pins were
  * refused (sched_setaffinity failed: the thread ran where it was), also "pin_refused=N
- * pin_errno=E", how many and the errno of the first. Exit 3: no rseq here; exit 1, with a
- * message: another failure (more CPUs than MAX_CPUS, a thread not started). */
+ * pin_errno=E", how many and the errno of the first. Exit 2, with a message that names it: a
+ * bad argument (THREADS a whole number from 1 to MAX_THREADS, MILLIS from 1 to MAX_MILLIS, PIN
+ * 0 or 1), or not three. Exit 3: no rseq here; exit 1, with a message: another failure (more
+ * CPUs than MAX_CPUS, a thread not started). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -26,6 +28,8 @@
 /* refbench's own bound on --threads (harness::MAX_THREADS); a unit test of c_loop.rs checks it. */
 #define MAX_THREADS 4096
 #define BATCH 256
+/* refbench's own bound on --duration-ms (harness::MAX_DURATION_MS): an hour. */
+#define MAX_MILLIS 3600000L
 
 struct __attribute__((aligned(128))) slot { int64_t v; };
 static struct slot counters[MAX_CPUS];
@@ -111,19 +115,30 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Argument `name`, `s`, as a whole number from lo to hi (all of it: "5x" is none); else exits
+ * 2, saying which argument and what it takes. */
+static long arg(const char *name, const char *s, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+		fprintf(stderr, "rseq_loop: %s \"%s\": a whole number from %ld to %ld\n", name, s,
+			lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
 		fprintf(stderr, "usage: rseq_loop THREADS MILLIS PIN\n");
 		return 2;
 	}
-	int threads = atoi(argv[1]);
-	long millis = atol(argv[2]);
-	pin = atoi(argv[3]);
-	if (threads < 1 || threads > MAX_THREADS || millis < 1) {
-		fprintf(stderr, "rseq_loop: bad arguments\n");
-		return 2;
-	}
+	int threads = (int)arg("THREADS", argv[1], 1, MAX_THREADS);
+	long millis = arg("MILLIS", argv[2], 1, MAX_MILLIS);
+	pin = (int)arg("PIN", argv[3], 0, 1);
 	if (__rseq_size == 0 || (int)area()->cpu_id < 0) {
 		fprintf(stderr, "rseq_loop: glibc registered no rseq area\n");
 		return 3;

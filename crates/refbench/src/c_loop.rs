@@ -269,9 +269,9 @@ pub fn run(exe: &Path, threads: usize, duration: Duration, pin: bool) -> Result<
 mod tests {
     use super::*;
 
-    /// The C loop takes every thread count `run --threads` takes: where it took fewer (1,024 of
-    /// 4,096), `run ceiling --threads 1025` ran its C rows into the program's "bad arguments"
-    /// and wrote results without them, exit code 0.
+    /// The C loop takes every thread count `run --threads` takes and every `--duration-ms`:
+    /// where it took fewer (1,024 of 4,096 threads), `run ceiling --threads 1025` ran its C
+    /// rows into the program's refusal and wrote results without them, exit code 0.
     #[test]
     fn the_c_loop_takes_as_many_threads_as_refbench() {
         let max: usize = SOURCE
@@ -285,6 +285,20 @@ mod tests {
             max >= crate::harness::MAX_THREADS,
             "the C loop takes {max} threads, refbench {}",
             crate::harness::MAX_THREADS
+        );
+        // And every duration `--duration-ms` takes.
+        let millis: u64 = SOURCE
+            .lines()
+            .find_map(|l| l.strip_prefix("#define MAX_MILLIS "))
+            .expect("the C source defines MAX_MILLIS")
+            .trim()
+            .trim_end_matches('L')
+            .parse()
+            .expect("a number");
+        assert!(
+            millis >= crate::harness::MAX_DURATION_MS,
+            "the C loop runs {millis} ms at most, refbench {}",
+            crate::harness::MAX_DURATION_MS
         );
     }
 
@@ -393,6 +407,40 @@ mod tests {
         let line = String::from_utf8_lossy(&o.stdout).trim().to_string();
         assert!(o.status.success(), "{line}");
         assert_eq!(pin_refusals(&line), None, "{line}");
+    }
+
+    /// The program refuses bad arguments before it runs, with exit code 2 and a message that
+    /// names the argument: a MILLIS of 0, negative, empty, with trailing text or past an hour
+    /// (refbench's bound), a THREADS of 0, past refbench's bound or with trailing text, a PIN
+    /// other than 0 or 1, or a count of arguments other than three: "5x" is not 5 ms, nor
+    /// "1.5" one thread, nor a PIN of 2 a request to pin.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn the_c_loop_refuses_bad_arguments() {
+        let prog = match build(Build::Default) {
+            Ok(e) => e,
+            Err(e) => return percpu::testing::skip(format_args!("no C loop here: {e}")),
+        };
+        for (args, names) in [
+            (&["1", "0", "0"][..], "MILLIS"),
+            (&["1", "-5", "0"], "MILLIS"),
+            (&["1", "5x", "0"], "MILLIS"),
+            (&["1", "", "0"], "MILLIS"),
+            (&["1", "3600001", "0"], "MILLIS"),
+            (&["1", "99999999999999999999999", "0"], "MILLIS"),
+            (&["0", "10", "0"], "THREADS"),
+            (&["1.5", "10", "0"], "THREADS"),
+            (&["4097", "10", "0"], "THREADS"),
+            (&["1", "10", "2"], "PIN"),
+            (&["1", "10", "yes"], "PIN"),
+            (&["1", "10"], "usage"),
+        ] {
+            let o = Command::new(prog.path()).args(args).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(names), "{args:?}: {err}");
+            assert!(o.stdout.is_empty(), "{args:?}");
+        }
     }
 
     /// Where a C compiler is installed (the README's requirements) and glibc registers rseq,
