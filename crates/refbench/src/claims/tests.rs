@@ -1546,7 +1546,8 @@ fn thresholds_hold_at_the_bound_and_not_past_it() {
     assert_eq!(rr(100.0, 100.0), Verdict::HoldsInShape);
     assert_eq!(rr(90.0, 99.0), Verdict::HoldsInShape);
     assert_eq!(rr(120.0, 119.0), Verdict::DoesNotHold);
-    // Fig. 11: atomic and cas tn/t1 <= 1, paygo >= 0.75x ideal.
+    // Fig. 11 at 1 and 2 threads: atomic and cas at 2 at most their 1-thread figure (the peak),
+    // paygo >= 0.75x ideal.
     let single = |atomic2: f64, paygo2: f64| {
         let rows = [
             row("single-object", "paygo", 1, 1, 100.0, json!({})),
