@@ -585,10 +585,6 @@ pub struct MappedPage<'m, 'f, C: RefCounter> {
     _owner: PhantomData<*const ()>,
 }
 
-fn invalid(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, msg)
-}
-
 impl<C: RefCounter> CachedFileOf<C> {
     /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors:
     /// no pages, or a range past the end of the file (its length now, the last page partial or
@@ -596,13 +592,20 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// cut) (`InvalidInput`); no memory for the mapping's entries, 8 bytes a page, or, at the
     /// file's first mapping, for its per-page mapping counts, 4 bytes a page of the file at
     /// open up to 4 MiB, or for its records in the reverse maps (`OutOfMemory`; nothing is
-    /// mapped, and nothing is left in the reverse maps). A mapping outlives later cuts (see
+    /// mapped, and nothing is left in the reverse maps). These errors, and those of a
+    /// mapping's requests outside its range ([`Mapping::read_at`], [`Mapping::write_at`],
+    /// [`Mapping::page`]), name the file (a [`FileError`]). A mapping outlives later cuts (see
     /// [`Mapping::read_at`]).
     pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
         let (c, f) = self.parts();
         let have = self.len().div_ceil(PAGE_SIZE as u64);
         if pages == 0 {
-            return Err(invalid("pagecache: a mapping of no pages".into()));
+            return Err(FileError::error(
+                io::ErrorKind::InvalidInput,
+                &f.path,
+                format!("a mapping of no pages (from page {first}) of "),
+                "",
+            ));
         }
         if first.checked_add(pages).is_none_or(|end| end > have) {
             return Err(FileError::error(
@@ -827,14 +830,26 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
         frame_of(v).map(|f| (f, count_of(v)))
     }
 
+    /// The `InvalidInput` error of a request outside the mapping, `what`, naming the file (a
+    /// [`FileError`]): "`what` (from page F) of PATH".
+    #[cold]
+    fn outside(&self, what: String) -> io::Error {
+        FileError::error(
+            io::ErrorKind::InvalidInput,
+            &self.file.parts().1.path,
+            format!("{what} (from page {}) of ", self.rec.first),
+            "",
+        )
+    }
+
     /// `what` (a read or a write) of `len` bytes at `offset` must lie inside the mapping.
     fn check(&self, what: &str, offset: u64, len: usize) -> io::Result<()> {
         if offset
             .checked_add(len as u64)
             .is_none_or(|end| end > self.len())
         {
-            return Err(invalid(format!(
-                "pagecache: {what} of {len} bytes at {offset} outside a mapping of {} bytes",
+            return Err(self.outside(format!(
+                "{what} of {len} bytes at {offset} outside a mapping of {} bytes",
                 self.len()
             )));
         }
@@ -978,8 +993,8 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// `Other` (as there).
     pub fn page(&self, k: u64) -> io::Result<MappedPage<'_, 'f, C>> {
         if k >= self.pages() {
-            return Err(invalid(format!(
-                "pagecache: page {k} outside a mapping of {} pages",
+            return Err(self.outside(format!(
+                "page {k} outside a mapping of {} pages",
                 self.pages()
             )));
         }

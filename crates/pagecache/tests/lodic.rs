@@ -10,7 +10,7 @@ mod common;
 use common::{assert_pattern, pat, pattern, pattern_file, Rendezvous, Rng};
 use core::pin::Pin;
 use pagecache::lodic::EMBEDDED_MAX;
-use pagecache::{Config, PageCacheOf, Rmap, PAGE_SIZE};
+use pagecache::{Config, FileError, PageCacheOf, Rmap, PAGE_SIZE};
 use refcount::atomic::Atomic;
 use refcount::atomic::AtomicObject;
 use refcount::RefCounter;
@@ -194,24 +194,48 @@ fn overflowing_references_let_go_in_any_order_count_exactly() {
     }
 }
 
+/// Bad input is refused (`InvalidInput`) and changes nothing: a map of no pages or past the end
+/// of the file, a read or a write outside the mapping, a page outside it. Each error names the
+/// file, as the cache's other errors about a file do: a [`FileError`] with its path, shown once
+/// in the message.
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(&dir, "f", 4 * PAGE_SIZE as u64);
     let c = cache(Atomic, 8, Rmap::File);
     let f = c.open(&path).unwrap();
-    for (first, pages) in [(0, 0), (0, 5), (4, 1), (3, 2), (u64::MAX, 2)] {
+    let names_the_file = |e: &std::io::Error, what: &str| {
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{what}: {e}");
+        assert_eq!(
+            FileError::of(e).map(FileError::path),
+            Some(path.as_path()),
+            "{what}: {e}"
+        );
+        assert_eq!(
+            e.to_string().matches(&*path.display().to_string()).count(),
+            1,
+            "{what}: {e}"
+        );
+    };
+    for (first, pages) in [(0, 0), (2, 0), (0, 5), (4, 1), (3, 2), (u64::MAX, 2)] {
         let e = f.map(first, pages).err().expect("refused");
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{first}+{pages}: {e}");
+        names_the_file(&e, &format!("map {first}+{pages}"));
     }
     assert_eq!(f.mapcount(0), 0, "a refused map registers nothing");
     let m = f.map(1, 2).unwrap();
     let mut buf = [0u8; 16];
     for at in [2 * PAGE_SIZE as u64 - 8, 2 * PAGE_SIZE as u64, u64::MAX - 3] {
         let e = m.read_at(&mut buf, at).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "read at {at}: {e}");
+        names_the_file(&e, &format!("read at {at}"));
+        assert!(e.to_string().contains("outside a mapping"), "{e}");
+        let e = m.write_at(&[1u8; 16], at).unwrap_err();
+        names_the_file(&e, &format!("write at {at}"));
     }
-    assert!(m.page(2).is_err());
+    assert_eq!(buf, [0; 16], "nothing read");
+    for k in [2, 3, u64::MAX] {
+        let e = m.page(k).err().expect("outside the mapping");
+        names_the_file(&e, &format!("page {k}"));
+    }
     assert_eq!(f.page_count(1), 0);
     assert_eq!(f.page_count(2), 0);
     m.read_at(&mut buf, 2 * PAGE_SIZE as u64 - 16).unwrap();
