@@ -576,6 +576,32 @@ pub struct Mapping<'f, C: RefCounter> {
 /// and when it is taken while a reclaim has the page flagged. The page stays cached while it
 /// lives. A leaked one pins the page: one counted in the entry while the file is open (and
 /// keeps the mapping in the reverse maps), a spilled one for ever, as a leaked `PageRef` does.
+///
+/// Neither `Send` nor `Sync`, as its [`Mapping`]: its drop writes the mapping's entry, which
+/// only the owning thread writes, and it borrows the mapping, which no other thread may see.
+/// Shared with another thread, it is refused:
+///
+/// ```compile_fail
+/// # use pagecache::{refcount::atomic::Atomic, MappedPage};
+/// fn shared<T: Sync>() {}
+/// shared::<MappedPage<'static, 'static, Atomic>>();
+/// ```
+///
+/// and so is one sent to another thread:
+///
+/// ```compile_fail
+/// # use pagecache::{refcount::atomic::Atomic, MappedPage};
+/// fn sent<T: Send>() {}
+/// sent::<MappedPage<'static, 'static, Atomic>>();
+/// ```
+///
+/// where a `PageRef` (held without a mapping) is both:
+///
+/// ```
+/// # use pagecache::{refcount::atomic::Atomic, PageRef};
+/// fn both<T: Send + Sync>() {}
+/// both::<PageRef<'static, Atomic>>();
+/// ```
 pub struct MappedPage<'m, 'f, C: RefCounter> {
     map: &'m Mapping<'f, C>,
     page: u64,
