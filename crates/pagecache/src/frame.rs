@@ -63,11 +63,6 @@ impl DirtyGroups {
         self.words.len()
     }
 
-    /// The bytes the marks take.
-    pub(crate) fn bytes(&self) -> usize {
-        core::mem::size_of_val(&*self.words)
-    }
-
     /// Marks `group`: by a write, after its page's dirty bit was set (`FrameMeta::write`), and
     /// by a sync, for a group it took that has a page still dirty.
     #[inline(always)]

@@ -91,7 +91,6 @@ use crate::frame::FrameMeta;
 use crate::inject::{alloc_fails, alloc_point};
 use crate::interval::{IntervalIndex, Point};
 use crate::page::{copy_out, page_parts, PAGE_SIZE};
-use crate::slots::Slots;
 use crate::sync::{AtomicU64, Ordering};
 use crate::FileError;
 use core::marker::PhantomData;
@@ -289,13 +288,130 @@ impl MapRec {
     }
 }
 
+/// Counts of a leaf of [`MapCounts`]: the counts of 64 pages past the pages at open.
+const LEAF: usize = 64;
+
+/// A file's per-page mapping counts (the kernel's `_mapcount`), read and written under the
+/// file's mapping lock only, so plain integers: a flat array for the pages the file had at
+/// open, up to [`FLAT_MAX`](crate::slots::FLAT_MAX) of them (4 bytes a page, at most 4 MiB),
+/// and, for the pages past them (a file larger than 4 GiB, or grown since), leaves of
+/// [`LEAF`] counts, made when a mapping first covers one of their pages and found by their
+/// number in a sorted index. Only the counts and the index are allocated, so
+/// [`MapCounts::bytes`] is exactly what they take.
+pub(crate) struct MapCounts {
+    /// The counts of the pages at open (up to `FLAT_MAX`).
+    flat: Box<[u32]>,
+    /// The leaves past them, each with its number (`(page - flat.len()) / LEAF`), by number.
+    leaves: Vec<(u64, Box<[u32]>)>,
+}
+
+impl MapCounts {
+    /// The counts of a file of `pages_at_open` pages at open, none counted and no leaf made:
+    /// `None` if the flat array's memory cannot be had.
+    fn new(pages_at_open: u64) -> Option<Self> {
+        let n = pages_at_open.min(crate::slots::FLAT_MAX as u64) as usize;
+        let mut flat = Vec::new();
+        flat.try_reserve_exact(n).ok()?;
+        flat.resize(n, 0);
+        Some(MapCounts {
+            flat: flat.into_boxed_slice(),
+            leaves: Vec::new(),
+        })
+    }
+
+    /// The number of the leaf of `page` and its place in it, for a page past the flat array.
+    fn leaf_of(&self, page: u64) -> Option<(u64, usize)> {
+        let x = page.checked_sub(self.flat.len() as u64)?;
+        Some((x / LEAF as u64, (x % LEAF as u64) as usize))
+    }
+
+    /// The count of `page` (0 for a page past the flat array whose leaf was never made).
+    fn get(&self, page: u64) -> u32 {
+        let Some((leaf, at)) = self.leaf_of(page) else {
+            return self.flat[page as usize];
+        };
+        match self.leaves.binary_search_by_key(&leaf, |l| l.0) {
+            Ok(k) => self.leaves[k].1[at],
+            Err(_) => 0,
+        }
+    }
+
+    /// The count of `page`, where it has one (a page of the flat array, or of a leaf made).
+    fn get_mut(&mut self, page: u64) -> Option<&mut u32> {
+        let Some((leaf, at)) = self.leaf_of(page) else {
+            return Some(&mut self.flat[page as usize]);
+        };
+        let k = self.leaves.binary_search_by_key(&leaf, |l| l.0).ok()?;
+        Some(&mut self.leaves[k].1[at])
+    }
+
+    /// Makes the leaves of the pages `first..end` (`first < end`) that are not made yet, with
+    /// nothing counted, so that counting these pages allocates nothing. `None` if the memory
+    /// cannot be had; the counts are then as they were.
+    fn make(&mut self, first: u64, end: u64) -> Option<()> {
+        let (Some((lo, _)), Some((hi, _))) = (
+            self.leaf_of(first.max(self.flat.len() as u64)),
+            self.leaf_of(end - 1),
+        ) else {
+            return Some(()); // inside the flat array
+        };
+        // The leaves lo..=hi already made: a run of the sorted index.
+        let a = self.leaves.partition_point(|l| l.0 < lo);
+        let b = self.leaves.partition_point(|l| l.0 <= hi);
+        let missing = usize::try_from(hi - lo + 1).ok()? - (b - a);
+        if missing == 0 {
+            return Some(());
+        }
+        // Every allocation first: the new leaves, and the index with room for them.
+        let mut made = Vec::new();
+        if alloc_fails(true) || made.try_reserve_exact(missing).is_err() {
+            return None;
+        }
+        for _ in 0..missing {
+            let mut leaf = Vec::new();
+            if alloc_fails(true) || leaf.try_reserve_exact(LEAF).is_err() {
+                return None;
+            }
+            leaf.resize(LEAF, 0);
+            made.push(leaf.into_boxed_slice());
+        }
+        let mut index = Vec::new();
+        if alloc_fails(true)
+            || index
+                .try_reserve_exact(self.leaves.len() + missing)
+                .is_err()
+        {
+            return None;
+        }
+        // Then the merge, which allocates nothing: the leaves before lo, lo..=hi (those made
+        // before kept, with their counts), those after hi.
+        let mut old = core::mem::take(&mut self.leaves).into_iter().peekable();
+        index.extend(old.by_ref().take(a));
+        for n in lo..=hi {
+            match old.next_if(|l| l.0 == n) {
+                Some(l) => index.push(l),
+                None => index.push((n, made.pop().expect("a leaf made for each missing"))),
+            }
+        }
+        index.extend(old);
+        self.leaves = index;
+        Some(())
+    }
+
+    /// The bytes the counts take: the flat array, the leaves, and their index.
+    fn bytes(&self) -> usize {
+        core::mem::size_of_val(&*self.flat)
+            + self.leaves.len() * LEAF * core::mem::size_of::<u32>()
+            + self.leaves.capacity() * core::mem::size_of::<(u64, Box<[u32]>)>()
+    }
+}
+
 /// A file's side of the reverse maps, under its lock.
 #[derive(Default)]
 pub(crate) struct FileMaps {
-    /// Per page: how many mappings cover it, in a table shaped as the file's slots (a flat
-    /// array for the pages at open, up to 4 GiB of them, a sparse tree past them), made at the
-    /// first mapping; pages without a count have none.
-    mapcount: Option<Slots>,
+    /// Per page: how many mappings cover it ([`MapCounts`]), made at the first mapping; pages
+    /// without a count have none.
+    mapcount: Option<MapCounts>,
     /// File-space map: the mappings of the file, each over the pages it maps.
     maps: IntervalIndex<Arc<MapRec>>,
     /// Mappings of the file now (either reverse map): while 0, no page is mapped.
@@ -303,9 +419,10 @@ pub(crate) struct FileMaps {
 }
 
 impl FileMaps {
-    /// The bytes of the per-page mapping counts (0 before the file's first mapping).
+    /// The bytes of the per-page mapping counts (0 before the file's first mapping): those
+    /// they allocate ([`MapCounts::bytes`]).
     pub(crate) fn mapcount_bytes(&self) -> usize {
-        self.mapcount.as_ref().map_or(0, Slots::bytes)
+        self.mapcount.as_ref().map_or(0, MapCounts::bytes)
     }
 
     /// Whether some mapping of the file exists (a reclaim then asks [`FileMaps::mapped`] per
@@ -324,57 +441,28 @@ impl FileMaps {
     /// How many mappings cover `page`.
     #[inline]
     fn count(&self, page: u64) -> u32 {
-        self.mapcount
-            .as_ref()
-            .and_then(|m| m.get(page))
-            // Relaxed: changed only under the file's mapping lock, which the caller holds.
-            .map_or(0, |c| c.load(Ordering::Relaxed))
+        self.mapcount.as_ref().map_or(0, |m| m.get(page))
     }
 
-    /// The per-page counts of a file of `pages_at_open` pages at open, none counted, for its
-    /// first mapping (kept by the file, [`FileMaps::keep_counts`], once that is published):
-    /// `None` if their memory (the flat part, 4 bytes a page of the file at open, at most
-    /// 4 MiB) cannot be had.
-    fn new_counts(pages_at_open: u64) -> Option<Slots> {
-        Slots::new(pages_at_open)
-    }
-
-    /// Keeps `counts` (made by [`FileMaps::new_counts`] for the file's first mapping, now
-    /// published) as the file's per-page counts, until it is closed.
-    fn keep_counts(&mut self, counts: Slots) {
+    /// Keeps `counts` (made by [`MapCounts::new`] for the file's first mapping, now published)
+    /// as the file's per-page counts, until it is closed.
+    fn keep_counts(&mut self, counts: MapCounts) {
         debug_assert!(self.mapcount.is_none(), "the file's counts are made once");
         self.mapcount = Some(counts);
     }
 
-    /// Makes the count slots of pages `first..end` past the flat array of `counts` (the file's,
-    /// or those made for its first mapping), where they are made as needed (the flat array's
-    /// exist with the counts): after this, [`FileMaps::add`] on these pages allocates nothing.
-    fn make_slots(counts: &Slots, first: u64, end: u64) {
-        for page in first.max(counts.base().len() as u64)..end {
-            alloc_point();
-            counts
-                .get_or_alloc(page)
-                .expect("pagecache: a mapped page is inside the file (below 2^63 bytes)");
-        }
-    }
-
-    /// Adds `delta` to the counts of pages `first..end`; the counts and their slots are made
-    /// ([`FileMaps::new_counts`], [`FileMaps::make_slots`], by the mapping that covers these
-    /// pages).
+    /// Adds `delta` to the counts of pages `first..end`; the counts and their leaves are made
+    /// ([`MapCounts::new`], [`MapCounts::make`], by the mapping that covers these pages).
     fn add(&mut self, first: u64, end: u64, delta: i32) {
         let m = self
             .mapcount
-            .as_ref()
+            .as_mut()
             .expect("pagecache: a mapping's pages have counts (made by its map)");
         for page in first..end {
             let c = m
-                .get(page)
-                .expect("pagecache: a mapped page has a count slot (made by its map)");
-            // Relaxed: under the file's mapping lock.
-            c.store(
-                c.load(Ordering::Relaxed).wrapping_add_signed(delta),
-                Ordering::Relaxed,
-            );
+                .get_mut(page)
+                .expect("pagecache: a mapped page has a count (made by its map)");
+            *c = c.wrapping_add_signed(delta);
         }
     }
 
@@ -467,11 +555,12 @@ pub struct LodicMemory {
     /// the indexes that find the records (about a hundred bytes a mapping) are not counted.
     pub table_bytes: usize,
     /// The per-page mapping counts of the open files that were ever mapped (the kernel's
-    /// `_mapcount`, which lets a reclaim pass over the pages no mapping covers): 4 bytes a
-    /// page of the file at open (up to 4 MiB), made at its first mapping and kept while it is
-    /// open, and the tree nodes of the pages mapped past those. Not an embedded counter, and
-    /// counted apart as the tables are; the kernel keeps one in every `struct page`, here it
-    /// is LODIC's alone.
+    /// `_mapcount`, which lets a reclaim pass over the pages no mapping covers), the bytes
+    /// they take: 4 a page of the file at open (up to 4 MiB), made at its first mapping and
+    /// kept while it is open, and for the pages mapped past those, 256 for each 64 pages
+    /// (counted from the end of the pages at open) of which one was mapped, with 24 for its
+    /// place in their index. Not an embedded counter, and counted apart as the tables are;
+    /// the kernel keeps one in every `struct page`, here it is LODIC's alone.
     pub mapcount_bytes: usize,
 }
 
@@ -617,7 +706,8 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// whole: a file grown through the cache maps its new pages, one cut maps no page past the
     /// cut) (`InvalidInput`); no memory for the mapping's entries, 8 bytes a page, or, at the
     /// file's first mapping, for its per-page mapping counts, 4 bytes a page of the file at
-    /// open up to 4 MiB, or for its records in the reverse maps (`OutOfMemory`; nothing is
+    /// open up to 4 MiB, or for those of its pages past them, or for its records in the
+    /// reverse maps (`OutOfMemory`; nothing is
     /// mapped, and nothing is left in the reverse maps). These errors, and those of a
     /// mapping's requests outside its range ([`Mapping::read_at`], [`Mapping::write_at`],
     /// [`Mapping::page`]), name the file (a [`FileError`]). A mapping outlives later cuts (see
@@ -683,23 +773,28 @@ impl<C: RefCounter> CachedFileOf<C> {
         // The file's per-page counts, made for its first mapping: the file keeps them only once
         // the mapping is published (a failure drops them with the mapping's other memory, up
         // to 4 MiB when memory is short, and reported as the file's in `LodicMemory`).
-        let first_counts = if fm.mapcount.is_some() {
+        let mut first_counts = if fm.mapcount.is_some() {
             None
         } else if alloc_fails(true) {
             return Err(no_memory("per-page counts of the file"));
         } else {
-            let counts = FileMaps::new_counts(f.pages_at_open);
+            let counts = MapCounts::new(f.pages_at_open);
             Some(counts.ok_or_else(|| no_memory("per-page counts of the file"))?)
         };
         // The counts of the pages past the flat array (a file of more than 4 GiB at open, or
         // grown past its pages at open), made now with nothing counted: `add` below then
-        // allocates nothing.
-        let counts = first_counts.as_ref().or(fm.mapcount.as_ref());
-        FileMaps::make_slots(
-            counts.expect("pagecache: the file's counts, made now or before"),
-            first,
-            end,
-        );
+        // allocates nothing. Leaves made in the file's counts for a map that fails later stay,
+        // counting nothing, with the file's other counts.
+        let counts = match first_counts.as_mut() {
+            Some(counts) => counts,
+            None => fm
+                .mapcount
+                .as_mut()
+                .expect("pagecache: the file's counts, made before"),
+        };
+        if counts.make(first, end).is_none() {
+            return Err(no_memory("per-page counts of the file"));
+        }
         if c.lodic.rmap == Rmap::File && (alloc_fails(true) || fm.maps.try_reserve(1).is_err()) {
             return Err(no_memory("file-space reverse map"));
         }
@@ -1361,13 +1456,83 @@ mod tests {
                     }
                     assert!(failed, "{what}: failed although no allocation did");
                 }
-                assert!(errors >= 2 && panics >= 2, "{rmap:?}: {errors} {panics}");
+                // A panic at least at the mapping's record (`Arc::new`); errors at the entries,
+                // the counts and the reverse maps' room.
+                assert!(errors >= 4 && panics >= 1, "{rmap:?}: {errors} {panics}");
                 drop(before);
                 assert_eq!(
                     lodic_state(&file, range.clone()).0,
                     crate::LodicMemory::default()
                 );
             }
+        }
+    }
+
+    /// The bytes of a file's per-page mapping counts that `LodicMemory` reports are the bytes
+    /// they take, against a model: nothing before the file's first mapping; then 4 a page of
+    /// the file at open (none more for mappings of those pages), and for the pages past them
+    /// (a file grown since) 256 for each leaf of 64 counts that a mapping covered, the leaves
+    /// counted from the end of the pages at open, and a leaf's place in their index; nothing
+    /// given back by an unmap (the counts stay while the file is open).
+    #[test]
+    fn mapcount_bytes_are_the_counts_allocated() {
+        const AT_OPEN: u64 = 100;
+        // A leaf's place in the index of the leaves: its number and its pointer.
+        let place = core::mem::size_of::<(u64, Box<[u32]>)>();
+        for rmap in [Rmap::File, Rmap::Process] {
+            let (_dir, path) = zeroed_file(AT_OPEN);
+            let cache = atomic_cache(8, rmap);
+            let file = cache.open(&path).expect("open");
+            let bytes = || crate::cache::lock(&file.parts().1.maps).mapcount_bytes();
+            assert_eq!(bytes(), 0, "{rmap:?}: never mapped");
+            drop(file.map(3, 5).expect("map"));
+            let flat = 4 * AT_OPEN as usize;
+            assert_eq!(bytes(), flat, "{rmap:?}: the pages at open");
+            file.set_len((AT_OPEN + 64 * 10) * crate::PAGE_SIZE as u64)
+                .expect("grown");
+            let mut leaves = std::collections::BTreeSet::new();
+            let (mut kept, mut model) = (Vec::new(), vec![0u32; AT_OPEN as usize + 640]);
+            for (first, pages) in [
+                (AT_OPEN, 1),
+                (AT_OPEN + 63, 2),
+                (AT_OPEN + 64 * 5 + 10, 64),
+                (AT_OPEN - 1, 3),
+                (AT_OPEN + 64 * 9, 64),
+                (AT_OPEN + 64 * 3, 64),
+                (0, AT_OPEN + 64 * 10),
+            ] {
+                let m = file.map(first, pages).expect("map");
+                leaves.extend(
+                    (first..first + pages).filter_map(|p| p.checked_sub(AT_OPEN).map(|x| x / 64)),
+                );
+                let want = flat + leaves.len() * (64 * 4 + place);
+                assert_eq!(
+                    bytes(),
+                    want,
+                    "{rmap:?}: {pages} pages from {first}, {leaves:?}"
+                );
+                for p in first..first + pages {
+                    model[p as usize] += 1;
+                }
+                for (p, &n) in model.iter().enumerate() {
+                    assert_eq!(file.mapcount(p as u64), n, "{rmap:?}: page {p}");
+                }
+                // Every other one kept: pages mapped twice, and unmapped.
+                if kept.len() * 2 < model.len() && first % 2 == 0 {
+                    kept.push(m);
+                } else {
+                    drop(m);
+                    for p in first..first + pages {
+                        model[p as usize] -= 1;
+                    }
+                }
+            }
+            drop(kept);
+            assert_eq!(bytes(), flat + 10 * (64 * 4 + place), "{rmap:?}: kept");
+            assert!(
+                (0..AT_OPEN + 640).all(|p| file.mapcount(p) == 0),
+                "{rmap:?}"
+            );
         }
     }
 

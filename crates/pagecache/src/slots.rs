@@ -308,35 +308,6 @@ impl Slots {
         }
     }
 
-    /// The bytes the slots hold: the struct, the flat array, and the nodes of the trees made
-    /// so far.
-    pub(crate) fn bytes(&self) -> usize {
-        fn node(n: &Node) -> usize {
-            match n {
-                Node::Leaf(_) => core::mem::size_of::<Leaf>(),
-                Node::Inner(i) => {
-                    core::mem::size_of::<InnerNode>()
-                        + i[0]
-                            .0
-                            .iter()
-                            .filter_map(OnceLock::get)
-                            .map(node)
-                            .sum::<usize>()
-                }
-            }
-        }
-        core::mem::size_of::<Slots>()
-            + core::mem::size_of_val(&*self.base)
-            + self.dirty.bytes()
-            + core::mem::size_of_val(&*self.cached)
-            + self
-                .trees
-                .iter()
-                .filter_map(OnceLock::get)
-                .map(node)
-                .sum::<usize>()
-    }
-
     /// Every slot past the flat array that exists, in page order, with its page.
     pub(crate) fn ext_for_each(&self, mut f: impl FnMut(u64, &AtomicU32)) {
         let base = self.base.len() as u64;

@@ -1380,14 +1380,15 @@ fn cuts_under_mappings_read_the_pattern_or_zeros() {
 }
 
 /// `lodic_memory` counts the per-page mapping counts of the mapped files, apart from the
-/// tables and the embedded counters: 4 bytes a page of the file at open, made at its first
-/// mapping and kept while the file is open, and the tree nodes of pages mapped past those (a
-/// growth); a file never mapped has none, and a closed file's go with it.
+/// tables and the embedded counters, as the bytes they take: 4 a page of the file at open,
+/// made at its first mapping and kept while the file is open, and for pages mapped past those
+/// (a growth) 256 a leaf of 64 counts and the leaf's place in their index; a file never mapped
+/// has none, and a closed file's go with it.
 #[test]
 fn lodic_memory_counts_the_per_page_mapping_counts() {
     const PAGES: usize = 300;
-    // The struct and its empty trees: well below this.
-    const SLOTS_STRUCT: usize = 1024;
+    // A leaf of 64 counts, and its place in the index of the leaves (its number, its pointer).
+    let leaf = 64 * 4 + core::mem::size_of::<(u64, Box<[u32]>)>();
     for rmap in RMAPS {
         let dir = tempfile::tempdir().unwrap();
         let f = pattern_file(&dir, "f", PAGES as u64 * P);
@@ -1401,24 +1402,29 @@ fn lodic_memory_counts_the_per_page_mapping_counts() {
         );
         let m = f.map(5, 2).unwrap();
         let one = c.lodic_memory().mapcount_bytes;
-        assert!(
-            (4 * PAGES..4 * PAGES + SLOTS_STRUCT).contains(&one),
-            "{rmap:?}: {one} bytes for {PAGES} pages"
-        );
+        assert_eq!(one, 4 * PAGES, "{rmap:?}: {PAGES} pages at open");
         drop(m);
         assert_eq!(c.lodic_memory().mapcount_bytes, one, "{rmap:?}: kept");
-        // A page past the pages at open (the file grown): a leaf of the tree (64 counts), and
-        // the inner node above it (page 150 is in the second tree).
+        // A page past the pages at open (the file grown): page 150 is in the third leaf past
+        // them, the only one made.
         g.set_len(200 * P).unwrap();
         let m = g.map(150, 1).unwrap();
         let two = c.lodic_memory().mapcount_bytes - one;
-        assert!(
-            (40 + 256 + 64 * 8..40 + 256 + 64 * 32 + SLOTS_STRUCT).contains(&two),
-            "{rmap:?}: {two} bytes for 10 pages, a leaf and an inner node"
+        assert_eq!(two, 4 * 10 + leaf, "{rmap:?}: 10 pages at open and a leaf");
+        drop(m);
+        let m = g.map(130, 20).unwrap();
+        assert_eq!(
+            c.lodic_memory().mapcount_bytes - one,
+            4 * 10 + 2 * leaf,
+            "{rmap:?}: a second leaf (pages 74..138), the third's (138..202) made before"
         );
         drop(m);
         drop(f);
-        assert_eq!(c.lodic_memory().mapcount_bytes, two, "{rmap:?}: f's went");
+        assert_eq!(
+            c.lodic_memory().mapcount_bytes,
+            4 * 10 + 2 * leaf,
+            "{rmap:?}: f's went"
+        );
         assert_eq!(c.lodic_memory().mappings, 0);
     }
 }
