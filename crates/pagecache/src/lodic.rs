@@ -1536,6 +1536,101 @@ mod tests {
         }
     }
 
+    /// An owner's records at the edges of the key (file, first page): file ids around 2^20
+    /// (where the computed address wraps) and at `u64::MAX`, first pages at 0, around 2^32
+    /// and at the last page of a file of 2^63 - 1 bytes. Records of different (file, page)
+    /// never share a key, the index orders them as the pairs are ordered, and a search for
+    /// one page finds exactly the records covering it, whatever their addresses (two of them
+    /// share one here, and a file's records lie apart from the next file's at its last page).
+    #[test]
+    fn owner_records_at_the_edges_of_the_key_are_found_by_file_and_page() {
+        use super::{MapRec, OwnerMaps};
+        use crate::sync::AtomicU64;
+        use std::sync::Arc;
+        let last = (i64::MAX as u64) / crate::PAGE_SIZE as u64;
+        let files = [
+            1,
+            (1 << 20) - 1,
+            1 << 20,
+            (1 << 20) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let spans = [
+            (0, 2),
+            ((1 << 32) - 1, 2),
+            (1 << 32, 1),
+            (last - 1, 2),
+            (last, 1),
+        ];
+        let mut own = OwnerMaps::default();
+        let mut recs = Vec::new();
+        for (k, &file) in files.iter().enumerate() {
+            for (j, &(first, pages)) in spans.iter().enumerate() {
+                // Each entry names frame k * 8 + j with a count of 1 + its place.
+                let frame = (k * 8 + j) as u32;
+                let entries = (0..pages)
+                    .map(|p| AtomicU64::new(super::entry(frame, 1 + p)))
+                    .collect();
+                let r = Arc::new(MapRec {
+                    owner: 1,
+                    file,
+                    first,
+                    entries,
+                });
+                let (start, stop) = r.span();
+                own.maps.try_reserve(1).expect("room");
+                own.maps.insert(start, stop, r.clone());
+                recs.push((r, frame));
+            }
+        }
+        own.maps.check();
+        // Two files' records at the same computed address: not the same key.
+        let at = |file, first| {
+            recs.iter()
+                .find(|(r, _)| (r.file, r.first) == (file, first))
+        };
+        let (a, b) = (at(1, 0).expect("rec"), at((1 << 20) + 1, 0).expect("rec"));
+        assert_eq!(a.0.address(), b.0.address(), "the address wraps");
+        assert_ne!(a.0.key(), b.0.key());
+        let keys: Vec<(u64, u64)> = own.maps.values().map(|r| r.key()).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(keys, sorted, "ordered as (file, first page), no two alike");
+        for (r, frame) in &recs {
+            for p in [
+                r.first.wrapping_sub(1),
+                r.first,
+                r.first + r.pages() - 1,
+                r.first + r.pages(),
+            ] {
+                // The model: the records of this file covering page p, with this frame.
+                let want: u64 = recs
+                    .iter()
+                    .filter(|(q, f)| f == frame && q.covers(r.file, p))
+                    .map(|(q, _)| 1 + (p - q.first))
+                    .sum();
+                let (sum, _) = own.sum(r.file, p, *frame);
+                assert_eq!(sum, want, "file {} page {p} frame {frame}", r.file);
+                // Every record covering the page is found (all frames).
+                let mut found = 0;
+                own.maps.stab((r.file, p), |_, _, m| {
+                    assert!(m.covers(r.file, p), "file {} page {p}", r.file);
+                    found += 1;
+                });
+                let covering = recs.iter().filter(|(q, _)| q.covers(r.file, p)).count();
+                assert_eq!(found, covering, "file {} page {p}", r.file);
+            }
+        }
+        // The greatest point, past every record's end: covered by none.
+        assert_eq!(
+            own.maps
+                .stab((u64::MAX, u64::MAX), |_, _, _| panic!("found")),
+            0
+        );
+    }
+
     /// The indexes hold the mappings there now (with their ranges, their `max`es right): the
     /// owner's (in both modes: its address space) the thread's mappings, by (file, page), and
     /// the file-space index (under [`Rmap::File`] only) the file's; a leaked mapping, which
