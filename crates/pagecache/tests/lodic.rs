@@ -18,6 +18,60 @@ use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 
+/// The system's allocator, but for the allocations that the calling thread refuses itself
+/// ([`refuse_from`]): memory that cannot be had, for the tests of `map`'s `OutOfMemory`.
+struct Refusing;
+
+std::thread_local! {
+    /// The calling thread's allocations of at least this many bytes fail (`usize::MAX`: none).
+    static REFUSE_FROM: core::cell::Cell<usize> = const { core::cell::Cell::new(usize::MAX) };
+}
+
+/// From now on the calling thread's allocations of `bytes` bytes or more fail (0: all of them,
+/// `usize::MAX`: none).
+fn refuse_from(bytes: usize) {
+    REFUSE_FROM.with(|r| r.set(bytes));
+}
+
+impl Refusing {
+    fn refused(size: usize) -> bool {
+        REFUSE_FROM.try_with(|r| size >= r.get()).unwrap_or(false)
+    }
+}
+
+// SAFETY: every call is the system allocator's, or a null pointer (a failed allocation), which
+// the caller does not free.
+unsafe impl std::alloc::GlobalAlloc for Refusing {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if Refusing::refused(layout.size()) {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if Refusing::refused(layout.size()) {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        if Refusing::refused(size) {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.realloc(ptr, layout, size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: the caller's contract, passed on: `ptr` came from the system's allocator.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Refusing = Refusing;
+
 const RMAPS: [Rmap; 2] = [Rmap::File, Rmap::Process];
 const P: u64 = PAGE_SIZE as u64;
 
@@ -240,6 +294,44 @@ fn bad_input_is_refused_and_changes_nothing() {
     assert_eq!(f.page_count(2), 0);
     m.read_at(&mut buf, 2 * PAGE_SIZE as u64 - 16).unwrap();
     check_bytes(&buf, 3 * PAGE_SIZE as u64 - 16);
+}
+
+/// A map whose memory cannot be had is `OutOfMemory`, and its error is made without the memory
+/// that failed: where the memory of the message can be had (only the mapping's entries are
+/// refused), it names the file, as the cache's other errors about a file do; where no memory at
+/// all can be had, it is the bare kind (a message written then would end the process, as a
+/// failed allocation that cannot report its failure does). Nothing is mapped either way.
+#[test]
+fn a_map_without_memory_is_out_of_memory_and_names_the_file_where_it_can() {
+    const PAGES: u64 = 1 << 16; // 512 KiB of entries
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(PAGES * P)
+            .unwrap();
+        let c = cache(Atomic, 8, rmap);
+        let f = c.open(&path).unwrap();
+        for refused in [256 << 10, 0] {
+            refuse_from(refused);
+            let r = f.map(0, PAGES);
+            refuse_from(usize::MAX);
+            let e = r.err().expect("no memory for the entries");
+            assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{rmap:?}: {e}");
+            let named = FileError::of(&e).map(FileError::path);
+            if refused == 0 {
+                assert_eq!(named, None, "{rmap:?}: {e}");
+            } else {
+                assert_eq!(named, Some(path.as_path()), "{rmap:?}: {e}");
+                assert!(e.to_string().contains("entries"), "{rmap:?}: {e}");
+            }
+            assert_eq!((f.mapcount(0), c.lodic_memory()), (0, Default::default()));
+        }
+        let m = f.map(0, PAGES).unwrap();
+        assert_eq!(f.mapcount(PAGES - 1), 1, "{rmap:?}");
+        drop(m);
+    }
 }
 
 /// A map is checked against the file's length when it is made, not against the length the file
