@@ -107,7 +107,8 @@ pub enum Rmap {
     /// Each file keeps the mappings of it in an interval index (by the pages they cover).
     #[default]
     File,
-    /// Each owner (thread) keeps its mappings ordered by address, in an interval index; a
+    /// Each owner (thread) keeps its mappings ordered by (file, first page), the order of
+    /// their addresses ([`Mapping::address`]) where those do not wrap, in an interval index; a
     /// reclaim searches every owner.
     Process,
 }
@@ -507,7 +508,7 @@ fn sum_covering<K: Point>(
 struct OwnerMaps {
     /// Its mappings in an interval index over the (file, page) pairs they map
     /// ([`MapRec::span`]): ordered by [`MapRec::key`], (file, first page), the order of their
-    /// addresses.
+    /// addresses where those do not wrap ([`MapRec::address`]).
     maps: IntervalIndex<Arc<MapRec>, (u64, u64)>,
 }
 
