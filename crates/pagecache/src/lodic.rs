@@ -701,50 +701,6 @@ pub struct MappedPage<'m, 'f, C: RefCounter> {
     _owner: PhantomData<*const ()>,
 }
 
-/// The room asked for an [`out_of_memory`] error's words: more than any of `map`'s take (longer
-/// ones are not written: the error is then the bare kind).
-const MESSAGE_ROOM: usize = 128;
-
-/// The `OutOfMemory` error of a map whose memory could not be had, about the file at `path`
-/// (a [`FileError`]: "pagecache: ", `before`, the path), made only where the memory it takes
-/// can be had: an allocation that fails in writing the error of a failed allocation would end
-/// the process, as every allocation that cannot report its failure does. The room of the
-/// words and that of the path are asked for first with `try_reserve`, and the error's two boxes
-/// (the `FileError` and `io::Error`'s own) taken and given back just before the error is
-/// made, which takes them again; without that memory the error is the bare kind ("out of
-/// memory"), which allocates nothing. As `refcount`'s `out_of_memory`, with the file.
-#[cold]
-fn out_of_memory(path: &std::path::Path, before: core::fmt::Arguments<'_>) -> io::Error {
-    /// Writes into the string's room, never past it (a longer message is an error: growing the
-    /// string would allocate).
-    struct Room<'a>(&'a mut String);
-    impl core::fmt::Write for Room<'_> {
-        fn write_str(&mut self, s: &str) -> core::fmt::Result {
-            if self.0.capacity() - self.0.len() < s.len() {
-                return Err(core::fmt::Error);
-            }
-            self.0.push_str(s);
-            Ok(())
-        }
-    }
-    let mut words = String::new();
-    let mut path_room = Vec::<u8>::new();
-    // The boxes of `io::Error::new`: the error (a `FileError`) and its own (a kind and a
-    // pointer to the error: three words at most).
-    let mut error = Vec::<FileError>::new();
-    let mut custom = Vec::<[usize; 3]>::new();
-    if words.try_reserve_exact(MESSAGE_ROOM).is_err()
-        || path_room.try_reserve_exact(path.as_os_str().len()).is_err()
-        || error.try_reserve_exact(1).is_err()
-        || custom.try_reserve_exact(1).is_err()
-        || core::fmt::write(&mut Room(&mut words), before).is_err()
-    {
-        return io::ErrorKind::OutOfMemory.into();
-    }
-    drop((path_room, error, custom));
-    FileError::error(io::ErrorKind::OutOfMemory, path, words, String::new())
-}
-
 impl<C: RefCounter> CachedFileOf<C> {
     /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors:
     /// no pages, or a range past the end of the file (its length now, the last page partial or
@@ -781,9 +737,10 @@ impl<C: RefCounter> CachedFileOf<C> {
         let _ = percpu::membarrier::asymmetric_available();
         let owner = OWNER.with(|o| *o);
         let no_memory = |what: &str| {
-            out_of_memory(
+            FileError::out_of_memory(
                 &f.path,
                 format_args!("no memory for the {what} of a mapping of {pages} pages of "),
+                format_args!(""),
             )
         };
         let end = first + pages;

@@ -271,18 +271,6 @@ impl Slots {
         }
     }
 
-    /// The slot of `page`, creating the nodes on its path. `None` only for a page past
-    /// 2^52 + the flat array (past any file's end).
-    ///
-    /// Where a node's memory cannot be had, ends as an infallible allocation does
-    /// (`handle_alloc_error`); [`Slots::try_get_or_alloc`] returns that failure.
-    pub(crate) fn get_or_alloc(&self, page: u64) -> Option<&AtomicU32> {
-        match self.try_get_or_alloc(page) {
-            Ok(s) => s,
-            Err(NoNode) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<InnerNode>()),
-        }
-    }
-
     /// The slot of `page`, creating the nodes on its path: `Ok(None)` only for a page past
     /// 2^52 + the flat array (past any file's end), `Err` where a node's memory cannot be
     /// had. The nodes made before the failure stay (empty).
@@ -358,7 +346,7 @@ mod tests {
         assert!(locate(1 << 52).is_some());
     }
 
-    /// Slots set through `get_or_alloc` at pages spread over every tree read back through
+    /// Slots set through `try_get_or_alloc` at pages spread over every tree read back through
     /// `get` and `ext_for_each` (in order, each once); others are absent or empty.
     #[test]
     fn sparse_pages_against_a_map() {
@@ -375,7 +363,10 @@ mod tests {
         }
         for (v, &p) in pages.iter().enumerate() {
             let v = v as u32 + 1;
-            s.get_or_alloc(p).expect("slot").store(v, Ordering::Relaxed);
+            s.try_get_or_alloc(p)
+                .expect("memory")
+                .expect("slot")
+                .store(v, Ordering::Relaxed);
             model.insert(p, v);
         }
         for (&p, &v) in &model {
@@ -398,7 +389,7 @@ mod tests {
         assert!(s.get(10 + 64 + 4096 + 64 * 64 * 5).is_none());
         assert_eq!(s.get(12).map(|a| a.load(Ordering::Relaxed)), Some(0));
         assert!(s.get(u64::MAX).is_none());
-        assert!(s.get_or_alloc(u64::MAX).is_none());
+        assert!(s.try_get_or_alloc(u64::MAX).expect("memory").is_none());
     }
 
     /// A file of 2^51 pages (an 8 EiB sparse file) gets a flat array of `FLAT_MAX` slots; its
@@ -410,7 +401,10 @@ mod tests {
         assert_eq!(s.base().len(), FLAT_MAX);
         assert_eq!(Slots::new(3).expect("slots").base().len(), 3);
         for p in [FLAT_MAX as u64 - 1, FLAT_MAX as u64, pages / 2, pages - 1] {
-            s.get_or_alloc(p).expect("slot").store(7, Ordering::Relaxed);
+            s.try_get_or_alloc(p)
+                .expect("memory")
+                .expect("slot")
+                .store(7, Ordering::Relaxed);
             assert_eq!(
                 s.get(p).map(|a| a.load(Ordering::Relaxed)),
                 Some(7),
