@@ -120,6 +120,11 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
         // A page table: the bare kind without memory, the message with it (4 bytes a page
         // refused: the table of 3,000 pages, not the message).
         let cache = PageCache::new(config.clone()).expect("cache");
+        // PAYGO's domain, whose tables are made before the limit's frames (the CPUs they are
+        // sized for were read by the first domain).
+        let copy = config.clone();
+        let e = refusing(1, || PageCache::new(copy).map(drop)).expect_err("no memory");
+        bare(e, "paygo's tables");
         let e = refusing(1, || cache.open(&path).map(drop)).expect_err("no memory");
         bare(e, "a page table");
         let big = dir.path().join("big");

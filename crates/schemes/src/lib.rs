@@ -134,17 +134,18 @@ registry! {
 }
 
 /// The `paygo` scheme: a domain of size `cfg`, or, where its tables cannot be allocated, an
-/// error of kind [`std::io::ErrorKind::OutOfMemory`] (which `Domain::new` would panic with),
+/// error of kind [`std::io::ErrorKind::OutOfMemory`] (which `Domain::new` would panic with; its
+/// message only where the memory for it can be had, see [`refcount::out_of_memory`]),
 /// and where `cfg` is not a valid size, one of kind [`std::io::ErrorKind::InvalidInput`].
 fn paygo_domain(cfg: paygo::Config) -> std::io::Result<paygo::Domain> {
-    paygo::Domain::try_with_config(cfg).map_err(|e| {
-        let kind = match e {
-            paygo::ConfigError::OutOfMemory { .. } => std::io::ErrorKind::OutOfMemory,
-            paygo::ConfigError::SlotsPerCpu(_) | paygo::ConfigError::Window(_) => {
-                std::io::ErrorKind::InvalidInput
-            }
-        };
-        std::io::Error::new(kind, format!("paygo: {e}"))
+    paygo::Domain::try_with_config(cfg).map_err(|e| match e {
+        // Written only where its memory can be had: the tables' allocation just failed.
+        paygo::ConfigError::OutOfMemory { .. } => {
+            refcount::out_of_memory(format_args!("paygo: {e}"))
+        }
+        paygo::ConfigError::SlotsPerCpu(_) | paygo::ConfigError::Window(_) => {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("paygo: {e}"))
+        }
     })
 }
 
