@@ -718,10 +718,12 @@ impl Domain {
         &self.stripes[Self::stripe_index(obj)]
     }
 
-    /// The number of the object's stripe, in `0..STRIPES`.
+    /// The number of the object's stripe, in `0..STRIPES`: Fibonacci hashing of the address
+    /// in 64 bits (the same on every pointer width; bits 40 and up of the product depend on
+    /// every bit of a 32-bit address too).
     #[inline]
     pub(crate) fn stripe_index(obj: usize) -> usize {
-        ((obj >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & (STRIPES - 1)
+        (((obj as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize) & (STRIPES - 1)
     }
 
     /// The current CPU's statistics. A CPU numbered past the cells (the kernel's number, where
@@ -857,5 +859,26 @@ impl Domain {
             .expect("memory for the tables");
         self.claim_counts =
             try_array(cpus, || CachePadded::new(AtomicU64::new(0))).expect("memory for the tables");
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Domain;
+
+    /// An object's stripe is a function of its address alone, the same on every pointer width:
+    /// a 32-bit target hashes an address to the stripe a 64-bit one does (values of the 64-bit
+    /// Fibonacci hash, bits 40 to 47 of `(addr >> 3) × 0x9E37_79B9_7F4A_7C15`).
+    #[test]
+    fn a_stripe_is_the_64_bit_hash_of_the_address() {
+        for (addr, stripe) in [
+            (0x1000, 114),
+            (0x1008, 236),
+            (0x5655_a010, 186),
+            (0x7fff_fff8, 46),
+            (0xffff_fff8, 213),
+        ] {
+            assert_eq!(Domain::stripe_index(addr), stripe, "address {addr:#x}");
+        }
     }
 }
