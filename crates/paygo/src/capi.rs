@@ -447,7 +447,9 @@ fn in_main_program() -> bool {
                 unsafe { core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
             inside = headers.iter().any(|h| {
                 h.p_type == libc::PT_LOAD
-                    && addr.wrapping_sub(info.dlpi_addr.wrapping_add(h.p_vaddr)) < h.p_memsz
+                    && addr
+                        .wrapping_sub(u64::from(info.dlpi_addr).wrapping_add(u64::from(h.p_vaddr)))
+                        < u64::from(h.p_memsz)
             });
         }
         // SAFETY: as above.

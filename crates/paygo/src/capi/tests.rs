@@ -522,8 +522,8 @@ fn stats_refuses_a_misaligned_out_pointer() {
     let mut buf = [0xa5u8; core::mem::size_of::<CStats>() + 8];
     let base = buf.as_mut_ptr();
     let off = base.align_offset(core::mem::align_of::<CStats>());
-    // SAFETY: `off + 4 + size_of::<CStats>()` <= the buffer's length (`off` < 8).
-    let misaligned = unsafe { base.add(off + 4) } as *mut CStats;
+    // SAFETY: `off + 1 + size_of::<CStats>()` <= the buffer's length (`off` < 8).
+    let misaligned = unsafe { base.add(off + 1) } as *mut CStats;
     assert!(!misaligned.is_aligned());
     // SAFETY: a misaligned pointer into the buffer, which the call must not write.
     assert_eq!(unsafe { paygo_stats(misaligned) }, PAYGO_EINVAL);
