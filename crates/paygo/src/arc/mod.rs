@@ -949,20 +949,45 @@ impl<T> Arc<T> {
     {
         let m = this.meta();
         let d = m.domain;
-        /// Frees the new allocation when dropped, unless forgotten: if the reclaim finds
-        /// another reference, or panics (a reclaim fence that fails).
-        struct Unused(NonNull<Meta>);
-        impl Drop for Unused {
+        /// The new allocation, and once taken its reference (`at`): dropped (if the reclaim
+        /// finds another reference, or panics: a reclaim fence that fails), gives the
+        /// reference back and frees the allocation, so that no count is left for its address;
+        /// forgotten once the value is written to it.
+        struct Unused<T: ?Sized> {
+            inner: NonNull<ArcInner<T>>,
+            d: &'static Domain,
+            at: Option<u64>,
+        }
+        impl<T: ?Sized> Drop for Unused<T> {
             fn drop(&mut self) {
+                if let Some(at) = self.at {
+                    let (slot, gen) = Arc::<T>::place(self.d, at);
+                    self.d.put(
+                        Arc::header(self.inner),
+                        Arc::anchor_at(self.d, self.inner, slot, gen),
+                    );
+                    Arc::<T>::release_word(at);
+                }
                 // SAFETY: made by `allocate` in `move_if_only`, and forgotten once a value is
-                // written to it: no value was written, and it was never listed or named by an
-                // `Arc` or `Weak`.
-                unsafe { free(self.0) }
+                // written to it: no value was written, it was never listed or named by an
+                // `Arc` or `Weak`, and its reference, if taken, was given back just above.
+                unsafe { free(self.inner.cast()) }
             }
         }
         // The new allocation first, while failing (a panic of the allocator) changes nothing.
         let fresh = allocate::<T>(Layout::new::<T>(), d, |p| p.cast());
-        let unused = Unused(fresh.cast());
+        let mut unused = Unused {
+            inner: fresh,
+            d,
+            at: None,
+        };
+        // Its reference too, before the reclaim: after it nothing may fail, as the value is
+        // moved out of `this`'s allocation then, and a REF panics on a CPU numbered past the
+        // domain's tables (a count of possible CPUs that a sandbox understated), which would
+        // leave `this` naming its dead allocation. Not listed yet, the allocation is reclaimed
+        // by nobody meanwhile.
+        let at = Self::get(d, fresh);
+        unused.at = Some(at);
         let reclaimed = {
             let mut v = d.arcs.lock(m.shard);
             // Under the lock, as every other reclaim of an Arc allocation (try_unwrap's check).
@@ -982,12 +1007,13 @@ impl<T> Arc<T> {
         // SAFETY: our reclaim moved the header to DEAD with our reference given back: the
         // value is ours, moved out once (the caller forgets `this`; the old allocation goes
         // with its last weak count, and its `Weak`s find it dead). `fresh` has room for it,
-        // written once before `publish_untimed` shares it.
+        // written once before it is listed; its reference, `at`, is the new `Arc`'s.
         unsafe {
             let value = Self::take_value(this.inner);
             core::ptr::addr_of_mut!((*fresh.as_ptr()).value).write(ManuallyDrop::new(value));
-            Some(Self::publish_untimed(fresh, d))
         }
+        d.arcs.add(fresh.cast());
+        Some(Arc { inner: fresh, at })
     }
 
     /// The value, if `this` is its only `Arc` (the allocation goes with its last `Weak`, at
@@ -1132,6 +1158,8 @@ impl<T: ?Sized> Arc<T> {
     /// out), as an `Arc`'s word.
     #[inline(always)]
     fn get(d: &Domain, inner: NonNull<ArcInner<T>>) -> u64 {
+        #[cfg(test)]
+        tests::ref_panics();
         match d.get_or_wait(Self::header(inner)) {
             Some(a) => d.arcs.word(&a),
             None => unreachable!("paygo: Arc object dead while referenced"),

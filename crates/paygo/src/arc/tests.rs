@@ -10,6 +10,17 @@ std::thread_local! {
     pub(super) static ALLOCATIONS: Cell<isize> = const { Cell::new(0) };
     /// Boxed words made on this thread less those freed on it.
     pub(super) static BOXES: Cell<isize> = const { Cell::new(0) };
+    /// Set: the next REF that an `Arc` takes on this thread ([`Arc::get`]) panics before it
+    /// counts anything, as a REF on a CPU numbered past the domain's tables does (a count of
+    /// possible CPUs that a sandbox understated: `table.rs`'s `past_the_tables`).
+    static REF_PANICS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// [`REF_PANICS`]'s panic, if set (and cleared).
+pub(super) fn ref_panics() {
+    if REF_PANICS.try_with(|c| c.replace(false)).unwrap_or(false) {
+        panic!("paygo: test: a REF on a CPU past the tables");
+    }
 }
 
 /// A value that counts its drops, the one numbered `panics` panicking in its `Drop` (after
@@ -48,6 +59,12 @@ fn small_domain() -> &'static Domain {
 /// count was not given back.
 fn weak_counts<T: ?Sized>(w: &Weak<T>) -> usize {
     w.meta().expect("an allocation").weak.load(Ordering::SeqCst)
+}
+
+/// The entries of `d` that count references, on every CPU's table (the same wherever the
+/// thread runs, and whichever CPU took them).
+fn live_entries(d: &Domain) -> usize {
+    (0..d.cpus()).map(|c| d.live_entries(c)).sum()
 }
 
 /// Drops `a`, this thread's last `Arc` to its value, leaving the value to the collector:
@@ -317,10 +334,11 @@ fn a_unique_owner_check_whose_fence_panics_unlocks_the_weak_count() {
     }
 }
 
-/// A `make_mut` that moves the value away from its `Weak`s allocates the new allocation
-/// before its reclaim: if that reclaim's fence panics (percpu's fence panics when
-/// `membarrier` keeps failing), the panic reaches the caller with the new allocation freed
-/// (it was leaked) and the `Arc` as it was; a later `make_mut` moves the value.
+/// A `make_mut` that moves the value away from its `Weak`s allocates the new allocation, and
+/// takes its reference, before its reclaim: if that reclaim's fence panics (percpu's fence
+/// panics when `membarrier` keeps failing), the panic reaches the caller with the new
+/// allocation's reference given back and the allocation freed (it was leaked) and the `Arc` as
+/// it was; a later `make_mut` moves the value.
 #[test]
 fn a_make_mut_whose_move_panics_frees_its_new_allocation() {
     use crate::reclaim::FENCE_PANICS;
@@ -328,6 +346,7 @@ fn a_make_mut_whose_move_panics_frees_its_new_allocation() {
     let mut a = Arc::new_in(String::from("v"), d);
     let w = Arc::downgrade(&a);
     let before = ALLOCATIONS.with(Cell::get);
+    let entries = live_entries(d);
     FENCE_PANICS.with(|c| c.set(true));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Arc::make_mut(&mut a);
@@ -342,9 +361,55 @@ fn a_make_mut_whose_move_panics_frees_its_new_allocation() {
     assert_eq!(*a, "v");
     assert_eq!(weak_counts(&w), 2, "the value's count and the Weak's");
     assert!(w.upgrade().is_some(), "the value was not moved");
+    assert_eq!(
+        live_entries(d),
+        entries,
+        "the new allocation's reference was not given back before its free"
+    );
     Arc::make_mut(&mut a).push('!');
     assert_eq!(*a, "v!");
     assert!(w.upgrade().is_none(), "moved away from the Weak");
+}
+
+/// A `make_mut` that moves the value away from its `Weak`s takes the new allocation's reference
+/// before its reclaim of the old one: where that REF panics (on a CPU numbered past the domain's
+/// tables), the panic reaches the caller with the `Arc` as it was, its value not moved and the
+/// new allocation freed. Taken after the reclaim, the REF's panic left the `Arc` naming its dead
+/// allocation, the value moved out of it into the new one (leaked): the `Weak` found it dead,
+/// and the `Arc`'s drop gave its reference back a second time and read its allocation after
+/// the last `Weak` had freed it.
+#[test]
+fn a_make_mut_whose_reference_to_its_new_allocation_panics_changes_nothing() {
+    let d = small_domain();
+    let mut a = Arc::new_in(String::from("v"), d);
+    let w = Arc::downgrade(&a);
+    let before = ALLOCATIONS.with(Cell::get);
+    let entries = live_entries(d);
+    REF_PANICS.with(|c| c.set(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Arc::make_mut(&mut a);
+    }));
+    REF_PANICS.with(|c| c.set(false));
+    assert!(r.is_err(), "the REF did not panic");
+    if w.upgrade().is_none() {
+        // Neither may be dropped: `a`'s reference was given back by the reclaim.
+        core::mem::forget(a);
+        core::mem::forget(w);
+        panic!("the value was moved out, and the Arc left naming its dead allocation");
+    }
+    assert_eq!(
+        ALLOCATIONS.with(Cell::get),
+        before,
+        "the new allocation was leaked"
+    );
+    assert_eq!(live_entries(d), entries, "a reference left counted");
+    assert_eq!(*a, "v");
+    assert_eq!(weak_counts(&w), 2, "the value's count and the Weak's");
+    assert_eq!(Arc::strong_count(&a), 1);
+    Arc::make_mut(&mut a).push('!');
+    assert_eq!(*a, "v!");
+    assert!(w.upgrade().is_none(), "moved away from the Weak");
+    assert_eq!(Arc::strong_count(&a), 1);
 }
 
 /// The last `Arc` of a value dropped while its thread unwinds from another panic, where the
