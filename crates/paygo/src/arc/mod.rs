@@ -15,10 +15,11 @@
 //!   [`RECHECK`]th time.
 //! * **Later, by the collector**, for the drops that did not check or that raced: each domain
 //!   keeps a registry of its live `Arc` allocations; every [`COLLECT_EVERY`]th creation or
-//!   drop that left its entry at zero, on a thread, collects one shard of it (reclaims, with one
-//!   fence per batch, the objects that no longer count a reference), and [`collect`] collects
-//!   all of them. Until then the value of such an object lives on: use `std::sync::Arc` where
-//!   `Drop` must run at the last drop, whatever the interleaving.
+//!   drop that left its entry at zero, on a thread (more apart after a collection of a large
+//!   shard), collects one shard of it (reclaims, with one fence per batch, the objects that no
+//!   longer count a reference), and [`collect`] collects all of them. Until then the value of
+//!   such an object lives on: use `std::sync::Arc` where `Drop` must run at the last drop,
+//!   whatever the interleaving.
 //!
 //! Since the collector may drop a value on any thread, after every `Arc` to it is gone, an
 //! `Arc` takes only values that are `Send + 'static` (`std`'s takes any): a value that borrows
@@ -57,7 +58,9 @@ use std::sync::{Mutex, OnceLock};
 /// How many times a thread skips the check of an object it found still referenced.
 pub const RECHECK: u32 = 64;
 /// Creations and candidate drops (drops that left their entry at zero) on a thread between
-/// two collections of one registry shard.
+/// two collections of one registry shard: the fewest; after a collection that examined more
+/// than `COLLECT_EVERY / 16` objects, 16 per object it examined (so that a large registry costs
+/// each event O(1)).
 pub const COLLECT_EVERY: u64 = 4096;
 /// Registry shards per domain.
 const SHARDS: usize = 16;
@@ -629,7 +632,11 @@ impl Domain {
         (examined, freed)
     }
 
-    /// The number of `Arc` allocations of this domain not yet freed.
+    /// The number of this domain's `Arc` values not yet dropped or moved out (those waiting
+    /// for the collector included): the allocations its registry lists. An allocation that
+    /// only [`Weak`](crate::Weak)s keep, its value gone, is not counted (it is freed with its
+    /// last `Weak`), nor one whose value [`Arc::new_cyclic`](crate::Arc::new_cyclic) is still
+    /// making.
     pub fn arcs_alive(&self) -> usize {
         self.arcs.len()
     }
@@ -637,9 +644,10 @@ impl Domain {
 
 /// Drops every `Arc` value of `domain` whose last reference is gone and that is still waiting
 /// for the collector; returns how many were dropped (the allocation of each goes with it, or
-/// with its last [`Weak`] where some are left). The collector also runs by itself (see the
-/// module docs): call this where a program wants those values dropped now (before measuring
-/// memory, at shutdown).
+/// with its last [`Weak`] where some are left). The collector also runs by itself, in
+/// creations and drops of `Arc`s (the crate documentation's section on `Arc` says when): call
+/// this where a program wants those values dropped now (before measuring memory, at
+/// shutdown).
 ///
 /// # Panics
 /// If a value's `Drop` panics: the panic goes on to the caller once the rest of that value's
@@ -737,11 +745,12 @@ fn my_shard() -> usize {
 /// ```
 ///
 /// Differences from `std::sync::Arc`: the value of an object whose last `Arc` was dropped is
-/// dropped either by that drop or later by the collector (module documentation of
-/// [`collect`]), so the value must be `Send + 'static`, and a [`Weak`] upgrades until then;
-/// the collector runs in creations and drops of `Arc`s, so these may drop (and pass on the
-/// panic of) another value left to it; [`Arc::get_mut`], [`Arc::make_mut`] and
-/// [`Arc::try_unwrap`] cost about a [`Domain::try_reclaim`] each (a per-CPU count is exact
+/// dropped either by that drop or later by the collector ([`collect`], and the crate
+/// documentation's section on `Arc`), so the value must be `Send + 'static`, and a [`Weak`]
+/// upgrades until then; the collector runs in creations and drops of `Arc`s, so these may drop
+/// (and pass on the panic of) another value left to it; [`Arc::get_mut`], [`Arc::make_mut`],
+/// [`Arc::try_unwrap`] and [`Arc::into_inner`] cost about a [`Domain::try_reclaim`] each (a
+/// per-CPU count is exact
 /// only under a reclaim's flag), where `std`'s load one counter; and an `Arc` is one word
 /// more than the pointer (where its reference is counted: slot and generation).
 pub struct Arc<T: ?Sized> {
