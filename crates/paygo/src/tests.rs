@@ -178,6 +178,46 @@ fn a_killed_objects_unref_takes_its_own_generations_entry() {
     unpin();
 }
 
+/// The same with the two entries in different slots of one generation: a handle's UNREF after
+/// the kill, its entry still in the table (slot 1, generation 0), must not take the reference
+/// off the object's entry on the overflow list that was evicted from slot 0 in generation 0
+/// (generations are per slot, so an overflow entry is named by its slot and its generation).
+#[test]
+fn a_killed_objects_unref_takes_its_own_slots_entry() {
+    let pinned = pin_or_skip("the slot checks need the thread on one CPU").is_some();
+    let d = Domain::with_config(Config {
+        slots_per_cpu: 2,
+        window: 2,
+    });
+    // Every object's home is slot 0.
+    let h = Box::pin(Header::with_place(0));
+    let y = Box::pin(Header::with_place(0));
+    let z = Box::pin(Header::with_place(0));
+    let (hdr, y, z) = (h.as_ref(), y.as_ref(), z.as_ref());
+    // H in slot 0 (generation 0), Y in slot 1 (generation 0); Z's REF finds both held and
+    // evicts H's entry to H's list, then claims slot 0 (generation 1). With Y given back, H's
+    // second REF claims slot 1 in generation 0.
+    let old = d.try_get(hdr).unwrap();
+    let b = d.try_get(y).unwrap();
+    let c = d.try_get(z).unwrap();
+    d.put(y, b);
+    let new = d.try_get(hdr).unwrap();
+    if pinned {
+        assert_ne!(old.slot, new.slot);
+        assert_eq!((old.gen, new.gen), (0, 0));
+        assert_eq!(d.memory_usage().overflow_entries, 1);
+    }
+    d.put(z, c);
+    assert_eq!(d.read_all(hdr), 2);
+    assert!(!d.kill(hdr), "killed with two references");
+    assert!(!d.put_release(hdr, new), "released with a reference left");
+    assert_eq!(d.read_all(hdr), 1);
+    assert!(d.put_release(hdr, old), "the last UNREF did not release");
+    assert!(hdr.is_dead());
+    assert_eq!(d.memory_usage().overflow_entries, 0);
+    unpin();
+}
+
 /// A handle's kill with the object's only reference on the overflow list (its entry evicted
 /// from the table) does not release it: the kill's check for references counts the list, and
 /// the reference's UNREF, through the list, releases it.
