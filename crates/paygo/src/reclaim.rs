@@ -103,6 +103,30 @@ std::thread_local! {
     pub(crate) static FENCE_PANICS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
+/// The unit tests' stand-in for what other threads do while a batch sweeps the tables: set on
+/// a thread, the next batch that thread sweeps runs it after reading the stripes' sequences and
+/// before the sweep.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod before_sweep {
+    use std::cell::RefCell;
+
+    std::thread_local! {
+        static NEXT: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    /// Sets what the calling thread's next sweep runs before it reads the tables.
+    pub(crate) fn set(f: Box<dyn FnOnce()>) {
+        NEXT.with(|c| *c.borrow_mut() = Some(f));
+    }
+
+    /// Runs what was set, if anything (once).
+    pub(super) fn run() {
+        if let Some(f) = NEXT.with(|c| c.borrow_mut().take()) {
+            f();
+        }
+    }
+}
+
 /// Fewest flagged objects a batch decides with one sweep of the tables (fewer are scanned one
 /// by one). loom's models take the sweep with a single object.
 #[cfg(not(loom))]
@@ -602,6 +626,9 @@ impl Domain {
                 Some(self.home(word))
             });
         self.window_runs(homes, bits, runs);
+        // Between the stripes' first look and the sweep: where a unit test moves an entry.
+        #[cfg(all(test, not(loom)))]
+        before_sweep::run();
         // The sweep's map numbers the objects with u32s.
         if swept.len() >= u32::MAX as usize
             || !sweep_pays(
@@ -843,6 +870,57 @@ mod tests {
             );
         }
         d.put(pins[0], held);
+        percpu::affinity::unpin();
+    }
+
+    /// A batch of at least as many objects as there are stripes reads every stripe's sequence
+    /// before its sweep (all quiet here) and each again after it: an entry moved to its
+    /// object's overflow list in between (object 0's, holding its reference, evicted after the
+    /// first look and before the sweep reads its slot at zero) sends that stripe's objects to
+    /// the decision under the lock, which counts the list.
+    #[test]
+    #[cfg_attr(miri, ignore = "places 1,024 objects: slow under Miri")]
+    fn a_move_during_a_sweep_of_every_stripe_is_seen() {
+        use std::sync::Arc;
+        let Some(_pinned) =
+            percpu::testing::pin_or_skip("the eviction needs the thread on one CPU")
+        else {
+            return;
+        };
+        let d = Arc::new(Domain::new());
+        let (hdrs, held) = placed(&d, 1024);
+        // SAFETY: the headers stay where they are for the whole test (a vector not resized).
+        let pins: Vec<Pin<&Header>> = hdrs
+            .iter()
+            .map(|h| unsafe { Pin::new_unchecked(h) })
+            .collect();
+        assert_eq!(
+            d.memory_usage().overflow_entries,
+            0,
+            "every stripe is quiet"
+        );
+        let (cpu, slot) = (held.cpu(), held.slot);
+        super::before_sweep::set(Box::new({
+            let d = d.clone();
+            move || {
+                d.evict(cpu, &d.slots[slot], false).unwrap();
+                assert_eq!(d.memory_usage().overflow_entries, 1, "not evicted");
+            }
+        }));
+        let mut out = vec![false; pins.len()];
+        let n = d.try_reclaim_many(&pins, &mut out);
+        assert_eq!(
+            d.memory_usage().overflow_entries,
+            1,
+            "the sweep did not run"
+        );
+        assert!(d.stats().swept > 0, "the batch was not swept");
+        assert!(!out[0], "the held object was reclaimed");
+        assert!(!pins[0].is_dead());
+        assert_eq!(n, pins.len() - 1);
+        assert_eq!(d.read_all(pins[0]), 1);
+        assert_eq!(d.put(pins[0], held), crate::PutPath::Overflow);
+        assert!(d.try_reclaim(pins[0]));
         percpu::affinity::unpin();
     }
 
