@@ -159,8 +159,11 @@ impl Domain {
                     match anchor.compare_exchange(cur, (g, cur.1.wrapping_sub(1))) {
                         Ok(()) => {
                             self.count(|c| &c.anchor_puts);
-                            // SeqCst load after the SeqCst compare-and-swap: see README, "the
-                            // handle" (pairs with the kill's SeqCst store of KILLED).
+                            // SeqCst load after the SeqCst compare-and-swap (README, "the
+                            // handle"): pairs with the kill's SeqCst stores. A load that reads
+                            // LIVE precedes the store of KILLED, one that reads KILLED the store
+                            // of KILL_FENCED; either store precedes the kill's READ-ALL, which
+                            // so sees this decrement.
                             let released = handle
                                 && hdr.state(Ordering::SeqCst) == KILL_FENCED
                                 && self.release_if_zero(hdr, &self.stripe(obj));
@@ -202,7 +205,8 @@ impl Domain {
         };
         // SeqCst load after the UNREF (the overflow list's update or the anchor's
         // compare-and-swap, under the stripe lock): pairs with the kill's SeqCst store of
-        // KILL_FENCED, as on the lock-free anchor path above.
+        // KILL_FENCED, as on the lock-free anchor path above (the stripe lock, which the kill
+        // takes before that store, also orders them).
         let released = handle
             && hdr.state(Ordering::SeqCst) == KILL_FENCED
             && self.release_if_zero(hdr, &lists);
