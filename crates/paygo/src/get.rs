@@ -63,6 +63,10 @@ pub(crate) mod bug {
     /// between an eviction's two steps, whose second then moves the claim's reference to the
     /// evicted object's overflow list and opens the new generation at a count of 0.
     pub const SEEN_IGNORES_TAG: u8 = 9;
+    /// The fast path's REF section checks the key and the flag but not the generation it read:
+    /// an entry evicted and claimed again by the same object in between passes the key check,
+    /// and the reference is counted in the new generation while its anchor names the old one.
+    pub const NO_REF_GEN_CHECK: u8 = 10;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }
@@ -313,10 +317,18 @@ impl Domain {
             return Err(Some(k));
         }
         let g = s.gen.load(Ordering::Relaxed);
+        #[cfg(paygo_loom_bug)]
+        let gen_check = if bug::is(bug::NO_REF_GEN_CHECK) {
+            Check::new(&s.key, obj)
+        } else {
+            Check::new(&s.gen, g)
+        };
+        #[cfg(not(paygo_loom_bug))]
+        let gen_check = Check::new(&s.gen, g);
         here.add(
             &[
                 Check::new(&s.key, obj),
-                Check::new(&s.gen, g),
+                gen_check,
                 flag_check(hdr, live, Check::new(&s.gen, g)),
             ],
             &s.local,

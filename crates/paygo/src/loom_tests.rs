@@ -13,8 +13,9 @@
 //! READ-ALL's reading of a tagged key as the same object's, or a claim's mark in its CPU's
 //! claim summary, and expect loom to find the reader holding a reclaimed object (a causality
 //! violation); or the flag of the only-reference check, where the owner asserts that a reader
-//! (which counts the references it holds) holds none when the owner is told it is alone. The
-//! models that catch the unordered listed-entry count and the relaxed claim key need three
+//! (which counts the references it holds) holds none when the owner is told it is alone; or
+//! the generation check of REF's section, where an UNREF finds its reference counted nowhere.
+//! The models that catch the unordered listed-entry count and the relaxed claim key need three
 //! preemptions, the others are caught with two: this crate's models run with at least three,
 //! whatever `LOOM_MAX_PREEMPTIONS` says (`percpu::testing::loom_model_preempting`).
 
@@ -438,6 +439,48 @@ fn loom_anchor_path_with_eviction() {
         assert_eq!(d.memory_usage().overflow_entries, 0);
         assert!(d.try_reclaim(x.hdr()));
         assert!(d.try_reclaim(y.hdr()));
+    });
+}
+
+/// A REF on the object's entry against the entry's eviction and a new claim of its slot by the
+/// same object, all on CPU 0 with one slot per CPU. X's entry (generation g) holds a reference
+/// of the main thread; a reader takes a second reference on REF's fast path, whose section may
+/// run after another thread's REF of Y evicted X's entry to X's list (X's key tagged, the
+/// generation moved on) and its REF of X claimed the slot again (X's key back, generation
+/// g + 1). The key alone then names X's entry: the reader's section must check the generation
+/// it read too, or its reference is counted in generation g + 1 while its anchor names g, and
+/// its UNREF takes the main thread's reference off X's list (whose own UNREF then finds none).
+#[test]
+fn loom_ref_vs_eviction_and_claim_by_the_same_object() {
+    model(|| {
+        let d = Arc::new(tiny());
+        let x = Arc::new(Obj::new());
+        let y = Arc::new(Obj::new());
+        loom_set_cpu(0);
+        let held = d.try_get(x.hdr()).unwrap();
+        let (d1, x1) = (d.clone(), x.clone());
+        let reader = thread::spawn(move || {
+            loom_set_cpu(0);
+            // The fast path alone: its reads of key and generation before its section are the
+            // ones modelled (the slow path's turns would only multiply the interleavings).
+            if let Some(a) = d1.get_fast(x1.hdr()) {
+                d1.put(x1.hdr(), a);
+            }
+        });
+        let (d2, x2, y2) = (d.clone(), x.clone(), y.clone());
+        let other = thread::spawn(move || {
+            loom_set_cpu(0);
+            let b = d2.try_get(y2.hdr()).unwrap();
+            d2.put(y2.hdr(), b);
+            let c = d2.try_get(x2.hdr()).unwrap();
+            d2.put(x2.hdr(), c);
+        });
+        reader.join().unwrap();
+        other.join().unwrap();
+        d.put(x.hdr(), held);
+        assert_eq!(d.read_all(x.hdr()), 0);
+        assert_eq!(d.read_all(y.hdr()), 0);
+        assert_eq!(d.memory_usage().overflow_entries, 0);
     });
 }
 
@@ -875,6 +918,19 @@ mod bugs {
         with_bug(bug::ONLY_WITHOUT_FLAG, || {
             super::only_vs_ref_from_another(true)
         });
+    }
+
+    /// A REF whose section checks the key but not the generation counts its reference in
+    /// the entry that replaced the one it read (evicted, and claimed again by the same
+    /// object): its UNREF then takes another reference off the object's overflow list, whose
+    /// own UNREF finds nothing to give it back to.
+    #[test]
+    #[should_panic(expected = "put of a reference this domain does not count")]
+    fn bug_no_ref_gen_check_is_caught() {
+        with_bug(
+            bug::NO_REF_GEN_CHECK,
+            super::loom_ref_vs_eviction_and_claim_by_the_same_object,
+        );
     }
 
     /// READ-ALL skips the slot groups a CPU never marked as claimed: a claim that does not
