@@ -63,9 +63,10 @@ pub(crate) mod bug {
     /// between an eviction's two steps, whose second then moves the claim's reference to the
     /// evicted object's overflow list and opens the new generation at a count of 0.
     pub const SEEN_IGNORES_TAG: u8 = 9;
-    /// The fast path's REF section checks the key and the flag but not the generation it read:
-    /// an entry evicted and claimed again by the same object in between passes the key check,
-    /// and the reference is counted in the new generation while its anchor names the old one.
+    /// REF's sections on the object's entry check the key and the flag but not the generation
+    /// read before them: an entry evicted and claimed again by the same object in between
+    /// passes the key check, and the reference is counted in the new generation while its
+    /// anchor names the old one.
     pub const NO_REF_GEN_CHECK: u8 = 10;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
@@ -135,6 +136,20 @@ fn flag_check<'a>(hdr: &'a Header, live: u64, instead: Check<'a>) -> Check<'a> {
     }
     let _ = instead;
     Check::new(&hdr.flag, live)
+}
+
+/// The REF critical section's check that the entry of `obj` in slot `s` is still in generation
+/// `g`, the one read before the section (beside the key check: the entry may have been evicted
+/// and the slot claimed again by the same object meanwhile). Under the loom bug demonstration
+/// (`NO_REF_GEN_CHECK`) it is replaced by the key check.
+#[inline(always)]
+fn gen_check(s: &Slot, g: u64, obj: usize) -> Check<'_> {
+    #[cfg(paygo_loom_bug)]
+    if bug::is(bug::NO_REF_GEN_CHECK) {
+        return Check::new(&s.key, obj);
+    }
+    let _ = obj;
+    Check::new(&s.gen, g)
 }
 
 impl Domain {
@@ -317,18 +332,10 @@ impl Domain {
             return Err(Some(k));
         }
         let g = s.gen.load(Ordering::Relaxed);
-        #[cfg(paygo_loom_bug)]
-        let gen_check = if bug::is(bug::NO_REF_GEN_CHECK) {
-            Check::new(&s.key, obj)
-        } else {
-            Check::new(&s.gen, g)
-        };
-        #[cfg(not(paygo_loom_bug))]
-        let gen_check = Check::new(&s.gen, g);
         here.add(
             &[
                 Check::new(&s.key, obj),
-                gen_check,
+                gen_check(s, g, obj),
                 flag_check(hdr, live, Check::new(&s.gen, g)),
             ],
             &s.local,
@@ -537,7 +544,7 @@ impl Domain {
                     match here.add(
                         &[
                             Check::new(&s.key, obj),
-                            Check::new(&s.gen, g),
+                            gen_check(s, g, obj),
                             flag_check(&hdr, live, Check::new(&s.gen, g)),
                         ],
                         &s.local,

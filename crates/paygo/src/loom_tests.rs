@@ -462,7 +462,9 @@ fn loom_ref_vs_eviction_and_claim_by_the_same_object() {
         let reader = thread::spawn(move || {
             loom_set_cpu(0);
             // The fast path alone: its reads of key and generation before its section are the
-            // ones modelled (the slow path's turns would only multiply the interleavings).
+            // ones modelled. The slow path's section checks the same way, but its turns may
+            // evict, taking a stripe lock that X and Y share or not by their addresses, which
+            // loom does not replay.
             if let Some(a) = d1.get_fast(x1.hdr()) {
                 d1.put(x1.hdr(), a);
             }
