@@ -429,6 +429,8 @@ fn in_main_program() -> bool {
     ///
     /// # Safety
     /// `info` is `dl_iterate_phdr`'s description of an object; `data` points to a `usize`.
+    // `u64::from` of the ELF class's fields: u64 on a 64-bit target, u32 on a 32-bit one.
+    #[allow(clippy::useless_conversion)]
     unsafe extern "C" fn in_first(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
