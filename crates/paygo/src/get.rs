@@ -68,6 +68,15 @@ pub(crate) mod bug {
     /// passes the key check, and the reference is counted in the new generation while its
     /// anchor names the old one.
     pub const NO_REF_GEN_CHECK: u8 = 10;
+    /// A batch decided by one sweep orders nothing between its reads of the tables and its
+    /// second look at the stripe sequences: no Acquire fence after the sweep, and READ-ALL's
+    /// re-check of a slot's key Relaxed. A sweep that read a key stored after a move began
+    /// may then read the stripe's sequence from before that move.
+    pub const UNORDERED_SWEEP: u8 = 11;
+    /// A claim reads the slot's generation Relaxed: the key read after it may be the one from
+    /// before an eviction's first step (not tagged) while the generation is that step's, and
+    /// the claim commits between the eviction's two steps (as with `SEEN_IGNORES_TAG`).
+    pub const RELAXED_CLAIM_GEN: u8 = 12;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }
@@ -274,8 +283,19 @@ impl Domain {
             Err(Some(_)) => {
                 // Acquire: pairs with the Release commit of an eviction's first step (the
                 // generation's add), so that the key read next is that step's tagged one or a
-                // later one (README, "the slot's anchor, seen").
-                let gw = s.gen.load(Ordering::Acquire);
+                // later one (README, "the slot's anchor, seen"). Relaxed, the key could be the
+                // untagged one from before the step, whose claim by `seen` then commits between
+                // the eviction's two steps (the claim's section checks the generation, not the
+                // key): `loom_tests::bugs::bug_relaxed_claim_gen_is_caught`.
+                #[cfg(paygo_loom_bug)]
+                let gen_order = if bug::is(bug::RELAXED_CLAIM_GEN) {
+                    Ordering::Relaxed
+                } else {
+                    Ordering::Acquire
+                };
+                #[cfg(not(paygo_loom_bug))]
+                let gen_order = Ordering::Acquire;
+                let gw = s.gen.load(gen_order);
                 // Acquire: pairs with the Release key store of the claim that stored it, so
                 // that this REF's section comes after that claim's.
                 let key = s.key.load(Ordering::Acquire);

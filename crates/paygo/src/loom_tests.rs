@@ -12,9 +12,14 @@
 //! batch's second look at the stripe sequences, the ordering of the listed-entry count,
 //! READ-ALL's reading of a tagged key as the same object's, or a claim's mark in its CPU's
 //! claim summary, and expect loom to find the reader holding a reclaimed object (a causality
-//! violation); or the flag of the only-reference check, where the owner asserts that a reader
-//! (which counts the references it holds) holds none when the owner is told it is alone; or
-//! the generation check of REF's section, where an UNREF finds its reference counted nowhere.
+//! violation); or both orderings of a swept batch's reads of the tables before its second
+//! look (the Acquire fence after the sweep and READ-ALL's Acquire re-check of a key), where
+//! the batch reclaims an object whose reference is held; or the Acquire of a claim's
+//! generation read, or the tag check of a claim by `seen`, where an evicted object is left
+//! counting a reference that no one holds; or the flag of the only-reference check, where
+//! the owner asserts that a reader (which counts the references it holds) holds none when the
+//! owner is told it is alone; or the generation check of REF's section, where an UNREF finds
+//! its reference counted nowhere.
 //! The models that catch the unordered listed-entry count and the relaxed claim key need three
 //! preemptions, the others are caught with two: this crate's models run with at least three,
 //! whatever `LOOM_MAX_PREEMPTIONS` says (`percpu::testing::loom_model_preempting`).
@@ -556,22 +561,44 @@ fn eviction_vs_reclaim(how: Reclaim) {
 /// preemptions: `bugs::bug_relaxed_claim_key_is_caught_by_the_swept_batch`).
 #[test]
 fn loom_eviction_and_claim_by_another_thread_vs_swept_batch() {
-    model(|| {
+    eviction_and_claim_vs_swept_batch(false);
+}
+
+/// The same with the eviction and the claim on one thread, whose claim then carries the whole
+/// move to the sweep's re-check of the slot's key: the sweep's reads of the tables must be
+/// ordered before its second look at the stripe sequences by READ-ALL's Acquire re-check of
+/// the key or by the Acquire fence after the sweep (either is enough, and without both the
+/// batch reclaims X: `bugs::bug_unordered_sweep_is_caught`).
+#[test]
+fn loom_eviction_and_claim_by_the_evicting_thread_vs_swept_batch() {
+    eviction_and_claim_vs_swept_batch(true);
+}
+
+fn eviction_and_claim_vs_swept_batch(one_thread: bool) {
+    model(move || {
         let d = Arc::new(tiny());
         let x = Arc::new(Obj::new());
         let z = Arc::new(Obj::new());
         loom_set_cpu(0);
         let a = d.try_get(x.hdr()).unwrap();
         let evicted = Arc::new(loom::sync::atomic::AtomicBool::new(false));
-        let (d1, evicted1) = (d.clone(), evicted.clone());
+        let (d1, z1, evicted1) = (d.clone(), z.clone(), evicted.clone());
         let evictor = thread::spawn(move || {
             loom_set_cpu(0);
             d1.evict(0, d1.slot(0, 0), false).unwrap();
+            if one_thread {
+                if let Some(b) = d1.try_get(z1.hdr()) {
+                    d1.put(z1.hdr(), b);
+                }
+            }
             // Relaxed: only when the claimer starts; it orders nothing.
             evicted1.store(true, core::sync::atomic::Ordering::Relaxed);
         });
         let (d2, z2) = (d.clone(), z.clone());
         let claimer = thread::spawn(move || {
+            if one_thread {
+                return;
+            }
             loom_set_cpu(0);
             // Waits with yields (no preemption spent) so that its REF claims the slot the
             // eviction emptied instead of evicting X itself.
@@ -605,11 +632,22 @@ fn loom_eviction_and_claim_by_another_thread_vs_swept_batch() {
 /// (`bugs::bug_seen_ignoring_the_tag_is_caught`).
 #[test]
 fn loom_claim_by_seen_vs_eviction() {
-    claim_by_seen_vs_eviction();
+    claim_by_seen_vs_eviction(false);
 }
 
-fn claim_by_seen_vs_eviction() {
-    model(|| {
+/// The same where REF runs on a thread that waits for the eviction's first step by its
+/// commit (the generation, read Relaxed) and has read nothing of the key before: loom may then
+/// give its REF the key from before the step (after a yield, loom gives a thread no value
+/// older than one that thread read before). A claim that reads the generation after the
+/// step's commit must read a key no older than the step's tagged one, which the generation's
+/// Acquire load makes so (`bugs::bug_relaxed_claim_gen_is_caught`).
+#[test]
+fn loom_claim_by_seen_vs_eviction_awaited_by_generation() {
+    claim_by_seen_vs_eviction(true);
+}
+
+fn claim_by_seen_vs_eviction(on_gen: bool) {
+    model(move || {
         crate::evict::loom_pause::BETWEEN_STEPS.with(|c| c.set(true));
         let d = Arc::new(tiny());
         let x = Arc::new(Obj::new());
@@ -617,22 +655,42 @@ fn claim_by_seen_vs_eviction() {
         loom_set_cpu(0);
         let a = d.try_get(x.hdr()).unwrap();
         d.put(x.hdr(), a);
+        // Relaxed: only this thread has written the slot so far.
+        let g0 = d.slot(0, 0).gen.load(crate::sync::Ordering::Relaxed);
         let d1 = d.clone();
         let evictor = thread::spawn(move || {
             loom_set_cpu(0);
             d1.evict(0, d1.slot(0, 0), false).unwrap();
         });
-        // Waits with yields (no preemption spent) for the eviction's first step, after which
-        // the evictor yields.
-        while d.slot(0, 0).key.load(crate::sync::Ordering::Acquire) & crate::table::TAG == 0 {
-            thread::yield_now();
-        }
         // REF's fast path alone: its claim of the home slot is the one modelled (the slow
         // path's turns would only multiply the interleavings). No READ-ALL of Y while the
         // evictor may hold X's stripe lock: whether the two objects share a stripe depends
         // on their addresses, which loom does not replay.
-        if let Some(b) = d.get_fast(y.hdr()) {
-            d.put(y.hdr(), b);
+        let take_y = move |d: &Domain, y: &Obj| {
+            if let Some(b) = d.get_fast(y.hdr()) {
+                d.put(y.hdr(), b);
+            }
+        };
+        if on_gen {
+            let (d2, y2) = (d.clone(), y.clone());
+            thread::spawn(move || {
+                loom_set_cpu(0);
+                // Waits with yields for the first step's commit, Relaxed: this thread has read
+                // nothing of the key before it (loom then still lets it read the untagged one).
+                while d2.slot(0, 0).gen.load(crate::sync::Ordering::Relaxed) == g0 {
+                    thread::yield_now();
+                }
+                take_y(&d2, &y2);
+            })
+            .join()
+            .unwrap();
+        } else {
+            // Waits with yields (no preemption spent) for the eviction's first step, after
+            // which the evictor yields.
+            while d.slot(0, 0).key.load(crate::sync::Ordering::Acquire) & crate::table::TAG == 0 {
+                thread::yield_now();
+            }
+            take_y(&d, &y);
         }
         evictor.join().unwrap();
         assert_eq!(
@@ -961,7 +1019,9 @@ mod bugs {
     #[test]
     #[should_panic(expected = "X counts a reference that no one holds")]
     fn bug_seen_ignoring_the_tag_is_caught() {
-        with_bug(bug::SEEN_IGNORES_TAG, super::claim_by_seen_vs_eviction);
+        with_bug(bug::SEEN_IGNORES_TAG, || {
+            super::claim_by_seen_vs_eviction(false)
+        });
     }
 
     /// The claim's key store (a critical section's speculative store) made Relaxed on the
@@ -973,5 +1033,27 @@ mod bugs {
         percpu::loom_bug::with_relaxed_spec(
             super::loom_eviction_and_claim_by_another_thread_vs_swept_batch,
         );
+    }
+
+    /// A swept batch with no ordering between its reads of the tables and its second look at
+    /// the stripe sequences (no Acquire fence, READ-ALL's key re-check Relaxed): the sweep reads
+    /// X's counts before the eviction's move and the key of Z's claim after it, and the second
+    /// look reads the sequence from before the move.
+    #[test]
+    #[should_panic(expected = "reclaimed an object whose reference is held")]
+    fn bug_unordered_sweep_is_caught() {
+        with_bug(bug::UNORDERED_SWEEP, || {
+            super::eviction_and_claim_vs_swept_batch(true)
+        });
+    }
+
+    /// A claim that reads the slot's generation Relaxed may read the key from before the
+    /// eviction's first step with the generation after it, and commit between the two steps.
+    #[test]
+    #[should_panic(expected = "X counts a reference that no one holds")]
+    fn bug_relaxed_claim_gen_is_caught() {
+        with_bug(bug::RELAXED_CLAIM_GEN, || {
+            super::claim_by_seen_vs_eviction(true)
+        });
     }
 }

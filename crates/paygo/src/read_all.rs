@@ -84,7 +84,15 @@ impl Domain {
         // claiming thread saw of the eviction that emptied the slot: if the counts above were
         // read before that eviction's move, the move's bracket is then seen by the second
         // look of a decision without the stripe lock (`Stripe::quiet`), which takes the lock.
-        if s.key.load(Ordering::Acquire) & !TAG != k & !TAG {
+        #[cfg(paygo_loom_bug)]
+        let order = if crate::get::bug::is(crate::get::bug::UNORDERED_SWEEP) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Acquire
+        };
+        #[cfg(not(paygo_loom_bug))]
+        let order = Ordering::Acquire;
+        if s.key.load(order) & !TAG != k & !TAG {
             return 0;
         }
         l.wrapping_add(a)

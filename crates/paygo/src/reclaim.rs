@@ -652,8 +652,20 @@ impl Domain {
         sums.clear();
         sums.resize(addrs.len(), 0);
         self.sweep(addrs, runs, sums, index);
-        // Acquire fence: pairs with `begin_move`'s Release fence, as in `Stripe::quiet`.
-        crate::sync::fence(Ordering::Acquire);
+        // Acquire fence: pairs with `begin_move`'s Release fence, as in `Stripe::quiet` (a count
+        // the sweep read that a move wrote), and with the Release key store of a claim (a key
+        // the sweep read that a claim stored after a move, which brings what the claiming
+        // thread saw of it): either way the move's sequence is visible to `settled` below.
+        // READ-ALL's Acquire re-check of each key orders the claimed key on its own too;
+        // without both, the batch can reclaim an object whose count a move took meanwhile
+        // (`loom_tests::bugs::bug_unordered_sweep_is_caught`).
+        #[cfg(paygo_loom_bug)]
+        let fenced = !crate::get::bug::is(crate::get::bug::UNORDERED_SWEEP);
+        #[cfg(not(paygo_loom_bug))]
+        let fenced = true;
+        if fenced {
+            crate::sync::fence(Ordering::Acquire);
+        }
         // The second half, once per stripe: no move began since its sequence was read.
         let mut all_settled = true;
         for &st in &read[..stripes] {
