@@ -376,7 +376,8 @@ impl PageCache {
     /// `refcache`: [`refcount::RefCounter::max_live_objects`]); `OutOfMemory`: a
     /// limit whose frames, or whose counters' own memory (`snzi`'s trees, the per-CPU words of
     /// `percpu-ref` and `sloppy`, `refcache`'s per-object cores), cannot be allocated, with a
-    /// message naming the bytes and the scheme (the counters' memory is probed before the
+    /// message naming the bytes and the scheme where the memory for it can be had, else the
+    /// bare kind ([`refcount::out_of_memory`]; the counters' memory is probed before the
     /// frames are made, as [`PageCacheOf::with_scheme`] says); the error of a scheme that
     /// cannot be made (`OutOfMemory` for the tables of `paygo`'s domain or the caches of
     /// `refcache`; `refcache`'s epoch thread that cannot be started: see
