@@ -19,31 +19,32 @@ const P: u64 = PAGE_SIZE as u64;
 /// Set in the child's environment.
 const CHILD_ENV: &str = "PAGECACHE_LIMITS_CHILD";
 
-/// The soft `RLIMIT_FSIZE` of this process (`u64::MAX`: none).
+/// The soft `RLIMIT_FSIZE` of this process (`u64::MAX`: none). The 64-bit calls: a file size is
+/// a u64 on every target, and a 32-bit `getrlimit` reports a limit past 2^32 - 1 as none.
 fn fsize_limit() -> u64 {
-    let mut r = libc::rlimit {
+    let mut r = libc::rlimit64 {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: `r` is a writable rlimit, which getrlimit fills.
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut r) }, 0);
+    // SAFETY: `r` is a writable rlimit64, which getrlimit64 fills.
+    assert_eq!(unsafe { libc::getrlimit64(libc::RLIMIT_FSIZE, &mut r) }, 0);
     r.rlim_cur
 }
 
 /// Sets the soft `RLIMIT_FSIZE` of this process to `bytes` (the hard limit kept), and makes
 /// `SIGXFSZ` kill it, as it does by default, whatever disposition it inherited.
 fn set_fsize_limit(bytes: u64) {
-    let mut r = libc::rlimit {
+    let mut r = libc::rlimit64 {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: `r` is a writable rlimit, which getrlimit fills; setrlimit reads it; `SIG_DFL`
-    // installs no handler.
+    // SAFETY: `r` is a writable rlimit64, which getrlimit64 fills; setrlimit64 reads it;
+    // `SIG_DFL` installs no handler.
     unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut r), 0);
+        assert_eq!(libc::getrlimit64(libc::RLIMIT_FSIZE, &mut r), 0);
         assert!(r.rlim_max >= bytes, "the hard limit is below {bytes}");
         r.rlim_cur = bytes;
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &r), 0);
+        assert_eq!(libc::setrlimit64(libc::RLIMIT_FSIZE, &r), 0);
         assert_ne!(libc::signal(libc::SIGXFSZ, libc::SIG_DFL), libc::SIG_ERR);
     }
 }
@@ -94,7 +95,7 @@ fn fs_limit(
 /// of length `len(limit)`: the system's temporary folder, else `/dev/shm`. `None` (the skip
 /// reported) where none does, or where `RLIMIT_FSIZE` is set (the bisection would go past it).
 fn limited_file(len: impl Fn(u64) -> u64) -> Option<(tempfile::TempDir, PathBuf, u64)> {
-    if fsize_limit() != libc::RLIM_INFINITY {
+    if fsize_limit() != libc::RLIM64_INFINITY {
         percpu::testing::skip("RLIMIT_FSIZE is set: the file system's limit is not looked for");
         return None;
     }

@@ -36,21 +36,22 @@ fn with_little_memory<R>(f: impl FnOnce() -> R) -> R {
 /// Runs `f` with the address space capped at `room` bytes above what the process uses now, then
 /// lifts the cap again.
 fn with_memory<R>(room: u64, f: impl FnOnce() -> R) -> R {
-    let mut old = libc::rlimit {
+    // The 64-bit calls: `address_space` and `room` are u64 on every target.
+    let mut old = libc::rlimit64 {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: `old` is a writable rlimit, filled on success.
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut old) }, 0);
-    let cap = libc::rlimit {
+    // SAFETY: `old` is a writable rlimit64, filled on success.
+    assert_eq!(unsafe { libc::getrlimit64(libc::RLIMIT_AS, &mut old) }, 0);
+    let cap = libc::rlimit64 {
         rlim_cur: address_space() + room,
         rlim_max: old.rlim_max,
     };
-    // SAFETY: `cap` is a valid rlimit, read by the call; it lowers the soft limit only.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &cap) }, 0);
+    // SAFETY: `cap` is a valid rlimit64, read by the call; it lowers the soft limit only.
+    assert_eq!(unsafe { libc::setrlimit64(libc::RLIMIT_AS, &cap) }, 0);
     let r = f();
     // SAFETY: as above: the soft limit back as it was (at most the unchanged hard limit).
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &old) }, 0);
+    assert_eq!(unsafe { libc::setrlimit64(libc::RLIMIT_AS, &old) }, 0);
     r
 }
 

@@ -905,15 +905,16 @@ fn refbench_with_file_limit(args: &[&str], limit: u64, ignore_xfsz: bool) -> std
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_refbench"));
     cmd.args(args);
     // SAFETY: the closure runs in the child between fork and exec, and calls only signal and
-    // setrlimit, which are async-signal-safe, on values of its own.
+    // setrlimit64 (a file size is a u64 on every target), which are async-signal-safe, on values
+    // of its own.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            let r = libc::rlimit {
+            let r = libc::rlimit64 {
                 rlim_cur: limit,
                 rlim_max: limit,
             };
             if (ignore_xfsz && libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR)
-                || libc::setrlimit(libc::RLIMIT_FSIZE, &r) != 0
+                || libc::setrlimit64(libc::RLIMIT_FSIZE, &r) != 0
             {
                 return Err(std::io::Error::last_os_error());
             }
@@ -2082,19 +2083,20 @@ fn refbench_with_open_files(
     cmd.args(args)
         .env(refbench::scratch::DIR_ENV, tmp)
         .env("RUST_BACKTRACE", "0");
-    // SAFETY: the closure runs in the child between fork and exec, and calls only getrlimit
-    // and setrlimit, which are async-signal-safe, on values of its own.
+    // SAFETY: the closure runs in the child between fork and exec, and calls only getrlimit64
+    // and setrlimit64 (`limit` is a u64 on every target), which are async-signal-safe, on
+    // values of its own.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            let mut r: libc::rlimit = std::mem::zeroed();
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            let mut r: libc::rlimit64 = std::mem::zeroed();
+            if libc::getrlimit64(libc::RLIMIT_NOFILE, &mut r) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             r.rlim_cur = limit.min(r.rlim_max);
             if hard {
                 r.rlim_max = r.rlim_cur;
             }
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+            if libc::setrlimit64(libc::RLIMIT_NOFILE, &r) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

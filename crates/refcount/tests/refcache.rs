@@ -424,23 +424,24 @@ fn caches_past_the_memory_left_are_an_error() {
             ways: refcount::refcache::MAX_WAYS,
             ..Config::default()
         };
-        let mut old = libc::rlimit {
+        // The 64-bit calls: `address_space` is a u64 on every target.
+        let mut old = libc::rlimit64 {
             rlim_cur: 0,
             rlim_max: 0,
         };
-        // SAFETY: `old` is a writable rlimit, which getrlimit fills; setrlimit reads `cap`.
+        // SAFETY: `old` is a writable rlimit64, which getrlimit64 fills; setrlimit64 reads `cap`.
         unsafe {
-            assert_eq!(libc::getrlimit(libc::RLIMIT_AS, &mut old), 0);
-            let cap = libc::rlimit {
+            assert_eq!(libc::getrlimit64(libc::RLIMIT_AS, &mut old), 0);
+            let cap = libc::rlimit64 {
                 // Room for small allocations, not for one CPU's caches.
                 rlim_cur: address_space() + (16 << 20),
                 ..old
             };
-            assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &cap), 0);
+            assert_eq!(libc::setrlimit64(libc::RLIMIT_AS, &cap), 0);
         }
         let made = RefCache::try_with_config(config);
         // SAFETY: as above.
-        unsafe { assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &old), 0) };
+        unsafe { assert_eq!(libc::setrlimit64(libc::RLIMIT_AS, &old), 0) };
         match made {
             Ok(_) => panic!("caches of 64 MiB per CPU made in 16 MiB"),
             Err(e) => {
