@@ -161,8 +161,9 @@ impl<L: Log> Domain<L> {
     /// use oplog::{CounterLog, Domain};
     ///
     /// assert_eq!(Domain::<CounterLog>::try_with_config(5, 64).unwrap().ways(), 8);
-    /// let e = Domain::<CounterLog>::try_with_config(1 << 62, 64).unwrap_err();
-    /// assert_eq!(e.ways(), 1 << 62);
+    /// let too_many = 1 << (usize::BITS - 2); // 2^62 on 64-bit targets, 2^30 on 32-bit ones
+    /// let e = Domain::<CounterLog>::try_with_config(too_many, 64).unwrap_err();
+    /// assert_eq!(e.ways(), too_many);
     /// ```
     pub fn try_with_config(ways: usize, bound: usize) -> Result<Arc<Self>, TooManyWays> {
         let way = core::mem::size_of::<Way<L>>();

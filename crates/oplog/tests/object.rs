@@ -271,9 +271,11 @@ fn objects_created_and_dropped_while_others_evict_them() {
 
 /// Ways are rounded up to a power of two; a count whose table (one CPU's ways) could not be
 /// allocated is refused when the domain is made: it rounded to 0 ways (past 2^63), or the
-/// first log panicked on the allocation's size and `memory` overflowed.
+/// first log panicked on the allocation's size and `memory` overflowed. The counts scale with
+/// the width of `usize` (`TOP` is 2^63 on 64-bit targets, 2^31 on 32-bit ones).
 #[test]
 fn ways_round_up_and_too_many_are_refused_at_once() {
+    const TOP: usize = 1 << (usize::BITS - 1);
     assert_eq!(Domain::<CounterLog>::with_config(0, 4).ways(), 1);
     assert_eq!(Domain::<CounterLog>::with_config(5, 4).ways(), 8);
     let refused = |ways: usize| {
@@ -282,11 +284,11 @@ fn ways_round_up_and_too_many_are_refused_at_once() {
         let msg = msg.downcast::<String>().expect("a message");
         assert!(msg.contains("ways of"), "{ways}: {msg}");
     };
-    refused((1 << 63) + 1);
-    refused(1 << 63);
-    refused(1 << 60);
+    refused(TOP + 1);
+    refused(TOP);
+    refused(TOP >> 3);
     // The same as an error, whose message is the panic's.
-    for ways in [usize::MAX, (1 << 63) + 1, 1 << 60] {
+    for ways in [usize::MAX, TOP + 1, TOP >> 3] {
         let e = Domain::<CounterLog>::try_with_config(ways, 4).expect_err("refused");
         assert_eq!(e.ways(), ways);
         assert!(
@@ -299,9 +301,11 @@ fn ways_round_up_and_too_many_are_refused_at_once() {
         Domain::<CounterLog>::try_with_config(5, 4).unwrap().ways(),
         8
     );
-    // A table that may be allocated is accepted (and allocated at the first log only).
-    let d = Domain::<CounterLog>::with_config(1 << 40, 4);
-    assert_eq!(d.ways(), 1 << 40);
+    // A table that may be allocated is accepted (and allocated at the first log only): 2^40
+    // ways on 64-bit targets, 2^24 on 32-bit ones.
+    let many = 1 << (usize::BITS / 2 + 8);
+    let d = Domain::<CounterLog>::with_config(many, 4);
+    assert_eq!(d.ways(), many);
     assert!(d.memory() < 1 << 20, "{}", d.memory());
 }
 
