@@ -378,6 +378,15 @@ fn rlimit_checks() {
     model.extend_from_slice(b"more");
     drop(file);
     assert_eq!(std::fs::read(&long).expect("read"), model);
+
+    // A limit past 2^32 - 1 bytes, which a 32-bit `getrlimit` reports as none.
+    let big = (1 << 32) + RLIMIT;
+    set_fsize_limit(big);
+    let file = cache.open(&long).expect("open");
+    assert_too_large(file.write_at(b"x", big), big, &long, why);
+    assert_eq!(file.len(), model.len() as u64);
+    drop(file);
+    assert_eq!(std::fs::read(&long).expect("read"), model);
     println!("CHILD-OK");
 }
 

@@ -8,27 +8,23 @@ use std::io;
 
 /// The soft `RLIMIT_FSIZE` of the process now, in bytes (`u64::MAX`: none). A `pwrite` past it,
 /// or an `ftruncate` that grows a file past it, raises `SIGXFSZ` (which kills the process
-/// unless it is handled or ignored) and fails with `EFBIG`.
+/// unless it is handled or ignored) and fails with `EFBIG`. Asked with `getrlimit64`: a 32-bit
+/// `getrlimit` reports a limit past 2^32 - 1 bytes as none.
 pub(super) fn fsize_limit() -> u64 {
     // Miri has no getrlimit: no limit.
     if cfg!(miri) {
         return u64::MAX;
     }
-    let mut r = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
+    let mut r = libc::rlimit64 {
+        rlim_cur: libc::RLIM64_INFINITY,
+        rlim_max: libc::RLIM64_INFINITY,
     };
-    // SAFETY: `r` is a writable rlimit, which getrlimit fills on success.
-    if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut r) } != 0 {
+    // SAFETY: `r` is a writable rlimit64, which getrlimit64 fills on success.
+    if unsafe { libc::getrlimit64(libc::RLIMIT_FSIZE, &mut r) } != 0 {
         return u64::MAX;
     }
-    if r.rlim_cur == libc::RLIM_INFINITY {
-        return u64::MAX;
-    }
-    // `rlim_t` is u64 here, 32 bits on some 32-bit targets.
-    #[allow(clippy::unnecessary_cast)]
-    let cur = r.rlim_cur as u64;
-    cur
+    // `RLIM64_INFINITY` is `u64::MAX`: no limit.
+    r.rlim_cur
 }
 
 /// Whether the file system of `file` holds a file of `len` bytes (at most `i64::MAX`). Linux's
