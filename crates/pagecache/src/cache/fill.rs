@@ -188,8 +188,10 @@ impl<C: RefCounter> Inner<C> {
                 // installed but unpublished, only this thread fills them, and in counting mode
                 // no read copies from a frame it holds no reference on, and no frame is
                 // reclaimed under a reference (the scheme vouched for it: `self.vouched`).
-                // The descriptor is `f`'s, open while `f` is.
-                let r = unsafe { libc::preadv(fd, iov.as_ptr(), n, (off + done as u64) as _) };
+                // The descriptor is `f`'s, open while `f` is. `preadv64`: `off_t` is 32 bits
+                // on 32-bit targets; the offset is at most the largest file, `i64::MAX`.
+                let at = (off + done as u64) as libc::off64_t;
+                let r = unsafe { libc::preadv64(fd, iov.as_ptr(), n, at) };
                 match r {
                     0 => break,
                     r if r > 0 => done += r as usize,
