@@ -1624,7 +1624,7 @@ fn last_error_of_file_calls_names_the_file_and_the_cause() {
             rc,
             -22,
             "pagecache_write_at",
-            &["len is 9223372036854775808, above SSIZE_MAX"],
+            &[&format!("len is {big}, above SSIZE_MAX")],
         );
         let rc = pagecache_write_at(f, bp, 16, u64::MAX - 4);
         says(rc, -22, "pagecache_write_at", &[&shown]);
