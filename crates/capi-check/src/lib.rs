@@ -1320,8 +1320,10 @@ pub mod child {
 
     /// Runs `body` in a child process (this test binary, filtered to the test `name`, with the
     /// environment variable `child` set) in which no thread can be started: `RUST_MIN_STACK`
-    /// asks 2^47 bytes of stack (the whole user address space of x86-64), which no `mmap` can
-    /// give, so every spawn fails with `EAGAIN` (`WouldBlock`; the test harness then runs the
+    /// asks 2^47 bytes of stack (the whole user address space of x86-64; on 32-bit targets 3 GiB,
+    /// more than the gaps of a 4 GiB address space with the program and its libraries mapped:
+    /// a size near 2^32 is refused with `EINVAL` instead), which no `mmap` can give, so every
+    /// spawn fails with `EAGAIN` (`WouldBlock`; the test harness then runs the
     /// test on its main thread). In the child, checks first that a thread cannot be started (or
     /// the test would check nothing); in the parent, that the child ran `body` to its end and
     /// exited successfully. The test calls it at its start, with its own name.
@@ -1330,7 +1332,11 @@ pub mod child {
     /// In the parent, if the child did not run `body` to its end or failed (the message holds
     /// its output); in the child, if a thread can be started, or as `body` panics.
     pub fn without_threads(name: &str, child: &str, body: impl FnOnce()) {
-        let stack = (1u64 << 47).to_string();
+        let stack = if usize::BITS == 64 {
+            (1u64 << 47).to_string()
+        } else {
+            (3u64 << 30).to_string()
+        };
         percpu::testing::in_child_with(name, child, &[("RUST_MIN_STACK", &stack)], || {
             assert!(
                 std::thread::Builder::new().spawn(|| ()).is_err(),
