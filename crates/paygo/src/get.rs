@@ -92,9 +92,8 @@ pub(crate) mod bug {
 /// path if the thread is on another CPU now (on the locked fallback it runs under `cpu`'s lock
 /// from any CPU); then `put`'s anchor or overflow path. It has no `Drop`: a guard to be dropped
 /// while the closure unwinds is written whole to the stack before the closure runs, for the
-/// unwinder's out-of-line drop (nine stores on every hit); [`unwinding`] gives the reference
-/// back instead, from a copy of the fields moved into its closure (a closure that borrowed the
-/// guard would keep it in memory as well).
+/// unwinder's out-of-line drop (nine stores on every hit); [`Domain::with_ref_placed`] catches
+/// the unwind and gives the reference back instead (see [`Held`]).
 #[derive(Clone, Copy)]
 struct HomeRef<'a> {
     domain: &'a Domain,
@@ -119,19 +118,30 @@ impl HomeRef<'_> {
     }
 }
 
-/// Runs `f`; if it unwinds, runs `undo` and goes on unwinding with `f`'s payload, as a drop guard
-/// would, but with nothing of what `undo` reads written to memory for the unwinder (see
-/// [`HomeRef`]). The unwind is caught and continued as
-/// [`refcount::RefCounter::with_ref_placed`]'s default does (foreign exceptions included).
-#[inline(always)]
-fn unwinding<R>(f: impl FnOnce() -> R, undo: impl FnOnce()) -> R {
-    match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => {
-            undo();
-            std::panic::resume_unwind(payload)
+/// The reference [`Domain::with_ref_placed`] holds: at the home slot, or a token of the slow
+/// path. Given back after the one call of the closure on both paths, so that the compiler
+/// inlines the closure into the caller (called in two places, a page cache's copy was a call
+/// of its own on every hit).
+enum Held<'a> {
+    Home(HomeRef<'a>),
+    Token(&'a Domain, Anchor),
+}
+
+impl Held<'_> {
+    /// UNREF: [`HomeRef::put`] inline, else [`Domain::put`] out of line (the slow path's).
+    #[inline(always)]
+    fn give_back(self, hdr: Pin<&Header>) {
+        match self {
+            Held::Home(h) => h.put(),
+            Held::Token(d, a) => put_token(d, hdr, a),
         }
     }
+}
+
+#[inline(never)]
+#[cold]
+fn put_token(d: &Domain, hdr: Pin<&Header>, a: Anchor) {
+    d.put(hdr, a);
 }
 
 /// The REF critical section's check of the object's flag. Under the loom bug demonstration
@@ -201,9 +211,8 @@ impl Domain {
     /// runs the section under the REF's CPU's lock). Otherwise it is
     /// [`Domain::try_get_placed`], `f` and [`Domain::put`].
     ///
-    /// On the home slot a panic of `f` is caught, the reference given back and the unwind
-    /// continued, as [`refcount::RefCounter::with_ref_placed`] describes (foreign exceptions
-    /// included); otherwise a guard gives the reference back while `f` unwinds.
+    /// A panic of `f` is caught, the reference given back and the unwind continued, as
+    /// [`refcount::RefCounter::with_ref_placed`] describes (foreign exceptions included).
     #[inline(always)]
     pub fn with_ref_placed<R>(
         &self,
@@ -217,25 +226,34 @@ impl Domain {
         let cpu = here.cpu();
         let n = self.slot_number(cpu, self.home(live));
         let s = &self.slots[n];
-        if let Some(g) = self.home_entry(&here, n, s, &hdr, obj, live) {
-            let held = HomeRef {
+        let held = match self.home_entry(&here, n, s, &hdr, obj, live) {
+            Some(g) => Held::Home(HomeRef {
                 domain: self,
                 hdr,
                 here,
                 slot: s,
                 cpu,
                 gen: g,
-            };
-            // The UNREF inline, once `f` returned or while it unwinds. Nothing in it panics
-            // (`put_at` panics only on an anchor of another domain or object, and this one is
-            // the domain's own for `hdr`), so the reference is given back exactly once.
-            let r = unwinding(f, move || held.put());
-            held.put();
-            return Some(r);
+            }),
+            None => Held::Token(self, self.try_get_placed(hdr, place)?),
+        };
+        // The UNREF, once `f` returned or while it unwinds: inline on the home slot, else
+        // `put`, out of line. Nothing in it panics (`put_at` and `put` panic only on an anchor
+        // of another domain or object, and this one is the domain's own for `hdr`), so the
+        // reference is given back exactly once. One call of `f` for both paths, so that the
+        // compiler can inline it into the caller; the unwind is caught and continued as
+        // [`refcount::RefCounter::with_ref_placed`]'s default does (foreign exceptions
+        // included).
+        match std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)) {
+            Ok(r) => {
+                held.give_back(hdr);
+                Some(r)
+            }
+            Err(payload) => {
+                held.give_back(hdr);
+                std::panic::resume_unwind(payload)
+            }
         }
-        let a = self.try_get_placed(hdr, place)?;
-        let _held = crate::Guard::from_token(self, hdr, a);
-        Some(f())
     }
 
     /// REF's fast path: the home slot (its entry, or a free slot claimed); `None` sends the
