@@ -1066,8 +1066,9 @@ const OPLOG_BREAK_EVEN_K: u64 = 3;
 /// the rows' medians at each k (one truncate every k forks). OpLog ahead from the smallest k
 /// measured shows no break-even: the claim's first half (logging loses where reads are
 /// frequent) is not seen, and it holds in shape only. A break-even later than the paper's
-/// (OpLog behind at the smallest k measured from 3 up) holds it in shape only too. The rule needs two values of k measured
-/// for both, and two threads or more (at one, nothing contends for the locked map).
+/// (OpLog behind at the smallest k measured from 3 up) holds it in shape only too. The rule
+/// needs two values of k measured for both, and two threads or more (at one, nothing contends
+/// for the locked map).
 fn oplog_break_even(rows: &Rows<'_>) -> Outcome {
     let exp = "oplog-read-ratio";
     let tn = need!(rows.most_threads(exp), "oplog-read-ratio was not run");
