@@ -103,6 +103,10 @@ fn read_races_two_cpus() {
 /// is the model after all of them.
 #[test]
 fn loom_two_threads_logging_on_one_cpu_see_a_prefix_of_the_stamp_order() {
+    two_threads_log_on_one_cpu();
+}
+
+fn two_threads_log_on_one_cpu() {
     model(|| {
         let d = Domain::<SetLog<false, false>>::with_config(1, 64);
         let s = Arc::new(OpSet::<false, false>::new(&d));
@@ -162,6 +166,10 @@ fn get_races_reclaim() {
 /// the bit an earlier `log` set, or the getter must see the reclaimer's increment.
 #[test]
 fn loom_reclaim_never_misses_a_reference_in_a_tagged_way() {
+    get_in_a_tagged_way_races_reclaim();
+}
+
+fn get_in_a_tagged_way_races_reclaim() {
     model(|| {
         let scheme = Arc::new(OpLogCounter::with_ways(1));
         let obj = Arc::new(scheme.new_object());
@@ -193,6 +201,10 @@ fn loom_reclaim_never_misses_a_reference_in_a_tagged_way() {
 /// its log while a reader holds it); nothing is lost and nothing deadlocks.
 #[test]
 fn loom_eviction_and_spill_lose_nothing() {
+    eviction_and_spill();
+}
+
+fn eviction_and_spill() {
     model(|| {
         let d = Domain::<SetLog<false, false>>::with_config(1, 64);
         let x = Arc::new(OpSet::<false, false>::new(&d));
@@ -389,6 +401,10 @@ impl crate::Log for Recs {
 /// deadlocks.
 #[test]
 fn loom_a_drop_racing_an_eviction_applies_each_update_once() {
+    drop_races_an_eviction();
+}
+
+fn drop_races_an_eviction() {
     model(|| {
         let d = Domain::<Recs>::with_config(1, 64);
         let (xs, ys) = (Applied::default(), Applied::default());
@@ -513,6 +529,10 @@ fn last_handles_in_each_others_logs() {
 /// update is applied exactly once, and `y` is freed.
 #[test]
 fn loom_a_drop_deferred_by_a_synchronize_waits_for_no_lock_under_it() {
+    drop_deferred_by_a_synchronize();
+}
+
+fn drop_deferred_by_a_synchronize() {
     model(|| {
         let d = Domain::<HoldLog>::with_config(1, 64);
         let (xs, ys, zs) = (Applied::default(), Applied::default(), Applied::default());
@@ -548,6 +568,10 @@ fn loom_a_drop_deferred_by_a_synchronize_waits_for_no_lock_under_it() {
 /// reads 0 and it is reclaimed (the failed get's stale `-1` left it exact).
 #[test]
 fn loom_a_get_racing_a_reuse_leaves_the_new_life_exact() {
+    get_races_a_reuse();
+}
+
+fn get_races_a_reuse() {
     use loom::cell::UnsafeCell;
     model(|| {
         let scheme = Arc::new(OpLogCounter::with_ways(1));
@@ -681,6 +705,68 @@ mod bugs {
     fn bug_len_after_unlock_is_caught() {
         with_bug(bug::LEN_AFTER_UNLOCK, super::read_races_two_cpus);
     }
+
+    /// The same mutation with two threads logging on one CPU's slot: one reads its log's
+    /// length without the way's lock while the other appends to that log.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_len_after_unlock_is_caught_on_one_cpu() {
+        with_bug(bug::LEN_AFTER_UNLOCK, super::two_threads_log_on_one_cpu);
+    }
+
+    /// A get that checks the state before its `+1` is logged, in a way that already holds the
+    /// object's log (the `+1` sets no pending bit).
+    #[test]
+    #[should_panic(expected = "reclaimed an object with a reference")]
+    fn bug_get_checks_first_is_caught_in_a_tagged_way() {
+        with_bug(
+            bug::GET_CHECKS_FIRST,
+            super::get_in_a_tagged_way_races_reclaim,
+        );
+    }
+
+    /// A `log` that waits for the lock of the object whose log holds its way, holding the way's
+    /// lock, waits for a reader that holds that object and waits for the way.
+    #[test]
+    #[should_panic(expected = "maximum number of branches")]
+    fn bug_evict_waits_is_caught() {
+        with_bug(bug::EVICT_WAITS, super::eviction_and_spill);
+    }
+
+    /// A drop that leaks its object where an evicter holds the object's lock for a moment.
+    #[test]
+    #[should_panic(expected = "x was freed")]
+    fn bug_drop_leaks_when_locked_is_caught() {
+        with_bug(bug::DROP_LEAKS_WHEN_LOCKED, super::drop_races_an_eviction);
+    }
+
+    /// A synchronize whose deferred drops run before its guard unlocks the object: `y`'s drop
+    /// applies `y`'s update, which synchronizes `x`, whose lock the thread holds (or waits for
+    /// `y`'s lock, which an evicter holds while its apply of that update waits for `x`).
+    #[test]
+    #[should_panic(expected = "maximum number of branches")]
+    fn bug_hold_runs_under_lock_is_caught() {
+        with_bug(
+            bug::HOLD_RUNS_UNDER_LOCK,
+            super::drop_deferred_by_a_synchronize,
+        );
+    }
+
+    /// A reuse whose `reinit` publishes nothing: a get that succeeds on the new life reads what
+    /// the reuser wrote before the reinit without being ordered after the write.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_reinit_relaxed_is_caught() {
+        with_bug(bug::REINIT_RELAXED, super::get_races_a_reuse);
+    }
+
+    /// A second reclaimer, whose increment came before the first one killed the object, that
+    /// does not check for `DEAD` under the object's lock kills it again.
+    #[test]
+    #[should_panic(expected = "reclaimed by both or by neither")]
+    fn bug_reclaim_ignores_dead_is_caught() {
+        with_bug(bug::RECLAIM_IGNORES_DEAD, super::two_reclaimers);
+    }
 }
 
 /// Two reclaimers race on an object with no reference: exactly one of them reclaims it (the
@@ -688,6 +774,10 @@ mod bugs {
 /// too, and must see `DEAD` under the object's lock).
 #[test]
 fn loom_two_reclaimers_reclaim_once() {
+    two_reclaimers();
+}
+
+fn two_reclaimers() {
     model(|| {
         let scheme = Arc::new(OpLogCounter::with_ways(1));
         let obj = Arc::new(scheme.new_object());

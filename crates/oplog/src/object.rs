@@ -364,6 +364,20 @@ pub(crate) mod bug {
     pub(crate) const SPILL_BEFORE_BITS: u8 = 7;
     /// A `log` unlocks its way before it asks its log's length (for the bound), not after.
     pub(crate) const LEN_AFTER_UNLOCK: u8 = 8;
+    /// oplog-counter's `try_reclaim` does not check, under the object's lock, whether another
+    /// reclaimer killed the object meanwhile.
+    pub(crate) const RECLAIM_IGNORES_DEAD: u8 = 9;
+    /// oplog-counter's `reinit` clears `DEAD` with a Relaxed read-modify-write (no Release).
+    pub(crate) const REINIT_RELAXED: u8 = 10;
+    /// An object's drop that finds its lock taken leaks the object, as if a guard had been
+    /// forgotten, where an evicter holds the lock for a moment.
+    pub(crate) const DROP_LEAKS_WHEN_LOCKED: u8 = 11;
+    /// A `log` that finds its way holding another object's log waits for that object's lock
+    /// (holding the way's lock) instead of spilling the log to it where the lock is taken.
+    pub(crate) const EVICT_WAITS: u8 = 12;
+    /// A synchronize leaves the drops its apply deferred to the end of its scope, which runs
+    /// them with the object still locked, instead of handing them to its guard.
+    pub(crate) const HOLD_RUNS_UNDER_LOCK: u8 = 13;
     std::thread_local! {
         /// The mode of the models run on this thread (loom runs a model's threads on the
         /// test's own).
@@ -1102,7 +1116,15 @@ impl<L: Log> Object<L> {
             // SAFETY: an object clears its tags (under the way's lock) before it is freed, so
             // while we hold the way's lock and the tag names it, it is alive.
             let other = unsafe { &*tag };
-            match other.try_lock_target() {
+            #[cfg(paygo_loom_bug)]
+            let locked = if bug::is(bug::EVICT_WAITS) {
+                Some(other.lock_target())
+            } else {
+                other.try_lock_target()
+            };
+            #[cfg(not(paygo_loom_bug))]
+            let locked = other.try_lock_target();
+            match locked {
                 Some(t) => {
                     drop(g);
                     // Objects dropped by the updates applied here (this one among them, if an
@@ -1406,6 +1428,8 @@ unsafe fn finish_drop<L: Log>(core: NonNull<()>) {
             // Locked for ever: leak the core (ways may still name it, and evicters spill to
             // it) and with it the pending updates.
             Err(TryLockError::WouldBlock) if core.guard_forgotten() => return,
+            #[cfg(paygo_loom_bug)]
+            Err(TryLockError::WouldBlock) if bug::is(bug::DROP_LEAKS_WHEN_LOCKED) => return,
             Err(TryLockError::WouldBlock) => core.lock_target(),
         };
         apply_at_drop(core, &mut t)
@@ -1576,6 +1600,8 @@ mod deferred {
         /// `'static` object, then holds its lock while they run).
         pub(super) fn hold(self) -> Held {
             let outermost = DEPTH.with(|d| d.get()) == 1 && !RUNNING.with(|r| r.get());
+            #[cfg(paygo_loom_bug)]
+            let outermost = outermost && !super::bug::is(super::bug::HOLD_RUNS_UNDER_LOCK);
             let head = if outermost {
                 // With no scope alive before this one, the list held no drop when it began:
                 // all are its own.

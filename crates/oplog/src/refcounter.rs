@@ -184,6 +184,8 @@ impl RefCounter for OpLogCounter {
             let g = obj.count.synchronize();
             // Holding the object's lock: no other reclaimer decides now.
             let dead = obj.state.load(Ordering::Relaxed) & DEAD != 0;
+            #[cfg(paygo_loom_bug)]
+            let dead = dead && !crate::object::bug::is(crate::object::bug::RECLAIM_IGNORES_DEAD);
             if *g == 0 && !dead {
                 // SeqCst: as the increment above.
                 obj.state.fetch_or(DEAD, Ordering::SeqCst);
@@ -199,7 +201,15 @@ impl RefCounter for OpLogCounter {
 
     unsafe fn reinit(&self, obj: Pin<&OpLogCounterObject>) {
         // SeqCst: pairs with the SeqCst load in try_get.
-        let old = obj.state.fetch_and(!DEAD, Ordering::SeqCst);
+        #[cfg(paygo_loom_bug)]
+        let order = if crate::object::bug::is(crate::object::bug::REINIT_RELAXED) {
+            Ordering::Relaxed
+        } else {
+            Ordering::SeqCst
+        };
+        #[cfg(not(paygo_loom_bug))]
+        let order = Ordering::SeqCst;
+        let old = obj.state.fetch_and(!DEAD, order);
         debug_assert!(old & DEAD != 0, "oplog-counter: reinit of a live object");
     }
 
