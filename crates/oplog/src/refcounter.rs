@@ -201,14 +201,13 @@ impl RefCounter for OpLogCounter {
 
     unsafe fn reinit(&self, obj: Pin<&OpLogCounterObject>) {
         // SeqCst: pairs with the SeqCst load in try_get.
+        let order = Ordering::SeqCst;
         #[cfg(paygo_loom_bug)]
         let order = if crate::object::bug::is(crate::object::bug::REINIT_RELAXED) {
             Ordering::Relaxed
         } else {
-            Ordering::SeqCst
+            order
         };
-        #[cfg(not(paygo_loom_bug))]
-        let order = Ordering::SeqCst;
         let old = obj.state.fetch_and(!DEAD, order);
         debug_assert!(old & DEAD != 0, "oplog-counter: reinit of a live object");
     }
