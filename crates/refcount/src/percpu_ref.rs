@@ -235,18 +235,30 @@ impl CpuSlots {
         self.cpus
     }
 
-    /// Bytes of the arena that are not a live object's words: the chunk table, the free list's
-    /// room for every slot handed out, and the words of the slots of the chunks made that no
-    /// live object holds (never handed out yet, or given back by a drop).
+    /// Bytes of the arena that are not a live object's words: the arena itself, in the `Arc`
+    /// every arena is kept in (its allocation holds the strong and weak counts before the
+    /// arena), the chunk table, the free list's room for every slot handed out, and the words
+    /// of the slots of the chunks made that no live object holds (never handed out yet, or
+    /// given back by a drop).
     pub(crate) fn overhead(&self) -> usize {
         let f = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let made = self.chunks.iter().filter(|c| c.get().is_some()).count();
         let live = f.next as usize - f.free.len();
-        core::mem::size_of::<Self>()
+        arc_of_arena()
             + self.chunks.len() * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
             + f.free.capacity() * core::mem::size_of::<u32>()
             + (made * CHUNK - live) * self.cpus * core::mem::size_of::<AtomicU64>()
     }
+}
+
+/// The bytes of an `Arc<CpuSlots>`'s allocation: the strong and weak counts, then the arena
+/// (the layout of `alloc::sync::ArcInner`, a `repr(C)` struct of the three).
+fn arc_of_arena() -> usize {
+    use core::alloc::Layout;
+    let (inner, _) = Layout::new::<[usize; 2]>()
+        .extend(Layout::new::<CpuSlots>())
+        .expect("the layout of an Arc<CpuSlots>");
+    inner.pad_to_align().size()
 }
 
 /// A chunk of `words` zeroed words, or `None` if it cannot be allocated.

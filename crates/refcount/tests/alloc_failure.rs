@@ -3,22 +3,68 @@
 //! `OutOfMemory` error naming it, not an abort of the process, and the scheme loses nothing to
 //! it.
 //! Dropping their objects, and a `refcache` put that queues an object for review, allocate
-//! nothing.
+//! nothing. `memory` of `percpu-ref` and `sloppy` is the bytes they allocate.
 //!
 //! The allocation is made to fail by this binary's global allocator, which refuses, on a thread
-//! that asks it to, every allocation of a given size or more. Each test runs its checks in a
-//! child process of its own ([`percpu::testing::rerun`]): a chunk allocated infallibly would
-//! abort the process there, and the parent reports the child's end as the failure.
+//! that asks it to, every allocation of a given size or more, and counts each thread's bytes
+//! allocated. Each test of a refusal runs its checks in a child process of its own
+//! ([`percpu::testing::rerun`]): a chunk allocated infallibly would abort the process there,
+//! and the parent reports the child's end as the failure.
 
 use refcount::percpu_ref::PercpuRef;
 use refcount::refcache::RefCache;
 use refcount::sloppy::Sloppy;
 use refcount::snzi::{Snzi, SnziObject};
-use refcount::RefCounter;
+use refcount::{Memory, RefCounter};
 use std::pin::Pin;
 
 #[global_allocator]
-static ALLOC: percpu::testing::Refusing = percpu::testing::Refusing;
+static ALLOC: Counting = Counting;
+
+/// This binary's global allocator: [`percpu::testing::Refusing`], counting on each thread the
+/// bytes it allocated and has not freed, for the checks of [`RefCounter::memory`] against what
+/// a scheme allocates ([`heap_of`]).
+struct Counting;
+
+std::thread_local! {
+    /// The bytes this thread allocated minus the bytes it freed.
+    static NET_BYTES: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+/// Adds `bytes` to this thread's count (nothing while its locals are being destroyed).
+fn count(bytes: isize) {
+    let _ = NET_BYTES.try_with(|n| n.set(n.get() + bytes));
+}
+
+// SAFETY: every call is `Refusing`'s (itself a `GlobalAlloc`); `realloc` and `alloc_zeroed` are
+// the trait's defaults, through `alloc` and `dealloc`.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires.
+        let p = unsafe { std::alloc::GlobalAlloc::alloc(&percpu::testing::Refusing, layout) };
+        if !p.is_null() {
+            count(layout.size() as isize);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        count(-(layout.size() as isize));
+        // SAFETY: `ptr` was allocated by `Refusing` (above) with `layout`.
+        unsafe { std::alloc::GlobalAlloc::dealloc(&percpu::testing::Refusing, ptr, layout) }
+    }
+}
+
+/// `f`'s result and the bytes it left allocated on this thread (allocated minus freed).
+fn heap_of<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let before = NET_BYTES.with(|n| n.get());
+    let r = f();
+    let after = NET_BYTES.with(|n| n.get());
+    (
+        r,
+        usize::try_from(after - before).expect("more bytes freed than allocated"),
+    )
+}
 
 /// Runs `f` with every allocation of `from` bytes or more refused on this thread.
 fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
@@ -311,4 +357,61 @@ fn refcache_puts_that_queue_for_review_allocate_nothing() {
             }
         },
     );
+}
+
+/// `memory` of a scheme with a per-CPU arena (`percpu-ref`, `sloppy`) is the bytes it
+/// allocated, counted by this binary's allocator: the scheme value's (its arena: the `Arc`'s
+/// header and counts, the table of chunks), with no object, as its shared bytes; then with a
+/// chunk's worth of objects and one more (two chunks and the free list's room) as shared and
+/// per-object bytes, each object's inline state added; and after their drop, which frees
+/// nothing, as shared bytes. The process's sections (a `PerCpu<()>` shared by every value of
+/// both schemes, made by the first) are counted in every value's shared bytes besides.
+fn memory_is_the_bytes_allocated<C>(make: impl Fn() -> C)
+where
+    C: RefCounter,
+    C::Object: Unpin,
+{
+    let name = C::NAME;
+    drop(make()); // the process's sections, made once
+    let sections =
+        std::mem::size_of::<percpu::PerCpu<()>>() + percpu::PerCpu::new(|_| ()).slot_bytes();
+    let (s, scheme) = heap_of(make);
+    assert_eq!(
+        s.memory(&mut std::iter::empty()),
+        Memory {
+            shared: scheme + sections,
+            objects: 0
+        },
+        "{name}: a scheme value with no object"
+    );
+    let mut objs = Vec::with_capacity(CHUNK + 1);
+    let ((), made) = heap_of(|| {
+        for _ in 0..=CHUNK {
+            objs.push(s.new_object());
+        }
+    });
+    let m = s.memory(&mut objs.iter().map(Pin::new));
+    assert_eq!(
+        m.total(),
+        scheme + sections + made + objs.len() * std::mem::size_of::<C::Object>(),
+        "{name}: {} objects ({m:?})",
+        objs.len()
+    );
+    let ((), freed) = heap_of(|| objs.clear());
+    assert_eq!(freed, 0, "{name}: dropped objects freed memory");
+    assert_eq!(
+        s.memory(&mut std::iter::empty()).shared,
+        scheme + sections + made,
+        "{name}: after the objects' drop"
+    );
+}
+
+#[test]
+fn percpu_ref_memory_is_the_bytes_allocated() {
+    memory_is_the_bytes_allocated(PercpuRef::new);
+}
+
+#[test]
+fn sloppy_memory_is_the_bytes_allocated() {
+    memory_is_the_bytes_allocated(Sloppy::new);
 }
