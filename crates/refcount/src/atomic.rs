@@ -43,6 +43,9 @@ pub(crate) enum Bug {
     ReinitStores,
     /// `reinit`'s subtraction of `DEAD` is Relaxed instead of Release.
     RelaxedReinit,
+    /// `try_reclaim` reads the word and, at 0, stores `DEAD` over it, where its
+    /// compare-exchange decides: two reclaims that both read 0 both succeed.
+    ReclaimByStore,
 }
 
 crate::mutation::bug_switch!();
@@ -113,6 +116,14 @@ impl RefCounter for Atomic {
 
     #[inline]
     fn try_reclaim(&self, obj: Pin<&AtomicObject>) -> bool {
+        if bug(Bug::ReclaimByStore) {
+            // The mutation (Acquire as the exchange below).
+            let zero = obj.word.load(Ordering::Acquire) == 0;
+            if zero {
+                obj.word.store(DEAD, Ordering::Relaxed);
+            }
+            return zero;
+        }
         // Acquire pairs with the Release in put().
         obj.word
             .compare_exchange(0, DEAD, Ordering::Acquire, Ordering::Relaxed)
@@ -232,6 +243,15 @@ mod loom_tests {
     #[should_panic(expected = "Causality violation")]
     fn bug_relaxed_reinit_is_caught() {
         super::bug::with(Bug::RelaxedReinit, reuse_vs_get);
+    }
+
+    /// `reclaim_vs_reclaim` catches a reclaim that stores `DEAD` after it read 0, where its
+    /// compare-exchange decides: both reclaims read 0 and both succeed.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "both reclaims of one life succeeded")]
+    fn bug_reclaim_by_store_is_caught() {
+        super::bug::with(Bug::ReclaimByStore, reclaim_vs_reclaim);
     }
 
     /// `failing_get_vs_reinit` catches a reinit that stores 0: a failing get's undo after it

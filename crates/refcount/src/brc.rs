@@ -731,6 +731,16 @@ mod loom_tests {
         });
     }
 
+    /// `owner_get_vs_batched_reclaim` catches an owner get without its fence, as
+    /// `owner_get_vs_reclaim` does: the batch's one fence must stand between every flag and
+    /// every read of the counts.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn bug_owner_get_without_fence_is_caught_by_the_batch() {
+        super::bug::with(Bug::NoOwnerFence, owner_get_vs_batched_reclaim);
+    }
+
     /// A non-owner's get and put on `shared` against the owner's put of its own reference,
     /// which merges when it brings `local` to zero while the other's reference is counted on
     /// `shared`, and the owner's reclaim after it: the reclaim never succeeds before the other

@@ -82,7 +82,8 @@ pub(crate) fn reuse_vs_get<S: RefCounter>(make: fn() -> S) {
 /// caller that frees (or reuses) the object on success does so once for the life; the other
 /// finds the object being reclaimed or dead and fails. (`try_reclaim_many_exclusive` is the
 /// form that may leave that to its caller.) Once both are done the object is dead: reclaimed
-/// by one of them, or by a third reclaim after both failed, and no get succeeds.
+/// by one of them, or by a third reclaim after both failed, and no get succeeds. (`atomic`'s
+/// mutation `ReclaimByStore`, a reclaim decided by a load and a store, shows it catches two.)
 pub(crate) fn reclaim_vs_reclaim<S: RefCounter>(make: fn() -> S) {
     percpu::testing::loom_model(move || {
         let s = Arc::new(make());
