@@ -49,9 +49,10 @@
 //!
 //! A loom model of arrive/depart/query with the reclaimer is beside this code
 //! (`RUSTFLAGS="--cfg loom" cargo test -p refcount --release --lib snzi`); with
-//! `--cfg paygo_loom_bug` it must catch five mutations (a surplus parent arrival kept, the
-//! parent arrival after `½ -> 1`, a get that does not check `state` after its arrival, a
-//! departure whose exchanges are Relaxed, a `reinit` whose revival of `state` is Relaxed), and
+//! `--cfg paygo_loom_bug` it must catch six mutations (a surplus parent arrival kept, the
+//! parent arrival after `½ -> 1`, a departure that takes its node to zero without departing
+//! from the parent, a get that does not check `state` after its arrival, a departure whose
+//! exchanges are Relaxed, a `reinit` whose revival of `state` is Relaxed), and
 //! pass with a sixth, harmless one (the version kept at `0 -> ½`, `keep_version_is_harmless`,
 //! ignored: run it with `--ignored`).
 
@@ -97,6 +98,8 @@ pub(crate) enum Bug {
     NoStateRecheck,
     /// A departure's exchanges are Relaxed instead of SeqCst.
     RelaxedDepart,
+    /// A departure that takes its node from 1 to 0 does not depart from the parent.
+    DepartStopsAtNode,
     /// An arrival's `0 -> ½` keeps the node's version instead of bumping it. Harmless (see
     /// `arrive`): `keep_version_is_harmless` checks that the models still pass.
     KeepVersion,
@@ -279,7 +282,7 @@ impl Snzi {
                     Err(cur) => w = cur,
                 }
             }
-            if c_of(w) != 1 || node == 0 {
+            if c_of(w) != 1 || node == 0 || bug(Bug::DepartStopsAtNode) {
                 return;
             }
             node = (node - 1) / 2;
@@ -709,6 +712,24 @@ mod loom_tests {
             g.join().unwrap();
             r.join().unwrap();
         });
+    }
+
+    /// `arrive_depart_query_two_leaves` catches a departure that takes its leaf to zero
+    /// without departing from the root: the root stays set once both departed.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "indicator set after every departure")]
+    fn bug_depart_stops_at_node_is_caught_by_two_leaves() {
+        super::bug::with(Bug::DepartStopsAtNode, arrive_depart_query_two_leaves);
+    }
+
+    /// `arrive_depart_query_siblings` catches it too: the inner node, and the root above it,
+    /// stay non-zero once both siblings departed.
+    #[cfg(paygo_loom_bug)]
+    #[test]
+    #[should_panic(expected = "indicator set after every departure")]
+    fn bug_depart_stops_at_node_is_caught_by_siblings() {
+        super::bug::with(Bug::DepartStopsAtNode, arrive_depart_query_siblings);
     }
 
     /// `arrive_depart_query_same_leaf` catches an arrival that keeps its surplus parent
