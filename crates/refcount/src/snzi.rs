@@ -53,7 +53,7 @@
 //! parent arrival after `½ -> 1`, a departure that takes its node to zero without departing
 //! from the parent, a get that does not check `state` after its arrival, a departure whose
 //! exchanges are Relaxed, a `reinit` whose revival of `state` is Relaxed), and
-//! pass with a sixth, harmless one (the version kept at `0 -> ½`, `keep_version_is_harmless`,
+//! pass with a seventh, harmless one (the version kept at `0 -> ½`, `keep_version_is_harmless`,
 //! ignored: run it with `--ignored`).
 
 use crate::lifecycle::{revive, store_load_order, DEAD, LIVE, RECLAIMING};
