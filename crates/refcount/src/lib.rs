@@ -168,6 +168,17 @@ pub fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::OutOfMemory, message)
 }
 
+/// The bytes of an `Arc<T>`'s allocation: the strong and weak counts, then the value (the
+/// layout of `alloc::sync::ArcInner`, a `repr(C)` struct of the three), for the schemes'
+/// [`RefCounter::memory`] of what they keep in an `Arc`.
+pub(crate) fn arc_bytes<T>() -> usize {
+    use core::alloc::Layout;
+    let (inner, _) = Layout::new::<[usize; 2]>()
+        .extend(Layout::new::<T>())
+        .expect("the layout of an Arc");
+    inner.pad_to_align().size()
+}
+
 /// Makes room in `free` for `slots` entries, so that giving back every slot handed out (an
 /// object's drop, which has no error to return) allocates nothing. `what` names the free list
 /// for the error ("the free list of the slab").

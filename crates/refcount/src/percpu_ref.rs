@@ -244,21 +244,11 @@ impl CpuSlots {
         let f = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let made = self.chunks.iter().filter(|c| c.get().is_some()).count();
         let live = f.next as usize - f.free.len();
-        arc_of_arena()
+        crate::arc_bytes::<Self>()
             + self.chunks.len() * core::mem::size_of::<OnceLock<Box<[AtomicU64]>>>()
             + f.free.capacity() * core::mem::size_of::<u32>()
             + (made * CHUNK - live) * self.cpus * core::mem::size_of::<AtomicU64>()
     }
-}
-
-/// The bytes of an `Arc<CpuSlots>`'s allocation: the strong and weak counts, then the arena
-/// (the layout of `alloc::sync::ArcInner`, a `repr(C)` struct of the three).
-fn arc_of_arena() -> usize {
-    use core::alloc::Layout;
-    let (inner, _) = Layout::new::<[usize; 2]>()
-        .extend(Layout::new::<CpuSlots>())
-        .expect("the layout of an Arc<CpuSlots>");
-    inner.pad_to_align().size()
 }
 
 /// A chunk of `words` zeroed words, or `None` if it cannot be allocated.

@@ -1291,12 +1291,22 @@ impl RefCounter for RefCache {
         Some(unsafe { crate::Vouch::new() })
     }
 
+    /// The shared bytes are the caches, the slab's overhead (`Shared::chunks_overhead`), the
+    /// `Arc` that holds them (its counts and the shared state, the `PerCpu` of the caches
+    /// among it) with that `PerCpu`'s slots, and the epoch thread's stop flag in its own `Arc`
+    /// (not what `std` allocates to keep track of the thread).
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&RefCacheObject>>) -> Memory {
         let sh = &*self.shared;
         let caches = sh.pc.len() * (sh.mask + 1) * core::mem::size_of::<Way>();
         let slab = sh.chunks_overhead();
+        #[cfg(not(loom))]
+        let thread = self.thread.as_ref().map_or(0, |_| {
+            crate::arc_bytes::<(std::sync::Mutex<bool>, std::sync::Condvar)>()
+        });
+        #[cfg(loom)]
+        let thread = 0;
         Memory {
-            shared: caches + slab,
+            shared: crate::arc_bytes::<Shared>() + sh.pc.slot_bytes() + caches + slab + thread,
             objects: objs.count()
                 * (core::mem::size_of::<RefCacheObject>() + core::mem::size_of::<Core>()),
         }
