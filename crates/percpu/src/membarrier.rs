@@ -40,21 +40,25 @@ fn membarrier(cmd: libc::c_int, flags: libc::c_uint, cpu: libc::c_int) -> libc::
 }
 
 /// Issues the fence command `cmd`, retried while it fails (the kernel answers `ENOMEM` when it
-/// cannot allocate its CPU mask, for want of memory); panics, naming the error, if it still
-/// fails after 100 tries.
-fn fence_cmd(cmd: libc::c_int, name: &str) {
+/// cannot allocate its CPU mask, for want of memory): the last error if it still fails after
+/// 100 tries (no barrier was run then).
+fn try_fence_cmd(cmd: libc::c_int) -> std::io::Result<()> {
     let mut last = 0;
     for _ in 0..100 {
         if membarrier(cmd, 0, 0) == 0 {
-            return;
+            return Ok(());
         }
         last = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         std::thread::yield_now();
     }
-    panic!(
-        "membarrier({name}) failed: {}",
-        std::io::Error::from_raw_os_error(last)
-    );
+    Err(std::io::Error::from_raw_os_error(last))
+}
+
+/// [`try_fence_cmd`], panicking, naming the error, if it fails.
+fn fence_cmd(cmd: libc::c_int, name: &str) {
+    if let Err(e) = try_fence_cmd(cmd) {
+        panic!("membarrier({name}) failed: {e}");
+    }
 }
 
 /// Registers this process for a barrier with the command `cmd`, retried while the kernel
@@ -103,6 +107,13 @@ pub fn register_rseq() -> bool {
 /// (`ENOMEM`; a transient one is retried).
 pub fn rseq_fence() {
     fence_cmd(CMD_PRIVATE_EXPEDITED_RSEQ, "PRIVATE_EXPEDITED_RSEQ");
+}
+
+/// [`rseq_fence`], answering an error instead of panicking: the kernel's last answer after 100
+/// tries (`ENOMEM` for want of memory; `EPERM` or `EINVAL` off the rseq path, or from a seccomp
+/// filter). No barrier was run then: nothing is ordered, no critical section aborted.
+pub fn try_rseq_fence() -> std::io::Result<()> {
+    try_fence_cmd(CMD_PRIVATE_EXPEDITED_RSEQ)
 }
 
 const UNKNOWN: u8 = 0;
@@ -336,6 +347,21 @@ mod tests {
             heavy_fence();
             assert_eq!(ENOMEMS.with(Cell::get), 0);
         }
+    }
+
+    /// `try_rseq_fence` answers the kernel's `ENOMEM` where it lasts through every try (no
+    /// barrier run, no panic), and fences again once memory is there.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn try_rseq_fence_answers_a_lasting_enomem() {
+        if crate::mode() != crate::Mode::Rseq {
+            return crate::testing::skip("no rseq path: rseq_fence is not registered");
+        }
+        ENOMEMS.with(|n| n.set(100));
+        let e = try_rseq_fence().expect_err("ENOMEM at every try");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOMEM));
+        assert_eq!(ENOMEMS.with(Cell::get), 0, "tried 100 times");
+        try_rseq_fence().expect("memory again");
     }
 
     /// A registration the kernel refuses for want of memory (`ENOMEM`: it could not allocate

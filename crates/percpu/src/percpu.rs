@@ -751,9 +751,17 @@ impl<T> PerCpu<T> {
     /// On the rseq path, as [`crate::membarrier::rseq_fence`]: if `membarrier` keeps failing
     /// (for want of memory, 100 tries). Nothing is fenced then.
     pub fn fence(&self) {
+        if let Err(e) = self.try_fence() {
+            panic!("membarrier(PRIVATE_EXPEDITED_RSEQ) failed: {e}");
+        }
+    }
+
+    /// [`PerCpu::fence`], answering an error instead of panicking where `membarrier` keeps
+    /// failing on the rseq path ([`crate::membarrier::try_rseq_fence`]): nothing is fenced
+    /// then. The fallback's fence never fails.
+    pub fn try_fence(&self) -> std::io::Result<()> {
         if self.rseq_ok(0) {
-            crate::membarrier::rseq_fence();
-            return;
+            return crate::membarrier::try_rseq_fence();
         }
         // SeqCst: the caller's side of the full barrier that membarrier gives the rseq path;
         // pairs with the SeqCst operations and fences of other threads outside the sections
@@ -762,6 +770,7 @@ impl<T> PerCpu<T> {
         for s in self.slots.iter() {
             drop(s.lock.lock().unwrap_or_else(|e| e.into_inner()));
         }
+        Ok(())
     }
 }
 
