@@ -41,9 +41,11 @@
  * information, the overflow list to which a paygo_ref that finds its CPU's window full moves
  * an entry) is asked for without aborting (PAYGO_ENOMEM). The reclaim of paygo_try_reclaim and
  * paygo_obj_destroy has the kernel run an asymmetric fence (membarrier(2), on the rseq path),
- * retried while the kernel answers ENOMEM (short of memory for it): one that it refuses 100
- * times makes the call PAYGO_EINTERNAL (with a message on stderr), and changes nothing (the
- * object stays live; a later call tries again). Where the process's registration for that fence
+ * retried while the kernel answers ENOMEM (short of memory for it): one that it answers ENOMEM
+ * 100 times makes the call PAYGO_ENOMEM, one that it refuses otherwise (EPERM from a seccomp
+ * filter) 100 times PAYGO_EINTERNAL (with a message on stderr), and neither changes anything
+ * (the object stays live with its references; a later call tries again). Where the process's
+ * registration for that fence
  * is refused (ENOMEM 100 times, or a seccomp filter), the library runs without it, on its
  * fallback path (the domain's locks), and every call works as documented.
  *
@@ -56,7 +58,7 @@
  * the thread through the library's state); the calls' other paths reach no cancellation
  * point, but for the message that a caught panic (a bug, PAYGO_EINTERNAL) writes to stderr,
  * which paygo_try_reclaim and paygo_obj_destroy write with cancellation disabled (their
- * reclaim's fence that the kernel refused, PAYGO_EINTERNAL, is no bug). No call is
+ * reclaim's fence that the kernel refused with EPERM, PAYGO_EINTERNAL, is no bug). No call is
  * async-cancel-safe.
  *
  * Signal handlers: no call is async-signal-safe. A call may allocate memory (the domain's
@@ -178,15 +180,19 @@ typedef enum paygo_error {
                                not moved; where an earlier try of the same call evicted one
                                and another thread, or a migration, took the room it made,
                                that one stays on its overflow list: every count is as
-                               before, the statistics and overflow bytes show the move) */
+                               before, the statistics and overflow bytes show the move);
+                               try_reclaim, obj_destroy: the kernel had no memory for the
+                               reclaim's asymmetric fence (membarrier(2) answered ENOMEM 100
+                               times: obj stays live with its references, nothing changed) */
     PAYGO_EINTERNAL = -2006 /* a bug in libpaygo (a Rust panic caught at the boundary), or a
                                ref, unref, read_all, is_referenced, try_reclaim or obj_destroy
                                from a signal handler that interrupted a ref, unref, read_all,
                                is_referenced, try_reclaim, obj_destroy or prepare_unload of
                                the same thread, or its release at exit, or a try_reclaim or
                                obj_destroy whose asymmetric fence (membarrier(2)) the kernel
-                               refused 100 times (ENOMEM: short of memory for it; a message
-                               on stderr); nothing was changed */
+                               refused 100 times otherwise than for want of memory (EPERM
+                               from a seccomp filter; a message on stderr); nothing was
+                               changed */
 } paygo_error;
 
 /* The per-object header: embed it in your object. Opaque; 48 bytes, 8-aligned on every target,
@@ -255,9 +261,9 @@ int paygo_obj_init(paygo_obj_t *obj);
 /* Reclaims obj if live (PAYGO_EBUSY if referenced or being reclaimed: nothing changes), then
  * uninitialises it. Of two concurrent destroys one succeeds; the other gets PAYGO_ENOTOBJ (or
  * PAYGO_EBUSY while the first is reclaiming). A paygo_reinit that revives obj during the call
- * makes it PAYGO_EBUSY; once destroyed, obj takes no reinit, ref or reclaim. PAYGO_EINTERNAL
- * if the kernel refused the reclaim's asymmetric fence (see PAYGO_EINTERNAL): obj stays
- * initialised and live. */
+ * makes it PAYGO_EBUSY; once destroyed, obj takes no reinit, ref or reclaim. PAYGO_ENOMEM if
+ * the kernel had no memory for the reclaim's asymmetric fence, PAYGO_EINTERNAL if it refused
+ * it otherwise (see PAYGO_ENOMEM, PAYGO_EINTERNAL): obj stays initialised and live. */
 int paygo_obj_destroy(paygo_obj_t *obj);
 
 /* REF: takes a reference for the calling thread. Waits out a concurrent try-reclaim that
@@ -289,8 +295,9 @@ int paygo_is_referenced(const paygo_obj_t *obj);
 
 /* Try-reclaim: PAYGO_OK if obj had no reference (it is now dead: every paygo_ref fails with
  * PAYGO_EDEAD), PAYGO_EBUSY if referenced or being reclaimed (nothing changed), PAYGO_EDEAD if
- * already dead, PAYGO_EINTERNAL if the kernel refused its asymmetric fence (see
- * PAYGO_EINTERNAL): obj stays live. */
+ * already dead, PAYGO_ENOMEM if the kernel had no memory for its asymmetric fence,
+ * PAYGO_EINTERNAL if it refused it otherwise (see PAYGO_ENOMEM, PAYGO_EINTERNAL): obj stays
+ * live with its references. */
 int paygo_try_reclaim(paygo_obj_t *obj);
 
 /* Makes a reclaimed object live again; PAYGO_ELIVE if it is not dead. One compare-and-swap:

@@ -206,9 +206,10 @@ fn c_calls_from_a_thread_whose_cancellation_is_pending_return() {
 /// `PAYGO_EINTERNAL` and printed a panic message, and a later call with memory makes it. And
 /// `membarrier(2)` refused with `ENOMEM` (a seccomp filter, in children of the program): its
 /// registration, after which every call works on the fallback path, and the rseq fence, which
-/// makes a try-reclaim or destroy `PAYGO_EINTERNAL` with nothing changed, also from a thread
-/// whose cancellation is pending (the panic's message was a cancellation point there, and the
-/// process aborted).
+/// makes a try-reclaim or destroy `PAYGO_ENOMEM` with nothing changed, also from a thread whose
+/// cancellation is pending; the rseq fence refused with `EPERM` makes them `PAYGO_EINTERNAL`,
+/// with nothing changed, also from a thread whose cancellation is pending (the panic's message
+/// is a cancellation point, acted on there the process would abort).
 #[test]
 fn c_calls_without_memory_for_the_domain_say_enomem() {
     let out = build_and_run("nomem");

@@ -65,11 +65,12 @@ pub const PAYGO_EALREADY: i32 = -2004;
 pub const PAYGO_ESHUTDOWN: i32 = -2005;
 /// domain_init, or the first call that makes the default domain: its tables could not be
 /// allocated; ref: the anchor information, or the room on an overflow list for the entry it
-/// had to evict, could not be.
+/// had to evict, could not be; try-reclaim or destroy: the kernel had no memory for the
+/// reclaim's asymmetric fence (`membarrier(2)` answered `ENOMEM` 100 times; nothing changed).
 pub const PAYGO_ENOMEM: i32 = -12;
 /// An internal error (a Rust panic, caught at the boundary): a bug, or a try-reclaim or
-/// destroy whose asymmetric fence the kernel refused (`membarrier(2)`, 100 tries); nothing was
-/// changed.
+/// destroy whose asymmetric fence the kernel refused otherwise than for want of memory
+/// (`membarrier(2)` answered `EPERM`, from a seccomp filter, 100 times); nothing was changed.
 pub const PAYGO_EINTERNAL: i32 = -2006;
 
 /// Runs an entry point's body, turning a panic into `err`. The panic's payload is dropped
@@ -651,12 +652,14 @@ unsafe fn object<'a>(obj: *const CObj) -> Result<(Pin<&'a Header>, &'static Doma
 }
 
 /// [`Domain::try_reclaim_detailed`] with the thread's cancellation disabled (`NoCancel`): the
-/// reclaim's asymmetric fence (`membarrier(2)` on the rseq path) panics where the kernel
-/// refuses it 100 times (`ENOMEM`, short of memory for its CPU mask; or a seccomp filter), with
-/// the object live again (nothing decided), and the panic's message is written to stderr
-/// (`write`, a cancellation point: a pending `pthread_cancel` acted on there would unwind the
-/// thread into the boundary's `catch_unwind`, and glibc would abort the process). The panic
-/// then reaches the boundary: `PAYGO_EINTERNAL`, nothing changed.
+/// reclaim's asymmetric fence (`membarrier(2)` on the rseq path) fails where the kernel answers
+/// `ENOMEM` 100 times (short of memory for its CPU mask): [`ReclaimError::NoMemory`], the object
+/// live again (nothing decided), `PAYGO_ENOMEM`. Where the kernel refuses it otherwise (`EPERM`
+/// from a seccomp filter) it panics, likewise with the object live again, and the panic's
+/// message is written to stderr (`write`, a cancellation point: a pending `pthread_cancel`
+/// acted on there would unwind the thread into the boundary's `catch_unwind`, and glibc would
+/// abort the process). The panic then reaches the boundary: `PAYGO_EINTERNAL`, nothing
+/// changed.
 fn reclaim(d: &Domain, hdr: Pin<&Header>) -> Result<(), ReclaimError> {
     let _no_cancel = NoCancel::new();
     d.try_reclaim_detailed(hdr)
@@ -746,8 +749,9 @@ pub unsafe extern "C" fn paygo_obj_init(obj: *mut CObj) -> i32 {
 /// clears the magic. Of two concurrent destroys one succeeds and the other gets
 /// `PAYGO_ENOTOBJ` (or `PAYGO_EBUSY`); a reinit between the reclaim and that compare-and-swap
 /// makes the destroy `PAYGO_EBUSY` (the object is live again, and may be referenced), and a
-/// destroyed object takes no reinit, reference or reclaim. `PAYGO_EINTERNAL` if the kernel
-/// refused the reclaim's asymmetric fence (see `reclaim`; nothing changed).
+/// destroyed object takes no reinit, reference or reclaim. `PAYGO_ENOMEM` if the kernel had no
+/// memory for the reclaim's asymmetric fence, `PAYGO_EINTERNAL` if it refused it otherwise
+/// (see `reclaim`; nothing changed either way).
 ///
 /// # Safety
 /// As [`paygo_ref`].
@@ -765,11 +769,12 @@ pub unsafe extern "C" fn paygo_obj_destroy(obj: *mut CObj) -> i32 {
             Ok(o) => o,
             Err(e) => return e,
         };
-        // The reclaim's asymmetric fence panics where the kernel keeps refusing it: see
-        // `reclaim`.
+        // The reclaim's asymmetric fence fails or panics where the kernel keeps refusing it:
+        // see `reclaim`.
         match reclaim(d, hdr) {
             Ok(()) | Err(ReclaimError::Dead) => {}
             Err(ReclaimError::Referenced) => return PAYGO_EBUSY,
+            Err(ReclaimError::NoMemory) => return PAYGO_ENOMEM,
             // Being reclaimed, or destroyed by a destroy that won after `check`.
             Err(ReclaimError::InProgress) => return unless_destroyed(hdr, PAYGO_EBUSY),
         }
@@ -969,8 +974,9 @@ pub unsafe extern "C" fn paygo_is_referenced(obj: *const CObj) -> i32 {
 
 /// Try-reclaim: `PAYGO_OK` if the object had no reference (it is now dead), `PAYGO_EBUSY` if
 /// it is referenced or being reclaimed by another thread (nothing changed), `PAYGO_EDEAD` if
-/// it was already dead (also when another reclaim finished during the call), `PAYGO_EINTERNAL`
-/// if the kernel refused its asymmetric fence (see `reclaim`; nothing changed).
+/// it was already dead (also when another reclaim finished during the call), `PAYGO_ENOMEM` if
+/// the kernel had no memory for its asymmetric fence, `PAYGO_EINTERNAL` if it refused it
+/// otherwise (see `reclaim`; nothing changed either way).
 ///
 /// # Safety
 /// As [`paygo_ref`].
@@ -992,6 +998,7 @@ pub unsafe extern "C" fn paygo_try_reclaim(obj: *mut CObj) -> i32 {
             Ok(()) => PAYGO_OK,
             Err(ReclaimError::Dead) => PAYGO_EDEAD,
             Err(ReclaimError::Referenced) => PAYGO_EBUSY,
+            Err(ReclaimError::NoMemory) => PAYGO_ENOMEM,
             Err(ReclaimError::InProgress) => unless_destroyed(hdr, PAYGO_EBUSY),
         }
     })
@@ -1096,9 +1103,11 @@ pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
         PAYGO_ELIVE => c"the object is live",
         PAYGO_EALREADY => c"the domain is already set up",
         PAYGO_ESHUTDOWN => c"the calling thread is exiting, or libpaygo.so was unloaded",
-        PAYGO_ENOMEM => c"out of memory",
+        PAYGO_ENOMEM => {
+            c"out of memory (for the domain, the thread's anchor information, an overflow list, or the kernel's membarrier(2) of a reclaim); nothing was changed"
+        }
         PAYGO_EINTERNAL => {
-            c"internal error (a bug in libpaygo), a call that interrupted another of its thread, or a membarrier(2) the kernel refused; nothing was changed"
+            c"internal error (a bug in libpaygo), a call that interrupted another of its thread, or a membarrier(2) the kernel refused otherwise than for want of memory; nothing was changed"
         }
         _ => c"unknown paygo error",
     };

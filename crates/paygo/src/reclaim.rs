@@ -82,6 +82,11 @@ pub enum ReclaimError {
     Dead,
     /// Another thread is reclaiming it (or its handle's owner is letting go).
     InProgress,
+    /// The kernel could not run the asymmetric fence for want of memory (`membarrier(2)`
+    /// answered `ENOMEM` at each of its 100 tries, on the rseq path): a resource shortage, for
+    /// a later call to try again. The object's flag was cleared: it is live, with every
+    /// reference it held.
+    NoMemory,
 }
 
 impl core::fmt::Display for ReclaimError {
@@ -90,6 +95,7 @@ impl core::fmt::Display for ReclaimError {
             ReclaimError::Referenced => "the object is referenced",
             ReclaimError::Dead => "the object is already dead",
             ReclaimError::InProgress => "another thread is reclaiming the object",
+            ReclaimError::NoMemory => "the kernel had no memory for the asymmetric fence",
         })
     }
 }
@@ -98,9 +104,12 @@ impl std::error::Error for ReclaimError {}
 
 #[cfg(all(test, not(loom)))]
 std::thread_local! {
-    /// Set by a test: this thread's next asymmetric fences panic (as a failed `membarrier`
-    /// makes `percpu`'s fence panic).
+    /// Set by a test: this thread's next asymmetric fences panic (as a `membarrier` refused
+    /// otherwise than for want of memory does).
     pub(crate) static FENCE_PANICS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    /// Set by a test: this thread's next asymmetric fences fail as a `membarrier` that answers
+    /// `ENOMEM` at every try does.
+    pub(crate) static FENCE_ENOMEM: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
 /// The unit tests' stand-in for what other threads do while a batch sweeps the tables: set on
@@ -183,12 +192,17 @@ fn not_live(state: u64) -> ReclaimError {
 
 impl Domain {
     /// The asymmetric fence that pairs with the flag check inside every REF critical section.
-    fn reclaim_fence(&self) {
+    /// `Err(NoMemory)`, with nothing fenced, where `membarrier` answers `ENOMEM` at every try
+    /// (on the rseq path; the fallback's fence never fails).
+    ///
+    /// # Panics
+    /// Where `membarrier` keeps failing otherwise (`EPERM` from a seccomp filter, or a process
+    /// not registered for it: a bug). Nothing is fenced then either.
+    fn reclaim_fence(&self) -> Result<(), ReclaimError> {
         #[cfg(paygo_loom_bug)]
         if bug::is(bug::NO_FENCE) {
-            return;
+            return Ok(());
         }
-        self.stat().fences.fetch_add(1, Ordering::Relaxed);
         #[cfg(all(test, not(loom)))]
         if FENCE_PANICS.with(|f| f.get()) {
             panic!("paygo: test: the asymmetric fence failed");
@@ -197,15 +211,42 @@ impl Domain {
         // handler interrupts a reclaim.
         #[cfg(all(test, not(loom)))]
         crate::capi::interruption_point();
-        self.tables.fence();
+        #[cfg(all(test, not(loom)))]
+        let fenced = if FENCE_ENOMEM.with(|f| f.get()) {
+            Err(std::io::Error::from_raw_os_error(libc::ENOMEM))
+        } else {
+            self.tables.try_fence()
+        };
+        #[cfg(not(all(test, not(loom))))]
+        let fenced = self.tables.try_fence();
+        match fenced {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => return Err(ReclaimError::NoMemory),
+            Err(e) => panic!("paygo: membarrier(PRIVATE_EXPEDITED_RSEQ) failed: {e}"),
+        }
+        self.stat().fences.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// [`Domain::reclaim_fence`] where a failure for want of memory panics too (the callers
+    /// with no error to answer: the batches, the handle's kill, the `Arc`'s checks).
+    fn reclaim_fence_or_panic(&self) {
+        if let Err(e) = self.reclaim_fence() {
+            panic!("paygo: the asymmetric fence failed: {e}");
+        }
     }
 
     /// [`Domain::reclaim_fence`] for objects whose flags the caller set (`objs[i]`, where
-    /// `flagged` is `None` or `flagged[i]` is true): if the fence panics (a `membarrier` that
-    /// failed, a CPU past the per-CPU slots), the flags are cleared before the panic goes on, so
-    /// that the objects are as after a failed reclaim, not RECLAIMING for ever (every later REF
+    /// `flagged` is `None` or `flagged[i]` is true): if the fence fails (`Err(NoMemory)`) or
+    /// panics (a `membarrier` refused otherwise, a CPU past the per-CPU slots), the flags are
+    /// cleared before the error is returned or the panic goes on, so that the objects are as
+    /// before the call (live, their counts untouched), not RECLAIMING for ever (every later REF
     /// of them failing, or waiting without end). Nothing was decided yet, so clearing is safe.
-    fn flagged_fence(&self, objs: &[Pin<&Header>], flagged: Option<&[bool]>) {
+    fn flagged_fence(
+        &self,
+        objs: &[Pin<&Header>],
+        flagged: Option<&[bool]>,
+    ) -> Result<(), ReclaimError> {
         /// Clears the flags when dropped, unless forgotten.
         struct Unflag<'a, 'b> {
             objs: &'b [Pin<&'a Header>],
@@ -222,8 +263,18 @@ impl Domain {
             }
         }
         let unflag = Unflag { objs, flagged };
-        self.reclaim_fence();
+        // On an error `unflag` is dropped: the flags are cleared.
+        self.reclaim_fence()?;
         core::mem::forget(unflag);
+        Ok(())
+    }
+
+    /// [`Domain::flagged_fence`] where a failure for want of memory panics too (after the
+    /// flags are cleared), for the callers with no error to answer.
+    fn flagged_fence_or_panic(&self, objs: &[Pin<&Header>], flagged: Option<&[bool]>) {
+        if let Err(e) = self.flagged_fence(objs, flagged) {
+            panic!("paygo: the asymmetric fence failed: {e}");
+        }
     }
 
     /// After a successful reclaim on the locked fallback path (and under loom): a second
@@ -282,13 +333,24 @@ impl Domain {
     /// Try-reclaim (§3.3): sets the object's flag, makes it visible to every CPU with one
     /// asymmetric fence, then READ-ALL. Succeeds only at zero, and then the object is dead: no
     /// REF succeeds until [`Domain::reinit`]. On failure nothing changed: the object is
-    /// referenced (seen before any flag is set, at no cost to its readers), already dead, or
-    /// being reclaimed by another thread ([`Domain::try_reclaim_detailed`] says which).
+    /// referenced (seen before any flag is set, at no cost to its readers), already dead, being
+    /// reclaimed by another thread, or the kernel had no memory for the fence
+    /// ([`Domain::try_reclaim_detailed`] says which).
+    ///
+    /// # Panics
+    /// Where the kernel keeps refusing the asymmetric fence otherwise than for want of memory
+    /// (`membarrier(2)` answering `EPERM` from a seccomp filter, 100 tries), with the flag
+    /// cleared first, so that nothing changed.
     pub fn try_reclaim(&self, hdr: Pin<&Header>) -> bool {
         self.try_reclaim_detailed(hdr).is_ok()
     }
 
-    /// [`Domain::try_reclaim`], saying why it failed.
+    /// [`Domain::try_reclaim`], saying why it failed: a fence the kernel had no memory for is
+    /// [`ReclaimError::NoMemory`], with the object as before the call (live, every reference
+    /// it held counted).
+    ///
+    /// # Panics
+    /// As [`Domain::try_reclaim`].
     pub fn try_reclaim_detailed(&self, hdr: Pin<&Header>) -> Result<(), ReclaimError> {
         // Relaxed: only a hint; the compare-and-swap below decides.
         let state = hdr.state(Ordering::Relaxed);
@@ -302,7 +364,8 @@ impl Domain {
         // SeqCst: the flag store must precede the fence (which orders it for every REF).
         hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst)
             .map_err(not_live)?;
-        self.flagged_fence(core::slice::from_ref(&hdr), None);
+        // On a failed fence the flag is cleared: the object is live, nothing counted.
+        self.flagged_fence(core::slice::from_ref(&hdr), None)?;
         if self.decide(hdr) {
             self.acquire_holders();
             Ok(())
@@ -400,7 +463,7 @@ impl Domain {
     fn flag_and_read_all(&self, hdr: Pin<&Header>) -> Option<i64> {
         // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
         hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
-        self.flagged_fence(core::slice::from_ref(&hdr), None);
+        self.flagged_fence_or_panic(core::slice::from_ref(&hdr), None);
         Some(self.read_all(hdr))
     }
 
@@ -419,7 +482,9 @@ impl Domain {
     /// one fence.
     ///
     /// # Panics
-    /// If `objs` and `out` differ in length.
+    /// If `objs` and `out` differ in length; or where the kernel keeps refusing the asymmetric
+    /// fence (`membarrier(2)`, 100 tries, for want of memory too: a batch has no error to
+    /// answer), with every flag cleared first, so that nothing changed.
     pub fn try_reclaim_many(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
         self.reclaim_batch(objs, out, false, false)
     }
@@ -438,7 +503,7 @@ impl Domain {
     /// Two reclaimers could both see the object unreferenced and both succeed.
     ///
     /// # Panics
-    /// If `objs` and `out` differ in length.
+    /// As [`Domain::try_reclaim_many`].
     pub unsafe fn try_reclaim_many_exclusive(
         &self,
         objs: &[Pin<&Header>],
@@ -520,7 +585,7 @@ impl Domain {
         if flagged == 0 {
             return 0;
         }
-        self.flagged_fence(objs, Some(out));
+        self.flagged_fence_or_panic(objs, Some(out));
         // If a sweep costs more than the scans even with no marked slot to read (a small
         // batch), the batch is decided object by object without looking at its homes.
         let n = if flagged >= SWEEP_MIN && sweep_pays(0, flagged, self.window, self.cpus()) {
@@ -766,7 +831,7 @@ impl Domain {
         // SeqCst: pairs with the SeqCst flag load after an anchor-path UNREF.
         let old = hdr.cas_state(LIVE, KILLED, Ordering::SeqCst);
         debug_assert_eq!(old, Ok(()), "paygo: kill of an object that is not live");
-        self.reclaim_fence();
+        self.reclaim_fence_or_panic();
         let lists = self.stripe(hdr.addr());
         hdr.set_state(KILL_FENCED, Ordering::SeqCst);
         self.release_if_zero(hdr, &lists)
@@ -966,6 +1031,52 @@ mod tests {
         d.put(pins[0], held);
         assert_eq!(d.read_all(pins[0]), 0);
         assert!(d.try_reclaim(pins[0]));
+    }
+
+    /// A reclaim whose asymmetric fence fails for want of memory (`membarrier` answering
+    /// `ENOMEM` at every try) is `Err(NoMemory)`, no panic, and leaves the object exactly as
+    /// before: live, not reclaimed, its reference kept (on an overflow list, where the look
+    /// before the flag misses it and the reclaim goes on to the fence), no reclaim, failed
+    /// reclaim or fence counted. A later reclaim whose fence runs decides as ever.
+    #[test]
+    fn a_reclaim_whose_fence_has_no_memory_changes_nothing() {
+        use super::{ReclaimError, FENCE_ENOMEM};
+        let pinned = percpu::testing::pin_or_skip("the eviction needs the thread on one CPU");
+        let d = Domain::new();
+        let (free, held) = (Box::pin(Header::new()), Box::pin(Header::new()));
+        let (free, held) = (free.as_ref(), held.as_ref());
+        let a = d.try_get(held).expect("live");
+        d.evict(a.cpu(), &d.slots[a.slot], false).unwrap();
+        let evicted = d.memory_usage().overflow_entries == 1;
+        assert!(evicted || pinned.is_none(), "not evicted");
+        let before = d.stats();
+        FENCE_ENOMEM.with(|f| f.set(true));
+        let r = (d.try_reclaim_detailed(free), d.try_reclaim(free));
+        let h = evicted.then(|| d.try_reclaim_detailed(held));
+        FENCE_ENOMEM.with(|f| f.set(false));
+        assert_eq!(r, (Err(ReclaimError::NoMemory), false));
+        assert_eq!(h, evicted.then_some(Err(ReclaimError::NoMemory)));
+        let after = d.stats();
+        assert_eq!(
+            (after.reclaims, after.failed_reclaims, after.fences),
+            (before.reclaims, before.failed_reclaims, before.fences),
+            "counted"
+        );
+        for (what, hdr, refs) in [("free", free, 0), ("held", held, 1)] {
+            assert!(!hdr.is_dead(), "{what}: reclaimed");
+            assert_eq!(d.read_all(hdr), refs, "{what}: the count");
+            // Live, not left flagged: a REF that fails under a flag succeeds.
+            let t = d.try_get(hdr).expect("live, not flagged");
+            d.put(hdr, t);
+        }
+        if evicted {
+            assert_eq!(d.put(held, a), crate::PutPath::Overflow);
+        } else {
+            d.put(held, a);
+        }
+        assert_eq!(d.try_reclaim_detailed(free), Ok(()));
+        assert_eq!(d.try_reclaim_detailed(held), Ok(()));
+        percpu::affinity::unpin();
     }
 
     /// The buffers of a swept batch are kept by the domain (in `table_bytes`) and reused by the

@@ -5,9 +5,12 @@
  * The kernel short of memory for membarrier(2) (ENOMEM, made by a seccomp filter, each case in
  * a child of its own): where the process's registration is refused at every try, it runs on
  * the fallback path and every call succeeds; where the asymmetric fence of paygo_try_reclaim or
- * paygo_obj_destroy is, the call returns PAYGO_EINTERNAL and changes nothing (the object stays
- * live and initialised), also from a thread whose cancellation is pending (the message of the
- * panic that the fence's failure makes is written with cancellation disabled).
+ * paygo_obj_destroy is, the call returns PAYGO_ENOMEM (a resource shortage, no panic, nothing
+ * on stderr) and changes nothing (the object stays live and initialised, with the reference a
+ * thread holds), also from a thread whose cancellation is pending. The fence refused otherwise
+ * (EPERM) makes the call PAYGO_EINTERNAL, changing nothing, also from a thread whose
+ * cancellation is pending (the message of the panic that this failure makes is written with
+ * cancellation disabled).
  *
  * The address space is limited (RLIMIT_AS) to what the process maps now plus less than the
  * default domain's slot tables (4096 slots of 32 bytes per possible CPU: 128 KiB or more, the
@@ -65,9 +68,9 @@ static void limit_address_space(rlim_t bytes) {
 
 #if defined(__x86_64__)
 /* Makes every later membarrier(2) of the calling thread (and of the threads it creates) with
- * the command cmd fail with ENOMEM, as where the kernel cannot allocate its CPU mask: 0, or -1
- * where no seccomp filter can be installed. */
-static int refuse_membarrier(unsigned cmd) {
+ * the command cmd fail with err (ENOMEM: as where the kernel cannot allocate its CPU mask): 0,
+ * or -1 where no seccomp filter can be installed. */
+static int refuse_membarrier(unsigned cmd, unsigned err) {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
@@ -75,7 +78,7 @@ static int refuse_membarrier(unsigned cmd) {
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 3),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, cmd, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
@@ -93,7 +96,7 @@ static int rseq_fence_registered(void) {
 /* The process's first paygo calls, its registration for the rseq fence refused with ENOMEM:
  * the library runs on the fallback path, and every call succeeds as on the rseq path. */
 static void registration_refused(void) {
-    if (refuse_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) != 0) {
+    if (refuse_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, ENOMEM) != 0) {
         printf("skipped: membarrier's registration refused: no seccomp filter\n");
         return;
     }
@@ -127,17 +130,16 @@ static void *reclaim_cancelled(void *arg) {
     return NULL;
 }
 
-/* The rseq fence refused with ENOMEM once the process is registered for it: a try-reclaim or
- * destroy of an unreferenced object (whose reclaim runs the fence) returns PAYGO_EINTERNAL and
- * changes nothing. The panic message goes to the standard output (the parent's standard error
- * stays empty). */
-static void fence_refused(void) {
+/* The rseq fence refused with err once the process is registered for it: a try-reclaim or
+ * destroy of an unreferenced object (whose reclaim runs the fence) returns expected and changes
+ * nothing: nothing reclaimed, the object live and initialised, a reference taken after it
+ * counted. Also from a thread whose cancellation is pending. */
+static void fence_refused_with(unsigned err, int expected) {
     if (!rseq_fence_registered()) {
         printf("skipped: the rseq fence refused: not on the rseq path\n");
         return;
     }
-    dup2(STDOUT_FILENO, STDERR_FILENO);
-    if (refuse_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) != 0) {
+    if (refuse_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, err) != 0) {
         printf("skipped: the rseq fence refused: no seccomp filter\n");
         return;
     }
@@ -148,15 +150,15 @@ static void fence_refused(void) {
     CHECK_EQ(paygo_try_reclaim(&fenced), PAYGO_EBUSY);
     CHECK_EQ(paygo_unref(&fenced), PAYGO_OK);
     CHECK_EQ(paygo_stats(&before), PAYGO_OK);
-    CHECK_EQ(paygo_try_reclaim(&fenced), PAYGO_EINTERNAL);
-    CHECK_EQ(paygo_obj_destroy(&fenced), PAYGO_EINTERNAL);
+    CHECK_EQ(paygo_try_reclaim(&fenced), expected);
+    CHECK_EQ(paygo_obj_destroy(&fenced), expected);
     pthread_t t;
     void *res = NULL;
     CHECK_EQ(pthread_create(&t, NULL, reclaim_cancelled, NULL), 0);
     CHECK_EQ(pthread_join(t, &res), 0);
     CHECK(res == PTHREAD_CANCELED);
-    CHECK_EQ(cancelled_reclaim, PAYGO_EINTERNAL);
-    CHECK_EQ(cancelled_destroy, PAYGO_EINTERNAL);
+    CHECK_EQ(cancelled_reclaim, expected);
+    CHECK_EQ(cancelled_destroy, expected);
     /* Nothing changed: the object is initialised and live, not left being reclaimed. */
     CHECK_EQ(paygo_stats(&after), PAYGO_OK);
     CHECK_EQ(after.reclaims, before.reclaims);
@@ -165,6 +167,17 @@ static void fence_refused(void) {
     CHECK_EQ(paygo_read_all(&fenced), 1);
     CHECK_EQ(paygo_unref(&fenced), PAYGO_OK);
     CHECK_EQ(paygo_obj_init(&fenced), PAYGO_ELIVE);
+}
+
+/* ENOMEM from the kernel at every try: PAYGO_ENOMEM, no panic (the parent's standard error
+ * stays empty). */
+static void fence_refused_enomem(void) { fence_refused_with(ENOMEM, PAYGO_ENOMEM); }
+
+/* EPERM: PAYGO_EINTERNAL. The panic message goes to the standard output (the parent's
+ * standard error stays empty). */
+static void fence_refused_eperm(void) {
+    dup2(STDOUT_FILENO, STDERR_FILENO);
+    fence_refused_with(EPERM, PAYGO_EINTERNAL);
 }
 
 /* Runs check in a child process: whether it ended well (its checks passed). */
@@ -230,7 +243,8 @@ int main(void) {
     CHECK_EQ(paygo_obj_destroy(&obj), PAYGO_OK);
 #if defined(__x86_64__)
     /* The domain made, and the process registered for the rseq fence on the rseq path. */
-    CHECK(in_child(fence_refused));
+    CHECK(in_child(fence_refused_enomem));
+    CHECK(in_child(fence_refused_eperm));
 #endif
     printf("failures=%d\n", failures);
     return failures != 0;

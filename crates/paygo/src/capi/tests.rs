@@ -732,6 +732,42 @@ fn a_reclaim_whose_fence_fails_is_einternal_and_fences_with_cancellation_disable
     .expect("the test thread");
 }
 
+/// A try-reclaim or destroy whose asymmetric fence fails for want of memory (`membarrier(2)`
+/// answering `ENOMEM` at every try) is `PAYGO_ENOMEM`, a resource shortage, not
+/// `PAYGO_EINTERNAL`, and changes nothing: the object is live and initialised, a reference
+/// taken after it is counted, and a later call whose fence runs succeeds.
+#[test]
+fn a_reclaim_whose_fence_has_no_memory_is_enomem() {
+    use crate::reclaim::FENCE_ENOMEM;
+    type Call = unsafe extern "C" fn(*mut CObj) -> i32;
+    let mut obj = core::mem::MaybeUninit::<CObj>::zeroed();
+    let o = obj.as_mut_ptr();
+    // SAFETY: `o` is writable memory for a CObj, used by this thread only.
+    unsafe {
+        assert_eq!(paygo_obj_init(o), PAYGO_OK);
+        for (what, call) in [
+            ("try_reclaim", paygo_try_reclaim as Call),
+            ("destroy", paygo_obj_destroy as Call),
+        ] {
+            FENCE_ENOMEM.with(|f| f.set(true));
+            let r = call(o);
+            FENCE_ENOMEM.with(|f| f.set(false));
+            assert_eq!(r, PAYGO_ENOMEM, "{what}");
+            assert_eq!(paygo_read_all(o), 0, "{what}");
+            assert_eq!(paygo_ref(o), PAYGO_OK, "{what}: the object is live");
+            assert_eq!(paygo_read_all(o), 1, "{what}");
+            assert_eq!(
+                paygo_obj_init(o),
+                PAYGO_ELIVE,
+                "{what}: initialised and live"
+            );
+            assert_eq!(paygo_unref(o), PAYGO_OK, "{what}");
+        }
+        assert_eq!(paygo_try_reclaim(o), PAYGO_OK);
+        assert_eq!(paygo_obj_destroy(o), PAYGO_OK);
+    }
+}
+
 /// A REF and an UNREF from a signal handler that interrupts `paygo_prepare_unload` of a
 /// thread, in a process that has no domain yet, are refused (`PAYGO_EINTERNAL`, as paygo.h
 /// says) and change nothing: no default domain, no key. The REF made the default domain
