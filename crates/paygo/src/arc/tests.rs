@@ -40,6 +40,111 @@ impl Drop for Counted {
     }
 }
 
+/// The last `Arc` of a value dropped where the reclaim's fence fails for want of memory
+/// (`membarrier` answering `ENOMEM` at every try): no panic, the value waits, unreferenced
+/// and listed, for the collector, whose batch (its fence running) drops it once.
+#[test]
+fn a_last_drop_whose_fence_has_no_memory_leaves_the_value_to_the_collector() {
+    use crate::reclaim::FENCE_ENOMEM;
+    let d = small_domain();
+    let drops = counters(1);
+    let a = Arc::new_in(
+        Counted {
+            id: 0,
+            panics: usize::MAX,
+            drops,
+        },
+        d,
+    );
+    let w = Arc::downgrade(&a);
+    RECENT.with(|r| {
+        r.addr.set(0);
+        r.drops.set(0);
+        r.due.set(u64::MAX);
+    });
+    FENCE_ENOMEM.with(|c| c.set(true));
+    drop(a);
+    FENCE_ENOMEM.with(|c| c.set(false));
+    assert_eq!(
+        drops[0].load(Ordering::SeqCst),
+        0,
+        "dropped without a fence"
+    );
+    assert_eq!(d.arcs_alive(), 1, "unlisted without a reclaim");
+    assert_eq!(w.strong_count(), 0);
+    assert_eq!(collect(d), 1);
+    assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+    assert_eq!(d.arcs_alive(), 0);
+    assert!(w.upgrade().is_none());
+}
+
+/// `Weak::as_ptr` of an unsized value (a slice, a trait object over-aligned, so that the
+/// value lies past padding after the allocation's head) is the value's address, as
+/// `Arc::as_ptr`'s, also after the value is dropped (the allocation kept by the `Weak`: no
+/// reference to the dropped value is made) and while it is being dropped (from its own
+/// `Drop`); a `Weak::new` unsized keeps its dangling address.
+#[test]
+fn weak_as_ptr_of_an_unsized_value_is_its_address() {
+    #[repr(align(64))]
+    struct Aligned(u8);
+    trait Id {
+        fn id(&self) -> u8;
+    }
+    impl Id for Aligned {
+        fn id(&self) -> u8 {
+            self.0
+        }
+    }
+    /// Reads its own address through its `Weak` while it is dropped.
+    struct SeesItself(
+        Cell<Option<Weak<dyn core::any::Any + Send + Sync>>>,
+        &'static AtomicUsize,
+    );
+    impl Drop for SeesItself {
+        fn drop(&mut self) {
+            let w = self.0.take().expect("the Weak");
+            let me = (self as *const Self).cast::<u8>();
+            if core::ptr::addr_eq(w.as_ptr(), me) {
+                self.1.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+    // SAFETY: the Cell is touched only by the value's owner (its creator, then its drop).
+    unsafe impl Sync for SeesItself {}
+    let d = small_domain();
+    let s: Arc<[u16]> = crate::unsize!(Arc::new_in([1u16, 2, 3], d), [u16]);
+    let t: Arc<dyn Id> = crate::unsize!(Arc::new_in(Aligned(9), d), dyn Id);
+    let (ws, wt) = (Arc::downgrade(&s), Arc::downgrade(&t));
+    assert!(core::ptr::eq(ws.as_ptr(), Arc::as_ptr(&s)));
+    assert!(core::ptr::eq(wt.as_ptr(), Arc::as_ptr(&t)));
+    assert_eq!(wt.as_ptr().cast::<u8>() as usize % 64, 0, "aligned");
+    // SAFETY: the value lives (`t` holds it).
+    assert_eq!(unsafe { &*wt.as_ptr() }.id(), 9);
+    // SAFETY: as above (`s`).
+    assert_eq!(unsafe { &*ws.as_ptr() }, &[1, 2, 3]);
+    let (ps, pt) = (Arc::as_ptr(&s), Arc::as_ptr(&t));
+    drop((s, t));
+    collect(d);
+    assert!(ws.upgrade().is_none() && wt.upgrade().is_none(), "dropped");
+    assert!(core::ptr::eq(ws.as_ptr(), ps));
+    assert!(core::ptr::eq(wt.as_ptr(), pt));
+    let seen = leak(AtomicUsize::new(0));
+    let a = Arc::new_in(SeesItself(Cell::new(None), seen), d);
+    let any: Arc<dyn core::any::Any + Send + Sync> =
+        crate::unsize!(a.clone(), dyn core::any::Any + Send + Sync);
+    a.0.set(Some(Arc::downgrade(&any)));
+    drop((a, any));
+    collect(d);
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "its drop saw its own address"
+    );
+    let none: Weak<[u16]> = crate::unsize!(Weak::<[u16; 3]>::new(), [u16]);
+    assert_eq!(none.as_ptr().cast::<u8>() as usize, usize::MAX);
+    assert!(none.upgrade().is_none());
+}
+
 fn leak<T>(v: T) -> &'static T {
     Box::leak(Box::new(v))
 }

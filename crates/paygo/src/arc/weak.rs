@@ -39,27 +39,19 @@ impl<T> Weak<T> {
 }
 
 impl<T> Weak<T> {
-    /// The address of the value, as `std::sync::Weak::as_ptr`: valid to read only while the
-    /// value lives (an `Arc` to it is held); a [`Weak::new`]'s points nowhere (as `std`'s, it
-    /// is not aligned).
-    ///
-    /// ```
-    /// let a = paygo::Arc::new(7);
-    /// let w = paygo::Arc::downgrade(&a);
-    /// assert!(core::ptr::eq(w.as_ptr(), paygo::Arc::as_ptr(&a)));
-    /// ```
-    pub fn as_ptr(&self) -> *const T {
-        if self.meta().is_none() {
-            return core::ptr::without_provenance(NO_ALLOCATION);
-        }
-        // SAFETY: our weak count keeps the allocation live; no reference to the value (which
-        // may have been dropped) is made.
-        unsafe { core::ptr::addr_of!((*self.inner.as_ptr()).value) as *const T }
-    }
-
     /// Consumes `self` and returns [`Weak::as_ptr`], keeping its weak count, as
     /// `std::sync::Weak::into_raw`: [`Weak::from_raw`] turns it back. A pointer never turned
     /// back leaks the allocation (not the value), as a leaked `Weak` does.
+    ///
+    /// For sized values only (`std`'s take a `?Sized` one), as [`Weak::from_raw`] must be:
+    /// finding the allocation from the value's address needs the value's alignment (the value
+    /// lies after the allocation's head, aligned), which for a `dyn Trait` or a slice only the
+    /// pointer's metadata gives. Stable Rust reads it only through a reference to the value
+    /// (`align_of_val`, as [`Arc::from_raw`] does, whose pointer keeps the value alive), and a
+    /// `Weak`'s value may be dropped already, or being dropped by another thread (the
+    /// collector), where such a reference would be undefined behaviour; `std` reads it from
+    /// the pointer alone (`align_of_val_raw`, unstable). [`Weak::as_ptr`] needs no alignment
+    /// and takes any `T`.
     pub fn into_raw(self) -> *const T {
         let ptr = self.as_ptr();
         core::mem::forget(self);
@@ -95,6 +87,30 @@ impl<T> Weak<T> {
 }
 
 impl<T: ?Sized> Weak<T> {
+    /// The address of the value, as `std::sync::Weak::as_ptr` (for any `T`, as `std`'s): valid
+    /// to read only while the value lives (an `Arc` to it is held); a [`Weak::new`]'s points
+    /// nowhere (as `std`'s, it is not aligned), and so does one unsized from it.
+    ///
+    /// ```
+    /// let a = paygo::Arc::new(7);
+    /// let w = paygo::Arc::downgrade(&a);
+    /// assert!(core::ptr::eq(w.as_ptr(), paygo::Arc::as_ptr(&a)));
+    /// let s: paygo::Arc<[u8]> = paygo::unsize!(paygo::Arc::new([1u8, 2]), [u8]);
+    /// let w = paygo::Arc::downgrade(&s);
+    /// assert!(core::ptr::eq(w.as_ptr(), paygo::Arc::as_ptr(&s)));
+    /// ```
+    pub fn as_ptr(&self) -> *const T {
+        if self.meta().is_none() {
+            // The dangling pointer itself (with the metadata of an unsized one).
+            return self.inner.as_ptr() as *const T;
+        }
+        // SAFETY: our weak count keeps the allocation live; no reference to the value (which
+        // may have been dropped, or be being dropped by another thread) is made: a place
+        // projection through the raw pointer (the field's offset, for an unsized value, from
+        // the pointer's metadata).
+        unsafe { core::ptr::addr_of!((*self.inner.as_ptr()).value) as *const T }
+    }
+
     /// The allocation's head, unless this is a [`Weak::new`].
     pub(super) fn meta(&self) -> Option<&Meta> {
         if self.inner.as_ptr().cast::<u8>().addr() == NO_ALLOCATION {
