@@ -1104,7 +1104,7 @@ pub extern "C" fn paygo_strerror(code: i32) -> *const core::ffi::c_char {
         PAYGO_EALREADY => c"the domain is already set up",
         PAYGO_ESHUTDOWN => c"the calling thread is exiting, or libpaygo.so was unloaded",
         PAYGO_ENOMEM => {
-            c"out of memory (for the domain, the thread's anchor information, an overflow list, or the kernel's membarrier(2) of a reclaim); nothing was changed"
+            c"out of memory (for the domain, the thread's anchor information, an overflow list, or the kernel's membarrier(2) of a reclaim)"
         }
         PAYGO_EINTERNAL => {
             c"internal error (a bug in libpaygo), a call that interrupted another of its thread, or a membarrier(2) the kernel refused otherwise than for want of memory; nothing was changed"
