@@ -73,8 +73,9 @@ impl Scratch {
 }
 
 /// Why [`Domain::try_reclaim_detailed`] did not reclaim the object. In every case nothing
-/// changed.
+/// changed. More reasons may be added (a match needs a wildcard arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReclaimError {
     /// The object is referenced (or was, during the call).
     Referenced,
