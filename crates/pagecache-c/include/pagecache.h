@@ -504,9 +504,10 @@ ssize_t pagecache_page_get(pagecache_file_t *file, uint64_t index, pagecache_pag
  * they were at the get), 0 at or past it. A write through the file lands in the same frame, so
  * the next read of the page sees it (as pagecache_read_at racing a write, a read racing one
  * sees the old or the new bytes, byte by byte). Errors: PAGECACHE_EINVAL (page is NULL or
- * misaligned, buf is NULL with len > 0, len > SSIZE_MAX), PAGECACHE_EBADF (page holds no
- * page: put already, or PAGECACHE_PAGE_INIT). Many threads may read one page at once; a put
- * racing them is the caller's bug (as free(3) racing a read). */
+ * misaligned, buf is NULL with len > 0, len > SSIZE_MAX, the len bytes of buf overlap *page:
+ * nothing written), PAGECACHE_EBADF (page holds no page: put already, or PAGECACHE_PAGE_INIT).
+ * Many threads may read one page at once; a put racing them is the caller's bug (as free(3)
+ * racing a read). */
 ssize_t pagecache_page_read(const pagecache_page_t *page, void *buf, size_t len, size_t offset);
 
 /* Writes len bytes of buf at offset (within the page) into the held page, in its frame, and

@@ -1222,8 +1222,9 @@ unsafe fn held_args<'a>(
 /// Copies up to `len` bytes of the held page at `offset` within it into `buf`: the number of
 /// bytes copied (fewer than `len` at the end of the page's bytes inside the file, 0 at or past
 /// it), or `PAGECACHE_EINVAL` (a null or misaligned `page`, a null `buf` with `len > 0`, `len >
-/// SSIZE_MAX`), `PAGECACHE_EBADF` (`page` holds no page: put, or zeroed and never got). A write
-/// through the file lands in the same frame: the next read of the page sees it.
+/// SSIZE_MAX`, a `buf` whose `len` bytes overlap `*page`: nothing written), `PAGECACHE_EBADF`
+/// (`page` holds no page: put, or zeroed and never got). A write through the file lands in the
+/// same frame: the next read of the page sees it.
 ///
 /// # Safety
 /// `page` is null, misaligned, or a [`CPage`] that [`pagecache_page_get`] filled, zeroed, or
@@ -1250,6 +1251,19 @@ pub unsafe extern "C" fn pagecache_page_read(
                 PAGECACHE_EINVAL as isize,
                 F,
                 format_args!("len is {len}, above SSIZE_MAX ({})", isize::MAX),
+            );
+        }
+        // The buffer may not be the page's own memory: its bytes would land on the fields of
+        // the held page that the put reads back (its frame, its file's reference).
+        let (at, start) = (buf.addr(), page.addr());
+        if at < start + core::mem::size_of::<CPage>() && start < at.saturating_add(len) {
+            return failed(
+                PAGECACHE_EINVAL as isize,
+                F,
+                format_args!(
+                    "buf ({buf:p}, {len} bytes) overlaps the page ({page:p}), whose fields the \
+                     read would overwrite"
+                ),
             );
         }
         let n = (held.len as usize).saturating_sub(offset).min(len);

@@ -1975,6 +1975,56 @@ fn racing_puts_of_a_page_give_it_back_once() {
     }
 }
 
+/// A read of a held page into its own `pagecache_page_t` would write the page's bytes over the
+/// fields the put reads back (its frame, its file): refused with `PAGECACHE_EINVAL`, the page
+/// untouched, and its put then gives back the frame it holds (which a drop frees).
+#[test]
+fn a_page_read_into_its_own_page_is_refused() {
+    let _tables = shared_tables();
+    let (_dir, path) = file_of(PAGE_SIZE);
+    let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let mut page = CPage::default();
+    // SAFETY: live handles and a page of this test's; every buffer is inside `page`'s 64 bytes
+    // (or the 8 bytes before it, in `around`), writable.
+    unsafe {
+        assert_eq!(pagecache_page_get(f, 0, &mut page), PAGE_SIZE as isize);
+        let held = page.pagecache_private;
+        let at = (&raw mut page).cast::<u8>();
+        for (off, len) in [(0, 64), (8, 4), (16, 8), (63, 1), (0, 1)] {
+            let rc = pagecache_page_read(&page, at.add(off).cast(), len, 0);
+            says(
+                rc,
+                PAGECACHE_EINVAL as isize,
+                "pagecache_page_read",
+                &["overlaps the page"],
+            );
+            assert_eq!(page.pagecache_private, held, "{off} {len}: page untouched");
+        }
+        // A buffer that ends where the page begins, or begins where it ends, is no overlap.
+        let mut around = [CPage::default(), CPage::default()];
+        assert_eq!(pagecache_page_get(f, 0, &mut around[1]), PAGE_SIZE as isize);
+        let start = (&raw mut around[1]).cast::<u8>();
+        assert_eq!(
+            pagecache_page_read(&around[1], start.sub(8).cast(), 8, 0),
+            8
+        );
+        assert_eq!(pagecache_page_put(&mut around[1]), PAGECACHE_OK);
+        assert_eq!(pagecache_page_get(f, 0, &mut around[0]), PAGE_SIZE as isize);
+        let end = (&raw mut around[0]).cast::<u8>().add(64);
+        assert_eq!(pagecache_page_read(&around[0], end.cast(), 8, 0), 8);
+        assert_eq!(pagecache_page_put(&mut around[0]), PAGECACHE_OK);
+        assert_eq!(pagecache_page_put(&mut page), PAGECACHE_OK);
+        assert_eq!(
+            pagecache_drop_cache(f),
+            1,
+            "the page's frame was given back"
+        );
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+}
+
 /// The file's bytes at `offset`, as [`file_of`] writes them.
 fn byte_at(offset: u64) -> u8 {
     offset as u8
