@@ -46,6 +46,9 @@ static void single(const char *path) {
     CHECK_EQ(pagecache_page_read(&page, NULL, 0, 0), 0);
     CHECK_EQ(pagecache_page_read(&page, NULL, 1, 0), PAGECACHE_EINVAL);
     CHECK_EQ(pagecache_page_read(NULL, b, 1, 0), PAGECACHE_EINVAL);
+    /* A read into the page's own struct, whose fields the put reads back: refused. */
+    CHECK_EQ(pagecache_page_read(&page, &page, sizeof page, 0), PAGECACHE_EINVAL);
+    CHECK_EQ(pagecache_page_read(&page, (unsigned char *)&page + 8, 4, 0), PAGECACHE_EINVAL);
     /* The last page: its bytes in the file. */
     CHECK_EQ(pagecache_page_get(f, PAGES - 1, &last), PAGECACHE_PAGE_SIZE - 100);
     CHECK_EQ(pagecache_page_read(&last, b, sizeof b, 0), PAGECACHE_PAGE_SIZE - 100);
