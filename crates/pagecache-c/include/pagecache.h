@@ -73,16 +73,17 @@
  * get, those of the rare waits and locks of the file handle's PAYGO reference, none of them
  * one; only once it finds a page that is not; pagecache_mapping_read of pages whose mapping
  * entries name their frames makes no system call at all, and disables it only once it finds a
- * page whose entry does not; pagecache_page_read makes no system call, and
- * pagecache_page_put none but those of the drop of that reference, which now and then runs
- * the PAYGO collector, a lock and a membarrier(2), and neither disables it at all), so a
- * pending pthread_cancel is acted on at the caller's next
- * cancellation point, after the call returned (acted on inside the library, it would unwind
- * the thread through the library's state). That is deferred cancellation, the default: no call
- * is async-cancel-safe, and a thread whose cancellation type is PTHREAD_CANCEL_ASYNCHRONOUS may
- * be cancelled inside a pagecache_read_at of cached pages, which may leave its file handle
- * held (a later pagecache_close of that handle then waits for ever) and, in the counting mode,
- * a page referenced for good.
+ * page whose entry does not; pagecache_page_read makes no system call, pagecache_page_write
+ * none but getrlimit(2) and lseek(2) for a write that grows the file past what was checked,
+ * and pagecache_page_put none but those of the drop of that reference, which now and then runs
+ * the PAYGO collector, a lock and a membarrier(2), and none of the three disables it at all),
+ * so a pending pthread_cancel is acted on at the caller's next cancellation point, after the
+ * call returned (acted on inside the library, it would unwind the thread through the library's
+ * state). That is deferred cancellation, the default: no call is async-cancel-safe, and a
+ * thread whose cancellation type is PTHREAD_CANCEL_ASYNCHRONOUS may be cancelled inside a
+ * pagecache_read_at of cached pages, which may leave its file handle held (a later
+ * pagecache_close of that handle then waits for ever) and, in the counting mode, a page
+ * referenced for good.
  *
  * Signal handlers: no call is async-signal-safe. Calls allocate memory and take locks (of a
  * cache, of a file, of the handle tables), which a call from a handler may wait for for ever
@@ -184,8 +185,8 @@ extern "C" {
  * then name the cause less closely:
  * pagecache_open's -EINVAL (PAGECACHE_EINVAL) is an argument refused (below) or a path that is
  * not a regular file (a FIFO, a socket, a device) or is a file of a pseudo file system (a /proc
- * or /sys file), and a file's I/O error can be -EFBIG or -ENOMEM. pagecache_last_error() says which: the argument
- * refused, or the file and why. */
+ * or /sys file), and a file's I/O error can be -EFBIG or -ENOMEM. pagecache_last_error() says
+ * which: the argument refused, or the file and why. */
 typedef enum pagecache_error {
     PAGECACHE_OK = 0,
     PAGECACHE_EINVAL = -22,      /* (= -EINVAL) a null pointer (or a misaligned handle, out
@@ -195,7 +196,8 @@ typedef enum pagecache_error {
                                     of range, options whose size is below the first
                                     version's or whose flags have a bit no flag has, a
                                     length above SSIZE_MAX, a write ending past 2^63 - 1,
-                                    a negative length */
+                                    a negative length, a buffer of pagecache_page_read
+                                    that overlaps its page */
     PAGECACHE_ENOMEM = -12,      /* (= -ENOMEM) pagecache_new: the frames of the memory limit
                                     (their pages, and the scheme's counters, which take
                                     more on machines of many CPUs), or the tables of
@@ -346,8 +348,8 @@ typedef struct pagecache_stats_s {
  * counters are made, and a counter whose memory still cannot be allocated then is this error
  * too; or the tables of the domain of "paygo", 192 KiB per possible CPU, or the caches of
  * "refcache", 64 KiB per possible CPU, or the table of chunks of the arena of "percpu-ref" and
- * "sloppy" or of the slab of "refcache", 192 KiB), the -errno of a scheme that cannot be made (-EAGAIN:
- * the epoch thread of "refcache" cannot be started). The frames are allocated here. */
+ * "sloppy" or of the slab of "refcache", 192 KiB), the -errno of a scheme that cannot be made
+ * (-EAGAIN: the epoch thread of "refcache" cannot be started). The frames are allocated here. */
 int pagecache_new(size_t memory_limit_pages, const char *scheme, int mode, pagecache_t **out);
 
 /* pagecache_new, with the tables of the domain of "paygo" sized at paygo_slots_per_cpu slots

@@ -63,8 +63,8 @@ pub const PAGECACHE_OK: i32 = 0;
 /// A null pointer (or a misaligned handle, out pointer or options pointer), a memory limit of
 /// zero or above `u32::MAX - 1` pages, an unknown mode, a scheme's setting that it does not
 /// take or that is out of range, options whose `size` is below the first version's or whose
-/// `flags` set a bit no flag has, a length above `SSIZE_MAX`, a negative length, a write ending past
-/// 2^63 - 1. Equal to `-EINVAL`.
+/// `flags` set a bit no flag has, a length above `SSIZE_MAX`, a negative length, a write ending
+/// past 2^63 - 1, a buffer of `pagecache_page_read` that overlaps its page. Equal to `-EINVAL`.
 pub const PAGECACHE_EINVAL: i32 = -libc::EINVAL;
 /// `pagecache_new`: the frames of the memory limit cannot be allocated; `pagecache_open`: the
 /// file's page table cannot be; `pagecache_map`: the mapping's memory cannot be;
