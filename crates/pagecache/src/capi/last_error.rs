@@ -150,10 +150,19 @@ pub(super) fn io_failed<C>(code: C, func: &str, path: Option<&Path>, e: &io::Err
 #[inline(never)]
 pub(super) fn handle_failed<C, T>(code: C, func: &str, what: &str, p: *const T, err: i32) -> C {
     use super::{PAGECACHE_EBADF, PAGECACHE_EFORKED, PAGECACHE_EINVAL};
-    let kind = match what {
-        "file" => "a closed file handle (pagecache_close was called with it)",
-        "mapping" => "an unmapped mapping handle (pagecache_unmap was called with it)",
-        _ => "a freed cache handle (pagecache_free was called with it)",
+    let (kind, left) = match what {
+        "file" => (
+            "a closed file handle (pagecache_close was called with it)",
+            "its file neither written back nor freed",
+        ),
+        "mapping" => (
+            "an unmapped mapping handle (pagecache_unmap was called with it)",
+            "its mapping left as it was (its file handle stays busy)",
+        ),
+        _ => (
+            "a freed cache handle (pagecache_free was called with it)",
+            "its cache not freed",
+        ),
     };
     match err {
         PAGECACHE_EINVAL if p.is_null() => failed(code, func, format_args!("{what} is NULL")),
@@ -168,8 +177,7 @@ pub(super) fn handle_failed<C, T>(code: C, func: &str, what: &str, p: *const T, 
             func,
             format_args!(
                 "{what} ({p:p}): a thread of the parent was inside a call with it when the \
-                 process forked; closed without waiting for that call, its file neither \
-                 written back nor freed"
+                 process forked; closed without waiting for that call, {left}"
             ),
         ),
         _ => failed(

@@ -1084,6 +1084,71 @@ fn a_child_of_fork_closes_handles_a_thread_of_the_parent_was_using() {
     }
 }
 
+/// A child of `fork` unmaps, with `PAGECACHE_EFORKED`, a mapping of the thread that forked
+/// that another thread of the parent was inside a call with (its pin held): the message says
+/// what is left of the mapping (left as it was, its file handle busy), not a file's fate. In
+/// the parent, the thread ends its call and the mapping unmaps as usual.
+#[test]
+#[cfg_attr(miri, ignore = "forks, which Miri cannot")]
+fn a_child_of_fork_unmaps_a_mapping_a_thread_of_the_parent_was_using() {
+    let _tables = tables_alone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = file_in(&dir, "f", 100, 3);
+    let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
+    let f = open(c, &path);
+    let mut m = null_mut();
+    // SAFETY: a live handle and a writable out pointer.
+    assert_eq!(unsafe { pagecache_map(f, 0, 1, &mut m) }, PAGECACHE_OK);
+    let ms = Shared(m);
+    let (pinned_tx, pinned) = std::sync::mpsc::channel();
+    let (end_tx, end) = std::sync::mpsc::channel::<()>();
+    let user = std::thread::spawn(move || {
+        // SAFETY: a live handle of its table.
+        let call = unsafe { enter(ms.get()) };
+        assert!(call.is_ok(), "the mapping is live");
+        pinned_tx.send(()).expect("say the call began");
+        end.recv().expect("wait for the fork's end");
+        drop(call);
+    });
+    pinned.recv().expect("the call began");
+    // SAFETY: the child calls only the library's unmap and last error, reads the message in
+    // place, and calls async-signal-safe functions (alarm, _exit); the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above; the handle is live in the child's copy of the table, and the
+        // message is read before the thread's next call.
+        unsafe {
+            libc::alarm(60);
+            let unmapped = pagecache_unmap(m);
+            let said = CStr::from_ptr(pagecache_last_error()).to_bytes();
+            let names = |w: &[u8]| said.windows(w.len()).any(|x| x == w);
+            let again = pagecache_unmap(m);
+            let ok = unmapped == PAGECACHE_EFORKED
+                && names(b"mapping left as it was")
+                && !names(b"written back")
+                && again == PAGECACHE_EBADF;
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+    }
+    assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    end_tx.send(()).expect("end the call");
+    user.join().expect("the calling thread");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's unmap or its message was not as said (exit 1) or waited for ever \
+         (SIGALRM): {status:#x}"
+    );
+    // SAFETY: live handles, unmapped, closed and freed once.
+    unsafe {
+        assert_eq!(pagecache_unmap(m), PAGECACHE_OK);
+        assert_eq!(pagecache_close(f), PAGECACHE_OK);
+        pagecache_free(c);
+    }
+}
+
 /// In a child of `fork`, the slot of a closed handle that a thread of the parent was
 /// calling with when it forked (its pin published, the call about to return
 /// `PAGECACHE_EBADF`) is not handed to a later open: that pin is never dropped in the child,
@@ -1985,8 +2050,8 @@ fn a_page_read_into_its_own_page_is_refused() {
     let c = new_cache(4, c"paygo", PAGECACHE_MODE_COUNTING);
     let f = open(c, &path);
     let mut page = CPage::default();
-    // SAFETY: live handles and a page of this test's; every buffer is inside `page`'s 64 bytes
-    // (or the 8 bytes before it, in `around`), writable.
+    // SAFETY: live handles and pages of this test's; every buffer is writable memory of this
+    // test's, inside `page` (refused before any access) or `around`.
     unsafe {
         assert_eq!(pagecache_page_get(f, 0, &mut page), PAGE_SIZE as isize);
         let held = page.pagecache_private;
@@ -2001,19 +2066,18 @@ fn a_page_read_into_its_own_page_is_refused() {
             );
             assert_eq!(page.pagecache_private, held, "{off} {len}: page untouched");
         }
-        // A buffer that ends where the page begins, or begins where it ends, is no overlap.
+        // A buffer that ends where the page begins, or begins where it ends, is no overlap
+        // (every pointer from the array's, which covers both pages).
         let mut around = [CPage::default(), CPage::default()];
-        assert_eq!(pagecache_page_get(f, 0, &mut around[1]), PAGE_SIZE as isize);
-        let start = (&raw mut around[1]).cast::<u8>();
-        assert_eq!(
-            pagecache_page_read(&around[1], start.sub(8).cast(), 8, 0),
-            8
-        );
-        assert_eq!(pagecache_page_put(&mut around[1]), PAGECACHE_OK);
-        assert_eq!(pagecache_page_get(f, 0, &mut around[0]), PAGE_SIZE as isize);
-        let end = (&raw mut around[0]).cast::<u8>().add(64);
-        assert_eq!(pagecache_page_read(&around[0], end.cast(), 8, 0), 8);
-        assert_eq!(pagecache_page_put(&mut around[0]), PAGECACHE_OK);
+        let first = around.as_mut_ptr();
+        let second = first.add(1);
+        assert_eq!(pagecache_page_get(f, 0, second), PAGE_SIZE as isize);
+        let before = first.cast::<u8>().add(64 - 8);
+        assert_eq!(pagecache_page_read(second, before.cast(), 8, 0), 8);
+        assert_eq!(pagecache_page_put(second), PAGECACHE_OK);
+        assert_eq!(pagecache_page_get(f, 0, first), PAGE_SIZE as isize);
+        assert_eq!(pagecache_page_read(first, second.cast(), 8, 0), 8);
+        assert_eq!(pagecache_page_put(first), PAGECACHE_OK);
         assert_eq!(pagecache_page_put(&mut page), PAGECACHE_OK);
         assert_eq!(
             pagecache_drop_cache(f),
