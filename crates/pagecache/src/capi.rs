@@ -1256,7 +1256,7 @@ pub unsafe extern "C" fn pagecache_page_read(
         // The buffer may not be the page's own memory: its bytes would land on the fields of
         // the held page that the put reads back (its frame, its file's reference).
         let (at, start) = (buf.addr(), page.addr());
-        if at < start + core::mem::size_of::<CPage>() && start < at.saturating_add(len) {
+        if len > 0 && at < start + core::mem::size_of::<CPage>() && start < at.saturating_add(len) {
             return failed(
                 PAGECACHE_EINVAL as isize,
                 F,

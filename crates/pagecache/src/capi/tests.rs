@@ -2066,6 +2066,8 @@ fn a_page_read_into_its_own_page_is_refused() {
             );
             assert_eq!(page.pagecache_private, held, "{off} {len}: page untouched");
         }
+        // No bytes overlap nothing.
+        assert_eq!(pagecache_page_read(&page, at.add(8).cast(), 0, 0), 0);
         // A buffer that ends where the page begins, or begins where it ends, is no overlap
         // (every pointer from the array's, which covers both pages).
         let mut around = [CPage::default(), CPage::default()];
