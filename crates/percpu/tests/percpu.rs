@@ -379,6 +379,8 @@ fn fence_stops_sections_that_check_a_flag() {
         // Every worker has committed at least once (the later rounds let them run longer, so
         // that the fence meets sections in flight at different points).
         let before = 1 + round as u64 * 10;
+        // Acquire (here and for `seen`): pairs with the workers' Release increments after their
+        // commits, so that the sections counted in `seen` happen before the fence.
         while committed.iter().any(|c| c.load(Ordering::Acquire) < before) {
             thread::yield_now();
         }
