@@ -126,6 +126,10 @@ pub fn allow(cpus: impl IntoIterator<Item = usize>) -> bool {
 
 /// Pins the calling thread to `cpu` and returns whether it now runs there (the kernel moves a
 /// thread off a CPU it may no longer use before `sched_setaffinity` returns).
+///
+/// # Panics
+/// As [`crate::current_cpu`], which it asks where the thread runs: where this crate registers
+/// the rseq areas and the calling thread's cannot be registered.
 pub fn pin(cpu: usize) -> bool {
     allow([cpu]) && crate::current_cpu() == cpu
 }

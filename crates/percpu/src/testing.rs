@@ -100,6 +100,9 @@ fn report(line: &str, log: Option<&std::path::Path>, strict: bool, out: &mut dyn
 /// [`crate::affinity::process_cpus`]) and returns it, or reports the skip (`what` names the
 /// checks that cannot run) and returns `None`. Restore the affinity with
 /// [`crate::affinity::unpin`] or a [`crate::affinity::Saved`] taken before.
+///
+/// # Panics
+/// As [`crate::affinity::pin`].
 pub fn pin_or_skip(what: &str) -> Option<usize> {
     let cpus = crate::affinity::process_cpus();
     match cpus.first() {
