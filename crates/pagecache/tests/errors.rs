@@ -91,12 +91,14 @@ fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
 
 /// An allocation of the cache's that fails (the frames of a limit, a file's page table and
 /// the nodes of its tree, its entry in the list of open files, a fill's list of frames, its
-/// buffer) is an `OutOfMemory` error, also where no memory at all is left: not an end of the
+/// buffer, an eviction's lists, a direct read's buffer)
+/// is an `OutOfMemory` error, also where no memory at all is left: not an end of the
 /// process in the allocation of the error's message, which is written only where its memory
 /// can be had (the error is the bare kind, "out of memory", where it cannot). With memory for
 /// the message, it names what could not be had (and the file, for a page table). A failed
 /// fill leaves no frame behind: the read after it, with the memory there, fills the pages and
-/// returns the file's bytes. Run in a child process: an allocation that fails unhandled aborts
+/// returns the file's bytes; a failed eviction leaves every written byte cached and
+/// dirty, for the next one. Run in a child process: an allocation that fails unhandled aborts
 /// it.
 #[test]
 #[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
@@ -182,7 +184,70 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
             let s = cache.stats();
             assert_eq!((s.fills, s.read_ahead), (3, 2), "{mode:?}: {s:?}");
         }
+        evictions_without_memory(&dir, &bare);
     });
+}
+
+/// [`allocations_that_fail_are_errors_even_with_no_memory_left`]'s evictions: `drop_cache`'s
+/// lists, and CLOCK's (a miss in a full cache), and a direct read's buffer where no frame can
+/// be had.
+fn evictions_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Error, &str)) {
+    const FRAMES: u64 = 64;
+    let len = 3 * FRAMES * 4096;
+    let path = pattern_file(dir, "evicted", len);
+    let cache = PageCache::new(Config::new(FRAMES as usize, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    let mut buf = vec![0u8; 4096];
+    // A drop's batch: nothing is dropped, and the written page stays dirty.
+    file.read_at(&mut buf, 0).expect("read");
+    file.write_at(b"dirty", 7).expect("write");
+    let e = refusing(1, || file.drop_cache()).expect_err("no memory");
+    bare(e, "a drop's batch");
+    let s = cache.stats();
+    assert!(s.resident > 0 && s.evictions == 0, "{s:?}");
+    assert_eq!(
+        std::fs::read(&path).expect("file")[7],
+        pat(7),
+        "written back"
+    );
+    assert_eq!(file.drop_cache().expect("drop"), s.resident);
+    assert_eq!(&std::fs::read(&path).expect("file")[7..12], b"dirty");
+    file.write_at(&[pat(7), pat(8), pat(9), pat(10), pat(11)], 7)
+        .expect("write back the pattern");
+    file.close().expect("close");
+    // A fresh cache, no page read ahead yet.
+    let cache = PageCache::new(Config::new(FRAMES as usize, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    // Every frame filled (the pages 0..64, read from the last, so that none is read ahead),
+    // then a miss at page 150: CLOCK's batch of 32 frames, whose lists take 256 bytes a
+    // column, cannot be had (a fill's list of frames, 132 bytes, and the sweep's, 128, can).
+    // No frame can be had: a read of 100 bytes reads the file directly (100 bytes), one of a
+    // page cannot have its buffer, and a write goes to the file directly.
+    for page in (0..FRAMES).rev() {
+        file.read_at(&mut buf, page * 4096).expect("fill");
+    }
+    let s = cache.stats();
+    assert_eq!((s.resident, s.evictions), (FRAMES as usize, 0), "{s:?}");
+    let at = 150 * 4096 + 9;
+    let mut small = [0u8; 100];
+    let n = refusing(256, || file.read_at(&mut small, at)).expect("read directly");
+    assert_eq!(n, 100);
+    common::assert_pattern(&small, at, "a direct read");
+    let e = refusing(256, || file.read_at(&mut buf, 150 * 4096)).expect_err("no buffer");
+    bare(e, "a direct read's buffer");
+    let n = refusing(256, || file.write_at(b"direct", at)).expect("write directly");
+    assert_eq!(n, 6);
+    let s = cache.stats();
+    assert_eq!(
+        (s.resident, s.evictions, s.direct_ios),
+        (FRAMES as usize, 0, 2),
+        "{s:?}"
+    );
+    // With the memory, the miss evicts.
+    file.read_at(&mut small[..6], at).expect("read");
+    assert_eq!(&small[..6], b"direct");
+    let s = cache.stats();
+    assert!(s.evictions > 0, "{s:?}");
 }
 
 /// `percpu-ref`, `sloppy` and `refcache` keep their per-object state in an arena of 2²² slots

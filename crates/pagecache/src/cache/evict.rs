@@ -31,7 +31,10 @@ const DROP_RETRIES: usize = 10_000;
 /// page `pages[n]` of the file `owner[n]` indexes among the batch's files (all of file 0 while
 /// `owner` is empty), and its object is `pins[n]`, for `n < len`. The columns are sized once
 /// ([`Batch::room`]) and filled by index, so that `drop_cache`, which keeps one batch for all
-/// its pages, names each page with a few stores and no allocation.
+/// its pages, names each page with a few stores and no allocation. The columns and the scratch
+/// of `evict_batch` are allocated with `try_reserve` before any frame is named
+/// ([`Batch::try_grow`], [`Batch::with_room`]): an eviction that cannot have them is an
+/// `OutOfMemory` error that changed nothing, not an end of the process in a `push`.
 struct Batch<'c, C: RefCounter> {
     len: usize,
     frames: Vec<u32>,
@@ -40,10 +43,14 @@ struct Batch<'c, C: RefCounter> {
     pages: Vec<u64>,
     pins: Vec<Pin<&'c C::Object>>,
     /// Scratch of `evict_batch`: which frames the scheme reclaimed, which a LODIC mapping
-    /// covers, and which of those it counts a reference on (ascending indices).
+    /// covers, and which of those it counts a reference on (ascending indices); the frames
+    /// handed to the try-reclaim where some are busy (their indices, objects and outcomes).
     out: Vec<bool>,
     flagged: Vec<usize>,
     busy: Vec<usize>,
+    keep: Vec<usize>,
+    sub: Vec<Pin<&'c C::Object>>,
+    sub_out: Vec<bool>,
 }
 
 impl<'c, C: RefCounter> Batch<'c, C> {
@@ -57,7 +64,40 @@ impl<'c, C: RefCounter> Batch<'c, C> {
             out: Vec::new(),
             flagged: Vec::new(),
             busy: Vec::new(),
+            keep: Vec::new(),
+            sub: Vec::new(),
+            sub_out: Vec::new(),
         }
+    }
+
+    /// An empty batch of any files with room for `n` frames ([`Batch::push`]) and the scratch
+    /// of an eviction of them, or `None` where that memory cannot be had.
+    fn with_room(n: usize) -> Option<Self> {
+        let mut b = Self::new();
+        (b.frames.try_reserve_exact(n).is_ok()
+            && b.owner.try_reserve_exact(n).is_ok()
+            && b.pages.try_reserve_exact(n).is_ok()
+            && b.pins.try_reserve_exact(n).is_ok()
+            && b.scratch(n))
+        .then_some(b)
+    }
+
+    /// Makes room in the scratch of `evict_batch` for `n` frames: whether it could be had.
+    /// Allocates nothing where the room is there (a batch grown before).
+    fn scratch(&mut self, n: usize) -> bool {
+        // `try_reserve` counts from the length: cleared first, as `evict_batch` clears them.
+        self.out.clear();
+        self.flagged.clear();
+        self.busy.clear();
+        self.keep.clear();
+        self.sub.clear();
+        self.sub_out.clear();
+        self.out.try_reserve_exact(n).is_ok()
+            && self.flagged.try_reserve_exact(n).is_ok()
+            && self.busy.try_reserve_exact(n).is_ok()
+            && self.keep.try_reserve_exact(n).is_ok()
+            && self.sub.try_reserve_exact(n).is_ok()
+            && self.sub_out.try_reserve_exact(n).is_ok()
     }
 
     /// How many frames the batch can hold.
@@ -66,12 +106,24 @@ impl<'c, C: RefCounter> Batch<'c, C> {
         self.frames.len()
     }
 
-    /// Makes room for `n` frames of file 0 (`filler` fills the unused entries of the pins).
-    fn grow(&mut self, n: usize, filler: Pin<&'c C::Object>) {
+    /// Makes room for `n` frames of file 0 (`filler` fills the unused entries of the pins), and
+    /// in the scratch of their eviction: whether it could be had (if not, the room is as it
+    /// was, and the batch as usable).
+    fn try_grow(&mut self, n: usize, filler: Pin<&'c C::Object>) -> bool {
         debug_assert!(self.owner.is_empty());
+        let more = n.saturating_sub(self.room());
+        if self.frames.try_reserve_exact(more).is_err()
+            || self.pages.try_reserve_exact(more).is_err()
+            || self.pins.try_reserve_exact(more).is_err()
+            || !self.scratch(n)
+        {
+            return false;
+        }
+        // Within the room reserved: no allocation.
         self.frames.resize(n, 0);
         self.pages.resize(n, 0);
         self.pins.resize(n, filler);
+        true
     }
 
     /// Adds frame `i` (object `pin`) holding `page` of file 0; there must be room.
@@ -84,7 +136,8 @@ impl<'c, C: RefCounter> Batch<'c, C> {
         self.len = n + 1;
     }
 
-    /// Adds frame `i` (object `pin`) holding `page` of file `owner`, making room.
+    /// Adds frame `i` (object `pin`) holding `page` of file `owner`, in the room of
+    /// [`Batch::with_room`] (a push past it would allocate).
     fn push(&mut self, i: u32, pin: Pin<&'c C::Object>, page: u64, owner: usize) {
         debug_assert!(self.len == self.room() && self.len == self.owner.len());
         self.frames.push(i);
@@ -102,6 +155,22 @@ impl<'c, C: RefCounter> Batch<'c, C> {
         } else {
             self.owner[n]
         }
+    }
+}
+
+/// The error of an eviction whose lists cannot be had (its message written only where its
+/// memory can be had, see [`crate::error::out_of_memory`]).
+#[cold]
+fn no_memory() -> io::Error {
+    crate::error::out_of_memory(format_args!("pagecache: no memory for an eviction's lists"))
+}
+
+/// Pushes `x` onto `v` where the room can be had; else sets `short`.
+fn named<T>(v: &mut Vec<T>, x: T, short: &core::cell::Cell<bool>) {
+    if v.try_reserve(1).is_ok() {
+        v.push(x);
+    } else {
+        short.set(true);
     }
 }
 
@@ -225,7 +294,9 @@ impl<C: RefCounter> Inner<C> {
     /// is referenced (through the scheme or a LODIC mapping, or not yet seen unreferenced by a
     /// scheme whose zero detection lags), being filled (a page read ahead holds no reference
     /// while it is), retired, or holds a dirty page whose write-back fails now; the error is
-    /// the first such write-back's, if one failed in this search.
+    /// the first such write-back's, if one failed in this search, or `OutOfMemory` where the
+    /// eviction's lists cannot be had (nothing is evicted then: the caller goes to the file
+    /// directly, as where every frame is referenced).
     pub(super) fn take_frame(&self, a: &mut Alloc) -> Result<u32, Option<io::Error>> {
         if let Some(i) = a.free.pop() {
             return Ok(i);
@@ -235,8 +306,13 @@ impl<C: RefCounter> Inner<C> {
         // clear unless the page was used again.
         let n = self.frames.len();
         let mut swept = 0;
+        // The sweep's list, allocated once for all its batches.
+        let mut batch: Vec<u32> = Vec::new();
+        if batch.try_reserve_exact(RECLAIM_BATCH).is_err() {
+            return Err(Some(no_memory()));
+        }
         while swept < 2 * n + RECLAIM_BATCH {
-            let mut batch: Vec<u32> = Vec::with_capacity(RECLAIM_BATCH);
+            batch.clear();
             while batch.len() < RECLAIM_BATCH && swept < 2 * n + RECLAIM_BATCH {
                 let i = a.hand as u32;
                 a.hand = (a.hand + 1) % n;
@@ -263,14 +339,26 @@ impl<C: RefCounter> Inner<C> {
     }
 
     /// Tries to evict the frames `batch` (filled, under the allocator lock), of any files:
-    /// finds each frame's file and page, then [`Self::evict_batch`].
+    /// finds each frame's file and page, then [`Self::evict_batch`]. Where the lists this
+    /// takes cannot be had, evicts nothing: the error is `OutOfMemory`.
     fn evict(&self, a: &mut Alloc, batch: &[u32]) -> Evicted {
         // The files, held while we write back (dropped at the end, with the lock still held:
         // a file's last handle is never one of these, see CachedFileOf::drop, and FileState
         // has no drop code of its own).
         let mut owners: Vec<Arc<FileState>> = Vec::new();
-        let mut frames = Batch::<C>::new();
         let mut orphans: Vec<u32> = Vec::new();
+        // Room for every frame of the batch in each list, so that the pushes below allocate
+        // nothing.
+        let frames = Batch::<C>::with_room(batch.len()).filter(|_| {
+            owners.try_reserve_exact(batch.len()).is_ok()
+                && orphans.try_reserve_exact(batch.len()).is_ok()
+        });
+        let Some(mut frames) = frames else {
+            return Evicted {
+                err: Some(no_memory()),
+                ..Evicted::default()
+            };
+        };
         let mut files = None;
         let mut last = (u64::MAX, 0usize);
         for (n, &i) in batch.iter().enumerate() {
@@ -306,7 +394,7 @@ impl<C: RefCounter> Inner<C> {
         }
         drop(files);
         let mut done = self.evict_batch(a, &mut frames, &owners, Order::Any);
-        done.freed += self.evict_orphans(a, &orphans);
+        done.freed += self.evict_orphans(a, &orphans, &mut done.err);
         done
     }
 
@@ -322,12 +410,23 @@ impl<C: RefCounter> Inner<C> {
     /// orphans the try-reclaim, which returned, reclaimed and that were not reached yet are
     /// made live again with a `reinit` (dead by the scheme's word, never made live since), so
     /// that a later eviction frees them instead of losing them too.
-    fn evict_orphans(&self, a: &mut Alloc, orphans: &[u32]) -> usize {
+    ///
+    /// Where its lists cannot be had, frees nothing, and puts `OutOfMemory` into `err` if it
+    /// holds no error yet.
+    fn evict_orphans(&self, a: &mut Alloc, orphans: &[u32], err: &mut Option<io::Error>) -> usize {
         if orphans.is_empty() {
             return 0;
         }
-        let pins: Vec<Pin<&C::Object>> = orphans.iter().map(|&i| self.obj(i)).collect();
-        let mut out = vec![false; pins.len()];
+        let (mut pins, mut out) = (Vec::new(), Vec::new());
+        if pins.try_reserve_exact(orphans.len()).is_err()
+            || out.try_reserve_exact(orphans.len()).is_err()
+        {
+            err.get_or_insert_with(no_memory);
+            return 0;
+        }
+        // Within the room reserved: no allocation.
+        pins.extend(orphans.iter().map(|&i| self.obj(i)));
+        out.resize(orphans.len(), false);
         let free_before = a.free.len();
         let (mut returned, mut freed) = (false, 0);
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -370,6 +469,11 @@ impl<C: RefCounter> Inner<C> {
     /// write-back and unmapping of each reclaimed frame. Returns how many were freed, the first
     /// write-back error, the frames kept because a LODIC mapping counts a reference on them,
     /// and the frames the scheme did not reclaim (sorted). Leaves `b`'s frames in place.
+    ///
+    /// Allocates nothing once the try-reclaim decided: the lists it needs are had before
+    /// (`OutOfMemory` where they cannot be, with nothing evicted), and a frame not reclaimed
+    /// that finds no room in `busy` or `failed` is left out of them, its frame cached as it
+    /// was, and the error is `OutOfMemory` unless a write-back's came first.
     fn evict_batch<'c>(
         &'c self,
         a: &mut Alloc,
@@ -384,12 +488,17 @@ impl<C: RefCounter> Inner<C> {
         }
         debug_assert!(b.room() >= len && b.pins.len() == b.room() && b.pages.len() == b.room());
         debug_assert!(b.owner.is_empty() || b.owner.len() == len);
+        let mut maps: Vec<MutexGuard<'_, FileMaps>> = Vec::new();
+        // The scratch, within the room of a batch grown before (no allocation then).
+        if !b.scratch(len) || maps.try_reserve_exact(owners.len()).is_err() {
+            done.err = Some(no_memory());
+            return done;
+        }
         let pages = &b.pages[..len];
         // LODIC: the mapped pages' embedded counters, under each file's mapping lock (held
-        // until the reclaimed frames are unpublished). `owners` holds distinct files.
-        let maps: Vec<MutexGuard<'_, FileMaps>> = owners.iter().map(|o| lock(&o.maps)).collect();
-        b.flagged.clear();
-        b.busy.clear();
+        // until the reclaimed frames are unpublished). `owners` holds distinct files. Within
+        // the room reserved above: no allocation.
+        maps.extend(owners.iter().map(|o| lock(&o.maps)));
         if order == Order::ByPage && self.lodic.rmap == Rmap::File {
             // One file, pages ascending: the file-space map's runs of mapped pages, found once
             // for the batch; the pages between them are not looked at.
@@ -456,16 +565,16 @@ impl<C: RefCounter> Inner<C> {
                 // the cache's own, never handed out.
                 unsafe { self.scheme.try_reclaim_many_exclusive(pins, &mut b.out) }
             } else {
-                // `busy` is in ascending order (as `flagged`).
+                // `busy` is in ascending order (as `flagged`). Within the room of `scratch`:
+                // no allocation.
                 let mut held = b.busy.iter().peekable();
-                let keep: Vec<usize> = (0..len)
-                    .filter(|&n| held.next_if_eq(&&n).is_none())
-                    .collect();
-                let sub: Vec<Pin<&C::Object>> = keep.iter().map(|&n| pins[n]).collect();
-                let mut sub_out = vec![false; sub.len()];
+                let (keep, sub, sub_out) = (&mut b.keep, &mut b.sub, &mut b.sub_out);
+                keep.extend((0..len).filter(|&n| held.next_if_eq(&&n).is_none()));
+                sub.extend(keep.iter().map(|&n| pins[n]));
+                sub_out.resize(sub.len(), false);
                 // SAFETY: as above, under the allocator lock.
-                let r = unsafe { self.scheme.try_reclaim_many_exclusive(&sub, &mut sub_out) };
-                for (&n, ok) in keep.iter().zip(sub_out) {
+                let r = unsafe { self.scheme.try_reclaim_many_exclusive(sub, sub_out) };
+                for (&n, &ok) in keep.iter().zip(sub_out.iter()) {
                     b.out[n] = ok;
                 }
                 r
@@ -518,11 +627,25 @@ impl<C: RefCounter> Inner<C> {
     /// it is never used again.
     #[cold]
     fn lost_in_reinit(&self, a: &Alloc, frames: &[u32], free_before: usize) -> usize {
-        let mut freed: Vec<u32> = a.free.get(free_before..).unwrap_or(&[]).to_vec();
-        freed.sort_unstable();
+        let pushed = a.free.get(free_before..).unwrap_or(&[]);
+        let mut freed: Vec<u32> = Vec::new();
+        // Sorted for a search where its memory can be had; else each frame is looked for in
+        // the list as it is.
+        let sorted = freed.try_reserve_exact(pushed.len()).is_ok();
+        if sorted {
+            freed.extend_from_slice(pushed);
+            freed.sort_unstable();
+        }
+        let was_freed = |i: &u32| {
+            if sorted {
+                freed.binary_search(i).is_ok()
+            } else {
+                pushed.contains(i)
+            }
+        };
         frames
             .iter()
-            .filter(|&&i| self.meta(i).unfilled() && freed.binary_search(&i).is_err())
+            .filter(|&&i| self.meta(i).unfilled() && !was_freed(&i))
             .count()
     }
 
@@ -706,10 +829,17 @@ impl<C: RefCounter> Inner<C> {
             frames.iter().zip(pages).zip(pins).zip(&b.out).enumerate()
         {
             if !ok {
-                if held.next_if_eq(&&n).is_some() {
-                    done.busy.push(i);
+                let list = if held.next_if_eq(&&n).is_some() {
+                    &mut done.busy
                 } else {
-                    done.failed.push(i);
+                    &mut done.failed
+                };
+                // Named only where the room can be had: a frame not named stays cached as it
+                // is, and the caller learns that it was not named by the error.
+                if list.try_reserve(1).is_ok() {
+                    list.push(i);
+                } else if done.err.is_none() {
+                    done.err = Some(no_memory());
                 }
                 continue;
             }
@@ -771,7 +901,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// those of them that are dirty are written back all the same, as [`CachedFileOf::sync`]
     /// writes a page back (under a reference, waiting for a `sync` of the file in progress),
     /// without its `fdatasync`. Write-back errors leave that page cached and dirty; the first
-    /// is returned (after the other pages were written back and dropped).
+    /// is returned (after the other pages were written back and dropped). So does a lack of
+    /// memory for the drop's lists (`OutOfMemory`): the pages it cannot name stay cached, and
+    /// dirty until a later write-back.
     pub fn drop_cache(&self) -> io::Result<usize> {
         let mut held = Vec::new();
         let dropped = self.drop_from(0, Some(&mut held));
@@ -812,6 +944,9 @@ impl<C: RefCounter> CachedFileOf<C> {
         let f = &*self.state;
         let mut freed = 0;
         let mut first = None;
+        // A frame or a page that could not be named for want of memory (a retry, a page to
+        // write back): the drop then fails with `OutOfMemory`, that page left cached.
+        let short = core::cell::Cell::new(false);
         // Frames to try again: named by frame only, as the lock is let go between rounds.
         let mut retry: Vec<u32> = Vec::new();
         // Frames per `try_reclaim_many_exclusive`: the scheme's batch (large enough to pay a
@@ -835,7 +970,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             if let Some(h) = held.as_deref_mut() {
                 let page = m.index.load(Ordering::Relaxed);
                 if ours(i) && page >= from && m.dirty.load(Ordering::Relaxed) {
-                    h.push(page);
+                    named(h, page, &short);
                 }
             }
         };
@@ -851,12 +986,25 @@ impl<C: RefCounter> CachedFileOf<C> {
             let fm = lock(&f.maps);
             if fm.any_mapped() {
                 fm.mapped_runs(start as u64, base.len() as u64, |lo, hi| {
-                    runs.push((lo, hi))
+                    named(&mut runs, (lo, hi), &short)
                 });
             }
         }
+        if short.get() {
+            return Err(no_memory());
+        }
         let in_runs: u64 = runs.iter().map(|r| r.1 - r.0).sum();
         let mut mapped = Batch::<C>::new();
+        // The columns: a batch each, or as many as the flat array has pages of each kind if
+        // fewer, as most files hold far fewer pages than a batch (grown below if the pages past
+        // the flat array need more). A frame's object fills the unused entries. Had before
+        // anything is evicted: a drop that cannot have them changes nothing.
+        let unmapped = (base.len() - start) as u64 - in_runs;
+        if !batch.try_grow(per.min((unmapped as usize).max(64)), c.obj(0))
+            || (in_runs > 0 && !mapped.try_grow(per.min(in_runs as usize), c.obj(0)))
+        {
+            return Err(no_memory());
+        }
         let mut a = lock(&c.alloc);
         // The groups whose pages the last drops took out are passed over from now on.
         f.slots.forget_empty_groups(start);
@@ -869,7 +1017,7 @@ impl<C: RefCounter> CachedFileOf<C> {
             for &i in &done.failed {
                 // Not reclaimed although unreferenced: a scheme whose zero detection lags.
                 if ours(i) && !c.scheme.is_referenced(c.obj(i)) {
-                    retry.push(i);
+                    named(retry, i, &short);
                 } else {
                     keep(i);
                 }
@@ -879,14 +1027,6 @@ impl<C: RefCounter> CachedFileOf<C> {
             }
             batch.len = 0;
         });
-        // The columns: a batch each, or as many as the flat array has pages of each kind if
-        // fewer, as most files hold far fewer pages than a batch (grown below if the pages past
-        // the flat array need more). A frame's object fills the unused entries.
-        let unmapped = (base.len() - start) as u64 - in_runs;
-        batch.grow(per.min((unmapped as usize).max(64)), c.obj(0));
-        if in_runs > 0 {
-            mapped.grow(per.min(in_runs as usize), c.obj(0));
-        }
         // The flat array's pages: the unmapped ones up to the next run, then the run, and so on.
         let mut at = start;
         let mut segments = runs
@@ -908,12 +1048,12 @@ impl<C: RefCounter> CachedFileOf<C> {
             // Relaxed: as in `gather`, under the allocator lock.
             let s = slot.load(Ordering::Relaxed);
             if page >= from && s != 0 && !c.frames[s as usize - 1].meta.unfilled() {
-                if batch.len == batch.room() {
-                    if batch.room() < per {
-                        batch.grow(per.min(2 * batch.room()), c.obj(0));
-                    } else {
-                        run(&mut a, &mut batch, &mut retry, Order::ByPage);
-                    }
+                // Grown up to the scheme's batch where the memory can be had; else evicted as
+                // it is, full.
+                if batch.len == batch.room()
+                    && (batch.room() >= per || !batch.try_grow(per.min(2 * batch.room()), c.obj(0)))
+                {
+                    run(&mut a, &mut batch, &mut retry, Order::ByPage);
                 }
                 batch.put(s - 1, c.obj(s - 1), page);
             }
@@ -954,6 +1094,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         drop(a);
         match first {
             Some(e) => Err(e),
+            None if short.get() => Err(no_memory()),
             None => Ok(freed),
         }
     }

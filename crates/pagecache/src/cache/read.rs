@@ -201,7 +201,14 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     fn direct_bytes(&self, len: usize, at: u64) -> io::Result<Vec<u8>> {
-        let mut v = vec![0u8; len];
+        // Had without aborting: a read that cannot have it fails with `OutOfMemory`.
+        let mut v = Vec::new();
+        if v.try_reserve_exact(len).is_err() {
+            return Err(crate::error::out_of_memory(format_args!(
+                "pagecache: no memory for a direct read of {len} bytes"
+            )));
+        }
+        v.resize(len, 0u8);
         self.direct_read(&mut v, at)?;
         Ok(v)
     }
