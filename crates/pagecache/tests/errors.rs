@@ -91,13 +91,13 @@ fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
 
 /// An allocation of the cache's that fails (the frames of a limit, a file's page table and
 /// the nodes of its tree, its entry in the list of open files, a fill's list of frames, its
-/// buffer, an eviction's lists, a direct read's buffer)
-/// is an `OutOfMemory` error, also where no memory at all is left: not an end of the
-/// process in the allocation of the error's message, which is written only where its memory
-/// can be had (the error is the bare kind, "out of memory", where it cannot). With memory for
-/// the message, it names what could not be had (and the file, for a page table). A failed
-/// fill leaves no frame behind: the read after it, with the memory there, fills the pages and
-/// returns the file's bytes; a failed eviction leaves every written byte cached and
+/// buffer, an eviction's lists, a direct read's buffer, a sync's list of the groups written) is
+/// an `OutOfMemory` error, also where no memory at all is left: not an end of the process in
+/// the allocation of the error's message, which is written only where its memory can be had
+/// (the error is the bare kind, "out of memory", where it cannot). With memory for the
+/// message, it names what could not be had (and the file, for a page table). A failed fill
+/// leaves no frame behind: the read after it, with the memory there, fills the pages and
+/// returns the file's bytes; a failed eviction or sync leaves every written byte cached and
 /// dirty, for the next one. Run in a child process: an allocation that fails unhandled aborts
 /// it.
 #[test]
@@ -185,6 +185,7 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
             assert_eq!((s.fills, s.read_ahead), (3, 2), "{mode:?}: {s:?}");
         }
         evictions_without_memory(&dir, &bare);
+        syncs_without_memory(&dir, &bare);
     });
 }
 
@@ -248,6 +249,40 @@ fn evictions_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Erro
     assert_eq!(&small[..6], b"direct");
     let s = cache.stats();
     assert!(s.evictions > 0, "{s:?}");
+}
+
+/// [`allocations_that_fail_are_errors_even_with_no_memory_left`]'s syncs: a sync whose list of
+/// the groups written cannot be had fails and writes nothing; the next writes every page. The
+/// pages lie 4,096 pages apart (a word of marks each): the list's room for four words (64
+/// bytes) is had, its growth to eight (128) is not, once four words' marks were taken, which
+/// are marked again.
+fn syncs_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Error, &str)) {
+    const APART: u64 = 4096 * 4096;
+    let path = dir.path().join("synced");
+    std::fs::File::create(&path)
+        .and_then(|f| f.set_len(5 * APART + 4096))
+        .expect("sparse file");
+    let cache = PageCache::new(Config::new(16, "paygo")).expect("cache");
+    let file = cache.open(&path).expect("open");
+    for k in 0..=5 {
+        file.write_at(b"mark", k * APART + 3).expect("write");
+    }
+    let on_disk = |k: u64| {
+        use std::os::unix::fs::FileExt;
+        let mut b = [0u8; 4];
+        let f = std::fs::File::open(&path).expect("open");
+        f.read_exact_at(&mut b, k * APART + 3).expect("read");
+        b
+    };
+    let e = refusing(128, || file.sync()).expect_err("no memory");
+    bare(e, "a sync's list");
+    for k in 0..=5 {
+        assert_eq!(on_disk(k), [0; 4], "page {} written", k * 4096);
+    }
+    file.sync().expect("sync");
+    for k in 0..=5 {
+        assert_eq!(&on_disk(k), b"mark", "page {} not written", k * 4096);
+    }
 }
 
 /// `percpu-ref`, `sloppy` and `refcache` keep their per-object state in an arena of 2²² slots

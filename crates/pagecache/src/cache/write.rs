@@ -223,7 +223,9 @@ impl<C: RefCounter> CachedFileOf<C> {
     ///
     /// A sync walks the pages of the groups of 64 that writes marked since the last one (a
     /// bit each, see the crate's README), not every page of the file: with nothing written it
-    /// reads a bit per 64 pages.
+    /// reads a bit per 64 pages. A sync that cannot have the memory for its list of those
+    /// groups (a word of marks, 16 bytes, per 4,096 pages of the file at most) returns
+    /// `OutOfMemory` having written nothing: every dirty page stays dirty for the next one.
     ///
     /// On a cache that a counting scheme's panic poisoned (see the crate's documentation), a
     /// page whose frame the scheme still counts a reference on while its try-get fails is
@@ -234,7 +236,8 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 
     /// [`CachedFileOf::sync`], its error with whether a page's write-back failed (`true`: the
-    /// page stays dirty, and no `fdatasync` was made) or the `fdatasync` did (`false`).
+    /// page stays dirty, and no `fdatasync` was made; also where the sync's list of the groups
+    /// to walk cannot be had, `OutOfMemory`, nothing written) or the `fdatasync` did (`false`).
     pub(super) fn sync_staged(&self) -> Result<(), (io::Error, bool)> {
         let f = &*self.state;
         // One sync of the file at a time: a page whose dirty bit another sync cleared is not
@@ -261,8 +264,15 @@ impl<C: RefCounter> CachedFileOf<C> {
             words: Vec::new(),
         };
         for w in 0..marks.words() {
+            // Room for the word's marks before they are taken: a sync that cannot have it
+            // fails with `OutOfMemory`, the marks it took before marked again (`taken`'s
+            // drop) and those of this word and the next left as they are.
+            if taken.words.len() == taken.words.capacity() && taken.words.try_reserve(1).is_err() {
+                return Err((no_memory(), true));
+            }
             let bits = marks.take(w);
             if bits != 0 {
+                // Within the room reserved: no allocation.
                 taken.words.push((w, bits));
             }
         }
@@ -623,9 +633,18 @@ fn pwrite_all(file: &File, buf: &[u8], off: u64) -> (usize, io::Result<()>) {
     (done, Ok(()))
 }
 
+/// The error of a sync whose list of groups cannot be had (its message written only where its
+/// memory can be had, see [`crate::error::out_of_memory`]).
+#[cold]
+fn no_memory() -> io::Error {
+    crate::error::out_of_memory(format_args!(
+        "pagecache: no memory for a sync's list of the groups written"
+    ))
+}
+
 /// The marks a sync took ([`DirtyGroups::take`]): `(word, groups)`, the groups not yet
 /// walked clean. Marked again when dropped, also on an unwind: `sync` clears a group's bit here
-/// once every page of it is written back (see [`DirtyGroups`]).
+/// once every page of it is written back (see [`DirtyGroups`]). Its drop allocates nothing.
 struct Taken<'a> {
     marks: &'a DirtyGroups,
     words: Vec<(usize, u64)>,
