@@ -91,6 +91,53 @@ impl<C: RefCounter> DynMap for Mapping<'_, C> {
     }
 }
 
+/// `make()`'s value in a box allocated before `make` runs: `OutOfMemory` where the box cannot
+/// be had, with nothing made. For what publishes itself as it is made (a mapping, in the
+/// reverse maps and the file's counts), so that the box of the scheme's dispatch is never an
+/// allocation that fails (and aborts the process) after it was published.
+pub(crate) fn try_box_with<T>(make: impl FnOnce() -> io::Result<T>) -> io::Result<Box<T>> {
+    let mut room = box_room()?;
+    // Within the room reserved: no allocation.
+    room.push(make()?);
+    Ok(into_box(room))
+}
+
+/// `value` in a box: `OutOfMemory` where the box cannot be had, `value` then dropped. For what
+/// its drop undoes whole (an open file's handle, a cache), made before its box so that an
+/// allocation of its own that fails is its error, not the box's.
+pub(crate) fn try_box<T>(value: T) -> io::Result<Box<T>> {
+    let mut room = box_room()?;
+    // Within the room reserved: no allocation.
+    room.push(value);
+    Ok(into_box(room))
+}
+
+/// An empty vector with room for one `T`, or `OutOfMemory` (its message written only where its
+/// memory can be had).
+fn box_room<T>() -> io::Result<Vec<T>> {
+    let mut room: Vec<T> = Vec::new();
+    if crate::inject::alloc_fails(true) || room.try_reserve_exact(1).is_err() {
+        return Err(crate::error::out_of_memory(format_args!(
+            "pagecache: no memory for the box of a {}",
+            core::any::type_name::<T>()
+        )));
+    }
+    Ok(room)
+}
+
+/// The one `T` of `room` (from [`box_room`]), in a box that is `room`'s allocation: no
+/// allocation (`try_reserve_exact` on an empty vector asks for room for exactly one `T`, and a
+/// zero-sized `T` allocates nothing, so the length is the capacity and the slice's box is the
+/// vector's allocation as it is).
+fn into_box<T>(room: Vec<T>) -> Box<T> {
+    debug_assert!(room.len() == 1 && (room.capacity() == 1 || core::mem::size_of::<T>() == 0));
+    let raw: *mut [T] = Box::into_raw(room.into_boxed_slice());
+    // SAFETY: `raw` is the allocation of a box of a slice of one `T` (`room` held one), made by
+    // the global allocator with the layout of `[T; 1]`, which is `T`'s (same size and
+    // alignment); it is taken back once, as a box of that `T`.
+    unsafe { Box::from_raw(raw.cast::<T>()) }
+}
+
 /// A thread's LODIC mapping of pages of a [`CachedFile`], from [`CachedFile::map`]:
 /// [`Mapping`] for a scheme chosen at run time, with the same semantics and errors (see
 /// [`Mapping`] and the module documentation of [`crate::lodic`]). Reads through it count on its
@@ -285,5 +332,50 @@ impl std::fmt::Debug for DynMappedPage<'_> {
             .field("index", &self.index())
             .field("spilled", &self.spilled())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{try_box, try_box_with};
+    use crate::{Config, PageCache};
+
+    /// The box of a mapping whose scheme is chosen at run time is had before the mapping is
+    /// made: where it cannot be, the map fails with `OutOfMemory`, naming the box, and nothing
+    /// is mapped (a mapping made first and boxed after would stay in the reverse maps and the
+    /// file's counts, or the process would end in the box's allocation).
+    #[test]
+    fn a_mappings_box_is_had_before_it_is_published() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 2 * crate::PAGE_SIZE]).expect("file");
+        let cache = PageCache::new(Config::new(8, "paygo")).expect("cache");
+        let file = cache.open(&path).expect("open");
+        // The first allocation point that the map reaches fails: the box's.
+        crate::inject::fail_allocation(0);
+        let e = file.map(0, 2).expect_err("no box");
+        assert!(crate::inject::disarm(), "no allocation point reached");
+        assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{e}");
+        assert!(e.to_string().contains("the box of a"), "{e}");
+        assert_eq!((file.mapcount(0), file.mapcount(1)), (0, 0));
+        let map = file.map(0, 2).expect("map");
+        assert_eq!((file.mapcount(0), file.mapcount(1)), (1, 1));
+        let mut b = [0u8; 4];
+        map.read_at(&mut b, 5).expect("read");
+        assert_eq!(b, [7; 4]);
+        drop(map);
+        assert_eq!(file.mapcount(0), 0);
+        // A zero-sized value, a value, and an error of `make`, which leaves the room unused.
+        assert_eq!(*try_box_with(|| Ok(())).expect("unit"), ());
+        assert_eq!(*try_box(String::from("boxed")).expect("boxed"), "boxed");
+        let e = try_box_with::<u64>(|| Err(std::io::ErrorKind::Other.into())).expect_err("made");
+        assert_eq!(e.kind(), std::io::ErrorKind::Other);
+        // A value whose box cannot be had is dropped.
+        let rc = std::rc::Rc::new(());
+        crate::inject::fail_allocation(0);
+        let e = try_box(std::rc::Rc::clone(&rc)).expect_err("no box");
+        assert!(crate::inject::disarm());
+        assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory);
+        assert_eq!(std::rc::Rc::strong_count(&rc), 1);
     }
 }

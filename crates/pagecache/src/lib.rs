@@ -245,7 +245,7 @@ trait DynFile: Send + Sync {
 
 impl<C: RefCounter> DynCache for PageCacheOf<C> {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DynFile>> {
-        Ok(Box::new(PageCacheOf::open_with(self, path, mode)?))
+        Ok(dynmap::try_box(PageCacheOf::open_with(self, path, mode)?)?)
     }
     fn stats(&self) -> Stats {
         PageCacheOf::stats(self)
@@ -312,7 +312,9 @@ impl<C: RefCounter> DynFile for CachedFileOf<C> {
         CachedFileOf::put_frame(self, frame, token);
     }
     fn map(&self, first: u64, pages: u64) -> io::Result<Box<dyn DynMap + '_>> {
-        Ok(Box::new(CachedFileOf::map(self, first, pages)?))
+        Ok(dynmap::try_box_with(|| {
+            CachedFileOf::map(self, first, pages)
+        })?)
     }
     fn page_count(&self, index: u64) -> i64 {
         CachedFileOf::page_count(self, index)
@@ -364,7 +366,7 @@ struct Build<'a>(&'a Config);
 impl Visit for Build<'_> {
     type Out = io::Result<Box<dyn DynCache>>;
     fn visit<C: RefCounter>(self, _info: &SchemeInfo, scheme: C) -> Self::Out {
-        Ok(Box::new(PageCacheOf::with_scheme(scheme, self.0)?))
+        Ok(dynmap::try_box(PageCacheOf::with_scheme(scheme, self.0)?)?)
     }
 }
 
