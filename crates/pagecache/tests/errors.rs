@@ -249,6 +249,27 @@ fn evictions_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Erro
     assert_eq!(&small[..6], b"direct");
     let s = cache.stats();
     assert!(s.evictions > 0, "{s:?}");
+    // A cut whose drop of the pages past the end cannot have its lists: done all the same,
+    // those pages left cached, zeroed and clean; a growth then reads zeros past the cut.
+    let cut = 4096 + 10;
+    file.read_at(&mut buf, 0).expect("read page 0");
+    let before = cache.stats();
+    refusing(1, || file.set_len(cut)).expect("cut");
+    let s = cache.stats();
+    assert_eq!(
+        (s.resident, s.evictions),
+        (before.resident, before.evictions),
+        "{s:?}"
+    );
+    assert_eq!(file.len(), cut);
+    assert_eq!(std::fs::metadata(&path).expect("metadata").len(), cut);
+    file.set_len(len).expect("grow");
+    let mut all = vec![0u8; len as usize];
+    assert_eq!(file.read_at(&mut all, 0).expect("read"), len as usize);
+    common::assert_pattern(&all[..cut as usize], 0, "before the cut");
+    assert!(all[cut as usize..].iter().all(|&b| b == 0), "past the cut");
+    file.sync().expect("sync");
+    assert_eq!(std::fs::read(&path).expect("file"), all);
 }
 
 /// [`allocations_that_fail_are_errors_even_with_no_memory_left`]'s syncs: a sync whose list of

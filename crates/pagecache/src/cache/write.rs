@@ -415,7 +415,8 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// cached or written or not; a later growth reads zeros there, never the old bytes. Pages
     /// wholly past the new end are dropped from the cache, except those held (a [`PageRef`], a
     /// read in progress, a LODIC mapping's reference): those stay cached, zeroed, until let
-    /// go. A [`PageRef`] taken before keeps its [`PageRef::len`].
+    /// go (so do the others where the memory to list them cannot be had). A [`PageRef`] taken
+    /// before keeps its [`PageRef::len`].
     ///
     /// Writes and `sync` of the file wait while the length changes; reads do not (a read
     /// concurrent with a shrink may see the old bytes or zeros past the new end).
@@ -499,11 +500,14 @@ impl<C: RefCounter> CachedFileOf<C> {
                 }
             }
         });
-        // Nothing is dirty past the end, so nothing is written back here.
+        // Nothing is dirty past the end, so nothing is written back here. A drop that cannot
+        // have the memory for its lists (`OutOfMemory`) frees nothing: the pages past the end
+        // stay cached, zeroed and clean, as held ones do, and the cut, done, succeeds.
         let dropped = self.drop_from(size.div_ceil(PAGE_SIZE as u64), None);
-        match stuck {
-            Some(e) => Err(e),
-            None => dropped.map(|_| ()),
+        match (stuck, dropped) {
+            (Some(e), _) => Err(e),
+            (None, Err(e)) if e.kind() != io::ErrorKind::OutOfMemory => Err(e),
+            (None, _) => Ok(()),
         }
     }
 
