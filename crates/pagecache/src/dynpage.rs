@@ -27,6 +27,9 @@ impl ErasedToken {
             // SAFETY: `fits`: the buffer is as large and as aligned as a `T`, and written once.
             unsafe { bytes.as_mut_ptr().cast::<T>().write(token) };
         } else {
+            // Never for a scheme of the registry, the only ones erased (see
+            // `every_usable_schemes_token_is_held_in_place`): a box that cannot be had here,
+            // with the reference taken, ends the process in the allocation.
             let boxed = Box::into_raw(Box::new(token));
             // SAFETY: a pointer is one word, aligned as the buffer's words are.
             unsafe { bytes.as_mut_ptr().cast::<*mut T>().write(boxed) };
