@@ -287,6 +287,8 @@ struct Evicted {
     busy: Vec<u32>,
     /// Frames the scheme did not reclaim (sorted).
     failed: Vec<u32>,
+    /// The eviction's lists could not be had: nothing was tried (`err` is `OutOfMemory`).
+    no_room: bool,
 }
 
 impl<C: RefCounter> Inner<C> {
@@ -334,6 +336,10 @@ impl<C: RefCounter> Inner<C> {
                 return Ok(i);
             }
             failed = failed.or(done.err);
+            if done.no_room {
+                // The next batch would not have its lists either.
+                break;
+            }
         }
         Err(failed)
     }
@@ -356,6 +362,7 @@ impl<C: RefCounter> Inner<C> {
         let Some(mut frames) = frames else {
             return Evicted {
                 err: Some(no_memory()),
+                no_room: true,
                 ..Evicted::default()
             };
         };
@@ -492,6 +499,7 @@ impl<C: RefCounter> Inner<C> {
         // The scratch, within the room of a batch grown before (no allocation then).
         if !b.scratch(len) || maps.try_reserve_exact(owners.len()).is_err() {
             done.err = Some(no_memory());
+            done.no_room = true;
             return done;
         }
         let pages = &b.pages[..len];
