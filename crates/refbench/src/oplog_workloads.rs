@@ -548,16 +548,16 @@ pub fn read_ratio(
     forks as f64 / secs
 }
 
-/// The break-even: the smallest `k` in `ks` from which `oplog[i] >= locked[i]` (OpLog at least
-/// as fast) at every larger `k` measured, given the throughputs measured at each `k`, in any
-/// order (`--read-every` is taken as given); `None` if the locked map is ahead at the largest
+/// The break-even: the smallest `k` in `ks` from which `oplog[i] > locked[i]` (OpLog faster;
+/// level is not) at every larger `k` measured, given the throughputs measured at each `k`, in
+/// any order (`--read-every` is taken as given); `None` if OpLog is not ahead at the largest
 /// `k`. The same break-even as the OpLog Fig. 11 claim's: a `k` where OpLog is ahead while the
-/// map is ahead again at a larger one is none.
+/// map is ahead again, or level, at a larger one is none.
 pub fn break_even(ks: &[u64], oplog: &[f64], locked: &[f64]) -> Option<u64> {
     let mut at: Vec<(u64, bool)> = ks
         .iter()
         .zip(oplog.iter().zip(locked))
-        .map(|(&k, (o, l))| (k, o >= l))
+        .map(|(&k, (o, l))| (k, o > l))
         .collect();
     at.sort_unstable_by_key(|x| x.0);
     let from = at.iter().rposition(|x| !x.1).map_or(0, |i| i + 1);
@@ -689,9 +689,9 @@ mod tests {
         assert!(worst <= 1.001, "cpu_util {worst}");
     }
 
-    /// The break-even is the smallest k from which OpLog stays at or above the locked map, as
-    /// the claims table's: it was the first k where OpLog won, so a run where OpLog led at one
-    /// k and fell behind at every larger one had a break-even that the claim denied.
+    /// The break-even is the smallest k from which OpLog stays above the locked map, as the
+    /// claims table's: not the first k where OpLog won (a run where OpLog led at one k and fell
+    /// behind at every larger one has none), and a k where the two are level is not OpLog's.
     #[test]
     fn break_even_is_the_smallest_k_from_which_oplog_stays_ahead() {
         assert_eq!(
@@ -714,5 +714,11 @@ mod tests {
             break_even(&[1, 2, 3, 4, 8], &[2.0, 4.0, 2.0, 3.5, 5.0], &[3.0; 5]),
             Some(4)
         );
+        // Level with the locked map is not ahead of it: at k = 3, and at every k.
+        assert_eq!(
+            break_even(&[1, 2, 3, 4], &[2.0, 2.5, 3.0, 3.5], &[3.0; 4]),
+            Some(4)
+        );
+        assert_eq!(break_even(&[1, 2], &[3.0, 3.0], &[3.0, 3.0]), None);
     }
 }

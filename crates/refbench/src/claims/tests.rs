@@ -1067,7 +1067,7 @@ fn read_ratio_rule_judges_oplog_at_the_most_threads() {
         "{o:?}"
     );
     // At 2 threads OpLog from k = 3, as in the paper.
-    rows[10].ops_per_sec = Some(100.0);
+    rows[10].ops_per_sec = Some(110.0);
     let o = oplog_break_even(&Rows::new(&rows));
     assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
     assert!(o.measured.contains("every 3 forks (2T"), "{o:?}");
@@ -1122,11 +1122,11 @@ fn read_ratio_rule_needs_oplog_ahead_at_every_larger_k() {
     assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
     assert!(o.measured.contains("no break-even in k = 1..4"), "{o:?}");
     // Ahead at k = 1, behind at 2, ahead from 3: the break-even is 3.
-    let o = run([120.0, 90.0, 100.0, 130.0]);
+    let o = run([120.0, 90.0, 110.0, 130.0]);
     assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
     assert!(o.measured.contains("every 3 forks (2T"), "{o:?}");
     // Ahead at every k: no break-even, in shape only.
-    let o = run([120.0, 110.0, 100.0, 130.0]);
+    let o = run([120.0, 110.0, 105.0, 130.0]);
     assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
     // The rule the table prints says what these verdicts follow: OpLog ahead at k = 1 held
     // the claim above, so the rule asks OpLog below at some k, not at the smallest.
@@ -1136,13 +1136,57 @@ fn read_ratio_rule_needs_oplog_ahead_at_every_larger_k() {
         .expect("the claim")
         .rule;
     assert!(
-        rule.contains("below the locked map at some k and at or above it at every larger k"),
+        rule.contains(
+            "above the locked map at every k from some k on (level is not above) and below it at \
+             a smaller k"
+        ),
         "{rule}"
     );
     assert!(
-        rule.contains("(shape: at or above at every k, or from a later k)"),
+        rule.contains("(shape: above at every k from some k on)"),
         "{rule}"
     );
+}
+
+/// "OpLog outperforms the stock kernel": level with the locked map is not ahead of it. A tie at
+/// the paper's k = 3 puts the break-even past it; OpLog level with the map at every k never
+/// stays ahead; and level at the smallest k, ahead after, shows no k where the map wins.
+#[test]
+fn read_ratio_rule_takes_a_tie_for_no_lead() {
+    let run = |oplog: &[f64]| {
+        let mut rows = Vec::new();
+        for (k, &o) in (1..).zip(oplog) {
+            rows.push(rr("oplog", 2, k, o, None));
+            rows.push(rr("locked", 2, k, 100.0, None));
+        }
+        oplog_break_even(&Rows::new(&rows))
+    };
+    let o = run(&[80.0, 90.0, 100.0, 110.0, 120.0]);
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(
+        o.measured
+            .contains("above the locked map from one truncate every 4 forks"),
+        "{o:?}"
+    );
+    assert!(
+        o.reason
+            .contains("OpLog not above the locked map at k = 3, where the paper's OpLog is ahead"),
+        "{o:?}"
+    );
+    let o = run(&[100.0; 4]);
+    assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+    assert!(o.measured.contains("no break-even in k = 1..4"), "{o:?}");
+    let o = run(&[100.0, 110.0, 120.0]);
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(
+        o.reason
+            .starts_with("OpLog below the locked map at no k measured (level with it at k = 1)"),
+        "{o:?}"
+    );
+    // Behind at k = 1, level at 2, ahead from 3: the paper's break-even.
+    let o = run(&[90.0, 100.0, 110.0, 120.0]);
+    assert_eq!(o.verdict, Verdict::Holds, "{o:?}");
+    assert!(o.measured.contains("every 3 forks (2T"), "{o:?}");
 }
 
 /// The paper's break-even is at k = 3 ("even when truncate is called once every three forks,
