@@ -552,7 +552,7 @@ fn pread_tsc_and_memory_rules() {
             1,
             100,
             0.0,
-            json!({"bytes_total": 6700}),
+            json!({"bytes_total": 2000}),
         ),
         row(
             "memory",
@@ -1310,6 +1310,53 @@ fn space_rule_asks_paygo_to_be_on_a_par_with_refcache() {
     // Above the sloppy counter: does not hold.
     more[0] = mem("paygo", 17_500);
     assert_eq!(space(&Rows::new(&more)).verdict, Verdict::DoesNotHold);
+}
+
+/// "Similar to RefCache" bounds PAYGO's bytes from below as from above: at less than half of
+/// RefCache's bytes per object PAYGO is not similar to it, and holds the claim in shape only
+/// (far below the per-CPU counters all the same); at half, it holds.
+#[test]
+fn space_rule_asks_paygo_to_be_no_less_than_half_of_refcache() {
+    let mem = |scheme: &str, bytes: u64| {
+        row(
+            "memory",
+            scheme,
+            1,
+            100_000,
+            0.0,
+            json!({"bytes_total": bytes, "cpus": 16}),
+        )
+    };
+    let rows = |paygo: u64| {
+        [
+            mem("paygo", paygo),
+            mem("refcache", 8_180_000),
+            mem("percpu-ref", 18_370_000),
+            mem("sloppy", 17_570_000),
+        ]
+    };
+    let o = space(&Rows::new(&rows(3_980_000)));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(o.measured.contains("(paygo / refcache 0.49x)"), "{o:?}");
+    assert_eq!(
+        o.reason,
+        "PAYGO less than half of RefCache's bytes per object (the paper: similar to RefCache)"
+    );
+    assert_eq!(space(&Rows::new(&rows(4_090_000))).verdict, Verdict::Holds);
+    // RefCache at 0 bytes: no ratio to it.
+    let mut none = rows(4_090_000);
+    none[1] = mem("refcache", 0);
+    let o = space(&Rows::new(&none));
+    assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    let rule = CLAIMS
+        .iter()
+        .find(|c| c.source == "PAYGO §3.1")
+        .expect("the claim")
+        .rule;
+    assert!(
+        rule.contains("from 0.5x to 2x refcache's (similar)"),
+        "{rule}"
+    );
 }
 
 /// "Much smaller than the Linux sloppy counter": PAYGO below the per-CPU counters by less than
