@@ -1539,6 +1539,66 @@ fn oplog_list_rule_needs_the_lock_free_list_to_peak() {
     );
 }
 
+/// The paper's lock-free list gains up to its peak at 3 cores: one at its best at the most
+/// threads measured, 3 or fewer, has not been shown not to peak, and the claim is "not
+/// measured", naming the threads, where the rest of the rule holds; from 4 threads the rule
+/// judges it, and a list that falls by 2 threads has peaked early at any count.
+#[test]
+fn oplog_list_rule_needs_threads_past_the_papers_peak() {
+    let run = |lf: &[f64]| {
+        let mut rows = Vec::new();
+        for (t, &l) in (1..).zip(lf) {
+            rows.push(row("oplog-list", "lockfree-list", t, 1, l, json!({})));
+            let local = 100.0 * t as f64;
+            rows.push(row("oplog-list", "oplog-local", t, 1, local, json!({})));
+        }
+        oplog_fig12(&Rows::new(&rows))
+    };
+    for lf in [&[100.0, 150.0][..], &[100.0, 150.0, 160.0]] {
+        let o = run(lf);
+        assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        assert_eq!(
+            o.reason,
+            format!(
+                "oplog-list: the lock-free list at its best at {} threads, the most measured: \
+                 the paper's gains up to its peak at 3 cores, which a run of more than 3 \
+                 threads can show",
+                lf.len()
+            )
+        );
+    }
+    let o = run(&[100.0, 150.0, 160.0, 170.0]);
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert!(o.reason.contains("does not peak"), "{o:?}");
+    assert_eq!(run(&[100.0, 90.0]).verdict, Verdict::Holds);
+    // Where the rest of the rule fails, the peak cannot change the verdict: it is the rest's.
+    let mut rows = Vec::new();
+    for (t, lf, local) in [(1, 100.0, 100.0), (2, 150.0, 140.0)] {
+        rows.push(row("oplog-list", "lockfree-list", t, 1, lf, json!({})));
+        rows.push(row("oplog-list", "oplog-local", t, 1, local, json!({})));
+    }
+    let o = oplog_fig12(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::DoesNotHold, "{o:?}");
+    // Absorption 1.4x, ahead of the list's 1.2x, below 0.75x of 2x ideal.
+    rows[2].ops_per_sec = Some(120.0);
+    let o = oplog_fig12(&Rows::new(&rows));
+    assert_eq!(o.verdict, Verdict::HoldsInShape, "{o:?}");
+    assert_eq!(
+        o.reason,
+        "local absorption below 0.75x ideal scaling (whether the lock-free list peaks is not \
+         judged at 2 threads)"
+    );
+    let rule = CLAIMS
+        .iter()
+        .find(|c| c.source == "OpLog Fig. 12")
+        .expect("the claim")
+        .rule;
+    assert!(
+        rule.ends_with("a list at its best at tn of 3 or fewer is not judged to peak or not"),
+        "{rule}"
+    );
+}
+
 /// §3.1 sets PAYGO's space against the Linux sloppy counter: without a sloppy row the
 /// claim is not measured (it held on percpu-ref alone, the rule naming both).
 #[test]
