@@ -7,7 +7,10 @@
 //! them (PAYGO Fig. 11's FAA and CAS after 2 threads, OpLog Fig. 12's lock-free list's peak). A
 //! claim whose experiment was not run, whose rule needs two thread counts where one was measured,
 //! whose claim is of threads contending where one thread was measured, whose rule names a scheme
-//! without rows, or whose rule divides by a figure of 0, is "not measured" with the reason.
+//! without rows, or whose rule divides by a figure of 0, is "not measured" with the reason; so is
+//! one whose claim is of more threads than were measured (PAYGO Fig. 11's FAA and CAS after 2
+//! threads, OpLog Fig. 12's lock-free list past its peak at 3) where that part alone would
+//! decide, with the figures that were measured.
 
 use crate::bare_loop::LIMIT_ROW;
 use crate::output::Row;
@@ -622,20 +625,6 @@ fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
         .all(|x| x.is_none_or(|(r, _)| r <= 1.1));
     let scales = paygo >= 0.75 * ideal;
     let v = grade(scales && peaked && saturated, paygo > atomic.max(cas));
-    // The rest holds, and the saturation after 2 threads, which would decide, was not judged.
-    if v == Verdict::Holds && t2.is_none() {
-        return not_measured(if tn <= 2 {
-            format!(
-                "{exp}: {tn} threads the most measured: whether FAA and CAS saturate after 2 \
-                 threads (the paper's) is not judged below 3"
-            )
-        } else {
-            format!(
-                "{exp}: no thread count from 2 up below {tn}: whether FAA and CAS saturate after \
-                 2 threads (the paper's) is not judged"
-            )
-        });
-    }
     let after = match (t2, a_after, c_after) {
         (Some(t), Some(a), Some(c)) => format!(
             "; above {t}T at most: atomic {:.2}x (at {}T), cas {:.2}x (at {}T) of {t}T",
@@ -644,13 +633,33 @@ fn fig11_single_object(rows: &Rows<'_>) -> Outcome {
         _ if tn <= 2 => format!("; saturation after 2T not judged: {tn}T the most measured"),
         _ => format!("; saturation after 2T not judged: no count from 2T up below {tn}T"),
     };
+    let measured = format!(
+        "{tn}T/{t1}T: paygo {paygo:.2}x, atomic {atomic:.2}x, cas {cas:.2}x; above {t1}T at \
+         most: atomic {:.2}x (at {}T), cas {:.2}x (at {}T) of {t1}T{after}",
+        a_peak.0, a_peak.1, c_peak.0, c_peak.1
+    );
+    // The rest holds, and the saturation after 2 threads, which would decide, was not judged:
+    // not measured, with the figures that were.
+    if v == Verdict::Holds && t2.is_none() {
+        return Outcome {
+            verdict: Verdict::NotMeasured,
+            measured,
+            reason: if tn <= 2 {
+                format!(
+                    "{exp}: {tn} threads the most measured: whether FAA and CAS saturate after 2 \
+                     threads (the paper's) is not judged below 3"
+                )
+            } else {
+                format!(
+                    "{exp}: no thread count from 2 up below {tn}: whether FAA and CAS saturate \
+                     after 2 threads (the paper's) is not judged"
+                )
+            },
+        };
+    }
     outcome(
         v,
-        format!(
-            "{tn}T/{t1}T: paygo {paygo:.2}x, atomic {atomic:.2}x, cas {cas:.2}x; above {t1}T at \
-             most: atomic {:.2}x (at {}T), cas {:.2}x (at {}T) of {t1}T{after}",
-            a_peak.0, a_peak.1, c_peak.0, c_peak.1
-        ),
+        measured,
         &[
             (!scales).then_some("PAYGO below 0.75x ideal scaling"),
             (!peaked).then_some("FAA or CAS above its figure at the fewest threads (the peak)"),
@@ -1241,21 +1250,27 @@ fn oplog_fig12(rows: &Rows<'_>) -> Outcome {
         .is_none_or(|t| best_t <= t);
     let ideal = tn as f64 / t1 as f64;
     let scales = local >= 0.75 * ideal;
-    // Where the rest holds, the peak alone decides: the claim is not judged.
+    let measured = format!(
+        "{tn}T/{t1}T: local absorption {local:.2}x, lock-free list {lf:.2}x (best below {tn}T: \
+         {best:.2}x at {best_t}T)"
+    );
+    // Where the rest holds, the peak alone decides: the claim is not judged (the figures that
+    // were are shown).
     if unjudged && scales && local > lf {
-        return not_measured(format!(
-            "oplog-list: the lock-free list at its best at {tn} threads, the most measured: the \
-             paper's gains up to its peak at {OPLOG_LIST_PEAK} cores, which a run of more than \
-             {OPLOG_LIST_PEAK} threads can show"
-        ));
+        return Outcome {
+            verdict: Verdict::NotMeasured,
+            measured,
+            reason: format!(
+                "oplog-list: the lock-free list at its best at {tn} threads, the most measured: \
+                 the paper's gains up to its peak at {OPLOG_LIST_PEAK} cores, which a run of \
+                 more than {OPLOG_LIST_PEAK} threads can show"
+            ),
+        };
     }
     let v = grade(scales && local > lf && peaked && early, local > lf);
     outcome(
         v,
-        format!(
-            "{tn}T/{t1}T: local absorption {local:.2}x, lock-free list {lf:.2}x (best below {tn}T: \
-             {best:.2}x at {best_t}T)"
-        ),
+        measured,
         &if local <= lf {
             "local absorption does not scale past the lock-free list".to_string()
         } else if !peaked && !unjudged {

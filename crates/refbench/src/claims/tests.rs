@@ -225,6 +225,12 @@ fn single_object_rule_judges_faa_and_cas_after_2_threads() {
     };
     let o = fig11_single_object(&Rows::new(&two([100.0, 30.0, 32.0])));
     assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+    // The figures that were judged are shown.
+    assert!(
+        o.measured
+            .starts_with("2T/1T: paygo 2.00x, atomic 0.30x, cas 0.30x; above 1T at most"),
+        "{o:?}"
+    );
     assert_eq!(
         o.reason,
         "single-object: 2 threads the most measured: whether FAA and CAS saturate after 2 \
@@ -1600,6 +1606,8 @@ fn oplog_list_rule_needs_threads_past_the_papers_peak() {
     for lf in [&[100.0, 150.0][..], &[100.0, 150.0, 160.0]] {
         let o = run(lf);
         assert_eq!(o.verdict, Verdict::NotMeasured, "{o:?}");
+        // The figures measured are shown.
+        assert!(o.measured.contains("local absorption"), "{o:?}");
         assert_eq!(
             o.reason,
             format!(
