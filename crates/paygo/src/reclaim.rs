@@ -229,8 +229,8 @@ impl Domain {
         Ok(())
     }
 
-    /// [`Domain::reclaim_fence`] where a failure for want of memory panics too (the callers
-    /// with no error to answer: the batches, the handle's kill, the `Arc`'s checks).
+    /// [`Domain::reclaim_fence`] where a failure for want of memory panics too (the caller
+    /// with no error to answer: the handle's kill).
     fn reclaim_fence_or_panic(&self) {
         if let Err(e) = self.reclaim_fence() {
             panic!("paygo: the asymmetric fence failed: {e}");
@@ -271,7 +271,8 @@ impl Domain {
     }
 
     /// [`Domain::flagged_fence`] where a failure for want of memory panics too (after the
-    /// flags are cleared), for the callers with no error to answer.
+    /// flags are cleared), for the callers with no error to answer (the `Arc`'s checks under
+    /// its object's flag, [`Domain::flagged_read_all`]).
     fn flagged_fence_or_panic(&self, objs: &[Pin<&Header>], flagged: Option<&[bool]>) {
         if let Err(e) = self.flagged_fence(objs, flagged) {
             panic!("paygo: the asymmetric fence failed: {e}");
@@ -482,10 +483,17 @@ impl Domain {
     /// would double the work; a referenced object in the batch holds its readers up for the
     /// one fence.
     ///
+    /// Where the kernel has no memory for the asymmetric fence (`membarrier(2)` answering
+    /// `ENOMEM` at each of its 100 tries, on the rseq path: [`ReclaimError::NoMemory`] for
+    /// [`Domain::try_reclaim_detailed`]), the batch reclaims none of its objects: every flag is
+    /// cleared, every object is as before the call (live, with every reference it held), `out`
+    /// is all false and the call returns 0, for a later batch to try again. Nothing is counted
+    /// in [`Domain::stats`] then (no fence, reclaim or failed reclaim), as for the single call.
+    ///
     /// # Panics
     /// If `objs` and `out` differ in length; or where the kernel keeps refusing the asymmetric
-    /// fence (`membarrier(2)`, 100 tries, for want of memory too: a batch has no error to
-    /// answer), with every flag cleared first, so that nothing changed.
+    /// fence otherwise than for want of memory (`membarrier(2)` answering `EPERM` from a
+    /// seccomp filter, 100 tries), with every flag cleared first, so that nothing changed.
     pub fn try_reclaim_many(&self, objs: &[Pin<&Header>], out: &mut [bool]) -> usize {
         self.reclaim_batch(objs, out, false, false)
     }
@@ -502,6 +510,10 @@ impl Domain {
     /// [`Domain::reinit`] or [`Domain::try_reinit`] on any object of `objs`. REFs and UNREFs
     /// may run concurrently.
     /// Two reclaimers could both see the object unreferenced and both succeed.
+    ///
+    /// A fence the kernel has no memory for reclaims none of the batch, as in
+    /// [`Domain::try_reclaim_many`] (a page cache's eviction then finds no frame freed, with
+    /// its lock and its pages as they were).
     ///
     /// # Panics
     /// As [`Domain::try_reclaim_many`].
@@ -586,7 +598,12 @@ impl Domain {
         if flagged == 0 {
             return 0;
         }
-        self.flagged_fence_or_panic(objs, Some(out));
+        if self.flagged_fence(objs, Some(out)).is_err() {
+            // No memory for the fence: every flag is cleared, nothing decided or counted (as
+            // a single reclaim's `NoMemory`), and the batch reclaimed none of its objects.
+            out.fill(false);
+            return 0;
+        }
         // If a sweep costs more than the scans even with no marked slot to read (a small
         // batch), the batch is decided object by object without looking at its homes.
         let n = if flagged >= SWEEP_MIN && sweep_pays(0, flagged, self.window, self.cpus()) {
@@ -1078,6 +1095,129 @@ mod tests {
         assert_eq!(d.try_reclaim_detailed(free), Ok(()));
         assert_eq!(d.try_reclaim_detailed(held), Ok(()));
         percpu::affinity::unpin();
+    }
+
+    /// A batch whose asymmetric fence fails for want of memory (`membarrier` answering
+    /// `ENOMEM` at every try) reclaims none of its objects and does not panic, in each form
+    /// (`try_reclaim_many`, `try_reclaim_many_exclusive`, both through `RefCounter` as the page
+    /// cache's eviction calls them): 0 returned, `out` all false, every flag cleared (a REF
+    /// that fails under a flag succeeds), every object live with the reference it held still
+    /// counted (object 0's, on an overflow list where the thread stays on one CPU), a dead
+    /// object of the batch still dead, and no reclaim, failed reclaim, fence or swept object
+    /// counted. The next batch, its fence running, reclaims every unreferenced object and not
+    /// the held one.
+    #[test]
+    #[cfg_attr(miri, ignore = "places 300 objects: slow under Miri")]
+    fn a_batch_whose_fence_has_no_memory_changes_nothing() {
+        use super::FENCE_ENOMEM;
+        use refcount::RefCounter;
+        let pinned = percpu::testing::pin_or_skip("the eviction needs the thread on one CPU");
+        let d = Domain::new();
+        let (hdrs, held) = placed(&d, 300);
+        d.evict(held.cpu(), &d.slots[held.slot], false).unwrap();
+        let evicted = d.memory_usage().overflow_entries == 1;
+        assert!(evicted || pinned.is_none(), "not evicted");
+        let dead = Box::pin(Header::new());
+        assert!(d.try_reclaim(dead.as_ref()));
+        // SAFETY: the headers stay where they are for the whole test (a vector not resized).
+        let mut pins: Vec<Pin<&Header>> = hdrs
+            .iter()
+            .map(|h| unsafe { Pin::new_unchecked(h) })
+            .collect();
+        pins.push(dead.as_ref());
+        let last = pins.len() - 1;
+        let counts = |s: crate::Stats| (s.reclaims, s.failed_reclaims, s.fences, s.swept);
+        let before = d.stats();
+        type Form<'a> = (&'a str, &'a dyn Fn(&mut [bool]) -> usize);
+        let forms: [Form; 4] = [
+            ("try_reclaim_many", &|out| d.try_reclaim_many(&pins, out)),
+            ("try_reclaim_many_exclusive", &|out| {
+                // SAFETY: this thread is the objects' only reclaimer and reiniter.
+                unsafe { d.try_reclaim_many_exclusive(&pins, out) }
+            }),
+            ("RefCounter::try_reclaim_many", &|out| {
+                RefCounter::try_reclaim_many(&d, &pins, out)
+            }),
+            ("RefCounter::try_reclaim_many_exclusive", &|out| {
+                // SAFETY: as above.
+                unsafe { RefCounter::try_reclaim_many_exclusive(&d, &pins, out) }
+            }),
+        ];
+        for (form, reclaim) in forms {
+            let mut out = vec![true; pins.len()];
+            FENCE_ENOMEM.with(|f| f.set(true));
+            let n = reclaim(&mut out);
+            FENCE_ENOMEM.with(|f| f.set(false));
+            assert_eq!(n, 0, "{form}: reclaimed");
+            assert!(out.iter().all(|&r| !r), "{form}: out says reclaimed");
+            assert_eq!(counts(d.stats()), counts(before), "{form}: counted");
+            for (i, h) in pins[..last].iter().enumerate() {
+                assert!(!h.is_dead(), "{form}: object {i} reclaimed");
+                assert_eq!(
+                    d.read_all(*h),
+                    (i == 0) as i64,
+                    "{form}: object {i}'s count"
+                );
+                // Live, not left flagged: a REF that fails under a flag succeeds.
+                let t = d.try_get(*h).expect("live, not flagged");
+                d.put(*h, t);
+            }
+            assert!(pins[last].is_dead(), "{form}: the dead object revived");
+        }
+        let mut out = vec![false; pins.len()];
+        // SAFETY: as above.
+        let n = unsafe { d.try_reclaim_many_exclusive(&pins, &mut out) };
+        assert_eq!(n, last - 1);
+        assert!(
+            !out[0] && !out[last],
+            "the held or the dead object reclaimed"
+        );
+        assert!(
+            out[1..last].iter().all(|&r| r),
+            "an unreferenced object not reclaimed"
+        );
+        if evicted {
+            assert_eq!(d.put(pins[0], held), crate::PutPath::Overflow);
+        } else {
+            d.put(pins[0], held);
+        }
+        assert!(d.try_reclaim(pins[0]));
+        percpu::affinity::unpin();
+    }
+
+    /// The `Arc` collector's batch whose fence fails for want of memory frees nothing and does
+    /// not panic: the value of a dropped `Arc` stays listed, not dropped, for the next
+    /// collection, which drops it once; a value still held is never dropped.
+    #[test]
+    fn a_collection_whose_fence_has_no_memory_frees_nothing() {
+        use super::FENCE_ENOMEM;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct Counted;
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let d: &'static Domain = Box::leak(Box::new(Domain::new()));
+        let (a, kept) = (
+            crate::Arc::new_in(Counted, d),
+            crate::Arc::new_in(Counted, d),
+        );
+        FENCE_ENOMEM.with(|f| f.set(true));
+        // The drop that looks last fails its reclaim too: the value is left to the collector.
+        drop(a);
+        let freed = crate::arc::collect(d);
+        FENCE_ENOMEM.with(|f| f.set(false));
+        assert_eq!(freed, 0, "freed without a fence");
+        assert_eq!(DROPS.load(Ordering::SeqCst), 0, "dropped without a fence");
+        assert_eq!(d.arcs_alive(), 2, "unlisted without a reclaim");
+        assert_eq!(crate::arc::collect(d), 1);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+        assert_eq!(d.arcs_alive(), 1);
+        drop(kept);
+        crate::arc::collect(d);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 2);
     }
 
     /// The buffers of a swept batch are kept by the domain (in `table_bytes`) and reused by the
