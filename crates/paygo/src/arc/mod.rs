@@ -647,7 +647,8 @@ impl Domain {
 /// with its last [`Weak`] where some are left). The collector also runs by itself, in
 /// creations and drops of `Arc`s (the crate documentation's section on `Arc` says when): call
 /// this where a program wants those values dropped now (before measuring memory, at
-/// shutdown).
+/// shutdown). A shard whose batch's fence the kernel has no memory for (see
+/// [`Domain::try_reclaim_many`]) drops none of its values: they wait for the next collection.
 ///
 /// # Panics
 /// If a value's `Drop` panics: the panic goes on to the caller once the rest of that value's
