@@ -477,7 +477,10 @@ pub trait RefCounter: Send + Sync + Sized + 'static {
     /// Where the scheme's fence cannot be had: `sloppy`, `percpu-ref` and `refcache` fence with
     /// `membarrier` on the rseq path, `brc` with `membarrier` where it is registered, and panic
     /// if the call keeps failing (100 tries; `ENOMEM` where the kernel cannot allocate its CPU
-    /// mask). The object is then as after a failed reclaim: live and unchanged.
+    /// mask). The object is then as after a failed reclaim: live and unchanged. `paygo` (in its
+    /// own crate) fails instead where the kernel has no memory for its fence (`false`, the
+    /// object live and unchanged; a batch reclaims none of its objects), and panics as these for
+    /// any other refusal.
     fn try_reclaim(&self, obj: Pin<&Self::Object>) -> bool;
 
     /// `try_reclaim` on each object, writing the outcome of `objs[i]` to `out[i]`, and returning
