@@ -1026,6 +1026,44 @@ fn open_close_cycles_from_many_threads_lose_no_slot() {
     unsafe { pagecache_free(c) };
 }
 
+/// Forks while another thread is inside a call: `in_call` runs on that thread and begins the
+/// call (its pins held until what it returns is dropped, after the fork). In the child, `child`
+/// runs (the library's calls and async-signal-safe functions only: the child of a
+/// multithreaded process) and the child exits 0 where it returns true, else 1, or is killed by
+/// SIGALRM after 60 s (a close that waits for ever). Returns the child's wait status, once the
+/// thread ended its call.
+fn fork_during_a_call<G>(
+    in_call: impl FnOnce() -> G + Send + 'static,
+    child: impl FnOnce() -> bool,
+) -> i32 {
+    let (pinned_tx, pinned) = std::sync::mpsc::channel();
+    let (end_tx, end) = std::sync::mpsc::channel::<()>();
+    let user = std::thread::spawn(move || {
+        let call = in_call();
+        pinned_tx.send(()).expect("say the call began");
+        end.recv().expect("wait for the fork's end");
+        drop(call);
+    });
+    pinned.recv().expect("the call began");
+    // SAFETY: the child runs `child`, which calls only the library and async-signal-safe
+    // functions, and then `alarm` and `_exit`; the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            libc::alarm(60);
+            libc::_exit(if child() { 0 } else { 1 });
+        }
+    }
+    assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    end_tx.send(()).expect("end the call");
+    user.join().expect("the calling thread");
+    status
+}
+
 /// A child of `fork` whose parent had calls in progress with a file handle and a cache
 /// handle on another thread (their pins held, as `enter` holds them for a call) closes
 /// the file handle with `PAGECACHE_EFORKED` (a second close: `PAGECACHE_EBADF`) and frees
@@ -1041,37 +1079,21 @@ fn a_child_of_fork_closes_handles_a_thread_of_the_parent_was_using() {
     let c = new_cache(16, c"paygo", PAGECACHE_MODE_COUNTING);
     let f = open(c, &path);
     let (cs, fs) = (Shared(c), Shared(f));
-    let (pinned_tx, pinned) = std::sync::mpsc::channel();
-    let (end_tx, end) = std::sync::mpsc::channel::<()>();
-    let user = std::thread::spawn(move || {
-        // SAFETY: live handles of their tables.
-        let calls = unsafe { (enter(cs.get()), enter(fs.get())) };
-        assert!(calls.0.is_ok() && calls.1.is_ok(), "both handles are live");
-        pinned_tx.send(()).expect("say the calls began");
-        end.recv().expect("wait for the fork's end");
-        drop(calls);
-    });
-    pinned.recv().expect("the calls began");
-    // SAFETY: the child calls only the library's close and free and async-signal-safe
-    // functions (alarm, _exit); the parent waits for it.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: as above; the handles are live in the child's copy of the tables.
-        unsafe {
-            libc::alarm(60);
-            let closed = pagecache_close(f);
-            let again = pagecache_close(f);
-            pagecache_free(c);
-            let ok = closed == PAGECACHE_EFORKED && again == PAGECACHE_EBADF;
-            libc::_exit(if ok { 0 } else { 1 });
-        }
-    }
-    assert!(pid > 0, "fork: {}", io::Error::last_os_error());
-    let mut status = 0;
-    // SAFETY: waits for the child just forked; `status` is writable.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    end_tx.send(()).expect("end the calls");
-    user.join().expect("the calling thread");
+    let status = fork_during_a_call(
+        move || {
+            // SAFETY: live handles of their tables.
+            let calls = unsafe { (enter(cs.get()), enter(fs.get())) };
+            assert!(calls.0.is_ok() && calls.1.is_ok(), "both handles are live");
+            calls
+        },
+        || {
+            // SAFETY: the handles are live in the child's copy of the tables.
+            let (closed, again) = unsafe { (pagecache_close(f), pagecache_close(f)) };
+            // SAFETY: as above.
+            unsafe { pagecache_free(c) };
+            closed == PAGECACHE_EFORKED && again == PAGECACHE_EBADF
+        },
+    );
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "the child's close or free failed (exit 1) or waited for ever (SIGALRM): {status:#x}"
@@ -1100,42 +1122,28 @@ fn a_child_of_fork_unmaps_a_mapping_a_thread_of_the_parent_was_using() {
     // SAFETY: a live handle and a writable out pointer.
     assert_eq!(unsafe { pagecache_map(f, 0, 1, &mut m) }, PAGECACHE_OK);
     let ms = Shared(m);
-    let (pinned_tx, pinned) = std::sync::mpsc::channel();
-    let (end_tx, end) = std::sync::mpsc::channel::<()>();
-    let user = std::thread::spawn(move || {
-        // SAFETY: a live handle of its table.
-        let call = unsafe { enter(ms.get()) };
-        assert!(call.is_ok(), "the mapping is live");
-        pinned_tx.send(()).expect("say the call began");
-        end.recv().expect("wait for the fork's end");
-        drop(call);
-    });
-    pinned.recv().expect("the call began");
-    // SAFETY: the child calls only the library's unmap and last error, reads the message in
-    // place, and calls async-signal-safe functions (alarm, _exit); the parent waits for it.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: as above; the handle is live in the child's copy of the table, and the
-        // message is read before the thread's next call.
-        unsafe {
-            libc::alarm(60);
-            let unmapped = pagecache_unmap(m);
-            let said = CStr::from_ptr(pagecache_last_error()).to_bytes();
-            let names = |w: &[u8]| said.windows(w.len()).any(|x| x == w);
-            let again = pagecache_unmap(m);
-            let ok = unmapped == PAGECACHE_EFORKED
-                && names(b"mapping left as it was")
-                && !names(b"written back")
-                && again == PAGECACHE_EBADF;
-            libc::_exit(if ok { 0 } else { 1 });
-        }
-    }
-    assert!(pid > 0, "fork: {}", io::Error::last_os_error());
-    let mut status = 0;
-    // SAFETY: waits for the child just forked; `status` is writable.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    end_tx.send(()).expect("end the call");
-    user.join().expect("the calling thread");
+    let status = fork_during_a_call(
+        move || {
+            // SAFETY: a live handle of its table.
+            let call = unsafe { enter(ms.get()) };
+            assert!(call.is_ok(), "the mapping is live");
+            call
+        },
+        || {
+            // SAFETY: the handle is live in the child's copy of the table, and the message is
+            // read in place before the thread's next call.
+            unsafe {
+                let unmapped = pagecache_unmap(m);
+                let said = CStr::from_ptr(pagecache_last_error()).to_bytes();
+                let names = |w: &[u8]| said.windows(w.len()).any(|x| x == w);
+                let again = pagecache_unmap(m);
+                unmapped == PAGECACHE_EFORKED
+                    && names(b"mapping left as it was")
+                    && !names(b"written back")
+                    && again == PAGECACHE_EBADF
+            }
+        },
+    );
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "the child's unmap or its message was not as said (exit 1) or waited for ever \
@@ -1166,49 +1174,35 @@ fn a_child_of_fork_reuses_no_slot_that_a_thread_of_the_parent_pinned() {
     // SAFETY: a live handle, closed once: its slot is the next one an open takes.
     assert_eq!(unsafe { pagecache_close(f) }, PAGECACHE_OK);
     let fs = Shared(f);
-    let (pinned_tx, pinned) = std::sync::mpsc::channel();
-    let (end_tx, end) = std::sync::mpsc::channel::<()>();
-    let user = std::thread::spawn(move || {
-        // A call with the closed handle, as `enter` begins one: its pin is published,
-        // and it then finds the slot closed.
-        let pin = pins::Pin::new(fs.get().cast_const().cast());
-        // SAFETY: a closed handle of the files' table.
-        assert_eq!(unsafe { enter(fs.get()) }.err(), Some(PAGECACHE_EBADF));
-        pinned_tx.send(()).expect("say the call began");
-        end.recv().expect("wait for the fork's end");
-        drop(pin);
-    });
-    pinned.recv().expect("the call began");
-    // SAFETY: the child calls only the library and async-signal-safe functions (alarm,
-    // open, pread, close, _exit); the parent waits for it.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        // SAFETY: as above; `c` is live in the child's copy of the tables, `path` a
-        // NUL-terminated string, `g` and `b` writable.
-        unsafe {
-            libc::alarm(60);
-            let mut g = null_mut();
-            let opened = pagecache_open(c, path.as_ptr(), &mut g);
-            let wrote = pagecache_write_at(g, b"wxyz".as_ptr().cast(), 4, 0);
-            let closed = pagecache_close(g);
-            let mut b = [0u8; 4];
-            let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
-            let read = libc::pread(fd, b.as_mut_ptr().cast(), 4, 0);
-            libc::close(fd);
-            let ok = opened == PAGECACHE_OK
-                && wrote == 4
-                && closed == PAGECACHE_OK
-                && read == 4
-                && &b == b"wxyz";
-            libc::_exit(if ok { 0 } else { 1 });
-        }
-    }
-    assert!(pid > 0, "fork: {}", io::Error::last_os_error());
-    let mut status = 0;
-    // SAFETY: waits for the child just forked; `status` is writable.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    end_tx.send(()).expect("end the call");
-    user.join().expect("the calling thread");
+    let status = fork_during_a_call(
+        move || {
+            // A call with the closed handle, as `enter` begins one: its pin is published,
+            // and it then finds the slot closed.
+            let pin = pins::Pin::new(fs.get().cast_const().cast());
+            // SAFETY: a closed handle of the files' table.
+            assert_eq!(unsafe { enter(fs.get()) }.err(), Some(PAGECACHE_EBADF));
+            pin
+        },
+        || {
+            // SAFETY: `c` is live in the child's copy of the tables, `path` a NUL-terminated
+            // string, `g` and `b` writable; open, pread and close are async-signal-safe.
+            unsafe {
+                let mut g = null_mut();
+                let opened = pagecache_open(c, path.as_ptr(), &mut g);
+                let wrote = pagecache_write_at(g, b"wxyz".as_ptr().cast(), 4, 0);
+                let closed = pagecache_close(g);
+                let mut b = [0u8; 4];
+                let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+                let read = libc::pread(fd, b.as_mut_ptr().cast(), 4, 0);
+                libc::close(fd);
+                opened == PAGECACHE_OK
+                    && wrote == 4
+                    && closed == PAGECACHE_OK
+                    && read == 4
+                    && &b == b"wxyz"
+            }
+        },
+    );
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "the child's close did not write its file back (exit 1) or waited (SIGALRM): \
