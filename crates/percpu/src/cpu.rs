@@ -265,8 +265,9 @@ impl CpuListScan {
     }
 }
 
-/// The bits of the kernel's CPU mask (`nr_cpu_ids` rounded up to a multiple of 64): every CPU
-/// number the kernel reports is below it. The `sched_getaffinity` system call refuses a buffer
+/// The bits of the kernel's CPU mask (`nr_cpu_ids` rounded up to a multiple of the kernel's
+/// `long`: 64 bits on a 64-bit kernel, 32 on a 32-bit one): every CPU number the kernel reports
+/// is below it. The `sched_getaffinity` system call refuses a buffer
 /// that cannot hold `nr_cpu_ids` bits (see [`mask_bits_with`]).
 #[cfg(not(loom))]
 pub(crate) fn kernel_mask_bits() -> Option<usize> {
@@ -647,12 +648,18 @@ mod tests {
     }
 
     /// The kernel's CPU mask covers every possible CPU (the count sysfs gives), rounded up to
-    /// a multiple of 64: the bound used where sysfs cannot be read.
+    /// a multiple of the kernel's `long` (64 bits; 32 on a 32-bit kernel, which a 32-bit
+    /// program may run on): the bound used where sysfs cannot be read.
     #[cfg(all(not(loom), target_os = "linux", not(miri)))]
     #[test]
     fn the_kernel_mask_bounds_the_possible_cpus() {
         let bits = kernel_mask_bits().expect("sched_getaffinity");
-        assert_eq!(bits % 64, 0);
+        let long = if cfg!(target_pointer_width = "64") {
+            64
+        } else {
+            32
+        };
+        assert_eq!(bits % long, 0);
         match std::fs::read_to_string("/sys/devices/system/cpu/possible") {
             Ok(s) => {
                 let n = parse_cpu_list_max(s.trim()).expect("a CPU list") + 1;
