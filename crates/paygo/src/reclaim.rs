@@ -1192,6 +1192,7 @@ mod tests {
     fn a_collection_whose_fence_has_no_memory_frees_nothing() {
         use super::FENCE_ENOMEM;
         use std::sync::atomic::{AtomicUsize, Ordering};
+        // SeqCst, pairing with nothing: the drops run on this thread (`collect`).
         static DROPS: AtomicUsize = AtomicUsize::new(0);
         struct Counted;
         impl Drop for Counted {

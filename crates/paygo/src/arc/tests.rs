@@ -1,6 +1,9 @@
 //! Unit tests of [`Arc`] and [`Weak`]: counts, reclamation by the last drop and by the
 //! collector, raw pointers, weak references, panicking values, and the allocations made and
 //! freed on each thread.
+//!
+//! The tests' own counters (drops, sightings) are SeqCst and pair with nothing: each is read on
+//! the thread that wrote it, or after a `join` of the thread that did, which orders it.
 
 use super::*;
 use crate::Config;
