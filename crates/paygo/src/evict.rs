@@ -208,3 +208,72 @@ pub(crate) mod abort_hook {
         true
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::abort_hook::{self, Abort};
+    use crate::{Config, Domain, Header, PutPath};
+    use percpu::affinity::unpin;
+    use percpu::testing::pin_or_skip;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// An eviction whose step 1 aborts retries where the slot holds its victim's key again, in
+    /// the same generation: while the evictor was away (its speculative key store landed or
+    /// not), the victim's entry dropped to zero and the victim's own REF took the slot back (a
+    /// claim of its tagged entry, or a REF of its untagged one). The retry then moves the
+    /// count of that new reference to the victim's list, where its UNREF finds it: every
+    /// reference counted in a generation since its last claim is the object's that the key
+    /// names, so the move attributes the whole count to the right object.
+    #[test]
+    fn an_aborted_eviction_moves_the_victims_reference_taken_meanwhile() {
+        if pin_or_skip("the forced abort needs the thread on the slot's CPU").is_none() {
+            return;
+        }
+        for landed in [false, true] {
+            // One slot per CPU: every object's entry on this CPU is in slot `slot`.
+            let d = Rc::new(Domain::with_config(Config {
+                slots_per_cpu: 1,
+                window: 1,
+            }));
+            let v = Rc::new(Box::pin(Header::new()));
+            let w = Box::pin(Header::new());
+            let a = d.try_get(v.as_ref().as_ref()).unwrap();
+            let (slot, gen) = (a.slot, a.gen);
+            let taken = Rc::new(Cell::new(None));
+            abort_hook::set(Abort {
+                landed,
+                meanwhile: Box::new({
+                    let (d, v, taken) = (d.clone(), v.clone(), taken.clone());
+                    move || {
+                        // V's last UNREF (the slot is free), then V's REF takes the slot again,
+                        // in the same generation.
+                        assert_eq!(d.put(v.as_ref().as_ref(), a), PutPath::Home);
+                        let b = d.try_get(v.as_ref().as_ref()).unwrap();
+                        assert_eq!((b.slot, b.gen), (slot, gen), "V left its slot");
+                        taken.set(Some(b));
+                    }
+                }),
+            });
+            // W's REF finds the slot held (V, count 1) and evicts V's entry: step 1 aborts,
+            // then commits on its retry.
+            let c = d.try_get(w.as_ref()).unwrap();
+            assert!(!abort_hook::pending(), "W's REF did not evict");
+            let b = taken.take().expect("the abort's meanwhile ran");
+            let (v, w) = (v.as_ref().as_ref(), w.as_ref());
+            assert_eq!(c.slot, slot, "landed {landed}: W did not take the slot");
+            assert_eq!(d.memory_usage().overflow_entries, 1, "landed {landed}");
+            assert_eq!((d.read_all(v), d.read_all(w)), (1, 1), "landed {landed}");
+            assert!(
+                !d.try_reclaim(v),
+                "landed {landed}: V reclaimed while referenced"
+            );
+            assert_eq!(d.put(v, b), PutPath::Overflow, "landed {landed}");
+            assert_eq!((d.read_all(v), d.read_all(w)), (0, 1));
+            assert_eq!(d.put(w, c), PutPath::Home);
+            assert_eq!(d.memory_usage().overflow_entries, 0);
+            assert!(d.try_reclaim(v) && d.try_reclaim(w));
+        }
+        unpin();
+    }
+}
