@@ -270,15 +270,6 @@ impl Domain {
         Ok(())
     }
 
-    /// [`Domain::flagged_fence`] where a failure for want of memory panics too (after the
-    /// flags are cleared), for the callers with no error to answer (the `Arc`'s checks under
-    /// its object's flag, [`Domain::flagged_read_all`]).
-    fn flagged_fence_or_panic(&self, objs: &[Pin<&Header>], flagged: Option<&[bool]>) {
-        if let Err(e) = self.flagged_fence(objs, flagged) {
-            panic!("paygo: the asymmetric fence failed: {e}");
-        }
-    }
-
     /// After a successful reclaim on the locked fallback path (and under loom): a second
     /// fence, whose lock cycling orders every holder's last critical section before the
     /// caller's use of the object. On the rseq path (x86-64 only) the committing store of a
@@ -382,7 +373,10 @@ impl Domain {
     /// ([`Domain::get_or_wait`]) or fail ([`Domain::try_get`]).
     ///
     /// For a caller that holds one counted reference and with whom no other party reclaims
-    /// the object (one that does makes the answer `false`). `true`: no other reference was
+    /// the object (one that does makes the answer `false`). `false` too, with nothing changed,
+    /// where the kernel had no memory for the fence (see [`ReclaimError::NoMemory`]): the
+    /// answer is then not "another reference exists" but "none could be ruled out". `true`:
+    /// no other reference was
     /// counted at the end of the READ-ALL, and every one given back before is ordered before
     /// the return (what its holder did with the object happens before what the caller does
     /// next). A REF after the return needs a reference the caller hands out (`paygo::Arc`:
@@ -404,14 +398,16 @@ impl Domain {
     /// object live again): no REF commits while it reads, so the count is never below the
     /// number of references held throughout the call (an unflagged READ-ALL is, by each
     /// reference taken after its read of an entry's local counter and given back on another
-    /// CPU before its read of the anchor counter). `None`, with nothing changed, if the object
-    /// is not live (dead, or another party reclaims it). While it runs, REFs of the object
-    /// wait ([`Domain::get_or_wait`]) or fail ([`Domain::try_get`]).
-    pub(crate) fn flagged_read_all(&self, hdr: Pin<&Header>) -> Option<i64> {
+    /// CPU before its read of the anchor counter). An error, with nothing changed, if the
+    /// object is not live ([`ReclaimError::Dead`], or [`ReclaimError::InProgress`]: another
+    /// party reclaims it) or the kernel had no memory for the fence
+    /// ([`ReclaimError::NoMemory`]). While it runs, REFs of the object wait
+    /// ([`Domain::get_or_wait`]) or fail ([`Domain::try_get`]).
+    pub(crate) fn flagged_read_all(&self, hdr: Pin<&Header>) -> Result<i64, ReclaimError> {
         let n = self.flag_and_read_all(hdr)?;
         // Release: pairs with the Acquire flag load of REFs.
         hdr.set_state(LIVE, Ordering::Release);
-        Some(n)
+        Ok(n)
     }
 
     /// Reclaims the object if the caller's reference `anchor` is the only one, giving it back
@@ -442,7 +438,7 @@ impl Domain {
     /// (LIVE -> RECLAIMING), the asymmetric fence and READ-ALL. `Some(count)` with the flag
     /// left set (the caller clears it or decides), under which the count is never below the
     /// true count at its end (no REF commits, UNREFs only lower it); `None` with nothing
-    /// changed.
+    /// changed (a second reference counted, the object not live, or no memory for the fence).
     fn flagged_count(&self, hdr: Pin<&Header>) -> Option<i64> {
         // A second reference visibly counted: no flag, no fence.
         if self.scan(&hdr, hdr.addr(), false) > 1 {
@@ -456,17 +452,19 @@ impl Domain {
             hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
             return Some(n);
         }
-        self.flag_and_read_all(hdr)
+        self.flag_and_read_all(hdr).ok()
     }
 
-    /// The flag (LIVE -> RECLAIMING), the asymmetric fence and READ-ALL: `Some(count)` with
+    /// The flag (LIVE -> RECLAIMING), the asymmetric fence and READ-ALL: `Ok(count)` with
     /// the flag left set (no REF commits under it, so the count is not below the references
-    /// held throughout), `None` with nothing changed if the object is not live.
-    fn flag_and_read_all(&self, hdr: Pin<&Header>) -> Option<i64> {
+    /// held throughout); an error with nothing changed if the object is not live (`Dead`,
+    /// `InProgress`) or the kernel had no memory for the fence (`NoMemory`, the flag cleared).
+    fn flag_and_read_all(&self, hdr: Pin<&Header>) -> Result<i64, ReclaimError> {
         // SeqCst: as the flag of try_reclaim (the fence orders it for every REF).
-        hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst).ok()?;
-        self.flagged_fence_or_panic(core::slice::from_ref(&hdr), None);
-        Some(self.read_all(hdr))
+        hdr.cas_state(LIVE, RECLAIMING, Ordering::SeqCst)
+            .map_err(not_live)?;
+        self.flagged_fence(core::slice::from_ref(&hdr), None)?;
+        Ok(self.read_all(hdr))
     }
 
     /// Try-reclaim for many objects with one fence: sets every flag, fences once, then decides

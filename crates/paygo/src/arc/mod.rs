@@ -45,7 +45,7 @@
 //! counted on a CPU (the unique-owner calls), so that one forgotten (a borrow of the pointer's
 //! reference, as `std`'s `Wake` for `Arc` makes) leaves the pointer's reference as it was.
 
-use crate::{Anchor, Domain, Header};
+use crate::{Anchor, Domain, Header, ReclaimError};
 use core::alloc::Layout;
 use core::cell::{Cell, UnsafeCell};
 use core::marker::PhantomData;
@@ -900,11 +900,13 @@ impl<T> Arc<T> {
         me
     }
 
-    /// A mutable reference to the value (clone-on-write), as `std::sync::Arc::make_mut`: if
-    /// another `Arc` to the value exists (or a reference held as a raw pointer), the value is
-    /// cloned into a new `Arc` first; if only [`Weak`]s do, it is moved (neither cloned nor
-    /// dropped) to a new allocation, and the `Weak`s upgrade to nothing from then on; if
-    /// neither does, it is changed in place.
+    /// A mutable reference to the value (clone-on-write), as `std::sync::Arc::make_mut`: if another
+    /// `Arc` to the value exists (or a reference held as a raw pointer), the value is cloned into a
+    /// new `Arc` first; if only [`Weak`]s do, it is moved (neither cloned nor dropped) to a new
+    /// allocation, and the `Weak`s upgrade to nothing from then on; if neither does, it is changed
+    /// in place. It is cloned too where the kernel has no memory for the asymmetric fence of the
+    /// check (`membarrier(2)` answering `ENOMEM` at each of its 100 tries,
+    /// [`ReclaimError::NoMemory`]): no other reference can then be ruled out.
     ///
     /// ```
     /// let mut a = paygo::Arc::new(vec![1]);
@@ -1026,8 +1028,12 @@ impl<T> Arc<T> {
         Some(Arc { inner: fresh, at })
     }
 
-    /// The value, if `this` is its only `Arc` (the allocation goes with its last `Weak`, at
-    /// once if there is none); `this` back otherwise, as `std::sync::Arc::try_unwrap`.
+    /// The value, if `this` is its only `Arc` (the allocation goes with its last `Weak`, at once if
+    /// there is none); `this` back otherwise, as `std::sync::Arc::try_unwrap`. Unlike `std`'s,
+    /// `this` comes back also where the kernel has no memory for the asymmetric fence of the check
+    /// (`membarrier(2)` answering `ENOMEM` at each of its 100 tries, [`ReclaimError::NoMemory`]),
+    /// with the value and its references as before: no other reference can then be ruled out, and a
+    /// later call may succeed.
     ///
     /// ```
     /// let a = paygo::Arc::new(3);
@@ -1063,8 +1069,12 @@ impl<T> Arc<T> {
     }
 
     /// The value, if `this` is its last `Arc`; `None` otherwise (and `this` is dropped), as
-    /// `std::sync::Arc::into_inner`: of threads calling it on every `Arc` of one value, exactly
-    /// one gets it (without leaks: a leaked `Arc` keeps it from everyone).
+    /// `std::sync::Arc::into_inner`: of threads calling it on every `Arc` of one value, exactly one
+    /// gets it (without leaks: a leaked `Arc` keeps it from everyone). But where the kernel has no
+    /// memory for the asymmetric fence of the check (`membarrier(2)` answering `ENOMEM` at each of
+    /// its 100 tries, [`ReclaimError::NoMemory`]) none gets it: the last one's reference is given
+    /// back and it returns `None`, and the value, unreferenced, is dropped by a later collection
+    /// (see [`Arc`]), as after the last drop of an `Arc` whose fence had no memory.
     ///
     /// ```
     /// let a = paygo::Arc::new(String::from("x"));
@@ -1412,7 +1422,10 @@ impl<T: ?Sized> Arc<T> {
     ///   was the only reference at the end of the call**, as with `std`'s: a READ-ALL below 2
     ///   is read again under the object's reclaim flag (an asymmetric fence, as
     ///   [`Arc::get_mut`]'s check), under which no reference is taken, so that it is not
-    ///   below the references held throughout.
+    ///   below the references held throughout. Where the kernel has no memory for that fence
+    ///   (`membarrier(2)` answering `ENOMEM` at each of its 100 tries), the READ-ALL cannot
+    ///   be confirmed and the answer is 2, also if `this` is the only reference: a 1 is
+    ///   never answered unconfirmed.
     pub fn count(this: &Self) -> i64 {
         // At least 1: `this` (the flagged read is never below it; the first may be).
         strong_of(this.meta(), Self::header(this.inner), 2).max(1)
@@ -1422,9 +1435,12 @@ impl<T: ?Sized> Arc<T> {
     /// exists, as `std::sync::Arc::get_mut`; `None` otherwise (a leaked `Arc` or `Weak`
     /// counts as another).
     ///
-    /// Unlike `std`'s, this is not a load: a per-CPU count is known exactly only under a
-    /// reclaim's flag, so it sets the flag, issues the asymmetric fence and reads every CPU's
-    /// entries (about a [`Domain::try_reclaim`]), and clears the flag again.
+    /// Unlike `std`'s, this is not a load: a per-CPU count is known exactly only under a reclaim's
+    /// flag, so it sets the flag, issues the asymmetric fence and reads every CPU's entries (about
+    /// a [`Domain::try_reclaim`]), and clears the flag again. So, unlike `std`'s, it answers `None`
+    /// also where the kernel has no memory for the asymmetric fence of the check (`membarrier(2)`
+    /// answering `ENOMEM` at each of its 100 tries, [`ReclaimError::NoMemory`]): no other reference
+    /// can then be ruled out. Nothing changed then, and a later call may answer `Some`.
     ///
     /// ```
     /// let mut a = paygo::Arc::new(1);
@@ -1515,7 +1531,9 @@ impl<T: ?Sized> Arc<T> {
     /// other thread clones or drops a reference to the value during the call (always in a
     /// single thread); otherwise it may be below the number held throughout the call (but not
     /// below 2 while another is) or above the number at any one instant (see [`Arc::count`]).
-    /// 1 means that no other `Arc` or pointer existed at the end of the call, as with `std`'s.
+    /// 1 means that no other `Arc` or pointer existed at the end of the call, as with `std`'s
+    /// (where the kernel has no memory for the fence, 2 is answered instead, see
+    /// [`Arc::count`]).
     ///
     /// ```
     /// let a = paygo::Arc::new(5);
@@ -1871,7 +1889,9 @@ const WEAK_MAX: usize = isize::MAX as usize;
 /// which is not below the references held throughout the call: so 0 only once none is left
 /// (or the object is dead), and 1 only once no reference but the caller's is. No other party
 /// flags the object meanwhile: every reclaim of an `Arc` allocation holds the registry lock
-/// (the first sum is returned if the object is not live).
+/// (the first sum is returned if the object is not live). Where the kernel has no memory for
+/// the fence ([`ReclaimError::NoMemory`]) the sum cannot be confirmed: `confirm_below` is
+/// returned, the least that cannot be a false "none but the caller's".
 fn strong_of(m: &Meta, hdr: Pin<&Header>, confirm_below: i64) -> i64 {
     let _v = m.domain.arcs.lock(m.shard);
     // Relaxed: `raw` changes only under the lock we hold.
@@ -1880,7 +1900,11 @@ fn strong_of(m: &Meta, hdr: Pin<&Header>, confirm_below: i64) -> i64 {
     if n >= confirm_below {
         return n;
     }
-    m.domain.flagged_read_all(hdr).map_or(n, |n| n + raw)
+    match m.domain.flagged_read_all(hdr) {
+        Ok(n) => n + raw,
+        Err(ReclaimError::NoMemory) => confirm_below,
+        Err(_) => n,
+    }
 }
 
 #[cold]

@@ -81,6 +81,124 @@ fn a_last_drop_whose_fence_has_no_memory_leaves_the_value_to_the_collector() {
     assert!(w.upgrade().is_none());
 }
 
+/// The checks under the object's flag where their fence fails for want of memory (`membarrier`
+/// answering `ENOMEM` at every try): no panic, each gives its answer for "another reference
+/// cannot be ruled out" (`get_mut` `None`, `try_unwrap` `this` back, `make_mut` a clone,
+/// `Arc::count` and `strong_count` 2, `Weak::strong_count` 1), and the value is exactly as
+/// before: not dropped, listed once, its one reference counted, its flag cleared. Once the
+/// fence runs again each check finds the `Arc` the only one.
+#[test]
+fn checks_whose_fence_has_no_memory_change_nothing() {
+    use crate::reclaim::FENCE_ENOMEM;
+    let d = small_domain();
+    let drops = counters(1);
+    RECENT.with(|r| {
+        r.addr.set(0);
+        r.drops.set(0);
+        r.due.set(u64::MAX);
+    });
+    let mut a = Arc::new_in(
+        Counted {
+            id: 0,
+            panics: usize::MAX,
+            drops,
+        },
+        d,
+    );
+    let at = Arc::as_ptr(&a);
+    let no_memory = |f: &mut dyn FnMut()| {
+        FENCE_ENOMEM.with(|c| c.set(true));
+        f();
+        FENCE_ENOMEM.with(|c| c.set(false));
+    };
+    let fences = d.stats().fences;
+    no_memory(&mut || {
+        assert!(Arc::get_mut(&mut a).is_none(), "get_mut");
+        assert_eq!(Arc::count(&a), 2, "count");
+        assert_eq!(Arc::strong_count(&a), 2, "strong_count");
+    });
+    FENCE_ENOMEM.with(|c| c.set(true));
+    let r = Arc::try_unwrap(a);
+    FENCE_ENOMEM.with(|c| c.set(false));
+    let Err(mut a) = r else {
+        panic!("try_unwrap without a fence");
+    };
+    assert_eq!(Arc::as_ptr(&a), at);
+    assert_eq!(d.stats().fences, fences, "a fence counted");
+    assert_eq!(
+        drops[0].load(Ordering::SeqCst),
+        0,
+        "dropped without a fence"
+    );
+    assert_eq!(d.arcs_alive(), 1);
+    assert_eq!(d.read_all(Arc::header(a.inner)), 1, "the count");
+    // Live, not left flagged: a REF that fails under a flag succeeds.
+    let t = d.try_get(Arc::header(a.inner)).expect("live, not flagged");
+    d.put(Arc::header(a.inner), t);
+    assert_eq!(Arc::count(&a), 1);
+    assert!(Arc::get_mut(&mut a).is_some());
+    let w = Arc::downgrade(&a);
+    let a = Arc::try_unwrap(a).map_err(|_| ()).expect("the only Arc");
+    drop(a);
+    assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+    assert_eq!(w.strong_count(), 0);
+
+    // `make_mut` with a `Weak` (which checks by a reclaim that moves the value), then
+    // `Weak::strong_count` after the old `Arc`, the last, was dropped where its reclaim's fence
+    // had no memory (the value left to the collector): its first READ-ALL finds 0.
+
+    let mut b = Arc::new_in(7u64, d);
+    let w = Arc::downgrade(&b);
+    let at = Arc::as_ptr(&b);
+    no_memory(&mut || {
+        *Arc::make_mut(&mut b) += 1;
+    });
+    assert_ne!(Arc::as_ptr(&b), at, "changed in place without a fence");
+    assert_eq!(*b, 8);
+    no_memory(&mut || assert_eq!(w.strong_count(), 1, "Weak::strong_count"));
+    assert_eq!(w.strong_count(), 0);
+    assert_eq!(collect(d), 1, "the old value");
+    assert!(w.upgrade().is_none());
+    let at = Arc::as_ptr(&b);
+    *Arc::make_mut(&mut b) += 1;
+    assert_eq!((Arc::as_ptr(&b), *b), (at, 9));
+}
+
+/// `Arc::into_inner` of the last `Arc` where the reclaim's fence fails for want of memory:
+/// `None`, and the value, unreferenced and listed, waits for the collector, which drops it
+/// once, as after a last drop whose fence has no memory.
+#[test]
+fn into_inner_whose_fence_has_no_memory_leaves_the_value_to_the_collector() {
+    use crate::reclaim::FENCE_ENOMEM;
+    let d = small_domain();
+    let drops = counters(1);
+    RECENT.with(|r| {
+        r.addr.set(0);
+        r.drops.set(0);
+        r.due.set(u64::MAX);
+    });
+    let a = Arc::new_in(
+        Counted {
+            id: 0,
+            panics: usize::MAX,
+            drops,
+        },
+        d,
+    );
+    FENCE_ENOMEM.with(|c| c.set(true));
+    let got = Arc::into_inner(a);
+    FENCE_ENOMEM.with(|c| c.set(false));
+    assert!(got.is_none(), "the value without a fence");
+    assert_eq!(
+        drops[0].load(Ordering::SeqCst),
+        0,
+        "dropped without a fence"
+    );
+    assert_eq!(d.arcs_alive(), 1);
+    assert_eq!(collect(d), 1);
+    assert_eq!(drops[0].load(Ordering::SeqCst), 1);
+}
+
 /// `Weak::as_ptr` of an unsized value (a slice, a trait object over-aligned, so that the
 /// value lies past padding after the allocation's head) is the value's address, as
 /// `Arc::as_ptr`'s, also after the value is dropped (the allocation kept by the `Weak`: no

@@ -141,9 +141,11 @@ impl<T: ?Sized> Weak<T> {
     /// thread); otherwise it may be below the number held throughout the call or above the
     /// number at any one instant, as [`Arc::count`]. Never 0 while an `Arc` is held
     /// throughout the call: a READ-ALL that finds none is read again under the object's
-    /// reclaim flag (an asymmetric fence, as [`Arc::get_mut`]'s check). Between the drop of
-    /// the last `Arc` and the value's reclaim (see [`Arc`]) it is 0, and [`Weak::upgrade`] may
-    /// still succeed.
+    /// reclaim flag (an asymmetric fence, as [`Arc::get_mut`]'s check); where the kernel has
+    /// no memory for that fence (`membarrier(2)` answering `ENOMEM` at each of its 100 tries)
+    /// the READ-ALL cannot be confirmed and the answer is 1, also if no `Arc` is left: a 0 is
+    /// never answered unconfirmed. Between the drop of the last `Arc` and the value's reclaim
+    /// (see [`Arc`]) it is 0, and [`Weak::upgrade`] may still succeed.
     ///
     /// ```
     /// let a = paygo::Arc::new(5);
