@@ -3,7 +3,7 @@
 //! last `HandleRef` is gone (percpu_ref's kill-then-release). See README, "the handle".
 
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
-use crate::{Domain, Header};
+use crate::{Domain, Header, ReclaimError};
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
@@ -171,12 +171,66 @@ impl<T> Owner<T> {
     /// held, else by the last [`HandleRef`]. Same as dropping the owner.
     ///
     /// # Panics
-    /// If the asymmetric fence fails (`membarrier` failing for want of memory, tried 100
-    /// times): no reference can be taken any more, and the value is leaked, never dropped (the
-    /// references held stay valid). A drop of the owner while its thread unwinds from another
-    /// panic does not panic then, and leaks the value the same way.
+    /// If the asymmetric fence fails (`membarrier(2)` answering `ENOMEM` at each of its 100
+    /// tries, where [`Owner::try_kill`] answers an error instead, or refused otherwise, as by
+    /// a seccomp filter): no reference can be taken any more, and the value is leaked, never
+    /// dropped (the references held stay valid). A drop of the owner while its thread unwinds
+    /// from another panic does not panic then, and leaks the value the same way.
     pub fn kill(self) {
         drop(self)
+    }
+
+    /// [`Owner::kill`], or, where the kernel has no memory for the asymmetric fence
+    /// (`membarrier(2)` answering `ENOMEM` at each of its 100 tries), the owner back with
+    /// [`ReclaimError::NoMemory`]: a resource shortage, for a later call to try again. The
+    /// value is then published exactly as before the call: nothing dropped, every
+    /// [`HandleRef`] held still counted, and [`Handle::try_get`] succeeds again once the call
+    /// has returned (one that ran during the call may have failed).
+    ///
+    /// ```
+    /// use paygo::{Domain, Owner};
+    /// use std::sync::Arc;
+    ///
+    /// let domain = Arc::new(Domain::new());
+    /// let owner = Owner::new(&domain, 7u32);
+    /// let handle = owner.handle();
+    /// match owner.try_kill() {
+    ///     Ok(()) => assert!(handle.is_released()),
+    ///     // Still published: try again later (or let go with `kill`, which panics then).
+    ///     Err((owner, e)) => assert_eq!((*owner, e), (7, paygo::ReclaimError::NoMemory)),
+    /// }
+    /// ```
+    ///
+    /// # Panics
+    /// Where the kernel refuses the fence otherwise (as [`Owner::kill`]: the value leaked).
+    pub fn try_kill(self) -> Result<(), (Self, ReclaimError)> {
+        let this = ManuallyDrop::new(self);
+        // Made first, so that a panic of the kill gives up the owner's count, as the drop of
+        // an owner whose kill panics does.
+        let count = OwnerCount(this.inner);
+        let inner = this.inner();
+        match inner.domain.try_kill(inner.header()) {
+            Ok(killed) => {
+                if killed {
+                    // SAFETY: the kill moved the header to DEAD: we are the unique winner.
+                    unsafe { inner.drop_value() };
+                }
+                drop(count);
+                Ok(())
+            }
+            Err(e) => {
+                // The object is live again and the owner's count is kept, for the owner given
+                // back.
+                core::mem::forget(count);
+                Err((ManuallyDrop::into_inner(this), e))
+            }
+        }
+    }
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for Owner<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        (**self).fmt(f)
     }
 }
 
@@ -228,7 +282,8 @@ impl<T> Handle<T> {
         unsafe { self.inner.as_ref() }
     }
 
-    /// Takes a reference, or `None` once the owner has let go.
+    /// Takes a reference, or `None` once the owner has let go (and while an
+    /// [`Owner::try_kill`] that then fails runs).
     #[inline]
     pub fn try_get(&self) -> Option<HandleRef<'_, T>> {
         let inner = self.inner();
@@ -349,6 +404,93 @@ mod tests {
             );
             assert!(!handle.is_released(), "{how}");
         }
+    }
+
+    /// An owner's `try_kill` whose fence fails for want of memory (`membarrier` answering
+    /// `ENOMEM` at every try), with a reference held and without: the owner comes back with
+    /// `NoMemory`, no panic, and the value is published exactly as before (not dropped or
+    /// released, the held reference still counted and valid, the object live: a REF
+    /// succeeds, no fence counted). Once the fence runs, `try_kill` lets go as `kill` does:
+    /// no new reference, the value dropped once, by the kill or by the last reference.
+    #[test]
+    fn a_try_kill_whose_fence_has_no_memory_changes_nothing() {
+        use crate::reclaim::FENCE_ENOMEM;
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let d = Arc::new(Domain::new());
+        for held in [true, false] {
+            let drops = Arc::new(AtomicUsize::new(0));
+            let owner = Owner::new(&d, Counted(drops.clone()));
+            let handle = owner.handle();
+            let r = held.then(|| handle.try_get().expect("published"));
+            let count = |o: &Owner<Counted>| d.read_all(o.inner().header());
+            let fences = d.stats().fences;
+            FENCE_ENOMEM.with(|c| c.set(true));
+            let back = owner.try_kill();
+            FENCE_ENOMEM.with(|c| c.set(false));
+            let Err((owner, e)) = back else {
+                panic!("held {held}: killed without a fence");
+            };
+            assert_eq!(e, crate::ReclaimError::NoMemory, "held {held}");
+            assert_eq!(d.stats().fences, fences, "held {held}: a fence counted");
+            assert_eq!(count(&owner), held as i64, "held {held}: the count");
+            assert_eq!(drops.load(Ordering::SeqCst), 0, "held {held}: dropped");
+            assert!(!handle.is_released(), "held {held}");
+            let again = handle.try_get().expect("live, not killed");
+            assert_eq!(count(&owner), held as i64 + 1, "held {held}: the count");
+            drop(again);
+            if let Some(r) = &r {
+                assert_eq!(r.0.load(Ordering::SeqCst), 0);
+            }
+            owner
+                .try_kill()
+                .map_err(|(_, e)| e)
+                .expect("the fence runs");
+            assert!(
+                handle.try_get().is_none(),
+                "held {held}: a reference after the kill"
+            );
+            assert_eq!(drops.load(Ordering::SeqCst), !held as usize, "held {held}");
+            drop(r);
+            assert_eq!(drops.load(Ordering::SeqCst), 1, "held {held}");
+            assert!(handle.is_released(), "held {held}");
+        }
+    }
+
+    /// `kill` (and a drop) where the fence fails for want of memory panics, as documented: no
+    /// reference can be taken any more, the one held stays valid, the value is leaked.
+    #[test]
+    fn a_kill_whose_fence_has_no_memory_panics_and_leaks_the_value() {
+        use crate::reclaim::FENCE_ENOMEM;
+        let d = Arc::new(Domain::new());
+        let owner = Owner::new(&d, Arc::new(AtomicUsize::new(3)));
+        let handle = owner.handle();
+        let held = handle.try_get().expect("published");
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            FENCE_ENOMEM.with(|c| c.set(true));
+            owner.kill();
+        }))
+        .expect_err("a panic");
+        FENCE_ENOMEM.with(|c| c.set(false));
+        assert_eq!(
+            err.downcast_ref::<String>().map(String::as_str),
+            Some(&*format!(
+                "paygo: the asymmetric fence failed: {}",
+                ReclaimError::NoMemory
+            ))
+        );
+        assert!(handle.try_get().is_none(), "a reference after the kill");
+        let value = Arc::clone(&held);
+        drop(held);
+        assert_eq!(
+            (Arc::strong_count(&value), value.load(Ordering::SeqCst)),
+            (2, 3)
+        );
+        assert!(!handle.is_released());
     }
 
     /// Set in the child process that makes the handle past the most (its value says how).

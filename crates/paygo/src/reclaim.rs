@@ -229,14 +229,6 @@ impl Domain {
         Ok(())
     }
 
-    /// [`Domain::reclaim_fence`] where a failure for want of memory panics too (the caller
-    /// with no error to answer: the handle's kill).
-    fn reclaim_fence_or_panic(&self) {
-        if let Err(e) = self.reclaim_fence() {
-            panic!("paygo: the asymmetric fence failed: {e}");
-        }
-    }
-
     /// [`Domain::reclaim_fence`] for objects whose flags the caller set (`objs[i]`, where
     /// `flagged` is `None` or `flagged[i]` is true): if the fence fails (`Err(NoMemory)`) or
     /// panics (a `membarrier` refused otherwise, a CPU past the per-CPU slots), the flags are
@@ -843,14 +835,47 @@ impl Domain {
 
     /// The handle's kill: no new reference from now on; frees (returns true) if none is left,
     /// otherwise the last UNREF will (see README, "the handle").
+    ///
+    /// # Panics
+    /// Where the kernel has no memory for the asymmetric fence (see [`Domain::try_kill`]):
+    /// the object is left KILLED, never released (the caller's value is leaked, the references
+    /// held stay valid). And as [`Domain::try_kill`].
     pub(crate) fn kill(&self, hdr: Pin<&Header>) -> bool {
+        match self.kill_or(hdr, false) {
+            Ok(released) => released,
+            Err(e) => panic!("paygo: the asymmetric fence failed: {e}"),
+        }
+    }
+
+    /// [`Domain::kill`], or `Err(NoMemory)` where the kernel has no memory for the asymmetric
+    /// fence (`membarrier(2)` answering `ENOMEM` at each of its 100 tries): the object is then
+    /// LIVE again, exactly as before the call, every reference it held still counted, and
+    /// nothing released. A REF that ran meanwhile may have failed, as under a reclaim's flag.
+    ///
+    /// # Panics
+    /// Where the kernel keeps refusing the fence otherwise (`EPERM` from a seccomp filter):
+    /// the object is left KILLED, never released, as by [`Domain::kill`].
+    pub(crate) fn try_kill(&self, hdr: Pin<&Header>) -> Result<bool, ReclaimError> {
+        self.kill_or(hdr, true)
+    }
+
+    /// The kill, where a fence with no memory leaves the object LIVE again (`undo`) or KILLED.
+    fn kill_or(&self, hdr: Pin<&Header>, undo: bool) -> Result<bool, ReclaimError> {
         // SeqCst: pairs with the SeqCst flag load after an anchor-path UNREF.
         let old = hdr.cas_state(LIVE, KILLED, Ordering::SeqCst);
         debug_assert_eq!(old, Ok(()), "paygo: kill of an object that is not live");
-        self.reclaim_fence_or_panic();
+        if let Err(e) = self.reclaim_fence() {
+            if undo {
+                // Only the kill moves the state on from KILLED (to KILL_FENCED, which every
+                // release needs): back at LIVE no UNREF has released, and each one counted.
+                // Release: pairs with the Acquire flag load of REFs.
+                hdr.set_state(LIVE, Ordering::Release);
+            }
+            return Err(e);
+        }
         let lists = self.stripe(hdr.addr());
         hdr.set_state(KILL_FENCED, Ordering::SeqCst);
-        self.release_if_zero(hdr, &lists)
+        Ok(self.release_if_zero(hdr, &lists))
     }
 
     /// Under the stripe lock (`lists`), with the flag at KILL_FENCED: if nothing is counted,
