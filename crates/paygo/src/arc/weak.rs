@@ -145,7 +145,8 @@ impl<T: ?Sized> Weak<T> {
     /// no memory for that fence (`membarrier(2)` answering `ENOMEM` at each of its 100 tries)
     /// the READ-ALL cannot be confirmed and the answer is 1, also if no `Arc` is left: a 0 is
     /// never answered unconfirmed. Between the drop of the last `Arc` and the value's reclaim
-    /// (see [`Arc`]) it is 0, and [`Weak::upgrade`] may still succeed.
+    /// (see [`Arc`]) it is 0 (1 where that fence has no memory), and [`Weak::upgrade`] may
+    /// still succeed.
     ///
     /// ```
     /// let a = paygo::Arc::new(5);
