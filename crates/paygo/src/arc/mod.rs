@@ -1092,7 +1092,9 @@ impl<T> Arc<T> {
     }
 
     /// The value if `this` is its only `Arc`, else a clone of it, as
-    /// `std::sync::Arc::unwrap_or_clone`.
+    /// `std::sync::Arc::unwrap_or_clone`: a clone also where [`Arc::try_unwrap`] gives `this`
+    /// back for want of memory for its fence (`this`, then the last `Arc`, is dropped as any
+    /// last one is).
     pub fn unwrap_or_clone(this: Self) -> T
     where
         T: Clone,
