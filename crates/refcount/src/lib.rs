@@ -280,7 +280,9 @@ impl<S: ?Sized> Vouch<S> {
 pub struct Memory {
     /// State shared by all objects (per-CPU tables, caches, queues), and what a scheme has
     /// allocated for objects that no live object holds (the slots of an arena's chunk not
-    /// handed out yet or given back: `percpu-ref`, `sloppy`, `refcache`).
+    /// handed out yet or given back: `percpu-ref`, `sloppy`, `refcache`): the bytes the scheme
+    /// allocates, not the size of the scheme value itself (0 for a scheme that allocates
+    /// nothing but its objects' state, `snzi`'s trees among them).
     pub shared: usize,
     /// Per-object state: the inline size of each object's [`RefCounter::Object`] plus what it
     /// owns on the heap, summed over the objects asked about.

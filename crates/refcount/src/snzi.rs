@@ -448,7 +448,8 @@ impl RefCounter for Snzi {
     fn memory(&self, objs: &mut dyn Iterator<Item = Pin<&SnziObject>>) -> Memory {
         let node = core::mem::size_of::<CachePadded<AtomicU64>>();
         Memory {
-            shared: core::mem::size_of::<Self>(),
+            // The scheme value is the tree's shape and allocates nothing: no state is shared.
+            shared: 0,
             objects: objs
                 .map(|o| core::mem::size_of::<SnziObject>() + o.nodes.len() * node)
                 .sum(),

@@ -3,7 +3,8 @@
 //! `OutOfMemory` error naming it, not an abort of the process, and the scheme loses nothing to
 //! it.
 //! Dropping their objects, and a `refcache` put that queues an object for review, allocate
-//! nothing. `memory` of `percpu-ref`, `sloppy` and `refcache` is the bytes they allocate.
+//! nothing. `memory` of `percpu-ref`, `sloppy`, `refcache` and `snzi` is the bytes they
+//! allocate.
 //!
 //! The allocation is made to fail by this binary's global allocator, which refuses, on a thread
 //! that asks it to, every allocation of a given size or more, and counts each thread's bytes
@@ -424,4 +425,39 @@ fn sloppy_memory_is_the_bytes_allocated() {
 #[test]
 fn refcache_memory_is_the_bytes_allocated() {
     memory_is_the_bytes_allocated(|| RefCache::with_manual_epochs(Default::default()), 0);
+}
+
+/// `memory` of `snzi` is the bytes it allocates, counted by this binary's allocator: a scheme
+/// value (the tree's shape, allocating nothing) has no shared bytes, with objects or without;
+/// each object counts its inline state and its tree, which its drop frees.
+#[test]
+fn snzi_memory_is_the_bytes_allocated() {
+    for leaves in [1, 16] {
+        let (s, scheme) = heap_of(|| Snzi::with_leaves(leaves));
+        assert_eq!(scheme, 0, "a scheme value allocates nothing");
+        assert_eq!(s.memory(&mut std::iter::empty()), Memory::default());
+        let mut objs = Vec::with_capacity(3);
+        let ((), made) = heap_of(|| {
+            for _ in 0..3 {
+                objs.push(s.new_object());
+            }
+        });
+        let m = s.memory(&mut objs.iter().map(Pin::new));
+        assert_eq!(
+            m,
+            Memory {
+                shared: 0,
+                objects: made + objs.len() * std::mem::size_of::<SnziObject>(),
+            },
+            "{leaves} leaves"
+        );
+        let before = NET_BYTES.with(|n| n.get());
+        objs.clear();
+        let freed = before - NET_BYTES.with(|n| n.get());
+        assert_eq!(
+            freed, made as isize,
+            "{leaves} leaves: the drops free the trees"
+        );
+        assert_eq!(s.memory(&mut std::iter::empty()), Memory::default());
+    }
 }
