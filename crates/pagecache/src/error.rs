@@ -84,8 +84,8 @@ impl FileError {
             || a.try_reserve_exact(MESSAGE_ROOM).is_err()
             || boxed.try_reserve_exact(1).is_err()
             || custom.try_reserve_exact(1).is_err()
-            || fmt::write(&mut Room(&mut b), before).is_err()
-            || fmt::write(&mut Room(&mut a), after).is_err()
+            || refcount::write_in_room(&mut b, before).is_err()
+            || refcount::write_in_room(&mut a, after).is_err()
         {
             return io::ErrorKind::OutOfMemory.into();
         }
@@ -142,20 +142,6 @@ impl std::error::Error for FileError {}
 /// [`out_of_memory`] asks for its message's: more than any of the cache's messages takes (a
 /// longer one is not written: the error is then the bare kind).
 const MESSAGE_ROOM: usize = 512;
-
-/// Writes into the string's room, never past it (a longer message is an error: growing the
-/// string would allocate).
-struct Room<'a>(&'a mut String);
-
-impl fmt::Write for Room<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        if self.0.capacity() - self.0.len() < s.len() {
-            return Err(fmt::Error);
-        }
-        self.0.push_str(s);
-        Ok(())
-    }
-}
 
 /// An error of kind `OutOfMemory` with the message `args`, for an allocation that just failed,
 /// written only where the memory it takes can be had (see [`refcount::out_of_memory`]).

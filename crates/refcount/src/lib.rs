@@ -143,8 +143,34 @@ const MESSAGE_ROOM: usize = 512;
 /// ```
 #[cold]
 pub fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
-    /// Writes into the string's room, never past it (a longer message is an error: growing the
-    /// string would allocate).
+    let mut message = String::new();
+    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
+    if message.try_reserve_exact(MESSAGE_ROOM).is_err()
+        || one.try_reserve_exact(1).is_err()
+        || two.try_reserve_exact(1).is_err()
+        || write_in_room(&mut message, args).is_err()
+    {
+        return std::io::ErrorKind::OutOfMemory.into();
+    }
+    drop((one, two));
+    std::io::Error::new(std::io::ErrorKind::OutOfMemory, message)
+}
+
+/// Writes `args` at the end of `s`, into its room (its capacity past its length) and never past
+/// it: a message longer than the room is an error, with `s` holding some of it, since growing
+/// the string would allocate. How [`out_of_memory`] writes its message, and the page cache the
+/// words of its errors of that kind: not part of the API.
+///
+/// ```
+/// let mut s = String::with_capacity(8);
+/// let room = s.capacity();
+/// assert!(refcount::write_in_room(&mut s, format_args!("{}", 1234)).is_ok());
+/// assert!(refcount::write_in_room(&mut s, format_args!("{:1000}", "")).is_err());
+/// assert!(s.starts_with("1234"));
+/// assert_eq!(s.capacity(), room, "never grown");
+/// ```
+#[doc(hidden)]
+pub fn write_in_room(s: &mut String, args: core::fmt::Arguments<'_>) -> core::fmt::Result {
     struct Room<'a>(&'a mut String);
     impl core::fmt::Write for Room<'_> {
         fn write_str(&mut self, s: &str) -> core::fmt::Result {
@@ -155,17 +181,7 @@ pub fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
             Ok(())
         }
     }
-    let mut message = String::new();
-    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
-    if message.try_reserve_exact(MESSAGE_ROOM).is_err()
-        || one.try_reserve_exact(1).is_err()
-        || two.try_reserve_exact(1).is_err()
-        || core::fmt::write(&mut Room(&mut message), args).is_err()
-    {
-        return std::io::ErrorKind::OutOfMemory.into();
-    }
-    drop((one, two));
-    std::io::Error::new(std::io::ErrorKind::OutOfMemory, message)
+    core::fmt::write(&mut Room(s), args)
 }
 
 /// The bytes of an `Arc<T>`'s allocation: the strong and weak counts, then the value (the
