@@ -60,22 +60,37 @@ pub mod header {
         &h[start..start + len]
     }
 
-    /// The `NAME = N` entries of `typedef enum name { ... } name;`.
+    /// The `NAME = N` entries of `typedef enum name { ... } name;`. Every enumerator must have
+    /// its value written out as a decimal integer: one without an initializer (whose value is
+    /// the one before it plus one, which may be another code's) or with another expression
+    /// (`0x10`, `-1000 - 4`, `1 << 2`: the preprocessor and the compiler are not run here) is
+    /// refused rather than left out or read as the number it starts with, so that a header
+    /// cannot hold a value that the comparison with the Rust side does not see.
     ///
     /// # Panics
-    /// If the header has no such enum.
+    /// If the header has no such enum, or an enumerator has no value or one that is not a
+    /// decimal `i32`.
     pub fn enum_values(h: &str, name: &str) -> BTreeMap<String, i32> {
         let h = strip_comments(h);
-        block(&h, &format!("typedef enum {name}"), &format!("}} {name};"))
-            .split([',', '{'])
-            .filter_map(|e| {
-                let (name, rest) = e.split_once('=')?;
-                let value: String = rest
-                    .trim()
-                    .chars()
-                    .take_while(|c| *c == '-' || c.is_ascii_digit())
-                    .collect();
-                Some((name.trim().to_string(), value.parse().ok()?))
+        let body = block(&h, &format!("typedef enum {name}"), &format!("}} {name};"));
+        let body = &body[body
+            .find('{')
+            .unwrap_or_else(|| panic!("enum {name} has no body"))
+            + 1..];
+        body.split(',')
+            .filter(|e| !e.trim().is_empty())
+            .map(|e| {
+                let (entry, rest) = e.split_once('=').unwrap_or_else(|| {
+                    panic!("enum {name}: {} has no value written out", e.trim())
+                });
+                let value = rest.trim().parse().unwrap_or_else(|_| {
+                    panic!(
+                        "enum {name}: {} = {} is not a decimal integer",
+                        entry.trim(),
+                        rest.trim()
+                    )
+                });
+                (entry.trim().to_string(), value)
             })
             .collect()
     }
@@ -326,15 +341,16 @@ pub mod header {
             .collect()
     }
 
-    /// The `uint64_t` fields of `typedef struct name_s { ... } name_t;`, in order (the tag is
-    /// not `name`, the name of the function that fills the struct, which C++ `-Wshadow`
-    /// reports as hiding the struct's constructor).
+    /// The `uint64_t` fields of `typedef struct name_s { ... } name_t;`, in order, comments left
+    /// out (the tag is not `name`, the name of the function that fills the struct, which C++
+    /// `-Wshadow` reports as hiding the struct's constructor).
     ///
     /// # Panics
     /// If the header has no such struct.
     pub fn u64_fields(h: &str, name: &str) -> Vec<String> {
+        let h = strip_comments(h);
         let body = block(
-            h,
+            &h,
             &format!("typedef struct {name}_s {{"),
             &format!("}} {name}_t;"),
         );
@@ -352,6 +368,182 @@ pub mod header {
         let start = start + src[start..].find('{').expect("a struct body");
         let end = start + src[start..].find("\n}").expect("the end of the struct");
         fields(&src[start..end], "pub")
+    }
+
+    /// The fields of `typedef struct tag { ... } name;` (whatever its tag), in order: each
+    /// field's name and its type in the words of [`Signature`] (`uint64_t` is `u64`, `size_t`
+    /// is `usize`, `const char *` is `*c_char`, the types of `aliases` (C name, Rust name) by
+    /// their Rust names), an array `T name[N]` as `[T; N]`. With [`rust_field_types`], the
+    /// check that a struct's fields have the same types on both sides: a field of another type
+    /// whose size the padding hides (a `uint32_t` among `uint64_t`s takes 8 bytes all the
+    /// same) changes neither the names nor the struct's size.
+    ///
+    /// # Panics
+    /// If the header has no such struct.
+    pub fn c_fields(h: &str, name: &str, aliases: &[(&str, &str)]) -> Vec<(String, String)> {
+        let h = strip_comments(h);
+        let end = h
+            .find(&format!("}} {name};"))
+            .unwrap_or_else(|| panic!("no struct {name} in the header"));
+        let start = h[..end]
+            .rfind("typedef struct")
+            .unwrap_or_else(|| panic!("no struct {name} in the header"));
+        let body = &h[start..end];
+        let body = &body[body.find('{').expect("a struct body") + 1..];
+        body.split(';')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|decl| {
+                let (decl, len) = match decl.strip_suffix(']').and_then(|d| d.rsplit_once('[')) {
+                    Some((d, n)) => (d.trim_end(), Some(n.trim())),
+                    None => (decl, None),
+                };
+                let spaced = decl.replace('*', " * ");
+                let field = spaced.split_whitespace().last().unwrap_or_default();
+                let ty = c_type(decl, aliases, true)
+                    .unwrap_or_else(|| panic!("struct {name}: no type in {decl}"));
+                let ty = match len {
+                    Some(n) => format!("[{ty}; {n}]"),
+                    None => ty,
+                };
+                (field.to_string(), ty)
+            })
+            .collect()
+    }
+
+    /// The `pub` fields of `pub struct name { ... }` of a Rust source file, in order: each
+    /// field's name and its type in the words of [`Signature`] (see [`c_fields`]).
+    ///
+    /// # Panics
+    /// If the file has no such struct.
+    pub fn rust_field_types(src: &str, name: &str) -> Vec<(String, String)> {
+        let start = src
+            .find(&format!("pub struct {name}"))
+            .unwrap_or_else(|| panic!("no struct {name}"));
+        let start = start + src[start..].find('{').expect("a struct body");
+        let end = start + src[start..].find("\n}").expect("the end of the struct");
+        src[start..end]
+            .lines()
+            .filter_map(|l| {
+                let (field, ty) = l.trim().strip_prefix("pub ")?.split_once(':')?;
+                let ty = ty.trim().trim_end_matches(',');
+                Some((field.trim().to_string(), rust_type(ty)))
+            })
+            .collect()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn enum_values_are_read_as_written() {
+            let h = "typedef enum e {\n    A = 0, /* a, b */\n    B = -22,\n    C = -1003\n} e;\n\
+                     typedef enum f { X = 1, } f;\n";
+            let want: BTreeMap<String, i32> = [("A", 0), ("B", -22), ("C", -1003)]
+                .map(|(k, v)| (k.to_string(), v))
+                .into();
+            assert_eq!(enum_values(h, "e"), want);
+            assert_eq!(enum_values(h, "f"), [("X".to_string(), 1)].into());
+        }
+
+        /// An enumerator without an initializer takes the value after the one before it, which
+        /// may be another code's (here C is -1002, B's value): left out of the map, no
+        /// comparison with the Rust side would see it.
+        #[test]
+        #[should_panic(expected = "C has no value written out")]
+        fn an_enumerator_without_a_value_is_refused() {
+            enum_values("typedef enum e { A = -1003, B = -1002, C } e;", "e");
+        }
+
+        /// `0x10` is not 0, nor `-1000 - 4` -1000: a value the reader cannot compute is
+        /// refused, not read as the number it starts with.
+        #[test]
+        fn an_enumerator_of_another_form_is_refused() {
+            for value in ["0x10", "-1000 - 4", "1 << 2", "(-5)"] {
+                let h = format!("typedef enum e {{ A = {value} }} e;");
+                let r = std::panic::catch_unwind(|| enum_values(&h, "e"));
+                assert!(r.is_err(), "{value} read as {:?}", r.ok());
+            }
+        }
+
+        const HEADER: &str = "typedef struct s_s {\n    uint64_t fills; /* pages\n    \
+             uint64_t read */\n    uint64_t resident;\n    const char *name;\n    int mode;\n\
+             uint32_t flags;\n    size_t size;\n    uint64_t words[8];\n} s_t;\n";
+
+        /// A Rust struct of `types` for the fields of `HEADER`.
+        fn rust(types: [&str; 7]) -> String {
+            let names = [
+                "fills", "resident", "name", "mode", "flags", "size", "words",
+            ];
+            let mut src = String::from("#[repr(C)]\npub struct S {\n");
+            for (n, t) in names.iter().zip(types) {
+                src.push_str(&format!("    /// The {n}.\n    pub {n}: {t},\n"));
+            }
+            src + "}\n"
+        }
+
+        #[test]
+        fn struct_fields_are_read_with_their_types() {
+            let want: Vec<(String, String)> = [
+                ("fills", "u64"),
+                ("resident", "u64"),
+                ("name", "*c_char"),
+                ("mode", "i32"),
+                ("flags", "u32"),
+                ("size", "usize"),
+                ("words", "[u64; 8]"),
+            ]
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .into();
+            assert_eq!(c_fields(HEADER, "s_t", &[]), want);
+            // Not the comment's `uint64_t read`.
+            assert_eq!(u64_fields(HEADER, "s"), ["fills", "resident", "words"]);
+            let src = rust([
+                "u64",
+                "u64",
+                "*const core::ffi::c_char",
+                "c_int",
+                "u32",
+                "usize",
+                "[u64; 8]",
+            ]);
+            assert_eq!(rust_field_types(&src, "S"), want);
+        }
+
+        /// A `u32` on the Rust side for a `uint64_t` of the header, between two `uint64_t`s:
+        /// the padding keeps the size (`8 * fields`) and every offset, and the names agree, but
+        /// C reads 4 bytes that Rust never writes. The names and the size cannot tell; the
+        /// types can.
+        #[test]
+        fn a_field_whose_size_the_padding_hides_is_told_apart() {
+            let h = "typedef struct st_s {\n    uint64_t a;\n    uint64_t b;\n    uint64_t c;\n} \
+                     st_t;\n";
+            let src = "pub struct St {\n    pub a: u64,\n    pub b: u32,\n    pub c: u64,\n}\n";
+            #[repr(C)]
+            struct St {
+                _a: u64,
+                _b: u32,
+                _c: u64,
+            }
+            assert_eq!(u64_fields(h, "st"), rust_fields(src, "St"));
+            assert_eq!(core::mem::size_of::<St>(), 8 * 3);
+            let (c, r) = (c_fields(h, "st_t", &[]), rust_field_types(src, "St"));
+            assert_ne!(c, r);
+            assert_eq!(r[1], ("b".to_string(), "u32".to_string()));
+            assert_eq!(c[1], ("b".to_string(), "u64".to_string()));
+            // And a signedness the size does not show: `int` against `u32`.
+            let src = rust([
+                "u64",
+                "u64",
+                "*const c_char",
+                "u32",
+                "u32",
+                "usize",
+                "[u64; 8]",
+            ]);
+            assert_ne!(c_fields(HEADER, "s_t", &[]), rust_field_types(&src, "S"));
+        }
     }
 }
 
