@@ -8,8 +8,8 @@
 #![cfg(not(loom))]
 
 use capi_check::header::{
-    check_version_macros, enum_values, functions, read, rust_fields, rust_functions,
-    rust_signatures, signatures, u64_fields,
+    c_fields, check_version_macros, enum_values, functions, read, rust_field_types, rust_fields,
+    rust_functions, rust_signatures, signatures, u64_fields,
 };
 use pagecache::capi;
 use std::collections::BTreeMap;
@@ -124,6 +124,8 @@ fn signatures_agree() {
     assert_eq!(h, r);
 }
 
+/// The statistics struct's fields: the same names in the same order, each of the same type (a
+/// `u32` among the `u64`s would keep the names and, padded, the size).
 #[test]
 fn stats_layout_agrees() {
     let h = file("include/pagecache.h");
@@ -131,10 +133,24 @@ fn stats_layout_agrees() {
     let rust_fields = rust_fields(&file("src/capi.rs"), "CStats");
     assert_eq!(header_fields, rust_fields);
     assert_eq!(
+        c_fields(&h, "pagecache_stats_t", &[]),
+        rust_field_types(&file("src/capi.rs"), "CStats")
+    );
+    assert_eq!(
         core::mem::size_of::<capi::CStats>(),
         8 * header_fields.len(),
         "pagecache_stats_t is a row of uint64_t"
     );
+}
+
+/// `pagecache_options_t`'s fields and `COptions`'s: the same names in the same order, each of the
+/// same type (`int mode` is `c_int`, not a `u32` of the same size and offset). The C program
+/// `options.c` checks their offsets and the struct's size (`c_api.rs`).
+#[test]
+fn options_fields_agree() {
+    let h = c_fields(&file("include/pagecache.h"), "pagecache_options_t", &[]);
+    assert_eq!(h.len(), 8, "{h:?}");
+    assert_eq!(h, rust_field_types(&file("src/capi.rs"), "COptions"));
 }
 
 /// `pagecache_new`'s comment names every scheme that can count a page cache's frames (those of
