@@ -822,6 +822,23 @@ pub mod cc {
         exe
     }
 
+    /// The flags [`build`] compiles a test program with: C11, warnings as errors, `-pthread`.
+    const CFLAGS: [&str; 7] = [
+        "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
+    ];
+
+    /// `$CC` with [`CFLAGS`] and the include path of a test program of `crate_dir`: the
+    /// crate's `include` and this crate's (`check.h`).
+    fn cc_for(crate_dir: &Path) -> Command {
+        let mut cmd = Command::new(compiler("CC", "cc"));
+        cmd.args(CFLAGS)
+            .arg("-I")
+            .arg(crate_dir.join("include"))
+            .arg("-I")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/include"));
+        cmd
+    }
+
     fn compile(
         crate_dir: &Path,
         name: &str,
@@ -830,20 +847,131 @@ pub mod cc {
         out_dir: &Path,
     ) -> PathBuf {
         let exe = out_dir.join(format!("c_{name}.{}", std::process::id()));
-        run(Command::new(compiler("CC", "cc"))
-            .args([
-                "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
-            ])
-            .arg("-I")
-            .arg(crate_dir.join("include"))
-            .arg("-I")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/include"))
+        run(cc_for(crate_dir)
             .arg(crate_dir.join(format!("tests/c/{name}.c")))
             .args(lib)
             .args(link)
             .arg("-o")
             .arg(&exe));
         exe
+    }
+
+    /// [`build`] of several programs into one: each `crate_dir/tests/c/NAME.c` of `names` is
+    /// compiled on its own (its `main` renamed `capi_check_main_NAME`, a C identifier: `NAME`
+    /// is letters, digits and `_`), the objects on as many threads as there are CPUs, and they
+    /// are linked once, with a `main` that runs the program named by its first argument with
+    /// the arguments after it (`PROGRAM NAME ARGS...` runs as `NAME ARGS...` would, its
+    /// `argv[0]` the name). Linking a program against a crate's static library (a whole Rust
+    /// runtime with its debug information) costs several times the compilation of the
+    /// program, so this costs about what [`build`] of one program costs. Each program keeps its
+    /// own file-scope names (`check.h`'s `failures` is `static`) and runs in a process of its
+    /// own, as built alone; a program that defines a function of the C library (an allocator,
+    /// `sysconf`) would change the others, and is built alone. Returns the program's path,
+    /// `out_dir/c_programs.<pid>` (per process, as [`build`]'s); the files of processes that
+    /// have exited are removed first.
+    ///
+    /// # Panics
+    /// If a name is not a C identifier, or the compiler fails.
+    pub fn build_many(
+        crate_dir: &Path,
+        names: &[&str],
+        lib: &Path,
+        link: &[&str],
+        out_dir: &Path,
+    ) -> PathBuf {
+        for name in names {
+            assert!(
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{name:?} is not a C identifier"
+            );
+        }
+        remove_exited(out_dir, "c_programs.");
+        remove_exited(out_dir, "c_programs-objects.");
+        let pid = std::process::id();
+        let objects = out_dir.join(format!("c_programs-objects.{pid}"));
+        std::fs::create_dir_all(&objects).unwrap_or_else(|e| panic!("{}: {e}", objects.display()));
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads.min(names.len()))
+                .map(|_| {
+                    s.spawn(|| loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(name) = names.get(k) else { break };
+                        run(cc_for(crate_dir)
+                            .arg(format!("-Dmain=capi_check_main_{name}"))
+                            .arg("-c")
+                            .arg(crate_dir.join(format!("tests/c/{name}.c")))
+                            .arg("-o")
+                            .arg(objects.join(format!("{name}.o"))));
+                    })
+                })
+                .collect();
+            for w in workers {
+                if let Err(panic) = w.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        });
+        // Each program's main as its source defines it: with or without arguments.
+        let mut main = String::from("#include <stdio.h>\n#include <string.h>\n");
+        let mut calls = String::new();
+        for name in names {
+            let src = std::fs::read_to_string(crate_dir.join(format!("tests/c/{name}.c")))
+                .unwrap_or_else(|e| panic!("{name}.c: {e}"));
+            let f = format!("capi_check_main_{name}");
+            if src.contains("int main(void)") {
+                main.push_str(&format!("int {f}(void);\n"));
+                calls.push_str(&format!(
+                    "    if (strcmp(argv[1], \"{name}\") == 0) return {f}();\n"
+                ));
+            } else {
+                main.push_str(&format!("int {f}(int argc, char **argv);\n"));
+                calls.push_str(&format!(
+                    "    if (strcmp(argv[1], \"{name}\") == 0) return {f}(argc - 1, argv + 1);\n"
+                ));
+            }
+        }
+        main.push_str("int main(int argc, char **argv) {\n    if (argc < 2) {\n");
+        main.push_str("        fprintf(stderr, \"usage: %s PROGRAM [ARGS...]\\n\", argv[0]);\n");
+        main.push_str("        return 2;\n    }\n");
+        main.push_str(&calls);
+        main.push_str("    fprintf(stderr, \"%s: no program %s\\n\", argv[0], argv[1]);\n");
+        main.push_str("    return 2;\n}\n");
+        let main_c = objects.join("main.c");
+        std::fs::write(&main_c, main).unwrap_or_else(|e| panic!("{}: {e}", main_c.display()));
+        let exe = out_dir.join(format!("c_programs.{pid}"));
+        run(cc_for(crate_dir)
+            .arg(&main_c)
+            .args(names.iter().map(|n| objects.join(format!("{n}.o"))))
+            .arg(lib)
+            .args(link)
+            .arg("-o")
+            .arg(&exe));
+        let _ = std::fs::remove_dir_all(&objects);
+        exe
+    }
+
+    /// Removes the files and folders of `dir` named `<prefix><pid>` (and `<prefix><pid>.*`)
+    /// whose process is not running: those of test processes that exited (their programs
+    /// cannot be removed by the tests that run them, which share them).
+    fn remove_exited(dir: &Path, prefix: &str) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+                continue;
+            };
+            let pid = pid.split('.').next().unwrap_or_default();
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
+                    _ => std::fs::remove_file(e.path()),
+                };
+            }
+        }
     }
 
     /// The warnings, as errors, that the headers are compiled with (as C and as C++):
