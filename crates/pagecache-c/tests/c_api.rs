@@ -1,8 +1,9 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
 //! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`, `pages.c`,
 //! `mappings.c`, `counts.c`, whose shared helpers are those of `tests/c/common.h`) against
-//! `include/pagecache.h`
-//! and the crate's static library (`unload.c` loads the shared one with `dlopen`), runs them,
+//! `include/pagecache.h` and the crate's static library, most of them into one program linked
+//! once per test process ([`PROGRAMS`]; `unload.c` loads the shared library with `dlopen`),
+//! runs each in a process of its own,
 //! and checks that the header also compiles as pedantic C++ (or says that check is skipped
 //! where no C++ compiler is installed) and C99, that a C++ program links every function of it
 //! and `paygo.h`, that both libraries define every function the header declares, and that the
@@ -13,52 +14,95 @@
 #![cfg(not(loom))]
 
 use capi_check::cc;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// The system libraries of the link line that `pagecache.h` and the README document for the
 /// static library.
 const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
 
-/// Builds `tests/c/NAME.c` against the header and `libpagecache.a` (with the link line the
-/// header documents, [`LINK`]), runs it, and returns its standard output.
-fn build_and_run(name: &str) -> String {
-    let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
-    let exe = cc::build(
-        Path::new(env!("CARGO_MANIFEST_DIR")),
-        name,
-        &lib,
-        LINK,
-        Path::new(env!("CARGO_TARGET_TMPDIR")),
-    );
+/// The programs of `tests/c` that [`build_and_run`] builds into one ([`cc::build_many`]: one
+/// link against `libpagecache.a`, which costs several times their compilation): all but
+/// `oom.c` and `counters.c`, which define functions of the C library (an allocator that runs
+/// out, a `sysconf` of 16 CPUs) that would change the others, and are built alone.
+const PROGRAMS: &[&str] = &[
+    "cancel",
+    "counts",
+    "fork",
+    "handles",
+    "limits",
+    "mappings",
+    "options",
+    "pages",
+    "quickstart",
+    "readers",
+];
+
+/// `libpagecache.a`, built for the test ([`cc::staticlib`]).
+fn staticlib() -> std::path::PathBuf {
+    cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"))
+}
+
+/// The program of [`PROGRAMS`], built once per test process, with the link line the header
+/// documents ([`LINK`]).
+fn programs() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        cc::build_many(
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            PROGRAMS,
+            &staticlib(),
+            LINK,
+            Path::new(env!("CARGO_TARGET_TMPDIR")),
+        )
+    })
+}
+
+/// Runs `tests/c/NAME.c`, built against the header and `libpagecache.a` (with the link line
+/// the header documents, [`LINK`]), with `args`, and returns its standard output. A program of
+/// [`PROGRAMS`] runs from [`programs`], another is built alone (and removed after its run).
+fn run_program(name: &str, args: &[&std::ffi::OsStr]) -> String {
+    let (exe, alone) = if PROGRAMS.contains(&name) {
+        (programs().to_path_buf(), false)
+    } else {
+        let exe = cc::build(
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            name,
+            &staticlib(),
+            LINK,
+            Path::new(env!("CARGO_TARGET_TMPDIR")),
+        );
+        (exe, true)
+    };
     // The program's temporary files go to the test's own directory.
     let tmp = tempfile::tempdir().expect("tempdir");
-    let out = cc::run(Command::new(&exe).env("TMPDIR", tmp.path()));
+    let mut cmd = Command::new(&exe);
+    if !alone {
+        cmd.arg(name);
+    }
+    let out = cc::run(cmd.args(args).env("TMPDIR", tmp.path()));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{text}");
-    let _ = std::fs::remove_file(&exe);
+    if alone {
+        let _ = std::fs::remove_file(&exe);
+    }
     text
+}
+
+/// [`run_program`] with no arguments.
+fn build_and_run(name: &str) -> String {
+    run_program(name, &[])
 }
 
 /// The README's quick start, built with the link line it shows: a file of 3 pages and 100
 /// bytes read twice, the first pass filling its 4 pages (a miss and the pages read ahead).
 #[test]
 fn c_quick_start_runs() {
-    let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
-    let exe = cc::build(
-        Path::new(env!("CARGO_MANIFEST_DIR")),
-        "quickstart",
-        &lib,
-        LINK,
-        Path::new(env!("CARGO_TARGET_TMPDIR")),
-    );
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = tmp.path().join("f");
     std::fs::write(&path, vec![7u8; 3 * 4096 + 100]).expect("write the file");
-    let out = cc::run(Command::new(&exe).arg(&path));
-    let _ = std::fs::remove_file(&exe);
-    let text = String::from_utf8_lossy(&out.stdout);
-    println!("{text}");
+    let text = run_program("quickstart", &[path.as_os_str()]);
     expect_lines(
         &text,
         &[
