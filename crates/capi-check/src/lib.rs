@@ -866,9 +866,15 @@ pub mod cc {
     /// program, so this costs about what [`build`] of one program costs. Each program keeps its
     /// own file-scope names (`check.h`'s `failures` is `static`) and runs in a process of its
     /// own, as built alone; a program that defines a function of the C library (an allocator,
-    /// `sysconf`) would change the others, and is built alone. Returns the program's path,
-    /// `out_dir/c_programs.<pid>` (per process, as [`build`]'s); the files of processes that
-    /// have exited are removed first.
+    /// `sysconf`) would change the others, and is built alone (`names` of one program).
+    ///
+    /// The program is kept in `out_dir` under a name made of `names` and a hash of what it is
+    /// built from (`inputs_key`: the sources, the headers, the library's size and time of
+    /// change, the compiler and the flags), and built again only when one changes: the test
+    /// runs of one build (CI runs the tests of one build several times, with other settings of
+    /// the run) build it once. It is built under a name of its own and renamed into place, so a
+    /// process that runs it never sees it half written (nor gets `ETXTBSY`). The programs of
+    /// `names` built from other inputs and not used for 10 minutes are removed.
     ///
     /// # Panics
     /// If a name is not a C identifier, or the compiler fails.
@@ -885,11 +891,28 @@ pub mod cc {
                 "{name:?} is not a C identifier"
             );
         }
-        remove_exited(out_dir, "c_programs.");
-        remove_exited(out_dir, "c_programs-objects.");
+        let stem = format!("c_{}-", names.join("+"));
+        let key = inputs_key(crate_dir, names, lib, link);
+        let exe = out_dir.join(format!("{stem}{key:016x}"));
+        remove_unused(out_dir, &stem, &exe);
+        if exe.exists() {
+            // Used now: not removed by a build from other inputs for 10 minutes.
+            if let Ok(f) = std::fs::File::options().write(true).open(&exe) {
+                let _ = f.set_modified(std::time::SystemTime::now());
+            }
+            return exe;
+        }
+        /// Removes the objects' folder, also when a compilation fails.
+        struct Scratch(PathBuf);
+        impl Drop for Scratch {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
         let pid = std::process::id();
-        let objects = out_dir.join(format!("c_programs-objects.{pid}"));
-        std::fs::create_dir_all(&objects).unwrap_or_else(|e| panic!("{}: {e}", objects.display()));
+        let objects = Scratch(out_dir.join(format!("{stem}{key:016x}.objects.{pid}")));
+        std::fs::create_dir_all(&objects.0)
+            .unwrap_or_else(|e| panic!("{}: {e}", objects.0.display()));
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let next = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|s| {
@@ -903,7 +926,7 @@ pub mod cc {
                             .arg("-c")
                             .arg(crate_dir.join(format!("tests/c/{name}.c")))
                             .arg("-o")
-                            .arg(objects.join(format!("{name}.o"))));
+                            .arg(objects.0.join(format!("{name}.o"))));
                     })
                 })
                 .collect();
@@ -913,24 +936,40 @@ pub mod cc {
                 }
             }
         });
-        // Each program's main as its source defines it: with or without arguments.
+        let main_c = objects.0.join("main.c");
+        std::fs::write(&main_c, dispatcher(crate_dir, names))
+            .unwrap_or_else(|e| panic!("{}: {e}", main_c.display()));
+        let tmp = objects.0.join("program");
+        run(cc_for(crate_dir)
+            .arg(&main_c)
+            .args(names.iter().map(|n| objects.0.join(format!("{n}.o"))))
+            .arg(lib)
+            .args(link)
+            .arg("-o")
+            .arg(&tmp));
+        std::fs::rename(&tmp, &exe)
+            .unwrap_or_else(|e| panic!("renaming {} to {}: {e}", tmp.display(), exe.display()));
+        exe
+    }
+
+    /// The `main` of [`build_many`]'s program: each program's `main` declared as its source
+    /// defines it (with or without arguments), and called for its name.
+    fn dispatcher(crate_dir: &Path, names: &[&str]) -> String {
         let mut main = String::from("#include <stdio.h>\n#include <string.h>\n");
         let mut calls = String::new();
         for name in names {
             let src = std::fs::read_to_string(crate_dir.join(format!("tests/c/{name}.c")))
                 .unwrap_or_else(|e| panic!("{name}.c: {e}"));
             let f = format!("capi_check_main_{name}");
-            if src.contains("int main(void)") {
-                main.push_str(&format!("int {f}(void);\n"));
-                calls.push_str(&format!(
-                    "    if (strcmp(argv[1], \"{name}\") == 0) return {f}();\n"
-                ));
+            let (params, args) = if src.contains("int main(void)") {
+                ("void", "")
             } else {
-                main.push_str(&format!("int {f}(int argc, char **argv);\n"));
-                calls.push_str(&format!(
-                    "    if (strcmp(argv[1], \"{name}\") == 0) return {f}(argc - 1, argv + 1);\n"
-                ));
-            }
+                ("int argc, char **argv", "argc - 1, argv + 1")
+            };
+            main.push_str(&format!("int {f}({params});\n"));
+            calls.push_str(&format!(
+                "    if (strcmp(argv[1], \"{name}\") == 0) return {f}({args});\n"
+            ));
         }
         main.push_str("int main(int argc, char **argv) {\n    if (argc < 2) {\n");
         main.push_str("        fprintf(stderr, \"usage: %s PROGRAM [ARGS...]\\n\", argv[0]);\n");
@@ -938,38 +977,67 @@ pub mod cc {
         main.push_str(&calls);
         main.push_str("    fprintf(stderr, \"%s: no program %s\\n\", argv[0], argv[1]);\n");
         main.push_str("    return 2;\n}\n");
-        let main_c = objects.join("main.c");
-        std::fs::write(&main_c, main).unwrap_or_else(|e| panic!("{}: {e}", main_c.display()));
-        let exe = out_dir.join(format!("c_programs.{pid}"));
-        run(cc_for(crate_dir)
-            .arg(&main_c)
-            .args(names.iter().map(|n| objects.join(format!("{n}.o"))))
-            .arg(lib)
-            .args(link)
-            .arg("-o")
-            .arg(&exe));
-        let _ = std::fs::remove_dir_all(&objects);
-        exe
+        main
     }
 
-    /// Removes the files and folders of `dir` named `<prefix><pid>` (and `<prefix><pid>.*`)
-    /// whose process is not running: those of test processes that exited (their programs
-    /// cannot be removed by the tests that run them, which share them).
-    fn remove_exited(dir: &Path, prefix: &str) {
+    /// A hash of what [`build_many`] builds its program from: the names, the files of
+    /// `crate_dir/tests/c` and `crate_dir/include` and this crate's `include` (the sources and
+    /// every header they include but the system's), the library's path, size and time of
+    /// change (cargo writes it anew whenever it links it again), `$CC`, the flags and `link`.
+    fn inputs_key(crate_dir: &Path, names: &[&str], lib: &Path, link: &[&str]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        names.hash(&mut h);
+        for dir in [
+            crate_dir.join("tests/c"),
+            crate_dir.join("include"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("include"),
+        ] {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.expect("a folder's entry").path())
+                .collect();
+            files.sort();
+            for f in files {
+                f.hash(&mut h);
+                std::fs::read(&f)
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+                    .hash(&mut h);
+            }
+        }
+        let meta = std::fs::metadata(lib).unwrap_or_else(|e| panic!("{}: {e}", lib.display()));
+        lib.hash(&mut h);
+        meta.len().hash(&mut h);
+        meta.modified().expect("a time of change").hash(&mut h);
+        compiler("CC", "cc").hash(&mut h);
+        CFLAGS.hash(&mut h);
+        link.hash(&mut h);
+        h.finish()
+    }
+
+    /// Removes the files of `dir` named `<stem><key>` other than `keep` that were not used
+    /// (changed, see [`build_many`]) for 10 minutes, and the objects' folders of builds whose
+    /// process is not running.
+    fn remove_unused(dir: &Path, stem: &str, keep: &Path) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
+        let old = std::time::Duration::from_secs(600);
         for e in entries.flatten() {
             let name = e.file_name();
-            let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(stem)) else {
                 continue;
             };
-            let pid = pid.split('.').next().unwrap_or_default();
-            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
-                let _ = match e.file_type() {
-                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
-                    _ => std::fs::remove_file(e.path()),
-                };
+            if let Some((_, pid)) = rest.split_once(".objects.") {
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            } else if e.path() != keep
+                && e.metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > old))
+            {
+                let _ = std::fs::remove_file(e.path());
             }
         }
     }
