@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 /// static library.
 const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
 
-/// The programs of `tests/c` that [`build_and_run`] builds into one ([`cc::build_many`]: one
+/// The programs of `tests/c` that [`run_program`] builds into one ([`cc::build_many`]: one
 /// link against `libpagecache.a`, which costs several times their compilation): all but
 /// `oom.c` and `counters.c`, which define functions of the C library (an allocator that runs
 /// out, a `sysconf` of 16 CPUs) that would change the others, and are built alone.
@@ -39,54 +39,48 @@ const PROGRAMS: &[&str] = &[
     "readers",
 ];
 
-/// `libpagecache.a`, built for the test ([`cc::staticlib`]).
-fn staticlib() -> std::path::PathBuf {
-    cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"))
-}
-
-/// The program of [`PROGRAMS`], built once per test process, with the link line the header
-/// documents ([`LINK`]).
-fn programs() -> &'static Path {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        cc::build_many(
-            Path::new(env!("CARGO_MANIFEST_DIR")),
-            PROGRAMS,
-            &staticlib(),
-            LINK,
-            Path::new(env!("CARGO_TARGET_TMPDIR")),
-        )
-    })
-}
-
-/// Runs `tests/c/NAME.c`, built against the header and `libpagecache.a` (with the link line
-/// the header documents, [`LINK`]), with `args`, and returns its standard output. A program of
-/// [`PROGRAMS`] runs from [`programs`], another is built alone (and removed after its run).
-fn run_program(name: &str, args: &[&std::ffi::OsStr]) -> String {
-    let (exe, alone) = if PROGRAMS.contains(&name) {
-        (programs().to_path_buf(), false)
+/// The program that runs `tests/c/NAME.c`, built against the header and `libpagecache.a` with
+/// the link line the header documents ([`LINK`]) by [`cc::build_many`]: for a name of
+/// [`PROGRAMS`], theirs, else one of its own; each built once per test process (and kept for
+/// the next runs of the same build).
+fn program(name: &str) -> PathBuf {
+    // Each built once, the tests of one waiting for it (not for the others).
+    static BUILT: [OnceLock<PathBuf>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let (k, group): (usize, &[&str]) = if PROGRAMS.contains(&name) {
+        (0, PROGRAMS)
+    } else if name == "oom" {
+        (1, &["oom"])
+    } else if name == "counters" {
+        (2, &["counters"])
     } else {
-        let exe = cc::build(
-            Path::new(env!("CARGO_MANIFEST_DIR")),
-            name,
-            &staticlib(),
-            LINK,
-            Path::new(env!("CARGO_TARGET_TMPDIR")),
-        );
-        (exe, true)
+        panic!("no program {name}")
     };
-    // The program's temporary files go to the test's own directory.
+    BUILT[k]
+        .get_or_init(|| {
+            let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
+            cc::build_many(
+                Path::new(env!("CARGO_MANIFEST_DIR")),
+                group,
+                &lib,
+                LINK,
+                Path::new(env!("CARGO_TARGET_TMPDIR")),
+            )
+        })
+        .clone()
+}
+
+/// Runs `tests/c/NAME.c` ([`program`]) with `args`, its temporary files in a folder of the
+/// test's own, and returns its standard output.
+fn run_program(name: &str, args: &[&std::ffi::OsStr]) -> String {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut cmd = Command::new(&exe);
-    if !alone {
-        cmd.arg(name);
-    }
-    let out = cc::run(cmd.args(args).env("TMPDIR", tmp.path()));
+    let out = cc::run(
+        Command::new(program(name))
+            .arg(name)
+            .args(args)
+            .env("TMPDIR", tmp.path()),
+    );
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{text}");
-    if alone {
-        let _ = std::fs::remove_file(&exe);
-    }
     text
 }
 
