@@ -95,6 +95,33 @@ pub mod header {
             .collect()
     }
 
+    /// The value of the header's `#define name VALUE` (comments left out, the value's text
+    /// trimmed), or `None` where it defines no macro `name`. A whole-word match: `#define
+    /// NAME 40960` is not `#define NAME 4096` followed by more digits, nor is `#define NAME_X`
+    /// `NAME`.
+    ///
+    /// # Panics
+    /// If the header defines `name` more than once.
+    pub fn define_value(h: &str, name: &str) -> Option<String> {
+        let h = strip_comments(h);
+        let values: Vec<String> = h
+            .lines()
+            .filter_map(|l| {
+                let rest = l.trim_start().strip_prefix('#')?.trim_start();
+                let rest = rest.strip_prefix("define")?;
+                let rest = rest.trim_start().strip_prefix(name)?;
+                // The name ends here: a space before the value, or the line's end.
+                (rest.is_empty() || rest.starts_with([' ', '\t'])).then(|| rest.trim().to_string())
+            })
+            .collect();
+        assert!(
+            values.len() <= 1,
+            "{name} is defined {} times",
+            values.len()
+        );
+        values.into_iter().next()
+    }
+
     /// Checks that a header's `#define {prefix}_VERSION_MAJOR`, `_MINOR` and `_PATCH` are the
     /// numbers of `version` (the package's, `env!("CARGO_PKG_VERSION")`, which its SONAME
     /// carries), and that its `{prefix}_VERSION_NUMBER` is `MAJOR * 10000 + MINOR * 100 +
@@ -445,6 +472,17 @@ pub mod header {
                 .into();
             assert_eq!(enum_values(h, "e"), want);
             assert_eq!(enum_values(h, "f"), [("X".to_string(), 1)].into());
+        }
+
+        #[test]
+        fn define_values_are_whole_words() {
+            let h = "#define PAGE_SIZE 40960 /* bytes */\n#define PAGE_SIZE_X 4096\n#  define B\n";
+            // What a substring check of `#define PAGE_SIZE 4096` took for a match.
+            assert!(h.contains("#define PAGE_SIZE 4096"));
+            assert_eq!(define_value(h, "PAGE_SIZE").as_deref(), Some("40960"));
+            assert_eq!(define_value(h, "PAGE_SIZE_X").as_deref(), Some("4096"));
+            assert_eq!(define_value(h, "B").as_deref(), Some(""));
+            assert_eq!(define_value(h, "PAGE"), None);
         }
 
         /// An enumerator without an initializer takes the value after the one before it, which

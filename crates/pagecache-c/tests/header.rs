@@ -8,8 +8,8 @@
 #![cfg(not(loom))]
 
 use capi_check::header::{
-    c_fields, check_version_macros, enum_values, functions, read, rust_field_types, rust_fields,
-    rust_functions, rust_signatures, signatures, u64_fields,
+    c_fields, check_version_macros, define_value, enum_values, functions, read, rust_field_types,
+    rust_fields, rust_functions, rust_signatures, signatures, u64_fields,
 };
 use pagecache::capi;
 use std::collections::BTreeMap;
@@ -90,10 +90,11 @@ fn error_codes_and_modes_agree() {
             "{name} = {v}"
         );
     }
-    assert!(h.contains(&format!(
-        "#define PAGECACHE_PAGE_SIZE {}",
-        pagecache::PAGE_SIZE
-    )));
+    // The whole value: `#define PAGECACHE_PAGE_SIZE 40960` contains `... 4096`.
+    assert_eq!(
+        define_value(&h, "PAGECACHE_PAGE_SIZE"),
+        Some(pagecache::PAGE_SIZE.to_string())
+    );
 }
 
 #[test]
