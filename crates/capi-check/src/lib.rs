@@ -934,8 +934,10 @@ pub mod cc {
         let exe = out_dir.join(format!("{stem}{key:016x}"));
         remove_unused(out_dir, &stem, &exe);
         if exe.exists() {
-            // Used now: not removed by a build from other inputs for 10 minutes.
-            if let Ok(f) = std::fs::File::options().write(true).open(&exe) {
+            // Used now: not removed by a build from other inputs for 10 minutes. Opened
+            // read-only (the owner may set its times so): a process that holds a program open
+            // for writing makes its exec by another process fail with `ETXTBSY`.
+            if let Ok(f) = std::fs::File::open(&exe) {
                 let _ = f.set_modified(std::time::SystemTime::now());
             }
             return exe;
