@@ -1,10 +1,11 @@
 //! The C API from C: builds the programs of `tests/c` (`quickstart.c`, `readers.c`,
 //! `limits.c`, `handles.c`, `cancel.c`, `counters.c`, `fork.c`, `options.c`, `pages.c`,
 //! `mappings.c`, `counts.c`, whose shared helpers are those of `tests/c/common.h`) against
-//! `include/pagecache.h` and the crate's static library, most of them into one program linked
-//! once per test process ([`PROGRAMS`]; `unload.c` loads the shared library with `dlopen`),
-//! runs each in a process of its own,
-//! and checks that the header also compiles as pedantic C++ (or says that check is skipped
+//! `include/pagecache.h` and the crate's static library, most of them into one program
+//! ([`PROGRAMS`]), each program built once for a build of the library and its sources and kept
+//! for the next test runs ([`cc::build_many`]; `unload.c` loads the shared library with
+//! `dlopen`), runs each in a process of its own, and checks that the header also compiles as
+//! pedantic C++ (or says that check is skipped
 //! where no C++ compiler is installed) and C99, that a C++ program links every function of it
 //! and `paygo.h`, that both libraries define every function the header declares, and that the
 //! shared one exports nothing else. The libraries are built for the test by `capi_check::cc`
