@@ -88,18 +88,18 @@
 
 use crate::cache::{CachedFileOf, FileState, Got, Inner};
 use crate::frame::FrameMeta;
-use crate::inject::{alloc_fails, alloc_point};
+use crate::inject::alloc_fails;
 use crate::interval::{IntervalIndex, Point};
 use crate::page::{copy_out, page_parts, PAGE_SIZE};
 use crate::sync::{AtomicU64, Ordering};
 use crate::FileError;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
 use refcount::RefCounter;
-use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
-use std::sync::Arc;
+use std::sync::atomic::{fence as atomic_fence, AtomicUsize, Ordering as AtomicOrdering};
 
 /// Which reverse map finds the mappings of a page at reclaim time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -289,6 +289,97 @@ impl MapRec {
     }
 }
 
+/// A shared handle to a [`MapRec`], held by its [`Mapping`] and by the reverse maps that list
+/// it: what `Arc<MapRec>` is (the record is freed with its last handle), but made by an
+/// allocation that reports failure ([`RecRef::try_new`]), which `Arc` has no stable way to do.
+pub(crate) struct RecRef(NonNull<Shared>);
+
+/// A record and the count of its handles.
+struct Shared {
+    handles: AtomicUsize,
+    rec: MapRec,
+}
+
+// A record is read by every thread that holds a handle (the reclaimers sum its entries).
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<MapRec>();
+};
+
+// SAFETY: a handle gives shared access to a `MapRec` (`Send` and `Sync`, checked above) and
+// frees it once, at the drop of the last handle, which an atomic count finds, as `Arc` does.
+unsafe impl Send for RecRef {}
+// SAFETY: as for `Send`: `&RecRef` gives `&MapRec` and makes handles (an atomic increment).
+unsafe impl Sync for RecRef {}
+
+impl RecRef {
+    /// The first handle to `rec`: `None` (and `rec` dropped) if the memory cannot be had.
+    fn try_new(rec: MapRec) -> Option<Self> {
+        let layout = core::alloc::Layout::new::<Shared>();
+        if alloc_fails(true) {
+            return None;
+        }
+        // SAFETY: the layout is not of size zero (`Shared` holds a counter).
+        let p = NonNull::new(unsafe { std::alloc::alloc(layout) }.cast::<Shared>())?;
+        let shared = Shared {
+            handles: AtomicUsize::new(1),
+            rec,
+        };
+        // SAFETY: `p` is a new allocation of `Shared`'s layout: valid for a write, aligned.
+        unsafe { p.as_ptr().write(shared) };
+        Some(RecRef(p))
+    }
+
+    fn shared(&self) -> &Shared {
+        // SAFETY: the allocation lives while a handle does (this one: it is freed by the last
+        // one's drop) and is written only when made; it is used through shared references.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Whether `a` and `b` are handles to the same record.
+    fn ptr_eq(a: &RecRef, b: &RecRef) -> bool {
+        a.0 == b.0
+    }
+}
+
+impl core::ops::Deref for RecRef {
+    type Target = MapRec;
+    fn deref(&self) -> &MapRec {
+        &self.shared().rec
+    }
+}
+
+impl Clone for RecRef {
+    fn clone(&self) -> Self {
+        // Relaxed: a handle is made from one held, which keeps the record alive (as
+        // `Arc::clone`).
+        let old = self.shared().handles.fetch_add(1, AtomicOrdering::Relaxed);
+        if old > isize::MAX as usize {
+            // Handles leaked by the billion: the count must not wrap to a free (as `Arc`).
+            std::process::abort();
+        }
+        RecRef(self.0)
+    }
+}
+
+impl Drop for RecRef {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire fence below on the thread that drops the last
+        // handle: every use of the record through this handle is done before it is freed.
+        if self.shared().handles.fetch_sub(1, AtomicOrdering::Release) != 1 {
+            return;
+        }
+        // Acquire: pairs with the Release decrements of the other handles' drops.
+        atomic_fence(AtomicOrdering::Acquire);
+        // SAFETY: the last handle: nothing else refers to the allocation, made by `try_new`
+        // with this layout and holding the `Shared` it wrote; neither is used again.
+        unsafe {
+            core::ptr::drop_in_place(self.0.as_ptr());
+            std::alloc::dealloc(self.0.as_ptr().cast(), core::alloc::Layout::new::<Shared>());
+        }
+    }
+}
+
 /// Counts of a leaf of [`MapCounts`]: the counts of 64 pages past the pages at open.
 const LEAF: usize = 64;
 
@@ -414,7 +505,7 @@ pub(crate) struct FileMaps {
     /// without a count have none.
     mapcount: Option<MapCounts>,
     /// File-space map: the mappings of the file, each over the pages it maps.
-    maps: IntervalIndex<Arc<MapRec>>,
+    maps: IntervalIndex<RecRef>,
     /// Mappings of the file now (either reverse map): while 0, no page is mapped.
     live: usize,
 }
@@ -489,7 +580,7 @@ impl FileMaps {
 /// `at` (page `page` of file `file`: the file-space index's points are pages, an owner's
 /// (file, page) pairs), and the items the stabbing query looked at.
 fn sum_covering<K: Point>(
-    maps: &IntervalIndex<Arc<MapRec>, K>,
+    maps: &IntervalIndex<RecRef, K>,
     at: K,
     file: u64,
     page: u64,
@@ -509,7 +600,7 @@ struct OwnerMaps {
     /// Its mappings in an interval index over the (file, page) pairs they map
     /// ([`MapRec::span`]): ordered by [`MapRec::key`], (file, first page), the order of their
     /// addresses where those do not wrap ([`MapRec::address`]).
-    maps: IntervalIndex<Arc<MapRec>, (u64, u64)>,
+    maps: IntervalIndex<RecRef, (u64, u64)>,
 }
 
 impl OwnerMaps {
@@ -526,17 +617,29 @@ impl OwnerMaps {
 /// The owners' side of the process-space map.
 #[derive(Default)]
 pub(crate) struct Owners {
-    /// Per owner (thread id): its records.
-    by_owner: BTreeMap<u64, OwnerMaps>,
+    /// Per owner (thread id), by id: its records. A vector (an owner is a thread that maps),
+    /// so that room for a new owner is made by an allocation that reports failure.
+    by_owner: Vec<(u64, OwnerMaps)>,
 }
 
 impl Owners {
+    /// Where `owner` is in [`Owners::by_owner`], or where it would go.
+    fn place(&self, owner: u64) -> Result<usize, usize> {
+        self.by_owner.binary_search_by_key(&owner, |o| o.0)
+    }
+
+    /// The records of `owner`, if it has any.
+    #[cfg(all(test, not(loom)))]
+    fn get(&self, owner: u64) -> Option<&OwnerMaps> {
+        self.place(owner).ok().map(|k| &self.by_owner[k].1)
+    }
+
     /// The sum of the embedded counters naming `frame` of every owner's mappings covering
     /// (`file`, `page`): a search of each owner's address-ordered records.
     fn sum(&self, file: u64, page: u64, frame: u32) -> u64 {
         self.by_owner
-            .values()
-            .map(|o| o.sum(file, page, frame).0)
+            .iter()
+            .map(|(_, o)| o.sum(file, page, frame).0)
             .sum()
     }
 }
@@ -584,7 +687,7 @@ impl Lodic {
     pub(crate) fn memory(&self) -> LodicMemory {
         let o = crate::cache::lock(&self.owners);
         let mut m = LodicMemory::default();
-        for o in o.by_owner.values() {
+        for (_, o) in &o.by_owner {
             for r in o.maps.values() {
                 m.mappings += 1;
                 m.entries += r.entries.len();
@@ -656,7 +759,7 @@ std::thread_local! {
 /// ```
 pub struct Mapping<'f, C: RefCounter> {
     file: &'f CachedFileOf<C>,
-    rec: Arc<MapRec>,
+    rec: RecRef,
     /// Not `Send`, not `Sync`: the entries are written by the owning thread only.
     _owner: PhantomData<*const ()>,
 }
@@ -744,10 +847,9 @@ impl<C: RefCounter> CachedFileOf<C> {
             )
         };
         let end = first + pages;
-        // Everything the mapping needs is allocated before any of it is published, so that a
-        // failure (an error, or a panic of an allocation that cannot report one: under
-        // `-Zoom=panic`, or an allocation error hook that panics) leaves nothing behind: no
-        // owner record, no mapping count, no reverse-map entry. A record left in the owners'
+        // Everything the mapping needs is allocated before any of it is published, each by an
+        // allocation that reports failure (one that cannot would end the process), so that a
+        // failure, an error, leaves nothing behind: no owner record, no mapping count, no reverse-map entry. A record left in the owners'
         // map would stay for ever (nothing removes an owner's records but the unmap of its
         // mappings, and the owner's id is never reused when its thread exits): its entries'
         // memory, counted by `LodicMemory`, and, under `Rmap::Process`, one more owner for
@@ -762,13 +864,13 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(no_memory("entries"));
         }
         entries.extend((0..pages).map(|_| AtomicU64::new(0)));
-        alloc_point();
-        let rec = Arc::new(MapRec {
+        let rec = RecRef::try_new(MapRec {
             owner,
             file: f.id,
             first,
             entries: entries.into_boxed_slice(),
-        });
+        })
+        .ok_or_else(|| no_memory("record"))?;
         let mut fm = crate::cache::lock(&f.maps);
         // The file's per-page counts, made for its first mapping: the file keeps them only once
         // the mapping is published (a failure drops them with the mapping's other memory, up
@@ -799,41 +901,36 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(no_memory("file-space reverse map"));
         }
         let mut owners = crate::cache::lock(&c.lodic.owners);
-        // The owner's records, with room for this one (a new owner's made here, whole, to be
-        // inserted at once below).
+        // The owner's records, with room for this one (`Ok`: where they are), or a new owner's,
+        // made here whole, and room for it among the owners (`Err`: where it goes).
         let (start, stop) = rec.span();
-        let new_owner = match owners.by_owner.get_mut(&owner) {
-            Some(own) => {
-                if alloc_fails(true) || own.maps.try_reserve(1).is_err() {
+        let place = match owners.place(owner) {
+            Ok(k) => {
+                if alloc_fails(true) || owners.by_owner[k].1.maps.try_reserve(1).is_err() {
                     return Err(no_memory("owner's records"));
                 }
-                None
+                Ok(k)
             }
-            None => {
+            Err(k) => {
                 let mut maps = IntervalIndex::default();
                 if alloc_fails(true) || maps.try_reserve(1).is_err() {
                     return Err(no_memory("owner's records"));
                 }
                 // Allocates nothing: room made above.
                 maps.insert(start, stop, rec.clone());
-                Some(OwnerMaps { maps })
+                if alloc_fails(true) || owners.by_owner.try_reserve(1).is_err() {
+                    return Err(no_memory("owner's place among the owners"));
+                }
+                Err((k, OwnerMaps { maps }))
             }
         };
         // Published, under the file's mapping lock throughout, so that no reclaim of the file
-        // sees part of it. The first step, the only one that may allocate (a new owner's place
-        // in the owners' map), publishes the owner's record whole or not at all; the others
-        // allocate nothing and cannot fail. The owner's address-ordered records exist in both
-        // modes (they are its address space); only the process-space reclaim searches them.
-        match new_owner {
-            Some(o) => {
-                alloc_point();
-                owners.by_owner.insert(owner, o);
-            }
-            None => {
-                let own = owners.by_owner.get_mut(&owner).expect("found above");
-                // Allocates nothing: room made above.
-                own.maps.insert(start, stop, rec.clone());
-            }
+        // sees part of it. Nothing from here allocates (the room was made above) or fails. The
+        // owner's address-ordered records exist in both modes (they are its address space);
+        // only the process-space reclaim searches them.
+        match place {
+            Ok(k) => owners.by_owner[k].1.maps.insert(start, stop, rec.clone()),
+            Err((k, o)) => owners.by_owner.insert(k, (owner, o)),
         }
         drop(owners);
         if let Some(counts) = first_counts {
@@ -1251,19 +1348,20 @@ impl<C: RefCounter> Drop for Mapping<'_, C> {
             return;
         }
         let mut owners = crate::cache::lock(&c.lodic.owners);
-        if let Some(own) = owners.by_owner.get_mut(&self.rec.owner) {
+        if let Ok(k) = owners.place(self.rec.owner) {
+            let own = &mut owners.by_owner[k].1;
             let removed = own
                 .maps
-                .remove(self.rec.key(), |m| Arc::ptr_eq(m, &self.rec));
+                .remove(self.rec.key(), |m| RecRef::ptr_eq(m, &self.rec));
             debug_assert!(removed.is_some(), "a mapping is in its owner's records");
             if own.maps.is_empty() {
-                owners.by_owner.remove(&self.rec.owner);
+                owners.by_owner.remove(k);
             }
         }
         drop(owners);
         let removed = fm
             .maps
-            .remove(self.rec.first, |m| Arc::ptr_eq(m, &self.rec));
+            .remove(self.rec.first, |m| RecRef::ptr_eq(m, &self.rec));
         debug_assert_eq!(removed.is_some(), c.lodic.rmap == Rmap::File);
         let (a, b) = (self.rec.first, self.rec.first + self.rec.pages());
         fm.add(a, b, -1);
@@ -1392,13 +1490,14 @@ mod tests {
         }
     }
 
-    /// A `map` whose allocations fail, each in turn (a failure reported as an error where the
-    /// allocation reports it, else a panic, as under `-Zoom=panic`), for both reverse maps,
-    /// for a thread's and a file's first mapping and for a later one, of pages past the flat
-    /// array of the file's slots (a file longer than 4 GiB at open): each returns
-    /// `OutOfMemory` or unwinds, and leaves the LODIC state as it was (no owner record, no
+    /// A `map` whose allocations fail, each in turn, for both reverse maps, for a thread's and
+    /// a file's first mapping and for a later one, of pages past the flat array of the file's
+    /// slots (a file longer than 4 GiB at open): each returns `OutOfMemory`, never a panic (an
+    /// allocation that cannot report failure, which ends the process where it fails, or
+    /// panics under `-Zoom=panic`), and leaves the LODIC state as it was (no owner record, no
     /// mapping count, no entry in either reverse map, and, where it was the file's first, no
-    /// per-page counts); the map that no failure reaches maps, reads the file, and its unmap
+    /// per-page counts); the map that no failure reaches maps, reads the file (whose fill's
+    /// allocations may panic where they fail, as the injection makes them), and its unmap
     /// leaves the state as it was too.
     #[test]
     fn a_map_that_fails_at_any_allocation_leaves_nothing_behind() {
@@ -1421,7 +1520,7 @@ mod tests {
                 // A mapping before: the thread has records, the file its counts.
                 let before = earlier.then(|| file.map(1, 2).expect("map"));
                 let state = lodic_state(&file, range.clone());
-                let (mut errors, mut panics) = (0, 0);
+                let mut errors = 0;
                 for n in 0.. {
                     crate::inject::fail_allocation(n);
                     let mapped = core::cell::Cell::new(false);
@@ -1444,7 +1543,7 @@ mod tests {
                         assert_eq!(counts, 0, "{what}: counts of a file never mapped");
                     }
                     match r {
-                        Err(_) => panics += 1,
+                        Err(_) => assert!(mapped.get(), "{what}: the map panicked"),
                         Ok(Err(e)) => {
                             assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory, "{what}: {e}");
                             errors += 1;
@@ -1456,9 +1555,9 @@ mod tests {
                     }
                     assert!(failed, "{what}: failed although no allocation did");
                 }
-                // A panic at least at the mapping's record (`Arc::new`); errors at the entries,
-                // the counts and the reverse maps' room.
-                assert!(errors >= 4 && panics >= 1, "{rmap:?}: {errors} {panics}");
+                // Errors at the entries, the record, the counts and the reverse maps' room (and
+                // the owners' where the thread maps first).
+                assert!(errors >= 5, "{rmap:?}: {errors}");
                 drop(before);
                 assert_eq!(
                     lodic_state(&file, range.clone()).0,
@@ -1544,9 +1643,8 @@ mod tests {
     /// share one here, and a file's records lie apart from the next file's at its last page).
     #[test]
     fn owner_records_at_the_edges_of_the_key_are_found_by_file_and_page() {
-        use super::{MapRec, OwnerMaps};
+        use super::{MapRec, OwnerMaps, RecRef};
         use crate::sync::AtomicU64;
-        use std::sync::Arc;
         let last = (i64::MAX as u64) / crate::PAGE_SIZE as u64;
         let files = [
             1,
@@ -1572,12 +1670,13 @@ mod tests {
                 let entries = (0..pages)
                     .map(|p| AtomicU64::new(super::entry(frame, 1 + p)))
                     .collect();
-                let r = Arc::new(MapRec {
+                let r = RecRef::try_new(MapRec {
                     owner: 1,
                     file,
                     first,
                     entries,
-                });
+                })
+                .expect("a record");
                 let (start, stop) = r.span();
                 own.maps.try_reserve(1).expect("room");
                 own.maps.insert(start, stop, r.clone());
@@ -1650,7 +1749,7 @@ mod tests {
                 let fm = crate::cache::lock(&f.maps);
                 fm.maps.check();
                 let o = crate::cache::lock(&c.lodic.owners);
-                let own: Vec<(u64, u64)> = o.by_owner.get(&owner).map_or(vec![], |o| {
+                let own: Vec<(u64, u64)> = o.get(owner).map_or(vec![], |o| {
                     o.maps.check();
                     o.maps
                         .iter()
@@ -1745,7 +1844,7 @@ mod tests {
             let (frame, count) = long.entry(p).expect("present");
             assert_eq!(count, 1, "page {p}");
             let o = crate::cache::lock(&c.lodic.owners);
-            let (sum, steps) = o.by_owner[&owner].sum(f.id, p, frame);
+            let (sum, steps) = o.get(owner).expect("the owner").sum(f.id, p, frame);
             assert_eq!(sum, 3, "page {p}");
             assert!(steps <= 4 * depth, "page {p}: {steps} records looked at");
             drop(o);

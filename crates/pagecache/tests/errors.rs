@@ -98,8 +98,8 @@ fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
 /// message, it names what could not be had (and the file, for a page table). A failed fill
 /// leaves no frame behind: the read after it, with the memory there, fills the pages and
 /// returns the file's bytes; a failed eviction or sync leaves every written byte cached and
-/// dirty, for the next one. Run in a child process: an allocation that fails unhandled aborts
-/// it.
+/// dirty, for the next one. A map whose record cannot be had maps nothing. Run in a child
+/// process: an allocation that fails unhandled aborts it.
 #[test]
 #[cfg_attr(miri, ignore = "runs a child process, which Miri cannot")]
 fn allocations_that_fail_are_errors_even_with_no_memory_left() {
@@ -186,7 +186,39 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
         }
         evictions_without_memory(&dir, &bare);
         syncs_without_memory(&dir, &bare);
+        maps_without_memory(&dir, &bare);
     });
+}
+
+/// [`allocations_that_fail_are_errors_even_with_no_memory_left`]'s LODIC mappings, through
+/// either reverse map: a map whose record (the mapping as the reverse maps list it, made after
+/// its entries) cannot be had fails and maps nothing (no page counted as mapped, no memory of
+/// mappings or of per-page counts); with the memory, the same map maps and reads the file.
+fn maps_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Error, &str)) {
+    let path = pattern_file(dir, "mapped", 3 * 4096);
+    for rmap in [pagecache::Rmap::File, pagecache::Rmap::Process] {
+        let mut config = Config::new(8, "atomic");
+        config.rmap = rmap;
+        let cache =
+            pagecache::PageCacheOf::with_scheme(pagecache::refcount::atomic::Atomic, &config)
+                .expect("cache");
+        let file = cache.open(&path).expect("open");
+        // One page: its entry (8 bytes) is had; the record (more than 32) and the message are
+        // not.
+        let e = refusing(32, || file.map(1, 1).map(drop)).expect_err("no record");
+        bare(e, &format!("a mapping's record ({rmap:?})"));
+        assert_eq!(file.mapcount(1), 0, "{rmap:?}");
+        assert_eq!(
+            cache.lodic_memory(),
+            pagecache::LodicMemory::default(),
+            "{rmap:?}"
+        );
+        let m = file.map(1, 1).expect("map");
+        let mut b = [0u8; 8];
+        m.read_at(&mut b, 5).expect("read");
+        common::assert_pattern(&b, 4096 + 5, "through the mapping");
+        assert_eq!(file.mapcount(1), 1, "{rmap:?}");
+    }
 }
 
 /// [`allocations_that_fail_are_errors_even_with_no_memory_left`]'s evictions: `drop_cache`'s
