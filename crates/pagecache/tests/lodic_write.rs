@@ -268,7 +268,9 @@ impl Visit for Writers {
         const PAGES: u64 = 48;
         const THREADS: usize = 4;
         const CHUNKS: u64 = PAGES * P / 8;
-        let writes = percpu::testing::reps(1_500);
+        // Per thread 500 mappings and 2,000 writes, some 250 of them through a held page with a
+        // migration between taking it and writing into it, and some 30 migrations more.
+        let writes = percpu::testing::reps(500);
         let (scheme, rmap) = (info.name, self.0);
         let dir = tempfile::tempdir().expect("tempdir");
         let path = pattern_file(&dir, "f", PAGES * P);
@@ -368,8 +370,11 @@ impl Visit for Cuts {
         // Three groups of 64 pages (the cut walks the groups with a cached page).
         const PAGES: u64 = 160;
         const THREADS: usize = 3;
-        // Fewer in a debug build, where each takes several times as long.
-        let cuts = percpu::testing::reps(if cfg!(debug_assertions) { 10 } else { 40 });
+        // Fewer in a debug build, where each takes several times as long: four, each checking
+        // every chunk after thousands of evictions, dirty write-backs and refills since the
+        // last cut, held pages among them (with the main thread's seed, the second and the
+        // fourth sync the file before their checks).
+        let cuts = percpu::testing::reps(if cfg!(debug_assertions) { 4 } else { 40 });
         let (scheme, rmap, flat) = (info.name, self.0, self.1);
         let dir = tempfile::tempdir().expect("tempdir");
         let path = pattern_file(&dir, "f", if flat { PAGES * P } else { P });
