@@ -533,9 +533,20 @@ pub fn check_open_files(experiment: &str, objects: &[usize]) -> Result<(), Strin
     ))
 }
 
+/// The bytes of test file `i`: byte `off` is `(off * 7 + i) mod 256`, a pattern that repeats
+/// every 256 bytes.
+fn pattern_byte(i: usize, off: u64) -> u8 {
+    off.wrapping_mul(7).wrapping_add(i as u64) as u8
+}
+
+/// Bytes per write of [`make_files`]: a multiple of the pattern's 256 bytes, so that every
+/// write of one file starts at the same point of the pattern and writes the same bytes.
+const FILE_CHUNK: usize = 1 << 20;
+const _: () = assert!(FILE_CHUNK.is_multiple_of(256));
+
 pub(super) fn make_files(count: usize, bytes: u64) -> Files {
     let dir = temp_dir();
-    let mut chunk = vec![0u8; 1 << 20];
+    let mut chunk = vec![0u8; FILE_CHUNK];
     let paths = (0..count)
         .map(|i| {
             let name = format!("f{i}");
@@ -545,13 +556,16 @@ pub(super) fn make_files(count: usize, bytes: u64) -> Files {
                     dir.path().display()
                 ))
             });
+            // One period of the file's pattern, copied over the chunk, which every write then
+            // takes from its start: computed a byte at a time, the files of one run take
+            // seconds in a debug build (the command-line tests').
+            let period: [u8; 256] = std::array::from_fn(|k| pattern_byte(i, k as u64));
+            for c in chunk.chunks_exact_mut(period.len()) {
+                c.copy_from_slice(&period);
+            }
             let mut left = bytes;
-            let mut off = 0u64;
             while left > 0 {
                 let n = left.min(chunk.len() as u64) as usize;
-                for (k, b) in chunk[..n].iter_mut().enumerate() {
-                    *b = ((off + k as u64) * 7 + i as u64) as u8;
-                }
                 f.write_all(&chunk[..n]).unwrap_or_else(|e| {
                     abandon(format!(
                         "cannot write a test file in {}: {e}",
@@ -559,7 +573,6 @@ pub(super) fn make_files(count: usize, bytes: u64) -> Files {
                     ))
                 });
                 left -= n as u64;
-                off += n as u64;
             }
             dir.path().join(name)
         })
@@ -1282,6 +1295,22 @@ mod tests {
         let made = make_files(3, RANDOM_FILE_BYTES);
         assert_eq!(limit_for(&made), live_objects("randomread", 3, 0));
         assert_eq!(live_objects("lodic-memory", 10, 2), made.pages as usize * 2);
+    }
+
+    /// Every byte of every test file is its pattern's, at its offset: across the writes of a
+    /// file of more than one chunk, in a last write shorter than a chunk, and in files other
+    /// than the first (whose pattern is shifted by their number).
+    #[test]
+    fn test_files_hold_their_pattern() {
+        let bytes = FILE_CHUNK as u64 + 4 * PAGE_SIZE as u64 + 100;
+        let made = make_files(3, bytes);
+        assert_eq!(made.pages, 256 + 5);
+        for (i, p) in made.paths.iter().enumerate() {
+            let got = std::fs::read(p).unwrap();
+            assert_eq!(got.len() as u64, bytes, "file {i}");
+            let bad = (0..bytes).find(|&o| got[o as usize] != ((o * 7 + i as u64) % 256) as u8);
+            assert_eq!(bad, None, "file {i}: first wrong byte");
+        }
     }
 
     /// `quick_cache` holds every page of the files once warmed, as the counted caches do:
