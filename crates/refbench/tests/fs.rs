@@ -231,3 +231,57 @@ fn baselines_belong_to_the_read_experiments_only() {
         assert_eq!(o.status.code(), Some(2), "{args:?} should exit 2");
     }
 }
+
+/// Whether `dir` is on a tmpfs, as `statfs` says.
+fn on_tmpfs(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a struct of integers, for which all zeroes is a value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statfs reads a NUL-terminated path and writes only the struct we pass.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut st) }, 0, "{dir:?}");
+    // The two are of different types on some targets.
+    #[allow(clippy::unnecessary_cast)]
+    let tmpfs = st.f_type as i64 == libc::TMPFS_MAGIC as i64;
+    tmpfs
+}
+
+/// Every measured row of the file experiments says whether its test files were on a tmpfs
+/// (`kernel`'s `pread(2)` of a tmpfs file and of a file on a disk's file system are not the same
+/// figure): in `/dev/shm` and in a folder of the build's (on a disk here), as `REFBENCH_TMPDIR`
+/// names them.
+#[test]
+fn rows_say_whether_the_files_were_on_a_tmpfs() {
+    let build = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for dir in [std::path::Path::new("/dev/shm"), build] {
+        if !dir.is_dir() {
+            continue;
+        }
+        let tmpfs = on_tmpfs(dir);
+        for args in [
+            &[
+                "run",
+                "drbh",
+                "--schemes",
+                "kernel,cas",
+                "--duration-ms",
+                "1",
+            ][..],
+            &["run", "drop-file", "--schemes", "cas", "--objects", "1"],
+        ] {
+            let o = Command::new(env!("CARGO_BIN_EXE_refbench"))
+                .args(args)
+                .args(["--threads", "1", "--reps", "1", "--format", "json"])
+                .env("REFBENCH_TMPDIR", dir)
+                .output()
+                .expect("refbench runs");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+            let rows = v["rows"].as_array().expect("rows");
+            assert!(!rows.is_empty());
+            for r in rows {
+                assert_eq!(r["files_on_tmpfs"], tmpfs, "{dir:?}: {r}");
+            }
+        }
+    }
+}

@@ -15,7 +15,10 @@
 //!   long-lived reference) takes the counting path.
 //!
 //! A scheme that cannot serve a page cache (`percpu-limit`) gets a row without a figure whose
-//! `skipped` field gives the reason.
+//! `skipped` field gives the reason. Every measured row says whether the test files were on a
+//! tmpfs (`files_on_tmpfs`): `kernel`'s `pread(2)` reads a tmpfs where `/dev/shm` is one, and
+//! whatever file system holds the folder `REFBENCH_TMPDIR` names, or the temporary folder where
+//! no folder could be made in `/dev/shm`.
 
 use super::Params;
 use crate::harness::{
@@ -337,6 +340,8 @@ pub(super) struct Files {
     _dir: crate::scratch::Scratch,
     pub(super) paths: Vec<PathBuf>,
     pub(super) pages: u64,
+    /// Whether the folder is on a tmpfs (`None`: its file system could not be read).
+    pub(super) tmpfs: Option<bool>,
 }
 
 /// A folder for the test files (checked to be possible before the run: [`check_file_room`]).
@@ -577,10 +582,12 @@ pub(super) fn make_files(count: usize, bytes: u64) -> Files {
             dir.path().join(name)
         })
         .collect();
+    let tmpfs = space_of(dir.path()).ok().map(|(_, tmpfs)| tmpfs);
     Files {
         _dir: dir,
         paths,
         pages: bytes.div_ceil(PAGE_SIZE as u64),
+        tmpfs,
     }
 }
 
@@ -901,7 +908,20 @@ fn note(name: &str) -> Option<&'static str> {
     }
 }
 
-fn rows_from(experiment: &str, p: &Params, objects: &[usize], cells: &Cells) -> Vec<Row> {
+/// Inserts `files_on_tmpfs`, where the file system of the test files could be read.
+fn insert_tmpfs(extra: &mut Map<String, Value>, tmpfs: Option<bool>) {
+    if let Some(t) = tmpfs {
+        extra.insert("files_on_tmpfs".into(), json!(t));
+    }
+}
+
+fn rows_from(
+    experiment: &str,
+    p: &Params,
+    objects: &[usize],
+    tmpfs: Option<bool>,
+    cells: &Cells,
+) -> Vec<Row> {
     let mut rows = Vec::new();
     for name in &p.schemes {
         if let Some(why) = unfit(name) {
@@ -924,6 +944,7 @@ fn rows_from(experiment: &str, p: &Params, objects: &[usize], cells: &Cells) -> 
                 if experiment == "file-spectrum" {
                     extra.insert("file_mib".into(), json!(o));
                 }
+                insert_tmpfs(&mut extra, tmpfs);
                 super::counting::per_op(&mut extra, &c.counters);
                 if let Some(n) = note(name) {
                     extra.insert("note".into(), json!(n));
@@ -994,7 +1015,13 @@ fn reads(experiment: &str, p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
         }
     }
     let objects: Vec<usize> = sets.iter().map(|s| s.0).collect();
-    rows_from(experiment, p, &objects, &cells)
+    // Said where every set's folder is on the same kind of file system.
+    let tmpfs = sets
+        .iter()
+        .map(|s| s.1.tmpfs)
+        .reduce(|a, b| if a == b { a } else { None })
+        .flatten();
+    rows_from(experiment, p, &objects, tmpfs, &cells)
 }
 
 /// `pread-table`: `drbh` for `cas` (vanilla) and `frozen-bit` (patched) at each thread count,
@@ -1235,6 +1262,7 @@ fn drop_file(p: &Params, tick: &mut dyn FnMut(&str)) -> Vec<Row> {
                 extra.insert("limit_pages".into(), json!(limit));
                 extra.insert("resident_max".into(), json!(resident));
                 extra.insert("limit_held".into(), json!(resident <= limit));
+                insert_tmpfs(&mut extra, hot.tmpfs);
                 rows.push(Row {
                     experiment: "drop-file".into(),
                     scheme: name.clone(),
