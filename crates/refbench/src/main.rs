@@ -808,7 +808,9 @@ fn main() -> ExitCode {
             if let Err(e) = experiments::fs::check_file_room(&experiment, &objects, file_mib) {
                 return usage_error(e);
             }
-            if let Err(e) = experiments::fs::check_open_files(&experiment, &objects) {
+            if let Err(e) =
+                experiments::fs::check_open_files(&experiment, &objects, &schemes, &threads)
+            {
                 return usage_error(e);
             }
             // After the room for the files: a size past it is refused for that first.

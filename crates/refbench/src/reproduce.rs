@@ -314,7 +314,7 @@ pub fn check_file_room(plan: &Plan) -> Result<(), String> {
                 crate::scratch::DIR_ENV
             )
         })?;
-        experiments::fs::check_open_files(name, &p.objects)
+        experiments::fs::check_open_files(name, &p.objects, &p.schemes, &p.threads)
             .map_err(|e| format!("{e} ({name} in reproduce: leave it out with --only)"))?;
     }
     Ok(())

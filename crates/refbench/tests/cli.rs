@@ -1993,7 +1993,7 @@ fn a_refused_thread_exits_1_without_a_panic_or_a_hang() {
             "--duration-ms",
             "10",
         ][..],
-        &["drbh", "--schemes", "kernel", "--duration-ms", "10"],
+        &["drbh", "--schemes", "cas", "--duration-ms", "10"],
         &[
             "oplog-list",
             "--schemes",
@@ -2126,7 +2126,8 @@ fn refbench_with_open_files(
 /// made its files and then ended with exit 1 where the page cache opened one too many (and
 /// with a panic, exit 101, where `kernel` did). A number that fits still runs, and so does one
 /// past the soft limit (`ulimit -n`, 1,024 by default on many systems, where `--objects` takes
-/// up to 1,024) within the hard one: refbench raises its soft limit.
+/// up to 1,024) within the hard one: refbench raises its soft limit. So is `kernel` with more
+/// threads than can each open the files of a read experiment.
 #[test]
 fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
     let tmp_dir = scratch("open-files");
@@ -2186,6 +2187,49 @@ fn randomread_past_the_open_file_limit_exits_2_before_making_its_files() {
             .collect();
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
+    // `kernel` opens every file in each of its reading threads, as the sources' benchmarks
+    // open the file in each worker: 10 files at 8 threads are 80 opens, past a limit of 64.
+    let args = [
+        "run",
+        "randomread",
+        "--objects",
+        "10",
+        "--schemes",
+        "atomic,kernel",
+        "--threads",
+        "1,8",
+        "--reps",
+        "1",
+        "--duration-ms",
+        "1",
+    ];
+    let o = refbench_with_open_files(&args, dir, 64, true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "randomread holds its 10 files open at once (`kernel` opens each of them in each of \
+             its 8 threads: 80 opens)"
+        ) && err.contains("fewer threads, or leave `kernel` out"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(dir).unwrap().next().is_none(),
+        "files made"
+    );
+    // And its one file in `drbh`: 100 threads, 100 opens.
+    let args = ["run", "drbh", "--schemes", "cas,kernel", "--threads", "100"];
+    let o = refbench_with_open_files(&args, dir, 64, true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--threads 100: drbh's `kernel` opens its test file in each of its 100"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(dir).unwrap().next().is_none(),
+        "files made"
+    );
     // Files that fit run (12 under a limit of 40, with the 16 spare and those open already);
     // so do 40 past the soft limit within the hard one, which refbench raises (`kernel` opens
     // its own).

@@ -4,9 +4,10 @@
 //! patch's table (`pread-table`).
 //!
 //! Beside the schemes, the alternatives a user would pick, measured in the same run:
-//! * `kernel`: the same loop through `pread(2)` on the file. It compares a user-space cache
-//!   with a system call into the kernel's page cache (whose own counting is the kernel's), not
-//!   two caches of the same kind.
+//! * `kernel`: the same loop through `pread(2)` on the file, each reading thread on its own
+//!   open of it, as each worker of the frozen-bit patch's benchmark opens the file (`fd =
+//!   open(...)` before its loop). It compares a user-space cache with a system call into the
+//!   kernel's page cache (whose own counting is the kernel's), not two caches of the same kind.
 //! * `quick_cache`: the `quick_cache` crate's concurrent cache holding `Arc` pages (a hit
 //!   clones the `Arc`, copies, and drops it; a miss `pread`s).
 //! * `optimistic`: the page cache's optimistic mode (no reference on a hit: copy between two
@@ -203,15 +204,36 @@ impl<C: RefCounter> Source for CacheSource<'_, C> {
     }
 }
 
+/// `pread(2)` on the test files, each reading thread through opens of its own.
 struct KernelSource<'a> {
-    files: &'a [File],
+    paths: &'a [PathBuf],
 }
 
 impl Source for KernelSource<'_> {
-    stateless!();
+    type Local<'s>
+        = Vec<File>
+    where
+        Self: 's;
+    /// The thread's own opens of the files. A descriptor that the threads share names one open
+    /// file, on which each `pread` of a thread of a multithreaded process takes and drops a
+    /// reference (`fdget` of a shared file table): a second atomic per read, contended by every
+    /// reader, that the frozen-bit patch's benchmark does not have: each of its workers opens
+    /// the file.
+    fn local(&self) -> Result<Vec<File>, String> {
+        self.paths
+            .iter()
+            .map(|p| File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display())))
+            .collect()
+    }
     #[inline]
-    fn read(&self, _: &mut (), file: usize, buf: &mut [u8], off: u64) -> std::io::Result<()> {
-        whole(self.files[file].read_at(buf, off)?, buf.len())
+    fn read(
+        &self,
+        local: &mut Vec<File>,
+        file: usize,
+        buf: &mut [u8],
+        off: u64,
+    ) -> std::io::Result<()> {
+        whole(local[file].read_at(buf, off)?, buf.len())
     }
 }
 
@@ -469,8 +491,8 @@ pub(super) fn open_refused(p: &std::path::Path, e: std::io::Error) -> ! {
     ))
 }
 
-/// Abandons a run that cannot open a test file for a baseline that reads it without a page
-/// cache (`kernel`, `quick_cache`): see [`abandon`]. It panicked (exit code 101 and a
+/// Abandons a run that cannot open a test file for `quick_cache`, which reads it without a page
+/// cache: see [`abandon`]. It panicked (exit code 101 and a
 /// backtrace) where the page cache's own open of the same file ended the run with its message.
 fn kernel_open_refused(p: &std::path::Path, e: std::io::Error) -> ! {
     abandon(format!("cannot open {}: {e}", p.display()))
@@ -496,26 +518,43 @@ fn open_file_limits() -> Option<libc::rlimit> {
     Some(lim)
 }
 
-/// Checks, before anything is made, that `randomread` can hold the files of its largest
-/// `--objects` value open at once, as it reads them (through the page cache, and again for
-/// `kernel` and `quick_cache`), with those open now and `SPARE_FDS` (16) besides. Where the soft
-/// limit on open files (`ulimit -n`, 1,024 on many systems, where `--objects` takes up to
-/// 1,024) is too low and the hard one is not, the soft one is raised to what the run needs, as
-/// servers that hold many files raise it; past the hard one the run is refused (`Err` says the
-/// limits and what fits), where it would make its files and end at the open that failed.
-pub fn check_open_files(experiment: &str, objects: &[usize]) -> Result<(), String> {
-    if experiment != "randomread" {
-        return Ok(());
-    }
-    let (Some(&n), Some(lim)) = (objects.iter().max(), open_file_limits()) else {
+/// Checks, before anything is made, that the read experiments can hold their test files open
+/// at once as they read them, with those open now and `SPARE_FDS` (16) besides: `randomread`
+/// the files of its largest `--objects` value (through the page cache, and again for
+/// `quick_cache`), and `kernel` in `drbh`, `file-spectrum` and `randomread` its files once in
+/// each of its reading threads (at its most `--threads`). Where the soft limit on open files
+/// (`ulimit -n`, 1,024 on many systems, where `--objects` and `--threads` take more) is too low
+/// and the hard one is not, the soft one is raised to what the run needs, as servers that hold
+/// many files raise it; past the hard one the run is refused (`Err` says the limits and what
+/// fits), where it would make its files and end at the open that failed.
+pub fn check_open_files(
+    experiment: &str,
+    objects: &[usize],
+    schemes: &[String],
+    threads: &[usize],
+) -> Result<(), String> {
+    // The files read at once.
+    let n = match experiment {
+        "randomread" => objects.iter().copied().max().unwrap_or(RANDOM_FILES),
+        "drbh" | "file-spectrum" => 1,
+        _ => return Ok(()),
+    };
+    let Some(lim) = open_file_limits() else {
         return Ok(());
     };
+    // The opens of one file held at once.
+    let each = if schemes.iter().any(|s| s == "kernel") {
+        threads.iter().copied().max().unwrap_or(1).max(1)
+    } else {
+        1
+    };
+    let held = (n as u64).saturating_mul(each as u64);
     // The two are of different types on some targets.
     #[allow(clippy::unnecessary_cast)]
     let (soft, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
     // Those open now, the one that lists them included.
     let open = std::fs::read_dir("/proc/self/fd").map_or(3, |d| d.count() as u64);
-    let needed = (n as u64).saturating_add(open + SPARE_FDS);
+    let needed = held.saturating_add(open + SPARE_FDS);
     if needed <= soft {
         return Ok(());
     }
@@ -529,13 +568,35 @@ pub fn check_open_files(experiment: &str, objects: &[usize]) -> Result<(), Strin
             return Ok(());
         }
     }
-    Err(format!(
-        "--objects {n}: randomread holds its {n} files open at once, and this process may \
-         open {soft} files (`ulimit -n`, at most {hard} once raised), {open} of them open \
-         already: at most {} files here (raise the hard limit to {needed}, or take fewer \
-         files)",
-        hard.max(soft).saturating_sub(open + SPARE_FDS)
-    ))
+    let room = hard.max(soft).saturating_sub(open + SPARE_FDS);
+    let limits = format!(
+        "this process may open {soft} files (`ulimit -n`, at most {hard} once raised), {open} \
+         of them open already"
+    );
+    Err(if experiment == "randomread" {
+        let (kernel, fewer) = if each > 1 {
+            (
+                format!(
+                    " (`kernel` opens each of them in each of its {each} threads: {held} opens)"
+                ),
+                ", fewer threads, or leave `kernel` out",
+            )
+        } else {
+            (String::new(), "")
+        };
+        format!(
+            "--objects {n}: randomread holds its {n} files open at once{kernel}, and {limits}: \
+             at most {} files here (raise the hard limit to {needed}, or take fewer \
+             files{fewer})",
+            room / each as u64
+        )
+    } else {
+        format!(
+            "--threads {each}: {experiment}'s `kernel` opens its test file in each of its {each} \
+             threads, and {limits}: at most {room} threads of `kernel` here (raise the hard \
+             limit to {needed}, or take fewer threads, or leave `kernel` out)"
+        )
+    })
 }
 
 /// The bytes of test file `i`: byte `off` is `(off * 7 + i) mod 256`, a pattern that repeats
@@ -814,14 +875,13 @@ fn measure_reads(
     };
     match name {
         "kernel" => {
-            let fs: Vec<File> = files
-                .paths
-                .iter()
-                .map(|p| File::open(p).unwrap_or_else(|e| kernel_open_refused(p, e)))
-                .collect();
-            let src = KernelSource { files: &fs };
+            // Each reader opens the files itself, before the run's window.
+            let src = KernelSource {
+                paths: &files.paths,
+            };
             for &t in &p.threads {
-                let r = timed(&src, pattern, fs.len(), files.pages, t, p.duration, p.pin);
+                let n = files.paths.len();
+                let r = timed(&src, pattern, n, files.pages, t, p.duration, p.pin);
                 record(cells, t, r.ops_per_sec, r.cpu_util, 0);
             }
         }
@@ -898,7 +958,7 @@ fn kind_of(name: &str) -> Kind {
 fn note(name: &str) -> Option<&'static str> {
     match name {
         "kernel" => Some(
-            "pread(2) per read: a system call into the kernel page cache, not a user-space cache",
+            "pread(2) per read, each thread on its own open of the file: a system call into the kernel page cache, not a user-space cache",
         ),
         "quick_cache" => Some("quick_cache crate holding Arc pages; a hit clones the Arc"),
         "optimistic" => Some("no reference on a hit (version-validated copy); cannot hold a page"),
@@ -1434,8 +1494,8 @@ mod tests {
             })
         }
         let made = make_files(1, 4 * PAGE_SIZE as u64);
-        let fs = [File::open(&made.paths[0]).unwrap()];
-        assert!(run(&KernelSource { files: &fs }).is_ok());
+        let kernel = KernelSource { paths: &made.paths };
+        assert!(run(&kernel).is_ok());
         let mut cfg = Config::new(limit_for(&made), "atomic");
         cfg.fault = Some(Arc::new(|ev: &pagecache::IoEvent<'_>| {
             if ev.kind == pagecache::IoKind::Fill {
@@ -1458,13 +1518,32 @@ mod tests {
             .unwrap()
             .set_len(0)
             .unwrap();
-        let Err(why) = run(&KernelSource { files: &fs }) else {
+        let Err(why) = run(&kernel) else {
             panic!("a pread of a file cut to nothing is refused")
         };
         assert_eq!(
             why,
             "reading 64 bytes at offset 0 of test file 0: a short read (0 of 64 bytes)"
         );
+    }
+
+    /// Each `kernel` reader reads through opens of its own: two readers' files are distinct
+    /// open files (a position moved on one leaves the other's where it was), not descriptors
+    /// the threads share, on which every `pread` takes a reference to one open file.
+    #[test]
+    fn kernel_readers_open_the_files_each() {
+        use std::io::{Seek, SeekFrom};
+        let made = make_files(2, PAGE_SIZE as u64);
+        let src = KernelSource { paths: &made.paths };
+        let (mut a, mut b) = (src.local().unwrap(), src.local().unwrap());
+        assert_eq!((a.len(), b.len()), (2, 2));
+        for f in 0..2 {
+            a[f].seek(SeekFrom::Start(100)).unwrap();
+            assert_eq!(b[f].stream_position().unwrap(), 0, "file {f}");
+            let mut buf = [0u8; READ];
+            src.read(&mut b, f, &mut buf, 64).unwrap();
+            assert_eq!(buf[0], pattern_byte(f, 64), "file {f}");
+        }
     }
 
     /// A background reader of `drop-file` whose read fails reads no more, and the run is
