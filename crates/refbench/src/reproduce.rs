@@ -302,8 +302,9 @@ pub fn makes_test_files(plan: &Plan) -> bool {
 /// `plan` fit in the free space of the temporary folder and their page caches in the memory
 /// available, as `run` checks its own ([`experiments::fs::check_file_room`]): unchecked, a
 /// folder too small (a container's 64 MiB `/dev/shm`) panicked with ENOSPC where the first of
-/// them made its files, after the experiments before it had run. And that `randomread`'s files
-/// can be held open at once ([`experiments::fs::check_open_files`]).
+/// them made its files, after the experiments before it had run. And that the read
+/// experiments' files can be held open at once, `kernel`'s in each of its threads
+/// ([`experiments::fs::check_open_files`]).
 pub fn check_file_room(plan: &Plan) -> Result<(), String> {
     for name in planned(plan) {
         let p = params(name, plan.depth, &plan.threads);
