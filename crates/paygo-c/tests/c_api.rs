@@ -1,30 +1,65 @@
 //! The C API from C: builds `tests/c/*.c` against `include/paygo.h` and the crate's static
-//! library (`unload.c` against its shared one), runs them, and checks that the header also
-//! compiles as pedantic C++ (or says that check is skipped where no C++ compiler is installed)
-//! and C99, that a C++ program links every function of it, that both libraries define every
-//! function the header declares, and that the shared one exports nothing else. The
-//! libraries are built for the test by `capi_check::cc` (`cargo build -p paygo-c --lib`, in the
-//! test's own target directory and profile).
+//! library, most of them into one program ([`PROGRAMS`]), each program built once for a build
+//! of the library and its sources and kept for the next test runs ([`cc::build_many`];
+//! `unload.c` loads the shared library with `dlopen`), runs each in a process of its own, and
+//! checks that the header also compiles as pedantic C++ (or says that check is skipped where
+//! no C++ compiler is installed) and C99, that a C++ program links every function of it, that
+//! both libraries define every function the header declares, and that the shared one exports
+//! nothing else. The libraries are built for the test by `capi_check::cc` (`cargo build -p
+//! paygo-c --lib`, in the test's own target directory and profile).
 
 use capi_check::cc;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
-/// Builds `tests/c/NAME.c` against the header and `libpaygo.a`, runs it, and checks that it
-/// reports no failure; its output.
+/// The system libraries of the link line that `paygo.h` and the README document for the static
+/// library.
+const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
+
+/// The programs of `tests/c` that [`program`] builds into one ([`cc::build_many`]: one link
+/// against `libpaygo.a`, which costs several times their compilation): all but `exit.c`, whose
+/// ELF destructor checks the counts of its own object at every exit of the program (in the
+/// others' processes too), and `nomem.c`, which limits the address space to what its process
+/// maps and installs seccomp filters; each of those is built alone.
+const PROGRAMS: &[&str] = &["cancel", "fork", "quickstart", "races", "stats", "threads"];
+
+/// The program that runs `tests/c/NAME.c`, built against the header and `libpaygo.a` with the
+/// link line the header documents ([`LINK`]) by [`cc::build_many`]: for a name of
+/// [`PROGRAMS`], theirs, else one of its own; each built once per test process (and kept for
+/// the next runs of the same build). Run it with `NAME` as its first argument.
+fn program(name: &str) -> PathBuf {
+    // Each built once, the tests of one waiting for it (not for the others).
+    static BUILT: [OnceLock<PathBuf>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let (k, group): (usize, &[&str]) = if PROGRAMS.contains(&name) {
+        (0, PROGRAMS)
+    } else if name == "exit" {
+        (1, &["exit"])
+    } else if name == "nomem" {
+        (2, &["nomem"])
+    } else {
+        panic!("no program {name}")
+    };
+    BUILT[k]
+        .get_or_init(|| {
+            let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
+            cc::build_many(
+                Path::new(env!("CARGO_MANIFEST_DIR")),
+                group,
+                &lib,
+                LINK,
+                Path::new(env!("CARGO_TARGET_TMPDIR")),
+            )
+        })
+        .clone()
+}
+
+/// Runs `tests/c/NAME.c` ([`program`]) and checks that it exits successfully and reports no
+/// failure; its output.
 fn build_and_run(name: &str) -> std::process::Output {
-    let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
-    let exe = cc::build(
-        Path::new(env!("CARGO_MANIFEST_DIR")),
-        name,
-        &lib,
-        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
-        Path::new(env!("CARGO_TARGET_TMPDIR")),
-    );
-    let out = cc::run(&mut Command::new(&exe));
+    let out = cc::run(Command::new(program(name)).arg(name));
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");
-    let _ = std::fs::remove_file(&exe);
     assert!(text.contains("failures=0"), "{text}");
     out
 }
@@ -72,18 +107,8 @@ fn c_races_and_edges_of_life() {
 fn c_races_and_edges_of_life_on_one_cpu() {
     use std::os::unix::process::CommandExt;
     use std::time::{Duration, Instant};
-    let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
-    // A folder of its own: c_races_and_edges_of_life builds c_races.<pid> too.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("one_cpu");
-    std::fs::create_dir_all(&dir).expect("a folder for the program");
-    let exe = cc::build(
-        Path::new(env!("CARGO_MANIFEST_DIR")),
-        "races",
-        &lib,
-        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
-        &dir,
-    );
-    let mut cmd = Command::new(&exe);
+    let mut cmd = Command::new(program("races"));
+    cmd.arg("races");
     cmd.stdout(std::process::Stdio::piped());
     // SAFETY: the closure runs in the child between fork and exec; it calls only
     // sched_getaffinity and sched_setaffinity (system calls, async-signal-safe) and the
@@ -112,7 +137,6 @@ fn c_races_and_edges_of_life_on_one_cpu() {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            let _ = std::fs::remove_file(&exe);
             panic!("races.c on one CPU ran for more than 120 seconds");
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -120,7 +144,6 @@ fn c_races_and_edges_of_life_on_one_cpu() {
     let out = child.wait_with_output().expect("races' output");
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");
-    let _ = std::fs::remove_file(&exe);
     assert!(
         out.status.success() && text.contains("failures=0"),
         "{text}"
@@ -166,23 +189,26 @@ fn c_calls_from_a_destructor_at_exit_of_a_static_program_succeed() {
         percpu::testing::skip("no rcrt1.o: a static position-independent program is not linked");
     }
     for kind in kinds {
-        // A folder of its own: the dynamic program of the test above is built as c_exit.<pid>
-        // too, maybe at the same time.
+        // A folder of its own: the program is kept there ([`cc::build_many`]) with the name of
+        // the dynamic program of the test above, and one of other inputs unused for a while is
+        // removed.
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&kind[1..]);
         std::fs::create_dir_all(&dir).expect("a folder for the program");
         // No -lgcc_s, which has no static library: the static link takes libgcc_eh (the fully
         // static link line of paygo.h and the README).
-        let exe = cc::build(
+        let link: Vec<&str> = std::iter::once(kind)
+            .chain(LINK.iter().copied().filter(|l| *l != "-lgcc_s"))
+            .collect();
+        let exe = cc::build_many(
             Path::new(env!("CARGO_MANIFEST_DIR")),
-            "exit",
+            &["exit"],
             &lib,
-            &[kind, "-lpthread", "-ldl", "-lm", "-lrt"],
+            &link,
             &dir,
         );
-        let out = cc::run(&mut Command::new(&exe));
+        let out = cc::run(Command::new(&exe).arg("exit"));
         let text = String::from_utf8_lossy(&out.stdout);
         println!("{kind}: {text}");
-        let _ = std::fs::remove_file(&exe);
         assert!(text.contains("failures=0"), "{kind}: {text}");
     }
 }
@@ -305,7 +331,7 @@ fn a_cxx_program_links_every_function_of_the_header() {
             "paygo_",
         )],
         &lib,
-        &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"],
+        LINK,
         Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
 }
