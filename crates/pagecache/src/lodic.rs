@@ -849,13 +849,13 @@ impl<C: RefCounter> CachedFileOf<C> {
         let end = first + pages;
         // Everything the mapping needs is allocated before any of it is published, each by an
         // allocation that reports failure (one that cannot would end the process), so that a
-        // failure, an error, leaves nothing behind: no owner record, no mapping count, no reverse-map entry. A record left in the owners'
-        // map would stay for ever (nothing removes an owner's records but the unmap of its
-        // mappings, and the owner's id is never reused when its thread exits): its entries'
-        // memory, counted by `LodicMemory`, and, under `Rmap::Process`, one more owner for
-        // every reclaim of a mapped page and every READ-ALL to search. Counts added for it
-        // would make its pages mapped for ever: a flag, a heavy fence and a search at each of
-        // their reclaims.
+        // failure, an error, leaves nothing behind: no owner record, no mapping count, no
+        // reverse-map entry. A record left in the owners' map would stay for ever (nothing removes
+        // an owner's records but the unmap of its mappings, and the owner's id is never reused when
+        // its thread exits): its entries' memory, counted by `LodicMemory`, and, under
+        // `Rmap::Process`, one more owner for every reclaim of a mapped page and every READ-ALL to
+        // search. Counts added for it would make its pages mapped for ever: a flag, a heavy fence
+        // and a search at each of their reclaims.
         let mut entries = Vec::new();
         // A count of pages past `usize` (a 32-bit target) is memory that cannot be had.
         if alloc_fails(true)
