@@ -77,6 +77,9 @@ pub(crate) mod bug {
     /// before an eviction's first step (not tagged) while the generation is that step's, and
     /// the claim commits between the eviction's two steps (as with `SEEN_IGNORES_TAG`).
     pub const RELAXED_CLAIM_GEN: u8 = 12;
+    /// A kill whose fence has no memory, asked to give the object back (`try_kill`), leaves it
+    /// KILLED instead of LIVE: no REF succeeds any more, though the owner keeps the object.
+    pub const UNDO_KEEPS_KILLED: u8 = 13;
     std::thread_local! {
         pub static MODE: Cell<u8> = const { Cell::new(NONE) };
     }

@@ -732,6 +732,53 @@ fn loom_kill_then_release() {
     }
 }
 
+/// A kill whose fence has no memory (`try_kill`, as `Owner::try_kill` asks it) while a reader
+/// gives back its reference (taken on CPU 0, given back on CPU 0 or 1), then a kill that
+/// fences: after the failed kill the object is live (a REF succeeds, and its UNREF releases
+/// nothing), and the kill that follows and the reader's UNREF release it exactly once,
+/// whichever comes first: the failed kill released nothing and lost no count.
+fn failed_kill_then_kill(migrate: bool) {
+    model(move || {
+        let d = Arc::new(tiny());
+        let o = Arc::new(Obj::new());
+        loom_set_cpu(0);
+        let a = d.try_get(o.hdr()).unwrap();
+        let (d1, o1) = (d.clone(), o.clone());
+        let reader = thread::spawn(move || {
+            loom_set_cpu(if migrate { 1 } else { 0 });
+            d1.put_release(o1.hdr(), a)
+        });
+        loom_set_cpu(1);
+        crate::reclaim::loom_fence::KILL_NO_MEMORY.with(|c| c.set(true));
+        assert_eq!(d.try_kill(o.hdr()), Err(crate::ReclaimError::NoMemory));
+        let Some(b) = d.try_get(o.hdr()) else {
+            // The reader joined first: a model thread left running would fail the model's
+            // cleanup, not this assertion.
+            reader.join().unwrap();
+            panic!("no REF after a failed kill");
+        };
+        assert!(
+            !d.put_release(o.hdr(), b),
+            "an UNREF released a live object"
+        );
+        let by_kill = d.kill(o.hdr());
+        let by_reader = reader.join().unwrap();
+        assert!(
+            by_kill ^ by_reader,
+            "released {} times",
+            by_kill as u8 + by_reader as u8
+        );
+        assert!(o.hdr.is_dead());
+    });
+}
+
+#[test]
+fn loom_failed_kill_then_kill() {
+    for migrate in [false, true] {
+        failed_kill_then_kill(migrate);
+    }
+}
+
 /// `only_reference` (what `paygo::Arc::get_mut` asks) or `reclaim_only` (`try_unwrap`)
 /// against references taken from one another: the owner holds a reference on CPU 0 and asks
 /// whether it is the only one (or reclaims if so); a reader holding a reference taken on CPU 1
@@ -877,6 +924,16 @@ mod bugs {
     fn with_bug(mode: u8, f: impl FnOnce()) {
         bug::MODE.with(|c| c.set(mode));
         f();
+    }
+
+    /// A failed kill that leaves the object KILLED: the owner, who keeps the object, can take
+    /// no reference to it any more.
+    #[test]
+    #[should_panic(expected = "no REF after a failed kill")]
+    fn bug_undo_keeps_killed_is_caught() {
+        with_bug(bug::UNDO_KEEPS_KILLED, || {
+            super::failed_kill_then_kill(false)
+        });
     }
 
     #[test]

@@ -113,6 +113,18 @@ std::thread_local! {
     pub(crate) static FENCE_ENOMEM: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
+/// A loom model's stand-in for a `membarrier` that has no memory: set, the next kill's fence
+/// fails with [`ReclaimError::NoMemory`] (the model threads share the switch; that kill clears
+/// it).
+#[cfg(loom)]
+pub(crate) mod loom_fence {
+    use std::cell::Cell;
+
+    std::thread_local! {
+        pub(crate) static KILL_NO_MEMORY: Cell<bool> = const { Cell::new(false) };
+    }
+}
+
 /// The unit tests' stand-in for what other threads do while a batch sweeps the tables: set on
 /// a thread, the next batch that thread sweeps runs it after reading the stripes' sequences and
 /// before the sweep.
@@ -864,7 +876,17 @@ impl Domain {
         // SeqCst: pairs with the SeqCst flag load after an anchor-path UNREF.
         let old = hdr.cas_state(LIVE, KILLED, Ordering::SeqCst);
         debug_assert_eq!(old, Ok(()), "paygo: kill of an object that is not live");
-        if let Err(e) = self.reclaim_fence() {
+        #[cfg(loom)]
+        let fenced = if loom_fence::KILL_NO_MEMORY.with(|c| c.replace(false)) {
+            Err(ReclaimError::NoMemory)
+        } else {
+            self.reclaim_fence()
+        };
+        #[cfg(not(loom))]
+        let fenced = self.reclaim_fence();
+        if let Err(e) = fenced {
+            #[cfg(paygo_loom_bug)]
+            let undo = undo && !crate::get::bug::is(crate::get::bug::UNDO_KEEPS_KILLED);
             if undo {
                 // Only the kill moves the state on from KILLED (to KILL_FENCED, which every
                 // release needs): back at LIVE no UNREF has released, and each one counted.
