@@ -804,6 +804,24 @@ pub struct MappedPage<'m, 'f, C: RefCounter> {
     _owner: PhantomData<*const ()>,
 }
 
+/// An `InvalidInput` error about the file at `path` whose message is `before`, the path and
+/// `after`, as [`FileError::error`] makes, but made without ending the process where memory is
+/// short: bad input may come when no memory can be had, and an allocation that cannot report
+/// its failure (a `format!`) would abort. [`FileError::out_of_memory`] writes the message
+/// only into memory it could have (else it is the bare kind, which allocates nothing); its
+/// error's outer box is given back just before the error of this kind takes one again.
+#[cold]
+fn invalid_input(
+    path: &std::path::Path,
+    before: core::fmt::Arguments<'_>,
+    after: core::fmt::Arguments<'_>,
+) -> io::Error {
+    match FileError::out_of_memory(path, before, after).into_inner() {
+        Some(error) => io::Error::new(io::ErrorKind::InvalidInput, error),
+        None => io::ErrorKind::InvalidInput.into(),
+    }
+}
+
 impl<C: RefCounter> CachedFileOf<C> {
     /// Maps `pages` pages of the file from page `first` for the calling thread (LODIC). Errors:
     /// no pages, or a range past the end of the file (its length now, the last page partial or
@@ -814,25 +832,24 @@ impl<C: RefCounter> CachedFileOf<C> {
     /// its records in the reverse maps (`OutOfMemory`; nothing is mapped, and nothing is left
     /// in the reverse maps). These errors, and those of a mapping's requests outside its range
     /// ([`Mapping::read_at`], [`Mapping::write_at`], [`Mapping::page`]), name the file (a
-    /// [`FileError`]), but for an `OutOfMemory` where no memory can be had for its message,
-    /// which is the bare kind. A mapping outlives later cuts (see [`Mapping::read_at`]).
+    /// [`FileError`]), but where no memory can be had for the message: each is then the bare
+    /// kind, and none ends the process. A mapping outlives later cuts (see
+    /// [`Mapping::read_at`]).
     pub fn map(&self, first: u64, pages: u64) -> io::Result<Mapping<'_, C>> {
         let (c, f) = self.parts();
         let have = self.len().div_ceil(PAGE_SIZE as u64);
         if pages == 0 {
-            return Err(FileError::error(
-                io::ErrorKind::InvalidInput,
+            return Err(invalid_input(
                 &f.path,
-                format!("a mapping of no pages (from page {first}) of "),
-                "",
+                format_args!("a mapping of no pages (from page {first}) of "),
+                format_args!(""),
             ));
         }
         if first.checked_add(pages).is_none_or(|end| end > have) {
-            return Err(FileError::error(
-                io::ErrorKind::InvalidInput,
+            return Err(invalid_input(
                 &f.path,
-                format!("mapping {pages} pages from page {first} of "),
-                format!(", which has {have} pages"),
+                format_args!("mapping {pages} pages from page {first} of "),
+                format_args!(", which has {have} pages"),
             ));
         }
         // The light fence is a compiler fence only once the process is registered for the
@@ -1049,14 +1066,14 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     }
 
     /// The `InvalidInput` error of a request outside the mapping, `what`, naming the file (a
-    /// [`FileError`]): "`what` (from page F) of PATH".
+    /// [`FileError`]): "`what` (from page F) of PATH"; the bare kind where the memory of that
+    /// message cannot be had ([`invalid_input`]).
     #[cold]
-    fn outside(&self, what: String) -> io::Error {
-        FileError::error(
-            io::ErrorKind::InvalidInput,
+    fn outside(&self, what: core::fmt::Arguments<'_>) -> io::Error {
+        invalid_input(
             &self.file.parts().1.path,
-            format!("{what} (from page {}) of ", self.rec.first),
-            "",
+            format_args!("{what} (from page {}) of ", self.rec.first),
+            format_args!(""),
         )
     }
 
@@ -1066,7 +1083,7 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
             .checked_add(len as u64)
             .is_none_or(|end| end > self.len())
         {
-            return Err(self.outside(format!(
+            return Err(self.outside(format_args!(
                 "{what} of {len} bytes at {offset} outside a mapping of {} bytes",
                 self.len()
             )));
@@ -1211,7 +1228,7 @@ impl<'f, C: RefCounter> Mapping<'f, C> {
     /// `Other` (as there).
     pub fn page(&self, k: u64) -> io::Result<MappedPage<'_, 'f, C>> {
         if k >= self.pages() {
-            return Err(self.outside(format!(
+            return Err(self.outside(format_args!(
                 "page {k} outside a mapping of {} pages",
                 self.pages()
             )));

@@ -296,6 +296,48 @@ fn bad_input_is_refused_and_changes_nothing() {
     check_bytes(&buf, 3 * PAGE_SIZE as u64 - 16);
 }
 
+/// Bad input where no memory at all can be had is still an error, never the end of the process:
+/// the `InvalidInput` of a map of no pages or past the end of the file, of a read or a write
+/// outside a mapping, of a page outside it, is the bare kind where the memory of its message
+/// (which names the file) cannot be had, as a failed allocation that cannot report its failure
+/// would end the process. A read inside the mapping, of pages it holds entries for, needs no
+/// memory and reads the file; nothing is mapped or counted by the refused requests.
+#[test]
+fn bad_input_without_memory_is_the_bare_kind() {
+    for rmap in RMAPS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = pattern_file(&dir, "f", 4 * P);
+        let c = cache(Atomic, 8, rmap);
+        let f = c.open(&path).unwrap();
+        let m = f.map(1, 2).unwrap();
+        let mut buf = [0u8; 16];
+        m.read_at(&mut buf, P - 8).unwrap(); // installs the entries of both pages
+        buf = [0; 16];
+        let mut inside = [0u8; 16];
+        refuse_from(0);
+        let errors = [
+            f.map(0, 0).err(),
+            f.map(3, 2).err(),
+            m.read_at(&mut buf, 2 * P - 8).err(),
+            m.write_at(&[1u8; 16], 2 * P).err(),
+            m.page(2).err(),
+        ];
+        let read = m.read_at(&mut inside, P - 8).err();
+        refuse_from(usize::MAX);
+        for (k, e) in errors.into_iter().enumerate() {
+            let e = e.expect("refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{rmap:?} {k}: {e}");
+            assert!(FileError::of(&e).is_none(), "{rmap:?} {k}: {e}");
+        }
+        assert!(read.is_none(), "{rmap:?}: {read:?}");
+        check_bytes(&inside, 2 * P - 8);
+        assert_eq!(buf, [0; 16], "{rmap:?}: nothing read");
+        assert_eq!((f.mapcount(0), f.mapcount(3)), (0, 0), "{rmap:?}");
+        assert_eq!((f.page_count(1), f.page_count(2)), (0, 0), "{rmap:?}");
+        drop(m);
+    }
+}
+
 /// A map whose memory cannot be had is `OutOfMemory`, and its error is made without the memory
 /// that failed: where the memory of the message can be had (only the mapping's entries are
 /// refused), it names the file, as the cache's other errors about a file do; where no memory at
