@@ -654,9 +654,10 @@ pub struct LodicMemory {
     /// The embedded counters: 11 bits per entry, in bytes (rounded up). They live in bits the
     /// entries have anyway (a PTE's unused bits), so they add nothing to the tables.
     pub counter_bytes: usize,
-    /// The tables themselves (8 bytes per entry) and the reverse-map records: what a mapping
-    /// costs whether or not it counts (the page tables and VMAs of a process). The nodes of
-    /// the indexes that find the records (about a hundred bytes a mapping) are not counted.
+    /// The tables themselves (8 bytes per entry) and the reverse-map records (each with the
+    /// count of its handles, one allocation per mapping): what a mapping costs whether or not
+    /// it counts (the page tables and VMAs of a process). The nodes of the indexes that find
+    /// the records (about a hundred bytes a mapping) are not counted.
     pub table_bytes: usize,
     /// The per-page mapping counts of the open files that were ever mapped (the kernel's
     /// `_mapcount`, which lets a reclaim pass over the pages no mapping covers), the bytes
@@ -691,7 +692,8 @@ impl Lodic {
             for r in o.maps.values() {
                 m.mappings += 1;
                 m.entries += r.entries.len();
-                m.table_bytes += r.entries.len() * 8 + core::mem::size_of::<MapRec>();
+                // The record as `RecRef::try_new` allocates it: with its handles' count.
+                m.table_bytes += r.entries.len() * 8 + core::mem::size_of::<Shared>();
             }
         }
         m.counter_bytes = (m.entries * COUNT_BITS as usize).div_ceil(8);
@@ -1435,6 +1437,30 @@ mod tests {
                 panic!("a scheme whose read_all panics");
             }
             self.inner.read_all(obj)
+        }
+    }
+
+    /// `LodicMemory::table_bytes` is what each mapping allocates whether or not it counts: its
+    /// entries (8 bytes a page) and its record as `RecRef::try_new` allocates it, the
+    /// `MapRec` with the count of its handles (`Shared`), for every reverse map.
+    #[test]
+    fn table_bytes_are_the_entries_and_the_shared_records() {
+        let (_dir, path) = zeroed_file(8);
+        let record = core::alloc::Layout::new::<super::Shared>().size();
+        assert!(
+            record > core::mem::size_of::<super::MapRec>(),
+            "the handles' count"
+        );
+        for rmap in [Rmap::File, Rmap::Process] {
+            let cache = atomic_cache(4, rmap);
+            let file = cache.open(&path).expect("open");
+            let (a, b) = (file.map(0, 8).expect("map"), file.map(2, 3).expect("map"));
+            let entry = core::mem::size_of::<super::AtomicU64>();
+            let m = cache.lodic_memory();
+            assert_eq!((m.mappings, m.entries), (2, 11), "{rmap:?}");
+            assert_eq!(m.table_bytes, 11 * entry + 2 * record, "{rmap:?}");
+            drop((a, b));
+            assert_eq!(cache.lodic_memory().table_bytes, 0, "{rmap:?}");
         }
     }
 
