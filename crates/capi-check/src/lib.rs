@@ -992,6 +992,95 @@ pub mod cc {
         exe
     }
 
+    /// What the programs of a [`Programs`] are built against, and where: the arguments of
+    /// [`staticlib`] and of [`build_many`] that they share, from the test crate's `env!`s.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Build {
+        /// The package of the static library ([`staticlib`]'s `package`).
+        pub package: &'static str,
+        /// The name of its library ([`staticlib`]'s `lib`).
+        pub lib: &'static str,
+        /// The test's `env!("CARGO")`.
+        pub cargo: &'static str,
+        /// The test's `env!("CARGO_MANIFEST_DIR")`: the crate of `tests/c` and `include`.
+        pub crate_dir: &'static str,
+        /// The test's `env!("CARGO_TARGET_TMPDIR")`: where the programs are kept.
+        pub out_dir: &'static str,
+        /// The system libraries of the link line.
+        pub link: &'static [&'static str],
+    }
+
+    /// A crate's C test programs, for a `static` of its test file: those of `together` built
+    /// into one program by [`build_many`], each of `alone` into one of its own (a program
+    /// that would change the others: see [`build_many`]), against the static library of
+    /// [`Build`] ([`staticlib`]). Each program is built at its first use in the test process
+    /// (and kept for the next runs of the same build, as [`build_many`] keeps it); a test
+    /// waits for the program it runs, not for the others. Run a program with its name as the
+    /// first argument ([`build_many`]'s dispatch), for one built alone too.
+    pub struct Programs<const N: usize> {
+        build: Build,
+        together: &'static [&'static str],
+        alone: [&'static str; N],
+        built_together: std::sync::OnceLock<PathBuf>,
+        built_alone: [std::sync::OnceLock<PathBuf>; N],
+    }
+
+    impl<const N: usize> Programs<N> {
+        /// The programs of `together` and of `alone`, built as `build` says; nothing is built
+        /// before [`Programs::path`] asks for a program.
+        pub const fn new(
+            build: Build,
+            together: &'static [&'static str],
+            alone: [&'static str; N],
+        ) -> Self {
+            Programs {
+                build,
+                together,
+                alone,
+                built_together: std::sync::OnceLock::new(),
+                built_alone: [const { std::sync::OnceLock::new() }; N],
+            }
+        }
+
+        /// Which program runs `name`: its place (0 for `together`, `1 + k` for `alone[k]`)
+        /// and the names built into it; `None` for a name of neither.
+        fn group(&self, name: &str) -> Option<(usize, &[&'static str])> {
+            if self.together.contains(&name) {
+                return Some((0, self.together));
+            }
+            let k = self.alone.iter().position(|&a| a == name)?;
+            Some((1 + k, core::slice::from_ref(&self.alone[k])))
+        }
+
+        /// The path of the program that runs `tests/c/NAME.c`, built on first use.
+        ///
+        /// # Panics
+        /// If `name` is not one of the programs, or the library or the program cannot be
+        /// built.
+        pub fn path(&self, name: &str) -> PathBuf {
+            let Some((k, names)) = self.group(name) else {
+                panic!("no program {name}");
+            };
+            let built = match k {
+                0 => &self.built_together,
+                k => &self.built_alone[k - 1],
+            };
+            built
+                .get_or_init(|| {
+                    let b = &self.build;
+                    let lib = staticlib(b.package, b.lib, b.cargo);
+                    build_many(
+                        Path::new(b.crate_dir),
+                        names,
+                        &lib,
+                        b.link,
+                        Path::new(b.out_dir),
+                    )
+                })
+                .clone()
+        }
+    }
+
     /// The `main` of [`build_many`]'s program: each program's `main` declared as its source
     /// defines it (with or without arguments), and called for its name.
     fn dispatcher(crate_dir: &Path, names: &[&str]) -> String {
@@ -1280,6 +1369,39 @@ pub mod cc {
             so.display(),
             others.join("\n")
         );
+    }
+
+    #[cfg(test)]
+    mod programs_tests {
+        use super::{Build, Programs};
+
+        static PROGRAMS: Programs<2> = Programs::new(
+            Build {
+                package: "none",
+                lib: "none",
+                cargo: "cargo",
+                crate_dir: "/nonexistent",
+                out_dir: "/nonexistent",
+                link: &[],
+            },
+            &["a", "b", "c"],
+            ["x", "y"],
+        );
+
+        /// A name of `together` runs in their program, each of `alone` in its own, and any
+        /// other name is no program (nothing built: the name is refused first).
+        #[test]
+        fn each_name_runs_in_its_group() {
+            assert_eq!(PROGRAMS.group("b"), Some((0, &["a", "b", "c"][..])));
+            assert_eq!(PROGRAMS.group("x"), Some((1, &["x"][..])));
+            assert_eq!(PROGRAMS.group("y"), Some((2, &["y"][..])));
+            assert_eq!(PROGRAMS.group("z"), None);
+            let e = std::panic::catch_unwind(|| PROGRAMS.path("z")).expect_err("no program z");
+            assert_eq!(
+                e.downcast_ref::<String>().map(String::as_str),
+                Some("no program z")
+            );
+        }
     }
 }
 

@@ -17,57 +17,44 @@
 use capi_check::cc;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 /// The system libraries of the link line that `pagecache.h` and the README document for the
 /// static library.
 const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
 
-/// The programs of `tests/c` that [`run_program`] builds into one ([`cc::build_many`]: one
-/// link against `libpagecache.a`, which costs several times their compilation): all but
-/// `oom.c` and `counters.c`, which define functions of the C library (an allocator that runs
-/// out, a `sysconf` of 16 CPUs) that would change the others, and are built alone.
-const PROGRAMS: &[&str] = &[
-    "cancel",
-    "counts",
-    "fork",
-    "handles",
-    "limits",
-    "mappings",
-    "options",
-    "pages",
-    "quickstart",
-    "readers",
-];
+/// The programs of `tests/c`, built against the header and `libpagecache.a` with the link line
+/// the header documents ([`LINK`]): all but two into one ([`cc::build_many`]: one link against
+/// the library, which costs several times their compilation); `oom.c` and `counters.c`, which
+/// define functions of the C library (an allocator that runs out, a `sysconf` of 16 CPUs) that
+/// would change the others, each alone. Each is built once per test process (and kept for the
+/// next runs of the same build).
+static PROGRAMS: cc::Programs<2> = cc::Programs::new(
+    cc::Build {
+        package: "paygo-pagecache-c",
+        lib: "pagecache",
+        cargo: env!("CARGO"),
+        crate_dir: env!("CARGO_MANIFEST_DIR"),
+        out_dir: env!("CARGO_TARGET_TMPDIR"),
+        link: LINK,
+    },
+    &[
+        "cancel",
+        "counts",
+        "fork",
+        "handles",
+        "limits",
+        "mappings",
+        "options",
+        "pages",
+        "quickstart",
+        "readers",
+    ],
+    ["oom", "counters"],
+);
 
-/// The program that runs `tests/c/NAME.c`, built against the header and `libpagecache.a` with
-/// the link line the header documents ([`LINK`]) by [`cc::build_many`]: for a name of
-/// [`PROGRAMS`], theirs, else one of its own; each built once per test process (and kept for
-/// the next runs of the same build).
+/// The program that runs `tests/c/NAME.c` ([`PROGRAMS`]).
 fn program(name: &str) -> PathBuf {
-    // Each built once, the tests of one waiting for it (not for the others).
-    static BUILT: [OnceLock<PathBuf>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let (k, group): (usize, &[&str]) = if PROGRAMS.contains(&name) {
-        (0, PROGRAMS)
-    } else if name == "oom" {
-        (1, &["oom"])
-    } else if name == "counters" {
-        (2, &["counters"])
-    } else {
-        panic!("no program {name}")
-    };
-    BUILT[k]
-        .get_or_init(|| {
-            let lib = cc::staticlib("paygo-pagecache-c", "pagecache", env!("CARGO"));
-            cc::build_many(
-                Path::new(env!("CARGO_MANIFEST_DIR")),
-                group,
-                &lib,
-                LINK,
-                Path::new(env!("CARGO_TARGET_TMPDIR")),
-            )
-        })
-        .clone()
+    PROGRAMS.path(name)
 }
 
 /// Runs `tests/c/NAME.c` ([`program`]) with `args`, its temporary files in a folder of the

@@ -11,47 +11,35 @@
 use capi_check::cc;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 /// The system libraries of the link line that `paygo.h` and the README document for the static
 /// library.
 const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
 
-/// The programs of `tests/c` that [`program`] builds into one ([`cc::build_many`]: one link
-/// against `libpaygo.a`, which costs several times their compilation): all but `exit.c`, whose
-/// ELF destructor checks the counts of its own object at every exit of the program (in the
-/// others' processes too), and `nomem.c`, which limits the address space to what its process
-/// maps and installs seccomp filters; each of those is built alone.
-const PROGRAMS: &[&str] = &["cancel", "fork", "quickstart", "races", "stats", "threads"];
+/// The programs of `tests/c`, built against the header and `libpaygo.a` with the link line the
+/// header documents ([`LINK`]): all but two into one ([`cc::build_many`]: one link against the
+/// library, which costs several times their compilation); `exit.c`, whose ELF destructor checks
+/// the counts of its own object at every exit of the program (in the others' processes too),
+/// and `nomem.c`, which limits the address space to what its process maps and installs seccomp
+/// filters, each alone. Each is built once per test process (and kept for the next runs of the
+/// same build).
+static PROGRAMS: cc::Programs<2> = cc::Programs::new(
+    cc::Build {
+        package: "paygo-c",
+        lib: "paygo",
+        cargo: env!("CARGO"),
+        crate_dir: env!("CARGO_MANIFEST_DIR"),
+        out_dir: env!("CARGO_TARGET_TMPDIR"),
+        link: LINK,
+    },
+    &["cancel", "fork", "quickstart", "races", "stats", "threads"],
+    ["exit", "nomem"],
+);
 
-/// The program that runs `tests/c/NAME.c`, built against the header and `libpaygo.a` with the
-/// link line the header documents ([`LINK`]) by [`cc::build_many`]: for a name of
-/// [`PROGRAMS`], theirs, else one of its own; each built once per test process (and kept for
-/// the next runs of the same build). Run it with `NAME` as its first argument.
+/// The program that runs `tests/c/NAME.c` ([`PROGRAMS`]). Run it with `NAME` as its first
+/// argument.
 fn program(name: &str) -> PathBuf {
-    // Each built once, the tests of one waiting for it (not for the others).
-    static BUILT: [OnceLock<PathBuf>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let (k, group): (usize, &[&str]) = if PROGRAMS.contains(&name) {
-        (0, PROGRAMS)
-    } else if name == "exit" {
-        (1, &["exit"])
-    } else if name == "nomem" {
-        (2, &["nomem"])
-    } else {
-        panic!("no program {name}")
-    };
-    BUILT[k]
-        .get_or_init(|| {
-            let lib = cc::staticlib("paygo-c", "paygo", env!("CARGO"));
-            cc::build_many(
-                Path::new(env!("CARGO_MANIFEST_DIR")),
-                group,
-                &lib,
-                LINK,
-                Path::new(env!("CARGO_TARGET_TMPDIR")),
-            )
-        })
-        .clone()
+    PROGRAMS.path(name)
 }
 
 /// Runs `tests/c/NAME.c` ([`program`]) and checks that it exits successfully and reports no
