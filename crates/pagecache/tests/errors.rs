@@ -1909,7 +1909,7 @@ fn faults_of_every_kind_against_the_model<C: refcount::RefCounter>(
             Ok(k) => {
                 assert_eq!(k, n, "{}", at(step));
                 if model.len() < off + n {
-                    model.resize(off + n, 0);
+                    common::resize_zeros(model, off + n);
                 }
                 model[off..off + n].copy_from_slice(&bytes);
             }
@@ -1926,7 +1926,7 @@ fn faults_of_every_kind_against_the_model<C: refcount::RefCounter>(
                     model.len() as u64 + rng.below(6 * P)
                 };
                 match file.set_len(to) {
-                    Ok(()) => model.resize(to as usize, 0),
+                    Ok(()) => common::resize_zeros(&mut model, to as usize),
                     Err(e) => injected(Err(e), step),
                 }
             }

@@ -7,7 +7,7 @@ mod common;
 #[path = "grow/cut_races.rs"]
 mod cut_races;
 
-use common::{pat, pattern_file, Rng};
+use common::{pat, pattern_file, resize_zeros, Rng};
 use pagecache::{Config, IoKind, PageCache, PageCacheOf, SchemeConfig, PAGE_SIZE};
 use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
@@ -16,13 +16,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const P: u64 = PAGE_SIZE as u64;
-
-/// `v.resize(len, 0)` by one copy of zeroed memory: `resize` writes byte by byte, a call each in
-/// a debug build, where the model grows by up to 64 pages at a time.
-fn resize_zeros(v: &mut Vec<u8>, len: usize) {
-    v.truncate(len);
-    v.extend_from_slice(&vec![0; len - v.len()]);
-}
 
 /// Sets the flag when dropped: at the end of the thread that drives a test, or when that
 /// thread (or a reader holding one) panics, so that the other threads stop and the test fails

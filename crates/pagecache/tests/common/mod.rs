@@ -14,6 +14,13 @@ pub fn pat(off: u64) -> u8 {
     (off.wrapping_mul(31) ^ page.wrapping_mul(0x9e37_79b9)) as u8 ^ ((off >> 8) as u8)
 }
 
+/// `v.resize(len, 0)` by one copy of zeroed memory: `resize` writes byte by byte, a call each in
+/// a debug build, where the models of growing files grow by up to 64 pages at a time.
+pub fn resize_zeros(v: &mut Vec<u8>, len: usize) {
+    v.truncate(len);
+    v.extend_from_slice(&vec![0; len - v.len()]);
+}
+
 /// The first `len` pattern bytes (`pat(0)`, `pat(1)`, ...). Made once in a process and
 /// extended as longer ones are asked for: under Miri a loop over every byte costs seconds per
 /// hundred kilobytes, where copying them is one step; a test that compares what it read
