@@ -95,7 +95,12 @@ fn randomread_reads_over_each_number_of_files() {
 /// entry is gone by the time the reads come round to it again); a scheme that counts no events
 /// reports none. The reader is pinned: one that moves between CPUs finds, on the CPU it comes
 /// back to, the entries it left there (two CPUs' tables hold all of the big file's pages), and
-/// claims on fewer reads (0.76 per read in one unpinned run on 2 CPUs).
+/// claims on fewer reads (0.76 per read in one unpinned run on 2 CPUs). The warm-up before the
+/// run reads every page on the main thread, unpinned: where it moved between CPUs halfway, the
+/// reader's CPU's table holds entries of the pages the reader's first pass reads first, found
+/// once each (0.76 per read too, in a pinned run of 20 ms on the fallback path): at most one a
+/// slot, so the reads of the big file that do not claim are at most a table's slots, which a
+/// run of 200 ms makes a small part of its reads.
 #[test]
 fn file_spectrum_reports_paygo_claims_per_read_past_its_tables() {
     let slots = paygo::Config::default().slots_per_cpu;
@@ -111,7 +116,7 @@ fn file_spectrum_reports_paygo_claims_per_read_past_its_tables() {
         "--objects",
         &format!("1,{big}"),
         "--duration-ms",
-        "20",
+        "200",
         "--pin",
     ]);
     let row = |name: &str, mib: usize| {
@@ -124,11 +129,21 @@ fn file_spectrum_reports_paygo_claims_per_read_past_its_tables() {
             .as_f64()
             .unwrap_or_else(|| panic!("no claims_per_op: {}", row("paygo", mib)))
     };
-    // 256 pages: each claimed once per CPU the reader ran on, then found (a slow run, as on
-    // the locked fallback of a loaded machine, reads few times more than 256 pages in 20 ms);
-    // twice the slots: claimed on every read.
+    // 256 pages: each claimed once per CPU the reader ran on, then found; twice the slots:
+    // claimed on every read but those of entries the warm-up left, at most `slots`, of the
+    // reads the run made (one thread and one repetition: its Mops/s over about 200 ms, fewer
+    // than it made where the window is longer), and most of them in any case.
     assert!(claims(1) < 0.5, "{}", row("paygo", 1));
-    assert!(claims(big) > 0.9, "{}", row("paygo", big));
+    let reads = row("paygo", big)["ops_per_sec"]
+        .as_f64()
+        .expect("ops_per_sec")
+        * 0.2;
+    assert!(
+        claims(big) >= 1.0 - slots as f64 / reads && claims(big) > 0.5,
+        "{} reads: {}",
+        reads,
+        row("paygo", big)
+    );
     assert_eq!(row("paygo", big)["evictions_per_op"].as_f64(), Some(0.0));
     for mib in [1, big] {
         assert!(row("atomic", mib).get("claims_per_op").is_none());
