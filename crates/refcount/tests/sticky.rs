@@ -129,6 +129,8 @@ fn a_load_returns_zero_only_for_a_counter_stuck_at_zero() {
     // Spins first (both threads are on a CPU in most rounds), then yields to the other.
     let wait = |a: &AtomicU64, v: u64| {
         let mut n = 0u32;
+        // Acquire: pairs with the Release store that set `v` (`go`'s by the main thread,
+        // `done`'s by the loader), so the round's writes before it are seen after.
         while a.load(Ordering::Acquire) != v {
             if n < 1000 {
                 n += 1;
@@ -143,6 +145,8 @@ fn a_load_returns_zero_only_for_a_counter_stuck_at_zero() {
             for r in 0..rounds {
                 wait(&go, r + 1);
                 loaded.store(s.load(o), Ordering::Relaxed);
+                // Release: pairs with the main thread's Acquire wait on `done`, which then
+                // reads `loaded`.
                 done.store(r + 1, Ordering::Release);
             }
         });
@@ -151,6 +155,8 @@ fn a_load_returns_zero_only_for_a_counter_stuck_at_zero() {
             // SAFETY: each round's life (a new object, then each reinit) has its base released
             // by this thread only, once; the other thread only loads.
             assert!(unsafe { s.release_base_begin(o) });
+            // Release: pairs with the loader's Acquire wait on `go`: its load comes after the
+            // release above.
             go.store(r + 1, Ordering::Release);
             // Under Miri (whose scheduler picks the interleavings) a few spins, as `reps` sizes.
             for _ in 0..rng.below(refcount::conformance::reps(128)) {
