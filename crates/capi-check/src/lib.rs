@@ -795,30 +795,23 @@ pub mod cc {
     }
 
     /// Compiles `crate_dir/tests/c/NAME.c` with `$CC` (C11, warnings as errors, `-pthread`)
-    /// against `crate_dir/include`, this crate's `include` (`check.h`, the test programs'
-    /// checks) and `lib` with the `link` flags, into `out_dir` under a name
-    /// of its own per process (two test runs sharing a target directory must not exec the
-    /// program while the other's linker writes it: ETXTBSY). Returns the program's path.
-    ///
-    /// # Panics
-    /// If the compiler fails.
-    pub fn build(
-        crate_dir: &Path,
-        name: &str,
-        lib: &Path,
-        link: &[&str],
-        out_dir: &Path,
-    ) -> PathBuf {
-        compile(crate_dir, name, Some(lib), link, out_dir)
-    }
-
-    /// [`build`] without the library: for a program that loads it at run time (`dlopen`),
-    /// and uses only the crate's headers at compile time.
+    /// against `crate_dir/include` and this crate's `include` (`check.h`, the test programs'
+    /// checks), with the `link` flags but without the library, into `out_dir` under a name of
+    /// its own per process (two test runs sharing a target directory must not exec the program
+    /// while the other's linker writes it: ETXTBSY): for a program that loads the library at
+    /// run time (`dlopen`), and uses only the crate's headers at compile time. Returns the
+    /// program's path.
     ///
     /// # Panics
     /// If the compiler fails.
     pub fn build_unlinked(crate_dir: &Path, name: &str, link: &[&str], out_dir: &Path) -> PathBuf {
-        compile(crate_dir, name, None, link, out_dir)
+        let exe = out_dir.join(format!("c_{name}.{}", std::process::id()));
+        run(cc_for(crate_dir)
+            .arg(crate_dir.join(format!("tests/c/{name}.c")))
+            .args(link)
+            .arg("-o")
+            .arg(&exe));
+        exe
     }
 
     /// The crate's `tests/c/quickstart.c` linked with `-L <folder> -l<lib>` against the test's
@@ -860,7 +853,7 @@ pub mod cc {
         exe
     }
 
-    /// The flags [`build`] compiles a test program with: C11, warnings as errors, `-pthread`.
+    /// The flags a test program is compiled with: C11, warnings as errors, `-pthread`.
     const CFLAGS: [&str; 7] = [
         "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
     ];
@@ -877,34 +870,18 @@ pub mod cc {
         cmd
     }
 
-    fn compile(
-        crate_dir: &Path,
-        name: &str,
-        lib: Option<&Path>,
-        link: &[&str],
-        out_dir: &Path,
-    ) -> PathBuf {
-        let exe = out_dir.join(format!("c_{name}.{}", std::process::id()));
-        run(cc_for(crate_dir)
-            .arg(crate_dir.join(format!("tests/c/{name}.c")))
-            .args(lib)
-            .args(link)
-            .arg("-o")
-            .arg(&exe));
-        exe
-    }
-
-    /// [`build`] of several programs into one: each `crate_dir/tests/c/NAME.c` of `names` is
-    /// compiled on its own (its `main` renamed `capi_check_main_NAME`, a C identifier: `NAME`
-    /// is letters, digits and `_`), the objects on as many threads as there are CPUs, and they
-    /// are linked once, with a `main` that runs the program named by its first argument with
-    /// the arguments after it (`PROGRAM NAME ARGS...` runs as `NAME ARGS...` would, its
-    /// `argv[0]` the name). Linking a program against a crate's static library (a whole Rust
-    /// runtime with its debug information) costs several times the compilation of the
-    /// program, so this costs about what [`build`] of one program costs. Each program keeps its
-    /// own file-scope names (`check.h`'s `failures` is `static`) and runs in a process of its
-    /// own, as built alone; a program that defines a function of the C library (an allocator,
-    /// `sysconf`) would change the others, and is built alone (`names` of one program).
+    /// Several programs built into one against `lib` with the `link` flags, compiled as
+    /// [`build_unlinked`] compiles one: each `crate_dir/tests/c/NAME.c` of `names` is compiled on
+    /// its own (its `main` renamed `capi_check_main_NAME`, a C identifier: `NAME` is letters,
+    /// digits and `_`), the objects on as many threads as there are CPUs, and they are linked once,
+    /// with a `main` that runs the program named by its first argument with the arguments after it
+    /// (`PROGRAM NAME ARGS...` runs as `NAME ARGS...` would, its `argv[0]` the name). Linking a
+    /// program against a crate's static library (a whole Rust runtime with its debug information)
+    /// costs several times the compilation of the program, so this costs about what the build of
+    /// one program alone costs. Each program keeps its own file-scope names (`check.h`'s `failures`
+    /// is `static`) and runs in a process of its own, as built alone; a program that defines a
+    /// function of the C library (an allocator, `sysconf`) would change the others, and is built
+    /// alone (`names` of one program).
     ///
     /// The program is kept in `out_dir` under a name made of `names` and a hash of what it is
     /// built from (`inputs_key`: the sources, the headers, the library's size and time of
@@ -993,7 +970,8 @@ pub mod cc {
     }
 
     /// What the programs of a [`Programs`] are built against, and where: the arguments of
-    /// [`staticlib`] and of [`build_many`] that they share, from the test crate's `env!`s.
+    /// [`staticlib`] and of [`build_many`] that they share, from the test crate's `env!`s
+    /// ([`cc_build!`](crate::cc_build) makes one).
     #[derive(Clone, Copy, Debug)]
     pub struct Build {
         /// The package of the static library ([`staticlib`]'s `package`).
@@ -1008,6 +986,23 @@ pub mod cc {
         pub out_dir: &'static str,
         /// The system libraries of the link line.
         pub link: &'static [&'static str],
+    }
+
+    /// The [`Build`] of the calling test crate's programs against the static library `lib` of
+    /// `package`, with the `link` flags: its `cargo`, `crate_dir` and `out_dir` are the test
+    /// crate's own `env!`s, expanded there.
+    #[macro_export]
+    macro_rules! cc_build {
+        ($package:expr, $lib:expr, $link:expr) => {
+            $crate::cc::Build {
+                package: $package,
+                lib: $lib,
+                cargo: env!("CARGO"),
+                crate_dir: env!("CARGO_MANIFEST_DIR"),
+                out_dir: env!("CARGO_TARGET_TMPDIR"),
+                link: $link,
+            }
+        };
     }
 
     /// A crate's C test programs, for a `static` of its test file: those of `together` built

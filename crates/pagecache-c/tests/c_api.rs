@@ -29,14 +29,7 @@ const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
 /// would change the others, each alone. Each is built once per test process (and kept for the
 /// next runs of the same build).
 static PROGRAMS: cc::Programs<2> = cc::Programs::new(
-    cc::Build {
-        package: "paygo-pagecache-c",
-        lib: "pagecache",
-        cargo: env!("CARGO"),
-        crate_dir: env!("CARGO_MANIFEST_DIR"),
-        out_dir: env!("CARGO_TARGET_TMPDIR"),
-        link: LINK,
-    },
+    capi_check::cc_build!("paygo-pagecache-c", "pagecache", LINK),
     &[
         "cancel",
         "counts",

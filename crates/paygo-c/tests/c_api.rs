@@ -24,14 +24,7 @@ const LINK: &[&str] = &["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"];
 /// filters, each alone. Each is built once per test process (and kept for the next runs of the
 /// same build).
 static PROGRAMS: cc::Programs<2> = cc::Programs::new(
-    cc::Build {
-        package: "paygo-c",
-        lib: "paygo",
-        cargo: env!("CARGO"),
-        crate_dir: env!("CARGO_MANIFEST_DIR"),
-        out_dir: env!("CARGO_TARGET_TMPDIR"),
-        link: LINK,
-    },
+    capi_check::cc_build!("paygo-c", "paygo", LINK),
     &["cancel", "fork", "quickstart", "races", "stats", "threads"],
     ["exit", "nomem"],
 );
