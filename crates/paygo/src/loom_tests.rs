@@ -712,24 +712,37 @@ fn loom_kill_then_release() {
         model(move || {
             let d = Arc::new(tiny());
             let o = Arc::new(Obj::new());
-            loom_set_cpu(0);
-            let a = d.try_get(o.hdr()).unwrap();
-            let (d1, o1) = (d.clone(), o.clone());
-            let reader = thread::spawn(move || {
-                loom_set_cpu(if migrate { 1 } else { 0 });
-                d1.put_release(o1.hdr(), a)
-            });
-            loom_set_cpu(1);
-            let by_kill = d.kill(o.hdr());
-            let by_reader = reader.join().unwrap();
-            assert!(
-                by_kill ^ by_reader,
-                "released {} times",
-                by_kill as u8 + by_reader as u8
-            );
-            assert!(o.hdr.is_dead());
+            let reader = reader_giving_back(&d, &o, migrate);
+            released_once(d.kill(o.hdr()), reader, &o);
         });
     }
+}
+
+/// A reader's reference to `o`, taken here on CPU 0 and given back by a thread of its own on
+/// CPU 1 (`migrate`) or 0, which answers whether its UNREF released the object. Leaves the
+/// calling thread on CPU 1.
+fn reader_giving_back(d: &Arc<Domain>, o: &Arc<Obj>, migrate: bool) -> thread::JoinHandle<bool> {
+    loom_set_cpu(0);
+    let a = d.try_get(o.hdr()).unwrap();
+    let (d1, o1) = (d.clone(), o.clone());
+    let reader = thread::spawn(move || {
+        loom_set_cpu(if migrate { 1 } else { 0 });
+        d1.put_release(o1.hdr(), a)
+    });
+    loom_set_cpu(1);
+    reader
+}
+
+/// Exactly one of a kill (whether it released `o`) and the [`reader_giving_back`] released
+/// the object, which is dead.
+fn released_once(by_kill: bool, reader: thread::JoinHandle<bool>, o: &Obj) {
+    let by_reader = reader.join().unwrap();
+    assert!(
+        by_kill ^ by_reader,
+        "released {} times",
+        by_kill as u8 + by_reader as u8
+    );
+    assert!(o.hdr.is_dead());
 }
 
 /// A kill whose fence has no memory (`try_kill`, as `Owner::try_kill` asks it) while a reader
@@ -741,14 +754,7 @@ fn failed_kill_then_kill(migrate: bool) {
     model(move || {
         let d = Arc::new(tiny());
         let o = Arc::new(Obj::new());
-        loom_set_cpu(0);
-        let a = d.try_get(o.hdr()).unwrap();
-        let (d1, o1) = (d.clone(), o.clone());
-        let reader = thread::spawn(move || {
-            loom_set_cpu(if migrate { 1 } else { 0 });
-            d1.put_release(o1.hdr(), a)
-        });
-        loom_set_cpu(1);
+        let reader = reader_giving_back(&d, &o, migrate);
         crate::reclaim::loom_fence::KILL_NO_MEMORY.with(|c| c.set(true));
         assert_eq!(d.try_kill(o.hdr()), Err(crate::ReclaimError::NoMemory));
         let Some(b) = d.try_get(o.hdr()) else {
@@ -761,14 +767,7 @@ fn failed_kill_then_kill(migrate: bool) {
             !d.put_release(o.hdr(), b),
             "an UNREF released a live object"
         );
-        let by_kill = d.kill(o.hdr());
-        let by_reader = reader.join().unwrap();
-        assert!(
-            by_kill ^ by_reader,
-            "released {} times",
-            by_kill as u8 + by_reader as u8
-        );
-        assert!(o.hdr.is_dead());
+        released_once(d.kill(o.hdr()), reader, &o);
     });
 }
 
