@@ -26,6 +26,16 @@ pub(super) fn ref_panics() {
     }
 }
 
+/// This thread's drops of `Arc`s collect nothing from now on (the next collection is never
+/// due) and each looks at its object (no object found referenced before is skipped).
+fn no_collection_due() {
+    RECENT.with(|r| {
+        r.addr.set(0);
+        r.drops.set(0);
+        r.due.set(u64::MAX);
+    });
+}
+
 /// A value that counts its drops, the one numbered `panics` panicking in its `Drop` (after
 /// counting).
 struct Counted {
@@ -60,11 +70,7 @@ fn a_last_drop_whose_fence_has_no_memory_leaves_the_value_to_the_collector() {
         d,
     );
     let w = Arc::downgrade(&a);
-    RECENT.with(|r| {
-        r.addr.set(0);
-        r.drops.set(0);
-        r.due.set(u64::MAX);
-    });
+    no_collection_due();
     FENCE_ENOMEM.with(|c| c.set(true));
     drop(a);
     FENCE_ENOMEM.with(|c| c.set(false));
@@ -92,11 +98,7 @@ fn checks_whose_fence_has_no_memory_change_nothing() {
     use crate::reclaim::FENCE_ENOMEM;
     let d = small_domain();
     let drops = counters(1);
-    RECENT.with(|r| {
-        r.addr.set(0);
-        r.drops.set(0);
-        r.due.set(u64::MAX);
-    });
+    no_collection_due();
     let mut a = Arc::new_in(
         Counted {
             id: 0,
@@ -172,11 +174,7 @@ fn into_inner_whose_fence_has_no_memory_leaves_the_value_to_the_collector() {
     use crate::reclaim::FENCE_ENOMEM;
     let d = small_domain();
     let drops = counters(1);
-    RECENT.with(|r| {
-        r.addr.set(0);
-        r.drops.set(0);
-        r.due.set(u64::MAX);
-    });
+    no_collection_due();
     let a = Arc::new_in(
         Counted {
             id: 0,
@@ -655,11 +653,7 @@ fn a_last_drop_while_unwinding_whose_fence_panics_leaves_the_value_to_the_collec
         },
         d,
     );
-    RECENT.with(|r| {
-        r.addr.set(0);
-        r.drops.set(0);
-        r.due.set(u64::MAX);
-    });
+    no_collection_due();
     let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
         let _a = a;
         FENCE_PANICS.with(|c| c.set(true));
