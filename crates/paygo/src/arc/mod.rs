@@ -25,7 +25,7 @@
 //! `Arc` takes only values that are `Send + 'static` (`std`'s takes any): a value that borrows
 //! (`Arc<&'a T>` for a local `'a`) or must stay on its thread (an `Rc`, a `MutexGuard`) does
 //! not compile, where it would be dropped after its borrow ended or on another thread
-//! (`tests/compile_fail/arc_of_borrow.rs`, `arc_of_rc.rs`).
+//! (`crates/compile-fail/tests/paygo/arc_of_borrow.rs`, `arc_of_rc.rs`).
 //!
 //! A value whose `Drop` panics: the panic reaches the caller of the call that dropped it (its
 //! last drop, [`collect`], or, for a value left to the collector, whichever creation of an
@@ -313,7 +313,7 @@ struct ArcInner<T: ?Sized> {
     /// made with (`Meta::drop_value`), possibly by the collector after every `Arc` is gone, so
     /// that type is the one every `Arc` must name: a covariant `Arc<D<'static>>` would become
     /// an `Arc<D<'a>>`, whose `get_mut` stores a borrow that the value outlives
-    /// (`tests/compile_fail/arc_lifetime_shortened.rs`).
+    /// (`crates/compile-fail/tests/paygo/arc_lifetime_shortened.rs`).
     invariant: PhantomData<*mut T>,
     value: ManuallyDrop<T>,
 }

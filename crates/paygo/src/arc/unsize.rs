@@ -9,7 +9,7 @@
 //! function cannot shorten a lifetime inside `T` first (`*const T` is covariant): an
 //! `Arc<D<'static>>` must not become a `dyn` of `D<'a>`, whose methods could store a borrow of
 //! `'a` that an `Arc<D<'static>>` of the same value reads later
-//! (`tests/compile_fail/unsize_shortens_a_lifetime.rs`).
+//! (`crates/compile-fail/tests/paygo/unsize_shortens_a_lifetime.rs`).
 //!
 //! The allocation does not change: its `Meta` keeps the value's drop function and wide pointer
 //! of the type it was made with (or, once `assume_init` made its `MaybeUninit`s values, of the
