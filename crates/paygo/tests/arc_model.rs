@@ -1244,7 +1244,7 @@ fn single_thread_seed(seed: u64, d: &'static Domain, steps: usize) {
 }
 
 /// `Arc<str>` and the `Arc<[u8]>` it converts to, beside `std::sync::Arc`'s: the same counts,
-/// bytes and sharing after every call.
+/// bytes and sharing after every call (of every handle; under Miri, of one).
 fn str_seed(seed: u64, d: &'static Domain, steps: usize) {
     enum S {
         Str(Arc<str>, std::sync::Arc<str>),
@@ -1365,7 +1365,15 @@ fn str_seed(seed: u64, d: &'static Domain, steps: usize) {
                 }
             }
         }
-        for s in &all {
+        // Under Miri one handle a step, picked at random (a count is a READ-ALL and a fence
+        // there, the most of this test's time when every handle is checked after every step).
+        let checked = if cfg!(miri) && !all.is_empty() {
+            let i = rng.below(all.len());
+            &all[i..i + 1]
+        } else {
+            &all[..]
+        };
+        for s in checked {
             let (mine, std) = counts(s);
             assert_eq!(mine, std, "Arc<str> counts against std's");
             let (pb, qb, _, _) = bytes(s);
