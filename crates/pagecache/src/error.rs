@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 /// The cache's own errors that concern a file carry one: a path that is a directory or not a
 /// regular file, a write to a file opened read-only, a length past the file's limits, a page
 /// past its end, a mapping out of its range, a fault hook that panicked, no memory for its
-/// tables (where the memory for the error itself can be had: else the bare `OutOfMemory`
-/// kind, which allocates nothing). Its `Display` is the whole message, which names the path
+/// tables. Each is made only where the memory for the error itself can be had: else it is the
+/// bare kind (`OutOfMemory`, `InvalidInput`, ...), which allocates nothing, so that no error
+/// ends the process for want of memory. Its `Display` is the whole message, which names the path
 /// once ("pagecache: /tmp/d is a directory"). The errors of system calls (the `open` of a
 /// missing file, a `pread`'s `EIO`) are returned as the system gave them, with their
 /// [`io::Error::raw_os_error`], and carry no path: a caller that reports one names the file
@@ -46,31 +47,14 @@ pub struct FileError {
 
 impl FileError {
     /// An `io::Error` of kind `kind` about the file at `path`, whose message is `"pagecache: "`,
-    /// `before`, the path and `after`.
+    /// `before`, the path and `after`: made only where the memory it takes can be had, as
+    /// [`out_of_memory`] makes its message, so that no error ends the process for want of
+    /// memory. The path's copy, the room of the words around it and the error's boxes are asked
+    /// for first with `try_reserve`; without that memory (or with words longer than
+    /// [`MESSAGE_ROOM`]) the error is the bare kind, which allocates nothing.
     #[cold]
     pub(crate) fn error(
         kind: io::ErrorKind,
-        path: &Path,
-        before: impl Into<String>,
-        after: impl Into<String>,
-    ) -> io::Error {
-        io::Error::new(
-            kind,
-            FileError {
-                path: path.to_path_buf(),
-                before: before.into(),
-                after: after.into(),
-            },
-        )
-    }
-
-    /// An `io::Error` of kind `OutOfMemory` about the file at `path`, as [`FileError::error`]
-    /// makes, for an allocation that just failed: made only where the memory it takes can be
-    /// had, as [`out_of_memory`] makes its message. The path's copy, the room of the words
-    /// around it and the error's boxes are asked for first with `try_reserve`; without that
-    /// memory the error is the bare kind ("out of memory", no path), which allocates nothing.
-    #[cold]
-    pub(crate) fn out_of_memory(
         path: &Path,
         before: fmt::Arguments<'_>,
         after: fmt::Arguments<'_>,
@@ -87,20 +71,30 @@ impl FileError {
             || refcount::write_in_room(&mut b, before).is_err()
             || refcount::write_in_room(&mut a, after).is_err()
         {
-            return io::ErrorKind::OutOfMemory.into();
+            return kind.into();
         }
         // Within the room reserved: no allocation.
         copy.push(path.as_os_str());
         // Given back just before the error takes them again (its two boxes).
         drop((boxed, custom));
         io::Error::new(
-            io::ErrorKind::OutOfMemory,
+            kind,
             FileError {
                 path: PathBuf::from(copy),
                 before: b,
                 after: a,
             },
         )
+    }
+
+    /// [`FileError::error`] of kind `OutOfMemory`, for an allocation that just failed.
+    #[cold]
+    pub(crate) fn out_of_memory(
+        path: &Path,
+        before: fmt::Arguments<'_>,
+        after: fmt::Arguments<'_>,
+    ) -> io::Error {
+        Self::error(io::ErrorKind::OutOfMemory, path, before, after)
     }
 
     /// The path of the file, as it was given to the open.
@@ -138,7 +132,7 @@ impl fmt::Display for FileError {
 
 impl std::error::Error for FileError {}
 
-/// The room asked for each of the words around the path of a [`FileError::out_of_memory`], as
+/// The room asked for each of the words around the path of a [`FileError::error`], as
 /// [`out_of_memory`] asks for its message's: more than any of the cache's messages takes (a
 /// longer one is not written: the error is then the bare kind).
 const MESSAGE_ROOM: usize = 512;

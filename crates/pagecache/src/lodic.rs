@@ -806,22 +806,16 @@ pub struct MappedPage<'m, 'f, C: RefCounter> {
     _owner: PhantomData<*const ()>,
 }
 
-/// An `InvalidInput` error about the file at `path` whose message is `before`, the path and
-/// `after`, as [`FileError::error`] makes, but made without ending the process where memory is
-/// short: bad input may come when no memory can be had, and an allocation that cannot report
-/// its failure (a `format!`) would abort. [`FileError::out_of_memory`] writes the message
-/// only into memory it could have (else it is the bare kind, which allocates nothing); its
-/// error's outer box is given back just before the error of this kind takes one again.
+/// The `InvalidInput` error of a request outside the file or the mapping, about the file at
+/// `path` (see [`FileError::error`], which ends no process for want of memory: bad input may
+/// come when none can be had).
 #[cold]
 fn invalid_input(
     path: &std::path::Path,
     before: core::fmt::Arguments<'_>,
     after: core::fmt::Arguments<'_>,
 ) -> io::Error {
-    match FileError::out_of_memory(path, before, after).into_inner() {
-        Some(error) => io::Error::new(io::ErrorKind::InvalidInput, error),
-        None => io::ErrorKind::InvalidInput.into(),
-    }
+    FileError::error(io::ErrorKind::InvalidInput, path, before, after)
 }
 
 impl<C: RefCounter> CachedFileOf<C> {

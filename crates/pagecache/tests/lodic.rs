@@ -338,6 +338,40 @@ fn bad_input_without_memory_is_the_bare_kind() {
     }
 }
 
+/// The cache's other errors about a file (an open of a directory, a page past the end, a
+/// write or a length change to a file opened read-only) are the bare kind where the memory of
+/// their message (which names the file) cannot be had, as a failed allocation that cannot
+/// report its failure would end the process; with memory, each names the file. The file reads
+/// as before after them.
+#[test]
+fn file_errors_without_memory_are_the_bare_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", 2 * P);
+    let c = cache(Atomic, 8, Rmap::File);
+    let f = c.open_read_only(&path).unwrap();
+    let mut buf = [0u8; 16];
+    for refused in [usize::MAX, 0] {
+        refuse_from(refused);
+        let errors = [
+            (c.open(dir.path()).err(), ErrorKind::IsADirectory),
+            (f.page(2).err(), ErrorKind::UnexpectedEof),
+            (f.write_at(&[1u8; 16], 0).err(), ErrorKind::PermissionDenied),
+            (f.set_len(P).err(), ErrorKind::PermissionDenied),
+        ];
+        refuse_from(usize::MAX);
+        for (k, (e, kind)) in errors.into_iter().enumerate() {
+            let e = e.expect("refused");
+            assert_eq!(e.kind(), kind, "refused from {refused}, {k}: {e}");
+            let named = FileError::of(&e).map(FileError::path);
+            let want = [dir.path(), &path, &path, &path][k];
+            let want = (refused != 0).then_some(want);
+            assert_eq!(named, want, "refused from {refused}, {k}: {e}");
+        }
+        assert_eq!(f.read_at(&mut buf, P - 8).unwrap(), 16);
+        check_bytes(&buf, P - 8);
+    }
+}
+
 /// A map whose memory cannot be had is `OutOfMemory`, and its error is made without the memory
 /// that failed: where the memory of the message can be had (only the mapping's entries are
 /// refused), it names the file, as the cache's other errors about a file do; where no memory at

@@ -89,8 +89,8 @@ impl<C: RefCounter> Inner<C> {
             None => Err(FileError::error(
                 io::ErrorKind::Other,
                 &f.path,
-                format!("the fault hook panicked at {kind:?} of {len} bytes at {offset} of "),
-                "",
+                format_args!("the fault hook panicked at {kind:?} of {len} bytes at {offset} of "),
+                format_args!(""),
             )),
         }
     }

@@ -20,6 +20,7 @@ use crate::page::{copy_out, PAGE_SIZE, WORDS};
 use crate::slots::Slots;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::{Config, FileError, Mode, Stats};
+use core::fmt;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use os::{blocking, fs_holds, fsize_limit, pseudo_file_system};
@@ -200,15 +201,15 @@ impl FileState {
         FileError::error(
             io::ErrorKind::PermissionDenied,
             &self.path,
-            "",
-            " was opened read-only",
+            format_args!(""),
+            format_args!(" was opened read-only"),
         )
     }
 
-    /// Refuses a write or a length (`what` names it, up to the file's path, which follows) that ends at `end`, past
-    /// `room`, if the file cannot hold it; else raises `room`. Called under `resize` (shared
-    /// by a write, exclusive by `set_len`), only past `room`: a write inside what was checked
-    /// before makes no system call.
+    /// Refuses a write or a length (`what` names it, up to the file's path, which follows) that
+    /// ends at `end`, past `room`, if the file cannot hold it; else raises `room`. Called under
+    /// `resize` (shared by a write, exclusive by `set_len`), only past `room`: a write inside
+    /// what was checked before makes no system call.
     ///
     /// The bound checked is where the write-back of `end`'s page would end: `end`, or the
     /// file's length if that ends the page later (write-back rewrites a page up to the
@@ -219,7 +220,7 @@ impl FileState {
     /// page, else the bound.
     #[cold]
     #[inline(never)]
-    fn check_room(&self, end: u64, what: &dyn Fn() -> String) -> io::Result<()> {
+    fn check_room(&self, end: u64, what: fmt::Arguments<'_>) -> io::Result<()> {
         // `end` is at most 2^63 - 1, so its page's end does not overflow.
         let page_end = end.next_multiple_of(PAGE_SIZE as u64).min(MAX_LEN);
         // Relaxed: under `resize` the length only grows by writes, each checked itself.
@@ -227,14 +228,16 @@ impl FileState {
         let bound = end.max(len.min(page_end));
         let limit = fsize_limit();
         if bound > limit {
-            return Err(self.too_large(what, end, bound, &format!("RLIMIT_FSIZE ({limit} bytes)")));
+            let past = format_args!("RLIMIT_FSIZE ({limit} bytes)");
+            return Err(self.too_large(what, end, bound, past));
         }
         let good = if page_end > bound && page_end <= limit && fs_holds(&self.file, page_end) {
             page_end
         } else if fs_holds(&self.file, bound) {
             bound
         } else {
-            return Err(self.too_large(what, end, bound, "the largest file of its file system"));
+            let past = format_args!("the largest file of its file system");
+            return Err(self.too_large(what, end, bound, past));
         };
         // Relaxed: `room` is a bound checked by system calls, not a publication of memory.
         self.room.fetch_max(good, Ordering::Relaxed);
@@ -242,18 +245,26 @@ impl FileState {
     }
 
     /// The error of [`FileState::check_room`]: `FileTooLarge`, the kind of `EFBIG`.
-    fn too_large(&self, what: &dyn Fn() -> String, end: u64, bound: u64, past: &str) -> io::Error {
-        let page = if bound > end {
-            format!(" (the write-back of its page, up to the file's length, ends at {bound})")
+    fn too_large(
+        &self,
+        what: fmt::Arguments<'_>,
+        end: u64,
+        bound: u64,
+        past: fmt::Arguments<'_>,
+    ) -> io::Error {
+        let (kind, path) = (io::ErrorKind::FileTooLarge, &self.path);
+        let before = format_args!("file too large: {what}");
+        if bound > end {
+            let page = "the write-back of its page, up to the file's length, ends at";
+            FileError::error(
+                kind,
+                path,
+                before,
+                format_args!(" goes past {past} ({page} {bound})"),
+            )
         } else {
-            String::new()
-        };
-        FileError::error(
-            io::ErrorKind::FileTooLarge,
-            &self.path,
-            format!("file too large: {}", what()),
-            format!(" goes past {past}{page}"),
-        )
+            FileError::error(kind, path, before, format_args!(" goes past {past}"))
+        }
     }
 
     /// Marks the file written (see [`FileState::unsynced`]): after a `pwrite` or an
@@ -740,8 +751,8 @@ impl<C: RefCounter> PageCacheOf<C> {
                     return Err(FileError::error(
                         io::ErrorKind::InvalidInput,
                         path,
-                        "",
-                        format!(" is not a regular file ({e})"),
+                        format_args!(""),
+                        format_args!(" is not a regular file ({e})"),
                     ))
                 }
                 _ => return Err(e),
@@ -752,16 +763,16 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::IsADirectory,
                 path,
-                "",
-                " is a directory",
+                format_args!(""),
+                format_args!(" is a directory"),
             ));
         }
         if !meta.is_file() {
             return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
                 path,
-                "",
-                " is not a regular file",
+                format_args!(""),
+                format_args!(" is not a regular file"),
             ));
         }
         blocking(&file)?;
@@ -769,8 +780,10 @@ impl<C: RefCounter> PageCacheOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::InvalidInput,
                 path,
-                "",
-                format!(" is on {fs}, whose files are made when read and whose size is not their length"),
+                format_args!(""),
+                format_args!(
+                    " is on {fs}, whose files are made when read and whose size is not their length"
+                ),
             ));
         }
         let inode = (meta.dev(), meta.ino());

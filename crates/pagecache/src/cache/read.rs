@@ -262,8 +262,8 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(FileError::error(
                 io::ErrorKind::UnexpectedEof,
                 &f.path,
-                format!("page {index} is past the end of "),
-                format!(" ({len} bytes)"),
+                format_args!("page {index} is past the end of "),
+                format_args!(" ({len} bytes)"),
             ));
         }
         match self.cache.acquire(f, index, None, &mut || Ok(()))? {

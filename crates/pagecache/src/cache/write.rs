@@ -75,9 +75,10 @@ impl<C: RefCounter> CachedFileOf<C> {
         let _resize = self.state.resize.read().unwrap_or_else(|e| e.into_inner());
         // Relaxed: `room` only grows, and a stale value only costs a check.
         if end > f.room.load(Ordering::Relaxed) {
-            f.check_room(end, &|| {
-                format!("a write of {} bytes at {offset} to ", buf.len())
-            })?;
+            f.check_room(
+                end,
+                format_args!("a write of {} bytes at {offset} to ", buf.len()),
+            )?;
         }
         for (page, off, range) in page_parts(offset, buf.len()) {
             let done = range.start;
@@ -173,9 +174,10 @@ impl<C: RefCounter> CachedFileOf<C> {
         let _resize = f.resize.read().unwrap_or_else(|e| e.into_inner());
         // Relaxed: as in `write_at`.
         if end > f.room.load(Ordering::Relaxed) {
-            f.check_room(end, &|| {
-                format!("a write of {} bytes at {at} to ", buf.len())
-            })?;
+            f.check_room(
+                end,
+                format_args!("a write of {} bytes at {at} to ", buf.len()),
+            )?;
         }
         self.store(frame, offset, buf, at);
         Ok(())
@@ -453,7 +455,7 @@ impl<C: RefCounter> CachedFileOf<C> {
         // grows the file on disk, and the disk's length is below the cache's only by writes
         // not yet written back, which were checked. Relaxed: as in `write_at`.
         if size > old && size > f.room.load(Ordering::Relaxed) {
-            f.check_room(size, &|| format!("a length of {size} bytes for "))?;
+            f.check_room(size, format_args!("a length of {size} bytes for "))?;
         }
         if size >= old {
             c.hook(IoKind::SetLen, f, size, 0)?;

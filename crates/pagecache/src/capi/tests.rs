@@ -1807,7 +1807,12 @@ fn last_error_keeps_nul_bytes_and_panics() {
     assert_eq!(last_error().as_deref(), Some("pagecache_x: a\\0b\\0"));
     let path = Path::new("/no/such");
     // A `FileError` names its path; another error of the cache is said after the path.
-    let e = crate::FileError::error(io::ErrorKind::Other, path, "", " is bad");
+    let e = crate::FileError::error(
+        io::ErrorKind::Other,
+        path,
+        format_args!(""),
+        format_args!(" is bad"),
+    );
     io_failed(-5, "pagecache_y", Some(path), &e);
     assert_eq!(
         last_error().as_deref(),
