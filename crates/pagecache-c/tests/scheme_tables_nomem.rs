@@ -7,6 +7,10 @@
 //! least [`LARGE`] bytes of a thread while that thread sets a flag (the frames are mapped, not
 //! allocated; the scheme's other allocations for one frame are smaller).
 //!
+//! And the message of a failed call (`pagecache_last_error`) is made with fallible allocations
+//! only, whatever memory is left: the allocator also refuses the allocations of a thread past
+//! a number it may hold ([`ALLOWED`]).
+//!
 //! Its own test binary: the allocator is the process's.
 
 // Not under loom: pagecache::capi is not built there.
@@ -25,40 +29,68 @@ const LARGE: usize = 128 * 1024;
 std::thread_local! {
     /// Set while the thread's large allocations are refused.
     static REFUSE: Cell<bool> = const { Cell::new(false) };
+    /// The allocations the thread may still hold beyond those it holds now, as in a heap that
+    /// is full but for them: each made counts one down and each freed one up (memory given
+    /// back can be had again), and at 0 every allocation and every realloc that grows is
+    /// refused; `usize::MAX`: no limit.
+    static ALLOWED: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Whether this thread's allocation of `size` bytes is refused ([`REFUSE`], [`ALLOWED`]);
+/// `counted` for a new allocation (not a realloc), which takes one of the allowed.
+fn refused(size: usize, counted: bool) -> bool {
+    let refused = (size >= LARGE && REFUSE.try_with(Cell::get).unwrap_or(false))
+        || ALLOWED
+            .try_with(|a| match a.get() {
+                0 => true,
+                usize::MAX => false,
+                n => {
+                    a.set(n - usize::from(counted));
+                    false
+                }
+            })
+            .unwrap_or(false);
+    if refused {
+        REFUSED.fetch_add(1, Ordering::Relaxed);
+    }
+    refused
 }
 
 /// Allocations refused so far.
 static REFUSED: AtomicUsize = AtomicUsize::new(0);
 
-/// The system's allocator, which refuses the large allocations of a thread that set [`REFUSE`].
+/// The system's allocator, which refuses the large allocations of a thread that set [`REFUSE`],
+/// and those of a thread past its [`ALLOWED`] ones.
 struct RefusingLarge;
 
 // SAFETY: every call is forwarded to `System`, or refused with a null pointer, which
 // `GlobalAlloc` allows for `alloc` and `realloc`.
 unsafe impl GlobalAlloc for RefusingLarge {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if l.size() >= LARGE && REFUSE.try_with(Cell::get).unwrap_or(false) {
-            REFUSED.fetch_add(1, Ordering::Relaxed);
+        if refused(l.size(), true) {
             return null_mut();
         }
         // SAFETY: forwarded contract.
         unsafe { System.alloc(l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if l.size() >= LARGE && REFUSE.try_with(Cell::get).unwrap_or(false) {
-            REFUSED.fetch_add(1, Ordering::Relaxed);
+        if refused(l.size(), true) {
             return null_mut();
         }
         // SAFETY: forwarded contract.
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        let _ = ALLOWED.try_with(|a| {
+            if a.get() != usize::MAX {
+                a.set(a.get() + 1);
+            }
+        });
         // SAFETY: forwarded contract.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        if new >= LARGE && REFUSE.try_with(Cell::get).unwrap_or(false) {
-            REFUSED.fetch_add(1, Ordering::Relaxed);
+        if new > l.size() && refused(new, false) {
             return null_mut();
         }
         // SAFETY: forwarded contract.
@@ -113,4 +145,75 @@ fn a_scheme_whose_tables_cannot_be_allocated_says_enomem() {
         // With memory, the same call succeeds.
         new_with_memory(scheme);
     }
+}
+
+/// An open of a missing file (the system's error, said after the path: the error's text is
+/// written into the message) and of a directory (the cache's error, which names the file) with
+/// this thread allowed `n` more allocations at once ([`ALLOWED`]), for every `n` from 0 until
+/// the call had all it asked for: each returns its code as with memory, and the message is the
+/// whole one, the static one that says it could not be allocated, or (the directory's) the
+/// bare kind's after the path, where the memory of the text that names the file could not be
+/// had; the process does not end (a text allocated where that cannot fail would end it:
+/// "memory allocation of 25 bytes failed").
+#[test]
+fn the_message_of_a_failed_open_is_made_with_whatever_memory_is_left() {
+    use std::io::{Error, ErrorKind};
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let c_path = |p: &std::path::Path| {
+        std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())).unwrap()
+    };
+    let mut c = null_mut();
+    // SAFETY: a NUL-terminated name and a writable out pointer.
+    let rc = unsafe { pagecache_new(8, c"atomic".as_ptr(), PAGECACHE_MODE_COUNTING, &mut c) };
+    assert_eq!(rc, PAGECACHE_OK);
+    // SAFETY: the thread's own message, read at once (before its next failed call).
+    let message = || unsafe { std::ffi::CStr::from_ptr(pagecache_last_error()) }.to_owned();
+    let bare = format!(
+        "pagecache_open: {}: {}",
+        dir.path().display(),
+        Error::from(ErrorKind::IsADirectory)
+    );
+    for (p, code) in [
+        (&missing, -libc::ENOENT),
+        (&dir.path().to_owned(), -libc::EISDIR),
+    ] {
+        let cp = c_path(p);
+        let open = |allowed| {
+            let mut f = null_mut();
+            ALLOWED.with(|a| a.set(allowed));
+            // SAFETY: a live cache, a NUL-terminated path and a writable out pointer.
+            let rc = unsafe { pagecache_open(c, cp.as_ptr(), &mut f) };
+            ALLOWED.with(|a| a.set(usize::MAX));
+            assert!(f.is_null(), "{p:?}: a failed open wrote *out");
+            rc
+        };
+        assert_eq!(open(usize::MAX), code, "{p:?}");
+        let whole = message();
+        assert!(
+            whole.to_bytes().starts_with(b"pagecache_open: "),
+            "{whole:?}"
+        );
+        let mut n = 0;
+        loop {
+            let before = REFUSED.load(Ordering::Relaxed);
+            assert_eq!(open(n), code, "{p:?}, {n} allocations");
+            let got = message();
+            if REFUSED.load(Ordering::Relaxed) == before {
+                assert_eq!(got, whole, "{p:?}, {n} allocations, none refused");
+                break;
+            }
+            let got = got.to_bytes();
+            assert!(
+                got == whole.to_bytes()
+                    || got.starts_with(b"libpagecache: the message")
+                    || (code == -libc::EISDIR && got == bare.as_bytes()),
+                "{p:?}, {n} allocations: {got:?}"
+            );
+            n += 1;
+        }
+        println!("{p:?}: {n} allocations: {whole:?}");
+    }
+    // SAFETY: a live handle, freed once.
+    unsafe { pagecache_free(c) };
 }

@@ -2,10 +2,12 @@
 //! on the failure paths (each a `#[cold]` function), so a call that succeeds does no work for
 //! it and touches no thread local.
 //!
-//! The message is `"<function>: <cause>"`, the cause from the `io::Error`'s `Display` where
-//! there is one. It is built with fallible allocations: where one fails, the message is a static
-//! text ([`NO_ROOM`]) instead. A NUL byte in it (from an error's text) is written `\0`, so the
-//! C string holds all of it. Nothing here panics; a panic would still be caught (the recording
+//! The message is `"<function>: <cause>"`, the cause from the `io::Error`'s `Display` where there
+//! is one (written into the message as it is made, not into a `String` first; the text of an error
+//! of the system read with `strerror_r` into a buffer, where `Display` would allocate it in a way
+//! that cannot fail). It is built with fallible allocations: where one fails, the message is a
+//! static text ([`NO_ROOM`]) instead. A NUL byte in it (from an error's text) is written `\0`, so
+//! the C string holds all of it. Nothing here panics; a panic would still be caught (the recording
 //! runs inside the entry point's `catch_unwind`, or in its own one for the panic's message).
 
 use crate::FileError;
@@ -138,10 +140,74 @@ pub(super) fn io_failed<C>(code: C, func: &str, path: Option<&Path>, e: &io::Err
             w.push(p.as_os_str().as_bytes())?;
             w.push(b": ")?;
         }
-        let text = e.to_string();
-        w.push(text.strip_prefix("pagecache: ").unwrap_or(&text).as_bytes())
+        // An error of the system: written as its `Display` writes it, the system's text
+        // (`strerror_r`, as `Display` reads it) and the number, but from a buffer of its own
+        // (`Display` allocates the text in a way that cannot fail).
+        if let Some(n) = e.raw_os_error() {
+            let mut buf = [0 as core::ffi::c_char; 128];
+            // SAFETY: `buf` is writable for its length; `strerror_r` (the XSI one) writes a
+            // NUL-terminated text within it, or fails.
+            if unsafe { libc::strerror_r(n, buf.as_mut_ptr(), buf.len()) } == 0 {
+                // SAFETY: NUL-terminated within `buf` (written by `strerror_r` just now).
+                w.push(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_bytes())?;
+                return write!(w, " (os error {n})");
+            }
+        }
+        // Written as `Display` writes it, into the message's fallible bytes: a `to_string`
+        // would allocate the text where that cannot fail, ending the process without memory.
+        let mut text = SkipPrefix {
+            w,
+            prefix: b"pagecache: ",
+            matched: 0,
+        };
+        write!(text, "{e}")?;
+        text.finish()
     });
     code
+}
+
+/// A writer into `w` that leaves out `prefix` where the text starts with it (the text may come
+/// in pieces that split it); a text that only starts like it is written whole.
+struct SkipPrefix<'a> {
+    w: &'a mut CBytes,
+    prefix: &'static [u8],
+    /// The bytes of `prefix` the text matched so far and that are not written yet;
+    /// `usize::MAX` once the prefix was left out or the text differs from it.
+    matched: usize,
+}
+
+impl SkipPrefix<'_> {
+    /// Writes what was held back as a part of the prefix, where the text ended inside it.
+    fn finish(self) -> fmt::Result {
+        match self.matched {
+            usize::MAX => Ok(()),
+            n => self.w.push(&self.prefix[..n]),
+        }
+    }
+}
+
+impl fmt::Write for SkipPrefix<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let mut s = s.as_bytes();
+        if self.matched != usize::MAX {
+            let rest = &self.prefix[self.matched..];
+            let n = rest.len().min(s.len());
+            if s[..n] == rest[..n] {
+                self.matched += n;
+                s = &s[n..];
+                if self.matched == self.prefix.len() {
+                    self.matched = usize::MAX;
+                }
+                if s.is_empty() {
+                    return Ok(());
+                }
+            } else {
+                let held = core::mem::replace(&mut self.matched, usize::MAX);
+                self.w.push(&self.prefix[..held])?;
+            }
+        }
+        self.w.push(s)
+    }
 }
 
 /// The message of a handle (`what`: its parameter's name, `"file"`, `"mapping"` or `"cache"`) that

@@ -1824,6 +1824,33 @@ fn last_error_keeps_nul_bytes_and_panics() {
         last_error().as_deref(),
         Some("pagecache_y: /no/such: no memory for a fill's buffer")
     );
+    // The cache's prefix is left out only where the text starts with all of it, whatever the
+    // pieces `Display` writes it in.
+    #[derive(Debug)]
+    struct Pieces(&'static [&'static str]);
+    impl std::fmt::Display for Pieces {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            self.0.iter().try_for_each(|p| f.write_str(p))
+        }
+    }
+    impl std::error::Error for Pieces {}
+    for (pieces, want) in [
+        (&["page", "cache", ": x", "y"][..], "xy"),
+        (&["pagecache: "], ""),
+        (&["pa", "gec"], "pagec"),
+        (&["pagecache:", "y"], "pagecache:y"),
+        (&["pagecachE: z"], "pagecachE: z"),
+        (&["page", "", "cache: pagecache: w"], "pagecache: w"),
+        (&[], ""),
+    ] {
+        io_failed(-5, "pagecache_v", None, &io::Error::other(Pieces(pieces)));
+        let got = last_error();
+        assert_eq!(
+            got.as_deref(),
+            Some(&*format!("pagecache_v: {want}")),
+            "{pieces:?}"
+        );
+    }
     let rc = catches("pagecache_z", PAGECACHE_EINTERNAL, || panic!("boom {}", 7));
     says(
         rc,
