@@ -21,7 +21,8 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 ///   now) or from the position, and returns it; a position past the end is allowed (a read
 ///   there returns 0, a write there grows the file). A seek to a negative position, or past
 ///   `u64::MAX`, fails (`InvalidInput`) and leaves the position as it was, as
-///   `std::io::Cursor`'s does.
+///   `std::io::Cursor`'s does; where no memory can be had for the error's message, the error
+///   is the bare kind, and the process goes on.
 ///
 /// ```
 /// use pagecache::{Config, PageCache};
@@ -90,12 +91,25 @@ impl<C: RefCounter> CachedFileOf<C> {
     }
 }
 
-/// The error of a seek to a negative position or past `u64::MAX`.
+/// The error of a seek to a negative position or past `u64::MAX`: made only where the memory
+/// of its message and boxes can be had (asked for first with `try_reserve`), else the bare kind
+/// `InvalidInput`, which allocates nothing, so that bad input ends no process for want of memory.
+#[cold]
 fn bad_seek() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        "pagecache: invalid seek to a negative or overflowing position",
-    )
+    const MESSAGE: &str = "pagecache: invalid seek to a negative or overflowing position";
+    let mut message = String::new();
+    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
+    if message.try_reserve_exact(MESSAGE.len()).is_err()
+        || one.try_reserve_exact(1).is_err()
+        || two.try_reserve_exact(1).is_err()
+    {
+        return io::ErrorKind::InvalidInput.into();
+    }
+    // Within the room reserved: no allocation.
+    message.push_str(MESSAGE);
+    // Given back just before the error takes them again (its two boxes).
+    drop((one, two));
+    io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
 /// `Read`, `Write` and `Seek` for the cursor of each kind of file: the same code over their

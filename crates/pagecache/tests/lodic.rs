@@ -372,6 +372,35 @@ fn file_errors_without_memory_are_the_bare_kind() {
     }
 }
 
+/// A cursor's seek to a negative position is `InvalidInput` also where no memory at all can be
+/// had: the bare kind then, as a failed allocation of its message would end the process; with
+/// memory, the message. The cursor stays where it was and reads the file after it.
+#[test]
+fn a_bad_seek_without_memory_is_the_bare_kind() {
+    use std::io::{Read, Seek, SeekFrom};
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", 2 * P);
+    let c = cache(Atomic, 8, Rmap::File);
+    let f = c.open(&path).unwrap();
+    let mut cur = f.cursor();
+    cur.seek(SeekFrom::Start(P - 8)).unwrap();
+    for refused in [usize::MAX, 0] {
+        refuse_from(refused);
+        let e = cur.seek(SeekFrom::Current(-(P as i64))).err();
+        refuse_from(usize::MAX);
+        let e = e.expect("a negative position");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{refused}: {e}");
+        let message = e.get_ref().map(|m| m.to_string());
+        let want = "pagecache: invalid seek to a negative or overflowing position";
+        let want = (refused != 0).then_some(want);
+        assert_eq!(message.as_deref(), want, "{refused}");
+        assert_eq!(cur.stream_position().unwrap(), P - 8);
+    }
+    let mut buf = [0u8; 16];
+    cur.read_exact(&mut buf).unwrap();
+    check_bytes(&buf, P - 8);
+}
+
 /// A map whose memory cannot be had is `OutOfMemory`, and its error is made without the memory
 /// that failed: where the memory of the message can be had (only the mapping's entries are
 /// refused), it names the file, as the cache's other errors about a file do; where no memory at
