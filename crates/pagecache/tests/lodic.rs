@@ -401,6 +401,42 @@ fn a_bad_seek_without_memory_is_the_bare_kind() {
     check_bytes(&buf, P - 8);
 }
 
+/// A write ending past 2^63 - 1, and a length past it, are `InvalidInput` also where no memory at
+/// all can be had: the bare kind then, as a failed allocation of its message would end the
+/// process; with memory, the message names the write or the length. The file is unchanged.
+#[test]
+fn a_write_past_the_largest_length_without_memory_is_the_bare_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", 2 * P);
+    let c = cache(Atomic, 8, Rmap::File);
+    let f = c.open(&path).unwrap();
+    let at = i64::MAX as u64 - 8;
+    for refused in [usize::MAX, 0] {
+        refuse_from(refused);
+        let e = f.write_at(&[1u8; 16], at).err();
+        refuse_from(usize::MAX);
+        let e = e.expect("past 2^63 - 1");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{refused}: {e}");
+        let message = e.get_ref().map(|m| m.to_string());
+        let want = format!("pagecache: a write of 16 bytes at {at} ends past 2^63 - 1");
+        let want = (refused != 0).then_some(want);
+        assert_eq!(message, want, "{refused}");
+        refuse_from(refused);
+        let e = f.set_len(at + 9).err();
+        refuse_from(usize::MAX);
+        let e = e.expect("past 2^63 - 1");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{refused}: {e}");
+        let message = e.get_ref().map(|m| m.to_string());
+        let want = format!("pagecache: a length of {} bytes is past 2^63 - 1", at + 9);
+        let want = (refused != 0).then_some(want);
+        assert_eq!(message, want, "{refused}");
+    }
+    assert_eq!(f.len(), 2 * P);
+    let mut buf = [0u8; 16];
+    assert_eq!(f.read_at(&mut buf, P - 8).unwrap(), 16);
+    check_bytes(&buf, P - 8);
+}
+
 /// A map whose memory cannot be had is `OutOfMemory`, and its error is made without the memory
 /// that failed: where the memory of the message can be had (only the mapping's entries are
 /// refused), it names the file, as the cache's other errors about a file do; where no memory at

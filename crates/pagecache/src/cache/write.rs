@@ -18,11 +18,32 @@ use std::os::unix::fs::FileExt;
 
 /// The refusal (`InvalidInput`, as `pwrite`'s `EINVAL`) of a write of `n` bytes at `at` that
 /// ends past the largest length, 2^63 - 1 bytes: `write_at`'s and [`PageRef::write`]'s.
+#[cold]
 fn past_max_len(n: usize, at: u64) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("pagecache: a write of {n} bytes at {at} ends past 2^63 - 1"),
-    )
+    invalid_input(format_args!(
+        "pagecache: a write of {n} bytes at {at} ends past 2^63 - 1"
+    ))
+}
+
+/// An `InvalidInput` error with the message `args`, made only where the memory of the message
+/// and of the error's boxes can be had (asked for first with `try_reserve`), else the bare
+/// kind, which allocates nothing: bad input ends no process for want of memory.
+#[cold]
+fn invalid_input(args: core::fmt::Arguments<'_>) -> io::Error {
+    // More than the messages take: 2 numbers of at most 20 digits and 50 bytes of words.
+    const ROOM: usize = 128;
+    let mut message = String::new();
+    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
+    if message.try_reserve_exact(ROOM).is_err()
+        || one.try_reserve_exact(1).is_err()
+        || two.try_reserve_exact(1).is_err()
+        || refcount::write_in_room(&mut message, args).is_err()
+    {
+        return io::ErrorKind::InvalidInput.into();
+    }
+    // Given back just before the error takes them again (its two boxes).
+    drop((one, two));
+    io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
 impl<C: RefCounter> CachedFileOf<C> {
@@ -443,10 +464,9 @@ impl<C: RefCounter> CachedFileOf<C> {
             return Err(f.read_only());
         }
         if size > MAX_LEN {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("pagecache: a length of {size} bytes is past 2^63 - 1"),
-            ));
+            return Err(invalid_input(format_args!(
+                "pagecache: a length of {size} bytes is past 2^63 - 1"
+            )));
         }
         let _resize = f.resize.write().unwrap_or_else(|e| e.into_inner());
         // Relaxed: writes, the only other stores, wait on `resize`.
