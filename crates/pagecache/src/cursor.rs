@@ -92,24 +92,14 @@ impl<C: RefCounter> CachedFileOf<C> {
 }
 
 /// The error of a seek to a negative position or past `u64::MAX`: made only where the memory
-/// of its message and boxes can be had (asked for first with `try_reserve`), else the bare kind
-/// `InvalidInput`, which allocates nothing, so that bad input ends no process for want of memory.
+/// it takes can be had, else the bare kind `InvalidInput`, which allocates nothing, so that bad
+/// input ends no process for want of memory ([`refcount::error_in_room`]).
 #[cold]
 fn bad_seek() -> io::Error {
-    const MESSAGE: &str = "pagecache: invalid seek to a negative or overflowing position";
-    let mut message = String::new();
-    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
-    if message.try_reserve_exact(MESSAGE.len()).is_err()
-        || one.try_reserve_exact(1).is_err()
-        || two.try_reserve_exact(1).is_err()
-    {
-        return io::ErrorKind::InvalidInput.into();
-    }
-    // Within the room reserved: no allocation.
-    message.push_str(MESSAGE);
-    // Given back just before the error takes them again (its two boxes).
-    drop((one, two));
-    io::Error::new(io::ErrorKind::InvalidInput, message)
+    refcount::error_in_room(
+        io::ErrorKind::InvalidInput,
+        format_args!("pagecache: invalid seek to a negative or overflowing position"),
+    )
 }
 
 /// `Read`, `Write` and `Seek` for the cursor of each kind of file: the same code over their

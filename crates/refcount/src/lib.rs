@@ -143,6 +143,22 @@ const MESSAGE_ROOM: usize = 512;
 /// ```
 #[cold]
 pub fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
+    error_in_room(std::io::ErrorKind::OutOfMemory, args)
+}
+
+/// An error of kind `kind` with the message `args`, made as [`out_of_memory`] makes its own:
+/// only where the memory it takes can be had, else the bare kind. For errors of other kinds
+/// that bad input may meet when no memory is left (the page cache's `InvalidInput`s): not part
+/// of the API.
+///
+/// ```
+/// use std::io::ErrorKind::InvalidInput;
+/// let e = refcount::error_in_room(InvalidInput, format_args!("a length of {} bytes", 1));
+/// assert_eq!((e.kind(), e.to_string()), (InvalidInput, "a length of 1 bytes".into()));
+/// ```
+#[doc(hidden)]
+#[cold]
+pub fn error_in_room(kind: std::io::ErrorKind, args: core::fmt::Arguments<'_>) -> std::io::Error {
     let mut message = String::new();
     let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
     if message.try_reserve_exact(MESSAGE_ROOM).is_err()
@@ -150,10 +166,10 @@ pub fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
         || two.try_reserve_exact(1).is_err()
         || write_in_room(&mut message, args).is_err()
     {
-        return std::io::ErrorKind::OutOfMemory.into();
+        return kind.into();
     }
     drop((one, two));
-    std::io::Error::new(std::io::ErrorKind::OutOfMemory, message)
+    std::io::Error::new(kind, message)
 }
 
 /// Writes `args` at the end of `s`, into its room (its capacity past its length) and never past

@@ -25,25 +25,12 @@ fn past_max_len(n: usize, at: u64) -> io::Error {
     ))
 }
 
-/// An `InvalidInput` error with the message `args`, made only where the memory of the message
-/// and of the error's boxes can be had (asked for first with `try_reserve`), else the bare
-/// kind, which allocates nothing: bad input ends no process for want of memory.
+/// An `InvalidInput` error with the message `args`, made only where the memory it takes can be
+/// had, else the bare kind, which allocates nothing: bad input ends no process for want of
+/// memory ([`refcount::error_in_room`]).
 #[cold]
 fn invalid_input(args: core::fmt::Arguments<'_>) -> io::Error {
-    // More than the messages take: 2 numbers of at most 20 digits and 50 bytes of words.
-    const ROOM: usize = 128;
-    let mut message = String::new();
-    let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
-    if message.try_reserve_exact(ROOM).is_err()
-        || one.try_reserve_exact(1).is_err()
-        || two.try_reserve_exact(1).is_err()
-        || refcount::write_in_room(&mut message, args).is_err()
-    {
-        return io::ErrorKind::InvalidInput.into();
-    }
-    // Given back just before the error takes them again (its two boxes).
-    drop((one, two));
-    io::Error::new(io::ErrorKind::InvalidInput, message)
+    refcount::error_in_room(io::ErrorKind::InvalidInput, args)
 }
 
 impl<C: RefCounter> CachedFileOf<C> {
