@@ -155,23 +155,21 @@ pub(super) fn io_failed<C>(code: C, func: &str, path: Option<&Path>, e: &io::Err
         }
         // Written as `Display` writes it, into the message's fallible bytes: a `to_string`
         // would allocate the text where that cannot fail, ending the process without memory.
-        let mut text = SkipPrefix {
-            w,
-            prefix: b"pagecache: ",
-            matched: 0,
-        };
+        let mut text = SkipPrefix { w, matched: 0 };
         write!(text, "{e}")?;
         text.finish()
     });
     code
 }
 
-/// A writer into `w` that leaves out `prefix` where the text starts with it (the text may come
-/// in pieces that split it); a text that only starts like it is written whole.
+/// The cache's prefix of its messages, which a C message leaves out.
+const PREFIX: &[u8] = b"pagecache: ";
+
+/// A writer into `w` that leaves out [`PREFIX`] where the text starts with it (the text may
+/// come in pieces that split it); a text that only starts like it is written whole.
 struct SkipPrefix<'a> {
     w: &'a mut CBytes,
-    prefix: &'static [u8],
-    /// The bytes of `prefix` the text matched so far and that are not written yet;
+    /// The bytes of [`PREFIX`] the text matched so far and that are not written yet;
     /// `usize::MAX` once the prefix was left out or the text differs from it.
     matched: usize,
 }
@@ -181,7 +179,7 @@ impl SkipPrefix<'_> {
     fn finish(self) -> fmt::Result {
         match self.matched {
             usize::MAX => Ok(()),
-            n => self.w.push(&self.prefix[..n]),
+            n => self.w.push(&PREFIX[..n]),
         }
     }
 }
@@ -190,12 +188,12 @@ impl fmt::Write for SkipPrefix<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let mut s = s.as_bytes();
         if self.matched != usize::MAX {
-            let rest = &self.prefix[self.matched..];
+            let rest = &PREFIX[self.matched..];
             let n = rest.len().min(s.len());
             if s[..n] == rest[..n] {
                 self.matched += n;
                 s = &s[n..];
-                if self.matched == self.prefix.len() {
+                if self.matched == PREFIX.len() {
                     self.matched = usize::MAX;
                 }
                 if s.is_empty() {
@@ -203,7 +201,7 @@ impl fmt::Write for SkipPrefix<'_> {
                 }
             } else {
                 let held = core::mem::replace(&mut self.matched, usize::MAX);
-                self.w.push(&self.prefix[..held])?;
+                self.w.push(&PREFIX[..held])?;
             }
         }
         self.w.push(s)
