@@ -709,7 +709,8 @@ const char *pagecache_scheme(pagecache_t *cache);
 int pagecache_prepare_unload(void);
 
 /* A static description of a pagecache_error or of a -errno (the system's text); "unknown
- * error" for any other value. Thread-safe; never NULL. */
+ * error" for any other value. Thread-safe; never NULL; allocates nothing, so it answers also
+ * where no memory is left. */
 const char *pagecache_strerror(int code);
 
 /* The message of the last call of the calling thread that failed, or NULL if no call of this

@@ -217,3 +217,45 @@ fn the_message_of_a_failed_open_is_made_with_whatever_memory_is_left() {
     // SAFETY: a live handle, freed once.
     unsafe { pagecache_free(c) };
 }
+
+/// `pagecache_strerror` of every negative errno, first called by a thread that may allocate
+/// nothing ([`ALLOWED`] 0): the system's text of each (`strerror`) that is not one of the
+/// library's codes, "unknown error" where the system knows no such errno, and the process does
+/// not end (texts made with allocations that
+/// cannot fail on the first call would end it).
+#[test]
+fn every_errno_text_is_had_without_memory() {
+    let mut texts = Vec::with_capacity(255);
+    ALLOWED.with(|a| a.set(0));
+    for n in 1..256 {
+        // Within the capacity reserved above: no allocation.
+        texts.push(pagecache_strerror(-n));
+    }
+    ALLOWED.with(|a| a.set(usize::MAX));
+    let own = [
+        PAGECACHE_EINVAL,
+        PAGECACHE_ENOMEM,
+        PAGECACHE_EFBIG,
+        PAGECACHE_EBADF,
+        PAGECACHE_E2BIG,
+        PAGECACHE_EBUSY,
+        PAGECACHE_EPERM,
+    ];
+    let mut known = 0;
+    for (n, &t) in (1..256).zip(&texts).filter(|&(n, _)| !own.contains(&-n)) {
+        // SAFETY: `pagecache_strerror` returns a static NUL-terminated string.
+        let got = unsafe { std::ffi::CStr::from_ptr(t) };
+        // SAFETY: `strerror`'s text, read before any other call of it on this thread.
+        let system = unsafe { std::ffi::CStr::from_ptr(libc::strerror(n)) }.to_owned();
+        let unknown = system.to_bytes() == format!("Unknown error {n}").as_bytes();
+        if unknown {
+            assert_eq!(got, c"unknown error", "errno {n}");
+        } else {
+            assert_eq!(got, system.as_c_str(), "errno {n}");
+            known += 1;
+        }
+        // The same text again, from the same static storage.
+        assert_eq!(pagecache_strerror(-n), t, "errno {n}");
+    }
+    assert!(known >= 34, "only {known} errnos have a text of the system");
+}

@@ -51,7 +51,7 @@
 use crate::{CachedFile, Config, Mode, OpenMode, PageCache, PAGE_SIZE};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use percpu::cancel::NoCancel;
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -333,19 +333,9 @@ fn io_code(e: &io::Error) -> i32 {
     }
 }
 
-/// The scheme's name as a static C string (every registered name, made once).
+/// The scheme's name as a static C string (the registry's, nothing allocated).
 fn scheme_cstr(name: &str) -> &'static CStr {
-    static NAMES: OnceLock<Vec<(&'static str, CString)>> = OnceLock::new();
-    NAMES
-        .get_or_init(|| {
-            schemes::SCHEMES
-                .iter()
-                .filter_map(|s| Some((s.name, CString::new(s.name).ok()?)))
-                .collect()
-        })
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(c"unknown", |(_, c)| c.as_c_str())
+    schemes::find(name).map_or(c"unknown", |s| s.c_name)
 }
 
 /// Makes a cache of `memory_limit_pages` frames counted by the scheme named `scheme` (null:
@@ -1558,43 +1548,87 @@ pub extern "C" fn pagecache_prepare_unload() -> i32 {
 /// Negative errnos that [`pagecache_strerror`] describes with the system's text.
 const ERRNO_TEXTS: i32 = 256;
 
-/// The system's text of the error number `n` (through `strerror_r`, thread-safe).
-fn system_text(n: i32) -> String {
-    let s = io::Error::from_raw_os_error(n).to_string();
+/// The bytes kept for one errno's text, its NUL included (glibc's and musl's longest are under
+/// 60; a longer one is cut).
+const TEXT_BYTES: usize = 128;
+
+/// The system's text of the error number `n`, read with `strerror_r` (the XSI one: thread-safe)
+/// into `buf`, without allocating. Empty where the system writes none.
+fn system_text(n: i32, buf: &mut [u8; TEXT_BYTES]) -> &[u8] {
+    *buf = [0; TEXT_BYTES];
+    // SAFETY: `buf` is writable for the length given, one less than its own, so its last byte
+    // stays NUL whatever is written. The result is not read: glibc writes "Unknown error N"
+    // and returns EINVAL for a number that is no errno; a text not written is empty.
+    let _ = unsafe { libc::strerror_r(n, buf.as_mut_ptr().cast(), TEXT_BYTES - 1) };
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(TEXT_BYTES);
+    let mut t = &buf[..len];
     // std appends the suffix to the system's text; Miri's `strerror_r` text carries it
     // already, so it is cut as often as it ends the text.
-    let suffix = format!(" (os error {n})");
-    let mut t = s.as_str();
-    while let Some(rest) = t.strip_suffix(&suffix) {
+    let mut suffix = [0u8; 32];
+    let room = {
+        let mut w = &mut suffix[..];
+        let _ = io::Write::write_fmt(&mut w, format_args!(" (os error {n})"));
+        w.len()
+    };
+    let suffix = &suffix[..suffix.len() - room];
+    while let Some(rest) = t.strip_suffix(suffix) {
         t = rest;
     }
-    t.replace('\0', "")
+    t
 }
 
-/// The texts of the numbers 1 to [`ERRNO_TEXTS`] - 1, made once and kept for the life of the
-/// process: the system's text of each errno, and "unknown error" for a number that is no
-/// errno, whose system text is the one of a number far out of the errnos' range with its
-/// number in place (glibc's "Unknown error 200"; musl has one text for all of them), as
-/// pagecache.h promises for any value that is neither an errno nor the library's.
-fn errno_texts() -> &'static [CString] {
-    static TEXTS: OnceLock<Vec<CString>> = OnceLock::new();
-    TEXTS.get_or_init(|| {
-        const FAR: i32 = 1 << 20;
-        let far = system_text(FAR);
-        (1..ERRNO_TEXTS)
-            .map(|n| {
-                let t = system_text(n);
-                if t == far.replace(&FAR.to_string(), &n.to_string()) {
-                    return c"unknown error".to_owned();
-                }
-                CString::new(t).unwrap_or_default()
-            })
-            .collect()
-    })
+/// Whether `t`, the system's text of `n`, is its text of a number that is no errno: the text
+/// of a number far out of the errnos' range with `n`'s digits in place of its own (glibc's
+/// "Unknown error 200"; musl has one text for all of them), or none.
+fn no_errno(t: &[u8], n: i32) -> bool {
+    const FAR: i32 = 1 << 20;
+    const FAR_DIGITS: &[u8] = b"1048576";
+    let mut buf = [0; TEXT_BYTES];
+    let far = system_text(FAR, &mut buf);
+    let Some(at) = far.windows(FAR_DIGITS.len()).position(|w| w == FAR_DIGITS) else {
+        return t.is_empty() || t == far;
+    };
+    let mut expected = [0u8; 2 * TEXT_BYTES];
+    let room = {
+        let mut w = &mut expected[..];
+        let _ = io::Write::write_all(&mut w, &far[..at]);
+        let _ = io::Write::write_fmt(&mut w, format_args!("{n}"));
+        let _ = io::Write::write_all(&mut w, &far[at + FAR_DIGITS.len()..]);
+        w.len()
+    };
+    t.is_empty() || t == &expected[..expected.len() - room]
+}
+
+/// The text of the error number `n` from 1 to [`ERRNO_TEXTS`] - 1, made on its first use and
+/// kept for the life of the process in static memory (nothing is allocated, so no lack of
+/// memory can fail it): the system's text, and "unknown error" for a number that is no errno
+/// ([`no_errno`]), as pagecache.h promises for any value that is neither an errno nor the
+/// library's.
+fn errno_text(n: i32) -> &'static CStr {
+    const ERRNOS: usize = ERRNO_TEXTS as usize - 1;
+    static TEXTS: [OnceLock<[u8; TEXT_BYTES]>; ERRNOS] = [const { OnceLock::new() }; ERRNOS];
+    let Some(text) = usize::try_from(n - 1).ok().and_then(|i| TEXTS.get(i)) else {
+        return c"unknown error";
+    };
+    let bytes = text.get_or_init(|| {
+        let mut buf = [0; TEXT_BYTES];
+        let t = system_text(n, &mut buf);
+        let mut kept = [0; TEXT_BYTES];
+        if !no_errno(t, n) {
+            // Shorter than `TEXT_BYTES` (the last byte of `buf` stays NUL): `kept` ends in one.
+            kept[..t.len()].copy_from_slice(t);
+        }
+        kept
+    });
+    match CStr::from_bytes_until_nul(bytes) {
+        Ok(c) if !c.is_empty() => c,
+        _ => c"unknown error",
+    }
 }
 
 /// A static, NUL-terminated description of an error code: the library's own codes, `-errno`
-/// (the system's text), and "unknown error" for any other value. Thread-safe.
+/// (the system's text), and "unknown error" for any other value. Thread-safe; allocates nothing
+/// (each errno's text is kept in static memory once read), so it answers without memory.
 #[no_mangle]
 pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
     let s: &'static CStr = match code {
@@ -1629,9 +1663,7 @@ pub extern "C" fn pagecache_strerror(code: i32) -> *const c_char {
             c"handle in use by a thread of the parent when the process forked (closed, not freed)"
         }
         c if c < 0 && c > -ERRNO_TEXTS => boundary("pagecache_strerror", c"unknown error", || {
-            errno_texts()
-                .get((-c - 1) as usize)
-                .map_or(c"unknown error", |t| t.as_c_str())
+            errno_text(-c)
         }),
         _ => c"unknown error",
     };

@@ -20,6 +20,9 @@ pub enum Kind {
 pub struct SchemeInfo {
     /// Its name on the command line and in results.
     pub name: &'static str,
+    /// The same name as a C string, for the C APIs that return it (static storage: nothing is
+    /// allocated to return it).
+    pub c_name: &'static core::ffi::CStr,
     /// Scheme or reference row.
     pub kind: Kind,
     /// One line about it.
@@ -78,6 +81,12 @@ macro_rules! registry {
         pub const SCHEMES: &[SchemeInfo] = &[
             $( SchemeInfo {
                 name: $name,
+                c_name: match core::ffi::CStr::from_bytes_with_nul(
+                    concat!($name, "\0").as_bytes(),
+                ) {
+                    Ok(c) => c,
+                    Err(_) => panic!("a scheme's name holds a NUL byte"),
+                },
                 kind: Kind::$kind,
                 about: $about,
                 unfit_for_page_cache: registry!(@unfit $($why)?),
