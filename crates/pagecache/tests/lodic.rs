@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 
 /// The system's allocator, but for the allocations that the calling thread refuses itself
-/// ([`refuse_from`]): memory that cannot be had, for the tests of `map`'s `OutOfMemory`.
+/// ([`refusing`]): memory that cannot be had, for the tests of `map`'s `OutOfMemory`.
 struct Refusing;
 
 std::thread_local! {
@@ -27,10 +27,24 @@ std::thread_local! {
     static REFUSE_FROM: core::cell::Cell<usize> = const { core::cell::Cell::new(usize::MAX) };
 }
 
-/// From now on the calling thread's allocations of `bytes` bytes or more fail (0: all of them,
-/// `usize::MAX`: none).
-fn refuse_from(bytes: usize) {
+/// Runs `f` with the calling thread's allocations of `bytes` bytes or more failing (0: all of
+/// them, `usize::MAX`: none), and every allocation allowed again after it.
+fn refusing<T>(bytes: usize, f: impl FnOnce() -> T) -> T {
     REFUSE_FROM.with(|r| r.set(bytes));
+    let out = f();
+    REFUSE_FROM.with(|r| r.set(usize::MAX));
+    out
+}
+
+/// Checks that `e` is an error of kind `kind` with the message `want` where it was made with
+/// memory (`refused` is not 0), and the bare kind where none could be had.
+#[track_caller]
+fn assert_message(e: Option<std::io::Error>, kind: ErrorKind, refused: usize, want: &str) {
+    let e = e.expect("an error");
+    assert_eq!(e.kind(), kind, "refused from {refused}: {e}");
+    let message = e.get_ref().map(|m| m.to_string());
+    let want = (refused != 0).then_some(want);
+    assert_eq!(message.as_deref(), want, "refused from {refused}");
 }
 
 impl Refusing {
@@ -314,16 +328,16 @@ fn bad_input_without_memory_is_the_bare_kind() {
         m.read_at(&mut buf, P - 8).unwrap(); // installs the entries of both pages
         buf = [0; 16];
         let mut inside = [0u8; 16];
-        refuse_from(0);
-        let errors = [
-            f.map(0, 0).err(),
-            f.map(3, 2).err(),
-            m.read_at(&mut buf, 2 * P - 8).err(),
-            m.write_at(&[1u8; 16], 2 * P).err(),
-            m.page(2).err(),
-        ];
-        let read = m.read_at(&mut inside, P - 8).err();
-        refuse_from(usize::MAX);
+        let (errors, read) = refusing(0, || {
+            let errors = [
+                f.map(0, 0).err(),
+                f.map(3, 2).err(),
+                m.read_at(&mut buf, 2 * P - 8).err(),
+                m.write_at(&[1u8; 16], 2 * P).err(),
+                m.page(2).err(),
+            ];
+            (errors, m.read_at(&mut inside, P - 8).err())
+        });
         for (k, e) in errors.into_iter().enumerate() {
             let e = e.expect("refused");
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "{rmap:?} {k}: {e}");
@@ -351,14 +365,14 @@ fn file_errors_without_memory_are_the_bare_kind() {
     let f = c.open_read_only(&path).unwrap();
     let mut buf = [0u8; 16];
     for refused in [usize::MAX, 0] {
-        refuse_from(refused);
-        let errors = [
-            (c.open(dir.path()).err(), ErrorKind::IsADirectory),
-            (f.page(2).err(), ErrorKind::UnexpectedEof),
-            (f.write_at(&[1u8; 16], 0).err(), ErrorKind::PermissionDenied),
-            (f.set_len(P).err(), ErrorKind::PermissionDenied),
-        ];
-        refuse_from(usize::MAX);
+        let errors = refusing(refused, || {
+            [
+                (c.open(dir.path()).err(), ErrorKind::IsADirectory),
+                (f.page(2).err(), ErrorKind::UnexpectedEof),
+                (f.write_at(&[1u8; 16], 0).err(), ErrorKind::PermissionDenied),
+                (f.set_len(P).err(), ErrorKind::PermissionDenied),
+            ]
+        });
         for (k, (e, kind)) in errors.into_iter().enumerate() {
             let e = e.expect("refused");
             assert_eq!(e.kind(), kind, "refused from {refused}, {k}: {e}");
@@ -369,6 +383,41 @@ fn file_errors_without_memory_are_the_bare_kind() {
         }
         assert_eq!(f.read_at(&mut buf, P - 8).unwrap(), 16);
         check_bytes(&buf, P - 8);
+    }
+}
+
+/// The settings a cache refuses (a memory limit of 0 pages or of 2^32 - 1, a scheme that cannot
+/// serve a page cache) are `InvalidInput` also where no memory at all can be had: the bare kind
+/// then, as a failed allocation of the message would end the process; with memory, the message.
+#[test]
+fn refused_settings_without_memory_are_the_bare_kind() {
+    use schemes::limit::PercpuLimit;
+    let limits = [
+        Config::new(0, "atomic"),
+        Config::new(u32::MAX as usize, "atomic"),
+    ];
+    let unfit = Config::new(8, "percpu-limit");
+    let why = schemes::find("percpu-limit").and_then(|s| s.unfit_for_page_cache);
+    let wants = [
+        "pagecache: the memory limit must be at least one page".to_owned(),
+        "pagecache: a memory limit of 4294967295 pages is too large".to_owned(),
+        format!(
+            "pagecache: scheme 'percpu-limit' cannot serve a page cache: {}",
+            why.unwrap()
+        ),
+    ];
+    for refused in [usize::MAX, 0] {
+        let limit = PercpuLimit::new();
+        let errors = refusing(refused, || {
+            [
+                PageCacheOf::with_scheme(Atomic, &limits[0]).err(),
+                PageCacheOf::with_scheme(Atomic, &limits[1]).err(),
+                PageCacheOf::with_scheme(limit, &unfit).err(),
+            ]
+        });
+        for (e, want) in errors.into_iter().zip(&wants) {
+            assert_message(e, ErrorKind::InvalidInput, refused, want);
+        }
     }
 }
 
@@ -385,15 +434,9 @@ fn a_bad_seek_without_memory_is_the_bare_kind() {
     let mut cur = f.cursor();
     cur.seek(SeekFrom::Start(P - 8)).unwrap();
     for refused in [usize::MAX, 0] {
-        refuse_from(refused);
-        let e = cur.seek(SeekFrom::Current(-(P as i64))).err();
-        refuse_from(usize::MAX);
-        let e = e.expect("a negative position");
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{refused}: {e}");
-        let message = e.get_ref().map(|m| m.to_string());
+        let e = refusing(refused, || cur.seek(SeekFrom::Current(-(P as i64))).err());
         let want = "pagecache: invalid seek to a negative or overflowing position";
-        let want = (refused != 0).then_some(want);
-        assert_eq!(message.as_deref(), want, "{refused}");
+        assert_message(e, ErrorKind::InvalidInput, refused, want);
         assert_eq!(cur.stream_position().unwrap(), P - 8);
     }
     let mut buf = [0u8; 16];
@@ -412,24 +455,12 @@ fn a_write_past_the_largest_length_without_memory_is_the_bare_kind() {
     let f = c.open(&path).unwrap();
     let at = i64::MAX as u64 - 8;
     for refused in [usize::MAX, 0] {
-        refuse_from(refused);
-        let e = f.write_at(&[1u8; 16], at).err();
-        refuse_from(usize::MAX);
-        let e = e.expect("past 2^63 - 1");
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{refused}: {e}");
-        let message = e.get_ref().map(|m| m.to_string());
+        let e = refusing(refused, || f.write_at(&[1u8; 16], at).err());
         let want = format!("pagecache: a write of 16 bytes at {at} ends past 2^63 - 1");
-        let want = (refused != 0).then_some(want);
-        assert_eq!(message, want, "{refused}");
-        refuse_from(refused);
-        let e = f.set_len(at + 9).err();
-        refuse_from(usize::MAX);
-        let e = e.expect("past 2^63 - 1");
-        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{refused}: {e}");
-        let message = e.get_ref().map(|m| m.to_string());
+        assert_message(e, ErrorKind::InvalidInput, refused, &want);
+        let e = refusing(refused, || f.set_len(at + 9).err());
         let want = format!("pagecache: a length of {} bytes is past 2^63 - 1", at + 9);
-        let want = (refused != 0).then_some(want);
-        assert_eq!(message, want, "{refused}");
+        assert_message(e, ErrorKind::InvalidInput, refused, &want);
     }
     assert_eq!(f.len(), 2 * P);
     let mut buf = [0u8; 16];
@@ -455,9 +486,7 @@ fn a_map_without_memory_is_out_of_memory_and_names_the_file_where_it_can() {
         let c = cache(Atomic, 8, rmap);
         let f = c.open(&path).unwrap();
         for refused in [256 << 10, 0] {
-            refuse_from(refused);
-            let r = f.map(0, PAGES);
-            refuse_from(usize::MAX);
+            let r = refusing(refused, || f.map(0, PAGES));
             let e = r.err().expect("no memory for the entries");
             assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{rmap:?}: {e}");
             let named = FileError::of(&e).map(FileError::path);

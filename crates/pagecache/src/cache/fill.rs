@@ -349,9 +349,9 @@ impl<C: RefCounter> Inner<C> {
             ))
         })?
         else {
-            return Err(io::Error::new(
+            return Err(refcount::error_in_room(
                 io::ErrorKind::InvalidInput,
-                format!("pagecache: page {page} is past any file's end"),
+                format_args!("pagecache: page {page} is past any file's end"),
             ));
         };
         // The frames to fill, with room for the most read ahead: allocated before any is

@@ -382,10 +382,7 @@ pub(crate) enum Got<T> {
 /// `OutOfMemory`.
 pub(crate) fn no_frame(failed: Option<std::io::Error>) -> std::io::Error {
     failed.unwrap_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::OutOfMemory,
-            "pagecache: every frame is referenced",
-        )
+        crate::error::out_of_memory(format_args!("pagecache: every frame is referenced"))
     })
 }
 
@@ -417,9 +414,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The error of a wait that gives up on a poisoned cache (see [`Inner::wait_turn`]).
 fn poisoned() -> io::Error {
-    io::Error::other(
-        "pagecache: a panic under the cache's allocator lock (a counting scheme's, while it \
-         reclaimed or reinitialised frames) left this page unusable",
+    refcount::error_in_room(
+        io::ErrorKind::Other,
+        format_args!(
+            "pagecache: a panic under the cache's allocator lock (a counting scheme's, while it \
+             reclaimed or reinitialised frames) left this page unusable"
+        ),
     )
 }
 
@@ -526,21 +526,21 @@ impl<C: RefCounter> PageCacheOf<C> {
     pub fn with_scheme(scheme: C, config: &Config) -> io::Result<Self> {
         let n = config.memory_limit_pages;
         if n == 0 {
-            return Err(io::Error::new(
+            return Err(refcount::error_in_room(
                 io::ErrorKind::InvalidInput,
-                "pagecache: the memory limit must be at least one page",
+                format_args!("pagecache: the memory limit must be at least one page"),
             ));
         }
         if n >= u32::MAX as usize {
-            return Err(io::Error::new(
+            return Err(refcount::error_in_room(
                 io::ErrorKind::InvalidInput,
-                format!("pagecache: a memory limit of {n} pages is too large"),
+                format_args!("pagecache: a memory limit of {n} pages is too large"),
             ));
         }
         if let Some(max) = scheme.max_live_objects().filter(|&max| n > max) {
-            return Err(io::Error::new(
+            return Err(refcount::error_in_room(
                 io::ErrorKind::InvalidInput,
-                format!(
+                format_args!(
                     "pagecache: a memory limit of {n} pages is more frames than scheme '{}' \
                      can count (at most {max} live objects)",
                     C::NAME
@@ -548,9 +548,9 @@ impl<C: RefCounter> PageCacheOf<C> {
             ));
         }
         if let Some(why) = schemes::find(C::NAME).and_then(|s| s.unfit_for_page_cache) {
-            return Err(io::Error::new(
+            return Err(refcount::error_in_room(
                 io::ErrorKind::InvalidInput,
-                format!(
+                format_args!(
                     "pagecache: scheme '{}' cannot serve a page cache: {why}",
                     C::NAME
                 ),
@@ -614,9 +614,9 @@ impl<C: RefCounter> PageCacheOf<C> {
                             C::NAME
                         )));
                     }
-                    return Err(io::Error::new(
+                    return Err(refcount::error_in_room(
                         e.kind(),
-                        format!(
+                        format_args!(
                             "pagecache: cannot make the counters of scheme '{}' for a limit of \
                              {n} pages (frame {i}): {e}",
                             C::NAME
