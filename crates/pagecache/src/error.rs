@@ -49,9 +49,9 @@ impl FileError {
     /// An `io::Error` of kind `kind` about the file at `path`, whose message is `"pagecache: "`,
     /// `before`, the path and `after`: made only where the memory it takes can be had, as
     /// [`out_of_memory`] makes its message, so that no error ends the process for want of
-    /// memory. The path's copy, the room of the words around it and the error's boxes are asked
-    /// for first with `try_reserve`; without that memory (or with words longer than
-    /// [`MESSAGE_ROOM`]) the error is the bare kind, which allocates nothing.
+    /// memory. The path's copy, the words around it ([`refcount::try_format`]) and the error's
+    /// boxes are asked for first with `try_reserve`; without that memory the error is the bare
+    /// kind, which allocates nothing.
     #[cold]
     pub(crate) fn error(
         kind: io::ErrorKind,
@@ -60,19 +60,16 @@ impl FileError {
         after: fmt::Arguments<'_>,
     ) -> io::Error {
         let mut copy = std::ffi::OsString::new();
-        let (mut b, mut a) = (String::new(), String::new());
         let (mut boxed, mut custom) = (Vec::<FileError>::new(), Vec::<[usize; 3]>::new());
-        let room = path.as_os_str().len();
-        if copy.try_reserve_exact(room).is_err()
-            || b.try_reserve_exact(MESSAGE_ROOM).is_err()
-            || a.try_reserve_exact(MESSAGE_ROOM).is_err()
+        if copy.try_reserve_exact(path.as_os_str().len()).is_err()
             || boxed.try_reserve_exact(1).is_err()
             || custom.try_reserve_exact(1).is_err()
-            || refcount::write_in_room(&mut b, before).is_err()
-            || refcount::write_in_room(&mut a, after).is_err()
         {
             return kind.into();
         }
+        let (Some(b), Some(a)) = (refcount::try_format(before), refcount::try_format(after)) else {
+            return kind.into();
+        };
         // Within the room reserved: no allocation.
         copy.push(path.as_os_str());
         // Given back just before the error takes them again (its two boxes).
@@ -131,11 +128,6 @@ impl fmt::Display for FileError {
 }
 
 impl std::error::Error for FileError {}
-
-/// The room asked for each of the words around the path of a [`FileError::error`], as
-/// [`out_of_memory`] asks for its message's: more than any of the cache's messages takes (a
-/// longer one is not written: the error is then the bare kind).
-const MESSAGE_ROOM: usize = 512;
 
 /// An error of kind `OutOfMemory` with the message `args`, for an allocation that just failed,
 /// written only where the memory it takes can be had (see [`refcount::out_of_memory`]).

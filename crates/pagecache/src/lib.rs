@@ -43,6 +43,7 @@ pub use schemes::SchemeConfig;
 
 use refcount::RefCounter;
 use schemes::{SchemeInfo, Visit};
+use std::fmt;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -387,17 +388,11 @@ impl PageCache {
     pub fn new(config: Config) -> io::Result<Self> {
         match schemes::try_visit(&config.scheme, &config.scheme_config, Build(&config)) {
             Some(r) => Ok(PageCache { inner: r?? }),
-            None => Err(io::Error::new(
+            None => Err(refcount::error_in_room(
                 io::ErrorKind::InvalidInput,
-                format!(
+                format_args!(
                     "pagecache: unknown scheme '{}' (known: {})",
-                    config.scheme,
-                    schemes::SCHEMES
-                        .iter()
-                        .filter(|s| s.unfit_for_page_cache.is_none())
-                        .map(|s| s.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    config.scheme, KnownSchemes
                 ),
             )),
         }
@@ -430,6 +425,25 @@ impl PageCache {
     /// The counting scheme's name.
     pub fn scheme(&self) -> &'static str {
         self.inner.scheme()
+    }
+}
+
+/// The names of the schemes that can serve a page cache, `", "` between them: written where
+/// they are shown, into an error's message made without aborting (`error_in_room`).
+struct KnownSchemes;
+
+impl fmt::Display for KnownSchemes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let fit = schemes::SCHEMES
+            .iter()
+            .filter(|s| s.unfit_for_page_cache.is_none());
+        for (k, s) in fit.enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(s.name)?;
+        }
+        Ok(())
     }
 }
 

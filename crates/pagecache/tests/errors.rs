@@ -33,7 +33,20 @@ fn bad_configs_are_refused() {
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     let e = PageCache::new(Config::new(8, "no-such")).expect_err("unknown");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
-    assert!(e.to_string().contains("no-such"));
+    let known: Vec<_> = schemes::SCHEMES
+        .iter()
+        .filter(|s| s.unfit_for_page_cache.is_none())
+        .map(|s| s.name)
+        .collect();
+    let want = format!(
+        "pagecache: unknown scheme 'no-such' (known: {})",
+        known.join(", ")
+    );
+    assert_eq!(e.to_string(), want);
+    assert!(
+        known.contains(&"paygo") && !known.contains(&"percpu-limit"),
+        "{e}"
+    );
     let e = PageCache::new(Config::new(8, "percpu-limit")).expect_err("unfit");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     assert!(e.to_string().contains("cannot detect zero"), "{e}");
@@ -87,6 +100,14 @@ fn refusing<R>(from: usize, f: impl FnOnce() -> R) -> R {
     let (r, refused) = percpu::testing::refusing(from, false, f);
     assert!(refused, "no allocation of {from} bytes or more was refused");
     r
+}
+
+/// Checks that `e` is `OutOfMemory` with the message `want`: made where the memory refused is
+/// more than the message takes.
+#[track_caller]
+fn with_message(e: std::io::Error, want: &str) {
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{want}: {e}");
+    assert_eq!(e.to_string(), want);
 }
 
 /// An allocation of the cache's that fails (the frames of a limit, a file's page table and
@@ -143,11 +164,16 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
         );
         assert_eq!(e.to_string(), want);
         // The list of open files: an empty file's page table (8 bytes) is had, the lists'
-        // first room (more than 100 bytes) and the message's are not.
+        // first room (more than 100 bytes) is not; the message is, where it is shorter.
         let empty = dir.path().join("empty");
         std::fs::File::create(&empty).expect("empty file");
         let e = refusing(100, || cache.open(&empty).map(drop)).expect_err("no list");
-        bare(e, "the list of open files");
+        let want = format!("pagecache: no memory to list {} as open", empty.display());
+        if want.len() < 100 {
+            with_message(e, &want);
+        } else {
+            bare(e, "the list of open files");
+        }
         // The nodes of the page table past the flat array (all of an empty file's): a write's
         // fill that cannot have them fails, and writes nothing; with the memory there, the
         // write fills the page.
@@ -161,9 +187,9 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
         assert_eq!(&back, b"\0\0\0\0\0xyz");
         drop(file);
         // A fill, in each mode: every allocation refused (its list of frames, the first), and
-        // in the optimistic mode those of 200 bytes or more (its buffer, then the message's
-        // room). The read after each gets the file's bytes: one fill of the file's three
-        // pages, two of them read ahead.
+        // in the optimistic mode those of 200 bytes or more (its buffer, not its message). The
+        // read after each gets the file's bytes: one fill of the file's three pages, two of
+        // them read ahead.
         for mode in [pagecache::Mode::Counting, pagecache::Mode::Optimistic] {
             let mut config = config.clone();
             config.mode = mode;
@@ -176,7 +202,10 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
             };
             for &from in froms {
                 let e = refusing(from, || file.read_at(&mut buf, 0)).expect_err("no memory");
-                bare(e, &format!("a fill ({mode:?}, from {from})"));
+                match from {
+                    1 => bare(e, &format!("a fill ({mode:?})")),
+                    _ => with_message(e, "pagecache: no memory for a fill's buffer (12288 bytes)"),
+                }
                 let s = cache.stats();
                 assert_eq!((s.fills, s.resident), (0, 0), "{mode:?}: {s:?}");
             }
@@ -185,7 +214,7 @@ fn allocations_that_fail_are_errors_even_with_no_memory_left() {
             assert_eq!((s.fills, s.read_ahead), (3, 2), "{mode:?}: {s:?}");
         }
         evictions_without_memory(&dir, &bare);
-        syncs_without_memory(&dir, &bare);
+        syncs_without_memory(&dir);
         maps_without_memory(&dir, &bare);
     });
 }
@@ -267,7 +296,7 @@ fn evictions_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Erro
     assert_eq!(n, 100);
     common::assert_pattern(&small, at, "a direct read");
     let e = refusing(256, || file.read_at(&mut buf, 150 * 4096)).expect_err("no buffer");
-    bare(e, "a direct read's buffer");
+    with_message(e, "pagecache: no memory for a direct read of 4096 bytes");
     let n = refusing(256, || file.write_at(b"direct", at)).expect("write directly");
     assert_eq!(n, 6);
     let s = cache.stats();
@@ -309,7 +338,7 @@ fn evictions_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Erro
 /// pages lie 4,096 pages apart (a word of marks each): the list's room for four words (64
 /// bytes) is had, its growth to eight (128) is not, once four words' marks were taken, which
 /// are marked again.
-fn syncs_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Error, &str)) {
+fn syncs_without_memory(dir: &tempfile::TempDir) {
     const APART: u64 = 4096 * 4096;
     let path = dir.path().join("synced");
     std::fs::File::create(&path)
@@ -328,7 +357,10 @@ fn syncs_without_memory(dir: &tempfile::TempDir, bare: &dyn Fn(std::io::Error, &
         b
     };
     let e = refusing(128, || file.sync()).expect_err("no memory");
-    bare(e, "a sync's list");
+    with_message(
+        e,
+        "pagecache: no memory for a sync's list of the groups written",
+    );
     for k in 0..=5 {
         assert_eq!(on_disk(k), [0; 4], "page {} written", k * 4096);
     }

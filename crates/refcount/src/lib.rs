@@ -120,18 +120,14 @@ impl NoMemory {
     }
 }
 
-/// The room asked for an [`out_of_memory`] error's message: more than any message of the
-/// schemes, the page cache or OpLog's counter takes (a longer one is not written: the error is
-/// then the bare kind).
-const MESSAGE_ROOM: usize = 512;
-
 /// An error of kind `OutOfMemory` with the message `args`, for an allocation that just failed,
 /// written only where the memory it takes can be had: code whose allocation just failed must
 /// not end the process in writing its error (a failed allocation of the message would, as
-/// every infallible allocation does). The message's room (512 bytes) and the error's two boxes
-/// (`io::Error`'s and the message's) are asked for first with `try_reserve`, and the two boxes'
-/// given back just before the error is made, which takes them again; without that memory, or
-/// for a longer message, the error is the bare kind ("out of memory"), which allocates nothing.
+/// every infallible allocation does). The error's two boxes (`io::Error`'s and the message's)
+/// and the message's bytes, as many as it has ([`try_format`]), are asked for first with
+/// `try_reserve`, and the two boxes' given back just before the error is made, which takes them
+/// again; without that memory the error is the bare kind ("out of memory"), which allocates
+/// nothing.
 ///
 /// For a scheme's [`RefCounter::try_new_object`] (and the page cache's and OpLog's errors of
 /// the same kind):
@@ -155,38 +151,66 @@ pub fn out_of_memory(args: core::fmt::Arguments<'_>) -> std::io::Error {
 /// use std::io::ErrorKind::InvalidInput;
 /// let e = refcount::error_in_room(InvalidInput, format_args!("a length of {} bytes", 1));
 /// assert_eq!((e.kind(), e.to_string()), (InvalidInput, "a length of 1 bytes".into()));
+/// // Of any length.
+/// let e = refcount::error_in_room(InvalidInput, format_args!("{:1$}", "", 1 << 12));
+/// assert_eq!(e.to_string().len(), 1 << 12);
 /// ```
 #[doc(hidden)]
 #[cold]
 pub fn error_in_room(kind: std::io::ErrorKind, args: core::fmt::Arguments<'_>) -> std::io::Error {
-    let mut message = String::new();
     let (mut one, mut two) = (Vec::<[usize; 3]>::new(), Vec::<[usize; 3]>::new());
-    if message.try_reserve_exact(MESSAGE_ROOM).is_err()
-        || one.try_reserve_exact(1).is_err()
-        || two.try_reserve_exact(1).is_err()
-        || write_in_room(&mut message, args).is_err()
-    {
+    if one.try_reserve_exact(1).is_err() || two.try_reserve_exact(1).is_err() {
         return kind.into();
     }
+    let Some(message) = try_format(args) else {
+        return kind.into();
+    };
     drop((one, two));
     std::io::Error::new(kind, message)
 }
 
-/// Writes `args` at the end of `s`, into its room (its capacity past its length) and never past
-/// it: a message longer than the room is an error, with `s` holding some of it, since growing
-/// the string would allocate. How [`out_of_memory`] writes its message, and the page cache the
-/// words of its errors of that kind: not part of the API.
+/// `args` written into a `String` of their length, allocated with `try_reserve`: `None` where
+/// that memory cannot be had. The length is counted first by formatting `args` into nothing (a
+/// `Display` that writes more the second time gives `None` too: the string never grows). How
+/// [`error_in_room`] makes its message, and the page cache the words of its errors about a
+/// file: not part of the API.
 ///
 /// ```
-/// let mut s = String::with_capacity(8);
-/// let room = s.capacity();
-/// assert!(refcount::write_in_room(&mut s, format_args!("{}", 1234)).is_ok());
-/// assert!(refcount::write_in_room(&mut s, format_args!("{:1000}", "")).is_err());
-/// assert!(s.starts_with("1234"));
-/// assert_eq!(s.capacity(), room, "never grown");
+/// let s = refcount::try_format(format_args!("{}-{:>6}", 12, "ab")).expect("memory");
+/// assert_eq!((s.as_str(), s.capacity()), ("12-    ab", 9));
+///
+/// // A text that grows each time it is written: not written past the length counted.
+/// use std::{cell::Cell, fmt};
+/// struct Grows(Cell<usize>);
+/// impl fmt::Display for Grows {
+///     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+///         self.0.set(self.0.get() + 1);
+///         write!(f, "{:1$}", "", self.0.get())
+///     }
+/// }
+/// assert_eq!(refcount::try_format(format_args!("{}", Grows(Cell::new(0)))), None);
 /// ```
 #[doc(hidden)]
-pub fn write_in_room(s: &mut String, args: core::fmt::Arguments<'_>) -> core::fmt::Result {
+pub fn try_format(args: core::fmt::Arguments<'_>) -> Option<String> {
+    struct Count(usize);
+    impl core::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    core::fmt::write(&mut n, args).ok()?;
+    let mut s = String::new();
+    s.try_reserve_exact(n.0).ok()?;
+    write_in_room(&mut s, args).ok()?;
+    Some(s)
+}
+
+/// Writes `args` at the end of `s`, into its room (its capacity past its length) and never past
+/// it: a message longer than the room is an error, with `s` holding some of it, since growing
+/// the string would allocate. How [`try_format`] writes.
+fn write_in_room(s: &mut String, args: core::fmt::Arguments<'_>) -> core::fmt::Result {
     struct Room<'a>(&'a mut String);
     impl core::fmt::Write for Room<'_> {
         fn write_str(&mut self, s: &str) -> core::fmt::Result {

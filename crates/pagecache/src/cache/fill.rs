@@ -43,10 +43,10 @@ fn caught<R>(f: impl FnOnce() -> R) -> Option<R> {
 /// An error the fault hook returned, as one the cache can drop wherever it drops errors (an
 /// eviction's failed write-back, the errors after the first of a `drop_cache`, some under the
 /// allocator lock). An error that carries a value of the hook's making (`io::Error::other(x)`,
-/// whose drop and `Display` are `x`'s, and may panic) becomes one of the same kind and message,
-/// and the value is dropped here, where a panic of its drop or its `Display` is caught. The
-/// other errors (an OS error code, a kind, a constant message) carry no code of the hook's and
-/// are returned as they are.
+/// whose drop and `Display` are `x`'s, and may panic) becomes one of the same kind and message
+/// (the bare kind where the message's memory cannot be had), and the value is dropped here,
+/// where a panic of its drop or its `Display` is caught. The other errors (an OS error code, a
+/// kind, a constant message) carry no code of the hook's and are returned as they are.
 fn owned(e: io::Error) -> io::Error {
     if e.get_ref().is_none() {
         return e;
@@ -54,12 +54,16 @@ fn owned(e: io::Error) -> io::Error {
     let kind = e.kind();
     // Dropped only inside `caught`: a `Display` that panics must not drop it while unwinding.
     let e = ManuallyDrop::new(e);
-    let msg = caught(|| e.to_string()).unwrap_or_else(|| {
-        format!("pagecache: the fault hook's error ({kind:?}) panicked when displayed")
-    });
+    // Made only where its memory can be had (`error_in_room`), as the cache's own errors.
+    let made = caught(|| refcount::error_in_room(kind, format_args!("{}", *e)));
     // A drop that panics leaves the value's remains leaked.
     let _ = caught(move || drop(ManuallyDrop::into_inner(e)));
-    io::Error::new(kind, msg)
+    made.unwrap_or_else(|| {
+        refcount::error_in_room(
+            kind,
+            format_args!("pagecache: the fault hook's error ({kind:?}) panicked when displayed"),
+        )
+    })
 }
 
 impl<C: RefCounter> Inner<C> {
