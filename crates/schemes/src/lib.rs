@@ -15,8 +15,10 @@ pub enum Kind {
     Reference,
 }
 
-/// One registered scheme.
+/// One registered scheme. Made only by this crate's registry ([`SCHEMES`]): a field may be
+/// added to it.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct SchemeInfo {
     /// Its name on the command line and in results.
     pub name: &'static str,
