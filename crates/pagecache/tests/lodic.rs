@@ -95,6 +95,14 @@ fn cache<C: RefCounter>(scheme: C, pages: usize, rmap: Rmap) -> PageCacheOf<C> {
     PageCacheOf::with_scheme(scheme, &cfg).expect("cache")
 }
 
+/// A cache of 8 frames counted by `atomic` and a file of two pages of the pattern in a folder of
+/// its own (kept while the folder is).
+fn two_pages() -> (tempfile::TempDir, std::path::PathBuf, PageCacheOf<Atomic>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(&dir, "f", 2 * P);
+    (dir, path, cache(Atomic, 8, Rmap::File))
+}
+
 #[track_caller]
 fn check_bytes(buf: &[u8], at: u64) {
     assert_pattern(buf, at, "the bytes read");
@@ -359,9 +367,7 @@ fn bad_input_without_memory_is_the_bare_kind() {
 /// as before after them.
 #[test]
 fn file_errors_without_memory_are_the_bare_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = pattern_file(&dir, "f", 2 * P);
-    let c = cache(Atomic, 8, Rmap::File);
+    let (dir, path, c) = two_pages();
     let f = c.open_read_only(&path).unwrap();
     let mut buf = [0u8; 16];
     for refused in [usize::MAX, 0] {
@@ -427,9 +433,7 @@ fn refused_settings_without_memory_are_the_bare_kind() {
 #[test]
 fn a_bad_seek_without_memory_is_the_bare_kind() {
     use std::io::{Read, Seek, SeekFrom};
-    let dir = tempfile::tempdir().unwrap();
-    let path = pattern_file(&dir, "f", 2 * P);
-    let c = cache(Atomic, 8, Rmap::File);
+    let (_dir, path, c) = two_pages();
     let f = c.open(&path).unwrap();
     let mut cur = f.cursor();
     cur.seek(SeekFrom::Start(P - 8)).unwrap();
@@ -449,9 +453,7 @@ fn a_bad_seek_without_memory_is_the_bare_kind() {
 /// process; with memory, the message names the write or the length. The file is unchanged.
 #[test]
 fn a_write_past_the_largest_length_without_memory_is_the_bare_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = pattern_file(&dir, "f", 2 * P);
-    let c = cache(Atomic, 8, Rmap::File);
+    let (_dir, path, c) = two_pages();
     let f = c.open(&path).unwrap();
     let at = i64::MAX as u64 - 8;
     for refused in [usize::MAX, 0] {
