@@ -228,8 +228,14 @@ impl FileState {
         let bound = end.max(len.min(page_end));
         let limit = fsize_limit();
         if bound > limit {
-            let past = format_args!("RLIMIT_FSIZE ({limit} bytes)");
-            return Err(self.too_large(what, end, bound, past));
+            // Passed as made: a `format_args!` with arguments bound to a `let` is a temporary
+            // that Rust 1.87 (the crates' `rust-version`) drops at the end of the `let`.
+            return Err(self.too_large(
+                what,
+                end,
+                bound,
+                format_args!("RLIMIT_FSIZE ({limit} bytes)"),
+            ));
         }
         let good = if page_end > bound && page_end <= limit && fs_holds(&self.file, page_end) {
             page_end
@@ -253,17 +259,22 @@ impl FileState {
         past: fmt::Arguments<'_>,
     ) -> io::Error {
         let (kind, path) = (io::ErrorKind::FileTooLarge, &self.path);
-        let before = format_args!("file too large: {what}");
+        // Each `format_args!` made in the call's arguments (see `check_room`).
         if bound > end {
             let page = "the write-back of its page, up to the file's length, ends at";
             FileError::error(
                 kind,
                 path,
-                before,
+                format_args!("file too large: {what}"),
                 format_args!(" goes past {past} ({page} {bound})"),
             )
         } else {
-            FileError::error(kind, path, before, format_args!(" goes past {past}"))
+            FileError::error(
+                kind,
+                path,
+                format_args!("file too large: {what}"),
+                format_args!(" goes past {past}"),
+            )
         }
     }
 
